@@ -1,0 +1,166 @@
+"""Closed-form capacity of one engine and of parallel engines.
+
+Theorem 2 of Li, Dai, Peng (arXiv:2504.07347): no scheduler serves more than
+``sup_{b <= b_max} b/t(b)`` tokens per second (``b_max/t_{b_max}`` for the staircase with
+``b0 | b_max``); every work-conserving scheduler is stable below it.  For ``K`` engines behind a
+join-the-shortest-queue router the capacities add (Prop. 3 / Remark 4).
+
+For a context-aware batch time ``t(b, kv)`` the capacity is evaluated at the workload's mean
+context (an approximation, documented in :func:`max_throughput`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..batchtime import ContextAware
+from ..engine import Engine
+from ..errors import ParameterError
+from ..results import plain
+from ..workload import Workload
+
+__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "mean_decode_context"]
+
+
+@dataclass(frozen=True)
+class CapacityResult:
+    """Maximum throughput.
+
+    Attributes
+    ----------
+    tokens_per_s : float
+        Total tokens (prefill + decode) per second over all engines.
+    batch_tokens : int or tuple
+        Batch size where each engine's ``b/t(b)`` is maximal.
+    requests_per_s : float or None
+        ``tokens_per_s / (m_p + m_d)`` when a workload was given.
+    per_engine_tokens_per_s : tuple
+        One capacity per engine.
+    method, reason : str
+        How it was computed and why it holds.
+    """
+
+    tokens_per_s: float
+    batch_tokens: int | tuple
+    requests_per_s: float | None
+    per_engine_tokens_per_s: tuple
+    method: str
+    reason: str
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def batch_seconds(self) -> float | None:
+        return self.inputs.get("batch_seconds")
+
+    def to_dict(self) -> dict:
+        return plain({"tokens_per_s": self.tokens_per_s, "batch_tokens": self.batch_tokens,
+                      "requests_per_s": self.requests_per_s,
+                      "per_engine_tokens_per_s": list(self.per_engine_tokens_per_s),
+                      "method": self.method, "reason": self.reason, "inputs": self.inputs})
+
+    def plot(self, ax=None, **kw):
+        from ..plotting import plot_capacity
+
+        return plot_capacity(self, ax=ax, **kw)
+
+
+def mean_decode_context(engine: Engine, workload: Workload) -> float:
+    """Mean cached KV tokens read by decode attention in a full batch (approximation).
+
+    In a full batch of ``b_max`` tokens the decode share is ``m_d/(m_p+m_d)`` (flow balance), so
+    ``n_d = min(b_max*m_d/(m_p+m_d), k_max)`` requests decode; a decoding request's context is
+    uniform over its decode phase, ``m_p + m_d/2`` on average.  Returns ``n_d*(m_p + m_d/2)``.
+    """
+    mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+    n_d = engine.b_max * md / (mp + md)
+    if engine.k_max is not None:
+        n_d = min(n_d, engine.k_max)
+    return n_d * (mp + md / 2.0)
+
+
+def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:
+    """``(tokens_per_s, batch_tokens, note)`` for one engine."""
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    bt = engine.batch_time
+    note = ""
+    if isinstance(bt, ContextAware):
+        if workload is None:
+            note = "context-aware model without a workload: attention cost ignored (optimistic)"
+        else:
+            kv = mean_decode_context(engine, workload)
+            bt = bt.at_context(kv)
+            note = f"context-aware model at the workload's mean decode context ({kv:.0f} KV tokens per batch)"
+    rate, b = bt.best_rate(engine.b_max)
+    return rate, b, note
+
+
+def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None = None, *,
+                   n_engines: int = 1) -> CapacityResult:
+    """The most tokens (and requests) per second a deployment can serve.
+
+    Parameters
+    ----------
+    engine : Engine or sequence of Engine
+        One engine, or several (heterogeneous) engines behind a router.
+    workload : Workload, optional
+        Gives ``m_p + m_d`` for ``requests_per_s``; its arrival rate is not used.
+    n_engines : int
+        Identical copies of ``engine`` (ignored when a sequence is given).
+
+    Returns
+    -------
+    CapacityResult
+
+    Notes
+    -----
+    ``tokens_per_s = sup_{1 <= b <= b_max} b/t(b)`` per engine, summed over engines (the capacity of
+    join-the-shortest-queue routing with work-conserving engines).  A batch-size limit ``k_max``
+    can lower it for a given prefill/decode mix: see :func:`fluidq.stability_region`.
+
+    References
+    ----------
+    Li, Dai, Peng, arXiv:2504.07347, Theorem 2 and Proposition 3.
+
+    Examples
+    --------
+    >>> from fluidq import Engine, Staircase, max_throughput
+    >>> e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> round(max_throughput(e).tokens_per_s, 3)
+    3342.909
+    """
+    from .._validate import integer
+
+    if isinstance(engine, Engine):
+        engines = [engine] * integer("n_engines", n_engines, minimum=1)
+    else:
+        engines = list(engine)
+        if not engines:
+            raise ParameterError("engine", engine, "an Engine or a non-empty sequence of engines")
+    if workload is not None and not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload or None")
+    per, bs, notes = [], [], []
+    for e in engines:
+        r, b, note = engine_capacity(e, workload)
+        per.append(r)
+        bs.append(b)
+        if note and note not in notes:
+            notes.append(note)
+    total = float(sum(per))
+    req = total / workload.mean_tokens if workload is not None else None
+    if len(engines) == 1:
+        e = engines[0]
+        reason = (f"sup over b <= b_max={e.b_max} of b/t(b) is reached at b={bs[0]} "
+                  f"(Theorem 2 of arXiv:2504.07347)")
+    else:
+        reason = (f"sum of {len(engines)} engine capacities: the throughput of join-the-shortest-queue "
+                  "routing over work-conserving engines (Prop. 3 of arXiv:2504.07347)")
+    if notes:
+        reason += "; " + "; ".join(notes)
+    inputs = {"engines": [e.to_dict() for e in engines],
+              "workload": workload.to_dict() if workload is not None else None}
+    if len(engines) == 1:
+        inputs["batch_seconds"] = float(bs[0] / per[0])
+    return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
+                          requests_per_s=req, per_engine_tokens_per_s=tuple(per),
+                          method="closed_form", reason=reason, inputs=inputs)

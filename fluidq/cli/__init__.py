@@ -1,0 +1,66 @@
+"""The ``fluidq`` command line: a thin face over the public functions.
+
+Each sub-command lives in its own module under ``fluidq/cli/commands/`` and exposes
+``register(subparsers)``; modules are discovered, so adding a command touches one file.
+Conventions: ``--json`` prints a machine-readable result; bad input exits with code 2 and one
+line on stderr (no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+
+from .._version import __version__
+from ..errors import FluidqError
+from ..results import plain
+
+
+class CliError(Exception):
+    """A usage error detected by a command (exit code 2)."""
+
+
+def emit(args, result, table: str) -> None:
+    """Print ``result`` as JSON when ``--json`` was given, else the human ``table``."""
+    if getattr(args, "json", False):
+        print(json.dumps(plain(result), indent=2, sort_keys=False))
+    else:
+        print(table)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fluidq", description="Queueing theory of LLM serving: capacity, "
+                                     "stability verdicts and stability regions.")
+    parser.add_argument("--version", action="version", version=f"fluidq {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from . import commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{commands.__name__}.{info.name}")
+        mod.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except (FluidqError, CliError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"fluidq {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"fluidq {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per ``fluidq`` sub-command; each defines ``register(subparsers)``."""

@@ -1,0 +1,45 @@
+"""``fluidq check``: a stability verdict for a scheduler at a load."""
+from __future__ import annotations
+
+from ...policies import POLICY_NAMES
+from ...stability import check_stability
+from .. import emit
+from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+
+
+def register(sub):
+    p = sub.add_parser("check", help="is a scheduler stable at this load?",
+                       description="Stability verdict (stable / unstable / critical / unknown) with the load "
+                       "and the reason, for each scheduler asked.")
+    add_engine_args(p)
+    add_workload_args(p, rate_required=False)
+    p.add_argument("--load", type=float, default=None,
+                   help="offered load as a fraction of capacity (instead of --rate)")
+    p.add_argument("--policy", action="append", default=None,
+                   help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
+    p.add_argument("--tolerance", type=float, default=0.02, help="relative band around load 1 called critical")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from ...capacity import max_throughput
+    from ...errors import ParameterError
+
+    engine = engine_from_args(args)
+    if args.load is not None:
+        if args.rate is not None:
+            raise ParameterError("--load", args.load, "either --load or --rate, not both")
+        if not args.load > 0:
+            raise ParameterError("--load", args.load, "a fraction of capacity > 0")
+        shape = workload_from_args(args, default_rate=1.0)
+        lam = args.load * max_throughput(engine, shape).requests_per_s
+        workload = shape.with_rate(lam)
+    else:
+        workload = workload_from_args(args)
+    results = [check_stability(engine, workload, p, tolerance=args.tolerance) for p in (args.policy or POLICY_NAMES)]
+    width = max(len(r.policy) for r in results)
+    lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
+             f"m_d={workload.mean_output_tokens:g}, load {results[0].load:.3f}"]
+    lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
+    emit(args, results if len(results) > 1 else results[0], "\n".join(lines))

@@ -1,0 +1,41 @@
+"""``fluidq profiles``: the built-in deployments and their fit errors."""
+from __future__ import annotations
+
+from ...profiles import list_profiles, load_profile
+from .. import emit
+
+
+def register(sub):
+    p = sub.add_parser("profiles", help="list or show the built-in deployment profiles")
+    p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
+    p.add_argument("name", nargs="?", default=None, help="profile to show")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _fit_text(fit: dict) -> str:
+    if "mape_heldout" in fit:
+        return f"MAPE {100 * fit['mape_heldout']:.2f}% (held out)"
+    if "r2_reported" in fit:
+        return f"R^2 > {fit['r2_reported']} (reported)"
+    return "-"
+
+
+def run(args):
+    if args.action == "show":
+        if not args.name:
+            from ...errors import ParameterError
+
+            raise ParameterError("name", None, "a profile name to show (see `fluidq profiles list`)")
+        prof = load_profile(args.name)
+        d = prof.to_dict()
+        table = "\n".join([f"{k:<19} {v}" for k, v in d.items() if k != "batch_time"]
+                          + [f"{'batch time':<19} {prof.batch_time.describe()}"])
+        emit(args, d, table)
+        return
+    profs = list_profiles()
+    w = max(len(p.name) for p in profs)
+    lines = [f"{'name':<{w}}  {'model':<16} {'gpu':<22} tp  b_max  fit"]
+    for p in profs:
+        lines.append(f"{p.name:<{w}}  {p.model:<16} {p.gpu:<22} {p.tp:<3} {p.b_max:<6} {_fit_text(p.fit)}")
+    emit(args, [p.to_dict() for p in profs], "\n".join(lines))

@@ -1,0 +1,40 @@
+"""``fluidq report``: the main job -- a report folder for a deployment and workload."""
+from __future__ import annotations
+
+import sys
+
+from .. import emit
+
+
+def register(sub):
+    p = sub.add_parser("report", help="write the report folder (Markdown, HTML, PNG plots)",
+                       description="The main job. With no options: the paper's CodeLlama-34B/A100 fit and the "
+                       "embedded Azure conversation workload.")
+    p.add_argument("--out", default="fluidq-report", help="output folder (default: ./fluidq-report)")
+    p.add_argument("--profile", default=None, help="built-in profile (see `fluidq profiles`)")
+    p.add_argument("--trace", default=None, help="trace file or embedded name ('azure-conv', 'azure-code')")
+    p.add_argument("--rate", type=float, default=None, help="arrival rate, req/s (default: the trace's own)")
+    p.add_argument("--quick", action="store_true", help="shorter simulations")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from ...profiles import DEFAULT_PROFILE, load_profile
+    from ...report import build_report
+    from ...workload import Workload
+
+    prof = load_profile(args.profile or DEFAULT_PROFILE)
+    trace = args.trace or "azure-conv"
+    workload = Workload.from_trace(trace, rate_per_s=args.rate)
+
+    def progress(i, n, name):
+        if not args.json:
+            print(f"\r[{i + 1}/{n}] {name:<28}", end="", file=sys.stderr, flush=True)
+
+    res = build_report(args.out, prof.engine(), workload, quick=args.quick, profile_name=prof.name,
+                       progress=progress)
+    if not args.json:
+        print("", file=sys.stderr)
+    emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "
+                    f"{len(res['figures'])} figures in the same folder")

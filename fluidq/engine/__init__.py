@@ -1,0 +1,79 @@
+"""The engine description: a batch-time model and the budgets of one LLM engine.
+
+``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None)``
+
+* ``b_max``  token budget per batch (``max_num_batched_tokens`` in vLLM; paper's ``b_max``)
+* ``k_max``  batch-size limit, requests per batch (``max_num_seqs``; paper §6), or ``None``
+* ``kv_capacity_tokens`` KV-cache capacity in tokens (a resident request holds its prompt
+  plus generated tokens), or ``None`` for unlimited memory
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .._validate import integer
+from ..batchtime import BatchTime
+from ..errors import ParameterError
+
+__all__ = ["Engine"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Engine:
+    """One LLM inference engine.
+
+    Parameters
+    ----------
+    batch_time : BatchTime
+        Seconds per iteration as a function of batch tokens.
+    b_max : int
+        Token budget per batch (>= 1).
+    k_max : int, optional
+        At most this many requests per batch (>= 1); ``None`` for no limit.
+    kv_capacity_tokens : int, optional
+        KV-cache capacity in tokens; ``None`` for unlimited.
+    name : str
+        A label for reports.
+
+    Examples
+    --------
+    >>> from fluidq import Engine, Staircase
+    >>> e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> e.b_max
+    512
+    """
+
+    batch_time: BatchTime
+    b_max: int
+    k_max: int | None = None
+    kv_capacity_tokens: int | None = None
+    name: str = "engine"
+
+    def __post_init__(self):
+        if not isinstance(self.batch_time, BatchTime):
+            raise ParameterError("batch_time", self.batch_time, "a fluidq BatchTime model",
+                                 "e.g. fluidq.Staircase(c=0.01128, a=0.03547, b0=128)")
+        object.__setattr__(self, "b_max", integer("b_max", self.b_max, minimum=1))
+        object.__setattr__(self, "k_max", integer("k_max", self.k_max, minimum=1, allow_none=True))
+        object.__setattr__(self, "kv_capacity_tokens",
+                           integer("kv_capacity_tokens", self.kv_capacity_tokens, minimum=1, allow_none=True))
+
+    def with_(self, **changes) -> "Engine":
+        """A copy with some fields replaced (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+    def batch_seconds(self, tokens, kv_tokens=None):
+        """Batch time in seconds (delegates to ``batch_time``)."""
+        return self.batch_time(tokens, kv_tokens)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "batch_time": self.batch_time.to_dict(), "b_max": self.b_max,
+                "k_max": self.k_max, "kv_capacity_tokens": self.kv_capacity_tokens}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Engine":
+        from ..batchtime import batch_time_from_dict
+
+        d = dict(d)
+        d["batch_time"] = batch_time_from_dict(d["batch_time"])
+        return cls(**d)

@@ -1,0 +1,72 @@
+"""Plots of batch-time models, capacity and verdict grids."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import axes, finish
+
+
+def plot_batch_time(batch_time, *, b_max=512, points=None, ax=None, path=None):
+    """``t(b)`` in ms over ``1..b_max`` (and measured ``points=(tokens, seconds)`` if given)."""
+    fig, ax = axes(ax)
+    hi = int(max(b_max, np.max(points[0]) if points is not None else 0))
+    b = np.arange(1, hi + 1)
+    ax.plot(b, 1e3 * np.asarray(batch_time(b)), lw=1.5, label=batch_time.describe())
+    if points is not None:
+        ax.plot(points[0], 1e3 * np.asarray(points[1]), "o", ms=3, label="measured")
+    ax.axvline(b_max, color="grey", ls=":", lw=1, label=f"b_max = {b_max}")
+    ax.set_xlabel("batch tokens b")
+    ax.set_ylabel("batch time t(b) [ms]")
+    ax.legend(fontsize=7)
+    return finish(fig, ax, path)
+
+
+def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, path=None):
+    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies."""
+    from ..capacity import max_throughput
+
+    fig, ax = axes(ax)
+    if b_max_values is None:
+        b_max_values = np.unique(np.linspace(16, 4 * engine.b_max, 96).astype(int))
+    caps = []
+    for b in b_max_values:
+        try:
+            caps.append(max_throughput(engine.with_(b_max=int(b)), workload).tokens_per_s)
+        except Exception:  # a tabulated model may not reach this far: stop the curve there
+            caps.append(np.nan)
+    ax.plot(b_max_values, caps, lw=1.5)
+    ax.axvline(engine.b_max, color="grey", ls=":", lw=1, label=f"configured b_max = {engine.b_max}")
+    if workload is not None:
+        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1, label="offered load")
+    ax.set_xlabel("token budget b_max")
+    ax.set_ylabel("capacity [tokens/s]")
+    ax.legend(fontsize=7)
+    return finish(fig, ax, path)
+
+
+def plot_capacity(result, *, ax=None, path=None):
+    """Bar chart of per-engine capacities of a :class:`~fluidq.CapacityResult`."""
+    fig, ax = axes(ax)
+    per = result.per_engine_tokens_per_s
+    ax.bar(range(len(per)), per)
+    ax.set_xlabel("engine")
+    ax.set_ylabel("capacity [tokens/s]")
+    return finish(fig, ax, path)
+
+
+def plot_verdicts(grid, loads, *, ax=None, path=None):
+    """A policy x load grid coloured by verdict."""
+    fig, ax = axes(ax, figsize=(6.4, 0.5 + 0.45 * len(grid)))
+    colours = {"stable": "#4caf50", "unstable": "#e53935", "critical": "#ffb300", "unknown": "#9e9e9e",
+               "inaccurate": "#8e24aa"}
+    for i, (pol, rs) in enumerate(grid.items()):
+        for j, r in enumerate(rs):
+            ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+                (j, i), 0.95, 0.9, color=colours.get(r.status.value, "#000")))
+            ax.text(j + 0.475, i + 0.45, r.status.value, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, len(loads))
+    ax.set_ylim(0, len(grid))
+    ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:g}" for x in loads])
+    ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
+    ax.set_xlabel("offered load (fraction of capacity)")
+    return finish(fig, ax, path)

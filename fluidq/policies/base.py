@@ -1,0 +1,173 @@
+"""The policy protocol: what a scheduler sees and what it returns.
+
+A policy is any object with a ``name`` and ``select(view) -> Batch``.  ``view`` is a
+:class:`QueueView`: the resident requests in arrival order (read-only
+:class:`RequestState` records), the clock and the engine budgets.  The same policy object
+drives the simulator, the DTMC builder and the work-conservation checker.
+
+Batch constraints (Li, Dai, Peng, arXiv:2504.07347, constraints 6a-6d, and §6 for k_max):
+
+* (6a) a request with prefill left gets no decode token in the batch;
+* (6b) a request's prefill allocation is at most its remaining prefill;
+* (6c) at most one decode token per request per batch;
+* (6d) at most ``b_max`` tokens per batch;
+* at most ``k_max`` distinct requests per batch when the engine has a batch-size limit.
+
+:func:`batch_violations` lists the constraints a batch breaks, in words.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence, runtime_checkable
+
+__all__ = ["RequestState", "QueueView", "Batch", "Policy", "batch_violations"]
+
+
+@dataclass(slots=True)
+class RequestState:
+    """One resident request as the scheduler sees it.
+
+    ``output_tokens`` is the true output length: only oracle orderings (SJF, SRPT) may read it.
+    ``score`` is a predictor's score (PARS), ``None`` when no predictor ran.
+    """
+
+    rid: int
+    arrival_s: float
+    prompt_tokens: int
+    output_tokens: int
+    prefilled: int = 0
+    decoded: int = 0
+    first_scheduled_s: float = math.nan
+    score: float | None = None
+
+    @property
+    def prefill_left(self) -> int:
+        return self.prompt_tokens - self.prefilled
+
+    @property
+    def decode_left(self) -> int:
+        return self.output_tokens - self.decoded
+
+    @property
+    def in_prefill(self) -> bool:
+        return self.prefilled < self.prompt_tokens
+
+    @property
+    def demand(self) -> int:
+        """Tokens this request could use in one batch: its remaining prefill, or one decode token."""
+        return self.prompt_tokens - self.prefilled if self.prefilled < self.prompt_tokens else (
+            1 if self.decoded < self.output_tokens else 0)
+
+    @property
+    def attained_tokens(self) -> int:
+        """Tokens of work this request has received (prefill done + tokens decoded)."""
+        return self.prefilled + self.decoded
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """What a policy sees: residents in arrival order, the time and the budgets."""
+
+    requests: Sequence[RequestState]
+    now_s: float
+    b_max: int
+    k_max: int | None = None
+    kv_free_tokens: int | None = None
+
+    @property
+    def demand(self) -> int:
+        """``sum_i (p_i + 1{p_i = 0})`` over residents with work left."""
+        return sum(r.demand for r in self.requests)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One iteration: prefill chunks ``(rid, tokens)`` and decode tokens (one per rid).
+
+    ``blocked`` lists requests the policy can never schedule (e.g. a prompt longer than
+    ``b_max`` under a scheduler that does not chunk): a diagnosis, not an error.
+    """
+
+    prefill: tuple = ()
+    decode: tuple = ()
+    blocked: tuple = ()
+
+    @property
+    def prefill_tokens(self) -> int:
+        return sum(n for _, n in self.prefill)
+
+    @property
+    def decode_tokens(self) -> int:
+        return len(self.decode)
+
+    @property
+    def tokens(self) -> int:
+        return self.prefill_tokens + len(self.decode)
+
+    @property
+    def n_requests(self) -> int:
+        return len({rid for rid, _ in self.prefill} | set(self.decode))
+
+    @property
+    def is_mixed(self) -> bool:
+        return bool(self.prefill) and bool(self.decode)
+
+    @property
+    def empty(self) -> bool:
+        return not self.prefill and not self.decode
+
+    def describe(self, names: dict | None = None) -> str:
+        """Paper notation: ``[Ad Bd Dp]`` (one letter per request token kind)."""
+        names = names or {}
+        parts = [f"{names.get(rid, rid)}d" for rid in self.decode]
+        for rid, n in self.prefill:
+            parts.extend([f"{names.get(rid, rid)}p"] * n)
+        return "[" + " ".join(parts) + "]"
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """The one small protocol a scheduler implements."""
+
+    name: str
+
+    def select(self, view: QueueView) -> Batch:  # pragma: no cover - protocol
+        ...
+
+
+def batch_violations(batch: Batch, view: QueueView) -> list[str]:
+    """Constraints (6a)-(6d), k_max and basic sanity that ``batch`` breaks in state ``view``."""
+    out: list[str] = []
+    by_id = {r.rid: r for r in view.requests}
+    seen_prefill: dict[int, int] = {}
+    for rid, n in batch.prefill:
+        r = by_id.get(rid)
+        if r is None:
+            out.append(f"prefill for request {rid}, which is not resident")
+            continue
+        if n < 1:
+            out.append(f"request {rid}: prefill allocation {n} < 1")
+        seen_prefill[rid] = seen_prefill.get(rid, 0) + n
+    for rid, n in seen_prefill.items():
+        if n > by_id[rid].prefill_left:
+            out.append(f"(6b) request {rid}: prefill {n} > remaining prefill {by_id[rid].prefill_left}")
+    counts: dict[int, int] = {}
+    for rid in batch.decode:
+        counts[rid] = counts.get(rid, 0) + 1
+        r = by_id.get(rid)
+        if r is None:
+            out.append(f"decode for request {rid}, which is not resident")
+            continue
+        if r.in_prefill:
+            out.append(f"(6a) request {rid} gets a decode token with {r.prefill_left} prefill tokens left")
+        elif r.decode_left < 1:
+            out.append(f"request {rid} gets a decode token but has finished")
+    for rid, c in counts.items():
+        if c > 1:
+            out.append(f"(6c) request {rid} gets {c} decode tokens in one batch")
+    if batch.tokens > view.b_max:
+        out.append(f"(6d) batch has {batch.tokens} tokens > b_max={view.b_max}")
+    if view.k_max is not None and batch.n_requests > view.k_max:
+        out.append(f"(k_max) batch has {batch.n_requests} requests > k_max={view.k_max}")
+    return out

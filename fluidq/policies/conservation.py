@@ -1,0 +1,107 @@
+"""Work conservation, checked by search rather than declared.
+
+A policy is work-conserving (Li, Dai, Peng, arXiv:2504.07347, §3) when every batch takes
+``min(b_max, demand)`` tokens, with ``demand = sum_i (p_i + 1{p_i = 0})`` over the resident
+requests (remaining prefill, or one decode token).  :func:`check_work_conserving` enumerates
+small queue states exhaustively (all combinations of up to ``max_requests`` residents, each in
+prefill with a few remaining sizes, partly prefilled, or decoding) for several budgets and
+returns the first state where the batch is short, with the batch itself.
+
+A search that finds nothing is evidence over the states searched, not a proof; the result says
+how many states it covered.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .._validate import integer
+from .base import Batch, QueueView, RequestState, batch_violations
+from .schedulers import resolve_policy
+
+__all__ = ["WorkConservationResult", "check_work_conserving"]
+
+
+@dataclass(frozen=True)
+class WorkConservationResult:
+    """Outcome of the search: ``work_conserving``, and a ``counterexample`` when it is not."""
+
+    policy: str
+    work_conserving: bool
+    counterexample: QueueView | None
+    batch: Batch | None
+    states_checked: int
+    reason: str
+    invalid: tuple = field(default=())
+
+    def to_dict(self) -> dict:
+        ce = None
+        if self.counterexample is not None:
+            ce = {"b_max": self.counterexample.b_max,
+                  "requests": [{"rid": r.rid, "prompt_tokens": r.prompt_tokens, "prefilled": r.prefilled,
+                                "output_tokens": r.output_tokens, "decoded": r.decoded}
+                               for r in self.counterexample.requests],
+                  "batch": {"prefill": [list(p) for p in self.batch.prefill], "decode": list(self.batch.decode)}}
+        return {"policy": self.policy, "work_conserving": self.work_conserving, "states_checked": self.states_checked,
+                "reason": self.reason, "counterexample": ce, "invalid": list(self.invalid)}
+
+
+def _request_options(b_max: int):
+    """(prompt, prefilled, output, decoded) options for one resident."""
+    sizes = sorted({1, 2, max(1, b_max - 1), b_max})
+    opts = [(p, 0, 2, 0) for p in sizes]          # waiting for prefill
+    opts.append((b_max + 2, 2, 2, 0))              # partly prefilled
+    opts += [(3, 3, 2, 0), (3, 3, 2, 1)]           # decoding, 2 or 1 tokens left
+    return opts
+
+
+def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: int = 4) -> WorkConservationResult:
+    """Search queue states for one where ``policy`` leaves budget unused while demand allows.
+
+    Parameters
+    ----------
+    policy : str or Policy
+        A policy name (``"sarathi"``...) or object.
+    b_max_values : iterable of int
+        Token budgets to try.
+    max_requests : int
+        Largest number of residents in a searched state.
+
+    Returns
+    -------
+    WorkConservationResult
+        ``work_conserving`` False with a ``counterexample`` state and the short ``batch``, or True
+        with the number of states checked.  Batches breaking (6a)-(6d) are reported in ``invalid``.
+    """
+    pol = resolve_policy(policy)
+    max_requests = integer("max_requests", max_requests, minimum=1)
+    checked = 0
+    invalid = []
+    for b_max in b_max_values:
+        b_max = integer("b_max", b_max, minimum=1)
+        opts = _request_options(b_max)
+        for n in range(1, max_requests + 1):
+            for combo in itertools.combinations_with_replacement(range(len(opts)), n):
+                for perm in ({tuple(combo)} | {tuple(reversed(combo))}):
+                    rs = [RequestState(rid=i, arrival_s=float(i), prompt_tokens=opts[j][0], prefilled=opts[j][1],
+                                       output_tokens=opts[j][2], decoded=opts[j][3]) for i, j in enumerate(perm)]
+                    view = QueueView(requests=tuple(rs), now_s=0.0, b_max=b_max)
+                    batch = pol.select(view)
+                    checked += 1
+                    bad = batch_violations(batch, view)
+                    if bad:
+                        invalid.append(f"b_max={b_max}: {bad[0]}")
+                    need = min(b_max, view.demand)
+                    if batch.tokens < need:
+                        names = {r.rid: chr(ord("A") + r.rid) for r in rs}
+                        state = ", ".join(
+                            f"{names[r.rid]}: {'prefill ' + str(r.prefill_left) + ' left' if r.in_prefill else 'decoding, ' + str(r.decode_left) + ' left'}"
+                            for r in rs)
+                        reason = (f"with b_max={b_max} and residents {state} the demand is {view.demand} "
+                                  f"but {getattr(pol, 'name', 'the policy')} forms {batch.describe(names)} "
+                                  f"({batch.tokens} < {need} tokens)")
+                        return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
+                                                      checked, reason, tuple(invalid))
+    return WorkConservationResult(getattr(pol, "name", repr(pol)), True, None, None, checked,
+                                  f"every one of {checked} searched states got a batch of min(b_max, demand) tokens",
+                                  tuple(invalid))

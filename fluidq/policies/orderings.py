@@ -1,0 +1,48 @@
+"""Orderings: the order in which a batch former takes resident requests.
+
+An ordering is an object with ``name``, ``order(requests, now_s) -> list`` and
+``overtaking_bound`` (``0`` for FCFS, an int K for K-FCFS guarantees, ``None`` when a later
+arrival may overtake without bound).  :class:`KeyOrdering` sorts by a key (smaller first,
+ties by arrival), which is all most orderings need; latency-aware orderings (SJF, SRPT, LAS,
+PARS, gamma-Boost) live in :mod:`fluidq.policies.latency`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from .base import RequestState
+
+__all__ = ["Ordering", "FCFS", "KeyOrdering"]
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """Base class: identity order (residents already come in arrival order)."""
+
+    name = "ordering"
+    overtaking_bound: int | None = None
+
+    def order(self, requests: Sequence[RequestState], now_s: float) -> list[RequestState]:
+        return list(requests)
+
+
+@dataclass(frozen=True)
+class FCFS(Ordering):
+    """First come, first served: arrival order, nobody overtakes."""
+
+    name = "fcfs"
+    overtaking_bound: int | None = 0
+
+
+@dataclass(frozen=True)
+class KeyOrdering(Ordering):
+    """Sort by ``key(request, now_s)`` ascending; ties keep arrival order."""
+
+    name = "key"
+
+    def key(self, r: RequestState, now_s: float) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def order(self, requests, now_s):
+        return sorted(requests, key=lambda r: (self.key(r, now_s), r.arrival_s, r.rid))

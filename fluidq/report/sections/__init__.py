@@ -1,0 +1,1 @@
+"""Report sections, one module each (``sNN_topic.py``, ordered by ``NN``)."""

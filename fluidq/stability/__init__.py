@@ -1,0 +1,144 @@
+"""Stability verdicts for one engine under a scheduler.
+
+``check_stability(engine, workload, policy)`` compares the offered load
+``rho = lambda (m_p + m_d) / capacity`` with Theorem 2 of Li, Dai, Peng (arXiv:2504.07347):
+
+* ``rho > 1 + tolerance``: unstable under every scheduler (Theorem 2a);
+* ``|rho - 1| <= tolerance``: critical (the boundary, where neither part of the theorem decides);
+* ``rho < 1 - tolerance`` and a policy found work-conserving by search
+  (:func:`fluidq.check_work_conserving`): stable (Theorem 2b);
+* ``rho < 1 - tolerance`` and a non-work-conserving policy: decided from the policy's own
+  stability threshold when one is available, otherwise unknown.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .._validate import real
+from ..capacity import max_throughput
+from ..engine import Engine
+from ..errors import ParameterError
+from ..policies import check_work_conserving, resolve_policy
+from ..results import Status, plain
+from ..workload import Poisson, Workload
+
+__all__ = ["StabilityResult", "check_stability", "Status"]
+
+
+@dataclass(frozen=True)
+class StabilityResult:
+    """A verdict: ``status`` (stable / unstable / critical / unknown), ``load`` and ``reason``."""
+
+    status: Status
+    load: float
+    reason: str
+    policy: str
+    capacity_tokens_per_s: float
+    offered_tokens_per_s: float
+    method: str = "closed_form"
+    work_conserving: bool | None = None
+    threshold_requests_per_s: float | None = None
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        return plain({"status": self.status, "load": self.load, "reason": self.reason, "policy": self.policy,
+                      "capacity_tokens_per_s": self.capacity_tokens_per_s,
+                      "offered_tokens_per_s": self.offered_tokens_per_s, "method": self.method,
+                      "work_conserving": self.work_conserving,
+                      "threshold_requests_per_s": self.threshold_requests_per_s})
+
+
+_WC_CACHE: dict = {}
+
+
+def _work_conserving(pol):
+    try:
+        key = pol if hash(pol) is not None else None
+    except TypeError:
+        key = None
+    if key is not None and key in _WC_CACHE:
+        return _WC_CACHE[key]
+    res = check_work_conserving(pol)
+    if key is not None:
+        _WC_CACHE[key] = res
+    return res
+
+
+def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
+    """Verdict below the Theorem-2 bound for a policy that is not work-conserving.
+
+    Without the policy's own threshold the answer is "unknown": Theorem 2 only says such a
+    policy is not maximally stable.
+    """
+    return Status.UNKNOWN, (f"{pol.name} is not work-conserving ({wc.reason}); below the Theorem-2 bound "
+                            f"(load {rho:.3f}) the paper gives no verdict"), None, "closed_form"
+
+
+def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
+                    **kw) -> StabilityResult:
+    """Is ``policy`` stable on ``engine`` under ``workload``?
+
+    Parameters
+    ----------
+    engine : Engine
+        The engine (its ``b_max`` is the budget).
+    workload : Workload
+        Arrival rate and length distributions.
+    policy : str or Policy
+        ``"fastertransformer"``, ``"vllm"``, ``"orca"``, ``"sarathi"``, ``"vllm-chunked"`` or an object.
+    tolerance : float
+        Relative band around load 1 reported as ``critical``.
+
+    Returns
+    -------
+    StabilityResult
+
+    References
+    ----------
+    Li, Dai, Peng, arXiv:2504.07347, Theorem 2.
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=15.0), prompt_tokens=100, output_tokens=100)
+    >>> fluidq.check_stability(e, w, "sarathi").status
+    <Status.STABLE: 'stable'>
+    """
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    tolerance = real("tolerance", tolerance, nonnegative=True)
+    if tolerance >= 1:
+        raise ParameterError("tolerance", tolerance, "a relative tolerance < 1")
+    pol = resolve_policy(policy)
+    cap = max_throughput(engine, workload)
+    offered = workload.token_rate_per_s
+    rho = offered / cap.tokens_per_s
+    wc = _work_conserving(pol)
+    name = getattr(pol, "name", repr(pol))
+    assumption = "" if isinstance(workload.arrival, Poisson) else (
+        " (Theorem 2 is stated for Poisson arrivals; the fluid argument behind it extends to "
+        "renewal arrivals with this mean rate)")
+    threshold = None
+    method = "closed_form"
+    if rho > 1 + tolerance:
+        status = Status.UNSTABLE
+        reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {cap.tokens_per_s:.4g} tokens/s "
+                  f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")
+    elif rho >= 1 - tolerance:
+        status = Status.CRITICAL
+        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {cap.tokens_per_s:.4g} tokens/s; "
+                  "at the boundary Theorem 2 decides nothing")
+    elif wc.work_conserving:
+        status = Status.STABLE
+        reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
+                  f"load {rho:.3f} < 1, so by Theorem 2(b) the engine is positive recurrent{assumption}")
+    else:
+        status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
+    return StabilityResult(status=status, load=rho, reason=reason, policy=name,
+                           capacity_tokens_per_s=cap.tokens_per_s, offered_tokens_per_s=offered, method=method,
+                           work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
+                           inputs={"engine": engine.to_dict(), "workload": workload.to_dict(),
+                                   "tolerance": tolerance})

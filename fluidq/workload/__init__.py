@@ -1,0 +1,118 @@
+"""Workloads: an arrival process and prompt/output length distributions.
+
+``arrivals``  Poisson, Periodic, Gamma (bursty), TraceArrivals
+``lengths``   Fixed, Geometric, PoissonLength, LogNormal, Empirical
+``traces``    Azure CSV / Mooncake JSONL readers and the embedded Azure traces
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .._validate import integer, real
+from ..errors import ParameterError
+from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
+from .lengths import Empirical, Fixed, Geometric, Length, LogNormal, PoissonLength, as_length
+from .traces import EMBEDDED_TRACES, Trace, load_trace
+
+__all__ = ["Workload", "Arrival", "Poisson", "Periodic", "Gamma", "TraceArrivals", "Length", "Fixed",
+           "Geometric", "PoissonLength", "LogNormal", "Empirical", "Trace", "load_trace", "EMBEDDED_TRACES"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Workload:
+    """Requests arriving to an engine.
+
+    Parameters
+    ----------
+    arrival : Arrival
+        The arrival process (``fluidq.Poisson(rate_per_s=...)``...).
+    prompt_tokens, output_tokens : int or Length
+        Prompt (prefill, ``v_p``) and output (decode, ``v_d``) lengths; an int is deterministic.
+    trace : Trace, optional
+        When set, :meth:`sample` replays the trace's (arrival, prompt, output) rows, time-scaled
+        to ``arrival.rate_per_s``.
+
+    Examples
+    --------
+    >>> from fluidq import Workload, Poisson
+    >>> w = Workload(arrival=Poisson(rate_per_s=10.0), prompt_tokens=100, output_tokens=100)
+    >>> w.mean_tokens
+    200.0
+    """
+
+    arrival: Arrival
+    prompt_tokens: Length | int
+    output_tokens: Length | int
+    trace: Trace | None = None
+    name: str = "workload"
+
+    def __post_init__(self):
+        if not isinstance(self.arrival, Arrival):
+            raise ParameterError("arrival", self.arrival, "a fluidq arrival process",
+                                 "e.g. fluidq.Poisson(rate_per_s=10)")
+        object.__setattr__(self, "prompt_tokens", as_length("prompt_tokens", self.prompt_tokens))
+        object.__setattr__(self, "output_tokens", as_length("output_tokens", self.output_tokens))
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return self.arrival.rate_per_s
+
+    @property
+    def mean_prompt_tokens(self) -> float:
+        """``m_p``."""
+        return self.prompt_tokens.mean
+
+    @property
+    def mean_output_tokens(self) -> float:
+        """``m_d``."""
+        return self.output_tokens.mean
+
+    @property
+    def mean_tokens(self) -> float:
+        """``m_p + m_d``."""
+        return self.mean_prompt_tokens + self.mean_output_tokens
+
+    @property
+    def token_rate_per_s(self) -> float:
+        """Offered load in tokens per second, ``lambda (m_p + m_d)``."""
+        return self.arrival_rate_per_s * self.mean_tokens
+
+    def with_rate(self, rate_per_s: float) -> "Workload":
+        """The same workload at another arrival rate (a trace is time-scaled)."""
+        return replace(self, arrival=self.arrival.with_rate(real("rate_per_s", rate_per_s, positive=True)))
+
+    def sample(self, rng: np.random.Generator, horizon_s: float | None = None, n: int | None = None):
+        """Draw ``(arrival_s, prompt_tokens, output_tokens)`` arrays."""
+        if self.trace is not None:
+            t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
+            k = len(t)
+            return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
+        t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
+        k = len(t)
+        return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
+
+    @classmethod
+    def from_trace(cls, path_or_name, rate_per_s: float | None = None, name: str | None = None) -> "Workload":
+        """A workload replaying a trace (Azure CSV or Mooncake JSONL, or ``"azure-conv"``/``"azure-code"``).
+
+        Lengths are the trace's empirical distributions (used by analyses); :meth:`sample` replays
+        the rows in order.  ``rate_per_s`` rescales time (default: the trace's own rate).
+        """
+        tr = load_trace(path_or_name)
+        if len(tr) < 2:
+            from ..errors import DataError
+
+            raise DataError(f"{tr.source}: a trace needs at least 2 requests to define a rate")
+        arr = TraceArrivals(times_s=tuple(tr.arrival_s))
+        if rate_per_s is not None:
+            arr = arr.with_rate(rate_per_s)
+        return cls(arrival=arr, prompt_tokens=Empirical(values=tuple(tr.prompt_tokens)),
+                   output_tokens=Empirical(values=tuple(tr.output_tokens)), trace=tr,
+                   name=name or tr.source)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "arrival": self.arrival.to_dict(),
+                "prompt_tokens": self.prompt_tokens.to_dict(), "output_tokens": self.output_tokens.to_dict(),
+                "mean_prompt_tokens": self.mean_prompt_tokens, "mean_output_tokens": self.mean_output_tokens}

@@ -1,0 +1,203 @@
+"""Token-length distributions for prompts (``v_p``) and outputs (``v_d``).
+
+All lengths are integers >= 1.  Each distribution exposes ``mean``, ``sample(rng, n)``,
+``is_memoryless`` (geometric only) and, when its support is finite, ``support()`` giving
+``(values, probabilities)`` -- what the DTMC builder needs.
+
+* :class:`Fixed` a constant (an ``int`` given to a :class:`~fluidq.Workload` becomes one)
+* :class:`Geometric` on ``{1, 2, ...}`` with the given mean (memoryless)
+* :class:`PoissonLength` ``1 + Poisson(mean - 1)``
+* :class:`LogNormal` ``ceil(X)`` with ``log X ~ Normal(mu, sigma)``
+* :class:`Empirical` values with weights (e.g. lengths from a trace)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import array, integer, real
+from ..errors import ParameterError, ParameterTypeError
+
+__all__ = ["Length", "Fixed", "Geometric", "PoissonLength", "LogNormal", "Empirical", "as_length"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Length:
+    """Base class of length distributions (tokens, integers >= 1)."""
+
+    is_memoryless = False
+
+    @property
+    def mean(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def support(self):
+        """``(values, probabilities)`` for a finite support, else ``None``."""
+        return None
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {"kind": type(self).__name__, **asdict(self)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fixed(Length):
+    """Always ``n`` tokens."""
+
+    n: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "n", integer("n", self.n, minimum=1))
+
+    @property
+    def mean(self):
+        return float(self.n)
+
+    def sample(self, rng, n):
+        return np.full(int(n), self.n, dtype=np.int64)
+
+    def support(self):
+        return np.array([self.n]), np.array([1.0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Geometric(Length):
+    """Geometric on ``{1, 2, ...}``: ``P(L = k) = p (1-p)^(k-1)``, ``p = 1/mean``."""
+
+    mean_tokens: float
+    is_memoryless = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "mean_tokens", real("mean_tokens", self.mean_tokens))
+        if self.mean_tokens < 1:
+            raise ParameterError("mean_tokens", self.mean_tokens, "a mean >= 1 token")
+
+    @property
+    def mean(self):
+        return self.mean_tokens
+
+    @property
+    def p(self) -> float:
+        """Per-token completion probability ``1/mean``."""
+        return 1.0 / self.mean_tokens
+
+    def sample(self, rng, n):
+        return rng.geometric(self.p, size=int(n)).astype(np.int64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoissonLength(Length):
+    """``1 + Poisson(mean - 1)`` tokens (shifted so that every request has a token)."""
+
+    mean_tokens: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "mean_tokens", real("mean_tokens", self.mean_tokens))
+        if self.mean_tokens < 1:
+            raise ParameterError("mean_tokens", self.mean_tokens, "a mean >= 1 token")
+
+    @property
+    def mean(self):
+        return self.mean_tokens
+
+    def sample(self, rng, n):
+        return 1 + rng.poisson(self.mean_tokens - 1.0, size=int(n)).astype(np.int64)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogNormal(Length):
+    """``ceil(X)`` tokens with ``log X ~ Normal(mu, sigma)`` (heavy-tailed lengths).
+
+    Use :meth:`from_mean` to give the mean of ``X`` instead of ``mu``.
+    """
+
+    mu: float
+    sigma: float
+    _mean: float = field(default=float("nan"), init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "mu", real("mu", self.mu))
+        object.__setattr__(self, "sigma", real("sigma", self.sigma, positive=True))
+        from scipy.stats import lognorm
+
+        dist = lognorm(s=self.sigma, scale=math.exp(self.mu))
+        # E[ceil X] = sum_{k>=0} P(X > k); sum to a far quantile, then bound the tail by E[X]-tail
+        hi = int(min(dist.ppf(1 - 1e-12), 1e8)) + 2
+        k = np.arange(0, hi, dtype=float)
+        m = float(np.sum(dist.sf(k)))
+        object.__setattr__(self, "_mean", m)
+
+    @classmethod
+    def from_mean(cls, mean_tokens: float, sigma: float) -> "LogNormal":
+        mean_tokens = real("mean_tokens", mean_tokens, positive=True)
+        sigma = real("sigma", sigma, positive=True)
+        return cls(mu=math.log(mean_tokens) - sigma * sigma / 2, sigma=sigma)
+
+    @property
+    def mean(self):
+        return self._mean
+
+    def sample(self, rng, n):
+        return np.ceil(rng.lognormal(self.mu, self.sigma, size=int(n))).astype(np.int64)
+
+    def to_dict(self):
+        return {"kind": "LogNormal", "mu": self.mu, "sigma": self.sigma}
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Empirical(Length):
+    """Lengths drawn from ``values`` with probabilities proportional to ``weights``."""
+
+    values: tuple
+    weights: tuple | None = None
+
+    def __post_init__(self):
+        v = array("values", self.values, positive=True)
+        if np.any(v != np.round(v)):
+            raise ParameterError("values", "<non-integer lengths>", "integer token counts >= 1")
+        if self.weights is None:
+            w = np.ones_like(v)
+        else:
+            w = array("weights", self.weights, nonnegative=True)
+            if w.shape != v.shape:
+                raise ParameterError("weights", f"<{w.size} weights>", f"{v.size} weights, one per value")
+            if w.sum() <= 0:
+                raise ParameterError("weights", "<all zero>", "some weight > 0")
+        uv, inv = np.unique(v.astype(np.int64), return_inverse=True)
+        uw = np.bincount(inv, weights=w)
+        object.__setattr__(self, "values", tuple(int(x) for x in uv))
+        object.__setattr__(self, "weights", tuple(float(x) for x in uw / uw.sum()))
+
+    @property
+    def mean(self):
+        return float(np.dot(self.values, self.weights))
+
+    def sample(self, rng, n):
+        return rng.choice(np.asarray(self.values, dtype=np.int64), size=int(n), p=np.asarray(self.weights))
+
+    def support(self):
+        return np.asarray(self.values), np.asarray(self.weights)
+
+    def to_dict(self):
+        return {"kind": "Empirical", "n_values": len(self.values), "mean": self.mean}
+
+
+def as_length(name: str, value) -> Length:
+    """An int becomes :class:`Fixed`; a :class:`Length` passes; anything else raises."""
+    if isinstance(value, Length):
+        return value
+    if isinstance(value, bool):
+        raise ParameterTypeError(f"{name}={value!r}: expected an int or a length distribution")
+    if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
+        return Fixed(n=integer(name, value, minimum=1))
+    if isinstance(value, float):
+        raise ParameterError(name, value, "an integer number of tokens or a distribution",
+                             f"for a mean of {value} use fluidq.Geometric(mean_tokens={value})")
+    raise ParameterTypeError(f"{name}={value!r}: expected an int or a fluidq length distribution "
+                             "(Fixed, Geometric, PoissonLength, LogNormal, Empirical)")

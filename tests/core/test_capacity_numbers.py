@@ -1,0 +1,55 @@
+"""Reference §7 capacity numbers (paper constants: c=11.28 ms, a=35.47 ms, b0=128)."""
+import pytest
+
+import fluidq
+from fluidq import Engine, Poisson, Staircase, Workload, max_throughput
+
+PAPER = Staircase(c=0.01128, a=0.03547, b0=128)
+
+
+def shape(mp, md):
+    return Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=mp, output_tokens=md)
+
+
+def test_batch_time_at_512():
+    assert PAPER(512) == pytest.approx(0.15316, rel=1e-12)
+
+
+def test_capacity_512():
+    r = max_throughput(Engine(batch_time=PAPER, b_max=512))
+    assert r.tokens_per_s / 1e3 == pytest.approx(3.342909, abs=5e-7)
+    assert r.batch_tokens == 512
+
+
+def test_lambda_star_100_100():
+    r = max_throughput(Engine(batch_time=PAPER, b_max=512), shape(100, 100))
+    assert r.requests_per_s / 1e3 == pytest.approx(0.0167145, abs=5e-8)
+
+
+def test_lambda_star_129_112():
+    r = max_throughput(Engine(batch_time=PAPER, b_max=512), shape(129, 112))
+    assert round(r.requests_per_s, 2) == 13.87
+
+
+def test_two_engines_jsq():
+    e = Engine(batch_time=PAPER, b_max=512)
+    r = max_throughput(e, shape(100, 100), n_engines=2)
+    assert r.requests_per_s / 1e3 == pytest.approx(0.0334291, abs=5e-8)
+    assert max_throughput([e, e], shape(100, 100)).tokens_per_s == pytest.approx(r.tokens_per_s)
+
+
+def test_capacity_1024():
+    r = max_throughput(Engine(batch_time=PAPER, b_max=1024))
+    assert PAPER(1024) == pytest.approx(0.29504)
+    assert r.tokens_per_s / 1e3 == pytest.approx(1024 / 295.04, abs=5e-7)
+    assert r.tokens_per_s / 1e3 == pytest.approx(3.470716, abs=5e-7)
+
+
+def test_verdicts_at_the_boundary():
+    e = Engine(batch_time=PAPER, b_max=512)
+    lam = max_throughput(e, shape(100, 100)).requests_per_s
+    assert fluidq.check_stability(e, shape(100, 100).with_rate(0.9 * lam), "sarathi").status == "stable"
+    assert fluidq.check_stability(e, shape(100, 100).with_rate(1.1 * lam), "sarathi").status == "unstable"
+    assert fluidq.check_stability(e, shape(100, 100).with_rate(lam), "orca").status == "critical"
+    r = fluidq.check_stability(e, shape(100, 100).with_rate(1.1 * lam), "vllm")
+    assert r.status == "unstable" and r.load == pytest.approx(1.1)
