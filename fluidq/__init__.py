@@ -43,7 +43,7 @@ _LAZY = {
     "region_mix": "fluidq.region",
     "Network": "fluidq.network",
     "fluid_stability": "fluidq.fluid",
-    "simulate_network": "fluidq.sim",
+    "simulate_network": "fluidq.network",
     "validate": "fluidq.validate",
     "sweep": "fluidq.sweep",
 }

@@ -1,7 +1,9 @@
 """Orderings: the order in which a batch former takes resident requests.
 
-An ordering is an object with ``name``, ``order(requests, now_s) -> list`` and
-``overtaking_bound`` (``0`` for FCFS, an int K for K-FCFS guarantees, ``None`` when a later
+An ordering is an object with ``name``, ``order(requests, now_s) -> list``, ``static`` (True when
+the order depends only on what is fixed at arrival -- arrival time, lengths, a predictor score --
+so a simulator may keep residents in a heap; False when keys change with time or progress, e.g.
+LAS, aging, gamma-Boost) and ``overtaking_bound`` (``0`` for FCFS, an int K for K-FCFS guarantees, ``None`` when a later
 arrival may overtake without bound).  :class:`KeyOrdering` sorts by a key (smaller first,
 ties by arrival), which is all most orderings need; latency-aware orderings (SJF, SRPT, LAS,
 PARS, gamma-Boost) live in :mod:`fluidq.policies.latency`.
@@ -21,6 +23,7 @@ class Ordering:
     """Base class: identity order (residents already come in arrival order)."""
 
     name = "ordering"
+    static = True
     overtaking_bound: int | None = None
 
     def order(self, requests: Sequence[RequestState], now_s: float) -> list[RequestState]:
@@ -40,6 +43,7 @@ class KeyOrdering(Ordering):
     """Sort by ``key(request, now_s)`` ascending; ties keep arrival order."""
 
     name = "key"
+    static = False
 
     def key(self, r: RequestState, now_s: float) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
