@@ -1,0 +1,85 @@
+"""``fluidq sweep CASE.toml``: run a sweep case on local processes or a Dask cluster; resumable."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+from .. import CliError, emit
+
+
+def register(sub):
+    p = sub.add_parser("sweep", help="run a sweep case (loads x budgets x policies x seeds); resumable",
+                       description="Run the analysis of a sweep case file over its grid, in chunks, on local "
+                       "processes (default), a Dask local cluster or a Dask scheduler. Finished chunks are "
+                       "appended to the store; run the same command again to resume an interrupted sweep.")
+    p.add_argument("case", help="sweep case TOML file ([sweep], [fixed], [grid]; see the docs)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--dask", metavar="ADDRESS", default=None, help="a running Dask scheduler, e.g. tcp://host:8786")
+    g.add_argument("--local-cluster", metavar="N", type=int, default=None,
+                   help="start a Dask LocalCluster of N worker processes")
+    g.add_argument("--workers", type=int, default=None, help="local worker processes (default: the CPUs)")
+    g.add_argument("--serial", action="store_true", help="run in this process (debugging)")
+    p.add_argument("--store", default=None, help="result store (JSON Lines); overrides the case's sweep.store")
+    p.add_argument("--chunk-size", type=int, default=None, help="points per task (overrides the case)")
+    p.add_argument("--csv", default=None, help="also write the table as CSV")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the whole table as JSON")
+    p.set_defaults(func=run)
+
+
+def _summary(res) -> str:
+    lines = [f"{res.analysis}: {res.n_points} points ({res.n_computed} computed, {res.n_resumed} from the store) "
+             f"on {res.executor} in {res.elapsed_s:.1f} s"]
+    if res.store:
+        lines.append(f"  store: {res.store}")
+    cols = [c for c in ("status", "error") if any(c in r for r in res.rows)]
+    for c in cols:
+        counts = Counter(r.get(c) for r in res.rows if c in r)
+        lines.append(f"  {c}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+    return "\n".join(lines)
+
+
+def _write_csv(path, rows):
+    import csv
+
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def run(args):
+    from ...sweep import dask_executor
+    from ...sweep.case import load_case
+
+    case = load_case(args.case)
+    store = args.store if args.store is not None else case.store
+    kw = {"store": store, "progress": False if (args.no_progress or args.json) else None}
+    if args.chunk_size is not None:
+        if args.chunk_size < 1:
+            raise CliError(f"--chunk-size={args.chunk_size}: expected an integer >= 1")
+        kw["chunk_size"] = args.chunk_size
+    if args.local_cluster is not None and args.local_cluster < 1:
+        raise CliError(f"--local-cluster={args.local_cluster}: expected a number of workers >= 1")
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers={args.workers}: expected a number of workers >= 1")
+    if store is None:
+        print("fluidq sweep: no store given (sweep.store or --store): an interruption loses the work done",
+              file=sys.stderr)
+    if args.dask or args.local_cluster:
+        try:
+            cm = dask_executor(args.dask, n_workers=args.local_cluster or 1)
+        except ImportError as exc:
+            raise CliError(str(exc)) from None
+        with cm as client:
+            res = case.run(executor=client, **kw)
+    elif args.serial:
+        res = case.run(executor="serial", **kw)
+    else:
+        res = case.run(max_workers=args.workers, **kw)
+    if args.csv:
+        _write_csv(args.csv, res.table())
+    emit(args, res, _summary(res))

@@ -1,0 +1,75 @@
+"""Sweeps: one analysis over a grid of points (loads x budgets x policies x seeds), at scale.
+
+``sweep(fn, grid, executor=None, store=PATH)`` evaluates a named analysis (``"capacity"``,
+``"check"``, ``"simulate"``) or your own ``fn(point, rng)`` at every point of the grid:
+
+* chunked tasks (hundreds of points each) on any ``concurrent.futures.Executor`` -- local
+  processes by default, a Dask cluster (``distributed.Client``) to outgrow one machine;
+* one ``numpy.random.SeedSequence``: point ``i`` draws from child ``i``, so results do not depend on
+  the chunking or the executor;
+* an append-only JSON Lines store written chunk by chunk, so an interrupted sweep (Ctrl-C, a killed
+  process or worker) resumes without losing or repeating finished points;
+* a progress bar on stderr and the result as a table (:class:`SweepResult`, ``to_frame()``).
+
+The command line face is ``fluidq sweep CASE.toml`` (:mod:`fluidq.sweep.case`).
+"""
+from __future__ import annotations
+
+from .analyses import ANALYSES
+from .core import SweepError, SweepResult, point_rng, sweep
+from .grid import Grid
+from .store import StoreMismatchError, read_store
+
+__all__ = ["sweep", "Grid", "SweepResult", "SweepError", "StoreMismatchError", "ANALYSES", "point_rng",
+           "read_store", "dask_executor"]
+
+
+def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per_worker: int = 1,
+                  processes: bool = True, **cluster_kw):
+    """A context manager yielding a ``distributed.Client`` to pass as ``sweep(..., executor=client)``.
+
+    ``address`` (``"tcp://host:8786"``) connects to a running scheduler; without it a
+    ``distributed.LocalCluster`` of ``n_workers`` is started and closed on exit.
+
+    Examples
+    --------
+    >>> from fluidq.sweep import dask_executor, sweep          # doctest: +SKIP
+    >>> with dask_executor(n_workers=2) as client:             # doctest: +SKIP
+    ...     res = sweep("check", {"load": [0.5, 0.9]}, executor=client)
+    """
+    import contextlib
+
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise ImportError("the Dask executor needs the dask extra: pip install 'fluidq[dask]'") from exc
+
+    @contextlib.contextmanager
+    def _cm():
+        if address is not None:
+            client = Client(address)
+            try:
+                yield client
+            finally:
+                client.close()
+            return
+        kw = {"dashboard_address": None, **cluster_kw}
+        with LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=processes,
+                          **kw) as cluster, Client(cluster) as client:
+            yield client
+
+    return _cm()
+
+
+# ``fluidq.sweep`` is both this package and (through ``fluidq._LAZY``) the function: importing the
+# package makes the attribute the module, so the module itself is made callable as ``sweep``.
+import sys as _sys
+import types as _types
+
+
+class _CallableModule(_types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        return sweep(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

@@ -1,0 +1,164 @@
+"""Named analyses a sweep can run by name: ``"capacity"``, ``"check"`` and ``"simulate"``.
+
+Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a dict with any of:
+
+``profile``         built-in profile name (default: the paper's CodeLlama-34B/A100 fit)
+``b_max``, ``k_max`` token budget and batch-size limit (default: the profile's)
+``engines``         identical engines behind a JSQ router (default 1)
+``prompt_tokens``, ``output_tokens``  prompt / output lengths (default 100, 100)
+``lengths``         ``"fixed"`` (default) or ``"geometric"`` (the lengths are then means)
+``trace``           an embedded trace name or a trace file (lengths and arrival pattern from it)
+``load``            offered load as a fraction of the capacity, or
+``rate_per_s``      the arrival rate in requests per second
+``policy``          scheduler name (default ``"sarathi"``)
+``horizon_s``       simulated seconds (``simulate`` only, default 60)
+``seed``            a replication label: it only makes points distinct (the random stream of a
+                    point comes from the sweep's ``SeedSequence`` and the point's index)
+
+Unknown keys are an error, so that a typo does not silently sweep nothing.
+"""
+from __future__ import annotations
+
+import functools
+
+from ..errors import ParameterError, UnknownNameError
+
+__all__ = ["ANALYSES", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload"]
+
+POINT_KEYS = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
+              "load", "rate_per_s", "policy", "horizon_s", "seed", "tolerance"}
+
+
+def _check_keys(point: dict, analysis: str):
+    bad = sorted(set(point) - POINT_KEYS)
+    if bad:
+        raise ParameterError(f"point[{bad[0]!r}]", point[bad[0]],
+                             f"keys among {', '.join(sorted(POINT_KEYS))} for the {analysis!r} analysis")
+
+
+@functools.lru_cache(maxsize=64)
+def _engine(profile, b_max, k_max):
+    from ..profiles import DEFAULT_PROFILE, load_profile
+
+    prof = load_profile(profile or DEFAULT_PROFILE)
+    changes = {}
+    if b_max is not None:
+        changes["b_max"] = int(b_max)
+    if k_max is not None:
+        changes["k_max"] = int(k_max)
+    return prof.engine(**changes)
+
+
+def point_engine(point: dict):
+    """The :class:`~fluidq.Engine` a point describes (cached per process)."""
+    return _engine(point.get("profile"), point.get("b_max"), point.get("k_max"))
+
+
+@functools.lru_cache(maxsize=16)
+def _trace_workload(trace):
+    from ..workload import Workload
+
+    return Workload.from_trace(trace)
+
+
+def _shape(point: dict):
+    from ..workload import Geometric, Poisson, Workload
+
+    if point.get("trace") is not None:
+        if "prompt_tokens" in point or "output_tokens" in point:
+            raise ParameterError("point['trace']", point["trace"], "either trace or prompt/output tokens, not both")
+        return _trace_workload(point["trace"])
+    mp = point.get("prompt_tokens", 100)
+    md = point.get("output_tokens", 100)
+    lengths = point.get("lengths", "fixed")
+    if lengths == "geometric":
+        lp, ld = Geometric(mean_tokens=float(mp)), Geometric(mean_tokens=float(md))
+    elif lengths == "fixed":
+        lp, ld = mp, md
+    else:
+        raise ParameterError("point['lengths']", lengths, "'fixed' or 'geometric'")
+    return Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=lp, output_tokens=ld)
+
+
+def point_workload(point: dict, *, engine=None):
+    """The :class:`~fluidq.Workload` a point describes; ``load`` is relative to the engine's capacity."""
+    from ..capacity import max_throughput
+
+    shape = _shape(point)
+    has_load, has_rate = "load" in point, "rate_per_s" in point
+    if has_load and has_rate:
+        raise ParameterError("point['load']", point["load"], "either load or rate_per_s, not both")
+    if has_rate:
+        return shape.with_rate(float(point["rate_per_s"]))
+    if has_load:
+        engine = engine if engine is not None else point_engine(point)
+        cap = max_throughput(engine, shape, n_engines=int(point.get("engines", 1)))
+        return shape.with_rate(float(point["load"]) * cap.requests_per_s)
+    return None
+
+
+def capacity(point: dict, rng=None) -> dict:
+    """Maximum throughput of the point's deployment (:func:`fluidq.max_throughput`)."""
+    from ..capacity import max_throughput
+
+    _check_keys(point, "capacity")
+    e = point_engine(point)
+    shape = _shape(point)
+    r = max_throughput(e, shape, n_engines=int(point.get("engines", 1)))
+    return {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s,
+            "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens)}
+
+
+def check(point: dict, rng=None) -> dict:
+    """A stability verdict (:func:`fluidq.check_stability`) at the point's load and policy."""
+    from ..stability import check_stability
+
+    _check_keys(point, "check")
+    if int(point.get("engines", 1)) != 1:
+        raise ParameterError("point['engines']", point["engines"], "1 for the 'check' analysis (one engine)")
+    e = point_engine(point)
+    w = point_workload(point, engine=e)
+    if w is None:
+        raise ParameterError("point", point, "a 'load' or a 'rate_per_s' for the 'check' analysis")
+    r = check_stability(e, w, point.get("policy", "sarathi"), tolerance=float(point.get("tolerance", 0.02)))
+    return {"status": r.status.value, "rho": r.load, "work_conserving": r.work_conserving,
+            "capacity_tokens_per_s": r.capacity_tokens_per_s, "offered_tokens_per_s": r.offered_tokens_per_s,
+            "arrival_rate_per_s": w.arrival_rate_per_s, "reason": r.reason}
+
+
+def simulate(point: dict, rng=None) -> dict:
+    """One seeded simulation (:func:`fluidq.simulate`) of the point; summary numbers only."""
+    try:
+        from .. import sim as _sim
+    except ImportError as exc:  # the simulator is an optional part of this checkout
+        raise UnknownNameError("analysis", "simulate (fluidq.sim is not available)", ANALYSES) from exc
+    _check_keys(point, "simulate")
+    e = point_engine(point)
+    w = point_workload(point, engine=e)
+    if w is None:
+        raise ParameterError("point", point, "a 'load' or a 'rate_per_s' for the 'simulate' analysis")
+    res = _sim.simulate(e, w, point.get("policy", "sarathi"), horizon_s=float(point.get("horizon_s", 60.0)),
+                        rng=rng)
+    return _sim_summary(res)
+
+
+def _sim_summary(res) -> dict:
+    """Flat scalars of a simulation result (whatever it names them)."""
+    from ..results import plain
+
+    d = plain(res.to_dict()) if hasattr(res, "to_dict") else {}
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            out[k] = v
+    return out
+
+
+ANALYSES = {"capacity": capacity, "check": check, "simulate": simulate}
+
+
+def resolve_analysis(name: str):
+    try:
+        return ANALYSES[name]
+    except KeyError:
+        raise UnknownNameError("analysis", name, ANALYSES) from None

@@ -1,0 +1,88 @@
+"""``fluidq sweep CASE.toml`` and the case format."""
+import json
+
+import pytest
+
+from fluidq.cli import main
+from fluidq.errors import DataError
+from fluidq.sweep.case import load_case
+
+CASE = """
+[sweep]
+analysis = "check"
+seed = 3
+chunk_size = 7
+store = "out/results.jsonl"
+
+[fixed]
+prompt_tokens = 100
+output_tokens = 100
+
+[grid]
+load = { start = 0.5, stop = 1.3, num = 5 }
+b_max = [256, 512]
+policy = ["sarathi", "vllm"]
+"""
+
+
+def test_case_file_parses_into_a_grid(tmp_path):
+    p = tmp_path / "case.toml"
+    p.write_text(CASE)
+    case = load_case(p)
+    assert case.analysis == "check" and len(case.grid) == 20 and case.chunk_size == 7
+    assert case.store == str((tmp_path / "out" / "results.jsonl").resolve())
+
+
+def test_cli_runs_then_resumes_from_the_store(tmp_path, capsys):
+    p = tmp_path / "case.toml"
+    p.write_text(CASE)
+    assert main(["sweep", str(p), "--serial", "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["n_points"] == 20 and first["n_computed"] == 20
+    statuses = {(r["load"], r["policy"]): r["status"] for r in first["rows"]}
+    assert statuses[(0.5, "sarathi")] == "stable" and statuses[(1.3, "vllm")] == "unstable"
+    assert main(["sweep", str(p), "--workers", "2", "--csv", str(tmp_path / "t.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "0 computed, 20 from the store" in out and "status:" in out
+    assert (tmp_path / "t.csv").read_text().count("\n") == 21
+
+
+def test_cli_on_a_dask_local_cluster(tmp_path, capsys):
+    pytest.importorskip("distributed", reason="needs the dask extra: pip install 'fluidq[dask]'")
+    p = tmp_path / "case.toml"
+    p.write_text(CASE.replace('store = "out/results.jsonl"', ""))
+    assert main(["sweep", str(p), "--local-cluster", "1", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["executor"].startswith("dask(") and res["n_computed"] == 20
+
+
+@pytest.mark.parametrize("text, word", [
+    ("[grid]\nload = [0.5]\n", "sweep.analysis is missing"),
+    ('[sweep]\nanalysis = "check"\n', "no [grid]"),
+    ('[sweep]\nanalysis = "check"\n[grid]\nlaod = [0.5]\n', "grid.laod"),
+    ('[sweep]\nanalysis = "check"\nbogus = 1\n[grid]\nload = [0.5]\n', "sweep.bogus"),
+    ('[sweep]\nanalysis = "check"\n[grid]\nload = [0.5\n', "not valid TOML"),
+    ('[sweep]\nanalysis = "nope"\n[grid]\nload = [0.5]\n', "sweep.analysis"),
+])
+def test_bad_case_files_exit_2_with_one_line(tmp_path, capsys, text, word):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    assert main(["sweep", str(p), "--serial"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert word in err[-1] and err[-1].startswith("fluidq sweep: error:")
+
+
+def test_store_of_another_sweep_exits_2(tmp_path, capsys):
+    p = tmp_path / "case.toml"
+    p.write_text(CASE)
+    assert main(["sweep", str(p), "--serial", "--json"]) == 0
+    p.write_text(CASE.replace("seed = 3", "seed = 4"))
+    assert main(["sweep", str(p), "--serial"]) == 2
+    assert "another sweep" in capsys.readouterr().err
+
+
+def test_missing_case_file_exits_2(tmp_path, capsys):
+    assert main(["sweep", str(tmp_path / "none.toml")]) == 2
+    with pytest.raises(DataError):
+        (tmp_path / "x.toml").write_text("[sweep]\n")
+        load_case(tmp_path / "x.toml")
