@@ -77,6 +77,17 @@ class BatchTime:
         i = int(np.argmax(rates))
         return float(rates[i]), int(cand[i])
 
+    @classmethod
+    def fit(cls, tokens, seconds, **kwargs):
+        """Fit this form to measured ``(tokens, seconds)`` by least squares.
+
+        Returns a :class:`~fluidq.batchtime.fit.FitResult` (the model is ``result.model``);
+        keywords as :func:`~fluidq.batchtime.fit.fit_batch_time` (``b0_grid``, ``folds``, ``loss``).
+        """
+        from .fit import fit_model
+
+        return fit_model(cls, tokens, seconds, **kwargs)
+
     @property
     def params(self) -> dict:
         d = asdict(self)
@@ -289,6 +300,17 @@ class ContextAware(BatchTime):
 
     def _candidates(self, b_max):
         return self.base._candidates(b_max)
+
+    @classmethod
+    def fit(cls, tokens, kv_tokens, seconds, **kwargs):
+        """Fit ``base(b) + kv_s_per_token*kv`` to measured ``(tokens, kv_tokens, seconds)``.
+
+        ``base="auto"`` (default) picks the staircase, piecewise-linear or affine base by
+        held-out error; returns a :class:`~fluidq.batchtime.fit.FitResult`.
+        """
+        from .fit import fit_model
+
+        return fit_model(cls, tokens, seconds, kv_tokens=kv_tokens, **kwargs)
 
     @property
     def params(self):

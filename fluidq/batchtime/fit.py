@@ -1,0 +1,421 @@
+"""Fitting batch-time models to measured iteration times.
+
+``fit_batch_time(tokens, seconds, kind="auto")`` fits each candidate form and keeps the one with
+the smallest *held-out* error; the model classes have ``fit`` classmethods that fit one form
+(``Staircase.fit(tokens, seconds)``, ``ContextAware.fit(tokens, kv_tokens, seconds)``).  All
+return a frozen :class:`FitResult`.
+
+Method
+------
+* For the staircase ``c + a*ceil(b/b0)`` and the piecewise-linear ``c + a*max(0, b - b0)``
+  forms, ``b0`` is searched over a grid (every multiple of 8 up to the largest measured size,
+  plus 1, 2, 4; beyond 4096 tokens every multiple of 64); for a given ``b0`` the model is
+  linear in ``(c, a)``, solved by non-negative least squares.  The affine form has no ``b0``.
+* The context-aware form adds a column ``kv_tokens`` (cached KV tokens read by decode attention)
+  with a coefficient ``>= 0`` to any of those bases.
+* ``loss="relative"`` (default) weights each point by ``1/seconds`` so that the fit minimises
+  squared *relative* errors (batch times span two orders of magnitude); ``"absolute"`` is plain
+  least squares in seconds.
+* Held-out error: ``folds``-fold cross-validation with interleaved folds (points sorted by size,
+  point ``i`` in fold ``i mod folds``), ``b0`` re-searched inside every fold.  ``mape_heldout``
+  is the mean absolute percentage error of the out-of-fold predictions.  The folds are
+  deterministic: no random numbers are drawn.
+
+References
+----------
+Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+arXiv:2504.07347 (v3, Eq. 4: the staircase fit with R^2 > 0.97 on CodeLlama-34B/A100).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import array, integer
+from ..errors import DataError, ParameterError
+from .models import Affine, BatchTime, ContextAware, PiecewiseLinear, Staircase, Tabulated
+
+__all__ = ["FitResult", "fit_batch_time", "fit_model", "default_b0_grid", "FIT_KINDS"]
+
+FIT_KINDS = ("auto", "staircase", "piecewise-linear", "affine", "tabulated", "context-aware")
+_BASES = ("staircase", "piecewise-linear", "affine")
+_ALIASES = {"piecewise_linear": "piecewise-linear", "pwl": "piecewise-linear", "context_aware": "context-aware",
+            "linear": "affine"}
+
+
+# --------------------------------------------------------------------------------------------
+# result
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class FitResult:
+    """A batch-time model fitted to measurements, with its errors.
+
+    Attributes
+    ----------
+    model : BatchTime
+        The fitted model (seconds).
+    kind : str
+        ``"staircase"``, ``"piecewise-linear"``, ``"affine"``, ``"tabulated"`` or
+        ``"context-aware"`` (then ``params["base"]`` names the base form).
+    params : dict
+        Fitted parameters in seconds and tokens (``c``, ``a``, ``b0``, ``kv_s_per_token``).
+    r2 : float
+        Coefficient of determination of the in-sample fit, in seconds.
+    mape, mape_heldout : float
+        Mean absolute percentage error (a fraction: 0.05 is 5 %), in sample and out of fold.
+    max_rel_error : float
+        Largest in-sample ``|predicted - measured| / measured``.
+    max_abs_error_s : float
+        Largest in-sample ``|predicted - measured|`` in seconds.
+    residuals_s : ndarray
+        ``measured - predicted`` per point, seconds.
+    tokens, seconds, kv_tokens : ndarray
+        The data fitted (``kv_tokens`` is ``None`` for token-only fits).
+    folds : int
+        Folds used for the held-out error.
+    loss : str
+        ``"relative"`` or ``"absolute"``.
+    candidates : dict
+        For ``kind="auto"``: held-out MAPE of every form tried (the chosen one is the smallest).
+    """
+
+    model: BatchTime
+    kind: str
+    params: dict
+    r2: float
+    mape: float
+    mape_heldout: float
+    max_rel_error: float
+    max_abs_error_s: float
+    residuals_s: np.ndarray = field(repr=False)
+    tokens: np.ndarray = field(repr=False)
+    seconds: np.ndarray = field(repr=False)
+    kv_tokens: np.ndarray | None = field(default=None, repr=False)
+    folds: int = 5
+    loss: str = "relative"
+    candidates: dict = field(default_factory=dict)
+
+    @property
+    def n_points(self) -> int:
+        return int(self.tokens.size)
+
+    def predict(self, tokens, kv_tokens=None):
+        """Model prediction in seconds."""
+        if isinstance(self.model, ContextAware):
+            return self.model(tokens, kv_tokens)
+        return self.model(tokens)
+
+    def describe(self) -> str:
+        """One line: the formula and the errors."""
+        return (f"{self.kind}: {self.model.describe()}; R^2 = {self.r2:.4f}, MAPE {100 * self.mape:.2f}% "
+                f"(held out {100 * self.mape_heldout:.2f}%), max error {100 * self.max_rel_error:.1f}% "
+                f"over {self.n_points} points")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "model": self.model.to_dict(), "params": dict(self.params), "r2": self.r2,
+                "mape": self.mape, "mape_heldout": self.mape_heldout, "max_rel_error": self.max_rel_error,
+                "max_abs_error_s": self.max_abs_error_s, "n_points": self.n_points, "folds": self.folds,
+                "loss": self.loss, "candidates": dict(self.candidates),
+                "residuals_s": self.residuals_s.tolist()}
+
+    def plot(self, ax=None, path=None):
+        """Measured points and the fitted model (or measured vs predicted for context-aware fits)."""
+        from ..plotting.fit import plot_fit
+
+        return plot_fit(self, ax=ax, path=path)
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+
+
+def _canon_kind(kind) -> str:
+    if not isinstance(kind, str):
+        raise ParameterError("kind", kind, f"one of {', '.join(FIT_KINDS)}")
+    k = _ALIASES.get(kind.strip().lower(), kind.strip().lower())
+    if k not in FIT_KINDS:
+        raise ParameterError("kind", kind, f"one of {', '.join(FIT_KINDS)}")
+    return k
+
+
+def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points: int):
+    b = array("tokens", tokens, min_len=1)
+    y = array("seconds", seconds, min_len=1)
+    if b.size != y.size:
+        raise ParameterError("seconds", f"<{y.size} values>", f"as many values as tokens ({b.size})")
+    if np.any(b < 1):
+        i = int(np.flatnonzero(b < 1)[0])
+        raise ParameterError("tokens", f"<array with {b[i]:g} at index {i}>", "token counts >= 1")
+    if np.any(y <= 0):
+        i = int(np.flatnonzero(y <= 0)[0])
+        raise ParameterError("seconds", f"<array with {y[i]:g} at index {i}>", "times > 0")
+    kv = None
+    if kv_tokens is not None:
+        kv = array("kv_tokens", kv_tokens, nonnegative=True, min_len=1)
+        if kv.size != b.size:
+            raise ParameterError("kv_tokens", f"<{kv.size} values>", f"as many values as tokens ({b.size})")
+    if need_increasing:
+        d = np.diff(b)
+        if np.any(d == 0):
+            i = int(np.flatnonzero(d == 0)[0])
+            raise ParameterError("tokens", f"<duplicate size {b[i]:g} at rows {i} and {i + 1}>",
+                                 "strictly increasing sizes", "average repeated measurements first")
+        if np.any(d < 0):
+            i = int(np.flatnonzero(d < 0)[0])
+            raise ParameterError("tokens", f"<{b[i]:g} then {b[i + 1]:g} at rows {i}, {i + 1}>",
+                                 "strictly increasing sizes", "sort the measurements by size")
+    if b.size < min_points:
+        raise ParameterError("tokens", f"<{b.size} point(s)>", f"at least {min_points} measured points")
+    return b, y, kv
+
+
+def default_b0_grid(max_tokens: float) -> np.ndarray:
+    """Block sizes searched for ``b0``: 1, 2, 4, multiples of 8 to 4096, then of 64."""
+    hi = max(1, int(math.ceil(max_tokens)))
+    parts = [np.array([1, 2, 4]), np.arange(8, min(hi, 4096) + 1, 8)]
+    if hi > 4096:
+        parts.append(np.arange(4096 + 64, hi + 1, 64))
+    g = np.unique(np.concatenate(parts))
+    return g[g <= hi] if np.any(g <= hi) else np.array([1])
+
+
+# --------------------------------------------------------------------------------------------
+# least squares
+
+
+def _nnls(A, y, w):
+    from scipy.optimize import nnls
+
+    Aw = A * w[:, None]
+    yw = y * w
+    coef, _ = nnls(Aw, yw)
+    r = yw - Aw @ coef
+    return coef, float(r @ r)
+
+
+def _columns(base: str, b, b0):
+    if base == "staircase":
+        return np.ceil(b / b0)
+    if base == "piecewise-linear":
+        return np.maximum(0.0, b - b0)
+    return b
+
+
+def _fit_once(base: str, b, y, kv, w, grid):
+    """Best parameters of one form on one data set: (sse, c, a, b0, kv_coef) or None."""
+    best = None
+    b0s = [None] if base == "affine" else grid
+    for b0 in b0s:
+        cols = [np.ones_like(b), _columns(base, b, b0 if b0 is not None else 1)]
+        if kv is not None:
+            cols.append(kv)
+        A = np.column_stack(cols)
+        coef, sse = _nnls(A, y, w)
+        c, a = coef[0], coef[1]
+        if base == "staircase" and not a > 0:
+            continue
+        if base == "piecewise-linear" and not (a > 0 and c > 0):
+            continue
+        if base == "affine" and not (a > 0 or c > 0):
+            continue
+        if best is None or sse < best[0] * (1 - 1e-12):
+            best = (sse, float(c), float(a), None if b0 is None else int(b0), float(coef[2]) if kv is not None else None)
+    return best
+
+
+def _build(base: str, p, context: bool) -> BatchTime:
+    _, c, a, b0, kvc = p
+    if base == "staircase":
+        m = Staircase(c=c, a=a, b0=b0)
+    elif base == "piecewise-linear":
+        m = PiecewiseLinear(c=c, a=a, b0=b0)
+    else:
+        m = Affine(c=c, a=a)
+    return ContextAware(base=m, kv_s_per_token=kvc) if context else m
+
+
+def _folds(b, kv, k):
+    order = np.lexsort((kv, b)) if kv is not None else np.argsort(b, kind="stable")
+    fold = np.empty(b.size, dtype=int)
+    fold[order] = np.arange(b.size) % k
+    return fold
+
+
+def _weights(y, loss):
+    return 1.0 / y if loss == "relative" else np.ones_like(y)
+
+
+def _param_count(base, context):
+    return (2 if base == "affine" else 3) + (1 if context else 0)
+
+
+def _evaluate(base, b, y, kv, grid, loss, k, context):
+    """Fit on all points and out of fold; returns (model, params tuple, oof predictions)."""
+    w = _weights(y, loss)
+    full = _fit_once(base, b, y, kv, w, grid)
+    if full is None:
+        return None
+    model = _build(base, full, context)
+    oof = np.empty_like(y)
+    fold = _folds(b, kv, k)
+    for f in range(k):
+        tr, te = fold != f, fold == f
+        sub = _fit_once(base, b[tr], y[tr], None if kv is None else kv[tr], w[tr],
+                        grid if base == "affine" else grid[grid <= max(b[tr].max(), grid.min())])
+        if sub is None:  # a fold too small to show a slope: predict with the full fit
+            m = model
+        else:
+            m = _build(base, sub, context)
+        oof[te] = m(b[te], kv[te]) if context else m(b[te])
+    return model, full, oof
+
+
+def _tab_evaluate(b, y, k):
+    model = Tabulated(tokens=b, seconds=y, extrapolate="linear")
+    oof = np.empty_like(y)
+    fold = _folds(b, None, k)
+    for f in range(k):
+        tr, te = fold != f, fold == f
+        if tr.sum() < 2:
+            oof[te] = model(b[te])
+            continue
+        m = Tabulated(tokens=b[tr], seconds=y[tr], extrapolate="linear")
+        oof[te] = m(b[te])
+    return model, oof
+
+
+def _result(kind, model, params, b, y, kv, oof, k, loss, candidates):
+    pred = np.asarray(model(b, kv) if kv is not None else model(b), dtype=float)
+    res = y - pred
+    rel = np.abs(res) / y
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    r2 = 1.0 - float(res @ res) / ss_tot if ss_tot > 0 else (1.0 if float(res @ res) == 0 else 0.0)
+    res.setflags(write=False)
+    for arr in (b, y) + ((kv,) if kv is not None else ()):
+        arr.setflags(write=False)
+    return FitResult(model=model, kind=kind, params=params, r2=r2, mape=float(rel.mean()),
+                     mape_heldout=float(np.mean(np.abs(y - oof) / y)), max_rel_error=float(rel.max()),
+                     max_abs_error_s=float(np.abs(res).max()), residuals_s=res, tokens=b, seconds=y, kv_tokens=kv,
+                     folds=k, loss=loss, candidates=candidates)
+
+
+def _params_dict(base, p, context):
+    _, c, a, b0, kvc = p
+    d = {"c": c, "a": a}
+    if b0 is not None:
+        d["b0"] = b0
+    if context:
+        d = {"base": base, **d, "kv_s_per_token": kvc}
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# public
+
+
+def fit_batch_time(tokens, seconds, kind: str = "auto", *, kv_tokens=None, base: str = "auto",
+                   b0_grid=None, folds: int = 5, loss: str = "relative") -> FitResult:
+    """Fit a batch-time model ``t(b)`` (or ``t(b, kv)``) to measured iteration times.
+
+    Parameters
+    ----------
+    tokens : array_like
+        Batch tokens per measured iteration (>= 1).  For token-only fits they must be strictly
+        increasing (average repeated measurements first: ``MeasuredBatchTimes.token_series``).
+    seconds : array_like
+        Measured iteration times in seconds (> 0).
+    kind : {"auto", "staircase", "piecewise-linear", "affine", "tabulated", "context-aware"}
+        ``"auto"`` fits the staircase, piecewise-linear and affine forms (their context-aware
+        versions when ``kv_tokens`` is given) and keeps the smallest held-out MAPE.
+    kv_tokens : array_like, optional
+        Cached KV tokens read by decode attention per iteration; enables ``"context-aware"``
+        (pairs ``(tokens, kv_tokens)`` need not be ordered or unique).
+    base : {"auto", "staircase", "piecewise-linear", "affine"}
+        Base form in ``b`` of a context-aware fit (``"auto"``: chosen by held-out error).
+    b0_grid : array_like of int, optional
+        Block sizes / knees to search (default :func:`default_b0_grid`).
+    folds : int
+        Cross-validation folds for the held-out error (>= 2; fewer if there are few points).
+    loss : {"relative", "absolute"}
+        Least squares on relative errors (default) or on seconds.
+
+    Returns
+    -------
+    FitResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = np.arange(16, 1025, 16)
+    >>> r = fit_batch_time(b, 0.011 + 0.035 * np.ceil(b / 128), kind="staircase")
+    >>> r.model.b0, round(r.model.a, 4), r.mape < 1e-9
+    (128, 0.035, True)
+    """
+    kind = _canon_kind(kind)
+    if loss not in ("relative", "absolute"):
+        raise ParameterError("loss", loss, "'relative' or 'absolute'")
+    base = _canon_kind(base) if base != "auto" else "auto"
+    if base not in ("auto",) + _BASES:
+        raise ParameterError("base", base, "'auto', 'staircase', 'piecewise-linear' or 'affine'")
+    folds = integer("folds", folds, minimum=2)
+    if kind == "context-aware" and kv_tokens is None:
+        raise ParameterError("kv_tokens", None, "cached KV tokens per point for kind='context-aware'")
+    if kv_tokens is not None and kind not in ("auto", "context-aware"):
+        raise ParameterError("kind", kind, "'auto' or 'context-aware' when kv_tokens is given",
+                             "drop kv_tokens to fit a form in b alone")
+    context = kv_tokens is not None
+    b, y, kv = _check_data(tokens, seconds, kv_tokens, need_increasing=not context,
+                           min_points=4 if context else 3)
+    k = min(folds, b.size)
+    if b0_grid is None:
+        grid = default_b0_grid(b.max())
+    else:
+        grid = np.unique(array("b0_grid", b0_grid, min_len=1))
+        if np.any(grid < 0) or np.any(grid != np.round(grid)):
+            raise ParameterError("b0_grid", b0_grid, "integers >= 1 (>= 0 for piecewise-linear)")
+    if kind == "tabulated":
+        model, oof = _tab_evaluate(b, y, k)
+        return _result("tabulated", model, {"points": int(b.size)}, b, y, None, oof, k, loss, {})
+
+    if kind == "auto":
+        forms = _BASES if base == "auto" else (base,)
+    elif kind == "context-aware":
+        forms = _BASES if base == "auto" else (base,)
+    else:
+        forms = (kind,)
+    tried, best = {}, None
+    for f in forms:
+        g = grid[grid >= 1] if f == "staircase" else grid
+        if f != "affine" and g.size == 0:
+            raise ParameterError("b0_grid", b0_grid, "at least one block size >= 1")
+        out = _evaluate(f, b, y, kv, g, loss, k, context)
+        if out is None:
+            continue
+        model, p, oof = out
+        mape_ho = float(np.mean(np.abs(y - oof) / y))
+        tried[f] = mape_ho
+        if best is None or mape_ho < best[0] - 1e-12:
+            best = (mape_ho, f, model, p, oof)
+    if best is None:
+        raise DataError("seconds: no form fits with positive coefficients (do the times increase with the "
+                        "batch size?)")
+    _, f, model, p, oof = best
+    label = "context-aware" if context else f
+    return _result(label, model, _params_dict(f, p, context), b, y, kv, oof, k, loss,
+                   {(f"context-aware/{n}" if context else n): v for n, v in tried.items()} if len(forms) > 1 else {})
+
+
+_CLASS_KIND = {Staircase: "staircase", PiecewiseLinear: "piecewise-linear", Affine: "affine", Tabulated: "tabulated"}
+
+
+def fit_model(cls, tokens, seconds, **kw) -> FitResult:
+    """``cls.fit(tokens, seconds, **kw)`` for a model class (used by the ``fit`` classmethods)."""
+    if cls is ContextAware:
+        return fit_batch_time(tokens, seconds, kind="context-aware", **kw)
+    if cls not in _CLASS_KIND:
+        raise ParameterError("cls", getattr(cls, "__name__", cls), "a model class with a fit "
+                             "(Staircase, PiecewiseLinear, Affine, Tabulated, ContextAware)")
+    return fit_batch_time(tokens, seconds, kind=_CLASS_KIND[cls], **kw)
