@@ -1,0 +1,83 @@
+"""``fluidq fit``: fit a batch-time model to a CSV of measured iteration times."""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+from .. import emit
+
+_KINDS = ["auto", "staircase", "piecewise-linear", "affine", "tabulated", "context-aware"]
+
+
+def register(sub):
+    p = sub.add_parser("fit", help="fit t(b) (or t(b, kv)) to measured batch times from a CSV",
+                       description="Fit a batch-time model to a CSV with columns tokens,seconds (and optionally "
+                       "kv_tokens). The form is chosen by held-out error with --kind auto.")
+    p.add_argument("csv", help="CSV file with a header: tokens,seconds[,kv_tokens]")
+    p.add_argument("--kind", choices=_KINDS, default="auto", help="model form (default: auto, by held-out error)")
+    p.add_argument("--loss", choices=["relative", "absolute"], default="relative",
+                   help="least squares on relative errors (default) or on seconds")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out error")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a PNG of the fit")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def read_fit_csv(path) -> dict:
+    """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists."""
+    from ...errors import DataError
+
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"csv={str(p)!r}: no such file")
+    try:
+        text = p.read_text()
+    except UnicodeDecodeError as exc:
+        raise DataError(f"csv={str(p)!r}: not a text file") from exc
+    rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise DataError(f"csv={str(p)!r}: empty file (expected a header tokens,seconds[,kv_tokens])")
+    header = [h.strip().lower() for h in rows[0]]
+    for col in ("tokens", "seconds"):
+        if col not in header:
+            raise DataError(f"csv={str(p)!r}: no {col!r} column (header: {','.join(header)}); "
+                            "expected tokens,seconds[,kv_tokens]")
+    if len(rows) == 1:
+        raise DataError(f"csv={str(p)!r}: header but no data rows")
+    cols = {c: [] for c in ("tokens", "seconds", "kv_tokens") if c in header}
+    for i, r in enumerate(rows[1:], start=2):
+        if len(r) != len(header):
+            raise DataError(f"csv={str(p)!r}: line {i} has {len(r)} fields, the header {len(header)}")
+        for c in cols:
+            v = r[header.index(c)].strip()
+            try:
+                x = float(v)
+            except ValueError:
+                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not a number") from None
+            if not math.isfinite(x):
+                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not finite")
+            cols[c].append(x)
+    return cols
+
+
+def run(args):
+    from ...batchtime.fit import fit_batch_time
+
+    cols = read_fit_csv(args.csv)
+    res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
+                         folds=args.folds, loss=args.loss)
+    lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens",
+             f"model           {res.kind}: {res.model.describe()}",
+             f"R^2             {res.r2:.5f}",
+             f"MAPE            {100 * res.mape:.3f}% in sample, {100 * res.mape_heldout:.3f}% held out "
+             f"({res.folds}-fold)",
+             f"max error       {100 * res.max_rel_error:.2f}%  ({1e3 * res.max_abs_error_s:.4g} ms)"]
+    if res.candidates:
+        lines.append("candidates      " + ", ".join(f"{k} {100 * v:.2f}%" for k, v in
+                                                  sorted(res.candidates.items(), key=lambda kv: kv[1])))
+    out = res.to_dict()
+    if args.plot:
+        out["plot"] = res.plot(path=args.plot)
+        lines.append(f"plot            {out['plot']}")
+    emit(args, out, "\n".join(lines))
