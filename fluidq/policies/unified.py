@@ -1,0 +1,125 @@
+"""One priority space for prefill and decode: the batch former of UNIBOOST-BASE.
+
+The named schedulers give one phase strict priority (Sarathi: decode first; Orca: prefill first)
+and apply the ordering *within* each phase.  :class:`Unified` walks the residents in the
+ordering and gives each its demand -- the rest of its prompt (chunked to the remaining budget)
+or one decode token -- until the token budget ``b_max`` or the batch-size limit ``k_max`` is
+used up.  With an ordering such as gamma-Boost, a newly arrived short request can then overtake
+the decode tokens of long-running ones, which is what UNIBOOST's unified priority asks for.
+
+It takes ``min(b_max, demand)`` tokens whenever ``k_max`` does not bind, so it is
+work-conserving (checked by :func:`fluidq.check_work_conserving`, not declared).
+
+References
+----------
+Li et al., "UNIBOOST: prediction-free tail-aware scheduling for LLM serving", arXiv:2606.18431, §4.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from .._validate import integer
+from ..errors import ParameterError
+from .base import Batch, QueueView
+from .orderings import FCFS, Ordering
+
+__all__ = ["Unified", "UniBoost"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unified:
+    """Mixed, chunked batches filled in one priority order over prefill and decode.
+
+    Parameters
+    ----------
+    order : Ordering
+        The priority order (default FCFS).
+    b_max, k_max : int, optional
+        Caps below the engine's budgets.
+    name : str
+
+    Examples
+    --------
+    >>> from fluidq.policies.unified import Unified
+    >>> from fluidq.policies.latency import GammaBoost
+    >>> Unified(order=GammaBoost(gamma_per_s=10.0)).describe()
+    'unified: one priority space, mixed batches, chunked prefill, order gamma-boost'
+    """
+
+    order: Ordering = field(default_factory=FCFS)
+    b_max: int | None = None
+    k_max: int | None = None
+    name: str = "unified"
+
+    mixed = True
+    chunked = True
+    priority = "unified"
+
+    def __post_init__(self):
+        if not isinstance(self.order, Ordering):
+            raise ParameterError("order", self.order, "a fluidq Ordering (e.g. fluidq.policies.FCFS())")
+        object.__setattr__(self, "b_max", integer("b_max", self.b_max, minimum=1, allow_none=True))
+        object.__setattr__(self, "k_max", integer("k_max", self.k_max, minimum=1, allow_none=True))
+
+    def with_(self, **changes) -> "Unified":
+        return replace(self, **changes)
+
+    def budgets(self, view: QueueView):
+        b = view.b_max if self.b_max is None else min(view.b_max, self.b_max)
+        ks = [k for k in (view.k_max, self.k_max) if k is not None]
+        return b, (min(ks) if ks else math.inf)
+
+    def select(self, view: QueueView) -> Batch:
+        budget, slots = self.budgets(view)
+        prefill, decode = [], []
+        for r in self.order.order(view.requests, view.now_s):
+            if budget < 1 or slots < 1:
+                break
+            if r.prefilled < r.prompt_tokens:
+                m = min(r.prompt_tokens - r.prefilled, budget)
+                prefill.append((r.rid, m))
+                budget -= m
+                slots -= 1
+            elif r.decoded < r.output_tokens:
+                decode.append(r.rid)
+                budget -= 1
+                slots -= 1
+        return Batch(prefill=tuple(prefill), decode=tuple(decode))
+
+    def describe(self) -> str:
+        return f"{self.name}: one priority space, mixed batches, chunked prefill, order {self.order.name}"
+
+
+def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memguard: bool = True,
+             k_tokens: int = 32, margin_s: float = 0.0, engine=None, estimator: str = "ratio", **kw) -> Unified:
+    """UNIBOOST: the unified former with gamma-Boost (or gamma-Ada), guarded by MEMGUARD.
+
+    Parameters
+    ----------
+    gamma_per_s : float, optional
+        Fixed gamma in 1/s (default 10; with ``adaptive`` the initial gamma, default 200).
+    adaptive : bool
+        Use :class:`~fluidq.policies.latency.GammaAda` with ``estimator``.
+    memguard : bool
+        Wrap the ordering in :class:`~fluidq.policies.latency.MemGuard` (``k_tokens``).
+    margin_s : float
+        Hysteresis margin in seconds.
+    engine : Engine, optional
+        Sets the per-token cost to ``1 / capacity`` of this engine.
+    """
+    from .latency import GammaAda, GammaBoost, MemGuard
+
+    extra = {}
+    if engine is not None:
+        from ..capacity import max_throughput
+
+        extra["token_cost_s"] = 1.0 / max_throughput(engine).tokens_per_s
+    if adaptive:
+        base = GammaAda(gamma_per_s=200.0 if gamma_per_s is None else gamma_per_s, margin_s=margin_s,
+                        estimator=estimator, **extra)
+    else:
+        base = GammaBoost(gamma_per_s=10.0 if gamma_per_s is None else gamma_per_s, margin_s=margin_s, **extra)
+    order = MemGuard(base=base, k_tokens=k_tokens) if memguard else base
+    name = "uniboost" + ("-ada" if adaptive else "") + ("" if memguard else "-nomemguard")
+    return Unified(order=order, name=name, **kw)

@@ -1,0 +1,26 @@
+"""Response-length prediction for PARS-style scheduling.
+
+PARS (Tao et al., "PARS: Low-Latency LLM Serving via Pairwise Learning-to-Rank",
+arXiv:2510.03243) learns to *rank* prompts by response length from pairs, with a margin ranking
+loss; a scheduler serves lower scores first.
+
+``pairs``      :func:`make_pairs` (delta = 0.2 filter, seeded sampling), :func:`margin_ranking_loss`
+``features``   :class:`HashedNgrams`, the default backbone (numpy/scipy only, no download)
+``encoder``    optional transformer-encoder backbone (extra ``[encoder]``; imports torch)
+``ranker``     :class:`LengthRanker` (fit, score, save/load as ``.npz``)
+``evaluate``   :func:`kendall_tau`, :func:`evaluate_ranker`, :func:`cross_model`
+``data``       :func:`load_lengths` (AlpacaEval, GSM8K tables)
+``synthetic``  :func:`scores_with_tau`: scores of a chosen quality for traces without text
+
+The default path never imports torch.
+"""
+from .data import BUILTIN_LENGTHS, LengthDataset, load_lengths
+from .evaluate import CrossModelResult, RankingEvaluation, cross_model, evaluate_ranker, kendall_tau
+from .features import HashedNgrams
+from .pairs import PairSet, make_pairs, margin_ranking_loss, pair_kept
+from .ranker import LengthRanker
+from .synthetic import noise_for_tau, scores_with_tau
+
+__all__ = ["make_pairs", "pair_kept", "PairSet", "margin_ranking_loss", "HashedNgrams", "LengthRanker",
+           "kendall_tau", "evaluate_ranker", "RankingEvaluation", "cross_model", "CrossModelResult",
+           "load_lengths", "LengthDataset", "BUILTIN_LENGTHS", "scores_with_tau", "noise_for_tau"]

@@ -1,0 +1,105 @@
+"""Response-length tables: prompts and the response length of several models.
+
+``load_lengths("alpaca_eval")`` / ``load_lengths("gsm8k")`` read the copies kept in the source tree
+(``validation/data/lengths/``, see its PROVENANCE.md; AlpacaEval model outputs are CC BY-NC 4.0:
+research use); any path to a JSONL file (optionally ``.gz``) of the same shape also works:
+one object per line with the prompt text under ``instruction`` or ``question`` and
+``{"words": {model: n}, "chars": {model: n}}``.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError, ParameterError, UnknownNameError
+
+__all__ = ["LengthDataset", "load_lengths", "BUILTIN_LENGTHS"]
+
+BUILTIN_LENGTHS = {"alpaca_eval": "alpaca_eval_lengths.jsonl.gz",
+                   "gsm8k": "gsm8k_model_solution_lengths.jsonl.gz"}
+_UNITS = ("words", "chars")
+
+
+def _data_dir() -> Path:
+    return Path(__file__).resolve().parents[2] / "validation" / "data" / "lengths"
+
+
+@dataclass(frozen=True, eq=False)
+class LengthDataset:
+    """Prompts and per-model response lengths.
+
+    Attributes
+    ----------
+    prompts : tuple of str
+    lengths : dict
+        ``model -> ndarray`` of lengths in ``unit`` (NaN where a model has no response).
+    unit : str
+        ``"words"`` or ``"chars"``.
+    source : str
+    """
+
+    prompts: tuple
+    lengths: dict
+    unit: str
+    source: str
+
+    @property
+    def models(self) -> tuple:
+        return tuple(self.lengths)
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+    def of(self, model: str) -> np.ndarray:
+        if model not in self.lengths:
+            raise UnknownNameError("model", model, self.lengths)
+        return self.lengths[model]
+
+    def split(self, test_fraction: float = 0.25, rng=None):
+        """Random (train_index, test_index) arrays."""
+        if not 0 < test_fraction < 1:
+            raise ParameterError("test_fraction", test_fraction, "a fraction in (0, 1)")
+        perm = np.random.default_rng(rng).permutation(len(self.prompts))
+        k = max(1, int(round(test_fraction * len(perm))))
+        return np.sort(perm[k:]), np.sort(perm[:k])
+
+
+def load_lengths(name_or_path, *, unit: str = "words") -> LengthDataset:
+    """Read a response-length table (``"alpaca_eval"``, ``"gsm8k"`` or a path)."""
+    if unit not in _UNITS:
+        raise ParameterError("unit", unit, "'words' or 'chars'")
+    key = str(name_or_path)
+    if key in BUILTIN_LENGTHS:
+        path = _data_dir() / BUILTIN_LENGTHS[key]
+        if not path.exists():
+            raise DataError(f"built-in length table {key!r} is kept in the source tree ({path}), which this "
+                            "installation does not have: pass the path of a JSONL copy")
+    else:
+        path = Path(key)
+        if not path.exists():
+            raise DataError(f"{path}: no such file (built-in tables: {', '.join(BUILTIN_LENGTHS)})")
+    opener = gzip.open if path.suffix == ".gz" else open
+    prompts, rows = [], []
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                text = d.get("instruction", d.get("question"))
+                if not isinstance(text, str):
+                    raise KeyError("instruction/question")
+                prompts.append(text)
+                rows.append(d[unit])
+            except (ValueError, KeyError) as exc:
+                raise DataError(f"{path}, line {i + 1}: expected a JSON object with a prompt and {unit!r} "
+                                f"lengths ({exc})") from exc
+    if not prompts:
+        raise DataError(f"{path}: no rows")
+    models = list(dict.fromkeys(m for r in rows for m in r))
+    lengths = {m: np.array([float(r[m]) if r.get(m) is not None else np.nan for r in rows]) for m in models}
+    return LengthDataset(prompts=tuple(prompts), lengths=lengths, unit=unit, source=str(path))
