@@ -46,6 +46,16 @@ _LAZY = {
     "simulate_network": "fluidq.network",
     "validate": "fluidq.validate",
     "sweep": "fluidq.sweep",
+    "SJF": "fluidq.policies.latency",
+    "SRPT": "fluidq.policies.latency",
+    "LAS": "fluidq.policies.latency",
+    "PARS": "fluidq.policies.latency",
+    "GammaBoost": "fluidq.policies.latency",
+    "MemGuard": "fluidq.policies.latency",
+    "GammaAda": "fluidq.policies.latency",
+    "Unified": "fluidq.policies.unified",
+    "UniBoost": "fluidq.policies.unified",
+    "LengthRanker": "fluidq.predict",
 }
 
 __all__ = ["__version__", "Affine", "BatchTime", "ContextAware", "PiecewiseLinear", "Staircase", "Tabulated",
