@@ -1,0 +1,81 @@
+"""Plots of stability regions: the engine's region, the regions schedulers reach, operating points."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import axes, finish
+
+
+def _polygon(ax, region, *, color, label, fill=True, lw=1.6, ls="-"):
+    v = np.vstack([region.vertices, region.vertices[:1]])
+    ax.plot(v[:, 0], v[:, 1], color=color, lw=lw, ls=ls, label=label)
+    if fill:
+        ax.fill(v[:, 0], v[:, 1], color=color, alpha=0.12, lw=0)
+
+
+def plot_region(region, *, point=None, mix=None, others=None, points=None, annotate=True, ax=None, path=None,
+                title=None):
+    """Draw a :class:`~fluidq.region.StabilityRegion` in (prefill, decode) tokens/s.
+
+    Parameters
+    ----------
+    region : StabilityRegion
+        Drawn filled, with each vertex labelled by its batch shape ``(x p + y d)``.
+    point : pair, optional
+        An operating point ``(lambda m_p, lambda m_d)`` (marked, with its load ``1/scale``).
+    mix : RegionMix, optional
+        Highlight the shapes of a time-sharing.
+    others : dict or sequence of StabilityRegion, optional
+        Further regions (e.g. those schedulers reach, :func:`fluidq.region.policy_region`),
+        drawn as outlines; a dict maps labels to regions.
+    points : dict, optional
+        ``{label: (x, y, marker)}`` extra marked points (e.g. simulated outcomes).
+    """
+    fig, ax = axes(ax, figsize=(6.4, 4.8))
+    e = region.engine
+    base = f"{region.label}: b_max={e.b_max}" + (f", k_max={e.k_max}" if e.k_max else "")
+    _polygon(ax, region, color="C0", label=base)
+    if others:
+        items = others.items() if isinstance(others, dict) else ((o.label, o) for o in others)
+        for i, (lab, o) in enumerate(items):
+            _polygon(ax, o, color=f"C{i + 1}", label=str(lab), fill=False, lw=1.3, ls="--")
+    if annotate:
+        for v, s, k in zip(region.vertices, region.shapes, region.kinds):
+            if k == "batch":
+                ax.plot(v[0], v[1], "o", color="C0", ms=4)
+                ax.annotate(f"({s[0]}p+{s[1]}d)", v, textcoords="offset points", xytext=(4, 4), fontsize=7)
+    if mix is not None and len(mix.shapes):
+        idx = [i for i, s in enumerate(region.shapes) if any(tuple(s) == tuple(m) for m in mix.shapes)]
+        ax.plot(region.vertices[idx, 0], region.vertices[idx, 1], "s", mfc="none", color="C3", ms=9,
+                label="shapes of the LP mix")
+    if point is not None:
+        p = np.asarray(point, dtype=float)
+        s = region.scale_of(p)
+        lab = "operating point" + ("" if not np.isfinite(s) else f" (load {1 / s:.2f})")
+        ax.plot(p[0], p[1], "*", color="C3" if s < 1 else "k", ms=12, label=lab)
+        if np.isfinite(s):
+            q = p * s
+            ax.plot([0, q[0]], [0, q[1]], color="grey", lw=0.8, ls=":")
+    if points:
+        for lab, (x, y, m) in points.items():
+            ax.plot(x, y, m, ms=8, label=lab)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("prefill tokens/s  (lambda m_p)")
+    ax.set_ylabel("decode tokens/s  (lambda m_d)")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    return finish(fig, ax, path)
+
+
+def plot_policy_regions(engine, policies, *, point=None, ax=None, path=None):
+    """The engine's region and the region each scheduler reaches under backlog, on one plot."""
+    from ..region import policy_region, stability_region
+
+    others = {}
+    for pol in policies:
+        r = policy_region(engine, pol)
+        others[r.label] = r
+    return plot_region(stability_region(engine), others=others, point=point, ax=ax, path=path,
+                       title="engine region (filled) vs. the batches each scheduler forms under backlog")

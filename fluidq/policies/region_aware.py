@@ -1,0 +1,173 @@
+"""A region-aware scheduler: batch shapes chosen from the stability region, not "fill to b_max".
+
+Under a batch-size limit ``k_max`` filling every batch to the token budget is not optimal
+(Li, Dai, Peng, arXiv:2504.07347, §6): at vertex C of the paper's example the engine must run
+batches of exactly 128 tokens (29 prefill + 99 decode) although ``b_max = 1024`` allows more, and
+Sarathi-Serve with ``b_max = 1024`` diverges there.  :class:`RegionAware` reads the region
+(:func:`fluidq.stability_region`) and the LP time-sharing (:func:`fluidq.region_mix`):
+
+* with a target ``(lambda_p, lambda_d)`` tokens/s, the ray from the origin through the target
+  leaves the region on one facet (or at one vertex); the scheduler uses that facet's two batch
+  shapes -- the decode-heavy one ``S_lo`` and the prefill-heavy one ``S_hi`` -- and switches on
+  the prefill backlog: ``S_hi`` while at least ``backlog_tokens`` prompt tokens wait, else
+  ``S_lo``.  The time shares then settle where prefill is served at its arrival rate, which is
+  the LP mix; at a vertex it runs that vertex's shape only.
+* without a target, a *ladder* over all the region's vertex shapes, from decode-heavy to
+  prefill-heavy, indexed by ``floor(backlog / backlog_tokens)`` (adaptive, heuristic).
+
+A batch of shape ``(x, y)`` is formed like Sarathi-Serve with budget ``x + y``: decode tokens
+first (at most ``y`` for ``S_hi``, as many as fit for ``S_lo``), then prefill chunks in the
+ordering, then -- when prompts have run dry -- further decode tokens.  The policy is stateless
+(the choice depends on the view only), so the simulator, the DTMC builder and
+:func:`fluidq.check_work_conserving` can all drive it.  It is not work-conserving in the sense
+of Theorem 2 (it may leave budget unused on purpose): that is the point under ``k_max``.
+
+References
+----------
+Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+arXiv:2504.07347, §6 (Theorem 10 and the vertex-C experiment).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer
+from ..engine import Engine
+from ..errors import ParameterError
+from .base import Batch, QueueView
+from .orderings import FCFS, Ordering
+
+__all__ = ["RegionAware"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegionAware:
+    """Pick batch shapes from the engine's stability region.
+
+    Parameters
+    ----------
+    engine : Engine
+        The engine whose region decides the shapes (its ``b_max``, ``k_max``, batch time).
+    target_tokens_per_s : pair of float, optional
+        ``(lambda_p, lambda_d)`` = ``(lambda m_p, lambda m_d)``; see :meth:`for_workload`.
+        ``None``: the adaptive ladder over all vertex shapes.
+    backlog_tokens : int, optional
+        Prefill backlog (prompt tokens waiting) at which the scheduler switches to the next,
+        more prefill-heavy shape; default ``b_max``.
+    order : Ordering
+        Order in which waiting requests are taken (default FCFS).
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> from fluidq.policies.region_aware import RegionAware
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=1024, k_max=100)
+    >>> RegionAware(engine=e, target_tokens_per_s=(29 / 0.04675, 99 / 0.04675)).shapes
+    ((29, 99),)
+    """
+
+    engine: Engine
+    target_tokens_per_s: tuple | None = None
+    backlog_tokens: int | None = None
+    order: Ordering = field(default_factory=FCFS)
+    name: str = "region-aware"
+    shapes: tuple = field(init=False, default=())
+
+    def __post_init__(self):
+        if not isinstance(self.engine, Engine):
+            raise ParameterError("engine", self.engine, "a fluidq.Engine")
+        if not isinstance(self.order, Ordering):
+            raise ParameterError("order", self.order, "a fluidq Ordering (e.g. fluidq.policies.FCFS())")
+        object.__setattr__(self, "backlog_tokens", integer(
+            "backlog_tokens", self.engine.b_max if self.backlog_tokens is None else self.backlog_tokens, minimum=1))
+        from ..region import stability_region
+        from ..region.region import as_points
+
+        region = stability_region(self.engine)
+        idx = region.batch_vertices
+        verts, shp = region.vertices[idx], region.shapes[idx]
+        # from decode-heavy to prefill-heavy: by angle from the decode axis
+        ang = np.arctan2(verts[:, 0], verts[:, 1])
+        ladder = [tuple(int(v) for v in shp[i]) for i in np.argsort(ang, kind="stable")]
+        if self.target_tokens_per_s is None:
+            object.__setattr__(self, "shapes", tuple(ladder))
+            return
+        p, _ = as_points(self.target_tokens_per_s, "target_tokens_per_s")
+        p = p[0]
+        if not np.any(p > 0):
+            raise ParameterError("target_tokens_per_s", self.target_tokens_per_s, "a non-zero target")
+        object.__setattr__(self, "target_tokens_per_s", (float(p[0]), float(p[1])))
+        q = region.boundary_point(p)
+        near = np.linalg.norm(region.vertices - q, axis=1) <= 1e-9 * region._scale
+        hit = [i for i in np.flatnonzero(near) if region.kinds[i] != "idle"]
+        if hit:  # the ray leaves through a vertex: that shape alone
+            object.__setattr__(self, "shapes", (tuple(int(v) for v in region.shapes[hit[0]]),))
+            return
+        proj = region.A @ p
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(proj > 0, region.b / np.where(proj > 0, proj, 1.0), np.inf)
+        f = int(np.argmin(ratio))
+        i, j = region.facet_vertices[f]
+        pair = [tuple(int(v) for v in region.shapes[i]), tuple(int(v) for v in region.shapes[j])]
+        pair.sort(key=lambda s: ladder.index(s) if s in ladder else len(ladder))
+        object.__setattr__(self, "shapes", tuple(dict.fromkeys(pair)))
+
+    @classmethod
+    def for_workload(cls, engine: Engine, workload, **kw) -> "RegionAware":
+        """Target the workload's operating point ``(lambda m_p, lambda m_d)``."""
+        lam = workload.arrival_rate_per_s
+        return cls(engine=engine, target_tokens_per_s=(lam * workload.mean_prompt_tokens,
+                                                       lam * workload.mean_output_tokens), **kw)
+
+    def choose(self, view: QueueView) -> tuple[int, int, bool]:
+        """``(budget, decode_cap, capped)`` for the next batch in state ``view``."""
+        backlog = sum(r.prompt_tokens - r.prefilled for r in view.requests if r.prefilled < r.prompt_tokens)
+        n = len(self.shapes)
+        if n == 1:
+            i = 0
+        elif self.target_tokens_per_s is not None:
+            i = 1 if backlog >= self.backlog_tokens else 0
+        else:
+            i = min(n - 1, backlog // self.backlog_tokens)
+        x, y = self.shapes[i]
+        return x + y, y, i > 0
+
+    def select(self, view: QueueView) -> Batch:
+        budget, cap, capped = self.choose(view)
+        budget = min(budget, view.b_max)
+        slots = math.inf if view.k_max is None else view.k_max
+        ordered = self.order.order(view.requests, view.now_s)
+        pre = [r for r in ordered if r.prefilled < r.prompt_tokens]
+        dec = [r for r in ordered if r.prefilled >= r.prompt_tokens and r.decoded < r.output_tokens]
+        decode: list = []
+        prefill: list = []
+        first = min(len(dec), cap) if capped else len(dec)
+        for r in dec[:first]:
+            if budget < 1 or slots < 1:
+                break
+            decode.append(r.rid)
+            budget -= 1
+            slots -= 1
+        for r in pre:
+            if budget < 1 or slots < 1:
+                break
+            n = min(r.prompt_tokens - r.prefilled, budget)
+            prefill.append((r.rid, n))
+            budget -= n
+            slots -= 1
+        for r in dec[len(decode):]:
+            if budget < 1 or slots < 1:
+                break
+            decode.append(r.rid)
+            budget -= 1
+            slots -= 1
+        return Batch(prefill=tuple(prefill), decode=tuple(decode))
+
+    def describe(self) -> str:
+        tgt = ("adaptive ladder" if self.target_tokens_per_s is None else
+               f"target ({self.target_tokens_per_s[0]:.4g}, {self.target_tokens_per_s[1]:.4g}) tokens/s")
+        return (f"{self.name}: shapes {', '.join(f'({x}p+{y}d)' for x, y in self.shapes)}; {tgt}; "
+                f"switch every {self.backlog_tokens} backlog tokens; order {self.order.name}")

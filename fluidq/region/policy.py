@@ -1,0 +1,114 @@
+"""The region a scheduler reaches: the batches it forms when work is backlogged.
+
+A scheduler does not choose its time shares freely: its batch shape follows from the queue.
+Once a backlog has formed, every batch it runs is one of the shapes it forms in *backlogged*
+states -- many prompts waiting and ``n_d`` requests decoding, for every ``n_d`` -- or, when the
+prompts have run dry, in decode-only states.  :func:`policy_region` probes the policy's own
+``select(view)`` on those states and returns the downward-closed convex hull of the rate points
+of the shapes it forms.
+
+This is a fluid argument, *ours, not the paper's*: a target outside a policy's region cannot be
+served by that policy once a backlog exists, so the backlog keeps growing (e.g. Sarathi with
+``b_max = 1024`` at vertex C of the paper's §6 example: with 100 decoding requests it runs
+decode-only batches, with 99 it fills the budget with prefill, and neither serves C).  Inside it,
+stability is what simulations of the policy show, not a theorem.  The region depends on how
+prompts fill a batch: by default each waiting prompt has ``b_max`` tokens, so one prefilling
+request can fill any batch (the same assumption as :func:`fluidq.stability_region`).
+
+References
+----------
+Li, Dai, Peng, arXiv:2504.07347, §6 (batch-size limit; Sarathi-Serve, Orca, FasterTransformer).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validate import integer
+from ..engine import Engine
+from ..errors import ParameterError
+from ..policies import QueueView, RequestState, resolve_policy
+from .region import StabilityRegion, _build
+
+__all__ = ["policy_region", "probe_shapes"]
+
+_LONG = 10**9
+
+
+def _decoder_counts(b_max: int, k_max: int | None) -> list[int]:
+    top = max(b_max, k_max or 0) + 2
+    marks = {0, 1, 2, top, b_max - 1, b_max, b_max + 1}
+    if k_max is not None:
+        marks |= {k_max - 1, k_max, k_max + 1}
+    marks |= set(range(0, min(top, 64) + 1))
+    marks |= set(np.unique(np.geomspace(1, top, 48).round().astype(int)).tolist())
+    return sorted(m for m in marks if 0 <= m <= top)
+
+
+def probe_shapes(engine: Engine, policy, *, prompt_tokens: int | None = None) -> np.ndarray:
+    """The distinct batch shapes ``(prefill, decode)`` that ``policy`` forms in backlogged states."""
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    pol = resolve_policy(policy)
+    plen = integer("prompt_tokens", engine.b_max if prompt_tokens is None else prompt_tokens, minimum=1)
+    counts = _decoder_counts(engine.b_max, engine.k_max)
+    n_dec = max(counts)
+    decoders = [RequestState(rid=i, arrival_s=float(i), prompt_tokens=1, prefilled=1, output_tokens=_LONG)
+                for i in range(n_dec)]
+    n_wait = min(math.ceil(engine.b_max / plen) + 1 + (engine.k_max or 0), 4 * engine.b_max + 4)
+    waiting = [RequestState(rid=n_dec + j, arrival_s=float(n_dec + j), prompt_tokens=plen, output_tokens=_LONG)
+               for j in range(n_wait)]
+    found = set()
+    for n_d in counts:
+        for with_prompts in (True, False):
+            reqs = tuple(decoders[:n_d]) + (tuple(waiting) if with_prompts else ())
+            if not reqs:
+                continue
+            view = QueueView(requests=reqs, now_s=0.0, b_max=engine.b_max, k_max=engine.k_max)
+            batch = pol.select(view)
+            if not batch.empty:
+                found.add((batch.prefill_tokens, batch.decode_tokens))
+    if not found:
+        raise ParameterError("policy", getattr(pol, "name", pol), "a policy that forms a batch when work waits")
+    return np.array(sorted(found), dtype=np.int64)
+
+
+def policy_region(engine: Engine, policy, *, prompt_tokens: int | None = None) -> StabilityRegion:
+    """The region of the batch shapes ``policy`` forms under backlog, on ``engine``.
+
+    Parameters
+    ----------
+    engine : Engine
+        Budgets ``b_max`` and ``k_max`` and the batch-time model.
+    policy : str or Policy
+        ``"sarathi"``, ``"orca"``, ``"fastertransformer"``... or an object with ``select(view)``;
+        e.g. ``fluidq.Sarathi(b_max=1024)`` for a scheduler with its own, smaller, budget.
+    prompt_tokens : int, optional
+        Length of the waiting prompts in the probes (default ``b_max``).
+
+    Returns
+    -------
+    StabilityRegion
+        ``label`` is the policy's name; ``vertices`` and ``contains`` as for the engine's region,
+        which always contains it.
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> from fluidq.region import policy_region
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=1024, k_max=100)
+    >>> bool(policy_region(e, "sarathi").contains((620.321, 2117.647)))
+    False
+    >>> bool(policy_region(e, fluidq.Sarathi(b_max=128)).contains((620.321, 2117.647)))
+    True
+    """
+    shapes = probe_shapes(engine, policy, prompt_tokens=prompt_tokens)
+    secs = np.asarray(engine.batch_time(shapes.sum(axis=1).astype(float)), dtype=float)
+    cap, _ = engine.batch_time.best_rate(engine.b_max)
+    pol = resolve_policy(policy)
+    name = getattr(pol, "name", type(pol).__name__)
+    b_own = getattr(pol, "b_max", None)
+    b_eff = engine.b_max if b_own is None else min(b_own, engine.b_max)
+    name = f"{name}-{b_eff}"
+    return _build(shapes, secs, engine, float(cap), label=name)

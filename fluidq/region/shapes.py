@@ -1,0 +1,86 @@
+"""Admissible batch shapes that can be extreme points of the stability region (internal).
+
+A batch of ``x`` prefill and ``y`` decode tokens, ``b = x + y``, runs for ``t(b)`` seconds and
+serves the rate point ``(x, y) / t(b)``.  It is admissible when ``b <= b_max`` and, under a
+batch-size limit, ``y + n_p <= k_max`` where ``n_p >= 1`` prefilling requests take part when
+``x > 0`` (paper §6, constraint as reconstructed in the project reference).  A single
+prefilling request may contribute any number of tokens (chunked prefill of a long prompt), so
+for a fixed total ``b`` the admissible decode counts form the interval ``[0, y*(b)]`` with
+
+* ``y*(b) = b`` when ``b <= k_max`` (a pure-decode batch of ``b`` requests), and
+* ``y*(b) = k_max - 1`` when ``b > k_max`` (one prefilling request takes the last slot).
+
+All shapes of one total ``b`` lie on one segment, so only its two ends can be extreme:
+``(b, 0)`` and ``(b - y*(b), y*(b))``.  Over ``b`` three families remain -- pure prefill
+``(b, 0)``, pure decode ``(0, b)`` for ``b <= k_max`` and mixed ``(b - k_max + 1, k_max - 1)``
+for ``b >= k_max`` -- each affine in ``b``.  Where ``t`` is affine in ``b`` too, the rate points
+``(x, y)/t`` of a family are the central projection of a segment, hence a segment: only the
+ends of the pieces where ``t`` is affine can be vertices.  That gives the candidate totals:
+
+* :class:`~fluidq.Staircase`: ``t`` is constant on each step and every family moves outwards
+  within a step, so the step ends ``b0, 2 b0, ...``, ``b_max`` and ``min(k_max, b_max)``;
+* :class:`~fluidq.PiecewiseLinear`: ``1, b0, k_max, b_max``; :class:`~fluidq.Affine`:
+  ``1, k_max, b_max``;
+* any other model (tabulated, user-defined): every integer ``1..b_max``.
+
+References
+----------
+Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+arXiv:2504.07347, §6 (batch-size limit, Theorem 10).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..batchtime import Affine, PiecewiseLinear, Staircase
+from ..batchtime.models import ContextAware, _Shifted
+from ..errors import ParameterError
+
+__all__ = ["candidate_totals", "extreme_shapes"]
+
+
+def _unwrap(bt):
+    """The model whose breakpoints decide (a constant shift or a context term keeps them)."""
+    while isinstance(bt, (_Shifted, ContextAware)):
+        bt = bt.base
+    return bt
+
+
+def candidate_totals(batch_time, b_max: int, k_max: int | None) -> np.ndarray:
+    """Batch totals ``b`` (sorted, unique, in ``1..b_max``) among which the extreme shapes lie."""
+    base = _unwrap(batch_time)
+    extra = [1, b_max] + ([min(k_max, b_max)] if k_max is not None else [])
+    if type(base) is Staircase:
+        cand = np.arange(base.b0, b_max + 1, base.b0)
+    elif type(base) is PiecewiseLinear:
+        cand = np.array([min(max(base.b0, 1), b_max)])
+    elif type(base) is Affine:
+        cand = np.array([], dtype=int)
+    else:
+        cand = np.arange(1, b_max + 1)
+    return np.unique(np.concatenate([cand.astype(np.int64), np.array(extra, dtype=np.int64)]))
+
+
+def extreme_shapes(batch_time, b_max: int, k_max: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(shapes, seconds)``: candidate extreme batch shapes ``(x, y)`` (int, ``m x 2``) and ``t(x+y)``.
+
+    Raises :class:`~fluidq.errors.ParameterError` when the batch-time model gives a time that
+    is not a finite positive number of seconds at one of the candidate sizes.
+    """
+    b = candidate_totals(batch_time, b_max, k_max)
+    k = b_max + 1 if k_max is None else k_max
+    pre = np.stack([b, np.zeros_like(b)], axis=1)
+    dec_b = b[b <= k]
+    dec = np.stack([np.zeros_like(dec_b), dec_b], axis=1)
+    mix_b = b[b >= k]
+    mix = np.stack([mix_b - (k - 1), np.full_like(mix_b, k - 1)], axis=1)
+    shapes = np.unique(np.concatenate([pre, dec, mix]), axis=0)
+    totals = shapes.sum(axis=1)
+    secs = np.asarray(batch_time(totals.astype(float)), dtype=float)
+    bad = ~np.isfinite(secs) | (secs <= 0)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ParameterError("batch_time", batch_time,
+                             "a model with a finite batch time > 0 s for every batch of 1..b_max tokens",
+                             f"t({int(totals[i])}) = {secs[i]!r} s")
+    return shapes, secs
