@@ -30,6 +30,10 @@ class RequestState:
 
     ``output_tokens`` is the true output length: only oracle orderings (SJF, SRPT) may read it.
     ``score`` is a predictor's score (PARS), ``None`` when no predictor ran.
+    ``recompute_tokens`` and ``preemptions`` are set by the simulator's KV-cache model: after a
+    preemption by recompute, ``prompt_tokens`` counts the original prompt plus the
+    ``recompute_tokens`` generated tokens that must be prefilled again (vLLM merges them into the
+    prompt), so the original prompt is ``prompt_tokens - recompute_tokens``.
     """
 
     rid: int
@@ -40,6 +44,8 @@ class RequestState:
     decoded: int = 0
     first_scheduled_s: float = math.nan
     score: float | None = None
+    recompute_tokens: int = 0
+    preemptions: int = 0
 
     @property
     def prefill_left(self) -> int:

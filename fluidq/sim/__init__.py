@@ -1,0 +1,19 @@
+"""Iteration-level simulation of LLM engines.
+
+``simulate(engine, workload, policy, horizon_s=..., rng=...)``  one run (:class:`SimResult`)
+``replicate(engine, workload, policy, n_replications=..., ...)``  seeded replications, the backlog
+growth slope with a confidence interval and a verdict against the fluid prediction
+(:class:`ReplicationResult`)
+``find_threshold(engine, workload_shape, policy, ...)``  the empirical stability threshold in the
+arrival rate, bracketed by simulation (:class:`ThresholdResult`)
+
+Two kernels: an event-skipping one for the built-in schedulers with FCFS order (cost grows with
+events, not with iterations or queue length) and a generic one that calls ``policy.select(view)``
+every iteration and models KV-cache memory.  They agree exactly where both apply.
+"""
+from .core import PolicyError, fast_path_applies, simulate
+from .result import METRIC_NAMES, SimResult
+from .stability import ReplicationResult, ThresholdResult, find_threshold, replicate
+
+__all__ = ["simulate", "replicate", "find_threshold", "SimResult", "ReplicationResult", "ThresholdResult",
+           "fast_path_applies", "PolicyError", "METRIC_NAMES"]

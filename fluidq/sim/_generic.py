@@ -1,0 +1,297 @@
+"""The generic kernel: ``policy.select(view)`` at every iteration, with optional KV-cache memory.
+
+This path runs any policy (a user's object, an ordering whose keys change with time) and is the
+reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) is modelled here:
+
+* a request *holds* KV tokens for its processed prompt and its generated tokens; it holds none
+  before its first prefill chunk (admission) or after it finishes;
+* a batch may only add as many KV tokens as are free: prefill chunks of the batch are trimmed
+  (chunking policies) or dropped (whole-prompt policies), last first -- *admission only when
+  memory allows*;
+* when the decode tokens alone do not fit, a resident is *preempted*: the last one in the
+  policy's ordering (the latest arrival under FCFS, as vLLM does) among those whose ordering
+  does not refuse through the optional hook ``ordering.may_evict(request, now_s) -> bool``;
+  if every candidate refuses, decode tokens are dropped from the end of the batch, and only if
+  that leaves nothing to run is the last candidate evicted anyway (otherwise the engine would
+  deadlock);
+* ``preemption="recompute"``: the victim's KV is discarded; it must prefill its prompt plus the
+  tokens it had generated (vLLM merges them into the prompt).  Its :class:`RequestState` then has
+  ``prompt_tokens`` = original prompt + ``recompute_tokens`` and ``prefilled`` = 0; the discarded
+  KV counts as wasted tokens.
+* ``preemption="swap"``: the victim's KV moves to host memory, costing ``swap_s_per_token`` per
+  token (added to the iteration's time); it returns, oldest first and before any new request is
+  admitted, as soon as its KV fits, paying the same cost again.
+
+A request whose prompt plus output exceeds the capacity can never finish; it is rejected at
+arrival (counted in ``rejected``), never admitted.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import FluidqError
+from ..policies.base import Batch, QueueView, RequestState, batch_violations
+
+NAN = math.nan
+INF = math.inf
+
+
+class PolicyError(FluidqError, RuntimeError):
+    """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
+
+
+def _victim_order(policy, admitted, now):
+    order = getattr(policy, "order", None)
+    if order is not None and hasattr(order, "order"):
+        return list(order.order(admitted, now))
+    return sorted(admitted, key=lambda r: (r.arrival_s, r.rid))
+
+
+def _may_evict_hook(policy):
+    for obj in (getattr(policy, "order", None), policy):
+        f = getattr(obj, "may_evict", None)
+        if callable(f):
+            return f
+    return None
+
+
+def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
+                preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
+                progress=None):
+    n = len(arr)
+    n0 = len(initial)
+    N = n0 + n
+    fs = [NAN] * N
+    pdn = [NAN] * N
+    ftk = [NAN] * N
+    fin = [NAN] * N
+    npre = [0] * N
+    chunkable = bool(getattr(policy, "chunked", False))
+    may_evict = _may_evict_hook(policy)
+    residents: list = []
+    by_id: dict = {}
+    kv: dict = {}
+    swapped: list = []   # swapped-out RequestStates, oldest first
+    used = 0
+    rejected = 0
+    preemptions = 0
+    wasted = 0
+    swap_tokens = 0
+    peak_kv = 0
+    batches = [] if record_batches else None
+    blocked_ids: set = set()
+    rec = {"t_s": [], "prefill_tokens": [], "decode_tokens": [], "requests": [], "batch_s": [],
+           "demand": [], "kv_tokens": []} if record else None
+    if record and kv_cap is not None:
+        rec["kv_used"] = []
+    work = 0
+    for j, r0 in enumerate(initial):
+        r = RequestState(rid=j, arrival_s=float(r0.arrival_s), prompt_tokens=int(r0.prompt_tokens),
+                         output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled), decoded=int(r0.decoded),
+                         score=r0.score)
+        residents.append(r)
+        by_id[j] = r
+        kv[j] = r.prefilled + r.decoded
+        used += kv[j]
+        work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
+    t = 0.0
+    na = 0
+    bt, bn, bw = [], [], []
+    n_iter = 0
+    busy = 0.0
+    mixed_iters = 0
+    tok_served = 0
+    next_report = 0.0
+
+    def preempt(r, now):
+        nonlocal used, preemptions, wasted, swap_tokens, residents
+        held = kv[r.rid]
+        used -= held
+        kv[r.rid] = 0
+        preemptions += 1
+        npre[r.rid] += 1
+        r.preemptions += 1
+        if preemption == "swap":
+            swap_tokens += held
+            residents = [q for q in residents if q.rid != r.rid]
+            swapped.append((r, held))
+            return held * swap_s_per_token
+        wasted += held
+        base = r.prompt_tokens - r.recompute_tokens
+        r.recompute_tokens = r.decoded
+        r.prompt_tokens = base + r.decoded
+        r.prefilled = 0
+        return 0.0
+
+    while True:
+        while na < n and arr[na] <= t:
+            i = na
+            na += 1
+            rid = n0 + i
+            if kv_cap is not None and P[i] + D[i] > kv_cap:
+                rejected += 1
+                continue
+            r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
+            residents.append(r)
+            by_id[rid] = r
+            kv[rid] = 0
+            work += P[i] + D[i]
+        bt.append(t)
+        bn.append(len(residents) + len(swapped))
+        bw.append(work)
+        if t >= horizon:
+            break
+        if progress is not None and t >= next_report:
+            progress(t, na)
+            next_report = t + 1.0 + 0.02 * t
+        extra_s = 0.0
+        # swap-ins first, oldest first, while their KV fits
+        while swapped and used + swapped[0][1] <= kv_cap:
+            r, held = swapped.pop(0)
+            used += held
+            kv[r.rid] = held
+            swap_tokens += held
+            extra_s += held * swap_s_per_token
+            residents.append(r)
+            residents.sort(key=lambda q: (q.arrival_s, q.rid))
+        if not residents:
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+        batch = None
+        hide_new = bool(swapped)
+        for _attempt in range(2 * len(residents) + 4):
+            visible = residents if not hide_new else [q for q in residents if kv[q.rid] > 0]
+            view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max,
+                             kv_free_tokens=None if kv_cap is None else kv_cap - used)
+            batch = policy.select(view)
+            if check:
+                bad = batch_violations(batch, view)
+                if bad:
+                    raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+            if batch.blocked:
+                blocked_ids.update(batch.blocked)
+            if kv_cap is None:
+                break
+            pf = list(batch.prefill)
+            dc = list(batch.decode)
+            free = kv_cap - used
+            while pf and sum(m for _, m in pf) + len(dc) > free:
+                over = sum(m for _, m in pf) + len(dc) - free
+                rid, m = pf[-1]
+                if chunkable and m > over:
+                    pf[-1] = (rid, m - over)
+                else:
+                    pf.pop()
+            if len(dc) <= free:
+                batch = Batch(prefill=tuple(pf), decode=tuple(dc), blocked=batch.blocked)
+                if not batch.empty:
+                    break
+                if not hide_new:  # the policy wants to admit new work that does not fit: run the admitted
+                    hide_new = True
+                    continue
+            admitted = [q for q in residents if kv[q.rid] > 0]
+            cands = _victim_order(policy, admitted, t)[::-1]
+            victim = None
+            for q in cands:
+                if may_evict is None or may_evict(q, t):
+                    victim = q
+                    break
+            if victim is None:
+                if len(dc) > free and free > 0:
+                    batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
+                    break
+                if not cands:
+                    batch = Batch()
+                    break
+                victim = cands[0]
+            extra_s += preempt(victim, t)
+        if batch is None or batch.empty:
+            if extra_s > 0:
+                t += extra_s
+                busy += extra_s
+                continue
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+        tokens = batch.tokens
+        if ks:
+            kvr = 0
+            for rid in batch.decode:
+                kvr += kv[rid] if kv_cap is not None else by_id[rid].prefilled + by_id[rid].decoded
+            tau = tau_b[tokens] + ks * kvr
+        else:
+            kvr = 0
+            tau = tau_b[tokens]
+        if record:
+            rec["t_s"].append(t)
+            rec["prefill_tokens"].append(batch.prefill_tokens)
+            rec["decode_tokens"].append(batch.decode_tokens)
+            rec["requests"].append(batch.n_requests)
+            rec["batch_s"].append(tau + extra_s)
+            rec["demand"].append(view.demand)
+            if not ks:
+                kvr = sum(by_id[rid].prefilled + by_id[rid].decoded - by_id[rid].recompute_tokens
+                          for rid in batch.decode)
+            rec["kv_tokens"].append(kvr)
+        if record_batches:
+            batches.append(batch)
+        t0 = t
+        t += tau
+        if extra_s:
+            t += extra_s
+        n_iter += 1
+        busy += t - t0
+        tok_served += tokens
+        work -= tokens
+        if batch.prefill and batch.decode:
+            mixed_iters += 1
+        done = False
+        for rid, m in batch.prefill:
+            r = by_id[rid]
+            if fs[rid] != fs[rid]:
+                fs[rid] = t0
+            r.prefilled += m
+            if r.first_scheduled_s != r.first_scheduled_s:
+                r.first_scheduled_s = t0
+            if kv_cap is not None:
+                kv[rid] += m
+                used += m
+            if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
+                pdn[rid] = t
+            if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
+                done = True
+                fin[rid] = t
+        for rid in batch.decode:
+            r = by_id[rid]
+            r.decoded += 1
+            if kv_cap is not None:
+                kv[rid] += 1
+                used += 1
+            if r.decoded == 1:
+                ftk[rid] = t
+            if r.decoded >= r.output_tokens:
+                fin[rid] = t
+                done = True
+        if kv_cap is not None:
+            if used > peak_kv:
+                peak_kv = used
+            if record:
+                rec["kv_used"].append(used)
+        if done:
+            keep = []
+            for r in residents:
+                if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens:
+                    if kv_cap is not None:
+                        used -= kv.pop(r.rid)
+                    by_id.pop(r.rid, None)
+                else:
+                    keep.append(r)
+            residents = keep
+    return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
+            "backlog": (bt, bn, bw), "iterations": n_iter, "busy_s": busy, "mixed_iterations": mixed_iters,
+            "tokens_served": tok_served, "records": rec, "end_s": t, "n_blocked": len(blocked_ids), "n_arrived": na,
+            "preemptions_per_request": npre, "preemptions": preemptions, "wasted_tokens": wasted,
+            "swap_tokens": swap_tokens, "rejected": rejected, "peak_kv_tokens": peak_kv, "batches": batches}

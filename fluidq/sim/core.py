@@ -1,0 +1,256 @@
+"""``simulate``: the iteration-level discrete-event simulation of one engine."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from .._validate import integer, real
+from ..batchtime import ContextAware
+from ..engine import Engine
+from ..errors import ParameterError
+from ..policies import resolve_policy
+from ..policies.orderings import Ordering
+from ..policies.schedulers import Scheduler
+from ..workload import Workload
+from ._fast import run_fast
+from ._generic import PolicyError, run_generic
+from .result import SimResult
+
+__all__ = ["simulate", "fast_path_applies", "PolicyError"]
+
+
+def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
+    """Whether the event-skipping kernel can run ``policy`` on ``engine``, and why not if not.
+
+    It runs the built-in :class:`~fluidq.policies.Scheduler` (any priority / mixing / chunking /
+    ``chunk_long_prompts`` / budgets) with an ordering that keeps arrival order (FCFS), on an
+    engine without a KV-cache capacity.
+    """
+    if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
+        return False, "not a built-in Scheduler (runs policy.select every iteration)"
+    order = policy.order
+    if type(order).order is not Ordering.order:
+        return False, f"ordering {order.name!r} is not arrival order"
+    if engine.kv_capacity_tokens is not None:
+        return False, "KV-cache memory is modelled on the generic path"
+    return True, "built-in scheduler with FCFS order"
+
+
+def _requests(workload, rng, horizon_s, n_requests):
+    if isinstance(workload, Workload):
+        return workload.sample(rng, horizon_s=horizon_s, n=n_requests)
+    if isinstance(workload, Mapping):
+        try:
+            a = np.asarray(workload["arrival_s"], dtype=float)
+            p = np.asarray(workload["prompt_tokens"], dtype=np.int64)
+            d = np.asarray(workload["output_tokens"], dtype=np.int64)
+        except KeyError as exc:
+            raise ParameterError("workload", "<mapping>", "keys arrival_s, prompt_tokens, output_tokens") from exc
+        if not (a.shape == p.shape == d.shape) or a.ndim != 1:
+            raise ParameterError("workload", "<mapping>", "1-d columns of equal length")
+        if a.size and (np.any(np.diff(a) < 0) or not np.all(np.isfinite(a)) or a[0] < 0):
+            raise ParameterError("workload['arrival_s']", "<unsorted or negative>", "sorted finite times >= 0")
+        if np.any(p < 1) or np.any(d < 1):
+            raise ParameterError("workload", "<lengths below one token>", "prompt and output tokens >= 1")
+        keep = np.ones(a.size, bool)
+        if horizon_s is not None:
+            keep &= a <= horizon_s
+        a, p, d = a[keep], p[keep], d[keep]
+        if n_requests is not None:
+            a, p, d = a[:n_requests], p[:n_requests], d[:n_requests]
+        return a, p, d
+    raise ParameterError("workload", workload, "a fluidq.Workload or a mapping of arrival_s, prompt_tokens, "
+                         "output_tokens arrays")
+
+
+def _tau_table(engine: Engine):
+    bt = engine.batch_time
+    ks = 0.0
+    if isinstance(bt, ContextAware):
+        ks = float(bt.kv_s_per_token)
+        bt = bt.base
+    b = np.arange(1, engine.b_max + 1, dtype=float)
+    tab = np.asarray(bt(b), dtype=float)
+    if not np.all(np.isfinite(tab)) or np.any(tab <= 0):
+        raise ParameterError("engine.batch_time", bt, "batch times > 0 for 1..b_max tokens")
+    return [math.nan] + tab.tolist(), ks
+
+
+def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None = None,
+             n_requests: int | None = None, rng=None, *, record_iterations: bool = False,
+             record_batches: bool = False, method: str = "auto", check_batches: bool | None = None,
+             preemption: str = "recompute", swap_s_per_token: float | None = None, warmup_s: float = 0.0,
+             initial=(), progress=None) -> SimResult:
+    """Simulate one LLM engine iteration by iteration.
+
+    Parameters
+    ----------
+    engine : Engine
+        Batch-time model and budgets (``b_max``, ``k_max``, ``kv_capacity_tokens``).  A
+        :class:`~fluidq.ContextAware` batch time is charged ``t(b, kv)`` with ``kv`` the sum of the
+        contexts (prompt + generated tokens) of the decoding requests in the batch.
+    workload : Workload or mapping
+        Arrivals and lengths, or explicit columns ``arrival_s``, ``prompt_tokens``, ``output_tokens``.
+    policy : str or Policy
+        A scheduler name (``"sarathi"``, ``"orca"``, ``"vllm"``, ``"fastertransformer"``,
+        ``"vllm-chunked"``) or any object with ``select(view) -> Batch``.
+    horizon_s : float, optional
+        Arrivals up to and the run until this time (unfinished requests have NaN finish times).
+    n_requests : int, optional
+        Number of arrivals; without a horizon the run continues until all have finished (or no
+        policy decision can make progress).
+    rng : None, int, SeedSequence or Generator
+        Randomness of the arrivals and lengths.
+    record_iterations : bool
+        Keep one record per iteration (see :class:`SimResult`).
+    record_batches : bool
+        Keep every :class:`~fluidq.policies.Batch` (generic path only; forces it).
+    method : {"auto", "fast", "generic"}
+        ``"auto"`` runs the event-skipping kernel when :func:`fast_path_applies`, else the generic
+        path; both give identical results on the built-in schedulers.
+    check_batches : bool, optional
+        Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
+        violation (default: on for policies that are not built-in schedulers).
+    preemption : {"recompute", "swap"}
+        What a KV-cache preemption costs (only with ``engine.kv_capacity_tokens``).
+    swap_s_per_token : float, optional
+        Seconds per KV token moved by a swap (out or in); required for ``preemption="swap"``.
+    warmup_s : float
+        Requests arriving before this time are left out of :attr:`SimResult.metrics`.
+    initial : sequence of RequestState
+        Requests already in the engine at time 0 (generic path), e.g. to replay the paper's Fig. 8.
+    progress : callable, optional
+        ``progress(t_s, arrivals_so_far)`` called about every simulated second (the CLI's bar).
+
+    Returns
+    -------
+    SimResult
+
+    Notes
+    -----
+    A batch is formed at the start of each iteration from the requests that arrived up to that
+    instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
+    engine jumps to the next arrival.  The fast kernel advances runs of identical iterations in
+    one step, so its cost grows with events (arrivals, prefill completions, finishes), not with
+    iterations or queue length.
+
+    References
+    ----------
+    Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+    arXiv:2504.07347 (batch constraints 6a-6d, Table 1 schedulers, Fig. 8).
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=10.0), prompt_tokens=100, output_tokens=100)
+    >>> r = fluidq.simulate(e, w, "sarathi", horizon_s=60, rng=1)
+    >>> r.n_finished > 500
+    True
+    """
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    pol = resolve_policy(policy)
+    horizon_s = real("horizon_s", horizon_s, positive=True, allow_none=True)
+    n_requests = integer("n_requests", n_requests, minimum=1, allow_none=True)
+    if horizon_s is None and n_requests is None:
+        raise ParameterError("horizon_s", None, "a horizon in seconds or a number of requests n_requests")
+    if method not in ("auto", "fast", "generic"):
+        raise ParameterError("method", method, "'auto', 'fast' or 'generic'")
+    if preemption not in ("recompute", "swap"):
+        raise ParameterError("preemption", preemption, "'recompute' or 'swap'")
+    if preemption == "swap":
+        if swap_s_per_token is None:
+            raise ParameterError("swap_s_per_token", None, "seconds per KV token moved, for preemption='swap'")
+        swap_s_per_token = real("swap_s_per_token", swap_s_per_token, nonnegative=True)
+    else:
+        swap_s_per_token = 0.0 if swap_s_per_token is None else real("swap_s_per_token", swap_s_per_token,
+                                                                     nonnegative=True)
+    warmup_s = real("warmup_s", warmup_s, nonnegative=True)
+    ok, why = fast_path_applies(pol, engine)
+    if initial or record_batches:
+        ok, why = False, "initial residents / batch records need the generic path"
+    if method == "fast" and not ok:
+        raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
+    use_fast = ok and method != "generic"
+    if isinstance(rng, np.random.Generator):
+        gen = rng
+    else:
+        gen = np.random.default_rng(rng)
+    arr, P, D = _requests(workload, gen, horizon_s, n_requests)
+    arr_l = np.asarray(arr, dtype=float).tolist()
+    P_l = np.asarray(P, dtype=np.int64).tolist()
+    D_l = np.asarray(D, dtype=np.int64).tolist()
+    tau_b, ks = _tau_table(engine)
+    hz = math.inf if horizon_s is None else horizon_s
+    if use_fast:
+        b = engine.b_max if pol.b_max is None else min(engine.b_max, pol.b_max)
+        ks_ = [k for k in (engine.k_max, pol.k_max) if k is not None]
+        k_cap = min(ks_) if ks_ else 1 << 62
+        out = run_fast(arr_l, P_l, D_l, b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked,
+                       chunk_long=pol.chunk_long_prompts, prefill_first=pol.priority == "prefill", tau_b=tau_b,
+                       ks=ks, horizon=hz, record=record_iterations, progress=progress)
+    else:
+        if check_batches is None:
+            check_batches = not isinstance(pol, Scheduler)
+        out = run_generic(arr_l, P_l, D_l, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
+                          horizon=hz, record=record_iterations, check=check_batches,
+                          kv_cap=engine.kv_capacity_tokens, preemption=preemption,
+                          swap_s_per_token=swap_s_per_token, record_batches=record_batches,
+                          initial=tuple(initial), progress=progress)
+    n0 = len(initial)
+    if n0:
+        a0 = np.array([float(r.arrival_s) for r in initial])
+        p0 = np.array([int(r.prompt_tokens) for r in initial], dtype=np.int64)
+        d0 = np.array([int(r.output_tokens) for r in initial], dtype=np.int64)
+        arr = np.concatenate([a0, arr])
+        P = np.concatenate([p0, P])
+        D = np.concatenate([d0, D])
+    reqs = {"arrival_s": np.asarray(arr, dtype=float), "prompt_tokens": np.asarray(P, dtype=np.int64),
+            "output_tokens": np.asarray(D, dtype=np.int64)}
+    for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s"):
+        reqs[k] = np.asarray(out[k], dtype=float)
+    reqs["preemptions"] = np.asarray(out.get("preemptions_per_request", np.zeros(len(arr), np.int64)),
+                                     dtype=np.int64)
+    if horizon_s is not None and out["n_arrived"] < len(arr) - n0:  # pragma: no cover - defensive
+        raise RuntimeError("internal: arrivals beyond the horizon were not admitted")
+    for v in reqs.values():
+        v.setflags(write=False)
+    bt, bn, bw = out["backlog"]
+    backlog = {"t_s": np.asarray(bt, dtype=float), "requests": np.asarray(bn, dtype=np.int64),
+               "tokens": np.asarray(bw, dtype=np.int64)}
+    for v in backlog.values():
+        v.setflags(write=False)
+    its = None
+    if out["records"] is not None:
+        its = {k: np.asarray(v) for k, v in out["records"].items()}
+        for v in its.values():
+            v.setflags(write=False)
+    end = float(out["end_s"])
+    if horizon_s is not None and end < horizon_s:  # idle (or stalled) until the horizon
+        end = float(horizon_s)
+    n_it = int(out["iterations"])
+    return SimResult(
+        requests=reqs, backlog=backlog, policy=getattr(pol, "name", type(pol).__name__),
+        method="fast" if use_fast else "generic", end_s=end, horizon_s=horizon_s, n_iterations=n_it,
+        busy_fraction=float(out["busy_s"]) / end if end > 0 else math.nan,
+        mixed_batch_fraction=out["mixed_iterations"] / n_it if n_it else 0.0, tokens_served=int(out["tokens_served"]),
+        preemptions=int(out.get("preemptions", 0)), wasted_tokens=int(out.get("wasted_tokens", 0)),
+        swap_tokens=int(out.get("swap_tokens", 0)), rejected=int(out.get("rejected", 0)),
+        peak_kv_tokens=int(out.get("peak_kv_tokens", 0)), blocked=int(out["n_blocked"]), iterations=its,
+        batches=tuple(out["batches"]) if out.get("batches") is not None else None, warmup_s=warmup_s,
+        inputs={"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
+                {"explicit_requests": int(len(arr) - n0)}, "policy": getattr(pol, "name", repr(pol)),
+                "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast" if use_fast else "generic",
+                "preemption": preemption, "swap_s_per_token": swap_s_per_token,
+                "seed": _seed_repr(rng)})
+
+
+def _seed_repr(rng):
+    if rng is None or isinstance(rng, (int, np.integer)):
+        return None if rng is None else int(rng)
+    if isinstance(rng, np.random.SeedSequence):
+        return {"entropy": rng.entropy, "spawn_key": list(rng.spawn_key)}
+    return repr(rng)

@@ -1,0 +1,217 @@
+"""The result of one simulation run: per-request records, backlog series, metrics."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..results import plain
+
+__all__ = ["SimResult", "METRIC_NAMES"]
+
+METRIC_NAMES = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s", "queueing_s")
+
+
+def _ro(a):
+    a = np.asarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _stats(x: np.ndarray) -> dict:
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return {"n": 0, "mean": math.nan, "p50": math.nan, "p90": math.nan, "p99": math.nan, "max": math.nan}
+    q = np.percentile(x, [50, 90, 99])
+    return {"n": int(x.size), "mean": float(x.mean()), "p50": float(q[0]), "p90": float(q[1]),
+            "p99": float(q[2]), "max": float(x.max())}
+
+
+@dataclass(frozen=True, eq=False)
+class SimResult:
+    """One simulated run of an engine under a scheduler.
+
+    Attributes
+    ----------
+    requests : dict of str -> numpy.ndarray
+        One entry per arrival (read-only arrays): ``arrival_s``, ``first_scheduled_s`` (start of the
+        first iteration that serves its prefill), ``prefill_done_s`` (end of the iteration that
+        completes its prefill), ``first_token_s`` (end of the iteration that gives its *first
+        decode token*), ``finish_s`` (end of the iteration that gives its last decode token),
+        ``prompt_tokens``, ``output_tokens``, ``preemptions``.  Times are NaN when the event did
+        not happen before the run ended.
+    backlog : dict of str -> numpy.ndarray
+        ``t_s``, ``requests`` (requests in the system) and ``tokens`` (remaining prefill + decode
+        tokens of the requests in the system), sampled at iteration boundaries where the batch
+        changes and at arrivals while idle; both are right-continuous step functions of time.
+    iterations : dict of str -> numpy.ndarray or None
+        With ``record_iterations=True``: one row per iteration, ``t_s`` (start), ``prefill_tokens``,
+        ``decode_tokens``, ``requests``, ``batch_s``, ``demand`` (``sum_i p_i + 1{p_i = 0}`` at its
+        start), ``kv_tokens`` (contexts read by decode attention) and ``kv_used`` (with memory).
+    throughput_requests_per_s, throughput_tokens_per_s : float
+        Finished requests (served tokens) divided by the simulated time ``end_s``.
+    busy_fraction : float
+        Share of ``[0, end_s]`` during which a batch was running.
+    mixed_batch_fraction : float
+        Share of iterations that held prefill and decode tokens.
+    preemptions, wasted_tokens, swap_tokens, rejected, peak_kv_tokens : int
+        KV-cache memory figures (zero without a capacity): preemptions, KV tokens discarded by
+        recompute preemptions (work redone), tokens moved by swaps (out and in), requests larger
+        than the whole cache (rejected at arrival), the most KV tokens held at once.
+    blocked : int
+        Requests the policy reported it can never schedule (a prompt longer than ``b_max`` under a
+        non-chunking scheduler); they stay in the system, which is then unstable by construction.
+    method : str
+        ``"fast"`` (event-skipping FCFS kernel) or ``"generic"`` (``policy.select`` per iteration).
+
+    Notes
+    -----
+    **TTFT.** In the model of Li, Dai, Peng (arXiv:2504.07347) a request has ``v_p`` prefill tokens and
+    ``v_d`` *separate* decode tokens, so the first output token is the first decode token:
+    ``ttft_s = first_token_s - arrival_s``.  Engines that emit a token at the end of prefill
+    correspond to ``prefill_done_s - arrival_s`` (column ``prefill_done_s``).  ``ttlt_s = finish_s -
+    arrival_s``; ``tpot_s = (finish_s - first_token_s)/(output_tokens - 1)`` (the mean time between
+    tokens of a request, NaN for one-token outputs); ``latency_per_token_s = ttlt_s/output_tokens``
+    (the PARS paper's metric, arXiv:2510.03243); ``queueing_s = first_scheduled_s - arrival_s``.
+    """
+
+    requests: dict
+    backlog: dict
+    policy: str
+    method: str
+    end_s: float
+    horizon_s: float | None
+    n_iterations: int
+    busy_fraction: float
+    mixed_batch_fraction: float
+    tokens_served: int
+    preemptions: int = 0
+    wasted_tokens: int = 0
+    swap_tokens: int = 0
+    rejected: int = 0
+    peak_kv_tokens: int = 0
+    blocked: int = 0
+    iterations: dict | None = None
+    batches: tuple | None = field(default=None, repr=False)
+    warmup_s: float = 0.0
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def n_requests(self) -> int:
+        return int(self.requests["arrival_s"].size)
+
+    @property
+    def n_finished(self) -> int:
+        return int(np.isfinite(self.requests["finish_s"]).sum())
+
+    @property
+    def throughput_requests_per_s(self) -> float:
+        return self.n_finished / self.end_s if self.end_s > 0 else math.nan
+
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        return self.tokens_served / self.end_s if self.end_s > 0 else math.nan
+
+    def latencies(self) -> dict:
+        """Per-request latency columns (seconds, NaN where undefined), over all arrivals."""
+        r = self.requests
+        a = r["arrival_s"]
+        out = r["output_tokens"].astype(float)
+        ttlt = r["finish_s"] - a
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = np.where(out > 1, (r["finish_s"] - r["first_token_s"]) / np.maximum(out - 1, 1), np.nan)
+        return {"ttft_s": r["first_token_s"] - a, "ttlt_s": ttlt, "tpot_s": tpot,
+                "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
+
+    @property
+    def metrics(self) -> dict:
+        """``{metric: {n, mean, p50, p90, p99, max}}`` over finished requests arriving after ``warmup_s``."""
+        lat = self.latencies()
+        keep = self.requests["arrival_s"] >= self.warmup_s
+        return {k: _stats(v[keep]) for k, v in lat.items()}
+
+    def time_average(self, key: str = "requests", start_s: float | None = None) -> float:
+        """Time average of ``backlog[key]`` over ``[start_s, end_s]`` (``start_s`` defaults to warm-up)."""
+        t = self.backlog["t_s"]
+        y = self.backlog[key].astype(float)
+        s = self.warmup_s if start_s is None else float(start_s)
+        if t.size < 2 or self.end_s <= s:
+            return math.nan
+        edges = np.clip(np.append(t, self.end_s), s, self.end_s)
+        return float(np.sum(y * np.diff(edges)) / (self.end_s - s))
+
+    def backlog_at(self, times, key: str = "tokens") -> np.ndarray:
+        """The backlog step function evaluated at ``times``."""
+        t = self.backlog["t_s"]
+        idx = np.searchsorted(t, np.asarray(times, dtype=float), side="right") - 1
+        return self.backlog[key][np.clip(idx, 0, len(t) - 1)].astype(float)
+
+    def backlog_slope(self, key: str = "tokens", start_frac: float = 0.5, points: int = 200) -> float:
+        """Least-squares slope (per second) of ``backlog[key]`` over the last ``1 - start_frac`` of the run."""
+        t0 = start_frac * self.end_s
+        g = np.linspace(t0, self.end_s, points)
+        y = self.backlog_at(g, key)
+        if g[-1] <= g[0]:
+            return math.nan
+        return float(np.polyfit(g, y, 1)[0])
+
+    # ----------------------------------------------------------------- faces
+    def summary(self) -> dict:
+        m = self.metrics
+        return {"policy": self.policy, "method": self.method, "requests": self.n_requests,
+                "finished": self.n_finished, "end_s": self.end_s, "iterations": self.n_iterations,
+                "throughput_requests_per_s": self.throughput_requests_per_s,
+                "throughput_tokens_per_s": self.throughput_tokens_per_s, "busy_fraction": self.busy_fraction,
+                "mixed_batch_fraction": self.mixed_batch_fraction,
+                "final_requests_in_system": int(self.backlog["requests"][-1]),
+                "final_token_backlog": int(self.backlog["tokens"][-1]),
+                "mean_requests_in_system": self.time_average("requests"),
+                "token_backlog_slope_per_s": self.backlog_slope("tokens"),
+                "preemptions": self.preemptions, "wasted_tokens": self.wasted_tokens,
+                "swap_tokens": self.swap_tokens, "rejected": self.rejected, "peak_kv_tokens": self.peak_kv_tokens,
+                "blocked": self.blocked,
+                **{f"{k}_{s}": m[k][s] for k in ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
+                   for s in ("mean", "p50", "p90", "p99")}}
+
+    def to_dict(self, *, columns: bool = False) -> dict:
+        """JSON-ready summary and metrics; ``columns=True`` adds the per-request and backlog arrays."""
+        d = {"summary": self.summary(), "metrics": self.metrics, "inputs": self.inputs}
+        if columns:
+            d["requests"] = {k: v for k, v in self.requests.items()}
+            d["backlog"] = {k: v for k, v in self.backlog.items()}
+        return plain(d)
+
+    def to_frame(self, which: str = "requests"):
+        """A pandas DataFrame of ``requests`` (with latency columns), ``backlog`` or ``iterations``.
+
+        pandas is optional: without it this raises ImportError with an install hint.
+        """
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("to_frame() needs pandas: pip install pandas") from exc
+        if which == "requests":
+            return pd.DataFrame({**self.requests, **self.latencies()})
+        if which == "backlog":
+            return pd.DataFrame(self.backlog)
+        if which == "iterations":
+            if self.iterations is None:
+                from ..errors import ParameterError
+
+                raise ParameterError("which", which, "'requests' or 'backlog' (run with record_iterations=True "
+                                     "for iterations)")
+            return pd.DataFrame(self.iterations)
+        from ..errors import ParameterError
+
+        raise ParameterError("which", which, "'requests', 'backlog' or 'iterations'")
+
+    def plot(self, ax=None, kind: str = "backlog", **kw):
+        """Queue trajectory (``kind="backlog"``, ``"tokens"``) or latency CDFs (``kind="latency"``)."""
+        from ..plotting.sim import plot_latency_cdf, plot_trajectories
+
+        if kind == "latency":
+            return plot_latency_cdf({self.policy: self}, ax=ax, **kw)
+        key = "tokens" if kind == "tokens" else "requests"
+        return plot_trajectories({self.policy: self}, key=key, ax=ax, **kw)

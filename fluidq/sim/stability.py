@@ -1,0 +1,376 @@
+"""Stability from simulation: replications, backlog growth slopes, and the empirical threshold.
+
+The fluid limit of Li, Dai, Peng (arXiv:2504.07347, Theorem 2) predicts that the token backlog of
+a work-conserving engine grows at ``max(0, lambda (m_p + m_d) - capacity)`` tokens per second.
+:func:`replicate` estimates that slope from seeded replications (least squares over the second
+part of each run, a Student-t confidence interval across replications) and gives a verdict:
+
+* ``"growing"``: the whole interval lies above the tolerance (default 1 % of the offered load);
+* ``"bounded"``: the whole interval lies below it;
+* ``"inconclusive"``: the interval straddles it (run longer or replicate more).
+
+"Bounded" is a statement about the horizon simulated: a backlog that grows more slowly than the
+tolerance is not distinguished from a bounded one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer, real
+from ..capacity import max_throughput
+from ..errors import ParameterError
+from ..results import Status, plain
+from ..workload import Workload
+from .core import simulate
+
+__all__ = ["ReplicationResult", "ThresholdResult", "replicate", "find_threshold"]
+
+_STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
+
+
+def _ci(x: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    from scipy import stats
+
+    x = np.asarray(x, dtype=float)
+    m = float(np.mean(x))
+    if x.size < 2:
+        return m, -math.inf, math.inf
+    h = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
+    return m, m - h, m + h
+
+
+@dataclass(frozen=True, eq=False)
+class ReplicationResult:
+    """Seeded replications of one simulation and the stability verdict they support.
+
+    Attributes
+    ----------
+    verdict : str
+        ``"growing"``, ``"bounded"`` or ``"inconclusive"`` (see the module docstring); ``status``
+        gives the same as a :class:`~fluidq.Status` (unstable / stable / unknown).
+    slope_tokens_per_s : float
+        Mean over replications of the fitted token-backlog slope.
+    slope_ci : tuple of float
+        Its confidence interval at ``confidence``.
+    slopes_tokens_per_s, slopes_requests_per_s : numpy.ndarray
+        The per-replication slopes (tokens/s and requests/s).
+    predicted_slope_tokens_per_s : float
+        Fluid prediction ``max(0, lambda (m_p + m_d) - capacity)``.
+    fluid_in_ci : bool
+        Whether the prediction lies in ``slope_ci``.
+    tolerance_tokens_per_s : float
+        The slope below which a backlog counts as bounded.
+    mean_requests_in_system, mean_requests_ci : float, tuple
+        Time-average requests in the system (after ``start_frac`` of each run) and its interval.
+    runs : tuple of SimResult
+        The replications (empty when ``keep_runs=False``).
+    """
+
+    policy: str
+    arrival_rate_per_s: float
+    verdict: str
+    slope_tokens_per_s: float
+    slope_ci: tuple
+    slopes_tokens_per_s: np.ndarray
+    slopes_requests_per_s: np.ndarray
+    predicted_slope_tokens_per_s: float
+    tolerance_tokens_per_s: float
+    confidence: float
+    mean_requests_in_system: float
+    mean_requests_ci: tuple
+    horizon_s: float
+    n_replications: int
+    runs: tuple = field(default=(), repr=False)
+    reason: str = ""
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> Status:
+        return _STATUS[self.verdict]
+
+    @property
+    def fluid_in_ci(self) -> bool:
+        return bool(self.slope_ci[0] <= self.predicted_slope_tokens_per_s <= self.slope_ci[1])
+
+    def to_dict(self) -> dict:
+        return plain({"policy": self.policy, "arrival_rate_per_s": self.arrival_rate_per_s, "verdict": self.verdict,
+                      "status": self.status, "slope_tokens_per_s": self.slope_tokens_per_s,
+                      "slope_ci": list(self.slope_ci), "slopes_tokens_per_s": self.slopes_tokens_per_s,
+                      "slopes_requests_per_s": self.slopes_requests_per_s,
+                      "predicted_slope_tokens_per_s": self.predicted_slope_tokens_per_s,
+                      "fluid_in_ci": self.fluid_in_ci, "tolerance_tokens_per_s": self.tolerance_tokens_per_s,
+                      "confidence": self.confidence, "mean_requests_in_system": self.mean_requests_in_system,
+                      "mean_requests_ci": list(self.mean_requests_ci), "horizon_s": self.horizon_s,
+                      "n_replications": self.n_replications, "reason": self.reason, "inputs": self.inputs})
+
+    def plot(self, ax=None, key: str = "requests", **kw):
+        """Backlog trajectories of every replication."""
+        from ..plotting.sim import plot_trajectories
+
+        return plot_trajectories({f"{self.policy} #{i}": r for i, r in enumerate(self.runs)}, key=key, ax=ax, **kw)
+
+
+def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: int = 8, horizon_s: float = 100.0,
+              rng=None, confidence: float = 0.95, start_frac: float = 0.5, tolerance: float = 0.01,
+              keep_runs: bool = True, progress=None, **sim_kw) -> ReplicationResult:
+    """Run ``n_replications`` independent simulations and judge whether the backlog grows.
+
+    Parameters
+    ----------
+    engine, workload, policy
+        As for :func:`simulate`.
+    n_replications : int
+        Independent runs (>= 2), seeded by ``SeedSequence(rng).spawn(n_replications)``.
+    horizon_s : float
+        Length of each run.
+    rng : None, int or SeedSequence
+        Root of the seeds (``None``: fresh entropy, recorded in ``inputs``).
+    confidence : float
+        Level of the Student-t intervals (0 < confidence < 1).
+    start_frac : float
+        The slope is fitted over ``[start_frac * horizon, horizon]`` (the start is a transient).
+    tolerance : float
+        Bounded/growing boundary as a fraction of the offered load ``lambda (m_p + m_d)``.
+    keep_runs : bool
+        Keep the :class:`SimResult` of each replication.
+    **sim_kw
+        Passed to :func:`simulate` (``method``, ``preemption``...).
+
+    Returns
+    -------
+    ReplicationResult
+
+    References
+    ----------
+    Li, Dai, Peng, arXiv:2504.07347, Theorem 2 (fluid backlog slope).
+    """
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload (replications redraw its arrivals)")
+    n_replications = integer("n_replications", n_replications, minimum=2)
+    horizon_s = real("horizon_s", horizon_s, positive=True)
+    confidence = real("confidence", confidence)
+    if not 0 < confidence < 1:
+        raise ParameterError("confidence", confidence, "a level strictly between 0 and 1")
+    start_frac = real("start_frac", start_frac)
+    if not 0 <= start_frac < 1:
+        raise ParameterError("start_frac", start_frac, "a fraction in [0, 1)")
+    tolerance = real("tolerance", tolerance, positive=True)
+    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    children = ss.spawn(n_replications)
+    runs, st, sr, mq = [], [], [], []
+    for i, child in enumerate(children):
+        r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
+        st.append(r.backlog_slope("tokens", start_frac))
+        sr.append(r.backlog_slope("requests", start_frac))
+        mq.append(r.time_average("requests", start_s=start_frac * r.end_s))
+        if keep_runs:
+            runs.append(r)
+        if progress is not None:
+            progress(i + 1, n_replications)
+    st, sr = np.asarray(st), np.asarray(sr)
+    m, lo, hi = _ci(st, confidence)
+    mq_m, mq_lo, mq_hi = _ci(np.asarray(mq), confidence)
+    cap = max_throughput(engine, workload).tokens_per_s
+    offered = workload.token_rate_per_s
+    pred = max(0.0, offered - cap)
+    tol = tolerance * offered
+    if lo > tol:
+        verdict = "growing"
+    elif hi < tol:
+        verdict = "bounded"
+    else:
+        verdict = "inconclusive"
+    name = runs[0].policy if runs else getattr(policy, "name", str(policy))
+    reason = (f"token-backlog slope {m:,.1f} tokens/s, {confidence:.0%} CI [{lo:,.1f}, {hi:,.1f}] over "
+              f"{n_replications} runs of {horizon_s:g} s (fitted after {start_frac:.0%} of each run); tolerance "
+              f"{tol:,.1f} tokens/s = {tolerance:.0%} of the offered {offered:,.1f} tokens/s; fluid prediction "
+              f"max(0, load - capacity) = {pred:,.1f} tokens/s")
+    return ReplicationResult(policy=name, arrival_rate_per_s=workload.arrival_rate_per_s, verdict=verdict,
+                             slope_tokens_per_s=m, slope_ci=(lo, hi), slopes_tokens_per_s=st,
+                             slopes_requests_per_s=sr, predicted_slope_tokens_per_s=pred,
+                             tolerance_tokens_per_s=tol, confidence=confidence, mean_requests_in_system=mq_m,
+                             mean_requests_ci=(mq_lo, mq_hi), horizon_s=horizon_s, n_replications=n_replications,
+                             runs=tuple(runs), reason=reason,
+                             inputs={"entropy": ss.entropy, "spawn_key": list(ss.spawn_key),
+                                     "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
+                                     "start_frac": start_frac})
+
+
+@dataclass(frozen=True, eq=False)
+class ThresholdResult:
+    """The empirical stability threshold in the arrival rate, bracketed by simulation.
+
+    Attributes
+    ----------
+    low_rate_per_s : float
+        Highest rate judged *bounded* (0 when none was).
+    high_rate_per_s : float
+        Lowest rate judged *growing* (inf when none was).
+    arrival_rate_per_s : float
+        The midpoint, the point estimate of the threshold.
+    confidence : float
+        Lower bound on the probability that every verdict used is right (union bound over the
+        ``steps``, each tested at level ``1 - (1 - confidence) / max_steps``), hence that the
+        threshold -- the rate where the backlog slope crosses the tolerance -- lies in
+        ``[low_rate_per_s, high_rate_per_s]``.
+    fluid_rate_per_s : float
+        Theorem 2's ``capacity / (m_p + m_d)``, the threshold of every work-conserving policy.
+    steps : tuple of dict
+        ``{"rate_per_s", "verdict", "slope_tokens_per_s", "slope_ci"}`` in the order tried.
+    status : str
+        ``"resolved"`` (bracket narrower than ``rel_tol``), ``"inconclusive"`` (a verdict inside the
+        bracket could not be reached at this horizon; the bracket is still valid) or
+        ``"unbracketed"`` (no growing or no bounded rate found in the search range).
+    """
+
+    policy: str
+    low_rate_per_s: float
+    high_rate_per_s: float
+    confidence: float
+    fluid_rate_per_s: float
+    steps: tuple
+    status: str
+    horizon_s: float
+    n_replications: int
+    reason: str = ""
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return 0.5 * (self.low_rate_per_s + self.high_rate_per_s)
+
+    @property
+    def relative_to_fluid(self) -> float:
+        return self.arrival_rate_per_s / self.fluid_rate_per_s
+
+    def to_dict(self) -> dict:
+        return plain({"policy": self.policy, "low_rate_per_s": self.low_rate_per_s,
+                      "high_rate_per_s": self.high_rate_per_s, "arrival_rate_per_s": self.arrival_rate_per_s,
+                      "confidence": self.confidence, "fluid_rate_per_s": self.fluid_rate_per_s,
+                      "relative_to_fluid": self.relative_to_fluid, "steps": list(self.steps), "status": self.status,
+                      "horizon_s": self.horizon_s, "n_replications": self.n_replications, "reason": self.reason,
+                      "inputs": self.inputs})
+
+    def plot(self, ax=None, **kw):
+        from ..plotting.sim import plot_threshold
+
+        return plot_threshold(self, ax=ax, **kw)
+
+
+def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_rate_per_s: float | None = None,
+                   high_rate_per_s: float | None = None, rel_tol: float = 0.02, n_replications: int = 6,
+                   horizon_s: float | None = None, confidence: float = 0.9, tolerance: float = 0.01,
+                   max_steps: int = 14, rng=None, progress=None, **sim_kw) -> ThresholdResult:
+    """Bracket the arrival rate where ``policy`` stops being stable, by simulation and bisection.
+
+    Parameters
+    ----------
+    engine : Engine
+    workload_shape : Workload
+        Arrival process and lengths; its rate is replaced by the rates tried (``with_rate``).
+    policy : str or Policy
+    low_rate_per_s, high_rate_per_s : float, optional
+        Initial bracket (default ``0.5`` and ``1.1`` times the fluid threshold ``lambda*``); the search
+        widens it (halving the low end, growing the high end by 25 %) while the ends are not
+        judged bounded / growing, within ``max_steps``.
+    rel_tol : float
+        Stop when ``high - low <= rel_tol * midpoint``.
+    n_replications : int
+        Replications per rate tried.
+    horizon_s : float, optional
+        Length of each run (default: the time for about 3000 arrivals at ``lambda*``).
+    confidence : float
+        Overall confidence of the bracket (see :class:`ThresholdResult`).
+    tolerance : float
+        Slope tolerance as a fraction of the offered load (see :func:`replicate`).
+    max_steps : int
+        Most rates tried.
+    rng : None, int or SeedSequence
+        Root seed; each rate gets its own child.
+
+    Returns
+    -------
+    ThresholdResult
+
+    Notes
+    -----
+    The threshold found is the rate where the fitted backlog slope crosses ``tolerance`` times the
+    offered load within ``horizon_s``; a longer horizon and a smaller tolerance sharpen it.  For a
+    work-conserving policy it should bracket Theorem 2's ``lambda*`` (Li, Dai, Peng,
+    arXiv:2504.07347); for FasterTransformer and vanilla vLLM it estimates the lower threshold
+    that the paper leaves open.
+    """
+    if not isinstance(workload_shape, Workload):
+        raise ParameterError("workload_shape", workload_shape, "a fluidq.Workload")
+    confidence = real("confidence", confidence)
+    if not 0 < confidence < 1:
+        raise ParameterError("confidence", confidence, "a level strictly between 0 and 1")
+    rel_tol = real("rel_tol", rel_tol, positive=True)
+    max_steps = integer("max_steps", max_steps, minimum=2)
+    lam_star = max_throughput(engine, workload_shape).requests_per_s
+    lo = 0.5 * lam_star if low_rate_per_s is None else real("low_rate_per_s", low_rate_per_s, positive=True)
+    hi = 1.1 * lam_star if high_rate_per_s is None else real("high_rate_per_s", high_rate_per_s, positive=True)
+    if lo >= hi:
+        raise ParameterError("low_rate_per_s", lo, f"a rate below high_rate_per_s={hi:g}")
+    if horizon_s is None:
+        horizon_s = 3000.0 / lam_star
+    horizon_s = real("horizon_s", horizon_s, positive=True)
+    level = 1.0 - (1.0 - confidence) / max_steps
+    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    seeds = iter(ss.spawn(max_steps))
+    steps: list = []
+
+    def judge(rate):
+        res = replicate(engine, workload_shape.with_rate(rate), policy, n_replications=n_replications,
+                        horizon_s=horizon_s, rng=next(seeds), confidence=level, tolerance=tolerance,
+                        keep_runs=False, **sim_kw)
+        steps.append({"rate_per_s": rate, "verdict": res.verdict, "slope_tokens_per_s": res.slope_tokens_per_s,
+                      "slope_ci": list(res.slope_ci)})
+        if progress is not None:
+            progress(len(steps), max_steps)
+        return res.verdict
+
+    best_lo, best_hi = 0.0, math.inf
+    status = "resolved"
+    # establish the ends
+    v = judge(hi)
+    while v != "growing" and len(steps) < max_steps - 1:
+        hi *= 1.25
+        v = judge(hi)
+    if v == "growing":
+        best_hi = hi
+    v = judge(lo) if len(steps) < max_steps else "inconclusive"
+    while v != "bounded" and len(steps) < max_steps - 1:
+        if v == "growing":
+            best_hi = min(best_hi, lo)
+        lo *= 0.5
+        v = judge(lo)
+    if v == "bounded":
+        best_lo = lo
+    if not (best_lo > 0 and math.isfinite(best_hi)):
+        status = "unbracketed"
+    else:
+        while len(steps) < max_steps and best_hi - best_lo > rel_tol * 0.5 * (best_lo + best_hi):
+            mid = 0.5 * (best_lo + best_hi)
+            v = judge(mid)
+            if v == "growing":
+                best_hi = mid
+            elif v == "bounded":
+                best_lo = mid
+            else:
+                status = "inconclusive"
+                break
+        if status == "resolved" and best_hi - best_lo > rel_tol * 0.5 * (best_lo + best_hi):
+            status = "inconclusive"
+    name = getattr(policy, "name", str(policy))
+    conf = max(0.0, 1.0 - len(steps) * (1.0 - level))
+    reason = (f"{len(steps)} rates tried, {n_replications} runs of {horizon_s:g} s each; bounded up to "
+              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)")
+    return ThresholdResult(policy=name, low_rate_per_s=best_lo, high_rate_per_s=best_hi, confidence=conf,
+                           fluid_rate_per_s=lam_star, steps=tuple(steps), status=status, horizon_s=horizon_s,
+                           n_replications=n_replications, reason=reason,
+                           inputs={"entropy": ss.entropy, "tolerance": tolerance, "rel_tol": rel_tol,
+                                   "per_step_level": level})
