@@ -1,0 +1,499 @@
+"""Validation cases: described in TOML files, run by kind, each returning rows of the summary table.
+
+A case file (``validation/cases/*.toml``) has ``name``, ``kind``, ``source``, ``fast`` (part of the
+fast subset) and kind-specific keys (paths are relative to ``validation/data/``):
+
+``serving_run``
+    A measured vLLM run with operator profiles of the same GPU: predicted capacity and binding
+    limit vs the served throughput over the saturated interval; predicted backlog growth vs the
+    measured one; the run's own arrivals replayed and TTFT/TPOT/latency compared with the
+    measured ones and with the peer simulator's errors.
+``serving_run_measured``
+    Measurements only (an engine fluidq does not model): rows marked ``info``.
+``peer_vidur``
+    fluidq's capacity from Vidur's profiles against Vidur's simulated saturation.
+``batch_time_fit``
+    Each profile's fitted models and held-out MAPE (``fluidq.fit_batch_time``).
+``hybrid_batch``
+    Sarathi-Serve Table 2: hybrid vs pure prefill batches of equal total tokens.
+``profile_vs_measured``
+    Whole-iteration times built from operator profiles vs batch times measured by another team.
+``harness_runs``
+    Runs written by ``validation/gpu/harness.py``.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import shutil
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError, ParameterError, UnknownNameError
+from ..results import plain
+
+__all__ = ["Row", "Case", "CaseResult", "load_cases", "run_case", "KINDS"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """One line of the summary table.
+
+    ``error_pct`` is ``100 (predicted - measured)/measured``; ``status`` is ``"pass"`` (target met),
+    ``"miss"`` (target missed: reported, not hidden), ``"info"`` (no target) or ``"skip"``.
+    """
+
+    case: str
+    source: str
+    quantity: str
+    predicted: float | str | None
+    measured: float | str | None
+    unit: str = ""
+    error_pct: float | None = None
+    target: str = ""
+    status: str = "info"
+    note: str = ""
+
+    def to_dict(self):
+        return plain({k: getattr(self, k) for k in self.__dataclass_fields__})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """A case read from a TOML file."""
+
+    name: str
+    kind: str
+    source: str
+    fast: bool
+    spec: dict
+    path: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CaseResult:
+    case: Case
+    rows: tuple
+    markdown: str = ""
+    figures: tuple = ()
+    data: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self):
+        return plain({"name": self.case.name, "kind": self.case.kind, "source": self.case.source,
+                      "rows": [r.to_dict() for r in self.rows], "figures": list(self.figures),
+                      "data": self.data, "seconds": self.seconds})
+
+
+def _err(pred, meas):
+    if pred is None or meas is None or not np.isfinite(pred) or not np.isfinite(meas) or meas == 0:
+        return None
+    return 100.0 * (pred - meas) / meas
+
+
+def _status(err, limit):
+    if err is None:
+        return "miss"
+    return "pass" if abs(err) <= limit else "miss"
+
+
+# ------------------------------------------------------------------------------------ loading
+def load_cases(cases_dir) -> list[Case]:
+    """All ``*.toml`` cases in ``cases_dir``, sorted by file name."""
+    cases_dir = Path(cases_dir)
+    if not cases_dir.is_dir():
+        raise DataError(f"{cases_dir}: no such cases folder")
+    out = []
+    for p in sorted(cases_dir.glob("*.toml")):
+        try:
+            spec = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise DataError(f"{p}: not valid TOML ({exc})") from None
+        for k in ("name", "kind"):
+            if k not in spec:
+                raise DataError(f"{p}: missing key {k!r}")
+        if spec["kind"] not in KINDS:
+            raise UnknownNameError("case kind", spec["kind"], KINDS)
+        out.append(Case(name=spec["name"], kind=spec["kind"], source=spec.get("source", ""),
+                        fast=bool(spec.get("fast", False)), spec=spec, path=str(p)))
+    return out
+
+
+_TMP: dict = {}
+
+
+def _plain_path(p: Path) -> Path:
+    """A path the batch-time loaders can read: ``.gz`` files (or folders holding them) decompressed
+    into a temporary folder owned by this process."""
+    p = Path(p)
+    if "dir" not in _TMP:
+        _TMP["dir"] = Path(tempfile.mkdtemp(prefix="fluidq-validate-"))
+        import atexit
+
+        atexit.register(shutil.rmtree, _TMP["dir"], True)
+    root = _TMP["dir"]
+
+    def unz(src: Path, dst: Path):
+        with gzip.open(src, "rb") as f, dst.open("wb") as g:
+            shutil.copyfileobj(f, g)
+
+    if p.is_file():
+        if p.suffix != ".gz":
+            return p
+        dst = root / f"{abs(hash(str(p)))}" / p.name[:-3]
+        if not dst.exists():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            unz(p, dst)
+        return dst
+    if p.is_dir():
+        if not any(x.suffix == ".gz" for x in p.iterdir()):
+            return p
+        dst = root / f"{abs(hash(str(p)))}" / p.name
+        if not dst.exists():
+            dst.mkdir(parents=True)
+            for x in p.iterdir():
+                if x.is_file():
+                    if x.suffix == ".gz":
+                        unz(x, dst / x.name[:-3])
+                    else:
+                        shutil.copyfile(x, dst / x.name)
+        return dst
+    raise FileNotFoundError(f"{p}: no such validation data file (is validation/data complete?)")
+
+
+# ------------------------------------------------------------------------------ serving runs
+def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
+    from .iteration import lss_iteration_model
+    from .predict import predict_capacity
+    from .replay import replay
+    from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
+
+    s = case.spec
+    tg = s.get("targets", {})
+    run = read_run(data / s["run"])
+    model = lss_iteration_model(data / s["profile"], n_layers=int(s["n_layers"]), tp=run.tensor_parallel_size)
+    kv = run.kv_capacity_tokens
+    kv_note = "from vllm_meta.json"
+    if kv is None and "kv" in s:
+        kv = int(s["kv"]["capacity_tokens"])
+        kv_note = s["kv"].get("reason", "estimated")
+    pred = predict_capacity(model, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
+                            k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+    sat = saturated_throughput(run)
+    qg = queue_growth(run)
+    rows = []
+    lim = float(tg.get("capacity_pct", 10.0))
+    aim = float(tg.get("capacity_aim_pct", 5.0))
+    e = _err(pred.tokens_per_s, sat["tokens_per_s"])
+    rows.append(Row(case=case.name, source=case.source, quantity="capacity (served tokens/s, saturated)",
+                    predicted=pred.tokens_per_s, measured=sat["tokens_per_s"], unit="tokens/s", error_pct=e,
+                    target=f"|err| <= {lim:g} % (aim {aim:g} %)", status=_status(e, lim),
+                    note=f"measured over {sat['seconds']} s with waiting > 0; 95 % CI "
+                         f"{sat['tokens_per_s_ci'][0]:.0f}-{sat['tokens_per_s_ci'][1]:.0f}"
+                         + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")))
+    # which limit binds: the measurements say so through running vs max_num_seqs and KV use
+    if sat["running_max"] >= run.max_num_seqs:
+        meas_bind = "k_max"
+    elif np.isfinite(sat["kv_pct_mean"]) and sat["kv_pct_mean"] >= 90:
+        meas_bind = "kv_cache"
+    else:
+        meas_bind = str(tg.get("binding", "unknown"))
+    rows.append(Row(case=case.name, source=case.source, quantity="binding limit", predicted=pred.binding,
+                    measured=meas_bind, target="same limit", status="pass" if pred.binding == meas_bind else "miss",
+                    note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}, "
+                         f"KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"))
+    rows.append(Row(case=case.name, source=case.source, quantity="requests resident at saturation (N)",
+                    predicted=pred.residents, measured=sat["running_mean"], unit="requests",
+                    error_pct=_err(pred.residents, sat["running_mean"]), status="info",
+                    note="mean of `running` over the saturated ticks"))
+    slope_pred = qg["offered_tokens_per_s"] - pred.tokens_per_s
+    eb = _err(slope_pred, qg["backlog_tokens_per_s"])
+    rows.append(Row(case=case.name, source=case.source, quantity="token backlog growth while arriving",
+                    predicted=slope_pred, measured=qg["backlog_tokens_per_s"], unit="tokens/s", error_pct=eb,
+                    status="info", note=f"fluid slope = offered {qg['offered_tokens_per_s']:.0f} - capacity "
+                                        f"(Theorem 2); window {qg['window_s'][0]:.0f}-{qg['window_s'][1]:.0f} s; "
+                                        f"waiting grew {qg['waiting_per_s']:.2f} req/s"))
+    info = {"prediction": pred.to_dict(), "saturated": sat, "queue_growth": qg}
+    figures = []
+    md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
+    if not ctx.get("fast_replay_skip"):
+        t0 = time.time()
+        rep = replay(model, run.arrival_s, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
+                     k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+        meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
+        ours = latency_metrics(rep.ttft_s, rep.latency_s, rep.tpot_s)
+        peer_path = data / s["run"] / "peer_sim_vs_vllm_summary.txt"
+        peer = read_peer_summary(peer_path) if peer_path.exists() else {}
+        errs = {k: _err(ours[k], meas[k]) for k in meas}
+        md += ["| metric | measured (ms) | fluidq replay (ms) | fluidq error | peer simulator error |",
+               "|---|---|---|---|---|"]
+        for k in meas:
+            pe = f"{peer[k][2]:+.1f} %" if k in peer else "n/a"
+            md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {errs[k]:+.1f} % | {pe} |")
+        md += ["", f"Replay: {rep.iterations} iterations, {rep.preemptions} preemptions, {time.time() - t0:.1f} s."]
+        for k in ("TTFT Mean", "TPOT Mean", "Latency Mean", "Latency P90"):
+            pe = peer.get(k, (None, None, None))[2]
+            ok = pe is not None and abs(errs[k]) <= abs(pe) + 1e-9
+            rows.append(Row(case=case.name, source=case.source, quantity=f"{k} (replayed arrivals)",
+                            predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
+                            target=f"|err| <= peer's {abs(pe):.1f} %" if pe is not None else "",
+                            status=("pass" if ok else "miss") if pe is not None else "info",
+                            note="peer = LLMServingSim's own simulator on the same run"))
+        if peer:
+            mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
+            theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
+            rows.append(Row(case=case.name, source=case.source, quantity="mean |error| over the 15 latency metrics",
+                            predicted=mine, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
+                            target="fluidq <= peer", status="pass" if mine <= theirs else "miss",
+                            note="predicted column: fluidq's mean |error|; measured column: the peer's"))
+        info["latency"] = {"measured": meas, "fluidq": ours, "peer": {k: v[2] for k, v in peer.items()},
+                           "replay": rep.to_dict()}
+        if ctx.get("out_dir") is not None:
+            from .plots import plot_serving_case
+
+            figures.append(plot_serving_case(run, rep, pred, path=Path(ctx["out_dir"]) / f"{case.name}.png"))
+    return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info)
+
+
+def _serving_run_measured(case: Case, data: Path, ctx) -> CaseResult:
+    from .runs import queue_growth, read_run, saturated_throughput
+
+    run = read_run(data / case.spec["run"])
+    sat = saturated_throughput(run)
+    qg = queue_growth(run)
+    tot = run.input_tokens + run.output_tokens
+    span = float(run.last_token_s.max())
+    rows = [Row(case=case.name, source=case.source, quantity="served tokens/s (saturated ticks)", predicted=None,
+                measured=sat["tokens_per_s"], unit="tokens/s", status="info",
+                note=f"{sat['seconds']} ticks with waiting > 0; not modelled: {case.spec.get('description', '')}"),
+            Row(case=case.name, source=case.source, quantity="served tokens/s (over the makespan)", predicted=None,
+                measured=float(tot.sum() / span), unit="tokens/s", status="info",
+                note=f"offered {qg['offered_tokens_per_s']:.0f} tokens/s while arriving")]
+    return CaseResult(case=case, rows=tuple(rows), data={"saturated": sat, "queue_growth": qg})
+
+
+# ------------------------------------------------------------------------------------- Vidur
+def _kv_from_memory(mem: dict, n_layers: int, tp: int) -> tuple[int, str]:
+    gib = 2 ** 30
+    free = mem["gpu_gib"] * gib * (1 - mem["margin"]) - mem["params_billion"] * 1e9 * 2 / tp
+    per_tok = 2 * n_layers * (mem["kv_heads"] / tp) * mem["head_dim"] * 2
+    if free <= 0:
+        raise DataError(f"memory: the weights ({mem['params_billion']} B params) do not fit")
+    tokens = int(free // per_tok)
+    return tokens, (f"({mem['gpu_gib']} GiB x {1 - mem['margin']:.2f} - {mem['params_billion'] * 2 / tp:.1f} GB "
+                    f"weights per GPU) / {per_tok / 1024:.0f} KiB per token = {tokens} tokens")
+
+
+def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
+    from ..workload.traces import load_trace
+    from .iteration import vidur_iteration_model
+    from .predict import predict_capacity
+
+    s = case.spec
+    tp = int(s.get("tp", 1))
+    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=int(s["n_layers"]), tp=tp,
+                                  all_reduce_csv=(data / s["all_reduce"]) if "all_reduce" in s else None,
+                                  name=case.name)
+    tr = load_trace(s.get("trace", "azure-conv"))
+    p, o = np.asarray(tr.prompt_tokens, dtype=float), np.asarray(tr.output_tokens, dtype=float)
+    keep = (p + o) <= int(s.get("max_model_len", 10 ** 9))
+    kv, kv_note = _kv_from_memory(s["memory"], int(s["n_layers"]), tp)
+    pred = predict_capacity(model, p[keep], o[keep], b_max=int(s["b_max"]), k_max=s.get("k_max"),
+                            kv_capacity_tokens=kv)
+    lin_only = int(s["b_max"]) / float(model.n_layers * model.linear_us(float(s["b_max"])) * 1e-6)
+    lin_req = lin_only / float(p[keep].mean() + o[keep].mean())
+    peer = float(s["peer_requests_per_s"])
+    lim = float(s.get("targets", {}).get("peer_pct", 10.0))
+    e = _err(pred.requests_per_s, peer)
+    rows = [Row(case=case.name, source=case.source, quantity="saturation rate vs Vidur (context-aware)",
+                predicted=pred.requests_per_s, measured=peer, unit="req/s", error_pct=e,
+                target=f"|err| <= {lim:g} %", status=_status(e, lim),
+                note=f"binding: {pred.binding}; KV {kv_note}; {int((~keep).sum())} of {keep.size} trace requests "
+                     f"longer than max_model_len left out; 'measured' = Vidur's simulation"),
+            Row(case=case.name, source=case.source, quantity="linear-op staircase alone (b_max/t(b_max))",
+                predicted=lin_req, measured=peer, unit="req/s", error_pct=_err(lin_req, peer), status="info",
+                note="no attention: the over-prediction that reference §8 warns about")]
+    return CaseResult(case=case, rows=tuple(rows), markdown=f"Prediction: {pred.reason}.",
+                      data={"prediction": pred.to_dict(), "linear_only_requests_per_s": lin_req})
+
+
+# ----------------------------------------------------------------------------------- fits
+def _load_measured(prof: dict, data: Path):
+    from ..batchtime import loaders
+
+    kind = prof["loader"]
+    path = _plain_path(data / prof["path"])
+    if kind == "llmservingsim":
+        return loaders.load_llmservingsim(path, n_layers=prof.get("n_layers"))
+    if kind == "vidur":
+        att = _plain_path(data / prof["attention"]) if "attention" in prof else None
+        return loaders.load_vidur(path, tp=int(prof.get("tp", 1)), n_layers=prof.get("n_layers"), attention_path=att)
+    if kind == "splitwise":
+        return loaders.load_splitwise(path, model=prof.get("model", "llama2-70b"),
+                                      hardware=prof.get("hardware", "a100-80gb"), tp=int(prof.get("tp", 8)))
+    if kind == "sarathi_figure2":
+        return loaders.load_sarathi_figure2(path)
+    raise UnknownNameError("profile loader", kind, ["llmservingsim", "vidur", "splitwise", "sarathi_figure2"])
+
+
+def _batch_time_fit(case: Case, data: Path, ctx) -> CaseResult:
+    from ..batchtime.fit import fit_batch_time
+
+    s = case.spec
+    lim = float(s.get("target_mape_pct", 5.0))
+    rows, md, out = [], ["| profile | points | staircase | piecewise-linear | affine | context-aware |",
+                         "|---|---|---|---|---|---|"], {}
+    for prof in s["profiles"]:
+        if ctx.get("fast") and not prof.get("fast", False):
+            continue
+        mb = _load_measured(prof, data)
+        lab = prof["label"]
+        # forms in b alone: on the rows whose time depends on b alone (linear/prefill rows)
+        phases = sorted(set(mb.phase.tolist()))
+        tok_rows = mb.where([p for p in phases if p in ("linear", "prefill")]) if any(
+            p in ("linear", "prefill") for p in phases) else mb
+        b, y = tok_rows.token_series()
+        res = {}
+        for kind in ("staircase", "piecewise-linear", "affine"):
+            try:
+                res[kind] = fit_batch_time(b, y, kind=kind)
+            except Exception as exc:  # a form that cannot be fitted is reported, not fatal
+                res[kind] = exc
+        ctx_fit = None
+        if mb.kv_tokens is not None and len(mb) >= 8:
+            try:
+                ctx_fit = fit_batch_time(mb.tokens, mb.seconds, kind="context-aware", kv_tokens=mb.kv_tokens)
+            except Exception as exc:
+                ctx_fit = exc
+        ok = {k: v for k, v in res.items() if not isinstance(v, Exception)}
+        best = min(ok, key=lambda k: ok[k].mape_heldout) if ok else None
+        cells = []
+        for kind in ("staircase", "piecewise-linear", "affine"):
+            v = res[kind]
+            cells.append("failed" if isinstance(v, Exception) else f"{100 * v.mape_heldout:.2f} %")
+        cells.append("n/a (no attention rows)" if ctx_fit is None else
+                     ("failed" if isinstance(ctx_fit, Exception) else f"{100 * ctx_fit.mape_heldout:.2f} %"))
+        md.append(f"| {lab} | {len(b)} / {len(mb)} | " + " | ".join(cells) + " |")
+        if best is not None:
+            m = 100 * ok[best].mape_heldout
+            rows.append(Row(case=case.name, source=lab, quantity=f"held-out MAPE, best form in b ({best})",
+                            predicted=m, measured=None, unit="%", target=f"<= {lim:g} %",
+                            status="pass" if m <= lim else "miss",
+                            note=f"{len(b)} batch sizes from {'/'.join(sorted(set(tok_rows.phase.tolist())))} rows; "
+                                 f"{ok[best].model.describe()}"))
+        if ctx_fit is not None and not isinstance(ctx_fit, Exception):
+            m = 100 * ctx_fit.mape_heldout
+            rows.append(Row(case=case.name, source=lab, quantity="held-out MAPE, context-aware t(b, kv)",
+                            predicted=m, measured=None, unit="%", target=f"<= {lim:g} %",
+                            status="pass" if m <= lim else "miss",
+                            note=f"{len(mb)} iterations incl. decode/mixed; {ctx_fit.model.describe()}"))
+        out[lab] = {k: (str(v) if isinstance(v, Exception) else v.to_dict() | {"residuals_s": None})
+                    for k, v in res.items()}
+        if ctx_fit is not None:
+            out[lab]["context-aware"] = str(ctx_fit) if isinstance(ctx_fit, Exception) else (
+                ctx_fit.to_dict() | {"residuals_s": None})
+    md += ["", "Held-out MAPE: 5-fold interleaved cross-validation (`fluidq.fit_batch_time`). Forms in `b` "
+               "are fitted to the rows whose time depends on `b` alone (linear-operator or prefill rows, "
+               "points = batch sizes / all rows); the context-aware form to every row with its KV tokens."]
+    return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), data=out)
+
+
+def _hybrid_batch(case: Case, data: Path, ctx) -> CaseResult:
+    from ..batchtime import loaders
+    from ..batchtime.fit import fit_batch_time
+
+    s = case.spec
+    tg = s.get("targets", {})
+    t2 = loaders.load_sarathi_table2(_plain_path(data / s["table2"]))
+    f2 = loaders.load_sarathi_figure2(_plain_path(data / s["figure2"]))
+    ph = t2.phase.tolist()
+    hyb = [i for i, p in enumerate(ph) if p == "mixed"]
+    pre = [i for i, p in enumerate(ph) if p == "prefill"]
+    rows = []
+    if hyb and pre:
+        th, tp_ = float(t2.seconds[hyb[0]]), float(t2.seconds[pre[0]])
+        e = _err(th, tp_)
+        lim = float(tg.get("same_total_pct", 5.0))
+        rows.append(Row(case=case.name, source=case.source, quantity="hybrid (1021 p + 3 d) vs 1024-token prefill",
+                        predicted=th * 1e3, measured=tp_ * 1e3, unit="ms", error_pct=e,
+                        target=f"|diff| <= {lim:g} %", status=_status(e, lim),
+                        note="'predicted' = hybrid batch, 'measured' = pure prefill batch of equal tokens"))
+        b, y = f2.where("prefill").token_series()
+        fit = fit_batch_time(b, y, kind="auto")
+        pr = float(fit.predict(t2.tokens[hyb[0]]))
+        e2 = _err(pr, th)
+        lim2 = float(tg.get("predict_pct", 10.0))
+        rows.append(Row(case=case.name, source=case.source, quantity="hybrid batch from the prefill fit t(b)",
+                        predicted=pr * 1e3, measured=th * 1e3, unit="ms", error_pct=e2, target=f"|err| <= {lim2:g} %",
+                        status=_status(e2, lim2), note=f"{fit.describe()}"))
+    return CaseResult(case=case, rows=tuple(rows))
+
+
+def _profile_vs_measured(case: Case, data: Path, ctx) -> CaseResult:
+    from ..batchtime import loaders
+    from .iteration import vidur_iteration_model
+
+    s = case.spec
+    tp = int(s["tp"])
+    sw = loaders.load_splitwise(_plain_path(data / s["splitwise"]), model=s["model"], hardware=s["hardware"], tp=tp)
+    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=int(s["n_layers"]), tp=tp,
+                                  all_reduce_csv=data / s["all_reduce"] if "all_reduce" in s else None)
+    lim = float(s.get("targets", {}).get("mape_pct", 10.0))
+    rows = []
+    pre = sw.where("prefill")
+    b, y = pre.token_series()
+    sel = b <= 4096
+    pred = np.array([float(model.prefill_only(x)) for x in b[sel]])
+    mape = float(np.mean(np.abs(pred - y[sel]) / y[sel]) * 100)
+    bias = float(np.mean((pred - y[sel]) / y[sel]) * 100)
+    rows.append(Row(case=case.name, source=case.source, quantity="prefill batch time, Vidur-built vs Splitwise (MAPE)",
+                    predicted=mape, measured=None, unit="%", target=f"MAPE <= {lim:g} %",
+                    status="pass" if mape <= lim else "miss",
+                    note=f"{int(sel.sum())} prompt sizes <= 4096 tokens; mean signed error {bias:+.1f} % "
+                         "(prompts of one batch folded into one chunk, no LM head)"))
+    dec = sw.where("decode")
+    if dec.kv_tokens is not None and len(dec):
+        nd = dec.tokens
+        ctxs = dec.kv_tokens / nd
+        pd = np.array([float(model.decode_only(n, c)) for n, c in zip(nd, ctxs)])
+        m2 = float(np.mean(np.abs(pd - dec.seconds) / dec.seconds) * 100)
+        b2 = float(np.mean((pd - dec.seconds) / dec.seconds) * 100)
+        rows.append(Row(case=case.name, source=case.source, quantity="decode iteration time, Vidur-built vs Splitwise (MAPE)",
+                        predicted=m2, measured=None, unit="%", target=f"MAPE <= {lim:g} %",
+                        status="pass" if m2 <= lim else "miss",
+                        note=f"{len(dec)} rows; mean signed error {b2:+.1f} %; context = prompt + output/2"))
+    return CaseResult(case=case, rows=tuple(rows))
+
+
+def _harness_runs(case: Case, data: Path, ctx) -> CaseResult:
+    from .harness_io import evaluate_harness_runs
+
+    d = Path(ctx["harness_dir"]) if ctx.get("harness_dir") else data / case.spec.get("runs_dir", "gpu")
+    lim = float(case.spec.get("targets", {}).get("capacity_pct", 10.0))
+    rows, md, out = evaluate_harness_runs(d, case_name=case.name, source=case.source, limit_pct=lim)
+    return CaseResult(case=case, rows=tuple(rows), markdown=md, data=out)
+
+
+KINDS = {"serving_run": _serving_run, "serving_run_measured": _serving_run_measured, "peer_vidur": _peer_vidur,
+         "batch_time_fit": _batch_time_fit, "hybrid_batch": _hybrid_batch,
+         "profile_vs_measured": _profile_vs_measured, "harness_runs": _harness_runs}
+
+
+def run_case(case: Case, data_dir, **ctx) -> CaseResult:
+    """Run one case; the rows carry pass/miss against its targets."""
+    if case.kind not in KINDS:
+        raise UnknownNameError("case kind", case.kind, KINDS)
+    t0 = time.time()
+    try:
+        res = KINDS[case.kind](case, Path(data_dir), ctx)
+    except (FileNotFoundError, DataError) as exc:
+        res = CaseResult(case=case, rows=(Row(case=case.name, source=case.source, quantity="(case could not run)",
+                                              predicted=None, measured=None, status="skip", note=str(exc)),))
+    return CaseResult(case=res.case, rows=res.rows, markdown=res.markdown, figures=res.figures, data=res.data,
+                      seconds=time.time() - t0)

@@ -1,0 +1,259 @@
+"""Readers of measured serving runs and the numbers measured on them.
+
+A *run* is a folder in the LLMServingSim format (Cho et al., casys-kaist/LLMServingSim):
+
+* ``vllm_requests.jsonl`` -- one request per line: ``input_toks, output_toks, arrival_time,
+  queued_ts, scheduled_ts, first_token_ts, last_token_ts`` (seconds; the ``*_ts`` share one
+  monotonic clock, ``arrival_time`` is wall-clock);
+* ``vllm_timeseries.csv`` -- one row per tick: ``t, prompt_throughput, gen_throughput, running,
+  waiting, kv_cache_pct`` (tokens per second over the tick);
+* ``vllm_meta.json`` -- the engine arguments (``max_num_seqs``, ``max_num_batched_tokens``,
+  ``tensor_parallel_size``) and, when recorded, the KV-cache size.
+
+The GPU harness in ``validation/gpu/`` writes the same three files, so its runs are read by the
+same code.
+
+Measured quantities
+-------------------
+TTFT = ``first_token_ts - queued_ts``; latency = ``last_token_ts - queued_ts``; TPOT =
+``(last_token_ts - first_token_ts)/(output_toks - 1)`` -- the definitions under which the peer
+simulator's summary (``peer_sim_vs_vllm_summary.txt``) is reproduced from these files.
+The *served throughput* of an overloaded run is read over its saturated interval (ticks with
+``waiting > 0``), not as tokens over the makespan (ramp-up and drain would understate it).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError
+
+__all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "queue_growth",
+           "latency_metrics", "open_text"]
+
+
+def open_text(path: Path):
+    """Open ``path`` or ``path.gz`` as text."""
+    path = Path(path)
+    if path.exists():
+        return gzip.open(path, "rt") if path.suffix == ".gz" else path.open()
+    gz = path.with_name(path.name + ".gz")
+    if gz.exists():
+        return gzip.open(gz, "rt")
+    raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ServingRun:
+    """One measured serving run.
+
+    Attributes
+    ----------
+    name : str
+        Folder name.
+    input_tokens, output_tokens : ndarray
+        Per request, in arrival order.
+    arrival_s, first_token_s, last_token_s : ndarray
+        Seconds on the engine's clock, shifted so the first arrival is at 0.
+    timeseries : dict of ndarray
+        Columns of ``vllm_timeseries.csv`` (``t, prompt_throughput, gen_throughput, running,
+        waiting, kv_cache_pct``).
+    meta : dict
+        ``vllm_meta.json`` as read.
+    """
+
+    name: str
+    path: str
+    input_tokens: np.ndarray
+    output_tokens: np.ndarray
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray
+    last_token_s: np.ndarray
+    timeseries: dict
+    meta: dict = field(repr=False)
+
+    @property
+    def engine_kwargs(self) -> dict:
+        return self.meta.get("engine_kwargs", {})
+
+    @property
+    def max_num_seqs(self) -> int:
+        return int(self.engine_kwargs.get("max_num_seqs", 256))
+
+    @property
+    def max_num_batched_tokens(self) -> int:
+        return int(self.engine_kwargs.get("max_num_batched_tokens", 2048))
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return int(self.engine_kwargs.get("tensor_parallel_size", 1))
+
+    @property
+    def kv_capacity_tokens(self) -> int | None:
+        kv = self.meta.get("kv_cache") or {}
+        if kv.get("num_kv_tokens"):
+            return int(kv["num_kv_tokens"])
+        if kv.get("num_gpu_blocks") and kv.get("block_size"):
+            return int(kv["num_gpu_blocks"]) * int(kv["block_size"])
+        return None
+
+    @property
+    def gpu(self) -> str:
+        hw = self.meta.get("hardware") or {}
+        return hw.get("device_name") or self.name.split("_", 1)[0]
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        return self.last_token_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        return (self.last_token_s - self.first_token_s) / np.maximum(self.output_tokens - 1, 1)
+
+    @property
+    def offered_rate_per_s(self) -> float:
+        span = float(self.arrival_s[-1] - self.arrival_s[0])
+        return (len(self.arrival_s) - 1) / span if span > 0 else float("nan")
+
+    def __len__(self):
+        return len(self.arrival_s)
+
+
+def read_run(path) -> ServingRun:
+    """Read a run folder (see the module docstring for the format)."""
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(f"{path}: not a run folder (expected vllm_requests.jsonl, vllm_timeseries.csv, "
+                        "vllm_meta.json)")
+    rows = []
+    with open_text(path / "vllm_requests.jsonl") as f:
+        for i, line in enumerate(f):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}/vllm_requests.jsonl line {i + 1}: not JSON ({exc})") from None
+    if not rows:
+        raise DataError(f"{path}/vllm_requests.jsonl: no requests")
+    need = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+    for i, r in enumerate(rows):
+        miss = [k for k in need if k not in r]
+        if miss:
+            raise DataError(f"{path}/vllm_requests.jsonl line {i + 1}: missing {', '.join(miss)}")
+    rows.sort(key=lambda r: r["queued_ts"])
+    q = np.array([float(r["queued_ts"]) for r in rows])
+    t0 = q[0]
+    ts = {}
+    with open_text(path / "vllm_timeseries.csv") as f:
+        for r in csv.DictReader(f):
+            for k, v in r.items():
+                ts.setdefault(k, []).append(float(v))
+    ts = {k: np.asarray(v) for k, v in ts.items()}
+    for k in ("t", "prompt_throughput", "gen_throughput", "running", "waiting"):
+        if k not in ts:
+            raise DataError(f"{path}/vllm_timeseries.csv: missing column {k!r}")
+    with open_text(path / "vllm_meta.json") as f:
+        meta = json.load(f)
+    return ServingRun(
+        name=path.name, path=str(path),
+        input_tokens=np.array([int(r["input_toks"]) for r in rows]),
+        output_tokens=np.array([int(r["output_toks"]) for r in rows]),
+        arrival_s=q - t0,
+        first_token_s=np.array([float(r["first_token_ts"]) for r in rows]) - t0,
+        last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
+        timeseries=ts, meta=meta)
+
+
+def read_peer_summary(path) -> dict:
+    """Parse ``peer_sim_vs_vllm_summary.txt``: ``{"TTFT Mean": (vllm_ms, sim_ms, diff_pct), ...}``."""
+    out = {}
+    with open_text(Path(path)) as f:
+        for line in f:
+            m = re.match(r"^\s*([A-Za-z]+ [A-Za-z0-9]+)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+([+-]?[\d.]+)%", line)
+            if m:
+                out[m.group(1)] = (float(m.group(2)), float(m.group(3)), float(m.group(4)))
+    return out
+
+
+def saturated_throughput(run: ServingRun) -> dict:
+    """Served tokens per second (prompt + generated) over the ticks with ``waiting > 0``.
+
+    Returns ``tokens_per_s``, ``seconds`` (ticks counted), ``running_max``, ``running_mean``,
+    ``kv_pct_mean`` over those ticks, and ``tokens_per_s_ci`` (a 95 % interval from a batch-means
+    estimate over blocks of 5 ticks; per-tick throughput is strongly autocorrelated).
+    """
+    ts = run.timeseries
+    m = ts["waiting"] > 0
+    if m.sum() < 3:
+        return {"tokens_per_s": float("nan"), "seconds": int(m.sum()), "running_max": float("nan"),
+                "running_mean": float("nan"), "kv_pct_mean": float("nan"), "tokens_per_s_ci": (float("nan"),) * 2,
+                "note": "fewer than 3 ticks with waiting > 0: the run never saturated"}
+    tok = (ts["prompt_throughput"] + ts["gen_throughput"])[m]
+    k = 5
+    nb = len(tok) // k
+    if nb >= 3:
+        bm = tok[: nb * k].reshape(nb, k).mean(axis=1)
+        half = 1.96 * bm.std(ddof=1) / np.sqrt(nb)
+    else:
+        half = 1.96 * tok.std(ddof=1) / np.sqrt(len(tok))
+    kv = ts.get("kv_cache_pct")
+    return {"tokens_per_s": float(tok.mean()), "seconds": int(m.sum()),
+            "running_max": float(ts["running"][m].max()), "running_mean": float(ts["running"][m].mean()),
+            "kv_pct_mean": float(kv[m].mean()) if kv is not None else float("nan"),
+            "tokens_per_s_ci": (float(tok.mean() - half), float(tok.mean() + half))}
+
+
+def queue_growth(run: ServingRun) -> dict:
+    """How fast the run's backlog grows while requests still arrive.
+
+    ``waiting_per_s``: least-squares slope of ``waiting`` over the ticks from the first tick with
+    ``waiting > 0`` to the last arrival.  ``backlog_tokens_per_s``: slope of the token backlog
+    (tokens offered so far minus tokens served so far) over the same ticks; the fluid model says
+    it equals ``offered - capacity`` (Theorem 2 of arXiv:2504.07347).  ``offered_tokens_per_s``:
+    tokens of the requests that arrived in that window per second.
+    """
+    ts = run.timeseries
+    t = ts["t"]
+    served_cum = np.cumsum(ts["prompt_throughput"] + ts["gen_throughput"]) * np.gradient(t) if len(t) > 1 else t
+    tot = run.input_tokens + run.output_tokens
+    last_arrival = float(run.arrival_s[-1])
+    on = np.flatnonzero(ts["waiting"] > 0)
+    if on.size == 0:
+        return {"waiting_per_s": 0.0, "backlog_tokens_per_s": float("nan"), "offered_tokens_per_s": float("nan"),
+                "window_s": (float("nan"), float("nan"))}
+    t_start = float(t[on[0]]) - 1.0
+    sel = (t >= t_start) & (t <= last_arrival + 1.0)
+    if sel.sum() < 3:
+        sel = np.zeros_like(t, dtype=bool)
+        sel[on[0]: on[0] + 3] = True
+    tt = t[sel]
+    offered_cum = np.array([tot[run.arrival_s <= x].sum() for x in tt], dtype=float)
+    backlog = offered_cum - served_cum[sel]
+    w = np.polyfit(tt, ts["waiting"][sel], 1)[0]
+    b = np.polyfit(tt, backlog, 1)[0]
+    win = (tt[0] - 1.0, tt[-1])
+    arrived = (run.arrival_s > win[0]) & (run.arrival_s <= win[1])
+    offered = float(tot[arrived].sum() / (win[1] - win[0]))
+    return {"waiting_per_s": float(w), "backlog_tokens_per_s": float(b), "offered_tokens_per_s": offered,
+            "window_s": (float(win[0]), float(win[1]))}
+
+
+def latency_metrics(ttft_s, latency_s, tpot_s) -> dict:
+    """Mean, median, P90, P95, P99 of TTFT, TPOT and latency in milliseconds (peer summary's keys)."""
+    out = {}
+    for name, arr in (("TTFT", ttft_s), ("TPOT", tpot_s), ("Latency", latency_s)):
+        a = np.asarray(arr, dtype=float) * 1e3
+        out[f"{name} Mean"] = float(a.mean())
+        for lab, q in (("Median", 50), ("P90", 90), ("P95", 95), ("P99", 99)):
+            out[f"{name} {lab}"] = float(np.percentile(a, q))
+    return out
