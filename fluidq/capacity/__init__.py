@@ -115,8 +115,11 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     Notes
     -----
     ``tokens_per_s = sup_{1 <= b <= b_max} b/t(b)`` per engine, summed over engines (the capacity of
-    join-the-shortest-queue routing with work-conserving engines).  A batch-size limit ``k_max``
-    can lower it for a given prefill/decode mix: see :func:`fluidq.stability_region`.
+    join-the-shortest-queue routing with work-conserving engines).  When an engine has a
+    batch-size limit ``k_max`` and a workload is given, its capacity for the workload's mix is
+    the largest ``lambda (m_p + m_d)`` with ``(lambda m_p, lambda m_d)`` in its stability region
+    (:func:`fluidq.stability_region`, paper §6); where that is below the Theorem-2 number the
+    result has ``method="region"`` and says so in ``reason``.
 
     References
     ----------
@@ -140,8 +143,19 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     if workload is not None and not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
     per, bs, notes = [], [], []
+    region_reasons = []
     for e in engines:
         r, b, note = engine_capacity(e, workload)
+        if workload is not None and e.k_max is not None:
+            # k_max may bind for this prefill/decode mix: the capacity is then where the ray
+            # (lambda m_p, lambda m_d) leaves the stability region (paper §6)
+            from ..region.capacity import region_capacity
+
+            r2, b2, why, binds = region_capacity(e, workload)
+            if binds:
+                r, b = r2, b2
+                if why not in region_reasons:
+                    region_reasons.append(why)
         per.append(r)
         bs.append(b)
         if note and note not in notes:
@@ -155,12 +169,14 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     else:
         reason = (f"sum of {len(engines)} engine capacities: the throughput of join-the-shortest-queue "
                   "routing over work-conserving engines (Prop. 3 of arXiv:2504.07347)")
+    if region_reasons:
+        reason = "; ".join(region_reasons) + ("" if len(engines) == 1 else "; " + reason)
     if notes:
         reason += "; " + "; ".join(notes)
     inputs = {"engines": [e.to_dict() for e in engines],
               "workload": workload.to_dict() if workload is not None else None}
-    if len(engines) == 1:
+    if len(engines) == 1 and not region_reasons:
         inputs["batch_seconds"] = float(bs[0] / per[0])
     return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),
-                          method="closed_form", reason=reason, inputs=inputs)
+                          method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs)

@@ -9,6 +9,10 @@
   (:func:`fluidq.check_work_conserving`): stable (Theorem 2b);
 * ``rho < 1 - tolerance`` and a non-work-conserving policy: decided from the policy's own
   stability threshold when one is available, otherwise unknown.
+
+With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
+``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
+the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
 """
 from __future__ import annotations
 
@@ -123,7 +127,14 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         "renewal arrivals with this mean rate)")
     threshold = None
     method = "closed_form"
-    if rho > 1 + tolerance:
+    region_v = None
+    if cap.method == "region":  # k_max binds for this mix (paper §6): fluidq.region decides
+        from ..region.capacity import region_verdict
+
+        region_v = region_verdict(engine, workload, pol, rho, tolerance, wc, cap)
+    if region_v is not None:
+        status, reason, method = region_v
+    elif rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {cap.tokens_per_s:.4g} tokens/s "
                   f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")

@@ -1,0 +1,139 @@
+"""region_mix (LP time-sharing), margin, policy regions and the k_max-aware capacity/verdicts."""
+import math
+
+import numpy as np
+import pytest
+
+import fluidq
+from fluidq import Engine, Poisson, Staircase, Workload
+from fluidq.policies.region_aware import RegionAware
+from fluidq.region import policy_region, region_mix, stability_region
+
+PAPER = Staircase(c=0.01128, a=0.03547, b0=128)
+E1024 = Engine(batch_time=PAPER, b_max=1024, k_max=100)
+C = (29 / 0.04675, 99 / 0.04675)
+
+
+def wl(rate, mp, md):
+    return Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=mp, output_tokens=md)
+
+
+def test_mix_at_vertex_c_is_the_128_token_batch():
+    m = region_mix(E1024, C)
+    assert m.feasible
+    assert [tuple(s) for s in m.shapes] == [(29, 99)]
+    assert m.time_fractions[0] == pytest.approx(1.0, abs=1e-6)
+    assert m.batches_per_s[0] == pytest.approx(1 / 0.04675, rel=1e-6)
+    assert m.served_tokens_per_s == pytest.approx(C, rel=1e-6)
+
+
+def test_mix_serves_the_target_on_a_facet():
+    r = stability_region(E1024)
+    q = 0.5 * (r.vertices[2] + r.vertices[3])  # between (925, 99) at b=1024 and C
+    m = region_mix(r, 0.9 * q)
+    assert m.feasible and m.scale == pytest.approx(1 / 0.9, rel=1e-6)
+    assert m.utilization == pytest.approx(0.9, rel=1e-6)
+    assert np.all(np.array(m.served_tokens_per_s) >= 0.9 * q * (1 - 1e-6))
+    assert {tuple(s) for s in m.shapes} == {(925, 99), (29, 99)}
+    assert m.batch_fractions.sum() == pytest.approx(1.0)
+
+
+def test_mix_infeasible_reports_shortfall():
+    m = region_mix(E1024, (2000.0, 2000.0))
+    assert not m.feasible and m.scale < 1
+    short = np.array(m.shortfall_tokens_per_s)
+    assert np.all(short >= 0) and short.sum() > 0
+    # adding the shortfall back is not needed: target - shortfall is servable
+    r = stability_region(E1024)
+    assert r.contains(np.maximum(np.array([2000.0, 2000.0]) - short, 0) * (1 - 1e-6))
+    assert "outside" in m.reason
+    import json
+
+    json.dumps(m.to_dict())
+
+
+def test_mix_origin():
+    m = region_mix(E1024, (0.0, 0.0))
+    assert m.feasible and math.isinf(m.scale) and len(m.shapes) == 0
+
+
+def test_contains_agrees_with_lp():
+    r = stability_region(Engine(batch_time=PAPER, b_max=512, k_max=60))
+    rng = np.random.default_rng(11)
+    pts = rng.uniform(0, 1.3, size=(40, 2)) * r.vertices.max(axis=0)
+    for p in pts:
+        mg = r.margin(p)
+        if abs(mg.scale - 1) > 1e-6:
+            assert r.contains(p) == mg.inside
+        assert mg.scale == pytest.approx(r.scale_of(p), rel=1e-6)
+        assert (mg.distance_tokens_per_s > 0) == (mg.scale > 1)
+
+
+def test_policy_regions_at_vertex_c():
+    assert not policy_region(E1024, "sarathi").contains(C)
+    assert policy_region(E1024, fluidq.Sarathi(b_max=128)).contains(C)
+    assert not policy_region(E1024, "orca").contains(C)
+    assert not policy_region(E1024, "fastertransformer").contains(C)
+    ra = RegionAware(engine=E1024, target_tokens_per_s=C)
+    assert policy_region(E1024, ra).contains(C)
+
+
+def test_policy_region_inside_engine_region():
+    r = stability_region(E1024)
+    for pol in ("sarathi", "orca", "fastertransformer", "vllm", fluidq.Sarathi(b_max=256), RegionAware(engine=E1024)):
+        pr = policy_region(E1024, pol)
+        assert np.all(r.contains(pr.vertices)), pol
+
+
+def test_sarathi_without_k_max_reaches_the_whole_region():
+    e = Engine(batch_time=PAPER, b_max=512)
+    pr, r = policy_region(e, "sarathi"), stability_region(e)
+    assert pr.area == pytest.approx(r.area, rel=1e-9)
+
+
+# ---- capacity and verdicts ---------------------------------------------------------------------
+def test_max_throughput_region_when_k_max_binds():
+    res = fluidq.max_throughput(E1024, wl(1.0, 290, 990))
+    assert res.method == "region"
+    assert res.requests_per_s == pytest.approx(1 / 0.4675, rel=1e-9)
+    assert "k_max=100 binds" in res.reason and "29 prefill + 99 decode" in res.reason
+    assert res.tokens_per_s < fluidq.max_throughput(E1024).tokens_per_s
+
+
+def test_max_throughput_unchanged_when_k_max_does_not_bind():
+    base = fluidq.max_throughput(E1024.with_(k_max=None), wl(1.0, 1000, 50))
+    res = fluidq.max_throughput(E1024, wl(1.0, 1000, 50))
+    assert res.method == "closed_form" and res.tokens_per_s == pytest.approx(base.tokens_per_s)
+
+
+def test_max_throughput_equals_region_scale_property():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        mp, md = int(rng.integers(1, 2000)), int(rng.integers(1, 2000))
+        k = int(rng.integers(1, 300))
+        e = Engine(batch_time=PAPER, b_max=int(rng.choice([128, 512, 1024, 2048])), k_max=k)
+        res = fluidq.max_throughput(e, wl(1.0, mp, md))
+        lam = stability_region(e).max_request_rate(mp, md)
+        assert res.requests_per_s == pytest.approx(min(lam, fluidq.max_throughput(e.with_(k_max=None), wl(1.0, mp, md)).requests_per_s), rel=1e-9)
+
+
+def test_two_engines_add_region_capacities():
+    res = fluidq.max_throughput(E1024, wl(1.0, 290, 990), n_engines=2)
+    assert res.method == "region" and res.requests_per_s == pytest.approx(2 / 0.4675, rel=1e-9)
+
+
+def test_verdicts_under_k_max():
+    w = wl(0.95 / 0.4675, 290, 990)
+    assert fluidq.check_stability(E1024, w, "sarathi").status == "unknown"
+    assert fluidq.check_stability(E1024, w, fluidq.Sarathi(b_max=128)).status == "stable"
+    v = fluidq.check_stability(E1024, w, RegionAware.for_workload(E1024, w))
+    assert v.status == "stable" and v.method == "region"
+    hi = fluidq.check_stability(E1024, w.with_rate(1.1 / 0.4675), "sarathi")
+    assert hi.status == "unstable" and "stability region" in hi.reason and hi.load == pytest.approx(1.1)
+    assert fluidq.check_stability(E1024, w.with_rate(1 / 0.4675), "sarathi").status == "critical"
+
+
+def test_verdicts_without_k_max_unchanged():
+    e = E1024.with_(k_max=None)
+    v = fluidq.check_stability(e, wl(2.0, 290, 990), "sarathi")
+    assert v.method == "closed_form" and "Theorem 2(b)" in v.reason
