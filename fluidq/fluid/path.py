@@ -1,0 +1,562 @@
+"""Exact piecewise-linear fluid paths of a network of engines.
+
+State: the fluid level ``z_i`` (tokens) of every buffer ``i`` (a hop of a request class at a service
+point) and the backlog ``q`` (requests) waiting at each input of every join.  Between two events the
+allocation ``u`` (tokens/s served per buffer) is constant, so the path is linear; the next event is the
+first buffer or join input that empties.  The allocation of a phase is the fixed point of the
+discipline at every point:
+
+* priority groups, highest first (the station's ``priority`` list; unlisted hops form the last group);
+* inside a group, empty buffers are served at their inflow (they stay empty) while capacity lasts;
+  the non-empty buffers share what is left in proportion to their nominal loads (a work-conserving
+  token sharing); the first slot that cannot be fully served takes the remainder and later slots get
+  nothing.
+
+Because inflows depend on allocations upstream (and, through cycles, on the allocation itself), the
+fixed point is found *exactly*: a candidate structure (which slot is cut at each point, which input of a
+join is the slowest) gives a linear system; its solution is accepted when one sweep of the discipline
+reproduces it.  Several consistent solutions mean the fluid path is not unique; the one closest to the
+previous phase is taken and the path says so (``non_unique``).
+
+The model is homogeneous (scaling the initial state by ``c`` scales the path by ``c`` in space and
+time), so a path that comes back to ``g`` times an earlier state in the same mode diverges (``g > 1``)
+or drains in finite time (``g < 1``) with growth factor ``g`` per cycle.
+
+References
+----------
+Dai, "On positive Harris recurrence of multiclass queueing networks: a unified approach via fluid limit
+models", Ann. Appl. Probab. 5 (1995).  Li, Dai, Peng, arXiv:2504.07347 (fluid backlog of one engine).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ParameterError
+from ..results import plain
+
+__all__ = ["FluidPath", "fluid_path", "FluidSystem"]
+
+
+class FluidSystem:
+    """Matrices of a compiled :class:`~fluidq.network.model.FlowModel` (internal)."""
+
+    def __init__(self, fm):
+        self.fm = fm
+        n, C, nJ = fm.n, len(fm.classes), len(fm.joins)
+        self.n, self.C, self.nJ = n, C, nJ
+        self.w = np.array([b.w for b in fm.buffers], dtype=float)
+        self.lam = fm.ext_rate.astype(float)
+        self.cap = fm.capacity.astype(float)
+
+        def mats(sources_list):
+            m = len(sources_list)
+            E, B, J = np.zeros((m, C)), np.zeros((m, n)), np.zeros((m, nJ))
+            for i, srcs in enumerate(sources_list):
+                for kind, j, co in srcs:
+                    (E if kind == "ext" else B if kind == "buf" else J)[i, j] += co
+            return E, B, J
+
+        self.E, self.B, self.J = mats(fm.inflow)
+        self.ext_dem = self.w * (self.E @ self.lam)            # tokens/s from outside per buffer
+        inputs = [inp for (_, ins, _) in fm.joins for inp in ins]
+        self.join_of = np.array([k for k, (_, ins, _) in enumerate(fm.joins) for _ in ins], dtype=np.int64)
+        self.EI, self.BI, self.JI = mats(inputs)
+        self.G = len(inputs)
+        self.ext_in = self.EI @ self.lam
+        self.phi = np.array([max(b.rate * b.w, 1e-12) for b in fm.buffers])
+        # slots per point: groups by priority rank (ascending)
+        self.groups = []
+        for p in range(len(fm.points)):
+            idx = [i for i in range(n) if fm.point_of[i] == p]
+            ranks = sorted({int(fm.priority_rank[i]) for i in idx})
+            self.groups.append([[i for i in idx if fm.priority_rank[i] == r] for r in ranks])
+        self.labels = tuple(b.label for b in fm.buffers)
+        self.point_names = fm.points
+
+    # demand of buffers and rates of join inputs given (u, r)
+    def demand(self, u, r):
+        return self.ext_dem + self.w * (self.B @ (u / self.w) + self.J @ r)
+
+    def input_rates(self, u, r):
+        if self.G == 0:
+            return np.zeros(0)
+        return self.ext_in + self.BI @ (u / self.w) + self.JI @ r
+
+    def _point_alloc(self, p, dem, pos, choice, un):
+        """Allocate point ``p`` given demands; writes ``un``; returns the structure of ``p``."""
+        rem = self.cap[p]
+        for gi, grp in enumerate(self.groups[p]):
+            ne = [i for i in grp if pos[i]]
+            em = [i for i in grp if not pos[i]]
+            ch = None if choice is None else choice.get((p, gi))
+            if ch is not None and ne:
+                # a vertex of the sharing set: empties served at their demand (in order), rest to ``ch``
+                D, S = [], []
+                for i in em:
+                    if dem[i] <= rem * (1 + 1e-12) + 1e-300:
+                        un[i] = min(dem[i], rem)
+                        rem -= un[i]
+                        D.append(i)
+                    else:
+                        un[i] = max(rem, 0.0)
+                        rem = 0.0
+                        S = [(i, 1.0)]
+                        break
+                if not S:
+                    un[ch] = max(rem, 0.0)
+                    S = [(ch, 1.0)]
+                return ("wf", gi, tuple(D), tuple(S))
+            tot_em = float(sum(dem[i] for i in em))
+            if not ne and tot_em <= rem * (1 + 1e-12) + 1e-300:
+                for i in em:
+                    un[i] = dem[i]
+                rem = max(rem - tot_em, 0.0)
+                continue
+            # saturated group: water-filling (GPS with weights phi); empties below the level are
+            # served at their demand and stay empty, the others share what is left
+            D: list = []
+            S = list(ne) + list(em)
+            while True:
+                phis = sum(self.phi[i] for i in S)
+                theta = (rem - sum(dem[i] for i in D)) / phis
+                move = [i for i in S if not pos[i] and dem[i] <= self.phi[i] * theta]
+                if not move:
+                    break
+                D.extend(move)
+                S = [i for i in S if i not in move]
+                if not S:
+                    break
+            if not S:  # cannot happen unless rounding: treat as unsaturated
+                for i in D:
+                    un[i] = dem[i]
+                rem = max(rem - sum(dem[i] for i in D), 0.0)
+                continue
+            phis = sum(self.phi[i] for i in S)
+            fr = tuple((i, self.phi[i] / phis) for i in sorted(S))
+            left = max(rem - sum(dem[i] for i in D), 0.0)
+            for i in D:
+                un[i] = dem[i]
+            for i, f in fr:
+                un[i] = f * left
+            return ("wf", gi, tuple(sorted(D)), fr)
+        return None
+
+    def sweep(self, u, r, pos, qzero, choice=None):
+        """One pass of the discipline with demands from ``(u, r)``: new ``(u, r)`` and the structure."""
+        dem = self.demand(u, r)
+        un = np.zeros(self.n)
+        struct = tuple(self._point_alloc(p, dem, pos, choice, un) for p in range(len(self.groups)))
+        rn = np.zeros(self.nJ)
+        jstruct = []
+        if self.nJ:
+            ir = self.input_rates(u, r)
+            for k in range(self.nJ):
+                ins = np.flatnonzero(self.join_of == k)
+                zs = [g for g in ins if qzero[g]] or list(ins)
+                g = min(zs, key=lambda g: ir[g])
+                rn[k] = ir[g]
+                jstruct.append(int(g))
+        return un, rn, (struct, tuple(jstruct))
+
+    def solve_structure(self, structure, pos):
+        """Solve the linear system of a structure for ``(u, r)``; ``None`` if singular."""
+        n, nJ = self.n, self.nJ
+        A = np.zeros((n + nJ, n + nJ))
+        b = np.zeros(n + nJ)
+        pstruct, jstruct = structure
+        winv = 1.0 / self.w
+
+        def demand_row(i):
+            # u_i - w_i (B (u/w) + J r) = ext_dem_i
+            A[i, i] += 1.0
+            A[i, :n] -= self.w[i] * self.B[i] * winv
+            A[i, n:] -= self.w[i] * self.J[i]
+            b[i] = self.ext_dem[i]
+
+        for p, groups in enumerate(self.groups):
+            cut = pstruct[p]
+            gcut = len(groups) if cut is None else cut[1]
+            before = []
+            for gi, grp in enumerate(groups):
+                if gi < gcut:
+                    for i in grp:
+                        demand_row(i)
+                        before.append(i)
+                elif gi == gcut:
+                    D, S = cut[2], dict(cut[3])
+                    for i in D:
+                        demand_row(i)
+                    for i in grp:
+                        if i in S:
+                            A[i, i] = 1.0
+                            for j in before + list(D):
+                                A[i, j] += S[i]
+                            b[i] = S[i] * self.cap[p]
+                        elif i not in D:
+                            A[i, i] = 1.0
+                else:
+                    for i in grp:
+                        A[i, i] = 1.0
+        for k, g in enumerate(jstruct):
+            row = n + k
+            A[row, row] = 1.0
+            A[row, :n] -= self.BI[g] * winv
+            A[row, n:] -= self.JI[g]
+            b[row] = self.ext_in[g]
+        try:
+            x = np.linalg.solve(A, b)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(x)):
+            return None
+        return x[:n], x[n:]
+
+    def candidate_structures(self, pos, qzero, choice=None, limit=4096):
+        """Cut structures (saturated group, demand-limited set, sharing set) and join choices."""
+        per_point = []
+        for p, groups in enumerate(self.groups):
+            opts = []
+            has_ne = False
+            for gi, grp in enumerate(groups):
+                ne = [i for i in grp if pos[i]]
+                em = [i for i in grp if not pos[i]]
+                ch = None if choice is None else choice.get((p, gi))
+                if ch is not None and ne:
+                    for k in range(len(em) + 1):
+                        S = ((em[k], 1.0),) if k < len(em) else ((ch, 1.0),)
+                        opts.append(("wf", gi, tuple(em[:k]), S))
+                    has_ne = True
+                    break
+                for m in range(len(em) + 1):
+                    for D in itertools.combinations(em, m):
+                        S = [i for i in grp if i not in D]
+                        if not S:
+                            continue
+                        phis = sum(self.phi[i] for i in S)
+                        opts.append(("wf", gi, tuple(sorted(D)), tuple((i, self.phi[i] / phis) for i in sorted(S))))
+                if ne:
+                    has_ne = True
+                    break
+            if not has_ne:
+                opts.append(None)
+            per_point.append(opts)
+        per_join = []
+        for k in range(self.nJ):
+            ins = np.flatnonzero(self.join_of == k)
+            zs = [int(g) for g in ins if qzero[g]] or [int(g) for g in ins]
+            per_join.append(zs)
+        count = 0
+        for ps in itertools.product(*per_point):
+            for js in itertools.product(*per_join):
+                yield (tuple(ps), tuple(js))
+                count += 1
+                if count >= limit:
+                    return
+
+    def all_solutions(self, pos, qzero, choice=None):
+        """Every consistent allocation ``u`` of the mode (several when the fluid model is not unique)."""
+        tol = 1e-9 * max(float(self.cap.max()), 1.0)
+        out = []
+        for st in self.candidate_structures(pos, qzero, choice):
+            sol = self.solve_structure(st, pos)
+            if sol is None or np.min(sol[0], initial=0.0) < -tol:
+                continue
+            un, rn, _ = self.sweep(sol[0], sol[1], pos, qzero, choice)
+            if np.max(np.abs(un - sol[0]), initial=0.0) <= tol and np.max(np.abs(rn - sol[1]), initial=0.0) <= tol:
+                out.append(sol)
+        return out
+
+    def allocate(self, pos, qzero, warm=None, choice=None):
+        """The phase allocation ``(u, r, structure, n_solutions)`` for the positive set ``pos``."""
+        scale = max(float(self.cap.max()), 1.0)
+        tol = 1e-9 * scale
+
+        def check(u, r):
+            un, rn, st = self.sweep(u, r, pos, qzero, choice)
+            ok = np.max(np.abs(un - u), initial=0.0) <= tol and np.max(np.abs(rn - r), initial=0.0) <= tol
+            return ok, st
+
+        # Jacobi sweeps from zero propagate service forward from the non-empty buffers (the causal
+        # start-up of the phase); once the structure repeats, the exact solve settles the values
+        u = np.zeros(self.n)
+        r = np.zeros(self.nJ)
+        prev = None
+        for _ in range(3 * (self.n + self.nJ) + 6):
+            un, rn, st = self.sweep(u, r, pos, qzero, choice)
+            if st == prev:
+                sol = self.solve_structure(st, pos)
+                if sol is not None:
+                    ok, _ = check(*sol)
+                    if ok:
+                        return sol[0], sol[1], st, 1
+            prev = st
+            u, r = un, rn
+        sols = self.all_solutions(pos, qzero, choice)
+        if not sols:
+            raise RuntimeError("fluid allocation: no consistent allocation found (please report this network)")
+        ref = (u, r) if warm is None else warm
+        best = min(sols, key=lambda s: float(np.sum(np.abs(s[0] - ref[0]))))
+        return best[0], best[1], None, _distinct([s[0] for s in sols], tol)
+
+
+def _distinct(vectors, tol):
+    out = []
+    for v in vectors:
+        if not any(np.max(np.abs(v - o)) <= 10 * tol for o in out):
+            out.append(v)
+    return len(out)
+
+
+@dataclass(frozen=True)
+class FluidPath:
+    """A piecewise-linear fluid path.
+
+    Attributes
+    ----------
+    times_s : ndarray (K+1,)
+        Breakpoints.
+    levels : ndarray (K+1, n)
+        Fluid tokens per buffer at the breakpoints (linear in between).
+    join_levels : ndarray (K+1, G)
+        Requests waiting at each join input.
+    served : ndarray (K+1, n)
+        Cumulative tokens served per buffer (for the flow-balance identity).
+    joined : ndarray (K+1, J)
+        Cumulative requests released by each join.
+    labels, classes, points : tuple
+        Buffer labels, the class of each buffer, and the service point of each buffer.
+    outcome : str
+        ``"drained"``, ``"diverging"`` (self-similar growth), ``"draining"`` (self-similar shrinkage,
+        drains in finite time), ``"growing"`` (an overloaded point: linear growth from any state) or
+        ``"horizon"`` (stopped before any of these).
+    growth_factor : float or None
+        Ratio of the total backlog between two visits of the same normalised state (per cycle).
+    cycle_s : float or None
+        Duration of the first detected cycle.
+    drain_time_s : float or None
+        When the path reached zero (``outcome == "drained"``).
+    peaks : tuple
+        Local maxima of the total token backlog ``(time, tokens)``.
+    non_unique : bool
+        Some phase had several consistent allocations (the fluid model's solution is not unique).
+    """
+
+    times_s: np.ndarray
+    levels: np.ndarray
+    join_levels: np.ndarray
+    served: np.ndarray
+    joined: np.ndarray
+    labels: tuple
+    classes: tuple
+    points: tuple
+    outcome: str
+    growth_factor: float | None
+    cycle_s: float | None
+    drain_time_s: float | None
+    peaks: tuple
+    non_unique: bool = False
+    cycles_seen: int = 0
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def total_tokens(self) -> np.ndarray:
+        """Total fluid backlog (tokens) at each breakpoint."""
+        return self.levels.sum(axis=1)
+
+    def by_class(self) -> dict:
+        """``{class: tokens at each breakpoint}`` summed over the class's buffers."""
+        out: dict = {}
+        for j, c in enumerate(self.classes):
+            out[c] = out.get(c, 0.0) + self.levels[:, j]
+        return out
+
+    def at(self, t):
+        """Levels (per buffer) at time(s) ``t`` by linear interpolation."""
+        t = np.asarray(t, dtype=float)
+        return np.stack([np.interp(t, self.times_s, self.levels[:, j]) for j in range(self.levels.shape[1])],
+                        axis=-1)
+
+    def to_dict(self) -> dict:
+        return plain({"outcome": self.outcome, "growth_factor": self.growth_factor, "cycle_s": self.cycle_s,
+                      "drain_time_s": self.drain_time_s, "peaks": [list(p) for p in self.peaks],
+                      "non_unique": self.non_unique, "cycles_seen": self.cycles_seen, "labels": list(self.labels),
+                      "n_phases": len(self.times_s) - 1, "final_levels": self.levels[-1].tolist()})
+
+    def plot(self, ax=None, path=None, **kw):
+        from ..plotting.network import plot_fluid_path
+
+        return plot_fluid_path(self, ax=ax, path=path, **kw)
+
+
+def _initial(system, initial):
+    n = system.n
+    if initial is None:
+        return np.zeros(n)
+    if isinstance(initial, dict):
+        z = np.zeros(n)
+        lab = {l: i for i, l in enumerate(system.labels)}
+        hops = {}
+        for i, b in enumerate(system.fm.buffers):
+            hops.setdefault(b.hop, []).append(i)
+        for k, v in initial.items():
+            if k in lab:
+                z[lab[k]] += float(v)
+            elif k in hops:
+                for i in hops[k]:
+                    z[i] += float(v) / len(hops[k])
+            else:
+                raise ParameterError("initial", k, f"a buffer or hop label ({', '.join(system.labels)})")
+    else:
+        z = np.asarray(initial, dtype=float)
+        if z.shape != (n,):
+            raise ParameterError("initial", f"<array of shape {z.shape}>", f"{n} levels, one per buffer")
+    if not np.all(np.isfinite(z)) or np.any(z < 0):
+        raise ParameterError("initial", initial, "finite fluid levels >= 0 (tokens)")
+    return z
+
+
+def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_phases: int = 20000,
+               cycles: int = 1, choice=None, system: FluidSystem | None = None) -> FluidPath:
+    """The exact piecewise-linear fluid path of ``network`` from ``initial``.
+
+    Parameters
+    ----------
+    network : Network
+        The network (its compiled flow model gives buffers, capacities and routing).
+    initial : dict or array, optional
+        Initial fluid tokens per buffer (``{label: tokens}``, a hop label spreads over its router's
+        engines); default empty.
+    horizon_s : float, optional
+        Stop at this time (default: no time limit; stop on drain, cycle detection or ``max_phases``).
+    max_phases : int
+        At most this many linear pieces.
+    cycles : int
+        Stop after the path has come back to a scaled copy of an earlier state this many times
+        (``growth_factor`` is measured on the first).
+    choice : dict, optional
+        ``{(point index, group index): buffer index}``: within that sharing group give the residual
+        capacity to one buffer (used by the Lyapunov search; default proportional sharing).
+
+    Returns
+    -------
+    FluidPath
+
+    References
+    ----------
+    Dai (1995), fluid limit models; Li, Dai, Peng, arXiv:2504.07347.
+    """
+    sys_ = system or FluidSystem(network.flow)
+    z = _initial(sys_, initial)
+    q = np.zeros(sys_.G)
+    n = sys_.n
+    t = 0.0
+    T, Z, Qs, U, R = [0.0], [z.copy()], [q.copy()], [np.zeros(n)], [np.zeros(sys_.nJ)]
+    served = np.zeros(n)
+    joined = np.zeros(sys_.nJ)
+    warm = None
+    outcome = "horizon"
+    growth = cycle = drain = None
+    cycles_seen = 0
+    non_unique = False
+    seen: dict = {}
+    peak_mass = 0.0
+    ph = 0
+    while ph < max_phases:
+        mass = float(z.sum() + q.sum())
+        scale = max(mass, 1e-300)
+        eps = 1e-11 * max(scale, 1.0) if mass > 0 else 0.0
+        z[z <= eps] = 0.0
+        q[q <= 1e-11 * max(float(q.sum()), 1.0)] = 0.0
+        pos = z > 0
+        qzero = q <= 0
+        # mode: add empty buffers that grow at once (zero-duration phases)
+        for _ in range(n + 1):
+            u, r, st, nsol = sys_.allocate(pos, qzero, warm, choice)
+            dz = sys_.demand(u, r) - u
+            grow = (~pos) & (dz > 1e-9 * max(float(sys_.cap.max()), 1.0))
+            if not grow.any():
+                break
+            pos = pos | grow
+        dq = sys_.input_rates(u, r) - r[sys_.join_of] if sys_.G else np.zeros(0)
+        qgrow = qzero & (dq > 1e-12)
+        qzero = qzero & ~qgrow
+        non_unique = non_unique or nsol > 1
+        warm = (u, r)
+        dz[~pos] = 0.0
+        if sys_.G:
+            dq[qzero & (dq < 0)] = 0.0
+        if mass == 0 and not pos.any() and not qgrow.any():
+            outcome = "drained"
+            drain = t
+            break
+        peak_mass = max(peak_mass, mass)
+        if mass < 1e-12 * peak_mass:
+            outcome = "draining"  # shrank by 12 orders of magnitude without a detected cycle
+            break
+        # self-similarity check at this breakpoint (mode = positive sets)
+        if mass > 0:
+            key = (tuple(np.flatnonzero(pos)), tuple(np.flatnonzero(~qzero)))
+            vec = np.concatenate([z, q]) / mass
+            for (k0, v0, m0, t0) in seen.get(key, []):
+                if np.max(np.abs(vec - v0)) < 1e-7:
+                    g = mass / m0
+                    if cycles_seen == 0:
+                        growth, cycle = g, t - t0
+                    cycles_seen += 1
+                    break
+            seen.setdefault(key, []).append((ph, vec, mass, t))
+            if len(seen[key]) > 8:
+                seen[key].pop(0)
+            if cycles_seen >= cycles and growth is not None:
+                outcome = "diverging" if growth > 1 + 1e-6 else ("draining" if growth < 1 - 1e-6 else "horizon")
+                if outcome != "horizon":
+                    break
+        # next event
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tz = np.where(dz < 0, z / -dz, np.inf)
+            tq = np.where(dq < 0, q / -dq, np.inf) if sys_.G else np.array([np.inf])
+        dt = float(min(tz.min(initial=np.inf), tq.min(initial=np.inf)))
+        if horizon_s is not None:
+            dt = min(dt, horizon_s - t)
+        if not np.isfinite(dt):
+            outcome = "growing" if (dz > 0).any() or (dq > 0).any() else "horizon"
+            if outcome == "growing":
+                dt = max(t, 1.0) if horizon_s is None else horizon_s - t
+            else:
+                break
+        dt = max(dt, 0.0)
+        z = z + dz * dt
+        if sys_.G:
+            q = q + dq * dt
+        served = served + u * dt
+        joined = joined + r * dt
+        t += dt
+        # snap the buffers that hit zero
+        z[np.isclose(tz, dt, rtol=1e-12, atol=0)] = 0.0
+        z = np.maximum(z, 0.0)
+        if sys_.G:
+            q[np.isclose(tq, dt, rtol=1e-12, atol=0)] = 0.0
+            q = np.maximum(q, 0.0)
+        T.append(t)
+        Z.append(z.copy())
+        Qs.append(q.copy())
+        U.append(served.copy())
+        R.append(joined.copy())
+        ph += 1
+        if outcome == "growing" or (horizon_s is not None and t >= horizon_s - 1e-15):
+            if outcome != "growing":
+                outcome = "horizon"
+            break
+    Zs = np.array(Z)
+    tot = Zs.sum(axis=1)
+    peaks = tuple((float(T[k]), float(tot[k])) for k in range(1, len(T) - 1)
+                  if tot[k] > tot[k - 1] and tot[k] >= tot[k + 1])
+    fm = network.flow
+    return FluidPath(times_s=np.array(T), levels=Zs, join_levels=np.array(Qs), served=np.array(U),
+                     joined=np.array(R), labels=sys_.labels, classes=tuple(b.cls for b in fm.buffers),
+                     points=tuple(b.point for b in fm.buffers), outcome=outcome, growth_factor=growth,
+                     cycle_s=cycle, drain_time_s=drain, peaks=peaks, non_unique=non_unique, cycles_seen=cycles_seen,
+                     inputs={"initial": z.tolist() if initial is None else plain(initial)})

@@ -1,0 +1,298 @@
+"""Fluid stability verdicts: stable with a certificate, unstable with evidence, or unknown.
+
+:func:`fluid_stability` decides in this order and says which argument decided:
+
+1. **load** -- a service point with load > 1 diverges under every discipline (the fluid backlog grows
+   at least at ``(load - 1) * capacity`` tokens/s; for one engine this is Theorem 2(a) of Li, Dai,
+   Peng, arXiv:2504.07347).  Load within ``tolerance`` of 1 is *critical*.
+2. the fluid model needs work-conserving engines (checked by search,
+   :func:`fluidq.check_work_conserving`); otherwise the answer is *unknown*.
+3. **feedforward** -- an acyclic station graph (DAG, fork-join included) with every load < 1 is
+   stable under any work-conserving discipline: the sources drain in finite time, then their
+   successors, by induction (Dai 1995; the paper's v3 claim for K-FCFS engines).
+4. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
+   itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
+   forever (the Rybko--Stolyar mechanism).
+5. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
+   discipline can be in (every set of non-empty buffers; for buffers that share a station without a
+   priority order, every vertex of the allocation set, i.e. every work-conserving allocation), found
+   by a linear program: every fluid path drains by time ``V(z(0))``.
+6. otherwise *unknown*, with what was tried.  Stability under static priorities is undecidable in
+   general (Gamarnik & Katz 2009), so "unknown" is an answer, not a failure.
+
+References
+----------
+Dai, Ann. Appl. Probab. 5 (1995); Chen, "Fluid approximations and stability of multiclass queueing
+networks: work-conserving disciplines", Ann. Appl. Probab. 5 (1995); Li, Dai, Peng, arXiv:2504.07347.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer, real
+from ..errors import ParameterError
+from ..results import Status, plain
+from .path import FluidPath, FluidSystem, fluid_path
+
+__all__ = ["FluidStabilityResult", "fluid_stability", "backlog_slope", "lyapunov_certificate"]
+
+
+@dataclass(frozen=True)
+class FluidStabilityResult:
+    """Verdict of the fluid model.
+
+    Attributes
+    ----------
+    status : Status
+        stable / unstable / critical / unknown.
+    certificate : str or None
+        What decided: ``"load"``, ``"feedforward"``, ``"diverging_path"``, ``"lyapunov"``, or ``None``.
+    reason : str
+        The argument in words.
+    loads : dict
+        Load per service point.
+    growth_factor : float or None
+        Backlog growth per full cycle of a diverging path.
+    peak_growth : float or None
+        Ratio of successive backlog peaks on that path (one peak per half cycle in a two-station cycle).
+    backlog_slope_tokens_per_s : float or None
+        Linear growth of the total backlog when a point is overloaded.
+    lyapunov : dict or None
+        ``{buffer label: c_i}`` (seconds per token) of the certificate ``V(z) = sum c_i z_i``.
+    path : FluidPath or None
+        The diverging path, or a representative path.
+    paths_checked : int
+        Fluid paths computed.
+    """
+
+    status: Status
+    certificate: str | None
+    reason: str
+    loads: dict
+    growth_factor: float | None = None
+    peak_growth: float | None = None
+    backlog_slope_tokens_per_s: float | None = None
+    lyapunov: dict | None = None
+    path: FluidPath | None = field(default=None, repr=False)
+    paths_checked: int = 0
+    method: str = "fluid"
+    non_unique: bool = False
+
+    def to_dict(self) -> dict:
+        return plain({"status": self.status, "certificate": self.certificate, "reason": self.reason,
+                      "loads": self.loads, "growth_factor": self.growth_factor, "peak_growth": self.peak_growth,
+                      "backlog_slope_tokens_per_s": self.backlog_slope_tokens_per_s, "lyapunov": self.lyapunov,
+                      "paths_checked": self.paths_checked, "method": self.method, "non_unique": self.non_unique,
+                      "path": self.path.to_dict() if self.path is not None else None})
+
+    def plot(self, ax=None, path=None, **kw):
+        if self.path is None:
+            from ..errors import DataError
+
+            raise DataError("this verdict has no fluid path to plot")
+        return self.path.plot(ax=ax, path=path, **kw)
+
+
+def backlog_slope(engine, workload) -> float:
+    """Fluid backlog growth of one engine, ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s.
+
+    References
+    ----------
+    Li, Dai, Peng, arXiv:2504.07347, Theorem 2 and its fluid model.
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> lam = 1.1 * 0.0167145 * 1e3
+    >>> w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=lam), prompt_tokens=100, output_tokens=100)
+    >>> round(backlog_slope(e, w), 0)
+    334.0
+    """
+    from ..capacity import max_throughput
+
+    cap = max_throughput(engine, workload).tokens_per_s
+    return max(0.0, workload.token_rate_per_s - cap)
+
+
+def _peak_growth(path):
+    pk = [v for _, v in path.peaks]
+    if len(pk) >= 2:
+        return float(pk[-1] / pk[-2])
+    return None
+
+
+def _all_solutions(system, pos, choice):
+    return [u for u, _ in system.all_solutions(pos, np.ones(system.G, dtype=bool), choice)]
+
+
+def lyapunov_certificate(network, *, max_buffers: int = 12):
+    """Search a linear Lyapunov function for the fluid model by linear programming.
+
+    Returns ``(weights, rows)``: ``weights`` an array ``c >= 0`` with ``c . dz/dt <= -1`` in every mode
+    (``None`` when the LP is infeasible), and the number of mode constraints.  Raises
+    :class:`~fluidq.errors.ParameterError` for networks with joins or more than ``max_buffers`` buffers.
+    """
+    from scipy.optimize import linprog
+
+    system = FluidSystem(network.flow)
+    n = system.n
+    if n > integer("max_buffers", max_buffers, minimum=1):
+        raise ParameterError("max_buffers", max_buffers, f">= {n} (the network has {n} buffers; modes are 2^n)")
+    if system.nJ:
+        raise ParameterError("network", network.name, "a network without joins for the Lyapunov search")
+    tol = 1e-7 * max(float(system.cap.max()), 1.0)
+    rows = []
+    for size in range(1, n + 1):
+        for subset in itertools.combinations(range(n), size):
+            pos = np.zeros(n, dtype=bool)
+            pos[list(subset)] = True
+            shared = []
+            for p, groups in enumerate(system.groups):
+                for gi, grp in enumerate(groups):
+                    ne = [i for i in grp if pos[i]]
+                    if ne:
+                        if len(ne) > 1:
+                            shared.append(((p, gi), ne))
+                        break
+            choices = [dict(zip([k for k, _ in shared], combo))
+                       for combo in itertools.product(*[ne for _, ne in shared])] if shared else [None]
+            for ch in choices:
+                for u in _all_solutions(system, pos, ch):
+                    dz = system.demand(u, np.zeros(0)) - u
+                    valid = not np.any((~pos) & (dz > tol))
+                    if not valid and not shared:
+                        continue  # this mode cannot last: an empty buffer would grow at once
+                    rows.append(dz)
+    if not rows:
+        return np.ones(n), 0
+    A = np.array(rows)
+    res = linprog(np.ones(n), A_ub=A, b_ub=-np.ones(len(rows)), bounds=[(0, None)] * n, method="highs")
+    if res.status != 0:
+        return None, len(rows)
+    return res.x, len(rows)
+
+
+def _work_conserving(network):
+    from ..stability import _work_conserving as wc
+
+    out = {}
+    for s in network.stations:
+        out[s.name] = wc(s.policy)
+    return out
+
+
+def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: int = 12,
+                    max_phases: int = 5000) -> FluidStabilityResult:
+    """Stability of the fluid model of ``network``, with the argument that decided.
+
+    Parameters
+    ----------
+    network : Network
+        The network.
+    tolerance : float
+        Relative band around load 1 reported as critical.
+    max_lyapunov_buffers : int
+        Largest number of buffers for the Lyapunov LP (its modes are ``2^n``).
+    max_phases : int
+        Linear pieces per fluid path.
+
+    Returns
+    -------
+    FluidStabilityResult
+
+    Examples
+    --------
+    >>> from fluidq.network import Network
+    >>> rs = Network.classical(stations=["S1", "S2"], routes={"A": [("S1", "1"), ("S2", "2")],
+    ...     "B": [("S2", "3"), ("S1", "4")]}, rate_per_s=1.0,
+    ...     mean_times={"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6}, priority={"S1": ["4"], "S2": ["2"]})
+    >>> fluid_stability(rs).status
+    <Status.UNSTABLE: 'unstable'>
+    """
+    from ..network.model import Network
+
+    if not isinstance(network, Network):
+        raise ParameterError("network", network, "a fluidq.network.Network")
+    tolerance = real("tolerance", tolerance, nonnegative=True)
+    fm = network.flow
+    loads = {p: float(x) for p, x in zip(fm.points, fm.loads())}
+    worst = max(loads, key=loads.get)
+    rho = loads[worst]
+    if rho > 1 + tolerance:
+        p = fluid_path(network, None, max_phases=4 * fm.n + 16)
+        slope = float(np.sum(np.maximum(0.0, np.diff(p.levels[-2:], axis=0)[0])) /
+                      max(p.times_s[-1] - p.times_s[-2], 1e-300)) if len(p.times_s) > 1 else None
+        over = {k: v for k, v in loads.items() if v > 1 + tolerance}
+        return FluidStabilityResult(
+            status=Status.UNSTABLE, certificate="load",
+            reason=(f"point {worst!r} has load {rho:.3f} > 1 (overloaded: {', '.join(sorted(over))}); its work "
+                    f"grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s under every "
+                    "discipline"), loads=loads, backlog_slope_tokens_per_s=slope, path=p, paths_checked=1)
+    if rho >= 1 - tolerance:
+        return FluidStabilityResult(status=Status.CRITICAL, certificate="load",
+                                    reason=f"point {worst!r} has load {rho:.6f}, at the boundary: the fluid model "
+                                    "neither drains nor diverges linearly", loads=loads)
+    wc = _work_conserving(network)
+    bad = [k for k, v in wc.items() if not v.work_conserving]
+    if bad:
+        return FluidStabilityResult(
+            status=Status.UNKNOWN, certificate=None,
+            reason=(f"station {bad[0]!r} runs {getattr(network.station(bad[0]).policy, 'name', '?')}, which is not "
+                    f"work-conserving ({wc[bad[0]].reason}); the fluid model of work-conserving engines does not "
+                    "apply (use simulation)"), loads=loads)
+    if fm.notes:
+        return FluidStabilityResult(status=Status.UNKNOWN, certificate=None,
+                                    reason="; ".join(fm.notes), loads=loads)
+    if network.is_dag:
+        return FluidStabilityResult(
+            status=Status.STABLE, certificate="feedforward",
+            reason=(f"the station graph is acyclic and every load is < 1 (max {rho:.3f} at {worst!r}); with "
+                    "work-conserving engines every fluid path drains (feedforward induction, Dai 1995)"),
+            loads=loads)
+    system = FluidSystem(fm)
+    checked = 0
+    rep = None
+    non_unique = False
+    for i in range(fm.n):
+        z0 = np.zeros(fm.n)
+        z0[i] = 1.0
+        p = fluid_path(network, z0, cycles=2, max_phases=max_phases, system=system)
+        checked += 1
+        non_unique = non_unique or p.non_unique
+        if p.outcome == "diverging":
+            pg = _peak_growth(p)
+            return FluidStabilityResult(
+                status=Status.UNSTABLE, certificate="diverging_path",
+                reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
+                        f"times its state after {p.cycle_s:.4g} s: it grows by that factor every cycle, although "
+                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"),
+                loads=loads, growth_factor=p.growth_factor, peak_growth=pg, path=p, paths_checked=checked,
+                non_unique=non_unique)
+        if rep is None:
+            rep = p
+    cert = None
+    note = ""
+    if not fm.joins and fm.n <= max_lyapunov_buffers:
+        c, nrows = lyapunov_certificate(network, max_buffers=max_lyapunov_buffers)
+        if c is not None:
+            cert = {fm.buffers[i].label: float(c[i]) for i in range(fm.n)}
+            return FluidStabilityResult(
+                status=Status.STABLE, certificate="lyapunov",
+                reason=(f"a linear Lyapunov function V(z) = sum c_i z_i decreases at rate >= 1 in all {nrows} modes "
+                        f"of the discipline (LP); every fluid path drains by time V(z(0)); {checked} unit paths "
+                        "drain too"), loads=loads, lyapunov=cert, path=rep, paths_checked=checked,
+                non_unique=non_unique)
+        note = f"no linear Lyapunov function over {nrows} modes"
+    else:
+        note = ("Lyapunov search skipped (joins in a cyclic network)" if fm.joins else
+                f"Lyapunov search skipped ({fm.n} buffers > max_lyapunov_buffers={max_lyapunov_buffers})")
+    outcomes = sorted({p.outcome for p in [rep] if p is not None})
+    return FluidStabilityResult(
+        status=Status.UNKNOWN, certificate=None,
+        reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no diverging path among {checked} unit initial states "
+                f"(outcomes {', '.join(outcomes)}); {note}: no proof either way"),
+        loads=loads, path=rep, paths_checked=checked, non_unique=non_unique)

@@ -1,0 +1,847 @@
+"""Networks of LLM engines: the description (no numerics beyond traffic equations).
+
+A :class:`Network` is a set of :class:`Station` (an :class:`~fluidq.Engine` with its scheduler and a
+class-priority order), optional :class:`Router` objects over parallel stations, and
+:class:`RequestClass` objects whose *route* is a sequence of steps:
+
+* :class:`Hop` -- one LLM call ``(engine, prompt tokens, output tokens)`` on a station or a router;
+* :class:`Choice` -- probabilistic routing: with probability ``p`` follow a sub-route;
+* :class:`Fork` / :class:`Join` -- a fork starts branches that run in parallel with the rest of the
+  route; the matching join waits for every branch (and for the main line) before going on.
+
+The topology is a :mod:`networkx` digraph over stations (an edge when some request goes from a hop on
+one station to a hop on another), so ``is_dag``, ``cycles`` and the traffic equations (visit rates,
+per-engine load, bottleneck) come without any fluid model or simulation.
+
+A classical multiclass queueing network (Rybko--Stolyar, Lu--Kumar) is the special case of stations
+that serve one unit of work per unit time: :meth:`Network.classical` builds it with
+``Affine(c=0, a=1/S)`` engines (``S`` tokens per unit of work) and prompt-only hops.
+
+References
+----------
+Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+arXiv:2504.07347 (v3: networks of engines, Rybko--Stolyar example).
+Rybko, Stolyar, "Ergodicity of stochastic processes describing the operation of open queueing
+networks", Problems Inform. Transmission 28 (1992).  Lu, Kumar, "Distributed scheduling based on due
+dates and buffer priorities", IEEE TAC 36 (1991).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Sequence
+
+import numpy as np
+
+from .._validate import integer, real
+from ..engine import Engine
+from ..errors import ParameterError, TopologyError
+from ..workload import Arrival, Poisson
+from ..workload.lengths import Length, as_length
+
+__all__ = ["Hop", "Choice", "Fork", "Join", "Station", "Router", "RequestClass", "Network", "NoTokens",
+           "FlowModel", "Buffer"]
+
+_PROB_TOL = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoTokens(Length):
+    """Zero tokens (a hop with no output, e.g. a classical job that is all 'prompt' work)."""
+
+    @property
+    def mean(self):
+        return 0.0
+
+    def sample(self, rng, n):
+        return np.zeros(int(n), dtype=np.int64)
+
+    def support(self):
+        return np.array([0]), np.array([1.0])
+
+
+def _tokens(name, value, allow_zero):
+    if allow_zero and isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value == 0:
+        return NoTokens()
+    if allow_zero and isinstance(value, float) and value == 0.0:
+        return NoTokens()
+    return as_length(name, value)
+
+
+def _name(param, value):
+    if not isinstance(value, str) or not value.strip():
+        raise ParameterError(param, value, "a non-empty name")
+    return value.strip()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hop:
+    """One LLM call: ``prompt_tokens`` of prefill and ``output_tokens`` of decode on ``engine``.
+
+    Parameters
+    ----------
+    engine : str
+        Name of a :class:`Station` or of a :class:`Router`.
+    prompt_tokens : int or Length
+        Prompt (``v_p``) tokens, >= 1.
+    output_tokens : int or Length
+        Output (``v_d``) tokens; ``0`` is allowed (a prompt-only hop, as in classical networks).
+    name : str, optional
+        Label used in priorities and results; default ``"<class>.<position>"``.
+    """
+
+    engine: str
+    prompt_tokens: Length | int
+    output_tokens: Length | int
+    name: str | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "engine", _name("engine", self.engine))
+        object.__setattr__(self, "prompt_tokens", _tokens("prompt_tokens", self.prompt_tokens, False))
+        object.__setattr__(self, "output_tokens", _tokens("output_tokens", self.output_tokens, True))
+        if self.name is not None:
+            object.__setattr__(self, "name", _name("name", self.name))
+
+    @property
+    def mean_tokens(self) -> float:
+        """``m_p + m_d`` of this hop."""
+        return self.prompt_tokens.mean + self.output_tokens.mean
+
+
+def _steps(param, steps):
+    if isinstance(steps, (Hop, Choice, Fork, Join)):
+        steps = (steps,)
+    try:
+        steps = tuple(steps)
+    except TypeError:
+        raise ParameterError(param, steps, "a sequence of Hop / Choice / Fork / Join steps") from None
+    for s in steps:
+        if not isinstance(s, (Hop, Choice, Fork, Join)):
+            raise ParameterError(param, s, "a Hop, Choice, Fork or Join step")
+    return steps
+
+
+@dataclass(frozen=True, kw_only=True)
+class Choice:
+    """Probabilistic routing: follow ``options[i][1]`` (a sub-route, may be empty) with probability ``options[i][0]``."""
+
+    options: tuple
+
+    def __post_init__(self):
+        opts = []
+        try:
+            raw = list(self.options)
+        except TypeError:
+            raise ParameterError("options", self.options, "a sequence of (probability, steps) pairs") from None
+        if not raw:
+            raise ParameterError("options", self.options, "at least one (probability, steps) pair")
+        for o in raw:
+            try:
+                p, steps = o
+            except (TypeError, ValueError):
+                raise ParameterError("options", o, "a (probability, steps) pair") from None
+            p = real("probability", p, nonnegative=True)
+            opts.append((p, _steps("options", steps)))
+        total = sum(p for p, _ in opts)
+        if abs(total - 1.0) > 1e-6:
+            raise ParameterError("options", [p for p, _ in opts], "probabilities summing to 1",
+                                 f"they sum to {total:.6g}")
+        object.__setattr__(self, "options", tuple(opts))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fork:
+    """Start ``branches`` (each a sequence of steps) in parallel; :class:`Join` ``name`` waits for them."""
+
+    name: str
+    branches: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", _name("name", self.name))
+        try:
+            br = tuple(_steps("branches", b) for b in self.branches)
+        except TypeError:
+            raise ParameterError("branches", self.branches, "a sequence of branches (step sequences)") from None
+        if not br:
+            raise ParameterError("branches", self.branches, "at least one branch")
+        for b in br:
+            if not b:
+                raise ParameterError("branches", self.branches, "non-empty branches")
+        object.__setattr__(self, "branches", br)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Join:
+    """Wait until every branch of the fork ``name`` (and the main line) has arrived."""
+
+    name: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", _name("name", self.name))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Station:
+    """An engine in the network, with its scheduler and class priorities.
+
+    Parameters
+    ----------
+    name : str
+        Station name used by hops.
+    engine : Engine
+        Batch time and budgets.
+    policy : str or Policy
+        Scheduler (``"sarathi"`` by default); see :func:`fluidq.policies.resolve_policy`.
+    priority : sequence of str
+        Hop labels served first, highest first (strict static priority among the listed hops;
+        unlisted hops come last, FCFS among themselves).  Empty: no class priority (FCFS).
+    """
+
+    name: str
+    engine: Engine
+    policy: object = "sarathi"
+    priority: tuple = ()
+
+    def __post_init__(self):
+        from ..policies import resolve_policy
+
+        object.__setattr__(self, "name", _name("name", self.name))
+        if not isinstance(self.engine, Engine):
+            raise ParameterError("engine", self.engine, "a fluidq.Engine")
+        object.__setattr__(self, "policy", resolve_policy(self.policy, "policy"))
+        pr = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
+        if len(set(pr)) != len(pr):
+            raise ParameterError("priority", pr, "distinct hop labels")
+        object.__setattr__(self, "priority", tuple(_name("priority", p) for p in pr))
+
+    @cached_property
+    def capacity_tokens_per_s(self) -> float:
+        """``sup_{b <= b_max} b/t(b)`` (Theorem 2 of arXiv:2504.07347)."""
+        from ..capacity import engine_capacity
+
+        return engine_capacity(self.engine)[0]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Router:
+    """A router over parallel stations.
+
+    Parameters
+    ----------
+    name : str
+        Name used by hops.
+    engines : sequence of str
+        Station names behind the router.
+    policy : {"random", "jsq"}
+        Random split with ``probabilities``, or join-the-shortest-queue.
+    probabilities : sequence of float, optional
+        For ``"random"``: one per engine, summing to 1 (default uniform).
+    count : {"requests", "tokens"}
+        For ``"jsq"``: queue length in resident requests or in remaining tokens.
+    """
+
+    name: str
+    engines: tuple
+    policy: str = "jsq"
+    probabilities: tuple | None = None
+    count: str = "requests"
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", _name("name", self.name))
+        eng = (self.engines,) if isinstance(self.engines, str) else tuple(self.engines)
+        if not eng:
+            raise ParameterError("engines", self.engines, "at least one station name")
+        if len(set(eng)) != len(eng):
+            raise ParameterError("engines", eng, "distinct station names")
+        object.__setattr__(self, "engines", tuple(_name("engines", e) for e in eng))
+        if self.policy not in ("random", "jsq"):
+            raise ParameterError("policy", self.policy, "'random' or 'jsq'")
+        if self.count not in ("requests", "tokens"):
+            raise ParameterError("count", self.count, "'requests' or 'tokens'")
+        if self.probabilities is not None:
+            if self.policy != "random":
+                raise ParameterError("probabilities", self.probabilities, "None for a JSQ router")
+            p = tuple(real("probabilities", x, nonnegative=True) for x in self.probabilities)
+            if len(p) != len(eng):
+                raise ParameterError("probabilities", p, f"{len(eng)} values, one per engine")
+            if abs(sum(p) - 1.0) > 1e-6:
+                raise ParameterError("probabilities", p, "probabilities summing to 1", f"they sum to {sum(p):.6g}")
+            object.__setattr__(self, "probabilities", p)
+        elif self.policy == "random":
+            object.__setattr__(self, "probabilities", tuple([1.0 / len(eng)] * len(eng)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RequestClass:
+    """Requests of one type: an arrival process (or a Poisson rate) and a route."""
+
+    name: str
+    route: tuple
+    arrival: Arrival | None = None
+    rate_per_s: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", _name("name", self.name))
+        if self.arrival is None:
+            if self.rate_per_s is None:
+                raise ParameterError("rate_per_s", None, "an arrival rate (or arrival=...)")
+            object.__setattr__(self, "arrival", Poisson(rate_per_s=self.rate_per_s))
+        elif not isinstance(self.arrival, Arrival):
+            raise ParameterError("arrival", self.arrival, "a fluidq arrival process")
+        elif self.rate_per_s is not None and abs(self.rate_per_s - self.arrival.rate_per_s) > 1e-12:
+            raise ParameterError("rate_per_s", self.rate_per_s, "None or the arrival's rate")
+        object.__setattr__(self, "rate_per_s", self.arrival.rate_per_s)
+        route = _steps("route", self.route)
+        if not route:
+            raise ParameterError("route", self.route, "at least one step")
+        object.__setattr__(self, "route", route)
+
+
+# ---------------------------------------------------------------------------------------------------
+# compiled flow model (used by loads, the fluid model and the simulator)
+
+@dataclass(frozen=True)
+class Buffer:
+    """One fluid class: a hop of a request class at one service point.
+
+    ``point`` is a station name, or a JSQ router name (a pooled point).  ``w`` is the mean tokens
+    of the hop (work per request), ``rate`` its visit rate in requests per second.
+    """
+
+    label: str
+    hop: str
+    cls: str
+    point: str
+    w: float
+    rate: float
+    engine: str | None  # the station when routed at random to one engine; None for a pooled JSQ point
+
+
+@dataclass(frozen=True)
+class FlowModel:
+    """Buffers, service points and the linear flow structure between them.
+
+    Each inflow is a list of sources ``(kind, index, coeff)`` with kind ``"ext"`` (class arrival
+    rate), ``"buf"`` (completions of a buffer, ``u/w`` requests/s) or ``"join"`` (join output).
+    """
+
+    buffers: tuple
+    points: tuple            # names
+    capacity: np.ndarray     # tokens/s per point
+    point_of: np.ndarray     # point index per buffer
+    ext_rate: np.ndarray     # requests/s per class
+    classes: tuple
+    inflow: tuple            # per buffer: tuple of sources
+    joins: tuple             # per join: (label, tuple of inputs, each a tuple of sources)
+    exits: tuple             # per class: tuple of sources
+    priority_rank: np.ndarray  # rank within its point (0 = highest); large for unlisted
+    prioritized: np.ndarray    # bool per point: has a strict priority order
+    pooled: tuple            # names of JSQ points (pooled)
+    notes: tuple
+
+    @property
+    def n(self) -> int:
+        return len(self.buffers)
+
+    def loads(self) -> np.ndarray:
+        work = np.zeros(len(self.points))
+        for i, b in enumerate(self.buffers):
+            work[self.point_of[i]] += b.rate * b.w
+        return work / self.capacity
+
+
+def _labels(cls_name, steps, prefix, out):
+    """Default hop labels along a route (depth-first)."""
+    res = []
+    for i, s in enumerate(steps, 1):
+        p = f"{prefix}.{i}" if prefix else f"{cls_name}.{i}"
+        if isinstance(s, Hop):
+            res.append(s if s.name is not None else replace(s, name=p))
+            out.append(res[-1])
+        elif isinstance(s, Choice):
+            res.append(Choice(options=tuple((pr, _labels(cls_name, st, f"{p}.{o}", out))
+                                             for o, (pr, st) in enumerate(s.options, 1))))
+        elif isinstance(s, Fork):
+            res.append(Fork(name=s.name, branches=tuple(_labels(cls_name, b, f"{p}.{o}", out)
+                                                        for o, b in enumerate(s.branches, 1))))
+        else:
+            res.append(s)
+    return tuple(res)
+
+
+def _check_forks(cls_name, steps, where):
+    open_ = {}
+    for s in steps:
+        if isinstance(s, Fork):
+            if s.name in open_:
+                raise TopologyError(f"class {cls_name!r}: fork {s.name!r} opened twice in {where}")
+            open_[s.name] = s
+            for b in s.branches:
+                _check_forks(cls_name, b, f"a branch of fork {s.name!r}")
+        elif isinstance(s, Join):
+            if s.name not in open_:
+                raise TopologyError(f"class {cls_name!r}: join {s.name!r} with no fork {s.name!r} before it in "
+                                    f"{where} (a join must follow its fork in the same step list)")
+            if open_[s.name] is None:
+                raise TopologyError(f"class {cls_name!r}: fork {s.name!r} joined twice in {where}")
+            open_[s.name] = None
+        elif isinstance(s, Choice):
+            for _, st in s.options:
+                _check_forks(cls_name, st, "a choice option")
+    left = [k for k, v in open_.items() if v is not None]
+    if left:
+        raise TopologyError(f"class {cls_name!r}: fork {left[0]!r} is never joined in {where}; "
+                            f"add Join(name={left[0]!r}) after it")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Network:
+    """Engines, routers and request classes.
+
+    Parameters
+    ----------
+    stations : sequence of Station
+        The engines.
+    classes : sequence of RequestClass
+        Request types with their routes.
+    routers : sequence of Router
+        Routers over parallel stations (hops may name a router instead of a station).
+    claim : {None, "dag"}
+        ``"dag"``: the caller states the station graph is acyclic; a cycle raises
+        :class:`~fluidq.errors.TopologyError` naming it.
+    name : str
+        A label.
+
+    Examples
+    --------
+    >>> from fluidq import Engine, Affine
+    >>> from fluidq.network import Network, Station, RequestClass, Hop
+    >>> e = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=768)
+    >>> net = Network(stations=[Station(name="E1", engine=e), Station(name="E2", engine=e)],
+    ...               classes=[RequestClass(name="A", rate_per_s=1.0,
+    ...                                     route=[Hop(engine="E1", prompt_tokens=32, output_tokens=32),
+    ...                                            Hop(engine="E2", prompt_tokens=512, output_tokens=32)])])
+    >>> net.is_dag
+    True
+    >>> round(net.loads()["E2"], 4)
+    0.7083
+    """
+
+    stations: tuple
+    classes: tuple
+    routers: tuple = ()
+    claim: str | None = None
+    name: str = "network"
+
+    def __post_init__(self):
+        st = tuple(self.stations)
+        if not st or not all(isinstance(s, Station) for s in st):
+            raise ParameterError("stations", self.stations, "a non-empty sequence of Station")
+        cl = tuple(self.classes)
+        if not cl or not all(isinstance(c, RequestClass) for c in cl):
+            raise ParameterError("classes", self.classes, "a non-empty sequence of RequestClass")
+        ro = tuple(self.routers)
+        if not all(isinstance(r, Router) for r in ro):
+            raise ParameterError("routers", self.routers, "a sequence of Router")
+        names = [s.name for s in st]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise TopologyError(f"station name {sorted(dup)[0]!r} is used twice")
+        rnames = [r.name for r in ro]
+        for r in ro:
+            if rnames.count(r.name) > 1 or r.name in names:
+                raise TopologyError(f"router name {r.name!r} is used twice (or is also a station)")
+            for e in r.engines:
+                if e not in names:
+                    raise TopologyError(f"router {r.name!r} names unknown engine {e!r}; stations: {', '.join(names)}")
+        cnames = [c.name for c in cl]
+        if len(set(cnames)) != len(cnames):
+            raise TopologyError(f"class name {[n for n in cnames if cnames.count(n) > 1][0]!r} is used twice")
+        # labels, fork/join structure, engine names
+        labelled, hops = [], []
+        for c in cl:
+            _check_forks(c.name, c.route, "the route")
+            mine: list = []
+            labelled.append(replace(c, route=_labels(c.name, c.route, "", mine)))
+            hops.extend(mine)
+            for h in mine:
+                if h.engine not in names and h.engine not in rnames:
+                    raise TopologyError(f"class {c.name!r} hop {h.name!r} names unknown engine {h.engine!r}; "
+                                        f"known: {', '.join(names + rnames)}")
+        labels = [h.name for h in hops]
+        dup = {x for x in labels if labels.count(x) > 1}
+        if dup:
+            raise TopologyError(f"hop label {sorted(dup)[0]!r} is used twice; give hops distinct names")
+        object.__setattr__(self, "stations", st)
+        object.__setattr__(self, "classes", tuple(labelled))
+        object.__setattr__(self, "routers", ro)
+        hop_points = {h.name: h.engine for h in hops}
+        router_engines = {r.name: r.engines for r in ro}
+        for s in st:
+            for p in s.priority:
+                if p not in hop_points:
+                    raise TopologyError(f"station {s.name!r}: priority names unknown hop {p!r}; "
+                                        f"hops: {', '.join(labels)}")
+                at = hop_points[p]
+                if at != s.name and s.name not in router_engines.get(at, ()):
+                    raise TopologyError(f"station {s.name!r}: priority names hop {p!r}, which runs on {at!r}")
+        if self.claim not in (None, "dag"):
+            raise ParameterError("claim", self.claim, "None or 'dag'")
+        if self.claim == "dag" and not self.is_dag:
+            cyc = self.cycles(limit=1)[0]
+            raise TopologyError(f"network {self.name!r} is claimed to be a DAG but has the cycle "
+                                f"{' -> '.join(cyc + [cyc[0]])}")
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def station(self, name: str) -> Station:
+        for s in self.stations:
+            if s.name == name:
+                return s
+        raise TopologyError(f"no station {name!r}; stations: {', '.join(s.name for s in self.stations)}")
+
+    @property
+    def hops(self) -> tuple:
+        out: list = []
+
+        def walk(steps):
+            for s in steps:
+                if isinstance(s, Hop):
+                    out.append(s)
+                elif isinstance(s, Choice):
+                    for _, st in s.options:
+                        walk(st)
+                elif isinstance(s, Fork):
+                    for b in s.branches:
+                        walk(b)
+
+        for c in self.classes:
+            walk(c.route)
+        return tuple(out)
+
+    def _engines_of(self, point: str) -> tuple:
+        for r in self.routers:
+            if r.name == point:
+                return r.engines
+        return (point,)
+
+    # ---- topology -----------------------------------------------------------------------------
+    @cached_property
+    def graph(self):
+        """Station digraph: an edge ``u -> v`` when a request goes from a hop on ``u`` to one on ``v``.
+
+        Edge attribute ``classes`` lists the request classes that use it.  Routers are expanded to
+        their engines.
+        """
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for s in self.stations:
+            g.add_node(s.name)
+
+        def link(prev, h, cname):
+            for u in prev:
+                for a in self._engines_of(u):
+                    for b in self._engines_of(h):
+                        if g.has_edge(a, b):
+                            if cname not in g[a][b]["classes"]:
+                                g[a][b]["classes"].append(cname)
+                        else:
+                            g.add_edge(a, b, classes=[cname])
+
+        def walk(steps, prev, cname):
+            """``prev``: points whose hops may directly precede; returns the points at the end."""
+            forks = {}
+            for s in steps:
+                if isinstance(s, Hop):
+                    link(prev, s.engine, cname)
+                    prev = {s.engine}
+                elif isinstance(s, Choice):
+                    new = set()
+                    for _, st in s.options:
+                        new |= walk(st, set(prev), cname)
+                    prev = new
+                elif isinstance(s, Fork):
+                    forks[s.name] = [walk(b, set(prev), cname) for b in s.branches]
+                elif isinstance(s, Join):
+                    for end in forks.pop(s.name):
+                        prev = set(prev) | end
+            return prev
+
+        for c in self.classes:
+            walk(c.route, set(), c.name)
+        return g
+
+    @property
+    def is_dag(self) -> bool:
+        """No directed cycle (self-loops count as cycles) in the station graph."""
+        import networkx as nx
+
+        return nx.is_directed_acyclic_graph(self.graph)
+
+    def cycles(self, limit: int = 20) -> list:
+        """Up to ``limit`` simple cycles of the station graph, each a list of station names."""
+        import networkx as nx
+
+        out = []
+        for c in nx.simple_cycles(self.graph):
+            out.append(list(c))
+            if len(out) >= limit:
+                break
+        return out
+
+    def require_dag(self) -> None:
+        """Raise :class:`~fluidq.errors.TopologyError` naming a cycle if the station graph has one."""
+        if not self.is_dag:
+            cyc = self.cycles(limit=1)[0]
+            raise TopologyError(f"network {self.name!r} is not a DAG: cycle {' -> '.join(cyc + [cyc[0]])}")
+
+    # ---- traffic equations --------------------------------------------------------------------
+    @cached_property
+    def flow(self) -> FlowModel:
+        """The compiled flow model (buffers, points, sources); see :class:`FlowModel`."""
+        return _compile(self)
+
+    def visit_rates(self) -> dict:
+        """Requests per second through each hop label (summed over the engines of a router)."""
+        out: dict = {}
+        for b in self.flow.buffers:
+            out[b.hop] = out.get(b.hop, 0.0) + b.rate
+        return out
+
+    def loads(self) -> dict:
+        """Offered load per station: ``sum_k lambda_k (m_p^{k,j} + m_d^{k,j}) / capacity_j``.
+
+        Engines behind a JSQ router share the router's pooled load (JSQ balances them); the others
+        have their own load from the traffic equations.
+        """
+        fm = self.flow
+        pl = dict(zip(fm.points, fm.loads()))
+        out = {}
+        for s in self.stations:
+            if s.name in pl:
+                out[s.name] = float(pl[s.name])
+            else:
+                out[s.name] = 0.0
+        for r in self.routers:
+            if r.name in pl:
+                for e in r.engines:
+                    out[e] = float(pl[r.name])
+        return out
+
+    def point_loads(self) -> dict:
+        """Load per service point (stations, and pooled JSQ routers as one point)."""
+        fm = self.flow
+        return {p: float(x) for p, x in zip(fm.points, fm.loads())}
+
+    @property
+    def bottleneck(self) -> tuple:
+        """``(name, load)`` of the most loaded service point."""
+        pl = self.point_loads()
+        name = max(pl, key=pl.get)
+        return name, pl[name]
+
+    # ---- variants ---------------------------------------------------------------------------
+    def scaled(self, factor: float) -> "Network":
+        """The same network with every arrival rate multiplied by ``factor``."""
+        f = real("factor", factor, positive=True)
+        cl = tuple(replace(c, arrival=c.arrival.with_rate(c.arrival.rate_per_s * f), rate_per_s=None)
+                   for c in self.classes)
+        return replace(self, classes=cl)
+
+    def at_load(self, load: float) -> "Network":
+        """Arrival rates scaled so that the bottleneck load equals ``load``."""
+        load = real("load", load, positive=True)
+        return self.scaled(load / self.bottleneck[1])
+
+    def with_priorities(self, priorities: dict) -> "Network":
+        """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""
+        st = tuple(replace(s, priority=tuple(priorities.get(s.name, s.priority))) for s in self.stations)
+        unknown = set(priorities) - {s.name for s in self.stations}
+        if unknown:
+            raise TopologyError(f"with_priorities: unknown station {sorted(unknown)[0]!r}")
+        return replace(self, stations=st)
+
+    @classmethod
+    def classical(cls, *, stations: Sequence[str], routes: dict, rate_per_s: float | dict, mean_times: dict,
+                  priority: dict | None = None, tokens_per_unit: int = 20, b_max: int = 1,
+                  exponential: bool = True, name: str = "classical") -> "Network":
+        """A classical multiclass queueing network as LLM stations serving one unit of work per unit time.
+
+        Each station is ``Engine(Affine(c=0, a=1/tokens_per_unit), b_max)`` with Sarathi (chunked,
+        so a job is served preemptively in slices of ``b_max`` tokens); a job of mean time ``m`` is a
+        prompt-only hop of ``m * tokens_per_unit`` tokens (geometric when ``exponential``), so the fluid
+        model is exactly the classical one.
+
+        Parameters
+        ----------
+        stations : sequence of str
+            Station names.
+        routes : dict
+            ``{class: [(station, hop_label), ...]}``.
+        rate_per_s : float or dict
+            Arrival rate per class.
+        mean_times : dict
+            ``{hop_label: mean service time}`` (time units).
+        priority : dict, optional
+            ``{station: [hop labels, highest first]}``.
+        """
+        from ..batchtime import Affine
+        from ..workload import Geometric
+
+        S = integer("tokens_per_unit", tokens_per_unit, minimum=1)
+        eng = Engine(batch_time=Affine(c=0.0, a=1.0 / S), b_max=b_max)
+        priority = priority or {}
+        st = [Station(name=s, engine=eng.with_(name=s), policy="sarathi", priority=tuple(priority.get(s, ())))
+              for s in stations]
+        cls_list = []
+        for cname, route in routes.items():
+            hops = []
+            for station, label in route:
+                m = real(f"mean_times[{label!r}]", mean_times[label], positive=True) * S
+                if exponential:
+                    if m < 1:
+                        raise ParameterError("tokens_per_unit", S, f"so that every job has >= 1 token (hop {label!r})")
+                    size = Geometric(mean_tokens=m)
+                else:
+                    if not float(m).is_integer():
+                        raise ParameterError("tokens_per_unit", S, f"making {label!r} a whole number of tokens")
+                    size = int(m)
+                hops.append(Hop(engine=station, prompt_tokens=size, output_tokens=0, name=label))
+            rate = rate_per_s[cname] if isinstance(rate_per_s, dict) else rate_per_s
+            cls_list.append(RequestClass(name=cname, rate_per_s=rate, route=hops))
+        return cls(stations=st, classes=cls_list, name=name)
+
+    def describe(self) -> str:
+        lines = [f"network {self.name!r}: {len(self.stations)} stations, {len(self.classes)} classes, "
+                 f"{len(self.routers)} routers; {'DAG' if self.is_dag else 'cyclic'}"]
+        loads = self.loads()
+        for s in self.stations:
+            pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
+            lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
+                         f"{s.capacity_tokens_per_s:.4g} tokens/s, load {loads[s.name]:.3f}{pr}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        from ..results import plain
+
+        return plain({"name": self.name, "is_dag": self.is_dag, "cycles": self.cycles(),
+                      "loads": self.loads(), "bottleneck": list(self.bottleneck),
+                      "stations": [{"name": s.name, "engine": s.engine.to_dict(),
+                                    "policy": getattr(s.policy, "name", str(s.policy)),
+                                    "priority": list(s.priority),
+                                    "capacity_tokens_per_s": s.capacity_tokens_per_s} for s in self.stations],
+                      "routers": [{"name": r.name, "engines": list(r.engines), "policy": r.policy,
+                                   "probabilities": r.probabilities, "count": r.count} for r in self.routers],
+                      "classes": [{"name": c.name, "rate_per_s": c.rate_per_s} for c in self.classes],
+                      "visit_rates": self.visit_rates()})
+
+    def plot(self, ax=None, path=None, **kw):
+        from ..plotting.network import plot_network
+
+        return plot_network(self, ax=ax, path=path, **kw)
+
+
+def _compile(net: Network) -> FlowModel:
+    routers = {r.name: r for r in net.routers}
+    stations = {s.name: s for s in net.stations}
+    # JSQ routers become pooled points when their engines serve nothing else
+    direct = {h.engine for h in net.hops if h.engine in stations}
+    used_by: dict = {}
+    for r in net.routers:
+        for e in r.engines:
+            used_by.setdefault(e, []).append(r.name)
+    pooled, notes = [], []
+    for r in net.routers:
+        if r.policy == "jsq":
+            shared = [e for e in r.engines if e in direct or len(used_by[e]) > 1]
+            if shared:
+                notes.append(f"JSQ router {r.name!r} shares engine {shared[0]!r} with other traffic: "
+                             "no pooled fluid model")
+            else:
+                pooled.append(r.name)
+    points = [s.name for s in net.stations] + pooled
+    pidx = {p: i for i, p in enumerate(points)}
+    cap = [s.capacity_tokens_per_s for s in net.stations] + [
+        sum(stations[e].capacity_tokens_per_s for e in routers[p].engines) for p in pooled]
+    buffers, inflow, joins, exits = [], [], [], []
+    point_of = []
+    cls_rate = [c.rate_per_s for c in net.classes]
+
+    def rate_of(sources):
+        tot = 0.0
+        for kind, i, co in sources:
+            tot += co * (cls_rate[i] if kind == "ext" else buffers[i].rate if kind == "buf" else joins[i][2])
+        return tot
+
+    def add_buffer(hop, cname, point, engine, sources, label):
+        r = rate_of(sources)
+        buffers.append(Buffer(label=label, hop=hop.name, cls=cname, point=point, w=hop.mean_tokens, rate=r,
+                              engine=engine))
+        inflow.append(tuple(sources))
+        point_of.append(pidx[point])
+        return ("buf", len(buffers) - 1, 1.0)
+
+    def walk(steps, incoming, cname):
+        forks = {}
+        for s in steps:
+            if isinstance(s, Hop):
+                if s.engine in stations:
+                    incoming = [add_buffer(s, cname, s.engine, s.engine, incoming, s.name)]
+                elif s.engine in pooled:
+                    incoming = [add_buffer(s, cname, s.engine, None, incoming, s.name)]
+                else:
+                    r = routers[s.engine]
+                    probs = r.probabilities if r.policy == "random" else [1.0 / len(r.engines)] * len(r.engines)
+                    out = []
+                    for e, q in zip(r.engines, probs):
+                        if q <= 0:
+                            continue
+                        src = [(k, i, co * q) for k, i, co in incoming]
+                        out.append(add_buffer(s, cname, e, e, src, f"{s.name}@{e}"))
+                    incoming = out
+            elif isinstance(s, Choice):
+                new = []
+                for p, st in s.options:
+                    if p <= 0:
+                        continue
+                    new.extend(walk(st, [(k, i, co * p) for k, i, co in incoming], cname))
+                incoming = new
+            elif isinstance(s, Fork):
+                forks[s.name] = [walk(b, list(incoming), cname) for b in s.branches]
+            elif isinstance(s, Join):
+                inputs = [tuple(incoming)] + [tuple(b) for b in forks.pop(s.name)]
+                r = min(rate_of(inp) for inp in inputs)
+                joins.append((s.name, tuple(inputs), r))
+                incoming = [("join", len(joins) - 1, 1.0)]
+        return incoming
+
+    for ci, c in enumerate(net.classes):
+        exits.append(tuple(walk(c.route, [("ext", ci, 1.0)], c.name)))
+    # priority ranks
+    rank = np.full(len(buffers), 10 ** 6, dtype=np.int64)
+    prioritized = np.zeros(len(points), dtype=bool)
+    for s in net.stations:
+        if s.priority:
+            prioritized[pidx[s.name]] = True
+            order = {h: k for k, h in enumerate(s.priority)}
+            for i, b in enumerate(buffers):
+                if b.point == s.name and b.hop in order:
+                    rank[i] = order[b.hop]
+    for p in pooled:
+        eng = routers[p].engines
+        prs = [stations[e].priority for e in eng]
+        if any(prs):
+            if any(pp != prs[0] for pp in prs):
+                notes.append(f"engines of JSQ router {p!r} have different priorities; the pooled fluid model uses "
+                             f"those of {eng[0]!r}")
+            prioritized[pidx[p]] = bool(prs[0])
+            order = {h: k for k, h in enumerate(prs[0])}
+            for i, b in enumerate(buffers):
+                if b.point == p and b.hop in order:
+                    rank[i] = order[b.hop]
+    return FlowModel(buffers=tuple(buffers), points=tuple(points), capacity=np.asarray(cap, dtype=float),
+                     point_of=np.asarray(point_of, dtype=np.int64), ext_rate=np.asarray(cls_rate, dtype=float),
+                     classes=tuple(c.name for c in net.classes), inflow=tuple(inflow), joins=tuple(joins),
+                     exits=tuple(exits), priority_rank=rank, prioritized=prioritized, pooled=tuple(pooled),
+                     notes=tuple(notes))
