@@ -109,6 +109,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     >>> fluidq.check_stability(e, w, "sarathi").status
     <Status.STABLE: 'stable'>
     """
+    if type(engine).__name__ == "Network" and type(engine).__module__ == "fluidq.network.model":
+        # a network of engines: loads, fluid model and optional simulation (fluidq.network.stability)
+        from ..network.stability import check_network_stability
+
+        if workload is not None:
+            raise ParameterError("workload", workload, "None for a network (its classes carry the arrivals)")
+        return check_network_stability(engine, tolerance=tolerance, **kw)
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
     if not isinstance(workload, Workload):

@@ -1,0 +1,542 @@
+"""Event-driven simulation of a network of LLM engines.
+
+Each station runs its scheduler through the policy protocol of :mod:`fluidq.policies.base`: when a
+station is free and has work, it builds a :class:`~fluidq.policies.base.QueueView` of its residents
+(in the station's class-priority order, FCFS within a priority level, by arrival at the station),
+calls ``policy.select(view)`` and runs the batch for ``t(b)`` seconds.  Events are external
+arrivals and batch completions; a request that finishes a hop moves on along its route at once:
+probabilistic choices draw from ``rng``, routers pick an engine at random (given probabilities) or
+by join-the-shortest-queue (requests or remaining tokens), a fork sends the request down every
+branch, and a join releases it when every branch and the main line have arrived.
+
+Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
+order such as FCFS) the view holds only the residents that can enter the batch -- the first
+``min(b_max, k_max)`` decoding requests and the prefilling requests whose remaining prompts cover
+the budget, in priority order -- so a batch costs ``O(b_max)``, not ``O(queue)``, however long the
+queue grows; other policies see every resident.
+
+References
+----------
+Li, Dai, Peng, arXiv:2504.07347 (engine model, constraints 6a-6d, networks of engines).
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time as _time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import real
+from ..errors import ParameterError, TopologyError
+from ..policies.base import QueueView, RequestState, batch_violations
+from ..results import plain
+from .model import Choice, Fork, Hop, Join, Network
+
+__all__ = ["simulate_network", "NetworkSimResult", "replicate_network"]
+
+
+@dataclass(frozen=True)
+class NetworkSimResult:
+    """One simulated run.
+
+    Attributes
+    ----------
+    times_s : ndarray
+        Sampling grid.
+    in_system : dict
+        ``{class: requests of that class in the network}`` on the grid.
+    buffer_tokens : dict
+        ``{buffer label: remaining tokens}`` on the grid (labels as in the fluid model).
+    station_tokens, station_requests : dict
+        ``{station: remaining tokens / resident requests}`` on the grid.
+    completed : dict
+        Requests of each class that left the network.
+    mean_sojourn_s : dict
+        Mean time in the network of the completed requests of each class.
+    batches, events : int
+        Batches run and events processed.
+    horizon_s, wall_s : float
+        Simulated and wall-clock seconds.
+    seed : object
+        The entropy of the generator used (for replay).
+    violations : tuple
+        Constraint violations found in batches (should be empty for a valid policy).
+    blocked : tuple
+        ``(station, hop)`` pairs of requests a policy reported it can never schedule.
+    """
+
+    times_s: np.ndarray
+    in_system: dict
+    buffer_tokens: dict
+    station_tokens: dict
+    station_requests: dict
+    completed: dict
+    mean_sojourn_s: dict
+    batches: int
+    events: int
+    horizon_s: float
+    wall_s: float
+    seed: object = None
+    violations: tuple = ()
+    blocked: tuple = ()
+
+    @property
+    def total_in_system(self) -> np.ndarray:
+        return np.sum([v for v in self.in_system.values()], axis=0)
+
+    @property
+    def total_tokens(self) -> np.ndarray:
+        return np.sum([v for v in self.buffer_tokens.values()], axis=0)
+
+    def growth_rate(self, *, start_fraction: float = 0.5, tokens: bool = False) -> float:
+        """Least-squares slope (per second) of requests (or tokens) in system over the last part of the run."""
+        t = self.times_s
+        y = self.total_tokens if tokens else self.total_in_system
+        m = t >= t[0] + start_fraction * (t[-1] - t[0])
+        if m.sum() < 3:
+            return float("nan")
+        return float(np.polyfit(t[m], y[m], 1)[0])
+
+    @property
+    def us_per_batch(self) -> float:
+        return 1e6 * self.wall_s / max(self.batches, 1)
+
+    def to_dict(self) -> dict:
+        return plain({"horizon_s": self.horizon_s, "batches": self.batches, "events": self.events,
+                      "wall_s": self.wall_s, "completed": self.completed, "mean_sojourn_s": self.mean_sojourn_s,
+                      "final_in_system": {k: float(v[-1]) for k, v in self.in_system.items()},
+                      "growth_rate_per_s": self.growth_rate(), "violations": list(self.violations),
+                      "blocked": [list(b) for b in self.blocked], "seed": self.seed})
+
+    def plot(self, ax=None, path=None, **kw):
+        from ..plotting.network import plot_network_sim
+
+        return plot_network_sim(self, ax=ax, path=path, **kw)
+
+
+class _Task:
+    """One hop of one request at one station."""
+
+    __slots__ = ("st", "job", "cont", "rank", "label", "station")
+
+    def __init__(self, st, job, cont, rank, label, station):
+        self.st = st
+        self.job = job
+        self.cont = cont
+        self.rank = rank
+        self.label = label
+        self.station = station
+
+
+class _JoinRec:
+    __slots__ = ("waiting", "cont")
+
+    def __init__(self, waiting):
+        self.waiting = waiting
+        self.cont = None
+
+
+class _StationState:
+    def __init__(self, idx, station, windowed):
+        self.idx = idx
+        self.s = station
+        self.engine = station.engine
+        self.policy = station.policy
+        self.rank = {h: k for k, h in enumerate(station.priority)}
+        self.low = len(station.priority)
+        self.pre: dict = {}   # rank -> deque of tasks in prefill (station-arrival order)
+        self.dec: dict = {}   # rank -> deque of tasks decoding
+        self.tasks: dict = {}  # rid -> task
+        self.busy = False
+        self.work = 0          # remaining tokens of residents
+        self.windowed = windowed
+        self.batch = None
+
+    def add(self, task):
+        self.tasks[task.st.rid] = task
+        self.work += task.st.prompt_tokens + task.st.output_tokens - task.st.prefilled - task.st.decoded
+        q = self.pre if task.st.prefilled < task.st.prompt_tokens else self.dec
+        q.setdefault(task.rank, deque()).append(task)
+
+    def view_requests(self, b_max, k_max):
+        if not self.windowed:
+            items = [t for r in sorted(self.pre.keys() | self.dec.keys())
+                     for t in list(self.dec.get(r, ())) + list(self.pre.get(r, ()))]
+            items.sort(key=lambda t: (t.rank, t.st.arrival_s, t.st.rid))
+            return [t.st for t in items]
+        lim = b_max if k_max is None else min(b_max, k_max)
+        out = []
+        n = 0
+        for r in sorted(self.dec):
+            for t in self.dec[r]:
+                if n >= lim:
+                    break
+                out.append(t)
+                n += 1
+            if n >= lim:
+                break
+        cum, n = 0, 0
+        for r in sorted(self.pre):
+            for t in self.pre[r]:
+                if (cum >= b_max and n >= 1) or n >= lim + 8:
+                    break
+                out.append(t)
+                need = t.st.prompt_tokens - t.st.prefilled
+                if need <= b_max or self.policy_chunks:
+                    cum += min(need, b_max)
+                n += 1
+            if (cum >= b_max and n >= 1) or n >= lim + 8:
+                break
+        out.sort(key=lambda t: (t.rank, t.st.arrival_s, t.st.rid))
+        return [t.st for t in out]
+
+
+def _windowable(policy):
+    """True for a built-in Scheduler whose ordering keeps the given (priority, FCFS) order."""
+    from ..policies.orderings import Ordering
+    from ..policies.schedulers import Scheduler
+
+    return isinstance(policy, Scheduler) and type(policy.order).order is Ordering.order
+
+
+def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
+                     record_dt_s: float | None = None, check_batches: bool = False,
+                     max_batches: int | None = None) -> NetworkSimResult:
+    """Simulate ``network`` for ``horizon_s`` seconds.
+
+    Parameters
+    ----------
+    network : Network
+        The network.
+    horizon_s : float
+        Simulated time, seconds.
+    rng : numpy Generator, SeedSequence or int, optional
+        Randomness (arrivals, lengths, choices, random routers); ``np.random.default_rng(rng)``.
+    initial : dict, optional
+        ``{hop label: n}``: ``n`` requests of the hop's class waiting at that hop at time 0 (the hop
+        must be a top-level step of its class's route).
+    record_dt_s : float, optional
+        Sampling step of the recorded series (default ``horizon_s / 400``).
+    check_batches : bool
+        Check every batch against constraints (6a)-(6d) and ``k_max`` (slower; violations are
+        reported in the result).
+    max_batches : int, optional
+        Stop after this many batches in total.
+
+    Returns
+    -------
+    NetworkSimResult
+
+    Examples
+    --------
+    >>> from fluidq import Engine, Affine
+    >>> from fluidq.network import Network, Station, RequestClass, Hop, simulate_network
+    >>> e = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256)
+    >>> net = Network(stations=[Station(name="E", engine=e)], classes=[RequestClass(name="A", rate_per_s=10.0,
+    ...     route=[Hop(engine="E", prompt_tokens=50, output_tokens=20)])])
+    >>> r = simulate_network(net, horizon_s=20.0, rng=1)
+    >>> r.completed["A"] > 150
+    True
+    """
+    if not isinstance(network, Network):
+        raise ParameterError("network", network, "a fluidq.network.Network")
+    horizon = real("horizon_s", horizon_s, positive=True)
+    if isinstance(rng, np.random.Generator):
+        gen = rng
+        seed = None
+    else:
+        ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+        gen = np.random.default_rng(ss)
+        seed = ss.entropy
+    dt_rec = real("record_dt_s", record_dt_s, positive=True) if record_dt_s is not None else horizon / 400.0
+    wall0 = _time.perf_counter()
+
+    stations = [_StationState(i, s, _windowable(s.policy)) for i, s in enumerate(network.stations)]
+    for s in stations:
+        pol = s.policy
+        s.policy_chunks = bool(getattr(pol, "chunked", True) or getattr(pol, "chunk_long_prompts", False))
+    sidx = {s.s.name: s for s in stations}
+    routers = {r.name: r for r in network.routers}
+    fm = network.flow
+    pooled = set(fm.pooled)
+    cls_names = [c.name for c in network.classes]
+    cls_index = {c: i for i, c in enumerate(cls_names)}
+    buf_labels = [b.label for b in fm.buffers]
+    buf_tokens = {lab: 0 for lab in buf_labels}
+    in_sys = [0] * len(cls_names)
+    completed = [0] * len(cls_names)
+    soj = [0.0] * len(cls_names)
+    violations: list = []
+    blocked: set = set()
+
+    heap: list = []
+    seq = 0
+    rid_counter = [0]
+    job_counter = [0]
+
+    def push(t, kind, payload):
+        nonlocal seq
+        heapq.heappush(heap, (t, seq, kind, payload))
+        seq += 1
+
+    def sample_len(length):
+        return int(length.sample(gen, 1)[0])
+
+    def buffer_label(hop, station_name):
+        if hop.engine in routers and hop.engine not in pooled:
+            return f"{hop.name}@{station_name}"
+        return hop.name
+
+    def pick_station(hop, p, d):
+        if hop.engine in sidx:
+            return sidx[hop.engine]
+        r = routers[hop.engine]
+        if r.policy == "random":
+            x = gen.random()
+            acc = 0.0
+            for e, q in zip(r.engines, r.probabilities):
+                acc += q
+                if x < acc:
+                    return sidx[e]
+            return sidx[r.engines[-1]]
+        best, key = None, None
+        for e in r.engines:
+            s = sidx[e]
+            k = len(s.tasks) if r.count == "requests" else s.work
+            if key is None or k < key:
+                best, key = s, k
+        return best
+
+    def submit(job, hop, cont, now):
+        p = sample_len(hop.prompt_tokens)
+        d = sample_len(hop.output_tokens)
+        s = pick_station(hop, p, d)
+        rid_counter[0] += 1
+        st = RequestState(rid=rid_counter[0], arrival_s=now, prompt_tokens=p, output_tokens=d)
+        label = buffer_label(hop, s.s.name)
+        task = _Task(st, job, cont, s.rank.get(hop.name, s.low), label, s)
+        s.add(task)
+        buf_tokens[label] = buf_tokens.get(label, 0) + p + d
+        if not s.busy:
+            start_batch(s, now)
+
+    def advance(job, steps, idx, parent, scope, now):
+        while idx < len(steps):
+            step = steps[idx]
+            if isinstance(step, Hop):
+                submit(job, step, (steps, idx + 1, parent, scope), now)
+                return
+            if isinstance(step, Choice):
+                x = gen.random()
+                acc = 0.0
+                chosen = step.options[-1][1]
+                for pr, sub in step.options:
+                    acc += pr
+                    if x < acc:
+                        chosen = sub
+                        break
+                advance(job, chosen, 0, ("seq", (steps, idx + 1, parent, scope)), {}, now)
+                return
+            if isinstance(step, Fork):
+                jr = _JoinRec(len(step.branches) + 1)
+                scope = dict(scope)
+                scope[step.name] = jr
+                for br in step.branches:
+                    advance(job, br, 0, ("join", jr), {}, now)
+                idx += 1
+                continue
+            if isinstance(step, Join):
+                jr = scope[step.name]
+                jr.waiting -= 1
+                if jr.waiting > 0:
+                    jr.cont = (steps, idx + 1, parent, scope)
+                    return
+                idx += 1
+                continue
+        finish(job, parent, now)
+
+    def finish(job, parent, now):
+        if parent is None:
+            ci = job[0]
+            in_sys[ci] -= 1
+            completed[ci] += 1
+            soj[ci] += now - job[1]
+            return
+        kind, x = parent
+        if kind == "seq":
+            steps, idx, par, scope = x
+            advance(job, steps, idx, par, scope, now)
+        else:
+            x.waiting -= 1
+            if x.waiting == 0 and x.cont is not None:
+                steps, idx, par, scope = x.cont
+                x.cont = None
+                advance(job, steps, idx, par, scope, now)
+
+    def start_batch(s, now):
+        eng = s.engine
+        reqs = s.view_requests(eng.b_max, eng.k_max)
+        if not reqs:
+            s.busy = False
+            return
+        view = QueueView(requests=reqs, now_s=now, b_max=eng.b_max, k_max=eng.k_max)
+        batch = s.policy.select(view)
+        if batch.blocked:
+            for rid in batch.blocked:
+                blocked.add((s.s.name, s.tasks[rid].label))
+        if check_batches:
+            v = batch_violations(batch, view)
+            if v:
+                violations.extend(f"{s.s.name} t={now:.6g}: {m}" for m in v[:3])
+        if batch.empty:
+            s.busy = False
+            return
+        b = batch.tokens
+        bt = eng.batch_time
+        if getattr(bt, "kind", "") == "context_aware":
+            kv = sum(s.tasks[rid].st.prompt_tokens + s.tasks[rid].st.decoded for rid in batch.decode)
+            dt = float(bt(b, kv))
+        else:
+            dt = float(bt(b))
+        s.busy = True
+        s.batch = batch
+        push(now + dt, 1, s.idx)
+
+    def end_batch(s, now):
+        batch = s.batch
+        s.batch = None
+        done = []
+        moved = []
+        for rid, n in batch.prefill:
+            t = s.tasks[rid]
+            t.st.prefilled += n
+            if t.st.prefilled >= t.st.prompt_tokens:
+                if t.st.first_scheduled_s != t.st.first_scheduled_s:
+                    t.st.first_scheduled_s = now
+                moved.append(t)
+        for rid in batch.decode:
+            s.tasks[rid].st.decoded += 1
+        served = batch.tokens
+        s.work -= served
+        for rid, n in batch.prefill:
+            buf_tokens[s.tasks[rid].label] -= n
+        for rid in batch.decode:
+            buf_tokens[s.tasks[rid].label] -= 1
+        for t in moved:
+            s.pre[t.rank].remove(t)
+            if t.st.decoded < t.st.output_tokens:
+                s.dec.setdefault(t.rank, deque()).append(t)
+            else:
+                done.append(t)
+        for rid in batch.decode:
+            t = s.tasks[rid]
+            if t.st.decoded >= t.st.output_tokens:
+                s.dec[t.rank].remove(t)
+                done.append(t)
+        for r in [r for r, q in s.pre.items() if not q]:
+            del s.pre[r]
+        for r in [r for r, q in s.dec.items() if not q]:
+            del s.dec[r]
+        for t in done:
+            del s.tasks[t.st.rid]
+        s.busy = False
+        for t in done:
+            steps, idx, parent, scope = t.cont
+            advance(t.job, steps, idx, parent, scope, now)
+        if not s.busy:
+            start_batch(s, now)
+
+    # external arrivals (lazy per class)
+    arrivals = []
+    for ci, c in enumerate(network.classes):
+        times = c.arrival.times(gen, horizon_s=horizon)
+        arrivals.append(times)
+        if len(times):
+            push(float(times[0]), 0, (ci, 0))
+
+    def new_job(ci, now):
+        job_counter[0] += 1
+        in_sys[ci] += 1
+        return (ci, now, job_counter[0])
+
+    if initial:
+        for label, count in initial.items():
+            found = None
+            for ci, c in enumerate(network.classes):
+                for k, stp in enumerate(c.route):
+                    if isinstance(stp, Hop) and stp.name == label:
+                        found = (ci, k)
+            if found is None:
+                raise TopologyError(f"initial: {label!r} is not a top-level hop of any class route")
+            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+                raise ParameterError(f"initial[{label!r}]", count, "a whole number of requests >= 0")
+            ci, k = found
+            route = network.classes[ci].route
+            for _ in range(int(count)):
+                job = new_job(ci, 0.0)
+                advance(job, route, k, None, {}, 0.0)
+
+    grid = np.arange(0.0, horizon + 1e-12, dt_rec)
+    G = len(grid)
+    rec_in = np.zeros((G, len(cls_names)))
+    rec_buf = {lab: np.zeros(G) for lab in buf_tokens}
+    rec_st_tok = np.zeros((G, len(stations)))
+    rec_st_req = np.zeros((G, len(stations)))
+    gi = 0
+
+    def record_until(t):
+        nonlocal gi
+        while gi < G and grid[gi] <= t:
+            rec_in[gi] = in_sys
+            for lab, v in buf_tokens.items():
+                if lab not in rec_buf:
+                    rec_buf[lab] = np.zeros(G)
+                rec_buf[lab][gi] = v
+            for s in stations:
+                rec_st_tok[gi, s.idx] = s.work
+                rec_st_req[gi, s.idx] = len(s.tasks)
+            gi += 1
+
+    events = 0
+    batches = 0
+    while heap:
+        t, _, kind, payload = heap[0]
+        if t > horizon:
+            break
+        heapq.heappop(heap)
+        record_until(t)
+        events += 1
+        if kind == 0:
+            ci, k = payload
+            if k + 1 < len(arrivals[ci]):
+                push(float(arrivals[ci][k + 1]), 0, (ci, k + 1))
+            job = new_job(ci, t)
+            advance(job, network.classes[ci].route, 0, None, {}, t)
+        else:
+            batches += 1
+            end_batch(stations[payload], t)
+            if max_batches is not None and batches >= max_batches:
+                break
+    record_until(horizon)
+    wall = _time.perf_counter() - wall0
+    return NetworkSimResult(
+        times_s=grid, in_system={c: rec_in[:, i].copy() for i, c in enumerate(cls_names)},
+        buffer_tokens={k: v for k, v in rec_buf.items()},
+        station_tokens={s.s.name: rec_st_tok[:, s.idx].copy() for s in stations},
+        station_requests={s.s.name: rec_st_req[:, s.idx].copy() for s in stations},
+        completed=dict(zip(cls_names, completed)),
+        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else math.nan) for i, c in enumerate(cls_names)},
+        batches=batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
+        violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
+
+
+def replicate_network(network: Network, *, horizon_s: float, replications: int = 4, rng=None, **kw) -> list:
+    """Independent runs seeded from one ``SeedSequence`` (``rng`` an int, SeedSequence or None)."""
+    from .._validate import integer
+
+    n = integer("replications", replications, minimum=1)
+    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    return [simulate_network(network, horizon_s=horizon_s, rng=child, **kw) for child in ss.spawn(n)]

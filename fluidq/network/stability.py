@@ -1,0 +1,180 @@
+"""One stability verdict for a network: load conditions, fluid model and (optionally) simulation.
+
+``check_network_stability(network, simulate=False, ...)`` (also reached as
+``fluidq.check_stability(network, ...)``) returns a :class:`NetworkStabilityResult` whose
+``decided_by`` names the argument that settled it:
+
+* ``"load"`` -- a service point is overloaded (unstable under every policy) or at load 1 (critical);
+* ``"fluid:feedforward"``, ``"fluid:lyapunov"``, ``"fluid:diverging_path"`` -- the fluid model's
+  certificate (see :func:`fluidq.fluid.fluid_stability`);
+* ``"simulation"`` -- the fluid model gave no answer and seeded replications did: the number in
+  system grows (95 % confidence interval of the growth rate above zero and above ``growth_tolerance``
+  of the arrival rate) or stays flat (interval inside ``+-growth_tolerance``).  A simulation verdict
+  is finite-horizon evidence and the reason says so;
+* ``None`` -- unknown.
+
+When the simulation runs alongside a fluid certificate it is reported as a cross-check, and a
+disagreement is stated in the reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer, real
+from ..errors import ParameterError
+from ..results import Status, plain
+from .model import Network
+
+__all__ = ["NetworkStabilityResult", "check_network_stability", "simulation_growth"]
+
+
+@dataclass(frozen=True)
+class NetworkStabilityResult:
+    """Verdict for a network.
+
+    Attributes
+    ----------
+    status : Status
+    decided_by : str or None
+        Which argument decided (see the module docstring).
+    reason : str
+    loads : dict
+        Load per station (engines behind a JSQ router share its pooled load).
+    bottleneck : tuple
+        ``(point, load)``.
+    is_dag : bool
+    cycles : list
+    fluid : FluidStabilityResult
+    simulation : dict or None
+        ``growth_per_s`` (mean), ``ci`` (95 % interval), ``replications``, ``horizon_s``,
+        ``arrival_rate_per_s`` and the per-run growth rates.
+    """
+
+    status: Status
+    decided_by: str | None
+    reason: str
+    loads: dict
+    bottleneck: tuple
+    is_dag: bool
+    cycles: list
+    fluid: object
+    simulation: dict | None = None
+    method: str = "network"
+    runs: tuple = field(default=(), repr=False)
+
+    def to_dict(self) -> dict:
+        return plain({"status": self.status, "decided_by": self.decided_by, "reason": self.reason,
+                      "loads": self.loads, "bottleneck": list(self.bottleneck), "is_dag": self.is_dag,
+                      "cycles": self.cycles, "fluid": self.fluid.to_dict(), "simulation": self.simulation})
+
+    def plot(self, ax=None, path=None, **kw):
+        from ..plotting.network import plot_verdict
+
+        return plot_verdict(self, ax=ax, path=path, **kw)
+
+
+def simulation_growth(network: Network, *, horizon_s: float, replications: int = 4, rng=None,
+                      initial=None, start_fraction: float = 0.5) -> dict:
+    """Growth rate of requests in system over seeded replications, with a 95 % t-interval."""
+    from scipy import stats
+
+    from .sim import replicate_network
+
+    runs = replicate_network(network, horizon_s=horizon_s, replications=replications, rng=rng, initial=initial)
+    g = np.array([r.growth_rate(start_fraction=start_fraction) for r in runs])
+    n = len(g)
+    mean = float(g.mean())
+    if n > 1:
+        half = float(stats.t.ppf(0.975, n - 1) * g.std(ddof=1) / np.sqrt(n))
+    else:
+        half = float("inf")
+    lam = float(sum(c.rate_per_s for c in network.classes))
+    return {"growth_per_s": mean, "ci": (mean - half, mean + half), "replications": n, "horizon_s": horizon_s,
+            "arrival_rate_per_s": lam, "per_run": g.tolist(), "runs": runs}
+
+
+def _default_horizon(network):
+    worst = 0.0
+    for s in network.stations:
+        worst = max(worst, float(s.engine.batch_time(s.engine.b_max)))
+    return 3000.0 * worst
+
+
+def check_network_stability(network: Network, *, simulate: bool = False, horizon_s: float | None = None,
+                            replications: int = 4, rng=None, growth_tolerance: float = 0.01,
+                            tolerance: float = 1e-9, **fluid_kw) -> NetworkStabilityResult:
+    """Is the network stable?  One verdict from loads, the fluid model and optionally simulation.
+
+    Parameters
+    ----------
+    network : Network
+    simulate : bool
+        Also run ``replications`` seeded simulations of ``horizon_s`` seconds (default: 3000 batches of
+        the slowest engine at full budget).
+    growth_tolerance : float
+        Growth of the number in system, as a fraction of the total arrival rate, below which a
+        simulation counts as flat.
+    tolerance : float
+        Relative band around load 1 called critical.
+
+    Returns
+    -------
+    NetworkStabilityResult
+
+    Examples
+    --------
+    >>> from fluidq.network import Network, check_network_stability
+    >>> lk = Network.classical(stations=["S1", "S2"], routes={"A": [("S1", "1"), ("S2", "2"), ("S2", "3"),
+    ...     ("S1", "4")]}, rate_per_s=1.0, mean_times={"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6},
+    ...     priority={"S1": ["4", "1"], "S2": ["2", "3"]})
+    >>> r = check_network_stability(lk)
+    >>> r.status.value, r.decided_by
+    ('unstable', 'fluid:diverging_path')
+    """
+    from ..fluid.stability import fluid_stability
+
+    if not isinstance(network, Network):
+        raise ParameterError("network", network, "a fluidq.network.Network")
+    gt = real("growth_tolerance", growth_tolerance, nonnegative=True)
+    fl = fluid_stability(network, tolerance=tolerance, **fluid_kw)
+    loads = network.loads()
+    bott = network.bottleneck
+    status = fl.status
+    if fl.certificate == "load":
+        decided = "load"
+    elif fl.certificate is not None:
+        decided = f"fluid:{fl.certificate}"
+    else:
+        decided = None
+    reason = fl.reason
+    sim = None
+    runs = ()
+    if simulate:
+        h = real("horizon_s", horizon_s, positive=True) if horizon_s is not None else _default_horizon(network)
+        sim = simulation_growth(network, horizon_s=h, replications=integer("replications", replications, minimum=2),
+                                rng=rng)
+        runs = tuple(sim.pop("runs"))
+        lo, hi = sim["ci"]
+        thr = gt * sim["arrival_rate_per_s"]
+        if lo > thr:
+            sv = Status.UNSTABLE
+        elif -thr <= lo and hi <= thr:
+            sv = Status.STABLE
+        else:
+            sv = Status.UNKNOWN
+        sim["verdict"] = sv.value
+        words = (f"simulation ({sim['replications']} runs of {h:.4g} s): requests in system grow at "
+                 f"{sim['growth_per_s']:.4g}/s, 95% CI [{lo:.4g}, {hi:.4g}] (flat band +-{thr:.3g}/s)")
+        if decided is None and status in (Status.UNKNOWN,) and sv != Status.UNKNOWN:
+            status = sv
+            decided = "simulation"
+            reason = f"{fl.reason}; {words}: {sv.value} on this horizon (finite-horizon evidence, not a proof)"
+        elif decided is not None and sv != Status.UNKNOWN and sv != status and status != Status.CRITICAL:
+            reason = f"{fl.reason}; NOTE: {words}, which disagrees (horizon too short, or transient)"
+        else:
+            reason = f"{fl.reason}; {words}"
+    return NetworkStabilityResult(status=status, decided_by=decided, reason=reason, loads=loads, bottleneck=bott,
+                                  is_dag=network.is_dag, cycles=network.cycles(), fluid=fl, simulation=sim,
+                                  runs=runs)
