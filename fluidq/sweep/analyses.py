@@ -146,12 +146,12 @@ def _sim_summary(res) -> dict:
     """Flat scalars of a simulation result (whatever it names them)."""
     from ..results import plain
 
-    d = plain(res.to_dict()) if hasattr(res, "to_dict") else {}
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, (str, int, float, bool)) or v is None:
-            out[k] = v
-    return out
+    if hasattr(res, "summary"):
+        d = plain(res.summary())
+    else:
+        d = plain(res.to_dict()) if hasattr(res, "to_dict") else {}
+    d.pop("policy", None)  # already a point coordinate
+    return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool)) or v is None}
 
 
 ANALYSES = {"capacity": capacity, "check": check, "simulate": simulate}

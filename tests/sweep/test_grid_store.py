@@ -173,3 +173,15 @@ def test_fluidq_sweep_is_callable_whichever_way_it_was_imported():
 
     assert fluidq.sweep("capacity", {"b_max": [512]}, executor="serial").rows[0]["tokens_per_s"] == \
         pytest.approx(3342.909, rel=1e-6)
+
+
+def test_simulate_analysis_is_seeded_by_point_index():
+    pytest.importorskip("fluidq.sim", reason="the simulator is not in this checkout")
+    g = Grid(axes={"load": [0.6, 1.2], "policy": ["sarathi", "vllm"]},
+             fixed={"prompt_tokens": 64, "output_tokens": 64, "horizon_s": 10.0, "lengths": "geometric"})
+    a = sweep("simulate", g, executor="serial", seed=1)
+    b = sweep("simulate", g, chunk_size=1, seed=1, max_workers=2)
+    assert a.rows == b.rows
+    assert all(r["requests"] > 0 for r in a.rows)
+    c = sweep("simulate", g, executor="serial", seed=2)
+    assert a.column("requests") != c.column("requests")
