@@ -100,6 +100,13 @@ class PARS(Ordering):
         steps (calls of :meth:`order` at distinct times) gets top priority too.
     missing_score : {"error", "last"}
         A request without a score raises (default), or is served after every scored request.
+    scores : sequence of float, optional
+        Scores by request id, used when ``RequestState.score`` is ``None``; with
+        :func:`fluidq.simulate` the id of a request is its index in arrival order, so
+        ``PARS(scores=ranker.score(prompts))`` schedules a trace whose prompts are known.
+    predictor : callable, optional
+        ``predictor(request) -> score``, used when neither ``RequestState.score`` nor ``scores``
+        gives one (e.g. :class:`fluidq.predict.NoisyOracle` for traces without text).
 
     Notes
     -----
@@ -115,6 +122,8 @@ class PARS(Ordering):
     threshold_s: float | None = 120.0
     idle_steps: int | None = None
     missing_score: str = "error"
+    scores: tuple | None = field(default=None, repr=False, compare=False)
+    predictor: Callable | None = field(default=None, compare=False)
     _idle: dict = field(default_factory=dict, repr=False, compare=False)
 
     name = "pars"
@@ -122,6 +131,11 @@ class PARS(Ordering):
     def __post_init__(self):
         object.__setattr__(self, "threshold_s", real("threshold_s", self.threshold_s, positive=True, allow_none=True))
         object.__setattr__(self, "idle_steps", integer("idle_steps", self.idle_steps, minimum=1, allow_none=True))
+        if self.scores is not None:
+            sc = np.asarray(self.scores, dtype=float)
+            if sc.ndim != 1 or not np.all(np.isfinite(sc)):
+                raise ParameterError("scores", f"<array of shape {sc.shape}>", "a 1-d array of finite scores")
+            object.__setattr__(self, "scores", sc)
         if self.missing_score not in ("error", "last"):
             raise ParameterError("missing_score", self.missing_score, "'error' or 'last'")
 
@@ -168,8 +182,23 @@ class PARS(Ordering):
         idle = self._update_idle(requests, now_s) if self.idle_steps is not None else None
         thr = self.threshold_s
 
+        table = self.scores
+        nt = -1 if table is None else table.size
+        pred = self.predictor
+        if pred is not None:
+            cache = self._idle.setdefault("scores", {})
+            if cache.get("__now__", -math.inf) > now_s:   # a new run: request ids are reused
+                cache.clear()
+            cache["__now__"] = now_s
+
         def key(r):
-            if r.score is None and self.missing_score == "last":
+            if r.score is None and 0 <= r.rid < nt:
+                sc = float(table[r.rid])
+            elif r.score is None and pred is not None:
+                sc = cache.get(r.rid)
+                if sc is None:
+                    sc = cache[r.rid] = float(pred(r))
+            elif r.score is None and self.missing_score == "last":
                 sc = math.inf
             elif r.score is None:
                 raise ParameterError("score", None, f"a predictor score on every request (request {r.rid} has none)",

@@ -19,8 +19,9 @@ from .evaluate import CrossModelResult, RankingEvaluation, cross_model, evaluate
 from .features import HashedNgrams
 from .pairs import PairSet, make_pairs, margin_ranking_loss, pair_kept
 from .ranker import LengthRanker
-from .synthetic import noise_for_tau, scores_with_tau
+from .synthetic import NoisyOracle, noise_for_tau, scores_with_tau, sigma_for_tau
 
 __all__ = ["make_pairs", "pair_kept", "PairSet", "margin_ranking_loss", "HashedNgrams", "LengthRanker",
            "kendall_tau", "evaluate_ranker", "RankingEvaluation", "cross_model", "CrossModelResult",
-           "load_lengths", "LengthDataset", "BUILTIN_LENGTHS", "scores_with_tau", "noise_for_tau"]
+           "load_lengths", "LengthDataset", "BUILTIN_LENGTHS", "scores_with_tau", "noise_for_tau", "NoisyOracle",
+           "sigma_for_tau"]

@@ -1,0 +1,334 @@
+"""Latency of orderings: simulate several schedulers on one workload and compare their latencies.
+
+``compare_orderings(engine, workload, policies, loads=...)`` runs every policy on the *same*
+sampled requests (common random numbers) at each load, over seeded replications, and returns a
+:class:`LatencyComparison`: per policy and load the mean latency per token (the PARS paper's
+metric), P90/P99 of the time to last token (TTLT), mean/P99 time to first token (TTFT),
+preemptions, throughput and the backlog slope, each as a mean over replications with a Student-t
+half-width.
+
+``standard_policies(engine, workload)`` gives the comparison of issue 7: FCFS, PARS (with a
+stand-in predictor of a chosen Kendall tau), oracle SJF and SRPT, gamma-Boost on Sarathi, and
+UNIBOOST (unified priority + MEMGUARD) with its ablations.  ``reasoning_workload`` is a
+heavy-tailed reasoning-like workload.
+
+References
+----------
+Tao et al., "PARS", arXiv:2510.03243; Li et al., "UNIBOOST", arXiv:2606.18431;
+Li, Dai, Peng, arXiv:2504.07347 (Theorem 2: any ordering on a work-conserving former is
+throughput-optimal).
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer, real
+from ..engine import Engine
+from ..errors import ParameterError
+from ..workload import Empirical, LogNormal, Poisson, Workload
+
+__all__ = ["compare_orderings", "LatencyComparison", "standard_policies", "reasoning_workload", "POLICY_KEYS",
+           "METRICS"]
+
+#: metric key -> (label, unit)
+METRICS = {
+    "latency_per_token_mean_s": ("mean latency per token", "s/token"),
+    "latency_per_token_p90_s": ("P90 latency per token", "s/token"),
+    "ttlt_mean_s": ("mean TTLT", "s"),
+    "ttlt_p90_s": ("P90 TTLT", "s"),
+    "ttlt_p99_s": ("P99 TTLT", "s"),
+    "ttft_mean_s": ("mean TTFT", "s"),
+    "ttft_p99_s": ("P99 TTFT", "s"),
+    "preemptions_per_request": ("preemptions per request", ""),
+    "max_preemptions": ("most preemptions of one request", ""),
+    "finished_fraction": ("finished fraction of arrivals", ""),
+    "throughput_tokens_per_s": ("throughput", "tokens/s"),
+    "backlog_slope_tokens_per_s": ("token backlog slope", "tokens/s"),
+}
+
+POLICY_KEYS = ("fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard", "uniboost-ada",
+               "las")
+
+
+def reasoning_workload(rate_per_s: float = 1.0, *, mean_prompt: float = 300.0, mean_output: float = 600.0,
+                       sigma: float = 1.2, max_output: int = 8192, seed: int = 0) -> Workload:
+    """A heavy-tailed reasoning-like workload: short prompts, log-normal outputs capped at ``max_output``.
+
+    Lengths are an :class:`~fluidq.Empirical` table of 20,000 draws (prompt log-normal with
+    sigma 0.6, output log-normal with ``sigma``), so the distribution is fixed by ``seed``.
+    """
+    rate_per_s = real("rate_per_s", rate_per_s, positive=True)
+    max_output = integer("max_output", max_output, minimum=1)
+    g = np.random.default_rng(seed)
+    p = np.clip(np.round(LogNormal.from_mean(mean_prompt, 0.6).sample(g, 20000)), 1, 8192)
+    d = np.clip(np.round(LogNormal.from_mean(mean_output, sigma).sample(g, 20000)), 1, max_output)
+    return Workload(arrival=Poisson(rate_per_s=rate_per_s), prompt_tokens=Empirical(values=tuple(p)),
+                    output_tokens=Empirical(values=tuple(d)),
+                    name=f"reasoning-like (log-normal outputs, mean {mean_output:g}, sigma {sigma:g}, cap {max_output})")
+
+
+def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=None, tau: float = 0.6,
+                      gamma_per_s: float | None = None, threshold_s: float = 120.0, k_tokens: int = 32,
+                      seed: int = 0) -> dict:
+    """``{key: policy}`` for the comparison (keys from :data:`POLICY_KEYS`).
+
+    PARS uses :class:`fluidq.predict.NoisyOracle` with noise chosen for Kendall tau ``tau``
+    against ``workload``'s output lengths (the traces have no prompt text); gamma defaults to the
+    M/G/1 value at 70 % load, ``solve_gamma`` with the service time ``(v_p + v_d) / capacity``,
+    clamped to [1, 200] 1/s.
+    """
+    from ..capacity import max_throughput
+    from ..policies import Sarathi
+    from ..policies.latency import LAS, PARS, SJF, SRPT, GammaBoost, solve_gamma
+    from ..policies.unified import UniBoost
+    from ..predict import NoisyOracle, sigma_for_tau
+
+    keys = POLICY_KEYS[:6] if keys is None else tuple(keys)
+    bad = [k for k in keys if k not in POLICY_KEYS]
+    if bad:
+        from ..errors import UnknownNameError
+
+        raise UnknownNameError("policy key", bad[0], POLICY_KEYS)
+    cap = max_throughput(engine).tokens_per_s
+    cost = 1.0 / cap
+    if gamma_per_s is None:
+        if workload is not None:
+            g = np.random.default_rng(seed)
+            s = (workload.prompt_tokens.sample(g, 20000) + workload.output_tokens.sample(g, 20000)) * cost
+            lam = 0.7 / float(s.mean())
+            try:
+                gamma_per_s = min(max(solve_gamma(lam, s), 1.0), 200.0)
+            except Exception:  # pragma: no cover - heavy tails without a root in range
+                gamma_per_s = 10.0
+        else:
+            gamma_per_s = 10.0
+    out = {}
+    for k in keys:
+        if k == "fcfs":
+            out[k] = Sarathi()
+        elif k == "pars":
+            if workload is None:
+                raise ParameterError("workload", None, "a workload (PARS's stand-in predictor is calibrated on it)")
+            L = workload.output_tokens.sample(np.random.default_rng(seed), 4000)
+            sig = sigma_for_tau(L, tau) if tau < 1 else 0.0
+            out[k] = Sarathi(order=PARS(threshold_s=threshold_s, predictor=NoisyOracle(sig, seed=seed)))
+        elif k == "sjf":
+            out[k] = Sarathi(order=SJF())
+        elif k == "srpt":
+            out[k] = Sarathi(order=SRPT())
+        elif k == "las":
+            out[k] = Sarathi(order=LAS())
+        elif k == "gamma-boost":
+            out[k] = Sarathi(order=GammaBoost(gamma_per_s=gamma_per_s, token_cost_s=cost))
+        elif k == "uniboost":
+            out[k] = UniBoost(gamma_per_s=gamma_per_s, engine=engine, k_tokens=k_tokens)
+        elif k == "uniboost-nomemguard":
+            out[k] = UniBoost(gamma_per_s=gamma_per_s, engine=engine, memguard=False)
+        elif k == "uniboost-ada":
+            out[k] = UniBoost(adaptive=True, engine=engine, k_tokens=k_tokens)
+    return out
+
+
+def _draw(workload: Workload, rng, horizon_s: float):
+    """Requests up to ``horizon_s``; a trace is replayed from a random offset (circularly)."""
+    tr = workload.trace
+    if tr is None:
+        return workload.sample(rng, horizon_s=horizon_s)
+    t = workload.arrival.times(None)
+    n = len(t)
+    o = int(rng.integers(0, n))
+    idx = np.r_[np.arange(o, n), np.arange(0, o)]
+    tt = np.r_[t[o:] - t[o], t[:o] + (t[-1] - t[o]) + (t[-1] / max(n - 1, 1))]
+    keep = tt <= horizon_s
+    return tt[keep], np.asarray(tr.prompt_tokens)[idx][keep], np.asarray(tr.output_tokens)[idx][keep]
+
+
+def _tci(x, confidence=0.95):
+    from scipy import stats
+
+    x = np.asarray([v for v in x if v == v], float)
+    if x.size == 0:
+        return math.nan, math.nan
+    if x.size == 1:
+        return float(x[0]), math.nan
+    h = stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return float(x.mean()), float(h)
+
+
+def _run_metrics(res, warmup_s: float) -> dict:
+    m = res.metrics
+    keep = res.requests["arrival_s"] >= warmup_s
+    pre = res.requests["preemptions"][keep]
+    fin = np.isfinite(res.requests["finish_s"][keep])
+    return {"latency_per_token_mean_s": m["latency_per_token_s"]["mean"],
+            "latency_per_token_p90_s": m["latency_per_token_s"]["p90"],
+            "ttlt_mean_s": m["ttlt_s"]["mean"], "ttlt_p90_s": m["ttlt_s"]["p90"], "ttlt_p99_s": m["ttlt_s"]["p99"],
+            "ttft_mean_s": m["ttft_s"]["mean"], "ttft_p99_s": m["ttft_s"]["p99"],
+            "preemptions_per_request": float(pre.mean()) if pre.size else math.nan,
+            "max_preemptions": float(pre.max()) if pre.size else math.nan,
+            "finished_fraction": float(fin.mean()) if fin.size else math.nan,
+            "throughput_tokens_per_s": res.throughput_tokens_per_s,
+            "backlog_slope_tokens_per_s": res.backlog_slope("tokens")}
+
+
+@dataclass(frozen=True)
+class LatencyComparison:
+    """Latency of several policies at several loads (see :func:`compare_orderings`).
+
+    Attributes
+    ----------
+    policies : tuple of str
+    loads : tuple of float
+        Offered load as a fraction of the Theorem 2 capacity ``b_max / t(b_max)``.
+    rates_per_s : tuple of float
+        The matching arrival rates.
+    values : dict
+        ``values[policy][metric]`` -> list over loads of ``(mean, half_width)``.
+    n_replications : int
+    inputs : dict
+    """
+
+    policies: tuple
+    loads: tuple
+    rates_per_s: tuple
+    values: dict
+    n_replications: int
+    inputs: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def value(self, policy: str, metric: str, load_index: int = -1) -> float:
+        return self.values[policy][metric][load_index][0]
+
+    def ratio(self, metric: str, policy: str, baseline: str = "fcfs", load_index: int = -1) -> float:
+        """``baseline / policy`` for ``metric`` (> 1: ``policy`` is better)."""
+        return self.value(baseline, metric, load_index) / self.value(policy, metric, load_index)
+
+    def table(self, load_index: int = -1, metrics=("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s",
+                                                   "ttft_mean_s", "preemptions_per_request")) -> str:
+        """A Markdown table at one load."""
+        head = "| policy | " + " | ".join(METRICS[m][0] + (f" [{METRICS[m][1]}]" if METRICS[m][1] else "")
+                                         for m in metrics) + " |"
+        rows = [head, "|" + "---|" * (len(metrics) + 1)]
+        for p in self.policies:
+            cells = []
+            for m in metrics:
+                v, h = self.values[p][m][load_index]
+                cells.append(f"{v:.4g}" + (f" ± {h:.2g}" if h == h else ""))
+            rows.append(f"| {p} | " + " | ".join(cells) + " |")
+        return "\n".join(rows)
+
+    def to_dict(self) -> dict:
+        from ..results import plain
+
+        return plain({"policies": list(self.policies), "loads": list(self.loads), "rates_per_s": list(self.rates_per_s),
+                      "n_replications": self.n_replications, "metrics": {m: {"label": METRICS[m][0], "unit": METRICS[m][1]}
+                                                                         for m in METRICS},
+                      "values": {p: {m: [list(x) for x in v] for m, v in d.items()} for p, d in self.values.items()},
+                      "inputs": self.inputs, "seconds": self.seconds})
+
+    def to_frame(self):
+        import pandas as pd
+
+        rows = []
+        for p in self.policies:
+            for i, ld in enumerate(self.loads):
+                row = {"policy": p, "load": ld, "rate_per_s": self.rates_per_s[i]}
+                for m in METRICS:
+                    row[m], row[m + "_ci"] = self.values[p][m][i]
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    def plot(self, ax=None, metric: str = "latency_per_token_mean_s", path=None):
+        from ..plotting.latency import plot_latency_vs_load
+
+        return plot_latency_vs_load(self, metric=metric, ax=ax, path=path)
+
+
+def compare_orderings(engine: Engine, workload: Workload, policies=None, *, loads=(0.5, 0.7, 0.9),
+                      horizon_s: float = 300.0, n_replications: int = 2, warmup_frac: float = 0.1, rng=None,
+                      preemption: str = "recompute", swap_s_per_token: float | None = None, tau: float = 0.6,
+                      confidence: float = 0.95, progress=None) -> LatencyComparison:
+    """Simulate each policy at each load on common random requests and compare latencies.
+
+    Parameters
+    ----------
+    engine : Engine
+        With ``kv_capacity_tokens`` for memory and preemptions.
+    workload : Workload
+        Its length distributions (or trace rows) are used; the rate is set by ``loads``.
+    policies : dict, sequence of keys, or None
+        ``{name: policy}``, keys of :data:`POLICY_KEYS`, or ``None`` for the first six.
+    loads : sequence of float
+        Fractions of the Theorem 2 capacity ``b_max / t(b_max)`` (tokens/s) in ``(0, 2]``.
+    horizon_s : float
+        Simulated seconds per run (arrivals stop there; requests still in the system are
+        unfinished and excluded from the latency statistics -- see ``finished_fraction``).
+    n_replications : int
+        Independent request samples per load (a trace is replayed from random offsets).
+    warmup_frac : float
+        Requests arriving in the first ``warmup_frac * horizon_s`` are left out of the statistics.
+    rng : int, SeedSequence or None
+    preemption, swap_s_per_token : see :func:`fluidq.simulate`.
+    tau : float
+        Kendall tau of PARS's stand-in predictor when ``policies`` are keys.
+
+    Returns
+    -------
+    LatencyComparison
+    """
+    from ..capacity import max_throughput
+    from ..sim import simulate
+
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    loads = tuple(real("loads", x, positive=True) for x in loads)
+    if not loads or max(loads) > 2:
+        raise ParameterError("loads", loads, "one or more fractions of capacity in (0, 2]")
+    horizon_s = real("horizon_s", horizon_s, positive=True)
+    n_replications = integer("n_replications", n_replications, minimum=1)
+    warmup_frac = real("warmup_frac", warmup_frac, nonnegative=True)
+    if warmup_frac >= 1:
+        raise ParameterError("warmup_frac", warmup_frac, "a fraction in [0, 1)")
+    if policies is None or (not isinstance(policies, dict)):
+        policies = standard_policies(engine, workload, keys=policies, tau=tau)
+    names = tuple(policies)
+    cap = max_throughput(engine, workload)
+    rates = tuple(ld * cap.requests_per_s for ld in loads)
+    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    seeds = ss.spawn(len(loads) * n_replications)
+    runs = {p: {m: [[] for _ in loads] for m in METRICS} for p in names}
+    t0 = time.perf_counter()
+    warm = warmup_frac * horizon_s
+    for i, rate in enumerate(rates):
+        w = workload.with_rate(rate)
+        for j in range(n_replications):
+            g = np.random.default_rng(seeds[i * n_replications + j])
+            a, p, d = _draw(w, g, horizon_s)
+            if a.size == 0:
+                continue
+            reqs = {"arrival_s": a, "prompt_tokens": p, "output_tokens": d}
+            for name in names:
+                pol = policies[name]
+                for o in (getattr(pol, "order", None), getattr(getattr(pol, "order", None), "base", None)):
+                    if hasattr(o, "reset"):
+                        o.reset()
+                res = simulate(engine, reqs, pol, horizon_s=horizon_s, rng=g, preemption=preemption,
+                               swap_s_per_token=swap_s_per_token, warmup_s=warm)
+                for m, v in _run_metrics(res, warm).items():
+                    runs[name][m][i].append(v)
+                if progress is not None:
+                    progress(name, loads[i], j)
+    values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
+    inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
+              "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
+              "capacity_tokens_per_s": cap.tokens_per_s, "capacity_requests_per_s": cap.requests_per_s,
+              "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
+              "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
+    return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)

@@ -1,0 +1,51 @@
+"""Plots of latency comparisons and length-ranking quality."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import axes, finish
+
+
+def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s", policies=None, logy: bool = True,
+                         ax=None, path=None):
+    """One curve per policy: ``metric`` (mean over replications, CI bars) against the load."""
+    from ..latency import METRICS
+
+    fig, ax = axes(ax)
+    x = np.asarray(comparison.loads)
+    for p in (policies or comparison.policies):
+        v = np.array([m for m, _ in comparison.values[p][metric]], float)
+        h = np.array([hw for _, hw in comparison.values[p][metric]], float)
+        ax.errorbar(x, v, yerr=np.where(np.isfinite(h), h, 0.0), marker="o", ms=3, lw=1.3, capsize=2, label=p)
+    label, unit = METRICS[metric]
+    ax.set_xlabel("load (fraction of b_max / t(b_max))")
+    ax.set_ylabel(f"{label} [{unit}]" if unit else label)
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return finish(fig, ax, path)
+
+
+def plot_cross_model(result, *, ax=None, path=None):
+    """Heat map of Kendall tau_b: rows trained on, columns evaluated on."""
+    fig, ax = axes(ax, figsize=(6.4, 5.6))
+    im = ax.imshow(result.tau, vmin=-1, vmax=1, cmap="RdBu_r")
+    ax.set_xticks(range(len(result.models)), result.models, rotation=90, fontsize=6)
+    ax.set_yticks(range(len(result.models)), result.models, fontsize=6)
+    ax.set_xlabel("ranked model (held-out prompts)")
+    ax.set_ylabel("trained on")
+    fig.colorbar(im, ax=ax, label="Kendall tau_b")
+    return finish(fig, ax, path)
+
+
+def plot_gamma_history(ordering, *, ax=None, path=None):
+    """gamma over time of a :class:`~fluidq.policies.latency.GammaAda` after a run."""
+    fig, ax = axes(ax)
+    h = [(t, g) for t, g in ordering.history if t is not None]
+    if h:
+        t, g = zip(*h)
+        ax.step(t, g, where="post")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("gamma [1/s]")
+    ax.set_yscale("log")
+    return finish(fig, ax, path)
