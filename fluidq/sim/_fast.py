@@ -107,6 +107,9 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
             n_sys += 1
             p = P[i]
             work += p + D[i]
+            bt.append(arr[i])
+            bn.append(n_sys)
+            bw.append(work)
             if not chunked and not chunk_long and p > b_max:
                 blocked_tok += p
                 n_blocked += 1
@@ -183,7 +186,8 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
             if kp < k:
                 k = kp
         tokens = x + sd
-        tau = tau_b[tokens] + ks * (A + nS * G) if ks and sd else tau_b[tokens]
+        kv_run = A + nS * G
+        tau = tau_b[tokens] + ks * kv_run if ks and sd else tau_b[tokens]
         nxt = arr[na] if na < n else INF
         t0 = t
         if record:
@@ -200,15 +204,35 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                 rec["demand"].append(dem0 - j * x)
                 rec["kv_tokens"].append(kv0 + j * sd)
             t += tau
+            busy += tau
             j += 1
             if j == 1:
                 t1 = t
+            if ks and sd:  # contexts grow by one token per served decoder and iteration
+                tau = tau_b[tokens] + ks * (kv_run + j * sd)
             if j >= k or t >= nxt or t >= horizon:
                 break
         n_iter += j
-        busy += t - t0
         tok_served += j * tokens
-        work -= j * tokens
+        work -= (j - 1) * tokens
+        # arrivals during the last iteration, recorded at their own times (n(t) is exact for Little's law)
+        while na < n and arr[na] <= t:
+            i = na
+            na += 1
+            n_sys += 1
+            p = P[i]
+            work += p + D[i]
+            bt.append(arr[i])
+            bn.append(n_sys)
+            bw.append(work)
+            if not chunked and not chunk_long and p > b_max:
+                blocked_tok += p
+                n_blocked += 1
+                continue
+            tot += p
+            pq.append(i)
+            cum.append(tot)
+        work -= tokens
         if sd and x:
             mixed_iters += j
         if sd:

@@ -104,7 +104,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     next_report = 0.0
 
     def preempt(r, now):
-        nonlocal used, preemptions, wasted, swap_tokens, residents
+        nonlocal used, preemptions, wasted, swap_tokens, residents, work
         held = kv[r.rid]
         used -= held
         kv[r.rid] = 0
@@ -117,6 +117,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             swapped.append((r, held))
             return held * swap_s_per_token
         wasted += held
+        work += held  # the discarded prompt and generated tokens must be prefilled again
         base = r.prompt_tokens - r.recompute_tokens
         r.recompute_tokens = r.decoded
         r.prompt_tokens = base + r.decoded
@@ -136,6 +137,9 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             by_id[rid] = r
             kv[rid] = 0
             work += P[i] + D[i]
+            bt.append(arr[i])
+            bn.append(len(residents) + len(swapped))
+            bw.append(work)
         bt.append(t)
         bn.append(len(residents) + len(swapped))
         bw.append(work)
@@ -243,8 +247,23 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         if extra_s:
             t += extra_s
         n_iter += 1
-        busy += t - t0
+        busy += tau + extra_s
         tok_served += tokens
+        while na < n and arr[na] <= t:
+            i = na
+            na += 1
+            rid = n0 + i
+            if kv_cap is not None and P[i] + D[i] > kv_cap:
+                rejected += 1
+                continue
+            r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
+            residents.append(r)
+            by_id[rid] = r
+            kv[rid] = 0
+            work += P[i] + D[i]
+            bt.append(arr[i])
+            bn.append(len(residents) + len(swapped))
+            bw.append(work)
         work -= tokens
         if batch.prefill and batch.decode:
             mixed_iters += 1
