@@ -45,11 +45,11 @@ def as_points(point, name: str = "point") -> tuple[np.ndarray, bool]:
         raise ParameterError(name, point, "a (prefill_tokens_per_s, decode_tokens_per_s) pair or an m x 2 array")
     if not np.all(np.isfinite(arr)):
         bad = int(np.flatnonzero(~np.isfinite(arr).all(axis=1))[0])
-        raise ParameterError(name, tuple(arr[bad]) if not single else tuple(arr[0]),
-                             "finite token rates (no NaN or inf)")
+        raise ParameterError(name, tuple(float(v) for v in arr[bad]), "finite token rates (no NaN or inf)")
     if np.any(arr < 0):
         bad = int(np.flatnonzero((arr < 0).any(axis=1))[0])
-        raise ParameterError(name, tuple(arr[bad]), "token rates >= 0 (prefill, decode tokens per second)")
+        raise ParameterError(name, tuple(float(v) for v in arr[bad]),
+                             "token rates >= 0 (prefill, decode tokens per second)")
     return arr, single
 
 

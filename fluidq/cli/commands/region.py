@@ -1,0 +1,113 @@
+"""``fluidq region``: the stability region of one engine under a token budget and a batch-size limit."""
+from __future__ import annotations
+
+from ...errors import ParameterError
+from .. import CliError, emit
+from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+
+
+def register(sub):
+    p = sub.add_parser("region", help="stability region in (prefill, decode) tokens/s under b_max and k_max",
+                       description="The stability region of one engine: the downward-closed convex hull of the "
+                       "rate points of its admissible batch shapes (paper §6, arXiv:2504.07347). With --point, "
+                       "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
+                       "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
+    add_engine_args(p)
+    add_workload_args(p)
+    p.add_argument("--point", default=None, metavar="LP,LD",
+                   help="target prefill,decode tokens per second, e.g. 620.3,2117.6")
+    p.add_argument("--policies", default=None, metavar="NAMES",
+                   help="comma-separated schedulers whose backlog regions to add (e.g. sarathi,orca,sarathi:128 "
+                        "for Sarathi with its own b_max=128)")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write the region plot (PNG) to PATH")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _point(text):
+    parts = [s.strip() for s in text.split(",")]
+    if len(parts) != 2:
+        raise ParameterError("--point", text, "two numbers 'prefill_tokens_per_s,decode_tokens_per_s'")
+    try:
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ParameterError("--point", text, "two numbers 'prefill_tokens_per_s,decode_tokens_per_s'") from None
+
+
+def _policies(text):
+    from ...policies import resolve_policy
+
+    out = []
+    for item in [s.strip() for s in text.split(",") if s.strip()]:
+        name, _, budget = item.partition(":")
+        pol = resolve_policy(name, "--policies")
+        if budget:
+            try:
+                pol = pol.with_(b_max=int(budget))
+            except ValueError:
+                raise ParameterError("--policies", item, "NAME or NAME:B_MAX with an integer budget") from None
+        out.append(pol)
+    return out
+
+
+def _where(scale: float) -> str:
+    if abs(scale - 1) <= 1e-6:
+        return "on the boundary"
+    return "inside" if scale > 1 else "OUTSIDE"
+
+
+def run(args):
+    from ...region import policy_region, region_mix, stability_region
+
+    if args.engines != 1:
+        raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
+    engine = engine_from_args(args)
+    region = stability_region(engine)
+    point = _point(args.point) if args.point is not None else None
+    workload = None
+    if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
+        workload = workload_from_args(args, default_rate=1.0)
+        if point is None and args.rate is not None:
+            point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
+                     workload.arrival_rate_per_s * workload.mean_output_tokens)
+    pols = _policies(args.policies) if args.policies else []
+    others = {}
+    for pol in pols:
+        pr = policy_region(engine, pol)
+        others[pr.label] = pr
+    mix = region_mix(region, point) if point is not None else None
+    result = {"region": region.to_dict()}
+    lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
+             f"k_max={engine.k_max if engine.k_max else 'none'}",
+             f"Theorem 2       {region.capacity_tokens_per_s:,.3f} tokens/s (x + y <= this without k_max)",
+             f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
+    if workload is not None:
+        mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+        lam = region.max_request_rate(mp, md)
+        result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
+        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {lam:.6g} req/s "
+                  f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
+    if mix is not None:
+        mg = region.margin(point)
+        result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
+        lines += ["", f"point           ({point[0]:,.3f}, {point[1]:,.3f}) tokens/s: "
+                  f"{_where(mg.scale)}, load {mg.load:.4f}, scale {mg.scale:.4f}, "
+                  f"distance {mg.distance_tokens_per_s:,.3f} tokens/s",
+                  f"mix             {mix.reason}", mix.table()]
+        if mix.feasible:
+            lines.append("                (a scheduler serving this point: "
+                         "fluidq.policies.region_aware.RegionAware(engine=..., target_tokens_per_s=point))")
+    if others:
+        result["policies"] = {k: v.to_dict() for k, v in others.items()}
+        lines += ["", "scheduler regions (batches formed under backlog; fluid argument):"]
+        for lab, pr in others.items():
+            txt = f"  {lab:<22} area {pr.area / region.area:6.1%} of the engine's"
+            if point is not None:
+                s = pr.scale_of(point)
+                txt += f", point {_where(s).lower()} (scale {s:.4f})"
+            lines.append(txt)
+    if args.plot:
+        path = region.plot(path=args.plot, point=point, mix=mix, others=others or None)
+        result["plot"] = path
+        lines += ["", f"plot            {path}"]
+    emit(args, result, "\n".join(lines))

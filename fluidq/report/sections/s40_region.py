@@ -1,0 +1,75 @@
+"""Stability region in (prefill, decode) tokens/s and where the workload sits in it (paper §6)."""
+from __future__ import annotations
+
+from .. import Section
+
+# a common max_num_seqs, shown when the engine has no batch-size limit of its own
+ILLUSTRATIVE_K_MAX = 256
+
+
+def render(ctx):
+    from ...plotting.region import plot_region
+    from ...region import policy_region, region_mix, stability_region
+
+    e, w = ctx.engine, ctx.workload
+    lam, mp, md = w.arrival_rate_per_s, w.mean_prompt_tokens, w.mean_output_tokens
+    point = (lam * mp, lam * md)
+    shown = e if e.k_max is not None else e.with_(k_max=ILLUSTRATIVE_K_MAX)
+    region = stability_region(shown)
+    plain_region = stability_region(e.with_(k_max=None))
+    others = {"no k_max (Theorem 2)": plain_region} if e.k_max is None else {}
+    for pol in ("sarathi", "orca", "fastertransformer"):
+        pr = policy_region(shown, pol)
+        others[f"{pr.label} (under backlog)"] = pr
+    fig = plot_region(region, point=point, others=others, path=ctx.figure("stability_region"),
+                      title=f"stability region, k_max={shown.k_max}" +
+                      (" (illustrative: the engine has none)" if e.k_max is None else ""))
+    s = region.scale_of(point)
+    lam_star = region.max_request_rate(mp, md)
+    lam_plain = plain_region.max_request_rate(mp, md)
+    mix = region_mix(region, point)
+    rows = "\n".join(f"| {i} | {v[0]:,.1f} | {v[1]:,.1f} | ({sh[0]}, {sh[1]}) | {t * 1e3:.2f} |"
+                     for i, (v, sh, t) in enumerate(zip(region.vertices, region.shapes, region.batch_seconds)))
+    mix_rows = "\n".join(f"| ({sh[0]}, {sh[1]}) | {f:.3f} | {bf:.3f} |"
+                         for sh, f, bf in zip(mix.shapes, mix.time_fractions, mix.batch_fractions))
+    binds = lam_star < lam_plain * (1 - 1e-9)
+    pol_lines = "\n".join(f"- **{lab}**: the operating point is {'inside' if o.scale_of(point) >= 1 else 'outside'} "
+                          f"(load {1 / o.scale_of(point):.3f} relative to it)"
+                          for lab, o in others.items() if "under backlog" in lab)
+    md_text = f"""
+With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
+decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
+admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
+*reconstructed*: `x + y <= b_max`, `y + n_p <= k_max` with `n_p >= 1` prefilling requests).
+{"The engine has no batch-size limit, so its own region is the triangle `x + y <= " + f"{plain_region.capacity_tokens_per_s:,.1f}` tokens/s of Theorem 2; the filled region shows what `k_max = {ILLUSTRATIVE_K_MAX}` (a common `max_num_seqs`) would cost." if e.k_max is None else ""}
+
+| vertex | prefill tokens/s | decode tokens/s | batch shape (prefill, decode) | t (ms) |
+|---|---|---|---|---|
+{rows}
+
+| quantity | value |
+|---|---|
+| operating point `(lambda m_p, lambda m_d)` | ({point[0]:,.1f}, {point[1]:,.1f}) tokens/s |
+| load relative to the region along the workload's mix | {1 / s:.3f} |
+| largest request rate in the region `lambda*` | {lam_star:.3f} req/s (without `k_max`: {lam_plain:.3f}) |
+| does `k_max = {shown.k_max}` bind for this mix? | {"yes" if binds else "no"} |
+
+{"Time-sharing of batch shapes that serves the operating point" if mix.feasible else f"The operating point is outside the region; the time-sharing that serves the most of it (x{mix.scale:.3f}) along its direction"} ({mix.reason}):
+
+| batch shape (prefill, decode) | share of time | share of batches |
+|---|---|---|
+{mix_rows}
+
+Regions of the batches each scheduler forms once a backlog exists (a fluid argument, ours: outside
+its region a scheduler's backlog grows once formed; Sarathi with `b_max = 1024` diverges at vertex C
+of the paper's example for this reason). The region-aware scheduler
+(`fluidq.policies.region_aware.RegionAware`) runs the shapes of the mix above instead of filling
+batches to `b_max`.
+
+{pol_lines}
+"""
+    data = {"k_max": shown.k_max, "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
+            "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s,
+            "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict()}
+    ctx.results["region"] = region
+    return Section("Stability region under a batch-size limit", md_text, [fig], data)

@@ -1,0 +1,48 @@
+"""``fluidq region``: table, --json, --point, --policies, --plot, and one-line errors (exit 2)."""
+import json
+
+import pytest
+
+from fluidq.cli import main
+
+
+def run(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_region_table_shows_vertex_c(capsys):
+    rc, out, _ = run(["region", "--b-max", "1024", "--k-max", "100"], capsys)
+    assert rc == 0
+    assert "(29, 99)" in out and "620.321" in out and "2117.647" in out
+
+
+def test_region_json_and_point(capsys):
+    rc, out, _ = run(["region", "--b-max", "1024", "--k-max", "100", "--point", "1000,1000", "--json"], capsys)
+    assert rc == 0
+    d = json.loads(out)
+    assert d["point"]["mix"]["feasible"] and d["point"]["margin"]["inside"]
+    assert [0.0, 0.0] in d["region"]["vertices_tokens_per_s"]
+
+
+def test_region_workload_and_policies_and_plot(tmp_path, capsys):
+    png = tmp_path / "region.png"
+    rc, out, _ = run(["region", "--b-max", "1024", "--k-max", "100", "--prompt", "290", "--output", "990",
+                      "--rate", "2.0", "--policies", "sarathi,sarathi:128", "--plot", str(png)], capsys)
+    assert rc == 0 and png.stat().st_size > 1000
+    assert "lambda* = 2.13904" in out
+    assert "sarathi-1024" in out and "sarathi-128" in out
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["region", "--k-max", "0"], "k_max"),
+    (["region", "--point=-1,3"], "point"),
+    (["region", "--point=nan,3"], "point"),
+    (["region", "--point", "1,2,3"], "--point"),
+    (["region", "--policies", "nope"], "nope"),
+    (["region", "--engines", "2"], "--engines"),
+])
+def test_region_bad_input_exit_2(argv, word, capsys):
+    rc, out, err = run(argv, capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and word in err, err
