@@ -219,7 +219,8 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         raise ParameterError("network", network, "a fluidq.network.Network")
     tolerance = real("tolerance", tolerance, nonnegative=True)
     fm = network.flow
-    loads = {p: float(x) for p, x in zip(fm.points, fm.loads())}
+    used = set(int(i) for i in fm.point_of)
+    loads = {p: float(x) for k, (p, x) in enumerate(zip(fm.points, fm.loads())) if k in used}
     worst = max(loads, key=loads.get)
     rho = loads[worst]
     if rho > 1 + tolerance:
