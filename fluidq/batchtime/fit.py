@@ -186,44 +186,86 @@ def default_b0_grid(max_tokens: float) -> np.ndarray:
 # least squares
 
 
-def _nnls(A, y, w):
-    from scipy.optimize import nnls
-
-    Aw = A * w[:, None]
-    yw = y * w
-    coef, _ = nnls(Aw, yw)
-    r = yw - Aw @ coef
-    return coef, float(r @ r)
-
-
-def _columns(base: str, b, b0):
-    if base == "staircase":
-        return np.ceil(b / b0)
-    if base == "piecewise-linear":
-        return np.maximum(0.0, b - b0)
-    return b
+def _subsets(base: str, context: bool):
+    """Column subsets (0: c, 1: a, 2: kv) allowed to be non-zero, the required ones always in."""
+    opt = [()]
+    if context:
+        opt.append((2,))
+    if base == "staircase":  # a > 0 required, c >= 0
+        cores = [(0, 1), (1,)]
+    elif base == "piecewise-linear":  # c > 0 and a > 0 required
+        cores = [(0, 1)]
+    else:  # affine: c >= 0, a >= 0, not both zero
+        cores = [(0, 1), (0,), (1,)]
+    return [core + extra for core in cores for extra in opt]
 
 
 def _fit_once(base: str, b, y, kv, w, grid):
-    """Best parameters of one form on one data set: (sse, c, a, b0, kv_coef) or None."""
+    """Best fit over the grid, in chunks of the grid that keep the work arrays small."""
+    if base == "affine":
+        return _fit_chunk(base, b, y, kv, w, grid)
+    grid = np.asarray(grid, dtype=float)
+    step = max(1, int(2_000_000 // max(b.size, 1)))
     best = None
-    b0s = [None] if base == "affine" else grid
-    for b0 in b0s:
-        cols = [np.ones_like(b), _columns(base, b, b0 if b0 is not None else 1)]
-        if kv is not None:
-            cols.append(kv)
-        A = np.column_stack(cols)
-        coef, sse = _nnls(A, y, w)
-        c, a = coef[0], coef[1]
-        if base == "staircase" and not a > 0:
-            continue
-        if base == "piecewise-linear" and not (a > 0 and c > 0):
-            continue
-        if base == "affine" and not (a > 0 or c > 0):
-            continue
-        if best is None or sse < best[0] * (1 - 1e-12):
-            best = (sse, float(c), float(a), None if b0 is None else int(b0), float(coef[2]) if kv is not None else None)
+    for i in range(0, grid.size, step):
+        r = _fit_chunk(base, b, y, kv, w, grid[i:i + step])
+        if r is not None and (best is None or r[0] < best[0] - 1e-12 * max(best[0], 1e-300)):
+            best = r
     return best
+
+
+def _fit_chunk(base: str, b, y, kv, w, grid):
+    """Best non-negative least-squares parameters of one form over a ``b0`` grid.
+
+    For each ``b0`` the problem is linear in ``(c, a[, kv])``; the normal equations of every
+    ``b0`` are formed at once (columns scaled to unit RMS) and the non-negativity constraints
+    are handled exactly by enumerating the active sets (at most 3 columns), keeping the
+    feasible solution of least squared error.  Returns ``(sse, c, a, b0, kv_coef)`` or ``None``.
+    """
+    b0s = np.array([1.0]) if base == "affine" else np.asarray(grid, dtype=float)
+    n = b.size
+    if base == "staircase":
+        F = np.ceil(b[:, None] / b0s[None, :])
+    elif base == "piecewise-linear":
+        F = np.maximum(0.0, b[:, None] - b0s[None, :])
+    else:
+        F = b[:, None]
+    G = b0s.size
+    cols = [np.broadcast_to(w[:, None], (n, G)), w[:, None] * F]
+    if kv is not None:
+        cols.append(np.broadcast_to((w * kv)[:, None], (n, G)))
+    X = np.stack(cols, axis=2)  # (n, G, p)
+    scale = np.sqrt(np.mean(X * X, axis=0))  # (G, p)
+    scale[scale == 0] = 1.0
+    X = X / scale[None]
+    yw = y * w
+    gram = np.einsum("ngi,ngj->gij", X, X)  # (G, p, p)
+    rhs = np.einsum("ngi,n->gi", X, yw)  # (G, p)
+    yy = float(yw @ yw)
+    best_sse = np.full(G, np.inf)
+    best_theta = np.zeros((G, X.shape[2]))
+    for S in _subsets(base, kv is not None):
+        idx = np.array(S)
+        A = gram[:, idx[:, None], idx[None, :]]
+        r = rhs[:, idx]
+        theta = np.einsum("gij,gj->gi", np.linalg.pinv(A), r)
+        ok = np.all(theta > 0, axis=1)
+        sse = yy - np.einsum("gi,gi->g", theta, r)
+        better = ok & (sse < best_sse)
+        if np.any(better):
+            full = np.zeros((G, X.shape[2]))
+            full[:, idx] = theta
+            best_sse = np.where(better, sse, best_sse)
+            best_theta[better] = full[better]
+    if not np.any(np.isfinite(best_sse)):
+        return None
+    # smallest error; among near-ties (float noise) the smallest b0
+    m = np.nanmin(best_sse)
+    j = int(np.flatnonzero(best_sse <= m + 1e-12 * max(yy, 1e-300))[0])
+    coef = best_theta[j] / scale[j]
+    c, a = float(coef[0]), float(coef[1])
+    kvc = float(coef[2]) if kv is not None else None
+    return (max(float(best_sse[j]), 0.0), c, a, None if base == "affine" else int(b0s[j]), kvc)
 
 
 def _build(base: str, p, context: bool) -> BatchTime:

@@ -164,6 +164,10 @@ def test_bad_options_name_the_parameter():
         assert name in str(ei.value), (kw, str(ei.value))
 
 
-def test_times_that_do_not_grow_cannot_fit_a_staircase():
-    with pytest.raises(FluidqError):
-        Staircase.fit([1, 2, 3, 4], [0.4, 0.3, 0.2, 0.1])
+def test_times_that_fall_give_a_flat_model_and_say_so():
+    # non-negative coefficients cannot follow falling times: the best staircase is flat, and R^2 shows it
+    r = Staircase.fit([1, 2, 3, 4], [0.4, 0.3, 0.2, 0.1])
+    assert r.model(1) == pytest.approx(r.model(4)) and r.r2 <= 0
+    # relative least squares: the constant is sum(1/y) / sum(1/y^2)
+    y = np.array([0.4, 0.3, 0.2, 0.1])
+    assert r.model(1) == pytest.approx(np.sum(1 / y) / np.sum(1 / y**2))
