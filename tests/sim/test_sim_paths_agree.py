@@ -8,6 +8,13 @@ from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
 
+PAPER = dict(c=0.01128, a=0.03547, b0=128)
+
+
+@pytest.fixture
+def paper_engine():
+    return Engine(batch_time=Staircase(**PAPER), b_max=512)
+
 
 
 
