@@ -182,7 +182,9 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
             k = INF
         if x:
             head = cum[ph] - pos
-            kp = (head - 1) // x if head > x else 1
+            # chunked prefill: the head alone takes x tokens per iteration until its rest fits; a
+            # whole-prompt former that chunks a long prompt changes shape once the rest is <= b_max
+            kp = (head - 1) // x if chunked and head > x else 1
             if kp < k:
                 k = kp
         tokens = x + sd
