@@ -142,8 +142,8 @@ def _canon_kind(kind) -> str:
 
 
 def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points: int):
-    b = array("tokens", tokens, min_len=1)
-    y = array("seconds", seconds, min_len=1)
+    b = array("tokens", tokens, min_len=1).copy()  # copies: the result freezes its arrays
+    y = array("seconds", seconds, min_len=1).copy()
     if b.size != y.size:
         raise ParameterError("seconds", f"<{y.size} values>", f"as many values as tokens ({b.size})")
     if np.any(b < 1):
@@ -154,7 +154,7 @@ def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points
         raise ParameterError("seconds", f"<array with {y[i]:g} at index {i}>", "times > 0")
     kv = None
     if kv_tokens is not None:
-        kv = array("kv_tokens", kv_tokens, nonnegative=True, min_len=1)
+        kv = array("kv_tokens", kv_tokens, nonnegative=True, min_len=1).copy()
         if kv.size != b.size:
             raise ParameterError("kv_tokens", f"<{kv.size} values>", f"as many values as tokens ({b.size})")
     if need_increasing:

@@ -100,6 +100,9 @@ def test_exact_data_gives_zero_error_and_result_fields():
         r.residuals_s[0] = 1.0  # read-only
     with pytest.raises(Exception):
         r.r2 = 0.0  # frozen
+    mine = B.copy()
+    fit_batch_time(mine, t(mine), kind="affine")
+    mine[0] = 1.0  # the caller's array is left writable and untouched by the fit
 
 
 def test_affine_and_tabulated_kinds():
