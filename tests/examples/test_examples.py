@@ -1,0 +1,47 @@
+"""Every ``examples/*.py`` runs with ``--quick --out DIR`` and writes non-trivial PNGs.
+
+Each example runs as a user would run it (a subprocess), so an example that no longer matches the
+API fails here. A PNG counts as non-trivial when it decodes, is at least 300 x 200 pixels and is not
+a flat image (the pixel values vary: axes, text and curves).
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
+SLOW = {"sweep_dask_resume.py"}  # starts two Dask clusters; its claim is also tested fast in tests/sweep
+NEEDS = {"sweep_dask_resume.py": "distributed"}
+
+
+def _params():
+    for p in EXAMPLES:
+        marks = [pytest.mark.slow] if p.name in SLOW else []
+        yield pytest.param(p, marks=marks, id=p.stem)
+
+
+def test_there_are_examples():
+    names = {p.name for p in EXAMPLES}
+    assert {"theorem2_boundary.py", "scheduler_comparison.py", "vertex_c.py", "rybko_stolyar.py"} <= names
+
+
+@pytest.mark.parametrize("script", list(_params()))
+def test_example_runs_quick_and_writes_pngs(script, tmp_path):
+    if script.name in NEEDS:
+        pytest.importorskip(NEEDS[script.name], reason=f"{script.name} needs the dask extra")
+    import matplotlib.image as mpimg
+
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, str(script), "--quick", "--out", str(out)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    pngs = sorted(out.glob("*.png"))
+    assert pngs, f"{script.name} wrote no PNG to --out"
+    for png in pngs:
+        px = mpimg.imread(png)
+        assert px.shape[0] >= 200 and px.shape[1] >= 300, (png.name, px.shape)
+        gray = px[..., :3].mean(axis=2) if px.ndim == 3 else px
+        assert gray.std() > 0.03, f"{png.name} looks blank"
+        assert (gray < 0.6).mean() > 0.002, f"{png.name} has no dark ink (no text or curves)"
