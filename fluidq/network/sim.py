@@ -154,6 +154,8 @@ class _StationState:
         self.work = 0          # remaining tokens of residents
         self.windowed = windowed
         self.batch = None
+        self.bt_cache: dict = {}
+        self.context_aware = getattr(self.engine.batch_time, "kind", "") == "context_aware"
 
     def add(self, task):
         self.tasks[task.st.rid] = task
@@ -190,7 +192,9 @@ class _StationState:
                 n += 1
             if (cum >= b_max and n >= 1) or n >= lim + 8:
                 break
-        out.sort(key=lambda t: (t.rank, t.st.arrival_s, t.st.rid))
+        # decoding requests first (by priority, then in the order their prefill ended), then prefilling
+        # requests (by priority, then arrival at the station): a built-in scheduler only compares
+        # requests of the same kind, so this is its priority/FCFS order
         return [t.st for t in out]
 
 
@@ -282,8 +286,24 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         heapq.heappush(heap, (t, seq, kind, payload))
         seq += 1
 
+    from ..workload.lengths import Fixed
+    from .model import NoTokens
+
+    length_buf: dict = {}
+
     def sample_len(length):
-        return int(length.sample(gen, 1)[0])
+        if isinstance(length, Fixed):
+            return length.n
+        if isinstance(length, NoTokens):
+            return 0
+        key = id(length)
+        buf = length_buf.get(key)
+        if buf is None or buf[1] >= len(buf[0]):
+            buf = [length.sample(gen, 256).tolist(), 0, length]
+            length_buf[key] = buf
+        v = buf[0][buf[1]]
+        buf[1] += 1
+        return int(v)
 
     def buffer_label(hop, station_name):
         if hop.engine in routers and hop.engine not in pooled:
@@ -396,11 +416,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             return
         b = batch.tokens
         bt = eng.batch_time
-        if getattr(bt, "kind", "") == "context_aware":
+        if s.context_aware:
             kv = sum(s.tasks[rid].st.prompt_tokens + s.tasks[rid].st.decoded for rid in batch.decode)
             dt = float(bt(b, kv))
         else:
-            dt = float(bt(b))
+            dt = s.bt_cache.get(b)
+            if dt is None:
+                dt = s.bt_cache[b] = float(bt(b))
         s.busy = True
         s.batch = batch
         push(now + dt, 1, s.idx)
@@ -413,28 +435,24 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         for rid, n in batch.prefill:
             t = s.tasks[rid]
             t.st.prefilled += n
+            buf_tokens[t.label] -= n
             if t.st.prefilled >= t.st.prompt_tokens:
-                if t.st.first_scheduled_s != t.st.first_scheduled_s:
-                    t.st.first_scheduled_s = now
                 moved.append(t)
+        tasks = s.tasks
         for rid in batch.decode:
-            s.tasks[rid].st.decoded += 1
-        served = batch.tokens
-        s.work -= served
-        for rid, n in batch.prefill:
-            buf_tokens[s.tasks[rid].label] -= n
-        for rid in batch.decode:
-            buf_tokens[s.tasks[rid].label] -= 1
+            t = tasks[rid]
+            st = t.st
+            st.decoded += 1
+            buf_tokens[t.label] -= 1
+            if st.decoded >= st.output_tokens:
+                s.dec[t.rank].remove(t)
+                done.append(t)
+        s.work -= batch.tokens
         for t in moved:
             s.pre[t.rank].remove(t)
             if t.st.decoded < t.st.output_tokens:
                 s.dec.setdefault(t.rank, deque()).append(t)
             else:
-                done.append(t)
-        for rid in batch.decode:
-            t = s.tasks[rid]
-            if t.st.decoded >= t.st.output_tokens:
-                s.dec[t.rank].remove(t)
                 done.append(t)
         for r in [r for r, q in s.pre.items() if not q]:
             del s.pre[r]

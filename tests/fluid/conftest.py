@@ -1,0 +1,57 @@
+"""Small networks for the network and fluid tests (short hops, so simulations take a fraction of a second)."""
+from __future__ import annotations
+
+import pytest
+
+from fluidq import Affine, Engine, Staircase
+from fluidq.network import Fork, Hop, Join, Network, RequestClass, Router, Station
+
+
+def small_engine(name, b_max=256):
+    return Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=b_max, name=name)
+
+
+def jsq_pair(count="requests"):
+    return Network(stations=[Station(name="E1", engine=small_engine("E1")), Station(name="E2", engine=small_engine("E2"))],
+                   routers=[Router(name="pool", engines=("E1", "E2"), policy="jsq", count=count)],
+                   classes=[RequestClass(name="c", rate_per_s=1.0,
+                                         route=[Hop(engine="pool", prompt_tokens=96, output_tokens=8)])])
+
+
+def random_unequal(probabilities):
+    fast = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256)
+    slow = Engine(batch_time=Affine(c=0.10, a=0.0), b_max=256)
+    return Network(stations=[Station(name="fast", engine=fast), Station(name="slow", engine=slow)],
+                   routers=[Router(name="split", engines=("fast", "slow"), policy="random",
+                                   probabilities=probabilities)],
+                   classes=[RequestClass(name="c", rate_per_s=1.0,
+                                         route=[Hop(engine="split", prompt_tokens=96, output_tokens=8)])])
+
+
+def plan_code_review():
+    return Network(stations=[Station(name="plan", engine=small_engine("plan")),
+                             Station(name="code", engine=small_engine("code")),
+                             Station(name="review", engine=small_engine("review"))],
+                   classes=[RequestClass(name="t", rate_per_s=1.0, route=[
+                       Hop(engine="plan", prompt_tokens=64, output_tokens=8, name="plan"),
+                       Hop(engine="code", prompt_tokens=160, output_tokens=16, name="code"),
+                       Hop(engine="review", prompt_tokens=96, output_tokens=4, name="review")])],
+                   claim="dag", name="plan-code-review")
+
+
+def fork_join():
+    return Network(stations=[Station(name="orch", engine=small_engine("orch")),
+                             Station(name="search", engine=small_engine("search")),
+                             Station(name="code", engine=small_engine("code"))],
+                   classes=[RequestClass(name="agent", rate_per_s=1.0, route=[
+                       Hop(engine="orch", prompt_tokens=48, output_tokens=4, name="orchestrate"),
+                       Fork(name="f", branches=[[Hop(engine="search", prompt_tokens=96, output_tokens=8, name="search")],
+                                                [Hop(engine="code", prompt_tokens=160, output_tokens=8, name="code")]]),
+                       Join(name="f")])],
+                   claim="dag", name="fork-join")
+
+
+@pytest.fixture
+def small():
+    """Builders of the small test networks."""
+    return {"jsq": jsq_pair, "random": random_unequal, "dag": plan_code_review, "fork_join": fork_join}

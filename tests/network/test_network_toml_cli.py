@@ -1,0 +1,93 @@
+"""TOML case files and the ``fluidq network`` command."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fluidq.cli import main
+from fluidq.errors import DataError, ParameterError, TopologyError
+from fluidq.network.toml import load_network, network_from_dict
+
+CASES = Path(__file__).resolve().parents[2] / "examples" / "cases"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.toml")))
+def test_every_example_case_loads(name):
+    net = load_network(CASES / name)
+    assert net.stations and net.classes
+    assert all(v >= 0 for v in net.loads().values())
+
+
+def test_case_files_match_the_reference():
+    rs = load_network(CASES / "llm_rybko_stolyar.toml")
+    assert rs.loads() == pytest.approx({"E1": 0.9, "E2": 0.9})
+    assert not rs.is_dag
+    for name in ("rybko_stolyar.toml", "lu_kumar.toml"):
+        assert load_network(CASES / name).loads() == pytest.approx({"S1": 0.7, "S2": 0.7})
+    for name in ("plan_code_review.toml", "fork_join.toml", "jsq_pair.toml"):
+        net = load_network(CASES / name)
+        assert net.is_dag and net.bottleneck[1] == pytest.approx(0.9)
+    ru = load_network(CASES / "random_unequal.toml")
+    assert ru.loads() == pytest.approx({"fast": 0.6, "slow": 1.2})
+
+
+def _base():
+    return {"engines": {"E1": {"batch_time": {"kind": "affine", "c": 1.0, "a": 0.0}, "b_max": 64}},
+            "classes": [{"name": "A", "rate_per_s": 1.0, "route": [{"engine": "E1", "prompt": 8, "output": 8}]}]}
+
+
+def test_unknown_key_is_named():
+    d = _base()
+    d["engines"]["E1"]["bmax"] = 3
+    with pytest.raises(DataError, match="unknown key 'bmax'"):
+        network_from_dict(d)
+
+
+def test_join_without_fork_in_toml():
+    d = _base()
+    d["classes"][0]["route"].append({"join": "f"})
+    with pytest.raises(TopologyError, match="join 'f' with no fork"):
+        network_from_dict(d)
+
+
+def test_lengths_and_choice_in_toml():
+    d = _base()
+    d["classes"][0]["route"] = [{"engine": "E1", "prompt": {"dist": "geometric", "mean": 20}, "output": 0},
+                                {"choice": [{"p": 0.25, "route": [{"engine": "E1", "prompt": 8, "output": 8}]},
+                                            {"p": 0.75, "route": []}]}]
+    net = network_from_dict(d)
+    assert net.loads()["E1"] == pytest.approx((20 + 0.25 * 16) / 64)
+    d["classes"][0]["route"][1]["choice"][1]["p"] = 0.5
+    with pytest.raises(ParameterError, match="summing to 1"):
+        network_from_dict(d)
+
+
+def test_not_toml(tmp_path):
+    p = tmp_path / "x.toml"
+    p.write_text("this is = = not toml")
+    with pytest.raises(DataError, match="not valid TOML"):
+        load_network(p)
+
+
+def test_cli_json_and_table(capsys, tmp_path):
+    assert main(["network", str(CASES / "lu_kumar.toml"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "unstable" and out["decided_by"] == "fluid:diverging_path"
+    assert main(["network", str(CASES / "fork_join.toml"), "--load", "1.1", "--plot", str(tmp_path / "a.png"),
+                 "--plot-network", str(tmp_path / "b.png")]) == 0
+    txt = capsys.readouterr().out
+    assert "verdict: unstable (decided by load)" in txt and "bottleneck: code" in txt
+    assert (tmp_path / "a.png").stat().st_size > 1000 and (tmp_path / "b.png").stat().st_size > 1000
+
+
+def test_cli_bad_input_exits_2(capsys, tmp_path):
+    assert main(["network", str(tmp_path / "missing.toml")]) == 2
+    assert "no such case file" in capsys.readouterr().err
+    p = tmp_path / "bad.toml"
+    p.write_text('[engines.E1]\nbatch_time = { kind = "affine", c = 1.0, a = 0.0 }\nb_max = 8\n'
+                 '[[classes]]\nname = "A"\nrate_per_s = 1.0\nroute = [{ engine = "E7", prompt = 4, output = 4 }]\n')
+    assert main(["network", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown engine 'E7'" in err
