@@ -86,3 +86,52 @@ def test_missing_case_file_exits_2(tmp_path, capsys):
     with pytest.raises(DataError):
         (tmp_path / "x.toml").write_text("[sweep]\n")
         load_case(tmp_path / "x.toml")
+
+
+SIM_CASE = """
+[sweep]
+analysis = "simulate"
+seed = 5
+chunk_size = 10
+store = "sim.jsonl"
+
+[fixed]
+prompt_tokens = 64
+output_tokens = 64
+lengths = "geometric"
+horizon_s = 4.0
+
+[grid]
+load = [0.5, 0.9, 1.2]
+policy = ["sarathi", "vllm"]
+seed = { start = 0, stop = 40, step = 1 }
+"""
+
+
+def test_ctrl_c_on_the_cli_exits_130_and_the_rerun_resumes(tmp_path, capsys):
+    pytest.importorskip("fluidq.sim", reason="the simulator is not in this checkout")
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    case = tmp_path / "sim.toml"
+    case.write_text(SIM_CASE)
+    store = tmp_path / "sim.jsonl"
+    cmd = [sys.executable, "-m", "fluidq", "sweep", str(case), "--workers", "2"]
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while not store.exists() or store.read_bytes().count(b"\n") < 3:  # header + 2 chunks
+        assert proc.poll() is None and time.monotonic() - t0 < 60, "finished before the interrupt"
+        time.sleep(0.005)
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err.splitlines()[-1]
+    kept = store.read_bytes().count(b"\n") - 1
+    assert 2 <= kept < 24
+    assert main(["sweep", str(case), "--serial", "--json"]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["n_resumed"] == 10 * kept and resumed["n_computed"] == 240 - 10 * kept
+    fresh = load_case(case).run(executor="serial", store=None)
+    assert resumed["rows"] == fresh.table()

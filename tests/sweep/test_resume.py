@@ -145,3 +145,22 @@ def test_a_killed_local_worker_is_replaced_and_no_point_is_lost(tmp_path):
     assert res.rows == ref.rows
     _, rows = read_store(store)
     assert [r["index"] for r in rows] == list(range(40))
+
+
+@pytest.mark.slow
+def test_a_killed_dask_worker_is_rescheduled_without_loss(tmp_path):
+    pytest.importorskip("distributed", reason="the Dask tests need the dask extra: pip install 'fluidq[dask]'")
+    import cloudpickle
+    from distributed import Client, LocalCluster
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
+    grid = Grid(axes={"seed": list(range(60))}, fixed={"rate_per_s": 0.5, "customers": 300,
+                                                        "marker": str(tmp_path / "marker")})
+    store = tmp_path / "s.jsonl"
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
+            Client(cl) as client:
+        res = sweep(_dies_once, grid, executor=client, store=store, chunk_size=6, seed=4)
+    assert (tmp_path / "marker").exists()  # a worker process really died mid-sweep
+    assert res.rows == sweep(_dies_once, grid, executor="serial", seed=4).rows
+    _, rows = read_store(store)
+    assert [r["index"] for r in rows] == list(range(60))
