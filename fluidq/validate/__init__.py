@@ -206,3 +206,17 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
     files = {"markdown": str(out / "validation.md"), "json": str(out / "validation.json"), "figures": figs}
     (out / "validation.json").write_text(json.dumps(res.to_dict() | {"files": files}, indent=1))
     return files
+
+
+# ``fluidq.validate`` is both this sub-package and the function above: importing the package makes
+# the attribute ``fluidq.validate`` the module, so the module itself forwards calls to the function.
+import sys as _sys
+import types as _types
+
+
+class _CallableModule(_types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        return validate(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _CallableModule

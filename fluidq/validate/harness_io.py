@@ -84,6 +84,16 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
             sat = saturated_throughput(run)
             qg = queue_growth(run)
             out[s.name]["runs"][r] = {"saturated": sat, "queue_growth": qg, "load": load, "scheduler": sched}
+            it_path = s / r / "iterations.csv"
+            if it_path.exists():
+                it = np.genfromtxt(it_path, delimiter=",", names=True, ndmin=1)
+                if it.size:
+                    pr = np.asarray(fit.model(np.maximum(it["tokens"], 1), it["kv_tokens"]), dtype=float)
+                    mape = float(np.mean(np.abs(pr - it["seconds"]) / it["seconds"]) * 100)
+                    bias = float(np.mean((pr - it["seconds"]) / it["seconds"]) * 100)
+                    rows.append(Row(case=case_name, source=label, quantity=f"in-run iteration times vs t(b, kv), {sched} "
+                                    f"at load {load:g} (MAPE)", predicted=mape, measured=None, unit="%",
+                                    status="info", note=f"{it.size} iterations; mean signed error {bias:+.1f} %"))
             if load > 1:
                 e = _err(pred.tokens_per_s, sat["tokens_per_s"])
                 rows.append(Row(case=case_name, source=label, quantity=f"capacity, {sched} at load {load:g}",

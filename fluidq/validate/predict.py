@@ -10,10 +10,10 @@ budget with prompt chunks.  Three limits cap ``N``:
   the iterations it spends decoding (length-biased: long requests are resident longer) this is
   ``kv_bar = sum_i o_i (p_i + o_i/2) / sum_i o_i`` plus half a block of rounding, so
   ``N <= C / (kv_bar + (block-1)/2)``;
-* the token budget: in flow balance the prompt tokens per iteration are ``N m_p / m_d``, so
-  ``N (1 + m_p/m_d) <= b_max``.
+* the token budget: in flow balance the prompt tokens per iteration are ``N m_p / (m_d - 1)``
+  (the first output token comes with the prefill), so ``N (1 + m_p/(m_d - 1)) <= b_max``.
 
-With ``N = min`` of the three, a request costs ``m_d t_dec(N)/N`` seconds of shared decode
+With ``N = min`` of the three, a request costs ``(m_d - 1) t_dec(N)/N`` seconds of shared decode
 iterations plus ``E[Delta]``, the extra time its prompt chunks add to the iterations they join
 (``Delta = sum_chunks t(N decodes + chunk) - t(N decodes)``, chunks of at most ``b_max - N``
 tokens).  The capacity is ``lambda* = 1/(m_d t_dec/N + E[Delta])`` requests per second and
@@ -93,7 +93,9 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         raise ParameterError("input_tokens", p.shape, "two non-empty arrays of equal length")
     mp, md = float(p.mean()), float(o.mean())
     kv_bar = float((o * (p + o / 2.0)).sum() / o.sum())
-    limits = {"token_budget": b_max * md / (mp + md)}
+    # the first output token comes with the prefill; ``m_d - 1`` decode iterations follow
+    mdec = max(md - 1.0, 0.0)
+    limits = {"token_budget": b_max * mdec / (mp + mdec) if mdec > 0 else 1.0}
     if k_max is not None:
         limits["k_max"] = float(k_max)
     if kv_capacity_tokens is not None:
@@ -114,13 +116,13 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
             done += c
         deltas[j] = d
     e_delta = float((deltas * counts).sum() / counts.sum())
-    per_request = md * t_dec / N + e_delta
+    per_request = mdec * t_dec / N + e_delta
     lam = 1.0 / per_request
     words = {"kv_cache": f"the KV cache ({kv_capacity_tokens} tokens) holds N = {N:.1f} requests of mean "
                          f"context {kv_bar:.0f} tokens",
              "k_max": f"max_num_seqs = {k_max} caps the residents",
              "token_budget": f"the token budget b_max = {b_max} is filled with N = {N:.1f} decodes and "
-                             f"{N * mp / md:.0f} prompt tokens"}
+                             f"{N * mp / max(mdec, 1e-9):.0f} prompt tokens"}
     others = ", ".join(f"{k} allows {v:.1f}" for k, v in limits.items() if k != binding)
     reason = (f"{words[binding]} ({others}); a decode iteration takes {t_dec * 1e3:.2f} ms and each prompt "
               f"adds {e_delta * 1e3:.2f} ms")

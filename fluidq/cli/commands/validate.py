@@ -1,0 +1,45 @@
+"""``fluidq validate``: run the validation suite (predictions against measured GPU runs)."""
+from __future__ import annotations
+
+import sys
+
+from .. import emit
+
+
+def register(sub):
+    p = sub.add_parser("validate", help="run the validation suite and write its report",
+                       description="Predicted vs measured for every case in validation/cases/*.toml: "
+                       "batch-time fits, capacity of real vLLM runs, latency of replayed arrivals, peer "
+                       "agreement with Vidur, GPU-harness runs. Misses are reported, not hidden.")
+    p.add_argument("--out", default="fluidq-validation", help="output folder (default: ./fluidq-validation)")
+    p.add_argument("--case", action="append", default=None, metavar="NAME",
+                   help="run only this case (repeatable); names are in validation/cases/*.toml")
+    p.add_argument("--fast", action="store_true", help="the fast subset: one case per data source")
+    p.add_argument("--harness-dir", default=None, help="read GPU-harness runs from this folder")
+    p.add_argument("--root", default=None, help="the validation folder (default: $FLUIDQ_VALIDATION_DIR or the "
+                   "source checkout's validation/)")
+    p.add_argument("--strict", action="store_true", help="exit with code 1 when any target is missed")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from ...validate import validate
+
+    def progress(i, n, name):
+        if not args.json:
+            print(f"\r[{i + 1}/{n}] {name:<44}", end="", file=sys.stderr, flush=True)
+
+    res = validate(args.out, case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
+                   progress=progress)
+    if not args.json:
+        print("", file=sys.stderr)
+    lines = [f"{len(res.rows)} rows: {res.passed} pass, {res.missed} miss, {res.skipped} skipped "
+             f"({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
+    for r in res.misses():
+        err = "" if r.error_pct is None else f" ({r.error_pct:+.1f} %)"
+        lines.append(f"  MISS {r.case}: {r.quantity}{err} -- target {r.target}")
+    out = {"passed": res.passed, "missed": res.missed, "skipped": res.skipped, "files": res.files,
+           "rows": [r.to_dict() for r in res.rows]}
+    emit(args, out, "\n".join(lines))
+    return 1 if (args.strict and res.missed) else 0

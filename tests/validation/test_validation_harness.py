@@ -1,0 +1,56 @@
+"""The GPU harness in CPU mode (tiny Llama-shaped model) writes runs that `fluidq validate` ingests."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _harness():
+    spec = importlib.util.spec_from_file_location("fluidq_gpu_harness", ROOT / "validation" / "gpu" / "harness.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(tmp_path, backend):
+    h = _harness()
+    rc = h.main(["--mode", "cpu", "--backend", backend, "--out", str(tmp_path), "--loads", "0.8,1.2",
+                 "--schedulers", "sarathi,vllm", "--horizon", "0.6", "--drain", "0.3"])
+    assert rc == 0
+    (session,) = [p.parent for p in tmp_path.rglob("harness_meta.json")]
+    return session
+
+
+def _check(tmp_path, session):
+    import fluidq
+    from fluidq.validate.runs import read_run
+
+    meta = json.loads((session / "harness_meta.json").read_text())
+    assert meta["runs"] == ["sarathi_load0.8", "sarathi_load1.2", "vllm_load0.8", "vllm_load1.2"]
+    assert len(meta["batch_time_table"]["seconds"]) == len(meta["batch_time_table"]["tokens"]) > 10
+    for r in meta["runs"]:
+        run = read_run(session / r)
+        assert len(run) > 0 and (run.first_token_s >= run.arrival_s).all()
+        assert (run.last_token_s >= run.first_token_s).all()
+        assert run.max_num_seqs == meta["k_max"] and run.meta["harness"]["scheduler"] in ("sarathi", "vllm")
+    res = fluidq.validate(tmp_path / "report", case="gpu-harness", harness_dir=tmp_path)
+    qs = [r.quantity for r in res.rows]
+    assert not [r for r in res.rows if r.status == "skip"]
+    assert any(q.startswith("capacity, sarathi at load 1.2") for q in qs)
+    assert any(q.startswith("backlog growth, vllm at load 0.8") for q in qs)
+    assert sum(q.startswith("in-run iteration times") for q in qs) == 4
+
+
+def test_cpu_harness_plain_torch_is_ingested(tmp_path):
+    pytest.importorskip("torch")
+    _check(tmp_path, _run(tmp_path, "torch"))
+
+
+@pytest.mark.slow
+def test_cpu_harness_transformers_model_is_ingested(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    _check(tmp_path, _run(tmp_path, "transformers"))
