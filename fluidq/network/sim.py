@@ -91,7 +91,7 @@ class NetworkSimResult:
     def total_tokens(self) -> np.ndarray:
         return np.sum([v for v in self.buffer_tokens.values()], axis=0)
 
-    def growth_rate(self, *, start_fraction: float = 0.5, tokens: bool = False) -> float:
+    def growth_rate(self, *, start_fraction: float = 0.25, tokens: bool = False) -> float:
         """Least-squares slope (per second) of requests (or tokens) in system over the last part of the run."""
         t = self.times_s
         y = self.total_tokens if tokens else self.total_in_system
