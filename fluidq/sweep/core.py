@@ -171,6 +171,16 @@ class _Serial(cf.Executor):
         return f
 
 
+def _cluster_slots(executor) -> int | None:
+    """Worker threads of a ``distributed.Client``'s cluster (None for anything else)."""
+    if hasattr(executor, "get_executor") and hasattr(executor, "nthreads"):
+        try:
+            return int(sum(executor.nthreads().values())) or None
+        except Exception:  # noqa: BLE001 - a cluster that cannot answer: fall back to the default
+            return None
+    return None
+
+
 def _make_executor(executor, max_workers):
     """``(executor, owned, label, factory)``; ``factory`` rebuilds an owned pool after a crash."""
     if executor is None or executor == "processes":
@@ -225,7 +235,8 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
         Axes that alone determine a point's stream: points agreeing on them share it (common
         random numbers, e.g. ``["load", "seed"]`` compares policies on the same arrivals).
     max_in_flight : int, optional
-        Chunks submitted but not finished (default: twice the workers, at least 4).
+        Chunks submitted but not finished (default: twice the workers -- for a Dask client, twice
+        its cluster's worker threads -- and at least 4).
     errors : {"raise", "record"}
         On an exception in ``fn``: stop the sweep (finished chunks stay stored), or record
         ``{"error": "..."}`` in that point's row and go on.
@@ -283,7 +294,7 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
         if chunks:
             ex, owned, label, factory = _make_executor(executor, max_workers)
             if max_in_flight is None:
-                workers = max_workers or _default_workers()
+                workers = _cluster_slots(executor) or max_workers or _default_workers()
                 max_in_flight = max(4, 2 * workers)
             max_in_flight = integer("max_in_flight", max_in_flight, minimum=1)
             _drive(ex, target, seed, grid, common_seeds, chunks, errors, max_in_flight, rows, st, bar,
