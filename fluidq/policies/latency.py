@@ -512,6 +512,21 @@ class MemGuard(Ordering):
         self._mark_evicted(rec)
         rec["last"] = 0  # the drop that follows (recompute) is this eviction, not another
 
+    def guard_gap(self, r: RequestState) -> int:
+        """KV tokens ``r`` still needs to reach the threshold that lets it be evicted (0 if evictable now)."""
+        rec = self._track(r)
+        if self.level(rec["peak"]) > rec["spent"]:
+            return 0
+        return max(0, int(self.k_tokens * 2 ** (rec["spent"] + 1)) - self.progress(r))
+
+    def kv_reserve(self, requests, now_s: float) -> int:
+        """Sum of :meth:`guard_gap` over admitted requests (those holding KV: some prompt prefilled).
+
+        A batch former that keeps ``kv_free - kv_reserve`` non-negative when it admits new work lets
+        every guarded request reach its next threshold, so the guard never has to be overridden.
+        """
+        return sum(self.guard_gap(r) for r in requests if r.prefilled > 0)
+
     def evictions(self, rid: int) -> int:
         rec = self._mem.get(rid)
         return 0 if rec is None else int(rec["evictions"])

@@ -37,7 +37,17 @@ class Unified:
         The priority order (default FCFS).
     b_max, k_max : int, optional
         Caps below the engine's budgets.
+    kv_guard : bool
+        With KV-cache memory (``QueueView.kv_free_tokens``) and an ordering that has
+        ``kv_reserve`` / ``guard_gap`` (MEMGUARD): admit *new* prompts only into memory that is
+        free beyond the tokens the guarded requests still need to reach their next thresholds, so
+        that the simulator never has to evict a guarded request (default ``True``).
     name : str
+
+    Notes
+    -----
+    With ``kv_guard`` the former may leave budget unused while memory is reserved; it is then
+    work-conserving only with respect to the memory it may use (without memory it always is).
 
     Examples
     --------
@@ -50,6 +60,7 @@ class Unified:
     order: Ordering = field(default_factory=FCFS)
     b_max: int | None = None
     k_max: int | None = None
+    kv_guard: bool = True
     name: str = "unified"
 
     mixed = True
@@ -73,15 +84,36 @@ class Unified:
     def select(self, view: QueueView) -> Batch:
         budget, slots = self.budgets(view)
         prefill, decode = [], []
-        for r in self.order.order(view.requests, view.now_s):
+        ordered = self.order.order(view.requests, view.now_s)
+        gap = getattr(self.order, "guard_gap", None)
+        guard = self.kv_guard and view.kv_free_tokens is not None and gap is not None
+        if guard:
+            head = view.kv_free_tokens - self.order.kv_reserve(view.requests, view.now_s)
+            k0 = getattr(self.order, "k_tokens", 1)
+        for r in ordered:
             if budget < 1 or slots < 1:
                 break
             if r.prefilled < r.prompt_tokens:
                 m = min(r.prompt_tokens - r.prefilled, budget)
+                if guard:
+                    if r.prefilled > 0:      # admitted: its own gap is reserved already
+                        g = gap(r)
+                        extra = max(0, m - g)
+                    else:                    # a new admission needs its tokens and its first gap
+                        extra = m + max(0, min(k0, r.prompt_tokens) - m)
+                    if extra > head:
+                        if r.prefilled > 0 and head > 0:
+                            m = min(m, g + head)
+                            extra = max(0, m - g)
+                        else:
+                            continue
+                    head -= extra
                 prefill.append((r.rid, m))
                 budget -= m
                 slots -= 1
             elif r.decoded < r.output_tokens:
+                if guard and gap(r) == 0:
+                    head -= 1
                 decode.append(r.rid)
                 budget -= 1
                 slots -= 1

@@ -64,7 +64,9 @@ class NoisyOracle:
 
 
 def sigma_for_tau(lengths, tau: float, *, rng=7919, n_max: int = 3000) -> float:
-    """The noise ``sigma`` for which ``log(L) + sigma Z`` has Kendall tau ``tau`` against ``L``."""
+    """The noise ``sigma`` for which ``log(L) + sigma Z`` has Kendall tau ``tau`` against ``L``.
+
+    Returns 0 when the lengths are all equal (there is no order to get wrong)."""
     from scipy.optimize import brentq
 
     from .evaluate import kendall_tau
@@ -79,6 +81,6 @@ def sigma_for_tau(lengths, tau: float, *, rng=7919, n_max: int = 3000) -> float:
     z = g.standard_normal(L.size)
     x = np.log(L)
     top = kendall_tau(x, L)
-    if tau >= top:
+    if not top == top or tau >= top:   # constant lengths (nothing to rank) or tau unreachable
         return 0.0
     return float(brentq(lambda s: kendall_tau(x + s * z, L) - tau, 1e-9, 100.0 * (x.std() + 1.0), xtol=1e-4))
