@@ -9,11 +9,15 @@ Sarathi-Serve with ``b_max = 1024`` diverges there.  :class:`RegionAware` reads 
 * with a target ``(lambda_p, lambda_d)`` tokens/s, the ray from the origin through the target
   leaves the region on one facet (or at one vertex); the scheduler uses that facet's two batch
   shapes -- the decode-heavy one ``S_lo`` and the prefill-heavy one ``S_hi`` -- and switches on
-  the prefill backlog: ``S_hi`` while at least ``backlog_tokens`` prompt tokens wait, else
-  ``S_lo``.  The time shares then settle where prefill is served at its arrival rate, which is
-  the LP mix; at a vertex it runs that vertex's shape only.
+  the backlogs: ``S_hi`` while at least ``backlog_tokens`` prompt tokens wait *and* no more
+  requests are decoding than ``S_hi`` serves, else ``S_lo``.  The time shares then settle where
+  prefill is served at its arrival rate without a decode queue building up, which is the LP mix;
+  at a vertex it runs that vertex's shape only.  (Switching on the prefill backlog alone is
+  stable with deterministic arrivals but not with Poisson ones: after a burst it keeps choosing
+  the prefill-heavy shape while the decode queue grows.)
 * without a target, a *ladder* over all the region's vertex shapes, from decode-heavy to
-  prefill-heavy, indexed by ``floor(backlog / backlog_tokens)`` (adaptive, heuristic).
+  prefill-heavy, indexed by ``floor(backlog / backlog_tokens)`` and stepped back while more
+  requests decode than the shape serves (adaptive, heuristic).
 
 A batch of shape ``(x, y)`` is formed like Sarathi-Serve with budget ``x + y``: decode tokens
 first (at most ``y`` for ``S_hi``, as many as fit for ``S_lo``), then prefill chunks in the
@@ -57,6 +61,11 @@ class RegionAware:
     backlog_tokens : int, optional
         Prefill backlog (prompt tokens waiting) at which the scheduler switches to the next,
         more prefill-heavy shape; default ``b_max``.
+    prompt_tokens : int, optional
+        Prompt length, so that the shapes used are ones a batch of real prompts can fill (one
+        request brings at most its prompt to a batch; see :func:`fluidq.stability_region`).
+        :meth:`for_workload` sets it from the workload (its fixed length, or the mean rounded
+        down for random lengths -- a heuristic).
     order : Ordering
         Order in which waiting requests are taken (default FCFS).
 
@@ -72,6 +81,7 @@ class RegionAware:
     engine: Engine
     target_tokens_per_s: tuple | None = None
     backlog_tokens: int | None = None
+    prompt_tokens: int | None = None
     order: Ordering = field(default_factory=FCFS)
     name: str = "region-aware"
     shapes: tuple = field(init=False, default=())
@@ -86,7 +96,9 @@ class RegionAware:
         from ..region import stability_region
         from ..region.region import as_points
 
-        region = stability_region(self.engine)
+        object.__setattr__(self, "prompt_tokens", integer("prompt_tokens", self.prompt_tokens, minimum=1,
+                                                          allow_none=True))
+        region = stability_region(self.engine, prompt_tokens=self.prompt_tokens)
         idx = region.batch_vertices
         verts, shp = region.vertices[idx], region.shapes[idx]
         # from decode-heavy to prefill-heavy: by angle from the decode axis
@@ -118,13 +130,24 @@ class RegionAware:
     @classmethod
     def for_workload(cls, engine: Engine, workload, **kw) -> "RegionAware":
         """Target the workload's operating point ``(lambda m_p, lambda m_d)``."""
+        from ..workload import Fixed
+
         lam = workload.arrival_rate_per_s
+        lp = workload.prompt_tokens
+        if "prompt_tokens" not in kw:
+            kw["prompt_tokens"] = lp.n if isinstance(lp, Fixed) else max(1, int(workload.mean_prompt_tokens))
         return cls(engine=engine, target_tokens_per_s=(lam * workload.mean_prompt_tokens,
                                                        lam * workload.mean_output_tokens), **kw)
 
     def choose(self, view: QueueView) -> tuple[int, int, bool]:
         """``(budget, decode_cap, capped)`` for the next batch in state ``view``."""
-        backlog = sum(r.prompt_tokens - r.prefilled for r in view.requests if r.prefilled < r.prompt_tokens)
+        backlog = 0
+        n_dec = 0
+        for r in view.requests:
+            if r.prefilled < r.prompt_tokens:
+                backlog += r.prompt_tokens - r.prefilled
+            elif r.decoded < r.output_tokens:
+                n_dec += 1
         n = len(self.shapes)
         if n == 1:
             i = 0
@@ -132,8 +155,12 @@ class RegionAware:
             i = 1 if backlog >= self.backlog_tokens else 0
         else:
             i = min(n - 1, backlog // self.backlog_tokens)
+        # decoders first: while more requests decode than the chosen shape serves, step back to a
+        # more decode-heavy shape (serving prefill then would only lengthen the decode queue)
+        while i > 0 and n_dec > self.shapes[i][1]:
+            i -= 1
         x, y = self.shapes[i]
-        return x + y, y, i > 0
+        return x + y, y, True
 
     def select(self, view: QueueView) -> Batch:
         budget, cap, capped = self.choose(view)

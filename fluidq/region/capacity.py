@@ -18,25 +18,36 @@ __all__ = ["region_capacity", "cached_policy_region"]
 
 
 @lru_cache(maxsize=256)
-def _region(engine, kv):
-    return stability_region(engine, kv_tokens=kv)
+def _region(engine, kv, prompt):
+    return stability_region(engine, kv_tokens=kv, prompt_tokens=prompt)
+
+
+def fixed_prompt(workload):
+    """The prompt length when every prompt has the same length, else ``None``."""
+    from ..workload import Fixed
+
+    lp = workload.prompt_tokens
+    return lp.n if isinstance(lp, Fixed) else None
 
 
 def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
     """``(tokens_per_s, batch_tokens, reason, binds)`` for ``workload``'s mix on ``engine``.
 
     ``tokens_per_s = lambda* (m_p + m_d)`` with ``lambda*`` the largest rate whose point
-    ``(lambda m_p, lambda m_d)`` is in the region; ``binds`` is True when it is below the
+    ``(lambda m_p, lambda m_d)`` is in the region -- for prompts of one fixed length ``P`` the
+    region where a request brings at most ``P`` prefill tokens to a batch, else the
+    reconstructed rule (any number) -- ; ``binds`` is True when it is below the
     Theorem-2 number.  ``batch_tokens`` is the largest batch among the shapes where the ray
     leaves the region.
     """
     from ..capacity import mean_decode_context
 
     kv = mean_decode_context(engine, workload) if isinstance(engine.batch_time, ContextAware) else None
+    prompt = fixed_prompt(workload)
     try:
-        region = _region(engine, kv)
+        region = _region(engine, kv, prompt)
     except TypeError:  # unhashable engine (a user model): no cache
-        region = stability_region(engine, kv_tokens=kv)
+        region = stability_region(engine, kv_tokens=kv, prompt_tokens=prompt)
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
     lam = region.max_request_rate(mp, md)
     tokens = lam * (mp + md)
@@ -57,7 +68,9 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
     if binds:
         reason = (f"k_max={engine.k_max} binds: for m_p={mp:g}, m_d={md:g} the point (lambda m_p, lambda m_d) "
                   f"leaves the stability region at lambda*={lam:.6g} req/s, through batches of {words} "
-                  f"({tokens:.6g} tokens/s, {tokens / cap:.4f} of the Theorem-2 number {cap:.6g}; "
+                  f"({tokens:.6g} tokens/s, {tokens / cap:.4f} of the Theorem-2 number {cap:.6g}"
+                  + (f"; prompts of {prompt} tokens, so a request brings at most {prompt} prefill tokens to a batch"
+                     if prompt is not None else "") + "; "
                   "§6 of arXiv:2504.07347, admissibility rule reconstructed)")
     else:
         reason = f"k_max={engine.k_max} does not bind for m_p={mp:g}, m_d={md:g}"

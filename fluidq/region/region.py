@@ -126,6 +126,7 @@ class StabilityRegion:
     candidate_shapes: int
     kv_tokens: float | None = None
     label: str = "engine"
+    prompt_tokens: int | None = None
     _scale: float = field(default=1.0, repr=False)
 
     # -- geometry ---------------------------------------------------------------------------
@@ -223,7 +224,7 @@ class StabilityRegion:
                                                                        "vertices": self.facet_vertices},
                       "capacity_tokens_per_s": self.capacity_tokens_per_s, "area": self.area,
                       "candidate_shapes": self.candidate_shapes, "engine": self.engine.to_dict(),
-                      "kv_tokens": self.kv_tokens, "label": self.label,
+                      "kv_tokens": self.kv_tokens, "label": self.label, "prompt_tokens": self.prompt_tokens,
                       "method": "convex hull of admissible batch shapes, downward closure"})
 
     def plot(self, ax=None, **kw):
@@ -257,7 +258,8 @@ def _hull(points: np.ndarray) -> np.ndarray:
     return np.array(idx, dtype=int)
 
 
-def stability_region(engine: Engine, *, kv_tokens: float | None = None) -> StabilityRegion:
+def stability_region(engine: Engine, *, kv_tokens: float | None = None,
+                     prompt_tokens: int | None = None) -> StabilityRegion:
     """The stability region of ``engine`` in (prefill tokens/s, decode tokens/s).
 
     Parameters
@@ -268,6 +270,12 @@ def stability_region(engine: Engine, *, kv_tokens: float | None = None) -> Stabi
     kv_tokens : float, optional
         For a context-aware batch time: the cached KV tokens read per batch (default: ignore the
         attention term, which is optimistic).
+    prompt_tokens : int, optional
+        Every prompt has this many tokens, so one request brings at most this many prefill tokens
+        to a batch and ``n_p >= ceil(x / prompt_tokens)`` (default ``None``: one prefilling
+        request may bring any number, the reconstructed rule of the paper's §6).  With short
+        prompts and a binding ``k_max`` this shrinks the region: e.g. 99 decode tokens leave one
+        slot, hence at most one prompt's worth of prefill, in the batch.
 
     Returns
     -------
@@ -303,12 +311,15 @@ def stability_region(engine: Engine, *, kv_tokens: float | None = None) -> Stabi
         bt = bt.at_context(kv_tokens)
     elif kv_tokens is not None:
         raise ParameterError("kv_tokens", kv_tokens, "None unless the batch time is context-aware")
-    shapes, secs = extreme_shapes(bt, engine.b_max, engine.k_max)
+    from .._validate import integer
+
+    prompt_tokens = integer("prompt_tokens", prompt_tokens, minimum=1, allow_none=True)
+    shapes, secs = extreme_shapes(bt, engine.b_max, engine.k_max, prompt_tokens)
     cap, _ = bt.best_rate(engine.b_max)
-    return _build(shapes, secs, engine, float(cap), kv_tokens=kv_tokens)
+    return _build(shapes, secs, engine, float(cap), kv_tokens=kv_tokens, prompt_tokens=prompt_tokens)
 
 
-def _build(shapes, secs, engine, cap, *, kv_tokens=None, label="engine") -> StabilityRegion:
+def _build(shapes, secs, engine, cap, *, kv_tokens=None, label="engine", prompt_tokens=None) -> StabilityRegion:
     """The region of the rate points ``shapes / secs`` (downward-closed convex hull)."""
     rates = shapes / secs[:, None]
     n = len(rates)
@@ -351,4 +362,4 @@ def _build(shapes, secs, engine, cap, *, kv_tokens=None, label="engine") -> Stab
     return StabilityRegion(vertices=verts, shapes=np.array(vshapes, dtype=int), kinds=tuple(vkinds),
                            batch_seconds=np.array(vsecs), A=normals, b=offsets, facet_vertices=fv,
                            capacity_tokens_per_s=float(cap), engine=engine, candidate_shapes=int(n),
-                           kv_tokens=kv_tokens, label=label, _scale=scale)
+                           kv_tokens=kv_tokens, label=label, prompt_tokens=prompt_tokens, _scale=scale)

@@ -23,6 +23,11 @@ ends of the pieces where ``t`` is affine can be vertices.  That gives the candid
   ``1, k_max, b_max``;
 * any other model (tabulated, user-defined): every integer ``1..b_max``.
 
+With ``prompt_tokens = P`` (every prompt has ``P`` tokens) a request contributes at most ``P``
+prefill tokens to a batch, so ``n_p >= ceil(x / P)`` and, for a fixed total ``b``, the largest
+admissible decode count is the largest ``y`` with ``y + ceil((b - y)/P) <= k_max``; that end is
+no longer affine in ``b``, and every integer total ``1..b_max`` is a candidate (vectorised).
+
 References
 ----------
 Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
@@ -61,20 +66,43 @@ def candidate_totals(batch_time, b_max: int, k_max: int | None) -> np.ndarray:
     return np.unique(np.concatenate([cand.astype(np.int64), np.array(extra, dtype=np.int64)]))
 
 
-def extreme_shapes(batch_time, b_max: int, k_max: int | None) -> tuple[np.ndarray, np.ndarray]:
+def _prompt_limited(b_max: int, k: int, P: int) -> np.ndarray:
+    """Extreme shapes when each request brings at most ``P`` prefill tokens (all totals)."""
+    b = np.arange(1, b_max + 1, dtype=np.int64)
+    u = np.arange(0, b_max + 1, dtype=np.int64)
+    g = u - (-(-u // P))  # u - ceil(u/P): decode slots freed by u prefill tokens, nondecreasing
+    out = []
+    ok_pre = -(-b // P) <= k  # a pure-prefill batch of b tokens needs ceil(b/P) requests
+    out.append(np.stack([b[ok_pre], np.zeros(int(ok_pre.sum()), dtype=np.int64)], 1))
+    small = b[b <= k]
+    out.append(np.stack([np.zeros_like(small), small], 1))
+    big = b[b > k]
+    umin = np.searchsorted(g, big - k, side="left")  # least prefill that frees enough slots
+    fit = (umin <= big) & (-(-umin // P) <= k)
+    out.append(np.stack([umin[fit], big[fit] - umin[fit]], 1))
+    return np.concatenate(out)
+
+
+def extreme_shapes(batch_time, b_max: int, k_max: int | None,
+                   prompt_tokens: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(shapes, seconds)``: candidate extreme batch shapes ``(x, y)`` (int, ``m x 2``) and ``t(x+y)``.
 
-    Raises :class:`~fluidq.errors.ParameterError` when the batch-time model gives a time that
-    is not a finite positive number of seconds at one of the candidate sizes.
+    ``prompt_tokens``: most prefill tokens one request brings to a batch (``None``: any number,
+    the reconstructed rule ``n_p >= 1``).  Raises :class:`~fluidq.errors.ParameterError` when
+    the batch-time model gives a time that is not a finite positive number of seconds at one of
+    the candidate sizes.
     """
-    b = candidate_totals(batch_time, b_max, k_max)
     k = b_max + 1 if k_max is None else k_max
-    pre = np.stack([b, np.zeros_like(b)], axis=1)
-    dec_b = b[b <= k]
-    dec = np.stack([np.zeros_like(dec_b), dec_b], axis=1)
-    mix_b = b[b >= k]
-    mix = np.stack([mix_b - (k - 1), np.full_like(mix_b, k - 1)], axis=1)
-    shapes = np.unique(np.concatenate([pre, dec, mix]), axis=0)
+    if prompt_tokens is not None and k_max is not None:
+        shapes = np.unique(_prompt_limited(b_max, k, prompt_tokens), axis=0)
+    else:
+        b = candidate_totals(batch_time, b_max, k_max)
+        pre = np.stack([b, np.zeros_like(b)], axis=1)
+        dec_b = b[b <= k]
+        dec = np.stack([np.zeros_like(dec_b), dec_b], axis=1)
+        mix_b = b[b >= k]
+        mix = np.stack([mix_b - (k - 1), np.full_like(mix_b, k - 1)], axis=1)
+        shapes = np.unique(np.concatenate([pre, dec, mix]), axis=0)
     totals = shapes.sum(axis=1)
     secs = np.asarray(batch_time(totals.astype(float)), dtype=float)
     bad = ~np.isfinite(secs) | (secs <= 0)

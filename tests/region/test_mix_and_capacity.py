@@ -113,8 +113,19 @@ def test_max_throughput_equals_region_scale_property():
         k = int(rng.integers(1, 300))
         e = Engine(batch_time=PAPER, b_max=int(rng.choice([128, 512, 1024, 2048])), k_max=k)
         res = fluidq.max_throughput(e, wl(1.0, mp, md))
-        lam = stability_region(e).max_request_rate(mp, md)
+        lam = stability_region(e, prompt_tokens=mp).max_request_rate(mp, md)  # fixed prompts of mp tokens
         assert res.requests_per_s == pytest.approx(min(lam, fluidq.max_throughput(e.with_(k_max=None), wl(1.0, mp, md)).requests_per_s), rel=1e-9)
+
+
+def test_random_prompts_use_the_reconstructed_rule():
+    e = Engine(batch_time=PAPER, b_max=1024, k_max=100)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=fluidq.Geometric(mean_tokens=30.0),
+                 output_tokens=300)
+    res = fluidq.max_throughput(e, w)
+    assert res.requests_per_s == pytest.approx(stability_region(e).max_request_rate(30.0, 300.0), rel=1e-9)
+    fixed = fluidq.max_throughput(e, wl(1.0, 30, 300))
+    assert fixed.requests_per_s <= res.requests_per_s * (1 + 1e-12)
+    assert "prompts of 30 tokens" in fixed.reason or fixed.method == "closed_form"
 
 
 def test_two_engines_add_region_capacities():

@@ -243,3 +243,51 @@ def test_degenerate_batch_time():
 def test_not_an_engine():
     with pytest.raises(ParameterError, match="engine"):
         stability_region("sarathi")
+
+
+# ---- prompts of a fixed length: a request brings at most P prefill tokens to a batch -------------
+def _brute_prompt(bt, b_max, k_max, P):
+    pts = []
+    for b in range(1, b_max + 1):
+        tb = float(bt(b))
+        for y in range(0, b + 1):
+            x = b - y
+            n_p = -(-x // P)
+            if y + n_p <= k_max:
+                pts.append((x / tb, y / tb))
+    return np.array(pts)
+
+
+@settings(max_examples=25, deadline=None)
+@given(b_max=st.integers(1, 80), k_max=st.integers(1, 40), P=st.integers(1, 100))
+def test_prompt_limited_region_equals_brute_force(b_max, k_max, P):
+    bt = Staircase(c=0.002, a=0.01, b0=16)
+    r = stability_region(Engine(batch_time=bt, b_max=b_max, k_max=k_max), prompt_tokens=P)
+    pts = _brute_prompt(bt, b_max, k_max, P)
+    assert np.all(r.contains(pts))
+    for v in r.vertices:
+        assert np.any(np.all(pts >= v - 1e-9 * r._scale, axis=1)) or np.all(v == 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(b_max=st.integers(1, 2048), k_max=st.integers(1, 300), P=st.integers(1, 3000), dP=st.integers(0, 500))
+def test_prompt_limit_shrinks_the_region_monotonically(b_max, k_max, P, dP):
+    e = Engine(batch_time=PAPER, b_max=b_max, k_max=k_max)
+    short, longer, free = (stability_region(e, prompt_tokens=P), stability_region(e, prompt_tokens=P + dP),
+                           stability_region(e))
+    assert np.all(longer.contains(short.vertices)) and np.all(free.contains(longer.vertices))
+    if P >= b_max:
+        assert as_set(short.vertices) == as_set(free.vertices)
+
+
+def test_vertex_c_survives_prompts_of_290():
+    r = stability_region(Engine(batch_time=PAPER, b_max=1024, k_max=100), prompt_tokens=290)
+    assert (29, 99) in [tuple(s) for s in r.shapes]
+    # the 1024-token batch with 99 decode tokens needs 4 prefilling requests of 290: not admissible
+    assert (925, 99) not in [tuple(s) for s in r.shapes]
+    assert r.max_request_rate(290, 990) == pytest.approx(1 / 0.4675)
+
+
+def test_prompt_tokens_bad():
+    with pytest.raises(ParameterError, match="prompt_tokens"):
+        stability_region(Engine(batch_time=PAPER, b_max=128, k_max=10), prompt_tokens=0)

@@ -94,7 +94,7 @@ POINTS.update({f"vertex {_name(s)}": v for s, v in zip(R.shapes, R.vertices) if 
 @pytest.mark.parametrize("label", sorted(POINTS))
 def test_region_aware_bounded_at_095_of_boundary_points(label):
     mp, md, lam = _case(R, POINTS[label])
-    pol = RegionAware(engine=E1024, target_tokens_per_s=(lam * mp, lam * md))
+    pol = RegionAware(engine=E1024, target_tokens_per_s=(lam * mp, lam * md), prompt_tokens=mp)
     horizon = 150.0 + 10 * md * 0.05  # ~10 lifetimes of a request after the first 150 s
     tr = run(E1024, pol, prompt=mp, output=md, period_s=1 / lam, horizon_s=horizon)
     ok, q = bounded(tr)
@@ -116,5 +116,6 @@ def test_there_are_enough_boundary_points():
 
 def test_adaptive_ladder_bounded_at_095_of_a_facet():
     mp, md, lam = _case(R, 0.5 * (R.vertices[2] + R.vertices[3]))
-    tr = run(E1024, RegionAware(engine=E1024), prompt=mp, output=md, period_s=1 / lam, horizon_s=200.0)
+    tr = run(E1024, RegionAware(engine=E1024, prompt_tokens=mp), prompt=mp, output=md, period_s=1 / lam,
+             horizon_s=200.0)
     assert bounded(tr)[0]
