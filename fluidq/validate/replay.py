@@ -11,12 +11,17 @@ prefill on, FCFS, decode first):
    preempted: its blocks are freed and it returns to the head of the queue, to recompute its
    prompt and generated tokens as a prefill later (vLLM's recompute preemption);
 3. waiting requests are admitted FCFS while budget, ``k_max`` (``max_num_seqs``) and free blocks
-   allow; the last one admitted may get a partial chunk.
+   allow (vLLM 0.19 reserves the whole remaining prompt at admission); the last one admitted may
+   get a partial chunk;
+4. with prefix caching on (as in the RTX 4090 run), freed blocks keep their contents until they
+   are reused: free blocks are handed out least recently freed first, a request's blocks are freed
+   tail first, and a preempted request that is admitted again reuses the leading blocks of its own
+   that are still cached (at least its last token is recomputed).
 
 The batch's time is the :class:`~fluidq.validate.iteration.IterationModel`'s, from the operator
 profiles measured on the run's GPU.  A request's first token is emitted at the end of the
 iteration that completes its prefill, its last at the end of the iteration that produces its
-``output_tokens``-th token.  Not modelled: prefix caching, CPU-side scheduling overhead,
+``output_tokens``-th token.  Not modelled: prefix sharing between different requests, CPU-side scheduling overhead,
 asynchronous scheduling, CUDA-graph padding.
 
 This is a purpose-built replay for validation; the general iteration-level simulator of fluidq is
@@ -63,8 +68,61 @@ class ReplayResult:
         return {"iterations": self.iterations, "preemptions": self.preemptions, "requests": int(len(self.arrival_s))}
 
 
+class _BlockPool:
+    """KV blocks: a free queue handed out oldest-freed first, with cached contents kept until reuse."""
+
+    def __init__(self, total: int, n_requests: int, caching: bool):
+        self.free = total
+        self.fresh = total  # never-used blocks at the head of the free queue
+        self.queue: deque = deque()  # (request, block index) of freed, still-cached blocks
+        self.caching = caching
+        self.cached_upto = np.zeros(n_requests, dtype=np.int64)  # leading blocks of a request still cached
+        self.stamp = np.zeros(n_requests, dtype=np.int64)  # generation, to skip stale queue entries
+        self.taken = set()
+
+    def alloc(self, k: int) -> None:
+        self.free -= k
+        while k > 0:
+            if self.fresh > 0:
+                take = min(k, self.fresh)
+                self.fresh -= take
+                k -= take
+                continue
+            i, j, g = self.queue.popleft()
+            if (i, j, g) in self.taken:  # reused by its owner since: not free
+                self.taken.discard((i, j, g))
+                continue
+            if g == self.stamp[i] and j < self.cached_upto[i]:
+                self.cached_upto[i] = j  # evicted: the owner's cached prefix ends here
+            k -= 1
+
+    def release(self, i: int, nblocks: int) -> None:
+        self.free += nblocks
+        self.stamp[i] += 1
+        if not self.caching:
+            self.fresh += nblocks
+            self.cached_upto[i] = 0
+            return
+        self.cached_upto[i] = nblocks
+        g = self.stamp[i]
+        for j in range(nblocks - 1, -1, -1):  # tail first: the prefix survives longest
+            self.queue.append((i, j, g))
+
+    def reuse(self, i: int, nblocks: int) -> int:
+        """Take back up to ``nblocks`` leading cached blocks of request ``i``; return how many.
+        Its other freed blocks stay in the queue as ordinary free blocks."""
+        hit = int(min(self.cached_upto[i], nblocks))
+        g = self.stamp[i]
+        for j in range(hit):
+            self.taken.add((i, j, g))
+        self.free -= hit
+        self.cached_upto[i] = 0
+        return hit
+
+
 def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: int,
-           kv_capacity_tokens: int | None, block_size: int = 16, max_iterations: int = 2_000_000) -> ReplayResult:
+           kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
+           max_iterations: int = 2_000_000) -> ReplayResult:
     """Run the arrivals through the scheduler model above and return per-request times.
 
     Parameters
@@ -79,6 +137,8 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
         KV cache in tokens (``None``: unlimited).
     block_size : int
         KV block size in tokens.
+    prefix_caching : bool
+        Keep freed blocks' contents until reused (vLLM ``enable_prefix_caching``).
     """
     a = np.asarray(arrival_s, dtype=float)
     p = np.asarray(input_tokens, dtype=np.int64)
@@ -94,6 +154,7 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
     block_size = integer("block_size", block_size, minimum=1)
     total_blocks = None if kv_capacity_tokens is None else int(kv_capacity_tokens) // block_size
     n = a.size
+    pool = _BlockPool(total_blocks, n, bool(prefix_caching)) if total_blocks is not None else None
     computed = np.zeros(n, dtype=np.int64)  # tokens whose KV is in cache
     target = p.copy()  # tokens to (re)compute before decoding: prompt (+ generated after preemption)
     generated = np.zeros(n, dtype=np.int64)
@@ -102,7 +163,6 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
     last = np.full(n, np.nan)
     waiting: deque[int] = deque()
     running: list[int] = []
-    used = 0
     t = 0.0
     nxt = 0
     iters = 0
@@ -111,6 +171,14 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
 
     def need_blocks(i, new_tokens):
         return -(-(computed[i] + new_tokens) // block_size) - blocks[i]
+
+    def fits(nb):
+        return pool is None or nb <= pool.free
+
+    def take(i, nb):
+        if pool is not None and nb > 0:
+            pool.alloc(nb)
+        blocks[i] += nb
 
     while nxt < n or waiting or running:
         while nxt < n and a[nxt] <= t:
@@ -127,9 +195,9 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
             i = running[k]
             new = min(target[i] - computed[i], budget) if computed[i] < target[i] else 1
             nb = need_blocks(i, new)
-            while total_blocks is not None and used + nb > total_blocks:
+            while not fits(nb):
                 victim = running.pop()
-                used -= blocks[victim]
+                pool.release(victim, int(blocks[victim]))
                 blocks[victim] = 0
                 computed[victim] = 0
                 target[victim] = p[victim] + generated[victim]
@@ -142,23 +210,30 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
                     break
             if nb is None:
                 break
-            used += nb
-            blocks[i] += nb
+            take(i, nb)
             sched.append((i, new))
             budget -= new
             k += 1
         # 2. admit waiting requests FCFS
         while waiting and budget > 0 and len(running) < k_max:
             i = waiting[0]
-            new = min(target[i] - computed[i], budget)
-            nb = need_blocks(i, new)
+            if pool is not None and blocks[i] == 0 and pool.cached_upto[i] > 0:
+                # a preempted request's own blocks that are still cached (at least one token recomputed)
+                full = int((target[i] - 1) // block_size)
+                cached = int(min(pool.cached_upto[i], full))
+                # its cached blocks are among the free ones: the whole request must fit in ``free``
+                if not fits(need_blocks(i, target[i])):
+                    break
+                hit = pool.reuse(i, cached)
+                blocks[i] = hit
+                computed[i] = hit * block_size
             # vLLM 0.19 ``scheduler_reserve_full_isl``: admit only if the whole prompt fits now
-            if total_blocks is not None and used + need_blocks(i, target[i] - computed[i]) > total_blocks:
+            if not fits(need_blocks(i, target[i] - computed[i])):
                 break
+            new = min(target[i] - computed[i], budget)
             waiting.popleft()
             running.append(i)
-            used += nb
-            blocks[i] += nb
+            take(i, need_blocks(i, new))
             sched.append((i, new))
             budget -= new
         if not sched:
@@ -190,7 +265,8 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
                 done.append(i)
         for i in done:
             running.remove(i)
-            used -= blocks[i]
+            if pool is not None:
+                pool.release(i, int(blocks[i]))
             blocks[i] = 0
         trace.append((t, len(running), len(waiting)))
         if iters >= max_iterations:

@@ -96,6 +96,11 @@ def test_replay_chunks_long_prompts_and_finishes_everything_under_kv_pressure():
     # an unlimited cache serves the same arrivals no slower
     free = replay(model, a, p, o, b_max=256, k_max=16, kv_capacity_tokens=None)
     assert free.preemptions == 0 and free.latency_s.mean() <= rep.latency_s.mean() + 1e-12
+    # prefix caching lets a preempted request reuse its surviving blocks: everything still finishes,
+    # with no more prefill work than recomputing from scratch
+    pc = replay(model, a, p, o, b_max=256, k_max=16, kv_capacity_tokens=2048, block_size=16, prefix_caching=True)
+    assert np.all(np.isfinite(pc.last_token_s)) and pc.preemptions > 0
+    assert pc.latency_s.mean() <= rep.latency_s.mean() * 1.05
 
 
 def test_replay_rejects_bad_input():
