@@ -399,7 +399,18 @@ class GammaBoost(Ordering):
         return p
 
     def order(self, requests, now_s):
-        return sorted(requests, key=lambda r: (self.phi(r, now_s), r.arrival_s, r.rid))
+        g, cost, wmin, margin, eff = self.gamma, self.token_cost_s, self.w_min_s, self.margin_s, self.effective_work
+        b = _b_scalar
+
+        def key(r):
+            att = r.prefilled + r.decoded
+            w = (att if att > r.prompt_tokens else r.prompt_tokens) if eff else att
+            p = r.arrival_s - b(w * cost, g, wmin)
+            if margin and att > 0:
+                p -= margin
+            return (p, r.arrival_s, r.rid)
+
+        return sorted(requests, key=key)
 
 
 # --------------------------------------------------------------------------- MEMGUARD
@@ -454,39 +465,16 @@ class MemGuard(Ordering):
 
     def level(self, tokens: float) -> int:
         """Threshold index: ``-1`` below ``k``, else ``floor(log2(tokens / k))``."""
-        if tokens < self.k_tokens:
-            return -1
-        j = int(math.floor(math.log2(tokens / self.k_tokens)))
-        while self.k_tokens * 2 ** (j + 1) <= tokens:  # guard against rounding
-            j += 1
-        while j >= 0 and self.k_tokens * 2 ** j > tokens:
-            j -= 1
-        return j
+        t = int(tokens)
+        return -1 if t < self.k_tokens else (t // self.k_tokens).bit_length() - 1
 
     def quantized(self, tokens: float) -> float:
         j = self.level(tokens)
-        return tokens if j < 0 else float(self.k_tokens * 2 ** j)
+        return tokens if j < 0 else float(self.k_tokens << j)
 
     def next_threshold(self, tokens: float) -> int:
         """The smallest threshold ``k 2^j`` strictly above ``tokens``."""
-        return int(self.k_tokens * 2 ** (self.level(tokens) + 1))
-
-    def _track(self, r: RequestState, now_s: float | None = None):
-        st = self._mem
-        if now_s is not None:
-            last = st.get("__now__")
-            if last is not None and now_s < last:
-                st.clear()
-            st["__now__"] = now_s
-        rec = st.get(r.rid)
-        att = self.progress(r)
-        if rec is None:
-            rec = st[r.rid] = {"peak": att, "last": att, "spent": -1, "evictions": 0}
-        elif att < rec["last"]:      # attained work dropped: evicted (recompute) since we last looked
-            self._mark_evicted(rec)
-        rec["peak"] = max(rec["peak"], att)
-        rec["last"] = att
-        return rec
+        return int(self.k_tokens << (self.level(tokens) + 1))
 
     @staticmethod
     def progress(r: RequestState) -> int:
@@ -497,27 +485,52 @@ class MemGuard(Ordering):
         base = r.prompt_tokens - getattr(r, "recompute_tokens", 0)
         return min(r.prefilled, base) + r.decoded
 
+    # per-request record: [peak progress, last progress, spent level, evictions]
+    def _clock(self, now_s):
+        st = self._mem
+        last = st.get("__now__")
+        if last is not None and now_s < last:
+            st.clear()
+        st["__now__"] = now_s
+        return st
+
+    def _track(self, r: RequestState, now_s: float | None = None):
+        st = self._clock(now_s) if now_s is not None else self._mem
+        att = self.progress(r)
+        rec = st.get(r.rid)
+        if rec is None:
+            rec = st[r.rid] = [att, att, -1, 0]
+            return rec
+        if att < rec[1]:      # progress dropped: evicted (recompute) since we last looked
+            self._mark_evicted(rec)
+        if att > rec[0]:
+            rec[0] = att
+        rec[1] = att
+        return rec
+
     def _mark_evicted(self, rec):
-        rec["evictions"] += 1
-        rec["spent"] = max(rec["spent"], self.level(rec["peak"]))
+        rec[3] += 1
+        lv = self.level(rec[0])
+        if lv > rec[2]:
+            rec[2] = lv
 
     def may_evict(self, r: RequestState, now_s: float) -> bool:
         """May the simulator evict ``r`` now (has it crossed a threshold since its last eviction)?"""
         rec = self._track(r, now_s)
-        return self.level(rec["peak"]) > rec["spent"]
+        return self.level(rec[0]) > rec[2]
 
     def on_evict(self, r: RequestState, now_s: float) -> None:
         """The simulator evicted ``r`` (optional; call it before resetting ``r``'s progress)."""
         rec = self._track(r, now_s)
         self._mark_evicted(rec)
-        rec["last"] = 0  # the drop that follows (recompute) is this eviction, not another
+        rec[1] = 0  # the drop that follows (recompute) is this eviction, not another
 
     def guard_gap(self, r: RequestState) -> int:
         """KV tokens ``r`` still needs to reach the threshold that lets it be evicted (0 if evictable now)."""
         rec = self._track(r)
-        if self.level(rec["peak"]) > rec["spent"]:
+        if self.level(rec[0]) > rec[2]:
             return 0
-        return max(0, int(self.k_tokens * 2 ** (rec["spent"] + 1)) - self.progress(r))
+        return max(0, (self.k_tokens << (rec[2] + 1)) - self.progress(r))
 
     def kv_reserve(self, requests, now_s: float) -> int:
         """Sum of :meth:`guard_gap` over admitted requests (those holding KV: some prompt prefilled).
@@ -525,23 +538,73 @@ class MemGuard(Ordering):
         A batch former that keeps ``kv_free - kv_reserve`` non-negative when it admits new work lets
         every guarded request reach its next threshold, so the guard never has to be overridden.
         """
-        return sum(self.guard_gap(r) for r in requests if r.prefilled > 0)
+        return sum(self.guard_gaps(requests).values())
+
+    def guard_gaps(self, requests) -> dict:
+        """``{rid: guard_gap}`` for the admitted requests with a positive gap."""
+        st = self._mem
+        k = self.k_tokens
+        out = {}
+        for r in requests:
+            if r.prefilled > 0:
+                rec = st.get(r.rid)
+                if rec is None:
+                    rec = self._track(r)
+                pk, spent = rec[0], rec[2]
+                lv = -1 if pk < k else (int(pk) // k).bit_length() - 1
+                if lv <= spent:
+                    base = r.prompt_tokens - r.recompute_tokens
+                    pf = r.prefilled
+                    g = (k << (spent + 1)) - ((pf if pf < base else base) + r.decoded)
+                    if g > 0:
+                        out[r.rid] = g
+        return out
 
     def evictions(self, rid: int) -> int:
         rec = self._mem.get(rid)
-        return 0 if rec is None else int(rec["evictions"])
+        return 0 if rec is None else int(rec[3])
 
     def order(self, requests, now_s):
-        for r in requests:
-            self._track(r, now_s)
-        phi = getattr(self.base, "phi", None)
-        if not self.quantize or phi is None:
-            return self.base.order(requests, now_s)
+        st = self._clock(now_s)
+        k = self.k_tokens
         base = self.base
+        for r in requests:                      # inline _track
+            b0 = r.prompt_tokens - r.recompute_tokens
+            pf = r.prefilled
+            att = (pf if pf < b0 else b0) + r.decoded
+            rec = st.get(r.rid)
+            if rec is None:
+                st[r.rid] = [att, att, -1, 0]
+                continue
+            if att < rec[1]:
+                self._mark_evicted(rec)
+            if att > rec[0]:
+                rec[0] = att
+            rec[1] = att
+        if not self.quantize or not hasattr(base, "phi"):
+            return base.order(requests, now_s)
+        watch = getattr(base, "watch", None)
+        if watch is not None:
+            watch(requests, now_s)
+        if isinstance(base, GammaBoost):
+            g, cost, wmin, margin, eff = base.gamma, base.token_cost_s, base.w_min_s, base.margin_s, base.effective_work
+            bs = _b_scalar
 
-        def key(r):
-            w = base.work_tokens(r) if hasattr(base, "work_tokens") else r.attained_tokens
-            return (phi(r, now_s, self.quantized(w)), r.arrival_s, r.rid)
+            def key(r):
+                att = r.prefilled + r.decoded
+                w = (att if att > r.prompt_tokens else r.prompt_tokens) if eff else att
+                if w >= k:
+                    w = k << ((int(w) // k).bit_length() - 1)
+                p = r.arrival_s - bs(w * cost, g, wmin)
+                if margin and att > 0:
+                    p -= margin
+                return (p, r.arrival_s, r.rid)
+        else:
+            phi = base.phi
+
+            def key(r):
+                w = base.work_tokens(r) if hasattr(base, "work_tokens") else r.attained_tokens
+                return (phi(r, now_s, self.quantized(w)), r.arrival_s, r.rid)
 
         return sorted(requests, key=key)
 
@@ -650,7 +713,8 @@ class GammaAda(GammaBoost):
             st["gamma"] = min(max(g, self.gamma_min), self.gamma_max)
             st["history"].append((now_s, st["gamma"]))
 
-    def order(self, requests, now_s):
+    def watch(self, requests, now_s) -> None:
+        """Infer completions from the resident set (called by :meth:`order`, and by MemGuard)."""
         st = self._ada
         if st["now"] is not None and now_s < st["now"]:
             self.reset()
@@ -666,6 +730,9 @@ class GammaAda(GammaBoost):
                     self._record(now_s - ref.arrival_s, now_s)
         for r in requests:
             st["seen"].setdefault(r.rid, r)
+
+    def order(self, requests, now_s):
+        self.watch(requests, now_s)
         g = self.gamma
         cost, wmin, margin = self.token_cost_s, self.w_min_s, self.margin_s
 

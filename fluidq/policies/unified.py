@@ -39,7 +39,7 @@ class Unified:
         Caps below the engine's budgets.
     kv_guard : bool
         With KV-cache memory (``QueueView.kv_free_tokens``) and an ordering that has
-        ``kv_reserve`` / ``guard_gap`` (MEMGUARD): admit *new* prompts only into memory that is
+        ``guard_gaps`` (MEMGUARD): admit *new* prompts only into memory that is
         free beyond the tokens the guarded requests still need to reach their next thresholds, so
         that the simulator never has to evict a guarded request (default ``True``).
     name : str
@@ -85,10 +85,11 @@ class Unified:
         budget, slots = self.budgets(view)
         prefill, decode = [], []
         ordered = self.order.order(view.requests, view.now_s)
-        gap = getattr(self.order, "guard_gap", None)
-        guard = self.kv_guard and view.kv_free_tokens is not None and gap is not None
+        gaps_of = getattr(self.order, "guard_gaps", None)
+        guard = self.kv_guard and view.kv_free_tokens is not None and gaps_of is not None
         if guard:
-            head = view.kv_free_tokens - self.order.kv_reserve(view.requests, view.now_s)
+            gaps = gaps_of(view.requests)
+            head = view.kv_free_tokens - sum(gaps.values())
             k0 = getattr(self.order, "k_tokens", 1)
         for r in ordered:
             if budget < 1 or slots < 1:
@@ -97,7 +98,7 @@ class Unified:
                 m = min(r.prompt_tokens - r.prefilled, budget)
                 if guard:
                     if r.prefilled > 0:      # admitted: its own gap is reserved already
-                        g = gap(r)
+                        g = gaps.get(r.rid, 0)
                         extra = max(0, m - g)
                     else:                    # a new admission needs its tokens and its first gap
                         extra = m + max(0, min(k0, r.prompt_tokens) - m)
@@ -112,7 +113,7 @@ class Unified:
                 budget -= m
                 slots -= 1
             elif r.decoded < r.output_tokens:
-                if guard and gap(r) == 0:
+                if guard and r.rid not in gaps:
                     head -= 1
                 decode.append(r.rid)
                 budget -= 1

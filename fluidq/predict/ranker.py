@@ -44,6 +44,8 @@ def backbone_from_dict(d: dict):
 
 def _split(backbone, X):
     """(sparse-or-dense main block, dense tail to standardise)."""
+    if isinstance(X, tuple):
+        return X
     n_tail = len(getattr(backbone, "dense_names", ()))
     if n_tail == 0:
         return X, None
@@ -53,6 +55,11 @@ def _split(backbone, X):
     else:
         main, tail = X[:, :-n_tail], X[:, -n_tail:]
     return main, tail
+
+
+def _features(backbone, prompts):
+    parts = getattr(backbone, "transform_parts", None)
+    return parts(prompts) if parts is not None else backbone.transform(prompts)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -116,7 +123,7 @@ class LengthRanker:
         lr = real("learning_rate", learning_rate, positive=True)
         pairs = make_pairs(L, delta=delta, pairs_per_prompt=pairs_per_prompt, max_attempts=max_attempts, rng=rng)
         backbone = backbone if backbone is not None else HashedNgrams()
-        main, tail = _split(backbone, backbone.transform(prompts))
+        main, tail = _split(backbone, _features(backbone, prompts))
         if tail is not None:
             mu = tail.mean(axis=0)
             sd = tail.std(axis=0)
@@ -155,7 +162,7 @@ class LengthRanker:
 
     def score(self, prompts) -> np.ndarray:
         """Scores, higher = longer predicted response."""
-        main, tail = _split(self.backbone, self.backbone.transform(prompts))
+        main, tail = _split(self.backbone, _features(self.backbone, prompts))
         s = np.asarray(main @ self.weights, dtype=float).ravel()
         if tail is not None and self.tail_weights.size:
             s = s + ((tail - self.tail_mean) / self.tail_scale) @ self.tail_weights
