@@ -75,6 +75,60 @@ class FluidSystem:
             self.groups.append([[i for i in idx if fm.priority_rank[i] == r] for r in ranks])
         self.labels = tuple(b.label for b in fm.buffers)
         self.point_names = fm.points
+        # rows of the linear systems: u_i - w_i (B (u/w) + J r)_i (demand rows)
+        self.Mrow = np.zeros((n, n + nJ))
+        self.Mrow[:, :n] = np.eye(n) - self.w[:, None] * self.B / self.w[None, :]
+        self.Mrow[:, n:] = -self.w[:, None] * self.J
+        # fast path: every point is a strict priority order (groups of one) and there are no joins
+        self.strict = nJ == 0 and all(len(g) == 1 for groups in self.groups for g in groups)
+        if self.strict:
+            self._orders = [[g[0] for g in groups] for groups in self.groups]
+            self._cap_list = self.cap.tolist()
+            self._ext_list = self.ext_dem.tolist()
+            coef = self.w[:, None] * self.B / self.w[None, :]
+            self._src = [[(int(j), float(coef[i, j])) for j in np.flatnonzero(coef[i])] for i in range(n)]
+            self.order = np.array([g[0] for groups in self.groups for g in groups], dtype=np.int64)
+            pt = np.array([p for p, groups in enumerate(self.groups) for _ in groups], dtype=np.int64)
+            self.order_point = pt
+            starts = np.r_[0, np.flatnonzero(np.diff(pt)) + 1] if len(pt) else np.zeros(0, dtype=np.int64)
+            self.seg_start = np.zeros(len(pt), dtype=np.int64)
+            for a, b in zip(starts, list(starts[1:]) + [len(pt)]):
+                self.seg_start[a:b] = a
+            self.order_group = np.array([gi for groups in self.groups for gi, _ in enumerate(groups)], dtype=np.int64)
+            self.cap_o = self.cap[pt]
+            self.points_with = sorted(set(pt.tolist()))
+
+    def _sweep_strict(self, u, pos):
+        """Pure-Python sweep for strict priorities (no joins): returns ``(u_new, structure)``.
+
+        Small dense numpy operations cost microseconds each; a loop over sparse sources is faster
+        for the sizes met here.
+        """
+        uu = u.tolist() if isinstance(u, np.ndarray) else u
+        un = [0.0] * self.n
+        struct = [None] * len(self.groups)
+        ext, src = self._ext_list, self._src
+        for p, order in enumerate(self._orders):
+            rem = self._cap_list[p]
+            cut = False
+            for gi, i in enumerate(order):
+                if cut:
+                    continue
+                if pos[i]:
+                    un[i] = rem if rem > 0 else 0.0
+                    cut = True
+                else:
+                    d = ext[i]
+                    for j, co in src[i]:
+                        d += co * uu[j]
+                    if d <= rem * (1 + 1e-12):
+                        un[i] = d if d < rem else (rem if rem > 0 else 0.0)
+                        rem -= d
+                        continue
+                    un[i] = rem if rem > 0 else 0.0
+                    cut = True
+                struct[p] = ("wf", gi, (), ((i, 1.0),))
+        return np.array(un), tuple(struct)
 
     # demand of buffers and rates of join inputs given (u, r)
     def demand(self, u, r):
@@ -146,6 +200,9 @@ class FluidSystem:
 
     def sweep(self, u, r, pos, qzero, choice=None):
         """One pass of the discipline with demands from ``(u, r)``: new ``(u, r)`` and the structure."""
+        if self.strict and not choice:
+            un, struct = self._sweep_strict(u, pos)
+            return un, np.zeros(0), (struct, ())
         dem = self.demand(u, r)
         un = np.zeros(self.n)
         struct = tuple(self._point_alloc(p, dem, pos, choice, un) for p in range(len(self.groups)))
@@ -169,12 +226,11 @@ class FluidSystem:
         pstruct, jstruct = structure
         winv = 1.0 / self.w
 
+        drows: list = []
+
         def demand_row(i):
-            # u_i - w_i (B (u/w) + J r) = ext_dem_i
-            A[i, i] += 1.0
-            A[i, :n] -= self.w[i] * self.B[i] * winv
-            A[i, n:] -= self.w[i] * self.J[i]
-            b[i] = self.ext_dem[i]
+            # u_i - w_i (B (u/w) + J r) = ext_dem_i (filled in below, vectorised)
+            drows.append(i)
 
         for p, groups in enumerate(self.groups):
             cut = pstruct[p]
@@ -200,6 +256,9 @@ class FluidSystem:
                 else:
                     for i in grp:
                         A[i, i] = 1.0
+        if drows:
+            A[drows] += self.Mrow[drows]
+            b[drows] = self.ext_dem[drows]
         for k, g in enumerate(jstruct):
             row = n + k
             A[row, row] = 1.0
@@ -286,6 +345,9 @@ class FluidSystem:
         prev = None
         for _ in range(3 * (self.n + self.nJ) + 6):
             un, rn, st = self.sweep(u, r, pos, qzero, choice)
+            if st == prev and np.max(np.abs(un - u), initial=0.0) <= 1e-13 * scale and \
+                    np.max(np.abs(rn - r), initial=0.0) <= 1e-13 * scale:
+                return un, rn, st, 1  # the sweep reproduces its input: an exact fixed point
             if st == prev:
                 sol = self.solve_structure(st, pos)
                 if sol is not None:
@@ -462,6 +524,8 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
     cycles_seen = 0
     non_unique = False
     seen: dict = {}
+    hist: dict = {}
+    period = next_check = None
     peak_mass = 0.0
     ph = 0
     while ph < max_phases:
@@ -472,14 +536,11 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         q[q <= 1e-11 * max(float(q.sum()), 1.0)] = 0.0
         pos = z > 0
         qzero = q <= 0
-        # mode: add empty buffers that grow at once (zero-duration phases)
-        for _ in range(n + 1):
-            u, r, st, nsol = sys_.allocate(pos, qzero, warm, choice)
-            dz = sys_.demand(u, r) - u
-            grow = (~pos) & (dz > 1e-9 * max(float(sys_.cap.max()), 1.0))
-            if not grow.any():
-                break
-            pos = pos | grow
+        # the phase allocation; empty buffers that cannot keep up start to grow at once (a slot cut by
+        # priority or water-filling gets the same allocation whether it is counted empty or not)
+        u, r, st, nsol = sys_.allocate(pos, qzero, warm, choice)
+        dz = sys_.demand(u, r) - u
+        pos = pos | ((~pos) & (dz > 1e-9 * max(float(sys_.cap.max()), 1.0)))
         dq = sys_.input_rates(u, r) - r[sys_.join_of] if sys_.G else np.zeros(0)
         qgrow = qzero & (dq > 1e-12)
         qzero = qzero & ~qgrow
@@ -496,24 +557,40 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         if mass < 1e-12 * peak_mass:
             outcome = "draining"  # shrank by 12 orders of magnitude without a detected cycle
             break
-        # self-similarity check at this breakpoint (mode = positive sets)
+        # self-similarity: the normalised state (and mode) repeats; then count full cycles of that period
         if mass > 0:
             key = (tuple(np.flatnonzero(pos)), tuple(np.flatnonzero(~qzero)))
             vec = np.concatenate([z, q]) / mass
-            for (k0, v0, m0, t0) in seen.get(key, []):
-                if np.max(np.abs(vec - v0)) < 1e-7:
-                    g = mass / m0
-                    if cycles_seen == 0:
-                        growth, cycle = g, t - t0
+            hist[ph] = (key, vec, mass, t)
+            if period is None:
+                for k0 in seen.get(key, []):
+                    _, v0, m0, t0 = hist[k0]
+                    if np.max(np.abs(vec - v0)) < 1e-7:
+                        period = ph - k0
+                        growth, cycle = mass / m0, t - t0
+                        cycles_seen = 1
+                        next_check = ph + period
+                        break
+                seen.setdefault(key, []).append(ph)
+                if len(seen[key]) > 8:
+                    seen[key].pop(0)
+            elif ph == next_check:
+                k0 = ph - period
+                if hist[k0][0] == key and np.max(np.abs(vec - hist[k0][1])) < 1e-7:
                     cycles_seen += 1
-                    break
-            seen.setdefault(key, []).append((ph, vec, mass, t))
-            if len(seen[key]) > 8:
-                seen[key].pop(0)
+                    next_check += period
+                else:  # not periodic after all: look again
+                    period, growth, cycle, cycles_seen = None, None, None, 0
+            if period is not None:
+                hist = {k: v for k, v in hist.items() if k >= ph - period}
             if cycles_seen >= cycles and growth is not None:
                 outcome = "diverging" if growth > 1 + 1e-6 else ("draining" if growth < 1 - 1e-6 else "horizon")
                 if outcome != "horizon":
                     break
+        if mass > 1e200:  # floating point range: stop before overflow
+            if growth is not None and growth > 1 + 1e-6:
+                outcome = "diverging"
+            break
         # next event
         with np.errstate(divide="ignore", invalid="ignore"):
             tz = np.where(dz < 0, z / -dz, np.inf)

@@ -239,6 +239,17 @@ class Router:
         For ``"random"``: one per engine, summing to 1 (default uniform).
     count : {"requests", "tokens"}
         For ``"jsq"``: queue length in resident requests or in remaining tokens.
+
+    Notes
+    -----
+    JSQ over work-conserving engines is throughput-optimal: stable iff the offered tokens per second
+    are below the sum of the engines' capacities (Li, Dai, Peng, arXiv:2504.07347, Prop. 3 / Remark 4,
+    stated for queue length in requests *(reconstructed)*).  The fluid argument only needs that an
+    engine with a positive fluid backlog keeps receiving work until the others catch up, which holds
+    for either count; the fluid model of a JSQ router whose engines serve nothing else is one pooled
+    point with the summed capacity.  Random routing splits the traffic: engine ``j`` sees
+    ``q_j * lambda`` and needs ``q_j lambda (m_p + m_d) < b_max^j / t^j(b_max^j)`` (uniform ``q`` suffices
+    only for identical engines).
     """
 
     name: str

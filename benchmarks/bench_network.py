@@ -1,0 +1,98 @@
+"""Benchmark: fluid paths and the network simulator (issue 5 targets).
+
+Targets:
+* the exact fluid path of a 50-class network over 20 cycles in under 1 s -- a ring of 25 Sarathi
+  engines, class k doing a short hop (128, 32) on engine k and a long hop (320, 32) on engine k+1, each
+  engine 90 % loaded and giving priority to the class leaving through it (a Rybko--Stolyar ring whose
+  fluid path diverges by a constant factor per cycle);
+* the network simulator keeps the single-engine simulator's per-event cost: microseconds per batch of
+  ``simulate_network`` on a one-engine network vs ``fluidq.simulate`` on the same engine and workload,
+  and per batch on a two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands.
+
+Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import fluidq
+from fluidq import Affine, Engine, Staircase
+from fluidq.fluid import fluid_path
+from fluidq.network import Hop, Network, RequestClass, Station, simulate_network
+from fluidq.network.examples import llm_rybko_stolyar
+
+
+def ring(m=25, short=(128, 32), long=(320, 32), load=0.9):
+    e = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=768)
+    lam = load * 768 / (sum(short) + sum(long))
+    st = [Station(name=f"S{k}", engine=e, priority=(f"T{(k - 1) % m}.2", f"T{k}.1")) for k in range(m)]
+    cl = [RequestClass(name=f"T{k}", rate_per_s=lam, route=[
+        Hop(engine=f"S{k}", prompt_tokens=short[0], output_tokens=short[1], name=f"T{k}.1"),
+        Hop(engine=f"S{(k + 1) % m}", prompt_tokens=long[0], output_tokens=long[1], name=f"T{k}.2")])
+        for k in range(m)]
+    return Network(stations=st, classes=cl, name=f"ring-{m}")
+
+
+def best_of(fn, repeat=3):
+    out, val = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        val = fn()
+        out.append(time.perf_counter() - t0)
+    return min(out), val
+
+
+def main():
+    rows = []
+    net = ring()
+    assert net.flow.n == 50
+    fluid_path(net, {"T0.1": 6400.0}, cycles=2)  # warm-up
+    t, p = best_of(lambda: fluid_path(net, {"T0.1": 6400.0}, cycles=20, max_phases=100000))
+    rows.append((f"fluid path, 50 classes, {p.cycles_seen} cycles ({len(p.times_s) - 1} phases, "
+                 f"x{p.growth_factor:.3g}/cycle)", t, "s", 1.0, "<="))
+
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    lam = 0.9 * 512 / float(eng.batch_time(512)) / 200
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=lam), prompt_tokens=100, output_tokens=100)
+    one = Network(stations=[Station(name="E", engine=eng)],
+                  classes=[RequestClass(name="c", rate_per_s=lam, route=[Hop(engine="E", prompt_tokens=100,
+                                                                              output_tokens=100)])])
+    horizon = 300.0
+    tn, rn = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1), repeat=2)
+    us_net = 1e6 * tn / rn.batches
+    try:
+        tg, rg = best_of(lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="generic"),
+                         repeat=2)
+        us_gen = 1e6 * tg / max(rg.n_iterations, 1)
+        ts, rs = best_of(lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="fast"), repeat=2)
+        us_fast = 1e6 * ts / max(rs.n_iterations, 1)
+        rows.append(("single-engine simulator, generic path (select(view) per iteration)", us_gen, "us", None, "info"))
+        rows.append(("single-engine simulator, event-skipping kernel, per iteration", us_fast, "us", None, "info"))
+        rows.append(("network simulator, one engine, per batch (vs generic single-engine)", us_net, "us",
+                     1.5 * us_gen, "<="))
+        rows.append(("network simulator vs event-skipping kernel (not ported to networks)", us_net, "us",
+                     1.5 * us_fast, "<="))
+    except Exception as exc:  # the single-engine simulator is another module; report, do not fail
+        rows.append((f"single-engine simulator unavailable ({type(exc).__name__})", float("nan"), "us", None, "info"))
+        rows.append(("network simulator, one engine, per batch", us_net, "us", None, "info"))
+    rsn = llm_rybko_stolyar()
+    tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=1)
+    peak = int(max(v.max() for v in rl.station_requests.values()))
+    rows.append((f"network simulator, LLM Rybko-Stolyar (up to {peak} requests per engine), per batch",
+                 1e6 * tl / rl.batches, "us", None, "info"))
+
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measurement':<{width}}  {'value':>12}  {'target':>12}  ratio")
+    for name, val, unit, target, op in rows:
+        if target is None:
+            print(f"{name:<{width}}  {val:>9.4g} {unit:<2}  {'-':>12}  -")
+            continue
+        ratio = val / target
+        ok = ratio <= 1 if op == "<=" else ratio >= 1
+        print(f"{name:<{width}}  {val:>9.4g} {unit:<2}  {op} {target:>7.4g} {unit:<2}  {ratio:6.3f} {'ok' if ok else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
