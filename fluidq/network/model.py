@@ -196,6 +196,17 @@ class Station:
     priority : sequence of str
         Hop labels served first, highest first (strict static priority among the listed hops;
         unlisted hops come last, FCFS among themselves).  Empty: no class priority (FCFS).
+
+    Notes
+    -----
+    The simulator applies the priority by presenting the residents to ``policy.select(view)`` in
+    priority order (FCFS within a level); the built-in schedulers with FCFS order keep that order, so
+    the priority decides which prefill is served first while decode-first schedulers (Sarathi) still
+    give every decoding request its token first.  A scheduler whose ordering re-sorts the queue (SJF,
+    PARS...) overrides the class priority.  In the fluid model a priority station serves its highest
+    non-empty priority level first; stations without priorities are certified for *every*
+    work-conserving discipline (FCFS, K-FCFS, token sharing), and their fluid paths use weighted token
+    sharing.
     """
 
     name: str
