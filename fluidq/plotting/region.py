@@ -13,8 +13,8 @@ def _polygon(ax, region, *, color, label, fill=True, lw=1.6, ls="-"):
         ax.fill(v[:, 0], v[:, 1], color=color, alpha=0.12, lw=0)
 
 
-def plot_region(region, *, point=None, mix=None, others=None, points=None, annotate=True, ax=None, path=None,
-                title=None):
+def plot_region(region, *, point=None, mix=None, others=None, simulated=None, points=None, annotate=True, ax=None,
+                path=None, title=None):
     """Draw a :class:`~fluidq.region.StabilityRegion` in (prefill, decode) tokens/s.
 
     Parameters
@@ -28,6 +28,9 @@ def plot_region(region, *, point=None, mix=None, others=None, points=None, annot
     others : dict or sequence of StabilityRegion, optional
         Further regions (e.g. those schedulers reach, :func:`fluidq.region.policy_region`),
         drawn as outlines; a dict maps labels to regions.
+    simulated : dict or sequence of SimulatedRegion, optional
+        Thresholds found by simulation along rays (:func:`fluidq.region.simulated_region`), drawn
+        as markers joined by a line, with the bracket as an error bar along each ray.
     points : dict, optional
         ``{label: (x, y, marker)}`` extra marked points (e.g. simulated outcomes).
     """
@@ -35,10 +38,24 @@ def plot_region(region, *, point=None, mix=None, others=None, points=None, annot
     e = region.engine
     base = f"{region.label}: b_max={e.b_max}" + (f", k_max={e.k_max}" if e.k_max else "")
     _polygon(ax, region, color="C0", label=base)
+    colours = {}
     if others:
         items = others.items() if isinstance(others, dict) else ((o.label, o) for o in others)
         for i, (lab, o) in enumerate(items):
-            _polygon(ax, o, color=f"C{i + 1}", label=str(lab), fill=False, lw=1.3, ls="--")
+            colours[str(lab)] = f"C{i + 1}"
+            suffix = "" if getattr(o, "label", "engine") == "engine" else " (batches under backlog)"
+            _polygon(ax, o, color=colours[str(lab)], label=f"{lab}{suffix}", fill=False, lw=1.3, ls="--")
+    if simulated:
+        items = simulated.items() if isinstance(simulated, dict) else ((o.label, o) for o in simulated)
+        for i, (lab, o) in enumerate(items):
+            col = colours.get(str(lab)) or f"C{len(colours) + i + 1}"
+            pts = o.points
+            ax.plot(pts[:, 0], pts[:, 1], "-", marker="D", ms=4, lw=1.0, color=col, label=f"{lab} (simulated)")
+            lo = o.request_shapes * o.low_rate_per_s[:, None]
+            hi = o.request_shapes * np.where(np.isfinite(o.high_rate_per_s), o.high_rate_per_s,
+                                             o.low_rate_per_s)[:, None]
+            for a, b in zip(lo, hi):
+                ax.plot([a[0], b[0]], [a[1], b[1]], color=col, lw=2.5, alpha=0.5)
     if annotate:
         for v, s, k in zip(region.vertices, region.shapes, region.kinds):
             if k == "batch":

@@ -23,8 +23,9 @@ A batch of shape ``(x, y)`` is formed like Sarathi-Serve with budget ``x + y``: 
 first (at most ``y`` for ``S_hi``, as many as fit for ``S_lo``), then prefill chunks in the
 ordering, then -- when prompts have run dry -- further decode tokens.  The policy is stateless
 (the choice depends on the view only), so the simulator, the DTMC builder and
-:func:`fluidq.check_work_conserving` can all drive it.  It is not work-conserving in the sense
-of Theorem 2 (it may leave budget unused on purpose): that is the point under ``k_max``.
+:func:`fluidq.check_work_conserving` can all drive it.  When ``k_max`` binds it may leave part of
+the token budget unused on purpose (a 128-token batch where ``b_max = 1024`` allows more): that
+is the point.  With ``b_max`` no larger than its shapes it forms the batches Sarathi-Serve forms.
 
 References
 ----------

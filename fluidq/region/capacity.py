@@ -80,30 +80,33 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
 _POLICY_CACHE: dict = {}
 
 
-def cached_policy_region(engine, policy):
-    """:func:`fluidq.region.policy_region`, cached for hashable (engine, policy) pairs."""
+def cached_policy_region(engine, policy, prompt_tokens=None):
+    """:func:`fluidq.region.policy_region`, cached for hashable (engine, policy, prompt) keys."""
     from .policy import policy_region
 
     try:
-        key = (engine, policy)
+        key = (engine, policy, prompt_tokens)
         hash(key)
     except TypeError:
-        return policy_region(engine, policy)
+        return policy_region(engine, policy, prompt_tokens=prompt_tokens)
     if key not in _POLICY_CACHE:
-        _POLICY_CACHE[key] = policy_region(engine, policy)
+        if len(_POLICY_CACHE) > 256:
+            _POLICY_CACHE.clear()
+        _POLICY_CACHE[key] = policy_region(engine, policy, prompt_tokens=prompt_tokens)
     return _POLICY_CACHE[key]
 
 
 def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     """``(status, reason, method)`` when ``k_max`` binds (``cap.method == "region"``), else ``None``.
 
-    Above the region boundary no scheduler is stable (paper §6).  Below it, Theorem 2(b) no
-    longer applies (a work-conserving scheduler can diverge inside the region: Sarathi with
-    ``b_max = 1024`` at vertex C); the verdict then compares the offered point with the region of
-    the batches the policy forms under backlog (:func:`fluidq.region.policy_region`): inside it
-    -> stable (fluid argument, ours; confirmed in simulation for Sarathi and the region-aware
-    scheduler), outside it -> unknown, with the reason.  Policies that are neither work-conserving
-    nor region-aware return ``None`` (their own verdict applies).
+    Above the region boundary no scheduler is stable (paper §6).  Below it Theorem 2(b) no longer
+    applies: a work-conserving scheduler can diverge inside the region (Sarathi with
+    ``b_max = 1024`` at vertex C).  The offered point is then compared with the region of the
+    batches the policy forms under backlog (:func:`fluidq.region.policy_region`, an outer
+    estimate, ours): outside it -> unstable (fluid argument; simulations agree for Sarathi-Serve,
+    Orca and FasterTransformer at vertex C); inside it -> unknown (the policy's dynamics, not an LP,
+    set its time shares: simulate, e.g. :func:`fluidq.region.simulated_region`).  Policies that
+    are neither work-conserving nor region-aware return ``None`` (their own verdict applies).
     """
     from ..policies.region_aware import RegionAware
     from ..results import Status
@@ -118,15 +121,16 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
                 f"{cap.reason}", "region")
     if not (wc.work_conserving or isinstance(pol, RegionAware)):
         return None
-    pr = cached_policy_region(engine, pol)
+    pr = cached_policy_region(engine, pol, fixed_prompt(workload))
     point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
              workload.arrival_rate_per_s * workload.mean_output_tokens)
     s = pr.scale_of(point)
-    if s > 1 + tolerance:
-        return (Status.STABLE, f"inside the stability region (load {rho:.3f}) and inside the region of the batches "
-                f"{name} forms under backlog (load {1 / s:.3f} there; fluid argument, reconstructed): {cap.reason}",
-                "region")
-    return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) but {name} under backlog forms only batches "
-            f"whose rates reach {s:.3f} of this point: the fluid argument says its backlog grows once formed "
-            f"(as Sarathi with b_max=1024 at vertex C); Theorem 2(b) does not hold under k_max -- simulate to "
-            f"confirm, or use the region-aware scheduler: {cap.reason}", "region")
+    if s < 1 - tolerance:
+        return (Status.UNSTABLE, f"inside the stability region (load {rho:.3f}), but the batches {name} forms under "
+                f"backlog reach only {s:.3f} of this point, so its backlog grows once formed (fluid argument, "
+                f"ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler, "
+                f"fluidq.policies.region_aware.RegionAware, serves it): {cap.reason}", "region")
+    return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) and inside the region of the batches "
+            f"{name} forms under backlog (load {1 / s:.3f} there), but under k_max Theorem 2(b) does not hold and "
+            f"the policy's dynamics set its time shares: simulate to decide (fluidq.region.simulated_region, "
+            f"fluidq.sim.replicate): {cap.reason}", "region")

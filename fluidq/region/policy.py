@@ -1,19 +1,21 @@
 """The region a scheduler reaches: the batches it forms when work is backlogged.
 
 A scheduler does not choose its time shares freely: its batch shape follows from the queue.
-Once a backlog has formed, every batch it runs is one of the shapes it forms in *backlogged*
-states -- many prompts waiting and ``n_d`` requests decoding, for every ``n_d`` -- or, when the
-prompts have run dry, in decode-only states.  :func:`policy_region` probes the policy's own
-``select(view)`` on those states and returns the downward-closed convex hull of the rate points
-of the shapes it forms.
+Once a backlog has formed, every batch it runs is one it forms in a loaded state: ``n_d``
+requests decoding (for every ``n_d``) and none, a few or many fresh prompts waiting.
+:func:`policy_region` probes the policy's own ``select(view)`` on those states and returns the
+downward-closed convex hull of the rate points of the shapes it forms.
 
-This is a fluid argument, *ours, not the paper's*: a target outside a policy's region cannot be
-served by that policy once a backlog exists, so the backlog keeps growing (e.g. Sarathi with
-``b_max = 1024`` at vertex C of the paper's §6 example: with 100 decoding requests it runs
-decode-only batches, with 99 it fills the budget with prefill, and neither serves C).  Inside it,
-stability is what simulations of the policy show, not a theorem.  The region depends on how
-prompts fill a batch: by default each waiting prompt has ``b_max`` tokens, so one prefilling
-request can fill any batch (the same assumption as :func:`fluidq.stability_region`).
+This is a fluid argument, *ours, not the paper's*, and it gives an **outer** estimate: a target
+outside a policy's region cannot be served by that policy once a backlog exists (e.g. Sarathi
+with ``b_max = 1024`` at vertex C of the paper's §6 example: with 100 decoding requests it runs
+decode-only batches, with 99 it fills the budget with prefill, and no mix of those serves C).
+Inside it the policy may still be unstable, because its dynamics, not an LP, set the time
+shares: simulated thresholds (:func:`simulated_region`) sit a few per cent inside it for
+Sarathi-Serve and Orca and far inside it for FasterTransformer.  It is a heuristic, not a bound:
+states with partly prefilled prompts are not probed.  The region depends on how prompts fill a
+batch: by default each waiting prompt has ``b_max`` tokens, so one prefilling request can fill any
+batch (the same assumption as :func:`fluidq.stability_region`).
 
 References
 ----------
@@ -41,7 +43,8 @@ def _decoder_counts(b_max: int, k_max: int | None) -> list[int]:
     marks = {0, 1, 2, top, b_max - 1, b_max, b_max + 1}
     if k_max is not None:
         marks |= {k_max - 1, k_max, k_max + 1}
-    marks |= set(range(0, min(top, 64) + 1))
+    dense = (k_max if k_max is not None else b_max) + 2  # every count where slots can bind
+    marks |= set(range(0, min(top, dense, 512) + 1))
     marks |= set(np.unique(np.geomspace(1, top, 48).round().astype(int)).tolist())
     return sorted(m for m in marks if 0 <= m <= top)
 
@@ -59,10 +62,13 @@ def probe_shapes(engine: Engine, policy, *, prompt_tokens: int | None = None) ->
     n_wait = min(math.ceil(engine.b_max / plen) + 1 + (engine.k_max or 0), 4 * engine.b_max + 4)
     waiting = [RequestState(rid=n_dec + j, arrival_s=float(n_dec + j), prompt_tokens=plen, output_tokens=_LONG)
                for j in range(n_wait)]
+    fill = math.ceil(engine.b_max / plen)  # prompts that fill a batch
+    # 0 prompts (decode only), a few (prefill not backlogged: one arrival at a time), a batch-full, many
+    n_prompts = sorted({0, 1, 2, 3, max(1, fill // 2), fill, n_wait} & set(range(0, n_wait + 1)))
     found = set()
     for n_d in counts:
-        for with_prompts in (True, False):
-            reqs = tuple(decoders[:n_d]) + (tuple(waiting) if with_prompts else ())
+        for n_p in n_prompts:
+            reqs = tuple(decoders[:n_d]) + tuple(waiting[:n_p])
             if not reqs:
                 continue
             view = QueueView(requests=reqs, now_s=0.0, b_max=engine.b_max, k_max=engine.k_max)

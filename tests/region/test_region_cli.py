@@ -46,3 +46,13 @@ def test_region_workload_and_policies_and_plot(tmp_path, capsys):
 def test_region_bad_input_exit_2(argv, word, capsys):
     rc, out, err = run(argv, capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and word in err, err
+
+
+def test_region_simulate(tmp_path, capsys):
+    rc, out, _ = run(["region", "--b-max", "1024", "--k-max", "100", "--policies", "sarathi", "--simulate",
+                      "--rays", "2", "--json", "--plot", str(tmp_path / "s.png")], capsys)
+    assert rc == 0
+    d = json.loads(out)
+    assert len(d["simulated"]["sarathi-1024"]["points_tokens_per_s"]) == 2
+    rc, out, err = run(["region", "--simulate"], capsys)
+    assert rc == 2 and "--policies" in err

@@ -19,6 +19,11 @@ def register(sub):
     p.add_argument("--policies", default=None, metavar="NAMES",
                    help="comma-separated schedulers whose backlog regions to add (e.g. sarathi,orca,sarathi:128 "
                         "for Sarathi with its own b_max=128)")
+    p.add_argument("--simulate", action="store_true",
+                   help="also bracket each --policies scheduler's stability threshold by simulation along "
+                        "rays (deterministic arrivals; seconds per scheduler)")
+    p.add_argument("--rays", type=int, default=7, help="rays for --simulate (default 7)")
+    p.add_argument("--seed", type=int, default=0, help="root seed for --simulate")
     p.add_argument("--plot", default=None, metavar="PATH", help="write the region plot (PNG) to PATH")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -106,8 +111,25 @@ def run(args):
                 s = pr.scale_of(point)
                 txt += f", point {_where(s).lower()} (scale {s:.4f})"
             lines.append(txt)
+    sims = {}
+    if args.simulate:
+        if not pols:
+            raise CliError("--simulate needs --policies")
+        import sys
+
+        from ...region.simulated import simulated_region
+
+        lines += ["", "simulated thresholds along rays (fraction of the engine region's boundary):"]
+        for pol in pols:
+            print(f"simulating {getattr(pol, 'name', pol)} ...", file=sys.stderr)
+            sr = simulated_region(engine, pol, n_rays=args.rays, rng=args.seed)
+            lab = f"{sr.label}-{min(getattr(pol, 'b_max', None) or engine.b_max, engine.b_max)}"
+            sims[lab] = sr
+            fr = ", ".join(f"({mp},{md}): {1 / s:.3f}" for (mp, md), s in zip(sr.request_shapes, sr.engine_scale))
+            lines.append(f"  {lab:<22} {fr}")
+        result["simulated"] = {k: v.to_dict() for k, v in sims.items()}
     if args.plot:
-        path = region.plot(path=args.plot, point=point, mix=mix, others=others or None)
+        path = region.plot(path=args.plot, point=point, mix=mix, others=others or None, simulated=sims or None)
         result["plot"] = path
         lines += ["", f"plot            {path}"]
     emit(args, result, "\n".join(lines))

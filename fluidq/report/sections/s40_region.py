@@ -20,8 +20,15 @@ def render(ctx):
     others = {"no k_max (Theorem 2)": plain_region} if e.k_max is None else {}
     for pol in ("sarathi", "orca", "fastertransformer"):
         pr = policy_region(shown, pol)
-        others[f"{pr.label} (under backlog)"] = pr
-    fig = plot_region(region, point=point, others=others, path=ctx.figure("stability_region"),
+        others[pr.label] = pr
+    simulated = {}
+    if not ctx.quick:  # the region Sarathi-Serve actually sustains, by simulation along rays
+        from ...region.simulated import simulated_region
+
+        sr = simulated_region(shown, "sarathi", n_rays=5, horizon_s=150.0, rng=0)
+        simulated[f"sarathi-{shown.b_max}"] = sr
+    fig = plot_region(region, point=point, others=others, simulated=simulated or None,
+                      path=ctx.figure("stability_region"),
                       title=f"stability region, k_max={shown.k_max}" +
                       (" (illustrative: the engine has none)" if e.k_max is None else ""))
     s = region.scale_of(point)
@@ -34,8 +41,13 @@ def render(ctx):
                          for sh, f, bf in zip(mix.shapes, mix.time_fractions, mix.batch_fractions))
     binds = lam_star < lam_plain * (1 - 1e-9)
     pol_lines = "\n".join(f"- **{lab}**: the operating point is {'inside' if o.scale_of(point) >= 1 else 'outside'} "
-                          f"(load {1 / o.scale_of(point):.3f} relative to it)"
-                          for lab, o in others.items() if "under backlog" in lab)
+                          f"its backlog region (load {1 / o.scale_of(point):.3f} relative to it)"
+                          for lab, o in others.items() if lab != "no k_max (Theorem 2)")
+    if simulated:
+        for lab, sr in simulated.items():
+            fr = ", ".join(f"({mp}, {md}): {1 / sc:.2f}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
+            pol_lines += (f"\n- **{lab}, simulated** (deterministic arrivals, threshold bracketed by bisection) -- "
+                          f"threshold as a fraction of the region's boundary per request shape (m_p, m_d): {fr}")
     md_text = f"""
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
@@ -60,15 +72,17 @@ admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rul
 |---|---|---|
 {mix_rows}
 
-Regions of the batches each scheduler forms once a backlog exists (a fluid argument, ours: outside
-its region a scheduler's backlog grows once formed; Sarathi with `b_max = 1024` diverges at vertex C
-of the paper's example for this reason). The region-aware scheduler
+Dashed: the regions of the batches each scheduler forms once a backlog exists (an outer estimate by
+a fluid argument, ours: outside its region a scheduler's backlog grows once formed; Sarathi with
+`b_max = 1024` diverges at vertex C of the paper's example for this reason). Inside it the
+scheduler's own dynamics set its time shares, so what it sustains can be less; the simulated
+thresholds (markers, full report only) show how much. The region-aware scheduler
 (`fluidq.policies.region_aware.RegionAware`) runs the shapes of the mix above instead of filling
 batches to `b_max`.
 
 {pol_lines}
 """
-    data = {"k_max": shown.k_max, "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
+    data = {"simulated": {k: v.to_dict() for k, v in simulated.items()}, "k_max": shown.k_max, "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
             "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s,
             "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict()}
     ctx.results["region"] = region
