@@ -46,11 +46,18 @@ def plot_summary(rows, path=None, ax=None):
     from ..plotting import axes, finish
 
     rs = [r for r in rows if r.error_pct is not None]
-    fig, ax = axes(ax, figsize=(7.5, max(2.5, 0.28 * len(rs) + 1)))
+    fig, ax = axes(ax, figsize=(10, max(2.5, 0.28 * len(rs) + 1)))
     y = np.arange(len(rs))
     col = ["#2a7" if r.status == "pass" else "#d33" if r.status == "miss" else "#888" for r in rs]
-    ax.barh(y, [r.error_pct for r in rs], color=col)
-    ax.set_yticks(y, [f"{r.case}: {r.quantity}"[:70] for r in rs], fontsize=7)
+    errs = np.array([r.error_pct for r in rs], dtype=float)
+    lim = float(min(60.0, max(15.0, np.nanmax(np.abs(errs)) * 1.1))) if errs.size else 15.0
+    ax.barh(y, np.clip(errs, -lim, lim), color=col)
+    for yi, e in zip(y, errs):  # bars beyond the axis are clipped and labelled
+        if abs(e) > lim:
+            ax.text(np.sign(e) * lim * 0.98, yi, f"{e:+.0f} %", va="center", ha="right" if e > 0 else "left",
+                    fontsize=7, color="white")
+    ax.set_xlim(-lim, lim)
+    ax.set_yticks(y, [f"{r.case}: {r.quantity}"[:80] for r in rs], fontsize=7)
     ax.axvline(0, color="k", lw=0.8)
     for x in (-10, -5, 5, 10):
         ax.axvline(x, color="k", lw=0.4, ls=":")

@@ -50,7 +50,7 @@ class ReplayResult:
     output_tokens: np.ndarray
     iterations: int
     preemptions: int
-    running_trace: np.ndarray  # (time_s, running, waiting) per iteration
+    running_trace: np.ndarray  # (time_s, running, waiting, useful_tokens) per iteration
 
     @property
     def ttft_s(self):
@@ -63,6 +63,15 @@ class ReplayResult:
     @property
     def tpot_s(self):
         return (self.last_token_s - self.first_token_s) / np.maximum(self.output_tokens - 1, 1)
+
+    def served_tokens_per_s(self, start_s: float, end_s: float) -> float:
+        """Useful tokens (prompt tokens computed the first time, output tokens emitted) per second over
+        the iterations ending in ``(start_s, end_s]``; recomputation after a preemption is not counted."""
+        tr = self.running_trace
+        if tr.size == 0 or end_s <= start_s:
+            return float("nan")
+        m = (tr[:, 0] > start_s) & (tr[:, 0] <= end_s)
+        return float(tr[m, 3].sum() / (end_s - start_s))
 
     def to_dict(self):
         return {"iterations": self.iterations, "preemptions": self.preemptions, "requests": int(len(self.arrival_s))}
@@ -158,6 +167,7 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
     computed = np.zeros(n, dtype=np.int64)  # tokens whose KV is in cache
     target = p.copy()  # tokens to (re)compute before decoding: prompt (+ generated after preemption)
     generated = np.zeros(n, dtype=np.int64)
+    hwm = np.zeros(n, dtype=np.int64)  # prompt tokens ever computed (recomputation is not useful work)
     blocks = np.zeros(n, dtype=np.int64)
     first = np.full(n, np.nan)
     last = np.full(n, np.nan)
@@ -250,14 +260,23 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
         t += model.time(chunks, ctx)
         iters += 1
         done = []
+        useful = 0
         for i, new in sched:
             was_prefill = computed[i] < target[i]
+            if was_prefill:
+                top = min(computed[i] + new, p[i])
+                if top > hwm[i]:
+                    useful += int(top - hwm[i])
+                    hwm[i] = top
+            else:
+                useful += 1
             computed[i] += new
             if was_prefill:
                 if computed[i] >= target[i]:
                     if generated[i] == 0:
                         generated[i] = 1
                         first[i] = t
+                        useful += 1
             else:
                 generated[i] += 1
             if generated[i] >= o[i] and computed[i] >= target[i]:
@@ -268,7 +287,7 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
             if pool is not None:
                 pool.release(i, int(blocks[i]))
             blocks[i] = 0
-        trace.append((t, len(running), len(waiting)))
+        trace.append((t, len(running), len(waiting), useful))
         if iters >= max_iterations:
             raise RuntimeError(f"replay: more than {max_iterations} iterations")
     return ReplayResult(arrival_s=a, first_token_s=first, last_token_s=last, output_tokens=o, iterations=iters,

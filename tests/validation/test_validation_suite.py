@@ -42,8 +42,11 @@ def test_capacity_of_the_rtx4090_run_within_10_percent(fast_validation):
 
 
 def test_vidur_peer_agreement_llama2_7b(fast_validation):
-    (row,) = _rows(fast_validation, "vidur-llama2-7b-a100-sarathi512", "saturation rate")
+    (row,) = _rows(fast_validation, "vidur-llama2-7b-a100-sarathi512", "saturation rate vs Vidur (context-aware)")
     assert abs(row.error_pct) <= 10.0 and row.status == "pass"
+    # the simulated overload (paging, admission, preemption) agrees too
+    (sim,) = _rows(fast_validation, "vidur-llama2-7b-a100-sarathi512", "saturation rate vs Vidur (replayed")
+    assert abs(sim.error_pct) <= 10.0 and sim.status == "pass"
     # the linear-op staircase alone over-predicts (reference section 8); the context-aware model fixes it
     (lin,) = _rows(fast_validation, "vidur-llama2-7b-a100-sarathi512", "linear-op staircase")
     assert lin.predicted > 1.5 * lin.measured
