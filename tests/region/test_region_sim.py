@@ -119,3 +119,28 @@ def test_adaptive_ladder_bounded_at_095_of_a_facet():
     tr = run(E1024, RegionAware(engine=E1024, prompt_tokens=mp), prompt=mp, output=md, period_s=1 / lam,
              horizon_s=200.0)
     assert bounded(tr)[0]
+
+
+def _sweep_case(b_max, k_max, mp, md=None):
+    md = 400 - mp if md is None else md
+    e = Engine(batch_time=PAPER, b_max=b_max, k_max=k_max)
+    lam = 0.95 * stability_region(e, prompt_tokens=mp).max_request_rate(mp, md)
+    pol = RegionAware(engine=e, target_tokens_per_s=(lam * mp, lam * md), prompt_tokens=mp)
+    tr = run(e, pol, prompt=mp, output=md, period_s=1 / lam, horizon_s=200.0 + 10 * md * 0.05)
+    return bounded(tr)
+
+
+@pytest.mark.parametrize("b_max,k_max,mp", [(512, 200, 200), (2048, 64, 380), (256, 20, 120)])
+def test_region_aware_bounded_on_other_engines(b_max, k_max, mp):
+    ok, q = _sweep_case(b_max, k_max, mp)
+    assert ok, q
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("b_max", [256, 512, 2048])
+@pytest.mark.parametrize("k_max", [20, 64, 100, 200])
+def test_region_aware_bounded_sweep(b_max, k_max):
+    """0.95 of the boundary on five rays for each engine (prompt-aware region, 400-token requests)."""
+    for mp in (20, 120, 200, 280, 380):
+        ok, q = _sweep_case(b_max, k_max, mp)
+        assert ok, (b_max, k_max, mp, q)
