@@ -1,7 +1,7 @@
 """Sweeps: one analysis over a grid of points (loads x budgets x policies x seeds), at scale.
 
 ``sweep(fn, grid, executor=None, store=PATH)`` evaluates a named analysis (``"capacity"``,
-``"check"``, ``"simulate"``) or your own ``fn(point, rng)`` at every point of the grid:
+``"check"``, ``"region"``, ``"simulate"``) or your own ``fn(point, rng)`` at every point of the grid:
 
 * chunked tasks (hundreds of points each) on any ``concurrent.futures.Executor`` -- local
   processes by default, a Dask cluster (``distributed.Client``) to outgrow one machine;

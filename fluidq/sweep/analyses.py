@@ -1,4 +1,4 @@
-"""Named analyses a sweep can run by name: ``"capacity"``, ``"check"`` and ``"simulate"``.
+"""Named analyses a sweep can run by name: ``"capacity"``, ``"check"``, ``"region"`` and ``"simulate"``.
 
 Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a dict with any of:
 
@@ -126,6 +126,29 @@ def check(point: dict, rng=None) -> dict:
             "arrival_rate_per_s": w.arrival_rate_per_s, "reason": r.reason}
 
 
+def region(point: dict, rng=None) -> dict:
+    """The k_max stability region (:func:`fluidq.stability_region`) along the point's workload.
+
+    Returns the largest sustainable request rate in the direction ``(m_p, m_d)`` and, when the
+    point has a ``load`` or ``rate_per_s``, whether its operating point is inside.
+    """
+    from ..region import stability_region
+
+    _check_keys(point, "region")
+    e = point_engine(point)
+    shape = _shape(point)
+    reg = stability_region(e)
+    mp, md = shape.mean_prompt_tokens, shape.mean_output_tokens
+    out = {"max_request_rate_per_s": reg.max_request_rate(mp, md),
+           "theorem2_requests_per_s": reg.capacity_tokens_per_s / (mp + md), "vertices": len(reg.vertices)}
+    w = point_workload(point, engine=e)
+    if w is not None:
+        lam = w.arrival_rate_per_s
+        out["arrival_rate_per_s"] = lam
+        out["inside"] = bool(reg.contains((lam * mp, lam * md)))
+    return out
+
+
 def simulate(point: dict, rng=None) -> dict:
     """One seeded simulation (:func:`fluidq.simulate`) of the point; summary numbers only."""
     try:
@@ -154,7 +177,7 @@ def _sim_summary(res) -> dict:
     return {k: v for k, v in d.items() if isinstance(v, (str, int, float, bool)) or v is None}
 
 
-ANALYSES = {"capacity": capacity, "check": check, "simulate": simulate}
+ANALYSES = {"capacity": capacity, "check": check, "region": region, "simulate": simulate}
 
 
 def resolve_analysis(name: str):

@@ -3,7 +3,7 @@
 .. code-block:: toml
 
     [sweep]
-    analysis = "check"          # "capacity", "check" or "simulate"
+    analysis = "check"          # "capacity", "check", "region" or "simulate"
     seed = 2026                 # root of the SeedSequence (default 0)
     chunk_size = 200            # points per task (default 200)
     store = "results.jsonl"     # optional; relative to the case file

@@ -137,7 +137,7 @@ def _target_name(fn) -> str:
         resolve_analysis(fn)
         return fn
     if not callable(fn):
-        raise ParameterTypeError(f"fn={fn!r}: expected an analysis name ('capacity', 'check', 'simulate') "
+        raise ParameterTypeError(f"fn={fn!r}: expected an analysis name ('capacity', 'check', 'region', 'simulate') "
                                  "or a function (point, rng) -> dict")
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
@@ -211,7 +211,7 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
     Parameters
     ----------
     fn : str or callable
-        A named analysis (``"capacity"``, ``"check"``, ``"simulate"``: see
+        A named analysis (``"capacity"``, ``"check"``, ``"region"``, ``"simulate"``: see
         :mod:`fluidq.sweep.analyses`) or a function ``fn(point: dict, rng: numpy.random.Generator)``
         returning a dict of JSON values (or a result object with ``to_dict()``, or a scalar).  With
         processes it must be importable (defined at module level); Dask also ships closures.

@@ -185,3 +185,15 @@ def test_simulate_analysis_is_seeded_by_point_index():
     assert all(r["requests"] > 0 for r in a.rows)
     c = sweep("simulate", g, executor="serial", seed=2)
     assert a.column("requests") != c.column("requests")
+
+
+def test_region_analysis_rate_grows_with_k_max_and_stays_under_theorem2():
+    g = Grid(axes={"b_max": [128, 512], "k_max": [16, 64, 100, 400]},
+             fixed={"prompt_tokens": 290, "output_tokens": 990, "load": 1.2})
+    rows = sweep("region", g, executor="serial").rows
+    for b in (128, 512):
+        rates = [r["max_request_rate_per_s"] for r in rows if r["b_max"] == b]
+        assert rates == sorted(rates)  # a larger batch-size limit never shrinks the region
+        assert all(r["max_request_rate_per_s"] <= r["theorem2_requests_per_s"] * (1 + 1e-9)
+                   for r in rows if r["b_max"] == b)
+    assert not any(r["inside"] for r in rows)  # 1.2 x the capacity is outside every region
