@@ -161,8 +161,8 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
     >>> from fluidq import Engine, Staircase, region_mix
     >>> e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=1024, k_max=100)
     >>> m = region_mix(e, (29 / 0.04675, 99 / 0.04675))
-    >>> [tuple(s) for s in m.shapes], round(float(m.time_fractions[0]), 6)
-    ([(29, 99)], 1.0)
+    >>> m.shapes.tolist(), round(float(m.time_fractions[0]), 6)
+    ([[29, 99]], 1.0)
     """
     region = engine if isinstance(engine, StabilityRegion) else stability_region(engine)
     pts, _ = as_points(point)

@@ -104,9 +104,9 @@ def policy_region(engine: Engine, policy, *, prompt_tokens: int | None = None) -
     >>> import fluidq
     >>> from fluidq.region import policy_region
     >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=1024, k_max=100)
-    >>> bool(policy_region(e, "sarathi").contains((620.321, 2117.647)))
+    >>> bool(policy_region(e, "sarathi").contains((620.0, 2117.0)))  # vertex C
     False
-    >>> bool(policy_region(e, fluidq.Sarathi(b_max=128)).contains((620.321, 2117.647)))
+    >>> bool(policy_region(e, fluidq.Sarathi(b_max=128)).contains((620.0, 2117.0)))
     True
     """
     shapes = probe_shapes(engine, policy, prompt_tokens=prompt_tokens)

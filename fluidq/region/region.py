@@ -299,8 +299,8 @@ def stability_region(engine: Engine, *, kv_tokens: float | None = None,
     >>> from fluidq import Engine, Staircase, stability_region
     >>> e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=128, k_max=100)
     >>> r = stability_region(e)
-    >>> [tuple(s) for s in r.shapes]
-    [(0, 0), (128, 0), (29, 99), (0, 100)]
+    >>> r.shapes.tolist()
+    [[0, 0], [128, 0], [29, 99], [0, 100]]
     >>> bool(r.contains((620.0, 2117.0)))
     True
     """
