@@ -9,6 +9,14 @@ probabilistic choices draw from ``rng``, routers pick an engine at random (given
 by join-the-shortest-queue (requests or remaining tokens), a fork sends the request down every
 branch, and a join releases it when every branch and the main line have arrived.
 
+Runs of identical batches (``method="auto"``, the default): a station running a decode-first
+chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without ``k_max`` advances a
+run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
+arrives -- in one step, with a virtual decode clock (every decoding request gets one token per batch;
+a heap holds the round at which each finishes) and the head prompt's chunk; an arrival cuts the run at
+the batch in progress.  The requests' times and the counts in system are those of ``select(view)``
+every batch (tests check them equal); token counters inside a run are updated at its end.
+
 Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
 order such as FCFS) the view holds only the residents that can enter the batch -- the first
 ``min(b_max, k_max)`` decoding requests and the prefilling requests whose remaining prompts cover
@@ -120,7 +128,7 @@ class NetworkSimResult:
 class _Task:
     """One hop of one request at one station."""
 
-    __slots__ = ("st", "job", "cont", "rank", "label", "station")
+    __slots__ = ("st", "job", "cont", "rank", "label", "station", "d0", "g0")
 
     def __init__(self, st, job, cont, rank, label, station):
         self.st = st
@@ -156,6 +164,29 @@ class _StationState:
         self.batch = None
         self.bt_cache: dict = {}
         self.context_aware = getattr(self.engine.batch_time, "kind", "") == "context_aware"
+        # event-skipping state (see _fast_budget): virtual decode clock and the current run
+        self.fast_budget = None
+        self.G = 0
+        self.fheap: list = []
+        self.virtual = False
+        self.ndec = 0
+        self.dec_label: dict = {}
+        self.run = None
+        self.version = 0
+        self.routing = False
+
+    def current_work(self, now):
+        """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count)."""
+        if self.run is None:
+            return self.work
+        t0, tau, k, _, _, btok = self.run
+        t, j = t0, 0
+        while j < k:
+            t += tau
+            if t > now:
+                break
+            j += 1
+        return self.work - j * btok
 
     def add(self, task):
         self.tasks[task.st.rid] = task
@@ -206,9 +237,28 @@ def _windowable(policy):
     return isinstance(policy, Scheduler) and type(policy.order).order is Ordering.order
 
 
+def _fast_budget(station):
+    """The token budget when the station can skip runs of identical batches, else ``None``.
+
+    Eligible: a built-in :class:`~fluidq.policies.Scheduler` that is decode-first with mixed batches and
+    chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit,
+    with a batch time of batch tokens alone.
+    """
+    from ..policies.orderings import Ordering
+    from ..policies.schedulers import Scheduler
+
+    pol, eng = station.policy, station.engine
+    if not (isinstance(pol, Scheduler) and pol.mixed and pol.chunked and pol.priority == "decode"
+            and type(pol.order).order is Ordering.order):
+        return None
+    if eng.k_max is not None or pol.k_max is not None or getattr(eng.batch_time, "kind", "") == "context_aware":
+        return None
+    return eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+
+
 def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
                      record_dt_s: float | None = None, check_batches: bool = False,
-                     max_batches: int | None = None) -> NetworkSimResult:
+                     max_batches: int | None = None, method: str = "auto") -> NetworkSimResult:
     """Simulate ``network`` for ``horizon_s`` seconds.
 
     Parameters
@@ -229,6 +279,15 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         reported in the result).
     max_batches : int, optional
         Stop after this many batches in total.
+    method : {"auto", "generic"}
+        ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) lets stations
+        running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
+        prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
+        completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
+        clock with a heap of finishing rounds) and the head prompt the same chunk, so the run is advanced
+        in one step; an arrival cuts the run at the batch in progress.  Completions and request times are
+        the generic path's; token counters inside a run are updated at its end.  Whenever more requests
+        decode than the budget holds, the station falls back to ``select(view)``.
 
     Returns
     -------
@@ -256,12 +315,17 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         gen = np.random.default_rng(ss)
         seed = ss.entropy
     dt_rec = real("record_dt_s", record_dt_s, positive=True) if record_dt_s is not None else horizon / 400.0
+    if method not in ("auto", "generic"):
+        raise ParameterError("method", method, "'auto' or 'generic'")
     wall0 = _time.perf_counter()
 
     stations = [_StationState(i, s, _windowable(s.policy)) for i, s in enumerate(network.stations)]
     for s in stations:
         pol = s.policy
         s.policy_chunks = bool(getattr(pol, "chunked", True) or getattr(pol, "chunk_long_prompts", False))
+        if method == "auto" and not check_batches:
+            s.fast_budget = _fast_budget(s.s)
+    batch_count = [0]
     sidx = {s.s.name: s for s in stations}
     routers = {r.name: r for r in network.routers}
     fm = network.flow
@@ -325,12 +389,15 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         best, key = None, None
         for e in r.engines:
             s = sidx[e]
-            k = len(s.tasks) if r.count == "requests" else s.work
+            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0])
             if key is None or k < key:
                 best, key = s, k
         return best
 
+    now_box = [0.0]
+
     def submit(job, hop, cont, now):
+        now_box[0] = now
         p = sample_len(hop.prompt_tokens)
         d = sample_len(hop.output_tokens)
         s = pick_station(hop, p, d)
@@ -340,8 +407,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         task = _Task(st, job, cont, s.rank.get(hop.name, s.low), label, s)
         s.add(task)
         buf_tokens[label] = buf_tokens.get(label, 0) + p + d
+        if s.routing:
+            return  # the station starts its next batch once every finished request has moved on
         if not s.busy:
             start_batch(s, now)
+        elif s.run is not None:
+            cut_run(s, now)
 
     def advance(job, steps, idx, parent, scope, now):
         while idx < len(steps):
@@ -396,7 +467,142 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 x.cont = None
                 advance(job, steps, idx, par, scope, now)
 
+    def tau_of(s, b):
+        dt = s.bt_cache.get(b)
+        if dt is None:
+            dt = s.bt_cache[b] = float(s.engine.batch_time(b))
+        return dt
+
+    def materialize(s):
+        for q in s.dec.values():
+            for t in q:
+                t.st.decoded = t.d0 + (s.G - t.g0)
+        s.fheap = []
+        s.virtual = False
+
+    def start_run(s, now):
+        G = s.G
+        if not s.virtual:
+            heap_ = []
+            for q in s.dec.values():
+                for t in q:
+                    t.d0 = t.st.decoded
+                    t.g0 = G
+                    heap_.append((G + t.st.output_tokens - t.st.decoded, t.st.rid, t))
+            heapq.heapify(heap_)
+            s.fheap = heap_
+            s.virtual = True
+        d = s.ndec
+        rem = s.fast_budget - d
+        allocs = []
+        need0 = 0
+        if rem > 0:
+            for r in sorted(s.pre):
+                for t in s.pre[r]:
+                    need = t.st.prompt_tokens - t.st.prefilled
+                    take = need if need < rem else rem
+                    if not allocs:
+                        need0 = need
+                    allocs.append((t, take))
+                    rem -= take
+                    if rem <= 0:
+                        break
+                if rem <= 0:
+                    break
+        if d == 0 and not allocs:
+            s.busy = False
+            return
+        btok = d + sum(take for _, take in allocs)
+        k_dec = s.fheap[0][0] - G if d else math.inf
+        if not allocs:
+            k_pre = math.inf
+        elif len(allocs) == 1 and allocs[0][1] < need0:
+            k_pre = need0 // allocs[0][1]
+        else:
+            k_pre = 1
+        k = int(min(k_dec, k_pre))
+        tau = tau_of(s, btok)
+        t_end = now
+        for _ in range(k):
+            t_end += tau
+        s.run = [now, tau, k, allocs, d, btok]
+        s.version += 1
+        s.busy = True
+        push(t_end, 2, (s.idx, s.version))
+
+    def cut_run(s, now):
+        t0, tau, k, _, _, _ = s.run
+        t, i = t0, 0
+        while i < k:
+            t += tau
+            i += 1
+            if t > now:
+                break
+        if i < k:
+            s.run[2] = i
+            s.version += 1
+            push(t, 2, (s.idx, s.version))
+
+    def end_run(s, now):
+        _, _, k, allocs, d, btok = s.run
+        s.run = None
+        batch_count[0] += k
+        if d:
+            s.G += k
+            for label, cnt in s.dec_label.items():
+                if cnt:
+                    buf_tokens[label] -= k * cnt
+        s.work -= k * btok
+        moved = []
+        for t, take in allocs:
+            t.st.prefilled += k * take
+            buf_tokens[t.label] -= k * take
+            if t.st.prefilled >= t.st.prompt_tokens:
+                moved.append(t)
+        done = []
+        fh = s.fheap
+        while fh and fh[0][0] <= s.G:
+            _, _, t = heapq.heappop(fh)
+            t.st.decoded = t.st.output_tokens
+            s.dec[t.rank].remove(t)
+            s.dec_label[t.label] -= 1
+            s.ndec -= 1
+            done.append(t)
+        for t in moved:
+            s.pre[t.rank].remove(t)
+            if t.st.output_tokens > 0:
+                s.dec.setdefault(t.rank, deque()).append(t)
+                t.d0, t.g0 = 0, s.G
+                heapq.heappush(fh, (s.G + t.st.output_tokens, t.st.rid, t))
+                s.dec_label[t.label] = s.dec_label.get(t.label, 0) + 1
+                s.ndec += 1
+            else:
+                done.append(t)
+        finish_batch(s, done, now)
+
+    def finish_batch(s, done, now):
+        for r in [r for r, q in s.pre.items() if not q]:
+            del s.pre[r]
+        for r in [r for r, q in s.dec.items() if not q]:
+            del s.dec[r]
+        for t in done:
+            del s.tasks[t.st.rid]
+        s.busy = False
+        s.routing = True
+        for t in done:
+            steps, idx, parent, scope = t.cont
+            advance(t.job, steps, idx, parent, scope, now)
+        s.routing = False
+        if not s.busy:
+            start_batch(s, now)
+
     def start_batch(s, now):
+        if s.fast_budget is not None:
+            if s.ndec <= s.fast_budget:
+                start_run(s, now)
+                return
+            if s.virtual:
+                materialize(s)
         eng = s.engine
         reqs = s.view_requests(eng.b_max, eng.k_max)
         if not reqs:
@@ -430,6 +636,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     def end_batch(s, now):
         batch = s.batch
         s.batch = None
+        batch_count[0] += 1
         done = []
         moved = []
         for rid, n in batch.prefill:
@@ -446,26 +653,19 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             buf_tokens[t.label] -= 1
             if st.decoded >= st.output_tokens:
                 s.dec[t.rank].remove(t)
+                s.dec_label[t.label] -= 1
+                s.ndec -= 1
                 done.append(t)
         s.work -= batch.tokens
         for t in moved:
             s.pre[t.rank].remove(t)
             if t.st.decoded < t.st.output_tokens:
                 s.dec.setdefault(t.rank, deque()).append(t)
+                s.dec_label[t.label] = s.dec_label.get(t.label, 0) + 1
+                s.ndec += 1
             else:
                 done.append(t)
-        for r in [r for r, q in s.pre.items() if not q]:
-            del s.pre[r]
-        for r in [r for r, q in s.dec.items() if not q]:
-            del s.dec[r]
-        for t in done:
-            del s.tasks[t.st.rid]
-        s.busy = False
-        for t in done:
-            steps, idx, parent, scope = t.cont
-            advance(t.job, steps, idx, parent, scope, now)
-        if not s.busy:
-            start_batch(s, now)
+        finish_batch(s, done, now)
 
     # external arrivals (lazy per class)
     arrivals = []
@@ -519,7 +719,6 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             gi += 1
 
     events = 0
-    batches = 0
     while heap:
         t, _, kind, payload = heap[0]
         if t > horizon:
@@ -533,11 +732,17 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 push(float(arrivals[ci][k + 1]), 0, (ci, k + 1))
             job = new_job(ci, t)
             advance(job, network.classes[ci].route, 0, None, {}, t)
-        else:
-            batches += 1
+        elif kind == 1:
             end_batch(stations[payload], t)
-            if max_batches is not None and batches >= max_batches:
-                break
+        else:
+            si, ver = payload
+            st_ = stations[si]
+            if ver != st_.version or st_.run is None:
+                events -= 1  # a run cut short by an arrival: stale event
+                continue
+            end_run(st_, t)
+        if max_batches is not None and batch_count[0] >= max_batches:
+            break
     record_until(horizon)
     wall = _time.perf_counter() - wall0
     return NetworkSimResult(
@@ -547,7 +752,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         station_requests={s.s.name: rec_st_req[:, s.idx].copy() for s in stations},
         completed=dict(zip(cls_names, completed)),
         mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else math.nan) for i, c in enumerate(cls_names)},
-        batches=batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
+        batches=batch_count[0], events=events, horizon_s=horizon, wall_s=wall, seed=seed,
         violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
 
 

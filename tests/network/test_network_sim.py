@@ -140,7 +140,7 @@ def test_windowed_view_is_exact():
         st = [Station(name=s.name, engine=s.engine, policy=policy, priority=s.priority) for s in net.stations]
         return Network(stations=st, classes=net.classes)
 
-    a = simulate_network(build("sarathi"), horizon_s=300.0, rng=5, initial={"A.1": 40})
+    a = simulate_network(build("sarathi"), horizon_s=300.0, rng=5, initial={"A.1": 40}, method="generic")
     b = simulate_network(build(Wrapped()), horizon_s=300.0, rng=5, initial={"A.1": 40})
     assert a.completed == b.completed and a.batches == b.batches
     for k in a.buffer_tokens:
@@ -195,3 +195,33 @@ def test_seeded_runs_replay():
     b = simulate_network(rybko_stolyar(tokens_per_unit=10), horizon_s=50.0, rng=123)
     assert a.completed == b.completed and np.array_equal(a.total_in_system, b.total_in_system)
     assert a.seed == 123
+
+
+def _odd_pair():
+    """Two engines with unrelated batch times (no coincident event times), priorities and random lengths."""
+    from fluidq.workload import Geometric
+
+    e1 = Engine(batch_time=Affine(c=0.0123457, a=0.0000791), b_max=300)
+    e2 = Engine(batch_time=Affine(c=0.0171113, a=0.0000533), b_max=200)
+    return Network(stations=[Station(name="A", engine=e1, priority=["y.2", "x.1"]), Station(name="B", engine=e2)],
+                   classes=[RequestClass(name="x", rate_per_s=6.0, route=[
+                       Hop(engine="A", prompt_tokens=Geometric(mean_tokens=60), output_tokens=Geometric(mean_tokens=9)),
+                       Hop(engine="B", prompt_tokens=40, output_tokens=5)]),
+                       RequestClass(name="y", rate_per_s=4.0, route=[
+                           Hop(engine="B", prompt_tokens=Geometric(mean_tokens=30), output_tokens=7),
+                           Hop(engine="A", prompt_tokens=Geometric(mean_tokens=100),
+                               output_tokens=Geometric(mean_tokens=20))])])
+
+
+@pytest.mark.parametrize("case", ["odd", "llm_rs", "jsq_tokens", "fork_join"])
+def test_event_skipping_matches_select_every_batch(small, case):
+    """method="auto" (runs of identical batches in one step) gives the generic path's requests and counts."""
+    net, h, init = {"odd": (_odd_pair(), 120.0, None), "llm_rs": (llm_rybko_stolyar(), 500.0, {"A.1": 50}),
+                    "jsq_tokens": (small["jsq"](count="tokens").at_load(0.95), 40.0, None),
+                    "fork_join": (small["fork_join"]().at_load(0.9), 40.0, None)}[case]
+    a = simulate_network(net, horizon_s=h, rng=7, method="generic", initial=init)
+    b = simulate_network(net, horizon_s=h, rng=7, method="auto", initial=init)
+    assert a.completed == b.completed and sum(a.completed.values()) > 100
+    for k in a.completed:
+        assert b.mean_sojourn_s[k] == pytest.approx(a.mean_sojourn_s[k], rel=1e-12)
+    assert np.array_equal(a.total_in_system, b.total_in_system)
