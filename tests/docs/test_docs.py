@@ -40,10 +40,12 @@ def test_mkdocs_build_strict(tmp_path):
     assert "max_throughput" in api and "check_stability" in api  # mkdocstrings rendered the docstrings
 
 
-def test_every_nav_page_exists_and_every_page_is_in_the_nav():
+def test_every_nav_page_exists_and_the_guides_are_in_the_nav():
     nav = re.findall(r":\s*([\w\-/]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.M)
     pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
-    assert set(nav) == pages
+    assert set(nav) <= pages, f"nav names missing pages: {sorted(set(nav) - pages)}"
+    sections = ("tutorials/", "how-to/", "explanation/", "reference/", "developer/")
+    assert {p for p in pages if p.startswith(sections)} <= set(nav)  # pages elsewhere may be linked only
 
 
 def _blocks(page: Path):
