@@ -110,9 +110,8 @@ def summary_table(rows) -> str:
     for r in rows:
         err = "" if r.error_pct is None else f"{r.error_pct:+.1f} %"
         res = {"pass": "pass", "miss": "**MISS**", "info": "info", "skip": "skipped"}[r.status]
-        note = r.note.replace("|", "/")
-        out.append(f"| {r.case} | {r.source} | {r.quantity} | {_fmt(r.predicted)} | {_fmt(r.measured)} | {r.unit} | "
-                   f"{err} | {r.target} | {res} | {note} |")
+        cells = [r.case, r.source, r.quantity, _fmt(r.predicted), _fmt(r.measured), r.unit, err, r.target, res, r.note]
+        out.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
     return "\n".join(head + out)
 
 

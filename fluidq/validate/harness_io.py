@@ -98,7 +98,7 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
                 e = _err(pred.tokens_per_s, sat["tokens_per_s"])
                 rows.append(Row(case=case_name, source=label, quantity=f"capacity, {sched} at load {load:g}",
                                 predicted=pred.tokens_per_s, measured=sat["tokens_per_s"], unit="tokens/s", error_pct=e,
-                                target=f"|err| <= {limit_pct:g} %" if wc else "",
+                                target=f"within ±{limit_pct:g} %" if wc else "",
                                 status=_status(e, limit_pct) if wc else "info",
                                 note=("work-conserving: serves the capacity" if wc else
                                       "not work-conserving: may serve less than the capacity (no target)")
