@@ -12,7 +12,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
-SLOW = {"sweep_dask_resume.py"}  # starts two Dask clusters; its claim is also tested fast in tests/sweep
+# sweep_dask_resume starts two Dask clusters (its claim is also tested fast in tests/sweep);
+# latency_orderings --quick still takes ~25 s (its orderings are tested in tests/latency)
+SLOW = {"sweep_dask_resume.py", "latency_orderings.py"}
 NEEDS = {"sweep_dask_resume.py": "distributed"}
 
 
