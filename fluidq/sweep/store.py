@@ -44,6 +44,8 @@ class ResultStore:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         rows: dict = {}
+        if path.exists() and path.stat().st_size > 0 and b"\n" not in path.read_bytes():
+            path.write_bytes(b"")  # a header torn by a kill while the store was created: start afresh
         if path.exists() and path.stat().st_size > 0:
             raw = path.read_bytes()
             good_end = 0

@@ -197,3 +197,10 @@ def test_region_analysis_rate_grows_with_k_max_and_stays_under_theorem2():
         assert all(r["max_request_rate_per_s"] <= r["theorem2_requests_per_s"] * (1 + 1e-9)
                    for r in rows if r["b_max"] == b)
     assert not any(r["inside"] for r in rows)  # 1.2 x the capacity is outside every region
+
+
+def test_a_store_whose_header_was_torn_starts_afresh(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'{"format": "fluidq-sw')  # killed while writing the header
+    res = sweep("capacity", {"b_max": [256, 512]}, executor="serial", store=p)
+    assert res.n_computed == 2 and read_store(p)[0]["n_points"] == 2
