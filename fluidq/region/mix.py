@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine import Engine
-from ..errors import ParameterError
 from ..results import plain
 from .region import _REL_TOL, StabilityRegion, as_points, stability_region
 

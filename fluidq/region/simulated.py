@@ -118,7 +118,8 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
     lows, highs, status, label = [], [], [], None
     for i, ((mp, md), seed) in enumerate(zip(shapes, seeds)):
         w = Workload(arrival=arrival(rate_per_s=1.0), prompt_tokens=int(mp), output_tokens=int(md))
-        pol = policy(w) if callable(policy) and not hasattr(policy, "select") and not isinstance(policy, str) else policy
+        factory = callable(policy) and not hasattr(policy, "select") and not isinstance(policy, str)
+        pol = policy(w) if factory else policy
         lam = region.max_request_rate(mp, md)
         th = find_threshold(engine, w, pol, low_rate_per_s=0.3 * lam, high_rate_per_s=1.05 * lam,
                             n_replications=n_replications, horizon_s=horizon_s, rel_tol=rel_tol, rng=seed,

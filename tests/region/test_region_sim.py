@@ -79,8 +79,14 @@ def _case(region, q, total=500):
 
 R = stability_region(E1024)
 # boundary points: the midpoint of each facet off the axes, and the mixed vertices
-FACETS = [(int(i), int(j)) for i, j in R.facet_vertices if np.all(R.vertices[[i, j]].sum(axis=1) > 0)
-          and not (R.vertices[i, 0] == 0 and R.vertices[j, 0] == 0) and not (R.vertices[i, 1] == 0 and R.vertices[j, 1] == 0)]
+
+
+def _off_axes(i, j):
+    u, v = R.vertices[i], R.vertices[j]
+    return u.sum() > 0 and v.sum() > 0 and not (u[0] == v[0] == 0) and not (u[1] == v[1] == 0)
+
+
+FACETS = [(int(i), int(j)) for i, j in R.facet_vertices if _off_axes(i, j)]
 
 
 def _name(s):

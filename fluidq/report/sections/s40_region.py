@@ -48,12 +48,19 @@ def render(ctx):
             fr = ", ".join(f"({mp}, {md}): {1 / sc:.2f}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
             pol_lines += (f"\n- **{lab}, simulated** (deterministic arrivals, threshold bracketed by bisection) -- "
                           f"threshold as a fraction of the region's boundary per request shape (m_p, m_d): {fr}")
+    no_limit = ("" if e.k_max is not None else
+                "The engine has no batch-size limit, so its own region is the triangle `x + y <= "
+                f"{plain_region.capacity_tokens_per_s:,.1f}` tokens/s of Theorem 2; the filled region shows what "
+                f"`k_max = {ILLUSTRATIVE_K_MAX}` (a common `max_num_seqs`) would cost.")
+    mix_head = ("Time-sharing of batch shapes that serves the operating point" if mix.feasible else
+                "The operating point is outside the region; the time-sharing that serves the most of it "
+                f"(x{mix.scale:.3f}) along its direction")
     md_text = f"""
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
 admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
 *reconstructed*: `x + y <= b_max`, `y + n_p <= k_max` with `n_p >= 1` prefilling requests).
-{"The engine has no batch-size limit, so its own region is the triangle `x + y <= " + f"{plain_region.capacity_tokens_per_s:,.1f}` tokens/s of Theorem 2; the filled region shows what `k_max = {ILLUSTRATIVE_K_MAX}` (a common `max_num_seqs`) would cost." if e.k_max is None else ""}
+{no_limit}
 
 | vertex | prefill tokens/s | decode tokens/s | batch shape (prefill, decode) | t (ms) |
 |---|---|---|---|---|
@@ -66,7 +73,7 @@ admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rul
 | largest request rate in the region `lambda*` | {lam_star:.3f} req/s (without `k_max`: {lam_plain:.3f}) |
 | does `k_max = {shown.k_max}` bind for this mix? | {"yes" if binds else "no"} |
 
-{"Time-sharing of batch shapes that serves the operating point" if mix.feasible else f"The operating point is outside the region; the time-sharing that serves the most of it (x{mix.scale:.3f}) along its direction"} ({mix.reason}):
+{mix_head} ({mix.reason}):
 
 | batch shape (prefill, decode) | share of time | share of batches |
 |---|---|---|
@@ -82,7 +89,8 @@ batches to `b_max`.
 
 {pol_lines}
 """
-    data = {"simulated": {k: v.to_dict() for k, v in simulated.items()}, "k_max": shown.k_max, "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
+    data = {"simulated": {k: v.to_dict() for k, v in simulated.items()}, "k_max": shown.k_max,
+            "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
             "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s,
             "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict()}
     ctx.results["region"] = region
