@@ -14,8 +14,8 @@ chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) witho
 run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
 arrives -- in one step, with a virtual decode clock (every decoding request gets one token per batch;
 a heap holds the round at which each finishes) and the head prompt's chunk; an arrival cuts the run at
-the batch in progress.  The requests' times and the counts in system are those of ``select(view)``
-every batch (tests check them equal); token counters inside a run are updated at its end.
+the batch in progress.  Requests' times, counts in system and the recorded token backlogs are those of
+``select(view)`` every batch (tests check them equal).
 
 Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
 order such as FCFS) the view holds only the residents that can enter the batch -- the first
@@ -285,8 +285,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
         clock with a heap of finishing rounds) and the head prompt the same chunk, so the run is advanced
-        in one step; an arrival cuts the run at the batch in progress.  Completions and request times are
-        the generic path's; token counters inside a run are updated at its end.  Whenever more requests
+        in one step; an arrival cuts the run at the batch in progress.  Completions, request times and
+        recorded series are the generic path's (batch counts may differ at the horizon).  Whenever more requests
         decode than the budget holds, the station falls back to ``select(view)``.
 
     Returns
@@ -705,6 +705,25 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     rec_st_req = np.zeros((G, len(stations)))
     gi = 0
 
+    def in_run_progress(s, at):
+        """Tokens served per label by the batches of the current run that ended by ``at``."""
+        t0, tau, k, allocs, d, _ = s.run
+        t, j = t0, 0
+        while j < k:
+            t += tau
+            if t >= at:  # a batch ending exactly at a grid point is recorded after it (as events are)
+                break
+            j += 1
+        out: dict = {}
+        if j:
+            if d:
+                for lab, cnt in s.dec_label.items():
+                    if cnt:
+                        out[lab] = out.get(lab, 0) + j * cnt
+            for task, take in allocs:
+                out[task.label] = out.get(task.label, 0) + j * take
+        return out
+
     def record_until(t):
         nonlocal gi
         while gi < G and grid[gi] <= t:
@@ -714,7 +733,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                     rec_buf[lab] = np.zeros(G)
                 rec_buf[lab][gi] = v
             for s in stations:
-                rec_st_tok[gi, s.idx] = s.work
+                work = s.work
+                if s.run is not None:  # batches of a run that ended before this grid point count
+                    for lab, served in in_run_progress(s, grid[gi]).items():
+                        rec_buf[lab][gi] -= served
+                        work -= served
+                rec_st_tok[gi, s.idx] = work
                 rec_st_req[gi, s.idx] = len(s.tasks)
             gi += 1
 

@@ -140,7 +140,7 @@ def test_windowed_view_is_exact():
         st = [Station(name=s.name, engine=s.engine, policy=policy, priority=s.priority) for s in net.stations]
         return Network(stations=st, classes=net.classes)
 
-    a = simulate_network(build("sarathi"), horizon_s=300.0, rng=5, initial={"A.1": 40}, method="generic")
+    a = simulate_network(build("sarathi"), horizon_s=300.0, rng=5, initial={"A.1": 40})
     b = simulate_network(build(Wrapped()), horizon_s=300.0, rng=5, initial={"A.1": 40})
     assert a.completed == b.completed and a.batches == b.batches
     for k in a.buffer_tokens:
@@ -225,3 +225,7 @@ def test_event_skipping_matches_select_every_batch(small, case):
     for k in a.completed:
         assert b.mean_sojourn_s[k] == pytest.approx(a.mean_sojourn_s[k], rel=1e-12)
     assert np.array_equal(a.total_in_system, b.total_in_system)
+    for lab in a.buffer_tokens:
+        assert np.array_equal(a.buffer_tokens[lab], b.buffer_tokens[lab])
+    for st in a.station_tokens:
+        assert np.array_equal(a.station_tokens[st], b.station_tokens[st])
