@@ -288,15 +288,23 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
     chunks = [todo[k:k + chunk_size] for k in range(0, len(todo), chunk_size)]
     target = fn
 
+    if max_workers is not None:
+        max_workers = integer("max_workers", max_workers, minimum=1)
+    if max_in_flight is None:
+        workers = _cluster_slots(executor) or max_workers or _default_workers()
+        max_in_flight = max(4, 2 * workers)
+    max_in_flight = integer("max_in_flight", max_in_flight, minimum=1)
+    label = "none"
+    if chunks:
+        try:
+            ex, owned, label, factory = _make_executor(executor, max_workers)
+        except BaseException:
+            if st is not None:
+                st.close()
+            raise
     bar = ProgressBar(n, n_resumed, label=f"sweep {name}", enabled=progress)
-    ex, owned, label, factory = (None, False, "none", None)
     try:
         if chunks:
-            ex, owned, label, factory = _make_executor(executor, max_workers)
-            if max_in_flight is None:
-                workers = _cluster_slots(executor) or max_workers or _default_workers()
-                max_in_flight = max(4, 2 * workers)
-            max_in_flight = integer("max_in_flight", max_in_flight, minimum=1)
             _drive(ex, target, seed, grid, common_seeds, chunks, errors, max_in_flight, rows, st, bar,
                    factory if owned else None, retries, owned)
     except KeyboardInterrupt:
@@ -305,8 +313,10 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
               + (f", stored in {st.path}; run again with the same store to resume" if st else ""),
               file=sys.stderr)
         raise
-    except SweepError:
-        raise
+    except SweepError as exc:
+        if st is None or "run again" in str(exc):
+            raise
+        raise SweepError(f"{exc}; {len(rows)}/{n} points are stored in {st.path}: run again to resume") from exc
     except Exception as exc:
         raise SweepError(f"sweep stopped after {len(rows)}/{n} points ({type(exc).__name__}: {exc})"
                          + (f"; finished chunks are in {st.path}: run again to resume" if st else "")) from exc
