@@ -9,7 +9,9 @@
    :func:`fluidq.check_work_conserving`); otherwise the answer is *unknown*.
 3. **feedforward** -- an acyclic station graph (DAG, fork-join included) with every load < 1 is
    stable under any work-conserving discipline: the sources drain in finite time, then their
-   successors, by induction (Dai 1995; the paper's v3 claim for K-FCFS engines).
+   successors, by induction (Dai 1995; the paper's v3 claim for K-FCFS engines).  Without joins,
+   re-entrant stations (self-loops: consecutive calls to one engine) are allowed, since a
+   work-conserving station with load < 1 drains its total remaining work whatever its class order.
 4. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
    itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
    forever (the Rybko--Stolyar mechanism).
@@ -254,6 +256,20 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             reason=(f"the station graph is acyclic and every load is < 1 (max {rho:.3f} at {worst!r}); with "
                     "work-conserving engines every fluid path drains (feedforward induction, Dai 1995)"),
             loads=loads)
+    if not fm.joins:
+        import networkx as nx
+
+        g = network.graph.copy()
+        loops = sorted({u for u, v in nx.selfloop_edges(g)})
+        g.remove_edges_from(list(nx.selfloop_edges(g)))
+        if nx.is_directed_acyclic_graph(g):
+            return FluidStabilityResult(
+                status=Status.STABLE, certificate="feedforward",
+                reason=(f"the station graph is acyclic apart from re-entrant stations ({', '.join(loops)}) and every "
+                        f"load is < 1 (max {rho:.3f} at {worst!r}); a work-conserving station with load < 1 drains "
+                        "its total remaining work (present and future visits) however it orders its own classes, "
+                        "and the stations drain in topological order (Dai 1995)"),
+                loads=loads)
     system = FluidSystem(fm)
     checked = 0
     rep = None

@@ -21,8 +21,8 @@ def networks(draw, dag=False):
     classes, labels_at = [], {s: [] for s in stations}
     for c in range(draw(st.integers(1, 3))):
         n_h = draw(st.integers(1, 3))
-        if dag:
-            idx = sorted(draw(st.sets(st.integers(0, n_st - 1), min_size=1, max_size=min(n_h, n_st))))
+        if dag:  # stations visited in non-decreasing order: acyclic apart from re-entrant stations
+            idx = sorted(draw(st.lists(st.integers(0, n_st - 1), min_size=1, max_size=n_h)))
         else:
             idx = [draw(st.integers(0, n_st - 1)) for _ in range(n_h)]
         route = []
@@ -75,8 +75,12 @@ def test_fluid_paths_conserve_mass_and_respect_capacity(net, seed, load):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(net=networks(dag=True), seed=st.integers(0, 10 ** 6), load=st.floats(0.05, 0.95))
 def test_dag_with_loads_below_one_is_stable_and_drains(net, seed, load):
+    import networkx as nx
+
     net = net.at_load(load)
-    assert net.is_dag and max(net.loads().values()) < 1
+    g = net.graph.copy()
+    g.remove_edges_from(list(nx.selfloop_edges(g)))
+    assert nx.is_directed_acyclic_graph(g) and max(net.loads().values()) < 1
     r = fluid_stability(net)
     assert r.status == Status.STABLE and r.certificate == "feedforward"
     rng = np.random.default_rng(seed)

@@ -156,3 +156,22 @@ def test_non_work_conserving_engine_gives_unknown():
 def test_no_priority_rybko_stolyar_is_unknown_not_guessed():
     r = fluid_stability(rybko_stolyar(priority=None))
     assert r.status == Status.UNKNOWN and r.certificate is None and "no proof" in r.reason
+
+
+def test_reentrant_station_in_an_otherwise_acyclic_network_is_stable():
+    from fluidq.network import Hop, Network, RequestClass, Station
+
+    e = fluidq.Engine(batch_time=fluidq.Affine(c=1.0, a=0.0), b_max=256)
+    # plan twice on E1 (exit priority there), then code on E2: E1 -> E1 -> E2
+    net = Network(stations=[Station(name="E1", engine=e, priority=["t.2", "t.1"]), Station(name="E2", engine=e)],
+                  classes=[RequestClass(name="t", rate_per_s=1.0, route=[
+                      Hop(engine="E1", prompt_tokens=60, output_tokens=4), Hop(engine="E1", prompt_tokens=100, output_tokens=8),
+                      Hop(engine="E2", prompt_tokens=200, output_tokens=16)])])
+    assert not net.is_dag and net.cycles() == [["E1"]]
+    r = fluid_stability(net.at_load(0.95))
+    assert r.status == Status.STABLE and r.certificate == "feedforward" and "re-entrant" in r.reason
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        p = fluid_path(net.at_load(0.95), rng.exponential(2000.0, size=3))
+        assert p.outcome == "drained"
+    assert fluid_stability(net.at_load(1.05)).status == Status.UNSTABLE
