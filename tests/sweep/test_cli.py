@@ -135,3 +135,19 @@ def test_ctrl_c_on_the_cli_exits_130_and_the_rerun_resumes(tmp_path, capsys):
     assert resumed["n_resumed"] == 10 * kept and resumed["n_computed"] == 240 - 10 * kept
     fresh = load_case(case).run(executor="serial", store=None)
     assert resumed["rows"] == fresh.table()
+
+
+def test_status_reports_the_store_without_running(tmp_path, capsys):
+    p = tmp_path / "case.toml"
+    p.write_text(CASE)
+    assert main(["sweep", str(p), "--status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["belongs_to_this_case"] is None
+    assert main(["sweep", str(p), "--serial", "--chunk-size", "7", "--json"]) == 0
+    capsys.readouterr()
+    store = tmp_path / "out" / "results.jsonl"
+    lines = store.read_bytes().split(b"\n")
+    store.write_bytes(b"\n".join(lines[:2]) + b"\n")  # header + the first chunk of 7 points
+    assert main(["sweep", str(p), "--status", "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert st == {"store": str(store), "n_points": 20, "n_done": 7, "n_left": 13, "belongs_to_this_case": True}
+    assert store.read_bytes().count(b"\n") == 2  # nothing was run

@@ -204,3 +204,26 @@ def test_a_store_whose_header_was_torn_starts_afresh(tmp_path):
     p.write_bytes(b'{"format": "fluidq-sw')  # killed while writing the header
     res = sweep("capacity", {"b_max": [256, 512]}, executor="serial", store=p)
     assert res.n_computed == 2 and read_store(p)[0]["n_points"] == 2
+
+
+def _draws(point, rng):
+    return {"u": float(rng.random()), "k": int(rng.integers(0, 1 << 30))}
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3), chunk=st.integers(1, 20),
+       cut=st.integers(0, 30), seed=st.integers(0, 2**32 - 1))
+def test_table_is_independent_of_chunking_and_of_where_the_sweep_stopped(tmp_path_factory, sizes, chunk, cut,
+                                                                          seed):
+    g = Grid(axes={f"x{k}": list(range(n)) for k, n in enumerate(sizes)})
+    whole = sweep(_draws, g, executor="serial", chunk_size=len(g), seed=seed)
+    store = tmp_path_factory.mktemp("s") / "s.jsonl"
+    first = sweep(_draws, g, executor="serial", chunk_size=chunk, seed=seed, store=store)
+    assert first.rows == whole.rows
+    # drop the last stored chunks (an interruption at an arbitrary chunk) and resume with other chunking
+    lines = store.read_bytes().split(b"\n")[:-1]
+    keep = max(1, min(len(lines), 1 + cut % max(1, len(lines))))
+    store.write_bytes(b"\n".join(lines[:keep]) + b"\n")
+    again = sweep(_draws, g, executor="serial", chunk_size=max(1, chunk // 2), seed=seed, store=store)
+    assert again.rows == whole.rows and again.n_resumed + again.n_computed == len(g)
+    assert again.n_resumed == sum(len(json.loads(ln)["indices"]) for ln in lines[1:keep])

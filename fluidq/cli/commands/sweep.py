@@ -22,6 +22,8 @@ def register(sub):
     p.add_argument("--store", default=None, help="result store (JSON Lines); overrides the case's sweep.store")
     p.add_argument("--chunk-size", type=int, default=None, help="points per task (overrides the case)")
     p.add_argument("--csv", default=None, help="also write the table as CSV")
+    p.add_argument("--status", action="store_true",
+                   help="only report how many points the store holds (runs nothing)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the whole table as JSON")
     p.set_defaults(func=run)
@@ -51,12 +53,37 @@ def _write_csv(path, rows):
         w.writerows(rows)
 
 
+def _status(args, case, store):
+    from pathlib import Path
+
+    from ...sweep.core import fingerprint
+    from ...sweep.store import read_store
+
+    if store is None:
+        raise CliError("--status needs a store (sweep.store in the case file, or --store)")
+    n = len(case.grid)
+    done, same = 0, None
+    if Path(store).exists():
+        header, rows = read_store(store)
+        same = header.get("fingerprint") == fingerprint(case.analysis, case.grid, case.seed, case.common_seeds and
+                                                        list(case.common_seeds))
+        done = len(rows) if same else 0
+    info = {"store": str(store), "n_points": n, "n_done": done, "n_left": n - done,
+            "belongs_to_this_case": same}
+    note = ("no store yet" if same is None else "the store holds another sweep's results" if not same else
+            f"{done}/{n} points done, {n - done} left")
+    emit(args, info, f"{case.analysis}: {note}  ({store})")
+    return 0
+
+
 def run(args):
     from ...sweep import dask_executor
     from ...sweep.case import load_case
 
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
+    if args.status:
+        return _status(args, case, store)
     kw = {"store": store, "progress": False if (args.no_progress or args.json) else None}
     if args.chunk_size is not None:
         if args.chunk_size < 1:
