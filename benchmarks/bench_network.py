@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 
 import fluidq
 from fluidq import Affine, Engine, Staircase

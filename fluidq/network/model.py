@@ -27,8 +27,7 @@ dates and buffer priorities", IEEE TAC 36 (1991).
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Sequence
 
@@ -124,7 +123,10 @@ def _steps(param, steps):
 
 @dataclass(frozen=True, kw_only=True)
 class Choice:
-    """Probabilistic routing: follow ``options[i][1]`` (a sub-route, may be empty) with probability ``options[i][0]``."""
+    """Probabilistic routing: follow the sub-route ``options[i][1]`` (may be empty) with probability ``options[i][0]``.
+
+    The probabilities must sum to 1 (a :class:`~fluidq.errors.ParameterError` says what they sum to).
+    """
 
     options: tuple
 

@@ -33,7 +33,7 @@ import heapq
 import math
 import time as _time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -331,7 +331,6 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     fm = network.flow
     pooled = set(fm.pooled)
     cls_names = [c.name for c in network.classes]
-    cls_index = {c: i for i, c in enumerate(cls_names)}
     buf_labels = [b.label for b in fm.buffers]
     buf_tokens = {lab: 0 for lab in buf_labels}
     in_sys = [0] * len(cls_names)
