@@ -51,10 +51,14 @@ def _chromium(tmp_path, *args, timeout=90):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
+@pytest.fixture(scope="module", params=[
+    pytest.param([], id="embedded-default"),
+    pytest.param(["--profile", "vidur-llama2-7b-a100", "--trace", "azure-code"], id="profile-and-trace",
+                 marks=pytest.mark.slow),
+])
+def report(request, tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    assert main(["report", "--quick", "--out", str(out), "--json"]) == 0
+    assert main(["report", "--quick", "--out", str(out), "--json", *request.param]) == 0
     return out
 
 
