@@ -5,9 +5,14 @@ reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) is
 
 * a request *holds* KV tokens for its processed prompt and its generated tokens; it holds none
   before its first prefill chunk (admission) or after it finishes;
-* a batch may only add as many KV tokens as are free: prefill chunks of the batch are trimmed
-  (chunking policies) or dropped (whole-prompt policies), last first -- *admission only when
-  memory allows*;
+* a batch may only add as many KV tokens as are free.  *Admission only when memory allows*: a new
+  request (holding no KV) is admitted only if its whole remaining prompt fits with a headroom of
+  one token per request already holding KV (a simplified version of vLLM's watermark, so that an
+  admission does not force a preemption at the next decode step); admission is head-of-line in
+  the policy's order, and none happens while swapped-out requests wait or after a preemption in
+  the same iteration.  When a new request cannot be admitted, the policy is asked again without the
+  new requests, so that it can give the budget to admitted ones.  Prefill chunks of admitted
+  requests are cut to the free memory (chunking policies) or dropped (whole-prompt policies);
 * when the decode tokens alone do not fit, a resident is *preempted*: the last one in the
   policy's ordering (the latest arrival under FCFS, as vLLM does) among those whose ordering
   does not refuse through the optional hook ``ordering.may_evict(request, now_s) -> bool``;
@@ -73,6 +78,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     kv: dict = {}
     swapped: list = []   # swapped-out RequestStates, oldest first
     used = 0
+    n_admitted = 0  # residents holding KV tokens
     rejected = 0
     preemptions = 0
     wasted = 0
@@ -163,10 +169,14 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 break
             t = arr[na] if arr[na] < horizon else horizon
             continue
+        if kv_cap is not None:
+            n_admitted = sum(1 for q in residents if kv[q.rid] > 0)
         batch = None
+        # new requests (holding no KV) are not admitted while swapped-out ones wait, after a preemption
+        # in this iteration, or when the head of the admission queue does not fit
         hide_new = bool(swapped)
-        for _attempt in range(2 * len(residents) + 4):
-            visible = residents if not hide_new else [q for q in residents if kv[q.rid] > 0]
+        for _attempt in range(2 * len(residents) + 8):
+            visible = [q for q in residents if kv[q.rid] > 0] if hide_new else residents
             view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max,
                              kv_free_tokens=None if kv_cap is None else kv_cap - used)
             batch = policy.select(view)
@@ -178,23 +188,40 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 blocked_ids.update(batch.blocked)
             if kv_cap is None:
                 break
-            pf = list(batch.prefill)
-            dc = list(batch.decode)
-            free = kv_cap - used
-            while pf and sum(m for _, m in pf) + len(dc) > free:
-                over = sum(m for _, m in pf) + len(dc) - free
-                rid, m = pf[-1]
-                if chunkable and m > over:
-                    pf[-1] = (rid, m - over)
-                else:
-                    pf.pop()
-            if len(dc) <= free:
-                batch = Batch(prefill=tuple(pf), decode=tuple(dc), blocked=batch.blocked)
-                if not batch.empty:
-                    break
-                if not hide_new:  # the policy wants to admit new work that does not fit: run the admitted
+            dc = batch.decode
+            room = kv_cap - used - len(dc)
+            if room >= 0:
+                # headroom: one token per request already holding KV, so that admitting new work
+                # does not force a preemption at the next decode step (vLLM's watermark, simplified)
+                reserve = n_admitted
+                kept = []
+                dropped_new = False
+                for rid, m in batch.prefill:
+                    if kv[rid] == 0:  # admission: the whole remaining prompt must fit, plus the headroom
+                        r = by_id[rid]
+                        avail = room if r.prompt_tokens - r.prefilled + reserve <= room else 0
+                    else:
+                        avail = room
+                    if m <= avail:
+                        kept.append((rid, m))
+                        room -= m
+                    elif chunkable and avail > 0:
+                        kept.append((rid, avail))
+                        room -= avail
+                    elif kv[rid] == 0:
+                        dropped_new = True
+                        break  # admission is head-of-line: later new requests wait too
+                trimmed = Batch(prefill=tuple(kept), decode=dc, blocked=batch.blocked)
+                if dropped_new and not hide_new and (trimmed.empty or room > reserve):
                     hide_new = True
-                    continue
+                    continue  # ask again without the requests that cannot be admitted now
+                if not trimmed.empty:
+                    batch = trimmed
+                    break
+                if n_admitted == 0:
+                    batch = trimmed
+                    break
+                # nothing can run although requests hold memory: preempt one
             admitted = [q for q in residents if kv[q.rid] > 0]
             cands = _victim_order(policy, admitted, t)[::-1]
             victim = None
@@ -203,6 +230,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     victim = q
                     break
             if victim is None:
+                free = kv_cap - used
                 if len(dc) > free and free > 0:
                     batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
                     break
@@ -211,6 +239,11 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     break
                 victim = cands[0]
             extra_s += preempt(victim, t)
+            n_admitted -= 1
+            hide_new = True
+        if kv_cap is not None and batch is not None and batch.tokens > kv_cap - used:  # never exceed memory
+            free = max(0, kv_cap - used)
+            batch = Batch(prefill=(), decode=tuple(batch.decode[:free]), blocked=batch.blocked)
         if batch is None or batch.empty:
             if extra_s > 0:
                 t += extra_s

@@ -1,0 +1,159 @@
+"""``fluidq simulate``: iteration-level simulation of one engine under one or more schedulers."""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+
+from .. import CliError, emit
+from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+
+
+def register(sub):
+    p = sub.add_parser("simulate", help="simulate the engine iteration by iteration",
+                       description="Simulate one engine under each --policy on the same arrivals: queue "
+                       "trajectories, latency metrics (TTFT, TTLT, TPOT), throughput and, with --replications, "
+                       "a backlog-growth verdict against the fluid prediction (Theorem 2 of arXiv:2504.07347).")
+    add_engine_args(p)
+    add_workload_args(p)
+    g = p.add_argument_group("simulation")
+    g.add_argument("--load", type=float, default=None,
+                   help="arrival rate as a fraction of the Theorem-2 capacity lambda* (instead of --rate; default 0.9)")
+    g.add_argument("--arrival", choices=["poisson", "periodic", "gamma"], default="poisson",
+                   help="arrival process (gamma: bursty, see --cv)")
+    g.add_argument("--cv", type=float, default=2.0, help="coefficient of variation of gamma inter-arrivals")
+    g.add_argument("--policy", action="append", default=None,
+                   help="scheduler (repeatable): fastertransformer, vllm, orca, sarathi, vllm-chunked "
+                        "(default: sarathi and fastertransformer)")
+    g.add_argument("--chunk-long-prompts", action="store_true",
+                   help="let non-chunking schedulers split prompts longer than b_max")
+    g.add_argument("--horizon", type=float, default=None, help="simulated seconds (default 90 unless --requests)")
+    g.add_argument("--requests", type=int, default=None, help="number of arrivals (run until they finish)")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--replications", type=int, default=1,
+                   help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict")
+    g.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens")
+    g.add_argument("--preemption", choices=["recompute", "swap"], default="recompute")
+    g.add_argument("--swap-us-per-token", type=float, default=None, help="swap cost, microseconds per KV token")
+    g.add_argument("--warmup", type=float, default=0.0, help="seconds left out of the latency metrics")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a queue-trajectory plot (PNG) to PATH")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--no-progress", action="store_true", help="no progress indicator on stderr")
+    p.set_defaults(func=run)
+
+
+def _progress(args, label, horizon):
+    if args.no_progress or args.json or not sys.stderr.isatty():
+        return None
+    last = [0.0]
+
+    def cb(t, n):
+        now = time.monotonic()
+        if now - last[0] < 0.2:
+            return
+        last[0] = now
+        frac = f"{100 * t / horizon:5.1f}%" if horizon else f"t={t:,.0f}s"
+        print(f"\r{label:<20} {frac}  {n:,} arrivals", end="", file=sys.stderr, flush=True)
+
+    return cb
+
+
+def run(args):
+    from ...capacity import max_throughput
+    from ...policies import resolve_policy
+    from ...sim import replicate, simulate
+    from ...workload import Gamma, Periodic
+
+    engine = engine_from_args(args)
+    if args.kv_capacity is not None:
+        engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
+    if args.rate is not None and args.load is not None:
+        raise CliError("give --rate or --load, not both")
+    base = workload_from_args(args, default_rate=1.0)
+    if args.rate is None and (args.trace is None or args.load is not None):
+        load = 0.9 if args.load is None else args.load
+        if not load > 0:
+            raise CliError(f"--load={load}: expected a fraction > 0 of the capacity")
+        base = base.with_rate(load * max_throughput(engine, base).requests_per_s)
+    if args.arrival != "poisson" and args.trace is None:
+        rate = base.arrival_rate_per_s
+        arr = Periodic(rate_per_s=rate) if args.arrival == "periodic" else Gamma(rate_per_s=rate, cv=args.cv)
+        base = replace(base, arrival=arr)
+    horizon = args.horizon
+    if horizon is None and args.requests is None:
+        horizon = 90.0
+    names = args.policy or ["sarathi", "fastertransformer"]
+    pols = []
+    for nm in names:
+        pol = resolve_policy(nm, "--policy")
+        if args.chunk_long_prompts and hasattr(pol, "with_") and not pol.chunked:
+            pol = pol.with_(chunk_long_prompts=True)
+        pols.append(pol)
+    swap = None if args.swap_us_per_token is None else args.swap_us_per_token * 1e-6
+    kw = dict(preemption=args.preemption, swap_s_per_token=swap, warmup_s=args.warmup)
+    cap = max_throughput(engine, base)
+    out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
+           "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
+           "seed": args.seed, "policies": {}}
+    runs = {}
+    for pol in pols:
+        t0 = time.perf_counter()
+        cb = _progress(args, pol.name, horizon)
+        if args.replications >= 2:
+            if horizon is None:
+                raise CliError("--replications needs --horizon")
+            rep = replicate(engine, base, pol, n_replications=args.replications, horizon_s=horizon, rng=args.seed,
+                            **kw)
+            res = rep.runs[0]
+            entry = {"summary": res.summary(), "replications": rep.to_dict()}
+        else:
+            res = simulate(engine, base, pol, horizon_s=horizon, n_requests=args.requests, rng=args.seed,
+                           progress=cb, **kw)
+            entry = {"summary": res.summary()}
+        if cb is not None:
+            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
+        entry["wall_s"] = time.perf_counter() - t0
+        entry["metrics"] = res.metrics
+        out["policies"][pol.name] = entry
+        runs[pol.name] = res
+    if args.plot:
+        from ...plotting.sim import plot_trajectories
+
+        big = max(int(r.backlog["requests"].max()) for r in runs.values())
+        small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
+        title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity, "
+                 f"m_p={base.mean_prompt_tokens:g}, m_d={base.mean_output_tokens:g}")
+        out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
+    lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
+             + (f", k_max={engine.k_max}" if engine.k_max else "")
+             + (f", KV {engine.kv_capacity_tokens} tokens ({args.preemption})" if engine.kv_capacity_tokens else ""),
+             f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
+             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s",
+             f"run       {'%g s' % horizon if horizon else ''}{' ' if horizon and args.requests else ''}"
+             f"{'%d requests' % args.requests if args.requests else ''}, seed {args.seed}"
+             + (f", {args.replications} replications" if args.replications >= 2 else ""), ""]
+    hdr = (f"{'policy':<18} {'done':>7} {'in sys':>7} {'mean L':>8} {'slope tok/s':>12} {'req/s':>7} "
+           f"{'TTFT p50':>9} {'TTFT p99':>9} {'TTLT p50':>9} {'TTLT p99':>9} {'TPOT ms':>8} {'busy':>5} {'mixed':>5}")
+    lines.append(hdr)
+    for name, e in out["policies"].items():
+        s = e["summary"]
+        lines.append(f"{name:<18} {s['finished']:>7} {s['final_requests_in_system']:>7} "
+                     f"{s['mean_requests_in_system']:>8.1f} {s['token_backlog_slope_per_s']:>12.1f} "
+                     f"{s['throughput_requests_per_s']:>7.2f} {s['ttft_s_p50']:>9.3f} {s['ttft_s_p99']:>9.3f} "
+                     f"{s['ttlt_s_p50']:>9.3f} {s['ttlt_s_p99']:>9.3f} {1e3 * s['tpot_s_mean']:>8.1f} "
+                     f"{s['busy_fraction']:>5.2f} {s['mixed_batch_fraction']:>5.2f}")
+    for name, e in out["policies"].items():
+        s = e["summary"]
+        if "replications" in e:
+            rp = e["replications"]
+            lines.append(f"  {name}: {rp['verdict'].upper()} -- {rp['reason']}")
+        if s["preemptions"] or s["rejected"]:
+            lines.append(f"  {name}: {s['preemptions']} preemptions, {s['wasted_tokens']} tokens recomputed, "
+                         f"{s['swap_tokens']} swapped, {s['rejected']} rejected (larger than the KV cache)")
+        if s["blocked"]:
+            lines.append(f"  {name}: {s['blocked']} requests can never be scheduled (prompt > b_max and the "
+                         "scheduler does not chunk; see --chunk-long-prompts)")
+    lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
+    if args.plot:
+        lines.append(f"plot written to {out['plot']}")
+    emit(args, out, "\n".join(lines))

@@ -1,0 +1,41 @@
+"""``fluidq simulate``: table, JSON, plot, verdicts, bad input (exit 2, one line)."""
+import json
+
+from fluidq.cli import main
+
+
+def test_json_and_plot(tmp_path, capsys):
+    png = tmp_path / "q.png"
+    rc = main(["simulate", "--prompt", "129", "--output", "112", "--load", "0.75", "--policy", "sarathi",
+               "--policy", "ft", "--horizon", "60", "--json", "--plot", str(png)])
+    assert rc == 0
+    d = json.loads(capsys.readouterr().out)
+    s, f = d["policies"]["sarathi"]["summary"], d["policies"]["fastertransformer"]["summary"]
+    assert f["final_requests_in_system"] > 3 * s["final_requests_in_system"]
+    assert d["load"] == __import__("pytest").approx(0.75)
+    assert png.exists() and png.stat().st_size > 5000
+
+
+def test_table_with_replications_gives_verdicts(capsys):
+    rc = main(["simulate", "--prompt", "100", "--output", "100", "--load", "1.2", "--policy", "sarathi",
+               "--horizon", "60", "--replications", "3", "--seed", "4"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "GROWING" in out and "fluid prediction" in out and "TTFT" in out
+
+
+def test_memory_and_requests_mode(capsys):
+    rc = main(["simulate", "--prompt", "100", "--output", "200", "--geometric", "--rate", "12", "--policy", "orca",
+               "--requests", "300", "--kv-capacity", "4000", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    s = d["policies"]["orca"]["summary"]
+    assert rc == 0 and s["finished"] + s["rejected"] == 300 and s["peak_kv_tokens"] <= 4000
+
+
+def test_bad_input_exits_2(capsys):
+    assert main(["simulate", "--policy", "nope", "--horizon", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and len(err.strip().splitlines()) == 1
+    assert main(["simulate", "--rate", "5", "--load", "0.5"]) == 2
+    assert main(["simulate", "--horizon", "-3"]) == 2
+    assert main(["simulate", "--preemption", "swap", "--kv-capacity", "1000", "--horizon", "5"]) == 2
