@@ -71,11 +71,26 @@ def _work_conserving(pol):
 def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     """Verdict below the Theorem-2 bound for a policy that is not work-conserving.
 
-    Without the policy's own threshold the answer is "unknown": Theorem 2 only says such a
-    policy is not maximally stable.
+    Decided from the policy's own threshold (renewal-reward, :func:`fluidq.dtmc.threshold.renewal_threshold`,
+    cached per engine, lengths and policy) when it applies; otherwise "unknown": Theorem 2 only
+    says such a policy is not maximally stable.
     """
-    return Status.UNKNOWN, (f"{pol.name} is not work-conserving ({wc.reason}); below the Theorem-2 bound "
-                            f"(load {rho:.3f}) the paper gives no verdict"), None, "closed_form"
+    from ..dtmc.threshold import cached_renewal_threshold
+
+    thr, why = cached_renewal_threshold(engine, workload, pol)
+    if thr is None:
+        return Status.UNKNOWN, (f"{pol.name} is not work-conserving ({wc.reason}); below the Theorem-2 bound "
+                                f"(load {rho:.3f}) no threshold is available: {why}"), None, "closed_form"
+    lam = workload.arrival_rate_per_s
+    r = lam / thr
+    share = thr * rho / lam  # threshold as a fraction of the Theorem-2 bound
+    base = (f"{pol.name} is not work-conserving; its own threshold for these lengths is {thr:.4g} req/s "
+            f"(renewal-reward over its prefill/decode cycles, {share:.1%} of the Theorem-2 bound)")
+    if r > 1 + tolerance:
+        return Status.UNSTABLE, f"{base}; arrival rate {lam:.4g} req/s is above it", thr, "renewal"
+    if r >= 1 - tolerance:
+        return Status.CRITICAL, f"{base}; arrival rate {lam:.4g} req/s is within {tolerance:.0%} of it", thr, "renewal"
+    return Status.STABLE, f"{base}; arrival rate {lam:.4g} req/s is below it", thr, "renewal"
 
 
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,

@@ -1,0 +1,33 @@
+"""Discrete-time Markov chains of batched LLM engines and small networks of engines.
+
+The chain is embedded at batch boundaries (Li, Dai, Peng, arXiv:2504.07347): arrivals during a
+batch of ``b`` tokens are ``Poisson(lambda t(b))``; for memoryless lengths the state is a few
+counts.  Modules:
+
+``build``      one engine under a built-in scheduler -> :class:`EngineChain` (sparse ``P``)
+``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
+``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
+``drift``      numerical one-step drift of tokens / requests per state
+``symbolic``   sympy drift and the Foster-Lyapunov certificate of Theorem 2
+``threshold``  :func:`stability_threshold` for any scheduler (renewal, DTMC, simulation)
+``networks``   two parallel engines (random / JSQ), DAG, fork-join, Rybko-Stolyar
+"""
+from __future__ import annotations
+
+from .build import EngineChain, build_dtmc
+from .result import StationaryResult
+from .solve import stationary
+
+
+def __getattr__(name):
+    import importlib
+
+    for mod in ("threshold", "drift", "symbolic", "networks"):
+        m = importlib.import_module(f"{__name__}.{mod}")
+        if hasattr(m, name):
+            return getattr(m, name)
+    raise AttributeError(f"module 'fluidq.dtmc' has no attribute {name!r}")
+
+
+__all__ = ["EngineChain", "build_dtmc", "StationaryResult", "stationary", "stability_threshold",
+           "ThresholdResult", "solve_dtmc"]

@@ -1,0 +1,393 @@
+"""The embedded chain of one engine at batch boundaries, for memoryless lengths.
+
+Model (Li, Dai, Peng, arXiv:2504.07347, §3): requests arrive as a Poisson process of rate
+``lambda``; the engine runs one batch at a time; a batch of ``b`` tokens takes ``t(b)`` seconds
+(the engine's batch-time model), so the arrivals during it are ``Poisson(lambda t(b))``; they
+join the queue at the next batch boundary.  When the engine is empty it idles until the next
+arrival (mean ``1/lambda``) and starts a batch at once.
+
+State
+-----
+``(n_p, n_d, j)``: requests waiting for or in prefill, requests decoding, and -- only for fixed
+prompt lengths under a chunking scheduler -- the number of prompt tokens the head of the
+prefill queue has already received.
+
+Modelling choices (exact for the stated length distributions):
+
+* **Output lengths are geometric** (mean ``m_d``): every decode token completes its request with
+  probability ``1/m_d``; with ``D`` decode tokens in a batch the completions are
+  ``Binomial(D, 1/m_d)``.  The order among decoding requests is irrelevant for the counts.
+* **Prompt lengths are fixed** (``Fixed(v_p)``, any scheduler) **or geometric** (chunking
+  schedulers only).  Geometric prompts are memoryless per token: each prefill token completes
+  its prompt with probability ``1/m_p`` -- also for a partly prefilled prompt, so no progress
+  needs to be stored.  With a prefill budget ``B`` and ``n`` prompts waiting the number of
+  prompts finishing prefill is ``Binomial(B, 1/m_p)`` capped at ``n`` (when all ``n`` finish the
+  batch ends at the ``n``-th success, a negative-binomial position, and the rest of the budget is
+  unused or, for a prefill-first mixed scheduler, goes to decode).  A scheduler that takes whole
+  prompts only (FasterTransformer, vanilla vLLM) looks at the actual prompt lengths of the queue;
+  with random lengths the head-of-line state would need those lengths, so the builder requires
+  a fixed prompt length for those schedulers.
+* A request that completes prefill in a batch decodes from the next batch on (constraint 6a).
+* Schedulers are read from their rules (``priority``, ``mixed``, ``chunked``, the budgets) --
+  the rules of :class:`fluidq.policies.Scheduler`; the tests check the batch shapes against
+  ``policy.select`` on concrete queues.  Orderings other than FCFS and a batch-size limit
+  ``k_max`` are not modelled.
+
+Truncation: ``n_p <= max_prefill`` and ``n_d <= max_decode``.  A transition that would leave the
+box is redirected to its boundary; the stationary probability of such a transition (the mass
+lost at the boundary) is reported, and the result's status is "inaccurate" when it exceeds the
+tolerance.  Poisson and binomial far tails below ``kernel_tol`` are folded into the last kept
+value (rows stay stochastic).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validate import integer, real
+from ..engine import Engine
+from ..errors import ParameterError
+from ..policies import QueueView, resolve_policy
+from ..policies.orderings import FCFS, Ordering
+from ..policies.schedulers import Scheduler
+from ..workload import Fixed, Geometric, Poisson, Workload
+from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .state import StateSpace
+
+__all__ = ["EngineChain", "build_dtmc", "scheduler_rules"]
+
+
+@dataclass(frozen=True, eq=False)
+class EngineChain:
+    """A built chain: sparse transition matrix ``P`` (CSR, rows sum to 1) and per-state data.
+
+    Attributes
+    ----------
+    P : scipy.sparse.csr_matrix
+        One-step transition probabilities between batch boundaries.
+    space : StateSpace
+        Coordinates ``n_p``, ``n_d``, ``j`` of every state.
+    sojourn_s : ndarray
+        Mean time until the next boundary (the batch time; ``1/lambda`` when idle).
+    sojourn2_s2 : ndarray
+        Second moment of the batch time (0 for the idle state), for the arrivals during a batch.
+    batch_tokens, completions : ndarray
+        Expected tokens in the batch and requests completing at its end.
+    residents, unprocessed_tokens : ndarray
+        Requests in system, and their expected unprocessed (prefill + decode) tokens.
+    lost : ndarray
+        Probability that the transition from each state leaves the truncation box.
+    """
+
+    P: sp.csr_matrix
+    space: StateSpace
+    sojourn_s: np.ndarray
+    sojourn2_s2: np.ndarray
+    batch_tokens: np.ndarray
+    completions: np.ndarray
+    residents: np.ndarray
+    unprocessed_tokens: np.ndarray
+    lost: np.ndarray
+    arrival_rate_per_s: float
+    policy: str
+    caps: dict
+    build_s: float
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_states(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.P.nnz)
+
+    def solve(self, method: str = "auto", *, tol: float = 1e-10, tolerance: float | None = None):
+        """Stationary distribution and metrics: see :func:`fluidq.dtmc.solve.stationary`."""
+        from .result import solve_chain
+
+        return solve_chain(self, method=method, tol=tol,
+                           tolerance=self.inputs.get("tolerance", 1e-6) if tolerance is None else tolerance)
+
+    def drift(self, weights: str = "tokens") -> np.ndarray:
+        """Expected one-step change of unprocessed tokens (or requests) from every state."""
+        from .drift import chain_drift
+
+        return chain_drift(self, weights)
+
+    def __repr__(self):
+        return (f"EngineChain(policy={self.policy!r}, states={self.n_states}, nnz={self.nnz}, "
+                f"caps={self.caps}, build_s={self.build_s:.3f})")
+
+
+def scheduler_rules(policy, engine: Engine):
+    """``(scheduler, b)``: the :class:`Scheduler` whose rules the chain follows and its token budget."""
+    pol = resolve_policy(policy)
+    if not isinstance(pol, Scheduler):
+        raise ParameterError("policy", getattr(pol, "name", pol),
+                             "a fluidq Scheduler (FasterTransformer, VLLM, Orca, Sarathi, VLLMChunked or "
+                             "Scheduler(...)); the DTMC builder reads its rules",
+                             "for a custom policy use fluidq.simulate")
+    if type(pol.order) not in (FCFS, Ordering):
+        raise ParameterError("policy.order", pol.order.name, "FCFS order for the DTMC (counts only)",
+                             "length-aware orderings need the lengths in the state: use fluidq.simulate")
+    b, k = pol.budgets(QueueView(requests=(), now_s=0.0, b_max=engine.b_max, k_max=engine.k_max))
+    if k != float("inf"):
+        raise ParameterError("k_max", k, "no batch-size limit in the DTMC builder",
+                             "use fluidq.stability_region or fluidq.simulate for k_max")
+    return pol, int(b)
+
+
+def _lengths(workload: Workload, pol: Scheduler, b: int):
+    out = workload.output_tokens
+    if isinstance(out, Geometric):
+        q = out.p
+    elif isinstance(out, Fixed) and out.n == 1:
+        q = 1.0
+    else:
+        raise ParameterError("output_tokens", out, "a Geometric output length (memoryless) for the DTMC",
+                             "e.g. fluidq.Geometric(mean_tokens=100); other lengths: fluidq.simulate")
+    pr = workload.prompt_tokens
+    if isinstance(pr, Fixed):
+        vp, pp = int(pr.n), None
+        if vp > b and not pol.chunked:
+            raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
+                                 "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
+    elif isinstance(pr, Geometric):
+        if not pol.chunked:
+            raise ParameterError("prompt_tokens", pr, f"a Fixed prompt length for {pol.name} (whole prompts, "
+                                 "head-of-line): random prompt lengths would need each waiting prompt's "
+                                 "length in the state", "use a chunking scheduler, Fixed prompts, or fluidq.simulate")
+        vp, pp = None, pr.p
+    else:
+        raise ParameterError("prompt_tokens", pr, "a Fixed or Geometric prompt length for the DTMC")
+    return vp, pp, q
+
+
+def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
+               max_decode: int = 400, tolerance: float = 1e-6, kernel_tol: float = 1e-12,
+               prune_tol: float = 1e-13) -> EngineChain:
+    """Build the truncated embedded chain of one engine under a scheduler.
+
+    Parameters
+    ----------
+    engine : Engine
+        Batch-time model and budget ``b_max`` (``k_max`` must be ``None``).
+    workload : Workload
+        Poisson arrivals; geometric output lengths; fixed or (for chunking schedulers) geometric
+        prompt lengths.
+    policy : str or Scheduler
+        One of the built-in schedulers (FCFS order).
+    max_prefill, max_decode : int
+        Truncation caps on requests in prefill and in decode.
+    tolerance : float
+        Mass lost at the boundary above which the solved result is "inaccurate".
+    kernel_tol : float
+        Far tails of the Poisson/binomial kernels below this are folded into the last kept value.
+    prune_tol : float
+        Transition probabilities below this are dropped and the row renormalised (the largest
+        dropped row mass is reported as ``inputs["pruned_row_mass"]``); 0 keeps every entry.
+
+    Returns
+    -------
+    EngineChain
+        Call ``.solve()`` for the stationary distribution and metrics.
+
+    References
+    ----------
+    Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+    arXiv:2504.07347 (§3 batch model, Eq. 4 batch time, the DTMC in the proof of Theorem 2).
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=128)
+    >>> w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=2.0), prompt_tokens=fluidq.Geometric(mean_tokens=20),
+    ...                     output_tokens=fluidq.Geometric(mean_tokens=20))
+    >>> ch = fluidq.build_dtmc(e, w, "sarathi", max_prefill=20, max_decode=60)
+    >>> r = ch.solve()
+    >>> abs(r.throughput_requests_per_s - 2.0) < 1e-3
+    True
+    """
+    t0 = time.perf_counter()
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    if not isinstance(workload.arrival, Poisson):
+        raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    Np = integer("max_prefill", max_prefill, minimum=1)
+    Nd = integer("max_decode", max_decode, minimum=1)
+    tolerance = real("tolerance", tolerance, positive=True)
+    kernel_tol = real("kernel_tol", kernel_tol, positive=True)
+    prune_tol = real("prune_tol", prune_tol, nonnegative=True)
+    lam = workload.arrival_rate_per_s
+    pol, b = scheduler_rules(policy, engine)
+    vp, pp, q = _lengths(workload, pol, b)
+    J = vp if (vp is not None and pol.chunked and vp > 1) else 1
+    if J > 1:
+        valid = np.ones((Np + 1, Nd + 1, J), dtype=bool)
+        valid[0, :, 1:] = False
+    else:
+        valid = np.ones((Np + 1, Nd + 1, 1), dtype=bool)
+    space = StateSpace.from_mask(("n_p", "n_d", "j"), valid.shape, valid)
+    NP, ND, JJ = space["n_p"], space["n_d"], space["j"]
+    S = space.size
+
+    # --- batch shape before prefill: decode tokens fixed in advance and the prefill budget
+    if pol.priority == "decode":
+        if pol.mixed:
+            D0 = np.minimum(ND, b)
+            B = b - D0
+        else:
+            D0 = np.where(ND > 0, np.minimum(ND, b), 0)
+            B = np.where(ND > 0, 0, b)
+    else:
+        if pol.mixed:
+            D0 = None  # decode takes what prefill leaves
+            B = np.full(S, b)
+        else:
+            D0 = np.where(NP > 0, 0, np.minimum(ND, b))
+            B = np.where(NP > 0, b, 0)
+
+    # --- prefill outcomes: (src, K completions, new head progress, T tokens, weight)
+    if vp is not None:
+        if pol.chunked:
+            R = NP * vp - JJ
+            T = np.minimum(B, R)
+            first = vp - JJ
+            done = T >= first
+            K = np.where(done, 1 + (np.maximum(T - first, 0)) // vp, 0)
+            jn = np.where(done, (np.maximum(T - first, 0)) % vp, JJ + T)
+            jn = np.where(K >= NP, 0, jn)
+            if J == 1:
+                jn = np.zeros_like(jn)
+        else:
+            K = np.minimum(NP, B // vp)
+            T = K * vp
+            jn = np.zeros(S, dtype=np.int64)
+        src = np.arange(S)
+        W = np.ones(S)
+    else:
+        caps = np.array([effective_cap(int(n), int(bb), pp) for n, bb in zip(*_pairs(NP, B))], dtype=np.int64)
+        # caps for the unique (n_p, B) pairs, mapped back to states
+        key_np, key_b, inv = _pairs(NP, B, inverse=True)
+        cap_state = caps[inv]
+        ukey, uinv = np.unique(cap_state * (b + 1) + B, return_inverse=True)
+        src_l, K_l, T_l, W_l = [], [], [], []
+        order = np.argsort(uinv, kind="stable")
+        bounds = np.searchsorted(uinv[order], np.arange(ukey.size + 1))
+        for g, kv in enumerate(ukey):
+            c, bb = divmod(int(kv), b + 1)
+            kk, tt, ww = geometric_prefill(c, bb, pp)
+            members = order[bounds[g]:bounds[g + 1]]
+            src_l.append(np.repeat(members, kk.size))
+            K_l.append(np.tile(kk, members.size))
+            T_l.append(np.tile(tt, members.size))
+            W_l.append(np.tile(ww, members.size))
+        src = np.concatenate(src_l)
+        K = np.concatenate(K_l)
+        T = np.concatenate(T_l)
+        W = np.concatenate(W_l)
+        jn = np.zeros(src.size, dtype=np.int64)
+    if D0 is None:
+        D = np.minimum(ND[src], b - T)
+    else:
+        D = D0[src]
+    btok = D + T
+
+    # --- per-state expectations
+    idle = btok == 0
+    tb = np.where(idle, 0.0, np.asarray(engine.batch_time(np.maximum(btok, 1)), dtype=float))
+    soj_o = np.where(idle, 1.0 / lam, tb)
+    soj2_o = np.where(idle, 0.0, tb * tb)  # batches only: arrivals during a batch
+    sojourn = np.bincount(src, W * soj_o, minlength=S)
+    sojourn2 = np.bincount(src, W * soj2_o, minlength=S)
+    batch_tokens = np.bincount(src, W * btok, minlength=S)
+    completions = np.bincount(src, W * D * q, minlength=S)
+
+    # --- expand every outcome by arrivals (Poisson(lambda t)) and decode completions (Binomial(D, q))
+    rows, cols, vals = [], [], []
+    lost = np.zeros(S)
+    t_u, t_inv = np.unique(np.round(tb, 15), return_inverse=True)
+    gkey = D.astype(np.int64) * (t_u.size + 1) + np.where(idle, t_u.size, t_inv)
+    ukeys, ginv = np.unique(gkey, return_inverse=True)
+    order = np.argsort(ginv, kind="stable")
+    bounds = np.searchsorted(ginv[order], np.arange(ukeys.size + 1))
+    for g, kv in enumerate(ukeys):
+        d, ti = divmod(int(kv), t_u.size + 1)
+        members = order[bounds[g]:bounds[g + 1]]
+        if ti == t_u.size:  # idle: exactly one arrival starts the next batch
+            a = np.array([0.0, 1.0])
+        else:
+            a = poisson_pmf(lam * t_u[ti], kernel_tol)
+        lo, cpr = binom_pmf(d, q, kernel_tol)
+        A = np.arange(a.size)
+        Cc = lo + np.arange(cpr.size)
+        nz_a = a > 0
+        A, a = A[nz_a], a[nz_a]
+        per = A.size * Cc.size
+        step = max(1, 4_000_000 // per)
+        for s0 in range(0, members.size, step):
+            m = members[s0:s0 + step]
+            s = src[m]
+            base_p = NP[s] - K[m]
+            base_d = ND[s] + K[m]
+            new_p = base_p[:, None, None] + A[None, :, None]
+            new_d = base_d[:, None, None] - Cc[None, None, :]
+            pr = W[m][:, None, None] * a[None, :, None] * cpr[None, None, :]
+            new_p, new_d = np.broadcast_arrays(new_p, new_d)
+            out = (new_p > Np) | (new_d > Nd)
+            new_p = np.minimum(new_p, Np)
+            new_d = np.minimum(new_d, Nd)
+            jj = np.broadcast_to(jn[m][:, None, None], new_p.shape)
+            dest = space.index(new_p, new_d, jj)
+            r = np.broadcast_to(s[:, None, None], new_p.shape)
+            if out.any():
+                lost += np.bincount(r[out], pr[out], minlength=S)
+            rows.append(r.ravel())
+            cols.append(dest.ravel())
+            vals.append(pr.ravel())
+    rows = np.concatenate(rows)
+    cols = np.concatenate(cols)
+    vals = np.concatenate(vals)
+    if np.any(cols < 0):  # pragma: no cover - a builder bug, never an answer
+        raise RuntimeError("internal error: transition to a non-state")
+    P = sp.csr_matrix((vals, (rows, cols)), shape=(S, S))
+    P.sum_duplicates()
+    del rows, cols, vals
+    pruned = 0.0
+    if prune_tol > 0:
+        small = P.data < prune_tol
+        if small.any():
+            dropped = np.bincount(np.repeat(np.arange(S), np.diff(P.indptr))[small], P.data[small], minlength=S)
+            pruned = float(dropped.max())
+            P.data[small] = 0.0
+            P.eliminate_zeros()
+    rs = np.asarray(P.sum(axis=1)).ravel()
+    P = sp.diags(1.0 / rs) @ P
+    P = P.tocsr()
+    residents = (NP + ND).astype(float)
+    mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+    unproc = NP * (mp + md) - JJ + ND * md
+    build_s = time.perf_counter() - t0
+    return EngineChain(P=P, space=space, sojourn_s=sojourn, sojourn2_s2=sojourn2, batch_tokens=batch_tokens,
+                       completions=completions, residents=residents, unprocessed_tokens=unproc.astype(float),
+                       lost=lost, arrival_rate_per_s=lam, policy=pol.name,
+                       caps={"max_prefill": Np, "max_decode": Nd, "head_progress": J}, build_s=build_s,
+                       inputs={"engine": engine.to_dict(), "workload": workload.to_dict(), "policy": pol.describe(),
+                               "b": b, "tolerance": tolerance, "kernel_tol": kernel_tol,
+                               "prune_tol": prune_tol, "pruned_row_mass": pruned,
+                               "m_p": mp, "m_d": md, "capacity_tokens_per_s": engine.batch_time.best_rate(b)[0]})
+
+
+def _pairs(NP, B, inverse=False):
+    key = NP.astype(np.int64) * (int(B.max()) + 1) + B
+    u, inv = np.unique(key, return_inverse=True)
+    n, bb = np.divmod(u, int(B.max()) + 1)
+    if inverse:
+        return n, bb, inv
+    return n, bb

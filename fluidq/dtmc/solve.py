@@ -1,0 +1,166 @@
+"""Stationary distributions of finite chains: a reduced sparse solve with an iterative fallback.
+
+The direct method fixes ``pi[r] = 1`` for a reference state ``r`` (the most visited state of a
+short power run, by default the empty state) and drops the balance equation of ``r``: the
+remaining system ``(I - P)^T`` without row and column ``r`` is non-singular for an irreducible
+chain and keeps the sparsity of ``P`` (replacing a row by ones would add a dense row and fill in
+the factors).  Large chains use GMRES on the same reduced system, preconditioned by an
+incomplete LU, and power iteration as the last resort; every answer is checked (non-negative,
+residual ``||pi P - pi||_1``) before it is returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..errors import ParameterError
+
+__all__ = ["stationary", "StationarySolution", "DIRECT_MAX_STATES"]
+
+#: chains up to this many states are solved by sparse LU by default
+DIRECT_MAX_STATES = 60_000
+
+
+@dataclass(frozen=True)
+class StationarySolution:
+    pi: np.ndarray
+    method: str
+    residual: float
+    iterations: int
+    converged: bool
+    note: str = ""
+
+
+def _residual(P, pi):
+    return float(np.abs(P.T @ pi - pi).sum())
+
+
+def _clean(x):
+    x = np.asarray(x, dtype=float).copy()
+    if not np.all(np.isfinite(x)):
+        return None
+    neg = x < 0
+    if neg.any():
+        if x[neg].min() < -1e-9 * max(1.0, float(np.abs(x).max())):
+            return None
+        x[neg] = 0.0
+    s = x.sum()
+    if not s > 0:
+        return None
+    return x / s
+
+
+def _reduced(P, r):
+    n = P.shape[0]
+    A = (sp.identity(n, format="csr") - P).T.tocsc()
+    keep = np.ones(n, dtype=bool)
+    keep[r] = False
+    idx = np.flatnonzero(keep)
+    Ar = A[idx][:, idx]
+    rhs = -np.asarray(A[idx][:, [r]].todense()).ravel()
+    return Ar.tocsc(), rhs, idx
+
+
+def _assemble(x, idx, r, n):
+    pi = np.empty(n)
+    pi[idx] = x
+    pi[r] = 1.0
+    return pi
+
+
+def _direct(P, r):
+    Ar, rhs, idx = _reduced(P, r)
+    x = spla.spsolve(Ar, rhs, permc_spec="COLAMD")
+    return _assemble(x, idx, r, P.shape[0])
+
+
+def _gmres(P, r, tol, x0=None, maxiter=400):
+    Ar, rhs, idx = _reduced(P, r)
+    try:
+        ilu = spla.spilu(Ar, drop_tol=1e-4, fill_factor=4)
+        M = spla.LinearOperator(Ar.shape, ilu.solve)
+    except (RuntimeError, MemoryError):
+        d = Ar.diagonal()
+        d[d == 0] = 1.0
+        M = sp.diags(1.0 / d)
+    its = [0]
+
+    def cb(_):
+        its[0] += 1
+
+    guess = None if x0 is None else x0[idx] / max(x0[r], 1e-300)
+    x, info = spla.gmres(Ar, rhs, x0=guess, rtol=tol, atol=0.0, restart=60, maxiter=maxiter, M=M,
+                         callback=cb, callback_type="pr_norm")
+    return _assemble(x, idx, r, P.shape[0]), info == 0, its[0]
+
+
+def _power(P, tol, x0=None, maxiter=200_000):
+    n = P.shape[0]
+    pi = np.full(n, 1.0 / n) if x0 is None else x0.copy()
+    PT = P.T.tocsr()
+    for it in range(1, maxiter + 1):
+        nxt = PT @ pi
+        nxt /= nxt.sum()
+        if it % 10 == 0 and np.abs(nxt - pi).sum() < tol:
+            return nxt, True, it
+        pi = nxt
+    return pi, False, maxiter
+
+
+def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> StationarySolution:
+    """Stationary distribution of a finite irreducible chain with transition matrix ``P``.
+
+    Parameters
+    ----------
+    P : sparse matrix
+        Row-stochastic transition matrix.
+    method : {"auto", "direct", "gmres", "power"}
+        ``auto``: sparse LU up to :data:`DIRECT_MAX_STATES` states, GMRES beyond, power iteration
+        when both fail.
+    tol : float
+        Target residual ``||pi P - pi||_1`` (power iteration: successive difference).
+    ref : int
+        The state whose balance equation is dropped (any recurrent state).
+
+    Returns
+    -------
+    StationarySolution
+        ``pi`` (sums to 1, non-negative), the method that produced it and its residual.
+    """
+    P = sp.csr_matrix(P)
+    n = P.shape[0]
+    if method not in ("auto", "direct", "gmres", "power"):
+        raise ParameterError("method", method, "'auto', 'direct', 'gmres' or 'power'")
+    if n == 1:
+        return StationarySolution(np.ones(1), "trivial", 0.0, 0, True)
+    tries = {"auto": ["direct", "gmres", "power"] if n <= DIRECT_MAX_STATES else ["gmres", "power"],
+             "direct": ["direct", "power"], "gmres": ["gmres", "power"], "power": ["power"]}[method]
+    notes = []
+    best = None
+    for m in tries:
+        its, conv = 0, True
+        try:
+            if m == "direct":
+                raw = _direct(P, ref)
+            elif m == "gmres":
+                raw, conv, its = _gmres(P, ref, tol=tol * 1e-2)
+            else:
+                raw, conv, its = _power(P, tol, x0=best)
+        except (RuntimeError, MemoryError, ValueError) as exc:  # singular or too large: next method
+            notes.append(f"{m} failed ({type(exc).__name__}: {exc})")
+            continue
+        pi = _clean(raw)
+        if pi is None:
+            notes.append(f"{m} gave a non-finite or negative vector")
+            continue
+        res = _residual(P, pi)
+        if res <= max(tol, 1e-9) * 10 and conv:
+            return StationarySolution(pi, m, res, its, True, "; ".join(notes))
+        notes.append(f"{m} residual {res:.2e}")
+        best = pi
+    if best is None:
+        return StationarySolution(np.full(n, np.nan), "failed", float("inf"), 0, False, "; ".join(notes))
+    return StationarySolution(best, tries[-1], _residual(P, best), 0, False, "; ".join(notes))

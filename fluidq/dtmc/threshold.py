@@ -1,0 +1,468 @@
+"""The stability threshold ``lambda*`` of a scheduler for a workload's lengths.
+
+``stability_threshold(engine, workload, policy, method="auto")``: the arrival rate (requests per
+second) below which the engine is stable under ``policy``; the workload's own rate is ignored.
+
+Methods
+-------
+``closed_form``
+    Work-conserving schedulers (mixed batches and chunked prefill: Orca, Sarathi-Serve, vLLM v1):
+    Theorem 2 of Li, Dai, Peng (arXiv:2504.07347), ``lambda* = (b/t_b)_max / (m_p + m_d)``.
+``renewal``
+    The two non-work-conserving schedulers, from their behaviour with a large backlog (fixed
+    prompt length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch):
+
+    * **FasterTransformer** (decode first, no mixed batches): with a long queue every cycle is one
+      prefill batch of ``k`` prompts followed by decode-only batches until the last of the ``k``
+      finishes; renewal-reward gives
+      ``lambda* = k / (t(k v_p) + sum_{j>=1} E[t(N_j) 1{N_j>0}])`` with
+      ``N_j ~ Binomial(k, P(v_d >= j))`` requests still decoding at decode step ``j`` (for fixed
+      ``v_d``: ``k / (t(k v_p) + v_d t(k))``).
+    * **vanilla vLLM** (prefill first, no mixed batches): with many requests decoding, each
+      decode batch is full (``b_max`` tokens) but runs only when no prompt waits; the waiting
+      prompts form a Markov chain at batch boundaries (decode batch when empty, else a prefill
+      batch of ``min(q, k)`` prompts, arrivals ``Poisson(lambda t)``).  Its stationary law gives
+      the decode rate ``D(lambda) = b_max pi_0 / E_pi[t]``; the decode backlog drains iff
+      ``lambda m_d < D(lambda)``, and ``lambda*`` is the root (bisection; ``D`` decreases in
+      ``lambda``).
+``dtmc``
+    Bisection on ``lambda`` with the truncated engine chain (:func:`fluidq.build_dtmc`): a rate is
+    called stable when the stationary mass lost at the truncation boundary is below the
+    tolerance.  Needs geometric outputs.  The bound is the final bracket (plus the truncation
+    caveat: a heavy but stable chain near ``lambda*`` reads as unstable).
+``simulation``
+    :func:`fluidq.find_threshold` (the iteration-level simulator), with its confidence bracket.
+``auto``
+    ``closed_form`` for work-conserving schedulers, else ``renewal``, else ``dtmc``, else
+    ``simulation``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from .._validate import real
+from ..capacity import max_throughput
+from ..engine import Engine
+from ..errors import FluidqError, ParameterError
+from ..policies import QueueView, resolve_policy
+from ..policies.schedulers import Scheduler
+from ..results import plain
+from ..workload import Empirical, Fixed, Geometric, LogNormal, PoissonLength, Workload
+
+__all__ = ["ThresholdResult", "stability_threshold", "renewal_threshold", "ThresholdUnavailable"]
+
+METHODS = ("auto", "closed_form", "renewal", "dtmc", "simulation")
+
+
+class ThresholdUnavailable(FluidqError, ValueError):
+    """The requested method cannot compute the threshold for this engine, workload and policy."""
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """``lambda*`` with its method and error bound.
+
+    Attributes
+    ----------
+    arrival_rate_per_s : float
+        The threshold (requests per second); the engine is stable below it.
+    lower_per_s, upper_per_s : float
+        A bracket that contains the threshold (numerical: bisection tolerance and truncation;
+        simulation: confidence bracket).
+    error_bound_per_s : float
+        ``max(upper - rate, rate - lower)``.
+    work_conserving_rate_per_s : float
+        Theorem 2's bound ``capacity / (m_p + m_d)`` for comparison.
+    expression : str or None
+        A closed form when one exists (FasterTransformer).
+    """
+
+    arrival_rate_per_s: float
+    lower_per_s: float
+    upper_per_s: float
+    method: str
+    policy: str
+    work_conserving_rate_per_s: float
+    reason: str
+    expression: str | None = None
+    details: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def error_bound_per_s(self) -> float:
+        return max(self.upper_per_s - self.arrival_rate_per_s, self.arrival_rate_per_s - self.lower_per_s)
+
+    @property
+    def fraction_of_capacity(self) -> float:
+        """``lambda* / lambda*_work-conserving``."""
+        return self.arrival_rate_per_s / self.work_conserving_rate_per_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.arrival_rate_per_s * self.details.get("mean_tokens", float("nan"))
+
+    def to_dict(self) -> dict:
+        return plain({"arrival_rate_per_s": self.arrival_rate_per_s, "lower_per_s": self.lower_per_s,
+                      "upper_per_s": self.upper_per_s, "error_bound_per_s": self.error_bound_per_s,
+                      "method": self.method, "policy": self.policy,
+                      "work_conserving_rate_per_s": self.work_conserving_rate_per_s,
+                      "fraction_of_capacity": self.fraction_of_capacity, "reason": self.reason,
+                      "expression": self.expression,
+                      "details": {k: v for k, v in self.details.items() if k != "curve"}})
+
+    def plot(self, ax=None, path=None):
+        from ..plotting.dtmc import plot_threshold
+
+        return plot_threshold(self, ax=ax, path=path)
+
+
+# ----------------------------------------------------------------------------------------- helpers
+
+def _survival(dist, jmax: int) -> np.ndarray | None:
+    """``S[j-1] = P(v >= j)`` for ``j = 1..jmax``, or ``None`` when the law is unknown."""
+    j = np.arange(1, jmax + 1, dtype=float)
+    if isinstance(dist, Fixed):
+        return (j <= dist.n).astype(float)
+    if isinstance(dist, Geometric):
+        return (1.0 - dist.p) ** (j - 1)
+    if isinstance(dist, PoissonLength):
+        return stats.poisson.sf(j - 2, dist.mean_tokens - 1.0)
+    if isinstance(dist, LogNormal):
+        return stats.lognorm.sf(j - 1, s=dist.sigma, scale=math.exp(dist.mu))
+    if isinstance(dist, Empirical) or dist.support() is not None:
+        v, p = dist.support()
+        v = np.asarray(v, float)
+        p = np.asarray(p, float)
+        order = np.argsort(v)
+        v, p = v[order], p[order]
+        tail = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])  # P(v >= v_i)
+        idx = np.searchsorted(v, j, side="left")
+        return tail[idx]
+    return None
+
+
+def _max_length(dist) -> int:
+    sup = dist.support()
+    if sup is not None:
+        return int(np.max(sup[0]))
+    return int(min(2_000_000, max(1000, 60 * dist.mean)))
+
+
+def _kind(pol: Scheduler) -> str:
+    if pol.mixed and pol.chunked:
+        return "work_conserving"
+    if not pol.mixed and not pol.chunked and pol.priority == "decode":
+        return "fastertransformer"
+    if not pol.mixed and not pol.chunked and pol.priority == "prefill":
+        return "vllm"
+    return "other"
+
+
+def _budget(pol, engine):
+    b, k = pol.budgets(QueueView(requests=(), now_s=0.0, b_max=engine.b_max, k_max=engine.k_max))
+    return int(b), k
+
+
+def _fixed_prompt(workload, pol, b):
+    pr = workload.prompt_tokens
+    if not isinstance(pr, Fixed):
+        raise ThresholdUnavailable(
+            f"renewal threshold of {pol.name} needs a fixed prompt length (got {type(pr).__name__}); with random "
+            "prompt lengths the head-of-line prompt that does not fit carries its length into the next batch: "
+            "use method='simulation'")
+    vp = int(pr.n)
+    if vp > b:
+        raise ThresholdUnavailable(
+            f"prompt of {vp} tokens exceeds the budget b={b}: {pol.name} "
+            + ("chunks it (chunk_long_prompts), a case the renewal formula does not cover; use method='simulation'"
+               if pol.chunk_long_prompts else "never schedules it (threshold 0: the prompt waits forever)"))
+    return vp
+
+
+def _ft_threshold(engine, workload, pol, b):
+    vp = _fixed_prompt(workload, pol, b)
+    k = b // vp
+    t = engine.batch_time
+    out = workload.output_tokens
+    jmax = _max_length(out)
+    S = _survival(out, jmax)
+    if S is None:
+        raise ThresholdUnavailable(f"output length {out!r} has no known survival function")
+    n = np.arange(1, k + 1)
+    tn = np.asarray(t(n.astype(float)), float)
+    # E[t(N_j) 1{N_j > 0}] for N_j ~ Binomial(k, S_j), summed over decode steps j
+    keep = 1.0 - (1.0 - S) ** k > 1e-15
+    S = S[keep]
+    pm = stats.binom.pmf(n[None, :], k, S[:, None])
+    decode_s = float((pm @ tn).sum())
+    prefill_s = float(t(float(k * vp)))
+    cycle = prefill_s + decode_s
+    lam = k / cycle
+    expr = None
+    if isinstance(out, Fixed):
+        expr = (f"k / (t(k v_p) + v_d t(k)) with k = floor({b}/{vp}) = {k}: "
+                f"{k} / ({prefill_s:.6g} s + {out.n} x {float(t(float(k))):.6g} s)")
+    else:
+        expr = f"k / (t(k v_p) + sum_j E[t(N_j)]) with k = {k}, N_j ~ Binomial(k, P(v_d >= j))"
+    return lam, lam, lam, expr, {"k": k, "cycle_s": cycle, "prefill_s": prefill_s, "decode_s": decode_s}
+
+
+def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
+    """Decode tokens/s of vanilla vLLM with a saturated decode pool; ``(D, lost_mass, Q)``.
+
+    The prefill-queue chain is truncated at ``Q`` waiting prompts, doubled until the stationary
+    mass cut at ``Q`` is below ``tol``.
+    """
+    t = engine.batch_time
+    tb = float(t(float(b)))
+    tp = np.asarray(t((np.arange(1, k + 1) * vp).astype(float)), float)
+    Q = 32
+    while True:
+        D, lost = _vllm_chain(lam, tb, tp, b, k, Q)
+        if lost < tol or Q >= 4096:
+            return D, lost, Q
+        Q *= 2
+
+
+def _vllm_chain(lam, tb, tp, b, k, Q):
+    P = np.zeros((Q + 1, Q + 1))
+    tau = np.empty(Q + 1)
+    lost = np.zeros(Q + 1)
+    a_b = stats.poisson.pmf(np.arange(Q + 1), lam * tb)
+    P[0, :] = a_b
+    lost[0] = max(0.0, 1.0 - a_b.sum())
+    P[0, Q] += lost[0]
+    tau[0] = tb
+    pmfs = [stats.poisson.pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, k + 1)]
+    for q in range(1, Q + 1):
+        m = min(q, k)
+        base = q - m
+        pr = pmfs[m - 1][:Q + 1 - base]
+        P[q, base:] = pr
+        rest = max(0.0, 1.0 - pr.sum())
+        P[q, Q] += rest
+        lost[q] = rest
+        tau[q] = tp[m - 1]
+    A = P.T - np.eye(Q + 1)
+    A[-1, :] = 1.0  # dense and tiny: the ones-row recipe is harmless here
+    rhs = np.zeros(Q + 1)
+    rhs[-1] = 1.0
+    pi = np.linalg.solve(A, rhs)
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    return b * pi[0] / float(pi @ tau), float(pi @ lost)
+
+
+def _vllm_threshold(engine, workload, pol, b, rtol=1e-9):
+    vp = _fixed_prompt(workload, pol, b)
+    k = b // vp
+    md = workload.mean_output_tokens
+    t = engine.batch_time
+    prefill_cap = k / float(t(float(k * vp)))
+    lo, hi = 0.0, min(prefill_cap, max_throughput(engine.with_(b_max=b)).tokens_per_s / md)
+    curve = []
+    lost_max = 0.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        D, lost, _Q = _vllm_decode_rate(mid, engine, b, vp, k)
+        lost_max = max(lost_max, lost)
+        curve.append((mid, D))
+        if mid * md < D:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rtol * hi:
+            break
+    lam = 0.5 * (lo + hi)
+    expr = ("root of lambda m_d = b_max pi_0(lambda) / E_pi[t] (decode rate with a saturated decode pool; "
+            "pi = prefill-queue chain)")
+    return lam, lo, hi, expr, {"k": k, "prefill_capacity_per_s": prefill_cap, "queue_chain_lost_mass": lost_max,
+                               "curve": curve}
+
+
+def renewal_threshold(engine: Engine, workload: Workload, policy):
+    """``(rate, lower, upper, expression, details)`` by renewal-reward (see the module docstring)."""
+    pol = resolve_policy(policy)
+    if not isinstance(pol, Scheduler):
+        raise ThresholdUnavailable("renewal threshold needs a fluidq Scheduler")
+    b, k = _budget(pol, engine)
+    if k != math.inf:
+        raise ThresholdUnavailable("renewal threshold with a batch-size limit k_max is not implemented")
+    kind = _kind(pol)
+    if kind == "fastertransformer":
+        return _ft_threshold(engine, workload, pol, b)
+    if kind == "vllm":
+        return _vllm_threshold(engine, workload, pol, b)
+    raise ThresholdUnavailable(f"no renewal formula for {pol.describe()}")
+
+
+def _dtmc_threshold(engine, workload, pol, lo, hi, *, rtol=0.02, max_prefill=40, max_decode=400, tolerance=1e-6):
+    from .build import build_dtmc
+
+    steps = []
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        ch = build_dtmc(engine, workload.with_rate(mid), pol, max_prefill=max_prefill, max_decode=max_decode,
+                        tolerance=tolerance)
+        r = ch.solve()
+        ok = r.status.value == "stable"
+        steps.append((mid, r.status.value, r.lost_mass))
+        if ok:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi), lo, hi, steps
+
+
+def _simulation_threshold(engine, workload, pol, rng, **kw):
+    try:
+        from ..sim import find_threshold
+    except ImportError as exc:
+        raise ThresholdUnavailable("the simulator (fluidq.sim) is not available") from exc
+    res = find_threshold(engine, workload, pol, rng=rng, **kw)
+    lam = getattr(res, "arrival_rate_per_s", None)
+    lo = getattr(res, "lower_per_s", None)
+    hi = getattr(res, "upper_per_s", None)
+    if lam is None:
+        raise ThresholdUnavailable(f"fluidq.find_threshold returned {res!r} without arrival_rate_per_s")
+    lo = lam if lo is None else lo
+    hi = lam if hi is None else hi
+    return float(lam), float(lo), float(hi), res
+
+
+def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", method: str = "auto", *,
+                        rng=None, rtol: float = 0.02, max_prefill: int = 40, max_decode: int = 400,
+                        **sim_kw) -> ThresholdResult:
+    """The arrival rate ``lambda*`` (requests/s) below which ``policy`` keeps ``engine`` stable.
+
+    Parameters
+    ----------
+    engine : Engine
+    workload : Workload
+        Its length distributions are used; its arrival rate is ignored.
+    policy : str or Scheduler
+    method : {"auto", "closed_form", "renewal", "dtmc", "simulation"}
+        See the module docstring.
+    rng : numpy Generator or seed, optional
+        For ``method="simulation"``.
+    rtol : float
+        Relative bracket width for ``method="dtmc"``.
+    max_prefill, max_decode : int
+        Truncation caps for ``method="dtmc"``.
+
+    Returns
+    -------
+    ThresholdResult
+
+    References
+    ----------
+    Li, Dai, Peng, arXiv:2504.07347 (Theorem 2; §4 on FasterTransformer and vanilla vLLM being
+    "not maximally stable" -- the renewal thresholds here are fluidq's derivation).
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    >>> w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=100, output_tokens=100)
+    >>> round(fluidq.stability_threshold(e, w, "sarathi").arrival_rate_per_s, 3)
+    16.715
+    >>> r = fluidq.stability_threshold(e, w, "fastertransformer")
+    >>> r.method, round(r.arrival_rate_per_s, 4)
+    ('renewal', 1.0356)
+    """
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    if method not in METHODS:
+        raise ParameterError("method", method, " or ".join(repr(m) for m in METHODS))
+    rtol = real("rtol", rtol, positive=True)
+    pol = resolve_policy(policy)
+    name = getattr(pol, "name", repr(pol))
+    mt = workload.mean_tokens
+    b = engine.b_max
+    if isinstance(pol, Scheduler):
+        b, _k = _budget(pol, engine)
+    cap = max_throughput(engine.with_(b_max=b), workload)
+    wc_rate = cap.requests_per_s
+    details = {"mean_tokens": mt, "capacity_tokens_per_s": cap.tokens_per_s}
+    kind = _kind(pol) if isinstance(pol, Scheduler) else "custom"
+    if method == "auto":
+        if kind == "work_conserving" and engine.k_max is None and pol.k_max is None:
+            method = "closed_form"
+        else:
+            try:
+                lam, lo, hi, expr, det = renewal_threshold(engine, workload, pol)
+                details.update(det)
+                return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate, _reason("renewal", name, lam, wc_rate),
+                                       expr, details)
+            except ThresholdUnavailable as exc:
+                details["renewal_unavailable"] = str(exc)
+            method = "dtmc"
+            try:
+                from .build import _lengths, scheduler_rules
+
+                _lengths(workload, *scheduler_rules(pol, engine))
+            except FluidqError as exc:
+                details["dtmc_unavailable"] = str(exc)
+                method = "simulation"
+    if method == "closed_form":
+        if kind != "work_conserving":
+            raise ThresholdUnavailable(f"{name} is not a mixed, chunked (work-conserving) scheduler: Theorem 2's "
+                                       "closed form does not apply; use method='renewal' or 'dtmc'")
+        return ThresholdResult(wc_rate, wc_rate, wc_rate, "closed_form", name, wc_rate,
+                               f"{name} is work-conserving: by Theorem 2 of arXiv:2504.07347 it is stable iff "
+                               f"lambda (m_p + m_d) < b_max/t(b_max) = {cap.tokens_per_s:.6g} tokens/s",
+                               "b_max / (t(b_max) (m_p + m_d))", details)
+    if method == "renewal":
+        if kind == "work_conserving":
+            return stability_threshold(engine, workload, pol, "closed_form")
+        lam, lo, hi, expr, det = renewal_threshold(engine, workload, pol)
+        details.update(det)
+        return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate, _reason("renewal", name, lam, wc_rate), expr,
+                               details)
+    if method == "dtmc":
+        lam, lo, hi, steps = _dtmc_threshold(engine, workload, pol, 0.0, wc_rate, rtol=rtol,
+                                             max_prefill=max_prefill, max_decode=max_decode)
+        details["bisection"] = steps
+        return ThresholdResult(lam, lo, hi, "dtmc", name, wc_rate,
+                               _reason("dtmc", name, lam, wc_rate) + " (bisection on the truncated chain's boundary "
+                               f"mass, caps max_prefill={max_prefill}, max_decode={max_decode})", None, details)
+    lam, lo, hi, res = _simulation_threshold(engine, workload, pol, rng, **sim_kw)
+    details["simulation"] = plain(res) if hasattr(res, "to_dict") else repr(res)
+    return ThresholdResult(lam, lo, hi, "simulation", name, wc_rate, _reason("simulation", name, lam, wc_rate), None,
+                           details)
+
+
+def _reason(method, name, lam, wc):
+    return (f"{name}: threshold {lam:.6g} req/s by {method} = {lam / wc:.1%} of the work-conserving bound "
+            f"{wc:.6g} req/s (Theorem 2)")
+
+
+_RENEWAL_CACHE: dict = {}
+
+
+def cached_renewal_threshold(engine, workload, pol):
+    """``(threshold_per_s, None)`` or ``(None, why)``; cached on (engine, lengths, policy).
+
+    Used by :func:`fluidq.check_stability`: fast (closed form for FasterTransformer, a small
+    dense chain per bisection step for vanilla vLLM) and memoised.
+    """
+    try:
+        key = (engine, workload.prompt_tokens, workload.output_tokens, pol)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _RENEWAL_CACHE:
+        return _RENEWAL_CACHE[key]
+    try:
+        lam, *_ = renewal_threshold(engine, workload, pol)
+        out = (float(lam), None) if lam > 0 and math.isfinite(lam) else (None, "the renewal formula gave no rate")
+    except ThresholdUnavailable as exc:
+        out = (None, str(exc))
+    if key is not None:
+        _RENEWAL_CACHE[key] = out
+    return out
