@@ -13,10 +13,15 @@ discipline at every point:
   nothing.
 
 Because inflows depend on allocations upstream (and, through cycles, on the allocation itself), the
-fixed point is found *exactly*: a candidate structure (which slot is cut at each point, which input of a
-join is the slowest) gives a linear system; its solution is accepted when one sweep of the discipline
-reproduces it.  Several consistent solutions mean the fluid path is not unique; the one closest to the
-previous phase is taken and the path says so (``non_unique``).
+fixed point is found *exactly*: sweeps of the discipline starting from zero allocation propagate
+service forward from the non-empty buffers (the causal start-up of the phase) until the structure --
+which slot is cut at each point, which input of a join is the slowest -- repeats; that structure gives a
+linear system whose solution is accepted when one more sweep reproduces it.  Priority fluid models can
+have several consistent allocations (Lu--Kumar from all fluid in class 1 has a "balanced" one that
+drains and a causal one that diverges); the causal one is the limit of the stochastic network started
+there.  Only when the sweeps do not settle are all structures enumerated; then several consistent
+solutions are reported (``non_unique``) and the one closest to the previous phase is taken.  The
+Lyapunov search in :mod:`fluidq.fluid.stability` uses *every* consistent allocation of each mode.
 
 The model is homogeneous (scaling the initial state by ``c`` scales the path by ``c`` in space and
 time), so a path that comes back to ``g`` times an earlier state in the same mode diverges (``g > 1``)
@@ -612,10 +617,10 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         joined = joined + r * dt
         t += dt
         # snap the buffers that hit zero
-        z[np.isclose(tz, dt, rtol=1e-12, atol=0)] = 0.0
+        z[tz <= dt * (1 + 1e-12)] = 0.0
         z = np.maximum(z, 0.0)
         if sys_.G:
-            q[np.isclose(tq, dt, rtol=1e-12, atol=0)] = 0.0
+            q[tq <= dt * (1 + 1e-12)] = 0.0
             q = np.maximum(q, 0.0)
         T.append(t)
         Z.append(z.copy())
