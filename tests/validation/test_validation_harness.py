@@ -54,3 +54,38 @@ def test_cpu_harness_transformers_model_is_ingested(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     _check(tmp_path, _run(tmp_path, "transformers"))
+
+
+def _engine(backend):
+    torch = pytest.importorskip("torch")
+    h = _harness()
+    pre = h.PRESETS["cpu"]
+    return torch, h.Engine(pre["model"], dtype="float32", device="cpu", slots=4, max_len=64, backend=backend)
+
+
+def test_packed_engine_chunked_equals_one_shot():
+    # the harness's KV cache is consistent: a prompt prefilled in chunks and then decoded, next to
+    # another request, gives the logits of the same tokens prefilled at once in a fresh slot
+    torch, eng = _engine("torch")
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, 256, (12,), generator=g)
+    other = torch.randint(0, 256, (5,), generator=g)
+    eng.step([(0, 0, 7), (1, 0, 5)], ids=torch.cat([ids[:7], other]))
+    eng.step([(0, 7, 3), (1, 5, 1)], ids=torch.cat([ids[7:10], ids[:1]]))
+    dec = eng.step([(0, 10, 1)], ids=ids[10:11], return_logits=True)
+    once = eng.step([(2, 0, 11)], ids=ids[:11], return_logits=True)
+    assert torch.allclose(dec[0], once[0], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_packed_engine_matches_transformers_forward():
+    # with the transformers backend the engine computes LlamaForCausalLM's own logits
+    torch, eng = _engine("transformers")
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(0, 256, (11,), generator=g)
+    eng.step([(0, 0, 7)], ids=ids[:7])
+    eng.step([(0, 7, 3)], ids=ids[7:10])
+    dec = eng.step([(0, 10, 1)], ids=ids[10:11], return_logits=True)
+    with torch.no_grad():
+        ref = eng.model(ids[None]).logits[0, -1]
+    assert torch.allclose(dec[0], ref, atol=1e-4)

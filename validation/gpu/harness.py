@@ -141,16 +141,21 @@ class Engine:
         self.device = torch.device(device)
         self.dtype = getattr(torch, dtype)
         torch.manual_seed(seed)  # weights only; the harness's randomness uses numpy Generators
-        if backend == "transformers":
-            from transformers import LlamaConfig, LlamaForCausalLM
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(self.dtype)  # build the weights in their final dtype (no fp32 copy)
+        try:
+            if backend == "transformers":
+                from transformers import LlamaConfig, LlamaForCausalLM
 
-            config = LlamaConfig(**cfg)
-            with torch.device(self.device):
-                model = LlamaForCausalLM(config)
-        elif backend == "torch":
-            config, model = _plain_llama(cfg, self.device)
-        else:
-            raise ValueError(f"backend={backend!r}: expected 'transformers' or 'torch'")
+                config = LlamaConfig(**cfg)
+                with torch.device(self.device):
+                    model = LlamaForCausalLM(config)
+            elif backend == "torch":
+                config, model = _plain_llama(cfg, self.device)
+            else:
+                raise ValueError(f"backend={backend!r}: expected 'transformers' or 'torch'")
+        finally:
+            torch.set_default_dtype(default)
         self.backend = backend
         self.model = model.to(self.dtype).eval()
         self.cfg = config
@@ -165,6 +170,13 @@ class Engine:
         theta = float(cfg.get("rope_theta", 10000.0))
         inv = 1.0 / (theta ** (torch.arange(0, self.hd, 2, device=self.device).float() / self.hd))
         self.inv_freq = inv
+        # grouped-query attention without copying K/V per query head, where torch supports it (>= 2.5)
+        try:
+            z = torch.zeros(1, 2, 1, 4, device=self.device, dtype=self.dtype)
+            torch.nn.functional.scaled_dot_product_attention(z, z[:, :1], z[:, :1], enable_gqa=True)
+            self.gqa = True
+        except (TypeError, RuntimeError):
+            self.gqa = False
 
     def sync(self):
         if self.device.type == "cuda":
@@ -175,9 +187,10 @@ class Engine:
         rot = self.torch.cat((-x[..., h:], x[..., :h]), dim=-1)
         return x * cos + rot * sin
 
-    def step(self, segments):
+    def step(self, segments, ids=None, return_logits=False):
         """One iteration. ``segments``: list of ``(slot, start, n_new)``; returns the next token of
-        each segment (greedy) -- the content is irrelevant, the cost is what is measured."""
+        each segment (greedy).  The token ids are random unless given (``ids``: the packed new
+        tokens): their content does not change the cost, which is what is measured."""
         torch = self.torch
         with torch.inference_mode():
             dev = self.device
@@ -186,7 +199,10 @@ class Engine:
             slot_tok = torch.tensor(np.repeat([s for s, _, _ in segments], lens), device=dev)
             pos_np = np.concatenate([np.arange(st, st + n) for _, st, n in segments])
             pos = torch.tensor(pos_np, device=dev)
-            ids = torch.randint(0, self.cfg.vocab_size, (b,), device=dev)
+            if ids is None:
+                ids = torch.randint(0, self.cfg.vocab_size, (b,), device=dev)
+            else:
+                ids = torch.as_tensor(ids, device=dev)
             m = self.model.model
             x = m.embed_tokens(ids)
             fr = pos[:, None].float() * self.inv_freq[None, :]
@@ -221,7 +237,13 @@ class Engine:
                 # a padded row attends to key 0 only (keeps the softmax finite; its output is dropped)
                 p_mask = (keys[None, None, :] <= torch.tensor(qpos, device=dev)[:, :, None])[:, None]
                 p_out = p_rows[p_valid]
-            rep = self.nh // self.kvh
+            rep = 1 if self.gqa else self.nh // self.kvh
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            kw = {"enable_gqa": True} if self.gqa else {}
+
+            def heads(t):  # (n, kv_heads, T, hd) -> the query heads' view
+                return t if self.gqa else t.repeat_interleave(rep, dim=1)
+
             for li, layer in enumerate(m.layers):
                 at = layer.self_attn
                 h = layer.input_layernorm(x)
@@ -232,16 +254,16 @@ class Engine:
                 self.V[li, slot_tok, pos] = v
                 out = torch.empty_like(q)
                 if dec:
-                    kd = self.K[li, d_slot, :d_max].transpose(1, 2).repeat_interleave(rep, dim=1)
-                    vd = self.V[li, d_slot, :d_max].transpose(1, 2).repeat_interleave(rep, dim=1)
+                    kd = heads(self.K[li, d_slot, :d_max].transpose(1, 2))
+                    vd = heads(self.V[li, d_slot, :d_max].transpose(1, 2))
                     qd = q[d_tok][:, :, None, :]
-                    od = torch.nn.functional.scaled_dot_product_attention(qd, kd, vd, attn_mask=d_mask)
+                    od = sdpa(qd, kd, vd, attn_mask=d_mask, **kw)
                     out[d_tok] = od[:, :, 0, :]
                 if pre:
-                    kp = self.K[li, p_slot, :t_max].transpose(1, 2).repeat_interleave(rep, dim=1)
-                    vp = self.V[li, p_slot, :t_max].transpose(1, 2).repeat_interleave(rep, dim=1)
+                    kp = heads(self.K[li, p_slot, :t_max].transpose(1, 2))
+                    vp = heads(self.V[li, p_slot, :t_max].transpose(1, 2))
                     qp = q[p_rows].transpose(1, 2)  # (P, heads, n_max, hd)
-                    op = torch.nn.functional.scaled_dot_product_attention(qp, kp, vp, attn_mask=p_mask)
+                    op = sdpa(qp, kp, vp, attn_mask=p_mask, **kw)
                     out[p_out] = op.transpose(1, 2)[p_valid]
                 x = x + at.o_proj(out.reshape(b, self.nh * self.hd))
                 x = x + layer.mlp(layer.post_attention_layernorm(x))
@@ -249,7 +271,7 @@ class Engine:
             logits = self.model.lm_head(m.norm(x[last]))
             nxt = logits.argmax(dim=-1)
             self.sync()
-            return nxt
+            return logits if return_logits else nxt
 
     def timed(self, segments, reps: int) -> float:
         self.step(segments)
