@@ -47,3 +47,24 @@ def test_example_runs_quick_and_writes_pngs(script, tmp_path):
         gray = px[..., :3].mean(axis=2) if px.ndim == 3 else px
         assert gray.std() > 0.03, f"{png.name} looks blank"
         assert (gray < 0.6).mean() > 0.002, f"{png.name} has no dark ink (no text or curves)"
+
+
+SWEEP_CASES = sorted((ROOT / "examples" / "sweeps").glob("*.toml"))
+
+
+@pytest.mark.parametrize("case", SWEEP_CASES, ids=lambda p: p.stem)
+def test_sweep_case_files_load_and_their_points_are_valid(case):
+    from fluidq.sweep.analyses import resolve_analysis
+    from fluidq.sweep.case import load_case
+
+    c = load_case(case)
+    assert len(c.grid) >= 10 and c.store and c.store.endswith(".jsonl")
+    fn = resolve_analysis(c.analysis)
+    if c.analysis == "simulate":  # keep it short: check the first point runs with a 2 s horizon
+        point = {**c.grid[0], "horizon_s": 2.0}
+    else:
+        point = c.grid[len(c.grid) // 2]
+    import numpy as np
+
+    out = fn(point, np.random.default_rng(0))
+    assert out and all(isinstance(v, (str, int, float, bool, list)) or v is None for v in out.values())
