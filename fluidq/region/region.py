@@ -33,6 +33,10 @@ _REL_TOL = 1e-9
 
 def as_points(point, name: str = "point") -> tuple[np.ndarray, bool]:
     """``(array m x 2, single)``: validated (prefill, decode) tokens/s points."""
+    if type(point) is tuple and len(point) == 2:  # fast path for one (x, y) pair of Python numbers
+        x, y = point
+        if type(x) in (float, int) and type(y) in (float, int) and 0 <= x < math.inf and 0 <= y < math.inf:
+            return np.array([[x, y]], dtype=float), True
     try:
         arr = np.asarray(point, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -137,8 +141,9 @@ class StabilityRegion:
         inside (relative tolerance ``rtol`` of the region's size).
         """
         pts, single = as_points(point)
-        inside = np.all(pts @ self.A.T <= self.b + rtol * self._scale, axis=1)
-        return bool(inside[0]) if single else inside
+        if single:
+            return bool((self.A @ pts[0] <= self.b + rtol * self._scale).all())
+        return np.all(pts @ self.A.T <= self.b + rtol * self._scale, axis=1)
 
     def scale_of(self, point):
         """Largest ``s`` with ``s * point`` in the region (closed form over the facets).
