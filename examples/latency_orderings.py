@@ -40,7 +40,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     eng = load_profile(DEFAULT_PROFILE).engine(kv_capacity_tokens=args.kv)
     loads = (0.6, 0.9) if args.quick else (0.3, 0.5, 0.7, 0.9)
-    horizon = 60.0 if args.quick else 600.0
+    horizon = 60.0 if args.quick else 400.0
     reps = 1 if args.quick else 2
     workloads = {"azure-conv": fluidq.Workload.from_trace("azure-conv")}
     if not args.quick:
@@ -88,7 +88,7 @@ def main(argv=None):
     tkeys = ["fcfs", "uniboost"] if args.quick else POLICY_KEYS
     for k, pol in standard_policies(eng0, wp, keys=tkeys).items():
         r = replicate(eng0, wp.with_rate(0.95 * lam), pol, n_replications=2 if args.quick else 6,
-                      horizon_s=horizon if args.quick else 1200.0, rng=95, keep_runs=False)
+                      horizon_s=horizon if args.quick else 800.0, rng=95, keep_runs=False)
         thr[k] = {"verdict": r.verdict, "slope_tokens_per_s": r.slope_tokens_per_s, "slope_ci": list(r.slope_ci),
                   "tolerance_tokens_per_s": r.tolerance_tokens_per_s,
                   "mean_requests_in_system": r.mean_requests_in_system}
