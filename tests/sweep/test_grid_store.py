@@ -227,3 +227,14 @@ def test_table_is_independent_of_chunking_and_of_where_the_sweep_stopped(tmp_pat
     again = sweep(_draws, g, executor="serial", chunk_size=max(1, chunk // 2), seed=seed, store=store)
     assert again.rows == whole.rows and again.n_resumed + again.n_computed == len(g)
     assert again.n_resumed == sum(len(json.loads(ln)["indices"]) for ln in lines[1:keep])
+
+
+def test_sweep_plot_draws_one_line_per_hue(tmp_path):
+    res = sweep("capacity", {"b_max": [128, 256, 512, 1024], "engines": [1, 2]}, executor="serial")
+    ax = res.plot(x="b_max", y="tokens_per_s", hue="engines")
+    assert len(ax.lines) == 2
+    two = [ln for ln in ax.lines if ln.get_label() == "2"][0]
+    one = [ln for ln in ax.lines if ln.get_label() == "1"][0]
+    assert list(two.get_ydata()) == pytest.approx([2 * y for y in one.get_ydata()])  # JSQ capacities add
+    path = res.plot(x="b_max", y="tokens_per_s", path=tmp_path / "s.png")
+    assert (tmp_path / "s.png").stat().st_size > 1000 and str(path).endswith("s.png")
