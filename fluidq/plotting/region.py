@@ -86,13 +86,16 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
     return finish(fig, ax, path)
 
 
-def plot_policy_regions(engine, policies, *, point=None, ax=None, path=None):
-    """The engine's region and the region each scheduler reaches under backlog, on one plot."""
-    from ..region import policy_region, stability_region
+def plot_policy_regions(engine, policies, *, point=None, simulate=False, n_rays=7, rng=0, ax=None, path=None):
+    """The engine's region and, per scheduler, its backlog region and (``simulate=True``) the
+    thresholds it actually sustains by simulation along ``n_rays`` rays, on one plot."""
+    from ..region import policy_region, simulated_region, stability_region
 
-    others = {}
+    others, sims = {}, {}
     for pol in policies:
         r = policy_region(engine, pol)
         others[r.label] = r
-    return plot_region(stability_region(engine), others=others, point=point, ax=ax, path=path,
-                       title="engine region (filled) vs. the batches each scheduler forms under backlog")
+        if simulate:
+            sims[r.label] = simulated_region(engine, pol, n_rays=n_rays, rng=rng)
+    return plot_region(stability_region(engine), others=others, simulated=sims or None, point=point, ax=ax,
+                       path=path, title="engine region (filled) vs. what each scheduler reaches")

@@ -291,3 +291,12 @@ def test_vertex_c_survives_prompts_of_290():
 def test_prompt_tokens_bad():
     with pytest.raises(ParameterError, match="prompt_tokens"):
         stability_region(Engine(batch_time=PAPER, b_max=128, k_max=10), prompt_tokens=0)
+
+
+def test_plot_policy_regions(tmp_path):
+    from fluidq.plotting.region import plot_policy_regions
+
+    e = Engine(batch_time=PAPER, b_max=1024, k_max=100)
+    out = plot_policy_regions(e, ["sarathi", fluidq.Sarathi(b_max=128), "orca"], point=(620.0, 2117.0),
+                              path=tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000 and out == str(tmp_path / "p.png")
