@@ -524,6 +524,25 @@ def main(argv=None) -> int:
     stamp = _dt.datetime.now(_dt.timezone.utc)
     session = Path(args.out) / f"{stamp:%Y%m%d}_{args.mode}_{''.join(ch for ch in dev_name if ch.isalnum())[:24]}"
     runs = []
+    try:
+        import transformers
+
+        tv = transformers.__version__
+    except ImportError:
+        tv = None
+
+    def write_meta():
+        # rewritten after every run: a session cut short (time limit) is still a valid, smaller one
+        session.mkdir(parents=True, exist_ok=True)
+        (session / "harness_meta.json").write_text(json.dumps({
+            "device": dev_name, "date": f"{stamp:%Y-%m-%d %H:%M} UTC", "mode": args.mode, "model_config": pre["model"],
+            "dtype": pre["dtype"], "b_max": b_max, "k_max": k_max, "kv_capacity_tokens": None,
+            "workload": {"prompt_uniform": pre["prompt"], "output_uniform": pre["output"]}, "seed": args.seed,
+            "versions": {"torch": torch.__version__, "transformers": tv, "backend": args.backend,
+                         "python": platform.python_version()},
+            "batch_time_table": table, "fit": fit.describe(), "predicted_at_run_time": pred.to_dict(),
+            "loads": list(loads), "schedulers": scheds, "horizon_s": horizon, "drain_s": drain, "runs": runs}, indent=1))
+
     ss = np.random.SeedSequence(args.seed)
     for sched, child in zip(scheds, ss.spawn(len(scheds))):
         for load, g in zip(loads, child.spawn(len(loads))):
@@ -534,7 +553,7 @@ def main(argv=None) -> int:
             p = r.integers(pre["prompt"][0], pre["prompt"][1] + 1, n)
             o = r.integers(pre["output"][0], pre["output"][1] + 1, n)
             reqs, rows, iters = serve(eng, arr, p, o, scheduler=sched, b_max=b_max, k_max=k_max, horizon=horizon,
-                               drain=drain, tick=pre["tick"], max_len=max_len)
+                                      drain=drain, tick=pre["tick"], max_len=max_len)
             name = f"{sched}_load{load:g}"
             done = sum(q.last is not None for q in reqs)
             meta = {"schema_version": 1, "model": "Llama-shaped, random weights", "engine_kwargs": {
@@ -545,21 +564,8 @@ def main(argv=None) -> int:
                                 "arrival_rate_per_s": lam, "finished": done, "horizon_s": horizon, "drain_s": drain}}
             write_run(session / name, reqs, rows, meta, iters)
             runs.append(name)
+            write_meta()
             log(f"{name}: {n} requests at {lam:.3f} req/s, {done} finished")
-    try:
-        import transformers
-
-        tv = transformers.__version__
-    except ImportError:
-        tv = None
-    (session / "harness_meta.json").write_text(json.dumps({
-        "device": dev_name, "date": f"{stamp:%Y-%m-%d %H:%M} UTC", "mode": args.mode, "model_config": pre["model"],
-        "dtype": pre["dtype"], "b_max": b_max, "k_max": k_max, "kv_capacity_tokens": None,
-        "workload": {"prompt_uniform": pre["prompt"], "output_uniform": pre["output"]}, "seed": args.seed,
-        "versions": {"torch": torch.__version__, "transformers": tv, "backend": args.backend,
-                     "python": platform.python_version()},
-        "batch_time_table": table, "fit": fit.describe(), "predicted_at_run_time": pred.to_dict(),
-        "loads": list(loads), "schedulers": scheds, "runs": runs}, indent=1))
     log(f"session written to {session}")
     return 0
 
