@@ -65,6 +65,7 @@ def test_sarathi_1024_diverges_at_vertex_c():
     assert growth_per_s(tr) >= 0.8 * (1 - s) * lam
 
 
+@pytest.mark.slow  # also checked with fluidq.simulate in tests/sim
 def test_sarathi_128_bounded_at_vertex_c():
     tr = run(E1024, fluidq.Sarathi(b_max=128), prompt=290, output=990, period_s=0.4675, horizon_s=300.0)
     assert bounded(tr)[0]
@@ -136,7 +137,8 @@ def _sweep_case(b_max, k_max, mp, md=None):
     return bounded(tr)
 
 
-@pytest.mark.parametrize("b_max,k_max,mp", [(512, 200, 200), (2048, 64, 380), (256, 20, 120)])
+@pytest.mark.parametrize("b_max,k_max,mp", [
+    pytest.param(512, 200, 200, marks=pytest.mark.slow), (2048, 64, 380), pytest.param(256, 20, 120, marks=pytest.mark.slow)])
 def test_region_aware_bounded_on_other_engines(b_max, k_max, mp):
     ok, q = _sweep_case(b_max, k_max, mp)
     assert ok, q
