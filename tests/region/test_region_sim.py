@@ -138,7 +138,8 @@ def _sweep_case(b_max, k_max, mp, md=None):
 
 
 @pytest.mark.parametrize("b_max,k_max,mp", [
-    pytest.param(512, 200, 200, marks=pytest.mark.slow), (2048, 64, 380), pytest.param(256, 20, 120, marks=pytest.mark.slow)])
+    pytest.param(512, 200, 200, marks=pytest.mark.slow), (2048, 64, 380),
+    pytest.param(256, 20, 120, marks=pytest.mark.slow)])
 def test_region_aware_bounded_on_other_engines(b_max, k_max, mp):
     ok, q = _sweep_case(b_max, k_max, mp)
     assert ok, q
