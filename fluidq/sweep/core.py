@@ -225,7 +225,8 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
     store : path, optional
         A JSON Lines file the finished chunks are appended to.  If it already holds chunks of
         this sweep (same analysis, grid, seed) they are not computed again: an interrupted sweep
-        resumes.  A store of another sweep is an error.
+        resumes.  A store of another sweep is an error.  A function is identified by its
+        ``module:qualname``, not its code: after changing what it computes, use a new store.
     chunk_size : int
         Points per task (hundreds amortise the task overhead of a cluster).
     seed : int
