@@ -94,3 +94,4 @@ def test_every_cli_command_is_in_the_generated_cli_reference(tmp_path):
     names = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")]
     missing = [n for n in names if f"## `fluidq {n}`" not in text]
     assert not missing and "usage: fluidq sweep" in text, missing
+
