@@ -437,10 +437,16 @@ def _batch_time_fit(case: Case, data: Path, ctx) -> CaseResult:
             continue
         mb = _load_measured(prof, data)
         lab = prof["label"]
-        # forms in b alone: on the rows whose time depends on b alone (linear/prefill rows)
-        phases = sorted(set(mb.phase.tolist()))
-        tok_rows = mb.where([p for p in phases if p in ("linear", "prefill")]) if any(
-            p in ("linear", "prefill") for p in phases) else mb
+        # forms in b alone: on rows whose time depends on b alone -- whole prefill batches when the
+        # profile has enough of them, else the linear-operator rows; never both averaged together
+        phases = set(mb.phase.tolist())
+        tok_rows = mb
+        if "prefill" in phases and len(np.unique(mb.where("prefill").tokens)) >= 20:
+            tok_rows = mb.where("prefill")
+        elif "linear" in phases:
+            tok_rows = mb.where("linear")
+        elif "prefill" in phases:
+            tok_rows = mb.where("prefill")
         b, y = tok_rows.token_series()
         res = {}
         for kind in ("staircase", "piecewise-linear", "affine"):
@@ -482,8 +488,9 @@ def _batch_time_fit(case: Case, data: Path, ctx) -> CaseResult:
             out[lab]["context-aware"] = str(ctx_fit) if isinstance(ctx_fit, Exception) else (
                 ctx_fit.to_dict() | {"residuals_s": None})
     md += ["", "Held-out MAPE: 5-fold interleaved cross-validation (`fluidq.fit_batch_time`). Forms in `b` "
-               "are fitted to the rows whose time depends on `b` alone (linear-operator or prefill rows, "
-               "points = batch sizes / all rows); the context-aware form to every row with its KV tokens."]
+               "are fitted to rows whose time depends on `b` alone (whole prefill batches when the profile has "
+               "at least 20 sizes, else the linear-operator rows; points = batch sizes / all rows); the "
+               "context-aware form to every row with its KV tokens."]
     return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), data=out)
 
 
