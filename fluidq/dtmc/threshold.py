@@ -324,12 +324,14 @@ def _simulation_threshold(engine, workload, pol, rng, **kw):
         raise ThresholdUnavailable("the simulator (fluidq.sim) is not available") from exc
     res = find_threshold(engine, workload, pol, rng=rng, **kw)
     lam = getattr(res, "arrival_rate_per_s", None)
-    lo = getattr(res, "lower_per_s", None)
-    hi = getattr(res, "upper_per_s", None)
+    lo = getattr(res, "low_rate_per_s", getattr(res, "lower_per_s", None))
+    hi = getattr(res, "high_rate_per_s", getattr(res, "upper_per_s", None))
     if lam is None:
         raise ThresholdUnavailable(f"fluidq.find_threshold returned {res!r} without arrival_rate_per_s")
     lo = lam if lo is None else lo
     hi = lam if hi is None else hi
+    if not (math.isfinite(lam) and math.isfinite(hi)):
+        raise ThresholdUnavailable(f"the simulation did not bracket the threshold: {getattr(res, 'reason', res)}")
     return float(lam), float(lo), float(hi), res
 
 
