@@ -86,6 +86,18 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         Batch-size limit.
     kv_capacity_tokens : int or None
         KV-cache capacity in tokens.
+    block_size : int
+        KV block size in tokens (half a block of rounding per resident request).
+
+    Returns
+    -------
+    CapacityPrediction
+
+    References
+    ----------
+    Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+    arXiv:2504.07347 (Theorem 2: the token-budget bound; section 6: the batch-size limit k_max).
+    Ao et al., arXiv:2504.11320 (memory-constrained scheduling: a KV limit on the residents).
     """
     p = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
