@@ -151,3 +151,39 @@ def test_status_reports_the_store_without_running(tmp_path, capsys):
     st = json.loads(capsys.readouterr().out)
     assert st == {"store": str(store), "n_points": 20, "n_done": 7, "n_left": 13, "belongs_to_this_case": True}
     assert store.read_bytes().count(b"\n") == 2  # nothing was run
+
+
+@pytest.mark.slow
+def test_cli_on_a_running_dask_scheduler(tmp_path, capsys):
+    """``--dask tcp://...``: a separate ``dask scheduler`` and ``dask worker``, as on a cluster."""
+    pytest.importorskip("distributed", reason="needs the dask extra: pip install 'fluidq[dask]'")
+    import re
+    import shutil
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    dask = shutil.which("dask") or str(Path(sys.executable).with_name("dask"))
+    sched = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs = [sched]
+    try:
+        address, t0 = None, time.monotonic()
+        while address is None and time.monotonic() - t0 < 60:
+            m = re.search(r"Scheduler at:\s+(tcp://\S+)", sched.stderr.readline())
+            address = m.group(1) if m else None
+        assert address, "the scheduler did not start"
+        procs.append(subprocess.Popen([dask, "worker", address, "--nworkers", "2", "--nthreads", "1",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        p = tmp_path / "case.toml"
+        p.write_text(CASE)
+        assert main(["sweep", str(p), "--dask", address, "--json"]) == 0
+        res = json.loads(capsys.readouterr().out)
+        assert res["executor"] == f"dask({address})" and res["n_computed"] == 20
+        assert res["rows"] == load_case(p).run(executor="serial", store=None).table()
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(timeout=30)
