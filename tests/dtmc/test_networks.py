@@ -1,0 +1,74 @@
+"""Network chains: parallel engines behind JSQ / random routers, the Rybko-Stolyar network."""
+import numpy as np
+import pytest
+
+import fluidq
+from fluidq.dtmc.networks import parallel_engines, rybko_stolyar, virtual_station_work
+from fluidq.results import Status
+
+G = fluidq.Geometric
+
+
+@pytest.fixture
+def tiny_engine():
+    return fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=4), b_max=4)
+
+
+def wl(rate):
+    return fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=rate), prompt_tokens=G(mean_tokens=5),
+                           output_tokens=G(mean_tokens=5))
+
+
+def test_two_jsq_engines_are_stable_below_twice_the_single_capacity(tiny_engine):
+    lam1 = fluidq.max_throughput(tiny_engine, wl(1.0)).requests_per_s
+    for f in (0.5, 1.2, 1.6):  # above one engine's capacity, below two
+        r = parallel_engines(tiny_engine, wl(f * lam1), "jsq", cap=70).solve()
+        assert r.status == Status.STABLE, (f, r.reason)
+        assert r.pi.sum() == pytest.approx(1.0) and np.all(r.pi >= 0)
+    r = parallel_engines(tiny_engine, wl(2.1 * lam1), "jsq", cap=40).solve()
+    assert r.status == Status.UNSTABLE and r.means == {}
+
+
+def test_jsq_beats_random_routing(tiny_engine):
+    lam1 = fluidq.max_throughput(tiny_engine, wl(1.0)).requests_per_s
+    j = parallel_engines(tiny_engine, wl(1.2 * lam1), "jsq", cap=70).solve()
+    r = parallel_engines(tiny_engine, wl(1.2 * lam1), "random", cap=70).solve()
+    assert r.status == Status.STABLE
+    assert j.mean_total < r.mean_total
+    bad = parallel_engines(tiny_engine, wl(1.2 * lam1), "random", probabilities=(0.9, 0.1), cap=30).solve()
+    assert bad.status == Status.UNSTABLE
+
+
+def test_rybko_stolyar_virtual_station_drift_is_positive_where_exit_classes_block():
+    lam, means = 1.0, (0.1, 0.6, 0.1, 0.6)  # station loads 0.7 < 1 but lambda (m2 + m4) = 1.2 > 1
+    ch = rybko_stolyar(lam, means, cap=8)
+    assert max(ch.inputs["station_loads"]) < 1 and ch.inputs["virtual_load"] > 1
+    d = ch.drift(virtual_station_work(ch))
+    x = ch.coords()
+    inner = (x["x1"] < 8) & (x["x3"] < 8)
+    # class 2 in service, class 4 empty, class 3 waiting behind class 2 (and the mirror image)
+    blk = inner & (x["x2"] > 0) & (x["x4"] == 0) & (x["x3"] > 0)
+    blk |= inner & (x["x4"] > 0) & (x["x2"] == 0) & (x["x1"] > 0)
+    assert blk.sum() > 50
+    assert np.allclose(d[blk], lam * (means[1] + means[3]) - 1.0)
+    assert np.all(d[blk] > 0)
+    assert ch.solve().status == Status.UNSTABLE
+
+
+def test_rybko_stolyar_stationary_solve_when_virtual_load_below_one():
+    ch = rybko_stolyar(0.25, (0.1, 0.6, 0.1, 0.6), cap=8)  # lambda (m2 + m4) = 0.3
+    r = ch.solve(tolerance=1e-4)
+    assert r.status == Status.STABLE, r.reason
+    assert r.pi.sum() == pytest.approx(1.0) and np.all(r.pi >= 0)
+    # symmetric network: classes 1/3 and 2/4 have equal means
+    assert r.means["x1"] == pytest.approx(r.means["x3"], rel=1e-6)
+    assert r.means["x2"] == pytest.approx(r.means["x4"], rel=1e-6)
+
+
+def test_network_bad_input(tiny_engine):
+    with pytest.raises(fluidq.FluidqError):
+        parallel_engines(tiny_engine, wl(1.0), "round-robin")
+    with pytest.raises(fluidq.FluidqError):
+        parallel_engines(tiny_engine, wl(1.0), "random", probabilities=(0.5, 0.6))
+    with pytest.raises(fluidq.FluidqError):
+        rybko_stolyar(1.0, means=(1, 2, 3))
