@@ -25,6 +25,11 @@ def _scalar(name: str, v):
     return v
 
 
+def _tidy(x: float) -> float:
+    """Round away the last-bit noise of a computed range value (0.5499999999999999 -> 0.55)."""
+    return float(f"{x:.12g}")
+
+
 def expand_axis(name: str, spec) -> tuple:
     """Values of one axis: a list, or a range ``{start, stop, num}`` (inclusive linspace) or
     ``{start, stop, step}`` (half-open, like ``range`` / ``numpy.arange``)."""
@@ -37,7 +42,7 @@ def expand_axis(name: str, spec) -> tuple:
             a, b = float(spec["start"]), float(spec["stop"])
             if num == 1:
                 return (a,)
-            return tuple(a + (b - a) * i / (num - 1) for i in range(num))
+            return tuple(_tidy(a + (b - a) * i / (num - 1)) for i in range(num))
         if keys == {"start", "stop", "step"}:
             a, b, s = spec["start"], spec["stop"], spec["step"]
             for k, v in (("start", a), ("stop", b), ("step", s)):
@@ -48,7 +53,7 @@ def expand_axis(name: str, spec) -> tuple:
             if all(isinstance(v, int) for v in (a, b, s)):
                 return tuple(range(a, b, s))
             n = max(0, math.ceil((b - a) / s - 1e-12))
-            return tuple(a + i * s for i in range(n))
+            return tuple(_tidy(a + i * s) for i in range(n))
         raise ParameterError(name, dict(spec), "a list of values, {start, stop, num} or {start, stop, step}")
     if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, range)) and not hasattr(spec, "tolist"):
         raise ParameterTypeError(f"{name}={spec!r}: expected a list of values for a grid axis")

@@ -35,6 +35,7 @@ def test_axis_ranges():
     g = Grid(axes={"load": {"start": 0.5, "stop": 1.0, "num": 6}, "seed": {"start": 0, "stop": 3, "step": 1}})
     assert g.axes["load"] == pytest.approx((0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
     assert g.axes["seed"] == (0, 1, 2)
+    assert Grid(axes={"x": {"start": 0.5, "stop": 1.2, "num": 15}}).axes["x"][1] == 0.55  # no 0.5499999999
 
 
 @pytest.mark.parametrize("kw, word", [
