@@ -93,9 +93,13 @@ def _gmres(P, r, tol, x0=None, maxiter=400):
     return _assemble(x, idx, r, P.shape[0]), info == 0, its[0]
 
 
-def _power(P, tol, x0=None, maxiter=200_000):
+def _power(P, tol, x0=None, maxiter=200_000, ref=0):
     n = P.shape[0]
-    pi = np.full(n, 1.0 / n) if x0 is None else x0.copy()
+    if x0 is None:  # start at the reference (empty) state: the chain mixes from where it lives
+        pi = np.zeros(n)
+        pi[ref] = 1.0
+    else:
+        pi = x0.copy()
     PT = P.T.tocsr()
     for it in range(1, maxiter + 1):
         nxt = PT @ pi
@@ -144,7 +148,7 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
             elif m == "gmres":
                 raw, conv, its = _gmres(P, ref, tol=tol * 1e-2)
             else:
-                raw, conv, its = _power(P, tol, x0=best)
+                raw, conv, its = _power(P, tol, x0=best, ref=ref)
         except (RuntimeError, MemoryError, ValueError) as exc:  # singular or too large: next method
             notes.append(f"{m} failed ({type(exc).__name__}: {exc})")
             continue

@@ -1,0 +1,81 @@
+"""``fluidq dtmc``: build and solve the embedded Markov chain of one engine; its stability threshold."""
+from __future__ import annotations
+
+from .. import emit
+from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+
+
+def register(sub):
+    p = sub.add_parser("dtmc", help="exact Markov chain of one engine (memoryless lengths): solve, threshold",
+                       description="Build the chain embedded at batch boundaries (Poisson arrivals, geometric "
+                       "outputs; fixed or, for chunking schedulers, geometric prompts), solve its stationary law "
+                       "and report size, time, truncation and the policy's stability threshold.")
+    add_engine_args(p)
+    add_workload_args(p, rate_required=True)
+    p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
+    p.add_argument("--max-prefill", type=int, default=40, help="cap on requests in prefill")
+    p.add_argument("--max-decode", type=int, default=400, help="cap on requests decoding")
+    p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
+    p.add_argument("--solver", default="auto", choices=["auto", "direct", "gmres", "power"])
+    p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field (PNG)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from ...dtmc import build_dtmc
+    from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
+    from ...errors import ParameterError
+
+    engine = engine_from_args(args)
+    if args.engines != 1:
+        raise ParameterError("--engines", args.engines, "1 for `fluidq dtmc` (network chains: fluidq.dtmc.networks)")
+    workload = workload_from_args(args)
+    note = None
+    if not args.geometric:
+        # the chain needs memoryless outputs: --geometric makes both lengths geometric; keep the
+        # prompt fixed otherwise (fine for every scheduler) and make the output geometric
+        from ...workload import Geometric, Workload
+
+        workload = Workload(arrival=workload.arrival, prompt_tokens=workload.prompt_tokens,
+                            output_tokens=Geometric(mean_tokens=workload.mean_output_tokens))
+        note = "fixed prompts; outputs geometric with the given mean (the chain needs memoryless outputs)"
+    chain = build_dtmc(engine, workload, args.policy, max_prefill=args.max_prefill, max_decode=args.max_decode,
+                       tolerance=args.tolerance)
+    res = chain.solve(args.solver)
+    try:
+        thr = stability_threshold(engine, workload, args.policy)
+    except ThresholdUnavailable as exc:
+        thr = None
+        thr_note = str(exc)
+    fig = None
+    if args.plot:
+        from ...plotting.dtmc import plot_dtmc
+
+        fig = plot_dtmc(res, path=args.plot)
+    out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig}
+
+    def f(x, spec=".4g"):
+        return "-" if x is None else format(x, spec)
+
+    lines = [f"engine          {engine.batch_time.describe()}, b_max={engine.b_max}",
+             f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt {workload.prompt_tokens!r}, "
+             f"output {workload.output_tokens!r}",
+             *([f"lengths         {note}"] if note else []),
+             f"policy          {res.policy}",
+             f"chain           {res.n_states:,} states, {res.nnz:,} non-zeros, caps {chain.caps}",
+             f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
+             f"truncation      boundary mass {f(res.lost_mass, '.2e')} (tolerance {res.tolerance:g})",
+             f"status          {res.status}: {res.reason}",
+             f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
+             f" quantiles {res.requests_quantiles}",
+             f"tokens          mean unprocessed {f(res.mean_unprocessed_tokens)}",
+             f"throughput      {f(res.throughput_requests_per_s)} req/s, {f(res.throughput_tokens_per_s)} tokens/s"]
+    if thr is not None:
+        lines.append(f"threshold       {thr.arrival_rate_per_s:.6g} req/s by {thr.method} "
+                     f"(+- {thr.error_bound_per_s:.2g}; {thr.fraction_of_capacity:.1%} of Theorem 2's bound)")
+    else:
+        lines.append(f"threshold       unavailable: {thr_note}")
+    if fig:
+        lines.append(f"plot            {fig}")
+    emit(args, out, "\n".join(lines))

@@ -1,0 +1,40 @@
+"""The chain against the iteration-level simulator on the same model (seeded replications, CIs)."""
+import pytest
+
+import fluidq
+from fluidq.dtmc import build_dtmc
+
+G = fluidq.Geometric
+
+
+def wl(rate, prompt, output):
+    return fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=rate), prompt_tokens=prompt, output_tokens=output)
+
+
+@pytest.mark.parametrize("policy,prompt", [("sarathi", G(mean_tokens=6)), ("vllm", 4)])
+def test_mean_requests_agree_with_simulation(small_engine, policy, prompt):
+    w = wl(4.0, prompt, G(mean_tokens=8))
+    r = build_dtmc(small_engine, w, policy, max_prefill=40, max_decode=80).solve()
+    assert r.status.value == "stable"
+    rep = fluidq.replicate(small_engine, w, policy, n_replications=8, horizon_s=400.0, rng=20261202,
+                           confidence=0.99, start_frac=0.1, keep_runs=False)
+    lo, hi = rep.mean_requests_ci
+    assert lo <= r.mean_requests <= hi, (r.mean_requests, rep.mean_requests_ci)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["vllm", "fastertransformer"])
+def test_renewal_threshold_inside_the_simulation_bracket(paper_engine, policy):
+    w = wl(1.0, 129, 112)
+    thr = fluidq.stability_threshold(paper_engine, w, policy)
+    sim = fluidq.find_threshold(paper_engine, w, policy, rng=7, rel_tol=0.05, n_replications=6)
+    assert sim.low_rate_per_s <= thr.arrival_rate_per_s <= sim.high_rate_per_s, sim.reason
+
+
+def test_renewal_threshold_against_a_short_simulation_bracket(small_engine):
+    # fast variant of the slow check: FT on a small engine, the renewal rate lies in the bracket
+    w = wl(1.0, 4, 6)
+    thr = fluidq.stability_threshold(small_engine, w, "fastertransformer").arrival_rate_per_s
+    sim = fluidq.find_threshold(small_engine, w, "fastertransformer", low_rate_per_s=0.6 * thr,
+                                high_rate_per_s=1.5 * thr, rel_tol=0.15, n_replications=4, horizon_s=300.0, rng=11)
+    assert sim.low_rate_per_s <= thr <= sim.high_rate_per_s, sim.reason
