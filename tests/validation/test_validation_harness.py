@@ -18,7 +18,7 @@ def _harness():
 def _run(tmp_path, backend):
     h = _harness()
     rc = h.main(["--mode", "cpu", "--backend", backend, "--out", str(tmp_path), "--loads", "0.8,1.2",
-                 "--schedulers", "sarathi,vllm", "--horizon", "0.6", "--drain", "0.3"])
+                 "--schedulers", "sarathi,vllm,fluidq:vllm", "--horizon", "0.6", "--drain", "0.3"])
     assert rc == 0
     (session,) = [p.parent for p in tmp_path.rglob("harness_meta.json")]
     return session
@@ -29,19 +29,24 @@ def _check(tmp_path, session):
     from fluidq.validate.runs import read_run
 
     meta = json.loads((session / "harness_meta.json").read_text())
-    assert meta["runs"] == ["sarathi_load0.8", "sarathi_load1.2", "vllm_load0.8", "vllm_load1.2"]
+    assert meta["runs"] == ["sarathi_load0.8", "sarathi_load1.2", "vllm_load0.8", "vllm_load1.2",
+                            "fluidq-vllm_load0.8", "fluidq-vllm_load1.2"]
     assert len(meta["batch_time_table"]["seconds"]) == len(meta["batch_time_table"]["tokens"]) > 10
     for r in meta["runs"]:
         run = read_run(session / r)
         assert len(run) > 0 and (run.first_token_s >= run.arrival_s).all()
         assert (run.last_token_s >= run.first_token_s).all()
-        assert run.max_num_seqs == meta["k_max"] and run.meta["harness"]["scheduler"] in ("sarathi", "vllm")
+        assert run.max_num_seqs == meta["k_max"]
+        assert run.meta["harness"]["scheduler"] in ("sarathi", "vllm", "fluidq:vllm")
     res = fluidq.validate(tmp_path / "report", case="gpu-harness", harness_dir=tmp_path)
     qs = [r.quantity for r in res.rows]
     assert not [r for r in res.rows if r.status == "skip"]
     assert any(q.startswith("capacity, sarathi at load 1.2") for q in qs)
     assert any(q.startswith("backlog growth, vllm at load 0.8") for q in qs)
-    assert sum(q.startswith("in-run iteration times") for q in qs) == 4
+    assert sum(q.startswith("in-run iteration times") for q in qs) == 6
+    # fluidq's own vanilla-vLLM scheduler object drove two of the runs: not work-conserving, no target
+    (cap,) = [r for r in res.rows if r.quantity.startswith("capacity, fluidq:vllm at load 1.2")]
+    assert cap.status == "info"
 
 
 def test_cpu_harness_plain_torch_is_ingested(tmp_path):

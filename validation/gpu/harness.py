@@ -369,18 +369,80 @@ def vllm_batch(running, waiting, free_slots, b_max, k_max):
 
 
 SCHEDULERS = {"sarathi": (sarathi_batch, True), "vllm": (vllm_batch, False)}
+# fluidq's own scheduler objects (``fluidq.policies``), driven through the policy protocol
+FLUIDQ_WORK_CONSERVING = {"sarathi": True, "orca": True, "vllm-chunked": True, "vllm": False,
+                          "fastertransformer": False}
+
+
+class FluidqPolicy:
+    """Batch formation by a ``fluidq.policies`` scheduler: the residents and as many waiting requests
+    as there are free KV slots are shown to its ``select(view)`` as
+    :class:`~fluidq.policies.RequestState` records (``output_tokens`` = the decode tokens after the
+    first, which comes with the prefill as in vLLM); a request takes a slot when it is first
+    scheduled and frees it when it finishes."""
+
+    def __init__(self, name: str):
+        _import_fluidq()
+        from fluidq.policies import QueueView, RequestState, resolve_policy
+
+        self.policy = resolve_policy(name)
+        self.QueueView, self.RequestState = QueueView, RequestState
+        self.states = {}
+        self.no_slot = 0
+        self.t0 = time.perf_counter()  # set by serve() to the run's clock origin
+
+    def __call__(self, running, waiting, free_slots, b_max, k_max):
+        # the engine's KV slots gate admission: the policy sees the residents and as many waiting
+        # requests as there are free slots (as vLLM admits only what its cache can hold)
+        present = sorted(list(running) + list(waiting)[:len(free_slots)], key=lambda r: r.i)
+        views = []
+        for r in present:
+            st = self.states.get(r.i)
+            if st is None:
+                st = self.states[r.i] = self.RequestState(rid=r.i, arrival_s=r.arrival, prompt_tokens=r.p,
+                                                          output_tokens=max(r.o - 1, 0))
+            st.prefilled = r.done_p
+            st.decoded = max(r.gen - 1, 0)
+            views.append(st)
+        view = self.QueueView(requests=tuple(views), now_s=time.perf_counter() - self.t0, b_max=b_max, k_max=k_max)
+        b = self.policy.select(view)
+        by_id = {r.i: r for r in present}
+        batch, admit = [], []
+        for rid, n in b.prefill:
+            r = by_id[rid]
+            if r.slot is None:
+                if not free_slots:
+                    self.no_slot += 1  # the engine's KV slots are full: the chunk waits
+                    continue
+                r.slot = free_slots.pop()
+                waiting.remove(r)
+                admit.append(r)
+            batch.append((r, int(n)))
+        for rid in b.decode:
+            batch.append((by_id[rid], 1))
+        return batch, admit
+
+
+def make_scheduler(name: str):
+    """``(batch former, work-conserving)`` for a built-in name or ``fluidq:<policy>``."""
+    if name.startswith("fluidq:"):
+        pol = name.split(":", 1)[1]
+        return FluidqPolicy(pol), FLUIDQ_WORK_CONSERVING.get(pol.lower(), False)
+    return SCHEDULERS[name]
 
 
 def serve(eng: Engine, arrivals, prompts, outputs, *, scheduler: str, b_max: int, k_max: int, horizon: float,
           drain: float, tick: float, max_len: int):
     """Serve the arrivals in real time; return (requests, timeseries rows)."""
-    form, _ = SCHEDULERS[scheduler]
+    form, _ = make_scheduler(scheduler)
     reqs = [Req(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrivals, prompts, outputs))]
     waiting, running = deque(), []
     free = list(range(k_max))
     nxt = 0
     rows = []
     t_start = time.perf_counter()
+    if hasattr(form, "t0"):
+        form.t0 = t_start
     cut = horizon + drain
     acc_p = acc_g = 0
     next_tick = tick
@@ -471,7 +533,9 @@ def main(argv=None) -> int:
     ap.add_argument("--horizon", type=float, default=None, help="seconds of arrivals per run")
     ap.add_argument("--drain", type=float, default=None, help="seconds served after the last arrival")
     ap.add_argument("--loads", default=None, help="comma-separated fractions of the predicted capacity")
-    ap.add_argument("--schedulers", default="sarathi,vllm")
+    ap.add_argument("--schedulers", default="sarathi,vllm",
+                    help="comma-separated: the harness's own 'sarathi' (work-conserving) and 'vllm' (not), or "
+                         "fluidq's scheduler objects as 'fluidq:sarathi', 'fluidq:vllm', 'fluidq:orca', ...")
     ap.add_argument("--seed", type=int, default=20260424)
     ap.add_argument("--layers", type=int, default=None, help="override the number of decoder layers")
     ap.add_argument("--backend", choices=["transformers", "torch"], default="transformers",
@@ -486,8 +550,9 @@ def main(argv=None) -> int:
     loads = tuple(float(x) for x in args.loads.split(",")) if args.loads else pre["loads"]
     scheds = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     for s in scheds:
-        if s not in SCHEDULERS:
-            ap.error(f"--schedulers: unknown {s!r} (known: {', '.join(SCHEDULERS)})")
+        if s not in SCHEDULERS and not (s.startswith("fluidq:") and s.split(":", 1)[1] in FLUIDQ_WORK_CONSERVING):
+            ap.error(f"--schedulers: unknown {s!r} (known: {', '.join(SCHEDULERS)}, or fluidq:NAME with NAME in "
+                     f"{', '.join(FLUIDQ_WORK_CONSERVING)})")
     t_session = time.perf_counter()
 
     def log(msg):
@@ -554,13 +619,13 @@ def main(argv=None) -> int:
             o = r.integers(pre["output"][0], pre["output"][1] + 1, n)
             reqs, rows, iters = serve(eng, arr, p, o, scheduler=sched, b_max=b_max, k_max=k_max, horizon=horizon,
                                       drain=drain, tick=pre["tick"], max_len=max_len)
-            name = f"{sched}_load{load:g}"
+            name = f"{sched.replace(':', '-')}_load{load:g}"
             done = sum(q.last is not None for q in reqs)
             meta = {"schema_version": 1, "model": "Llama-shaped, random weights", "engine_kwargs": {
                         "max_num_seqs": k_max, "max_num_batched_tokens": b_max, "tensor_parallel_size": 1},
                     "num_requests": n, "tick_seconds": pre["tick"],
                     "hardware": {"device_name": dev_name, "torch_version": torch.__version__},
-                    "harness": {"scheduler": sched, "work_conserving": SCHEDULERS[sched][1], "load": load,
+                    "harness": {"scheduler": sched, "work_conserving": make_scheduler(sched)[1], "load": load,
                                 "arrival_rate_per_s": lam, "finished": done, "horizon_s": horizon, "drain_s": drain}}
             write_run(session / name, reqs, rows, meta, iters)
             runs.append(name)
