@@ -54,7 +54,7 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
     n_blocked = 0
 
     G = 0            # decode rounds
-    sfin = {}        # rid -> finishing round, for rids in S
+    sfin = [-1] * n  # rid -> finishing round while in S, else -1
     fheap: list = []  # (finish round, rid) of S (lazy deletion)
     mheap: list = []  # -rid of S, for shrinking S (only needed for prefill-first mixed batches)
     need_shrink = mixed and prefill_first
@@ -169,13 +169,14 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                         fresh.append(rid)
             while nS > sd:
                 rid = -heapq.heappop(mheap)
-                f = sfin.pop(rid, None)
-                if f is None:
+                f = sfin[rid]
+                if f < 0:
                     continue
+                sfin[rid] = -1
                 A -= P[rid] + D[rid] - f
                 nS -= 1
                 uns.appendleft((rid, f - G))
-            while fheap[0][0] not in (sfin.get(fheap[0][1]),):
+            while fheap[0][0] != sfin[fheap[0][1]]:
                 heapq.heappop(fheap)
             k = fheap[0][0] - G
         else:
@@ -244,9 +245,9 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                     ftk[rid] = t1
             while fheap and fheap[0][0] <= G:
                 f, rid = heapq.heappop(fheap)
-                if sfin.get(rid) != f:
+                if sfin[rid] != f:
                     continue
-                del sfin[rid]
+                sfin[rid] = -1
                 A -= P[rid] + D[rid] - f
                 nS -= 1
                 ndec -= 1
