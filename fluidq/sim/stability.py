@@ -261,9 +261,9 @@ class ThresholdResult:
 
 
 def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_rate_per_s: float | None = None,
-                   high_rate_per_s: float | None = None, rel_tol: float = 0.02, n_replications: int = 6,
+                   high_rate_per_s: float | None = None, rel_tol: float = 0.02, n_replications: int = 8,
                    horizon_s: float | None = None, confidence: float = 0.9, tolerance: float = 0.01,
-                   max_steps: int = 14, rng=None, progress=None, **sim_kw) -> ThresholdResult:
+                   max_steps: int = 16, rng=None, progress=None, **sim_kw) -> ThresholdResult:
     """Bracket the arrival rate where ``policy`` stops being stable, by simulation and bisection.
 
     Parameters
@@ -277,7 +277,9 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         widens it (halving the low end, growing the high end by 25 %) while the ends are not
         judged bounded / growing, within ``max_steps``.
     rel_tol : float
-        Stop when ``high - low <= rel_tol * midpoint``.
+        Stop when ``high - low <= rel_tol * midpoint``.  A rate whose verdict is inconclusive is
+        tried once more with a run twice as long; if it stays inconclusive the search stops there
+        (status ``"inconclusive"``; the bracket found so far is still valid).
     n_replications : int
         Replications per rate tried.
     horizon_s : float, optional
@@ -287,7 +289,7 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     tolerance : float
         Slope tolerance as a fraction of the offered load (see :func:`replicate`).
     max_steps : int
-        Most rates tried.
+        Most replication sets run (each at level ``1 - (1 - confidence)/max_steps``).
     rng : None, int or SeedSequence
         Root seed; each rate gets its own child.
 
@@ -320,17 +322,23 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     horizon_s = real("horizon_s", horizon_s, positive=True)
     level = 1.0 - (1.0 - confidence) / max_steps
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
-    seeds = iter(ss.spawn(max_steps))
+    seeds = iter(ss.spawn(2 * max_steps + 2))
     steps: list = []
 
     def judge(rate):
-        res = replicate(engine, workload_shape.with_rate(rate), policy, n_replications=n_replications,
-                        horizon_s=horizon_s, rng=next(seeds), confidence=level, tolerance=tolerance,
-                        keep_runs=False, **sim_kw)
-        steps.append({"rate_per_s": rate, "verdict": res.verdict, "slope_tokens_per_s": res.slope_tokens_per_s,
-                      "slope_ci": list(res.slope_ci)})
-        if progress is not None:
-            progress(len(steps), max_steps)
+        """Verdict at ``rate``; an inconclusive one is retried once with a run twice as long."""
+        h = horizon_s
+        for attempt in range(2):
+            res = replicate(engine, workload_shape.with_rate(rate), policy, n_replications=n_replications,
+                            horizon_s=h, rng=next(seeds), confidence=level, tolerance=tolerance,
+                            keep_runs=False, **sim_kw)
+            steps.append({"rate_per_s": rate, "verdict": res.verdict, "slope_tokens_per_s": res.slope_tokens_per_s,
+                          "slope_ci": list(res.slope_ci), "horizon_s": h})
+            if progress is not None:
+                progress(len(steps), max_steps)
+            if res.verdict != "inconclusive" or len(steps) >= max_steps:
+                break
+            h *= 2.0
         return res.verdict
 
     best_lo, best_hi = 0.0, math.inf
