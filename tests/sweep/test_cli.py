@@ -47,6 +47,7 @@ def test_cli_runs_then_resumes_from_the_store(tmp_path, capsys):
     assert (tmp_path / "t.csv").read_text().count("\n") == 21
 
 
+@pytest.mark.slow  # a LocalCluster start; the Dask path itself is tested fast in test_resume.py
 def test_cli_on_a_dask_local_cluster(tmp_path, capsys):
     pytest.importorskip("distributed", reason="needs the dask extra: pip install 'fluidq[dask]'")
     p = tmp_path / "case.toml"
