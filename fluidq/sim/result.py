@@ -127,7 +127,11 @@ class SimResult:
 
     @property
     def metrics(self) -> dict:
-        """``{metric: {n, mean, p50, p90, p99, max}}`` over finished requests arriving after ``warmup_s``."""
+        """``{metric: {n, mean, p50, p90, p99, max}}`` over requests arriving after ``warmup_s``.
+
+        Each metric is over the requests where it is defined: TTFT over those that got a first token,
+        TTLT/TPOT/latency per token over finished ones (so an overloaded run's figures describe
+        the requests that got through; see ``n``)."""
         lat = self.latencies()
         keep = self.requests["arrival_s"] >= self.warmup_s
         return {k: _stats(v[keep]) for k, v in lat.items()}
