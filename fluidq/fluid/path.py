@@ -333,6 +333,94 @@ class FluidSystem:
                 out.append(sol)
         return out
 
+    def _join_rates(self, u, r, qzero):
+        if not self.nJ:
+            return r
+        ir = self.input_rates(u, r)
+        rn = np.array(r, dtype=float)
+        for k in range(self.nJ):
+            ins = np.flatnonzero(self.join_of == k)
+            zs = [g for g in ins if qzero[g]] or list(ins)
+            rn[k] = min(ir[g] for g in zs)
+        return rn
+
+    def _waterfill_level(self, p, u, r, pos, qzero):
+        """Allocation of a single-group point by bisection on the water level, upstream first.
+
+        Routes are trees, so buffer indices are a topological order: given a level ``theta`` the
+        members' allocations follow one by one (``min(demand, phi theta)`` for an empty buffer,
+        ``phi theta`` for a non-empty one) and their total is non-decreasing in ``theta``.
+        """
+        members = sorted(self.groups[p][0])
+        cap = self.cap[p]
+
+        def evaluate(theta):
+            uu = np.array(u, dtype=float)
+            rr = np.array(r, dtype=float)
+            for i in members:
+                if pos[i]:
+                    uu[i] = self.phi[i] * theta
+                else:
+                    rr = self._join_rates(uu, rr, qzero)
+                    d = self.ext_dem[i] + self.w[i] * (self.B[i] @ (uu / self.w) + (self.J[i] @ rr if self.nJ else 0.0))
+                    uu[i] = min(d, self.phi[i] * theta)
+            return float(uu[members].sum()), uu
+
+        hi = cap / float(np.min(self.phi[members])) * 2.0
+        tot, uu = evaluate(hi * 1e6)
+        if tot <= cap:
+            return uu, None
+        lo = 0.0
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            if evaluate(mid)[0] < cap:
+                lo = mid
+            else:
+                hi = mid
+        theta = hi
+        _, uu = evaluate(theta)
+        rr = self._join_rates(uu, r, qzero)
+        dem = self.demand(uu, rr)
+        D = tuple(i for i in members if not pos[i] and dem[i] < self.phi[i] * theta * (1 - 1e-9))
+        S = [i for i in members if i not in D]
+        phis = sum(self.phi[i] for i in S)
+        return uu, ("wf", 0, D, tuple((i, self.phi[i] / phis) for i in S))
+
+    def _level_iteration(self, pos, qzero, check):
+        """Fallback fixed point: single-group points by water-level bisection, others by sweeps."""
+        u = np.zeros(self.n)
+        r = np.zeros(self.nJ)
+        prev = None
+        for _ in range(40):
+            dem = self.demand(u, r)
+            un = np.zeros(self.n)
+            struct = []
+            for p in range(len(self.groups)):
+                if len(self.groups[p]) == 1 and self.groups[p][0]:
+                    uu, stp = self._waterfill_level(p, u, r, pos, qzero)
+                    un[self.groups[p][0]] = uu[self.groups[p][0]]
+                    struct.append(stp)
+                else:
+                    struct.append(self._point_alloc(p, dem, pos, None, un))
+            rn = self._join_rates(un, r, qzero)
+            jst = []
+            if self.nJ:
+                ir = self.input_rates(un, rn)
+                for k in range(self.nJ):
+                    ins = np.flatnonzero(self.join_of == k)
+                    zs = [g for g in ins if qzero[g]] or list(ins)
+                    jst.append(int(min(zs, key=lambda g: ir[g])))
+            st = (tuple(struct), tuple(jst))
+            if st == prev:
+                sol = self.solve_structure(st, pos)
+                if sol is not None:
+                    ok, _ = check(*sol)
+                    if ok:
+                        return sol[0], sol[1], st, 1
+            prev = st
+            u, r = un, rn
+        return None
+
     def allocate(self, pos, qzero, warm=None, choice=None):
         """The phase allocation ``(u, r, structure, n_solutions)`` for the positive set ``pos``."""
         scale = max(float(self.cap.max()), 1.0)
@@ -348,7 +436,8 @@ class FluidSystem:
         u = np.zeros(self.n)
         r = np.zeros(self.nJ)
         prev = None
-        for _ in range(3 * (self.n + self.nJ) + 6):
+        maxit = 3 * (self.n + self.nJ) + 6
+        for it in range(3 * maxit):
             un, rn, st = self.sweep(u, r, pos, qzero, choice)
             if st == prev and np.max(np.abs(un - u), initial=0.0) <= 1e-13 * scale and \
                     np.max(np.abs(rn - r), initial=0.0) <= 1e-13 * scale:
@@ -360,7 +449,14 @@ class FluidSystem:
                     if ok:
                         return sol[0], sol[1], st, 1
             prev = st
-            u, r = un, rn
+            if it < maxit:
+                u, r = un, rn
+            else:  # the structure keeps changing (feedback through shared capacity): damp the sweeps
+                u, r = u + 0.5 * (un - u), r + 0.5 * (rn - r)
+        if not choice:
+            got = self._level_iteration(pos, qzero, check)
+            if got is not None:
+                return got
         sols = self.all_solutions(pos, qzero, choice)
         if not sols:
             raise RuntimeError("fluid allocation: no consistent allocation found (please report this network)")
@@ -482,6 +578,10 @@ def _initial(system, initial):
             raise ParameterError("initial", f"<array of shape {z.shape}>", f"{n} levels, one per buffer")
     if not np.all(np.isfinite(z)) or np.any(z < 0):
         raise ParameterError("initial", initial, "finite fluid levels >= 0 (tokens)")
+    inside = [b.label for i, b in enumerate(system.fm.buffers) if b.in_fork and z[i] > 0]
+    if inside:
+        raise ParameterError("initial", inside[0], "no initial fluid between a fork and its join",
+                             "their siblings' state would be undefined; put the fluid upstream of the fork")
     return z
 
 
@@ -538,7 +638,8 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         scale = max(mass, 1e-300)
         eps = 1e-11 * max(scale, 1.0) if mass > 0 else 0.0
         z[z <= eps] = 0.0
-        q[q <= 1e-11 * max(float(q.sum()), 1.0)] = 0.0
+        q[q <= 1e-9 * max(float(q.sum()), peak_mass / max(float(sys_.w.max()), 1.0), 1.0)] = 0.0
+        mass = float(z.sum() + q.sum())
         pos = z > 0
         qzero = q <= 0
         # the phase allocation; empty buffers that cannot keep up start to grow at once (a slot cut by
@@ -546,8 +647,13 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         u, r, st, nsol = sys_.allocate(pos, qzero, warm, choice)
         dz = sys_.demand(u, r) - u
         pos = pos | ((~pos) & (dz > 1e-9 * max(float(sys_.cap.max()), 1.0)))
-        dq = sys_.input_rates(u, r) - r[sys_.join_of] if sys_.G else np.zeros(0)
-        qgrow = qzero & (dq > 1e-12)
+        if sys_.G:
+            ir = sys_.input_rates(u, r)
+            dq = ir - r[sys_.join_of]
+            dq[np.abs(dq) <= 1e-9 * max(float(np.abs(ir).max()), 1e-300)] = 0.0  # rounding, not a rate
+        else:
+            dq = np.zeros(0)
+        qgrow = qzero & (dq > 0)
         qzero = qzero & ~qgrow
         non_unique = non_unique or nsol > 1
         warm = (u, r)

@@ -12,14 +12,17 @@
    successors, by induction (Dai 1995; the paper's v3 claim for K-FCFS engines).  Without joins,
    re-entrant stations (self-loops: consecutive calls to one engine) are allowed, since a
    work-conserving station with load < 1 drains its total remaining work whatever its class order.
-4. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
+4. **priority_layers** -- the buffers can be ordered so that each is fed only by earlier buffers and
+   outranked at its engine only by earlier buffers (e.g. Rybko--Stolyar with the entering classes
+   first): with every load < 1 they drain one after the other.  This scales to any size.
+5. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
    itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
    forever (the Rybko--Stolyar mechanism).
-5. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
+6. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
    discipline can be in (every set of non-empty buffers; for buffers that share a station without a
    priority order, every vertex of the allocation set, i.e. every work-conserving allocation), found
    by a linear program: every fluid path drains by time ``V(z(0))``.
-6. otherwise *unknown*, with what was tried.  Stability under static priorities is undecidable in
+7. otherwise *unknown*, with what was tried.  Stability under static priorities is undecidable in
    general (Gamarnik & Katz 2009), so "unknown" is an answer, not a failure.
 
 References
@@ -51,7 +54,8 @@ class FluidStabilityResult:
     status : Status
         stable / unstable / critical / unknown.
     certificate : str or None
-        What decided: ``"load"``, ``"feedforward"``, ``"diverging_path"``, ``"lyapunov"``, or ``None``.
+        What decided: ``"load"``, ``"feedforward"``, ``"diverging_path"``, ``"priority_layers"``,
+        ``"lyapunov"``, or ``None``.
     reason : str
         The argument in words.
     loads : dict
@@ -178,6 +182,43 @@ def lyapunov_certificate(network, *, max_buffers: int = 12):
     return res.x, len(rows)
 
 
+def _priority_layers(fm):
+    """A topological order of the buffer dependency graph, or ``None`` when it has a cycle.
+
+    Edges: ``j -> i`` when buffer ``j`` (or a join it feeds) feeds ``i``; ``h -> i`` when ``h`` outranks ``i``
+    at their point; ``i <-> j`` for two buffers sharing a priority level (no order between them).
+    """
+    import networkx as nx
+
+    g = nx.DiGraph()
+    n = fm.n
+    g.add_nodes_from(range(n))
+
+    def add_sources(target, sources):
+        for kind, j, _ in sources:
+            if kind == "buf":
+                g.add_edge(j, target)
+            elif kind == "join":
+                g.add_edge(("join", j), target)
+
+    for i, srcs in enumerate(fm.inflow):
+        add_sources(i, srcs)
+    for k, (_, inputs, _) in enumerate(fm.joins):
+        for inp in inputs:
+            add_sources(("join", k), inp)
+    by_point: dict = {}
+    for i in range(n):
+        by_point.setdefault(int(fm.point_of[i]), []).append(i)
+    for idx in by_point.values():
+        for a in idx:
+            for b in idx:
+                if a != b and fm.priority_rank[a] <= fm.priority_rank[b]:
+                    g.add_edge(a, b)  # equal ranks give edges both ways: a cycle, as it should
+    if not nx.is_directed_acyclic_graph(g):
+        return None
+    return [v for v in nx.topological_sort(g) if not isinstance(v, tuple)]
+
+
 def _work_conserving(network):
     from ..stability import _work_conserving as wc
 
@@ -270,11 +311,22 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                         "its total remaining work (present and future visits) however it orders its own classes, "
                         "and the stations drain in topological order (Dai 1995)"),
                 loads=loads)
+    layers = _priority_layers(fm)
+    if layers is not None:
+        return FluidStabilityResult(
+            status=Status.STABLE, certificate="priority_layers",
+            reason=(f"every load is < 1 (max {rho:.3f} at {worst!r}) and the buffers can be ordered so that each is "
+                    "fed only by earlier buffers and outranked only by earlier buffers at its engine: in that order "
+                    "each buffer drains in finite time and then stays empty (the higher-priority work it competes "
+                    "with is then served at its nominal rate, leaving it enough capacity)"),
+            loads=loads)
     system = FluidSystem(fm)
     checked = 0
     rep = None
     non_unique = False
     for i in range(fm.n):
+        if fm.buffers[i].in_fork:
+            continue  # fluid between a fork and its join needs its siblings: start upstream instead
         z0 = np.zeros(fm.n)
         z0[i] = 1.0
         p = fluid_path(network, z0, cycles=2, max_phases=max_phases, system=system)

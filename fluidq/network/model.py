@@ -340,6 +340,7 @@ class Buffer:
     w: float
     rate: float
     engine: str | None  # the station when routed at random to one engine; None for a pooled JSQ point
+    in_fork: bool = False  # between a fork and its join (fluid there has siblings waiting elsewhere)
 
 
 @dataclass(frozen=True)
@@ -798,10 +799,12 @@ def _compile(net: Network) -> FlowModel:
             tot += co * (cls_rate[i] if kind == "ext" else buffers[i].rate if kind == "buf" else joins[i][2])
         return tot
 
+    depth = [0]
+
     def add_buffer(hop, cname, point, engine, sources, label):
         r = rate_of(sources)
         buffers.append(Buffer(label=label, hop=hop.name, cls=cname, point=point, w=hop.mean_tokens, rate=r,
-                              engine=engine))
+                              engine=engine, in_fork=depth[0] > 0))
         inflow.append(tuple(sources))
         point_of.append(pidx[point])
         return ("buf", len(buffers) - 1, 1.0)
@@ -832,8 +835,10 @@ def _compile(net: Network) -> FlowModel:
                     new.extend(walk(st, [(k, i, co * p) for k, i, co in incoming], cname))
                 incoming = new
             elif isinstance(s, Fork):
+                depth[0] += 1
                 forks[s.name] = [walk(b, list(incoming), cname) for b in s.branches]
             elif isinstance(s, Join):
+                depth[0] -= 1
                 inputs = [tuple(incoming)] + [tuple(b) for b in forks.pop(s.name)]
                 r = min(rate_of(inp) for inp in inputs)
                 joins.append((s.name, tuple(inputs), r))
