@@ -3,11 +3,16 @@
 Prints states, non-zeros, build and solve time, the solver used and the peak memory (resident
 set of this process, from ``resource.getrusage``) next to the targets.
 
-Default case: Sarathi-Serve on the paper's batch-time fit (b_max = 512), fixed prompts of 200
-tokens (the chain keeps the head prompt's progress, 200 values), geometric outputs of mean 20,
-5 requests/s, caps n_p <= 24 and n_d <= 49: 25 x 50 x 200 = 250,000 states.
+Cases (paper batch-time fit, b_max = 512, geometric outputs):
 
-    python benchmarks/bench_dtmc.py [--prompt 200] [--max-prefill 24] [--max-decode 49] [--rate 5]
+``vllm`` (default)   vanilla vLLM, fixed prompts of 50 tokens, outputs of mean 20, 8 requests/s,
+                     caps n_p, n_d <= 499: 500 x 500 = 250,000 states (prefill batches have no
+                     decode completions, so most rows fan out over the arrivals only).
+``sarathi``          Sarathi-Serve, fixed prompts of 200 tokens (the head prompt's progress is in
+                     the state), outputs of mean 20, 5 requests/s, caps n_p <= 25, n_d <= 49:
+                     250,050 states with ~100 non-zeros per row (arrivals x completions).
+
+    python benchmarks/bench_dtmc.py [--case vllm|sarathi] [--rate R] [--max-prefill N] [--max-decode N]
 """
 from __future__ import annotations
 
@@ -21,15 +26,21 @@ import fluidq
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--policy", default="sarathi")
-    p.add_argument("--prompt", type=int, default=200)
+    p.add_argument("--case", choices=["vllm", "sarathi"], default="vllm")
+    p.add_argument("--prompt", type=int, default=None)
     p.add_argument("--output-mean", type=float, default=20.0)
-    p.add_argument("--rate", type=float, default=5.0)
-    p.add_argument("--max-prefill", type=int, default=24)
-    p.add_argument("--max-decode", type=int, default=49)
+    p.add_argument("--rate", type=float, default=None)
+    p.add_argument("--max-prefill", type=int, default=None)
+    p.add_argument("--max-decode", type=int, default=None)
     p.add_argument("--kernel-tol", type=float, default=1e-10)
     p.add_argument("--solver", default="auto")
     a = p.parse_args(argv)
+    defaults = {"vllm": dict(prompt=50, rate=8.0, max_prefill=499, max_decode=499),
+                "sarathi": dict(prompt=200, rate=5.0, max_prefill=25, max_decode=49)}[a.case]
+    for k, v in defaults.items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    a.policy = a.case
     e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
     w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=a.rate), prompt_tokens=a.prompt,
                         output_tokens=fluidq.Geometric(mean_tokens=a.output_mean))

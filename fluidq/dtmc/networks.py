@@ -16,6 +16,17 @@ Models
     saturated rate is the engine's capacity ``b_max / t(b_max)`` tokens/s, which is what decides
     stability (Li, Dai, Peng, arXiv:2504.07347, Prop. 3: JSQ is stable below the sum); the
     small-``n`` rates are a simplification of prefill (documented, not the paper's).
+:func:`dag_network`
+    Two or three engines in a DAG: external Poisson arrivals enter at the engines given, a
+    request finishing its hop at engine ``i`` moves to engine ``j`` with probability ``r[i][j]``
+    (acyclic) or leaves.  Each engine serves as in :func:`parallel_engines` with its own hop
+    length.
+:func:`fork_join`
+    Two branches in parallel on engines 1 and 2, joined before the request leaves; the state
+    ``(both, only1, only2)`` counts requests with both branches pending and those whose other
+    branch already finished (they sit in the join buffer).  In this model every resident
+    request gets one token per batch, so the branch that completes at an engine is uniform among
+    its residents.
 :func:`rybko_stolyar`
     The classical Rybko-Stolyar network: route A visits station 1 (class 1, mean ``m1``) then 2
     (class 2, ``m2``); route B visits 2 (class 3, ``m3``) then 1 (class 4, ``m4``); exponential
@@ -40,7 +51,8 @@ from ..results import Status, plain
 from .solve import stationary
 from .state import StateSpace
 
-__all__ = ["NetworkChain", "NetworkResult", "parallel_engines", "rybko_stolyar", "virtual_station_work"]
+__all__ = ["NetworkChain", "NetworkResult", "parallel_engines", "dag_network", "fork_join", "rybko_stolyar",
+           "virtual_station_work", "rybko_stolyar_symbolic"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,6 +256,130 @@ def parallel_engines(engines, workload, router: str = "jsq", *, probabilities=No
                   "unstable_reason": unstable}, t0)
 
 
+def _service_rates(e, cap, m):
+    n = np.arange(0, cap + 1)
+    B = np.minimum(n, e.b_max)
+    t = np.where(B > 0, np.asarray(e.batch_time(np.maximum(B, 1).astype(float)), float), 1.0)
+    return np.where(B > 0, B / (t * m), 0.0)
+
+
+def dag_network(engines, arrival_rates_per_s, hop_tokens, routing, *, cap: int = 30) -> NetworkChain:
+    """A DAG of two or three engines with memoryless hops.
+
+    Parameters
+    ----------
+    engines : sequence of Engine
+    arrival_rates_per_s : sequence of float
+        External Poisson arrivals per engine (requests/s).
+    hop_tokens : sequence of float
+        Mean tokens (``m_p + m_d``) of the hop at each engine.
+    routing : square matrix
+        ``routing[i][j]``: probability that a request leaving engine ``i`` continues at ``j``; rows sum
+        to at most 1 (the rest leaves); must be acyclic (strictly upper triangular after ordering).
+    cap : int
+        At most ``cap`` requests per engine.
+    """
+    t0 = time.perf_counter()
+    engines = list(engines)
+    K = len(engines)
+    if not 2 <= K <= 3 or not all(isinstance(e, Engine) for e in engines):
+        raise ParameterError("engines", engines, "two or three fluidq.Engine objects")
+    lam = np.asarray(arrival_rates_per_s, float)
+    m = np.asarray(hop_tokens, float)
+    R = np.asarray(routing, float)
+    if lam.shape != (K,) or np.any(lam < 0) or lam.sum() <= 0:
+        raise ParameterError("arrival_rates_per_s", arrival_rates_per_s, f"{K} rates >= 0, not all zero")
+    if m.shape != (K,) or np.any(m < 1):
+        raise ParameterError("hop_tokens", hop_tokens, f"{K} mean hop lengths >= 1 token")
+    if R.shape != (K, K) or np.any(R < 0) or np.any(R.sum(axis=1) > 1 + 1e-12):
+        raise ParameterError("routing", routing, f"a {K}x{K} sub-stochastic matrix")
+    import networkx as nx
+
+    g = nx.DiGraph([(i, j) for i in range(K) for j in range(K) if R[i, j] > 0])
+    g.add_nodes_from(range(K))
+    if not nx.is_directed_acyclic_graph(g):
+        from ..errors import TopologyError
+
+        raise TopologyError(f"routing has a cycle {nx.find_cycle(g)}; use rybko_stolyar for re-entrant lines")
+    cap = integer("cap", cap, minimum=2)
+    flow = np.linalg.solve(np.eye(K) - R.T, lam)  # traffic equations
+    names = tuple(f"n{j + 1}" for j in range(K))
+    mus = [_service_rates(e, cap, mj) for e, mj in zip(engines, m)]
+    events = []
+    for j in range(K):
+        unit = tuple(1 if i == j else 0 for i in range(K))
+        if lam[j] > 0:
+            events.append((lambda *x, j=j: np.full(x[0].shape, lam[j]), unit))
+        leave = 1.0 - R[j].sum()
+        if leave > 0:
+            events.append((lambda *x, j=j, f=leave: f * mus[j][x[j]], tuple(-u for u in unit)))
+        for k in range(K):
+            if R[j, k] > 0:
+                delta = tuple(-1 if i == j else (1 if i == k else 0) for i in range(K))
+                events.append((lambda *x, j=j, f=R[j, k]: f * mus[j][x[j]], delta))
+    caps_tok = np.array([max_throughput(e).tokens_per_s for e in engines])
+    loads = flow * m / caps_tok
+    unstable = None
+    if np.any(loads >= 1):
+        j = int(np.argmax(loads))
+        unstable = f"engine {j + 1} has load {loads[j]:.3f} >= 1 (traffic equations)"
+    return _ctmc(f"DAG of {K} engines", names, [cap] * K, events,
+                 {"flows_per_s": flow.tolist(), "loads": loads.tolist(), "unstable_reason": unstable}, t0)
+
+
+def fork_join(engines, workload, *, branch_tokens=None, cap: int = 25) -> NetworkChain:
+    """Fork into two branches on two engines, join before leaving; the join buffer is in the state.
+
+    Parameters
+    ----------
+    engines : Engine or pair of Engine
+    workload : Workload
+        Poisson arrivals of parent requests.
+    branch_tokens : (float, float), optional
+        Mean tokens of each branch (default ``m_p + m_d`` of the workload for both).
+    cap : int
+        At most ``cap`` requests in each of the three groups.
+
+    Notes
+    -----
+    State ``(both, only1, only2)``; engine 1 holds ``both + only1`` branches, engine 2
+    ``both + only2``; the join buffer holds ``only1 + only2`` finished branches.  Stable iff each
+    engine's load ``lambda m_j / capacity_j < 1`` (the join adds no work).
+    """
+    t0 = time.perf_counter()
+    if isinstance(engines, Engine):
+        engines = (engines, engines)
+    e1, e2 = engines
+    lam = workload.arrival_rate_per_s
+    m1, m2 = (workload.mean_tokens,) * 2 if branch_tokens is None else (
+        real("branch_tokens[0]", branch_tokens[0], positive=True), real("branch_tokens[1]", branch_tokens[1], positive=True))
+    cap = integer("cap", cap, minimum=2)
+    mu1 = _service_rates(e1, 2 * cap, m1)
+    mu2 = _service_rates(e2, 2 * cap, m2)
+
+    def frac(a, b):
+        n = a + b
+        return np.where(n > 0, a / np.maximum(n, 1), 0.0)
+
+    events = [
+        (lambda a, b, c: np.full(a.shape, lam), (1, 0, 0)),
+        # engine 1 finishes a branch of a "both" request -> it waits for branch 2 (only2)
+        (lambda a, b, c: mu1[a + b] * frac(a, b), (-1, 0, 1)),
+        # engine 1 finishes the last branch of an only1 request -> it leaves
+        (lambda a, b, c: mu1[a + b] * frac(b, a), (0, -1, 0)),
+        (lambda a, b, c: mu2[a + c] * frac(a, c), (-1, 1, 0)),
+        (lambda a, b, c: mu2[a + c] * frac(c, a), (0, 0, -1)),
+    ]
+    caps_tok = (max_throughput(e1).tokens_per_s, max_throughput(e2).tokens_per_s)
+    loads = (lam * m1 / caps_tok[0], lam * m2 / caps_tok[1])
+    unstable = None
+    if max(loads) >= 1:
+        unstable = f"branch engine loads {loads[0]:.3f}, {loads[1]:.3f}: one is >= 1"
+    return _ctmc("fork-join", ("both", "only1", "only2"), [cap] * 3, events,
+                 {"arrival_rate_per_s": lam, "branch_tokens": (m1, m2), "loads": loads, "unstable_reason": unstable},
+                 t0)
+
+
 def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, priority: str = "exit",
                   cap: int = 12, rate_b_per_s: float | None = None) -> NetworkChain:
     """The Rybko-Stolyar network as a truncated chain on ``(x1, x2, x3, x4)``.
@@ -315,3 +451,21 @@ def virtual_station_work(chain: NetworkChain) -> np.ndarray:
     m1, m2, m3, m4 = chain.inputs["means"]
     x = chain.coords()
     return m2 * (x["x1"] + x["x2"]) + m4 * (x["x3"] + x["x4"])
+
+
+def rybko_stolyar_symbolic():
+    """Per-station loads and the virtual-station drift of the Rybko-Stolyar network (sympy).
+
+    Returns a dict of expressions in ``lambda, m1..m4``: ``station1 = lambda (m1 + m4)``,
+    ``station2 = lambda (m2 + m3)``, and ``virtual_drift = lambda (m2 + m4) - 1``, the growth rate of
+    ``W = m2 (x1 + x2) + m4 (x3 + x4)`` in the states where only one exit class is in service.
+    The network is stable under exit priorities iff all three conditions hold (Dai 1995 fluid
+    model; Rybko & Stolyar 1992).
+    """
+    import sympy as sym
+
+    lam, m1, m2, m3, m4 = sym.symbols("lambda m1 m2 m3 m4", positive=True)
+    serve2 = m2 * (1 / m2)  # one class-2 completion (rate 1/m2) removes m2 units of W
+    drift = sym.simplify(lam * (m2 + m4) - serve2)
+    return {"station1": lam * (m1 + m4), "station2": lam * (m2 + m3), "virtual_drift": drift,
+            "symbols": (lam, m1, m2, m3, m4)}

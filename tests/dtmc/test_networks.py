@@ -72,3 +72,50 @@ def test_network_bad_input(tiny_engine):
         parallel_engines(tiny_engine, wl(1.0), "random", probabilities=(0.5, 0.6))
     with pytest.raises(fluidq.FluidqError):
         rybko_stolyar(1.0, means=(1, 2, 3))
+
+
+def test_dag_tandem_and_split(tiny_engine):
+    from fluidq.dtmc.networks import dag_network
+
+    cap1 = fluidq.max_throughput(tiny_engine).tokens_per_s
+    # engine 1 -> engines 2 and 3 with probabilities 0.5 / 0.3 (0.2 leave), hop of 10 tokens each
+    lam = 0.6 * cap1 / 10
+    R = [[0, 0.5, 0.3], [0, 0, 0], [0, 0, 0]]
+    ch = dag_network([tiny_engine] * 3, [lam, 0, 0], [10, 10, 10], R, cap=14)
+    assert ch.inputs["flows_per_s"] == pytest.approx([lam, 0.5 * lam, 0.3 * lam])
+    r = ch.solve(tolerance=1e-5)
+    assert r.status == Status.STABLE, r.reason
+    # less traffic downstream, fewer requests there
+    assert r.means["n1"] > r.means["n2"] > r.means["n3"]
+    with pytest.raises(fluidq.FluidqError, match="cycle"):
+        dag_network([tiny_engine] * 2, [lam, 0], [10, 10], [[0, 0.5], [0.5, 0]])
+    over = dag_network([tiny_engine] * 2, [1.1 * cap1 / 10, 0], [10, 10], [[0, 1], [0, 0]], cap=10)
+    assert over.solve().status == Status.UNSTABLE
+
+
+def test_fork_join_join_buffer_and_symmetry(tiny_engine):
+    from fluidq.dtmc.networks import fork_join
+
+    lam1 = fluidq.max_throughput(tiny_engine, wl(1.0)).requests_per_s
+    ch = fork_join(tiny_engine, wl(0.4 * lam1), cap=12)
+    r = ch.solve(tolerance=1e-5)
+    assert r.status == Status.STABLE, r.reason
+    assert r.means["only1"] == pytest.approx(r.means["only2"], rel=1e-6)  # symmetric branches
+    assert r.means["only1"] + r.means["only2"] > 0  # the join buffer holds finished branches
+    assert fork_join(tiny_engine, wl(1.05 * lam1), cap=5).solve().status == Status.UNSTABLE
+
+
+def test_rybko_stolyar_symbolic_conditions():
+    import sympy as sp
+    from fluidq.dtmc.networks import rybko_stolyar_symbolic
+
+    s = rybko_stolyar_symbolic()
+    lam, m1, m2, m3, m4 = s["symbols"]
+    assert sp.simplify(s["virtual_drift"] - (lam * (m2 + m4) - 1)) == 0
+    vals = {lam: 1.0, m1: 0.1, m2: 0.6, m3: 0.1, m4: 0.6}
+    assert float(s["station1"].subs(vals)) < 1 and float(s["station2"].subs(vals)) < 1
+    assert float(s["virtual_drift"].subs(vals)) == pytest.approx(0.2)
+    # the chain's numerical drift in a blocking state equals the symbolic one
+    ch = rybko_stolyar(1.0, (0.1, 0.6, 0.1, 0.6), cap=6)
+    i = ch.space.find(x1=2, x2=1, x3=2, x4=0)
+    assert ch.drift(virtual_station_work(ch))[i] == pytest.approx(float(s["virtual_drift"].subs(vals)))
