@@ -130,6 +130,20 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
 
     Notes
     -----
+    **KV-cache memory** (``engine.kv_capacity_tokens``; generic path).  A resident request holds
+    one KV token per processed prompt token and per generated token.  A new request is admitted
+    only when its whole remaining prompt fits with one token of headroom per request already
+    holding KV; admission is head-of-line in the policy's order.  When the decode tokens of a batch
+    do not fit, the last request in the policy's ordering that holds KV is preempted -- unless the
+    ordering defines ``may_evict(request, now_s) -> bool`` and returns False for it (the hook for
+    MEMGUARD-like orderings; if every candidate refuses, decode tokens are dropped first and a
+    refusing request is evicted only when nothing else could run).  ``preemption="recompute"``
+    discards the KV (counted in ``wasted_tokens``; the request must prefill its prompt plus its
+    generated tokens again, and its :class:`~fluidq.policies.RequestState` shows
+    ``prompt_tokens`` = prompt + ``recompute_tokens``); ``"swap"`` moves it to host memory at
+    ``swap_s_per_token`` seconds per token, out and back in (``swap_tokens``).  No batch ever makes
+    the held KV exceed the capacity; a request larger than the whole cache is ``rejected``.
+
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
     engine jumps to the next arrival.  The fast kernel advances runs of identical iterations in
