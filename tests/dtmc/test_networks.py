@@ -81,7 +81,7 @@ def test_dag_tandem_and_split(tiny_engine):
     # engine 1 -> engines 2 and 3 with probabilities 0.5 / 0.3 (0.2 leave), hop of 10 tokens each
     lam = 0.6 * cap1 / 10
     R = [[0, 0.5, 0.3], [0, 0, 0], [0, 0, 0]]
-    ch = dag_network([tiny_engine] * 3, [lam, 0, 0], [10, 10, 10], R, cap=14)
+    ch = dag_network([tiny_engine] * 3, [lam, 0, 0], [10, 10, 10], R, cap=20)
     assert ch.inputs["flows_per_s"] == pytest.approx([lam, 0.5 * lam, 0.3 * lam])
     r = ch.solve(tolerance=1e-5)
     assert r.status == Status.STABLE, r.reason
