@@ -19,6 +19,11 @@ from .result import StationaryResult
 from .solve import stationary
 
 
+def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw) -> StationaryResult:
+    """``build_dtmc(engine, workload, policy, **build_kw).solve(method)`` in one call."""
+    return build_dtmc(engine, workload, policy, **build_kw).solve(method)
+
+
 def __getattr__(name):
     import importlib
 
