@@ -223,7 +223,6 @@ def _fit_chunk(base: str, b, y, kv, w, grid):
     feasible solution of least squared error.  Returns ``(sse, c, a, b0, kv_coef)`` or ``None``.
     """
     b0s = np.array([1.0]) if base == "affine" else np.asarray(grid, dtype=float)
-    n = b.size
     if base == "staircase":
         F = np.ceil(b[:, None] / b0s[None, :])
     elif base == "piecewise-linear":
@@ -231,29 +230,50 @@ def _fit_chunk(base: str, b, y, kv, w, grid):
     else:
         F = b[:, None]
     G = b0s.size
-    cols = [np.broadcast_to(w[:, None], (n, G)), w[:, None] * F]
-    if kv is not None:
-        cols.append(np.broadcast_to((w * kv)[:, None], (n, G)))
-    X = np.stack(cols, axis=2)  # (n, G, p)
-    scale = np.sqrt(np.mean(X * X, axis=0))  # (G, p)
-    scale[scale == 0] = 1.0
-    X = X / scale[None]
+    # columns: u = w (constant), V[:, j] = w*f_j(b) (one per b0), z = w*kv; scaled to unit RMS
     yw = y * w
-    gram = np.einsum("ngi,ngj->gij", X, X)  # (G, p, p)
-    rhs = np.einsum("ngi,n->gi", X, yw)  # (G, p)
+    u = w / np.sqrt(np.mean(w * w))
+    V = w[:, None] * F
+    sv = np.sqrt(np.mean(V * V, axis=0))
+    sv[sv == 0] = 1.0
+    V /= sv
+    p = 3 if kv is not None else 2
+    gram = np.empty((G, p, p))
+    rhs = np.empty((G, p))
+    gram[:, 0, 0] = u @ u
+    gram[:, 0, 1] = gram[:, 1, 0] = u @ V
+    gram[:, 1, 1] = np.einsum("nj,nj->j", V, V)
+    rhs[:, 0] = u @ yw
+    rhs[:, 1] = yw @ V
+    scale = np.empty((G, p))
+    scale[:, 0] = np.sqrt(np.mean(w * w))
+    scale[:, 1] = sv
+    if kv is not None:
+        z = w * kv
+        sz = np.sqrt(np.mean(z * z)) or 1.0
+        z = z / sz
+        gram[:, 0, 2] = gram[:, 2, 0] = u @ z
+        gram[:, 1, 2] = gram[:, 2, 1] = z @ V
+        gram[:, 2, 2] = z @ z
+        rhs[:, 2] = z @ yw
+        scale[:, 2] = sz
     yy = float(yw @ yw)
     best_sse = np.full(G, np.inf)
-    best_theta = np.zeros((G, X.shape[2]))
+    best_theta = np.zeros((G, p))
     for S in _subsets(base, kv is not None):
         idx = np.array(S)
         A = gram[:, idx[:, None], idx[None, :]]
         r = rhs[:, idx]
-        theta = np.einsum("gij,gj->gi", np.linalg.pinv(A), r)
+        try:
+            theta = np.linalg.solve(A, r[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # a singular system (collinear columns for some b0)
+            theta = np.einsum("gij,gj->gi", np.linalg.pinv(A), r)
         ok = np.all(theta > 0, axis=1)
-        sse = yy - np.einsum("gi,gi->g", theta, r)
+        # the error of this theta whatever its accuracy (near-singular systems stay honest)
+        sse = yy - 2 * np.einsum("gi,gi->g", theta, r) + np.einsum("gi,gij,gj->g", theta, A, theta)
         better = ok & (sse < best_sse)
         if np.any(better):
-            full = np.zeros((G, X.shape[2]))
+            full = np.zeros((G, p))
             full[:, idx] = theta
             best_sse = np.where(better, sse, best_sse)
             best_theta[better] = full[better]
