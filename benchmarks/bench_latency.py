@@ -44,7 +44,7 @@ def bench_scoring():
           f"warm {t_warm:.3f} s   (target < 1 s: {'met' if max(t_cold, t_warm) < 1 else 'MISSED'})")
 
 
-def bench_simulator(horizon_s=200.0, load=0.7, kv=30_000):
+def bench_simulator(horizon_s=200.0, load=0.7, kv=30_000, rounds=5):
     from fluidq.profiles import DEFAULT_PROFILE, load_profile
 
     eng = load_profile(DEFAULT_PROFILE).engine(kv_capacity_tokens=kv)
@@ -53,18 +53,25 @@ def bench_simulator(horizon_s=200.0, load=0.7, kv=30_000):
     a, p, d = w.with_rate(load * lam).sample(np.random.default_rng(0), horizon_s=horizon_s)
     reqs = {"arrival_s": a, "prompt_tokens": p, "output_tokens": d}
     pols = standard_policies(eng, w, keys=POLICY_KEYS)
-    times = {}
-    for k, pol in pols.items():
-        def one():
-            for o in (getattr(pol, "order", None), getattr(getattr(pol, "order", None), "base", None)):
-                if hasattr(o, "reset"):
-                    o.reset()
-            return fluidq.simulate(eng, reqs, pol, horizon_s=horizon_s)
-        r = one()
-        times[k] = (_best(one, repeat=2), r.n_iterations, r.preemptions)
+
+    def one(pol):
+        for o in (getattr(pol, "order", None), getattr(getattr(pol, "order", None), "base", None)):
+            if hasattr(o, "reset"):
+                o.reset()
+        # batch checking off for every policy (it is off by default only for the built-in formers)
+        return fluidq.simulate(eng, reqs, pol, horizon_s=horizon_s, check_batches=False)
+
+    runs = {k: one(pol) for k, pol in pols.items()}
+    best = {k: float("inf") for k in pols}
+    for _ in range(rounds):          # round-robin, best of each: robust to a shared machine's load
+        for k, pol in pols.items():
+            t = time.perf_counter()
+            one(pol)
+            best[k] = min(best[k], time.perf_counter() - t)
+    times = {k: (best[k], runs[k].n_iterations, runs[k].preemptions) for k in pols}
     base = times["fcfs"][0]
     print(f"\nsimulator with KV memory ({kv} tokens), Azure conversation at load {load}, {len(a)} requests, "
-          f"{horizon_s:g} s simulated (generic kernel)")
+          f"{horizon_s:g} s simulated (generic kernel, check_batches=False)")
     print(f"{'ordering':<22}{'seconds':>9}{'x FCFS':>9}{'iterations':>12}{'preemptions':>13}   target <= 3x")
     for k, (t, it, pre) in times.items():
         print(f"{k:<22}{t:9.3f}{t / base:9.2f}{it:12d}{pre:13d}   {'met' if t / base <= 3 else 'MISSED'}")

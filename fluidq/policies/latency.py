@@ -30,6 +30,7 @@ Li et al., "UNIBOOST: prediction-free tail-aware scheduling for LLM serving", ar
 from __future__ import annotations
 
 import math
+import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -48,6 +49,9 @@ __all__ = ["SJF", "SRPT", "LAS", "PARS", "GammaBoost", "MemGuard", "GammaAda", "
 PAPER_TOKEN_COST_S = 0.15316 / 512
 
 
+_SJF_KEY = operator.attrgetter("output_tokens", "arrival_s", "rid")
+
+
 def _started(r: RequestState) -> bool:
     return r.attained_tokens > 0
 
@@ -63,6 +67,9 @@ class SJF(KeyOrdering):
     def key(self, r, now_s):
         return r.output_tokens
 
+    def order(self, requests, now_s):
+        return sorted(requests, key=_SJF_KEY)
+
 
 @dataclass(frozen=True)
 class SRPT(KeyOrdering):
@@ -73,6 +80,10 @@ class SRPT(KeyOrdering):
     def key(self, r, now_s):
         return (r.prompt_tokens - r.prefilled) + (r.output_tokens - r.decoded)
 
+    def order(self, requests, now_s):
+        return sorted(requests, key=lambda r: (r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded,
+                                               r.arrival_s, r.rid))
+
 
 @dataclass(frozen=True)
 class LAS(KeyOrdering):
@@ -82,6 +93,9 @@ class LAS(KeyOrdering):
 
     def key(self, r, now_s):
         return r.attained_tokens
+
+    def order(self, requests, now_s):
+        return sorted(requests, key=lambda r: (r.prefilled + r.decoded, r.arrival_s, r.rid))
 
 
 # --------------------------------------------------------------------------- PARS
@@ -361,6 +375,7 @@ class GammaBoost(Ordering):
     margin_s: float = 0.0
     effective_work: bool = True
     w_min_s: float = 1e-6
+    _bcache: dict = field(default_factory=dict, repr=False, compare=False)
 
     name = "gamma-boost"
     static = False
@@ -398,14 +413,27 @@ class GammaBoost(Ordering):
             p -= self.margin_s
         return p
 
+    def _boosts(self) -> dict:
+        """``{work tokens: b_gamma(work * cost)}`` for the current gamma (memo; integer work repeats)."""
+        c = self._bcache
+        g = self.gamma
+        if c.get("__gamma__") != g:
+            c.clear()
+            c["__gamma__"] = g
+        return c
+
     def order(self, requests, now_s):
         g, cost, wmin, margin, eff = self.gamma, self.token_cost_s, self.w_min_s, self.margin_s, self.effective_work
         b = _b_scalar
+        memo = self._boosts()
 
         def key(r):
             att = r.prefilled + r.decoded
             w = (att if att > r.prompt_tokens else r.prompt_tokens) if eff else att
-            p = r.arrival_s - b(w * cost, g, wmin)
+            bw = memo.get(w)
+            if bw is None:
+                bw = memo[w] = b(w * cost, g, wmin)
+            p = r.arrival_s - bw
             if margin and att > 0:
                 p -= margin
             return (p, r.arrival_s, r.rid)
@@ -589,13 +617,17 @@ class MemGuard(Ordering):
         if isinstance(base, GammaBoost):
             g, cost, wmin, margin, eff = base.gamma, base.token_cost_s, base.w_min_s, base.margin_s, base.effective_work
             bs = _b_scalar
+            memo = base._boosts()
 
             def key(r):
                 att = r.prefilled + r.decoded
                 w = (att if att > r.prompt_tokens else r.prompt_tokens) if eff else att
                 if w >= k:
                     w = k << ((int(w) // k).bit_length() - 1)
-                p = r.arrival_s - bs(w * cost, g, wmin)
+                bw = memo.get(w)
+                if bw is None:
+                    bw = memo[w] = bs(w * cost, g, wmin)
+                p = r.arrival_s - bw
                 if margin and att > 0:
                     p -= margin
                 return (p, r.arrival_s, r.rid)
@@ -733,16 +765,7 @@ class GammaAda(GammaBoost):
 
     def order(self, requests, now_s):
         self.watch(requests, now_s)
-        g = self.gamma
-        cost, wmin, margin = self.token_cost_s, self.w_min_s, self.margin_s
-
-        def key(r):
-            p = r.arrival_s - _b_scalar(self.work_tokens(r) * cost, g, wmin)
-            if margin and _started(r):
-                p -= margin
-            return (p, r.arrival_s, r.rid)
-
-        return sorted(requests, key=key)
+        return GammaBoost.order(self, requests, now_s)
 
     def phi(self, r, now_s, work_tokens=None):
         w = self.work_tokens(r) if work_tokens is None else work_tokens
