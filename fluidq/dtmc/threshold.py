@@ -292,6 +292,15 @@ def renewal_threshold(engine: Engine, workload: Workload, policy):
     if k != math.inf:
         raise ThresholdUnavailable("renewal threshold with a batch-size limit k_max is not implemented")
     kind = _kind(pol)
+    if kind in ("fastertransformer", "vllm") and not pol.chunk_long_prompts:
+        S = _survival(workload.prompt_tokens, b + 1)
+        blocked = float(S[b]) if S is not None else 0.0  # P(v_p >= b + 1)
+        if blocked > 0:
+            return 0.0, 0.0, 0.0, "0", {
+                "blocked_fraction": blocked,
+                "blocked_reason": (f"a fraction {blocked:.3g} of prompts is longer than the budget b={b}; {pol.name} "
+                                   "never schedules them (chunk_long_prompts=False), so they accumulate at any "
+                                   "arrival rate")}
     if kind == "fastertransformer":
         return _ft_threshold(engine, workload, pol, b)
     if kind == "vllm":
@@ -399,8 +408,8 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
             try:
                 lam, lo, hi, expr, det = renewal_threshold(engine, workload, pol)
                 details.update(det)
-                return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate, _reason("renewal", name, lam, wc_rate),
-                                       expr, details)
+                return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate,
+                                       det.get("blocked_reason") or _reason("renewal", name, lam, wc_rate), expr, details)
             except ThresholdUnavailable as exc:
                 details["renewal_unavailable"] = str(exc)
             method = "dtmc"
@@ -424,8 +433,8 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
             return stability_threshold(engine, workload, pol, "closed_form")
         lam, lo, hi, expr, det = renewal_threshold(engine, workload, pol)
         details.update(det)
-        return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate, _reason("renewal", name, lam, wc_rate), expr,
-                               details)
+        return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate,
+                               det.get("blocked_reason") or _reason("renewal", name, lam, wc_rate), expr, details)
     if method == "dtmc":
         lam, lo, hi, steps = _dtmc_threshold(engine, workload, pol, 0.0, wc_rate, rtol=rtol,
                                              max_prefill=max_prefill, max_decode=max_decode)
@@ -448,7 +457,7 @@ _RENEWAL_CACHE: dict = {}
 
 
 def cached_renewal_threshold(engine, workload, pol):
-    """``(threshold_per_s, None)`` or ``(None, why)``; cached on (engine, lengths, policy).
+    """``(threshold_per_s, None)``, ``(0.0, why)`` (prompts that never fit) or ``(None, why)``; cached.
 
     Used by :func:`fluidq.check_stability`: fast (closed form for FasterTransformer, a small
     dense chain per bisection step for vanilla vLLM) and memoised.
@@ -461,8 +470,13 @@ def cached_renewal_threshold(engine, workload, pol):
     if key is not None and key in _RENEWAL_CACHE:
         return _RENEWAL_CACHE[key]
     try:
-        lam, *_ = renewal_threshold(engine, workload, pol)
-        out = (float(lam), None) if lam > 0 and math.isfinite(lam) else (None, "the renewal formula gave no rate")
+        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol)
+        if lam == 0 and "blocked_reason" in det:
+            out = (0.0, det["blocked_reason"])
+        elif lam > 0 and math.isfinite(lam):
+            out = (float(lam), None)
+        else:
+            out = (None, "the renewal formula gave no rate")
     except ThresholdUnavailable as exc:
         out = (None, str(exc))
     if key is not None:

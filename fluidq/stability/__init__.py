@@ -81,6 +81,8 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     if thr is None:
         return Status.UNKNOWN, (f"{pol.name} is not work-conserving ({wc.reason}); below the Theorem-2 bound "
                                 f"(load {rho:.3f}) no threshold is available: {why}"), None, "closed_form"
+    if thr == 0:
+        return Status.UNSTABLE, f"{pol.name} is not work-conserving and unstable at every rate: {why}", 0.0, "renewal"
     lam = workload.arrival_rate_per_s
     r = lam / thr
     share = thr * rho / lam  # threshold as a fraction of the Theorem-2 bound

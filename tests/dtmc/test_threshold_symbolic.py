@@ -96,10 +96,14 @@ def test_check_stability_gives_real_verdicts_for_non_work_conserving(paper_engin
     assert r.status == Status.UNSTABLE
     r = fluidq.check_stability(paper_engine, w.with_rate(10.0), "fastertransformer")
     assert r.status == Status.UNSTABLE and r.threshold_requests_per_s == pytest.approx(ft)
-    # random prompt lengths: no renewal formula, the verdict stays unknown with the reason
+    # geometric prompts: some exceed b_max and whole-prompt schedulers never take them -> unstable
     wg = wl(5.0, G(mean_tokens=100), 100)
     r = fluidq.check_stability(paper_engine, wg, "vllm")
-    assert r.status == Status.UNKNOWN and "fixed prompt" in r.reason
+    assert r.status == Status.UNSTABLE and "never schedules" in r.reason
+    assert fluidq.stability_threshold(paper_engine, wg, "vllm").arrival_rate_per_s == 0.0
+    # ... unless long prompts are chunked: then no renewal formula, the verdict stays unknown
+    r = fluidq.check_stability(paper_engine, wg, fluidq.VLLM(chunk_long_prompts=True))
+    assert r.status == Status.UNKNOWN and "simulation" in r.reason
 
 
 def test_threshold_bad_input(paper_engine):
@@ -107,7 +111,10 @@ def test_threshold_bad_input(paper_engine):
         fluidq.stability_threshold(paper_engine, wl(1.0, 100, 100), "sarathi", method="magic")
     with pytest.raises(fluidq.FluidqError):
         fluidq.stability_threshold(paper_engine, wl(1.0, 100, 100), "fastertransformer", method="closed_form")
-    with pytest.raises(fluidq.FluidqError, match="never schedules"):
-        fluidq.stability_threshold(paper_engine, wl(1.0, 600, 100), "vllm", method="renewal")
+    r = fluidq.stability_threshold(paper_engine, wl(1.0, 600, 100), "vllm", method="renewal")
+    assert r.arrival_rate_per_s == 0.0 and "never schedules" in r.reason
+    with pytest.raises(fluidq.FluidqError, match="chunk"):
+        fluidq.stability_threshold(paper_engine, wl(1.0, 600, 100), fluidq.VLLM(chunk_long_prompts=True),
+                                   method="renewal")
     d = fluidq.stability_threshold(paper_engine, wl(1.0, 100, 100), "vllm").to_dict()
     assert d["method"] == "renewal" and d["arrival_rate_per_s"] > 0
