@@ -76,6 +76,13 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
     tok_served = 0
     next_report = 0.0
 
+    bt_ap, bn_ap, bw_ap = bt.append, bn.append, bw.append
+    pq_ap, cum_ap = pq.append, cum.append
+    hpush, hpop = heapq.heappush, heapq.heappop
+    uns_pop, uns_ap = uns.popleft, uns.append
+
+    cap_d = b_max if b_max < k_cap else k_cap
+
     def take_prefill(budget, slots):
         """(tokens, prompts touched) of the prefill part, given the budget and free slots."""
         if budget < 1 or slots < 1 or ph >= len(pq):
@@ -107,19 +114,19 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
             n_sys += 1
             p = P[i]
             work += p + D[i]
-            bt.append(arr[i])
-            bn.append(n_sys)
-            bw.append(work)
+            bt_ap(arr[i])
+            bn_ap(n_sys)
+            bw_ap(work)
             if not chunked and not chunk_long and p > b_max:
                 blocked_tok += p
                 n_blocked += 1
                 continue
             tot += p
-            pq.append(i)
-            cum.append(tot)
-        bt.append(t)
-        bn.append(n_sys)
-        bw.append(work)
+            pq_ap(i)
+            cum_ap(tot)
+        bt_ap(t)
+        bn_ap(n_sys)
+        bw_ap(work)
         if t >= horizon:
             break
         if progress is not None and t >= next_report:
@@ -136,8 +143,21 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                 x, touched = take_prefill(b_max, k_cap)
                 sd = min(ndec, b_max - x, k_cap - touched)
             else:
-                sd = min(ndec, b_max, k_cap)
-                x, touched = take_prefill(b_max - sd, k_cap - sd)
+                sd = ndec if ndec < cap_d else cap_d
+                if chunked:  # inlined take_prefill (the Sarathi path)
+                    budget = b_max - sd
+                    slots = k_cap - sd
+                    npq = len(pq)
+                    if budget < 1 or slots < 1 or ph >= npq:
+                        x = touched = 0
+                    else:
+                        last = ph + slots - 1 if ph + slots < npq else npq - 1
+                        x = cum[last] - pos
+                        if budget < x:
+                            x = budget
+                        touched = bisect_left(cum, pos + x, ph, last + 1) - ph + 1
+                else:
+                    x, touched = take_prefill(b_max - sd, k_cap - sd)
         elif prefill_first:
             x, touched = take_prefill(b_max, k_cap)
             sd = 0 if touched else min(ndec, b_max, k_cap)
@@ -154,12 +174,12 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
         fresh = None
         if sd:
             while nS < sd:
-                rid, r = uns.popleft()
+                rid, r = uns_pop()
                 f = G + r
                 sfin[rid] = f
-                heapq.heappush(fheap, (f, rid))
+                hpush(fheap, (f, rid))
                 if need_shrink:
-                    heapq.heappush(mheap, -rid)
+                    hpush(mheap, -rid)
                 A += P[rid] + D[rid] - f
                 nS += 1
                 if r == D[rid]:
@@ -168,7 +188,7 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                     else:
                         fresh.append(rid)
             while nS > sd:
-                rid = -heapq.heappop(mheap)
+                rid = -hpop(mheap)
                 f = sfin[rid]
                 if f < 0:
                     continue
@@ -177,7 +197,7 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                 nS -= 1
                 uns.appendleft((rid, f - G))
             while fheap[0][0] != sfin[fheap[0][1]]:
-                heapq.heappop(fheap)
+                hpop(fheap)
             k = fheap[0][0] - G
         else:
             k = INF
@@ -225,16 +245,16 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
             n_sys += 1
             p = P[i]
             work += p + D[i]
-            bt.append(arr[i])
-            bn.append(n_sys)
-            bw.append(work)
+            bt_ap(arr[i])
+            bn_ap(n_sys)
+            bw_ap(work)
             if not chunked and not chunk_long and p > b_max:
                 blocked_tok += p
                 n_blocked += 1
                 continue
             tot += p
-            pq.append(i)
-            cum.append(tot)
+            pq_ap(i)
+            cum_ap(tot)
         work -= tokens
         if sd and x:
             mixed_iters += j
@@ -244,7 +264,7 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                 for rid in fresh:
                     ftk[rid] = t1
             while fheap and fheap[0][0] <= G:
-                f, rid = heapq.heappop(fheap)
+                f, rid = hpop(fheap)
                 if sfin[rid] != f:
                     continue
                 sfin[rid] = -1
@@ -263,11 +283,12 @@ def run_fast(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
                 rid = pq[ph]
                 ph += 1
                 pdn[rid] = t
-                uns.append((rid, D[rid]))
+                uns_ap((rid, D[rid]))
                 ndec += 1
             if ph > 4096 and ph * 2 > len(pq):  # compact the stream
                 pq = pq[ph:]
                 cum = cum[ph:]
+                pq_ap, cum_ap = pq.append, cum.append
                 pscan -= ph
                 ph = 0
     return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
