@@ -6,12 +6,15 @@ Theorem 2 of Li, Dai, Peng (arXiv:2504.07347): no scheduler serves more than
 join-the-shortest-queue router the capacities add (Prop. 3 / Remark 4).
 
 For a context-aware batch time ``t(b, kv)`` the capacity is evaluated at the workload's mean
-context (an approximation, documented in :func:`max_throughput`).
+decode context, and a KV-cache capacity limits how many requests decode together
+(:func:`resident_limits`); both are fluid approximations, stated in the result's ``reason``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Sequence
+
+import numpy as np
 
 from ..batchtime import ContextAware
 from ..engine import Engine
@@ -19,7 +22,8 @@ from ..errors import ParameterError
 from ..results import plain
 from ..workload import Workload
 
-__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "mean_decode_context"]
+__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "mean_decode_context", "mean_resident_context",
+           "resident_limits"]
 
 
 @dataclass(frozen=True)
@@ -64,35 +68,74 @@ class CapacityResult:
         return plot_capacity(self, ax=ax, **kw)
 
 
-def mean_decode_context(engine: Engine, workload: Workload) -> float:
-    """Mean cached KV tokens read by decode attention in a full batch (approximation).
+def mean_resident_context(workload: Workload) -> float:
+    """Mean KV tokens held by a decoding request, averaged over its decode iterations.
 
-    In a full batch of ``b_max`` tokens the decode share is ``m_d/(m_p+m_d)`` (flow balance), so
-    ``n_d = min(b_max*m_d/(m_p+m_d), k_max)`` requests decode; a decoding request's context is
-    uniform over its decode phase, ``m_p + m_d/2`` on average.  Returns ``n_d*(m_p + m_d/2)``.
+    A request with ``p`` prompt and ``o`` output tokens decodes for ``o`` iterations with a mean
+    context of ``p + o/2``; weighting by ``o`` (long requests stay resident longer) gives
+    ``E[o (p + o/2)] / E[o]``: ``m_p + E[o^2]/(2 m_d)`` for independent lengths, the paired
+    average for a trace.
+    """
+    if workload.trace is not None:
+        p = np.asarray(workload.trace.prompt_tokens, dtype=float)
+        o = np.asarray(workload.trace.output_tokens, dtype=float)
+        return float(np.sum(o * (p + o / 2.0)) / np.sum(o))
+    return workload.mean_prompt_tokens + workload.output_tokens.mean_square / (2.0 * workload.mean_output_tokens)
+
+
+def resident_limits(engine: Engine, workload: Workload) -> dict:
+    """How many requests can decode together at saturation, under each limit.
+
+    ``token_budget``: in flow balance a full batch of ``b_max`` tokens holds ``b_max m_d/(m_p+m_d)``
+    decode tokens, one per decoding request; ``k_max``: the batch-size limit; ``kv_cache``:
+    ``kv_capacity_tokens / mean_resident_context``.  Absent limits are omitted.
     """
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
-    n_d = engine.b_max * md / (mp + md)
+    out = {"token_budget": engine.b_max * md / (mp + md)}
     if engine.k_max is not None:
-        n_d = min(n_d, engine.k_max)
-    return n_d * (mp + md / 2.0)
+        out["k_max"] = float(engine.k_max)
+    if engine.kv_capacity_tokens is not None:
+        out["kv_cache"] = engine.kv_capacity_tokens / mean_resident_context(workload)
+    return out
+
+
+def mean_decode_context(engine: Engine, workload: Workload) -> float:
+    """Mean cached KV tokens read by decode attention in a batch at saturation (approximation).
+
+    ``N * mean_resident_context`` with ``N`` the smallest of :func:`resident_limits`.
+    """
+    return min(resident_limits(engine, workload).values()) * mean_resident_context(workload)
 
 
 def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:
-    """``(tokens_per_s, batch_tokens, note)`` for one engine."""
+    """``(tokens_per_s, batch_tokens, note)`` for one engine.
+
+    With a workload and a KV capacity, the KV cache may bound the requests that decode together
+    below what a full batch needs; the batch then holds at most ``N (m_p + m_d)/m_d`` tokens
+    (flow balance with ``N`` decoding requests) and the sup of ``b/t(b)`` is taken up to that.
+    """
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
     bt = engine.batch_time
-    note = ""
+    notes = []
+    b_lim = engine.b_max
+    if workload is not None and engine.kv_capacity_tokens is not None:
+        lim = resident_limits(engine, workload)
+        n = min(lim.values())
+        if lim.get("kv_cache", np.inf) <= n and lim["kv_cache"] < lim["token_budget"]:
+            md = workload.mean_output_tokens
+            b_lim = max(1, min(engine.b_max, int(n * workload.mean_tokens / md)))
+            notes.append(f"the KV cache ({engine.kv_capacity_tokens} tokens) binds: at most {n:.1f} requests "
+                         f"decode together, so batches hold at most {b_lim} tokens")
     if isinstance(bt, ContextAware):
         if workload is None:
-            note = "context-aware model without a workload: attention cost ignored (optimistic)"
+            notes.append("context-aware model without a workload: attention cost ignored (optimistic)")
         else:
             kv = mean_decode_context(engine, workload)
             bt = bt.at_context(kv)
-            note = f"context-aware model at the workload's mean decode context ({kv:.0f} KV tokens per batch)"
-    rate, b = bt.best_rate(engine.b_max)
-    return rate, b, note
+            notes.append(f"context-aware model at the workload's mean decode context ({kv:.0f} KV tokens per batch)")
+    rate, b = bt.best_rate(b_lim)
+    return rate, b, "; ".join(notes)
 
 
 def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None = None, *,
@@ -152,7 +195,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
             from ..region.capacity import region_capacity
 
             r2, b2, why, binds = region_capacity(e, workload)
-            if binds:
+            if binds and r2 < r:  # both are upper bounds: the tighter one (k_max or KV cache) decides
                 r, b = r2, b2
                 if why not in region_reasons:
                     region_reasons.append(why)
@@ -164,7 +207,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     req = total / workload.mean_tokens if workload is not None else None
     if len(engines) == 1:
         e = engines[0]
-        reason = (f"sup over b <= b_max={e.b_max} of b/t(b) is reached at b={bs[0]} "
+        reason = (f"sup of b/t(b) over admissible batches (b <= b_max={e.b_max}) is reached at b={bs[0]} "
                   f"(Theorem 2 of arXiv:2504.07347)")
     else:
         reason = (f"sum of {len(engines)} engine capacities: the throughput of join-the-shortest-queue "

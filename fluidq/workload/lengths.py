@@ -1,6 +1,6 @@
 """Token-length distributions for prompts (``v_p``) and outputs (``v_d``).
 
-All lengths are integers >= 1.  Each distribution exposes ``mean``, ``sample(rng, n)``,
+All lengths are integers >= 1.  Each distribution exposes ``mean``, ``mean_square`` (``E[L^2]``), ``sample(rng, n)``,
 ``is_memoryless`` (geometric only) and, when its support is finite, ``support()`` giving
 ``(values, probabilities)`` -- what the DTMC builder needs.
 
@@ -33,6 +33,11 @@ class Length:
     def mean(self) -> float:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @property
+    def mean_square(self) -> float:  # pragma: no cover - abstract
+        """``E[L^2]`` (length-biased averages need it)."""
+        raise NotImplementedError
+
     def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
@@ -58,6 +63,10 @@ class Fixed(Length):
     @property
     def mean(self):
         return float(self.n)
+
+    @property
+    def mean_square(self):
+        return float(self.n) ** 2
 
     def sample(self, rng, n):
         return np.full(int(n), self.n, dtype=np.int64)
@@ -87,6 +96,10 @@ class Geometric(Length):
         """Per-token completion probability ``1/mean``."""
         return 1.0 / self.mean_tokens
 
+    @property
+    def mean_square(self):
+        return (2.0 - self.p) / self.p ** 2
+
     def sample(self, rng, n):
         return rng.geometric(self.p, size=int(n)).astype(np.int64)
 
@@ -106,6 +119,11 @@ class PoissonLength(Length):
     def mean(self):
         return self.mean_tokens
 
+    @property
+    def mean_square(self):
+        mu = self.mean_tokens - 1.0
+        return 1.0 + 3.0 * mu + mu * mu
+
     def sample(self, rng, n):
         return 1 + rng.poisson(self.mean_tokens - 1.0, size=int(n)).astype(np.int64)
 
@@ -120,6 +138,7 @@ class LogNormal(Length):
     mu: float
     sigma: float
     _mean: float = field(default=float("nan"), init=False, repr=False, compare=False)
+    _mean_square: float = field(default=float("nan"), init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "mu", real("mu", self.mu))
@@ -130,8 +149,10 @@ class LogNormal(Length):
         # E[ceil X] = sum_{k>=0} P(X > k); sum to a far quantile, then bound the tail by E[X]-tail
         hi = int(min(dist.ppf(1 - 1e-12), 1e8)) + 2
         k = np.arange(0, hi, dtype=float)
-        m = float(np.sum(dist.sf(k)))
-        object.__setattr__(self, "_mean", m)
+        sf = dist.sf(k)
+        object.__setattr__(self, "_mean", float(np.sum(sf)))
+        # E[ceil(X)^2] = sum_{k>=0} (2k+1) P(X > k)
+        object.__setattr__(self, "_mean_square", float(np.sum((2 * k + 1) * sf)))
 
     @classmethod
     def from_mean(cls, mean_tokens: float, sigma: float) -> "LogNormal":
@@ -142,6 +163,10 @@ class LogNormal(Length):
     @property
     def mean(self):
         return self._mean
+
+    @property
+    def mean_square(self):
+        return self._mean_square
 
     def sample(self, rng, n):
         return np.ceil(rng.lognormal(self.mu, self.sigma, size=int(n))).astype(np.int64)
@@ -177,6 +202,11 @@ class Empirical(Length):
     @property
     def mean(self):
         return float(np.dot(self.values, self.weights))
+
+    @property
+    def mean_square(self):
+        v = np.asarray(self.values, dtype=float)
+        return float(np.dot(v * v, self.weights))
 
     def sample(self, rng, n):
         return rng.choice(np.asarray(self.values, dtype=np.int64), size=int(n), p=np.asarray(self.weights))

@@ -53,3 +53,28 @@ def test_verdicts_at_the_boundary():
     assert fluidq.check_stability(e, shape(100, 100).with_rate(lam), "orca").status == "critical"
     r = fluidq.check_stability(e, shape(100, 100).with_rate(1.1 * lam), "vllm")
     assert r.status == "unstable" and r.load == pytest.approx(1.1)
+
+
+def test_kv_cache_bounds_the_batch():
+    # 100 + 100 tokens per request: a full 512-token batch needs 256 decoding requests, each
+    # holding 100 + E[o^2]/(2 m_d) = 150 KV tokens on average; 15,000 KV tokens hold only 100
+    e = Engine(batch_time=PAPER, b_max=512)
+    w = shape(100, 100)
+    free = max_throughput(e, w)
+    tight = max_throughput(e.with_(kv_capacity_tokens=15_000), w)
+    # 100 decoding requests and, in flow balance, 100 prefill tokens: batches of at most 200
+    # tokens, where the staircase's best b/t(b) is at the step end 128
+    assert "at most 200 tokens" in tight.reason
+    assert tight.batch_tokens == 128
+    assert tight.tokens_per_s == pytest.approx(128 / PAPER(128))
+    assert tight.tokens_per_s < free.tokens_per_s and "KV cache" in tight.reason
+    roomy = max_throughput(e.with_(kv_capacity_tokens=10**6), w)
+    assert roomy.tokens_per_s == pytest.approx(free.tokens_per_s)
+
+
+def test_resident_context_is_length_biased():
+    from fluidq.capacity import mean_resident_context
+
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=10, output_tokens=fluidq.Geometric(mean_tokens=20))
+    # m_p + E[o^2]/(2 m_d) with E[o^2] = (2 - p)/p^2, p = 1/20
+    assert mean_resident_context(w) == pytest.approx(10 + (2 - 0.05) / 0.05**2 / 40)
