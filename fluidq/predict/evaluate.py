@@ -45,6 +45,17 @@ class RankingEvaluation:
         return {"tau_b": self.tau_b, "baseline_tau_b": self.baseline_tau_b, "n_test": self.n_test,
                 "model": self.model, "method": self.method, "info": dict(self.info)}
 
+    def plot(self, ax=None, path=None):
+        """Bars: the ranker's tau_b next to the prompt-length baseline."""
+        from ..plotting import axes, finish
+
+        fig, ax = axes(ax)
+        ax.bar(["ranker", "prompt length"], [self.tau_b, self.baseline_tau_b], color=["C0", "C7"])
+        ax.axhline(0, color="k", lw=0.8)
+        ax.set_ylabel("Kendall tau_b (held-out)")
+        ax.set_title(self.model or "length ranking", fontsize=9)
+        return finish(fig, ax, path)
+
 
 def evaluate_ranker(ranker, prompts, lengths, *, model: str = "") -> RankingEvaluation:
     """tau_b of ``ranker.score(prompts)`` and of the prompt length (characters) against ``lengths``."""

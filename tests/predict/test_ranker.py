@@ -99,3 +99,12 @@ def test_default_path_does_not_import_torch():
             "r.score(['x']); import fluidq.policies.latency; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_evaluation_faces(tmp_path):
+    p = ["a b", "c d e f", "g h i j k l m", "n o"]
+    rk = LengthRanker.fit(p, [1, 10, 100, 2], rng=0)
+    ev = evaluate_ranker(rk, p, [1, 10, 100, 2], model="toy")
+    d = ev.to_dict()
+    assert d["model"] == "toy" and -1 <= d["tau_b"] <= 1
+    assert ev.plot(path=tmp_path / "ev.png").endswith("ev.png")
