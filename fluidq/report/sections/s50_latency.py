@@ -18,8 +18,9 @@ def render(ctx):
         e_mem = e
         mem_note = f"KV-cache capacity: {e.kv_capacity_tokens:,} tokens."
     loads = (0.7,) if ctx.quick else (0.5, 0.8)
-    horizon = 90.0 if ctx.quick else 240.0
-    pols = standard_policies(e_mem, w, keys=KEYS, tau=0.5)
+    horizon = 60.0 if ctx.quick else 240.0
+    keys = ("fcfs", "pars", "srpt", "uniboost") if ctx.quick else KEYS
+    pols = standard_policies(e_mem, w, keys=keys, tau=0.5)
     res = compare_orderings(e_mem, w, pols, loads=loads, horizon_s=horizon, n_replications=1, rng=50)
     ctx.results["latency"] = res
     fig = res.plot(metric="latency_per_token_mean_s", path=ctx.figure("latency_per_token"))
