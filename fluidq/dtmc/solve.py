@@ -18,10 +18,13 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ParameterError
 
-__all__ = ["stationary", "StationarySolution", "DIRECT_MAX_STATES"]
+__all__ = ["stationary", "StationarySolution", "DIRECT_FIRST_STATES", "DIRECT_MAX_STATES"]
 
-#: chains up to this many states are solved by sparse LU by default
-DIRECT_MAX_STATES = 20_000
+#: chains up to this many states are solved by sparse LU first by default (LU fill-in on the
+#: multi-dimensional chains grows fast: beyond this, power iteration goes first)
+DIRECT_FIRST_STATES = 2_000
+#: largest chain the automatic choice hands to sparse LU at all
+DIRECT_MAX_STATES = 30_000
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,9 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
     P : sparse matrix
         Row-stochastic transition matrix.
     method : {"auto", "direct", "gmres", "power"}
-        ``auto``: sparse LU up to :data:`DIRECT_MAX_STATES` states, power iteration beyond (cheap
-        per step, fast for chains that mix quickly), GMRES (Jacobi-preconditioned) when it fails.
+        ``auto``: sparse LU for small chains (:data:`DIRECT_FIRST_STATES`), else power iteration
+        from the reference state (cheap per step, fast for chains that mix quickly) with sparse LU
+        (up to :data:`DIRECT_MAX_STATES`) and GMRES (Jacobi-preconditioned) as fallbacks.
     tol : float
         Target residual ``||pi P - pi||_1`` (power iteration: successive difference).
     ref : int
@@ -136,7 +140,9 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
         raise ParameterError("method", method, "'auto', 'direct', 'gmres' or 'power'")
     if n == 1:
         return StationarySolution(np.ones(1), "trivial", 0.0, 0, True)
-    tries = {"auto": ["direct", "power", "gmres"] if n <= DIRECT_MAX_STATES else ["power", "gmres"],
+    auto = (["direct", "power", "gmres"] if n <= DIRECT_FIRST_STATES else
+            ["power", "direct", "gmres"] if n <= DIRECT_MAX_STATES else ["power", "gmres"])
+    tries = {"auto": auto,
              "direct": ["direct", "power"], "gmres": ["gmres", "power"], "power": ["power"]}[method]
     notes = []
     best = None
@@ -148,7 +154,8 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
             elif m == "gmres":
                 raw, conv, its = _gmres(P, ref, tol=tol * 1e-2)
             else:
-                raw, conv, its = _power(P, tol, x0=best, ref=ref)
+                raw, conv, its = _power(P, tol, x0=best, ref=ref,
+                                        maxiter=20_000 if method == "auto" and m != tries[-1] else 200_000)
         except (RuntimeError, MemoryError, ValueError) as exc:  # singular or too large: next method
             notes.append(f"{m} failed ({type(exc).__name__}: {exc})")
             continue

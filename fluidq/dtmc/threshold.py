@@ -28,8 +28,9 @@ Methods
 ``dtmc``
     Bisection on ``lambda`` with the truncated engine chain (:func:`fluidq.build_dtmc`): a rate is
     called stable when the stationary mass lost at the truncation boundary is below the
-    tolerance.  Needs geometric outputs.  The bound is the final bracket (plus the truncation
-    caveat: a heavy but stable chain near ``lambda*`` reads as unstable).
+    tolerance.  Needs geometric outputs.  A heavy but stable chain near ``lambda*`` leaks through
+    any finite cap and reads as unstable, so the estimate is biased low: ``lower_per_s`` is a rate
+    judged stable, ``upper_per_s`` Theorem 2's bound; prefer ``renewal`` where it applies.
 ``simulation``
     :func:`fluidq.find_threshold` (the iteration-level simulator), with its confidence bracket.
 ``auto``
@@ -439,9 +440,15 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
         lam, lo, hi, steps = _dtmc_threshold(engine, workload, pol, 0.0, wc_rate, rtol=rtol,
                                              max_prefill=max_prefill, max_decode=max_decode)
         details["bisection"] = steps
-        return ThresholdResult(lam, lo, hi, "dtmc", name, wc_rate,
-                               _reason("dtmc", name, lam, wc_rate) + " (bisection on the truncated chain's boundary "
-                               f"mass, caps max_prefill={max_prefill}, max_decode={max_decode})", None, details)
+        details["bisection_bracket_per_s"] = (lo, hi)
+        # a rate whose truncated chain keeps its boundary mass below the tolerance is stable (lower
+        # end); near the threshold the stationary law is heavy and leaks through any finite cap, so
+        # the bisection's upper end is not a bound: Theorem 2's rate is the upper bound reported
+        return ThresholdResult(hi, lo, max(hi, wc_rate), "dtmc", name, wc_rate,
+                               _reason("dtmc", name, hi, wc_rate) + " (bisection on the truncated chain's boundary "
+                               f"mass, caps max_prefill={max_prefill}, max_decode={max_decode}; truncation biases the "
+                               "estimate low: the lower end is a stable rate, the upper end is Theorem 2's bound)",
+                               None, details)
     lam, lo, hi, res = _simulation_threshold(engine, workload, pol, rng, **sim_kw)
     details["simulation"] = plain(res) if hasattr(res, "to_dict") else repr(res)
     return ThresholdResult(lam, lo, hi, "simulation", name, wc_rate, _reason("simulation", name, lam, wc_rate), None,

@@ -118,3 +118,13 @@ def test_threshold_bad_input(paper_engine):
                                    method="renewal")
     d = fluidq.stability_threshold(paper_engine, wl(1.0, 100, 100), "vllm").to_dict()
     assert d["method"] == "renewal" and d["arrival_rate_per_s"] > 0
+
+
+def test_dtmc_bisection_brackets_the_renewal_threshold(small_engine):
+    w = wl(1.0, 4, G(mean_tokens=6))
+    ren = fluidq.stability_threshold(small_engine, w, "fastertransformer")
+    dt = fluidq.stability_threshold(small_engine, w, "fastertransformer", method="dtmc", rtol=0.1,
+                                    max_prefill=40, max_decode=30)
+    assert dt.method == "dtmc"
+    assert dt.lower_per_s <= ren.arrival_rate_per_s <= dt.upper_per_s
+    assert dt.arrival_rate_per_s > 0.6 * ren.arrival_rate_per_s  # truncation bias, but not wild

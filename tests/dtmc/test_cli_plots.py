@@ -1,0 +1,44 @@
+"""`fluidq dtmc` and the DTMC plots."""
+import json
+
+import pytest
+
+import fluidq
+from fluidq.cli import main
+from fluidq.dtmc import build_dtmc
+
+
+def test_cli_table_json_and_plot(tmp_path, capsys):
+    png = tmp_path / "d.png"
+    rc = main(["dtmc", "--rate", "5", "--prompt", "16", "--output", "20", "--b-max", "64", "--policy", "vllm",
+               "--max-prefill", "20", "--max-decode", "60", "--plot", str(png)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "states" in out and "threshold" in out and "boundary mass" in out
+    assert png.exists() and png.stat().st_size > 1000
+    rc = main(["dtmc", "--rate", "5", "--prompt", "16", "--output", "20", "--b-max", "64", "--policy", "sarathi",
+               "--max-prefill", "15", "--max-decode", "40", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert d["result"]["status"] == "stable" and d["result"]["n_states"] > 0
+    assert d["threshold"]["method"] == "closed_form"
+
+
+def test_cli_bad_input_exits_2(capsys):
+    rc = main(["dtmc", "--rate", "5", "--prompt", "16", "--geometric", "--policy", "fastertransformer"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "prompt_tokens" in err and len(err.strip().splitlines()) == 1
+
+
+def test_plots_write_files(tmp_path, small_engine):
+    from fluidq.plotting.dtmc import plot_drift, plot_stationary
+
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=3.0), prompt_tokens=4,
+                        output_tokens=fluidq.Geometric(mean_tokens=5))
+    ch = build_dtmc(small_engine, w, "vllm", max_prefill=10, max_decode=20)
+    r = ch.solve()
+    assert plot_stationary(r, path=tmp_path / "s.png") == str(tmp_path / "s.png")
+    assert plot_drift(ch, path=tmp_path / "f.png") == str(tmp_path / "f.png")
+    thr = fluidq.stability_threshold(small_engine, w, "vllm")
+    assert thr.plot(path=tmp_path / "t.png") == str(tmp_path / "t.png")
+    ax = r.plot()
+    assert ax is not None
