@@ -296,7 +296,7 @@ def renewal_threshold(engine: Engine, workload: Workload, policy):
     if kind in ("fastertransformer", "vllm") and not pol.chunk_long_prompts:
         S = _survival(workload.prompt_tokens, b + 1)
         blocked = float(S[b]) if S is not None else 0.0  # P(v_p >= b + 1)
-        if blocked > 0:
+        if blocked > 1e-12:  # below this it is floating-point noise of the survival function
             return 0.0, 0.0, 0.0, "0", {
                 "blocked_fraction": blocked,
                 "blocked_reason": (f"a fraction {blocked:.3g} of prompts is longer than the budget b={b}; {pol.name} "
