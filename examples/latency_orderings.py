@@ -19,8 +19,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 import fluidq
 from fluidq.latency import POLICY_KEYS, compare_orderings, reasoning_workload, standard_policies
 from fluidq.profiles import DEFAULT_PROFILE, load_profile

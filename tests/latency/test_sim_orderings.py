@@ -1,5 +1,4 @@
 """Orderings inside the simulator: memory, MEMGUARD's preemption bound, starvation, throughput at 0.95."""
-import math
 
 import numpy as np
 import pytest
@@ -7,7 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import fluidq
 from fluidq.latency import POLICY_KEYS, standard_policies
-from fluidq.policies.latency import PARS, SJF, SRPT, GammaBoost, MemGuard
+from fluidq.policies.latency import PARS, SRPT, GammaBoost, MemGuard
 from fluidq.policies.unified import UniBoost, Unified
 from fluidq.sim import replicate
 
