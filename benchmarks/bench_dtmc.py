@@ -35,8 +35,8 @@ def main(argv=None):
     p.add_argument("--kernel-tol", type=float, default=1e-10)
     p.add_argument("--solver", default="auto")
     a = p.parse_args(argv)
-    defaults = {"vllm": dict(prompt=50, rate=8.0, max_prefill=499, max_decode=499),
-                "sarathi": dict(prompt=200, rate=5.0, max_prefill=25, max_decode=49)}[a.case]
+    defaults = {"vllm": {"prompt": 50, "rate": 8.0, "max_prefill": 499, "max_decode": 499},
+                "sarathi": {"prompt": 200, "rate": 5.0, "max_prefill": 25, "max_decode": 49}}[a.case]
     for k, v in defaults.items():
         if getattr(a, k) is None:
             setattr(a, k, v)

@@ -34,5 +34,12 @@ def __getattr__(name):
     raise AttributeError(f"module 'fluidq.dtmc' has no attribute {name!r}")
 
 
-__all__ = ["EngineChain", "build_dtmc", "StationaryResult", "stationary", "stability_threshold",
-           "ThresholdResult", "solve_dtmc"]
+__all__ = [
+    "EngineChain",
+    "StationaryResult",
+    "ThresholdResult",
+    "build_dtmc",
+    "solve_dtmc",
+    "stability_threshold",
+    "stationary",
+]

@@ -274,7 +274,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     else:
         caps = np.array([effective_cap(int(n), int(bb), pp) for n, bb in zip(*_pairs(NP, B))], dtype=np.int64)
         # caps for the unique (n_p, B) pairs, mapped back to states
-        key_np, key_b, inv = _pairs(NP, B, inverse=True)
+        _key_np, _key_b, inv = _pairs(NP, B, inverse=True)
         cap_state = caps[inv]
         ukey, uinv = np.unique(cap_state * (b + 1) + B, return_inverse=True)
         src_l, K_l, T_l, W_l = [], [], [], []

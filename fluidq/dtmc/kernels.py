@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-__all__ = ["poisson_pmf", "binom_pmf", "geometric_prefill"]
+__all__ = ["binom_pmf", "geometric_prefill", "poisson_pmf"]
 
 
 def poisson_pmf(mu: float, tol: float = 1e-12) -> np.ndarray:

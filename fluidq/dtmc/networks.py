@@ -51,8 +51,16 @@ from ..results import Status, plain
 from .solve import stationary
 from .state import StateSpace
 
-__all__ = ["NetworkChain", "NetworkResult", "parallel_engines", "dag_network", "fork_join", "rybko_stolyar",
-           "virtual_station_work", "rybko_stolyar_symbolic"]
+__all__ = [
+    "NetworkChain",
+    "NetworkResult",
+    "dag_network",
+    "fork_join",
+    "parallel_engines",
+    "rybko_stolyar",
+    "rybko_stolyar_symbolic",
+    "virtual_station_work",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,7 +90,7 @@ class NetworkChain:
     def coords(self) -> dict:
         return {n: self.space[n] for n in self.space.names}
 
-    def solve(self, method="auto", *, tol=1e-10, tolerance=1e-6) -> "NetworkResult":
+    def solve(self, method="auto", *, tol=1e-10, tolerance=1e-6) -> NetworkResult:
         t0 = time.perf_counter()
         unstable = self.inputs.get("unstable_reason")
         if unstable:
@@ -448,7 +456,7 @@ def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, prio
 
 def virtual_station_work(chain: NetworkChain) -> np.ndarray:
     """``W = m2 (x1 + x2) + m4 (x3 + x4)`` for a Rybko-Stolyar chain."""
-    m1, m2, m3, m4 = chain.inputs["means"]
+    _m1, m2, _m3, m4 = chain.inputs["means"]
     x = chain.coords()
     return m2 * (x["x1"] + x["x2"]) + m4 * (x["x3"] + x["x4"])
 

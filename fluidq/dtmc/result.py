@@ -113,8 +113,8 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
     lam = chain.arrival_rate_per_s
     offered = lam * (inp["m_p"] + inp["m_d"])
     cap = inp["capacity_tokens_per_s"]
-    common = dict(policy=chain.policy, arrival_rate_per_s=lam, n_states=chain.n_states, nnz=chain.nnz,
-                  build_s=chain.build_s, tolerance=tolerance, chain=chain)
+    common = {"policy": chain.policy, "arrival_rate_per_s": lam, "n_states": chain.n_states, "nnz": chain.nnz,
+                  "build_s": chain.build_s, "tolerance": tolerance, "chain": chain}
     if offered >= cap:
         return StationaryResult(status=Status.UNSTABLE, reason=(
             f"offered load {offered:.4g} tokens/s >= capacity {cap:.4g} tokens/s: by Theorem 2(a) of "

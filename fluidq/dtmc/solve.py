@@ -18,7 +18,7 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ParameterError
 
-__all__ = ["stationary", "StationarySolution", "DIRECT_FIRST_STATES", "DIRECT_MAX_STATES"]
+__all__ = ["DIRECT_FIRST_STATES", "DIRECT_MAX_STATES", "StationarySolution", "stationary"]
 
 #: chains up to this many states are solved by sparse LU first by default (LU fill-in on the
 #: multi-dimensional chains grows fast: beyond this, power iteration goes first)

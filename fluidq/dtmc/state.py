@@ -22,7 +22,7 @@ class StateSpace:
     _lookup: np.ndarray = field(repr=False)
 
     @classmethod
-    def from_mask(cls, names, shape, valid: np.ndarray) -> "StateSpace":
+    def from_mask(cls, names, shape, valid: np.ndarray) -> StateSpace:
         """All vectors of the box ``prod(range(s) for s in shape)`` where ``valid`` is True."""
         grids = np.nonzero(valid)
         coords = {n: g.astype(np.int64) for n, g in zip(names, grids)}

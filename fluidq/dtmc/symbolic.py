@@ -26,8 +26,14 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-__all__ = ["symbols", "batch_drift", "work_conserving_certificate", "Certificate",
-           "fastertransformer_threshold_expr", "fastertransformer_region_drift"]
+__all__ = [
+    "Certificate",
+    "batch_drift",
+    "fastertransformer_region_drift",
+    "fastertransformer_threshold_expr",
+    "symbols",
+    "work_conserving_certificate",
+]
 
 
 def symbols():

@@ -54,7 +54,7 @@ from ..policies.schedulers import Scheduler
 from ..results import plain
 from ..workload import Empirical, Fixed, Geometric, LogNormal, PoissonLength, Workload
 
-__all__ = ["ThresholdResult", "stability_threshold", "renewal_threshold", "ThresholdUnavailable"]
+__all__ = ["ThresholdResult", "ThresholdUnavailable", "renewal_threshold", "stability_threshold"]
 
 METHODS = ("auto", "closed_form", "renewal", "dtmc", "simulation")
 

@@ -53,10 +53,9 @@ def plot_threshold(result, *, ax=None, path=None):
     """The threshold against Theorem 2's bound (and vLLM's decode-rate curve when available)."""
     fig, ax = axes(ax)
     curve = result.details.get("curve")
-    md = None
     if curve:
         lam, D = np.array(sorted(curve)).T
-        md = result.details.get("mean_tokens")
+        result.details.get("mean_tokens")
         ax.plot(lam, D, ".", ms=3, label="decode rate D(lambda), tokens/s")
     ax.axvline(result.arrival_rate_per_s, color="C3", lw=1.2, label=f"{result.policy}: {result.arrival_rate_per_s:.4g} req/s")
     ax.axvline(result.work_conserving_rate_per_s, color="grey", ls="--", lw=1,

@@ -1,8 +1,6 @@
 """`fluidq dtmc` and the DTMC plots."""
 import json
 
-import pytest
-
 import fluidq
 from fluidq.cli import main
 from fluidq.dtmc import build_dtmc

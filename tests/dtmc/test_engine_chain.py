@@ -9,7 +9,6 @@ from fluidq.dtmc import build_dtmc
 from fluidq.policies import QueueView, RequestState, resolve_policy
 from fluidq.results import Status
 
-
 G = fluidq.Geometric
 
 
@@ -56,7 +55,7 @@ def test_distribution_sums_to_one_and_is_non_negative(small_engine):
         assert r.pi.sum() == pytest.approx(1.0, abs=1e-12)
         assert np.all(r.pi >= 0)
         assert r.throughput_requests_per_s == pytest.approx(4.0, rel=1e-6)
-        k, pmf = r.requests_pmf()
+        _k, pmf = r.requests_pmf()
         assert pmf.sum() == pytest.approx(1.0) and np.all(pmf >= 0)
         assert 0 <= r.tail(5) <= 1
 
@@ -127,10 +126,10 @@ def test_caps_too_small_are_reported_inaccurate(small_engine):
 
 
 @pytest.mark.parametrize("bad", [
-    dict(policy="sarathi", prompt=4, output=7),                       # fixed output: not memoryless
-    dict(policy="fastertransformer", prompt=G(mean_tokens=4), output=G(mean_tokens=4)),  # random prompt, whole prompts
-    dict(policy="vllm", prompt=40, output=G(mean_tokens=4)),          # prompt longer than b_max
-    dict(policy="sarathi", prompt=fluidq.LogNormal(mu=1.0, sigma=0.5), output=G(mean_tokens=4)),
+    {"policy": "sarathi", "prompt": 4, "output": 7},                       # fixed output: not memoryless
+    {"policy": "fastertransformer", "prompt": G(mean_tokens=4), "output": G(mean_tokens=4)},  # random prompt, whole prompts
+    {"policy": "vllm", "prompt": 40, "output": G(mean_tokens=4)},          # prompt longer than b_max
+    {"policy": "sarathi", "prompt": fluidq.LogNormal(mu=1.0, sigma=0.5), "output": G(mean_tokens=4)},
 ])
 def test_bad_input_raises_naming_the_parameter(small_engine, bad):
     w = wl(1.0, bad["prompt"], bad["output"])

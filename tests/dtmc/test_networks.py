@@ -107,6 +107,7 @@ def test_fork_join_join_buffer_and_symmetry(tiny_engine):
 
 def test_rybko_stolyar_symbolic_conditions():
     import sympy as sp
+
     from fluidq.dtmc.networks import rybko_stolyar_symbolic
 
     s = rybko_stolyar_symbolic()

@@ -1,6 +1,7 @@
 """Property tests: every solved chain is a probability distribution with flow balance."""
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import fluidq
 from fluidq.dtmc import build_dtmc
@@ -14,8 +15,7 @@ from fluidq.results import Status
 def test_stationary_law_is_a_distribution_with_flow_balance(b_max, policy, prompt, geometric_prompt, md, load):
     e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01, a=0.02, b0=4), b_max=b_max)
     pol = fluidq.policies.resolve_policy(policy)
-    if prompt > b_max:
-        prompt = b_max
+    prompt = min(prompt, b_max)
     pr = fluidq.Geometric(mean_tokens=float(prompt)) if (geometric_prompt and pol.chunked) else prompt
     w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=pr,
                         output_tokens=fluidq.Geometric(mean_tokens=md))

@@ -1,16 +1,18 @@
 """Symbolic drift, closed-form and renewal thresholds, check_stability verdicts."""
-import numpy as np
 import pytest
 import sympy as sp
 
 import fluidq
 from fluidq.dtmc import build_dtmc
-from fluidq.dtmc.symbolic import (fastertransformer_region_drift, fastertransformer_threshold_expr,
-                                  work_conserving_certificate)
+from fluidq.dtmc.symbolic import (
+    fastertransformer_region_drift,
+    fastertransformer_threshold_expr,
+    work_conserving_certificate,
+)
 from fluidq.results import Status
 
 G = fluidq.Geometric
-PAPER = dict(c=0.01128, a=0.03547, b0=128)
+PAPER = {"c": 0.01128, "a": 0.03547, "b0": 128}
 
 
 def wl(rate, prompt, output):

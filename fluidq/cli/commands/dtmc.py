@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 from .. import emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    workload_from_args,
+)
 
 
 def register(sub):
@@ -59,16 +64,16 @@ def run(args):
         return "-" if x is None else format(x, spec)
 
     lines = [f"engine          {engine.batch_time.describe()}, b_max={engine.b_max}",
-             f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt {workload.prompt_tokens!r}, "
-             f"output {workload.output_tokens!r}",
+             (f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt {workload.prompt_tokens!r}, "
+             f"output {workload.output_tokens!r}"),
              *([f"lengths         {note}"] if note else []),
              f"policy          {res.policy}",
              f"chain           {res.n_states:,} states, {res.nnz:,} non-zeros, caps {chain.caps}",
              f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
              f"truncation      boundary mass {f(res.lost_mass, '.2e')} (tolerance {res.tolerance:g})",
              f"status          {res.status}: {res.reason}",
-             f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
-             f" quantiles {res.requests_quantiles}",
+             (f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
+             f" quantiles {res.requests_quantiles}"),
              f"tokens          mean unprocessed {f(res.mean_unprocessed_tokens)}",
              f"throughput      {f(res.throughput_requests_per_s)} req/s, {f(res.throughput_tokens_per_s)} tokens/s"]
     if thr is not None:
