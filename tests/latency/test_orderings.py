@@ -264,3 +264,17 @@ def test_resolve_ordering_names():
         resolve_ordering("nope")
     assert UniBoost().order.name == "memguard"
     assert UniBoost(memguard=False, adaptive=True).order.name == "gamma-ada"
+
+
+@pytest.mark.parametrize("make", [
+    lambda: UniBoost(), lambda: UniBoost(adaptive=True), lambda: Unified(order=SRPT()),
+    lambda: fluidq.Sarathi(order=PARS(missing_score="last", idle_steps=3)), lambda: fluidq.Orca(order=GammaBoost()),
+    lambda: fluidq.Sarathi(order=MemGuard(base=LAS())), lambda: fluidq.Sarathi(order=SJF())],
+    ids=["uniboost", "uniboost-ada", "unified-srpt", "sarathi-pars-idle", "orca-gamma", "sarathi-memguard-las",
+         "sarathi-sjf"])
+def test_latency_policies_pass_the_public_policy_check(make):
+    from fluidq.testing.policy import check_policy
+
+    res = check_policy(make(), n_states=80)
+    assert res.ok, res.problems
+    assert res.work_conserving
