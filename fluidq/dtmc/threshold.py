@@ -9,12 +9,16 @@ Methods
     Work-conserving schedulers (mixed batches and chunked prefill: Orca, Sarathi-Serve, vLLM v1):
     Theorem 2 of Li, Dai, Peng (arXiv:2504.07347), ``lambda* = (b/t_b)_max / (m_p + m_d)``.
 ``renewal``
-    The two non-work-conserving schedulers, from their behaviour with a large backlog (fixed
-    prompt length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch):
+    The two non-work-conserving schedulers, from their behaviour with a large backlog (prompt
+    length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch; vanilla
+    vLLM needs a fixed prompt length).  Prompts that can exceed ``b_max`` are never scheduled by
+    these schedulers (unless ``chunk_long_prompts``): the threshold is then 0.
 
     * **FasterTransformer** (decode first, no mixed batches): with a long queue every cycle is one
       prefill batch of ``k`` prompts followed by decode-only batches until the last of the ``k``
-      finishes; renewal-reward gives
+      finishes (random prompt lengths on ``1..b_max``: ``k`` varies with the head prompt that did
+      not fit last time, a finite Markov chain, and the formula becomes a Markov-renewal ratio);
+      renewal-reward gives
       ``lambda* = k / (t(k v_p) + sum_{j>=1} E[t(N_j) 1{N_j>0}])`` with
       ``N_j ~ Binomial(k, P(v_d >= j))`` requests still decoding at decode step ``j`` (for fixed
       ``v_d``: ``k / (t(k v_p) + v_d t(k))``).
@@ -183,32 +187,96 @@ def _fixed_prompt(workload, pol, b):
     return vp
 
 
-def _ft_threshold(engine, workload, pol, b):
-    vp = _fixed_prompt(workload, pol, b)
-    k = b // vp
-    t = engine.batch_time
-    out = workload.output_tokens
-    jmax = _max_length(out)
-    S = _survival(out, jmax)
+def _decode_cycle_s(t, out, kmax):
+    """``dec[k] = sum_j E[t(N_j) 1{N_j > 0}]``, ``N_j ~ Binomial(k, P(v_d >= j))``, for ``k = 0..kmax``."""
+    S = _survival(out, _max_length(out))
     if S is None:
         raise ThresholdUnavailable(f"output length {out!r} has no known survival function")
-    n = np.arange(1, k + 1)
-    tn = np.asarray(t(n.astype(float)), float)
-    # E[t(N_j) 1{N_j > 0}] for N_j ~ Binomial(k, S_j), summed over decode steps j
-    keep = 1.0 - (1.0 - S) ** k > 1e-15
-    S = S[keep]
-    pm = stats.binom.pmf(n[None, :], k, S[:, None])
-    decode_s = float((pm @ tn).sum())
+    S = S[1.0 - (1.0 - S) ** kmax > 1e-15]
+    dec = np.zeros(kmax + 1)
+    for k in range(1, kmax + 1):
+        n = np.arange(1, k + 1)
+        tn = np.asarray(t(n.astype(float)), float)
+        pm = stats.binom.pmf(n[None, :], k, S[:, None])
+        dec[k] = float((pm @ tn).sum())
+    return dec
+
+
+def _ft_threshold(engine, workload, pol, b):
+    t = engine.batch_time
+    out = workload.output_tokens
+    pr = workload.prompt_tokens
+    if not isinstance(pr, Fixed):
+        return _ft_threshold_random_prompts(engine, workload, pol, b)
+    vp = _fixed_prompt(workload, pol, b)
+    k = b // vp
+    decode_s = float(_decode_cycle_s(t, out, k)[k])
     prefill_s = float(t(float(k * vp)))
     cycle = prefill_s + decode_s
     lam = k / cycle
-    expr = None
     if isinstance(out, Fixed):
         expr = (f"k / (t(k v_p) + v_d t(k)) with k = floor({b}/{vp}) = {k}: "
                 f"{k} / ({prefill_s:.6g} s + {out.n} x {float(t(float(k))):.6g} s)")
     else:
         expr = f"k / (t(k v_p) + sum_j E[t(N_j)]) with k = {k}, N_j ~ Binomial(k, P(v_d >= j))"
     return lam, lam, lam, expr, {"k": k, "cycle_s": cycle, "prefill_s": prefill_s, "decode_s": decode_s}
+
+
+def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
+    """FasterTransformer with i.i.d. prompt lengths on ``1..b`` (Markov-renewal over the head prompt).
+
+    With a long queue each cycle's prefill batch starts with the prompt that did not fit last
+    time (its length ``h`` is known) and takes fresh prompts while they fit; the first that does
+    not fit is the next head.  From a remaining budget ``r`` the number of extra prompts taken,
+    the budget left over and the next head's length obey simple recursions in ``r``; the head
+    lengths form a finite Markov chain, and renewal-reward over it gives
+    ``lambda* = E_pi[K] / E_pi[t(T) + dec(K)]``.
+    """
+    t = engine.batch_time
+    pr = workload.prompt_tokens
+    S = _survival(pr, b + 1)
+    if S is None:
+        raise ThresholdUnavailable(f"prompt length {pr!r} has no known distribution function")
+    p = np.clip(S[:-1] - S[1:], 0.0, None)  # p[l-1] = P(v_p = l), l = 1..b
+    p /= p.sum()
+    lens = np.flatnonzero(p > 0) + 1
+    pl = p[lens - 1]
+    kmax = min(b // int(lens.min()), max_batch)
+    if b // int(lens.min()) > max_batch:
+        raise ThresholdUnavailable(f"prompts as short as {lens.min()} tokens allow batches of more than {max_batch} "
+                                   "prompts; the renewal computation is limited to that")
+    # recursions over the remaining budget r = 0..b
+    G = np.zeros((b + 1, kmax + 1))   # extra prompts taken
+    R = np.zeros((b + 1, b + 1))      # budget left at the end
+    H = np.zeros((b + 1, lens.size))  # next head (index into lens)
+    for r in range(b + 1):
+        fit = lens <= r
+        stop = ~fit
+        G[r, 0] += pl[stop].sum()
+        R[r, r] += pl[stop].sum()
+        H[r, stop] += pl[stop]
+        for li in np.flatnonzero(fit):
+            rr = r - lens[li]
+            G[r, 1:] += pl[li] * G[rr, :-1]
+            R[r] += pl[li] * R[rr]
+            H[r] += pl[li] * H[rr]
+    dec = _decode_cycle_s(t, workload.output_tokens, kmax)
+    tT = np.asarray(t(np.maximum(b - np.arange(b + 1), 1).astype(float)), float)  # t(b - rem)
+    r0 = b - lens                        # budget left after the head
+    EK = 1.0 + G[r0] @ np.arange(kmax + 1)
+    Ecyc = R[r0] @ tT + G[r0] @ np.append(dec[1:], dec[-1])  # dec(1 + extra), extra <= kmax - 1
+    P = H[r0]
+    n = lens.size
+    A = P.T - np.eye(n)
+    A[-1, :] = 1.0
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    pi = np.clip(np.linalg.lstsq(A, rhs, rcond=None)[0], 0.0, None)
+    pi /= pi.sum()
+    lam = float(pi @ EK) / float(pi @ Ecyc)
+    expr = ("E_pi[K] / E_pi[t(T) + dec(K)] over the head-prompt chain (K prompts per prefill batch, T their "
+            "tokens, dec(K) the decode phase)")
+    return lam, lam, lam, expr, {"mean_batch_prompts": float(pi @ EK), "cycle_s": float(pi @ Ecyc)}
 
 
 def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):

@@ -44,3 +44,16 @@ def test_renewal_threshold_against_a_short_simulation_bracket(small_engine):
     sim = fluidq.find_threshold(small_engine, w, "fastertransformer", low_rate_per_s=0.6 * thr,
                                 high_rate_per_s=1.5 * thr, rel_tol=0.15, n_replications=4, horizon_s=300.0, rng=11)
     assert sim.low_rate_per_s <= thr <= sim.high_rate_per_s, sim.reason
+
+
+def test_ft_renewal_with_random_prompts_inside_the_simulation_bracket(paper_engine):
+    # i.i.d. prompt lengths: the head-prompt Markov-renewal threshold against the simulator
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0),
+                        prompt_tokens=fluidq.Empirical(values=(50, 100, 200), weights=(1, 2, 1)),
+                        output_tokens=G(mean_tokens=50))
+    thr = fluidq.stability_threshold(paper_engine, w, "fastertransformer")
+    assert thr.method == "renewal"
+    sim = fluidq.find_threshold(paper_engine, w, "fastertransformer", rng=3, rel_tol=0.05, n_replications=6,
+                                low_rate_per_s=0.8 * thr.arrival_rate_per_s,
+                                high_rate_per_s=1.25 * thr.arrival_rate_per_s, horizon_s=8000.0)
+    assert sim.low_rate_per_s <= thr.arrival_rate_per_s <= sim.high_rate_per_s, sim.reason

@@ -130,3 +130,15 @@ def test_dtmc_bisection_brackets_the_renewal_threshold(small_engine):
     assert dt.method == "dtmc"
     assert dt.lower_per_s <= ren.arrival_rate_per_s <= dt.upper_per_s
     assert dt.arrival_rate_per_s > 0.6 * ren.arrival_rate_per_s  # truncation bias, but not wild
+
+
+def test_ft_random_prompt_renewal_reduces_to_the_fixed_formula(paper_engine):
+    one = wl(1.0, fluidq.Empirical(values=(129,)), 112)
+    fixed = wl(1.0, 129, 112)
+    a = fluidq.stability_threshold(paper_engine, one, "fastertransformer").arrival_rate_per_s
+    b = fluidq.stability_threshold(paper_engine, fixed, "fastertransformer").arrival_rate_per_s
+    assert a == pytest.approx(b, rel=1e-12)
+    # check_stability uses it: an empirical prompt mix gets a real verdict
+    mix = wl(5.0, fluidq.Empirical(values=(50, 100, 200)), 100)
+    r = fluidq.check_stability(paper_engine, mix, "fastertransformer")
+    assert r.status == Status.UNSTABLE and r.method == "renewal"
