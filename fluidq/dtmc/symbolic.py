@@ -31,6 +31,7 @@ __all__ = [
     "batch_drift",
     "fastertransformer_region_drift",
     "fastertransformer_threshold_expr",
+    "vllm_region_drift",
     "symbols",
     "work_conserving_certificate",
 ]
@@ -118,3 +119,19 @@ def fastertransformer_region_drift():
     n = sp.Symbol("n_d", positive=True, integer=True)
     t_n = S["c"] + S["a"] * sp.ceiling(n / S["b0"])
     return batch_drift(0, n, t_n, S), n, S
+
+
+def vllm_region_drift():
+    """Drift of ``V`` in vanilla vLLM's prefill-only states: ``m`` whole prompts of ``v_p`` tokens.
+
+    While prompts wait, vLLM runs prefill-only batches of ``m v_p`` tokens (``m <= floor(b_max/v_p)``
+    and ``m`` = the prompts waiting), even when many requests could decode; the drift
+    ``lambda t(m v_p)(m_p + m_d) - m v_p`` is positive for small ``m`` -- the waste that puts its
+    threshold below Theorem 2's.
+    """
+    S = symbols()
+    m = sp.Symbol("m", positive=True, integer=True)
+    vp = sp.Symbol("v_p", positive=True, integer=True)
+    b = m * vp
+    t_b = S["c"] + S["a"] * sp.ceiling(b / S["b0"])
+    return batch_drift(b, 0, t_b, S), (m, vp), S

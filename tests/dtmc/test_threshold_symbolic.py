@@ -142,3 +142,13 @@ def test_ft_random_prompt_renewal_reduces_to_the_fixed_formula(paper_engine):
     mix = wl(5.0, fluidq.Empirical(values=(50, 100, 200)), 100)
     r = fluidq.check_stability(paper_engine, mix, "fastertransformer")
     assert r.status == Status.UNSTABLE and r.method == "renewal"
+
+
+def test_vllm_prefill_region_drift_is_positive_for_a_lone_prompt():
+    from fluidq.dtmc.symbolic import vllm_region_drift
+
+    drift, (m, vp), S = vllm_region_drift()
+    subs = {S["c"]: PAPER["c"], S["a"]: PAPER["a"], S["b0"]: 128, S["m_p"]: 100, S["m_d"]: 100,
+            S["lambda"]: 13.0, vp: 100}  # 78 % of Theorem 2's threshold
+    assert float(drift.subs(subs).subs(m, 1)) > 0   # one prompt of 100 tokens: a short batch
+    assert float(drift.subs(subs).subs(m, 5)) < 0   # five prompts: a nearly full batch drains
