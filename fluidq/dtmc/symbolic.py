@@ -31,8 +31,8 @@ __all__ = [
     "batch_drift",
     "fastertransformer_region_drift",
     "fastertransformer_threshold_expr",
-    "vllm_region_drift",
     "symbols",
+    "vllm_region_drift",
     "work_conserving_certificate",
 ]
 
