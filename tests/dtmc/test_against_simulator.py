@@ -57,3 +57,15 @@ def test_ft_renewal_with_random_prompts_inside_the_simulation_bracket(paper_engi
                                 low_rate_per_s=0.8 * thr.arrival_rate_per_s,
                                 high_rate_per_s=1.25 * thr.arrival_rate_per_s, horizon_s=8000.0)
     assert sim.low_rate_per_s <= thr.arrival_rate_per_s <= sim.high_rate_per_s, sim.reason
+
+
+def test_simulation_method_wraps_find_threshold(small_engine):
+    w = wl(1.0, 4, 6)
+    ren = fluidq.stability_threshold(small_engine, w, "fastertransformer")
+    sim = fluidq.stability_threshold(small_engine, w, "fastertransformer", method="simulation", rng=5,
+                                     low_rate_per_s=0.6 * ren.arrival_rate_per_s,
+                                     high_rate_per_s=1.5 * ren.arrival_rate_per_s, rel_tol=0.2,
+                                     n_replications=4, horizon_s=300.0)
+    assert sim.method == "simulation"
+    assert sim.lower_per_s <= ren.arrival_rate_per_s <= sim.upper_per_s
+    assert sim.to_dict()["details"]["simulation"]["policy"] == "fastertransformer"
