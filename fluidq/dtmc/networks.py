@@ -115,7 +115,7 @@ class NetworkChain:
                              sol.residual, lost, means, sol.pi, self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class NetworkResult:
     """Stationary solve of a network chain: status, means per coordinate, boundary mass."""
 

@@ -12,7 +12,7 @@ from .solve import stationary
 __all__ = ["StationaryResult", "solve_chain"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StationaryResult:
     """Stationary behaviour of a truncated engine chain.
 

@@ -27,7 +27,7 @@ DIRECT_FIRST_STATES = 2_000
 DIRECT_MAX_STATES = 30_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StationarySolution:
     pi: np.ndarray
     method: str
