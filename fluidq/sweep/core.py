@@ -350,7 +350,7 @@ def _drive(ex, target, seed, grid, common, chunks, errors, max_in_flight, rows, 
                     broken.append(c)
                     break
             done = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)[0] if inflight and not broken else ()
-            for f in done:
+            for f in sorted(done, key=inflight.__getitem__):  # store finished chunks in chunk order
                 c = inflight.pop(f)
                 try:
                     idx, rws = f.result()
