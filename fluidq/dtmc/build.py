@@ -312,6 +312,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     # --- expand every outcome by arrivals (Poisson(lambda t)) and decode completions (Binomial(D, q))
     rows, cols, vals = [], [], []
     lost = np.zeros(S)
+    flat_lookup = space._lookup.ravel().astype(np.int32)  # (n_p, n_d, j) -> state, -1 off the state set
     t_u, t_inv = np.unique(np.round(tb, 15), return_inverse=True)
     gkey = D.astype(np.int64) * (t_u.size + 1) + np.where(idle, t_u.size, t_inv)
     ukeys, ginv = np.unique(gkey, return_inverse=True)
@@ -336,19 +337,20 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
             s = src[m]
             base_p = NP[s] - K[m]
             base_d = ND[s] + K[m]
-            new_p = base_p[:, None, None] + A[None, :, None]
-            new_d = base_d[:, None, None] - Cc[None, None, :]
+            raw_p = base_p[:, None] + A[None, :]          # (n, La)
+            raw_d = base_d[:, None] - Cc[None, :]         # (n, Lc)
+            out_p = raw_p > Np
+            out_d = raw_d > Nd
+            cp = np.minimum(raw_p, Np)
+            cd = np.minimum(raw_d, Nd)
+            key = ((cp * (Nd + 1))[:, :, None] + cd[:, None, :]) * J + jn[m][:, None, None]
+            dest = flat_lookup[key]
             pr = W[m][:, None, None] * a[None, :, None] * cpr[None, None, :]
-            new_p, new_d = np.broadcast_arrays(new_p, new_d)
-            out = (new_p > Np) | (new_d > Nd)
-            new_p = np.minimum(new_p, Np)
-            new_d = np.minimum(new_d, Nd)
-            jj = np.broadcast_to(jn[m][:, None, None], new_p.shape)
-            dest = space.index(new_p, new_d, jj)
-            r = np.broadcast_to(s[:, None, None], new_p.shape)
-            if out.any():
-                lost += np.bincount(r[out], pr[out], minlength=S)
-            rows.append(r.ravel())
+            if out_p.any() or out_d.any():
+                out = out_p[:, :, None] | out_d[:, None, :]
+                r_out = np.broadcast_to(s[:, None, None], out.shape)[out]
+                lost += np.bincount(r_out, pr[out], minlength=S)
+            rows.append(np.repeat(s.astype(np.int32), per))
             cols.append(dest.ravel())
             vals.append(pr.ravel())
     rows = np.concatenate(rows)
