@@ -134,6 +134,9 @@ def test_replicate_is_reproducible_and_validates():
     a = replicate(e, w, "sarathi", n_replications=3, horizon_s=20, rng=1)
     b = replicate(e, w, "sarathi", n_replications=3, horizon_s=20, rng=1)
     np.testing.assert_array_equal(a.slopes_tokens_per_s, b.slopes_tokens_per_s)
+    assert len(a.runs) == 3 and a.plot() is not None
+    c = replicate(e, w, "sarathi", n_replications=3, horizon_s=20, rng=2)
+    assert not np.array_equal(a.slopes_tokens_per_s, c.slopes_tokens_per_s)
     assert a.to_dict()["verdict"] in ("growing", "bounded", "inconclusive")
     with pytest.raises(ParameterError, match="n_replications"):
         replicate(e, w, "sarathi", n_replications=1)

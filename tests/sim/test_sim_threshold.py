@@ -23,9 +23,10 @@ def test_sarathi_bracket_contains_lambda_star():
     assert d["arrival_rate_per_s"] == pytest.approx(0.5 * (d["low_rate_per_s"] + d["high_rate_per_s"]))
 
 
-def test_fastertransformer_threshold_is_far_below_lambda_star():
+def test_fastertransformer_threshold_is_far_below_lambda_star(tmp_path):
     r = find_threshold(E, W, "fastertransformer", rng=2, horizon_s=100.0, n_replications=6)
     assert math.isfinite(r.high_rate_per_s) and r.high_rate_per_s < 0.6 * r.fluid_rate_per_s, r.reason
+    assert r.plot(path=tmp_path / "th.png").endswith("th.png")
 
 
 def test_bad_brackets():
