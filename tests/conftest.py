@@ -1,4 +1,4 @@
-"""Small networks for the network and fluid tests (short hops, so simulations take a fraction of a second)."""
+"""Shared fixtures: small networks for the network and fluid tests (short hops, so simulations take a fraction of a second)."""
 from __future__ import annotations
 
 import pytest
