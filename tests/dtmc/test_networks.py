@@ -120,3 +120,22 @@ def test_rybko_stolyar_symbolic_conditions():
     ch = rybko_stolyar(1.0, (0.1, 0.6, 0.1, 0.6), cap=6)
     i = ch.space.find(x1=2, x2=1, x3=2, x4=0)
     assert ch.drift(virtual_station_work(ch))[i] == pytest.approx(float(s["virtual_drift"].subs(vals)))
+
+
+@pytest.mark.parametrize("lam,priority,stable", [(0.25, "exit", True), (1.0, "exit", False),
+                                                 (0.35, "reversed", True)])
+def test_rybko_stolyar_chain_agrees_with_the_fluid_model(lam, priority, stable):
+    # the fluid model of the networks issue and this chain give the same verdict on the classical network
+    from fluidq.network.examples import rybko_stolyar as fluid_rs
+
+    fl = fluidq.fluid_stability(fluid_rs(priority=priority, rate_per_s=lam))
+    assert (fl.status == Status.STABLE) == stable
+    ch = rybko_stolyar(lam, (0.1, 0.6, 0.1, 0.6), priority="exit" if priority == "exit" else "entry", cap=8)
+    r = ch.solve(tolerance=1e-3)
+    if stable:
+        assert r.status == Status.STABLE, r.reason
+    else:
+        assert r.status == Status.UNSTABLE
+        x = ch.coords()
+        blk = (x["x2"] > 0) & (x["x4"] == 0) & (x["x3"] > 0) & (x["x1"] < 8) & (x["x3"] < 8)
+        assert np.all(ch.drift(virtual_station_work(ch))[blk] > 0)
