@@ -188,10 +188,17 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
         prob = cp.Problem(cp.Minimize(cp.sum(gap)), [(V / unit).T @ w2 + gap >= p / unit, cp.sum(w2) <= 1])
         _lp(prob)
         shortfall = np.clip(np.asarray(gap.value, dtype=float) * unit, 0.0, None)
+        # LP round-off: a shortfall below 1e-9 of the target's size is zero (not "1.245e-06 prefill")
+        shortfall[shortfall <= 1e-9 * max(float(np.max(np.abs(p))), 1.0)] = 0.0
         reason = (f"outside the stability region: at most x{s:.4f} of the target along its direction; "
-                  f"short by {shortfall[0]:.4g} prefill and {shortfall[1]:.4g} decode tokens/s at least")
+                  f"short by {_tokens(shortfall[0])} prefill and {_tokens(shortfall[1])} decode tokens/s at least")
     keep = w > _W_EPS * max(float(w.sum()), 1e-300)  # interior-point noise on unused shapes
     return _result(region, p, bool(feasible), s, shapes_all[keep], w[keep], secs_all[keep], tuple(shortfall), reason)
+
+
+def _tokens(x: float) -> str:
+    """A token rate for prose: ``0``, or three decimals with thousands separators."""
+    return "0" if x == 0 else f"{x:,.3f}"
 
 
 def _result(region, p, feasible, s, shapes, w, secs, shortfall, reason):

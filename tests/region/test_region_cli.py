@@ -56,3 +56,32 @@ def test_region_simulate(tmp_path, capsys):
     assert len(d["simulated"]["sarathi-1024"]["points_tokens_per_s"]) == 2
     rc, out, err = run(["region", "--simulate"], capsys)
     assert rc == 2 and "--policies" in err
+
+
+def test_region_uses_fixed_prompt_like_capacity(capsys):
+    """Deterministic prompts: region's lambda* is the one ``max_throughput`` (fluidq capacity) reports."""
+    rc, out, _ = run(["region", "--k-max", "100", "--prompt", "100", "--output", "100", "--rate", "14",
+                      "--json"], capsys)
+    assert rc == 0
+    lam = json.loads(out)["workload"]["max_request_rate_per_s"]
+    rc, out, _ = run(["capacity", "--k-max", "100", "--prompt", "100", "--output", "100", "--json"], capsys)
+    assert rc == 0
+    assert lam == pytest.approx(json.loads(out)["requests_per_s"], rel=1e-9)
+
+
+def test_region_simulate_validates_before_progress(capsys):
+    rc, out, err = run(["region", "--rays", "0", "--simulate", "--policies", "sarathi"], capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--rays" in err and "simulating" not in err
+
+
+@pytest.mark.parametrize("value", ["-1,5", "-1e3,-5", "5,-1"])
+def test_region_negative_point_reaches_fluidq(value, capsys):
+    rc, out, err = run(["region", "--point", value], capsys)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--point" in err and "non-negative" in err, err
+
+
+def test_region_shortfall_has_no_round_off(capsys):
+    rc, out, _ = run(["region", "--b-max", "1024", "--k-max", "100", "--point", "700,2117.6"], capsys)
+    assert rc == 0
+    line = next(s for s in out.splitlines() if "short by" in s)
+    assert "e-0" not in line

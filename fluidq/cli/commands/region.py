@@ -1,6 +1,9 @@
 """``fluidq region``: the stability region of one engine under a token budget and a batch-size limit."""
 from __future__ import annotations
 
+import math
+import re
+
 from ...errors import ParameterError
 from .. import CliError, emit
 from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
@@ -15,7 +18,8 @@ def register(sub):
     add_engine_args(p)
     add_workload_args(p)
     p.add_argument("--point", default=None, metavar="LP,LD",
-                   help="target prefill,decode tokens per second, e.g. 620.3,2117.6")
+                   help="target prefill,decode tokens per second, e.g. 620.3,2117.6 (a value starting with '-' "
+                        "is read as the point too, e.g. --point -1,5, and then rejected as negative)")
     p.add_argument("--policies", default=None, metavar="NAMES",
                    help="comma-separated schedulers whose backlog regions to add (e.g. sarathi,orca,sarathi:128 "
                         "for Sarathi with its own b_max=128)")
@@ -27,6 +31,11 @@ def register(sub):
     p.add_argument("--plot", default=None, metavar="PATH", help="write the region plot (PNG) to PATH")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+    # argparse reads "-1,5" as an option name (only "-1" or "-1.5" count as negative numbers), so a
+    # negative --point failed inside argparse with "expected one argument"; let number lists through
+    # so that the coordinates reach ``_point`` and are rejected there with fluidq's own message.
+    if hasattr(p, "_negative_number_matcher"):
+        p._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(,\s*[-+]?[\d.eE+-]*)*$")
 
 
 def _point(text):
@@ -34,9 +43,12 @@ def _point(text):
     if len(parts) != 2:
         raise ParameterError("--point", text, "two numbers 'prefill_tokens_per_s,decode_tokens_per_s'")
     try:
-        return float(parts[0]), float(parts[1])
+        x, y = float(parts[0]), float(parts[1])
     except ValueError:
         raise ParameterError("--point", text, "two numbers 'prefill_tokens_per_s,decode_tokens_per_s'") from None
+    if not (math.isfinite(x) and math.isfinite(y)) or x < 0 or y < 0:
+        raise ParameterError("--point", text, "two finite non-negative token rates 'prefill,decode' per second")
+    return x, y
 
 
 def _policies(text):
@@ -63,11 +75,11 @@ def _where(scale: float) -> str:
 
 def run(args):
     from ...region import policy_region, region_mix, stability_region
+    from ...region.capacity import fixed_prompt
 
     if args.engines != 1:
         raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
     engine = engine_from_args(args)
-    region = stability_region(engine)
     point = _point(args.point) if args.point is not None else None
     workload = None
     if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
@@ -76,9 +88,20 @@ def run(args):
             point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
                      workload.arrival_rate_per_s * workload.mean_output_tokens)
     pols = _policies(args.policies) if args.policies else []
+    if args.simulate:  # validate before any work or progress line (stderr stays one line on error)
+        if not pols:
+            raise CliError("--simulate needs --policies")
+        if args.rays < 1:
+            raise ParameterError("--rays", args.rays, "an integer >= 1")
+        if args.seed < 0:
+            raise ParameterError("--seed", args.seed, "a non-negative integer")
+    # prompts of one fixed length: a request brings at most that many prefill tokens to a batch, the
+    # same region ``max_throughput`` (fluidq capacity) uses, so both give the same lambda*
+    prompt = fixed_prompt(workload) if workload is not None else None
+    region = stability_region(engine, prompt_tokens=prompt)
     others = {}
     for pol in pols:
-        pr = policy_region(engine, pol)
+        pr = policy_region(engine, pol, prompt_tokens=prompt)
         others[pr.label] = pr
     mix = region_mix(region, point) if point is not None else None
     result = {"region": region.to_dict()}
@@ -113,8 +136,6 @@ def run(args):
             lines.append(txt)
     sims = {}
     if args.simulate:
-        if not pols:
-            raise CliError("--simulate needs --policies")
         import sys
 
         from ...region.simulated import simulated_region
