@@ -177,17 +177,26 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     offered = workload.token_rate_per_s
     pred = max(0.0, offered - cap)
     tol = tolerance * offered
-    if lo > tol:
+    identical = bool(np.all(st == st[0]))
+    note = ""
+    if identical and workload.trace is not None:
+        # a replayed trace gives the same path every time: one sample, no interval; demand a clear trend
+        note = ("; the replications are identical (a replayed trace is one sample path), so growth must exceed "
+                "5x the tolerance")
+        verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) < tol else "inconclusive")
+    elif lo > tol:
         verdict = "growing"
     elif hi < tol:
         verdict = "bounded"
     else:
         verdict = "inconclusive"
+    if identical and workload.trace is None and not note:
+        note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
     reason = (f"token-backlog slope {m:,.1f} tokens/s, {confidence:.0%} CI [{lo:,.1f}, {hi:,.1f}] over "
               f"{n_replications} runs of {horizon_s:g} s (fitted after {start_frac:.0%} of each run); tolerance "
               f"{tol:,.1f} tokens/s = {tolerance:.0%} of the offered {offered:,.1f} tokens/s; fluid prediction "
-              f"max(0, load - capacity) = {pred:,.1f} tokens/s")
+              f"max(0, load - capacity) = {pred:,.1f} tokens/s{note}")
     return ReplicationResult(policy=name, arrival_rate_per_s=workload.arrival_rate_per_s, verdict=verdict,
                              slope_tokens_per_s=m, slope_ci=(lo, hi), slopes_tokens_per_s=st,
                              slopes_requests_per_s=sr, predicted_slope_tokens_per_s=pred,
