@@ -125,12 +125,24 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
              workload.arrival_rate_per_s * workload.mean_output_tokens)
     s = pr.scale_of(point)
-    if s < 1 - tolerance:
-        return (Status.UNSTABLE, f"inside the stability region (load {rho:.3f}), but the batches {name} forms under "
-                f"backlog reach only {s:.3f} of this point, so its backlog grows once formed (fluid argument, "
-                f"ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler, "
+    # ``s``: the factor by which the point can grow along its direction before it leaves the region of
+    # the batches the policy forms under backlog (s > 1 inside, s < 1 outside); ``1 / s`` is the point's
+    # position relative to that region's boundary (the load there: < 1 inside, > 1 outside).
+    there = 1.0 / s if s > 0 else float("inf")
+    if there > 1 + tolerance:  # the same rule as for the engine's load ``rho``
+        return (Status.UNSTABLE, f"inside the stability region (load {rho:.3f}), but outside the region of the "
+                f"batches {name} forms under backlog: they reach only {s:.4f} of this point along its direction "
+                f"(load {there:.4f} relative to that region's boundary, above 1), so its backlog grows once formed "
+                f"(fluid argument, ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler, "
                 f"fluidq.policies.region_aware.RegionAware, serves it): {cap.reason}", "region")
-    return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) and inside the region of the batches "
-            f"{name} forms under backlog (load {1 / s:.3f} there), but under k_max Theorem 2(b) does not hold and "
-            f"the policy's dynamics set its time shares: simulate to decide (fluidq.region.simulated_region, "
-            f"fluidq.sim.replicate): {cap.reason}", "region")
+    if there >= 1 - tolerance:
+        side = "on" if abs(there - 1) <= 1e-9 else ("just outside" if there > 1 else "just inside")
+        where = (f"{side} the boundary of the region of the batches {name} forms under backlog (load {there:.4f} "
+                 f"relative to that boundary: above 1 is outside, below 1 inside; within the {tolerance:.0%} "
+                 f"tolerance, and that region is an outer estimate)")
+    else:
+        where = (f"inside the region of the batches {name} forms under backlog (load {there:.4f} relative to that "
+                 f"region's boundary, below 1)")
+    return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) and {where}, but under k_max Theorem 2(b) "
+            f"does not hold and the policy's dynamics set its time shares: simulate to decide "
+            f"(fluidq.region.simulated_region, fluidq.sim.replicate): {cap.reason}", "region")

@@ -207,3 +207,26 @@ def test_simulated_region_inside_the_outer_estimates(tmp_path):
     out = stability_region(E1024).plot(path=tmp_path / "s.png", others={"sarathi-1024": outer},
                                        simulated={"sarathi-1024": sr})
     assert (tmp_path / "s.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("rate", [10.0, 14.0])
+def test_region_verdict_words_agree_with_the_number(rate):
+    """The reason's 'load ... relative to that region's boundary' says inside iff it is below 1."""
+    import re
+
+    from fluidq import check_stability
+
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, k_max=100)
+    w = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=100, output_tokens=100)
+    for pol in ("sarathi", "orca"):
+        v = check_stability(e, w, pol)
+        m = re.search(r"load ([0-9.]+) relative to that (?:region's )?boundary", v.reason)
+        assert m, v.reason
+        there = float(m.group(1))
+        head = v.reason.split(" relative to")[0]
+        if there > 1:
+            assert "outside" in head and "and inside the region of the batches" not in head, v.reason
+        else:
+            assert "inside the region of the batches" in head or "just inside" in head, v.reason
+        if there > 1.0 + 0.02 + 1e-3:
+            assert v.status.value == "unstable"
