@@ -9,14 +9,26 @@ returns the path written, or the axes when no path was given.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 
 __all__ = ["axes", "finish"]
 
 
 def axes(ax=None, figsize=(6.4, 4.0)):
-    """``(fig, ax)``: the given axes, or a new figure on the Agg backend."""
+    """``(fig, ax)``: the given axes, or a new figure on the Agg backend.
+
+    A path given where the axes go (``result.plot("out.png")``) is honoured: the new figure
+    remembers it and :func:`finish` saves there.
+    """
+    path = None
+    if isinstance(ax, (str, os.PathLike)):
+        path, ax = ax, None
     if ax is not None:
+        if not hasattr(ax, "figure"):
+            from ..errors import ParameterError
+
+            raise ParameterError("ax", ax, "matplotlib Axes, or None (pass path= to write a file)")
         return ax.figure, ax
     import matplotlib
 
@@ -24,11 +36,13 @@ def axes(ax=None, figsize=(6.4, 4.0)):
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, layout="constrained")
+    fig._fluidq_path = path
     return fig, fig.add_subplot()
 
 
 def finish(fig, ax, path=None):
     """Save to ``path`` (and return it), or return ``ax``."""
+    path = path if path is not None else getattr(fig, "_fluidq_path", None)
     if path is None:
         return ax
     fig.savefig(path, dpi=110)

@@ -70,3 +70,24 @@ def plot_verdicts(grid, loads, *, ax=None, path=None):
     ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
     ax.set_xlabel("offered load (fraction of capacity)")
     return finish(fig, ax, path)
+
+
+def plot_stability(result, *, ax=None, path=None):
+    """A :class:`~fluidq.StabilityResult`: offered load vs capacity and the policy's own threshold."""
+    fig, ax = axes(ax, figsize=(6.4, 2.4))
+    colours = {"stable": "#4caf50", "unstable": "#e53935", "critical": "#ffb300", "unknown": "#9e9e9e"}
+    ax.barh([0], [result.offered_tokens_per_s], color=colours.get(result.status.value, "#555"), height=0.5,
+            label=f"offered ({result.status.value})")
+    ax.axvline(result.capacity_tokens_per_s, color="k", lw=1.5, label="capacity (Theorem 2)")
+    thr = result.threshold_requests_per_s
+    if thr is not None and result.offered_tokens_per_s > 0:
+        # the threshold is in requests/s; tokens per request = offered tokens / offered requests
+        lam = result.inputs.get("workload", {}).get("arrival", {}).get("rate_per_s")
+        if lam:
+            ax.axvline(thr * result.offered_tokens_per_s / lam, color="C3", ls="--", lw=1.5,
+                       label=f"{result.policy}'s own threshold")
+    ax.set_yticks([])
+    ax.set_xlabel("tokens per second")
+    ax.set_title(f"{result.policy}: {result.status.value} at load {result.load:.3f}", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    return finish(fig, ax, path)

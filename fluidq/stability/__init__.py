@@ -44,6 +44,12 @@ class StabilityResult:
     threshold_requests_per_s: float | None = None
     inputs: dict = field(default_factory=dict, repr=False)
 
+    def plot(self, ax=None, path=None):
+        """The offered load against the capacity (and the policy's own threshold, if any)."""
+        from ..plotting.capacity import plot_stability
+
+        return plot_stability(self, ax=ax, path=path)
+
     def to_dict(self) -> dict:
         return plain({"status": self.status, "load": self.load, "reason": self.reason, "policy": self.policy,
                       "capacity_tokens_per_s": self.capacity_tokens_per_s,
@@ -96,7 +102,7 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
 
 
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
-                    **kw) -> StabilityResult:
+                    n_engines: int = 1, **kw) -> StabilityResult:
     """Is ``policy`` stable on ``engine`` under ``workload``?
 
     Parameters
@@ -109,6 +115,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         ``"fastertransformer"``, ``"vllm"``, ``"orca"``, ``"sarathi"``, ``"vllm-chunked"`` or an object.
     tolerance : float
         Relative band around load 1 reported as ``critical``.
+    n_engines : int
+        Identical copies of ``engine`` behind a join-the-shortest-queue router; the capacity is
+        their sum (Prop. 3 of arXiv:2504.07347, for work-conserving engines).
 
     Returns
     -------
@@ -141,7 +150,10 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     if tolerance >= 1:
         raise ParameterError("tolerance", tolerance, "a relative tolerance < 1")
     pol = resolve_policy(policy)
-    cap = max_throughput(engine, workload)
+    from .._validate import integer
+
+    n_engines = integer("n_engines", n_engines, minimum=1)
+    cap = max_throughput(engine, workload, n_engines=n_engines)
     offered = workload.token_rate_per_s
     rho = offered / cap.tokens_per_s
     wc = _work_conserving(pol)
@@ -162,18 +174,25 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         status = Status.UNSTABLE
         reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {cap.tokens_per_s:.4g} tokens/s "
                   f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")
-    elif rho >= 1 - tolerance:
+    elif rho >= 1 - tolerance and wc.work_conserving:
         status = Status.CRITICAL
         reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {cap.tokens_per_s:.4g} tokens/s; "
                   "at the boundary Theorem 2 decides nothing")
     elif wc.work_conserving:
         status = Status.STABLE
+        where = "the engine is" if n_engines == 1 else (
+            f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
-                  f"load {rho:.3f} < 1, so by Theorem 2(b) the engine is positive recurrent{assumption}")
+                  f"load {rho:.3f} < 1, so by Theorem 2(b) {where} positive recurrent{assumption}")
+    elif n_engines > 1:
+        status = Status.UNKNOWN
+        reason = (f"{name} is not work-conserving; for {n_engines} engines behind a router below the "
+                  f"Theorem-2 bound (load {rho:.3f}) fluidq has no verdict: simulate the network "
+                  "(fluidq.simulate_network)")
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
     return StabilityResult(status=status, load=rho, reason=reason, policy=name,
                            capacity_tokens_per_s=cap.tokens_per_s, offered_tokens_per_s=offered, method=method,
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
                            inputs={"engine": engine.to_dict(), "workload": workload.to_dict(),
-                                   "tolerance": tolerance})
+                                   "tolerance": tolerance, "n_engines": n_engines})

@@ -78,3 +78,14 @@ def test_resident_context_is_length_biased():
     w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=10, output_tokens=fluidq.Geometric(mean_tokens=20))
     # m_p + E[o^2]/(2 m_d) with E[o^2] = (2 - p)/p^2, p = 1/20
     assert mean_resident_context(w) == pytest.approx(10 + (2 - 0.05) / 0.05**2 / 40)
+
+
+def test_two_engines_verdict_and_non_work_conserving_near_one():
+    e = Engine(batch_time=PAPER, b_max=512)
+    w = shape(100, 100).with_rate(30.0)  # one engine: load 1.79; two behind JSQ: 0.897
+    assert fluidq.check_stability(e, w, "sarathi").status == "unstable"
+    two = fluidq.check_stability(e, w, "sarathi", n_engines=2)
+    assert two.status == "stable" and two.load == pytest.approx(30 * 200 / (2 * 3342.909), rel=1e-5)
+    # vanilla vLLM's own threshold (below the Theorem-2 bound) decides near load 1, not "critical"
+    r = fluidq.check_stability(e, shape(129, 112).with_rate(14.0), "vllm")
+    assert r.status == "unstable" and r.threshold_requests_per_s < 13.87

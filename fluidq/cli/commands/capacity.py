@@ -10,7 +10,7 @@ def register(sub):
     p = sub.add_parser("capacity", help="maximum throughput of one or more engines",
                        description="Maximum tokens/s (and requests/s for a workload's mean lengths): "
                        "sup_{b<=b_max} b/t(b), Theorem 2 of arXiv:2504.07347.")
-    add_engine_args(p)
+    add_engine_args(p, multi_engine=True)
     add_workload_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)

@@ -11,7 +11,7 @@ def register(sub):
     p = sub.add_parser("check", help="is a scheduler stable at this load?",
                        description="Stability verdict (stable / unstable / critical / unknown) with the load "
                        "and the reason, for each scheduler asked.")
-    add_engine_args(p)
+    add_engine_args(p, multi_engine=True)
     add_workload_args(p, rate_required=False)
     p.add_argument("--load", type=float, default=None,
                    help="offered load as a fraction of capacity (instead of --rate)")
@@ -33,11 +33,12 @@ def run(args):
         if not args.load > 0:
             raise ParameterError("--load", args.load, "a fraction of capacity > 0")
         shape = workload_from_args(args, default_rate=1.0)
-        lam = args.load * max_throughput(engine, shape).requests_per_s
+        lam = args.load * max_throughput(engine, shape, n_engines=args.engines).requests_per_s
         workload = shape.with_rate(lam)
     else:
         workload = workload_from_args(args)
-    results = [check_stability(engine, workload, p, tolerance=args.tolerance) for p in (args.policy or POLICY_NAMES)]
+    results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines)
+               for p in (args.policy or POLICY_NAMES)]
     width = max(len(r.policy) for r in results)
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, load {results[0].load:.3f}"]
