@@ -156,11 +156,11 @@ print(json.dumps({"cpu_s": cpu, "requests": d["arrivals"], "finished": d["ended"
 
 def ensure_pyserq() -> tuple[Path | None, str]:
     py = VENV / "bin" / "python"
-    if py.exists() and subprocess.run([py, "-c", "import pyserq"], capture_output=True).returncode == 0:
+    if py.exists() and subprocess.run([py, "-c", "import pyserq"], capture_output=True, check=False).returncode == 0:
         return py, "ok"
     try:
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True, capture_output=True)
-        r = subprocess.run([py, "-m", "pip", "install", "-q", "pyserq"], capture_output=True, text=True, timeout=600)
+        r = subprocess.run([py, "-m", "pip", "install", "-q", "pyserq"], capture_output=True, text=True, timeout=600, check=False)
     except Exception as exc:  # noqa: BLE001
         return None, f"could not create a venv for pyserq ({exc})"
     if r.returncode != 0:
@@ -176,7 +176,7 @@ def pyserq_run(py: Path, workdir: Path, name: str, n: int, timeout: float) -> di
         lam = load * LAM_STAR_100 * 1e-5  # per 10 us
         prog, wl, horizon = workdir / "sarathi.sq", workdir / "poisson.sq", int(n / lam)
     try:
-        r = subprocess.run([py, "-c", PYSERQ_CHILD, str(prog), str(wl), repr(lam), str(horizon)], capture_output=True,
+        r = subprocess.run([py, "-c", PYSERQ_CHILD, str(prog), str(wl), repr(lam), str(horizon)], capture_output=True, check=False,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"> {timeout:g} s (stopped)", "horizon_s": horizon * 1e-5}
@@ -191,7 +191,7 @@ def pyserq_run(py: Path, workdir: Path, name: str, n: int, timeout: float) -> di
 
 
 def run_child(args) -> dict:
-    r = subprocess.run([sys.executable, __file__, "--child", args[0], str(args[1])], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, __file__, "--child", args[0], str(args[1])], capture_output=True, text=True, check=False)
     if r.returncode != 0:
         raise SystemExit(r.stderr)
     return json.loads(r.stdout)

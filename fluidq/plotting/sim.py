@@ -5,7 +5,7 @@ import numpy as np
 
 from . import axes, finish
 
-__all__ = ["plot_trajectories", "plot_latency_cdf", "plot_threshold"]
+__all__ = ["plot_latency_cdf", "plot_threshold", "plot_trajectories"]
 
 _LABEL = {"requests": "requests in system", "tokens": "token backlog (prefill + decode tokens left)"}
 

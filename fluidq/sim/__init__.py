@@ -15,5 +15,5 @@ from .core import PolicyError, fast_path_applies, simulate
 from .result import METRIC_NAMES, SimResult
 from .stability import ReplicationResult, ThresholdResult, find_threshold, replicate
 
-__all__ = ["simulate", "replicate", "find_threshold", "SimResult", "ReplicationResult", "ThresholdResult",
-           "fast_path_applies", "PolicyError", "METRIC_NAMES"]
+__all__ = ["METRIC_NAMES", "PolicyError", "ReplicationResult", "SimResult", "ThresholdResult", "fast_path_applies",
+           "find_threshold", "replicate", "simulate"]

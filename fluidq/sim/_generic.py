@@ -167,7 +167,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         if not residents:
             if na >= n:
                 break
-            t = arr[na] if arr[na] < horizon else horizon
+            t = min(horizon, arr[na])
             continue
         if kv_cap is not None:
             n_admitted = sum(1 for q in residents if kv[q.rid] > 0)
@@ -231,7 +231,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     break
             if victim is None:
                 free = kv_cap - used
-                if len(dc) > free and free > 0:
+                if len(dc) > free > 0:
                     batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
                     break
                 if not cands:
@@ -251,7 +251,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 continue
             if na >= n:
                 break
-            t = arr[na] if arr[na] < horizon else horizon
+            t = min(horizon, arr[na])
             continue
         tokens = batch.tokens
         if ks:
@@ -328,8 +328,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 fin[rid] = t
                 done = True
         if kv_cap is not None:
-            if used > peak_kv:
-                peak_kv = used
+            peak_kv = max(peak_kv, used)
             if record:
                 rec["kv_used"].append(used)
         if done:

@@ -18,7 +18,7 @@ from ._fast import run_fast
 from ._generic import PolicyError, run_generic
 from .result import SimResult
 
-__all__ = ["simulate", "fast_path_applies", "PolicyError"]
+__all__ = ["PolicyError", "fast_path_applies", "simulate"]
 
 
 def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:

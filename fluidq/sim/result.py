@@ -8,7 +8,7 @@ import numpy as np
 
 from ..results import plain
 
-__all__ = ["SimResult", "METRIC_NAMES"]
+__all__ = ["METRIC_NAMES", "SimResult"]
 
 METRIC_NAMES = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s", "queueing_s")
 

@@ -26,7 +26,7 @@ from ..results import Status, plain
 from ..workload import Workload
 from .core import simulate
 
-__all__ = ["ReplicationResult", "ThresholdResult", "replicate", "find_threshold"]
+__all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
 _STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
 

@@ -6,4 +6,4 @@ property tests of one's own policies (needs ``hypothesis``, the ``test`` extra).
 """
 from .policy import PolicyCheckResult, check_policy
 
-__all__ = ["check_policy", "PolicyCheckResult"]
+__all__ = ["PolicyCheckResult", "check_policy"]

@@ -24,7 +24,7 @@ from ..policies.base import QueueView, RequestState
 from ..policies.schedulers import Scheduler
 from ..workload import Geometric, Poisson, Workload
 
-__all__ = ["request_states", "queue_views", "schedulers", "engines", "workloads"]
+__all__ = ["engines", "queue_views", "request_states", "schedulers", "workloads"]
 
 
 @st.composite

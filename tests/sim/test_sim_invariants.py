@@ -20,9 +20,9 @@ def workload(rate, mp=20.0, md=15.0):
                     output_tokens=Geometric(mean_tokens=md))
 
 
-common = dict(name=st.sampled_from(POLICY_NAMES), b_max=st.integers(8, 128),
-              k_max=st.one_of(st.none(), st.integers(1, 20)), rate=st.floats(0.5, 20.0),
-              seed=st.integers(0, 2**31), method=st.sampled_from(["fast", "generic"]))
+common = {"name": st.sampled_from(POLICY_NAMES), "b_max": st.integers(8, 128),
+              "k_max": st.one_of(st.none(), st.integers(1, 20)), "rate": st.floats(0.5, 20.0),
+              "seed": st.integers(0, 2**31), "method": st.sampled_from(["fast", "generic"])}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -50,7 +50,7 @@ def test_token_conservation(name, b_max, k_max, rate, seed, method):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(**common)
 def test_batches_respect_constraints_and_budgets(name, b_max, k_max, rate, seed, method):
-    kw = dict(horizon_s=8, rng=seed, record_iterations=True)
+    kw = {"horizon_s": 8, "rng": seed, "record_iterations": True}
     if method == "generic":
         kw["check_batches"] = True  # raises PolicyError on any (6a)-(6d)/k_max violation
     r = simulate(engine(b_max, k_max), workload(rate), name, method=method, **kw)

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from fluidq import Engine, Periodic, Poisson, Staircase, Workload, max_throughput
-from fluidq.policies import FasterTransformer, Orca, Sarathi, VLLM
+from fluidq.policies import VLLM, FasterTransformer, Orca, Sarathi
 from fluidq.sim import replicate, simulate
 
-PAPER = dict(c=0.01128, a=0.03547, b0=128)
+PAPER = {"c": 0.01128, "a": 0.03547, "b0": 128}
 
 
 def paper(b_max=512, k_max=None):

@@ -8,7 +8,7 @@ from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
 
-PAPER = dict(c=0.01128, a=0.03547, b0=128)
+PAPER = {"c": 0.01128, "a": 0.03547, "b0": 128}
 
 
 @pytest.fixture
@@ -65,8 +65,8 @@ def test_random_schedulers_agree(pol, b_max, k_max, rate, mp, md, ctx, seed):
 
 
 def test_fast_path_refuses_what_it_cannot_run(paper_engine):
-    from fluidq.policies import KeyOrdering, Sarathi
     from fluidq.errors import ParameterError
+    from fluidq.policies import KeyOrdering, Sarathi
 
     class Longest(KeyOrdering):
         name = "longest-prompt"

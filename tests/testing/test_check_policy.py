@@ -2,7 +2,12 @@
 import pytest
 from hypothesis import given, settings
 
-from fluidq.policies import POLICY_NAMES, Batch, Sarathi, batch_violations, resolve_policy
+from fluidq.policies import (
+    POLICY_NAMES,
+    Batch,
+    Sarathi,
+    batch_violations,
+)
 from fluidq.testing import check_policy
 from fluidq.testing.strategies import engines, queue_views, schedulers, workloads
 

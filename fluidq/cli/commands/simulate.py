@@ -6,7 +6,12 @@ import time
 from dataclasses import replace
 
 from .. import CliError, emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    workload_from_args,
+)
 
 
 def register(sub):
@@ -90,7 +95,7 @@ def run(args):
             pol = pol.with_(chunk_long_prompts=True)
         pols.append(pol)
     swap = None if args.swap_us_per_token is None else args.swap_us_per_token * 1e-6
-    kw = dict(preemption=args.preemption, swap_s_per_token=swap, warmup_s=args.warmup)
+    kw = {"preemption": args.preemption, "swap_s_per_token": swap, "warmup_s": args.warmup}
     cap = max_throughput(engine, base)
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
            "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
@@ -127,10 +132,10 @@ def run(args):
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({args.preemption})" if engine.kv_capacity_tokens else ""),
-             f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
-             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s",
-             f"run       {'%g s' % horizon if horizon else ''}{' ' if horizon and args.requests else ''}"
-             f"{'%d requests' % args.requests if args.requests else ''}, seed {args.seed}"
+             (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
+             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"),
+             f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
+             f"{f'{args.requests} requests' if args.requests else ''}, seed {args.seed}"
              + (f", {args.replications} replications" if args.replications >= 2 else ""), ""]
     hdr = (f"{'policy':<18} {'done':>7} {'in sys':>7} {'mean L':>8} {'slope tok/s':>12} {'req/s':>7} "
            f"{'TTFT p50':>9} {'TTFT p99':>9} {'TTLT p50':>9} {'TTLT p99':>9} {'TPOT ms':>8} {'busy':>5} {'mixed':>5}")

@@ -41,8 +41,8 @@ def render(ctx):
                                 path=ctx.figure(f"sim_trajectories_{i}"))
         figs.append(fig)
         parts += ["", f"**{label}** (load {ld:.2f}, {wl.arrival_rate_per_s:.3g} req/s):", "",
-                  "| scheduler | finished | in system at end | token slope [tok/s] | TTFT p50 [s] | TTFT p99 [s] "
-                  "| TTLT p50 [s] | TTLT p99 [s] | mixed batches |", "|---|---|---|---|---|---|---|---|---|"]
+                  ("| scheduler | finished | in system at end | token slope [tok/s] | TTFT p50 [s] | TTFT p99 [s] "
+                  "| TTLT p50 [s] | TTLT p99 [s] | mixed batches |"), "|---|---|---|---|---|---|---|---|---|"]
         rows = {}
         for name, r in runs.items():
             s = r.summary()
@@ -52,8 +52,8 @@ def render(ctx):
                          f"{s['ttlt_s_p50']:.2f} | {s['ttlt_s_p99']:.2f} | {s['mixed_batch_fraction']:.2f} |")
         data[label] = rows
         pred = max(0.0, wl.token_rate_per_s - cap.tokens_per_s)
-        parts += ["", f"Fluid prediction for a work-conserving scheduler: backlog slope {pred:,.0f} tokens/s "
+        parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {pred:,.0f} tokens/s "
                       "(Theorem 2). A flat trajectory is bounded within the horizon; `fluidq simulate --replications` "
-                      "gives the slope with a confidence interval and a verdict."]
+                      "gives the slope with a confidence interval and a verdict.")]
     ctx.results["simulation"] = data
     return Section("Simulated queue trajectories", "\n".join(parts), figs, data)
