@@ -605,15 +605,23 @@ class Network:
         return nx.is_directed_acyclic_graph(self.graph)
 
     def cycles(self, limit: int = 20) -> list:
-        """Up to ``limit`` simple cycles of the station graph, each a list of station names."""
+        """Up to ``limit`` simple cycles of the station graph, each a list of station names.
+
+        Canonical: each cycle starts at its smallest station name, and the list is sorted (by length,
+        then names), so the same network always gives the same list.
+        """
         import networkx as nx
 
+        # networkx's order of cycles (and each cycle's starting node) follows set iteration, which
+        # changes between runs: report every cycle rotated to start at its smallest station name, in
+        # sorted order (shortest first), so identical runs print identical cycles.
         out = []
         for c in nx.simple_cycles(self.graph):
-            out.append(list(c))
-            if len(out) >= limit:
-                break
-        return out
+            c = [str(n) for n in c]
+            i = c.index(min(c))
+            out.append(c[i:] + c[:i])
+        out.sort(key=lambda c: (len(c), c))
+        return out[:limit]
 
     def require_dag(self) -> None:
         """Raise :class:`~fluidq.errors.TopologyError` naming a cycle if the station graph has one."""
@@ -744,7 +752,7 @@ class Network:
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
-                         f"{s.capacity_tokens_per_s:.4g} tokens/s, load {loads[s.name]:.3f}{pr}")
+                         f"{s.capacity_tokens_per_s:,.1f} tokens/s, load {loads[s.name]:.3f}{pr}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

@@ -189,15 +189,36 @@ def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
     return net
 
 
-def load_network(path) -> Network:
-    """Read a network from a TOML case file (see :mod:`fluidq.network.toml` for the format)."""
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+"""The case files shipped with fluidq (copies of the repository's ``examples/cases``)."""
+
+
+def case_names() -> list:
+    """Names of the shipped case files (``fluidq network NAME`` reads them)."""
+    return sorted(p.stem for p in CASES_DIR.glob("*.toml"))
+
+
+def _resolve_case(path) -> Path:
     p = Path(path)
-    if not p.exists():
-        here = Path(__file__).resolve().parents[2] / "examples" / "cases" / p.name
-        if here.exists() and p.parent == Path("."):
-            p = here
-        else:
-            raise FileNotFoundError(f"no such case file: {path}")
+    if p.exists():
+        return p
+    if p.parent == Path("."):  # a bare name: NAME or NAME.toml among the shipped cases, then a checkout's
+        names = [p.name] if p.suffix == ".toml" else [p.name + ".toml", p.name]
+        for d in (CASES_DIR, Path(__file__).resolve().parents[2] / "examples" / "cases"):
+            for n in names:
+                if (d / n).is_file():
+                    return d / n
+    raise FileNotFoundError(f"no such case file: {path} (a path, or one of the shipped cases: "
+                            f"{', '.join(case_names())})")
+
+
+def load_network(path) -> Network:
+    """Read a network from a TOML case file (see :mod:`fluidq.network.toml` for the format).
+
+    ``path`` is a file path, or the name of a shipped case with or without ``.toml`` (see
+    :func:`case_names`, e.g. ``"rybko_stolyar"``).
+    """
+    p = _resolve_case(path)
     try:
         with open(p, "rb") as fh:
             d = tomllib.load(fh)

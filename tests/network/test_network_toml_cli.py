@@ -91,3 +91,42 @@ def test_cli_bad_input_exits_2(capsys, tmp_path):
     assert main(["network", str(p)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown engine 'E7'" in err
+
+
+def test_shipped_cases_match_examples_and_resolve_by_name(capsys, monkeypatch, tmp_path):
+    from fluidq.network.toml import CASES_DIR, case_names
+
+    shipped = sorted(p.name for p in CASES_DIR.glob("*.toml"))
+    assert shipped == sorted(p.name for p in CASES.glob("*.toml"))
+    for name in shipped:  # the packaged copies are the repository's files
+        assert (CASES_DIR / name).read_bytes() == (CASES / name).read_bytes(), name
+    monkeypatch.chdir(tmp_path)  # not the repository: names come from the package
+    assert load_network("rybko_stolyar").name == load_network("rybko_stolyar.toml").name
+    assert main(["network", "lu_kumar"]) == 0
+    assert "topology: cycles" in capsys.readouterr().out
+    assert main(["network", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(n in err for n in case_names())
+
+
+def test_cycles_are_canonical_across_hash_seeds():
+    import ast
+    import subprocess
+    import sys
+
+    code = ("from fluidq.network.toml import load_network as L\n"
+            "for n in ('lu_kumar', 'rybko_stolyar', 'llm_rybko_stolyar'): print(L(n).cycles())")
+    outs = set()
+    for seed in ("0", "1", "2", "3"):
+        env = {"PYTHONHASHSEED": seed, "PATH": ""}
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        outs.add(r.stdout)
+    assert len(outs) == 1
+    for line in outs.pop().splitlines():
+        for cyc in ast.literal_eval(line):
+            assert cyc[0] == min(cyc)
+
+
+def test_describe_capacity_has_thousands_separators():
+    txt = load_network(CASES / "random_unequal.toml").describe()
+    assert "10,240.0 tokens/s" in txt and "e+0" not in txt

@@ -6,11 +6,13 @@ from .. import emit
 
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
-                       description="Read a network case file (see examples/cases/*.toml), print its topology "
+                       description="Read a network case file (a path, or a case shipped with fluidq by name; the same files as the repository's examples/cases/*.toml), print its topology "
                        "(DAG or cycles), per-engine loads and bottleneck, and one stability verdict from the load "
                        "conditions, the fluid model and (with --simulate) seeded simulations, naming the argument "
                        "that decided.")
-    p.add_argument("case", help="TOML case file (a name from examples/cases also works)")
+    p.add_argument("case", help="TOML case file, or the name of a shipped case (with or without .toml): "
+                                "fork_join, jsq_pair, llm_rybko_stolyar, lu_kumar, plan_code_review, "
+                                "random_unequal, rybko_stolyar")
     p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None, help="simulated seconds per replication")
