@@ -169,7 +169,7 @@ def _lengths(workload: Workload, pol: Scheduler, b: int):
 
 def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
                max_decode: int = 400, tolerance: float = 1e-6, kernel_tol: float = 1e-12,
-               prune_tol: float = 1e-13) -> EngineChain:
+               prune_tol: float = 1e-13, max_states: int = 500_000) -> EngineChain:
     """Build the truncated embedded chain of one engine under a scheduler.
 
     Parameters
@@ -190,6 +190,9 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     prune_tol : float
         Transition probabilities below this are dropped and the row renormalised (the largest
         dropped row mass is reported as ``inputs["pruned_row_mass"]``); 0 keeps every entry.
+    max_states : int
+        Refuse to build a larger chain (memory grows with states times the transitions per
+        state: a 250,000-state Sarathi chain takes about 1.7 GiB).
 
     Returns
     -------
@@ -233,6 +236,14 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         valid[0, :, 1:] = False
     else:
         valid = np.ones((Np + 1, Nd + 1, 1), dtype=bool)
+    max_states = integer("max_states", max_states, minimum=1)
+    n_states = int(valid.sum())
+    if n_states > max_states:
+        raise ParameterError("max_prefill/max_decode", (Np, Nd),
+                             f"caps giving at most max_states={max_states:,} states",
+                             f"these caps give {n_states:,} states ({Np + 1} x {Nd + 1}"
+                             + (f" x {J} positions of the head prompt" if J > 1 else "")
+                             + "); lower the caps, or raise max_states if memory allows")
     space = StateSpace.from_mask(("n_p", "n_d", "j"), valid.shape, valid)
     NP, ND, JJ = space["n_p"], space["n_d"], space["j"]
     S = space.size

@@ -40,3 +40,13 @@ def test_plots_write_files(tmp_path, small_engine):
     assert thr.plot(path=tmp_path / "t.png") == str(tmp_path / "t.png")
     ax = r.plot()
     assert ax is not None
+
+
+def test_cli_refuses_a_chain_too_large_for_memory(capsys):
+    # default caps with a fixed 100-token prompt under Sarathi: 41 x 401 x 100 head positions,
+    # less the head positions of an empty prefill queue
+    from fluidq.cli import main
+
+    assert main(["dtmc", "--rate", "5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "max_states" in err[0] and "1,604,401 states" in err[0]

@@ -20,6 +20,7 @@ def register(sub):
     p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
     p.add_argument("--max-prefill", type=int, default=40, help="cap on requests in prefill")
     p.add_argument("--max-decode", type=int, default=400, help="cap on requests decoding")
+    p.add_argument("--max-states", type=int, default=500_000, help="refuse larger chains (memory)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
     p.add_argument("--solver", default="auto", choices=["auto", "direct", "gmres", "power"])
     p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field (PNG)")
@@ -46,7 +47,7 @@ def run(args):
                             output_tokens=Geometric(mean_tokens=workload.mean_output_tokens))
         note = "fixed prompts; outputs geometric with the given mean (the chain needs memoryless outputs)"
     chain = build_dtmc(engine, workload, args.policy, max_prefill=args.max_prefill, max_decode=args.max_decode,
-                       tolerance=args.tolerance)
+                       tolerance=args.tolerance, max_states=args.max_states)
     res = chain.solve(args.solver)
     try:
         thr = stability_threshold(engine, workload, args.policy)
