@@ -161,12 +161,13 @@ def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points
         d = np.diff(b)
         if np.any(d == 0):
             i = int(np.flatnonzero(d == 0)[0])
-            raise ParameterError("tokens", f"<duplicate size {b[i]:g} at rows {i} and {i + 1}>",
+            raise ParameterError("tokens", f"<duplicate size {b[i]:g} at positions {i} and {i + 1} (0-based)>",
                                  "strictly increasing sizes", "average repeated measurements first")
         if np.any(d < 0):
             i = int(np.flatnonzero(d < 0)[0])
-            raise ParameterError("tokens", f"<{b[i]:g} then {b[i + 1]:g} at rows {i}, {i + 1}>",
-                                 "strictly increasing sizes", "sort the measurements by size")
+            raise ParameterError("tokens", f"<{b[i]:g} then {b[i + 1]:g} at positions {i}, {i + 1} (0-based)>",
+                                 "strictly increasing sizes",
+                                 "sort the measurements by size: order = np.argsort(tokens), then index both arrays")
     if b.size < min_points:
         raise ParameterError("tokens", f"<{b.size} point(s)>", f"at least {min_points} measured points")
     return b, y, kv

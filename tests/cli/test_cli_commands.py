@@ -75,8 +75,11 @@ def test_fit_command(tmp_path, capsys):
     ("", ["empty"]),
     ("tokens,seconds\n", ["no data rows"]),
     ("size,time\n1,2\n", ["tokens"]),
-    ("tokens,seconds\n16,0.1\n16,0.2\n32,0.3\n", ["tokens", "duplicate"]),
-    ("tokens,seconds\n32,0.1\n16,0.2\n48,0.3\n", ["tokens", "increasing"]),
+    ("tokens,seconds\n16,0.1\n16,0.2\n32,0.3\n", ["tokens", "duplicate", "lines 2 and 3"]),
+    ("tokens,seconds\n\n16,0.1\n16,0.2\n32,0.3\n", ["duplicate", "lines 3 and 4"]),  # file lines
+    ("tokens,seconds\n32,0.1\n16,0.2\n48,0.3\n", ["tokens", "increasing", "line 3", "sort"]),
+    ("tokens,seconds\n16,0.1\n12.5,0.2\n48,0.3\n", ["'tokens'", "line 3", "12.5", "integer"]),
+    ("tokens,kv_tokens,seconds\n16,0.5,0.1\n32,8,0.2\n48,9,0.3\n", ["'kv_tokens'", "line 2"]),
     ("tokens,seconds\n16,0.1\n32\n", ["line 3"]),
     ("tokens,seconds\n16,abc\n32,0.2\n48,0.3\n", ["seconds"]),
     ("tokens,seconds\n16,0.1\n32,-0.2\n48,0.3\n", ["seconds"]),

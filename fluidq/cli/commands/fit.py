@@ -35,7 +35,12 @@ def read_fit_csv(path) -> dict:
         text = p.read_text()
     except UnicodeDecodeError as exc:
         raise DataError(f"csv={str(p)!r}: not a text file") from exc
-    rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    reader = csv.reader(text.splitlines())
+    rows, lines = [], []  # the non-blank rows and their line numbers in the file (1-based)
+    for r in reader:
+        if r and any(c.strip() for c in r):
+            rows.append(r)
+            lines.append(reader.line_num)
     if not rows:
         raise DataError(f"csv={str(p)!r}: empty file (expected a header tokens,seconds[,kv_tokens])")
     header = [h.strip().lower() for h in rows[0]]
@@ -46,7 +51,7 @@ def read_fit_csv(path) -> dict:
     if len(rows) == 1:
         raise DataError(f"csv={str(p)!r}: header but no data rows")
     cols = {c: [] for c in ("tokens", "seconds", "kv_tokens") if c in header}
-    for i, r in enumerate(rows[1:], start=2):
+    for i, r in zip(lines[1:], rows[1:]):
         if len(r) != len(header):
             raise DataError(f"csv={str(p)!r}: line {i} has {len(r)} fields, the header {len(header)}")
         for c in cols:
@@ -57,7 +62,20 @@ def read_fit_csv(path) -> dict:
                 raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not a number") from None
             if not math.isfinite(x):
                 raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not finite")
+            if c != "seconds" and x != int(x):
+                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not a whole number "
+                                "(token counts are integers)")
             cols[c].append(x)
+    if "kv_tokens" not in cols:  # t(b): one time per size, sizes in increasing order (file line numbers)
+        b = cols["tokens"]
+        for k in range(1, len(b)):
+            if b[k] == b[k - 1]:
+                raise DataError(f"csv={str(p)!r}: lines {lines[k]} and {lines[k + 1]} both have tokens={b[k]:g} (duplicate size): "
+                                "average repeated measurements of a size into one row")
+            if b[k] < b[k - 1]:
+                raise DataError(f"csv={str(p)!r}: line {lines[k + 1]} has tokens={b[k]:g} after tokens="
+                                f"{b[k - 1]:g} on line {lines[k]}: sizes must be strictly increasing; sort the data rows by "
+                                "tokens (e.g. keep the header and run: sort -t, -k1,1n)")
     return cols
 
 
