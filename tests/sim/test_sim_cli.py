@@ -39,3 +39,15 @@ def test_bad_input_exits_2(capsys):
     assert main(["simulate", "--rate", "5", "--load", "0.5"]) == 2
     assert main(["simulate", "--horizon", "-3"]) == 2
     assert main(["simulate", "--preemption", "swap", "--kv-capacity", "1000", "--horizon", "5"]) == 2
+
+
+def test_trace_without_rate_or_load_replays_at_its_own_rate(capsys):
+    from fluidq import Workload
+
+    own = Workload.from_trace("azure-conv").arrival_rate_per_s
+    assert main(["simulate", "--trace", "azure-conv", "--horizon", "5", "--policy", "sarathi", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["workload"]["arrival"]["rate_per_s"] == __import__("pytest").approx(own)
+    # no trace and neither --rate nor --load: the documented default load 0.9
+    assert main(["simulate", "--horizon", "5", "--policy", "sarathi", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["load"] == __import__("pytest").approx(0.9)

@@ -23,7 +23,8 @@ def register(sub):
     add_workload_args(p)
     g = p.add_argument_group("simulation")
     g.add_argument("--load", type=float, default=None,
-                   help="arrival rate as a fraction of the Theorem-2 capacity lambda* (instead of --rate; default 0.9)")
+                   help="arrival rate as a fraction of the Theorem-2 capacity lambda* (instead of --rate); "
+                        "default: 0.9 without --trace, the trace's own rate with --trace")
     g.add_argument("--arrival", choices=["poisson", "periodic", "gamma"], default="poisson",
                    help="arrival process (gamma: bursty, see --cv)")
     g.add_argument("--cv", type=float, default=2.0, help="coefficient of variation of gamma inter-arrivals")
@@ -74,7 +75,9 @@ def run(args):
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     if args.rate is not None and args.load is not None:
         raise CliError("give --rate or --load, not both")
-    base = workload_from_args(args, default_rate=1.0)
+    # a trace replays at its own rate unless --rate/--load say otherwise; 1.0 is a placeholder that the
+    # default load of 0.9 replaces below
+    base = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
     if args.rate is None and (args.trace is None or args.load is not None):
         load = 0.9 if args.load is None else args.load
         if not load > 0:
