@@ -23,7 +23,7 @@ import functools
 
 from ..errors import ParameterError, UnknownNameError
 
-__all__ = ["ANALYSES", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload"]
+__all__ = ["ANALYSES", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload", "check_grid_values"]
 
 POINT_KEYS = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
               "load", "rate_per_s", "policy", "horizon_s", "seed", "tolerance"}
@@ -34,6 +34,83 @@ def _check_keys(point: dict, analysis: str):
     if bad:
         raise ParameterError(f"point[{bad[0]!r}]", point[bad[0]],
                              f"keys among {', '.join(sorted(POINT_KEYS))} for the {analysis!r} analysis")
+
+
+def _value_problem(key: str, v):
+    """What is wrong with value ``v`` of point key ``key`` (an "expected ..." phrase), or ``None``."""
+    import math
+    from numbers import Integral, Real
+
+    def count(minimum):
+        ok = not isinstance(v, bool) and isinstance(v, Integral) and v >= minimum
+        return None if ok else f"an integer >= {minimum}"
+
+    def positive():
+        ok = not isinstance(v, bool) and isinstance(v, Real) and math.isfinite(v) and v > 0
+        return None if ok else "a finite number > 0"
+
+    if key in ("b_max", "k_max", "engines", "prompt_tokens", "output_tokens"):
+        return None if (key == "k_max" and v is None) else count(1)
+    if key in ("load", "rate_per_s", "horizon_s"):
+        return positive()
+    if key == "tolerance":
+        ok = not isinstance(v, bool) and isinstance(v, Real) and 0 <= v < 1
+        return None if ok else "a number in [0, 1)"
+    if key == "lengths":
+        return None if v in ("fixed", "geometric") else "'fixed' or 'geometric'"
+    if key == "policy":
+        from ..errors import FluidqError
+        from ..policies import POLICY_NAMES, resolve_policy
+
+        if not isinstance(v, str):
+            return f"a policy name (one of {', '.join(POLICY_NAMES)})"
+        try:
+            resolve_policy(v, "policy")
+        except FluidqError:
+            return f"a policy name (one of {', '.join(POLICY_NAMES)})"
+        return None
+    if key == "profile":
+        from ..errors import FluidqError
+        from ..profiles import load_profile
+
+        if v is None:
+            return None
+        try:
+            load_profile(v)
+        except (FluidqError, TypeError):
+            return "a built-in profile name (fluidq profiles lists them)"
+        return None
+    return None
+
+
+def check_grid_values(grid, analysis: str = "check") -> None:
+    """Validate every value of a grid for a built-in analysis, before any point runs.
+
+    Checks each axis value and each fixed value (policy names via
+    :func:`fluidq.policies.resolve_policy`, profile names, ``b_max``/``k_max``/``engines`` and token
+    lengths integers >= 1, ``load``/``rate_per_s``/``horizon_s`` finite and > 0), so that a typo in
+    one value is reported at once instead of after the earlier points were computed.
+
+    Raises
+    ------
+    ParameterError
+        Naming the axis (``grid.policy``) or fixed key (``fixed.b_max``), the value and what was expected.
+    """
+    _check_keys(dict(grid.fixed), analysis)
+    sources = [(f"fixed.{k}", k, [v]) for k, v in grid.fixed.items()]
+    if grid.axes is not None:
+        for k in grid.axes:
+            if k not in POINT_KEYS:
+                raise ParameterError(f"grid.{k}", list(grid.axes[k]),
+                                     f"an axis among {', '.join(sorted(POINT_KEYS))} for the {analysis!r} analysis")
+        sources += [(f"grid.{k}", k, list(vals)) for k, vals in grid.axes.items()]
+    else:
+        sources += [(f"points[{i}].{k}", k, [v]) for i, p in enumerate(grid.points) for k, v in p.items()]
+    for label, key, values in sources:
+        for v in values:
+            problem = _value_problem(key, v)
+            if problem is not None:
+                raise ParameterError(label, v, problem)
 
 
 @functools.lru_cache(maxsize=64)
@@ -137,7 +214,9 @@ def region(point: dict, rng=None) -> dict:
     _check_keys(point, "region")
     e = point_engine(point)
     shape = _shape(point)
-    reg = stability_region(e)
+    from ..region.capacity import fixed_prompt
+
+    reg = stability_region(e, prompt_tokens=fixed_prompt(shape))  # the region max_throughput uses
     mp, md = shape.mean_prompt_tokens, shape.mean_output_tokens
     out = {"max_request_rate_per_s": reg.max_request_rate(mp, md),
            "theorem2_requests_per_s": reg.capacity_tokens_per_s / (mp + md), "vertices": len(reg.vertices)}

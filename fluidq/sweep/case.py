@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError, ParameterError
-from .analyses import ANALYSES, POINT_KEYS
+from .analyses import ANALYSES, POINT_KEYS, check_grid_values
 from .grid import Grid
 
 __all__ = ["SweepCase", "load_case"]
@@ -89,7 +89,10 @@ def load_case(path) -> SweepCase:
     store = sw.get("store")
     if store is not None:
         store = str((path.parent / store).resolve()) if not Path(store).is_absolute() else store
-    return SweepCase(analysis=sw["analysis"], grid=Grid(axes=axes, fixed=fixed), seed=sw.get("seed", 0),
+    grid = Grid(axes=axes, fixed=fixed)  # ranges: finite numbers (a nan would reach the JSON store)
+    if sw["analysis"] in ANALYSES:
+        check_grid_values(grid, sw["analysis"])  # every value, before anything runs
+    return SweepCase(analysis=sw["analysis"], grid=grid, seed=sw.get("seed", 0),
                      chunk_size=sw.get("chunk_size", 200), store=store,
                      common_seeds=tuple(sw["common_seeds"]) if sw.get("common_seeds") else None,
                      errors=sw.get("errors", "raise"), name=sw.get("name", path.stem))

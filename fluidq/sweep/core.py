@@ -15,7 +15,7 @@ import numpy as np
 from .._validate import integer
 from ..errors import FluidqError, ParameterError, ParameterTypeError
 from ..results import plain
-from .analyses import resolve_analysis
+from .analyses import ANALYSES, check_grid_values, resolve_analysis
 from .grid import Grid, as_grid
 from .progress import ProgressBar
 from .store import FORMAT, ResultStore
@@ -266,6 +266,8 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
     t0 = time.monotonic()
     grid = as_grid(grid)
     name = _target_name(fn)
+    if isinstance(fn, str) and fn in ANALYSES:  # built-in analysis: every value checked before any point runs
+        check_grid_values(grid, fn)
     chunk_size = integer("chunk_size", chunk_size, minimum=1)
     seed = integer("seed", seed, minimum=0)
     retries = integer("retries", retries, minimum=0)

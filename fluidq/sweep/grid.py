@@ -25,6 +25,15 @@ def _scalar(name: str, v):
     return v
 
 
+def _finite(name: str, v) -> float:
+    """A range end or step: a finite real number (nan/inf would reach the JSON store)."""
+    if isinstance(v, bool) or not isinstance(v, Real):
+        raise ParameterTypeError(f"{name}={v!r}: expected a number")
+    if not math.isfinite(float(v)):
+        raise ParameterError(name, v, "a finite number")
+    return float(v)
+
+
 def _tidy(x: float) -> float:
     """Round away the last-bit noise of a computed range value (0.5499999999999999 -> 0.55)."""
     return float(f"{x:.12g}")
@@ -39,7 +48,7 @@ def expand_axis(name: str, spec) -> tuple:
             num = spec["num"]
             if isinstance(num, bool) or not isinstance(num, int) or num < 1:
                 raise ParameterError(f"{name}.num", num, "an integer >= 1")
-            a, b = float(spec["start"]), float(spec["stop"])
+            a, b = (_finite(f"{name}.{k}", spec[k]) for k in ("start", "stop"))
             if num == 1:
                 return (a,)
             return tuple(_tidy(a + (b - a) * i / (num - 1)) for i in range(num))
@@ -48,6 +57,7 @@ def expand_axis(name: str, spec) -> tuple:
             for k, v in (("start", a), ("stop", b), ("step", s)):
                 if isinstance(v, bool) or not isinstance(v, Real):
                     raise ParameterTypeError(f"{name}.{k}={v!r}: expected a number")
+                _finite(f"{name}.{k}", v)
             if not s > 0:
                 raise ParameterError(f"{name}.step", s, "a step > 0")
             if all(isinstance(v, int) for v in (a, b, s)):

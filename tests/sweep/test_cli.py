@@ -188,3 +188,38 @@ def test_cli_on_a_running_dask_scheduler(tmp_path, capsys):
             proc.terminate()
         for proc in procs:
             proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("grid, words", [
+    ("load = { start = nan, stop = 1.3, num = 5 }", ["load", "nan", "finite"]),
+    ("load = { start = 0.5, stop = inf, num = 5 }", ["load", "inf", "finite"]),
+    ('load = [0.5, 0.9]\npolicy = ["sarathi", "nope"]', ["grid.policy", "nope"]),
+    ("load = [0.5, 0.9]\nb_max = [512, 0]", ["grid.b_max", "0"]),
+    ("load = [0.5]\nk_max = [100, 0]", ["grid.k_max"]),
+    ("load = [0.5, -1.0]", ["grid.load", "-1.0"]),
+])
+def test_bad_grid_values_exit_2_before_any_point_runs(tmp_path, capsys, grid, words):
+    store = tmp_path / "r.jsonl"
+    p = tmp_path / "case.toml"
+    p.write_text(f'[sweep]\nanalysis = "check"\nstore = "r.jsonl"\n[grid]\n{grid}\n')
+    assert main(["sweep", str(p), "--serial", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and all(w in err for w in words), err
+    assert not store.exists()  # nothing computed, nothing stored
+
+
+def test_api_sweep_checks_values_up_front():
+    from fluidq.errors import ParameterError
+    from fluidq.sweep import Grid, sweep
+
+    with pytest.raises(ParameterError, match="grid.policy"):  # the second value, before the first runs
+        sweep("check", {"load": [0.5, 0.9], "policy": ["sarathi", "typo"]}, executor="serial", progress=False)
+    with pytest.raises(ParameterError, match="fixed.b_max"):
+        sweep("capacity", Grid(axes={"load": [0.5]}, fixed={"b_max": 0}), executor="serial", progress=False)
+
+
+def test_region_analysis_uses_the_fixed_prompt_like_capacity():
+    from fluidq.sweep.analyses import capacity, region
+
+    pt = {"k_max": 100, "prompt_tokens": 100, "output_tokens": 100}
+    assert region(pt)["max_request_rate_per_s"] == pytest.approx(capacity(pt)["requests_per_s"], rel=1e-9)
