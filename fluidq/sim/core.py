@@ -65,6 +65,27 @@ def _requests(workload, rng, horizon_s, n_requests):
                          "output_tokens arrays")
 
 
+def _check_rng(rng, name: str = "rng"):
+    """``rng`` as accepted by :func:`numpy.random.default_rng`, or a ParameterError naming ``name``."""
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence)):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ParameterError(name, rng, "a seed >= 0 (or None, a numpy SeedSequence or Generator)")
+        return int(rng)
+    raise ParameterError(name, rng, "None, an integer seed >= 0, a numpy SeedSequence or a numpy Generator")
+
+
+def _seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
+    """Root SeedSequence for replications: from a seed, a SeedSequence, or drawn from a Generator."""
+    rng = _check_rng(rng, name)
+    if isinstance(rng, np.random.SeedSequence):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return np.random.SeedSequence(int(rng.integers(2**63)))
+    return np.random.SeedSequence(rng)
+
+
 def _tau_table(engine: Engine):
     bt = engine.batch_time
     ks = 0.0
@@ -102,7 +123,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         Number of arrivals; without a horizon the run continues until all have finished (or no
         policy decision can make progress).
     rng : None, int, SeedSequence or Generator
-        Randomness of the arrivals and lengths.
+        Randomness of the arrivals and lengths (an int seed must be >= 0).
     record_iterations : bool
         Keep one record per iteration (see :class:`SimResult`).
     record_batches : bool
@@ -189,10 +210,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     if method == "fast" and not ok:
         raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
     use_fast = ok and method != "generic"
-    if isinstance(rng, np.random.Generator):
-        gen = rng
-    else:
-        gen = np.random.default_rng(rng)
+    rng = _check_rng(rng)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     arr, P, D = _requests(workload, gen, horizon_s, n_requests)
     arr_l = np.asarray(arr, dtype=float).tolist()
     P_l = np.asarray(P, dtype=np.int64).tolist()

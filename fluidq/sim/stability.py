@@ -24,7 +24,7 @@ from ..capacity import max_throughput
 from ..errors import ParameterError
 from ..results import Status, plain
 from ..workload import Workload
-from .core import simulate
+from .core import _seed_sequence, simulate
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
@@ -126,8 +126,9 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         Independent runs (>= 2), seeded by ``SeedSequence(rng).spawn(n_replications)``.
     horizon_s : float
         Length of each run.
-    rng : None, int or SeedSequence
-        Root of the seeds (``None``: fresh entropy, recorded in ``inputs``).
+    rng : None, int, SeedSequence or Generator
+        Root of the seeds (``None``: fresh entropy, recorded in ``inputs``; a Generator gives the
+        root entropy by one draw; an int seed must be >= 0).
     confidence : float
         Level of the Student-t intervals (0 < confidence < 1).
     start_frac : float
@@ -158,7 +159,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     if not 0 <= start_frac < 1:
         raise ParameterError("start_frac", start_frac, "a fraction in [0, 1)")
     tolerance = real("tolerance", tolerance, positive=True)
-    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
     runs, st, sr, mq = [], [], [], []
     for i, child in enumerate(children):
@@ -299,8 +300,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         Slope tolerance as a fraction of the offered load (see :func:`replicate`).
     max_steps : int
         Most replication sets run (each at level ``1 - (1 - confidence)/max_steps``).
-    rng : None, int or SeedSequence
-        Root seed; each rate gets its own child.
+    rng : None, int, SeedSequence or Generator
+        Root seed (as for :func:`replicate`); each rate gets its own child.
 
     Returns
     -------
@@ -330,7 +331,7 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         horizon_s = 3000.0 / lam_star
     horizon_s = real("horizon_s", horizon_s, positive=True)
     level = 1.0 - (1.0 - confidence) / max_steps
-    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    ss = _seed_sequence(rng)
     seeds = iter(ss.spawn(2 * max_steps + 2))
     steps: list = []
 

@@ -114,3 +114,25 @@ def test_bad_input():
 
     with pytest.raises(PolicyError, match="6a"):
         simulate(E, W, Cheater(), horizon_s=5, rng=0)
+
+
+@pytest.mark.parametrize("bad", [-1, np.int64(-5), True, 1.5, "7", [1, 2]])
+def test_bad_rng_names_rng(bad):
+    from fluidq.sim import replicate
+
+    with pytest.raises(ParameterError, match="rng"):
+        simulate(E, W, "sarathi", horizon_s=1, rng=bad)
+    with pytest.raises(ParameterError, match="rng"):
+        replicate(E, W, "sarathi", n_replications=2, horizon_s=1, rng=bad)
+
+
+def test_rng_forms_accepted_and_reproducible():
+    from fluidq.sim import replicate
+
+    a = simulate(E, W, "sarathi", horizon_s=5, rng=np.int64(3)).requests["arrival_s"]
+    b = simulate(E, W, "sarathi", horizon_s=5, rng=np.random.SeedSequence(3)).requests["arrival_s"]
+    c = simulate(E, W, "sarathi", horizon_s=5, rng=np.random.default_rng(3)).requests["arrival_s"]
+    assert np.array_equal(a, b) and np.array_equal(a, c)
+    r1 = replicate(E, W, "sarathi", n_replications=2, horizon_s=5, rng=np.random.default_rng(9))
+    r2 = replicate(E, W, "sarathi", n_replications=2, horizon_s=5, rng=np.random.default_rng(9))
+    assert np.array_equal(r1.slopes_tokens_per_s, r2.slopes_tokens_per_s)

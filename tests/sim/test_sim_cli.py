@@ -51,3 +51,9 @@ def test_trace_without_rate_or_load_replays_at_its_own_rate(capsys):
     # no trace and neither --rate nor --load: the documented default load 0.9
     assert main(["simulate", "--horizon", "5", "--policy", "sarathi", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["load"] == __import__("pytest").approx(0.9)
+
+
+def test_negative_seed_names_the_flag(capsys):
+    assert main(["simulate", "--load", "0.5", "--horizon", "1", "--seed", "-1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--seed=-1" in err and len(err.strip().splitlines()) == 1

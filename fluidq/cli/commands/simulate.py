@@ -5,6 +5,7 @@ import sys
 import time
 from dataclasses import replace
 
+from ...errors import ParameterError
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
@@ -64,12 +65,19 @@ def _progress(args, label, horizon):
     return cb
 
 
+def _check_flags(args):
+    """Bad values of this command's own flags, reported under the flag the user typed."""
+    if args.seed < 0:
+        raise ParameterError("--seed", args.seed, "a seed >= 0")
+
+
 def run(args):
     from ...capacity import max_throughput
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
     from ...workload import Gamma, Periodic
 
+    _check_flags(args)
     engine = engine_from_args(args)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
