@@ -71,6 +71,15 @@ def reasoning_workload(rate_per_s: float = 1.0, *, mean_prompt: float = 300.0, m
                     name=f"reasoning-like (log-normal outputs, mean {mean_output:g}, sigma {sigma:g}, cap {max_output})")
 
 
+def _tau(name: str, tau) -> float:
+    """Kendall tau of PARS's stand-in predictor: in (0, 1] (1: a perfect ranking; noise added to a
+    perfect predictor lowers tau towards 0 but cannot make it negative)."""
+    t = real(name, tau)
+    if not 0 < t <= 1:
+        raise ParameterError(name, tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
+    return t
+
+
 def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=None, tau: float = 0.6,
                       gamma_per_s: float | None = None, threshold_s: float = 120.0, k_tokens: int = 32,
                       seed: int = 0) -> dict:
@@ -87,6 +96,8 @@ def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=
     from ..policies.unified import UniBoost
     from ..predict import NoisyOracle, sigma_for_tau
 
+    tau = _tau("tau", tau)
+    seed = integer("seed", seed, minimum=0)  # numpy's default_rng rejects negative seeds with a bare ValueError
     keys = POLICY_KEYS[:6] if keys is None else tuple(keys)
     bad = [k for k in keys if k not in POLICY_KEYS]
     if bad:
@@ -295,11 +306,14 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     warmup_frac = real("warmup_frac", warmup_frac, nonnegative=True)
     if warmup_frac >= 1:
         raise ParameterError("warmup_frac", warmup_frac, "a fraction in [0, 1)")
+    tau = _tau("tau", tau)
     if policies is None or (not isinstance(policies, dict)):
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
     cap = max_throughput(engine, workload)
     rates = tuple(ld * cap.requests_per_s for ld in loads)
+    if not (rng is None or isinstance(rng, np.random.SeedSequence)):
+        rng = integer("rng", rng, minimum=0)  # a seed: numpy rejects negative ones with a bare ValueError
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     seeds = ss.spawn(len(loads) * n_replications)
     runs = {p: {m: [[] for _ in loads] for m in METRICS} for p in names}

@@ -37,3 +37,29 @@ def test_pars_command_trains_saves_and_loads(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["evaluation"]["tau_b"] == pytest.approx(tau)
     assert main(["pars", "--data", "gsm8k", "--model", "nobody"]) == 2
     assert "unknown model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--tau", "2"], "--tau"), (["--tau", "nan"], "--tau"), (["--tau", "0"], "--tau"), (["--tau", "-0.5"], "--tau"),
+    (["--seed", "-1"], "--seed"),
+])
+def test_latency_bad_tau_and_seed_exit_2_with_one_line(argv, word, capsys):
+    assert main(["latency", "--horizon", "5", "--orderings", "fcfs,pars", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and word in err and "Traceback" not in err, err
+
+
+def test_latency_api_validates_tau_and_seed():
+    from fluidq import Engine, Staircase, Workload
+    from fluidq.errors import ParameterError
+    from fluidq.latency import compare_orderings, standard_policies
+    from fluidq.workload import Poisson
+
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=50, output_tokens=50)
+    with pytest.raises(ParameterError, match="tau"):
+        standard_policies(e, w, keys=["pars"], tau=1.5)
+    with pytest.raises(ParameterError, match="seed"):
+        standard_policies(e, w, keys=["fcfs"], seed=-1)
+    with pytest.raises(ParameterError, match="rng"):
+        compare_orderings(e, w, ["fcfs"], loads=[0.5], horizon_s=5, n_replications=1, rng=-1)

@@ -23,9 +23,9 @@ def register(sub):
     p.add_argument("--loads", default="0.5,0.7,0.9", help="comma-separated fractions of capacity")
     p.add_argument("--horizon", type=float, default=300.0, help="simulated seconds per run")
     p.add_argument("--replications", type=int, default=2)
-    p.add_argument("--tau", type=float, default=0.6, help="Kendall tau of PARS's stand-in predictor")
+    p.add_argument("--tau", type=float, default=0.6, help="Kendall tau of PARS's stand-in predictor, in (0, 1] (default 0.6)")
     p.add_argument("--gamma", type=float, default=None, help="gamma-Boost rate, 1/s (default: M/G/1 value)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="root seed (a non-negative integer)")
     p.add_argument("--metric", default="latency_per_token_mean_s", help="metric for --plot")
     p.add_argument("--plot", default=None, metavar="PNG", help="write a latency-load plot")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -40,8 +40,15 @@ def _floats(name, text):
 
 
 def run(args):
+    import math
+
+    from ...errors import ParameterError
     from ...latency import METRICS, compare_orderings, reasoning_workload, standard_policies
 
+    if not (math.isfinite(args.tau) and 0 < args.tau <= 1):
+        raise ParameterError("--tau", args.tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
+    if args.seed < 0:
+        raise ParameterError("--seed", args.seed, "a non-negative integer")
     engine = engine_from_args(args)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
