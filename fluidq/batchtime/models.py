@@ -168,7 +168,10 @@ class PiecewiseLinear(BatchTime):
         return np.array([min(self.b0, b_max), b_max], dtype=float)
 
     def describe(self):
-        return f"t(b) = {self.c*1e3:.4g} ms + {self.a*1e3:.4g} ms * max(0, b - {self.b0})"
+        # fixed cost in ms; the per-token slope in the unit that keeps it in [1, 1000) (ms, us, ns)
+        a = self.a
+        per = (f"{a*1e3:.4g} ms" if abs(a) >= 1e-3 else f"{a*1e6:.4g} us" if abs(a) >= 1e-6 else f"{a*1e9:.4g} ns")
+        return f"t(b) = {self.c*1e3:.4g} ms + {per} * max(0, b - {self.b0})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -192,7 +195,10 @@ class Affine(BatchTime):
         return np.array([b_max], dtype=float)
 
     def describe(self):
-        return f"t(b) = {self.c*1e3:.4g} ms + {self.a*1e6:.4g} us * b"
+        # fixed cost in ms; the per-token cost in the unit that keeps it in [1, 1000) (ms, us, ns)
+        a = self.a
+        per = (f"{a*1e3:.4g} ms" if abs(a) >= 1e-3 else f"{a*1e6:.4g} us" if abs(a) >= 1e-6 else f"{a*1e9:.4g} ns")
+        return f"t(b) = {self.c*1e3:.4g} ms + {per} * b"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -321,7 +327,10 @@ class ContextAware(BatchTime):
         return _Shifted(base=self.base, shift_s=self.kv_s_per_token * real("kv_tokens", kv_tokens, nonnegative=True))
 
     def describe(self):
-        return f"{self.base.describe()} + {self.kv_s_per_token*1e9:.4g} ns * kv"
+        # per KV token in the unit that keeps the number in [1, 1000) (ms, us, ns): never "1.7e+05 ns"
+        k = self.kv_s_per_token
+        per = (f"{k*1e3:.4g} ms" if abs(k) >= 1e-3 else f"{k*1e6:.4g} us" if abs(k) >= 1e-6 else f"{k*1e9:.4g} ns")
+        return f"{self.base.describe()} + {per} * kv"
 
 
 @dataclass(frozen=True, kw_only=True)

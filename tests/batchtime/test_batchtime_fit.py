@@ -174,3 +174,22 @@ def test_times_that_fall_give_a_flat_model_and_say_so():
     # relative least squares: the constant is sum(1/y) / sum(1/y^2)
     y = np.array([0.4, 0.3, 0.2, 0.1])
     assert r.model(1) == pytest.approx(np.sum(1 / y) / np.sum(1 / y**2))
+
+
+def test_describe_units_are_readable():
+    """Fixed costs in ms; per-token coefficients in ms/us/ns with a mantissa in [1, 1000) (no 1.7e+05 ns)."""
+    import re
+
+    from fluidq.batchtime import Affine, ContextAware, PiecewiseLinear, Staircase
+
+    models = [Staircase(c=0.01128, a=0.03547, b0=128), Affine(c=0.012, a=2.69e-4), Affine(c=0.012, a=3e-7),
+              PiecewiseLinear(c=0.02, a=5e-5, b0=64), ContextAware(base=Affine(c=0.01, a=1e-4), kv_s_per_token=1.719e-4),
+              ContextAware(base=Staircase(c=0.01, a=0.03, b0=128), kv_s_per_token=2e-8)]
+    for m in models:
+        d = m.describe()
+        assert "e+" not in d and "e-" not in d, d
+        for num, unit in re.findall(r"([0-9.]+) (ms|us|ns)", d):
+            assert 1 <= float(num) < 1000, d
+    assert "269 us * b" in models[1].describe()
+    assert "171.9 us * kv" in models[4].describe() and "20 ns * kv" in models[5].describe()
+    assert models[0].describe().startswith("t(b) = 11.28 ms + 35.47 ms")
