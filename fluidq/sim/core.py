@@ -139,7 +139,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     swap_s_per_token : float, optional
         Seconds per KV token moved by a swap (out or in); required for ``preemption="swap"``.
     warmup_s : float
-        Requests arriving before this time are left out of :attr:`SimResult.metrics`.
+        Requests arriving before this time are left out of :attr:`SimResult.metrics`; must be below
+        ``horizon_s`` (or, without a horizon, at most the last arrival time).
     initial : sequence of RequestState
         Requests already in the engine at time 0 (generic path), e.g. to replay the paper's Fig. 8.
     progress : callable, optional
@@ -204,6 +205,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         swap_s_per_token = 0.0 if swap_s_per_token is None else real("swap_s_per_token", swap_s_per_token,
                                                                      nonnegative=True)
     warmup_s = real("warmup_s", warmup_s, nonnegative=True)
+    if horizon_s is not None and warmup_s >= horizon_s:
+        raise ParameterError("warmup_s", warmup_s, f"a time < horizon_s={horizon_s:g}",
+                             "a warm-up this long leaves every request out of the metrics")
     ok, why = fast_path_applies(pol, engine)
     if initial or record_batches:
         ok, why = False, "initial residents / batch records need the generic path"
@@ -213,6 +217,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     rng = _check_rng(rng)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     arr, P, D = _requests(workload, gen, horizon_s, n_requests)
+    if horizon_s is None and warmup_s > 0 and (len(arr) == 0 or warmup_s > float(np.max(arr))):
+        last = float(np.max(arr)) if len(arr) else 0.0
+        raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last:g} s)",
+                             "a warm-up this long leaves every request out of the metrics")
     arr_l = np.asarray(arr, dtype=float).tolist()
     P_l = np.asarray(P, dtype=np.int64).tolist()
     D_l = np.asarray(D, dtype=np.int64).tolist()

@@ -136,3 +136,18 @@ def test_rng_forms_accepted_and_reproducible():
     r1 = replicate(E, W, "sarathi", n_replications=2, horizon_s=5, rng=np.random.default_rng(9))
     r2 = replicate(E, W, "sarathi", n_replications=2, horizon_s=5, rng=np.random.default_rng(9))
     assert np.array_equal(r1.slopes_tokens_per_s, r2.slopes_tokens_per_s)
+
+
+def test_warmup_must_leave_requests_in_the_metrics():
+    from fluidq.sim import replicate
+
+    with pytest.raises(ParameterError, match="warmup_s"):
+        simulate(E, W, "sarathi", horizon_s=1, rng=0, warmup_s=5)
+    with pytest.raises(ParameterError, match="warmup_s"):
+        simulate(E, W, "sarathi", horizon_s=5, rng=0, warmup_s=5)
+    with pytest.raises(ParameterError, match="warmup_s"):
+        replicate(E, W, "sarathi", n_replications=2, horizon_s=1, rng=0, warmup_s=2)
+    with pytest.raises(ParameterError, match="warmup_s"):  # no horizon: beyond the last arrival
+        simulate(E, W, "sarathi", n_requests=5, rng=0, warmup_s=1e6)
+    r = simulate(E, W, "sarathi", horizon_s=10, rng=0, warmup_s=4)
+    assert r.metrics["ttlt_s"]["n"] > 0 and np.isfinite(r.metrics["ttlt_s"]["mean"])

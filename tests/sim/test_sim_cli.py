@@ -57,3 +57,13 @@ def test_negative_seed_names_the_flag(capsys):
     assert main(["simulate", "--load", "0.5", "--horizon", "1", "--seed", "-1", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "--seed=-1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_replications_and_warmup_are_checked_naming_the_flag(capsys):
+    for argv, flag in ((["--replications", "0"], "--replications=0"), (["--replications", "-2"], "--replications"),
+                       (["--warmup", "5", "--horizon", "1"], "--warmup=5"),
+                       (["--warmup", "-1", "--horizon", "3"], "--warmup=-1"),
+                       (["--warmup", "1e9", "--requests", "5"], "--warmup")):
+        assert main(["simulate", "--no-progress", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert flag in err and len(err.strip().splitlines()) == 1, (argv, err)

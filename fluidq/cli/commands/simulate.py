@@ -1,6 +1,7 @@
 """``fluidq simulate``: iteration-level simulation of one engine under one or more schedulers."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import replace
@@ -69,9 +70,19 @@ def _check_flags(args):
     """Bad values of this command's own flags, reported under the flag the user typed."""
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a seed >= 0")
+    if args.replications < 1:
+        raise ParameterError("--replications", args.replications, "an integer >= 1 (>= 2 adds the verdict)")
+    if not (args.warmup >= 0 and math.isfinite(args.warmup)):
+        raise ParameterError("--warmup", args.warmup, "a finite number of seconds >= 0")
+    if args.horizon is not None and math.isfinite(args.horizon) and args.horizon > 0 \
+            and args.warmup >= args.horizon:
+        raise ParameterError("--warmup", args.warmup, f"seconds < --horizon={args.horizon:g}",
+                             "a warm-up this long leaves every request out of the latency metrics")
 
 
 def run(args):
+    import numpy as np
+
     from ...capacity import max_throughput
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
@@ -98,6 +109,12 @@ def run(args):
     horizon = args.horizon
     if horizon is None and args.requests is None:
         horizon = 90.0
+    # the arrivals every policy sees (simulate draws the same ones from the same seed)
+    arr_s, _p, _d = base.sample(np.random.default_rng(args.seed), horizon_s=horizon, n=args.requests)
+    if horizon is None and args.warmup > 0 and (len(arr_s) == 0 or args.warmup > float(arr_s[-1])):
+        last = float(arr_s[-1]) if len(arr_s) else 0.0
+        raise ParameterError("--warmup", args.warmup, f"seconds <= the last of the --requests arrivals ({last:g} s)",
+                             "a warm-up this long leaves every request out of the latency metrics")
     names = args.policy or ["sarathi", "fastertransformer"]
     pols = []
     for nm in names:
