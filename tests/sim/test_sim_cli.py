@@ -67,3 +67,17 @@ def test_replications_and_warmup_are_checked_naming_the_flag(capsys):
         assert main(["simulate", "--no-progress", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert flag in err and len(err.strip().splitlines()) == 1, (argv, err)
+
+
+def test_errors_name_the_flag_typed(capsys):
+    for argv, flag in ((["--horizon", "-3"], "--horizon=-3"), (["--horizon", "nan"], "--horizon=nan"),
+                       (["--requests", "0"], "--requests=0"), (["--load", "0"], "--load=0"),
+                       (["--load", "inf"], "--load=inf"), (["--trace", "azure-conv", "--rate", "-1"], "--rate=-1"),
+                       (["--arrival", "gamma", "--cv", "-1"], "--cv=-1"), (["--kv-capacity", "0"], "--kv-capacity=0"),
+                       (["--kv-capacity", "1000", "--preemption", "swap"], "--swap-us-per-token"),
+                       (["--kv-capacity", "1000", "--preemption", "swap", "--swap-us-per-token", "-1"],
+                        "--swap-us-per-token=-1")):
+        assert main(["simulate", "--no-progress", "--horizon", "2", *argv] if "--horizon" not in argv
+                    else ["simulate", "--no-progress", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert flag in err and len(err.strip().splitlines()) == 1, (argv, err)

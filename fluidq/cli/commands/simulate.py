@@ -68,14 +68,35 @@ def _progress(args, label, horizon):
 
 def _check_flags(args):
     """Bad values of this command's own flags, reported under the flag the user typed."""
+    def finite(v):
+        return math.isfinite(v)
+
+    for flag, v, ok, want in (
+            ("--horizon", args.horizon, args.horizon is None or (finite(args.horizon) and args.horizon > 0),
+             "a finite number of seconds > 0"),
+            ("--requests", args.requests, args.requests is None or args.requests >= 1, "an integer >= 1"),
+            ("--load", args.load, args.load is None or (finite(args.load) and args.load > 0),
+             "a finite fraction > 0 of the capacity"),
+            ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
+             "a finite rate > 0 (requests per second)"),
+            ("--cv", args.cv, finite(args.cv) and args.cv > 0, "a finite coefficient of variation > 0"),
+            ("--kv-capacity", args.kv_capacity, args.kv_capacity is None or args.kv_capacity >= 1,
+             "an integer number of tokens >= 1"),
+            ("--swap-us-per-token", args.swap_us_per_token,
+             args.swap_us_per_token is None or (finite(args.swap_us_per_token) and args.swap_us_per_token >= 0),
+             "a finite number of microseconds >= 0")):
+        if not ok:
+            raise ParameterError(flag, v, want)
+    if args.preemption == "swap" and args.swap_us_per_token is None:
+        raise ParameterError("--swap-us-per-token", None, "the swap cost in microseconds per KV token, "
+                             "for --preemption swap")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
         raise ParameterError("--replications", args.replications, "an integer >= 1 (>= 2 adds the verdict)")
-    if not (args.warmup >= 0 and math.isfinite(args.warmup)):
+    if not (finite(args.warmup) and args.warmup >= 0):
         raise ParameterError("--warmup", args.warmup, "a finite number of seconds >= 0")
-    if args.horizon is not None and math.isfinite(args.horizon) and args.horizon > 0 \
-            and args.warmup >= args.horizon:
+    if args.horizon is not None and args.warmup >= args.horizon:
         raise ParameterError("--warmup", args.warmup, f"seconds < --horizon={args.horizon:g}",
                              "a warm-up this long leaves every request out of the latency metrics")
 
@@ -99,8 +120,6 @@ def run(args):
     base = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
     if args.rate is None and (args.trace is None or args.load is not None):
         load = 0.9 if args.load is None else args.load
-        if not load > 0:
-            raise CliError(f"--load={load}: expected a fraction > 0 of the capacity")
         base = base.with_rate(load * max_throughput(engine, base).requests_per_s)
     if args.arrival != "poisson" and args.trace is None:
         rate = base.arrival_rate_per_s
