@@ -63,3 +63,15 @@ def test_latency_api_validates_tau_and_seed():
         standard_policies(e, w, keys=["fcfs"], seed=-1)
     with pytest.raises(ParameterError, match="rng"):
         compare_orderings(e, w, ["fcfs"], loads=[0.5], horizon_s=5, n_replications=1, rng=-1)
+
+
+def test_pars_cross_matrix_names_its_columns(capsys):
+    models = ["175b_verification", "6b_finetuning"]
+    assert main(["pars", "--data", "gsm8k", "--model", models[0], "--cross", ",".join(models)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    i = next(k for k, s in enumerate(lines) if s.startswith("cross-model tau_b"))
+    header, rows = lines[i + 1], lines[i + 2:i + 4]
+    assert header.split()[-2:] == models  # columns by name, not by number
+    for m, row in zip(models, rows):
+        cells = row.split()
+        assert cells[0] == m and all(-1 <= float(v) <= 1 for v in cells[1:]) and len(cells) == 3

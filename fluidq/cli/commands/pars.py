@@ -54,12 +54,20 @@ def run(args):
             raise CliError("--cross: give at least two comma-separated models")
         cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, delta=args.delta)
         out["cross_model"] = cm.to_dict()
-        w = max(len(m) for m in models)
-        lines += ["", "cross-model tau_b (rows: trained on, columns: ranked)",
-                  " " * (w + 2) + " ".join(f"{i:>6d}" for i in range(len(models)))]
-        for i, m in enumerate(models):
-            lines.append(f"{m:<{w}}  " + " ".join(f"{v:6.3f}" for v in cm.tau[i]) + f"   [{i}]")
+        lines += ["", _cross_table(models, cm.tau)]
         if args.plot:
             cm.plot(path=args.plot)
             lines.append(f"plot written to {args.plot}")
     emit(args, out, "\n".join(lines))
+
+
+def _cross_table(models, tau) -> str:
+    """The cross-model matrix with the model names on both axes (rows: trained on, columns: ranked)."""
+    corner = "trained on / ranked"
+    w = max(len(corner), *(len(m) for m in models))
+    cw = [max(6, len(m)) for m in models]
+    lines = ["cross-model tau_b (rows: trained on, columns: ranked)",
+             f"{corner:<{w}}  " + " ".join(f"{m:>{c}}" for m, c in zip(models, cw))]
+    for m, row in zip(models, tau):
+        lines.append(f"{m:<{w}}  " + " ".join(f"{v:>{c}.3f}" for v, c in zip(row, cw)))
+    return "\n".join(lines)
