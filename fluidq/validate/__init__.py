@@ -52,8 +52,8 @@ class ValidationResult:
     rows : tuple of Row
         The summary table.
     cases : tuple of CaseResult
-    passed, missed, skipped : int
-        Row counts by status.
+    passed, missed, skipped, informational : int
+        Row counts by status (``informational``: rows with no target).
     files : dict
         ``markdown``, ``json``, ``figures`` written (empty without ``out_dir``).
     """
@@ -75,12 +75,22 @@ class ValidationResult:
     def skipped(self) -> int:
         return sum(r.status == "skip" for r in self.rows)
 
+    @property
+    def informational(self) -> int:
+        """Rows with no target (reported for information: neither pass nor miss)."""
+        return sum(r.status == "info" for r in self.rows)
+
+    def counts_text(self) -> str:
+        """``"24 rows: 10 pass, 9 miss, 4 info (no target), 1 skipped"``: every row counted once."""
+        return (f"{len(self.rows)} rows: {self.passed} pass, {self.missed} miss, {self.informational} info "
+                f"(no target), {self.skipped} skipped")
+
     def misses(self) -> list:
         return [r for r in self.rows if r.status == "miss"]
 
     def to_dict(self) -> dict:
         return plain({"passed": self.passed, "missed": self.missed, "skipped": self.skipped,
-                      "seconds": self.seconds, "rows": [r.to_dict() for r in self.rows],
+                      "informational": self.informational, "seconds": self.seconds, "rows": [r.to_dict() for r in self.rows],
                       "cases": [c.to_dict() for c in self.cases], "files": self.files})
 
     def table(self) -> str:
@@ -184,7 +194,7 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
     figs.append(str(summary_png))
     md = ["# fluidq validation report", "",
           f"fluidq {__version__}; {len(res.cases)} cases, {len(res.rows)} rows: {res.passed} pass, "
-          f"**{res.missed} miss**, {res.skipped} skipped ({res.seconds:.1f} s).", "",
+          f"**{res.missed} miss**, {res.informational} info (no target), {res.skipped} skipped ({res.seconds:.1f} s).", "",
           "Error = 100 (predicted - measured) / measured. Targets: batch-time fit MAPE (held out) <= 5 % per "
           "profile; predicted capacity within 10 % of every measured overloaded run (aim 5 %); latency error "
           "no worse than the peer simulator's on the same run. Misses are listed, not hidden.", "",

@@ -34,12 +34,12 @@ def run(args):
                    progress=progress)
     if not args.json:
         print("", file=sys.stderr)
-    lines = [f"{len(res.rows)} rows: {res.passed} pass, {res.missed} miss, {res.skipped} skipped "
-             f"({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
-    for r in res.misses():
+    lines = [f"{res.counts_text()} ({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
+    for r in res.misses():  # case and source (the profile or run): one case has a row per profile
         err = "" if r.error_pct is None else f" ({r.error_pct:+.1f} %)"
-        lines.append(f"  MISS {r.case}: {r.quantity}{err} -- target {r.target}")
-    out = {"passed": res.passed, "missed": res.missed, "skipped": res.skipped, "files": res.files,
+        lines.append(f"  MISS {r.case} [{r.source}]: {r.quantity}{err} -- target {r.target}")
+    out = {"passed": res.passed, "missed": res.missed, "skipped": res.skipped, "informational": res.informational,
+           "files": res.files,
            "rows": [r.to_dict() for r in res.rows]}
     emit(args, out, "\n".join(lines))
     return 1 if (args.strict and res.missed) else 0
