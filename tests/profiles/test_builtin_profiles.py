@@ -78,3 +78,17 @@ def test_build_refuses_a_folder_without_data(tmp_path, capsys):
     assert main(["--data", str(tmp_path), "--out", str(tmp_path / "x.json")]) == 2
     assert "measured" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_profiles_help_has_a_description(capsys):
+    import pytest
+
+    from fluidq.cli import main
+
+    with pytest.raises(SystemExit) as ex:
+        main(["profiles", "--help"])
+    assert ex.value.code == 0
+    out = capsys.readouterr().out
+    body = out.split("positional arguments")[0]
+    assert "batch-time model" in body and "show NAME" in " ".join(body.split())
+    assert "list the profiles" in out

@@ -6,9 +6,15 @@ from .. import emit
 
 
 def register(sub):
-    p = sub.add_parser("profiles", help="list or show the built-in deployment profiles")
-    p.add_argument("action", nargs="?", choices=["list", "show"], default="list")
-    p.add_argument("name", nargs="?", default=None, help="profile to show")
+    p = sub.add_parser("profiles", help="list or show the built-in deployment profiles",
+                       description="The built-in deployment profiles: a batch-time model fitted to measured "
+                       "iteration times of one model on one deployment (GPU type, tensor parallelism), with its token budget b_max, batch-size limit "
+                       "k_max and fit error. 'list' (the default) prints one line per profile; 'show NAME' prints "
+                       "one profile's model, limits, data source and fit. Any command taking --profile NAME "
+                       "uses them.")
+    p.add_argument("action", nargs="?", choices=["list", "show"], default="list",
+                   help="list the profiles (default) or show one")
+    p.add_argument("name", nargs="?", default=None, help="profile to show (with 'show')")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
