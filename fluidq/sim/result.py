@@ -161,6 +161,55 @@ class SimResult:
             return math.nan
         return float(np.polyfit(g, y, 1)[0])
 
+    def offered(self, start_frac: float = 0.0) -> dict:
+        """What the run's own arrivals offered over ``[start_frac * end_s, end_s]``.
+
+        Returns ``{"window_s", "arrivals", "requests_per_s", "tokens_per_s"}`` (tokens = prompt +
+        output).  For a replayed trace this is the *effective* rate of the replayed window, which
+        can differ a lot from the trace's mean rate (a trace that starts sparse).
+        """
+        t0, t1 = float(start_frac) * self.end_s, self.end_s
+        a = self.requests["arrival_s"]
+        sel = (a >= t0) & (a <= t1)
+        tok = float(np.sum(self.requests["prompt_tokens"][sel]) + np.sum(self.requests["output_tokens"][sel]))
+        w = t1 - t0
+        return {"window_s": w, "arrivals": int(sel.sum()),
+                "requests_per_s": sel.sum() / w if w > 0 else math.nan, "tokens_per_s": tok / w if w > 0 else math.nan}
+
+    def fluid_backlog(self, capacity_tokens_per_s: float, times) -> np.ndarray:
+        """Token backlog of the fluid model driven by this run's own arrivals, at ``times``.
+
+        Each arrival brings its prompt + output tokens at once and the backlog drains at
+        ``capacity_tokens_per_s`` while positive (the reflected path ``x(t) = Y(t) - min(0,
+        inf_{s<=t} Y(s))`` with ``Y(t) = A(t) - c t``, ``A`` the cumulative tokens arrived).  This is
+        the work-conserving fluid prediction of Li, Dai, Peng (arXiv:2504.07347, Theorem 2) for the
+        arrivals actually simulated, so it applies to a bursty replayed trace as well.
+        """
+        from .._validate import real
+
+        c = real("capacity_tokens_per_s", capacity_tokens_per_s, positive=True)
+        a = np.maximum(self.requests["arrival_s"].astype(float), 0.0)
+        tok = (self.requests["prompt_tokens"] + self.requests["output_tokens"]).astype(float)
+        g = np.asarray(times, dtype=float)
+        if a.size == 0:
+            return np.zeros_like(g)
+        cum = np.cumsum(tok)
+        before = (cum - tok) - c * a                       # Y just before each arrival
+        low = np.minimum.accumulate(np.minimum(before, 0.0))  # inf of Y up to each arrival
+        k = np.searchsorted(a, g, side="right")           # arrivals at or before each time
+        j = np.maximum(k - 1, 0)
+        y = np.where(k > 0, cum[j], 0.0) - c * g
+        m = np.minimum(np.where(k > 0, low[j], 0.0), y)   # Y decreases between arrivals
+        return y - np.minimum(m, 0.0)
+
+    def fluid_backlog_slope(self, capacity_tokens_per_s: float, start_frac: float = 0.5,
+                            points: int = 200) -> float:
+        """Slope of :meth:`fluid_backlog`, fitted exactly as :meth:`backlog_slope` fits the simulated one."""
+        g = np.linspace(start_frac * self.end_s, self.end_s, points)
+        if g[-1] <= g[0]:
+            return math.nan
+        return float(np.polyfit(g, self.fluid_backlog(capacity_tokens_per_s, g), 1)[0])
+
     # ----------------------------------------------------------------- faces
     def summary(self) -> dict:
         m = self.metrics

@@ -81,3 +81,24 @@ def test_errors_name_the_flag_typed(capsys):
                     else ["simulate", "--no-progress", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert flag in err and len(err.strip().splitlines()) == 1, (argv, err)
+
+
+def test_trace_replay_states_its_effective_load(capsys):
+    assert main(["simulate", "--trace", "azure-conv", "--load", "0.8", "--horizon", "60", "--policy", "sarathi",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    rw = d["replayed_window"]
+    assert rw["arrivals"] == d["policies"]["sarathi"]["summary"]["requests"]
+    assert rw["requests_per_s"] == __import__("pytest").approx(rw["arrivals"] / 60)
+    assert rw["effective_load"] < 0.5 * d["load"]  # the trace's first minutes are sparse
+    assert main(["simulate", "--trace", "azure-conv", "--load", "0.8", "--horizon", "60", "--policy", "sarathi"]) == 0
+    out = capsys.readouterr().out
+    assert "effective load" in out and "fluid prediction" in out
+    # --arrival poisson with a trace: the stated rate with the trace's lengths, no replay
+    assert main(["simulate", "--trace", "azure-conv", "--load", "0.8", "--arrival", "poisson", "--horizon", "60",
+                 "--policy", "sarathi", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "replayed_window" not in d and d["workload"]["arrival"]["kind"] == "Poisson"
+    assert d["load"] == __import__("pytest").approx(0.8)
+    assert main(["simulate", "--arrival", "replay", "--horizon", "3"]) == 2
+    assert "--arrival" in capsys.readouterr().err

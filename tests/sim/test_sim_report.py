@@ -13,3 +13,25 @@ def test_section_renders_trajectories(tmp_path):
         assert f"| {name} |" in sec.markdown
     low = sec.data["rescaled to 0.8 of capacity"]
     assert low["fastertransformer"]["final_requests_in_system"] > 3 * low["sarathi"]["final_requests_in_system"]
+
+
+def test_trace_views_offer_the_stated_load(tmp_path):
+    """A trace's sparse start must not make the stated load a fiction (the report once said 0.8 for 34
+    arrivals in 60 s, an effective load of ~0.15)."""
+    import math
+
+    from fluidq.profiles import DEFAULT_PROFILE, load_profile
+
+    e = load_profile(DEFAULT_PROFILE).engine()
+    w = Workload.from_trace("azure-conv")
+    sec = s30_simulation.render(ReportContext(engine=e, workload=w, out_dir=tmp_path, quick=True))
+    assert "Poisson arrivals at the stated rate" in sec.markdown and "effective load" in sec.markdown
+    horizon = 60.0
+    for label, win in sec.data["windows"].items():
+        expect = win["rate_per_s"] * horizon  # Poisson count: mean = variance = rate * horizon
+        assert abs(win["arrivals"] - expect) < 4 * math.sqrt(expect), (label, win)
+        # the trace replay that the report no longer uses would have been far off
+        assert sec.data["replay_windows"][label]["effective_load"] < 0.6 * win["load"]
+    over = sec.data["windows"]["report workload"]
+    slope = sec.data["report workload"]["sarathi"]["token_backlog_slope_per_s"]
+    assert abs(slope - over["fluid_slope_tokens_per_s"]) < 0.1 * over["fluid_slope_tokens_per_s"]

@@ -27,8 +27,11 @@ def register(sub):
     g.add_argument("--load", type=float, default=None,
                    help="arrival rate as a fraction of the Theorem-2 capacity lambda* (instead of --rate); "
                         "default: 0.9 without --trace, the trace's own rate with --trace")
-    g.add_argument("--arrival", choices=["poisson", "periodic", "gamma"], default="poisson",
-                   help="arrival process (gamma: bursty, see --cv)")
+    g.add_argument("--arrival", choices=["replay", "poisson", "periodic", "gamma"], default=None,
+                   help="arrival process (gamma: bursty, see --cv); default poisson, or with --trace 'replay' "
+                        "(the trace's own arrival times, time-scaled to the rate: the replayed window's effective "
+                        "load is shown, as a trace's start may be sparser than its mean); with --trace, "
+                        "poisson/periodic/gamma draw that process at the rate with the trace's length distributions")
     g.add_argument("--cv", type=float, default=2.0, help="coefficient of variation of gamma inter-arrivals")
     g.add_argument("--policy", action="append", default=None,
                    help="scheduler (repeatable): fastertransformer, vllm, orca, sarathi, vllm-chunked "
@@ -101,13 +104,19 @@ def _check_flags(args):
                              "a warm-up this long leaves every request out of the latency metrics")
 
 
+def _replay_line(rw) -> str:
+    return (f"replayed  {rw['arrivals']} arrivals in {rw['window_s']:g} s = {rw['requests_per_s']:.3g} req/s, "
+            f"{rw['tokens_per_s']:,.0f} tokens/s: effective load {rw['effective_load']:.3f} "
+            "(a replay starts at the trace's beginning)")
+
+
 def run(args):
     import numpy as np
 
     from ...capacity import max_throughput
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
-    from ...workload import Gamma, Periodic
+    from ...workload import Gamma, Periodic, Poisson
 
     _check_flags(args)
     engine = engine_from_args(args)
@@ -121,15 +130,21 @@ def run(args):
     if args.rate is None and (args.trace is None or args.load is not None):
         load = 0.9 if args.load is None else args.load
         base = base.with_rate(load * max_throughput(engine, base).requests_per_s)
-    if args.arrival != "poisson" and args.trace is None:
+    arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
+    if arrival == "replay" and args.trace is None:
+        raise ParameterError("--arrival", "replay", "poisson, periodic or gamma without --trace",
+                             "'replay' replays a --trace")
+    replay = arrival == "replay"
+    if not replay and (arrival != "poisson" or args.trace is not None):
         rate = base.arrival_rate_per_s
-        arr = Periodic(rate_per_s=rate) if args.arrival == "periodic" else Gamma(rate_per_s=rate, cv=args.cv)
-        base = replace(base, arrival=arr)
+        arr = {"poisson": Poisson, "periodic": Periodic}[arrival](rate_per_s=rate) if arrival != "gamma" \
+            else Gamma(rate_per_s=rate, cv=args.cv)
+        base = replace(base, arrival=arr, trace=None)  # lengths: the trace's empirical distributions
     horizon = args.horizon
     if horizon is None and args.requests is None:
         horizon = 90.0
     # the arrivals every policy sees (simulate draws the same ones from the same seed)
-    arr_s, _p, _d = base.sample(np.random.default_rng(args.seed), horizon_s=horizon, n=args.requests)
+    arr_s, p_tok, d_tok = base.sample(np.random.default_rng(args.seed), horizon_s=horizon, n=args.requests)
     if horizon is None and args.warmup > 0 and (len(arr_s) == 0 or args.warmup > float(arr_s[-1])):
         last = float(arr_s[-1]) if len(arr_s) else 0.0
         raise ParameterError("--warmup", args.warmup, f"seconds <= the last of the --requests arrivals ({last:g} s)",
@@ -147,6 +162,12 @@ def run(args):
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
            "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
+    if replay:
+        window = horizon if horizon is not None else (float(arr_s[-1]) if len(arr_s) else math.nan)
+        tok_rate = float(np.sum(p_tok) + np.sum(d_tok)) / window if window > 0 else math.nan
+        out["replayed_window"] = {"window_s": window, "arrivals": len(arr_s),
+                                  "requests_per_s": len(arr_s) / window if window > 0 else math.nan,
+                                  "tokens_per_s": tok_rate, "effective_load": tok_rate / cap.tokens_per_s}
     runs = {}
     for pol in pols:
         t0 = time.perf_counter()
@@ -173,14 +194,17 @@ def run(args):
 
         big = max(int(r.backlog["requests"].max()) for r in runs.values())
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
-        title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity, "
+        eff = (f" (replayed window {out['replayed_window']['effective_load']:.2f})" if replay else "")
+        title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
                  f"m_p={base.mean_prompt_tokens:g}, m_d={base.mean_output_tokens:g}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({args.preemption})" if engine.kv_capacity_tokens else ""),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
-             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"),
+             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"
+             + (" (nominal: the trace's mean rate)" if replay else "")),
+             *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
              f"{f'{args.requests} requests' if args.requests else ''}, seed {args.seed}"
              + (f", {args.replications} replications" if args.replications >= 2 else ""), ""]
@@ -205,6 +229,13 @@ def run(args):
         if s["blocked"]:
             lines.append(f"  {name}: {s['blocked']} requests can never be scheduled (prompt > b_max and the "
                          "scheduler does not chunk; see --chunk-long-prompts)")
+    first = next(iter(runs.values()))
+    if first.end_s > 0:
+        out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(cap.tokens_per_s)
+        lines.append(f"fluid prediction for a work-conserving scheduler: token slope "
+                     f"{out['fluid_slope_tokens_per_s']:,.1f} tokens/s for these arrivals (fitted like the column)"
+                     + ("" if replay else f"; {max(0.0, base.token_rate_per_s - cap.tokens_per_s):,.1f} at the "
+                        "nominal rate (Theorem 2)"))
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
     if args.plot:
         lines.append(f"plot written to {out['plot']}")
