@@ -70,13 +70,13 @@ def test_region_uses_fixed_prompt_like_capacity(capsys):
 
 
 def test_region_simulate_validates_before_progress(capsys):
-    rc, out, err = run(["region", "--rays", "0", "--simulate", "--policies", "sarathi"], capsys)
+    rc, _, err = run(["region", "--rays", "0", "--simulate", "--policies", "sarathi"], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "--rays" in err and "simulating" not in err
 
 
 @pytest.mark.parametrize("value", ["-1,5", "-1e3,-5", "5,-1"])
 def test_region_negative_point_reaches_fluidq(value, capsys):
-    rc, out, err = run(["region", "--point", value], capsys)
+    rc, _, err = run(["region", "--point", value], capsys)
     assert rc == 2 and len(err.strip().splitlines()) == 1 and "--point" in err and "non-negative" in err, err
 
 
