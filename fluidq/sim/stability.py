@@ -332,6 +332,12 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     work-conserving policy it should bracket Theorem 2's ``lambda*`` (Li, Dai, Peng,
     arXiv:2504.07347); for FasterTransformer and vanilla vLLM it estimates the lower threshold
     that the paper leaves open.
+
+    A trace workload is *replayed* at each rate (time-scaled from its start), so each verdict is
+    about that one window, whose effective load can differ from the nominal rate (see
+    ``inputs["replayed_window"]`` of :func:`replicate`).  For the threshold of the stationary
+    process, pass ``Workload(arrival=Poisson(rate_per_s=...), prompt_tokens=w.prompt_tokens,
+    output_tokens=w.output_tokens)``: Poisson arrivals with the trace's length distributions.
     """
     if not isinstance(workload_shape, Workload):
         raise ParameterError("workload_shape", workload_shape, "a fluidq.Workload")

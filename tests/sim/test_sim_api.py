@@ -118,12 +118,14 @@ def test_bad_input():
 
 @pytest.mark.parametrize("bad", [-1, np.int64(-5), True, 1.5, "7", [1, 2]])
 def test_bad_rng_names_rng(bad):
-    from fluidq.sim import replicate
+    from fluidq.sim import find_threshold, replicate
 
     with pytest.raises(ParameterError, match="rng"):
         simulate(E, W, "sarathi", horizon_s=1, rng=bad)
     with pytest.raises(ParameterError, match="rng"):
         replicate(E, W, "sarathi", n_replications=2, horizon_s=1, rng=bad)
+    with pytest.raises(ParameterError, match="rng"):
+        find_threshold(E, W, "sarathi", n_replications=2, horizon_s=1, rng=bad)
 
 
 def test_rng_forms_accepted_and_reproducible():
