@@ -3,7 +3,7 @@
 Two Sarathi engines, b_max = 768, one second per batch; type A makes a short call (32, 32) on E1
 then a long one (512, 32) on E2, type B mirrors it; each engine 90 % loaded. When each engine gives
 strict priority to the class leaving through it, the token backlog oscillates with growing peaks;
-with the priorities reversed it stays bounded. The case is ``examples/cases/llm_rybko_stolyar.toml``.
+with the priorities reversed it stays bounded. The case is ``fluidq/network/cases/llm_rybko_stolyar.toml`` (``fluidq network llm_rybko_stolyar``).
 
 Writes ``rybko_stolyar.png`` (token backlog of both priority orders) and
 ``rybko_stolyar_stations.png`` (tokens at each engine, unstable order) to --out.
@@ -16,7 +16,7 @@ from pathlib import Path
 from fluidq.network import load_network, simulate_network
 from fluidq.plotting import axes, finish
 
-CASE = Path(__file__).resolve().parent / "cases" / "llm_rybko_stolyar.toml"
+CASE = "llm_rybko_stolyar"  # a case shipped in fluidq/network/cases
 
 
 def main(argv=None):

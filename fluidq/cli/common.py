@@ -36,6 +36,9 @@ def engine_from_args(args) -> Engine:
                              "case for `fluidq network`")
     if engines < 1:
         raise ParameterError("--engines", engines, "an integer >= 1")
+    for flag, v in (("--b-max", args.b_max), ("--k-max", args.k_max)):
+        if v is not None and v < 1:
+            raise ParameterError(flag, v, "an integer >= 1")
 
     consts = [args.c_ms, args.a_ms, args.b0]
     if any(v is not None for v in consts):

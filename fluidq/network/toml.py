@@ -190,7 +190,7 @@ def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
 
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
-"""The case files shipped with fluidq (copies of the repository's ``examples/cases``)."""
+"""The case files shipped with fluidq."""
 
 
 def case_names() -> list:

@@ -95,8 +95,8 @@ def test_fit_missing_file(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, words", [
     (["capacity", "--b0", "0"], ["b0"]),
-    (["capacity", "--b-max", "0"], ["b_max"]),
-    (["capacity", "--k-max", "0"], ["k_max"]),
+    (["capacity", "--b-max", "0"], ["--b-max"]),
+    (["capacity", "--k-max", "0"], ["--k-max"]),
     (["capacity", "--a-ms", "-1"], ["a"]),
     (["capacity", "--c-ms", "nan"], ["c"]),
     (["capacity", "--engines", "0"], ["--engines"]),

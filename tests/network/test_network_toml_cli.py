@@ -10,7 +10,7 @@ from fluidq.cli import main
 from fluidq.errors import DataError, ParameterError, TopologyError
 from fluidq.network.toml import load_network, network_from_dict
 
-CASES = Path(__file__).resolve().parents[2] / "examples" / "cases"
+from fluidq.network.toml import CASES_DIR as CASES  # the case files ship inside the package
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.toml")))
@@ -93,13 +93,10 @@ def test_cli_bad_input_exits_2(capsys, tmp_path):
     assert err.count("\n") == 1 and "unknown engine 'E7'" in err
 
 
-def test_shipped_cases_match_examples_and_resolve_by_name(capsys, monkeypatch, tmp_path):
-    from fluidq.network.toml import CASES_DIR, case_names
+def test_shipped_cases_resolve_by_name(capsys, monkeypatch, tmp_path):
+    from fluidq.network.toml import case_names
 
-    shipped = sorted(p.name for p in CASES_DIR.glob("*.toml"))
-    assert shipped == sorted(p.name for p in CASES.glob("*.toml"))
-    for name in shipped:  # the packaged copies are the repository's files
-        assert (CASES_DIR / name).read_bytes() == (CASES / name).read_bytes(), name
+    assert sorted(case_names()) == sorted(p.stem for p in CASES.glob("*.toml"))
     monkeypatch.chdir(tmp_path)  # not the repository: names come from the package
     assert load_network("rybko_stolyar").name == load_network("rybko_stolyar.toml").name
     assert main(["network", "lu_kumar"]) == 0

@@ -36,7 +36,7 @@ def test_region_workload_and_policies_and_plot(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,word", [
-    (["region", "--k-max", "0"], "k_max"),
+    (["region", "--k-max", "0"], "--k-max"),
     (["region", "--point=-1,3"], "point"),
     (["region", "--point=nan,3"], "point"),
     (["region", "--point", "1,2,3"], "--point"),

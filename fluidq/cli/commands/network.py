@@ -6,7 +6,7 @@ from .. import emit
 
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
-                       description="Read a network case file (a path, or a case shipped with fluidq by name; the same files as the repository's examples/cases/*.toml), print its topology "
+                       description="Read a network case file (a path, or a case shipped with fluidq by name, from fluidq/network/cases), print its topology "
                        "(DAG or cycles), per-engine loads and bottleneck, and one stability verdict from the load "
                        "conditions, the fluid model and (with --simulate) seeded simulations, naming the argument "
                        "that decided.")

@@ -1,1 +1,1 @@
-"""Network case files shipped with fluidq (``fluidq network NAME``); copies of ``examples/cases``."""
+"""Network case files shipped with fluidq (``fluidq network NAME``)."""
