@@ -349,7 +349,7 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9):
     expr = ("root of lambda m_d = b_max pi_0(lambda) / E_pi[t] (decode rate with a saturated decode pool; "
             "pi = prefill-queue chain)")
     return lam, lo, hi, expr, {"k": k, "prefill_capacity_per_s": prefill_cap, "queue_chain_lost_mass": lost_max,
-                               "curve": curve}
+                               "curve": curve, "mean_output_tokens": md}
 
 
 def renewal_threshold(engine: Engine, workload: Workload, policy):

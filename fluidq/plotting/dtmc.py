@@ -53,10 +53,16 @@ def plot_threshold(result, *, ax=None, path=None):
     """The threshold against Theorem 2's bound (and vLLM's decode-rate curve when available)."""
     fig, ax = axes(ax)
     curve = result.details.get("curve")
+    md = result.details.get("mean_output_tokens")
     if curve:
         lam, D = np.array(sorted(curve)).T
-        result.details.get("mean_tokens")
-        ax.plot(lam, D, ".", ms=3, label="decode rate D(lambda), tokens/s")
+        ax.plot(lam, D, ".", ms=3, label="decode rate D(lambda) the engine delivers")
+        if md:
+            # the threshold is where the decode demand lambda m_d meets the delivered rate
+            ax.plot(lam, lam * md, "-", lw=1, color="C1", label="decode demand lambda m_d")
+        ax.set_ylabel("decode tokens per second")
+    else:
+        ax.set_yticks([])
     ax.axvline(result.arrival_rate_per_s, color="C3", lw=1.2, label=f"{result.policy}: {result.arrival_rate_per_s:.4g} req/s")
     ax.axvline(result.work_conserving_rate_per_s, color="grey", ls="--", lw=1,
                label=f"work-conserving: {result.work_conserving_rate_per_s:.4g} req/s")
