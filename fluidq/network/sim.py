@@ -30,6 +30,7 @@ Li, Dai, Peng, arXiv:2504.07347 (engine model, constraints 6a-6d, networks of en
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import time as _time
 from collections import deque
@@ -42,6 +43,8 @@ from ..errors import ParameterError, TopologyError
 from ..policies.base import QueueView, RequestState, batch_violations
 from ..results import plain
 from .model import Choice, Fork, Hop, Join, Network
+
+INF = math.inf
 
 __all__ = ["simulate_network", "NetworkSimResult", "replicate_network"]
 
@@ -192,7 +195,10 @@ class _StationState:
         self.tasks[task.st.rid] = task
         self.work += task.st.prompt_tokens + task.st.output_tokens - task.st.prefilled - task.st.decoded
         q = self.pre if task.st.prefilled < task.st.prompt_tokens else self.dec
-        q.setdefault(task.rank, deque()).append(task)
+        dq = q.get(task.rank)
+        if dq is None:
+            dq = q[task.rank] = deque()
+        dq.append(task)
 
     def view_requests(self, b_max, k_max):
         if not self.windowed:
@@ -254,6 +260,21 @@ def _fast_budget(station):
     if eng.k_max is not None or pol.k_max is not None or getattr(eng.batch_time, "kind", "") == "context_aware":
         return None
     return eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+
+
+def _batch_time_table(engine):
+    """``{b: t(b)}`` for ``b = 1..b_max``, from one vectorised call (as the single-engine simulator does).
+
+    Element-wise evaluation gives the scalar call's floats; a batch-time model that cannot be evaluated
+    on an array leaves the table empty (filled on demand).
+    """
+    try:
+        tab = np.asarray(engine.batch_time(np.arange(1, engine.b_max + 1, dtype=float)), dtype=float)
+    except Exception:  # noqa: BLE001 -- fall back to scalar calls, which report their own errors
+        return {}
+    if tab.shape != (engine.b_max,):
+        return {}
+    return dict(enumerate(tab.tolist(), 1))
 
 
 def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
@@ -325,6 +346,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.policy_chunks = bool(getattr(pol, "chunked", True) or getattr(pol, "chunk_long_prompts", False))
         if method == "auto" and not check_batches:
             s.fast_budget = _fast_budget(s.s)
+        if not s.context_aware:
+            s.bt_cache = _batch_time_table(s.engine)
     batch_count = [0]
     sidx = {s.s.name: s for s in stations}
     routers = {r.name: r for r in network.routers}
@@ -340,14 +363,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     blocked: set = set()
 
     heap: list = []
-    seq = 0
+    nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
+    hpush, hpop = heapq.heappush, heapq.heappop
     rid_counter = [0]
     job_counter = [0]
 
     def push(t, kind, payload):
-        nonlocal seq
-        heapq.heappush(heap, (t, seq, kind, payload))
-        seq += 1
+        hpush(heap, (t, nseq(), kind, payload))
 
     from ..workload.lengths import Fixed
     from .model import NoTokens
@@ -395,22 +417,53 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
 
     now_box = [0.0]
 
+    hop_info: dict = {}  # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank)
+
+    def fixed_len(length):
+        if isinstance(length, Fixed):
+            return length.n
+        if isinstance(length, NoTokens):
+            return 0
+        return None
+
+    def plan_hop(hop):
+        pf, of = fixed_len(hop.prompt_tokens), fixed_len(hop.output_tokens)
+        s = sidx.get(hop.engine)
+        if s is None:  # a router: station, label and rank depend on the pick
+            info = (pf, of, None, None, None)
+        else:
+            info = (pf, of, s, buffer_label(hop, s.s.name), s.rank.get(hop.name, s.low))
+        hop_info[id(hop)] = info  # the network holds its hops for the whole run
+        return info
+
     def submit(job, hop, cont, now):
-        now_box[0] = now
-        p = sample_len(hop.prompt_tokens)
-        d = sample_len(hop.output_tokens)
-        s = pick_station(hop, p, d)
-        rid_counter[0] += 1
-        st = RequestState(rid=rid_counter[0], arrival_s=now, prompt_tokens=p, output_tokens=d)
-        label = buffer_label(hop, s.s.name)
-        task = _Task(st, job, cont, s.rank.get(hop.name, s.low), label, s)
-        s.add(task)
+        pf, of, s, label, rank = hop_info.get(id(hop)) or plan_hop(hop)
+        p = pf if pf is not None else sample_len(hop.prompt_tokens)
+        d = of if of is not None else sample_len(hop.output_tokens)
+        if s is None:
+            now_box[0] = now
+            s = pick_station(hop, p, d)
+            label = buffer_label(hop, s.s.name)
+            rank = s.rank.get(hop.name, s.low)
+        rid = rid_counter[0] = rid_counter[0] + 1
+        st = RequestState(rid, now, p, d)  # (rid, arrival_s, prompt_tokens, output_tokens)
+        task = _Task(st, job, cont, rank, label, s)
+        s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet)
+        s.work += p + d
+        q = s.pre if p > 0 else s.dec
+        dq = q.get(rank)
+        if dq is None:
+            dq = q[rank] = deque()
+        dq.append(task)
         buf_tokens[label] = buf_tokens.get(label, 0) + p + d
         if s.routing:
             return  # the station starts its next batch once every finished request has moved on
         if not s.busy:
-            start_batch(s, now)
-        elif s.run is not None:
+            if s.fast_budget is not None and s.ndec <= s.fast_budget:
+                start_run(s, now)  # (start_batch's first case, inlined)
+            else:
+                start_batch(s, now)
+        elif s.run is not None and s.run[2] > 1:  # a one-batch run has nothing to cut
             cut_run(s, now)
 
     def advance(job, steps, idx, parent, scope, now):
@@ -495,14 +548,18 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         rem = s.fast_budget - d
         allocs = []
         need0 = 0
+        btok = d
         if rem > 0:
-            for r in sorted(s.pre):
-                for t in s.pre[r]:
-                    need = t.st.prompt_tokens - t.st.prefilled
+            pre = s.pre
+            for r in (pre if len(pre) < 2 else sorted(pre)):
+                for t in pre[r]:
+                    st = t.st
+                    need = st.prompt_tokens - st.prefilled
                     take = need if need < rem else rem
                     if not allocs:
                         need0 = need
                     allocs.append((t, take))
+                    btok += take
                     rem -= take
                     if rem <= 0:
                         break
@@ -511,23 +568,24 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         if d == 0 and not allocs:
             s.busy = False
             return
-        btok = d + sum(take for _, take in allocs)
-        k_dec = s.fheap[0][0] - G if d else math.inf
+        k_dec = s.fheap[0][0] - G if d else INF
         if not allocs:
-            k_pre = math.inf
+            k_pre = INF
         elif len(allocs) == 1 and allocs[0][1] < need0:
             k_pre = need0 // allocs[0][1]
         else:
             k_pre = 1
-        k = int(min(k_dec, k_pre))
-        tau = tau_of(s, btok)
+        k = int(k_dec if k_dec < k_pre else k_pre)
+        tau = s.bt_cache.get(btok)
+        if tau is None:
+            tau = tau_of(s, btok)
         t_end = now
-        for _ in range(k):
+        for _ in range(k):  # one addition per batch: times bit-identical with the generic path
             t_end += tau
         s.run = [now, tau, k, allocs, d, btok]
         s.version += 1
         s.busy = True
-        push(t_end, 2, (s.idx, s.version))
+        hpush(heap, (t_end, nseq(), 2, (s.idx, s.version)))
 
     def cut_run(s, now):
         t0, tau, k, _, _, _ = s.run
@@ -540,60 +598,77 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         if i < k:
             s.run[2] = i
             s.version += 1
-            push(t, 2, (s.idx, s.version))
+            hpush(heap, (t, nseq(), 2, (s.idx, s.version)))
 
     def end_run(s, now):
         _, _, k, allocs, d, btok = s.run
         s.run = None
         batch_count[0] += k
+        G = s.G
         if d:
-            s.G += k
+            G = s.G = G + k
             for label, cnt in s.dec_label.items():
                 if cnt:
                     buf_tokens[label] -= k * cnt
         s.work -= k * btok
         moved = []
         for t, take in allocs:
-            t.st.prefilled += k * take
+            st = t.st
+            st.prefilled += k * take
             buf_tokens[t.label] -= k * take
-            if t.st.prefilled >= t.st.prompt_tokens:
+            if st.prefilled >= st.prompt_tokens:
                 moved.append(t)
         done = []
         fh = s.fheap
-        while fh and fh[0][0] <= s.G:
-            _, _, t = heapq.heappop(fh)
+        dec, dec_label = s.dec, s.dec_label
+        while fh and fh[0][0] <= G:
+            t = hpop(fh)[2]
             t.st.decoded = t.st.output_tokens
-            s.dec[t.rank].remove(t)
-            s.dec_label[t.label] -= 1
+            dec[t.rank].remove(t)
+            dec_label[t.label] -= 1
             s.ndec -= 1
             done.append(t)
-        for t in moved:
-            s.pre[t.rank].remove(t)
-            if t.st.output_tokens > 0:
-                s.dec.setdefault(t.rank, deque()).append(t)
-                t.d0, t.g0 = 0, s.G
-                heapq.heappush(fh, (s.G + t.st.output_tokens, t.st.rid, t))
-                s.dec_label[t.label] = s.dec_label.get(t.label, 0) + 1
-                s.ndec += 1
-            else:
-                done.append(t)
+        if moved:
+            pre = s.pre
+            for t in moved:
+                pre[t.rank].remove(t)
+                od = t.st.output_tokens
+                if od > 0:
+                    dq = dec.get(t.rank)
+                    if dq is None:
+                        dq = dec[t.rank] = deque()
+                    dq.append(t)
+                    t.d0, t.g0 = 0, G
+                    hpush(fh, (G + od, t.st.rid, t))
+                    dec_label[t.label] = dec_label.get(t.label, 0) + 1
+                    s.ndec += 1
+                else:
+                    done.append(t)
         finish_batch(s, done, now)
 
     def finish_batch(s, done, now):
-        for r in [r for r, q in s.pre.items() if not q]:
-            del s.pre[r]
-        for r in [r for r, q in s.dec.items() if not q]:
-            del s.dec[r]
+        # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
+        tasks = s.tasks
         for t in done:
-            del s.tasks[t.st.rid]
+            del tasks[t.st.rid]
         s.busy = False
         s.routing = True
         for t in done:
             steps, idx, parent, scope = t.cont
-            advance(t.job, steps, idx, parent, scope, now)
+            job = t.job
+            if parent is None and idx >= len(steps):  # (finish, inlined: the request leaves)
+                ci = job[0]
+                in_sys[ci] -= 1
+                completed[ci] += 1
+                soj[ci] += now - job[1]
+            else:
+                advance(job, steps, idx, parent, scope, now)
         s.routing = False
         if not s.busy:
-            start_batch(s, now)
+            if s.fast_budget is not None and s.ndec <= s.fast_budget:
+                start_run(s, now)  # (start_batch's first case, inlined)
+            else:
+                start_batch(s, now)
 
     def start_batch(s, now):
         if s.fast_budget is not None:
@@ -630,7 +705,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 dt = s.bt_cache[b] = float(bt(b))
         s.busy = True
         s.batch = batch
-        push(now + dt, 1, s.idx)
+        hpush(heap, (now + dt, nseq(), 1, s.idx))
 
     def end_batch(s, now):
         batch = s.batch
@@ -669,10 +744,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     # external arrivals (lazy per class)
     arrivals = []
     for ci, c in enumerate(network.classes):
-        times = c.arrival.times(gen, horizon_s=horizon)
+        times = c.arrival.times(gen, horizon_s=horizon).tolist()
         arrivals.append(times)
         if len(times):
             push(float(times[0]), 0, (ci, 0))
+    routes = [c.route for c in network.classes]
+    NO_SCOPE: dict = {}  # the empty fork scope (a Fork copies its scope before adding to it)
+    first_hop = [r[0] if r and isinstance(r[0], Hop) else None for r in routes]
 
     def new_job(ci, now):
         job_counter[0] += 1
@@ -698,6 +776,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
 
     grid = np.arange(0.0, horizon + 1e-12, dt_rec)
     G = len(grid)
+    grid_l = grid.tolist()
+    next_rec = grid_l[0] if G else math.inf  # record_until(t) has work once t >= next_rec
     rec_in = np.zeros((G, len(cls_names)))
     rec_buf = {lab: np.zeros(G) for lab in buf_tokens}
     rec_st_tok = np.zeros((G, len(stations)))
@@ -724,8 +804,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         return out
 
     def record_until(t):
-        nonlocal gi
-        while gi < G and grid[gi] <= t:
+        nonlocal gi, next_rec
+        while gi < G and grid_l[gi] <= t:
             rec_in[gi] = in_sys
             for lab, v in buf_tokens.items():
                 if lab not in rec_buf:
@@ -734,27 +814,36 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             for s in stations:
                 work = s.work
                 if s.run is not None:  # batches of a run that ended before this grid point count
-                    for lab, served in in_run_progress(s, grid[gi]).items():
+                    for lab, served in in_run_progress(s, grid_l[gi]).items():
                         rec_buf[lab][gi] -= served
                         work -= served
                 rec_st_tok[gi, s.idx] = work
                 rec_st_req[gi, s.idx] = len(s.tasks)
             gi += 1
+        next_rec = grid_l[gi] if gi < G else math.inf
 
     events = 0
     while heap:
         t, _, kind, payload = heap[0]
         if t > horizon:
             break
-        heapq.heappop(heap)
-        record_until(t)
+        hpop(heap)
+        if t >= next_rec:
+            record_until(t)
         events += 1
         if kind == 0:
             ci, k = payload
-            if k + 1 < len(arrivals[ci]):
-                push(float(arrivals[ci][k + 1]), 0, (ci, k + 1))
-            job = new_job(ci, t)
-            advance(job, network.classes[ci].route, 0, None, {}, t)
+            arr = arrivals[ci]
+            if k + 1 < len(arr):
+                hpush(heap, (arr[k + 1], nseq(), 0, (ci, k + 1)))
+            job_counter[0] += 1  # (new_job, inlined)
+            in_sys[ci] += 1
+            job = (ci, t, job_counter[0])
+            h0 = first_hop[ci]
+            if h0 is not None:  # (advance, inlined for a route that starts with a hop)
+                submit(job, h0, (routes[ci], 1, None, NO_SCOPE), t)
+            else:
+                advance(job, routes[ci], 0, None, {}, t)
         elif kind == 1:
             end_batch(stations[payload], t)
         else:

@@ -1,0 +1,62 @@
+"""The network simulator's speed-ups change no result.
+
+* the batch-time table built from one vectorised call holds exactly the scalar call's floats (so runs
+  that look batch times up in it are bit-identical with runs that call the model per batch);
+* the event-skipping path gives the generic path's completions, request times and series on more
+  network shapes than ``test_network_sim`` covers (random lengths on one engine, random routers,
+  join-the-shortest-queue by requests, a three-engine DAG, classical networks).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fluidq import Affine, Engine, PiecewiseLinear, Staircase
+from fluidq.batchtime.models import Tabulated
+from fluidq.network import Hop, Network, RequestClass, Station
+from fluidq.network.examples import lu_kumar, rybko_stolyar
+from fluidq.network.sim import _batch_time_table, simulate_network
+from fluidq.workload import Geometric
+
+
+@pytest.mark.parametrize("bt", [Staircase(c=0.01128, a=0.03547, b0=128), Affine(c=0.0123457, a=0.0000791),
+                                PiecewiseLinear(c=0.02, a=0.0001234, b0=100),
+                                Tabulated(tokens=(1, 64, 256, 700), seconds=(0.011, 0.013, 0.021, 0.047))])
+def test_batch_time_table_is_the_scalar_call(bt):
+    eng = Engine(batch_time=bt, b_max=700)
+    tab = _batch_time_table(eng)
+    assert sorted(tab) == list(range(1, 701))
+    for b in range(1, 701):
+        assert tab[b] == float(bt(b)), b  # bit-for-bit, not approximately
+
+
+def test_batch_time_table_falls_back_when_the_model_cannot_cover_b_max():
+    bt = Tabulated(tokens=(16, 64, 256), seconds=(0.011, 0.013, 0.021))  # raises beyond 256 tokens
+    assert _batch_time_table(Engine(batch_time=bt, b_max=512)) == {}
+
+
+def _one_geometric():
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    return Network(stations=[Station(name="E", engine=eng)], classes=[RequestClass(
+        name="c", rate_per_s=8.0, route=[Hop(engine="E", prompt_tokens=Geometric(mean_tokens=300),
+                                             output_tokens=Geometric(mean_tokens=40))])])
+
+
+@pytest.mark.parametrize("case", ["one_geometric", "random", "jsq_requests", "dag", "rybko_stolyar", "lu_kumar"])
+def test_event_skipping_matches_generic_on_more_shapes(small, case):
+    net, h = {"one_geometric": (_one_geometric(), 60.0),
+              "random": (small["random"]((0.5, 0.5)).at_load(0.9), 40.0),
+              "jsq_requests": (small["jsq"]().at_load(1.05), 40.0),
+              "dag": (small["dag"]().at_load(0.9), 40.0),
+              "rybko_stolyar": (rybko_stolyar(tokens_per_unit=10), 50.0),
+              "lu_kumar": (lu_kumar(tokens_per_unit=10), 50.0)}[case]
+    a = simulate_network(net, horizon_s=h, rng=11, method="generic")
+    b = simulate_network(net, horizon_s=h, rng=11, method="auto")
+    assert a.completed == b.completed and sum(a.completed.values()) > 20
+    for k in a.completed:
+        assert b.mean_sojourn_s[k] == pytest.approx(a.mean_sojourn_s[k], rel=1e-12)
+    assert np.array_equal(a.total_in_system, b.total_in_system)
+    for lab in a.buffer_tokens:
+        assert np.array_equal(a.buffer_tokens[lab], b.buffer_tokens[lab])
+    for st in a.station_tokens:
+        assert np.array_equal(a.station_tokens[st], b.station_tokens[st])
