@@ -168,7 +168,7 @@ def _lengths(workload: Workload, pol: Scheduler, b: int):
 
 
 def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
-               max_decode: int = 400, tolerance: float = 1e-6, kernel_tol: float = 1e-12,
+               max_decode: int | None = None, tolerance: float = 1e-6, kernel_tol: float = 1e-12,
                prune_tol: float = 1e-13, max_states: int = 500_000) -> EngineChain:
     """Build the truncated embedded chain of one engine under a scheduler.
 
@@ -182,7 +182,8 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     policy : str or Scheduler
         One of the built-in schedulers (FCFS order).
     max_prefill, max_decode : int
-        Truncation caps on requests in prefill and in decode.
+        Truncation caps on requests in prefill and in decode (``max_decode`` defaults to 400, or to
+        the budget ``b`` for finite-support outputs).
     tolerance : float
         Mass lost at the boundary above which the solved result is "inaccurate".
     kernel_tol : float
@@ -197,7 +198,9 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     Returns
     -------
     EngineChain
-        Call ``.solve()`` for the stationary distribution and metrics.
+        Call ``.solve()`` for the stationary distribution and metrics.  ``Fixed(n > 1)`` and
+        ``Empirical`` output lengths are handed to :func:`fluidq.dtmc.finite.build_finite_dtmc`
+        (state: counts of decoding requests per remaining output tokens; its restrictions apply).
 
     References
     ----------
@@ -222,8 +225,14 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         raise ParameterError("workload", workload, "a fluidq.Workload")
     if not isinstance(workload.arrival, Poisson):
         raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    from .finite import build_finite_dtmc, is_finite_support
+
+    out = workload.output_tokens
+    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1):
+        return build_finite_dtmc(engine, workload, policy, max_prefill=max_prefill, max_decode=max_decode,
+                                 tolerance=tolerance, kernel_tol=kernel_tol, max_states=max_states)
     Np = integer("max_prefill", max_prefill, minimum=1)
-    Nd = integer("max_decode", max_decode, minimum=1)
+    Nd = integer("max_decode", 400 if max_decode is None else max_decode, minimum=1)
     tolerance = real("tolerance", tolerance, positive=True)
     kernel_tol = real("kernel_tol", kernel_tol, positive=True)
     prune_tol = real("prune_tol", prune_tol, nonnegative=True)

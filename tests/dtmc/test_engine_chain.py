@@ -126,7 +126,8 @@ def test_caps_too_small_are_reported_inaccurate(small_engine):
 
 
 @pytest.mark.parametrize("bad", [
-    {"policy": "sarathi", "prompt": 4, "output": 7},                       # fixed output: not memoryless
+    {"policy": "sarathi", "prompt": 4, "output": fluidq.LogNormal(mu=1.0, sigma=0.5)},  # neither memoryless nor finite
+    {"policy": "sarathi", "prompt": 4, "output": 7},  # finite support, but too many decode vectors
     {"policy": "fastertransformer", "prompt": G(mean_tokens=4), "output": G(mean_tokens=4)},  # random prompt, whole prompts
     {"policy": "vllm", "prompt": 40, "output": G(mean_tokens=4)},          # prompt longer than b_max
     {"policy": "sarathi", "prompt": fluidq.LogNormal(mu=1.0, sigma=0.5), "output": G(mean_tokens=4)},
