@@ -368,9 +368,6 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     rid_counter = [0]
     job_counter = [0]
 
-    def push(t, kind, payload):
-        hpush(heap, (t, nseq(), kind, payload))
-
     from ..workload.lengths import Fixed
     from .model import NoTokens
 
@@ -644,6 +641,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                     s.ndec += 1
                 else:
                     done.append(t)
+        if not done:  # (finish_batch with nobody leaving)
+            if s.ndec <= s.fast_budget:
+                start_run(s, now)
+            else:
+                s.busy = False
+                start_batch(s, now)
+            return
         finish_batch(s, done, now)
 
     def finish_batch(s, done, now):
@@ -742,12 +746,16 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         finish_batch(s, done, now)
 
     # external arrivals (lazy per class)
+    # external arrivals: one pending arrival per class in a heap of its own, ``(t, seq, class, k)``,
+    # merged with the event heap by ``(t, seq)`` (the order of one heap holding both)
     arrivals = []
+    aheap: list = []
     for ci, c in enumerate(network.classes):
         times = c.arrival.times(gen, horizon_s=horizon).tolist()
         arrivals.append(times)
         if len(times):
-            push(float(times[0]), 0, (ci, 0))
+            aheap.append((float(times[0]), nseq(), ci, 0))
+    heapq.heapify(aheap)
     routes = [c.route for c in network.classes]
     NO_SCOPE: dict = {}  # the empty fork scope (a Fork copies its scope before adding to it)
     first_hop = [r[0] if r and isinstance(r[0], Hop) else None for r in routes]
@@ -823,19 +831,20 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         next_rec = grid_l[gi] if gi < G else math.inf
 
     events = 0
-    while heap:
-        t, _, kind, payload = heap[0]
-        if t > horizon:
-            break
-        hpop(heap)
-        if t >= next_rec:
-            record_until(t)
-        events += 1
-        if kind == 0:
-            ci, k = payload
+    hreplace = heapq.heapreplace
+    while heap or aheap:
+        if aheap and (not heap or aheap[0] < heap[0]):
+            t, _, ci, k = aheap[0]
+            if t > horizon:
+                break
             arr = arrivals[ci]
             if k + 1 < len(arr):
-                hpush(heap, (arr[k + 1], nseq(), 0, (ci, k + 1)))
+                hreplace(aheap, (arr[k + 1], nseq(), ci, k + 1))
+            else:
+                hpop(aheap)
+            if t >= next_rec:
+                record_until(t)
+            events += 1
             job_counter[0] += 1  # (new_job, inlined)
             in_sys[ci] += 1
             job = (ci, t, job_counter[0])
@@ -844,7 +853,17 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 submit(job, h0, (routes[ci], 1, None, NO_SCOPE), t)
             else:
                 advance(job, routes[ci], 0, None, {}, t)
-        elif kind == 1:
+            if max_batches is not None and batch_count[0] >= max_batches:
+                break
+            continue
+        t, _, kind, payload = heap[0]
+        if t > horizon:
+            break
+        hpop(heap)
+        if t >= next_rec:
+            record_until(t)
+        events += 1
+        if kind == 1:
             end_batch(stations[payload], t)
         else:
             si, ver = payload
