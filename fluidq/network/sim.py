@@ -132,18 +132,16 @@ class NetworkSimResult:
         return plot_network_sim(self, ax=ax, path=path, **kw)
 
 
-class _Task:
-    """One hop of one request at one station."""
+class _Task(RequestState):
+    """One hop of one request at one station: the scheduler's :class:`RequestState` (built with its
+    constructor) and the hop's place in the network, one object per hop.
 
-    __slots__ = ("st", "job", "cont", "rank", "label", "station", "d0", "g0")
+    Compared and hashed by identity (two residents are never the same request).
+    """
 
-    def __init__(self, st, job, cont, rank, label, station):
-        self.st = st
-        self.job = job
-        self.cont = cont
-        self.rank = rank
-        self.label = label
-        self.station = station
+    __slots__ = ("job", "cont", "rank", "label", "station", "d0", "g0")
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 class _JoinRec:
@@ -196,9 +194,9 @@ class _StationState:
         return self.work - j * btok
 
     def add(self, task):
-        self.tasks[task.st.rid] = task
-        self.work += task.st.prompt_tokens + task.st.output_tokens - task.st.prefilled - task.st.decoded
-        q = self.pre if task.st.prefilled < task.st.prompt_tokens else self.dec
+        self.tasks[task.rid] = task
+        self.work += task.prompt_tokens + task.output_tokens - task.prefilled - task.decoded
+        q = self.pre if task.prefilled < task.prompt_tokens else self.dec
         dq = q.get(task.rank)
         if dq is None:
             dq = q[task.rank] = deque()
@@ -208,8 +206,8 @@ class _StationState:
         if not self.windowed:
             items = [t for r in sorted(self.pre.keys() | self.dec.keys())
                      for t in list(self.dec.get(r, ())) + list(self.pre.get(r, ()))]
-            items.sort(key=lambda t: (t.rank, t.st.arrival_s, t.st.rid))
-            return [t.st for t in items]
+            items.sort(key=lambda t: (t.rank, t.arrival_s, t.rid))
+            return items
         lim = b_max if k_max is None else min(b_max, k_max)
         out = []
         n = 0
@@ -227,7 +225,7 @@ class _StationState:
                 if (cum >= b_max and n >= 1) or n >= lim + 8:
                     break
                 out.append(t)
-                need = t.st.prompt_tokens - t.st.prefilled
+                need = t.prompt_tokens - t.prefilled
                 if need <= b_max or self.policy_chunks:
                     cum += min(need, b_max)
                 n += 1
@@ -236,7 +234,7 @@ class _StationState:
         # decoding requests first (by priority, then in the order their prefill ended), then prefilling
         # requests (by priority, then arrival at the station): a built-in scheduler only compares
         # requests of the same kind, so this is its priority/FCFS order
-        return [t.st for t in out]
+        return out
 
 
 def _windowable(policy):
@@ -447,8 +445,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             label = buffer_label(hop, s.s.name)
             rank = s.rank.get(hop.name, s.low)
         rid = rid_counter[0] = rid_counter[0] + 1
-        st = RequestState(rid, now, p, d)  # (rid, arrival_s, prompt_tokens, output_tokens)
-        task = _Task(st, job, cont, rank, label, s)
+        task = _Task(rid, now, p, d)  # (rid, arrival_s, prompt_tokens, output_tokens)
+        task.job = job
+        task.cont = cont
+        task.rank = rank
+        task.label = label
+        task.station = s
         s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet)
         s.work += p + d
         q = s.pre if p > 0 else s.dec
@@ -529,7 +531,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     def materialize(s):
         for q in s.dec.values():
             for t in q:
-                t.st.decoded = t.d0 + (s.G - t.g0)
+                t.decoded = t.d0 + (s.G - t.g0)
         s.fheap = []
         s.virtual = False
 
@@ -539,9 +541,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             heap_ = []
             for q in s.dec.values():
                 for t in q:
-                    t.d0 = t.st.decoded
+                    t.d0 = t.decoded
                     t.g0 = G
-                    heap_.append(((G + t.st.output_tokens - t.st.decoded) << RID_BITS) | t.st.rid)
+                    heap_.append(((G + t.output_tokens - t.decoded) << RID_BITS) | t.rid)
             heapq.heapify(heap_)
             s.fheap = heap_
             s.virtual = True
@@ -554,7 +556,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             pre = s.pre
             for r in (pre if len(pre) < 2 else sorted(pre)):
                 for t in pre[r]:
-                    st = t.st
+                    st = t
                     need = st.prompt_tokens - st.prefilled
                     take = need if need < rem else rem
                     if not allocs:
@@ -586,7 +588,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.run = [now, tau, k, allocs, d, btok]
         s.version += 1
         s.busy = True
-        hpush(heap, (t_end, nseq(), 2, (s.idx, s.version)))
+        hpush(heap, (t_end, nseq(), 2, s, s.version))
 
     def cut_run(s, now):
         t0, tau, k, _, _, _ = s.run
@@ -599,7 +601,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         if i < k:
             s.run[2] = i
             s.version += 1
-            hpush(heap, (t, nseq(), 2, (s.idx, s.version)))
+            hpush(heap, (t, nseq(), 2, s, s.version))
 
     def end_run(s, now):
         _, _, k, allocs, d, btok = s.run
@@ -614,7 +616,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.work -= k * btok
         moved = []
         for t, take in allocs:
-            st = t.st
+            st = t
             st.prefilled += k * take
             buf_tokens[t.label] -= k * take
             if st.prefilled >= st.prompt_tokens:
@@ -625,23 +627,31 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         lim = (G + 1) << RID_BITS  # keys of requests finishing by round G
         while fh and fh[0] < lim:
             t = tasks[hpop(fh) & RID_MASK]
-            t.st.decoded = t.st.output_tokens
-            dec[t.rank].remove(t)
+            t.decoded = t.output_tokens
+            dq = dec[t.rank]
+            if dq[0] is t:  # usually the oldest decoder of its rank
+                dq.popleft()
+            else:
+                dq.remove(t)
             dec_label[t.label] -= 1
             s.ndec -= 1
             done.append(t)
         if moved:
             pre = s.pre
             for t in moved:
-                pre[t.rank].remove(t)
-                od = t.st.output_tokens
+                dq = pre[t.rank]
+                if dq[0] is t:  # a completed prompt heads its rank's queue (prompts are served in order)
+                    dq.popleft()
+                else:
+                    dq.remove(t)
+                od = t.output_tokens
                 if od > 0:
                     dq = dec.get(t.rank)
                     if dq is None:
                         dq = dec[t.rank] = deque()
                     dq.append(t)
                     t.d0, t.g0 = 0, G
-                    hpush(fh, ((G + od) << RID_BITS) | t.st.rid)
+                    hpush(fh, ((G + od) << RID_BITS) | t.rid)
                     dec_label[t.label] = dec_label.get(t.label, 0) + 1
                     s.ndec += 1
                 else:
@@ -659,7 +669,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
         tasks = s.tasks
         for t in done:
-            del tasks[t.st.rid]
+            del tasks[t.rid]
         s.busy = False
         s.routing = True
         for t in done:
@@ -706,7 +716,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         b = batch.tokens
         bt = eng.batch_time
         if s.context_aware:
-            kv = sum(s.tasks[rid].st.prompt_tokens + s.tasks[rid].st.decoded for rid in batch.decode)
+            kv = sum(s.tasks[rid].prompt_tokens + s.tasks[rid].decoded for rid in batch.decode)
             dt = float(bt(b, kv))
         else:
             dt = s.bt_cache.get(b)
@@ -714,7 +724,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 dt = s.bt_cache[b] = float(bt(b))
         s.busy = True
         s.batch = batch
-        hpush(heap, (now + dt, nseq(), 1, s.idx))
+        hpush(heap, (now + dt, nseq(), 1, s, 0))
 
     def end_batch(s, now):
         batch = s.batch
@@ -724,14 +734,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         moved = []
         for rid, n in batch.prefill:
             t = s.tasks[rid]
-            t.st.prefilled += n
+            t.prefilled += n
             buf_tokens[t.label] -= n
-            if t.st.prefilled >= t.st.prompt_tokens:
+            if t.prefilled >= t.prompt_tokens:
                 moved.append(t)
         tasks = s.tasks
         for rid in batch.decode:
             t = tasks[rid]
-            st = t.st
+            st = t
             st.decoded += 1
             buf_tokens[t.label] -= 1
             if st.decoded >= st.output_tokens:
@@ -742,7 +752,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.work -= batch.tokens
         for t in moved:
             s.pre[t.rank].remove(t)
-            if t.st.decoded < t.st.output_tokens:
+            if t.decoded < t.output_tokens:
                 s.dec.setdefault(t.rank, deque()).append(t)
                 s.dec_label[t.label] = s.dec_label.get(t.label, 0) + 1
                 s.ndec += 1
@@ -861,7 +871,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             if max_batches is not None and batch_count[0] >= max_batches:
                 break
             continue
-        t, _, kind, payload = heap[0]
+        t, _, kind, st_, ver = heap[0]  # (time, seq, kind, station, run version); seq is unique
         if t > horizon:
             break
         hpop(heap)
@@ -869,10 +879,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             record_until(t)
         events += 1
         if kind == 1:
-            end_batch(stations[payload], t)
+            end_batch(st_, t)
         else:
-            si, ver = payload
-            st_ = stations[si]
             if ver != st_.version or st_.run is None:
                 events -= 1  # a run cut short by an arrival: stale event
                 continue
