@@ -53,7 +53,7 @@ from ..errors import ParameterError
 from ..policies import QueueView, resolve_policy
 from ..policies.orderings import FCFS, Ordering
 from ..policies.schedulers import Scheduler
-from ..workload import Fixed, Geometric, Poisson, Workload
+from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
 from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
 from .state import StateSpace
 
@@ -199,8 +199,9 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     -------
     EngineChain
         Call ``.solve()`` for the stationary distribution and metrics.  ``Fixed(n > 1)`` and
-        ``Empirical`` output lengths are handed to :func:`fluidq.dtmc.finite.build_finite_dtmc`
-        (state: counts of decoding requests per remaining output tokens; its restrictions apply).
+        ``Empirical`` output lengths (and ``Empirical`` prompts with such outputs) are handed to
+        :func:`fluidq.dtmc.finite.build_finite_dtmc` (state: counts of decoding requests per
+        remaining output tokens, the head prompt's known remaining tokens; its restrictions apply).
 
     References
     ----------
@@ -228,7 +229,8 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     from .finite import build_finite_dtmc, is_finite_support
 
     out = workload.output_tokens
-    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1):
+    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1
+                                       and not isinstance(workload.prompt_tokens, Empirical)):
         return build_finite_dtmc(engine, workload, policy, max_prefill=max_prefill, max_decode=max_decode,
                                  tolerance=tolerance, kernel_tol=kernel_tol, max_states=max_states)
     Np = integer("max_prefill", max_prefill, minimum=1)

@@ -33,7 +33,12 @@ Why this is exact
     where that serves some but not all decoders raises :class:`~fluidq.errors.ParameterError`.
 
 Prompt lengths: ``Fixed`` (any scheduler) or ``Geometric`` (chunking schedulers), as in
-:func:`fluidq.dtmc.build_dtmc`.  Output lengths: ``Fixed(n)`` or ``Empirical`` with
+:func:`fluidq.dtmc.build_dtmc`, or ``Empirical`` with ``max(values) <= max_prompt`` (any
+scheduler): then ``j`` is the head prompt's *known* remaining tokens, 0 while nobody has looked at
+it.  FCFS reads prompt lengths only in queue order, so a waiting prompt's length can be drawn when
+prefill first reaches it -- a chunk that ends inside a prompt leaves it head with known remaining
+tokens; a whole prompt that does not fit stops prefill (head-of-line) and stays head with its
+length known.  Output lengths: ``Fixed(n)`` or ``Empirical`` with
 ``max(values) <= max_output``.
 """
 from __future__ import annotations
@@ -79,22 +84,67 @@ def _output_support(out, max_output: int):
     return vals, probs / probs.sum(), V
 
 
-def _prompts(workload, pol, b):
+def _prompts(workload, pol, b, max_prompt):
+    """``(vp, pp, prompt_support)``: a fixed length, a geometric ``1/m_p``, or a finite support."""
     pr = workload.prompt_tokens
     if isinstance(pr, Fixed):
         vp = int(pr.n)
         if vp > b and not pol.chunked:
             raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
                                  "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
-        return vp, None
+        return vp, None, None
     if isinstance(pr, Geometric):
         if not pol.chunked:
-            raise ParameterError("prompt_tokens", pr, f"a Fixed prompt length for {pol.name} (whole prompts, "
-                                 "head-of-line): random prompt lengths would need each waiting prompt's "
-                                 "length in the state", "use a chunking scheduler, Fixed prompts, or fluidq.simulate")
-        return None, pr.p
-    raise ParameterError("prompt_tokens", pr, "a Fixed or (chunking schedulers) Geometric prompt length for the "
-                         "finite-support chain", "other prompt lengths: fluidq.simulate")
+            raise ParameterError("prompt_tokens", pr, f"a Fixed or Empirical prompt length for {pol.name} (whole "
+                                 "prompts, head-of-line): a geometric prompt's length is unbounded and would be "
+                                 "needed in the state", "use a chunking scheduler, or fluidq.simulate")
+        return None, pr.p, None
+    if isinstance(pr, Empirical):
+        v = np.asarray(pr.values, dtype=np.int64)
+        w = np.asarray(pr.weights, dtype=float)
+        v, w = v[w > 0], w[w > 0]
+        if int(v.max()) > max_prompt:
+            raise ParameterError("prompt_tokens", f"<support up to {int(v.max())} tokens>",
+                                 f"at most max_prompt={max_prompt} prompt tokens (the head prompt's remaining "
+                                 "tokens are a state coordinate)", "use Fixed prompts or fluidq.simulate")
+        if not pol.chunked and int(v.max()) > b:
+            raise ParameterError("prompt_tokens", f"<support up to {int(v.max())} tokens>",
+                                 f"at most the budget b={b} for {pol.name}, which does not chunk prompts",
+                                 "such a prompt is never scheduled; raise b_max or chunk")
+        return None, None, (v, w / w.sum())
+    raise ParameterError("prompt_tokens", pr, "a Fixed, Empirical or (chunking schedulers) Geometric prompt length "
+                         "for the finite-support chain", "other prompt lengths: fluidq.simulate")
+
+
+def _head_outcomes(n, B, h, pv, pw, chunked, memo):
+    """FCFS prefill of ``n`` prompts with budget ``B`` when the head has ``h`` known remaining tokens.
+
+    ``h = 0``: the head has not been looked at (its length is still a fresh draw from
+    ``(pv, pw)``; i.i.d. lengths make drawing it now exact).  Returns ``{(K, T, h_next): prob}``
+    with ``h_next`` the known remaining tokens of the new head (0 when fresh or the queue is empty).
+    Chunked: tokens go to prompts in order until the budget or the queue is spent.  Whole prompts:
+    prompts are taken while they fit; the first that does not fit stops prefill and stays head
+    with its length now known.
+    """
+    if n == 0 or B <= 0:
+        return {(0, 0, h if n > 0 else 0): 1.0}
+    n = min(n, B + 1)  # at most B prompts complete; beyond that only "queue not empty" matters
+    key = (n, B, h)
+    if key in memo:
+        return memo[key]
+    out = {}
+    heads = [(h, 1.0)] if h > 0 else list(zip(pv.tolist(), pw.tolist()))
+    for r, p in heads:
+        if r > B:
+            kth = (0, B, r - B) if chunked else (0, 0, r)
+            out[kth] = out.get(kth, 0.0) + p
+            continue
+        sub = _head_outcomes(n - 1, B - r, 0, pv, pw, chunked, memo) if n > 1 else {(0, 0, 0): 1.0}
+        for (k, t, hn), q in sub.items():
+            kk = (k + 1, t + r, hn)
+            out[kk] = out.get(kk, 0.0) + p * q
+    memo[key] = out
+    return out
 
 
 def _decode_vectors(M: int, V: int) -> np.ndarray:
@@ -131,7 +181,8 @@ def _entrants(K: int, vals: np.ndarray, probs: np.ndarray, V: int):
 
 
 def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
-                      max_decode: int | None = None, max_output: int = 12, tolerance: float = 1e-6,
+                      max_decode: int | None = None, max_output: int = 12, max_prompt: int = 32,
+                      tolerance: float = 1e-6,
                       kernel_tol: float = 1e-12, max_states: int = 200_000):
     """Build the exact truncated chain for finite-support output lengths (see the module notes).
 
@@ -153,6 +204,8 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
         and not built.
     max_output : int
         Largest output length accepted (the decode vector has one count per remaining length).
+    max_prompt : int
+        Largest ``Empirical`` prompt length accepted (the head's remaining tokens are a coordinate).
     tolerance, kernel_tol : float
         As in :func:`fluidq.dtmc.build_dtmc`.
     max_states : int
@@ -190,13 +243,14 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
         raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
     Np = integer("max_prefill", max_prefill, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
+    max_prompt = integer("max_prompt", max_prompt, minimum=1)
     tolerance = real("tolerance", tolerance, positive=True)
     kernel_tol = real("kernel_tol", kernel_tol, positive=True)
     max_states = integer("max_states", max_states, minimum=1)
     lam = workload.arrival_rate_per_s
     pol, b = scheduler_rules(policy, engine)
     vals, probs, V = _output_support(workload.output_tokens, max_output)
-    vp, pp = _prompts(workload, pol, b)
+    vp, pp, psup = _prompts(workload, pol, b, max_prompt)
     if max_decode is None:
         Md = b
     else:
@@ -208,7 +262,10 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
                                  "and the chain would need their order; pass max_decode <= b (the excess is "
                                  "reported as mass lost at the boundary)")
         Md = min(Md, b)  # decode priority: n_d <= b is invariant, states above b are unreachable
-    J = vp if (vp is not None and pol.chunked and vp > 1) else 1
+    if psup is not None:
+        J = int(psup[0].max()) + 1  # head's known remaining prompt tokens, 0 = not yet looked at
+    else:
+        J = vp if (vp is not None and pol.chunked and vp > 1) else 1
     n_dec = comb(Md + V, V)
     n_states = (Np * J + 1) * n_dec
     if n_states > max_states:
@@ -235,7 +292,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     lookup = space._lookup
     S = space.size
 
-    ent_cache, dec_cache, arr_cache = {}, {}, {}
+    ent_cache, dec_cache, arr_cache, head_memo = {}, {}, {}, {}
 
     def entrants(K):
         if K not in ent_cache:
@@ -271,6 +328,9 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
         """``[(K, T, j_next, w)]`` for FCFS prefill of ``n`` prompts with budget ``B``."""
         if n == 0 or B <= 0:
             return [(0, 0, j, 1.0)]
+        if psup is not None:
+            res = _head_outcomes(n, B, j, psup[0], psup[1], pol.chunked, head_memo)
+            return [(k, t, (hn if k < n else 0), w) for (k, t, hn), w in res.items()]
         if vp is not None:
             if pol.chunked:
                 T = min(B, n * vp - j)
@@ -353,7 +413,10 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     P = (sp.diags(1.0 / rs) @ P).tocsr()
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
     remaining = C @ np.arange(1, V + 1)
-    unproc = NP * (mp + md) - JJ + remaining[DI]
+    if psup is not None:  # a head with known remaining tokens h replaces its expected m_p
+        unproc = NP * (mp + md) + np.where(JJ > 0, JJ - mp, 0.0) + remaining[DI]
+    else:
+        unproc = NP * (mp + md) - JJ + remaining[DI]
     return EngineChain(P=P, space=space, sojourn_s=sojourn, sojourn2_s2=sojourn2, batch_tokens=batch_tokens,
                        completions=completions, residents=(NP + ND).astype(float),
                        unprocessed_tokens=unproc.astype(float), lost=lost, arrival_rate_per_s=lam, policy=pol.name,
