@@ -139,7 +139,7 @@ class _Task(RequestState):
     Compared and hashed by identity (two residents are never the same request).
     """
 
-    __slots__ = ("job", "cont", "rank", "label", "station", "d0", "g0")
+    __slots__ = ("cont", "d0", "g0", "job", "label", "rank", "station")
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
@@ -556,8 +556,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             pre = s.pre
             for r in (pre if len(pre) < 2 else sorted(pre)):
                 for t in pre[r]:
-                    st = t
-                    need = st.prompt_tokens - st.prefilled
+                    need = t.prompt_tokens - t.prefilled
                     take = need if need < rem else rem
                     if not allocs:
                         need0 = need
@@ -578,7 +577,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             k_pre = need0 // allocs[0][1]
         else:
             k_pre = 1
-        k = int(k_dec if k_dec < k_pre else k_pre)
+        k = int(min(k_dec, k_pre))
         tau = s.bt_cache.get(btok)
         if tau is None:
             tau = tau_of(s, btok)
@@ -616,10 +615,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.work -= k * btok
         moved = []
         for t, take in allocs:
-            st = t
-            st.prefilled += k * take
+            t.prefilled += k * take
             buf_tokens[t.label] -= k * take
-            if st.prefilled >= st.prompt_tokens:
+            if t.prefilled >= t.prompt_tokens:
                 moved.append(t)
         done = []
         fh = s.fheap
@@ -634,8 +632,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             else:
                 dq.remove(t)
             dec_label[t.label] -= 1
-            s.ndec -= 1
             done.append(t)
+        s.ndec -= len(done)
         if moved:
             pre = s.pre
             for t in moved:
@@ -656,14 +654,29 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                     s.ndec += 1
                 else:
                     done.append(t)
-        if not done:  # (finish_batch with nobody leaving)
-            if s.ndec <= s.fast_budget:
-                start_run(s, now)
-            else:
-                s.busy = False
-                start_batch(s, now)
-            return
-        finish_batch(s, done, now)
+        if done:  # (finish_batch, inlined)
+            for t in done:
+                del tasks[t.rid]
+            s.busy = False
+            s.routing = True
+            for t in done:
+                steps, idx, parent, scope = t.cont
+                job = t.job
+                if parent is None and idx >= len(steps):  # (finish, inlined: the request leaves)
+                    ci = job[0]
+                    in_sys[ci] -= 1
+                    completed[ci] += 1
+                    soj[ci] += now - job[1]
+                else:
+                    advance(job, steps, idx, parent, scope, now)
+            s.routing = False
+            if s.busy:
+                return
+        if s.ndec <= s.fast_budget:
+            start_run(s, now)
+        else:
+            s.busy = False
+            start_batch(s, now)
 
     def finish_batch(s, done, now):
         # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
@@ -741,10 +754,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         tasks = s.tasks
         for rid in batch.decode:
             t = tasks[rid]
-            st = t
-            st.decoded += 1
+            t.decoded += 1
             buf_tokens[t.label] -= 1
-            if st.decoded >= st.output_tokens:
+            if t.decoded >= t.output_tokens:
                 s.dec[t.rank].remove(t)
                 s.dec_label[t.label] -= 1
                 s.ndec -= 1
