@@ -12,11 +12,16 @@ Targets:
   thousands.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
+The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
+is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
+``benchmarks/README.md`` (network section).
 """
 from __future__ import annotations
 
+import datetime
+import os
+import platform
 import time
-
 
 import fluidq
 from fluidq import Affine, Engine, Staircase
@@ -45,7 +50,22 @@ def best_of(fn, repeat=3):
     return min(out), val
 
 
+def best_pair(fa, fb, repeat):
+    """Best-of-``repeat`` wall times of ``fa`` and ``fb`` run alternately, and their last results."""
+    ta, tb, ra, rb = [], [], None, None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        ra = fa()
+        ta.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        rb = fb()
+        tb.append(time.perf_counter() - t0)
+    return min(ta), ra, min(tb), rb
+
+
 def main():
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} "
+          f"{platform.system()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
     rows = []
     net = ring()
     assert net.flow.n == 50
@@ -61,16 +81,15 @@ def main():
                   classes=[RequestClass(name="c", rate_per_s=lam, route=[Hop(engine="E", prompt_tokens=100,
                                                                               output_tokens=100)])])
     horizon = 300.0
-    tn, rn = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1), repeat=2)
-    us_net = 1e6 * tn / rn.batches
-    tq, rq = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1, method="generic"), repeat=2)
-    us_net_gen = 1e6 * tq / rq.batches
     try:
-        tg, rg = best_of(lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="generic"),
-                         repeat=2)
-        us_gen = 1e6 * tg / max(rg.n_iterations, 1)
-        ts, rs = best_of(lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="fast"), repeat=2)
-        us_fast = 1e6 * ts / max(rs.n_iterations, 1)
+        tq, rq, tg, rg = best_pair(
+            lambda: simulate_network(one, horizon_s=horizon, rng=1, method="generic"),
+            lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="generic"), repeat=3)
+        us_net_gen, us_gen = 1e6 * tq / rq.batches, 1e6 * tg / max(rg.n_iterations, 1)
+        tn, rn, ts, rs = best_pair(
+            lambda: simulate_network(one, horizon_s=horizon, rng=1),
+            lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=horizon, rng=1, method="fast"), repeat=9)
+        us_net, us_fast = 1e6 * tn / rn.batches, 1e6 * ts / max(rs.n_iterations, 1)
         rows.append(("single-engine simulator, generic path (select(view) per iteration)", us_gen, "us", None, "info"))
         rows.append(("single-engine simulator, event-skipping kernel, per iteration", us_fast, "us", None, "info"))
         rows.append(("network simulator, method='generic' (select(view) per batch) vs generic single-engine",
@@ -78,11 +97,15 @@ def main():
         rows.append(("network simulator, method='auto' (runs skipped) vs single-engine kernel", us_net, "us",
                      1.5 * us_fast, "<="))
     except Exception as exc:  # the single-engine simulator is another module; report, do not fail
+        tn, rn = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1), repeat=3)
+        us_net = 1e6 * tn / rn.batches
+        tq, rq = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1, method="generic"), repeat=3)
+        us_net_gen = 1e6 * tq / rq.batches
         rows.append((f"single-engine simulator unavailable ({type(exc).__name__})", float("nan"), "us", None, "info"))
         rows.append(("network simulator, one engine, per batch", us_net, "us", None, "info"))
         rows.append(("network simulator, one engine, per batch (generic)", us_net_gen, "us", None, "info"))
     rsn = llm_rybko_stolyar()
-    tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=1)
+    tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=3)
     peak = int(max(v.max() for v in rl.station_requests.values()))
     rows.append((f"network simulator, LLM Rybko-Stolyar (up to {peak} requests per engine), per batch",
                  1e6 * tl / rl.batches, "us", None, "info"))
