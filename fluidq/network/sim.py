@@ -264,12 +264,17 @@ def _fast_budget(station):
     return eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
 
 
+_TABLE_MAX = 1 << 15
+
+
 def _batch_time_table(engine):
     """``{b: t(b)}`` for ``b = 1..b_max``, from one vectorised call (as the single-engine simulator does).
 
     Element-wise evaluation gives the scalar call's floats; a batch-time model that cannot be evaluated
-    on an array leaves the table empty (filled on demand).
+    on an array, or a ``b_max`` above ``_TABLE_MAX``, leaves the table empty (filled on demand).
     """
+    if engine.b_max > _TABLE_MAX:
+        return {}
     try:
         tab = np.asarray(engine.batch_time(np.arange(1, engine.b_max + 1, dtype=float)), dtype=float)
     except Exception:  # noqa: BLE001 -- fall back to scalar calls, which report their own errors
@@ -417,6 +422,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     now_box = [0.0]
 
     hop_info: dict = {}  # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank)
+    planned: list = []   # the planned hops, held so that no other object can take an id in hop_info
 
     def fixed_len(length):
         if isinstance(length, Fixed):
@@ -432,7 +438,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             info = (pf, of, None, None, None)
         else:
             info = (pf, of, s, buffer_label(hop, s.s.name), s.rank.get(hop.name, s.low))
-        hop_info[id(hop)] = info  # the network holds its hops for the whole run
+        hop_info[id(hop)] = info
+        planned.append(hop)
         return info
 
     def submit(job, hop, cont, now):

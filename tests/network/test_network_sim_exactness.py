@@ -60,3 +60,10 @@ def test_event_skipping_matches_generic_on_more_shapes(small, case):
         assert np.array_equal(a.buffer_tokens[lab], b.buffer_tokens[lab])
     for st in a.station_tokens:
         assert np.array_equal(a.station_tokens[st], b.station_tokens[st])
+
+
+def test_batch_time_table_is_left_empty_for_a_huge_b_max():
+    from fluidq.network.sim import _TABLE_MAX
+
+    assert _batch_time_table(Engine(batch_time=Affine(c=0.01, a=1e-6), b_max=_TABLE_MAX + 1)) == {}
+    assert len(_batch_time_table(Engine(batch_time=Affine(c=0.01, a=1e-6), b_max=_TABLE_MAX))) == _TABLE_MAX
