@@ -199,7 +199,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     -------
     EngineChain
         Call ``.solve()`` for the stationary distribution and metrics.  ``Fixed(n > 1)`` and
-        ``Empirical`` output lengths (and ``Empirical`` prompts with such outputs) are handed to
+        ``Empirical`` output lengths, and ``Empirical`` prompts (with those or geometric outputs), go to
         :func:`fluidq.dtmc.finite.build_finite_dtmc` (state: counts of decoding requests per
         remaining output tokens, the head prompt's known remaining tokens; its restrictions apply).
 
@@ -229,8 +229,8 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     from .finite import build_finite_dtmc, is_finite_support
 
     out = workload.output_tokens
-    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1
-                                       and not isinstance(workload.prompt_tokens, Empirical)):
+    if isinstance(workload.prompt_tokens, Empirical) and (is_finite_support(out) or isinstance(out, Geometric)) \
+            or is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1):
         return build_finite_dtmc(engine, workload, policy, max_prefill=max_prefill, max_decode=max_decode,
                                  tolerance=tolerance, kernel_tol=kernel_tol, max_states=max_states)
     Np = integer("max_prefill", max_prefill, minimum=1)

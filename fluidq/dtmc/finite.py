@@ -32,6 +32,10 @@ Why this is exact
   - a prefill-priority mixed scheduler (Orca) gives decode what a partial prefill leaves; a state
     where that serves some but not all decoders raises :class:`~fluidq.errors.ParameterError`.
 
+Geometric outputs are accepted too (the decode "vector" is then the count ``n_d``, completions
+are ``Binomial(D, 1/m_d)`` and partial decode is exact, as in :func:`fluidq.dtmc.build_dtmc`):
+:func:`~fluidq.dtmc.build_dtmc` sends them here only with ``Empirical`` prompts.
+
 Prompt lengths: ``Fixed`` (any scheduler) or ``Geometric`` (chunking schedulers), as in
 :func:`fluidq.dtmc.build_dtmc`, or ``Empirical`` with ``max(values) <= max_prompt`` (any
 scheduler): then ``j`` is the head prompt's *known* remaining tokens, 0 while nobody has looked at
@@ -54,7 +58,7 @@ from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
-from .kernels import effective_cap, geometric_prefill, poisson_pmf
+from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
 from .state import StateSpace
 
 __all__ = ["build_finite_dtmc", "is_finite_support"]
@@ -191,14 +195,15 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     engine : Engine
         Batch-time model and budget ``b_max`` (``k_max`` must be ``None``).
     workload : Workload
-        Poisson arrivals; ``Fixed``/``Empirical`` output lengths; ``Fixed`` or (chunking) ``Geometric``
+        Poisson arrivals; ``Fixed``/``Empirical``/``Geometric`` output lengths; ``Fixed``, ``Empirical`` or
+        (chunking) ``Geometric``
         prompt lengths.
     policy : str or Scheduler
         A built-in FCFS scheduler.
     max_prefill : int
         Truncation cap on requests in prefill (arrivals beyond it are counted as lost mass).
     max_decode : int or None
-        Cap on decoding requests; ``None`` means the budget ``b``.  Must be ``<= b`` for a
+        Cap on decoding requests; ``None`` means the budget ``b`` (400 for geometric outputs).  Must be ``<= b`` for a
         prefill-priority scheduler (else FCFS would serve only the oldest ``b`` decoders); for a
         decode-priority scheduler a larger value is allowed but states above ``b`` are unreachable
         and not built.
@@ -249,10 +254,17 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     max_states = integer("max_states", max_states, minimum=1)
     lam = workload.arrival_rate_per_s
     pol, b = scheduler_rules(policy, engine)
-    vals, probs, V = _output_support(workload.output_tokens, max_output)
+    geo = isinstance(workload.output_tokens, Geometric)  # memoryless outputs: the decode vector is n_d
+    if geo:
+        q_out = workload.output_tokens.p
+        vals, probs, V = np.array([1]), np.array([1.0]), 1
+    else:
+        vals, probs, V = _output_support(workload.output_tokens, max_output)
     vp, pp, psup = _prompts(workload, pol, b, max_prompt)
     if max_decode is None:
-        Md = b
+        Md = 400 if geo else b
+    elif geo:
+        Md = integer("max_decode", max_decode, minimum=1)
     else:
         Md = integer("max_decode", max_decode, minimum=1)
         if pol.priority == "prefill" and Md > b:
@@ -356,19 +368,20 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     completions = np.zeros(S)
     for s in range(S):
         n, d, j, nd = int(NP[s]), int(DI[s]), int(JJ[s]), int(ND[s])
+        dmax = min(nd, b)  # = nd for finite supports (max_decode <= b)
         if pol.priority == "decode":
             if pol.mixed:
-                D, B = nd, b - nd
+                D, B = dmax, b - dmax
             else:
-                D, B = (nd, 0) if nd > 0 else (0, b)
+                D, B = (dmax, 0) if nd > 0 else (0, b)
         else:
             if pol.mixed:
                 D, B = None, b
             else:
-                D, B = (0, b) if n > 0 else (nd, 0)
+                D, B = (0, b) if n > 0 else (dmax, 0)
         for K, T, jn, w in prefill_outcomes(n, B, j):
             Ds = min(nd, b - T) if D is None else D
-            if 0 < Ds < nd:
+            if 0 < Ds < nd and not geo:
                 raise ParameterError("policy", pol.name,
                                      "a scheduler whose batches decode all decoding requests or none, for "
                                      "finite-support outputs",
@@ -376,7 +389,11 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
                                      "requests, and the count vector does not record their order; use a "
                                      "decode-priority scheduler (sarathi, fastertransformer), Geometric "
                                      "outputs with fluidq.build_dtmc, or fluidq.simulate")
-            base = int(shifted[d]) if Ds > 0 else d
+            if geo:  # Binomial(Ds, 1/m_d) completions; order among decoders is irrelevant
+                lo_c, cpr = binom_pmf(Ds, q_out, kernel_tol)
+                bases = [(nd - lo_c - i, float(pc)) for i, pc in enumerate(cpr)]
+            else:
+                bases = [(int(shifted[d]) if Ds > 0 else d, 1.0)]
             btok = Ds + T
             if btok == 0:  # idle: exactly one arrival starts the next batch
                 a = np.array([0.0, 1.0])
@@ -388,8 +405,14 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             sojourn[s] += w * soj
             sojourn2[s] += w * soj2
             batch_tokens[s] += w * btok
-            completions[s] += w * (done_of[d] if Ds > 0 else 0)
-            ddest, dw, dlost = decode_dest(base, K)
+            completions[s] += w * ((Ds * q_out if geo else done_of[d]) if Ds > 0 else 0)
+            if len(bases) == 1:
+                ddest, dw, dlost = decode_dest(bases[0][0], K)
+            else:
+                parts = [decode_dest(bi, K) for bi, _ in bases]
+                ddest = np.concatenate([pt[0] for pt in parts])
+                dw = np.concatenate([pb * pt[1] for (_, pb), pt in zip(bases, parts)])
+                dlost = float(sum(pb * pt[2] for (_, pb), pt in zip(bases, parts)))
             A = np.flatnonzero(a > 0)
             pa = a[A]
             raw_p = n - K + A
@@ -412,7 +435,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     rs = np.asarray(P.sum(axis=1)).ravel()
     P = (sp.diags(1.0 / rs) @ P).tocsr()
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
-    remaining = C @ np.arange(1, V + 1)
+    remaining = C[:, 0] * md if geo else C @ np.arange(1, V + 1)
     if psup is not None:  # a head with known remaining tokens h replaces its expected m_p
         unproc = NP * (mp + md) + np.where(JJ > 0, JJ - mp, 0.0) + remaining[DI]
     else:
