@@ -5,6 +5,8 @@ batch of ``b`` tokens are ``Poisson(lambda t(b))``; for memoryless lengths the s
 counts.  Modules:
 
 ``build``      one engine under a built-in scheduler -> :class:`EngineChain` (sparse ``P``)
+``finite``     the same for finite-support lengths (``Fixed``/``Empirical``): counts of decoding
+               requests per remaining output tokens; ``build_dtmc`` dispatches to it
 ``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state
@@ -27,7 +29,7 @@ def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw)
 def __getattr__(name):
     import importlib
 
-    for mod in ("threshold", "drift", "symbolic", "networks"):
+    for mod in ("threshold", "drift", "symbolic", "networks", "finite"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)

@@ -395,6 +395,8 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             else:
                 bases = [(int(shifted[d]) if Ds > 0 else d, 1.0)]
             btok = Ds + T
+            if btok == 0 and (n > 0 or nd > 0):  # pragma: no cover - a builder bug, never an answer
+                raise RuntimeError(f"internal error: an empty batch in the non-empty state n_p={n}, n_d={nd}")
             if btok == 0:  # idle: exactly one arrival starts the next batch
                 a = np.array([0.0, 1.0])
                 soj, soj2 = 1.0 / lam, 0.0
