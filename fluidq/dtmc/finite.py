@@ -330,11 +330,15 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             dec_cache[key] = (dest, w, lost_w)
         return dec_cache[key]
 
-    def arrivals(t):
-        k = round(float(t), 15)
-        if k not in arr_cache:
-            arr_cache[k] = poisson_pmf(lam * t, kernel_tol)
-        return arr_cache[k]
+    tb_of = np.r_[0.0, np.asarray(engine.batch_time(np.arange(1, b + 1)), dtype=float)]  # t(tokens)
+
+    def arrivals(btok):
+        """``(A, P(A))`` for the arrivals during a batch of ``btok`` tokens (non-zero entries)."""
+        if btok not in arr_cache:
+            a = poisson_pmf(lam * tb_of[btok], kernel_tol)
+            A = np.flatnonzero(a > 0)
+            arr_cache[btok] = (A, a[A])
+        return arr_cache[btok]
 
     def prefill_outcomes(n, B, j):
         """``[(K, T, j_next, w)]`` for FCFS prefill of ``n`` prompts with budget ``B``."""
@@ -398,11 +402,11 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             if btok == 0 and (n > 0 or nd > 0):  # pragma: no cover - a builder bug, never an answer
                 raise RuntimeError(f"internal error: an empty batch in the non-empty state n_p={n}, n_d={nd}")
             if btok == 0:  # idle: exactly one arrival starts the next batch
-                a = np.array([0.0, 1.0])
+                A, pa = np.array([1]), np.array([1.0])
                 soj, soj2 = 1.0 / lam, 0.0
             else:
-                tb = float(np.asarray(engine.batch_time(btok), dtype=float))
-                a = arrivals(tb)
+                A, pa = arrivals(btok)
+                tb = float(tb_of[btok])
                 soj, soj2 = tb, tb * tb
             sojourn[s] += w * soj
             sojourn2[s] += w * soj2
@@ -415,8 +419,6 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
                 ddest = np.concatenate([pt[0] for pt in parts])
                 dw = np.concatenate([pb * pt[1] for (_, pb), pt in zip(bases, parts)])
                 dlost = float(sum(pb * pt[2] for (_, pb), pt in zip(bases, parts)))
-            A = np.flatnonzero(a > 0)
-            pa = a[A]
             raw_p = n - K + A
             out_p = raw_p > Np
             cp = np.minimum(raw_p, Np)
