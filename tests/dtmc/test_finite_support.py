@@ -154,3 +154,26 @@ def test_bad_input_is_refused_with_a_reason(tiny_engine):
 def test_overload_is_unstable_not_a_number(tiny_engine):
     r = build_dtmc(tiny_engine, wl(200.0, 2, E(values=(1, 3))), "sarathi", max_prefill=10).solve()
     assert r.status.value == "unstable" and r.mean_requests is None
+
+
+@pytest.mark.parametrize("policy,prompt,output", [
+    ("sarathi", 1, fluidq.Fixed(n=2)),
+    ("fastertransformer", 1, E(values=(1, 3), weights=(1, 2))),
+    ("sarathi", E(values=(1, 2)), E(values=(1, 3), weights=(1, 2))),
+])
+def test_one_token_budget_is_an_mg1_queue(policy, prompt, output):
+    # b_max = 1: one request at a time, FIFO, service (prompt + output) batches of t(1) seconds,
+    # and an idle engine starts at the arrival -- the M/G/1 queue of Pollaczek-Khinchine
+    eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=1), b_max=1)
+    lam = 4.0
+    r = build_dtmc(eng, wl(lam, prompt, output), policy, max_prefill=60).solve()
+    assert r.status.value == "stable", r.reason
+    t1 = float(eng.batch_time(1))
+    pv, pp = fluidq.workload.as_length("prompt", prompt).support()
+    ov, op = output.support()
+    S = (np.add.outer(np.asarray(pv), np.asarray(ov)) * t1).ravel()
+    w = np.outer(pp, op).ravel()
+    ES, ES2 = float(w @ S), float(w @ S ** 2)
+    rho = lam * ES
+    assert rho < 1
+    assert r.mean_requests == pytest.approx(rho + lam ** 2 * ES2 / (2 * (1 - rho)), rel=1e-8)
