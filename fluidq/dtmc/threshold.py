@@ -32,7 +32,10 @@ Methods
 ``dtmc``
     Bisection on ``lambda`` with the truncated engine chain (:func:`fluidq.build_dtmc`): a rate is
     called stable when the stationary mass lost at the truncation boundary is below the
-    tolerance.  Needs geometric outputs.  A heavy but stable chain near ``lambda*`` leaks through
+    tolerance.  Geometric lengths use the count chain; small finite supports (``Fixed``,
+    ``Empirical``) the exact finite-support chain (:mod:`fluidq.dtmc.finite`: Sarathi,
+    vLLM-chunked, FasterTransformer, and vanilla vLLM with ``max_decode`` lowered to ``b_max``;
+    not Orca).  A heavy but stable chain near ``lambda*`` leaks through
     any finite cap and reads as unstable, so the estimate is biased low: ``lower_per_s`` is a rate
     judged stable, ``upper_per_s`` Theorem 2's bound; prefer ``renewal`` where it applies.
 ``simulation``
@@ -377,9 +380,57 @@ def renewal_threshold(engine: Engine, workload: Workload, policy):
     raise ThresholdUnavailable(f"no renewal formula for {pol.describe()}")
 
 
+def _uses_finite_builder(workload) -> bool:
+    """Whether :func:`fluidq.build_dtmc` sends these lengths to the finite-support builder."""
+    from .finite import is_finite_support
+
+    out = workload.output_tokens
+    return bool(isinstance(workload.prompt_tokens, Empirical) and (is_finite_support(out) or isinstance(out, Geometric))
+                or is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1))
+
+
+def _dtmc_caps(engine, workload, pol, max_prefill, max_decode, max_states=500_000):
+    """``(max_prefill, max_decode)`` the engine chain accepts for these lengths, or ThresholdUnavailable.
+
+    Memoryless lengths: the count chain of :mod:`fluidq.dtmc.build`.  Small finite supports
+    (``Fixed``/``Empirical``): :mod:`fluidq.dtmc.finite`, whose prefill-priority whole-batch vLLM
+    needs ``max_decode <= b`` (FCFS order among more decoders than ``b`` is not in the state), and
+    which refuses Orca (a partial prefill serves only the oldest decoders) and large state spaces.
+    """
+    from math import comb
+
+    from .build import _lengths, scheduler_rules
+    from .finite import _output_support, _prompts
+
+    try:
+        pol, b = scheduler_rules(pol, engine)
+        if not _uses_finite_builder(workload):
+            _lengths(workload, pol, b)
+            return max_prefill, max_decode
+        geo = isinstance(workload.output_tokens, Geometric)
+        V = 1 if geo else _output_support(workload.output_tokens, 12)[2]
+        vp, _pp, psup = _prompts(workload, pol, b, 32)
+    except FluidqError as exc:
+        raise ThresholdUnavailable(f"the engine chain does not cover these lengths: {exc}") from exc
+    if pol.priority == "prefill" and pol.mixed and not geo:
+        raise ThresholdUnavailable(f"{pol.name} (prefill first, mixed batches) with finite-support outputs: a partial "
+                                   "prefill leaves decode slots for only the oldest decoders, an order the count "
+                                   "chain does not record")
+    if not geo:
+        max_decode = min(max_decode, b)  # decode priority: n_d <= b is invariant; vLLM: the order limit
+    J = int(psup[0].max()) + 1 if psup is not None else (vp if (vp is not None and pol.chunked and vp > 1) else 1)
+    n_states = (max_prefill * J + 1) * (comb(max_decode + V, V) if not geo else max_decode + 1)
+    if n_states > max_states:
+        raise ThresholdUnavailable(f"the finite-support chain with caps max_prefill={max_prefill}, "
+                                   f"max_decode={max_decode} (output support up to {V} tokens) has {n_states:,} "
+                                   f"states, above {max_states:,}; lower the caps or use method='simulation'")
+    return max_prefill, max_decode
+
+
 def _dtmc_threshold(engine, workload, pol, lo, hi, *, rtol=0.02, max_prefill=40, max_decode=400, tolerance=1e-6):
     from .build import build_dtmc
 
+    max_prefill, max_decode = _dtmc_caps(engine, workload, pol, max_prefill, max_decode)
     steps = []
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
@@ -483,10 +534,8 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
                 details["renewal_unavailable"] = str(exc)
             method = "dtmc"
             try:
-                from .build import _lengths, scheduler_rules
-
-                _lengths(workload, *scheduler_rules(pol, engine))
-            except FluidqError as exc:
+                _dtmc_caps(engine, workload, pol, max_prefill, max_decode)
+            except ThresholdUnavailable as exc:
                 details["dtmc_unavailable"] = str(exc)
                 method = "simulation"
     if method == "closed_form":
@@ -507,6 +556,9 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     if method == "dtmc":
         lam, lo, hi, steps = _dtmc_threshold(engine, workload, pol, 0.0, wc_rate, rtol=rtol,
                                              max_prefill=max_prefill, max_decode=max_decode)
+        max_prefill, max_decode = _dtmc_caps(engine, workload, pol, max_prefill, max_decode)
+        details["chain"] = "finite_support" if _uses_finite_builder(workload) else "memoryless"
+        details["caps"] = {"max_prefill": max_prefill, "max_decode": max_decode}
         details["bisection"] = steps
         details["bisection_bracket_per_s"] = (lo, hi)
         # a rate whose truncated chain keeps its boundary mass below the tolerance is stable (lower
