@@ -10,8 +10,8 @@ Methods
     Theorem 2 of Li, Dai, Peng (arXiv:2504.07347), ``lambda* = (b/t_b)_max / (m_p + m_d)``.
 ``renewal``
     The two non-work-conserving schedulers, from their behaviour with a large backlog (prompt
-    length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch; vanilla
-    vLLM needs a fixed prompt length).  Prompts that can exceed ``b_max`` are never scheduled by
+    length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch; random
+    prompt lengths need a small support on ``1..b_max``).  Prompts that can exceed ``b_max`` are never scheduled by
     these schedulers (unless ``chunk_long_prompts``): the threshold is then 0.
 
     * **FasterTransformer** (decode first, no mixed batches): with a long queue every cycle is one
@@ -28,7 +28,9 @@ Methods
       batch of ``min(q, k)`` prompts, arrivals ``Poisson(lambda t)``).  Its stationary law gives
       the decode rate ``D(lambda) = b_max pi_0 / E_pi[t]``; the decode backlog drains iff
       ``lambda m_d < D(lambda)``, and ``lambda*`` is the root (bisection; ``D`` decreases in
-      ``lambda``).
+      ``lambda``).  With random prompt lengths (small support) FCFS stops a prefill batch at the
+      first prompt that does not fit, which stays head with its length known: the chain's state
+      is ``(waiting prompts, head length)``.
 ``dtmc``
     Bisection on ``lambda`` with the truncated engine chain (:func:`fluidq.build_dtmc`): a rate is
     called stable when the stationary mass lost at the truncation boundary is below the
@@ -328,7 +330,192 @@ def _vllm_chain(lam, tb, tp, b, k, Q):
     return b * pi[0] / float(pi @ tau), float(pi @ lost)
 
 
-def _vllm_threshold(engine, workload, pol, b, rtol=1e-9):
+_FRESH = -1  # the next head prompt's length has not been looked at (an i.i.d. draw)
+
+
+def _prompt_law(pr, b, max_lengths):
+    S = _survival(pr, b + 1)
+    if S is None:
+        raise ThresholdUnavailable(f"prompt length {pr!r} has no known distribution function")
+    p = np.clip(S[:-1] - S[1:], 0.0, None)  # p[l-1] = P(v_p = l), l = 1..b
+    p /= p.sum()
+    lens = np.flatnonzero(p > 1e-15) + 1
+    if lens.size > max_lengths:
+        raise ThresholdUnavailable(f"the prompt length takes {lens.size} values up to b={b}; the vLLM queue chain "
+                                   f"(head prompt's length in the state) is limited to {max_lengths}: use a small "
+                                   "Empirical support, Fixed prompts, or method='simulation'")
+    pl = p[lens - 1]
+    return lens, pl / pl.sum()
+
+
+def _vllm_batch_outcomes(b, lens, pl, max_outcomes=50_000):
+    """``out[h][a]``: prefill-batch outcomes ``(m, T, next_head, prob)`` with head index ``h``, ``a`` extra prompts available.
+
+    FCFS whole prompts: after the head (length ``lens[h]``) take fresh i.i.d. prompts while they
+    fit the remaining budget and are available; the first that does not fit becomes the next head
+    with its length known (index into ``lens``); when availability runs out the next head is
+    fresh (``_FRESH``).
+    """
+    kmax = b // int(lens.min())
+    memo = {}
+
+    def g(r, a):
+        key = (r, a)
+        if key in memo:
+            return memo[key]
+        res = {}
+        if a == 0:
+            res[(0, 0, _FRESH)] = 1.0
+        else:
+            for li, (l, w) in enumerate(zip(lens, pl)):
+                if l > r:
+                    res[(0, 0, li)] = res.get((0, 0, li), 0.0) + w
+                else:
+                    for (m, u, hd), pr in g(r - int(l), a - 1).items():
+                        k2 = (m + 1, u + int(l), hd)
+                        res[k2] = res.get(k2, 0.0) + w * pr
+        if len(res) > max_outcomes:
+            raise ThresholdUnavailable(f"more than {max_outcomes:,} prefill-batch outcomes for these prompt lengths; "
+                                       "use method='simulation'")
+        memo[key] = res
+        return res
+
+    out = []
+    for li, h in enumerate(lens):
+        out.append([[(1 + m, int(h) + u, hd, pr) for (m, u, hd), pr in g(b - int(h), a).items()]
+                    for a in range(kmax)])
+    return out, kmax
+
+
+def _vllm_random_chain(lam, t, b, lens, pl, outcomes, kmax, Q):
+    """Stationary decode rate of the waiting-prompt chain ``(q, head)``; ``(D, lost_mass)``."""
+    L = lens.size
+    n = 1 + Q * L  # 0 = empty; 1 + (q-1) L + h
+
+    def idx(q, h):
+        return 1 + (q - 1) * L + h
+
+    P = np.zeros((n, n))
+    tau = np.empty(n)
+    lost = np.zeros(n)
+    tb = float(t(float(b)))
+
+    def spread(row, base, A_pmf, w, head):
+        # from base waiting prompts add A arrivals; head = known index or _FRESH
+        for A, pa in enumerate(A_pmf):
+            q2 = base + A
+            if q2 == 0:
+                P[row, 0] += w * pa
+                continue
+            q2c = min(q2, Q)
+            if head == _FRESH or base == 0:
+                P[row, idx(q2c, 0):idx(q2c, 0) + L] += w * pa * pl
+            else:
+                P[row, idx(q2c, head)] += w * pa
+        return max(0.0, 1.0 - A_pmf.sum()) * w
+
+    a_b = stats.poisson.pmf(np.arange(Q + 1), lam * tb)
+    tau[0] = tb
+    rest = spread(0, 0, a_b, 1.0, _FRESH)
+    P[0, idx(Q, 0):idx(Q, 0) + L] += rest * pl
+    lost[0] = rest
+    tcache = {}
+    for q in range(1, Q + 1):
+        for h in range(L):
+            row = idx(q, h)
+            a = min(q - 1, kmax - 1)
+            et = 0.0
+            for m, T, hd, w in outcomes[h][a]:
+                if T not in tcache:
+                    tT = float(t(float(T)))
+                    tcache[T] = (tT, stats.poisson.pmf(np.arange(Q + 1), lam * tT))
+                tT, pmf = tcache[T]
+                et += w * tT
+                base = q - m
+                r = spread(row, base, pmf[:Q + 1 - base], w, hd)
+                lost[row] += r
+                P[row, idx(Q, 0):idx(Q, 0) + L] += r * pl if (hd == _FRESH or base == 0) else 0.0
+                if hd != _FRESH and base > 0:
+                    P[row, idx(Q, hd)] += r
+            tau[row] = et
+    A = P.T - np.eye(n)
+    A[0, :] = 1.0  # dense and small: the ones-row recipe is harmless here
+    rhs = np.zeros(n)
+    rhs[0] = 1.0
+    pi = np.clip(np.linalg.solve(A, rhs), 0.0, None)
+    pi /= pi.sum()
+    return b * pi[0] / float(pi @ tau), float(pi @ lost)
+
+
+def _vllm_prefill_capacity(t, lens, pl, outcomes, kmax):
+    """Prompts/s of saturated prefill (head chain with ``kmax - 1`` extras always available)."""
+    L = lens.size
+    P = np.zeros((L, L))
+    Em = np.zeros(L)
+    Et = np.zeros(L)
+    for h in range(L):
+        for m, T, hd, w in outcomes[h][kmax - 1]:
+            Em[h] += w * m
+            Et[h] += w * float(t(float(T)))
+            if hd == _FRESH:
+                P[h] += w * pl
+            else:
+                P[h, hd] += w
+    A = P.T - np.eye(L)
+    A[-1, :] = 1.0
+    rhs = np.zeros(L)
+    rhs[-1] = 1.0
+    pi = np.clip(np.linalg.lstsq(A, rhs, rcond=None)[0], 0.0, None)
+    pi /= pi.sum()
+    return float(pi @ Em) / float(pi @ Et)
+
+
+def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_lengths=16, max_states=2500, tol=1e-10):
+    """Vanilla vLLM with i.i.d. prompt lengths of small support on ``1..b``.
+
+    Same argument as for fixed prompts: with a saturated decode pool every decode batch is full
+    and runs only when no prompt waits; the waiting prompts evolve on their own.  With random
+    lengths FCFS whole-prompt batching stops at the first prompt that does not fit, which stays
+    head with its length known: the queue chain's state is ``(q, head length)``.  ``lambda*`` is
+    the root of ``lambda m_d = b pi_0 / E_pi[t]``.
+    """
+    t = engine.batch_time
+    lens, pl = _prompt_law(workload.prompt_tokens, b, max_lengths)
+    outcomes, kmax = _vllm_batch_outcomes(b, lens, pl)
+    md = workload.mean_output_tokens
+    prefill_cap = _vllm_prefill_capacity(t, lens, pl, outcomes, kmax)
+    lo, hi = 0.0, min(prefill_cap, max_throughput(engine.with_(b_max=b)).tokens_per_s / md)
+    Qmax = max(8, max_states // lens.size)
+    lost_max = 0.0
+    Q = 16
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        while True:
+            D, lost = _vllm_random_chain(mid, t, b, lens, pl, outcomes, kmax, Q)
+            if lost < tol or Q >= Qmax:
+                break
+            Q = min(2 * Q, Qmax)
+        lost_max = max(lost_max, lost)
+        if mid * md < D:
+            if lost >= 1e-6:  # the decision rests on a chain truncated too tightly
+                raise ThresholdUnavailable(
+                    f"the vLLM queue chain at {mid:.4g} req/s needs more than {Qmax * lens.size + 1:,} states "
+                    f"(mass {lost:.2g} lost at {Qmax} waiting prompts); use method='simulation'")
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= rtol * hi:
+            break
+    lam = 0.5 * (lo + hi)
+    expr = ("root of lambda m_d = b_max pi_0(lambda) / E_pi[t] (decode rate with a saturated decode pool; "
+            "pi = chain of (waiting prompts, head prompt's length))")
+    return lam, lo, hi, expr, {"prefill_capacity_per_s": prefill_cap, "queue_chain_lost_mass": lost_max,
+                               "queue_cap": Q, "prompt_lengths": lens.tolist(), "mean_output_tokens": md}
+
+
+def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
+    if not isinstance(workload.prompt_tokens, Fixed):
+        return _vllm_threshold_random_prompts(engine, workload, pol, b, **limits)
     vp = _fixed_prompt(workload, pol, b)
     k = b // vp
     md = workload.mean_output_tokens
@@ -355,8 +542,13 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9):
                                "curve": curve, "mean_output_tokens": md}
 
 
-def renewal_threshold(engine: Engine, workload: Workload, policy):
-    """``(rate, lower, upper, expression, details)`` by renewal-reward (see the module docstring)."""
+def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths: int = 16, max_states: int = 2500):
+    """``(rate, lower, upper, expression, details)`` by renewal-reward (see the module docstring).
+
+    ``max_lengths`` and ``max_states`` bound vanilla vLLM's queue chain with random prompt lengths
+    (distinct prompt lengths; states ``1 + Q x lengths``): larger cases raise
+    :class:`ThresholdUnavailable` instead of building a large chain.
+    """
     pol = resolve_policy(policy)
     if not isinstance(pol, Scheduler):
         raise ThresholdUnavailable("renewal threshold needs a fluidq Scheduler")
@@ -376,7 +568,7 @@ def renewal_threshold(engine: Engine, workload: Workload, policy):
     if kind == "fastertransformer":
         return _ft_threshold(engine, workload, pol, b)
     if kind == "vllm":
-        return _vllm_threshold(engine, workload, pol, b)
+        return _vllm_threshold(engine, workload, pol, b, max_lengths=max_lengths, max_states=max_states)
     raise ThresholdUnavailable(f"no renewal formula for {pol.describe()}")
 
 
@@ -587,7 +779,9 @@ def cached_renewal_threshold(engine, workload, pol):
     """``(threshold_per_s, None)``, ``(0.0, why)`` (prompts that never fit) or ``(None, why)``; cached.
 
     Used by :func:`fluidq.check_stability`: fast (closed form for FasterTransformer, a small
-    dense chain per bisection step for vanilla vLLM) and memoised.
+    dense chain per bisection step for vanilla vLLM -- with random prompt lengths at most 8
+    distinct lengths and 800 queue-chain states, else ``(None, why)``) and memoised per engine,
+    lengths and policy.
     """
     try:
         key = (engine, workload.prompt_tokens, workload.output_tokens, pol)
@@ -597,7 +791,8 @@ def cached_renewal_threshold(engine, workload, pol):
     if key is not None and key in _RENEWAL_CACHE:
         return _RENEWAL_CACHE[key]
     try:
-        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol)
+        # small limits: check_stability runs for every policy and load of `fluidq report`
+        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol, max_lengths=8, max_states=800)
         if lam == 0 and "blocked_reason" in det:
             out = (0.0, det["blocked_reason"])
         elif lam > 0 and math.isfinite(lam):
