@@ -7,6 +7,8 @@ counts.  Modules:
 ``build``      one engine under a built-in scheduler -> :class:`EngineChain` (sparse ``P``)
 ``finite``     the same for finite-support lengths (``Fixed``/``Empirical``): counts of decoding
                requests per remaining output tokens; ``build_dtmc`` dispatches to it
+``ordered``    Orca with finite-support outputs: the decoders' remaining tokens as an ordered
+               tuple (FCFS gives a short decode budget to the oldest), tiny caps only
 ``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state
@@ -29,7 +31,7 @@ def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw)
 def __getattr__(name):
     import importlib
 
-    for mod in ("threshold", "drift", "symbolic", "networks", "finite"):
+    for mod in ("threshold", "drift", "symbolic", "networks", "finite", "ordered"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)

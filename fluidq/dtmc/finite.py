@@ -392,7 +392,8 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
                                      f"in state n_p={n}, n_d={nd} FCFS would decode only the oldest {Ds} of {nd} "
                                      "requests, and the count vector does not record their order; use a "
                                      "decode-priority scheduler (sarathi, fastertransformer), Geometric "
-                                     "outputs with fluidq.build_dtmc, or fluidq.simulate")
+                                     "outputs with fluidq.build_dtmc, fluidq.dtmc.build_ordered_dtmc "
+                                     "(ordered state, tiny caps), or fluidq.simulate")
             if geo:  # Binomial(Ds, 1/m_d) completions; order among decoders is irrelevant
                 lo_c, cpr = binom_pmf(Ds, q_out, kernel_tol)
                 bases = [(nd - lo_c - i, float(pc)) for i, pc in enumerate(cpr)]
