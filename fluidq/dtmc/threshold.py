@@ -401,17 +401,16 @@ def _vllm_random_chain(lam, t, b, lens, pl, outcomes, kmax, Q):
     tb = float(t(float(b)))
 
     def spread(row, base, A_pmf, w, head):
-        # from base waiting prompts add A arrivals; head = known index or _FRESH
-        for A, pa in enumerate(A_pmf):
-            q2 = base + A
-            if q2 == 0:
-                P[row, 0] += w * pa
-                continue
-            q2c = min(q2, Q)
-            if head == _FRESH or base == 0:
-                P[row, idx(q2c, 0):idx(q2c, 0) + L] += w * pa * pl
-            else:
-                P[row, idx(q2c, head)] += w * pa
+        # from base waiting prompts add A arrivals (q2 = base + A <= Q); head = known index or _FRESH
+        blocks = P[row, 1:].reshape(Q, L)  # a view: blocks[q2 - 1, h]
+        pa = w * A_pmf
+        if base == 0:
+            P[row, 0] += pa[0]
+            blocks[:pa.size - 1] += np.outer(pa[1:], pl)
+        elif head == _FRESH:
+            blocks[base - 1:base - 1 + pa.size] += np.outer(pa, pl)
+        else:
+            blocks[base - 1:base - 1 + pa.size, head] += pa
         return max(0.0, 1.0 - A_pmf.sum()) * w
 
     a_b = stats.poisson.pmf(np.arange(Q + 1), lam * tb)
@@ -470,7 +469,8 @@ def _vllm_prefill_capacity(t, lens, pl, outcomes, kmax):
     return float(pi @ Em) / float(pi @ Et)
 
 
-def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_lengths=16, max_states=2500, tol=1e-10):
+def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_lengths=16, max_states=2500, tol=1e-10,
+                                   max_outcomes=5000):
     """Vanilla vLLM with i.i.d. prompt lengths of small support on ``1..b``.
 
     Same argument as for fixed prompts: with a saturated decode pool every decode batch is full
@@ -482,6 +482,11 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
     t = engine.batch_time
     lens, pl = _prompt_law(workload.prompt_tokens, b, max_lengths)
     outcomes, kmax = _vllm_batch_outcomes(b, lens, pl)
+    n_out = sum(len(o[-1]) for o in outcomes)  # transitions per queue level with a long queue
+    if n_out > max_outcomes:
+        raise ThresholdUnavailable(f"{n_out:,} prefill-batch outcomes per queue level (up to {kmax} prompts of "
+                                   f"{lens.size} lengths per batch), above {max_outcomes:,}: the vLLM queue chain "
+                                   "would be slow to build; use method='simulation'")
     md = workload.mean_output_tokens
     prefill_cap = _vllm_prefill_capacity(t, lens, pl, outcomes, kmax)
     lo, hi = 0.0, min(prefill_cap, max_throughput(engine.with_(b_max=b)).tokens_per_s / md)
@@ -542,11 +547,13 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
                                "curve": curve, "mean_output_tokens": md}
 
 
-def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths: int = 16, max_states: int = 2500):
+def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths: int = 16, max_states: int = 2500,
+                      max_outcomes: int = 5000):
     """``(rate, lower, upper, expression, details)`` by renewal-reward (see the module docstring).
 
-    ``max_lengths`` and ``max_states`` bound vanilla vLLM's queue chain with random prompt lengths
-    (distinct prompt lengths; states ``1 + Q x lengths``): larger cases raise
+    ``max_lengths``, ``max_states`` and ``max_outcomes`` bound vanilla vLLM's queue chain with
+    random prompt lengths (distinct prompt lengths; states ``1 + Q x lengths``; prefill-batch
+    outcomes per queue level): larger cases raise
     :class:`ThresholdUnavailable` instead of building a large chain.
     """
     pol = resolve_policy(policy)
@@ -568,7 +575,8 @@ def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths
     if kind == "fastertransformer":
         return _ft_threshold(engine, workload, pol, b)
     if kind == "vllm":
-        return _vllm_threshold(engine, workload, pol, b, max_lengths=max_lengths, max_states=max_states)
+        return _vllm_threshold(engine, workload, pol, b, max_lengths=max_lengths, max_states=max_states,
+                               max_outcomes=max_outcomes)
     raise ThresholdUnavailable(f"no renewal formula for {pol.describe()}")
 
 
@@ -775,16 +783,35 @@ def _reason(method, name, lam, wc):
 _RENEWAL_CACHE: dict = {}
 
 
+def _length_key(length):
+    """A hashable description: the support for finite ones, else the dataclass fields."""
+    from dataclasses import astuple, is_dataclass
+
+    try:
+        sup = length.support()
+        if sup is not None:
+            v, p = sup
+            return (type(length).__name__, tuple(np.asarray(v).tolist()), tuple(np.asarray(p, float).tolist()))
+        if is_dataclass(length):
+            return (type(length).__name__, repr(astuple(length)))
+    except Exception:  # noqa: BLE001 - an unusual length object: keyed by identity
+        pass
+    return (type(length).__name__, id(length))
+
+
 def cached_renewal_threshold(engine, workload, pol):
     """``(threshold_per_s, None)``, ``(0.0, why)`` (prompts that never fit) or ``(None, why)``; cached.
 
     Used by :func:`fluidq.check_stability`: fast (closed form for FasterTransformer, a small
     dense chain per bisection step for vanilla vLLM -- with random prompt lengths at most 8
-    distinct lengths and 800 queue-chain states, else ``(None, why)``) and memoised per engine,
+    distinct lengths, 800 queue-chain states and 400 batch outcomes per queue level, else
+    ``(None, why)``) and memoised per engine,
     lengths and policy.
     """
     try:
-        key = (engine, workload.prompt_tokens, workload.output_tokens, pol)
+        # lengths keyed by their description: ``Empirical`` (eq=False under the dataclass ``Length``)
+        # compares equal to any other ``Empirical`` through the base class's field-less __eq__
+        key = (engine, _length_key(workload.prompt_tokens), _length_key(workload.output_tokens), pol)
         hash(key)
     except TypeError:
         key = None
@@ -792,7 +819,8 @@ def cached_renewal_threshold(engine, workload, pol):
         return _RENEWAL_CACHE[key]
     try:
         # small limits: check_stability runs for every policy and load of `fluidq report`
-        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol, max_lengths=8, max_states=800)
+        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol, max_lengths=8, max_states=800,
+                                                    max_outcomes=400)
         if lam == 0 and "blocked_reason" in det:
             out = (0.0, det["blocked_reason"])
         elif lam > 0 and math.isfinite(lam):

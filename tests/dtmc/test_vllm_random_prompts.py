@@ -2,7 +2,7 @@
 import pytest
 
 import fluidq
-from fluidq.dtmc.threshold import _RENEWAL_CACHE, ThresholdUnavailable, renewal_threshold
+from fluidq.dtmc.threshold import _RENEWAL_CACHE, ThresholdUnavailable, _length_key, renewal_threshold
 from fluidq.sim import find_threshold
 
 E = fluidq.Empirical
@@ -52,7 +52,13 @@ def test_check_stability_gives_real_verdicts_and_caches(tiny_engine):
     assert below.status.value == "stable" and above.status.value == "unstable"
     assert below.threshold_requests_per_s == pytest.approx(thr, rel=1e-5)
     pol = fluidq.policies.resolve_policy("vllm")
-    assert (tiny_engine, w.prompt_tokens, w.output_tokens, pol) in _RENEWAL_CACHE
+    assert (tiny_engine, _length_key(w.prompt_tokens), _length_key(w.output_tokens), pol) in _RENEWAL_CACHE
+    # another Empirical support is another cache entry (Empirical objects all compare equal)
+    w2 = wl(E(values=(2, 3)), E(values=(2, 6)))
+    other = fluidq.stability_threshold(tiny_engine, w2, "vllm").arrival_rate_per_s
+    assert fluidq.check_stability(tiny_engine, w2.with_rate(0.5), "vllm").threshold_requests_per_s == \
+        pytest.approx(other, rel=1e-5)
+    assert other != pytest.approx(thr, rel=1e-3)
 
 
 def test_large_supports_stay_unknown_with_the_reason(tiny_engine):
@@ -62,3 +68,7 @@ def test_large_supports_stay_unknown_with_the_reason(tiny_engine):
     assert r.status.value == "unknown" and "limited to 8" in r.reason
     with pytest.raises(ThresholdUnavailable, match="limited to 4"):
         renewal_threshold(eng, w, "vllm", max_lengths=4)
+    # few lengths but many prompts per batch: too many batch outcomes for check_stability
+    w8 = wl(E(values=(20, 60, 100, 140, 180, 220, 260, 300)), 100)
+    r8 = fluidq.check_stability(eng, w8, "vllm")
+    assert r8.status.value == "unknown" and "outcomes" in r8.reason
