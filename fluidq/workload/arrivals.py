@@ -99,7 +99,7 @@ class Gamma(Arrival):
         return {**super().to_dict(), "cv": self.cv}
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class TraceArrivals(Arrival):
     """Replay of recorded arrival times (seconds, first arrival moved to 0).
 

@@ -175,7 +175,7 @@ class LogNormal(Length):
         return {"kind": "LogNormal", "mu": self.mu, "sigma": self.sigma}
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class Empirical(Length):
     """Lengths drawn from ``values`` with probabilities proportional to ``weights``."""
 

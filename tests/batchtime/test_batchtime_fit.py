@@ -24,21 +24,28 @@ def mean_ci(x):
 
 
 # Tolerance stated: with 1 % multiplicative noise on 256 points, b0 is found exactly in every
-# replication, and over 12 seeded replications the mean estimates of c and a are unbiased: the
-# true value lies within 4 standard errors of the mean (and each estimate within 10 %).
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(c_ms=st.floats(5.0, 30.0), a_ms=st.floats(10.0, 60.0), b0=st.sampled_from([32, 64, 128, 256]),
-       seed=st.integers(0, 2**32 - 1))
-def test_staircase_fit_recovers_known_parameters(c_ms, a_ms, b0, seed):
+# replication, and over 12 seeded replications the least-squares estimates of c and a
+# (loss="absolute": ordinary least squares, unbiased for mean-zero noise) have a mean within
+# 4 standard errors of the truth; each estimate of the default relative-loss fit is within 10 %.
+# (The relative loss weights by 1/observed seconds, which biases it by O(sigma^2): a CI test of
+# unbiasedness does not apply to it.)  derandomize: the same examples in every run.
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(c_ms=st.floats(5.0, 30.0), a_ms=st.floats(10.0, 60.0), b0=st.sampled_from([32, 64, 128, 256]))
+def test_staircase_fit_recovers_known_parameters(c_ms, a_ms, b0):
+    # the noise seed is fixed, not drawn: hypothesis would otherwise search seeds for a
+    # 1-in-10^4 replication set and report it as a failure
     true = Staircase(c=c_ms / 1e3, a=a_ms / 1e3, b0=b0)
     cs, as_ = [], []
-    for ss in np.random.SeedSequence(seed).spawn(12):
-        r = Staircase.fit(B, noisy(true(B), np.random.default_rng(ss), 0.01))
+    for ss in np.random.SeedSequence(20261202).spawn(12):
+        y = noisy(true(B), np.random.default_rng(ss), 0.01)
+        r = Staircase.fit(B, y)
         assert isinstance(r.model, Staircase)
         assert r.model.b0 == b0
         assert r.model.a == pytest.approx(true.a, rel=0.10)
-        cs.append(r.model.c)
-        as_.append(r.model.a)
+        ols = Staircase.fit(B, y, loss="absolute").model
+        assert ols.b0 == b0
+        cs.append(ols.c)
+        as_.append(ols.a)
     for est, truth in ((cs, true.c), (as_, true.a)):
         m, half = mean_ci(est)
         assert abs(m - truth) <= half + 1e-12, (m, half, truth)
