@@ -167,6 +167,16 @@ def _lengths(workload: Workload, pol: Scheduler, b: int):
     return vp, pp, q
 
 
+def check_chain_inputs(engine, workload) -> None:
+    """The checks every chain builder starts with: an Engine, a Workload, Poisson arrivals."""
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    if not isinstance(workload.arrival, Poisson):
+        raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+
+
 def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
                max_decode: int | None = None, tolerance: float = 1e-6, kernel_tol: float = 1e-12,
                prune_tol: float = 1e-13, max_states: int = 500_000) -> EngineChain:
@@ -220,12 +230,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     True
     """
     t0 = time.perf_counter()
-    if not isinstance(engine, Engine):
-        raise ParameterError("engine", engine, "a fluidq.Engine")
-    if not isinstance(workload, Workload):
-        raise ParameterError("workload", workload, "a fluidq.Workload")
-    if not isinstance(workload.arrival, Poisson):
-        raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    check_chain_inputs(engine, workload)
     from .finite import build_finite_dtmc, is_finite_support
 
     out = workload.output_tokens

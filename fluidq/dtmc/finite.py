@@ -57,7 +57,7 @@ import scipy.sparse as sp
 from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
-from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
+from ..workload import Empirical, Fixed, Geometric, Workload
 from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
 from .state import StateSpace
 
@@ -237,15 +237,10 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     >>> abs(r.throughput_requests_per_s - 3.0) < 1e-3
     True
     """
-    from .build import EngineChain, scheduler_rules
+    from .build import EngineChain, check_chain_inputs, scheduler_rules
 
     t0 = time.perf_counter()
-    if not isinstance(engine, Engine):
-        raise ParameterError("engine", engine, "a fluidq.Engine")
-    if not isinstance(workload, Workload):
-        raise ParameterError("workload", workload, "a fluidq.Workload")
-    if not isinstance(workload.arrival, Poisson):
-        raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    check_chain_inputs(engine, workload)
     Np = integer("max_prefill", max_prefill, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
     max_prompt = integer("max_prompt", max_prompt, minimum=1)

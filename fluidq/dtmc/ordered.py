@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
-from ..workload import Fixed, Poisson, Workload
+from ..workload import Fixed, Workload
 from .finite import _output_support
 from .kernels import poisson_pmf
 from .state import StateSpace
@@ -85,15 +85,10 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     >>> r.status.value
     'stable'
     """
-    from .build import EngineChain, scheduler_rules
+    from .build import EngineChain, check_chain_inputs, scheduler_rules
 
     t0 = time.perf_counter()
-    if not isinstance(engine, Engine):
-        raise ParameterError("engine", engine, "a fluidq.Engine")
-    if not isinstance(workload, Workload):
-        raise ParameterError("workload", workload, "a fluidq.Workload")
-    if not isinstance(workload.arrival, Poisson):
-        raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    check_chain_inputs(engine, workload)
     Np = integer("max_prefill", max_prefill, minimum=1)
     Md = integer("max_decode", max_decode, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
