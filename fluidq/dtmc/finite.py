@@ -184,6 +184,39 @@ def _entrants(K: int, vals: np.ndarray, probs: np.ndarray, V: int):
     return np.array(E), np.array(w)
 
 
+
+def decode_state_space(Np: int, n_inner: int, J: int, inner: str, nd_of: np.ndarray):
+    """States ``(n_p, inner, j)`` (no head progress without prompts) plus a derived ``n_d`` coordinate.
+
+    ``inner`` indexes the decoders' description (a count vector, or an ordered tuple) and
+    ``nd_of[inner]`` is the number decoding.  Returns ``(space, NP, inner_index, JJ, ND)``.
+    """
+    valid = np.ones((Np + 1, n_inner, J), dtype=bool)
+    valid[0, :, 1:] = False
+    space = StateSpace.from_mask(("n_p", inner, "j"), valid.shape, valid)
+    NP, II, JJ = space["n_p"], space[inner], space["j"]
+    ND = nd_of[II]
+    coords = dict(space.coords)
+    coords["n_d"] = ND.copy()
+    coords["n_d"].setflags(write=False)
+    return StateSpace(space.names, coords, space.shape, space._lookup), NP, II, JJ, ND
+
+
+def batch_arrivals(engine: Engine, lam: float, b: int, kernel_tol: float):
+    """``(tb_of, arrivals)``: ``tb_of[tokens]`` batch times and a cached ``arrivals(tokens) -> (A, P(A))``
+    giving the Poisson arrivals during a batch of that many tokens (non-zero entries only)."""
+    tb_of = np.r_[0.0, np.asarray(engine.batch_time(np.arange(1, b + 1)), dtype=float)]
+    cache: dict = {}
+
+    def arrivals(btok):
+        if btok not in cache:
+            a = poisson_pmf(lam * tb_of[btok], kernel_tol)
+            A = np.flatnonzero(a > 0)
+            cache[btok] = (A, a[A])
+        return cache[btok]
+
+    return tb_of, arrivals
+
 def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,
                       max_decode: int | None = None, max_output: int = 12, max_prompt: int = 32,
                       tolerance: float = 1e-6,
@@ -287,19 +320,11 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     vec_index = {tuple(row): i for i, row in enumerate(C)}
     shifted = np.array([vec_index[tuple(np.r_[row[1:], 0])] for row in C], dtype=np.int64)
     done_of = C[:, 0]
-    valid = np.ones((Np + 1, n_dec, J), dtype=bool)
-    valid[0, :, 1:] = False
-    space = StateSpace.from_mask(("n_p", "decode", "j"), valid.shape, valid)
-    NP, DI, JJ = space["n_p"], space["decode"], space["j"]
-    ND = nd_of[DI]
-    coords = dict(space.coords)
-    coords["n_d"] = ND.copy()
-    coords["n_d"].setflags(write=False)
-    space = StateSpace(space.names, coords, space.shape, space._lookup)
+    space, NP, DI, JJ, ND = decode_state_space(Np, n_dec, J, "decode", nd_of)
     lookup = space._lookup
     S = space.size
 
-    ent_cache, dec_cache, arr_cache, head_memo = {}, {}, {}, {}
+    ent_cache, dec_cache, head_memo = {}, {}, {}
 
     def entrants(K):
         if K not in ent_cache:
@@ -325,15 +350,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             dec_cache[key] = (dest, w, lost_w)
         return dec_cache[key]
 
-    tb_of = np.r_[0.0, np.asarray(engine.batch_time(np.arange(1, b + 1)), dtype=float)]  # t(tokens)
-
-    def arrivals(btok):
-        """``(A, P(A))`` for the arrivals during a batch of ``btok`` tokens (non-zero entries)."""
-        if btok not in arr_cache:
-            a = poisson_pmf(lam * tb_of[btok], kernel_tol)
-            A = np.flatnonzero(a > 0)
-            arr_cache[btok] = (A, a[A])
-        return arr_cache[btok]
+    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol)
 
     def prefill_outcomes(n, B, j):
         """``[(K, T, j_next, w)]`` for FCFS prefill of ``n`` prompts with budget ``B``."""

@@ -35,9 +35,7 @@ from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Fixed, Workload
-from .finite import _output_support
-from .kernels import poisson_pmf
-from .state import StateSpace
+from .finite import _output_support, batch_arrivals, decode_state_space
 
 __all__ = ["build_ordered_dtmc", "n_ordered_states"]
 
@@ -121,19 +119,11 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     seq_index = {s: i for i, s in enumerate(seqs)}
     nd_of = np.array([len(s) for s in seqs], dtype=np.int64)
     rem_of = np.array([sum(s) for s in seqs], dtype=float)
-    valid = np.ones((Np + 1, len(seqs), J), dtype=bool)
-    valid[0, :, 1:] = False
-    space = StateSpace.from_mask(("n_p", "seq", "j"), valid.shape, valid)
-    NP, SI, JJ = space["n_p"], space["seq"], space["j"]
-    ND = nd_of[SI]
-    coords = dict(space.coords)
-    coords["n_d"] = ND.copy()
-    coords["n_d"].setflags(write=False)
-    space = StateSpace(space.names, coords, space.shape, space._lookup)
+    space, NP, SI, JJ, ND = decode_state_space(Np, len(seqs), J, "seq", nd_of)
     lookup = space._lookup
     S = space.size
 
-    ent_cache, arr_cache = {}, {}
+    ent_cache = {}
 
     def entrants(K):
         if K not in ent_cache:
@@ -144,14 +134,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
             ent_cache[K] = (tuples, np.array(w))
         return ent_cache[K]
 
-    tb_of = np.r_[0.0, np.asarray(engine.batch_time(np.arange(1, b + 1)), dtype=float)]
-
-    def arrivals(btok):
-        if btok not in arr_cache:
-            a = poisson_pmf(lam * tb_of[btok], kernel_tol)
-            A = np.flatnonzero(a > 0)
-            arr_cache[btok] = (A, a[A])
-        return arr_cache[btok]
+    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol)
 
     def prefill(n, j):
         if n == 0:
