@@ -130,7 +130,9 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         r.prefilled = 0
         return 0.0
 
-    while True:
+    def admit_arrivals(t):
+        """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
+        nonlocal na, rejected, work
         while na < n and arr[na] <= t:
             i = na
             na += 1
@@ -146,6 +148,9 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             bt.append(arr[i])
             bn.append(len(residents) + len(swapped))
             bw.append(work)
+
+    while True:
+        admit_arrivals(t)
         bt.append(t)
         bn.append(len(residents) + len(swapped))
         bw.append(work)
@@ -282,21 +287,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         n_iter += 1
         busy += tau + extra_s
         tok_served += tokens
-        while na < n and arr[na] <= t:
-            i = na
-            na += 1
-            rid = n0 + i
-            if kv_cap is not None and P[i] + D[i] > kv_cap:
-                rejected += 1
-                continue
-            r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
-            residents.append(r)
-            by_id[rid] = r
-            kv[rid] = 0
-            work += P[i] + D[i]
-            bt.append(arr[i])
-            bn.append(len(residents) + len(swapped))
-            bw.append(work)
+        admit_arrivals(t)
         work -= tokens
         if batch.prefill and batch.decode:
             mixed_iters += 1
