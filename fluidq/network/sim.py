@@ -45,6 +45,7 @@ from ..results import plain
 from .model import Choice, Fork, Hop, Join, Network
 
 INF = math.inf
+NAN = math.nan
 # the virtual decode clock's heap holds one int per decoding request, (finishing round, rid) packed as
 # ``round << RID_BITS | rid``: ordered as the pair, and compared much faster than a tuple
 RID_BITS = 40
@@ -139,9 +140,27 @@ class _Task(RequestState):
     Compared and hashed by identity (two residents are never the same request).
     """
 
-    __slots__ = ("cont", "d0", "g0", "job", "label", "rank", "station")
+    __slots__ = ("cont", "d0", "g0", "job", "label", "rank")
     __eq__ = object.__eq__
     __hash__ = object.__hash__
+
+    def __init__(self, rid, arrival_s, prompt_tokens, output_tokens, job, cont, rank, label):
+        # RequestState's fields with its defaults, set here in one call instead of its generated
+        # constructor and five attribute stores (a test checks the two give the same state)
+        self.rid = rid
+        self.arrival_s = arrival_s
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.prefilled = 0
+        self.decoded = 0
+        self.first_scheduled_s = NAN
+        self.score = None
+        self.recompute_tokens = 0
+        self.preemptions = 0
+        self.job = job      # (class index, arrival time in the network)
+        self.cont = cont    # where the request goes after this hop; None: it leaves the network
+        self.rank = rank    # priority rank at the station
+        self.label = label  # buffer label (as in the fluid model)
 
 
 class _JoinRec:
@@ -180,15 +199,20 @@ class _StationState:
         self.version = 0
         self.routing = False
 
-    def current_work(self, now):
-        """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count)."""
+    def current_work(self, now, arriving=False):
+        """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count).
+
+        ``arriving``: asked for an external arrival, which comes before every batch completion at the
+        same time (a batch ending at ``now`` is not done yet); a request routed from a batch that ends at
+        ``now`` sees the batches of the run ending at ``now`` done.
+        """
         if self.run is None:
             return self.work
         t0, tau, k, _, _, btok = self.run
         t, j = t0, 0
         while j < k:
             t += tau
-            if t > now:
+            if t > now or (arriving and t == now):
                 break
             j += 1
         return self.work - j * btok
@@ -373,7 +397,6 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
     hpush, hpop = heapq.heappush, heapq.heappop
     rid_counter = [0]
-    job_counter = [0]
 
     from ..workload.lengths import Fixed
     from .model import NoTokens
@@ -414,12 +437,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         best, key = None, None
         for e in r.engines:
             s = sidx[e]
-            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0])
+            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0], arriving)
             if key is None or k < key:
                 best, key = s, k
         return best
 
     now_box = [0.0]
+    arriving = False  # True while an external arrival is placed (it precedes batch ends at its time)
 
     hop_info: dict = {}  # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank)
     planned: list = []   # the planned hops, held so that no other object can take an id in hop_info
@@ -442,8 +466,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         planned.append(hop)
         return info
 
-    def submit(job, hop, cont, now):
-        pf, of, s, label, rank = hop_info.get(id(hop)) or plan_hop(hop)
+    def submit(job, hop, info, cont, now):
+        pf, of, s, label, rank = info
         p = pf if pf is not None else sample_len(hop.prompt_tokens)
         d = of if of is not None else sample_len(hop.output_tokens)
         if s is None:
@@ -452,18 +476,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             label = buffer_label(hop, s.s.name)
             rank = s.rank.get(hop.name, s.low)
         rid = rid_counter[0] = rid_counter[0] + 1
-        task = _Task(rid, now, p, d)  # (rid, arrival_s, prompt_tokens, output_tokens)
-        task.job = job
-        task.cont = cont
-        task.rank = rank
-        task.label = label
-        task.station = s
-        s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet)
+        task = _Task(rid, now, p, d, job, cont, rank, label)
+        s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet; a hop's prompt is >= 1 token)
         s.work += p + d
-        q = s.pre if p > 0 else s.dec
-        dq = q.get(rank)
+        dq = s.pre.get(rank)
         if dq is None:
-            dq = q[rank] = deque()
+            dq = s.pre[rank] = deque()
         dq.append(task)
         buf_tokens[label] = buf_tokens.get(label, 0) + p + d
         if s.routing:
@@ -480,7 +498,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         while idx < len(steps):
             step = steps[idx]
             if isinstance(step, Hop):
-                submit(job, step, (steps, idx + 1, parent, scope), now)
+                idx += 1
+                submit(job, step, hop_info.get(id(step)) or plan_hop(step),
+                       None if parent is None and idx >= len(steps) else (steps, idx, parent, scope), now)
                 return
             if isinstance(step, Choice):
                 x = gen.random()
@@ -602,7 +622,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         while i < k:
             t += tau
             i += 1
-            if t > now:
+            # the batch in progress; an external arrival at the end of a batch joins the next batch (arrivals
+            # come first at equal times), a request routed at that instant the one after
+            if t > now or (arriving and t == now):
                 break
         if i < k:
             s.run[2] = i
@@ -667,15 +689,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             s.busy = False
             s.routing = True
             for t in done:
-                steps, idx, parent, scope = t.cont
-                job = t.job
-                if parent is None and idx >= len(steps):  # (finish, inlined: the request leaves)
-                    ci = job[0]
+                cont = t.cont
+                if cont is None:  # (finish, inlined: the request leaves)
+                    ci, t_in = t.job
                     in_sys[ci] -= 1
                     completed[ci] += 1
-                    soj[ci] += now - job[1]
+                    soj[ci] += now - t_in
                 else:
-                    advance(job, steps, idx, parent, scope, now)
+                    advance(t.job, *cont, now)
             s.routing = False
             if s.busy:
                 return
@@ -693,15 +714,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.busy = False
         s.routing = True
         for t in done:
-            steps, idx, parent, scope = t.cont
-            job = t.job
-            if parent is None and idx >= len(steps):  # (finish, inlined: the request leaves)
-                ci = job[0]
+            cont = t.cont
+            if cont is None:  # (finish, inlined: the request leaves)
+                ci, t_in = t.job
                 in_sys[ci] -= 1
                 completed[ci] += 1
-                soj[ci] += now - job[1]
+                soj[ci] += now - t_in
             else:
-                advance(job, steps, idx, parent, scope, now)
+                advance(t.job, *cont, now)
         s.routing = False
         if not s.busy:
             if s.fast_budget is not None and s.ndec <= s.fast_budget:
@@ -779,25 +799,30 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 done.append(t)
         finish_batch(s, done, now)
 
-    # external arrivals (lazy per class)
-    # external arrivals: one pending arrival per class in a heap of its own, ``(t, seq, class, k)``,
-    # merged with the event heap by ``(t, seq)`` (the order of one heap holding both)
-    arrivals = []
-    aheap: list = []
+    # external arrivals: every class's times drawn up front and merged into one time-ordered stream
+    # (ties in class order); at equal times arrivals come before batch completions, as in the
+    # single-engine simulator (a request arriving when a batch ends joins the next batch)
+    a_t, a_c = [], []
     for ci, c in enumerate(network.classes):
-        times = c.arrival.times(gen, horizon_s=horizon).tolist()
-        arrivals.append(times)
-        if len(times):
-            aheap.append((float(times[0]), nseq(), ci, 0))
-    heapq.heapify(aheap)
+        times = c.arrival.times(gen, horizon_s=horizon)
+        a_t.append(times)
+        a_c.append(np.full(len(times), ci, dtype=np.int64))
+    a_t = np.concatenate(a_t) if a_t else np.zeros(0)
+    a_c = np.concatenate(a_c) if a_c else np.zeros(0, dtype=np.int64)
+    order = np.lexsort((a_c, a_t))
+    ext_t = a_t[order].tolist()
+    ext_c = a_c[order].tolist()
+    n_ext = len(ext_t)
     routes = [c.route for c in network.classes]
     NO_SCOPE: dict = {}  # the empty fork scope (a Fork copies its scope before adding to it)
     first_hop = [r[0] if r and isinstance(r[0], Hop) else None for r in routes]
+    # where a request goes after its first hop (None: it leaves), and the first hop's plan
+    first_cont = [None if len(r) == 1 else (r, 1, None, NO_SCOPE) for r in routes]
+    first_info = [None if h is None else plan_hop(h) for h in first_hop]
 
     def new_job(ci, now):
-        job_counter[0] += 1
         in_sys[ci] += 1
-        return (ci, now, job_counter[0])
+        return (ci, now)
 
     if initial:
         for label, count in initial.items():
@@ -865,35 +890,41 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         next_rec = grid_l[gi] if gi < G else math.inf
 
     events = 0
-    hreplace = heapq.heapreplace
-    while heap or aheap:
-        if aheap and (not heap or aheap[0] < heap[0]):
-            t, _, ci, k = aheap[0]
+    ai = 0
+    ta = ext_t[0] if n_ext else INF  # the next external arrival
+    mb = max_batches if max_batches is not None else INF
+    while True:
+        if heap:
+            ev = heap[0]
+            te = ev[0]
+        else:
+            te = INF
+        if ta <= te:  # an external arrival (first at equal times)
+            t = ta
             if t > horizon:
                 break
-            arr = arrivals[ci]
-            if k + 1 < len(arr):
-                hreplace(aheap, (arr[k + 1], nseq(), ci, k + 1))
-            else:
-                hpop(aheap)
+            ci = ext_c[ai]
+            ai += 1
+            ta = ext_t[ai] if ai < n_ext else INF
             if t >= next_rec:
                 record_until(t)
             events += 1
-            job_counter[0] += 1  # (new_job, inlined)
-            in_sys[ci] += 1
-            job = (ci, t, job_counter[0])
+            in_sys[ci] += 1  # (new_job, inlined)
             h0 = first_hop[ci]
+            arriving = True
             if h0 is not None:  # (advance, inlined for a route that starts with a hop)
-                submit(job, h0, (routes[ci], 1, None, NO_SCOPE), t)
+                submit((ci, t), h0, first_info[ci], first_cont[ci], t)
             else:
-                advance(job, routes[ci], 0, None, {}, t)
-            if max_batches is not None and batch_count[0] >= max_batches:
+                advance((ci, t), routes[ci], 0, None, {}, t)
+            arriving = False
+            if batch_count[0] >= mb:
                 break
             continue
-        t, _, kind, st_, ver = heap[0]  # (time, seq, kind, station, run version); seq is unique
-        if t > horizon:
+        if te > horizon:
             break
+        _, _, kind, st_, ver = ev  # (time, seq, kind, station, run version); seq is unique
         hpop(heap)
+        t = te
         if t >= next_rec:
             record_until(t)
         events += 1
@@ -904,7 +935,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 events -= 1  # a run cut short by an arrival: stale event
                 continue
             end_run(st_, t)
-        if max_batches is not None and batch_count[0] >= max_batches:
+        if batch_count[0] >= mb:
             break
     record_until(horizon)
     wall = _time.perf_counter() - wall0
