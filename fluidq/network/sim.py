@@ -29,6 +29,7 @@ Li, Dai, Peng, arXiv:2504.07347 (engine model, constraints 6a-6d, networks of en
 """
 from __future__ import annotations
 
+import gc
 import heapq
 import itertools
 import math
@@ -134,33 +135,20 @@ class NetworkSimResult:
 
 
 class _Task(RequestState):
-    """One hop of one request at one station: the scheduler's :class:`RequestState` (built with its
-    constructor) and the hop's place in the network, one object per hop.
+    """One hop of one request at one station: the scheduler's :class:`RequestState` and the hop's place in
+    the network, one object per hop.
 
+    Made by the simulator's ``submit``, which sets every field itself (a test checks that a task's
+    RequestState fields are those of the RequestState constructor): ``job`` (class index, arrival time in
+    the network), ``cont`` (where the request goes after this hop; ``None``: it leaves the network),
+    ``rank`` (priority rank at the station), ``label`` (buffer label, as in the fluid model), and ``d0``,
+    ``g0`` (decoded tokens and decode round when the station's virtual decode clock took it over).
     Compared and hashed by identity (two residents are never the same request).
     """
 
     __slots__ = ("cont", "d0", "g0", "job", "label", "rank")
     __eq__ = object.__eq__
     __hash__ = object.__hash__
-
-    def __init__(self, rid, arrival_s, prompt_tokens, output_tokens, job, cont, rank, label):
-        # RequestState's fields with its defaults, set here in one call instead of its generated
-        # constructor and five attribute stores (a test checks the two give the same state)
-        self.rid = rid
-        self.arrival_s = arrival_s
-        self.prompt_tokens = prompt_tokens
-        self.output_tokens = output_tokens
-        self.prefilled = 0
-        self.decoded = 0
-        self.first_scheduled_s = NAN
-        self.score = None
-        self.recompute_tokens = 0
-        self.preemptions = 0
-        self.job = job      # (class index, arrival time in the network)
-        self.cont = cont    # where the request goes after this hop; None: it leaves the network
-        self.rank = rank    # priority rank at the station
-        self.label = label  # buffer label (as in the fluid model)
 
 
 class _JoinRec:
@@ -179,8 +167,11 @@ class _StationState:
         self.policy = station.policy
         self.rank = {h: k for k, h in enumerate(station.priority)}
         self.low = len(station.priority)
-        self.pre: dict = {}   # rank -> deque of tasks in prefill (station-arrival order)
-        self.dec: dict = {}   # rank -> deque of tasks decoding
+        # rank -> deque of tasks in prefill (station-arrival order) / decoding (prefill-end order); one deque
+        # per rank made here, so that the dicts iterate in priority order
+        self.pre: dict = {r: deque() for r in range(self.low + 1)}
+        self.dec: dict = {r: deque() for r in range(self.low + 1)}
+        self.pre_qs = tuple(self.pre.values())  # the prefill deques in priority order (never replaced)
         self.tasks: dict = {}  # rid -> task
         self.busy = False
         self.work = 0          # remaining tokens of residents
@@ -194,9 +185,9 @@ class _StationState:
         self.fheap: list = []  # packed (finishing round, rid) of the decoding requests
         self.virtual = False
         self.ndec = 0
+        self.dec_garbage = 0  # finished requests left in the decode queues while the decode clock is virtual
         self.dec_label: dict = {}
         self.run = None
-        self.version = 0
         self.routing = False
 
     def current_work(self, now, arriving=False):
@@ -370,7 +361,19 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if method not in ("auto", "generic"):
         raise ParameterError("method", method, "'auto' or 'generic'")
     wall0 = _time.perf_counter()
+    # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
+    # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0)
+    finally:
+        if gc_on:
+            gc.enable()
 
+
+def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0):
+    """The event loop of :func:`simulate_network` (inputs checked)."""
     stations = [_StationState(i, s, _windowable(s.policy)) for i, s in enumerate(network.stations)]
     for s in stations:
         pol = s.policy
@@ -379,7 +382,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             s.fast_budget = _fast_budget(s.s)
         if not s.context_aware:
             s.bt_cache = _batch_time_table(s.engine)
-    batch_count = [0]
+    n_batches = 0
     sidx = {s.s.name: s for s in stations}
     routers = {r.name: r for r in network.routers}
     fm = network.flow
@@ -396,7 +399,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     heap: list = []
     nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
     hpush, hpop = heapq.heappush, heapq.heappop
-    rid_counter = [0]
+    next_rid = itertools.count(1).__next__
+    new_task = _Task.__new__
 
     from ..workload.lengths import Fixed
     from .model import NoTokens
@@ -445,7 +449,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     now_box = [0.0]
     arriving = False  # True while an external arrival is placed (it precedes batch ends at its time)
 
-    hop_info: dict = {}  # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank)
+    # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank, prefill deque)
+    hop_info: dict = {}
     planned: list = []   # the planned hops, held so that no other object can take an id in hop_info
 
     def fixed_len(length):
@@ -459,36 +464,53 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         pf, of = fixed_len(hop.prompt_tokens), fixed_len(hop.output_tokens)
         s = sidx.get(hop.engine)
         if s is None:  # a router: station, label and rank depend on the pick
-            info = (pf, of, None, None, None)
+            info = (pf, of, None, None, None, None)
         else:
-            info = (pf, of, s, buffer_label(hop, s.s.name), s.rank.get(hop.name, s.low))
+            rank = s.rank.get(hop.name, s.low)
+            label = buffer_label(hop, s.s.name)
+            buf_tokens.setdefault(label, 0)
+            info = (pf, of, s, label, rank, s.pre[rank])
         hop_info[id(hop)] = info
         planned.append(hop)
         return info
 
     def submit(job, hop, info, cont, now):
-        pf, of, s, label, rank = info
+        pf, of, s, label, rank, dq = info
         p = pf if pf is not None else sample_len(hop.prompt_tokens)
         d = of if of is not None else sample_len(hop.output_tokens)
         if s is None:
             now_box[0] = now
             s = pick_station(hop, p, d)
             label = buffer_label(hop, s.s.name)
+            buf_tokens.setdefault(label, 0)
             rank = s.rank.get(hop.name, s.low)
-        rid = rid_counter[0] = rid_counter[0] + 1
-        task = _Task(rid, now, p, d, job, cont, rank, label)
+            dq = s.pre[rank]
+        rid = next_rid()
+        # (RequestState's fields with its defaults, stored here instead of calling a constructor)
+        task = new_task(_Task)
+        task.rid = rid
+        task.arrival_s = now
+        task.prompt_tokens = p
+        task.output_tokens = d
+        task.prefilled = 0
+        task.decoded = 0
+        task.first_scheduled_s = NAN
+        task.score = None
+        task.recompute_tokens = 0
+        task.preemptions = 0
+        task.job = job
+        task.cont = cont
+        task.rank = rank
+        task.label = label
         s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet; a hop's prompt is >= 1 token)
         s.work += p + d
-        dq = s.pre.get(rank)
-        if dq is None:
-            dq = s.pre[rank] = deque()
         dq.append(task)
-        buf_tokens[label] = buf_tokens.get(label, 0) + p + d
+        buf_tokens[label] += p + d
         if s.routing:
             return  # the station starts its next batch once every finished request has moved on
         if not s.busy:
             if s.fast_budget is not None and s.ndec <= s.fast_budget:
-                start_run(s, now)  # (start_batch's first case, inlined)
+                run_station(s, now, False)  # (start_batch's first case, inlined)
             else:
                 start_batch(s, now)
         elif s.run is not None and s.run[2] > 1:  # a one-batch run has nothing to cut
@@ -556,13 +578,107 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         return dt
 
     def materialize(s):
-        for q in s.dec.values():
-            for t in q:
-                t.decoded = t.d0 + (s.G - t.g0)
+        """Leave the virtual decode clock: drop the finished requests left in the decode queues and give
+        the others their decoded counts."""
+        G = s.G
+        for r, q in s.dec.items():
+            live = deque(t for t in q if t.decoded < t.output_tokens)
+            for t in live:
+                t.decoded = t.d0 + (G - t.g0)
+            s.dec[r] = live
+        s.dec_garbage = 0
         s.fheap = []
         s.virtual = False
 
-    def start_run(s, now):
+    def cut_run(s, now):
+        t0, tau, k, _, _, _ = s.run
+        t, i = t0, 0
+        while i < k:
+            t += tau
+            i += 1
+            # the batch in progress; an external arrival at the end of a batch joins the next batch (arrivals
+            # come first at equal times), a request routed at that instant the one after
+            if t > now or (arriving and t == now):
+                break
+        if i < k:  # a new run object: the event of the old one is stale
+            s.run = run = [t0, tau, i, s.run[3], s.run[4], s.run[5]]
+            hpush(heap, (t, nseq(), 2, s, run))
+
+    def run_station(s, now, ended):
+        """End the station's run of identical batches (``ended``), move its finished requests on, and start
+        its next run (one function: a run's end and the next run's start cost one call)."""
+        nonlocal n_batches
+        if ended:
+            _, _, k, allocs, d, btok = s.run
+            s.run = None
+            n_batches += k
+            G = s.G
+            if d:
+                G = s.G = G + k
+                for label, cnt in s.dec_label.items():
+                    if cnt:
+                        buf_tokens[label] -= k * cnt
+            s.work -= k * btok
+            moved = []
+            for t, take in allocs:
+                t.prefilled += k * take
+                buf_tokens[t.label] -= k * take
+                if t.prefilled >= t.prompt_tokens:
+                    moved.append(t)
+            done = []
+            fh = s.fheap
+            dec, dec_label, tasks = s.dec, s.dec_label, s.tasks
+            lim = (G + 1) << RID_BITS  # keys of requests finishing by round G
+            while fh and fh[0] < lim:
+                t = tasks.pop(hpop(fh) & RID_MASK)  # (it leaves the station)
+                t.decoded = t.output_tokens  # (marks it finished: it stays in its decode queue until compaction)
+                dec_label[t.label] -= 1
+                done.append(t)
+            if done:
+                s.ndec -= len(done)
+                s.dec_garbage += len(done)
+                if s.dec_garbage > 1024 + 2 * s.ndec:
+                    for r, q in dec.items():
+                        dec[r] = deque([t for t in q if t.decoded < t.output_tokens])
+                    s.dec_garbage = 0
+            if moved:
+                pre = s.pre
+                for t in moved:
+                    dq = pre[t.rank]
+                    if dq[0] is t:  # a completed prompt heads its rank's queue (prompts are served in order)
+                        dq.popleft()
+                    else:
+                        dq.remove(t)
+                    od = t.output_tokens
+                    if od > 0:
+                        dec[t.rank].append(t)
+                        t.d0 = 0
+                        t.g0 = G
+                        hpush(fh, ((G + od) << RID_BITS) | t.rid)
+                        dec_label[t.label] = dec_label.get(t.label, 0) + 1
+                        s.ndec += 1
+                    else:
+                        del tasks[t.rid]
+                        done.append(t)
+            if done:  # (finish_batch, inlined; the finished requests have left s.tasks)
+                s.busy = False
+                s.routing = True
+                for t in done:
+                    cont = t.cont
+                    if cont is None:  # (finish, inlined: the request leaves)
+                        ci, t_in = t.job
+                        in_sys[ci] -= 1
+                        completed[ci] += 1
+                        soj[ci] += now - t_in
+                    else:
+                        advance(t.job, *cont, now)
+                s.routing = False
+                if s.busy:
+                    return
+            if s.ndec > s.fast_budget:
+                s.busy = False
+                start_batch(s, now)
+                return
         G = s.G
         if not s.virtual:
             heap_ = []
@@ -576,135 +692,56 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             s.virtual = True
         d = s.ndec
         rem = s.fast_budget - d
-        allocs = []
-        need0 = 0
         btok = d
+        allocs = []  # (task, prefill tokens per batch): whole prompts in priority/FCFS order, the last maybe a chunk
         if rem > 0:
-            pre = s.pre
-            for r in (pre if len(pre) < 2 else sorted(pre)):
-                for t in pre[r]:
+            for q in s.pre_qs:
+                for t in q:
                     need = t.prompt_tokens - t.prefilled
-                    take = need if need < rem else rem
-                    if not allocs:
-                        need0 = need
-                    allocs.append((t, take))
-                    btok += take
-                    rem -= take
-                    if rem <= 0:
+                    if need < rem:
+                        allocs.append((t, need))
+                        btok += need
+                        rem -= need
+                    else:
+                        allocs.append((t, rem))
+                        btok += rem
+                        rem = 0
                         break
-                if rem <= 0:
+                if rem == 0:
                     break
-        if d == 0 and not allocs:
+        # the run lasts until the next decode completion (round of the heap's top) and, with prefill,
+        # one batch -- unless the head prompt alone is chunked: then until its rest is below the chunk
+        if d:
+            k = (s.fheap[0] >> RID_BITS) - G
+            if allocs:
+                if len(allocs) == 1:
+                    t, take = allocs[0]
+                    kp = (t.prompt_tokens - t.prefilled) // take
+                    if kp < k:
+                        k = kp
+                else:
+                    k = 1
+        elif allocs:
+            if len(allocs) == 1:
+                t, take = allocs[0]
+                k = (t.prompt_tokens - t.prefilled) // take
+            else:
+                k = 1
+        else:
             s.busy = False
             return
-        k_dec = (s.fheap[0] >> RID_BITS) - G if d else INF
-        if not allocs:
-            k_pre = INF
-        elif len(allocs) == 1 and allocs[0][1] < need0:
-            k_pre = need0 // allocs[0][1]
-        else:
-            k_pre = 1
-        k = int(min(k_dec, k_pre))
         tau = s.bt_cache.get(btok)
         if tau is None:
             tau = tau_of(s, btok)
-        t_end = now
-        for _ in range(k):  # one addition per batch: times bit-identical with the generic path
-            t_end += tau
-        s.run = [now, tau, k, allocs, d, btok]
-        s.version += 1
-        s.busy = True
-        hpush(heap, (t_end, nseq(), 2, s, s.version))
-
-    def cut_run(s, now):
-        t0, tau, k, _, _, _ = s.run
-        t, i = t0, 0
-        while i < k:
-            t += tau
-            i += 1
-            # the batch in progress; an external arrival at the end of a batch joins the next batch (arrivals
-            # come first at equal times), a request routed at that instant the one after
-            if t > now or (arriving and t == now):
-                break
-        if i < k:
-            s.run[2] = i
-            s.version += 1
-            hpush(heap, (t, nseq(), 2, s, s.version))
-
-    def end_run(s, now):
-        _, _, k, allocs, d, btok = s.run
-        s.run = None
-        batch_count[0] += k
-        G = s.G
-        if d:
-            G = s.G = G + k
-            for label, cnt in s.dec_label.items():
-                if cnt:
-                    buf_tokens[label] -= k * cnt
-        s.work -= k * btok
-        moved = []
-        for t, take in allocs:
-            t.prefilled += k * take
-            buf_tokens[t.label] -= k * take
-            if t.prefilled >= t.prompt_tokens:
-                moved.append(t)
-        done = []
-        fh = s.fheap
-        dec, dec_label, tasks = s.dec, s.dec_label, s.tasks
-        lim = (G + 1) << RID_BITS  # keys of requests finishing by round G
-        while fh and fh[0] < lim:
-            t = tasks[hpop(fh) & RID_MASK]
-            t.decoded = t.output_tokens
-            dq = dec[t.rank]
-            if dq[0] is t:  # usually the oldest decoder of its rank
-                dq.popleft()
-            else:
-                dq.remove(t)
-            dec_label[t.label] -= 1
-            done.append(t)
-        s.ndec -= len(done)
-        if moved:
-            pre = s.pre
-            for t in moved:
-                dq = pre[t.rank]
-                if dq[0] is t:  # a completed prompt heads its rank's queue (prompts are served in order)
-                    dq.popleft()
-                else:
-                    dq.remove(t)
-                od = t.output_tokens
-                if od > 0:
-                    dq = dec.get(t.rank)
-                    if dq is None:
-                        dq = dec[t.rank] = deque()
-                    dq.append(t)
-                    t.d0, t.g0 = 0, G
-                    hpush(fh, ((G + od) << RID_BITS) | t.rid)
-                    dec_label[t.label] = dec_label.get(t.label, 0) + 1
-                    s.ndec += 1
-                else:
-                    done.append(t)
-        if done:  # (finish_batch, inlined)
-            for t in done:
-                del tasks[t.rid]
-            s.busy = False
-            s.routing = True
-            for t in done:
-                cont = t.cont
-                if cont is None:  # (finish, inlined: the request leaves)
-                    ci, t_in = t.job
-                    in_sys[ci] -= 1
-                    completed[ci] += 1
-                    soj[ci] += now - t_in
-                else:
-                    advance(t.job, *cont, now)
-            s.routing = False
-            if s.busy:
-                return
-        if s.ndec <= s.fast_budget:
-            start_run(s, now)
+        if k == 1:
+            t_end = now + tau
         else:
-            s.busy = False
-            start_batch(s, now)
+            t_end = now
+            for _ in range(k):  # one addition per batch: times bit-identical with the generic path
+                t_end += tau
+        s.run = run = [now, tau, k, allocs, d, btok]
+        s.busy = True
+        hpush(heap, (t_end, nseq(), 2, s, run))
 
     def finish_batch(s, done, now):
         # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
@@ -725,14 +762,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         s.routing = False
         if not s.busy:
             if s.fast_budget is not None and s.ndec <= s.fast_budget:
-                start_run(s, now)  # (start_batch's first case, inlined)
+                run_station(s, now, False)  # (start_batch's first case, inlined)
             else:
                 start_batch(s, now)
 
     def start_batch(s, now):
         if s.fast_budget is not None:
             if s.ndec <= s.fast_budget:
-                start_run(s, now)
+                run_station(s, now, False)
                 return
             if s.virtual:
                 materialize(s)
@@ -764,12 +801,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 dt = s.bt_cache[b] = float(bt(b))
         s.busy = True
         s.batch = batch
-        hpush(heap, (now + dt, nseq(), 1, s, 0))
+        hpush(heap, (now + dt, nseq(), 1, s, None))
 
     def end_batch(s, now):
         batch = s.batch
         s.batch = None
-        batch_count[0] += 1
+        nonlocal n_batches
+        n_batches += 1
         done = []
         moved = []
         for rid, n in batch.prefill:
@@ -813,6 +851,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     ext_t = a_t[order].tolist()
     ext_c = a_c[order].tolist()
     n_ext = len(ext_t)
+    ext_t.append(INF)  # (a sentinel: the loop ends at the first arrival time past the horizon)
     routes = [c.route for c in network.classes]
     NO_SCOPE: dict = {}  # the empty fork scope (a Fork copies its scope before adding to it)
     first_hop = [r[0] if r and isinstance(r[0], Hop) else None for r in routes]
@@ -845,10 +884,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     G = len(grid)
     grid_l = grid.tolist()
     next_rec = grid_l[0] if G else math.inf  # record_until(t) has work once t >= next_rec
-    rec_in = np.zeros((G, len(cls_names)))
-    rec_buf = {lab: np.zeros(G) for lab in buf_tokens}
-    rec_st_tok = np.zeros((G, len(stations)))
-    rec_st_req = np.zeros((G, len(stations)))
+    # one row per grid point, made into arrays at the end: (requests per class, tokens per buffer label,
+    # tokens per station, requests per station)
+    rows: list = []
     gi = 0
 
     def in_run_progress(s, at):
@@ -870,28 +908,41 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 out[task.label] = out.get(task.label, 0) + j * take
         return out
 
+    task_dicts = [s.tasks for s in stations]
+
     def record_until(t):
         nonlocal gi, next_rec
+        row = None  # grid points between two events share one row unless a run is in progress across them
         while gi < G and grid_l[gi] <= t:
-            rec_in[gi] = in_sys
-            for lab, v in buf_tokens.items():
-                if lab not in rec_buf:
-                    rec_buf[lab] = np.zeros(G)
-                rec_buf[lab][gi] = v
+            at = grid_l[gi]
+            for s in stations:
+                run = s.run
+                if run is not None and run[0] + run[1] < at:  # batches of this run ended before the point
+                    break
+            else:
+                if row is None:
+                    row = (in_sys[:], dict(buf_tokens), [s.work for s in stations], list(map(len, task_dicts)))
+                rows.append(row)
+                gi += 1
+                continue
+            buf = dict(buf_tokens)
+            works = []
             for s in stations:
                 work = s.work
-                if s.run is not None:  # batches of a run that ended before this grid point count
-                    for lab, served in in_run_progress(s, grid_l[gi]).items():
-                        rec_buf[lab][gi] -= served
+                run = s.run
+                if run is not None and run[0] + run[1] < at:
+                    for lab, served in in_run_progress(s, at).items():
+                        buf[lab] -= served
                         work -= served
-                rec_st_tok[gi, s.idx] = work
-                rec_st_req[gi, s.idx] = len(s.tasks)
+                works.append(work)
+            rows.append((in_sys[:], buf, works, list(map(len, task_dicts))))
+            row = None
             gi += 1
         next_rec = grid_l[gi] if gi < G else math.inf
 
     events = 0
     ai = 0
-    ta = ext_t[0] if n_ext else INF  # the next external arrival
+    ta = ext_t[0]  # the next external arrival
     mb = max_batches if max_batches is not None else INF
     while True:
         if heap:
@@ -905,7 +956,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 break
             ci = ext_c[ai]
             ai += 1
-            ta = ext_t[ai] if ai < n_ext else INF
+            ta = ext_t[ai]
             if t >= next_rec:
                 record_until(t)
             events += 1
@@ -916,13 +967,11 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 submit((ci, t), h0, first_info[ci], first_cont[ci], t)
             else:
                 advance((ci, t), routes[ci], 0, None, {}, t)
-            arriving = False
-            if batch_count[0] >= mb:
-                break
+            arriving = False  # (an arrival ends no batch: max_batches is checked after batch ends)
             continue
         if te > horizon:
             break
-        _, _, kind, st_, ver = ev  # (time, seq, kind, station, run version); seq is unique
+        _, _, kind, st_, run_ = ev  # (time, seq, kind, station, run); seq is unique
         hpop(heap)
         t = te
         if t >= next_rec:
@@ -931,13 +980,18 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         if kind == 1:
             end_batch(st_, t)
         else:
-            if ver != st_.version or st_.run is None:
+            if run_ is not st_.run:
                 events -= 1  # a run cut short by an arrival: stale event
                 continue
-            end_run(st_, t)
-        if batch_count[0] >= mb:
+            run_station(st_, t, True)
+        if n_batches >= mb:
             break
     record_until(horizon)
+    rec_in = np.array([r[0] for r in rows], dtype=float).reshape(G, len(cls_names))
+    rec_st_tok = np.array([r[2] for r in rows], dtype=float).reshape(G, len(stations))
+    rec_st_req = np.array([r[3] for r in rows], dtype=float).reshape(G, len(stations))
+    labels = dict.fromkeys(buf_tokens)  # every label met (routers add theirs as they pick), first seen first
+    rec_buf = {lab: np.array([r[1].get(lab, 0) for r in rows], dtype=float) for lab in labels}
     wall = _time.perf_counter() - wall0
     return NetworkSimResult(
         times_s=grid, in_system={c: rec_in[:, i].copy() for i, c in enumerate(cls_names)},
@@ -946,7 +1000,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         station_requests={s.s.name: rec_st_req[:, s.idx].copy() for s in stations},
         completed=dict(zip(cls_names, completed)),
         mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else math.nan) for i, c in enumerate(cls_names)},
-        batches=batch_count[0], events=events, horizon_s=horizon, wall_s=wall, seed=seed,
+        batches=n_batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
         violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
 
 
