@@ -9,6 +9,11 @@ probabilistic choices draw from ``rng``, routers pick an engine at random (given
 by join-the-shortest-queue (requests or remaining tokens), a fork sends the request down every
 branch, and a join releases it when every branch and the main line have arrived.
 
+Order at equal times: external arrivals come first (a request arriving at the instant a batch ends
+joins the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the
+single-engine simulator's requests, exactly coincident times included), then batch completions in the
+order they were scheduled.
+
 Runs of identical batches (``method="auto"``, the default): a station running a decode-first
 chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without ``k_max`` advances a
 run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
