@@ -723,7 +723,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 if len(allocs) == 1:
                     t, take = allocs[0]
                     kp = (t.prompt_tokens - t.prefilled) // take
-                    if kp < k:
+                    if kp < k:  # noqa: PLR1730 -- a comparison costs less than a min() call here
                         k = kp
                 else:
                     k = 1
@@ -856,7 +856,6 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     order = np.lexsort((a_c, a_t))
     ext_t = a_t[order].tolist()
     ext_c = a_c[order].tolist()
-    n_ext = len(ext_t)
     ext_t.append(INF)  # (a sentinel: the loop ends at the first arrival time past the horizon)
     routes = [c.route for c in network.classes]
     NO_SCOPE: dict = {}  # the empty fork scope (a Fork copies its scope before adding to it)
