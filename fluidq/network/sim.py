@@ -342,6 +342,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     -------
     NetworkSimResult
 
+    Notes
+    -----
+    Python's cyclic garbage collector is paused while the event loop runs and re-enabled on return
+    (also on an error) if it was on: the loop makes no reference cycles, so collections would find
+    nothing; other threads allocating cyclic garbage meanwhile keep it until the run ends.
+
     Examples
     --------
     >>> from fluidq import Engine, Affine

@@ -159,3 +159,32 @@ def test_hop_tasks_carry_the_request_state_defaults():
     for n in names:
         got, want = state[n], getattr(ref, n)
         assert got == want or (isinstance(want, float) and math.isnan(want) and math.isnan(got)), n
+
+
+def test_collector_is_restored_after_a_run_and_after_an_error():
+    import gc
+
+    from fluidq.workload import Poisson
+
+    net = _one_engine(Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256), Poisson(rate_per_s=5.0), 40, 3)
+    assert gc.isenabled()
+    simulate_network(net, horizon_s=5.0, rng=1)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        simulate_network(net, horizon_s=5.0, rng=1)
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+
+    class Broken:
+        name = "broken"
+
+        def select(self, view):
+            raise RuntimeError("policy failed")
+
+    bad = Network(stations=[Station(name="E", engine=Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256),
+                                    policy=Broken())], classes=net.classes)
+    with pytest.raises(RuntimeError, match="policy failed"):
+        simulate_network(bad, horizon_s=5.0, rng=1)
+    assert gc.isenabled()
