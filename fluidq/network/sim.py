@@ -57,6 +57,7 @@ NAN = math.nan
 # ``round << RID_BITS | rid``: ordered as the pair, and compared much faster than a tuple
 RID_BITS = 40
 RID_MASK = (1 << RID_BITS) - 1
+MAX_GRID = 1_000_000  # most recorded grid points of one run
 
 __all__ = ["simulate_network", "NetworkSimResult", "replicate_network"]
 
@@ -196,20 +197,22 @@ class _StationState:
         self.run = None
         self.routing = False
 
-    def current_work(self, now, arriving=False):
+    def current_work(self, now, arriving, cur):
         """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count).
 
-        ``arriving``: asked for an external arrival, which comes before every batch completion at the
-        same time (a batch ending at ``now`` is not done yet); a request routed from a batch that ends at
-        ``now`` sees the batches of the run ending at ``now`` done.
+        A batch of the run ending exactly at ``now`` counts as done when its end would be processed before
+        the current event: never for an external arrival (arrivals come first at equal times), and for a
+        request routed by the batch end being processed, when that batch's key ``(start, station index)``
+        is below ``cur``, the current event's (the order of the generic path's events).
         """
         if self.run is None:
             return self.work
         t0, tau, k, _, _, btok = self.run
         t, j = t0, 0
         while j < k:
+            start = t
             t += tau
-            if t > now or (arriving and t == now):
+            if t > now or (t == now and (arriving or (start, self.idx) > cur)):
                 break
             j += 1
         return self.work - j * btok
@@ -361,7 +364,11 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     """
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
+    from .._validate import integer
+    from ..sim.core import _check_rng
+
     horizon = real("horizon_s", horizon_s, positive=True)
+    rng = _check_rng(rng)
     if isinstance(rng, np.random.Generator):
         gen = rng
         seed = None
@@ -370,8 +377,21 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         gen = np.random.default_rng(ss)
         seed = ss.entropy
     dt_rec = real("record_dt_s", record_dt_s, positive=True) if record_dt_s is not None else horizon / 400.0
+    if horizon / dt_rec > MAX_GRID:
+        raise ParameterError("record_dt_s", record_dt_s, f"a step of at least horizon_s / {MAX_GRID:,} = "
+                             f"{horizon / MAX_GRID:.3g} s (at most {MAX_GRID:,} recorded points)")
     if method not in ("auto", "generic"):
         raise ParameterError("method", method, "'auto' or 'generic'")
+    max_batches = integer("max_batches", max_batches, minimum=1, allow_none=True)
+    if not isinstance(check_batches, (bool, np.bool_)):
+        raise ParameterError("check_batches", check_batches, "True or False")
+    if initial is not None and not isinstance(initial, dict):
+        raise ParameterError("initial", initial, "a dict {hop label: number of requests}")
+    for st in network.stations:
+        if st.engine.kv_capacity_tokens is not None:
+            raise ParameterError(f"station {st.name!r}: engine.kv_capacity_tokens", st.engine.kv_capacity_tokens,
+                                 "None: the network simulator does not model a KV-cache limit (simulate one "
+                                 "engine with fluidq.simulate, which does)")
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
@@ -453,13 +473,15 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         best, key = None, None
         for e in r.engines:
             s = sidx[e]
-            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0], arriving)
+            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0], arriving, (cur_start, cur_idx))
             if key is None or k < key:
                 best, key = s, k
         return best
 
     now_box = [0.0]
     arriving = False  # True while an external arrival is placed (it precedes batch ends at its time)
+    # the batch end being processed: (start of its batch, station index), its order among equal times
+    cur_start, cur_idx = -INF, -1
 
     # id(hop) -> (fixed prompt or None, fixed output or None, station, label, rank, prefill deque)
     hop_info: dict = {}
@@ -603,18 +625,24 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         s.virtual = False
 
     def cut_run(s, now):
+        """Cut the station's run at the batch in progress at ``now``.
+
+        A batch ending exactly at ``now`` ends the run when its end would be processed after the current
+        event -- always for an external arrival (arrivals come first at equal times), and for a request
+        routed by another station's batch end when this batch's key (start, station index) is above the
+        current event's -- else the run goes on to the next batch, as in the generic path.
+        """
         t0, tau, k, _, _, _ = s.run
         t, i = t0, 0
         while i < k:
+            start = t
             t += tau
             i += 1
-            # the batch in progress; an external arrival at the end of a batch joins the next batch (arrivals
-            # come first at equal times), a request routed at that instant the one after
-            if t > now or (arriving and t == now):
+            if t > now or (t == now and (arriving or (start, s.idx) > (cur_start, cur_idx))):
                 break
         if i < k:  # a new run object: the event of the old one is stale
             s.run = run = [t0, tau, i, s.run[3], s.run[4], s.run[5]]
-            hpush(heap, (t, nseq(), 2, s, run))
+            hpush(heap, (t, start, s.idx, nseq(), 2, s, run))
 
     def run_station(s, now, ended):
         """End the station's run of identical batches (``ended``), move its finished requests on, and start
@@ -747,13 +775,16 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             tau = tau_of(s, btok)
         if k == 1:
             t_end = now + tau
+            t_last = now
         else:
             t_end = now
             for _ in range(k):  # one addition per batch: times bit-identical with the generic path
+                t_last = t_end
                 t_end += tau
         s.run = run = [now, tau, k, allocs, d, btok]
         s.busy = True
-        hpush(heap, (t_end, nseq(), 2, s, run))
+        # (end, start of the last batch, station, seq): the generic path's key of that batch's end
+        hpush(heap, (t_end, t_last, s.idx, nseq(), 2, s, run))
 
     def finish_batch(s, done, now):
         # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
@@ -813,7 +844,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 dt = s.bt_cache[b] = float(bt(b))
         s.busy = True
         s.batch = batch
-        hpush(heap, (now + dt, nseq(), 1, s, None))
+        hpush(heap, (now + dt, now, s.idx, nseq(), 1, s, None))
 
     def end_batch(s, now):
         batch = s.batch
@@ -891,8 +922,9 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 job = new_job(ci, 0.0)
                 advance(job, route, k, None, {}, 0.0)
 
-    grid = np.arange(0.0, horizon + 1e-12, dt_rec)
-    G = len(grid)
+    # grid points k * dt up to the horizon (a last point a rounding error past it is put at the horizon)
+    G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
+    grid = np.minimum(np.arange(G) * dt_rec, horizon)
     grid_l = grid.tolist()
     next_rec = grid_l[0] if G else math.inf  # record_until(t) has work once t >= next_rec
     # one row per grid point, made into arrays at the end: (requests per class, tokens per buffer label,
@@ -984,7 +1016,10 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             continue
         if te > horizon:
             break
-        _, _, kind, st_, run_ = ev  # (time, seq, kind, station, run); seq is unique
+        # (time, start of the batch, station index, seq, kind, station, run): at equal times, the batch that
+        # started first ends first, then the lower station index (the event-skipping path can compute this
+        # order for the batches inside a run, so both paths order equal times alike)
+        _, cur_start, cur_idx, _, kind, st_, run_ = ev
         hpop(heap)
         t = te
         if t >= next_rec:
@@ -999,7 +1034,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             run_station(st_, t, True)
         if n_batches >= mb:
             break
-    record_until(horizon)
+    record_until(horizon)  # (every grid point is <= horizon)
     # (flat lists: numpy reads them much faster than a list of short lists)
     rec_in = np.array([x for r in rows for x in r[0]], dtype=float).reshape(G, len(cls_names))
     rec_st_tok = np.array([x for r in rows for x in r[2]], dtype=float).reshape(G, len(stations))

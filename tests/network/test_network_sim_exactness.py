@@ -188,3 +188,65 @@ def test_collector_is_restored_after_a_run_and_after_an_error():
     with pytest.raises(RuntimeError, match="policy failed"):
         simulate_network(bad, horizon_s=5.0, rng=1)
     assert gc.isenabled()
+
+
+def _constant_time_tandem(c, priorities=False):
+    e = Engine(batch_time=Affine(c=c, a=0.0), b_max=512)
+    prio = {"priority": ["x.3", "x.1"]} if priorities else {}
+    return Network(stations=[Station(name="E1", engine=e, **prio), Station(name="E2", engine=e)],
+                   classes=[RequestClass(name="x", rate_per_s=2.5, route=[
+                       Hop(engine="E1", prompt_tokens=32, output_tokens=16),
+                       Hop(engine="E2", prompt_tokens=400, output_tokens=32),
+                       Hop(engine="E1", prompt_tokens=48, output_tokens=8)])])
+
+
+@pytest.mark.parametrize("c", [0.25, 0.3])
+@pytest.mark.parametrize("priorities", [False, True])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_event_skipping_matches_generic_when_batch_times_are_constant(c, priorities, seed):
+    """Constant batch times make the batch ends of different stations coincide exactly, with Poisson
+    arrivals too; at equal times both paths process the batch that started first, then the lower
+    station index, so a request routed at that instant joins the same batch in both."""
+    net = _constant_time_tandem(c, priorities)
+    a = simulate_network(net, horizon_s=100.0, rng=seed, method="generic")
+    b = simulate_network(net, horizon_s=100.0, rng=seed, method="auto")
+    assert a.completed == b.completed and a.completed["x"] > 100
+    assert b.mean_sojourn_s["x"] == a.mean_sojourn_s["x"]
+    assert np.array_equal(a.total_in_system, b.total_in_system)
+    for lab in a.buffer_tokens:
+        assert np.array_equal(a.buffer_tokens[lab], b.buffer_tokens[lab]), lab
+
+
+def test_every_horizon_gives_a_full_grid():
+    """Grid points k * horizon/400 up to the horizon, whatever rounding does to the last one."""
+    net = _one_engine(Engine(batch_time=Affine(c=0.05, a=0.0002), b_max=512),
+                      __import__("fluidq.workload", fromlist=["Poisson"]).Poisson(rate_per_s=5.0), 10, 10)
+    for h in [3.3, 459.4800000000001, *np.linspace(1.0, 60.0, 41).tolist()]:
+        r = simulate_network(net, horizon_s=h, rng=0)
+        assert len(r.times_s) == 401 and r.times_s[-1] <= h and r.times_s[-1] == pytest.approx(h)
+        assert len(r.total_in_system) == 401 and np.all(np.diff(r.times_s) > 0)
+    r = simulate_network(net, horizon_s=0.3, rng=0, record_dt_s=0.1)
+    assert r.times_s.tolist() == [0.0, 0.1, 0.2, 0.3]
+
+
+@pytest.mark.parametrize("kw, name", [({"max_batches": 0}, "max_batches"), ({"max_batches": 1.5}, "max_batches"),
+                                      ({"record_dt_s": 1e-9}, "record_dt_s"), ({"rng": -1}, "rng"),
+                                      ({"initial": [1, 2]}, "initial"), ({"check_batches": "yes"}, "check_batches"),
+                                      ({"horizon_s": 0.0}, "horizon_s"), ({"method": "fast"}, "method")])
+def test_bad_simulation_arguments_are_named(kw, name):
+    from fluidq.errors import FluidqError
+    from fluidq.workload import Poisson
+
+    net = _one_engine(Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256), Poisson(rate_per_s=5.0), 10, 10)
+    args = {"horizon_s": 10.0, **kw}
+    with pytest.raises(FluidqError, match=name):
+        simulate_network(net, **args)
+
+
+def test_a_kv_cache_limit_is_refused_not_ignored():
+    from fluidq.errors import ParameterError
+    from fluidq.workload import Poisson
+
+    eng = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=256, kv_capacity_tokens=150)
+    with pytest.raises(ParameterError, match="kv_capacity_tokens"):
+        simulate_network(_one_engine(eng, Poisson(rate_per_s=5.0), 100, 100), horizon_s=10.0, rng=1)
