@@ -31,14 +31,25 @@ Format (every key is checked; an unknown key is an error naming it)::
     ]
 
 Lengths are integers or tables ``{ dist = "geometric", mean = 100 }`` (also ``fixed`` with ``n``,
-``poisson`` with ``mean``, ``lognormal`` with ``mean`` and ``sigma``); ``output = 0`` is a prompt-only hop.
+``poisson`` with ``mean``, ``lognormal`` with ``mean`` and ``sigma``; no other key); ``output = 0`` is a
+prompt-only hop.  A class gives its rate once: ``rate_per_s`` (Poisson), or an ``arrival`` table
+(``kind`` = ``poisson``, ``periodic`` or ``gamma`` with ``cv``) carrying ``rate_per_s`` or taking it from the
+class; giving it in both places is an error.  ``priority`` and a router's ``engines`` may be a single name
+instead of an array.  A choice option's empty route means leaving the network, but a choice must have an
+option of positive probability that visits an engine.
+
+Every mistake raises one :class:`~fluidq.errors.FluidqError` (``DataError`` for the file's shape,
+``ParameterError``/``ParameterTypeError`` for a value, ``TopologyError`` for the graph) whose one-line
+message starts with the file, then the engine, router, class, step or option, then the key and the value.
 """
 from __future__ import annotations
 
+import contextlib
+import math
 import tomllib
 from pathlib import Path
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, FluidqError, ParameterError
 from .model import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station
 
 __all__ = ["load_network", "network_from_dict"]
@@ -47,145 +58,314 @@ _TOP = {"name", "claim", "bottleneck_load", "engines", "routers", "classes", "de
 _ENGINE = {"batch_time", "profile", "b_max", "k_max", "kv_capacity_tokens", "policy", "priority"}
 _ROUTER = {"engines", "policy", "probabilities", "count"}
 _CLASS = {"name", "rate_per_s", "arrival", "route"}
+_ARRIVAL = {"poisson": ("rate_per_s",), "periodic": ("rate_per_s",), "gamma": ("rate_per_s", "cv")}
+_LENGTH = {"fixed": ("n",), "geometric": ("mean",), "poisson": ("mean",), "lognormal": ("mean", "sigma")}
+_STEP_KINDS = ("engine", "fork", "join", "choice")
+
+
+# ---------------------------------------------------------------------------------------------------
+# errors that say where they are
+
+def _err(where: str, msg: str) -> DataError:
+    """A :class:`DataError` whose message starts with ``where`` (file, then class/engine/router/step)."""
+    exc = DataError(f"{where}: {msg}")
+    exc.where = where
+    return exc
+
+
+@contextlib.contextmanager
+def _at(where: str):
+    """Re-raise a fluidq error from a constructor with ``where`` in front of its message.
+
+    The exception keeps its type and attributes (a :class:`ParameterError` still has ``name``,
+    ``value``, ``expected``); an error that already says where it is passes through unchanged.
+    """
+    try:
+        yield
+    except FluidqError as exc:
+        if getattr(exc, "where", None) is not None:
+            raise
+        cls = type(exc)
+        new = cls.__new__(cls)
+        new.__dict__.update(exc.__dict__)
+        new.args = (f"{where}: {exc}",)
+        new.where = where
+        raise new from None
 
 
 def _unknown(where, d, allowed):
-    extra = set(d) - allowed
+    extra = sorted(set(d) - set(allowed))
     if extra:
-        raise DataError(f"{where}: unknown key {sorted(extra)[0]!r}; expected one of {', '.join(sorted(allowed))}")
+        hint = ""
+        if extra[0] in _TOP and (" engine " in where or " router " in where):
+            hint = (" (in TOML a key written after a [table] header belongs to that table: "
+                    "put the top-level keys before the first [engines.NAME])")
+        raise _err(where, f"unknown key {extra[0]!r}; expected one of {', '.join(sorted(allowed))}{hint}")
 
 
-def _length(where, v):
+def _string(where, key, v):
+    if not isinstance(v, str) or not v.strip():
+        raise _err(where, f"{key} = {v!r}: expected a non-empty string")
+    return v
+
+
+def _strings(where, key, v):
+    """A string (one name) or an array of strings, as a tuple."""
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
+        raise _err(where, f"{key} = {v!r}: expected a name or an array of names (strings)")
+    return tuple(v)
+
+
+def _table(where, key, v, example):
+    if not isinstance(v, dict):
+        raise _err(where, f"{key} = {v!r}: expected a table such as {example}")
+    return v
+
+
+# ---------------------------------------------------------------------------------------------------
+# pieces
+
+def _length(where, key, v):
     from ..workload import Fixed, Geometric, LogNormal, PoissonLength
 
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return int(v) if float(v).is_integer() else v
-    if isinstance(v, dict):
-        d = dict(v)
-        kind = d.pop("dist", None)
-        try:
-            if kind == "fixed":
-                return Fixed(n=d.pop("n"))
-            if kind == "geometric":
-                return Geometric(mean_tokens=d.pop("mean"))
-            if kind == "poisson":
-                return PoissonLength(mean_tokens=d.pop("mean"))
-            if kind == "lognormal":
-                return LogNormal.from_mean(d.pop("mean"), d.pop("sigma"))
-        except KeyError as exc:
-            raise DataError(f"{where}: length {kind!r} needs key {exc.args[0]!r}") from None
-        raise DataError(f"{where}: unknown length dist {kind!r}; expected fixed, geometric, poisson or lognormal")
-    raise DataError(f"{where}: a length must be an integer or a table with 'dist', got {v!r}")
+    if not isinstance(v, dict):
+        raise _err(where, f"{key} = {v!r}: a length must be an integer or a table with 'dist', "
+                          "e.g. { dist = \"geometric\", mean = 100 }")
+    kind = v.get("dist")
+    if not isinstance(kind, str) or kind not in _LENGTH:
+        raise _err(f"{where} {key}", f"unknown length dist {kind!r}; expected fixed, geometric, poisson or lognormal")
+    need = _LENGTH[kind]
+    _unknown(f"{where} {key}", v, {"dist", *need})
+    for k in need:
+        if k not in v:
+            raise _err(f"{where} {key}", f"length {kind!r} needs key {k!r}")
+    with _at(f"{where} {key}"):
+        if kind == "fixed":
+            return Fixed(n=v["n"])
+        if kind == "geometric":
+            return Geometric(mean_tokens=v["mean"])
+        if kind == "poisson":
+            return PoissonLength(mean_tokens=v["mean"])
+        return LogNormal.from_mean(v["mean"], v["sigma"])
+
+
+def _has_hop(steps) -> bool:
+    for s in steps:
+        if isinstance(s, Hop):
+            return True
+        if isinstance(s, Fork) and any(_has_hop(b) for b in s.branches):
+            return True
+        if isinstance(s, Choice) and any(p > 0 and _has_hop(r) for p, r in s.options):
+            return True
+    return False
 
 
 def _steps(where, raw):
     if not isinstance(raw, list):
-        raise DataError(f"{where}: a route must be an array of steps, got {raw!r}")
+        raise _err(where, f"a route must be an array of steps, got {raw!r}")
     out = []
     for k, s in enumerate(raw, 1):
         w = f"{where} step {k}"
         if not isinstance(s, dict):
-            raise DataError(f"{w}: a step must be a table, got {s!r}")
-        if "engine" in s:
+            raise _err(w, f"a step must be a table, got {s!r}")
+        kinds = [x for x in _STEP_KINDS if x in s]
+        if len(kinds) != 1:
+            got = f"got {' and '.join(repr(x) for x in kinds)}" if kinds else f"got keys {sorted(s)}"
+            raise _err(w, f"a step needs exactly one of 'engine', 'fork', 'join', 'choice'; {got}")
+        if kinds[0] == "engine":
             _unknown(w, s, {"engine", "prompt", "output", "name"})
             for key in ("prompt", "output"):
                 if key not in s:
-                    raise DataError(f"{w}: a hop needs {key!r}")
-            out.append(Hop(engine=s["engine"], prompt_tokens=_length(w, s["prompt"]),
-                           output_tokens=_length(w, s["output"]), name=s.get("name")))
-        elif "fork" in s:
+                    raise _err(w, f"a hop needs {key!r}")
+            eng = _string(w, "engine", s["engine"])
+            name = _string(w, "name", s["name"]) if "name" in s else None
+            prompt, output = _length(w, "prompt", s["prompt"]), _length(w, "output", s["output"])
+            with _at(w):
+                out.append(Hop(engine=eng, prompt_tokens=prompt, output_tokens=output, name=name))
+        elif kinds[0] == "fork":
             _unknown(w, s, {"fork", "branches"})
+            name = _string(w, "fork", s["fork"])
             br = s.get("branches")
-            if not isinstance(br, list) or not br:
-                raise DataError(f"{w}: fork {s['fork']!r} needs 'branches', an array of routes")
-            out.append(Fork(name=s["fork"], branches=tuple(_steps(f"{w} branch {b}", x) for b, x in enumerate(br, 1))))
-        elif "join" in s:
+            if not isinstance(br, list) or not br or not all(isinstance(b, list) for b in br):
+                raise _err(w, f"fork {name!r} needs 'branches', an array of routes (each an array of steps), "
+                              f"got {br!r}")
+            branches = tuple(tuple(_steps(f"{w} branch {b}", x)) for b, x in enumerate(br, 1))
+            with _at(w):
+                out.append(Fork(name=name, branches=branches))
+        elif kinds[0] == "join":
             _unknown(w, s, {"join"})
-            out.append(Join(name=s["join"]))
-        elif "choice" in s:
-            _unknown(w, s, {"choice"})
-            opts = []
-            for o, opt in enumerate(s["choice"], 1):
-                if not isinstance(opt, dict) or "p" not in opt:
-                    raise DataError(f"{w} option {o}: needs 'p' (probability) and 'route'")
-                _unknown(f"{w} option {o}", opt, {"p", "route"})
-                opts.append((opt["p"], tuple(_steps(f"{w} option {o}", opt.get("route", [])))))
-            out.append(Choice(options=tuple(opts)))
+            with _at(w):
+                out.append(Join(name=_string(w, "join", s["join"])))
         else:
-            raise DataError(f"{w}: a step needs one of 'engine', 'fork', 'join', 'choice'")
+            _unknown(w, s, {"choice"})
+            raw_opts = s["choice"]
+            if not isinstance(raw_opts, list) or not raw_opts:
+                raise _err(w, f"choice = {raw_opts!r}: expected a non-empty array of options "
+                              "[{ p = 0.3, route = [...] }, { p = 0.7, route = [] }]")
+            opts = []
+            for o, opt in enumerate(raw_opts, 1):
+                wo = f"{w} option {o}"
+                if not isinstance(opt, dict) or "p" not in opt or "route" not in opt:
+                    raise _err(wo, f"an option is a table with 'p' (probability) and 'route' (array of steps), "
+                                   f"got {opt!r}")
+                _unknown(wo, opt, {"p", "route"})
+                opts.append((opt["p"], tuple(_steps(wo, opt["route"]))))
+            with _at(w):
+                ch = Choice(options=tuple(opts))
+            if not any(p > 0 and r for p, r in ch.options):
+                raise _err(w, "every option of this choice that has a positive probability has an empty route, "
+                              "so the choice does nothing; an empty route means leaving the network, and a "
+                              "choice needs an option that visits an engine")
+            out.append(ch)
     return out
 
 
-def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
-    """Build a :class:`Network` from the parsed TOML table (see the module docstring)."""
-    from ..batchtime import batch_time_from_dict
-    from ..engine import Engine
+def _arrival(w, c):
     from ..workload import Gamma, Periodic, Poisson
 
+    a = _table(w, "arrival", c["arrival"], '{ kind = "poisson", rate_per_s = 1.0 }')
+    kind = a.get("kind", "poisson")
+    kinds = {"poisson": Poisson, "periodic": Periodic, "gamma": Gamma}
+    if not isinstance(kind, str) or kind.lower() not in kinds:
+        raise _err(f"{w} arrival", f"kind = {kind!r}; expected poisson, periodic or gamma")
+    kind = kind.lower()
+    _unknown(f"{w} arrival", a, {"kind", *_ARRIVAL[kind]})
+    kw = {k: a[k] for k in _ARRIVAL[kind] if k in a}
+    if "rate_per_s" in c:
+        if "rate_per_s" in a:
+            raise _err(w, f"rate_per_s is given twice, rate_per_s = {c['rate_per_s']!r} and in arrival "
+                          f"rate_per_s = {a['rate_per_s']!r}; give it once (either place)")
+        kw["rate_per_s"] = c["rate_per_s"]
+    elif "rate_per_s" not in a:
+        raise _err(w, "needs a rate: rate_per_s = ... in the class or in its arrival table")
+    with _at(f"{w} arrival"):
+        return kinds[kind](**kw)
+
+
+def _engine(source, name, e):
+    from ..batchtime import batch_time_from_dict
+    from ..engine import Engine
+
+    w = f"{source} engine {name!r}"
+    if not isinstance(e, dict):
+        raise _err(w, f"expected a table [engines.{name}] with batch_time and b_max (or profile), got {e!r}")
+    _unknown(w, e, _ENGINE)
+    budgets = {k: e[k] for k in ("b_max", "k_max", "kv_capacity_tokens") if k in e}
+    if "profile" in e:
+        if "batch_time" in e:
+            raise _err(w, "give either 'profile' or 'batch_time', not both")
+        from ..profiles import load_profile
+
+        prof = _string(w, "profile", e["profile"])
+        with _at(w):
+            eng = load_profile(prof).engine(**budgets).with_(name=name)
+    else:
+        if "batch_time" not in e or "b_max" not in e:
+            raise _err(w, "needs 'batch_time' (a table with 'kind') and 'b_max', or 'profile'")
+        bt = _table(w, "batch_time", e["batch_time"], '{ kind = "affine", c = 0.05, a = 0.0002 }')
+        if "kind" not in bt:
+            raise _err(w, f"batch_time = {bt!r}: needs 'kind' (affine, staircase, piecewise_linear, ...)")
+        try:
+            with _at(f"{w} batch_time"):
+                bt = batch_time_from_dict(bt)
+        except FluidqError:
+            raise
+        except KeyError as exc:
+            raise _err(w, f"batch_time {bt!r}: needs key {exc.args[0]!r}") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise _err(w, f"batch_time {bt!r}: {exc}") from None
+        with _at(w):
+            eng = Engine(batch_time=bt, name=name, **{"k_max": None, "kv_capacity_tokens": None, **budgets})
+    priority = _strings(w, "priority", e.get("priority", []))
+    with _at(w):
+        return Station(name=name, engine=eng, policy=e.get("policy", "sarathi"), priority=priority)
+
+
+def _router(source, name, r):
+    w = f"{source} router {name!r}"
+    if not isinstance(r, dict):
+        raise _err(w, f"expected a table [routers.{name}] with engines = [...], got {r!r}")
+    _unknown(w, r, _ROUTER)
+    if "engines" not in r:
+        raise _err(w, "needs 'engines' (the stations behind the router)")
+    engines = _strings(w, "engines", r["engines"])
+    probs = r.get("probabilities")
+    if probs is not None and not isinstance(probs, list):
+        raise _err(w, f"probabilities = {probs!r}: expected an array of numbers, one per engine")
+    with _at(w):
+        return Router(name=name, engines=engines, policy=r.get("policy", "jsq"),
+                      probabilities=None if probs is None else tuple(probs), count=r.get("count", "requests"))
+
+
+def _request_class(source, k, c):
+    if not isinstance(c, dict):
+        raise _err(f"{source} class {k}", f"expected a table ([[classes]] with name, rate_per_s and route), "
+                                          f"got {c!r}")
+    if "name" not in c:
+        raise _err(f"{source} class {k}", "needs 'name' and 'route'")
+    name = _string(f"{source} class {k}", "name", c["name"])
+    w = f"{source} class {name!r}"
+    _unknown(w, c, _CLASS)
+    if "route" not in c:
+        raise _err(w, "needs 'name' and 'route'")
+    if "arrival" in c:
+        arrival, rate = _arrival(w, c), None
+    elif "rate_per_s" in c:
+        arrival, rate = None, c["rate_per_s"]
+    else:
+        raise _err(w, "needs 'rate_per_s' or 'arrival'")
+    route = tuple(_steps(w, c["route"]))
+    with _at(w):
+        cls = RequestClass(name=name, route=route, arrival=arrival, rate_per_s=rate)
+    if not _has_hop(cls.route):
+        raise _err(w, "the route visits no engine; give at least one hop { engine = ..., prompt = ..., output = ... }")
+    return cls
+
+
+# ---------------------------------------------------------------------------------------------------
+
+def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
+    """Build a :class:`Network` from the parsed TOML table (see the module docstring).
+
+    Raises
+    ------
+    DataError, ParameterError, ParameterTypeError, TopologyError, UnknownNameError
+        (all :class:`~fluidq.errors.FluidqError`) with a one-line message that starts with ``source``
+        and the engine, router, class and step concerned, then names the key and the value.
+    """
+    if not isinstance(d, dict):
+        raise _err(source, f"expected a table, got {type(d).__name__}")
     _unknown(source, d, _TOP)
+    name = _string(source, "name", d["name"]) if "name" in d else (
+        Path(source).stem if source != "<dict>" else "network")
+    if "description" in d:
+        _string(source, "description", d["description"])
     engines = d.get("engines")
     if not isinstance(engines, dict) or not engines:
-        raise DataError(f"{source}: needs an [engines.NAME] table for each engine")
-    stations = []
-    for name, e in engines.items():
-        w = f"{source} engine {name!r}"
-        if not isinstance(e, dict):
-            raise DataError(f"{w}: expected a table")
-        _unknown(w, e, _ENGINE)
-        if "profile" in e:
-            if "batch_time" in e:
-                raise DataError(f"{w}: give either 'profile' or 'batch_time', not both")
-            from ..profiles import load_profile
-
-            changes = {k: e[k] for k in ("b_max", "k_max") if k in e}
-            eng = load_profile(e["profile"]).engine(**changes).with_(name=name)
-        else:
-            if "batch_time" not in e or "b_max" not in e:
-                raise DataError(f"{w}: needs 'batch_time' (a table with 'kind') and 'b_max', or 'profile'")
-            try:
-                bt = batch_time_from_dict(e["batch_time"])
-            except TypeError as exc:
-                raise DataError(f"{w}: batch_time {e['batch_time']!r}: {exc}") from None
-            eng = Engine(batch_time=bt, b_max=e["b_max"], k_max=e.get("k_max"),
-                         kv_capacity_tokens=e.get("kv_capacity_tokens"), name=name)
-        stations.append(Station(name=name, engine=eng, policy=e.get("policy", "sarathi"),
-                                priority=tuple(e.get("priority", ()))))
-    routers = []
-    for name, r in (d.get("routers") or {}).items():
-        w = f"{source} router {name!r}"
-        _unknown(w, r, _ROUTER)
-        if "engines" not in r:
-            raise DataError(f"{w}: needs 'engines'")
-        routers.append(Router(name=name, engines=tuple(r["engines"]), policy=r.get("policy", "jsq"),
-                              probabilities=r.get("probabilities"), count=r.get("count", "requests")))
-    classes = []
+        raise _err(source, "needs an [engines.NAME] table for each engine")
+    stations = [_engine(source, n, e) for n, e in engines.items()]
+    routers = d.get("routers", {})
+    if not isinstance(routers, dict):
+        raise _err(source, f"routers = {routers!r}: expected [routers.NAME] tables, "
+                           "e.g. [routers.pool] with engines = [\"E1\", \"E2\"]")
+    routers = [_router(source, n, r) for n, r in routers.items()]
     raw = d.get("classes")
     if not isinstance(raw, list) or not raw:
-        raise DataError(f"{source}: needs at least one [[classes]] entry")
-    for k, c in enumerate(raw, 1):
-        w = f"{source} class {c.get('name', k)!r}"
-        _unknown(w, c, _CLASS)
-        if "route" not in c or "name" not in c:
-            raise DataError(f"{w}: needs 'name' and 'route'")
-        arrival = None
-        if "arrival" in c:
-            a = dict(c["arrival"])
-            kind = str(a.pop("kind", "poisson")).lower()
-            kinds = {"poisson": Poisson, "periodic": Periodic, "gamma": Gamma}
-            if kind not in kinds:
-                raise DataError(f"{w}: arrival kind {kind!r}; expected poisson, periodic or gamma")
-            arrival = kinds[kind](**a)
-        elif "rate_per_s" not in c:
-            raise DataError(f"{w}: needs 'rate_per_s' or 'arrival'")
-        classes.append(RequestClass(name=c["name"], route=tuple(_steps(w, c["route"])), arrival=arrival,
-                                    rate_per_s=c.get("rate_per_s") if arrival is None else None))
-    net = Network(stations=stations, classes=classes, routers=routers, claim=d.get("claim"),
-                  name=d.get("name", Path(source).stem if source != "<dict>" else "network"))
+        raise _err(source, "needs at least one [[classes]] entry (an array of tables with name, rate_per_s "
+                           f"and route), got {raw!r}")
+    classes = [_request_class(source, k, c) for k, c in enumerate(raw, 1)]
+    with _at(source):
+        net = Network(stations=stations, classes=classes, routers=routers, claim=d.get("claim"), name=name)
     if "bottleneck_load" in d:
         bl = d["bottleneck_load"]
-        if isinstance(bl, bool) or not isinstance(bl, (int, float)) or not bl > 0:
-            raise ParameterError("bottleneck_load", bl, "a load > 0")
-        net = net.at_load(float(bl))
+        with _at(source):
+            if isinstance(bl, bool) or not isinstance(bl, (int, float)) or not (bl > 0 and math.isfinite(bl)):
+                raise ParameterError("bottleneck_load", bl, "a finite load > 0")
+            net = net.at_load(float(bl))
     return net
 
 
@@ -200,6 +380,8 @@ def case_names() -> list:
 
 def _resolve_case(path) -> Path:
     p = Path(path)
+    if p.is_dir():
+        raise DataError(f"{p}: is a folder, not a case file")
     if p.exists():
         return p
     if p.parent == Path("."):  # a bare name: NAME or NAME.toml among the shipped cases, then a checkout's
@@ -224,4 +406,7 @@ def load_network(path) -> Network:
             d = tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise DataError(f"{p}: not valid TOML ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{p}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                        "a case file is TOML text") from None
     return network_from_dict(d, source=str(p))
