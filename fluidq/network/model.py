@@ -662,6 +662,85 @@ class Network:
                     out[e] = float(pl[r.name])
         return out
 
+    def shared_jsq_routers(self) -> tuple:
+        """JSQ routers that share an engine with other traffic (direct hops or another router).
+
+        Their split follows the queues, so no fixed split describes them: :meth:`loads` and the fluid
+        model use an even split for them, :meth:`best_split_loads` the split that minimises the largest load.
+        """
+        pooled = set(self.flow.pooled)
+        return tuple(r.name for r in self.routers if r.policy == "jsq" and r.name not in pooled)
+
+    def best_split_loads(self) -> dict:
+        """Station loads under the split of the shared JSQ routers' traffic that minimises the largest load.
+
+        Solves the linear program: minimise ``z`` over the shares ``x[h, e] >= 0`` of each hop ``h`` routed
+        by a shared JSQ router (``sum_e x[h, e]`` = the hop's visit rate) such that every station's load --
+        its fixed traffic plus ``sum_h x[h, e] w_h / capacity_e`` -- is at most ``z``.  If even this ``z`` is
+        above 1 some engine's work grows under every routing and discipline; below 1 a router *can* keep
+        every engine below capacity (whether JSQ does is not decided here).  Without shared JSQ routers
+        this is :meth:`loads`.
+
+        Returns
+        -------
+        dict
+            ``{"loads": {station: load}, "max_load": z, "shares": {hop: {engine: visit rate}}}``.
+        """
+        from scipy.optimize import linprog
+
+        shared = set(self.shared_jsq_routers())
+        loads = self.loads()
+        if not shared:
+            return {"loads": loads, "max_load": max(loads.values(), default=0.0), "shares": {}}
+        fm = self.flow
+        caps = {st.name: st.capacity_tokens_per_s for st in self.stations}
+        hop_engine = {h.name: h.engine for h in self.hops}
+        fixed = {name: 0.0 for name in caps}
+        split: dict = {}  # hop -> [visit rate, w, engines]
+        for b in fm.buffers:
+            if hop_engine.get(b.hop) in shared:
+                ent = split.setdefault(b.hop, [0.0, b.w, {r.name: r for r in self.routers}[hop_engine[b.hop]].engines])
+                ent[0] += b.rate
+            elif b.point in fixed:
+                fixed[b.point] += b.rate * b.w / caps[b.point]
+        names = list(caps)
+        var = [(h, e) for h, (_, _, engines) in split.items() for e in engines]
+        n = len(var) + 1  # shares, then z
+        a_ub, b_ub = [], []
+        for st in names:  # fixed_e + sum_h x[h,e] w_h / cap_e - z <= 0
+            row = np.zeros(n)
+            for k, (h, e) in enumerate(var):
+                if e == st:
+                    row[k] = split[h][1] / caps[st]
+            row[-1] = -1.0
+            a_ub.append(row)
+            b_ub.append(-fixed[st])
+        a_eq, b_eq = [], []
+        for h, (rate, _, _) in split.items():
+            row = np.zeros(n)
+            for k, (hh, _) in enumerate(var):
+                if hh == h:
+                    row[k] = 1.0
+            a_eq.append(row)
+            b_eq.append(rate)
+        c = np.zeros(n)
+        c[-1] = 1.0
+        res = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), A_eq=np.array(a_eq), b_eq=np.array(b_eq),
+                      bounds=[(0, None)] * n, method="highs")
+        if not res.success:  # pragma: no cover - the program is always feasible and bounded
+            raise TopologyError(f"best split of the shared JSQ routers: the linear program failed ({res.message})")
+        x = res.x
+        out = dict(fixed)
+        shares: dict = {}
+        for k, (h, e) in enumerate(var):
+            out[e] += x[k] * split[h][1] / caps[e]
+            shares.setdefault(h, {})[e] = float(x[k])
+        for st in names:  # stations behind pooled routers keep the pooled load
+            if loads.get(st, 0.0) and st not in {b.point for b in fm.buffers}:
+                out[st] = loads[st]
+        return {"loads": {k: float(v) for k, v in out.items()}, "max_load": float(max(out.values())),
+                "shares": shares}
+
     def point_loads(self) -> dict:
         """Load per service point (stations, and pooled JSQ routers as one point)."""
         fm = self.flow
@@ -749,10 +828,17 @@ class Network:
         lines = [f"network {self.name!r}: {len(self.stations)} stations, {len(self.classes)} classes, "
                  f"{len(self.routers)} routers; {'DAG' if self.is_dag else 'cyclic'}"]
         loads = self.loads()
+        shared = self.shared_jsq_routers()
+        best = self.best_split_loads()["loads"] if shared else {}
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
+            bs = f" (best split {best[s.name]:.3f})" if shared else ""
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
-                         f"{s.capacity_tokens_per_s:,.1f} tokens/s, load {loads[s.name]:.3f}{pr}")
+                         f"{s.capacity_tokens_per_s:,.1f} tokens/s, load {loads[s.name]:.3f}{bs}{pr}")
+        if shared:
+            lines.append(f"  (loads at an even split of JSQ router{'s' if len(shared) > 1 else ''} "
+                         f"{', '.join(map(repr, shared))}, which share{'' if len(shared) > 1 else 's'} engines with other traffic; best split: "
+                         "the split minimising the largest load)")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -760,6 +846,7 @@ class Network:
 
         return plain({"name": self.name, "is_dag": self.is_dag, "cycles": self.cycles(),
                       "loads": self.loads(), "bottleneck": list(self.bottleneck),
+                      "best_split_loads": self.best_split_loads()["loads"] if self.shared_jsq_routers() else None,
                       "stations": [{"name": s.name, "engine": s.engine.to_dict(),
                                     "policy": getattr(s.policy, "name", str(s.policy)),
                                     "priority": list(s.priority),

@@ -100,6 +100,51 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
             "arrival_rate_per_s": lam, "per_run": g.tolist(), "runs": runs}
 
 
+def simulation_verdict(lo: float, hi: float, band: float) -> Status:
+    """Verdict of a 95 % interval ``[lo, hi]`` for the growth of the number in system (per second).
+
+    Unstable when the whole interval is above the flat ``band``; stable when it is below (a drift down,
+    from a backlog at the start, is not growth); unknown when it straddles the band's upper edge.
+    """
+    if lo > band:
+        return Status.UNSTABLE
+    if hi <= band:
+        return Status.STABLE
+    return Status.UNKNOWN
+
+
+def capacity_caveats(network: Network) -> list:
+    """Why the load and fluid arguments may not describe ``network``, one line per cause.
+
+    Both take a station's capacity to be ``b_max / t(b_max)`` tokens per second whatever requests it
+    serves.  That is an upper bound, and not the capacity, when the engine or its scheduler caps the
+    batch size (``k_max``: the capacity then depends on the request mix), the scheduler's budget is below
+    the engine's, the batch time grows with the KV cache (context-aware), or a KV-cache capacity limits
+    the residents.  An overload (a load above 1 at the upper bound) still proves instability.
+    """
+    out = []
+    for st in network.stations:
+        eng, pol = st.engine, st.policy
+        why = []
+        if eng.k_max is not None:
+            why.append(f"engine k_max={eng.k_max}")
+        if getattr(pol, "k_max", None) is not None:
+            why.append(f"scheduler k_max={pol.k_max}")
+        if getattr(pol, "b_max", None) is not None and pol.b_max < eng.b_max:
+            why.append(f"scheduler budget {pol.b_max} < engine b_max {eng.b_max}")
+        if getattr(eng.batch_time, "kind", "") == "context_aware":
+            why.append("a context-aware batch time t(b, kv)")
+        if eng.kv_capacity_tokens is not None:
+            why.append(f"kv_capacity_tokens={eng.kv_capacity_tokens}")
+        if why:
+            out.append(f"station {st.name!r} has {', '.join(why)}: b_max/t(b_max) is only an upper bound on its "
+                       "capacity")
+    for r in network.shared_jsq_routers():
+        out.append(f"JSQ router {r!r} shares an engine with other traffic: its split follows the queues, so the "
+                   "loads and the fluid model (at an even split) do not describe it")
+    return out
+
+
 def _default_horizon(network):
     worst = 0.0
     for s in network.stations:
@@ -154,8 +199,30 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     else:
         decided = None
     reason = fl.reason
+    caveats = capacity_caveats(network)
+    if caveats:
+        # only an overload at the upper-bound capacities (at the best split of shared JSQ routers) proves
+        # anything; every other verdict of the idealised model is withheld
+        best = network.best_split_loads()
+        over = {k: v for k, v in best["loads"].items() if v > 1.0 + tolerance}
+        if over:
+            name = max(over, key=over.get)
+            status, decided = Status.UNSTABLE, "load"
+            reason = (f"{'; '.join(caveats)}; even so, station {name!r} has load {over[name]:.4g} > 1 at its "
+                      f"upper-bound capacity{' and the best split of the JSQ routers' if best['shares'] else ''}: "
+                      "its work grows under every discipline and routing")
+        else:
+            status, decided = Status.UNKNOWN, None
+            reason = (f"{'; '.join(caveats)}. The idealised model says: {fl.status.value} ({fl.reason}); "
+                      f"largest load at the best split {best['max_load']:.4g}; not a verdict for this network "
+                      "(simulate to decide)")
     sim = None
     runs = ()
+    kv_limited = [st.name for st in network.stations if st.engine.kv_capacity_tokens is not None]
+    if simulate and kv_limited:
+        reason = (f"{reason}; no simulation: the network simulator does not model the KV-cache limit of "
+                  f"{', '.join(map(repr, kv_limited))}")
+        simulate = False
     if simulate:
         h = real("horizon_s", horizon_s, positive=True) if horizon_s is not None else _default_horizon(network)
         sim = simulation_growth(network, horizon_s=h, replications=integer("replications", replications, minimum=2),
@@ -163,12 +230,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         runs = tuple(sim.pop("runs"))
         lo, hi = sim["ci"]
         thr = gt * sim["arrival_rate_per_s"]
-        if lo > thr:
-            sv = Status.UNSTABLE
-        elif -thr <= lo and hi <= thr:
-            sv = Status.STABLE
-        else:
-            sv = Status.UNKNOWN
+        sv = simulation_verdict(lo, hi, thr)
         sim["verdict"] = sv.value
         words = (f"simulation ({sim['replications']} runs of {h:.4g} s): requests in system grow at "
                  f"{sim['growth_per_s']:.4g}/s, 95% CI [{lo:.4g}, {hi:.4g}] (flat band +-{thr:.3g}/s)")

@@ -1,0 +1,94 @@
+"""Verdicts where the idealised model (capacity ``b_max / t(b_max)``, fixed splits) does not describe the
+network: engines with ``k_max``, a context-aware batch time or a KV-cache limit, and JSQ routers that
+share an engine with other traffic.  Only an overload at the upper-bound capacities (at the best split)
+may be claimed; the rest is "unknown" unless simulation decides."""
+from __future__ import annotations
+
+import pytest
+
+from fluidq import Affine, Engine, Staircase
+from fluidq.batchtime.models import ContextAware
+from fluidq.network import Hop, Network, RequestClass, Router, Station, check_network_stability
+from fluidq.network.stability import capacity_caveats, simulation_verdict
+from fluidq.results import Status
+
+STAIR = Staircase(c=0.01128, a=0.03547, b0=128)
+
+
+def _one(engine, rate, prompt=100, output=100):
+    return Network(stations=[Station(name="E", engine=engine)], classes=[RequestClass(
+        name="c", rate_per_s=rate, route=[Hop(engine="E", prompt_tokens=prompt, output_tokens=output)])])
+
+
+def test_k_max_withholds_the_stable_claim_and_simulation_decides():
+    import fluidq
+
+    eng = Engine(batch_time=STAIR, b_max=512, k_max=8)
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=10.0), prompt_tokens=100, output_tokens=100)
+    cap = fluidq.max_throughput(eng, w)
+    net = _one(eng, 10.0)  # load 0.6 at b_max/t(b_max), but above the k_max capacity (about 1.7 req/s)
+    assert net.loads()["E"] < 1 and cap.requests_per_s < 10.0
+    r = check_network_stability(net)
+    assert r.status == Status.UNKNOWN and r.decided_by is None
+    assert "k_max=8" in r.reason and "upper bound" in r.reason
+    s = check_network_stability(net, simulate=True, horizon_s=150.0, replications=3, rng=1)
+    assert s.status == Status.UNSTABLE and s.decided_by == "simulation"
+
+
+def test_k_max_still_proves_an_overload():
+    r = check_network_stability(_one(Engine(batch_time=STAIR, b_max=512, k_max=8), 40.0))
+    assert r.status == Status.UNSTABLE and r.decided_by == "load" and "k_max=8" in r.reason
+
+
+def test_context_aware_batch_time_and_kv_limit_are_caveats():
+    ca = Engine(batch_time=ContextAware(base=STAIR, kv_s_per_token=2e-6), b_max=512)
+    r = check_network_stability(_one(ca, 2.735, 1000, 100))
+    assert r.status == Status.UNKNOWN and "context-aware" in r.reason
+    kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=150)
+    r = check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0)
+    assert r.status == Status.UNKNOWN and "kv_capacity_tokens=150" in r.reason
+    assert "no simulation" in r.reason and r.simulation is None
+    plain = _one(Engine(batch_time=STAIR, b_max=512), 5.0)
+    assert capacity_caveats(plain) == [] and check_network_stability(plain).status == Status.STABLE
+
+
+def _shared_jsq(scale=1.0):
+    e = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=512)  # 10,240 tokens/s each
+    return Network(stations=[Station(name="E1", engine=e), Station(name="E2", engine=e)],
+                   routers=[Router(name="pool", engines=("E1", "E2"), policy="jsq")],
+                   classes=[RequestClass(name="direct", rate_per_s=38.4 * scale,
+                                         route=[Hop(engine="E1", prompt_tokens=100, output_tokens=100)]),
+                            RequestClass(name="pooled", rate_per_s=40.96 * scale,
+                                         route=[Hop(engine="pool", prompt_tokens=100, output_tokens=100)])])
+
+
+def test_best_split_of_a_shared_jsq_router_is_the_balancing_linear_program():
+    net = _shared_jsq()
+    assert net.shared_jsq_routers() == ("pool",)
+    even = net.loads()
+    assert even["E1"] == pytest.approx(1.15) and even["E2"] == pytest.approx(0.4)
+    best = net.best_split_loads()
+    total = (38.4 + 40.96) * 200 / 10240  # all the work over one engine's capacity; balanced, half each
+    assert best["loads"]["E1"] == pytest.approx(total / 2) == pytest.approx(best["loads"]["E2"])
+    assert best["max_load"] == pytest.approx(0.775)
+    shares = best["shares"]["pooled.1"]
+    assert sum(shares.values()) == pytest.approx(40.96) and min(shares.values()) >= 0
+
+
+def test_shared_jsq_router_is_unknown_below_and_unstable_above_the_best_split():
+    r = check_network_stability(_shared_jsq())
+    assert r.status == Status.UNKNOWN and "shares an engine" in r.reason  # was a false "unstable"
+    r = check_network_stability(_shared_jsq(scale=1.5))
+    assert r.status == Status.UNSTABLE and r.decided_by == "load" and "best split" in r.reason
+
+
+def test_shared_jsq_router_at_a_balanceable_load_does_not_grow_in_simulation():
+    r = check_network_stability(_shared_jsq(), simulate=True, horizon_s=120.0, replications=3, rng=2)
+    assert r.simulation["verdict"] != "unstable"
+
+
+@pytest.mark.parametrize("lo, hi, expected", [(0.02, 0.05, Status.UNSTABLE), (-0.05, 0.002, Status.STABLE),
+                                              (-0.2, -0.1, Status.STABLE), (-0.001, 0.03, Status.UNKNOWN),
+                                              (0.005, 0.03, Status.UNKNOWN)])
+def test_simulation_verdict_counts_a_drift_down_as_not_growing(lo, hi, expected):
+    assert simulation_verdict(lo, hi, 0.01) == expected
