@@ -118,7 +118,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         A scheduler name (``"sarathi"``, ``"orca"``, ``"vllm"``, ``"fastertransformer"``,
         ``"vllm-chunked"``) or any object with ``select(view) -> Batch``.
     horizon_s : float, optional
-        Arrivals up to and the run until this time (unfinished requests have NaN finish times).
+        Arrivals up to and the run until this time: the iteration in progress at ``horizon_s`` is
+        completed, so requests finishing in it get their finish time (a little past the horizon) and
+        count in ``n_finished``; unfinished requests have NaN finish times.  (The network simulator
+        stops at the horizon: it counts only completions up to ``horizon_s``.)
     n_requests : int, optional
         Number of arrivals; without a horizon the run continues until all have finished (or no
         policy decision can make progress).
