@@ -35,20 +35,55 @@ models", Ann. Appl. Probab. 5 (1995).  Li, Dai, Peng, arXiv:2504.07347 (fluid ba
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 
 import numpy as np
 
-from ..errors import ParameterError
+from .._validate import integer
+from ..errors import ParameterError, ParameterTypeError, TopologyError
 from ..results import plain
 
 __all__ = ["FluidPath", "fluid_path", "FluidSystem"]
+
+
+def _names(items, limit=12):
+    items = list(items)
+    more = f", ... ({len(items) - limit} more)" if len(items) > limit else ""
+    return ", ".join(repr(x) for x in items[:limit]) + more
+
+
+def _require_buffers(fm):
+    """Raise :class:`~fluidq.errors.TopologyError` when no request class visits an engine.
+
+    A class whose route visits no engine (every step an empty :class:`~fluidq.network.Choice` option,
+    or options of probability 0) leaves the network at once and adds no fluid; that is harmless beside
+    classes that do visit engines, but a network made only of such classes has no fluid model at all
+    (no buffers) and is almost certainly a mistake in its description.
+    """
+    if fm.n == 0:
+        names = [c if isinstance(c, str) else getattr(c, "name", c) for c in fm.classes]
+        raise TopologyError(f"no request class visits an engine (class {_names(names)}: every route leaves at once, "
+                            "e.g. a Choice whose only option is an empty route); the fluid model has no buffers")
+
+
+def _network_flow(network):
+    from ..network.model import Network
+
+    if not isinstance(network, Network):
+        raise ParameterError("network", network, "a fluidq.network.Network")
+    fm = network.flow
+    _require_buffers(fm)
+    return fm
 
 
 class FluidSystem:
     """Matrices of a compiled :class:`~fluidq.network.model.FlowModel` (internal)."""
 
     def __init__(self, fm):
+        _require_buffers(fm)
         self.fm = fm
         n, C, nJ = fm.n, len(fm.classes), len(fm.joins)
         self.n, self.C, self.nJ = n, C, nJ
@@ -505,6 +540,19 @@ class FluidPath:
         Local maxima of the total token backlog ``(time, tokens)``.
     non_unique : bool
         Some phase had several consistent allocations (the fluid model's solution is not unique).
+    cycles_seen : int
+        Full cycles of the detected period seen before the path stopped.
+    end_rates : ndarray (n,) or None
+        ``d levels / dt`` (tokens/s per buffer) on the last piece; with ``outcome == "growing"`` the
+        path continues at these rates for ever (no buffer or join input empties again).
+
+    Notes
+    -----
+    The path is known on ``[0, times_s[-1]]``.  Beyond its end, :meth:`at` answers only where the
+    continuation is exact: a ``"drained"`` path stays at zero for ever (every load is < 1 and no
+    empty buffer grows) and a ``"growing"`` path keeps its last rates for ever.  A path that stopped
+    for any other reason (``max_phases``, ``horizon_s``, ``cycles``, the floating-point range) has
+    an unknown future, and asking for it raises.
     """
 
     times_s: np.ndarray
@@ -523,6 +571,7 @@ class FluidPath:
     non_unique: bool = False
     cycles_seen: int = 0
     inputs: dict = field(default_factory=dict, repr=False)
+    end_rates: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def total_tokens(self) -> np.ndarray:
@@ -537,10 +586,51 @@ class FluidPath:
         return out
 
     def at(self, t):
-        """Levels (per buffer) at time(s) ``t`` by linear interpolation."""
-        t = np.asarray(t, dtype=float)
-        return np.stack([np.interp(t, self.times_s, self.levels[:, j]) for j in range(self.levels.shape[1])],
-                        axis=-1)
+        """Levels (tokens per buffer) at time(s) ``t`` by linear interpolation between breakpoints.
+
+        Parameters
+        ----------
+        t : float or array of float
+            Times in seconds, ``>= 0``.
+
+        Returns
+        -------
+        ndarray
+            Shape ``t.shape + (n,)``.
+
+        Raises
+        ------
+        ParameterError
+            ``t`` is negative, not finite, or after the end ``times_s[-1]`` of a path whose future is
+            not known (its ``outcome`` is neither ``"drained"``, which stays at zero for ever, nor
+            ``"growing"``, which grows linearly at ``end_rates`` for ever).  Times within a relative
+            ``1e-12`` of the end count as the end (rounding of a horizon).
+        """
+        if isinstance(t, (str, bytes)):
+            raise ParameterError("t", t, "a time in seconds (a number or an array of numbers)")
+        try:
+            tt = np.asarray(t, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError("t", t, "a time in seconds (a number or an array of numbers)") from None
+        bad = ~(np.isfinite(tt) & (tt >= 0))
+        if bad.any():
+            raise ParameterError("t", float(tt[bad].flat[0]), "finite times >= 0 s (a fluid path starts at t = 0)")
+        end = float(self.times_s[-1])
+        beyond = tt > end + 1e-12 * max(end, 1.0)
+        extra = None
+        if beyond.any():
+            if self.outcome == "growing" and self.end_rates is not None:
+                extra = np.where(beyond, tt - end, 0.0)
+            elif self.outcome != "drained":
+                raise ParameterError(
+                    "t", float(tt[beyond].flat[0]), f"a time within the path, 0 <= t <= {end:.9g} s",
+                    f"the path stopped at {end:.9g} s with outcome {self.outcome!r}, so its state later is not "
+                    "known; compute a longer one (horizon_s, max_phases, cycles)")
+        out = np.stack([np.interp(tt, self.times_s, self.levels[:, j]) for j in range(self.levels.shape[1])],
+                       axis=-1)
+        if extra is not None:
+            out = out + extra[..., None] * self.end_rates
+        return out
 
     def to_dict(self) -> dict:
         return plain({"outcome": self.outcome, "growth_factor": self.growth_factor, "cycle_s": self.cycle_s,
@@ -554,35 +644,103 @@ class FluidPath:
         return plot_fluid_path(self, ax=ax, path=path, **kw)
 
 
+def _amount(label, value):
+    """One initial level: a finite real number of tokens >= 0, else an error naming the label."""
+    name = f"initial[{label!r}]"
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ParameterError(name, value, "a number of tokens >= 0")
+    v = float(value)
+    if not (math.isfinite(v) and v >= 0):
+        raise ParameterError(name, value, "a finite number of tokens >= 0")
+    return v
+
+
 def _initial(system, initial):
+    """The initial levels as an array: ``None``, a mapping ``{label: tokens}`` or one level per buffer."""
     n = system.n
+    labels = system.labels
+    expected = (f"None, a mapping {{buffer or hop label: tokens >= 0}}, or a sequence of {n} levels "
+                "(one per buffer, in the order of FluidPath.labels)")
     if initial is None:
         return np.zeros(n)
-    if isinstance(initial, dict):
+    if isinstance(initial, Mapping):
         z = np.zeros(n)
-        lab = {l: i for i, l in enumerate(system.labels)}
-        hops = {}
+        lab = {l: i for i, l in enumerate(labels)}
+        hops: dict = {}
         for i, b in enumerate(system.fm.buffers):
             hops.setdefault(b.hop, []).append(i)
         for k, v in initial.items():
+            try:
+                known = k in lab or k in hops
+            except TypeError:  # an unhashable key
+                known = False
+            if not known:
+                extra = sorted(set(hops) - set(lab))
+                raise ParameterError("initial", k, "a buffer or hop label",
+                                     f"buffers: {_names(labels)}" + (f"; hops: {_names(extra)}" if extra else ""))
+            amount = _amount(k, v)
             if k in lab:
-                z[lab[k]] += float(v)
-            elif k in hops:
-                for i in hops[k]:
-                    z[i] += float(v) / len(hops[k])
+                z[lab[k]] += amount
             else:
-                raise ParameterError("initial", k, f"a buffer or hop label ({', '.join(system.labels)})")
-    else:
-        z = np.asarray(initial, dtype=float)
+                for i in hops[k]:
+                    z[i] += amount / len(hops[k])
+    elif isinstance(initial, np.ndarray) or (isinstance(initial, Sequence) and not isinstance(initial, (str, bytes))):
+        try:
+            z = np.array(initial, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError("initial", initial, expected) from None
         if z.shape != (n,):
-            raise ParameterError("initial", f"<array of shape {z.shape}>", f"{n} levels, one per buffer")
-    if not np.all(np.isfinite(z)) or np.any(z < 0):
-        raise ParameterError("initial", initial, "finite fluid levels >= 0 (tokens)")
+            raise ParameterError("initial", f"<array of shape {z.shape}>", f"{n} levels, one per buffer",
+                                 f"buffers: {_names(labels)}")
+        for i in range(n):
+            _amount(labels[i], float(z[i]))
+    elif isinstance(initial, (str, bytes)):
+        raise ParameterError("initial", initial, expected,
+                             f"to put fluid in one buffer write {{{initial!r}: tokens}}" if initial in labels else
+                             f"to put fluid in one buffer write {{label: tokens}}; buffers: {_names(labels)}")
+    else:
+        raise ParameterError("initial", initial, expected, f"got {type(initial).__name__}")
     inside = [b.label for i, b in enumerate(system.fm.buffers) if b.in_fork and z[i] > 0]
     if inside:
         raise ParameterError("initial", inside[0], "no initial fluid between a fork and its join",
                              "their siblings' state would be undefined; put the fluid upstream of the fork")
     return z
+
+
+def _choice(system, choice):
+    """Validate ``choice``: ``{(point index, group index): buffer index in that group}``."""
+    if choice is None:
+        return None
+    if not isinstance(choice, Mapping):
+        raise ParameterError("choice", choice, "None or a mapping {(point index, group index): buffer index}")
+    out = {}
+    for key, i in choice.items():
+        try:
+            p, g = key
+            p, g = integer("choice point index", p, minimum=0), integer("choice group index", g, minimum=0)
+        except (TypeError, ValueError):
+            raise ParameterError("choice", key, "keys (point index, group index) of int") from None
+        if p >= len(system.groups) or g >= len(system.groups[p]):
+            raise ParameterError("choice", key, "a (point index, group index) of a priority group of the network")
+        grp = system.groups[p][g]
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or int(i) not in grp:
+            raise ParameterError(f"choice[{key!r}]", i, f"the index of a buffer of that group (one of {grp})")
+        out[(p, g)] = int(i)
+    return out
+
+
+def _system_for(network, fm, system):
+    if system is None:
+        return FluidSystem(fm)
+    if not isinstance(system, FluidSystem):
+        raise ParameterError("system", system, "None or a FluidSystem of this network")
+    if system.fm is not fm and not (system.labels == tuple(b.label for b in fm.buffers)
+                                    and np.array_equal(system.lam, fm.ext_rate)
+                                    and np.array_equal(system.cap, fm.capacity)):
+        raise ParameterError("system", f"<FluidSystem of {system.labels[:4]}...>",
+                             "None or a FluidSystem built from this network's flow model",
+                             "its buffers, arrival rates or capacities differ")
+    return system
 
 
 def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_phases: int = 20000,
@@ -593,29 +751,55 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
     ----------
     network : Network
         The network (its compiled flow model gives buffers, capacities and routing).
-    initial : dict or array, optional
-        Initial fluid tokens per buffer (``{label: tokens}``, a hop label spreads over its router's
-        engines); default empty.
+    initial : mapping or sequence, optional
+        Initial fluid tokens per buffer: ``{label: tokens}`` with buffer labels (``FluidPath.labels``)
+        or hop labels (a hop behind a router spreads evenly over its router's engines); or a sequence
+        of one level per buffer, in label order.  Levels are finite and ``>= 0``; none may sit between
+        a fork and its join.  Default: empty.
     horizon_s : float, optional
-        Stop at this time (default: no time limit; stop on drain, cycle detection or ``max_phases``).
+        Stop at this time, ``> 0`` (default ``None``: no time limit; stop on drain, cycle detection or
+        ``max_phases``).
     max_phases : int
-        At most this many linear pieces.
+        At most this many linear pieces, ``>= 1``.
     cycles : int
-        Stop after the path has come back to a scaled copy of an earlier state this many times
-        (``growth_factor`` is measured on the first).
+        Stop after the path has come back to a scaled copy of an earlier state this many times,
+        ``>= 1`` (``growth_factor`` is measured on the first).
     choice : dict, optional
         ``{(point index, group index): buffer index}``: within that sharing group give the residual
         capacity to one buffer (used by the Lyapunov search; default proportional sharing).
+    system : FluidSystem, optional
+        The compiled matrices of ``network`` (internal: reused across paths of one network).
 
     Returns
     -------
     FluidPath
 
+    Raises
+    ------
+    ParameterError
+        A parameter out of its domain (named, with the value): a negative, NaN or infinite initial
+        level (``initial['A.1']``), an unknown label, a non-positive ``horizon_s``, ``max_phases`` or
+        ``cycles`` below 1.
+    TopologyError
+        No request class visits an engine (no buffers).
+
     References
     ----------
     Dai (1995), fluid limit models; Li, Dai, Peng, arXiv:2504.07347.
     """
-    sys_ = system or FluidSystem(network.flow)
+    fm = _network_flow(network)
+    if horizon_s is not None:
+        if isinstance(horizon_s, bool) or not isinstance(horizon_s, Real):
+            raise ParameterTypeError(f"horizon_s={horizon_s!r}: expected None or a number of seconds, "
+                                     f"got {type(horizon_s).__name__}")
+        if not (math.isfinite(horizon_s) and horizon_s > 0):
+            raise ParameterError("horizon_s", horizon_s, "None or a finite time > 0 s",
+                                 "None means no time limit" if horizon_s == math.inf else None)
+        horizon_s = float(horizon_s)
+    max_phases = integer("max_phases", max_phases, minimum=1)
+    cycles = integer("cycles", cycles, minimum=1)
+    sys_ = _system_for(network, fm, system)
+    choice = _choice(sys_, choice)
     z = _initial(sys_, initial)
     q = np.zeros(sys_.G)
     n = sys_.n
@@ -632,6 +816,7 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
     hist: dict = {}
     period = next_check = None
     peak_mass = 0.0
+    last_rates = None
     ph = 0
     while ph < max_phases:
         mass = float(z.sum() + q.sum())
@@ -722,6 +907,7 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
         served = served + u * dt
         joined = joined + r * dt
         t += dt
+        last_rates = dz.copy()
         # snap the buffers that hit zero
         z[tz <= dt * (1 + 1e-12)] = 0.0
         z = np.maximum(z, 0.0)
@@ -742,9 +928,8 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
     tot = Zs.sum(axis=1)
     peaks = tuple((float(T[k]), float(tot[k])) for k in range(1, len(T) - 1)
                   if tot[k] > tot[k - 1] and tot[k] >= tot[k + 1])
-    fm = network.flow
     return FluidPath(times_s=np.array(T), levels=Zs, join_levels=np.array(Qs), served=np.array(U),
                      joined=np.array(R), labels=sys_.labels, classes=tuple(b.cls for b in fm.buffers),
                      points=tuple(b.point for b in fm.buffers), outcome=outcome, growth_factor=growth,
                      cycle_s=cycle, drain_time_s=drain, peaks=peaks, non_unique=non_unique, cycles_seen=cycles_seen,
-                     inputs={"initial": z.tolist() if initial is None else plain(initial)})
+                     inputs={"initial": z.tolist() if initial is None else plain(initial)}, end_rates=last_rates)

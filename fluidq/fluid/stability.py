@@ -40,7 +40,7 @@ import numpy as np
 from .._validate import integer, real
 from ..errors import ParameterError
 from ..results import Status, plain
-from .path import FluidPath, FluidSystem, fluid_path
+from .path import FluidPath, FluidSystem, _network_flow, fluid_path
 
 __all__ = ["FluidStabilityResult", "fluid_stability", "backlog_slope", "lyapunov_certificate"]
 
@@ -140,11 +140,12 @@ def lyapunov_certificate(network, *, max_buffers: int = 12):
 
     Returns ``(weights, rows)``: ``weights`` an array ``c >= 0`` with ``c . dz/dt <= -1`` in every mode
     (``None`` when the LP is infeasible), and the number of mode constraints.  Raises
-    :class:`~fluidq.errors.ParameterError` for networks with joins or more than ``max_buffers`` buffers.
+    :class:`~fluidq.errors.ParameterError` for networks with joins or more than ``max_buffers`` buffers,
+    :class:`~fluidq.errors.TopologyError` when no class visits an engine.
     """
     from scipy.optimize import linprog
 
-    system = FluidSystem(network.flow)
+    system = FluidSystem(_network_flow(network))
     n = system.n
     if n > integer("max_buffers", max_buffers, minimum=1):
         raise ParameterError("max_buffers", max_buffers, f">= {n} (the network has {n} buffers; modes are 2^n)")
@@ -239,13 +240,22 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     tolerance : float
         Relative band around load 1 reported as critical.
     max_lyapunov_buffers : int
-        Largest number of buffers for the Lyapunov LP (its modes are ``2^n``).
+        Largest number of buffers for the Lyapunov LP (its modes are ``2^n``); ``0`` skips the LP.
     max_phases : int
-        Linear pieces per fluid path.
+        Linear pieces per fluid path, ``>= 1``.
 
     Returns
     -------
     FluidStabilityResult
+
+    Raises
+    ------
+    ParameterError
+        ``tolerance`` outside ``[0, 1)``, ``max_lyapunov_buffers < 0`` or ``max_phases < 1``.
+    TopologyError
+        No request class visits an engine (every route leaves at once, e.g. a
+        :class:`~fluidq.network.Choice` whose only option is an empty route): there is no fluid model.
+        A class that visits no engine beside classes that do simply adds no fluid.
 
     Examples
     --------
@@ -261,7 +271,12 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
     tolerance = real("tolerance", tolerance, nonnegative=True)
-    fm = network.flow
+    if tolerance >= 1:
+        raise ParameterError("tolerance", tolerance, "a relative band in [0, 1)",
+                             "a band of 1 or more around load 1 would call every network critical")
+    max_lyapunov_buffers = integer("max_lyapunov_buffers", max_lyapunov_buffers, minimum=0)
+    max_phases = integer("max_phases", max_phases, minimum=1)
+    fm = _network_flow(network)
     used = set(int(i) for i in fm.point_of)
     loads = {p: float(x) for k, (p, x) in enumerate(zip(fm.points, fm.loads())) if k in used}
     worst = max(loads, key=loads.get)
