@@ -121,6 +121,18 @@ def _steps(param, steps):
     return steps
 
 
+def _has_hop(steps) -> bool:
+    """True if some path through ``steps`` visits an engine."""
+    for st in steps:
+        if isinstance(st, Hop):
+            return True
+        if isinstance(st, Choice) and any(_has_hop(sub) for _, sub in st.options):
+            return True
+        if isinstance(st, Fork) and any(_has_hop(b) for b in st.branches):
+            return True
+    return False
+
+
 @dataclass(frozen=True, kw_only=True)
 class Choice:
     """Probabilistic routing: follow the sub-route ``options[i][1]`` (may be empty) with probability ``options[i][0]``.
@@ -223,7 +235,13 @@ class Station:
         if not isinstance(self.engine, Engine):
             raise ParameterError("engine", self.engine, "a fluidq.Engine")
         object.__setattr__(self, "policy", resolve_policy(self.policy, "policy"))
-        pr = (self.priority,) if isinstance(self.priority, str) else tuple(self.priority)
+        if isinstance(self.priority, str):
+            pr = (self.priority,)
+        else:
+            try:
+                pr = tuple(self.priority)
+            except TypeError:
+                raise ParameterError("priority", self.priority, "a sequence of hop labels (highest first)") from None
         if len(set(pr)) != len(pr):
             raise ParameterError("priority", pr, "distinct hop labels")
         object.__setattr__(self, "priority", tuple(_name("priority", p) for p in pr))
@@ -319,6 +337,9 @@ class RequestClass:
         route = _steps("route", self.route)
         if not route:
             raise ParameterError("route", self.route, "at least one step")
+        if not _has_hop(route):
+            raise ParameterError(f"class {self.name!r}: route", self.route,
+                                 "a route with at least one hop (every choice option here is empty)")
         object.__setattr__(self, "route", route)
 
 

@@ -92,3 +92,17 @@ def test_shared_jsq_router_at_a_balanceable_load_does_not_grow_in_simulation():
                                               (0.005, 0.03, Status.UNKNOWN)])
 def test_simulation_verdict_counts_a_drift_down_as_not_growing(lo, hi, expected):
     assert simulation_verdict(lo, hi, 0.01) == expected
+
+
+def test_descriptions_name_what_is_wrong():
+    from fluidq.errors import ParameterError
+    from fluidq.network import Choice
+
+    e = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=64)
+    with pytest.raises(ParameterError, match="priority"):
+        Station(name="E", engine=e, priority=5)
+    with pytest.raises(ParameterError, match="at least one hop"):
+        RequestClass(name="c", rate_per_s=1.0, route=[Choice(options=[(1.0, [])])])
+    skip = RequestClass(name="c", rate_per_s=1.0, route=[Choice(options=[
+        (0.5, []), (0.5, [Hop(engine="E", prompt_tokens=3, output_tokens=2)])])])  # an empty option may skip
+    assert len(skip.route) == 1
