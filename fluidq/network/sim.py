@@ -11,8 +11,11 @@ branch, and a join releases it when every branch and the main line have arrived.
 
 Order at equal times: external arrivals come first (a request arriving at the instant a batch ends
 joins the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the
-single-engine simulator's requests, exactly coincident times included), then batch completions in the
-order they were scheduled.
+single-engine simulator's requests, exactly coincident times included), then batch completions: the
+batch that started first ends first, then the station listed first.  The event-skipping path knows
+when each batch inside a run started, so it orders equal times exactly as the generic path does (a
+request routed at the instant another station's batch ends joins that station's next batch or the one
+after by this rule, in both).
 
 Runs of identical batches (``method="auto"``, the default): a station running a decode-first
 chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without ``k_max`` advances a
