@@ -65,7 +65,8 @@ def _require_buffers(fm):
     """
     if fm.n == 0:
         names = [c if isinstance(c, str) else getattr(c, "name", c) for c in fm.classes]
-        raise TopologyError(f"no request class visits an engine (class {_names(names)}: every route leaves at once, "
+        raise TopologyError(f"no request class visits an engine ({'class' if len(names) == 1 else 'classes'} "
+                            f"{_names(names)}: every route leaves at once, "
                             "e.g. a Choice whose only option is an empty route); the fluid model has no buffers")
 
 

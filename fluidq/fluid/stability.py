@@ -119,7 +119,13 @@ def backlog_slope(engine, workload) -> float:
     334.0
     """
     from ..capacity import max_throughput
+    from ..engine import Engine
+    from ..workload import Workload
 
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine (one engine; for several use a Network)")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload (its token rate is the fluid inflow)")
     cap = max_throughput(engine, workload).tokens_per_s
     return max(0.0, workload.token_rate_per_s - cap)
 

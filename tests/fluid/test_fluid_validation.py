@@ -1,6 +1,7 @@
 """Bad input to the fluid models raises a FluidqError naming the parameter and the value; never clipped."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from types import MappingProxyType
 
@@ -21,8 +22,22 @@ def _engine():
 
 
 def _leaving_class(name="A"):
-    """A class whose only route option is empty: it leaves the network at once (as TOML route = [] gives)."""
-    return RequestClass(name=name, rate_per_s=1.0, route=[Choice(options=[(1.0, [])])])
+    """A class that leaves the network at once: its only hop sits on a Choice option of probability 0.
+
+    (A route whose options are all empty is rejected when the class is built; a probability-0 option
+    is not, and compiles to no buffer.)
+    """
+    return RequestClass(name=name, rate_per_s=1.0, route=[
+        Choice(options=[(0.0, [Hop(engine="E", prompt_tokens=8, output_tokens=8, name=f"{name}.never")]), (1.0, [])])])
+
+
+def _without_buffers(net):
+    """``net`` with its compiled flow model emptied of buffers, however the description was validated."""
+    fm = net.flow
+    empty = dataclasses.replace(fm, buffers=(), inflow=(), joins=(), exits=tuple(() for _ in fm.classes),
+                                point_of=np.zeros(0, dtype=np.int64), priority_rank=np.zeros(0, dtype=np.int64))
+    net.__dict__["flow"] = empty  # the cached_property's slot
+    return net
 
 
 def _tandem(rate=1.0):
@@ -176,18 +191,20 @@ def test_at_beyond_a_growing_path_continues_its_last_rates_exactly():
 
 def test_network_whose_only_class_leaves_at_once_is_a_topology_error_naming_it():
     net = Network(stations=[Station(name="E", engine=_engine())], classes=[_leaving_class("chat")])
+    assert net.flow.n == 0
     for call in (lambda: fluid_stability(net), lambda: fluid_path(net), lambda: lyapunov_certificate(net),
                  lambda: FluidSystem(net.flow)):
         with pytest.raises(TopologyError, match="'chat'.*leaves at once"):
             call()
 
 
-def test_choice_options_of_probability_zero_only_is_the_same_topology_error():
-    e = _engine()
-    net = Network(stations=[Station(name="E", engine=e)], classes=[RequestClass(name="A", rate_per_s=1.0, route=[
-        Choice(options=[(0.0, [Hop(engine="E", prompt_tokens=8, output_tokens=8)]), (1.0, [])])])])
-    with pytest.raises(TopologyError, match="'A'"):
-        fluid_stability(net)
+def test_a_flow_model_without_buffers_is_a_topology_error_whatever_built_it():
+    # the fluid side does not rely on the description's checks (an all-empty route, say)
+    one = RequestClass(name="chat", rate_per_s=1.0, route=[Hop(engine="E", prompt_tokens=8, output_tokens=8)])
+    net = _without_buffers(Network(stations=[Station(name="E", engine=_engine())], classes=[one]))
+    for call in (lambda: fluid_stability(net), lambda: fluid_path(net, {}), lambda: lyapunov_certificate(net)):
+        with pytest.raises(TopologyError, match="class 'chat'"):
+            call()
 
 
 def test_a_class_leaving_at_once_beside_others_adds_no_fluid():
@@ -231,3 +248,23 @@ def test_fluid_path_checks_network_system_and_choice():
     for bad in ({(9, 0): 0}, {(0, 0): 0}, {0: 0}, [(0, 0)], {(0, 0): "4"}):
         with pytest.raises(ParameterError, match="choice"):
             fluid_path(net, {"1": 1.0}, choice=bad)
+
+
+@pytest.mark.parametrize("which", ["engine", "workload"])
+@pytest.mark.parametrize("bad", [None, "x", ()])
+def test_backlog_slope_needs_one_engine_and_a_workload(which, bad):
+    from fluidq.fluid import backlog_slope
+
+    args = {"engine": _engine(),
+            "workload": fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=10, output_tokens=10)}
+    args[which] = bad
+    with pytest.raises(ParameterError) as exc:
+        backlog_slope(**args)
+    assert exc.value.name == which
+
+
+def test_several_classes_that_all_leave_at_once_are_all_named():
+    net = Network(stations=[Station(name="E", engine=_engine())], classes=[_leaving_class("A"), _leaving_class("B")])
+    assert net.flow.n == 0
+    with pytest.raises(TopologyError, match="classes 'A', 'B'"):
+        fluid_stability(net)
