@@ -933,4 +933,5 @@ def fluid_path(network, initial=None, *, horizon_s: float | None = None, max_pha
                      joined=np.array(R), labels=sys_.labels, classes=tuple(b.cls for b in fm.buffers),
                      points=tuple(b.point for b in fm.buffers), outcome=outcome, growth_factor=growth,
                      cycle_s=cycle, drain_time_s=drain, peaks=peaks, non_unique=non_unique, cycles_seen=cycles_seen,
-                     inputs={"initial": z.tolist() if initial is None else plain(initial)}, end_rates=last_rates)
+                     inputs={"initial": Z[0].tolist() if initial is None else
+                             plain(dict(initial) if isinstance(initial, Mapping) else initial)}, end_rates=last_rates)

@@ -268,3 +268,11 @@ def test_several_classes_that_all_leave_at_once_are_all_named():
     assert net.flow.n == 0
     with pytest.raises(TopologyError, match="classes 'A', 'B'"):
         fluid_stability(net)
+
+
+def test_inputs_record_the_initial_state_as_given():
+    net = _tandem()                                     # E1 overloaded: the path from empty does not stay empty
+    p = fluid_path(net, None, max_phases=5)
+    assert p.levels[-1].sum() > 0 and p.inputs["initial"] == [0.0, 0.0]
+    p = fluid_path(net, MappingProxyType({"A.1": 2.0}), max_phases=5)
+    assert p.inputs["initial"] == {"A.1": 2.0} and type(p.inputs["initial"]) is dict
