@@ -785,7 +785,11 @@ class Network:
     def at_load(self, load: float) -> "Network":
         """Arrival rates scaled so that the bottleneck load equals ``load``."""
         load = real("load", load, positive=True)
-        return self.scaled(load / self.bottleneck[1])
+        name, now = self.bottleneck
+        if not now > 0:
+            raise TopologyError(f"at_load: no engine carries any load (bottleneck {name!r} at {now}), so no rate "
+                                "scaling reaches a load")
+        return self.scaled(load / now)
 
     def with_priorities(self, priorities: dict) -> "Network":
         """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""

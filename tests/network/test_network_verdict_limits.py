@@ -106,3 +106,14 @@ def test_descriptions_name_what_is_wrong():
     skip = RequestClass(name="c", rate_per_s=1.0, route=[Choice(options=[
         (0.5, []), (0.5, [Hop(engine="E", prompt_tokens=3, output_tokens=2)])])])  # an empty option may skip
     assert len(skip.route) == 1
+
+
+def test_at_load_of_a_network_without_load_is_a_clear_error():
+    from fluidq.errors import TopologyError
+    from fluidq.network import Choice
+
+    e = Engine(batch_time=Affine(c=0.05, a=0.0), b_max=64)
+    net = Network(stations=[Station(name="E", engine=e)], classes=[RequestClass(name="c", rate_per_s=1.0, route=[
+        Choice(options=[(0.0, [Hop(engine="E", prompt_tokens=3, output_tokens=2)]), (1.0, [])])])])
+    with pytest.raises(TopologyError, match="no engine carries any load"):
+        net.at_load(0.5)
