@@ -42,3 +42,78 @@ def test_results_are_json_ready():
     v = fluid_stability(net).to_dict()
     assert v["status"] == "unstable" and v["certificate"] == "diverging_path"
     assert v["peak_growth"] == pytest.approx(4.135, abs=0.01)
+
+
+def _legend(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_network_plot_draws_routers_loads_legend_and_fitting_labels():
+    from fluidq.network import load_network
+
+    ax = load_network("jsq_pair").plot()
+    nodes = {t.get_gid() for t in ax.texts if t.get_gid()}
+    edges = {p.get_gid() for p in ax.patches if p.get_gid()}
+    assert {"node:router:pool", "node:station:E1", "node:station:E2"} <= nodes
+    assert {"edge:router:pool->E1", "edge:router:pool->E2", "edge:route:arrivals->pool"} <= edges
+    leg = _legend(ax)
+    assert "router" in leg and any("load < 0.8" in t for t in leg) and any("overloaded" in t for t in leg)
+    ax = load_network("random_unequal").plot()
+    assert [t.get_text() for t in ax.texts].count("p=0.50") == 2
+    # labels sit inside boxes sized to them, and the boxes do not overlap
+    ax = load_network("fork_join").plot()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()
+    r = canvas.get_renderer()
+    boxes = {t.get_gid(): t.get_bbox_patch().get_window_extent(r) for t in ax.texts if t.get_gid()}
+    for t in ax.texts:
+        if t.get_gid():
+            inner, outer = t.get_window_extent(r), boxes[t.get_gid()]
+            assert outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
+    keys = sorted(boxes)
+    assert not any(boxes[a].overlaps(boxes[b]) for i, a in enumerate(keys) for b in keys[i + 1:])
+    # a fork's main line joins without an edge of its own to the departures
+    assert "edge:route:orchestrator->departures" not in {p.get_gid() for p in ax.patches}
+
+
+def test_verdict_plot_has_two_panels_on_their_own_time_axes():
+    v = check_network_stability(rybko_stolyar(tokens_per_unit=10), simulate=True, horizon_s=40.0, replications=2,
+                                rng=1)
+    fl, sim = v.plot()
+    assert fl.get_xlim() == pytest.approx((0.0, v.fluid.path.times_s[-1]))
+    assert sim.get_xlim() == pytest.approx((0.0, 40.0))
+    assert any("fluid model from 1 token in buffer '1'" in t for t in _legend(fl)), _legend(fl)
+    assert any("run 1 of 2" in t and "starts empty" in t for t in _legend(sim)), _legend(sim)
+    assert "unstable" in fl.figure.get_suptitle()
+    # a path growing from empty (overloaded point) is also drawn over the simulated horizon
+    from fluidq.network import load_network
+
+    v = check_network_stability(load_network("random_unequal"), simulate=True, horizon_s=5.0, replications=2, rng=1)
+    fl, sim = v.plot()
+    assert any("fluid model from empty" in t for t in _legend(sim))
+    line = next(ln for ln in sim.get_lines() if "fluid" in ln.get_label())
+    assert line.get_xdata()[-1] == pytest.approx(5.0)
+    # only a fluid path: one panel; given axes are split in two
+    ax = check_network_stability(rybko_stolyar(tokens_per_unit=10)).plot()
+    assert len(ax.figure.axes) == 1 and "unstable" in ax.get_title()
+    from fluidq.plotting import axes
+
+    fig, ax = axes(None)
+    v = check_network_stability(rybko_stolyar(tokens_per_unit=10), simulate=True, horizon_s=20.0, replications=2,
+                                rng=2)
+    got = v.plot(ax=ax)
+    assert len(got) == 2 and len(fig.axes) == 2
+
+
+def test_fluid_and_sim_plots_say_where_they_start():
+    from fluidq.plotting.network import plot_fluid_path, plot_network_sim
+
+    net = llm_rybko_stolyar()
+    ax = plot_fluid_path(fluid_path(net, {"A.1": 6400.0}, cycles=1))
+    assert "from 6,400 tokens in buffer 'A.1'" in ax.get_title()
+    ax = plot_network_sim(simulate_network(net, horizon_s=10.0, rng=1, initial={"A.1": 10}))
+    assert "starting 10 requests in system" in ax.get_title() and ax.get_xlim() == pytest.approx((0.0, 10.0))
+    ax = plot_network_sim(simulate_network(net, horizon_s=10.0, rng=1))
+    assert "starting empty" in ax.get_title()

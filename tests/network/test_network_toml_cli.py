@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from fluidq.cli import main
 from fluidq.errors import DataError, ParameterError, TopologyError
-from fluidq.network.toml import load_network, network_from_dict
-
 from fluidq.network.toml import CASES_DIR as CASES  # the case files ship inside the package
+from fluidq.network.toml import load_network, network_from_dict
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.glob("*.toml")))
@@ -127,3 +125,70 @@ def test_cycles_are_canonical_across_hash_seeds():
 def test_describe_capacity_has_thousands_separators():
     txt = load_network(CASES / "random_unequal.toml").describe()
     assert "10,240.0 tokens/s" in txt and "e+0" not in txt
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["--seed", "-1", "--simulate"], "--seed"),
+    (["--plot", "x.xyz"], "--plot"),
+    (["--plot-network", "y.xyz"], "--plot-network"),
+    (["--plot", "no/such/folder/p.png"], "--plot"),
+    (["--load", "inf"], "--load"),
+    (["--load", "nan"], "--load"),
+    (["--load", "-1"], "--load"),
+    (["--horizon", "10"], "--horizon"),
+    (["--replications", "3"], "--replications"),
+    (["--simulate", "--replications", "1"], "--replications"),
+    (["--simulate", "--replications", "0"], "--replications"),
+    (["--simulate", "--horizon", "0"], "--horizon"),
+])
+def test_cli_bad_options_are_one_line_before_any_work(capsys, monkeypatch, tmp_path, argv, option):
+    import fluidq.network.stability as stab
+
+    def boom(*a, **k):  # the options are checked before the analysis starts
+        raise AssertionError("the analysis ran")
+
+    monkeypatch.setattr(stab, "check_network_stability", boom)
+    monkeypatch.chdir(tmp_path)
+    assert main(["network", "lu_kumar", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and option + "=" in err, err
+    if "xyz" in " ".join(argv):
+        assert ".png" in err and ".svg" in err  # the formats matplotlib can write are listed
+    if option in ("--horizon", "--replications") and "--simulate" not in argv:
+        assert "--simulate" in err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_cli_json_has_the_network(capsys):
+    assert main(["network", "jsq_pair", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    net = out["network"]
+    assert out["status"] == "stable" and net["name"] == "jsq-pair"
+    assert [s["name"] for s in net["stations"]] == ["E1", "E2"]
+    assert all(s["capacity_tokens_per_s"] > 0 for s in net["stations"])
+    assert net["routers"][0]["name"] == "pool" and net["routers"][0]["engines"] == ["E1", "E2"]
+    assert net["loads"]["E1"] == pytest.approx(0.9) and net["visit_rates"]
+
+
+def test_cli_plot_puts_fluid_and_simulation_on_their_own_time_axes(capsys, monkeypatch, tmp_path):
+    import fluidq.plotting.network as pn
+
+    drawn = {}
+    real = pn.plot_verdict
+
+    def spy(result, *, ax=None, path=None, **kw):
+        drawn["axes"] = real(result, ax=None, **kw)
+        drawn["axes"][0].figure.savefig(path)
+        return str(path)
+
+    monkeypatch.setattr(pn, "plot_verdict", spy)
+    p = tmp_path / "p.png"
+    assert main(["network", "llm_rybko_stolyar", "--simulate", "--horizon", "20", "--replications", "2",
+                 "--plot", str(p)]) == 0
+    fl, sim = drawn["axes"]
+    assert sim.get_xlim() == pytest.approx((0.0, 20.0))
+    assert fl.get_xlim()[1] > 1000.0  # the fluid path from 100 requests runs for a long fluid time
+    legends = [t.get_text() for a in (fl, sim) for t in a.get_legend().get_texts()]
+    assert any("from 100 requests" in t and "'A.1'" in t for t in legends), legends
+    assert any("starts empty" in t for t in legends), legends
+    assert p.stat().st_size > 2000

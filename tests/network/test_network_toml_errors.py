@@ -4,7 +4,13 @@ from __future__ import annotations
 import pytest
 
 from fluidq.cli import main
-from fluidq.errors import DataError, FluidqError, ParameterError, ParameterTypeError, TopologyError
+from fluidq.errors import (
+    DataError,
+    FluidqError,
+    ParameterError,
+    ParameterTypeError,
+    TopologyError,
+)
 from fluidq.network.toml import load_network
 
 _ENGINE = '[engines.E1]\nbatch_time = { kind = "affine", c = 0.05, a = 0.0002 }\nb_max = 512\n'
@@ -21,58 +27,58 @@ def _case(tmp_path, *, top="", engine="", routers="", klass='rate_per_s = 1.0',
 
 # (case keywords, error type, substrings the message must contain besides the file name)
 BAD = {
-    "arrival_unknown_key": (dict(klass='arrival = { kind = "periodic", rate = 2.0 }'), DataError,
+    "arrival_unknown_key": ({'klass': 'arrival = { kind = "periodic", rate = 2.0 }'}, DataError,
                             ["class 'c' arrival", "'rate'", "rate_per_s"]),
-    "arrival_not_table": (dict(klass='arrival = "poisson"'), DataError, ["class 'c'", "arrival", "table"]),
-    "arrival_bad_kind": (dict(klass='arrival = { kind = 3, rate_per_s = 1.0 }'), DataError,
+    "arrival_not_table": ({'klass': 'arrival = "poisson"'}, DataError, ["class 'c'", "arrival", "table"]),
+    "arrival_bad_kind": ({'klass': 'arrival = { kind = 3, rate_per_s = 1.0 }'}, DataError,
                          ["class 'c' arrival", "kind"]),
-    "arrival_and_rate": (dict(klass='rate_per_s = 3.0\narrival = { kind = "periodic", rate_per_s = 2.0 }'),
+    "arrival_and_rate": ({'klass': 'rate_per_s = 3.0\narrival = { kind = "periodic", rate_per_s = 2.0 }'},
                          DataError, ["class 'c'", "rate_per_s", "twice"]),
-    "arrival_and_rate_equal": (dict(klass='rate_per_s = 2.0\narrival = { kind = "periodic", rate_per_s = 2.0 }'),
+    "arrival_and_rate_equal": ({'klass': 'rate_per_s = 2.0\narrival = { kind = "periodic", rate_per_s = 2.0 }'},
                                DataError, ["class 'c'", "rate_per_s", "twice"]),
-    "classes_ints": (dict(top="classes = [1, 2]", classes=""), DataError, ["class 1", "table"]),
-    "classes_strings": (dict(top='classes = ["a"]', classes=""), DataError, ["class 1", "table"]),
-    "routers_scalar": (dict(top="routers = { r = 5 }"), DataError, ["router 'r'", "table"]),
-    "routers_list": (dict(top="routers = [1]"), DataError, ["routers", "[routers.NAME]"]),
-    "priority_int": (dict(engine="priority = 5\n"), DataError, ["engine 'E1'", "priority"]),
-    "choice_only_empty": (dict(route='[{ choice = [{ p = 1.0, route = [] }] }]'), DataError,
+    "classes_ints": ({'top': "classes = [1, 2]", 'classes': ""}, DataError, ["class 1", "table"]),
+    "classes_strings": ({'top': 'classes = ["a"]', 'classes': ""}, DataError, ["class 1", "table"]),
+    "routers_scalar": ({'top': "routers = { r = 5 }"}, DataError, ["router 'r'", "table"]),
+    "routers_list": ({'top': "routers = [1]"}, DataError, ["routers", "[routers.NAME]"]),
+    "priority_int": ({'engine': "priority = 5\n"}, DataError, ["engine 'E1'", "priority"]),
+    "choice_only_empty": ({'route': '[{ choice = [{ p = 1.0, route = [] }] }]'}, DataError,
                           ["class 'c' step 1", "choice", "empty route"]),
-    "choice_table": (dict(route='[{ choice = { p = 1.0, route = [] } }]'), DataError,
+    "choice_table": ({'route': '[{ choice = { p = 1.0, route = [] } }]'}, DataError,
                      ["class 'c' step 1", "choice", "array of options"]),
-    "choice_missing_route": (dict(route='[{ choice = [{ p = 1.0 }] }]'), DataError,
+    "choice_missing_route": ({'route': '[{ choice = [{ p = 1.0 }] }]'}, DataError,
                              ["class 'c' step 1 option 1", "route"]),
-    "length_extra_key": (dict(route='[{ engine = "E1", prompt = { dist = "geometric", mean = 5, sigma = 1 }, '
-                                    'output = 10 }]'), DataError, ["class 'c' step 1 prompt", "'sigma'"]),
-    "length_missing_key": (dict(route='[{ engine = "E1", prompt = { dist = "lognormal", mean = 5 }, output = 10 }]'),
+    "length_extra_key": ({'route': '[{ engine = "E1", prompt = { dist = "geometric", mean = 5, sigma = 1 }, '
+                                    'output = 10 }]'}, DataError, ["class 'c' step 1 prompt", "'sigma'"]),
+    "length_missing_key": ({'route': '[{ engine = "E1", prompt = { dist = "lognormal", mean = 5 }, output = 10 }]'},
                            DataError, ["class 'c' step 1 prompt", "'sigma'"]),
-    "name_int": (dict(top="name = 5"), DataError, ["name = 5", "string"]),
-    "class_name_int": (dict(classes='[[classes]]\nname = 7\nrate_per_s = 1.0\n'
-                                    'route = [{ engine = "E1", prompt = 10, output = 10 }]\n'),
+    "name_int": ({'top': "name = 5"}, DataError, ["name = 5", "string"]),
+    "class_name_int": ({'classes': '[[classes]]\nname = 7\nrate_per_s = 1.0\n'
+                                    'route = [{ engine = "E1", prompt = 10, output = 10 }]\n'},
                        DataError, ["class 1", "name = 7"]),
-    "hop_engine_int": (dict(route='[{ engine = 5, prompt = 10, output = 10 }]'), DataError,
+    "hop_engine_int": ({'route': '[{ engine = 5, prompt = 10, output = 10 }]'}, DataError,
                        ["class 'c' step 1", "engine = 5"]),
-    "step_two_kinds": (dict(route='[{ engine = "E1", prompt = 10, output = 10, join = "f" }]'), DataError,
+    "step_two_kinds": ({'route': '[{ engine = "E1", prompt = 10, output = 10, join = "f" }]'}, DataError,
                        ["class 'c' step 1", "exactly one"]),
-    "router_engines_int": (dict(routers='[routers.r]\nengines = 5\n'), DataError, ["router 'r'", "engines"]),
-    "router_probabilities_str": (dict(routers='[routers.r]\nengines = ["E1"]\npolicy = "random"\n'
-                                              'probabilities = "half"\n'), DataError, ["router 'r'", "probabilities"]),
-    "top_key_after_table": (dict(engine='bottleneck_load = 0.9\n'), DataError,
+    "router_engines_int": ({'routers': '[routers.r]\nengines = 5\n'}, DataError, ["router 'r'", "engines"]),
+    "router_probabilities_str": ({'routers': '[routers.r]\nengines = ["E1"]\npolicy = "random"\n'
+                                              'probabilities = "half"\n'}, DataError, ["router 'r'", "probabilities"]),
+    "top_key_after_table": ({'engine': 'bottleneck_load = 0.9\n'}, DataError,
                             ["engine 'E1'", "'bottleneck_load'", "before the first"]),
-    "bottleneck_load_inf": (dict(top="bottleneck_load = inf"), ParameterError, ["bottleneck_load"]),
+    "bottleneck_load_inf": ({'top': "bottleneck_load = inf"}, ParameterError, ["bottleneck_load"]),
     # value errors from the constructors keep their type and gain the place
-    "rate_negative": (dict(klass="rate_per_s = -1.0"), ParameterError, ["class 'c'", "rate_per_s=-1.0", "> 0"]),
-    "rate_string": (dict(klass='rate_per_s = "fast"'), ParameterTypeError, ["class 'c'", "rate_per_s='fast'"]),
-    "choice_sum": (dict(route='[{ engine = "E1", prompt = 10, output = 10 }, { choice = [{ p = 0.3, route = [] }, '
-                              '{ p = 0.3, route = [{ engine = "E1", prompt = 1, output = 1 }] }] }]'),
+    "rate_negative": ({'klass': "rate_per_s = -1.0"}, ParameterError, ["class 'c'", "rate_per_s=-1.0", "> 0"]),
+    "rate_string": ({'klass': 'rate_per_s = "fast"'}, ParameterTypeError, ["class 'c'", "rate_per_s='fast'"]),
+    "choice_sum": ({'route': '[{ engine = "E1", prompt = 10, output = 10 }, { choice = [{ p = 0.3, route = [] }, '
+                              '{ p = 0.3, route = [{ engine = "E1", prompt = 1, output = 1 }] }] }]'},
                    ParameterError, ["class 'c' step 2", "options=[0.3, 0.3]", "summing to 1"]),
-    "route_empty": (dict(route="[]"), ParameterError, ["class 'c'", "route=()", "at least one step"]),
-    "prompt_fraction": (dict(route='[{ engine = "E1", prompt = 10.5, output = 10 }]'), ParameterError,
+    "route_empty": ({'route': "[]"}, ParameterError, ["class 'c'", "route=()", "at least one step"]),
+    "prompt_fraction": ({'route': '[{ engine = "E1", prompt = 10.5, output = 10 }]'}, ParameterError,
                         ["class 'c' step 1", "prompt_tokens=10.5"]),
-    "gamma_cv": (dict(klass='arrival = { kind = "gamma", rate_per_s = 2.0, cv = -1 }'), ParameterError,
+    "gamma_cv": ({'klass': 'arrival = { kind = "gamma", rate_per_s = 2.0, cv = -1 }'}, ParameterError,
                  ["class 'c' arrival", "cv=-1"]),
-    "router_policy": (dict(routers='[routers.r]\nengines = ["E1"]\npolicy = "round-robin"\n'), ParameterError,
+    "router_policy": ({'routers': '[routers.r]\nengines = ["E1"]\npolicy = "round-robin"\n'}, ParameterError,
                       ["router 'r'", "policy='round-robin'"]),
-    "unknown_engine": (dict(route='[{ engine = "E9", prompt = 10, output = 10 }]'), TopologyError,
+    "unknown_engine": ({'route': '[{ engine = "E9", prompt = 10, output = 10 }]'}, TopologyError,
                        ["class 'c'", "'E9'"]),
 }
 

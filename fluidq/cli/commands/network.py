@@ -1,6 +1,9 @@
 """``fluidq network CASE.toml``: topology, loads and a stability verdict for a network of engines."""
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 from .. import emit
 
 
@@ -15,46 +18,81 @@ def register(sub):
                                 "random_unequal, rybko_stolyar")
     p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
-    p.add_argument("--horizon", type=float, default=None, help="simulated seconds per replication")
-    p.add_argument("--replications", type=int, default=4, help="simulation replications (>= 2)")
-    p.add_argument("--seed", type=int, default=0, help="root seed of the replications")
-    p.add_argument("--plot", default=None, metavar="PATH", help="write the fluid (and simulated) backlog to PATH")
+    p.add_argument("--horizon", type=float, default=None,
+                   help="simulated seconds per replication (with --simulate; default: 3000 batches of the "
+                        "slowest engine at full budget)")
+    p.add_argument("--replications", type=int, default=None,
+                   help="simulation replications, >= 2 (with --simulate; default 4)")
+    p.add_argument("--seed", type=int, default=0, help="root seed of the replications (an integer >= 0)")
+    p.add_argument("--plot", default=None, metavar="PATH",
+                   help="write the fluid path and (with --simulate) the simulated backlog to PATH, on separate "
+                        "panels (format from the extension: png, pdf, svg...)")
     p.add_argument("--plot-network", default=None, metavar="PATH", help="draw the network with loads to PATH")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print JSON: the verdict, and the network (capacities, loads, visit rates, routers) "
+                        "under 'network'")
     p.set_defaults(func=run)
 
 
-def run(args):
+def _check_plot_path(option: str, path: str) -> None:
+    """Refuse up front a figure path matplotlib cannot write (unknown format, missing folder)."""
     from ...errors import ParameterError
+
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix:
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if suffix not in formats:
+            raise ParameterError(option, path, f"a file name ending in one of {', '.join('.' + f for f in sorted(formats))}")
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise ParameterError(option, path, f"a path in an existing folder (no folder {str(parent)!r})")
+
+
+def _check_args(args) -> None:
+    """Every option is checked before the (possibly long) analysis starts."""
+    from ...errors import ParameterError
+
+    if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
+        raise ParameterError("--load", args.load, "a finite load > 0")
+    if args.seed < 0:
+        raise ParameterError("--seed", args.seed, "an integer >= 0")
+    if not args.simulate:
+        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications)):
+            if v is not None:
+                raise ParameterError(opt, v, "to be used with --simulate", "without --simulate nothing is simulated")
+    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
+        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
+    if args.replications is not None and args.replications < 2:
+        raise ParameterError("--replications", args.replications, "an integer >= 2",
+                             "a confidence interval needs at least two runs")
+    for opt, v in (("--plot", args.plot), ("--plot-network", args.plot_network)):
+        if v:
+            _check_plot_path(opt, v)
+
+
+def run(args):
     from ...network.stability import check_network_stability
     from ...network.toml import load_network
 
+    _check_args(args)
     net = load_network(args.case)
     if args.load is not None:
-        if not args.load > 0:
-            raise ParameterError("--load", args.load, "a load > 0")
         net = net.at_load(args.load)
     res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
-                                  replications=args.replications, rng=args.seed)
+                                  replications=4 if args.replications is None else args.replications,
+                                  rng=args.seed)
     if args.plot:
-        from ...fluid import fluid_path
-        from ...plotting import axes, finish
-
-        fig, ax = axes(None)
-        fp = res.fluid.path
+        fp, start = res.fluid.path, None
         if fp is None or res.fluid.certificate != "load":
             # a path from 100 requests in the first buffer, over a few cycles when it oscillates
+            from ...fluid import fluid_path
+
             b = net.flow.buffers[0]
             fp = fluid_path(net, {b.label: 100.0 * b.w}, max_phases=2000, cycles=3)
-        ax.plot(fp.times_s, fp.total_tokens, color="k", lw=1.4, label=f"fluid ({fp.outcome})")
-        if res.runs:
-            r = res.runs[0]
-            ax.plot(r.times_s, r.total_tokens, color="C3", lw=0.9, label="simulation")
-        ax.set_xlabel("time [s]")
-        ax.set_ylabel("backlog [tokens]")
-        ax.set_title(f"{net.name}: {res.status.value} ({res.decided_by})", fontsize=9)
-        ax.legend(fontsize=7)
-        finish(fig, ax, args.plot)
+            start = f"100 requests ({100.0 * b.w:,.0f} tokens) in buffer {b.label!r}"
+        res.plot(path=args.plot, fluid_path=fp, fluid_initial=start)
     if args.plot_network:
         net.plot(path=args.plot_network)
     lines = [net.describe(),
@@ -65,4 +103,5 @@ def run(args):
     if res.fluid.growth_factor is not None:
         lines.append(f"  fluid growth per cycle x{res.fluid.growth_factor:.4g}"
                      + (f", peak to peak x{res.fluid.peak_growth:.4g}" if res.fluid.peak_growth else ""))
-    emit(args, res, "\n".join(lines))
+    out = {**res.to_dict(), "network": net.to_dict()} if args.json else res
+    emit(args, out, "\n".join(lines))
