@@ -53,6 +53,7 @@ def _check_plot_path(option: str, path: str) -> None:
 def _check_args(args) -> None:
     """Every option is checked before the (possibly long) analysis starts."""
     from ...errors import ParameterError
+    from .. import CliError
 
     if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
         raise ParameterError("--load", args.load, "a finite load > 0")
@@ -61,7 +62,8 @@ def _check_args(args) -> None:
     if not args.simulate:
         for opt, v in (("--horizon", args.horizon), ("--replications", args.replications)):
             if v is not None:
-                raise ParameterError(opt, v, "to be used with --simulate", "without --simulate nothing is simulated")
+                raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
+                               "would be ignored)")
     if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
         raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
     if args.replications is not None and args.replications < 2:
