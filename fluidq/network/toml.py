@@ -131,6 +131,8 @@ def _length(where, key, v):
     from ..workload import Fixed, Geometric, LogNormal, PoissonLength
 
     if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not math.isfinite(v):
+            raise _err(where, f"{key} = {v!r}: expected a finite number of tokens")
         return int(v) if float(v).is_integer() else v
     if not isinstance(v, dict):
         raise _err(where, f"{key} = {v!r}: a length must be an integer or a table with 'dist', "
@@ -246,6 +248,20 @@ def _arrival(w, c):
         return kinds[kind](**kw)
 
 
+def _kwarg_words(exc) -> str:
+    """A constructor's complaint about its keywords, in the file's words (keys, not arguments)."""
+    import re
+
+    msg = str(exc)
+    m = re.search(r"unexpected keyword argument '(\w+)'", msg)
+    if m:
+        return f"unknown key {m.group(1)!r}"
+    m = re.search(r"missing \d+ required (?:keyword-only |positional )?arguments?: (.+)$", msg)
+    if m:
+        return f"needs key{'s' if ',' in m.group(1) or ' and ' in m.group(1) else ''} {m.group(1)}"
+    return msg
+
+
 def _engine(source, name, e):
     from ..batchtime import batch_time_from_dict
     from ..engine import Engine
@@ -269,6 +285,8 @@ def _engine(source, name, e):
         bt = _table(w, "batch_time", e["batch_time"], '{ kind = "affine", c = 0.05, a = 0.0002 }')
         if "kind" not in bt:
             raise _err(w, f"batch_time = {bt!r}: needs 'kind' (affine, staircase, piecewise_linear, ...)")
+        if bt["kind"] == "context_aware" and "base" in bt:
+            _table(w, "batch_time base", bt["base"], '{ kind = "affine", c = 0.05, a = 0.0002 }')
         try:
             with _at(f"{w} batch_time"):
                 bt = batch_time_from_dict(bt)
@@ -277,7 +295,7 @@ def _engine(source, name, e):
         except KeyError as exc:
             raise _err(w, f"batch_time {bt!r}: needs key {exc.args[0]!r}") from None
         except (TypeError, ValueError, AttributeError) as exc:
-            raise _err(w, f"batch_time {bt!r}: {exc}") from None
+            raise _err(w, f"batch_time {bt!r}: {_kwarg_words(exc)}") from None
         with _at(w):
             eng = Engine(batch_time=bt, name=name, **{"k_max": None, "kv_capacity_tokens": None, **budgets})
     priority = _strings(w, "priority", e.get("priority", []))

@@ -51,6 +51,8 @@ BAD = {
                                     'output = 10 }]'}, DataError, ["class 'c' step 1 prompt", "'sigma'"]),
     "length_missing_key": ({'route': '[{ engine = "E1", prompt = { dist = "lognormal", mean = 5 }, output = 10 }]'},
                            DataError, ["class 'c' step 1 prompt", "'sigma'"]),
+    "length_infinite": ({"route": '[{ engine = "E1", prompt = inf, output = 10 }]'}, DataError,
+                        ["class 'c' step 1", "prompt = inf", "finite"]),
     "name_int": ({'top': "name = 5"}, DataError, ["name = 5", "string"]),
     "class_name_int": ({'classes': '[[classes]]\nname = 7\nrate_per_s = 1.0\n'
                                     'route = [{ engine = "E1", prompt = 10, output = 10 }]\n'},
@@ -106,7 +108,11 @@ def _engine_case(tmp_path, body):
 @pytest.mark.parametrize("body, typ, parts", [
     ('batch_time = "fast"\nb_max = 512', DataError, ["engine 'E1'", "batch_time = 'fast'"]),
     ('batch_time = { c = 0.05, a = 0.0 }\nb_max = 512', DataError, ["engine 'E1'", "kind"]),
-    ('batch_time = { kind = "affine", c = 0.05 }\nb_max = 512', DataError, ["engine 'E1'", "batch_time"]),
+    ('batch_time = { kind = "affine", c = 0.05 }\nb_max = 512', DataError, ["engine 'E1'", "batch_time", "needs key 'a'"]),
+    ('batch_time = { kind = "affine", c = 0.05, a = 0.0, zz = 1 }\nb_max = 512', DataError,
+     ["engine 'E1'", "batch_time", "unknown key 'zz'"]),
+    ('batch_time = { kind = "context_aware", base = "x", kv_s_per_token = 1e-6 }\nb_max = 512', DataError,
+     ["engine 'E1'", "batch_time base"]),
     ('batch_time = { kind = "affine", c = -0.05, a = 0.0 }\nb_max = 512', ParameterError,
      ["engine 'E1' batch_time", "c=-0.05"]),
     ('batch_time = { kind = "affine", c = 0.05, a = 0.0 }\nb_max = -3', ParameterError, ["engine 'E1'", "b_max=-3"]),
