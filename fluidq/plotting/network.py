@@ -95,11 +95,23 @@ def network_drawing_graph(network):
 
 
 def _layers(g):
-    """Column of each node: arrivals first, departures last, the others by distance from arrivals."""
+    """Column of each node: arrivals first, departures last, the others by hops from the arrivals.
+
+    Acyclic drawings use the longest path from the arrivals (a node comes after everything that
+    feeds it); cyclic ones the shortest.
+    """
     import networkx as nx
 
-    dist = nx.single_source_shortest_path_length(g.subgraph([n for n in g if n != OUT]), IN)
-    inner = max([d for n, d in dist.items()] + [0])
+    inner_g = g.subgraph([n for n in g if n != OUT])
+    if nx.is_directed_acyclic_graph(inner_g):
+        dist = {IN: 0}
+        for n in nx.topological_sort(inner_g):
+            if n in dist:
+                for m in inner_g.successors(n):
+                    dist[m] = max(dist.get(m, 0), dist[n] + 1)
+    else:
+        dist = nx.single_source_shortest_path_length(inner_g, IN)
+    inner = max([*dist.values(), 0])
     col = {}
     for n in g:
         if n == OUT:
@@ -107,6 +119,34 @@ def _layers(g):
         else:
             col[n] = dist.get(n, 1)  # a station no route visits sits in the first column
     return col
+
+
+def _bend(p0, p1, others, scale, candidates):
+    """The ``arc3`` curvature, among ``candidates``, whose arc keeps farthest from the ``others`` boxes.
+
+    ``scale`` = (x, y) inches per data unit (``arc3`` bends in display space); distances are measured
+    in box units (half a column across, a third of a row up), and the first candidate that clears
+    every box wins.
+    """
+    (x0, y0), (x1, y1) = p0, p1
+    sx, sy = scale
+    s = np.linspace(0.0, 1.0, 25)[:, None]
+    best, best_score = candidates[0], -1.0
+    for rad in candidates:
+        cx = (x0 + x1) / 2 + rad * (y1 - y0) * sy / sx
+        cy = (y0 + y1) / 2 - rad * (x1 - x0) * sx / sy
+        pts = (1 - s) ** 2 * np.array([x0, y0]) + 2 * s * (1 - s) * np.array([cx, cy]) + s ** 2 * np.array([x1, y1])
+        score = float("inf")
+        for ox, oy in others:
+            d = np.maximum(np.abs(pts[:, 0] - ox) / 0.45, np.abs(pts[:, 1] - oy) / 0.3)
+            score = min(score, float(d.min()))
+        if score > 1.0:
+            return rad, (cx, cy)
+        if score > best_score:
+            best, best_score = rad, score
+    cx = (x0 + x1) / 2 + best * (y1 - y0) * sy / sx
+    cy = (y0 + y1) / 2 - best * (x1 - x0) * sx / sy
+    return best, (cx, cy)
 
 
 def plot_network(network, *, ax=None, path=None, seed: int = 0, legend: bool = True):
@@ -166,6 +206,11 @@ def plot_network(network, *, ax=None, path=None, seed: int = 0, legend: bool = T
                               "ls": "--" if kind == "router" else "-", "lw": 1.0})
         t.set_gid(f"node:{kind}:{n}")
         boxes[n] = t
+    ax.set_xlim(-0.6, ncols - 0.4)
+    ax.set_ylim(-tallest / 2.0 - (0.55 if legend else 0.1), tallest / 2.0 + 0.1)
+    box = ax.get_position()
+    fw, fh = fig.get_size_inches()
+    scale = (box.width * fw / (ncols + 0.2), box.height * fh / (tallest + (0.65 if legend else 0.2)))
     for u, v, d in g.edges(data=True):
         (x0, y0), (x1, y1) = pos[u], pos[v]
         router = d["kind"] == "router"
@@ -175,13 +220,19 @@ def plot_network(network, *, ax=None, path=None, seed: int = 0, legend: bool = T
                                   connectionstyle="arc3,rad=-1.6", mutation_scale=11, color=colour, zorder=4)
             lx, ly = x0, y0 + 0.42
         else:
-            rad = 0.25 if (g.has_edge(v, u) or x0 == x1 or abs(x1 - x0) > 1) else 0.0
+            others = [pos[n] for n in g if n not in (u, v)]
+            if g.has_edge(v, u):  # both directions: each bends to its own side
+                cands = (0.25, 0.4, 0.6)
+            elif x0 == x1:
+                cands = (0.3, -0.3, 0.5, -0.5, 0.8, -0.8)
+            else:
+                cands = (0.0, 0.25, -0.25, 0.45, -0.45, 0.7, -0.7)
+            rad, (cx, cy) = _bend((x0, y0), (x1, y1), others, scale, cands)
             arr = FancyArrowPatch((x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=11, color=colour,
                                   connectionstyle=f"arc3,rad={rad}", patchA=boxes[u].get_bbox_patch(),
                                   patchB=boxes[v].get_bbox_patch(), ls="--" if router else "-", lw=1.1,
                                   zorder=4)  # above the boxes, so they are placed when the arrow is clipped
-            lx = (x0 + x1) / 2 + 0.5 * rad * (y1 - y0)
-            ly = (y0 + y1) / 2 - 0.5 * rad * (x1 - x0)
+            lx, ly = 0.25 * x0 + 0.5 * cx + 0.25 * x1, 0.25 * y0 + 0.5 * cy + 0.25 * y1  # the arc's midpoint
         arr.set_gid(f"edge:{d['kind']}:{u}->{v}")
         ax.add_patch(arr)
         if router:
@@ -191,8 +242,6 @@ def plot_network(network, *, ax=None, path=None, seed: int = 0, legend: bool = T
         if label:
             ax.text(lx, ly, label, fontsize=7, color="dimgrey", ha="center", va="center", zorder=5,
                     bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
-    ax.set_xlim(-0.6, ncols - 0.4)
-    ax.set_ylim(-tallest / 2.0 - 0.1, tallest / 2.0 + 0.1)
     ax.set_axis_off()
     ax.set_title(f"{network.name}: load per engine ({'DAG' if network.is_dag else 'cyclic'})", fontsize=9)
     if legend:
@@ -203,7 +252,6 @@ def plot_network(network, *, ax=None, path=None, seed: int = 0, legend: bool = T
         handles.append(Line2D([], [], color="#455a64", label="route (classes named)"))
         ax.legend(handles=handles, fontsize=7, loc="lower center", bbox_to_anchor=(0.5, -0.02),
                   ncol=min(len(handles), 3), frameon=False)
-        ax.set_ylim(-tallest / 2.0 - 0.55, tallest / 2.0 + 0.1)
     return finish(fig, ax, path)
 
 

@@ -78,6 +78,24 @@ def test_network_plot_draws_routers_loads_legend_and_fitting_labels():
     assert "edge:route:orchestrator->departures" not in {p.get_gid() for p in ax.patches}
 
 
+def test_network_plot_layers_and_bends_around_boxes():
+    from fluidq.network.toml import network_from_dict
+
+    eng = {"batch_time": {"kind": "affine", "c": 0.05, "a": 0.0}, "b_max": 512}
+    net = network_from_dict({
+        "engines": {"E1": eng, "E2": eng}, "routers": {"pool": {"engines": ["E1", "E2"]}},
+        "classes": [{"name": "direct", "rate_per_s": 1.0, "route": [{"engine": "E1", "prompt": 10, "output": 10}]},
+                    {"name": "pooled", "rate_per_s": 1.0, "route": [{"engine": "pool", "prompt": 10, "output": 10}]}]})
+    ax = net.plot()
+    at = {t.get_gid(): t.get_position() for t in ax.texts if t.get_gid()}
+    # E1 is fed by the router too, so it sits in the router's engines' column, after the router
+    assert at["node:station:E1"][0] == at["node:station:E2"][0] > at["node:router:pool"][0]
+    # the direct arrivals -> E1 edge bends around the router box: its label is clear of it
+    label = next(t for t in ax.texts if t.get_text() == "direct")
+    (lx, ly), (px, py) = label.get_position(), at["node:router:pool"]
+    assert abs(lx - px) > 0.45 or abs(ly - py) > 0.3
+
+
 def test_verdict_plot_has_two_panels_on_their_own_time_axes():
     v = check_network_stability(rybko_stolyar(tokens_per_unit=10), simulate=True, horizon_s=40.0, replications=2,
                                 rng=1)
