@@ -97,9 +97,9 @@ def _unknown(where, d, allowed):
     extra = sorted(set(d) - set(allowed))
     if extra:
         hint = ""
-        if extra[0] in _TOP and (" engine " in where or " router " in where):
-            hint = (" (in TOML a key written after a [table] header belongs to that table: "
-                    "put the top-level keys before the first [engines.NAME])")
+        if extra[0] in _TOP and any(f" {k} " in where for k in ("engine", "router", "class")):
+            hint = (" (in TOML a key written after a [table] or [[table]] header belongs to that table: "
+                    "put the top-level keys before the first one)")
         raise _err(where, f"unknown key {extra[0]!r}; expected one of {', '.join(sorted(allowed))}{hint}")
 
 

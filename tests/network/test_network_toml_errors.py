@@ -66,6 +66,8 @@ BAD = {
                                               'probabilities = "half"\n'}, DataError, ["router 'r'", "probabilities"]),
     "top_key_after_table": ({'engine': 'bottleneck_load = 0.9\n'}, DataError,
                             ["engine 'E1'", "'bottleneck_load'", "before the first"]),
+    "top_key_after_classes": ({"klass": 'rate_per_s = 1.0\nclaim = "dag"'}, DataError,
+                              ["class 'c'", "'claim'", "before the first"]),
     "bottleneck_load_inf": ({'top': "bottleneck_load = inf"}, ParameterError, ["bottleneck_load"]),
     # value errors from the constructors keep their type and gain the place
     "rate_negative": ({'klass': "rate_per_s = -1.0"}, ParameterError, ["class 'c'", "rate_per_s=-1.0", "> 0"]),
