@@ -352,13 +352,33 @@ _KINDS = {cls.kind: cls for cls in (Staircase, PiecewiseLinear, Affine, Tabulate
 
 
 def batch_time_from_dict(d: dict) -> BatchTime:
-    """Inverse of :meth:`BatchTime.to_dict`."""
+    """Inverse of :meth:`BatchTime.to_dict`; a malformed description is a DataError naming the key."""
+    import dataclasses
+
+    from ..errors import DataError, ParameterError, UnknownNameError
+
+    if not isinstance(d, dict):
+        raise ParameterError("batch_time", d, "a table/dict with 'kind' and the model's parameters")
     d = dict(d)
     kind = d.pop("kind", None)
     if kind == "context_aware":
+        extra = sorted(set(d) - {"base", "kv_s_per_token"})
+        if extra:
+            raise DataError(f"batch_time: unknown key {extra[0]!r} for kind 'context_aware' (keys: base, kv_s_per_token)")
+        for key in ("base", "kv_s_per_token"):
+            if key not in d:
+                raise DataError(f"batch_time: kind 'context_aware' needs key {key!r} (keys: base, kv_s_per_token)")
         return ContextAware(base=batch_time_from_dict(d["base"]), kv_s_per_token=d["kv_s_per_token"])
     if kind not in _KINDS:
-        from ..errors import UnknownNameError
-
         raise UnknownNameError("batch-time kind", kind, list(_KINDS) + ["context_aware"])
-    return _KINDS[kind](**d)
+    cls = _KINDS[kind]
+    fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    required = {f.name for f in dataclasses.fields(cls) if f.init and f.default is dataclasses.MISSING
+                and f.default_factory is dataclasses.MISSING}
+    extra = sorted(set(d) - fields)
+    if extra:
+        raise DataError(f"batch_time: unknown key {extra[0]!r} for kind {kind!r} (keys: {', '.join(sorted(fields))})")
+    missing = sorted(required - set(d))
+    if missing:
+        raise DataError(f"batch_time: kind {kind!r} needs key {missing[0]!r} (keys: {', '.join(sorted(fields))})")
+    return cls(**d)

@@ -481,6 +481,7 @@ class Network:
     name: str = "network"
 
     def __post_init__(self):
+        object.__setattr__(self, "name", _name("name", self.name))
         st = tuple(self.stations)
         if not st or not all(isinstance(s, Station) for s in st):
             raise ParameterError("stations", self.stations, "a non-empty sequence of Station")

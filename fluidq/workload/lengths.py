@@ -226,6 +226,8 @@ def as_length(name: str, value) -> Length:
         raise ParameterTypeError(f"{name}={value!r}: expected an int or a length distribution")
     if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
         return Fixed(n=integer(name, value, minimum=1))
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParameterError(name, value, "a finite whole number of tokens (>= 1) or a length distribution")
     if isinstance(value, float):
         raise ParameterError(name, value, "an integer number of tokens or a distribution",
                              f"for a mean of {value} use fluidq.Geometric(mean_tokens={value})")

@@ -106,6 +106,10 @@ def test_descriptions_name_what_is_wrong():
     skip = RequestClass(name="c", rate_per_s=1.0, route=[Choice(options=[
         (0.5, []), (0.5, [Hop(engine="E", prompt_tokens=3, output_tokens=2)])])])  # an empty option may skip
     assert len(skip.route) == 1
+    with pytest.raises(ParameterError, match="finite"):
+        Hop(engine="E", prompt_tokens=float("inf"), output_tokens=2)
+    with pytest.raises(ParameterError, match="name"):
+        Network(name=5, stations=[Station(name="E", engine=e)], classes=[skip])
 
 
 def test_at_load_of_a_network_without_load_is_a_clear_error():
