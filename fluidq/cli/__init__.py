@@ -30,8 +30,22 @@ def emit(args, result, table: str) -> None:
         print(table)
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line, like fluidq's own (exit code 2).
+
+    argparse prints the whole usage block before its message; the usage is one ``--help`` away, so
+    the line names it instead.  Sub-command parsers are of the same class (``add_subparsers`` makes
+    them with the parent's type), so ``fluidq capacity --b-max 1.5`` reads
+    ``fluidq capacity: error: argument --b-max: invalid int value: '1.5' (see fluidq capacity --help)``.
+    """
+
+    def error(self, message):
+        msg = " ".join(str(message).split())
+        self.exit(2, f"{self.prog}: error: {msg} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fluidq", description="Queueing theory of LLM serving: capacity, "
+    parser = OneLineParser(prog="fluidq", description="Queueing theory of LLM serving: capacity, "
                                      "stability verdicts and stability regions.")
     parser.add_argument("--version", action="version", version=f"fluidq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,7 +1,10 @@
-"""Arguments shared by several commands: how to describe an engine and a workload."""
+"""Arguments shared by several commands: how to describe an engine and a workload, and the checks
+every command makes on its options before any work (paths it will write, options it would ignore)."""
 from __future__ import annotations
 
 import argparse
+import math
+from pathlib import Path
 
 from ..batchtime import Affine, PiecewiseLinear, Staircase
 from ..engine import Engine
@@ -14,8 +17,9 @@ def add_engine_args(p: argparse.ArgumentParser, *, multi_engine: bool = False) -
     g = p.add_argument_group("engine (a built-in profile, or the batch-time constants)")
     g.add_argument("--profile", default=None, help="built-in profile name (see `fluidq profiles`); "
                    "default: the paper's CodeLlama-34B/A100 fit")
-    g.add_argument("--model", choices=["staircase", "piecewise-linear", "affine"], default="staircase",
-                   help="batch-time form when constants are given")
+    g.add_argument("--model", choices=["staircase", "piecewise-linear", "affine"], default=None,
+                   help="batch-time form of the constants --c-ms/--a-ms/--b0 (default staircase; affine "
+                        "t(b) = c + a*b takes --c-ms and --a-ms per token, no --b0)")
     g.add_argument("--c-ms", type=float, default=None, help="fixed cost per batch, ms (paper: 11.28)")
     g.add_argument("--a-ms", type=float, default=None, help="cost per block (staircase) or per token, ms (paper: 35.47)")
     g.add_argument("--b0", type=int, default=None, help="block size / knee in tokens (paper: 128)")
@@ -41,9 +45,16 @@ def engine_from_args(args) -> Engine:
             raise ParameterError(flag, v, "an integer >= 1")
 
     consts = [args.c_ms, args.a_ms, args.b0]
+    model = args.model or "staircase"
     if any(v is not None for v in consts):
         if args.profile is not None:
             raise ParameterError("--profile", args.profile, "either --profile or --c-ms/--a-ms/--b0, not both")
+        if model == "affine":
+            reject_ignored(f"--b0 {args.b0}", args.b0 is not None,
+                           "by --model affine (t(b) = c + a*b has no block size or knee)")
+            if args.a_ms is None:
+                raise ParameterError("--a-ms", None, "the cost per token in ms for --model affine",
+                                     "the paper's 35.47 ms is per 128-token block of the staircase")
         c = 11.28 if args.c_ms is None else args.c_ms
         a = 35.47 if args.a_ms is None else args.a_ms
         b0 = 128 if args.b0 is None else args.b0
@@ -51,14 +62,16 @@ def engine_from_args(args) -> Engine:
             if not (ok and v == v and abs(v) != float("inf")):
                 raise ParameterError(flag, v, "a finite number >= 0" if flag == "--c-ms" else
                                      ("a finite number > 0" if flag == "--a-ms" else "an integer >= 1"))
-        if args.model == "staircase":
+        if model == "staircase":
             bt = Staircase(c=c / 1e3, a=a / 1e3, b0=b0)
-        elif args.model == "piecewise-linear":
+        elif model == "piecewise-linear":
             bt = PiecewiseLinear(c=c / 1e3, a=a / 1e3, b0=b0)
         else:
             bt = Affine(c=c / 1e3, a=a / 1e3)
         return Engine(batch_time=bt, b_max=512 if args.b_max is None else args.b_max, k_max=args.k_max,
                       name="custom")
+    reject_ignored(f"--model {args.model}", args.model is not None,
+                   "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
     prof = load_profile(args.profile or DEFAULT_PROFILE)
     changes = {}
     if args.b_max is not None:
@@ -85,7 +98,8 @@ def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
     if args.trace is not None:
         if args.prompt is not None or args.output is not None:
             raise ParameterError("--trace", args.trace, "either --trace or --prompt/--output, not both")
-        return Workload.from_trace(args.trace, rate_per_s=rate)
+        reject_ignored("--geometric", args.geometric, "with --trace (the lengths are the trace's own)")
+        return load_cli_trace("--trace", args.trace, rate_per_s=rate)
     if rate is None:
         hint = "or --load, a fraction of capacity" if hasattr(args, "load") else None
         raise ParameterError("--rate", None, "an arrival rate in requests per second", hint)
@@ -104,3 +118,171 @@ def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
                 raise ParameterError(name, v, "a whole number of tokens (or add --geometric for a mean)")
         lp, ld = int(mp), int(md)
     return Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=lp, output_tokens=ld)
+
+
+# ---------------------------------------------------------------------------------------------------
+# checks made before any work: output paths, options that would be ignored
+# ---------------------------------------------------------------------------------------------------
+
+def figure_formats() -> dict:
+    """The file formats matplotlib can write here, ``{extension: description}``."""
+    from matplotlib.figure import Figure
+
+    return Figure().canvas.get_supported_filetypes()
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return a.samefile(b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffixes=None, what: str = "file",
+                hint: str | None = None) -> str:
+    """Check a path a command will write, before any work; return the path that will be written.
+
+    ``inputs`` are ``(option, path)`` pairs the command reads (a path that is not an existing file,
+    such as an embedded trace name, is skipped): the output may not be one of them.  ``suffixes``
+    (with the dots) limits the extension of a file that is not a ``figure``; a figure's format is
+    the one matplotlib takes from the extension: a path without one gets ``.png`` (what matplotlib
+    writes), and the returned path says so.
+    """
+    text = str(path)
+    if not text.strip():
+        raise ParameterError(option, path, f"a {what} path")
+
+    def not_an_input(q: Path) -> None:
+        for in_opt, in_path in inputs:
+            if in_path is not None and Path(str(in_path)).is_file() and _same_file(q, Path(str(in_path))):
+                raise ParameterError(option, text, f"a {what} other than the input {in_opt} (writing it would "
+                                     "overwrite that file)")
+
+    p = Path(text)
+    not_an_input(p)
+    suffix = p.suffix.lower()
+    if figure:
+        formats = figure_formats()
+        if not suffix:
+            p = p.with_name(p.name + ".png")
+            not_an_input(p)
+        elif suffix.lstrip(".") not in formats:
+            raise ParameterError(option, text, "a file name ending in one of "
+                                 + ", ".join("." + f for f in sorted(formats)), "the figure format comes from "
+                                 "the extension")
+    elif suffixes is not None and suffix not in suffixes:
+        raise ParameterError(option, text, f"a file name ending in {' or '.join(suffixes)}", hint)
+    parent = p.parent
+    if not parent.is_dir():
+        raise ParameterError(option, text, f"a path in an existing folder (there is no folder {str(parent)!r})")
+    if p.is_dir():
+        raise ParameterError(option, text, f"a {what} name (this is a folder)")
+    return str(p)
+
+
+def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
+    """Check a folder a command will fill (``what``: the command, "report" or "validate"), before any work.
+
+    The folder may be new (in an existing parent folder, like every output path), empty, or one that
+    fluidq wrote before (it holds ``marker``); a folder with other files is refused rather than
+    overwritten.  Call :func:`mark_folder` once the command has written it.
+    """
+    text = str(path)
+    if not text.strip():
+        raise ParameterError(option, path, f"a folder for the {what}")
+    p = Path(text)
+    if p.exists() and not p.is_dir():
+        raise ParameterError(option, text, f"a folder for the {what}, not an existing file",
+                             "give a new folder name")
+    if not p.exists():
+        if not p.parent.is_dir():
+            raise ParameterError(option, text, "a folder in an existing folder (there is no folder "
+                                 f"{str(p.parent)!r}; create it first)")
+        return p
+    if (p / marker).is_file():
+        return p
+    names = sorted(q.name for q in p.iterdir())
+    if names:
+        from . import CliError
+
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise CliError(f"{option} {text}: the folder holds files that fluidq did not write ({shown}); give a new "
+                       f"or empty folder, or remove these files (a folder written by an earlier `fluidq {what}`, "
+                       f"with its {marker} file, is written over)")
+    return p
+
+
+def mark_folder(folder: Path, marker: str, what: str) -> None:
+    """Leave ``marker`` in a folder fluidq wrote, so that the next run may write over it."""
+    folder = Path(folder)
+    if folder.is_dir():
+        (folder / marker).write_text(f"This folder was written by `fluidq {what}`; running it again with the "
+                                     "same --out replaces its files.\n")
+
+
+def reject_ignored(option: str, given: bool, why: str) -> None:
+    """One line for an option the command would otherwise silently ignore."""
+    if given:
+        from . import CliError
+
+        raise CliError(f"{option} is ignored {why}")
+
+
+def finite_positive(option: str, value, what: str = "a finite number > 0") -> None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ParameterError(option, value, what)
+
+
+def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
+    """``Workload.from_trace`` for a trace named on the command line, refusing an unsorted file.
+
+    The loader sorts the rows by time; for a file given on the command line a row out of order is
+    more likely a mistake (a file edited or concatenated by hand), so the command names it instead.
+    """
+    if rate_per_s is not None and not (math.isfinite(rate_per_s) and rate_per_s > 0):
+        raise ParameterError("--rate", rate_per_s, "a finite rate > 0 (requests per second)")
+    if Path(str(name)).is_file():
+        _check_trace_order(option, Path(str(name)))
+    return Workload.from_trace(name, rate_per_s=rate_per_s)
+
+
+def _check_trace_order(option: str, path: Path) -> None:
+    import csv
+    import gzip
+    import io
+    import json
+    from datetime import datetime
+
+    from ..errors import DataError
+
+    try:
+        raw = path.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # the loader names what is wrong with the file
+    stamps = []  # (line number, seconds)
+    try:
+        if text.lstrip()[:1] == "{":
+            for n, line in enumerate(text.splitlines(), start=1):
+                if line.strip():
+                    stamps.append((n, float(json.loads(line)["timestamp"]) / 1e3))
+        else:
+            reader = csv.reader(io.StringIO(text))
+            next(reader, None)
+            for n, row in enumerate(reader, start=2):
+                if row:
+                    stamp = row[0].strip()
+                    if "." in stamp:
+                        head, frac = stamp.split(".", 1)
+                        stamp = f"{head}.{frac[:6]}"
+                    stamps.append((n, datetime.fromisoformat(stamp).timestamp()))
+    except (ValueError, KeyError, TypeError, IndexError):
+        return  # malformed: the loader's message locates it
+    for (n0, t0), (n1, t1) in zip(stamps, stamps[1:]):
+        if t1 < t0:
+            raise DataError(f"{option} {path}: line {n1} arrives {t0 - t1:g} s before line {n0}: the rows must be "
+                            "in time order (sort the file by its timestamp column)")

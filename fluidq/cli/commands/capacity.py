@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import add_engine_args, add_workload_args, engine_from_args, finite_positive, workload_from_args
 
 
 def register(sub):
     p = sub.add_parser("capacity", help="maximum throughput of one or more engines",
-                       description="Maximum tokens/s (and requests/s for a workload's mean lengths): "
-                       "sup_{b<=b_max} b/t(b), Theorem 2 of arXiv:2504.07347.")
+                       description="Maximum tokens/s, and requests/s for the workload's mean lengths (--prompt/"
+                       "--output, default 100 each, or a --trace): sup_{b<=b_max} b/t(b), Theorem 2 of "
+                       "arXiv:2504.07347. With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
     add_engine_args(p, multi_engine=True)
     add_workload_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -17,11 +18,13 @@ def register(sub):
 
 
 def run(args):
+    finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = engine_from_args(args)
-    workload = None
-    if args.prompt is not None or args.output is not None or args.trace is not None:
-        workload = workload_from_args(args, default_rate=1.0)
+    # the lengths default to 100 + 100 tokens (as --help says); the arrival rate is a placeholder
+    # unless --rate was given, and then it is left out of the JSON
+    workload = workload_from_args(args, default_rate=1.0)
     res = max_throughput(engine, workload, n_engines=args.engines)
+    defaults = args.trace is None and (args.prompt is None or args.output is None)
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else ""),
              f"engines         {args.engines}",
@@ -29,6 +32,19 @@ def run(args):
              f"capacity        {res.tokens_per_s:,.3f} tokens/s  ({res.tokens_per_s / 1e3:.6f} tokens/ms)"]
     if res.requests_per_s is not None:
         lines.append(f"requests        {res.requests_per_s:.4f} req/s for m_p+m_d = {workload.mean_tokens:g} tokens"
-                     f"  (lambda* = {res.requests_per_s / 1e3:.7f} req/ms)")
+                     f"  (lambda* = {res.requests_per_s / 1e3:.7f} req/ms)"
+                     + (f"  ({' and '.join(o for o, v in (('--prompt', args.prompt), ('--output', args.output)) if v is None)}"
+                        " 100 by default)" if defaults else ""))
+    out = res.to_dict()
+    wl = (out.get("inputs") or {}).get("workload")
+    if args.rate is None and isinstance(wl, dict):
+        out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported
+    if args.rate is not None:
+        offered = workload.arrival_rate_per_s * workload.mean_tokens
+        load = offered / res.tokens_per_s
+        out["offered"] = {"rate_per_s": workload.arrival_rate_per_s, "tokens_per_s": offered, "load": load}
+        lines.append(f"load            {load:.4f} of capacity: {workload.arrival_rate_per_s:g} req/s x "
+                     f"{workload.mean_tokens:g} tokens = {offered:,.3f} tokens/s offered"
+                     + (" (above 1: no scheduler keeps up)" if load > 1 else ""))
     lines.append(f"why             {res.reason}")
-    emit(args, res, "\n".join(lines))
+    emit(args, out, "\n".join(lines))

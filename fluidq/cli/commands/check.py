@@ -17,21 +17,27 @@ def register(sub):
                    help="offered load as a fraction of capacity (instead of --rate)")
     p.add_argument("--policy", action="append", default=None,
                    help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
-    p.add_argument("--tolerance", type=float, default=0.02, help="relative band around load 1 called critical")
+    p.add_argument("--tolerance", type=float, default=0.02,
+                   help="relative band around load 1 called critical, in [0, 1) (default 0.02)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
 def run(args):
+    import math
+
     from ...capacity import max_throughput
     from ...errors import ParameterError
 
-    engine = engine_from_args(args)
+    if not (math.isfinite(args.tolerance) and 0 <= args.tolerance < 1):
+        raise ParameterError("--tolerance", args.tolerance, "a relative tolerance in [0, 1)")
     if args.load is not None:
         if args.rate is not None:
             raise ParameterError("--load", args.load, "either --load or --rate, not both")
-        if not args.load > 0:
-            raise ParameterError("--load", args.load, "a fraction of capacity > 0")
+        if not (math.isfinite(args.load) and args.load > 0):
+            raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
+    engine = engine_from_args(args)
+    if args.load is not None:
         shape = workload_from_args(args, default_rate=1.0)
         lam = args.load * max_throughput(engine, shape, n_engines=args.engines).requests_per_s
         workload = shape.with_rate(lam)
@@ -43,4 +49,9 @@ def run(args):
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, load {results[0].load:.3f}"]
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
-    emit(args, results if len(results) > 1 else results[0], "\n".join(lines))
+    # the inputs with every verdict (StabilityResult.to_dict has the numbers, not what they came from)
+    inputs = {"engine": engine.to_dict(), "workload": workload.to_dict(),
+              "arrival_rate_per_s": workload.arrival_rate_per_s, "n_engines": args.engines,
+              "load_given": args.load, "tolerance": args.tolerance}
+    out = [{**r.to_dict(), "inputs": inputs} for r in results]
+    emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

@@ -6,6 +6,7 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    output_file,
     workload_from_args,
 )
 
@@ -23,7 +24,8 @@ def register(sub):
     p.add_argument("--max-states", type=int, default=500_000, help="refuse larger chains (memory)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
     p.add_argument("--solver", default="auto", choices=["auto", "direct", "gmres", "power"])
-    p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field (PNG)")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field "
+                   "to PATH (format from the extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -33,6 +35,16 @@ def run(args):
     from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
     from ...errors import ParameterError
 
+    import math
+
+    for flag, v in (("--max-prefill", args.max_prefill), ("--max-decode", args.max_decode),
+                    ("--max-states", args.max_states)):
+        if v < 1:
+            raise ParameterError(flag, v, "an integer >= 1")
+    if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
+        raise ParameterError("--tolerance", args.tolerance, "a boundary mass in (0, 1)")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine = engine_from_args(args)
     if args.engines != 1:
         raise ParameterError("--engines", args.engines, "1 for `fluidq dtmc` (network chains: fluidq.dtmc.networks)")

@@ -18,8 +18,9 @@ def register(sub):
     p.add_argument("--kind", choices=_KINDS, default="auto", help="model form (default: auto, by held-out error)")
     p.add_argument("--loss", choices=["relative", "absolute"], default="relative",
                    help="least squares on relative errors (default) or on seconds")
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out error")
-    p.add_argument("--plot", default=None, metavar="PATH", help="write a PNG of the fit")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out error (>= 2)")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a plot of the fit to PATH (format from the "
+                   "extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -81,7 +82,13 @@ def read_fit_csv(path) -> dict:
 
 def run(args):
     from ...batchtime.fit import fit_batch_time
+    from ...errors import ParameterError
+    from ..common import output_file
 
+    if args.folds < 2:
+        raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=[("the CSV", args.csv)])
     cols = read_fit_csv(args.csv)
     res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
                          folds=args.folds, loss=args.loss)

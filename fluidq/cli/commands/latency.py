@@ -2,7 +2,14 @@
 from __future__ import annotations
 
 from .. import CliError, emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    output_file,
+    reject_ignored,
+    workload_from_args,
+)
 
 
 def register(sub):
@@ -15,19 +22,28 @@ def register(sub):
     p.add_argument("--reasoning", action="store_true",
                    help="use the built-in heavy-tailed reasoning-like workload instead of --prompt/--output/--trace")
     p.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens (memory, preemptions)")
-    p.add_argument("--preemption", choices=["recompute", "swap"], default="recompute")
-    p.add_argument("--swap-ms-per-token", type=float, default=None, help="swap cost per KV token, ms")
+    p.add_argument("--preemption", choices=["recompute", "swap"], default=None,
+                   help="what happens to a request evicted when the KV cache (--kv-capacity) is full: "
+                        "recomputed (default) or swapped")
+    p.add_argument("--swap-ms-per-token", type=float, default=None,
+                   help="swap cost per KV token, ms (with --preemption swap)")
     p.add_argument("--orderings", default="fcfs,pars,sjf,srpt,gamma-boost,uniboost",
                    help="comma-separated: fcfs, pars, sjf, srpt, las, gamma-boost, uniboost, uniboost-nomemguard, "
                    "uniboost-ada")
-    p.add_argument("--loads", default="0.5,0.7,0.9", help="comma-separated fractions of capacity")
+    p.add_argument("--loads", default="0.5,0.7,0.9", help="comma-separated fractions of capacity, each in (0, 2] "
+                   "(they set the arrival rates, so there is no --rate)")
     p.add_argument("--horizon", type=float, default=300.0, help="simulated seconds per run")
-    p.add_argument("--replications", type=int, default=2)
-    p.add_argument("--tau", type=float, default=0.6, help="Kendall tau of PARS's stand-in predictor, in (0, 1] (default 0.6)")
-    p.add_argument("--gamma", type=float, default=None, help="gamma-Boost rate, 1/s (default: M/G/1 value)")
+    p.add_argument("--replications", type=int, default=2, help="seeded runs per policy and load (>= 1, default 2)")
+    p.add_argument("--tau", type=float, default=None,
+                   help="Kendall tau of PARS's stand-in predictor, in (0, 1] (default 0.6; with the pars ordering)")
+    p.add_argument("--gamma", type=float, default=None,
+                   help="gamma-Boost / UNIBOOST rate, 1/s (default: M/G/1 value; with those orderings)")
     p.add_argument("--seed", type=int, default=0, help="root seed (a non-negative integer)")
-    p.add_argument("--metric", default="latency_per_token_mean_s", help="metric for --plot")
-    p.add_argument("--plot", default=None, metavar="PNG", help="write a latency-load plot")
+    p.add_argument("--metric", default=None,
+                   help="metric plotted by --plot (default latency_per_token_mean_s); given, it is also a column "
+                        "of the tables and the ordering with its lowest value is named per load")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a latency-load plot to PATH (format from the "
+                   "extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -45,36 +61,79 @@ def run(args):
     from ...errors import ParameterError
     from ...latency import METRICS, compare_orderings, reasoning_workload, standard_policies
 
-    if not (math.isfinite(args.tau) and 0 < args.tau <= 1):
+    keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
+    loads = _floats("--loads", args.loads)
+    if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
+        raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
+    if args.tau is not None and not (math.isfinite(args.tau) and 0 < args.tau <= 1):
         raise ParameterError("--tau", args.tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
+    if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
+        raise ParameterError("--gamma", args.gamma, "a finite rate > 0 per second")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a non-negative integer")
-    engine = engine_from_args(args)
-    if args.kv_capacity is not None:
-        engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
+    if not (math.isfinite(args.horizon) and args.horizon > 0):
+        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
+    if args.replications < 1:
+        raise ParameterError("--replications", args.replications, "an integer >= 1")
+    if args.kv_capacity is not None and args.kv_capacity < 1:
+        raise ParameterError("--kv-capacity", args.kv_capacity, "an integer number of tokens >= 1")
+    if args.swap_ms_per_token is not None and not (math.isfinite(args.swap_ms_per_token)
+                                                   and args.swap_ms_per_token >= 0):
+        raise ParameterError("--swap-ms-per-token", args.swap_ms_per_token, "a finite number of ms >= 0")
+    if args.metric is not None and args.metric not in METRICS:
+        raise CliError(f"--metric={args.metric!r}: expected one of {', '.join(METRICS)}")
+    reject_ignored(f"--rate {args.rate}", args.rate is not None,
+                   "by `fluidq latency`: the arrival rates are the --loads fractions of capacity")
+    reject_ignored(f"--tau {args.tau}", args.tau is not None and "pars" not in keys,
+                   "without the pars ordering in --orderings (it is the accuracy of PARS's predictor)")
+    reject_ignored(f"--gamma {args.gamma}",
+                   args.gamma is not None and not {"gamma-boost", "uniboost", "uniboost-nomemguard"} & set(keys),
+                   "without gamma-boost/uniboost/uniboost-nomemguard in --orderings (it is their boost rate)")
+    if args.preemption == "swap" and args.swap_ms_per_token is None:
+        raise ParameterError("--swap-ms-per-token", None, "the swap cost in ms per KV token, for --preemption swap")
+    reject_ignored(f"--swap-ms-per-token {args.swap_ms_per_token}",
+                   args.swap_ms_per_token is not None and args.preemption != "swap",
+                   "without --preemption swap (recomputed requests are not swapped)")
     if args.reasoning:
         if args.trace is not None or args.prompt is not None or args.output is not None:
             raise CliError("--reasoning: give either it or --trace/--prompt/--output")
+        reject_ignored("--geometric", args.geometric, "with --reasoning (its lengths are heavy-tailed, built in)")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
+    engine = engine_from_args(args)
+    if args.kv_capacity is not None:
+        engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
+    reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
+                   "without a KV-cache limit (--kv-capacity): nothing is ever preempted")
+    if args.reasoning:
         workload = reasoning_workload()
     else:
         workload = workload_from_args(args, default_rate=1.0)
-    if args.metric not in METRICS:
-        raise CliError(f"--metric={args.metric!r}: expected one of {', '.join(METRICS)}")
-    keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
-    pols = standard_policies(engine, workload, keys=keys, tau=args.tau, gamma_per_s=args.gamma, seed=args.seed)
+    tau = 0.6 if args.tau is None else args.tau
+    pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
-    res = compare_orderings(engine, workload, pols, loads=_floats("--loads", args.loads), horizon_s=args.horizon,
-                            n_replications=args.replications, rng=args.seed, preemption=args.preemption,
-                            swap_s_per_token=swap)
+    res = compare_orderings(engine, workload, pols, loads=loads, horizon_s=args.horizon,
+                            n_replications=args.replications, rng=args.seed,
+                            preemption=args.preemption or "recompute", swap_s_per_token=swap)
+    metric = args.metric or "latency_per_token_mean_s"
     if args.plot:
-        res.plot(metric=args.metric, path=args.plot)
+        res.plot(metric=metric, path=args.plot)
+    cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request")
+    if args.metric is not None and args.metric not in cols:
+        cols = cols + (args.metric,)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", kv={engine.kv_capacity_tokens} tokens" if engine.kv_capacity_tokens else ", unlimited KV"),
              f"workload  {workload.name}; capacity {res.inputs['capacity_requests_per_s']:.3f} req/s",
              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
              f"({res.seconds:.1f} s wall)"]
     for i, ld in enumerate(res.loads):
-        lines += ["", f"load {ld:g} ({res.rates_per_s[i]:.3f} req/s)", res.table(i)]
+        lines += ["", f"load {ld:g} ({res.rates_per_s[i]:.3f} req/s)", res.table(i, metrics=cols)]
+        if args.metric is not None:
+            vals = {p: res.values[p][metric][i][0] for p in res.policies}
+            vals = {p: v for p, v in vals.items() if v == v}
+            if vals:
+                best = min(vals, key=vals.get)
+                lines.append(f"lowest {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
     if args.plot:
         lines.append(f"\nplot written to {args.plot}")
     emit(args, res, "\n".join(lines))

@@ -15,19 +15,49 @@ def register(sub):
     p.add_argument("--unit", choices=["words", "chars"], default="words")
     p.add_argument("--model", default=None, help="model whose lengths to learn (default: the first)")
     p.add_argument("--cross", default=None, help="comma-separated models for a cross-model tau matrix")
-    p.add_argument("--test-fraction", type=float, default=0.25)
-    p.add_argument("--delta", type=float, default=0.2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--save", default=None, metavar="NPZ", help="write the trained ranker (.npz, no pickle)")
+    p.add_argument("--test-fraction", type=float, default=0.25, help="share of prompts held out, in (0, 1) "
+                   "(default 0.25)")
+    p.add_argument("--delta", type=float, default=None,
+                   help="training pairs kept when their lengths differ by this relative amount, in [0, 1) "
+                        "(default 0.2; not with --load)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the split and the training (an integer >= 0)")
+    p.add_argument("--save", default=None, metavar="NPZ",
+                   help="write the ranker to NPZ, a NumPy archive whose name must end in .npz (no pickle)")
     p.add_argument("--load", default=None, metavar="NPZ", help="evaluate a saved ranker instead of training")
-    p.add_argument("--plot", default=None, metavar="PNG", help="cross-model heat map (with --cross)")
+    p.add_argument("--plot", default=None, metavar="PATH", help="cross-model heat map to PATH (with --cross; format "
+                   "from the extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
 def run(args):
-    from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
+    import math
 
+    from ...errors import ParameterError
+    from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
+    from ..common import output_file, reject_ignored
+
+    if not (math.isfinite(args.test_fraction) and 0 < args.test_fraction < 1):
+        raise ParameterError("--test-fraction", args.test_fraction, "a fraction in (0, 1)")
+    if args.delta is not None and not (math.isfinite(args.delta) and 0 <= args.delta < 1):
+        raise ParameterError("--delta", args.delta, "a relative difference in [0, 1)")
+    if args.seed < 0:
+        raise ParameterError("--seed", args.seed, "an integer >= 0")
+    reject_ignored(f"--delta {args.delta}", args.delta is not None and args.load is not None and not args.cross,
+                   "with --load (it filters training pairs; a loaded ranker is not trained)")
+    reject_ignored(f"--plot {args.plot}", args.plot is not None and not args.cross,
+                   "without --cross (the plot is the cross-model heat map)")
+    inputs = [("--data", args.data), ("--load", args.load)]
+    if args.save:
+        args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
+                                hint="the ranker is written as a NumPy .npz archive")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=inputs)
+    if args.cross:
+        models = [m.strip() for m in args.cross.split(",") if m.strip()]
+        if len(models) < 2:
+            raise CliError("--cross: give at least two comma-separated models")
+    delta = 0.2 if args.delta is None else args.delta
     ds = load_lengths(args.data, unit=args.unit)
     model = args.model or ds.models[0]
     L = ds.of(model)
@@ -36,7 +66,7 @@ def run(args):
     if args.load:
         rk = LengthRanker.load(args.load)
     else:
-        rk = LengthRanker.fit([ds.prompts[i] for i in tr], L[tr], delta=args.delta, rng=args.seed)
+        rk = LengthRanker.fit([ds.prompts[i] for i in tr], L[tr], delta=delta, rng=args.seed)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
     out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
@@ -49,10 +79,7 @@ def run(args):
         rk.save(args.save)
         lines.append(f"saved       {args.save}")
     if args.cross:
-        models = [m.strip() for m in args.cross.split(",") if m.strip()]
-        if len(models) < 2:
-            raise CliError("--cross: give at least two comma-separated models")
-        cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, delta=args.delta)
+        cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, delta=delta)
         out["cross_model"] = cm.to_dict()
         lines += ["", _cross_table(models, cm.tau)]
         if args.plot:

@@ -6,7 +6,14 @@ import re
 
 from ...errors import ParameterError
 from .. import CliError, emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    output_file,
+    reject_ignored,
+    workload_from_args,
+)
 
 
 def register(sub):
@@ -26,9 +33,10 @@ def register(sub):
     p.add_argument("--simulate", action="store_true",
                    help="also bracket each --policies scheduler's stability threshold by simulation along "
                         "rays (deterministic arrivals; seconds per scheduler)")
-    p.add_argument("--rays", type=int, default=7, help="rays for --simulate (default 7)")
-    p.add_argument("--seed", type=int, default=0, help="root seed for --simulate")
-    p.add_argument("--plot", default=None, metavar="PATH", help="write the region plot (PNG) to PATH")
+    p.add_argument("--rays", type=int, default=None, help="rays for --simulate (default 7)")
+    p.add_argument("--seed", type=int, default=None, help="root seed for --simulate (default 0)")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write the region plot to PATH (format from the "
+                   "extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
     # argparse reads "-1,5" as an option name (only "-1" or "-1.5" count as negative numbers), so a
@@ -79,8 +87,15 @@ def run(args):
 
     if args.engines != 1:
         raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
-    engine = engine_from_args(args)
     point = _point(args.point) if args.point is not None else None
+    reject_ignored(f"--rate {args.rate}", point is not None and args.rate is not None,
+                   "with --point: the rate places the workload's operating point (rate x m_p, rate x m_d), "
+                   "--point another; give one of them (--prompt/--output without --rate still give lambda*)")
+    for opt, v in (("--rays", args.rays), ("--seed", args.seed)):
+        reject_ignored(f"{opt} {v}", v is not None and not args.simulate, "without --simulate (nothing is simulated)")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
+    engine = engine_from_args(args)
     workload = None
     if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
         workload = workload_from_args(args, default_rate=1.0)
@@ -91,6 +106,8 @@ def run(args):
     if args.simulate:  # validate before any work or progress line (stderr stays one line on error)
         if not pols:
             raise CliError("--simulate needs --policies")
+        args.rays = 7 if args.rays is None else args.rays
+        args.seed = 0 if args.seed is None else args.seed
         if args.rays < 1:
             raise ParameterError("--rays", args.rays, "an integer >= 1")
         if args.seed < 0:

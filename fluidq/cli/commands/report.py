@@ -5,12 +5,17 @@ import sys
 
 from .. import emit
 
+MARKER = ".fluidq-report"
+
 
 def register(sub):
     p = sub.add_parser("report", help="write the report folder (Markdown, HTML, PNG plots)",
                        description="The main job. With no options: the paper's CodeLlama-34B/A100 fit and the "
                        "embedded Azure conversation workload.")
-    p.add_argument("--out", default="fluidq-report", help="output folder (default: ./fluidq-report)")
+    p.add_argument("--out", default="fluidq-report",
+                   help="output folder (default: ./fluidq-report): a new folder in an existing one, an empty "
+                        "folder, or one an earlier `fluidq report` wrote (its files are replaced); a folder with "
+                        "other files is refused")
     p.add_argument("--profile", default=None, help="built-in profile (see `fluidq profiles`)")
     p.add_argument("--trace", default=None, help="trace file or embedded name ('azure-conv', 'azure-code')")
     p.add_argument("--rate", type=float, default=None, help="arrival rate, req/s (default: the trace's own)")
@@ -22,18 +27,23 @@ def register(sub):
 def run(args):
     from ...profiles import DEFAULT_PROFILE, load_profile
     from ...report import build_report
-    from ...workload import Workload
+    from ..common import finite_positive, load_cli_trace, mark_folder, output_folder
 
+    finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
+    out = output_folder("--out", args.out, marker=MARKER, what="report")
     prof = load_profile(args.profile or DEFAULT_PROFILE)
     trace = args.trace or "azure-conv"
-    workload = Workload.from_trace(trace, rate_per_s=args.rate)
+    workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
 
     def progress(i, n, name):
         if not args.json:
             print(f"\r[{i + 1}/{n}] {name:<28}", end="", file=sys.stderr, flush=True)
 
-    res = build_report(args.out, prof.engine(), workload, quick=args.quick, profile_name=prof.name,
-                       progress=progress)
+    try:
+        res = build_report(str(out), prof.engine(), workload, quick=args.quick, profile_name=prof.name,
+                           progress=progress)
+    finally:  # even a report cut short is fluidq's: the next run may write over it
+        mark_folder(out, MARKER, "report")
     if not args.json:
         print("", file=sys.stderr)
     emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "

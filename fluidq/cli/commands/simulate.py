@@ -12,6 +12,8 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    output_file,
+    reject_ignored,
     workload_from_args,
 )
 
@@ -32,22 +34,30 @@ def register(sub):
                         "(the trace's own arrival times, time-scaled to the rate: the replayed window's effective "
                         "load is shown, as a trace's start may be sparser than its mean); with --trace, "
                         "poisson/periodic/gamma draw that process at the rate with the trace's length distributions")
-    g.add_argument("--cv", type=float, default=2.0, help="coefficient of variation of gamma inter-arrivals")
+    g.add_argument("--cv", type=float, default=None,
+                   help="coefficient of variation of the inter-arrival times, with --arrival gamma (default 2)")
     g.add_argument("--policy", action="append", default=None,
                    help="scheduler (repeatable): fastertransformer, vllm, orca, sarathi, vllm-chunked "
                         "(default: sarathi and fastertransformer)")
     g.add_argument("--chunk-long-prompts", action="store_true",
                    help="let non-chunking schedulers split prompts longer than b_max")
-    g.add_argument("--horizon", type=float, default=None, help="simulated seconds (default 90 unless --requests)")
-    g.add_argument("--requests", type=int, default=None, help="number of arrivals (run until they finish)")
+    g.add_argument("--horizon", type=float, default=None,
+                   help="simulated seconds: arrivals up to it, and the run stops there (default 90 unless --requests)")
+    g.add_argument("--requests", type=int, default=None,
+                   help="number of arrivals; without --horizon the run lasts until they finish, with --horizon "
+                        "it stops at the horizon (requests unfinished by then count in 'in sys')")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--replications", type=int, default=1,
                    help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict")
     g.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens")
-    g.add_argument("--preemption", choices=["recompute", "swap"], default="recompute")
-    g.add_argument("--swap-us-per-token", type=float, default=None, help="swap cost, microseconds per KV token")
+    g.add_argument("--preemption", choices=["recompute", "swap"], default=None,
+                   help="what happens to a request evicted when the KV cache (--kv-capacity) is full: its KV "
+                        "is recomputed (default) or swapped out and back")
+    g.add_argument("--swap-us-per-token", type=float, default=None,
+                   help="swap cost, microseconds per KV token (with --preemption swap)")
     g.add_argument("--warmup", type=float, default=0.0, help="seconds left out of the latency metrics")
-    p.add_argument("--plot", default=None, metavar="PATH", help="write a queue-trajectory plot (PNG) to PATH")
+    p.add_argument("--plot", default=None, metavar="PATH", help="write a queue-trajectory plot to PATH (format from "
+                   "the extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress indicator on stderr")
     p.set_defaults(func=run)
@@ -82,7 +92,8 @@ def _check_flags(args):
              "a finite fraction > 0 of the capacity"),
             ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
              "a finite rate > 0 (requests per second)"),
-            ("--cv", args.cv, finite(args.cv) and args.cv > 0, "a finite coefficient of variation > 0"),
+            ("--cv", args.cv, args.cv is None or (finite(args.cv) and args.cv > 0),
+             "a finite coefficient of variation > 0"),
             ("--kv-capacity", args.kv_capacity, args.kv_capacity is None or args.kv_capacity >= 1,
              "an integer number of tokens >= 1"),
             ("--swap-us-per-token", args.swap_us_per_token,
@@ -93,6 +104,14 @@ def _check_flags(args):
     if args.preemption == "swap" and args.swap_us_per_token is None:
         raise ParameterError("--swap-us-per-token", None, "the swap cost in microseconds per KV token, "
                              "for --preemption swap")
+    reject_ignored(f"--swap-us-per-token {args.swap_us_per_token}",
+                   args.swap_us_per_token is not None and args.preemption != "swap",
+                   "without --preemption swap (recomputed requests are not swapped)")
+    arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
+    reject_ignored(f"--cv {args.cv}", args.cv is not None and arrival != "gamma",
+                   f"with --arrival {arrival} (it is the variability of --arrival gamma's inter-arrival times)")
+    if args.replications >= 2 and args.horizon is None and args.requests is not None:
+        raise CliError("--replications needs --horizon (the backlog growth is measured over a fixed time)")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
@@ -102,6 +121,8 @@ def _check_flags(args):
     if args.horizon is not None and args.warmup >= args.horizon:
         raise ParameterError("--warmup", args.warmup, f"seconds < --horizon={args.horizon:g}",
                              "a warm-up this long leaves every request out of the latency metrics")
+    if args.plot:
+        args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
 
 
 def _replay_line(rw) -> str:
@@ -122,6 +143,8 @@ def run(args):
     engine = engine_from_args(args)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
+    reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
+                   "without a KV-cache limit (--kv-capacity): nothing is ever preempted")
     if args.rate is not None and args.load is not None:
         raise CliError("give --rate or --load, not both")
     # a trace replays at its own rate unless --rate/--load say otherwise; 1.0 is a placeholder that the
@@ -138,7 +161,7 @@ def run(args):
     if not replay and (arrival != "poisson" or args.trace is not None):
         rate = base.arrival_rate_per_s
         arr = {"poisson": Poisson, "periodic": Periodic}[arrival](rate_per_s=rate) if arrival != "gamma" \
-            else Gamma(rate_per_s=rate, cv=args.cv)
+            else Gamma(rate_per_s=rate, cv=2.0 if args.cv is None else args.cv)
         base = replace(base, arrival=arr, trace=None)  # lengths: the trace's empirical distributions
     horizon = args.horizon
     if horizon is None and args.requests is None:
@@ -157,7 +180,7 @@ def run(args):
             pol = pol.with_(chunk_long_prompts=True)
         pols.append(pol)
     swap = None if args.swap_us_per_token is None else args.swap_us_per_token * 1e-6
-    kw = {"preemption": args.preemption, "swap_s_per_token": swap, "warmup_s": args.warmup}
+    kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
     cap = max_throughput(engine, base)
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
            "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
@@ -200,7 +223,7 @@ def run(args):
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
-             + (f", KV {engine.kv_capacity_tokens} tokens ({args.preemption})" if engine.kv_capacity_tokens else ""),
+             + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
              f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),

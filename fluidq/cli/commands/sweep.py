@@ -80,6 +80,11 @@ def run(args):
     from ...sweep import dask_executor
     from ...sweep.case import load_case
 
+    from ..common import output_file
+
+    if args.csv:  # checked before the sweep runs (it is written at the end)
+        args.csv = output_file("--csv", args.csv, inputs=[("the case file", args.case), ("--store", args.store)],
+                               figure=False, what="CSV file")
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
     if args.status:

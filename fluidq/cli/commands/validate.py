@@ -5,13 +5,17 @@ import sys
 
 from .. import emit
 
+MARKER = ".fluidq-validation"
+
 
 def register(sub):
     p = sub.add_parser("validate", help="run the validation suite and write its report",
                        description="Predicted vs measured for every case in validation/cases/*.toml: "
                        "batch-time fits, capacity of real vLLM runs, latency of replayed arrivals, peer "
                        "agreement with Vidur, GPU-harness runs. Misses are reported, not hidden.")
-    p.add_argument("--out", default="fluidq-validation", help="output folder (default: ./fluidq-validation)")
+    p.add_argument("--out", default="fluidq-validation",
+                   help="output folder (default: ./fluidq-validation): a new folder in an existing one, an empty "
+                        "folder, or one an earlier `fluidq validate` wrote; a folder with other files is refused")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
                    help="run only this case (repeatable); names are in validation/cases/*.toml")
     p.add_argument("--fast", action="store_true", help="the fast subset: one case per data source")
@@ -25,13 +29,19 @@ def register(sub):
 
 def run(args):
     from ...validate import validate
+    from ..common import mark_folder, output_folder
+
+    out = output_folder("--out", args.out, marker=MARKER, what="validate")
 
     def progress(i, n, name):
         if not args.json:
             print(f"\r[{i + 1}/{n}] {name:<44}", end="", file=sys.stderr, flush=True)
 
-    res = validate(args.out, case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
-                   progress=progress)
+    try:
+        res = validate(str(out), case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
+                       progress=progress)
+    finally:
+        mark_folder(out, MARKER, "validate")
     if not args.json:
         print("", file=sys.stderr)
     lines = [f"{res.counts_text()} ({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
