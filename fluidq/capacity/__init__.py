@@ -22,8 +22,8 @@ from ..errors import ParameterError
 from ..results import plain
 from ..workload import Workload
 
-__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "mean_decode_context", "mean_resident_context",
-           "resident_limits"]
+__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "full_batch_rate", "mean_decode_context",
+           "mean_resident_context", "min_footprint_tokens", "resident_limits"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,12 @@ class CapacityResult:
         One capacity per engine.
     method, reason : str
         How it was computed and why it holds.
+    work_conserving_tokens_per_s : float or None
+        What work-conserving schedulers serve under a backlog: they fill every batch to ``b_max``
+        tokens (or the largest batch the KV cache or ``k_max`` allows), so ``b_max/t(b_max)`` per
+        engine -- below ``tokens_per_s`` when ``b/t(b)`` peaks at a smaller batch (a staircase whose
+        ``b0`` does not divide ``b_max``, a piecewise-linear form), equal otherwise.  Theorem 2(b)
+        of arXiv:2504.07347 holds below this rate.
     """
 
     tokens_per_s: float
@@ -51,6 +57,13 @@ class CapacityResult:
     method: str
     reason: str
     inputs: dict = field(default_factory=dict, repr=False)
+    work_conserving_tokens_per_s: float | None = None
+
+    @property
+    def work_conserving_requests_per_s(self) -> float | None:
+        if self.requests_per_s is None or self.work_conserving_tokens_per_s is None:
+            return None
+        return self.requests_per_s * self.work_conserving_tokens_per_s / self.tokens_per_s if self.tokens_per_s else 0.0
 
     @property
     def batch_seconds(self) -> float | None:
@@ -59,6 +72,7 @@ class CapacityResult:
     def to_dict(self) -> dict:
         return plain({"tokens_per_s": self.tokens_per_s, "batch_tokens": self.batch_tokens,
                       "requests_per_s": self.requests_per_s,
+                      "work_conserving_tokens_per_s": self.work_conserving_tokens_per_s,
                       "per_engine_tokens_per_s": list(self.per_engine_tokens_per_s),
                       "method": self.method, "reason": self.reason, "inputs": self.inputs})
 
@@ -107,19 +121,30 @@ def mean_decode_context(engine: Engine, workload: Workload) -> float:
     return min(resident_limits(engine, workload).values()) * mean_resident_context(workload)
 
 
-def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:
-    """``(tokens_per_s, batch_tokens, note)`` for one engine.
+def min_footprint_tokens(workload: Workload) -> int | None:
+    """The smallest ``prompt + output`` any request of ``workload`` has (the KV tokens it holds at its
+    end), or ``None`` when the lengths have no known finite support."""
+    if workload.trace is not None:
+        return int(np.min(np.asarray(workload.trace.prompt_tokens) + np.asarray(workload.trace.output_tokens)))
+    sp, so = workload.prompt_tokens.support(), workload.output_tokens.support()
+    if sp is None or so is None:
+        return None
+    return int(np.min(sp[0]) + np.min(so[0]))
 
-    With a workload and a KV capacity, the KV cache may bound the requests that decode together
-    below what a full batch needs; the batch then holds at most ``N (m_p + m_d)/m_d`` tokens
-    (flow balance with ``N`` decoding requests) and the sup of ``b/t(b)`` is taken up to that.
-    """
+
+def _batch_limit(engine: Engine, workload: Workload | None):
+    """``(batch_time, largest batch tokens at saturation, notes)`` (KV cache and context-aware model)."""
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
     bt = engine.batch_time
     notes = []
     b_lim = engine.b_max
     if workload is not None and engine.kv_capacity_tokens is not None:
+        small = min_footprint_tokens(workload)
+        if small is not None and small > engine.kv_capacity_tokens:
+            notes.append(f"no request fits the KV cache: the smallest holds {small} tokens (prompt + output) at its "
+                         f"end, the cache {engine.kv_capacity_tokens}")
+            return bt, 0, notes
         lim = resident_limits(engine, workload)
         n = min(lim.values())
         if lim.get("kv_cache", np.inf) <= n and lim["kv_cache"] < lim["token_budget"]:
@@ -134,8 +159,32 @@ def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[f
             kv = mean_decode_context(engine, workload)
             bt = bt.at_context(kv)
             notes.append(f"context-aware model at the workload's mean decode context ({kv:.0f} KV tokens per batch)")
+    return bt, b_lim, notes
+
+
+def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:
+    """``(tokens_per_s, batch_tokens, note)`` for one engine: ``sup_b b/t(b)``, the most any scheduler serves.
+
+    With a workload and a KV capacity, the KV cache may bound the requests that decode together
+    below what a full batch needs; the batch then holds at most ``N (m_p + m_d)/m_d`` tokens
+    (flow balance with ``N`` decoding requests) and the sup of ``b/t(b)`` is taken up to that.  When no
+    request fits the KV cache the capacity is 0.
+    """
+    bt, b_lim, notes = _batch_limit(engine, workload)
+    if b_lim < 1:
+        return 0.0, 0, "; ".join(notes)
     rate, b = bt.best_rate(b_lim)
     return rate, b, "; ".join(notes)
+
+
+def full_batch_rate(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:
+    """``(tokens_per_s, batch_tokens, note)``: ``b/t(b)`` at the largest batch ``b`` the engine forms under
+    a backlog (``b_max``, or the KV-cache bound) -- what a work-conserving scheduler serves (Theorem 2(b)
+    of arXiv:2504.07347 is stated with ``b_max/t(b_max)``)."""
+    bt, b_lim, notes = _batch_limit(engine, workload)
+    if b_lim < 1:
+        return 0.0, 0, "; ".join(notes)
+    return float(b_lim / float(bt(b_lim))), int(b_lim), "; ".join(notes)
 
 
 def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None = None, *,
@@ -185,10 +234,11 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
             raise ParameterError("engine", engine, "an Engine or a non-empty sequence of engines")
     if workload is not None and not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
-    per, bs, notes = [], [], []
+    per, bs, notes, wcs = [], [], [], []
     region_reasons = []
     for e in engines:
         r, b, note = engine_capacity(e, workload)
+        wc_rate, wc_b, _ = full_batch_rate(e, workload)
         if workload is not None and e.k_max is not None:
             # k_max may bind for this prefill/decode mix: the capacity is then where the ray
             # (lambda m_p, lambda m_d) leaves the stability region (paper §6)
@@ -199,16 +249,25 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                 r, b = r2, b2
                 if why not in region_reasons:
                     region_reasons.append(why)
+        wcs.append(min(wc_rate, r))
         per.append(r)
         bs.append(b)
         if note and note not in notes:
             notes.append(note)
     total = float(sum(per))
     req = total / workload.mean_tokens if workload is not None else None
+    wc_total = float(sum(wcs))
     if len(engines) == 1:
         e = engines[0]
-        reason = (f"sup of b/t(b) over admissible batches (b <= b_max={e.b_max}) is reached at b={bs[0]} "
-                  f"(Theorem 2 of arXiv:2504.07347)")
+        if per[0] == 0:
+            reason = "no request can be served"
+        else:
+            reason = (f"sup of b/t(b) over admissible batches (b <= b_max={e.b_max}) is reached at b={bs[0]} "
+                      f"(Theorem 2 of arXiv:2504.07347)")
+        if not region_reasons and per[0] > 0 and wc_total < total * (1 - 1e-12):
+            reason += (f"; work-conserving schedulers fill batches to {full_batch_rate(e, workload)[1]} tokens under "
+                       f"a backlog and serve {wc_total:.6g} tokens/s ({wc_total / total:.4f} of it): Theorem 2(b) "
+                       "holds below that rate")
     else:
         reason = (f"sum of {len(engines)} engine capacities: the throughput of join-the-shortest-queue "
                   "routing over work-conserving engines (Prop. 3 of arXiv:2504.07347)")
@@ -218,8 +277,9 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         reason += "; " + "; ".join(notes)
     inputs = {"engines": [e.to_dict() for e in engines],
               "workload": workload.to_dict() if workload is not None else None}
-    if len(engines) == 1 and not region_reasons:
+    if len(engines) == 1 and not region_reasons and per[0] > 0:
         inputs["batch_seconds"] = float(bs[0] / per[0])
     return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),
-                          method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs)
+                          method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs,
+                          work_conserving_tokens_per_s=wc_total)

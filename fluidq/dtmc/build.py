@@ -60,6 +60,17 @@ from .state import StateSpace
 __all__ = ["EngineChain", "build_dtmc", "scheduler_rules"]
 
 
+def saturation(engine, workload, pol, b) -> dict:
+    """The chain's reference rates: ``capacity_tokens_per_s`` (``sup b/t(b)`` up to the budget ``b``, the
+    Theorem-2(a) bound) and ``saturated_tokens_per_s`` with ``saturated_how``, what the policy serves under a
+    backlog (:func:`fluidq.stability.saturated_rate`): at or above it there is no stationary law."""
+    from ..stability import saturated_rate
+
+    rate, how = saturated_rate(engine, workload, pol)
+    return {"capacity_tokens_per_s": engine.batch_time.best_rate(b)[0], "saturated_tokens_per_s": rate,
+            "saturated_how": how}
+
+
 @dataclass(frozen=True, eq=False)
 class EngineChain:
     """A built chain: sparse transition matrix ``P`` (CSR, rows sum to 1) and per-state data.
@@ -410,7 +421,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
                        inputs={"engine": engine.to_dict(), "workload": workload.to_dict(), "policy": pol.describe(),
                                "b": b, "tolerance": tolerance, "kernel_tol": kernel_tol,
                                "prune_tol": prune_tol, "pruned_row_mass": pruned,
-                               "m_p": mp, "m_d": md, "capacity_tokens_per_s": engine.batch_time.best_rate(b)[0]})
+                               "m_p": mp, "m_d": md, **saturation(engine, workload, pol, b)})
 
 
 def _pairs(NP, B, inverse=False):

@@ -270,7 +270,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     >>> abs(r.throughput_requests_per_s - 3.0) < 1e-3
     True
     """
-    from .build import EngineChain, check_chain_inputs, scheduler_rules
+    from .build import EngineChain, check_chain_inputs, scheduler_rules, saturation
 
     t0 = time.perf_counter()
     check_chain_inputs(engine, workload)
@@ -466,4 +466,4 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
                                "b": b, "tolerance": tolerance, "kernel_tol": kernel_tol, "prune_tol": 0.0,
                                "pruned_row_mass": 0.0, "m_p": mp, "m_d": md, "decode_vectors": C,
                                "output_support": (tuple(int(v) for v in vals), tuple(float(p) for p in probs)),
-                               "capacity_tokens_per_s": engine.batch_time.best_rate(b)[0]})
+                               **saturation(engine, workload, pol, b)})

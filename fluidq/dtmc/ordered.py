@@ -83,7 +83,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     >>> r.status.value
     'stable'
     """
-    from .build import EngineChain, check_chain_inputs, scheduler_rules
+    from .build import EngineChain, check_chain_inputs, scheduler_rules, saturation
 
     t0 = time.perf_counter()
     check_chain_inputs(engine, workload)
@@ -213,4 +213,4 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
                                "b": b, "tolerance": tolerance, "kernel_tol": kernel_tol, "prune_tol": 0.0,
                                "pruned_row_mass": 0.0, "m_p": mp, "m_d": md, "sequences": tuple(seqs),
                                "output_support": (tuple(int(v) for v in vals), tuple(float(p) for p in probs)),
-                               "capacity_tokens_per_s": engine.batch_time.best_rate(b)[0]})
+                               **saturation(engine, workload, pol, b)})

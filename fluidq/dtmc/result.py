@@ -131,6 +131,15 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
     tau = chain.sojourn_s
     Z = float(pi @ tau)
     lost = float(pi @ chain.lost)
+    sat = inp.get("saturated_tokens_per_s")
+    if sat is not None and offered >= sat:
+        # the truncated chain is solved (its boundary loss is evidence), but it describes only its caps
+        return StationaryResult(status=Status.UNSTABLE, reason=(
+            f"offered load {offered:.4g} tokens/s >= {sat:.4g} tokens/s, what {chain.policy} serves under a backlog "
+            f"({inp.get('saturated_how', '')}): its backlog grows, so there is no stationary distribution; the "
+            f"truncated chain loses {lost:.3g} of its mass per step at its caps {chain.caps} (no stationary "
+            "metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
+            **common)
     area_arrivals = lam * float(pi @ chain.sojourn2_s2) / 2.0
     N = chain.residents
     mean_req = (float(pi @ (N * tau)) + area_arrivals) / Z

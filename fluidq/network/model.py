@@ -248,10 +248,12 @@ class Station:
 
     @cached_property
     def capacity_tokens_per_s(self) -> float:
-        """``sup_{b <= b_max} b/t(b)`` (Theorem 2 of arXiv:2504.07347)."""
-        from ..capacity import engine_capacity
+        """``b_max / t(b_max)``: what a work-conserving station serves under a backlog (full batches;
+        Theorem 2 of arXiv:2504.07347).  ``sup_b b/t(b)`` is larger when ``b/t(b)`` peaks at a smaller batch,
+        but a work-conserving scheduler does not stop there."""
+        from ..capacity import full_batch_rate
 
-        return engine_capacity(self.engine)[0]
+        return full_batch_rate(self.engine)[0]
 
 
 @dataclass(frozen=True, kw_only=True)

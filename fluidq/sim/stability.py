@@ -164,14 +164,17 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     tolerance = real("tolerance", tolerance, positive=True)
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
-    cap = max_throughput(engine, workload).tokens_per_s
+    from ..stability import saturated_rate
+
+    cap, cap_how = saturated_rate(engine, workload, policy)
     runs, st, sr, mq = [], [], [], []
     replay = None
     for i, child in enumerate(children):
         r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
         if i == 0 and workload.trace is not None:
             replay = {**r.offered(), "fit_window": r.offered(start_frac),
-                      "fluid_slope_tokens_per_s": r.fluid_backlog_slope(cap, start_frac)}
+                      "fluid_slope_tokens_per_s": (r.fluid_backlog_slope(cap, start_frac) if cap > 0
+                                                   else r.offered(start_frac)["tokens_per_s"])}
         st.append(r.backlog_slope("tokens", start_frac))
         sr.append(r.backlog_slope("requests", start_frac))
         mq.append(r.time_average("requests", start_s=start_frac * r.end_s))
@@ -184,7 +187,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     mq_m, mq_lo, mq_hi = _ci(np.asarray(mq), confidence)
     offered = workload.token_rate_per_s
     pred = max(0.0, offered - cap)
-    pred_txt = "max(0, load - capacity)"
+    pred_txt = f"max(0, offered - {cap:,.1f} tokens/s served under backlog [{cap_how}])"
     if replay is not None:
         # a replayed window offers what its arrivals hold, not the trace's mean rate: compare with the
         # fluid path those very arrivals drive (the tolerance stays relative to the nominal load)
@@ -213,9 +216,9 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
               f"{offered:,.1f} tokens/s; fluid prediction {pred_txt} = {pred:,.1f} tokens/s{note}")
     if replay is not None:
         reason += (f"; the replayed window holds {replay['arrivals']} arrivals in {replay['window_s']:.4g} s "
-                   f"({replay['requests_per_s']:.3g} req/s, effective load {replay['tokens_per_s'] / cap:.3f}) "
+                   f"({replay['requests_per_s']:.3g} req/s, effective load {replay['tokens_per_s'] / (cap or math.nan):.3f}) "
                    f"against the nominal {workload.arrival_rate_per_s:.3g} req/s (load "
-                   f"{workload.token_rate_per_s / cap:.3f})")
+                   f"{workload.token_rate_per_s / (cap or math.nan):.3f})")
     return ReplicationResult(policy=name, arrival_rate_per_s=workload.arrival_rate_per_s, verdict=verdict,
                              slope_tokens_per_s=m, slope_ci=(lo, hi), slopes_tokens_per_s=st,
                              slopes_requests_per_s=sr, predicted_slope_tokens_per_s=pred,

@@ -16,6 +16,8 @@ the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (`
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from .._validate import real
@@ -101,6 +103,28 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     return Status.STABLE, f"{base}; arrival rate {lam:.4g} req/s is below it", thr, "renewal"
 
 
+def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float, str]:
+    """``(tokens_per_s, how)``: what ``policy`` serves under a large backlog, the rate the fluid backlog
+    drains at (its slope is ``max(0, lambda (m_p + m_d) - rate)``).
+
+    Work-conserving: ``b_max/t(b_max)`` (full batches; the region bound when ``k_max`` binds).  Not
+    work-conserving with a known threshold (renewal-reward): the threshold times ``m_p + m_d``.  Else the
+    Theorem-2(a) bound ``sup_b b/t(b)``, which only bounds the rate from above.
+    """
+    from ..dtmc.threshold import cached_renewal_threshold
+
+    pol = resolve_policy(policy)
+    cap = max_throughput(engine, workload)
+    if cap.tokens_per_s <= 0:
+        return 0.0, cap.reason
+    if _work_conserving(pol).work_conserving:
+        return float(cap.work_conserving_tokens_per_s), "b_max/t(b_max): a work-conserving scheduler fills its batches"
+    thr, _why = cached_renewal_threshold(engine, workload, pol)
+    if thr is not None:
+        return float(thr * workload.mean_tokens), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s"
+    return float(cap.tokens_per_s), "sup b/t(b), an upper bound (this policy's own rate is not known)"
+
+
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
                     n_engines: int = 1, **kw) -> StabilityResult:
     """Is ``policy`` stable on ``engine`` under ``workload``?
@@ -155,8 +179,14 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     n_engines = integer("n_engines", n_engines, minimum=1)
     cap = max_throughput(engine, workload, n_engines=n_engines)
     offered = workload.token_rate_per_s
-    rho = offered / cap.tokens_per_s
     wc = _work_conserving(pol)
+    # Theorem 2(a): no scheduler serves more than sup_b b/t(b) (``cap.tokens_per_s``); a work-conserving one
+    # fills its batches to b_max under a backlog and serves b_max/t(b_max) (Theorem 2(b) is stated with it)
+    sup = cap.tokens_per_s
+    full = cap.work_conserving_tokens_per_s if cap.work_conserving_tokens_per_s is not None else sup
+    ref = full if wc.work_conserving else sup
+    rho_any = offered / sup if sup > 0 else math.inf
+    rho = offered / ref if ref > 0 else math.inf
     name = getattr(pol, "name", repr(pol))
     assumption = "" if isinstance(workload.arrival, Poisson) else (
         " (Theorem 2 is stated for Poisson arrivals; the fluid argument behind it extends to "
@@ -164,26 +194,45 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     threshold = None
     method = "closed_form"
     region_v = None
-    if cap.method == "region":  # k_max binds for this mix (paper §6): fluidq.region decides
+    k_lim = [k for k in (engine.k_max, getattr(pol, "k_max", None)) if k is not None]
+    if sup > 0 and (cap.method == "region" or (k_lim and min(k_lim) < engine.b_max)):
+        # a batch-size limit below the budget (paper §6): batches may be short under a backlog, so
+        # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
+        # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic)
         from ..region.capacity import region_verdict
 
-        region_v = region_verdict(engine, workload, pol, rho, tolerance, wc, cap)
-    if region_v is not None:
-        status, reason, method = region_v
-    elif rho > 1 + tolerance:
+        per_engine = workload if n_engines == 1 else workload.with_rate(workload.arrival_rate_per_s / n_engines)
+        region_v = region_verdict(engine, per_engine, pol, rho_any, tolerance, wc, cap)
+    if sup <= 0:
         status = Status.UNSTABLE
-        reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {cap.tokens_per_s:.4g} tokens/s "
+        rho = math.inf
+        reason = cap.reason
+    elif region_v is not None:
+        status, reason, method = region_v
+        rho = rho_any
+    elif rho_any > 1 + tolerance:
+        status = Status.UNSTABLE
+        rho = rho_any
+        reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {sup:.4g} tokens/s "
                   f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")
+    elif wc.work_conserving and rho > 1 + tolerance:
+        status = Status.UNSTABLE
+        reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "
+                  f"b_max/t(b_max) = {full:.4g} tokens/s, below the offered {offered:.4g} tokens/s (load {rho:.3f}), "
+                  f"so its backlog grows (fluid argument of Theorem 2; b/t(b) peaks at a smaller batch, "
+                  f"{sup:.4g} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
     elif rho >= 1 - tolerance and wc.work_conserving:
         status = Status.CRITICAL
-        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {cap.tokens_per_s:.4g} tokens/s; "
-                  "at the boundary Theorem 2 decides nothing")
+        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {ref:.4g} tokens/s "
+                  f"(b_max/t(b_max), what a work-conserving scheduler serves); at the boundary Theorem 2 decides "
+                  "nothing")
     elif wc.work_conserving:
         status = Status.STABLE
         where = "the engine is" if n_engines == 1 else (
             f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
-                  f"load {rho:.3f} < 1, so by Theorem 2(b) {where} positive recurrent{assumption}")
+                  f"load {rho:.3f} < 1 relative to b_max/t(b_max) = {ref:.4g} tokens/s, so by Theorem 2(b) {where} "
+                  f"positive recurrent{assumption}")
     elif n_engines > 1:
         status = Status.UNKNOWN
         reason = (f"{name} is not work-conserving; for {n_engines} engines behind a router below the "
@@ -192,7 +241,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
     return StabilityResult(status=status, load=rho, reason=reason, policy=name,
-                           capacity_tokens_per_s=cap.tokens_per_s, offered_tokens_per_s=offered, method=method,
+                           capacity_tokens_per_s=ref, offered_tokens_per_s=offered, method=method,
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
                            inputs={"engine": engine.to_dict(), "workload": workload.to_dict(),
                                    "tolerance": tolerance, "n_engines": n_engines})
