@@ -44,18 +44,64 @@ def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, 
     return finish(fig, ax, path)
 
 
-def plot_capacity(result, *, ax=None, path=None):
-    """Bar chart of per-engine capacities of a :class:`~fluidq.CapacityResult`."""
+def _engine_labels(result):
+    """One label per engine: its name (``Engine(name=...)``, a profile's name), numbered when repeated."""
+    names = [str(d.get("name") or "engine") for d in result.inputs.get("engines", [])]
+    if len(names) != len(result.per_engine_tokens_per_s):
+        names = ["engine"] * len(result.per_engine_tokens_per_s)
+    if len(names) > 1 and len(set(names)) < len(names):
+        names = [f"{n} #{i + 1}" for i, n in enumerate(names)]
+    return names
+
+
+def _offered_tokens_per_s(result):
+    """The workload's offered token rate ``lambda (m_p + m_d)``, when the result knows the workload."""
+    w = result.inputs.get("workload") or {}
+    rate = (w.get("arrival") or {}).get("rate_per_s")
+    mp, md = w.get("mean_prompt_tokens"), w.get("mean_output_tokens")
+    if rate is None or mp is None or md is None:
+        return None
+    return float(rate) * (float(mp) + float(md))
+
+
+def plot_capacity(result, *, offered_tokens_per_s=None, ax=None, path=None):
+    """Bar chart of the per-engine capacities of a :class:`~fluidq.CapacityResult`.
+
+    One labelled bar per engine (its name), a bar for the total when there are several, the total
+    in the title, and a dashed line at the offered load when the workload's rate is known (or given
+    as ``offered_tokens_per_s``).
+    """
     fig, ax = axes(ax)
-    per = result.per_engine_tokens_per_s
-    ax.bar(range(len(per)), per)
-    ax.set_xlabel("engine")
+    per = [float(x) for x in result.per_engine_tokens_per_s]
+    labels = _engine_labels(result)
+    colours = ["C0"] * len(per)
+    if len(per) > 1:
+        per, labels, colours = per + [float(result.tokens_per_s)], labels + ["total"], colours + ["C1"]
+    pos = np.arange(len(per))
+    bars = ax.bar(pos, per, color=colours, width=0.6)
+    ax.bar_label(bars, [f"{v:,.0f}" for v in per], fontsize=7, padding=2)
+    ax.set_xticks(pos, labels, rotation=20 if max(len(x) for x in labels) > 14 else 0, fontsize=8)
     ax.set_ylabel("capacity [tokens/s]")
+    offered = offered_tokens_per_s if offered_tokens_per_s is not None else _offered_tokens_per_s(result)
+    top = max(per)
+    if offered is not None and np.isfinite(offered) and offered > 0:
+        load = offered / result.tokens_per_s
+        ax.axhline(offered, color="C3", ls="--", lw=1.3,
+                   label=f"offered load {offered:,.0f} tokens/s (load {load:.2f} of the total)")
+        ax.legend(fontsize=7, loc="lower right")
+        top = max(top, offered)
+    ax.set_ylim(0, 1.15 * top)
+    ax.set_xlim(-0.75, len(per) - 0.25)
+    req = "" if result.requests_per_s is None else f" = {result.requests_per_s:.3g} req/s"
+    n = len(result.per_engine_tokens_per_s)
+    ax.set_title(f"capacity: {result.tokens_per_s:,.0f} tokens/s{req} over {n} engine{'s' if n > 1 else ''}",
+                 fontsize=9)
     return finish(fig, ax, path)
 
 
-def plot_verdicts(grid, loads, *, ax=None, path=None):
-    """A policy x load grid coloured by verdict."""
+def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None, path=None):
+    """A policy x load grid coloured by verdict; ``reference_rate_per_s`` names the capacity the loads
+    are fractions of on the x axis."""
     fig, ax = axes(ax, figsize=(6.4, 0.5 + 0.45 * len(grid)))
     colours = {"stable": "#4caf50", "unstable": "#e53935", "critical": "#ffb300", "unknown": "#9e9e9e",
                "inaccurate": "#8e24aa"}
@@ -68,7 +114,10 @@ def plot_verdicts(grid, loads, *, ax=None, path=None):
     ax.set_ylim(0, len(grid))
     ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:g}" for x in loads])
     ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
-    ax.set_xlabel("offered load (fraction of capacity)")
+    ax.set_xlabel("offered load (fraction of capacity" + (f" lambda* = {reference_rate_per_s:.4g} req/s)"
+                                                          if reference_rate_per_s else ")"))
+    if title:
+        ax.set_title(title, fontsize=9)
     return finish(fig, ax, path)
 
 

@@ -6,19 +6,37 @@ import numpy as np
 from . import axes, finish
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_STYLES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (3, 3)), (0, (8, 2, 2, 2)))
+
+
 def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s", policies=None, logy: bool = True,
-                         ax=None, path=None):
-    """One curve per policy: ``metric`` (mean over replications, CI bars) against the load."""
+                         x=None, xlabel=None, ax=None, path=None):
+    """One curve per policy: ``metric`` (mean over replications, CI bars) against the load.
+
+    ``x`` (one value per load) and ``xlabel`` replace the loads and their label, e.g. to show the
+    loads as fractions of another capacity than the comparison's own.
+    """
+    from ..errors import ParameterError
     from ..latency import METRICS
 
     fig, ax = axes(ax)
-    x = np.asarray(comparison.loads)
-    for p in (policies or comparison.policies):
+    if x is None:
+        x = np.asarray(comparison.loads)
+    else:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (len(comparison.loads),):
+            raise ParameterError("x", x, f"one value per load ({len(comparison.loads)})")
+    pols = list(policies or comparison.policies)
+    for i, p in enumerate(pols):
         v = np.array([m for m, _ in comparison.values[p][metric]], float)
         h = np.array([hw for _, hw in comparison.values[p][metric]], float)
-        ax.errorbar(x, v, yerr=np.where(np.isfinite(h), h, 0.0), marker="o", ms=3, lw=1.3, capsize=2, label=p)
+        # own marker and dash pattern per policy, later ones thinner: near-equal curves stay visible
+        ax.errorbar(x, v, yerr=np.where(np.isfinite(h), h, 0.0), marker=_MARKERS[i % len(_MARKERS)], ms=4,
+                    lw=1.0 + 1.2 * (len(pols) - 1 - i) / max(1, len(pols) - 1), ls=_STYLES[i % len(_STYLES)],
+                    capsize=2, label=p, zorder=2 + i)
     label, unit = METRICS[metric]
-    ax.set_xlabel("load (fraction of b_max / t(b_max))")
+    ax.set_xlabel(xlabel or "load (fraction of the capacity, fluidq.max_throughput)")
     ax.set_ylabel(f"{label} [{unit}]" if unit else label)
     if logy:
         ax.set_yscale("log")

@@ -13,6 +13,19 @@ def _polygon(ax, region, *, color, label, fill=True, lw=1.6, ls="-"):
         ax.fill(v[:, 0], v[:, 1], color=color, alpha=0.12, lw=0)
 
 
+_DASHES = ((0, (5, 2)), (0, (1, 1.5)), (0, (6, 2, 1, 2)), (0, (3, 3)), (0, (8, 2, 2, 2, 2, 2)))
+
+
+def _name(region):
+    """The legend name of a region: the engine's own name (``Engine(name=...)``, a profile's name)
+    for an engine's region, the scheduler's label (``sarathi-512``) for a policy's."""
+    e = getattr(region, "engine", None)
+    own = getattr(e, "name", None)
+    if region.label == "engine" and own and own != "engine":
+        return own
+    return region.label
+
+
 def plot_region(region, *, point=None, mix=None, others=None, simulated=None, points=None, annotate=True, ax=None,
                 path=None, title=None):
     """Draw a :class:`~fluidq.region.StabilityRegion` in (prefill, decode) tokens/s.
@@ -36,7 +49,7 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
     """
     fig, ax = axes(ax, figsize=(6.4, 4.8))
     e = region.engine
-    base = f"{region.label}: b_max={e.b_max}" + (f", k_max={e.k_max}" if e.k_max else "")
+    base = f"{_name(region)}: b_max={e.b_max}" + (f", k_max={e.k_max}" if e.k_max else "")
     _polygon(ax, region, color="C0", label=base)
     colours = {}
     if others:
@@ -44,7 +57,11 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
         for i, (lab, o) in enumerate(items):
             colours[str(lab)] = f"C{i + 1}"
             suffix = "" if getattr(o, "label", "engine") == "engine" else " (batches under backlog)"
-            _polygon(ax, o, color=colours[str(lab)], label=f"{lab}{suffix}", fill=False, lw=1.3, ls="--")
+            if not isinstance(others, dict):
+                lab = _name(o)
+            # each outline its own dash pattern, so coinciding outlines stay distinguishable
+            _polygon(ax, o, color=colours[str(lab)], label=f"{lab}{suffix}", fill=False, lw=1.3,
+                     ls=_DASHES[i % len(_DASHES)])
     if simulated:
         items = simulated.items() if isinstance(simulated, dict) else ((o.label, o) for o in simulated)
         for i, (lab, o) in enumerate(items):

@@ -10,8 +10,23 @@ __all__ = ["plot_latency_cdf", "plot_threshold", "plot_trajectories"]
 _LABEL = {"requests": "requests in system", "tokens": "token backlog (prefill + decode tokens left)"}
 
 
+# distinct dash patterns, so that runs with identical trajectories (Sarathi and vLLM with chunked
+# prefill, say) stay visible one over the other
+_STYLES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (3, 3)), (0, (8, 2, 2, 2)))
+
+
+def _wrap_title(ax, title, width=70):
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(str(title), width)) or None, fontsize=9)
+
+
 def plot_trajectories(results, *, key: str = "requests", ax=None, path=None, logy: bool = False, title=None):
     """Backlog over time, one line per run.
+
+    Each run gets its own colour and dash pattern, and runs drawn later are thinner, so a line that
+    coincides with an earlier one stays visible on top of it; a run whose trajectory is identical to
+    an earlier one's says so in the legend (``"= sarathi"``).
 
     Parameters
     ----------
@@ -21,23 +36,32 @@ def plot_trajectories(results, *, key: str = "requests", ax=None, path=None, log
         Requests in the system or remaining tokens.
     logy : bool
         Logarithmic y axis (diverging and flat runs on one plot).
+    title : str, optional
+        Wrapped to the figure's width.
     """
     if not isinstance(results, dict):
         results = {r.policy: r for r in results}
     fig, ax = axes(ax)
-    for label, r in results.items():
+    drawn = []  # (label, t, y) of the runs drawn so far
+    n = len(results)
+    for i, (label, r) in enumerate(results.items()):
         t = np.append(r.backlog["t_s"], r.end_s)
         y = np.append(r.backlog[key], r.backlog[key][-1])
+        same = next((lab for lab, t0, y0 in drawn if t0.shape == t.shape and np.array_equal(t0, t)
+                     and np.array_equal(y0, y)), None)
+        drawn.append((label, t, y))
         if t.size > 20000:  # thin very long series for drawing (the step shape is kept)
             idx = np.unique(np.linspace(0, t.size - 1, 20000).astype(int))
             t, y = t[idx], y[idx]
-        ax.step(t, y, where="post", lw=1.2, label=label)
+        lw = 1.0 + 1.4 * (n - 1 - i) / max(1, n - 1)  # the first run widest, the last thinnest, on top
+        ax.step(t, y, where="post", lw=lw, ls=_STYLES[i % len(_STYLES)], color=f"C{i % 10}", zorder=2 + i,
+                label=f"{label} (= {same}: identical trajectory)" if same else str(label))
     ax.set_xlabel("time [s]")
     ax.set_ylabel(_LABEL.get(key, key))
     if logy:
         ax.set_yscale("symlog", linthresh=10)
     if title:
-        ax.set_title(title, fontsize=9)
+        _wrap_title(ax, title)
     ax.legend(fontsize=7)
     return finish(fig, ax, path)
 
