@@ -41,9 +41,20 @@ class ReportContext:
     quick: bool = False
     profile_name: str | None = None
     results: dict = field(default_factory=dict)
+    _reference: object = field(default=None, repr=False)
 
     def figure(self, name: str) -> Path:
         return self.out_dir / f"{name}.png"
+
+    @property
+    def reference(self):
+        """The :class:`~fluidq.report.reference.Reference` every section uses: one scheduler
+        configuration, one reference capacity ``lambda*``, the loads shown."""
+        if self._reference is None:
+            from .reference import reference
+
+            self._reference = reference(self.engine, self.workload)
+        return self._reference
 
 
 def default_inputs():

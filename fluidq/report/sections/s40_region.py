@@ -11,7 +11,9 @@ def render(ctx):
     from ...plotting.region import plot_region
     from ...region import policy_region, region_mix, stability_region
 
-    e, w = ctx.engine, ctx.workload
+    from ..reference import HIGH, LOW
+
+    e, w, ref = ctx.engine, ctx.workload, ctx.reference
     lam, mp, md = w.arrival_rate_per_s, w.mean_prompt_tokens, w.mean_output_tokens
     point = (lam * mp, lam * md)
     shown = e if e.k_max is not None else e.with_(k_max=ILLUSTRATIVE_K_MAX)
@@ -19,7 +21,7 @@ def render(ctx):
     plain_region = stability_region(e.with_(k_max=None))
     others = {"no k_max (Theorem 2)": plain_region} if e.k_max is None else {}
     for pol in ("sarathi", "orca", "fastertransformer"):
-        pr = policy_region(shown, pol)
+        pr = policy_region(shown, ref.policies[pol])  # the report's scheduler configuration
         others[pr.label] = pr
     simulated = {}
     if not ctx.quick:  # the region Sarathi-Serve actually sustains, by simulation along rays
@@ -27,7 +29,9 @@ def render(ctx):
 
         sr = simulated_region(shown, "sarathi", n_rays=5, horizon_s=150.0, rng=0)
         simulated[f"sarathi-{shown.b_max}"] = sr
-    fig = plot_region(region, point=point, others=others, simulated=simulated or None,
+    marks = {f"load {x:g} of lambda*": (ref.rate(x) * mp, ref.rate(x) * md, m)
+             for x, m in ((LOW, "o"), (HIGH, "X"))}
+    fig = plot_region(region, point=point, others=others, simulated=simulated or None, points=marks,
                       path=ctx.figure("stability_region"),
                       title=f"stability region, k_max={shown.k_max}" +
                       (" (illustrative: the engine has none)" if e.k_max is None else ""))
@@ -60,7 +64,8 @@ With at most `k_max` requests per batch the capacity is a region in the (prefill
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
 admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
 *reconstructed*: `x + y <= b_max`, `y + n_p <= k_max` with `n_p >= 1` prefilling requests).
-{no_limit}
+{no_limit} The star is the workload's own operating point; the circle and the cross mark loads {LOW:g}
+and {HIGH:g} of the reference `lambda* = {ref.requests_per_s:.3f} req/s` along the same mix.
 
 | vertex | prefill tokens/s | decode tokens/s | batch shape (prefill, decode) | t (ms) |
 |---|---|---|---|---|
@@ -69,7 +74,7 @@ admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rul
 | quantity | value |
 |---|---|
 | operating point `(lambda m_p, lambda m_d)` | ({point[0]:,.1f}, {point[1]:,.1f}) tokens/s |
-| load relative to the region along the workload's mix | {1 / s:.3f} |
+| load relative to the region along the workload's mix | {1 / s:.3f} (of the region's `lambda*` below; the reference `lambda* = {ref.requests_per_s:.3f} req/s` gives {ref.offered_load:.3f}) |
 | largest request rate in the region `lambda*` | {lam_star:.3f} req/s (without `k_max`: {lam_plain:.3f}) |
 | does `k_max = {shown.k_max}` bind for this mix? | {"yes" if binds else "no"} |
 
@@ -92,6 +97,7 @@ batches to `b_max`.
     data = {"simulated": {k: v.to_dict() for k, v in simulated.items()}, "k_max": shown.k_max,
             "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
             "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s,
-            "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict()}
+            "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict(),
+            "reference": ref.to_dict()}
     ctx.results["region"] = region
     return Section("Stability region under a batch-size limit", md_text, [fig], data)
