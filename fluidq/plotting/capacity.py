@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import axes, finish
+from .sim import _wrap_title
 
 
 def plot_batch_time(batch_time, *, b_max=512, points=None, ax=None, path=None):
@@ -117,7 +118,7 @@ def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None
     ax.set_xlabel("offered load (fraction of capacity" + (f" lambda* = {reference_rate_per_s:.4g} req/s)"
                                                           if reference_rate_per_s else ")"))
     if title:
-        ax.set_title(title, fontsize=9)
+        _wrap_title(ax, title)
     return finish(fig, ax, path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import axes, finish
+from .sim import _wrap_title
 
 
 def plot_stationary(result, *, ax=None, path=None, log=True):
@@ -22,7 +23,7 @@ def plot_stationary(result, *, ax=None, path=None, log=True):
     fig.colorbar(im, ax=ax, label="log10 probability" if log else "probability")
     ax.set_xlabel("requests decoding n_d")
     ax.set_ylabel("requests in prefill n_p")
-    ax.set_title(f"{result.policy}: lambda = {result.arrival_rate_per_s:.4g} req/s, {result.status}", fontsize=8)
+    _wrap_title(ax, f"{result.policy}: lambda = {result.arrival_rate_per_s:.4g} req/s, {result.status}", fontsize=8)
     return finish(fig, ax, path)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import axes, finish
+from .sim import _wrap_title
 
 
 def plot_fit(result, *, ax=None, path=None):
@@ -32,6 +33,6 @@ def plot_fit(result, *, ax=None, path=None):
         ax.set_xlabel("measured iteration time [ms]")
         ax.set_ylabel("predicted [ms]")
         ax.plot([], [], " ", label=result.model.describe())
-    ax.set_title(title, fontsize=8)
+    _wrap_title(ax, title, fontsize=8)
     ax.legend(fontsize=7)
     return finish(fig, ax, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import axes, finish
+from .sim import _wrap_title
 
 
 def _polygon(ax, region, *, color, label, fill=True, lw=1.6, ls="-"):
@@ -98,7 +99,7 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
     ax.set_xlabel("prefill tokens/s  (lambda m_p)")
     ax.set_ylabel("decode tokens/s  (lambda m_d)")
     if title:
-        ax.set_title(title, fontsize=9)
+        _wrap_title(ax, title)
     ax.legend(fontsize=7, loc="upper right")
     return finish(fig, ax, path)
 

@@ -15,10 +15,14 @@ _LABEL = {"requests": "requests in system", "tokens": "token backlog (prefill + 
 _STYLES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (3, 3)), (0, (8, 2, 2, 2)))
 
 
-def _wrap_title(ax, title, width=70):
+def _wrap_title(ax, title, width=None, fontsize=9):
+    """Set ``title`` wrapped to the axes' figure width (about 1.9 characters per point of width at 9 pt)."""
     import textwrap
 
-    ax.set_title("\n".join(textwrap.wrap(str(title), width)) or None, fontsize=9)
+    if width is None:
+        inches = ax.figure.get_figwidth() * ax.get_position().width
+        width = max(30, int(inches * 72 / (0.55 * fontsize)))
+    ax.set_title("\n".join(textwrap.wrap(str(title), width)), fontsize=fontsize)
 
 
 def plot_trajectories(results, *, key: str = "requests", ax=None, path=None, logy: bool = False, title=None):
