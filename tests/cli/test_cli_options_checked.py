@@ -319,3 +319,26 @@ def test_pars_save_writes_the_npz_it_names(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert_one_line(["pars", "--save", "ranker.pkl"], capsys, "--save", ".npz")
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["profiles", "list", "vidur-llama2-7b-a100"], ["NAME", "ignored", "profiles show vidur-llama2-7b-a100"]),
+    (["profiles", "show"], ["NAME"]),
+    (["dtmc", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
+    (["check", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
+])
+def test_names_and_positionals_are_checked(capsys, no_work, argv, words):
+    assert_one_line(argv, capsys, *words)
+
+
+def test_sweep_options_checked_before_the_sweep(capsys, monkeypatch, tmp_path):
+    import fluidq.sweep.case as sc
+
+    case = tmp_path / "c.toml"
+    case.write_text('[sweep]\nanalysis = "check"\n[grid]\nload = [0.5]\n')
+    monkeypatch.setattr(sc, "load_case", boom)
+    assert_one_line(["sweep", str(case), "--status", "--serial"], capsys, "--serial", "--status", "ignored")
+    assert_one_line(["sweep", str(case), "--status", "--csv", "t.csv"], capsys, "--csv", "--status")
+    assert_one_line(["sweep", str(case), "--csv", str(tmp_path / "no" / "t.csv")], capsys, "--csv", "existing folder")
+    assert_one_line(["sweep", str(case), "--csv", str(case)], capsys, "--csv", "input")
+    assert_one_line(["sweep", str(case), "--store", str(case)], capsys, "--store", "case file")

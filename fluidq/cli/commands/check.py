@@ -29,6 +29,10 @@ def run(args):
     from ...capacity import max_throughput
     from ...errors import ParameterError
 
+    from ...policies import resolve_policy
+
+    for name in args.policy or []:
+        resolve_policy(name, "--policy")  # an unknown name is named under its flag, before any work
     if not (math.isfinite(args.tolerance) and 0 <= args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a relative tolerance in [0, 1)")
     if args.load is not None:

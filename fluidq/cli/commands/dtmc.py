@@ -43,6 +43,9 @@ def run(args):
             raise ParameterError(flag, v, "an integer >= 1")
     if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a boundary mass in (0, 1)")
+    from ...policies import resolve_policy
+
+    resolve_policy(args.policy, "--policy")
     if args.plot:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine = engine_from_args(args)

@@ -28,17 +28,20 @@ def _fit_text(fit: dict) -> str:
 
 
 def run(args):
+    from .. import CliError
+
     if args.action == "show":
         if not args.name:
-            from ...errors import ParameterError
-
-            raise ParameterError("name", None, "a profile name to show (see `fluidq profiles list`)")
+            raise CliError("show needs a profile NAME: `fluidq profiles show NAME` (names: `fluidq profiles list`)")
         prof = load_profile(args.name)
         d = prof.to_dict()
         table = "\n".join([f"{k:<19} {v}" for k, v in d.items() if k != "batch_time"]
                           + [f"{'batch time':<19} {prof.batch_time.describe()}"])
         emit(args, d, table)
         return
+    if args.name is not None:
+        raise CliError(f"NAME {args.name!r} is ignored by 'list' (it lists every profile); to see one: "
+                       f"`fluidq profiles show {args.name}`")
     profs = list_profiles()
     w = max(len(p.name) for p in profs)
     lines = [f"{'name':<{w}}  {'model':<16} {'gpu':<22} tp  b_max  fit"]

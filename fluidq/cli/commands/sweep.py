@@ -80,8 +80,18 @@ def run(args):
     from ...sweep import dask_executor
     from ...sweep.case import load_case
 
-    from ..common import output_file
+    from pathlib import Path
 
+    from ..common import _same_file, output_file, reject_ignored
+
+    if args.status:
+        for opt, v in (("--csv", args.csv), ("--chunk-size", args.chunk_size), ("--dask", args.dask),
+                       ("--local-cluster", args.local_cluster), ("--workers", args.workers),
+                       ("--serial", args.serial or None)):
+            reject_ignored(opt if v is True else f"{opt} {v}", v is not None,
+                           "with --status (it only counts the points in the store and runs nothing)")
+    if args.store and Path(args.case).is_file() and _same_file(Path(args.store), Path(args.case)):
+        raise CliError(f"--store {args.store}: that is the case file (the results would be appended to it)")
     if args.csv:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("the case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file")
