@@ -25,15 +25,17 @@ def render(ctx):
         for name, pol in ref.policies.items():
             if pol.chunk_long_prompts:
                 r = check_stability(e, w.with_rate(ref.rate(0.8)), pol.with_(chunk_long_prompts=False))
-                literal.append(f"`{name}` {r.status.value}")
+                literal.append((name, r.status.value))
     intro = (f"Loads are fractions of the reference capacity `lambda* = {ref.requests_per_s:.3f} req/s`; the "
              f"workload's own rate is load {ref.offered_load:.3f}. {ref.policy_short} `unknown` means the theory "
              "gives no verdict for that scheduler below capacity: the simulation section shows what it does.")
     md = [intro, "", head, sep, *rows, "", "At load 0.8:", "", *notes]
     if literal:
+        why = (" -- a prompt longer than `b_max` is never scheduled, so it waits forever at any rate"
+               if all(v == "unstable" for _, v in literal) else "")
         md += ["", ("For comparison only, the paper's literal schedulers that never split a prompt "
-                    f"(`chunk_long_prompts=False`) at load 0.8: {', '.join(literal)} -- a prompt longer than "
-                    "`b_max` is never scheduled, so it waits forever at any rate.")]
+                    f"(`chunk_long_prompts=False`) at load 0.8: {', '.join(f'`{n}` {v}' for n, v in literal)}"
+                    f"{why}.")]
     fig = plot_verdicts(grid, LOADS, reference_rate_per_s=ref.requests_per_s,
                         title="FasterTransformer and vLLM with chunk_long_prompts=True", path=ctx.figure("verdicts"))
     return Section("Stability verdict per scheduler", "\n".join(md), [fig],

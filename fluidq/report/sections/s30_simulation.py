@@ -103,8 +103,8 @@ def render(ctx):
         if (eff - 1) * (ld - 1) < 0:
             longer = " (the full report simulates 240 s)" if ctx.quick else ""
             parts += ["", (f"*Note:* the simulated window's effective load {eff:.2f} lies on the other side of "
-                           f"capacity than the stated load {ld:.2f} (sampling noise of a {horizon:g} s window with "
-                           f"heavy-tailed lengths); the trend at the stated load needs a longer horizon{longer}.")]
+                           f"capacity than the stated load {ld:.2f} (sampling noise of a {horizon:g} s window of "
+                           f"random lengths); the trend at the stated load needs a longer horizon{longer}.")]
         parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {pred:,.0f} tokens/s at the "
                        f"stated rate (Theorem 2); {fluid:,.0f} tokens/s for the arrivals actually simulated (the fluid "
                        "path they drive, fitted over the same second half of the run as the table's slope). A flat "
