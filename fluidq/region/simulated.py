@@ -39,7 +39,9 @@ class SimulatedRegion:
     low_rate_per_s, high_rate_per_s : ndarray
         Bracket of the threshold on each ray: highest rate judged bounded, lowest judged growing.
     points : ndarray, shape (n, 2)
-        ``midpoint rate * (m_p, m_d)``: the boundary estimate, tokens/s.
+        ``midpoint rate * (m_p, m_d)``: the boundary estimate, tokens/s.  The midpoint is taken with the
+        bracket's top capped at the engine region's rate on the ray (no scheduler is stable outside it),
+        so no point lies outside the engine's region; ``status`` says where the cap applied.
     engine_scale : ndarray
         Each point's ``scale`` in the engine's region (``1`` = on its boundary).
     status : tuple of str
@@ -115,12 +117,13 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
     seeds = np.random.SeedSequence(rng).spawn(len(shapes))
     region = stability_region(engine)
     arrival = Poisson if poisson else Periodic
-    lows, highs, status, label = [], [], [], None
+    lows, highs, status, label, lams = [], [], [], None, []
     for i, ((mp, md), seed) in enumerate(zip(shapes, seeds)):
         w = Workload(arrival=arrival(rate_per_s=1.0), prompt_tokens=int(mp), output_tokens=int(md))
         factory = callable(policy) and not hasattr(policy, "select") and not isinstance(policy, str)
         pol = policy(w) if factory else policy
         lam = region.max_request_rate(mp, md)
+        lams.append(lam)
         th = find_threshold(engine, w, pol, low_rate_per_s=0.3 * lam, high_rate_per_s=1.05 * lam,
                             n_replications=n_replications, horizon_s=horizon_s, rel_tol=rel_tol, rng=seed,
                             check_batches=False)
@@ -130,8 +133,14 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
         status.append(th.status)
         if progress:
             progress(i + 1, len(shapes))
-    lows, highs = np.array(lows), np.array(highs)
-    mid = np.where(np.isfinite(highs), 0.5 * (lows + highs), lows)
+    lows, highs, lams = np.array(lows), np.array(highs), np.array(lams)
+    # no scheduler is stable outside the engine's region (paper §6): the threshold is at most ``lam`` on
+    # each ray, so the bracket's top is capped there (a finite-horizon bracket can reach past it)
+    top = np.minimum(highs, lams)
+    capped = highs > lams
+    status = [f"{st} (bracket capped at the engine's region)" if c else st for st, c in zip(status, capped)]
+    lows = np.minimum(lows, lams)
+    mid = np.where(np.isfinite(top), 0.5 * (lows + top), lows)
     pts = shapes * mid[:, None]
     scale = np.array([region.scale_of(p) for p in pts])
     return SimulatedRegion(label=str(label), request_shapes=shapes, low_rate_per_s=lows, high_rate_per_s=highs,
