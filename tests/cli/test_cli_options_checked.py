@@ -74,7 +74,7 @@ PLOT_COMMANDS = [
 @pytest.mark.parametrize("plot, words", [
     ("q.jpgx", [".png", ".svg", ".pdf"]),               # formats matplotlib can write, listed
     ("no/such/dir/q.png", ["existing folder", "no/such/dir"]),
-    ("INPUT", ["input"]),                               # the command's own input file
+    ("INPUT", ["other than the input"]),                # the command's own input file
     ("DIR", ["folder"]),
 ])
 def test_plot_path_is_checked_before_any_work(cmd, plot, words, capsys, no_work, measured, tmp_path, monkeypatch):
@@ -196,6 +196,8 @@ def test_capacity_json_invents_no_arrival_rate(capsys):
     d = json.loads(out)
     assert rc == 0 and d["inputs"]["workload"]["arrival"] is None and "offered" not in d
     assert d["inputs"]["workload"]["mean_prompt_tokens"] == 100
+    rc, out, _ = run(["capacity", "--trace", "azure-conv", "--json"], capsys)  # a trace's own rate is an input
+    assert rc == 0 and json.loads(out)["inputs"]["workload"]["arrival"]["rate_per_s"] > 0
 
 
 def test_check_json_has_its_inputs(capsys):
@@ -340,5 +342,5 @@ def test_sweep_options_checked_before_the_sweep(capsys, monkeypatch, tmp_path):
     assert_one_line(["sweep", str(case), "--status", "--serial"], capsys, "--serial", "--status", "ignored")
     assert_one_line(["sweep", str(case), "--status", "--csv", "t.csv"], capsys, "--csv", "--status")
     assert_one_line(["sweep", str(case), "--csv", str(tmp_path / "no" / "t.csv")], capsys, "--csv", "existing folder")
-    assert_one_line(["sweep", str(case), "--csv", str(case)], capsys, "--csv", "input")
+    assert_one_line(["sweep", str(case), "--csv", str(case)], capsys, "--csv", "input case file")
     assert_one_line(["sweep", str(case), "--store", str(case)], capsys, "--store", "case file")

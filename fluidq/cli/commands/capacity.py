@@ -20,8 +20,8 @@ def register(sub):
 def run(args):
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = engine_from_args(args)
-    # the lengths default to 100 + 100 tokens (as --help says); the arrival rate is a placeholder
-    # unless --rate was given, and then it is left out of the JSON
+    # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
+    # rate is a placeholder, left out of the JSON
     workload = workload_from_args(args, default_rate=1.0)
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)
@@ -37,7 +37,7 @@ def run(args):
                         " 100 by default)" if defaults else ""))
     out = res.to_dict()
     wl = (out.get("inputs") or {}).get("workload")
-    if args.rate is None and isinstance(wl, dict):
+    if args.rate is None and args.trace is None and isinstance(wl, dict):
         out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported
     if args.rate is not None:
         offered = workload.arrival_rate_per_s * workload.mean_tokens

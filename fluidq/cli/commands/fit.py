@@ -88,7 +88,7 @@ def run(args):
     if args.folds < 2:
         raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
     if args.plot:
-        args.plot = output_file("--plot", args.plot, inputs=[("the CSV", args.csv)])
+        args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
     cols = read_fit_csv(args.csv)
     res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
                          folds=args.folds, loss=args.loss)

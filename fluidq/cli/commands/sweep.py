@@ -93,7 +93,7 @@ def run(args):
     if args.store and Path(args.case).is_file() and _same_file(Path(args.store), Path(args.case)):
         raise CliError(f"--store {args.store}: that is the case file (the results would be appended to it)")
     if args.csv:  # checked before the sweep runs (it is written at the end)
-        args.csv = output_file("--csv", args.csv, inputs=[("the case file", args.case), ("--store", args.store)],
+        args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file")
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
