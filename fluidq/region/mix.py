@@ -190,8 +190,13 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
         shortfall = np.clip(np.asarray(gap.value, dtype=float) * unit, 0.0, None)
         # LP round-off: a shortfall below 1e-9 of the target's size is zero (not "1.245e-06 prefill")
         shortfall[shortfall <= 1e-9 * max(float(np.max(np.abs(p))), 1.0)] = 0.0
-        reason = (f"outside the stability region: at most x{s:.4f} of the target along its direction; "
-                  f"short by {_tokens(shortfall[0])} prefill and {_tokens(shortfall[1])} decode tokens/s at least")
+        if 1 - s <= 1e-6:  # a point given to a few digits from a vertex: outside only by rounding
+            reason = (f"on the boundary within rounding (x{s:.9f} of the target fits; short by "
+                      f"{shortfall[0]:.3g} prefill and {shortfall[1]:.3g} decode tokens/s); the shares below serve "
+                      "the largest multiple of the target that fits")
+        else:
+            reason = (f"outside the stability region: at most x{s:.4f} of the target along its direction; "
+                      f"short by {_tokens(shortfall[0])} prefill and {_tokens(shortfall[1])} decode tokens/s at least")
     keep = w > _W_EPS * max(float(w.sum()), 1e-300)  # interior-point noise on unused shapes
     return _result(region, p, bool(feasible), s, shapes_all[keep], w[keep], secs_all[keep], tuple(shortfall), reason)
 
