@@ -97,7 +97,9 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
                         state = ", ".join(
                             f"{names[r.rid]}: {'prefill ' + str(r.prefill_left) + ' left' if r.in_prefill else 'decoding, ' + str(r.decode_left) + ' left'}"
                             for r in rs)
-                        reason = (f"with b_max={b_max} and residents {state} the demand is {view.demand} "
+                        reason = (f"a counterexample on a small engine (the search tries budgets from 1 up; the "
+                                  f"rules are the same at any budget): with b_max={b_max} and residents {state} the "
+                                  f"demand is {view.demand} "
                                   f"but {getattr(pol, 'name', 'the policy')} forms {batch.describe(names)} "
                                   f"({batch.tokens} < {need} tokens)")
                         return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
