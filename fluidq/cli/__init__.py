@@ -61,7 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the sub-command's parser, so that the line names the command
+        sub = parser._subparsers._group_actions[0].choices.get(getattr(args, "command", None)) \
+            if parser._subparsers is not None else None
+        (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -344,3 +344,8 @@ def test_sweep_options_checked_before_the_sweep(capsys, monkeypatch, tmp_path):
     assert_one_line(["sweep", str(case), "--csv", str(tmp_path / "no" / "t.csv")], capsys, "--csv", "existing folder")
     assert_one_line(["sweep", str(case), "--csv", str(case)], capsys, "--csv", "input case file")
     assert_one_line(["sweep", str(case), "--store", str(case)], capsys, "--store", "case file")
+
+
+def test_unrecognized_arguments_name_the_command(capsys):
+    err = assert_one_line(["capacity", "--no-such-flag", "3"], capsys, "--no-such-flag 3")
+    assert err.startswith("fluidq capacity: error: unrecognized arguments")
