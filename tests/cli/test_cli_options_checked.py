@@ -328,6 +328,8 @@ def test_pars_save_writes_the_npz_it_names(capsys, tmp_path, monkeypatch):
     (["profiles", "show"], ["NAME"]),
     (["dtmc", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
     (["check", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
+    (["latency", "--orderings", "fcfs,nope"], ["--orderings", "nope"]),
+    (["dtmc", "--rate", "5", "--trace", "azure-conv"], ["--trace", "--rate/--prompt/--output"]),
 ])
 def test_names_and_positionals_are_checked(capsys, no_work, argv, words):
     assert_one_line(argv, capsys, *words)

@@ -46,6 +46,12 @@ def run(args):
     from ...policies import resolve_policy
 
     resolve_policy(args.policy, "--policy")
+    if args.trace is not None:
+        from .. import CliError
+
+        raise CliError(f"--trace {args.trace}: the chain needs Poisson arrivals and memoryless lengths; describe the "
+                       "workload with --rate/--prompt/--output (e.g. the trace's mean lengths: `fluidq check "
+                       "--trace` prints m_p and m_d)")
     if args.plot:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine = engine_from_args(args)

@@ -62,6 +62,14 @@ def run(args):
     from ...latency import METRICS, compare_orderings, reasoning_workload, standard_policies
 
     keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
+    from ...errors import UnknownNameError
+    from ...latency import POLICY_KEYS
+
+    if not keys:
+        raise ParameterError("--orderings", args.orderings, "comma-separated orderings, e.g. fcfs,pars")
+    for k in keys:
+        if k not in POLICY_KEYS:
+            raise UnknownNameError("--orderings entry", k, POLICY_KEYS)
     loads = _floats("--loads", args.loads)
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
