@@ -81,6 +81,8 @@ def test_plot_path_is_checked_before_any_work(cmd, plot, words, capsys, no_work,
     monkeypatch.chdir(tmp_path)
     cmd = [measured if c == "CSV" else c for c in cmd]
     if plot == "INPUT":
+        if cmd[0] == "dtmc":
+            pytest.skip("dtmc reads no file (it refuses --trace)")
         if cmd[0] == "fit":
             plot = measured
         else:  # a trace file given as a figure name (an extension matplotlib knows)
@@ -89,7 +91,7 @@ def test_plot_path_is_checked_before_any_work(cmd, plot, words, capsys, no_work,
                                                 "2023-11-16 18:16:03,100,100\n2023-11-16 18:17:03,100,100\n")
             if cmd[0] == "pars":
                 cmd = cmd + ["--data", plot]
-            elif cmd[0] in ("simulate", "region", "dtmc", "latency"):
+            else:
                 cmd = [c for c in cmd if c not in ("--prompt", "16", "--output", "20")] + ["--trace", plot]
     elif plot == "DIR":
         (tmp_path / "fig.png").mkdir()
@@ -328,7 +330,7 @@ def test_pars_save_writes_the_npz_it_names(capsys, tmp_path, monkeypatch):
     (["profiles", "show"], ["NAME"]),
     (["dtmc", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
     (["check", "--rate", "5", "--policy", "nope"], ["--policy", "nope"]),
-    (["latency", "--orderings", "fcfs,nope"], ["--orderings", "nope"]),
+    (["latency", "--orderings", "fcfs,nope"], ["unknown policy key (--orderings) 'nope'"]),
     (["dtmc", "--rate", "5", "--trace", "azure-conv"], ["--trace", "--rate/--prompt/--output"]),
 ])
 def test_names_and_positionals_are_checked(capsys, no_work, argv, words):

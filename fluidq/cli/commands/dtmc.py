@@ -53,7 +53,7 @@ def run(args):
                        "workload with --rate/--prompt/--output (e.g. the trace's mean lengths: `fluidq check "
                        "--trace` prints m_p and m_d)")
     if args.plot:
-        args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
+        args.plot = output_file("--plot", args.plot)
     engine = engine_from_args(args)
     if args.engines != 1:
         raise ParameterError("--engines", args.engines, "1 for `fluidq dtmc` (network chains: fluidq.dtmc.networks)")

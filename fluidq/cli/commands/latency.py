@@ -69,7 +69,7 @@ def run(args):
         raise ParameterError("--orderings", args.orderings, "comma-separated orderings, e.g. fcfs,pars")
     for k in keys:
         if k not in POLICY_KEYS:
-            raise UnknownNameError("--orderings entry", k, POLICY_KEYS)
+            raise UnknownNameError("policy key (--orderings)", k, POLICY_KEYS)
     loads = _floats("--loads", args.loads)
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
