@@ -208,9 +208,9 @@ def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
         from . import CliError
 
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        raise CliError(f"{option} {text}: the folder holds files that fluidq did not write ({shown}); give a new "
-                       f"or empty folder, or remove these files (a folder written by an earlier `fluidq {what}`, "
-                       f"with its {marker} file, is written over)")
+        raise CliError(f"{option} {text}: the folder already holds files ({shown}) and no {marker} file saying "
+                       f"`fluidq {what}` wrote it, so they are not replaced; give a new or empty folder, or remove "
+                       f"those files (a folder fluidq wrote has that file and is written over)")
     return p
 
 
