@@ -238,8 +238,9 @@ def finite_positive(option: str, value, what: str = "a finite number > 0") -> No
 def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
     """``Workload.from_trace`` for a trace named on the command line, refusing an unsorted file.
 
-    The loader sorts the rows by time; for a file given on the command line a row out of order is
-    more likely a mistake (a file edited or concatenated by hand), so the command names it instead.
+    The loader sorts the rows by time (``Trace.reordered`` counts the records it moved); for a file given
+    on the command line a row out of order is more likely a mistake (a file edited or concatenated by
+    hand), so the command names it instead.
     """
     if rate_per_s is not None and not (math.isfinite(rate_per_s) and rate_per_s > 0):
         raise ParameterError("--rate", rate_per_s, "a finite rate > 0 (requests per second)")

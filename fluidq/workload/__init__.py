@@ -113,6 +113,10 @@ class Workload:
                    name=name or tr.source)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "arrival": self.arrival.to_dict(),
-                "prompt_tokens": self.prompt_tokens.to_dict(), "output_tokens": self.output_tokens.to_dict(),
-                "mean_prompt_tokens": self.mean_prompt_tokens, "mean_output_tokens": self.mean_output_tokens}
+        out = {"name": self.name, "arrival": self.arrival.to_dict(),
+               "prompt_tokens": self.prompt_tokens.to_dict(), "output_tokens": self.output_tokens.to_dict(),
+               "mean_prompt_tokens": self.mean_prompt_tokens, "mean_output_tokens": self.mean_output_tokens}
+        if self.trace is not None:
+            out["trace"] = {"source": self.trace.source, "requests": len(self.trace),
+                            "reordered_records": self.trace.reordered}
+        return out

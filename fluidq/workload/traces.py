@@ -28,12 +28,17 @@ EMBEDDED_TRACES = {"azure-conv": "azure2023_conv.csv.gz", "azure-code": "azure20
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Trace:
-    """Per-request arrival times and lengths."""
+    """Per-request arrival times and lengths.
+
+    ``reordered``: how many records of the file were not in time order (the loader sorts them by time,
+    stably, and says so here; the command line refuses such files instead).
+    """
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str = ""
+    reordered: int = 0
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -106,8 +111,9 @@ def _finish(ts, p, o, source) -> Trace:
         raise DataError(f"{source}: request {bad} has a length below one token "
                         f"(prompt {p[bad]}, output {o[bad]}); filter such rows explicitly")
     order = np.argsort(t, kind="stable")
+    moved = int(np.count_nonzero(order != np.arange(len(order))))
     t = t[order] - t[order][0]
-    return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source)
+    return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source, reordered=moved)
 
 
 def load_trace(path_or_name) -> Trace:

@@ -22,7 +22,8 @@ def test_counts_add_up_to_the_rows():
     assert res.to_dict()["informational"] == 1
 
 
-def test_cli_misses_name_the_source(monkeypatch, capsys):
+def test_cli_misses_name_the_source(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)  # (the command writes its folder into the working directory)
     monkeypatch.setattr(V, "validate", lambda *a, **k: _result())
     assert main(["validate", "--fast"]) == 0
     out = capsys.readouterr().out
