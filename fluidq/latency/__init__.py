@@ -219,18 +219,38 @@ class LatencyComparison:
         return self.value(baseline, metric, load_index) / self.value(policy, metric, load_index)
 
     def table(self, load_index: int = -1, metrics=("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s",
-                                                   "ttft_mean_s", "preemptions_per_request")) -> str:
-        """A Markdown table at one load."""
+                                                   "ttft_mean_s", "preemptions_per_request", "finished_fraction"),
+              heading: bool = True, min_finished: float = 0.9) -> str:
+        """A Markdown table at one load (``heading``: a first line naming the load and its rate).
+
+        Latencies are those of the requests that finished within the horizon; when fewer than
+        ``min_finished`` of the arrivals did (for some policy), a note under the table says that the
+        tails are underestimated (the longest requests are the ones missing).
+        """
+        i = range(len(self.loads))[load_index]
+        lines = [f"load {self.loads[i]:g} ({self.rates_per_s[i]:.4g} req/s)", ""] if heading else []
         head = "| policy | " + " | ".join(METRICS[m][0] + (f" [{METRICS[m][1]}]" if METRICS[m][1] else "")
                                          for m in metrics) + " |"
         rows = [head, "|" + "---|" * (len(metrics) + 1)]
         for p in self.policies:
             cells = []
             for m in metrics:
-                v, h = self.values[p][m][load_index]
+                v, h = self.values[p][m][i]
                 cells.append(f"{v:.4g}" + (f" ± {h:.2g}" if h == h else ""))
             rows.append(f"| {p} | " + " | ".join(cells) + " |")
-        return "\n".join(rows)
+        lines += rows
+        done = {p: self.values[p]["finished_fraction"][i][0] for p in self.policies}
+        low = {p: f for p, f in done.items() if f == f and f < min_finished}
+        if low:
+            worst = min(low, key=low.get)
+            if low[worst] == 0:
+                lines += ["", f"note: no request finished within the horizon under {worst} ({len(low)} of {len(done)} "
+                              "policies below " f"{min_finished:.0%}): the latencies are undefined (nan)"]
+                return "\n".join(lines)
+            lines += ["", f"note: only {low[worst]:.0%} of the arrivals finished within the horizon under {worst} "
+                          f"({len(low)} of {len(done)} policies below {min_finished:.0%}); the latencies above are "
+                          "those of the finished requests, so tails are underestimated -- lengthen horizon_s"]
+        return "\n".join(lines)
 
     def to_dict(self) -> dict:
         from ..results import plain
@@ -291,7 +311,6 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     -------
     LatencyComparison
     """
-    from ..capacity import max_throughput
     from ..sim import simulate
 
     if not isinstance(engine, Engine):
@@ -310,8 +329,15 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     if policies is None or (not isinstance(policies, dict)):
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
-    cap = max_throughput(engine, workload)
-    rates = tuple(ld * cap.requests_per_s for ld in loads)
+    # loads are fractions of the token capacity b_max/t(b_max) of the engine without its KV cache: memory
+    # is what the orderings are compared under, not part of the load's definition (a KV-limited
+    # capacity would make "load 0.9" a different rate for every cache size)
+    from ..capacity import full_batch_rate
+
+    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
+                          else engine)[0]
+    cap_req = tok / workload.mean_tokens
+    rates = tuple(ld * cap_req for ld in loads)
     if not (rng is None or isinstance(rng, np.random.SeedSequence)):
         rng = integer("rng", rng, minimum=0)  # a seed: numpy rejects negative ones with a bare ValueError
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
@@ -341,7 +367,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
               "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
-              "capacity_tokens_per_s": cap.tokens_per_s, "capacity_requests_per_s": cap.requests_per_s,
+              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,

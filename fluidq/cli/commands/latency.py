@@ -73,6 +73,8 @@ def run(args):
     loads = _floats("--loads", args.loads)
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
+    if len(set(loads)) != len(loads):
+        raise ParameterError("--loads", args.loads, "distinct loads (one is given twice)")
     if args.tau is not None and not (math.isfinite(args.tau) and 0 < args.tau <= 1):
         raise ParameterError("--tau", args.tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
     if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
@@ -118,6 +120,13 @@ def run(args):
     else:
         workload = workload_from_args(args, default_rate=1.0)
     tau = 0.6 if args.tau is None else args.tau
+    from ...capacity import min_footprint_tokens
+
+    small = min_footprint_tokens(workload) if engine.kv_capacity_tokens else None
+    if small is not None and small > engine.kv_capacity_tokens:
+        raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
+                             f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                             "prompt + output, at its end)")
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
     res = compare_orderings(engine, workload, pols, loads=loads, horizon_s=args.horizon,
@@ -126,22 +135,25 @@ def run(args):
     metric = args.metric or "latency_per_token_mean_s"
     if args.plot:
         res.plot(metric=metric, path=args.plot)
-    cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request")
+    cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request",
+            "finished_fraction")
     if args.metric is not None and args.metric not in cols:
         cols = cols + (args.metric,)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", kv={engine.kv_capacity_tokens} tokens" if engine.kv_capacity_tokens else ", unlimited KV"),
-             f"workload  {workload.name}; capacity {res.inputs['capacity_requests_per_s']:.3f} req/s",
+             f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + repr(workload.prompt_tokens) + ' / ' + repr(workload.output_tokens)}; "
+             f"capacity {res.inputs['capacity_requests_per_s']:.3f} req/s (b_max/t(b_max); loads are fractions of it)",
              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
              f"({res.seconds:.1f} s wall)"]
     for i, ld in enumerate(res.loads):
-        lines += ["", f"load {ld:g} ({res.rates_per_s[i]:.3f} req/s)", res.table(i, metrics=cols)]
+        lines += ["", res.table(i, metrics=cols)]
         if args.metric is not None:
             vals = {p: res.values[p][metric][i][0] for p in res.policies}
             vals = {p: v for p, v in vals.items() if v == v}
             if vals:
-                best = min(vals, key=vals.get)
-                lines.append(f"lowest {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
+                higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
+                best = (max if higher else min)(vals, key=vals.get)
+                lines.append(f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
     if args.plot:
         lines.append(f"\nplot written to {args.plot}")
     emit(args, res, "\n".join(lines))

@@ -39,7 +39,13 @@ def render(ctx):
     horizon = 40.0 if ctx.quick else 240.0
     keys = ("fcfs", "pars", "srpt", "uniboost") if ctx.quick else KEYS
     pols = standard_policies(e_mem, w, keys=keys, tau=0.5)
-    res = compare_orderings(e_mem, w, pols, loads=tuple(own) if on_reference else loads, horizon_s=horizon,
+    # compare_orderings takes loads as fractions of the engine's token capacity b_max/t(b_max) (memory
+    # aside); the rates wanted here are fractions of lambda* or of the KV-limited capacity
+    from ...capacity import full_batch_rate
+
+    unit = full_batch_rate(e_mem.with_(kv_capacity_tokens=None))[0] / w.mean_tokens
+    rates = [x * (ref.requests_per_s if on_reference else lam_kv) for x in loads]
+    res = compare_orderings(e_mem, w, pols, loads=tuple(r / unit for r in rates), horizon_s=horizon,
                             n_replications=1, rng=50)
     ctx.results["latency"] = res
     if on_reference:
@@ -66,7 +72,7 @@ def render(ctx):
         f"held-out AlpacaEval prompts). {mem_note} {basis}", ""]
     for i, ld in enumerate(loads):
         of = "of the reference lambda*" if on_reference else "of the KV-limited capacity"
-        parts += [f"**Load {ld:g}** {of} ({res.rates_per_s[i]:.3f} req/s):", "", _dash_nan(res.table(i)), ""]
+        parts += [f"**Load {ld:g}** {of} ({res.rates_per_s[i]:.3f} req/s):", "", _dash_nan(res.table(i, heading=False)), ""]
     r = res.ratio("latency_per_token_mean_s", best, "fcfs", last)  # FCFS / best, >= 1
     if best == "fcfs":
         verdict = "**fcfs** itself: no ordering beats it"
