@@ -8,6 +8,8 @@ one object per line with the prompt text under ``instruction`` or ``question`` a
 """
 from __future__ import annotations
 
+import math
+
 import gzip
 import json
 from dataclasses import dataclass
@@ -93,11 +95,20 @@ def load_lengths(name_or_path, *, unit: str = "words") -> LengthDataset:
                 text = d.get("instruction", d.get("question"))
                 if not isinstance(text, str):
                     raise KeyError("instruction/question")
-                prompts.append(text)
-                rows.append(d[unit])
-            except (ValueError, KeyError) as exc:
+                row = d[unit]
+                if not isinstance(row, dict):
+                    raise KeyError(f"{unit} as an object {{model: length}}")
+            except (ValueError, KeyError, AttributeError) as exc:
                 raise DataError(f"{path}, line {i + 1}: expected a JSON object with a prompt and {unit!r} "
                                 f"lengths ({exc})") from exc
+            for m, v in row.items():  # a length is a finite number >= 0, or null for "not answered"
+                ok = v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                   and v >= 0)
+                if not ok:
+                    raise DataError(f"{path}, line {i + 1}: {unit}[{m!r}] = {v!r}: expected a finite length >= 0 "
+                                    "(or null when the model has no answer)")
+            prompts.append(text)
+            rows.append(row)
     if not prompts:
         raise DataError(f"{path}: no rows")
     models = list(dict.fromkeys(m for r in rows for m in r))
