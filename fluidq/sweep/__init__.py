@@ -47,7 +47,16 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
     @contextlib.contextmanager
     def _cm():
         if address is not None:
-            client = Client(address)
+            from ..errors import ParameterError
+
+            try:
+                client = Client(address, timeout="10s")
+            except (ValueError, TypeError) as exc:  # not an address distributed can parse
+                raise ParameterError("address", address, f"a Dask scheduler address such as tcp://host:8786 ({exc})") \
+                    from None
+            except (OSError, TimeoutError) as exc:  # nothing answers there (distributed raises OSError subclasses)
+                raise ParameterError("address", address, "a running Dask scheduler: none answered within 10 s "
+                                     f"({type(exc).__name__})") from None
             try:
                 yield client
             finally:

@@ -116,8 +116,15 @@ def run(args):
             cm = dask_executor(args.dask, n_workers=args.local_cluster or 1)
         except ImportError as exc:
             raise CliError(str(exc)) from None
-        with cm as client:
-            res = case.run(executor=client, **kw)
+        from ...errors import ParameterError
+
+        try:
+            with cm as client:
+                res = case.run(executor=client, **kw)
+        except ParameterError as exc:  # the scheduler address (raised on connecting): name the option
+            if getattr(exc, "name", None) == "address":
+                raise CliError(f"--dask {args.dask}: {str(exc).split(': ', 1)[-1]}") from None
+            raise
     elif args.serial:
         res = case.run(executor="serial", **kw)
     else:
