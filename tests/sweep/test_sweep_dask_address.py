@@ -24,3 +24,11 @@ def test_api_names_the_address():
     with pytest.raises(ParameterError, match="address"):
         with dask_executor("notanaddr"):
             pass
+
+
+def test_store_in_a_missing_folder_is_refused(capsys, tmp_path):
+    from pathlib import Path
+
+    case = Path(__file__).resolve().parents[2] / "examples" / "sweeps" / "verdict_map.toml"
+    assert main(["sweep", str(case), "--store", str(tmp_path / "no" / "x.jsonl"), "--serial"]) == 2
+    assert "existing folder" in capsys.readouterr().err and not (tmp_path / "no").exists()

@@ -97,6 +97,9 @@ def run(args):
                                figure=False, what="CSV file")
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
+    if args.store is not None and not Path(args.store).expanduser().resolve().parent.is_dir():
+        raise CliError(f"--store {args.store}: expected a path in an existing folder (there is no folder "
+                       f"'{Path(args.store).expanduser().resolve().parent}'), as for --csv")
     if args.status:
         return _status(args, case, store)
     kw = {"store": store, "progress": False if (args.no_progress or args.json) else None}
