@@ -100,7 +100,7 @@ def main(argv=None):
     lam = np.linspace(min(rates), max(rates), 200)
     ax.plot(lam, lam / (1 - lam), color="black", lw=1, label="M/M/1: rho / (mu - lambda)")
     ax.set_xlabel("arrival rate (service rate 1)")
-    ax.set_ylabel("mean waiting time")
+    ax.set_ylabel("mean waiting time [mean service times]")
     ax.set_title(f"{len(g)} points, killed after {len(kept)} and resumed on Dask")
     ax.legend(fontsize="small")
     finish(fig, ax, out / "sweep_dask_resume.png")
