@@ -145,6 +145,30 @@ def capacity_caveats(network: Network) -> list:
     return out
 
 
+def _hops_that_never_fit(network: Network) -> list:
+    """Hops with a positive visit rate whose every request is larger than its station's KV cache."""
+    def smallest(length):
+        sup = length.support()
+        return int(np.min(sup[0])) if sup is not None else 1
+
+    rates = {}
+    for b in network.flow.buffers:
+        rates[b.hop] = rates.get(b.hop, 0.0) + b.rate
+    stations = {st.name: st for st in network.stations}
+    routers = {r.name: r for r in network.routers}
+    out = []
+    for h in network.hops:
+        if not rates.get(h.name, 0.0) > 0:
+            continue
+        names = routers[h.engine].engines if h.engine in routers else (h.engine,)
+        need = smallest(h.prompt_tokens) + smallest(h.output_tokens)
+        caps = [stations[e].engine.kv_capacity_tokens for e in names]
+        if all(c is not None and need > c for c in caps):
+            out.append(f"hop {h.name!r} needs at least {need} KV tokens (prompt + output), more than the KV cache of "
+                       + ", ".join(f"{e!r} ({c})" for e, c in zip(names, caps)))
+    return out
+
+
 def _default_horizon(network):
     worst = 0.0
     for s in network.stations:
@@ -200,6 +224,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         decided = None
     reason = fl.reason
     caveats = capacity_caveats(network)
+    unfit = _hops_that_never_fit(network)
+    if unfit:
+        caveats = []  # decided: requests that can never be served pile up
+        status, decided = Status.UNSTABLE, "load"
+        reason = ("; ".join(unfit) + ": those requests can never be served, so they accumulate (unstable under "
+                  "every discipline)")
     if caveats:
         # only an overload at the upper-bound capacities (at the best split of shared JSQ routers) proves
         # anything; every other verdict of the idealised model is withheld

@@ -44,10 +44,13 @@ def test_context_aware_batch_time_and_kv_limit_are_caveats():
     ca = Engine(batch_time=ContextAware(base=STAIR, kv_s_per_token=2e-6), b_max=512)
     r = check_network_stability(_one(ca, 2.735, 1000, 100))
     assert r.status == Status.UNKNOWN and "context-aware" in r.reason
-    kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=150)
+    kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=1000)
     r = check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0)
-    assert r.status == Status.UNKNOWN and "kv_capacity_tokens=150" in r.reason
+    assert r.status == Status.UNKNOWN and "kv_capacity_tokens=1000" in r.reason
     assert "no simulation" in r.reason and r.simulation is None
+    tiny = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=150)  # a 200-token request never fits
+    r = check_network_stability(_one(tiny, 5.0))
+    assert r.status == Status.UNSTABLE and "can never be served" in r.reason and "(150)" in r.reason
     plain = _one(Engine(batch_time=STAIR, b_max=512), 5.0)
     assert capacity_caveats(plain) == [] and check_network_stability(plain).status == Status.STABLE
 
