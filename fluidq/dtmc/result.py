@@ -137,8 +137,8 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
         return StationaryResult(status=Status.UNSTABLE, reason=(
             f"offered load {offered:.4g} tokens/s >= {sat:.4g} tokens/s, what {chain.policy} serves under a backlog "
             f"({inp.get('saturated_how', '')}): its backlog grows, so there is no stationary distribution; the "
-            f"truncated chain loses {lost:.3g} of its mass per step at its caps {chain.caps} (no stationary "
-            "metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
+            f"truncated chain's boundary mass (the stationary probability per step of leaving its caps "
+            f"{chain.caps}) is {lost:.3g} (no stationary metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
             **common)
     area_arrivals = lam * float(pi @ chain.sojourn2_s2) / 2.0
     N = chain.residents

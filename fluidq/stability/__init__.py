@@ -210,6 +210,10 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif region_v is not None:
         status, reason, method = region_v
         rho = rho_any
+        if n_engines > 1:
+            reason = (f"each of {n_engines} engines behind a join-the-shortest-queue router gets 1/{n_engines} of the "
+                      f"traffic ({workload.arrival_rate_per_s / n_engines:.4g} of {workload.arrival_rate_per_s:.4g} "
+                      f"req/s), and the rates below are per engine: {reason}")
     elif rho_any > 1 + tolerance:
         status = Status.UNSTABLE
         rho = rho_any
