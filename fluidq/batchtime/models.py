@@ -32,8 +32,15 @@ import numpy as np
 from .._validate import array, integer, real
 from ..errors import DataError, ExtrapolationError, ParameterError
 
-__all__ = ["BatchTime", "Staircase", "PiecewiseLinear", "Affine", "Tabulated", "ContextAware",
-           "batch_time_from_dict"]
+__all__ = [
+    "Affine",
+    "BatchTime",
+    "ContextAware",
+    "PiecewiseLinear",
+    "Staircase",
+    "Tabulated",
+    "batch_time_from_dict",
+]
 
 
 def _tokens(b):

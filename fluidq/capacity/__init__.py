@@ -11,8 +11,8 @@ decode context, and a KV-cache capacity limits how many requests decode together
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -22,8 +22,16 @@ from ..errors import ParameterError
 from ..results import plain
 from ..workload import Workload
 
-__all__ = ["CapacityResult", "max_throughput", "engine_capacity", "full_batch_rate", "mean_decode_context",
-           "mean_resident_context", "min_footprint_tokens", "resident_limits"]
+__all__ = [
+    "CapacityResult",
+    "engine_capacity",
+    "full_batch_rate",
+    "max_throughput",
+    "mean_decode_context",
+    "mean_resident_context",
+    "min_footprint_tokens",
+    "resident_limits",
+]
 
 
 @dataclass(frozen=True)

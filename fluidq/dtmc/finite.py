@@ -270,7 +270,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     >>> abs(r.throughput_requests_per_s - 3.0) < 1e-3
     True
     """
-    from .build import EngineChain, check_chain_inputs, scheduler_rules, saturation
+    from .build import EngineChain, check_chain_inputs, saturation, scheduler_rules
 
     t0 = time.perf_counter()
     check_chain_inputs(engine, workload)

@@ -83,7 +83,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     >>> r.status.value
     'stable'
     """
-    from .build import EngineChain, check_chain_inputs, scheduler_rules, saturation
+    from .build import EngineChain, check_chain_inputs, saturation, scheduler_rules
 
     t0 = time.perf_counter()
     check_chain_inputs(engine, workload)

@@ -46,7 +46,7 @@ from .._validate import integer
 from ..errors import ParameterError, ParameterTypeError, TopologyError
 from ..results import plain
 
-__all__ = ["FluidPath", "fluid_path", "FluidSystem"]
+__all__ = ["FluidPath", "FluidSystem", "fluid_path"]
 
 
 def _names(items, limit=12):

@@ -42,7 +42,7 @@ from ..errors import ParameterError
 from ..results import Status, plain
 from .path import FluidPath, FluidSystem, _network_flow, fluid_path
 
-__all__ = ["FluidStabilityResult", "fluid_stability", "backlog_slope", "lyapunov_certificate"]
+__all__ = ["FluidStabilityResult", "backlog_slope", "fluid_stability", "lyapunov_certificate"]
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,14 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, LogNormal, Poisson, Workload
 
-__all__ = ["compare_orderings", "LatencyComparison", "standard_policies", "reasoning_workload", "POLICY_KEYS",
-           "METRICS"]
+__all__ = [
+    "METRICS",
+    "POLICY_KEYS",
+    "LatencyComparison",
+    "compare_orderings",
+    "reasoning_workload",
+    "standard_policies",
+]
 
 #: metric key -> (label, unit)
 METRICS = {

@@ -27,9 +27,9 @@ dates and buffer priorities", IEEE TAC 36 (1991).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Sequence
 
 import numpy as np
 
@@ -39,8 +39,19 @@ from ..errors import ParameterError, TopologyError
 from ..workload import Arrival, Poisson
 from ..workload.lengths import Length, as_length
 
-__all__ = ["Hop", "Choice", "Fork", "Join", "Station", "Router", "RequestClass", "Network", "NoTokens",
-           "FlowModel", "Buffer"]
+__all__ = [
+    "Buffer",
+    "Choice",
+    "FlowModel",
+    "Fork",
+    "Hop",
+    "Join",
+    "Network",
+    "NoTokens",
+    "RequestClass",
+    "Router",
+    "Station",
+]
 
 _PROB_TOL = 1e-9
 
@@ -778,14 +789,14 @@ class Network:
         return name, pl[name]
 
     # ---- variants ---------------------------------------------------------------------------
-    def scaled(self, factor: float) -> "Network":
+    def scaled(self, factor: float) -> Network:
         """The same network with every arrival rate multiplied by ``factor``."""
         f = real("factor", factor, positive=True)
         cl = tuple(replace(c, arrival=c.arrival.with_rate(c.arrival.rate_per_s * f), rate_per_s=None)
                    for c in self.classes)
         return replace(self, classes=cl)
 
-    def at_load(self, load: float) -> "Network":
+    def at_load(self, load: float) -> Network:
         """Arrival rates scaled so that the bottleneck load equals ``load``."""
         load = real("load", load, positive=True)
         name, now = self.bottleneck
@@ -794,7 +805,7 @@ class Network:
                                 "scaling reaches a load")
         return self.scaled(load / now)
 
-    def with_priorities(self, priorities: dict) -> "Network":
+    def with_priorities(self, priorities: dict) -> Network:
         """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""
         st = tuple(replace(s, priority=tuple(priorities.get(s.name, s.priority))) for s in self.stations)
         unknown = set(priorities) - {s.name for s in self.stations}
@@ -805,7 +816,7 @@ class Network:
     @classmethod
     def classical(cls, *, stations: Sequence[str], routes: dict, rate_per_s: float | dict, mean_times: dict,
                   priority: dict | None = None, tokens_per_unit: int = 20, b_max: int = 1,
-                  exponential: bool = True, name: str = "classical") -> "Network":
+                  exponential: bool = True, name: str = "classical") -> Network:
         """A classical multiclass queueing network as LLM stations serving one unit of work per unit time.
 
         Each station is ``Engine(Affine(c=0, a=1/tokens_per_unit), b_max)`` with Sarathi (chunked,

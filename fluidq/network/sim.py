@@ -62,7 +62,7 @@ RID_BITS = 40
 RID_MASK = (1 << RID_BITS) - 1
 MAX_GRID = 1_000_000  # most recorded grid points of one run
 
-__all__ = ["simulate_network", "NetworkSimResult", "replicate_network"]
+__all__ = ["NetworkSimResult", "replicate_network", "simulate_network"]
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class _Task(RequestState):
 
 
 class _JoinRec:
-    __slots__ = ("waiting", "cont")
+    __slots__ = ("cont", "waiting")
 
     def __init__(self, waiting):
         self.waiting = waiting

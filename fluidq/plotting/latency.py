@@ -5,7 +5,6 @@ import numpy as np
 
 from . import axes, finish
 
-
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 _STYLES = ("-", (0, (5, 2)), (0, (1, 1.5)), "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (3, 3)), (0, (8, 2, 2, 2)))
 

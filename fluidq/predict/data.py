@@ -8,10 +8,9 @@ one object per line with the prompt text under ``instruction`` or ``question`` a
 """
 from __future__ import annotations
 
-import math
-
 import gzip
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from ..errors import DataError, ParameterError, UnknownNameError
 
-__all__ = ["LengthDataset", "load_lengths", "BUILTIN_LENGTHS"]
+__all__ = ["BUILTIN_LENGTHS", "LengthDataset", "load_lengths"]
 
 BUILTIN_LENGTHS = {"alpaca_eval": "alpaca_eval_lengths.jsonl.gz",
                    "gsm8k": "gsm8k_model_solution_lengths.jsonl.gz"}

@@ -68,7 +68,7 @@ def default_inputs():
 def _sections():
     from . import sections
 
-    mods = sorted((m.name for m in pkgutil.iter_modules(sections.__path__) if re.match(r"s\d\d_", m.name)))
+    mods = sorted(m.name for m in pkgutil.iter_modules(sections.__path__) if re.match(r"s\d\d_", m.name))
     return [importlib.import_module(f"{sections.__name__}.{m}") for m in mods]
 
 

@@ -17,7 +17,6 @@ the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (`
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from .._validate import real
@@ -28,7 +27,7 @@ from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
 from ..workload import Poisson, Workload
 
-__all__ = ["StabilityResult", "check_stability", "Status"]
+__all__ = ["StabilityResult", "Status", "check_stability"]
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,17 @@ from .core import SweepError, SweepResult, point_rng, sweep
 from .grid import Grid
 from .store import StoreMismatchError, read_store
 
-__all__ = ["sweep", "Grid", "SweepResult", "SweepError", "StoreMismatchError", "ANALYSES", "point_rng",
-           "read_store", "dask_executor"]
+__all__ = [
+    "ANALYSES",
+    "Grid",
+    "StoreMismatchError",
+    "SweepError",
+    "SweepResult",
+    "dask_executor",
+    "point_rng",
+    "read_store",
+    "sweep",
+]
 
 
 def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per_worker: int = 1,

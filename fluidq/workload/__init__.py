@@ -13,11 +13,34 @@ import numpy as np
 from .._validate import integer, real
 from ..errors import ParameterError
 from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
-from .lengths import Empirical, Fixed, Geometric, Length, LogNormal, PoissonLength, as_length
+from .lengths import (
+    Empirical,
+    Fixed,
+    Geometric,
+    Length,
+    LogNormal,
+    PoissonLength,
+    as_length,
+)
 from .traces import EMBEDDED_TRACES, Trace, load_trace
 
-__all__ = ["Workload", "Arrival", "Poisson", "Periodic", "Gamma", "TraceArrivals", "Length", "Fixed",
-           "Geometric", "PoissonLength", "LogNormal", "Empirical", "Trace", "load_trace", "EMBEDDED_TRACES"]
+__all__ = [
+    "EMBEDDED_TRACES",
+    "Arrival",
+    "Empirical",
+    "Fixed",
+    "Gamma",
+    "Geometric",
+    "Length",
+    "LogNormal",
+    "Periodic",
+    "Poisson",
+    "PoissonLength",
+    "Trace",
+    "TraceArrivals",
+    "Workload",
+    "load_trace",
+]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -79,7 +102,7 @@ class Workload:
         """Offered load in tokens per second, ``lambda (m_p + m_d)``."""
         return self.arrival_rate_per_s * self.mean_tokens
 
-    def with_rate(self, rate_per_s: float) -> "Workload":
+    def with_rate(self, rate_per_s: float) -> Workload:
         """The same workload at another arrival rate (a trace is time-scaled)."""
         return replace(self, arrival=self.arrival.with_rate(real("rate_per_s", rate_per_s, positive=True)))
 
@@ -94,7 +117,7 @@ class Workload:
         return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
 
     @classmethod
-    def from_trace(cls, path_or_name, rate_per_s: float | None = None, name: str | None = None) -> "Workload":
+    def from_trace(cls, path_or_name, rate_per_s: float | None = None, name: str | None = None) -> Workload:
         """A workload replaying a trace (Azure CSV or Mooncake JSONL, or ``"azure-conv"``/``"azure-code"``).
 
         Lengths are the trace's empirical distributions (used by analyses); :meth:`sample` replays

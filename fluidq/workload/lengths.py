@@ -20,7 +20,7 @@ import numpy as np
 from .._validate import array, integer, real
 from ..errors import ParameterError, ParameterTypeError
 
-__all__ = ["Length", "Fixed", "Geometric", "PoissonLength", "LogNormal", "Empirical", "as_length"]
+__all__ = ["Empirical", "Fixed", "Geometric", "Length", "LogNormal", "PoissonLength", "as_length"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +43,7 @@ class Length:
 
     def support(self):
         """``(values, probabilities)`` for a finite support, else ``None``."""
-        return None
+        return
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -155,7 +155,7 @@ class LogNormal(Length):
         object.__setattr__(self, "_mean_square", float(np.sum((2 * k + 1) * sf)))
 
     @classmethod
-    def from_mean(cls, mean_tokens: float, sigma: float) -> "LogNormal":
+    def from_mean(cls, mean_tokens: float, sigma: float) -> LogNormal:
         mean_tokens = real("mean_tokens", mean_tokens, positive=True)
         sigma = real("sigma", sigma, positive=True)
         return cls(mu=math.log(mean_tokens) - sigma * sigma / 2, sigma=sigma)

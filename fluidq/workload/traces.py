@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import DataError, UnknownNameError
 
-__all__ = ["Trace", "load_trace", "EMBEDDED_TRACES"]
+__all__ = ["EMBEDDED_TRACES", "Trace", "load_trace"]
 
 EMBEDDED_TRACES = {"azure-conv": "azure2023_conv.csv.gz", "azure-code": "azure2023_code.csv.gz"}
 

@@ -34,14 +34,8 @@ def boom(*a, **k):
 def no_work(monkeypatch):
     """Every expensive call of the commands fails the test if reached (the names the commands import
     at call time are patched where they live; those imported with the command module, where it uses them)."""
-    import fluidq.batchtime.fit as fit
-    import fluidq.dtmc as dtmc
-    import fluidq.latency as latency
-    import fluidq.predict as predict
-    import fluidq.region as region
-    import fluidq.report as report
-    import fluidq.sim as sim
-    import fluidq.validate as validate
+    from fluidq import dtmc, latency, predict, region, report, sim, validate
+    from fluidq.batchtime import fit
 
     for mod, name in ((sim, "simulate"), (sim, "replicate"), (region, "stability_region"), (dtmc, "build_dtmc"),
                       (fit, "fit_batch_time"), (latency, "compare_orderings"), (predict, "load_lengths"),
@@ -133,7 +127,7 @@ def test_report_out_missing_parent_is_refused(capsys, no_work, tmp_path):
 
 
 def test_report_rewrites_a_folder_it_wrote(capsys, monkeypatch, tmp_path):
-    import fluidq.report as report
+    from fluidq import report
 
     calls = []
 

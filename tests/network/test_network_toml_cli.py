@@ -7,7 +7,9 @@ import pytest
 
 from fluidq.cli import main
 from fluidq.errors import DataError, ParameterError, TopologyError
-from fluidq.network.toml import CASES_DIR as CASES  # the case files ship inside the package
+from fluidq.network.toml import (
+    CASES_DIR as CASES,  # the case files ship inside the package
+)
 from fluidq.network.toml import load_network, network_from_dict
 
 

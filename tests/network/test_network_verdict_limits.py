@@ -8,7 +8,14 @@ import pytest
 
 from fluidq import Affine, Engine, Staircase
 from fluidq.batchtime.models import ContextAware
-from fluidq.network import Hop, Network, RequestClass, Router, Station, check_network_stability
+from fluidq.network import (
+    Hop,
+    Network,
+    RequestClass,
+    Router,
+    Station,
+    check_network_stability,
+)
 from fluidq.network.stability import capacity_caveats, simulation_verdict
 from fluidq.results import Status
 

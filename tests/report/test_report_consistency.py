@@ -14,7 +14,7 @@ def report(tmp_path_factory):
     e, w, prof = default_inputs()
     res = build_report(out, e, w, quick=True, profile_name=prof)
     md = (out / "report.md").read_text()
-    sections = dict(re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", md, re.M | re.S))
+    sections = dict(re.findall(r"^## (.+?)\n(.*?)(?=^## |\Z)", md, re.MULTILINE | re.DOTALL))
     return {"res": res, "md": md, "sections": sections, "lam": max_throughput(e, w).requests_per_s,
             "load": w.token_rate_per_s / max_throughput(e, w).tokens_per_s}
 
@@ -60,6 +60,6 @@ def test_simulations_show_loads_below_and_above_capacity(report):
 
 def test_tables_show_a_dash_not_nan(report):
     rows = [line for line in report["md"].splitlines() if line.startswith("|")]
-    assert rows and not [r for r in rows if re.search(r"\bnan\b", r, re.I)]
+    assert rows and not [r for r in rows if re.search(r"\bnan\b", r, re.IGNORECASE)]
     if any("–" in r for r in rows):
         assert "no request finished" in report["md"]

@@ -21,9 +21,8 @@ def test_unparsable_address_names_the_option(capsys, tmp_path, monkeypatch):
 
 
 def test_api_names_the_address():
-    with pytest.raises(ParameterError, match="address"):
-        with dask_executor("notanaddr"):
-            pass
+    with pytest.raises(ParameterError, match="address"), dask_executor("notanaddr"):
+        pass
 
 
 def test_store_in_a_missing_folder_is_refused(capsys, tmp_path):

@@ -6,7 +6,17 @@ import math
 import numpy as np
 import pytest
 
-from fluidq import (Empirical, Fixed, Gamma, Geometric, LogNormal, Periodic, Poisson, PoissonLength, Workload)
+from fluidq import (
+    Empirical,
+    Fixed,
+    Gamma,
+    Geometric,
+    LogNormal,
+    Periodic,
+    Poisson,
+    PoissonLength,
+    Workload,
+)
 from fluidq.errors import DataError, FluidqError
 from fluidq.workload import load_trace
 

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, finite_positive, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    finite_positive,
+    workload_from_args,
+)
 
 
 def register(sub):

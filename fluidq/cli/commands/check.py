@@ -4,7 +4,12 @@ from __future__ import annotations
 from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
-from ..common import add_engine_args, add_workload_args, engine_from_args, workload_from_args
+from ..common import (
+    add_engine_args,
+    add_workload_args,
+    engine_from_args,
+    workload_from_args,
+)
 
 
 def register(sub):
@@ -28,7 +33,6 @@ def run(args):
 
     from ...capacity import max_throughput
     from ...errors import ParameterError
-
     from ...policies import resolve_policy
 
     for name in args.policy or []:

@@ -31,11 +31,11 @@ def register(sub):
 
 
 def run(args):
+    import math
+
     from ...dtmc import build_dtmc
     from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
     from ...errors import ParameterError
-
-    import math
 
     for flag, v in (("--max-prefill", args.max_prefill), ("--max-decode", args.max_decode),
                     ("--max-states", args.max_states)):

@@ -59,7 +59,12 @@ def run(args):
     import math
 
     from ...errors import ParameterError
-    from ...latency import METRICS, compare_orderings, reasoning_workload, standard_policies
+    from ...latency import (
+        METRICS,
+        compare_orderings,
+        reasoning_workload,
+        standard_policies,
+    )
 
     keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
     from ...errors import UnknownNameError

@@ -45,6 +45,6 @@ def run(args):
     finally:  # even a report cut short is fluidq's: the next run may write over it
         mark_folder(out, MARKER, "report")
     if not args.json:
-        print("", file=sys.stderr)
+        print(file=sys.stderr)
     emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "
                     f"{len(res['figures'])} figures in the same folder")

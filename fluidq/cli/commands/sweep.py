@@ -77,11 +77,10 @@ def _status(args, case, store):
 
 
 def run(args):
-    from ...sweep import dask_executor
-    from ...sweep.case import load_case
-
     from pathlib import Path
 
+    from ...sweep import dask_executor
+    from ...sweep.case import load_case
     from ..common import _same_file, output_file, reject_ignored
 
     if args.status:

@@ -43,7 +43,7 @@ def run(args):
     finally:
         mark_folder(out, MARKER, "validate")
     if not args.json:
-        print("", file=sys.stderr)
+        print(file=sys.stderr)
     lines = [f"{res.counts_text()} ({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
     for r in res.misses():  # case and source (the profile or run): one case has a row per profile
         err = "" if r.error_pct is None else f" ({r.error_pct:+.1f} %)"

@@ -21,7 +21,6 @@ def render(ctx):
     from ...plotting.sim import plot_trajectories
     from ...sim import simulate
     from ...workload import Poisson, Workload
-
     from ..reference import HIGH, LOW, OWN_LOAD_SHOWN_MAX, fmt_num
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference

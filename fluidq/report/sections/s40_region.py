@@ -10,7 +10,6 @@ ILLUSTRATIVE_K_MAX = 256
 def render(ctx):
     from ...plotting.region import plot_region
     from ...region import policy_region, region_mix, stability_region
-
     from ..reference import HIGH, LOW
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
