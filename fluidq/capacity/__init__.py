@@ -1,9 +1,11 @@
 """Closed-form capacity of one engine and of parallel engines.
 
 Theorem 2 of Li, Dai, Peng (arXiv:2504.07347): no scheduler serves more than
-``sup_{b <= b_max} b/t(b)`` tokens per second (``b_max/t_{b_max}`` for the staircase with
-``b0 | b_max``); every work-conserving scheduler is stable below it.  For ``K`` engines behind a
-join-the-shortest-queue router the capacities add (Prop. 3 / Remark 4).
+``sup_{b <= b_max} b/t(b)`` tokens per second (``tokens_per_s``); a work-conserving scheduler fills its
+batches to ``b_max`` under a backlog, serves ``b_max/t(b_max)`` (``work_conserving_tokens_per_s``) and is
+stable below that.  The two are one number for the staircase with ``b0 | b_max``.  For ``K`` engines
+behind a join-the-shortest-queue router the capacities add (Prop. 3 / Remark 4).  A KV cache smaller
+than every request (``prompt + output`` tokens) gives capacity 0.
 
 For a context-aware batch time ``t(b, kv)`` the capacity is evaluated at the workload's mean
 decode context, and a KV-cache capacity limits how many requests decode together
@@ -214,8 +216,11 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
 
     Notes
     -----
-    ``tokens_per_s = sup_{1 <= b <= b_max} b/t(b)`` per engine, summed over engines (the capacity of
-    join-the-shortest-queue routing with work-conserving engines).  When an engine has a
+    ``tokens_per_s = sup_{1 <= b <= b_max} b/t(b)`` per engine, summed over engines: no scheduler serves
+    more.  ``work_conserving_tokens_per_s`` is ``b_max/t(b_max)`` per engine, summed: what
+    work-conserving schedulers serve under a backlog, and the throughput of join-the-shortest-queue
+    routing over work-conserving engines (equal to ``tokens_per_s`` when ``b/t(b)`` peaks at ``b_max``).
+    A KV cache smaller than every request gives 0.  When an engine has a
     batch-size limit ``k_max`` and a workload is given, its capacity for the workload's mix is
     the largest ``lambda (m_p + m_d)`` with ``(lambda m_p, lambda m_d)`` in its stability region
     (:func:`fluidq.stability_region`, paper §6); where that is below the Theorem-2 number the
@@ -277,8 +282,9 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                        f"a backlog and serve {wc_total:.6g} tokens/s ({wc_total / total:.4f} of it): Theorem 2(b) "
                        "holds below that rate")
     else:
-        reason = (f"sum of {len(engines)} engine capacities: the throughput of join-the-shortest-queue "
-                  "routing over work-conserving engines (Prop. 3 of arXiv:2504.07347)")
+        reason = (f"sum of {len(engines)} engine capacities (sup of b/t(b) each); the throughput of "
+                  f"join-the-shortest-queue routing over work-conserving engines is the sum of their b_max/t(b_max), "
+                  f"{wc_total:.6g} tokens/s (Prop. 3 of arXiv:2504.07347)")
     if region_reasons:
         reason = "; ".join(region_reasons) + ("" if len(engines) == 1 else "; " + reason)
     if notes:

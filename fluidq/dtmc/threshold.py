@@ -7,7 +7,9 @@ Methods
 -------
 ``closed_form``
     Work-conserving schedulers (mixed batches and chunked prefill: Orca, Sarathi-Serve, vLLM v1):
-    Theorem 2 of Li, Dai, Peng (arXiv:2504.07347), ``lambda* = (b/t_b)_max / (m_p + m_d)``.
+    Theorem 2 of Li, Dai, Peng (arXiv:2504.07347), ``lambda* = b_max / (t(b_max) (m_p + m_d))``: they
+    fill their batches to ``b_max`` under a backlog (``sup_b b/t(b)`` can be larger when ``b/t(b)`` peaks
+    below ``b_max``; only a scheduler that sizes its batches could use it).
 ``renewal``
     The two non-work-conserving schedulers, from their behaviour with a large backlog (prompt
     length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch; random
@@ -718,8 +720,9 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     if isinstance(pol, Scheduler):
         b, _k = _budget(pol, engine)
     cap = max_throughput(engine.with_(b_max=b), workload)
-    wc_rate = cap.requests_per_s
-    details = {"mean_tokens": mt, "capacity_tokens_per_s": cap.tokens_per_s}
+    wc_tok = cap.work_conserving_tokens_per_s if cap.work_conserving_tokens_per_s is not None else cap.tokens_per_s
+    wc_rate = wc_tok / mt
+    details = {"mean_tokens": mt, "capacity_tokens_per_s": cap.tokens_per_s, "work_conserving_tokens_per_s": wc_tok}
     kind = _kind(pol) if isinstance(pol, Scheduler) else "custom"
     if method == "auto":
         if kind == "work_conserving" and engine.k_max is None and pol.k_max is None:
@@ -744,7 +747,7 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
                                        "closed form does not apply; use method='renewal' or 'dtmc'")
         return ThresholdResult(wc_rate, wc_rate, wc_rate, "closed_form", name, wc_rate,
                                f"{name} is work-conserving: by Theorem 2 of arXiv:2504.07347 it is stable iff "
-                               f"lambda (m_p + m_d) < b_max/t(b_max) = {cap.tokens_per_s:.6g} tokens/s",
+                               f"lambda (m_p + m_d) < b_max/t(b_max) = {wc_tok:.6g} tokens/s",
                                "b_max / (t(b_max) (m_p + m_d))", details)
     if method == "renewal":
         if kind == "work_conserving":

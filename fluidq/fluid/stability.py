@@ -103,7 +103,8 @@ class FluidStabilityResult:
 
 
 def backlog_slope(engine, workload) -> float:
-    """Fluid backlog growth of one engine, ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s.
+    """Fluid backlog growth of one engine under a work-conserving scheduler,
+    ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s (``CapacityResult.work_conserving_tokens_per_s``).
 
     References
     ----------
@@ -126,7 +127,9 @@ def backlog_slope(engine, workload) -> float:
         raise ParameterError("engine", engine, "a fluidq.Engine (one engine; for several use a Network)")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload (its token rate is the fluid inflow)")
-    cap = max_throughput(engine, workload).tokens_per_s
+    res = max_throughput(engine, workload)
+    # a work-conserving scheduler fills its batches under a backlog: b_max/t(b_max), not sup_b b/t(b)
+    cap = res.work_conserving_tokens_per_s if res.work_conserving_tokens_per_s is not None else res.tokens_per_s
     return max(0.0, workload.token_rate_per_s - cap)
 
 

@@ -340,8 +340,9 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     # capacity would make "load 0.9" a different rate for every cache size)
     from ..capacity import full_batch_rate
 
+    # (a context-aware batch time at the workload's mean decode context, as max_throughput evaluates it)
     tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
-                          else engine)[0]
+                          else engine, workload)[0]
     cap_req = tok / workload.mean_tokens
     rates = tuple(ld * cap_req for ld in loads)
     if not (rng is None or isinstance(rng, np.random.SeedSequence)):

@@ -112,3 +112,27 @@ def test_network_station_serves_full_batches():
         Hop(engine="E", prompt_tokens=100, output_tokens=100)])])
     assert net.loads()["E"] == pytest.approx(12.0 * 200 / st.capacity_tokens_per_s)
     assert np.isclose(net.loads()["E"], 1.0504, atol=1e-3)
+
+
+def test_every_face_uses_the_full_batch_rate_for_work_conserving_schedulers():
+    from fluidq.fluid import backlog_slope
+
+    cap = fluidq.max_throughput(B0_100)
+    w = W(0.95 * cap.tokens_per_s / 200)
+    full = cap.work_conserving_tokens_per_s
+    th = fluidq.stability_threshold(B0_100, w, "sarathi")
+    assert th.arrival_rate_per_s == pytest.approx(full / 200) and th.method == "closed_form"
+    assert backlog_slope(B0_100, w) == pytest.approx(w.token_rate_per_s - full)  # was 0 (the sup)
+    two = fluidq.max_throughput(B0_100, n_engines=2)
+    assert two.work_conserving_tokens_per_s == pytest.approx(2 * full)
+    assert f"{2 * full:.6g}" in two.reason
+
+
+def test_check_cli_header_load_does_not_depend_on_the_policies(capsys):
+    from fluidq.cli import main
+
+    outs = []
+    for pol in ("sarathi", "vllm"):
+        assert main(["check", "--b0", "100", "--load", "0.9", "--policy", pol]) == 0
+        outs.append(capsys.readouterr().out.splitlines()[0])
+    assert outs[0] == outs[1] and "b_max/t(b_max)" in outs[0]

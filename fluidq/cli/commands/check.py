@@ -54,8 +54,18 @@ def run(args):
     results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines)
                for p in (args.policy or POLICY_NAMES)]
     width = max(len(r.policy) for r in results)
+    cap = max_throughput(engine, workload, n_engines=args.engines)
+    off = workload.token_rate_per_s
+    full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
+    if cap.tokens_per_s <= 0:
+        load_txt = "no request can be served"
+    elif abs(full - cap.tokens_per_s) <= 1e-9 * cap.tokens_per_s:
+        load_txt = f"load {off / cap.tokens_per_s:.3f}"
+    else:  # b/t(b) peaks below b_max: the two loads differ (each verdict says which it uses)
+        load_txt = (f"load {off / cap.tokens_per_s:.3f} of sup b/t(b) = {cap.tokens_per_s:,.1f} tokens/s, "
+                    f"{off / full:.3f} of b_max/t(b_max) = {full:,.1f} (work-conserving schedulers)")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
-             f"m_d={workload.mean_output_tokens:g}, load {results[0].load:.3f}"]
+             f"m_d={workload.mean_output_tokens:g}, {load_txt}"]
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
     # the inputs with every verdict (StabilityResult.to_dict has the numbers, not what they came from)
     inputs = {"engine": engine.to_dict(), "workload": workload.to_dict(),

@@ -254,10 +254,12 @@ def run(args):
                          "scheduler does not chunk; see --chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
-        out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(cap.tokens_per_s)
-        lines.append(f"fluid prediction for a work-conserving scheduler: token slope "
-                     f"{out['fluid_slope_tokens_per_s']:,.1f} tokens/s for these arrivals (fitted like the column)"
-                     + ("" if replay else f"; {max(0.0, base.token_rate_per_s - cap.tokens_per_s):,.1f} at the "
+        full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
+        out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
+        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {full:,.1f} tokens/s): "
+                     f"token slope {out['fluid_slope_tokens_per_s']:,.1f} tokens/s for these arrivals (fitted like the "
+                     "column)"
+                     + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "
                         "nominal rate (Theorem 2)"))
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
     if args.plot:

@@ -73,7 +73,7 @@ def render(ctx):
         first = next(iter(runs.values()))
         off = first.offered()
         eff = off["tokens_per_s"] / cap.tokens_per_s
-        fluid = first.fluid_backlog_slope(cap.tokens_per_s)
+        fluid = first.fluid_backlog_slope(cap.work_conserving_tokens_per_s or cap.tokens_per_s)
         big = max(int(r.backlog["requests"].max()) for r in runs.values())
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
         kind = "Poisson arrivals, trace lengths" if is_trace else type(wl.arrival).__name__
@@ -95,7 +95,7 @@ def render(ctx):
                          f"{fmt_num(s['ttlt_s_p50'])} | {fmt_num(s['ttlt_s_p99'])} | "
                          f"{fmt_num(s['mixed_batch_fraction'])} |")
         data[label] = rows
-        pred = max(0.0, wl.token_rate_per_s - cap.tokens_per_s)
+        pred = max(0.0, wl.token_rate_per_s - (cap.work_conserving_tokens_per_s or cap.tokens_per_s))
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
                                                  "arrivals": off["arrivals"], "fluid_slope_tokens_per_s": fluid,
                                                  "theorem2_slope_tokens_per_s": pred}

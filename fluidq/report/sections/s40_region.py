@@ -16,8 +16,14 @@ def render(ctx):
     lam, mp, md = w.arrival_rate_per_s, w.mean_prompt_tokens, w.mean_output_tokens
     point = (lam * mp, lam * md)
     shown = e if e.k_max is not None else e.with_(k_max=ILLUSTRATIVE_K_MAX)
-    region = stability_region(shown)
-    plain_region = stability_region(e.with_(k_max=None))
+    # a context-aware batch time is evaluated at the workload's mean decode context, as max_throughput does
+    # (so the region's corner and the report's reference capacity agree)
+    from ...batchtime import ContextAware
+    from ...capacity import mean_decode_context
+
+    kv = mean_decode_context(e, w) if isinstance(e.batch_time, ContextAware) else None
+    region = stability_region(shown, kv_tokens=kv)
+    plain_region = stability_region(e.with_(k_max=None), kv_tokens=kv)
     others = {"no k_max (Theorem 2)": plain_region} if e.k_max is None else {}
     for pol in ("sarathi", "orca", "fastertransformer"):
         pr = policy_region(shown, ref.policies[pol])  # the report's scheduler configuration

@@ -24,8 +24,9 @@ def render(ctx):
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
     if e.kv_capacity_tokens is None:
         e_mem = e.with_(kv_capacity_tokens=50_000)
-        mem_note = ("The engine has no KV-cache capacity; this section assumes **50,000 KV tokens** (about what "
-                    "a 34B model leaves on an 80 GB card) so that admission and preemption matter.")
+        mem_note = ("The engine has no KV-cache capacity; this section assumes **50,000 KV tokens** (an "
+                    "illustrative size: about what a 34B model leaves on an 80 GB card; give the engine its own "
+                    "kv_capacity_tokens for a real deployment) so that admission and preemption matter.")
     else:
         e_mem = e
         mem_note = f"KV-cache capacity: {e.kv_capacity_tokens:,} tokens."
@@ -43,7 +44,7 @@ def render(ctx):
     # aside); the rates wanted here are fractions of lambda* or of the KV-limited capacity
     from ...capacity import full_batch_rate
 
-    unit = full_batch_rate(e_mem.with_(kv_capacity_tokens=None))[0] / w.mean_tokens
+    unit = full_batch_rate(e_mem.with_(kv_capacity_tokens=None), w)[0] / w.mean_tokens
     rates = [x * (ref.requests_per_s if on_reference else lam_kv) for x in loads]
     res = compare_orderings(e_mem, w, pols, loads=tuple(r / unit for r in rates), horizon_s=horizon,
                             n_replications=1, rng=50)
