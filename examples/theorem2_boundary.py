@@ -91,8 +91,9 @@ def main(argv=None):
     ax.errorbar(sim_loads, m, yerr=[m - np.array(lows), np.array(highs) - m], fmt="o", capsize=3,
                 label=f"simulated Sarathi-Serve ({reps} seeds, {horizon:g} s, 95 % CI)")
     grid = np.linspace(min(sim_loads), max(sim_loads), 100)
-    ax.plot(grid, np.maximum(0.0, (grid - 1.0) * cap.tokens_per_s), color="black", lw=1,
-            label="fluid: max(0, lambda(m_p+m_d) - capacity)")
+    full = cap.work_conserving_tokens_per_s  # b_max/t(b_max): what a work-conserving scheduler serves
+    ax.plot(grid, np.maximum(0.0, grid * cap.tokens_per_s - full), color="black", lw=1,
+            label="fluid: max(0, lambda(m_p+m_d) - b_max/t(b_max))")
     ax.set_xlabel("offered load")
     ax.set_ylabel("token backlog growth, tokens/s")
     ax.legend(fontsize="small")

@@ -2,7 +2,8 @@
 
 :func:`fluid_stability` decides in this order and says which argument decided:
 
-1. **load** -- a service point with load > 1 diverges under every discipline (the fluid backlog grows
+1. **load** -- a service point with load > 1 diverges under every work-conserving discipline, and under
+   every discipline when ``b/t(b)`` peaks at ``b_max`` (the fluid backlog grows
    at least at ``(load - 1) * capacity`` tokens/s; for one engine this is Theorem 2(a) of Li, Dai,
    Peng, arXiv:2504.07347).  Load within ``tolerance`` of 1 is *critical*.
 2. the fluid model needs work-conserving engines (checked by search,
@@ -100,6 +101,28 @@ class FluidStabilityResult:
 
             raise DataError("this verdict has no fluid path to plot")
         return self.path.plot(ax=ax, path=path, **kw)
+
+
+def _point_words(network, point) -> str:
+    """'station NAME' or 'JSQ router NAME (its engines pooled)'."""
+    if any(r.name == point for r in network.routers):
+        return f"JSQ router {point!r} (its engines pooled)"
+    return f"station {point!r}"
+
+
+def _overload_scope(network, point) -> str:
+    """Which disciplines an overload at ``point`` covers: all of them when ``b/t(b)`` peaks at ``b_max`` on its
+    engines (Theorem 2(a)), else the work-conserving ones (full batches), which the loads are computed for."""
+    from ..capacity import engine_capacity, full_batch_rate
+
+    names = next((r.engines for r in network.routers if r.name == point), (point,))
+    engines = [st.engine for st in network.stations if st.name in names]
+    sup = sum(engine_capacity(e)[0] for e in engines)
+    full = sum(full_batch_rate(e)[0] for e in engines)
+    if sup <= full * (1 + 1e-12):
+        return "under every discipline (Theorem 2(a))"
+    return (f"under every work-conserving discipline (full batches serve {full:.6g} tokens/s; a scheduler that "
+            f"sized its batches could serve up to {sup:.6g})")
 
 
 def backlog_slope(engine, workload) -> float:
@@ -297,12 +320,13 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         over = {k: v for k, v in loads.items() if v > 1 + tolerance}
         return FluidStabilityResult(
             status=Status.UNSTABLE, certificate="load",
-            reason=(f"point {worst!r} has load {rho:.3f} > 1 (overloaded: {', '.join(sorted(over))}); its work "
-                    f"grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s under every "
-                    "discipline"), loads=loads, backlog_slope_tokens_per_s=slope, path=p, paths_checked=1)
+            reason=(f"{_point_words(network, worst)} has load {rho:.3f} > 1 (overloaded: {', '.join(sorted(over))}); "
+                    f"its work grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s "
+                    f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
+            paths_checked=1)
     if rho >= 1 - tolerance:
         return FluidStabilityResult(status=Status.CRITICAL, certificate="load",
-                                    reason=f"point {worst!r} has load {rho:.6f}, at the boundary: the fluid model "
+                                    reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "
                                     "neither drains nor diverges linearly", loads=loads)
     wc = _work_conserving(network)
     bad = [k for k, v in wc.items() if not v.work_conserving]

@@ -242,7 +242,7 @@ class LatencyComparison:
             cells = []
             for m in metrics:
                 v, h = self.values[p][m][i]
-                cells.append(f"{v:.4g}" + (f" ± {h:.2g}" if h == h else ""))
+                cells.append("–" if v != v else f"{v:.4g}" + (f" ± {h:.2g}" if h == h else ""))  # – : no value
             rows.append(f"| {p} | " + " | ".join(cells) + " |")
         lines += rows
         done = {p: self.values[p]["finished_fraction"][i][0] for p in self.policies}
@@ -251,7 +251,7 @@ class LatencyComparison:
             worst = min(low, key=low.get)
             if low[worst] == 0:
                 lines += ["", f"note: no request finished within the horizon under {worst} ({len(low)} of {len(done)} "
-                              "policies below " f"{min_finished:.0%}): the latencies are undefined (nan)"]
+                              "policies below " f"{min_finished:.0%}): the latencies are undefined (–)"]
                 return "\n".join(lines)
             lines += ["", f"note: only {low[worst]:.0%} of the arrivals finished within the horizon under {worst} "
                           f"({len(low)} of {len(done)} policies below {min_finished:.0%}); the latencies above are "

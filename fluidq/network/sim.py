@@ -350,6 +350,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
 
     Notes
     -----
+    Events at equal times: external arrivals first (a request arriving as a batch ends joins the next
+    batch, as in :func:`fluidq.simulate`), then batch completions, the batch that started first first,
+    then the station listed first; both methods follow this order.  A station whose engine has
+    ``kv_capacity_tokens`` is refused (the network simulator does not model KV-cache limits; one engine
+    with a KV cache: :func:`fluidq.simulate`).  ``k_max`` and context-aware batch times are modelled.
+
     Python's cyclic garbage collector is paused while the event loop runs and re-enabled on return
     (also on an error) if it was on: the loop makes no reference cycles, so collections would find
     nothing; other threads allocating cyclic garbage meanwhile keep it until the run ends.
