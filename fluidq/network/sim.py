@@ -709,19 +709,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                     else:
                         del tasks[t.rid]
                         done.append(t)
-            if done:  # (finish_batch, inlined; the finished requests have left s.tasks)
-                s.busy = False
-                s.routing = True
-                for t in done:
-                    cont = t.cont
-                    if cont is None:  # (finish, inlined: the request leaves)
-                        ci, t_in = t.job
-                        in_sys[ci] -= 1
-                        completed[ci] += 1
-                        soj[ci] += now - t_in
-                    else:
-                        advance(t.job, *cont, now)
-                s.routing = False
+            if done:  # (the finished requests have left s.tasks)
+                move_on(s, done, now)
                 if s.busy:
                     return
             if s.ndec > s.fast_budget:
@@ -795,11 +784,9 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         # (end, start of the last batch, station, seq): the generic path's key of that batch's end
         hpush(heap, (t_end, t_last, s.idx, nseq(), 2, s, run))
 
-    def finish_batch(s, done, now):
-        # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
-        tasks = s.tasks
-        for t in done:
-            del tasks[t.rid]
+    def move_on(s, done, now):
+        """Send the requests that finished their hop at ``s`` along their routes (or out of the network);
+        the station starts its next batch only after all of them have moved (``s.routing``)."""
         s.busy = False
         s.routing = True
         for t in done:
@@ -812,6 +799,13 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             else:
                 advance(t.job, *cont, now)
         s.routing = False
+
+    def finish_batch(s, done, now):
+        # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
+        tasks = s.tasks
+        for t in done:
+            del tasks[t.rid]
+        move_on(s, done, now)
         if not s.busy:
             if s.fast_budget is not None and s.ndec <= s.fast_budget:
                 run_station(s, now, False)  # (start_batch's first case, inlined)
