@@ -58,11 +58,18 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
         if address is not None:
             from ..errors import ParameterError
 
-            try:
-                client = Client(address, timeout="10s")
+            from distributed.comm import parse_address
+            from distributed.comm.addressing import parse_host_port
+
+            try:  # the address's syntax first, with no event loop involved
+                scheme, loc = parse_address(str(address))
+                if scheme in ("tcp", "tls", "ws", "wss"):
+                    parse_host_port(loc)
             except (ValueError, TypeError) as exc:  # not an address distributed can parse
                 raise ParameterError("address", address, f"a Dask scheduler address such as tcp://host:8786 ({exc})") \
                     from None
+            try:
+                client = Client(address, timeout="10s")
             except (OSError, TimeoutError) as exc:  # nothing answers there (distributed raises OSError subclasses)
                 raise ParameterError("address", address, "a running Dask scheduler: none answered within 10 s "
                                      f"({type(exc).__name__})") from None
