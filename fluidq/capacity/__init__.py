@@ -247,7 +247,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
             raise ParameterError("engine", engine, "an Engine or a non-empty sequence of engines")
     if workload is not None and not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
-    per, bs, notes, wcs = [], [], [], []
+    per, bs, notes, wcs, wc_bs = [], [], [], [], []
     region_reasons = []
     for e in engines:
         r, b, note = engine_capacity(e, workload)
@@ -263,6 +263,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                 if why not in region_reasons:
                     region_reasons.append(why)
         wcs.append(min(wc_rate, r))
+        wc_bs.append(wc_b)
         per.append(r)
         bs.append(b)
         if note and note not in notes:
@@ -278,7 +279,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
             reason = (f"sup of b/t(b) over admissible batches (b <= b_max={e.b_max}) is reached at b={bs[0]} "
                       f"(Theorem 2 of arXiv:2504.07347)")
         if not region_reasons and per[0] > 0 and wc_total < total * (1 - 1e-12):
-            reason += (f"; work-conserving schedulers fill batches to {full_batch_rate(e, workload)[1]} tokens under "
+            reason += (f"; work-conserving schedulers fill batches to {wc_bs[0]} tokens under "
                        f"a backlog and serve {wc_total:.6g} tokens/s ({wc_total / total:.4f} of it): Theorem 2(b) "
                        "holds below that rate")
     else:

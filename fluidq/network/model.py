@@ -730,11 +730,12 @@ class Network:
         fm = self.flow
         caps = {st.name: st.capacity_tokens_per_s for st in self.stations}
         hop_engine = {h.name: h.engine for h in self.hops}
+        router = {r.name: r for r in self.routers}
         fixed = {name: 0.0 for name in caps}
         split: dict = {}  # hop -> [visit rate, w, engines]
         for b in fm.buffers:
             if hop_engine.get(b.hop) in shared:
-                ent = split.setdefault(b.hop, [0.0, b.w, {r.name: r for r in self.routers}[hop_engine[b.hop]].engines])
+                ent = split.setdefault(b.hop, [0.0, b.w, router[hop_engine[b.hop]].engines])
                 ent[0] += b.rate
             elif b.point in fixed:
                 fixed[b.point] += b.rate * b.w / caps[b.point]

@@ -220,15 +220,6 @@ class _StationState:
             j += 1
         return self.work - j * btok
 
-    def add(self, task):
-        self.tasks[task.rid] = task
-        self.work += task.prompt_tokens + task.output_tokens - task.prefilled - task.decoded
-        q = self.pre if task.prefilled < task.prompt_tokens else self.dec
-        dq = q.get(task.rank)
-        if dq is None:
-            dq = q[task.rank] = deque()
-        dq.append(task)
-
     def view_requests(self, b_max, k_max):
         if not self.windowed:
             items = [t for r in sorted(self.pre.keys() | self.dec.keys())
@@ -545,7 +536,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         task.cont = cont
         task.rank = rank
         task.label = label
-        s.tasks[rid] = task  # (StationState.add, inlined: nothing is served yet; a hop's prompt is >= 1 token)
+        s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
         s.work += p + d
         dq.append(task)
         buf_tokens[label] += p + d
