@@ -238,52 +238,18 @@ def finite_positive(option: str, value, what: str = "a finite number > 0") -> No
 def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
     """``Workload.from_trace`` for a trace named on the command line, refusing an unsorted file.
 
-    The loader sorts the rows by time (``Trace.reordered`` counts the records it moved); for a file given
-    on the command line a row out of order is more likely a mistake (a file edited or concatenated by
+    The loader sorts the rows by time and records the first one out of order (``Trace.out_of_order``);
+    for a file given on the command line that is more likely a mistake (a file edited or concatenated by
     hand), so the command names it instead.
     """
-    if rate_per_s is not None and not (math.isfinite(rate_per_s) and rate_per_s > 0):
-        raise ParameterError("--rate", rate_per_s, "a finite rate > 0 (requests per second)")
-    if Path(str(name)).is_file():
-        _check_trace_order(option, Path(str(name)))
-    return Workload.from_trace(name, rate_per_s=rate_per_s)
-
-
-def _check_trace_order(option: str, path: Path) -> None:
-    import csv
-    import gzip
-    import io
-    import json
-    from datetime import datetime
-
     from ..errors import DataError
 
-    try:
-        raw = path.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return  # the loader names what is wrong with the file
-    stamps = []  # (line number, seconds)
-    try:
-        if text.lstrip()[:1] == "{":
-            for n, line in enumerate(text.splitlines(), start=1):
-                if line.strip():
-                    stamps.append((n, float(json.loads(line)["timestamp"]) / 1e3))
-        else:
-            reader = csv.reader(io.StringIO(text))
-            next(reader, None)
-            for n, row in enumerate(reader, start=2):
-                if row:
-                    stamp = row[0].strip()
-                    if "." in stamp:
-                        head, frac = stamp.split(".", 1)
-                        stamp = f"{head}.{frac[:6]}"
-                    stamps.append((n, datetime.fromisoformat(stamp).timestamp()))
-    except (ValueError, KeyError, TypeError, IndexError):
-        return  # malformed: the loader's message locates it
-    for (n0, t0), (n1, t1) in zip(stamps, stamps[1:]):
-        if t1 < t0:
-            raise DataError(f"{option} {path}: line {n1} arrives {t0 - t1:g} s before line {n0}: the rows must be "
-                            "in time order (sort the file by its timestamp column)")
+    if rate_per_s is not None and not (math.isfinite(rate_per_s) and rate_per_s > 0):
+        raise ParameterError("--rate", rate_per_s, "a finite rate > 0 (requests per second)")
+    w = Workload.from_trace(name, rate_per_s=rate_per_s)
+    bad = w.trace.out_of_order if w.trace is not None else None
+    if bad is not None and Path(str(name)).is_file():
+        n1, n0, gap = bad
+        raise DataError(f"{option} {name}: line {n1} arrives {gap:g} s before line {n0}: the rows must be "
+                        "in time order (sort the file by its timestamp column)")
+    return w

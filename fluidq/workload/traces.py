@@ -31,7 +31,8 @@ class Trace:
     """Per-request arrival times and lengths.
 
     ``reordered``: how many records of the file were not in time order (the loader sorts them by time,
-    stably, and says so here; the command line refuses such files instead).
+    stably, and says so here; the command line refuses such files instead); ``out_of_order``: the first
+    record that arrives before the one above it, ``(its line, the line above, seconds earlier)``, or None.
     """
 
     arrival_s: np.ndarray
@@ -39,6 +40,7 @@ class Trace:
     output_tokens: np.ndarray
     source: str = ""
     reordered: int = 0
+    out_of_order: tuple | None = None
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -64,7 +66,7 @@ def _parse_azure(text: str, source: str) -> Trace:
     want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
     if header is None or [h.strip() for h in header[:3]] != want:
         raise DataError(f"{source}: expected an Azure trace header {','.join(want)}, got {header}")
-    ts, p, o = [], [], []
+    ts, p, o, lines = [], [], [], []
     for lineno, row in enumerate(reader, start=2):
         if not row:
             continue
@@ -81,11 +83,12 @@ def _parse_azure(text: str, source: str) -> Trace:
             o.append(int(row[2]))
         except ValueError as exc:
             raise DataError(f"{source}, line {lineno}: cannot parse {row!r} ({exc})") from None
-    return _finish(ts, p, o, source)
+        lines.append(lineno)
+    return _finish(ts, p, o, source, lines)
 
 
 def _parse_mooncake(text: str, source: str) -> Trace:
-    ts, p, o = [], [], []
+    ts, p, o, lines = [], [], [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -97,10 +100,11 @@ def _parse_mooncake(text: str, source: str) -> Trace:
         except (ValueError, KeyError, TypeError) as exc:
             raise DataError(f"{source}, line {lineno}: not a Mooncake record with timestamp (ms), "
                             f"input_length, output_length ({exc!r})") from None
-    return _finish(ts, p, o, source)
+        lines.append(lineno)
+    return _finish(ts, p, o, source, lines)
 
 
-def _finish(ts, p, o, source) -> Trace:
+def _finish(ts, p, o, source, lines=None) -> Trace:
     if not ts:
         raise DataError(f"{source}: the trace is empty")
     t = np.asarray(ts, dtype=float)
@@ -110,10 +114,17 @@ def _finish(ts, p, o, source) -> Trace:
         bad = int(np.flatnonzero((p < 1) | (o < 1))[0])
         raise DataError(f"{source}: request {bad} has a length below one token "
                         f"(prompt {p[bad]}, output {o[bad]}); filter such rows explicitly")
+    back = np.flatnonzero(np.diff(t) < 0)
+    first = None
+    if len(back):
+        k = int(back[0]) + 1
+        ln = lines if lines is not None else range(1, len(t) + 1)
+        first = (int(ln[k]), int(ln[k - 1]), float(t[k - 1] - t[k]))
     order = np.argsort(t, kind="stable")
     moved = int(np.count_nonzero(order != np.arange(len(order))))
     t = t[order] - t[order][0]
-    return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source, reordered=moved)
+    return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source, reordered=moved,
+                 out_of_order=first)
 
 
 def load_trace(path_or_name) -> Trace:

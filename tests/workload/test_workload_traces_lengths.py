@@ -39,6 +39,8 @@ def test_azure_csv(tmp_path):
     assert len(tr) == 4
     assert tr.arrival_s[0] == 0.0 and np.all(np.diff(tr.arrival_s) >= 0)  # sorted by time
     assert tr.reordered == 2  # the 18:15:50.99 and 18:15:48.10 records swapped places, and it says so
+    n1, n0, gap = tr.out_of_order  # file line 4 (18:15:48.10) comes 2.895169 s before line 3 (18:15:50.995169)
+    assert (n1, n0) == (4, 3) and gap == pytest.approx(2.895169, abs=1e-6)
     assert tr.prompt_tokens.tolist() == [374, 879, 396, 100]
     assert tr.arrival_s[-1] == pytest.approx(10.0, abs=1e-5)
     assert tr.rate_per_s == pytest.approx(3 / 10.0, rel=1e-5)
