@@ -10,8 +10,13 @@ from .errors import ParameterError, ParameterTypeError
 
 
 def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
-         allow_none: bool = False) -> float | None:
-    """Return ``value`` as a finite float, or raise naming ``name``."""
+         allow_none: bool = False, maximum: float | None = None, minimum: float | None = None,
+         why: str | None = None) -> float | None:
+    """Return ``value`` as a finite float, or raise naming ``name``.
+
+    ``minimum``/``maximum`` bound the value (inclusive) where the computation cannot represent more:
+    ``why`` says so in the message (e.g. "a horizon of more than 1e12 s cannot be simulated").
+    """
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, Real):
@@ -23,11 +28,19 @@ def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
         raise ParameterError(name, value, "a number > 0")
     if nonnegative and not v >= 0:
         raise ParameterError(name, value, "a number >= 0")
+    if minimum is not None and v < minimum:
+        raise ParameterError(name, value, f"a number >= {minimum:g}", why)
+    if maximum is not None and v > maximum:
+        raise ParameterError(name, value, f"a number <= {maximum:g}", why)
     return v
 
 
-def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = False) -> int | None:
-    """Return ``value`` as an int (integral floats accepted), or raise naming ``name``."""
+def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = False,
+            maximum: int | None = None, why: str | None = None) -> int | None:
+    """Return ``value`` as an int (integral floats accepted), or raise naming ``name``.
+
+    ``maximum`` bounds it (inclusive) where a larger value cannot be built; ``why`` says so.
+    """
     if value is None and allow_none:
         return None
     if isinstance(value, bool):
@@ -42,6 +55,8 @@ def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = 
         raise ParameterTypeError(f"{name}={value!r}: expected an integer, got {type(value).__name__}")
     if minimum is not None and v < minimum:
         raise ParameterError(name, value, f"an integer >= {minimum}")
+    if maximum is not None and v > maximum:
+        raise ParameterError(name, value, f"an integer <= {maximum:,}", why)
     return v
 
 

@@ -71,20 +71,45 @@ def main(argv=None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
-    except (FluidqError, CliError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"fluidq {args.command}: error: {msg}", file=sys.stderr)
+    except (FluidqError, CliError) as exc:
+        print(f"fluidq {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the file system refused (no such file, a loop, too long a name...)
+        if isinstance(exc, BrokenPipeError):
+            return _quiet_pipe()
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"fluidq {args.command}: error: {where}{exc.strerror or one_line(exc)}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(f"fluidq {args.command}: error: out of memory (the problem is too large for this machine; "
+              "lower its size)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"fluidq {args.command}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        # the reader went away (`fluidq ... | head`): stop quietly, as Unix tools do
+    except Exception as exc:  # a bug: one line, never a traceback (FLUIDQ_TRACEBACK=1 shows it)
         import os
 
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        if os.environ.get("FLUIDQ_TRACEBACK"):
+            raise
+        print(f"fluidq {args.command}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug in "
+              "fluidq: please report the command line; FLUIDQ_TRACEBACK=1 shows where)", file=sys.stderr)
+        return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its class name when it has none)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _quiet_pipe() -> int:
+    """The reader went away (`fluidq ... | head`): stop quietly, as Unix tools do."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

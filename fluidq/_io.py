@@ -1,0 +1,204 @@
+"""Reading the files a user names, and writing files, without hanging, tracebacks or lost bytes (internal).
+
+Every path a user gives as an *input* (a trace, a case file, a length table, a profile CSV, a saved
+ranker, a sweep store) goes through :func:`input_file` or one of the readers built on it:
+
+- only a regular file is read: a FIFO, a socket or a device would block ``open()`` forever (or never
+  end), so they are refused before they are opened.  The file is opened with ``O_NONBLOCK`` and checked
+  again with ``fstat`` on the open descriptor, so a path swapped for a FIFO between the check and the
+  open cannot hang either;
+- every ``OSError`` (no such file, a symlink loop, a name too long for the file system, permission,
+  a folder) becomes one :class:`~fluidq.errors.DataError` naming the parameter and the path;
+- a file larger than ``max_bytes`` is refused with its size instead of being read into memory;
+- gzip input that is corrupt or truncated, text that is not UTF-8, JSON nested too deeply to parse:
+  each is a ``DataError`` naming the file (and the line where there is one).
+
+Every *output* file fluidq writes over goes through :func:`atomic_write`: the bytes go to a temporary
+file in the same folder, then ``os.replace`` puts it in place.  A symlink planted at the target is
+replaced by the new file; the file it pointed to is never written.  A crash leaves either the old file
+or the new one, never a half-written one.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import tempfile
+import zlib
+from pathlib import Path
+
+from .errors import DataError, ParameterError
+
+#: the most bytes an input file may have (1 GiB): larger ones are refused with their size
+MAX_INPUT_BYTES = 1 << 30
+
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFDIR: "a folder"}
+
+
+def _kind(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _os_reason(exc: OSError) -> str:
+    code = exc.errno
+    if code == errno.ENOENT:
+        return "no such file"
+    if code == errno.ELOOP:
+        return "a symlink loop"
+    if code == errno.ENAMETOOLONG:
+        return "the name is longer than the file system allows"
+    if code in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if code == errno.EISDIR:
+        return "a folder, not a file"
+    if code == errno.ENOTDIR:
+        return "a part of the path is not a folder"
+    return exc.strerror or type(exc).__name__
+
+
+def _shown(path) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else text[:60] + "..." + text[-40:]
+
+
+def input_file(option: str, path, *, what: str = "file") -> Path:
+    """Check that ``path`` names a regular file that can be read; return it as a ``Path``.
+
+    Raises ``ParameterError`` for an empty name and ``DataError`` for everything the file system says
+    (missing, a loop, too long a name, a FIFO, a device, a folder...), naming ``option``.
+    """
+    text = str(path) if path is not None else ""
+    if not text.strip() or "\x00" in text:
+        raise ParameterError(option, path, f"the path of a {what}")
+    p = Path(text)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise DataError(f"{option} {_shown(text)}: cannot read it ({_os_reason(exc)})") from None
+    except ValueError:  # embedded NUL and friends
+        raise ParameterError(option, path, f"the path of a {what}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"{option} {_shown(text)}: {_kind(st.st_mode)}, not a regular {what}; fluidq reads "
+                        "only regular files (a pipe or device could block forever)")
+    return p
+
+
+def read_bytes(option: str, path, *, what: str = "file", max_bytes: int = MAX_INPUT_BYTES,
+               gunzip: bool = True) -> bytes:
+    """The bytes of a regular file (gunzipped when they start with the gzip magic and ``gunzip``)."""
+    p = input_file(option, path, what=what)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(p, flags)
+    except OSError as exc:
+        raise DataError(f"{option} {_shown(p)}: cannot read it ({_os_reason(exc)})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped between the check and the open
+            raise DataError(f"{option} {_shown(p)}: {_kind(st.st_mode)}, not a regular {what}")
+        if st.st_size > max_bytes:
+            raise DataError(f"{option} {_shown(p)}: {st.st_size:,} bytes, more than the {max_bytes:,} "
+                            f"fluidq reads for a {what}")
+        chunks, total = [], 0
+        while True:
+            try:
+                b = os.read(fd, 1 << 20)
+            except OSError as exc:
+                raise DataError(f"{option} {_shown(p)}: cannot read it ({_os_reason(exc)})") from None
+            if not b:
+                break
+            total += len(b)
+            if total > max_bytes:
+                raise DataError(f"{option} {_shown(p)}: more than the {max_bytes:,} bytes fluidq reads "
+                                f"for a {what}")
+            chunks.append(b)
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if gunzip and raw[:2] == b"\x1f\x8b":
+        raw = gunzip_bytes(option, p, raw, max_bytes=max_bytes)
+    return raw
+
+
+def gunzip_bytes(option: str, path, raw: bytes, *, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    """Decompress gzip bytes, refusing a corrupt or truncated stream and a decompression bomb."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(raw, max_bytes + 1)
+        if len(out) > max_bytes or d.unconsumed_tail:
+            raise DataError(f"{option} {_shown(path)}: decompresses to more than the {max_bytes:,} bytes "
+                            "fluidq reads")
+        if not d.eof:
+            raise DataError(f"{option} {_shown(path)}: a truncated gzip file (the stream ends early)")
+    except zlib.error as exc:
+        raise DataError(f"{option} {_shown(path)}: a corrupt gzip file ({exc})") from None
+    return out
+
+
+def read_text(option: str, path, *, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of a regular file (gunzipped if compressed); a binary file is a ``DataError``."""
+    raw = read_bytes(option, path, what=what, max_bytes=max_bytes)
+    if b"\x00" in raw[:65536]:
+        raise DataError(f"{option} {_shown(path)}: a binary file, not a text {what}")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise DataError(f"{option} {_shown(path)}: not UTF-8 text (line {line}); a binary file?") from None
+
+
+def json_loads(text, *, where: str):
+    """``json.loads`` whose every failure (syntax, nesting too deep for the parser) is a ``DataError``.
+
+    ``where`` names the file and line for the message.  Non-finite numbers (``NaN``, ``Infinity``),
+    which Python's parser accepts but JSON does not have, are refused too.
+    """
+    def no_constant(name):
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"{where}: not valid JSON ({msg})") from None
+
+
+def atomic_write(path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
+    """Write ``data`` to ``path`` by a temporary file in the same folder and an atomic rename.
+
+    A symlink at ``path`` is replaced, not followed; a failure leaves the old file as it was.
+    """
+    p = Path(path)
+    if isinstance(data, str):
+        data = data.encode(encoding)
+    folder = p.parent if str(p.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:40]}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p
+
+
+def open_gzip_text(option: str, path, *, what: str = "file"):
+    """A text stream over a (possibly gzipped) regular file, read whole first (see :func:`read_text`)."""
+    import io
+
+    return io.StringIO(read_text(option, path, what=what))
+
+
+__all__ = ["MAX_INPUT_BYTES", "atomic_write", "gunzip_bytes", "input_file", "json_loads", "read_bytes",
+           "read_text", "open_gzip_text"]
