@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fluidq.errors import DataError, FluidqError, ParameterError
-from fluidq.sweep import Grid, StoreMismatchError, point_rng, read_store, sweep
+from fluidq.sweep import Grid, StoreMismatchError, StoreWarning, point_rng, read_store, sweep
 from fluidq.sweep.demo import mm1_wait
 from fluidq.sweep.progress import ProgressBar
 
@@ -95,7 +95,8 @@ def test_ctrl_c_keeps_finished_chunks_and_resume_matches(tmp_path):
     lines = store2.read_bytes().split(b"\n")
     keep = b"\n".join(lines[:3]) + b"\n"  # header + 2 chunks survive
     store2.write_bytes(keep + lines[3][:20])  # and a torn third chunk
-    b = sweep(mm1_wait, part, executor="serial", chunk_size=5, store=store2)
+    with pytest.warns(StoreWarning, match="torn"):
+        b = sweep(mm1_wait, part, executor="serial", chunk_size=5, store=store2)
     assert b.n_resumed == 14 and b.n_computed == 26
     assert a.rows == b.rows == full.rows
     _, rows = read_store(store2)
@@ -201,10 +202,16 @@ def test_region_analysis_rate_grows_with_k_max_and_stays_under_theorem2():
 
 
 def test_a_store_whose_header_was_torn_starts_afresh(tmp_path):
-    p = tmp_path / "s.jsonl"
-    p.write_bytes(b'{"format": "fluidq-sw')  # killed while writing the header
-    res = sweep("capacity", {"b_max": [256, 512]}, executor="serial", store=p)
-    assert res.n_computed == 2 and read_store(p)[0]["n_points"] == 2
+    p, q = tmp_path / "s.jsonl", tmp_path / "q.jsonl"
+    sweep("capacity", {"b_max": [256, 512]}, executor="serial", store=q)
+    for cut in (5, 21, 120):  # killed while writing the header: the first bytes fluidq writes
+        torn = q.read_bytes()[:cut]
+        p.write_bytes(torn)
+        with pytest.warns(StoreWarning, match="torn"):
+            res = sweep("capacity", {"b_max": [256, 512]}, executor="serial", store=p)
+        assert res.n_computed == 2 and read_store(p)[0]["n_points"] == 2
+        assert (tmp_path / "s.jsonl.damaged").read_bytes().endswith(torn + b"\n")  # set aside, not lost
+        p.unlink()
 
 
 def _draws(point, rng):
