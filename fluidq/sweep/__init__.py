@@ -18,12 +18,13 @@ from __future__ import annotations
 from .analyses import ANALYSES
 from .core import SweepError, SweepResult, point_rng, sweep
 from .grid import Grid
-from .store import StoreMismatchError, read_store
+from .store import StoreMismatchError, StoreWarning, read_store
 
 __all__ = [
     "ANALYSES",
     "Grid",
     "StoreMismatchError",
+    "StoreWarning",
     "SweepError",
     "SweepResult",
     "dask_executor",
@@ -48,6 +49,12 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
     """
     import contextlib
 
+    from .._validate import integer
+    from .core import _WORKERS_WHY, MAX_WORKERS
+
+    n_workers = integer("n_workers", n_workers, minimum=1, maximum=MAX_WORKERS, why=_WORKERS_WHY)
+    threads_per_worker = integer("threads_per_worker", threads_per_worker, minimum=1, maximum=MAX_WORKERS,
+                                 why="more threads per worker than that is not a useful sweep configuration")
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:

@@ -56,6 +56,19 @@ def _value_problem(key: str, v):
     if key == "tolerance":
         ok = not isinstance(v, bool) and isinstance(v, Real) and 0 <= v < 1
         return None if ok else "a number in [0, 1)"
+    if key == "trace":
+        import os
+        import stat
+
+        if not isinstance(v, str) or not v.strip():
+            return "a trace name or the path of a trace file"
+        try:
+            st = os.stat(v)  # never blocks, unlike opening a FIFO
+        except (OSError, ValueError):
+            return None  # an embedded trace name (or a missing file: the loader says which)
+        if not stat.S_ISREG(st.st_mode):
+            return "a trace name or a regular trace file (a FIFO, device or folder cannot be read as a trace)"
+        return None
     if key == "lengths":
         return None if v in ("fixed", "geometric") else "'fixed' or 'geometric'"
     if key == "policy":

@@ -28,7 +28,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DataError, ParameterError
+from ..errors import DataError, ParameterError, ParameterTypeError
 from .analyses import ANALYSES, POINT_KEYS, check_grid_values
 from .grid import Grid
 
@@ -64,17 +64,48 @@ class SweepCase:
         return sweep(self.analysis, self.grid, **opts)
 
 
+def _table(path, raw: dict, name: str) -> dict:
+    t = raw.get(name, {})
+    if not isinstance(t, dict):
+        raise DataError(f"{path}: [{name}] must be a table ([{name}] with key = value lines), "
+                        f"not {type(t).__name__} {t!r:.60}")
+    return t
+
+
+def _option(path, sw: dict, key: str, default, check):
+    """``sw[key]`` (or ``default``) checked by ``check`` -> an "expected ..." phrase or None."""
+    if key not in sw:
+        return default
+    v = sw[key]
+    problem = check(v)
+    if problem:
+        raise DataError(f"{path}: sweep.{key} = {v!r:.80}: expected {problem}")
+    return v
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def load_case(path) -> SweepCase:
-    """Read a sweep case TOML file (format in the module docstring)."""
+    """Read a sweep case TOML file (format in the module docstring).
+
+    Only a regular file is read (a FIFO or device is refused, never waited on); every problem --
+    not UTF-8 text, not TOML, a missing or mistyped key, a grid too large to build -- is a
+    :class:`~fluidq.errors.DataError` or :class:`~fluidq.errors.ParameterError` naming the file and the key.
+    """
+    from .._io import read_text
+
     path = Path(path)
+    text = read_text("case file", path, what="sweep case file (TOML)")
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise DataError(f"{path}: not valid TOML ({exc})") from exc
     unknown = sorted(set(raw) - {"sweep", "fixed", "grid"})
     if unknown:
         raise DataError(f"{path}: unknown table [{unknown[0]}]; expected [sweep], [fixed] and [grid]")
-    sw, fixed, axes = raw.get("sweep", {}), raw.get("fixed", {}), raw.get("grid")
+    sw, fixed, axes = _table(path, raw, "sweep"), _table(path, raw, "fixed"), _table(path, raw, "grid")
     if not axes:
         raise DataError(f"{path}: no [grid] table (the axes to sweep)")
     bad = sorted(set(sw) - _SWEEP_KEYS)
@@ -86,13 +117,37 @@ def load_case(path) -> SweepCase:
             raise DataError(f"{path}: unknown key {table}.{bad[0]}; point keys are {', '.join(sorted(POINT_KEYS))}")
     if "analysis" not in sw:
         raise DataError(f"{path}: sweep.analysis is missing (one of {', '.join(ANALYSES)})")
-    store = sw.get("store")
-    if store is not None:
-        store = str((path.parent / store).resolve()) if not Path(store).is_absolute() else store
-    grid = Grid(axes=axes, fixed=fixed)  # ranges: finite numbers (a nan would reach the JSON store)
-    if sw["analysis"] in ANALYSES:
-        check_grid_values(grid, sw["analysis"])  # every value, before anything runs
-    return SweepCase(analysis=sw["analysis"], grid=grid, seed=sw.get("seed", 0),
-                     chunk_size=sw.get("chunk_size", 200), store=store,
-                     common_seeds=tuple(sw["common_seeds"]) if sw.get("common_seeds") else None,
-                     errors=sw.get("errors", "raise"), name=sw.get("name", path.stem))
+    if not isinstance(sw["analysis"], str) or sw["analysis"] not in ANALYSES:
+        raise ParameterError("sweep.analysis", sw["analysis"], f"one of {', '.join(ANALYSES)}")
+    seed = _option(path, sw, "seed", 0, lambda v: None if _is_int(v) and v >= 0 else "an integer >= 0")
+    chunk = _option(path, sw, "chunk_size", 200, lambda v: None if _is_int(v) and v >= 1 else "an integer >= 1")
+    store = _option(path, sw, "store", None, lambda v: None if isinstance(v, str) and v.strip() and "\x00" not in v
+                    else "a file path (a string)")
+    errors = _option(path, sw, "errors", "raise",
+                     lambda v: None if v in ("raise", "record") else "'raise' or 'record'")
+    name = _option(path, sw, "name", path.stem, lambda v: None if isinstance(v, str) else "a string")
+    common = _option(path, sw, "common_seeds", None,
+                     lambda v: None if isinstance(v, list) and all(isinstance(a, str) for a in v) else
+                     "a list of axis names, such as [\"load\", \"seed\"]")
+    for a in common or ():
+        if a not in axes:
+            raise DataError(f"{path}: sweep.common_seeds names {a!r}, which is not an axis of [grid] "
+                            f"(axes: {', '.join(axes)})")
+    if store is not None and not Path(store).is_absolute():
+        try:
+            store = str((path.parent / store).resolve())
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+            raise DataError(f"{path}: sweep.store = {store!r}: cannot resolve the path ({exc})") from None
+    try:
+        grid = Grid(axes=axes, fixed=fixed)  # ranges: finite numbers, sizes bounded, before anything is built
+    except ParameterError as exc:  # named as in the case file: grid.load.num, not axes.load.num
+        if not exc.name.startswith("axes"):
+            raise
+        raise ParameterError("grid" + exc.name[4:], exc.value, exc.expected, exc.hint) from None
+    except ParameterTypeError as exc:
+        if not str(exc).startswith("axes."):
+            raise
+        raise ParameterTypeError("grid." + str(exc)[5:]) from None
+    check_grid_values(grid, sw["analysis"])  # every value, before anything runs
+    return SweepCase(analysis=sw["analysis"], grid=grid, seed=seed, chunk_size=chunk, store=store,
+                     common_seeds=tuple(common) if common else None, errors=errors, name=name)

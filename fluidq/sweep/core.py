@@ -149,6 +149,12 @@ def fingerprint(name: str, grid: Grid, seed: int, common_seeds) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+#: the most local worker processes (or Dask LocalCluster workers) a sweep starts
+MAX_WORKERS = 1024
+_WORKERS_WHY = ("one machine runs at most a few hundred useful worker processes; a larger sweep needs a Dask "
+                "cluster (--dask / executor=distributed.Client), not more local processes")
+
+
 def _default_workers() -> int:
     try:
         n = len(os.sched_getaffinity(0))
@@ -280,23 +286,22 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
         for a in common_seeds:
             if a not in grid.axes:
                 raise ParameterError("common_seeds", common_seeds, f"axis names among {list(grid.axes)}")
+    if max_workers is not None:
+        max_workers = integer("max_workers", max_workers, minimum=1, maximum=MAX_WORKERS, why=_WORKERS_WHY)
+    if max_in_flight is None:
+        workers = _cluster_slots(executor) or max_workers or _default_workers()
+        max_in_flight = max(4, 2 * workers)
+    max_in_flight = integer("max_in_flight", max_in_flight, minimum=1)
     n = len(grid)
     header = {"format": FORMAT, "fingerprint": fingerprint(name, grid, seed, common_seeds), "analysis": name,
               "n_points": n, "seed": seed, "common_seeds": common_seeds, "grid": grid.to_dict(),
               "created_unix": time.time()}
-    st = ResultStore.open(store, header) if store is not None else None
+    st = ResultStore.open(store, header) if store is not None else None  # every argument checked first
     rows: dict = dict(st.rows) if st is not None else {}
     n_resumed = len(rows)
     todo = [i for i in range(n) if i not in rows]
     chunks = [todo[k:k + chunk_size] for k in range(0, len(todo), chunk_size)]
     target = fn
-
-    if max_workers is not None:
-        max_workers = integer("max_workers", max_workers, minimum=1)
-    if max_in_flight is None:
-        workers = _cluster_slots(executor) or max_workers or _default_workers()
-        max_in_flight = max(4, 2 * workers)
-    max_in_flight = integer("max_in_flight", max_in_flight, minimum=1)
     label = "none"
     if chunks:
         try:

@@ -7,6 +7,24 @@ from collections import Counter
 from .. import CliError, emit
 
 
+def _whole(text: str) -> int:
+    """An integer option that also takes a whole number written as a float (``1e3``); bounds come later."""
+    import argparse
+    import math
+
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not math.isfinite(v) or not v.is_integer():
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}")
+    return int(v)
+
+
 def register(sub):
     p = sub.add_parser("sweep", help="run a sweep case (loads x budgets x policies x seeds); resumable",
                        description="Run the analysis of a sweep case file over its grid, in chunks, on local "
@@ -15,12 +33,12 @@ def register(sub):
     p.add_argument("case", help="sweep case TOML file ([sweep], [fixed], [grid]; see the docs)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--dask", metavar="ADDRESS", default=None, help="a running Dask scheduler, e.g. tcp://host:8786")
-    g.add_argument("--local-cluster", metavar="N", type=int, default=None,
+    g.add_argument("--local-cluster", metavar="N", type=_whole, default=None,
                    help="start a Dask LocalCluster of N worker processes")
-    g.add_argument("--workers", type=int, default=None, help="local worker processes (default: the CPUs)")
+    g.add_argument("--workers", type=_whole, default=None, help="local worker processes (default: the CPUs)")
     g.add_argument("--serial", action="store_true", help="run in this process (debugging)")
     p.add_argument("--store", default=None, help="result store (JSON Lines); overrides the case's sweep.store")
-    p.add_argument("--chunk-size", type=int, default=None, help="points per task (overrides the case)")
+    p.add_argument("--chunk-size", type=_whole, default=None, help="points per task (overrides the case)")
     p.add_argument("--csv", default=None, help="also write the table as CSV")
     p.add_argument("--status", action="store_true",
                    help="only report how many points the store holds (runs nothing)")
@@ -29,28 +47,59 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _shown(v) -> str:
+    """A value for the human summary: an undefined or infinite number (NaN, inf, None) prints as a dash."""
+    import math
+
+    if v is None or (isinstance(v, float) and not math.isfinite(v)) or \
+            (isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "+inf", "infinity", "-infinity")):
+        return "\u2013"
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
+
+
 def _summary(res) -> str:
     lines = [f"{res.analysis}: {res.n_points} points ({res.n_computed} computed, {res.n_resumed} from the store) "
-             f"on {res.executor} in {res.elapsed_s:.1f} s"]
+             f"on {res.executor} in {_shown(res.elapsed_s)} s"]
     if res.store:
         lines.append(f"  store: {res.store}")
     cols = [c for c in ("status", "error") if any(c in r for r in res.rows)]
     for c in cols:
         counts = Counter(r.get(c) for r in res.rows if c in r)
-        lines.append(f"  {c}: " + ", ".join(f"{k} {v}" for k, v in counts.most_common()))
+        lines.append(f"  {c}: " + ", ".join(f"{_shown(k)} {v}" for k, v in counts.most_common()))
     return "\n".join(lines)
 
 
 def _write_csv(path, rows):
     import csv
+    import io
+
+    from ..._io import atomic_write
 
     keys = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=keys)
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write(path, buf.getvalue())
+
+
+def _workers(option: str, value):
+    """A worker count within what one machine can start (``None`` passes)."""
+    from ...sweep.core import _WORKERS_WHY, MAX_WORKERS
+
+    if value is not None and not 1 <= value <= MAX_WORKERS:
+        if value < 1:
+            raise CliError(f"{option} {value}: expected a number of workers >= 1")
+        raise CliError(f"{option} {value:,}: expected at most {MAX_WORKERS} workers ({_WORKERS_WHY})")
+
+
+def _store_warning_line(message, category, filename, lineno, file=None, line=None):
+    """Store repairs (a damaged or torn line) as one ``fluidq sweep: warning:`` line each, on stderr."""
+    print(f"fluidq sweep: warning: {message}", file=sys.stderr)
 
 
 def _status(args, case, store):
@@ -79,7 +128,6 @@ def _status(args, case, store):
 def run(args):
     from pathlib import Path
 
-    from ...sweep import dask_executor
     from ...sweep.case import load_case
     from ..common import _same_file, output_file, reject_ignored
 
@@ -89,6 +137,20 @@ def run(args):
                        ("--serial", args.serial or None)):
             reject_ignored(opt if v is True else f"{opt} {v}", v is not None,
                            "with --status (it only counts the points in the store and runs nothing)")
+    _workers("--local-cluster", args.local_cluster)
+    _workers("--workers", args.workers)
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise CliError(f"--chunk-size {args.chunk_size}: expected an integer >= 1")
+    if args.store is not None and not str(args.store).strip():
+        raise CliError("--store '': expected the path of a result store")
+    if args.store is not None:
+        try:
+            parent = Path(args.store).expanduser().resolve().parent
+        except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+            raise CliError(f"--store {args.store}: cannot resolve the path ({exc})") from None
+        if not parent.is_dir():
+            raise CliError(f"--store {args.store}: expected a path in an existing folder (there is no folder "
+                           f"'{parent}'), as for --csv")
     if args.store and Path(args.case).is_file() and _same_file(Path(args.store), Path(args.case)):
         raise CliError(f"--store {args.store}: that is the case file (the results would be appended to it)")
     if args.csv:  # checked before the sweep runs (it is written at the end)
@@ -96,20 +158,31 @@ def run(args):
                                figure=False, what="CSV file")
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
-    if args.store is not None and not Path(args.store).expanduser().resolve().parent.is_dir():
-        raise CliError(f"--store {args.store}: expected a path in an existing folder (there is no folder "
-                       f"'{Path(args.store).expanduser().resolve().parent}'), as for --csv")
+    if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):
+        raise CliError(f"--csv {args.csv}: that is the result store (writing the CSV would overwrite it)")
+    import warnings
+
+    from ...sweep.store import StoreWarning
+
+    with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+        warnings.simplefilter("always", StoreWarning)
+        shown = warnings.showwarning
+
+        def show(message, category, *rest, **kw):
+            (_store_warning_line if issubclass(category, StoreWarning) else shown)(message, category, *rest, **kw)
+
+        warnings.showwarning = show
+        return _run(args, case, store)
+
+
+def _run(args, case, store):
+    from ...sweep import dask_executor
+
     if args.status:
         return _status(args, case, store)
     kw = {"store": store, "progress": False if (args.no_progress or args.json) else None}
     if args.chunk_size is not None:
-        if args.chunk_size < 1:
-            raise CliError(f"--chunk-size={args.chunk_size}: expected an integer >= 1")
         kw["chunk_size"] = args.chunk_size
-    if args.local_cluster is not None and args.local_cluster < 1:
-        raise CliError(f"--local-cluster={args.local_cluster}: expected a number of workers >= 1")
-    if args.workers is not None and args.workers < 1:
-        raise CliError(f"--workers={args.workers}: expected a number of workers >= 1")
     if store is None:
         print("fluidq sweep: no store given (sweep.store or --store): an interruption loses the work done",
               file=sys.stderr)
@@ -134,3 +207,4 @@ def run(args):
     if args.csv:
         _write_csv(args.csv, res.table())
     emit(args, res, _summary(res))
+    return 0
