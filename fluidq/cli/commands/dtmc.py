@@ -21,7 +21,7 @@ _FLAGS = {"max_prefill/max_decode": "--max-prefill/--max-decode", "max_prefill":
 
 
 def _count(flag):
-    """argparse type: a positive count, also written as an integral float (``1e8``); one line naming ``flag``."""
+    """Parser of a positive count, also written as an integral float (``1e8``); one line naming ``flag``."""
 
     def parse(text):
         from ...errors import ParameterError
@@ -39,7 +39,6 @@ def _count(flag):
         return integer(flag, v, minimum=1, maximum=MAX_STATES_LIMIT,
                        why="a chain is indexed with 32-bit integers")
 
-    parse.__name__ = "count"
     return parse
 
 
@@ -61,13 +60,13 @@ def register(sub):
     add_engine_args(p)
     add_workload_args(p, rate_required=True)
     p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
-    p.add_argument("--max-prefill", type=_count("--max-prefill"), default=None,
+    p.add_argument("--max-prefill", type=str, default=None,
                    help="cap on requests in prefill (default: chosen for the load, see below)")
-    p.add_argument("--max-decode", type=_count("--max-decode"), default=None,
+    p.add_argument("--max-decode", type=str, default=None,
                    help="cap on requests decoding (default: chosen for the load: caps start from a fluid "
                    "estimate of the mean requests and grow until the mass lost at the truncation boundary is "
                    "below --tolerance, within --max-states and the memory available)")
-    p.add_argument("--max-states", type=_count("--max-states"), default=DEFAULT_MAX_STATES,
+    p.add_argument("--max-states", type=str, default=DEFAULT_MAX_STATES,
                    help=f"refuse larger chains (default {DEFAULT_MAX_STATES:,}; chains that would not fit in the "
                    "memory available are refused too)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
@@ -94,6 +93,10 @@ def _run(args):
     from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
     from ...errors import ParameterError
 
+    # counts are parsed here, not by argparse, so that a bad one is this command's one line naming the flag
+    args.max_prefill = None if args.max_prefill is None else _count("--max-prefill")(args.max_prefill)
+    args.max_decode = None if args.max_decode is None else _count("--max-decode")(args.max_decode)
+    args.max_states = _count("--max-states")(str(args.max_states))
     if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a boundary mass in (0, 1)")
     from ...policies import resolve_policy
