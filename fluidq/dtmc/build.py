@@ -55,6 +55,7 @@ from ..policies.orderings import FCFS, Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
 from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
 __all__ = ["EngineChain", "build_dtmc", "scheduler_rules"]
@@ -178,6 +179,35 @@ def _lengths(workload: Workload, pol: Scheduler, b: int):
     return vp, pp, q
 
 
+#: slowest arrival rate a chain is built for: the idle state's mean time ``1/lambda`` enters every time
+#: average, and beyond 1e12 s it swamps the batch times (1e-15 s and more) in double precision
+MIN_RATE_PER_S = 1e-12
+#: largest token budget per batch a chain is built for
+MAX_BUDGET_TOKENS = 10**7
+
+
+def check_rate(workload) -> float:
+    """The workload's arrival rate, refused below :data:`MIN_RATE_PER_S`."""
+    return real("workload.arrival_rate_per_s", workload.arrival_rate_per_s, minimum=MIN_RATE_PER_S,
+                why="the idle time 1/rate enters every time average of the chain; a slower rate is "
+                    "indistinguishable from an empty engine")
+
+
+def chain_memory_check(engine, workload, pol, max_prefill: int, max_decode: int, kernel_tol: float = 1e-12, *,
+                       b: int | None = None) -> float:
+    """Estimated bytes to build the count chain with these caps; :class:`ParameterError` (naming the caps)
+    when that exceeds the memory available (see :mod:`fluidq.dtmc.sizing`)."""
+    if b is None:
+        pol, b = scheduler_rules(pol, engine)
+    vp, pp, q = _lengths(workload, pol, b)
+    J = vp if (vp is not None and pol.chunked and vp > 1) else 1
+    n = chain_states(max_prefill, max_decode, J)
+    per = transitions_per_state(workload.arrival_rate_per_s, float(engine.batch_time(float(b))), max_prefill,
+                                max_decode, b, q, pp, kernel_tol)
+    return check_memory(n, per, what=f"the chain with caps max_prefill={max_prefill:,}, max_decode={max_decode:,}",
+                        name="max_prefill/max_decode", value=(max_prefill, max_decode))
+
+
 def check_chain_inputs(engine, workload) -> None:
     """The checks every chain builder starts with: an Engine, a Workload, Poisson arrivals."""
     if not isinstance(engine, Engine):
@@ -254,23 +284,31 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     tolerance = real("tolerance", tolerance, positive=True)
     kernel_tol = real("kernel_tol", kernel_tol, positive=True)
     prune_tol = real("prune_tol", prune_tol, nonnegative=True)
-    lam = workload.arrival_rate_per_s
+    lam = check_rate(workload)
     pol, b = scheduler_rules(policy, engine)
+    integer("engine.b_max", b, maximum=MAX_BUDGET_TOKENS,
+            why="the chain's prefill outcomes and batch times are tabulated per token of the budget")
     vp, pp, q = _lengths(workload, pol, b)
     J = vp if (vp is not None and pol.chunked and vp > 1) else 1
-    if J > 1:
-        valid = np.ones((Np + 1, Nd + 1, J), dtype=bool)
-        valid[0, :, 1:] = False
-    else:
-        valid = np.ones((Np + 1, Nd + 1, 1), dtype=bool)
-    max_states = integer("max_states", max_states, minimum=1)
-    n_states = int(valid.sum())
+    max_states = integer("max_states", max_states, minimum=1, maximum=MAX_STATES_LIMIT,
+                         why="states are indexed with 32-bit integers")
+    if J > max_states:
+        raise ParameterError("prompt_tokens", vp, f"a prompt of at most max_states={max_states:,} tokens for "
+                             f"the chain of {pol.name}", "a chunking scheduler's chain records the head prompt's "
+                             f"progress: {vp:,} positions per prefill level; use Geometric prompts or shorter ones")
+    n_states = chain_states(Np, Nd, J)  # counted before any array is allocated
     if n_states > max_states:
         raise ParameterError("max_prefill/max_decode", (Np, Nd),
                              f"caps giving at most max_states={max_states:,} states",
                              f"these caps give {n_states:,} states ({Np + 1} x {Nd + 1}"
                              + (f" x {J} positions of the head prompt" if J > 1 else "")
                              + "); lower the caps, or raise max_states if memory allows")
+    chain_memory_check(engine, workload, pol, Np, Nd, kernel_tol, b=b)
+    if J > 1:
+        valid = np.ones((Np + 1, Nd + 1, J), dtype=bool)
+        valid[0, :, 1:] = False
+    else:
+        valid = np.ones((Np + 1, Nd + 1, 1), dtype=bool)
     space = StateSpace.from_mask(("n_p", "n_d", "j"), valid.shape, valid)
     NP, ND, JJ = space["n_p"], space["n_d"], space["j"]
     S = space.size
@@ -362,7 +400,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         if ti == t_u.size:  # idle: exactly one arrival starts the next batch
             a = np.array([0.0, 1.0])
         else:
-            a = poisson_pmf(lam * t_u[ti], kernel_tol)
+            a = poisson_pmf(lam * t_u[ti], kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
         lo, cpr = binom_pmf(d, q, kernel_tol)
         A = np.arange(a.size)
         Cc = lo + np.arange(cpr.size)

@@ -59,6 +59,7 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Workload
 from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .sizing import MAX_STATES_LIMIT
 from .state import StateSpace
 
 __all__ = ["build_finite_dtmc", "is_finite_support"]
@@ -279,7 +280,8 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     max_prompt = integer("max_prompt", max_prompt, minimum=1)
     tolerance = real("tolerance", tolerance, positive=True)
     kernel_tol = real("kernel_tol", kernel_tol, positive=True)
-    max_states = integer("max_states", max_states, minimum=1)
+    max_states = integer("max_states", max_states, minimum=1, maximum=MAX_STATES_LIMIT,
+                         why="states are indexed with 32-bit integers")
     lam = workload.arrival_rate_per_s
     pol, b = scheduler_rules(policy, engine)
     geo = isinstance(workload.output_tokens, Geometric)  # memoryless outputs: the decode vector is n_d

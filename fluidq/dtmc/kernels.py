@@ -14,12 +14,22 @@ from scipy import stats
 __all__ = ["binom_pmf", "geometric_prefill", "poisson_pmf"]
 
 
-def poisson_pmf(mu: float, tol: float = 1e-12) -> np.ndarray:
-    """``P(A = 0..n)`` for ``A ~ Poisson(mu)``, the tail beyond ``n`` folded into ``n``."""
+def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.ndarray:
+    """``P(A = 0..n)`` for ``A ~ Poisson(mu)``, the tail beyond ``n`` folded into ``n``.
+
+    ``cap``: keep at most ``0..cap``, the last value being ``P(A >= cap)`` (a chain whose box ends below
+    ``cap`` arrivals sends all of those to its boundary anyway; a huge ``mu`` stays a short vector).
+    """
     if mu <= 0:
         return np.ones(1)
-    hi = int(stats.poisson.isf(tol, mu)) + 1
-    k = np.arange(hi + 1)
+    hi = float(stats.poisson.isf(tol, mu)) + 1
+    if cap is not None and hi > cap:
+        k = np.arange(int(cap) + 1)
+        p = stats.poisson.pmf(k, mu)
+        p[-1] = stats.poisson.sf(cap - 1, mu)
+        s = p.sum()
+        return p / s if s > 0 else np.r_[np.zeros(int(cap)), 1.0]
+    k = np.arange(int(hi) + 1)
     p = stats.poisson.pmf(k, mu)
     p[-1] += max(0.0, 1.0 - p.sum())
     return p / p.sum()

@@ -648,6 +648,54 @@ def _dtmc_threshold(engine, workload, pol, lo, hi, *, rtol=0.02, max_prefill=40,
     return 0.5 * (lo + hi), lo, hi, steps
 
 
+def _dtmc_work_conserving(engine, workload, pol, name, wc_rate, wc_tok, details, *, max_prefill, max_decode,
+                          tolerance=1e-6, max_solves=3):
+    """``method="dtmc"`` for a work-conserving scheduler: Theorem 2's threshold, confirmed by the chain.
+
+    A bisection on the truncated chain would only find where *its caps* stop holding the stationary
+    mass (far below ``lambda*`` for small caps), at the price of a solve per step.  The threshold of a
+    work-conserving scheduler is Theorem 2's ``b_max / (t(b_max) (m_p + m_d))``; the chain confirms
+    stability at the highest rate whose fluid estimate fits well inside the caps (at most
+    ``max_solves`` solves, halving the rate when the caps leak): that rate is ``lower_per_s``.
+    """
+    from .build import build_dtmc
+    from .sizing import fluid_means
+
+    max_prefill, max_decode = _dtmc_caps(engine, workload, pol, max_prefill, max_decode)
+    b, _k = _budget(pol, engine)
+    rate = None
+    for frac in (0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01):
+        npf, nd, _rho = fluid_means(engine, workload.with_rate(frac * wc_rate), b)
+        if all(n + 3.0 * math.sqrt(n + 1.0) + 2.0 <= cap for n, cap in ((npf, max_prefill), (nd, max_decode))):
+            rate = frac * wc_rate
+            break
+    if rate is None:
+        rate = 0.01 * wc_rate
+    steps, lower = [], 0.0
+    for _ in range(max_solves):
+        r = build_dtmc(engine, workload.with_rate(rate), pol, max_prefill=max_prefill, max_decode=max_decode,
+                       tolerance=tolerance).solve()
+        steps.append((rate, r.status.value, r.lost_mass))
+        if r.status.value == "stable":
+            lower = rate
+            break
+        rate *= 0.5
+    details["chain"] = "finite_support" if _uses_finite_builder(workload) else "memoryless"
+    details["caps"] = {"max_prefill": max_prefill, "max_decode": max_decode}
+    details["bisection"] = steps
+    details["confirmed_stable_per_s"] = lower
+    confirm = (f"the truncated chain (caps max_prefill={max_prefill}, max_decode={max_decode}) is stable at "
+               f"{lower:.6g} req/s" if lower > 0 else
+               f"the truncated chain (caps max_prefill={max_prefill}, max_decode={max_decode}) loses more than "
+               f"{tolerance:g} of its mass at every rate tried ({', '.join(f'{s[0]:.4g}' for s in steps)} req/s): "
+               "raise the caps to confirm")
+    return ThresholdResult(wc_rate, lower, wc_rate, "dtmc", name, wc_rate,
+                           f"{name} is work-conserving: by Theorem 2 of arXiv:2504.07347 it is stable iff lambda "
+                           f"(m_p + m_d) < b_max/t(b_max) = {wc_tok:.6g} tokens/s; {confirm} (a bisection on "
+                           "the chain would find only where its caps leak)",
+                           "b_max / (t(b_max) (m_p + m_d))", details)
+
+
 def _simulation_threshold(engine, workload, pol, rng, **kw):
     try:
         from ..sim import find_threshold
@@ -756,6 +804,9 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
         details.update(det)
         return ThresholdResult(lam, lo, hi, "renewal", name, wc_rate,
                                det.get("blocked_reason") or _reason("renewal", name, lam, wc_rate), expr, details)
+    if method == "dtmc" and kind == "work_conserving" and engine.k_max is None and pol.k_max is None:
+        return _dtmc_work_conserving(engine, workload, pol, name, wc_rate, wc_tok, details,
+                                     max_prefill=max_prefill, max_decode=max_decode)
     if method == "dtmc":
         lam, lo, hi, steps = _dtmc_threshold(engine, workload, pol, 0.0, wc_rate, rtol=rtol,
                                              max_prefill=max_prefill, max_decode=max_decode)

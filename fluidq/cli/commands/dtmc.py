@@ -11,6 +11,47 @@ from ..common import (
 )
 
 
+DEFAULT_MAX_STATES = 500_000
+
+#: the library's parameter names -> this command's flags (errors raised below the CLI name the flag)
+_FLAGS = {"max_prefill/max_decode": "--max-prefill/--max-decode", "max_prefill": "--max-prefill",
+          "max_decode": "--max-decode", "max_states": "--max-states", "prompt_tokens": "--prompt",
+          "output_tokens": "--output", "workload.arrival_rate_per_s": "--rate", "engine.b_max": "--b-max",
+          "tolerance": "--tolerance", "k_max": "--k-max"}
+
+
+def _count(flag):
+    """Parser of a positive count, also written as an integral float (``1e8``); one line naming ``flag``."""
+
+    def parse(text):
+        from ...errors import ParameterError
+
+        try:
+            v = int(text)
+        except ValueError:
+            try:
+                v = float(text)
+            except ValueError:
+                raise ParameterError(flag, text, "an integer >= 1") from None
+        from ...dtmc.sizing import MAX_STATES_LIMIT
+        from ..._validate import integer
+
+        return integer(flag, v, minimum=1, maximum=MAX_STATES_LIMIT,
+                       why="a chain is indexed with 32-bit integers")
+
+    return parse
+
+
+def _renamed(exc):
+    """``exc`` with the library's parameter name replaced by this command's flag."""
+    from ...errors import ParameterError
+
+    flag = _FLAGS.get(exc.name)
+    if flag is None:
+        return exc
+    return ParameterError(flag, exc.value, exc.expected, exc.hint)
+
+
 def register(sub):
     p = sub.add_parser("dtmc", help="exact Markov chain of one engine (memoryless lengths): solve, threshold",
                        description="Build the chain embedded at batch boundaries (Poisson arrivals, geometric "
@@ -19,9 +60,15 @@ def register(sub):
     add_engine_args(p)
     add_workload_args(p, rate_required=True)
     p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
-    p.add_argument("--max-prefill", type=int, default=40, help="cap on requests in prefill")
-    p.add_argument("--max-decode", type=int, default=400, help="cap on requests decoding")
-    p.add_argument("--max-states", type=int, default=500_000, help="refuse larger chains (memory)")
+    p.add_argument("--max-prefill", type=str, default=None,
+                   help="cap on requests in prefill (default: chosen for the load, see below)")
+    p.add_argument("--max-decode", type=str, default=None,
+                   help="cap on requests decoding (default: chosen for the load: caps start from a fluid "
+                   "estimate of the mean requests and grow until the mass lost at the truncation boundary is "
+                   "below --tolerance, within --max-states and the memory available)")
+    p.add_argument("--max-states", type=str, default=DEFAULT_MAX_STATES,
+                   help=f"refuse larger chains (default {DEFAULT_MAX_STATES:,}; chains that would not fit in the "
+                   "memory available are refused too)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
     p.add_argument("--solver", default="auto", choices=["auto", "direct", "gmres", "power"])
     p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field "
@@ -31,16 +78,25 @@ def register(sub):
 
 
 def run(args):
+    from ...errors import ParameterError
+
+    try:
+        _run(args)
+    except ParameterError as exc:
+        raise _renamed(exc) from exc
+
+
+def _run(args):
     import math
 
     from ...dtmc import build_dtmc
     from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
     from ...errors import ParameterError
 
-    for flag, v in (("--max-prefill", args.max_prefill), ("--max-decode", args.max_decode),
-                    ("--max-states", args.max_states)):
-        if v < 1:
-            raise ParameterError(flag, v, "an integer >= 1")
+    # counts are parsed here, not by argparse, so that a bad one is this command's one line naming the flag
+    args.max_prefill = None if args.max_prefill is None else _count("--max-prefill")(args.max_prefill)
+    args.max_decode = None if args.max_decode is None else _count("--max-decode")(args.max_decode)
+    args.max_states = _count("--max-states")(str(args.max_states))
     if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a boundary mass in (0, 1)")
     from ...policies import resolve_policy
@@ -67,9 +123,20 @@ def run(args):
         workload = Workload(arrival=workload.arrival, prompt_tokens=workload.prompt_tokens,
                             output_tokens=Geometric(mean_tokens=workload.mean_output_tokens))
         note = "fixed prompts; outputs geometric with the given mean (the chain needs memoryless outputs)"
-    chain = build_dtmc(engine, workload, args.policy, max_prefill=args.max_prefill, max_decode=args.max_decode,
-                       tolerance=args.tolerance, max_states=args.max_states)
-    res = chain.solve(args.solver)
+    caps_note = None
+    if args.max_prefill is None and args.max_decode is None:
+        from ...dtmc.sizing import auto_caps
+
+        chain, res, notes = auto_caps(engine, workload, args.policy, tolerance=args.tolerance,
+                                      max_states=args.max_states, method=args.solver)
+        caps_note = (f"chosen for this load (no --max-prefill/--max-decode): {'; '.join(notes)}; final caps "
+                     f"max_prefill={chain.caps['max_prefill']}, max_decode={chain.caps['max_decode']}")
+    else:
+        mp_cap = 40 if args.max_prefill is None else args.max_prefill
+        md_cap = 400 if args.max_decode is None else args.max_decode
+        chain = build_dtmc(engine, workload, args.policy, max_prefill=mp_cap, max_decode=md_cap,
+                           tolerance=args.tolerance, max_states=args.max_states)
+        res = chain.solve(args.solver)
     try:
         thr = stability_threshold(engine, workload, args.policy)
     except ThresholdUnavailable as exc:
@@ -80,7 +147,8 @@ def run(args):
         from ...plotting.dtmc import plot_dtmc
 
         fig = plot_dtmc(res, path=args.plot)
-    out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig}
+    out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
+           "caps": {**chain.caps, "chosen": caps_note is not None, "how": caps_note}}
 
     def f(x, spec=".4g"):
         return "-" if x is None else format(x, spec)
@@ -91,6 +159,7 @@ def run(args):
              *([f"lengths         {note}"] if note else []),
              f"policy          {res.policy}",
              f"chain           {res.n_states:,} states, {res.nnz:,} non-zeros, caps {chain.caps}",
+             *([f"caps            {caps_note}"] if caps_note else []),
              f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
              f"truncation      boundary mass {f(res.lost_mass, '.2e')} (tolerance {res.tolerance:g})",
              f"status          {res.status}: {res.reason}",
