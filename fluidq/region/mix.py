@@ -55,14 +55,17 @@ def _solve_scale(region: StabilityRegion, p: np.ndarray) -> tuple[float, np.ndar
         return math.inf, np.zeros(len(idx))
     import cvxpy as cp
 
-    # scale to O(1) numbers for the solver
+    # scale to O(1) numbers for the solver: the rate points by their largest coordinate, the target by
+    # its own (max s : V w >= s p  is  s = s' / |p| with  max s' : V w >= s' p/|p|), so a target of
+    # 1e-12 or 1e18 tokens/s is as easy for the solver as one of 1e3
     unit = float(np.max(V))
+    size = float(np.max(p))
     w = cp.Variable(len(idx), nonneg=True)
     s = cp.Variable()
-    prob = cp.Problem(cp.Maximize(s), [(V / unit).T @ w >= s * (p / unit), cp.sum(w) <= 1])
+    prob = cp.Problem(cp.Maximize(s), [(V / unit).T @ w >= s * (p / size), cp.sum(w) <= 1])
     _lp(prob)
     ww = np.clip(np.asarray(w.value, dtype=float), 0.0, None)
-    return float(s.value), ww
+    return float(s.value) * unit / size, ww
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,8 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
     else:
         import cvxpy as cp
 
-        unit = float(np.max(V))
+        # in units of the larger of the region and the target, so that both stay O(1) for the solver
+        unit = max(float(np.max(V)), float(np.max(p)))
         w2 = cp.Variable(len(idx), nonneg=True)
         gap = cp.Variable(2, nonneg=True)
         prob = cp.Problem(cp.Minimize(cp.sum(gap)), [(V / unit).T @ w2 + gap >= p / unit, cp.sum(w2) <= 1])
