@@ -85,7 +85,10 @@ def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
         return None
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ParameterTypeError(f"{name}={value!r}: expected a real number, got {type(value).__name__}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond the float range (10**400)
+        raise ParameterError(name, value, "a finite number") from None
     if not math.isfinite(v):
         raise ParameterError(name, value, "a finite number")
     if positive and not v > 0:
@@ -132,9 +135,16 @@ def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = 
 def array(name: str, values, *, positive: bool = False, nonnegative: bool = False,
           ndim: int = 1, min_len: int = 1) -> np.ndarray:
     """Return a finite float array, or raise naming ``name``."""
+    raw = values if isinstance(values, np.ndarray) else None
     try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
+        if raw is None:
+            raw = np.asarray(values)
+        if raw.dtype.kind in "bUSc":  # True, "5", 1j: not real numbers, even if numpy would convert them
+            raise ParameterError(name, f"<array of {raw.dtype}>", "an array of numbers")
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
         raise ParameterError(name, values, "an array of numbers") from exc
     if arr.ndim != ndim:
         raise ParameterError(name, f"<array of shape {arr.shape}>", f"a {ndim}-d array")

@@ -181,7 +181,7 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
         w = w / s  # the least-time mix serving exactly the target (homogeneity of the LP)
         shortfall = np.zeros(2)
         reason = (f"served by time-sharing {int(np.sum(w > _W_EPS * w.sum()))} batch shape(s) at utilisation "
-                  f"{w.sum():.4f}; the target can grow by x{s:.4f} along its direction")
+                  f"{_share(w.sum())}; the target can grow by x{_share(s)} along its direction")
     else:
         import cvxpy as cp
 
@@ -199,10 +199,15 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
                       f"{shortfall[0]:.3g} prefill and {shortfall[1]:.3g} decode tokens/s); the shares below serve "
                       "the largest multiple of the target that fits")
         else:
-            reason = (f"outside the stability region: at most x{s:.4f} of the target along its direction; "
+            reason = (f"outside the stability region: at most x{_share(s)} of the target along its direction; "
                       f"short by {_tokens(shortfall[0])} prefill and {_tokens(shortfall[1])} decode tokens/s at least")
     keep = w > _W_EPS * max(float(w.sum()), 1e-300)  # interior-point noise on unused shapes
     return _result(region, p, bool(feasible), s, shapes_all[keep], w[keep], secs_all[keep], tuple(shortfall), reason)
+
+
+def _share(x: float) -> str:
+    """A factor or utilisation for prose: four decimals, or four significant digits outside [1e-4, 1e6)."""
+    return f"{x:.4f}" if x == 0 or 1e-4 <= abs(x) < 1e6 else f"{x:.4g}"
 
 
 def _tokens(x: float) -> str:

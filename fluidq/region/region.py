@@ -40,8 +40,10 @@ def as_points(point, name: str = "point") -> tuple[np.ndarray, bool]:
                 and (x >= MIN_TOKEN_RATE or y >= MIN_TOKEN_RATE or x == y == 0)):
             return np.array([[x, y]], dtype=float), True
     try:
+        if np.asarray(point).dtype.kind in "bUSc":  # True, "5", 1j: not token rates
+            raise TypeError("not numbers")
         arr = np.asarray(point, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ParameterTypeError(f"{name}={point!r}: expected a (prefill_tokens_per_s, decode_tokens_per_s) "
                                  "pair or an m x 2 array") from exc
     single = arr.ndim == 1

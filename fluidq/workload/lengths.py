@@ -53,7 +53,7 @@ def _lognormal_moments(mu: float, sigma: float) -> tuple[float, float]:
 
     K = _EXACT_TERMS
     k = np.arange(0, K, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # log 0 = -inf; a tiny sigma gives +-inf: sf 1 or 0
         z = (np.log(k) - mu) / sigma
     sf = ndtr(-z)  # P(X > k); log(0) = -inf gives 1
     lk = math.log(K)
