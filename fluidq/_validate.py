@@ -8,6 +8,70 @@ import numpy as np
 
 from .errors import ParameterError, ParameterTypeError
 
+# ---------------------------------------------------------------------------------------------------
+# Numeric limits shared by every public boundary (Engine, Workload, lengths, arrivals, batch-time
+# models, capacity, regions, the CLI).  Each is far beyond any real deployment and far below what
+# would overflow an array, a float or the LP solver; the ``*_WHY`` strings go into the message.
+# ---------------------------------------------------------------------------------------------------
+
+#: Most tokens in one batch (``b_max``), and most requests in one batch (``k_max``): 2**24.
+#: vLLM's ``max_num_batched_tokens`` reaches about 1M tokens with long contexts; the analyses
+#: enumerate batch sizes ``1..b_max`` (regions, tabulated models), one array slot each, so 2**24
+#: keeps every such array below a few hundred MB.  1e20 would ask numpy for exabytes.
+MAX_BUDGET_TOKENS = 2**24
+BUDGET_WHY = ("a batch of more tokens or requests than that is far beyond any engine (vLLM's "
+              "max_num_batched_tokens reaches about 1M), and the analyses enumerate batch sizes up to b_max")
+
+#: Largest KV-cache capacity in tokens: 1e12 (today's caches hold tens of millions of tokens).
+MAX_KV_TOKENS = 10**12
+KV_WHY = "KV caches hold tens of millions of tokens; more than 1e12 is no real cache"
+
+#: Longest prompt or output of one request (fixed length, or the mean of a distribution): 2**30.
+#: Long-context models take up to about 1e7 tokens; ``E[L^2]`` of such lengths stays far from
+#: overflow and sampled lengths fit in int64.
+MAX_REQUEST_TOKENS = 2**30
+REQUEST_WHY = ("a request of more tokens than that is far beyond any model's context (about 1e7 at most), and "
+               "its square must stay a finite float")
+
+#: Arrival rates, requests per second: within [1e-9, 1e9] (one request in 30 years ... a billion
+#: per second); the offered load ``rate * tokens`` then stays a finite float.
+MIN_RATE_PER_S = 1e-9
+MAX_RATE_PER_S = 1e9
+RATE_WHY = ("real traffic is between one request in 30 years (1e-9 req/s) and a billion per second (1e9); "
+            "rate x tokens must stay a finite number")
+
+#: Coefficient of variation of gamma inter-arrival times: within [1e-6, 100].  The gamma shape is
+#: ``1/cv**2``: above 100 nearly every gap rounds to 0 (the generator stalls), below 1e-6 the
+#: arrivals are periodic to float precision (use Periodic).
+MIN_CV = 1e-6
+MAX_CV = 100.0
+CV_WHY = ("the gamma shape is 1/cv^2: above cv=100 almost every gap is 0 in floating point and the arrivals "
+          "never reach the horizon; below 1e-6 they are periodic (use periodic arrivals)")
+
+#: Most arrivals one call of ``Arrival.times`` draws (``n`` or ``rate * horizon``): 1e8 (800 MB).
+MAX_ARRIVALS = 10**8
+ARRIVALS_WHY = "1e8 arrival times already take 800 MB of memory"
+
+#: Identical engines behind a router (``n_engines``, ``--engines``): 10**6.
+MAX_ENGINES = 10**6
+ENGINES_WHY = "no deployment has more than a million engines behind one router"
+
+#: Batch-time constants, seconds: every nonzero constant (``c``, ``a``, a measured time) lies in
+#: [1e-12, 1e6] (a picosecond .. 11.6 days per batch).  With ``b <= MAX_BUDGET_TOKENS``, ``t(b)``
+#: stays within [1e-12, 2e13] s and ``b/t(b)`` a finite, nonzero number of tokens per second;
+#: ``c=0, a=1e-300`` would give 1e305 tokens/s.
+MIN_BATCH_SECONDS = 1e-12
+MAX_BATCH_SECONDS = 1e6
+SECONDS_WHY = ("a batch time is between a picosecond (1e-12 s) and 11.6 days (1e6 s); outside it t(b) or "
+               "b/t(b) is no finite, nonzero number")
+
+#: Token rates of a point in the (prefill, decode) plane, tokens per second: at most 1e18, and a
+#: nonzero point has a coordinate >= 1e-12 (the LP and the scale 1/point must stay finite).
+MIN_TOKEN_RATE = 1e-12
+MAX_TOKEN_RATE = 1e18
+TOKEN_RATE_WHY = ("token rates between 1e-12 and 1e18 tokens/s keep the time-sharing LP and the scale "
+                  "(how far the point may grow) finite")
+
 
 def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
          allow_none: bool = False, maximum: float | None = None, minimum: float | None = None,
@@ -21,7 +85,10 @@ def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
         return None
     if isinstance(value, bool) or not isinstance(value, Real):
         raise ParameterTypeError(f"{name}={value!r}: expected a real number, got {type(value).__name__}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # an int beyond the float range (10**400)
+        raise ParameterError(name, value, "a finite number") from None
     if not math.isfinite(v):
         raise ParameterError(name, value, "a finite number")
     if positive and not v > 0:
@@ -29,10 +96,15 @@ def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
     if nonnegative and not v >= 0:
         raise ParameterError(name, value, "a number >= 0")
     if minimum is not None and v < minimum:
-        raise ParameterError(name, value, f"a number >= {minimum:g}", why)
+        raise ParameterError(name, value, f"a number >= {_bound(minimum)}", why)
     if maximum is not None and v > maximum:
-        raise ParameterError(name, value, f"a number <= {maximum:g}", why)
+        raise ParameterError(name, value, f"a number <= {_bound(maximum)}", why)
     return v
+
+
+def _bound(x) -> str:
+    """A bound for a message: an int with thousands separators (2**30 -> 1,073,741,824), a float as %g."""
+    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else f"{x:g}"
 
 
 def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = False,
@@ -54,7 +126,7 @@ def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = 
             raise ParameterError(name, value, "an integer")
         raise ParameterTypeError(f"{name}={value!r}: expected an integer, got {type(value).__name__}")
     if minimum is not None and v < minimum:
-        raise ParameterError(name, value, f"an integer >= {minimum}")
+        raise ParameterError(name, value, f"an integer >= {minimum:,}")
     if maximum is not None and v > maximum:
         raise ParameterError(name, value, f"an integer <= {maximum:,}", why)
     return v
@@ -63,9 +135,16 @@ def integer(name: str, value, *, minimum: int | None = None, allow_none: bool = 
 def array(name: str, values, *, positive: bool = False, nonnegative: bool = False,
           ndim: int = 1, min_len: int = 1) -> np.ndarray:
     """Return a finite float array, or raise naming ``name``."""
+    raw = values if isinstance(values, np.ndarray) else None
     try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as exc:
+        if raw is None:
+            raw = np.asarray(values)
+        if raw.dtype.kind in "bUSc":  # True, "5", 1j: not real numbers, even if numpy would convert them
+            raise ParameterError(name, f"<array of {raw.dtype}>", "an array of numbers")
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
         raise ParameterError(name, values, "an array of numbers") from exc
     if arr.ndim != ndim:
         raise ParameterError(name, f"<array of shape {arr.shape}>", f"a {ndim}-d array")

@@ -29,7 +29,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._validate import array, integer, real
+from .._validate import (
+    BUDGET_WHY,
+    MAX_BATCH_SECONDS,
+    MAX_BUDGET_TOKENS,
+    MAX_KV_TOKENS,
+    MIN_BATCH_SECONDS,
+    SECONDS_WHY,
+    array,
+    integer,
+    real,
+)
 from ..errors import DataError, ExtrapolationError, ParameterError
 
 __all__ = [
@@ -48,6 +58,19 @@ def _tokens(b):
     if arr.size and (not np.all(np.isfinite(arr)) or np.any(arr < 0)):
         raise ParameterError("tokens", b, "finite token counts >= 0")
     return arr
+
+
+def _seconds(name, value, *, zero_ok: bool):
+    """A batch-time constant in seconds: 0 (when ``zero_ok``) or within [MIN_BATCH_SECONDS, MAX_BATCH_SECONDS]."""
+    v = real(name, value, nonnegative=zero_ok, positive=not zero_ok, maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY)
+    if v != 0 and v < MIN_BATCH_SECONDS:
+        raise ParameterError(name, value, f"{'0 or ' if zero_ok else ''}a time >= {MIN_BATCH_SECONDS:g} s",
+                             SECONDS_WHY)
+    return v
+
+
+def _block(name, value, minimum):
+    return integer(name, value, minimum=minimum, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
 
 
 def _out(arr, like):
@@ -77,10 +100,16 @@ class BatchTime:
 
         Ties are broken towards the smaller batch.
         """
-        b_max = integer("b_max", b_max, minimum=1)
+        b_max = integer("b_max", b_max, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
         cand = self._candidates(b_max)
         cand = cand[(cand >= 1) & (cand <= b_max)]
-        rates = cand / self._eval(cand)
+        secs = np.asarray(self._eval(cand), dtype=float)
+        bad = ~np.isfinite(secs) | (secs <= 0)
+        if np.any(bad):  # e.g. a table extrapolated linearly along a falling slope
+            i = int(np.flatnonzero(bad)[0])
+            raise ParameterError("batch_time", self, "a model with a finite batch time > 0 s for every batch of "
+                                 "1..b_max tokens", f"t({int(cand[i])}) = {secs[i]!r} s")
+        rates = cand / secs
         i = int(np.argmax(rates))
         return float(rates[i]), int(cand[i])
 
@@ -134,9 +163,10 @@ class Staircase(BatchTime):
     b0: int
 
     def __post_init__(self):
-        object.__setattr__(self, "c", real("c", self.c, nonnegative=True))
-        object.__setattr__(self, "a", real("a", self.a, positive=True))
-        object.__setattr__(self, "b0", integer("b0", self.b0, minimum=1))
+        # t(b) >= a >= 1e-12 s, so a tiny fixed cost is harmless; only its size is bounded
+        object.__setattr__(self, "c", real("c", self.c, nonnegative=True, maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY))
+        object.__setattr__(self, "a", _seconds("a", self.a, zero_ok=False))
+        object.__setattr__(self, "b0", _block("b0", self.b0, 1))
 
     def _eval(self, b):
         return self.c + self.a * np.ceil(b / self.b0)
@@ -164,9 +194,10 @@ class PiecewiseLinear(BatchTime):
     b0: int
 
     def __post_init__(self):
-        object.__setattr__(self, "c", real("c", self.c, positive=True))
-        object.__setattr__(self, "a", real("a", self.a, positive=True))
-        object.__setattr__(self, "b0", integer("b0", self.b0, minimum=0))
+        object.__setattr__(self, "c", _seconds("c", self.c, zero_ok=False))
+        # t(b) >= c >= 1e-12 s, so a tiny slope is harmless; only its size is bounded
+        object.__setattr__(self, "a", real("a", self.a, positive=True, maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY))
+        object.__setattr__(self, "b0", _block("b0", self.b0, 0))
 
     def _eval(self, b):
         return self.c + self.a * np.maximum(0.0, b - self.b0)
@@ -190,10 +221,12 @@ class Affine(BatchTime):
     a: float
 
     def __post_init__(self):
-        object.__setattr__(self, "c", real("c", self.c, nonnegative=True))
-        object.__setattr__(self, "a", real("a", self.a, nonnegative=True))
+        object.__setattr__(self, "c", real("c", self.c, nonnegative=True, maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY))
+        object.__setattr__(self, "a", real("a", self.a, nonnegative=True, maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY))
         if self.c == 0 and self.a == 0:
             raise ParameterError("a", self.a, "c > 0 or a > 0", "a batch cannot take zero time")
+        if self.c + self.a < MIN_BATCH_SECONDS:  # t(1) = c + a is the shortest batch
+            raise ParameterError("a", self.a, f"c + a >= {MIN_BATCH_SECONDS:g} s (with c={self.c!r})", SECONDS_WHY)
 
     def _eval(self, b):
         return self.c + self.a * b
@@ -231,6 +264,12 @@ class Tabulated(BatchTime):
     def __post_init__(self):
         x = array("tokens", self.tokens, nonnegative=True, min_len=2)
         y = array("seconds", self.seconds, positive=True, min_len=2)
+        for name, arr, lo, hi, why in (("tokens", x, 0, MAX_BUDGET_TOKENS, BUDGET_WHY),
+                                       ("seconds", y, MIN_BATCH_SECONDS, MAX_BATCH_SECONDS, SECONDS_WHY)):
+            out = (arr < lo) | (arr > hi)
+            if np.any(out):
+                i = int(np.flatnonzero(out)[0])
+                raise ParameterError(name, f"<array with {arr[i]!r} at index {i}>", f"values in [{lo:g}, {hi:g}]", why)
         if x.shape != y.shape:
             raise DataError(f"tokens and seconds have different lengths ({x.size} vs {y.size})")
         d = np.diff(x)
@@ -296,7 +335,8 @@ class ContextAware(BatchTime):
     def __post_init__(self):
         if not isinstance(self.base, BatchTime) or isinstance(self.base, ContextAware):
             raise ParameterError("base", self.base, "a batch-time model in tokens (not context-aware)")
-        object.__setattr__(self, "kv_s_per_token", real("kv_s_per_token", self.kv_s_per_token, nonnegative=True))
+        object.__setattr__(self, "kv_s_per_token", real("kv_s_per_token", self.kv_s_per_token, nonnegative=True,
+                                                         maximum=MAX_BATCH_SECONDS, why=SECONDS_WHY))
 
     def __call__(self, tokens, kv_tokens=None):
         b = _tokens(tokens)
@@ -331,7 +371,9 @@ class ContextAware(BatchTime):
 
     def at_context(self, kv_tokens: float) -> BatchTime:
         """The batch-time model in ``b`` alone with a fixed ``kv_tokens`` read per batch."""
-        return _Shifted(base=self.base, shift_s=self.kv_s_per_token * real("kv_tokens", kv_tokens, nonnegative=True))
+        kv = real("kv_tokens", kv_tokens, nonnegative=True, maximum=float(MAX_KV_TOKENS) * MAX_BUDGET_TOKENS,
+                  why="no batch reads more KV tokens than b_max requests can hold")
+        return _Shifted(base=self.base, shift_s=self.kv_s_per_token * kv)
 
     def describe(self):
         # per KV token in the unit that keeps the number in [1, 1000) (ms, us, ns): never "1.7e+05 ns"

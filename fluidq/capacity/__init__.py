@@ -13,6 +13,7 @@ decode context, and a KV-cache capacity limits how many requests decode together
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -80,11 +81,17 @@ class CapacityResult:
         return self.inputs.get("batch_seconds")
 
     def to_dict(self) -> dict:
-        return plain({"tokens_per_s": self.tokens_per_s, "batch_tokens": self.batch_tokens,
-                      "requests_per_s": self.requests_per_s,
-                      "work_conserving_tokens_per_s": self.work_conserving_tokens_per_s,
-                      "per_engine_tokens_per_s": list(self.per_engine_tokens_per_s),
-                      "method": self.method, "reason": self.reason, "inputs": self.inputs})
+        many = isinstance(self.batch_tokens, tuple)
+        out = plain({"tokens_per_s": self.tokens_per_s, "batch_tokens": None if many else self.batch_tokens,
+                     "requests_per_s": self.requests_per_s,
+                     "work_conserving_tokens_per_s": self.work_conserving_tokens_per_s,
+                     "per_engine_tokens_per_s": None,
+                     "method": self.method, "reason": self.reason, "inputs": self.inputs})
+        # up to a million entries (n_engines copies): finite floats, converted in one pass
+        out["per_engine_tokens_per_s"] = [float(v) for v in self.per_engine_tokens_per_s]
+        if many:
+            out["batch_tokens"] = [int(v) for v in self.batch_tokens]
+        return out
 
     def plot(self, ax=None, **kw):
         from ..plotting import plot_capacity
@@ -237,19 +244,28 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     >>> round(max_throughput(e).tokens_per_s, 3)
     3342.909
     """
-    from .._validate import integer
+    from .._validate import ENGINES_WHY, MAX_ENGINES, integer
 
     if isinstance(engine, Engine):
-        engines = [engine] * integer("n_engines", n_engines, minimum=1)
+        count = integer("n_engines", n_engines, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
+        distinct = [engine]  # identical copies are computed once: the sums are count times one engine's
     else:
+        if isinstance(engine, (str, bytes)) or not isinstance(engine, Sequence):
+            raise ParameterError("engine", engine, "an Engine or a non-empty sequence of engines")
         engines = list(engine)
         if not engines:
             raise ParameterError("engine", engine, "an Engine or a non-empty sequence of engines")
+        if len(engines) > MAX_ENGINES:
+            raise ParameterError("engine", f"<{len(engines)} engines>", f"at most {MAX_ENGINES:,} engines", ENGINES_WHY)
+        for i, e in enumerate(engines):
+            if not isinstance(e, Engine):
+                raise ParameterError(f"engine[{i}]", e, "a fluidq.Engine")
+        distinct, count = engines, len(engines)
     if workload is not None and not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
     per, bs, notes, wcs, wc_bs = [], [], [], [], []
     region_reasons = []
-    for e in engines:
+    for e in distinct:
         r, b, note = engine_capacity(e, workload)
         wc_rate, wc_b, _ = full_batch_rate(e, workload)
         if workload is not None and e.k_max is not None:
@@ -268,11 +284,14 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         bs.append(b)
         if note and note not in notes:
             notes.append(note)
-    total = float(sum(per))
+    if len(distinct) == 1:  # count copies: count * x is the correctly rounded sum of count x's
+        total, wc_total = float(per[0] * count), float(wcs[0] * count)
+        per, bs = per * count, bs * count
+    else:
+        total, wc_total = float(math.fsum(per)), float(math.fsum(wcs))
     req = total / workload.mean_tokens if workload is not None else None
-    wc_total = float(sum(wcs))
-    if len(engines) == 1:
-        e = engines[0]
+    if count == 1:
+        e = distinct[0]
         if per[0] == 0:
             reason = "no request can be served"
         else:
@@ -283,16 +302,17 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                        f"a backlog and serve {wc_total:.6g} tokens/s ({wc_total / total:.4f} of it): Theorem 2(b) "
                        "holds below that rate")
     else:
-        reason = (f"sum of {len(engines)} engine capacities (sup of b/t(b) each); the throughput of "
+        reason = (f"sum of {count} engine capacities (sup of b/t(b) each); the throughput of "
                   f"join-the-shortest-queue routing over work-conserving engines is the sum of their b_max/t(b_max), "
                   f"{wc_total:.6g} tokens/s (Prop. 3 of arXiv:2504.07347)")
     if region_reasons:
-        reason = "; ".join(region_reasons) + ("" if len(engines) == 1 else "; " + reason)
+        reason = "; ".join(region_reasons) + ("" if count == 1 else "; " + reason)
     if notes:
         reason += "; " + "; ".join(notes)
-    inputs = {"engines": [e.to_dict() for e in engines],
+    # identical copies are listed once, with their number
+    inputs = {"engines": [e.to_dict() for e in distinct], "n_engines": count,
               "workload": workload.to_dict() if workload is not None else None}
-    if len(engines) == 1 and not region_reasons and per[0] > 0:
+    if count == 1 and not region_reasons and per[0] > 0:
         inputs["batch_seconds"] = float(bs[0] / per[0])
     return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),

@@ -33,16 +33,16 @@ def add_engine_args(p: argparse.ArgumentParser, *, multi_engine: bool = False) -
 def engine_from_args(args) -> Engine:
     from ..profiles import DEFAULT_PROFILE, load_profile
 
+    from .._validate import BUDGET_WHY, ENGINES_WHY, MAX_BUDGET_TOKENS, MAX_ENGINES, integer
+
     engines = getattr(args, "engines", 1)
     if engines != 1 and not getattr(args, "_multi_engine", False):
         raise ParameterError("--engines", engines, "1 for this command",
                              "parallel engines: `fluidq capacity`/`fluidq check --engines K`, or a JSQ network "
                              "case for `fluidq network`")
-    if engines < 1:
-        raise ParameterError("--engines", engines, "an integer >= 1")
-    for flag, v in (("--b-max", args.b_max), ("--k-max", args.k_max)):
-        if v is not None and v < 1:
-            raise ParameterError(flag, v, "an integer >= 1")
+    integer("--engines", engines, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
+    for flag, v in (("--b-max", args.b_max), ("--k-max", args.k_max), ("--b0", args.b0)):
+        integer(flag, v, minimum=1, allow_none=True, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
 
     consts = [args.c_ms, args.a_ms, args.b0]
     model = args.model or "staircase"
@@ -58,10 +58,7 @@ def engine_from_args(args) -> Engine:
         c = 11.28 if args.c_ms is None else args.c_ms
         a = 35.47 if args.a_ms is None else args.a_ms
         b0 = 128 if args.b0 is None else args.b0
-        for flag, v, ok in (("--c-ms", c, c >= 0), ("--a-ms", a, a > 0), ("--b0", b0, b0 >= 1)):
-            if not (ok and v == v and abs(v) != float("inf")):
-                raise ParameterError(flag, v, "a finite number >= 0" if flag == "--c-ms" else
-                                     ("a finite number > 0" if flag == "--a-ms" else "an integer >= 1"))
+        _batch_constants_ms(model, c, a)
         if model == "staircase":
             bt = Staircase(c=c / 1e3, a=a / 1e3, b0=b0)
         elif model == "piecewise-linear":
@@ -79,6 +76,24 @@ def engine_from_args(args) -> Engine:
     if args.k_max is not None:
         changes["k_max"] = args.k_max
     return prof.engine(**changes)
+
+
+def _batch_constants_ms(model: str, c: float, a: float) -> None:
+    """``--c-ms``/``--a-ms`` within the batch-time bounds (in ms, as given), named by their flags."""
+    from .._validate import MAX_BATCH_SECONDS, MIN_BATCH_SECONDS, SECONDS_WHY, real
+
+    lo, hi = MIN_BATCH_SECONDS * 1e3, MAX_BATCH_SECONDS * 1e3
+    c_zero_ok = model != "piecewise-linear"  # t(b) = c + a*max(0, b - b0) needs c > 0
+    a_zero_ok = model == "affine"
+    for flag, v, zero_ok in (("--c-ms", c, c_zero_ok), ("--a-ms", a, a_zero_ok)):
+        real(flag, v, nonnegative=zero_ok, positive=not zero_ok, maximum=hi, why=SECONDS_WHY)
+        # a tiny slope is harmless where t(b) >= c (piecewise-linear), a tiny fixed cost where t(b) >= a
+        tiny_ok = (flag == "--a-ms" and model == "piecewise-linear") or (flag == "--c-ms" and model == "staircase")
+        if v != 0 and v < lo and not tiny_ok:
+            raise ParameterError(flag, v, f"{'0 or ' if zero_ok else ''}a time >= {lo:g} ms", SECONDS_WHY)
+    if model == "affine" and c + a < lo:
+        raise ParameterError("--a-ms", a, f"--c-ms + --a-ms >= {lo:g} ms (a batch of one token takes c + a)",
+                             SECONDS_WHY)
 
 
 def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False) -> None:
@@ -99,17 +114,21 @@ def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
         if args.prompt is not None or args.output is not None:
             raise ParameterError("--trace", args.trace, "either --trace or --prompt/--output, not both")
         reject_ignored("--geometric", args.geometric, "with --trace (the lengths are the trace's own)")
+        if rate is not None:
+            _rate_arg(rate)
         return load_cli_trace("--trace", args.trace, rate_per_s=rate)
     if rate is None:
         hint = "or --load, a fraction of capacity" if hasattr(args, "load") else None
         raise ParameterError("--rate", None, "an arrival rate in requests per second", hint)
-    if not (rate > 0 and rate != float("inf")):
-        raise ParameterError("--rate", rate, "a finite rate > 0 (requests per second)")
+    _rate_arg(rate)
     mp = 100.0 if args.prompt is None else args.prompt
     md = 100.0 if args.output is None else args.output
+    from .._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, real
+
     for flag, v in (("--prompt", mp), ("--output", md)):
         if not (v >= 1 and v != float("inf")):
             raise ParameterError(flag, v, "a finite number of tokens >= 1")
+        real(flag, v, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
     if args.geometric:
         lp, ld = Geometric(mean_tokens=mp), Geometric(mean_tokens=md)
     else:
@@ -118,6 +137,16 @@ def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
                 raise ParameterError(name, v, "a whole number of tokens (or add --geometric for a mean)")
         lp, ld = int(mp), int(md)
     return Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=lp, output_tokens=ld)
+
+
+def _rate_arg(rate, flag: str = "--rate") -> float:
+    """An arrival rate given on the command line, within the bounds of :class:`fluidq.Poisson`."""
+    from .._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY, real
+
+    if not (rate > 0 and rate != float("inf")):
+        raise ParameterError(flag, rate, "a finite rate > 0 (requests per second)")
+    real(flag, rate, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, why=RATE_WHY)
+    return rate
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .._validate import integer
+from .._validate import BUDGET_WHY, KV_WHY, MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer
 from ..batchtime import BatchTime
-from ..errors import ParameterError
+from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["Engine"]
 
@@ -27,11 +27,11 @@ class Engine:
     batch_time : BatchTime
         Seconds per iteration as a function of batch tokens.
     b_max : int
-        Token budget per batch (>= 1).
+        Token budget per batch, in ``1..MAX_BUDGET_TOKENS`` (2**24, see :mod:`fluidq._validate`).
     k_max : int, optional
-        At most this many requests per batch (>= 1); ``None`` for no limit.
+        At most this many requests per batch, in ``1..MAX_BUDGET_TOKENS``; ``None`` for no limit.
     kv_capacity_tokens : int, optional
-        KV-cache capacity in tokens; ``None`` for unlimited.
+        KV-cache capacity in tokens, in ``1..MAX_KV_TOKENS`` (1e12); ``None`` for unlimited.
     name : str
         A label for reports.
 
@@ -53,10 +53,15 @@ class Engine:
         if not isinstance(self.batch_time, BatchTime):
             raise ParameterError("batch_time", self.batch_time, "a fluidq BatchTime model",
                                  "e.g. fluidq.Staircase(c=0.01128, a=0.03547, b0=128)")
-        object.__setattr__(self, "b_max", integer("b_max", self.b_max, minimum=1))
-        object.__setattr__(self, "k_max", integer("k_max", self.k_max, minimum=1, allow_none=True))
+        object.__setattr__(self, "b_max", integer("b_max", self.b_max, minimum=1, maximum=MAX_BUDGET_TOKENS,
+                                                  why=BUDGET_WHY))
+        object.__setattr__(self, "k_max", integer("k_max", self.k_max, minimum=1, allow_none=True,
+                                                  maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY))
         object.__setattr__(self, "kv_capacity_tokens",
-                           integer("kv_capacity_tokens", self.kv_capacity_tokens, minimum=1, allow_none=True))
+                           integer("kv_capacity_tokens", self.kv_capacity_tokens, minimum=1, allow_none=True,
+                                   maximum=MAX_KV_TOKENS, why=KV_WHY))
+        if not isinstance(self.name, str):
+            raise ParameterTypeError(f"name={self.name!r}: expected a string, got {type(self.name).__name__}")
 
     def with_(self, **changes) -> "Engine":
         """A copy with some fields replaced (``dataclasses.replace``)."""

@@ -55,14 +55,17 @@ def _solve_scale(region: StabilityRegion, p: np.ndarray) -> tuple[float, np.ndar
         return math.inf, np.zeros(len(idx))
     import cvxpy as cp
 
-    # scale to O(1) numbers for the solver
+    # scale to O(1) numbers for the solver: the rate points by their largest coordinate, the target by
+    # its own (max s : V w >= s p  is  s = s' / |p| with  max s' : V w >= s' p/|p|), so a target of
+    # 1e-12 or 1e18 tokens/s is as easy for the solver as one of 1e3
     unit = float(np.max(V))
+    size = float(np.max(p))
     w = cp.Variable(len(idx), nonneg=True)
     s = cp.Variable()
-    prob = cp.Problem(cp.Maximize(s), [(V / unit).T @ w >= s * (p / unit), cp.sum(w) <= 1])
+    prob = cp.Problem(cp.Maximize(s), [(V / unit).T @ w >= s * (p / size), cp.sum(w) <= 1])
     _lp(prob)
     ww = np.clip(np.asarray(w.value, dtype=float), 0.0, None)
-    return float(s.value), ww
+    return float(s.value) * unit / size, ww
 
 
 @dataclass(frozen=True)
@@ -178,11 +181,12 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
         w = w / s  # the least-time mix serving exactly the target (homogeneity of the LP)
         shortfall = np.zeros(2)
         reason = (f"served by time-sharing {int(np.sum(w > _W_EPS * w.sum()))} batch shape(s) at utilisation "
-                  f"{w.sum():.4f}; the target can grow by x{s:.4f} along its direction")
+                  f"{_share(w.sum())}; the target can grow by x{_share(s)} along its direction")
     else:
         import cvxpy as cp
 
-        unit = float(np.max(V))
+        # in units of the larger of the region and the target, so that both stay O(1) for the solver
+        unit = max(float(np.max(V)), float(np.max(p)))
         w2 = cp.Variable(len(idx), nonneg=True)
         gap = cp.Variable(2, nonneg=True)
         prob = cp.Problem(cp.Minimize(cp.sum(gap)), [(V / unit).T @ w2 + gap >= p / unit, cp.sum(w2) <= 1])
@@ -195,10 +199,15 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
                       f"{shortfall[0]:.3g} prefill and {shortfall[1]:.3g} decode tokens/s); the shares below serve "
                       "the largest multiple of the target that fits")
         else:
-            reason = (f"outside the stability region: at most x{s:.4f} of the target along its direction; "
+            reason = (f"outside the stability region: at most x{_share(s)} of the target along its direction; "
                       f"short by {_tokens(shortfall[0])} prefill and {_tokens(shortfall[1])} decode tokens/s at least")
     keep = w > _W_EPS * max(float(w.sum()), 1e-300)  # interior-point noise on unused shapes
     return _result(region, p, bool(feasible), s, shapes_all[keep], w[keep], secs_all[keep], tuple(shortfall), reason)
+
+
+def _share(x: float) -> str:
+    """A factor or utilisation for prose: four decimals, or four significant digits outside [1e-4, 1e6)."""
+    return f"{x:.4f}" if x == 0 or 1e-4 <= abs(x) < 1e6 else f"{x:.4g}"
 
 
 def _tokens(x: float) -> str:

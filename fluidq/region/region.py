@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validate import MAX_TOKEN_RATE, MIN_TOKEN_RATE, TOKEN_RATE_WHY
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError, ParameterTypeError
@@ -35,11 +36,14 @@ def as_points(point, name: str = "point") -> tuple[np.ndarray, bool]:
     """``(array m x 2, single)``: validated (prefill, decode) tokens/s points."""
     if type(point) is tuple and len(point) == 2:  # fast path for one (x, y) pair of Python numbers
         x, y = point
-        if type(x) in (float, int) and type(y) in (float, int) and 0 <= x < math.inf and 0 <= y < math.inf:
+        if (type(x) in (float, int) and type(y) in (float, int) and 0 <= x <= MAX_TOKEN_RATE and 0 <= y <= MAX_TOKEN_RATE
+                and (x >= MIN_TOKEN_RATE or y >= MIN_TOKEN_RATE or x == y == 0)):
             return np.array([[x, y]], dtype=float), True
     try:
+        if np.asarray(point).dtype.kind in "bUSc":  # True, "5", 1j: not token rates
+            raise TypeError("not numbers")
         arr = np.asarray(point, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ParameterTypeError(f"{name}={point!r}: expected a (prefill_tokens_per_s, decode_tokens_per_s) "
                                  "pair or an m x 2 array") from exc
     single = arr.ndim == 1
@@ -54,7 +58,19 @@ def as_points(point, name: str = "point") -> tuple[np.ndarray, bool]:
         bad = int(np.flatnonzero((arr < 0).any(axis=1))[0])
         raise ParameterError(name, tuple(float(v) for v in arr[bad]),
                              "token rates >= 0 (prefill, decode tokens per second)")
+    _bounded(arr, name)
     return arr, single
+
+
+def _bounded(arr: np.ndarray, name: str) -> None:
+    """Token rates within [MIN_TOKEN_RATE, MAX_TOKEN_RATE] (a zero point, or a zero coordinate, is fine)."""
+    top = arr.max(axis=1)
+    bad = (top > MAX_TOKEN_RATE) | ((top > 0) & (top < MIN_TOKEN_RATE))
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        what = (f"token rates <= {MAX_TOKEN_RATE:g} tokens/s" if top[i] > MAX_TOKEN_RATE else
+                f"a largest token rate >= {MIN_TOKEN_RATE:g} tokens/s (or the origin)")
+        raise ParameterError(name, tuple(float(v) for v in arr[i]), what, TOKEN_RATE_WHY)
 
 
 @dataclass(frozen=True)
@@ -248,19 +264,19 @@ def _hull(points: np.ndarray) -> np.ndarray:
     from scipy.spatial import ConvexHull
 
     hull = ConvexHull(points)
-    idx = list(hull.vertices)  # counter-clockwise in 2-D
+    idx = np.asarray(hull.vertices, dtype=int)  # counter-clockwise in 2-D
     scale = float(np.max(np.abs(points)))
-    changed = True
-    while changed and len(idx) > 3:  # drop (numerically) collinear vertices
-        changed = False
-        for j in range(len(idx)):
-            a, o, c = points[idx[j - 1]], points[idx[j]], points[idx[(j + 1) % len(idx)]]
-            cross = (o[0] - a[0]) * (c[1] - a[1]) - (o[1] - a[1]) * (c[0] - a[0])
-            if abs(cross) <= 1e-12 * scale * scale:
-                del idx[j]
-                changed = True
-                break
-    return np.array(idx, dtype=int)
+    while len(idx) > 3:  # drop (numerically) collinear vertices, all of a pass at once (vectorised)
+        a, o, c = points[np.roll(idx, 1)], points[idx], points[np.roll(idx, -1)]
+        cross = (o[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (o[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+        flat = np.abs(cross) <= 1e-12 * scale * scale
+        if not flat.any():
+            break
+        if flat.sum() > len(idx) - 3:  # keep a polygon: drop the flattest first
+            flat = np.zeros(len(idx), bool)
+            flat[np.argsort(np.abs(cross))[: len(idx) - 3]] = True
+        idx = idx[~flat]
+    return idx
 
 
 def stability_region(engine: Engine, *, kv_tokens: float | None = None,

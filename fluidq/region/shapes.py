@@ -83,6 +83,15 @@ def _prompt_limited(b_max: int, k: int, P: int) -> np.ndarray:
     return np.concatenate(out)
 
 
+def _unique_rows(shapes: np.ndarray, b_max: int) -> np.ndarray:
+    """``np.unique(shapes, axis=0)`` for shapes with ``0 <= x, y <= b_max``, through one int64 key per row
+    (a 1-d sort: seconds, not minutes, for the millions of rows of a budget of 2**24 tokens)."""
+    shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 2)
+    base = np.int64(b_max + 1)
+    keys = np.unique(shapes[:, 0] * base + shapes[:, 1])
+    return np.stack([keys // base, keys % base], axis=1)
+
+
 def extreme_shapes(batch_time, b_max: int, k_max: int | None,
                    prompt_tokens: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(shapes, seconds)``: candidate extreme batch shapes ``(x, y)`` (int, ``m x 2``) and ``t(x+y)``.
@@ -94,7 +103,7 @@ def extreme_shapes(batch_time, b_max: int, k_max: int | None,
     """
     k = b_max + 1 if k_max is None else k_max
     if prompt_tokens is not None and k_max is not None:
-        shapes = np.unique(_prompt_limited(b_max, k, prompt_tokens), axis=0)
+        shapes = _unique_rows(_prompt_limited(b_max, k, prompt_tokens), b_max)
     else:
         b = candidate_totals(batch_time, b_max, k_max)
         pre = np.stack([b, np.zeros_like(b)], axis=1)
@@ -102,7 +111,7 @@ def extreme_shapes(batch_time, b_max: int, k_max: int | None,
         dec = np.stack([np.zeros_like(dec_b), dec_b], axis=1)
         mix_b = b[b >= k]
         mix = np.stack([mix_b - (k - 1), np.full_like(mix_b, k - 1)], axis=1)
-        shapes = np.unique(np.concatenate([pre, dec, mix]), axis=0)
+        shapes = _unique_rows(np.concatenate([pre, dec, mix]), b_max)
     totals = shapes.sum(axis=1)
     secs = np.asarray(batch_time(totals.astype(float)), dtype=float)
     bad = ~np.isfinite(secs) | (secs <= 0)

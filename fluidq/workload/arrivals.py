@@ -15,7 +15,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._validate import array, integer, real
+from .._validate import (
+    ARRIVALS_WHY,
+    CV_WHY,
+    MAX_ARRIVALS,
+    MAX_CV,
+    MAX_RATE_PER_S,
+    MIN_CV,
+    MIN_RATE_PER_S,
+    RATE_WHY,
+    array,
+    integer,
+    real,
+)
 from ..errors import DataError, ParameterError
 
 __all__ = ["Arrival", "Poisson", "Periodic", "Gamma", "TraceArrivals"]
@@ -25,8 +37,16 @@ def _check_limits(horizon_s, n):
     if horizon_s is None and n is None:
         raise ParameterError("horizon_s", None, "a horizon in seconds or a number of arrivals n")
     h = real("horizon_s", horizon_s, positive=True, allow_none=True)
-    k = integer("n", n, minimum=1, allow_none=True)
+    k = integer("n", n, minimum=1, allow_none=True, maximum=MAX_ARRIVALS, why=ARRIVALS_WHY)
     return h, k
+
+
+def _rate(value) -> float:
+    """An arrival rate in [MIN_RATE_PER_S, MAX_RATE_PER_S] requests per second."""
+    v = real("rate_per_s", value, positive=True, maximum=MAX_RATE_PER_S, why=RATE_WHY)
+    if v < MIN_RATE_PER_S:
+        raise ParameterError("rate_per_s", value, f"a rate >= {MIN_RATE_PER_S:g} requests per second", RATE_WHY)
+    return v
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,7 +56,7 @@ class Arrival:
     rate_per_s: float
 
     def __post_init__(self):
-        object.__setattr__(self, "rate_per_s", real("rate_per_s", self.rate_per_s, positive=True))
+        object.__setattr__(self, "rate_per_s", _rate(self.rate_per_s))
 
     def with_rate(self, rate_per_s: float) -> "Arrival":
         return replace(self, rate_per_s=rate_per_s)
@@ -48,7 +68,11 @@ class Arrival:
         """Arrival times in seconds, up to ``horizon_s`` and/or the first ``n``."""
         h, k = _check_limits(horizon_s, n)
         if k is None:
-            chunk = int(h * self.rate_per_s * 1.1) + 16
+            expected = h * self.rate_per_s
+            if expected > MAX_ARRIVALS:
+                raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
+                                     f"arrivals (at {self.rate_per_s:g} req/s it has {expected:.3g})", ARRIVALS_WHY)
+            chunk = int(expected * 1.1) + 16
             parts, t0 = [], 0.0
             while True:
                 t = t0 + np.cumsum(self._gaps(rng, chunk))
@@ -89,7 +113,8 @@ class Gamma(Arrival):
 
     def __post_init__(self):
         super().__post_init__()
-        object.__setattr__(self, "cv", real("cv", self.cv, positive=True))
+        object.__setattr__(self, "cv", real("cv", self.cv, positive=True, minimum=MIN_CV, maximum=MAX_CV,
+                                            why=CV_WHY))
 
     def _gaps(self, rng, k):
         shape = 1.0 / (self.cv ** 2)

@@ -1,6 +1,7 @@
 """Token-length distributions for prompts (``v_p``) and outputs (``v_d``).
 
-All lengths are integers >= 1.  Each distribution exposes ``mean``, ``mean_square`` (``E[L^2]``), ``sample(rng, n)``,
+All lengths are integers >= 1; a fixed length, a mean and an empirical value are at most
+``MAX_REQUEST_TOKENS`` (2**30, see :mod:`fluidq._validate`).  Each distribution exposes ``mean``, ``mean_square`` (``E[L^2]``), ``sample(rng, n)``,
 ``is_memoryless`` (geometric only) and, when its support is finite, ``support()`` giving
 ``(values, probabilities)`` -- what the DTMC builder needs.
 
@@ -17,10 +18,57 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import array, integer, real
+from .._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, array, integer, real
 from ..errors import ParameterError, ParameterTypeError
 
 __all__ = ["Empirical", "Fixed", "Geometric", "Length", "LogNormal", "PoissonLength", "as_length"]
+
+
+def _mean_tokens(value) -> float:
+    v = real("mean_tokens", value, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
+    if v < 1:
+        raise ParameterError("mean_tokens", value, "a mean >= 1 token")
+    return v
+
+
+#: LogNormal: ``sigma`` at most this (token lengths measured in practice have sigma of 0.5..2).
+_MAX_SIGMA = 10.0
+#: LogNormal: ``mu`` at least this (``exp(mu)`` underflows to 0 near -745; every draw is 1 token long
+#: before that).
+_MIN_MU = -700.0
+#: LogNormal: ``E[ceil X]`` is summed exactly over ``k < _EXACT_TERMS``; the tail beyond is the
+#: closed-form integral with the Euler-Maclaurin correction (smooth at that scale).
+_EXACT_TERMS = 2**14
+
+
+def _lognormal_moments(mu: float, sigma: float) -> tuple[float, float]:
+    """``(E[ceil X], E[ceil(X)^2])`` for ``log X ~ Normal(mu, sigma)``.
+
+    ``E[ceil X] = sum_{k>=0} P(X > k)`` and ``E[ceil(X)^2] = sum_{k>=0} (2k+1) P(X > k)``: the terms
+    ``k < K`` are summed, and ``sum_{k>=K} f(k) = int_K^inf f + f(K)/2 - f'(K)/12`` (Euler-Maclaurin)
+    with the integrals in closed form (partial moments of the log-normal), so a heavy tail is
+    neither truncated nor enumerated.
+    """
+    from scipy.special import log_ndtr, ndtr
+
+    K = _EXACT_TERMS
+    k = np.arange(0, K, dtype=float)
+    with np.errstate(divide="ignore", over="ignore"):  # log 0 = -inf; a tiny sigma gives +-inf: sf 1 or 0
+        z = (np.log(k) - mu) / sigma
+    sf = ndtr(-z)  # P(X > k); log(0) = -inf gives 1
+    lk = math.log(K)
+    zK = (lk - mu) / sigma
+    sfK = float(ndtr(-zK))
+    pdfK = math.exp(-0.5 * zK * zK) / (K * sigma * math.sqrt(2 * math.pi))
+
+    def partial(j: int) -> float:  # E[X^j; X > K] = exp(j mu + j^2 s^2/2) Phi((mu + j s^2 - log K)/s)
+        return math.exp(j * mu + j * j * sigma * sigma / 2 + float(log_ndtr((mu + j * sigma * sigma - lk) / sigma)))
+
+    int1 = max(partial(1) - K * sfK, 0.0)  # int_K^inf P(X > x) dx = E[(X - K)+]
+    int2 = max(partial(2) - K * K * sfK, 0.0)  # int_K^inf 2x P(X > x) dx = E[(X^2 - K^2)+]
+    tail1 = int1 + sfK / 2 + pdfK / 12  # f = sf, f' = -pdf
+    tail2 = int2 + int1 + (2 * K + 1) * sfK / 2 - (2 * sfK - (2 * K + 1) * pdfK) / 12
+    return float(np.sum(sf)) + tail1, float(np.sum((2 * k + 1) * sf)) + tail2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +106,7 @@ class Fixed(Length):
     n: int
 
     def __post_init__(self):
-        object.__setattr__(self, "n", integer("n", self.n, minimum=1))
+        object.__setattr__(self, "n", integer("n", self.n, minimum=1, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY))
 
     @property
     def mean(self):
@@ -83,9 +131,7 @@ class Geometric(Length):
     is_memoryless = True
 
     def __post_init__(self):
-        object.__setattr__(self, "mean_tokens", real("mean_tokens", self.mean_tokens))
-        if self.mean_tokens < 1:
-            raise ParameterError("mean_tokens", self.mean_tokens, "a mean >= 1 token")
+        object.__setattr__(self, "mean_tokens", _mean_tokens(self.mean_tokens))
 
     @property
     def mean(self):
@@ -111,9 +157,7 @@ class PoissonLength(Length):
     mean_tokens: float
 
     def __post_init__(self):
-        object.__setattr__(self, "mean_tokens", real("mean_tokens", self.mean_tokens))
-        if self.mean_tokens < 1:
-            raise ParameterError("mean_tokens", self.mean_tokens, "a mean >= 1 token")
+        object.__setattr__(self, "mean_tokens", _mean_tokens(self.mean_tokens))
 
     @property
     def mean(self):
@@ -141,23 +185,23 @@ class LogNormal(Length):
     _mean_square: float = field(default=float("nan"), init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "mu", real("mu", self.mu))
-        object.__setattr__(self, "sigma", real("sigma", self.sigma, positive=True))
-        from scipy.stats import lognorm
-
-        dist = lognorm(s=self.sigma, scale=math.exp(self.mu))
-        # E[ceil X] = sum_{k>=0} P(X > k); sum to a far quantile, then bound the tail by E[X]-tail
-        hi = int(min(dist.ppf(1 - 1e-12), 1e8)) + 2
-        k = np.arange(0, hi, dtype=float)
-        sf = dist.sf(k)
-        object.__setattr__(self, "_mean", float(np.sum(sf)))
-        # E[ceil(X)^2] = sum_{k>=0} (2k+1) P(X > k)
-        object.__setattr__(self, "_mean_square", float(np.sum((2 * k + 1) * sf)))
+        object.__setattr__(self, "sigma", real("sigma", self.sigma, positive=True, maximum=_MAX_SIGMA,
+                                               why="measured token lengths have sigma 0.5..2; above 10 "
+                                                   "nearly all of the mean sits in draws beyond int64"))
+        top = math.log(MAX_REQUEST_TOKENS) - self.sigma ** 2 / 2  # E[X] = exp(mu + sigma^2/2) <= 2**30
+        object.__setattr__(self, "mu", real("mu", self.mu, minimum=_MIN_MU, maximum=top,
+                                            why=f"the mean exp(mu + sigma^2/2) must be <= {MAX_REQUEST_TOKENS:,} "
+                                                "tokens, and exp(mu) underflows to 0 below -745"))
+        m1, m2 = _lognormal_moments(self.mu, self.sigma)
+        object.__setattr__(self, "_mean", max(m1, 1.0))
+        object.__setattr__(self, "_mean_square", max(m2, 1.0))
 
     @classmethod
     def from_mean(cls, mean_tokens: float, sigma: float) -> LogNormal:
-        mean_tokens = real("mean_tokens", mean_tokens, positive=True)
-        sigma = real("sigma", sigma, positive=True)
+        mean_tokens = real("mean_tokens", mean_tokens, positive=True, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
+        sigma = real("sigma", sigma, positive=True, maximum=_MAX_SIGMA,
+                     why="measured token lengths have sigma 0.5..2; above 10 nearly all of the mean sits in "
+                         "draws beyond int64")
         return cls(mu=math.log(mean_tokens) - sigma * sigma / 2, sigma=sigma)
 
     @property
@@ -186,6 +230,10 @@ class Empirical(Length):
         v = array("values", self.values, positive=True)
         if np.any(v != np.round(v)):
             raise ParameterError("values", "<non-integer lengths>", "integer token counts >= 1")
+        if np.any(v > MAX_REQUEST_TOKENS):
+            i = int(np.flatnonzero(v > MAX_REQUEST_TOKENS)[0])
+            raise ParameterError("values", f"<array with {v[i]:g} at index {i}>",
+                                 f"token counts <= {MAX_REQUEST_TOKENS:,}", REQUEST_WHY)
         if self.weights is None:
             w = np.ones_like(v)
         else:
@@ -225,7 +273,7 @@ def as_length(name: str, value) -> Length:
     if isinstance(value, bool):
         raise ParameterTypeError(f"{name}={value!r}: expected an int or a length distribution")
     if isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer()):
-        return Fixed(n=integer(name, value, minimum=1))
+        return Fixed(n=integer(name, value, minimum=1, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY))
     if isinstance(value, float) and not math.isfinite(value):
         raise ParameterError(name, value, "a finite whole number of tokens (>= 1) or a length distribution")
     if isinstance(value, float):

@@ -31,10 +31,13 @@ def run(args):
     workload = workload_from_args(args, default_rate=1.0)
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)
+    bt = res.batch_tokens
+    if isinstance(bt, tuple) and len(set(bt)) == 1:  # identical engines: one number, not a million
+        bt = f"{bt[0]} on each of the {len(res.batch_tokens):,} engines"
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else ""),
              f"engines         {args.engines}",
-             f"batch tokens    {res.batch_tokens}",
+             f"batch tokens    {bt}",
              f"capacity        {res.tokens_per_s:,.3f} tokens/s  ({res.tokens_per_s / 1e3:.6f} tokens/ms)"]
     if res.requests_per_s is not None:
         lines.append(f"requests        {res.requests_per_s:.4f} req/s for m_p+m_d = {workload.mean_tokens:g} tokens"
@@ -47,10 +50,14 @@ def run(args):
         out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported
     if args.rate is not None:
         offered = workload.arrival_rate_per_s * workload.mean_tokens
-        load = offered / res.tokens_per_s
+        # no request can be served (capacity 0): the load is undefined, null in the JSON
+        load = offered / res.tokens_per_s if res.tokens_per_s > 0 else None
         out["offered"] = {"rate_per_s": workload.arrival_rate_per_s, "tokens_per_s": offered, "load": load}
-        lines.append(f"load            {load:.4f} of capacity: {workload.arrival_rate_per_s:g} req/s x "
+        load_txt = (f"{load:.4f}" if load is not None and load < 1e6 else f"{load:.4g}" if load is not None
+                    else "–")
+        lines.append(f"load            {load_txt} of capacity: {workload.arrival_rate_per_s:g} req/s x "
                      f"{workload.mean_tokens:g} tokens = {offered:,.3f} tokens/s offered"
-                     + (" (above 1: no scheduler keeps up)" if load > 1 else ""))
+                     + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
+                     + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
     lines.append(f"why             {res.reason}")
     emit(args, out, "\n".join(lines))

@@ -28,6 +28,15 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _load(x: float) -> str:
+    """A load for the human line: three decimals, or 4 significant digits when huge; "–" when undefined."""
+    import math
+
+    if not math.isfinite(x):
+        return "–"
+    return f"{x:.3f}" if x < 1e6 else f"{x:.4g}"
+
+
 def run(args):
     import math
 
@@ -46,8 +55,19 @@ def run(args):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
     engine = engine_from_args(args)
     if args.load is not None:
+        from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY
+
         shape = workload_from_args(args, default_rate=1.0)
-        lam = args.load * max_throughput(engine, shape, n_engines=args.engines).requests_per_s
+        lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
+        if lam_max <= 0:
+            raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
+                                 "served, so no load is a fraction of it)")
+        lam = args.load * lam_max
+        if not MIN_RATE_PER_S <= lam <= MAX_RATE_PER_S:
+            raise ParameterError("--load", args.load, f"a load whose arrival rate (load x {lam_max:.6g} req/s) "
+                                 f"is within [{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] req/s, so at most "
+                                 f"{MAX_RATE_PER_S / lam_max:.4g} and at least {MIN_RATE_PER_S / lam_max:.4g}",
+                                 RATE_WHY)
         workload = shape.with_rate(lam)
     else:
         workload = workload_from_args(args)
@@ -58,12 +78,13 @@ def run(args):
     off = workload.token_rate_per_s
     full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
     if cap.tokens_per_s <= 0:
-        load_txt = "no request can be served"
+        load_txt = "load – (undefined: no request can be served)"
     elif abs(full - cap.tokens_per_s) <= 1e-9 * cap.tokens_per_s:
-        load_txt = f"load {off / cap.tokens_per_s:.3f}"
+        load_txt = f"load {_load(off / cap.tokens_per_s)}"
     else:  # b/t(b) peaks below b_max: the two loads differ (each verdict says which it uses)
-        load_txt = (f"load {off / cap.tokens_per_s:.3f} of sup b/t(b) = {cap.tokens_per_s:,.1f} tokens/s, "
-                    f"{off / full:.3f} of b_max/t(b_max) = {full:,.1f} (work-conserving schedulers)")
+        load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = {cap.tokens_per_s:,.1f} tokens/s, "
+                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = {full:,.1f} "
+                    "(work-conserving schedulers)")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, {load_txt}"]
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]

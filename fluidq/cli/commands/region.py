@@ -75,6 +75,20 @@ def _policies(text):
     return out
 
 
+def _num(x: float, digits: int, style: str = "", *, tiny: bool = True) -> str:
+    """A number for the human table: fixed-point with ``digits`` decimals (``style=","`` adds thousands
+    separators, ``"g"`` is ``digits`` significant digits), 4 significant digits when too large or
+    too small for that (``tiny=False``: a small value rounds to 0, e.g. LP round-off), and "–" for an
+    undefined (NaN or infinite) value."""
+    if not math.isfinite(x):
+        return "–"
+    if style == "g":
+        return f"{x:.{digits}g}"
+    if abs(x) >= 1e12 or (tiny and x != 0 and abs(x) < 10.0 ** -digits):
+        return f"{x:.4g}"
+    return f"{x:,.{digits}f}" if style == "," else f"{x:.{digits}f}"
+
+
 def _where(scale: float) -> str:
     if abs(scale - 1) <= 1e-6:
         return "on the boundary"
@@ -130,14 +144,15 @@ def run(args):
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
-        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {lam:.6g} req/s "
+        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {_num(lam, 6, 'g')} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
-        lines += ["", f"point           ({point[0]:,.3f}, {point[1]:,.3f}) tokens/s: "
-                  f"{_where(mg.scale)}, load {mg.load:.4f}, scale {mg.scale:.4f}, "
-                  f"distance {mg.distance_tokens_per_s:,.3f} tokens/s",
+        scale = _num(mg.scale, 4) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
+        lines += ["", f"point           ({_num(point[0], 3, ',')}, {_num(point[1], 3, ',')}) tokens/s: "
+                  f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
+                  f"distance {_num(mg.distance_tokens_per_s, 3, ',', tiny=False)} tokens/s",
                   f"mix             {mix.reason}", mix.table()]
         if mix.feasible:
             lines.append("                (a scheduler serving this point: "
@@ -149,7 +164,7 @@ def run(args):
             txt = f"  {lab:<22} area {pr.area / region.area:6.1%} of the engine's"
             if point is not None:
                 s = pr.scale_of(point)
-                txt += f", point {_where(s).lower()} (scale {s:.4f})"
+                txt += f", point {_where(s).lower()} (scale {_num(s, 4) if math.isfinite(s) else '– (the origin)'})"
             lines.append(txt)
     sims = {}
     if args.simulate:
