@@ -267,8 +267,8 @@ def _fast_budget(station):
     """The token budget when the station can skip runs of identical batches, else ``None``.
 
     Eligible: a built-in :class:`~fluidq.policies.Scheduler` that is decode-first with mixed batches and
-    chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit,
-    with a batch time of batch tokens alone.
+    chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit
+    below its budget (one at or above it never binds), with a batch time of batch tokens alone.
     """
     from ..policies.orderings import Ordering
     from ..policies.schedulers import Scheduler
@@ -277,9 +277,11 @@ def _fast_budget(station):
     if not (isinstance(pol, Scheduler) and pol.mixed and pol.chunked and pol.priority == "decode"
             and type(pol.order).order is Ordering.order):
         return None
-    if eng.k_max is not None or pol.k_max is not None or getattr(eng.batch_time, "kind", "") == "context_aware":
-        return None
-    return eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+    budget = eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+    ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
+    if (ks and min(ks) < budget) or getattr(eng.batch_time, "kind", "") == "context_aware":
+        return None  # a k_max at or above the budget never binds (every request in a batch takes a token)
+    return budget
 
 
 _TABLE_MAX = 1 << 15
