@@ -18,7 +18,9 @@
    first): with every load < 1 they drain one after the other.  This scales to any size.
 5. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
    itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
-   forever (the Rybko--Stolyar mechanism).
+   forever (the Rybko--Stolyar mechanism).  It is one path: where fluid paths are not unique the
+   reason says so, and hops that share a priority level (served FIFO by the stations) are shared by
+   weighted token sharing in the paths tried, which the reason says too.
 6. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
    discipline can be in (every set of non-empty buffers; for buffers that share a station without a
    priority order, every vertex of the allocation set, i.e. every work-conserving allocation), found
@@ -252,6 +254,41 @@ def _priority_layers(fm):
     return [v for v in nx.topological_sort(g) if not isinstance(v, tuple)]
 
 
+def _shared_slots(fm) -> list:
+    """``(point, [buffer labels])`` for every priority level that holds more than one buffer.
+
+    Inside such a level the stations serve their hops FCFS (first in, first out), but the fluid paths
+    fluidq computes share the capacity in proportion to the nominal loads (weighted token sharing):
+    a path is a path of that discipline, not of FIFO.
+    """
+    out = []
+    for p, name in enumerate(fm.points):
+        idx = [i for i in range(fm.n) if int(fm.point_of[i]) == p]
+        for r in sorted({int(fm.priority_rank[i]) for i in idx}):
+            grp = [fm.buffers[i].label for i in idx if int(fm.priority_rank[i]) == r]
+            if len(grp) > 1:
+                out.append((name, grp))
+    return out
+
+
+def _path_caveats(fm, non_unique: bool, *, diverging: bool) -> str:
+    """What the fluid paths tried do not cover, as a clause for a reason ("" when nothing)."""
+    out = []
+    if non_unique:
+        out.append("fluid paths are not unique here (a phase had several consistent allocations and the one "
+                   "closest to the previous phase was taken)" +
+                   (": this diverging path is one fluid path, and another from the same state may drain"
+                    if diverging else ": other paths were not followed"))
+    shared = _shared_slots(fm)
+    if shared:
+        where = "; ".join(f"{pt!r}: {', '.join(map(repr, grp[:6]))}{' ...' if len(grp) > 6 else ''}"
+                          for pt, grp in shared[:4]) + (" ..." if len(shared) > 4 else "")
+        out.append(f"the paths tried share capacity between same-priority hops by weighted token sharing (in "
+                   f"proportion to their loads), not FIFO as the stations serve them ({where})" +
+                   ("; the divergence is shown for that discipline" if diverging else ""))
+    return "; ".join(out)
+
+
 def _work_conserving(network):
     from ..stability import _work_conserving as wc
 
@@ -382,11 +419,13 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         non_unique = non_unique or p.non_unique
         if p.outcome == "diverging":
             pg = _peak_growth(p)
+            extra = _path_caveats(fm, p.non_unique, diverging=True)
             return FluidStabilityResult(
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
                         f"times its state after {p.cycle_s:.4g} s: it grows by that factor every cycle, although "
-                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"),
+                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"
+                        + (f"; {extra}" if extra else "")),
                 loads=loads, growth_factor=p.growth_factor, peak_growth=pg, path=p, paths_checked=checked,
                 non_unique=non_unique)
         if rep is None:
@@ -408,8 +447,9 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         note = ("Lyapunov search skipped (joins in a cyclic network)" if fm.joins else
                 f"Lyapunov search skipped ({fm.n} buffers > max_lyapunov_buffers={max_lyapunov_buffers})")
     outcomes = sorted({p.outcome for p in [rep] if p is not None})
+    extra = _path_caveats(fm, non_unique, diverging=False)
     return FluidStabilityResult(
         status=Status.UNKNOWN, certificate=None,
         reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no diverging path among {checked} unit initial states "
-                f"(outcomes {', '.join(outcomes)}); {note}: no proof either way"),
+                f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),
         loads=loads, path=rep, paths_checked=checked, non_unique=non_unique)

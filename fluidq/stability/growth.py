@@ -11,6 +11,8 @@ mean slope over the replications at ``confidence`` and decides:
   and is narrow enough (half-width at most ``band / 2``) that a growth of ``band`` would have put its
   lower end above zero: the test has the power to tell growth of ``band`` from zero and saw none.
   Growth below ``band`` is not excluded, and the reason says so;
+* identical runs (deterministic arrivals and lengths) give one path and no interval: unstable above
+  ``band``, stable within ``band / 2`` of zero, unknown between;
 * **unknown** -- otherwise: either the interval is too wide ("the test cannot tell growth of X from
   zero at this horizon", with the horizon that would do, from the ``T^{-3/2}`` scaling of a
   least-squares slope of a stationary series), or the backlog grows significantly but by less than
@@ -158,9 +160,21 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
                                   f"slope (too few samples): the test cannot tell growth of {what} from zero"))
     m, lo, hi = interval(x, confidence)
     half = 0.5 * (hi - lo)
-    status = decide(lo, hi, band)
     head = (f"{unit} in system grow at {m:.4g}/s, {confidence:.0%} CI [{lo:.4g}, {hi:.4g}] over {n} runs of "
             f"{horizon_s:.4g} s")
+    if n > 1 and np.all(x == x[0]):
+        # identical runs (deterministic arrivals and lengths): one path, no interval; its slope over a
+        # finite window of a periodic backlog is not exactly zero, so flat means within half the band
+        status = (Status.UNSTABLE if m > band else Status.STABLE if abs(m) <= 0.5 * band else Status.UNKNOWN)
+        words = {Status.UNSTABLE: f"above the growth to detect, {what}: the backlog grows",
+                 Status.STABLE: f"within half the growth to detect, {what}: flat on this horizon",
+                 Status.UNKNOWN: f"between half and all of the growth to detect, {what}: neither flat nor growing"}
+        return GrowthTest(status=status, mean=m, ci=(m, m), half_width=0.0, band=float(band),
+                          confidence=confidence, replications=n, horizon_s=float(horizon_s), needed_horizon_s=None,
+                          unit=unit, reason=(f"{unit} in system grow at {m:.4g}/s in {n} identical runs of "
+                                             f"{horizon_s:.4g} s (one deterministic path, no interval): "
+                                             f"{words[status]}"))
+    status = decide(lo, hi, band)
     need = None
     if status == Status.UNSTABLE:
         reason = f"{head}: above the growth to detect, {what}: the backlog grows"
