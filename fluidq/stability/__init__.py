@@ -111,6 +111,9 @@ def without_idle_k_max(engine):
 
 _WC_CACHE: dict = {}
 
+#: most identical engines behind a router that check_stability sums over (one term per engine)
+MAX_ENGINES = 1_000_000
+
 
 def _work_conserving(pol):
     try:
@@ -226,7 +229,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     pol = resolve_policy(policy)
     from .._validate import integer
 
-    n_engines = integer("n_engines", n_engines, minimum=1)
+    n_engines = integer("n_engines", n_engines, minimum=1, maximum=MAX_ENGINES,
+                        why=f"the capacity sums one term per engine; {n_engines} engines would be that many terms")
     given_engine = engine
     engine = without_idle_k_max(engine)  # a k_max that can never bind changes no verdict
     cap = max_throughput(engine, workload, n_engines=n_engines)
