@@ -18,7 +18,9 @@
    first): with every load < 1 they drain one after the other.  This scales to any size.
 5. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
    itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
-   forever (the Rybko--Stolyar mechanism).
+   forever (the Rybko--Stolyar mechanism).  It is one path: where fluid paths are not unique the
+   reason says so, and hops that share a priority level (served FIFO by the stations) are shared by
+   weighted token sharing in the paths tried, which the reason says too.
 6. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
    discipline can be in (every set of non-empty buffers; for buffers that share a station without a
    priority order, every vertex of the allocation set, i.e. every work-conserving allocation), found
@@ -101,6 +103,11 @@ class FluidStabilityResult:
 
             raise DataError("this verdict has no fluid path to plot")
         return self.path.plot(ax=ax, path=path, **kw)
+
+
+def _names_short(names, limit: int = 8) -> str:
+    names = list(names)
+    return ", ".join(names[:limit]) + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
 
 
 def _point_words(network, point) -> str:
@@ -243,13 +250,49 @@ def _priority_layers(fm):
     for i in range(n):
         by_point.setdefault(int(fm.point_of[i]), []).append(i)
     for idx in by_point.values():
-        for a in idx:
-            for b in idx:
-                if a != b and fm.priority_rank[a] <= fm.priority_rank[b]:
-                    g.add_edge(a, b)  # equal ranks give edges both ways: a cycle, as it should
+        ranked = sorted(idx, key=lambda i: fm.priority_rank[i])
+        for a, b in zip(ranked, ranked[1:]):
+            if fm.priority_rank[a] == fm.priority_rank[b]:
+                return None  # two buffers share a level: edges both ways, a cycle
+            g.add_edge(a, b)  # a chain of the levels: its transitive closure is "a outranks b"
     if not nx.is_directed_acyclic_graph(g):
         return None
     return [v for v in nx.topological_sort(g) if not isinstance(v, tuple)]
+
+
+def _shared_slots(fm) -> list:
+    """``(point, [buffer labels])`` for every priority level that holds more than one buffer.
+
+    Inside such a level the stations serve their hops FCFS (first in, first out), but the fluid paths
+    fluidq computes share the capacity in proportion to the nominal loads (weighted token sharing):
+    a path is a path of that discipline, not of FIFO.
+    """
+    out = []
+    for p, name in enumerate(fm.points):
+        idx = [i for i in range(fm.n) if int(fm.point_of[i]) == p]
+        for r in sorted({int(fm.priority_rank[i]) for i in idx}):
+            grp = [fm.buffers[i].label for i in idx if int(fm.priority_rank[i]) == r]
+            if len(grp) > 1:
+                out.append((name, grp))
+    return out
+
+
+def _path_caveats(fm, non_unique: bool, *, diverging: bool) -> str:
+    """What the fluid paths tried do not cover, as a clause for a reason ("" when nothing)."""
+    out = []
+    if non_unique:
+        out.append("fluid paths are not unique here (a phase had several consistent allocations and the one "
+                   "closest to the previous phase was taken)" +
+                   (": this diverging path is one fluid path, and another from the same state may drain"
+                    if diverging else ": other paths were not followed"))
+    shared = _shared_slots(fm)
+    if shared:
+        where = "; ".join(f"{pt!r}: {', '.join(map(repr, grp[:6]))}{' ...' if len(grp) > 6 else ''}"
+                          for pt, grp in shared[:4]) + (" ..." if len(shared) > 4 else "")
+        out.append(f"the paths tried share capacity between same-priority hops by weighted token sharing (in "
+                   f"proportion to their loads), not FIFO as the stations serve them ({where})" +
+                   ("; the divergence is shown for that discipline" if diverging else ""))
+    return "; ".join(out)
 
 
 def _work_conserving(network):
@@ -261,8 +304,18 @@ def _work_conserving(network):
     return out
 
 
+#: default of ``fluid_stability(max_path_buffers=...)``: a phase of a fluid path costs about ``n^2``
+#: operations for ``n`` buffers and the search follows one path per buffer, so beyond this the paths
+#: (seconds at 64 buffers, minutes at a few hundred) are skipped
+MAX_PATH_BUFFERS = 64
+
+
+def _load_words(x: float) -> str:
+    return f"{x:.3f}" if x < 1e6 else f"{x:.4g}"
+
+
 def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: int = 12,
-                    max_phases: int = 5000) -> FluidStabilityResult:
+                    max_phases: int = 5000, max_path_buffers: int = MAX_PATH_BUFFERS) -> FluidStabilityResult:
     """Stability of the fluid model of ``network``, with the argument that decided.
 
     Parameters
@@ -275,6 +328,10 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         Largest number of buffers for the Lyapunov LP (its modes are ``2^n``); ``0`` skips the LP.
     max_phases : int
         Linear pieces per fluid path, ``>= 1``.
+    max_path_buffers : int
+        Most buffers for which fluid paths are computed (one unit path per buffer, about ``n^2`` work
+        per phase); a larger network gets the load, feedforward and priority-layer arguments only
+        (and "unknown" beyond them, saying the path search was skipped).  ``>= 0``.
 
     Returns
     -------
@@ -308,22 +365,25 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                              "a band of 1 or more around load 1 would call every network critical")
     max_lyapunov_buffers = integer("max_lyapunov_buffers", max_lyapunov_buffers, minimum=0)
     max_phases = integer("max_phases", max_phases, minimum=1)
+    max_path_buffers = integer("max_path_buffers", max_path_buffers, minimum=0)
     fm = _network_flow(network)
+    paths_ok = fm.n <= max_path_buffers
     used = set(int(i) for i in fm.point_of)
     loads = {p: float(x) for k, (p, x) in enumerate(zip(fm.points, fm.loads())) if k in used}
     worst = max(loads, key=loads.get)
     rho = loads[worst]
     if rho > 1 + tolerance:
-        p = fluid_path(network, None, max_phases=4 * fm.n + 16)
+        p = fluid_path(network, None, max_phases=4 * fm.n + 16) if paths_ok else None
         slope = float(np.sum(np.maximum(0.0, np.diff(p.levels[-2:], axis=0)[0])) /
-                      max(p.times_s[-1] - p.times_s[-2], 1e-300)) if len(p.times_s) > 1 else None
+                      max(p.times_s[-1] - p.times_s[-2], 1e-300)) if p is not None and len(p.times_s) > 1 else None
         over = {k: v for k, v in loads.items() if v > 1 + tolerance}
         return FluidStabilityResult(
             status=Status.UNSTABLE, certificate="load",
-            reason=(f"{_point_words(network, worst)} has load {rho:.3f} > 1 (overloaded: {', '.join(sorted(over))}); "
+            reason=(f"{_point_words(network, worst)} has load {_load_words(rho)} > 1 (overloaded: "
+                    f"{_names_short(sorted(over))}); "
                     f"its work grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s "
                     f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
-            paths_checked=1)
+            paths_checked=int(p is not None))
     if rho >= 1 - tolerance:
         return FluidStabilityResult(status=Status.CRITICAL, certificate="load",
                                     reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "
@@ -368,6 +428,12 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     "each buffer drains in finite time and then stays empty (the higher-priority work it competes "
                     "with is then served at its nominal rate, leaving it enough capacity)"),
             loads=loads)
+    if not paths_ok:
+        return FluidStabilityResult(
+            status=Status.UNKNOWN, certificate=None,
+            reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no priority-layer order; fluid-path search "
+                    f"skipped: {fm.n} buffers > max_path_buffers={max_path_buffers} (one path per buffer, about "
+                    f"{fm.n}^2 operations per phase): no proof either way"), loads=loads)
     system = FluidSystem(fm)
     checked = 0
     rep = None
@@ -382,11 +448,13 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         non_unique = non_unique or p.non_unique
         if p.outcome == "diverging":
             pg = _peak_growth(p)
+            extra = _path_caveats(fm, p.non_unique, diverging=True)
             return FluidStabilityResult(
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
                         f"times its state after {p.cycle_s:.4g} s: it grows by that factor every cycle, although "
-                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"),
+                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"
+                        + (f"; {extra}" if extra else "")),
                 loads=loads, growth_factor=p.growth_factor, peak_growth=pg, path=p, paths_checked=checked,
                 non_unique=non_unique)
         if rep is None:
@@ -408,8 +476,9 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         note = ("Lyapunov search skipped (joins in a cyclic network)" if fm.joins else
                 f"Lyapunov search skipped ({fm.n} buffers > max_lyapunov_buffers={max_lyapunov_buffers})")
     outcomes = sorted({p.outcome for p in [rep] if p is not None})
+    extra = _path_caveats(fm, non_unique, diverging=False)
     return FluidStabilityResult(
         status=Status.UNKNOWN, certificate=None,
         reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no diverging path among {checked} unit initial states "
-                f"(outcomes {', '.join(outcomes)}); {note}: no proof either way"),
+                f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),
         loads=loads, path=rep, paths_checked=checked, non_unique=non_unique)

@@ -906,6 +906,11 @@ class Network:
         return plot_network(self, ax=ax, path=path, **kw)
 
 
+#: most tokens per second one hop may carry (rate x mean tokens): far beyond any engine, and small
+#: enough that loads, fluid levels and their products stay finite floats
+MAX_TOKEN_RATE = 1e24
+
+
 def _compile(net: Network) -> FlowModel:
     routers = {r.name: r for r in net.routers}
     stations = {s.name: s for s in net.stations}
@@ -986,6 +991,14 @@ def _compile(net: Network) -> FlowModel:
 
     for ci, c in enumerate(net.classes):
         exits.append(tuple(walk(c.route, [("ext", ci, 1.0)], c.name)))
+    for b in buffers:
+        tokens = b.rate * b.w
+        if not tokens <= MAX_TOKEN_RATE:
+            c = next(c for c in net.classes if c.name == b.cls)
+            raise ParameterError(f"class {b.cls!r} rate_per_s", c.rate_per_s,
+                                 f"a rate whose hops carry at most {MAX_TOKEN_RATE:.0e} tokens/s: hop {b.label!r} "
+                                 f"({b.w:.4g} tokens per request at {b.rate:.4g} req/s) would carry "
+                                 f"{tokens:.4g} tokens/s, beyond what the loads and fluid model can represent")
     # priority ranks
     rank = np.full(len(buffers), 10 ** 6, dtype=np.int64)
     prioritized = np.zeros(len(points), dtype=bool)

@@ -61,6 +61,9 @@ NAN = math.nan
 RID_BITS = 40
 RID_MASK = (1 << RID_BITS) - 1
 MAX_GRID = 1_000_000  # most recorded grid points of one run
+#: most requests one run may be expected to hold (arrivals over the horizon plus the initial ones);
+#: each is a Python object and several events, so more would not finish (or fit in memory)
+MAX_REQUESTS = 50_000_000
 
 __all__ = ["NetworkSimResult", "replicate_network", "simulate_network"]
 
@@ -267,8 +270,8 @@ def _fast_budget(station):
     """The token budget when the station can skip runs of identical batches, else ``None``.
 
     Eligible: a built-in :class:`~fluidq.policies.Scheduler` that is decode-first with mixed batches and
-    chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit,
-    with a batch time of batch tokens alone.
+    chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit
+    below its budget (one at or above it never binds), with a batch time of batch tokens alone.
     """
     from ..policies.orderings import Ordering
     from ..policies.schedulers import Scheduler
@@ -277,9 +280,11 @@ def _fast_budget(station):
     if not (isinstance(pol, Scheduler) and pol.mixed and pol.chunked and pol.priority == "decode"
             and type(pol.order).order is Ordering.order):
         return None
-    if eng.k_max is not None or pol.k_max is not None or getattr(eng.batch_time, "kind", "") == "context_aware":
-        return None
-    return eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+    budget = eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
+    ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
+    if (ks and min(ks) < budget) or getattr(eng.batch_time, "kind", "") == "context_aware":
+        return None  # a k_max at or above the budget never binds (every request in a batch takes a token)
+    return budget
 
 
 _TABLE_MAX = 1 << 15
@@ -392,6 +397,17 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             raise ParameterError(f"station {st.name!r}: engine.kv_capacity_tokens", st.engine.kv_capacity_tokens,
                                  "None: the network simulator does not model a KV-cache limit (simulate one "
                                  "engine with fluidq.simulate, which does)")
+    expected = horizon * sum(float(c.rate_per_s) for c in network.classes)
+    if initial:
+        vals = [v for v in initial.values() if isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool)]
+        expected += float(sum(max(float(v), 0.0) for v in vals))
+    if not expected <= MAX_REQUESTS:
+        raise ParameterError("horizon_s", horizon_s,
+                             f"a run of at most {MAX_REQUESTS:,} requests: {horizon:.4g} s at the total arrival rate "
+                             f"{sum(float(c.rate_per_s) for c in network.classes):.4g}/s"
+                             + (" plus the initial requests" if initial else "") +
+                             f" would make about {expected:.3g} requests")
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
@@ -762,6 +778,10 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         tau = s.bt_cache.get(btok)
         if tau is None:
             tau = tau_of(s, btok)
+        if k > 2 and tau > 0:
+            # batches that would start after the horizon are never seen: a run of 1e27 batches (a huge
+            # prompt) is cut to the ones up to the horizon, so the loop below stays short
+            k = min(k, int((horizon - now) / tau) + 2)
         if k == 1:
             t_end = now + tau
             t_last = now

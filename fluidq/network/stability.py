@@ -7,10 +7,13 @@
 * ``"load"`` -- a service point is overloaded (unstable under every policy) or at load 1 (critical);
 * ``"fluid:feedforward"``, ``"fluid:lyapunov"``, ``"fluid:diverging_path"`` -- the fluid model's
   certificate (see :func:`fluidq.fluid.fluid_stability`);
-* ``"simulation"`` -- the fluid model gave no answer and seeded replications did: the number in
-  system grows (95 % confidence interval of the growth rate above zero and above ``growth_tolerance``
-  of the arrival rate) or stays flat (interval inside ``+-growth_tolerance``).  A simulation verdict
-  is finite-horizon evidence and the reason says so;
+* ``"simulation"`` -- the fluid model gave no answer and seeded replications did, through the shared
+  growth test (:func:`fluidq.stability.growth.growth_test`): the number in system grows (95 %
+  interval of the growth slope above ``growth_tolerance`` of the arrival rate), or the test has the
+  power to tell that growth from zero and sees none.  Otherwise the simulation says "unknown": the
+  test cannot tell growth of that size from zero at this horizon, or the growth is significant but
+  below the band (growth, never read as flat).  A simulation verdict is finite-horizon evidence and
+  the reason says so;
 * ``None`` -- unknown.
 
 When the simulation runs alongside a fluid certificate it is reported as a cross-check, and a
@@ -76,41 +79,48 @@ class NetworkStabilityResult:
 
 
 def simulation_growth(network: Network, *, horizon_s: float, replications: int = 4, rng=None,
-                      initial=None, start_fraction: float = 0.25) -> dict:
-    """Growth rate of requests in system over seeded replications, with a 95 % t-interval.
+                      initial=None, start_fraction: float = 0.25, growth_tolerance: float = 0.01,
+                      confidence: float = 0.95) -> dict:
+    """Growth of requests in system over seeded replications, judged by the shared growth test.
 
     The rate of each run is the least-squares slope of the number in system after the first
     ``start_fraction`` of the horizon (an oscillating unstable network such as Rybko--Stolyar still has a
-    clearly positive slope over most of the run).
-    """
-    from scipy import stats
+    clearly positive slope over most of the run); :func:`fluidq.stability.growth.growth_test` judges
+    them against a growth of ``growth_tolerance`` times the total arrival rate.
 
+    Returns
+    -------
+    dict
+        ``growth_per_s`` (mean), ``ci`` (interval at ``confidence``), ``replications``, ``horizon_s``,
+        ``arrival_rate_per_s``, ``per_run``, ``band_per_s`` (the growth to detect), ``verdict``,
+        ``powered``, ``needed_horizon_s``, ``test_reason``, ``test`` (the
+        :class:`~fluidq.stability.growth.GrowthTest`) and ``runs``.
+    """
+    from ..stability.growth import growth_test
     from .sim import replicate_network
 
     runs = replicate_network(network, horizon_s=horizon_s, replications=replications, rng=rng, initial=initial)
     g = np.array([r.growth_rate(start_fraction=start_fraction) for r in runs])
-    n = len(g)
-    mean = float(g.mean())
-    if n > 1:
-        half = float(stats.t.ppf(0.975, n - 1) * g.std(ddof=1) / np.sqrt(n))
-    else:
-        half = float("inf")
     lam = float(sum(c.rate_per_s for c in network.classes))
-    return {"growth_per_s": mean, "ci": (mean - half, mean + half), "replications": n, "horizon_s": horizon_s,
-            "arrival_rate_per_s": lam, "per_run": g.tolist(), "runs": runs}
+    test = growth_test(g, band=growth_tolerance * lam, horizon_s=horizon_s, confidence=confidence,
+                       band_words=f"{100 * growth_tolerance:.3g}% of the arrival rate {lam:.4g}/s")
+    return {"growth_per_s": test.mean, "ci": test.ci, "replications": len(g), "horizon_s": horizon_s,
+            "arrival_rate_per_s": lam, "per_run": g.tolist(), "band_per_s": test.band,
+            "verdict": test.status.value, "powered": test.powered, "needed_horizon_s": test.needed_horizon_s,
+            "test_reason": test.reason, "test": test, "runs": runs}
 
 
 def simulation_verdict(lo: float, hi: float, band: float) -> Status:
-    """Verdict of a 95 % interval ``[lo, hi]`` for the growth of the number in system (per second).
+    """Verdict of an interval ``[lo, hi]`` for the growth of the number in system (per second).
 
-    Unstable when the whole interval is above the flat ``band``; stable when it is below (a drift down,
-    from a backlog at the start, is not growth); unknown when it straddles the band's upper edge.
+    The rule of :func:`fluidq.stability.growth.decide`: unstable when the whole interval is above
+    ``band``; stable when it is below zero (a drift down, from a backlog at the start, is not growth) or
+    holds zero, ends below ``band`` and has a half-width of at most ``band / 2`` (the power to tell growth
+    of ``band`` from zero); unknown otherwise.
     """
-    if lo > band:
-        return Status.UNSTABLE
-    if hi <= band:
-        return Status.STABLE
-    return Status.UNKNOWN
+    from ..stability.growth import decide
+
+    return decide(lo, hi, band)
 
 
 def capacity_caveats(network: Network) -> list:
@@ -120,16 +130,19 @@ def capacity_caveats(network: Network) -> list:
     serves.  That is an upper bound, and not the capacity, when the engine or its scheduler caps the
     batch size (``k_max``: the capacity then depends on the request mix), the scheduler's budget is below
     the engine's, the batch time grows with the KV cache (context-aware), or a KV-cache capacity limits
-    the residents.  An overload (a load above 1 at the upper bound) still proves instability.
+    the residents.  A ``k_max`` that can never bind (at or above the most requests a batch holds,
+    :func:`fluidq.stability.binding_k_max`) is no cause.  An overload (a load above 1 at the upper bound) still proves instability.
     """
+    from ..stability import binding_k_max
+
     out = []
     for st in network.stations:
         eng, pol = st.engine, st.policy
         why = []
-        if eng.k_max is not None:
-            why.append(f"engine k_max={eng.k_max}")
-        if getattr(pol, "k_max", None) is not None:
-            why.append(f"scheduler k_max={pol.k_max}")
+        k = binding_k_max(eng, pol)  # a k_max at or above the most requests a batch can hold never binds
+        if k is not None:
+            who = "engine" if k == eng.k_max else "scheduler"
+            why.append(f"{who} k_max={k}")
         if getattr(pol, "b_max", None) is not None and pol.b_max < eng.b_max:
             why.append(f"scheduler budget {pol.b_max} < engine b_max {eng.b_max}")
         if getattr(eng.batch_time, "kind", "") == "context_aware":
@@ -169,29 +182,39 @@ def _hops_that_never_fit(network: Network) -> list:
     return out
 
 
-def _default_horizon(network):
+def _default_horizon(network, band_per_s: float) -> float:
+    """First-round horizon: 3000 batches of the slowest engine at full budget, and long enough that a
+    drift of ``band_per_s`` adds 20 requests over the run."""
     worst = 0.0
     for s in network.stations:
         worst = max(worst, float(s.engine.batch_time(s.engine.b_max)))
-    return 3000.0 * worst
+    return max(3000.0 * worst, 20.0 / band_per_s if band_per_s > 0 else 0.0)
 
 
 def check_network_stability(network: Network, *, simulate: bool = False, horizon_s: float | None = None,
                             replications: int = 4, rng=None, growth_tolerance: float = 0.01,
-                            tolerance: float = 1e-9, **fluid_kw) -> NetworkStabilityResult:
+                            tolerance: float = 1e-9, max_horizon_s: float | None = None,
+                            **fluid_kw) -> NetworkStabilityResult:
     """Is the network stable?  One verdict from loads, the fluid model and optionally simulation.
 
     Parameters
     ----------
     network : Network
     simulate : bool
-        Also run ``replications`` seeded simulations of ``horizon_s`` seconds (default: 3000 batches of
-        the slowest engine at full budget).
+        Also run ``replications`` seeded simulations of ``horizon_s`` seconds and test the growth of
+        the number in system (:func:`fluidq.stability.growth.growth_test`).  Without ``horizon_s`` the
+        horizon is chosen from the growth to detect: a first round of 3000 batches of the slowest engine
+        (at least long enough for a drift of the band to add 20 requests), then, if its interval is too
+        wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
+        slope's spread says would (at most ``max_horizon_s``).  A given ``horizon_s`` is used as is.
     growth_tolerance : float
-        Growth of the number in system, as a fraction of the total arrival rate, below which a
-        simulation counts as flat.
+        The growth the simulation must detect, as a fraction of the total arrival rate (> 0): "stable"
+        needs an interval that holds zero, ends below it and is narrow enough to tell it from zero;
+        significant growth below it is not read as flat.
     tolerance : float
         Relative band around load 1 called critical.
+    max_horizon_s : float, optional
+        Longest horizon the automatic choice may pick (default 10 times its first round).
 
     Returns
     -------
@@ -211,7 +234,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
 
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
-    gt = real("growth_tolerance", growth_tolerance, nonnegative=True)
+    gt = real("growth_tolerance", growth_tolerance, positive=True)
     fl = fluid_stability(network, tolerance=tolerance, **fluid_kw)
     loads = network.loads()
     bott = network.bottleneck
@@ -254,24 +277,33 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                   f"{', '.join(map(repr, kv_limited))}")
         simulate = False
     if simulate:
-        h = real("horizon_s", horizon_s, positive=True) if horizon_s is not None else _default_horizon(network)
-        sim = simulation_growth(network, horizon_s=h, replications=integer("replications", replications, minimum=2),
-                                rng=rng)
+        reps = integer("replications", replications, minimum=2)
+        lam = float(sum(c.rate_per_s for c in network.classes))
+        if horizon_s is not None:
+            h = real("horizon_s", horizon_s, positive=True)
+            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
+        else:
+            h = _default_horizon(network, gt * lam)
+            cap_h = (10.0 * h if max_horizon_s is None else
+                     max(h, real("max_horizon_s", max_horizon_s, positive=True)))
+            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
+            need = sim["needed_horizon_s"]
+            if sim["verdict"] == "unknown" and need is not None and need > h:
+                # the first round cannot tell the band from zero: one round at the horizon that would
+                h = min(cap_h, 1.1 * need)
+                sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
         runs = tuple(sim.pop("runs"))
-        lo, hi = sim["ci"]
-        thr = gt * sim["arrival_rate_per_s"]
-        sv = simulation_verdict(lo, hi, thr)
-        sim["verdict"] = sv.value
-        words = (f"simulation ({sim['replications']} runs of {h:.4g} s): requests in system grow at "
-                 f"{sim['growth_per_s']:.4g}/s, 95% CI [{lo:.4g}, {hi:.4g}] (flat band +-{thr:.3g}/s)")
+        test = sim.pop("test")
+        sv = test.status
+        words = f"simulation: {test.reason}"
         if decided is None and status in (Status.UNKNOWN,) and sv != Status.UNKNOWN:
             status = sv
             decided = "simulation"
-            reason = f"{fl.reason}; {words}: {sv.value} on this horizon (finite-horizon evidence, not a proof)"
+            reason = f"{reason}; {words}: {sv.value} on this horizon (finite-horizon evidence, not a proof)"
         elif decided is not None and sv != Status.UNKNOWN and sv != status and status != Status.CRITICAL:
-            reason = f"{fl.reason}; NOTE: {words}, which disagrees (horizon too short, or transient)"
+            reason = f"{reason}; NOTE: {words}, which disagrees (horizon too short, or transient)"
         else:
-            reason = f"{fl.reason}; {words}"
+            reason = f"{reason}; {words}"
     return NetworkStabilityResult(status=status, decided_by=decided, reason=reason, loads=loads, bottleneck=bott,
                                   is_dag=network.is_dag, cycles=network.cycles(), fluid=fl, simulation=sim,
                                   runs=runs)

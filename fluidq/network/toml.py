@@ -54,6 +54,9 @@ from .model import Choice, Fork, Hop, Join, Network, RequestClass, Router, Stati
 
 __all__ = ["load_network", "network_from_dict"]
 
+#: largest case file read (a network description; a 2,000-hop route is about 150 kB)
+MAX_CASE_BYTES = 16 << 20
+
 _TOP = {"name", "claim", "bottleneck_load", "engines", "routers", "classes", "description"}
 _ENGINE = {"batch_time", "profile", "b_max", "k_max", "kv_capacity_tokens", "policy", "priority"}
 _ROUTER = {"engines", "policy", "probabilities", "count"}
@@ -397,19 +400,38 @@ def case_names() -> list:
 
 
 def _resolve_case(path) -> Path:
-    p = Path(path)
-    if p.is_dir():
-        raise DataError(f"{p}: is a folder, not a case file")
-    if p.exists():
+    """The case file ``path`` names: a path that exists (checked by :func:`fluidq._io.input_file` when it is
+    read), or a shipped case's name."""
+    from .._io import input_file
+
+    text = str(path) if path is not None else ""
+    p = Path(text)
+    try:
+        st = p.stat() if text.strip() and "\x00" not in text else None
+    except FileNotFoundError:
+        st = None
+    except (OSError, ValueError):
+        input_file("case file", path, what="case file")  # one DataError saying why (a loop, a long name...)
+        raise
+    if st is not None:
+        if p.is_dir():
+            raise DataError(f"{_shown(p)}: is a folder, not a case file")
         return p
-    if p.parent == Path("."):  # a bare name: NAME or NAME.toml among the shipped cases, then a checkout's
+    if text.strip() and p.parent == Path("."):  # a bare name: NAME or NAME.toml among the shipped cases
         names = [p.name] if p.suffix == ".toml" else [p.name + ".toml", p.name]
         for d in (CASES_DIR, Path(__file__).resolve().parents[2] / "examples" / "cases"):
             for n in names:
                 if (d / n).is_file():
                     return d / n
-    raise FileNotFoundError(f"no such case file: {path} (a path, or one of the shipped cases: "
-                            f"{', '.join(case_names())})")
+    if not text.strip() or "\x00" in text:
+        input_file("case file", path, what="case file")  # an empty name: a ParameterError naming it
+    raise DataError(f"no such case file: {_shown(text)} (a path, or one of the shipped cases: "
+                    f"{', '.join(case_names())})")
+
+
+def _shown(path) -> str:
+    text = str(path)
+    return text if len(text) <= 120 else text[:60] + "..." + text[-40:]
 
 
 def load_network(path) -> Network:
@@ -418,13 +440,15 @@ def load_network(path) -> Network:
     ``path`` is a file path, or the name of a shipped case with or without ``.toml`` (see
     :func:`case_names`, e.g. ``"rybko_stolyar"``).
     """
+    from .._io import read_text
+
     p = _resolve_case(path)
+    # regular files only (a FIFO or device would block), bounded size, UTF-8 text: one DataError naming it
+    text = read_text("case file", p, what="case file", max_bytes=MAX_CASE_BYTES)
     try:
-        with open(p, "rb") as fh:
-            d = tomllib.load(fh)
+        d = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise DataError(f"{p}: not valid TOML ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{p}: not a UTF-8 text file (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
-                        "a case file is TOML text") from None
-    return network_from_dict(d, source=str(p))
+        raise DataError(f"{_shown(p)}: not valid TOML ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+    except RecursionError:
+        raise DataError(f"{_shown(p)}: TOML nested too deeply to read") from None
+    return network_from_dict(d, source=_shown(p))

@@ -6,11 +6,15 @@ a work-conserving engine grows at ``max(0, lambda (m_p + m_d) - capacity)`` toke
 part of each run, a Student-t confidence interval across replications) and gives a verdict:
 
 * ``"growing"``: the whole interval lies above the tolerance (default 1 % of the offered load);
-* ``"bounded"``: the whole interval lies below it;
-* ``"inconclusive"``: the interval straddles it (run longer or replicate more).
+* ``"bounded"``: the interval lies below zero, or holds zero, ends below the tolerance and is narrow
+  enough (half-width at most half the tolerance) to tell growth of the tolerance from zero;
+* ``"inconclusive"``: otherwise -- the test cannot tell growth of the tolerance from zero at this
+  horizon (run longer or replicate more; the reason says about how long), or the backlog grows
+  significantly by less than the tolerance, which is growth and not read as flat.
 
-"Bounded" is a statement about the horizon simulated: a backlog that grows more slowly than the
-tolerance is not distinguished from a bounded one.
+This is the test every simulation verdict of fluidq shares (:func:`fluidq.stability.growth.growth_test`,
+also used for networks).  "Bounded" is a statement about the horizon simulated: a backlog that grows
+more slowly than the tolerance is not excluded.
 """
 from __future__ import annotations
 
@@ -23,23 +27,18 @@ from .._validate import integer, real
 from ..capacity import max_throughput
 from ..errors import ParameterError
 from ..results import Status, plain
+from ..stability.growth import growth_test, interval
 from ..workload import Workload
 from .core import _seed_sequence, simulate
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
 _STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
+_VERDICT = {v: k for k, v in _STATUS.items()}
 
 
 def _ci(x: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    from scipy import stats
-
-    x = np.asarray(x, dtype=float)
-    m = float(np.mean(x))
-    if x.size < 2:
-        return m, -math.inf, math.inf
-    h = float(stats.t.ppf(0.5 + confidence / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size))
-    return m, m - h, m + h
+    return interval(x, confidence)
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,12 +200,13 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         note = ("; the replications are identical (a replayed trace is one sample path), so growth must exceed "
                 "5x the tolerance")
         verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) < tol else "inconclusive")
-    elif lo > tol:
-        verdict = "growing"
-    elif hi < tol:
-        verdict = "bounded"
     else:
-        verdict = "inconclusive"
+        # the test every simulation verdict shares: "bounded" only with the power to tell growth of the
+        # tolerance from zero, and significant growth below the tolerance is not read as flat
+        test = growth_test(st, band=tol, horizon_s=horizon_s, confidence=confidence, unit="tokens",
+                           band_words=f"{tolerance:.0%} of the offered load")
+        verdict = _VERDICT[test.status]
+        note = f"; {test.reason}"
     if identical and workload.trace is None and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))

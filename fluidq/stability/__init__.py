@@ -27,7 +27,8 @@ from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
 from ..workload import Poisson, Workload
 
-__all__ = ["StabilityResult", "Status", "check_stability"]
+__all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "max_requests_per_batch",
+           "without_idle_k_max"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,59 @@ class StabilityResult:
                       "threshold_requests_per_s": self.threshold_requests_per_s})
 
 
+def max_requests_per_batch(engine, policy=None, *, kv_cache: bool = True) -> int:
+    """The most distinct requests one batch of ``engine`` (under ``policy``) can hold.
+
+    Every request in a batch takes at least one token of the budget (a decode token or a prompt chunk
+    of at least one token), so a batch holds at most ``b_max`` requests -- the engine's, or the
+    scheduler's own budget when that is smaller; and a request in a batch holds at least one KV token,
+    so with ``kv_cache`` at most ``kv_capacity_tokens`` of them.  A batch-size limit ``k_max`` at or
+    above this number can never bind.
+    """
+    most = int(engine.b_max)
+    pol_b = getattr(policy, "b_max", None) if policy is not None else None
+    if pol_b is not None:
+        most = min(most, int(pol_b))
+    if kv_cache and engine.kv_capacity_tokens is not None:
+        most = min(most, int(engine.kv_capacity_tokens))
+    return most
+
+
+def binding_k_max(engine, policy=None, *, kv_cache: bool = True) -> int | None:
+    """The batch-size limit of ``engine`` and ``policy`` that can bind, or ``None`` when none can.
+
+    The smaller of the engine's and the scheduler's ``k_max``, unless it is at or above
+    :func:`max_requests_per_batch` (e.g. ``k_max >= b_max``): such a limit never changes a batch, so
+    every capacity and verdict argument treats it as absent.
+
+    Examples
+    --------
+    >>> import fluidq
+    >>> e = fluidq.Engine(batch_time=fluidq.Affine(c=1.0, a=0.0), b_max=768, k_max=768)
+    >>> binding_k_max(e) is None
+    True
+    >>> binding_k_max(e.with_(k_max=100))
+    100
+    """
+    ks = [int(k) for k in (engine.k_max, getattr(policy, "k_max", None) if policy is not None else None)
+          if k is not None]
+    if not ks:
+        return None
+    k = min(ks)
+    return k if k < max_requests_per_batch(engine, policy, kv_cache=kv_cache) else None
+
+
+def without_idle_k_max(engine):
+    """``engine`` without its ``k_max`` when that limit can never bind (see :func:`binding_k_max`)."""
+    if engine.k_max is not None and binding_k_max(engine) is None:
+        return engine.with_(k_max=None)
+    return engine
+
+
 _WC_CACHE: dict = {}
+
+#: most identical engines behind a router that check_stability sums over (one term per engine)
+MAX_ENGINES = 1_000_000
 
 
 def _work_conserving(pol):
@@ -113,6 +166,7 @@ def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float,
     from ..dtmc.threshold import cached_renewal_threshold
 
     pol = resolve_policy(policy)
+    engine = without_idle_k_max(engine)
     cap = max_throughput(engine, workload)
     if cap.tokens_per_s <= 0:
         return 0.0, cap.reason
@@ -175,7 +229,10 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     pol = resolve_policy(policy)
     from .._validate import integer
 
-    n_engines = integer("n_engines", n_engines, minimum=1)
+    n_engines = integer("n_engines", n_engines, minimum=1, maximum=MAX_ENGINES,
+                        why=f"the capacity sums one term per engine; {n_engines} engines would be that many terms")
+    given_engine = engine
+    engine = without_idle_k_max(engine)  # a k_max that can never bind changes no verdict
     cap = max_throughput(engine, workload, n_engines=n_engines)
     offered = workload.token_rate_per_s
     wc = _work_conserving(pol)
@@ -193,8 +250,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     threshold = None
     method = "closed_form"
     region_v = None
-    k_lim = [k for k in (engine.k_max, getattr(pol, "k_max", None)) if k is not None]
-    if sup > 0 and (cap.method == "region" or (k_lim and min(k_lim) < engine.b_max)):
+    if sup > 0 and (cap.method == "region" or binding_k_max(engine, pol) is not None):
         # a batch-size limit below the budget (paper §6): batches may be short under a backlog, so
         # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
         # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic)
@@ -246,5 +302,5 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     return StabilityResult(status=status, load=rho, reason=reason, policy=name,
                            capacity_tokens_per_s=ref, offered_tokens_per_s=offered, method=method,
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
-                           inputs={"engine": engine.to_dict(), "workload": workload.to_dict(),
+                           inputs={"engine": given_engine.to_dict(), "workload": workload.to_dict(),
                                    "tolerance": tolerance, "n_engines": n_engines})

@@ -97,9 +97,13 @@ def test_shared_jsq_router_at_a_balanceable_load_does_not_grow_in_simulation():
     assert r.simulation["verdict"] != "unstable"
 
 
-@pytest.mark.parametrize("lo, hi, expected", [(0.02, 0.05, Status.UNSTABLE), (-0.05, 0.002, Status.STABLE),
+@pytest.mark.parametrize("lo, hi, expected", [(0.02, 0.05, Status.UNSTABLE), (-0.004, 0.002, Status.STABLE),
                                               (-0.2, -0.1, Status.STABLE), (-0.001, 0.03, Status.UNKNOWN),
-                                              (0.005, 0.03, Status.UNKNOWN)])
+                                              (0.005, 0.03, Status.UNKNOWN),
+                                              # too wide to tell growth of the band (0.01) from zero
+                                              (-0.05, 0.002, Status.UNKNOWN),
+                                              # significant growth below the band is growth, not flat
+                                              (0.001, 0.008, Status.UNKNOWN)])
 def test_simulation_verdict_counts_a_drift_down_as_not_growing(lo, hi, expected):
     assert simulation_verdict(lo, hi, 0.01) == expected
 

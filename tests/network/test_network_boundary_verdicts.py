@@ -1,0 +1,96 @@
+"""Verdicts near the virtual-station boundary (issue 13): a k_max that can never bind does not withhold the
+fluid verdict, a simulation without power says "unknown" (never "stable"), and the fluid reasons say what
+the paths tried were (one path of several; token sharing where the stations serve FIFO)."""
+from __future__ import annotations
+
+import pytest
+
+from fluidq.network import Network, Station, check_network_stability
+from fluidq.network.examples import llm_rybko_stolyar
+from fluidq.network.stability import capacity_caveats, simulation_verdict
+from fluidq.results import Status
+
+# the virtual station of the LLM Rybko-Stolyar network: hops A.2 and B.2 (544 tokens each) are never
+# served together in the fluid model, so the boundary is lambda (544 + 544) = 768 tokens/s
+VIRTUAL_RATE = 768 / 1088
+
+
+def _with_k_max(net, k_max):
+    return Network(stations=[Station(name=s.name, engine=s.engine.with_(k_max=k_max), policy=s.policy,
+                                     priority=s.priority) for s in net.stations],
+                   classes=net.classes, name=f"{net.name} k_max={k_max}")
+
+
+@pytest.mark.parametrize("factor", [1.05, 1.1])
+@pytest.mark.parametrize("k_max", [None, 768, 10_000])
+def test_llm_rybko_stolyar_past_the_virtual_station_is_unstable_with_a_k_max_that_cannot_bind(factor, k_max):
+    net = llm_rybko_stolyar(rate_per_s=factor * VIRTUAL_RATE)
+    if k_max is not None:
+        net = _with_k_max(net, k_max)
+    assert capacity_caveats(net) == []
+    r = check_network_stability(net)
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path", r.reason
+    assert r.fluid.growth_factor > 1
+
+
+def test_a_k_max_that_can_bind_is_still_a_caveat():
+    net = _with_k_max(llm_rybko_stolyar(rate_per_s=1.05 * VIRTUAL_RATE), 767)
+    assert any("engine k_max=767" in c for c in capacity_caveats(net))
+    assert check_network_stability(net).status == Status.UNKNOWN
+
+
+@pytest.mark.parametrize("factor", [1.05, 1.1])
+def test_a_short_simulation_near_the_boundary_is_unknown_not_stable(factor):
+    """With the fluid verdict withheld (k_max = b_max - 1) a 200 s simulation lacks the power to tell
+    growth of 1 % of the arrival rate from zero: "unknown", and the reason says so."""
+    net = _with_k_max(llm_rybko_stolyar(rate_per_s=factor * VIRTUAL_RATE), 767)
+    r = check_network_stability(net, simulate=True, horizon_s=200.0, replications=2, rng=1)
+    assert r.status != Status.STABLE
+    if r.status == Status.UNKNOWN:
+        assert "cannot tell growth of" in r.reason and "from zero at this horizon" in r.reason
+    assert r.simulation["band_per_s"] == pytest.approx(0.01 * 2 * factor * VIRTUAL_RATE)
+    assert "engine k_max=767" in r.reason  # the caveat is kept beside the simulation's words
+
+
+def test_the_old_flat_band_no_longer_reads_a_wide_interval_as_stable():
+    # LLM Rybko-Stolyar at 1.05x with k_max = 767, 4 runs of 3000 s (seed 3): [-0.0111, 0.0142] with the
+    # band 0.0148 requests/s was called stable; its half-width is far above the band's half
+    assert simulation_verdict(-0.0111, 0.0142, 0.0148) == Status.UNKNOWN
+    assert simulation_verdict(-0.004, 0.004, 0.0148) == Status.STABLE
+
+
+def test_default_horizon_is_chosen_from_the_band():
+    from fluidq.network.stability import _default_horizon
+
+    net = llm_rybko_stolyar(rate_per_s=1.05 * VIRTUAL_RATE)
+    assert _default_horizon(net, 0.01) == pytest.approx(3000.0)  # max(3000 one-second batches, 20/0.01)
+    assert _default_horizon(net, 1e-4) == pytest.approx(20 / 1e-4)
+
+
+def test_diverging_path_beside_a_fifo_station_says_the_paths_share_tokens():
+    net = Network.classical(
+        stations=["S1", "S2", "S3"],
+        routes={"A": [("S1", "1"), ("S2", "2")], "B": [("S2", "3"), ("S1", "4")],
+                "C": [("S3", "5"), ("S2", "6"), ("S3", "7")]},
+        rate_per_s=1.0, mean_times={"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6, "5": 0.2, "6": 0.05, "7": 0.2},
+        priority={"S1": ["4", "1"], "S2": ["2", "3", "6"]})
+    r = check_network_stability(net)
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path"
+    assert "weighted token sharing" in r.reason and "not FIFO" in r.reason and "'S3'" in r.reason
+
+
+def test_unknown_fluid_verdict_of_fifo_stations_says_what_was_tried():
+    from fluidq.network.examples import rybko_stolyar
+
+    r = check_network_stability(rybko_stolyar(priority=None))
+    assert r.status == Status.UNKNOWN and "weighted token sharing" in r.reason and "not FIFO" in r.reason
+
+
+def test_non_unique_paths_are_called_one_path():
+    from fluidq.fluid.stability import _path_caveats
+    from fluidq.network.examples import rybko_stolyar
+
+    fm = rybko_stolyar().flow
+    words = _path_caveats(fm, True, diverging=True)
+    assert "not unique" in words and "this diverging path is one fluid path" in words
+    assert _path_caveats(fm, False, diverging=True) == ""  # strict priorities everywhere: nothing to add
