@@ -72,7 +72,7 @@ def engine_from_args(args) -> Engine:
                       name="custom")
     reject_ignored(f"--model {args.model}", args.model is not None,
                    "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
-    prof = load_profile(args.profile or DEFAULT_PROFILE)
+    prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
     changes = {}
     if args.b_max is not None:
         changes["b_max"] = args.b_max
