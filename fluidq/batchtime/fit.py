@@ -37,7 +37,18 @@ from .._validate import array, integer
 from ..errors import DataError, ParameterError
 from .models import Affine, BatchTime, ContextAware, PiecewiseLinear, Staircase, Tabulated
 
-__all__ = ["FitResult", "fit_batch_time", "fit_model", "default_b0_grid", "FIT_KINDS"]
+__all__ = ["FitResult", "fit_batch_time", "fit_model", "default_b0_grid", "FIT_KINDS", "MAX_FIT_TOKENS",
+           "MAX_FIT_KV_TOKENS", "MIN_FIT_SECONDS", "MAX_FIT_SECONDS"]
+
+#: the largest batch size fitted: the ``b0`` search grid for 2**20 tokens has about 16,800 sizes
+#: (it grows with the largest size: a batch of 1e30 tokens would ask for a grid of 1.6e28)
+MAX_FIT_TOKENS = 2**20
+#: the largest cached-KV count per iteration (a larger one loses precision in the least squares)
+MAX_FIT_KV_TOKENS = 2**40
+#: measured times are in seconds, in [1 ns, 1e6 s]: the relative loss weights points by 1/seconds and
+#: squares them, so smaller or larger values would overflow (and are not batch times in seconds)
+MIN_FIT_SECONDS = 1e-9
+MAX_FIT_SECONDS = 1e6
 
 FIT_KINDS = ("auto", "staircase", "piecewise-linear", "affine", "tabulated", "context-aware")
 _BASES = ("staircase", "piecewise-linear", "affine")
@@ -152,11 +163,26 @@ def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points
     if np.any(y <= 0):
         i = int(np.flatnonzero(y <= 0)[0])
         raise ParameterError("seconds", f"<array with {y[i]:g} at index {i}>", "times > 0")
+    if np.any(b > MAX_FIT_TOKENS):
+        i = int(np.flatnonzero(b > MAX_FIT_TOKENS)[0])
+        raise ParameterError("tokens", f"<array with {b[i]:g} at index {i}>", f"token counts <= {MAX_FIT_TOKENS:,}",
+                             f"the b0 search grid grows with the largest size: {b[i]:g} tokens would make "
+                             f"{default_grid_size(b[i]):,.3g} block sizes")
+    bad = (y < MIN_FIT_SECONDS) | (y > MAX_FIT_SECONDS)
+    if np.any(bad):
+        i = int(np.flatnonzero(bad)[0])
+        raise ParameterError("seconds", f"<array with {y[i]:g} at index {i}>",
+                             f"times in [{MIN_FIT_SECONDS:g}, {MAX_FIT_SECONDS:g}] seconds",
+                             "the relative loss weights each point by 1/seconds and squares it; are the times in seconds?")
     kv = None
     if kv_tokens is not None:
         kv = array("kv_tokens", kv_tokens, nonnegative=True, min_len=1).copy()
         if kv.size != b.size:
             raise ParameterError("kv_tokens", f"<{kv.size} values>", f"as many values as tokens ({b.size})")
+        if np.any(kv > MAX_FIT_KV_TOKENS):
+            i = int(np.flatnonzero(kv > MAX_FIT_KV_TOKENS)[0])
+            raise ParameterError("kv_tokens", f"<array with {kv[i]:g} at index {i}>",
+                                 f"cached KV token counts <= {MAX_FIT_KV_TOKENS:,}")
     if need_increasing:
         d = np.diff(b)
         if np.any(d == 0):
@@ -171,6 +197,12 @@ def _check_data(tokens, seconds, kv_tokens, *, need_increasing: bool, min_points
     if b.size < min_points:
         raise ParameterError("tokens", f"<{b.size} point(s)>", f"at least {min_points} measured points")
     return b, y, kv
+
+
+def default_grid_size(max_tokens: float) -> float:
+    """How many block sizes :func:`default_b0_grid` would search for ``max_tokens`` (without building it)."""
+    hi = max(1.0, math.ceil(max_tokens))
+    return 3 + min(hi, 4096) // 8 + max(0.0, hi - 4096) // 64
 
 
 def default_b0_grid(max_tokens: float) -> np.ndarray:
@@ -355,7 +387,10 @@ def _result(kind, model, params, b, y, kv, oof, k, loss, candidates):
     res = y - pred
     rel = np.abs(res) / y
     ss_tot = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(res @ res) / ss_tot if ss_tot > 0 else (1.0 if float(res @ res) == 0 else 0.0)
+    if ss_tot > 0:
+        r2 = 1.0 - float(res @ res) / ss_tot
+    else:  # equal times: R^2 has no variance to explain; 1 when the fit is exact to rounding
+        r2 = 1.0 if float(rel.max()) < 1e-9 else 0.0
     res.setflags(write=False)
     for arr in (b, y) + ((kv,) if kv is not None else ()):
         arr.setflags(write=False)
@@ -417,6 +452,15 @@ def fit_batch_time(tokens, seconds, kind: str = "auto", *, kv_tokens=None, base:
     >>> r.model.b0, round(r.model.a, 4), r.mape < 1e-9
     (128, 0.035, True)
     """
+    # the least squares of every b0 are solved at once; near-singular ones give inf/nan that are
+    # compared away (never chosen), so numpy's warnings about them would only be noise
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        return _fit_batch_time(tokens, seconds, kind, kv_tokens=kv_tokens, base=base, b0_grid=b0_grid,
+                               folds=folds, loss=loss)
+
+
+def _fit_batch_time(tokens, seconds, kind: str = "auto", *, kv_tokens=None, base: str = "auto",
+                   b0_grid=None, folds: int = 5, loss: str = "relative") -> FitResult:
     kind = _canon_kind(kind)
     if loss not in ("relative", "absolute"):
         raise ParameterError("loss", loss, "'relative' or 'absolute'")

@@ -70,16 +70,19 @@ arXiv:2403.02310.
 from __future__ import annotations
 
 import csv
-import json
+import io
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .._io import input_file, json_loads, read_bytes, read_text
 from .._validate import integer
-from ..errors import DataError, ParameterError, UnknownNameError
+from ..errors import DataError, ParameterError, ParameterTypeError, UnknownNameError
 
 __all__ = ["ProfileMeta", "MeasuredBatchTimes", "load_vidur", "load_llmservingsim", "load_splitwise",
            "load_sarathi_figure2", "load_sarathi_table2", "load_measured", "PHASES"]
@@ -240,22 +243,31 @@ def _average_repeats(x, y):
 
 
 def _path(name: str, path) -> Path:
+    """``path`` as a ``Path`` that names an existing regular file or folder (a FIFO, a device, a
+    symlink loop, a name too long are each one ``DataError``; a missing path a ``FileNotFoundError``)."""
     if isinstance(path, bool) or not isinstance(path, (str, Path)):
         raise ParameterError(name, path, "a path (str or pathlib.Path)")
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{name}={str(p)!r}: no such file or folder")
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{name}={str(p)!r}: no such file or folder") from None
+    except (OSError, ValueError):
+        input_file(name, p)  # says why (a loop, a name too long...)
+        raise  # pragma: no cover - input_file raised
+    if not stat.S_ISDIR(st.st_mode):
+        input_file(name, p)  # a FIFO or a device is refused before anything opens it
     return p
 
 
 def _read_csv(path: Path) -> list[dict]:
+    text = read_text("profile", path, what="CSV file")
     try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            rows = [r for r in reader if r and any(v not in (None, "") for v in r.values())]
-            header = reader.fieldnames
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not a text CSV file ({exc.reason})") from exc
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = [r for r in reader if r and any(v not in (None, "") for v in r.values())]
+        header = reader.fieldnames
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a CSV file ({exc})") from None
     if not header:
         raise DataError(f"{path}: empty file (no header row)")
     if not rows:
@@ -263,6 +275,15 @@ def _read_csv(path: Path) -> list[dict]:
     # a header line repeated inside the file (concatenated profiles) is skipped
     first = header[0]
     return [r for r in rows if r.get(first) != first]
+
+
+def _text_or_none(path: Path) -> str | None:
+    """The text of a side file (SOURCE_COMMIT, LICENSE, profile_meta.yaml), undecodable bytes
+    replaced; ``None`` when it cannot be read (it only adds provenance)."""
+    try:
+        return read_bytes("profile", path, max_bytes=1 << 20).decode("utf-8", errors="replace")
+    except DataError:
+        return None
 
 
 def _need(rows: list[dict], cols, path: Path) -> None:
@@ -302,15 +323,15 @@ def _commit(start: Path) -> str | None:
     p = _find_up(start, "SOURCE_COMMIT")
     if p is None:
         return None
-    text = p.read_text().strip()
-    return text.splitlines()[0].strip() if text else None
+    text = (_text_or_none(p) or "").strip()
+    return text.splitlines()[0].strip()[:200] if text else None
 
 
 def _license(start: Path, default: str) -> str:
     p = _find_up(start, "LICENSE")
     if p is None:
         return default
-    head = p.read_text(errors="replace").lstrip()[:400].lower()
+    head = (_text_or_none(p) or "").lstrip()[:400].lower()
     if "apache license" in head:
         return "Apache-2.0"
     if "mit license" in head or "permission is hereby granted" in head:
@@ -469,7 +490,7 @@ _LAYERS_BY_MODEL = {"llama-3.1-8b": 32, "llama-3-8b": 32, "llama-2-7b": 32, "lla
 def _simple_yaml(path: Path) -> dict:
     """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``)."""
     out = {}
-    for line in path.read_text(errors="replace").splitlines():
+    for line in (_text_or_none(path) or "").splitlines():
         m = re.match(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$", line)
         if m and m.group(2):
             out[m.group(1)] = m.group(2).strip("'\"")
@@ -505,14 +526,25 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     if not d.is_dir():
         raise ParameterError("run_dir", str(d), "a run folder with profile_tp*_dense.csv")
     vmeta = {}
-    if (d / "vllm_meta.json").is_file():
+    meta_path = d / "vllm_meta.json"
+    if meta_path.is_file():
+        vmeta = json_loads(read_text("profile", meta_path, what="JSON file"), where=str(meta_path))
+        if not isinstance(vmeta, dict):
+            raise DataError(f"{meta_path}: expected a JSON object")
+    ek = vmeta.get("engine_kwargs") or {}
+    if not isinstance(ek, dict):
+        raise DataError(f"{meta_path}: engine_kwargs is not an object")
+
+    def meta_int(key, value, minimum=1):
+        if value is None:
+            return None
         try:
-            vmeta = json.loads((d / "vllm_meta.json").read_text())
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{d / 'vllm_meta.json'}: not valid JSON ({exc.msg})") from exc
-    ek = vmeta.get("engine_kwargs", {}) if isinstance(vmeta, dict) else {}
+            return integer(key, value, minimum=minimum)
+        except (ParameterError, ParameterTypeError) as exc:
+            raise DataError(f"{meta_path}: {exc}") from None
+
     if tp is None:
-        tp = int(ek.get("tensor_parallel_size", 1) or 1)
+        tp = meta_int("tensor_parallel_size", ek.get("tensor_parallel_size") or 1)
     tp = integer("tp", tp, minimum=1)
     files = {k: d / f"profile_tp{tp}_{k}.csv" for k in ("dense", "attention", "per_sequence")}
     for k, f in files.items():
@@ -594,13 +626,15 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     notes.append("'linear' rows: dense operators + one sequence's LM head/sampling, no attention")
     if not include_prefill_context:
         notes.append("attention rows with prior prefill context (kv_prefill > 0) left out")
-    max_seqs = ek.get("max_num_seqs")
-    max_tok = ek.get("max_num_batched_tokens")
-    kvcap = (vmeta.get("kv_cache") or {}).get("num_kv_tokens") if isinstance(vmeta, dict) else None
+    max_seqs = meta_int("max_num_seqs", ek.get("max_num_seqs"), minimum=0)
+    max_tok = meta_int("max_num_batched_tokens", ek.get("max_num_batched_tokens"), minimum=0)
+    kv_meta = vmeta.get("kv_cache") or {}
+    kvcap = meta_int("kv_cache.num_kv_tokens", kv_meta.get("num_kv_tokens"), minimum=0) if isinstance(kv_meta, dict) else None
     if kvcap is None:
         notes.append("KV-cache capacity not stated in vllm_meta.json")
     hf = pmeta
-    gpu = str((vmeta.get("hardware") or {}).get("device_name") or hf.get("gpu") or "")
+    hw = vmeta.get("hardware") or {}
+    gpu = str((hw.get("device_name") if isinstance(hw, dict) else None) or hf.get("gpu") or "")
     meta = ProfileMeta(source="casys-kaist/LLMServingSim", commit=_commit(d), path=str(d), gpu=gpu,
                        model=model.split("/")[-1], tp=tp, n_layers=n_layers, license=_license(d, "MIT"),
                        b_max=int(max_tok) if max_tok else None, k_max=int(max_seqs) if max_seqs else None,
@@ -673,7 +707,11 @@ def _sarathi_seconds(rows, path, time_col, per_token_col):
     tok = np.array([_num(r, "batch_num_tokens", path) for r in rows])
     t = np.array([_num(r, time_col, path) for r in rows])
     per = np.array([_num(r, per_token_col, path) for r in rows])
-    ratio = np.median(t / (per * tok))  # 1 if t in ms, 1e-3 if in s
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = float(np.median(t / (per * tok)))  # 1 if t in ms, 1e-3 if in s
+    if not (math.isfinite(ratio) and ratio > 0):
+        raise DataError(f"{path}: cannot tell the unit of {time_col!r} from {per_token_col!r} (zero or "
+                        "negative values)")
     if abs(math.log10(ratio)) < 0.5:
         return tok, t / 1e3, "ms"
     if abs(math.log10(ratio) + 3) < 0.5:

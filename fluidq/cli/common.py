@@ -69,7 +69,7 @@ def engine_from_args(args) -> Engine:
                       name="custom")
     reject_ignored(f"--model {args.model}", args.model is not None,
                    "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
-    prof = load_profile(args.profile or DEFAULT_PROFILE)
+    prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
     changes = {}
     if args.b_max is not None:
         changes["b_max"] = args.b_max
@@ -273,8 +273,22 @@ def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
     """
     from ..errors import DataError
 
+    import os
+
+    from .._io import input_file
+    from ..workload import EMBEDDED_TRACES
+
     if rate_per_s is not None and not (math.isfinite(rate_per_s) and rate_per_s > 0):
         raise ParameterError("--rate", rate_per_s, "a finite rate > 0 (requests per second)")
+    if str(name) not in EMBEDDED_TRACES:  # a FIFO, a device, a loop...: one line naming the option
+        try:
+            os.lstat(str(name))
+        except FileNotFoundError:
+            pass  # the loader names the embedded traces
+        except (OSError, ValueError):
+            input_file(option, name, what="trace")
+        else:
+            input_file(option, name, what="trace")
     w = Workload.from_trace(name, rate_per_s=rate_per_s)
     bad = w.trace.out_of_order if w.trace is not None else None
     if bad is not None and Path(str(name)).is_file():

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from .._io import atomic_write, json_loads, read_bytes
 from .._validate import array, integer, real
 from .._version import __version__
-from ..errors import DataError, ParameterError
+from ..errors import DataError, ParameterError, ParameterTypeError
 from .features import HashedNgrams, as_prompts
 from .pairs import make_pairs, margin_ranking_loss
 
@@ -175,31 +176,109 @@ class LengthRanker:
                 "nonzero_weights": int(np.count_nonzero(self.weights))}
 
     def save(self, path) -> str:
-        """Write ``path`` (``.npz``: sparse weights + JSON header; no pickle)."""
+        """Write ``path`` (``.npz``: sparse weights + JSON header; no pickle).
+
+        The archive is built in memory and put in place by a temporary file and a rename: a crash
+        leaves the old file or the new one, and a symlink at ``path`` is replaced, not followed.
+        """
+        import io
+
         path = Path(path)
         nz = np.flatnonzero(self.weights)
         header = json.dumps({"format": _FORMAT, "backbone": self.backbone.to_dict(), "info": self.info,
                              "n_weights": int(self.weights.size)})
-        with open(path, "wb") as fh:
-            np.savez_compressed(fh, header=np.array(header), w_index=nz.astype(np.int64),
-                                w_value=self.weights[nz], tail_weights=self.tail_weights,
-                                tail_mean=self.tail_mean, tail_scale=self.tail_scale)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, header=np.array(header), w_index=nz.astype(np.int64),
+                            w_value=self.weights[nz], tail_weights=self.tail_weights,
+                            tail_mean=self.tail_mean, tail_scale=self.tail_scale)
+        atomic_write(path, buf.getvalue())
         return str(path)
 
     @classmethod
     def load(cls, path) -> "LengthRanker":
-        """Read a ranker written by :meth:`save`."""
+        """Read a ranker written by :meth:`save`.
+
+        Only a regular file is read (a FIFO or a device is refused: it could block forever), and
+        never with pickle.  Anything else than what :meth:`save` writes (random bytes, a zip that
+        is not an ``.npz``, missing arrays, object arrays, weights that do not fit the backbone) is a
+        :class:`~fluidq.errors.DataError` naming the file.
+        """
+        import io
+        import zipfile
+        import zlib
+
+        raw = read_bytes("ranker file", path, what="saved ranker", gunzip=False)
+
+        def bad(why: str) -> DataError:
+            return DataError(f"{path}: not a saved fluidq length ranker ({why})")
+
+        unreadable = (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error,
+                      NotImplementedError, RuntimeError)
+        if raw.startswith(b"\x93NUMPY"):
+            raise bad("a single NumPy array, not an .npz archive")
+        if not raw.startswith(b"PK"):
+            raise bad("not a NumPy .npz archive, which is a zip file" + ("; the file is empty" if not raw else ""))
         try:
-            with np.load(Path(path), allow_pickle=False) as z:
-                header = json.loads(str(z["header"]))
-                if header.get("format") != _FORMAT:
-                    raise DataError(f"{path}: not a fluidq length ranker (format {header.get('format')!r})")
-                w = np.zeros(int(header["n_weights"]))
-                w[z["w_index"]] = z["w_value"]
-                return cls(backbone=backbone_from_dict(header["backbone"]), weights=w,
-                           tail_weights=z["tail_weights"].copy(), tail_mean=z["tail_mean"].copy(),
-                           tail_scale=z["tail_scale"].copy(), info=header.get("info", {}))
-        except (OSError, KeyError, ValueError) as exc:
-            if isinstance(exc, DataError):
-                raise
-            raise DataError(f"{path}: cannot read a saved length ranker ({exc})") from exc
+            z = np.load(io.BytesIO(raw), allow_pickle=False)
+        except unreadable as exc:
+            raise bad(f"not a NumPy .npz archive: {_first_line(exc)}") from None
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise bad("a single NumPy array, not an .npz archive")
+        need = ("header", "w_index", "w_value", "tail_weights", "tail_mean", "tail_scale")
+        with z:
+            missing = [k for k in need if k not in z.files]
+            if missing:
+                raise bad(f"no array {', '.join(missing)}")
+            try:
+                arr = {k: z[k] for k in need}
+            except unreadable as exc:
+                raise bad(f"an unreadable array: {_first_line(exc)}") from None
+        h = arr["header"]
+        if h.ndim != 0 or h.dtype.kind != "U":
+            raise bad("the header is not a text")
+        header = json_loads(str(h), where=f"{path}: the header")
+        if not isinstance(header, dict):
+            raise bad("the header is not a JSON object")
+        if header.get("format") != _FORMAT:
+            raise DataError(f"{path}: not a fluidq length ranker (format {header.get('format')!r})")
+        try:
+            n = integer("n_weights", header.get("n_weights"), minimum=0, maximum=1 << 26,
+                        why="the hashed n-gram backbone has at most 2**26 columns")
+        except (ParameterError, ParameterTypeError) as exc:
+            raise bad(f"header {exc}") from None
+        d = header.get("backbone")
+        if not isinstance(d, dict):
+            raise bad("the header has no backbone object")
+        try:
+            backbone = backbone_from_dict(d)
+        except (ParameterError, ParameterTypeError, KeyError, TypeError, ValueError) as exc:
+            raise bad(f"its backbone {_first_line(exc)}") from None
+        width = getattr(backbone, "n_sparse", None)
+        if width is not None and n != width:
+            raise bad(f"{n} weights for a backbone of {width} columns")
+        idx, val = arr["w_index"], arr["w_value"]
+        if idx.ndim != 1 or idx.dtype.kind not in "iu" or val.ndim != 1 or val.dtype.kind != "f" or idx.size != val.size:
+            raise bad("w_index and w_value are not matching integer and float vectors")
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise bad(f"a weight index outside 0..{n - 1}")
+        tails = [arr[k] for k in ("tail_weights", "tail_mean", "tail_scale")]
+        k_tail = len(getattr(backbone, "dense_names", ()))
+        for t in tails:
+            if t.ndim != 1 or t.dtype.kind != "f" or t.size not in (0, k_tail) or t.size != tails[0].size:
+                raise bad(f"the tail arrays are not float vectors of length {k_tail} (or 0)")
+        if not all(np.all(np.isfinite(a)) for a in (val, *tails)):
+            raise bad("a weight that is not finite")
+        if np.any(tails[2] <= 0):
+            raise bad("a tail scale <= 0")
+        info = header.get("info", {})
+        if not isinstance(info, dict):
+            raise bad("the header's info is not an object")
+        w = np.zeros(n)
+        w[idx] = val
+        return cls(backbone=backbone, weights=w, tail_weights=tails[0].astype(float),
+                   tail_mean=tails[1].astype(float), tail_scale=tails[2].astype(float), info=info)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:160] if text else type(exc).__name__

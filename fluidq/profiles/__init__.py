@@ -17,7 +17,7 @@ from importlib import resources
 
 from ..batchtime import BatchTime, Staircase, batch_time_from_dict
 from ..engine import Engine
-from ..errors import UnknownNameError
+from ..errors import ParameterError, UnknownNameError
 
 __all__ = ["Profile", "load_profile", "list_profiles", "DEFAULT_PROFILE"]
 
@@ -91,8 +91,17 @@ def list_profiles() -> list[Profile]:
     return list(_all().values())
 
 
-def load_profile(name: str = DEFAULT_PROFILE) -> Profile:
-    """The profile called ``name`` (see :func:`list_profiles`)."""
+def load_profile(name: str = DEFAULT_PROFILE, *, option: str = "name") -> Profile:
+    """The profile called ``name`` (see :func:`list_profiles`).
+
+    An empty name is refused (it is not the default: pass nothing for that); ``option`` is the
+    parameter the messages name (the command line passes ``"--profile"``).
+    """
+    if not isinstance(name, str):
+        raise ParameterError(option, name, "a profile name (a string; see `fluidq profiles`)")
+    if not name.strip():
+        raise ParameterError(option, name, "a profile name, not an empty one (see `fluidq profiles`; leave the "
+                             f"option out for the default, {DEFAULT_PROFILE})")
     profiles = _all()
     if name not in profiles:
         raise UnknownNameError("profile", name, profiles)

@@ -23,7 +23,6 @@ fast subset) and kind-specific keys (paths are relative to ``validation/data/``)
 """
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import shutil
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._io import read_bytes, read_text
 from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import plain
 
@@ -112,9 +112,11 @@ def load_cases(cases_dir) -> list[Case]:
     out = []
     for p in sorted(cases_dir.glob("*.toml")):
         try:
-            spec = tomllib.loads(p.read_text())
+            spec = tomllib.loads(read_text("case file", p, what="case file"))
         except tomllib.TOMLDecodeError as exc:
             raise DataError(f"{p}: not valid TOML ({exc})") from None
+        except RecursionError:
+            raise DataError(f"{p}: TOML nested too deeply to read") from None
         for k in ("name", "kind"):
             if k not in spec:
                 raise DataError(f"{p}: missing key {k!r}")
@@ -139,9 +141,8 @@ def _plain_path(p: Path) -> Path:
         atexit.register(shutil.rmtree, _TMP["dir"], True)
     root = _TMP["dir"]
 
-    def unz(src: Path, dst: Path):
-        with gzip.open(src, "rb") as f, dst.open("wb") as g:
-            shutil.copyfileobj(f, g)
+    def unz(src: Path, dst: Path):  # read through fluidq._io: a FIFO is refused, corrupt gzip is one DataError
+        dst.write_bytes(read_bytes("validation data", src, what="data file"))
 
     if p.is_file():
         if p.suffix != ".gz":
@@ -157,14 +158,23 @@ def _plain_path(p: Path) -> Path:
         dst = root / f"{abs(hash(str(p)))}" / p.name
         if not dst.exists():
             dst.mkdir(parents=True)
-            for x in p.iterdir():
-                if x.is_file():
-                    if x.suffix == ".gz":
-                        unz(x, dst / x.name[:-3])
-                    else:
-                        shutil.copyfile(x, dst / x.name)
+            try:
+                _copy_folder(p, dst, unz)
+            except BaseException:  # never leave a half-copied folder for the next call to reuse
+                shutil.rmtree(dst, True)
+                raise
         return dst
     raise FileNotFoundError(f"{p}: no such validation data file (is validation/data complete?)")
+
+
+def _copy_folder(p: Path, dst: Path, unz) -> None:
+    """The regular files of ``p`` into ``dst``, ``.gz`` ones decompressed (a FIFO is skipped)."""
+    for x in p.iterdir():
+        if x.is_file():
+            if x.suffix == ".gz":
+                unz(x, dst / x.name[:-3])
+            else:
+                (dst / x.name).write_bytes(read_bytes("validation data", x, what="data file", gunzip=False))
 
 
 # ------------------------------------------------------------------------------ serving runs

@@ -24,14 +24,16 @@ The *served throughput* of an overloaded run is read over its saturated interval
 from __future__ import annotations
 
 import csv
-import gzip
 import json
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .._io import json_loads, read_text
 from ..errors import DataError
 
 __all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "queue_growth",
@@ -39,14 +41,21 @@ __all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput"
 
 
 def open_text(path: Path):
-    """Open ``path`` or ``path.gz`` as text."""
+    """The text of ``path`` or ``path.gz`` as a stream, read whole through :mod:`fluidq._io`.
+
+    Only a regular file is read (a FIFO or a device could block forever); a corrupt or truncated
+    gzip file, a binary file, an unreadable path are each a ``DataError`` naming the file.
+    """
+    import io
+
     path = Path(path)
-    if path.exists():
-        return gzip.open(path, "rt") if path.suffix == ".gz" else path.open()
     gz = path.with_name(path.name + ".gz")
-    if gz.exists():
-        return gzip.open(gz, "rt")
-    raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
+    target = path
+    if not os.path.lexists(path) and os.path.lexists(gz):
+        target = gz
+    elif not os.path.lexists(path):
+        raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
+    return io.StringIO(read_text("run file", target, what="run file"))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -136,34 +145,66 @@ def read_run(path) -> ServingRun:
         raise DataError(f"{path}: not a run folder (expected vllm_requests.jsonl, vllm_timeseries.csv, "
                         "vllm_meta.json)")
     rows = []
-    with open_text(path / "vllm_requests.jsonl") as f:
+    req = path / "vllm_requests.jsonl"
+    with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}/vllm_requests.jsonl line {i + 1}: not JSON ({exc})") from None
+                    r = json.loads(line)
+                except RecursionError:
+                    raise DataError(f"{req}, line {i + 1}: JSON nested too deeply to read") from None
+                except ValueError as exc:
+                    raise DataError(f"{req}, line {i + 1}: not JSON ({exc})") from None
+                if not isinstance(r, dict):
+                    raise DataError(f"{req}, line {i + 1}: expected a JSON object (one request)")
+                rows.append((i + 1, r))
     if not rows:
-        raise DataError(f"{path}/vllm_requests.jsonl: no requests")
+        raise DataError(f"{req}: no requests")
     need = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
-    for i, r in enumerate(rows):
+    for line, r in rows:
         miss = [k for k in need if k not in r]
         if miss:
-            raise DataError(f"{path}/vllm_requests.jsonl line {i + 1}: missing {', '.join(miss)}")
-    rows.sort(key=lambda r: r["queued_ts"])
+            raise DataError(f"{req}, line {line}: missing {', '.join(miss)}")
+        for k in need:
+            v = r[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise DataError(f"{req}, line {line}: {k} = {json.dumps(v)[:40]}: expected a finite number")
+        for k in ("input_toks", "output_toks"):
+            if not (float(r[k]).is_integer() and 0 <= r[k] <= 2**31 - 1):
+                raise DataError(f"{req}, line {line}: {k} = {r[k]!r}: expected a whole number of tokens in "
+                                "[0, 2**31-1]")
+    rows.sort(key=lambda lr: lr[1]["queued_ts"])
+    rows = [r for _, r in rows]
     q = np.array([float(r["queued_ts"]) for r in rows])
     t0 = q[0]
     ts = {}
-    with open_text(path / "vllm_timeseries.csv") as f:
-        for r in csv.DictReader(f):
-            for k, v in r.items():
-                ts.setdefault(k, []).append(float(v))
+    tsp = path / "vllm_timeseries.csv"
+    with open_text(tsp) as f:
+        reader = csv.DictReader(f)
+        try:
+            for r in reader:
+                for k, v in r.items():
+                    try:
+                        x = float(v)
+                    except (TypeError, ValueError):
+                        raise DataError(f"{tsp}, line {reader.line_num}: column {k!r} = {v!r}: not a number") from None
+                    ts.setdefault(k, []).append(x)
+        except csv.Error as exc:
+            raise DataError(f"{tsp}, line {reader.line_num}: not a CSV row ({exc})") from None
     ts = {k: np.asarray(v) for k, v in ts.items()}
     for k in ("t", "prompt_throughput", "gen_throughput", "running", "waiting"):
         if k not in ts:
-            raise DataError(f"{path}/vllm_timeseries.csv: missing column {k!r}")
-    with open_text(path / "vllm_meta.json") as f:
-        meta = json.load(f)
+            raise DataError(f"{tsp}: missing column {k!r}")
+        if not np.all(np.isfinite(ts[k])):
+            raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
+    mp = path / "vllm_meta.json"
+    with open_text(mp) as f:
+        meta = json_loads(f.read(), where=str(mp))
+    if not isinstance(meta, dict):
+        raise DataError(f"{mp}: expected a JSON object")
+    for key in ("engine_kwargs", "kv_cache", "hardware"):
+        if meta.get(key) is not None and not isinstance(meta[key], dict):
+            raise DataError(f"{mp}: {key} is not an object")
     return ServingRun(
         name=path.name, path=str(path),
         input_tokens=np.array([int(r["input_toks"]) for r in rows]),

@@ -9,19 +9,22 @@ trace, Nov 2023, CC-BY 4.0, from the Splitwise paper, ISCA 2024; copies under
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 import json
+import math
+import os
+import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
+from .._io import gunzip_bytes, json_loads, read_text
 from ..errors import DataError, UnknownNameError
 
-__all__ = ["EMBEDDED_TRACES", "Trace", "load_trace"]
+__all__ = ["EMBEDDED_TRACES", "MAX_TOKENS", "Trace", "load_trace"]
 
 EMBEDDED_TRACES = {"azure-conv": "azure2023_conv.csv.gz", "azure-code": "azure2023_code.csv.gz"}
 
@@ -60,47 +63,123 @@ class Trace:
         return (len(self) - 1) / span if span > 0 else float("inf")
 
 
+#: the most tokens one request may have: far beyond any context window, and small enough that the
+#: token sums over a trace (rates, means, batch budgets) stay exact in 64-bit integers
+MAX_TOKENS = 2**31 - 1
+#: the largest |timestamp| a Mooncake record may have, in milliseconds (1e15 ms is about 31,700 years):
+#: beyond it a float no longer resolves the millisecond, and the span of the trace would lose its meaning
+MAX_TIMESTAMP_MS = 1e15
+_INT = re.compile(r"[+-]?[0-9]+")
+_FRACTION = re.compile(r"^(.*?[0-9]:[0-9]{2}:[0-9]{2}\.)([0-9]+)(.*)$")
+
+
+def _tokens(value, where: str, field: str) -> int:
+    """A token count read from a file: a whole number in ``[1, MAX_TOKENS]``, or a DataError at ``where``."""
+    if isinstance(value, str):  # a CSV cell: decimal digits only (no 1.5, no 1e3, no "true")
+        text = value.strip()
+        if not _INT.fullmatch(text):
+            raise DataError(f"{where}: {field} = {value!r}: expected a whole number of tokens")
+        n = int(text)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DataError(f"{where}: {field} = {json.dumps(value)[:40]}: expected a whole number of tokens, "
+                        f"not {'a boolean' if isinstance(value, bool) else type(value).__name__}")
+    elif isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise DataError(f"{where}: {field} = {value!r}: expected a whole number of tokens (it is not "
+                        "rounded silently)")
+    else:
+        n = int(value)
+    if n < 1:
+        raise DataError(f"{where}: {field} = {n}: a length below one token; filter such rows explicitly")
+    if n > MAX_TOKENS:
+        raise DataError(f"{where}: {field} = {value!r}: more than {MAX_TOKENS:,} (2**31-1) tokens, the most "
+                        "fluidq takes for one request (far beyond any context window; larger counts would "
+                        "overflow the token sums over the trace)")
+    return n
+
+
+def _stamp(text: str, where: str) -> datetime:
+    stamp = text.strip()
+    m = _FRACTION.match(stamp)
+    if m and len(m.group(2)) > 6:  # Azure stamps carry 7 fractional digits: keep 6 (and any offset after them)
+        stamp = m.group(1) + m.group(2)[:6] + m.group(3)
+    try:
+        return datetime.fromisoformat(stamp)
+    except ValueError as exc:
+        raise DataError(f"{where}: TIMESTAMP = {text!r}: not an ISO date and time ({exc})") from None
+
+
 def _parse_azure(text: str, source: str) -> Trace:
+    """Azure CSV rows.  Time stamps with a UTC offset are converted to UTC, so rows with different
+    offsets (a log that crosses a daylight-saving change) are ordered correctly; stamps without one
+    are read as UTC (no local time zone, no daylight-saving jump).  A file that mixes the two is
+    refused: the naive stamps could be in any zone."""
     reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise DataError(f"{source}, line 1: not a CSV header ({exc})") from None
     want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
     if header is None or [h.strip() for h in header[:3]] != want:
-        raise DataError(f"{source}: expected an Azure trace header {','.join(want)}, got {header}")
+        shown = ",".join(header)[:80] if header else "nothing"
+        raise DataError(f"{source}: expected an Azure trace header {','.join(want)} (or Mooncake JSONL records), "
+                        f"got {shown!r}")
     ts, p, o, lines = [], [], [], []
-    for lineno, row in enumerate(reader, start=2):
-        if not row:
-            continue
-        if len(row) < 3:
-            raise DataError(f"{source}, line {lineno}: expected 3 columns, got {len(row)}")
-        try:
-            stamp = row[0].strip()
-            # Azure stamps carry 7 fractional digits; datetime takes 6
-            if "." in stamp:
-                head, frac = stamp.split(".", 1)
-                stamp = f"{head}.{frac[:6]}"
-            ts.append(datetime.fromisoformat(stamp).timestamp())
-            p.append(int(row[1]))
-            o.append(int(row[2]))
-        except ValueError as exc:
-            raise DataError(f"{source}, line {lineno}: cannot parse {row!r} ({exc})") from None
-        lines.append(lineno)
+    naive = aware = None  # the first line of each kind of time stamp
+    lineno = 1
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            if not row or not any(c.strip() for c in row):
+                continue
+            where = f"{source}, line {lineno}"
+            if len(row) < 3:
+                raise DataError(f"{where}: expected 3 columns, got {len(row)}")
+            dt = _stamp(row[0], where)
+            if dt.tzinfo is None or dt.utcoffset() is None:
+                naive = naive or lineno
+                dt = dt.replace(tzinfo=timezone.utc)
+            else:
+                aware = aware or lineno
+            if naive and aware:
+                raise DataError(f"{source}: line {aware} has a time stamp with a UTC offset and line {naive} one "
+                                "without: the time zone of the naive stamps is unknown, so the rows cannot be "
+                                "ordered; give every stamp an offset, or none")
+            ts.append(dt.timestamp())
+            p.append(_tokens(row[1], where, "ContextTokens"))
+            o.append(_tokens(row[2], where, "GeneratedTokens"))
+            lines.append(lineno)
+    except csv.Error as exc:
+        raise DataError(f"{source}, line {lineno + 1}: not a CSV row ({exc})") from None
+    if not ts:
+        raise DataError(f"{source}: a header but no requests")
     return _finish(ts, p, o, source, lines)
 
 
 def _parse_mooncake(text: str, source: str) -> Trace:
     ts, p, o, lines = [], [], [], []
+    fields = "timestamp (ms), input_length, output_length"
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-            ts.append(float(rec["timestamp"]) / 1e3)
-            p.append(int(rec["input_length"]))
-            o.append(int(rec["output_length"]))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DataError(f"{source}, line {lineno}: not a Mooncake record with timestamp (ms), "
-                            f"input_length, output_length ({exc!r})") from None
+        where = f"{source}, line {lineno}"
+        rec = json_loads(line, where=where)
+        if not isinstance(rec, dict):
+            raise DataError(f"{where}: not a Mooncake record (a JSON object with {fields})")
+        missing = [k for k in ("timestamp", "input_length", "output_length") if k not in rec]
+        if missing:
+            raise DataError(f"{where}: not a Mooncake record: no {', '.join(missing)} (expected {fields})")
+        stamp = rec["timestamp"]
+        if isinstance(stamp, bool) or not isinstance(stamp, (int, float)):
+            raise DataError(f"{where}: timestamp = {json.dumps(stamp)[:40]}: expected a number of milliseconds")
+        if not (math.isfinite(stamp) and abs(stamp) <= MAX_TIMESTAMP_MS):
+            raise DataError(f"{where}: timestamp = {stamp!r}: expected a finite time in milliseconds, at most "
+                            f"{MAX_TIMESTAMP_MS:g} in size (about 31,700 years)")
+        ts.append(float(stamp) / 1e3)
+        p.append(_tokens(rec["input_length"], where, "input_length"))
+        o.append(_tokens(rec["output_length"], where, "output_length"))
         lines.append(lineno)
+    if not ts:
+        raise DataError(f"{source}: no requests")
     return _finish(ts, p, o, source, lines)
 
 
@@ -128,23 +207,30 @@ def _finish(ts, p, o, source, lines=None) -> Trace:
 
 
 def load_trace(path_or_name) -> Trace:
-    """Read a trace from a path (Azure CSV, Mooncake JSONL, optionally gzipped) or an embedded name."""
+    """Read a trace from a path (Azure CSV, Mooncake JSONL, optionally gzipped) or an embedded name.
+
+    Only a regular file is read (a FIFO or a device is refused, it could block forever).  Every
+    record is checked: token counts are whole numbers in ``[1, MAX_TOKENS]`` (a JSON ``true`` or
+    ``1.9`` is refused, not read as 1), time stamps are finite; a problem is a
+    :class:`~fluidq.errors.DataError` naming the file and its line.  Azure time stamps with UTC
+    offsets are converted to UTC; naive ones are read as UTC; a file mixing both is refused.
+    """
     name = str(path_or_name)
     if name in EMBEDDED_TRACES:
         raw = resources.files("fluidq.data").joinpath(EMBEDDED_TRACES[name]).read_bytes()
         source = f"embedded:{name}"
-    else:
-        path = Path(name)
-        if not path.exists():
-            raise UnknownNameError("trace (no such file and not an embedded name)", name, EMBEDDED_TRACES)
-        raw = path.read_bytes()
-        source = str(path)
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gunzip_bytes("trace", source, raw)
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise DataError(f"{source}: not a UTF-8 text file") from None
+    else:
+        try:
+            os.stat(name)
+        except FileNotFoundError:
+            raise UnknownNameError("trace (no such file and not an embedded name)", name, EMBEDDED_TRACES) from None
+        except (OSError, ValueError):
+            pass  # a loop, a name too long...: read_text says which
+        text = read_text("trace", name, what="trace")
+        source = str(Path(name))
     first = text.lstrip()[:1]
     if not first:
         raise DataError(f"{source}: the file is empty")

@@ -9,7 +9,7 @@ from fluidq.predict.data import load_lengths
 GOOD = '{"instruction": "a", "words": {"m": 3}}\n'
 
 
-@pytest.mark.parametrize("bad, words", [('{"m": "x"}', "line 2: words['m'] = 'x'"), ('{"m": NaN}', "= nan"),
+@pytest.mark.parametrize("bad, words", [('{"m": "x"}', "line 2: words['m'] = 'x'"), ('{"m": NaN}', "line 2: not valid JSON"),
                                         ('{"m": -5}', "= -5"), ('{"m": true}', "= True"), ('[3]', "line 2")])
 def test_bad_lengths_are_located(tmp_path, bad, words):
     p = tmp_path / "t.jsonl"

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 from .. import emit
 
@@ -26,63 +25,94 @@ def register(sub):
 
 
 def read_fit_csv(path) -> dict:
-    """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists."""
+    """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists.
+
+    Only a regular text file is read (a FIFO or device is refused: it could block; a gzipped file is
+    decompressed).  Every value is checked where it stands, so each problem is one line naming the
+    file, the line and the column: token counts are whole numbers in ``[1, MAX_FIT_TOKENS]`` (``kv_tokens``
+    may be 0, at most ``MAX_FIT_KV_TOKENS``), times are finite seconds in ``[MIN_FIT_SECONDS,
+    MAX_FIT_SECONDS]``; without ``kv_tokens`` the sizes must be strictly increasing.
+    """
+    from ..._io import read_text
+    from ...batchtime.fit import MAX_FIT_KV_TOKENS, MAX_FIT_SECONDS, MAX_FIT_TOKENS, MIN_FIT_SECONDS
     from ...errors import DataError
 
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"csv={str(p)!r}: no such file")
-    try:
-        text = p.read_text()
-    except UnicodeDecodeError as exc:
-        raise DataError(f"csv={str(p)!r}: not a text file") from exc
+    name = f"csv={str(path)!r}"
+    text = read_text("csv", path, what="CSV file")
     reader = csv.reader(text.splitlines())
     rows, lines = [], []  # the non-blank rows and their line numbers in the file (1-based)
-    for r in reader:
-        if r and any(c.strip() for c in r):
-            rows.append(r)
-            lines.append(reader.line_num)
+    try:
+        for r in reader:
+            if r and any(c.strip() for c in r):
+                rows.append(r)
+                lines.append(reader.line_num)
+    except csv.Error as exc:
+        raise DataError(f"{name}: line {reader.line_num + 1} is not a CSV row ({exc})") from None
     if not rows:
-        raise DataError(f"csv={str(p)!r}: empty file (expected a header tokens,seconds[,kv_tokens])")
+        raise DataError(f"{name}: empty file (expected a header tokens,seconds[,kv_tokens])")
     header = [h.strip().lower() for h in rows[0]]
+    shown = ",".join(header)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    for col in ("tokens", "seconds", "kv_tokens"):
+        if header.count(col) > 1:
+            raise DataError(f"{name}: the header has the column {col!r} {header.count(col)} times (header: {shown})")
     for col in ("tokens", "seconds"):
         if col not in header:
-            raise DataError(f"csv={str(p)!r}: no {col!r} column (header: {','.join(header)}); "
-                            "expected tokens,seconds[,kv_tokens]")
+            raise DataError(f"{name}: no {col!r} column (header: {shown}); expected tokens,seconds[,kv_tokens]")
     if len(rows) == 1:
-        raise DataError(f"csv={str(p)!r}: header but no data rows")
+        raise DataError(f"{name}: header but no data rows")
+    bounds = {"tokens": (1, MAX_FIT_TOKENS, "a whole number of tokens"),
+              "kv_tokens": (0, MAX_FIT_KV_TOKENS, "a whole number of cached KV tokens"),
+              "seconds": (MIN_FIT_SECONDS, MAX_FIT_SECONDS, "a time in seconds")}
     cols = {c: [] for c in ("tokens", "seconds", "kv_tokens") if c in header}
     for i, r in zip(lines[1:], rows[1:]):
         if len(r) != len(header):
-            raise DataError(f"csv={str(p)!r}: line {i} has {len(r)} fields, the header {len(header)}")
+            raise DataError(f"{name}: line {i} has {len(r)} fields, the header {len(header)}")
         for c in cols:
             v = r[header.index(c)].strip()
+            shown_v = v if len(v) <= 40 else v[:37] + "..."
             try:
                 x = float(v)
             except ValueError:
-                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not a number") from None
+                raise DataError(f"{name}: line {i}, column {c!r}: {shown_v!r} is not a number") from None
             if not math.isfinite(x):
-                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not finite")
+                raise DataError(f"{name}: line {i}, column {c!r}: {shown_v!r} is not finite")
+            lo, hi, what = bounds[c]
             if c != "seconds" and x != int(x):
-                raise DataError(f"csv={str(p)!r}: line {i}, column {c!r}: {v!r} is not a whole number "
+                raise DataError(f"{name}: line {i}, column {c!r}: {shown_v!r} is not a whole number "
                                 "(token counts are integers)")
+            if x < lo:
+                raise DataError(f"{name}: line {i}, column {c!r}: {shown_v!r} is below {lo:g}; expected {what} "
+                                f">= {lo:g}")
+            if x > hi:
+                why = ("the b0 search would need a grid of more than 16,000 block sizes" if c == "tokens" else
+                       "a batch time beyond 11 days is not a measurement in seconds" if c == "seconds" else
+                       "larger counts lose precision in the least squares")
+                raise DataError(f"{name}: line {i}, column {c!r}: {shown_v!r} is above {hi:,}, the most fluidq fits "
+                                f"({why})")
             cols[c].append(x)
     if "kv_tokens" not in cols:  # t(b): one time per size, sizes in increasing order (file line numbers)
         b = cols["tokens"]
         for k in range(1, len(b)):
             if b[k] == b[k - 1]:
-                raise DataError(f"csv={str(p)!r}: lines {lines[k]} and {lines[k + 1]} both have tokens={b[k]:g} (duplicate size): "
+                raise DataError(f"{name}: lines {lines[k]} and {lines[k + 1]} both have tokens={b[k]:g} (duplicate size): "
                                 "average repeated measurements of a size into one row")
             if b[k] < b[k - 1]:
-                raise DataError(f"csv={str(p)!r}: line {lines[k + 1]} has tokens={b[k]:g} after tokens="
+                raise DataError(f"{name}: line {lines[k + 1]} has tokens={b[k]:g} after tokens="
                                 f"{b[k - 1]:g} on line {lines[k]}: sizes must be strictly increasing; sort the data rows by "
                                 "tokens (e.g. keep the header and run: sort -t, -k1,1n)")
+    need = 4 if "kv_tokens" in cols else 3
+    n = len(cols["tokens"])
+    if n < need:
+        raise DataError(f"{name}: {n} data row{'s' if n != 1 else ''}; a fit needs at least {need} measured points"
+                        + (" (with kv_tokens)" if need == 4 else " (sizes)"))
     return cols
 
 
 def run(args):
     from ...batchtime.fit import fit_batch_time
-    from ...errors import ParameterError
+    from ...errors import DataError, ParameterError
     from ..common import output_file
 
     if args.folds < 2:
@@ -90,8 +120,15 @@ def run(args):
     if args.plot:
         args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
     cols = read_fit_csv(args.csv)
-    res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
-                         folds=args.folds, loss=args.loss)
+    try:
+        res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
+                             folds=args.folds, loss=args.loss)
+    except (DataError, ParameterError) as exc:  # about the data: say which file
+        raise DataError(f"csv={str(args.csv)!r}: {exc}") from None
+    if res.kind != "tabulated" and not res.r2 >= 0:  # worse than the mean time: no form describes the data
+        raise DataError(f"csv={str(args.csv)!r}: no batch-time form fits these times: the best ({res.kind}: {res.model.describe()}) "
+                        f"has R^2 = {res.r2:.3g} < 0 (worse than their mean); do the times increase with the batch "
+                        "size? (--kind tabulated interpolates any data)")
     lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens",
              f"model           {res.kind}: {res.model.describe()}",
              f"R^2             {res.r2:.5f}",

@@ -1,6 +1,8 @@
 """``fluidq pars``: train, evaluate and save a PARS length ranker (pairwise learning-to-rank)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import CliError, emit
@@ -31,8 +33,6 @@ def register(sub):
 
 
 def run(args):
-    import math
-
     from ...errors import ParameterError
     from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
     from ..common import output_file, reject_ignored
@@ -57,6 +57,12 @@ def run(args):
         models = [m.strip() for m in args.cross.split(",") if m.strip()]
         if len(models) < 2:
             raise CliError("--cross: give at least two comma-separated models")
+    from ...predict.data import BUILTIN_LENGTHS
+
+    if str(args.data) not in BUILTIN_LENGTHS:
+        _input("--data", args.data, "length table")
+    if args.load:
+        _input("--load", args.load, "saved ranker")
     delta = 0.2 if args.delta is None else args.delta
     ds = load_lengths(args.data, unit=args.unit)
     model = args.model or ds.models[0]
@@ -73,8 +79,12 @@ def run(args):
              f"model       {model}",
              f"ranker      {rk.backbone.to_dict()}, {rk.info.get('n_pairs', '?')} pairs, "
              f"fit {rk.info.get('fit_seconds', float('nan')):.2f} s",
-             f"tau_b       {ev.tau_b:.3f} on {ev.n_test} held-out prompts "
-             f"(prompt length alone: {ev.baseline_tau_b:.3f})"]
+             f"tau_b       {_tau(ev.tau_b)} on {ev.n_test} held-out prompts "
+             f"(prompt length alone: {_tau(ev.baseline_tau_b)})"]
+    why = _undefined_tau(ev, L[te], [ds.prompts[i] for i in te])
+    if why:
+        lines.append(f"            – : tau_b is undefined: {why}")
+        out["evaluation"]["tau_b_undefined"] = why
     if args.save:
         rk.save(args.save)
         lines.append(f"saved       {args.save}")
@@ -96,5 +106,47 @@ def _cross_table(models, tau) -> str:
     lines = ["cross-model tau_b (rows: trained on, columns: ranked)",
              f"{corner:<{w}}  " + " ".join(f"{m:>{c}}" for m, c in zip(models, cw))]
     for m, row in zip(models, tau):
-        lines.append(f"{m:<{w}}  " + " ".join(f"{v:>{c}.3f}" for v, c in zip(row, cw)))
+        lines.append(f"{m:<{w}}  " + " ".join(f"{_tau(v):>{c}}" for v, c in zip(row, cw)))
+    if any(not math.isfinite(v) for row in tau for v in row):
+        lines.append("– : tau_b is undefined (all the held-out lengths of that model, or all the scores, are equal)")
     return "\n".join(lines)
+
+
+def _tau(v) -> str:
+    """tau_b to 3 decimals, or '–' where it is undefined (NaN: every length or every score ties)."""
+    return f"{v:.3f}" if math.isfinite(v) else "–"
+
+
+def _undefined_tau(ev, lengths, prompts) -> str:
+    """Why the ranker's or the baseline's tau_b is undefined, or '' when both are numbers."""
+    L = np.asarray(lengths, float)
+    L = L[np.isfinite(L)]
+    if math.isfinite(ev.tau_b) and math.isfinite(ev.baseline_tau_b):
+        return ""
+    if L.size and np.all(L == L[0]):
+        return f"all {L.size} held-out lengths are equal ({L[0]:g}), so no pair of them can be ordered"
+    parts = []
+    if not math.isfinite(ev.tau_b):
+        parts.append("the ranker gives every held-out prompt the same score")
+    if not math.isfinite(ev.baseline_tau_b):
+        same = len({len(p) for p in prompts}) == 1
+        parts.append("every held-out prompt has the same length" + (" (empty prompts?)" if same and not prompts[0]
+                                                                     else ""))
+    return "; ".join(parts)
+
+
+def _input(option: str, path, what: str) -> None:
+    """Refuse a FIFO, a device, a loop... as ``option`` before anything reads it (a missing file is
+    left to the reader, which names the built-in tables)."""
+    import os
+
+    from ..._io import input_file
+
+    try:
+        os.lstat(str(path))
+    except FileNotFoundError:
+        if option == "--data":
+            return
+    except (OSError, ValueError):
+        pass
+    input_file(option, path, what=what)
