@@ -239,11 +239,13 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     else:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)
+        window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
+                  and type(pol.order).order is Ordering.order and not initial and not record_batches)
         out = run_generic(arr_l, P_l, D_l, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
                           horizon=hz, record=record_iterations, check=check_batches,
                           kv_cap=engine.kv_capacity_tokens, preemption=preemption,
                           swap_s_per_token=swap_s_per_token, record_batches=record_batches,
-                          initial=tuple(initial), progress=progress)
+                          initial=tuple(initial), progress=progress, window=window)
     n0 = len(initial)
     if n0:
         a0 = np.array([float(r.arrival_s) for r in initial])
@@ -285,6 +287,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         swap_tokens=int(out.get("swap_tokens", 0)), rejected=int(out.get("rejected", 0)),
         peak_kv_tokens=int(out.get("peak_kv_tokens", 0)), blocked=int(out["n_blocked"]), iterations=its,
         batches=tuple(out["batches"]) if out.get("batches") is not None else None, warmup_s=warmup_s,
+        examined=int(out.get("examined", 0)),
         inputs={"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
                 {"explicit_requests": int(len(arr) - n0)}, "policy": getattr(pol, "name", repr(pol)),
                 "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast" if use_fast else "generic",

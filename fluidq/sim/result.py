@@ -64,6 +64,10 @@ class SimResult:
         non-chunking scheduler); they stay in the system, which is then unstable by construction.
     method : str
         ``"fast"`` (event-skipping FCFS kernel) or ``"generic"`` (``policy.select`` per iteration).
+    examined : int
+        Generic path: the requests shown to the policy, summed over its ``select`` calls (the
+        kernel's cost; 0 on the fast path).  A built-in FCFS scheduler is shown only the requests it
+        could touch, so this grows linearly with the run even when the queue grows without bound.
 
     Notes
     -----
@@ -95,6 +99,7 @@ class SimResult:
     iterations: dict | None = None
     batches: tuple | None = field(default=None, repr=False)
     warmup_s: float = 0.0
+    examined: int = 0
     inputs: dict = field(default_factory=dict, repr=False)
 
     # ----------------------------------------------------------------- derived
