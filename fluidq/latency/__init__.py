@@ -246,6 +246,13 @@ class LatencyComparison:
             rows.append(f"| {p} | " + " | ".join(cells) + " |")
         lines += rows
         done = {p: self.values[p]["finished_fraction"][i][0] for p in self.policies}
+        empty = [p for p, f in done.items() if f != f]
+        if empty:
+            h, wf = self.inputs.get("horizon_s"), self.inputs.get("warmup_frac", 0.0)
+            expect = (f" (about {self.rates_per_s[i] * h * (1 - wf):.3g} expected at {self.rates_per_s[i]:.3g} "
+                      f"req/s over the {h * (1 - wf):g} s after the warm-up)") if h else ""
+            lines += ["", f"note: no request arrived after the warm-up within the horizon under {', '.join(empty)}"
+                          f"{expect}: the latencies are undefined (–); raise the load or lengthen horizon_s"]
         low = {p: f for p, f in done.items() if f == f and f < min_finished}
         if low:
             worst = min(low, key=low.get)
@@ -285,6 +292,61 @@ class LatencyComparison:
         return plot_latency_vs_load(self, metric=metric, ax=ax, path=path)
 
 
+#: Most requests an ordering may be shown over one run, summed over its iterations (an estimate):
+#: these orderings read the whole queue every iteration, so an overloaded run costs
+#: iterations x queue length (about 0.3 microseconds per request read).
+MAX_EXAMINED = 5_000_000_000
+
+
+def _load_rates(engine, workload, loads):
+    """``(capacity tokens/s, capacity requests/s, arrival rate per load)``.
+
+    Loads are fractions of the token capacity b_max/t(b_max) of the engine without its KV cache: memory
+    is what the orderings are compared under, not part of the load's definition (a KV-limited
+    capacity would make "load 0.9" a different rate for every cache size); a context-aware batch
+    time is taken at the workload's mean decode context, as max_throughput evaluates it.
+    """
+    from ..capacity import full_batch_rate
+
+    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
+                          else engine, workload)[0]
+    cap_req = tok / workload.mean_tokens
+    return tok, cap_req, tuple(ld * cap_req for ld in loads)
+
+
+def _check_comparison_size(engine, workload, horizon_s, load, n_replications, per_replication=1, names=None):
+    """Refuse a comparison too large to run (see :func:`fluidq.sim.core.check_size`), before any work.
+
+    ``workload`` is at the highest rate, ``load`` the highest load; ``per_replication`` runs (policies x
+    loads) are made per replication.  ``names`` maps ``"horizon_s"`` and ``"n_replications"`` to the
+    caller's names (CLI flags).
+
+    Besides the per-run and total limits of the simulator, an overloaded run (``load > 1``) is
+    estimated at ``(horizon / t(b_max)) x (1 - 1/load) x arrivals / 2`` requests read by the ordering
+    (full batches, a queue growing linearly) and refused above :data:`MAX_EXAMINED`.
+    """
+    from ..sim.core import MAX_RUNS, MAX_TOTAL_ARRIVALS, _n, check_size
+
+    nm = {"horizon_s": "horizon_s", "n_replications": "n_replications", **(names or {})}
+    size = check_size(engine, workload, horizon_s, None, names=nm)
+    runs = n_replications * per_replication
+    if runs > MAX_RUNS or not runs * size["arrivals"] <= MAX_TOTAL_ARRIVALS:
+        raise ParameterError(nm["n_replications"], n_replications,
+                             f"at most {MAX_RUNS:,} runs and {MAX_TOTAL_ARRIVALS:,} arrivals over all of them",
+                             f"{n_replications:,} x {per_replication} policies and loads = {runs:,} runs of up to "
+                             f"{_n(size['arrivals'])} arrivals would have {_n(runs * size['arrivals'])}")
+    if load > 1:
+        bt = engine.batch_time.base if hasattr(engine.batch_time, "base") else engine.batch_time
+        t_full = float(np.asarray(bt(np.array([float(engine.b_max)])), dtype=float)[0])
+        reads = (horizon_s / t_full) * (1 - 1 / load) * size["arrivals"] / 2 if t_full > 0 else math.inf
+        if not reads <= MAX_EXAMINED:
+            raise ParameterError(nm["horizon_s"], horizon_s, f"a run whose orderings read at most {MAX_EXAMINED:.3g} "
+                                 "queued requests", f"at load {load:g} the queue grows without bound and each "
+                                 f"run would read about {_n(reads)} (every iteration reads the whole queue); "
+                                 "shorten the horizon or keep the loads <= 1")
+    return size
+
+
 def compare_orderings(engine: Engine, workload: Workload, policies=None, *, loads=(0.5, 0.7, 0.9),
                       horizon_s: float = 300.0, n_replications: int = 2, warmup_frac: float = 0.1, rng=None,
                       preemption: str = "recompute", swap_s_per_token: float | None = None, tau: float = 0.6,
@@ -316,6 +378,13 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     Returns
     -------
     LatencyComparison
+
+    Notes
+    -----
+    A comparison too large to run is refused before any work (a ParameterError saying the size it
+    would have): at most :data:`fluidq.sim.core.MAX_ARRIVALS` arrivals per run at the highest
+    load, :data:`fluidq.sim.core.MAX_TOTAL_ARRIVALS` over all runs, and for an overloaded load an
+    estimate of the queue reads below :data:`MAX_EXAMINED`.
     """
     from ..sim import simulate
 
@@ -335,16 +404,9 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     if policies is None or (not isinstance(policies, dict)):
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
-    # loads are fractions of the token capacity b_max/t(b_max) of the engine without its KV cache: memory
-    # is what the orderings are compared under, not part of the load's definition (a KV-limited
-    # capacity would make "load 0.9" a different rate for every cache size)
-    from ..capacity import full_batch_rate
-
-    # (a context-aware batch time at the workload's mean decode context, as max_throughput evaluates it)
-    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
-                          else engine, workload)[0]
-    cap_req = tok / workload.mean_tokens
-    rates = tuple(ld * cap_req for ld in loads)
+    tok, cap_req, rates = _load_rates(engine, workload, loads)
+    _check_comparison_size(engine, workload.with_rate(max(rates)), horizon_s, max(loads), n_replications,
+                           len(policies) * len(loads))
     if not (rng is None or isinstance(rng, np.random.SeedSequence)):
         rng = integer("rng", rng, minimum=0)  # a seed: numpy rejects negative ones with a bare ValueError
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)

@@ -29,10 +29,24 @@ reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) is
 
 A request whose prompt plus output exceeds the capacity can never finish; it is rejected at
 arrival (counted in ``rejected``), never admitted.
+
+Cost.  ``policy.select`` reads every request in its view, so a view of the whole queue would make
+each iteration cost O(queue) and an overloaded run O(horizon^2).  For a built-in
+:class:`~fluidq.policies.Scheduler` whose ordering keeps arrival order (FCFS), the kernel shows the
+policy only the requests it could touch: every request that has been served (or holds or held KV)
+plus the ``min(b_max, k_max) + 1`` oldest waiting ones that it could admit (such a scheduler takes
+waiting prompts head-of-line, each costing at least one token and one slot of the batch, so it
+never reaches further).  The rest wait in a FIFO (O(1) per arrival); a waiting prompt that the
+scheduler reports it can never schedule (``Batch.blocked``) is set aside once reported.  The
+batches, and so the results, are the same as with the whole queue in view (the tests check it);
+the count of requests shown to the policy is returned as ``examined``.  Other policies and
+orderings see the whole queue (their order may depend on every request).
 """
 from __future__ import annotations
 
 import math
+
+from collections import deque
 
 from ..errors import FluidqError
 from ..policies.base import Batch, QueueView, RequestState, batch_violations
@@ -62,7 +76,13 @@ def _may_evict_hook(policy):
 
 def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                 preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
-                progress=None):
+                progress=None, window=False):
+    """Simulate; return a dict of plain lists.
+
+    ``window=True`` (only for a built-in FCFS :class:`~fluidq.policies.Scheduler`, without ``initial``
+    residents or batch records) shows the policy the served requests and the oldest waiting ones it
+    could admit, not the whole queue (see the module's notes); the results are the same.
+    """
     n = len(arr)
     n0 = len(initial)
     N = n0 + n
@@ -91,6 +111,16 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     if record and kv_cap is not None:
         rec["kv_used"] = []
     work = 0
+    examined = 0  # requests shown to the policy, summed over select calls (the kernel's cost)
+    pending: deque = deque()  # with window: waiting requests not yet shown to the policy, in arrival order
+    n_fresh = 0  # with window: requests in view never served that the policy could admit
+    n_parked = 0  # with window: waiting requests reported blocked (never schedulable), set aside
+    hidden_demand = 0  # prompt tokens of the pending and parked requests
+    if window:
+        b_eff, k_eff = policy.budgets(QueueView(requests=(), now_s=0.0, b_max=b_max, k_max=k_max))
+        w_size = int(min(b_eff, k_eff)) + 1
+        # a prompt that a non-chunking scheduler can never fit does not count towards the window
+        never_fits = INF if (policy.chunked or policy.chunk_long_prompts) else b_eff
     for j, r0 in enumerate(initial):
         r = RequestState(rid=j, arrival_s=float(r0.arrival_s), prompt_tokens=int(r0.prompt_tokens),
                          output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled), decoded=int(r0.decoded),
@@ -132,7 +162,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
 
     def admit_arrivals(t):
         """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
-        nonlocal na, rejected, work
+        nonlocal na, rejected, work, hidden_demand
         while na < n and arr[na] <= t:
             i = na
             na += 1
@@ -141,18 +171,32 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 rejected += 1
                 continue
             r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
-            residents.append(r)
+            if window:
+                pending.append(r)
+                hidden_demand += r.prompt_tokens
+            else:
+                residents.append(r)
             by_id[rid] = r
             kv[rid] = 0
             work += P[i] + D[i]
             bt.append(arr[i])
-            bn.append(len(residents) + len(swapped))
+            bn.append(len(residents) + len(swapped) + len(pending) + n_parked)
             bw.append(work)
+
+    def show_waiting():
+        """Move waiting requests into view until it holds ``w_size`` the policy could admit."""
+        nonlocal n_fresh, hidden_demand
+        while pending and n_fresh < w_size:
+            r = pending.popleft()
+            residents.append(r)
+            hidden_demand -= r.prompt_tokens
+            if r.prompt_tokens <= never_fits:
+                n_fresh += 1
 
     while True:
         admit_arrivals(t)
         bt.append(t)
-        bn.append(len(residents) + len(swapped))
+        bn.append(len(residents) + len(swapped) + len(pending) + n_parked)
         bw.append(work)
         if t >= horizon:
             break
@@ -169,6 +213,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             extra_s += held * swap_s_per_token
             residents.append(r)
             residents.sort(key=lambda q: (q.arrival_s, q.rid))
+        if window:
+            show_waiting()
         if not residents:
             if na >= n:
                 break
@@ -184,6 +230,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             visible = [q for q in residents if kv[q.rid] > 0] if hide_new else residents
             view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max,
                              kv_free_tokens=None if kv_cap is None else kv_cap - used)
+            unseen = 0 if hide_new else hidden_demand  # demand of the waiting requests not in view
+            examined += len(visible)
             batch = policy.select(view)
             if check:
                 bad = batch_violations(batch, view)
@@ -191,6 +239,16 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
             if batch.blocked:
                 blocked_ids.update(batch.blocked)
+                if window:  # never schedulable: reported once, then set aside (still in the system)
+                    gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
+                    if gone:
+                        for q in residents:
+                            if q.rid in gone:
+                                n_parked += 1
+                                hidden_demand += q.prompt_tokens
+                                if q.prompt_tokens <= never_fits:  # pragma: no cover - it blocks only those
+                                    n_fresh -= 1
+                        residents = [q for q in residents if q.rid not in gone]
             if kv_cap is None:
                 break
             dc = batch.decode
@@ -273,7 +331,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             rec["decode_tokens"].append(batch.decode_tokens)
             rec["requests"].append(batch.n_requests)
             rec["batch_s"].append(tau + extra_s)
-            rec["demand"].append(view.demand)
+            rec["demand"].append(view.demand + unseen)
             if not ks:
                 kvr = sum(by_id[rid].prefilled + by_id[rid].decoded - by_id[rid].recompute_tokens
                           for rid in batch.decode)
@@ -296,6 +354,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             r = by_id[rid]
             if fs[rid] != fs[rid]:
                 fs[rid] = t0
+                if window and rid >= n0:
+                    n_fresh -= 1
             r.prefilled += m
             if r.first_scheduled_s != r.first_scheduled_s:
                 r.first_scheduled_s = t0
@@ -336,4 +396,5 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             "backlog": (bt, bn, bw), "iterations": n_iter, "busy_s": busy, "mixed_iterations": mixed_iters,
             "tokens_served": tok_served, "records": rec, "end_s": t, "n_blocked": len(blocked_ids), "n_arrived": na,
             "preemptions_per_request": npre, "preemptions": preemptions, "wasted_tokens": wasted,
-            "swap_tokens": swap_tokens, "rejected": rejected, "peak_kv_tokens": peak_kv, "batches": batches}
+            "swap_tokens": swap_tokens, "rejected": rejected, "peak_kv_tokens": peak_kv, "batches": batches,
+            "examined": examined}

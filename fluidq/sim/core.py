@@ -13,12 +13,31 @@ from ..errors import ParameterError
 from ..policies import resolve_policy
 from ..policies.orderings import Ordering
 from ..policies.schedulers import Scheduler
-from ..workload import Workload
+from ..workload import Gamma, Workload
 from ._fast import run_fast
 from ._generic import PolicyError, run_generic
 from .result import SimResult
 
-__all__ = ["PolicyError", "fast_path_applies", "simulate"]
+__all__ = ["MAX_ARRIVALS", "MAX_ITERATIONS", "MAX_RUNS", "MAX_TOTAL_ARRIVALS", "MIN_HORIZON_S", "PolicyError", "check_size",
+           "fast_path_applies", "run_size", "simulate"]
+
+#: Most arrivals one run may have (each costs about 100 bytes of per-request records, and the kernels
+#: keep them in Python lists: 2e7 arrivals need a few GB).
+MAX_ARRIVALS = 20_000_000
+#: Most iterations one run may take (the clock advances once per iteration on both kernels).
+MAX_ITERATIONS = 100_000_000
+#: Most arrivals over all the runs of one call (replications x loads x policies); the runs are kept.
+MAX_TOTAL_ARRIVALS = 100_000_000
+#: Most runs of one call (replications): each is kept for the verdict.
+MAX_RUNS = 100_000
+#: Shortest horizon: a shorter run serves nothing and its backlog slope cannot be fitted.
+MIN_HORIZON_S = 1e-6
+#: Longest run, in shortest batch times: beyond 2**36 of them the clock (a float) cannot resolve a
+#: batch time to better than 2**-16 of itself.
+MAX_CLOCK_STEPS = 2 ** 36
+#: Gamma arrivals: coefficients of variation that sampling can represent (the shape is 1/cv^2; above
+#: about 20 nearly every gap is 0.0 in floating point and drawing a horizon's arrivals may not end).
+GAMMA_CV_RANGE = (1e-3, 20.0)
 
 
 def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
@@ -36,6 +55,104 @@ def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
     if engine.kv_capacity_tokens is not None:
         return False, "KV-cache memory is modelled on the generic path"
     return True, "built-in scheduler with FCFS order"
+
+
+def _shortest_batch_s(engine: Engine) -> float:
+    bt = engine.batch_time.base if isinstance(engine.batch_time, ContextAware) else engine.batch_time
+    try:
+        t1 = float(np.min(np.asarray(bt(np.array([1.0, float(engine.b_max)])), dtype=float)))
+    except Exception:  # noqa: BLE001 - a user's batch time: _tau_table reports it
+        return math.nan
+    return t1
+
+
+def run_size(engine: Engine, workload, horizon_s: float | None = None, n_requests: int | None = None) -> dict:
+    """The expected size of one run: ``{"arrivals", "duration_s", "iterations"}`` (floats; may be inf).
+
+    ``arrivals`` is ``rate x horizon_s`` (or ``n_requests``, or the explicit rows); ``duration_s`` the
+    simulated time (the horizon, or ``n_requests / rate``); ``iterations`` an upper bound: at most
+    one per shortest batch time ``t(1)`` of the duration, and at most one per token of work (every
+    iteration serves at least one).  Nothing is sampled.
+    """
+    t1 = _shortest_batch_s(engine)
+    if isinstance(workload, Workload):
+        rate = workload.arrival_rate_per_s
+        with np.errstate(over="ignore"):
+            arrivals = rate * horizon_s if horizon_s is not None else math.inf
+            if n_requests is not None:
+                arrivals = min(arrivals, float(n_requests))
+            if workload.trace is not None:
+                arrivals = min(arrivals, float(len(workload.trace)))
+            duration = horizon_s if horizon_s is not None else arrivals / rate
+            tokens = arrivals * workload.mean_tokens
+    elif isinstance(workload, Mapping):
+        try:
+            a = np.asarray(workload["arrival_s"], dtype=float)
+            tok = float(np.sum(workload["prompt_tokens"]) + np.sum(workload["output_tokens"]))
+        except (KeyError, TypeError, ValueError):
+            return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}  # _requests names the problem
+        arrivals = float(a.size)
+        duration = horizon_s if horizon_s is not None else (float(np.max(a)) if a.size else 0.0)
+        tokens = tok
+    else:
+        return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}
+    steps = duration / t1 + 1 if t1 > 0 else math.inf
+    return {"arrivals": float(arrivals), "duration_s": float(duration), "iterations": float(min(steps, tokens + 1))}
+
+
+def check_size(engine: Engine, workload, horizon_s: float | None = None, n_requests: int | None = None, *,
+               runs: int = 1, names: Mapping | None = None, blame: tuple | None = None) -> dict:
+    """Refuse, before any work, a run too large to simulate; return :func:`run_size`.
+
+    Limits: :data:`MAX_ARRIVALS` arrivals and :data:`MAX_ITERATIONS` iterations per run,
+    :data:`MAX_TOTAL_ARRIVALS` over ``runs`` runs, a horizon of at least :data:`MIN_HORIZON_S` and a
+    duration of at most :data:`MAX_CLOCK_STEPS` shortest batch times.  The error names the
+    parameter (``names`` maps ``"horizon_s"``, ``"n_requests"``, ``"runs"`` to the caller's names, e.g.
+    CLI flags; ``blame=(name, value)`` names another parameter for too many arrivals or iterations,
+    e.g. the rate the user gave) and says the size the run would have.
+    """
+    nm = {"horizon_s": "horizon_s", "n_requests": "n_requests", "runs": "runs", **(names or {})}
+    if horizon_s is not None and horizon_s < MIN_HORIZON_S:
+        raise ParameterError(nm["horizon_s"], horizon_s, f"a horizon >= {MIN_HORIZON_S:g} s",
+                             "a shorter run serves nothing (no batch ends within it) and its backlog slope "
+                             "cannot be fitted")
+    size = run_size(engine, workload, horizon_s, n_requests)
+    who, val = blame or ((nm["horizon_s"], horizon_s) if horizon_s is not None else (nm["n_requests"], n_requests))
+    rate = workload.arrival_rate_per_s if isinstance(workload, Workload) else None
+    at = f" at {rate:.4g} req/s" if rate is not None else ""
+    if not size["arrivals"] <= MAX_ARRIVALS:
+        raise ParameterError(who, val, f"a run of at most {MAX_ARRIVALS:,} arrivals",
+                             f"it would have {_n(size['arrivals'])} arrivals{at} over {_n(size['duration_s'])} s; "
+                             "shorten the run or lower the rate")
+    t1 = _shortest_batch_s(engine)
+    if t1 > 0 and not size["duration_s"] <= MAX_CLOCK_STEPS * t1:
+        raise ParameterError(who, val, f"a run of at most {MAX_CLOCK_STEPS * t1:.3g} simulated seconds "
+                             f"(2^36 shortest batch times t(1) = {t1:.3g} s)",
+                             f"it would last {_n(size['duration_s'])} s{at}, too long for the clock to resolve "
+                             "a batch time")
+    if not size["iterations"] <= MAX_ITERATIONS:
+        raise ParameterError(who, val, f"a run of at most {MAX_ITERATIONS:,} iterations",
+                             f"it could take {_n(size['iterations'])} iterations ({_n(size['duration_s'])} s of "
+                             f"batches of at least {t1:.3g} s, {_n(size['arrivals'])} arrivals); shorten the run")
+    runs = integer(nm["runs"], runs, minimum=1, maximum=MAX_RUNS, why="every run is kept in memory")
+    if runs > 1 and not runs * size["arrivals"] <= MAX_TOTAL_ARRIVALS:
+        raise ParameterError(nm["runs"], runs, f"at most {MAX_TOTAL_ARRIVALS:,} arrivals over all runs",
+                             f"{runs:,} runs of {_n(size['arrivals'])} arrivals would have "
+                             f"{_n(runs * size['arrivals'])}; fewer runs or shorter ones")
+    return size
+
+
+def _n(x: float) -> str:
+    """A size for a message: ``1.5e+27``, or ``more than 1.8e+308`` where it overflowed."""
+    return f"{x:.3g}" if math.isfinite(x) else "more than 1.8e+308"
+
+
+def check_gamma_cv(cv, name: str = "cv") -> float:
+    """``cv`` of :class:`~fluidq.Gamma` arrivals, refused outside :data:`GAMMA_CV_RANGE`."""
+    lo, hi = GAMMA_CV_RANGE
+    return real(name, cv, minimum=lo, maximum=hi,
+                why=f"gamma inter-arrival times of shape 1/cv^2 can be drawn for cv in [{lo:g}, {hi:g}]: below, "
+                    "they are periodic (use periodic arrivals); above, nearly every gap is 0 in floating point")
 
 
 def _requests(workload, rng, horizon_s, n_requests):
@@ -196,6 +313,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     n_requests = integer("n_requests", n_requests, minimum=1, allow_none=True)
     if horizon_s is None and n_requests is None:
         raise ParameterError("horizon_s", None, "a horizon in seconds or a number of requests n_requests")
+    if isinstance(workload, Workload) and isinstance(workload.arrival, Gamma):
+        check_gamma_cv(workload.arrival.cv, "workload.arrival.cv")
+    check_size(engine, workload, horizon_s, n_requests)
     if method not in ("auto", "fast", "generic"):
         raise ParameterError("method", method, "'auto', 'fast' or 'generic'")
     if preemption not in ("recompute", "swap"):
@@ -239,11 +359,13 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     else:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)
+        window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
+                  and type(pol.order).order is Ordering.order and not initial and not record_batches)
         out = run_generic(arr_l, P_l, D_l, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
                           horizon=hz, record=record_iterations, check=check_batches,
                           kv_cap=engine.kv_capacity_tokens, preemption=preemption,
                           swap_s_per_token=swap_s_per_token, record_batches=record_batches,
-                          initial=tuple(initial), progress=progress)
+                          initial=tuple(initial), progress=progress, window=window)
     n0 = len(initial)
     if n0:
         a0 = np.array([float(r.arrival_s) for r in initial])
@@ -285,6 +407,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         swap_tokens=int(out.get("swap_tokens", 0)), rejected=int(out.get("rejected", 0)),
         peak_kv_tokens=int(out.get("peak_kv_tokens", 0)), blocked=int(out["n_blocked"]), iterations=its,
         batches=tuple(out["batches"]) if out.get("batches") is not None else None, warmup_s=warmup_s,
+        examined=int(out.get("examined", 0)),
         inputs={"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
                 {"explicit_requests": int(len(arr) - n0)}, "policy": getattr(pol, "name", repr(pol)),
                 "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast" if use_fast else "generic",

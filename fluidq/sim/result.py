@@ -28,6 +28,16 @@ def _stats(x: np.ndarray) -> dict:
             "p99": float(q[2]), "max": float(x.max())}
 
 
+def _fittable(g: np.ndarray) -> bool:
+    """Whether a line can be fitted on the time grid ``g``: finite, and its points distinct at float
+    precision after centring (a window of a few subnormal seconds is not: least squares fails)."""
+    if not (np.all(np.isfinite(g)) and g[-1] > g[0]):
+        return False
+    c = g - g.mean()
+    return bool(np.all(np.diff(g) > 0) and np.all(np.isfinite(c * c)) and float(np.dot(c, c)) > 0
+                and (g[-1] - g[0]) > 1e-12 * max(abs(g[-1]), 1e-300))
+
+
 @dataclass(frozen=True, eq=False)
 class SimResult:
     """One simulated run of an engine under a scheduler.
@@ -64,6 +74,10 @@ class SimResult:
         non-chunking scheduler); they stay in the system, which is then unstable by construction.
     method : str
         ``"fast"`` (event-skipping FCFS kernel) or ``"generic"`` (``policy.select`` per iteration).
+    examined : int
+        Generic path: the requests shown to the policy, summed over its ``select`` calls (the
+        kernel's cost; 0 on the fast path).  A built-in FCFS scheduler is shown only the requests it
+        could touch, so this grows linearly with the run even when the queue grows without bound.
 
     Notes
     -----
@@ -95,6 +109,7 @@ class SimResult:
     iterations: dict | None = None
     batches: tuple | None = field(default=None, repr=False)
     warmup_s: float = 0.0
+    examined: int = 0
     inputs: dict = field(default_factory=dict, repr=False)
 
     # ----------------------------------------------------------------- derived
@@ -141,7 +156,7 @@ class SimResult:
         t = self.backlog["t_s"]
         y = self.backlog[key].astype(float)
         s = self.warmup_s if start_s is None else float(start_s)
-        if t.size < 2 or self.end_s <= s:
+        if t.size < 1 or self.end_s <= s:  # no time to average over
             return math.nan
         edges = np.clip(np.append(t, self.end_s), s, self.end_s)
         return float(np.sum(y * np.diff(edges)) / (self.end_s - s))
@@ -156,9 +171,9 @@ class SimResult:
         """Least-squares slope (per second) of ``backlog[key]`` over the last ``1 - start_frac`` of the run."""
         t0 = start_frac * self.end_s
         g = np.linspace(t0, self.end_s, points)
-        y = self.backlog_at(g, key)
-        if g[-1] <= g[0]:
+        if not _fittable(g):
             return math.nan
+        y = self.backlog_at(g, key)
         return float(np.polyfit(g, y, 1)[0])
 
     def offered(self, start_frac: float = 0.0) -> dict:
@@ -206,7 +221,7 @@ class SimResult:
                             points: int = 200) -> float:
         """Slope of :meth:`fluid_backlog`, fitted exactly as :meth:`backlog_slope` fits the simulated one."""
         g = np.linspace(start_frac * self.end_s, self.end_s, points)
-        if g[-1] <= g[0]:
+        if not _fittable(g):
             return math.nan
         return float(np.polyfit(g, self.fluid_backlog(capacity_tokens_per_s, g), 1)[0])
 

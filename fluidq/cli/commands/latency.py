@@ -72,6 +72,9 @@ def run(args):
 
     if not keys:
         raise ParameterError("--orderings", args.orderings, "comma-separated orderings, e.g. fcfs,pars")
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ParameterError("--orderings", args.orderings, "distinct orderings", f"{', '.join(twice)} given twice")
     for k in keys:
         if k not in POLICY_KEYS:
             raise UnknownNameError("policy key (--orderings)", k, POLICY_KEYS)
@@ -132,6 +135,11 @@ def run(args):
         raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
                              f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
                              "prompt + output, at its end)")
+    from ...latency import _check_comparison_size, _load_rates
+
+    rates = _load_rates(engine, workload, loads)[2]
+    _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
+                           len(keys) * len(loads), names={"horizon_s": "--horizon", "n_replications": "--replications"})
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
     res = compare_orderings(engine, workload, pols, loads=loads, horizon_s=args.horizon,

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 
 from ...errors import ParameterError
+from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
@@ -116,6 +117,11 @@ def _check_flags(args):
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
         raise ParameterError("--replications", args.replications, "an integer >= 1 (>= 2 adds the verdict)")
+    if args.replications > MAX_RUNS:
+        raise ParameterError("--replications", args.replications, f"an integer <= {MAX_RUNS:,}",
+                             "every run is kept in memory for the verdict")
+    if args.cv is not None:
+        check_gamma_cv(args.cv, "--cv")
     if not (finite(args.warmup) and args.warmup >= 0):
         raise ParameterError("--warmup", args.warmup, "a finite number of seconds >= 0")
     if args.horizon is not None and args.warmup >= args.horizon:
@@ -126,6 +132,9 @@ def _check_flags(args):
 
 
 def _replay_line(rw) -> str:
+    if not rw["window_s"] > 0:  # NaN or 0: no arrival replayed, no window to divide by
+        return (f"replayed  {rw['arrivals']} arrivals: no replayed window, so no effective rate or load (–) "
+                "(a replay starts at the trace's beginning)")
     return (f"replayed  {rw['arrivals']} arrivals in {rw['window_s']:g} s = {rw['requests_per_s']:.3g} req/s, "
             f"{rw['tokens_per_s']:,.0f} tokens/s: effective load {rw['effective_load']:.3f} "
             "(a replay starts at the trace's beginning)")
@@ -150,6 +159,14 @@ def run(args):
     # a trace replays at its own rate unless --rate/--load say otherwise; 1.0 is a placeholder that the
     # default load of 0.9 replaces below
     base = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
+    if engine.kv_capacity_tokens is not None:
+        from ...capacity import min_footprint_tokens
+
+        small = min_footprint_tokens(base)
+        if small is not None and small > engine.kv_capacity_tokens:
+            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
+                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                                 "prompt + output, at its end)")
     if args.rate is None and (args.trace is None or args.load is not None):
         load = 0.9 if args.load is None else args.load
         base = base.with_rate(load * max_throughput(engine, base).requests_per_s)
@@ -166,6 +183,13 @@ def run(args):
     horizon = args.horizon
     if horizon is None and args.requests is None:
         horizon = 90.0
+    # refuse a run too large to simulate before drawing its arrivals; blame the flag the user typed
+    blame = None
+    if args.horizon is None and args.requests is None:
+        blame = ("--rate", args.rate) if args.rate is not None else (("--load", args.load) if args.load is not None
+                                                                     else None)
+    check_size(engine, base, horizon, args.requests, runs=args.replications, blame=blame,
+               names={"horizon_s": "--horizon", "n_requests": "--requests", "runs": "--replications"})
     # the arrivals every policy sees (simulate draws the same ones from the same seed)
     arr_s, p_tok, d_tok = base.sample(np.random.default_rng(args.seed), horizon_s=horizon, n=args.requests)
     if horizon is None and args.warmup > 0 and (len(arr_s) == 0 or args.warmup > float(arr_s[-1])):
@@ -234,13 +258,36 @@ def run(args):
     hdr = (f"{'policy':<18} {'done':>7} {'in sys':>7} {'mean L':>8} {'slope tok/s':>12} {'req/s':>7} "
            f"{'TTFT p50':>9} {'TTFT p99':>9} {'TTLT p50':>9} {'TTLT p99':>9} {'TPOT ms':>8} {'busy':>5} {'mixed':>5}")
     lines.append(hdr)
+    undefined: dict = {}  # column -> policies where it has no value (printed as –)
+
+    def cell(name, col, v, width, spec):
+        if v is None or not math.isfinite(v):
+            undefined.setdefault(col, []).append(name)
+            return f"{'–':>{width}}"
+        return f"{v:>{width}{spec}}"
+
     for name, e in out["policies"].items():
         s = e["summary"]
+        tpot = s["tpot_s_mean"]
         lines.append(f"{name:<18} {s['finished']:>7} {s['final_requests_in_system']:>7} "
-                     f"{s['mean_requests_in_system']:>8.1f} {s['token_backlog_slope_per_s']:>12.1f} "
-                     f"{s['throughput_requests_per_s']:>7.2f} {s['ttft_s_p50']:>9.3f} {s['ttft_s_p99']:>9.3f} "
-                     f"{s['ttlt_s_p50']:>9.3f} {s['ttlt_s_p99']:>9.3f} {1e3 * s['tpot_s_mean']:>8.1f} "
-                     f"{s['busy_fraction']:>5.2f} {s['mixed_batch_fraction']:>5.2f}")
+                     f"{cell(name, 'mean L', s['mean_requests_in_system'], 8, '.1f')} "
+                     f"{cell(name, 'slope', s['token_backlog_slope_per_s'], 12, '.1f')} "
+                     f"{cell(name, 'req/s', s['throughput_requests_per_s'], 7, '.2f')} "
+                     f"{cell(name, 'TTFT', s['ttft_s_p50'], 9, '.3f')} {cell(name, 'TTFT', s['ttft_s_p99'], 9, '.3f')} "
+                     f"{cell(name, 'TTLT', s['ttlt_s_p50'], 9, '.3f')} {cell(name, 'TTLT', s['ttlt_s_p99'], 9, '.3f')} "
+                     f"{cell(name, 'TPOT', 1e3 * tpot if tpot == tpot else tpot, 8, '.1f')} "
+                     f"{cell(name, 'busy', s['busy_fraction'], 5, '.2f')} {s['mixed_batch_fraction']:>5.2f}")
+    after = " arriving after the warm-up" if args.warmup > 0 else ""
+    why = {"mean L": "the run ends before the warm-up does", "slope": "the run is too short to fit a slope",
+           "req/s": "no simulated time", "busy": "no simulated time",
+           "TTFT": f"no request{after} got its first token in the run",
+           "TTLT": f"no request{after} finished in the run",
+           "TPOT": f"no request{after} with more than one output token finished in the run"}
+    for col, who in undefined.items():
+        who = sorted(set(who), key=who.index)
+        none = all(out["policies"][p]["summary"]["requests"] == 0 for p in who) and col in ("TTFT", "TTLT", "TPOT")
+        lines.append(f"  – {col}: undefined under {', '.join(who)}: "
+                     + ("no request arrived in the run" if none else why[col]))
     for name, e in out["policies"].items():
         s = e["summary"]
         if "replications" in e:
@@ -256,9 +303,10 @@ def run(args):
     if first.end_s > 0:
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
+        fs = out["fluid_slope_tokens_per_s"]
         lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {full:,.1f} tokens/s): "
-                     f"token slope {out['fluid_slope_tokens_per_s']:,.1f} tokens/s for these arrivals (fitted like the "
-                     "column)"
+                     + (f"token slope {fs:,.1f} tokens/s for these arrivals (fitted like the column)" if fs == fs else
+                        "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "
                         "nominal rate (Theorem 2)"))
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
