@@ -24,7 +24,7 @@ def test_cli_table_json_and_plot(tmp_path, capsys):
 def test_cli_bad_input_exits_2(capsys):
     rc = main(["dtmc", "--rate", "5", "--prompt", "16", "--geometric", "--policy", "fastertransformer"])
     err = capsys.readouterr().err
-    assert rc == 2 and "prompt_tokens" in err and len(err.strip().splitlines()) == 1
+    assert rc == 2 and ("prompt_tokens" in err or "--prompt" in err) and len(err.strip().splitlines()) == 1
 
 
 def test_plots_write_files(tmp_path, small_engine):
@@ -43,10 +43,10 @@ def test_plots_write_files(tmp_path, small_engine):
 
 
 def test_cli_refuses_a_chain_too_large_for_memory(capsys):
-    # default caps with a fixed 100-token prompt under Sarathi: 41 x 401 x 100 head positions,
-    # less the head positions of an empty prefill queue
+    # the old default caps, given explicitly, with a fixed 100-token prompt under Sarathi: 41 x 401 x 100
+    # head positions, less the head positions of an empty prefill queue (the defaults now size the caps)
     from fluidq.cli import main
 
-    assert main(["dtmc", "--rate", "5"]) == 2
+    assert main(["dtmc", "--rate", "5", "--max-prefill", "40", "--max-decode", "400"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "max_states" in err[0] and "1,604,401 states" in err[0]
