@@ -166,22 +166,73 @@ def _same_file(a: Path, b: Path) -> bool:
             return a.samefile(b)
     except OSError:
         pass
-    return a.resolve() == b.resolve()
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return False
+
+
+def _lstat(option: str, text: str, what: str):
+    """``os.lstat`` of a path given as an output (``None`` when nothing is there); one line otherwise."""
+    import os
+
+    from .._io import _os_reason, _shown
+    from . import CliError
+
+    try:
+        return os.lstat(text)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:  # a loop or a file in the path, a name too long, an embedded NUL
+        why = _os_reason(exc) if isinstance(exc, OSError) else "not a valid path"
+        raise CliError(f"{option} {_shown(text)}: cannot write the {what} there ({why})") from None
+
+
+def _link_text(text: str) -> str:
+    """What a symlink points to, in words: a folder, a file, nothing (dangling), or itself (a loop)."""
+    import errno
+    import os
+
+    try:
+        st = os.stat(text)
+    except OSError as exc:
+        return "a symlink loop" if exc.errno == errno.ELOOP else "a dangling symlink (it points to nothing)"
+    import stat
+
+    return f"a symlink to a {'folder' if stat.S_ISDIR(st.st_mode) else 'file'}"
 
 
 def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffixes=None, what: str = "file",
                 hint: str | None = None) -> str:
     """Check a path a command will write, before any work; return the path that will be written.
 
+    Every CLI option that writes a file (``--plot``, ``--plot-network``, ``--csv``, ``--save``...) goes
+    through here.  Refused, in one line naming ``option``: an empty name, a name that is a folder
+    (``/``, ``dir/``, ``dir/.``, an existing folder), a symlink (fluidq neither writes through a link nor
+    replaces one a user gave: a loop, a dangling link or a link to a file), a FIFO, a device (``/dev/null``)
+    or a socket, a path in a folder that does not exist, one of the command's input files.
+
     ``inputs`` are ``(option, path)`` pairs the command reads (a path that is not an existing file,
     such as an embedded trace name, is skipped): the output may not be one of them.  ``suffixes``
     (with the dots) limits the extension of a file that is not a ``figure``; a figure's format is
     the one matplotlib takes from the extension: a path without one gets ``.png`` (what matplotlib
-    writes), and the returned path says so.
+    writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
+    name the user gave).  An existing regular file given as the output is replaced (it is the output
+    asked for), except a figure in another format than PNG that matplotlib did not write (no
+    ``matplotlib`` mark in its first bytes): that is a user's file, refused.  The file itself is written
+    later by a temporary file and a rename (:func:`fluidq.report._files.write_output`).
     """
-    text = str(path)
-    if not text.strip():
+    import os
+    import stat
+
+    from . import CliError
+
+    text = str(path) if path is not None else ""
+    if not text.strip() or "\x00" in text:
         raise ParameterError(option, path, f"a {what} path")
+    base = os.path.basename(text)
+    if not base or base in (".", "..") or text.endswith(os.sep):
+        raise ParameterError(option, text, f"a {what} name, not a folder", "give a file name in that folder")
 
     def not_an_input(q: Path) -> None:
         for in_opt, in_path in inputs:
@@ -189,53 +240,128 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
                 raise ParameterError(option, text, f"a {what} other than the input {in_opt} (writing it would "
                                      "overwrite that file)")
 
+    def checked(q: Path, *, given: bool):
+        st = _lstat(option, str(q), what)
+        if st is None:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            raise CliError(f"{option} {text}: {'' if given else str(q) + ' is '}{_link_text(str(q))}; fluidq "
+                           f"neither writes through a link nor replaces one: give the {what}'s own path or a new name")
+        if stat.S_ISDIR(st.st_mode):
+            raise ParameterError(option, text, f"a {what} name (this is a folder)")
+        if not stat.S_ISREG(st.st_mode):
+            from .._io import _kind
+
+            raise CliError(f"{option} {text}: {'' if given else str(q) + ' is '}{_kind(st.st_mode)}, not a file; "
+                           f"fluidq writes only regular files (give a file name)")
+        return st
+
     p = Path(text)
     not_an_input(p)
+    st = checked(p, given=True)
     suffix = p.suffix.lower()
     if figure:
         formats = figure_formats()
         if not suffix:
             p = p.with_name(p.name + ".png")
             not_an_input(p)
+            if checked(p, given=False) is not None:
+                raise CliError(f"{option} {text}: the figure would be written to {p} (a figure name needs an "
+                               f"extension), which exists already; give {p} itself to replace it, or a new name")
         elif suffix.lstrip(".") not in formats:
             raise ParameterError(option, text, "a file name ending in one of "
                                  + ", ".join("." + f for f in sorted(formats)), "the figure format comes from "
                                  "the extension")
+        elif st is not None and not _replaceable_figure(p):
+            raise CliError(f"{option} {text}: an existing file that is not a {suffix[1:].upper()} figure (fluidq "
+                           "did not write it), so it is not replaced; remove it or give a new name")
     elif suffixes is not None and suffix not in suffixes:
         raise ParameterError(option, text, f"a file name ending in {' or '.join(suffixes)}", hint)
     parent = p.parent
     if not parent.is_dir():
         raise ParameterError(option, text, f"a path in an existing folder (there is no folder {str(parent)!r})")
-    if p.is_dir():
-        raise ParameterError(option, text, f"a {what} name (this is a folder)")
     return str(p)
+
+
+#: the first bytes of the raster formats matplotlib writes: an existing image of the format its name says
+_IMAGE_MAGIC = {".png": (b"\x89PNG\r\n\x1a\n",), ".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",),
+                ".gif": (b"GIF87a", b"GIF89a"), ".tif": (b"II*\x00", b"MM\x00*"), ".tiff": (b"II*\x00", b"MM\x00*")}
+
+
+def _replaceable_figure(p: Path) -> bool:
+    """Whether an existing file given as a figure may be replaced: it is an image of the format its
+    extension names (PNG, JPEG, GIF, TIFF, WebP, AVIF), or it carries matplotlib's mark (its creator
+    field: PDF, SVG, EPS, PS, PGF); a document or data file that only has such a name does not."""
+    import zlib
+
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return False
+    suffix = p.suffix.lower()
+    if suffix == ".svgz" and head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
+        except zlib.error:
+            return False
+    if any(head.startswith(m) for m in _IMAGE_MAGIC.get(suffix, ())):
+        return True
+    if suffix == ".webp" and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return True
+    if suffix == ".avif" and head[4:8] == b"ftyp" and head[8:12] in (b"avif", b"avis"):
+        return True
+    return b"matplotlib" in head.lower()
 
 
 def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
     """Check a folder a command will fill (``what``: the command, "report" or "validate"), before any work.
 
     The folder may be new (in an existing parent folder, like every output path), empty, or one that
-    fluidq wrote before (it holds ``marker``); a folder with other files is refused rather than
-    overwritten.  Call :func:`mark_folder` once the command has written it.
+    fluidq wrote before (it holds ``marker``, a regular file: a symlink named so does not count); a
+    folder with other files is refused rather than overwritten.  ``option`` itself may not be a
+    symlink (to a folder, dangling, or a loop): fluidq does not write through links.  Call
+    :func:`mark_folder` once the command has written it.
     """
-    text = str(path)
-    if not text.strip():
+    import stat
+
+    from . import CliError
+
+    text = str(path) if path is not None else ""
+    if not text.strip() or "\x00" in text:
         raise ParameterError(option, path, f"a folder for the {what}")
+    import os
+
+    given, text = text, text.rstrip(os.sep) or os.sep  # "link/" would name the folder the link points to
     p = Path(text)
-    if p.exists() and not p.is_dir():
-        raise ParameterError(option, text, f"a folder for the {what}, not an existing file",
-                             "give a new folder name")
-    if not p.exists():
+    st = _lstat(option, text, f"{what} folder")
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise CliError(f"{option} {given}: {_link_text(text)}; fluidq does not write through links: give the "
+                       f"folder itself (its real path) or a new folder name")
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        from .._io import _kind
+
+        kind = "an existing file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise ParameterError(option, given, f"a folder for the {what}, not {kind}", "give a new folder name")
+    if st is None:
         if not p.parent.is_dir():
             raise ParameterError(option, text, "a folder in an existing folder (there is no folder "
                                  f"{str(p.parent)!r}; create it first)")
         return p
-    if (p / marker).is_file():
+    mst = _lstat(option, str(p / marker), f"{what} folder")
+    if mst is not None and stat.S_ISREG(mst.st_mode):
         return p
-    names = sorted(q.name for q in p.iterdir())
-    if names:
-        from . import CliError
+    if mst is not None:
+        raise CliError(f"{option} {text}: its {marker} is not the file `fluidq {what}` leaves there (it is "
+                       f"{_link_text(str(p / marker)) if stat.S_ISLNK(mst.st_mode) else 'not a regular file'}), so "
+                       "the folder is not written over; give a new or empty folder")
+    try:
+        names = sorted(q.name for q in p.iterdir())
+    except OSError as exc:
+        from .._io import _os_reason
 
+        raise CliError(f"{option} {text}: cannot list the folder ({_os_reason(exc)})") from None
+    if names:
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         raise CliError(f"{option} {text}: the folder already holds files ({shown}) and no {marker} file saying "
                        f"`fluidq {what}` wrote it, so they are not replaced; give a new or empty folder, or remove "
@@ -244,11 +370,16 @@ def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
 
 
 def mark_folder(folder: Path, marker: str, what: str) -> None:
-    """Leave ``marker`` in a folder fluidq wrote, so that the next run may write over it."""
+    """Leave ``marker`` in a folder fluidq wrote, so that the next run may write over it.
+
+    Written by a temporary file and a rename: a symlink planted under that name is replaced, not followed.
+    """
+    from ..report._files import write_output
+
     folder = Path(folder)
-    if folder.is_dir():
-        (folder / marker).write_text(f"This folder was written by `fluidq {what}`; running it again with the "
-                                     "same --out replaces its files.\n")
+    if folder.is_dir() and not folder.is_symlink():
+        write_output(folder / marker, f"This folder was written by `fluidq {what}`; running it again with the "
+                     "same --out replaces its files.\n", what=f"{what} folder marker")
 
 
 def reject_ignored(option: str, given: bool, why: str) -> None:

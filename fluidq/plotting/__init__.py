@@ -12,7 +12,7 @@ import importlib
 import os
 import pkgutil
 
-__all__ = ["axes", "finish"]
+__all__ = ["axes", "finish", "save_figure"]
 
 
 def axes(ax=None, figsize=(6.4, 4.0)):
@@ -45,8 +45,45 @@ def finish(fig, ax, path=None):
     path = path if path is not None else getattr(fig, "_fluidq_path", None)
     if path is None:
         return ax
-    fig.savefig(path, dpi=110)
-    return str(path)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path, *, dpi: float = 110, **kwargs) -> str:
+    """Write ``fig`` to ``path`` and return the path written; the one way fluidq saves a figure.
+
+    The figure is rendered into memory, then written by a temporary file in the same folder and a
+    rename (:func:`fluidq.report._files.write_output`): a symlink at ``path`` is replaced, never
+    written through; a folder, FIFO or device there is refused; a failure leaves the old file as it
+    was.  The format comes from the extension; a path without one gets ``.png`` (as
+    ``Figure.savefig`` does) and the returned path says so.
+    """
+    import io
+
+    from ..errors import ParameterError
+    from ..report._files import write_output
+
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    name = os.path.basename(text)
+    if not name or name in (".", "..") or text.endswith(os.sep):
+        raise ParameterError("path", text, "a file name for the figure (this names a folder)")
+    fmt = os.path.splitext(name)[1].lower().lstrip(".")
+    if not fmt:
+        fmt, text = "png", text + ".png"
+    formats = fig.canvas.get_supported_filetypes()
+    if fmt not in formats:
+        raise ParameterError("path", text, "a file name ending in one of " + ", ".join("." + f for f in sorted(formats)),
+                             "the figure format comes from the extension")
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format=fmt, dpi=dpi, **kwargs)
+    except (RuntimeError, OSError) as exc:  # e.g. .pgf without a LaTeX installation
+        from ..errors import DataError
+
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DataError(f"figure {text}: matplotlib cannot write the .{fmt} format here ({msg})") from None
+    return write_output(text, buf.getvalue(), what="figure")
 
 
 def __getattr__(name):

@@ -19,6 +19,7 @@ from pathlib import Path
 from .._version import __version__
 from ..engine import Engine
 from ..workload import Workload
+from ._files import write_output
 
 __all__ = ["ReportContext", "Section", "build_report", "default_inputs"]
 
@@ -143,8 +144,12 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
                  quick: bool = False, profile_name: str | None = None, progress=None) -> dict:
     """Write the report; return ``{"markdown": path, "html": path, "figures": [...], "sections": [...]}``.
 
-    An existing folder is reused, but files in it that fluidq did not write are left alone; the
-    report files themselves (``report.md``, ``report.html``, PNGs) are overwritten.
+    An existing folder is reused: the report files themselves (``report.md``, ``report.html``, the
+    PNGs) are replaced, other files are left alone.  Every file is written by a temporary file in the
+    folder and a rename: a symlink planted at one of those names is replaced by the new file and the
+    file it points to is never written; a folder, FIFO or device at one of them is refused
+    (``DataError``).  ``fluidq report`` also refuses an ``--out`` that is a symlink or a folder it did
+    not write.
     """
     if engine is None or workload is None:
         e0, w0, p0 = default_inputs()
@@ -168,8 +173,8 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
     for s in parts:
         md += [f"## {s.title}", "", s.markdown.strip(), ""]
         md += [f"![{Path(f).stem}]({Path(f).name})" for f in s.figures] + [""]
-    (out / "report.md").write_text("\n".join(md))
-    (out / "report.html").write_text(_html(title, parts, out))
+    write_output(out / "report.md", "\n".join(md), what="report file")
+    write_output(out / "report.html", _html(title, parts, out), what="report file")
     figs = [str(f) for s in parts for f in s.figures]
     return {"markdown": str(out / "report.md"), "html": str(out / "report.html"), "figures": figs,
             "sections": [{"title": s.title, "data": s.data} for s in parts]}

@@ -211,9 +211,12 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
            "(`validation/data/PROVENANCE.md`): casys-kaist/LLMServingSim (MIT), microsoft/vidur (MIT), "
            "microsoft/sarathi-serve (Apache-2.0), Mutinifni/splitwise-sim (MIT); the Azure 2023 conversation "
            "trace (CC-BY 4.0) embedded in fluidq.", ""]
-    (out / "validation.md").write_text("\n".join(md))
+    from ..report._files import write_output
+
+    write_output(out / "validation.md", "\n".join(md), what="validation report file")
     files = {"markdown": str(out / "validation.md"), "json": str(out / "validation.json"), "figures": figs}
-    (out / "validation.json").write_text(json.dumps(res.to_dict() | {"files": files}, indent=1))
+    write_output(out / "validation.json", json.dumps(res.to_dict() | {"files": files}, indent=1, allow_nan=False),
+                 what="validation report file")
     return files
 
 

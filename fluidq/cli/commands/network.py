@@ -34,20 +34,11 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _check_plot_path(option: str, path: str) -> None:
-    """Refuse up front a figure path matplotlib cannot write (unknown format, missing folder)."""
-    from ...errors import ParameterError
+def _check_plot_path(option: str, path: str) -> str:
+    """Refuse up front a figure path that cannot or may not be written (see ``output_file``)."""
+    from ..common import output_file
 
-    suffix = Path(path).suffix.lower().lstrip(".")
-    if suffix:
-        from matplotlib.figure import Figure
-
-        formats = Figure().canvas.get_supported_filetypes()
-        if suffix not in formats:
-            raise ParameterError(option, path, f"a file name ending in one of {', '.join('.' + f for f in sorted(formats))}")
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise ParameterError(option, path, f"a path in an existing folder (no folder {str(parent)!r})")
+    return output_file(option, path)
 
 
 def _check_args(args) -> None:
@@ -69,9 +60,9 @@ def _check_args(args) -> None:
     if args.replications is not None and args.replications < 2:
         raise ParameterError("--replications", args.replications, "an integer >= 2",
                              "a confidence interval needs at least two runs")
-    for opt, v in (("--plot", args.plot), ("--plot-network", args.plot_network)):
-        if v:
-            _check_plot_path(opt, v)
+    for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
+        if getattr(args, attr):
+            setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
 
 
 def run(args):

@@ -1,0 +1,117 @@
+"""`fluidq report --out DIR` never writes through a link (issue 13, data loss item 4).
+
+The report is run twice in this module (a module-scoped fixture): once to make a folder, then again on
+that folder after symlinks to a user's files were planted at the names the report writes.  The files the
+links point to must keep every byte; the links must be replaced by the report's own regular files.
+"""
+import os
+
+import pytest
+
+from fluidq.cli import main
+
+
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory):
+    root = tmp_path_factory.mktemp("planted")
+    out = root / "rep"
+    assert main(["report", "--quick", "--out", str(out), "--json"]) == 0
+    victims = {}
+    for name in ("report.md", "report.html", "batch_time.png", "verdicts.png"):
+        assert (out / name).is_file() and not (out / name).is_symlink()
+        victim = root / f"victim-{name}.txt"
+        victim.write_bytes(b"the user's own bytes: " + name.encode() + b"\n\x00\xff")
+        (out / name).unlink()
+        os.symlink(victim, out / name)
+        victims[name] = (victim, victim.read_bytes())
+    rc = main(["report", "--quick", "--out", str(out), "--json"])
+    return rc, out, victims
+
+
+def test_the_files_links_point_to_keep_their_bytes(rewritten):
+    rc, out, victims = rewritten
+    assert rc == 0
+    for name, (victim, before) in victims.items():
+        assert victim.read_bytes() == before, name
+
+
+def test_the_links_are_replaced_by_the_reports_own_files(rewritten):
+    rc, out, victims = rewritten
+    for name in victims:
+        p = out / name
+        assert not p.is_symlink() and p.is_file(), name
+    assert (out / "report.md").read_text().startswith("# fluidq report")
+    assert (out / "batch_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / ".fluidq-report").is_file() and not (out / ".fluidq-report").is_symlink()
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # no temporary file left
+
+
+# ----------------------------------------------------------------------- the folder itself (no report run)
+
+@pytest.fixture
+def no_report(monkeypatch):
+    import fluidq.report as report  # noqa: PLR0402 -- the module (fluidq.report is also a lazy name)
+
+    def boom(*a, **k):
+        raise AssertionError("the report started before --out was checked")
+
+    monkeypatch.setattr(report, "build_report", boom)
+
+
+def one_line(argv, capsys, *words):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2, (rc, out, err)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, (w, err)
+    return err
+
+
+@pytest.mark.parametrize("kind", ["folder", "folder/", "dangling", "loop"])
+def test_out_that_is_a_symlink_is_refused(kind, tmp_path, capsys, no_report):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    target = {"folder": real, "folder/": real, "dangling": tmp_path / "nothing", "loop": link}[kind]
+    os.symlink(target, link)
+    arg = str(link) + ("/" if kind.endswith("/") else "")
+    err = one_line(["report", "--out", arg], capsys, "--out", "symlink")
+    assert "File exists" not in err
+    assert list(real.iterdir()) == [] and not (tmp_path / "nothing").exists()
+    assert os.path.islink(link)
+
+
+def test_a_marker_that_is_a_symlink_does_not_make_a_folder_fluidqs(tmp_path, capsys, no_report):
+    d = tmp_path / "d"
+    d.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"keep me")
+    os.symlink(victim, d / ".fluidq-report")
+    (d / "report.md").write_bytes(b"my notes")
+    one_line(["report", "--out", str(d)], capsys, "--out", ".fluidq-report", "symlink")
+    assert victim.read_bytes() == b"keep me" and (d / "report.md").read_bytes() == b"my notes"
+
+
+def test_the_marker_is_written_by_rename(tmp_path, monkeypatch):
+    """A marker replaced by a link after the check (a race) is replaced, its target untouched."""
+    from fluidq.cli.common import mark_folder
+
+    d = tmp_path / "d"
+    d.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"keep me")
+    os.symlink(victim, d / ".fluidq-report")
+    mark_folder(d, ".fluidq-report", "report")
+    assert victim.read_bytes() == b"keep me"
+    assert not (d / ".fluidq-report").is_symlink() and "fluidq report" in (d / ".fluidq-report").read_text()
+
+
+def test_a_folder_at_a_report_file_name_is_one_data_error(tmp_path):
+    from fluidq.errors import DataError
+    from fluidq.report._files import write_output
+
+    (tmp_path / "report.md").mkdir()
+    with pytest.raises(DataError, match="report.md.*a folder"):
+        write_output(tmp_path / "report.md", "x", what="report file")
+    assert (tmp_path / "report.md").is_dir()
