@@ -1,4 +1,9 @@
-"""Shared pieces of result objects: statuses and dict conversion (internal)."""
+"""Shared pieces of result objects: statuses, dict conversion and number formatting (internal).
+
+Two rules hold for every face of fluidq: JSON has no ``NaN``/``Infinity`` (``plain`` turns a
+non-finite float into ``null``), and a human table or message never prints ``nan`` or ``inf``
+(``fmt_value`` prints an undefined value as an en dash ``–``; the text next to it says why).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -38,5 +43,37 @@ def plain(obj):
     if isinstance(obj, np.generic):
         return plain(obj.item())
     if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+        return None  # JSON has no NaN or Infinity: an undefined (or unbounded) value is null
     return obj
+
+
+#: what a human table or message shows for a value that is undefined (None, NaN, an infinity)
+UNDEFINED = "\u2013"
+
+
+def is_defined(x) -> bool:
+    """Whether ``x`` is a finite number (``None``, NaN, ±inf and non-numbers are not)."""
+    if x is None or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED) -> str:
+    """``x`` formatted with ``spec`` for a human table or message, or ``undefined`` (an en dash) when it
+    is not a finite number; never ``nan`` or ``inf``.
+
+    The caller says why a value is undefined in a note next to the table (no request finished in the
+    window, the run is too short to fit a slope, ...).
+
+    >>> fmt_value(3.14159, ".2f"), fmt_value(float("nan")), fmt_value(float("inf"), ",.0f"), fmt_value(None)
+    ('3.14', '–', '–', '–')
+    """
+    if not is_defined(x):
+        return undefined
+    try:
+        return format(x, spec)
+    except (TypeError, ValueError):  # an integer spec for a float, a numpy scalar...
+        return format(float(x), spec)

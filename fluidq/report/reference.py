@@ -99,12 +99,7 @@ def reference(engine, workload) -> Reference:
 
 
 def fmt_num(x, spec: str = ".2f") -> str:
-    """``x`` formatted, or an en dash when it is not a finite number (a table cell with nothing to show)."""
-    import math
+    """``x`` formatted, or an en dash when it is not a finite number (see :func:`fluidq.results.fmt_value`)."""
+    from ..results import fmt_value
 
-    try:
-        if x is None or not math.isfinite(float(x)):
-            return "–"
-    except (TypeError, ValueError):
-        return "–"
-    return format(float(x), spec)
+    return fmt_value(x, spec)

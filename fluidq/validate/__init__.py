@@ -104,13 +104,24 @@ class ValidationResult:
 
 
 def _fmt(v, unit=""):
+    """A table cell: blank for no value, an en dash for an undefined one (NaN, an infinity), never nan/inf."""
+    from ..results import fmt_value, is_defined
+
     if v is None:
         return ""
     if isinstance(v, str):
         return v
+    if not is_defined(v):
+        return fmt_value(v)
     a = abs(v)
     s = f"{v:,.0f}" if a >= 1000 else f"{v:.3g}" if a < 10 else f"{v:.1f}"
     return s
+
+
+def _fmt_err(e) -> str:
+    from ..results import fmt_value
+
+    return fmt_value(e, "+.1f")
 
 
 def summary_table(rows) -> str:
@@ -118,7 +129,7 @@ def summary_table(rows) -> str:
             "|---|---|---|---|---|---|---|---|---|---|"]
     out = []
     for r in rows:
-        err = "" if r.error_pct is None else f"{r.error_pct:+.1f} %"
+        err = "" if r.error_pct is None else f"{_fmt_err(r.error_pct)} %"
         res = {"pass": "pass", "miss": "**MISS**", "info": "info", "skip": "skipped"}[r.status]
         cells = [r.case, r.source, r.quantity, _fmt(r.predicted), _fmt(r.measured), r.unit, err, r.target, res, r.note]
         out.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")

@@ -205,3 +205,40 @@ def test_validate_out_that_is_a_symlink_is_refused(kind, tmp_path, capsys):
     os.symlink({"folder": real, "dangling": tmp_path / "nothing", "loop": link}[kind], link)
     one_line(["validate", "--case", CASE, "--out", str(link)], capsys, "--out", "symlink")
     assert list(real.iterdir()) == []
+
+
+# ------------------------------------------------------------------------- Outputs: no nan/inf, JSON null
+
+def test_plain_turns_every_non_finite_float_into_null():
+    import numpy as np
+
+    from fluidq.results import plain
+
+    obj = {"a": float("inf"), "b": -float("inf"), "c": float("nan"), "d": np.float64("inf"),
+           "e": np.array([1.0, np.inf, np.nan]), "f": (np.float32("-inf"), 2.5), "g": 3}
+    text = json.dumps(plain(obj), allow_nan=False)  # would raise on NaN/Infinity
+    assert json.loads(text) == {"a": None, "b": None, "c": None, "d": None, "e": [1.0, None, None],
+                                "f": [None, 2.5], "g": 3}
+    assert '"inf"' not in text and '"-inf"' not in text
+
+
+def test_fmt_value_prints_an_en_dash_for_an_undefined_value():
+    import numpy as np
+
+    from fluidq.report.reference import fmt_num
+    from fluidq.results import fmt_value
+
+    for bad in (float("nan"), float("inf"), -float("inf"), np.float64("nan"), None, "x"):
+        assert fmt_value(bad, ",.1f") == "\u2013" and fmt_num(bad) == "\u2013"
+    assert fmt_value(1234.5, ",.1f") == "1,234.5" and fmt_value(np.int64(7), ",d") == "7"
+    assert fmt_value(3, ".2f") == "3.00" and fmt_value(0.5, "+.1f") == "+0.5"
+
+
+def test_validation_table_shows_a_dash_not_nan():
+    from fluidq.validate import Row, summary_table
+
+    rows = [Row(case="c", source="s", quantity="q", predicted=float("nan"), measured=float("inf"), unit="x",
+                error_pct=float("nan"), target="t", status="miss", note="")]
+    table = summary_table(rows)
+    assert not any(w in table.lower() for w in ("nan", "inf")), table
+    assert table.splitlines()[-1].count("\u2013") == 3

@@ -4,7 +4,11 @@ The report is run twice in this module (a module-scoped fixture): once to make a
 that folder after symlinks to a user's files were planted at the names the report writes.  The files the
 links point to must keep every byte; the links must be replaced by the report's own regular files.
 """
+import contextlib
+import io
+import json
 import os
+import re
 
 import pytest
 
@@ -24,19 +28,21 @@ def rewritten(tmp_path_factory):
         (out / name).unlink()
         os.symlink(victim, out / name)
         victims[name] = (victim, victim.read_bytes())
-    rc = main(["report", "--quick", "--out", str(out), "--json"])
-    return rc, out, victims
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["report", "--quick", "--out", str(out), "--json"])
+    return rc, out, victims, buf.getvalue()
 
 
 def test_the_files_links_point_to_keep_their_bytes(rewritten):
-    rc, out, victims = rewritten
+    rc, out, victims, _ = rewritten
     assert rc == 0
     for name, (victim, before) in victims.items():
         assert victim.read_bytes() == before, name
 
 
 def test_the_links_are_replaced_by_the_reports_own_files(rewritten):
-    rc, out, victims = rewritten
+    rc, out, victims, _ = rewritten
     for name in victims:
         p = out / name
         assert not p.is_symlink() and p.is_file(), name
@@ -115,3 +121,18 @@ def test_a_folder_at_a_report_file_name_is_one_data_error(tmp_path):
     with pytest.raises(DataError, match="report.md.*a folder"):
         write_output(tmp_path / "report.md", "x", what="report file")
     assert (tmp_path / "report.md").is_dir()
+
+
+# ----------------------------------------------------------------------- no nan/inf in the report (Outputs)
+
+def test_no_nan_or_inf_in_the_report_text_and_json_keeps_null(rewritten):
+    rc, out, _, stdout = rewritten
+
+    def no_constant(name):
+        raise AssertionError(f"{name} in the JSON")
+
+    json.loads(stdout, parse_constant=no_constant)
+    assert '"inf"' not in stdout and '"-inf"' not in stdout
+    for name in ("report.md", "report.html"):
+        text = re.sub(r"<img [^>]*>", "", (out / name).read_text())
+        assert not re.search(r"(?<![\w.-])[-+]?(nan|inf|infinity)(?![\w-])", text, re.I), name

@@ -28,6 +28,7 @@ def register(sub):
 
 
 def run(args):
+    from ...results import fmt_value
     from ...validate import validate
     from ..common import mark_folder, output_folder
 
@@ -46,7 +47,7 @@ def run(args):
         print(file=sys.stderr)
     lines = [f"{res.counts_text()} ({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
     for r in res.misses():  # case and source (the profile or run): one case has a row per profile
-        err = "" if r.error_pct is None else f" ({r.error_pct:+.1f} %)"
+        err = "" if r.error_pct is None else f" ({fmt_value(r.error_pct, '+.1f')} %)"
         lines.append(f"  MISS {r.case} [{r.source}]: {r.quantity}{err} -- target {r.target}")
     out = {"passed": res.passed, "missed": res.missed, "skipped": res.skipped, "informational": res.informational,
            "files": res.files,

@@ -21,6 +21,7 @@ def render(ctx):
     from ...plotting.sim import plot_trajectories
     from ...sim import simulate
     from ...workload import Poisson, Workload
+    from ...results import fmt_value, is_defined
     from ..reference import HIGH, LOW, OWN_LOAD_SHOWN_MAX, fmt_num
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
@@ -82,7 +83,8 @@ def render(ctx):
             figs.append(plot_trajectories(runs, key="requests", logy=big > 20 * small, title=title,
                                           path=ctx.figure(f"sim_trajectories_{i}")))
         head = (f"**{label}** (load {ld:.2f}, {rate:.3g} req/s, {kind}; the simulated window held "
-                f"{off['arrivals']} arrivals = {off['requests_per_s']:.3g} req/s, effective load {eff:.2f}):")
+                f"{off['arrivals']} arrivals = {fmt_value(off['requests_per_s'], '.3g')} req/s, effective load "
+                f"{fmt_value(eff, '.2f')}):")
         parts += ["", head, "",
                   ("| scheduler | finished | in system at end | token slope [tok/s] | TTFT p50 [s] | TTFT p99 [s] "
                    "| TTLT p50 [s] | TTLT p99 [s] | mixed batches |"), "|---|---|---|---|---|---|---|---|---|"]
@@ -91,7 +93,7 @@ def render(ctx):
             s = r.summary()
             rows[name] = s
             parts.append(f"| {name} | {s['finished']} | {s['final_requests_in_system']} | "
-                         f"{s['token_backlog_slope_per_s']:,.0f} | {fmt_num(s['ttft_s_p50'])} | {fmt_num(s['ttft_s_p99'])} | "
+                         f"{fmt_value(s['token_backlog_slope_per_s'], ',.0f')} | {fmt_num(s['ttft_s_p50'])} | {fmt_num(s['ttft_s_p99'])} | "
                          f"{fmt_num(s['ttlt_s_p50'])} | {fmt_num(s['ttlt_s_p99'])} | "
                          f"{fmt_num(s['mixed_batch_fraction'])} |")
         data[label] = rows
@@ -99,18 +101,20 @@ def render(ctx):
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
                                                  "arrivals": off["arrivals"], "fluid_slope_tokens_per_s": fluid,
                                                  "theorem2_slope_tokens_per_s": pred}
-        if (eff - 1) * (ld - 1) < 0:
+        if is_defined(eff) and (eff - 1) * (ld - 1) < 0:
             longer = " (the full report simulates 240 s)" if ctx.quick else ""
             parts += ["", (f"*Note:* the simulated window's effective load {eff:.2f} lies on the other side of "
                            f"capacity than the stated load {ld:.2f} (sampling noise of a {horizon:g} s window of "
                            f"random lengths); the trend at the stated load needs a longer horizon{longer}.")]
-        parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {pred:,.0f} tokens/s at the "
-                       f"stated rate (Theorem 2); {fluid:,.0f} tokens/s for the arrivals actually simulated (the fluid "
+        parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {fmt_value(pred, ',.0f')} tokens/s at the "
+                       f"stated rate (Theorem 2); {fmt_value(fluid, ',.0f')} tokens/s for the arrivals actually simulated (the fluid "
                        "path they drive, fitted over the same second half of the run as the table's slope). A flat "
                        "trajectory is bounded within the horizon; `fluidq simulate --replications` gives the slope "
                        "with a confidence interval and a verdict.")]
     if any(r["finished"] == 0 for rows in (data[c[0]] for c in cases) for r in rows.values()):
         parts += ["", "\u2013 in a latency column: no request finished within the horizon."]
+    if any(not is_defined(r["token_backlog_slope_per_s"]) for rows in (data[c[0]] for c in cases) for r in rows.values()):
+        parts += ["", "\u2013 in the token slope column: the run is too short to fit a slope."]
     data["reference"] = ref.to_dict()
     ctx.results["simulation"] = data
     return Section("Simulated queue trajectories", "\n".join(parts), figs, data)

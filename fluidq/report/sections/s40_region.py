@@ -10,7 +10,14 @@ ILLUSTRATIVE_K_MAX = 256
 def render(ctx):
     from ...plotting.region import plot_region
     from ...region import policy_region, region_mix, stability_region
+    from ...results import fmt_value
     from ..reference import HIGH, LOW
+
+    def inv(x, spec):  # a load relative to a region: 1 / scale, '–' where the scale is 0 or undefined
+        try:
+            return fmt_value(1 / x, spec)
+        except (TypeError, ZeroDivisionError):
+            return fmt_value(None)
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
     lam, mp, md = w.arrival_rate_per_s, w.mean_prompt_tokens, w.mean_output_tokens
@@ -50,11 +57,11 @@ def render(ctx):
                          for sh, f, bf in zip(mix.shapes, mix.time_fractions, mix.batch_fractions))
     binds = lam_star < lam_plain * (1 - 1e-9)
     pol_lines = "\n".join(f"- **{lab}**: the operating point is {'inside' if o.scale_of(point) >= 1 else 'outside'} "
-                          f"its backlog region (load {1 / o.scale_of(point):.3f} relative to it)"
+                          f"its backlog region (load {inv(o.scale_of(point), '.3f')} relative to it)"
                           for lab, o in others.items() if lab != "no k_max (Theorem 2)")
     if simulated:
         for lab, sr in simulated.items():
-            fr = ", ".join(f"({mp}, {md}): {1 / sc:.2f}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
+            fr = ", ".join(f"({mp}, {md}): {inv(sc, '.2f')}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
             pol_lines += (f"\n- **{lab}, simulated** (deterministic arrivals, threshold bracketed by bisection) -- "
                           f"threshold as a fraction of the region's boundary per request shape (m_p, m_d): {fr}")
     no_limit = ("" if e.k_max is not None else
@@ -63,7 +70,7 @@ def render(ctx):
                 f"`k_max = {ILLUSTRATIVE_K_MAX}` (a common `max_num_seqs`) would cost.")
     mix_head = ("Time-sharing of batch shapes that serves the operating point" if mix.feasible else
                 "The operating point is outside the region; the time-sharing that serves the most of it "
-                f"(x{mix.scale:.3f}) along its direction")
+                f"(x{fmt_value(mix.scale, '.3f')}) along its direction")
     md_text = f"""
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
@@ -79,7 +86,7 @@ and {HIGH:g} of the reference `lambda* = {ref.requests_per_s:.3f} req/s` along t
 | quantity | value |
 |---|---|
 | operating point `(lambda m_p, lambda m_d)` | ({point[0]:,.1f}, {point[1]:,.1f}) tokens/s |
-| load relative to the region along the workload's mix | {1 / s:.3f} (of the region's `lambda*` below; the reference `lambda* = {ref.requests_per_s:.3f} req/s` gives {ref.offered_load:.3f}) |
+| load relative to the region along the workload's mix | {inv(s, '.3f')} (of the region's `lambda*` below; the reference `lambda* = {ref.requests_per_s:.3f} req/s` gives {ref.offered_load:.3f}) |
 | largest request rate in the region `lambda*` | {lam_star:.3f} req/s (without `k_max`: {lam_plain:.3f}) |
 | does `k_max = {shown.k_max}` bind for this mix? | {"yes" if binds else "no"} |
 

@@ -65,7 +65,11 @@ def render(ctx):
     fig = plot_latency_vs_load(res, metric="latency_per_token_mean_s", x=loads, xlabel=xlabel,
                                path=ctx.figure("latency_per_token"))
     last = len(loads) - 1
-    best = min(res.policies, key=lambda p: res.value(p, "latency_per_token_mean_s", last))
+    from ...results import is_defined
+
+    # the lowest defined mean (a NaN -- no request finished -- would make min() depend on the order)
+    defined = [p for p in res.policies if is_defined(res.value(p, "latency_per_token_mean_s", last))]
+    best = min(defined or res.policies, key=lambda p: res.value(p, "latency_per_token_mean_s", last))
     parts = [
         f"Each ordering runs on the same sampled requests ({horizon:g} s simulated per load, one replication: "
         "indicative, see `fluidq latency --replications` for intervals). PARS uses a stand-in predictor of "
@@ -75,8 +79,14 @@ def render(ctx):
         of = "of the reference lambda*" if on_reference else "of the KV-limited capacity"
         parts += [f"**Load {ld:g}** {of} ({res.rates_per_s[i]:.3f} req/s):", "", _dash_nan(res.table(i, heading=False)), ""]
     r = res.ratio("latency_per_token_mean_s", best, "fcfs", last)  # FCFS / best, >= 1
-    if best == "fcfs":
+    if not defined:
+        verdict = ("undefined (\u2013): no request finished under any ordering within the horizon, so there is "
+                   "no mean to compare")
+    elif best == "fcfs":
         verdict = "**fcfs** itself: no ordering beats it"
+    elif not is_defined(r):
+        verdict = (f"**{best}**; its ratio to FCFS is undefined (\u2013: no request finished under FCFS within "
+                   "the horizon)")
     elif r < 1.005:
         verdict = (f"**{best}**, but no faster than FCFS within 0.5% (FCFS / {best} = {r:.3f}): at this load the "
                    "orderings barely differ in the mean")

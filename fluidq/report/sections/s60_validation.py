@@ -46,7 +46,9 @@ def render(ctx):
         res = run_case(c, vd / "data", fast=True, fast_replay_skip=True)
         for r in res.rows:
             if r.status in ("pass", "miss") and r.error_pct is not None or r.quantity == "binding limit":
-                err = "" if r.error_pct is None else f", error {r.error_pct:+.1f} %"
+                from ...results import fmt_value
+
+                err = "" if r.error_pct is None else f", error {fmt_value(r.error_pct, '+.1f')} %"
                 verdict = "pass" if r.status == "pass" else "**MISS**"
                 from ...validate import _fmt
 
