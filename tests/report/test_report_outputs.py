@@ -28,6 +28,12 @@ def rewritten(tmp_path_factory):
         (out / name).unlink()
         os.symlink(victim, out / name)
         victims[name] = (victim, victim.read_bytes())
+    # a hard link is another name of the user's file: replacing the folder's entry leaves the file whole
+    victim = root / "victim-hardlink.png"
+    victim.write_bytes(b"\x89PNG\r\n\x1a\n the user's own picture")
+    (out / "capacity_vs_bmax.png").unlink()
+    os.link(victim, out / "capacity_vs_bmax.png")
+    victims["capacity_vs_bmax.png"] = (victim, victim.read_bytes())
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         rc = main(["report", "--quick", "--out", str(out), "--json"])
@@ -45,7 +51,7 @@ def test_the_links_are_replaced_by_the_reports_own_files(rewritten):
     rc, out, victims, _ = rewritten
     for name in victims:
         p = out / name
-        assert not p.is_symlink() and p.is_file(), name
+        assert not p.is_symlink() and p.is_file() and p.stat().st_nlink == 1, name
     assert (out / "report.md").read_text().startswith("# fluidq report")
     assert (out / "batch_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / ".fluidq-report").is_file() and not (out / ".fluidq-report").is_symlink()
