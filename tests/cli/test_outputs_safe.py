@@ -137,6 +137,7 @@ def test_network_plot_goes_through_the_same_check(place, capsys):
     for opt in ("--plot", "--plot-network"):
         one_line(["network", str(net), opt, str(d / "link.png")], capsys, opt, "symlink")
         one_line(["network", str(net), opt, str(d) + "/sub/"], capsys, opt, "folder")
+        one_line(["network", str(net), opt, ""], capsys, opt)  # not silently ignored
     _unchanged(d, files)
 
 

@@ -61,7 +61,7 @@ def _check_args(args) -> None:
         raise ParameterError("--replications", args.replications, "an integer >= 2",
                              "a confidence interval needs at least two runs")
     for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
-        if getattr(args, attr):
+        if getattr(args, attr) is not None:  # '' is refused, not silently ignored
             setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
 
 
