@@ -218,9 +218,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     the one matplotlib takes from the extension: a path without one gets ``.png`` (what matplotlib
     writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
     name the user gave).  An existing regular file given as the output is replaced (it is the output
-    asked for), except a figure in another format than PNG that matplotlib did not write (no
-    ``matplotlib`` mark in its first bytes): that is a user's file, refused.  The file itself is written
-    later by a temporary file and a rename (:func:`fluidq.report._files.write_output`).
+    asked for), except, for a figure, a file that is not an image of the format its extension names
+    and carries no ``matplotlib`` mark (a user's PDF paper or a text file named ``x.png``): refused.
+    The file itself is written later by a temporary file and a rename
+    (:func:`fluidq.report._files.write_output`).
     """
     import os
     import stat
@@ -294,9 +295,14 @@ def _replaceable_figure(p: Path) -> bool:
     field: PDF, SVG, EPS, PS, PGF); a document or data file that only has such a name does not."""
     import zlib
 
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(1 << 16)
+    import os
+
+    try:  # non-blocking: a path swapped for a FIFO since the check cannot hang the command
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            head = os.read(fd, 1 << 16)
+        finally:
+            os.close(fd)
     except OSError:
         return False
     suffix = p.suffix.lower()
