@@ -4,8 +4,13 @@ The direct method fixes ``pi[r] = 1`` for a reference state ``r`` (the most visi
 short power run, by default the empty state) and drops the balance equation of ``r``: the
 remaining system ``(I - P)^T`` without row and column ``r`` is non-singular for an irreducible
 chain and keeps the sparsity of ``P`` (replacing a row by ones would add a dense row and fill in
-the factors).  Large chains use power iteration, and GMRES on the same reduced system (Jacobi
-preconditioner) as the fallback; every answer is checked (non-negative,
+the factors).  Large chains use Arnoldi iteration (ARPACK's implicitly restarted Arnoldi, through
+:func:`scipy.sparse.linalg.eigs`) for the eigenvector of ``P^T`` at eigenvalue 1: on the engine
+chains it needs a few hundred products with ``P^T`` where power iteration needs thousands (a
+61,061-state chunked-prefill chain: about 4 s against 15 s).  Power iteration, and GMRES on the
+reduced system (Jacobi preconditioner), are the fallbacks (smaller chains start with power iteration:
+on a nearly decomposable truncation several vectors have a tiny residual, and power iteration from
+the reference state gives the one of the reference's class, as the tests of the networks expect); every answer is checked (non-negative,
 residual ``||pi P - pi||_1``) before it is returned.
 """
 from __future__ import annotations
@@ -18,11 +23,15 @@ import scipy.sparse.linalg as spla
 
 from ..errors import ParameterError
 
-__all__ = ["DIRECT_FIRST_STATES", "DIRECT_MAX_STATES", "StationarySolution", "stationary"]
+__all__ = ["ARNOLDI_FIRST_NNZ", "DIRECT_FIRST_STATES", "DIRECT_MAX_STATES", "StationarySolution", "stationary"]
 
 #: chains up to this many states are solved by sparse LU first by default (LU fill-in on the
 #: multi-dimensional chains grows fast: beyond this, power iteration goes first)
 DIRECT_FIRST_STATES = 2_000
+#: chains with at least this many transitions go to Arnoldi iteration first (a power step costs
+#: milliseconds there and thousands are needed); smaller ones start with power iteration, whose answer
+#: from the reference state is the one wanted on nearly decomposable (metastable) truncations
+ARNOLDI_FIRST_NNZ = 1_000_000
 #: largest chain the automatic choice hands to sparse LU at all
 DIRECT_MAX_STATES = 30_000
 
@@ -96,6 +105,34 @@ def _gmres(P, r, tol, x0=None, maxiter=400):
     return _assemble(x, idx, r, P.shape[0]), info == 0, its[0]
 
 
+def _arnoldi(P, tol, ref=0, maxiter=3_000):
+    """The dominant left eigenvector of ``P`` (eigenvalue 1) on the states reachable from ``ref``.
+
+    The chain is restricted to the states reachable from the reference state (a closed set), as
+    power iteration started there is: a chain with other closed classes gives the stationary law of
+    the reference's class, not a mixture (ARPACK may restart from random vectors, which would
+    otherwise bring the other classes in).
+    """
+    from scipy.sparse.csgraph import breadth_first_order
+
+    n = P.shape[0]
+    reach = np.sort(breadth_first_order(P, ref, directed=True, return_predecessors=False))
+    Pr = P[reach][:, reach]
+    m = len(reach)
+    pi = np.zeros(n)
+    if m <= 3:  # ARPACK needs ncv < m
+        vals, vecs = np.linalg.eig(Pr.T.toarray())
+        v = vecs[:, int(np.argmin(np.abs(vals - 1.0)))].real
+    else:
+        v0 = np.zeros(m)
+        v0[int(np.searchsorted(reach, ref))] = 1.0
+        _vals, vecs = spla.eigs(Pr.T.tocsr(), k=1, which="LM", v0=v0, ncv=min(m - 1, 24), tol=tol * 1e-2,
+                                maxiter=maxiter)
+        v = vecs[:, 0].real
+    pi[reach] = v if v.sum() >= 0 else -v
+    return pi
+
+
 def _power(P, tol, x0=None, maxiter=200_000, ref=0):
     n = P.shape[0]
     if x0 is None:  # start at the reference (empty) state: the chain mixes from where it lives
@@ -120,10 +157,11 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
     ----------
     P : sparse matrix
         Row-stochastic transition matrix.
-    method : {"auto", "direct", "gmres", "power"}
+    method : {"auto", "direct", "arnoldi", "gmres", "power"}
         ``auto``: sparse LU for small chains (:data:`DIRECT_FIRST_STATES`), else power iteration
-        from the reference state (cheap per step, fast for chains that mix quickly) with sparse LU
-        (up to :data:`DIRECT_MAX_STATES`) and GMRES (Jacobi-preconditioned) as fallbacks.
+        from the reference state (Arnoldi iteration first when the chain has at least
+        :data:`ARNOLDI_FIRST_NNZ` transitions), with sparse LU (up to :data:`DIRECT_MAX_STATES`) and
+        GMRES (Jacobi-preconditioned) as fallbacks.
     tol : float
         Target residual ``||pi P - pi||_1`` (power iteration: successive difference).
     ref : int
@@ -136,13 +174,14 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
     """
     P = sp.csr_matrix(P)
     n = P.shape[0]
-    if method not in ("auto", "direct", "gmres", "power"):
-        raise ParameterError("method", method, "'auto', 'direct', 'gmres' or 'power'")
+    if method not in ("auto", "direct", "arnoldi", "gmres", "power"):
+        raise ParameterError("method", method, "'auto', 'direct', 'arnoldi', 'gmres' or 'power'")
     if n == 1:
         return StationarySolution(np.ones(1), "trivial", 0.0, 0, True)
+    first = ["arnoldi", "power"] if P.nnz >= ARNOLDI_FIRST_NNZ else ["power"]
     auto = (["direct", "power", "gmres"] if n <= DIRECT_FIRST_STATES else
-            ["power", "direct", "gmres"] if n <= DIRECT_MAX_STATES else ["power", "gmres"])
-    tries = {"auto": auto,
+            first + ["direct", "gmres"] if n <= DIRECT_MAX_STATES else first + ["gmres"])
+    tries = {"auto": auto, "arnoldi": ["arnoldi", "power"],
              "direct": ["direct", "power"], "gmres": ["gmres", "power"], "power": ["power"]}[method]
     notes = []
     best = None
@@ -151,6 +190,8 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
         try:
             if m == "direct":
                 raw = _direct(P, ref)
+            elif m == "arnoldi":
+                raw = _arnoldi(P, tol, ref=ref)
             elif m == "gmres":
                 raw, conv, its = _gmres(P, ref, tol=tol * 1e-2)
             else:
