@@ -245,6 +245,10 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     if S is None:
         raise ThresholdUnavailable(f"prompt length {pr!r} has no known distribution function")
     p = np.clip(S[:-1] - S[1:], 0.0, None)  # p[l-1] = P(v_p = l), l = 1..b
+    if not p.sum() > 0:
+        raise ThresholdUnavailable(f"no prompt fits the budget: every prompt of {pr!r} is longer than {b} tokens, "
+                                   "so a scheduler that does not split prompts never serves one (split long prompts, "
+                                   "e.g. chunk_long_prompts=True, or raise b_max)")
     p /= p.sum()
     lens = np.flatnonzero(p > 0) + 1
     pl = p[lens - 1]
@@ -340,6 +344,10 @@ def _prompt_law(pr, b, max_lengths):
     if S is None:
         raise ThresholdUnavailable(f"prompt length {pr!r} has no known distribution function")
     p = np.clip(S[:-1] - S[1:], 0.0, None)  # p[l-1] = P(v_p = l), l = 1..b
+    if not p.sum() > 0:
+        raise ThresholdUnavailable(f"no prompt fits the budget: every prompt of {pr!r} is longer than {b} tokens, "
+                                   "so a scheduler that does not split prompts never serves one (split long prompts, "
+                                   "e.g. chunk_long_prompts=True, or raise b_max)")
     p /= p.sum()
     lens = np.flatnonzero(p > 1e-15) + 1
     if lens.size > max_lengths:

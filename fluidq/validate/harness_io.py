@@ -12,6 +12,7 @@ fit, then :func:`~fluidq.validate.predict.predict_capacity`), not read from the 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,12 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
         for r in meta.get("runs", []):
             run = read_run(s / r)
             h = run.meta.get("harness", {})
-            load = float(h.get("load", float("nan")))
+            load = h.get("load")
+            try:
+                load = float("nan") if load is None else float(load)
+            except (TypeError, ValueError):
+                raise DataError(f"{s / r}: harness load {load!r} is not a number") from None
+            at = f"at load {load:g}" if math.isfinite(load) else "at an unstated load"
             wc = bool(h.get("work_conserving", False))
             sched = h.get("scheduler", "?")
             sat = saturated_throughput(run)
@@ -92,11 +98,11 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
                     mape = float(np.mean(np.abs(pr - it["seconds"]) / it["seconds"]) * 100)
                     bias = float(np.mean((pr - it["seconds"]) / it["seconds"]) * 100)
                     rows.append(Row(case=case_name, source=label, quantity=f"in-run iteration times vs t(b, kv), {sched} "
-                                    f"at load {load:g} (MAPE)", predicted=mape, measured=None, unit="%",
+                                    f"{at} (MAPE)", predicted=mape, measured=None, unit="%",
                                     status="info", note=f"{it.size} iterations; mean signed error {bias:+.1f} %"))
             if load > 1:
                 e = _err(pred.tokens_per_s, sat["tokens_per_s"])
-                rows.append(Row(case=case_name, source=label, quantity=f"capacity, {sched} at load {load:g}",
+                rows.append(Row(case=case_name, source=label, quantity=f"capacity, {sched} {at}",
                                 predicted=pred.tokens_per_s, measured=sat["tokens_per_s"], unit="tokens/s", error_pct=e,
                                 target=f"within ±{limit_pct:g} %" if wc else "",
                                 status=_status(e, limit_pct) if wc else "info",
@@ -107,7 +113,7 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
                 off = qg["offered_tokens_per_s"]
                 slope = qg["backlog_tokens_per_s"] if np.isfinite(qg["backlog_tokens_per_s"]) else 0.0
                 stable = slope <= 0.1 * off if np.isfinite(off) else True
-                rows.append(Row(case=case_name, source=label, quantity=f"backlog growth, {sched} at load {load:g}",
+                rows.append(Row(case=case_name, source=label, quantity=f"backlog growth, {sched} {at}",
                                 predicted=0.0, measured=slope, unit="tokens/s", target="<= 10 % of offered" if wc else "",
                                 status=("pass" if stable else "miss") if wc else "info",
                                 note=f"offered {off:.0f} tokens/s; the theory says a work-conserving scheduler is "

@@ -243,3 +243,14 @@ def test_validation_table_shows_a_dash_not_nan():
     table = summary_table(rows)
     assert not any(w in table.lower() for w in ("nan", "inf")), table
     assert table.splitlines()[-1].count("\u2013") == 3
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--horizon", "5", "--plot="], ["fit", "m.csv", "--plot="],
+                                  ["region", "--plot="], ["dtmc", "--rate", "1", "--plot="],
+                                  ["latency", "--plot="], ["pars", "--plot=", "--cross", "a"],
+                                  ["pars", "--save="], ["sweep", "case.toml", "--csv="]],
+                         ids=lambda a: "-".join(x.strip("-=") for x in a if x.startswith("--"))[:30] or a[0])
+def test_an_empty_output_path_is_refused_not_ignored(argv, capsys):
+    # an empty --plot / --csv / --save used to be skipped silently: the user asked for a file and got none
+    err = one_line(argv, capsys, "''")
+    assert "--" in err and "path" in err, err

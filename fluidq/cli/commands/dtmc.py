@@ -108,7 +108,7 @@ def _run(args):
         raise CliError(f"--trace {args.trace}: the chain needs Poisson arrivals and memoryless lengths; describe the "
                        "workload with --rate/--prompt/--output (e.g. the trace's mean lengths: `fluidq check "
                        "--trace` prints m_p and m_d)")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot)
     engine = engine_from_args(args)
     if args.engines != 1:

@@ -117,7 +117,7 @@ def run(args):
 
     if args.folds < 2:
         raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
     cols = read_fit_csv(args.csv)
     try:
@@ -129,14 +129,22 @@ def run(args):
         raise DataError(f"csv={str(args.csv)!r}: no batch-time form fits these times: the best ({res.kind}: {res.model.describe()}) "
                         f"has R^2 = {res.r2:.3g} < 0 (worse than their mean); do the times increase with the batch "
                         "size? (--kind tabulated interpolates any data)")
+    from ...results import fmt_value
+
+    def pct(x, spec):
+        return fmt_value(None if x is None else 100 * x, spec)
+
+    def ms(x):
+        return None if x is None else 1e3 * x
+
     lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens",
              f"model           {res.kind}: {res.model.describe()}",
-             f"R^2             {res.r2:.5f}",
-             f"MAPE            {100 * res.mape:.3f}% in sample, {100 * res.mape_heldout:.3f}% held out "
+             f"R^2             {fmt_value(res.r2, '.5f')}",
+             f"MAPE            {pct(res.mape, '.3f')}% in sample, {pct(res.mape_heldout, '.3f')}% held out "
              f"({res.folds}-fold)",
-             f"max error       {100 * res.max_rel_error:.2f}%  ({1e3 * res.max_abs_error_s:.4g} ms)"]
+             f"max error       {pct(res.max_rel_error, '.2f')}%  ({fmt_value(ms(res.max_abs_error_s))} ms)"]
     if res.candidates:
-        lines.append("candidates      " + ", ".join(f"{k} {100 * v:.2f}%" for k, v in
+        lines.append("candidates      " + ", ".join(f"{k} {pct(v, '.2f')}%" for k, v in
                                                   sorted(res.candidates.items(), key=lambda kv: kv[1])))
     out = res.to_dict()
     if args.plot:

@@ -116,7 +116,7 @@ def run(args):
         if args.trace is not None or args.prompt is not None or args.output is not None:
             raise CliError("--reasoning: give either it or --trace/--prompt/--output")
         reject_ignored("--geometric", args.geometric, "with --reasoning (its lengths are heavy-tailed, built in)")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine = engine_from_args(args)
     if args.kv_capacity is not None:
@@ -162,7 +162,8 @@ def run(args):
         lines += ["", res.table(i, metrics=cols)]
         if args.metric is not None:
             vals = {p: res.values[p][metric][i][0] for p in res.policies}
-            vals = {p: v for p, v in vals.items() if v == v}
+            from ...results import is_defined
+            vals = {p: v for p, v in vals.items() if is_defined(v)}  # an undefined cell picks no winner
             if vals:
                 higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
                 best = (max if higher else min)(vals, key=vals.get)

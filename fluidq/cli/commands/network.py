@@ -98,7 +98,8 @@ def run(args):
              f"verdict: {res.status.value} (decided by {res.decided_by or 'nothing: unknown'})",
              f"  {res.reason}"]
     if res.fluid.growth_factor is not None:
-        lines.append(f"  fluid growth per cycle x{res.fluid.growth_factor:.4g}"
-                     + (f", peak to peak x{res.fluid.peak_growth:.4g}" if res.fluid.peak_growth else ""))
+        from ...results import fmt_value
+        lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
+                     + (f", peak to peak x{fmt_value(res.fluid.peak_growth)}" if res.fluid.peak_growth else ""))
     out = {**res.to_dict(), "network": net.to_dict()} if args.json else res
     emit(args, out, "\n".join(lines))

@@ -48,10 +48,10 @@ def run(args):
     reject_ignored(f"--plot {args.plot}", args.plot is not None and not args.cross,
                    "without --cross (the plot is the cross-model heat map)")
     inputs = [("--data", args.data), ("--load", args.load)]
-    if args.save:
+    if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
                                 hint="the ranker is written as a NumPy .npz archive")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
         models = [m.strip() for m in args.cross.split(",") if m.strip()]

@@ -107,7 +107,7 @@ def run(args):
                    "--point another; give one of them (--prompt/--output without --rate still give lambda*)")
     for opt, v in (("--rays", args.rays), ("--seed", args.seed)):
         reject_ignored(f"{opt} {v}", v is not None and not args.simulate, "without --simulate (nothing is simulated)")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine = engine_from_args(args)
     workload = None

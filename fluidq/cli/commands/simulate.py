@@ -127,7 +127,7 @@ def _check_flags(args):
     if args.horizon is not None and args.warmup >= args.horizon:
         raise ParameterError("--warmup", args.warmup, f"seconds < --horizon={args.horizon:g}",
                              "a warm-up this long leaves every request out of the latency metrics")
-    if args.plot:
+    if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
 
 

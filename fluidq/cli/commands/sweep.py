@@ -153,7 +153,7 @@ def run(args):
                            f"'{parent}'), as for --csv")
     if args.store and Path(args.case).is_file() and _same_file(Path(args.store), Path(args.case)):
         raise CliError(f"--store {args.store}: that is the case file (the results would be appended to it)")
-    if args.csv:  # checked before the sweep runs (it is written at the end)
+    if args.csv is not None:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file")
     case = load_case(args.case)
