@@ -136,7 +136,9 @@ def main(argv=None) -> int:
         f = prof["fit"]
         print(f"{prof['name']:<38} {f['kind']:<14} held-out MAPE {100 * f['mape_heldout']:6.2f}%  "
               f"R^2 {f['r2']:.4f}  n={f['n_points']}")
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    from .._io import atomic_write
+
+    atomic_write(Path(args.out), json.dumps(out, indent=1) + "\n")  # never through a link planted at --out
     print(f"wrote {args.out}")
     return 0
 
