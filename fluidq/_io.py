@@ -167,6 +167,37 @@ def json_loads(text, *, where: str):
         raise DataError(f"{where}: not valid JSON ({msg})") from None
 
 
+#: the deepest nesting of arrays and tables a TOML case may have (real cases nest two or three deep;
+#: the readers walk values recursively, so a deeper one is refused before they see it)
+MAX_TOML_DEPTH = 16
+
+
+def toml_loads(text: str, *, where: str) -> dict:
+    """``tomllib.loads`` whose every failure is a ``DataError`` naming ``where``.
+
+    Invalid TOML, nesting too deep for the parser, and nesting deeper than :data:`MAX_TOML_DEPTH`
+    (which the readers of the result would recurse into) are each one line.
+    """
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"{where}: not valid TOML ({msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: TOML nested too deeply to read") from None
+    stack = [(doc, 1)]
+    while stack:  # iterative: a deep document must not make this check recurse either
+        v, depth = stack.pop()
+        if depth > MAX_TOML_DEPTH:
+            raise DataError(f"{where}: TOML nested {depth} levels deep or more; at most {MAX_TOML_DEPTH} levels "
+                            "of arrays and tables are read")
+        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return doc
+
+
 def atomic_write(path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
     """Write ``data`` to ``path`` by a temporary file in the same folder and an atomic rename.
 
@@ -200,5 +231,5 @@ def open_gzip_text(option: str, path, *, what: str = "file"):
     return io.StringIO(read_text(option, path, what=what))
 
 
-__all__ = ["MAX_INPUT_BYTES", "atomic_write", "gunzip_bytes", "input_file", "json_loads", "read_bytes",
+__all__ = ["MAX_INPUT_BYTES", "MAX_TOML_DEPTH", "atomic_write", "gunzip_bytes", "input_file", "json_loads", "toml_loads", "read_bytes",
            "read_text", "open_gzip_text"]

@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     except OSError as exc:  # a path the file system refused (no such file, a loop, too long a name...)
         if isinstance(exc, BrokenPipeError):
             return _quiet_pipe()
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        where = f"{_printable(exc.filename)}: " if getattr(exc, "filename", None) else ""
         print(f"fluidq {args.command}: error: {where}{exc.strerror or one_line(exc)}", file=sys.stderr)
         return 2
     except MemoryError:
@@ -98,9 +98,19 @@ def main(argv=None) -> int:
 
 
 def one_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its class name when it has none)."""
+    """An exception's message on one line (its class name when it has none).
+
+    A line break inside the message (a value the user gave, such as ``--csv $'a\\nb'``, is quoted in
+    it) is shown as its escape, so the line still names everything the message says; other control
+    characters too.
+    """
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return _printable(text) if text else type(exc).__name__
+
+
+def _printable(text: str) -> str:
+    """``text`` with every line break and control character written as its escape."""
+    return "".join(ch if ch.isprintable() or ch == " " else ascii(ch)[1:-1] for ch in str(text))
 
 
 def _quiet_pipe() -> int:

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import tomllib
 from pathlib import Path
 
 from ..errors import DataError, FluidqError, ParameterError
@@ -440,15 +439,10 @@ def load_network(path) -> Network:
     ``path`` is a file path, or the name of a shipped case with or without ``.toml`` (see
     :func:`case_names`, e.g. ``"rybko_stolyar"``).
     """
-    from .._io import read_text
+    from .._io import read_text, toml_loads
 
     p = _resolve_case(path)
     # regular files only (a FIFO or device would block), bounded size, UTF-8 text: one DataError naming it
     text = read_text("case file", p, what="case file", max_bytes=MAX_CASE_BYTES)
-    try:
-        d = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(f"{_shown(p)}: not valid TOML ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
-    except RecursionError:
-        raise DataError(f"{_shown(p)}: TOML nested too deeply to read") from None
+    d = toml_loads(text, where=_shown(p))  # invalid or too deeply nested: one DataError naming the file
     return network_from_dict(d, source=_shown(p))

@@ -143,6 +143,7 @@ class PARS(Ordering):
     name = "pars"
 
     def __post_init__(self):
+        super().__post_init__()
         object.__setattr__(self, "threshold_s", real("threshold_s", self.threshold_s, positive=True, allow_none=True))
         object.__setattr__(self, "idle_steps", integer("idle_steps", self.idle_steps, minimum=1, allow_none=True))
         if self.scores is not None:
@@ -381,6 +382,7 @@ class GammaBoost(Ordering):
     static = False
 
     def __post_init__(self):
+        super().__post_init__()
         g = self.gamma_per_s
         if isinstance(g, (int, float)) and not isinstance(g, bool) and math.isfinite(g) and g <= 0:
             raise ParameterError("gamma_per_s", g, "a boost rate gamma > 0 in 1/s",
@@ -482,6 +484,7 @@ class MemGuard(Ordering):
     static = False
 
     def __post_init__(self):
+        super().__post_init__()
         if not isinstance(self.base, Ordering):
             raise ParameterError("base", self.base, "a fluidq Ordering (e.g. GammaBoost())")
         object.__setattr__(self, "k_tokens", integer("k_tokens", self.k_tokens, minimum=1))

@@ -15,7 +15,10 @@ from typing import Sequence
 
 from .base import RequestState
 
-__all__ = ["Ordering", "FCFS", "KeyOrdering"]
+__all__ = ["Ordering", "FCFS", "KeyOrdering", "MAX_OVERTAKES"]
+
+#: the largest ``overtaking_bound`` an ordering may state (an integer K >= 0, or None: unbounded)
+MAX_OVERTAKES = 10**12
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,13 @@ class Ordering:
     name = "ordering"
     static = True
     overtaking_bound: int | None = None
+
+    def __post_init__(self):
+        from .._validate import integer
+
+        object.__setattr__(self, "overtaking_bound",
+                           integer("overtaking_bound", self.overtaking_bound, minimum=0, allow_none=True,
+                                   maximum=MAX_OVERTAKES, why="no run has that many requests to overtake"))
 
     def order(self, requests: Sequence[RequestState], now_s: float) -> list[RequestState]:
         return list(requests)

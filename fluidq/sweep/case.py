@@ -24,7 +24,6 @@
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,14 +93,11 @@ def load_case(path) -> SweepCase:
     not UTF-8 text, not TOML, a missing or mistyped key, a grid too large to build -- is a
     :class:`~fluidq.errors.DataError` or :class:`~fluidq.errors.ParameterError` naming the file and the key.
     """
-    from .._io import read_text
+    from .._io import read_text, toml_loads
 
     path = Path(path)
     text = read_text("case file", path, what="sweep case file (TOML)")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise DataError(f"{path}: not valid TOML ({exc})") from exc
+    raw = toml_loads(text, where=str(path))  # invalid or too deeply nested: one DataError naming the file
     unknown = sorted(set(raw) - {"sweep", "fixed", "grid"})
     if unknown:
         raise DataError(f"{path}: unknown table [{unknown[0]}]; expected [sweep], [fixed] and [grid]")

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DataError, UnknownNameError
+from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import plain
 from .cases import Case, CaseResult, Row, load_cases, run_case
 
@@ -174,6 +174,9 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         want = [case] if isinstance(case, str) else list(case)
         names = {c.name for c in cases}
         for w in want:
+            if not isinstance(w, str) or not w:  # (argparse turns `--case=--` into an empty list)
+                raise ParameterError("case", w, "the name of a validation case",
+                                     hint=f"known: {', '.join(sorted(names))}")
             if w not in names:
                 raise UnknownNameError("validation case", w, names)
         cases = [c for c in cases if c.name in want]

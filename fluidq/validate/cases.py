@@ -28,13 +28,12 @@ import math
 import shutil
 import tempfile
 import time
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .._io import read_bytes, read_text
+from .._io import read_bytes, read_text, toml_loads
 from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import plain
 
@@ -111,12 +110,7 @@ def load_cases(cases_dir) -> list[Case]:
         raise DataError(f"{cases_dir}: no such cases folder")
     out = []
     for p in sorted(cases_dir.glob("*.toml")):
-        try:
-            spec = tomllib.loads(read_text("case file", p, what="case file"))
-        except tomllib.TOMLDecodeError as exc:
-            raise DataError(f"{p}: not valid TOML ({exc})") from None
-        except RecursionError:
-            raise DataError(f"{p}: TOML nested too deeply to read") from None
+        spec = toml_loads(read_text("case file", p, what="case file"), where=str(p))
         for k in ("name", "kind"):
             if k not in spec:
                 raise DataError(f"{p}: missing key {k!r}")

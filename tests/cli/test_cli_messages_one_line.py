@@ -1,0 +1,48 @@
+"""Error messages stay one line that names what was given (issue 13): a value with a line break or
+another control character is shown escaped (it used to cut the message, which then named nothing);
+TOML nested too deeply is one line for every reader of case files; an empty validation case name is
+a named parameter error, not a TypeError."""
+import pytest
+
+from fluidq.cli import main
+
+
+def run(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.mark.parametrize("value,shown", [("a\nb", r"a\nb"), ("w\u2028k", r"w\u2028k"), ("t\tx\x1cy", r"t\tx\x1cy")])
+def test_a_control_character_in_a_value_is_escaped_not_a_line_break(value, shown, capsys):
+    rc, out, err = run(["simulate", "--trace", value], capsys)
+    assert rc == 2
+    assert err.count("\n") == 1 and len(err.splitlines()) == 1, repr(err)
+    assert shown in err, err
+
+
+@pytest.mark.parametrize("argv", [["sweep", "{}", "--serial"], ["network", "{}"]])
+@pytest.mark.parametrize("depth", [17, 100_000])
+def test_deeply_nested_toml_is_one_line(argv, depth, tmp_path, capsys):
+    p = tmp_path / "deep.toml"
+    p.write_text("[grid]\nb_max = " + "[" * depth + "1" + "]" * depth + "\n")
+    rc, out, err = run([a.replace("{}", str(p)) for a in argv], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "deep.toml" in err and "nested" in err and "internal error" not in err, err
+
+
+def test_toml_nesting_within_the_limit_is_read():
+    from fluidq._io import MAX_TOML_DEPTH, toml_loads
+
+    depth = MAX_TOML_DEPTH - 1  # the top-level table is the first level
+    doc = toml_loads("a = " + "[" * depth + "1" + "]" * depth, where="x")
+    assert doc["a"] is not None
+
+
+def test_validate_with_an_empty_case_name_names_the_parameter(capsys):
+    rc, out, err = run(["validate", "--fast", "--case=--"], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "case" in err and "internal error" not in err, err
