@@ -46,3 +46,12 @@ def test_validate_with_an_empty_case_name_names_the_parameter(capsys):
     rc, out, err = run(["validate", "--fast", "--case=--"], capsys)
     assert rc == 2 and err.count("\n") == 1, err
     assert "case" in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("option,word", [("--profile=", "--profile"), ("--trace=", "trace")])
+def test_report_refuses_an_empty_profile_or_trace_before_writing(option, word, tmp_path, capsys):
+    # an empty --profile used to mean the default profile (the report ran and was written)
+    out = tmp_path / "rep"
+    rc, _, err = run(["report", option, "--out", str(out)], capsys)
+    assert rc == 2 and err.count("\n") == 1 and word in err, err
+    assert not out.exists()

@@ -31,8 +31,8 @@ def run(args):
 
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     out = output_folder("--out", args.out, marker=MARKER, what="report")
-    prof = load_profile(args.profile or DEFAULT_PROFILE)
-    trace = args.trace or "azure-conv"
+    prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
+    trace = "azure-conv" if args.trace is None else args.trace  # an empty --trace is refused by the loader
     workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
 
     def progress(i, n, name):
