@@ -29,9 +29,12 @@ from ..errors import ParameterError
 from ..results import Status, plain
 from ..stability.growth import growth_test, interval
 from ..workload import Workload
-from .core import _seed_sequence, simulate
+from .core import MAX_RUNS, _seed_sequence, check_size, simulate
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
+
+#: most replication sets one find_threshold may run
+MAX_STEPS = 1000
 
 _STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
 _VERDICT = {v: k for k, v in _STATUS.items()}
@@ -152,7 +155,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     """
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload (replications redraw its arrivals)")
-    n_replications = integer("n_replications", n_replications, minimum=2)
+    n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
+                             why="each replication is a full simulation")
     horizon_s = real("horizon_s", horizon_s, positive=True)
     confidence = real("confidence", confidence)
     if not 0 < confidence < 1:
@@ -161,6 +165,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     if not 0 <= start_frac < 1:
         raise ParameterError("start_frac", start_frac, "a fraction in [0, 1)")
     tolerance = real("tolerance", tolerance, positive=True)
+    # refuse, before any run, replications too large to simulate (as simulate() does for one run)
+    check_size(engine, workload, horizon_s, None, runs=n_replications, names={"runs": "n_replications"})
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
     from ..stability import saturated_rate
@@ -348,8 +354,16 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     if not 0 < confidence < 1:
         raise ParameterError("confidence", confidence, "a level strictly between 0 and 1")
     rel_tol = real("rel_tol", rel_tol, positive=True)
-    max_steps = integer("max_steps", max_steps, minimum=2)
+    max_steps = integer("max_steps", max_steps, minimum=2, maximum=MAX_STEPS,
+                        why="each step is a set of n_replications simulations")
+    n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
+                             why="each replication is a full simulation")
+    tolerance = real("tolerance", tolerance, positive=True)
     lam_star = max_throughput(engine, workload_shape).requests_per_s
+    if not lam_star > 0 and (low_rate_per_s is None or high_rate_per_s is None or horizon_s is None):
+        raise ParameterError("engine", getattr(engine, "name", engine), "an engine that can serve these requests",
+                             "its capacity for these lengths is 0 (no request fits), so there is no threshold to "
+                             "search: it is unstable at every rate")
     lo = 0.5 * lam_star if low_rate_per_s is None else real("low_rate_per_s", low_rate_per_s, positive=True)
     hi = 1.1 * lam_star if high_rate_per_s is None else real("high_rate_per_s", high_rate_per_s, positive=True)
     if lo >= hi:
@@ -357,15 +371,28 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     if horizon_s is None:
         horizon_s = 3000.0 / lam_star
     horizon_s = real("horizon_s", horizon_s, positive=True)
+    # refuse before any work a first set of runs too large to simulate (at the top rate); later sets (a
+    # wider bracket, the retry of an inconclusive verdict at twice the horizon) are checked before they
+    # run, and one too large stops the search, saying so
+    check_size(engine, workload_shape.with_rate(hi), horizon_s, None, runs=n_replications,
+               names={"runs": "n_replications"})
     level = 1.0 - (1.0 - confidence) / max_steps
     ss = _seed_sequence(rng)
     seeds = iter(ss.spawn(2 * max_steps + 2))
     steps: list = []
 
+    refused: list = []
+
     def judge(rate):
-        """Verdict at ``rate``; an inconclusive one is retried once with a run twice as long."""
+        """Verdict at ``rate``; an inconclusive one is retried once with a run twice as long.  ``"refused"``
+        when the runs at ``rate`` would be too large to simulate (the search stops there)."""
         h = horizon_s
         for attempt in range(2):
+            try:
+                check_size(engine, workload_shape.with_rate(rate), h, None, runs=n_replications)
+            except ParameterError as exc:
+                refused.append(f"the runs at {rate:.4g} req/s were not made: {exc}")
+                return "refused"
             res = replicate(engine, workload_shape.with_rate(rate), policy, n_replications=n_replications,
                             horizon_s=h, rng=next(seeds), confidence=level, tolerance=tolerance,
                             keep_runs=False, **sim_kw)
@@ -382,13 +409,13 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     status = "resolved"
     # establish the ends
     v = judge(hi)
-    while v != "growing" and len(steps) < max_steps - 1:
+    while v not in ("growing", "refused") and len(steps) < max_steps - 1:
         hi *= 1.25
         v = judge(hi)
     if v == "growing":
         best_hi = hi
     v = judge(lo) if len(steps) < max_steps else "inconclusive"
-    while v != "bounded" and len(steps) < max_steps - 1:
+    while v not in ("bounded", "refused") and len(steps) < max_steps - 1:
         if v == "growing":
             best_hi = min(best_hi, lo)
         lo *= 0.5
@@ -405,7 +432,7 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
                 best_hi = mid
             elif v == "bounded":
                 best_lo = mid
-            else:
+            else:  # inconclusive, or refused
                 status = "inconclusive"
                 break
         if status == "resolved" and best_hi - best_lo > rel_tol * 0.5 * (best_lo + best_hi):
@@ -413,7 +440,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     name = getattr(policy, "name", str(policy))
     conf = max(0.0, 1.0 - len(steps) * (1.0 - level))
     reason = (f"{len(steps)} rates tried, {n_replications} runs of {horizon_s:g} s each; bounded up to "
-              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)")
+              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)"
+              + "".join(f"; {x}" for x in refused))
     return ThresholdResult(policy=name, low_rate_per_s=best_lo, high_rate_per_s=best_hi, confidence=conf,
                            fluid_rate_per_s=lam_star, steps=tuple(steps), status=status, horizon_s=horizon_s,
                            n_replications=n_replications, reason=reason,
