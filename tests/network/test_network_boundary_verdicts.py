@@ -124,3 +124,32 @@ def test_non_unique_paths_are_called_one_path():
     words = _path_caveats(fm, True, diverging=True)
     assert "not unique" in words and "this diverging path is one fluid path" in words
     assert _path_caveats(fm, False, diverging=True) == ""  # strict priorities everywhere: nothing to add
+
+
+def test_lu_kumar_diverging_path_is_called_one_of_several():
+    """Lu-Kumar from fluid in class 1 has a causal allocation that diverges and another that drains (the
+    phase start-up settles on the causal one, so only enumerating every structure of the mode finds it)."""
+    from fluidq.network.examples import lu_kumar, rybko_stolyar
+
+    r = check_network_stability(lu_kumar())
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path" and r.fluid.non_unique
+    assert "fluid paths are not unique here" in r.reason
+    assert "this diverging path is one fluid path, and another from the same state may drain" in r.reason
+    rs = check_network_stability(rybko_stolyar())  # its phases have one consistent allocation each
+    assert rs.status == Status.UNSTABLE and not rs.fluid.non_unique and "not unique" not in rs.reason
+
+
+def test_a_diverging_path_too_large_to_check_for_others_says_so():
+    from fluidq.fluid.stability import MAX_UNIQUENESS_BUFFERS
+
+    n = MAX_UNIQUENESS_BUFFERS  # light feedforward traffic on a third station: buffers 4 + n
+    routes = {"A": [("S1", "1"), ("S2", "2")], "B": [("S2", "3"), ("S1", "4")],
+              "C": [("S3", f"c{i}") for i in range(n)]}
+    times = {"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6, **{f"c{i}": 0.05 for i in range(n)}}
+    net = Network.classical(stations=["S1", "S2", "S3"], routes=routes, rate_per_s=1.0, mean_times=times,
+                            priority={"S1": ["4", "1"], "S2": ["2", "3"],
+                                      "S3": [f"c{i}" for i in range(n - 1, -1, -1)]})
+    r = check_network_stability(net)
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path", r.reason
+    assert f"whether other fluid paths exist was not checked ({n + 4} buffers > {n})" in r.reason
+    assert "this diverging path is one fluid path" in r.reason
