@@ -203,9 +203,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     note = ""
     if identical and workload.trace is not None:
         # a replayed trace gives the same path every time: one sample, no interval; demand a clear trend
+        # flat means within half the tolerance (as for identical runs in the shared growth test): a slope
+        # between half the tolerance and 5x it is neither flat nor a clear trend
         note = ("; the replications are identical (a replayed trace is one sample path), so growth must exceed "
-                "5x the tolerance")
-        verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) < tol else "inconclusive")
+                "5x the tolerance, and flat means within half of it")
+        verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) <= 0.5 * tol else "inconclusive")
+        need = None
     else:
         # the test every simulation verdict shares: "bounded" only with the power to tell growth of the
         # tolerance from zero, and significant growth below the tolerance is not read as flat
@@ -213,6 +216,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                            band_words=f"{tolerance:.0%} of the offered load")
         verdict = _VERDICT[test.status]
         note = f"; {test.reason}"
+        need = test.needed_horizon_s
     if identical and workload.trace is None and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
@@ -233,7 +237,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                              runs=tuple(runs), reason=reason,
                              inputs={"entropy": ss.entropy, "spawn_key": list(ss.spawn_key),
                                      "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
-                                                                          "start_frac": start_frac, "replayed_window": replay})
+                                                                          "start_frac": start_frac, "replayed_window": replay,
+                                     "needed_horizon_s": need})
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,7 +320,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         judged bounded / growing, within ``max_steps``.
     rel_tol : float
         Stop when ``high - low <= rel_tol * midpoint``.  A rate whose verdict is inconclusive is
-        tried once more with a run twice as long; if it stays inconclusive the search stops there
+        tried once more with a longer run (the horizon the growth test says would have the power, between
+        2 and 8 times as long); if it stays inconclusive the search stops there
         (status ``"inconclusive"``; the bracket found so far is still valid).
     n_replications : int
         Replications per rate tried.
@@ -384,7 +390,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     refused: list = []
 
     def judge(rate):
-        """Verdict at ``rate``; an inconclusive one is retried once with a run twice as long.  ``"refused"``
+        """Verdict at ``rate``; an inconclusive one is retried once with a longer run (the horizon the growth
+        test asks for, 2 to 8 times as long).  ``"refused"``
         when the runs at ``rate`` would be too large to simulate (the search stops there)."""
         h = horizon_s
         for attempt in range(2):
@@ -402,7 +409,10 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
                 progress(len(steps), max_steps)
             if res.verdict != "inconclusive" or len(steps) >= max_steps:
                 break
-            h *= 2.0
+            # the horizon the growth test says would tell growth of the tolerance from zero (from the
+            # T^(-3/2) scaling of the slope's spread), at least twice and at most 8 times the last one
+            need = res.inputs.get("needed_horizon_s")
+            h = min(8.0 * h, max(2.0 * h, 1.1 * need)) if need is not None else 2.0 * h
         return res.verdict
 
     best_lo, best_hi = 0.0, math.inf

@@ -21,6 +21,10 @@ def test_sarathi_bracket_contains_lambda_star():
     assert 0 < r.confidence < 1 and r.status in ("resolved", "inconclusive")
     d = r.to_dict()
     assert d["arrival_rate_per_s"] == pytest.approx(0.5 * (d["low_rate_per_s"] + d["high_rate_per_s"]))
+    # an inconclusive rate is retried at the horizon the growth test asks for (2 to 8 times as long)
+    for a, b in zip(r.steps, r.steps[1:]):
+        if a["verdict"] == "inconclusive" and b["rate_per_s"] == a["rate_per_s"]:
+            assert 2.0 <= b["horizon_s"] / a["horizon_s"] <= 8.0
 
 
 def test_fastertransformer_threshold_is_far_below_lambda_star(tmp_path):

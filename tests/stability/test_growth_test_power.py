@@ -61,6 +61,7 @@ def test_single_engine_replicate_needs_power_to_say_bounded():
     assert r.slope_ci[1] < r.tolerance_tokens_per_s  # the interval ends below the band ...
     assert r.verdict == "inconclusive" and r.status == Status.UNKNOWN  # ... but is too wide to say bounded
     assert "cannot tell growth of" in r.reason
+    assert r.inputs["needed_horizon_s"] > 100.0  # the horizon the test says would have the power
 
 
 def test_k_max_that_can_never_bind():
