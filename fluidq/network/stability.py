@@ -10,7 +10,9 @@
 * ``"simulation"`` -- the fluid model gave no answer and seeded replications did, through the shared
   growth test (:func:`fluidq.stability.growth.growth_test`): the number in system grows (95 %
   interval of the growth slope above ``growth_tolerance`` of the arrival rate), or the test has the
-  power to tell that growth from zero and sees none.  Otherwise the simulation says "unknown": the
+  power to tell that growth from zero and sees none (but not where the idealised fluid model, withheld
+  as only an upper bound, diverges: the test does not exclude growth below the band, so that stays
+  "unknown").  Otherwise the simulation says "unknown": the
   test cannot tell growth of that size from zero at this horizon, or the growth is significant but
   below the band (growth, never read as flat).  A simulation verdict is finite-horizon evidence and
   the reason says so;
@@ -441,7 +443,13 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                       f"route (at least {route_s:.4g} s): the number in system grows while the network fills, so "
                       f"this is no evidence of instability (runs of at least {4 * route_s:.4g} s are needed)")
         words += budget_note if sv == Status.UNKNOWN else ""
-        if decided is None and status in (Status.UNKNOWN,) and sv != Status.UNKNOWN:
+        if decided is None and status == Status.UNKNOWN and sv == Status.STABLE and fl.status == Status.UNSTABLE:
+            # the test rules out growth of the band, not slower growth; the idealised model (capacities that
+            # only bound the real ones from above) diverges: slow growth is the likely reading, not flat
+            reason = (f"{reason}; {words}; but the idealised fluid model above diverges and growth below "
+                      f"{sim['band_per_s']:.3g}/s is not excluded by the simulation: unknown (a longer horizon or a "
+                      "smaller growth_tolerance can tell)")
+        elif decided is None and status == Status.UNKNOWN and sv != Status.UNKNOWN:
             status = sv
             decided = "simulation"
             reason = f"{reason}; {words}: {sv.value} on this horizon (finite-horizon evidence, not a proof)"

@@ -153,3 +153,14 @@ def test_a_diverging_path_too_large_to_check_for_others_says_so():
     assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path", r.reason
     assert f"whether other fluid paths exist was not checked ({n + 4} buffers > {n})" in r.reason
     assert "this diverging path is one fluid path" in r.reason
+
+
+def test_a_flat_simulation_does_not_overrule_a_diverging_idealised_model():
+    """At 1.02x of the virtual station the drift is below 1 % of the arrival rate: the growth test (seed 3,
+    4 x 3000 s) sees no growth of the band, which does not exclude slower growth; with the idealised fluid
+    model diverging (k_max = b_max - 1 withholds it) the verdict stays unknown."""
+    net = _with_k_max(llm_rybko_stolyar(rate_per_s=1.02 * VIRTUAL_RATE), 767)
+    r = check_network_stability(net, simulate=True, horizon_s=3000.0, replications=4, rng=3)
+    assert r.simulation["verdict"] == "stable" and r.fluid.status == Status.UNSTABLE
+    assert r.status == Status.UNKNOWN and r.decided_by is None
+    assert "the idealised fluid model above diverges" in r.reason and "is not excluded" in r.reason
