@@ -33,6 +33,16 @@ def test_llm_rybko_stolyar_past_the_virtual_station_is_unstable_with_a_k_max_tha
     assert r.fluid.growth_factor > 1
 
 
+def test_the_example_takes_k_max():
+    from fluidq.network.examples import LLM_RS_VIRTUAL_RATE_PER_S
+
+    assert LLM_RS_VIRTUAL_RATE_PER_S == VIRTUAL_RATE
+    net = llm_rybko_stolyar(rate_per_s=1.05 * VIRTUAL_RATE, k_max=768)
+    assert all(s.engine.k_max == 768 for s in net.stations)
+    r = check_network_stability(net)
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path"
+
+
 def test_a_k_max_that_can_bind_is_still_a_caveat():
     net = _with_k_max(llm_rybko_stolyar(rate_per_s=1.05 * VIRTUAL_RATE), 767)
     assert any("engine k_max=767" in c for c in capacity_caveats(net))
