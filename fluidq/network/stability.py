@@ -102,6 +102,10 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
     from ..stability.growth import growth_test
     from .sim import replicate_network
 
+    replications = integer("replications", replications, minimum=1, maximum=MAX_REPLICATIONS,
+                           why="each replication is a full simulation of the network")
+    horizon_s = real("horizon_s", horizon_s, positive=True)
+    check_simulation_size(network, horizon_s, replications)  # before any work, with the size it would have
     runs = replicate_network(network, horizon_s=horizon_s, replications=replications, rng=rng, initial=initial)
     g = np.array([r.growth_rate(start_fraction=start_fraction) for r in runs])
     lam = float(sum(c.rate_per_s for c in network.classes))
