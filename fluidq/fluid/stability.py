@@ -515,7 +515,11 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                 status=Status.STABLE, certificate="lyapunov",
                 reason=(f"a linear Lyapunov function V(z) = sum c_i z_i decreases at rate >= 1 in all {nrows} modes "
                         f"of the discipline (LP); every fluid path drains by time V(z(0)); {checked} unit paths "
-                        "drain too"), loads=loads, lyapunov=cert, path=rep, paths_checked=checked,
+                        "drain too" + (
+                            "; hops sharing a priority level take every work-conserving split in those modes (every "
+                            "vertex of the allocation set), so the certificate covers FIFO as the stations serve "
+                            "them, while the unit paths share by weighted tokens" if _shared_slots(fm) else "")),
+                loads=loads, lyapunov=cert, path=rep, paths_checked=checked,
                 non_unique=non_unique)
         note = f"no linear Lyapunov function over {nrows} modes"
     else:

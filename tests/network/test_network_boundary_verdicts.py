@@ -174,3 +174,13 @@ def test_a_flat_simulation_does_not_overrule_a_diverging_idealised_model():
     assert r.simulation["verdict"] == "stable" and r.fluid.status == Status.UNSTABLE
     assert r.status == Status.UNKNOWN and r.decided_by is None
     assert "the idealised fluid model above diverges" in r.reason and "is not excluded" in r.reason
+
+
+def test_a_lyapunov_certificate_beside_fifo_stations_says_it_covers_fifo():
+    from fluidq.network.examples import rybko_stolyar
+
+    r = check_network_stability(rybko_stolyar(priority=None, rate_per_s=0.5))
+    assert r.status == Status.STABLE and r.decided_by == "fluid:lyapunov"
+    assert "covers FIFO as the stations serve them" in r.reason and "weighted tokens" in r.reason
+    strict = check_network_stability(rybko_stolyar(priority="exit", rate_per_s=0.5))
+    assert "FIFO" not in strict.reason
