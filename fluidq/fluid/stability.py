@@ -285,19 +285,25 @@ def _shared_slots(fm) -> list:
 MAX_UNIQUENESS_BUFFERS = 16
 
 
-def _phase_allocations(system, path) -> int:
-    """The most distinct consistent allocations of any mode ``path`` visits (1: its phases are unique).
+#: most cut structures solved in all when checking a diverging path for other allocations (about a
+#: millisecond each); beyond it the reason says uniqueness was not checked
+MAX_UNIQUENESS_STRUCTURES = 1500
+
+
+def _phase_allocations(system, path, budget: int = MAX_UNIQUENESS_STRUCTURES):
+    """``(most, complete)``: the most distinct consistent allocations of any mode ``path`` visits (1: its
+    phases are unique), and whether every cut structure of every mode was solved within ``budget``.
 
     The path takes, in each phase, the allocation the causal start-up of the phase settles on (or the
-    one closest to the previous phase); this enumerates every cut structure of each mode visited
-    (:meth:`FluidSystem.all_solutions`), so it also finds the other solutions of a priority fluid model
-    that the start-up does not reach (Lu--Kumar from fluid in class 1).
+    one closest to the previous phase); this enumerates every cut structure of each mode visited (as
+    :meth:`FluidSystem.all_solutions` does), so it also finds the other solutions of a priority fluid
+    model that the start-up does not reach (Lu--Kumar from fluid in class 1).
     """
     from .path import _distinct
 
     tol = 1e-9 * max(float(system.cap.max()), 1.0)
     seen: set = set()
-    most = 1
+    most, left = 1, int(budget)
     for k in range(len(path.times_s) - 1):
         z = np.asarray(path.levels[k], dtype=float)
         q = np.asarray(path.join_levels[k], dtype=float) if system.G else np.zeros(0)
@@ -308,9 +314,21 @@ def _phase_allocations(system, path) -> int:
         if key in seen:
             continue
         seen.add(key)
-        sols = system.all_solutions(pos, qzero, None)
-        most = max(most, _distinct([x[0] for x in sols], tol) if sols else 1)
-    return most
+        sols, tried = [], 0
+        for st in system.candidate_structures(pos, qzero, None, limit=left + 1):
+            tried += 1
+            if tried > left:
+                return most, False
+            sol = system.solve_structure(st, pos)
+            if sol is None or np.min(sol[0], initial=0.0) < -tol:
+                continue
+            un, rn, _ = system.sweep(sol[0], sol[1], pos, qzero, None)
+            if np.max(np.abs(un - sol[0]), initial=0.0) <= tol and np.max(np.abs(rn - sol[1]), initial=0.0) <= tol:
+                sols.append(sol)
+        left -= tried
+        if sols:
+            most = max(most, _distinct([x[0] for x in sols], tol))
+    return most, True
 
 
 def _path_caveats(fm, non_unique: bool, *, diverging: bool, unchecked: bool = False) -> str:
@@ -325,8 +343,9 @@ def _path_caveats(fm, non_unique: bool, *, diverging: bool, unchecked: bool = Fa
                    (": this diverging path is one fluid path, and another from the same state may drain"
                     if diverging else ": other paths were not followed"))
     elif unchecked and diverging:
-        out.append(f"whether other fluid paths exist was not checked ({fm.n} buffers > {MAX_UNIQUENESS_BUFFERS}): "
-                   "this diverging path is one fluid path")
+        why = (f"{fm.n} buffers > {MAX_UNIQUENESS_BUFFERS}" if fm.n > MAX_UNIQUENESS_BUFFERS else
+               f"more than {MAX_UNIQUENESS_STRUCTURES} cut structures to solve")
+        out.append(f"whether other fluid paths exist was not checked ({why}): this diverging path is one fluid path")
     shared = _shared_slots(fm)
     if shared:
         where = "; ".join(f"{pt!r}: {', '.join(map(repr, grp[:6]))}{' ...' if len(grp) > 6 else ''}"
@@ -491,8 +510,11 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         if p.outcome == "diverging":
             pg = _peak_growth(p)
             unchecked = fm.n > MAX_UNIQUENESS_BUFFERS
-            if not p.non_unique and not unchecked and _phase_allocations(system, p) > 1:
-                p = replace(p, non_unique=True)
+            if not p.non_unique and not unchecked:
+                most, complete = _phase_allocations(system, p)
+                unchecked = not complete
+                if most > 1:
+                    p = replace(p, non_unique=True)
             non_unique = non_unique or p.non_unique
             extra = _path_caveats(fm, p.non_unique, diverging=True, unchecked=unchecked)
             return FluidStabilityResult(

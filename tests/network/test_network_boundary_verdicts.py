@@ -184,3 +184,19 @@ def test_a_lyapunov_certificate_beside_fifo_stations_says_it_covers_fifo():
     assert "covers FIFO as the stations serve them" in r.reason and "weighted tokens" in r.reason
     strict = check_network_stability(rybko_stolyar(priority="exit", rate_per_s=0.5))
     assert "FIFO" not in strict.reason
+
+
+def test_a_diverging_path_with_too_many_structures_to_check_says_so():
+    # twelve hops shared FIFO at a third station: 2^12 cut structures a mode, past the solving budget
+    from fluidq.fluid.stability import MAX_UNIQUENESS_STRUCTURES
+
+    routes = {"A": [("S1", "1"), ("S2", "2")], "B": [("S2", "3"), ("S1", "4")],
+              "C": [("S3", f"c{i}") for i in range(12)]}
+    times = {"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6, **{f"c{i}": 0.05 for i in range(12)}}
+    net = Network.classical(stations=["S1", "S2", "S3"], routes=routes, rate_per_s=1.0, mean_times=times,
+                            priority={"S1": ["4", "1"], "S2": ["2", "3"]})
+    r = check_network_stability(net)
+    assert r.status == Status.UNSTABLE and r.decided_by == "fluid:diverging_path"
+    assert (f"whether other fluid paths exist was not checked (more than {MAX_UNIQUENESS_STRUCTURES} cut "
+            "structures to solve): this diverging path is one fluid path") in r.reason
+    assert "weighted token sharing" in r.reason  # and what the paths did at the FIFO station
