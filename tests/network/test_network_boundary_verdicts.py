@@ -200,3 +200,23 @@ def test_a_diverging_path_with_too_many_structures_to_check_says_so():
     assert (f"whether other fluid paths exist was not checked (more than {MAX_UNIQUENESS_STRUCTURES} cut "
             "structures to solve): this diverging path is one fluid path") in r.reason
     assert "weighted token sharing" in r.reason  # and what the paths did at the FIFO station
+
+
+def test_the_cli_on_the_issue_case_file_with_k_max_at_b_max(tmp_path, capsys):
+    """`fluidq network CASE --simulate` on the shipped LLM Rybko-Stolyar case at 1.05x with k_max = 768 on
+    both engines (what the issue ran): unstable, decided by the fluid path, not "stable"."""
+    import json
+
+    from fluidq.cli import main
+    from fluidq.network.toml import CASES_DIR
+
+    text = (CASES_DIR / "llm_rybko_stolyar.toml").read_text()
+    text = text.replace("\nb_max = 768\n", "\nb_max = 768\nk_max = 768\n")
+    text = text.replace("rate_per_s = 1.1368421052631579", f"rate_per_s = {1.05 * VIRTUAL_RATE!r}")
+    assert text.count("k_max = 768") == 2 and text.count(repr(1.05 * VIRTUAL_RATE)) == 2
+    case = tmp_path / "rs.toml"
+    case.write_text(text)
+    assert main(["network", str(case), "--simulate", "--horizon", "3000", "--seed", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["status"] == "unstable" and out["decided_by"] == "fluid:diverging_path"
+    assert out["simulation"]["verdict"] != "stable"
