@@ -106,8 +106,20 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
                            why="each replication is a full simulation of the network")
     horizon_s = real("horizon_s", horizon_s, positive=True)
     check_simulation_size(network, horizon_s, replications)  # before any work, with the size it would have
-    runs = replicate_network(network, horizon_s=horizon_s, replications=replications, rng=rng, initial=initial)
-    g = np.array([r.growth_rate(start_fraction=start_fraction) for r in runs])
+    from ..sim.core import _seed_sequence
+
+    root = _seed_sequence(rng)  # None, a seed >= 0, a SeedSequence or a Generator; else refused naming rng
+    runs = replicate_network(network, horizon_s=horizon_s, replications=replications, initial=initial,
+                             rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key))
+
+    def growth(r):
+        try:
+            with np.errstate(all="ignore"):
+                return r.growth_rate(start_fraction=start_fraction)
+        except (np.linalg.LinAlgError, ValueError):  # a degenerate series: no slope (the test says so)
+            return float("nan")
+
+    g = np.array([growth(r) for r in runs])
     lam = float(sum(c.rate_per_s for c in network.classes))
     test = growth_test(g, band=growth_tolerance * lam, horizon_s=horizon_s, confidence=confidence,
                        band_words=f"{100 * growth_tolerance:.3g}% of the arrival rate {lam:.4g}/s")
@@ -240,6 +252,12 @@ def _n(x: float) -> str:
 
 def check_simulation_size(network: Network, horizon_s: float, replications: int) -> dict:
     """Refuse, before any work, simulations too large to run (see :func:`simulation_size`)."""
+    from ..sim.core import _shortest_batch_s
+
+    t1 = max((_shortest_batch_s(st.engine) for st in network.stations), default=0.0)
+    if t1 > 0 and not horizon_s >= t1:
+        raise ParameterError("horizon_s", horizon_s, f"a horizon of at least {t1:.4g} s",
+                             "one batch of the slowest engine; a shorter run serves nothing and has no growth slope")
     size = simulation_size(network, horizon_s, replications)
     what = f"{replications} runs of {horizon_s:.4g} s"
     if not size["batches"] <= MAX_SIM_BATCHES:

@@ -119,3 +119,11 @@ def test_simulation_growth_refuses_sizes_before_work():
         simulation_growth(net, horizon_s=1e12)
     with pytest.raises(ParameterError, match="replications"):
         simulation_growth(net, horizon_s=10.0, replications=10 ** 9)
+
+
+@pytest.mark.parametrize("kw, name", [({"horizon_s": 1e-300}, "horizon_s"), ({"rng": -1}, "rng"),
+                                      ({"rng": "x"}, "rng")])
+def test_bad_simulation_inputs_are_refused_naming_them(kw, name):
+    # a horizon shorter than a batch gave numpy's LinAlgError from the slope fit; a bad rng a ValueError
+    with pytest.raises(ParameterError, match=name):
+        check_network_stability(llm_rybko_stolyar(), simulate=True, **kw)
