@@ -213,6 +213,8 @@ MAX_SIM_BATCHES = 100_000_000
 MAX_SIM_VISITS = 100_000_000
 #: most replications of one verdict
 MAX_REPLICATIONS = 10_000
+#: fewest requests expected per run in the fitted window for a "stable" simulation verdict
+MIN_FIT_ARRIVALS = 30
 
 
 def simulation_size(network: Network, horizon_s: float, replications: int = 1) -> dict:
@@ -464,6 +466,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
             words += (f", but the fitted window starts at {0.25 * h:.4g} s, before a request can have passed its "
                       f"route (at least {route_s:.4g} s): the number in system grows while the network fills, so "
                       f"this is no evidence of instability (runs of at least {4 * route_s:.4g} s are needed)")
+        seen = 0.75 * h * lam  # expected arrivals per run in the fitted window (after the first quarter)
+        if sv == Status.STABLE and seen < MIN_FIT_ARRIVALS:
+            sv = Status.UNKNOWN
+            sim["verdict"] = sv.value
+            words += (f", but only about {seen:.3g} requests arrive per run in the fitted window (fewer than "
+                      f"{MIN_FIT_ARRIVALS}): too little traffic to call it stable (run longer)")
         words += budget_note if sv == Status.UNKNOWN else ""
         if decided is None and status == Status.UNKNOWN and sv == Status.STABLE and fl.status == Status.UNSTABLE:
             # the test rules out growth of the band, not slower growth; the idealised model (capacities that

@@ -35,6 +35,8 @@ __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"
 
 #: most replication sets one find_threshold may run
 MAX_STEPS = 1000
+#: fewest arrivals per run in the fitted window for a "bounded" verdict
+MIN_FIT_ARRIVALS = 30
 
 _STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
 _VERDICT = {v: k for k, v in _STATUS.items()}
@@ -172,7 +174,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     from ..stability import saturated_rate
 
     cap, cap_how = saturated_rate(engine, workload, policy)
-    runs, st, sr, mq = [], [], [], []
+    runs, st, sr, mq, fit_n = [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
         r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
@@ -183,6 +185,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         st.append(r.backlog_slope("tokens", start_frac))
         sr.append(r.backlog_slope("requests", start_frac))
         mq.append(r.time_average("requests", start_s=start_frac * r.end_s))
+        fit_n.append(r.offered(start_frac)["arrivals"])
         if keep_runs:
             runs.append(r)
         if progress is not None:
@@ -217,6 +220,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         verdict = _VERDICT[test.status]
         note = f"; {test.reason}"
         need = test.needed_horizon_s
+    few = float(np.mean(fit_n)) if fit_n else 0.0
+    if verdict == "bounded" and few < MIN_FIT_ARRIVALS:
+        # a window that saw (almost) nothing arrive is no evidence of a bounded backlog
+        verdict = "inconclusive"
+        note += (f"; but only {few:.3g} arrivals per run fall in the fitted window (fewer than {MIN_FIT_ARRIVALS}): "
+                 "too little traffic to call the backlog bounded (run longer)")
     if identical and workload.trace is None and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))

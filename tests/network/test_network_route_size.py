@@ -127,3 +127,11 @@ def test_bad_simulation_inputs_are_refused_naming_them(kw, name):
     # a horizon shorter than a batch gave numpy's LinAlgError from the slope fit; a bad rng a ValueError
     with pytest.raises(ParameterError, match=name):
         check_network_stability(llm_rybko_stolyar(), simulate=True, **kw)
+
+
+def test_a_simulation_that_saw_no_traffic_is_not_called_stable():
+    # four identical empty runs (no arrival in 200 s at 2e-6 req/s) were "flat on this horizon": stable
+    net = llm_rybko_stolyar(rate_per_s=1e-6, k_max=767)  # k_max binds: the simulation alone decides
+    r = check_network_stability(net, simulate=True, horizon_s=200.0, rng=1)
+    assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"
+    assert "too little traffic to call it stable" in r.reason

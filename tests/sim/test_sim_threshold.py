@@ -86,3 +86,12 @@ def test_find_threshold_stops_where_the_next_runs_would_be_too_large(monkeypatch
     assert r.status == "unbracketed" and not math.isfinite(r.high_rate_per_s)
     assert "the runs at 12.5 req/s were not made" in r.reason
     assert all(s["rate_per_s"] <= 12.0 for s in r.steps)
+
+
+@pytest.mark.parametrize("kw", [{"horizon_s": 1e-5}, {"horizon_s": 5.0, "start_frac": 0.999999}])
+def test_replicate_does_not_call_a_window_without_traffic_bounded(kw):
+    # identical empty runs (1e-5 s) or a fit over a few microseconds were "bounded"
+    from fluidq.sim import replicate
+
+    r = replicate(E, W.with_rate(10.0), "sarathi", rng=1, **kw)
+    assert r.verdict == "inconclusive" and "too little traffic to call the backlog bounded" in r.reason
