@@ -25,6 +25,7 @@ import numpy as np
 
 from .._validate import integer, real
 from ..capacity import max_throughput
+from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Status, plain
 from ..stability.growth import growth_test, interval
@@ -131,8 +132,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         As for :func:`simulate`.
     n_replications : int
         Independent runs (>= 2), seeded by ``SeedSequence(rng).spawn(n_replications)``.
-    horizon_s : float
-        Length of each run.
+    horizon_s : float or None
+        Length of each run.  ``None``: chosen from the growth to detect (``tolerance`` of the offered
+        load): a first round of ``max(3000 t(b_max), 300 / lambda)`` seconds, then, when its interval is
+        too wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
+        slope's spread says would (at most 10 times the first, and within the simulator's size limits);
+        ``inputs["auto_horizon"]`` records both.
     rng : None, int, SeedSequence or Generator
         Root of the seeds (``None``: fresh entropy, recorded in ``inputs``; a Generator gives the
         root entropy by one draw; an int seed must be >= 0).
@@ -159,6 +164,10 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         raise ParameterError("workload", workload, "a fluidq.Workload (replications redraw its arrivals)")
     n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
                              why="each replication is a full simulation")
+    if horizon_s is None:
+        return _replicate_auto(engine, workload, policy, n_replications=n_replications, rng=rng,
+                               confidence=confidence, start_frac=start_frac, tolerance=tolerance,
+                               keep_runs=keep_runs, progress=progress, **sim_kw)
     horizon_s = real("horizon_s", horizon_s, positive=True)
     confidence = real("confidence", confidence)
     if not 0 < confidence < 1:
@@ -248,6 +257,44 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                                      "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
                                                                           "start_frac": start_frac, "replayed_window": replay,
                                      "needed_horizon_s": need})
+
+
+def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> ReplicationResult:
+    """:func:`replicate` with the horizon chosen from the growth to detect (see its ``horizon_s``)."""
+    from dataclasses import replace
+
+    from .core import _shortest_batch_s
+
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    lam = workload.arrival_rate_per_s
+    bt = engine.batch_time.base if hasattr(engine.batch_time, "base") else engine.batch_time
+    try:
+        t_full = float(np.asarray(bt(np.array([float(engine.b_max)])), dtype=float)[0])
+    except Exception:  # noqa: BLE001 - a user's batch time: simulate() names the problem
+        t_full = _shortest_batch_s(engine)
+    h1 = max(3000.0 * t_full if math.isfinite(t_full) else 0.0, 300.0 / lam if lam > 0 else 0.0, 1.0)
+    root = _seed_sequence(rng)
+    first = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h1,
+                      rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+    need = first.inputs.get("needed_horizon_s")
+    rounds = [{"horizon_s": h1, "verdict": first.verdict}]
+    res, note = first, ""
+    if first.verdict == "inconclusive" and need is not None and need > h1:
+        h2 = min(10.0 * h1, 1.1 * need)
+        try:
+            check_size(engine, workload, h2, None, runs=n_replications)
+        except ParameterError as exc:
+            note = f"; a second round of {h2:.4g} s was not run: {exc}"
+        else:
+            res = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h2,
+                            rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+            rounds.append({"horizon_s": h2, "verdict": res.verdict})
+            if 1.1 * need > h2:
+                note = f"; the test asked for {1.1 * need:.4g} s, capped at 10 times the first round"
+    words = " then ".join(f"{r['horizon_s']:.4g} s ({r['verdict']})" for r in rounds)
+    return replace(res, reason=f"automatic horizon, chosen from the growth to detect: {words}{note}; {res.reason}",
+                   inputs={**res.inputs, "auto_horizon": rounds})
 
 
 @dataclass(frozen=True, eq=False)
