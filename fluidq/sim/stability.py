@@ -7,7 +7,8 @@ part of each run, a Student-t confidence interval across replications) and gives
 
 * ``"growing"``: the whole interval lies above the tolerance (default 1 % of the offered load);
 * ``"bounded"``: the interval lies below zero, or holds zero, ends below the tolerance and is narrow
-  enough (half-width at most half the tolerance) to tell growth of the tolerance from zero;
+  enough (half-width at most half the tolerance) to tell growth of the tolerance from zero -- and the
+  fitted window saw at least ``MIN_FIT_ARRIVALS`` arrivals per run;
 * ``"inconclusive"``: otherwise -- the test cannot tell growth of the tolerance from zero at this
   horizon (run longer or replicate more; the reason says about how long), or the backlog grows
   significantly by less than the tolerance, which is growth and not read as flat.

@@ -10,6 +10,9 @@
 * ``rho < 1 - tolerance`` and a non-work-conserving policy: decided from the policy's own
   stability threshold when one is available, otherwise unknown.
 
+The capacity is that of the budgets the scheduler forms batches under (:func:`effective_engine`: its own
+``b_max`` / ``k_max`` when smaller than the engine's); a ``k_max`` that can never bind (at or above the
+most requests a batch holds, :func:`binding_k_max`) is treated as absent and changes no verdict.
 With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
 ``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
 the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
