@@ -19,8 +19,11 @@
 5. **diverging_path** -- an exact fluid path from a unit initial state returns to a scaled copy of
    itself with growth factor ``g > 1`` per cycle: by homogeneity it grows ``g`` times every cycle
    forever (the Rybko--Stolyar mechanism).  It is one path: where fluid paths are not unique the
-   reason says so, and hops that share a priority level (served FIFO by the stations) are shared by
-   weighted token sharing in the paths tried, which the reason says too.
+   reason says so (every cut structure of each mode the path visits is solved, up to
+   ``MAX_UNIQUENESS_BUFFERS`` buffers, which finds Lu--Kumar's draining solution beside the causal one
+   the path follows; beyond that the reason says uniqueness was not checked), and hops that share a
+   priority level (served FIFO by the stations) are shared by weighted token sharing in the paths
+   tried, which the reason says too.
 6. **lyapunov** -- a linear function ``V(z) = sum_i c_i z_i`` with ``dV/dt <= -1`` in every mode the
    discipline can be in (every set of non-empty buffers; for buffers that share a station without a
    priority order, every vertex of the allocation set, i.e. every work-conserving allocation), found
@@ -36,7 +39,7 @@ networks: work-conserving disciplines", Ann. Appl. Probab. 5 (1995); Li, Dai, Pe
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -277,14 +280,72 @@ def _shared_slots(fm) -> list:
     return out
 
 
-def _path_caveats(fm, non_unique: bool, *, diverging: bool) -> str:
-    """What the fluid paths tried do not cover, as a clause for a reason ("" when nothing)."""
+#: most buffers for which the phases of a diverging path are checked for other consistent allocations
+#: (every cut structure of each mode the path visits is solved; at most 4096 a mode)
+MAX_UNIQUENESS_BUFFERS = 16
+
+
+#: most cut structures solved in all when checking a diverging path for other allocations (about a
+#: millisecond each); beyond it the reason says uniqueness was not checked
+MAX_UNIQUENESS_STRUCTURES = 1500
+
+
+def _phase_allocations(system, path, budget: int = MAX_UNIQUENESS_STRUCTURES):
+    """``(most, complete)``: the most distinct consistent allocations of any mode ``path`` visits (1: its
+    phases are unique), and whether every cut structure of every mode was solved within ``budget``.
+
+    The path takes, in each phase, the allocation the causal start-up of the phase settles on (or the
+    one closest to the previous phase); this enumerates every cut structure of each mode visited (as
+    :meth:`FluidSystem.all_solutions` does), so it also finds the other solutions of a priority fluid
+    model that the start-up does not reach (Lu--Kumar from fluid in class 1).
+    """
+    from .path import _distinct
+
+    tol = 1e-9 * max(float(system.cap.max()), 1.0)
+    seen: set = set()
+    most, left = 1, int(budget)
+    for k in range(len(path.times_s) - 1):
+        z = np.asarray(path.levels[k], dtype=float)
+        q = np.asarray(path.join_levels[k], dtype=float) if system.G else np.zeros(0)
+        mass = float(z.sum() + q.sum())
+        pos = z > 1e-11 * max(mass, 1.0)
+        qzero = q <= 1e-9 * max(float(q.sum()), 1.0)
+        key = (pos.tobytes(), qzero.tobytes())
+        if key in seen:
+            continue
+        seen.add(key)
+        sols, tried = [], 0
+        for st in system.candidate_structures(pos, qzero, None, limit=left + 1):
+            tried += 1
+            if tried > left:
+                return most, False
+            sol = system.solve_structure(st, pos)
+            if sol is None or np.min(sol[0], initial=0.0) < -tol:
+                continue
+            un, rn, _ = system.sweep(sol[0], sol[1], pos, qzero, None)
+            if np.max(np.abs(un - sol[0]), initial=0.0) <= tol and np.max(np.abs(rn - sol[1]), initial=0.0) <= tol:
+                sols.append(sol)
+        left -= tried
+        if sols:
+            most = max(most, _distinct([x[0] for x in sols], tol))
+    return most, True
+
+
+def _path_caveats(fm, non_unique: bool, *, diverging: bool, unchecked: bool = False) -> str:
+    """What the fluid paths tried do not cover, as a clause for a reason ("" when nothing).
+
+    ``unchecked``: whether other consistent allocations exist was not checked (too many buffers).
+    """
     out = []
     if non_unique:
-        out.append("fluid paths are not unique here (a phase had several consistent allocations and the one "
-                   "closest to the previous phase was taken)" +
+        out.append("fluid paths are not unique here (a phase of the path has several consistent allocations, "
+                   "and the path follows one of them)" +
                    (": this diverging path is one fluid path, and another from the same state may drain"
                     if diverging else ": other paths were not followed"))
+    elif unchecked and diverging:
+        why = (f"{fm.n} buffers > {MAX_UNIQUENESS_BUFFERS}" if fm.n > MAX_UNIQUENESS_BUFFERS else
+               f"more than {MAX_UNIQUENESS_STRUCTURES} cut structures to solve")
+        out.append(f"whether other fluid paths exist was not checked ({why}): this diverging path is one fluid path")
     shared = _shared_slots(fm)
     if shared:
         where = "; ".join(f"{pt!r}: {', '.join(map(repr, grp[:6]))}{' ...' if len(grp) > 6 else ''}"
@@ -448,7 +509,14 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         non_unique = non_unique or p.non_unique
         if p.outcome == "diverging":
             pg = _peak_growth(p)
-            extra = _path_caveats(fm, p.non_unique, diverging=True)
+            unchecked = fm.n > MAX_UNIQUENESS_BUFFERS
+            if not p.non_unique and not unchecked:
+                most, complete = _phase_allocations(system, p)
+                unchecked = not complete
+                if most > 1:
+                    p = replace(p, non_unique=True)
+            non_unique = non_unique or p.non_unique
+            extra = _path_caveats(fm, p.non_unique, diverging=True, unchecked=unchecked)
             return FluidStabilityResult(
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
@@ -469,7 +537,11 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                 status=Status.STABLE, certificate="lyapunov",
                 reason=(f"a linear Lyapunov function V(z) = sum c_i z_i decreases at rate >= 1 in all {nrows} modes "
                         f"of the discipline (LP); every fluid path drains by time V(z(0)); {checked} unit paths "
-                        "drain too"), loads=loads, lyapunov=cert, path=rep, paths_checked=checked,
+                        "drain too" + (
+                            "; hops sharing a priority level take every work-conserving split in those modes (every "
+                            "vertex of the allocation set), so the certificate covers FIFO as the stations serve "
+                            "them, while the unit paths share by weighted tokens" if _shared_slots(fm) else "")),
+                loads=loads, lyapunov=cert, path=rep, paths_checked=checked,
                 non_unique=non_unique)
         note = f"no linear Lyapunov function over {nrows} modes"
     else:

@@ -20,7 +20,8 @@ from ..engine import Engine
 from ..errors import ParameterError
 from .model import Hop, Network, RequestClass, Station
 
-__all__ = ["rybko_stolyar", "lu_kumar", "llm_rybko_stolyar", "CLASSICAL_MEAN_TIMES", "LLM_RS_RATE_PER_S"]
+__all__ = ["rybko_stolyar", "lu_kumar", "llm_rybko_stolyar", "CLASSICAL_MEAN_TIMES", "LLM_RS_RATE_PER_S",
+           "LLM_RS_VIRTUAL_RATE_PER_S"]
 
 CLASSICAL_MEAN_TIMES = {"1": 0.1, "2": 0.6, "3": 0.1, "4": 0.6}
 LLM_RS_RATE_PER_S = 0.9 * 768 / 608
@@ -53,15 +54,22 @@ def lu_kumar(*, priority="exit", rate_per_s: float = 1.0, mean_times: dict | Non
                              priority=_priority(priority), name="lu-kumar", **kw)
 
 
+#: the token analogue of the virtual-station condition of the LLM Rybko--Stolyar network: hops A.2 and
+#: B.2 (544 tokens each) are never served together in the fluid model, so it diverges once
+#: ``lambda (544 + 544) > 768`` tokens/s, i.e. above this rate per type (ours, reference §3)
+LLM_RS_VIRTUAL_RATE_PER_S = 768 / 1088
+
+
 def llm_rybko_stolyar(*, priority="exit", rate_per_s: float = LLM_RS_RATE_PER_S, b_max: int = 768,
-                      policy="sarathi") -> Network:
+                      policy="sarathi", k_max: int | None = None) -> Network:
     """Two Sarathi engines, ``b_max = 768``, one second per batch (``Affine(c=1, a=0)``).
 
     Type A: ``(32, 32)`` on E1 (hop ``A.1``) then ``(512, 32)`` on E2 (``A.2``); type B mirrored.
     ``priority="exit"``: E1 serves ``B.2`` first and E2 ``A.2``; ``"reversed"``: the entering hops first.
-    At the default rate each engine is 90 % loaded.
+    At the default rate each engine is 90 % loaded.  ``k_max``: the engines' batch-size limit (``b_max``
+    or more never binds and changes no verdict).
     """
-    e = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=b_max)
+    e = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=b_max, k_max=k_max)
     if priority == "exit":
         pr = {"E1": ("B.2", "A.1"), "E2": ("A.2", "B.1")}
     elif priority == "reversed":

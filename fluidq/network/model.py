@@ -27,6 +27,7 @@ dates and buffer priorities", IEEE TAC 36 (1991).
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -454,6 +455,11 @@ def _check_forks(cls_name, steps, where):
                             f"add Join(name={left[0]!r}) after it")
 
 
+#: most hops over all routes of a network (each is a fluid buffer and a simulator queue; building and
+#: judging a network is linear in them, about a second per 20,000)
+MAX_HOPS = 100_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class Network:
     """Engines, routers and request classes.
@@ -505,19 +511,21 @@ class Network:
         if not all(isinstance(r, Router) for r in ro):
             raise ParameterError("routers", self.routers, "a sequence of Router")
         names = [s.name for s in st]
-        dup = {n for n in names if names.count(n) > 1}
+        dup = {n for n, k in Counter(names).items() if k > 1}  # Counter: linear in the size (routes of 10^5 hops)
         if dup:
             raise TopologyError(f"station name {sorted(dup)[0]!r} is used twice")
         rnames = [r.name for r in ro]
+        rcount, name_set = Counter(rnames), set(names)
         for r in ro:
-            if rnames.count(r.name) > 1 or r.name in names:
+            if rcount[r.name] > 1 or r.name in name_set:
                 raise TopologyError(f"router name {r.name!r} is used twice (or is also a station)")
             for e in r.engines:
-                if e not in names:
+                if e not in name_set:
                     raise TopologyError(f"router {r.name!r} names unknown engine {e!r}; stations: {', '.join(names)}")
         cnames = [c.name for c in cl]
         if len(set(cnames)) != len(cnames):
-            raise TopologyError(f"class name {[n for n in cnames if cnames.count(n) > 1][0]!r} is used twice")
+            raise TopologyError(f"class name {next(n for n, k in Counter(cnames).items() if k > 1)!r} is used twice")
+        known = name_set | set(rnames)
         # labels, fork/join structure, engine names
         labelled, hops = [], []
         for c in cl:
@@ -526,11 +534,16 @@ class Network:
             labelled.append(replace(c, route=_labels(c.name, c.route, "", mine)))
             hops.extend(mine)
             for h in mine:
-                if h.engine not in names and h.engine not in rnames:
+                if h.engine not in known:
                     raise TopologyError(f"class {c.name!r} hop {h.name!r} names unknown engine {h.engine!r}; "
                                         f"known: {', '.join(names + rnames)}")
+        if len(hops) > MAX_HOPS:
+            raise ParameterError("classes", f"<{len(cl)} classes, {len(hops):,} hops>",
+                                 f"routes of at most {MAX_HOPS:,} hops in all",
+                                 f"the network would have {len(hops):,} hops; each is a buffer of the fluid model "
+                                 "and a queue of the simulator")
         labels = [h.name for h in hops]
-        dup = {x for x in labels if labels.count(x) > 1}
+        dup = {x for x, k in Counter(labels).items() if k > 1}
         if dup:
             raise TopologyError(f"hop label {sorted(dup)[0]!r} is used twice; give hops distinct names")
         object.__setattr__(self, "stations", st)

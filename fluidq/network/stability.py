@@ -10,7 +10,9 @@
 * ``"simulation"`` -- the fluid model gave no answer and seeded replications did, through the shared
   growth test (:func:`fluidq.stability.growth.growth_test`): the number in system grows (95 %
   interval of the growth slope above ``growth_tolerance`` of the arrival rate), or the test has the
-  power to tell that growth from zero and sees none.  Otherwise the simulation says "unknown": the
+  power to tell that growth from zero and sees none (but not where the idealised fluid model, withheld
+  as only an upper bound, diverges: the test does not exclude growth below the band, so that stays
+  "unknown").  Otherwise the simulation says "unknown": the
   test cannot tell growth of that size from zero at this horizon, or the growth is significant but
   below the band (growth, never read as flat).  A simulation verdict is finite-horizon evidence and
   the reason says so;
@@ -21,6 +23,7 @@ disagreement is stated in the reason.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +33,7 @@ from ..errors import ParameterError
 from ..results import Status, plain
 from .model import Network
 
-__all__ = ["NetworkStabilityResult", "check_network_stability", "simulation_growth"]
+__all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "simulation_growth", "simulation_size"]
 
 
 @dataclass(frozen=True)
@@ -99,8 +102,24 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
     from ..stability.growth import growth_test
     from .sim import replicate_network
 
-    runs = replicate_network(network, horizon_s=horizon_s, replications=replications, rng=rng, initial=initial)
-    g = np.array([r.growth_rate(start_fraction=start_fraction) for r in runs])
+    replications = integer("replications", replications, minimum=1, maximum=MAX_REPLICATIONS,
+                           why="each replication is a full simulation of the network")
+    horizon_s = real("horizon_s", horizon_s, positive=True)
+    check_simulation_size(network, horizon_s, replications)  # before any work, with the size it would have
+    from ..sim.core import _seed_sequence
+
+    root = _seed_sequence(rng)  # None, a seed >= 0, a SeedSequence or a Generator; else refused naming rng
+    runs = replicate_network(network, horizon_s=horizon_s, replications=replications, initial=initial,
+                             rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key))
+
+    def growth(r):
+        try:
+            with np.errstate(all="ignore"):
+                return r.growth_rate(start_fraction=start_fraction)
+        except (np.linalg.LinAlgError, ValueError):  # a degenerate series: no slope (the test says so)
+            return float("nan")
+
+    g = np.array([growth(r) for r in runs])
     lam = float(sum(c.rate_per_s for c in network.classes))
     test = growth_test(g, band=growth_tolerance * lam, horizon_s=horizon_s, confidence=confidence,
                        band_words=f"{100 * growth_tolerance:.3g}% of the arrival rate {lam:.4g}/s")
@@ -182,6 +201,119 @@ def _hops_that_never_fit(network: Network) -> list:
     return out
 
 
+#: most batches one round of replications with the automatic horizon may take (an upper bound, see
+#: :func:`simulation_size`; at some tens of microseconds a batch, a few seconds): a longer horizon the
+#: growth test would need is not run, and the verdict says the test lacked the power at the horizon run
+AUTO_BATCH_BUDGET = 200_000
+#: most hop visits (expected) one round of replications with the automatic horizon may make
+AUTO_VISIT_BUDGET = 1_000_000
+#: most batches (upper bound) over all replications of a given ``horizon_s``
+MAX_SIM_BATCHES = 100_000_000
+#: most hop visits (requests through hops, expected) over all replications of a given ``horizon_s``
+MAX_SIM_VISITS = 100_000_000
+#: most replications of one verdict
+MAX_REPLICATIONS = 10_000
+#: fewest requests expected per run in the fitted window for a "stable" simulation verdict
+MIN_FIT_ARRIVALS = 30
+
+
+def simulation_size(network: Network, horizon_s: float, replications: int = 1) -> dict:
+    """The size of ``replications`` simulations of ``network`` over ``horizon_s``, without running them.
+
+    ``batches`` bounds the batches over all runs: a station runs at most one batch per shortest batch
+    time ``t(1)`` and at most one per token it is offered (every batch serves a token), so at most
+    ``min(horizon / t(1), horizon x its offered tokens/s + 1)`` (engines behind a JSQ router are each given the
+    pooled point's tokens).  ``visits`` is the expected number of hop visits (requests through a hop) and
+    ``requests`` of arrivals, over all runs.  ``batches_per_s`` is the batch bound per simulated second
+    of one run.
+    """
+    from ..sim.core import _shortest_batch_s
+
+    fm = network.flow
+    routers = {r.name: r.engines for r in network.routers}
+    tok = {st.name: 0.0 for st in network.stations}
+    for b in fm.buffers:
+        for e in ((b.engine,) if b.engine is not None else routers.get(b.point, ())):
+            tok[e] = tok.get(e, 0.0) + b.rate * b.w
+    per_s = 0.0
+    for st in network.stations:
+        t1 = _shortest_batch_s(st.engine)
+        bound = 1.0 / t1 if t1 > 0 else math.inf
+        per_s += min(bound, tok.get(st.name, 0.0))
+    with np.errstate(over="ignore"):
+        batches = float(replications) * (float(horizon_s) * per_s + len(network.stations))
+        visits = float(replications) * float(horizon_s) * float(sum(b.rate for b in fm.buffers))
+        requests = float(replications) * float(horizon_s) * float(sum(c.rate_per_s for c in network.classes))
+    return {"batches": batches, "visits": visits, "requests": requests, "batches_per_s": per_s,
+            "runs": int(replications), "horizon_s": float(horizon_s)}
+
+
+def _n(x: float) -> str:
+    return f"{x:.3g}" if math.isfinite(x) else "more than 1.8e+308"
+
+
+def check_simulation_size(network: Network, horizon_s: float, replications: int) -> dict:
+    """Refuse, before any work, simulations too large to run (see :func:`simulation_size`)."""
+    from ..sim.core import _shortest_batch_s
+
+    t1 = max((_shortest_batch_s(st.engine) for st in network.stations), default=0.0)
+    if t1 > 0 and not horizon_s >= t1:
+        raise ParameterError("horizon_s", horizon_s, f"a horizon of at least {t1:.4g} s",
+                             "one batch of the slowest engine; a shorter run serves nothing and has no growth slope")
+    size = simulation_size(network, horizon_s, replications)
+    what = f"{replications} runs of {horizon_s:.4g} s"
+    if not size["batches"] <= MAX_SIM_BATCHES:
+        raise ParameterError("horizon_s", horizon_s, f"simulations of at most {MAX_SIM_BATCHES:,} batches over all "
+                             "replications", f"{what} could take up to {_n(size['batches'])} batches "
+                             f"({_n(size['batches_per_s'])} per simulated second of a run); shorten the horizon or "
+                             "run fewer replications")
+    if not size["visits"] <= MAX_SIM_VISITS:
+        raise ParameterError("horizon_s", horizon_s, f"simulations of at most {MAX_SIM_VISITS:,} hop visits over all "
+                             f"replications", f"{what} would make about {_n(size['visits'])} hop visits "
+                             f"({_n(size['requests'])} requests); shorten the horizon or run fewer replications")
+    return size
+
+
+def min_route_s(network: Network) -> float:
+    """The least time a request of the slowest class needs to pass its whole route, seconds.
+
+    A hop takes at least ``ceil(v_p / b_max) + v_d`` batches (its prompt in full batches, then one decode
+    token per batch, constraint (6a)-(6c)) of at least ``t(1)`` each, with the smallest lengths the hop can
+    draw; a choice takes its quickest option, a fork its slowest branch.  Until the runs are several times
+    longer than this, the number in system grows while the network fills, whatever its stability.
+    """
+    from ..sim.core import _shortest_batch_s
+    from .model import Choice, Fork, Hop
+
+    stations = {st.name: st for st in network.stations}
+    routers = {r.name: r.engines for r in network.routers}
+
+    def smallest(length, default):
+        sup = length.support()
+        return int(np.min(sup[0])) if sup is not None and len(sup[0]) else default
+
+    def hop_s(h):
+        engines = [stations[e].engine for e in routers.get(h.engine, (h.engine,))]
+        t1 = min(_shortest_batch_s(e) for e in engines)
+        if not t1 > 0:
+            return 0.0
+        b = max(e.b_max for e in engines)
+        return (math.ceil(smallest(h.prompt_tokens, 1) / b) + smallest(h.output_tokens, 0)) * t1
+
+    def walk(steps):
+        total = 0.0
+        for st in steps:
+            if isinstance(st, Hop):
+                total += hop_s(st)
+            elif isinstance(st, Choice):
+                total += min((walk(o) for p, o in st.options if p > 0), default=0.0)
+            elif isinstance(st, Fork):
+                total += max((walk(br) for br in st.branches), default=0.0)
+        return total
+
+    return max(walk(c.route) for c in network.classes)
+
+
 def _default_horizon(network, band_per_s: float) -> float:
     """First-round horizon: 3000 batches of the slowest engine at full budget, and long enough that a
     drift of ``band_per_s`` adds 20 requests over the run."""
@@ -206,7 +338,14 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         horizon is chosen from the growth to detect: a first round of 3000 batches of the slowest engine
         (at least long enough for a drift of the band to add 20 requests), then, if its interval is too
         wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
-        slope's spread says would (at most ``max_horizon_s``).  A given ``horizon_s`` is used as is.
+        slope's spread says would (at most ``max_horizon_s``).  The automatic horizon is at least four
+        times the least time a request needs to pass its route (:func:`min_route_s`), and one round stays
+        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work):
+        where the test would need more, the shorter round is run and the verdict says so.  A given
+        ``horizon_s`` is used as is, and refused before any work when its runs would pass
+        :data:`MAX_SIM_BATCHES` batches or :data:`MAX_SIM_VISITS` hop visits (see
+        :func:`simulation_size`).  Growth seen before a request can have passed its route is the network
+        filling, not instability: "unknown".
     growth_tolerance : float
         The growth the simulation must detect, as a fraction of the total arrival rate (> 0): "stable"
         needs an interval that holds zero, ends below it and is narrow enough to tell it from zero;
@@ -276,27 +415,71 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         reason = (f"{reason}; no simulation: the network simulator does not model the KV-cache limit of "
                   f"{', '.join(map(repr, kv_limited))}")
         simulate = False
+    budget_note = ""
     if simulate:
-        reps = integer("replications", replications, minimum=2)
+        route_s = min_route_s(network)
+        reps = integer("replications", replications, minimum=2, maximum=MAX_REPLICATIONS,
+                       why="each replication is a full simulation of the network")
         lam = float(sum(c.rate_per_s for c in network.classes))
         if horizon_s is not None:
             h = real("horizon_s", horizon_s, positive=True)
+            check_simulation_size(network, h, reps)  # before any work, with the size it would have
             sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
         else:
-            h = _default_horizon(network, gt * lam)
+            # long enough that the fitted window (after the first quarter) starts once a request can have
+            # passed its route
+            h = max(_default_horizon(network, gt * lam), 4.0 * route_s)
             cap_h = (10.0 * h if max_horizon_s is None else
                      max(h, real("max_horizon_s", max_horizon_s, positive=True)))
+            # the work budget of one round: the horizon the test asks for is not run when its batches would
+            # pass AUTO_BATCH_BUDGET (a verdict within seconds); the test then says it lacked the power
+            one = simulation_size(network, 1.0, reps)
+            per_s, visits_s = one["batches_per_s"] * reps, one["visits"]
+            h_budget = min(AUTO_BATCH_BUDGET / per_s if per_s > 0 else math.inf,
+                           AUTO_VISIT_BUDGET / visits_s if visits_s > 0 else math.inf)
+            budget = f"{AUTO_BATCH_BUDGET:,} batches and {AUTO_VISIT_BUDGET:,} hop visits a round"
+            if h > h_budget:
+                budget_note = (f"; the horizon the test asks for ({h:.4g} s: up to {_n(h * per_s)} batches and "
+                               f"{_n(h * visits_s)} hop visits over {reps} runs) passes the automatic work budget "
+                               f"of {budget}, so {h_budget:.4g} s was run (give horizon_s to run longer)")
+                h = h_budget
+            cap_h = min(cap_h, max(h, h_budget))
+            check_simulation_size(network, h, reps)
             sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
             need = sim["needed_horizon_s"]
-            if sim["verdict"] == "unknown" and need is not None and need > h:
+            if sim["verdict"] == "unknown" and need is not None and need > h and cap_h > h:
                 # the first round cannot tell the band from zero: one round at the horizon that would
+                if 1.1 * need > h_budget and not budget_note:
+                    budget_note = (f"; the horizon the test asks for ({1.1 * need:.4g} s) passes the automatic "
+                                   f"work budget of {budget} over {reps} runs, so at most {h_budget:.4g} s was "
+                                   "run (give horizon_s to run longer)")
                 h = min(cap_h, 1.1 * need)
                 sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
         runs = tuple(sim.pop("runs"))
         test = sim.pop("test")
         sv = test.status
         words = f"simulation: {test.reason}"
-        if decided is None and status in (Status.UNKNOWN,) and sv != Status.UNKNOWN:
+        if sv == Status.UNSTABLE and 0.25 * h < route_s:
+            # the fit window starts before a request can have passed its route: the network is still filling
+            sv = Status.UNKNOWN
+            sim["verdict"] = sv.value
+            words += (f", but the fitted window starts at {0.25 * h:.4g} s, before a request can have passed its "
+                      f"route (at least {route_s:.4g} s): the number in system grows while the network fills, so "
+                      f"this is no evidence of instability (runs of at least {4 * route_s:.4g} s are needed)")
+        seen = 0.75 * h * lam  # expected arrivals per run in the fitted window (after the first quarter)
+        if sv == Status.STABLE and seen < MIN_FIT_ARRIVALS:
+            sv = Status.UNKNOWN
+            sim["verdict"] = sv.value
+            words += (f", but only about {seen:.3g} requests arrive per run in the fitted window (fewer than "
+                      f"{MIN_FIT_ARRIVALS}): too little traffic to call it stable (run longer)")
+        words += budget_note if sv == Status.UNKNOWN else ""
+        if decided is None and status == Status.UNKNOWN and sv == Status.STABLE and fl.status == Status.UNSTABLE:
+            # the test rules out growth of the band, not slower growth; the idealised model (capacities that
+            # only bound the real ones from above) diverges: slow growth is the likely reading, not flat
+            reason = (f"{reason}; {words}; but the idealised fluid model above diverges and growth below "
+                      f"{sim['band_per_s']:.3g}/s is not excluded by the simulation: unknown (a longer horizon or a "
+                      "smaller growth_tolerance can tell)")
+        elif decided is None and status == Status.UNKNOWN and sv != Status.UNKNOWN:
             status = sv
             decided = "simulation"
             reason = f"{reason}; {words}: {sv.value} on this horizon (finite-horizon evidence, not a proof)"

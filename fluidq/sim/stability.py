@@ -7,7 +7,8 @@ part of each run, a Student-t confidence interval across replications) and gives
 
 * ``"growing"``: the whole interval lies above the tolerance (default 1 % of the offered load);
 * ``"bounded"``: the interval lies below zero, or holds zero, ends below the tolerance and is narrow
-  enough (half-width at most half the tolerance) to tell growth of the tolerance from zero;
+  enough (half-width at most half the tolerance) to tell growth of the tolerance from zero -- and the
+  fitted window saw at least ``MIN_FIT_ARRIVALS`` arrivals per run;
 * ``"inconclusive"``: otherwise -- the test cannot tell growth of the tolerance from zero at this
   horizon (run longer or replicate more; the reason says about how long), or the backlog grows
   significantly by less than the tolerance, which is growth and not read as flat.
@@ -25,13 +26,19 @@ import numpy as np
 
 from .._validate import integer, real
 from ..capacity import max_throughput
+from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Status, plain
 from ..stability.growth import growth_test, interval
 from ..workload import Workload
-from .core import _seed_sequence, simulate
+from .core import MAX_RUNS, _seed_sequence, check_size, simulate
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
+
+#: most replication sets one find_threshold may run
+MAX_STEPS = 1000
+#: fewest arrivals per run in the fitted window for a "bounded" verdict
+MIN_FIT_ARRIVALS = 30
 
 _STATUS = {"growing": Status.UNSTABLE, "bounded": Status.STABLE, "inconclusive": Status.UNKNOWN}
 _VERDICT = {v: k for k, v in _STATUS.items()}
@@ -126,8 +133,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         As for :func:`simulate`.
     n_replications : int
         Independent runs (>= 2), seeded by ``SeedSequence(rng).spawn(n_replications)``.
-    horizon_s : float
-        Length of each run.
+    horizon_s : float or None
+        Length of each run.  ``None``: chosen from the growth to detect (``tolerance`` of the offered
+        load): a first round of ``max(3000 t(b_max), 300 / lambda)`` seconds, then, when its interval is
+        too wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
+        slope's spread says would (at most 10 times the first, and within the simulator's size limits);
+        ``inputs["auto_horizon"]`` records both.
     rng : None, int, SeedSequence or Generator
         Root of the seeds (``None``: fresh entropy, recorded in ``inputs``; a Generator gives the
         root entropy by one draw; an int seed must be >= 0).
@@ -152,7 +163,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     """
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload (replications redraw its arrivals)")
-    n_replications = integer("n_replications", n_replications, minimum=2)
+    n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
+                             why="each replication is a full simulation")
+    if horizon_s is None:
+        return _replicate_auto(engine, workload, policy, n_replications=n_replications, rng=rng,
+                               confidence=confidence, start_frac=start_frac, tolerance=tolerance,
+                               keep_runs=keep_runs, progress=progress, **sim_kw)
     horizon_s = real("horizon_s", horizon_s, positive=True)
     confidence = real("confidence", confidence)
     if not 0 < confidence < 1:
@@ -161,12 +177,14 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     if not 0 <= start_frac < 1:
         raise ParameterError("start_frac", start_frac, "a fraction in [0, 1)")
     tolerance = real("tolerance", tolerance, positive=True)
+    # refuse, before any run, replications too large to simulate (as simulate() does for one run)
+    check_size(engine, workload, horizon_s, None, runs=n_replications, names={"runs": "n_replications"})
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
     from ..stability import saturated_rate
 
     cap, cap_how = saturated_rate(engine, workload, policy)
-    runs, st, sr, mq = [], [], [], []
+    runs, st, sr, mq, fit_n = [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
         r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
@@ -177,6 +195,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         st.append(r.backlog_slope("tokens", start_frac))
         sr.append(r.backlog_slope("requests", start_frac))
         mq.append(r.time_average("requests", start_s=start_frac * r.end_s))
+        fit_n.append(r.offered(start_frac)["arrivals"])
         if keep_runs:
             runs.append(r)
         if progress is not None:
@@ -197,9 +216,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     note = ""
     if identical and workload.trace is not None:
         # a replayed trace gives the same path every time: one sample, no interval; demand a clear trend
+        # flat means within half the tolerance (as for identical runs in the shared growth test): a slope
+        # between half the tolerance and 5x it is neither flat nor a clear trend
         note = ("; the replications are identical (a replayed trace is one sample path), so growth must exceed "
-                "5x the tolerance")
-        verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) < tol else "inconclusive")
+                "5x the tolerance, and flat means within half of it")
+        verdict = "growing" if m > 5 * tol else ("bounded" if abs(m) <= 0.5 * tol else "inconclusive")
+        need = None
     else:
         # the test every simulation verdict shares: "bounded" only with the power to tell growth of the
         # tolerance from zero, and significant growth below the tolerance is not read as flat
@@ -207,6 +229,13 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                            band_words=f"{tolerance:.0%} of the offered load")
         verdict = _VERDICT[test.status]
         note = f"; {test.reason}"
+        need = test.needed_horizon_s
+    few = float(np.mean(fit_n)) if fit_n else 0.0
+    if verdict == "bounded" and few < MIN_FIT_ARRIVALS:
+        # a window that saw (almost) nothing arrive is no evidence of a bounded backlog
+        verdict = "inconclusive"
+        note += (f"; but only {few:.3g} arrivals per run fall in the fitted window (fewer than {MIN_FIT_ARRIVALS}): "
+                 "too little traffic to call the backlog bounded (run longer)")
     if identical and workload.trace is None and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
@@ -227,7 +256,46 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                              runs=tuple(runs), reason=reason,
                              inputs={"entropy": ss.entropy, "spawn_key": list(ss.spawn_key),
                                      "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
-                                                                          "start_frac": start_frac, "replayed_window": replay})
+                                                                          "start_frac": start_frac, "replayed_window": replay,
+                                     "needed_horizon_s": need})
+
+
+def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> ReplicationResult:
+    """:func:`replicate` with the horizon chosen from the growth to detect (see its ``horizon_s``)."""
+    from dataclasses import replace
+
+    from .core import _shortest_batch_s
+
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    lam = workload.arrival_rate_per_s
+    bt = engine.batch_time.base if hasattr(engine.batch_time, "base") else engine.batch_time
+    try:
+        t_full = float(np.asarray(bt(np.array([float(engine.b_max)])), dtype=float)[0])
+    except Exception:  # noqa: BLE001 - a user's batch time: simulate() names the problem
+        t_full = _shortest_batch_s(engine)
+    h1 = max(3000.0 * t_full if math.isfinite(t_full) else 0.0, 300.0 / lam if lam > 0 else 0.0, 1.0)
+    root = _seed_sequence(rng)
+    first = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h1,
+                      rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+    need = first.inputs.get("needed_horizon_s")
+    rounds = [{"horizon_s": h1, "verdict": first.verdict}]
+    res, note = first, ""
+    if first.verdict == "inconclusive" and need is not None and need > h1:
+        h2 = min(10.0 * h1, 1.1 * need)
+        try:
+            check_size(engine, workload, h2, None, runs=n_replications)
+        except ParameterError as exc:
+            note = f"; a second round of {h2:.4g} s was not run: {exc}"
+        else:
+            res = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h2,
+                            rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+            rounds.append({"horizon_s": h2, "verdict": res.verdict})
+            if 1.1 * need > h2:
+                note = f"; the test asked for {1.1 * need:.4g} s, capped at 10 times the first round"
+    words = " then ".join(f"{r['horizon_s']:.4g} s ({r['verdict']})" for r in rounds)
+    return replace(res, reason=f"automatic horizon, chosen from the growth to detect: {words}{note}; {res.reason}",
+                   inputs={**res.inputs, "auto_horizon": rounds})
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,7 +377,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         judged bounded / growing, within ``max_steps``.
     rel_tol : float
         Stop when ``high - low <= rel_tol * midpoint``.  A rate whose verdict is inconclusive is
-        tried once more with a run twice as long; if it stays inconclusive the search stops there
+        tried once more with a longer run (the horizon the growth test says would have the power, between
+        2 and 8 times as long); if it stays inconclusive the search stops there
         (status ``"inconclusive"``; the bracket found so far is still valid).
     n_replications : int
         Replications per rate tried.
@@ -348,8 +417,16 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     if not 0 < confidence < 1:
         raise ParameterError("confidence", confidence, "a level strictly between 0 and 1")
     rel_tol = real("rel_tol", rel_tol, positive=True)
-    max_steps = integer("max_steps", max_steps, minimum=2)
+    max_steps = integer("max_steps", max_steps, minimum=2, maximum=MAX_STEPS,
+                        why="each step is a set of n_replications simulations")
+    n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
+                             why="each replication is a full simulation")
+    tolerance = real("tolerance", tolerance, positive=True)
     lam_star = max_throughput(engine, workload_shape).requests_per_s
+    if not lam_star > 0 and (low_rate_per_s is None or high_rate_per_s is None or horizon_s is None):
+        raise ParameterError("engine", getattr(engine, "name", engine), "an engine that can serve these requests",
+                             "its capacity for these lengths is 0 (no request fits), so there is no threshold to "
+                             "search: it is unstable at every rate")
     lo = 0.5 * lam_star if low_rate_per_s is None else real("low_rate_per_s", low_rate_per_s, positive=True)
     hi = 1.1 * lam_star if high_rate_per_s is None else real("high_rate_per_s", high_rate_per_s, positive=True)
     if lo >= hi:
@@ -357,15 +434,29 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     if horizon_s is None:
         horizon_s = 3000.0 / lam_star
     horizon_s = real("horizon_s", horizon_s, positive=True)
+    # refuse before any work a first set of runs too large to simulate (at the top rate); later sets (a
+    # wider bracket, the retry of an inconclusive verdict at twice the horizon) are checked before they
+    # run, and one too large stops the search, saying so
+    check_size(engine, workload_shape.with_rate(hi), horizon_s, None, runs=n_replications,
+               names={"runs": "n_replications"})
     level = 1.0 - (1.0 - confidence) / max_steps
     ss = _seed_sequence(rng)
     seeds = iter(ss.spawn(2 * max_steps + 2))
     steps: list = []
 
+    refused: list = []
+
     def judge(rate):
-        """Verdict at ``rate``; an inconclusive one is retried once with a run twice as long."""
+        """Verdict at ``rate``; an inconclusive one is retried once with a longer run (the horizon the growth
+        test asks for, 2 to 8 times as long).  ``"refused"``
+        when the runs at ``rate`` would be too large to simulate (the search stops there)."""
         h = horizon_s
         for attempt in range(2):
+            try:
+                check_size(engine, workload_shape.with_rate(rate), h, None, runs=n_replications)
+            except ParameterError as exc:
+                refused.append(f"the runs at {rate:.4g} req/s were not made: {exc}")
+                return "refused"
             res = replicate(engine, workload_shape.with_rate(rate), policy, n_replications=n_replications,
                             horizon_s=h, rng=next(seeds), confidence=level, tolerance=tolerance,
                             keep_runs=False, **sim_kw)
@@ -375,20 +466,23 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
                 progress(len(steps), max_steps)
             if res.verdict != "inconclusive" or len(steps) >= max_steps:
                 break
-            h *= 2.0
+            # the horizon the growth test says would tell growth of the tolerance from zero (from the
+            # T^(-3/2) scaling of the slope's spread), at least twice and at most 8 times the last one
+            need = res.inputs.get("needed_horizon_s")
+            h = min(8.0 * h, max(2.0 * h, 1.1 * need)) if need is not None else 2.0 * h
         return res.verdict
 
     best_lo, best_hi = 0.0, math.inf
     status = "resolved"
     # establish the ends
     v = judge(hi)
-    while v != "growing" and len(steps) < max_steps - 1:
+    while v not in ("growing", "refused") and len(steps) < max_steps - 1:
         hi *= 1.25
         v = judge(hi)
     if v == "growing":
         best_hi = hi
     v = judge(lo) if len(steps) < max_steps else "inconclusive"
-    while v != "bounded" and len(steps) < max_steps - 1:
+    while v not in ("bounded", "refused") and len(steps) < max_steps - 1:
         if v == "growing":
             best_hi = min(best_hi, lo)
         lo *= 0.5
@@ -405,7 +499,7 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
                 best_hi = mid
             elif v == "bounded":
                 best_lo = mid
-            else:
+            else:  # inconclusive, or refused
                 status = "inconclusive"
                 break
         if status == "resolved" and best_hi - best_lo > rel_tol * 0.5 * (best_lo + best_hi):
@@ -413,7 +507,8 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     name = getattr(policy, "name", str(policy))
     conf = max(0.0, 1.0 - len(steps) * (1.0 - level))
     reason = (f"{len(steps)} rates tried, {n_replications} runs of {horizon_s:g} s each; bounded up to "
-              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)")
+              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)"
+              + "".join(f"; {x}" for x in refused))
     return ThresholdResult(policy=name, low_rate_per_s=best_lo, high_rate_per_s=best_hi, confidence=conf,
                            fluid_rate_per_s=lam_star, steps=tuple(steps), status=status, horizon_s=horizon_s,
                            n_replications=n_replications, reason=reason,

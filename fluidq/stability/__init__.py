@@ -10,6 +10,9 @@
 * ``rho < 1 - tolerance`` and a non-work-conserving policy: decided from the policy's own
   stability threshold when one is available, otherwise unknown.
 
+The capacity is that of the budgets the scheduler forms batches under (:func:`effective_engine`: its own
+``b_max`` / ``k_max`` when smaller than the engine's); a ``k_max`` that can never bind (at or above the
+most requests a batch holds, :func:`binding_k_max`) is treated as absent and changes no verdict.
 With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
 ``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
 the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
@@ -27,8 +30,8 @@ from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
 from ..workload import Poisson, Workload
 
-__all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "max_requests_per_batch",
-           "without_idle_k_max"]
+__all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
+           "max_requests_per_batch", "without_idle_k_max"]
 
 
 @dataclass(frozen=True)
@@ -102,11 +105,28 @@ def binding_k_max(engine, policy=None, *, kv_cache: bool = True) -> int | None:
     return k if k < max_requests_per_batch(engine, policy, kv_cache=kv_cache) else None
 
 
-def without_idle_k_max(engine):
-    """``engine`` without its ``k_max`` when that limit can never bind (see :func:`binding_k_max`)."""
-    if engine.k_max is not None and binding_k_max(engine) is None:
+def without_idle_k_max(engine, policy=None):
+    """``engine`` without its ``k_max`` when that limit can never bind (see :func:`binding_k_max`; with
+    ``policy``, also when the scheduler's own smaller budget keeps batches below it)."""
+    if engine.k_max is not None and engine.k_max >= max_requests_per_batch(engine, policy):
         return engine.with_(k_max=None)
     return engine
+
+
+def effective_engine(engine, policy=None):
+    """``engine`` with the budgets its scheduler actually forms batches under, for capacity arguments.
+
+    A scheduler's own ``b_max`` or ``k_max`` below the engine's caps every batch (``Scheduler.budgets``),
+    so the capacity is that of the smaller budget; a ``k_max`` that can never bind is dropped
+    (:func:`without_idle_k_max`).
+    """
+    pb = getattr(policy, "b_max", None) if policy is not None else None
+    pk = getattr(policy, "k_max", None) if policy is not None else None
+    if pb is not None and int(pb) < engine.b_max:
+        engine = engine.with_(b_max=int(pb))
+    if pk is not None and (engine.k_max is None or int(pk) < engine.k_max):
+        engine = engine.with_(k_max=int(pk))
+    return without_idle_k_max(engine)
 
 
 _WC_CACHE: dict = {}
@@ -166,7 +186,7 @@ def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float,
     from ..dtmc.threshold import cached_renewal_threshold
 
     pol = resolve_policy(policy)
-    engine = without_idle_k_max(engine)
+    engine = effective_engine(engine, pol)
     cap = max_throughput(engine, workload)
     if cap.tokens_per_s <= 0:
         return 0.0, cap.reason
@@ -232,7 +252,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     n_engines = integer("n_engines", n_engines, minimum=1, maximum=MAX_ENGINES,
                         why=f"the capacity sums one term per engine; {n_engines} engines would be that many terms")
     given_engine = engine
-    engine = without_idle_k_max(engine)  # a k_max that can never bind changes no verdict
+    # the budgets the scheduler forms batches under (its own b_max / k_max when smaller); a k_max that
+    # can never bind changes no verdict
+    engine = effective_engine(engine, pol)
     cap = max_throughput(engine, workload, n_engines=n_engines)
     offered = workload.token_rate_per_s
     wc = _work_conserving(pol)
@@ -299,6 +321,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                   "(fluidq.simulate_network)")
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
+    if engine.b_max < given_engine.b_max:
+        reason = (f"{reason} (the scheduler's own budget b_max={engine.b_max} caps its batches below the engine's "
+                  f"{given_engine.b_max}: the capacities here are for batches of at most {engine.b_max} tokens)")
     return StabilityResult(status=status, load=rho, reason=reason, policy=name,
                            capacity_tokens_per_s=ref, offered_tokens_per_s=offered, method=method,
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,

@@ -61,6 +61,7 @@ def test_single_engine_replicate_needs_power_to_say_bounded():
     assert r.slope_ci[1] < r.tolerance_tokens_per_s  # the interval ends below the band ...
     assert r.verdict == "inconclusive" and r.status == Status.UNKNOWN  # ... but is too wide to say bounded
     assert "cannot tell growth of" in r.reason
+    assert r.inputs["needed_horizon_s"] > 100.0  # the horizon the test says would have the power
 
 
 def test_k_max_that_can_never_bind():
@@ -75,3 +76,21 @@ def test_k_max_that_can_never_bind():
     r = check_stability(e, w, pol)  # the scheduler's k_max=300 is above its own 256-token budget
     assert (r.status, r.method, r.load) == (plain.status, plain.method, plain.load)
     assert r.status == Status.STABLE
+
+
+def test_replicate_chooses_its_horizon_from_the_growth_to_detect():
+    """horizon_s=None: a first round of 3000 full batches (459.5 s here), and where its interval is too wide
+    to tell growth of 1 % of the load from zero, one round at the horizon the test asks for."""
+    from fluidq.sim.stability import replicate
+
+    e = Engine(batch_time=PAPER, b_max=512)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=100, output_tokens=100)
+    lam = max_throughput(e, w).requests_per_s
+    h1 = 3000 * float(PAPER(512))
+    r = replicate(e, w.with_rate(0.97 * lam), "sarathi", n_replications=4, horizon_s=None, rng=11, keep_runs=False)
+    rounds = r.inputs["auto_horizon"]
+    assert rounds[0]["horizon_s"] == pytest.approx(h1) and r.reason.startswith("automatic horizon")
+    assert rounds[0]["verdict"] == "inconclusive" and h1 < rounds[1]["horizon_s"] <= 10 * h1
+    assert r.horizon_s == rounds[-1]["horizon_s"] and r.verdict != "growing"
+    up = replicate(e, w.with_rate(1.03 * lam), "sarathi", n_replications=4, horizon_s=None, rng=11, keep_runs=False)
+    assert up.verdict == "growing"

@@ -1,0 +1,137 @@
+"""Long routes (issue 13): a 2,000-hop network route is answered within seconds, with and without
+simulation, and sizes that cannot be run are refused before any work with the size they would have."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from fluidq import Affine, Engine
+from fluidq.errors import ParameterError
+from fluidq.network import Hop, Network, RequestClass, Station, check_network_stability
+from fluidq.network.examples import llm_rybko_stolyar
+from fluidq.network.model import MAX_HOPS
+from fluidq.network.stability import (
+    AUTO_BATCH_BUDGET,
+    MAX_REPLICATIONS,
+    min_route_s,
+    simulation_size,
+)
+from fluidq.results import Status
+
+E = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=768)
+
+
+def _long(n, *, priority=False):
+    hops = [Hop(engine="E1" if i % 2 == 0 else "E2", prompt_tokens=10, output_tokens=10, name=f"h{i}")
+            for i in range(n)]
+    pr = ({"E1": tuple(f"h{i}" for i in range(0, n, 2)), "E2": tuple(f"h{i}" for i in range(1, n, 2))}
+          if priority else {})
+    return Network(stations=[Station(name="E1", engine=E, priority=pr.get("E1", ())),
+                             Station(name="E2", engine=E, priority=pr.get("E2", ()))],
+                   classes=[RequestClass(name="A", rate_per_s=0.5 * 768 / (n * 20), route=hops)])
+
+
+@pytest.mark.parametrize("priority", [False, True])
+def test_a_2000_hop_route_is_judged_within_seconds(priority):
+    t0 = time.perf_counter()
+    net = _long(2000, priority=priority)
+    r = check_network_stability(net)
+    assert time.perf_counter() - t0 < 10
+    assert net.loads() == pytest.approx({"E1": 0.25, "E2": 0.25})
+    assert r.status in (Status.STABLE, Status.UNKNOWN)
+    if r.status == Status.UNKNOWN:
+        assert "fluid-path search skipped: 2000 buffers" in r.reason
+
+
+def test_a_2000_hop_route_from_a_case_file_through_the_cli(tmp_path, capsys):
+    from fluidq.cli import main
+
+    lines = ['name = "long"']
+    for e in ("E1", "E2"):
+        lines += [f"[engines.{e}]", 'batch_time = { kind = "affine", c = 1.0, a = 0.0 }', "b_max = 768"]
+    lines += ["[[classes]]", 'name = "A"', f"rate_per_s = {0.5 * 768 / 40000}", "route = ["]
+    lines += [f'  {{ engine = "E{1 + i % 2}", prompt = 10, output = 10 }},' for i in range(2000)] + ["]"]
+    case = tmp_path / "long.toml"
+    case.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    assert main(["network", str(case)]) == 0
+    assert time.perf_counter() - t0 < 10
+    assert "verdict: unknown" in capsys.readouterr().out
+
+
+def test_building_a_long_route_is_linear_in_its_hops():
+    # duplicate checks by list.count were quadratic: 30,000 hops took about 20 s
+    t0 = time.perf_counter()
+    net = _long(30_000)
+    assert len(net.hops) == 30_000 and net.loads()["E1"] == pytest.approx(0.25)
+    assert time.perf_counter() - t0 < 8
+
+
+def test_more_hops_than_the_limit_are_refused_with_the_count(monkeypatch):
+    import fluidq.network.model as model
+
+    assert MAX_HOPS == 100_000
+    monkeypatch.setattr(model, "MAX_HOPS", 50)  # the same check, on a route cheap to build
+    hops = [Hop(engine="E1", prompt_tokens=1, output_tokens=0) for _ in range(51)]
+    with pytest.raises(ParameterError, match="routes of at most 50 hops in all.*would have 51 hops"):
+        Network(stations=[Station(name="E1", engine=E)],
+                classes=[RequestClass(name="A", rate_per_s=1e-6, route=hops)])
+
+
+def test_simulating_a_2000_hop_route_answers_within_seconds_and_says_why_it_cannot_tell():
+    """The growth test asks for a 2e5 s horizon (1 % of an arrival rate of 0.0096/s); the automatic choice
+    keeps one round within its work budget, and the runs are shorter than a request's passage through its
+    2,000 hops (22,000 s), so the growing count is the network filling: "unknown", never "unstable"."""
+    net = _long(2000)
+    assert min_route_s(net) == pytest.approx(2000 * (1 + 10))
+    t0 = time.perf_counter()
+    r = check_network_stability(net, simulate=True, rng=1)
+    assert time.perf_counter() - t0 < 20
+    assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"
+    assert "before a request can have passed its route" in r.reason
+    assert "automatic work budget" in r.reason
+    assert simulation_size(net, r.simulation["horizon_s"], 4)["batches"] <= AUTO_BATCH_BUDGET * 1.001
+
+
+def test_a_given_horizon_too_large_to_simulate_is_refused_before_work():
+    net = llm_rybko_stolyar()
+    t0 = time.perf_counter()
+    with pytest.raises(ParameterError, match="horizon_s.*batches"):
+        check_network_stability(net, simulate=True, horizon_s=1e12)
+    with pytest.raises(ParameterError, match="replications"):
+        check_network_stability(net, simulate=True, replications=MAX_REPLICATIONS + 1)
+    assert time.perf_counter() - t0 < 2
+    size = simulation_size(net, 1e12, 4)
+    assert size["batches"] == pytest.approx(4 * (1e12 * 2 + 2))  # one 1 s batch per second per engine
+
+
+def test_min_route_time_of_the_llm_rybko_stolyar_network():
+    # each hop: its prompt in one batch (<= 768 tokens), then 32 decode batches, one second each
+    assert min_route_s(llm_rybko_stolyar()) == pytest.approx(2 * 33.0)
+
+
+def test_simulation_growth_refuses_sizes_before_work():
+    from fluidq.network.stability import simulation_growth
+
+    net = llm_rybko_stolyar()
+    with pytest.raises(ParameterError, match="horizon_s"):
+        simulation_growth(net, horizon_s=1e12)
+    with pytest.raises(ParameterError, match="replications"):
+        simulation_growth(net, horizon_s=10.0, replications=10 ** 9)
+
+
+@pytest.mark.parametrize("kw, name", [({"horizon_s": 1e-300}, "horizon_s"), ({"rng": -1}, "rng"),
+                                      ({"rng": "x"}, "rng")])
+def test_bad_simulation_inputs_are_refused_naming_them(kw, name):
+    # a horizon shorter than a batch gave numpy's LinAlgError from the slope fit; a bad rng a ValueError
+    with pytest.raises(ParameterError, match=name):
+        check_network_stability(llm_rybko_stolyar(), simulate=True, **kw)
+
+
+def test_a_simulation_that_saw_no_traffic_is_not_called_stable():
+    # four identical empty runs (no arrival in 200 s at 2e-6 req/s) were "flat on this horizon": stable
+    net = llm_rybko_stolyar(rate_per_s=1e-6, k_max=767)  # k_max binds: the simulation alone decides
+    r = check_network_stability(net, simulate=True, horizon_s=200.0, rng=1)
+    assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"
+    assert "too little traffic to call it stable" in r.reason
