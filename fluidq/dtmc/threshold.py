@@ -771,6 +771,12 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     rtol = real("rtol", rtol, positive=True)
     pol = resolve_policy(policy)
     name = getattr(pol, "name", repr(pol))
+    from ..stability import max_requests_per_batch, without_idle_k_max
+
+    # a k_max that can never bind (at or above the most requests a batch holds) changes no threshold
+    engine = without_idle_k_max(engine, pol)
+    if isinstance(pol, Scheduler) and pol.k_max is not None and pol.k_max >= max_requests_per_batch(engine, pol):
+        pol = pol.with_(k_max=None)
     mt = workload.mean_tokens
     b = engine.b_max
     if isinstance(pol, Scheduler):

@@ -60,10 +60,13 @@ def test_a_scheduler_k_max_at_b_max_changes_no_network_verdict_nor_simulation():
     assert b.simulation["per_run"] == a.simulation["per_run"]
 
 
-@pytest.mark.xfail(reason="fluidq/dtmc/threshold.py (not owned by this change) picks its method from "
-                          "engine.k_max is None: a never-binding k_max sends sarathi to a simulation search "
-                          "(15.9 req/s) instead of Theorem 2's closed form (16.71 req/s)", strict=False)
 def test_stability_threshold_is_unchanged():
     a = fluidq.stability_threshold(E, W, "sarathi")
     b = fluidq.stability_threshold(E.with_(k_max=512), W, "sarathi", rng=1)
+    assert (b.method, b.arrival_rate_per_s) == (a.method, a.arrival_rate_per_s)
+
+
+def test_stability_threshold_with_a_never_binding_scheduler_k_max_is_unchanged():
+    a = fluidq.stability_threshold(E, W, "sarathi")
+    b = fluidq.stability_threshold(E, W, resolve_policy("sarathi").with_(k_max=10_000))
     assert (b.method, b.arrival_rate_per_s) == (a.method, a.arrival_rate_per_s)
