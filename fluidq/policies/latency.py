@@ -139,6 +139,11 @@ class PARS(Ordering):
     scores: tuple | None = field(default=None, repr=False, compare=False)
     predictor: Callable | None = field(default=None, compare=False)
     _idle: dict = field(default_factory=dict, repr=False, compare=False)
+    # what equality and hashing see of the two fields above: a digest of the scores and the
+    # predictor's identity, so two PARS with different scores never compare equal (caches keyed on
+    # policies would otherwise mix their results)
+    _scores_key: str | None = field(default=None, init=False, repr=False)
+    _predictor_key: int | None = field(default=None, init=False, repr=False)
 
     name = "pars"
 
@@ -151,6 +156,11 @@ class PARS(Ordering):
             if sc.ndim != 1 or not np.all(np.isfinite(sc)):
                 raise ParameterError("scores", f"<array of shape {sc.shape}>", "a 1-d array of finite scores")
             object.__setattr__(self, "scores", sc)
+            import hashlib
+
+            object.__setattr__(self, "_scores_key", hashlib.sha256(np.ascontiguousarray(sc).tobytes()).hexdigest())
+        if self.predictor is not None:
+            object.__setattr__(self, "_predictor_key", id(self.predictor))  # the object is held: ids stay unique
         if self.missing_score not in ("error", "last"):
             raise ParameterError("missing_score", self.missing_score, "'error' or 'last'")
 
