@@ -1,8 +1,6 @@
 """``fluidq report``: the main job -- a report folder for a deployment and workload."""
 from __future__ import annotations
 
-import sys
-
 from .. import emit
 
 MARKER = ".fluidq-report"
@@ -35,16 +33,16 @@ def run(args):
     trace = "azure-conv" if args.trace is None else args.trace  # an empty --trace is refused by the loader
     workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
 
-    def progress(i, n, name):
-        if not args.json:
-            print(f"\r[{i + 1}/{n}] {name:<28}", end="", file=sys.stderr, flush=True)
+    from ..progress import Steps
+
+    steps = Steps(28, enabled=not args.json)  # redrawn on a terminal, one line per step in a log
+    progress = steps.step
 
     try:
         res = build_report(str(out), prof.engine(), workload, quick=args.quick, profile_name=prof.name,
                            progress=progress)
     finally:  # even a report cut short is fluidq's: the next run may write over it
         mark_folder(out, MARKER, "report")
-    if not args.json:
-        print(file=sys.stderr)
+    steps.done()
     emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "
                     f"{len(res['figures'])} figures in the same folder")

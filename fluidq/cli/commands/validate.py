@@ -1,7 +1,6 @@
 """``fluidq validate``: run the validation suite (predictions against measured GPU runs)."""
 from __future__ import annotations
 
-import sys
 
 from .. import emit
 
@@ -34,17 +33,17 @@ def run(args):
 
     out = output_folder("--out", args.out, marker=MARKER, what="validate")
 
-    def progress(i, n, name):
-        if not args.json:
-            print(f"\r[{i + 1}/{n}] {name:<44}", end="", file=sys.stderr, flush=True)
+    from ..progress import Steps
+
+    steps = Steps(44, enabled=not args.json)  # redrawn on a terminal, one line per step in a log
+    progress = steps.step
 
     try:
         res = validate(str(out), case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
                        progress=progress)
     finally:
         mark_folder(out, MARKER, "validate")
-    if not args.json:
-        print(file=sys.stderr)
+    steps.done()
     lines = [f"{res.counts_text()} ({res.seconds:.1f} s); report: {res.files.get('markdown')}"]
     for r in res.misses():  # case and source (the profile or run): one case has a row per profile
         err = "" if r.error_pct is None else f" ({fmt_value(r.error_pct, '+.1f')} %)"
