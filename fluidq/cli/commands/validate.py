@@ -1,7 +1,6 @@
 """``fluidq validate``: run the validation suite (predictions against measured GPU runs)."""
 from __future__ import annotations
 
-
 from .. import emit
 
 MARKER = ".fluidq-validation"
