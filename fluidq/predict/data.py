@@ -26,7 +26,9 @@ _UNITS = ("words", "chars")
 
 
 def _data_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "validation" / "data" / "lengths"
+    from .._shipped import validation_root
+
+    return validation_root() / "data" / "lengths"
 
 
 @dataclass(frozen=True, eq=False)

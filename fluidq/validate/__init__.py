@@ -30,16 +30,19 @@ __all__ = ["validate", "ValidationResult", "Row", "CaseResult", "Case", "load_ca
 
 
 def validation_dir(root=None) -> Path:
-    """The ``validation/`` folder: ``root``, ``$FLUIDQ_VALIDATION_DIR``, or the checkout's."""
+    """The ``validation/`` folder: ``root``, ``$FLUIDQ_VALIDATION_DIR``, the checkout's, or the copy
+    a non-editable install carries (``fluidq/_validation``)."""
     if root is not None:
         p = Path(root)
     elif os.environ.get("FLUIDQ_VALIDATION_DIR"):
         p = Path(os.environ["FLUIDQ_VALIDATION_DIR"])
     else:
-        p = Path(__file__).resolve().parents[2] / "validation"
+        from .._shipped import validation_root
+
+        p = validation_root()
     if not (p / "cases").is_dir() or not (p / "data").is_dir():
-        raise DataError(f"{p}: no validation folder (cases/ and data/); run from a source checkout or set "
-                        "FLUIDQ_VALIDATION_DIR")
+        raise DataError(f"{p}: no validation folder (cases/ and data/); give --root (or FLUIDQ_VALIDATION_DIR) "
+                        "the validation/ folder of a fluidq checkout")
     return p
 
 
