@@ -878,8 +878,12 @@ class Network:
         return cls(stations=st, classes=cls_list, name=name)
 
     def describe(self) -> str:
-        lines = [f"network {self.name!r}: {len(self.stations)} stations, {len(self.classes)} classes, "
-                 f"{len(self.routers)} routers; {'DAG' if self.is_dag else 'cyclic'}"]
+        def count(n, word):
+            return f"{n} {word}" if n == 1 else f"{n} {word}{'es' if word.endswith('s') else 's'}"
+
+        lines = [f"network {self.name!r}: {count(len(self.stations), 'station')}, "
+                 f"{count(len(self.classes), 'class')}, {count(len(self.routers), 'router')}; "
+                 f"{'DAG' if self.is_dag else 'cyclic'}"]
         loads = self.loads()
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}

@@ -276,6 +276,21 @@ def sim_initial_text(res) -> str:
     return "empty" if n0 == 0 else f"{n0:,.0f} requests in system"
 
 
+def _diverging_view(fp):
+    """``(end time, log axis)`` for a fluid path: a diverging one is drawn up to its last peak on a log
+    axis, so that its growth shows (drawn to its end, each cycle's long drain made it look stable)."""
+    peaks = tuple(getattr(fp, "peaks", ()) or ())
+    if getattr(fp, "outcome", None) == "diverging" and len(peaks) >= 2:
+        return float(peaks[-1][0]), True
+    return None, False
+
+
+def _draw_peaks(a, fp, t_end):
+    pk = np.array([p for p in fp.peaks if p[0] <= t_end * (1 + 1e-12)], dtype=float)
+    if len(pk):
+        a.plot(pk[:, 0], pk[:, 1], "o", color="C3", ms=3.5, label="peaks of the total backlog", zorder=4)
+
+
 def plot_fluid_path(fp, *, ax=None, path=None, by: str = "buffer", log: bool = False, initial: str | None = None):
     """Fluid tokens per buffer (``by="buffer"``) or per class (``by="class"``) along a fluid path.
 
@@ -284,16 +299,21 @@ def plot_fluid_path(fp, *, ax=None, path=None, by: str = "buffer", log: bool = F
     """
     fig, ax = axes(ax)
     t = fp.times_s
+    t_end, div = _diverging_view(fp)
+    keep = slice(None) if t_end is None else np.asarray(t) <= t_end * (1 + 1e-12)
     if by == "class":
         for c, y in fp.by_class().items():
-            ax.plot(t, y, lw=1.4, label=c)
+            ax.plot(t[keep], np.asarray(y)[keep], lw=1.4, label=c)
     else:
         for j, lab in enumerate(fp.labels):
-            ax.plot(t, fp.levels[:, j], lw=1.2, label=lab)
-    ax.plot(t, fp.total_tokens, color="k", lw=1.0, ls="--", label="total")
-    if log:
+            ax.plot(t[keep], fp.levels[keep, j], lw=1.2, label=lab)
+    ax.plot(t[keep], fp.total_tokens[keep], color="k", lw=1.0, ls="--", label="total")
+    if div:
+        _draw_peaks(ax, fp, t_end)
+    if log or div:
         ax.set_yscale("symlog")
-    ax.set_xlim(0.0, float(t[-1]) if len(t) and t[-1] > 0 else 1.0)
+    end = t_end if t_end is not None else (float(t[-1]) if len(t) else 0.0)
+    ax.set_xlim(0.0, end if end > 0 else 1.0)
     ax.set_xlabel("time [s]")
     ax.set_ylabel("fluid backlog [tokens]")
     title = f"fluid path from {initial or fluid_initial_text(fp)}: {fp.outcome}"
@@ -392,13 +412,20 @@ def plot_verdict(result, *, ax=None, path=None, fluid_path=None, fluid_initial: 
         k += 1
         t = fp.times_s
         start = fluid_initial or fluid_initial_text(fp)
-        a.plot(t, fp.total_tokens, color="k", lw=1.4, label=f"fluid model from {start}")
-        a.set_xlim(0.0, float(t[-1]) if len(t) and t[-1] > 0 else 1.0)
+        t_end, div = _diverging_view(fp)
+        keep = slice(None) if t_end is None else np.asarray(t) <= t_end * (1 + 1e-12)
+        a.plot(t[keep], fp.total_tokens[keep], color="k", lw=1.4, label=f"fluid model from {start}")
+        end = t_end if t_end is not None else (float(t[-1]) if len(t) else 0.0)
+        a.set_xlim(0.0, end if end > 0 else 1.0)
         a.set_xlabel("fluid time [s]")
-        a.set_ylabel("fluid backlog [tokens]")
+        a.set_ylabel("fluid backlog [tokens]" + (" (log scale)" if div else ""))
         sub = f"fluid path: {fp.outcome}"
         if fp.growth_factor is not None:
             sub += f", x{fp.growth_factor:.3g} per cycle"
+        if div:
+            _draw_peaks(a, fp, t_end)
+            a.set_yscale("log" if np.all(fp.total_tokens[keep] > 0) else "symlog")
+            sub += ", drawn to its last peak"
         a.set_title(f"{title}\n{sub}" if single else sub, fontsize=9)
         a.legend(fontsize=7, loc="best")
     if runs:

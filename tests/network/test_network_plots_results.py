@@ -100,7 +100,8 @@ def test_verdict_plot_has_two_panels_on_their_own_time_axes():
     v = check_network_stability(rybko_stolyar(tokens_per_unit=10), simulate=True, horizon_s=40.0, replications=2,
                                 rng=1)
     fl, sim = v.plot()
-    assert fl.get_xlim() == pytest.approx((0.0, v.fluid.path.times_s[-1]))
+    fp = v.fluid.path  # a diverging path is drawn up to its last peak (issue 17)
+    assert fl.get_xlim() == pytest.approx((0.0, fp.peaks[-1][0] if fp.outcome == "diverging" else fp.times_s[-1]))
     assert sim.get_xlim() == pytest.approx((0.0, 40.0))
     assert any("fluid model from 1 token in buffer '1'" in t for t in _legend(fl)), _legend(fl)
     assert any("run 1 of 2" in t and "starts empty" in t for t in _legend(sim)), _legend(sim)
@@ -135,3 +136,42 @@ def test_fluid_and_sim_plots_say_where_they_start():
     assert "starting 10 requests in system" in ax.get_title() and ax.get_xlim() == pytest.approx((0.0, 10.0))
     ax = plot_network_sim(simulate_network(net, horizon_s=10.0, rng=1))
     assert "starting empty" in ax.get_title()
+
+
+def test_a_diverging_fluid_path_is_drawn_to_its_last_peak_on_a_log_axis(capsys):
+    # issue 17: drawn to its end, the unstable Rybko-Stolyar path ended in a long drain and looked stable
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fluidq.cli import main
+    from fluidq.plotting.network import plot_fluid_path
+
+    res = check_network_stability(llm_rybko_stolyar())
+    fp = res.fluid.path
+    assert fp.outcome == "diverging" and len(fp.peaks) >= 2
+    last = fp.peaks[-1][0]
+    assert fp.times_s[-1] > last  # the path goes on draining after its last peak...
+    a = res.plot()
+    a = a[0] if isinstance(a, tuple) else a
+    assert a.get_xlim()[1] == pytest.approx(last)  # ...but the figure stops at the peak
+    assert a.get_yscale() in ("log", "symlog")
+    b = plot_fluid_path(fp)
+    assert b.get_xlim()[1] == pytest.approx(last) and b.get_yscale() == "symlog"
+    assert main(["network", "llm_rybko_stolyar"]) == 0
+    out = capsys.readouterr().out
+    assert "peaks 2 times per cycle" in out, out
+
+
+def test_describe_counts_in_words():
+    from fluidq.network import Network, RequestClass
+    from fluidq.network.model import Hop
+
+    net = llm_rybko_stolyar()
+    from fluidq.network import Station
+
+    hop = Hop(engine="E1", prompt_tokens=16, output_tokens=8)
+    one = Network(stations=(Station(name="E1", engine=net.stations[0].engine),),
+                  classes=(RequestClass(name="c", route=(hop,), rate_per_s=0.5),))
+    head = one.describe().splitlines()[0]
+    assert "1 station," in head and "1 class," in head and "0 routers" in head, head
+    assert "2 stations, 2 classes" in net.describe().splitlines()[0]

@@ -100,6 +100,24 @@ def run(args):
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
-                     + (f", peak to peak x{fmt_value(res.fluid.peak_growth)}" if res.fluid.peak_growth else ""))
+                     + _peaks_text(res.fluid.growth_factor, res.fluid.peak_growth))
     out = {**res.to_dict(), "network": net.to_dict()} if args.json else res
     emit(args, out, "\n".join(lines))
+
+
+def _peaks_text(growth, peak):
+    """How the peak-to-peak factor relates to the per-cycle one (a cycle may hold several peaks)."""
+    from ...results import fmt_value, is_defined
+
+    if not peak:
+        return ""
+    text = f", peak to peak x{fmt_value(peak)}"
+    if is_defined(growth) and is_defined(peak) and growth > 1 and peak > 1:
+        import math
+
+        k = math.log(growth) / math.log(peak)
+        if abs(k - round(k)) < 0.05 and round(k) >= 1:
+            k = int(round(k))
+            text += (f" (the total backlog peaks {k} times per cycle: x{fmt_value(peak)}^{k} = "
+                     f"x{fmt_value(peak ** k)})" if k > 1 else " (one peak per cycle)")
+    return text
