@@ -226,13 +226,17 @@ class LatencyComparison:
 
     def table(self, load_index: int = -1, metrics=("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s",
                                                    "ttft_mean_s", "preemptions_per_request", "finished_fraction"),
-              heading: bool = True, min_finished: float = 0.9) -> str:
+              heading: bool = True, min_finished: float = 0.9, horizon_name: str = "horizon_s") -> str:
         """A Markdown table at one load (``heading``: a first line naming the load and its rate).
 
         Latencies are those of the requests that finished within the horizon; when fewer than
         ``min_finished`` of the arrivals did (for some policy), a note under the table says that the
-        tails are underestimated (the longest requests are the ones missing).
+        tails are underestimated (the longest requests are the ones missing).  ``horizon_name`` is what
+        the notes call the horizon (the command line passes ``"--horizon"``).  A table with a TTFT
+        column says which first token it counts.
         """
+        from ..results import fmt_value, is_defined
+
         i = range(len(self.loads))[load_index]
         lines = [f"load {self.loads[i]:g} ({self.rates_per_s[i]:.4g} req/s)", ""] if heading else []
         head = "| policy | " + " | ".join(METRICS[m][0] + (f" [{METRICS[m][1]}]" if METRICS[m][1] else "")
@@ -242,9 +246,12 @@ class LatencyComparison:
             cells = []
             for m in metrics:
                 v, h = self.values[p][m][i]
-                cells.append("–" if v != v else f"{v:.4g}" + (f" ± {h:.2g}" if h == h else ""))  # – : no value
+                cells.append(fmt_value(v) + (f" ± {fmt_value(h, '.2g')}" if is_defined(v) and is_defined(h) else ""))
             rows.append(f"| {p} | " + " | ".join(cells) + " |")
         lines += rows
+        if any(m.startswith("ttft") for m in metrics):
+            lines += ["", "TTFT: arrival to the end of the iteration that gives the first *decode* token (the "
+                          "paper's definition); vLLM's TTFT ends with the prefill, one iteration earlier"]
         done = {p: self.values[p]["finished_fraction"][i][0] for p in self.policies}
         empty = [p for p, f in done.items() if f != f]
         if empty:
@@ -252,7 +259,7 @@ class LatencyComparison:
             expect = (f" (about {self.rates_per_s[i] * h * (1 - wf):.3g} expected at {self.rates_per_s[i]:.3g} "
                       f"req/s over the {h * (1 - wf):g} s after the warm-up)") if h else ""
             lines += ["", f"note: no request arrived after the warm-up within the horizon under {', '.join(empty)}"
-                          f"{expect}: the latencies are undefined (–); raise the load or lengthen horizon_s"]
+                          f"{expect}: the latencies are undefined (–); raise the load or lengthen {horizon_name}"]
         low = {p: f for p, f in done.items() if f == f and f < min_finished}
         if low:
             worst = min(low, key=low.get)
@@ -262,7 +269,7 @@ class LatencyComparison:
                 return "\n".join(lines)
             lines += ["", f"note: only {low[worst]:.0%} of the arrivals finished within the horizon under {worst} "
                           f"({len(low)} of {len(done)} policies below {min_finished:.0%}); the latencies above are "
-                          "those of the finished requests, so tails are underestimated -- lengthen horizon_s"]
+                          f"those of the finished requests, so tails are underestimated -- lengthen {horizon_name}"]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

@@ -47,3 +47,15 @@ def test_bad_input():
         compare_orderings(ENG, "w", ["fcfs"])
     with pytest.raises(ParameterError):
         compare_orderings(ENG, W, ["fcfs"], warmup_frac=1.0)
+
+
+def test_table_states_the_ttft_definition_and_names_the_horizon_as_asked():
+    # issue 17: tables did not say which first token TTFT counts; the CLI's notes named horizon_s
+    res = compare_orderings(ENG, W, ["fcfs"], loads=(1.5,), horizon_s=10, n_replications=1, rng=1)
+    t = res.table(0, horizon_name="--horizon")
+    assert "first *decode* token" in t and "vLLM" in t
+    assert "--horizon" in t and "horizon_s" not in t, t
+    assert "horizon_s" in res.table(0)  # the API's own name by default
+    assert "nan" not in t.lower().replace("finished", "")
+    no_ttft = res.table(0, metrics=("ttlt_p90_s",))
+    assert "TTFT" not in no_ttft

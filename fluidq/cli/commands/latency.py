@@ -159,7 +159,7 @@ def run(args):
              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
              f"({res.seconds:.1f} s wall)"]
     for i, ld in enumerate(res.loads):
-        lines += ["", res.table(i, metrics=cols)]
+        lines += ["", res.table(i, metrics=cols, horizon_name="--horizon")]
         if args.metric is not None:
             vals = {p: res.values[p][metric][i][0] for p in res.policies}
             from ...results import is_defined
