@@ -8,8 +8,6 @@ import importlib.util
 import json
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("_golden_record", HERE / "record.py")
 record = importlib.util.module_from_spec(_spec)
@@ -39,7 +37,6 @@ def test_single_engine():
 
 
 def test_validation_latency_rows():
-    pytest.importorskip("scipy")
     _check("validation", record.validation_cases())
 
 
