@@ -115,7 +115,8 @@ def test_deepseek_v2_lite_direct_query_projection(tmp_path):
     assert m.is_mla and m.q_lora_rank is None
     assert round(m.param_count / 1e9, 1) == 15.7   # "15.7B total"
     # "2.4B activated" counts the LM head but not the input embedding (a lookup, no compute); fluidq counts both
-    assert round((m.active_param_count - m.vocab_size * m.hidden_size) / 1e9, 1) == 2.4
+    # (2.45 B here: the report's figure is truncated, or counts a little differently)
+    assert 2.4 <= (m.active_param_count - m.vocab_size * m.hidden_size) / 1e9 < 2.5
     assert m.kv_bytes_per_token() == 27 * (512 + 64) * 2
     assert m.weight_bytes == 2 * m.param_count  # bf16, no quantization
 
