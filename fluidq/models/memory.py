@@ -134,7 +134,8 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
                          tensor_parallel_size: int = 1, expert_parallel_size: int | None = None,
                          block_size: int = 16, activation_reserve_gib: float | None = None,
                          max_num_batched_tokens: int = 2048, max_num_seqs: int = 256,
-                         kv_bytes_per_value: int | None = None) -> KVCapacityEstimate:
+                         kv_bytes_per_value: int | None = None,
+                         max_model_len: int | None = None) -> KVCapacityEstimate:
     """Estimate the KV-cache capacity vLLM's memory planner gives each GPU.
 
     ``blocks = floor((gpu_memory x gpu_memory_utilization - weights per GPU - reserve) /
@@ -162,6 +163,9 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
         256 is vLLM's default ``max_num_seqs``.
     kv_bytes_per_value : int, optional
         Bytes per cached value (default: the model's ``dtype``; 1 for an fp8 KV cache).
+    max_model_len : int, optional
+        vLLM's ``--max-model-len``: vLLM refuses to start when the cache cannot hold one request
+        of that many tokens, and so does this estimate (naming ``max_model_len``).
 
     Returns
     -------
@@ -214,10 +218,18 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
             "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU")
     blocks = left // (per_token * bs)
     tokens = blocks * bs
+    mml = integer("max_model_len", max_model_len, minimum=1, allow_none=True, maximum=MAX_BUDGET_TOKENS * 64,
+                  why="no model has a context of more than 2**30 tokens")
+    if mml is not None and tokens < mml:
+        raise ParameterError("max_model_len", max_model_len,
+                             f"at most the {tokens:,} tokens the KV cache is estimated to hold",
+                             "vLLM refuses to start when one request of max_model_len tokens does not fit; lower "
+                             "it, or give more memory")
     inputs = {"model": model.name, "gpu_memory_gib": mem, "gpu_memory_utilization": util,
               "tensor_parallel_size": tp, "expert_parallel_size": expert_parallel_size, "block_size": bs,
               "activation_reserve_gib": activation_reserve_gib, "max_num_batched_tokens": max_num_batched_tokens,
-              "max_num_seqs": max_num_seqs, "kv_bytes_per_value": kv_bytes_per_value}
+              "max_num_seqs": max_num_seqs, "kv_bytes_per_value": kv_bytes_per_value,
+              "max_model_len": max_model_len}
     reason = (f"an estimate of vLLM's memory planner, not a measurement: ({mem:g} GiB x {util:g} - weights "
               f"{weights / GIB:.2f} GiB per GPU - reserve {reserve / GIB:.2f} GiB [{how}]) / "
               f"{per_token:,} B per token per GPU [{model.kv_rule}], floored to {blocks:,} blocks of {bs}")

@@ -107,3 +107,20 @@ def test_against_the_measured_rtx4090_run():
     # what vLLM reserved besides the weights, from its own numbers
     vllm_reserve = e.usable_bytes - e.weight_bytes_per_gpu - measured * e.kv_bytes_per_token_per_gpu
     assert 1.1 < vllm_reserve / GIB < 1.2 and 0.95 < e.reserve_bytes / GIB < 1.0
+
+
+def test_max_model_len_refused_like_vllm():
+    m = load_model("Llama-3.1-8B")
+    e = kv_capacity_estimate(m, gpu_memory_gib=23.52, max_model_len=32768)  # the RTX 4090 run's setting
+    assert e.tokens > 32768 and e.inputs["max_model_len"] == 32768
+    with pytest.raises(ParameterError) as exc:
+        kv_capacity_estimate(m, gpu_memory_gib=23.52, max_model_len=131072)
+    assert exc.value.name == "max_model_len" and "refuses" in str(exc.value)
+
+
+def test_fp8_cache_holds_twice_the_tokens():
+    m = load_model("Llama-3.1-8B")
+    e16 = kv_capacity_estimate(m, gpu_memory_gib=80)
+    e8 = kv_capacity_estimate(m, gpu_memory_gib=80, kv_bytes_per_value=1)
+    assert e8.kv_bytes_per_token_per_gpu * 2 == e16.kv_bytes_per_token_per_gpu
+    assert abs(e8.tokens - 2 * e16.tokens) <= 16

@@ -112,3 +112,13 @@ def test_bad_config_files_are_one_line(tmp_path, capsys):
     one_line(["models", "show", "--config", str(tmp_path / "nope.json")], capsys, "--config", "no such file")
     one_line(["models", "show", "--config", ""], capsys, "--config")
     one_line(["models", "show", "--config", str(tmp_path)], capsys, "--config", "folder")
+
+
+def test_kv_cache_dtype_and_max_model_len(capsys):
+    base = ["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--json"]
+    rc, out, _ = run(base + ["--kv-cache-dtype", "fp8"], capsys)
+    assert rc == 0 and json.loads(out)["kv_bytes_per_token_per_gpu"] == 65536
+    one_line(["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "23.52", "--max-model-len", "131072"], capsys,
+             "--max-model-len", "refuses")
+    one_line(["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--kv-cache-dtype", "int4"], capsys,
+             "--kv-cache-dtype")

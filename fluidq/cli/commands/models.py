@@ -10,6 +10,7 @@ _KV_OPTIONS = {  # dest -> flag: options of 'kv' only
     "tensor_parallel_size": "--tensor-parallel-size", "expert_parallel_size": "--expert-parallel-size",
     "block_size": "--block-size", "activation_reserve_gib": "--activation-reserve-gib",
     "max_num_batched_tokens": "--max-num-batched-tokens", "max_num_seqs": "--max-num-seqs",
+    "max_model_len": "--max-model-len", "kv_cache_dtype": "--kv-cache-dtype",
 }
 
 
@@ -39,6 +40,10 @@ def register(sub):
                    help="token budget of the profiling pass, for the default reserve; default 2048")
     g.add_argument("--max-num-seqs", type=int, default=None,
                    help="sequences of the sampler's profiling pass, for the default reserve; default 256")
+    g.add_argument("--max-model-len", type=int, default=None,
+                   help="refuse, as vLLM does, when one request of this many tokens does not fit in the cache")
+    g.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default=None,
+                   help="auto (default): the model's dtype; fp8: one byte per cached value")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -92,6 +97,8 @@ def _kv(args, m):
     if args.gpu_memory_gib is None:
         raise CliError("kv needs --gpu-memory-gib G (the memory of one GPU, GiB)")
     kw = {dest: getattr(args, dest) for dest in _KV_OPTIONS if getattr(args, dest) is not None}
+    if kw.pop("kv_cache_dtype", None) == "fp8":
+        kw["kv_bytes_per_value"] = 1
     try:
         return kv_capacity_estimate(m, **kw)
     except ParameterError as exc:
