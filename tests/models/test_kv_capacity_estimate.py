@@ -124,3 +124,12 @@ def test_fp8_cache_holds_twice_the_tokens():
     e8 = kv_capacity_estimate(m, gpu_memory_gib=80, kv_bytes_per_value=1)
     assert e8.kv_bytes_per_token_per_gpu * 2 == e16.kv_bytes_per_token_per_gpu
     assert abs(e8.tokens - 2 * e16.tokens) <= 16
+
+
+def test_to_dict_and_frame():
+    e = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80)
+    d = e.to_dict()
+    assert d["tokens"] == e.tokens and d["method"] == "estimate" and d["inputs"]["gpu_memory_gib"] == 80
+    pd = pytest.importorskip("pandas")
+    frame = e.to_frame()
+    assert isinstance(frame, pd.DataFrame) and frame["tokens"].iloc[0] == e.tokens

@@ -122,3 +122,12 @@ def test_kv_cache_dtype_and_max_model_len(capsys):
              "--max-model-len", "refuses")
     one_line(["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--kv-cache-dtype", "int4"], capsys,
              "--kv-cache-dtype")
+
+
+def test_dtype_option(capsys, config):
+    rc, out, _ = run(["models", "show", "Llama-2-7B", "--dtype", "bfloat16", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["dtype"] == "bfloat16"
+    rc, out, _ = run(["models", "show", "--config", config, "--dtype", "float32", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["derived"]["kv_bytes_per_token"] == 2 * 131072
+    one_line(["models", "list", "--dtype", "float16"], capsys, "--dtype", "ignored")
+    one_line(["models", "show", "Llama-2-7B", "--dtype", "int8"], capsys, "--dtype")

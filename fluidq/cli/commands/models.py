@@ -27,6 +27,8 @@ def register(sub):
                    help="list the shipped models (default), show one, or estimate its KV capacity")
     p.add_argument("name", nargs="?", default=None, help="a shipped model (see 'list'); or give --config")
     p.add_argument("--config", default=None, help="a Hugging Face config.json (a local path) instead of NAME")
+    p.add_argument("--dtype", default=None, choices=["bfloat16", "float16", "float32"],
+                   help="number format of weights and activations instead of the config's torch_dtype (vLLM's --dtype)")
     g = p.add_argument_group("kv (vLLM's options)")
     g.add_argument("--gpu-memory-gib", type=float, default=None, help="memory of one GPU, GiB (required for kv)")
     g.add_argument("--gpu-memory-utilization", type=float, default=None, help="fraction in (0, 1]; default 0.9")
@@ -55,11 +57,12 @@ def _model(args):
     if args.name is not None and args.config is not None:
         raise CliError(f"NAME {args.name!r} and --config {args.config!r}: give one of them, not both")
     if args.config is not None:
-        return ModelFacts.from_config(args.config, option="--config")
+        return ModelFacts.from_config(args.config, option="--config", dtype=args.dtype)
     if args.name is None:
         raise CliError(f"{args.action} needs a model: `fluidq models {args.action} NAME` (names: `fluidq models "
                        "list`) or `--config config.json`")
-    return load_model(args.name, option="NAME")
+    m = load_model(args.name, option="NAME")
+    return m if args.dtype is None else m.replace(dtype=args.dtype)
 
 
 def _gib(x: int) -> str:
@@ -116,6 +119,7 @@ def run(args):
         for dest, flag in _KV_OPTIONS.items():
             reject_ignored(flag, getattr(args, dest) is not None, f"by '{args.action}' (it is an option of 'kv')")
     if args.action == "list":
+        reject_ignored(f"--dtype {args.dtype}", args.dtype is not None, "by 'list' (it lists the shipped facts)")
         if args.name is not None or args.config is not None:
             what = f"NAME {args.name!r}" if args.name is not None else f"--config {args.config!r}"
             raise CliError(f"{what} is ignored by 'list' (it lists every shipped model); to see one: "
