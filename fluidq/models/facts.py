@@ -5,7 +5,9 @@ quantities are exact products of those shapes:
 
 * parameters: embedding (and, when not tied, the LM head) + per layer (attention projections, MLP or
   experts and router, RMS norms) + the final norm.  MoE: *total* counts every expert, *active* only
-  the ``experts_per_token`` routed ones (plus shared experts) that one token goes through;
+  the ``experts_per_token`` routed ones (plus shared experts) that one token goes through.  Not
+  counted: bias vectors other than Qwen2's q/k/v biases (DeepSeek-V3's router score-correction
+  bias, 256 values per MoE layer) and DeepSeek-V3's multi-token-prediction layer;
 * weight bytes: parameters x bytes per parameter (``quantization="fp8"``: the decoder layers'
   projection matrices at 1 byte, everything else in ``dtype``);
 * KV bytes per token: ``2 x n_layers x n_kv_heads x head_dim x bytes`` (one key and one value vector per

@@ -18,7 +18,8 @@ def models(draw):
               dtype=draw(st.sampled_from(["bfloat16", "float16", "float32"])))
     if draw(st.booleans()):
         e = draw(st.sampled_from([8, 16, 64, 128]))
-        kw.update(n_experts=e, experts_per_token=draw(st.integers(1, 8)), moe_intermediate_size=draw(st.integers(1, 512)) * 8)
+        kw.update(n_experts=e, experts_per_token=draw(st.integers(1, 8)),
+                  moe_intermediate_size=draw(st.integers(1, 512)) * 8)
     return ModelFacts(**kw)
 
 
