@@ -1,0 +1,492 @@
+"""``ModelFacts``: the sizes of a decoder-only transformer, and what follows from them.
+
+Only the shapes are described (layers, widths, heads, experts, the number format); the derived
+quantities are exact products of those shapes:
+
+* parameters: embedding (and, when not tied, the LM head) + per layer (attention projections, MLP or
+  experts and router, RMS norms) + the final norm.  MoE: *total* counts every expert, *active* only
+  the ``experts_per_token`` routed ones (plus shared experts) that one token goes through.  Not
+  counted: bias vectors other than Qwen2's q/k/v biases (DeepSeek-V3's router score-correction
+  bias, 256 values per MoE layer) and DeepSeek-V3's multi-token-prediction layer;
+* weight bytes: parameters x bytes per parameter (``quantization="fp8"``: the decoder layers'
+  projection matrices at 1 byte, everything else in ``dtype``);
+* KV bytes per token: ``2 x n_layers x n_kv_heads x head_dim x bytes`` (one key and one value vector per
+  KV head per layer).  Multi-head latent attention (DeepSeek-V2/V3) caches one compressed vector of
+  ``kv_lora_rank + qk_rope_head_dim`` values per layer instead: ``n_layers x (kv_lora_rank +
+  qk_rope_head_dim) x bytes``, as vLLM stores it;
+* per GPU under tensor parallelism ``tp``: query heads and the MLP are split ``tp`` ways; the KV heads
+  too when ``n_kv_heads >= tp`` (``tp`` must divide them), and when ``n_kv_heads < tp`` each GPU holds one
+  replicated KV head (``tp`` must be a multiple of ``n_kv_heads``): KV heads per GPU =
+  ``max(1, n_kv_heads // tp)``.  This is vLLM's rule (``QKVParallelLinear``).  The MLA latent cache is
+  replicated on every GPU.  Experts are split over ``expert_parallel_size`` GPUs (vLLM's
+  ``--enable-expert-parallel`` uses tp x dp of them); without expert parallelism they are split ``tp``
+  ways like any MLP.
+
+References
+----------
+Vaswani et al., "Attention Is All You Need", arXiv:1706.03762 (the layer); Ainslie et al., "GQA:
+Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints", arXiv:2305.13245
+(KV heads); DeepSeek-AI, "DeepSeek-V2: A Strong, Economical, and Efficient Mixture-of-Experts Language
+Model", arXiv:2405.04434 (MLA); Shoeybi et al., "Megatron-LM", arXiv:1909.08053 (the tensor-parallel
+split).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from numbers import Integral
+
+from ..errors import ParameterError, ParameterTypeError
+
+__all__ = ["ModelFacts", "DTYPE_BYTES", "MAX_DIMENSION", "MAX_LAYERS", "MAX_PARALLEL"]
+
+#: bytes per value of each number format a config may name (``torch_dtype``)
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+#: the quantizations whose weight size is known: decoder-layer projection matrices at 1 byte
+QUANTIZATIONS = ("fp8",)
+
+#: Largest width (hidden size, head dim, MLP width, vocabulary): 2**24.  Today's largest hidden
+#: sizes are about 2**14 and vocabularies about 2**18; products of a few such widths stay exact ints.
+MAX_DIMENSION = 2**24
+DIMENSION_WHY = "today's models have widths up to about 2**14 and vocabularies up to about 2**18"
+
+#: Most layers, heads or experts: 2**16 (models have at most a few hundred layers and experts).
+MAX_LAYERS = 2**16
+LAYERS_WHY = "models have at most a few hundred layers, heads or experts"
+
+#: Most GPUs a model is split over (tensor or expert parallel): 2**16.
+MAX_PARALLEL = 2**16
+PARALLEL_WHY = "no deployment splits one model over more than 65,536 GPUs"
+
+
+def _int(name: str, value, *, minimum: int = 1, maximum: int = MAX_DIMENSION, why: str = DIMENSION_WHY,
+         allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ParameterTypeError(f"{name}={value!r}: expected an integer, got {type(value).__name__}")
+    v = int(value)
+    if v < minimum:
+        raise ParameterError(name, value, f"an integer >= {minimum}")
+    if v > maximum:
+        raise ParameterError(name, value, f"an integer <= {maximum:,}", why)
+    return v
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFacts:
+    """The shapes of a decoder-only transformer (dense or mixture-of-experts).
+
+    Parameters
+    ----------
+    name : str
+        The model's name (e.g. ``"Llama-3.1-8B"``).
+    architecture : str
+        The Hugging Face ``model_type`` (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``mixtral``,
+        ``qwen3_moe``, ``deepseek_v2``, ``deepseek_v3``).
+    n_layers, hidden_size, n_heads, n_kv_heads, head_dim : int
+        Decoder layers, model width, query heads, key/value heads (grouped-query attention when fewer
+        than ``n_heads``; ``n_heads`` must be a multiple), width of one head.
+    intermediate_size : int
+        Width of a dense MLP (SwiGLU: three ``hidden x intermediate`` matrices).  In a MoE model it is
+        the width of the dense layers' MLP (``n_dense_layers`` of them; unused when there are none).
+    vocab_size : int
+        Vocabulary (rows of the embedding and of the LM head).
+    n_experts, experts_per_token, moe_intermediate_size : int or None
+        Routed experts per MoE layer, the top-k each token goes to, and one expert's MLP width;
+        ``None`` for a dense model (all three, or none).
+    n_shared_experts : int
+        Experts every token goes through besides the routed ones (DeepSeek), each of width
+        ``moe_intermediate_size``.
+    n_dense_layers : int
+        Layers of a MoE model with a dense MLP instead of experts (DeepSeek's first
+        ``first_k_dense_replace``); 0 for a dense model.
+    dtype : str
+        Number format of weights, activations and (vLLM's ``kv_cache_dtype="auto"``) the KV cache; one
+        of :data:`DTYPE_BYTES`.
+    quantization : str or None
+        ``"fp8"``: the decoder layers' projection matrices are stored at 1 byte per parameter
+        (DeepSeek-V3's checkpoint; block scales, about 0.006 % more, are not counted).
+    tie_word_embeddings : bool
+        The LM head shares the embedding matrix.
+    attention_bias : bool
+        The query, key and value projections have biases (Qwen2).
+    qk_norm : bool
+        RMS norms on each query and key head (Qwen3).
+    q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim : int or None
+        Multi-head latent attention (DeepSeek-V2/V3); ``kv_lora_rank`` set means MLA (``q_lora_rank``
+        may stay ``None``: a direct query projection).
+    max_position_embeddings : int or None
+        The longest context the config declares.
+    source : str
+        Where the numbers come from.
+    """
+
+    name: str
+    architecture: str = "llama"
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    n_experts: int | None = None
+    experts_per_token: int | None = None
+    moe_intermediate_size: int | None = None
+    n_shared_experts: int = 0
+    n_dense_layers: int = 0
+    dtype: str = "bfloat16"
+    quantization: str | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    qk_norm: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    max_position_embeddings: int | None = None
+    source: str = ""
+
+    def __post_init__(self):
+        for f in ("name", "architecture", "source"):
+            if not isinstance(getattr(self, f), str):
+                raise ParameterTypeError(f"{f}={getattr(self, f)!r}: expected a string")
+        if not self.name.strip():
+            raise ParameterError("name", self.name, "a non-empty model name")
+        _int("n_layers", self.n_layers, maximum=MAX_LAYERS, why=LAYERS_WHY)
+        _int("n_heads", self.n_heads, maximum=MAX_LAYERS, why=LAYERS_WHY)
+        _int("n_kv_heads", self.n_kv_heads, maximum=MAX_LAYERS, why=LAYERS_WHY)
+        for f in ("hidden_size", "head_dim", "intermediate_size", "vocab_size"):
+            _int(f, getattr(self, f))
+        if self.n_heads % self.n_kv_heads:
+            raise ParameterError("n_kv_heads", self.n_kv_heads, f"a divisor of n_heads={self.n_heads}",
+                                 "each KV head serves a whole group of query heads")
+        moe = (self.n_experts, self.experts_per_token, self.moe_intermediate_size)
+        if any(v is not None for v in moe):
+            if any(v is None for v in moe):
+                missing = [n for n, v in zip(("n_experts", "experts_per_token", "moe_intermediate_size"), moe)
+                           if v is None]
+                raise ParameterError(missing[0], None, "an integer >= 1 for a MoE model",
+                                     "a MoE model gives n_experts, experts_per_token and moe_intermediate_size")
+            _int("n_experts", self.n_experts, maximum=MAX_LAYERS, why=LAYERS_WHY)
+            _int("experts_per_token", self.experts_per_token, maximum=MAX_LAYERS, why=LAYERS_WHY)
+            _int("moe_intermediate_size", self.moe_intermediate_size)
+            if self.experts_per_token > self.n_experts:
+                raise ParameterError("experts_per_token", self.experts_per_token,
+                                     f"at most n_experts={self.n_experts}")
+            _int("n_shared_experts", self.n_shared_experts, minimum=0, maximum=MAX_LAYERS, why=LAYERS_WHY)
+            _int("n_dense_layers", self.n_dense_layers, minimum=0, maximum=MAX_LAYERS, why=LAYERS_WHY)
+            if self.n_dense_layers >= self.n_layers:
+                raise ParameterError("n_dense_layers", self.n_dense_layers,
+                                     f"fewer than n_layers={self.n_layers} (a MoE model has a MoE layer)")
+        else:
+            for f in ("n_shared_experts", "n_dense_layers"):
+                if getattr(self, f) != 0:
+                    raise ParameterError(f, getattr(self, f), "0 for a dense model (n_experts=None)")
+        if self.dtype not in DTYPE_BYTES:
+            raise ParameterError("dtype", self.dtype, f"one of {', '.join(DTYPE_BYTES)}")
+        if self.quantization is not None and self.quantization not in QUANTIZATIONS:
+            raise ParameterError("quantization", self.quantization, f"None or one of {', '.join(QUANTIZATIONS)}",
+                                 "other quantized formats (AWQ, GPTQ...) have sizes fluidq does not compute")
+        for f in ("tie_word_embeddings", "attention_bias", "qk_norm"):
+            if not isinstance(getattr(self, f), bool):
+                raise ParameterTypeError(f"{f}={getattr(self, f)!r}: expected True or False")
+        mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        if self.kv_lora_rank is not None or self.q_lora_rank is not None:
+            for f in mla:
+                if getattr(self, f) is None:
+                    raise ParameterError(f, None, "an integer >= 1 for multi-head latent attention",
+                                         f"MLA needs {', '.join(mla)}")
+                _int(f, getattr(self, f))
+            _int("q_lora_rank", self.q_lora_rank, allow_none=True)
+            if self.head_dim != self.qk_nope_head_dim + self.qk_rope_head_dim:
+                raise ParameterError("head_dim", self.head_dim,
+                                     f"qk_nope_head_dim + qk_rope_head_dim = "
+                                     f"{self.qk_nope_head_dim + self.qk_rope_head_dim} for MLA")
+        else:
+            for f in mla:
+                if getattr(self, f) is not None:
+                    raise ParameterError(f, getattr(self, f), "None without kv_lora_rank (no MLA)")
+        _int("max_position_embeddings", self.max_position_embeddings, allow_none=True, maximum=2**40,
+             why="no model has a context of more than 2**40 tokens")
+
+    # ------------------------------------------------------------------------------------------------
+    # what kind of model
+    # ------------------------------------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        """Whether the model has experts."""
+        return self.n_experts is not None
+
+    @property
+    def is_mla(self) -> bool:
+        """Whether the model uses multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def bytes_per_value(self) -> int:
+        """Bytes of one value in ``dtype`` (activations and, by default, the KV cache)."""
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def n_moe_layers(self) -> int:
+        """Layers with experts (0 for a dense model)."""
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    # ------------------------------------------------------------------------------------------------
+    # parameter counts, by part (one layer unless said)
+    # ------------------------------------------------------------------------------------------------
+    def _attention_matrices(self) -> dict[str, int]:
+        """Parameters of each attention projection matrix of one layer (biases apart)."""
+        h = self.hidden_size
+        if self.is_mla:
+            qk = self.qk_nope_head_dim + self.qk_rope_head_dim
+            out = {}
+            if self.q_lora_rank is None:
+                out["q"] = h * self.n_heads * qk
+            else:
+                out["q_a"] = h * self.q_lora_rank
+                out["q_b"] = self.q_lora_rank * self.n_heads * qk
+            out["kv_a"] = h * (self.kv_lora_rank + self.qk_rope_head_dim)
+            out["kv_b"] = self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim)
+            out["o"] = self.n_heads * self.v_head_dim * h
+            return out
+        return {"q": h * self.n_heads * self.head_dim, "k": h * self.n_kv_heads * self.head_dim,
+                "v": h * self.n_kv_heads * self.head_dim, "o": self.n_heads * self.head_dim * h}
+
+    def _attention_small(self) -> int:
+        """Attention parameters outside the matrices: q/k/v biases, per-head norms, MLA's low-rank norms."""
+        n = 0
+        if self.attention_bias:
+            n += (self.n_heads + 2 * self.n_kv_heads) * self.head_dim
+        if self.qk_norm:
+            n += 2 * self.head_dim
+        if self.is_mla:
+            n += self.kv_lora_rank + (self.q_lora_rank or 0)
+        return n
+
+    @property
+    def attention_params_per_layer(self) -> int:
+        """Parameters of one layer's attention (projections, biases, per-head or low-rank norms)."""
+        return sum(self._attention_matrices().values()) + self._attention_small()
+
+    @property
+    def dense_mlp_params(self) -> int:
+        """Parameters of one dense SwiGLU MLP: ``3 x hidden_size x intermediate_size``."""
+        return 3 * self.hidden_size * self.intermediate_size
+
+    @property
+    def expert_params(self) -> int:
+        """Parameters of one expert: ``3 x hidden_size x moe_intermediate_size`` (0 for a dense model)."""
+        return 3 * self.hidden_size * self.moe_intermediate_size if self.is_moe else 0
+
+    @property
+    def router_params(self) -> int:
+        """Parameters of one MoE layer's router: ``hidden_size x n_experts`` (0 for a dense model)."""
+        return self.hidden_size * self.n_experts if self.is_moe else 0
+
+    @property
+    def embedding_params(self) -> int:
+        """The embedding plus, unless tied, the LM head: ``vocab x hidden`` once or twice."""
+        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+
+    @property
+    def norm_params(self) -> int:
+        """Every layer's two RMS norms and the final norm (vectors of ``hidden_size``)."""
+        return (2 * self.n_layers + 1) * self.hidden_size
+
+    def _counts(self) -> dict[str, int]:
+        """Total parameters by part, summed over the layers."""
+        L = self.n_layers
+        dense_layers = L if not self.is_moe else self.n_dense_layers
+        moe_layers = self.n_moe_layers
+        return {
+            "embedding": self.embedding_params,
+            "norms": self.norm_params,
+            "attention_matrices": L * sum(self._attention_matrices().values()),
+            "attention_small": L * self._attention_small(),
+            "dense_mlp": dense_layers * self.dense_mlp_params,
+            "routed_experts": moe_layers * (self.n_experts or 0) * self.expert_params,
+            "shared_experts": moe_layers * self.n_shared_experts * self.expert_params,
+            "routers": moe_layers * self.router_params,
+        }
+
+    @property
+    def param_count(self) -> int:
+        """Every parameter of the model (MoE: all experts)."""
+        return sum(self._counts().values())
+
+    @property
+    def active_param_count(self) -> int:
+        """Parameters one token goes through: all but the routed experts it is not sent to.
+
+        Equal to :attr:`param_count` for a dense model.
+        """
+        c = self._counts()
+        if self.is_moe:
+            c["routed_experts"] = self.n_moe_layers * self.experts_per_token * self.expert_params
+        return sum(c.values())
+
+    # ------------------------------------------------------------------------------------------------
+    # bytes
+    # ------------------------------------------------------------------------------------------------
+    def _bytes(self, counts: dict[str, int]) -> int:
+        b = self.bytes_per_value
+        if self.quantization == "fp8":  # the layers' projection matrices at 1 byte, the rest in dtype
+            matrices = ("attention_matrices", "dense_mlp", "routed_experts", "shared_experts")
+            return sum(v * (1 if k in matrices else b) for k, v in counts.items())
+        return b * sum(counts.values())
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of all weights (see ``quantization``)."""
+        return self._bytes(self._counts())
+
+    @property
+    def kv_values_per_token_per_layer(self) -> int:
+        """Values cached per token per layer: ``2 x n_kv_heads x head_dim``, or MLA's
+        ``kv_lora_rank + qk_rope_head_dim``."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.n_kv_heads * self.head_dim
+
+    def kv_bytes_per_token(self, *, kv_bytes_per_value: int | None = None) -> int:
+        """Bytes of KV cache one token takes over all layers, on one GPU holding the whole model.
+
+        ``2 x n_layers x n_kv_heads x head_dim x bytes`` (MLA: ``n_layers x (kv_lora_rank +
+        qk_rope_head_dim) x bytes``); ``kv_bytes_per_value`` defaults to the bytes of ``dtype``
+        (vLLM's ``kv_cache_dtype="auto"``; 1 for an fp8 cache).
+        """
+        b = self._kv_bytes(kv_bytes_per_value)
+        return self.n_layers * self.kv_values_per_token_per_layer * b
+
+    def _kv_bytes(self, kv_bytes_per_value):
+        if kv_bytes_per_value is None:
+            return self.bytes_per_value
+        return _int("kv_bytes_per_value", kv_bytes_per_value, maximum=8, why="no number format has more than 8 bytes")
+
+    def kv_heads_per_gpu(self, tensor_parallel_size: int = 1) -> int:
+        """KV heads each GPU holds under tensor parallelism: ``max(1, n_kv_heads // tp)``.
+
+        ``tp`` must divide ``n_heads``; when ``n_kv_heads >= tp`` it must divide ``n_kv_heads`` too,
+        and when ``n_kv_heads < tp`` it must be a multiple of ``n_kv_heads`` (each KV head is then
+        replicated on ``tp / n_kv_heads`` GPUs).  MLA: the one latent vector, on every GPU.
+        """
+        tp = self._tp(tensor_parallel_size)
+        if self.is_mla:
+            return 1
+        if self.n_kv_heads >= tp:
+            return self.n_kv_heads // tp
+        return 1
+
+    def _tp(self, tp) -> int:
+        tp = _int("tensor_parallel_size", tp, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+        if self.n_heads % tp:
+            raise ParameterError("tensor_parallel_size", tp, f"a divisor of n_heads={self.n_heads} ({self.name})",
+                                 "each GPU holds a whole number of query heads")
+        if not self.is_mla:
+            if self.n_kv_heads >= tp and self.n_kv_heads % tp:
+                raise ParameterError("tensor_parallel_size", tp,
+                                     f"a divisor of n_kv_heads={self.n_kv_heads} ({self.name})")
+            if self.n_kv_heads < tp and tp % self.n_kv_heads:
+                raise ParameterError("tensor_parallel_size", tp,
+                                     f"a multiple of n_kv_heads={self.n_kv_heads} ({self.name}) when larger",
+                                     "the KV heads are then replicated evenly")
+        return tp
+
+    def kv_bytes_per_token_per_gpu(self, tensor_parallel_size: int = 1, *,
+                                   kv_bytes_per_value: int | None = None) -> int:
+        """Bytes of KV cache one token takes on each GPU under tensor parallelism ``tp``.
+
+        ``2 x n_layers x max(1, n_kv_heads // tp) x head_dim x bytes``: the KV heads are split over
+        the GPUs, and replicated when there are fewer of them than GPUs (see :meth:`kv_heads_per_gpu`).
+        MLA: the latent cache is not split, every GPU holds :meth:`kv_bytes_per_token`.
+        """
+        heads = self.kv_heads_per_gpu(tensor_parallel_size)
+        b = self._kv_bytes(kv_bytes_per_value)
+        if self.is_mla:
+            return self.kv_bytes_per_token(kv_bytes_per_value=kv_bytes_per_value)
+        return 2 * self.n_layers * heads * self.head_dim * b
+
+    def weight_bytes_per_gpu(self, tensor_parallel_size: int = 1, *,
+                             expert_parallel_size: int | None = None) -> int:
+        """Bytes of weights on each GPU under tensor (and, for experts, expert) parallelism.
+
+        Split ``tp`` ways: the query and output projections (by head), the key and value projections
+        (by KV head; one replicated KV head per GPU when ``n_kv_heads < tp``), dense MLPs and shared
+        experts, the embedding and the LM head (by vocabulary row; vLLM's padding of the vocabulary
+        to a multiple of 64 per GPU is not counted).  Not split: the norms, the routers, MLA's two
+        down-projections ``q_a``/``kv_a``.  Routed experts: split over ``expert_parallel_size`` GPUs
+        (default ``tp``: no expert parallelism, each expert tensor-parallel); with vLLM's
+        ``--enable-expert-parallel`` pass ``tp x data_parallel_size``.
+        """
+        tp = self._tp(tensor_parallel_size)
+        ep = tp if expert_parallel_size is None else _int("expert_parallel_size", expert_parallel_size,
+                                                          maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+        if expert_parallel_size is not None and not self.is_moe and ep != 1:
+            raise ParameterError("expert_parallel_size", ep, "None or 1 for a dense model (it has no experts)")
+        if self.is_moe and self.n_experts % ep and ep % self.n_experts:
+            raise ParameterError("expert_parallel_size", ep, f"a divisor of n_experts={self.n_experts}",
+                                 "each GPU holds a whole number of experts")
+        c = self._counts()
+        mats = self._attention_matrices()
+        L = self.n_layers
+        per_gpu = dict(c)
+        if self.is_mla:
+            split = sum(v for k, v in mats.items() if k in ("q", "q_b", "kv_b", "o"))
+            kept = sum(v for k, v in mats.items() if k in ("q_a", "kv_a"))
+            per_gpu["attention_matrices"] = L * (-(-split // tp) + kept)
+        else:
+            kvh = self.kv_heads_per_gpu(tp)
+            h, d = self.hidden_size, self.head_dim
+            per_gpu["attention_matrices"] = L * (-(-(mats["q"] + mats["o"]) // tp) + 2 * h * kvh * d)
+            if self.attention_bias:
+                per_gpu["attention_small"] = L * ((self.n_heads // tp + 2 * kvh) * d
+                                                  + (2 * d if self.qk_norm else 0))
+        for k in ("dense_mlp", "shared_experts", "embedding"):
+            per_gpu[k] = -(-c[k] // tp)
+        per_gpu["routed_experts"] = -(-c["routed_experts"] // ep) if self.is_moe else 0
+        return self._bytes(per_gpu)
+
+    # ------------------------------------------------------------------------------------------------
+    def replace(self, **changes) -> "ModelFacts":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self, *, derived: bool = False) -> dict:
+        """The fields; with ``derived``, also the counts and sizes (one GPU)."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if derived:
+            d["derived"] = {"param_count": self.param_count, "active_param_count": self.active_param_count,
+                            "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.kv_bytes_per_token(),
+                            "kv_rule": self.kv_rule}
+        return d
+
+    @property
+    def kv_rule(self) -> str:
+        """The KV-size formula used for this model, in words."""
+        if self.is_mla:
+            return (f"MLA latent cache: n_layers x (kv_lora_rank + qk_rope_head_dim) x bytes = {self.n_layers} x "
+                    f"({self.kv_lora_rank} + {self.qk_rope_head_dim}) x {self.bytes_per_value}; replicated on every "
+                    "tensor-parallel GPU")
+        return (f"2 x n_layers x n_kv_heads x head_dim x bytes = 2 x {self.n_layers} x {self.n_kv_heads} x "
+                f"{self.head_dim} x {self.bytes_per_value}; per GPU max(1, n_kv_heads // tp) KV heads")
+
+    @classmethod
+    def from_config(cls, path, *, name: str | None = None, dtype: str | None = None,
+                    option: str = "path") -> "ModelFacts":
+        """Read a Hugging Face ``config.json`` (a local path; nothing is downloaded).
+
+        Families: Llama (1/2/3/3.1, CodeLlama, Yi), Mistral, Qwen2/Qwen2.5, Qwen3, Mixtral,
+        Qwen3-MoE, DeepSeek-V2/V3 (MLA).  ``name`` defaults to the config's ``_name_or_path`` or the
+        folder's name; ``dtype`` overrides ``torch_dtype`` (vLLM's ``--dtype``).  A missing or
+        malformed key, an unknown family, a file that is not JSON: one
+        :class:`~fluidq.errors.DataError` naming the file and the key.  ``option`` is the parameter
+        the messages name (the command line passes ``--config``).
+        """
+        from .config import facts_from_config
+
+        return facts_from_config(path, name=name, dtype=dtype, option=option)
