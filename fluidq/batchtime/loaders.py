@@ -41,8 +41,9 @@ Vidur ``mlp.csv`` (ms per decoder layer, by ``num_tokens`` and ``num_tensor_para
     context ``kv`` each: ``+ L*attn_decode``, ``kv_tokens = b*kv``).  Tensor-parallel all-reduce,
     the LM head and sampling are not in these files and are not added.
 LLMServingSim (µs, a model with one hidden layer): ``embedding + final_layernorm`` once,
-    ``L * [2*layernorm + qkv_proj + rotary_emb + o_proj + gate_up_proj + act_fn + down_proj +
-    attention]`` and the per-sequence ``lm_head + sampler`` for the sequences that emit a token.
+    ``L * [2*layernorm + qkv_proj + (qk_norm, when profiled) + rotary_emb + o_proj + gate_up_proj +
+    act_fn + down_proj + attention]`` and the per-sequence ``lm_head + sampler`` for the sequences
+    that emit a token.  Any other operator in the dense profile is refused by name (none is dropped).
     Attention rows ``(prefill_chunk, kv_prefill, n_decode, kv_decode)`` give
     ``b = prefill_chunk + n_decode`` and ``kv_tokens = n_decode*kv_decode`` (``kv_decode`` is the
     context of each decoding request: the measured time depends on the product).  Rows whose
@@ -483,6 +484,10 @@ def load_vidur(mlp_path, *, tp: int = 1, n_layers: int | None = None, attention_
 _LSS_ONCE = ("embedding", "final_layernorm")
 _LSS_PER_LAYER = (("layernorm", 2), ("qkv_proj", 1), ("rotary_emb", 1), ("o_proj", 1), ("gate_up_proj", 1),
                   ("act_fn", 1), ("down_proj", 1))
+#: operators a decoder layer has only in some families, used when the profile has them (Qwen3's RMS
+#: norm of the queries and keys, one entry for both, once per layer)
+_LSS_OPTIONAL_PER_LAYER = (("qk_norm", 1),)
+# every other operator in a dense profile is refused by name (issue 16: none is dropped silently)
 _LAYERS_BY_MODEL = {"llama-3.1-8b": 32, "llama-3-8b": 32, "llama-2-7b": 32, "llama-2-13b": 40,
                     "llama-2-70b": 80, "llama-3.1-70b": 80, "codellama-34b": 48}
 
@@ -568,6 +573,14 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     missing = [op for op in need if op not in ops]
     if missing:
         raise DataError(f"{files['dense']}: missing layer(s) {', '.join(missing)}")
+    per_layer = _LSS_PER_LAYER + tuple((op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in ops)
+    known = set(_LSS_ONCE) | {op for op, _ in _LSS_PER_LAYER} | {op for op, _ in _LSS_OPTIONAL_PER_LAYER}
+    unknown = sorted(set(ops) - known)
+    if unknown:  # an operator fluidq does not know how often a layer runs: never dropped silently
+        raise DataError(f"{files['dense']}: unknown operator(s) {', '.join(map(repr, unknown))}; fluidq times "
+                        f"{', '.join(sorted(known))} (say how often a decoder layer runs each new one before it "
+                        "can be counted)")
+    need += [op for op, _ in per_layer if op not in need]
     grids = {op: _average_repeats(*np.array(v).T) for op, v in ops.items()}
     tok_grid = grids["qkv_proj"][0]
     for op in need:
@@ -577,7 +590,7 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     def dense_us(b):
         b = np.asarray(b, dtype=float)
         once = sum(_interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op in _LSS_ONCE)
-        layer = sum(m * _interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op, m in _LSS_PER_LAYER)
+        layer = sum(m * _interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op, m in per_layer)
         return once + n_layers * layer
 
     per = _read_csv(files["per_sequence"])

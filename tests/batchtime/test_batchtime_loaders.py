@@ -227,3 +227,20 @@ def test_measured_object_validates_and_is_frozen(tmp_path):
     assert d["meta"]["source"] == "microsoft/vidur" and len(d["tokens"]) == len(m)
     with pytest.raises(FluidqError):
         MeasuredBatchTimes(tokens=[1.0], seconds=[-1.0], kv_tokens=None, phase=["linear"], meta=m.meta)
+
+
+def test_llmservingsim_uses_every_operator_or_refuses_it_by_name(tmp_path):
+    # issue 16: an operator in the profile (Qwen3's qk_norm) was dropped silently
+    base = load_llmservingsim(lss_run(tmp_path / "run"))
+    d = lss_run(tmp_path / "qk")
+    rows = (d / "profile_tp1_dense.csv").read_text().splitlines()
+    extra = [f"qk_norm,{b},{0.5 * b}" for b in [1, 2, 4, 8, 16, 32, 64, 128]]
+    (d / "profile_tp1_dense.csv").write_text("\n".join(rows + extra) + "\n")
+    m = load_llmservingsim(d)
+    lin, lin0 = m.where("linear"), base.where("linear")
+    assert np.allclose(lin.seconds - lin0.seconds, 32 * 0.5 * lin.tokens / 1e6)  # once per layer, 32 layers
+    e = lss_run(tmp_path / "odd")
+    (e / "profile_tp1_dense.csv").write_text((e / "profile_tp1_dense.csv").read_text()
+                                             + "".join(f"mystery_op,{b},1.0\n" for b in [1, 2, 4, 8, 16, 32, 64, 128]))
+    with pytest.raises(DataError, match="unknown operator.*'mystery_op'"):
+        load_llmservingsim(e)
