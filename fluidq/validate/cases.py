@@ -172,6 +172,25 @@ def _copy_folder(p: Path, dst: Path, unz) -> None:
 
 
 # ------------------------------------------------------------------------------ serving runs
+def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
+    """The KV capacity of a run that does not record it: vLLM's memory planner estimated from the model's
+    facts and the GPU memory the case states (:func:`fluidq.models.kv_capacity_estimate`), never a
+    number written by hand."""
+    from ..models import kv_capacity_estimate, load_model
+
+    for k in ("model", "gpu_memory_gib"):
+        if k not in spec:
+            raise DataError(f"case {case.name}: [kv] needs {k!r} (the KV capacity is estimated by vLLM's memory "
+                            "planner from the model and the GPU memory)")
+    est = kv_capacity_estimate(load_model(spec["model"]), gpu_memory_gib=float(spec["gpu_memory_gib"]),
+                               gpu_memory_utilization=float(spec.get("gpu_memory_utilization", 0.9)),
+                               tensor_parallel_size=run.tensor_parallel_size,
+                               max_num_batched_tokens=run.max_num_batched_tokens, max_num_seqs=run.max_num_seqs)
+    why = spec.get("gpu_memory_source", "the case file")
+    return est.tokens, (f"not recorded by the run: {est.tokens:,} tokens estimated by vLLM's memory planner "
+                        f"({spec['model']}, {float(spec['gpu_memory_gib']):g} GiB from {why})")
+
+
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .iteration import lss_iteration_model
     from .predict import predict_capacity
@@ -185,8 +204,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     kv = run.kv_capacity_tokens
     kv_note = "from vllm_meta.json"
     if kv is None and "kv" in s:
-        kv = int(s["kv"]["capacity_tokens"])
-        kv_note = s["kv"].get("reason", "estimated")
+        kv, kv_note = _planned_kv(case, s["kv"], run)
     pred = predict_capacity(model, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
                             k_max=run.max_num_seqs, kv_capacity_tokens=kv)
     sat = saturated_throughput(run)
