@@ -488,8 +488,6 @@ _LSS_PER_LAYER = (("layernorm", 2), ("qkv_proj", 1), ("rotary_emb", 1), ("o_proj
 #: norm of the queries and keys, one entry for both, once per layer)
 _LSS_OPTIONAL_PER_LAYER = (("qk_norm", 1),)
 # every other operator in a dense profile is refused by name (issue 16: none is dropped silently)
-_LAYERS_BY_MODEL = {"llama-3.1-8b": 32, "llama-3-8b": 32, "llama-2-7b": 32, "llama-2-13b": 40,
-                    "llama-2-70b": 80, "llama-3.1-70b": 80, "codellama-34b": 48}
 
 
 def _simple_yaml(path: Path) -> dict:
@@ -503,11 +501,17 @@ def _simple_yaml(path: Path) -> dict:
 
 
 def _layers_for(model: str) -> int | None:
+    """The decoder-layer count of ``model`` (a Hugging Face id such as ``meta-llama/Llama-3.1-8B``) from
+    the shipped model facts (:mod:`fluidq.models`): the longest known name its id starts with."""
+    from ..models import list_models
+
     key = model.split("/")[-1].lower()
-    for k, v in _LAYERS_BY_MODEL.items():
-        if key.startswith(k):
-            return v
-    return None
+    best = None
+    for m in list_models():
+        k = m.name.lower()
+        if key.startswith(k) and (best is None or len(k) > len(best.name)):
+            best = m
+    return None if best is None else best.n_layers
 
 
 def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None = None,
