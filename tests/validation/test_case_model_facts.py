@@ -32,3 +32,15 @@ def test_no_shipped_case_writes_a_layer_count_by_hand():
         assert "n_layers" not in c.spec, c.name
         for prof in c.spec.get("profiles", []):
             assert "n_layers" not in prof, (c.name, prof.get("label"))
+
+
+def test_the_measured_binding_limit_never_reads_the_case_file():
+    # issue 16: the "measured" binding limit fell back to the case file's expected answer
+    import inspect
+
+    from fluidq.validate import cases
+
+    src = inspect.getsource(cases._serving_run)
+    assert 'tg.get("binding"' not in src and "tg['binding']" not in src
+    for c in load_cases(validation_dir() / "cases"):
+        assert "binding" not in c.spec.get("targets", {}), c.name
