@@ -122,8 +122,9 @@ def run(args):
             raise CliError("--simulate needs --policies")
         args.rays = 7 if args.rays is None else args.rays
         args.seed = 0 if args.seed is None else args.seed
-        if args.rays < 1:
-            raise ParameterError("--rays", args.rays, "an integer >= 1")
+        from ...region.simulated import check_rays
+
+        check_rays(args.rays, len(pols), name="--rays", policies_name="--policies")
         if args.seed < 0:
             raise ParameterError("--seed", args.seed, "a non-negative integer")
     # prompts of one fixed length: a request brings at most that many prefill tokens to a batch, the

@@ -1,0 +1,86 @@
+"""Huge, tiny and overflowing numbers on every sub-command (issue 13, "Hangs: sizes" and "Tracebacks: huge
+or tiny numbers"): each is one line on stderr naming the option, exit code 2, no traceback and no
+'internal error', before any work; the largest (or smallest) value allowed still runs.
+
+The CLI runs in-process (``fluidq.cli.main``), like tests/cli/test_cli_options_checked.py.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fluidq.cli import main
+
+BIG = "99999999999999999999"  # > 2**64
+
+
+def run(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def case(tmp_path):
+    """A sweep case file with a one-point grid, and a store path next to it."""
+    p = tmp_path / "case.toml"
+    p.write_text('[sweep]\nanalysis = "check"\n[grid]\nload = [0.5]\n')
+    return str(p), str(tmp_path / "store.jsonl")
+
+
+def _argv(line, case):
+    path, store = case
+    argv = line.split()
+    return [path if a == "CASE" else store if a == "STORE" else a for a in argv]
+
+
+# (command line, the option the one-line message must name)
+REFUSED = [
+    # ---- region --simulate: sizes refused before any simulation, with the size they would have
+    ("region --simulate --policies sarathi --rays 16777216", "--rays"),
+    (f"region --simulate --policies sarathi --rays {BIG}", "--rays"),
+    ("region --simulate --policies sarathi --rays 1e26", "--rays"),
+    ("region --simulate --policies sarathi --rays 33", "--rays"),
+    ("region --simulate --policies sarathi,orca --rays 17", "--rays"),
+    ("region --simulate --policies sarathi --rays 0", "--rays"),
+    (f"region --simulate --policies sarathi --seed {BIG} --b-max {BIG}", "--b-max"),
+    # ---- region: huge or tiny batch times, points and rates
+    ("region --c-ms 1e308", "--c-ms"),
+    ("region --c-ms 0 --a-ms 1e-300", "--a-ms"),
+    ("region --point 1e308,1e308", "point"),
+    ("region --point 1e-300,1e-300", "point"),
+    ("region --rate 1e308", "--rate"),
+    ("region --rate 1e-300", "--rate"),
+    (f"region --b-max {BIG}", "--b-max"),
+    (f"region --k-max {BIG}", "--k-max"),
+]
+
+ACCEPTED = [
+    # the largest ray count, on the cheapest simulation (one policy)
+    "region --simulate --policies sarathi --rays 1",
+    "region --simulate --policies sarathi,fastertransformer --rays 2",
+    "region --point 1e18,1e18",
+    "region --point 1e-12,1e-12",
+    "region --point 0,0",
+]
+
+
+@pytest.mark.parametrize("line, option", REFUSED, ids=[r[0] for r in REFUSED])
+def test_refused_in_one_line_naming_the_option(line, option, capsys, case):
+    rc, out, err = run(_argv(line, case), capsys)
+    assert rc == 2, (line, rc, out, err)
+    assert err.count("\n") == 1, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert option in err, (option, err)
+
+
+@pytest.mark.parametrize("line", ACCEPTED)
+def test_edge_values_are_accepted(line, capsys, case):
+    rc, out, err = run(_argv(line, case), capsys)
+    assert rc == 0, (line, err)
+    assert "internal error" not in err and "Warning" not in err, err
+    assert not re.search(r"\b(nan|inf)\b", out), out
