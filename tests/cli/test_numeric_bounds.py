@@ -57,6 +57,21 @@ REFUSED = [
     ("region --rate 1e-300", "--rate"),
     (f"region --b-max {BIG}", "--b-max"),
     (f"region --k-max {BIG}", "--k-max"),
+    # ---- network --simulate: replications and horizons (OverflowError in SeedSequence.spawn, LinAlgError
+    # fitting the slope of a 1e-300 s window)
+    (f"network lu_kumar --simulate --replications {BIG}", "--replications"),
+    ("network lu_kumar --simulate --replications 1e26", "--replications"),
+    ("network lu_kumar --simulate --replications 100001", "--replications"),
+    ("network lu_kumar --simulate --replications 100000", "--replications"),  # 2e8 requests in all
+    ("network lu_kumar --simulate --horizon 1e7 --replications 20", "--replications"),
+    ("network lu_kumar --simulate --horizon 1e308", "--horizon"),
+    ("network lu_kumar --simulate --horizon 1e300", "--horizon"),
+    ("network lu_kumar --simulate --horizon 1e26", "--horizon"),
+    ("network lu_kumar --simulate --horizon 1e-300", "--horizon"),
+    ("network lu_kumar --simulate --horizon 1e-320", "--horizon"),
+    ("network lu_kumar --simulate --horizon 1e-7", "--horizon"),
+    ("network lu_kumar --load 1e308", "--load"),
+    ("network lu_kumar --load 1e-300", "--load"),
 ]
 
 ACCEPTED = [
@@ -66,6 +81,8 @@ ACCEPTED = [
     "region --point 1e18,1e18",
     "region --point 1e-12,1e-12",
     "region --point 0,0",
+    "network lu_kumar --simulate --horizon 1e-6",
+    f"network lu_kumar --simulate --horizon 5 --seed {BIG}",
 ]
 
 
