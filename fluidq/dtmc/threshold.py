@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from .._validate import real
+from .._validate import integer, real
 from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import FluidqError, ParameterError
@@ -699,8 +699,12 @@ def _dtmc_work_conserving(engine, workload, pol, name, wc_rate, wc_tok, details,
 def _simulation_threshold(engine, workload, pol, rng, **kw):
     try:
         from ..sim import find_threshold
+        from ..sim.core import MAX_RUNS
     except ImportError as exc:
         raise ThresholdUnavailable("the simulator (fluidq.sim) is not available") from exc
+    if "n_replications" in kw:  # before any seed is spawned for them
+        integer("n_replications", kw["n_replications"], minimum=1, maximum=MAX_RUNS,
+                why="every run of a replication set is kept for its verdict")
     res = find_threshold(engine, workload, pol, rng=rng, **kw)
     lam = getattr(res, "arrival_rate_per_s", None)
     lo = getattr(res, "low_rate_per_s", getattr(res, "lower_per_s", None))
@@ -712,6 +716,10 @@ def _simulation_threshold(engine, workload, pol, rng, **kw):
     if not (math.isfinite(lam) and math.isfinite(hi)):
         raise ThresholdUnavailable(f"the simulation did not bracket the threshold: {getattr(res, 'reason', res)}")
     return float(lam), float(lo), float(hi), res
+
+
+#: Narrowest relative bracket ``rtol`` of ``method="dtmc"`` (about 14 chain solves from ``[0, lambda*]``).
+MIN_RTOL = 1e-4
 
 
 def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", method: str = "auto", *,
@@ -730,7 +738,7 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     rng : numpy Generator or seed, optional
         For ``method="simulation"``.
     rtol : float
-        Relative bracket width for ``method="dtmc"``.
+        Relative bracket width for ``method="dtmc"``, within ``[1e-4, 0.5]`` (one chain solve per halving).
     max_prefill, max_decode : int
         Truncation caps for ``method="dtmc"``.
 
@@ -760,7 +768,10 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
         raise ParameterError("workload", workload, "a fluidq.Workload")
     if method not in METHODS:
         raise ParameterError("method", method, " or ".join(repr(m) for m in METHODS))
-    rtol = real("rtol", rtol, positive=True)
+    rtol = real("rtol", rtol, minimum=MIN_RTOL, maximum=0.5,
+                why="method='dtmc' halves the bracket once per chain solve (seconds each): a bracket narrower "
+                    "than 1e-4 of the rate takes more solves than the truncated chain's accuracy is worth, one "
+                    "wider than half of it brackets nothing")
     pol = resolve_policy(policy)
     name = getattr(pol, "name", repr(pol))
     mt = workload.mean_tokens

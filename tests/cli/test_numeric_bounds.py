@@ -72,6 +72,21 @@ REFUSED = [
     ("network lu_kumar --simulate --horizon 1e-7", "--horizon"),
     ("network lu_kumar --load 1e308", "--load"),
     ("network lu_kumar --load 1e-300", "--load"),
+    # ---- dtmc: a boundary mass below what the chain resolves grew the caps without end (hung)
+    ("dtmc --rate 1 --tolerance 1e-320", "--tolerance"),
+    ("dtmc --rate 1 --tolerance 1e-13", "--tolerance"),
+    ("dtmc --rate 1e308", "--rate"),
+    ("dtmc --rate 1e-300", "--rate"),
+    ("dtmc --rate 1 --prompt 1e308", "--prompt"),
+    ("dtmc --rate 1 --b-max 1e14", "--b-max"),
+    ("dtmc --rate 1 --b-max 1e26", "--b-max"),
+    ("dtmc --rate 1 --k-max 1e26", "--k-max"),
+    (f"dtmc --rate 1 --b-max {BIG}", "--b-max"),
+    (f"dtmc --rate 1 --k-max {BIG}", "--k-max"),
+    (f"dtmc --rate 1 --max-states {BIG}", "--max-states"),
+    (f"dtmc --rate 1 --max-prefill {BIG}", "--max-prefill"),
+    (f"dtmc --rate 1 --max-decode {BIG}", "--max-decode"),
+    ("dtmc --rate 1 --c-ms 0 --a-ms 1e-300", "--a-ms"),
 ]
 
 ACCEPTED = [
@@ -81,6 +96,8 @@ ACCEPTED = [
     "region --point 1e18,1e18",
     "region --point 1e-12,1e-12",
     "region --point 0,0",
+    "dtmc --rate 1e9",  # an overloaded engine: 'unstable', with no NaN
+    "dtmc --rate 1 --tolerance 1e-12 --max-prefill 4 --max-decode 12",
     "network lu_kumar --simulate --horizon 1e-6",
     f"network lu_kumar --simulate --horizon 5 --seed {BIG}",
 ]
