@@ -87,6 +87,16 @@ REFUSED = [
     (f"dtmc --rate 1 --max-prefill {BIG}", "--max-prefill"),
     (f"dtmc --rate 1 --max-decode {BIG}", "--max-decode"),
     ("dtmc --rate 1 --c-ms 0 --a-ms 1e-300", "--a-ms"),
+    # ---- sweep: worker counts and the Dask address (unknown scheme, port beyond a C long: internal errors)
+    ("sweep CASE --store STORE --dask nan://x:1", "--dask"),
+    (f"sweep CASE --store STORE --dask tcp://x:{BIG}", "--dask"),
+    ("sweep CASE --store STORE --dask tcp://x:70000", "--dask"),
+    ("sweep CASE --store STORE --dask ucx://x:1", "--dask"),
+    ("sweep CASE --store STORE --dask inproc://x", "--dask"),
+    ("sweep CASE --store STORE --workers 1e26", "--workers"),
+    (f"sweep CASE --store STORE --workers {BIG}", "--workers"),
+    ("sweep CASE --store STORE --local-cluster 1e26", "--local-cluster"),
+    (f"sweep CASE --store STORE --local-cluster {BIG}", "--local-cluster"),
 ]
 
 ACCEPTED = [
