@@ -41,7 +41,12 @@ from ..batchtime import Affine, PiecewiseLinear, Staircase
 from ..batchtime.models import ContextAware, _Shifted
 from ..errors import ParameterError
 
-__all__ = ["candidate_totals", "extreme_shapes"]
+__all__ = ["MAX_PROMPT_LIMITED_TOKENS", "candidate_totals", "extreme_shapes"]
+
+#: Largest budget ``b_max`` whose region is built with fixed-length prompts under a binding ``k_max``:
+#: every total ``1..b_max`` is then a candidate (three shapes each, a convex hull of all of them), about
+#: 3 s per million tokens of budget; vLLM's largest budgets are about 1M tokens.
+MAX_PROMPT_LIMITED_TOKENS = 2**20
 
 
 def _unwrap(bt):
@@ -101,7 +106,16 @@ def extreme_shapes(batch_time, b_max: int, k_max: int | None,
     the batch-time model gives a time that is not a finite positive number of seconds at one of
     the candidate sizes.
     """
+    if k_max is not None and k_max >= b_max:
+        k_max = None  # y + n_p <= x + y <= b_max: a limit of b_max requests or more never binds
+    if prompt_tokens is not None and prompt_tokens >= b_max:
+        prompt_tokens = None  # one request may bring the whole budget: the limit never binds
     k = b_max + 1 if k_max is None else k_max
+    if prompt_tokens is not None and k_max is not None and b_max > MAX_PROMPT_LIMITED_TOKENS:
+        raise ParameterError("b_max", b_max, f"a budget of at most {MAX_PROMPT_LIMITED_TOKENS:,} tokens when k_max="
+                             f"{k_max:,} binds and prompts have a fixed length ({prompt_tokens:,} tokens)",
+                             f"every batch total 1..b_max is then a candidate shape: {3 * b_max:,} shapes and "
+                             "their convex hull, minutes of work; give a smaller --b-max, or no --k-max")
     if prompt_tokens is not None and k_max is not None:
         shapes = _unique_rows(_prompt_limited(b_max, k, prompt_tokens), b_max)
     else:
