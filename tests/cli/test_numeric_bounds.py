@@ -124,7 +124,7 @@ REFUSED = [
     (f"simulate --requests {BIG}", "--requests"),
     ("simulate --replications 1e26", "--replications"),
     (f"simulate --replications {BIG}", "--replications"),
-    (f"simulate --kv-capacity {BIG}", "kv_capacity"),
+    (f"simulate --kv-capacity {BIG}", "--kv-capacity"),  # named kv_capacity_tokens before
     ("simulate --kv-capacity 1e12", "--kv-capacity"),
     (f"simulate --b-max {BIG}", "--b-max"),
     (f"simulate --k-max {BIG}", "--k-max"),
@@ -143,7 +143,7 @@ REFUSED = [
     ("latency --loads 1e-320", "--loads"),    # named rate_per_s before
     ("latency --replications 1e26", "--replications"),
     (f"latency --replications {BIG}", "--replications"),
-    (f"latency --kv-capacity {BIG}", "kv_capacity"),
+    (f"latency --kv-capacity {BIG}", "--kv-capacity"),
     (f"latency --b-max {BIG}", "--b-max"),
     (f"latency --k-max {BIG}", "--k-max"),
     ("latency --tau 1e308 --orderings pars", "--tau"),
@@ -173,6 +173,7 @@ ACCEPTED = [
     "capacity --rate 1e-9",
     "capacity --prompt 1073741824 --output 1",
     f"simulate --horizon 5 --seed {BIG}",
+    "simulate --horizon 5 --kv-capacity 1000000000000",
     "simulate --horizon 5 --preemption swap --kv-capacity 10000 --swap-us-per-token 1e12",
     "latency --loads 0.5 --horizon 5 --preemption swap --kv-capacity 10000 --swap-ms-per-token 1e9",
     "dtmc --rate 1e9",  # an overloaded engine: 'unstable', with no NaN

@@ -95,6 +95,10 @@ def run(args):
         raise ParameterError("--replications", args.replications, "an integer >= 1")
     if args.kv_capacity is not None and args.kv_capacity < 1:
         raise ParameterError("--kv-capacity", args.kv_capacity, "an integer number of tokens >= 1")
+    if args.kv_capacity is not None:
+        from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
+
+        integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
     if args.swap_ms_per_token is not None and not (math.isfinite(args.swap_ms_per_token)
                                                    and args.swap_ms_per_token >= 0):
         raise ParameterError("--swap-ms-per-token", args.swap_ms_per_token, "a finite number of ms >= 0")

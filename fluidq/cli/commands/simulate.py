@@ -102,6 +102,10 @@ def _check_flags(args):
              "a finite number of microseconds >= 0")):
         if not ok:
             raise ParameterError(flag, v, want)
+    if args.kv_capacity is not None:
+        from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
+
+        integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
     if args.swap_us_per_token is not None:
         from ..._validate import MAX_BATCH_SECONDS, real
 
