@@ -97,6 +97,8 @@ REFUSED = [
     (lambda: workload(prompt=1e308), "prompt_tokens"),
     (lambda: Poisson(rate_per_s=1.0).times(np.random.default_rng(0), n=2**64), "n"),
     (lambda: Poisson(rate_per_s=1.0).times(np.random.default_rng(0), horizon_s=1e308), "horizon_s"),
+    (lambda: Poisson(rate_per_s=1.0).times(-1, n=3), "rng"),       # an AttributeError on int.exponential
+    (lambda: Poisson(rate_per_s=1.0).times(1.5, n=3), "rng"),
     (lambda: fluidq.check_stability(engine(), workload(), "sarathi", n_engines=2**64), "n_engines"),
     # stability_threshold: its own inputs
     (lambda: _threshold(rtol=float("nan")), "rtol"),
@@ -149,6 +151,7 @@ def test_edges_are_accepted():
     Poisson(rate_per_s=1e9)
     Poisson(rate_per_s=1e-9)
     Gamma(rate_per_s=1.0, cv=100.0)
+    assert len(Poisson(rate_per_s=1.0).times(2**70, n=3)) == 3  # a seed beyond int64 is a seed
     r = region_mix(stability_region(engine()), (1e-12, 1e-12))
     assert r.feasible and np.isfinite(r.scale)
     ch = _dtmc(tolerance=1e-12, kernel_tol=1e-15)
