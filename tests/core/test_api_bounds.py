@@ -83,6 +83,10 @@ REFUSED = [
     (lambda: Tabulated(tokens=[1, 2, 3], seconds=[1e308, 1e308, 1e308]), "seconds"),
     (lambda: Tabulated(tokens=[1, 2, 3], seconds=[1e-320, 2e-320, 3e-320]), "seconds"),
     (lambda: Tabulated(tokens=[1, 2, 2**70], seconds=[0.1, 0.2, 0.3]), "tokens"),
+    (lambda: Tabulated(tokens=[0, 1e-300, 2], seconds=[1e-12, 1e6, 1e6]), "tokens"),  # PCHIP overflowed
+    (lambda: stability_region(Engine(batch_time=Tabulated(tokens=[1, 2**24], seconds=[1e-3, 1e2]), b_max=2**24,
+                                     k_max=1000)), "b_max"),   # every total 1..2**24 a candidate: minutes
+    (lambda: stability_region(engine(k_max=100).with_(b_max=2**24), prompt_tokens=100), "b_max"),
     (lambda: Engine(batch_time=Affine(c=0.01, a=0.001), b_max=2**64), "b_max"),
     (lambda: Engine(batch_time=Affine(c=0.01, a=0.001), b_max=1e308), "b_max"),
     (lambda: engine(k_max=2**64), "k_max"),
@@ -152,6 +156,11 @@ def test_edges_are_accepted():
     Poisson(rate_per_s=1e-9)
     Gamma(rate_per_s=1.0, cv=100.0)
     assert len(Poisson(rate_per_s=1.0).times(2**70, n=3)) == 3  # a seed beyond int64 is a seed
+    # the largest budget with a tabulated model (no k_max: the triangle's best total only) and a k_max that
+    # cannot bind (k_max >= b_max) answer in seconds (took 30 s and 146 s)
+    big = Engine(batch_time=Tabulated(tokens=[1, 2**24], seconds=[1e-3, 1e2]), b_max=2**24)
+    assert len(stability_region(big).vertices) == 3
+    assert len(stability_region(engine().with_(b_max=2**24, k_max=2**24), prompt_tokens=100).vertices) == 3
     r = region_mix(stability_region(engine()), (1e-12, 1e-12))
     assert r.feasible and np.isfinite(r.scale)
     ch = _dtmc(tolerance=1e-12, kernel_tol=1e-15)
