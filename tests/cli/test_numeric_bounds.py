@@ -106,6 +106,9 @@ REFUSED = [
     ("capacity --model affine --b0 1e308", "--b0"),
     # a binding k_max with fixed prompts enumerates every total 1..b_max: 2**24 took minutes
     ("capacity --b-max 16777216 --k-max 100000", "b_max"),
+    # a scheduler's region probes up to b_max + 2 queued requests (2**24 took minutes per policy)
+    ("region --b-max 16777216 --policies sarathi,orca,vllm,fastertransformer,vllm-chunked", "--b-max"),
+    ("region --b-max 262144 --policies sarathi,orca,vllm", "--b-max"),
     (f"check --rate 1 --engines {BIG}", "--engines"),
     (f"check --rate 1 --b-max {BIG}", "--b-max"),
     (f"check --rate 1 --k-max {BIG}", "--k-max"),
@@ -169,6 +172,7 @@ ACCEPTED = [
     "region --point 0,0",
     "capacity --b-max 16777216 --k-max 16777216",  # a k_max that cannot bind (took 146 s)
     "capacity --engines 1000000",
+    "check --b-max 16777216 --policy fastertransformer --rate 1",  # hung in the renewal decode cycle
     "capacity --rate 1e9",
     "capacity --rate 1e-9",
     "capacity --prompt 1073741824 --output 1",

@@ -117,6 +117,14 @@ def run(args):
             point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
                      workload.arrival_rate_per_s * workload.mean_output_tokens)
     pols = _policies(args.policies) if args.policies else []
+    if pols:  # every scheduler's region is probed with up to b_max + 2 queued requests: refused before any work
+        from ...region.policy import MAX_PROBE_TOKENS, PROBE_WHY
+
+        size = max(engine.b_max, engine.k_max or 0)
+        if size > MAX_PROBE_TOKENS or size * len(pols) > 2 * MAX_PROBE_TOKENS:
+            raise ParameterError("--b-max", engine.b_max, f"a budget of at most {MAX_PROBE_TOKENS:,} tokens for one "
+                                 f"--policies region and {2 * MAX_PROBE_TOKENS:,} over all of them",
+                                 f"{PROBE_WHY}; {len(pols)} policies x {size:,} tokens")
     if args.simulate:  # validate before any work or progress line (stderr stays one line on error)
         if not pols:
             raise CliError("--simulate needs --policies")
