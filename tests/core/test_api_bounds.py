@@ -208,3 +208,17 @@ def test_finite_support_chain_at_a_huge_rate_builds_a_short_kernel():
     tb, arrivals = batch_arrivals(engine(), 1e9, 512, 1e-12, cap=41)
     A, p = arrivals(512)
     assert A.max() <= 41 and p.sum() == pytest.approx(1.0)
+
+
+def test_fastertransformer_threshold_at_the_largest_budget_answers():
+    """FasterTransformer's renewal threshold tabulated its decode cycle for every k up to b_max/v_p (O(k^2) per
+    output length): check --b-max 16777216 --policy fastertransformer hung; one k is computed now."""
+    from fluidq.dtmc.threshold import _decode_cycle_at, _decode_cycle_s
+
+    t = Staircase(c=0.01128, a=0.03547, b0=128)
+    for out in (Geometric(mean_tokens=20), fluidq.Fixed(n=30)):
+        for k in (65, 200):
+            assert _decode_cycle_at(t, out, k) == pytest.approx(float(_decode_cycle_s(t, out, k)[k]), rel=1e-12)
+    big = Engine(batch_time=t, b_max=2**24)
+    res = fluidq.check_stability(big, workload(rate=1.0), "fastertransformer")
+    assert res.status.value in ("stable", "unstable", "critical", "unknown")
