@@ -54,7 +54,7 @@ from ..policies import QueueView, resolve_policy
 from ..policies.orderings import FCFS, Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
-from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
 from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
@@ -281,8 +281,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
                                  tolerance=tolerance, kernel_tol=kernel_tol, max_states=max_states)
     Np = integer("max_prefill", max_prefill, minimum=1)
     Nd = integer("max_decode", 400 if max_decode is None else max_decode, minimum=1)
-    tolerance = real("tolerance", tolerance, positive=True)
-    kernel_tol = real("kernel_tol", kernel_tol, positive=True)
+    tolerance, kernel_tol = check_tolerances(tolerance, kernel_tol)
     prune_tol = real("prune_tol", prune_tol, nonnegative=True)
     lam = check_rate(workload)
     pol, b = scheduler_rules(policy, engine)
