@@ -111,15 +111,17 @@ JOBS = [
                             "The batch-time model `t(b)` of the report's engine: seconds per iteration against the "
                             "tokens in the batch."),
          "capacity_vs_bmax.png": ("report_capacity_vs_bmax.png",
-                                  "Capacity `b_max / t(b_max)` against the token budget `b_max` (Theorem 2 of "
-                                  "arXiv:2504.07347): the staircase makes budgets just above a block boundary wasteful."),
+                                  "Capacity against the token budget `b_max` (Theorem 2 of arXiv:2504.07347), with the "
+                                  "configured budget and the offered load of the report's workload: the capacity "
+                                  "rises in steps at each block of the staircase and flattens out."),
          "verdicts.png": ("report_verdicts.png",
                           "The verdict of each scheduler at a few loads, as fractions of the Theorem-2 capacity."),
          "sim_trajectories_0.png": ("report_sim_trajectories_0.png",
-                                    "Simulated requests in the system for every scheduler on the same arrivals, below "
-                                    "capacity (quick run: 60 s)."),
+                                    "Simulated requests in the system for every scheduler on the same arrivals, at 0.8 "
+                                    "of the reference capacity (quick run: 60 s)."),
          "sim_trajectories_1.png": ("report_sim_trajectories_1.png",
-                                    "The same simulation above capacity (quick run: 60 s)."),
+                                    "The same at 1.1 of the reference capacity (quick run: 60 s, short for a trend; "
+                                    "the report's text compares each window with the fluid prediction)."),
          "stability_region.png": ("report_stability_region.png",
                                   "The stability region with a batch-size limit, the regions of the batches each "
                                   "scheduler forms under backlog, and the operating points the report examines."),
