@@ -126,7 +126,9 @@ JOBS = [
                                   "The stability region with a batch-size limit, the regions of the batches each "
                                   "scheduler forms under backlog, and the operating points the report examines."),
          "latency_per_token.png": ("report_latency_per_token.png",
-                                   "Mean latency per token of the scheduling orderings against the load (quick run).")},
+                                   "Mean latency per token of four orderings at two loads (quick run): at these loads "
+                                   "and this horizon the curves coincide, so the quick report does not rank the "
+                                   "orderings.")},
         intro="`fluidq report --quick` on its defaults (the paper's engine, the embedded Azure conversation "
               "trace). The quick report simulates shorter than the full one; its text says where that leaves "
               "a verdict open."),
