@@ -3,8 +3,8 @@
 Two Sarathi engines, b_max = 768, one second per batch; type A makes a short call (32, 32) on E1
 then a long one (512, 32) on E2, type B mirrors it; each engine 90 % loaded. When each engine gives
 strict priority to the class leaving through it, the token backlog oscillates with growing peaks;
-with the priorities reversed it stays bounded. ``--quick`` (600 s instead of 4000 s) shows five
-cycles, each peak higher than the last. The case is ``fluidq/network/cases/llm_rybko_stolyar.toml`` (``fluidq network llm_rybko_stolyar``).
+with the priorities reversed it stays bounded. ``--quick`` (600 s instead of 4000 s) already shows
+six cycles, each peak higher than the last. The case is ``fluidq/network/cases/llm_rybko_stolyar.toml`` (``fluidq network llm_rybko_stolyar``).
 
 Writes ``rybko_stolyar.png`` (token backlog of both priority orders) and
 ``rybko_stolyar_stations.png`` (tokens at each engine, unstable order) to --out.

@@ -12,7 +12,7 @@ capacity and FasterTransformer at about 0.04, so both grow well below load 1.
 
 ``--quick`` keeps the loads on both sides of each threshold (0.5 and 0.65 below vLLM's, 0.9 between
 vLLM's and Theorem 2's, 1.1 and 1.25 above) with 6 seeds of 120 s, enough for the intervals to
-separate growth from zero (about 5 s on two cores); the full run sweeps 0.3 ... 1.3 with 10 seeds
+separate growth from zero (under 10 s on two cores); the full run sweeps 0.3 ... 1.3 with 10 seeds
 of 240 s.
 
 Writes ``threshold_sweep.png`` to --out (and the sweep's store, so a rerun resumes).
