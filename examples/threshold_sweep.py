@@ -56,7 +56,7 @@ def main(argv=None):
     shape = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=129, output_tokens=112)
     lam_star = fluidq.max_throughput(engine, shape).requests_per_s
     fig, ax = axes()
-    for k, pol in enumerate(POLICIES):
+    for pol in POLICIES:
         m, h = [], []
         for load in loads:
             s = np.array([r["token_backlog_slope_per_s"] for r in res.rows
