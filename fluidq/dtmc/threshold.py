@@ -312,6 +312,11 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     return lam, lam, lam, expr, {"mean_batch_prompts": float(pi @ EK), "cycle_s": float(pi @ Ecyc)}
 
 
+#: the most prompts one prefill batch of vanilla vLLM may hold for its renewal threshold (fixed prompts):
+#: the prefill-queue chain, truncated at 4096 waiting prompts, must hold several batches' arrivals
+MAX_VLLM_PROMPTS_PER_BATCH = 1024
+
+
 def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
     """Decode tokens/s of vanilla vLLM with a saturated decode pool; ``(D, lost_mass, Q)``.
 
@@ -556,6 +561,11 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
         return _vllm_threshold_random_prompts(engine, workload, pol, b, **limits)
     vp = _fixed_prompt(workload, pol, b)
     k = b // vp
+    if k > MAX_VLLM_PROMPTS_PER_BATCH:  # the prefill-queue chain would need far more than its 4096 states
+        raise ThresholdUnavailable(f"a budget of b={b:,} tokens holds {k:,} prompts of {vp} tokens per prefill "
+                                   f"batch; vanilla vLLM's renewal threshold is computed for at most "
+                                   f"{MAX_VLLM_PROMPTS_PER_BATCH:,} (its prefill-queue chain is truncated at 4096 "
+                                   "waiting prompts)")
     md = workload.mean_output_tokens
     t = engine.batch_time
     prefill_cap = k / float(t(float(k * vp)))
