@@ -1,0 +1,293 @@
+"""Fuzz the public constructors and functions (issue 13): every call either raises an exception from
+``fluidq.errors`` or returns a result without NaN, within its time; no other exception escapes.
+
+Numbers at the edges (0, -1, NaN, ±inf, 1e-320, 1e-300, 1e26, 1e308, 2**63, 2**64+1, 10**400, bools,
+strings, None) are mixed with small valid values, so that the draws also reach the analyses.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import signal
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import fluidq
+from fluidq.errors import FluidqError
+
+from fuzzcore import CallTimeout, _alarm
+
+API_TIMEOUT_S = 20.0
+FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20), print_blob=False,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+EDGE = [0, 0.0, -0.0, -1, -1.0, math.nan, math.inf, -math.inf, 1e-320, 1e-300, 1e26, 1e308, 2**63, 2**64 + 1,
+        10**400, True, False, None, "1", "", 1.5, 0.5]
+
+
+def num(*valid, integer=False):
+    """An argument that should be a number: an edge value, or one of the valid ones (half the time)."""
+    v = st.sampled_from(list(valid))
+    return st.one_of(st.sampled_from(EDGE), v, v)
+
+
+# ------------------------------------------------------------------------------------------------
+# the oracle
+# ------------------------------------------------------------------------------------------------
+
+def nan_paths(obj, path="result", depth=0, seen=None):
+    """Where a result holds NaN (dataclass fields, dicts, sequences, arrays; private fields skipped)."""
+    seen = set() if seen is None else seen
+    if depth > 6 or id(obj) in seen:
+        return []
+    if isinstance(obj, float):
+        return [path] if math.isnan(obj) else []
+    if isinstance(obj, np.generic):
+        return nan_paths(obj.item(), path, depth, seen)
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.kind in "fc" and obj.size and np.isnan(obj).any():
+            return [f"{path}[{int(np.flatnonzero(np.isnan(obj.ravel()))[0])}]"]
+        return []
+    seen.add(id(obj))
+    out = []
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            if not f.name.startswith("_"):
+                out += nan_paths(getattr(obj, f.name), f"{path}.{f.name}", depth + 1, seen)
+    elif isinstance(obj, dict):
+        for k, v in list(obj.items())[:200]:
+            out += nan_paths(v, f"{path}[{k!r}]", depth + 1, seen)
+    elif isinstance(obj, (list, tuple)) and not isinstance(obj, enum.Enum):
+        for i, v in enumerate(obj[:200]):
+            out += nan_paths(v, f"{path}[{i}]", depth + 1, seen)
+    return out
+
+
+class Refused(Exception):
+    """The call raised a fluidq error (a valid answer for a bad input): stop this example."""
+
+
+def call(fn, *args, **kw):
+    """``fn(*args, **kw)`` under the oracle: a fluidq error (-> :class:`Refused`) or a result without
+    NaN, in at most 20 s."""
+    what = f"{getattr(fn, '__name__', fn)}(" + ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kw.items())])[:400] + ")"
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, API_TIMEOUT_S)
+    try:
+        res = fn(*args, **kw)
+    except FluidqError as exc:
+        assert "\n" not in str(exc).strip() or True  # (messages may be long; the CLI prints the first line)
+        raise Refused(str(exc)) from None
+    except CallTimeout:
+        pytest.fail(f"hang: {what} ran past {API_TIMEOUT_S:.0f} s")
+    except Exception as exc:  # noqa: BLE001
+        pytest.fail(f"{what} raised {type(exc).__name__} (not a fluidq error): {exc}"[:1500])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    bad = nan_paths(res)
+    assert not bad, f"{what} returned NaN at {', '.join(bad[:5])}"
+    return res
+
+
+def guarded(body):
+    """Run one example: a Refused stops it quietly (a fluidq error is an answer)."""
+    try:
+        body()
+    except Refused:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# strategies for the descriptions
+# ------------------------------------------------------------------------------------------------
+
+batch_time_args = st.fixed_dictionaries({
+    "kind": st.sampled_from(["staircase", "piecewise-linear", "affine", "context-aware", "tabulated"]),
+    "c": num(0.01128, 0.005), "a": num(0.03547, 1e-4), "b0": num(128, 64), "kv": num(1e-6, 0.0),
+    "tokens": st.one_of(st.just((16, 128, 512)), st.lists(st.sampled_from(EDGE[:14] + [16, 64]), max_size=4).map(tuple)),
+    "seconds": st.one_of(st.just((0.02, 0.05, 0.2)), st.lists(st.sampled_from(EDGE[:14] + [0.1]), max_size=4).map(tuple)),
+})
+engine_args = st.fixed_dictionaries({"b_max": num(512, 256, 64), "k_max": st.one_of(st.none(), num(16, 64, 512)),
+                                     "kv": st.one_of(st.none(), num(20000, 4000))})
+length_args = st.fixed_dictionaries({
+    "kind": st.sampled_from(["fixed", "geometric", "poisson", "lognormal", "empirical", "int"]),
+    "n": num(100, 16), "mean": num(100.0, 20.0), "mu": num(4.0, 1.0, 23.0), "sigma": num(0.5, 1.0, 100001.0),
+    "values": st.one_of(st.just((10, 100)), st.lists(st.sampled_from(EDGE[:16] + [5, 50]), max_size=3).map(tuple)),
+    "weights": st.one_of(st.none(), st.just((1, 1)), st.lists(st.sampled_from(EDGE[:12] + [1.0]), max_size=3).map(tuple)),
+})
+arrival_args = st.fixed_dictionaries({"kind": st.sampled_from(["poisson", "periodic", "gamma", "trace"]),
+                                      "rate": num(0.5, 2.0), "cv": num(2.0, 0.5),
+                                      "times": st.one_of(st.just((0.0, 0.5, 1.0)),
+                                                         st.lists(st.sampled_from(EDGE[:14] + [0.1, 2.0]), max_size=4).map(tuple))})
+
+
+def make_batch_time(d):
+    k = d["kind"]
+    if k == "staircase":
+        return call(fluidq.Staircase, c=d["c"], a=d["a"], b0=d["b0"])
+    if k == "piecewise-linear":
+        return call(fluidq.PiecewiseLinear, c=d["c"], a=d["a"], b0=d["b0"])
+    if k == "affine":
+        return call(fluidq.Affine, c=d["c"], a=d["a"])
+    if k == "tabulated":
+        return call(fluidq.Tabulated, tokens=d["tokens"], seconds=d["seconds"], extrapolate="clamp")
+    base = call(fluidq.Staircase, c=d["c"], a=d["a"], b0=d["b0"])
+    return call(fluidq.ContextAware, base=base, kv_s_per_token=d["kv"])
+
+
+def make_engine(bt, d):
+    return call(fluidq.Engine, batch_time=bt, b_max=d["b_max"], k_max=d["k_max"], kv_capacity_tokens=d["kv"])
+
+
+def make_length(d):
+    k = d["kind"]
+    if k == "fixed":
+        return call(fluidq.Fixed, n=d["n"])
+    if k == "geometric":
+        return call(fluidq.Geometric, mean_tokens=d["mean"])
+    if k == "poisson":
+        return call(fluidq.PoissonLength, mean_tokens=d["mean"])
+    if k == "lognormal":
+        return call(fluidq.LogNormal, mu=d["mu"], sigma=d["sigma"])
+    if k == "empirical":
+        return call(fluidq.Empirical, values=d["values"], weights=d["weights"])
+    return d["n"]  # a plain int: Workload takes it as Fixed
+
+
+def make_arrival(d):
+    k = d["kind"]
+    if k == "poisson":
+        return call(fluidq.Poisson, rate_per_s=d["rate"])
+    if k == "periodic":
+        return call(fluidq.Periodic, rate_per_s=d["rate"])
+    if k == "gamma":
+        return call(fluidq.Gamma, rate_per_s=d["rate"], cv=d["cv"])
+    return call(fluidq.TraceArrivals, times_s=d["times"])
+
+
+def make_workload(a, p, o):
+    return call(fluidq.Workload, arrival=make_arrival(a), prompt_tokens=make_length(p), output_tokens=make_length(o))
+
+
+POLICIES = st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "nope", "", None, 3])
+
+
+# ------------------------------------------------------------------------------------------------
+# the tests
+# ------------------------------------------------------------------------------------------------
+
+@settings(FUZZ, max_examples=60)
+@given(d=length_args)
+def test_length_laws(d):
+    def body():
+        law = make_length(d)
+        if d["kind"] == "int":
+            return
+        call(lambda: law.mean)
+        call(lambda: law.mean_square)
+        call(law.sample, np.random.default_rng(0), 5)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=40)
+@given(d=arrival_args)
+def test_arrivals(d):
+    def body():
+        arr = make_arrival(d)
+        call(arr.times, np.random.default_rng(0), horizon_s=5.0)
+        call(arr.times, np.random.default_rng(0), n=5)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=50)
+@given(bt=batch_time_args, e=engine_args, a=arrival_args, p=length_args, o=length_args,
+       n_engines=num(1, 2, 4), policy=POLICIES, tol=num(0.02, 0.1))
+def test_capacity_and_verdicts(bt, e, a, p, o, n_engines, policy, tol):
+    def body():
+        eng = make_engine(make_batch_time(bt), e)
+        call(fluidq.max_throughput, eng, n_engines=n_engines)
+        wl = make_workload(a, p, o)
+        call(fluidq.max_throughput, eng, wl, n_engines=n_engines)
+        call(fluidq.check_stability, eng, wl, policy, tolerance=tol, n_engines=n_engines)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=30)
+@given(bt=batch_time_args, e=engine_args, kv=st.one_of(st.none(), num(4000.0)), prompt=st.one_of(st.none(), num(100, 16)),
+       lp=num(100.0, 620.3), ld=num(100.0, 2117.6), policy=POLICIES)
+def test_regions(bt, e, kv, prompt, lp, ld, policy):
+    def body():
+        eng = make_engine(make_batch_time(bt), e)
+        call(fluidq.stability_region, eng, kv_tokens=kv, prompt_tokens=prompt)
+        call(fluidq.region_mix, eng, (lp, ld))
+        call(fluidq.policy_region, eng, policy, prompt_tokens=prompt)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=25)
+@given(bt=batch_time_args, e=engine_args, a=arrival_args, p=length_args, o=length_args, policy=POLICIES,
+       horizon=num(1.0, 2.0), n=st.one_of(st.none(), num(20, 50)), warmup=num(0.0, 0.5))
+def test_simulate(bt, e, a, p, o, policy, horizon, n, warmup):
+    def body():
+        eng = make_engine(make_batch_time(bt), e)
+        wl = make_workload(a, p, o)
+        call(fluidq.simulate, eng, wl, policy, horizon_s=horizon, n_requests=n, rng=np.random.default_rng(0),
+             warmup_s=warmup)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=20)
+@given(bt=batch_time_args, e=engine_args, rate=num(1.0, 3.0), prompt=num(16, 100), output=num(20, 50),
+       policy=POLICIES, max_prefill=num(3, 4), max_decode=num(20, 30), max_states=num(500000, 2000))
+def test_dtmc(bt, e, rate, prompt, output, policy, max_prefill, max_decode, max_states):
+    def body():
+        eng = make_engine(make_batch_time(bt), e)
+        p = call(fluidq.Fixed, n=prompt)
+        o = call(fluidq.Geometric, mean_tokens=output)
+        wl = call(fluidq.Workload, arrival=call(fluidq.Poisson, rate_per_s=rate), prompt_tokens=p, output_tokens=o)
+        call(fluidq.build_dtmc, eng, wl, policy, max_prefill=max_prefill, max_decode=max_decode, max_states=max_states)
+    guarded(body)
+
+
+@settings(FUZZ, max_examples=30)
+@given(tokens=st.one_of(st.just(list(range(16, 1025, 64))), st.lists(st.sampled_from(EDGE[:16] + [16, 128, 512]), max_size=6)),
+       seconds=st.one_of(st.none(), st.lists(st.sampled_from(EDGE[:16] + [0.05, 0.1]), max_size=6)),
+       kind=st.sampled_from(["auto", "staircase", "piecewise-linear", "affine", "tabulated", "nope"]),
+       folds=num(2, 3, 5), loss=st.sampled_from(["relative", "absolute", "x"]))
+def test_fit_batch_time(tokens, seconds, kind, folds, loss):
+    if seconds is None:
+        seconds = [0.01128 + 0.03547 * math.ceil(t / 128) if isinstance(t, int) and 0 < t < 10**6 else 0.1 for t in tokens]
+    guarded(lambda: call(fluidq.fit_batch_time, tokens, seconds, kind, folds=folds, loss=loss))
+
+
+@settings(FUZZ, max_examples=60)
+@given(n_engines=st.sampled_from([0, -1, 1.5, 2**63, 2**64 + 1, 10**6, 10**400, True, None, "2", math.nan, 2]))
+def test_max_throughput_engine_counts(n_engines):
+    eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    guarded(lambda: call(fluidq.max_throughput, eng, n_engines=n_engines))
+
+
+@settings(FUZZ, max_examples=20)
+@given(name=st.one_of(st.sampled_from(["paper-codellama34b-a100", "", " ", "nope", "../../etc/passwd", "x" * 300]),
+                      st.text(max_size=10)))
+def test_load_profile(name):
+    guarded(lambda: call(fluidq.load_profile, name))
+
+
+@pytest.mark.parametrize("mu, sigma", [(23, 100001), (1e308, 1.0), (4.0, 1e308), (-1e308, 1.0), (0.0, 1e-320)])
+def test_lognormal_issue_13(mu, sigma):
+    def body():
+        law = call(fluidq.LogNormal, mu=mu, sigma=sigma)
+        call(lambda: law.mean)
+        call(law.sample, np.random.default_rng(0), 5)
+        eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+        wl = call(fluidq.Workload, arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=law, output_tokens=law)
+        call(fluidq.max_throughput, eng, wl)
+    guarded(body)

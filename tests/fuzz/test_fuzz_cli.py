@@ -1,0 +1,51 @@
+"""Fuzz every sub-command in process (issue 13): numbers at the edges, strings and paths of every kind.
+
+Each command line must end in exit 2 with exactly one line on stderr naming something, or exit 0 with
+an answer that prints no ``nan``/``inf``; never a traceback or an internal error, never past 20 s, and
+never a changed byte of an input file.  The draws are derandomized (the same in every run) and few per
+command, to keep CI fast; ``benchmarks/fuzz_cli.py`` runs many more, in real subprocesses.
+"""
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from fuzzcore import COMMANDS, ISSUE_CORPUS, argv_strategy, classify, describe, run_inprocess
+
+#: examples per sub-command: a valid run of report / validate takes seconds, a refusal milliseconds
+EXAMPLES = {"capacity": 30, "check": 25, "dtmc": 15, "fit": 20, "latency": 10, "network": 15, "pars": 12,
+            "profiles": 20, "region": 15, "report": 5, "simulate": 20, "sweep": 15, "validate": 5}
+
+FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20), print_blob=False,
+                phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure's line says it all
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large, HealthCheck.filter_too_much])
+
+
+def check(hostile, argv):
+    o = run_inprocess(hostile, argv)
+    bad = classify(o)
+    assert not bad, describe(o, bad)
+
+
+def test_every_command_is_fuzzed():
+    from fluidq.cli import build_parser
+
+    parser = build_parser()
+    assert set(parser._subparsers._group_actions[0].choices) == set(COMMANDS) == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_cli_answers_or_refuses_in_one_line(command, hostile):
+    @settings(FUZZ, max_examples=EXAMPLES[command])
+    @given(argv=argv_strategy(command))
+    def case(argv):
+        check(hostile, argv)
+
+    case()
+
+
+@pytest.mark.parametrize("argv", [a for a, slow in ISSUE_CORPUS if not slow], ids=lambda a: " ".join(a)[:80])
+def test_issue_13_inputs(argv, hostile):
+    """The inputs issue 13 names, each one call."""
+    check(hostile, argv)
