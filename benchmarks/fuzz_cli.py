@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -44,6 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
     ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20)")
     ap.add_argument("--max-options", type=int, default=5, help="fuzzed options per command line (default 5)")
+    ap.add_argument("--slow", type=float, default=5.0, help="list calls slower than this, seconds (default 5)")
     ap.add_argument("--inprocess", action="store_true", help="call fluidq.cli.main in this process (no subprocess)")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs `-m fluidq`")
     ap.add_argument("--log", default=None, help="append the failing command lines to this file")
@@ -58,7 +60,7 @@ def main(argv=None) -> int:
     counts = collections.defaultdict(collections.Counter)   # command -> class -> n
     runs = collections.Counter()
     answered = collections.defaultdict(collections.Counter)  # command -> exit 0 / exit 2 / other
-    seen, lines = set(), []
+    seen, lines, slow_calls = set(), [], []
     slowest = collections.defaultdict(float)
 
     def one(command, argv):
@@ -71,6 +73,8 @@ def main(argv=None) -> int:
         answered[command][o.rc if o.rc in (0, 2) else "other"] += 1
         slowest[command] = max(slowest[command], o.seconds)
         bad = classify(o)
+        if o.seconds > args.slow and "hang" not in bad:
+            slow_calls.append(f"{o.seconds:5.1f} s  rc={o.rc}  fluidq " + " ".join(shlex.quote(a[:100]) for a in o.argv))
         for c in bad:
             counts[command][c] += 1
         if bad:
@@ -115,6 +119,10 @@ def main(argv=None) -> int:
         print(f"| {command} | {runs[command]} | {a[0]} | {a[2]} | {slowest[command]:.1f} | " + " | ".join(str(c[k]) for k in cols) + " |")
     print(f"| **all** | {sum(runs.values())} | {sum(a[0] for a in answered.values())} | "
           f"{sum(a[2] for a in answered.values())} | | " + " | ".join(str(tot[k]) for k in cols) + " |")
+    if slow_calls:
+        print(f"\ncalls slower than {args.slow:g} s (not failures):")
+        for ln in sorted(slow_calls, reverse=True)[:20]:
+            print("  " + ln)
     print(f"\n{len(lines)} distinct failures")
     if args.log:
         with open(args.log, "a") as fh:

@@ -279,10 +279,12 @@ def make_hostile_files(root) -> Hostile:
     return h
 
 
-def in_path(*extra):
-    """An input path: a placeholder for every hostile input, or one of the names given."""
+def in_path(*extra, good=()):
+    """An input path: a placeholder for every hostile input, or (as often) one of the names given or one
+    of the ``good`` inputs (so that valid runs are drawn too)."""
     s = st.sampled_from([f"@@in:{n}@@" for n in NAMES_IN])
-    return st.one_of(s, st.sampled_from(list(extra))) if extra else s
+    fine = [*extra, *(f"@@in:{n}@@" for n in good)]
+    return st.one_of(s, st.sampled_from(fine)) if fine else s
 
 
 def out_path():
@@ -299,6 +301,7 @@ PROFILES = ["paper-codellama34b-a100", "PAPER-CODELLAMA34B-A100"]
 POLICIES = ["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "Sarathi", "sarathi:128", "fcfs"]
 ORDERINGS = ["fcfs", "pars", "sjf", "srpt", "las", "gamma-boost", "uniboost", "uniboost-nomemguard", "uniboost-ada"]
 TRACES = ["azure-conv", "azure-code"]
+GOOD_TRACES = ["azure_good", "azure_good_gz", "mooncake_good"]
 SHIPPED_CASES = ["fork_join", "jsq_pair", "llm_rybko_stolyar", "lu_kumar", "plan_code_review", "random_unequal",
                  "rybko_stolyar", "jsq_pair.toml"]
 
@@ -314,7 +317,7 @@ def _engine_opts(engines=False):
 
 def _workload_opts():
     return {"--rate": number((0.5, 2, 5)), "--prompt": number((100, 16, 290, 1)), "--output": number((100, 20, 1)),
-            "--geometric": FLAG, "--trace": in_path(*TRACES)}
+            "--geometric": FLAG, "--trace": in_path(*TRACES, good=GOOD_TRACES)}
 
 
 def _cmd(base, opts, pos=(), deep=None):
@@ -322,7 +325,7 @@ def _cmd(base, opts, pos=(), deep=None):
 
 
 #: command -> base options (small values added unless the fuzzed options name them: they keep valid runs
-#: short), fuzzed options (option -> value strategy, or FLAG), positional arguments (strategies)
+#: short; a (value, option) pair is added only with that option), fuzzed options (option -> value strategy, or FLAG), positional arguments (strategies)
 COMMANDS = {
     "capacity": _cmd({}, {**_engine_opts(True), **_workload_opts(), "--json": FLAG}),
     "check": _cmd({"--load": "0.9"}, {**_engine_opts(True), **_workload_opts(), "--load": number((0.5, 0.99, 1.2)),
@@ -337,7 +340,7 @@ COMMANDS = {
     "fit": _cmd({}, {"--kind": name(["auto", "staircase", "piecewise-linear", "affine", "tabulated", "context-aware"]),
                      "--loss": name(["relative", "absolute"]), "--folds": number((2, 3, 5), integer=True),
                      "--plot": out_path(), "--json": FLAG},
-                pos=[in_path()]),
+                pos=[in_path(good=["fit_good", "fit_crlf", "link_to_fit"])]),
     "latency": _cmd({"--horizon": "2", "--replications": "1", "--loads": "0.5", "--orderings": "fcfs,sjf"},
                     {**_engine_opts(), **_workload_opts(), "--reasoning": FLAG, "--kv-capacity": number((2000, 20000), integer=True),
                      "--preemption": name(["recompute", "swap"]), "--swap-ms-per-token": number((0.01, 1)),
@@ -346,24 +349,24 @@ COMMANDS = {
                      "--tau": number((0.6, 1)), "--gamma": number((1, 10)), "--seed": number((0, 1), integer=True),
                      "--metric": name(["latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s"]), "--plot": out_path(),
                      "--json": FLAG}),
-    "network": _cmd({"--horizon": "5", "--replications": "2"},
+    "network": _cmd({"--horizon": ("5", "--simulate"), "--replications": ("2", "--simulate")},
                     {"--load": number((0.5, 0.9, 1.1)), "--simulate": FLAG, "--horizon": number((2, 5)),
                      "--replications": number((2, 3), integer=True), "--seed": number((0, 3), integer=True),
                      "--plot": out_path(), "--plot-network": out_path(), "--json": FLAG},
-                    pos=[in_path(*SHIPPED_CASES)]),
+                    pos=[in_path(*SHIPPED_CASES, good=["net_good"])]),
     "pars": _cmd({"--data": "@@in:pars_good@@"},
-                 {"--data": in_path("gsm8k", "alpaca_eval"), "--unit": name(["words", "chars"]), "--model": name(["m1", "m2"]),
+                 {"--data": in_path("gsm8k", "alpaca_eval", good=["pars_good"]), "--unit": name(["words", "chars"]), "--model": name(["m1", "m2"]),
                   "--cross": listing(name(["m1", "m2"]), 3), "--test-fraction": number((0.25, 0.5)),
                   "--delta": number((0.2, 0)), "--seed": number((0, 2), integer=True), "--save": out_path(),
                   "--load": in_path(), "--plot": out_path(), "--json": FLAG}),
     "profiles": _cmd({}, {"--json": FLAG}, pos=[st.one_of(st.sampled_from(["list", "show", "show"]), STRINGS),
                                                st.one_of(st.just(None), name(PROFILES))]),
-    "region": _cmd({"--rays": "3"}, {**_engine_opts(), **_workload_opts(), "--point": point(),
+    "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(), **_workload_opts(), "--point": point(),
                                      "--policies": listing(name(POLICIES), 3), "--simulate": FLAG,
                                      "--rays": number((2, 3), integer=True), "--seed": number((0, 1), integer=True),
                                      "--plot": out_path(), "--json": FLAG}),
     "report": _cmd({"--quick": None, "--out": "@@out:new_dir@@"},
-                   {"--out": out_path(), "--profile": name(PROFILES), "--trace": in_path(*TRACES),
+                   {"--out": out_path(), "--profile": name(PROFILES), "--trace": in_path(*TRACES, good=GOOD_TRACES),
                     "--rate": number((1, 2)), "--json": FLAG}),
     "simulate": _cmd({"--horizon": "2", "--no-progress": None},
                      {**_engine_opts(), **_workload_opts(), "--load": number((0.5, 0.9, 1.2)),
@@ -378,7 +381,7 @@ COMMANDS = {
                    "--workers": st.sampled_from([n for n in EDGE_NUMBERS if n not in ("100", "1e6")]),
                    "--store": in_path(), "--chunk-size": number((1, 2, 200), integer=True), "--csv": out_path(),
                    "--status": FLAG, "--json": FLAG},
-                  pos=[in_path()]),
+                  pos=[in_path(good=["sweep_good"])]),
     "validate": _cmd({"--fast": None, "--out": "@@out:new_dir_v@@", "--case": "batch-time-fits"},
                      {"--out": out_path(), "--case": name(["batch-time-fits", "gpu-harness", "nope"]),
                       "--harness-dir": in_path(), "--root": in_path(), "--strict": FLAG, "--json": FLAG}),
@@ -403,6 +406,10 @@ def argv_strategy(draw, command, max_options=4, spec=None):
             argv.append(v)
     excl = EXCLUSIVE.get(command, set())
     for k, v in spec["base"].items():
+        if isinstance(v, tuple):  # (value, the option it goes with): only with that option
+            v, needs = v
+            if needs not in chosen:
+                continue
         if k in chosen or (k in excl and excl & set(chosen)):
             continue
         argv.append(k if v is None else f"{k}={v}")
@@ -490,7 +497,36 @@ def run_subprocess(hostile: Hostile, argv, timeout=TIMEOUT_S, python=sys.executa
     return Outcome(argv=real, rc=rc, out=out, err=err, seconds=time.monotonic() - t0, changed=hostile.changed())
 
 
-NANINF = re.compile(r"(?<![\w.])-?(nan|inf|infinity)(?![\w])", re.IGNORECASE)
+#: nan / inf as a word (not inside a path or a name: ``inf.png``, ``a-nan``, ``/inf/``)
+NANINF = re.compile(r"(?<![\w./\\-])-?(nan|inf|infinity)(?![\w/\\-]|\.\w)", re.IGNORECASE)
+
+
+def json_naninf(text):
+    """NaN/Infinity in a JSON answer: the non-standard tokens, or a value that is the string 'nan'/'inf'
+    (None when the text is not one JSON document)."""
+    found = []
+
+    def const(tok):
+        found.append(tok)
+        return float(tok.replace("Infinity", "inf"))
+
+    def walk(v):
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            found.append(repr(v))
+        elif isinstance(v, str) and v.strip().lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
+            found.append(repr(v))
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    try:
+        doc = json.loads(text, parse_constant=const)
+    except ValueError:
+        return None
+    walk(doc)
+    return found
 CLASSES = ["hang", "traceback", "internal error", "bad exit code", "multi-line error", "unnamed error",
            "nan/inf answer", "changed input file"]
 
@@ -519,8 +555,8 @@ def classify(o: Outcome) -> list:
             if not m or len(m.group(2).strip()) < 8:
                 bad.append("unnamed error")
     if o.rc == 0:
-        answer = o.out
-        if NANINF.search(answer) or NANINF.search(o.err):
+        j = json_naninf(o.out) if "--json" in o.argv else None
+        if (j if j is not None else NANINF.search(o.out)) or NANINF.search(o.err):
             bad.append("nan/inf answer")
     if o.changed:
         bad.append("changed input file")
@@ -532,10 +568,13 @@ def describe(o: Outcome, classes) -> str:
     cmd = "fluidq " + " ".join(shlex.quote(a if len(a) < 120 else a[:60] + "..." + a[-20:]) for a in o.argv)
     tail = (o.err.strip().splitlines() or [""])[-1][:200]
     if "nan/inf answer" in classes:
-        m = NANINF.search(o.out) or NANINF.search(o.err)
-        src = o.out if NANINF.search(o.out) else o.err
-        line = next((ln for ln in src.splitlines() if NANINF.search(ln)), "")
-        tail = f"prints {m.group(0)!r}: {line.strip()[:160]}"
+        j = json_naninf(o.out) if "--json" in o.argv else None
+        if j:
+            tail = "JSON holds " + ", ".join(j[:5])
+        else:
+            src = o.out if NANINF.search(o.out) else o.err
+            line = next((ln for ln in src.splitlines() if NANINF.search(ln)), "")
+            tail = f"prints {NANINF.search(src).group(0)!r}: {line.strip()[:160]}"
     elif "multi-line error" in classes:
         tail = f"{o.err.count(chr(10))} lines on stderr: " + " | ".join(o.err.strip().splitlines()[:3])[:200]
     elif "changed input file" in classes:
@@ -577,7 +616,7 @@ ISSUE_CORPUS = [
     (["sweep", "@@in:sweep_good@@", "--local-cluster=1e26", "--no-progress"], False),
     (["sweep", "@@in:sweep_good@@", "--local-cluster=100000000000000000000000000", "--no-progress"], False),
     (["network", "@@in:net_2000_hops@@"], False),
-    (["dtmc", "--rate=3", "--max-states=100000000"], False),
+    (["dtmc", "--rate=3", "--max-states=100000000"], True),
     (["dtmc", "--rate=3", "--max-prefill=100000", "--max-decode=100000"], False),
     (["simulate", "--arrival=gamma", "--cv=1e26", *_SIM], False),
     (["dtmc", "--rate=3"], True),

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from fuzzcore import COMMANDS, ISSUE_CORPUS, argv_strategy, classify, describe, run_inprocess
 
 #: examples per sub-command: a valid run of report / validate takes seconds, a refusal milliseconds
-EXAMPLES = {"capacity": 30, "check": 25, "dtmc": 15, "fit": 20, "latency": 10, "network": 15, "pars": 12,
-            "profiles": 20, "region": 15, "report": 5, "simulate": 20, "sweep": 15, "validate": 5}
+EXAMPLES = {"capacity": 60, "check": 50, "dtmc": 30, "fit": 40, "latency": 30, "network": 30, "pars": 25,
+            "profiles": 30, "region": 40, "report": 5, "simulate": 50, "sweep": 40, "validate": 8}
 
 FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20), print_blob=False,
                 phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure's line says it all
