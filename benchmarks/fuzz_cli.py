@@ -46,6 +46,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20)")
     ap.add_argument("--max-options", type=int, default=5, help="fuzzed options per command line (default 5)")
     ap.add_argument("--slow", type=float, default=5.0, help="list calls slower than this, seconds (default 5)")
+    ap.add_argument("--no-corpus", action="store_true", help="skip the inputs issue 13 names (run first otherwise)")
     ap.add_argument("--inprocess", action="store_true", help="call fluidq.cli.main in this process (no subprocess)")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs `-m fluidq`")
     ap.add_argument("--log", default=None, help="append the failing command lines to this file")
@@ -90,6 +91,11 @@ def main(argv=None) -> int:
             state["hostile"] = make_hostile_files(tmp / f"h{state['gen']}")
 
     t0 = time.monotonic()
+    if not args.no_corpus:
+        corpus = [a for a, _slow in fuzzcore.ISSUE_CORPUS if a[0] in commands]
+        print(f"== the inputs issue 13 names ({len(corpus)})", flush=True)
+        for a in corpus:
+            one(a[0], a)
     for command in commands:
         spec = COMMANDS[command]
         if command in EXTRA:

@@ -163,7 +163,8 @@ NAMES_IN = ["missing", "dir", "fifo", "socket", "devnull", "devzero", "loop", "d
             "sweep_store_fifo", "sweep_store_user", "sweep_store_dir", "sweep_deep", "net_good", "net_2000_hops",
             "net_kmax_huge", "net_rate_huge", "fake_npz", "pars_good", "pars_empty_prompts", "pars_huge_len"]
 NAMES_OUT = ["missing_dir", "dir", "fifo", "devnull", "devzero", "loop", "dangling", "longname", "bad_ext", "new_png",
-             "new_svg", "existing_png", "new_csv", "new_npz", "new_dir", "new_dir_v", "empty_dir", "root", "slash"]
+             "new_svg", "existing_png", "new_csv", "new_npz", "new_dir", "new_dir_v", "empty_dir", "root", "slash",
+             "prev_report", "prev_validation"]
 
 
 def make_hostile_files(root) -> Hostile:
@@ -274,6 +275,26 @@ def make_hostile_files(root) -> Hostile:
     (outd / "empty_dir").mkdir(exist_ok=True)
     o["empty_dir"] = str(outd / "empty_dir")
     o["root"], o["slash"] = str(root), "/"
+    # folders "an earlier run wrote" (they hold the marker) with symlinks planted to the user's input files:
+    # a run must replace the links, never write through them (issue 13, data loss 4); the marker itself
+    # is a link too in the report folder
+    links = {"prev_report": (".fluidq-report", ["report.md", "report.html", "batch_time.png", "verdicts.png",
+                                                "capacity_vs_bmax.png", "stability_region.png", "latency_per_token.png",
+                                                "sim_trajectories_0.png", "sim_trajectories_1.png"]),
+             "prev_validation": (".fluidq-validation", ["validation.md", "validation.json", "validation_summary.png",
+                                                        "batch-time-fits.png", "rtx4090-llama3.1-8b.png"])}
+    targets = ["fit_good", "azure_good", "mooncake_good", "pars_good", "net_good", "sweep_good", "fit_crlf", "utf16",
+               "nonl_json", "fit_nan"]
+    for key, (marker, files) in links.items():
+        d = outd / key
+        d.mkdir(exist_ok=True)
+        if key == "prev_report":
+            os.symlink(i["azure_nan"], d / marker)
+        else:
+            (d / marker).write_text("This folder was written by `fluidq validate`.\n")
+        for f, t in zip(files, targets):
+            os.symlink(i[t], d / f)
+        o[key] = str(d)
     assert set(o) == set(NAMES_OUT)
     h.hashes = h.snapshot()
     return h
@@ -686,6 +707,9 @@ ISSUE_CORPUS = [
     (["capacity", "--trace=@@in:azure_nan@@"], False),
     (["simulate", "--trace=@@in:mooncake_nan@@", *_SIM], False),
     (["check", "--trace=@@in:mooncake_inf@@", "--load=0.9"], False),
+    # data loss: symlinks planted in a folder an earlier run wrote (the input files they point to are hashed)
+    (["report", "--quick", "--out=@@out:prev_report@@"], False),
+    (["validate", "--fast", "--case=batch-time-fits", "--out=@@out:prev_validation@@"], False),
     # known open at the time of writing (a hang: 20 s when broken)
     (["region", "--simulate", "--policies=sarathi", "--rays=16777216"], True),
     (["simulate", "--plot=/", *_SIM], False),
