@@ -306,3 +306,60 @@ def test_lognormal_issue_13(mu, sigma):
         wl = call(fluidq.Workload, arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=law, output_tokens=law)
         call(fluidq.max_throughput, eng, wl)
     guarded(body)
+
+
+# ------------------------------------------------------------------------------------------------
+# networks
+# ------------------------------------------------------------------------------------------------
+
+NET = {**BT, **ENG, "rate": [0.5, 1.0], "hops": [1, 2, 3], "n_stations": [1, 2], "prompt": [16, 100], "output": [8, 20],
+       "router": st.sampled_from([None, "jsq", "random"]), "probabilities": [None, (0.5, 0.5)],
+       "horizon": [2.0, 5.0], "tolerance": [1e-9, 1e-6]}
+
+
+@settings(FUZZ, max_examples=30)
+@given(d=params(NET))
+def test_networks(d):
+    from fluidq.network import Hop, Network, RequestClass, Router, Station
+
+    def body():
+        eng = make_engine(make_batch_time(d), d)
+        n = d["n_stations"] if isinstance(d["n_stations"], int) and 1 <= d["n_stations"] <= 3 else 1
+        stations = [call(Station, name=f"E{i}", engine=eng) for i in range(n)]
+        routers = []
+        target = "E0"
+        if d["router"] and n == 2:
+            routers = [call(Router, name="pool", engines=("E0", "E1"), policy=d["router"],
+                            probabilities=d["probabilities"] if d["router"] == "random" else None)]
+            target = "pool"
+        hops = d["hops"] if isinstance(d["hops"], int) and 0 <= d["hops"] <= 5 else d["hops"]
+        route = tuple(call(Hop, engine=target, prompt_tokens=d["prompt"], output_tokens=d["output"])
+                      for _ in range(hops if isinstance(hops, int) and 0 <= hops <= 5 else 1))
+        cls = call(RequestClass, name="c", route=route, rate_per_s=d["rate"])
+        net = call(Network, stations=tuple(stations), classes=(cls,), routers=tuple(routers))
+        call(fluidq.fluid_stability, net, tolerance=d["tolerance"])
+        call(fluidq.simulate_network, net, horizon_s=d["horizon"], rng=np.random.default_rng(0))
+    guarded(body)
+
+
+@pytest.mark.parametrize("hops", [2000])
+def test_long_route_is_refused_or_answered_in_time(hops):
+    from fluidq.network import Hop, Network, RequestClass, Station
+
+    def body():
+        eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
+        route = tuple(Hop(engine="E1", prompt_tokens=16, output_tokens=8) for _ in range(hops))
+        net = call(Network, stations=(Station(name="E1", engine=eng),),
+                   classes=(RequestClass(name="c", route=route, rate_per_s=0.01),))
+        call(fluidq.fluid_stability, net)
+    guarded(body)
+
+
+@pytest.mark.slow
+def test_dtmc_threshold_of_vllm_chunked_in_time():
+    """Issue 13: ``stability_threshold(method="dtmc")`` for vllm-chunked on caps 10 x 60 took over 20 s."""
+    eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    wl = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=3.0), prompt_tokens=100,
+                         output_tokens=fluidq.Geometric(mean_tokens=100))
+    guarded(lambda: call(fluidq.stability_threshold, eng, wl, "vllm-chunked", method="dtmc", max_prefill=10,
+                         max_decode=60))
