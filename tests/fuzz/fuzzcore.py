@@ -161,7 +161,8 @@ NAMES_IN = ["missing", "dir", "fifo", "socket", "devnull", "devzero", "loop", "d
             "mooncake_nan", "mooncake_inf", "mooncake_neginf", "mooncake_bool", "mooncake_frac", "mooncake_huge",
             "nonl_json", "utf16", "link_to_fit", "link_to_dir", "sweep_good", "sweep_num_huge", "sweep_step_tiny",
             "sweep_store_fifo", "sweep_store_user", "sweep_store_dir", "sweep_deep", "net_good", "net_2000_hops",
-            "net_kmax_huge", "net_rate_huge", "fake_npz", "pars_good", "pars_empty_prompts", "pars_huge_len"]
+            "net_kmax_huge", "net_rate_huge", "fake_npz", "pars_good", "pars_empty_prompts", "pars_huge_len",
+            "store_good", "sweep_other"]
 NAMES_OUT = ["missing_dir", "dir", "fifo", "devnull", "devzero", "loop", "dangling", "longname", "bad_ext", "new_png",
              "new_svg", "existing_png", "new_csv", "new_npz", "new_dir", "new_dir_v", "empty_dir", "root", "slash",
              "prev_report", "prev_validation"]
@@ -249,6 +250,14 @@ def make_hostile_files(root) -> Hostile:
     put("pars_good", "lengths.jsonl", _pars_table())
     put("pars_empty_prompts", "lengths_empty.jsonl", _pars_table(empty=True))
     put("pars_huge_len", "lengths_huge.jsonl", _pars_table(huge=True))
+    # a store a finished sweep wrote (made here by fluidq itself), and another case naming it: resuming the
+    # finished sweep must leave it as it is, the other case must be refused without a byte changed
+    store = ind / "stores" / "done.jsonl"
+    case = ind / "sweep_done.toml"
+    case.write_text(_sweep(str(store)))
+    _quiet_main(["sweep", str(case), "--serial", "--no-progress", "--chunk-size=1"], root / "cwd")
+    i["store_good"] = str(store)
+    put("sweep_other", "sweep_other.toml", _sweep(str(store), 'b_max = [64, 512, 1024]'))
     assert set(i) == set(NAMES_IN), set(i) ^ set(NAMES_IN)
 
     o = h.outputs
@@ -298,6 +307,19 @@ def make_hostile_files(root) -> Hostile:
     assert set(o) == set(NAMES_OUT)
     h.hashes = h.snapshot()
     return h
+
+
+def _quiet_main(argv, cwd):
+    from fluidq.cli import main
+
+    here = os.getcwd()
+    try:
+        os.chdir(cwd)
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()) as err:
+            rc = main(argv)
+    finally:
+        os.chdir(here)
+    assert rc == 0, (argv, err.getvalue())
 
 
 def in_path(*extra, good=()):
@@ -710,6 +732,19 @@ ISSUE_CORPUS = [
     # data loss: symlinks planted in a folder an earlier run wrote (the input files they point to are hashed)
     (["report", "--quick", "--out=@@out:prev_report@@"], False),
     (["validate", "--fast", "--case=batch-time-fits", "--out=@@out:prev_validation@@"], False),
+    # a finished store, resumed (nothing to do) or named by another case (refused): not a byte changes
+    (["sweep", "@@in:sweep_good@@", *_SW, "--store=@@in:store_good@@"], False),
+    (["sweep", "@@in:sweep_other@@", *_SW], False),
+    (["sweep", "@@in:sweep_other@@", "--status"], False),
+    # an output that is an input of the same command
+    (["sweep", "@@in:sweep_good@@", *_SW, "--csv=@@in:sweep_good@@"], False),
+    (["sweep", "@@in:sweep_good@@", *_SW, "--csv=@@in:store_good@@", "--store=@@in:store_good@@"], False),
+    (["fit", "@@in:fit_good@@", "--plot=@@in:fit_good@@"], False),
+    (["fit", "@@in:link_to_fit@@", "--plot=@@in:fit_good@@"], False),
+    (["pars", "--data=@@in:pars_good@@", "--save=@@in:pars_good@@"], False),
+    (["pars", "--load=@@in:fake_npz@@", "--save=@@in:fake_npz@@"], False),
+    (["simulate", "--trace=@@in:mooncake_good@@", "--plot=@@in:mooncake_good@@", *_SIM], False),
+    (["network", "@@in:net_good@@", "--plot-network=@@in:net_good@@"], False),
     # known open at the time of writing (a hang: 20 s when broken)
     (["region", "--simulate", "--policies=sarathi", "--rays=16777216"], True),
     (["simulate", "--plot=/", *_SIM], False),
