@@ -461,8 +461,13 @@ def argv_strategy(draw, command, max_options=4, spec=None):
         s = spec["opts"][k]
         if s is FLAG:
             argv.append(k)
-        else:
-            argv.append(f"{k}={draw(s)}")
+            continue
+        for _ in range(draw(st.sampled_from([1, 1, 1, 1, 2]))):  # now and then given twice
+            v = draw(s)
+            if v and not v.startswith("-") and draw(st.booleans()):
+                argv += [k, v]  # the two-word form
+            else:
+                argv.append(f"{k}={v}")
     return argv
 
 

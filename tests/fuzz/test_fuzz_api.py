@@ -363,3 +363,50 @@ def test_dtmc_threshold_of_vllm_chunked_in_time():
                          output_tokens=fluidq.Geometric(mean_tokens=100))
     guarded(lambda: call(fluidq.stability_threshold, eng, wl, "vllm-chunked", method="dtmc", max_prefill=10,
                          max_decode=60))
+
+
+# ------------------------------------------------------------------------------------------------
+# schedulers and orderings
+# ------------------------------------------------------------------------------------------------
+
+ORDER = {"order": st.sampled_from(["fcfs", "sjf", "srpt", "las", "pars", "gamma-boost", "memguard", "gamma-ada"]),
+         "bound": [None, 0, 4], "gamma": [10.0, 1.0], "threshold": [120.0, 1.0], "k_tokens": [32, 8],
+         "sched": st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "unified", "uniboost"]),
+         "s_bmax": [None, 256, 64], "s_kmax": [None, 16], "horizon": [1.0, 2.0], "rate": [1.0, 3.0]}
+
+
+def make_order(d):
+    k, b = d["order"], d["bound"]
+    if k == "fcfs":
+        return call(fluidq.FCFS, overtaking_bound=b)
+    if k in ("sjf", "srpt", "las"):
+        return call(getattr(fluidq, k.upper()), overtaking_bound=b)
+    if k == "pars":
+        return call(fluidq.PARS, overtaking_bound=b, threshold_s=d["threshold"], missing_score="length")
+    if k == "gamma-boost":
+        return call(fluidq.GammaBoost, overtaking_bound=b, gamma_per_s=d["gamma"])
+    if k == "gamma-ada":
+        return call(fluidq.GammaAda, overtaking_bound=b, gamma_per_s=d["gamma"])
+    return call(fluidq.MemGuard, overtaking_bound=b, k_tokens=d["k_tokens"])
+
+
+@settings(FUZZ, max_examples=30)
+@given(d=params(ORDER))
+def test_schedulers_and_orderings(d):
+    def body():
+        order = make_order(d)
+        s = d["sched"]
+        if s == "unified":
+            pol = call(fluidq.Unified, order=order, b_max=d["s_bmax"], k_max=d["s_kmax"])
+        elif s == "uniboost":
+            pol = call(fluidq.UniBoost, gamma_per_s=d["gamma"], k_tokens=d["k_tokens"], b_max=d["s_bmax"])
+        else:
+            cls = {"sarathi": fluidq.Sarathi, "orca": fluidq.Orca, "vllm": fluidq.VLLM,
+                   "fastertransformer": fluidq.FasterTransformer, "vllm-chunked": fluidq.VLLMChunked}[s]
+            pol = call(cls, order=order, b_max=d["s_bmax"], k_max=d["s_kmax"])
+        eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, kv_capacity_tokens=20000)
+        wl = call(fluidq.Workload, arrival=call(fluidq.Poisson, rate_per_s=d["rate"]), prompt_tokens=100,
+                  output_tokens=fluidq.Geometric(mean_tokens=50))
+        call(fluidq.simulate, eng, wl, pol, horizon_s=d["horizon"], rng=np.random.default_rng(0))
+        call(fluidq.check_stability, eng, wl, pol)
+    guarded(body)
