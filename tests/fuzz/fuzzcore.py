@@ -585,7 +585,7 @@ def classify(o: Outcome) -> list:
     bad = []
     if o.rc == "unpassable":
         return bad
-    if o.rc == "timeout" or o.seconds > TIMEOUT_S:
+    if o.rc == "timeout":
         bad.append("hang")
     text = o.out + o.err
     if "Traceback (most recent call last)" in text or o.rc == "exception":
