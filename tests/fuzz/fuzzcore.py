@@ -32,6 +32,8 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 TIMEOUT_S = 20.0
+#: prefix of an argument that is the text of a case file to write (see Hostile.resolve)
+GEN = "@@toml@@"
 
 # ---------------------------------------------------------------------------------------------
 # values
@@ -123,12 +125,26 @@ class Hostile:
     inputs: dict = field(default_factory=dict)   # name -> path (str) read by the commands
     outputs: dict = field(default_factory=dict)  # name -> path (str) offered as write targets
     hashes: dict = field(default_factory=dict)   # path -> sha256 of every regular file under in/
+    generated: dict = field(default_factory=dict)  # path -> text of the generated case files
 
     _RE = re.compile(r"@@(in|out):([A-Za-z0-9_]+)@@")
 
     def resolve(self, argv):
-        return [self._RE.sub(lambda m: (self.inputs if m.group(1) == "in" else self.outputs)[m.group(2)], a)
-                for a in argv]
+        out = []
+        for a in argv:
+            if a.startswith(GEN):  # a generated case file: written to gen/, hashed like every input
+                text = a[len(GEN):]
+                gen = self.root / "in" / "gen"
+                gen.mkdir(exist_ok=True)
+                p = gen / (hashlib.sha256(text.encode()).hexdigest()[:16] + ".toml")
+                if not p.exists():
+                    p.write_text(text)
+                    self.hashes[str(p)] = hashlib.sha256(p.read_bytes()).hexdigest()
+                self.generated[str(p)] = text
+                out.append(str(p))
+            else:
+                out.append(self._RE.sub(lambda m: (self.inputs if m.group(1) == "in" else self.outputs)[m.group(2)], a))
+        return out
 
     def snapshot(self) -> dict:
         out = {}
@@ -336,6 +352,108 @@ def out_path():
 
 FLAG = "flag"
 
+#: TOML values at the edges (9223372036854775808 is not a TOML integer: a parse error)
+TOML_EDGE = ["nan", "inf", "-inf", "+inf", "0", "-1", "0.0", "1e308", "1e-320", "1e-300", "1e26", "9223372036854775807",
+             "9223372036854775808", "-9223372036854775808", '"x"', '""', '"1"', "true", "[]", "{}", "[1, 2]", "1.5",
+             "0.5"]
+
+
+def toml_value(*valid):
+    v = [str(x) if not isinstance(x, str) else x for x in valid]
+    return st.one_of(st.sampled_from(TOML_EDGE), st.sampled_from(v), st.sampled_from(v)) if v else st.sampled_from(TOML_EDGE)
+
+
+@st.composite
+def sweep_case(draw):
+    """The text of a sweep case file: a valid small one with one to three keys at the edges."""
+    analysis = draw(st.sampled_from(["capacity", "check", "region", "simulate", "capacity", "check", "nope", ""]))
+    fixed = {"prompt_tokens": toml_value(100, 16), "output_tokens": toml_value(100, 20), "load": toml_value(0.9, 0.5),
+             "b_max": toml_value(256, 512), "k_max": toml_value(16, 64), "horizon_s": toml_value(2, 1),
+             "profile": toml_value('"paper-codellama34b-a100"'), "policy": toml_value('"sarathi"', '"orca"'),
+             "engines": toml_value(1, 2), "rate_per_s": toml_value(1.0), "seed": toml_value(0, 3),
+             "tolerance": toml_value(0.02), "trace": toml_value('"azure-conv"'), "lengths": toml_value('"fixed"'),
+             "bogus_key": toml_value(1)}
+    default = {"prompt_tokens": "100", "output_tokens": "100", "load": "0.9", "horizon_s": "2"}
+    if analysis not in ("simulate",):
+        default.pop("horizon_s")
+    bad = draw(st.lists(st.sampled_from(sorted(fixed)), max_size=3, unique=True))
+    lines = ["[sweep]", f'analysis = "{analysis}"']
+    for key, strat in (("chunk_size", toml_value(1, 2, 200)), ("seed", toml_value(0, 2026)),
+                       ("common_seeds", toml_value('["load"]', '["seed"]', '["nope"]')), ("errors", toml_value('"raise"', '"record"')),
+                       ("name", toml_value('"fuzz"'))):
+        if draw(st.integers(0, 4)) == 0:
+            lines.append(f"{key} = {draw(strat)}")
+    if draw(st.integers(0, 5)) > 0:
+        lines.append(f'store = "{draw(st.sampled_from(["gen.jsonl", "../gen.jsonl", "stores/gen.jsonl", "", "/"]))}"')
+    lines += ["", "[fixed]"]
+    fx = dict(default)
+    for k in bad:
+        fx[k] = draw(fixed[k])
+    lines += [f"{k} = {v}" for k, v in fx.items()]
+    lines += ["", "[grid]"]
+    axis = draw(st.sampled_from(["b_max", "load", "policy", "seed", "k_max", "rate_per_s", "nope"]))
+    form = draw(st.sampled_from(["list", "linspace", "range", "scalar", "empty"]))
+    if form == "list":
+        vals = draw(st.lists(toml_value(128, 256, 0.5, '"sarathi"'), min_size=1, max_size=3))
+        lines.append(f"{axis} = [{', '.join(vals)}]")
+    elif form == "linspace":
+        lines.append(f"{axis} = {{ start = {draw(toml_value(0.5, 128))}, stop = {draw(toml_value(1.0, 256))}, "
+                     f"num = {draw(toml_value(2, 3, '1e12'))} }}")
+    elif form == "range":
+        lines.append(f"{axis} = {{ start = {draw(toml_value(0, 128))}, stop = {draw(toml_value(3, 256))}, "
+                     f"step = {draw(toml_value(1, 128, '1e-300'))} }}")
+    elif form == "scalar":
+        lines.append(f"{axis} = {draw(toml_value(256))}")
+    return GEN + "\n".join(lines) + "\n"
+
+
+@st.composite
+def network_case(draw):
+    """The text of a network case file: one or two engines, maybe a router, one or two classes, with one
+    to three values at the edges."""
+    bt_kind = draw(st.sampled_from(["staircase", "affine", "piecewise-linear", "tabulated", "nope"]))
+    vals = {"c": toml_value(0.01128, 0.05), "a": toml_value(0.03547, 0.0), "b0": toml_value(128), "b_max": toml_value(256, 512),
+            "k_max": toml_value(64, 16), "kv_capacity_tokens": toml_value(20000), "policy": toml_value('"sarathi"', '"orca"', '"fcfs"'),
+            "rate_per_s": toml_value(1.0, 0.5), "prompt": toml_value(16, 32), "output": toml_value(8, 0),
+            "bottleneck_load": toml_value(0.9, 1.1), "probabilities": toml_value("[0.5, 0.5]", "[1.0, 0.0]", "[0.7, 0.7]"),
+            "count": toml_value('"requests"', '"tokens"'), "hops": st.sampled_from(["1", "2", "3", "0"]),
+            "dist": st.sampled_from(["", '{ dist = "geometric", mean = MEAN }', '{ dist = "lognormal", mean = MEAN, sigma = SIG }',
+                                     '{ dist = "fixed", n = MEAN }', '{ dist = "poisson", mean = MEAN }']),
+            "mean": toml_value(16, 100), "sigma": toml_value(1.0)}
+    bad = set(draw(st.lists(st.sampled_from(sorted(vals)), max_size=3, unique=True)))
+    good = {"c": "0.01128", "a": "0.03547", "b0": "128", "b_max": "256", "k_max": None, "kv_capacity_tokens": None,
+            "policy": None, "rate_per_s": "1.0", "prompt": "16", "output": "8", "bottleneck_load": None,
+            "probabilities": "[0.5, 0.5]", "count": '"requests"', "hops": "1", "dist": "", "mean": "16", "sigma": "1.0"}
+    v = {k: (draw(vals[k]) if k in bad else good[k]) for k in vals}
+    two = draw(st.booleans())
+    router = two and draw(st.sampled_from([None, "jsq", "random"]))
+    bt = (f'{{ kind = "{bt_kind}", c = {v["c"]}, a = {v["a"]}, b0 = {v["b0"]} }}' if bt_kind != "affine"
+          else f'{{ kind = "affine", c = {v["c"]}, a = {v["a"]} }}')
+    lines = ['name = "fuzz"']
+    if v["bottleneck_load"] is not None:
+        lines.append(f"bottleneck_load = {v['bottleneck_load']}")
+    for e in (["E1", "E2"] if two else ["E1"]):
+        lines += ["", f"[engines.{e}]", f"batch_time = {bt}", f"b_max = {v['b_max']}"]
+        for k in ("k_max", "kv_capacity_tokens", "policy"):
+            if v[k] is not None:
+                lines.append(f"{k} = {v[k]}")
+    target = "E1"
+    if router:
+        lines += ["", "[routers.pool]", 'engines = ["E1", "E2"]', f'policy = "{router}"', f"count = {v['count']}"]
+        if router == "random":
+            lines.append(f"probabilities = {v['probabilities']}")
+        target = "pool"
+    elif two:
+        target = "E2"
+    out = v["output"]
+    if v["dist"]:
+        out = v["dist"].replace("MEAN", v["mean"]).replace("SIG", v["sigma"])
+    hops = int(v["hops"]) if v["hops"].isdigit() else 1
+    hop = f'{{ engine = "{target}", prompt = {v["prompt"]}, output = {out} }}'
+    lines += ["", "[[classes]]", 'name = "c"', f"rate_per_s = {v['rate_per_s']}", f"route = [{', '.join([hop] * hops)}]"]
+    return GEN + "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------------------------
 # the sub-commands
 # ---------------------------------------------------------------------------------------------
@@ -396,7 +514,7 @@ COMMANDS = {
                     {"--load": number((0.5, 0.9, 1.1)), "--simulate": FLAG, "--horizon": number((2, 5)),
                      "--replications": number((2, 3), integer=True), "--seed": number((0, 3), integer=True),
                      "--plot": out_path(), "--plot-network": out_path(), "--json": FLAG},
-                    pos=[in_path(*SHIPPED_CASES, good=["net_good"])]),
+                    pos=[st.one_of(in_path(*SHIPPED_CASES, good=["net_good"]), network_case(), network_case())]),
     "pars": _cmd({"--data": "@@in:pars_good@@"},
                  {"--data": in_path("gsm8k", "alpaca_eval", good=["pars_good"]), "--unit": name(["words", "chars"]), "--model": name(["m1", "m2"]),
                   "--cross": listing(name(["m1", "m2"]), 3), "--test-fraction": number((0.25, 0.5)),
@@ -425,7 +543,7 @@ COMMANDS = {
                    "--workers": st.sampled_from([n for n in EDGE_NUMBERS if n not in ("100", "1e6")]),
                    "--store": in_path(), "--chunk-size": number((1, 2, 200), integer=True), "--csv": out_path(),
                    "--status": FLAG, "--json": FLAG},
-                  pos=[in_path(good=["sweep_good"])]),
+                  pos=[st.one_of(in_path(good=["sweep_good"]), sweep_case(), sweep_case())]),
     "validate": _cmd({"--fast": None, "--out": "@@out:new_dir_v@@", "--case": "batch-time-fits"},
                      {"--out": out_path(), "--case": name(["batch-time-fits", "gpu-harness", "nope"]),
                       "--harness-dir": in_path(), "--root": in_path(), "--strict": FLAG, "--json": FLAG}),
@@ -483,6 +601,7 @@ class Outcome:
     err: str
     seconds: float
     changed: list = field(default_factory=list)
+    generated: dict = field(default_factory=dict)  # generated case files given: path -> text
 
 
 class CallTimeout(BaseException):
@@ -525,7 +644,8 @@ def run_inprocess(hostile: Hostile, argv, timeout=TIMEOUT_S) -> Outcome:
         signal.signal(signal.SIGALRM, old)
         os.chdir(cwd)
     secs = time.monotonic() - t0
-    return Outcome(argv=real, rc=rc, out=out.getvalue(), err=err.getvalue(), seconds=secs, changed=hostile.changed())
+    return Outcome(argv=real, rc=rc, out=out.getvalue(), err=err.getvalue(), seconds=secs, changed=hostile.changed(),
+                   generated=dict(hostile.generated))
 
 
 def run_subprocess(hostile: Hostile, argv, timeout=TIMEOUT_S, python=sys.executable, env=None) -> Outcome:
@@ -543,7 +663,8 @@ def run_subprocess(hostile: Hostile, argv, timeout=TIMEOUT_S, python=sys.executa
         err = (exc.stderr or b"").decode(errors="replace")
     except ValueError as exc:  # an argument the OS cannot pass (embedded NUL)
         rc, out, err = "unpassable", "", str(exc)
-    return Outcome(argv=real, rc=rc, out=out, err=err, seconds=time.monotonic() - t0, changed=hostile.changed())
+    return Outcome(argv=real, rc=rc, out=out, err=err, seconds=time.monotonic() - t0, changed=hostile.changed(),
+                   generated=dict(hostile.generated))
 
 
 #: nan / inf as a word (not inside a path or a name: ``inf.png``, ``a-nan``, ``/inf/``)
@@ -630,7 +751,9 @@ def describe(o: Outcome, classes) -> str:
         tail = "changed: " + ", ".join(o.changed)
     elif "hang" in classes:
         tail = f"no answer in {o.seconds:.0f} s"
-    return f"`{cmd}` -> rc={o.rc} [{', '.join(classes)}] {tail}"
+    gen = [a for a in o.argv if "/in/gen/" in a]
+    files = "".join(f" (where {g.rsplit('/', 1)[-1]} is: {o.generated.get(g, '?')!r})" for g in gen)
+    return f"`{cmd}` -> rc={o.rc} [{', '.join(classes)}] {tail}{files}"
 
 
 # ---------------------------------------------------------------------------------------------
