@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("-n", "--examples", type=int, default=150, help="examples per sub-command (default 150)")
     ap.add_argument("-c", "--command", action="append", choices=sorted(COMMANDS), help="only these (repeatable)")
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20)")
+    ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20; report 45)")
     ap.add_argument("--max-options", type=int, default=5, help="fuzzed options per command line (default 5)")
     ap.add_argument("--slow", type=float, default=5.0, help="list calls slower than this, seconds (default 5)")
     ap.add_argument("--no-confirm", action="store_true", help="count a timeout as a hang without a second try")
@@ -67,13 +67,14 @@ def main(argv=None) -> int:
 
     def one(command, argv):
         h = state["hostile"]
+        timeout = max(args.timeout, fuzzcore.TIMEOUTS.get(command, 0))
         if args.inprocess:
-            o = fuzzcore.run_inprocess(h, argv, timeout=args.timeout)
+            o = fuzzcore.run_inprocess(h, argv, timeout=timeout)
         else:
-            o = fuzzcore.run_subprocess(h, argv, timeout=args.timeout, python=args.python, env=env)
+            o = fuzzcore.run_subprocess(h, argv, timeout=timeout, python=args.python, env=env)
         if o.rc == "timeout" and not args.no_confirm:  # a loaded machine can stall a call: a hang must repeat
-            again = (fuzzcore.run_inprocess(h, argv, timeout=args.timeout) if args.inprocess else
-                     fuzzcore.run_subprocess(h, argv, timeout=args.timeout, python=args.python, env=env))
+            again = (fuzzcore.run_inprocess(h, argv, timeout=timeout) if args.inprocess else
+                     fuzzcore.run_subprocess(h, argv, timeout=timeout, python=args.python, env=env))
             if again.rc != "timeout":
                 print(f"  (no hang on a second try: {again.seconds:.1f} s) fluidq " + " ".join(map(shlex.quote, o.argv)),
                       flush=True)

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from fuzzcore import COMMANDS, ISSUE_CORPUS, TIMEOUT_S, argv_strategy, classify, describe, run_inprocess
+from fuzzcore import COMMANDS, ISSUE_CORPUS, TIMEOUT_S, TIMEOUTS, argv_strategy, classify, describe, run_inprocess
 
 #: examples per sub-command: a valid run of report / validate takes seconds, a refusal milliseconds
 EXAMPLES = {"capacity": 60, "check": 50, "dtmc": 30, "fit": 40, "latency": 30, "network": 30, "pars": 25,
@@ -22,9 +22,7 @@ FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20),
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
 
-#: per-call time bound, seconds: 20 everywhere, but a valid `report --quick` does about 6 s of real work on
-#: an idle machine and has taken 20 s on a loaded 2-core one; its bound stays a hang detector, not a benchmark
-TIMEOUT = {"report": 45.0}
+TIMEOUT = TIMEOUTS  # per-call bound, seconds: TIMEOUT_S (20) except report (see fuzzcore.TIMEOUTS)
 
 
 def check(hostile, argv):
