@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import os
 import signal
 from datetime import timedelta
 
@@ -23,6 +24,8 @@ from fluidq.errors import FluidqError
 from fuzzcore import CallTimeout, _alarm
 
 API_TIMEOUT_S = 20.0
+#: FLUIDQ_FUZZ_SCALE=10 draws ten times the examples (a longer local run; CI uses 1)
+SCALE = max(1, int(os.environ.get("FLUIDQ_FUZZ_SCALE", "1") or 1))
 FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20), print_blob=False,
                 phases=[Phase.explicit, Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
@@ -196,7 +199,7 @@ POLICIES = ["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "sar
 # the tests
 # ------------------------------------------------------------------------------------------------
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=60 * SCALE)
 @given(d=params(LEN("")))
 def test_length_laws(d):
     def body():
@@ -209,7 +212,7 @@ def test_length_laws(d):
     guarded(body)
 
 
-@settings(FUZZ, max_examples=40)
+@settings(FUZZ, max_examples=40 * SCALE)
 @given(d=params(ARR))
 def test_arrivals(d):
     def body():
@@ -222,7 +225,7 @@ def test_arrivals(d):
 WL = {**ARR, **LEN("p_"), **LEN("o_")}
 
 
-@settings(FUZZ, max_examples=50)
+@settings(FUZZ, max_examples=50 * SCALE)
 @given(d=params({**BT, **ENG, **WL, "n_engines": [1, 2, 4], "policy": POLICIES, "tol": [0.02, 0.1]}))
 def test_capacity_and_verdicts(d):
     def body():
@@ -234,7 +237,7 @@ def test_capacity_and_verdicts(d):
     guarded(body)
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=30 * SCALE)
 @given(d=params({**BT, **ENG, "kv_tokens": [None, 4000.0], "prompt": [None, 100, 16], "lp": [100.0, 620.3],
                  "ld": [100.0, 2117.6], "policy": POLICIES}))
 def test_regions(d):
@@ -246,7 +249,7 @@ def test_regions(d):
     guarded(body)
 
 
-@settings(FUZZ, max_examples=25)
+@settings(FUZZ, max_examples=25 * SCALE)
 @given(d=params({**BT, **ENG, **WL, "policy": POLICIES, "horizon": [1.0, 2.0], "n": [None, 20, 50], "warmup": [0.0, 0.5]}))
 def test_simulate(d):
     def body():
@@ -257,7 +260,7 @@ def test_simulate(d):
     guarded(body)
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=20 * SCALE)
 @given(d=params({**BT, **ENG, "rate": [1.0, 3.0], "prompt": [16, 100], "output": [20, 50], "policy": POLICIES,
                  "max_prefill": [3, 4], "max_decode": [20, 30], "max_states": [500000, 2000]}))
 def test_dtmc(d):
@@ -271,7 +274,7 @@ def test_dtmc(d):
     guarded(body)
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=30 * SCALE)
 @given(tokens=st.one_of(st.just(list(range(16, 1025, 64))), st.lists(st.sampled_from(EDGE[:16] + [16, 128, 512]), max_size=6)),
        seconds=st.one_of(st.none(), st.lists(st.sampled_from(EDGE[:16] + [0.05, 0.1]), max_size=6)),
        kind=st.sampled_from(["auto", "staircase", "piecewise-linear", "affine", "tabulated", "nope"]),
@@ -282,14 +285,14 @@ def test_fit_batch_time(tokens, seconds, kind, folds, loss):
     guarded(lambda: call(fluidq.fit_batch_time, tokens, seconds, kind, folds=folds, loss=loss))
 
 
-@settings(FUZZ, max_examples=60)
+@settings(FUZZ, max_examples=60 * SCALE)
 @given(n_engines=st.sampled_from([0, -1, 1.5, 2**63, 2**64 + 1, 10**6, 10**400, True, None, "2", math.nan, 2]))
 def test_max_throughput_engine_counts(n_engines):
     eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
     guarded(lambda: call(fluidq.max_throughput, eng, n_engines=n_engines))
 
 
-@settings(FUZZ, max_examples=20)
+@settings(FUZZ, max_examples=20 * SCALE)
 @given(name=st.one_of(st.sampled_from(["paper-codellama34b-a100", "", " ", "nope", "../../etc/passwd", "x" * 300]),
                       st.text(max_size=10)))
 def test_load_profile(name):
@@ -317,7 +320,7 @@ NET = {**BT, **ENG, "rate": [0.5, 1.0], "hops": [1, 2, 3], "n_stations": [1, 2],
        "horizon": [2.0, 5.0], "tolerance": [1e-9, 1e-6]}
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=30 * SCALE)
 @given(d=params(NET))
 def test_networks(d):
     from fluidq.network import Hop, Network, RequestClass, Router, Station
@@ -369,14 +372,14 @@ def test_dtmc_threshold_of_vllm_chunked_in_time():
 # schedulers and orderings
 # ------------------------------------------------------------------------------------------------
 
-ORDER = {"order": st.sampled_from(["fcfs", "sjf", "srpt", "las", "pars", "gamma-boost", "memguard", "gamma-ada"]),
+ORDER = {"order_kind": st.sampled_from(["fcfs", "sjf", "srpt", "las", "pars", "gamma-boost", "memguard", "gamma-ada"]),
          "bound": [None, 0, 4], "gamma": [10.0, 1.0], "threshold": [120.0, 1.0], "k_tokens": [32, 8],
-         "sched": st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "unified", "uniboost"]),
+         "sched_kind": st.sampled_from(["sarathi", "orca", "vllm", "fastertransformer", "vllm-chunked", "unified", "uniboost"]),
          "s_bmax": [None, 256, 64], "s_kmax": [None, 16], "horizon": [1.0, 2.0], "rate": [1.0, 3.0]}
 
 
 def make_order(d):
-    k, b = d["order"], d["bound"]
+    k, b = d["order_kind"], d["bound"]
     if k == "fcfs":
         return call(fluidq.FCFS, overtaking_bound=b)
     if k in ("sjf", "srpt", "las"):
@@ -390,12 +393,12 @@ def make_order(d):
     return call(fluidq.MemGuard, overtaking_bound=b, k_tokens=d["k_tokens"])
 
 
-@settings(FUZZ, max_examples=30)
+@settings(FUZZ, max_examples=30 * SCALE)
 @given(d=params(ORDER))
 def test_schedulers_and_orderings(d):
     def body():
         order = make_order(d)
-        s = d["sched"]
+        s = d["sched_kind"]
         if s == "unified":
             pol = call(fluidq.Unified, order=order, b_max=d["s_bmax"], k_max=d["s_kmax"])
         elif s == "uniboost":

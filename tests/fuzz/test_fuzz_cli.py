@@ -5,6 +5,7 @@ an answer that prints no ``nan``/``inf``; never a traceback or an internal error
 never a changed byte of an input file.  The draws are derandomized (the same in every run) and few per
 command, to keep CI fast; ``benchmarks/fuzz_cli.py`` runs many more, in real subprocesses.
 """
+import os
 from datetime import timedelta
 
 import pytest
@@ -22,6 +23,8 @@ FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20),
                                        HealthCheck.data_too_large, HealthCheck.filter_too_much])
 
 
+#: FLUIDQ_FUZZ_SCALE=10 draws ten times the examples (a longer local run; CI uses 1)
+SCALE = max(1, int(os.environ.get("FLUIDQ_FUZZ_SCALE", "1") or 1))
 TIMEOUT = TIMEOUTS  # per-call bound, seconds: TIMEOUT_S (20) except report (see fuzzcore.TIMEOUTS)
 
 
@@ -40,7 +43,7 @@ def test_every_command_is_fuzzed():
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_cli_answers_or_refuses_in_one_line(command, hostile):
-    @settings(FUZZ, max_examples=EXAMPLES[command], deadline=timedelta(seconds=TIMEOUT.get(command, TIMEOUT_S)))
+    @settings(FUZZ, max_examples=EXAMPLES[command] * SCALE, deadline=timedelta(seconds=TIMEOUT.get(command, TIMEOUT_S)))
     @given(argv=argv_strategy(command))
     def case(argv):
         check(hostile, argv)
