@@ -101,8 +101,8 @@ def main(argv=None) -> int:
 
     t0 = time.monotonic()
     if not args.no_corpus:
-        corpus = [a for a, _slow in fuzzcore.ISSUE_CORPUS if a[0] in commands]
-        print(f"== the inputs issue 13 names ({len(corpus)})", flush=True)
+        corpus = [a for a, _slow in fuzzcore.ISSUE_CORPUS + fuzzcore.FOUND_CORPUS if a[0] in commands]
+        print(f"== the inputs issue 13 names, and those the fuzzing found ({len(corpus)})", flush=True)
         for a in corpus:
             one(a[0], a)
     for command in commands:

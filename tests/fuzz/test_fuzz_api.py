@@ -413,3 +413,21 @@ def test_schedulers_and_orderings(d):
         call(fluidq.simulate, eng, wl, pol, horizon_s=d["horizon"], rng=np.random.default_rng(0))
         call(fluidq.check_stability, eng, wl, pol)
     guarded(body)
+
+
+# ------------------------------------------------------------------------------------------------
+# calls the fuzzing found failing
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cls", ["FCFS", "SJF", "SRPT", "LAS", "PARS", "GammaBoost", "GammaAda", "MemGuard"])
+@pytest.mark.parametrize("bound", [math.nan, -1, 1.5, 1e308, "x", 2**64 + 1])
+def test_orderings_check_their_overtaking_bound(cls, bound):
+    """Every parameter is checked at the public boundary: an overtaking bound is None or an integer >= 0."""
+    with pytest.raises(FluidqError):
+        getattr(fluidq, cls)(overtaking_bound=bound)
+
+
+def test_region_of_a_huge_prompt():
+    eng = fluidq.Engine(batch_time=fluidq.ContextAware(base=fluidq.Staircase(c=0.01128, a=0.03547, b0=128),
+                                                       kv_s_per_token=1e-6), b_max=512, k_max=64, kv_capacity_tokens=4000)
+    guarded(lambda: call(fluidq.stability_region, eng, kv_tokens=4000.0, prompt_tokens=1e308))

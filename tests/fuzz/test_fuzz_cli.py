@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from fuzzcore import COMMANDS, ISSUE_CORPUS, TIMEOUT_S, TIMEOUTS, argv_strategy, classify, describe, run_inprocess
+from fuzzcore import COMMANDS, FOUND_CORPUS, ISSUE_CORPUS, TIMEOUT_S, TIMEOUTS, argv_strategy, classify, describe, run_inprocess
 
 #: examples per sub-command: a valid run of report / validate takes seconds, a refusal milliseconds
 EXAMPLES = {"capacity": 60, "check": 50, "dtmc": 30, "fit": 40, "latency": 30, "network": 30, "pars": 25,
@@ -54,4 +54,10 @@ def test_cli_answers_or_refuses_in_one_line(command, hostile):
 @pytest.mark.parametrize("argv", [a for a, slow in ISSUE_CORPUS if not slow], ids=lambda a: " ".join(a)[:80])
 def test_issue_13_inputs(argv, hostile):
     """The inputs issue 13 names, each one call."""
+    check(hostile, argv)
+
+
+@pytest.mark.parametrize("argv", [a for a, slow in FOUND_CORPUS if not slow], ids=lambda a: " ".join(a)[:80])
+def test_inputs_the_fuzzing_found(argv, hostile):
+    """Command lines the fuzzing found failing (see the findings of issue 13), each one call."""
     check(hostile, argv)
