@@ -43,7 +43,7 @@ def main(argv=None) -> int:
     ap.add_argument("-n", "--examples", type=int, default=150, help="examples per sub-command (default 150)")
     ap.add_argument("-c", "--command", action="append", choices=sorted(COMMANDS), help="only these (repeatable)")
     ap.add_argument("--seed", type=int, default=0, help="hypothesis seed (default 0)")
-    ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20; report 45)")
+    ap.add_argument("--timeout", type=float, default=fuzzcore.TIMEOUT_S, help="seconds per call (default 20; report and validate 45)")
     ap.add_argument("--max-options", type=int, default=5, help="fuzzed options per command line (default 5)")
     ap.add_argument("--slow", type=float, default=5.0, help="list calls slower than this, seconds (default 5)")
     ap.add_argument("--no-confirm", action="store_true", help="count a timeout as a hang without a second try")

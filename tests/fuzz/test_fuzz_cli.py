@@ -25,7 +25,7 @@ FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20),
 
 #: FLUIDQ_FUZZ_SCALE=10 draws ten times the examples (a longer local run; CI uses 1)
 SCALE = max(1, int(os.environ.get("FLUIDQ_FUZZ_SCALE", "1") or 1))
-TIMEOUT = TIMEOUTS  # per-call bound, seconds: TIMEOUT_S (20) except report (see fuzzcore.TIMEOUTS)
+TIMEOUT = TIMEOUTS  # per-call bound, seconds: TIMEOUT_S (20) except report and validate (see fuzzcore.TIMEOUTS)
 
 
 def check(hostile, argv):
