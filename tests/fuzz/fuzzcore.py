@@ -32,8 +32,8 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 TIMEOUT_S = 20.0
-#: per-command bounds that differ: a valid `report --quick` (or `validate --fast`) does about 6 s of real work on an idle machine and
-#: has taken over 20 s on a loaded 2-core one; its bound stays a hang detector, not a benchmark
+#: per-command bounds that differ: a valid `report --quick` (or `validate --fast`) does about 6 s of real
+#: work on an idle machine and has taken over 20 s on a loaded 2-core one; the bound stays a hang detector
 TIMEOUTS = {"report": 45.0, "validate": 45.0}
 #: prefix of an argument that is the text of a case file to write (see Hostile.resolve)
 GEN = "@@toml@@"
