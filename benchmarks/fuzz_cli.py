@@ -57,6 +57,8 @@ def main(argv=None) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     env.pop("FLUIDQ_TRACEBACK", None)
 
+    litter = ["/.png", "/.svg", "/.pdf"]  # what a fluidq that takes --plot=/ writes (as root)
+    before = {n for n in litter if os.path.lexists(n)}
     tmp = Path(tempfile.mkdtemp(prefix="fluidq-fuzz-"))
     state = {"hostile": make_hostile_files(tmp / "h0"), "gen": 0}
     counts = collections.defaultdict(collections.Counter)   # command -> class -> n
@@ -145,6 +147,10 @@ def main(argv=None) -> int:
             for ln in lines:
                 fh.write(f"- {ln}\n")
     shutil.rmtree(tmp, ignore_errors=True)
+    for n in litter:
+        if n not in before and os.path.isfile(n) and not os.path.islink(n):
+            print(f"(removed {n}, written by a --plot=/ call)")
+            os.remove(n)
     return 1 if lines else 0
 
 
