@@ -10,7 +10,12 @@ The strategies and the oracle are those of the suite (``tests/fuzz/fuzzcore.py``
 one line on stderr naming something, or exit 0 with an answer without ``nan``/``inf``; never a hang
 (20 s), a traceback, an internal error, or a changed byte of an input file.  Inputs are drawn by
 hypothesis from a seed (``--seed``), so a run is repeatable; every failing command line is printed
-(and written to ``--log``), one distinct line per (class, command, option set).
+(and written to ``--log``), one distinct line per (class, command, option set).  The inputs issue 13
+names and those the fuzzing found (``ISSUE_CORPUS``, ``FOUND_CORPUS``) run first, slow ones included.
+A timeout is counted as a hang only when a second try times out too.
+
+The public API's long run is the suite itself with more draws:
+``FLUIDQ_FUZZ_SCALE=10 python -m pytest tests/fuzz/test_fuzz_api.py -n 0``.
 """
 from __future__ import annotations
 

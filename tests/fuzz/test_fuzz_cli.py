@@ -3,7 +3,9 @@
 Each command line must end in exit 2 with exactly one line on stderr naming something, or exit 0 with
 an answer that prints no ``nan``/``inf``; never a traceback or an internal error, never past 20 s, and
 never a changed byte of an input file.  The draws are derandomized (the same in every run) and few per
-command, to keep CI fast; ``benchmarks/fuzz_cli.py`` runs many more, in real subprocesses.
+command, to keep CI fast; ``benchmarks/fuzz_cli.py`` runs many more, in real subprocesses.  The inputs
+issue 13 names and the failures the fuzzing found are fixed examples (fuzzcore.ISSUE_CORPUS/FOUND_CORPUS;
+those that cost a full timeout while open run only in the long run).
 """
 import os
 from datetime import timedelta
