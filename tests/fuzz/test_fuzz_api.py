@@ -420,11 +420,16 @@ def test_schedulers_and_orderings(d):
 # ------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("cls", ["FCFS", "SJF", "SRPT", "LAS", "PARS", "GammaBoost", "GammaAda", "MemGuard"])
-@pytest.mark.parametrize("bound", [math.nan, -1, 1.5, 1e308, "x", 2**64 + 1])
-def test_orderings_check_their_overtaking_bound(cls, bound):
+def test_orderings_check_their_overtaking_bound(cls):
     """Every parameter is checked at the public boundary: an overtaking bound is None or an integer >= 0."""
-    with pytest.raises(FluidqError):
-        getattr(fluidq, cls)(overtaking_bound=bound)
+    accepted = []
+    for bound in (math.nan, -1, 1.5, 1e308, "x", 2**64 + 1):
+        try:
+            getattr(fluidq, cls)(overtaking_bound=bound)
+        except FluidqError:
+            continue
+        accepted.append(bound)
+    assert not accepted, f"{cls}(overtaking_bound=...) accepts {accepted!r}"
 
 
 def test_region_of_a_huge_prompt():
