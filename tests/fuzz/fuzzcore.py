@@ -515,7 +515,9 @@ COMMANDS = {
                      "--json": FLAG}),
     "network": _cmd({"--horizon": ("5", "--simulate"), "--replications": ("2", "--simulate")},
                     {"--load": number((0.5, 0.9, 1.1)), "--simulate": FLAG, "--horizon": number((2, 5)),
-                     "--replications": number((2, 3), integer=True), "--seed": number((0, 3), integer=True),
+                     # (no wide integers: a huge count hangs today and its timeout did not always end the
+                     # in-process call; FOUND_CORPUS has it for fuzz_cli.py)
+                     "--replications": number((2, 3), integer=True, wide=False), "--seed": number((0, 3), integer=True),
                      "--plot": out_path(), "--plot-network": out_path(), "--json": FLAG},
                     pos=[st.one_of(in_path(*SHIPPED_CASES, good=["net_good"]), network_case(), network_case())]),
     "pars": _cmd({"--data": "@@in:pars_good@@"},
