@@ -87,7 +87,8 @@ class NetworkSimResult:
     completed : dict
         Requests of each class that left the network.
     mean_sojourn_s : dict
-        Mean time in the network of the completed requests of each class.
+        Mean time in the network of the completed requests of each class; ``None`` for a class none
+        of whose requests completed (undefined, not a number).
     batches, events : int
         Batches run and events processed.
     horizon_s, wall_s : float
@@ -1103,7 +1104,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         station_tokens={s.s.name: rec_st_tok[:, s.idx].copy() for s in stations},
         station_requests={s.s.name: rec_st_req[:, s.idx].copy() for s in stations},
         completed=dict(zip(cls_names, completed)),
-        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else math.nan) for i, c in enumerate(cls_names)},
+        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
         batches=n_batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
         violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
 

@@ -6,6 +6,7 @@ import sys
 import time
 from dataclasses import replace
 
+from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from .. import CliError, emit
@@ -88,7 +89,8 @@ def _check_flags(args):
     for flag, v, ok, want in (
             ("--horizon", args.horizon, args.horizon is None or (finite(args.horizon) and args.horizon > 0),
              "a finite number of seconds > 0"),
-            ("--requests", args.requests, args.requests is None or args.requests >= 1, "an integer >= 1"),
+            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_ARRIVALS,
+             f"an integer between 1 and {MAX_ARRIVALS:,} ({ARRIVALS_WHY})"),
             ("--load", args.load, args.load is None or (finite(args.load) and args.load > 0),
              "a finite fraction > 0 of the capacity"),
             ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
