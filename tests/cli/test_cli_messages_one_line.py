@@ -55,3 +55,23 @@ def test_report_refuses_an_empty_profile_or_trace_before_writing(option, word, t
     rc, _, err = run(["report", option, "--out", str(out)], capsys)
     assert rc == 2 and err.count("\n") == 1 and word in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv,option", [(["region", "--simulate", "--policies=,fastertransformer,"], "--policies"),
+                                         (["latency", "--orderings", "fcfs,,sjf"], "--orderings"),
+                                         (["latency", "--loads", "0.5,"], "--loads"),
+                                         (["pars", "--cross", "a,,b"], "--cross")])
+def test_an_empty_item_in_a_comma_list_is_refused(argv, option, capsys):
+    # issue 13: ',fastertransformer,' was read as one policy; an empty item is a typo, not nothing
+    rc, _, err = run(argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and option in err, err
+
+
+def test_region_prompt_tokens_are_bounded():
+    import fluidq
+    from fluidq.errors import ParameterError
+
+    e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, k_max=64)
+    for p in (1e308, 2**64 + 1):
+        with pytest.raises(ParameterError, match="prompt_tokens"):
+            fluidq.stability_region(e, prompt_tokens=p)

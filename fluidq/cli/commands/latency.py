@@ -49,8 +49,10 @@ def register(sub):
 
 
 def _floats(name, text):
+    from ..common import comma_list
+
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        return tuple(float(x) for x in comma_list(name, text, "numbers"))
     except ValueError as exc:
         raise CliError(f"{name}={text!r}: expected comma-separated numbers") from exc
 
@@ -66,7 +68,9 @@ def run(args):
         standard_policies,
     )
 
-    keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
+    from ..common import comma_list
+
+    keys = comma_list("--orderings", args.orderings, "orderings")
     from ...errors import UnknownNameError
     from ...latency import POLICY_KEYS
 

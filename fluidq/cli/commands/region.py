@@ -63,7 +63,9 @@ def _policies(text):
     from ...policies import resolve_policy
 
     out = []
-    for item in [s.strip() for s in text.split(",") if s.strip()]:
+    from ..common import comma_list
+
+    for item in comma_list("--policies", text, "scheduler names"):
         name, _, budget = item.partition(":")
         pol = resolve_policy(name, "--policies")
         if budget:
