@@ -75,3 +75,19 @@ def test_region_prompt_tokens_are_bounded():
     for p in (1e308, 2**64 + 1):
         with pytest.raises(ParameterError, match="prompt_tokens"):
             fluidq.stability_region(e, prompt_tokens=p)
+
+
+def test_fit_on_data_no_form_fits_is_one_line(tmp_path, capsys):
+    # issue 13: fit on such data printed several lines (numpy and scipy warnings and the error)
+    p = tmp_path / "t.csv"
+    p.write_text("tokens,seconds\n1,5\n2,1\n3,100\n4,0.1\n5,3\n6,0.2\n")
+    rc, out, err = run(["fit", str(p)], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "t.csv" in err and "no batch-time form fits" in err, err
+
+
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--rate", "1"], ["simulate", "--horizon", "5"],
+                                     ["region"], ["latency"]])
+def test_an_empty_profile_is_not_the_default(command, capsys):
+    rc, _, err = run([*command, "--profile="], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "--profile" in err and "empty" in err, err
