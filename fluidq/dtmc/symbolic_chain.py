@@ -560,7 +560,7 @@ def symbolic_dtmc(engine, workload, policy="sarathi", *, max_prefill: int, max_d
     ...                     output_tokens=fluidq.Geometric(mean_tokens=4))
     >>> ch = symbolic_dtmc(e, w, "sarathi", max_prefill=2, max_decode=2)
     >>> ch.n_states, ch.rate
-    (6, lambda)
+    (15, lambda)
     >>> ch.stationary(2).total
     1
     """
