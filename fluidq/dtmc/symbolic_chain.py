@@ -290,48 +290,48 @@ class SymbolicChain:
         return P
 
     # ---- exact analyses ----------------------------------------------------------------------------
-    def _generators(self, rate):
-        """Symbols standing for ``exp(-rate t_i)`` and the field they (and the rate, if symbolic) generate."""
-        E = sp.symbols(f"_E0:{len(self.times)}")
-        gens = list(E) + ([RATE] if rate is RATE else [])
-        return E, sp.QQ.frac_field(*gens)
+    def _ring_matrix(self, rate):
+        """``(A, R, E)``: the entries of P as polynomials of ``R = QQ[E_1..E_m(, lambda)]``.
 
-    def _field_matrix(self, rate):
-        """``(A, F, E)``: P as a dict of field elements, the field, the exponential symbols."""
-        E, F = self._generators(rate)
-        lam = F.convert(RATE) if rate is RATE else F.convert(rate)
+        ``E_i`` stands for ``exp(-rate t_i)``; every entry is a polynomial in them (and in the rate if symbolic).
+        """
+        E = sp.symbols(f"_E0:{len(self.times)}")
+        R = sp.QQ[tuple(E) + ((RATE,) if rate is RATE else ())]
+        lam = R.convert(RATE) if rate is RATE else R.convert(rate)
         cache = {}
 
         def basis(kind, ti, k):
             key = (kind, ti, k)
             if key not in cache:
                 if kind == _CONST:
-                    cache[key] = F.one
+                    cache[key] = R.one
                 else:
-                    mu = lam * F.convert(sp.Rational(self.times[ti].p, self.times[ti].q))
-                    e = F.convert(E[ti])
-                    pmf = [e * mu ** i / math.factorial(i) for i in range(k + 1)]
-                    cache[key] = pmf[k] if kind == _PMF else F.one - sum(pmf[:k], F.zero)
+                    mu = lam * R.convert(self.times[ti])
+                    e = R.convert(E[ti])
+                    pmf = [e * mu ** i * R.convert(sp.Rational(1, math.factorial(i))) for i in range(k + 1)]
+                    cache[key] = pmf[k] if kind == _PMF else R.one - sum(pmf[:k], R.zero)
             return cache[key]
 
         A: dict = {}
         for n in range(self._rows.size):
             c = self._coef[n]
-            v = F.convert(sp.Rational(c.numerator, c.denominator)) * basis(int(self._kind[n]), int(self._tidx[n]),
+            v = R.convert(sp.Rational(c.numerator, c.denominator)) * basis(int(self._kind[n]), int(self._tidx[n]),
                                                                          int(self._k[n]))
             ij = (int(self._rows[n]), int(self._cols[n]))
             A[ij] = A[ij] + v if ij in A else v
-        return A, F, E
+        return A, R, E
 
     def stationary(self, rate_per_s=None, *, max_states: int | None = None) -> ExactStationary:
         r"""The stationary distribution, exactly.
 
-        Solves :math:`\pi P = \pi`, :math:`\sum_i \pi_i = 1` by sparse Gaussian elimination over the field
-        :math:`\mathbb{Q}(e^{-r t_1}, \dots, e^{-r t_m})` -- each :math:`e^{-r t_i}` of a distinct batch time
-        treated as an indeterminate, which is valid because the chain's linear system has a unique solution
-        (so the generic solution specialises to it) -- at the exact rational rate ``r``
-        (``exact_number(rate_per_s)``).  With ``rate_per_s=None`` the rate stays the symbol :math:`\lambda`
-        and the field is :math:`\mathbb{Q}(\lambda, e^{-\lambda t_1}, \dots)` (tiny chains only).
+        Solves :math:`\pi P = \pi`, :math:`\sum_i \pi_i = 1` at the exact rational rate ``r``
+        (``exact_number(rate_per_s)``) with each :math:`E_i = e^{-r t_i}` of a distinct batch time treated as an
+        indeterminate: the entries of P are polynomials in the :math:`E_i` with rational coefficients, the rows
+        are scaled to integer coefficients, and fraction-free (Bareiss) elimination over
+        :math:`\mathbb{Z}[E_1, \dots, E_m]` gives :math:`\pi_i = N_i / d` with polynomials :math:`N_i`, ``d``.
+        This is valid because the chain's system has a unique solution, so the generic solution specialises
+        to it.  The sum is checked in the ring: :math:`\sum_i N_i = d` exactly.  With ``rate_per_s=None``
+        the rate stays the symbol :math:`\lambda`, one more indeterminate (tiny chains only).
 
         Parameters
         ----------
@@ -339,21 +339,22 @@ class SymbolicChain:
             Arrivals per second; None keeps :math:`\lambda` symbolic.
         max_states : int, optional
             Refuse larger chains (default :data:`MAX_EXACT_STATES` = 40 at a given rate,
-            :data:`MAX_SYMBOLIC_RATE_STATES` = 16 with the rate symbolic): the exact rational functions grow
-            quickly with the number of states.
+            :data:`MAX_SYMBOLIC_RATE_STATES` = 16 with the rate symbolic): the polynomials grow quickly with the
+            number of states.
 
         Notes
         -----
         The cost grows with the states, the distinct batch times (one indeterminate each) and the size of the
-        coefficients.  Measured (pure-Python sympy, one core): a 15-state Sarathi chain with fixed prompts and
-        one batch time solves in 0.3 s (0.7 s with the rate symbolic), 35 states in 7 s; geometric prompts
-        (every prefill outcome a binomial term) are much slower -- 12 states with two batch times take 7 s.
+        coefficients (geometric prompts give a binomial term per prefill outcome).  Measured (pure-Python
+        sympy, one core, Sarathi-Serve): fixed prompts and one batch time, 20 states 0.2 s, 35 states 1.2 s,
+        63 states 98 s; geometric prompts and two batch times, 16 states 7 s.  With the rate symbolic:
+        16 states 0.4 s (one batch time); FasterTransformer, 20 states and two batch times, 37 s.
 
         Returns
         -------
         ExactStationary
-            ``pi`` (sympy column of exact expressions), ``total`` (their sum computed in the field: exactly 1)
-            and ``numeric()``.
+            ``pi`` (sympy column of exact expressions ``N_i / d``), ``total`` (their sum, computed in the ring:
+            exactly 1) and ``numeric()``.
         """
         rate = RATE if rate_per_s is None else _check_rate(rate_per_s)
         limit = (MAX_SYMBOLIC_RATE_STATES if rate is RATE else MAX_EXACT_STATES) if max_states is None else \
@@ -366,25 +367,33 @@ class SymbolicChain:
                                  "fluidq.dtmc.stationary")
         from sympy.polys.matrices import DomainMatrix
 
-        A, F, E = self._field_matrix(rate)
+        A, R, E = self._ring_matrix(rate)
         # (P^T - I) pi = 0 with the last equation replaced by sum(pi) = 1
         rows: dict = {i: {} for i in range(n)}
         for (i, j), v in A.items():
             if j != n - 1:
-                rows[j][i] = rows[j].get(i, F.zero) + v
+                rows[j][i] = rows[j].get(i, R.zero) + v
         for i in range(n - 1):
-            rows[i][i] = rows[i].get(i, F.zero) - F.one
-        rows[n - 1] = {i: F.one for i in range(n)}
-        rows = {i: {j: v for j, v in r.items() if v != F.zero} for i, r in rows.items()}
-        M = DomainMatrix.from_dod(rows, (n, n), F)
-        rhs = DomainMatrix.from_dod({n - 1: {0: F.one}}, (n, 1), F)
-        x = M.lu_solve(rhs).to_dok()
-        vals = [x.get((i, 0), F.zero) for i in range(n)]
-        total = sum(vals, F.zero)
+            rows[i][i] = rows[i].get(i, R.zero) - R.one
+        rows[n - 1] = {i: R.one for i in range(n)}
+        rows = {i: {j: v for j, v in r.items() if v != R.zero} for i, r in rows.items()}
+        M = DomainMatrix.from_dod(rows, (n, n), R)
+        _, Mz = M.clear_denoms_rowwise(convert=True)  # the last row (ones) keeps its scale 1
+        Z = Mz.domain
+        rhs = DomainMatrix.from_dod({n - 1: {0: Z.one}}, (n, 1), Z)
+        xn, den = Mz.solve_den(rhs, method="rref")
+        xd = xn.to_dok()
+        nums = [xd.get((i, 0), Z.zero) for i in range(n)]
+        s = sum(nums, Z.zero)
+        if s == den:
+            total = sp.Integer(1)
+        else:  # pragma: no cover - would be a solver bug; reported, not hidden
+            total = sp.cancel(Z.to_sympy(s) / Z.to_sympy(den))
         back = {Ei: sp.exp(-rate * t) for Ei, t in zip(E, self.times)}
-        pi = sp.ImmutableMatrix([F.to_sympy(v).subs(back) for v in vals])
-        return ExactStationary(pi=pi, total=F.to_sympy(total).subs(back), rate=rate, chain=self,
-                               _field_values=tuple(vals), _field=F, _exp_symbols=E)
+        d = Z.to_sympy(den)
+        pi = sp.ImmutableMatrix([(Z.to_sympy(v) / d).subs(back) for v in nums])
+        return ExactStationary(pi=pi, total=total, rate=rate, chain=self,
+                               _numerators=tuple(Z.to_sympy(v) for v in nums), _denominator=d, _exp_symbols=E)
 
     def drift(self, V, states=None) -> sp.ImmutableMatrix:
         r"""One-step drift :math:`E[V(X_1) - V(X_0) \mid X_0 = x] = \sum_y P_{xy} V(y) - V(x)`, derived from P.
@@ -489,7 +498,7 @@ class ExactStationary:
     pi : sympy.ImmutableMatrix
         Column of exact probabilities (expressions in :math:`e^{-r t_i}` and, if symbolic, :math:`\lambda`).
     total : sympy.Expr
-        :math:`\sum_i \pi_i`, summed in the field of the solve: exactly ``1``.
+        :math:`\sum_i \pi_i`, summed in the polynomial ring of the solve: exactly ``1``.
     rate : sympy.Rational or sympy.Symbol
         The rate of the solve.
     """
@@ -498,8 +507,8 @@ class ExactStationary:
     total: sp.Expr
     rate: sp.Expr
     chain: SymbolicChain = field(repr=False)
-    _field_values: tuple = field(repr=False, default=())
-    _field: object = field(repr=False, default=None)
+    _numerators: tuple = field(repr=False, default=())
+    _denominator: sp.Expr = field(repr=False, default=None)
     _exp_symbols: tuple = field(repr=False, default=())
 
     def numeric(self, rate_per_s=None, *, digits: int = 30) -> np.ndarray:
@@ -511,11 +520,13 @@ class ExactStationary:
             if rate_per_s is None:
                 raise ParameterError("rate_per_s", None, "a rate for a distribution solved with the rate symbolic")
             rate = _check_rate(rate_per_s)
-        subs = {E: sp.exp(-rate * t).evalf(digits + 10) for E, t in zip(self._exp_symbols, self.chain.times)}
+        prec = digits + 10
+        subs = {E: sp.exp(-rate * t).evalf(prec) for E, t in zip(self._exp_symbols, self.chain.times)}
         if self.rate is RATE:
             subs[RATE] = rate
-        with mpmath.workdps(digits + 10):
-            out = [float(sp.N(self._field.to_sympy(v).subs(subs), digits)) for v in self._field_values]
+        with mpmath.workdps(prec):
+            d = sp.N(self._denominator.subs(subs), prec)
+            out = [float(sp.N(v.subs(subs), prec) / d) for v in self._numerators]
         return np.array(out)
 
     def to_dict(self) -> dict:
