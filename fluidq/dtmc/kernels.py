@@ -13,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from .._validate import real
+from ..errors import ParameterError
 
 __all__ = ["MIN_KERNEL_TOL", "MIN_TOLERANCE", "binom_pmf", "check_tolerances", "geometric_prefill", "poisson_pmf"]
 
@@ -31,9 +32,11 @@ def check_tolerances(tolerance, kernel_tol) -> tuple[float, float]:
     tolerance = real("tolerance", tolerance, minimum=MIN_TOLERANCE,
                      why="the kernels fold tails of 1e-12 and the solver's residual is about 1e-10: a smaller "
                          "boundary mass is round-off, and larger and larger caps would be built chasing it")
+    if kernel_tol == 0 and not isinstance(kernel_tol, bool):  # exact kernels: every term up to the caps
+        return tolerance, 0.0
     kernel_tol = real("kernel_tol", kernel_tol, minimum=MIN_KERNEL_TOL, maximum=MAX_KERNEL_TOL,
                       why="a tail below 1e-15 is below the rounding of the kept mass; above 1e-3 folding it "
-                          "distorts the chain")
+                          "distorts the chain (0 keeps every term up to the caps)")
     return tolerance, kernel_tol
 
 
@@ -41,6 +44,8 @@ def _poisson_upper(mu: float, tol: float) -> float:
     """A count ``n`` with ``P(A > n) <= tol`` for ``A ~ Poisson(mu)``: scipy's ``isf`` where it is finite,
     else the Chernoff bound ``mu + x`` with ``x^2 = 2 L (mu + x/3)``, ``L = log(1/tol)`` (scipy returns
     NaN for ``mu`` beyond about 1e14)."""
+    if tol <= 0:  # exact: no tail is folded (callers cap the vector at their box)
+        return math.inf
     hi = float(stats.poisson.isf(tol, mu))
     if math.isfinite(hi):
         return hi
@@ -57,6 +62,8 @@ def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.nda
     if mu <= 0:
         return np.ones(1)
     hi = _poisson_upper(mu, tol) + 1
+    if cap is None and not math.isfinite(hi):
+        raise ParameterError("kernel_tol", tol, "a tail tolerance > 0 for an arrival kernel without a cap")
     if cap is not None and hi > cap:
         k = np.arange(int(cap) + 1)
         p = stats.poisson.pmf(k, mu)
