@@ -4,16 +4,10 @@ TOML nested too deeply is one line for every reader of case files; an empty vali
 a named parameter error, not a TypeError."""
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import run_cli
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 @pytest.mark.parametrize("value,shown", [("a\nb", r"a\nb"), ("w\u2028k", r"w\u2028k"), ("t\tx\x1cy", r"t\tx\x1cy")])

@@ -10,18 +10,12 @@ import re
 
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import run_cli
 
 BIG = "99999999999999999999"  # > 2**64
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 @pytest.fixture
