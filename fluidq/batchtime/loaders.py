@@ -522,16 +522,11 @@ def _simple_yaml(path: Path) -> dict:
 
 def _layers_for(model: str) -> int | None:
     """The decoder-layer count of ``model`` (a Hugging Face id such as ``meta-llama/Llama-3.1-8B``) from
-    the shipped model facts (:mod:`fluidq.models`): the longest known name its id starts with."""
-    from ..models import list_models
+    the shipped model facts (:func:`fluidq.models.find_model`)."""
+    from ..models import find_model
 
-    key = model.split("/")[-1].lower()
-    best = None
-    for m in list_models():
-        k = m.name.lower()
-        if key.startswith(k) and (best is None or len(k) > len(best.name)):
-            best = m
-    return None if best is None else best.n_layers
+    m = find_model(model)
+    return None if m is None else m.n_layers
 
 
 def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None = None,
