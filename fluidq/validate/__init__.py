@@ -140,7 +140,7 @@ def summary_table(rows) -> str:
 
 
 def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False, root=None,
-             harness_dir=None, progress=None) -> ValidationResult:
+             harness_dir=None, progress=None, run=None, model_config=None) -> ValidationResult:
     """Run the validation cases and (with ``out_dir``) write the report.
 
     Parameters
@@ -158,6 +158,11 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         Read GPU-harness runs from here instead of ``validation/data/gpu``.
     progress : callable, optional
         ``progress(i, n, name)`` before each case.
+    run : path, optional
+        Validate this vLLM run folder (LLMServingSim's layout) instead of the cases: predicted vs
+        measured capacity, binding limit and the 15 latency metrics, built from the folder alone
+        (:func:`~fluidq.validate.cases.case_for_run`); ``model_config`` is its model's ``config.json``
+        when the shipped model facts do not hold it.
 
     Returns
     -------
@@ -171,6 +176,24 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
     'pass'
     """
     t0 = time.time()
+    if run is not None:
+        if case is not None or fast:
+            raise ParameterError("run", str(run), "a run folder alone (not with case= or fast=)")
+        from .cases import _serving_run, case_for_run
+
+        c, data = case_for_run(run, model_config=model_config)
+        out = Path(out_dir) if out_dir is not None else None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+        if progress:
+            progress(0, 1, c.name)
+        t1 = time.time()
+        cr = _serving_run(c, data, {"out_dir": out})  # errors reach the caller: there is no case to skip
+        cr = type(cr)(case=cr.case, rows=cr.rows, markdown=cr.markdown, figures=cr.figures, data=cr.data,
+                      seconds=time.time() - t1)
+        res = ValidationResult(rows=cr.rows, cases=(cr,), seconds=time.time() - t0)
+        files = _write_report(res, out) if out is not None else {}
+        return ValidationResult(rows=cr.rows, cases=(cr,), files=files, seconds=time.time() - t0)
     vd = validation_dir(root)
     cases = load_cases(vd / "cases")
     if case is not None:

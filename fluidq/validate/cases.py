@@ -197,13 +197,54 @@ def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
         if k not in spec:
             raise DataError(f"case {case.name}: [kv] needs {k!r} (the KV capacity is estimated by vLLM's memory "
                             "planner from the model and the GPU memory)")
-    est = kv_capacity_estimate(load_model(spec["model"]), gpu_memory_gib=float(spec["gpu_memory_gib"]),
+    facts = spec["_facts"] if "_facts" in spec else load_model(spec["model"])
+    est = kv_capacity_estimate(facts, gpu_memory_gib=float(spec["gpu_memory_gib"]),
                                gpu_memory_utilization=float(spec.get("gpu_memory_utilization", 0.9)),
                                tensor_parallel_size=run.tensor_parallel_size,
                                max_num_batched_tokens=run.max_num_batched_tokens, max_num_seqs=run.max_num_seqs)
     why = spec.get("gpu_memory_source", "the case file")
     return est.tokens, (f"not recorded by the run: {est.tokens:,} tokens estimated by vLLM's memory planner "
                         f"({spec['model']}, {float(spec['gpu_memory_gib']):g} GiB from {why})")
+
+
+def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
+    """``(case, data folder)`` for any vLLM run folder in LLMServingSim's layout, built from the folder alone
+    (issue 16: ``fluidq validate --run DIR``): no case file and no expected answer.
+
+    The model's facts come from ``model_config`` (a Hugging Face ``config.json``) or from the shipped
+    table by ``profile_meta.yaml``'s model; a KV capacity the run does not record is vLLM's memory
+    planner's estimate from the GPU memory in ``vllm_meta.json`` (``hardware.device_total_memory_bytes``)
+    or ``peer_sim_config.json``.  Targets are the suite's defaults (capacity within 10 %, aim 5 %).
+    """
+    from ..models import ModelFacts, find_model
+    from .deployment import _gpu_memory_from_folder, _profile_model
+    from .runs import read_run
+
+    folder = Path(run_dir)
+    if not folder.is_dir():
+        raise DataError(f"--run {folder}: no such run folder (vllm_meta.json, vllm_requests.jsonl, "
+                        "vllm_timeseries.csv, profile_meta.yaml, profile_tp1_*.csv)")
+    plain = _plain_path(folder)
+    hf_id = _profile_model(plain)
+    facts = ModelFacts.from_config(model_config) if model_config is not None else (find_model(hf_id) if hf_id else None)
+    if facts is None:
+        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
+                        "hold; give its config.json (--model-config)")
+    spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers,
+            "description": f"the run in {folder} ({facts.name})"}
+    run = read_run(plain)
+    if run.kv_capacity_tokens is None:
+        hw = run.meta.get("hardware") or {}
+        mem = hw.get("device_total_memory_bytes")
+        gib = float(mem) / 2**30 if isinstance(mem, (int, float)) else _gpu_memory_from_folder(plain)
+        if gib is None:
+            raise DataError(f"{folder}: the run records neither its KV cache nor its GPU memory "
+                            "(vllm_meta.json hardware, peer_sim_config.json npu_mem)")
+        spec["kv"] = {"_facts": facts, "model": facts.name, "gpu_memory_gib": gib,
+                      "gpu_memory_source": "vllm_meta.json" if isinstance(mem, (int, float)) else "peer_sim_config.json"}
+    name = f"run-{folder.name}"
+    return Case(name=name, kind="serving_run", source="the run folder", fast=False, spec=spec,
+                path=str(folder)), plain.parent
 
 
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:

@@ -1,7 +1,9 @@
 """``fluidq validate``: run the validation suite (predictions against measured GPU runs)."""
 from __future__ import annotations
 
-from .. import emit
+from pathlib import Path
+
+from .. import CliError, emit
 
 MARKER = ".fluidq-validation"
 
@@ -20,6 +22,12 @@ def register(sub):
     p.add_argument("--harness-dir", default=None, help="read GPU-harness runs from this folder")
     p.add_argument("--root", default=None, help="the validation folder (default: $FLUIDQ_VALIDATION_DIR or the "
                    "source checkout's validation/)")
+    p.add_argument("--run", default=None, metavar="DIR",
+                   help="validate this vLLM run folder instead of the cases (LLMServingSim's layout: vllm_meta.json, "
+                        "vllm_requests.jsonl, vllm_timeseries.csv, profile_meta.yaml, profile_tp1_*.csv): "
+                        "predicted vs measured capacity, binding limit and latency, from the folder alone")
+    p.add_argument("--model-config", default=None, metavar="PATH",
+                   help="with --run: the model's Hugging Face config.json when `fluidq models list` lacks it")
     p.add_argument("--strict", action="store_true", help="exit with code 1 when any target is missed")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -30,6 +38,17 @@ def run(args):
     from ...validate import validate
     from ..common import mark_folder, output_folder
 
+    if args.run is not None:
+        from ..._io import input_file
+
+        if args.case or args.fast or args.harness_dir or args.root:
+            raise CliError("--run validates one run folder: give it without --case/--fast/--harness-dir/--root")
+        if not Path(args.run).is_dir():
+            raise CliError(f"--run {args.run!r}: expected a run folder (vllm_meta.json, vllm_requests.jsonl, ...)")
+        if args.model_config is not None:
+            input_file("--model-config", args.model_config, what="config.json")
+    elif args.model_config is not None:
+        raise CliError("--model-config is read only with --run")
     out = output_folder("--out", args.out, marker=MARKER, what="validate")
 
     from ..progress import Steps
@@ -39,7 +58,7 @@ def run(args):
 
     try:
         res = validate(str(out), case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
-                       progress=progress)
+                       progress=progress, run=args.run, model_config=args.model_config)
     finally:
         mark_folder(out, MARKER, "validate")
     steps.done()

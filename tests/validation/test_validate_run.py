@@ -1,0 +1,57 @@
+"""``fluidq validate --run DIR``: any run folder in LLMServingSim's layout validated from the folder alone,
+with no case file and no expected answer (issue 16 item 5), in the same row schema as the suite."""
+import json
+import shutil
+
+import pytest
+
+from fluidq.errors import FluidqError
+from fluidq.testing.cli import assert_one_line, run_cli
+from fluidq.validate import validate, validation_dir
+
+RUNS = validation_dir() / "data" / "llmservingsim"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    # a copy outside the repository, as a user's own run would be (no case file names it)
+    dst = tmp_path_factory.mktemp("runs") / "my-run"
+    shutil.copytree(RUNS / "RTXPRO6000_Llama-3.1-8B", dst)
+    return dst
+
+
+def test_a_run_folder_is_validated_like_a_case(folder, tmp_path, capsys):
+    rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    rows = {r["quantity"]: r for r in doc["rows"]}
+    cap = rows["capacity (served tokens/s, saturated)"]
+    assert set(cap) >= {"case", "quantity", "predicted", "measured", "unit", "error_pct", "status"}
+    assert cap["case"] == "run-my-run" and abs(cap["error_pct"]) < 10
+    assert rows["binding limit"]["measured"] == rows["binding limit"]["predicted"] == "k_max"
+    # the KV cache this run does not record is the memory planner's estimate, said so
+    assert "memory planner" in rows["binding limit"]["note"]
+    assert any("latency" in q for q in rows)
+    assert (tmp_path / "v" / "validation.md").is_file()
+
+
+def test_a_model_the_table_lacks_needs_its_config(folder, tmp_path):
+    odd = tmp_path / "odd"
+    shutil.copytree(folder, odd)
+    meta = (odd / "profile_meta.yaml").read_text().replace("meta-llama/Llama-3.1-8B", "acme/Unknown-9B")
+    (odd / "profile_meta.yaml").write_text(meta)
+    with pytest.raises(FluidqError, match="model-config"):
+        validate(run=odd)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+                               "vocab_size": 128256, "torch_dtype": "bfloat16", "max_position_embeddings": 131072}))
+    res = validate(run=odd, model_config=cfg)
+    assert any(r.quantity.startswith("capacity") and r.status == "pass" for r in res.rows)
+
+
+@pytest.mark.parametrize("argv,word", [(["--run", "/no/such/run"], "--run"),
+                                       (["--model-config", "x.json"], "--model-config"),
+                                       (["--run", ".", "--fast"], "--run")])
+def test_cli_refusals(argv, word, tmp_path, capsys):
+    assert_one_line(["validate", *argv, "--out", str(tmp_path / "v")], capsys, word)
