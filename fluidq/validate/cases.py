@@ -233,6 +233,10 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers,
             "description": f"the run in {folder} ({facts.name})"}
     run = read_run(plain)
+    if run.tensor_parallel_size != 1:
+        raise DataError(f"{folder}: tensor_parallel_size = {run.tensor_parallel_size}; LLMServingSim's TP profiles are "
+                        "measured on one GPU with the model split and hold no all-reduce, and fluidq has no "
+                        "communication model for them yet: it would predict too high a capacity")
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")

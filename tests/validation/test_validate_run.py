@@ -55,3 +55,13 @@ def test_a_model_the_table_lacks_needs_its_config(folder, tmp_path):
                                        (["--run", ".", "--fast"], "--run")])
 def test_cli_refusals(argv, word, tmp_path, capsys):
     assert_one_line(["validate", *argv, "--out", str(tmp_path / "v")], capsys, word)
+
+
+def test_a_tensor_parallel_run_is_refused_saying_why(folder, tmp_path):
+    tp = tmp_path / "tp2"
+    shutil.copytree(folder, tp)
+    meta = json.loads((tp / "vllm_meta.json").read_text())
+    meta["engine_kwargs"]["tensor_parallel_size"] = 2
+    (tp / "vllm_meta.json").write_text(json.dumps(meta))
+    with pytest.raises(FluidqError, match="tensor_parallel_size = 2.*all-reduce"):
+        validate(run=tp)
