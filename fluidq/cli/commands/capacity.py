@@ -5,9 +5,13 @@ from ...capacity import max_throughput
 from .. import emit
 from ..common import (
     add_engine_args,
+    add_kv_arg,
     add_workload_args,
     engine_from_args,
     finite_positive,
+    fit_json,
+    fit_lines,
+    kv_from_args,
     workload_from_args,
 )
 
@@ -17,25 +21,39 @@ def register(sub):
                        description="Maximum tokens/s, and requests/s for the workload's mean lengths (--prompt/"
                        "--output, default 100 each, or a --trace): sup_{b<=b_max} b/t(b), Theorem 2 of "
                        "arXiv:2504.07347. With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
-    add_engine_args(p, multi_engine=True)
+    add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p)
+    add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
+               "capacity is lower (default: unlimited)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
 
 def run(args):
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
-    engine = engine_from_args(args)
+    engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
     # rate is a placeholder, left out of the JSON
     workload = workload_from_args(args, default_rate=1.0)
+    if engine.kv_capacity_tokens is not None:
+        from ...capacity import min_footprint_tokens
+
+        small = min_footprint_tokens(workload)
+        if small is not None and small > engine.kv_capacity_tokens:
+            from ...errors import ParameterError
+
+            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
+                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                                 "prompt + output, at its end)")
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)
     bt = res.batch_tokens
     if isinstance(bt, tuple) and len(set(bt)) == 1:  # identical engines: one number, not a million
         bt = f"{bt[0]} on each of the {len(res.batch_tokens):,} engines"
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
-             + (f", k_max={engine.k_max}" if engine.k_max else ""),
+             + (f", k_max={engine.k_max}" if engine.k_max else "")
+             + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ""),
+             *fit_lines(args),
              f"engines         {args.engines}",
              f"batch tokens    {bt}",
              f"capacity        {res.tokens_per_s:,.3f} tokens/s  ({res.tokens_per_s / 1e3:.6f} tokens/ms)"]
@@ -45,6 +63,8 @@ def run(args):
                      + (f"  ({' and '.join(o for o, v in (('--prompt', args.prompt), ('--output', args.output)) if v is None)}"
                         " 100 by default)" if defaults else ""))
     out = res.to_dict()
+    if fit_json(args) is not None:
+        out["fit"] = fit_json(args)
     wl = (out.get("inputs") or {}).get("workload")
     if args.rate is None and args.trace is None and isinstance(wl, dict):
         out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported

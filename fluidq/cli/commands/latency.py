@@ -18,7 +18,7 @@ def register(sub):
                        "mean latency per token, P90/P99 time to last token, time to first token and preemptions "
                        "(PARS arXiv:2510.03243, UNIBOOST arXiv:2606.18431).")
     add_engine_args(p)
-    add_workload_args(p)
+    add_workload_args(p, rate=False)  # the --loads set the rates: --rate is refused, so not listed
     p.add_argument("--reasoning", action="store_true",
                    help="use the built-in heavy-tailed reasoning-like workload instead of --prompt/--output/--trace")
     p.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens (memory, preemptions)")

@@ -10,6 +10,8 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    fit_json,
+    fit_lines,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -22,7 +24,7 @@ def register(sub):
                        "rate points of its admissible batch shapes (paper §6, arXiv:2504.07347). With --point, "
                        "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
                        "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
-    add_engine_args(p)
+    add_engine_args(p, fit=True)
     add_workload_args(p)
     p.add_argument("--point", default=None, metavar="LP,LD",
                    help="target prefill,decode tokens per second, e.g. 620.3,2117.6 (a value starting with '-' "
@@ -136,8 +138,11 @@ def run(args):
         others[pr.label] = pr
     mix = region_mix(region, point) if point is not None else None
     result = {"region": region.to_dict()}
+    if fit_json(args) is not None:
+        result["fit"] = fit_json(args)
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
+             *fit_lines(args),
              f"Theorem 2       {region.capacity_tokens_per_s:,.3f} tokens/s (x + y <= this without k_max)",
              f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
     if workload is not None:
