@@ -29,6 +29,13 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _n(x) -> str:
+    """A computed number for the human answer: its meaningful digits (the JSON has them all)."""
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
 def run(args):
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = kv_from_args(args, engine_from_args(args))
@@ -56,10 +63,10 @@ def run(args):
              *fit_lines(args),
              f"engines         {args.engines}",
              f"batch tokens    {bt}",
-             f"capacity        {res.tokens_per_s:,.3f} tokens/s  ({res.tokens_per_s / 1e3:.6f} tokens/ms)"]
+             f"capacity        {_n(res.tokens_per_s)} tokens/s  ({_n(res.tokens_per_s / 1e3)} tokens/ms)"]
     if res.requests_per_s is not None:
-        lines.append(f"requests        {res.requests_per_s:.4f} req/s for m_p+m_d = {workload.mean_tokens:g} tokens"
-                     f"  (lambda* = {res.requests_per_s / 1e3:.7f} req/ms)"
+        lines.append(f"requests        {_n(res.requests_per_s)} req/s for m_p+m_d = {workload.mean_tokens:g} tokens"
+                     f"  (lambda* = {_n(res.requests_per_s / 1e3)} req/ms)"
                      + (f"  ({' and '.join(o for o, v in (('--prompt', args.prompt), ('--output', args.output)) if v is None)}"
                         " 100 by default)" if defaults else ""))
     out = res.to_dict()
@@ -73,10 +80,9 @@ def run(args):
         # no request can be served (capacity 0): the load is undefined, null in the JSON
         load = offered / res.tokens_per_s if res.tokens_per_s > 0 else None
         out["offered"] = {"rate_per_s": workload.arrival_rate_per_s, "tokens_per_s": offered, "load": load}
-        load_txt = (f"{load:.4f}" if load is not None and load < 1e6 else f"{load:.4g}" if load is not None
-                    else "–")
+        load_txt = _n(load)
         lines.append(f"load            {load_txt} of capacity: {workload.arrival_rate_per_s:g} req/s x "
-                     f"{workload.mean_tokens:g} tokens = {offered:,.3f} tokens/s offered"
+                     f"{workload.mean_tokens:g} tokens = {_n(offered)} tokens/s offered"
                      + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
                      + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
     lines.append(f"why             {res.reason}")

@@ -113,8 +113,12 @@ def run(args):
     elif abs(full - cap.tokens_per_s) <= 1e-9 * cap.tokens_per_s:
         load_txt = f"load {_load(off / cap.tokens_per_s)}"
     else:  # b/t(b) peaks below b_max: the two loads differ (each verdict says which it uses)
-        load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = {cap.tokens_per_s:,.1f} tokens/s, "
-                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = {full:,.1f} "
+        from ...results import MEANINGFUL_DIGITS, fmt_value
+
+        load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = "
+                    f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
+                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = "
+                    f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     "(work-conserving schedulers)")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, {load_txt}"]

@@ -152,6 +152,8 @@ def run(args):
                             n_replications=args.replications, rng=args.seed,
                             preemption=args.preemption or "recompute", swap_s_per_token=swap)
     metric = args.metric or "latency_per_token_mean_s"
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
     if args.plot:
         res.plot(metric=metric, path=args.plot)
     cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request",
@@ -161,7 +163,7 @@ def run(args):
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", kv={engine.kv_capacity_tokens} tokens" if engine.kv_capacity_tokens else ", unlimited KV"),
              f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + repr(workload.prompt_tokens) + ' / ' + repr(workload.output_tokens)}; "
-             f"capacity {res.inputs['capacity_requests_per_s']:.3f} req/s (b_max/t(b_max); loads are fractions of it)",
+             f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max); loads are fractions of it)",
              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
              f"({res.seconds:.1f} s wall)"]
     for i, ld in enumerate(res.loads):

@@ -99,6 +99,7 @@ def _where(scale: float) -> str:
 
 def run(args):
     from ...region import policy_region, region_mix, stability_region
+    from ...results import MEANINGFUL_DIGITS, fmt_value
     from ...region.capacity import fixed_prompt
 
     if args.engines != 1:
@@ -143,19 +144,19 @@ def run(args):
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
              *fit_lines(args),
-             f"Theorem 2       {region.capacity_tokens_per_s:,.3f} tokens/s (x + y <= this without k_max)",
+             f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
              f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
     if workload is not None:
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
-        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {_num(lam, 6, 'g')} req/s "
+        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
         scale = _num(mg.scale, 4) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
-        lines += ["", f"point           ({_num(point[0], 3, ',')}, {_num(point[1], 3, ',')}) tokens/s: "
+        lines += ["", f"point           ({fmt_value(point[0], digits=MEANINGFUL_DIGITS)}, {fmt_value(point[1], digits=MEANINGFUL_DIGITS)}) tokens/s: "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
                   f"distance {_num(mg.distance_tokens_per_s, 3, ',', tiny=False)} tokens/s",
                   f"mix             {mix.reason}", mix.table()]

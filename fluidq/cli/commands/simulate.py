@@ -249,12 +249,14 @@ def run(args):
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
                  f"m_p={base.mean_prompt_tokens:g}, m_d={base.mean_output_tokens:g}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
-             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"
+             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
@@ -309,7 +311,7 @@ def run(args):
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
-        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {full:,.1f} tokens/s): "
+        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
                      + (f"token slope {fs:,.1f} tokens/s for these arrivals (fitted like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "
