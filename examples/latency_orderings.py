@@ -6,8 +6,10 @@ the predictor's Kendall tau, and the throughput check at 0.95 of capacity.
 
     python examples/latency_orderings.py [--quick] [--out docs/latency]
 
-The full run takes about 20 minutes on one core; ``--quick`` (one workload, short runs, a few
-policies) checks that it works in well under a minute and its numbers mean little.
+The full run takes about 20 minutes on one core; ``--quick`` (one workload, two loads, one 60 s
+replication, four policies) checks that it works in well under a minute. Its numbers mean little:
+one replication gives no interval, so its figures say "quick run ... inconclusive" in their titles
+and the orderings they show are not evidence (the full run's figures are in docs/latency/).
 
 Engine: the paper's CodeLlama-34B/A100 fit (b_max = 512) with a KV cache of 50,000 tokens (an
 estimate for 34B weights on an 80 GB card, see docs/latency.md).  Everything is seeded.
@@ -50,8 +52,10 @@ def main(argv=None):
         pols = standard_policies(eng, w, keys=keys, tau=0.5)
         res = compare_orderings(eng, w, pols, loads=loads, horizon_s=horizon, n_replications=reps, rng=2026)
         summary["runs"][name] = res.to_dict()
+        quick = (f"\n(quick run: {horizon:g} s x {reps} replication, {len(loads)} loads: inconclusive, no intervals)"
+                 if args.quick else "")
         for metric in ("latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request"):
-            _plot(res, metric, out / f"{name}_{metric}.png")
+            _plot(res, metric, out / f"{name}_{metric}.png", title=f"{name}: {metric}{quick}")
         print(f"\n## {name}  ({time.perf_counter() - t:.0f} s)")
         for i, ld in enumerate(res.loads):
             print(f"\nload {ld}")
@@ -97,10 +101,14 @@ def main(argv=None):
     print(f"\nwritten: {out}/results.json and PNGs")
 
 
-def _plot(res, metric, path):
+def _plot(res, metric, path, title):
+    from fluidq.plotting import axes, finish
     from fluidq.plotting.latency import plot_latency_vs_load
 
-    return plot_latency_vs_load(res, metric=metric, logy=metric != "preemptions_per_request", path=path)
+    fig, ax = axes()
+    plot_latency_vs_load(res, metric=metric, logy=metric != "preemptions_per_request", ax=ax)
+    ax.set_title(title, fontsize="medium")
+    return finish(fig, ax, path)
 
 
 if __name__ == "__main__":

@@ -101,7 +101,8 @@ def main(argv=None):
     ax.plot(lam, lam / (1 - lam), color="black", lw=1, label="M/M/1: rho / (mu - lambda)")
     ax.set_xlabel("arrival rate (service rate 1)")
     ax.set_ylabel("mean waiting time [mean service times]")
-    ax.set_title(f"{len(g)} points, killed after {len(kept)} and resumed on Dask")
+    quick = "\n(quick run: 1,500 customers per point)" if args.quick else ""
+    ax.set_title(f"{len(g)} points, killed after {len(kept)} and resumed on Dask{quick}", fontsize="medium")
     ax.legend(fontsize="small")
     finish(fig, ax, out / "sweep_dask_resume.png")
     if not same:

@@ -38,6 +38,7 @@ _LAZY = {
     "replicate": "fluidq.sim",
     "find_threshold": "fluidq.sim",
     "build_dtmc": "fluidq.dtmc",
+    "symbolic_dtmc": "fluidq.dtmc",
     "stability_threshold": "fluidq.dtmc",
     "stability_region": "fluidq.region",
     "region_mix": "fluidq.region",

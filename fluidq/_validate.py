@@ -73,6 +73,18 @@ TOKEN_RATE_WHY = ("token rates between 1e-12 and 1e18 tokens/s keep the time-sha
                   "(how far the point may grow) finite")
 
 
+def load_rate(name: str, load: float, capacity_per_s: float) -> float:
+    """The arrival rate ``load x capacity_per_s`` of a load given as a fraction of a capacity, refused naming
+    ``name`` (the load's own parameter or flag) when it leaves [MIN_RATE_PER_S, MAX_RATE_PER_S]."""
+    lam = load * capacity_per_s
+    if not MIN_RATE_PER_S <= lam <= MAX_RATE_PER_S:
+        raise ParameterError(name, load, f"a load whose arrival rate (load x {capacity_per_s:.6g} req/s) is within "
+                             f"[{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] req/s, so at most "
+                             f"{MAX_RATE_PER_S / capacity_per_s:.4g} and at least {MIN_RATE_PER_S / capacity_per_s:.4g}",
+                             RATE_WHY)
+    return lam
+
+
 def real(name: str, value, *, positive: bool = False, nonnegative: bool = False,
          allow_none: bool = False, maximum: float | None = None, minimum: float | None = None,
          why: str | None = None) -> float | None:

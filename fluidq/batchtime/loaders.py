@@ -488,8 +488,26 @@ _LSS_PER_LAYER = (("layernorm", 2), ("qkv_proj", 1), ("rotary_emb", 1), ("o_proj
 #: norm of the queries and keys, one entry for both, once per layer)
 _LSS_OPTIONAL_PER_LAYER = (("qk_norm", 1),)
 # every other operator in a dense profile is refused by name (issue 16: none is dropped silently)
-_LAYERS_BY_MODEL = {"llama-3.1-8b": 32, "llama-3-8b": 32, "llama-2-7b": 32, "llama-2-13b": 40,
-                    "llama-2-70b": 80, "llama-3.1-70b": 80, "codellama-34b": 48}
+
+
+def lss_operator_counts(names, path) -> tuple[tuple, tuple]:
+    """``(per_layer, once)`` for the operators an LLMServingSim dense profile holds: ``per_layer`` the
+    ``(operator, runs per decoder layer)`` pairs (Qwen3's ``qk_norm`` when profiled), ``once`` the
+    operators run once per iteration.  A missing required operator or an unknown one is a
+    :class:`~fluidq.errors.DataError` naming it and ``path`` (the one operator table of fluidq's readers)."""
+    names = set(names)
+    need = list(_LSS_ONCE) + [op for op, _ in _LSS_PER_LAYER]
+    missing = [op for op in need if op not in names]
+    if missing:
+        raise DataError(f"{path}: missing layer(s) {', '.join(missing)}")
+    known = set(_LSS_ONCE) | {op for op, _ in _LSS_PER_LAYER} | {op for op, _ in _LSS_OPTIONAL_PER_LAYER}
+    unknown = sorted(names - known)
+    if unknown:  # an operator fluidq does not know how often a layer runs: never dropped silently
+        raise DataError(f"{path}: unknown operator(s) {', '.join(map(repr, unknown))}; fluidq times "
+                        f"{', '.join(sorted(known))} (say how often a decoder layer runs each new one before it "
+                        "can be counted)")
+    per_layer = _LSS_PER_LAYER + tuple((op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in names)
+    return per_layer, tuple(_LSS_ONCE)
 
 
 def _simple_yaml(path: Path) -> dict:
@@ -503,11 +521,12 @@ def _simple_yaml(path: Path) -> dict:
 
 
 def _layers_for(model: str) -> int | None:
-    key = model.split("/")[-1].lower()
-    for k, v in _LAYERS_BY_MODEL.items():
-        if key.startswith(k):
-            return v
-    return None
+    """The decoder-layer count of ``model`` (a Hugging Face id such as ``meta-llama/Llama-3.1-8B``) from
+    the shipped model facts (:func:`fluidq.models.find_model`)."""
+    from ..models import find_model
+
+    m = find_model(model)
+    return None if m is None else m.n_layers
 
 
 def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None = None,
@@ -569,18 +588,8 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     ops = {}
     for r in dense:
         ops.setdefault(r["layer"], []).append((_num(r, "tokens", files["dense"]), _num(r, "time_us", files["dense"])))
-    need = list(_LSS_ONCE) + [op for op, _ in _LSS_PER_LAYER]
-    missing = [op for op in need if op not in ops]
-    if missing:
-        raise DataError(f"{files['dense']}: missing layer(s) {', '.join(missing)}")
-    per_layer = _LSS_PER_LAYER + tuple((op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in ops)
-    known = set(_LSS_ONCE) | {op for op, _ in _LSS_PER_LAYER} | {op for op, _ in _LSS_OPTIONAL_PER_LAYER}
-    unknown = sorted(set(ops) - known)
-    if unknown:  # an operator fluidq does not know how often a layer runs: never dropped silently
-        raise DataError(f"{files['dense']}: unknown operator(s) {', '.join(map(repr, unknown))}; fluidq times "
-                        f"{', '.join(sorted(known))} (say how often a decoder layer runs each new one before it "
-                        "can be counted)")
-    need += [op for op, _ in per_layer if op not in need]
+    per_layer, once_ops = lss_operator_counts(ops, files["dense"])
+    need = list(once_ops) + [op for op, _ in per_layer]
     grids = {op: _average_repeats(*np.array(v).T) for op, v in ops.items()}
     tok_grid = grids["qkv_proj"][0]
     for op in need:
@@ -589,7 +598,7 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
 
     def dense_us(b):
         b = np.asarray(b, dtype=float)
-        once = sum(_interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op in _LSS_ONCE)
+        once = sum(_interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op in once_ops)
         layer = sum(m * _interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op, m in per_layer)
         return once + n_layers * layer
 

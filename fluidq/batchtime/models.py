@@ -279,6 +279,11 @@ class Tabulated(BatchTime):
         if np.any(d < 0):
             i = int(np.flatnonzero(d < 0)[0])
             raise DataError(f"tokens: not increasing at row {i+1} ({x[i]:g} then {x[i+1]:g}); sort the table")
+        if np.any(d < 1e-6):  # slopes of 1e6 s per 1e-300 token overflow the interpolation
+            i = int(np.flatnonzero(d < 1e-6)[0])
+            raise ParameterError("tokens", f"<array with {x[i]:g} and {x[i + 1]:g} at rows {i} and {i + 1}>",
+                                 "token counts at least 1e-6 apart", "batch sizes are whole numbers of tokens; "
+                                 "closer sizes make the interpolation's slopes overflow")
         if self.extrapolate not in ("raise", "linear"):
             raise ParameterError("extrapolate", self.extrapolate, "'raise' or 'linear'")
         from scipy.interpolate import PchipInterpolator

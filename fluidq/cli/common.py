@@ -536,3 +536,12 @@ def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
         raise DataError(f"{option} {name}: line {n1} arrives {gap:g} s before line {n0}: the rows must be "
                         "in time order (sort the file by its timestamp column)")
     return w
+
+
+def comma_list(option: str, text: str, what: str = "names") -> list[str]:
+    """The comma-separated items of an option, stripped; an empty item (``',a,'``, ``'a,,b'``) is a typo
+    and refused naming the option, never skipped."""
+    items = [s.strip() for s in str(text).split(",")]
+    if not all(items):
+        raise ParameterError(option, text, f"comma-separated {what}, none empty")
+    return items

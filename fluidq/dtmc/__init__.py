@@ -13,6 +13,9 @@ counts.  Modules:
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state
 ``symbolic``   sympy drift and the Foster-Lyapunov certificate of Theorem 2
+``symbolic_chain``  :func:`symbolic_dtmc`: build_dtmc's chain with exact entries in the arrival rate
+               (sympy ``P``, substitution, exact stationary law, drift of a given ``V``, LaTeX)
+``rules``      the batch rule as functions of the counts, shared by both builders
 ``threshold``  :func:`stability_threshold` for any scheduler (renewal, DTMC, simulation)
 ``networks``   two parallel engines (random / JSQ), DAG, fork-join, Rybko-Stolyar
 """
@@ -31,7 +34,7 @@ def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw)
 def __getattr__(name):
     import importlib
 
-    for mod in ("threshold", "drift", "symbolic", "networks", "finite", "ordered"):
+    for mod in ("threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)
@@ -46,4 +49,5 @@ __all__ = [
     "solve_dtmc",
     "stability_threshold",
     "stationary",
+    "symbolic_dtmc",
 ]

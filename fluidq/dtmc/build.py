@@ -54,7 +54,8 @@ from ..policies import QueueView, resolve_policy
 from ..policies.orderings import FCFS, Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
-from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
+from .rules import count_space, decode_tokens, fixed_prefill, prefill_budget
 from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
@@ -238,7 +239,9 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     tolerance : float
         Mass lost at the boundary above which the solved result is "inaccurate".
     kernel_tol : float
-        Far tails of the Poisson/binomial kernels below this are folded into the last kept value.
+        Far tails of the Poisson/binomial kernels below this are folded into the last kept value; 0 keeps
+        every term (with ``prune_tol=0`` the matrix is then the exact chain of
+        :func:`fluidq.dtmc.symbolic_dtmc` up to rounding).
     prune_tol : float
         Transition probabilities below this are dropped and the row renormalised (the largest
         dropped row mass is reported as ``inputs["pruned_row_mass"]``); 0 keeps every entry.
@@ -281,8 +284,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
                                  tolerance=tolerance, kernel_tol=kernel_tol, max_states=max_states)
     Np = integer("max_prefill", max_prefill, minimum=1)
     Nd = integer("max_decode", 400 if max_decode is None else max_decode, minimum=1)
-    tolerance = real("tolerance", tolerance, positive=True)
-    kernel_tol = real("kernel_tol", kernel_tol, positive=True)
+    tolerance, kernel_tol = check_tolerances(tolerance, kernel_tol)
     prune_tol = real("prune_tol", prune_tol, nonnegative=True)
     lam = check_rate(workload)
     pol, b = scheduler_rules(policy, engine)
@@ -304,47 +306,16 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
                              + (f" x {J} positions of the head prompt" if J > 1 else "")
                              + "); lower the caps, or raise max_states if memory allows")
     chain_memory_check(engine, workload, pol, Np, Nd, kernel_tol, b=b)
-    if J > 1:
-        valid = np.ones((Np + 1, Nd + 1, J), dtype=bool)
-        valid[0, :, 1:] = False
-    else:
-        valid = np.ones((Np + 1, Nd + 1, 1), dtype=bool)
-    space = StateSpace.from_mask(("n_p", "n_d", "j"), valid.shape, valid)
+    space = count_space(Np, Nd, J)
     NP, ND, JJ = space["n_p"], space["n_d"], space["j"]
     S = space.size
 
     # --- batch shape before prefill: decode tokens fixed in advance and the prefill budget
-    if pol.priority == "decode":
-        if pol.mixed:
-            D0 = np.minimum(ND, b)
-            B = b - D0
-        else:
-            D0 = np.where(ND > 0, np.minimum(ND, b), 0)
-            B = np.where(ND > 0, 0, b)
-    else:
-        if pol.mixed:
-            D0 = None  # decode takes what prefill leaves
-            B = np.full(S, b)
-        else:
-            D0 = np.where(NP > 0, 0, np.minimum(ND, b))
-            B = np.where(NP > 0, b, 0)
+    D0, B = prefill_budget(pol, b, NP, ND)
 
     # --- prefill outcomes: (src, K completions, new head progress, T tokens, weight)
     if vp is not None:
-        if pol.chunked:
-            R = NP * vp - JJ
-            T = np.minimum(B, R)
-            first = vp - JJ
-            done = T >= first
-            K = np.where(done, 1 + (np.maximum(T - first, 0)) // vp, 0)
-            jn = np.where(done, (np.maximum(T - first, 0)) % vp, JJ + T)
-            jn = np.where(K >= NP, 0, jn)
-            if J == 1:
-                jn = np.zeros_like(jn)
-        else:
-            K = np.minimum(NP, B // vp)
-            T = K * vp
-            jn = np.zeros(S, dtype=np.int64)
+        K, T, jn = fixed_prefill(pol, vp, J, NP, JJ, B)
         src = np.arange(S)
         W = np.ones(S)
     else:
@@ -369,10 +340,7 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         T = np.concatenate(T_l)
         W = np.concatenate(W_l)
         jn = np.zeros(src.size, dtype=np.int64)
-    if D0 is None:
-        D = np.minimum(ND[src], b - T)
-    else:
-        D = D0[src]
+    D = decode_tokens(None if D0 is None else D0[src], ND[src], T, b)
     btok = D + T
 
     # --- per-state expectations

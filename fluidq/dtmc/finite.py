@@ -54,11 +54,11 @@ from math import comb, factorial
 import numpy as np
 import scipy.sparse as sp
 
-from .._validate import integer, real
+from .._validate import integer
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Workload
-from .kernels import binom_pmf, effective_cap, geometric_prefill, poisson_pmf
+from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
 from .sizing import MAX_STATES_LIMIT
 from .state import StateSpace
 
@@ -203,15 +203,19 @@ def decode_state_space(Np: int, n_inner: int, J: int, inner: str, nd_of: np.ndar
     return StateSpace(space.names, coords, space.shape, space._lookup), NP, II, JJ, ND
 
 
-def batch_arrivals(engine: Engine, lam: float, b: int, kernel_tol: float):
+def batch_arrivals(engine: Engine, lam: float, b: int, kernel_tol: float, cap: int | None = None):
     """``(tb_of, arrivals)``: ``tb_of[tokens]`` batch times and a cached ``arrivals(tokens) -> (A, P(A))``
-    giving the Poisson arrivals during a batch of that many tokens (non-zero entries only)."""
+    giving the Poisson arrivals during a batch of that many tokens (non-zero entries only).
+
+    ``cap``: arrivals are counted up to ``cap``, the last value being ``P(A >= cap)`` (pass the prefill
+    cap + 1: any more arrivals leave the box anyway), so a rate of 1e9 req/s keeps a short kernel
+    instead of a vector of ``rate x t(b)`` entries."""
     tb_of = np.r_[0.0, np.asarray(engine.batch_time(np.arange(1, b + 1)), dtype=float)]
     cache: dict = {}
 
     def arrivals(btok):
         if btok not in cache:
-            a = poisson_pmf(lam * tb_of[btok], kernel_tol)
+            a = poisson_pmf(lam * tb_of[btok], kernel_tol, cap=cap)
             A = np.flatnonzero(a > 0)
             cache[btok] = (A, a[A])
         return cache[btok]
@@ -278,8 +282,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     Np = integer("max_prefill", max_prefill, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
     max_prompt = integer("max_prompt", max_prompt, minimum=1)
-    tolerance = real("tolerance", tolerance, positive=True)
-    kernel_tol = real("kernel_tol", kernel_tol, positive=True)
+    tolerance, kernel_tol = check_tolerances(tolerance, kernel_tol)
     max_states = integer("max_states", max_states, minimum=1, maximum=MAX_STATES_LIMIT,
                          why="states are indexed with 32-bit integers")
     lam = workload.arrival_rate_per_s
@@ -352,7 +355,7 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             dec_cache[key] = (dest, w, lost_w)
         return dec_cache[key]
 
-    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol)
+    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
 
     def prefill_outcomes(n, B, j):
         """``[(K, T, j_next, w)]`` for FCFS prefill of ``n`` prompts with budget ``B``."""

@@ -6,12 +6,51 @@ folded mass is bounded by ``tol`` per kernel.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 from scipy import stats
 
-__all__ = ["binom_pmf", "geometric_prefill", "poisson_pmf"]
+from .._validate import real
+from ..errors import ParameterError
+
+__all__ = ["MIN_KERNEL_TOL", "MIN_TOLERANCE", "binom_pmf", "check_tolerances", "geometric_prefill", "poisson_pmf"]
+
+#: Smallest boundary mass a chain is asked to resolve (``tolerance``): the kernels fold tails of 1e-12
+#: and the stationary solve stops at a residual of about 1e-10, so a smaller mass is round-off, and
+#: chasing it grows the caps without end (``dtmc --tolerance 1e-320`` did).
+MIN_TOLERANCE = 1e-12
+#: Kernel tails (``kernel_tol``) within ``[1e-15, 1e-3]``: below 1e-15 a tail is below double rounding of
+#: the kept mass (scipy's inverse survival function turns NaN near 1e-300); above 1e-3 the folding
+#: distorts the chain.
+MIN_KERNEL_TOL, MAX_KERNEL_TOL = 1e-15, 1e-3
+
+
+def check_tolerances(tolerance, kernel_tol) -> tuple[float, float]:
+    """``(tolerance, kernel_tol)`` of a chain builder, refused outside what the chain can resolve."""
+    tolerance = real("tolerance", tolerance, minimum=MIN_TOLERANCE,
+                     why="the kernels fold tails of 1e-12 and the solver's residual is about 1e-10: a smaller "
+                         "boundary mass is round-off, and larger and larger caps would be built chasing it")
+    if kernel_tol == 0 and not isinstance(kernel_tol, bool):  # exact kernels: every term up to the caps
+        return tolerance, 0.0
+    kernel_tol = real("kernel_tol", kernel_tol, minimum=MIN_KERNEL_TOL, maximum=MAX_KERNEL_TOL,
+                      why="a tail below 1e-15 is below the rounding of the kept mass; above 1e-3 folding it "
+                          "distorts the chain (0 keeps every term up to the caps)")
+    return tolerance, kernel_tol
+
+
+def _poisson_upper(mu: float, tol: float) -> float:
+    """A count ``n`` with ``P(A > n) <= tol`` for ``A ~ Poisson(mu)``: scipy's ``isf`` where it is finite,
+    else the Chernoff bound ``mu + x`` with ``x^2 = 2 L (mu + x/3)``, ``L = log(1/tol)`` (scipy returns
+    NaN for ``mu`` beyond about 1e14)."""
+    if tol <= 0:  # exact: no tail is folded (callers cap the vector at their box)
+        return math.inf
+    hi = float(stats.poisson.isf(tol, mu))
+    if math.isfinite(hi):
+        return hi
+    L = math.log(1.0 / tol)
+    return mu + L / 3.0 + math.sqrt(L * L / 9.0 + 2.0 * mu * L)
 
 
 def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.ndarray:
@@ -22,11 +61,14 @@ def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.nda
     """
     if mu <= 0:
         return np.ones(1)
-    hi = float(stats.poisson.isf(tol, mu)) + 1
+    hi = _poisson_upper(mu, tol) + 1
+    if cap is None and not math.isfinite(hi):
+        raise ParameterError("kernel_tol", tol, "a tail tolerance > 0 for an arrival kernel without a cap")
     if cap is not None and hi > cap:
         k = np.arange(int(cap) + 1)
         p = stats.poisson.pmf(k, mu)
         p[-1] = stats.poisson.sf(cap - 1, mu)
+        p = np.where(np.isfinite(p), p, 0.0)
         s = p.sum()
         return p / s if s > 0 else np.r_[np.zeros(int(cap)), 1.0]
     k = np.arange(int(hi) + 1)

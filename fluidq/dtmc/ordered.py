@@ -31,11 +31,12 @@ from itertools import product
 import numpy as np
 import scipy.sparse as sp
 
-from .._validate import integer, real
+from .._validate import integer
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Fixed, Workload
 from .finite import _output_support, batch_arrivals, decode_state_space
+from .kernels import check_tolerances
 
 __all__ = ["build_ordered_dtmc", "n_ordered_states"]
 
@@ -90,8 +91,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     Np = integer("max_prefill", max_prefill, minimum=1)
     Md = integer("max_decode", max_decode, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
-    tolerance = real("tolerance", tolerance, positive=True)
-    kernel_tol = real("kernel_tol", kernel_tol, positive=True)
+    tolerance, kernel_tol = check_tolerances(tolerance, kernel_tol)
     max_states = integer("max_states", max_states, minimum=1)
     pol, b = scheduler_rules(policy, engine)
     if pol.priority != "prefill" or not pol.mixed:
@@ -134,7 +134,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
             ent_cache[K] = (tuples, np.array(w))
         return ent_cache[K]
 
-    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol)
+    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
 
     def prefill(n, j):
         if n == 0:

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from .._validate import real
+from .._validate import integer, real
 from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import FluidqError, ParameterError
@@ -209,6 +209,28 @@ def _decode_cycle_s(t, out, kmax):
     return dec
 
 
+def _decode_cycle_at(t, out, k):
+    """``_decode_cycle_s(t, out, k)[k]`` alone: each ``E[t(N_j)]`` over the window of ``N_j ~ Binomial(k, s_j)``
+    holding all but about 1e-16 of its mass (the full table is ``O(k^2)`` per length: FasterTransformer with a
+    budget of 2**24 tokens hung, and one of 51,200 took a minute)."""
+    if k <= 64:
+        return float(_decode_cycle_s(t, out, k)[k])
+    S = _survival(out, _max_length(out))
+    if S is None:
+        raise ThresholdUnavailable(f"output length {out!r} has no known survival function")
+    S = S[1.0 - (1.0 - S) ** k > 1e-15]
+    total = 0.0
+    for sj in S:
+        m, sd = k * sj, math.sqrt(k * sj * (1.0 - sj))  # the window mean +- (9 sd + 10): tails below 1e-16
+        lo = max(1, math.floor(m - 9.0 * sd - 10.0))
+        hi = min(k, math.ceil(m + 9.0 * sd + 10.0))
+        if hi < lo:
+            continue
+        n = np.arange(lo, hi + 1)
+        total += float(stats.binom.pmf(n, k, sj) @ np.asarray(t(n.astype(float)), float))
+    return total
+
+
 def _ft_threshold(engine, workload, pol, b):
     t = engine.batch_time
     out = workload.output_tokens
@@ -217,7 +239,7 @@ def _ft_threshold(engine, workload, pol, b):
         return _ft_threshold_random_prompts(engine, workload, pol, b)
     vp = _fixed_prompt(workload, pol, b)
     k = b // vp
-    decode_s = float(_decode_cycle_s(t, out, k)[k])
+    decode_s = _decode_cycle_at(t, out, k)
     prefill_s = float(t(float(k * vp)))
     cycle = prefill_s + decode_s
     lam = k / cycle
@@ -290,6 +312,11 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     return lam, lam, lam, expr, {"mean_batch_prompts": float(pi @ EK), "cycle_s": float(pi @ Ecyc)}
 
 
+#: the most prompts one prefill batch of vanilla vLLM may hold for its renewal threshold (fixed prompts):
+#: the prefill-queue chain, truncated at 4096 waiting prompts, must hold several batches' arrivals
+MAX_VLLM_PROMPTS_PER_BATCH = 1024
+
+
 def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
     """Decode tokens/s of vanilla vLLM with a saturated decode pool; ``(D, lost_mass, Q)``.
 
@@ -316,7 +343,8 @@ def _vllm_chain(lam, tb, tp, b, k, Q):
     lost[0] = max(0.0, 1.0 - a_b.sum())
     P[0, Q] += lost[0]
     tau[0] = tb
-    pmfs = [stats.poisson.pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, k + 1)]
+    # only m = min(q, k) <= Q prompts are ever taken (a budget of 2**24 tokens computed k = 167,772 of them)
+    pmfs = [stats.poisson.pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, min(k, Q) + 1)]
     for q in range(1, Q + 1):
         m = min(q, k)
         base = q - m
@@ -533,6 +561,11 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
         return _vllm_threshold_random_prompts(engine, workload, pol, b, **limits)
     vp = _fixed_prompt(workload, pol, b)
     k = b // vp
+    if k > MAX_VLLM_PROMPTS_PER_BATCH:  # the prefill-queue chain would need far more than its 4096 states
+        raise ThresholdUnavailable(f"a budget of b={b:,} tokens holds {k:,} prompts of {vp} tokens per prefill "
+                                   f"batch; vanilla vLLM's renewal threshold is computed for at most "
+                                   f"{MAX_VLLM_PROMPTS_PER_BATCH:,} (its prefill-queue chain is truncated at 4096 "
+                                   "waiting prompts)")
     md = workload.mean_output_tokens
     t = engine.batch_time
     prefill_cap = k / float(t(float(k * vp)))
@@ -707,8 +740,12 @@ def _dtmc_work_conserving(engine, workload, pol, name, wc_rate, wc_tok, details,
 def _simulation_threshold(engine, workload, pol, rng, **kw):
     try:
         from ..sim import find_threshold
+        from ..sim.core import MAX_RUNS
     except ImportError as exc:
         raise ThresholdUnavailable("the simulator (fluidq.sim) is not available") from exc
+    if "n_replications" in kw:  # before any seed is spawned for them
+        integer("n_replications", kw["n_replications"], minimum=1, maximum=MAX_RUNS,
+                why="every run of a replication set is kept for its verdict")
     res = find_threshold(engine, workload, pol, rng=rng, **kw)
     lam = getattr(res, "arrival_rate_per_s", None)
     lo = getattr(res, "low_rate_per_s", getattr(res, "lower_per_s", None))
@@ -720,6 +757,10 @@ def _simulation_threshold(engine, workload, pol, rng, **kw):
     if not (math.isfinite(lam) and math.isfinite(hi)):
         raise ThresholdUnavailable(f"the simulation did not bracket the threshold: {getattr(res, 'reason', res)}")
     return float(lam), float(lo), float(hi), res
+
+
+#: Narrowest relative bracket ``rtol`` of ``method="dtmc"`` (about 14 chain solves from ``[0, lambda*]``).
+MIN_RTOL = 1e-4
 
 
 def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", method: str = "auto", *,
@@ -738,7 +779,7 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     rng : numpy Generator or seed, optional
         For ``method="simulation"``.
     rtol : float
-        Relative bracket width for ``method="dtmc"``.
+        Relative bracket width for ``method="dtmc"``, within ``[1e-4, 0.5]`` (one chain solve per halving).
     max_prefill, max_decode : int
         Truncation caps for ``method="dtmc"``.
 
@@ -768,7 +809,10 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
         raise ParameterError("workload", workload, "a fluidq.Workload")
     if method not in METHODS:
         raise ParameterError("method", method, " or ".join(repr(m) for m in METHODS))
-    rtol = real("rtol", rtol, positive=True)
+    rtol = real("rtol", rtol, minimum=MIN_RTOL, maximum=0.5,
+                why="method='dtmc' halves the bracket once per chain solve (seconds each): a bracket narrower "
+                    "than 1e-4 of the rate takes more solves than the truncated chain's accuracy is worth, one "
+                    "wider than half of it brackets nothing")
     pol = resolve_policy(policy)
     name = getattr(pol, "name", repr(pol))
     from ..stability import max_requests_per_batch, without_idle_k_max

@@ -21,7 +21,7 @@ from ..errors import DataError, ParameterError, UnknownNameError
 from .facts import DTYPE_BYTES, ModelFacts
 from .memory import KVCapacityEstimate, activation_reserve_bytes, kv_capacity_estimate
 
-__all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "load_model",
+__all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "find_model", "load_model",
            "list_models", "DTYPE_BYTES"]
 
 _CACHE: dict[str, ModelFacts] = {}
@@ -61,3 +61,15 @@ def load_model(name: str, *, option: str = "name") -> ModelFacts:
     if name.casefold() in folded:
         return folded[name.casefold()]
     raise UnknownNameError("model", name, table)
+
+
+def find_model(model_id: str) -> ModelFacts | None:
+    """The shipped facts a Hugging Face id names (``"meta-llama/Llama-2-70b-hf"``), or ``None``: the
+    longest shipped name the id's last part starts with, ignoring case."""
+    key = str(model_id).split("/")[-1].casefold()
+    best = None
+    for m in list_models():
+        k = m.name.casefold()
+        if key.startswith(k) and (best is None or len(k) > len(best.name)):
+            best = m
+    return best

@@ -64,8 +64,10 @@ MAX_GRID = 1_000_000  # most recorded grid points of one run
 #: most requests one run may be expected to hold (arrivals over the horizon plus the initial ones);
 #: each is a Python object and several events, so more would not finish (or fit in memory)
 MAX_REQUESTS = 50_000_000
+#: most requests expected over all the replications of one call (the runs are made one after another)
+MAX_TOTAL_REQUESTS = 100_000_000
 
-__all__ = ["NetworkSimResult", "replicate_network", "simulate_network"]
+__all__ = ["NetworkSimResult", "check_run", "replicate_network", "simulate_network"]
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,8 @@ class NetworkSimResult:
     completed : dict
         Requests of each class that left the network.
     mean_sojourn_s : dict
-        Mean time in the network of the completed requests of each class.
+        Mean time in the network of the completed requests of each class; ``None`` for a class none
+        of whose requests completed (undefined, not a number).
     batches, events : int
         Batches run and events processed.
     horizon_s, wall_s : float
@@ -128,7 +131,13 @@ class NetworkSimResult:
         m = t >= t[0] + start_fraction * (t[-1] - t[0])
         if m.sum() < 3:
             return float("nan")
-        return float(np.polyfit(t[m], y[m], 1)[0])
+        # the least-squares slope about the window's means (np.polyfit's SVD fails on a window of
+        # 1e-300 s: its scaled design matrix overflows); a window too narrow to resolve has no slope
+        tw, yw = t[m] - np.mean(t[m]), np.asarray(y[m], dtype=float) - np.mean(y[m])
+        with np.errstate(all="ignore"):
+            den = float(np.dot(tw, tw))
+            slope = float(np.dot(tw, yw)) / den if den > 0 else math.nan
+        return slope if math.isfinite(slope) else float("nan")
 
     @property
     def us_per_batch(self) -> float:
@@ -307,6 +316,50 @@ def _batch_time_table(engine):
     return dict(enumerate(tab.tolist(), 1))
 
 
+def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
+              names: dict | None = None) -> float:
+    """Refuse, before any work, runs that cannot be simulated; return the horizon as a float.
+
+    ``horizon_s`` finite and at least :data:`fluidq.sim.core.MIN_HORIZON_S`; at most
+    :data:`MAX_REQUESTS` requests expected in one run (arrivals over the horizon plus ``initial``),
+    ``replications`` within ``1 .. MAX_RUNS`` and at most :data:`MAX_TOTAL_REQUESTS` over all of them.
+    ``names`` maps ``"horizon_s"`` and ``"replications"`` to the caller's names (e.g. CLI flags); the
+    message says the size the runs would have.
+    """
+    from .._validate import integer
+    from ..sim.core import MAX_RUNS, MIN_HORIZON_S
+
+    nm = {"horizon_s": "horizon_s", "replications": "replications", **(names or {})}
+    horizon = real(nm["horizon_s"], horizon_s, positive=True)
+    if horizon < MIN_HORIZON_S:
+        raise ParameterError(nm["horizon_s"], horizon_s, f"a horizon >= {MIN_HORIZON_S:g} s",
+                             "a shorter run serves nothing (no batch ends within it) and its growth cannot be fitted")
+    rate = sum(float(c.rate_per_s) for c in network.classes)
+    expected = horizon * rate
+    if isinstance(initial, dict):
+        vals = [v for v in initial.values() if isinstance(v, (int, float, np.integer, np.floating))
+                and not isinstance(v, bool)]
+        for v in vals:  # a non-finite count is refused by the run itself, naming initial
+            try:
+                f = float(v)
+            except OverflowError:  # an int beyond the float range
+                f = math.inf
+            expected += max(f, 0.0) if not math.isnan(f) else 0.0
+    if not expected <= MAX_REQUESTS:
+        raise ParameterError(nm["horizon_s"], horizon_s,
+                             f"a run of at most {MAX_REQUESTS:,} requests: {horizon:.4g} s at the total arrival rate "
+                             f"{rate:.4g}/s" + (" plus the initial requests" if initial else "") +
+                             f" would make about {expected:.3g} requests")
+    n = integer(nm["replications"], replications, minimum=1, maximum=MAX_RUNS,
+                why="the runs are kept for the verdict")
+    if n > 1 and not n * expected <= MAX_TOTAL_REQUESTS:
+        raise ParameterError(nm["replications"], replications,
+                             f"at most {MAX_TOTAL_REQUESTS:,} requests over all replications",
+                             f"{n:,} runs of about {expected:.3g} requests ({horizon:.4g} s at {rate:.4g}/s) would "
+                             f"make {n * expected:.3g}; fewer replications or a shorter horizon")
+    return horizon
+
+
 def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
                      record_dt_s: float | None = None, check_batches: bool = False,
                      max_batches: int | None = None, method: str = "auto") -> NetworkSimResult:
@@ -372,7 +425,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     from .._validate import integer
     from ..sim.core import _check_rng
 
-    horizon = real("horizon_s", horizon_s, positive=True)
+    horizon = check_run(network, horizon_s, initial=initial)
     rng = _check_rng(rng)
     if isinstance(rng, np.random.Generator):
         gen = rng
@@ -397,17 +450,6 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
             raise ParameterError(f"station {st.name!r}: engine.kv_capacity_tokens", st.engine.kv_capacity_tokens,
                                  "None: the network simulator does not model a KV-cache limit (simulate one "
                                  "engine with fluidq.simulate, which does)")
-    expected = horizon * sum(float(c.rate_per_s) for c in network.classes)
-    if initial:
-        vals = [v for v in initial.values() if isinstance(v, (int, float, np.integer, np.floating))
-                and not isinstance(v, bool)]
-        expected += float(sum(max(float(v), 0.0) for v in vals))
-    if not expected <= MAX_REQUESTS:
-        raise ParameterError("horizon_s", horizon_s,
-                             f"a run of at most {MAX_REQUESTS:,} requests: {horizon:.4g} s at the total arrival rate "
-                             f"{sum(float(c.rate_per_s) for c in network.classes):.4g}/s"
-                             + (" plus the initial requests" if initial else "") +
-                             f" would make about {expected:.3g} requests")
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
@@ -1062,7 +1104,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         station_tokens={s.s.name: rec_st_tok[:, s.idx].copy() for s in stations},
         station_requests={s.s.name: rec_st_req[:, s.idx].copy() for s in stations},
         completed=dict(zip(cls_names, completed)),
-        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else math.nan) for i, c in enumerate(cls_names)},
+        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
         batches=n_batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
         violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
 
@@ -1071,6 +1113,9 @@ def replicate_network(network: Network, *, horizon_s: float, replications: int =
     """Independent runs seeded from one ``SeedSequence`` (``rng`` an int, SeedSequence or None)."""
     from .._validate import integer
 
+    if not isinstance(network, Network):
+        raise ParameterError("network", network, "a fluidq.network.Network")
+    check_run(network, horizon_s, replications=replications, initial=kw.get("initial"))
     n = integer("replications", replications, minimum=1)
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     return [simulate_network(network, horizon_s=horizon_s, rng=child, **kw) for child in ss.spawn(n)]

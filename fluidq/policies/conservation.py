@@ -15,11 +15,17 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from .._validate import integer
+from math import comb
+
+from .._validate import MAX_BUDGET_TOKENS, integer
+from ..errors import ParameterError
 from .base import Batch, QueueView, RequestState, batch_violations
 from .schedulers import resolve_policy
 
-__all__ = ["WorkConservationResult", "check_work_conserving"]
+__all__ = ["MAX_SEARCH_STATES", "WorkConservationResult", "check_work_conserving"]
+
+#: the most queue states one search may visit (a second or so of ``select`` calls)
+MAX_SEARCH_STATES = 200_000
 
 
 @dataclass(frozen=True)
@@ -74,11 +80,23 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
         with the number of states checked.  Batches breaking (6a)-(6d) are reported in ``invalid``.
     """
     pol = resolve_policy(policy)
-    max_requests = integer("max_requests", max_requests, minimum=1)
+    max_requests = integer("max_requests", max_requests, minimum=1, maximum=64,
+                           why="the search grows combinatorially with the residents")
+    try:
+        budgets = [integer("b_max", b, minimum=1, maximum=MAX_BUDGET_TOKENS,
+                           why="larger budgets cannot be built by any engine") for b in b_max_values]
+    except TypeError:
+        raise ParameterError("b_max_values", b_max_values, "an iterable of integer budgets") from None
+    if len(budgets) > 1024:
+        raise ParameterError("b_max_values", f"<{len(budgets)} budgets>", "at most 1024 budgets to search")
+    # every budget has 7 resident options (see _request_options); states = multisets of n of them, twice
+    states = len(budgets) * sum(2 * comb(7 + n - 1, n) for n in range(1, max_requests + 1))
+    if states > MAX_SEARCH_STATES:
+        raise ParameterError("max_requests", max_requests, f"a search of at most {MAX_SEARCH_STATES:,} queue states",
+                             f"{len(budgets)} budget(s) x up to {max_requests} residents would be {states:,} states")
     checked = 0
     invalid = []
-    for b_max in b_max_values:
-        b_max = integer("b_max", b_max, minimum=1)
+    for b_max in budgets:
         opts = _request_options(b_max)
         for n in range(1, max_requests + 1):
             for combo in itertools.combinations_with_replacement(range(len(opts)), n):

@@ -33,9 +33,15 @@ from ..errors import ParameterError
 from ..policies import QueueView, RequestState, resolve_policy
 from .region import StabilityRegion, _build
 
-__all__ = ["policy_region", "probe_shapes"]
+__all__ = ["MAX_PROBE_TOKENS", "policy_region", "probe_shapes"]
 
 _LONG = 10**9
+#: Largest ``max(b_max, k_max)`` whose policy region is probed: the probes queue up to that many + 2
+#: requests and ask the policy for about 700 batches over them, about 20 us per token of budget
+#: (2**18 tokens: 5 s per policy; 2**24 took minutes).
+MAX_PROBE_TOKENS = 2**18
+PROBE_WHY = ("probing a policy queues up to b_max + 2 requests and forms about 700 batches over them: 2**18 "
+             "tokens take about 5 s per policy")
 
 
 def _decoder_counts(b_max: int, k_max: int | None) -> list[int]:
@@ -54,6 +60,10 @@ def probe_shapes(engine: Engine, policy, *, prompt_tokens: int | None = None) ->
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
     pol = resolve_policy(policy)
+    if max(engine.b_max, engine.k_max or 0) > MAX_PROBE_TOKENS:
+        raise ParameterError("b_max", engine.b_max, f"a budget of at most {MAX_PROBE_TOKENS:,} tokens for a "
+                             "scheduler's region", f"{PROBE_WHY}; {max(engine.b_max, engine.k_max or 0):,} would "
+                             f"queue that many requests")
     plen = integer("prompt_tokens", engine.b_max if prompt_tokens is None else prompt_tokens, minimum=1)
     counts = _decoder_counts(engine.b_max, engine.k_max)
     n_dec = max(counts)

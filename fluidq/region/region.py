@@ -338,9 +338,10 @@ def stability_region(engine: Engine, *, kv_tokens: float | None = None,
         bt = bt.at_context(kv_tokens)
     elif kv_tokens is not None:
         raise ParameterError("kv_tokens", kv_tokens, "None unless the batch time is context-aware")
-    from .._validate import integer
+    from .._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, integer
 
-    prompt_tokens = integer("prompt_tokens", prompt_tokens, minimum=1, allow_none=True)
+    prompt_tokens = integer("prompt_tokens", prompt_tokens, minimum=1, allow_none=True, maximum=MAX_REQUEST_TOKENS,
+                            why=REQUEST_WHY)
     shapes, secs = extreme_shapes(bt, engine.b_max, engine.k_max, prompt_tokens)
     cap, _ = bt.best_rate(engine.b_max)
     return _build(shapes, secs, engine, float(cap), kv_tokens=kv_tokens, prompt_tokens=prompt_tokens)

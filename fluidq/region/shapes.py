@@ -41,7 +41,12 @@ from ..batchtime import Affine, PiecewiseLinear, Staircase
 from ..batchtime.models import ContextAware, _Shifted
 from ..errors import ParameterError
 
-__all__ = ["candidate_totals", "extreme_shapes"]
+__all__ = ["MAX_PROMPT_LIMITED_TOKENS", "candidate_totals", "extreme_shapes"]
+
+#: Largest budget ``b_max`` whose region is built with fixed-length prompts under a binding ``k_max``:
+#: every total ``1..b_max`` is then a candidate (three shapes each, a convex hull of all of them), about
+#: 3 s per million tokens of budget; vLLM's largest budgets are about 1M tokens.
+MAX_PROMPT_LIMITED_TOKENS = 2**20
 
 
 def _unwrap(bt):
@@ -63,7 +68,13 @@ def candidate_totals(batch_time, b_max: int, k_max: int | None) -> np.ndarray:
         cand = np.array([], dtype=int)
     else:
         cand = np.arange(1, b_max + 1)
-    return np.unique(np.concatenate([cand.astype(np.int64), np.array(extra, dtype=np.int64)]))
+    return _sorted_unique(np.concatenate([cand.astype(np.int64), np.array(extra, dtype=np.int64)]))
+
+
+def _sorted_unique(v: np.ndarray) -> np.ndarray:
+    """``np.unique`` of an int array by a sort (numpy's hash-based unique took 37 s for 2**24 values)."""
+    v = np.sort(v)
+    return v[np.r_[True, v[1:] != v[:-1]]] if v.size else v
 
 
 def _prompt_limited(b_max: int, k: int, P: int) -> np.ndarray:
@@ -88,7 +99,7 @@ def _unique_rows(shapes: np.ndarray, b_max: int) -> np.ndarray:
     (a 1-d sort: seconds, not minutes, for the millions of rows of a budget of 2**24 tokens)."""
     shapes = np.asarray(shapes, dtype=np.int64).reshape(-1, 2)
     base = np.int64(b_max + 1)
-    keys = np.unique(shapes[:, 0] * base + shapes[:, 1])
+    keys = _sorted_unique(shapes[:, 0] * base + shapes[:, 1])
     return np.stack([keys // base, keys % base], axis=1)
 
 
@@ -101,11 +112,32 @@ def extreme_shapes(batch_time, b_max: int, k_max: int | None,
     the batch-time model gives a time that is not a finite positive number of seconds at one of
     the candidate sizes.
     """
+    if k_max is not None and k_max >= b_max:
+        k_max = None  # y + n_p <= x + y <= b_max: a limit of b_max requests or more never binds
+    if prompt_tokens is not None and prompt_tokens >= b_max:
+        prompt_tokens = None  # one request may bring the whole budget: the limit never binds
     k = b_max + 1 if k_max is None else k_max
+    if prompt_tokens is not None and k_max is not None and b_max > MAX_PROMPT_LIMITED_TOKENS:
+        raise ParameterError("b_max", b_max, f"a budget of at most {MAX_PROMPT_LIMITED_TOKENS:,} tokens when k_max="
+                             f"{k_max:,} binds and prompts have a fixed length ({prompt_tokens:,} tokens)",
+                             f"every batch total 1..b_max is then a candidate shape: {3 * b_max:,} shapes and "
+                             "their convex hull, minutes of work; give a smaller --b-max, or no --k-max")
     if prompt_tokens is not None and k_max is not None:
         shapes = _unique_rows(_prompt_limited(b_max, k, prompt_tokens), b_max)
     else:
         b = candidate_totals(batch_time, b_max, k_max)
+        if len(b) > MAX_PROMPT_LIMITED_TOKENS:  # a tabulated or user model: every total 1..b_max
+            if k_max is not None:
+                raise ParameterError("b_max", b_max, f"a budget of at most {MAX_PROMPT_LIMITED_TOKENS:,} tokens when "
+                                     f"k_max={k_max:,} binds and t(b) is {type(_unwrap(batch_time)).__name__}",
+                                     f"every batch total 1..b_max is then a candidate: {3 * len(b):,} shapes and their "
+                                     "convex hull, minutes of work; give a smaller b_max, or no k_max")
+            # without k_max the region is the triangle x + y <= max_b b/t(b): only the best totals can be
+            # extreme (the pure-prefill and pure-decode shapes of one total give the same rate)
+            secs = np.asarray(batch_time(b.astype(float)), dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rate = np.where(np.isfinite(secs) & (secs > 0), b / secs, np.inf)  # a bad time is reported below
+            b = b[rate >= np.max(rate) * (1 - 1e-12)] if np.all(np.isfinite(rate)) else b[~np.isfinite(rate)][:1]
         pre = np.stack([b, np.zeros_like(b)], axis=1)
         dec_b = b[b <= k]
         dec = np.stack([np.zeros_like(dec_b), dec_b], axis=1)

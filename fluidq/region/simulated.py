@@ -18,12 +18,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, array, integer, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..results import plain
 
-__all__ = ["SimulatedRegion", "simulated_region"]
+__all__ = ["MAX_RAYS", "SimulatedRegion", "check_rays", "simulated_region"]
+
+#: Most rays of one simulated region, over all the policies of one call (each ray is one threshold
+#: search: up to :data:`SEARCH_SETS` sets of replicated simulations, a fraction of a second to a few seconds
+#: of work per ray).  32 rays are 2.9 degrees apart.
+MAX_RAYS = 32
+RAYS_WHY = ("each ray is one threshold search of up to 34 sets of simulations, up to a few seconds of work; "
+            "32 rays are 2.9 degrees apart, finer than a plot shows")
+#: Most replication sets one threshold search runs (``find_threshold`` with its default
+#: ``max_steps=16``: two per step, each retried once, plus the two ends).
+SEARCH_SETS = 34
+
+
+def check_rays(n_rays, n_policies: int = 1, *, name: str = "n_rays", policies_name: str = "policies") -> int:
+    """``n_rays`` checked before any work: an integer >= 1, and ``n_rays x n_policies`` threshold searches
+    at most :data:`MAX_RAYS` (the message says how many they would be)."""
+    n = integer(name, n_rays, minimum=1, maximum=MAX_RAYS, why=RAYS_WHY)
+    if n * n_policies > MAX_RAYS:
+        raise ParameterError(name, n_rays, f"at most {MAX_RAYS} rays over all {policies_name} together",
+                             f"{n:,} rays x {n_policies} policies would be {n * n_policies:,} threshold searches; "
+                             f"{RAYS_WHY}")
+    return n
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,21 +129,34 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
 
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
-    n_rays = integer("n_rays", n_rays, minimum=1)
-    request_tokens = integer("request_tokens", request_tokens, minimum=2)
+    n_rays = check_rays(n_rays)
+    request_tokens = integer("request_tokens", request_tokens, minimum=2, maximum=MAX_REQUEST_TOKENS,
+                             why=REQUEST_WHY)
     horizon_s = real("horizon_s", horizon_s, positive=True)
-    shapes = _rays(n_rays, request_tokens) if request_shapes is None else np.asarray(request_shapes, dtype=int)
-    if shapes.ndim != 2 or shapes.shape[1] != 2 or np.any(shapes < 1):
-        raise ParameterError("request_shapes", request_shapes, "pairs (m_p, m_d) of whole tokens >= 1")
-    seeds = np.random.SeedSequence(rng).spawn(len(shapes))
+    if request_shapes is None:
+        shapes = _rays(n_rays, request_tokens)
+    else:
+        raw = array("request_shapes", request_shapes, ndim=2)
+        if raw.shape[1] != 2 or np.any(raw < 1) or np.any(raw != np.round(raw)):
+            raise ParameterError("request_shapes", request_shapes, "pairs (m_p, m_d) of whole tokens >= 1")
+        if np.any(raw > MAX_REQUEST_TOKENS):
+            raise ParameterError("request_shapes", request_shapes,
+                                 f"token counts <= {MAX_REQUEST_TOKENS:,}", REQUEST_WHY)
+        if len(raw) > MAX_RAYS:
+            raise ParameterError("request_shapes", f"<{len(raw):,} shapes>", f"at most {MAX_RAYS} shapes (rays)",
+                                 RAYS_WHY)
+        shapes = raw.astype(np.int64)
     region = stability_region(engine)
     arrival = Poisson if poisson else Periodic
+    lam_all = [region.max_request_rate(int(mp), int(md)) for mp, md in shapes]
+    _check_work(engine, shapes, lam_all, arrival, horizon_s, n_replications)
+    seeds = np.random.SeedSequence(rng).spawn(len(shapes))
     lows, highs, status, label, lams = [], [], [], None, []
     for i, ((mp, md), seed) in enumerate(zip(shapes, seeds)):
         w = Workload(arrival=arrival(rate_per_s=1.0), prompt_tokens=int(mp), output_tokens=int(md))
         factory = callable(policy) and not hasattr(policy, "select") and not isinstance(policy, str)
         pol = policy(w) if factory else policy
-        lam = region.max_request_rate(mp, md)
+        lam = lam_all[i]
         lams.append(lam)
         th = find_threshold(engine, w, pol, low_rate_per_s=0.3 * lam, high_rate_per_s=1.05 * lam,
                             n_replications=n_replications, horizon_s=horizon_s, rel_tol=rel_tol, rng=seed,
@@ -147,3 +181,24 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
                            points=pts, engine_scale=scale, status=tuple(status), engine=engine,
                            inputs={"horizon_s": horizon_s, "n_replications": n_replications, "rel_tol": rel_tol,
                                    "arrivals": "poisson" if poisson else "periodic", "rng": repr(rng)})
+
+
+def _check_work(engine, shapes, lams, arrival, horizon_s, n_replications) -> None:
+    """Refuse, before any simulation, a region whose runs could not be simulated or would take too long:
+    each run (the fastest ray's rate, a little above its fluid threshold) within the simulator's limits,
+    and all the runs of all the searches within ``MAX_TOTAL_ARRIVALS`` arrivals."""
+    from ..sim.core import MAX_TOTAL_ARRIVALS, check_size
+    from ..workload import Workload
+
+    i = int(np.argmax(lams))
+    fastest = Workload(arrival=arrival(rate_per_s=1.05 * lams[i]), prompt_tokens=int(shapes[i][0]),
+                       output_tokens=int(shapes[i][1]))
+    check_size(engine, fastest, horizon_s=horizon_s, runs=n_replications, names={"runs": "n_replications"})
+    n_replications = int(n_replications)
+    arrivals = float(sum(1.05 * lam * horizon_s for lam in lams)) * n_replications * SEARCH_SETS
+    if not arrivals <= MAX_TOTAL_ARRIVALS:
+        raise ParameterError("horizon_s", horizon_s,
+                             f"a region of at most {MAX_TOTAL_ARRIVALS:,} simulated arrivals over all its searches",
+                             f"{len(shapes)} rays x up to {SEARCH_SETS} sets x {n_replications:,} replications of "
+                             f"{horizon_s:.4g} s at about the rays' thresholds would be up to {arrivals:.3g} "
+                             "arrivals; fewer rays, fewer replications or a shorter horizon")

@@ -73,15 +73,22 @@ def _sections():
     return [importlib.import_module(f"{sections.__name__}.{m}") for m in mods]
 
 
-def _html(title: str, parts: list[Section], out_dir: Path) -> str:
+#: what a --quick report says at its top (and each of its figures in its caption)
+QUICK_NOTE = ("**Quick run** (`--quick`): simulations of 60 s (latency: 40 s, four orderings) and no "
+              "simulated region; every figure below comes from these short runs. Leave out `--quick` for the "
+              "full report (240 s simulations).")
+
+
+def _html(title: str, parts: list[Section], out_dir: Path, *, quick: bool = False) -> str:
     """A self-contained page: PNGs inlined as data URIs, Markdown rendered by a tiny converter."""
-    body = []
+    body = [_md_to_html(QUICK_NOTE)] if quick else []
     for s in parts:
         body.append(f"<section><h2>{html.escape(s.title)}</h2>{_md_to_html(s.markdown)}")
         for fig in s.figures:
             data = base64.b64encode(Path(fig).read_bytes()).decode()
+            cap = Path(fig).name + (" (quick run)" if quick else "")
             body.append(f'<figure><img alt="{html.escape(Path(fig).stem)}" src="data:image/png;base64,{data}"/>'
-                        f"<figcaption>{html.escape(Path(fig).name)}</figcaption></figure>")
+                        f"<figcaption>{html.escape(cap)}</figcaption></figure>")
         body.append("</section>")
     css = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
            "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left}"
@@ -170,11 +177,13 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
             parts.append(sec)
     title = f"fluidq report: {engine.name} under {workload.name}"
     md = [f"# {title}", "", f"fluidq {__version__}, generated in {time.time() - t0:.1f} s.", ""]
+    if quick:
+        md += [QUICK_NOTE, ""]
     for s in parts:
         md += [f"## {s.title}", "", s.markdown.strip(), ""]
-        md += [f"![{Path(f).stem}]({Path(f).name})" for f in s.figures] + [""]
+        md += [f"![{Path(f).stem}{' (quick run)' if quick else ''}]({Path(f).name})" for f in s.figures] + [""]
     write_output(out / "report.md", "\n".join(md), what="report file")
-    write_output(out / "report.html", _html(title, parts, out), what="report file")
+    write_output(out / "report.html", _html(title, parts, out, quick=quick), what="report file")
     figs = [str(f) for s in parts for f in s.figures]
     return {"markdown": str(out / "report.md"), "html": str(out / "report.html"), "figures": figs,
             "sections": [{"title": s.title, "data": s.data} for s in parts]}

@@ -203,12 +203,38 @@ def _seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
     return np.random.SeedSequence(rng)
 
 
+#: budgets up to this many tokens get their batch times tabulated in full before a run (a list index
+#: per iteration); larger ones fill a table lazily with the batch sizes the run meets (a list of 2**24
+#: times took about 7 s to build for every policy and load)
+EAGER_TAU_TOKENS = 1 << 18
+
+
+class _LazyTau(dict):
+    """``tau[b]`` for ``b = 1..b_max``: the batch time of ``b`` tokens, computed on first use."""
+
+    def __init__(self, bt, b_max):
+        super().__init__()
+        self.bt, self.b_max = bt, b_max
+
+    def __missing__(self, b):
+        v = float(np.asarray(self.bt(np.array([float(b)])), dtype=float)[0])
+        if not (math.isfinite(v) and v > 0):
+            raise ParameterError("engine.batch_time", self.bt, f"batch times > 0 for 1..b_max tokens (t({b}) = {v!r})")
+        self[b] = v
+        return v
+
+
 def _tau_table(engine: Engine):
     bt = engine.batch_time
     ks = 0.0
     if isinstance(bt, ContextAware):
         ks = float(bt.kv_s_per_token)
         bt = bt.base
+    if engine.b_max > EAGER_TAU_TOKENS:
+        probe = np.asarray(bt(np.array([1.0, float(engine.b_max)])), dtype=float)  # the ends, checked now
+        if not np.all(np.isfinite(probe)) or np.any(probe <= 0):
+            raise ParameterError("engine.batch_time", bt, "batch times > 0 for 1..b_max tokens")
+        return _LazyTau(bt, engine.b_max), ks
     b = np.arange(1, engine.b_max + 1, dtype=float)
     tab = np.asarray(bt(b), dtype=float)
     if not np.all(np.isfinite(tab)) or np.any(tab <= 0):

@@ -67,19 +67,28 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
 
             from distributed.comm import parse_address
             from distributed.comm.addressing import parse_host_port
+            from distributed.comm.registry import backends
 
             try:  # the address's syntax first, with no event loop involved
                 scheme, loc = parse_address(str(address))
+                if scheme not in backends:  # distributed would say so only when the Client connects
+                    raise ValueError(f"unknown scheme {scheme!r}; known: {', '.join(sorted(backends))}")
                 if scheme in ("tcp", "tls", "ws", "wss"):
-                    parse_host_port(loc)
+                    _host, port = parse_host_port(loc)
+                    if not 0 <= int(port) <= 65535:  # getaddrinfo raised OverflowError beyond a C long
+                        raise ValueError(f"port {port} is not in 0..65535")
             except (ValueError, TypeError) as exc:  # not an address distributed can parse
                 raise ParameterError("address", address, f"a Dask scheduler address such as tcp://host:8786 ({exc})") \
                     from None
             try:
                 client = Client(address, timeout="10s")
-            except (OSError, TimeoutError) as exc:  # nothing answers there (distributed raises OSError subclasses)
+            except (OSError, TimeoutError, OverflowError) as exc:  # nothing answers there (OSError subclasses)
                 raise ParameterError("address", address, "a running Dask scheduler: none answered within 10 s "
                                      f"({type(exc).__name__})") from None
+            except (TypeError, ValueError) as exc:  # a scheme this installation cannot connect with (ucx
+                # without its package, an inproc address of no scheduler in this process)
+                raise ParameterError("address", address, "a Dask scheduler address this installation can connect "
+                                     f"to ({type(exc).__name__}: {exc})") from None
             try:
                 yield client
             finally:

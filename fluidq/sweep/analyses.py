@@ -183,7 +183,9 @@ def point_workload(point: dict, *, engine=None):
     if has_load:
         engine = engine if engine is not None else point_engine(point)
         cap = max_throughput(engine, shape, n_engines=int(point.get("engines", 1)))
-        return shape.with_rate(float(point["load"]) * cap.requests_per_s)
+        from .._validate import load_rate
+
+        return shape.with_rate(load_rate("load", float(point["load"]), cap.requests_per_s))
     return None
 
 

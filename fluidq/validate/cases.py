@@ -172,6 +172,21 @@ def _copy_folder(p: Path, dst: Path, unz) -> None:
 
 
 # ------------------------------------------------------------------------------ serving runs
+def _n_layers(where: str, spec: dict) -> int:
+    """The decoder-layer count of a case's model, from its facts (``facts = "Llama-3.1-8B"``, a name of
+    :func:`fluidq.models.list_models`), or an explicit ``n_layers`` for a model the table does not hold."""
+    if "facts" in spec:
+        from ..models import load_model
+
+        n = load_model(spec["facts"], option=f"{where}: facts").n_layers
+        if "n_layers" in spec and int(spec["n_layers"]) != n:
+            raise DataError(f"{where}: n_layers = {spec['n_layers']} but {spec['facts']} has {n} decoder layers")
+        return n
+    if "n_layers" not in spec:
+        raise DataError(f"{where}: give the model's facts (facts = \"...\", see `fluidq models list`) or n_layers")
+    return int(spec["n_layers"])
+
+
 def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
     """The KV capacity of a run that does not record it: vLLM's memory planner estimated from the model's
     facts and the GPU memory the case states (:func:`fluidq.models.kv_capacity_estimate`), never a
@@ -200,7 +215,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     s = case.spec
     tg = s.get("targets", {})
     run = read_run(data / s["run"])
-    model = lss_iteration_model(data / s["profile"], n_layers=int(s["n_layers"]), tp=run.tensor_parallel_size)
+    model = lss_iteration_model(data / s["profile"], n_layers=_n_layers(case.name, s), tp=run.tensor_parallel_size)
     kv = run.kv_capacity_tokens
     kv_note = "from vllm_meta.json"
     if kv is None and "kv" in s:
@@ -219,13 +234,16 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     note=f"measured over {sat['seconds']} s with waiting > 0; 95 % CI "
                          f"{sat['tokens_per_s_ci'][0]:.0f}-{sat['tokens_per_s_ci'][1]:.0f}"
                          + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")))
-    # which limit binds: the measurements say so through running vs max_num_seqs and KV use
+    # which limit binds: the measurements alone say so (never the case file's expected answer), through
+    # running vs max_num_seqs and KV use while requests wait; neither full means the token budget binds
     if sat["running_max"] >= run.max_num_seqs:
         meas_bind = "k_max"
     elif np.isfinite(sat["kv_pct_mean"]) and sat["kv_pct_mean"] >= 90:
         meas_bind = "kv_cache"
+    elif np.isfinite(sat["kv_pct_mean"]):
+        meas_bind = "token_budget"
     else:
-        meas_bind = str(tg.get("binding", "unknown"))
+        meas_bind = "unknown (the run records no KV use)"
     rows.append(Row(case=case.name, source=case.source, quantity="binding limit", predicted=pred.binding,
                     measured=meas_bind, target="same limit", status="pass" if pred.binding == meas_bind else "miss",
                     note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}, "
@@ -368,13 +386,13 @@ def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
 
     s = case.spec
     tp = int(s.get("tp", 1))
-    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=int(s["n_layers"]), tp=tp,
+    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=_n_layers(case.name, s), tp=tp,
                                   all_reduce_csv=(data / s["all_reduce"]) if "all_reduce" in s else None,
                                   name=case.name)
     tr = load_trace(s.get("trace", "azure-conv"))
     p, o = np.asarray(tr.prompt_tokens, dtype=float), np.asarray(tr.output_tokens, dtype=float)
     keep = (p + o) <= int(s.get("max_model_len", 10 ** 9))
-    kv, kv_note = _kv_from_memory(s["memory"], int(s["n_layers"]), tp)
+    kv, kv_note = _kv_from_memory(s["memory"], _n_layers(case.name, s), tp)
     pred = predict_capacity(model, p[keep], o[keep], b_max=int(s["b_max"]), k_max=s.get("k_max"),
                             kv_capacity_tokens=kv)
     lin_only = int(s["b_max"]) / float(model.n_layers * model.linear_us(float(s["b_max"])) * 1e-6)
@@ -435,10 +453,12 @@ def _load_measured(prof: dict, data: Path):
     kind = prof["loader"]
     path = _plain_path(data / prof["path"])
     if kind == "llmservingsim":
-        return loaders.load_llmservingsim(path, n_layers=prof.get("n_layers"))
+        return loaders.load_llmservingsim(path, n_layers=_n_layers(prof.get("label", kind), prof)
+                                          if "facts" in prof or "n_layers" in prof else None)
     if kind == "vidur":
         att = _plain_path(data / prof["attention"]) if "attention" in prof else None
-        return loaders.load_vidur(path, tp=int(prof.get("tp", 1)), n_layers=prof.get("n_layers"), attention_path=att)
+        n = _n_layers(prof.get("label", kind), prof) if "facts" in prof or "n_layers" in prof else None
+        return loaders.load_vidur(path, tp=int(prof.get("tp", 1)), n_layers=n, attention_path=att)
     if kind == "splitwise":
         return loaders.load_splitwise(path, model=prof.get("model", "llama2-70b"),
                                       hardware=prof.get("hardware", "a100-80gb"), tp=int(prof.get("tp", 8)))
@@ -554,7 +574,7 @@ def _profile_vs_measured(case: Case, data: Path, ctx) -> CaseResult:
     s = case.spec
     tp = int(s["tp"])
     sw = loaders.load_splitwise(_plain_path(data / s["splitwise"]), model=s["model"], hardware=s["hardware"], tp=tp)
-    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=int(s["n_layers"]), tp=tp,
+    model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=_n_layers(case.name, s), tp=tp,
                                   all_reduce_csv=data / s["all_reduce"] if "all_reduce" in s else None)
     lim = float(s.get("targets", {}).get("mape_pct", 10.0))
     rows = []

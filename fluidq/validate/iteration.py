@@ -39,9 +39,6 @@ from .runs import open_text
 __all__ = ["IterationModel", "FittedIterationModel", "lss_iteration_model", "vidur_iteration_model"]
 
 # element-wise / linear operators of one decoder layer (LLMServingSim names) and how often they run
-_LSS_LAYER_OPS = {"layernorm": 2, "qkv_proj": 1, "rotary_emb": 1, "o_proj": 1, "gate_up_proj": 1,
-                  "act_fn": 1, "down_proj": 1}
-_LSS_ONCE_OPS = ("embedding", "final_layernorm")
 
 
 def _interp1(x, xs, ys):
@@ -198,13 +195,14 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
     for k, v in ops.items():
         v = sorted(v)
         tabs[k] = (np.array([x for x, _ in v]), np.array([y for _, y in v]))
-    missing = [k for k in list(_LSS_LAYER_OPS) + list(_LSS_ONCE_OPS) if k not in tabs]
-    if missing:
-        raise DataError(f"{folder}/profile_tp{tp}_dense.csv: no rows for {', '.join(missing)}")
+    from ..batchtime.loaders import lss_operator_counts
+
+    # every operator is counted or refused by name (the loaders' one table: qk_norm too, when profiled)
+    per_layer, once_ops = lss_operator_counts(tabs, folder / f"profile_tp{tp}_dense.csv")
     # sum the per-layer operators on the common token grid
     xs = tabs["qkv_proj"][0]
-    lin = sum(m * _interp1(xs, *tabs[k]) for k, m in _LSS_LAYER_OPS.items())
-    once = sum(_interp1(xs, *tabs[k]) for k in _LSS_ONCE_OPS)
+    lin = sum(m * _interp1(xs, *tabs[k]) for k, m in per_layer)
+    once = sum(_interp1(xs, *tabs[k]) for k in once_ops)
     seq_rows = _read_csv(folder / f"profile_tp{tp}_per_sequence.csv")
     seq: dict[str, list] = {}
     for r in seq_rows:

@@ -65,7 +65,10 @@ class Arrival:
         raise NotImplementedError
 
     def times(self, rng: np.random.Generator, horizon_s: float | None = None, n: int | None = None) -> np.ndarray:
-        """Arrival times in seconds, up to ``horizon_s`` and/or the first ``n``."""
+        """Arrival times in seconds, up to ``horizon_s`` and/or the first ``n``.
+
+        ``rng``: a numpy Generator (or a seed >= 0, a SeedSequence or None, given to ``default_rng``)."""
+        rng = _generator(rng)
         h, k = _check_limits(horizon_s, n)
         if k is None:
             expected = h * self.rate_per_s
@@ -161,3 +164,14 @@ class TraceArrivals(Arrival):
     def to_dict(self):
         return {"kind": "TraceArrivals", "n": len(self.times_s), "rate_per_s": self.rate_per_s,
                 "native_rate_per_s": self.native_rate_per_s}
+
+
+def _generator(rng) -> np.random.Generator:
+    """``rng`` as a Generator: a Generator as is, else ``default_rng`` of a seed >= 0, a SeedSequence or None;
+    anything else (a float, a negative seed, a string) a ParameterError naming ``rng``."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, np.random.SeedSequence) or (
+            isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0):
+        return np.random.default_rng(rng)
+    raise ParameterError("rng", rng, "a numpy Generator, an integer seed >= 0, a numpy SeedSequence or None")

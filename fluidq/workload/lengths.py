@@ -240,8 +240,9 @@ class Empirical(Length):
             w = array("weights", self.weights, nonnegative=True)
             if w.shape != v.shape:
                 raise ParameterError("weights", f"<{w.size} weights>", f"{v.size} weights, one per value")
-            if w.sum() <= 0:
+            if not np.any(w > 0):
                 raise ParameterError("weights", "<all zero>", "some weight > 0")
+        w = w / w.max()  # relative weights: a sum of huge ones (1e308 each) would overflow
         uv, inv = np.unique(v.astype(np.int64), return_inverse=True)
         uw = np.bincount(inv, weights=w)
         object.__setattr__(self, "values", tuple(int(x) for x in uv))

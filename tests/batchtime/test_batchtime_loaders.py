@@ -244,3 +244,20 @@ def test_llmservingsim_uses_every_operator_or_refuses_it_by_name(tmp_path):
                                              + "".join(f"mystery_op,{b},1.0\n" for b in [1, 2, 4, 8, 16, 32, 64, 128]))
     with pytest.raises(DataError, match="unknown operator.*'mystery_op'"):
         load_llmservingsim(e)
+
+
+def test_the_validation_iteration_model_uses_the_same_operator_table(tmp_path):
+    # the replay's iteration model read the same profiles with its own list and dropped what it did not know
+    from fluidq.validate.iteration import lss_iteration_model
+
+    e = lss_run(tmp_path / "odd")
+    (e / "profile_tp1_dense.csv").write_text((e / "profile_tp1_dense.csv").read_text()
+                                             + "".join(f"mystery_op,{b},1.0\n" for b in [1, 2, 4, 8, 16, 32, 64, 128]))
+    with pytest.raises(DataError, match="unknown operator.*'mystery_op'"):
+        lss_iteration_model(e, n_layers=32)
+    base = lss_iteration_model(lss_run(tmp_path / "run"), n_layers=32)
+    d = lss_run(tmp_path / "qk")
+    (d / "profile_tp1_dense.csv").write_text((d / "profile_tp1_dense.csv").read_text()
+                                             + "".join(f"qk_norm,{b},{0.5 * b}\n" for b in [1, 2, 4, 8, 16, 32, 64, 128]))
+    qk = lss_iteration_model(d, n_layers=32)
+    assert qk.linear_us(64.0) == pytest.approx(base.linear_us(64.0) + 0.5 * 64)  # per layer, once

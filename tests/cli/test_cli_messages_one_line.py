@@ -4,16 +4,10 @@ TOML nested too deeply is one line for every reader of case files; an empty vali
 a named parameter error, not a TypeError."""
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import run_cli
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 @pytest.mark.parametrize("value,shown", [("a\nb", r"a\nb"), ("w\u2028k", r"w\u2028k"), ("t\tx\x1cy", r"t\tx\x1cy")])
@@ -55,3 +49,39 @@ def test_report_refuses_an_empty_profile_or_trace_before_writing(option, word, t
     rc, _, err = run(["report", option, "--out", str(out)], capsys)
     assert rc == 2 and err.count("\n") == 1 and word in err, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv,option", [(["region", "--simulate", "--policies=,fastertransformer,"], "--policies"),
+                                         (["latency", "--orderings", "fcfs,,sjf"], "--orderings"),
+                                         (["latency", "--loads", "0.5,"], "--loads"),
+                                         (["pars", "--cross", "a,,b"], "--cross")])
+def test_an_empty_item_in_a_comma_list_is_refused(argv, option, capsys):
+    # issue 13: ',fastertransformer,' was read as one policy; an empty item is a typo, not nothing
+    rc, _, err = run(argv, capsys)
+    assert rc == 2 and err.count("\n") == 1 and option in err, err
+
+
+def test_region_prompt_tokens_are_bounded():
+    import fluidq
+    from fluidq.errors import ParameterError
+
+    e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, k_max=64)
+    for p in (1e308, 2**64 + 1):
+        with pytest.raises(ParameterError, match="prompt_tokens"):
+            fluidq.stability_region(e, prompt_tokens=p)
+
+
+def test_fit_on_data_no_form_fits_is_one_line(tmp_path, capsys):
+    # issue 13: fit on such data printed several lines (numpy and scipy warnings and the error)
+    p = tmp_path / "t.csv"
+    p.write_text("tokens,seconds\n1,5\n2,1\n3,100\n4,0.1\n5,3\n6,0.2\n")
+    rc, out, err = run(["fit", str(p)], capsys)
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "t.csv" in err and "no batch-time form fits" in err, err
+
+
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--rate", "1"], ["simulate", "--horizon", "5"],
+                                     ["region"], ["latency"]])
+def test_an_empty_profile_is_not_the_default(command, capsys):
+    rc, _, err = run([*command, "--profile="], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "--profile" in err and "empty" in err, err

@@ -5,25 +5,12 @@ import json
 import numpy as np
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import assert_one_line, run_cli
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
-def assert_one_line(argv, capsys, *words):
-    rc, out, err = run(argv, capsys)
-    assert rc == 2, (argv, rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err and "usage:" not in err, err
-    for w in words:
-        assert w in err, (w, err)
-    return err
 
 
 def boom(*a, **k):

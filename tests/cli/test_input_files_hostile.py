@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import run_cli
 
 # (the command line with {} for the hostile path, a word the one-line message must contain)
 FACES = [
@@ -28,13 +28,7 @@ FACES = [
 ]
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 def _fill(argv, path):

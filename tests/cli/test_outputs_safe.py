@@ -8,29 +8,18 @@ import stat
 
 import pytest
 
-from fluidq.cli import CliError, main
+from fluidq.cli import CliError
+from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.cli.common import output_file
 from fluidq.errors import FluidqError
 
 REFUSED = (FluidqError, CliError)  # what the command turns into one line and exit code 2
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
-def one_line(argv, capsys, *words):
-    rc, out, err = run(argv, capsys)
-    assert rc == 2, (argv, rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
-    for w in words:
-        assert w in err, (w, err)
-    return err
+one_line = assert_one_line
 
 
 @pytest.fixture

@@ -2,7 +2,8 @@
 
 Each example runs as a user would run it (a subprocess), so an example that no longer matches the
 API fails here. A PNG counts as non-trivial when it decodes, is at least 300 x 200 pixels and is not
-a flat image (the pixel values vary: axes, text and curves).
+a flat image (the pixel values vary: axes, text and curves). The PNGs written are exactly those the
+figure gallery's job for the example lists (docs/gallery/build.py), so the gallery stays complete.
 """
 import subprocess
 import sys
@@ -16,6 +17,17 @@ EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.star
 # latency_orderings --quick still takes ~25 s (its orderings are tested in tests/latency)
 SLOW = {"sweep_dask_resume.py", "latency_orderings.py"}
 NEEDS = {"sweep_dask_resume.py": "distributed"}
+
+
+def _gallery_figures():
+    """{example stem: [PNG names it writes]} from the gallery's build script."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gallery_build", ROOT / "docs" / "gallery" / "build.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, mod)  # dataclasses look the module up
+    spec.loader.exec_module(mod)
+    return {j.example: list(j.figures) for j in mod.JOBS if j.example}
 
 
 def _params():
@@ -41,6 +53,11 @@ def test_example_runs_quick_and_writes_pngs(script, tmp_path):
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     pngs = sorted(out.glob("*.png"))
     assert pngs, f"{script.name} wrote no PNG to --out"
+    listed = _gallery_figures().get(script.stem)
+    assert listed is not None, f"{script.name} has no job in docs/gallery/build.py"
+    assert {p.name for p in pngs} == set(listed), (
+        f"{script.name} --quick wrote {sorted(p.name for p in pngs)}, the gallery lists {sorted(listed)}: "
+        "update JOBS in docs/gallery/build.py and rerun it")
     for png in pngs:
         px = mpimg.imread(png)
         assert px.shape[0] >= 200 and px.shape[1] >= 300, (png.name, px.shape)

@@ -37,6 +37,8 @@ VALIDATION_CASES = ("rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b")
 
 # ----------------------------------------------------------------------------------- summaries
 def _f(x) -> float | None:
+    if x is None:
+        return None  # undefined (e.g. no request of a class completed)
     x = float(x)
     if math.isnan(x):
         return None  # JSON has no NaN; None means "NaN"

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.models import kv_capacity_estimate, list_models, load_model
 
 CFG = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
@@ -11,22 +11,10 @@ CFG = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num
        "max_position_embeddings": 131072}
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
-def one_line(argv, capsys, *words):
-    rc, out, err = run(argv, capsys)
-    assert rc == 2, (argv, rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err and "usage:" not in err, err
-    for w in words:
-        assert w in err, (w, err)
-    return err
+one_line = assert_one_line
 
 
 @pytest.fixture

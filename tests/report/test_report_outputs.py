@@ -142,3 +142,17 @@ def test_no_nan_or_inf_in_the_report_text_and_json_keeps_null(rewritten):
     for name in ("report.md", "report.html"):
         text = re.sub(r"<img [^>]*>", "", (out / name).read_text())
         assert not re.search(r"(?<![\w.-])[-+]?(nan|inf|infinity)(?![\w-])", text, re.I), name
+
+
+def test_a_quick_report_says_so_at_its_top_and_under_every_figure(rewritten):
+    # issue 17: the figures of a --quick report did not say they come from short runs
+    _, out, _, _ = rewritten
+    from fluidq.report import QUICK_NOTE
+
+    md = (out / "report.md").read_text()
+    assert QUICK_NOTE in md.split("## ")[0]
+    figs = re.findall(r"!\[([^\]]*)\]\(([^)]+\.png)\)", md)
+    assert figs and all(alt.endswith("(quick run)") for alt, _ in figs), figs
+    html_text = (out / "report.html").read_text()
+    caps = re.findall(r"<figcaption>([^<]*)</figcaption>", html_text)
+    assert caps and all(c.endswith("(quick run)") for c in caps) and "Quick run" in html_text

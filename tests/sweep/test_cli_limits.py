@@ -141,3 +141,25 @@ def test_load_case_raises_fluidq_errors_only(tmp_path):
     p.write_text('[sweep]\nanalysis = "check"\nerrors = 5\n[grid]\nload = [0.5]\n')
     with pytest.raises(FluidqError, match="sweep.errors"):
         load_case(p)
+
+
+def test_a_huge_grid_load_names_the_load_and_the_error_is_the_only_line(tmp_path, capsys):
+    # issue 13: load = [1e308] named rate_per_s=inf; the "no store given" note made the error two lines
+    from fluidq.cli import main
+
+    case = tmp_path / "big.toml"
+    case.write_text('[sweep]\nanalysis = "check"\n[fixed]\nprompt_tokens = 100\noutput_tokens = 100\n'
+                    '[grid]\nload = [1e308]\npolicy = ["sarathi"]\n')
+    for extra in (["--serial"], ["--dask", "nan://x:1"]):
+        try:
+            rc = main(["sweep", str(case), "--no-progress", *extra])
+        except SystemExit as exc:
+            rc = exc.code
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1, err
+    try:
+        main(["sweep", str(case), "--no-progress", "--serial"])
+    except SystemExit:
+        pass
+    err = capsys.readouterr().err
+    assert "load=1e+308" in err and "rate_per_s" not in err, err

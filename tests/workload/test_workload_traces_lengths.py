@@ -158,3 +158,14 @@ def test_workload_means_and_sampling():
     assert d["mean_output_tokens"] == 112.0
     with pytest.raises(FluidqError, match="horizon_s"):
         w.sample(np.random.default_rng(0))
+
+
+def test_empirical_weights_of_any_size_are_normalised_without_overflow():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 1e308 + 1e308 overflowed with a RuntimeWarning
+        e = Empirical(values=[1, 2], weights=[1e308, 1e308])
+    assert e.weights == (0.5, 0.5)
+    with pytest.raises(FluidqError, match="weights"):
+        Empirical(values=[1, 2], weights=[0, 0])

@@ -25,6 +25,7 @@ SOURCES = {
 
 LSS_RUNS = ["RTX4090_Llama-3.1-8B", "RTXPRO6000_Llama-3.1-8B", "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507"]
 LSS_FULL = ["vllm_requests.jsonl", "vllm_timeseries.csv", "vllm_meta.json", "peer_sim_vs_vllm_summary.txt",
+            "peer_sim_config.json",
             "profile_meta.yaml", "profile_tp1_dense.csv", "profile_tp1_per_sequence.csv"]
 LSS_GZ = ["profile_tp1_attention.csv"]
 # the MoE run is kept as measurements only (its expert-parallel, data-parallel-2 engine is not modelled)

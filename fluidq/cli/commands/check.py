@@ -71,20 +71,14 @@ def run(args):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
     engine = kv_from_args(args, engine_from_args(args))
     if args.load is not None:
-        from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY
+        from ..._validate import load_rate
 
         shape = workload_from_args(args, default_rate=1.0)
         lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
-        lam = args.load * lam_max
-        if not MIN_RATE_PER_S <= lam <= MAX_RATE_PER_S:
-            raise ParameterError("--load", args.load, f"a load whose arrival rate (load x {lam_max:.6g} req/s) "
-                                 f"is within [{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] req/s, so at most "
-                                 f"{MAX_RATE_PER_S / lam_max:.4g} and at least {MIN_RATE_PER_S / lam_max:.4g}",
-                                 RATE_WHY)
-        workload = shape.with_rate(lam)
+        workload = shape.with_rate(load_rate("--load", args.load, lam_max))
     else:
         workload = workload_from_args(args)
     if engine.kv_capacity_tokens is not None:

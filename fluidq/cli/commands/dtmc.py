@@ -99,6 +99,12 @@ def _run(args):
     args.max_states = _count("--max-states")(str(args.max_states))
     if not (math.isfinite(args.tolerance) and 0 < args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a boundary mass in (0, 1)")
+    from ...dtmc.kernels import MIN_TOLERANCE
+
+    if args.tolerance < MIN_TOLERANCE:
+        raise ParameterError("--tolerance", args.tolerance, f"a boundary mass >= {MIN_TOLERANCE:g}",
+                             "the kernels fold tails of 1e-12 and the solver's residual is about 1e-10: a smaller "
+                             "mass is round-off, and ever larger caps would be built chasing it")
     from ...policies import resolve_policy
 
     resolve_policy(args.policy, "--policy")

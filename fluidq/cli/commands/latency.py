@@ -55,8 +55,10 @@ def register(sub):
 
 
 def _floats(name, text):
+    from ..common import comma_list
+
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        return tuple(float(x) for x in comma_list(name, text, "numbers"))
     except ValueError as exc:
         raise CliError(f"{name}={text!r}: expected comma-separated numbers") from exc
 
@@ -72,7 +74,9 @@ def run(args):
         standard_policies,
     )
 
-    keys = [k.strip() for k in args.orderings.split(",") if k.strip()]
+    from ..common import comma_list
+
+    keys = comma_list("--orderings", args.orderings, "orderings")
     from ...errors import UnknownNameError
     from ...latency import POLICY_KEYS
 
@@ -101,9 +105,19 @@ def run(args):
         raise ParameterError("--replications", args.replications, "an integer >= 1")
     if args.kv_capacity is not None and args.kv_capacity < 1:
         raise ParameterError("--kv-capacity", args.kv_capacity, "an integer number of tokens >= 1")
+    if args.kv_capacity is not None:
+        from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
+
+        integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
     if args.swap_ms_per_token is not None and not (math.isfinite(args.swap_ms_per_token)
                                                    and args.swap_ms_per_token >= 0):
         raise ParameterError("--swap-ms-per-token", args.swap_ms_per_token, "a finite number of ms >= 0")
+    if args.swap_ms_per_token is not None:
+        from ..._validate import MAX_BATCH_SECONDS, real
+
+        real("--swap-ms-per-token", args.swap_ms_per_token, maximum=MAX_BATCH_SECONDS * 1e3,
+             why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
+                 "simulated times and their squares")
     if args.metric is not None and args.metric not in METRICS:
         raise CliError(f"--metric={args.metric!r}: expected one of {', '.join(METRICS)}")
     reject_ignored(f"--rate {args.rate}", args.rate is not None,
@@ -143,7 +157,10 @@ def run(args):
                              "prompt + output, at its end)")
     from ...latency import _check_comparison_size, _load_rates
 
-    rates = _load_rates(engine, workload, loads)[2]
+    from ..._validate import load_rate
+
+    cap_req = _load_rates(engine, workload, loads)[1]
+    rates = tuple(load_rate("--loads", ld, cap_req) for ld in loads)  # each a representable rate
     _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
                            len(keys) * len(loads), names={"horizon_s": "--horizon", "n_replications": "--replications"})
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)

@@ -60,22 +60,54 @@ def _check_args(args) -> None:
     if args.replications is not None and args.replications < 2:
         raise ParameterError("--replications", args.replications, "an integer >= 2",
                              "a confidence interval needs at least two runs")
+    if args.replications is not None:
+        from ..._validate import integer
+        from ...sim.core import MAX_RUNS
+
+        integer("--replications", args.replications, maximum=MAX_RUNS, why="the runs are kept for the verdict")
     for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
         if getattr(args, attr) is not None:  # '' is refused, not silently ignored
             setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
 
 
+def _at_load(net, load):
+    """``net.at_load(load)``, a load whose arrival rates leave the representable range refused naming --load."""
+    from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY
+    from ...errors import ParameterError
+
+    try:
+        return net.at_load(load)
+    except ParameterError as exc:
+        if not str(exc.name).endswith("rate_per_s"):
+            raise
+        raise ParameterError("--load", load, f"a load whose arrival rates stay within [{MIN_RATE_PER_S:g}, "
+                             f"{MAX_RATE_PER_S:g}] req/s (a class would arrive at {exc.value:.4g} req/s)",
+                             RATE_WHY) from None
+
+
 def run(args):
+    from ...errors import ParameterError
     from ...network.stability import check_network_stability
     from ...network.toml import load_network
 
     _check_args(args)
     net = load_network(args.case)
     if args.load is not None:
-        net = net.at_load(args.load)
-    res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
-                                  replications=4 if args.replications is None else args.replications,
-                                  rng=args.seed)
+        net = _at_load(net, args.load)
+    if args.simulate and args.horizon is not None:  # the runs' sizes, before any work, naming the flags
+        from ...network.sim import check_run
+
+        check_run(net, args.horizon, replications=4 if args.replications is None else args.replications,
+                  names={"horizon_s": "--horizon", "replications": "--replications"})
+    try:
+        res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
+                                      replications=4 if args.replications is None else args.replications,
+                                      rng=args.seed)
+    except ParameterError as exc:  # the runs' sizes at the automatic horizon: named by the flag given
+        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     if args.plot:
         from ...fluid.stability import MAX_PATH_BUFFERS
 

@@ -54,7 +54,9 @@ def run(args):
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
-        models = [m.strip() for m in args.cross.split(",") if m.strip()]
+        from ..common import comma_list
+
+        models = comma_list("--cross", args.cross, "models")
         if len(models) < 2:
             raise CliError("--cross: give at least two comma-separated models")
     from ...predict.data import BUILTIN_LENGTHS

@@ -65,7 +65,9 @@ def _policies(text):
     from ...policies import resolve_policy
 
     out = []
-    for item in [s.strip() for s in text.split(",") if s.strip()]:
+    from ..common import comma_list
+
+    for item in comma_list("--policies", text, "scheduler names"):
         name, _, budget = item.partition(":")
         pol = resolve_policy(name, "--policies")
         if budget:
@@ -120,13 +122,22 @@ def run(args):
             point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
                      workload.arrival_rate_per_s * workload.mean_output_tokens)
     pols = _policies(args.policies) if args.policies else []
+    if pols:  # every scheduler's region is probed with up to b_max + 2 queued requests: refused before any work
+        from ...region.policy import MAX_PROBE_TOKENS, PROBE_WHY
+
+        size = max(engine.b_max, engine.k_max or 0)
+        if size > MAX_PROBE_TOKENS or size * len(pols) > 2 * MAX_PROBE_TOKENS:
+            raise ParameterError("--b-max", engine.b_max, f"a budget of at most {MAX_PROBE_TOKENS:,} tokens for one "
+                                 f"--policies region and {2 * MAX_PROBE_TOKENS:,} over all of them",
+                                 f"{PROBE_WHY}; {len(pols)} policies x {size:,} tokens")
     if args.simulate:  # validate before any work or progress line (stderr stays one line on error)
         if not pols:
             raise CliError("--simulate needs --policies")
         args.rays = 7 if args.rays is None else args.rays
         args.seed = 0 if args.seed is None else args.seed
-        if args.rays < 1:
-            raise ParameterError("--rays", args.rays, "an integer >= 1")
+        from ...region.simulated import check_rays
+
+        check_rays(args.rays, len(pols), name="--rays", policies_name="--policies")
         if args.seed < 0:
             raise ParameterError("--seed", args.seed, "a non-negative integer")
     # prompts of one fixed length: a request brings at most that many prefill tokens to a batch, the

@@ -6,6 +6,7 @@ import sys
 import time
 from dataclasses import replace
 
+from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from .. import CliError, emit
@@ -90,7 +91,8 @@ def _check_flags(args):
     for flag, v, ok, want in (
             ("--horizon", args.horizon, args.horizon is None or (finite(args.horizon) and args.horizon > 0),
              "a finite number of seconds > 0"),
-            ("--requests", args.requests, args.requests is None or args.requests >= 1, "an integer >= 1"),
+            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_ARRIVALS,
+             f"an integer between 1 and {MAX_ARRIVALS:,} ({ARRIVALS_WHY})"),
             ("--load", args.load, args.load is None or (finite(args.load) and args.load > 0),
              "a finite fraction > 0 of the capacity"),
             ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
@@ -104,6 +106,16 @@ def _check_flags(args):
              "a finite number of microseconds >= 0")):
         if not ok:
             raise ParameterError(flag, v, want)
+    if args.kv_capacity is not None:
+        from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
+
+        integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
+    if args.swap_us_per_token is not None:
+        from ..._validate import MAX_BATCH_SECONDS, real
+
+        real("--swap-us-per-token", args.swap_us_per_token, maximum=MAX_BATCH_SECONDS * 1e6,
+             why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
+                 "simulated times and their squares")
     if args.preemption == "swap" and args.swap_us_per_token is None:
         raise ParameterError("--swap-us-per-token", None, "the swap cost in microseconds per KV token, "
                              "for --preemption swap")
@@ -170,8 +182,10 @@ def run(args):
                                  f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
                                  "prompt + output, at its end)")
     if args.rate is None and (args.trace is None or args.load is not None):
+        from ..._validate import load_rate
+
         load = 0.9 if args.load is None else args.load
-        base = base.with_rate(load * max_throughput(engine, base).requests_per_s)
+        base = base.with_rate(load_rate("--load", load, max_throughput(engine, base).requests_per_s))
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     if arrival == "replay" and args.trace is None:
         raise ParameterError("--arrival", "replay", "poisson, periodic or gamma without --trace",

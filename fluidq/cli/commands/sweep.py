@@ -183,9 +183,11 @@ def _run(args, case, store):
     kw = {"store": store, "progress": False if (args.no_progress or args.json) else None}
     if args.chunk_size is not None:
         kw["chunk_size"] = args.chunk_size
-    if store is None:
-        print("fluidq sweep: no store given (sweep.store or --store): an interruption loses the work done",
-              file=sys.stderr)
+    def no_store_note():  # said once the run starts, to a person at a terminal (a log keeps one error line)
+        if store is None and sys.stderr.isatty():
+            print("fluidq sweep: no store given (sweep.store or --store): an interruption loses the work done",
+                  file=sys.stderr)
+
     if args.dask or args.local_cluster:
         try:
             cm = dask_executor(args.dask, n_workers=args.local_cluster or 1)
@@ -195,14 +197,17 @@ def _run(args, case, store):
 
         try:
             with cm as client:
+                no_store_note()
                 res = case.run(executor=client, **kw)
         except ParameterError as exc:  # the scheduler address (raised on connecting): name the option
             if getattr(exc, "name", None) == "address":
                 raise CliError(f"--dask {args.dask}: {str(exc).split(': ', 1)[-1]}") from None
             raise
     elif args.serial:
+        no_store_note()
         res = case.run(executor="serial", **kw)
     else:
+        no_store_note()
         res = case.run(max_workers=args.workers, **kw)
     if args.csv:
         _write_csv(args.csv, res.table())

@@ -1,0 +1,46 @@
+"""Validation cases take a model's layer count from its facts, not from a number written by hand
+(issue 16): ``facts = "Llama-2-70B"`` gives 80 layers; a contradicting n_layers is refused."""
+import pytest
+
+from fluidq.batchtime.loaders import _layers_for
+from fluidq.errors import FluidqError
+from fluidq.validate import validation_dir
+from fluidq.validate.cases import _n_layers, load_cases
+
+
+def test_layers_come_from_the_facts():
+    assert _n_layers("c", {"facts": "Llama-2-70B"}) == 80
+    assert _n_layers("c", {"facts": "llama-3.1-8b"}) == 32
+    assert _n_layers("c", {"n_layers": 7}) == 7  # a model the table does not hold
+    with pytest.raises(FluidqError, match="n_layers = 40 but Llama-2-70B has 80"):
+        _n_layers("c", {"facts": "Llama-2-70B", "n_layers": 40})
+    with pytest.raises(FluidqError, match="facts"):
+        _n_layers("c", {})
+    with pytest.raises(FluidqError, match="unknown model 'no-such-model'; known: .*Llama-2-70B"):
+        _n_layers("c", {"facts": "no-such-model"})
+
+
+def test_hugging_face_ids_find_their_facts():
+    assert _layers_for("meta-llama/Llama-3.1-8B") == 32
+    assert _layers_for("meta-llama/Llama-2-70b-hf") == 80
+    assert _layers_for("codellama/CodeLlama-34b-Instruct-hf") == 48
+    assert _layers_for("acme/unknown-model") is None
+
+
+def test_no_shipped_case_writes_a_layer_count_by_hand():
+    for c in load_cases(validation_dir() / "cases"):
+        assert "n_layers" not in c.spec, c.name
+        for prof in c.spec.get("profiles", []):
+            assert "n_layers" not in prof, (c.name, prof.get("label"))
+
+
+def test_the_measured_binding_limit_never_reads_the_case_file():
+    # issue 16: the "measured" binding limit fell back to the case file's expected answer
+    import inspect
+
+    from fluidq.validate import cases
+
+    src = inspect.getsource(cases._serving_run)
+    assert 'tg.get("binding"' not in src and "tg['binding']" not in src
+    for c in load_cases(validation_dir() / "cases"):
+        assert "binding" not in c.spec.get("targets", {}), c.name

@@ -1,0 +1,51 @@
+"""A deployment's capacity from its operator-profile folder alone (issue 16 item 6): the same answer the
+validation suite scores for the run measured on that folder's GPU, given the run's lengths and vLLM
+options; the KV capacity from vLLM's memory planner when not given; TP > 1 refused with the reason."""
+import numpy as np
+import pytest
+
+from fluidq.errors import FluidqError
+from fluidq.validate import validation_dir
+from fluidq.validate.cases import _n_layers, load_cases
+from fluidq.validate.deployment import predict_deployment
+
+FOLDER = validation_dir() / "data" / "llmservingsim" / "RTXPRO6000_Llama-3.1-8B"
+
+
+@pytest.fixture(scope="module")
+def run():
+    from fluidq.validate.runs import read_run
+
+    return read_run(FOLDER)
+
+
+def test_the_same_capacity_the_validation_case_predicts(run):
+    from fluidq.validate.iteration import lss_iteration_model
+    from fluidq.validate.predict import predict_capacity
+
+    case = next(c for c in load_cases(validation_dir() / "cases") if c.name == "rtxpro6000-llama3.1-8b")
+    d = predict_deployment(FOLDER, input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+                           max_num_seqs=run.max_num_seqs, max_num_batched_tokens=run.max_num_batched_tokens)
+    assert d.inputs["n_layers"] == _n_layers(case.name, case.spec) == 32
+    assert "memory planner" in d.inputs["kv_source"] and "peer_sim_config" in d.inputs["kv_source"]
+    model = lss_iteration_model(FOLDER, n_layers=32)
+    ref = predict_capacity(model, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
+                           k_max=run.max_num_seqs, kv_capacity_tokens=d.inputs["kv_capacity_tokens"])
+    assert d.tokens_per_s == pytest.approx(ref.tokens_per_s, rel=1e-12) and d.binding == ref.binding == "k_max"
+
+
+def test_scalar_lengths_kv_given_and_refusals(run):
+    d = predict_deployment(FOLDER, input_tokens=200, output_tokens=300, max_num_seqs=32, kv_capacity_tokens=10_000)
+    assert d.inputs["kv_source"] == "given" and d.binding in ("kv_cache", "k_max", "token_budget")
+    small = predict_deployment(FOLDER, input_tokens=200, output_tokens=300, max_num_seqs=256, kv_capacity_tokens=2_000)
+    assert small.binding == "kv_cache" and small.tokens_per_s < d.tokens_per_s
+    with pytest.raises(FluidqError, match="tensor_parallel_size.*all-reduce"):
+        predict_deployment(FOLDER, input_tokens=200, output_tokens=300, tensor_parallel_size=2)
+    for kw, name in (({"input_tokens": 0}, "input_tokens"), ({"input_tokens": np.nan}, "input_tokens"),
+                     ({"output_tokens": [1, 2, 3], "input_tokens": [1, 2]}, "output_tokens"),
+                     ({"max_num_seqs": 0}, "max_num_seqs"), ({"model": "nope"}, "nope")):
+        args = {"input_tokens": 200, "output_tokens": 300, **kw}
+        with pytest.raises(FluidqError, match=name):
+            predict_deployment(FOLDER, **args)
+    with pytest.raises(FluidqError, match="profile_dir"):
+        predict_deployment(FOLDER / "nope", input_tokens=1, output_tokens=1)
