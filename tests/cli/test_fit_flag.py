@@ -137,3 +137,10 @@ def test_check_kv_capacity_binds(capsys):
 def test_kv_capacity_refused_naming_it(cmd, value, words, capsys):
     rc, _, err = run([*cmd, "--kv-capacity", value], capsys)
     assert rc == 2 and "--kv-capacity" in err and err.count("\n") == 1 and all(w in err for w in words), err
+
+
+def test_a_budget_beyond_the_measurements_is_said(staircase_csv, capsys):
+    rc, out, _ = run(["capacity", "--fit", str(staircase_csv), "--b-max", "2048"], capsys)
+    assert rc == 0 and "extrapolated" in out and "1024 tokens" in out
+    rc, out, _ = run(["capacity", "--fit", str(staircase_csv), "--b-max", "1024"], capsys)
+    assert rc == 0 and "extrapolated" not in out
