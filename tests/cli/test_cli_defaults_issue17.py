@@ -53,8 +53,9 @@ def test_latency_default_replications():
 
 
 def test_latency_messages_name_flags(capsys):
-    rc, out, err = run(["latency", "--loads", "0.5", "--horizon", "20", "--replications", "2",
+    rc, out, err = run(["latency", "--loads", "1.2", "--horizon", "40", "--replications", "2",
                         "--orderings", "fcfs"], capsys)
     assert rc == 0, err
+    assert "lengthen --horizon" in out  # the closing note on unfinished requests names the flag
     for api in ("horizon_s", "n_replications", "warmup_frac"):
         assert api not in out, api
