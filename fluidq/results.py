@@ -61,18 +61,40 @@ def is_defined(x) -> bool:
         return False
 
 
-def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED) -> str:
+#: significant digits of a measured or computed number in the human output (tables and text alike)
+MEANINGFUL_DIGITS = 4
+
+
+def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED, digits: int | None = None) -> str:
     """``x`` formatted with ``spec`` for a human table or message, or ``undefined`` (an en dash) when it
     is not a finite number; never ``nan`` or ``inf``.
+
+    With ``digits``, ``spec`` is ignored and ``x`` is rounded to that many significant digits (the
+    meaningful ones: a capacity from constants known to 4 digits is not known to 7), written in fixed
+    point with thousands separators, never hiding a digit of the integer part, and in ``e`` notation only
+    below 1e-4 or from 1e15 up.  JSON keeps full precision; this is for people.
 
     The caller says why a value is undefined in a note next to the table (no request finished in the
     window, the run is too short to fit a slope, ...).
 
     >>> fmt_value(3.14159, ".2f"), fmt_value(float("nan")), fmt_value(float("inf"), ",.0f"), fmt_value(None)
     ('3.14', '–', '–', '–')
+    >>> fmt_value(3342.909, digits=4), fmt_value(3.342909, digits=4), fmt_value(0.0167145, digits=4)
+    ('3,343', '3.343', '0.01671')
+    >>> fmt_value(123456.7, digits=4), fmt_value(9.99996, digits=4), fmt_value(0, digits=4), fmt_value(2e-7, digits=4)
+    ('123,457', '10.00', '0', '2e-07')
     """
     if not is_defined(x):
         return undefined
+    if digits is not None:
+        x = float(x)
+        r = float(f"{x:.{digits}g}")
+        if r == 0:
+            return "0"
+        if not 1e-4 <= abs(r) < 1e15:
+            return f"{x:.{digits}g}"
+        decimals = max(0, digits - 1 - math.floor(math.log10(abs(r))))
+        return f"{x:,.{decimals}f}"
     try:
         return format(x, spec)
     except (TypeError, ValueError):  # an integer spec for a float, a numpy scalar...

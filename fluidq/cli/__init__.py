@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the sub-command's parser, so that the line names the command
@@ -72,7 +74,9 @@ def main(argv=None) -> int:
     try:
         return int(args.func(args) or 0)
     except (FluidqError, CliError) as exc:
-        print(f"fluidq {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        from .common import as_typed
+
+        print(f"fluidq {args.command}: error: {as_typed(one_line(exc), argv)}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the file system refused (no such file, a loop, too long a name...)
         if isinstance(exc, BrokenPipeError):

@@ -12,22 +12,62 @@ from ..errors import ParameterError
 from ..workload import Geometric, Poisson, Workload
 
 
-def add_engine_args(p: argparse.ArgumentParser, *, multi_engine: bool = False) -> None:
-    """Engine options; ``multi_engine`` when the command understands ``--engines K`` (JSQ over K)."""
-    g = p.add_argument_group("engine (a built-in profile, or the batch-time constants)")
+#: vLLM's names for fluidq's engine and workload flags: ``{vLLM flag: fluidq (paper) flag}``.  Each pair
+#: sets the same option (the same argparse ``dest``), so both give the same answer.  Only exact meanings
+#: are listed: vLLM's ``--tensor-parallel-size`` and ``--gpu-memory-utilization`` size the KV cache
+#: (``fluidq models kv`` takes them), which a measured batch-time profile already includes, and
+#: ``--data-parallel-size`` routes by vLLM's own load balancer, not the join-the-shortest-queue router of
+#: ``--engines``.
+VLLM_ALIASES = {
+    "--max-num-batched-tokens": "--b-max",   # the token budget per batch (scheduler iteration)
+    "--max-num-seqs": "--k-max",             # requests per batch
+    "--input-len": "--prompt",               # prompt tokens per request
+    "--output-len": "--output",              # output tokens per request
+    "--request-rate": "--rate",              # Poisson arrival rate, requests per second
+    "--num-prompts": "--requests",           # the number of requests (benchmark_serving), simulate only
+}
+
+
+def as_typed(message: str, argv) -> str:
+    """``message`` with each fluidq flag that the user gave by its vLLM name (in ``argv``) written as typed,
+    so that a one-line error names the flag on the command line."""
+    import re
+
+    given = {str(t).split("=", 1)[0] for t in argv or () if str(t).startswith("--")}
+    for alias, flag in VLLM_ALIASES.items():
+        if alias in given and flag not in given:
+            message = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", alias, message)
+    return message
+
+
+def add_engine_args(p: argparse.ArgumentParser, *, multi_engine: bool = False, fit: bool = False) -> None:
+    """Engine options; ``multi_engine`` when the command understands ``--engines K`` (JSQ over K), ``fit``
+    when it takes ``--fit CSV`` (the batch time fitted to one's own measurements)."""
+    g = p.add_argument_group("engine (a built-in profile, the batch-time constants" + (", or --fit CSV" if fit else "")
+                             + "; vLLM's names beside fluidq's)")
     g.add_argument("--profile", default=None, help="built-in profile name (see `fluidq profiles`); "
                    "default: the paper's CodeLlama-34B/A100 fit")
+    if fit:
+        g.add_argument("--fit", default=None, metavar="CSV",
+                       help="measured batch times, a CSV with the header tokens,seconds[,kv_tokens] (as `fluidq "
+                            "fit` reads): the form with the lowest held-out error is fitted and used, and the "
+                            "answer states it with that error; needs --b-max")
     g.add_argument("--model", choices=["staircase", "piecewise-linear", "affine"], default=None,
                    help="batch-time form of the constants --c-ms/--a-ms/--b0 (default staircase; affine "
                         "t(b) = c + a*b takes --c-ms and --a-ms per token, no --b0)")
     g.add_argument("--c-ms", type=float, default=None, help="fixed cost per batch, ms (paper: 11.28)")
     g.add_argument("--a-ms", type=float, default=None, help="cost per block (staircase) or per token, ms (paper: 35.47)")
     g.add_argument("--b0", type=int, default=None, help="block size / knee in tokens (paper: 128)")
-    g.add_argument("--b-max", type=int, default=None, help="token budget per batch (default: the profile's)")
-    g.add_argument("--k-max", type=int, default=None, help="batch-size limit, requests per batch")
+    g.add_argument("--b-max", "--max-num-batched-tokens", dest="b_max", type=int, default=None,
+                   help="token budget per batch (vLLM's --max-num-batched-tokens; default: the profile's; "
+                        "required with --c-ms/--a-ms/--b0" + (" or --fit" if fit else "") + ")")
+    g.add_argument("--k-max", "--max-num-seqs", dest="k_max", type=int, default=None,
+                   help="batch-size limit, requests per batch (vLLM's --max-num-seqs)")
     g.add_argument("--engines", type=int, default=1,
                    help="identical engines behind a JSQ router" if multi_engine else argparse.SUPPRESS)
     p.set_defaults(_multi_engine=multi_engine)
+    if not fit:
+        p.set_defaults(fit=None)
 
 
 def engine_from_args(args) -> Engine:
@@ -46,6 +86,22 @@ def engine_from_args(args) -> Engine:
 
     consts = [args.c_ms, args.a_ms, args.b0]
     model = args.model or "staircase"
+    fit = getattr(args, "fit", None)
+    if fit is not None:
+        for opt, given in (("--profile", args.profile is not None), ("--model", args.model is not None),
+                           ("--c-ms/--a-ms/--b0", any(v is not None for v in consts))):
+            if given:
+                raise ParameterError("--fit", fit, f"either --fit or {opt}, not both (--fit is the batch time)")
+        if args.b_max is None:
+            from . import CliError
+
+            raise CliError("--fit needs --b-max B (the token budget per batch, vLLM's --max-num-batched-tokens: "
+                           "measured batch times do not say it)")
+        from .commands.fit import fit_csv
+
+        res = fit_csv(fit, "--fit")
+        args._fit_result = res
+        return Engine(batch_time=res.model, b_max=args.b_max, k_max=args.k_max, name="fitted")
     if any(v is not None for v in consts):
         if args.profile is not None:
             raise ParameterError("--profile", args.profile, "either --profile or --c-ms/--a-ms/--b0, not both")
@@ -59,14 +115,18 @@ def engine_from_args(args) -> Engine:
         a = 35.47 if args.a_ms is None else args.a_ms
         b0 = 128 if args.b0 is None else args.b0
         _batch_constants_ms(model, c, a)
+        if args.b_max is None:  # a custom engine has no budget of its own (the paper's 512 was taken silently)
+            from . import CliError
+
+            raise CliError("--c-ms/--a-ms/--b0 need --b-max B (the token budget per batch, vLLM's "
+                           "--max-num-batched-tokens; a custom engine has no default: the paper's is --b-max 512)")
         if model == "staircase":
             bt = Staircase(c=c / 1e3, a=a / 1e3, b0=b0)
         elif model == "piecewise-linear":
             bt = PiecewiseLinear(c=c / 1e3, a=a / 1e3, b0=b0)
         else:
             bt = Affine(c=c / 1e3, a=a / 1e3)
-        return Engine(batch_time=bt, b_max=512 if args.b_max is None else args.b_max, k_max=args.k_max,
-                      name="custom")
+        return Engine(batch_time=bt, b_max=args.b_max, k_max=args.k_max, name="custom")
     reject_ignored(f"--model {args.model}", args.model is not None,
                    "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
     prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
@@ -76,6 +136,46 @@ def engine_from_args(args) -> Engine:
     if args.k_max is not None:
         changes["k_max"] = args.k_max
     return prof.engine(**changes)
+
+
+def fit_lines(args, width: int = 16) -> list:
+    """The human lines stating the batch time fitted by ``--fit`` (none without it)."""
+    res = getattr(args, "_fit_result", None)
+    if res is None:
+        return []
+    from ..results import fmt_value
+
+    label = "fit:" if width == 0 else "fit"
+    return [f"{label:<{max(width - 1, 0)}} {args.fit}: {res.n_points} points, {res.kind} chosen by held-out error: "
+            f"{res.model.describe()}; held-out MAPE {fmt_value(100 * res.mape_heldout, '.3g')}% "
+            f"({res.folds}-fold), in sample {fmt_value(100 * res.mape, '.3g')}%"
+            + (f"; --b-max {args.b_max} is beyond the largest measured batch ({int(res.tokens.max())} tokens): t(b) "
+               "is extrapolated there" if args.b_max is not None and args.b_max > res.tokens.max() else "")]
+
+
+def fit_json(args):
+    """The ``--fit`` result for the JSON answer (``None`` without it)."""
+    res = getattr(args, "_fit_result", None)
+    if res is None:
+        return None
+    d = res.to_dict()
+    d.pop("residuals_s", None)
+    return {"csv": str(args.fit), **d}
+
+
+def add_kv_arg(p, help_text: str = "KV-cache capacity in tokens") -> None:
+    """``--kv-capacity TOKENS`` (the engine's ``kv_capacity_tokens``); see :func:`kv_from_args`."""
+    p.add_argument("--kv-capacity", type=int, default=None, help=help_text)
+
+
+def kv_from_args(args, engine: Engine) -> Engine:
+    """``engine`` with the ``--kv-capacity`` given (checked, named by its flag), or unchanged."""
+    if args.kv_capacity is None:
+        return engine
+    from .._validate import KV_WHY, MAX_KV_TOKENS, integer
+
+    integer("--kv-capacity", args.kv_capacity, minimum=1, maximum=MAX_KV_TOKENS, why=KV_WHY)
+    return engine.with_(kv_capacity_tokens=args.kv_capacity)
 
 
 def _batch_constants_ms(model: str, c: float, a: float) -> None:
@@ -96,12 +196,17 @@ def _batch_constants_ms(model: str, c: float, a: float) -> None:
                              SECONDS_WHY)
 
 
-def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False) -> None:
-    g = p.add_argument_group("workload")
-    g.add_argument("--rate", type=float, default=None, required=rate_required,
-                   help="arrival rate, requests per second")
-    g.add_argument("--prompt", type=float, default=None, help="prompt tokens per request (mean; default 100)")
-    g.add_argument("--output", type=float, default=None, help="output tokens per request (mean; default 100)")
+def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False, rate: bool = True) -> None:
+    """Workload options; ``rate=False`` when the command sets the arrival rates itself (``--rate`` is then
+    refused with the reason, and not listed in ``--help``)."""
+    g = p.add_argument_group("workload (vLLM's benchmark names beside fluidq's)")
+    g.add_argument("--rate", "--request-rate", dest="rate", type=float, default=None, required=rate_required,
+                   help="arrival rate, requests per second (Poisson; vLLM's --request-rate)" if rate
+                   else argparse.SUPPRESS)
+    g.add_argument("--prompt", "--input-len", dest="prompt", type=float, default=None,
+                   help="prompt tokens per request (mean; default 100; vLLM's --input-len)")
+    g.add_argument("--output", "--output-len", dest="output", type=float, default=None,
+                   help="output tokens per request (mean; default 100; vLLM's --output-len)")
     g.add_argument("--geometric", action="store_true", help="geometric lengths with the given means "
                    "(default: deterministic)")
     g.add_argument("--trace", default=None, help="a trace file (Azure CSV / Mooncake JSONL) or "

@@ -890,12 +890,15 @@ class Network:
         from .stability import capacity_caveats
 
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
+        from ..results import MEANINGFUL_DIGITS, fmt_value
+
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
             bs = f" (best split {best[s.name]:.3f})" if shared else ""
             ub = " (an upper bound: see the verdict)" if s.name in bounded else ""
+            cap = fmt_value(s.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
-                         f"{s.capacity_tokens_per_s:,.1f} tokens/s{ub}, load {loads[s.name]:.3f}{bs}{pr}")
+                         f"{cap} tokens/s{ub}, load {loads[s.name]:.3f}{bs}{pr}")
         if shared:
             lines.append(f"  (loads at an even split of JSQ router{'s' if len(shared) > 1 else ''} "
                          f"{', '.join(map(repr, shared))}, which share{'' if len(shared) > 1 else 's'} engines with other traffic; best split: "

@@ -130,10 +130,15 @@ class RegionMix:
         return plot_region(self.region, point=self.target, mix=self, ax=ax, **kw)
 
     def table(self) -> str:
+        from ..results import MEANINGFUL_DIGITS, fmt_value
+
+        def n(x):
+            return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
         lines = [f"{'shape (x, y)':>14}  {'t ms':>8}  {'time share':>10}  {'batch share':>11}  {'batches/s':>9}"]
         for s, t, f, bf, bps in zip(self.shapes, self.batch_seconds, self.time_fractions, self.batch_fractions,
                                     self.batches_per_s):
-            lines.append(f"{f'({s[0]}, {s[1]})':>14}  {t*1e3:>8.3f}  {f:>10.4f}  {bf:>11.4f}  {bps:>9.3f}")
+            lines.append(f"{f'({s[0]}, {s[1]})':>14}  {n(t * 1e3):>8}  {f:>10.4f}  {bf:>11.4f}  {n(bps):>9}")
         return "\n".join(lines)
 
 

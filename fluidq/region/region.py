@@ -232,11 +232,17 @@ class StabilityRegion:
         return float(0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
 
     def table(self) -> str:
-        """The vertices as a plain-text table (tokens/s and the batch shape)."""
+        """The vertices as a plain-text table (tokens/s and the batch shape), each number to its meaningful
+        digits (:data:`fluidq.results.MEANINGFUL_DIGITS`, as in the text around it)."""
+        from ..results import MEANINGFUL_DIGITS, fmt_value
+
+        def n(x):
+            return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
         lines = [f"{'vertex':>6}  {'prefill tok/s':>14}  {'decode tok/s':>13}  {'shape (x, y)':>14}  "
                  f"{'t(x+y) ms':>9}  kind"]
         for i, (v, s, k, t) in enumerate(zip(self.vertices, self.shapes, self.kinds, self.batch_seconds)):
-            lines.append(f"{i:>6}  {v[0]:>14.3f}  {v[1]:>13.3f}  {f'({s[0]}, {s[1]})':>14}  {t*1e3:>9.3f}  {k}")
+            lines.append(f"{i:>6}  {n(v[0]):>14}  {n(v[1]):>13}  {f'({s[0]}, {s[1]})':>14}  {n(t * 1e3):>9}  {k}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:

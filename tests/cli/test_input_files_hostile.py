@@ -20,6 +20,10 @@ FACES = [
     (["sweep", "{}"], "case"),
     (["network", "{}"], "case"),
     (["fit", "{}"], "csv"),
+    (["capacity", "--fit", "{}", "--b-max", "512"], "--fit"),
+    (["check", "--fit", "{}", "--b-max", "512", "--rate", "1"], "--fit"),
+    (["region", "--fit", "{}", "--b-max", "512"], "--fit"),
+    (["simulate", "--fit", "{}", "--b-max", "512"], "--fit"),
     (["pars", "--data", "{}"], "{}"),
 ]
 

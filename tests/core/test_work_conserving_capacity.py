@@ -133,6 +133,6 @@ def test_check_cli_header_load_does_not_depend_on_the_policies(capsys):
 
     outs = []
     for pol in ("sarathi", "vllm"):
-        assert main(["check", "--b0", "100", "--load", "0.9", "--policy", pol]) == 0
+        assert main(["check", "--b0", "100", "--b-max", "512", "--load", "0.9", "--policy", pol]) == 0
         outs.append(capsys.readouterr().out.splitlines()[0])
     assert outs[0] == outs[1] and "b_max/t(b_max)" in outs[0]

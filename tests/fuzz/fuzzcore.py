@@ -470,10 +470,14 @@ SHIPPED_CASES = ["fork_join", "jsq_pair", "llm_rybko_stolyar", "lu_kumar", "plan
                  "rybko_stolyar", "jsq_pair.toml"]
 
 
-def _engine_opts(engines=False):
+def _engine_opts(engines=False, fit=False):
     d = {"--profile": name(PROFILES), "--model": name(["staircase", "piecewise-linear", "affine"]),
          "--c-ms": number((11.28, 5, 0.5)), "--a-ms": number((35.47, 1, 0.01)), "--b0": number((128, 64, 1), integer=True),
-         "--b-max": number((512, 256, 64, 1), integer=True), "--k-max": number((16, 64, 512), integer=True)}
+         "--b-max": number((512, 256, 64, 1), integer=True), "--k-max": number((16, 64, 512), integer=True),
+         # vLLM's names for the same options (issue 17)
+         "--max-num-batched-tokens": number((512, 256), integer=True), "--max-num-seqs": number((16, 64), integer=True)}
+    if fit:
+        d["--fit"] = in_path(good=["fit_good", "fit_crlf"])
     if engines:
         d["--engines"] = number((1, 2, 4), integer=True)
     return d
@@ -481,7 +485,8 @@ def _engine_opts(engines=False):
 
 def _workload_opts():
     return {"--rate": number((0.5, 2, 5)), "--prompt": number((100, 16, 290, 1)), "--output": number((100, 20, 1)),
-            "--geometric": FLAG, "--trace": in_path(*TRACES, good=GOOD_TRACES)}
+            "--geometric": FLAG, "--trace": in_path(*TRACES, good=GOOD_TRACES),
+            "--request-rate": number((0.5, 2)), "--input-len": number((100, 16)), "--output-len": number((100, 20))}
 
 
 def _cmd(base, opts, pos=(), deep=None):
@@ -491,9 +496,12 @@ def _cmd(base, opts, pos=(), deep=None):
 #: command -> base options (small values added unless the fuzzed options name them: they keep valid runs
 #: short; a (value, option) pair is added only with that option), fuzzed options (option -> value strategy, or FLAG), positional arguments (strategies)
 COMMANDS = {
-    "capacity": _cmd({}, {**_engine_opts(True), **_workload_opts(), "--json": FLAG}),
-    "check": _cmd({"--load": "0.9"}, {**_engine_opts(True), **_workload_opts(), "--load": number((0.5, 0.99, 1.2)),
+    "capacity": _cmd({}, {**_engine_opts(True, fit=True), **_workload_opts(),
+                          "--kv-capacity": number((2000, 20000), integer=True), "--json": FLAG}),
+    "check": _cmd({"--load": "0.9"}, {**_engine_opts(True, fit=True), **_workload_opts(), "--load": number((0.5, 0.99, 1.2)),
                                        "--policy": name(POLICIES), "--tolerance": number((0.02, 0, 0.5)),
+                                       "--kv-capacity": number((2000, 20000), integer=True),
+                                       "--chunk-long-prompts": FLAG, "--no-chunk-long-prompts": FLAG,
                                        "--json": FLAG}),
     "dtmc": _cmd({"--rate": "2", "--max-prefill": "3", "--max-decode": "25", "--prompt": "16", "--output": "20",
                   "--b-max": "64"},
@@ -538,7 +546,7 @@ COMMANDS = {
                   "--load": in_path(), "--plot": out_path(), "--json": FLAG}),
     "profiles": _cmd({}, {"--json": FLAG}, pos=[st.one_of(st.sampled_from(["list", "show", "show"]), STRINGS),
                                                st.one_of(st.just(None), name(PROFILES))]),
-    "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(), **_workload_opts(), "--point": point(),
+    "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(fit=True), **_workload_opts(), "--point": point(),
                                      "--policies": listing(name(POLICIES), 3), "--simulate": FLAG,
                                      "--rays": number((2, 3), integer=True), "--seed": number((0, 1), integer=True),
                                      "--plot": out_path(), "--json": FLAG}),
@@ -546,8 +554,8 @@ COMMANDS = {
                    {"--out": out_path(), "--profile": name(PROFILES), "--trace": in_path(*TRACES, good=GOOD_TRACES),
                     "--rate": number((1, 2)), "--json": FLAG}),
     "simulate": _cmd({"--horizon": "2", "--no-progress": None},
-                     {**_engine_opts(), **_workload_opts(), "--load": number((0.5, 0.9, 1.2)),
-                      "--arrival": name(["replay", "poisson", "periodic", "gamma"]), "--cv": number((0.5, 2)),
+                     {**_engine_opts(fit=True), **_workload_opts(), "--load": number((0.5, 0.9, 1.2)),
+                      "--num-prompts": number((10, 50), integer=True), "--arrival": name(["replay", "poisson", "periodic", "gamma"]), "--cv": number((0.5, 2)),
                       "--policy": name(POLICIES), "--chunk-long-prompts": FLAG, "--horizon": number((1, 2, 3)),
                       "--requests": number((10, 50), integer=True), "--seed": number((0, 1), integer=True),
                       "--replications": number((2, 3), integer=True), "--kv-capacity": number((2000, 20000), integer=True),

@@ -126,7 +126,7 @@ def test_cycles_are_canonical_across_hash_seeds():
 
 def test_describe_capacity_has_thousands_separators():
     txt = load_network(CASES / "random_unequal.toml").describe()
-    assert "10,240.0 tokens/s" in txt and "e+0" not in txt
+    assert "10,240 tokens/s" in txt and "e+0" not in txt
 
 
 @pytest.mark.parametrize("argv, option", [

@@ -1,23 +1,39 @@
 """``fluidq check``: a stability verdict for a scheduler at a load."""
 from __future__ import annotations
 
+import argparse
+
 from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
 from ..common import (
     add_engine_args,
+    add_kv_arg,
     add_workload_args,
     engine_from_args,
+    fit_json,
+    fit_lines,
+    kv_from_args,
     workload_from_args,
 )
+
+#: the report's choice (fluidq.report.reference): FasterTransformer and vanilla vLLM may split a prompt
+#: longer than b_max into chunks, else such a prompt is never scheduled and they are unstable at every rate
+CHUNK_LONG_PROMPTS_DEFAULT = True
 
 
 def register(sub):
     p = sub.add_parser("check", help="is a scheduler stable at this load?",
                        description="Stability verdict (stable / unstable / critical / unknown) with the load "
                        "and the reason, for each scheduler asked.")
-    add_engine_args(p, multi_engine=True)
+    add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p, rate_required=False)
+    add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together, "
+               "which lowers the capacity the verdicts compare the load with (default: unlimited)")
+    p.add_argument("--chunk-long-prompts", action=argparse.BooleanOptionalAction, default=CHUNK_LONG_PROMPTS_DEFAULT,
+                   help="let the schedulers that do not chunk (fastertransformer, vllm) split a prompt longer than "
+                        "b_max into chunks; without it such a prompt is never scheduled (default: on, as in "
+                        "`fluidq report`)")
     p.add_argument("--load", type=float, default=None,
                    help="offered load as a fraction of capacity (instead of --rate)")
     p.add_argument("--policy", action="append", default=None,
@@ -53,7 +69,7 @@ def run(args):
             raise ParameterError("--load", args.load, "either --load or --rate, not both")
         if not (math.isfinite(args.load) and args.load > 0):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
-    engine = engine_from_args(args)
+    engine = kv_from_args(args, engine_from_args(args))
     if args.load is not None:
         from ..._validate import load_rate
 
@@ -65,8 +81,23 @@ def run(args):
         workload = shape.with_rate(load_rate("--load", args.load, lam_max))
     else:
         workload = workload_from_args(args)
+    if engine.kv_capacity_tokens is not None:
+        from ...capacity import min_footprint_tokens
+
+        small = min_footprint_tokens(workload)
+        if small is not None and small > engine.kv_capacity_tokens:
+            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
+                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                                 "prompt + output, at its end)")
+    pols, chunked = [], []
+    for name in args.policy or POLICY_NAMES:
+        pol = resolve_policy(name, "--policy")
+        if not pol.chunked and hasattr(pol, "with_"):
+            pol = pol.with_(chunk_long_prompts=args.chunk_long_prompts)
+            chunked.append(pol.name)
+        pols.append(pol)
     results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines)
-               for p in (args.policy or POLICY_NAMES)]
+               for p in pols]
     width = max(len(r.policy) for r in results)
     cap = max_throughput(engine, workload, n_engines=args.engines)
     off = workload.token_rate_per_s
@@ -76,15 +107,29 @@ def run(args):
     elif abs(full - cap.tokens_per_s) <= 1e-9 * cap.tokens_per_s:
         load_txt = f"load {_load(off / cap.tokens_per_s)}"
     else:  # b/t(b) peaks below b_max: the two loads differ (each verdict says which it uses)
-        load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = {cap.tokens_per_s:,.1f} tokens/s, "
-                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = {full:,.1f} "
+        from ...results import MEANINGFUL_DIGITS, fmt_value
+
+        load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = "
+                    f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
+                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = "
+                    f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     "(work-conserving schedulers)")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, {load_txt}"]
+    lines[:0] = fit_lines(args, width=0)
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
+    if chunked:
+        lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
+                     f" ({', '.join(chunked)} {'split' if args.chunk_long_prompts else 'never schedule'} a prompt "
+                     f"longer than b_max={engine.b_max}{' into chunks' if args.chunk_long_prompts else ''}; the "
+                     "default, as in `fluidq report`, is to split)")
+    if engine.kv_capacity_tokens is not None:
+        lines.append(f"KV cache {engine.kv_capacity_tokens:,} tokens per engine (--kv-capacity)")
     # the inputs with every verdict (StabilityResult.to_dict has the numbers, not what they came from)
     inputs = {"engine": engine.to_dict(), "workload": workload.to_dict(),
               "arrival_rate_per_s": workload.arrival_rate_per_s, "n_engines": args.engines,
-              "load_given": args.load, "tolerance": args.tolerance}
+              "load_given": args.load, "tolerance": args.tolerance, "chunk_long_prompts": args.chunk_long_prompts}
+    if fit_json(args) is not None:
+        inputs["fit"] = fit_json(args)
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

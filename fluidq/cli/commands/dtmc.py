@@ -174,7 +174,9 @@ def _run(args):
              f"tokens          mean unprocessed {f(res.mean_unprocessed_tokens)}",
              f"throughput      {f(res.throughput_requests_per_s)} req/s, {f(res.throughput_tokens_per_s)} tokens/s"]
     if thr is not None:
-        lines.append(f"threshold       {thr.arrival_rate_per_s:.6g} req/s by {thr.method} "
+        from ...results import MEANINGFUL_DIGITS, fmt_value
+
+        lines.append(f"threshold       {fmt_value(thr.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s by {thr.method} "
                      f"(+- {thr.error_bound_per_s:.2g}; {thr.fraction_of_capacity:.1%} of Theorem 2's bound)")
     else:
         lines.append(f"threshold       unavailable: {thr_note}")

@@ -24,8 +24,11 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def read_fit_csv(path) -> dict:
+def read_fit_csv(path, option: str = "csv") -> dict:
     """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists.
+
+    ``option`` names the file in every message (``csv`` for ``fluidq fit``, ``--fit`` for the commands
+    that fit their engine from a CSV).
 
     Only a regular text file is read (a FIFO or device is refused: it could block; a gzipped file is
     decompressed).  Every value is checked where it stands, so each problem is one line naming the
@@ -37,8 +40,8 @@ def read_fit_csv(path) -> dict:
     from ...batchtime.fit import MAX_FIT_KV_TOKENS, MAX_FIT_SECONDS, MAX_FIT_TOKENS, MIN_FIT_SECONDS
     from ...errors import DataError
 
-    name = f"csv={str(path)!r}"
-    text = read_text("csv", path, what="CSV file")
+    name = f"{option}={str(path)!r}"
+    text = read_text(option, path, what="CSV file")
     reader = csv.reader(text.splitlines())
     rows, lines = [], []  # the non-blank rows and their line numbers in the file (1-based)
     try:
@@ -110,25 +113,35 @@ def read_fit_csv(path) -> dict:
     return cols
 
 
-def run(args):
+def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, loss: str = "relative"):
+    """Read ``path`` (:func:`read_fit_csv`) and fit it (:func:`fluidq.batchtime.fit.fit_batch_time`);
+    every problem with the data is one line naming ``option`` and the file."""
     from ...batchtime.fit import fit_batch_time
     from ...errors import DataError, ParameterError
+
+    cols = read_fit_csv(path, option)
+    try:
+        res = fit_batch_time(cols["tokens"], cols["seconds"], kind=kind, kv_tokens=cols.get("kv_tokens"),
+                             folds=folds, loss=loss)
+    except (DataError, ParameterError) as exc:  # about the data: say which file
+        raise DataError(f"{option}={str(path)!r}: {exc}") from None
+    if res.kind != "tabulated" and not res.r2 >= 0:  # worse than the mean time: no form describes the data
+        raise DataError(f"{option}={str(path)!r}: no batch-time form fits these times: the best ({res.kind}: "
+                        f"{res.model.describe()}) has R^2 = {res.r2:.3g} < 0 (worse than their mean); do the times "
+                        "increase with the batch size?" + (" (--kind tabulated interpolates any data)"
+                                                           if option == "csv" else ""))
+    return res
+
+
+def run(args):
+    from ...errors import ParameterError
     from ..common import output_file
 
     if args.folds < 2:
         raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
-    cols = read_fit_csv(args.csv)
-    try:
-        res = fit_batch_time(cols["tokens"], cols["seconds"], kind=args.kind, kv_tokens=cols.get("kv_tokens"),
-                             folds=args.folds, loss=args.loss)
-    except (DataError, ParameterError) as exc:  # about the data: say which file
-        raise DataError(f"csv={str(args.csv)!r}: {exc}") from None
-    if res.kind != "tabulated" and not res.r2 >= 0:  # worse than the mean time: no form describes the data
-        raise DataError(f"csv={str(args.csv)!r}: no batch-time form fits these times: the best ({res.kind}: {res.model.describe()}) "
-                        f"has R^2 = {res.r2:.3g} < 0 (worse than their mean); do the times increase with the batch "
-                        "size? (--kind tabulated interpolates any data)")
+    res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss)
     from ...results import fmt_value
 
     def pct(x, spec):

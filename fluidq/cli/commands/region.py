@@ -10,6 +10,8 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    fit_json,
+    fit_lines,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -22,7 +24,7 @@ def register(sub):
                        "rate points of its admissible batch shapes (paper §6, arXiv:2504.07347). With --point, "
                        "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
                        "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
-    add_engine_args(p)
+    add_engine_args(p, fit=True)
     add_workload_args(p)
     p.add_argument("--point", default=None, metavar="LP,LD",
                    help="target prefill,decode tokens per second, e.g. 620.3,2117.6 (a value starting with '-' "
@@ -99,6 +101,7 @@ def _where(scale: float) -> str:
 
 def run(args):
     from ...region import policy_region, region_mix, stability_region
+    from ...results import MEANINGFUL_DIGITS, fmt_value
     from ...region.capacity import fixed_prompt
 
     if args.engines != 1:
@@ -147,21 +150,24 @@ def run(args):
         others[pr.label] = pr
     mix = region_mix(region, point) if point is not None else None
     result = {"region": region.to_dict()}
+    if fit_json(args) is not None:
+        result["fit"] = fit_json(args)
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
-             f"Theorem 2       {region.capacity_tokens_per_s:,.3f} tokens/s (x + y <= this without k_max)",
+             *fit_lines(args),
+             f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
              f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
     if workload is not None:
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
-        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {_num(lam, 6, 'g')} req/s "
+        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
         scale = _num(mg.scale, 4) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
-        lines += ["", f"point           ({_num(point[0], 3, ',')}, {_num(point[1], 3, ',')}) tokens/s: "
+        lines += ["", f"point           ({fmt_value(point[0], digits=MEANINGFUL_DIGITS)}, {fmt_value(point[1], digits=MEANINGFUL_DIGITS)}) tokens/s: "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
                   f"distance {_num(mg.distance_tokens_per_s, 3, ',', tiny=False)} tokens/s",
                   f"mix             {mix.reason}", mix.table()]

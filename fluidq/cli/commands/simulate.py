@@ -14,6 +14,8 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    fit_json,
+    fit_lines,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -25,7 +27,7 @@ def register(sub):
                        description="Simulate one engine under each --policy on the same arrivals: queue "
                        "trajectories, latency metrics (TTFT, TTLT, TPOT), throughput and, with --replications, "
                        "a backlog-growth verdict against the fluid prediction (Theorem 2 of arXiv:2504.07347).")
-    add_engine_args(p)
+    add_engine_args(p, fit=True)
     add_workload_args(p)
     g = p.add_argument_group("simulation")
     g.add_argument("--load", type=float, default=None,
@@ -45,8 +47,8 @@ def register(sub):
                    help="let non-chunking schedulers split prompts longer than b_max")
     g.add_argument("--horizon", type=float, default=None,
                    help="simulated seconds: arrivals up to it, and the run stops there (default 90 unless --requests)")
-    g.add_argument("--requests", type=int, default=None,
-                   help="number of arrivals; without --horizon the run lasts until they finish, with --horizon "
+    g.add_argument("--requests", "--num-prompts", dest="requests", type=int, default=None,
+                   help="number of arrivals (vLLM benchmark's --num-prompts); without --horizon the run lasts until they finish, with --horizon "
                         "it stops at the horizon (requests unfinished by then count in 'in sys')")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--replications", type=int, default=1,
@@ -223,6 +225,8 @@ def run(args):
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
            "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
+    if fit_json(args) is not None:
+        out["fit"] = fit_json(args)
     if replay:
         window = horizon if horizon is not None else (float(arr_s[-1]) if len(arr_s) else math.nan)
         tok_rate = float(np.sum(p_tok) + np.sum(d_tok)) / window if window > 0 else math.nan
@@ -259,11 +263,14 @@ def run(args):
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
                  f"m_p={base.mean_prompt_tokens:g}, m_d={base.mean_output_tokens:g}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
+             *fit_lines(args, width=10),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
-             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {cap.tokens_per_s:,.1f} tokens/s"
+             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
@@ -318,7 +325,7 @@ def run(args):
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
-        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {full:,.1f} tokens/s): "
+        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
                      + (f"token slope {fs:,.1f} tokens/s for these arrivals (fitted like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "

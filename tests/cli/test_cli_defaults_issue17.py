@@ -1,0 +1,61 @@
+"""Defaults that must agree with the rest of fluidq (issue 17): check's --chunk-long-prompts is the
+report's choice, and latency's default replications give usable intervals."""
+import json
+
+import pytest
+
+from fluidq.cli import build_parser, main
+
+
+def run(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_check_chunk_long_prompts_default_is_the_reports():
+    from fluidq import Workload, Poisson
+    from fluidq.profiles import DEFAULT_PROFILE, load_profile
+    from fluidq.report.reference import reference
+
+    ref = reference(load_profile(DEFAULT_PROFILE).engine(),
+                    Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=100, output_tokens=100))
+    report_choice = {p.chunk_long_prompts for p in ref.policies.values() if not p.chunked}
+    assert len(report_choice) == 1
+    args = build_parser().parse_args(["check"])
+    assert args.chunk_long_prompts == report_choice.pop() is True
+
+
+def test_check_long_prompts_follow_the_flag(capsys):
+    argv = ["check", "--prompt", "600", "--load", "0.8", "--policy", "fastertransformer"]
+    rc, out, _ = run([*argv, "--json"], capsys)
+    chunked = json.loads(out)
+    assert rc == 0 and chunked["status"] != "unstable" and chunked["inputs"]["chunk_long_prompts"] is True
+    rc, out, _ = run([*argv, "--no-chunk-long-prompts", "--json"], capsys)
+    plain = json.loads(out)
+    assert plain["status"] == "unstable" and plain["inputs"]["chunk_long_prompts"] is False
+    rc, out, _ = run(argv, capsys)  # the human answer says which was used
+    assert "--chunk-long-prompts" in out
+    rc, out, _ = run([*argv, "--no-chunk-long-prompts"], capsys)
+    assert "--no-chunk-long-prompts" in out
+    rc, out, _ = run(["check", "--help"], capsys)
+    assert "--chunk-long-prompts" in out and "--no-chunk-long-prompts" in out
+
+
+def test_latency_default_replications():
+    from fluidq.cli.commands.latency import DEFAULT_REPLICATIONS
+
+    args = build_parser().parse_args(["latency"])
+    assert args.replications == DEFAULT_REPLICATIONS >= 5  # 2 gave intervals such as P99 83.98 ± 2.6e+02
+
+
+def test_latency_messages_name_flags(capsys):
+    rc, out, err = run(["latency", "--loads", "1.2", "--horizon", "40", "--replications", "2",
+                        "--orderings", "fcfs"], capsys)
+    assert rc == 0, err
+    assert "lengthen --horizon" in out  # the closing note on unfinished requests names the flag
+    for api in ("horizon_s", "n_replications", "warmup_frac"):
+        assert api not in out, api
