@@ -49,3 +49,24 @@ def test_scalar_lengths_kv_given_and_refusals(run):
             predict_deployment(FOLDER, **args)
     with pytest.raises(FluidqError, match="profile_dir"):
         predict_deployment(FOLDER / "nope", input_tokens=1, output_tokens=1)
+
+
+def test_capacity_profile_dir_on_the_command_line(capsys):
+    import json
+
+    from fluidq.testing.cli import assert_one_line, run_cli
+
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(FOLDER), "--max-num-seqs", "128", "--input-len", "300",
+                            "--output-len", "200", "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    api = predict_deployment(FOLDER, input_tokens=300, output_tokens=200, max_num_seqs=128)
+    assert doc["tokens_per_s"] == pytest.approx(api.tokens_per_s) and doc["binding"] == api.binding
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(FOLDER), "--trace", "azure-conv"], capsys)
+    assert rc == 0 and "memory planner" in out and "binding" in out, err
+    for argv, word in ((["--profile-dir", str(FOLDER), "--tensor-parallel-size", "2"], "tensor_parallel_size"),
+                       (["--profile-dir", str(FOLDER), "--profile", "paper-codellama34b-a100"], "--profile"),
+                       (["--profile-dir", str(FOLDER), "--engines", "2"], "--engines"),
+                       (["--gpu-memory-gib", "24"], "--profile-dir"),
+                       (["--profile-dir", str(FOLDER / "nope")], "profile_dir")):
+        assert_one_line(["capacity", *argv], capsys, word)

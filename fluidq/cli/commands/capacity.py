@@ -12,6 +12,7 @@ from ..common import (
     fit_json,
     fit_lines,
     kv_from_args,
+    load_cli_trace,
     workload_from_args,
 )
 
@@ -25,8 +26,62 @@ def register(sub):
     add_workload_args(p)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
                "capacity is lower (default: unlimited)")
+    g = p.add_argument_group("a vLLM deployment from its operator-profile folder (no run needed)")
+    g.add_argument("--profile-dir", default=None, metavar="DIR",
+                   help="an operator-profile folder in LLMServingSim's layout (profile_meta.yaml, profile_tp1_*.csv): "
+                        "capacity and binding limit of vLLM with --max-num-batched-tokens (default 2048), "
+                        "--max-num-seqs (default 256) and the KV cache (--kv-capacity, or vLLM's memory planner "
+                        "from --gpu-memory-gib)")
+    g.add_argument("--gpu-memory-gib", type=float, default=None,
+                   help="with --profile-dir: one GPU's memory, GiB (default: the folder's peer_sim_config.json)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                   help="with --profile-dir: vLLM's --gpu-memory-utilization (default 0.9)")
+    g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
+    g.add_argument("--tensor-parallel-size", type=int, default=1,
+                   help="with --profile-dir: vLLM's --tensor-parallel-size (only 1: these profiles hold no all-reduce)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+def _deployment(args):
+    """``--profile-dir``: vLLM's capacity from the folder's operator profiles (fluidq.validate.deployment)."""
+    import numpy as np
+
+    from ...validate.deployment import predict_deployment
+    from .. import CliError
+
+    given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--rate", args.rate))
+             if v is not None]
+    if args.engines != 1:
+        given.append("--engines")
+    if given:
+        raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
+    if args.trace is not None:
+        from ...workload import load_trace
+
+        load_cli_trace("--trace", args.trace)  # the command line's checks on the file (FIFO, order, ...)
+        tr = load_trace(args.trace)
+        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
+    else:
+        lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+    res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                             max_num_seqs=256 if args.k_max is None else args.k_max,
+                             max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                             tensor_parallel_size=args.tensor_parallel_size, kv_capacity_tokens=args.kv_capacity,
+                             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                             block_size=args.block_size)
+    i = res.inputs
+    lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
+             f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
+             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
+             f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
+             f"binding         {res.binding} (residents allowed: "
+             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
+             f"why             {res.reason}"]
+    emit(args, res, "\n".join(lines))
+    return 0
 
 
 def _n(x) -> str:
@@ -37,6 +92,15 @@ def _n(x) -> str:
 
 
 def run(args):
+    if args.profile_dir is not None:
+        return _deployment(args)
+    for opt, v, default in (("--gpu-memory-gib", args.gpu_memory_gib, None),
+                            ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9),
+                            ("--block-size", args.block_size, 16), ("--tensor-parallel-size", args.tensor_parallel_size, 1)):
+        if v != default:
+            from .. import CliError
+
+            raise CliError(f"{opt} is read only with --profile-dir (it would be ignored)")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
