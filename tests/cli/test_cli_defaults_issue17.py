@@ -59,3 +59,19 @@ def test_latency_messages_name_flags(capsys):
     assert "lengthen --horizon" in out  # the closing note on unfinished requests names the flag
     for api in ("horizon_s", "n_replications", "warmup_frac"):
         assert api not in out, api
+
+
+def test_simulate_splits_long_prompts_by_default_like_check(capsys):
+    # simulate's default disagreed with check's (off vs on): one choice for the whole command line
+    assert build_parser().parse_args(["simulate"]).chunk_long_prompts is build_parser().parse_args(
+        ["check"]).chunk_long_prompts is True
+    argv = ["simulate", "--prompt", "600", "--load", "0.5", "--policy", "fastertransformer", "--horizon", "30",
+            "--no-progress", "--json"]
+    rc, out, _ = run(argv, capsys)
+    on = json.loads(out)
+    rc2, out2, _ = run([*argv, "--no-chunk-long-prompts"], capsys)
+    off = json.loads(out2)
+    assert rc == rc2 == 0
+    on, off = on["policies"]["fastertransformer"]["summary"], off["policies"]["fastertransformer"]["summary"]
+    assert on["finished"] > 0 and on["blocked"] == 0  # a 600-token prompt above b_max=512 is served when split
+    assert off["finished"] == 0 and off["blocked"] > 0  # the literal scheduler never schedules it

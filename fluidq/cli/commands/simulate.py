@@ -1,6 +1,7 @@
 """``fluidq simulate``: iteration-level simulation of one engine under one or more schedulers."""
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -43,8 +44,10 @@ def register(sub):
     g.add_argument("--policy", action="append", default=None,
                    help="scheduler (repeatable): fastertransformer, vllm, orca, sarathi, vllm-chunked "
                         "(default: sarathi and fastertransformer)")
-    g.add_argument("--chunk-long-prompts", action="store_true",
-                   help="let non-chunking schedulers split prompts longer than b_max")
+    g.add_argument("--chunk-long-prompts", action=argparse.BooleanOptionalAction, default=True,
+                   help="let non-chunking schedulers split prompts longer than b_max (default on, as in "
+                        "`fluidq check` and the report; --no-chunk-long-prompts: the literal schedulers, which "
+                        "never schedule such a prompt)")
     g.add_argument("--horizon", type=float, default=None,
                    help="simulated seconds: arrivals up to it, and the run stops there (default 90 unless --requests)")
     g.add_argument("--requests", "--num-prompts", dest="requests", type=int, default=None,
@@ -319,7 +322,7 @@ def run(args):
                          f"{s['swap_tokens']} swapped, {s['rejected']} rejected (larger than the KV cache)")
         if s["blocked"]:
             lines.append(f"  {name}: {s['blocked']} requests can never be scheduled (prompt > b_max and the "
-                         "scheduler does not chunk; see --chunk-long-prompts)")
+                         "scheduler does not chunk under --no-chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
