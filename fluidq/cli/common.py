@@ -547,3 +547,16 @@ def comma_list(option: str, text: str, what: str = "names") -> list[str]:
     if not all(items):
         raise ParameterError(option, text, f"comma-separated {what}, none empty")
     return items
+
+
+def check_kv_fits(engine: Engine, workload: Workload) -> None:
+    """Refuse a ``--kv-capacity`` smaller than the smallest request of ``workload`` (none could run)."""
+    if engine.kv_capacity_tokens is None:
+        return
+    from ..capacity import min_footprint_tokens
+
+    small = min_footprint_tokens(workload)
+    if small is not None and small > engine.kv_capacity_tokens:
+        raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
+                             f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                             "prompt + output, at its end)")

@@ -4,16 +4,11 @@ import json
 
 import pytest
 
-from fluidq.cli import build_parser, main
+from fluidq.cli import build_parser
+from fluidq.testing.cli import run_cli
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 def test_check_chunk_long_prompts_default_is_the_reports():

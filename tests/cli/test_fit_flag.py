@@ -6,18 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from fluidq.cli import main
+from fluidq.testing.cli import run_cli
 
 C, A, B0 = 0.01128, 0.03547, 128  # the paper's staircase, seconds
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 @pytest.fixture

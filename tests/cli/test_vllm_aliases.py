@@ -4,17 +4,11 @@ import json
 
 import pytest
 
-from fluidq.cli import main
 from fluidq.cli.common import VLLM_ALIASES
+from fluidq.testing.cli import run_cli
 
 
-def run(argv, capsys):
-    try:
-        rc = main(argv)
-    except SystemExit as exc:  # argparse's own errors and --help
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+run = run_cli
 
 
 def _strip_wall(obj):

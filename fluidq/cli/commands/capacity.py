@@ -7,6 +7,7 @@ from ..common import (
     add_engine_args,
     add_kv_arg,
     add_workload_args,
+    check_kv_fits,
     engine_from_args,
     finite_positive,
     fit_json,
@@ -106,16 +107,7 @@ def run(args):
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
     # rate is a placeholder, left out of the JSON
     workload = workload_from_args(args, default_rate=1.0)
-    if engine.kv_capacity_tokens is not None:
-        from ...capacity import min_footprint_tokens
-
-        small = min_footprint_tokens(workload)
-        if small is not None and small > engine.kv_capacity_tokens:
-            from ...errors import ParameterError
-
-            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
-                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
-                                 "prompt + output, at its end)")
+    check_kv_fits(engine, workload)
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)
     bt = res.batch_tokens

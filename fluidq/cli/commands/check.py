@@ -81,14 +81,9 @@ def run(args):
         workload = shape.with_rate(load_rate("--load", args.load, lam_max))
     else:
         workload = workload_from_args(args)
-    if engine.kv_capacity_tokens is not None:
-        from ...capacity import min_footprint_tokens
+    from ..common import check_kv_fits
 
-        small = min_footprint_tokens(workload)
-        if small is not None and small > engine.kv_capacity_tokens:
-            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
-                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
-                                 "prompt + output, at its end)")
+    check_kv_fits(engine, workload)
     pols, chunked = [], []
     for name in args.policy or POLICY_NAMES:
         pol = resolve_policy(name, "--policy")

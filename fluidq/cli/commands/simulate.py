@@ -176,14 +176,9 @@ def run(args):
     # a trace replays at its own rate unless --rate/--load say otherwise; 1.0 is a placeholder that the
     # default load of 0.9 replaces below
     base = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
-    if engine.kv_capacity_tokens is not None:
-        from ...capacity import min_footprint_tokens
+    from ..common import check_kv_fits
 
-        small = min_footprint_tokens(base)
-        if small is not None and small > engine.kv_capacity_tokens:
-            raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
-                                 f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
-                                 "prompt + output, at its end)")
+    check_kv_fits(engine, base)
     if args.rate is None and (args.trace is None or args.load is not None):
         from ..._validate import load_rate
 
