@@ -6,11 +6,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..results import plain
 
 __all__ = ["METRIC_NAMES", "SimResult"]
 
 METRIC_NAMES = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s", "queueing_s")
+#: what the first token of TTFT is: the first decode token (the paper's model) or the end of the prefill
+#: (vLLM's first token comes with it)
+TTFT_DEFINITIONS = ("first_decode", "end_of_prefill")
 
 
 def _ro(a):
@@ -129,15 +133,23 @@ class SimResult:
     def throughput_tokens_per_s(self) -> float:
         return self.tokens_served / self.end_s if self.end_s > 0 else math.nan
 
-    def latencies(self) -> dict:
-        """Per-request latency columns (seconds, NaN where undefined), over all arrivals."""
+    def latencies(self, ttft: str = "first_decode") -> dict:
+        """Per-request latency columns (seconds, NaN where undefined), over all arrivals.
+
+        ``ttft`` chooses the first token: ``"first_decode"`` (default, the paper's model: the end of the
+        iteration that gives the first decode token) or ``"end_of_prefill"`` (what vLLM reports: its
+        first token comes with the prefill); TPOT and the other columns are the same either way.
+        """
+        if ttft not in TTFT_DEFINITIONS:
+            raise ParameterError("ttft", ttft, " or ".join(repr(t) for t in TTFT_DEFINITIONS))
         r = self.requests
         a = r["arrival_s"]
         out = r["output_tokens"].astype(float)
         ttlt = r["finish_s"] - a
         with np.errstate(invalid="ignore", divide="ignore"):
             tpot = np.where(out > 1, (r["finish_s"] - r["first_token_s"]) / np.maximum(out - 1, 1), np.nan)
-        return {"ttft_s": r["first_token_s"] - a, "ttlt_s": ttlt, "tpot_s": tpot,
+        first = r["first_token_s"] if ttft == "first_decode" else r["prefill_done_s"]
+        return {"ttft_s": first - a, "ttlt_s": ttlt, "tpot_s": tpot,
                 "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
 
     @property

@@ -19,3 +19,4 @@ def test_a_lazily_filled_batch_time_table_gives_the_same_run(policy, monkeypatch
     for k in ("finish_s", "first_token_s"):
         assert np.array_equal(eager.requests[k], lazy.requests[k], equal_nan=True)
     assert eager.n_iterations == lazy.n_iterations
+
