@@ -231,5 +231,37 @@ def open_gzip_text(option: str, path, *, what: str = "file"):
     return io.StringIO(read_text(option, path, what=what))
 
 
-__all__ = ["MAX_INPUT_BYTES", "MAX_TOML_DEPTH", "atomic_write", "gunzip_bytes", "input_file", "json_loads", "toml_loads", "read_bytes",
+__all__ = ["MAX_INPUT_BYTES", "MAX_TOML_DEPTH", "atomic_write", "check_target", "write_output", "gunzip_bytes", "input_file", "json_loads", "toml_loads", "read_bytes",
            "read_text", "open_gzip_text"]
+
+# ------------------------------------------------------------------ output files (report, validation, figures)
+# Every file fluidq writes as an answer goes through write_output: the bytes go to a temporary file in
+# the target's folder and os.replace puts it in place (atomic_write), so a symlink planted at the target
+# is replaced and the file it pointed to is never opened; a target that exists and is neither a regular
+# file nor a symlink (a folder, a FIFO, a device, a socket) is refused before anything is written; every
+# OSError becomes one DataError naming the file.
+
+def check_target(path, *, what: str = "file") -> Path:
+    """Refuse a ``path`` that exists and is not a regular file or a symlink; return it as a ``Path``."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    except OSError as exc:
+        raise DataError(f"{what} {_shown(p)}: cannot write it ({_os_reason(exc)})") from None
+    if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        return p
+    raise DataError(f"{what} {_shown(p)}: {_kind(st.st_mode)} is there, not a file; fluidq writes only regular "
+                    "files and does not replace it (remove it or choose another name)")
+
+
+def write_output(path, data: bytes | str, *, what: str = "file") -> str:
+    """Write ``data`` to ``path`` through a temporary file and a rename (a link there is replaced, never
+    followed); return the path as a string."""
+    p = check_target(path, what=what)
+    try:
+        atomic_write(p, data)
+    except OSError as exc:
+        raise DataError(f"{what} {_shown(p)}: cannot write it ({_os_reason(exc)})") from None
+    return str(p)

@@ -326,7 +326,7 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     asked for), except, for a figure, a file that is not an image of the format its extension names
     and carries no ``matplotlib`` mark (a user's PDF paper or a text file named ``x.png``): refused.
     The file itself is written later by a temporary file and a rename
-    (:func:`fluidq.report._files.write_output`).
+    (:func:`fluidq._io.write_output`).
     """
     import os
     import stat
@@ -485,7 +485,7 @@ def mark_folder(folder: Path, marker: str, what: str) -> None:
 
     Written by a temporary file and a rename: a symlink planted under that name is replaced, not followed.
     """
-    from ..report._files import write_output
+    from .._io import write_output
 
     folder = Path(folder)
     if folder.is_dir() and not folder.is_symlink():

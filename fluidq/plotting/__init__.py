@@ -52,7 +52,7 @@ def save_figure(fig, path, *, dpi: float = 110, **kwargs) -> str:
     """Write ``fig`` to ``path`` and return the path written; the one way fluidq saves a figure.
 
     The figure is rendered into memory, then written by a temporary file in the same folder and a
-    rename (:func:`fluidq.report._files.write_output`): a symlink at ``path`` is replaced, never
+    rename (:func:`fluidq._io.write_output`): a symlink at ``path`` is replaced, never
     written through; a folder, FIFO or device there is refused; a failure leaves the old file as it
     was.  The format comes from the extension; a path without one gets ``.png`` (as
     ``Figure.savefig`` does) and the returned path says so.
@@ -60,7 +60,7 @@ def save_figure(fig, path, *, dpi: float = 110, **kwargs) -> str:
     import io
 
     from ..errors import ParameterError
-    from ..report._files import write_output
+    from .._io import write_output
 
     text = os.fspath(path)
     if isinstance(text, bytes):

@@ -19,7 +19,7 @@ from pathlib import Path
 from .._version import __version__
 from ..engine import Engine
 from ..workload import Workload
-from ._files import write_output
+from .._io import write_output
 
 __all__ = ["ReportContext", "Section", "build_report", "default_inputs"]
 

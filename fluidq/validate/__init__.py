@@ -251,7 +251,7 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
            "(`validation/data/PROVENANCE.md`): casys-kaist/LLMServingSim (MIT), microsoft/vidur (MIT), "
            "microsoft/sarathi-serve (Apache-2.0), Mutinifni/splitwise-sim (MIT); the Azure 2023 conversation "
            "trace (CC-BY 4.0) embedded in fluidq.", ""]
-    from ..report._files import write_output
+    from .._io import write_output
 
     write_output(out / "validation.md", "\n".join(md), what="validation report file")
     files = {"markdown": str(out / "validation.md"), "json": str(out / "validation.json"), "figures": figs}

@@ -121,7 +121,7 @@ def test_the_marker_is_written_by_rename(tmp_path, monkeypatch):
 
 def test_a_folder_at_a_report_file_name_is_one_data_error(tmp_path):
     from fluidq.errors import DataError
-    from fluidq.report._files import write_output
+    from fluidq._io import write_output
 
     (tmp_path / "report.md").mkdir()
     with pytest.raises(DataError, match="report.md.*a folder"):
