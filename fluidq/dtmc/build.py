@@ -55,7 +55,7 @@ from ..policies.orderings import FCFS, Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
 from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
-from .rules import count_space, decode_tokens, fixed_prefill, prefill_budget
+from .rules import check_fixed_prompt, count_space, decode_tokens, fixed_prefill, prefill_budget
 from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
@@ -166,9 +166,7 @@ def _lengths(workload: Workload, pol: Scheduler, b: int):
     pr = workload.prompt_tokens
     if isinstance(pr, Fixed):
         vp, pp = int(pr.n), None
-        if vp > b and not pol.chunked:
-            raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
-                                 "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
+        check_fixed_prompt(pol, vp, b)
     elif isinstance(pr, Geometric):
         if not pol.chunked:
             raise ParameterError("prompt_tokens", pr, f"a Fixed prompt length for {pol.name} (whole prompts, "

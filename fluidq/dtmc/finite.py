@@ -59,6 +59,7 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Workload
 from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
+from .rules import check_fixed_prompt
 from .sizing import MAX_STATES_LIMIT
 from .state import StateSpace
 
@@ -94,9 +95,7 @@ def _prompts(workload, pol, b, max_prompt):
     pr = workload.prompt_tokens
     if isinstance(pr, Fixed):
         vp = int(pr.n)
-        if vp > b and not pol.chunked:
-            raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
-                                 "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
+        check_fixed_prompt(pol, vp, b)
         return vp, None, None
     if isinstance(pr, Geometric):
         if not pol.chunked:

@@ -16,7 +16,17 @@ import numpy as np
 
 from .state import StateSpace
 
-__all__ = ["count_space", "decode_tokens", "fixed_prefill", "prefill_budget"]
+__all__ = ["check_fixed_prompt", "count_space", "decode_tokens", "fixed_prefill", "prefill_budget"]
+
+
+def check_fixed_prompt(pol, vp: int, b: int) -> int:
+    """``vp``, refused when a scheduler that does not chunk could never schedule a prompt that long."""
+    if vp > b and not pol.chunked:
+        from ..errors import ParameterError
+
+        raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
+                             "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
+    return vp
 
 
 def count_space(max_prefill: int, max_decode: int, head_positions: int) -> StateSpace:

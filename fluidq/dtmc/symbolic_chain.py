@@ -62,7 +62,7 @@ from ..batchtime import Affine, PiecewiseLinear, Staircase
 from ..errors import ParameterError
 from ..workload import Fixed, Geometric
 from .build import MIN_RATE_PER_S, check_chain_inputs, scheduler_rules
-from .rules import count_space, decode_tokens, fixed_prefill, prefill_budget
+from .rules import check_fixed_prompt, count_space, decode_tokens, fixed_prefill, prefill_budget
 from .sizing import chain_states
 from .state import StateSpace
 
@@ -125,9 +125,7 @@ def _exact_lengths(workload, pol, b):
                              "lengths use build_dtmc (fluidq.dtmc.finite)")
     if isinstance(pr, Fixed):
         vp = int(pr.n)
-        if vp > b and not pol.chunked:
-            raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not "
-                                 "chunk prompts", "such a prompt is never scheduled; raise b_max or chunk")
+        check_fixed_prompt(pol, vp, b)
         return vp, None, q
     if isinstance(pr, Geometric):
         if not pol.chunked:
