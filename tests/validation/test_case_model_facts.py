@@ -34,13 +34,25 @@ def test_no_shipped_case_writes_a_layer_count_by_hand():
             assert "n_layers" not in prof, (c.name, prof.get("label"))
 
 
-def test_the_measured_binding_limit_never_reads_the_case_file():
-    # issue 16: the "measured" binding limit fell back to the case file's expected answer
-    import inspect
+def test_the_measured_binding_limit_never_reads_the_case_file(monkeypatch):
+    # issue 16: the "measured" binding limit fell back to the case file's expected answer when neither
+    # max_num_seqs nor the KV cache was full; such a run now reads "token_budget" whatever the case says
+    from dataclasses import replace
 
-    from fluidq.validate import cases
+    import fluidq.validate.runs as runs
+    from fluidq.validate.cases import _serving_run
 
-    src = inspect.getsource(cases._serving_run)
-    assert 'tg.get("binding"' not in src and "tg['binding']" not in src
+    real = runs.saturated_throughput
+
+    def neither_full(run):
+        return {**real(run), "running_max": 10.0, "kv_pct_mean": 50.0}
+
+    monkeypatch.setattr(runs, "saturated_throughput", neither_full)
+    case = next(c for c in load_cases(validation_dir() / "cases") if c.name == "rtx4090-llama3.1-8b")
+    for expected in ("k_max", "kv_cache"):
+        wrong = replace(case, spec={**case.spec, "targets": {**case.spec.get("targets", {}), "binding": expected}})
+        res = _serving_run(wrong, validation_dir() / "data", {"fast_replay_skip": True})
+        row = next(r for r in res.rows if r.quantity == "binding limit")
+        assert row.measured == "token_budget", (expected, row)
     for c in load_cases(validation_dir() / "cases"):
         assert "binding" not in c.spec.get("targets", {}), c.name
