@@ -45,8 +45,8 @@ REFUSED = [
     # ---- region: huge or tiny batch times, points and rates
     ("region --c-ms 1e308", "--c-ms"),
     ("region --c-ms 0 --a-ms 1e-300", "--a-ms"),
-    ("region --point 1e308,1e308", "point"),
-    ("region --point 1e-300,1e-300", "point"),
+    ("region --point 1e308,1e308", "--point"),
+    ("region --point 1e-300,1e-300", "--point"),
     ("region --rate 1e308", "--rate"),
     ("region --rate 1e-300", "--rate"),
     (f"region --b-max {BIG}", "--b-max"),

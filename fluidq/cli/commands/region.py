@@ -58,6 +58,9 @@ def _point(text):
         raise ParameterError("--point", text, "two numbers 'prefill_tokens_per_s,decode_tokens_per_s'") from None
     if not (math.isfinite(x) and math.isfinite(y)) or x < 0 or y < 0:
         raise ParameterError("--point", text, "two finite non-negative token rates 'prefill,decode' per second")
+    from ...region.region import as_points
+
+    as_points((x, y), "--point")  # the library's bounds (1e-12 .. 1e18 tokens/s), named by the flag
     return x, y
 
 
