@@ -389,7 +389,7 @@ def _drive(ex, target, seed, grid, common, chunks, errors, max_in_flight, rows, 
                 ex.shutdown(wait=False, cancel_futures=True)
                 ex = factory()
                 pending.extend(sorted(broken, reverse=True))
-    except BaseException:
+    except BaseException as exc:
         # keep what already finished (e.g. Ctrl-C while results were waiting to be collected)
         for f, c in list(inflight.items()):
             if f.done() and not f.cancelled() and f.exception() is None:
@@ -399,9 +399,21 @@ def _drive(ex, target, seed, grid, common, chunks, errors, max_in_flight, rows, 
                 for i, r in zip(idx, rws):
                     rows[i] = r
                 del inflight[f]
+        if owned and isinstance(exc, KeyboardInterrupt):
+            _terminate_workers(ex)  # Ctrl-C: exiting must not wait on a worker process mid-chunk
         raise
     finally:
         for f in inflight:
             f.cancel()
         if owned:
             ex.shutdown(wait=not inflight, cancel_futures=True)
+
+
+def _terminate_workers(ex) -> None:
+    """Stop the processes of a process pool at once (after Ctrl-C: their chunks are lost anyway, and the
+    interpreter's exit would otherwise join them); other executors are left to their shutdown."""
+    for p in list((getattr(ex, "_processes", None) or {}).values()):
+        try:
+            p.terminate()
+        except (OSError, ValueError, AttributeError):  # already gone
+            pass
