@@ -265,3 +265,21 @@ def write_output(path, data: bytes | str, *, what: str = "file") -> str:
     except OSError as exc:
         raise DataError(f"{what} {_shown(p)}: cannot write it ({_os_reason(exc)})") from None
     return str(p)
+
+
+def open_text(path):
+    """The text of ``path`` or ``path.gz`` as a stream, read whole through :mod:`fluidq._io`.
+
+    Only a regular file is read (a FIFO or a device could block forever); a corrupt or truncated
+    gzip file, a binary file, an unreadable path are each a ``DataError`` naming the file.
+    """
+    import io
+
+    path = Path(path)
+    gz = path.with_name(path.name + ".gz")
+    target = path
+    if not os.path.lexists(path) and os.path.lexists(gz):
+        target = gz
+    elif not os.path.lexists(path):
+        raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
+    return io.StringIO(read_text("run file", target, what="run file"))

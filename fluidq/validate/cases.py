@@ -252,7 +252,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
 
 
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
-    from .iteration import lss_iteration_model
+    from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity
     from .replay import replay
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
@@ -426,7 +426,7 @@ def _kv_from_memory(mem: dict, n_layers: int, tp: int) -> tuple[int, str]:
 
 def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
     from ..workload.traces import load_trace
-    from .iteration import vidur_iteration_model
+    from ..batchtime.operators import vidur_iteration_model
     from .predict import predict_capacity
 
     s = case.spec
@@ -614,7 +614,7 @@ def _hybrid_batch(case: Case, data: Path, ctx) -> CaseResult:
 
 def _profile_vs_measured(case: Case, data: Path, ctx) -> CaseResult:
     from ..batchtime import loaders
-    from .iteration import vidur_iteration_model
+    from ..batchtime.operators import vidur_iteration_model
 
     s = case.spec
     tp = int(s["tp"])

@@ -93,7 +93,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         where the layer count and the KV capacity came from.
     """
     from ..models import find_model, kv_capacity_estimate, load_model
-    from .iteration import lss_iteration_model
+    from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity
 
     folder = Path(profile_dir)

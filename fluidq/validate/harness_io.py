@@ -34,7 +34,7 @@ def find_sessions(root) -> list[Path]:
 def session_prediction(session: Path):
     """``(meta, prediction, fit)`` for a harness session."""
     from ..batchtime.fit import fit_batch_time
-    from .iteration import FittedIterationModel
+    from ..batchtime.operators import FittedIterationModel
     from .predict import predict_capacity
     from .runs import read_run
 

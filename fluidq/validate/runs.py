@@ -26,36 +26,17 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .._io import json_loads, read_text
+from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
 
 __all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "queue_growth",
            "latency_metrics", "open_text"]
-
-
-def open_text(path: Path):
-    """The text of ``path`` or ``path.gz`` as a stream, read whole through :mod:`fluidq._io`.
-
-    Only a regular file is read (a FIFO or a device could block forever); a corrupt or truncated
-    gzip file, a binary file, an unreadable path are each a ``DataError`` naming the file.
-    """
-    import io
-
-    path = Path(path)
-    gz = path.with_name(path.name + ".gz")
-    target = path
-    if not os.path.lexists(path) and os.path.lexists(gz):
-        target = gz
-    elif not os.path.lexists(path):
-        raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
-    return io.StringIO(read_text("run file", target, what="run file"))
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

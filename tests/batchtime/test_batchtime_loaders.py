@@ -248,7 +248,7 @@ def test_llmservingsim_uses_every_operator_or_refuses_it_by_name(tmp_path):
 
 def test_the_validation_iteration_model_uses_the_same_operator_table(tmp_path):
     # the replay's iteration model read the same profiles with its own list and dropped what it did not know
-    from fluidq.validate.iteration import lss_iteration_model
+    from fluidq.batchtime.operators import lss_iteration_model
 
     e = lss_run(tmp_path / "odd")
     (e / "profile_tp1_dense.csv").write_text((e / "profile_tp1_dense.csv").read_text()

@@ -20,7 +20,7 @@ def run():
 
 
 def test_the_same_capacity_the_validation_case_predicts(run):
-    from fluidq.validate.iteration import lss_iteration_model
+    from fluidq.batchtime.operators import lss_iteration_model
     from fluidq.validate.predict import predict_capacity
 
     case = next(c for c in load_cases(validation_dir() / "cases") if c.name == "rtxpro6000-llama3.1-8b")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from fluidq import Affine, ContextAware, PiecewiseLinear
 from fluidq.batchtime import loaders
 from fluidq.validate.cases import _plain_path
-from fluidq.validate.iteration import FittedIterationModel, lss_iteration_model, vidur_iteration_model
+from fluidq.batchtime.operators import FittedIterationModel, lss_iteration_model, vidur_iteration_model
 from fluidq.validate.predict import predict_capacity
 from fluidq.validate.replay import replay
 

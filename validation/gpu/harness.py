@@ -568,7 +568,7 @@ def main(argv=None) -> int:
         return 2
     _import_fluidq()
     from fluidq.batchtime.fit import fit_batch_time
-    from fluidq.validate.iteration import FittedIterationModel
+    from fluidq.batchtime.operators import FittedIterationModel
     from fluidq.validate.predict import predict_capacity
 
     b_max, k_max = pre["b_max"], pre["k_max"]
