@@ -1,11 +1,16 @@
 """The engine description: a batch-time model and the budgets of one LLM engine.
 
-``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None)``
+``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None, memory=None, prefill_emits_token=False)``
 
 * ``b_max``  token budget per batch (``max_num_batched_tokens`` in vLLM; paper's ``b_max``)
 * ``k_max``  batch-size limit, requests per batch (``max_num_seqs``; paper §6), or ``None``
 * ``kv_capacity_tokens`` KV-cache capacity in tokens (a resident request holds its prompt
   plus generated tokens), or ``None`` for unlimited memory
+* ``memory`` how that capacity is allocated (:class:`~fluidq.engine.memory.Memory`: token or block
+  KV, prefix caching, reservation, preemption, victim rule); ``None`` is ``Memory()``, the token rules
+* ``prefill_emits_token`` whether the iteration that completes a prefill also emits the first output
+  token (vLLM and most real engines); by default (the paper's model) every output token takes a
+  decode iteration
 """
 from __future__ import annotations
 
@@ -14,8 +19,9 @@ from dataclasses import dataclass, replace
 from .._validate import BUDGET_WHY, KV_WHY, MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer
 from ..batchtime import BatchTime
 from ..errors import ParameterError, ParameterTypeError
+from .memory import VLLM, Memory
 
-__all__ = ["Engine"]
+__all__ = ["Engine", "Memory", "VLLM"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +38,13 @@ class Engine:
         At most this many requests per batch, in ``1..MAX_BUDGET_TOKENS``; ``None`` for no limit.
     kv_capacity_tokens : int, optional
         KV-cache capacity in tokens, in ``1..MAX_KV_TOKENS`` (1e12); ``None`` for unlimited.
+    memory : Memory, optional
+        The rules of the KV cache (default ``Memory()``: token KV as always); they apply only with a
+        ``kv_capacity_tokens``.  ``fluidq.engine.VLLM`` is vLLM v1's paged cache.
+    prefill_emits_token : bool
+        The iteration completing a prefill also gives the first output token, so a request of ``d``
+        output tokens needs ``d - 1`` decode iterations (vLLM); default False (the paper's model:
+        ``d`` decode iterations).
     name : str
         A label for reports.
 
@@ -47,6 +60,8 @@ class Engine:
     b_max: int
     k_max: int | None = None
     kv_capacity_tokens: int | None = None
+    memory: Memory | None = None
+    prefill_emits_token: bool = False
     name: str = "engine"
 
     def __post_init__(self):
@@ -60,6 +75,16 @@ class Engine:
         object.__setattr__(self, "kv_capacity_tokens",
                            integer("kv_capacity_tokens", self.kv_capacity_tokens, minimum=1, allow_none=True,
                                    maximum=MAX_KV_TOKENS, why=KV_WHY))
+        if self.memory is None:
+            object.__setattr__(self, "memory", Memory())
+        elif not isinstance(self.memory, Memory):
+            raise ParameterError("memory", self.memory, "a fluidq.engine.Memory (or None for token KV)",
+                                 "e.g. fluidq.engine.Memory(kind='blocks', block_size=16)")
+        if self.kv_capacity_tokens is not None and self.kv_capacity_tokens < self.memory.block_size:
+            raise ParameterError("kv_capacity_tokens", self.kv_capacity_tokens,
+                                 f"at least one block of memory.block_size={self.memory.block_size} tokens")
+        if not isinstance(self.prefill_emits_token, bool):
+            raise ParameterTypeError(f"prefill_emits_token={self.prefill_emits_token!r}: expected True or False")
         if not isinstance(self.name, str):
             raise ParameterTypeError(f"name={self.name!r}: expected a string, got {type(self.name).__name__}")
 
@@ -72,8 +97,13 @@ class Engine:
         return self.batch_time(tokens, kv_tokens)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "batch_time": self.batch_time.to_dict(), "b_max": self.b_max,
-                "k_max": self.k_max, "kv_capacity_tokens": self.kv_capacity_tokens}
+        d = {"name": self.name, "batch_time": self.batch_time.to_dict(), "b_max": self.b_max,
+             "k_max": self.k_max, "kv_capacity_tokens": self.kv_capacity_tokens}
+        if not self.memory.default_rules:  # (engines with the default rules keep their old dict)
+            d["memory"] = self.memory.to_dict()
+        if self.prefill_emits_token:
+            d["prefill_emits_token"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Engine":
@@ -81,4 +111,6 @@ class Engine:
 
         d = dict(d)
         d["batch_time"] = batch_time_from_dict(d["batch_time"])
+        if d.get("memory") is not None:
+            d["memory"] = Memory.from_dict(d["memory"])
         return cls(**d)

@@ -48,8 +48,9 @@ import math
 
 from collections import deque
 
-from ..errors import FluidqError
+from ..errors import FluidqError, ParameterError
 from ..policies.base import Batch, QueueView, RequestState, batch_violations
+from ._memory import BlockPool
 
 NAN = math.nan
 INF = math.inf
@@ -76,12 +77,17 @@ def _may_evict_hook(policy):
 
 def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                 preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
-                progress=None, window=False):
+                progress=None, window=False, memory=None, compose=None, emit_at_prefill=False):
     """Simulate; return a dict of plain lists.
 
     ``window=True`` (only for a built-in FCFS :class:`~fluidq.policies.Scheduler`, without ``initial``
     residents or batch records) shows the policy the served requests and the oldest waiting ones it
     could admit, not the whole queue (see the module's notes); the results are the same.
+
+    ``memory`` (a :class:`fluidq.engine.Memory` other than the default token rules, with ``kv_cap``)
+    pages the KV cache in blocks (see the module's notes); ``compose(prefill_chunks, decode_contexts)``
+    replaces ``tau_b`` by the batch's composition; ``emit_at_prefill`` makes the iteration completing a
+    prefill give the first output token.
     """
     n = len(arr)
     n0 = len(initial)
@@ -106,10 +112,22 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     peak_kv = 0
     batches = [] if record_batches else None
     blocked_ids: set = set()
+    paged = kv_cap is not None and memory is not None and not memory.default_rules
+    if paged:
+        bs = memory.block_size
+        pool = BlockPool(kv_cap // bs, memory.prefix_caching)
+        nblk: dict = {}  # blocks held per request
+        adm: dict = {}  # admission sequence per request (victim "most_recent")
+        hwm: dict = {}  # prompt tokens ever computed per request (recomputation is not useful work)
+        n_adm = 0
+        most_recent = memory.victim == "most_recent"
+        whole = memory.reservation == "whole_prompt"
     rec = {"t_s": [], "prefill_tokens": [], "decode_tokens": [], "requests": [], "batch_s": [],
            "demand": [], "kv_tokens": []} if record else None
     if record and kv_cap is not None:
         rec["kv_used"] = []
+    if record and paged:
+        rec.update(resident=[], waiting=[], useful_tokens=[])
     work = 0
     examined = 0  # requests shown to the policy, summed over select calls (the kernel's cost)
     pending: deque = deque()  # with window: waiting requests not yet shown to the policy, in arrival order
@@ -130,6 +148,15 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         kv[j] = r.prefilled + r.decoded
         used += kv[j]
         work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
+        if paged and kv[j] > 0:
+            k = -(-kv[j] // bs)
+            if k > pool.free:
+                raise ParameterError("initial", f"<{n0} residents>", f"residents whose KV fits in the "
+                                     f"{pool.total} blocks of {bs} tokens of the cache")
+            pool.alloc(k)
+            nblk[j] = k
+            adm[j] = n_adm
+            n_adm += 1
     t = 0.0
     na = 0
     bt, bn, bw = [], [], []
@@ -144,6 +171,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         held = kv[r.rid]
         used -= held
         kv[r.rid] = 0
+        if paged:
+            pool.release(r.rid, nblk.pop(r.rid, 0))
         preemptions += 1
         npre[r.rid] += 1
         r.preemptions += 1
@@ -167,7 +196,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             i = na
             na += 1
             rid = n0 + i
-            if kv_cap is not None and P[i] + D[i] > kv_cap:
+            if kv_cap is not None and (P[i] + D[i] > kv_cap if not paged else
+                                       -(-(P[i] + D[i]) // bs) > pool.total):
                 rejected += 1
                 continue
             r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
@@ -193,6 +223,105 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             if r.prompt_tokens <= never_fits:
                 n_fresh += 1
 
+    def ask(visible, t, kv_free):
+        """``policy.select`` on the requests in ``visible``; checks the batch, sets blocked ones aside."""
+        nonlocal examined, n_parked, hidden_demand, n_fresh, residents
+        view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=kv_free)
+        examined += len(visible)
+        batch = policy.select(view)
+        if check:
+            bad = batch_violations(batch, view)
+            if bad:
+                raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+        if batch.blocked:
+            blocked_ids.update(batch.blocked)
+            if window:  # never schedulable: reported once, then set aside (still in the system)
+                gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
+                if gone:
+                    for q in residents:
+                        if q.rid in gone:
+                            n_parked += 1
+                            hidden_demand += q.prompt_tokens
+                            if q.prompt_tokens <= never_fits:  # pragma: no cover - it blocks only those
+                                n_fresh -= 1
+                    residents = [q for q in residents if q.rid not in gone]
+        return view, batch
+
+    def take(rid, m):
+        """Blocks for ``m`` more KV tokens of resident ``rid`` (the pool has them)."""
+        k = -(-(kv[rid] + m) // bs) - nblk[rid]
+        if k > 0:
+            pool.alloc(k)
+            nblk[rid] += k
+
+    def paged_batch(t):
+        """The batch under the block memory: running requests (holding blocks) first get blocks for
+        their next tokens, preempting victims until they fit; then new requests are admitted, head
+        of line in the policy's order, while their reservation fits.  Returns (view, batch, unseen,
+        seconds of swaps)."""
+        nonlocal n_adm, used, work
+        extra = 0.0
+        hide_new = bool(swapped)
+        while True:
+            visible = [q for q in residents if q.rid in nblk] if hide_new else residents
+            unseen = 0 if hide_new else hidden_demand
+            view, batch = ask(visible, t, pool.free * bs)
+            need = 0
+            for rid, m in batch.prefill:
+                if rid in nblk:
+                    need += -(-(kv[rid] + m) // bs) - nblk[rid]
+            for rid in batch.decode:
+                need += -(-(kv[rid] + 1) // bs) - nblk[rid]
+            if need > pool.free:
+                admitted = [q for q in residents if q.rid in nblk]
+                if most_recent:
+                    victim = max(admitted, key=lambda q: adm[q.rid])
+                else:
+                    cands = _victim_order(policy, admitted, t)[::-1]
+                    victim = next((q for q in cands if may_evict is None or may_evict(q, t)), cands[0])
+                extra += preempt(victim, t)
+                continue
+            running = {rid for rid, _ in batch.prefill if rid in nblk}
+            for rid, m in batch.prefill:
+                if rid in running:
+                    take(rid, m)
+            for rid in batch.decode:
+                take(rid, 1)
+            kept = []
+            stop = False
+            for rid, m in batch.prefill:
+                if rid in running:
+                    kept.append((rid, m))
+                    continue
+                if stop:
+                    continue
+                r = by_id[rid]
+                hit = 0
+                if pool.caching and pool.cached(rid) > 0:
+                    # a preempted request's own leading blocks still cached (it recomputes its last token
+                    # at least); they are among the free blocks, so the whole request must fit in them
+                    if -(-r.prompt_tokens // bs) > pool.free:
+                        stop = True
+                        continue
+                    hit = pool.reuse(rid, min(pool.cached(rid), (r.prompt_tokens - 1) // bs))
+                remaining = r.prompt_tokens - r.prefilled - hit * bs
+                want = remaining if whole else min(m, remaining)
+                if -(-(hit * bs + want) // bs) - hit > pool.free:
+                    stop = True  # head of line: later new requests wait too
+                    continue
+                nblk[rid] = hit
+                if hit:
+                    kv[rid] = hit * bs
+                    used += hit * bs
+                    r.prefilled = hit * bs
+                    work -= hit * bs
+                adm[rid] = n_adm
+                n_adm += 1
+                m = min(m, remaining)
+                take(rid, m)
+                kept.append((rid, m))
+            return view, Batch(prefill=tuple(kept), decode=batch.decode, blocked=batch.blocked), unseen, extra
+
     while True:
         admit_arrivals(t)
         bt.append(t)
@@ -205,8 +334,11 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             next_report = t + 1.0 + 0.02 * t
         extra_s = 0.0
         # swap-ins first, oldest first, while their KV fits
-        while swapped and used + swapped[0][1] <= kv_cap:
+        while swapped and (used + swapped[0][1] <= kv_cap if not paged else -(-swapped[0][1] // bs) <= pool.free):
             r, held = swapped.pop(0)
+            if paged:
+                pool.alloc(-(-held // bs))
+                nblk[r.rid] = -(-held // bs)
             used += held
             kv[r.rid] = held
             swap_tokens += held
@@ -225,86 +357,71 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         batch = None
         # new requests (holding no KV) are not admitted while swapped-out ones wait, after a preemption
         # in this iteration, or when the head of the admission queue does not fit
-        hide_new = bool(swapped)
-        for _attempt in range(2 * len(residents) + 8):
-            visible = [q for q in residents if kv[q.rid] > 0] if hide_new else residents
-            view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max,
-                             kv_free_tokens=None if kv_cap is None else kv_cap - used)
-            unseen = 0 if hide_new else hidden_demand  # demand of the waiting requests not in view
-            examined += len(visible)
-            batch = policy.select(view)
-            if check:
-                bad = batch_violations(batch, view)
-                if bad:
-                    raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
-            if batch.blocked:
-                blocked_ids.update(batch.blocked)
-                if window:  # never schedulable: reported once, then set aside (still in the system)
-                    gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
-                    if gone:
-                        for q in residents:
-                            if q.rid in gone:
-                                n_parked += 1
-                                hidden_demand += q.prompt_tokens
-                                if q.prompt_tokens <= never_fits:  # pragma: no cover - it blocks only those
-                                    n_fresh -= 1
-                        residents = [q for q in residents if q.rid not in gone]
-            if kv_cap is None:
-                break
-            dc = batch.decode
-            room = kv_cap - used - len(dc)
-            if room >= 0:
-                # headroom: one token per request already holding KV, so that admitting new work
-                # does not force a preemption at the next decode step (vLLM's watermark, simplified)
-                reserve = n_admitted
-                kept = []
-                dropped_new = False
-                for rid, m in batch.prefill:
-                    if kv[rid] == 0:  # admission: the whole remaining prompt must fit, plus the headroom
-                        r = by_id[rid]
-                        avail = room if r.prompt_tokens - r.prefilled + reserve <= room else 0
-                    else:
-                        avail = room
-                    if m <= avail:
-                        kept.append((rid, m))
-                        room -= m
-                    elif chunkable and avail > 0:
-                        kept.append((rid, avail))
-                        room -= avail
-                    elif kv[rid] == 0:
-                        dropped_new = True
-                        break  # admission is head-of-line: later new requests wait too
-                trimmed = Batch(prefill=tuple(kept), decode=dc, blocked=batch.blocked)
-                if dropped_new and not hide_new and (trimmed.empty or room > reserve):
-                    hide_new = True
-                    continue  # ask again without the requests that cannot be admitted now
-                if not trimmed.empty:
-                    batch = trimmed
+        if paged:
+            view, batch, unseen, swap_s = paged_batch(t)
+            extra_s += swap_s
+        else:
+            hide_new = bool(swapped)
+            for _attempt in range(2 * len(residents) + 8):
+                visible = [q for q in residents if kv[q.rid] > 0] if hide_new else residents
+                unseen = 0 if hide_new else hidden_demand  # demand of the waiting requests not in view
+                view, batch = ask(visible, t, None if kv_cap is None else kv_cap - used)
+                if kv_cap is None:
                     break
-                if n_admitted == 0:
-                    batch = trimmed
-                    break
-                # nothing can run although requests hold memory: preempt one
-            admitted = [q for q in residents if kv[q.rid] > 0]
-            cands = _victim_order(policy, admitted, t)[::-1]
-            victim = None
-            for q in cands:
-                if may_evict is None or may_evict(q, t):
-                    victim = q
-                    break
-            if victim is None:
-                free = kv_cap - used
-                if len(dc) > free > 0:
-                    batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
-                    break
-                if not cands:
-                    batch = Batch()
-                    break
-                victim = cands[0]
-            extra_s += preempt(victim, t)
-            n_admitted -= 1
-            hide_new = True
-        if kv_cap is not None and batch is not None and batch.tokens > kv_cap - used:  # never exceed memory
+                dc = batch.decode
+                room = kv_cap - used - len(dc)
+                if room >= 0:
+                    # headroom: one token per request already holding KV, so that admitting new work
+                    # does not force a preemption at the next decode step (vLLM's watermark, simplified)
+                    reserve = n_admitted
+                    kept = []
+                    dropped_new = False
+                    for rid, m in batch.prefill:
+                        if kv[rid] == 0:  # admission: the whole remaining prompt must fit, plus the headroom
+                            r = by_id[rid]
+                            avail = room if r.prompt_tokens - r.prefilled + reserve <= room else 0
+                        else:
+                            avail = room
+                        if m <= avail:
+                            kept.append((rid, m))
+                            room -= m
+                        elif chunkable and avail > 0:
+                            kept.append((rid, avail))
+                            room -= avail
+                        elif kv[rid] == 0:
+                            dropped_new = True
+                            break  # admission is head-of-line: later new requests wait too
+                    trimmed = Batch(prefill=tuple(kept), decode=dc, blocked=batch.blocked)
+                    if dropped_new and not hide_new and (trimmed.empty or room > reserve):
+                        hide_new = True
+                        continue  # ask again without the requests that cannot be admitted now
+                    if not trimmed.empty:
+                        batch = trimmed
+                        break
+                    if n_admitted == 0:
+                        batch = trimmed
+                        break
+                    # nothing can run although requests hold memory: preempt one
+                admitted = [q for q in residents if kv[q.rid] > 0]
+                cands = _victim_order(policy, admitted, t)[::-1]
+                victim = None
+                for q in cands:
+                    if may_evict is None or may_evict(q, t):
+                        victim = q
+                        break
+                if victim is None:
+                    free = kv_cap - used
+                    if len(dc) > free > 0:
+                        batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
+                        break
+                    if not cands:
+                        batch = Batch()
+                        break
+                    victim = cands[0]
+                extra_s += preempt(victim, t)
+                n_admitted -= 1
+                hide_new = True
+        if not paged and kv_cap is not None and batch is not None and batch.tokens > kv_cap - used:  # never exceed memory
             free = max(0, kv_cap - used)
             batch = Batch(prefill=(), decode=tuple(batch.decode[:free]), blocked=batch.blocked)
         if batch is None or batch.empty:
@@ -317,7 +434,15 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             t = min(horizon, arr[na])
             continue
         tokens = batch.tokens
-        if ks:
+        if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
+            if kv_cap is not None:
+                ctxs = [kv[rid] for rid in batch.decode]
+                tau = compose([(m, kv[rid]) for rid, m in batch.prefill], ctxs)
+            else:
+                ctxs = [by_id[rid].prefilled + by_id[rid].decoded - emit_at_prefill for rid in batch.decode]
+                tau = compose([(m, by_id[rid].prefilled) for rid, m in batch.prefill], ctxs)
+            kvr = sum(ctxs)
+        elif ks:
             kvr = 0
             for rid in batch.decode:
                 kvr += kv[rid] if kv_cap is not None else by_id[rid].prefilled + by_id[rid].decoded
@@ -332,7 +457,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             rec["requests"].append(batch.n_requests)
             rec["batch_s"].append(tau + extra_s)
             rec["demand"].append(view.demand + unseen)
-            if not ks:
+            if not ks and compose is None:
                 kvr = sum(by_id[rid].prefilled + by_id[rid].decoded - by_id[rid].recompute_tokens
                           for rid in batch.decode)
             rec["kv_tokens"].append(kvr)
@@ -350,8 +475,14 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         if batch.prefill and batch.decode:
             mixed_iters += 1
         done = False
+        useful = 0
         for rid, m in batch.prefill:
             r = by_id[rid]
+            if record and paged:  # prompt tokens computed for the first time
+                top = min(r.prefilled + m, r.prompt_tokens - r.recompute_tokens)
+                if top > hwm.get(rid, 0):
+                    useful += top - hwm.get(rid, 0)
+                    hwm[rid] = top
             if fs[rid] != fs[rid]:
                 fs[rid] = t0
                 if window and rid >= n0:
@@ -364,6 +495,11 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 used += m
             if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
                 pdn[rid] = t
+                if emit_at_prefill and r.decoded == 0:  # the prefill's iteration gives the first token
+                    r.decoded = 1
+                    ftk[rid] = t
+                    work -= 1
+                    useful += 1
             if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
                 done = True
                 fin[rid] = t
@@ -388,10 +524,17 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens:
                     if kv_cap is not None:
                         used -= kv.pop(r.rid)
+                    if paged:
+                        pool.release(r.rid, nblk.pop(r.rid))
+                        pool.forget(r.rid)
                     by_id.pop(r.rid, None)
                 else:
                     keep.append(r)
             residents = keep
+        if record and paged:
+            rec["resident"].append(len(nblk))
+            rec["waiting"].append(len(residents) - len(nblk) + len(swapped) + len(pending) + n_parked)
+            rec["useful_tokens"].append(useful + len(batch.decode))
     return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
             "backlog": (bt, bn, bw), "iterations": n_iter, "busy_s": busy, "mixed_iterations": mixed_iters,
             "tokens_served": tok_served, "records": rec, "end_s": t, "n_blocked": len(blocked_ids), "n_arrived": na,

@@ -45,7 +45,8 @@ def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
 
     It runs the built-in :class:`~fluidq.policies.Scheduler` (any priority / mixing / chunking /
     ``chunk_long_prompts`` / budgets) with an ordering that keeps arrival order (FCFS), on an
-    engine without a KV-cache capacity.
+    engine without a KV-cache capacity, whose batch time is a function of batch tokens (and KV) and
+    whose first token takes a decode iteration.
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -54,6 +55,10 @@ def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
         return False, f"ordering {order.name!r} is not arrival order"
     if engine.kv_capacity_tokens is not None:
         return False, "KV-cache memory is modelled on the generic path"
+    if callable(getattr(engine.batch_time, "composition_time", None)):
+        return False, "a batch time that reads the batch composition runs on the generic path"
+    if engine.prefill_emits_token:
+        return False, "a first token emitted with the prefill is modelled on the generic path"
     return True, "built-in scheduler with FCFS order"
 
 
@@ -245,7 +250,7 @@ def _tau_table(engine: Engine):
 def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None = None,
              n_requests: int | None = None, rng=None, *, record_iterations: bool = False,
              record_batches: bool = False, method: str = "auto", check_batches: bool | None = None,
-             preemption: str = "recompute", swap_s_per_token: float | None = None, warmup_s: float = 0.0,
+             preemption: str | None = None, swap_s_per_token: float | None = None, warmup_s: float = 0.0,
              initial=(), progress=None) -> SimResult:
     """Simulate one LLM engine iteration by iteration.
 
@@ -280,8 +285,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
-    preemption : {"recompute", "swap"}
-        What a KV-cache preemption costs (only with ``engine.kv_capacity_tokens``).
+    preemption : {"recompute", "swap"}, optional
+        What a KV-cache preemption costs (only with ``engine.kv_capacity_tokens``); default the
+        engine's ``memory.preemption`` (``"recompute"`` unless set), which this overrides.
     swap_s_per_token : float, optional
         Seconds per KV token moved by a swap (out or in); required for ``preemption="swap"``.
     warmup_s : float
@@ -311,6 +317,20 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     ``prompt_tokens`` = prompt + ``recompute_tokens``); ``"swap"`` moves it to host memory at
     ``swap_s_per_token`` seconds per token, out and back in (``swap_tokens``).  No batch ever makes
     the held KV exceed the capacity; a request larger than the whole cache is ``rejected``.
+    Those are the default rules, ``engine.memory = Memory()``.  Any other
+    :class:`~fluidq.engine.Memory` pages the cache in ``memory.block_size``-token blocks (a request
+    holds ``ceil(tokens / block_size)``, the cache has ``kv_capacity_tokens // block_size``, no
+    headroom): running requests get blocks for their next tokens first, preempting ``memory.victim``
+    (the last in the ordering, or the most recently admitted) until they fit, then new requests are
+    admitted head-of-line while ``memory.reservation`` (the whole remaining prompt, or the chunk)
+    fits; with ``memory.prefix_caching`` a re-admitted victim reuses its own cached leading blocks.
+
+    **vLLM.** ``Engine(batch_time=Composition(model=...), memory=fluidq.engine.VLLM,
+    prefill_emits_token=True, ...)`` under ``"vllm-chunked"`` is vLLM v1's engine (what
+    ``fluidq validate`` checks against measured runs): a batch time that reads the batch composition
+    (:class:`~fluidq.batchtime.composition.Composition`) is charged per batch from its prefill chunks
+    and decode contexts; with ``prefill_emits_token`` the prefill's iteration gives the first token
+    (``first_token_s == prefill_done_s``).
 
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
@@ -344,6 +364,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     check_size(engine, workload, horizon_s, n_requests)
     if method not in ("auto", "fast", "generic"):
         raise ParameterError("method", method, "'auto', 'fast' or 'generic'")
+    if preemption is None:
+        preemption = engine.memory.preemption
     if preemption not in ("recompute", "swap"):
         raise ParameterError("preemption", preemption, "'recompute' or 'swap'")
     if preemption == "swap":
@@ -391,7 +413,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                           horizon=hz, record=record_iterations, check=check_batches,
                           kv_cap=engine.kv_capacity_tokens, preemption=preemption,
                           swap_s_per_token=swap_s_per_token, record_batches=record_batches,
-                          initial=tuple(initial), progress=progress, window=window)
+                          initial=tuple(initial), progress=progress, window=window, memory=engine.memory,
+                          compose=getattr(engine.batch_time, "composition_time", None),
+                          emit_at_prefill=engine.prefill_emits_token)
     n0 = len(initial)
     if n0:
         a0 = np.array([float(r.arrival_s) for r in initial])

@@ -1,0 +1,75 @@
+"""A batch time that reads the batch's composition: the operator-profile iteration model as a ``BatchTime``.
+
+``Composition(model=IterationModel)`` answers the usual ``t(b)`` / ``t(b, kv)`` (so every analysis
+that needs a function of batch tokens can use it) and, for the simulator's kernel, the time of a
+batch given what is in it: :meth:`Composition.composition_time` takes the prefill chunks with the
+context each already has and the contexts of the decoding requests (attention cost grows with
+them, linear layers with the tokens).  The kernel calls it whenever a batch time offers it.
+
+``t(b)`` is one prefill chunk of ``b`` tokens with no prior context; ``t(b, kv)`` is ``b`` decoding
+requests that read ``kv`` cached tokens between them (mean context ``kv / b``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import DataError, ParameterError
+from .models import BatchTime, _out, _tokens
+
+__all__ = ["Composition"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Composition(BatchTime):
+    """Seconds per iteration from the batch composition (an operator-profile iteration model).
+
+    Parameters
+    ----------
+    model : IterationModel
+        Anything with ``time(prefill_chunks, decode_contexts) -> seconds`` and a vectorised
+        ``time_shape(prefill_tokens, kv_prefill, n_decode, kv_decode)``, e.g.
+        :func:`fluidq.batchtime.operators.lss_iteration_model`.
+    """
+
+    kind: ClassVar[str] = "composition"
+    model: object = field(compare=True)
+
+    def __post_init__(self):
+        if not (callable(getattr(self.model, "time", None)) and callable(getattr(self.model, "time_shape", None))):
+            raise ParameterError("model", self.model, "an iteration model with time() and time_shape() "
+                                 "(fluidq.batchtime.operators.lss_iteration_model or vidur_iteration_model)")
+
+    def _eval(self, b):
+        return np.asarray(self.model.time_shape(b, 0.0, 0.0, 0.0), dtype=float)
+
+    def __call__(self, tokens, kv_tokens=None):
+        b = _tokens(tokens)
+        if kv_tokens is None:
+            return _out(self._eval(b), tokens)
+        kv = np.asarray(kv_tokens, dtype=float)
+        if kv.size and (not np.all(np.isfinite(kv)) or np.any(kv < 0)):
+            raise ParameterError("kv_tokens", kv_tokens, "finite KV token counts >= 0")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(b > 0, kv / np.maximum(b, 1), 0.0)
+        return _out(np.asarray(self.model.time_shape(0.0, 0.0, b, mean), dtype=float), tokens)
+
+    def composition_time(self, prefill_chunks, decode_contexts) -> float:
+        """Seconds for one batch: ``prefill_chunks`` is a sequence of ``(chunk_tokens, prior_context)``,
+        ``decode_contexts`` the cached tokens each decoding request reads."""
+        return float(self.model.time(prefill_chunks, decode_contexts))
+
+    @property
+    def params(self) -> dict:
+        return {"model": getattr(self.model, "name", type(self.model).__name__),
+                "source": getattr(self.model, "source", "")}
+
+    def describe(self) -> str:
+        return f"operator-profile iteration model {self.params['model']} (reads the batch composition)"
+
+    @classmethod
+    def from_dict(cls, d):  # pragma: no cover - documented refusal
+        raise DataError("batch_time: kind 'composition' is built from operator profiles "
+                        "(fluidq.batchtime.operators.lss_iteration_model), not read from a dict")
