@@ -259,7 +259,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         their next tokens, preempting victims until they fit; then new requests are admitted, head
         of line in the policy's order, while their reservation fits.  Returns (view, batch, unseen,
         seconds of swaps)."""
-        nonlocal n_adm, used, work
+        nonlocal n_adm, used, work, wasted
         extra = 0.0
         hide_new = bool(swapped)
         while True:
@@ -315,6 +315,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     used += hit * bs
                     r.prefilled = hit * bs
                     work -= hit * bs
+                    wasted -= hit * bs  # discarded at the preemption, but not computed again
                 adm[rid] = n_adm
                 n_adm += 1
                 m = min(m, remaining)

@@ -52,7 +52,7 @@ class SimResult:
         One entry per arrival (read-only arrays): ``arrival_s``, ``first_scheduled_s`` (start of the
         first iteration that serves its prefill), ``prefill_done_s`` (end of the iteration that
         completes its prefill), ``first_token_s`` (end of the iteration that gives its *first
-        decode token*), ``finish_s`` (end of the iteration that gives its last decode token),
+        decode token*, or its prefill's with ``engine.prefill_emits_token``), ``finish_s`` (end of the iteration that gives its last decode token),
         ``prompt_tokens``, ``output_tokens``, ``preemptions``.  Times are NaN when the event did
         not happen before the run ended.
     backlog : dict of str -> numpy.ndarray
@@ -62,7 +62,11 @@ class SimResult:
     iterations : dict of str -> numpy.ndarray or None
         With ``record_iterations=True``: one row per iteration, ``t_s`` (start), ``prefill_tokens``,
         ``decode_tokens``, ``requests``, ``batch_s``, ``demand`` (``sum_i p_i + 1{p_i = 0}`` at its
-        start), ``kv_tokens`` (contexts read by decode attention) and ``kv_used`` (with memory).
+        start), ``kv_tokens`` (contexts read by decode attention) and ``kv_used`` (with memory);
+        with a paged memory model (any :class:`~fluidq.engine.Memory` but the default token rules)
+        also ``resident`` (requests holding KV blocks), ``waiting`` (requests in the system holding
+        none) at the iteration's end, and ``useful_tokens`` (prompt tokens computed for the first
+        time plus output tokens emitted).
     throughput_requests_per_s, throughput_tokens_per_s : float
         Finished requests (served tokens) divided by the simulated time ``end_s``.
     busy_fraction : float
@@ -71,7 +75,8 @@ class SimResult:
         Share of iterations that held prefill and decode tokens.
     preemptions, wasted_tokens, swap_tokens, rejected, peak_kv_tokens : int
         KV-cache memory figures (zero without a capacity): preemptions, KV tokens discarded by
-        recompute preemptions (work redone), tokens moved by swaps (out and in), requests larger
+        recompute preemptions and computed again (work redone; blocks a prefix cache gives back
+        are not counted), tokens moved by swaps (out and in), requests larger
         than the whole cache (rejected at arrival), the most KV tokens held at once.
     blocked : int
         Requests the policy reported it can never schedule (a prompt longer than ``b_max`` under a
@@ -88,7 +93,9 @@ class SimResult:
     **TTFT.** In the model of Li, Dai, Peng (arXiv:2504.07347) a request has ``v_p`` prefill tokens and
     ``v_d`` *separate* decode tokens, so the first output token is the first decode token:
     ``ttft_s = first_token_s - arrival_s``.  Engines that emit a token at the end of prefill
-    correspond to ``prefill_done_s - arrival_s`` (column ``prefill_done_s``).  ``ttlt_s = finish_s -
+    correspond to ``prefill_done_s - arrival_s`` (column ``prefill_done_s``); an engine built with
+    ``prefill_emits_token=True`` (vLLM) *is* such an engine: its first token comes with the prefill,
+    ``first_token_s == prefill_done_s`` and ``output_tokens - 1`` decode iterations follow.  ``ttlt_s = finish_s -
     arrival_s``; ``tpot_s = (finish_s - first_token_s)/(output_tokens - 1)`` (the mean time between
     tokens of a request, NaN for one-token outputs); ``latency_per_token_s = ttlt_s/output_tokens``
     (the PARS paper's metric, arXiv:2510.03243); ``queueing_s = first_scheduled_s - arrival_s``.

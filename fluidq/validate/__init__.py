@@ -8,8 +8,8 @@ writes ``validation.md`` (summary table: predicted vs measured, error in percent
 
 Modules: ``runs`` (readers of vLLM-format runs and the measured throughput, backlog, latency),
 ``iteration`` (whole-iteration time from LLMServingSim and Vidur operator profiles), ``predict``
-(capacity and the binding limit), ``replay`` (the run's own arrivals through a vLLM-v1-like
-scheduler model), ``cases`` (the case kinds), ``harness_io`` (runs of ``validation/gpu/``).
+(capacity and the binding limit), ``replay`` (the engine of a measured vLLM run and its own
+arrivals through ``fluidq.simulate``; every latency row comes from it), ``cases`` (the case kinds), ``harness_io`` (runs of ``validation/gpu/``).
 
 The validation folder is found from the environment variable ``FLUIDQ_VALIDATION_DIR`` or next
 to the package (a source checkout); it is not part of an installed wheel.

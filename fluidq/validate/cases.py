@@ -254,7 +254,6 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity
-    from .replay import replay
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     s = case.spec
@@ -317,42 +316,56 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     figures = []
     md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
     if not ctx.get("fast_replay_skip"):
+        # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
+        # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
+        # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)
+        from .. import simulate
+        from ..engine import VLLM
+        from .replay import ReplayResult, vllm_engine
+
         t0 = time.time()
         caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
-        rep = replay(model, run.arrival_s, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
-                     k_max=run.max_num_seqs, kv_capacity_tokens=kv, prefix_caching=caching)
+        reqs = {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens, "output_tokens": run.output_tokens}
+        eng = vllm_engine(model, b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv,
+                          prefix_caching=caching, name=case.name)
+        sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
+        rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
+        lat = sim0.latencies(ttft="end_of_prefill")
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
-        ours = latency_metrics(rep.ttft_s, rep.latency_s, rep.tpot_s)
+        ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
+        sec0 = time.time() - t0
         peer_path = data / s["run"] / "peer_sim_vs_vllm_summary.txt"
         peer = read_peer_summary(peer_path) if peer_path.exists() else {}
         errs = {k: _err(ours[k], meas[k]) for k in meas}
-        # the library's general simulator on the built-in profile fitted to the same GPU (t(b, kv) form)
+        # the same engine with the built-in profile fitted to the same GPU (t(b, kv) form) instead of the
+        # operator profiles
         sim_errs, sim_note = None, ""
         if s.get("sim_profile"):
-            from .. import simulate
             from ..profiles import load_profile
 
             prof = load_profile(s["sim_profile"])
-            eng = prof.engine(b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+            eng_f = prof.engine(b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+            eng_f = eng_f.with_(memory=eng.memory, prefill_emits_token=True)
             t1 = time.time()
-            sim = simulate(eng, {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens,
-                                 "output_tokens": run.output_tokens}, s.get("sim_policy", "vllm-chunked"),
-                           n_requests=len(run))
-            lat = sim.latencies(ttft="end_of_prefill")  # what vLLM measures as TTFT
-            sim_m = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
+            sim = simulate(eng_f, reqs, s.get("sim_policy", "vllm-chunked"), n_requests=len(run))
+            lat_f = sim.latencies(ttft="end_of_prefill")  # what vLLM measures as TTFT
+            sim_m = latency_metrics(lat_f["ttft_s"], lat_f["ttlt_s"], lat_f["tpot_s"])
             sim_errs = {k: _err(sim_m[k], meas[k]) for k in meas}
-            sim_note = (f"`fluidq.simulate` with profile `{prof.name}` ({prof.batch_time.describe()}), policy "
+            sim_note = (f"The fitted-profile column: `fluidq.simulate` with profile `{prof.name}` "
+                        f"({prof.batch_time.describe()}) on the same memory model, policy "
                         f"`{s.get('sim_policy', 'vllm-chunked')}`: {sim.n_iterations} iterations, {sim.preemptions} "
                         f"preemptions, {time.time() - t1:.1f} s.")
-        md += ["| metric | measured (ms) | fluidq replay (ms) | replay error | fluidq.simulate error | peer simulator error |",
+        md += ["| metric | measured (ms) | fluidq.simulate (ms) | error | fitted-profile error | peer simulator error |",
                "|---|---|---|---|---|---|"]
         for k in meas:
             pe = f"{peer[k][2]:+.1f} %" if k in peer else "n/a"
             se = f"{sim_errs[k]:+.1f} %" if sim_errs else "n/a"
             md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {errs[k]:+.1f} % | {se} | {pe} |")
-        md += ["", f"Replay (operator-profile iteration model, vLLM v1 scheduler model, prefix caching "
-                   f"{'on' if caching else 'off'}): {rep.iterations} iterations, {rep.preemptions} preemptions, "
-                   f"{time.time() - t0:.1f} s. {sim_note}"]
+        md += ["", f"`fluidq.simulate` on the run's own arrivals (operator-profile batch time read from the batch "
+                   f"composition, vLLM v1 memory: {eng.memory.block_size}-token blocks, whole-prompt reservation, "
+                   f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
+                   f"policy `vllm-chunked`; TTFT = end of the prefill's iteration, vLLM's definition): "
+                   f"{sim0.n_iterations} iterations, {sim0.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
         for k in ("TTFT Mean", "TPOT Mean", "Latency Mean", "Latency P90"):
             pe = peer.get(k, (None, None, None))[2]
             ok = pe is not None and abs(errs[k]) <= abs(pe) + 1e-9
@@ -360,23 +373,25 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
                             target=f"within peer's ±{abs(pe):.1f} %" if pe is not None else "",
                             status=("pass" if ok else "miss") if pe is not None else "info",
-                            note="peer = LLMServingSim's own simulator on the same run"))
+                            note="fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator"))
         if peer:
             mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
             rows.append(Row(case=case.name, source=case.source, quantity="mean abs. error over the 15 latency metrics",
                             predicted=mine, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
                             target="fluidq <= peer", status="pass" if mine <= theirs else "miss",
-                            note="predicted column: fluidq replay's mean /error/; measured column: the peer's"))
+                            note="predicted column: fluidq.simulate's mean |error| (operator profiles); "
+                                 "measured column: the peer's"))
             if sim_errs:
                 simm = float(np.mean([abs(sim_errs[k]) for k in peer if k in sim_errs]))
                 rows.append(Row(case=case.name, source=case.source,
-                                quantity="mean abs. error over the 15 latency metrics, fluidq.simulate",
+                                quantity="mean abs. error over the 15 latency metrics, fitted profile",
                                 predicted=simm, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
                                 target="fluidq <= peer", status="pass" if simm <= theirs else "miss",
-                                note=f"the general simulator with the fitted profile {s['sim_profile']}"))
-        info["latency"] = {"measured": meas, "fluidq": ours, "fluidq_simulate_error_pct": sim_errs, "peer": {k: v[2] for k, v in peer.items()},
-                           "replay": rep.to_dict()}
+                                note=f"fluidq.simulate with the fitted profile {s['sim_profile']} as batch time"))
+        info["latency"] = {"measured": meas, "fluidq": ours, "fluidq_simulate_error_pct": sim_errs,
+                           "peer": {k: v[2] for k, v in peer.items()}, "replay": rep.to_dict(),
+                           "ttft": "end_of_prefill"}
         if ctx.get("out_dir") is not None:
             from .plots import plot_serving_case
 
@@ -455,7 +470,7 @@ def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
                 note="no attention: the over-prediction that reference §8 warns about")]
     # the same engine simulated under overload (1.5x the closed form): paging, admission and
     # preemption dynamics that the fluid bound leaves out
-    from .replay import replay
+    from .replay import replay  # fluidq.simulate on the vLLM engine model
 
     reps = 1 if ctx.get("fast") else int(s.get("replications", 3))
     n_req = 1000 if ctx.get("fast") else int(s.get("replay_requests", 1500))
@@ -467,7 +482,7 @@ def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
         rng = np.random.default_rng(g)
         arr = np.cumsum(rng.exponential(1.0 / lam, n_req))
         idx = rng.integers(0, pk.size, n_req)
-        rep = replay(model, arr, pk[idx], ok_[idx], b_max=int(s["b_max"]), k_max=s.get("k_max") or 10 ** 9,
+        rep = replay(model, arr, pk[idx], ok_[idx], b_max=int(s["b_max"]), k_max=s.get("k_max"),
                      kv_capacity_tokens=kv)
         tr = rep.running_trace
         sat = tr[tr[:, 2] > 0, 0]

@@ -15,7 +15,8 @@ What is recorded (each case seeded, short horizons; integers exact, floats to 1e
   fastertransformer), without and with a KV-cache capacity (both kernels where the fast one
   applies), plus ``k_max``, swap-preemption and fixed-count (no horizon) variants;
 * ``validation``: the latency rows of ``fluidq.validate`` for the two LLMServingSim vLLM runs
-  (today: the replay's metrics, and the ``fluidq.simulate`` error column with its counters).
+  (``fluidq.simulate`` on the run's vLLM engine -- the "replay" keys -- and the fitted-profile
+  ``fluidq.simulate`` error column with its counters).
 """
 from __future__ import annotations
 
