@@ -14,6 +14,12 @@ CPU-second of that process and its peak resident memory.  pyserq is installed in
 environment under /tmp (``pip install pyserq``); when that fails the pyserq columns say why.  pyserq
 runs are given a CPU-time limit (``--pyserq-timeout``) and a shorter horizon where its cost grows
 super-linearly; the table says which horizon each side ran.
+
+``--against SRC`` measures fluidq against another source tree of fluidq instead (e.g. the commit
+before a change, extracted with ``git archive``): every workload, plus ``W1-paged`` (vLLM's block
+KV cache, new trees only), runs in fresh child processes alternating between the two trees
+(``--repeats`` times each, the smallest CPU time kept) and the table prints both costs and their
+ratio side by side.
 """
 from __future__ import annotations
 
@@ -42,9 +48,13 @@ def fluidq_child(name: str, n: int) -> dict:
 
     bt = Staircase(c=C, a=A, b0=B0)
     kw = {}
-    if name in ("W1", "W2", "W1-generic", "W1-kv"):
+    if name in ("W1", "W2", "W1-generic", "W1-kv", "W1-paged"):
         load = 1.2 if name == "W2" else 0.9
-        e = Engine(batch_time=bt, b_max=512, kv_capacity_tokens=60_000 if name == "W1-kv" else None)
+        e = Engine(batch_time=bt, b_max=512, kv_capacity_tokens=60_000 if name in ("W1-kv", "W1-paged") else None)
+        if name == "W1-paged":
+            from fluidq.engine import VLLM
+
+            e = e.with_(memory=VLLM.with_(prefix_caching=True))
         w = Workload(arrival=Poisson(rate_per_s=load * LAM_STAR_100), prompt_tokens=100, output_tokens=100)
         pol = "sarathi"
         horizon = n / w.arrival_rate_per_s
@@ -190,11 +200,42 @@ def pyserq_run(py: Path, workdir: Path, name: str, n: int, timeout: float) -> di
 # ---------------------------------------------------------------- main
 
 
-def run_child(args) -> dict:
-    r = subprocess.run([sys.executable, __file__, "--child", args[0], str(args[1])], capture_output=True, text=True, check=False)
+def run_child(args, src=None, check=True) -> dict:
+    """One workload in a fresh process; with ``src``, the fluidq package is imported from there."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(Path(src).resolve()) + os.pathsep + env.get("PYTHONPATH", "")
+    r = subprocess.run([sys.executable, __file__, "--child", args[0], str(args[1])], capture_output=True, text=True,
+                       check=False, env=env, cwd=tempfile.gettempdir())
     if r.returncode != 0:
+        if not check:
+            return {"error": (r.stderr.strip().splitlines() or ["failed"])[-1][:80]}
         raise SystemExit(r.stderr)
     return json.loads(r.stdout)
+
+
+def compare(src: str, quick: bool, repeats: int) -> None:
+    """This tree against the fluidq under ``src``: CPU seconds of each workload, alternating runs."""
+    here = Path(__file__).resolve().parents[1]
+    n1 = 20_000 if quick else 200_000
+    ng = 5_000 if quick else 20_000
+    plan = [("W1", n1), ("W2", n1), ("W3", 500), ("W1-generic", ng), ("W1-kv", ng), ("W1-paged", ng)]
+    print(f"# this tree ({here}) against {src}: min CPU s over {repeats} alternating runs each")
+    print(f"{'workload':<11} {'requests':>9} {'this cpu s':>11} {'other cpu s':>12} {'this/other':>11}")
+    for name, n in plan:
+        new, old = [], []
+        for _ in range(repeats):
+            new.append(run_child((name, n), here))
+            old.append(run_child((name, n), src, check=False))
+        best_new = min(r["cpu_s"] for r in new)
+        if any("error" in r for r in old):
+            print(f"{name:<11} {new[0]['requests']:>9,} {best_new:>11.3f} {'n/a':>12} {'-':>11}  other: "
+                  f"{next(r['error'] for r in old if 'error' in r)}")
+            continue
+        best_old = min(r["cpu_s"] for r in old)
+        same = "" if new[0]["iterations"] == old[0]["iterations"] else \
+            f"  (iterations differ: {new[0]['iterations']} vs {old[0]['iterations']})"
+        print(f"{name:<11} {new[0]['requests']:>9,} {best_new:>11.3f} {best_old:>12.3f} {best_new / best_old:>10.3f}x{same}")
 
 
 def main():
@@ -203,9 +244,14 @@ def main():
     ap.add_argument("--no-pyserq", action="store_true")
     ap.add_argument("--pyserq-timeout", type=float, default=300.0)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument("--against", metavar="SRC", help="compare with the fluidq package of this source tree")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating runs per tree with --against")
     a = ap.parse_args()
     if a.child:
         print(json.dumps(fluidq_child(a.child[0], int(a.child[1]))))
+        return
+    if a.against:
+        compare(a.against, a.quick, max(1, a.repeats))
         return
     q = a.quick
     n1 = 20_000 if q else 200_000
