@@ -12,7 +12,15 @@ Two ways to know how long an all-reduce of ``n`` bytes over ``w`` workers takes:
   the largest size the table continues at the bandwidth of its last two points.
 
 Both answer ``allreduce_us(n_bytes, workers)``, vectorised in ``n_bytes``; one worker costs nothing.
-An all-gather or reduce-scatter alone is half the ring (``collective_us(..., kind=)``).
+``collective_us(n_bytes, workers, kind=)`` gives the other patterns a parallel engine uses, each stated
+as a share of the ring all-reduce so that a measured all-reduce table answers them too:
+
+* ``all_gather`` / ``reduce_scatter``: half the ring (``(w-1)/w * n / bandwidth + (w-1) * latency``);
+* ``all_to_all`` (expert parallelism's dispatch and combine): every GPU sends the ``(w-1)/w`` share of
+  its ``n`` bytes that belongs to the others, the same volume as a reduce-scatter, so half the ring;
+* ``send`` (pipeline stages: one GPU hands ``n`` bytes of activations to the next): on a link
+  ``n / bandwidth + latency``; from a measured all-reduce table, the two-worker all-reduce of the
+  same message (it moves ``n`` bytes per GPU in two latency steps: an upper bound, stated).
 
 References
 ----------
@@ -34,7 +42,8 @@ from ..errors import DataError, ParameterError
 
 __all__ = ["Link", "MeasuredAllReduce", "ring_allreduce_us"]
 
-_KINDS = ("all_reduce", "all_gather", "reduce_scatter")
+_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send")
+_HALF = ("all_gather", "reduce_scatter", "all_to_all")
 
 
 def _positive(name, value):
@@ -93,10 +102,18 @@ class Link:
         return ring_allreduce_us(n_bytes, workers, bandwidth_gbps=self.bandwidth_gbps, latency_us=self.latency_us)
 
     def collective_us(self, n_bytes, workers: int, *, kind: str = "all_reduce"):
+        """Microseconds of one collective of ``kind`` (see the module docstring) over ``workers`` GPUs."""
         if kind not in _KINDS:
             raise ParameterError("kind", kind, f"one of {', '.join(_KINDS)}")
+        if kind == "send":
+            w = integer("workers", workers, minimum=1)
+            n = _bytes(n_bytes)
+            if w == 1:
+                return np.zeros(n.shape) if n.shape else 0.0
+            us = n / (self.bandwidth_gbps * 1e3) + self.latency_us
+            return np.where(n > 0, us, 0.0) if n.shape else (float(us) if n > 0 else 0.0)
         us = self.allreduce_us(n_bytes, workers)
-        return us if kind == "all_reduce" else us / 2.0
+        return us / 2.0 if kind in _HALF else us
 
     def describe(self) -> str:
         return f"{self.name}: {self.bandwidth_gbps:g} GB/s, {self.latency_us:g} us" + (
@@ -162,10 +179,14 @@ class MeasuredAllReduce:
         return us if n.shape else float(us)
 
     def collective_us(self, n_bytes, workers: int, *, kind: str = "all_reduce"):
+        """Microseconds of one collective of ``kind``; ``send`` is the two-worker all-reduce (an upper bound)."""
         if kind not in _KINDS:
             raise ParameterError("kind", kind, f"one of {', '.join(_KINDS)}")
+        if kind == "send":
+            w = integer("workers", workers, minimum=1)
+            return self.allreduce_us(n_bytes, 2) if w > 1 else self.allreduce_us(n_bytes, 1)
         us = self.allreduce_us(n_bytes, workers)
-        return us if kind == "all_reduce" else us / 2.0
+        return us / 2.0 if kind in _HALF else us
 
     def describe(self) -> str:
         return f"{self.name} ({self.source})" if self.source else self.name

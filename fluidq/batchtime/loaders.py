@@ -490,13 +490,15 @@ _LSS_OPTIONAL_PER_LAYER = (("qk_norm", 1),)
 # every other operator in a dense profile is refused by name (issue 16: none is dropped silently)
 
 
-def lss_operator_counts(names, path) -> tuple[tuple, tuple]:
+def lss_operator_counts(names, path, *, moe: bool = False) -> tuple[tuple, tuple]:
     """``(per_layer, once)`` for the operators an LLMServingSim dense profile holds: ``per_layer`` the
     ``(operator, runs per decoder layer)`` pairs (Qwen3's ``qk_norm`` when profiled), ``once`` the
     operators run once per iteration.  A missing required operator or an unknown one is a
     :class:`~fluidq.errors.DataError` naming it and ``path`` (the one operator table of fluidq's readers)."""
     names = set(names)
-    need = list(_LSS_ONCE) + [op for op, _ in _LSS_PER_LAYER]
+    # a MoE model's MLP is its experts (profile_tp{N}_moe.csv), so its dense profile has no MLP rows
+    mlp = {"gate_up_proj", "act_fn", "down_proj"} if moe else set()
+    need = list(_LSS_ONCE) + [op for op, _ in _LSS_PER_LAYER if op not in mlp]
     missing = [op for op in need if op not in names]
     if missing:
         raise DataError(f"{path}: missing layer(s) {', '.join(missing)}")
@@ -506,7 +508,8 @@ def lss_operator_counts(names, path) -> tuple[tuple, tuple]:
         raise DataError(f"{path}: unknown operator(s) {', '.join(map(repr, unknown))}; fluidq times "
                         f"{', '.join(sorted(known))} (say how often a decoder layer runs each new one before it "
                         "can be counted)")
-    per_layer = _LSS_PER_LAYER + tuple((op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in names)
+    per_layer = tuple((op, m) for op, m in _LSS_PER_LAYER if op in need or op in names) + tuple(
+        (op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in names)
     return per_layer, tuple(_LSS_ONCE)
 
 

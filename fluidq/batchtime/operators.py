@@ -19,8 +19,35 @@ prefill chunks in one batch are folded into one chunk of the same total length w
 context ``kv_eff`` keeps the chunks' total causal-attention work
 ``sum c_i (k_i + c_i/2) = C (kv_eff + C/2)`` -- an approximation, stated here.
 
+Parallelism (each term added to the single-GPU profile times; all communication comes from
+:mod:`fluidq.batchtime.comm`, a measured table or a link's bandwidth and latency, never fitted):
+
+* tensor parallel ``tp``: two all-reduces per decoder layer (after attention, after the MLP) of
+  ``b x hidden`` values of the model's dtype.  LLMServingSim's ``profile_tp{N}_*`` are measured on one
+  GPU with the model's heads and MLP split (``profile_meta.yaml`` ``hf_overrides``), Vidur's per TP
+  size: neither holds the all-reduce, so it is added here, and ``tp > 1`` without a communication
+  model is refused;
+* expert parallel (MoE, ``profile_tp{N}_moe.csv``: ``tokens, activated_experts, time_us``): with ``dp``
+  data-parallel replicas stepping together (vLLM runs the MoE layers of all DP ranks in lockstep) a
+  rank's experts see the ``T = dp x b`` tokens of all ranks; it holds ``E/ep`` of the ``E`` experts, of
+  which ``(E/ep)(1 - (1 - k/E)^T)`` are activated under uniform top-``k`` routing, and does the
+  expert work of ``T/ep`` tokens (``k T/ep`` token-expert pairs), read from the profile at
+  ``(T/ep, activated)``; dispatch and combine are two all-to-alls of ``T x hidden`` values over the
+  ``ep`` ranks per MoE layer;
+* pipeline parallel ``pp``: stage ``s`` runs ``n_layers/pp`` layers, the first adds the embedding, the
+  last the LM head and sampler, every stage but the last sends ``b x hidden`` activations on.  With
+  ``pp`` micro-batches in flight a micro-batch comes back to a stage every ``pp x`` (slowest stage):
+  :meth:`IterationModel.time_shape` returns that period, and the bubble is the difference to the sum
+  of the stages (stage imbalance and sends).  The deployment is ``pp`` such virtual engines sharing
+  ``max_num_seqs`` and the KV cache (:mod:`fluidq.validate.deployment`);
+* data parallel: replicas are separate engines behind vLLM's router (capacity = the sum), handled by
+  the deployment, not here.
+
 References
 ----------
+Shoeybi et al., "Megatron-LM", arXiv:1909.08053 (two all-reduces per layer); Lepikhin et al.,
+"GShard", arXiv:2006.16668 (expert parallelism's all-to-all); Huang et al., "GPipe",
+arXiv:1811.06965 (pipeline bubble).
 Agrawal et al., "Vidur: A Large-Scale Simulation Framework for LLM Inference", arXiv:2405.05465.
 Cho et al., "LLMServingSim: A HW/SW Co-Simulation Infrastructure for LLM Inference Serving at
 Scale", arXiv:2408.05499.
@@ -115,6 +142,15 @@ class IterationModel:
         ``attn_us(prefill_chunk, kv_prefill, n_decode, kv_decode)`` per layer, microseconds.
     overhead_us : float
         Fixed per-iteration cost not in the profiles (scheduling, launch), microseconds.
+    comm_us : callable, optional
+        Per-layer communication for ``b`` tokens (tensor parallel all-reduces, expert-parallel
+        all-to-alls), microseconds.
+    moe_us : callable, optional
+        Per-MoE-layer expert time for ``b`` tokens of this replica, microseconds (``n_moe_layers`` of them).
+    pipeline_stages : int
+        ``pp``; with ``pp > 1`` :meth:`time_shape` is the period of one of ``pp`` micro-batches in flight.
+    send_us : callable, optional
+        Activations of ``b`` tokens from one pipeline stage to the next, microseconds.
     """
 
     name: str
@@ -125,6 +161,44 @@ class IterationModel:
     attn_us: object = field(repr=False)
     overhead_us: float = 0.0
     source: str = ""
+    comm_us: object = field(default=None, repr=False)
+    moe_us: object = field(default=None, repr=False)
+    n_moe_layers: int = 0
+    pipeline_stages: int = 1
+    send_us: object = field(default=None, repr=False)
+
+    def __post_init__(self):
+        pp = int(self.pipeline_stages)
+        if pp < 1 or pp > self.n_layers:
+            raise ParameterError("pipeline_parallel_size", self.pipeline_stages,
+                                 f"an integer from 1 to the model's {self.n_layers} decoder layers")
+        if pp > 1 and self.send_us is None:
+            raise ParameterError("send_us", None, "the stage-to-stage activation transfer when pipeline_stages > 1")
+
+    def stage_us(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+        """Microseconds of each pipeline stage for one (micro-)batch, shape ``(pp, ...)``; one stage
+        (the whole iteration) when ``pp = 1``."""
+        pc = np.asarray(prefill_tokens, dtype=float)
+        nd = np.asarray(n_decode, dtype=float)
+        b = pc + nd
+        if n_emit is None:
+            n_emit = nd + (pc > 0)
+        layer = self.linear_us(b) + self.attn_us(pc, kv_prefill, nd, np.where(nd > 0, kv_decode, 0.0))
+        if self.comm_us is not None:
+            layer = layer + self.comm_us(b)
+        layers = self.n_layers * layer
+        if self.moe_us is not None and self.n_moe_layers:
+            layers = layers + self.n_moe_layers * self.moe_us(b)
+        first = self.once_us(b) + self.overhead_us
+        last = self.per_seq_us(np.maximum(n_emit, 1))
+        pp = int(self.pipeline_stages)
+        if pp == 1:
+            return np.asarray(layers + first + last)[None, ...]
+        send = self.send_us(b)
+        stages = [layers / pp + send for _ in range(pp)]
+        stages[0] = stages[0] + first
+        stages[-1] = stages[-1] - send + last
+        return np.stack(np.broadcast_arrays(*stages))
 
     def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
         """Seconds for a batch of one (folded) prefill chunk and ``n_decode`` decodes of mean
@@ -133,11 +207,17 @@ class IterationModel:
         pc = np.asarray(prefill_tokens, dtype=float)
         nd = np.asarray(n_decode, dtype=float)
         b = pc + nd
-        if n_emit is None:
-            n_emit = nd + (pc > 0)
-        layer = self.linear_us(b) + self.attn_us(pc, kv_prefill, nd, np.where(nd > 0, kv_decode, 0.0))
-        us = self.n_layers * layer + self.once_us(b) + self.per_seq_us(np.maximum(n_emit, 1)) + self.overhead_us
+        st = self.stage_us(pc, kv_prefill, nd, kv_decode, n_emit)
+        us = st[0] if st.shape[0] == 1 else st.shape[0] * st.max(axis=0)
         return np.where(b > 0, us * 1e-6, 0.0)
+
+    def bubble_fraction(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+        """Share of the pipeline period a stage idles, ``1 - sum(stages) / (pp x slowest stage)`` (0 when
+        ``pp = 1``)."""
+        st = self.stage_us(prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit)
+        if st.shape[0] == 1:
+            return np.zeros(st.shape[1:]) if st.ndim > 1 else 0.0
+        return 1.0 - st.sum(axis=0) / (st.shape[0] * np.maximum(st.max(axis=0), 1e-300))
 
     def time(self, prefill_chunks=(), decode_contexts=()) -> float:
         """Seconds for one batch.
@@ -178,15 +258,102 @@ def _read_csv(path: Path) -> list[dict]:
     return rows
 
 
+_COMM_WHAT = ("a communication model: a Link (bandwidth and latency, e.g. Link.from_peer_sim_config of "
+              "LLMServingSim's peer_sim_config.json link_bw/link_latency) or a measured all-reduce table "
+              "(MeasuredAllReduce.from_vidur_csv of Vidur's all_reduce*.csv)")
+
+
+def _need_comm(comm, what):
+    if comm is None or not hasattr(comm, "collective_us"):
+        raise ParameterError("comm", comm, _COMM_WHAT, f"{what} needs one: the profiles hold no communication, "
+                             "and without it every prediction would be too optimistic")
+
+
+def _positive_int(name, v, what):
+    try:
+        ok = int(v) == v and int(v) >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ParameterError(name, v, what)
+    return int(v)
+
+
+def _tp_comm(comm, tp, hidden, nbytes):
+    """Per-layer microseconds of tensor parallelism: two all-reduces of ``b x hidden`` values."""
+    if tp == 1:
+        return None
+    return lambda b: 2.0 * comm.collective_us(np.asarray(b, dtype=float) * hidden * nbytes, tp, kind="all_reduce")
+
+
+def _moe_model(path: Path, *, experts: int, top_k: int, ep: int, dp: int, hidden: int, nbytes: int, comm):
+    """Per-MoE-layer microseconds (expert work + dispatch/combine) for ``b`` tokens of one replica
+    (see the module docstring: ``T = dp b`` tokens, ``E/ep`` local experts)."""
+    rows = _read_csv(path)
+    for c in ("tokens", "activated_experts", "time_us"):
+        if c not in rows[0]:
+            raise DataError(f"{path}: missing column {c!r} (expected tokens, activated_experts, time_us)")
+    M = np.array([[float(r["tokens"]), float(r["activated_experts"]), float(r["time_us"])] for r in rows])
+    grid = _Grid(M[:, :2], M[:, 2], ("tokens", "activated_experts"))
+    if experts % ep:
+        raise ParameterError("expert_parallel_size", ep, f"a divisor of the model's {experts} experts")
+    local = experts / ep
+    if dp * ep > 1 and ep > 1:
+        _need_comm(comm, f"expert parallelism over {ep} GPUs")
+
+    def moe(b):
+        T = dp * np.asarray(b, dtype=float)
+        active = local * (1.0 - (1.0 - top_k / experts) ** T)
+        work = np.reshape(grid(np.maximum(T / ep, 1.0), np.clip(active, 1.0, local)), T.shape)
+        if ep > 1:
+            work = work + 2.0 * comm.collective_us(T * hidden * nbytes, ep, kind="all_to_all")
+        return np.where(T > 0, work, 0.0)
+
+    return moe
+
+
 def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: float = 0.0,
-                        name: str | None = None) -> IterationModel:
+                        name: str | None = None, comm=None, hidden_size: int | None = None,
+                        dtype_bytes: int = 2, facts=None, data_parallel_size: int = 1,
+                        expert_parallel_size: int = 1, pipeline_parallel_size: int = 1) -> IterationModel:
     """Iteration model from an LLMServingSim profile folder (``profile_tp{tp}_*.csv``).
 
-    The profiled model has one decoder layer; ``n_layers`` scales it to the served model.
+    The profiled model has one decoder layer; ``n_layers`` scales it to the served model.  A MoE model's
+    experts come from ``profile_tp{tp}_moe.csv`` (``facts``, a :class:`~fluidq.models.ModelFacts`, gives
+    the experts and top-k).  ``tp > 1``, ``expert_parallel_size > 1`` and ``pipeline_parallel_size > 1``
+    need ``comm`` (a :class:`~fluidq.batchtime.comm.Link` or
+    :class:`~fluidq.batchtime.comm.MeasuredAllReduce`) and the model width (``hidden_size`` or
+    ``facts``); see the module docstring for each term.
     """
     folder = Path(folder)
     if int(n_layers) < 1:
         raise ParameterError("n_layers", n_layers, "an integer >= 1 (the served model's decoder layers)")
+    tp = _positive_int("tensor_parallel_size", tp, "an integer >= 1")
+    dp = _positive_int("data_parallel_size", data_parallel_size, "an integer >= 1")
+    ep = _positive_int("expert_parallel_size", expert_parallel_size, "an integer >= 1")
+    pp = _positive_int("pipeline_parallel_size", pipeline_parallel_size, "an integer >= 1")
+    if tp > 1:
+        _need_comm(comm, f"tensor parallel size {tp}")
+    if pp > 1:
+        _need_comm(comm, f"pipeline parallel size {pp}")
+    if hidden_size is None and facts is not None:
+        hidden_size = facts.hidden_size
+    if facts is not None:
+        dtype_bytes = facts.bytes_per_value
+    if hidden_size is None and (tp > 1 or pp > 1 or ep > 1):
+        raise ParameterError("hidden_size", None, "the model width (or facts=) for the communication terms")
+    dense_path = folder / f"profile_tp{tp}_dense.csv"
+    if not (dense_path.is_file() or Path(str(dense_path) + ".gz").is_file()):
+        raise DataError(f"{folder}: no profile_tp{tp}_dense.csv" + (
+            f"; tensor parallel size {tp} needs the profiles measured at that size (LLMServingSim measures "
+            f"TP{tp} on one GPU with the model split)" if tp > 1 else ""))
+    moe_path = folder / f"profile_tp{tp}_moe.csv"
+    is_moe = moe_path.is_file() or Path(str(moe_path) + ".gz").is_file()
+    if is_moe and (facts is None or not facts.n_experts):
+        raise ParameterError("facts", facts, "the model facts of a mixture-of-experts model (experts, top-k)",
+                             f"{moe_path.name} is a MoE expert profile")
+    if not is_moe and ep > 1:
+        raise ParameterError("expert_parallel_size", ep, "1 for a dense model (no profile_tp*_moe.csv)")
     dense = _read_csv(folder / f"profile_tp{tp}_dense.csv")
     ops: dict[str, list] = {}
     for r in dense:
@@ -198,7 +365,7 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
     from .loaders import lss_operator_counts
 
     # every operator is counted or refused by name (the loaders' one table: qk_norm too, when profiled)
-    per_layer, once_ops = lss_operator_counts(tabs, folder / f"profile_tp{tp}_dense.csv")
+    per_layer, once_ops = lss_operator_counts(tabs, folder / f"profile_tp{tp}_dense.csv", moe=is_moe)
     # sum the per-layer operators on the common token grid
     xs = tabs["qkv_proj"][0]
     lin = sum(m * _interp1(xs, *tabs[k]) for k, m in per_layer)
@@ -242,11 +409,31 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
                 g_pre(pc[m], kp[m]) + g_dec(nd[m], kv[m]))
         return out
 
+    moe = None
+    n_moe = 0
+    parts = []
+    if is_moe:
+        moe = _moe_model(moe_path, experts=int(facts.n_experts), top_k=int(facts.experts_per_token), ep=ep, dp=dp,
+                         hidden=int(hidden_size or facts.hidden_size), nbytes=int(dtype_bytes), comm=comm)
+        n_moe = int(n_layers) - int(facts.n_dense_layers)
+        parts.append(f"MoE {facts.n_experts} experts top-{facts.experts_per_token} on {n_moe} layers"
+                     + (f", EP{ep} x DP{dp} all-to-all over {comm.describe()}" if ep > 1 else
+                        (f", experts see DP{dp} x b tokens" if dp > 1 else "")))
+    comm_layer = _tp_comm(comm, tp, hidden_size, dtype_bytes)
+    if tp > 1:
+        parts.append(f"2 all-reduces per layer over {comm.describe()}")
+    send = None
+    if pp > 1:
+        send = lambda b: comm.collective_us(np.asarray(b, dtype=float) * hidden_size * dtype_bytes, 2,  # noqa: E731
+                                            kind="send")
+        parts.append(f"PP{pp} stages, activations sent over {comm.describe()}")
     return IterationModel(
         name=name or folder.name, n_layers=int(n_layers),
         linear_us=lambda b: _interp1(b, xs, lin), once_us=lambda b: _interp1(b, xs, once),
         per_seq_us=lambda n: _interp1(n, sx, sy), attn_us=attn, overhead_us=float(overhead_us),
-        source=f"LLMServingSim operator profile {folder.name} (TP{tp}), x{n_layers} layers")
+        comm_us=comm_layer, moe_us=moe, n_moe_layers=n_moe, pipeline_stages=pp, send_us=send,
+        source=f"LLMServingSim operator profile {folder.name} (TP{tp}), x{n_layers} layers"
+               + ("; " + "; ".join(parts) if parts else ""))
 
 
 # --------------------------------------------------------------------------------------- Vidur
@@ -255,15 +442,28 @@ _VIDUR_LAYER_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_
 
 
 def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1, all_reduce_csv=None,
-                          per_seq_us: float = 0.0, overhead_us: float = 0.0, name: str = "vidur") -> IterationModel:
+                          per_seq_us: float = 0.0, overhead_us: float = 0.0, name: str = "vidur", comm=None,
+                          dtype_bytes: int = 2, collective_launch_us: float = 0.0,
+                          decode_batching_overhead: float = 0.0) -> IterationModel:
     """Iteration model from Vidur profiles (times in ms per layer, converted to us).
 
     With ``tp > 1`` two all-reduces per layer (after attention and after the MLP) of
-    ``b * n_embd`` bf16 values are added from ``all_reduce_csv``.  The LM head is not in these
-    profiles; ``per_seq_us`` is an optional constant for it.
+    ``b * n_embd`` values of ``dtype_bytes`` bytes each are added from ``comm`` (or the measured table
+    ``all_reduce_csv``), plus ``collective_launch_us`` per all-reduce (Vidur's
+    ``nccl_cpu_launch_overhead_ms``).  ``decode_batching_overhead`` scales decode attention of more
+    than one sequence by ``1 + f`` (Vidur's ``attention_decode_batching_overhead_fraction``, applied
+    by Vidur to grouped-query models only).  The LM head is not in these profiles; ``per_seq_us`` is
+    an optional constant for it.
     """
     if int(n_layers) < 1:
         raise ParameterError("n_layers", n_layers, "an integer >= 1")
+    tp = _positive_int("tp", tp, "an integer >= 1")
+    f_dec = float(decode_batching_overhead)
+    if not (0.0 <= f_dec < 10.0):
+        raise ParameterError("decode_batching_overhead", decode_batching_overhead, "a fraction in [0, 10)")
+    launch = float(collective_launch_us)
+    if not (0.0 <= launch < 1e6):
+        raise ParameterError("collective_launch_us", collective_launch_us, "microseconds >= 0")
     rows = [r for r in _read_csv(Path(mlp_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
     if not rows:
         raise DataError(f"{mlp_csv}: no rows for tensor-parallel size {tp}")
@@ -276,14 +476,17 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
             lin += np.array([float(r[col] or 0.0) for r in rows]) * 1e3
     emb = np.array([float(rows[i].get("time_stats.emb.median") or 0.0) for i in range(len(rows))]) * 1e3
     n_embd = int(float(rows[0]["n_embd"]))
+    comm_layer = None
+    comm_note = ""
     if tp > 1:
-        if all_reduce_csv is None:
-            raise ParameterError("all_reduce_csv", None, "the all-reduce profile when tp > 1")
-        ar = [r for r in _read_csv(Path(all_reduce_csv)) if int(r["num_workers"]) == int(tp)]
-        ar.sort(key=lambda r: float(r["size"]))
-        ax = np.array([float(r["size"]) for r in ar])
-        ay = np.array([float(r["time_stats.all_reduce.median"]) for r in ar]) * 1e3
-        lin = lin + 2 * _interp1(xs * n_embd, ax, ay)
+        if comm is None and all_reduce_csv is not None:
+            from .comm import MeasuredAllReduce
+
+            comm = MeasuredAllReduce.from_vidur_csv(all_reduce_csv)
+        _need_comm(comm, f"tensor parallel size {tp}")
+        base = _tp_comm(comm, tp, n_embd, int(dtype_bytes))
+        comm_layer = lambda b: base(b) + 2.0 * launch  # noqa: E731
+        comm_note = f"; 2 all-reduces per layer of b x {n_embd} x {int(dtype_bytes)} bytes ({comm.describe()})"
 
     att = [r for r in _read_csv(Path(attention_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
     if not att:
@@ -302,7 +505,7 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
         d = nd > 0
         p = pc > 0
         if d.any():
-            out[d] += g_dec(nd[d], kv[d])
+            out[d] += g_dec(nd[d], kv[d]) * np.where(nd[d] > 1, 1.0 + f_dec, 1.0)
         if p.any():
             out[p] += g_pre(pc[p], kp[p])
         return out
@@ -310,8 +513,8 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
     return IterationModel(
         name=name, n_layers=int(n_layers), linear_us=lambda b: _interp1(b, xs, lin),
         once_us=lambda b: _interp1(b, xs, emb), per_seq_us=lambda n: np.full(np.shape(n), float(per_seq_us)),
-        attn_us=attn, overhead_us=float(overhead_us),
-        source=f"Vidur profiles {Path(mlp_csv).parent.name} (TP{tp}), x{n_layers} layers")
+        attn_us=attn, overhead_us=float(overhead_us), comm_us=comm_layer,
+        source=f"Vidur profiles {Path(mlp_csv).parent.name} (TP{tp}), x{n_layers} layers" + comm_note)
 
 
 class FittedIterationModel:

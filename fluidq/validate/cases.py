@@ -201,6 +201,8 @@ def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
     est = kv_capacity_estimate(facts, gpu_memory_gib=float(spec["gpu_memory_gib"]),
                                gpu_memory_utilization=float(spec.get("gpu_memory_utilization", 0.9)),
                                tensor_parallel_size=run.tensor_parallel_size,
+                               expert_parallel_size=(run.tensor_parallel_size * run.data_parallel_size
+                                                     if getattr(run, "expert_parallel", False) else None),
                                max_num_batched_tokens=run.max_num_batched_tokens, max_num_seqs=run.max_num_seqs)
     why = spec.get("gpu_memory_source", "the case file")
     return est.tokens, (f"not recorded by the run: {est.tokens:,} tokens estimated by vLLM's memory planner "
@@ -230,13 +232,16 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
                         "hold; give its config.json (--model-config)")
-    spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers,
+    spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers, "_facts": facts,
             "description": f"the run in {folder} ({facts.name})"}
     run = read_run(plain)
-    if run.tensor_parallel_size != 1:
-        raise DataError(f"{folder}: tensor_parallel_size = {run.tensor_parallel_size}; LLMServingSim's TP profiles are "
-                        "measured on one GPU with the model split and hold no all-reduce, and fluidq has no "
-                        "communication model for them yet: it would predict too high a capacity")
+    parallel = run.tensor_parallel_size > 1 or run.pipeline_parallel_size > 1 or run.expert_parallel
+    if parallel and not (plain / "peer_sim_config.json").is_file():
+        raise DataError(f"{folder}: tensor_parallel_size = {run.tensor_parallel_size}, pipeline_parallel_size = "
+                        f"{run.pipeline_parallel_size}, expert parallel {run.expert_parallel}: the GPUs communicate and "
+                        "the operator profiles hold no communication; put a peer_sim_config.json with link_bw (GB/s) "
+                        "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
+                        "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")
@@ -251,47 +256,94 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                 path=str(folder)), plain.parent
 
 
+def _case_facts(case: Case, spec: dict):
+    """The model facts of a serving case (``facts = "..."``), or None when it gives ``n_layers`` only."""
+    if "facts" not in spec:
+        return spec.get("_facts")
+    from ..models import load_model
+
+    return load_model(spec["facts"], option=f"{case.name}: facts")
+
+
+def _case_comm(case: Case, spec: dict, data: Path):
+    """The communication model of a parallel serving case: ``[comm]`` ``peer_sim_config = "..."`` (a
+    link table beside the run) or ``all_reduce = "..."`` (a measured table); never fitted to the run."""
+    from ..batchtime.comm import Link, MeasuredAllReduce
+
+    c = spec.get("comm") or {}
+    if "peer_sim_config" in c:
+        return Link.from_peer_sim_config(data / c["peer_sim_config"])
+    if "all_reduce" in c:
+        return MeasuredAllReduce.from_vidur_csv(data / c["all_reduce"])
+    p = data / spec["profile"] / "peer_sim_config.json"
+    if p.is_file():
+        return Link.from_peer_sim_config(p)
+    raise DataError(f"case {case.name}: a parallel layout needs [comm] peer_sim_config or all_reduce (the "
+                    "operator profiles hold no communication)")
+
+
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
+    from .deployment import predict_deployment
+    from .runs import capacity_regimes
+
     s = case.spec
     tg = s.get("targets", {})
     run = read_run(data / s["run"])
-    model = lss_iteration_model(data / s["profile"], n_layers=_n_layers(case.name, s), tp=run.tensor_parallel_size)
+    n_layers = _n_layers(case.name, s)
+    facts = _case_facts(case, s)
+    dp, ep = run.data_parallel_size, (run.tensor_parallel_size * run.data_parallel_size if run.expert_parallel else 1)
+    comm = None
+    if run.tensor_parallel_size > 1 or ep > 1 or run.pipeline_parallel_size > 1:
+        comm = _case_comm(case, s, data)
+    model = lss_iteration_model(data / s["profile"], n_layers=n_layers, tp=run.tensor_parallel_size, facts=facts,
+                                comm=comm, data_parallel_size=dp if facts is not None and facts.n_experts else 1,
+                                expert_parallel_size=ep, pipeline_parallel_size=run.pipeline_parallel_size)
     kv = run.kv_capacity_tokens
     kv_note = "from vllm_meta.json"
     if kv is None and "kv" in s:
         kv, kv_note = _planned_kv(case, s["kv"], run)
-    pred = predict_capacity(model, run.input_tokens, run.output_tokens, b_max=run.max_num_batched_tokens,
-                            k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+    # the deployment's prediction (one code path with `fluidq capacity --profile-dir`): layout, lockstep
+    # MoE ranks, the replicas' sum
+    pred = predict_deployment(_plain_path(data / s["profile"]), input_tokens=run.input_tokens,
+                              output_tokens=run.output_tokens, max_num_seqs=run.max_num_seqs,
+                              max_num_batched_tokens=run.max_num_batched_tokens,
+                              tensor_parallel_size=run.tensor_parallel_size,
+                              pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
+                              enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv,
+                              model=facts, comm=comm)
     sat = saturated_throughput(run)
+    reg = capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=dp)
     qg = queue_growth(run)
     rows = []
     lim = float(tg.get("capacity_pct", 10.0))
     aim = float(tg.get("capacity_aim_pct", 5.0))
-    e = _err(pred.tokens_per_s, sat["tokens_per_s"])
-    rows.append(Row(case=case.name, source=case.source, quantity="capacity (served tokens/s, saturated)",
-                    predicted=pred.tokens_per_s, measured=sat["tokens_per_s"], unit="tokens/s", error_pct=e,
+    st, rp = reg["steady"], reg["ramp"]
+    e = _err(pred.tokens_per_s, st["tokens_per_s"])
+    rows.append(Row(case=case.name, source=case.source, quantity="capacity (served tokens/s, steady state)",
+                    predicted=pred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=e,
                     target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(e, lim),
-                    note=f"measured over {sat['seconds']} s with waiting > 0; 95 % CI "
-                         f"{sat['tokens_per_s_ci'][0]:.0f}-{sat['tokens_per_s_ci'][1]:.0f}"
+                    note=f"measured over the {st['seconds']} s under the binding limit ({reg['binding']}, "
+                         f"{st['window_s'][0]:.0f}-{st['window_s'][1]:.0f} s); 95 % CI "
+                         f"{st['ci'][0]:.0f}-{st['ci'][1]:.0f}; predicted: {pred.inputs.get('layout', '')}"
                          + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")))
+    rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
+                    predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
+                    note=(f"{rp['seconds']} saturated s before the binding limit holds "
+                          f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), 95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}"
+                          if rp["seconds"] else "no saturated tick before the binding limit holds")
+                         + f"; all {sat['seconds']} saturated s together: {sat['tokens_per_s']:.0f} tokens/s"))
     # which limit binds: the measurements alone say so (never the case file's expected answer), through
     # running vs max_num_seqs and KV use while requests wait; neither full means the token budget binds
-    if sat["running_max"] >= run.max_num_seqs:
-        meas_bind = "k_max"
-    elif np.isfinite(sat["kv_pct_mean"]) and sat["kv_pct_mean"] >= 90:
-        meas_bind = "kv_cache"
-    elif np.isfinite(sat["kv_pct_mean"]):
-        meas_bind = "token_budget"
-    else:
-        meas_bind = "unknown (the run records no KV use)"
+    meas_bind = reg["binding"]
     rows.append(Row(case=case.name, source=case.source, quantity="binding limit", predicted=pred.binding,
                     measured=meas_bind, target="same limit", status="pass" if pred.binding == meas_bind else "miss",
-                    note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}, "
-                         f"KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"))
+                    note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
+                         + (f" x DP{dp}" if dp > 1 else "")
+                         + f", KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"))
     rows.append(Row(case=case.name, source=case.source, quantity="requests resident at saturation (N)",
                     predicted=pred.residents, measured=sat["running_mean"], unit="requests",
                     error_pct=_err(pred.residents, sat["running_mean"]), status="info",
@@ -312,10 +364,33 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     error_pct=_err(wpred, qg["waiting_per_s"]), status="info",
                     note=f"fluid: offered {offered_req:.2f} req/s - capacity {pred.requests_per_s:.2f} req/s; "
                          "measured: slope of `waiting`"))
-    info = {"prediction": pred.to_dict(), "saturated": sat, "queue_growth": qg}
+    info = {"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg}
     figures = []
     md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
-    if not ctx.get("fast_replay_skip"):
+    if dp > 1 and run.pipeline_parallel_size == 1 and st["seconds"] and not ctx.get("fast_replay_skip"):
+        # each replica replayed on its share of the arrivals (vLLM's DP router: every dp-th request),
+        # the replica's iteration model carrying the lockstep MoE's dp x b tokens; the lockstep stall of
+        # one rank's prompt chunk on the others is not in this replay (it is in the fluid prediction)
+        from .replay import replay
+
+        w0, w1 = st["window_s"][0] - 1.0, st["window_s"][1]
+        rcap = 0.0
+        for r in range(dp):
+            idx = np.arange(r, len(run), dp)
+            rep_r = replay(model, run.arrival_s[idx], run.input_tokens[idx], run.output_tokens[idx],
+                           b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv)
+            rcap += rep_r.served_tokens_per_s(w0, w1)
+        er = _err(rcap, st["tokens_per_s"])
+        rows.insert(1, Row(case=case.name, source=case.source,
+                           quantity="capacity (replayed arrivals, the same steady window)", predicted=rcap,
+                           measured=st["tokens_per_s"], unit="tokens/s", error_pct=er,
+                           target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(er, lim),
+                           note=f"{dp} replicas, each replayed on one request in {dp} (round robin), summed over {w0:.0f}-{w1:.0f} s; "
+                                "the ranks' lockstep is not replayed (each replica steps on its own)"))
+        info["replayed_steady_tokens_per_s"] = rcap
+    if dp > 1 or run.pipeline_parallel_size > 1:
+        md += ["Latency replay: not run for a multi-engine layout (the latency replay models one engine).", ""]
+    if not ctx.get("fast_replay_skip") and dp == 1 and run.pipeline_parallel_size == 1:
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
         # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
         # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)
@@ -331,6 +406,19 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
         rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
         lat = sim0.latencies(ttft="end_of_prefill")
+        if st["seconds"]:
+            # the same steady window in the simulation of the run's arrivals (preemptions and admission
+            # included, which the fluid capacity leaves out); ticks cover (t - 1, t]
+            w0, w1 = st["window_s"][0] - 1.0, st["window_s"][1]
+            rcap = rep.served_tokens_per_s(w0, w1)
+            er = _err(rcap, st["tokens_per_s"])
+            rows.insert(1, Row(case=case.name, source=case.source,
+                               quantity="capacity (replayed arrivals, the same steady window)", predicted=rcap,
+                               measured=st["tokens_per_s"], unit="tokens/s", error_pct=er,
+                               target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(er, lim),
+                               note=f"fluidq.simulate on the run's arrivals and lengths, useful tokens over "
+                                    f"{w0:.0f}-{w1:.0f} s (recomputation after a preemption not counted)"))
+            info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
         sec0 = time.time() - t0
@@ -446,15 +534,26 @@ def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
 
     s = case.spec
     tp = int(s.get("tp", 1))
+    # [predictor]: constants of Vidur's own execution-time predictor (its documented defaults: the peer's
+    # model, like its memory planner below), never fitted to the saturation rate this case scores
+    pv = s.get("predictor", {})
     model = vidur_iteration_model(data / s["mlp"], data / s["attention"], n_layers=_n_layers(case.name, s), tp=tp,
                                   all_reduce_csv=(data / s["all_reduce"]) if "all_reduce" in s else None,
-                                  name=case.name)
+                                  name=case.name, dtype_bytes=int(pv.get("dtype_bytes", 2)),
+                                  collective_launch_us=float(pv.get("collective_launch_us", 0.0)),
+                                  decode_batching_overhead=float(pv.get("decode_batching_overhead", 0.0)))
     tr = load_trace(s.get("trace", "azure-conv"))
     p, o = np.asarray(tr.prompt_tokens, dtype=float), np.asarray(tr.output_tokens, dtype=float)
     keep = (p + o) <= int(s.get("max_model_len", 10 ** 9))
     kv, kv_note = _kv_from_memory(s["memory"], _n_layers(case.name, s), tp)
     pred = predict_capacity(model, p[keep], o[keep], b_max=int(s["b_max"]), k_max=s.get("k_max"),
                             kv_capacity_tokens=kv)
+    mx = int(s.get("max_model_len", 10 ** 9))
+    tot = p + o
+    cut = np.clip(tot - mx, 0, None)
+    pc = np.clip(p - np.ceil(cut * p / tot), 1, None)
+    oc = np.clip(o - np.ceil(cut * o / tot), 1, None)
+    clip_pred = predict_capacity(model, pc, oc, b_max=int(s["b_max"]), k_max=s.get("k_max"), kv_capacity_tokens=kv)
     lin_only = int(s["b_max"]) / float(model.n_layers * model.linear_us(float(s["b_max"])) * 1e-6)
     lin_req = lin_only / float(p[keep].mean() + o[keep].mean())
     peer = float(s["peer_requests_per_s"])
@@ -465,6 +564,13 @@ def _peer_vidur(case: Case, data: Path, ctx) -> CaseResult:
                 target=f"within ±{lim:g} %", status=_status(e, lim),
                 note=f"binding: {pred.binding}; KV {kv_note}; {int((~keep).sum())} of {keep.size} trace requests "
                      f"longer than max_model_len left out; 'measured' = Vidur's simulation"),
+            Row(case=case.name, source=case.source,
+                quantity="saturation rate vs Vidur, long requests clipped as Vidur's trace generator does",
+                predicted=clip_pred.requests_per_s, measured=peer, unit="req/s",
+                error_pct=_err(clip_pred.requests_per_s, peer), status="info",
+                note=f"the {int((~keep).sum())} requests longer than max_model_len shortened proportionally to "
+                     f"max_model_len (Vidur's TraceRequestLengthGenerator) instead of left out; binding: "
+                     f"{clip_pred.binding}; a sensitivity, not the scored row"),
             Row(case=case.name, source=case.source, quantity="linear-op staircase alone (b_max/t(b_max))",
                 predicted=lin_req, measured=peer, unit="req/s", error_pct=_err(lin_req, peer), status="info",
                 note="no attention: the over-prediction that reference §8 warns about")]

@@ -10,9 +10,27 @@ estimated by vLLM's memory planner (:func:`~fluidq.models.kv_capacity_estimate`)
 engine under the three limits (token budget, ``max_num_seqs``, KV cache) with the one that binds
 (:func:`~fluidq.validate.predict.predict_capacity`).
 
-Tensor parallelism is refused for these folders: LLMServingSim's ``profile_tp2_*`` files are measured
-on one GPU with the model halved, so they hold no all-reduce, and fluidq has no communication model for
-them yet (every TP > 1 prediction from them would be too optimistic).
+Parallel layouts (the terms are in :mod:`fluidq.batchtime.operators`; communication from
+:mod:`fluidq.batchtime.comm`):
+
+* ``tensor_parallel_size`` N > 1 reads the folder's ``profile_tp{N}_*`` (measured on one GPU with the
+  model split, so without the all-reduce) and adds two all-reduces per layer;
+* ``pipeline_parallel_size`` P > 1 splits the layers into P stages with P micro-batches in flight:
+  the deployment is P virtual engines, each with ``max_num_seqs / P`` residents and ``1/P`` of the
+  KV cache, whose iterations take P x the slowest stage; capacity = P x one virtual engine;
+* ``data_parallel_size`` D > 1: D replicas behind vLLM's router, capacity = D x one replica (the
+  router balances identical replicas; the sum is fluidq's parallel-engine capacity).  A MoE model's
+  replicas step in lockstep (vLLM synchronises the DP ranks at every MoE layer), so a prompt chunk on
+  one rank stalls all D (stated as the no-overlap bound): the group is predicted as one engine of
+  ``D x max_num_seqs`` residents whose decode iteration is one rank's and whose prompts each add their
+  chunk time to the whole group;
+* ``enable_expert_parallel`` spreads a MoE model's experts over the ``tp x dp`` GPUs with two
+  all-to-alls per MoE layer.
+
+The communication model is ``comm`` (a :class:`~fluidq.batchtime.comm.Link` or a measured table),
+else ``link_bandwidth_gbps`` + ``link_latency_us``, else ``all_reduce_csv`` (Vidur's table), else the
+folder's ``peer_sim_config.json`` (``link_bw``, ``link_latency``).  A layout that communicates with
+none of them is refused with a message saying what to give.
 
 The same code predicts the validation suite's serving runs, so ``fluidq validate`` scores this answer
 (Li, Dai, Peng, arXiv:2504.07347, for the capacity argument; "Efficient Memory Management for Large
@@ -64,33 +82,84 @@ def _gpu_memory_from_folder(folder: Path) -> float | None:
     return None
 
 
+def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv, needs: str):
+    from ..batchtime.comm import Link, MeasuredAllReduce
+
+    if comm is not None:
+        return comm
+    if link_bandwidth_gbps is not None or link_latency_us is not None:
+        if link_bandwidth_gbps is None or link_latency_us is None:
+            missing = "link_bandwidth_gbps" if link_bandwidth_gbps is None else "link_latency_us"
+            raise ParameterError(missing, None, "both link_bandwidth_gbps and link_latency_us (a link is both)")
+        return Link(bandwidth_gbps=link_bandwidth_gbps, latency_us=link_latency_us, name="given link")
+    if all_reduce_csv is not None:
+        return MeasuredAllReduce.from_vidur_csv(all_reduce_csv)
+    p = folder / "peer_sim_config.json"
+    if p.is_file():
+        return Link.from_peer_sim_config(p)
+    raise ParameterError("link_bandwidth_gbps", None, "a communication model: link_bandwidth_gbps and "
+                         "link_latency_us, or all_reduce_csv (a measured all-reduce table, e.g. Vidur's "
+                         "all_reduce_pairwise_nvlink.csv)",
+                         f"{needs} communicates between GPUs, the operator profiles hold no communication, and "
+                         f"{folder} has no peer_sim_config.json with link_bw/link_latency")
+
+
+class _Lockstep:
+    """A group of ``dp`` MoE replicas stepping together, seen as one engine of ``dp x N`` residents: its
+    decode iteration is one rank's with ``N`` decodes, a prompt chunk adds its time to the group."""
+
+    def __init__(self, replica, dp: int):
+        self.replica, self.dp = replica, dp
+        self.source = f"{replica.source}; DP{dp} ranks in lockstep"
+        self.n_layers = replica.n_layers
+
+    def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+        nd = np.asarray(n_decode, dtype=float) / self.dp
+        ne = None if n_emit is None else nd + (np.asarray(n_emit, dtype=float) - np.asarray(n_decode, dtype=float))
+        return self.replica.time_shape(prefill_tokens, kv_prefill, nd, kv_decode, n_emit=ne)
+
+    def decode_only(self, n, kv):
+        return self.time_shape(0.0, 0.0, n, kv)
+
+    def prefill_only(self, tokens):
+        return self.time_shape(tokens, 0.0, 0.0, 0.0)
+
+
 def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs: int = 256,
                        max_num_batched_tokens: int = 2048, tensor_parallel_size: int = 1,
+                       pipeline_parallel_size: int = 1, data_parallel_size: int = 1,
+                       enable_expert_parallel: bool = False,
                        kv_capacity_tokens: int | None = None, gpu_memory_gib: float | None = None,
-                       gpu_memory_utilization: float = 0.9, block_size: int = 16, model: str | None = None):
+                       gpu_memory_utilization: float = 0.9, block_size: int = 16, model: str | None = None,
+                       comm=None, link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
+                       all_reduce_csv=None):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
     ----------
     profile_dir : path
-        A folder with ``profile_meta.yaml`` and ``profile_tp1_{dense,attention,per_sequence}.csv``.
+        A folder with ``profile_meta.yaml`` and ``profile_tp{N}_{dense,attention,per_sequence}.csv``
+        (and ``profile_tp{N}_moe.csv`` for a MoE model).
     input_tokens, output_tokens : int or array_like
         The workload's prompt and output lengths (one value each, or an empirical sample).
     max_num_seqs, max_num_batched_tokens, block_size, gpu_memory_utilization : vLLM's options
-    tensor_parallel_size : int
-        Only 1 for these folders (see the module docstring).
+    tensor_parallel_size, pipeline_parallel_size, data_parallel_size, enable_expert_parallel :
+        vLLM's parallel layout (see the module docstring).
     kv_capacity_tokens : int, optional
-        The KV cache in tokens, when known (vLLM logs it); else estimated by vLLM's memory planner.
+        The KV cache in tokens of one replica, when known (vLLM logs it); else estimated by vLLM's
+        memory planner.
     gpu_memory_gib : float, optional
         One GPU's memory for the planner (default: the folder's ``peer_sim_config.json``).
-    model : str, optional
-        A model of :func:`fluidq.models.list_models` (default: found from ``profile_meta.yaml``).
+    model : str or ModelFacts, optional
+        A model of :func:`fluidq.models.list_models`, or its facts (default: found from ``profile_meta.yaml``).
+    comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv :
+        The communication model (see the module docstring); needed when GPUs communicate.
 
     Returns
     -------
     CapacityPrediction
-        ``tokens_per_s``, ``requests_per_s``, the ``binding`` limit and its ``reason``; ``inputs`` say
-        where the layer count and the KV capacity came from.
+        ``tokens_per_s``, ``requests_per_s`` (the whole deployment), the ``binding`` limit and its
+        ``reason``; ``inputs`` say where the layer count, the KV capacity and the communication came from.
     """
     from ..models import find_model, kv_capacity_estimate, load_model
     from ..batchtime.operators import lss_iteration_model
@@ -101,10 +170,10 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         raise ParameterError("profile_dir", str(profile_dir), "a folder of operator profiles (profile_meta.yaml, "
                              "profile_tp1_*.csv)")
     tp = integer("tensor_parallel_size", tensor_parallel_size, minimum=1, maximum=1024)
-    if tp != 1:
-        raise ParameterError("tensor_parallel_size", tp, "1 for an LLMServingSim profile folder",
-                             "its profile_tp2 files are measured on one GPU with the model halved and hold no "
-                             "all-reduce; fluidq has no communication model for them yet")
+    pp = integer("pipeline_parallel_size", pipeline_parallel_size, minimum=1, maximum=1024)
+    dp = integer("data_parallel_size", data_parallel_size, minimum=1, maximum=1024)
+    if not isinstance(enable_expert_parallel, bool):
+        raise ParameterError("enable_expert_parallel", enable_expert_parallel, "True or False")
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
     block = integer("block_size", block_size, minimum=1, maximum=4096)
@@ -117,13 +186,39 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         else:
             raise ParameterError("output_tokens", f"<{o.size} lengths>", f"{p.size} lengths, one per input")
     hf_id = _profile_model(folder)
-    facts = load_model(model, option="model") if model is not None else (find_model(hf_id) if hf_id else None)
+    from ..models import ModelFacts
+
+    if isinstance(model, ModelFacts):
+        facts = model
+    else:
+        facts = load_model(model, option="model") if model is not None else (find_model(hf_id) if hf_id else None)
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
                         "hold; give model= (see `fluidq models list`)")
+    if k_max % pp:
+        raise ParameterError("max_num_seqs", k_max, f"a multiple of pipeline_parallel_size {pp} (each of the {pp} "
+                             "micro-batches in flight holds an equal share)")
+    if pp > facts.n_layers:
+        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
+    moe = bool(facts.n_experts)
+    if enable_expert_parallel and not moe:
+        raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
+    ep = tp * dp if enable_expert_parallel else 1
+    plain = None
     from .cases import _plain_path
 
-    it = lss_iteration_model(_plain_path(folder), n_layers=facts.n_layers, tp=tp)  # .gz tables read through
+    plain = _plain_path(folder)  # .gz tables read through
+    if tp > 1 and not (plain / f"profile_tp{tp}_dense.csv").is_file():
+        raise DataError(f"{folder}: no profile_tp{tp}_dense.csv; tensor parallel size {tp} needs the profiles "
+                        f"measured at that size (LLMServingSim measures TP{tp} on one GPU with the model split)")
+    layout = [f"TP{tp}"] + ([f"PP{pp}"] if pp > 1 else []) + ([f"DP{dp}"] if dp > 1 else []) + (
+        [f"EP{ep}"] if ep > 1 else [])
+    link = None
+    if tp > 1 or pp > 1 or ep > 1:
+        link = _comm_for(folder, comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv, " x ".join(layout))
+    it = lss_iteration_model(plain, n_layers=facts.n_layers, tp=tp, facts=facts, comm=link,
+                             data_parallel_size=dp if moe else 1, expert_parallel_size=ep,
+                             pipeline_parallel_size=pp)
     if kv_capacity_tokens is not None:
         kv = integer("kv_capacity_tokens", kv_capacity_tokens, minimum=1, maximum=int(MAX_KV_TOKENS))
         kv_source = "given"
@@ -133,14 +228,40 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
             raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens)",
                                  f"{folder} has no peer_sim_config.json stating it")
         mem = real("gpu_memory_gib", mem, positive=True)
-        est = kv_capacity_estimate(facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
-                                   tensor_parallel_size=tp, block_size=block, max_num_batched_tokens=b_max,
-                                   max_num_seqs=k_max)
+        # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
+        # embedding and LM head are counted on every stage)
+        stage_facts = replace(facts, n_layers=max(1, facts.n_layers // pp)) if pp > 1 else facts
+        est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
+                                   tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
+                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max)
         kv = est.tokens
-        kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens from {mem:g} GiB x "
+        kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
                      f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})")
-    pred = predict_capacity(it, p, o, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, block_size=block)
+    if moe and dp > 1:
+        # lockstep group: one engine of dp x N residents (module docstring)
+        group = predict_capacity(_Lockstep(it, dp), p, o, b_max=b_max, k_max=dp * k_max,
+                                 kv_capacity_tokens=dp * kv, block_size=block)
+        tok_limit = group.limits["token_budget"] * dp  # every rank has its own budget
+        if tok_limit < min(v for k, v in group.limits.items() if k != "token_budget"):
+            group = predict_capacity(_Lockstep(it, dp), p, o, b_max=b_max, k_max=max(1, int(tok_limit)),
+                                     kv_capacity_tokens=dp * kv, block_size=block)
+            group = replace(group, binding="token_budget")
+        limits = {**group.limits, "token_budget": tok_limit}
+        pred = replace(group, limits=limits)
+        how = f"DP{dp} MoE ranks in lockstep predicted as one group"
+    else:
+        one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
+                               block_size=block)
+        n = pp * dp
+        pred = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
+                       residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()})
+        how = (f"{n} x one engine ({'PP' + str(pp) + ' virtual engines' if pp > 1 else ''}"
+               f"{' x ' if pp > 1 and dp > 1 else ''}{'DP' + str(dp) + ' replicas' if dp > 1 else ''})"
+               if n > 1 else "one engine")
     return replace(pred, inputs={**pred.inputs, "profile_dir": str(folder), "model": facts.name,
                                  "n_layers": facts.n_layers, "kv_capacity_tokens": kv, "kv_source": kv_source,
                                  "max_num_seqs": k_max, "max_num_batched_tokens": b_max, "block_size": block,
-                                 "tensor_parallel_size": tp})
+                                 "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
+                                 "data_parallel_size": dp, "expert_parallel_size": ep,
+                                 "communication": link.describe() if link is not None else None,
+                                 "layout": " x ".join(layout) + f": {how}"})

@@ -20,6 +20,15 @@ TTFT = ``first_token_ts - queued_ts``; latency = ``last_token_ts - queued_ts``; 
 simulator's summary (``peer_sim_vs_vllm_summary.txt``) is reproduced from these files.
 The *served throughput* of an overloaded run is read over its saturated interval (ticks with
 ``waiting > 0``), not as tokens over the makespan (ramp-up and drain would understate it).
+
+Capacity per regime (:func:`capacity_regimes`): the saturated ticks are split by what the
+measurements alone say binds -- ``k_max`` when ``running`` reaches ``max_num_seqs`` (times the
+data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` when the KV use reaches
+90 %, else ``token_budget``.  The *steady state* is the saturated ticks where that limit holds
+(``running`` >= 95 % of ``max_num_seqs``, KV use >= 90 %, or, for the token budget, ``running`` on its
+plateau, >= 95 % of its saturated maximum); the *start-up ramp* is the saturated ticks before the first steady
+one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
+with a 95 % interval from batch means over blocks of ticks (per-tick throughput is autocorrelated).
 """
 from __future__ import annotations
 
@@ -35,8 +44,8 @@ import numpy as np
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
 
-__all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "queue_growth",
-           "latency_metrics", "open_text"]
+__all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "capacity_regimes",
+           "queue_growth", "latency_metrics", "open_text"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -83,6 +92,18 @@ class ServingRun:
     @property
     def tensor_parallel_size(self) -> int:
         return int(self.engine_kwargs.get("tensor_parallel_size", 1))
+
+    @property
+    def data_parallel_size(self) -> int:
+        return int(self.engine_kwargs.get("data_parallel_size", 1) or 1)
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return int(self.engine_kwargs.get("pipeline_parallel_size", 1) or 1)
+
+    @property
+    def expert_parallel(self) -> bool:
+        return bool(self.engine_kwargs.get("enable_expert_parallel", False))
 
     @property
     def kv_capacity_tokens(self) -> int | None:
@@ -233,6 +254,79 @@ def saturated_throughput(run: ServingRun) -> dict:
             "running_max": float(ts["running"][m].max()), "running_mean": float(ts["running"][m].mean()),
             "kv_pct_mean": float(kv[m].mean()) if kv is not None else float("nan"),
             "tokens_per_s_ci": (float(tok.mean() - half), float(tok.mean() + half))}
+
+
+def _mean_ci(x: np.ndarray, block: int = 5) -> tuple[float, tuple[float, float]]:
+    """Mean and 95 % interval by batch means over blocks of ``block`` ticks (ticks themselves when
+    fewer than 3 blocks; no interval from fewer than 2 ticks)."""
+    x = np.asarray(x, dtype=float)
+    if x.size == 0:
+        return float("nan"), (float("nan"), float("nan"))
+    m = float(x.mean())
+    nb = x.size // block
+    if nb >= 3:
+        bm = x[: nb * block].reshape(nb, block).mean(axis=1)
+        half = 1.96 * bm.std(ddof=1) / np.sqrt(nb)
+    elif x.size >= 2:
+        half = 1.96 * x.std(ddof=1) / np.sqrt(x.size)
+    else:
+        half = float("nan")
+    return m, (m - half, m + half)
+
+
+def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,
+                     kv_full_pct: float = 90.0, plateau: float = 0.95) -> dict:
+    """Served tokens/s per regime of an overloaded run (see the module docstring).
+
+    Parameters
+    ----------
+    timeseries : dict of array
+        ``t, prompt_throughput, gen_throughput, running, waiting`` and optionally ``kv_cache_pct``
+        (a :class:`ServingRun`'s ``timeseries``).
+    max_num_seqs, data_parallel_size : int
+        The engine's ``max_num_seqs`` per replica and the number of replicas ``running`` counts.
+
+    Returns
+    -------
+    dict
+        ``binding`` (measured), ``steady`` and ``ramp``: each ``tokens_per_s``, ``ci`` (95 %),
+        ``seconds`` (ticks), ``window_s`` (first, last tick); ``saturated_seconds``.
+    """
+    ts = timeseries
+    t = np.asarray(ts["t"], dtype=float)
+    tok = np.asarray(ts["prompt_throughput"], dtype=float) + np.asarray(ts["gen_throughput"], dtype=float)
+    run_ = np.asarray(ts["running"], dtype=float)
+    sat = np.asarray(ts["waiting"], dtype=float) > 0
+    kv = ts.get("kv_cache_pct")
+    kv = np.asarray(kv, dtype=float) if kv is not None else np.full(t.shape, np.nan)
+    k_total = int(max_num_seqs) * int(data_parallel_size)
+    nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "seconds": 0,
+                  "window_s": (float("nan"), float("nan"))}
+    if sat.sum() == 0:
+        return {"binding": "none (the run never saturated)", "steady": nan_regime, "ramp": nan_regime,
+                "saturated_seconds": 0}
+    if np.any(run_[sat] >= k_total):
+        # a tick samples ``running`` once: completions are replaced with a lag, so "at the limit" is
+        # within the plateau share of it
+        binding, hold = "k_max", run_ >= plateau * k_total
+    elif np.any(np.isfinite(kv[sat])) and np.nanmax(kv[sat]) >= kv_full_pct:
+        binding, hold = "kv_cache", kv >= kv_full_pct
+    elif np.any(np.isfinite(kv[sat])):
+        binding, hold = "token_budget", run_ >= plateau * run_[sat].max()
+    else:
+        binding, hold = "unknown (the run records no KV use)", run_ >= plateau * run_[sat].max()
+    steady = sat & hold
+    first = int(np.flatnonzero(steady)[0]) if steady.any() else len(t)
+    ramp = sat & ~steady & (np.arange(len(t)) < first)
+
+    def regime(mask):
+        if not mask.any():
+            return dict(nan_regime)
+        m, ci = _mean_ci(tok[mask])
+        return {"tokens_per_s": m, "ci": ci, "seconds": int(mask.sum()),
+                "window_s": (float(t[mask][0]), float(t[mask][-1]))}
+
+    return {"binding": binding, "steady": regime(steady), "ramp": regime(ramp), "saturated_seconds": int(sat.sum())}
 
 
 def queue_growth(run: ServingRun) -> dict:

@@ -42,12 +42,17 @@ def test_the_measured_binding_limit_never_reads_the_case_file(monkeypatch):
     import fluidq.validate.runs as runs
     from fluidq.validate.cases import _serving_run
 
-    real = runs.saturated_throughput
+    import numpy as np
 
-    def neither_full(run):
-        return {**real(run), "running_max": 10.0, "kv_pct_mean": 50.0}
+    real = runs.read_run
 
-    monkeypatch.setattr(runs, "saturated_throughput", neither_full)
+    def neither_full(path):  # the measurements of a run where neither max_num_seqs nor the KV cache is full
+        r = real(path)
+        ts = {**r.timeseries, "running": np.minimum(r.timeseries["running"], 10.0),
+              "kv_cache_pct": np.minimum(r.timeseries["kv_cache_pct"], 50.0)}
+        return replace(r, timeseries=ts)
+
+    monkeypatch.setattr(runs, "read_run", neither_full)
     case = next(c for c in load_cases(validation_dir() / "cases") if c.name == "rtx4090-llama3.1-8b")
     for expected in ("k_max", "kv_cache"):
         wrong = replace(case, spec={**case.spec, "targets": {**case.spec.get("targets", {}), "binding": expected}})

@@ -39,7 +39,7 @@ def test_scalar_lengths_kv_given_and_refusals(run):
     assert d.inputs["kv_source"] == "given" and d.binding in ("kv_cache", "k_max", "token_budget")
     small = predict_deployment(FOLDER, input_tokens=200, output_tokens=300, max_num_seqs=256, kv_capacity_tokens=2_000)
     assert small.binding == "kv_cache" and small.tokens_per_s < d.tokens_per_s
-    with pytest.raises(FluidqError, match="tensor_parallel_size.*all-reduce"):
+    with pytest.raises(FluidqError, match="profile_tp2_dense.csv"):  # TP2 needs TP2 profiles
         predict_deployment(FOLDER, input_tokens=200, output_tokens=300, tensor_parallel_size=2)
     for kw, name in (({"input_tokens": 0}, "input_tokens"), ({"input_tokens": np.nan}, "input_tokens"),
                      ({"output_tokens": [1, 2, 3], "input_tokens": [1, 2]}, "output_tokens"),
@@ -64,7 +64,12 @@ def test_capacity_profile_dir_on_the_command_line(capsys):
     assert doc["tokens_per_s"] == pytest.approx(api.tokens_per_s) and doc["binding"] == api.binding
     rc, out, err = run_cli(["capacity", "--profile-dir", str(FOLDER), "--trace", "azure-conv"], capsys)
     assert rc == 0 and "memory planner" in out and "binding" in out, err
-    for argv, word in ((["--profile-dir", str(FOLDER), "--tensor-parallel-size", "2"], "tensor_parallel_size"),
+    for argv, word in ((["--profile-dir", str(FOLDER), "--tensor-parallel-size", "2"], "profile_tp2_dense"),
+                       (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "0"], "pipeline_parallel_size"),
+                       (["--profile-dir", str(FOLDER), "--enable-expert-parallel"], "enable_expert_parallel"),
+                       (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "2", "--link-latency-us", "3"],
+                        "link_bandwidth_gbps"),
+                       (["--data-parallel-size", "2"], "--profile-dir"),
                        (["--profile-dir", str(FOLDER), "--profile", "paper-codellama34b-a100"], "--profile"),
                        (["--profile-dir", str(FOLDER), "--engines", "2"], "--engines"),
                        (["--gpu-memory-gib", "24"], "--profile-dir"),

@@ -25,7 +25,7 @@ def test_a_run_folder_is_validated_like_a_case(folder, tmp_path, capsys):
     assert rc == 0, err
     doc = json.loads(out)
     rows = {r["quantity"]: r for r in doc["rows"]}
-    cap = rows["capacity (served tokens/s, saturated)"]
+    cap = rows["capacity (served tokens/s, steady state)"]
     assert set(cap) >= {"case", "quantity", "predicted", "measured", "unit", "error_pct", "status"}
     assert cap["case"] == "run-my-run" and abs(cap["error_pct"]) < 10
     assert rows["binding limit"]["measured"] == rows["binding limit"]["predicted"] == "k_max"
@@ -63,5 +63,12 @@ def test_a_tensor_parallel_run_is_refused_saying_why(folder, tmp_path):
     meta = json.loads((tp / "vllm_meta.json").read_text())
     meta["engine_kwargs"]["tensor_parallel_size"] = 2
     (tp / "vllm_meta.json").write_text(json.dumps(meta))
-    with pytest.raises(FluidqError, match="tensor_parallel_size = 2.*all-reduce"):
+    # with a link (the copied peer_sim_config.json) the TP2 profiles are needed, named
+    with pytest.raises(FluidqError, match="profile_tp2_dense.csv"):
         validate(run=tp)
+    # without any communication model: refused, saying what to give
+    bare = tmp_path / "tp2-no-link"
+    shutil.copytree(tp, bare)
+    (bare / "peer_sim_config.json").unlink()
+    with pytest.raises(FluidqError, match="tensor_parallel_size = 2.*communicate.*link_bw"):
+        validate(run=bare)

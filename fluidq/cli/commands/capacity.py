@@ -39,7 +39,22 @@ def register(sub):
                    help="with --profile-dir: vLLM's --gpu-memory-utilization (default 0.9)")
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
     g.add_argument("--tensor-parallel-size", type=int, default=1,
-                   help="with --profile-dir: vLLM's --tensor-parallel-size (only 1: these profiles hold no all-reduce)")
+                   help="with --profile-dir: vLLM's --tensor-parallel-size (reads the folder's profile_tp{N}_*.csv and "
+                        "adds two all-reduces per layer from the communication model below)")
+    g.add_argument("--pipeline-parallel-size", type=int, default=1,
+                   help="with --profile-dir: vLLM's --pipeline-parallel-size (stages, their bubble and the activations "
+                        "sent between them)")
+    g.add_argument("--data-parallel-size", type=int, default=1,
+                   help="with --profile-dir: vLLM's --data-parallel-size (replicas behind the router; capacity = sum)")
+    g.add_argument("--enable-expert-parallel", action="store_true",
+                   help="with --profile-dir, a MoE model: spread the experts over the GPUs (two all-to-alls per MoE layer)")
+    g.add_argument("--link-bandwidth-gbps", type=float, default=None,
+                   help="with --profile-dir and GPUs that communicate: link bandwidth per direction, GB/s (default: "
+                        "the folder's peer_sim_config.json link_bw)")
+    g.add_argument("--link-latency-us", type=float, default=None,
+                   help="with --link-bandwidth-gbps: latency per message, microseconds")
+    g.add_argument("--all-reduce-csv", default=None, metavar="CSV",
+                   help="with --profile-dir: a measured all-reduce table (Vidur's all_reduce*.csv) instead of a link")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -69,13 +84,20 @@ def _deployment(args):
     res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                              max_num_seqs=256 if args.k_max is None else args.k_max,
                              max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
-                             tensor_parallel_size=args.tensor_parallel_size, kv_capacity_tokens=args.kv_capacity,
+                             tensor_parallel_size=args.tensor_parallel_size,
+                             pipeline_parallel_size=args.pipeline_parallel_size,
+                             data_parallel_size=args.data_parallel_size,
+                             enable_expert_parallel=bool(args.enable_expert_parallel),
+                             link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
+                             all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
                              gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
                              block_size=args.block_size)
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
-             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
+             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}, "
+             f"pipeline_parallel_size={i['pipeline_parallel_size']}, data_parallel_size={i['data_parallel_size']}",
+             f"layout          {i['layout']}" + (f"; communication {i['communication']}" if i["communication"] else ""),
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
              f"binding         {res.binding} (residents allowed: "
@@ -97,7 +119,12 @@ def run(args):
         return _deployment(args)
     for opt, v, default in (("--gpu-memory-gib", args.gpu_memory_gib, None),
                             ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9),
-                            ("--block-size", args.block_size, 16), ("--tensor-parallel-size", args.tensor_parallel_size, 1)):
+                            ("--block-size", args.block_size, 16), ("--tensor-parallel-size", args.tensor_parallel_size, 1),
+                            ("--pipeline-parallel-size", args.pipeline_parallel_size, 1),
+                            ("--data-parallel-size", args.data_parallel_size, 1),
+                            ("--enable-expert-parallel", args.enable_expert_parallel, False),
+                            ("--link-bandwidth-gbps", args.link_bandwidth_gbps, None),
+                            ("--link-latency-us", args.link_latency_us, None), ("--all-reduce-csv", args.all_reduce_csv, None)):
         if v != default:
             from .. import CliError
 

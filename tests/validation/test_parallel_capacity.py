@@ -1,0 +1,162 @@
+"""Issue 16, Done means: capacity per regime on the measured side, parallel deployments predicted, and the
+capacity rows of the shared runs against their targets (5 % for the real vLLM runs, 10 % for Vidur's
+Llama-2-70B TP2).  A target fluidq does not reach is an xfail stating the measured miss, never a looser
+target."""
+import numpy as np
+import pytest
+
+from fluidq.errors import FluidqError
+from fluidq.validate import validation_dir
+from fluidq.validate.cases import load_cases, run_case
+from fluidq.validate.deployment import predict_deployment
+from fluidq.validate.runs import capacity_regimes, read_run
+
+DATA = validation_dir() / "data"
+LSS = DATA / "llmservingsim"
+
+
+# ------------------------------------------------------------------------ regimes on a synthetic series
+def _series(running, waiting, tokens, kv=None):
+    n = len(running)
+    ts = {"t": np.arange(1.0, n + 1), "prompt_throughput": np.asarray(tokens, float) * 0.25,
+          "gen_throughput": np.asarray(tokens, float) * 0.75, "running": np.asarray(running, float),
+          "waiting": np.asarray(waiting, float)}
+    ts["kv_cache_pct"] = np.zeros(n) if kv is None else np.asarray(kv, float)
+    return ts
+
+
+def test_regimes_split_the_ramp_from_the_steady_state_under_k_max():
+    # 4 ramp ticks (requests waiting, running climbing, prompt-heavy and fast), then 20 at max_num_seqs
+    running = [10, 40, 80, 100] + [128] * 20 + [90, 40]
+    waiting = [5, 9, 12, 14] + [20] * 20 + [0, 0]
+    tokens = [9000, 9500, 9800, 9900] + [5000, 5200] * 10 + [3000, 1000]
+    reg = capacity_regimes(_series(running, waiting, tokens), max_num_seqs=128)
+    assert reg["binding"] == "k_max"
+    assert reg["steady"]["seconds"] == 20 and reg["steady"]["tokens_per_s"] == pytest.approx(5100.0)
+    assert reg["steady"]["window_s"] == (5.0, 24.0)
+    lo, hi = reg["steady"]["ci"]
+    assert lo < 5100.0 < hi and hi - lo < 200  # batch means over 4 blocks of 5 alternating ticks
+    assert reg["ramp"]["seconds"] == 4 and reg["ramp"]["tokens_per_s"] == pytest.approx(9550.0)
+    assert reg["saturated_seconds"] == 24
+
+
+def test_regimes_kv_bound_token_budget_and_replicas():
+    kv = [50, 70, 95, 96, 97, 96, 95, 97]
+    reg = capacity_regimes(_series([5, 10, 20, 20, 21, 20, 20, 21], [1] * 8, [900] * 2 + [300] * 6, kv),
+                           max_num_seqs=256)
+    assert reg["binding"] == "kv_cache" and reg["steady"]["seconds"] == 6 and reg["ramp"]["seconds"] == 2
+    assert reg["steady"]["tokens_per_s"] == pytest.approx(300.0)
+    # neither limit full: the token budget, its steady state the plateau of `running`
+    reg = capacity_regimes(_series([5, 30, 60, 60, 59, 60], [1] * 6, [800, 700, 400, 400, 400, 400], [10] * 6),
+                           max_num_seqs=256)
+    assert reg["binding"] == "token_budget" and reg["steady"]["seconds"] == 4 and reg["ramp"]["seconds"] == 2
+    # running counts every data-parallel replica: 256 running is 2 x max_num_seqs = 128
+    reg = capacity_regimes(_series([100, 256, 256, 256], [1] * 4, [1, 2, 2, 2]), max_num_seqs=128,
+                           data_parallel_size=2)
+    assert reg["binding"] == "k_max" and reg["steady"]["seconds"] == 3
+    never = capacity_regimes(_series([5, 6], [0, 0], [1, 1]), max_num_seqs=8)
+    assert never["steady"]["seconds"] == 0 and "never" in never["binding"]
+
+
+# ------------------------------------------------------------------------------ parallel deployments
+@pytest.fixture(scope="module")
+def llama():
+    return read_run(LSS / "RTXPRO6000_Llama-3.1-8B")
+
+
+def test_data_parallel_replicas_sum_and_pipeline_stages_split(llama):
+    kw = dict(input_tokens=llama.input_tokens, output_tokens=llama.output_tokens, max_num_seqs=128)
+    one = predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", **kw)
+    two = predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", data_parallel_size=2, **kw)
+    assert two.tokens_per_s == pytest.approx(2 * one.tokens_per_s) and two.binding == one.binding
+    assert two.inputs["layout"].startswith("TP1 x DP2")
+    pp = predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", pipeline_parallel_size=2, link_bandwidth_gbps=16,
+                            link_latency_us=20, **kw)
+    # two stages on two GPUs: more than one GPU, less than two independent replicas (sends, bubble)
+    assert one.tokens_per_s < pp.tokens_per_s < two.tokens_per_s
+    assert "given link" in pp.inputs["communication"]
+    with pytest.raises(FluidqError, match="max_num_seqs"):
+        predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", pipeline_parallel_size=3, **kw)  # 128 % 3
+    with pytest.raises(FluidqError, match="link_latency_us"):
+        predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", pipeline_parallel_size=2, link_bandwidth_gbps=16, **kw)
+
+
+def test_expert_parallel_needs_a_moe_model_and_spreads_its_experts():
+    run = read_run(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507")
+    kw = dict(input_tokens=run.input_tokens, output_tokens=run.output_tokens, max_num_seqs=128, data_parallel_size=2)
+    ep = predict_deployment(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507", enable_expert_parallel=True, **kw)
+    full = predict_deployment(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507", **kw)
+    # each GPU reads half the experts' weights per decode step: faster decodes despite the all-to-alls
+    assert ep.decode_iteration_s < full.decode_iteration_s and ep.tokens_per_s > full.tokens_per_s
+    assert "EP2" in ep.inputs["layout"] and "peer link" in ep.inputs["communication"]
+    with pytest.raises(FluidqError, match="enable_expert_parallel"):
+        predict_deployment(LSS / "RTXPRO6000_Llama-3.1-8B", input_tokens=100, output_tokens=100,
+                           enable_expert_parallel=True)
+
+
+def test_capacity_cli_parallel_options(capsys):
+    import json
+
+    from fluidq.testing.cli import run_cli
+
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507"),
+                            "--data-parallel-size", "2", "--enable-expert-parallel", "--max-num-seqs", "128",
+                            "--input-len", "800", "--output-len", "600", "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    api = predict_deployment(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507", input_tokens=800, output_tokens=600,
+                             max_num_seqs=128, data_parallel_size=2, enable_expert_parallel=True)
+    assert doc["tokens_per_s"] == pytest.approx(api.tokens_per_s)
+    assert doc["inputs"]["expert_parallel_size"] == 2
+
+
+# ------------------------------------------------------------------ the Done-means rows (measured numbers)
+@pytest.fixture(scope="module")
+def rows():
+    out = {}
+    names = {"rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b", "rtxpro6000-qwen3-30b-a3b",
+             "vidur-llama2-70b-a100-tp2-sarathi512"}
+    for c in load_cases(validation_dir() / "cases"):
+        if c.name in names:
+            res = run_case(c, DATA, fast=True)
+            out.update({(c.name, r.quantity): r for r in res.rows})
+    return out
+
+
+@pytest.mark.parametrize("case", ["rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b", "rtxpro6000-qwen3-30b-a3b"])
+def test_the_binding_limit_is_right(rows, case):
+    r = rows[(case, "binding limit")]
+    assert r.predicted == r.measured and r.status == "pass"
+
+
+@pytest.mark.parametrize("case", ["rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b", "rtxpro6000-qwen3-30b-a3b"])
+def test_replayed_capacity_within_5_pct_of_the_steady_state(rows, case):
+    r = rows[(case, "capacity (replayed arrivals, the same steady window)")]
+    if case == "rtxpro6000-qwen3-30b-a3b":
+        pytest.xfail(f"measured {r.error_pct:+.1f} % (target 5 %): the DP ranks' lockstep is not replayed")
+    assert abs(r.error_pct) <= 5.0, r
+
+
+_FLUID_MISSES = {  # measured at the commit that added this test; see validation/RESULTS.md
+    "rtx4090-llama3.1-8b": "+9.5 %",
+    "rtxpro6000-llama3.1-8b": "+6.5 %",
+    "rtxpro6000-qwen3-30b-a3b": "+18.1 %",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FLUID_MISSES))
+def test_fluid_capacity_within_5_pct_of_every_real_vllm_run(rows, case):
+    r = rows[(case, "capacity (served tokens/s, steady state)")]
+    if case != "rtxpro6000-qwen3-30b-a3b":
+        assert abs(r.error_pct) <= 10.0, r  # the suite's pass line holds for the Llama runs ...
+    if abs(r.error_pct) > 5.0:  # ... the Done-means 5 % does not: stated, not loosened
+        pytest.xfail(f"fluid capacity {r.error_pct:+.1f} % of the steady state (measured {_FLUID_MISSES[case]} "
+                     "when recorded; target 5 %)")
+
+
+def test_vidur_llama2_70b_tp2_within_10_pct(rows):
+    rep = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (replayed overload)")]
+    assert abs(rep.error_pct) <= 10.0, rep
+    fluid = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (context-aware)")]
+    if abs(fluid.error_pct) > 10.0:
+        pytest.xfail(f"the fluid bound is {fluid.error_pct:+.1f} % of Vidur's 1.45 req/s (+16.2 % when recorded)")
