@@ -11,7 +11,7 @@ from fluidq.batchtime.composition import Composition
 from fluidq.batchtime.operators import FittedIterationModel
 from fluidq.engine import VLLM, Memory
 from fluidq.errors import ParameterError, ParameterTypeError
-from fluidq.policies import RequestState, resolve_policy
+from fluidq.policies import POLICY_NAMES, RequestState, resolve_policy
 from fluidq.policies.orderings import KeyOrdering
 from fluidq.sim import simulate
 
@@ -121,12 +121,12 @@ def workload(rate=12.0):
                     output_tokens=Geometric(mean_tokens=40))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(bs=st.sampled_from([1, 4, 16]), blocks=st.integers(20, 200), caching=st.booleans(),
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(POLICY_NAMES), bs=st.sampled_from([1, 4, 16]), blocks=st.integers(20, 200), caching=st.booleans(),
        whole=st.booleans(), recent=st.booleans(), emit=st.booleans(), rate=st.floats(4.0, 30.0),
        seed=st.integers(0, 2**31))
-def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(bs, blocks, caching, whole, recent, emit, rate,
-                                                                  seed):
+def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(name, bs, blocks, caching, whole, recent, emit,
+                                                                  rate, seed):
     kind = "tokens" if bs == 1 else "blocks"
     mem = Memory(kind=kind, block_size=bs, prefix_caching=caching and kind == "blocks",
                  reservation="whole_prompt" if whole else "incremental",
@@ -134,7 +134,10 @@ def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(bs, blocks, ca
     cap = blocks * bs
     e = Engine(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=64, k_max=16, kv_capacity_tokens=cap,
                memory=mem, prefill_emits_token=emit)
-    r = simulate(e, workload(rate), "vllm-chunked", horizon_s=5.0, rng=seed, record_iterations=True)
+    pol = resolve_policy(name)
+    if not pol.chunked:
+        pol = pol.with_(chunk_long_prompts=True)
+    r = simulate(e, workload(rate), pol, horizon_s=5.0, rng=seed, record_iterations=True, check_batches=True)
     it = r.iterations
     q = r.requests
     assert np.all(it["kv_used"] <= cap) and r.preemptions == int(q["preemptions"].sum())
@@ -227,3 +230,6 @@ def test_preemption_defaults_to_the_engines_memory():
     assert sw.preemptions > 0 and sw.swap_tokens > 0 and sw.wasted_tokens == 0
     assert rc.preemptions > 0 and rc.swap_tokens == 0 and rc.wasted_tokens > 0
     assert sw.inputs["preemption"] == "swap" and rc.inputs["preemption"] == "recompute"
+    with pytest.raises(ParameterError, match="preemption"):
+        simulate(e.with_(memory=VLLM.with_(prefix_caching=True)), w, "sarathi", horizon_s=1.0, rng=1,
+                 preemption="swap", swap_s_per_token=1e-5)
