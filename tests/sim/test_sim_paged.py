@@ -10,7 +10,7 @@ from fluidq import Affine, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.batchtime.composition import Composition
 from fluidq.batchtime.operators import FittedIterationModel
 from fluidq.engine import VLLM, Memory
-from fluidq.errors import ParameterError, ParameterTypeError
+from fluidq.errors import DataError, ParameterError, ParameterTypeError
 from fluidq.policies import POLICY_NAMES, RequestState, resolve_policy
 from fluidq.policies.orderings import KeyOrdering
 from fluidq.sim import simulate
@@ -218,6 +218,11 @@ def test_engine_dict_round_trip_and_the_default_dict_is_unchanged():
     assert d["memory"]["victim"] == "most_recent" and d["prefill_emits_token"] is True
     assert Engine.from_dict(d) == e
     assert Engine.from_dict(plain.to_dict()) == plain
+    # an operator-profile batch time is named in the dict but is built from its profiles, not read back
+    comp = plain.with_(batch_time=Composition(model=FittedIterationModel(ONE_S)))
+    assert comp.to_dict()["batch_time"]["kind"] == "composition"
+    with pytest.raises(DataError, match="composition"):
+        Engine.from_dict(comp.to_dict())
 
 
 def test_preemption_defaults_to_the_engines_memory():
