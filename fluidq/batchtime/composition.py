@@ -7,7 +7,8 @@ context each already has and the contexts of the decoding requests (attention co
 them, linear layers with the tokens).  The kernel calls it whenever a batch time offers it.
 
 ``t(b)`` is one prefill chunk of ``b`` tokens with no prior context; ``t(b, kv)`` is ``b`` decoding
-requests that read ``kv`` cached tokens between them (mean context ``kv / b``).
+requests that read ``kv`` cached tokens between them (mean context ``kv / b``).  ``to_dict`` names
+the model; it cannot be read back from a dict (the model is built from its operator profiles).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import DataError, ParameterError
+from ..errors import ParameterError
 from .models import BatchTime, _out, _tokens
 
 __all__ = ["Composition"]
@@ -68,8 +69,3 @@ class Composition(BatchTime):
 
     def describe(self) -> str:
         return f"operator-profile iteration model {self.params['model']} (reads the batch composition)"
-
-    @classmethod
-    def from_dict(cls, d):  # pragma: no cover - documented refusal
-        raise DataError("batch_time: kind 'composition' is built from operator profiles "
-                        "(fluidq.batchtime.operators.lss_iteration_model), not read from a dict")

@@ -415,6 +415,9 @@ def batch_time_from_dict(d: dict) -> BatchTime:
         raise ParameterError("batch_time", d, "a table/dict with 'kind' and the model's parameters")
     d = dict(d)
     kind = d.pop("kind", None)
+    if kind == "composition":
+        raise DataError("batch_time: kind 'composition' (an operator-profile iteration model) is built from its "
+                        "profiles, e.g. fluidq.batchtime.operators.lss_iteration_model; it cannot be read from a dict")
     if kind == "context_aware":
         extra = sorted(set(d) - {"base", "kv_s_per_token"})
         if extra:

@@ -30,6 +30,22 @@ reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) is
 A request whose prompt plus output exceeds the capacity can never finish; it is rejected at
 arrival (counted in ``rejected``), never admitted.
 
+Those are the default rules (``engine.memory == Memory()``).  Any other
+:class:`~fluidq.engine.Memory` is *paged* (:class:`~fluidq.sim._memory.BlockPool`): a request holds
+``ceil(tokens / block_size)`` blocks of the ``kv_capacity_tokens // block_size``, without headroom.
+Each iteration the policy's batch is taken in two steps, as vLLM v1 does: the running requests
+(holding blocks) get blocks for their next tokens, and while they do not fit the victim
+(``memory.victim``: last in the policy's ordering, or most recently admitted) is preempted and the
+policy asked again; then the new requests of the batch are admitted head-of-line while their
+reservation fits (``memory.reservation``: the whole remaining prompt, or the chunk scheduled now).
+With ``memory.prefix_caching`` a victim re-admitted takes back its own leading blocks that are
+still cached (its prefill restarts after them; the tokens given back are not ``wasted``).  A
+request needing more blocks than the cache has is rejected at arrival.  ``initial`` residents
+count as admitted in their order.  With ``emit_at_prefill`` the iteration completing a prefill
+gives the first output token (vLLM), so ``output_tokens - 1`` decode iterations follow; a batch time
+with ``composition_time`` is charged from the batch's prefill chunks (with their prior context)
+and the decode contexts (KV held) instead of its token count.
+
 Cost.  ``policy.select`` reads every request in its view, so a view of the whole queue would make
 each iteration cost O(queue) and an overloaded run O(horizon^2).  For a built-in
 :class:`~fluidq.policies.Scheduler` whose ordering keeps arrival order (FCFS), the kernel shows the

@@ -368,6 +368,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         preemption = engine.memory.preemption
     if preemption not in ("recompute", "swap"):
         raise ParameterError("preemption", preemption, "'recompute' or 'swap'")
+    if preemption == "swap" and engine.memory.prefix_caching:
+        raise ParameterError("preemption", preemption, "'recompute' with engine.memory.prefix_caching",
+                             "a swapped-out request keeps its KV on the host and reuses no cached block")
     if preemption == "swap":
         if swap_s_per_token is None:
             raise ParameterError("swap_s_per_token", None, "seconds per KV token moved, for preemption='swap'")

@@ -10,8 +10,8 @@ from fluidq import Affine, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.batchtime.composition import Composition
 from fluidq.batchtime.operators import FittedIterationModel
 from fluidq.engine import VLLM, Memory
-from fluidq.errors import ParameterError, ParameterTypeError
-from fluidq.policies import RequestState, resolve_policy
+from fluidq.errors import DataError, ParameterError, ParameterTypeError
+from fluidq.policies import POLICY_NAMES, RequestState, resolve_policy
 from fluidq.policies.orderings import KeyOrdering
 from fluidq.sim import simulate
 
@@ -121,12 +121,12 @@ def workload(rate=12.0):
                     output_tokens=Geometric(mean_tokens=40))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(bs=st.sampled_from([1, 4, 16]), blocks=st.integers(20, 200), caching=st.booleans(),
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(POLICY_NAMES), bs=st.sampled_from([1, 4, 16]), blocks=st.integers(20, 200), caching=st.booleans(),
        whole=st.booleans(), recent=st.booleans(), emit=st.booleans(), rate=st.floats(4.0, 30.0),
        seed=st.integers(0, 2**31))
-def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(bs, blocks, caching, whole, recent, emit, rate,
-                                                                  seed):
+def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(name, bs, blocks, caching, whole, recent, emit,
+                                                                  rate, seed):
     kind = "tokens" if bs == 1 else "blocks"
     mem = Memory(kind=kind, block_size=bs, prefix_caching=caching and kind == "blocks",
                  reservation="whole_prompt" if whole else "incremental",
@@ -134,7 +134,10 @@ def test_paged_memory_never_exceeds_its_blocks_and_conserves_work(bs, blocks, ca
     cap = blocks * bs
     e = Engine(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=64, k_max=16, kv_capacity_tokens=cap,
                memory=mem, prefill_emits_token=emit)
-    r = simulate(e, workload(rate), "vllm-chunked", horizon_s=5.0, rng=seed, record_iterations=True)
+    pol = resolve_policy(name)
+    if not pol.chunked:
+        pol = pol.with_(chunk_long_prompts=True)
+    r = simulate(e, workload(rate), pol, horizon_s=5.0, rng=seed, record_iterations=True, check_batches=True)
     it = r.iterations
     q = r.requests
     assert np.all(it["kv_used"] <= cap) and r.preemptions == int(q["preemptions"].sum())
@@ -215,6 +218,11 @@ def test_engine_dict_round_trip_and_the_default_dict_is_unchanged():
     assert d["memory"]["victim"] == "most_recent" and d["prefill_emits_token"] is True
     assert Engine.from_dict(d) == e
     assert Engine.from_dict(plain.to_dict()) == plain
+    # an operator-profile batch time is named in the dict but is built from its profiles, not read back
+    comp = plain.with_(batch_time=Composition(model=FittedIterationModel(ONE_S)))
+    assert comp.to_dict()["batch_time"]["kind"] == "composition"
+    with pytest.raises(DataError, match="composition"):
+        Engine.from_dict(comp.to_dict())
 
 
 def test_preemption_defaults_to_the_engines_memory():
@@ -227,3 +235,6 @@ def test_preemption_defaults_to_the_engines_memory():
     assert sw.preemptions > 0 and sw.swap_tokens > 0 and sw.wasted_tokens == 0
     assert rc.preemptions > 0 and rc.swap_tokens == 0 and rc.wasted_tokens > 0
     assert sw.inputs["preemption"] == "swap" and rc.inputs["preemption"] == "recompute"
+    with pytest.raises(ParameterError, match="preemption"):
+        simulate(e.with_(memory=VLLM.with_(prefix_caching=True)), w, "sarathi", horizon_s=1.0, rng=1,
+                 preemption="swap", swap_s_per_token=1e-5)
