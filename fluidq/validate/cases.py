@@ -334,7 +334,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
                     predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
                     note=(f"{rp['seconds']} saturated s before the binding limit holds "
-                          f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), 95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}"
+                          f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), "
+                          + (f"95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}" if np.isfinite(rp["ci"][0])
+                             else "no interval from one tick")
                           if rp["seconds"] else "no saturated tick before the binding limit holds")
                          + f"; all {sat['seconds']} saturated s together: {sat['tokens_per_s']:.0f} tokens/s"))
     # which limit binds: the measurements alone say so (never the case file's expected answer), through
