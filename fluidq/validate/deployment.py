@@ -99,7 +99,8 @@ def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_redu
         return Link.from_peer_sim_config(p)
     raise ParameterError("link_bandwidth_gbps", None, "a communication model: link_bandwidth_gbps and "
                          "link_latency_us, or all_reduce_csv (a measured all-reduce table, e.g. Vidur's "
-                         "all_reduce_pairwise_nvlink.csv)",
+                         "all_reduce_pairwise_nvlink.csv); on the command line --link-bandwidth-gbps and "
+                         "--link-latency-us, or --all-reduce-csv",
                          f"{needs} communicates between GPUs, the operator profiles hold no communication, and "
                          f"{folder} has no peer_sim_config.json with link_bw/link_latency")
 
@@ -123,6 +124,37 @@ class _Lockstep:
 
     def prefill_only(self, tokens):
         return self.time_shape(tokens, 0.0, 0.0, 0.0)
+
+
+class LockstepRanks:
+    """``dp`` data-parallel MoE ranks stepping together, for a replay of all their arrivals as one engine
+    (``dp x max_num_seqs`` residents, ``dp x`` the token budget): each iteration the decodes are shared
+    evenly, each prompt chunk goes to the rank with the fewest tokens (vLLM's router balances the
+    ranks), and the iteration lasts as long as the slowest rank (the ranks synchronise at every MoE
+    layer).  Each rank's MoE layers are costed at ``dp x`` its own tokens, an upper bound for the
+    slowest rank."""
+
+    def __init__(self, replica, dp: int):
+        self.replica, self.dp = replica, int(dp)
+        self.n_layers = replica.n_layers
+        self.source = f"{replica.source}; DP{dp} ranks in lockstep, the slowest rank sets the iteration"
+
+    def time(self, prefill_chunks=(), decode_contexts=()) -> float:
+        dc = np.asarray(decode_contexts, dtype=float)
+        nd = dc.size / self.dp
+        kvd = float(dc.mean()) if dc.size else 0.0
+        ranks = [[] for _ in range(self.dp)]
+        load = [nd] * self.dp
+        for c, k in sorted(((float(c), float(k)) for c, k in prefill_chunks if c > 0), reverse=True):
+            r = int(np.argmin(load))
+            ranks[r].append((c, k))
+            load[r] += c
+        worst = 0.0
+        for pcs in ranks:
+            C = sum(c for c, _ in pcs)
+            kv_eff = max(0.0, sum(c * (k + c / 2.0) for c, k in pcs) / C - C / 2.0) if C > 0 else 0.0
+            worst = max(worst, float(self.replica.time_shape(C, kv_eff, nd, kvd, n_emit=nd + len(pcs))))
+        return worst
 
 
 def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs: int = 256,
@@ -247,7 +279,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                      kv_capacity_tokens=dp * kv, block_size=block)
             group = replace(group, binding="token_budget")
         limits = {**group.limits, "token_budget": tok_limit}
-        pred = replace(group, limits=limits)
+        reason = group.reason.replace(f"token_budget allows {group.limits['token_budget']:.1f}",
+                                      f"token_budget allows {tok_limit:.1f} ({dp} ranks' budgets)")
+        pred = replace(group, limits=limits, reason=reason)
         how = f"DP{dp} MoE ranks in lockstep predicted as one group"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
