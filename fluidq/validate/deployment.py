@@ -91,7 +91,8 @@ def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_redu
         if link_bandwidth_gbps is None or link_latency_us is None:
             missing = "link_bandwidth_gbps" if link_bandwidth_gbps is None else "link_latency_us"
             raise ParameterError(missing, None, "both link_bandwidth_gbps and link_latency_us (a link is both)")
-        return Link(bandwidth_gbps=link_bandwidth_gbps, latency_us=link_latency_us, name="given link")
+        return Link(bandwidth_gbps=real("link_bandwidth_gbps", link_bandwidth_gbps, positive=True),
+                    latency_us=real("link_latency_us", link_latency_us, nonnegative=True), name="given link")
     if all_reduce_csv is not None:
         return MeasuredAllReduce.from_vidur_csv(all_reduce_csv)
     p = folder / "peer_sim_config.json"
@@ -227,11 +228,11 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
                         "hold; give model= (see `fluidq models list`)")
+    if pp > facts.n_layers:
+        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:
         raise ParameterError("max_num_seqs", k_max, f"a multiple of pipeline_parallel_size {pp} (each of the {pp} "
                              "micro-batches in flight holds an equal share)")
-    if pp > facts.n_layers:
-        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     moe = bool(facts.n_experts)
     if enable_expert_parallel and not moe:
         raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
