@@ -333,7 +333,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
                     predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
                     note=(f"{rp['seconds']} saturated s before the binding limit holds "
-                          f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), 95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}"
+                          f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), "
+                          + (f"95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}" if np.isfinite(rp["ci"][0])
+                             else "no interval from one tick")
                           if rp["seconds"] else "no saturated tick before the binding limit holds")
                          + f"; all {sat['seconds']} saturated s together: {sat['tokens_per_s']:.0f} tokens/s"))
     # which limit binds: the measurements alone say so (never the case file's expected answer), through
@@ -367,42 +369,28 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     info = {"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg}
     figures = []
     md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
-    if dp > 1 and run.pipeline_parallel_size == 1 and st["seconds"] and not ctx.get("fast_replay_skip"):
-        # each replica replayed on its share of the arrivals (vLLM's DP router: every dp-th request),
-        # the replica's iteration model carrying the lockstep MoE's dp x b tokens; the lockstep stall of
-        # one rank's prompt chunk on the others is not in this replay (it is in the fluid prediction)
-        from .replay import replay
+    # the replay: one engine, or the lockstep MoE ranks replayed together (deployment.LockstepRanks)
+    lockstep = dp > 1 and facts is not None and bool(facts.n_experts)
+    rmodel, rb, rk, rkv = model, run.max_num_batched_tokens, run.max_num_seqs, kv
+    if lockstep:
+        from .deployment import LockstepRanks
 
-        w0, w1 = st["window_s"][0] - 1.0, st["window_s"][1]
-        rcap = 0.0
-        for r in range(dp):
-            idx = np.arange(r, len(run), dp)
-            rep_r = replay(model, run.arrival_s[idx], run.input_tokens[idx], run.output_tokens[idx],
-                           b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv)
-            rcap += rep_r.served_tokens_per_s(w0, w1)
-        er = _err(rcap, st["tokens_per_s"])
-        rows.insert(1, Row(case=case.name, source=case.source,
-                           quantity="capacity (replayed arrivals, the same steady window)", predicted=rcap,
-                           measured=st["tokens_per_s"], unit="tokens/s", error_pct=er,
-                           target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(er, lim),
-                           note=f"{dp} replicas, each replayed on one request in {dp} (round robin), summed over {w0:.0f}-{w1:.0f} s; "
-                                "the ranks' lockstep is not replayed (each replica steps on its own)"))
-        info["replayed_steady_tokens_per_s"] = rcap
-    if dp > 1 or run.pipeline_parallel_size > 1:
-        md += ["Latency replay: not run for a multi-engine layout (the latency replay models one engine).", ""]
-    if not ctx.get("fast_replay_skip") and dp == 1 and run.pipeline_parallel_size == 1:
+        rmodel, rb, rk = LockstepRanks(model, dp), dp * rb, dp * rk
+        rkv = None if kv is None else dp * kv
+    replayable = run.pipeline_parallel_size == 1 and (dp == 1 or lockstep)
+    if not replayable:
+        md += ["Latency replay: not run for this layout (the replay models one engine or lockstep MoE ranks).", ""]
+    if not ctx.get("fast_replay_skip") and replayable:
+        t0 = time.time()
+        caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
         # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
         # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)
         from .. import simulate
-        from ..engine import VLLM
         from .replay import ReplayResult, vllm_engine
 
-        t0 = time.time()
-        caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
         reqs = {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens, "output_tokens": run.output_tokens}
-        eng = vllm_engine(model, b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv,
-                          prefix_caching=caching, name=case.name)
+        eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=caching, name=case.name)
         sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
         rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
         lat = sim0.latencies(ttft="end_of_prefill")
@@ -417,7 +405,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                measured=st["tokens_per_s"], unit="tokens/s", error_pct=er,
                                target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(er, lim),
                                note=f"fluidq.simulate on the run's arrivals and lengths, useful tokens over "
-                                    f"{w0:.0f}-{w1:.0f} s (recomputation after a preemption not counted)"))
+                                    f"{w0:.0f}-{w1:.0f} s (recomputation after a preemption not counted)"
+                                    + (f"; the {dp} DP ranks replayed in lockstep, the slowest rank setting each "
+                                       "iteration" if lockstep else "")))
             info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])

@@ -91,7 +91,8 @@ def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_redu
         if link_bandwidth_gbps is None or link_latency_us is None:
             missing = "link_bandwidth_gbps" if link_bandwidth_gbps is None else "link_latency_us"
             raise ParameterError(missing, None, "both link_bandwidth_gbps and link_latency_us (a link is both)")
-        return Link(bandwidth_gbps=link_bandwidth_gbps, latency_us=link_latency_us, name="given link")
+        return Link(bandwidth_gbps=real("link_bandwidth_gbps", link_bandwidth_gbps, positive=True),
+                    latency_us=real("link_latency_us", link_latency_us, nonnegative=True), name="given link")
     if all_reduce_csv is not None:
         return MeasuredAllReduce.from_vidur_csv(all_reduce_csv)
     p = folder / "peer_sim_config.json"
@@ -99,7 +100,8 @@ def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_redu
         return Link.from_peer_sim_config(p)
     raise ParameterError("link_bandwidth_gbps", None, "a communication model: link_bandwidth_gbps and "
                          "link_latency_us, or all_reduce_csv (a measured all-reduce table, e.g. Vidur's "
-                         "all_reduce_pairwise_nvlink.csv)",
+                         "all_reduce_pairwise_nvlink.csv); on the command line --link-bandwidth-gbps and "
+                         "--link-latency-us, or --all-reduce-csv",
                          f"{needs} communicates between GPUs, the operator profiles hold no communication, and "
                          f"{folder} has no peer_sim_config.json with link_bw/link_latency")
 
@@ -123,6 +125,44 @@ class _Lockstep:
 
     def prefill_only(self, tokens):
         return self.time_shape(tokens, 0.0, 0.0, 0.0)
+
+
+class LockstepRanks:
+    """``dp`` data-parallel MoE ranks stepping together, for a replay of all their arrivals as one engine
+    (``dp x max_num_seqs`` residents, ``dp x`` the token budget): each iteration the decodes are shared
+    evenly, each prompt chunk goes to the rank with the fewest tokens (vLLM's router balances the
+    ranks), and the iteration lasts as long as the slowest rank (the ranks synchronise at every MoE
+    layer).  Each rank's MoE layers are costed at ``dp x`` its own tokens, an upper bound for the
+    slowest rank."""
+
+    def __init__(self, replica, dp: int):
+        self.replica, self.dp = replica, int(dp)
+        self.n_layers = replica.n_layers
+        self.source = f"{replica.source}; DP{dp} ranks in lockstep, the slowest rank sets the iteration"
+
+    def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+        """Vectorised shape form: the decodes shared evenly, the (folded) prompt chunk on one rank,
+        which is then the slowest."""
+        pc = np.asarray(prefill_tokens, dtype=float)
+        nd = np.asarray(n_decode, dtype=float) / self.dp
+        return self.replica.time_shape(pc, kv_prefill, nd, kv_decode, n_emit=nd + (pc > 0))
+
+    def time(self, prefill_chunks=(), decode_contexts=()) -> float:
+        dc = np.asarray(decode_contexts, dtype=float)
+        nd = dc.size / self.dp
+        kvd = float(dc.mean()) if dc.size else 0.0
+        ranks = [[] for _ in range(self.dp)]
+        load = [nd] * self.dp
+        for c, k in sorted(((float(c), float(k)) for c, k in prefill_chunks if c > 0), reverse=True):
+            r = int(np.argmin(load))
+            ranks[r].append((c, k))
+            load[r] += c
+        worst = 0.0
+        for pcs in ranks:
+            C = sum(c for c, _ in pcs)
+            kv_eff = max(0.0, sum(c * (k + c / 2.0) for c, k in pcs) / C - C / 2.0) if C > 0 else 0.0
+            worst = max(worst, float(self.replica.time_shape(C, kv_eff, nd, kvd, n_emit=nd + len(pcs))))
+        return worst
 
 
 def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs: int = 256,
@@ -195,11 +235,11 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
                         "hold; give model= (see `fluidq models list`)")
+    if pp > facts.n_layers:
+        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:
         raise ParameterError("max_num_seqs", k_max, f"a multiple of pipeline_parallel_size {pp} (each of the {pp} "
                              "micro-batches in flight holds an equal share)")
-    if pp > facts.n_layers:
-        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     moe = bool(facts.n_experts)
     if enable_expert_parallel and not moe:
         raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
@@ -247,7 +287,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                      kv_capacity_tokens=dp * kv, block_size=block)
             group = replace(group, binding="token_budget")
         limits = {**group.limits, "token_budget": tok_limit}
-        pred = replace(group, limits=limits)
+        reason = group.reason.replace(f"token_budget allows {group.limits['token_budget']:.1f}",
+                                      f"token_budget allows {tok_limit:.1f} ({dp} ranks' budgets)")
+        pred = replace(group, limits=limits, reason=reason)
         how = f"DP{dp} MoE ranks in lockstep predicted as one group"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),

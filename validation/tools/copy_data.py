@@ -28,8 +28,9 @@ LSS_FULL = ["vllm_requests.jsonl", "vllm_timeseries.csv", "vllm_meta.json", "pee
             "peer_sim_config.json",
             "profile_meta.yaml", "profile_tp1_dense.csv", "profile_tp1_per_sequence.csv"]
 LSS_GZ = ["profile_tp1_attention.csv"]
-# the MoE run is kept as measurements only (its expert-parallel, data-parallel-2 engine is not modelled)
-LSS_MEASURED_ONLY = {"RTXPRO6000_Qwen3-30B-A3B-Instruct-2507"}
+# every run is predicted from its own profiles; a MoE run's experts are in profile_tp1_moe.csv
+LSS_MEASURED_ONLY: set = set()
+LSS_MOE = {"RTXPRO6000_Qwen3-30B-A3B-Instruct-2507": ["profile_tp1_moe.csv"]}
 LSS_MEASURED = ["vllm_requests.jsonl", "vllm_timeseries.csv", "vllm_meta.json", "peer_sim_vs_vllm_summary.txt"]
 
 VIDUR_MLP = ["a100/meta-llama/Llama-2-7b-hf/mlp.csv", "a100/meta-llama/Llama-2-70b-hf/mlp.csv"]
@@ -80,7 +81,7 @@ def main(shared: str) -> None:
     for run in LSS_RUNS:
         src, dst = shared / "measured/llmservingsim" / run, ROOT / "llmservingsim" / run
         dst.mkdir(parents=True, exist_ok=True)
-        for name in (LSS_MEASURED if run in LSS_MEASURED_ONLY else LSS_FULL):
+        for name in (LSS_MEASURED if run in LSS_MEASURED_ONLY else LSS_FULL + LSS_MOE.get(run, [])):
             if (src / name).exists():
                 shutil.copyfile(src / name, dst / name)
                 note(f"llmservingsim/{run}/{name}", "llmservingsim", f"{run}/{name}", "none")
