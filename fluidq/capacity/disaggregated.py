@@ -233,7 +233,11 @@ def colocated_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1
     N = max(1.0, min(limits.values()))
     t_dec = float(_t(engine, N, N * kv_bar))
     chunk = max(1.0, engine.b_max - N)
-    extra = float(_t(engine, N + chunk, N * kv_bar)) - t_dec
+    shape = getattr(engine.batch_time, "time_shape", None)
+    if shape is not None:  # an iteration model (the roofline): the chunk's prompt emits no token yet
+        extra = float(shape(chunk, 0.0, N, kv_bar, n_emit=N)) - float(shape(0.0, 0.0, N, kv_bar, n_emit=N))
+    else:
+        extra = float(_t(engine, N + chunk, N * kv_bar)) - t_dec
     per_request = mdec * t_dec / N + mp / chunk * extra
     return n / per_request
 

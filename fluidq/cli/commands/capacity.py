@@ -40,8 +40,94 @@ def register(sub):
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
     g.add_argument("--tensor-parallel-size", type=int, default=1,
                    help="with --profile-dir: vLLM's --tensor-parallel-size (only 1: these profiles hold no all-reduce)")
+    r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
+    r.add_argument("--gpu", default=None, metavar="NAME",
+                   help="a GPU of `fluidq gpus` (aliases, any case): with --model NAME or --model-config, the "
+                        "capacity of vLLM with --tensor-parallel-size, --max-num-seqs (default 256), "
+                        "--max-num-batched-tokens (default 2048) and the KV cache of vLLM's memory planner "
+                        "(--gpu-memory-utilization; --gpu-memory-gib overrides the table's memory), from the "
+                        "calibrated roofline batch time; the answer states its calibration error")
+    r.add_argument("--model-config", default=None, metavar="JSON",
+                   help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
+    for a in p._actions:  # --model also names a model with --gpu (checked in run: a form otherwise)
+        if a.dest == "model":
+            a.choices = None
+            a.metavar = "FORM|NAME"
+            a.help += "; with --gpu: a model of `fluidq models list`"
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+_FORMS = ("staircase", "piecewise-linear", "affine")
+
+
+def _roofline(args):
+    """``--gpu``: vLLM's capacity from the roofline batch time (fluidq.validate.roofline)."""
+    import numpy as np
+
+    from ...validate.roofline import predict_roofline_deployment
+    from .. import CliError
+
+    given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--rate", args.rate),
+                            ("--profile-dir", args.profile_dir)) if v is not None]
+    if args.engines != 1:
+        given.append("--engines")
+    if given:
+        raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    if (args.model is None) == (args.model_config is None):
+        raise CliError("--gpu needs the model: --model NAME (see `fluidq models list`) or --model-config "
+                       "config.json, one of them")
+    if args.model_config is not None:
+        from ...models import ModelFacts
+
+        model = ModelFacts.from_config(args.model_config, option="--model-config")
+    else:
+        import difflib
+
+        from ...errors import UnknownNameError
+        from ...models import list_models, load_model
+
+        try:
+            model = load_model(args.model, option="--model")
+        except UnknownNameError as exc:
+            names = {m.name.casefold(): m.name for m in list_models()}
+            close = [names[c] for c in difflib.get_close_matches(args.model.casefold(), list(names), n=3, cutoff=0.6)]
+            if close:
+                exc.args = (exc.args[0] + f"; did you mean {' or '.join(close)}?",)
+            raise
+    if args.trace is not None:
+        from ...workload import load_trace
+
+        load_cli_trace("--trace", args.trace)
+        tr = load_trace(args.trace)
+        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
+    else:
+        lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+    res = predict_roofline_deployment(
+        model, _gpu(args.gpu), input_tokens=lengths[0], output_tokens=lengths[1],
+        tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
+        max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
+        gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+        block_size=args.block_size)
+    i = res.inputs
+    lines = [f"deployment      {i['model']} on {i['tensor_parallel_size']} x {i['gpu']} (roofline batch time)",
+             f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
+             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
+             f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
+             f"binding         {res.binding} (residents allowed: "
+             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
+             f"estimate        {i['estimate']}",
+             f"why             {res.reason}"]
+    emit(args, res, "\n".join(lines))
+    return 0
+
+
+def _gpu(name):
+    from ...models import load_gpu
+
+    return load_gpu(name, option="--gpu")
 
 
 def _deployment(args):
@@ -93,6 +179,17 @@ def _n(x) -> str:
 
 
 def run(args):
+    if args.gpu is not None:
+        return _roofline(args)
+    if args.model_config is not None:
+        from .. import CliError
+
+        raise CliError("--model-config is read only with --gpu (a deployment without profiles)")
+    if args.model is not None and args.model not in _FORMS:
+        from ...errors import ParameterError
+
+        raise ParameterError("--model", args.model, f"a batch-time form ({', '.join(_FORMS)}), or a model name "
+                             "together with --gpu NAME")
     if args.profile_dir is not None:
         return _deployment(args)
     for opt, v, default in (("--gpu-memory-gib", args.gpu_memory_gib, None),
