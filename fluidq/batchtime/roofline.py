@@ -38,7 +38,7 @@ import numpy as np
 from .._validate import MAX_BATCH_SECONDS, SECONDS_WHY, integer, real
 from ..errors import ParameterError
 from .comm import Link
-from .models import BatchTime, _out, _tokens
+from .models import BatchTime, _out, _Shifted, _tokens
 
 __all__ = ["Roofline", "CALIBRATED", "roofline"]
 
@@ -237,6 +237,21 @@ class Roofline(BatchTime):
     def prefill_only(self, tokens):
         return self.time_shape(tokens, 0.0, 0.0, 0.0)
 
+    def attention_s(self, kv_tokens) -> float:
+        """Seconds decode attention takes to read ``kv_tokens`` cached tokens (0 without attention)."""
+        kv = real("kv_tokens", kv_tokens, nonnegative=True)
+        if not self.attention:
+            return 0.0
+        k = self._k
+        return float(k["L"] * self._roof(4.0 * kv * k["nh"] * k["d"], kv * k["kv_layer"], k["Fa"]))
+
+    def at_context(self, kv_tokens: float) -> BatchTime:
+        """The batch time in ``b`` alone with ``kv_tokens`` read per batch (as
+        :meth:`ContextAware.at_context <fluidq.batchtime.ContextAware.at_context>`): attention is linear in
+        ``kv`` on either side of the roof, so this is ``t(b, 0)`` plus :meth:`attention_s`; the LM head is
+        that of a prefill batch (one sequence), as in ``t(b)``."""
+        return _AtContext(base=self, shift_s=self.attention_s(kv_tokens), kv_tokens=float(kv_tokens))
+
     @property
     def source(self) -> str:
         return self.describe()
@@ -252,6 +267,21 @@ class Roofline(BatchTime):
         return (f"roofline {self.model.name} on {self.tensor_parallel_size} x {self.gpu.name} "
                 f"(compute {self.compute_efficiency:.3g}, memory {self.memory_efficiency:.3g} of peak, "
                 f"overhead {self.overhead_s * 1e3:.3g} ms)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _AtContext(_Shifted):
+    """A roofline at a fixed KV read per batch (:meth:`Roofline.at_context`)."""
+
+    kind: ClassVar[str] = "roofline_at_context"
+    kv_tokens: float = 0.0
+
+    @property
+    def params(self) -> dict:
+        return {"base": self.base.to_dict(), "kv_tokens": self.kv_tokens, "shift_s": self.shift_s}
+
+    def describe(self) -> str:
+        return f"{self.base.describe()} + {self.shift_s * 1e3:.4g} ms attention ({self.kv_tokens:.0f} KV tokens)"
 
 
 def roofline(model, gpu, tensor_parallel_size: int = 1, **kw) -> Roofline:

@@ -101,6 +101,17 @@ def test_leave_one_profile_out_under_the_measured_bound():
         assert r["heldout_mape"] >= r["insample_mape"] - 0.01
 
 
+def test_at_context_adds_the_attention_read():
+    rf = roofline("Llama-3.1-8B", "A100")
+    kv = 50_000
+    fixed = rf.at_context(kv)
+    b = np.array([1.0, 64.0, 2048.0])
+    assert np.allclose(fixed(b), rf(b) + rf.attention_s(kv))
+    assert rf.attention_s(kv) == pytest.approx(rf.breakdown(64, kv)["attention"])
+    assert fixed.to_dict()["base"]["kind"] == "roofline"
+    assert roofline("Llama-3.1-8B", "A100", attention=False).attention_s(kv) == 0.0
+
+
 def test_roofline_is_a_batch_time_every_analysis_takes():
     rf = roofline("Llama-3.1-8B", "RTX 4090")
     res = max_throughput(Engine(batch_time=rf, b_max=2048))

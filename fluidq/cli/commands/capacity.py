@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
+from ._roofline_args import add_roofline_args, check_model_option, model_from_args
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -39,26 +40,11 @@ def register(sub):
                    help="with --profile-dir: vLLM's --gpu-memory-utilization (default 0.9)")
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
     g.add_argument("--tensor-parallel-size", type=int, default=1,
-                   help="with --profile-dir: vLLM's --tensor-parallel-size (only 1: these profiles hold no all-reduce)")
-    r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
-    r.add_argument("--gpu", default=None, metavar="NAME",
-                   help="a GPU of `fluidq gpus` (aliases, any case): with --model NAME or --model-config, the "
-                        "capacity of vLLM with --tensor-parallel-size, --max-num-seqs (default 256), "
-                        "--max-num-batched-tokens (default 2048) and the KV cache of vLLM's memory planner "
-                        "(--gpu-memory-utilization; --gpu-memory-gib overrides the table's memory), from the "
-                        "calibrated roofline batch time; the answer states its calibration error")
-    r.add_argument("--model-config", default=None, metavar="JSON",
-                   help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
-    for a in p._actions:  # --model also names a model with --gpu (checked in run: a form otherwise)
-        if a.dest == "model":
-            a.choices = None
-            a.metavar = "FORM|NAME"
-            a.help += "; with --gpu: a model of `fluidq models list`"
+                   help="with --profile-dir: vLLM's --tensor-parallel-size (only 1: these profiles hold no all-reduce); "
+                        "with --gpu: GPUs per model copy")
+    add_roofline_args(p, tp=False)  # --tensor-parallel-size and --gpu-memory-utilization are above
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
-
-
-_FORMS = ("staircase", "piecewise-linear", "affine")
 
 
 def _roofline(args):
@@ -75,27 +61,7 @@ def _roofline(args):
         given.append("--engines")
     if given:
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
-    if (args.model is None) == (args.model_config is None):
-        raise CliError("--gpu needs the model: --model NAME (see `fluidq models list`) or --model-config "
-                       "config.json, one of them")
-    if args.model_config is not None:
-        from ...models import ModelFacts
-
-        model = ModelFacts.from_config(args.model_config, option="--model-config")
-    else:
-        import difflib
-
-        from ...errors import UnknownNameError
-        from ...models import list_models, load_model
-
-        try:
-            model = load_model(args.model, option="--model")
-        except UnknownNameError as exc:
-            names = {m.name.casefold(): m.name for m in list_models()}
-            close = [names[c] for c in difflib.get_close_matches(args.model.casefold(), list(names), n=3, cutoff=0.6)]
-            if close:
-                exc.args = (exc.args[0] + f"; did you mean {' or '.join(close)}?",)
-            raise
+    model = model_from_args(args)
     if args.trace is not None:
         from ...workload import load_trace
 
@@ -181,15 +147,7 @@ def _n(x) -> str:
 def run(args):
     if args.gpu is not None:
         return _roofline(args)
-    if args.model_config is not None:
-        from .. import CliError
-
-        raise CliError("--model-config is read only with --gpu (a deployment without profiles)")
-    if args.model is not None and args.model not in _FORMS:
-        from ...errors import ParameterError
-
-        raise ParameterError("--model", args.model, f"a batch-time form ({', '.join(_FORMS)}), or a model name "
-                             "together with --gpu NAME")
+    check_model_option(args)
     if args.profile_dir is not None:
         return _deployment(args)
     for opt, v, default in (("--gpu-memory-gib", args.gpu_memory_gib, None),
