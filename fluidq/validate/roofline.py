@@ -221,3 +221,45 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
                                  "tensor_parallel_size": rf.tensor_parallel_size, "kv_capacity_tokens": kv,
                                  "kv_source": kv_source, "max_num_seqs": k_max, "max_num_batched_tokens": b_max,
                                  "block_size": block, "batch_time": rf.to_dict(), "estimate": ERROR_NOTE})
+
+
+def raw_errors(data_dir, targets=None) -> list[dict]:
+    """Held-out MAPE against the **measured rows** (not the profiles' fits) of every profile whose data
+    ``data_dir`` holds (``validation/data``: Vidur Llama-2-7B/A100, LLMServingSim, Splitwise), by phase:
+    the same rows ``fluidq.profiles.build`` fitted (the same loaders, phases and KV filter); efficiencies
+    fitted without that profile."""
+    from pathlib import Path
+
+    from ..profiles.build import _LOADERS, SPECS
+    from .cases import _plain_path
+
+    root = Path(data_dir)
+    targets = calibration_targets() if targets is None else list(targets)
+    by_name = {t.name: t for t in targets}
+
+    def local(rel):
+        p = root / rel.removeprefix("measured/")
+        gz = p.with_name(p.name + ".gz")
+        return gz if not p.exists() and gz.exists() else p
+
+    out = []
+    for spec in SPECS:
+        p = local(spec["path"])
+        kw = dict(spec["kw"])
+        if "attention_path" in kw:
+            kw["attention_path"] = local(kw["attention_path"])
+        if not p.exists() or not Path(kw.get("attention_path", p)).exists() or spec["name"] not in by_name:
+            continue
+        m = _LOADERS[spec["loader"]](_plain_path(p) if p.is_dir() else p, **kw)
+        rows = m.where(spec["phases"])
+        keep = np.ones(rows.tokens.shape, dtype=bool)
+        if spec.get("kv_within_capacity") and m.meta.kv_capacity_tokens:  # as the profile's fit did
+            keep = rows.kv_tokens + rows.tokens <= m.meta.kv_capacity_tokens
+        t = by_name[spec["name"]]
+        eff = calibrate([x for x in targets if x.name != t.name])
+        pred = np.asarray(t.roofline(**eff)(rows.tokens[keep], rows.kv_tokens[keep]))
+        err = np.abs(pred / rows.seconds[keep] - 1.0)
+        phase = np.asarray(rows.phase)[keep]
+        phases = {str(ph): float(err[phase == ph].mean()) for ph in sorted(set(phase))}
+        out.append({"profile": t.name, "rows": int(err.size), "heldout_mape": float(err.mean()), "by_phase": phases})
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, leave_one_out, run_capacity
+from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, leave_one_out, raw_errors, run_capacity
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llmservingsim"
 
@@ -28,6 +28,12 @@ def main() -> int:
         print(f"| `{r['profile']}` | {r['gpu']} | {r['model']}, {r['tp']} | {r['points']} | "
               f"{100 * r['heldout_mape']:.1f} % | {100 * r['insample_mape']:.1f} % | "
               f"{e['compute']:.3f} / {e['memory']:.3f} / {1e3 * e['overhead_s']:.2f} / {e['sync_us']:.0f} |")
+    print()
+    print("| profile | measured rows | held-out MAPE on the rows | by phase |")
+    print("|---|---|---|---|")
+    for r in raw_errors(DATA.parent, targets):
+        ph = ", ".join(f"{k} {100 * v:.1f} %" for k, v in r["by_phase"].items())
+        print(f"| `{r['profile']}` | {r['rows']} | {100 * r['heldout_mape']:.1f} % | {ph} |")
     print()
     print("| run | GPU | predicted tokens/s | measured tokens/s (95 % CI) | error | binding |")
     print("|---|---|---|---|---|---|")
