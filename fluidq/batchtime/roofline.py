@@ -252,6 +252,15 @@ class Roofline(BatchTime):
         that of a prefill batch (one sequence), as in ``t(b)``."""
         return _AtContext(base=self, shift_s=self.attention_s(kv_tokens), kv_tokens=float(kv_tokens))
 
+    def context_aware(self):
+        """This roofline as a :class:`~fluidq.batchtime.ContextAware` ``t(b, 0) + s kv`` -- exact for the
+        attention, which is linear in ``kv`` on either side of the roof (``s = attention_s(1)``); the LM head
+        is that of ``t(b)`` (one sequence).  The form the simulator and the capacity analyses read a KV
+        dependence from."""
+        from .models import ContextAware
+
+        return ContextAware(base=self, kv_s_per_token=self.attention_s(1.0))
+
     @property
     def source(self) -> str:
         return self.describe()

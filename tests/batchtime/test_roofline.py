@@ -126,6 +126,10 @@ def test_at_context_adds_the_attention_read():
     assert rf.attention_s(kv) == pytest.approx(rf.breakdown(64, kv)["attention"])
     assert fixed.to_dict()["base"]["kind"] == "roofline"
     assert roofline("Llama-3.1-8B", "A100", attention=False).attention_s(kv) == 0.0
+    # as a ContextAware: exact wherever the LM head is that of t(b) (kv = 0, or attention alone)
+    ca = rf.context_aware()
+    assert ca(b, kv) == pytest.approx(fixed(b))
+    assert ca(b, 0.0) == pytest.approx(rf(b))
 
 
 def test_roofline_is_a_batch_time_every_analysis_takes():

@@ -105,20 +105,19 @@ def test_disagg_bad_input(capsys, argv, needle):
 
 def test_check_with_a_roofline_engine(capsys):
     from fluidq.batchtime.roofline import roofline
-    from fluidq.capacity import mean_decode_context, max_throughput
+    from fluidq.capacity import max_throughput
     from fluidq.engine import Engine
     from fluidq.models import kv_capacity_estimate, load_model
 
     rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--rate", "5", "--policy", "sarathi",
                           "--json"], capsys)
     d = json.loads(out)
-    assert rc == 0 and d["inputs"]["engine"]["batch_time"]["kind"] == "roofline_at_context"
-    # the same engine built by hand: the roofline at the workload's mean decode context, vLLM's planned cache
+    assert rc == 0 and d["inputs"]["engine"]["batch_time"]["kind"] == "context_aware"
+    # the same engine built by hand: the context-aware roofline, vLLM's planned cache
     rf = roofline("Llama-3.1-8B", "A100")
     kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
     wl = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=100, output_tokens=100)
-    plain = Engine(batch_time=rf, b_max=2048, k_max=256, kv_capacity_tokens=kv)
-    eng = Engine(batch_time=rf.at_context(mean_decode_context(plain, wl)), b_max=2048, k_max=256, kv_capacity_tokens=kv)
+    eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv)
     assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv
     assert d["offered_tokens_per_s"] / d["load"] == pytest.approx(max_throughput(eng, wl).tokens_per_s, rel=1e-6)
     rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "1.5", "--policy", "sarathi"],
@@ -134,3 +133,13 @@ def test_check_with_a_roofline_engine(capsys):
 ])
 def test_check_roofline_bad_input(capsys, argv, needle):
     assert_one_line(["check", *argv, "--policy", "sarathi"], capsys, needle)
+
+
+def test_simulate_with_a_roofline_engine(capsys):
+    rc, out, _ = run_cli(["simulate", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "0.5", "--horizon", "5",
+                          "--policy", "sarathi", "--input-len", "200", "--output-len", "50"], capsys)
+    assert rc == 0 and "roofline Llama-3.1-8B on 1 x A100-SXM4-80GB" in out and "ns * kv" in out
+    assert_one_line(["simulate", "--model", "Llama-3.1-8B", "--gpu", "A100", "--profile", "paper-codellama34b-a100",
+                     "--horizon", "5"], capsys, "--profile")
+    assert_one_line(["simulate", "--gpu-memory-utilization", "0.5", "--horizon", "5"], capsys,
+                    "--gpu-memory-utilization")

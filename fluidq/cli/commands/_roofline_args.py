@@ -12,7 +12,7 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
     r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
     r.add_argument("--gpu", default=None, metavar="NAME",
                    help="a GPU of `fluidq gpus`: with --model NAME or --model-config, the engine is the calibrated "
-                        "roofline batch time (at the workload's mean decode context), its KV cache vLLM's memory "
+                        "roofline batch time (context-aware: t(b) + s kv), its KV cache vLLM's memory "
                         "planner (an estimate, or --kv-capacity), --max-num-seqs 256 and --max-num-batched-tokens "
                         "2048 unless given (vLLM's defaults)")
     r.add_argument("--model-config", default=None, metavar="JSON",
@@ -64,11 +64,10 @@ def model_from_args(args):
         raise
 
 
-def roofline_engine(args, workload, *, b_max: int, k_max: int | None, kv_capacity: int | None):
-    """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` at the workload's mean decode context
-    (attention read per batch at saturation), with vLLM's planned KV cache unless ``kv_capacity``."""
+def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
+    """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
+    (:meth:`Roofline.context_aware`), with vLLM's planned KV cache unless ``kv_capacity``."""
     from ...batchtime.roofline import roofline
-    from ...capacity import mean_decode_context
     from ...engine import Engine
     from ...models import kv_capacity_estimate, load_gpu
 
@@ -79,9 +78,8 @@ def roofline_engine(args, workload, *, b_max: int, k_max: int | None, kv_capacit
                                            gpu_memory_utilization=args.gpu_memory_utilization,
                                            tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=b_max,
                                            max_num_seqs=k_max or 256).tokens
-    plain = Engine(batch_time=rf, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity, name="roofline")
-    kv = mean_decode_context(plain, workload)
-    note = (f"{rf.describe()}, at the workload's mean decode context ({kv:.0f} KV tokens per batch); KV cache "
-            f"{kv_capacity:,} tokens; a roofline estimate (docs/reference/roofline.md)")
-    return Engine(batch_time=rf.at_context(kv), b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
+    bt = rf.context_aware()
+    note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
+            "tokens; a roofline estimate (docs/reference/roofline.md)")
+    return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
                   name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note

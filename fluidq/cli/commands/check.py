@@ -80,8 +80,8 @@ def run(args):
         if given:
             raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
                            f"{', '.join(given)}")
-        engine, note = roofline_engine(args, workload_from_args(args, default_rate=1.0), b_max=args.b_max or 2048,
-                                       k_max=args.k_max or 256, kv_capacity=args.kv_capacity)
+        engine, note = roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
+                                       kv_capacity=args.kv_capacity)
     else:
         check_model_option(args)
         for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
