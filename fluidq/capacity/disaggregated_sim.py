@@ -1,7 +1,8 @@
 """An iteration-level simulation of a disaggregated prefill/decode tandem (the check of its fluid verdict).
 
 Requests arrive by the workload's arrival process with its lengths (seeded).  Each is routed to the
-prefill engine with the fewest queued prompt tokens; an idle prefill engine runs one iteration of whole
+prefill engine with the fewest queued prompt tokens (a busy engine counts one budget more; ties go to the
+engine whose link frees first); an idle prefill engine runs one iteration of whole
 prompts first come first served up to ``b_max`` tokens (a longer prompt in chunks of ``b_max``), taking
 ``t_p(b, 0)``.  A prefilled request's KV then crosses its prefill engine's link (first come first
 served, ``latency + m_p x bytes per token / (links x bandwidth)``), and joins the decode engine with the
@@ -129,7 +130,7 @@ def simulate_disaggregated(prefill: Engine, decode: Engine, workload: Workload, 
     while ev:
         now, _, kind, a, b = heapq.heappop(ev)
         if kind == "arrive":
-            j = min(range(n_p), key=lambda x: p_tokens[x])
+            j = min(range(n_p), key=lambda x: (p_tokens[x] + p_busy[x] * prefill.b_max, link_free[x]))
             pq[j].append([a, int(p[a])])
             p_tokens[j] += int(p[a])
             if not p_busy[j]:

@@ -91,15 +91,21 @@ def test_sizing_per_gpu_matches_brute_force(m):
     assert (r.n_prefill, r.n_decode) == (bp, bd)
 
 
-@pytest.mark.parametrize("n_p,n_d", [(3, 1), (2, 2)])  # decode binds, then prefill binds
-def test_fluid_verdict_agrees_with_simulation(n_p, n_d):
-    cap = disaggregated_capacity(PRE, DEC, wl(), n_prefill=n_p, n_decode=n_d, link=LINK, kv_bytes_per_token=KVB)
-    for f, want in ((0.9, "stable"), (1.1, "unstable")):
+SLOW = Link(bandwidth_gbps=0.1, latency_us=5.0)
+
+
+@pytest.mark.parametrize("n_p,n_d,link,want", [(3, 1, LINK, "decode"), (2, 3, LINK, "prefill"),
+                                                (2, 2, SLOW, "transfer")])
+def test_fluid_verdict_agrees_with_simulation(n_p, n_d, link, want):
+    cap = disaggregated_capacity(PRE, DEC, wl(), n_prefill=n_p, n_decode=n_d, link=link, kv_bytes_per_token=KVB)
+    assert cap.bottleneck == want
+    horizon = 200.0 if cap.requests_per_s > 5 else 1500.0  # enough arrivals for the backlog test
+    for f, verdict in ((0.9, "stable"), (1.1, "unstable")):
         for seed in (1, 2, 3):
             s = simulate_disaggregated(PRE, DEC, wl(rate=f * cap.requests_per_s), n_prefill=n_p, n_decode=n_d,
-                                       link=LINK, kv_bytes_per_token=KVB, horizon_s=200.0, seed=seed)
-            assert s.verdict == want, (cap.bottleneck, f, seed, s)
-        if want == "unstable":  # overloaded: the tandem serves about its capacity
+                                       link=link, kv_bytes_per_token=KVB, horizon_s=horizon, seed=seed)
+            assert s.verdict == verdict, (cap.bottleneck, f, seed, s)
+        if verdict == "unstable":  # overloaded: the tandem serves about its capacity
             assert s.throughput_per_s == pytest.approx(cap.requests_per_s, rel=0.08)
 
 
