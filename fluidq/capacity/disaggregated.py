@@ -208,12 +208,21 @@ def size_pools(prefill: Engine, decode: Engine, workload: Workload, *, link: Lin
     m = integer("max_engines", max_engines, minimum=2, maximum=_MAX_POOL)
     best = None
     for total in range(2, m + 1):
-        for n_p in range(total - 1, 0, -1):
-            cap = min(n_p * p1, (total - n_p) * d1)
-            per = cap / total
-            if best is None or per > best[0] * (1 + 1e-12):
-                best = (per, n_p, total - n_p)
+        n_p = _best_split(total, p1, d1)
+        per = min(n_p * p1, (total - n_p) * d1) / total
+        if best is None or per > best[0] * (1 + 1e-12):
+            best = (per, n_p, total - n_p)
     return disaggregated_capacity(prefill, decode, workload, n_prefill=best[1], n_decode=best[2], **kw)
+
+
+def _best_split(total: int, p1: float, d1: float) -> int:
+    """The ``n_p`` in ``1..total-1`` maximising ``min(n_p p1, (total - n_p) d1)`` (ties: more prefill engines).
+
+    The minimum rises with ``n_p`` until the two terms cross at ``total d1 / (p1 + d1)`` and falls after,
+    so the best is one of the two integers around the crossing."""
+    x = total if math.isinf(d1) else total * d1 / (p1 + d1)
+    cands = sorted({min(max(int(c), 1), total - 1) for c in (math.floor(x), math.ceil(x))}, reverse=True)
+    return max(cands, key=lambda n: (min(n * p1, (total - n) * d1), n))
 
 
 def colocated_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1) -> float:
@@ -247,15 +256,13 @@ def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Worklo
     """Disaggregated (the best split of ``gpus / gpus_per_engine`` engines) against co-located serving on
     the same GPUs: requests/s of each, and which wins."""
     e = integer("gpus", gpus, minimum=2 * gpus_per_engine, maximum=_MAX_POOL * gpus_per_engine) // gpus_per_engine
-    dis = size_pools(prefill, decode, workload, link=link, kv_bytes_per_token=kv_bytes_per_token, max_engines=e,
-                     links=links, gpus_per_engine=gpus_per_engine)
+    kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
+    dis = size_pools(prefill, decode, workload, max_engines=e, **kw)
     # size_pools maximises per GPU over <= e engines; at a fixed budget every engine is used
-    best = None
-    for n_p in range(1, e):
-        r = disaggregated_capacity(prefill, decode, workload, n_prefill=n_p, n_decode=e - n_p, link=link,
-                                   kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
-        if best is None or r.requests_per_s > best.requests_per_s:
-            best = r
+    p1 = min(prefill_rate(prefill, workload), transfer_rate(workload, link, kv_bytes_per_token, links))
+    d1, _, _ = decode_rate(decode, workload)
+    n_p = _best_split(e, p1, d1)
+    best = disaggregated_capacity(prefill, decode, workload, n_prefill=n_p, n_decode=e - n_p, **kw)
     co = colocated_capacity(colocated, workload, n_engines=e)
     winner = "disaggregated" if best.requests_per_s > co else "co-located"
     return {"engines": e, "gpus": e * gpus_per_engine, "disaggregated": best.to_dict(),
