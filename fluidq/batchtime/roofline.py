@@ -14,12 +14,15 @@ bandwidth))`` on one GPU of a tensor-parallel group of ``tp``; the iteration is 
 * the LM head for the sequences that emit a token (in ``t(b, kv)``: every token when ``kv > 0``,
   taken as a decode batch; one sequence when ``kv = 0``, taken as one prefill);
 * two all-reduces of ``b x hidden`` values per layer when ``tp > 1``
-  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency);
+  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency, plus ``sync_us``
+  per all-reduce: launch and synchronisation);
 * a fixed per-iteration overhead ``overhead_s`` (scheduling, launches, sampling).
 
-``eta_c``, ``eta_m`` and ``overhead_s`` are not guessed: :func:`fluidq.validate.roofline.calibrate`
-fits them on the shipped measured profiles, and :data:`CALIBRATED` holds the result (recomputed by
-the tests).  The leave-one-profile-out errors are in ``docs/reference/roofline.md``.
+``eta_c``, ``eta_m``, ``overhead_s`` and ``sync_us`` are not guessed:
+:func:`fluidq.validate.roofline.calibrate` fits them on the shipped measured profiles, and
+:data:`CALIBRATED` holds the result (recomputed by the tests).  The leave-one-profile-out errors are in
+``docs/reference/roofline.md``.  :meth:`Roofline.context_aware` gives the same model as a
+:class:`~fluidq.batchtime.ContextAware` (what the simulator reads a KV dependence from).
 
 References
 ----------
@@ -44,7 +47,8 @@ __all__ = ["Roofline", "CALIBRATED", "roofline"]
 
 #: Efficiencies fitted by :func:`fluidq.validate.roofline.calibrate` on every shipped profile
 #: (``compute``: fraction of peak dense FLOP/s; ``memory``: fraction of peak HBM bandwidth;
-#: ``overhead_s``: fixed seconds per iteration).  Recomputed in ``tests/batchtime/test_roofline.py``.
+#: ``overhead_s``: fixed seconds per iteration, fitted to 0; ``sync_us``: microseconds per all-reduce
+#: besides the ring).  Recomputed in ``tests/batchtime/test_roofline.py``.
 CALIBRATED = {"compute": 0.6378, "memory": 0.6866, "overhead_s": 0.0, "sync_us": 143.2}
 
 
@@ -72,6 +76,8 @@ class Roofline(BatchTime):
         Fractions in (0, 1] of the GPU's peak FLOP/s and memory bandwidth (default: :data:`CALIBRATED`).
     overhead_s : float
         Fixed seconds per iteration (default: :data:`CALIBRATED`).
+    sync_us : float
+        Microseconds each tensor-parallel all-reduce costs besides its ring time (default: :data:`CALIBRATED`).
     attention, lm_head, overhead : bool
         Which parts the time includes (all by default; the calibration switches off what a profile did
         not measure, e.g. Vidur's linear-operator tables).

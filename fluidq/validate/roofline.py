@@ -1,17 +1,21 @@
-"""Calibrate the roofline batch time on the shipped profiles, and its leave-one-profile-out error.
+"""Calibrate the roofline batch time on the shipped profiles, score it held out, and predict deployments.
 
 :func:`calibration_targets` turns every built-in profile (``fluidq profiles``) into the batch times it
 predicts on a fixed grid inside its measured range: prefill-like batches ``(b, kv=0)`` for ``b`` on a
-geometric grid up to ``min(b_max of the fit's range, 4096)``, and -- for profiles with an attention
+geometric grid up to the fit's largest batch (at most 4096), and -- for profiles with an attention
 term -- decode batches of ``n`` sequences of context ``c`` (``kv = n x c``) inside the fit's KV range.
 Each target says what its profile measured (Vidur: linear operators, with or without attention, no LM
 head, no scheduling overhead; LLMServingSim: every kernel, no overhead; Splitwise and the paper:
 whole iterations), and the roofline is switched to the same scope.
 
-:func:`calibrate` fits the three efficiencies (compute, memory, overhead) by least squares on the log
-ratio, every profile weighted equally; :func:`leave_one_out` refits without each profile and scores it.
-The profiles are fits of measurements (held-out MAPE 2-9 %, ``fluidq/profiles/PROVENANCE.md``), so
-the error against the raw measurements is about that much larger at worst.
+* :func:`calibrate` fits the compute and memory efficiencies, the fixed overhead and the per-all-reduce
+  latency by least squares on the log ratio, every profile weighted equally;
+* :func:`leave_one_out` refits without each profile and scores it on its grid; :func:`raw_errors` on the
+  measured rows themselves (where ``validation/data`` has them); :func:`run_capacity` predicts a shared
+  vLLM run's capacity against its measured saturated throughput;
+* :func:`predict_roofline_deployment` is the files-free answer of ``fluidq capacity --gpu``; its
+  ``inputs["estimate"]`` quotes :data:`ERROR_NOTE`, the errors these functions measure
+  (``python validation/tools/roofline_loo.py`` prints them; ``docs/reference/roofline.md`` has the table).
 """
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["Target", "calibration_targets", "calibrate", "leave_one_out"]
+__all__ = ["Target", "calibration_targets", "calibrate", "leave_one_out", "raw_errors", "run_capacity",
+           "predict_roofline_deployment", "ERROR_NOTE", "RUNS"]
 
 #: which GPU-table entry each profile's GPU is, and what the profile measured
 _SCOPE = {
