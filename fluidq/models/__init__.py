@@ -73,3 +73,7 @@ def find_model(model_id: str) -> ModelFacts | None:
         if key.startswith(k) and (best is None or len(k) > len(best.name)):
             best = m
     return best
+
+from .gpus import GPU, list_gpus, load_gpu  # noqa: E402  (the GPU table, beside the model table)
+
+__all__ += ["GPU", "list_gpus", "load_gpu"]

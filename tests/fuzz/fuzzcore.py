@@ -483,6 +483,12 @@ def _engine_opts(engines=False, fit=False):
     return d
 
 
+def _roofline_opts():
+    """--gpu with a model name or a config (issue 20): a deployment without profiles."""
+    return {"--gpu": name(["H100", "A100", "RTX 4090", "L4"]), "--model-config": in_path(),
+            "--tensor-parallel-size": number((1, 2, 8), integer=True), "--gpu-memory-utilization": number((0.9, 0.5))}
+
+
 def _workload_opts():
     return {"--rate": number((0.5, 2, 5)), "--prompt": number((100, 16, 290, 1)), "--output": number((100, 20, 1)),
             "--geometric": FLAG, "--trace": in_path(*TRACES, good=GOOD_TRACES),
@@ -496,9 +502,9 @@ def _cmd(base, opts, pos=(), deep=None):
 #: command -> base options (small values added unless the fuzzed options name them: they keep valid runs
 #: short; a (value, option) pair is added only with that option), fuzzed options (option -> value strategy, or FLAG), positional arguments (strategies)
 COMMANDS = {
-    "capacity": _cmd({}, {**_engine_opts(True, fit=True), **_workload_opts(),
+    "capacity": _cmd({}, {**_engine_opts(True, fit=True), **_workload_opts(), **_roofline_opts(),
                           "--kv-capacity": number((2000, 20000), integer=True), "--json": FLAG}),
-    "check": _cmd({"--load": "0.9"}, {**_engine_opts(True, fit=True), **_workload_opts(), "--load": number((0.5, 0.99, 1.2)),
+    "check": _cmd({"--load": "0.9"}, {**_engine_opts(True, fit=True), **_workload_opts(), **_roofline_opts(), "--load": number((0.5, 0.99, 1.2)),
                                        "--policy": name(POLICIES), "--tolerance": number((0.02, 0, 0.5)),
                                        "--kv-capacity": number((2000, 20000), integer=True),
                                        "--chunk-long-prompts": FLAG, "--no-chunk-long-prompts": FLAG,
@@ -544,6 +550,19 @@ COMMANDS = {
                   "--cross": listing(name(["m1", "m2"]), 3), "--test-fraction": number((0.25, 0.5)),
                   "--delta": number((0.2, 0)), "--seed": number((0, 2), integer=True), "--save": out_path(),
                   "--load": in_path(), "--plot": out_path(), "--json": FLAG}),
+    "gpus": _cmd({}, {"--json": FLAG}, pos=[st.one_of(st.sampled_from(["list", "show", "show"]), STRINGS),
+                                           st.one_of(st.just(None), name(["H100", "rtx 4090", "MI300X"]))]),
+    "disagg": _cmd({"--model": "Llama-3.1-8B", "--gpu": "H100", "--rate": "5"},
+                   {"--model": name(["Llama-3.1-8B", "Qwen3-30B-A3B", "Llama-3.1-70B"]), "--model-config": in_path(),
+                    "--gpu": name(["H100", "A100", "L4", "RTX-4090"]),
+                    "--tensor-parallel-size": number((1, 2, 8), integer=True),
+                    "--max-num-seqs": number((16, 256), integer=True),
+                    "--max-num-batched-tokens": number((512, 2048), integer=True),
+                    "--gpu-memory-utilization": number((0.9, 0.5)), "--link-gbps": number((25, 450)),
+                    "--link-latency-us": number((5, 0)), "--input-len": number((100, 2000)),
+                    "--output-len": number((1, 200)), "--prefill-engines": number((1, 3), integer=True),
+                    "--decode-engines": number((1, 2), integer=True), "--rate": number((0.5, 30)),
+                    "--gpus": number((2, 8), integer=True), "--json": FLAG}),
     "profiles": _cmd({}, {"--json": FLAG}, pos=[st.one_of(st.sampled_from(["list", "show", "show"]), STRINGS),
                                                st.one_of(st.just(None), name(PROFILES))]),
     "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(fit=True), **_workload_opts(), "--point": point(),
@@ -554,7 +573,7 @@ COMMANDS = {
                    {"--out": out_path(), "--profile": name(PROFILES), "--trace": in_path(*TRACES, good=GOOD_TRACES),
                     "--rate": number((1, 2)), "--json": FLAG}),
     "simulate": _cmd({"--horizon": "2", "--no-progress": None},
-                     {**_engine_opts(fit=True), **_workload_opts(), "--load": number((0.5, 0.9, 1.2)),
+                     {**_engine_opts(fit=True), **_workload_opts(), **_roofline_opts(), "--load": number((0.5, 0.9, 1.2)),
                       "--num-prompts": number((10, 50), integer=True), "--arrival": name(["replay", "poisson", "periodic", "gamma"]), "--cv": number((0.5, 2)),
                       "--policy": name(POLICIES), "--chunk-long-prompts": FLAG, "--horizon": number((1, 2, 3)),
                       "--requests": number((10, 50), integer=True), "--seed": number((0, 1), integer=True),

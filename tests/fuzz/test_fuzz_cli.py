@@ -17,7 +17,7 @@ from fuzzcore import COMMANDS, FOUND_CORPUS, ISSUE_CORPUS, TIMEOUT_S, TIMEOUTS, 
 
 #: examples per sub-command: a valid run of report / validate takes seconds, a refusal milliseconds
 EXAMPLES = {"capacity": 60, "check": 50, "dtmc": 30, "fit": 40, "latency": 30, "models": 30, "network": 30, "pars": 25,
-            "profiles": 30, "region": 40, "report": 5, "simulate": 50, "sweep": 40, "validate": 8}
+            "profiles": 30, "gpus": 20, "disagg": 30, "region": 40, "report": 5, "simulate": 50, "sweep": 40, "validate": 8}
 
 FUZZ = settings(derandomize=True, database=None, deadline=timedelta(seconds=20), print_blob=False,
                 phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure's line says it all

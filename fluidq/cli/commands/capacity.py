@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
+from ._roofline_args import add_roofline_args, check_model_option, model_from_args
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -40,7 +41,7 @@ def register(sub):
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
     g.add_argument("--tensor-parallel-size", type=int, default=1,
                    help="with --profile-dir: vLLM's --tensor-parallel-size (reads the folder's profile_tp{N}_*.csv and "
-                        "adds two all-reduces per layer from the communication model below)")
+                        "adds two all-reduces per layer from the communication model below); with --gpu: GPUs per model copy")
     g.add_argument("--pipeline-parallel-size", type=int, default=1,
                    help="with --profile-dir: vLLM's --pipeline-parallel-size (stages, their bubble and the activations "
                         "sent between them)")
@@ -55,8 +56,66 @@ def register(sub):
                    help="with --link-bandwidth-gbps: latency per message, microseconds")
     g.add_argument("--all-reduce-csv", default=None, metavar="CSV",
                    help="with --profile-dir: a measured all-reduce table (Vidur's all_reduce*.csv) instead of a link")
+    add_roofline_args(p, tp=False)  # --tensor-parallel-size and --gpu-memory-utilization are above
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+def _roofline(args):
+    """``--gpu``: vLLM's capacity from the roofline batch time (fluidq.validate.roofline)."""
+    import numpy as np
+
+    from ...validate.roofline import predict_roofline_deployment
+    from .. import CliError
+
+    given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--rate", args.rate),
+                            ("--profile-dir", args.profile_dir)) if v is not None]
+    if args.engines != 1:
+        given.append("--engines")
+    for opt, v, default in (("--pipeline-parallel-size", args.pipeline_parallel_size, 1),
+                            ("--data-parallel-size", args.data_parallel_size, 1),
+                            ("--enable-expert-parallel", args.enable_expert_parallel, False),
+                            ("--link-bandwidth-gbps", args.link_bandwidth_gbps, None),
+                            ("--link-latency-us", args.link_latency_us, None),
+                            ("--all-reduce-csv", args.all_reduce_csv, None)):
+        if v != default:
+            given.append(opt)  # the roofline reads its links from the GPU table; PP/DP/EP are --profile-dir's
+    if given:
+        raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    model = model_from_args(args)
+    if args.trace is not None:
+        from ...workload import load_trace
+
+        load_cli_trace("--trace", args.trace)
+        tr = load_trace(args.trace)
+        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
+    else:
+        lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+    res = predict_roofline_deployment(
+        model, _gpu(args.gpu), input_tokens=lengths[0], output_tokens=lengths[1],
+        tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
+        max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
+        gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+        block_size=args.block_size)
+    i = res.inputs
+    lines = [f"deployment      {i['model']} on {i['tensor_parallel_size']} x {i['gpu']} (roofline batch time)",
+             f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
+             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
+             f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
+             f"binding         {res.binding} (residents allowed: "
+             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
+             f"estimate        {i['estimate']}",
+             f"why             {res.reason}"]
+    emit(args, res, "\n".join(lines))
+    return 0
+
+
+def _gpu(name):
+    from ...models import load_gpu
+
+    return load_gpu(name, option="--gpu")
 
 
 def _deployment(args):
@@ -115,6 +174,9 @@ def _n(x) -> str:
 
 
 def run(args):
+    if args.gpu is not None:
+        return _roofline(args)
+    check_model_option(args)
     if args.profile_dir is not None:
         return _deployment(args)
     for opt, v, default in (("--gpu-memory-gib", args.gpu_memory_gib, None),

@@ -6,6 +6,7 @@ import argparse
 from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
+from ._roofline_args import add_roofline_args, check_model_option, roofline_engine
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -40,6 +41,7 @@ def register(sub):
                    help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="relative band around load 1 called critical, in [0, 1) (default 0.02)")
+    add_roofline_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -69,7 +71,26 @@ def run(args):
             raise ParameterError("--load", args.load, "either --load or --rate, not both")
         if not (math.isfinite(args.load) and args.load > 0):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
-    engine = kv_from_args(args, engine_from_args(args))
+    note = None
+    if args.gpu is not None:
+        from .. import CliError
+
+        given = [o for o, v in (("--profile", args.profile), ("--fit", args.fit), ("--c-ms", args.c_ms),
+                                ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is not None]
+        if given:
+            raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
+                           f"{', '.join(given)}")
+        engine, note = roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
+                                       kv_capacity=args.kv_capacity)
+    else:
+        check_model_option(args)
+        for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
+                                ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9)):
+            if v != default:
+                from .. import CliError
+
+                raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
+        engine = kv_from_args(args, engine_from_args(args))
     if args.load is not None:
         from ..._validate import load_rate
 
@@ -111,7 +132,7 @@ def run(args):
                     "(work-conserving schedulers)")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
              f"m_d={workload.mean_output_tokens:g}, {load_txt}"]
-    lines[:0] = fit_lines(args, width=0)
+    lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
     if chunked:
         lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
@@ -119,12 +140,15 @@ def run(args):
                      f"longer than b_max={engine.b_max}{' into chunks' if args.chunk_long_prompts else ''}; the "
                      "default, as in `fluidq report`, is to split)")
     if engine.kv_capacity_tokens is not None:
-        lines.append(f"KV cache {engine.kv_capacity_tokens:,} tokens per engine (--kv-capacity)")
+        lines.append(f"KV cache {engine.kv_capacity_tokens:,} tokens per engine "
+                     + ("(--kv-capacity)" if args.kv_capacity is not None else "(vLLM's memory planner, an estimate)"))
     # the inputs with every verdict (StabilityResult.to_dict has the numbers, not what they came from)
     inputs = {"engine": engine.to_dict(), "workload": workload.to_dict(),
               "arrival_rate_per_s": workload.arrival_rate_per_s, "n_engines": args.engines,
               "load_given": args.load, "tolerance": args.tolerance, "chunk_long_prompts": args.chunk_long_prompts}
     if fit_json(args) is not None:
         inputs["fit"] = fit_json(args)
+    if note:
+        inputs["roofline"] = note
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

@@ -1,0 +1,281 @@
+"""Disaggregated prefill/decode: capacity, stability and sizing of a prefill pool, a KV transfer and a
+decode pool.
+
+A request's prompt is prefilled on one of ``n_p`` prefill engines (which also emits its first token),
+its KV cache (``m_p x kv_bytes_per_token`` bytes) crosses a link to one of ``n_d`` decode engines, and
+the remaining ``m_d - 1`` tokens are decoded there.  In the fluid limit each stage is a server of its
+own rate and the tandem sustains the smallest (requests per second):
+
+* prefill pool: ``n_p x sup_b b/t_p(b) / m_p`` (Theorem 2 of arXiv:2504.07347 on prompt tokens, ``kv = 0``);
+* KV transfer: ``n_p x links x bandwidth / (m_p x kv_bytes_per_token)`` (each prefill engine sends over
+  ``links`` links of the :class:`~fluidq.batchtime.comm.Link`; the latency delays, it does not limit);
+* decode pool: ``n_d x max_{N <= N_max} N / ((m_d - 1) t_d(N, N x kv_bar))`` with ``N_max`` the most
+  requests that decode together (``k_max``, ``b_max``, the KV cache over the mean resident context
+  ``kv_bar = E[o (p + o/2)] / E[o]``).
+
+The verdict at an arrival rate ``lambda`` is stable below ``lambda*`` and unstable above, and the stage
+that binds is the bottleneck.  :func:`size_pools` chooses ``(n_p, n_d)``: for a rate, the fewest GPUs
+whose tandem sustains it; for a GPU budget, the most requests per GPU.  :func:`colocated_capacity`
+puts the same GPUs' engines to chunked-prefill co-located serving (decode-first batches, prompts in
+chunks of the budget left), the comparison of Splitwise and DistServe; :func:`compare` says which wins.
+
+References
+----------
+Patel et al., "Splitwise: Efficient Generative LLM Inference Using Phase Splitting", arXiv:2311.18677;
+Zhong et al., "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large Language Model
+Serving", arXiv:2401.09670; Li, Dai, Peng, arXiv:2504.07347 (the per-engine capacity).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validate import integer, real
+from ..batchtime.comm import Link
+from ..engine import Engine
+from ..errors import ParameterError
+from ..results import plain
+from ..workload import Workload
+
+__all__ = ["DisaggregatedResult", "disaggregated_capacity", "size_pools", "colocated_capacity", "compare",
+           "pd_region"]
+
+_MAX_POOL = 4096
+
+
+def _t(engine: Engine, b, kv):
+    """Seconds of a batch of ``b`` tokens reading ``kv`` cached tokens (``kv`` ignored by a model in ``b`` alone)."""
+    return np.asarray(engine.batch_time(np.asarray(b, dtype=float), np.asarray(kv, dtype=float)), dtype=float)
+
+
+def _lengths(workload: Workload) -> tuple[float, float, float]:
+    from . import mean_resident_context
+
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload (its mean prompt and output lengths)")
+    return workload.mean_prompt_tokens, workload.mean_output_tokens, mean_resident_context(workload)
+
+
+def prefill_rate(engine: Engine, workload: Workload) -> float:
+    """Requests per second one prefill engine serves: ``sup_{b <= b_max} b/t(b, 0) / m_p``."""
+    mp, _, _ = _lengths(workload)
+    b = np.arange(1, engine.b_max + 1, dtype=float)
+    return float(np.max(b / _t(engine, b, 0.0))) / mp
+
+
+def decode_rate(engine: Engine, workload: Workload) -> tuple[float, int, str]:
+    """``(requests per second, residents N, limit)`` of one decode engine (see the module docstring)."""
+    mp, md, kv_bar = _lengths(workload)
+    mdec = md - 1.0
+    limits = {"b_max": float(engine.b_max)}
+    if engine.k_max is not None:
+        limits["k_max"] = float(engine.k_max)
+    if engine.kv_capacity_tokens is not None:
+        limits["kv_cache"] = engine.kv_capacity_tokens / kv_bar
+    which = min(limits, key=limits.get)
+    n_max = int(math.floor(limits[which]))
+    if n_max < 1:
+        return 0.0, 0, which
+    if mdec <= 0:
+        return math.inf, n_max, which
+    n = np.arange(1, n_max + 1, dtype=float)
+    per = n / (mdec * _t(engine, n, n * kv_bar))
+    i = int(np.argmax(per))
+    return float(per[i]), int(n[i]), which if i == n_max - 1 else "batch time (b/t peaks before the limit)"
+
+
+def transfer_rate(workload: Workload, link: Link, kv_bytes_per_token: float, links: int = 1) -> float:
+    """Requests per second one prefill engine's links carry: ``links x bandwidth / (m_p x bytes per token)``."""
+    mp, _, _ = _lengths(workload)
+    if not isinstance(link, Link):
+        raise ParameterError("link", link, "a fluidq.batchtime.comm.Link (bandwidth_gbps, latency_us)")
+    kvb = real("kv_bytes_per_token", kv_bytes_per_token, positive=True)
+    k = integer("links", links, minimum=1, maximum=_MAX_POOL)
+    return k * link.bandwidth_gbps * 1e9 / (mp * kvb)
+
+
+@dataclass(frozen=True)
+class DisaggregatedResult:
+    """Capacity of a P/D tandem: requests per second per stage, the bottleneck and the verdict."""
+
+    n_prefill: int
+    n_decode: int
+    requests_per_s: float
+    stages: dict
+    bottleneck: str
+    gpus: int
+    decode_residents: int
+    decode_limit: str
+    transfer_latency_s: float
+    verdict: str | None = None
+    load: float | None = None
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def requests_per_s_per_gpu(self) -> float:
+        return self.requests_per_s / self.gpus
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.requests_per_s * self.inputs["mean_tokens"]
+
+    @property
+    def reason(self) -> str:
+        s = ", ".join(f"{k} {v:.4g} req/s" for k, v in self.stages.items())
+        txt = (f"fluid tandem: the smallest stage rate ({s}) is the capacity, {self.bottleneck} binds; decode "
+               f"engines hold N = {self.decode_residents} requests ({self.decode_limit})")
+        if self.verdict is not None:
+            txt += f"; at load {self.load:.3g} the tandem is {self.verdict}"
+        return txt
+
+    def to_dict(self) -> dict:
+        return plain({"n_prefill": self.n_prefill, "n_decode": self.n_decode, "requests_per_s": self.requests_per_s,
+                      "tokens_per_s": self.tokens_per_s, "requests_per_s_per_gpu": self.requests_per_s_per_gpu,
+                      "gpus": self.gpus, "stages": self.stages, "bottleneck": self.bottleneck,
+                      "decode_residents": self.decode_residents, "decode_limit": self.decode_limit,
+                      "transfer_latency_s": self.transfer_latency_s, "verdict": self.verdict, "load": self.load,
+                      "reason": self.reason, "inputs": self.inputs})
+
+
+def _engine(name, e):
+    if not isinstance(e, Engine):
+        raise ParameterError(name, e, "a fluidq.Engine")
+    return e
+
+
+def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, *, n_prefill: int, n_decode: int,
+                           link: Link, kv_bytes_per_token: float, links: int = 1, gpus_per_engine: int = 1,
+                           rate: float | None = None) -> DisaggregatedResult:
+    """Capacity (and, with ``rate`` in requests/s, the stability verdict) of ``n_prefill`` prefill engines,
+    a KV transfer and ``n_decode`` decode engines (see the module docstring).
+
+    ``gpus_per_engine`` (the tensor-parallel size) counts GPUs for the per-GPU figures; ``links`` is the
+    number of links each prefill engine sends over (one per tensor-parallel rank, typically).
+    """
+    _engine("prefill", prefill)
+    _engine("decode", decode)
+    n_p = integer("n_prefill", n_prefill, minimum=1, maximum=_MAX_POOL)
+    n_d = integer("n_decode", n_decode, minimum=1, maximum=_MAX_POOL)
+    g = integer("gpus_per_engine", gpus_per_engine, minimum=1, maximum=_MAX_POOL)
+    mp, md, kv_bar = _lengths(workload)
+    tr = transfer_rate(workload, link, kv_bytes_per_token, links)
+    dr, n_res, lim = decode_rate(decode, workload)
+    stages = {"prefill": n_p * prefill_rate(prefill, workload), "transfer": n_p * tr, "decode": n_d * dr}
+    bottleneck = min(stages, key=stages.get)
+    cap = stages[bottleneck]
+    verdict = load = None
+    if rate is not None:
+        lam = real("rate", rate, positive=True)
+        load = lam / cap if cap > 0 else math.inf
+        verdict = "stable" if load < 1 else "unstable"
+    lat = link.latency_us * 1e-6 + mp * float(kv_bytes_per_token) / (links * link.bandwidth_gbps * 1e9)
+    inputs = {"mean_prompt_tokens": mp, "mean_output_tokens": md, "mean_tokens": mp + md,
+              "mean_resident_context": kv_bar, "kv_bytes_per_token": float(kv_bytes_per_token),
+              "link": link.describe(), "links": links, "gpus_per_engine": g, "rate": rate}
+    return DisaggregatedResult(n_prefill=n_p, n_decode=n_d, requests_per_s=cap, stages=stages, bottleneck=bottleneck,
+                               gpus=(n_p + n_d) * g, decode_residents=n_res, decode_limit=lim,
+                               transfer_latency_s=lat, verdict=verdict, load=load, inputs=inputs)
+
+
+def size_pools(prefill: Engine, decode: Engine, workload: Workload, *, link: Link, kv_bytes_per_token: float,
+               rate: float | None = None, max_engines: int | None = None, links: int = 1,
+               gpus_per_engine: int = 1) -> DisaggregatedResult:
+    """The pool sizes ``(n_p, n_d)`` for a workload.
+
+    With ``rate`` (requests/s): the fewest engines ``n_p + n_d`` whose tandem capacity exceeds the rate
+    (``n_p = ceil(rate / per-engine prefill-and-transfer rate)``, ``n_d = ceil(rate / decode rate)``,
+    each pool sized on its own since the stages do not share engines); ties cannot occur.  With
+    ``max_engines`` instead: the split of at most that many engines with the most requests per second per
+    GPU (ties to the fewer engines, then to more prefill engines).
+    """
+    if (rate is None) == (max_engines is None):
+        raise ParameterError("rate", rate, "exactly one of rate (requests/s) or max_engines")
+    mp, _, _ = _lengths(workload)
+    p1 = min(prefill_rate(prefill, workload), transfer_rate(workload, link, kv_bytes_per_token, links))
+    d1, _, _ = decode_rate(decode, workload)
+    kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
+    if rate is not None:
+        lam = real("rate", rate, positive=True)
+        if p1 <= 0 or d1 <= 0:
+            raise ParameterError("decode", decode, "an engine that can hold one request (its KV cache is too small)")
+        n_p = math.floor(lam / p1) + 1
+        n_d = 1 if math.isinf(d1) else math.floor(lam / d1) + 1
+        if n_p > _MAX_POOL or n_d > _MAX_POOL:
+            raise ParameterError("rate", rate, f"a rate that at most {_MAX_POOL} engines per pool sustain")
+        return disaggregated_capacity(prefill, decode, workload, n_prefill=n_p, n_decode=n_d, rate=lam, **kw)
+    m = integer("max_engines", max_engines, minimum=2, maximum=_MAX_POOL)
+    best = None
+    for total in range(2, m + 1):
+        n_p = _best_split(total, p1, d1)
+        per = min(n_p * p1, (total - n_p) * d1) / total
+        if best is None or per > best[0] * (1 + 1e-12):
+            best = (per, n_p, total - n_p)
+    return disaggregated_capacity(prefill, decode, workload, n_prefill=best[1], n_decode=best[2], **kw)
+
+
+def _best_split(total: int, p1: float, d1: float) -> int:
+    """The ``n_p`` in ``1..total-1`` maximising ``min(n_p p1, (total - n_p) d1)`` (ties: more prefill engines).
+
+    The minimum rises with ``n_p`` until the two terms cross at ``total d1 / (p1 + d1)`` and falls after,
+    so the best is one of the two integers around the crossing."""
+    x = total if math.isinf(d1) else total * d1 / (p1 + d1)
+    cands = sorted({min(max(int(c), 1), total - 1) for c in (math.floor(x), math.ceil(x))}, reverse=True)
+    return max(cands, key=lambda n: (min(n * p1, (total - n) * d1), n))
+
+
+def colocated_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1) -> float:
+    """Requests per second of ``n_engines`` co-located engines with chunked prefill (fluid): ``N`` requests
+    decode together (``k_max``, the token budget in flow balance, the KV cache), each iteration carries a
+    prompt chunk in the budget left, and a request costs ``(m_d - 1) t(N, N kv_bar) / N`` plus the extra
+    time its prompt's chunks add to the iterations they join."""
+    _engine("engine", engine)
+    n = integer("n_engines", n_engines, minimum=1, maximum=_MAX_POOL)
+    mp, md, kv_bar = _lengths(workload)
+    mdec = max(md - 1.0, 0.0)
+    limits = {"token_budget": engine.b_max * mdec / (mp + mdec) if mdec > 0 else 1.0}
+    if engine.k_max is not None:
+        limits["k_max"] = float(engine.k_max)
+    if engine.kv_capacity_tokens is not None:
+        limits["kv_cache"] = engine.kv_capacity_tokens / kv_bar
+    N = max(1.0, min(limits.values()))
+    t_dec = float(_t(engine, N, N * kv_bar))
+    chunk = max(1.0, engine.b_max - N)
+    shape = getattr(engine.batch_time, "time_shape", None)
+    if shape is not None:  # an iteration model (the roofline): the chunk's prompt emits no token yet
+        extra = float(shape(chunk, 0.0, N, kv_bar, n_emit=N)) - float(shape(0.0, 0.0, N, kv_bar, n_emit=N))
+    else:
+        extra = float(_t(engine, N + chunk, N * kv_bar)) - t_dec
+    per_request = mdec * t_dec / N + mp / chunk * extra
+    return n / per_request
+
+
+def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Workload, *, gpus: int, link: Link,
+            kv_bytes_per_token: float, links: int = 1, gpus_per_engine: int = 1) -> dict:
+    """Disaggregated (the best split of ``gpus / gpus_per_engine`` engines) against co-located serving on
+    the same GPUs: requests/s of each, and which wins."""
+    e = integer("gpus", gpus, minimum=2 * gpus_per_engine, maximum=_MAX_POOL * gpus_per_engine) // gpus_per_engine
+    kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
+    dis = size_pools(prefill, decode, workload, max_engines=e, **kw)
+    # size_pools maximises per GPU over <= e engines; at a fixed budget every engine is used
+    p1 = min(prefill_rate(prefill, workload), transfer_rate(workload, link, kv_bytes_per_token, links))
+    d1, _, _ = decode_rate(decode, workload)
+    n_p = _best_split(e, p1, d1)
+    best = disaggregated_capacity(prefill, decode, workload, n_prefill=n_p, n_decode=e - n_p, **kw)
+    co = colocated_capacity(colocated, workload, n_engines=e)
+    winner = "disaggregated" if best.requests_per_s > co else "co-located"
+    return {"engines": e, "gpus": e * gpus_per_engine, "disaggregated": best.to_dict(),
+            "best_per_gpu_split": [dis.n_prefill, dis.n_decode], "colocated_requests_per_s": co,
+            "ratio": best.requests_per_s / co if co > 0 else math.inf, "winner": winner}
+
+
+def pd_region(result: DisaggregatedResult) -> dict:
+    """The (prefill tokens/s, decode tokens/s) a tandem sustains: a rectangle, since the pools share no
+    engine -- prefill tokens below ``m_p x min(prefill, transfer)``, decode tokens below ``(m_d - 1) x decode``
+    (at the workload's mean context, which sets the decode batch time)."""
+    if not isinstance(result, DisaggregatedResult):
+        raise ParameterError("result", result, "a DisaggregatedResult (disaggregated_capacity)")
+    i = result.inputs
+    return {"prefill_tokens_per_s": i["mean_prompt_tokens"] * min(result.stages["prefill"], result.stages["transfer"]),
+            "decode_tokens_per_s": (i["mean_output_tokens"] - 1.0) * result.stages["decode"]}

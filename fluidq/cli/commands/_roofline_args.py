@@ -1,0 +1,85 @@
+"""Options shared by the commands that take a deployment without profiles (``--gpu`` + ``--model`` or
+``--model-config``): the model facts with close-name suggestions, and the roofline engine."""
+from __future__ import annotations
+
+FORMS = ("staircase", "piecewise-linear", "affine")
+
+
+def add_roofline_args(p, *, tp: bool = True) -> None:
+    """``--gpu``, ``--model-config`` (and ``--tensor-parallel-size``, ``--gpu-memory-utilization`` when
+    ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
+    model name, checked in :func:`check_model_option`."""
+    r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
+    r.add_argument("--gpu", default=None, metavar="NAME",
+                   help="a GPU of `fluidq gpus`: with --model NAME or --model-config, the engine is the calibrated "
+                        "roofline batch time (context-aware: t(b) + s kv), its KV cache vLLM's memory "
+                        "planner (an estimate, or --kv-capacity), --max-num-seqs 256 and --max-num-batched-tokens "
+                        "2048 unless given (vLLM's defaults)")
+    r.add_argument("--model-config", default=None, metavar="JSON",
+                   help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
+    if tp:
+        r.add_argument("--tensor-parallel-size", type=int, default=1, help="with --gpu: GPUs per engine (default 1)")
+        r.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                       help="with --gpu: vLLM's --gpu-memory-utilization for the KV cache (default 0.9)")
+    for a in p._actions:
+        if a.dest == "model":
+            a.choices = None
+            a.metavar = "FORM|NAME"
+            a.help += "; with --gpu: a model of `fluidq models list`"
+
+
+def check_model_option(args) -> None:
+    """Without ``--gpu``: ``--model`` is a batch-time form, ``--model-config`` is refused."""
+    from ...errors import ParameterError
+    from .. import CliError
+
+    if args.gpu is None:
+        if args.model_config is not None:
+            raise CliError("--model-config is read only with --gpu (a deployment without profiles)")
+        if args.model is not None and args.model not in FORMS:
+            raise ParameterError("--model", args.model, f"a batch-time form ({', '.join(FORMS)}), or a model name "
+                                 "together with --gpu NAME")
+
+
+def model_from_args(args):
+    """The ModelFacts of ``--model NAME`` or ``--model-config``; an unknown name suggests close ones."""
+    import difflib
+
+    from ...errors import UnknownNameError
+    from ...models import ModelFacts, list_models, load_model
+    from .. import CliError
+
+    if (args.model is None) == (args.model_config is None):
+        raise CliError("--gpu needs the model: --model NAME (see `fluidq models list`) or --model-config "
+                       "config.json, one of them")
+    if args.model_config is not None:
+        return ModelFacts.from_config(args.model_config, option="--model-config")
+    try:
+        return load_model(args.model, option="--model")
+    except UnknownNameError as exc:
+        names = {m.name.casefold(): m.name for m in list_models()}
+        close = [names[c] for c in difflib.get_close_matches(args.model.casefold(), list(names), n=3, cutoff=0.6)]
+        if close:
+            exc.args = (exc.args[0] + f"; did you mean {' or '.join(close)}?",)
+        raise
+
+
+def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
+    """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
+    (:meth:`Roofline.context_aware`), with vLLM's planned KV cache unless ``kv_capacity``."""
+    from ...batchtime.roofline import roofline
+    from ...engine import Engine
+    from ...models import kv_capacity_estimate, load_gpu
+
+    model = model_from_args(args)
+    rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
+    if kv_capacity is None:
+        kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib,
+                                           gpu_memory_utilization=args.gpu_memory_utilization,
+                                           tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=b_max,
+                                           max_num_seqs=k_max or 256).tokens
+    bt = rf.context_aware()
+    note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
+            "tokens; a roofline estimate (docs/reference/roofline.md)")
+    return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
+                  name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note

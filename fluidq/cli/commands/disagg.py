@@ -1,0 +1,111 @@
+"""``fluidq disagg``: disaggregated prefill/decode pools of one model on one GPU type (roofline engines)."""
+from __future__ import annotations
+
+from .. import emit
+
+
+def register(sub):
+    p = sub.add_parser(
+        "disagg", help="disaggregated prefill/decode pools: capacity, verdict, sizing, against co-located",
+        description="A prefill pool, a KV transfer and a decode pool (Splitwise, DistServe) of --model (or "
+        "--model-config) on --gpu, each engine --tensor-parallel-size GPUs with the calibrated roofline batch time "
+        "(an estimate: see docs/reference/roofline.md). Give --prefill-engines and --decode-engines for the "
+        "capacity of that tandem (and its verdict with --rate); --rate alone for the fewest engines that sustain "
+        "it; --gpus for the best split of that many GPUs against co-located serving on the same GPUs. The KV "
+        "crosses --link-gbps (default: the GPU's interconnect) per tensor-parallel rank.")
+    g = p.add_argument_group("deployment")
+    g.add_argument("--model", default=None, help="a model of `fluidq models list`")
+    g.add_argument("--model-config", default=None, metavar="JSON", help="a Hugging Face config.json instead")
+    g.add_argument("--gpu", required=True, help="a GPU of `fluidq gpus`")
+    g.add_argument("--tensor-parallel-size", type=int, default=1, help="GPUs per engine (default 1)")
+    g.add_argument("--max-num-seqs", "--k-max", dest="k_max", type=int, default=256,
+                   help="decode engines' batch-size limit (default 256)")
+    g.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=2048,
+                   help="token budget per iteration, both pools (default 2048)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="for the decode KV cache (default 0.9)")
+    g.add_argument("--link-gbps", type=float, default=None, help="KV-transfer bandwidth per rank, GB/s")
+    g.add_argument("--link-latency-us", type=float, default=None, help="KV-transfer latency, us")
+    w = p.add_argument_group("workload and question")
+    w.add_argument("--input-len", "--prompt", dest="prompt", type=float, default=1000, help="mean prompt tokens")
+    w.add_argument("--output-len", "--output", dest="output", type=float, default=200, help="mean output tokens")
+    w.add_argument("--prefill-engines", type=int, default=None, help="n_p (with --decode-engines)")
+    w.add_argument("--decode-engines", type=int, default=None, help="n_d (with --prefill-engines)")
+    w.add_argument("--rate", type=float, default=None, help="arrival rate, requests/s")
+    w.add_argument("--gpus", type=int, default=None, help="a GPU budget: best split against co-located serving")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _engines(args):
+    from ...batchtime.comm import Link
+    from ...batchtime.roofline import roofline
+    from ...engine import Engine
+    from ...models import ModelFacts, kv_capacity_estimate, load_gpu, load_model
+    from .. import CliError
+
+    if (args.model is None) == (args.model_config is None):
+        raise CliError("give the model: --model NAME or --model-config config.json, one of them")
+    model = (ModelFacts.from_config(args.model_config, option="--model-config") if args.model_config
+             else load_model(args.model, option="--model"))
+    gpu = load_gpu(args.gpu, option="--gpu")
+    rf = roofline(model, gpu, args.tensor_parallel_size)
+    kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                              tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
+                              max_num_seqs=args.k_max).tokens
+    pre = Engine(batch_time=rf, b_max=args.b_max, name="prefill")
+    dec = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="decode")
+    col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
+    link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps if args.link_gbps is None else args.link_gbps,
+                latency_us=gpu.link_latency_us if args.link_latency_us is None else args.link_latency_us,
+                name="KV transfer")
+    return rf, pre, dec, col, link, kv
+
+
+def run(args):
+    from ...capacity.disaggregated import compare, disaggregated_capacity, pd_region, size_pools
+    from ...validate.roofline import ERROR_NOTE
+    from ...workload import Poisson, Workload
+    from .. import CliError
+
+    pools = (args.prefill_engines, args.decode_engines)
+    if (pools[0] is None) != (pools[1] is None):
+        raise CliError("--prefill-engines and --decode-engines go together (the two pools' sizes)")
+    if args.gpus is not None and (pools[0] is not None or args.rate is not None):
+        raise CliError("--gpus compares the best split with co-located serving: give it without --rate and the "
+                       "pool sizes")
+    if pools[0] is None and args.rate is None and args.gpus is None:
+        raise CliError("what to answer: --prefill-engines N --decode-engines M (a tandem), --rate R (sizing) or "
+                       "--gpus G (against co-located)")
+    rf, pre, dec, col, link, kv = _engines(args)
+    wl = Workload(arrival=Poisson(rate_per_s=args.rate or 1.0), prompt_tokens=round(args.prompt),
+                  output_tokens=round(args.output))
+    kvb = rf.model.kv_bytes_per_token()
+    kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
+              gpus_per_engine=args.tensor_parallel_size)
+    head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
+            f"KV transfer     {kvb:,} B per token over {args.tensor_parallel_size} x {link.describe()}"]
+    if args.gpus is not None:
+        c = compare(pre, dec, col, wl, gpus=args.gpus, **kw)
+        d = c["disaggregated"]
+        lines = head + [f"disaggregated   {d['n_prefill']} prefill + {d['n_decode']} decode engines: "
+                        f"{d['requests_per_s']:.4g} req/s ({d['bottleneck']} binds)",
+                        f"co-located      {c['engines']} engines: {c['colocated_requests_per_s']:.4g} req/s",
+                        f"winner          {c['winner']} (ratio {c['ratio']:.3g})", f"estimate        {ERROR_NOTE}"]
+        emit(args, c, "\n".join(lines))
+        return 0
+    if pools[0] is None:
+        r = size_pools(pre, dec, wl, rate=args.rate, **kw)
+    else:
+        r = disaggregated_capacity(pre, dec, wl, n_prefill=pools[0], n_decode=pools[1], rate=args.rate, **kw)
+    reg = pd_region(r)
+    lines = head + [f"pools           {r.n_prefill} prefill + {r.n_decode} decode engines ({r.gpus} GPUs)",
+                    "stages          " + ", ".join(f"{k} {v:.4g} req/s" for k, v in r.stages.items()),
+                    f"capacity        {r.requests_per_s:.4g} req/s ({r.requests_per_s_per_gpu:.4g} per GPU), "
+                    f"{r.bottleneck} binds",
+                    f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
+                    f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
+    if r.verdict is not None:
+        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {r.load:.3g})")
+    lines.append(f"estimate        {ERROR_NOTE}")
+    emit(args, {**r.to_dict(), "region": reg}, "\n".join(lines))
+    return 0

@@ -1,0 +1,176 @@
+"""Roofline batch time: hand-checked memory- and compute-bound batches, attention, tensor parallelism,
+MoE, the calibration (reproducible; leave-one-profile-out under a bound from what it measures), bad input."""
+import numpy as np
+import pytest
+
+from fluidq import Engine
+from fluidq.batchtime.roofline import CALIBRATED, Roofline, roofline
+from fluidq.capacity import max_throughput
+from fluidq.errors import ParameterError, UnknownNameError
+from fluidq.models import list_gpus, load_gpu, load_model
+
+BARE = dict(compute_efficiency=1.0, memory_efficiency=1.0, attention=False, lm_head=False, overhead=False)
+
+
+def layer_params(m, tp=1):
+    """Per-GPU projection-matrix parameters of one dense layer, written out by hand."""
+    q, kv = m.n_heads // tp * m.head_dim, 2 * max(1, m.n_kv_heads // tp) * m.head_dim
+    return m.hidden_size * (q + kv) + q * m.hidden_size + 3 * m.hidden_size * m.intermediate_size // tp
+
+
+def test_one_token_is_memory_bound_weights_read_once():
+    m, g = load_model("Llama-3.1-8B"), load_gpu("H100")
+    rf = Roofline(model=m, gpu=g, **BARE)
+    lin = rf.breakdown(1)["linear"]
+    weights = m.n_layers * layer_params(m) * 2  # bf16
+    # weights plus the activations of one token (a few hundred kB): within 0.1 %
+    assert lin == pytest.approx(weights / 3.35e12, rel=1e-3)
+    assert lin > weights / 3.35e12
+
+
+def test_large_batch_is_compute_bound():
+    m, g = load_model("Llama-3.1-8B"), load_gpu("H100")
+    rf = Roofline(model=m, gpu=g, **BARE)
+    b = 8192
+    assert rf.breakdown(b)["linear"] == pytest.approx(2 * b * m.n_layers * layer_params(m) / 989.5e12, rel=1e-12)
+    # halving the compute efficiency doubles a compute-bound linear time, leaves a memory-bound one
+    half = Roofline(model=m, gpu=g, **{**BARE, "compute_efficiency": 0.5})
+    assert half.breakdown(b)["linear"] == pytest.approx(2 * rf.breakdown(b)["linear"])
+    assert half.breakdown(1)["linear"] == pytest.approx(rf.breakdown(1)["linear"])
+
+
+def test_decode_attention_reads_the_kv_cache():
+    m, g = load_model("Llama-3.1-8B"), load_gpu("A100")
+    rf = Roofline(model=m, gpu=g, **{**BARE, "attention": True})
+    kv = 100_000
+    att = rf.breakdown(64, kv)["attention"]
+    assert att == pytest.approx(kv * m.kv_bytes_per_token() / 2039e9, rel=1e-12)  # 4 FLOPs/byte: memory-bound
+    assert rf(64, kv) - rf(64, 0) == pytest.approx(att)
+
+
+def test_tensor_parallel_splits_weights_and_adds_all_reduces():
+    m, g = load_model("Llama-3.1-70B"), load_gpu("H100")
+    one = Roofline(model=m, gpu=g, tensor_parallel_size=8, **BARE)
+    p = one.breakdown(1)
+    assert p["linear"] == pytest.approx(m.n_layers * layer_params(m, 8) * 2 / 3.35e12, rel=1e-3)
+    # two all-reduces of b x hidden bf16 values per layer: the ring over NVLink plus the sync latency
+    b = 256
+    n = b * m.hidden_size * 2
+    ring_us = 2 * 7 / 8 * n / 450e3 + 2 * 7 * 3.0
+    assert one.breakdown(b)["all_reduce"] == pytest.approx(2 * m.n_layers * (ring_us + one.sync_us) * 1e-6)
+    assert "all_reduce" not in Roofline(model=m, gpu=g, tensor_parallel_size=1, **BARE).breakdown(b)
+
+
+def test_moe_reads_only_the_experts_it_touches():
+    m, g = load_model("Qwen3-30B-A3B"), load_gpu("H100")
+    rf = Roofline(model=m, gpu=g, **BARE)
+    expert = 3 * m.hidden_size * m.moe_intermediate_size * 2  # bytes of one expert
+    # one token touches experts_per_token experts; 4096 tokens touch (nearly) all of them
+    t1, t2 = rf.breakdown(1)["linear"], rf.breakdown(2)["linear"]
+    touched2 = m.n_experts * (1 - (1 - m.experts_per_token / m.n_experts) ** 2)
+    assert t2 - t1 == pytest.approx(m.n_layers * (touched2 - m.experts_per_token) * expert / 3.35e12, rel=0.02)
+    # a batch costs the active experts' FLOPs: compute-bound at 65536 tokens, 2 x b x active matrix parameters
+    b = 65536
+    mats = m.n_layers * (m.hidden_size * (m.n_heads + 2 * m.n_kv_heads) * m.head_dim
+                         + m.n_heads * m.head_dim * m.hidden_size + m.hidden_size * m.n_experts)
+    active = mats + m.n_layers * m.experts_per_token * expert / 2
+    assert rf.breakdown(b)["linear"] == pytest.approx(2 * b * active / 989.5e12, rel=0.02)
+
+
+def test_calibration_is_reproducible():
+    from fluidq.validate.roofline import calibrate, calibration_targets
+
+    eff = calibrate(calibration_targets())
+    for k in ("compute", "memory", "sync_us"):
+        assert eff[k] == pytest.approx(CALIBRATED[k], rel=2e-3), k
+    assert eff["overhead_s"] == pytest.approx(CALIBRATED["overhead_s"], abs=1e-5)
+
+
+def test_leave_one_profile_out_under_the_measured_bound():
+    """Measured (docs/reference/roofline.md): held-out MAPE 7.5-30.9 %, the worst Splitwise H100 TP8
+    (a slow stack: 20 % of peak FLOPs at 1536 prefill tokens).  Asserted: every profile below 35 %, and
+    at least half below 19 % -- a model change that makes it worse fails here."""
+    from fluidq.validate.roofline import leave_one_out
+
+    rows = leave_one_out()
+    errs = np.array([r["heldout_mape"] for r in rows])
+    assert len(rows) == 8
+    assert np.all(errs < 0.35), {r["profile"]: round(r["heldout_mape"], 3) for r in rows}
+    assert np.mean(errs < 0.19) >= 0.5
+    for r in rows:  # held out is never better than in-sample by more than noise
+        assert r["heldout_mape"] >= r["insample_mape"] - 0.01
+
+
+def test_heldout_error_on_the_measured_rows_under_the_measured_bound():
+    """Measured (docs/reference/roofline.md): 14.5-28.3 % on the rows of the five profiles whose data
+    validation/data ships; asserted below 33 % each, and the by-phase errors below 40 %."""
+    from pathlib import Path
+
+    from fluidq.validate.roofline import raw_errors
+
+    rows = raw_errors(Path(__file__).resolve().parents[2] / "validation" / "data")
+    assert {r["profile"] for r in rows} == {"vidur-llama2-7b-a100", "llmservingsim-llama3.1-8b-rtx4090",
+                                           "llmservingsim-llama3.1-8b-rtxpro6000", "splitwise-llama2-70b-a100-tp8",
+                                           "splitwise-llama2-70b-h100-tp8"}
+    for r in rows:
+        assert r["heldout_mape"] < 0.33, r
+        assert all(v < 0.40 for v in r["by_phase"].values()), r
+
+
+def test_at_context_adds_the_attention_read():
+    rf = roofline("Llama-3.1-8B", "A100")
+    kv = 50_000
+    fixed = rf.at_context(kv)
+    b = np.array([1.0, 64.0, 2048.0])
+    assert np.allclose(fixed(b), rf(b) + rf.attention_s(kv))
+    assert rf.attention_s(kv) == pytest.approx(rf.breakdown(64, kv)["attention"])
+    assert fixed.to_dict()["base"]["kind"] == "roofline"
+    assert roofline("Llama-3.1-8B", "A100", attention=False).attention_s(kv) == 0.0
+    # as a ContextAware: exact wherever the LM head is that of t(b) (kv = 0, or attention alone)
+    ca = rf.context_aware()
+    assert ca(b, kv) == pytest.approx(fixed(b))
+    assert ca(b, 0.0) == pytest.approx(rf(b))
+
+
+def test_roofline_is_a_batch_time_every_analysis_takes():
+    rf = roofline("Llama-3.1-8B", "RTX 4090")
+    res = max_throughput(Engine(batch_time=rf, b_max=2048))
+    rate, b = rf.best_rate(2048)
+    assert res.tokens_per_s == pytest.approx(rate) and 1 <= b <= 2048
+    t = rf(np.array([1, 64, 512]))
+    assert np.all(np.diff(t) > 0)
+    assert rf.to_dict()["kind"] == "roofline" and rf.to_dict()["gpu"] == "RTX-4090"
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(compute_efficiency=1.5), "compute_efficiency"), (dict(memory_efficiency=0), "memory_efficiency"),
+    (dict(overhead_s=-1), "overhead_s"), (dict(tensor_parallel_size=3), "tensor_parallel_size"),
+    (dict(model="Llama"), "model"), (dict(gpu="H100"), "gpu"), (dict(attention="yes"), "attention"),
+])
+def test_bad_input_names_the_parameter(kw, name):
+    args = dict(model=load_model("Llama-3.1-8B"), gpu=load_gpu("H100"))
+    args.update(kw)
+    with pytest.raises(ParameterError, match=name):
+        Roofline(**args)
+
+
+def test_negative_tokens_refused():
+    rf = roofline("Llama-3.1-8B", "H100")
+    with pytest.raises(ParameterError, match="kv_tokens"):
+        rf(4, -1)
+
+
+def test_gpu_table_names_and_suggestions():
+    names = {g.name for g in list_gpus()}
+    for need in ("A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM5-80GB", "H100-PCIe-80GB", "H200-SXM-141GB", "L40S",
+                 "A10G", "L4", "RTX-4090", "RTX-PRO-6000-Blackwell", "MI300X"):
+        assert need in names
+    assert all(g.source for g in list_gpus())
+    assert load_gpu("rtx pro 6000").name == "RTX-PRO-6000-Blackwell"
+    assert load_gpu("h100").name == "H100-SXM5-80GB"
+    with pytest.raises(UnknownNameError, match="did you mean H100"):
+        load_gpu("H1000")
+    with pytest.raises(ParameterError, match="gpu"):
+        load_gpu("")
+    with pytest.raises(ParameterError, match="dtype"):
+        load_gpu("A100").peak_flops("float8_e4m3fn")  # the A100 has no FP8 tensor cores

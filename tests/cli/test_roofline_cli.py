@@ -1,0 +1,145 @@
+"""``fluidq gpus``, ``fluidq capacity --gpu`` (no profile) and ``fluidq disagg``: answers equal the API's,
+every bad input one line, exit 2, the option named."""
+import json
+
+import pytest
+
+from fluidq import Poisson, Workload
+from fluidq.capacity.disaggregated import disaggregated_capacity
+from fluidq.models import list_gpus
+from fluidq.testing.cli import assert_one_line, run_cli
+from fluidq.validate.roofline import predict_roofline_deployment
+
+CFG = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+       "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
+       "max_position_embeddings": 131072}
+
+
+def test_gpus_list_and_show(capsys):
+    rc, out, _ = run_cli(["gpus"], capsys)
+    assert rc == 0 and all(g.name in out for g in list_gpus())
+    rc, out, _ = run_cli(["gpus", "show", "rtx 4090", "--json"], capsys)
+    d = json.loads(out)
+    assert rc == 0 and d["name"] == "RTX-4090" and d["memory_bandwidth_gbps"] == 1008 and "whitepaper" in d["source"]
+
+
+def test_gpus_unknown_name_suggests(capsys):
+    assert_one_line(["gpus", "show", "H1OO"], capsys, "did you mean H100")
+
+
+def test_capacity_without_profile_equals_the_api(capsys):
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "4",
+                          "--max-num-seqs", "128", "--max-num-batched-tokens", "4096", "--input-len", "800",
+                          "--output-len", "300", "--json"], capsys)
+    d = json.loads(out)
+    api = predict_roofline_deployment("Llama-3.1-70B", "H100", tensor_parallel_size=4, max_num_seqs=128,
+                                      max_num_batched_tokens=4096, input_tokens=800, output_tokens=300)
+    assert rc == 0 and d["tokens_per_s"] == pytest.approx(api.tokens_per_s, rel=1e-12)
+    assert d["inputs"]["estimate"].startswith("a roofline estimate") and d["binding"] == api.binding
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "4"],
+                         capsys)
+    assert rc == 0 and "roofline estimate" in out and "KV cache" in out
+
+
+def test_capacity_from_a_config_file(capsys, tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(CFG))
+    rc, out, _ = run_cli(["capacity", "--model-config", str(p), "--gpu", "L40S", "--json"], capsys)
+    d = json.loads(out)
+    named = predict_roofline_deployment("Llama-3.1-8B", "L40S", input_tokens=100, output_tokens=100)
+    assert rc == 0 and d["tokens_per_s"] == pytest.approx(named.tokens_per_s, rel=1e-9)  # the same shapes
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "Llama-3.1-7B", "--gpu", "H100"], "did you mean Llama-3.1-70B"),
+    (["--model", "Llama-3.1-8B", "--gpu", "H10"], "--gpu"),
+    (["--gpu", "H100"], "--model NAME"),
+    (["--model", "Llama-3.1-8B", "--gpu", "H100", "--profile", "paper-codellama34b-a100"], "--profile"),
+    (["--model", "Llama-3.1-8B"], "--model"),
+    (["--model-config", "x.json"], "--model-config"),
+    (["--model", "Llama-3.1-8B", "--gpu", "RTX-4090", "--gpu-memory-utilization", "0.2"], "gpu_memory_gib"),
+])
+def test_capacity_bad_input(capsys, argv, needle):
+    assert_one_line(["capacity", *argv], capsys, needle)
+
+
+def test_disagg_tandem_equals_the_api(capsys):
+    rc, out, _ = run_cli(["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100", "--prefill-engines", "2",
+                          "--decode-engines", "3", "--rate", "40", "--input-len", "1500", "--output-len", "150",
+                          "--json"], capsys)
+    d = json.loads(out)
+    from fluidq.cli.commands.disagg import _engines
+
+    class A:  # the same options as above, for the engines
+        model, model_config, gpu, tensor_parallel_size, k_max, b_max = "Llama-3.1-8B", None, "H100", 1, 256, 2048
+        gpu_memory_utilization, link_gbps, link_latency_us = 0.9, None, None
+
+    rf, pre, dec, _, link, _ = _engines(A)
+    api = disaggregated_capacity(pre, dec, Workload(arrival=Poisson(rate_per_s=40.0), prompt_tokens=1500,
+                                                    output_tokens=150), n_prefill=2, n_decode=3, link=link,
+                                 kv_bytes_per_token=rf.model.kv_bytes_per_token(), rate=40.0)
+    assert rc == 0 and d["requests_per_s"] == pytest.approx(api.requests_per_s) and d["verdict"] == api.verdict
+    assert d["region"]["decode_tokens_per_s"] == pytest.approx(149 * api.stages["decode"])
+
+
+def test_disagg_sizing_and_compare(capsys):
+    rc, out, _ = run_cli(["disagg", "--model", "Llama-3.1-8B", "--gpu", "A100", "--rate", "30", "--json"], capsys)
+    d = json.loads(out)
+    assert rc == 0 and d["requests_per_s"] > 30 and d["verdict"] == "stable"
+    rc, out, _ = run_cli(["disagg", "--model", "Llama-3.1-8B", "--gpu", "A100", "--gpus", "6", "--json"], capsys)
+    c = json.loads(out)
+    assert rc == 0 and c["winner"] in ("disaggregated", "co-located") and c["engines"] == 6
+    assert (c["winner"] == "disaggregated") == (c["disaggregated"]["requests_per_s"] > c["colocated_requests_per_s"])
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "Llama-3.1-8B", "--gpu", "H100"], "what to answer"),
+    (["--model", "Llama-3.1-8B", "--gpu", "H100", "--prefill-engines", "2"], "--decode-engines"),
+    (["--model", "Llama-3.1-8B", "--gpu", "H100", "--gpus", "4", "--rate", "3"], "--gpus"),
+    (["--gpu", "H100", "--rate", "3"], "--model"),
+    (["--model", "Llama-3.1-8B", "--gpu", "B300", "--rate", "3"], "--gpu"),
+])
+def test_disagg_bad_input(capsys, argv, needle):
+    assert_one_line(["disagg", *argv], capsys, needle)
+
+
+def test_check_with_a_roofline_engine(capsys):
+    from fluidq.batchtime.roofline import roofline
+    from fluidq.capacity import max_throughput
+    from fluidq.engine import Engine
+    from fluidq.models import kv_capacity_estimate, load_model
+
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--rate", "5", "--policy", "sarathi",
+                          "--json"], capsys)
+    d = json.loads(out)
+    assert rc == 0 and d["inputs"]["engine"]["batch_time"]["kind"] == "context_aware"
+    # the same engine built by hand: the context-aware roofline, vLLM's planned cache
+    rf = roofline("Llama-3.1-8B", "A100")
+    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
+    wl = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=100, output_tokens=100)
+    eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv)
+    assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv
+    assert d["offered_tokens_per_s"] / d["load"] == pytest.approx(max_throughput(eng, wl).tokens_per_s, rel=1e-6)
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "1.5", "--policy", "sarathi"],
+                         capsys)
+    assert rc == 0 and "unstable" in out and "roofline" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "Llama-3.1-8B", "--gpu", "A100", "--rate", "5", "--profile", "paper-codellama34b-a100"], "--profile"),
+    (["--model", "nope", "--rate", "5"], "--model"),
+    (["--tensor-parallel-size", "2", "--rate", "5"], "--tensor-parallel-size"),
+    (["--model-config", "c.json", "--rate", "5"], "--model-config"),
+])
+def test_check_roofline_bad_input(capsys, argv, needle):
+    assert_one_line(["check", *argv, "--policy", "sarathi"], capsys, needle)
+
+
+def test_simulate_with_a_roofline_engine(capsys):
+    rc, out, _ = run_cli(["simulate", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "0.5", "--horizon", "5",
+                          "--policy", "sarathi", "--input-len", "200", "--output-len", "50"], capsys)
+    assert rc == 0 and "roofline Llama-3.1-8B on 1 x A100-SXM4-80GB" in out and "ns * kv" in out
+    assert_one_line(["simulate", "--model", "Llama-3.1-8B", "--gpu", "A100", "--profile", "paper-codellama34b-a100",
+                     "--horizon", "5"], capsys, "--profile")
+    assert_one_line(["simulate", "--gpu-memory-utilization", "0.5", "--horizon", "5"], capsys,
+                    "--gpu-memory-utilization")
