@@ -8,7 +8,8 @@ counts.  Modules:
 ``finite``     the same for finite-support lengths (``Fixed``/``Empirical``): counts of decoding
                requests per remaining output tokens; ``build_dtmc`` dispatches to it
 ``ordered``    Orca with finite-support outputs: the decoders' remaining tokens as an ordered
-               tuple (FCFS gives a short decode budget to the oldest), tiny caps only
+               tuple (FCFS gives a short decode budget to the oldest), reachable tuples only;
+               ``build_dtmc`` dispatches Orca with Fixed prompts to it
 ``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state

@@ -253,7 +253,10 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         Call ``.solve()`` for the stationary distribution and metrics.  ``Fixed(n > 1)`` and
         ``Empirical`` output lengths, and ``Empirical`` prompts (with those or geometric outputs), go to
         :func:`fluidq.dtmc.finite.build_finite_dtmc` (state: counts of decoding requests per
-        remaining output tokens, the head prompt's known remaining tokens; its restrictions apply).
+        remaining output tokens, the head prompt's known remaining tokens; its restrictions apply); under
+        Orca (prefill first, mixed) with ``Fixed`` prompts they go to
+        :func:`fluidq.dtmc.ordered.build_ordered_dtmc` (the decoders' remaining tokens in FCFS order;
+        ``max_decode=None`` picks the largest cap up to ``b`` within 200,000 states).
 
     References
     ----------
@@ -276,6 +279,16 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     from .finite import build_finite_dtmc, is_finite_support
 
     out = workload.output_tokens
+    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1) \
+            and isinstance(workload.prompt_tokens, Fixed):
+        pol0, _b0 = scheduler_rules(policy, engine)
+        if pol0.priority == "prefill" and pol0.mixed:  # Orca: partial decode needs the decoders' order
+            from .ordered import ORDERED_AUTO_STATES, build_ordered_dtmc
+
+            return build_ordered_dtmc(engine, workload, pol0, max_prefill=max_prefill, max_decode=max_decode,
+                                      tolerance=tolerance, kernel_tol=kernel_tol,
+                                      max_states=min(max_states, ORDERED_AUTO_STATES) if max_decode is None
+                                      else max_states)
     if isinstance(workload.prompt_tokens, Empirical) and (is_finite_support(out) or isinstance(out, Geometric)) \
             or is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1):
         return build_finite_dtmc(engine, workload, policy, max_prefill=max_prefill, max_decode=max_decode,
