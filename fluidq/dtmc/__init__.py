@@ -18,6 +18,7 @@ counts.  Modules:
                (sympy ``P``, substitution, exact stationary law, drift of a given ``V``, LaTeX)
 ``rules``      the batch rule as functions of the counts, shared by both builders
 ``threshold``  :func:`stability_threshold` for any scheduler (renewal, DTMC, simulation)
+``vllm_queue`` vanilla vLLM's waiting-prompt chain with random prompt lengths (its renewal threshold)
 ``networks``   two parallel engines (random / JSQ), DAG, fork-join, Rybko-Stolyar
 """
 from __future__ import annotations
