@@ -48,6 +48,11 @@ class StationarySolution:
     note: str = ""
 
 
+def _factored(P) -> bool:
+    """A chain matrix kept as sparse factors (:class:`fluidq.dtmc.build.FactoredP`)."""
+    return isinstance(P, spla.LinearOperator) and hasattr(P, "tocsr")
+
+
 def _residual(P, pi):
     return float(np.abs(P.T @ pi - pi).sum())
 
@@ -113,8 +118,7 @@ def _ilu_gmres(P, r, tol, x0=None, maxiter=200, drop_tol=1e-5, fill_factor=20):
     For nearly decomposable chains (slowly mixing blocks: a Rybko-Stolyar network near its
     virtual-station limit, queues at high load) power iteration and Jacobi-preconditioned GMRES
     need thousands of steps; an ILU of ``(I - P)^T`` keeps most of the coupling inside and across
-    the blocks, and GMRES converges in tens of iterations.  Returns ``(pi, converged, iterations,
-    preconditioner fill)``.
+    the blocks, and GMRES converges in tens of iterations.  Returns ``(pi, converged, iterations)``.
     """
     Ar, rhs, idx = _reduced(P, r)
     ilu = spla.spilu(Ar, drop_tol=drop_tol, fill_factor=fill_factor, permc_spec="COLAMD")
@@ -141,8 +145,11 @@ def _arnoldi(P, tol, ref=0, maxiter=3_000):
     from scipy.sparse.csgraph import breadth_first_order
 
     n = P.shape[0]
-    reach = np.sort(breadth_first_order(P, ref, directed=True, return_predecessors=False))
-    Pr = P[reach][:, reach]
+    if _factored(P):  # kept as factors: the whole state set (forming P to search it would undo them)
+        reach, Pr = np.arange(n), P
+    else:
+        reach = np.sort(breadth_first_order(P, ref, directed=True, return_predecessors=False))
+        Pr = P if reach.size == n else P[reach][:, reach]
     m = len(reach)
     pi = np.zeros(n)
     if m <= 3:  # ARPACK needs ncv < m
@@ -151,7 +158,7 @@ def _arnoldi(P, tol, ref=0, maxiter=3_000):
     else:
         v0 = np.zeros(m)
         v0[int(np.searchsorted(reach, ref))] = 1.0
-        _vals, vecs = spla.eigs(Pr.T.tocsr(), k=1, which="LM", v0=v0, ncv=min(m - 1, 24), tol=tol * 1e-2,
+        _vals, vecs = spla.eigs(Pr.T if _factored(Pr) else Pr.T.tocsr(), k=1, which="LM", v0=v0, ncv=min(m - 1, 24), tol=tol * 1e-2,
                                 maxiter=maxiter)
         v = vecs[:, 0].real
     pi[reach] = v if v.sum() >= 0 else -v
@@ -165,7 +172,7 @@ def _power(P, tol, x0=None, maxiter=200_000, ref=0):
         pi[ref] = 1.0
     else:
         pi = x0.copy()
-    PT = P.T.tocsr()
+    PT = P.T if _factored(P) else P.T.tocsr()
     for it in range(1, maxiter + 1):
         nxt = PT @ pi
         nxt /= nxt.sum()
@@ -198,13 +205,14 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
     StationarySolution
         ``pi`` (sums to 1, non-negative), the method that produced it and its residual.
     """
-    P = sp.csr_matrix(P)
+    factors = P if _factored(P) else None
+    P = factors if factors is not None else sp.csr_matrix(P)
     n = P.shape[0]
     if method not in ("auto", "direct", "arnoldi", "gmres", "ilu", "power"):
         raise ParameterError("method", method, "'auto', 'direct', 'arnoldi', 'gmres', 'ilu' or 'power'")
     if n == 1:
         return StationarySolution(np.ones(1), "trivial", 0.0, 0, True)
-    first = ["arnoldi", "power"] if P.nnz >= ARNOLDI_FIRST_NNZ else ["power"]
+    first = ["arnoldi", "power"] if P.nnz >= ARNOLDI_FIRST_NNZ or factors is not None else ["power"]
     auto = (["direct", "power", "gmres"] if n <= DIRECT_FIRST_STATES else
             first + ["ilu", "direct", "gmres"] if n <= DIRECT_MAX_STATES else first + ["ilu", "gmres"])
     tries = {"auto": auto, "arnoldi": ["arnoldi", "power"], "ilu": ["ilu", "power"],
@@ -213,6 +221,8 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0) -> 
     best = None
     for m in tries:
         its, conv = 0, True
+        if factors is not None and m in ("direct", "gmres", "ilu") and P is factors:
+            P = factors.tocsr()  # these need the matrix itself: form the product once
         try:
             if m == "direct":
                 raw = _direct(P, ref)
