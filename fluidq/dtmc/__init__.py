@@ -8,7 +8,8 @@ counts.  Modules:
 ``finite``     the same for finite-support lengths (``Fixed``/``Empirical``): counts of decoding
                requests per remaining output tokens; ``build_dtmc`` dispatches to it
 ``ordered``    Orca with finite-support outputs: the decoders' remaining tokens as an ordered
-               tuple (FCFS gives a short decode budget to the oldest), tiny caps only
+               tuple (FCFS gives a short decode budget to the oldest), reachable tuples only;
+               ``build_dtmc`` dispatches Orca with Fixed prompts to it
 ``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state
@@ -17,6 +18,7 @@ counts.  Modules:
                (sympy ``P``, substitution, exact stationary law, drift of a given ``V``, LaTeX)
 ``rules``      the batch rule as functions of the counts, shared by both builders
 ``threshold``  :func:`stability_threshold` for any scheduler (renewal, DTMC, simulation)
+``vllm_queue`` vanilla vLLM's waiting-prompt chain with random prompt lengths (its renewal threshold)
 ``networks``   two parallel engines (random / JSQ), DAG, fork-join, Rybko-Stolyar
 """
 from __future__ import annotations

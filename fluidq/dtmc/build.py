@@ -33,6 +33,18 @@ Modelling choices (exact for the stated length distributions):
   ``policy.select`` on concrete queues.  Orderings other than FCFS and a batch-size limit
   ``k_max`` are not modelled.
 
+Assembly
+--------
+A step is "the batch's service" then "the arrivals during it", so ``P = F A``: ``F`` takes a state
+over its decode completions ``Binomial(D, 1/m_d)`` (and, for geometric prompts, its prefill
+outcomes) to an intermediate ``(n_p - K, n_d + K - C, j', batch-time class)``, and ``A`` takes an
+intermediate over its ``Poisson(lambda t)`` arrivals to a state.  Both are assembled by kernel
+(one vectorised block per distinct decode count, one per batch-time class), not per state, and
+hold (completion terms) + (arrival terms) entries per row where ``P`` holds their product, so
+memory and time grow linearly with the states.  Chains of at least
+:data:`FACTORED_MIN_STATES` states keep ``P`` as the factors (:class:`FactoredP`; the power and
+Arnoldi solvers only multiply by ``P^T``); smaller ones get the sparse product.
+
 Truncation: ``n_p <= max_prefill`` and ``n_d <= max_decode``.  A transition that would leave the
 box is redirected to its boundary; the stationary probability of such a transition (the mass
 lost at the boundary) is reported, and the result's status is "inaccurate" when it exceeds the
@@ -46,6 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from .._validate import integer, real
 from ..engine import Engine
@@ -59,7 +72,39 @@ from .rules import check_fixed_prompt, count_space, decode_tokens, fixed_prefill
 from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
-__all__ = ["EngineChain", "build_dtmc", "scheduler_rules"]
+__all__ = ["FACTORED_MIN_STATES", "EngineChain", "FactoredP", "build_dtmc", "scheduler_rules"]
+
+
+#: chains of at least this many states keep ``P`` as its two factors (:class:`FactoredP`): their product has
+#: (arrival terms) x (completion terms) entries per row, the factors the sum of the two -- 250,050 Sarathi
+#: states: 29.7 M entries against about 5 M
+FACTORED_MIN_STATES = 100_000
+
+
+class FactoredP(spla.LinearOperator):
+    """``P = F A`` kept as its sparse factors: ``F`` (states -> post-service intermediates, decode
+    completions) and ``A`` (intermediates -> states, arrivals).  Products ``P x`` and ``P^T y`` cost
+    ``nnz(F) + nnz(A)``; :meth:`tocsr` forms the product (for direct solvers and small chains)."""
+
+    def __init__(self, F, A):
+        super().__init__(dtype=np.float64, shape=(F.shape[0], A.shape[1]))
+        self.F, self.A = F.tocsr(), A.tocsr()
+
+    def _matvec(self, x):
+        return self.F @ (self.A @ np.ravel(x))
+
+    def _rmatvec(self, y):
+        return self.A.T @ (self.F.T @ np.ravel(y))
+
+    def _adjoint(self):
+        return spla.LinearOperator(self.shape[::-1], matvec=self._rmatvec, rmatvec=self._matvec, dtype=self.dtype)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.F.nnz + self.A.nnz)
+
+    def tocsr(self):
+        return (self.F @ self.A).tocsr()
 
 
 def saturation(engine, workload, pol, b) -> dict:
@@ -241,11 +286,13 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         every term (with ``prune_tol=0`` the matrix is then the exact chain of
         :func:`fluidq.dtmc.symbolic_dtmc` up to rounding).
     prune_tol : float
-        Transition probabilities below this are dropped and the row renormalised (the largest
-        dropped row mass is reported as ``inputs["pruned_row_mass"]``); 0 keeps every entry.
+        Completion and arrival probabilities (the entries of the two factors of ``P``) below this are
+        dropped and their rows renormalised (the largest dropped row mass is reported as
+        ``inputs["pruned_row_mass"]``); 0 keeps every entry.
     max_states : int
-        Refuse to build a larger chain (memory grows with states times the transitions per
-        state: a 250,000-state Sarathi chain takes about 1.7 GiB).
+        Refuse to build a larger chain (memory grows with the states times the completion plus
+        arrival terms per state: a 250,050-state Sarathi chain, factored, builds and solves in
+        about 0.4 GiB).
 
     Returns
     -------
@@ -253,7 +300,10 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         Call ``.solve()`` for the stationary distribution and metrics.  ``Fixed(n > 1)`` and
         ``Empirical`` output lengths, and ``Empirical`` prompts (with those or geometric outputs), go to
         :func:`fluidq.dtmc.finite.build_finite_dtmc` (state: counts of decoding requests per
-        remaining output tokens, the head prompt's known remaining tokens; its restrictions apply).
+        remaining output tokens, the head prompt's known remaining tokens; its restrictions apply); under
+        Orca (prefill first, mixed) with ``Fixed`` prompts they go to
+        :func:`fluidq.dtmc.ordered.build_ordered_dtmc` (the decoders' remaining tokens in FCFS order;
+        ``max_decode=None`` picks the largest cap up to ``b`` within 200,000 states).
 
     References
     ----------
@@ -276,6 +326,16 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     from .finite import build_finite_dtmc, is_finite_support
 
     out = workload.output_tokens
+    if is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1) \
+            and isinstance(workload.prompt_tokens, Fixed):
+        pol0, _b0 = scheduler_rules(policy, engine)
+        if pol0.priority == "prefill" and pol0.mixed:  # Orca: partial decode needs the decoders' order
+            from .ordered import ORDERED_AUTO_STATES, build_ordered_dtmc
+
+            return build_ordered_dtmc(engine, workload, pol0, max_prefill=max_prefill, max_decode=max_decode,
+                                      tolerance=tolerance, kernel_tol=kernel_tol,
+                                      max_states=min(max_states, ORDERED_AUTO_STATES) if max_decode is None
+                                      else max_states)
     if isinstance(workload.prompt_tokens, Empirical) and (is_finite_support(out) or isinstance(out, Geometric)) \
             or is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1):
         return build_finite_dtmc(engine, workload, policy, max_prefill=max_prefill, max_decode=max_decode,
@@ -351,69 +411,96 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
     batch_tokens = np.bincount(src, W * btok, minlength=S)
     completions = np.bincount(src, W * D * q, minlength=S)
 
-    # --- expand every outcome by arrivals (Poisson(lambda t)) and decode completions (Binomial(D, q))
-    rows, cols, vals = [], [], []
-    lost = np.zeros(S)
-    flat_lookup = space._lookup.ravel().astype(np.int32)  # (n_p, n_d, j) -> state, -1 off the state set
+    # --- the step in two sparse factors, P = F A (see "Assembly" in the module notes): F spreads every
+    # outcome over its decode completions (Binomial(D, q)) to (n_p - K, n_d + K - C, j', time class), A
+    # spreads those over the arrivals (Poisson(lambda t)) during the batch
     t_u, t_inv = np.unique(np.round(tb, 15), return_inverse=True)
-    gkey = D.astype(np.int64) * (t_u.size + 1) + np.where(idle, t_u.size, t_inv)
-    ukeys, ginv = np.unique(gkey, return_inverse=True)
-    order = np.argsort(ginv, kind="stable")
-    bounds = np.searchsorted(ginv[order], np.arange(ukeys.size + 1))
-    for g, kv in enumerate(ukeys):
-        d, ti = divmod(int(kv), t_u.size + 1)
-        members = order[bounds[g]:bounds[g + 1]]
-        if ti == t_u.size:  # idle: exactly one arrival starts the next batch
-            a = np.array([0.0, 1.0])
-        else:
-            a = poisson_pmf(lam * t_u[ti], kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
-        lo, cpr = binom_pmf(d, q, kernel_tol)
-        A = np.arange(a.size)
+    U = t_u.size + 1  # the last class is the idle state's: exactly one arrival starts the next batch
+    tcls = np.where(idle, t_u.size, t_inv).astype(np.int64)
+    f_rows, f_keys, f_vals, f_out = [], [], [], []
+    Du, Dinv = np.unique(D, return_inverse=True)
+    order = np.argsort(Dinv, kind="stable")
+    bounds = np.searchsorted(Dinv[order], np.arange(Du.size + 1))
+    for g, d in enumerate(Du):
+        m = order[bounds[g]:bounds[g + 1]]
+        lo, cpr = binom_pmf(int(d), q, kernel_tol)
         Cc = lo + np.arange(cpr.size)
-        nz_a = a > 0
-        A, a = A[nz_a], a[nz_a]
-        per = A.size * Cc.size
-        step = max(1, 4_000_000 // per)
-        for s0 in range(0, members.size, step):
-            m = members[s0:s0 + step]
-            s = src[m]
-            base_p = NP[s] - K[m]
-            base_d = ND[s] + K[m]
-            raw_p = base_p[:, None] + A[None, :]          # (n, La)
-            raw_d = base_d[:, None] - Cc[None, :]         # (n, Lc)
-            out_p = raw_p > Np
-            out_d = raw_d > Nd
-            cp = np.minimum(raw_p, Np)
-            cd = np.minimum(raw_d, Nd)
-            key = ((cp * (Nd + 1))[:, :, None] + cd[:, None, :]) * J + jn[m][:, None, None]
-            dest = flat_lookup[key]
-            pr = W[m][:, None, None] * a[None, :, None] * cpr[None, None, :]
-            if out_p.any() or out_d.any():
-                out = out_p[:, :, None] | out_d[:, None, :]
-                r_out = np.broadcast_to(s[:, None, None], out.shape)[out]
-                lost += np.bincount(r_out, pr[out], minlength=S)
-            rows.append(np.repeat(s.astype(np.int32), per))
-            cols.append(dest.ravel())
-            vals.append(pr.ravel())
-    rows = np.concatenate(rows)
-    cols = np.concatenate(cols)
-    vals = np.concatenate(vals)
-    if np.any(cols < 0):  # pragma: no cover - a builder bug, never an answer
+        s_ = src[m]
+        ip = (NP[s_] - K[m])[:, None]
+        raw_d = (ND[s_] + K[m])[:, None] - Cc[None, :]
+        idd = np.minimum(raw_d, Nd)
+        key = ((ip * (Nd + 1) + idd) * J + jn[m][:, None]) * U + tcls[m][:, None]
+        f_rows.append(np.repeat(s_.astype(np.int32), cpr.size))
+        f_keys.append(key.ravel())
+        f_vals.append((W[m][:, None] * cpr[None, :]).ravel())
+        f_out.append((raw_d > Nd).ravel())
+    f_rows = np.concatenate(f_rows)
+    f_vals = np.concatenate(f_vals)
+    f_out = np.concatenate(f_out)
+    f_keys = np.concatenate(f_keys)
+    box = (Np + 1) * (Nd + 1) * J * U
+    if box <= 8 * f_keys.size + 1_000_000:  # number the intermediates through a table: linear, no sort
+        used = np.zeros(box, dtype=bool)
+        used[f_keys] = True
+        ukey = np.flatnonzero(used)
+        table = np.cumsum(used, dtype=np.int32) - 1
+        del used
+        f_cols = table[f_keys]
+        del table
+    else:  # many batch-time classes: a sort
+        ukey, f_cols = np.unique(f_keys, return_inverse=True)
+    del f_keys
+    nI = ukey.size
+    rest, ic = np.divmod(ukey, U)
+    rest, ij = np.divmod(rest, J)
+    ip, idd = np.divmod(rest, Nd + 1)
+    del rest
+    flat_lookup = space._lookup.ravel().astype(np.int32)  # (n_p, n_d, j) -> state, -1 off the state set
+    a_rows, a_cols, a_vals = [], [], []
+    lost_a = np.zeros(nI)
+    order = np.argsort(ic, kind="stable")
+    bounds = np.searchsorted(ic[order], np.arange(U + 1))
+    for c in range(U):
+        m = order[bounds[c]:bounds[c + 1]]
+        if m.size == 0:
+            continue
+        a = np.array([0.0, 1.0]) if c == t_u.size else poisson_pmf(lam * t_u[c], kernel_tol, cap=Np + 1)
+        A = np.flatnonzero(a > 0)
+        a = a[A]
+        raw_p = ip[m][:, None] + A[None, :]
+        out_p = raw_p > Np
+        key = ((np.minimum(raw_p, Np) * (Nd + 1) + idd[m][:, None]) * J + ij[m][:, None])
+        a_rows.append(np.repeat(m.astype(np.int32), A.size))
+        a_cols.append(flat_lookup[key].ravel())
+        a_vals.append(np.broadcast_to(a, raw_p.shape).ravel())
+        lost_a[m] = (out_p * a[None, :]).sum(axis=1)
+    a_rows = np.concatenate(a_rows)
+    a_cols = np.concatenate(a_cols)
+    a_vals = np.concatenate(a_vals)
+    if np.any(a_cols < 0):  # pragma: no cover - a builder bug, never an answer
         raise RuntimeError("internal error: transition to a non-state")
-    P = sp.csr_matrix((vals, (rows, cols)), shape=(S, S))
-    P.sum_duplicates()
-    del rows, cols, vals
+    # mass leaving the box: decoders beyond max_decode, or (the rest) arrivals beyond max_prefill
+    lost = np.bincount(f_rows, f_vals * np.where(f_out, 1.0, lost_a[f_cols]), minlength=S)
+    F = sp.csr_matrix((f_vals, (f_rows, f_cols.astype(np.int32))), shape=(S, nI))
+    del f_rows, f_cols, f_vals, f_out
+    Am = sp.csr_matrix((a_vals, (a_rows, a_cols)), shape=(nI, S))
+    del a_rows, a_cols, a_vals
     pruned = 0.0
-    if prune_tol > 0:
-        small = P.data < prune_tol
-        if small.any():
-            dropped = np.bincount(np.repeat(np.arange(S), np.diff(P.indptr))[small], P.data[small], minlength=S)
-            pruned = float(dropped.max())
-            P.data[small] = 0.0
-            P.eliminate_zeros()
-    rs = np.asarray(P.sum(axis=1)).ravel()
-    P = sp.diags(1.0 / rs) @ P
-    P = P.tocsr()
+    for M in (F, Am):
+        M.sum_duplicates()
+        if prune_tol > 0:
+            small = M.data < prune_tol
+            if small.any():
+                dropped = np.bincount(np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))[small], M.data[small],
+                                      minlength=M.shape[0])
+                pruned = max(pruned, float(dropped.max()))
+                M.data[small] = 0.0
+                M.eliminate_zeros()
+        rs = np.asarray(M.sum(axis=1)).ravel()
+        M.data /= np.repeat(rs, np.diff(M.indptr))
+    P = FactoredP(F, Am) if S >= FACTORED_MIN_STATES else (F @ Am).tocsr()
+    if not isinstance(P, FactoredP):
+        P.sum_duplicates()
     residents = (NP + ND).astype(float)
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
     unproc = NP * (mp + md) - JJ + ND * md

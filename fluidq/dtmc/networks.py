@@ -2,9 +2,13 @@
 
 Networks run in continuous time (engines are not synchronised, so there is no common batch
 boundary); each model is a continuous-time chain on class counts, uniformised into a DTMC
-(``P = I + Q / Lambda``) so the same sparse solver and drift tools apply.  Transitions that
-would leave the truncation box are dropped (the chain stays put) and their stationary
-probability flow is reported as ``lost_mass`` (per uniformised step).
+(``P = I + Q / Lambda``) so the same sparse solver and drift tools apply.  A transition that
+would push a class above its cap goes to the clipped state: an arrival is dropped, and a job
+moving to a full class leaves the network (it is not held where it is: a blocked move under a
+preemptive priority would freeze its station, and the full corner of the box would become a
+closed class that absorbs all the mass -- the Rybko-Stolyar chain at its caps did).  The
+stationary probability flow of these transitions is reported as ``lost_mass`` (per uniformised
+step).
 
 Models
 ------
@@ -161,7 +165,7 @@ def _ctmc(name, names, caps, events, inputs, t0):
             raise RuntimeError(f"{name}: an event with positive rate empties a class below zero")
         new = [np.clip(v, 0, c) for v, c in zip(new, caps)]
         rates.append(r)
-        dests.append(np.where(out, -1, space.index(*new)))
+        dests.append(space.index(*new))  # out of the box: the clipped state (the job beyond a cap is lost)
         outs.append(out)
     total = np.sum(rates, axis=0)
     Lam = float(total.max()) * 1.0001
@@ -170,12 +174,12 @@ def _ctmc(name, names, caps, events, inputs, t0):
     stay = np.ones(S)
     src = np.arange(S)
     for r, d, o in zip(rates, dests, outs):
-        keep = (r > 0) & ~o
+        keep = r > 0
         rows.append(src[keep])
         cols.append(d[keep])
         vals.append(r[keep] / Lam)
         stay -= np.where(keep, r / Lam, 0.0)
-        lost += np.where(o & (r > 0), r / Lam, 0.0)
+        lost += np.where(o & keep, r / Lam, 0.0)
     rows.append(src)
     cols.append(src)
     vals.append(stay)
@@ -389,7 +393,7 @@ def fork_join(engines, workload, *, branch_tokens=None, cap: int = 25) -> Networ
 
 
 def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, priority: str = "exit",
-                  cap: int = 12, rate_b_per_s: float | None = None) -> NetworkChain:
+                  cap=12, rate_b_per_s: float | None = None) -> NetworkChain:
     """The Rybko-Stolyar network as a truncated chain on ``(x1, x2, x3, x4)``.
 
     Parameters
@@ -401,8 +405,9 @@ def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, prio
         and 2).
     priority : {"exit", "entry"}
         ``"exit"``: station 1 prefers class 4, station 2 prefers class 2 (the unstable ordering).
-    cap : int
-        At most ``cap`` jobs per class.
+    cap : int or (int, int, int, int)
+        At most ``cap`` jobs per class (one cap, or one per class: the low-priority classes of a
+        heavy station need larger caps than the others).
 
     Notes
     -----
@@ -419,7 +424,7 @@ def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, prio
     m1, m2, m3, m4 = (real(f"means[{i}]", v, positive=True) for i, v in enumerate(means))
     if priority not in ("exit", "entry"):
         raise ParameterError("priority", priority, "'exit' or 'entry'")
-    cap = integer("cap", cap, minimum=2)
+    caps = _class_caps(cap, 4)
     exitp = priority == "exit"
 
     def s1(x1, x2, x3, x4):  # station 1: classes 1 and 4
@@ -448,10 +453,19 @@ def rybko_stolyar(arrival_rate_per_s: float, means=(0.1, 0.6, 0.1, 0.6), *, prio
     elif exitp and lam * m2 + lamb * m4 > 1:
         unstable = (f"lambda m2 + lambda_B m4 = {lam * m2 + lamb * m4:.3f} > 1: the virtual station {{2, 4}} is "
                     "overloaded under exit priorities (Rybko-Stolyar)")
-    return _ctmc(f"rybko-stolyar ({priority} priority)", ("x1", "x2", "x3", "x4"), [cap] * 4, events,
+    return _ctmc(f"rybko-stolyar ({priority} priority)", ("x1", "x2", "x3", "x4"), caps, events,
                  {"arrival_rate_per_s": lam, "rate_b_per_s": lamb, "means": (m1, m2, m3, m4), "priority": priority,
                   "station_loads": (rho1, rho2), "virtual_load": lam * m2 + lamb * m4,
                   "unstable_reason": unstable}, t0)
+
+
+def _class_caps(cap, n: int) -> list:
+    """``cap`` as ``n`` per-class caps (one integer for all, or ``n`` integers), each at least 2."""
+    if isinstance(cap, (list, tuple)):
+        if len(cap) != n:
+            raise ParameterError("cap", cap, f"one integer or {n} integers (one cap per class)")
+        return [integer(f"cap[{i}]", c, minimum=2) for i, c in enumerate(cap)]
+    return [integer("cap", cap, minimum=2)] * n
 
 
 def virtual_station_work(chain: NetworkChain) -> np.ndarray:

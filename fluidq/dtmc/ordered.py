@@ -15,9 +15,16 @@ fixed prompts), and ``seq``, the tuple of the decoding requests' remaining outpu
 first (requests leave prefill in arrival order, so decoders are in arrival order too).  A batch
 with ``D = min(n_d, b - T)`` decode slots decrements the first ``D`` entries and removes those
 that reach zero; the ``K`` requests that finish prefill append i.i.d. output lengths (all
-``K``-tuples of the support).  There are ``(max_prefill * v_p + 1) * sum_{n <= max_decode} V^n``
-states (``V`` the largest output length): only tiny caps are accepted, and a larger state count
-is refused with the number in the error.
+``K``-tuples of the support).
+
+Encoding: only the sequences *reachable* from the empty one are states.  They are enumerated
+once, breadth first, under the few batch operations ``(decode slots, prompts finishing)`` the
+prefill rule can produce, and numbered; a state is ``(n_p, sequence number, j)``.  FCFS keeps the
+order of service equal to the order of arrival, so with ``Fixed(v_d)`` outputs the remaining
+tokens never decrease along ``seq`` (``C(max_decode + v_d, v_d)`` sequences, against
+``v_d ** max_decode`` tuples), and small supports stay far below the full product.  The count is
+known before the matrix is built, and a chain above ``max_states`` is refused with the number.
+With ``max_decode=None`` the largest cap up to the budget ``b`` that fits ``max_states`` is used.
 
 Prompts must be ``Fixed`` (at most the budget or chunked).  Truncation: arrivals beyond
 ``max_prefill`` and decoders beyond ``max_decode`` (entrants dropped, longest first, as in
@@ -38,16 +45,61 @@ from ..workload import Fixed, Workload
 from .finite import _output_support, batch_arrivals, decode_state_space
 from .kernels import check_tolerances
 
-__all__ = ["build_ordered_dtmc", "n_ordered_states"]
+__all__ = ["ORDERED_AUTO_STATES", "build_ordered_dtmc", "n_ordered_states", "reachable_sequences"]
+
+#: states of the ordered chain when ``build_dtmc`` chooses ``max_decode`` itself (a Python loop per state:
+#: about 20 s at 500,000 states, a few seconds here)
+ORDERED_AUTO_STATES = 200_000
+#: most ordered entrant tuples (support size ** prompts finishing in one batch) per batch operation
+MAX_ENTRANT_TUPLES = 4096
 
 
-def n_ordered_states(max_prefill: int, head_states: int, max_decode: int, V: int) -> int:
-    """``(max_prefill * head_states + 1) * sum_{n=0..max_decode} V**n``."""
-    return (max_prefill * head_states + 1) * sum(V ** n for n in range(max_decode + 1))
+def n_ordered_states(max_prefill: int, head_states: int, n_sequences: int) -> int:
+    """``(max_prefill * head_states + 1) * n_sequences``: prefill states times decode sequences."""
+    return (max_prefill * head_states + 1) * n_sequences
+
+
+def _truncate(kept: tuple, tup: tuple, Md: int) -> tuple[tuple, bool]:
+    """``kept + tup`` with the entrants beyond ``Md`` decoders dropped, longest first."""
+    x = len(kept) + len(tup) - Md
+    if x <= 0:
+        return kept + tup, False
+    drop = set(sorted(range(len(tup)), key=lambda i: (-tup[i], i))[:x])
+    return kept + tuple(v for i, v in enumerate(tup) if i not in drop), True
+
+
+def _advance(seq: tuple, D: int) -> tuple[tuple, int]:
+    """Decode the oldest ``D`` of ``seq``: ``(remaining sequence, completions)``."""
+    head = [r - 1 for r in seq[:D]]
+    kept = tuple(r for r in head if r > 0) + seq[D:]
+    return kept, D - sum(1 for r in head if r > 0)
+
+
+def reachable_sequences(ops, entrants, Md: int, limit: int):
+    """Decode sequences reachable from ``()``; ``None`` when there are more than ``limit``.
+
+    ``ops``: the ``(decode slots, prompts finishing)`` pairs a batch can have; ``entrants(K)`` the
+    ordered output tuples of ``K`` new decoders.  Returns ``(sequences, index)``.
+    """
+    seqs, index = [()], {(): 0}
+    i = 0
+    while i < len(seqs):
+        seq = seqs[i]
+        i += 1
+        for dcap, K in ops:
+            kept, _ = _advance(seq, min(len(seq), dcap))
+            for tup in entrants(K)[0]:
+                full, _ = _truncate(kept, tup, Md)
+                if full not in index:
+                    index[full] = len(seqs)
+                    seqs.append(full)
+                    if len(seqs) > limit:
+                        return None
+    return seqs, index
 
 
 def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max_prefill: int = 10,
-                       max_decode: int = 4, max_output: int = 8, tolerance: float = 1e-6,
+                       max_decode: int | None = 4, max_output: int = 8, tolerance: float = 1e-6,
                        kernel_tol: float = 1e-12, max_states: int = 200_000):
     """Build the embedded chain of Orca with the decoders' remaining tokens in FCFS order.
 
@@ -60,7 +112,8 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
         A prefill-priority scheduler (Orca); decode-priority ones do not need the order (use
         :func:`fluidq.build_dtmc`).
     max_prefill, max_decode : int
-        Truncation caps: requests in prefill, decoding requests (the length of ``seq``).
+        Truncation caps: requests in prefill, decoding requests (the length of ``seq``);
+        ``max_decode=None`` picks the largest cap ``<= b`` whose chain fits ``max_states``.
     max_output : int
         Largest output length accepted (the alphabet of ``seq``).
     tolerance : float
@@ -89,7 +142,6 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     t0 = time.perf_counter()
     check_chain_inputs(engine, workload)
     Np = integer("max_prefill", max_prefill, minimum=1)
-    Md = integer("max_decode", max_decode, minimum=1)
     max_output = integer("max_output", max_output, minimum=1)
     tolerance, kernel_tol = check_tolerances(tolerance, kernel_tol)
     max_states = integer("max_states", max_states, minimum=1)
@@ -105,36 +157,7 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
         raise ParameterError("prompt_tokens", vp, f"at most the budget b={b} for {pol.name}, which does not chunk")
     vals, probs, V = _output_support(workload.output_tokens, max_output)
     J = vp if (pol.chunked and vp > 1) else 1
-    n_states = n_ordered_states(Np, J, Md, V)
-    if n_states > max_states:
-        raise ParameterError("max_prefill/max_decode/output_tokens", (Np, Md, V),
-                             f"an ordered state space of at most max_states={max_states:,}",
-                             f"these give {n_states:,} states ({Np} x {J} prefill states + 1, times "
-                             f"sum_(n<={Md}) {V}^n decode sequences); lower max_decode or shrink the output support")
     lam = workload.arrival_rate_per_s
-
-    seqs = [()]
-    for n in range(1, Md + 1):
-        seqs.extend(product(range(1, V + 1), repeat=n))
-    seq_index = {s: i for i, s in enumerate(seqs)}
-    nd_of = np.array([len(s) for s in seqs], dtype=np.int64)
-    rem_of = np.array([sum(s) for s in seqs], dtype=float)
-    space, NP, SI, JJ, ND = decode_state_space(Np, len(seqs), J, "seq", nd_of)
-    lookup = space._lookup
-    S = space.size
-
-    ent_cache = {}
-
-    def entrants(K):
-        if K not in ent_cache:
-            tuples, w = [], []
-            for idx in product(range(vals.size), repeat=K):
-                tuples.append(tuple(int(vals[i]) for i in idx))
-                w.append(float(np.prod([probs[i] for i in idx])) if K else 1.0)
-            ent_cache[K] = (tuples, np.array(w))
-        return ent_cache[K]
-
-    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
 
     def prefill(n, j):
         if n == 0:
@@ -152,6 +175,71 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
         K = min(n, b // vp)
         return K, K * vp, 0
 
+    pre = {(n, j): prefill(n, j) for n in range(Np + 1) for j in (range(J) if n > 0 else (0,))}
+    ops = sorted({(b - T, K) for K, T, _ in pre.values()})
+    kmax = max(K for _, K in ops)
+    if vals.size ** kmax > MAX_ENTRANT_TUPLES:
+        raise ParameterError("output_tokens", f"<{vals.size} output lengths>",
+                             f"at most {MAX_ENTRANT_TUPLES:,} ordered output tuples per batch for the ordered chain",
+                             f"up to {kmax} prompts finish prefill in one batch, giving {vals.size}^{kmax} ordered "
+                             "tuples of output lengths; shrink the output support, or use Geometric outputs with "
+                             "fluidq.build_dtmc")
+    ent_cache = {}
+
+    def entrants(K):
+        if K not in ent_cache:
+            tuples, w = [], []
+            for idx in product(range(vals.size), repeat=K):
+                tuples.append(tuple(int(vals[i]) for i in idx))
+                w.append(float(np.prod([probs[i] for i in idx])) if K else 1.0)
+            ent_cache[K] = (tuples, np.array(w))
+        return ent_cache[K]
+
+    per_seq = Np * J + 1
+    limit = max(1, max_states // per_seq)
+    if max_decode is None:
+        found = None
+        for Md in range(min(b, max_states), 0, -1):
+            found = reachable_sequences(ops, entrants, Md, limit)
+            if found is not None:
+                break
+        if found is None:
+            raise ParameterError("max_prefill", Np, f"an ordered chain of at most max_states={max_states:,}",
+                                 f"even max_decode=1 gives more than {max_states:,} states with {per_seq:,} "
+                                 "prefill states; lower max_prefill")
+    else:
+        Md = integer("max_decode", max_decode, minimum=1)
+        found = reachable_sequences(ops, entrants, Md, limit)
+        if found is None:
+            raise ParameterError("max_prefill/max_decode/output_tokens", (Np, Md, V),
+                                 f"an ordered state space of at most max_states={max_states:,}",
+                                 f"these give more than {limit:,} reachable decode sequences times {per_seq:,} "
+                                 f"prefill states ({Np} x {J} + 1), over {max_states:,} states; lower max_decode "
+                                 "or max_prefill, shrink the output support, or pass max_decode=None")
+    seqs, seq_index = found
+    nd_of = np.array([len(s) for s in seqs], dtype=np.int64)
+    rem_of = np.array([sum(s) for s in seqs], dtype=float)
+    space, NP, SI, JJ, ND = decode_state_space(Np, len(seqs), J, "seq", nd_of)
+    lookup = space._lookup
+    S = space.size
+
+    tb_of, arrivals = batch_arrivals(engine, lam, b, kernel_tol, cap=Np + 1)  # >= Np + 1 arrivals: all lost
+    seq_cache = {}
+
+    def seq_step(si, D, K):
+        """Destinations (sequence numbers), weights, truncated mass and completions of one batch."""
+        key = (si, D, K)
+        if key not in seq_cache:
+            kept, done = _advance(seqs[si], D)
+            tuples, tw = entrants(K)
+            dests, dlost = [], 0.0
+            for tup, w in zip(tuples, tw):
+                full, cut = _truncate(kept, tup, Md)
+                dlost += w if cut else 0.0
+                dests.append(seq_index[full])
+            seq_cache[key] = (np.array(dests, dtype=np.int64), tw, dlost, done)
+        return seq_cache[key]
+
     rows, cols, data = [], [], []
     lost = np.zeros(S)
     sojourn = np.zeros(S)
@@ -159,13 +247,12 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
     batch_tokens = np.zeros(S)
     completions = np.zeros(S)
     for s in range(S):
-        n, j, seq = int(NP[s]), int(JJ[s]), seqs[int(SI[s])]
-        nd = len(seq)
-        K, T, jn = prefill(n, j)
+        n, j, si = int(NP[s]), int(JJ[s]), int(SI[s])
+        nd = int(ND[s])
+        K, T, jn = pre[(n, j)]
         Ds = min(nd, b - T)
-        head = [r - 1 for r in seq[:Ds]]
-        kept = tuple(r for r in head if r > 0) + seq[Ds:]
-        completions[s] = Ds - sum(1 for r in head if r > 0)
+        dests, tw, dlost, done = seq_step(si, Ds, K)
+        completions[s] = done
         btok = T + Ds
         if btok == 0:  # idle: exactly one arrival starts the next batch
             A, pa = np.array([1]), np.array([1.0])
@@ -175,17 +262,6 @@ def build_ordered_dtmc(engine: Engine, workload: Workload, policy="orca", *, max
             sojourn[s] = tb_of[btok]
             sojourn2[s] = tb_of[btok] ** 2
         batch_tokens[s] = btok
-        tuples, tw = entrants(K)
-        dests, dlost = [], 0.0
-        for tup, w in zip(tuples, tw):
-            x = len(kept) + len(tup) - Md
-            if x > 0:  # drop x of the entrants, longest first (the rule of fluidq.dtmc.finite)
-                drop = sorted(range(len(tup)), key=lambda i: -tup[i])[:x]
-                tup = tuple(v for i, v in enumerate(tup) if i not in drop)
-                dlost += w
-            full = kept + tup
-            dests.append(seq_index[full])
-        dests = np.array(dests, dtype=np.int64)
         raw_p = n - K + A
         out_p = raw_p > Np
         cp = np.minimum(raw_p, Np)

@@ -2,8 +2,9 @@
 
 The count chain of :func:`fluidq.dtmc.build_dtmc` has ``(max_decode + 1) (max_prefill J + 1)`` states
 (``J`` head-prompt positions for fixed prompts under a chunking scheduler, else 1).  Its builder
-materialises every transition before summing duplicates: about ``BYTES_PER_ENTRY`` bytes per entry,
-with ``arrivals x completions x prefill outcomes`` entries per state.  :func:`check_memory` refuses a
+assembles ``P`` as two sparse factors (completions, then arrivals: :class:`fluidq.dtmc.build.FactoredP`):
+about ``BYTES_PER_ENTRY`` bytes per entry, with ``completions x prefill outcomes + arrivals`` entries per
+state.  :func:`check_memory` refuses a
 chain whose estimate exceeds the memory this machine has available, *before* any array is allocated.
 
 :func:`auto_caps` chooses the caps for a load when the caller gives none: a fluid estimate of the
@@ -76,7 +77,11 @@ def transitions_per_state(lam: float, t_full: float, max_prefill: int, max_decod
     outcomes = 1.0
     if p_prompt is not None:  # geometric prompts: binomial completions, then the position of the last one
         outcomes = min(b + 1, 14.0 * math.sqrt(max(b * p_prompt * (1 - p_prompt), 0.0)) + 2 + min(b, 1 / p_prompt))
-    return max(1.0, arrivals * comp * outcomes)
+    # the two factors of P (build.FactoredP): completions per prefill outcome, then arrivals per intermediate
+    # (about two intermediates per state: the states of a level share them); a small chain also forms
+    # the product, arrivals x completions x outcomes
+    factored = outcomes * comp + 2.0 * arrivals
+    return max(1.0, min(arrivals * comp * outcomes, factored))
 
 
 def check_memory(n_states: int, per_state: float, *, what: str, name: str, value) -> float:

@@ -13,7 +13,7 @@ Methods
 ``renewal``
     The two non-work-conserving schedulers, from their behaviour with a large backlog (prompt
     length ``v_p <= b_max``, ``k = floor(b_max / v_p)`` whole prompts per prefill batch; random
-    prompt lengths need a small support on ``1..b_max``).  Prompts that can exceed ``b_max`` are never scheduled by
+    prompt lengths: up to 128 lengths on ``1..b_max``, refused above stated sizes).  Prompts that can exceed ``b_max`` are never scheduled by
     these schedulers (unless ``chunk_long_prompts``): the threshold is then 0.
 
     * **FasterTransformer** (decode first, no mixed batches): with a long queue every cycle is one
@@ -30,7 +30,7 @@ Methods
       batch of ``min(q, k)`` prompts, arrivals ``Poisson(lambda t)``).  Its stationary law gives
       the decode rate ``D(lambda) = b_max pi_0 / E_pi[t]``; the decode backlog drains iff
       ``lambda m_d < D(lambda)``, and ``lambda*`` is the root (bisection; ``D`` decreases in
-      ``lambda``).  With random prompt lengths (small support) FCFS stops a prefill batch at the
+      ``lambda``).  With random prompt lengths (:mod:`fluidq.dtmc.vllm_queue`) FCFS stops a prefill batch at the
       first prompt that does not fit, which stays head with its length known: the chain's state
       is ``(waiting prompts, head length)``.
 ``dtmc``
@@ -364,9 +364,6 @@ def _vllm_chain(lam, tb, tp, b, k, Q):
     return b * pi[0] / float(pi @ tau), float(pi @ lost)
 
 
-_FRESH = -1  # the next head prompt's length has not been looked at (an i.i.d. draw)
-
-
 def _prompt_law(pr, b, max_lengths):
     S = _survival(pr, b + 1)
     if S is None:
@@ -386,155 +383,58 @@ def _prompt_law(pr, b, max_lengths):
     return lens, pl / pl.sum()
 
 
-def _vllm_batch_outcomes(b, lens, pl, max_outcomes=50_000):
-    """``out[h][a]``: prefill-batch outcomes ``(m, T, next_head, prob)`` with head index ``h``, ``a`` extra prompts available.
-
-    FCFS whole prompts: after the head (length ``lens[h]``) take fresh i.i.d. prompts while they
-    fit the remaining budget and are available; the first that does not fit becomes the next head
-    with its length known (index into ``lens``); when availability runs out the next head is
-    fresh (``_FRESH``).
-    """
-    kmax = b // int(lens.min())
-    memo = {}
-
-    def g(r, a):
-        key = (r, a)
-        if key in memo:
-            return memo[key]
-        res = {}
-        if a == 0:
-            res[(0, 0, _FRESH)] = 1.0
-        else:
-            for li, (l, w) in enumerate(zip(lens, pl)):
-                if l > r:
-                    res[(0, 0, li)] = res.get((0, 0, li), 0.0) + w
-                else:
-                    for (m, u, hd), pr in g(r - int(l), a - 1).items():
-                        k2 = (m + 1, u + int(l), hd)
-                        res[k2] = res.get(k2, 0.0) + w * pr
-        if len(res) > max_outcomes:
-            raise ThresholdUnavailable(f"more than {max_outcomes:,} prefill-batch outcomes for these prompt lengths; "
-                                       "use method='simulation'")
-        memo[key] = res
-        return res
-
-    out = []
-    for li, h in enumerate(lens):
-        out.append([[(1 + m, int(h) + u, hd, pr) for (m, u, hd), pr in g(b - int(h), a).items()]
-                    for a in range(kmax)])
-    return out, kmax
-
-
-def _vllm_random_chain(lam, t, b, lens, pl, outcomes, kmax, Q):
-    """Stationary decode rate of the waiting-prompt chain ``(q, head)``; ``(D, lost_mass)``."""
-    L = lens.size
-    n = 1 + Q * L  # 0 = empty; 1 + (q-1) L + h
-
-    def idx(q, h):
-        return 1 + (q - 1) * L + h
-
-    P = np.zeros((n, n))
-    tau = np.empty(n)
-    lost = np.zeros(n)
-    tb = float(t(float(b)))
-
-    def spread(row, base, A_pmf, w, head):
-        # from base waiting prompts add A arrivals (q2 = base + A <= Q); head = known index or _FRESH
-        blocks = P[row, 1:].reshape(Q, L)  # a view: blocks[q2 - 1, h]
-        pa = w * A_pmf
-        if base == 0:
-            P[row, 0] += pa[0]
-            blocks[:pa.size - 1] += np.outer(pa[1:], pl)
-        elif head == _FRESH:
-            blocks[base - 1:base - 1 + pa.size] += np.outer(pa, pl)
-        else:
-            blocks[base - 1:base - 1 + pa.size, head] += pa
-        return max(0.0, 1.0 - A_pmf.sum()) * w
-
-    a_b = stats.poisson.pmf(np.arange(Q + 1), lam * tb)
-    tau[0] = tb
-    rest = spread(0, 0, a_b, 1.0, _FRESH)
-    P[0, idx(Q, 0):idx(Q, 0) + L] += rest * pl
-    lost[0] = rest
-    tcache = {}
-    for q in range(1, Q + 1):
-        for h in range(L):
-            row = idx(q, h)
-            a = min(q - 1, kmax - 1)
-            et = 0.0
-            for m, T, hd, w in outcomes[h][a]:
-                if T not in tcache:
-                    tT = float(t(float(T)))
-                    tcache[T] = (tT, stats.poisson.pmf(np.arange(Q + 1), lam * tT))
-                tT, pmf = tcache[T]
-                et += w * tT
-                base = q - m
-                r = spread(row, base, pmf[:Q + 1 - base], w, hd)
-                lost[row] += r
-                P[row, idx(Q, 0):idx(Q, 0) + L] += r * pl if (hd == _FRESH or base == 0) else 0.0
-                if hd != _FRESH and base > 0:
-                    P[row, idx(Q, hd)] += r
-            tau[row] = et
-    A = P.T - np.eye(n)
-    A[0, :] = 1.0  # dense and small: the ones-row recipe is harmless here
-    rhs = np.zeros(n)
-    rhs[0] = 1.0
-    pi = np.clip(np.linalg.solve(A, rhs), 0.0, None)
-    pi /= pi.sum()
-    return b * pi[0] / float(pi @ tau), float(pi @ lost)
-
-
-def _vllm_prefill_capacity(t, lens, pl, outcomes, kmax):
-    """Prompts/s of saturated prefill (head chain with ``kmax - 1`` extras always available)."""
-    L = lens.size
-    P = np.zeros((L, L))
-    Em = np.zeros(L)
-    Et = np.zeros(L)
-    for h in range(L):
-        for m, T, hd, w in outcomes[h][kmax - 1]:
-            Em[h] += w * m
-            Et[h] += w * float(t(float(T)))
-            if hd == _FRESH:
-                P[h] += w * pl
-            else:
-                P[h, hd] += w
-    A = P.T - np.eye(L)
-    A[-1, :] = 1.0
-    rhs = np.zeros(L)
-    rhs[-1] = 1.0
-    pi = np.clip(np.linalg.lstsq(A, rhs, rcond=None)[0], 0.0, None)
-    pi /= pi.sum()
-    return float(pi @ Em) / float(pi @ Et)
-
-
-def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_lengths=16, max_states=2500, tol=1e-10,
-                                   max_outcomes=5000):
-    """Vanilla vLLM with i.i.d. prompt lengths of small support on ``1..b``.
+def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_lengths=128, max_states=20_000,
+                                   tol=1e-10, max_outcomes=50_000):
+    """Vanilla vLLM with i.i.d. prompt lengths on ``1..b`` (:mod:`fluidq.dtmc.vllm_queue`).
 
     Same argument as for fixed prompts: with a saturated decode pool every decode batch is full
     and runs only when no prompt waits; the waiting prompts evolve on their own.  With random
     lengths FCFS whole-prompt batching stops at the first prompt that does not fit, which stays
-    head with its length known: the queue chain's state is ``(q, head length)``.  ``lambda*`` is
-    the root of ``lambda m_d = b pi_0 / E_pi[t]``.
+    head with its length known: the queue chain's state is ``(q, head length or fresh)``.
+    ``lambda*`` is the root of ``lambda m_d = b pi_0 / E_pi[t]``.  Refused (with the size) above
+    ``max_lengths`` distinct lengths, ``max_states`` queue-chain states or ``max_outcomes``
+    prefill-batch outcomes (prompts taken, batch-time class, next head) per queue level.
     """
+    from .vllm_queue import QueueChain, _time_classes, batch_outcomes, prefill_capacity
+
     t = engine.batch_time
     lens, pl = _prompt_law(workload.prompt_tokens, b, max_lengths)
-    outcomes, kmax = _vllm_batch_outcomes(b, lens, pl)
-    n_out = sum(len(o[-1]) for o in outcomes)  # transitions per queue level with a long queue
+    L = lens.size
+    if 1 + 8 * (L + 1) > max_states:
+        raise ThresholdUnavailable(f"{L} prompt lengths need at least {1 + 8 * (L + 1):,} queue-chain states "
+                                   f"(8 waiting prompts x {L + 1} head states), above max_states={max_states:,}; "
+                                   "use method='simulation'")
+    tc, tvals = _time_classes(t, b)
+    kmax = b // int(lens.min())
+    work = kmax * (b + 1) * L * L
+    if work > 20_000 * max_outcomes:  # the tabulation's own work, before it starts
+        raise ThresholdUnavailable(f"tabulating the prefill batches takes {kmax:,} prompts x {b + 1:,} tokens x {L}^2 "
+                                   f"lengths = {work:,} operations, above {20_000 * max_outcomes:,} "
+                                   "(20,000 x max_outcomes); use method='simulation'")
+    outcomes, kmax = batch_outcomes(b, lens, pl, tc, tvals.size)
+    n_out = sum(o[-1][0].size for o in outcomes)  # transitions per queue level with a long queue
     if n_out > max_outcomes:
         raise ThresholdUnavailable(f"{n_out:,} prefill-batch outcomes per queue level (up to {kmax} prompts of "
-                                   f"{lens.size} lengths per batch), above {max_outcomes:,}: the vLLM queue chain "
-                                   "would be slow to build; use method='simulation'")
+                                   f"{L} lengths per batch, {tvals.size} batch-time classes), above "
+                                   f"max_outcomes={max_outcomes:,}: the vLLM queue chain would be slow to build; "
+                                   "use method='simulation'")
     md = workload.mean_output_tokens
-    prefill_cap = _vllm_prefill_capacity(t, lens, pl, outcomes, kmax)
+    prefill_cap = prefill_capacity(tvals, outcomes, kmax, L)
     lo, hi = 0.0, min(prefill_cap, max_throughput(engine.with_(b_max=b)).tokens_per_s / md)
-    Qmax = max(8, max_states // lens.size)
+    Qmax = max(8, (max_states - 1) // (L + 1))
     lost_max = 0.0
-    Q = 16
+    Q = min(16, Qmax)
+    chains = {}
+
+    def chain(Q):
+        if Q not in chains:
+            chains[Q] = QueueChain(b, lens, pl, tvals, tc, outcomes, kmax, Q)
+        return chains[Q]
+
     for _ in range(200):
         mid = 0.5 * (lo + hi)
         while True:
-            D, lost = _vllm_random_chain(mid, t, b, lens, pl, outcomes, kmax, Q)
+            D, lost = chain(Q).decode_rate(mid)
             if lost < tol or Q >= Qmax:
                 break
             Q = min(2 * Q, Qmax)
@@ -542,8 +442,9 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
         if mid * md < D:
             if lost >= 1e-6:  # the decision rests on a chain truncated too tightly
                 raise ThresholdUnavailable(
-                    f"the vLLM queue chain at {mid:.4g} req/s needs more than {Qmax * lens.size + 1:,} states "
-                    f"(mass {lost:.2g} lost at {Qmax} waiting prompts); use method='simulation'")
+                    f"the vLLM queue chain at {mid:.4g} req/s needs more than {chain(Q).n:,} states "
+                    f"(mass {lost:.2g} lost at {Qmax} waiting prompts), above max_states={max_states:,}; "
+                    "use method='simulation'")
             lo = mid
         else:
             hi = mid
@@ -553,7 +454,8 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
     expr = ("root of lambda m_d = b_max pi_0(lambda) / E_pi[t] (decode rate with a saturated decode pool; "
             "pi = chain of (waiting prompts, head prompt's length))")
     return lam, lo, hi, expr, {"prefill_capacity_per_s": prefill_cap, "queue_chain_lost_mass": lost_max,
-                               "queue_cap": Q, "prompt_lengths": lens.tolist(), "mean_output_tokens": md}
+                               "queue_cap": Q, "queue_chain_states": chain(Q).n, "prompt_lengths": lens.tolist(),
+                               "batch_outcomes_per_level": n_out, "mean_output_tokens": md}
 
 
 def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
@@ -590,8 +492,8 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
                                "curve": curve, "mean_output_tokens": md}
 
 
-def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths: int = 16, max_states: int = 2500,
-                      max_outcomes: int = 5000):
+def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths: int = 128,
+                      max_states: int = 20_000, max_outcomes: int = 50_000):
     """``(rate, lower, upper, expression, details)`` by renewal-reward (see the module docstring).
 
     ``max_lengths``, ``max_states`` and ``max_outcomes`` bound vanilla vLLM's queue chain with
@@ -893,6 +795,10 @@ def _reason(method, name, lam, wc):
 
 
 _RENEWAL_CACHE: dict = {}
+#: limits of the vLLM random-prompt queue chain inside :func:`fluidq.check_stability` (which runs for every
+#: policy and load of a report): up to 64 distinct prompt lengths, 4,000 states, 20,000 batch outcomes per
+#: queue level -- a fraction of a second per bisection step; larger cases say why and stay "unknown"
+CHECK_MAX_LENGTHS, CHECK_MAX_STATES, CHECK_MAX_OUTCOMES = 64, 4_000, 20_000
 
 
 def _length_key(length):
@@ -915,9 +821,9 @@ def cached_renewal_threshold(engine, workload, pol):
     """``(threshold_per_s, None)``, ``(0.0, why)`` (prompts that never fit) or ``(None, why)``; cached.
 
     Used by :func:`fluidq.check_stability`: fast (closed form for FasterTransformer, a small
-    dense chain per bisection step for vanilla vLLM -- with random prompt lengths at most 8
-    distinct lengths, 800 queue-chain states and 400 batch outcomes per queue level, else
-    ``(None, why)``) and memoised per engine,
+    sparse chain per bisection step for vanilla vLLM -- with random prompt lengths at most
+    :data:`CHECK_MAX_LENGTHS` distinct lengths, :data:`CHECK_MAX_STATES` queue-chain states and
+    :data:`CHECK_MAX_OUTCOMES` batch outcomes per queue level, else ``(None, why)``) and memoised per engine,
     lengths and policy.
     """
     try:
@@ -931,8 +837,8 @@ def cached_renewal_threshold(engine, workload, pol):
         return _RENEWAL_CACHE[key]
     try:
         # small limits: check_stability runs for every policy and load of `fluidq report`
-        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol, max_lengths=8, max_states=800,
-                                                    max_outcomes=400)
+        lam, _lo, _hi, _expr, det = renewal_threshold(engine, workload, pol, max_lengths=CHECK_MAX_LENGTHS,
+                                                    max_states=CHECK_MAX_STATES, max_outcomes=CHECK_MAX_OUTCOMES)
         if lam == 0 and "blocked_reason" in det:
             out = (0.0, det["blocked_reason"])
         elif lam > 0 and math.isfinite(lam):

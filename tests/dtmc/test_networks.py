@@ -45,7 +45,7 @@ def test_rybko_stolyar_virtual_station_drift_is_positive_where_exit_classes_bloc
     assert max(ch.inputs["station_loads"]) < 1 and ch.inputs["virtual_load"] > 1
     d = ch.drift(virtual_station_work(ch))
     x = ch.coords()
-    inner = (x["x1"] < 8) & (x["x3"] < 8)
+    inner = (x["x1"] < 8) & (x["x3"] < 8) & (x["x2"] < 8) & (x["x4"] < 8)  # a move into a full class is lost
     # class 2 in service, class 4 empty, class 3 waiting behind class 2 (and the mirror image)
     blk = inner & (x["x2"] > 0) & (x["x4"] == 0) & (x["x3"] > 0)
     blk |= inner & (x["x4"] > 0) & (x["x2"] == 0) & (x["x1"] > 0)
@@ -137,5 +137,85 @@ def test_rybko_stolyar_chain_agrees_with_the_fluid_model(lam, priority, stable):
     else:
         assert r.status == Status.UNSTABLE
         x = ch.coords()
-        blk = (x["x2"] > 0) & (x["x4"] == 0) & (x["x3"] > 0) & (x["x1"] < 8) & (x["x3"] < 8)
+        blk = (x["x2"] > 0) & (x["x4"] == 0) & (x["x3"] > 0) & (x["x1"] < 8) & (x["x3"] < 8) & (x["x2"] < 8)
         assert np.all(ch.drift(virtual_station_work(ch))[blk] > 0)
+
+
+def _simulate_rybko_stolyar_entry(lam, means, horizon_s, seed, warm_frac=0.1):
+    """Gillespie simulation of the Rybko-Stolyar network under entry priorities (station 1 serves class
+    1 before 4, station 2 class 3 before 2), written from the model, not from the chain: time-average
+    class counts after a warm-up."""
+    rng = np.random.default_rng(seed)
+    m1, m2, m3, m4 = means
+    x = [0, 0, 0, 0]
+    t, t0, area = 0.0, warm_frac * horizon_s, np.zeros(4)
+    exps, us, k = rng.exponential(size=1 << 16), rng.random(1 << 16), 0
+    while t < horizon_s:
+        if k == exps.size:
+            exps, us, k = rng.exponential(size=1 << 16), rng.random(1 << 16), 0
+        s1 = (1 / m1, 0.0) if x[0] > 0 else (0.0, 1 / m4 if x[3] > 0 else 0.0)
+        s2 = (1 / m3, 0.0) if x[2] > 0 else (0.0, 1 / m2 if x[1] > 0 else 0.0)
+        r = (lam, lam, s1[0], s1[1], s2[0], s2[1])
+        tot = sum(r)
+        dt = exps[k] / tot
+        lo, hi = max(t, t0), min(t + dt, horizon_s)
+        if hi > lo:
+            area += np.asarray(x) * (hi - lo)
+        t += dt
+        u, e, acc = us[k] * tot, 0, r[0]
+        while u > acc and e < 5:
+            e += 1
+            acc += r[e]
+        k += 1
+        if e == 0:
+            x[0] += 1
+        elif e == 1:
+            x[2] += 1
+        elif e == 2:
+            x[0] -= 1
+            x[1] += 1
+        elif e == 3:
+            x[3] -= 1
+        elif e == 4:
+            x[2] -= 1
+            x[3] += 1
+        else:
+            x[1] -= 1
+    return area / (horizon_s - t0)
+
+
+def test_reversed_rybko_stolyar_at_1_2_solves_on_the_default_cap_without_warnings():
+    import warnings
+
+    # entry priorities are stable at lambda = 1.2 (station loads 0.84) although lambda (m2 + m4) = 1.44 > 1;
+    # blocked moves used to freeze a station and make the full corner of the box absorbing (singular LU,
+    # all mass at the caps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ch = rybko_stolyar(1.2, priority="entry")
+        assert ch.n_states == 28_561
+        r = ch.solve()
+        small = rybko_stolyar(1.2, priority="entry", cap=8).solve()
+    for res in (r, small):
+        assert res.residual < 1e-9 and res.method != "failed"
+        assert res.lost_mass < 0.01  # was ~1: the absorbing corner
+        assert "residual" in res.reason or "truncation caps" in res.reason
+    x = ch.coords()
+    corner = (x["x1"] == 12) & (x["x2"] == 12) & (x["x3"] == 12) & (x["x4"] == 12)
+    assert r.pi[corner].sum() < 1e-9
+    # every solver reaches the same vector; the ILU-preconditioned GMRES to round-off
+    ilu = ch.solve("ilu")
+    assert ilu.method == "ilu" and ilu.residual < 1e-12
+    assert np.abs(ilu.pi - r.pi).sum() < 1e-7
+
+
+def test_reversed_rybko_stolyar_at_1_2_agrees_with_simulation():
+    from scipy import stats
+
+    means = (0.1, 0.6, 0.1, 0.6)
+    r = rybko_stolyar(1.2, means, priority="entry", cap=(5, 30, 5, 30)).solve(tolerance=1e-4)
+    assert r.status == Status.STABLE, r.reason
+    runs = np.array([_simulate_rybko_stolyar_entry(1.2, means, 6000.0, 20261203 + i) for i in range(8)])
+    mean, half = runs.mean(axis=0), stats.t.ppf(0.995, 7) * runs.std(axis=0, ddof=1) / np.sqrt(8)
+    for i, name in enumerate(("x1", "x2", "x3", "x4")):
+        assert abs(r.means[name] - mean[i]) <= half[i], (name, r.means[name], mean[i], half[i])

@@ -1,4 +1,6 @@
 """Orca with finite-support outputs: the chain with the decoders' remaining tokens in FCFS order."""
+from math import comb
+
 import numpy as np
 import pytest
 
@@ -45,13 +47,54 @@ def test_mean_requests_agree_with_simulation_where_the_budget_binds(tiny_engine)
 
 def test_state_count_and_refusals(tiny_engine):
     w = wl(3.0, 2, E(values=(1, 5)))
-    assert build_ordered_dtmc(tiny_engine, w, max_prefill=2, max_decode=2).n_states == n_ordered_states(2, 2, 2, 5)
-    n = n_ordered_states(10, 2, 8, 5)
-    with pytest.raises(ParameterError, match=f"{n:,} states"):
-        build_ordered_dtmc(tiny_engine, w, max_prefill=10, max_decode=8)
+    ch = build_ordered_dtmc(tiny_engine, w, max_prefill=2, max_decode=2)
+    assert ch.n_states == n_ordered_states(2, 2, len(ch.inputs["sequences"]))
+    # only reachable sequences: fewer than all tuples over 1..5 of length <= 2 (31)
+    assert len(ch.inputs["sequences"]) < sum(5 ** n for n in range(3))
+    with pytest.raises(ParameterError, match="reachable decode sequences"):
+        build_ordered_dtmc(tiny_engine, w, max_prefill=10, max_decode=8, max_states=2_000)
     with pytest.raises(ParameterError, match="prefill-priority"):
         build_ordered_dtmc(tiny_engine, w, "sarathi")
     with pytest.raises(ParameterError, match="Fixed prompt"):
         build_ordered_dtmc(tiny_engine, wl(3.0, E(values=(1, 2)), E(values=(1, 2))))
+    with pytest.raises(ParameterError, match="ordered output tuples"):  # 2^16 entrant orders per batch
+        build_ordered_dtmc(fluidq.Engine(batch_time=fluidq.Staircase(c=0.01, a=0.03, b0=4), b_max=16),
+                           wl(3.0, 1, E(values=(1, 2))), max_prefill=16)
     rows = np.asarray(build_ordered_dtmc(tiny_engine, w, max_prefill=2, max_decode=2).P.sum(axis=1)).ravel()
     assert np.allclose(rows, 1.0)
+
+
+@pytest.mark.parametrize("v_d,md", [(2, 5), (3, 7), (4, 4)])
+def test_fixed_outputs_reach_exactly_the_nondecreasing_sequences(tiny_engine, v_d, md):
+    # FCFS serves the oldest first, so remaining tokens never decrease from oldest to newest: the
+    # reachable sequences are the C(md + v_d, v_d) non-decreasing ones, not the v_d^md tuples
+    ch = build_ordered_dtmc(tiny_engine, wl(3.0, 2, v_d), max_prefill=4, max_decode=md)
+    seqs = ch.inputs["sequences"]
+    assert len(seqs) == comb(md + v_d, v_d)
+    assert all(list(s) == sorted(s) for s in seqs)
+    assert len(set(seqs)) == len(seqs)
+
+
+def test_build_dtmc_dispatches_orca_to_the_ordered_chain(tiny_engine):
+    w = wl(4.0, 2, 3)
+    ch = fluidq.build_dtmc(tiny_engine, w, "orca", max_prefill=12, max_decode=6)
+    assert "seq" in ch.space.names
+    direct = build_ordered_dtmc(tiny_engine, w, max_prefill=12, max_decode=6)
+    assert abs(ch.P - direct.P).max() == 0
+    auto = fluidq.build_dtmc(tiny_engine, w, "orca", max_prefill=12)  # max_decode chosen: the budget b = 8
+    assert auto.caps["max_decode"] == 8
+    small = fluidq.build_dtmc(tiny_engine, w, "orca", max_prefill=12, max_states=600)
+    assert small.n_states <= 600 and small.caps["max_decode"] < 8
+
+
+@pytest.mark.parametrize("rate,output", [(4.0, 3), (4.0, E(values=(1, 4), weights=(3, 1)))])
+def test_dispatched_chain_agrees_with_simulation(tiny_engine, rate, output):
+    # stationary time-average requests in system against seeded replications of fluidq.simulate
+    w = wl(rate, 2, output)
+    r = fluidq.build_dtmc(tiny_engine, w, "orca", max_prefill=30).solve()
+    assert r.status.value == "stable", r.reason
+    assert r.throughput_requests_per_s == pytest.approx(rate, rel=1e-4)
+    rep = fluidq.replicate(tiny_engine, w, "orca", n_replications=10, horizon_s=800.0, rng=20261203,
+                           confidence=0.99, start_frac=0.1, keep_runs=False)
+    lo, hi = rep.mean_requests_ci
+    assert lo <= r.mean_requests <= hi, (r.mean_requests, rep.mean_requests_ci)

@@ -61,14 +61,40 @@ def test_check_stability_gives_real_verdicts_and_caches(tiny_engine):
     assert other != pytest.approx(thr, rel=1e-3)
 
 
-def test_large_supports_stay_unknown_with_the_reason(tiny_engine):
+def test_twelve_lengths_inside_the_simulation_bracket():
+    # beyond the former limit of 8 lengths: prompts of 1..12 tokens on a budget of 16
+    eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=8), b_max=16)
+    w = wl(E(values=tuple(range(1, 13))), E(values=(2, 6)))
+    r = fluidq.stability_threshold(eng, w, "vllm")
+    assert r.method == "renewal" and len(r.details["prompt_lengths"]) == 12
+    s = find_threshold(eng, w, "vllm", rng=3, horizon_s=400.0, n_replications=6, rel_tol=0.05,
+                       low_rate_per_s=0.6 * r.arrival_rate_per_s, high_rate_per_s=1.2 * r.arrival_rate_per_s)
+    assert s.low_rate_per_s <= r.arrival_rate_per_s <= s.high_rate_per_s, s.reason
+
+
+def test_check_stability_decides_supports_beyond_eight_lengths(tiny_engine):
     eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
-    w = wl(E(values=tuple(range(10, 130, 10))), 50, rate=1.0)  # 12 distinct prompt lengths
-    r = fluidq.check_stability(eng, w, "vllm")
-    assert r.status.value == "unknown" and "limited to 8" in r.reason
+    w = wl(E(values=tuple(range(10, 130, 10))), 50, rate=1.0)  # 12 distinct prompt lengths, 51 per batch
+    thr = renewal_threshold(eng, w, "vllm")[0]
+    assert fluidq.check_stability(eng, w.with_rate(0.9 * thr), "vllm").status.value == "stable"
+    assert fluidq.check_stability(eng, w.with_rate(1.1 * thr), "vllm").status.value == "unstable"
+    # a coarser support of the same spread: the head-of-line waste differs, so does the threshold
+    coarse = renewal_threshold(eng, wl(E(values=(10, 120)), 50), "vllm")[0]
+    assert coarse != pytest.approx(thr, rel=1e-3)
+
+
+def test_large_supports_are_refused_above_the_stated_sizes(tiny_engine):
+    eng = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    w = wl(E(values=tuple(range(10, 130, 10))), 50, rate=1.0)
     with pytest.raises(ThresholdUnavailable, match="limited to 4"):
         renewal_threshold(eng, w, "vllm", max_lengths=4)
-    # few lengths but many prompts per batch: too many batch outcomes for check_stability
-    w8 = wl(E(values=(20, 60, 100, 140, 180, 220, 260, 300)), 100)
-    r8 = fluidq.check_stability(eng, w8, "vllm")
-    assert r8.status.value == "unknown" and "outcomes" in r8.reason
+    with pytest.raises(ThresholdUnavailable, match="max_outcomes=1,000"):
+        renewal_threshold(eng, w, "vllm", max_outcomes=1000)
+    with pytest.raises(ThresholdUnavailable, match="max_states=50"):
+        renewal_threshold(eng, w, "vllm", max_states=50)
+    # 100 lengths, up to 102 prompts per batch: ~2e5 batch outcomes per queue level, said and left unknown
+    many = wl(E(values=tuple(range(5, 505, 5))), 100)
+    with pytest.raises(ThresholdUnavailable, match="prefill-batch outcomes per queue level"):
+        renewal_threshold(eng, many, "vllm")
+    r = fluidq.check_stability(eng, many.with_rate(5.0), "vllm")
+    assert r.status.value == "unknown"
