@@ -1,0 +1,15 @@
+"""The compiled simulation kernel (numba; plain Python where numba is missing).
+
+A layer between the descriptions (batch times, workloads, engines, policies) and the analyses:
+the kernel knows only arrays and numbers, and :mod:`fluidq.sim` calls it.
+
+* :mod:`fluidq.kernel.fcfs` -- the FCFS event-skipping kernel of the built-in schedulers;
+* :mod:`fluidq.kernel.run` -- its driver, :func:`run_fcfs`;
+* :mod:`fluidq.kernel._jit` -- numba's ``njit(cache=True)`` or the Python stand-in.
+"""
+from __future__ import annotations
+
+from ._jit import COMPILED
+from .run import ensure_compiled, run_fcfs
+
+__all__ = ["COMPILED", "ensure_compiled", "run_fcfs"]

@@ -1,0 +1,66 @@
+"""numba's ``njit`` for fluidq's kernels, or the plain-Python stand-in where numba is missing.
+
+``jit(fn)`` compiles ``fn`` lazily with ``cache=True`` (one machine-code file per signature, reused
+by later processes).  The cache lives next to the source when that folder is writable, else under
+the user's cache folder (``NUMBA_CACHE_DIR``; set here before numba is imported unless the user set
+it).  Without numba (a platform with no wheel) ``jit`` returns the function unchanged, so the same
+kernel runs as Python, and the first use warns once.  ``NUMBA_DISABLE_JIT=1`` does the same with
+numba installed (numba's own switch; the tests use it to run the kernel uncompiled).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+
+__all__ = ["COMPILED", "jit", "warn_if_uncompiled"]
+
+
+def _user_cache_dir() -> Path:
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "fluidq" / "numba"
+
+
+def _cache_writable() -> bool:
+    here = Path(__file__).resolve().parent
+    cache = here / "__pycache__"
+    try:
+        cache.mkdir(exist_ok=True)
+    except OSError:
+        return False
+    return os.access(cache, os.W_OK)
+
+
+if "NUMBA_CACHE_DIR" not in os.environ and not _cache_writable():  # a read-only install
+    os.environ["NUMBA_CACHE_DIR"] = str(_user_cache_dir())
+
+try:
+    import numba as _numba
+except ImportError:  # pragma: no cover - exercised by a test that hides numba
+    _numba = None
+
+#: Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set).
+COMPILED = _numba is not None and not _numba.config.DISABLE_JIT
+_warned = False
+
+
+def jit(fn):
+    """``numba.njit(cache=True)(fn)``, or ``fn`` itself without numba."""
+    if _numba is None:
+        return fn
+    return _numba.njit(cache=True, nogil=True)(fn)
+
+
+def warn_if_uncompiled() -> None:
+    """Warn once per process that the kernel runs as plain Python because numba is missing."""
+    global _warned
+    if _numba is None and not _warned:
+        _warned = True
+        warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 10-100x "
+                      "slower; `pip install numba` to compile it)", RuntimeWarning, stacklevel=3)

@@ -1,0 +1,438 @@
+"""The FCFS event-skipping kernel, in array style: compiled by numba, or run as the same Python.
+
+It covers the built-in :class:`~fluidq.policies.Scheduler` (prefill or decode priority, mixed or
+separate batches, chunked prefill or whole prompts, ``chunk_long_prompts``, the token budget and
+``k_max``) under FCFS order, context-aware batch times and the per-iteration recording grid.
+
+State, all in flat numpy arrays and integers (no Python objects, so numba compiles it):
+
+* the prefill *stream*: queued request ids ``pq`` and cumulative prompt tokens ``cum``; the
+  cursor ``pos`` (tokens served) decides every prompt's state, a bisection in ``cum`` finds a
+  batch's prefill part;
+* the decoders: the served set ``S`` (the ``nS`` oldest decoders) runs on a virtual clock of decode
+  rounds ``G``; a binary heap (``hf``, ``hr``) of finishing rounds gives the next completion
+  (entries of requests that left ``S`` are skipped when they surface); the decoders outside ``S``
+  are a FIFO (``unr`` ids, ``unk`` tokens left) whose head only ever moves back over slots it
+  consumed;
+* ``sq``: the members of ``S`` in join order (= request order), for prefill-first mixed batches
+  (Orca), whose decode share shrinks at each prefill event: the youngest members leave from the
+  top of this stack in O(1) each instead of through a max-heap.
+
+Between two events (an arrival, a prefill or request completing, the horizon) the batch does not
+change, so a run of iterations is one step; the clock still adds one batch time per iteration, so
+times are bit-identical with the generic kernel (``policy.select(view)`` each iteration).
+
+:func:`step` runs until the end or until it needs Python: ``STATUS_PROGRESS`` (the caller reports
+progress), ``STATUS_TAU`` (a batch time not tabulated yet: ``si[I_TAU]`` tokens); the caller fills
+in what was asked and calls again with the same state.  Growing buffers are returned.
+"""
+# ruff: noqa: PLR0912, PLR0915, PLR1730, N806
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+__all__ = ["STATUS_DONE", "STATUS_PROGRESS", "STATUS_TAU", "step"]
+
+STATUS_DONE, STATUS_PROGRESS, STATUS_TAU = 0, 1, 2
+K_NONE = 1 << 62  # "no decode completion bounds this run"
+
+# cfg (int64): the scheduler and run options
+C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT = range(8)
+# si (int64): the integer state
+(I_NA, I_NSYS, I_WORK, I_NPQ, I_PH, I_PSCAN, I_POS, I_TOT, I_BLOCKED_TOK, I_NBLOCKED, I_G, I_NS, I_A,
+ I_NDEC, I_UH, I_UT, I_NSQ, I_NH, I_NB, I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_TAU) = range(25)
+N_SI = 25
+# sf (float64): the clock, busy time, next progress report; cf: horizon, kv seconds per token
+F_T, F_BUSY, F_NEXT = range(3)
+
+
+@jit
+def _grow_f(a, need):
+    n = a.size * 2 + 16
+    while n < need:
+        n *= 2
+    b = np.empty(n, np.float64)
+    b[:a.size] = a
+    return b
+
+
+@jit
+def _grow_i(a, need):
+    n = a.size * 2 + 16
+    while n < need:
+        n *= 2
+    b = np.empty(n, np.int64)
+    b[:a.size] = a
+    return b
+
+
+@jit
+def _hpush(hf, hr, nh, f, r):
+    """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
+    i = nh
+    while i > 0:
+        p = (i - 1) >> 1
+        if hf[p] <= f:
+            break
+        hf[i] = hf[p]
+        hr[i] = hr[p]
+        i = p
+    hf[i] = f
+    hr[i] = r
+    return nh + 1
+
+
+@jit
+def _hpop(hf, hr, nh):
+    """Drop the top of the heap of ``nh`` entries; return the new size."""
+    nh -= 1
+    f = hf[nh]
+    r = hr[nh]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= nh:
+            break
+        if c + 1 < nh and hf[c + 1] < hf[c]:
+            c += 1
+        if hf[c] >= f:
+            break
+        hf[i] = hf[c]
+        hr[i] = hr[c]
+        i = c
+    if nh > 0:
+        hf[i] = f
+        hr[i] = r
+    return nh
+
+
+@jit
+def _bisect_left(a, x, lo, hi):
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if a[m] < x:
+            lo = m + 1
+        else:
+            hi = m
+    return lo
+
+
+@jit
+def _bisect_right(a, x, lo, hi):
+    while lo < hi:
+        m = (lo + hi) >> 1
+        if x < a[m]:
+            hi = m
+        else:
+            lo = m + 1
+    return lo
+
+
+@jit
+def _take_prefill(pq, cum, P, ph, npq, pos, budget, slots, b_max, chunked, chunk_long):
+    """(tokens, prompts touched) of a batch's prefill part, given the budget and free slots."""
+    if budget < 1 or slots < 1 or ph >= npq:
+        return 0, 0
+    if chunked:
+        last = (ph + slots if ph + slots < npq else npq) - 1
+        x = cum[last] - pos
+        if budget < x:
+            x = budget
+        return x, _bisect_left(cum, pos + x, ph, last + 1) - ph + 1
+    head = cum[ph] - pos
+    if head > budget:
+        if chunk_long and head > b_max:
+            return budget, 1
+        return 0, 0
+    lim = ph + slots if ph + slots < npq else npq
+    j = _bisect_right(cum, pos + budget, ph, lim)
+    x = cum[j - 1] - pos
+    touched = j - ph
+    left = budget - x
+    if chunk_long and left >= 1 and touched < slots and j < npq and P[pq[j]] > b_max:
+        x += left
+        touched += 1
+    return x, touched
+
+
+@jit
+def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq, nb, pq, cum, bt, bn, bw,
+           b_max, whole):
+    """Admit the arrivals at times <= ``upto`` (room for their backlog rows is there)."""
+    while na < n and arr[na] <= upto:
+        i = na
+        na += 1
+        n_sys += 1
+        p = P[i]
+        work += p + D[i]
+        bt[nb] = arr[i]
+        bn[nb] = n_sys
+        bw[nb] = work
+        nb += 1
+        if whole and p > b_max:  # can never be scheduled
+            blocked_tok += p
+            n_blocked += 1
+            continue
+        tot += p
+        pq[npq] = i
+        cum[npq] = tot
+        npq += 1
+    return na, n_sys, work, tot, blocked_tok, n_blocked, npq, nb
+
+
+@jit
+def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr, unk, sq,
+         hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
+    """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
+    n = arr.size
+    b_max = cfg[C_BMAX]
+    k_cap = cfg[C_KCAP]
+    mixed = cfg[C_MIXED] != 0
+    chunked = cfg[C_CHUNKED] != 0
+    chunk_long = cfg[C_CHUNK_LONG] != 0
+    prefill_first = cfg[C_PREFILL_FIRST] != 0
+    record = cfg[C_RECORD] != 0
+    report = cfg[C_REPORT] != 0
+    horizon = cf[0]
+    ks = cf[1]
+    whole = not chunked and not chunk_long
+    need_shrink = mixed and prefill_first
+    cap_d = b_max if b_max < k_cap else k_cap
+
+    na = si[I_NA]
+    n_sys = si[I_NSYS]
+    work = si[I_WORK]
+    npq = si[I_NPQ]
+    ph = si[I_PH]
+    pscan = si[I_PSCAN]
+    pos = si[I_POS]
+    tot = si[I_TOT]
+    blocked_tok = si[I_BLOCKED_TOK]
+    n_blocked = si[I_NBLOCKED]
+    G = si[I_G]
+    nS = si[I_NS]
+    A = si[I_A]
+    ndec = si[I_NDEC]
+    uh = si[I_UH]
+    ut = si[I_UT]
+    nsq = si[I_NSQ]
+    nh = si[I_NH]
+    nb = si[I_NB]
+    nr = si[I_NR]
+    n_iter = si[I_NITER]
+    mixed_iters = si[I_MIXED]
+    tok_served = si[I_TOKS]
+    resume = si[I_RESUME] != 0
+    t = sf[F_T]
+    busy = sf[F_BUSY]
+    next_report = sf[F_NEXT]
+    status = STATUS_DONE
+
+    while True:
+        if not resume:
+            if bt.size < nb + (n - na) + 2:  # room for every arrival row and this event's row
+                need = nb + (n - na) + 2
+                bt = _grow_f(bt, need)
+                bn = _grow_i(bn, need)
+                bw = _grow_i(bw, need)
+            na, n_sys, work, tot, blocked_tok, n_blocked, npq, nb = _admit(
+                arr, P, D, t, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq, nb, pq, cum, bt, bn, bw,
+                b_max, whole)
+            bt[nb] = t
+            bn[nb] = n_sys
+            bw[nb] = work
+            nb += 1
+            if t >= horizon:
+                break
+            if report and t >= next_report:
+                status = STATUS_PROGRESS
+                break
+        resume = False
+        has_pf = ph < npq
+        if ndec == 0 and not has_pf:
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+        if mixed:
+            if prefill_first:
+                x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
+                sd = ndec
+                if b_max - x < sd:
+                    sd = b_max - x
+                if k_cap - touched < sd:
+                    sd = k_cap - touched
+            else:
+                sd = ndec if ndec < cap_d else cap_d
+                x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max - sd, k_cap - sd, b_max, chunked,
+                                           chunk_long)
+        elif prefill_first:
+            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
+            sd = 0 if touched else (ndec if ndec < cap_d else cap_d)
+        elif ndec:
+            sd = ndec if ndec < cap_d else cap_d
+            x = 0
+            touched = 0
+        else:
+            sd = 0
+            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
+        if x == 0 and sd == 0:  # nothing schedulable: wait for an arrival
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+        tokens = x + sd
+        if tau[tokens] != tau[tokens]:  # NaN: not tabulated; the caller fills it in, we redo this event
+            si[I_TAU] = tokens
+            status = STATUS_TAU
+            resume = True
+            break
+        h0 = uh  # decoders joining S in this event are unr[h0:uh]
+        if sd:
+            while nS < sd:
+                rid = unr[uh]
+                f = G + unk[uh]
+                uh += 1
+                sfin[rid] = f
+                if nh == hf.size:
+                    hf = _grow_i(hf, nh + 1)
+                    hr = _grow_i(hr, nh + 1)
+                nh = _hpush(hf, hr, nh, f, rid)
+                if need_shrink:
+                    sq[nsq] = rid
+                    nsq += 1
+                A += P[rid] + D[rid] - f
+                nS += 1
+            while nS > sd:  # the youngest members of S leave it, back to the front of the FIFO
+                nsq -= 1
+                rid = sq[nsq]
+                f = sfin[rid]
+                if f < 0:
+                    continue
+                sfin[rid] = -1
+                A -= P[rid] + D[rid] - f
+                nS -= 1
+                uh -= 1
+                unr[uh] = rid
+                unk[uh] = f - G
+            while hf[0] != sfin[hr[0]]:
+                nh = _hpop(hf, hr, nh)
+            k = hf[0] - G
+        else:
+            k = K_NONE
+        if x:
+            head = cum[ph] - pos
+            # chunked prefill: the head alone takes x tokens per iteration until its rest fits; a
+            # whole-prompt former that chunks a long prompt changes shape once the rest is <= b_max
+            kp = (head - 1) // x if chunked and head > x else 1
+            if kp < k:
+                k = kp
+        kv_run = A + nS * G
+        tau0 = tau[tokens]
+        ctx = ks != 0.0 and sd != 0
+        tau_j = tau0 + ks * kv_run if ctx else tau0
+        nxt = arr[na] if na < n else np.inf
+        t0 = t
+        dem0 = tot - pos + blocked_tok + ndec
+        kv0 = kv_run if sd else 0
+        t1 = t
+        j = 0
+        while True:
+            if record:
+                if nr == rt.size:
+                    rt = _grow_f(rt, nr + 1)
+                    rb = _grow_f(rb, nr + 1)
+                    rx = _grow_i(rx, nr + 1)
+                    rs = _grow_i(rs, nr + 1)
+                    rq = _grow_i(rq, nr + 1)
+                    rd = _grow_i(rd, nr + 1)
+                    rk = _grow_i(rk, nr + 1)
+                rt[nr] = t
+                rx[nr] = x
+                rs[nr] = sd
+                rq[nr] = touched + sd
+                rb[nr] = tau_j
+                rd[nr] = dem0 - j * x
+                rk[nr] = kv0 + j * sd
+                nr += 1
+            t += tau_j
+            busy += tau_j
+            j += 1
+            if j == 1:
+                t1 = t
+            if ctx:  # contexts grow by one token per served decoder and iteration
+                tau_j = tau0 + ks * (kv_run + j * sd)
+            if j >= k or t >= nxt or t >= horizon:
+                break
+        n_iter += j
+        tok_served += j * tokens
+        work -= (j - 1) * tokens
+        # arrivals during the last iteration, recorded at their own times (n(t) is exact for Little's law)
+        na, n_sys, work, tot, blocked_tok, n_blocked, npq, nb = _admit(
+            arr, P, D, t, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq, nb, pq, cum, bt, bn, bw,
+            b_max, whole)
+        work -= tokens
+        if sd and x:
+            mixed_iters += j
+        if sd:
+            G += j
+            for q in range(h0, uh):  # first decode token of the requests that joined S fresh
+                rid = unr[q]
+                if unk[q] == D[rid]:
+                    ftk[rid] = t1
+            while nh > 0 and hf[0] <= G:
+                f = hf[0]
+                rid = hr[0]
+                nh = _hpop(hf, hr, nh)
+                if sfin[rid] != f:
+                    continue
+                sfin[rid] = -1
+                A -= P[rid] + D[rid] - f
+                nS -= 1
+                ndec -= 1
+                n_sys -= 1
+                fin[rid] = t
+        if x:
+            hi = ph + touched if j == 1 else ph + 1
+            while pscan < hi:
+                fs[pq[pscan]] = t0
+                pscan += 1
+            pos += j * x
+            while ph < npq and cum[ph] <= pos:
+                rid = pq[ph]
+                ph += 1
+                pdn[rid] = t
+                unr[ut] = rid
+                unk[ut] = D[rid]
+                ut += 1
+                ndec += 1
+
+    si[I_NA] = na
+    si[I_NSYS] = n_sys
+    si[I_WORK] = work
+    si[I_NPQ] = npq
+    si[I_PH] = ph
+    si[I_PSCAN] = pscan
+    si[I_POS] = pos
+    si[I_TOT] = tot
+    si[I_BLOCKED_TOK] = blocked_tok
+    si[I_NBLOCKED] = n_blocked
+    si[I_G] = G
+    si[I_NS] = nS
+    si[I_A] = A
+    si[I_NDEC] = ndec
+    si[I_UH] = uh
+    si[I_UT] = ut
+    si[I_NSQ] = nsq
+    si[I_NH] = nh
+    si[I_NB] = nb
+    si[I_NR] = nr
+    si[I_NITER] = n_iter
+    si[I_MIXED] = mixed_iters
+    si[I_TOKS] = tok_served
+    si[I_RESUME] = 1 if resume or status == STATUS_PROGRESS else 0
+    sf[F_T] = t
+    sf[F_BUSY] = busy
+    return status, hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk
