@@ -99,3 +99,32 @@ def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED, digits: int |
         return format(x, spec)
     except (TypeError, ValueError):  # an integer spec for a float, a numpy scalar...
         return format(float(x), spec)
+
+
+_DECIMAL = None
+
+
+def round_numbers(text: str, digits: int = MEANINGFUL_DIGITS) -> str:
+    """``text`` (a result's reason or description) with every decimal number rounded to ``digits``
+    significant digits by :func:`fmt_value`, for people; integers, identifiers (``arXiv:2504.07347``,
+    ``x1.5``, versions such as ``0.1.0``) are left alone.  A result's ``to_dict()`` keeps the full values.
+
+    >>> round_numbers("3342.909 tokens/s (3.342909 tokens/ms), lambda* = 0.0167145, ('E1', 0.8999999999999999)")
+    "3,343 tokens/s (3.343 tokens/ms), lambda* = 0.01671, ('E1', 0.9000)"
+    >>> round_numbers("arXiv:2504.07347, b_max=512, 1884 states, fluidq 0.1.0, 1,678.04 and -0.5")
+    'arXiv:2504.07347, b_max=512, 1884 states, fluidq 0.1.0, 1,678 and -0.5'
+    """
+    import re
+
+    global _DECIMAL
+    if _DECIMAL is None:
+        _DECIMAL = re.compile(r"(?<![\w.:,])(-?\d{1,3}(?:,\d{3})+\.\d+|-?\d+\.\d+)(?![\w.]|,\d)")
+
+    def one(m):
+        s = m.group(1)
+        x = float(s.replace(",", ""))
+        if len(s.replace(",", "").replace("-", "").replace(".", "").lstrip("0")) <= digits:
+            return s  # already no more digits than meaningful
+        return fmt_value(x, digits=digits)
+
+    return _DECIMAL.sub(one, str(text))

@@ -115,20 +115,25 @@ JOBS = [
                                   "configured budget and the offered load of the report's workload: the capacity "
                                   "rises in steps at each block of the staircase and flattens out."),
          "verdicts.png": ("report_verdicts.png",
-                          "The verdict of each scheduler at a few loads, as fractions of the Theorem-2 capacity."),
+                          "The verdict of each scheduler at the report's operating point (one of the three engines the "
+                          "workload needs, load 0.7532 of the Theorem-2 capacity) and around it, up to load 1.130 "
+                          "(two engines)."),
          "sim_trajectories_0.png": ("report_sim_trajectories_0.png",
-                                    "Simulated requests in the system for every scheduler on the same arrivals, at 0.8 "
-                                    "of the reference capacity (quick run: 60 s)."),
+                                    "Simulated requests in the system for every scheduler on the same arrivals, at the "
+                                    "operating point, load 0.7532 of the reference capacity (quick run: 60 s)."),
          "sim_trajectories_1.png": ("report_sim_trajectories_1.png",
-                                    "The same at 1.1 of the reference capacity (quick run: 60 s, short for a trend; "
-                                    "the report's text compares each window with the fluid prediction)."),
+                                    "The same at load 1.130, what each engine would carry with one engine fewer (quick "
+                                    "run: 60 s, short for a trend; the report's text compares each window with the "
+                                    "fluid prediction)."),
          "stability_region.png": ("report_stability_region.png",
                                   "The stability region with a batch-size limit, the regions of the batches each "
-                                  "scheduler forms under backlog, and the operating points the report examines."),
+                                  "scheduler forms under backlog; the star is the operating point (one engine of the "
+                                  "deployment, inside the region), the cross the load with one engine fewer (outside)."),
          "latency_per_token.png": ("report_latency_per_token.png",
-                                   "Mean latency per token of four orderings at two loads (quick run): at these loads "
-                                   "and this horizon the curves coincide, so the quick report does not rank the "
-                                   "orderings.")},
+                                   "Mean latency per token of four orderings at the operating point and a busier load, "
+                                   "with 95 % intervals (quick run: two replications of 80 s, too few for the "
+                                   "intervals to separate, as its text says; the full report's four replications of "
+                                   "400 s separate SRPT and SJF from FCFS at the busier load).")},
         intro="`fluidq report --quick` on its defaults (the paper's engine, the embedded Azure conversation "
               "trace). The quick report simulates shorter than the full one; its text says where that leaves "
               "a verdict open."),

@@ -113,7 +113,7 @@ def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None
             ax.text(j + 0.475, i + 0.45, r.status.value, ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(loads))
     ax.set_ylim(0, len(grid))
-    ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:g}" for x in loads])
+    ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:.4g}" for x in loads])
     ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
     ax.set_xlabel("offered load (fraction of capacity" + (f" lambda* = {reference_rate_per_s:.4g} req/s)"
                                                           if reference_rate_per_s else ")"))

@@ -86,7 +86,7 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
     if point is not None:
         p = np.asarray(point, dtype=float)
         s = region.scale_of(p)
-        lab = "operating point" + ("" if not np.isfinite(s) else f" (load {1 / s:.2f})")
+        lab = "operating point" + ("" if not np.isfinite(s) else f" (load {1 / s:.4g})")
         ax.plot(p[0], p[1], "*", color="C3" if s < 1 else "k", ms=12, label=lab)
         if np.isfinite(s):
             q = p * s

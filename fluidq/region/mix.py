@@ -211,13 +211,20 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
 
 
 def _share(x: float) -> str:
-    """A factor or utilisation for prose: four decimals, or four significant digits outside [1e-4, 1e6)."""
-    return f"{x:.4f}" if x == 0 or 1e-4 <= abs(x) < 1e6 else f"{x:.4g}"
+    """A factor or utilisation for prose: four significant digits (``fluidq.results.fmt_value``)."""
+    from ..results import MEANINGFUL_DIGITS, fmt_value
+
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 
 def _tokens(x: float) -> str:
-    """A token rate for prose: ``0``, or three decimals with thousands separators."""
-    return "0" if x == 0 else f"{x:,.3f}"
+    """A token rate for prose: ``0``, ``< 0.001`` (a thousandth of a token per second is below any
+    measurement), or four significant digits with thousands separators."""
+    from ..results import MEANINGFUL_DIGITS, fmt_value
+
+    if x == 0:
+        return "0"
+    return "< 0.001" if abs(x) < 5e-4 else fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 
 def _result(region, p, feasible, s, shapes, w, secs, shortfall, reason):

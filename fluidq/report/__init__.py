@@ -74,9 +74,9 @@ def _sections():
 
 
 #: what a --quick report says at its top (and each of its figures in its caption)
-QUICK_NOTE = ("**Quick run** (`--quick`): simulations of 60 s (latency: 40 s, four orderings) and no "
+QUICK_NOTE = ("**Quick run** (`--quick`): simulations of 60 s (latency: 80 s, four orderings, two replications) and no "
               "simulated region; every figure below comes from these short runs. Leave out `--quick` for the "
-              "full report (240 s simulations).")
+              "full report (240 s simulations; latency 400 s, six orderings, four replications).")
 
 
 def _html(title: str, parts: list[Section], out_dir: Path, *, quick: bool = False) -> str:

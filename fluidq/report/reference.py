@@ -12,16 +12,27 @@ fixes both once per report:
 * the **reference capacity** ``lambda*``: :func:`fluidq.max_throughput` of the report's engine
   for the workload's mean lengths.  Every load in the report is a fraction of it, unless a
   section says otherwise in so many words;
-* the **loads shown**: one below and one above capacity (``LOW``, ``HIGH``), whatever rate the
-  workload itself offers (a trace's mean rate is often several engines' worth).
+* the **deployment**: the workload's offered load ``rho`` (a fraction of ``lambda*``) is served by
+  ``N = ceil(rho / TARGET_UTILISATION)`` such engines, its arrivals split evenly at random, so each
+  engine sees load ``rho / N`` (at most ``TARGET_UTILISATION``) -- the report's **operating point**;
+* the **loads shown**: that per-engine load (below capacity) and the load each engine would see with
+  one engine fewer, ``rho / (N - 1)`` (above capacity; ``HIGH`` when that is not between 1 and
+  ``OWN_LOAD_SHOWN_MAX`` or ``N = 1``), so every section shows why ``N`` engines are needed.
+
+Every number a person reads is rounded to :data:`fluidq.results.MEANINGFUL_DIGITS` significant digits
+(:func:`fmt4`); ``to_dict`` keeps full precision.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-__all__ = ["HIGH", "LOW", "Reference", "fmt_num", "long_prompt_fraction", "reference"]
+__all__ = ["HIGH", "LOW", "TARGET_UTILISATION", "Reference", "fmt4", "fmt_num", "long_prompt_fraction",
+           "reference"]
 
-LOW, HIGH = 0.8, 1.1  # loads (fractions of lambda*) shown below and above capacity
+LOW, HIGH = 0.8, 1.1  # fallback loads (fractions of lambda*) below and above capacity
+#: the largest per-engine load (fraction of lambda*) the report's deployment is sized for
+TARGET_UTILISATION = 0.8
 # the workload's own rate is simulated only up to this load; beyond it every scheduler diverges at once
 OWN_LOAD_SHOWN_MAX = 1.5
 
@@ -38,6 +49,43 @@ class Reference:
     policies: dict  # name -> Scheduler, in POLICY_NAMES order
     long_prompt_fraction: float | None
     b_max: int
+    n_engines: int = 1  # engines the deployment needs at TARGET_UTILISATION
+
+    @property
+    def engine_load(self) -> float:
+        """The load each of the ``n_engines`` engines sees (the operating point), a fraction of ``lambda*``."""
+        return self.offered_load / self.n_engines
+
+    @property
+    def low(self) -> float:
+        """The load shown below capacity: the operating point, or ``LOW`` when the workload offers (almost)
+        nothing."""
+        return self.engine_load if self.engine_load >= 0.05 else LOW
+
+    @property
+    def high(self) -> float:
+        """The load shown above capacity: what each engine sees with one engine fewer, or ``HIGH``."""
+        if self.n_engines > 1:
+            x = self.offered_load / (self.n_engines - 1)
+            if 1 < x <= OWN_LOAD_SHOWN_MAX:
+                return x
+        return HIGH
+
+    @property
+    def high_is_fewer(self) -> bool:
+        """Whether :attr:`high` is the per-engine load with one engine fewer."""
+        return self.n_engines > 1 and self.high != HIGH
+
+    @property
+    def deployment_note(self) -> str:
+        n, x = self.n_engines, self.engine_load
+        fewer = (f" With {n - 1} engine{'s' if n > 2 else ''} each would see load {fmt4(self.high)} > 1, beyond "
+                 "capacity, which is why the report also looks at that load." if self.high_is_fewer else "")
+        return (f"**The deployment.** At most load {TARGET_UTILISATION:g} per engine, the offered load "
+                f"{fmt4(self.offered_load)} needs **{n} engine{'s' if n > 1 else ''}** "
+                f"(`ceil({fmt4(self.offered_load)} / {TARGET_UTILISATION:g})`); with the arrivals split evenly at "
+                f"random each engine sees {fmt4(self.rate(x))} req/s = **load {fmt4(x)}**, the report's operating "
+                f"point.{fewer}")
 
     def rate(self, load: float) -> float:
         """The arrival rate of ``load`` (a fraction of ``lambda*``)."""
@@ -58,16 +106,18 @@ class Reference:
 
     @property
     def capacity_note(self) -> str:
-        return (f"**Reference capacity.** Loads are fractions of `lambda* = {self.requests_per_s:.3f} req/s` "
-                f"({self.tokens_per_s:,.1f} tokens/s, Theorem 2 via `fluidq.max_throughput`); the workload itself "
-                f"offers {self.offered_requests_per_s:.3f} req/s = **load {self.offered_load:.3f}**"
+        return (f"**Reference capacity.** Loads are fractions of one engine's `lambda* = {fmt4(self.requests_per_s)} "
+                f"req/s` ({fmt4(self.tokens_per_s)} tokens/s, Theorem 2 via `fluidq.max_throughput`); the workload "
+                f"itself offers {fmt4(self.offered_requests_per_s)} req/s = **load {fmt4(self.offered_load)}**"
                 + (" (more than one engine can serve)." if self.offered_load > 1 else "."))
 
     def to_dict(self) -> dict:
         return {"reference_requests_per_s": self.requests_per_s, "reference_tokens_per_s": self.tokens_per_s,
                 "offered_requests_per_s": self.offered_requests_per_s, "offered_load": self.offered_load,
                 "policies": {k: repr(v) for k, v in self.policies.items()},
-                "long_prompt_fraction": self.long_prompt_fraction, "loads_shown": [LOW, HIGH]}
+                "long_prompt_fraction": self.long_prompt_fraction, "loads_shown": [self.low, self.high],
+                "target_utilisation": TARGET_UTILISATION, "n_engines": self.n_engines,
+                "engine_load": self.engine_load}
 
 
 def long_prompt_fraction(lengths, b_max: int) -> float | None:
@@ -91,9 +141,11 @@ def reference(engine, workload) -> Reference:
     for name in POLICY_NAMES:
         p = resolve_policy(name)
         pols[name] = p if p.chunked else p.with_(chunk_long_prompts=True)
+    rho = workload.token_rate_per_s / cap.tokens_per_s
+    n = max(1, math.ceil(rho / TARGET_UTILISATION - 1e-9))
     return Reference(capacity=cap, requests_per_s=cap.requests_per_s, tokens_per_s=cap.tokens_per_s,
                      offered_requests_per_s=workload.arrival_rate_per_s,
-                     offered_load=workload.token_rate_per_s / cap.tokens_per_s, policies=pols,
+                     offered_load=rho, policies=pols, n_engines=n,
                      long_prompt_fraction=long_prompt_fraction(workload.prompt_tokens, engine.b_max),
                      b_max=engine.b_max)
 
@@ -103,3 +155,10 @@ def fmt_num(x, spec: str = ".2f") -> str:
     from ..results import fmt_value
 
     return fmt_value(x, spec)
+
+
+def fmt4(x) -> str:
+    """``x`` rounded for people to :data:`fluidq.results.MEANINGFUL_DIGITS` significant digits (en dash if undefined)."""
+    from ..results import MEANINGFUL_DIGITS, fmt_value
+
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)

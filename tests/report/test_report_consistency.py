@@ -33,7 +33,7 @@ def test_one_scheduler_configuration_in_every_section(report):
         assert "chunk_long_prompts=True" in text
     # the verdict table judges the same FasterTransformer / vLLM the simulations run: not the ones that
     # never schedule a prompt longer than b_max (that variant is only quoted, marked "for comparison only")
-    notes = verdicts.split("At load 0.8:")[1].split("For comparison only")[0]
+    notes = verdicts.split("At the operating point (load")[1].split("For comparison only")[0]
     assert "never schedules them" not in notes and "chunk_long_prompts=False" not in notes
 
 
@@ -44,7 +44,7 @@ def test_every_section_states_the_reference_capacity(report):
     assert f"load {report['load']:.3f}" in _section(report, "Reference")  # the offered load vs capacity
     # the latency section's loads are fractions of that same lambda*, and it names its KV-limited capacity
     lat = _section(report, "Latency")
-    found = re.findall(r"\*\*Load ([0-9.]+)\*\* of the reference lambda\* \(([0-9.]+) req/s\)", lat)
+    found = re.findall(r"\*\*Load ([0-9.]+)\*\* of the reference lambda\* \(([0-9.]+) req/s;", lat)
     assert len(found) >= 2 and "KV-cache limit" in lat
     for ld, rate in found:
         assert float(rate) == pytest.approx(float(ld) * report["lam"], abs=1e-3)

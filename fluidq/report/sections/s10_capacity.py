@@ -1,4 +1,4 @@
-"""Capacity of the deployment and the workload's operating point."""
+"""Capacity of one engine (Theorem 2), the engines the workload needs and the per-engine operating point."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,22 +15,30 @@ def render(ctx):
     rho = ref.offered_load
     f1 = plot_batch_time(e.batch_time, b_max=e.b_max, path=ctx.figure("batch_time"))
     f2 = plot_capacity_vs_bmax(e, w, path=ctx.figure("capacity_vs_bmax"))
-    over = ("" if rho <= 1 else f" One engine cannot serve it: it needs at least {int(np.ceil(rho - 1e-9))} such "
-            "engines (`fluidq network`); the sections below therefore also look at loads just below and above "
-            "one engine's capacity.")
+    from ...results import round_numbers
+    from ..reference import TARGET_UTILISATION, fmt4
+
+    n = ref.n_engines
+    least = int(np.ceil(rho - 1e-9))
+    over = (f" {'One engine cannot serve it: at least ' + str(least) + ' engines are needed for stability' if rho > 1 else 'One engine is stable at it'}"
+            f"; at most load {TARGET_UTILISATION:g} per engine (headroom for bursts) it needs **{n}**, each then at "
+            f"load {fmt4(ref.engine_load)} ({fmt4(ref.rate(ref.engine_load))} req/s). The next sections judge one "
+            "of these engines at that load.")
     md = f"""
 | quantity | value |
 |---|---|
 | batch-time model | `{e.batch_time.describe()}` |
 | token budget `b_max` | {e.b_max} |
 | batch-size limit `k_max` | {e.k_max if e.k_max else "none"} |
-| capacity | {cap.tokens_per_s:,.1f} tokens/s at batches of {cap.batch_tokens} tokens |
-| workload | {w.name}: `m_p` = {w.mean_prompt_tokens:.1f}, `m_d` = {w.mean_output_tokens:.1f} tokens |
-| maximum request rate `lambda*` (the report's reference capacity) | {cap.requests_per_s:.3f} req/s |
-| offered rate | {w.arrival_rate_per_s:.3f} req/s = load {rho:.3f} of `lambda*` |
+| capacity | {fmt4(cap.tokens_per_s)} tokens/s at batches of {cap.batch_tokens} tokens |
+| workload | {w.name}: `m_p` = {fmt4(w.mean_prompt_tokens)}, `m_d` = {fmt4(w.mean_output_tokens)} tokens |
+| maximum request rate `lambda*` (the report's reference capacity) | {fmt4(cap.requests_per_s)} req/s |
+| offered rate | {fmt4(w.arrival_rate_per_s)} req/s = load {fmt4(rho)} of `lambda*` |
+| engines needed (at most load {TARGET_UTILISATION:g} each) | {n} |
+| load per engine (the operating point) | {fmt4(ref.engine_load)} |
 
-{cap.reason}.
+{round_numbers(cap.reason)}.
 
-Load {rho:.3f} of `lambda*`.{over}
+Load {fmt4(rho)} of `lambda*`.{over}
 """
-    return Section("Capacity", md, [f1, f2], {**cap.to_dict(), "reference": ref.to_dict()})
+    return Section("Capacity and engines needed", md, [f1, f2], {**cap.to_dict(), "reference": ref.to_dict()})

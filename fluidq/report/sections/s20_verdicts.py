@@ -1,40 +1,58 @@
-"""Verdict per scheduler at a few loads (fractions of the report's reference capacity)."""
+"""Verdict per scheduler at the report's operating point and a few loads around it (fractions of ``lambda*``)."""
 from __future__ import annotations
 
 from ...stability import check_stability
 from .. import Section
 
-LOADS = (0.5, 0.8, 0.95, 1.0, 1.1)
+LOADS = (0.5, 0.95, 1.0)  # besides the report's operating point and its load above capacity
+
+
+def loads_of(ref) -> tuple:
+    """The loads judged: :data:`LOADS`, the operating point and the load with one engine fewer, sorted."""
+    return tuple(sorted({round(x, 12) for x in (*LOADS, ref.low, ref.high)}))
 
 
 def render(ctx):
     from ...plotting import plot_verdicts
+    from ...results import round_numbers
+    from ..reference import fmt4
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
+    LOADS = loads_of(ref)
     grid = {name: [check_stability(e, w.with_rate(ref.rate(x)), pol) for x in LOADS]
             for name, pol in ref.policies.items()}
     ctx.results["verdicts"] = grid
-    head = "| scheduler | " + " | ".join(f"load {x:g}" for x in LOADS) + " |"
+    i08 = LOADS.index(round(ref.low, 12))
+    head = "| scheduler | " + " | ".join((f"**load {fmt4(x)}** (operating point)" if x == LOADS[i08] else f"load {fmt4(x)}")
+                                  for x in LOADS) + " |"
     sep = "|---" * (len(LOADS) + 1) + "|"
     rows = [f"| {p} | " + " | ".join(r.status.value for r in rs) + " |" for p, rs in grid.items()]
-    i08 = LOADS.index(0.8)
-    notes = [f"- **{p}**: {rs[i08].reason}" for p, rs in grid.items()]
+    notes = [f"- **{p}**: {round_numbers(rs[i08].reason)}" for p, rs in grid.items()]
     # the paper's literal FasterTransformer / vLLM, for comparison only (the table above is not this)
     literal = []
     if ref.long_prompt_fraction:
         for name, pol in ref.policies.items():
             if pol.chunk_long_prompts:
-                r = check_stability(e, w.with_rate(ref.rate(0.8)), pol.with_(chunk_long_prompts=False))
+                r = check_stability(e, w.with_rate(ref.rate(ref.low)), pol.with_(chunk_long_prompts=False))
                 literal.append((name, r.status.value))
-    intro = (f"Loads are fractions of the reference capacity `lambda* = {ref.requests_per_s:.3f} req/s`; the "
-             f"workload's own rate is load {ref.offered_load:.3f}. {ref.policy_short} `unknown` means the theory "
-             "gives no verdict for that scheduler below capacity: the simulation section shows what it does.")
-    md = [intro, "", head, sep, *rows, "", "At load 0.8:", "", *notes]
+    stable = [p for p, rs in grid.items() if rs[i08].status.value == "stable"]
+    high = LOADS.index(round(ref.high, 12))
+    above = ("with one engine fewer" if ref.high_is_fewer else "above capacity")
+    intro = (f"With {ref.n_engines} engine(s) (the capacity section) each engine runs at load {fmt4(ref.low)} of "
+             f"`lambda* = {fmt4(ref.requests_per_s)} req/s`, the workload's {fmt4(ref.offered_load)} split "
+             f"{ref.n_engines} ways. This section asks the theory which schedulers are stable there, and around it. "
+             f"{ref.policy_short} `unknown` means the theory gives no verdict for that scheduler below capacity: "
+             "the simulation section that follows shows what it does.")
+    summary = (f"At the operating point, **{', '.join(stable) or 'no scheduler'}** "
+               f"{'is' if len(stable) == 1 else 'are'} proven stable; at load {fmt4(ref.high)} ({above}) "
+               + ("every scheduler is unstable" if all(rs[high].status.value == "unstable" for rs in grid.values())
+                  else "not every scheduler is unstable") + ".")
+    md = [intro, "", head, sep, *rows, "", summary, "", f"At the operating point (load {fmt4(ref.low)}):", "", *notes]
     if literal:
         why = (" -- a prompt longer than `b_max` is never scheduled, so it waits forever at any rate"
                if all(v == "unstable" for _, v in literal) else "")
         md += ["", ("For comparison only, the paper's literal schedulers that never split a prompt "
-                    f"(`chunk_long_prompts=False`) at load 0.8: {', '.join(f'`{n}` {v}' for n, v in literal)}"
+                    f"(`chunk_long_prompts=False`) at load {fmt4(ref.low)}: {', '.join(f'`{n}` {v}' for n, v in literal)}"
                     f"{why}.")]
     fig = plot_verdicts(grid, LOADS, reference_rate_per_s=ref.requests_per_s,
                         title="FasterTransformer and vLLM with chunk_long_prompts=True", path=ctx.figure("verdicts"))

@@ -22,26 +22,29 @@ def render(ctx):
     from ...sim import simulate
     from ...workload import Poisson, Workload
     from ...results import fmt_value, is_defined
-    from ..reference import HIGH, LOW, OWN_LOAD_SHOWN_MAX, fmt_num
+    from ..reference import OWN_LOAD_SHOWN_MAX, fmt4
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
     cap = ref.capacity
     load = ref.offered_load
     horizon = 60.0 if ctx.quick else 240.0
-    # one load below and one above capacity, whatever the workload offers; its own rate too, unless it
-    # coincides with one of them (its trajectory is drawn only when it is not far beyond capacity)
-    cases = [(f"rescaled to {LOW:g} of capacity", ref.rate(LOW), LOW, True),
-             (f"rescaled to {HIGH:g} of capacity", ref.rate(HIGH), HIGH, True)]
-    if min(abs(load - LOW), abs(load - HIGH)) > 0.02:
+    # the operating point (one of the deployment's engines) and the load above capacity (one engine fewer);
+    # the workload's own rate too when one engine serves it all and it coincides with neither
+    LOW, HIGH = ref.low, ref.high
+    above = "one engine fewer" if ref.high_is_fewer else "above capacity"
+    cases = [(f"operating point: one of {ref.n_engines} engine(s), load {fmt4(LOW)}", ref.rate(LOW), LOW, True),
+             (f"{above}: load {fmt4(HIGH)}", ref.rate(HIGH), HIGH, True)]
+    if ref.n_engines == 1 and min(abs(load - LOW), abs(load - HIGH)) > 0.02:
         cases.append(("report workload", w.arrival_rate_per_s, load, load <= OWN_LOAD_SHOWN_MAX))
     pols = [ref.policies[n] for n in POLICIES]
     figs, parts, data = [], [], {}
     is_trace = w.trace is not None
     far = load > OWN_LOAD_SHOWN_MAX
-    parts.append(f"Iteration-level simulation (`fluidq.simulate`, FCFS, {horizon:g} s simulated, seed {SEED}) of "
-                 f"each scheduler on the same arrivals, at load {LOW:g} (below capacity) and {HIGH:g} (above) of "
-                 f"the reference `lambda* = {ref.requests_per_s:.3f} req/s`"
-                 + (f", and at the workload's own rate (load {load:.2f})" if cases[-1][0] == "report workload" else "")
+    parts.append(f"The verdicts above are theorems (or their absence); this section checks them by iteration-level "
+                 f"simulation (`fluidq.simulate`, FCFS, {horizon:g} s simulated, seed {SEED}) of "
+                 f"each scheduler on the same arrivals, at the operating point load {fmt4(LOW)} and at load "
+                 f"{fmt4(HIGH)} ({above}) of the reference `lambda* = {fmt4(ref.requests_per_s)} req/s`"
+                 + (f", and at the workload's own rate (load {fmt4(load)})" if cases[-1][0] == "report workload" else "")
                  + ("; the workload's own rate is far beyond one engine's capacity, so that case is a table only "
                     "(every backlog grows)" if far else "")
                  + f". {ref.policy_short} Latencies are over the requests that finished (\u2013: no request "
@@ -55,12 +58,12 @@ def render(ctx):
         parts += ["", "**Arrivals.** The workload is a trace, but these runs do *not* replay its arrival times: "
                   "a replay starts at the trace's beginning, and the first "
                   f"{horizon:g} s of this one are not representative of its mean rate ("
-                  + "; ".join(f"{label}: a replay would offer {r['arrivals']} arrivals = {r['requests_per_s']:.3g} "
-                              f"req/s, effective load {r['effective_load']:.2f} instead of {ld:.2f}"
+                  + "; ".join(f"{label}: a replay would offer {r['arrivals']} arrivals = {fmt4(r['requests_per_s'])} "
+                              f"req/s, effective load {fmt4(r['effective_load'])} instead of {fmt4(ld)}"
                               for (label, _, ld, _), r in zip(cases, rep.values()))
                   + "). Each view therefore draws **Poisson arrivals at the stated rate** with prompt and output "
                   "lengths drawn independently from the trace's empirical distributions "
-                  f"(m_p = {w.mean_prompt_tokens:.1f}, m_d = {w.mean_output_tokens:.1f} tokens), so the stated "
+                  f"(m_p = {fmt4(w.mean_prompt_tokens)}, m_d = {fmt4(w.mean_output_tokens)} tokens), so the stated "
                   "load is the load offered. `fluidq simulate --trace ...` replays the trace itself and prints the "
                   "replayed window's effective load."]
         data["replay_windows"] = rep
@@ -79,12 +82,12 @@ def render(ctx):
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
         kind = "Poisson arrivals, trace lengths" if is_trace else type(wl.arrival).__name__
         if drawn:
-            title = f"load {ld:.2f} of lambda* = {ref.requests_per_s:.3g} req/s ({rate:.3g} req/s)"
+            title = f"load {fmt4(ld)} of lambda* = {fmt4(ref.requests_per_s)} req/s ({fmt4(rate)} req/s)"
             figs.append(plot_trajectories(runs, key="requests", logy=big > 20 * small, title=title,
                                           path=ctx.figure(f"sim_trajectories_{i}")))
-        head = (f"**{label}** (load {ld:.2f}, {rate:.3g} req/s, {kind}; the simulated window held "
-                f"{off['arrivals']} arrivals = {fmt_value(off['requests_per_s'], '.3g')} req/s, effective load "
-                f"{fmt_value(eff, '.2f')}):")
+        head = (f"**{label}** ({fmt4(rate)} req/s, {kind}; the simulated window held "
+                f"{off['arrivals']} arrivals = {fmt4(off['requests_per_s'])} req/s, effective load "
+                f"{fmt4(eff)}):")
         parts += ["", head, "",
                   ("| scheduler | finished | in system at end | token slope [tok/s] | TTFT p50 [s] | TTFT p99 [s] "
                    "| TTLT p50 [s] | TTLT p99 [s] | mixed batches |"), "|---|---|---|---|---|---|---|---|---|"]
@@ -93,9 +96,9 @@ def render(ctx):
             s = r.summary()
             rows[name] = s
             parts.append(f"| {name} | {s['finished']} | {s['final_requests_in_system']} | "
-                         f"{fmt_value(s['token_backlog_slope_per_s'], ',.0f')} | {fmt_num(s['ttft_s_p50'])} | {fmt_num(s['ttft_s_p99'])} | "
-                         f"{fmt_num(s['ttlt_s_p50'])} | {fmt_num(s['ttlt_s_p99'])} | "
-                         f"{fmt_num(s['mixed_batch_fraction'])} |")
+                         f"{fmt4(s['token_backlog_slope_per_s'])} | {fmt4(s['ttft_s_p50'])} | {fmt4(s['ttft_s_p99'])} | "
+                         f"{fmt4(s['ttlt_s_p50'])} | {fmt4(s['ttlt_s_p99'])} | "
+                         f"{fmt4(s['mixed_batch_fraction'])} |")
         data[label] = rows
         pred = max(0.0, wl.token_rate_per_s - (cap.work_conserving_tokens_per_s or cap.tokens_per_s))
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
@@ -103,11 +106,11 @@ def render(ctx):
                                                  "theorem2_slope_tokens_per_s": pred}
         if is_defined(eff) and (eff - 1) * (ld - 1) < 0:
             longer = " (the full report simulates 240 s)" if ctx.quick else ""
-            parts += ["", (f"*Note:* the simulated window's effective load {eff:.2f} lies on the other side of "
-                           f"capacity than the stated load {ld:.2f} (sampling noise of a {horizon:g} s window of "
+            parts += ["", (f"*Note:* the simulated window's effective load {fmt4(eff)} lies on the other side of "
+                           f"capacity than the stated load {fmt4(ld)} (sampling noise of a {horizon:g} s window of "
                            f"random lengths); the trend at the stated load needs a longer horizon{longer}.")]
-        parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {fmt_value(pred, ',.0f')} tokens/s at the "
-                       f"stated rate (Theorem 2); {fmt_value(fluid, ',.0f')} tokens/s for the arrivals actually simulated (the fluid "
+        parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {fmt4(pred)} tokens/s at the "
+                       f"stated rate (Theorem 2); {fmt4(fluid)} tokens/s for the arrivals actually simulated (the fluid "
                        "path they drive, fitted over the same second half of the run as the table's slope). A flat "
                        "trajectory is bounded within the horizon; `fluidq simulate --replications` gives the slope "
                        "with a confidence interval and a verdict.")]

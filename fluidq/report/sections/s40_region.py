@@ -11,7 +11,8 @@ def render(ctx):
     from ...plotting.region import plot_region
     from ...region import policy_region, region_mix, stability_region
     from ...results import fmt_value
-    from ..reference import HIGH, LOW
+    from ...results import round_numbers
+    from ..reference import fmt4
 
     def inv(x, spec):  # a load relative to a region: 1 / scale, '–' where the scale is 0 or undefined
         try:
@@ -20,8 +21,10 @@ def render(ctx):
             return fmt_value(None)
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
-    lam, mp, md = w.arrival_rate_per_s, w.mean_prompt_tokens, w.mean_output_tokens
+    # the operating point is one engine of the deployment: the workload's rate split n_engines ways
+    lam, mp, md = ref.rate(ref.low), w.mean_prompt_tokens, w.mean_output_tokens
     point = (lam * mp, lam * md)
+    whole = (w.arrival_rate_per_s * mp, w.arrival_rate_per_s * md)
     shown = e if e.k_max is not None else e.with_(k_max=ILLUSTRATIVE_K_MAX)
     # a context-aware batch time is evaluated at the workload's mean decode context, as max_throughput does
     # (so the region's corner and the report's reference capacity agree)
@@ -41,8 +44,8 @@ def render(ctx):
 
         sr = simulated_region(shown, "sarathi", n_rays=5, horizon_s=150.0, rng=0)
         simulated[f"sarathi-{shown.b_max}"] = sr
-    marks = {f"load {x:g} of lambda*": (ref.rate(x) * mp, ref.rate(x) * md, m)
-             for x, m in ((LOW, "o"), (HIGH, "X"))}
+    above = "one engine fewer" if ref.high_is_fewer else "above capacity"
+    marks = {f"load {fmt4(ref.high)} ({above})": (ref.rate(ref.high) * mp, ref.rate(ref.high) * md, "X")}
     fig = plot_region(region, point=point, others=others, simulated=simulated or None, points=marks,
                       path=ctx.figure("stability_region"),
                       title=f"stability region, k_max={shown.k_max}" +
@@ -51,33 +54,36 @@ def render(ctx):
     lam_star = region.max_request_rate(mp, md)
     lam_plain = plain_region.max_request_rate(mp, md)
     mix = region_mix(region, point)
-    rows = "\n".join(f"| {i} | {v[0]:,.1f} | {v[1]:,.1f} | ({sh[0]}, {sh[1]}) | {t * 1e3:.2f} |"
+    rows = "\n".join(f"| {i} | {fmt4(v[0])} | {fmt4(v[1])} | ({sh[0]}, {sh[1]}) | {fmt4(t * 1e3)} |"
                      for i, (v, sh, t) in enumerate(zip(region.vertices, region.shapes, region.batch_seconds)))
-    mix_rows = "\n".join(f"| ({sh[0]}, {sh[1]}) | {f:.3f} | {bf:.3f} |"
+    mix_rows = "\n".join(f"| ({sh[0]}, {sh[1]}) | {fmt4(f)} | {fmt4(bf)} |"
                          for sh, f, bf in zip(mix.shapes, mix.time_fractions, mix.batch_fractions))
     binds = lam_star < lam_plain * (1 - 1e-9)
     pol_lines = "\n".join(f"- **{lab}**: the operating point is {'inside' if o.scale_of(point) >= 1 else 'outside'} "
-                          f"its backlog region (load {inv(o.scale_of(point), '.3f')} relative to it)"
+                          f"its backlog region (load {inv(o.scale_of(point), '.4g')} relative to it)"
                           for lab, o in others.items() if lab != "no k_max (Theorem 2)")
     if simulated:
         for lab, sr in simulated.items():
-            fr = ", ".join(f"({mp}, {md}): {inv(sc, '.2f')}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
+            fr = ", ".join(f"({mp}, {md}): {inv(sc, '.4g')}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
             pol_lines += (f"\n- **{lab}, simulated** (deterministic arrivals, threshold bracketed by bisection) -- "
                           f"threshold as a fraction of the region's boundary per request shape (m_p, m_d): {fr}")
     no_limit = ("" if e.k_max is not None else
                 "The engine has no batch-size limit, so its own region is the triangle `x + y <= "
-                f"{plain_region.capacity_tokens_per_s:,.1f}` tokens/s of Theorem 2; the filled region shows what "
+                f"{fmt4(plain_region.capacity_tokens_per_s)}` tokens/s of Theorem 2; the filled region shows what "
                 f"`k_max = {ILLUSTRATIVE_K_MAX}` (a common `max_num_seqs`) would cost.")
     mix_head = ("Time-sharing of batch shapes that serves the operating point" if mix.feasible else
                 "The operating point is outside the region; the time-sharing that serves the most of it "
-                f"(x{fmt_value(mix.scale, '.3f')}) along its direction")
+                f"(x{fmt4(mix.scale)}) along its direction")
+    point_where = "inside" if s >= 1 else "outside"
     md_text = f"""
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
 admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
 *reconstructed*: `x + y <= b_max`, `y + n_p <= k_max` with `n_p >= 1` prefilling requests).
-{no_limit} The star is the workload's own operating point; the circle and the cross mark loads {LOW:g}
-and {HIGH:g} of the reference `lambda* = {ref.requests_per_s:.3f} req/s` along the same mix.
+{no_limit} The star is the report's operating point, one of the {ref.n_engines} engine(s) of the deployment at load
+{fmt4(ref.low)} of the reference `lambda* = {fmt4(ref.requests_per_s)} req/s` ({point_where} the region, as the
+verdicts said); the cross marks load {fmt4(ref.high)} ({above}) along the same mix, outside it. The workload on a
+single engine would sit at ({fmt4(whole[0])}, {fmt4(whole[1])}) tokens/s, load {fmt4(ref.offered_load)}.
 
 | vertex | prefill tokens/s | decode tokens/s | batch shape (prefill, decode) | t (ms) |
 |---|---|---|---|---|
@@ -85,12 +91,12 @@ and {HIGH:g} of the reference `lambda* = {ref.requests_per_s:.3f} req/s` along t
 
 | quantity | value |
 |---|---|
-| operating point `(lambda m_p, lambda m_d)` | ({point[0]:,.1f}, {point[1]:,.1f}) tokens/s |
-| load relative to the region along the workload's mix | {inv(s, '.3f')} (of the region's `lambda*` below; the reference `lambda* = {ref.requests_per_s:.3f} req/s` gives {ref.offered_load:.3f}) |
-| largest request rate in the region `lambda*` | {lam_star:.3f} req/s (without `k_max`: {lam_plain:.3f}) |
+| operating point `(lambda m_p, lambda m_d)`, one engine | ({fmt4(point[0])}, {fmt4(point[1])}) tokens/s |
+| load relative to the region along the workload's mix | {inv(s, '.4g')} (of the region's `lambda*` below; the reference `lambda* = {fmt4(ref.requests_per_s)} req/s` gives {fmt4(ref.low)}) |
+| largest request rate in the region `lambda*` | {fmt4(lam_star)} req/s (without `k_max`: {fmt4(lam_plain)}) |
 | does `k_max = {shown.k_max}` bind for this mix? | {"yes" if binds else "no"} |
 
-{mix_head} ({mix.reason}):
+{mix_head} ({round_numbers(mix.reason)}):
 
 | batch shape (prefill, decode) | share of time | share of batches |
 |---|---|---|
@@ -108,7 +114,8 @@ batches to `b_max`.
 """
     data = {"simulated": {k: v.to_dict() for k, v in simulated.items()}, "k_max": shown.k_max,
             "illustrative_k_max": e.k_max is None, "vertices": region.to_dict()["vertices_tokens_per_s"],
-            "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s,
+            "shapes": region.shapes.tolist(), "operating_point": list(point), "load": 1 / s, "inside": bool(s >= 1),
+            "marks": {k: list(v[:2]) for k, v in marks.items()},
             "max_request_rate_per_s": lam_star, "k_max_binds": binds, "mix": mix.to_dict(),
             "reference": ref.to_dict()}
     ctx.results["region"] = region
