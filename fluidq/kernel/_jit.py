@@ -14,16 +14,16 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["COMPILED", "jit", "warn_if_uncompiled"]
+__all__ = ["COMPILED", "configure_cache", "jit", "warn_if_uncompiled"]
 
 
-def _user_cache_dir() -> Path:
+def _user_cache_dir(environ) -> Path:
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = Path(environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "fluidq" / "numba"
 
 
@@ -37,13 +37,29 @@ def _cache_writable() -> bool:
     return os.access(cache, os.W_OK)
 
 
-if "NUMBA_CACHE_DIR" not in os.environ and not _cache_writable():  # a read-only install
-    os.environ["NUMBA_CACHE_DIR"] = str(_user_cache_dir())
+def configure_cache(environ=os.environ, writable=None) -> str | None:
+    """Point ``NUMBA_CACHE_DIR`` at the user's cache folder when the install folder is read-only.
+
+    Leaves a ``NUMBA_CACHE_DIR`` the user set alone; returns the folder set, or None.
+    """
+    if "NUMBA_CACHE_DIR" in environ:
+        return None
+    if writable is None:
+        writable = _cache_writable()
+    if writable:
+        return None
+    environ["NUMBA_CACHE_DIR"] = str(_user_cache_dir(environ))
+    return environ["NUMBA_CACHE_DIR"]
+
+
+_CACHE_DIR = configure_cache()  # before numba is imported: it reads the variable once
 
 try:
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised by a test that hides numba
     _numba = None
+if _numba is not None and _CACHE_DIR and not _numba.config.CACHE_DIR:  # numba was imported before us
+    _numba.config.CACHE_DIR = _CACHE_DIR
 
 #: Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set).
 COMPILED = _numba is not None and not _numba.config.DISABLE_JIT
