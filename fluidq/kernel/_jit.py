@@ -14,7 +14,7 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["COMPILED", "configure_cache", "jit", "warn_if_uncompiled"]
+__all__ = ["compiled", "configure_cache", "jit", "warn_if_uncompiled"]
 
 
 def _user_cache_dir(environ) -> Path:
@@ -54,29 +54,42 @@ def configure_cache(environ=os.environ, writable=None) -> str | None:
 
 _CACHE_DIR = configure_cache()  # before numba is imported: it reads the variable once
 
-try:
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised by a test that hides numba
-    _numba = None
-if _numba is not None and _CACHE_DIR and not _numba.config.CACHE_DIR:  # numba was imported before us
-    _numba.config.CACHE_DIR = _CACHE_DIR
-
-#: Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set).
-COMPILED = _numba is not None and not _numba.config.DISABLE_JIT
+_numba = False  # not looked for yet; then the module, or None where it is missing
 _warned = False
+
+
+def _load_numba():
+    """numba, imported on first use (it costs ~0.15 CPU-s, which `fluidq --help` should not pay), or None."""
+    global _numba
+    if _numba is False:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - exercised by a test that hides numba
+            numba = None
+        if numba is not None and _CACHE_DIR and not numba.config.CACHE_DIR:  # numba was imported before us
+            numba.config.CACHE_DIR = _CACHE_DIR
+        _numba = numba
+    return _numba
+
+
+def compiled() -> bool:
+    """Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set)."""
+    nb = _load_numba()
+    return nb is not None and not nb.config.DISABLE_JIT
 
 
 def jit(fn):
     """``numba.njit(cache=True)(fn)``, or ``fn`` itself without numba."""
-    if _numba is None:
+    nb = _load_numba()
+    if nb is None:
         return fn
-    return _numba.njit(cache=True, nogil=True)(fn)
+    return nb.njit(cache=True, nogil=True)(fn)
 
 
 def warn_if_uncompiled() -> None:
     """Warn once per process that the kernel runs as plain Python because numba is missing."""
     global _warned
-    if _numba is None and not _warned:
+    if _load_numba() is None and not _warned:
         _warned = True
         warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 10-100x "
                       "slower; `pip install numba` to compile it)", RuntimeWarning, stacklevel=3)

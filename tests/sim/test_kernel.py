@@ -59,8 +59,8 @@ def _python_env(**extra):
 
 
 def test_compiled_and_uncompiled_kernel_agree(tmp_path):
-    from fluidq.kernel import COMPILED
-    if not COMPILED:
+    from fluidq.kernel import compiled
+    if not compiled():
         pytest.skip("numba is not installed (or NUMBA_DISABLE_JIT is set): nothing compiled to compare")
     out = tmp_path / "py.npz"
     p = subprocess.run([sys.executable, str(HERE), str(out)], env=_python_env(NUMBA_DISABLE_JIT="1"),
@@ -80,8 +80,8 @@ def test_without_numba_the_same_kernel_runs_as_python_with_a_warning(tmp_path):
     # a meta-path entry of None makes `import numba` raise ImportError, as on a platform without a wheel
     code = ("import sys, warnings; sys.modules['numba'] = None\n"
             "import numpy as np, fluidq\n"
-            "from fluidq.kernel import COMPILED\n"
-            "assert not COMPILED\n"
+            "from fluidq.kernel import compiled\n"
+            "assert not compiled()\n"
             "e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01, a=0.02, b0=16), b_max=64)\n"
             "w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=6.0), prompt_tokens=30, output_tokens=20)\n"
             "with warnings.catch_warnings(record=True) as ws:\n"
@@ -114,7 +114,7 @@ def test_read_only_install_caches_under_the_user_cache_folder(tmp_path):
     # in a fresh process whose install folder is unwritable, numba is pointed at the user's folder
     code = ("import os; real = os.access\n"
             "os.access = lambda p, m, *a, **k: False if 'kernel' in str(p) else real(p, m, *a, **k)\n"
-            "import fluidq.kernel._jit as j, numba\n"
+            "import fluidq.kernel._jit as j, numba; j.compiled()\n"
             "print(os.environ['NUMBA_CACHE_DIR'], numba.config.CACHE_DIR)\n")
     env = _python_env(XDG_CACHE_HOME=str(tmp_path))
     env.pop("NUMBA_CACHE_DIR", None)
@@ -172,8 +172,8 @@ def test_progress_is_reported_without_changing_the_run():
 
 
 if __name__ == "__main__":  # the subprocess of test_compiled_and_uncompiled_kernel_agree
-    from fluidq.kernel import COMPILED
+    from fluidq.kernel import compiled
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         np.savez(sys.argv[1], **_arrays())
-    print(f"compiled={COMPILED}")
+    print(f"compiled={compiled()}")
