@@ -5,11 +5,12 @@ the kernel knows only arrays and numbers, and :mod:`fluidq.sim` calls it.
 
 * :mod:`fluidq.kernel.fcfs` -- the FCFS event-skipping kernel of the built-in schedulers;
 * :mod:`fluidq.kernel.run` -- its driver, :func:`run_fcfs`;
-* :mod:`fluidq.kernel._jit` -- numba's ``njit(cache=True)`` or the Python stand-in.
+* :mod:`fluidq.kernel._jit` -- numba's ``njit(cache=True)`` or the Python stand-in (numba is imported
+  on the first simulation, not with fluidq).
 """
 from __future__ import annotations
 
-from ._jit import COMPILED
+from ._jit import compiled
 from .run import ensure_compiled, run_fcfs
 
-__all__ = ["COMPILED", "ensure_compiled", "run_fcfs"]
+__all__ = ["compiled", "ensure_compiled", "run_fcfs"]

@@ -14,16 +14,16 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["COMPILED", "jit", "warn_if_uncompiled"]
+__all__ = ["compiled", "configure_cache", "jit", "warn_if_uncompiled"]
 
 
-def _user_cache_dir() -> Path:
+def _user_cache_dir(environ) -> Path:
     if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        base = Path(environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     elif sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        base = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return base / "fluidq" / "numba"
 
 
@@ -37,30 +37,59 @@ def _cache_writable() -> bool:
     return os.access(cache, os.W_OK)
 
 
-if "NUMBA_CACHE_DIR" not in os.environ and not _cache_writable():  # a read-only install
-    os.environ["NUMBA_CACHE_DIR"] = str(_user_cache_dir())
+def configure_cache(environ=os.environ, writable=None) -> str | None:
+    """Point ``NUMBA_CACHE_DIR`` at the user's cache folder when the install folder is read-only.
 
-try:
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised by a test that hides numba
-    _numba = None
+    Leaves a ``NUMBA_CACHE_DIR`` the user set alone; returns the folder set, or None.
+    """
+    if "NUMBA_CACHE_DIR" in environ:
+        return None
+    if writable is None:
+        writable = _cache_writable()
+    if writable:
+        return None
+    environ["NUMBA_CACHE_DIR"] = str(_user_cache_dir(environ))
+    return environ["NUMBA_CACHE_DIR"]
 
-#: Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set).
-COMPILED = _numba is not None and not _numba.config.DISABLE_JIT
+
+_CACHE_DIR = configure_cache()  # before numba is imported: it reads the variable once
+
+_numba = False  # not looked for yet; then the module, or None where it is missing
 _warned = False
+
+
+def _load_numba():
+    """numba, imported on first use (it costs ~0.15 CPU-s, which `fluidq --help` should not pay), or None."""
+    global _numba
+    if _numba is False:
+        try:
+            import numba
+        except ImportError:  # pragma: no cover - exercised by a test that hides numba
+            numba = None
+        if numba is not None and _CACHE_DIR and not numba.config.CACHE_DIR:  # numba was imported before us
+            numba.config.CACHE_DIR = _CACHE_DIR
+        _numba = numba
+    return _numba
+
+
+def compiled() -> bool:
+    """Whether the kernels run as machine code (numba present and ``NUMBA_DISABLE_JIT`` not set)."""
+    nb = _load_numba()
+    return nb is not None and not nb.config.DISABLE_JIT
 
 
 def jit(fn):
     """``numba.njit(cache=True)(fn)``, or ``fn`` itself without numba."""
-    if _numba is None:
+    nb = _load_numba()
+    if nb is None:
         return fn
-    return _numba.njit(cache=True, nogil=True)(fn)
+    return nb.njit(cache=True, nogil=True)(fn)
 
 
 def warn_if_uncompiled() -> None:
     """Warn once per process that the kernel runs as plain Python because numba is missing."""
     global _warned
-    if _numba is None and not _warned:
+    if _load_numba() is None and not _warned:
         _warned = True
         warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 10-100x "
                       "slower; `pip install numba` to compile it)", RuntimeWarning, stacklevel=3)

@@ -16,8 +16,7 @@ import threading
 
 import numpy as np
 
-from . import fcfs
-from ._jit import COMPILED, warn_if_uncompiled
+from ._jit import compiled, warn_if_uncompiled
 
 __all__ = ["NOTE_AFTER_S", "ensure_compiled", "run_fcfs"]
 
@@ -37,7 +36,7 @@ def ensure_compiled() -> None:
     if _ready:
         return
     _ready = True
-    if not COMPILED:
+    if not compiled():
         warn_if_uncompiled()
         return
     timer = threading.Timer(NOTE_AFTER_S, _note)
@@ -82,6 +81,8 @@ def _tau_array(tau_b, b_max):
 
 def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
          progress):
+    from . import fcfs  # decorating it imports numba: not at `import fluidq`
+
     n = arr.size
     i64, f64 = np.int64, np.float64
     tau, lazy = _tau_array(tau_b, b_max)

@@ -1,0 +1,151 @@
+"""The compiled FCFS kernel against the same kernel run as Python and the previous Python ``run_fast``.
+
+Run:  /work/venv/bin/python benchmarks/bench_kernel.py [--quick] [--old COMMIT]
+
+On the Theorem-2 workload (deterministic 100-token prompts and outputs, Poisson arrivals, b_max = 512,
+paper batch time t_b = 11.28 + 35.47 ceil(b/128) ms) at 0.9 and 1.2 lambda*, for Sarathi and Orca,
+it measures simulated requests per CPU-second of the kernel alone, on the same arrivals:
+
+* ``compiled``   fluidq.kernel.run_fcfs with numba (warm: compiled before timing);
+* ``python``     the same function with NUMBA_DISABLE_JIT=1 (a child process; fewer requests);
+* ``old``        the list-and-heapq ``run_fast`` of commit ``--old`` (default: the last commit before the
+                 kernel), read with ``git show`` and run in this process;
+
+and the one-off costs in fresh child processes: compiling into an empty cache (cold), and loading the
+cached machine code (warm start).  Ratios are printed side by side; nothing is asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+C, A, B0 = 0.01128, 0.03547, 128
+LAM_STAR = (512 / (C + A * 4)) / 200.0  # requests/s for (100, 100), b_max = 512
+OLD = "7efe6c8255a8b304f18435fbf0220e72d0a161a5"
+RULES = {"sarathi": {"mixed": True, "chunked": True, "chunk_long": False, "prefill_first": False},
+         "orca": {"mixed": True, "chunked": True, "chunk_long": False, "prefill_first": True}}
+
+
+def _inputs(load: float, n: int):
+    from fluidq import Engine, Poisson, Staircase, Workload
+    from fluidq.sim.core import _tau_table
+    e = Engine(batch_time=Staircase(c=C, a=A, b0=B0), b_max=512)
+    w = Workload(arrival=Poisson(rate_per_s=load * LAM_STAR), prompt_tokens=100, output_tokens=100)
+    arr, P, D = w.sample(np.random.default_rng(1), n=n)
+    tau, ks = _tau_table(e)
+    return np.asarray(arr, float), np.asarray(P, np.int64), np.asarray(D, np.int64), tau, ks
+
+
+def _kw(policy, tau, ks):
+    return {"b_max": 512, "k_cap": 1 << 62, **RULES[policy], "tau_b": tau, "ks": ks, "horizon": float("inf"),
+            "record": False}
+
+
+def _time(fn, reps=1):
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t0)
+    return best, out
+
+
+def measure_new(n: int, reps: int) -> dict:
+    """requests per CPU-second of fluidq.kernel.run_fcfs in this process, per (policy, load)."""
+    from fluidq.kernel import compiled, ensure_compiled, run_fcfs
+    ensure_compiled()
+    res = {"compiled": compiled()}
+    for policy in RULES:
+        for load in (0.9, 1.2):
+            arr, P, D, tau, ks = _inputs(load, n)
+            s, out = _time(lambda: run_fcfs(arr, P, D, **_kw(policy, tau, ks)), reps)
+            res[f"{policy}@{load}"] = {"rps": n / s, "iterations": out["iterations"],
+                                       "finished": int(np.isfinite(out["finish_s"]).sum())}
+    return res
+
+
+def measure_old(commit: str, n: int, reps: int) -> dict:
+    src = subprocess.run(["git", "show", f"{commit}:fluidq/sim/_fast.py"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    mod = types.ModuleType("old_fast")
+    exec(compile(src, f"{commit[:7]}:fluidq/sim/_fast.py", "exec"), mod.__dict__)
+    res = {}
+    for policy in RULES:
+        for load in (0.9, 1.2):
+            arr, P, D, tau, ks = _inputs(load, n)
+            a, p, d = arr.tolist(), P.tolist(), D.tolist()
+            s, out = _time(lambda: mod.run_fast(a, p, d, **_kw(policy, tau, ks)), reps)
+            res[f"{policy}@{load}"] = {"rps": n / s, "iterations": out["iterations"],
+                                       "finished": int(np.isfinite(np.asarray(out["finish_s"])).sum())}
+    return res
+
+
+def child(args, env=None) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    p = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=3600)
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def cold_child() -> dict:
+    t0 = time.process_time()
+    import fluidq.kernel as k  # noqa: F401
+    t1 = time.process_time()
+    k.ensure_compiled()
+    return {"import_s": t1 - t0, "compile_s": time.process_time() - t1}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer requests")
+    ap.add_argument("--old", default=OLD, help="commit whose fluidq/sim/_fast.py is the previous kernel")
+    ap.add_argument("--child", choices=["new", "cold"], help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child == "new":
+        print(json.dumps(measure_new(a.n, 1)))
+        return
+    if a.child == "cold":
+        print(json.dumps(cold_child()))
+        return
+    n_fast, n_old, n_py = (50_000, 20_000, 5_000) if a.quick else (200_000, 100_000, 20_000)
+    with tempfile.TemporaryDirectory() as cache:
+        cold = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
+        warm = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
+    new = measure_new(n_fast, 3)
+    old = measure_old(a.old, n_old, 2)
+    py = child(["--child", "new", "--n", str(n_py)], {"NUMBA_DISABLE_JIT": "1"})
+    assert new["compiled"] and not py["compiled"]
+    print(f"# fluidq.kernel benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
+          f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
+    print(f"# requests per CPU-second (kernel only); compiled n={n_fast:,}, old run_fast n={n_old:,}, "
+          f"uncompiled n={n_py:,}; old = {a.old[:7]}")
+    print(f"{'run':<14}{'compiled':>12}{'old py':>12}{'uncompiled':>12}{'comp/old':>10}{'comp/unc':>10}"
+          f"{'old/unc':>9}{'vs sarathi':>11}")
+    for key in new:
+        if key == "compiled":
+            continue
+        c, o, u = new[key]["rps"], old[key]["rps"], py[key]["rps"]
+        pol, load = key.split("@")
+        rel = new[f"sarathi@{load}"]["rps"] / c
+        print(f"{key:<14}{c:>12.3g}{o:>12.3g}{u:>12.3g}{c / o:>10.1f}{c / u:>10.1f}{o / u:>9.2f}{rel:>10.2f}x")
+    print(f"# one-off, fresh processes: import fluidq.kernel {cold['import_s']:.2f} CPU-s; compile into an empty "
+          f"cache {cold['compile_s']:.2f} CPU-s; load from the cache {warm['compile_s']:.2f} CPU-s")
+    print("# 'vs sarathi': the compiled kernel's cost per request relative to Sarathi's at the same load")
+
+
+if __name__ == "__main__":
+    main()
