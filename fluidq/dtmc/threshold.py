@@ -39,7 +39,7 @@ Methods
     tolerance.  Geometric lengths use the count chain; small finite supports (``Fixed``,
     ``Empirical``) the exact finite-support chain (:mod:`fluidq.dtmc.finite`: Sarathi,
     vLLM-chunked, FasterTransformer, and vanilla vLLM with ``max_decode`` lowered to ``b_max``;
-    not Orca).  A heavy but stable chain near ``lambda*`` leaks through
+    Orca with ``Fixed`` prompts through the ordered chain of :mod:`fluidq.dtmc.ordered`).  A heavy but stable chain near ``lambda*`` leaks through
     any finite cap and reads as unstable, so the estimate is biased low: ``lower_per_s`` is a rate
     judged stable, ``upper_per_s`` Theorem 2's bound; prefer ``renewal`` where it applies.
 ``simulation``
@@ -558,9 +558,11 @@ def _dtmc_caps(engine, workload, pol, max_prefill, max_decode, max_states=500_00
     except FluidqError as exc:
         raise ThresholdUnavailable(f"the engine chain does not cover these lengths: {exc}") from exc
     if pol.priority == "prefill" and pol.mixed and not geo:
-        raise ThresholdUnavailable(f"{pol.name} (prefill first, mixed batches) with finite-support outputs: a partial "
-                                   "prefill leaves decode slots for only the oldest decoders, an order the count "
-                                   "chain does not record")
+        if vp is None:
+            raise ThresholdUnavailable(f"{pol.name} (prefill first, mixed batches) with finite-support outputs and "
+                                       "random prompts: a partial prefill leaves decode slots for only the oldest "
+                                       "decoders, and the ordered chain (fluidq.dtmc.ordered) needs Fixed prompts")
+        return max_prefill, None  # the ordered chain (build_dtmc dispatches it) picks its decode cap
     if not geo:
         max_decode = min(max_decode, b)  # decode priority: n_d <= b is invariant; vLLM: the order limit
     J = int(psup[0].max()) + 1 if psup is not None else (vp if (vp is not None and pol.chunked and vp > 1) else 1)
@@ -609,21 +611,28 @@ def _dtmc_work_conserving(engine, workload, pol, name, wc_rate, wc_tok, details,
     rate = None
     for frac in (0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.02, 0.01):
         npf, nd, _rho = fluid_means(engine, workload.with_rate(frac * wc_rate), b)
-        if all(n + 3.0 * math.sqrt(n + 1.0) + 2.0 <= cap for n, cap in ((npf, max_prefill), (nd, max_decode))):
+        if all(n + 3.0 * math.sqrt(n + 1.0) + 2.0 <= cap for n, cap in ((npf, max_prefill),
+                                                                         (nd, b if max_decode is None else max_decode))):
             rate = frac * wc_rate
             break
     if rate is None:
         rate = 0.01 * wc_rate
     steps, lower = [], 0.0
     for _ in range(max_solves):
-        r = build_dtmc(engine, workload.with_rate(rate), pol, max_prefill=max_prefill, max_decode=max_decode,
-                       tolerance=tolerance).solve()
+        try:
+            ch = build_dtmc(engine, workload.with_rate(rate), pol, max_prefill=max_prefill, max_decode=max_decode,
+                            tolerance=tolerance)
+        except FluidqError as exc:
+            raise ThresholdUnavailable(f"the engine chain cannot be built for these lengths: {exc}") from exc
+        max_decode = ch.caps["max_decode"]
+        r = ch.solve()
         steps.append((rate, r.status.value, r.lost_mass))
         if r.status.value == "stable":
             lower = rate
             break
         rate *= 0.5
-    details["chain"] = "finite_support" if _uses_finite_builder(workload) else "memoryless"
+    details["chain"] = ("ordered" if "seq" in ch.space.names else
+                        "finite_support" if _uses_finite_builder(workload) else "memoryless")
     details["caps"] = {"max_prefill": max_prefill, "max_decode": max_decode}
     details["bisection"] = steps
     details["confirmed_stable_per_s"] = lower

@@ -219,3 +219,13 @@ def test_reversed_rybko_stolyar_at_1_2_agrees_with_simulation():
     mean, half = runs.mean(axis=0), stats.t.ppf(0.995, 7) * runs.std(axis=0, ddof=1) / np.sqrt(8)
     for i, name in enumerate(("x1", "x2", "x3", "x4")):
         assert abs(r.means[name] - mean[i]) <= half[i], (name, r.means[name], mean[i], half[i])
+
+
+def test_ilu_is_judged_by_the_stationary_residual_and_the_cli_offers_it(capsys):
+    from fluidq.testing.cli import run_cli
+
+    r = rybko_stolyar(1.2, priority="entry", cap=6).solve("ilu")
+    assert r.method == "ilu" and r.residual < 1e-12, r.reason
+    rc, out, err = run_cli(["dtmc", "--rate", "1", "--max-prefill", "4", "--max-decode", "20", "--solver", "ilu",
+                            "--b-max", "16"], capsys)
+    assert rc == 0 and "(ilu)" in out, (out, err)

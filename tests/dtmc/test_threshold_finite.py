@@ -41,9 +41,16 @@ def test_auto_uses_the_finite_chain_where_renewal_does_not_apply(tiny_engine):
     assert r.lower_per_s > 0
 
 
-def test_orca_and_large_finite_chains_are_refused_with_a_reason(tiny_engine):
-    with pytest.raises(ThresholdUnavailable, match="oldest"):
-        fluidq.stability_threshold(tiny_engine, wl(2, E(values=(1, 2))), "orca", "dtmc")
+def test_orca_uses_the_ordered_chain_and_large_finite_chains_are_refused(tiny_engine):
+    r = fluidq.stability_threshold(tiny_engine, wl(2, E(values=(1, 2))), "orca", "dtmc")
+    assert r.details["chain"] == "ordered" and r.details["caps"]["max_decode"] <= tiny_engine.b_max
+    assert 0 < r.lower_per_s < r.arrival_rate_per_s == r.work_conserving_rate_per_s
+    # the confirmed rate really is stable for the ordered chain at its caps
+    ch = fluidq.build_dtmc(tiny_engine, wl(2, E(values=(1, 2))).with_rate(r.lower_per_s), "orca",
+                           max_prefill=r.details["caps"]["max_prefill"], max_decode=r.details["caps"]["max_decode"])
+    assert ch.solve().status.value == "stable"
+    with pytest.raises(ThresholdUnavailable, match="oldest"):  # random prompts: no ordered chain
+        fluidq.stability_threshold(tiny_engine, wl(E(values=(1, 3)), E(values=(1, 2))), "orca", "dtmc")
     big = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
     with pytest.raises(ThresholdUnavailable, match="states"):
         fluidq.stability_threshold(big, wl(2, E(values=(1, 5, 9))), "sarathi", "dtmc")

@@ -70,7 +70,9 @@ def register(sub):
                    help=f"refuse larger chains (default {DEFAULT_MAX_STATES:,}; chains that would not fit in the "
                    "memory available are refused too)")
     p.add_argument("--tolerance", type=float, default=1e-6, help="boundary mass above which the result is inaccurate")
-    p.add_argument("--solver", default="auto", choices=["auto", "direct", "gmres", "power"])
+    p.add_argument("--solver", default="auto", choices=["auto", "direct", "arnoldi", "gmres", "ilu", "power"],
+                   help="stationary solver (default auto; ilu: GMRES preconditioned by an incomplete LU, for "
+                   "nearly decomposable chains; the answer names the solver used and its residual)")
     p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field "
                    "to PATH (format from the extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
