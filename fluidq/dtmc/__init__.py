@@ -10,7 +10,8 @@ counts.  Modules:
 ``ordered``    Orca with finite-support outputs: the decoders' remaining tokens as an ordered
                tuple (FCFS gives a short decode budget to the oldest), reachable tuples only;
                ``build_dtmc`` dispatches Orca with Fixed prompts to it
-``solve``      stationary distribution: reduced sparse solve, GMRES / power fallback
+``solve``      stationary distribution: reduced sparse solve, Arnoldi, power, ILU-preconditioned or
+               Jacobi GMRES; chains of 100,000+ states keep P as two factors (``build.FactoredP``)
 ``result``     :class:`StationaryResult` (means, tails, throughput, boundary mass, status)
 ``drift``      numerical one-step drift of tokens / requests per state
 ``symbolic``   sympy drift and the Foster-Lyapunov certificate of Theorem 2
@@ -19,7 +20,8 @@ counts.  Modules:
 ``rules``      the batch rule as functions of the counts, shared by both builders
 ``threshold``  :func:`stability_threshold` for any scheduler (renewal, DTMC, simulation)
 ``vllm_queue`` vanilla vLLM's waiting-prompt chain with random prompt lengths (its renewal threshold)
-``networks``   two parallel engines (random / JSQ), DAG, fork-join, Rybko-Stolyar
+``networks``   two parallel engines (random / JSQ, memoryless hops), LLM engines behind a random
+               router (exact: the product of engine chains), DAG, fork-join, Rybko-Stolyar
 """
 from __future__ import annotations
 

@@ -124,8 +124,10 @@ class EngineChain:
 
     Attributes
     ----------
-    P : scipy.sparse.csr_matrix
-        One-step transition probabilities between batch boundaries.
+    P : scipy.sparse.csr_matrix or FactoredP
+        One-step transition probabilities between batch boundaries (chains of
+        :data:`FACTORED_MIN_STATES` states and more from :func:`build_dtmc` keep its two factors; they
+        multiply like the matrix, and ``P.tocsr()`` forms it).
     space : StateSpace
         Coordinates ``n_p``, ``n_d``, ``j`` of every state.
     sojourn_s : ndarray

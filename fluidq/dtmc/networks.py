@@ -20,6 +20,10 @@ Models
     saturated rate is the engine's capacity ``b_max / t(b_max)`` tokens/s, which is what decides
     stability (Li, Dai, Peng, arXiv:2504.07347, Prop. 3: JSQ is stable below the sum); the
     small-``n`` rates are a simplification of prefill (documented, not the paper's).
+:func:`random_routing_engines`
+    LLM engines (prefill/decode batches, the engine chain of :func:`fluidq.build_dtmc`) behind a
+    random router: exact, since independent routing splits Poisson arrivals into independent
+    Poisson streams; the product of the engines' chains.
 :func:`dag_network`
     Two or three engines in a DAG: external Poisson arrivals enter at the engines given, a
     request finishing its hop at engine ``i`` moves to engine ``j`` with probability ``r[i][j]``
@@ -58,9 +62,11 @@ from .state import StateSpace
 __all__ = [
     "NetworkChain",
     "NetworkResult",
+    "RoutedEnginesResult",
     "dag_network",
     "fork_join",
     "parallel_engines",
+    "random_routing_engines",
     "rybko_stolyar",
     "rybko_stolyar_symbolic",
     "virtual_station_work",
@@ -266,6 +272,69 @@ def parallel_engines(engines, workload, router: str = "jsq", *, probabilities=No
     return _ctmc(f"{K} engines, {router}", names, [cap] * K, events,
                  {"router": router, "arrival_rate_per_s": lam, "mean_tokens": m, "capacities_tokens_per_s": caps_tok,
                   "unstable_reason": unstable}, t0)
+
+
+@dataclass(frozen=True, eq=False)
+class RoutedEnginesResult:
+    """LLM engines behind a random router, each solved by its own engine chain.
+
+    ``results[j]`` is engine ``j``'s :class:`~fluidq.dtmc.StationaryResult` at its share
+    ``rates_per_s[j]`` of the arrivals; ``status`` is the worst of theirs; ``mean_requests`` the sum of
+    their time-average requests (``None`` unless every engine is stable).
+    """
+
+    results: tuple
+    rates_per_s: tuple
+    probabilities: tuple
+    status: Status
+    mean_requests: float | None
+
+    def to_dict(self):
+        return plain({"status": self.status, "mean_requests": self.mean_requests, "rates_per_s": self.rates_per_s,
+                      "probabilities": self.probabilities, "engines": [r.to_dict() for r in self.results]})
+
+
+def random_routing_engines(engines, workload, policy="sarathi", *, probabilities=None,
+                           **build_kw) -> RoutedEnginesResult:
+    """LLM engines (prefill/decode batches) behind a random router: exact, engine by engine.
+
+    A router that sends each request to engine ``j`` with probability ``q_j``, independently, thins
+    the Poisson arrivals into independent Poisson streams of rates ``q_j lambda``, and the engines
+    share nothing else: the network's stationary law is the product of the engines' own embedded
+    chains (:func:`fluidq.build_dtmc`, with its batch rule, lengths and truncation; ``build_kw`` go to
+    it).  Join-the-shortest-queue couples the engines through the routing and their unsynchronised
+    batch boundaries, which no finite chain of counts embeds exactly; see :func:`parallel_engines` for
+    the memoryless-hop approximation.
+
+    Parameters
+    ----------
+    engines : Engine or sequence of Engine
+        An Engine is used twice.
+    workload : Workload
+        Poisson arrivals and the lengths :func:`fluidq.build_dtmc` accepts.
+    policy : str or Scheduler
+        Every engine's scheduler.
+    probabilities : sequence of float, optional
+        Routing probabilities (default uniform).
+    """
+    from . import build_dtmc
+
+    if isinstance(engines, Engine):
+        engines = [engines, engines]
+    engines = list(engines)
+    if len(engines) < 2 or not all(isinstance(e, Engine) for e in engines):
+        raise ParameterError("engines", engines, "two or more fluidq.Engine objects")
+    K = len(engines)
+    q = np.full(K, 1.0 / K) if probabilities is None else np.asarray(probabilities, float)
+    if q.shape != (K,) or np.any(~np.isfinite(q)) or np.any(q <= 0) or abs(q.sum() - 1) > 1e-9:
+        raise ParameterError("probabilities", probabilities, f"{K} positive numbers summing to 1")
+    lam = workload.arrival_rate_per_s
+    results = tuple(build_dtmc(e, workload.with_rate(float(qj * lam)), policy, **build_kw).solve()
+                    for e, qj in zip(engines, q))
+    order = [Status.STABLE, Status.INACCURATE, Status.UNSTABLE]
+    status = max((r.status for r in results), key=lambda st: order.index(st) if st in order else len(order))
+    total = sum(r.mean_requests for r in results) if all(r.status == Status.STABLE for r in results) else None
+    return RoutedEnginesResult(results, tuple(float(qj * lam) for qj in q), tuple(float(x) for x in q), status, total)
 
 
 def _service_rates(e, cap, m):

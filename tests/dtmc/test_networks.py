@@ -229,3 +229,32 @@ def test_ilu_is_judged_by_the_stationary_residual_and_the_cli_offers_it(capsys):
     rc, out, err = run_cli(["dtmc", "--rate", "1", "--max-prefill", "4", "--max-decode", "20", "--solver", "ilu",
                             "--b-max", "16"], capsys)
     assert rc == 0 and "(ilu)" in out, (out, err)
+
+
+@pytest.mark.parametrize("policy,prompt,probs", [("sarathi", G(mean_tokens=6), (0.7, 0.3)),
+                                                 ("vllm", 4, (0.5, 0.5))])
+def test_llm_engines_behind_a_random_router_agree_with_simulate_network(policy, prompt, probs):
+    # independent routing splits Poisson arrivals into independent Poisson streams: the product of
+    # the engines' own chains is exact for fluidq.simulate_network's random router
+    from scipy import stats
+
+    from fluidq.dtmc.networks import random_routing_engines
+    from fluidq.network import Hop, Network, RequestClass, Router, Station
+    from fluidq.network.sim import replicate_network
+
+    e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=8), b_max=16)
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=6.0), prompt_tokens=prompt, output_tokens=G(mean_tokens=8))
+    r = random_routing_engines([e, e], w, policy, probabilities=probs, max_prefill=40, max_decode=80)
+    assert r.status == Status.STABLE and r.rates_per_s == pytest.approx((6.0 * probs[0], 6.0 * probs[1]))
+    net = Network(stations=[Station(name="E1", engine=e, policy=policy), Station(name="E2", engine=e, policy=policy)],
+                  routers=[Router(name="R", engines=("E1", "E2"), policy="random", probabilities=probs)],
+                  classes=[RequestClass(name="A", rate_per_s=6.0,
+                                        route=[Hop(engine="R", prompt_tokens=prompt, output_tokens=G(mean_tokens=8))])])
+    runs = replicate_network(net, horizon_s=1500.0, replications=8, rng=20261203)
+    for j, st in enumerate(("E1", "E2")):
+        v = np.array([np.mean(x.station_requests[st][len(x.times_s) // 10:]) for x in runs])
+        half = stats.t.ppf(0.995, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+        assert abs(r.results[j].mean_requests - v.mean()) <= half, (st, r.results[j].mean_requests, v.mean(), half)
+    assert r.mean_requests == pytest.approx(sum(x.mean_requests for x in r.results))
+    with pytest.raises(fluidq.FluidqError, match="probabilities"):
+        random_routing_engines([e, e], w, policy, probabilities=(1.0, 0.0))
