@@ -78,12 +78,17 @@ def compiled() -> bool:
     return nb is not None and not nb.config.DISABLE_JIT
 
 
-def jit(fn):
-    """``numba.njit(cache=True)(fn)``, or ``fn`` itself without numba."""
-    nb = _load_numba()
-    if nb is None:
-        return fn
-    return nb.njit(cache=True, nogil=True)(fn)
+def jit(fn=None, *, python=None):
+    """``numba.njit(cache=True)(fn)``; uncompiled, ``fn`` itself (or ``python``, its stand-in for lists).
+
+    ``python`` serves helpers that allocate (growing a buffer): uncompiled, the kernel runs on Python
+    lists, which plain Python indexes several times faster than numpy arrays.
+    """
+    if fn is None:
+        return lambda f: jit(f, python=python)
+    if not compiled():
+        return python or fn
+    return _load_numba().njit(cache=True, nogil=True)(fn)
 
 
 def warn_if_uncompiled() -> None:
@@ -91,5 +96,5 @@ def warn_if_uncompiled() -> None:
     global _warned
     if _load_numba() is None and not _warned:
         _warned = True
-        warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 10-100x "
+        warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 15x "
                       "slower; `pip install numba` to compile it)", RuntimeWarning, stacklevel=3)

@@ -48,23 +48,33 @@ N_SI = 25
 F_T, F_BUSY, F_NEXT = range(3)
 
 
-@jit
+def _grow_list(a, need):
+    """Uncompiled: ``a`` (a list) extended to at least ``need`` slots, doubling."""
+    n = len(a) * 2 + 16
+    while n < need:
+        n *= 2
+    return a + [a[0] if a else 0] * (n - len(a))
+
+
+@jit(python=_grow_list)
 def _grow_f(a, need):
-    n = a.size * 2 + 16
+    """``a`` copied into a float array of at least ``need`` slots, doubling."""
+    n = len(a) * 2 + 16
     while n < need:
         n *= 2
     b = np.empty(n, np.float64)
-    b[:a.size] = a
+    b[:len(a)] = a
     return b
 
 
-@jit
+@jit(python=_grow_list)
 def _grow_i(a, need):
-    n = a.size * 2 + 16
+    """``a`` copied into an integer array of at least ``need`` slots, doubling."""
+    n = len(a) * 2 + 16
     while n < need:
         n *= 2
     b = np.empty(n, np.int64)
-    b[:a.size] = a
+    b[:len(a)] = a
     return b
 
 
@@ -186,7 +196,7 @@ def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq
 def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr, unk, sq,
          hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
-    n = arr.size
+    n = len(arr)
     b_max = cfg[C_BMAX]
     k_cap = cfg[C_KCAP]
     mixed = cfg[C_MIXED] != 0
@@ -232,7 +242,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
 
     while True:
         if not resume:
-            if bt.size < nb + (n - na) + 2:  # room for every arrival row and this event's row
+            if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
                 need = nb + (n - na) + 2
                 bt = _grow_f(bt, need)
                 bn = _grow_i(bn, need)
@@ -296,7 +306,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
                 f = G + unk[uh]
                 uh += 1
                 sfin[rid] = f
-                if nh == hf.size:
+                if nh == len(hf):
                     hf = _grow_i(hf, nh + 1)
                     hr = _grow_i(hr, nh + 1)
                 nh = _hpush(hf, hr, nh, f, rid)
@@ -341,7 +351,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
         j = 0
         while True:
             if record:
-                if nr == rt.size:
+                if nr == len(rt):
                     rt = _grow_f(rt, nr + 1)
                     rb = _grow_f(rb, nr + 1)
                     rx = _grow_i(rx, nr + 1)

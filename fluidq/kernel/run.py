@@ -98,9 +98,13 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
     bufs = (np.empty(64, i64), np.empty(64, i64), np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64),
             np.empty(2 * n + 64, i64), np.empty(m, f64), np.empty(m, i64), np.empty(m, i64), np.empty(m, i64),
             np.empty(m, f64), np.empty(m, i64), np.empty(m, i64))
+    state = [arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr, unk, sq]
+    if not compiled():  # plain Python indexes lists ~5x faster than numpy arrays (a grown buffer is an array)
+        state = [a.tolist() for a in state]
+        bufs = tuple(b.tolist() for b in bufs)
+        tau, si, sf = state[3], state[6], state[7]
     while True:
-        status, *bufs = fcfs.step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr, unk, sq,
-                                  *bufs)
+        status, *bufs = fcfs.step(*state, *bufs)
         if status == fcfs.STATUS_DONE:
             break
         if status == fcfs.STATUS_PROGRESS:
@@ -112,13 +116,18 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
             tau[b] = float(lazy[b])
     _hf, _hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk = bufs
     nb, nr = int(si[fcfs.I_NB]), int(si[fcfs.I_NR])
+    fs, pdn, ftk, fin = (np.asarray(a, dtype=f64) for a in state[8:12])
+
+    def cut(a, k, dt):
+        return np.array(a[:k], dtype=dt)  # a copy: the buffer's spare room is freed
+
     rec = None
     if record:
-        rec = {"t_s": rt[:nr].copy(), "prefill_tokens": rx[:nr].copy(), "decode_tokens": rs[:nr].copy(),
-               "requests": rq[:nr].copy(), "batch_s": rb[:nr].copy(), "demand": rd[:nr].copy(),
-               "kv_tokens": rk[:nr].copy()}
+        rec = {"t_s": cut(rt, nr, f64), "prefill_tokens": cut(rx, nr, i64), "decode_tokens": cut(rs, nr, i64),
+               "requests": cut(rq, nr, i64), "batch_s": cut(rb, nr, f64), "demand": cut(rd, nr, i64),
+               "kv_tokens": cut(rk, nr, i64)}
     return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
-            "backlog": (bt[:nb].copy(), bn[:nb].copy(), bw[:nb].copy()), "iterations": int(si[fcfs.I_NITER]),
+            "backlog": (cut(bt, nb, f64), cut(bn, nb, i64), cut(bw, nb, i64)), "iterations": int(si[fcfs.I_NITER]),
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
             "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA])}

@@ -171,6 +171,31 @@ def test_progress_is_reported_without_changing_the_run():
     assert [k for _, k in seen] == sorted(k for _, k in seen) and seen[-1][1] <= a.requests["arrival_s"].size
 
 
+def test_a_slow_first_compile_says_so_once_on_stderr(monkeypatch, capsys):
+    import time
+
+    from fluidq.kernel import run as kr
+    if not kr.compiled():
+        pytest.skip("nothing is compiled without numba")
+    real = kr._run
+
+    def slow(*a, **k):
+        time.sleep(0.3)  # stands for numba compiling the kernel
+        return real(*a, **k)
+
+    monkeypatch.setattr(kr, "_run", slow)
+    monkeypatch.setattr(kr, "_ready", False)
+    monkeypatch.setattr(kr, "NOTE_AFTER_S", 10.0)
+    kr.ensure_compiled()
+    assert capsys.readouterr().err == ""  # fast enough: silent
+    monkeypatch.setattr(kr, "_ready", False)
+    monkeypatch.setattr(kr, "NOTE_AFTER_S", 0.05)
+    kr.ensure_compiled()
+    kr.ensure_compiled()  # once per process
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "compiling the simulation kernel" in err
+
+
 if __name__ == "__main__":  # the subprocess of test_compiled_and_uncompiled_kernel_agree
     from fluidq.kernel import compiled
     with warnings.catch_warnings():
