@@ -35,6 +35,7 @@ __all__ = [
     "METRICS",
     "POLICY_KEYS",
     "LatencyComparison",
+    "burst_comparison",
     "compare_orderings",
     "reasoning_workload",
     "standard_policies",
@@ -54,6 +55,14 @@ METRICS = {
     "finished_fraction": ("finished fraction of arrivals", ""),
     "throughput_tokens_per_s": ("throughput", "tokens/s"),
     "backlog_slope_tokens_per_s": ("token backlog slope", "tokens/s"),
+    "latency_per_token_p99_s": ("P99 latency per token", "s/token"),
+    "slo_attainment_per_token": ("fraction meeting the per-token SLO", ""),
+    "slo_attainment_ttlt": ("fraction meeting the TTLT SLO", ""),
+    "slo_per_token_90_s": ("tightest per-token SLO met by 90%", "s/token"),
+    "slo_per_token_99_s": ("tightest per-token SLO met by 99%", "s/token"),
+    "slo_ttlt_90_s": ("tightest TTLT SLO met by 90%", "s"),
+    "slo_ttlt_99_s": ("tightest TTLT SLO met by 99%", "s"),
+    "makespan_s": ("time to serve every request", "s"),
 }
 
 POLICY_KEYS = ("fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard", "uniboost-ada",
@@ -172,16 +181,30 @@ def _tci(x, confidence=0.95):
         return math.nan, math.nan
     if x.size == 1:
         return float(x[0]), math.nan
+    if np.isinf(x).any():  # e.g. a tightest SLO no run met: the mean is infinite, the interval undefined
+        return float(x.mean()), math.nan
     h = stats.t.ppf(0.5 + confidence / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
     return float(x.mean()), float(h)
 
 
-def _run_metrics(res, warmup_s: float) -> dict:
+def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
+                 slo_ttlt_s: float | None = None) -> dict:
+    from .slo import slo_attainment, tightest_slo
+
     m = res.metrics
     keep = res.requests["arrival_s"] >= warmup_s
     pre = res.requests["preemptions"][keep]
     fin = np.isfinite(res.requests["finish_s"][keep])
-    return {"latency_per_token_mean_s": m["latency_per_token_s"]["mean"],
+    lat = res.latencies()
+    lpt, ttlt = lat["latency_per_token_s"][keep], lat["ttlt_s"][keep]
+    fs = res.requests["finish_s"]
+    slo = {"latency_per_token_p99_s": m["latency_per_token_s"]["p99"],
+           "slo_attainment_per_token": slo_attainment(lpt, slo_per_token_s) if slo_per_token_s else math.nan,
+           "slo_attainment_ttlt": slo_attainment(ttlt, slo_ttlt_s) if slo_ttlt_s else math.nan,
+           "slo_per_token_90_s": tightest_slo(lpt, 0.9), "slo_per_token_99_s": tightest_slo(lpt, 0.99),
+           "slo_ttlt_90_s": tightest_slo(ttlt, 0.9), "slo_ttlt_99_s": tightest_slo(ttlt, 0.99),
+           "makespan_s": float(np.nanmax(fs)) if fin.size and fin.all() else math.nan}
+    return {**slo, "latency_per_token_mean_s": m["latency_per_token_s"]["mean"],
             "latency_per_token_p90_s": m["latency_per_token_s"]["p90"],
             "ttlt_mean_s": m["ttlt_s"]["mean"], "ttlt_p90_s": m["ttlt_s"]["p90"], "ttlt_p99_s": m["ttlt_s"]["p99"],
             "ttft_mean_s": m["ttft_s"]["mean"], "ttft_p99_s": m["ttft_s"]["p99"],
@@ -238,7 +261,9 @@ class LatencyComparison:
         from ..results import fmt_value, is_defined
 
         i = range(len(self.loads))[load_index]
-        lines = [f"load {self.loads[i]:g} ({self.rates_per_s[i]:.4g} req/s)", ""] if heading else []
+        title = (f"burst of {self.inputs['burst']:,} requests at t = 0, drained" if self.inputs.get("burst")
+                 else f"load {self.loads[i]:g} ({self.rates_per_s[i]:.4g} req/s)")
+        lines = [title, ""] if heading else []
         head = "| policy | " + " | ".join(METRICS[m][0] + (f" [{METRICS[m][1]}]" if METRICS[m][1] else "")
                                          for m in metrics) + " |"
         rows = [head, "|" + "---|" * (len(metrics) + 1)]
@@ -354,10 +379,29 @@ def _check_comparison_size(engine, workload, horizon_s, load, n_replications, pe
     return size
 
 
+def _simulate_one(engine, reqs, pol, g, horizon_s, preemption, swap_s_per_token, warm):
+    """One run of ``pol`` on the columns ``reqs`` (stateful orderings are reset first)."""
+    from ..sim import simulate
+
+    for o in (getattr(pol, "order", None), getattr(getattr(pol, "order", None), "base", None)):
+        if hasattr(o, "reset"):
+            o.reset()
+    n = None if horizon_s is not None else len(reqs["arrival_s"])  # no horizon: run until all have finished
+    return simulate(engine, reqs, pol, horizon_s=horizon_s, n_requests=n, rng=g, preemption=preemption,
+                    swap_s_per_token=swap_s_per_token, warmup_s=warm)
+
+
+def _slos(slo_per_token_s, slo_ttlt_s):
+    a = None if slo_per_token_s is None else real("slo_per_token_s", slo_per_token_s, positive=True)
+    b = None if slo_ttlt_s is None else real("slo_ttlt_s", slo_ttlt_s, positive=True)
+    return a, b
+
+
 def compare_orderings(engine: Engine, workload: Workload, policies=None, *, loads=(0.5, 0.7, 0.9),
                       horizon_s: float = 300.0, n_replications: int = 2, warmup_frac: float = 0.1, rng=None,
                       preemption: str = "recompute", swap_s_per_token: float | None = None, tau: float = 0.6,
-                      confidence: float = 0.95, progress=None) -> LatencyComparison:
+                      confidence: float = 0.95, progress=None, slo_per_token_s: float | None = None,
+                      slo_ttlt_s: float | None = None) -> LatencyComparison:
     """Simulate each policy at each load on common random requests and compare latencies.
 
     Parameters
@@ -381,6 +425,9 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     preemption, swap_s_per_token : see :func:`fluidq.simulate`.
     tau : float
         Kendall tau of PARS's stand-in predictor when ``policies`` are keys.
+    slo_per_token_s, slo_ttlt_s : float, optional
+        SLOs whose attainment is reported (``slo_attainment_*``; NaN when not given).  The tightest
+        SLOs met by 90 % and 99 % of the requests are reported either way (see :mod:`.slo`).
 
     Returns
     -------
@@ -408,6 +455,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     if warmup_frac >= 1:
         raise ParameterError("warmup_frac", warmup_frac, "a fraction in [0, 1)")
     tau = _tau("tau", tau)
+    slo_per_token_s, slo_ttlt_s = _slos(slo_per_token_s, slo_ttlt_s)
     if policies is None or (not isinstance(policies, dict)):
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
@@ -430,21 +478,83 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                 continue
             reqs = {"arrival_s": a, "prompt_tokens": p, "output_tokens": d}
             for name in names:
-                pol = policies[name]
-                for o in (getattr(pol, "order", None), getattr(getattr(pol, "order", None), "base", None)):
-                    if hasattr(o, "reset"):
-                        o.reset()
-                res = simulate(engine, reqs, pol, horizon_s=horizon_s, rng=g, preemption=preemption,
-                               swap_s_per_token=swap_s_per_token, warmup_s=warm)
-                for m, v in _run_metrics(res, warm).items():
+                res = _simulate_one(engine, reqs, policies[name], g, horizon_s, preemption, swap_s_per_token, warm)
+                for m, v in _run_metrics(res, warm, slo_per_token_s, slo_ttlt_s).items():
                     runs[name][m][i].append(v)
                 if progress is not None:
                     progress(name, loads[i], j)
     values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
               "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
+              "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
               "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)
+
+
+def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_requests: int = 2000,
+                     n_replications: int = 5, rng=None, preemption: str = "recompute",
+                     swap_s_per_token: float | None = None, tau: float = 0.6, confidence: float = 0.95,
+                     slo_per_token_s: float | None = None, slo_ttlt_s: float | None = None,
+                     progress=None) -> LatencyComparison:
+    """The PARS paper's burst experiment: ``n_requests`` arrive at once on an empty engine, then drain.
+
+    Every policy serves the same ``n_requests`` lengths (drawn from ``workload``, or rows of its
+    trace from a random offset) all arriving at ``t = 0``; each run continues until every request
+    has finished (no horizon), so nothing is left out of the statistics and ``makespan_s`` is the
+    drain time.  Returns a :class:`LatencyComparison` with one "load" (``loads == (nan,)``; the
+    burst size is ``inputs["burst"]``) and ``n_replications`` seeded samples of the lengths.
+    """
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    from ..sim.core import MAX_ARRIVALS, MAX_TOTAL_ARRIVALS
+
+    n_requests = integer("n_requests", n_requests, minimum=1, maximum=MAX_ARRIVALS)
+    n_replications = integer("n_replications", n_replications, minimum=1)
+    tau = _tau("tau", tau)
+    slo_per_token_s, slo_ttlt_s = _slos(slo_per_token_s, slo_ttlt_s)
+    if policies is None or (not isinstance(policies, dict)):
+        policies = standard_policies(engine, workload, keys=policies, tau=tau)
+    names = tuple(policies)
+    if n_requests * n_replications * len(names) > MAX_TOTAL_ARRIVALS:
+        raise ParameterError("n_replications", n_replications, f"at most {MAX_TOTAL_ARRIVALS:,} arrivals over all runs",
+                             f"{n_replications} x {len(names)} policies x {n_requests:,} requests")
+    if not (rng is None or isinstance(rng, np.random.SeedSequence)):
+        rng = integer("rng", rng, minimum=0)
+    ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
+    seeds = ss.spawn(n_replications)
+    runs = {p: {m: [[]] for m in METRICS} for p in names}
+    t0 = time.perf_counter()
+    tr = workload.trace
+    for j in range(n_replications):
+        g = np.random.default_rng(seeds[j])
+        if tr is None:
+            p = np.asarray(workload.prompt_tokens.sample(g, n_requests)).astype(np.int64)
+            d = np.asarray(workload.output_tokens.sample(g, n_requests)).astype(np.int64)
+        else:
+            n = len(tr.prompt_tokens)
+            idx = (int(g.integers(0, n)) + np.arange(n_requests)) % n
+            p, d = np.asarray(tr.prompt_tokens)[idx], np.asarray(tr.output_tokens)[idx]
+        reqs = {"arrival_s": np.zeros(n_requests), "prompt_tokens": p, "output_tokens": d}
+        for name in names:
+            res = _simulate_one(engine, reqs, policies[name], g, None, preemption, swap_s_per_token, 0.0)
+            for m, v in _run_metrics(res, 0.0, slo_per_token_s, slo_ttlt_s).items():
+                runs[name][m][0].append(v)
+            if progress is not None:
+                progress(name, n_requests, j)
+    values = {p: {m: [_tci(runs[p][m][0], confidence)] for m in METRICS} for p in names}
+    from ..capacity import full_batch_rate
+
+    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
+                          else engine, workload)[0]
+    inputs = {"engine": engine.to_dict(), "workload": workload.name, "burst": n_requests, "preemption": preemption,
+              "capacity_tokens_per_s": tok, "capacity_requests_per_s": tok / workload.mean_tokens,
+              "tau": tau, "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
+              "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
+              "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
+    return LatencyComparison(policies=names, loads=(math.nan,), rates_per_s=(math.nan,), values=values,
                              n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)

@@ -8,12 +8,14 @@ loss; a scheduler serves lower scores first.
 ``features``   :class:`HashedNgrams`, the default backbone (numpy/scipy only, no download)
 ``encoder``    optional transformer-encoder backbone (extra ``[encoder]``; imports torch)
 ``ranker``     :class:`LengthRanker` (fit, score, save/load as ``.npz``)
+``baselines``  :func:`fit_baseline` (pointwise / bucket / listwise losses), :func:`tau_over_splits`
 ``evaluate``   :func:`kendall_tau`, :func:`evaluate_ranker`, :func:`cross_model`
 ``data``       :func:`load_lengths` (AlpacaEval, GSM8K tables)
 ``synthetic``  :func:`scores_with_tau`: scores of a chosen quality for traces without text
 
 The default path never imports torch.
 """
+from .baselines import BASELINES, fit_baseline, tau_over_splits
 from .data import BUILTIN_LENGTHS, LengthDataset, load_lengths
 from .evaluate import CrossModelResult, RankingEvaluation, cross_model, evaluate_ranker, kendall_tau
 from .features import HashedNgrams
@@ -24,4 +26,4 @@ from .synthetic import NoisyOracle, noise_for_tau, scores_with_tau, sigma_for_ta
 __all__ = ["make_pairs", "pair_kept", "PairSet", "margin_ranking_loss", "HashedNgrams", "LengthRanker",
            "kendall_tau", "evaluate_ranker", "RankingEvaluation", "cross_model", "CrossModelResult",
            "load_lengths", "LengthDataset", "BUILTIN_LENGTHS", "scores_with_tau", "noise_for_tau", "NoisyOracle",
-           "sigma_for_tau"]
+           "sigma_for_tau", "BASELINES", "fit_baseline", "tau_over_splits"]

@@ -15,6 +15,10 @@ from ..common import (
 #: default, intervals such as P99 83.98 ± 2.6e+02) and 1.24 s with 5; the default run takes some 35 s
 DEFAULT_REPLICATIONS = 5
 
+#: the default per-token SLO is this many full-batch iteration times t(b_max) (fluidq's choice: a request
+#: meets it when it is served at least 1/SLO_FACTOR as fast as a request decoding one token per full batch)
+SLO_FACTOR = 5.0
+
 
 def register(sub):
     p = sub.add_parser("latency", help="latency of scheduling orderings on a workload or trace",
@@ -34,9 +38,17 @@ def register(sub):
     p.add_argument("--orderings", default="fcfs,pars,sjf,srpt,gamma-boost,uniboost",
                    help="comma-separated: fcfs, pars, sjf, srpt, las, gamma-boost, uniboost, uniboost-nomemguard, "
                    "uniboost-ada")
-    p.add_argument("--loads", default="0.5,0.7,0.9", help="comma-separated fractions of capacity, each in (0, 2] "
+    p.add_argument("--burst", type=int, default=None, metavar="N",
+                   help="the PARS burst experiment: N requests arrive at t=0 on an empty engine and every run drains "
+                        "them all (no --loads/--horizon)")
+    p.add_argument("--slo-per-token", type=float, default=None, metavar="S",
+                   help="per-token latency SLO in seconds whose attainment is reported (default: fluidq's choice, "
+                        f"{SLO_FACTOR:g} x the full-batch time t(b_max))")
+    p.add_argument("--slo-ttlt", type=float, default=None, metavar="S",
+                   help="time-to-last-token SLO in seconds whose attainment is reported (default: none)")
+    p.add_argument("--loads", default=None, help="comma-separated fractions of capacity, each in (0, 2] "
                    "(they set the arrival rates, so there is no --rate)")
-    p.add_argument("--horizon", type=float, default=300.0, help="simulated seconds per run")
+    p.add_argument("--horizon", type=float, default=None, help="simulated seconds per run (default 300)")
     p.add_argument("--replications", type=int, default=DEFAULT_REPLICATIONS,
                    help=f"seeded runs per policy and load (>= 1, default {DEFAULT_REPLICATIONS}: with 2 the Student-t "
                         "intervals are some 7 times wider)")
@@ -88,7 +100,20 @@ def run(args):
     for k in keys:
         if k not in POLICY_KEYS:
             raise UnknownNameError("policy key (--orderings)", k, POLICY_KEYS)
-    loads = _floats("--loads", args.loads)
+    if args.burst is not None:
+        from ..._validate import integer
+        from ...sim.core import MAX_ARRIVALS
+
+        integer("--burst", args.burst, minimum=1, maximum=MAX_ARRIVALS)
+        reject_ignored(f"--loads {args.loads}", args.loads is not None, "with --burst (all requests arrive at t=0)")
+        reject_ignored(f"--horizon {args.horizon}", args.horizon is not None,
+                       "with --burst (every run continues until all requests have finished)")
+    for flag, v in (("--slo-per-token", args.slo_per_token), ("--slo-ttlt", args.slo_ttlt)):
+        if v is not None and not (math.isfinite(v) and v > 0):
+            raise ParameterError(flag, v, "a finite number of seconds > 0")
+    if args.horizon is None:
+        args.horizon = 300.0
+    loads = _floats("--loads", args.loads or "0.5,0.7,0.9")
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
     if len(set(loads)) != len(loads):
@@ -159,30 +184,55 @@ def run(args):
 
     from ..._validate import load_rate
 
-    cap_req = _load_rates(engine, workload, loads)[1]
-    rates = tuple(load_rate("--loads", ld, cap_req) for ld in loads)  # each a representable rate
-    _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
-                           len(keys) * len(loads), names={"horizon_s": "--horizon", "n_replications": "--replications"})
+    if args.burst is None:
+        cap_req = _load_rates(engine, workload, loads)[1]
+        rates = tuple(load_rate("--loads", ld, cap_req) for ld in loads)  # each a representable rate
+        _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
+                               len(keys) * len(loads), names={"horizon_s": "--horizon",
+                                                              "n_replications": "--replications"})
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
-    res = compare_orderings(engine, workload, pols, loads=loads, horizon_s=args.horizon,
-                            n_replications=args.replications, rng=args.seed,
-                            preemption=args.preemption or "recompute", swap_s_per_token=swap)
+    slo = args.slo_per_token
+    if slo is None:
+        import numpy as np
+
+        bt = engine.batch_time.base if hasattr(engine.batch_time, "base") else engine.batch_time
+        slo = SLO_FACTOR * float(np.asarray(bt(np.array([float(engine.b_max)])), dtype=float)[0])
+    if args.burst is not None:
+        from ...latency import burst_comparison
+
+        res = burst_comparison(engine, workload, pols, n_requests=args.burst, n_replications=args.replications,
+                               rng=args.seed, preemption=args.preemption or "recompute", swap_s_per_token=swap,
+                               slo_per_token_s=slo, slo_ttlt_s=args.slo_ttlt)
+    else:
+        res = compare_orderings(engine, workload, pols, loads=loads, horizon_s=args.horizon,
+                                n_replications=args.replications, rng=args.seed,
+                                preemption=args.preemption or "recompute", swap_s_per_token=swap,
+                                slo_per_token_s=slo, slo_ttlt_s=args.slo_ttlt)
     metric = args.metric or "latency_per_token_mean_s"
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     if args.plot:
         res.plot(metric=metric, path=args.plot)
     cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request",
-            "finished_fraction")
+            "finished_fraction", "slo_attainment_per_token", "slo_per_token_90_s", "slo_per_token_99_s")
+    if args.slo_ttlt is not None:
+        cols = cols + ("slo_attainment_ttlt",)
+    if args.burst is not None:
+        cols = cols + ("makespan_s",)
     if args.metric is not None and args.metric not in cols:
         cols = cols + (args.metric,)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", kv={engine.kv_capacity_tokens} tokens" if engine.kv_capacity_tokens else ", unlimited KV"),
              f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + repr(workload.prompt_tokens) + ' / ' + repr(workload.output_tokens)}; "
              f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max); loads are fractions of it)",
-             f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
-             f"({res.seconds:.1f} s wall)"]
+             (f"runs      {res.n_replications} replication(s) of a burst of {args.burst:,} requests at t=0, each "
+              f"drained ({res.seconds:.1f} s wall)" if args.burst is not None else
+              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
+              f"({res.seconds:.1f} s wall)"),
+             f"SLO       per token {fmt_value(slo)} s" + ("" if args.slo_per_token is not None else
+                                                        f" (default: {SLO_FACTOR:g} x t(b_max))")
+             + (f", TTLT {fmt_value(args.slo_ttlt)} s" if args.slo_ttlt is not None else "")]
     for i, ld in enumerate(res.loads):
         lines += ["", res.table(i, metrics=cols, horizon_name="--horizon")]
         if args.metric is not None:
