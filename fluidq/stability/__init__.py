@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from .._validate import real
 from ..capacity import max_throughput
 from ..engine import Engine
+from ..network.model import Network
 from ..errors import ParameterError
 from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
@@ -232,7 +233,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     >>> fluidq.check_stability(e, w, "sarathi").status
     <Status.STABLE: 'stable'>
     """
-    if type(engine).__name__ == "Network" and type(engine).__module__ == "fluidq.network.model":
+    if isinstance(engine, Network):
         # a network of engines: loads, fluid model and optional simulation (fluidq.network.stability)
         from ..network.stability import check_network_stability
 
