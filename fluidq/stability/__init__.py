@@ -234,8 +234,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     <Status.STABLE: 'stable'>
     """
     if isinstance(engine, Network):
-        # a network of engines: loads, fluid model and optional simulation (fluidq.network.stability)
-        from ..network.stability import check_network_stability
+        # a network of engines: loads, fluid model and optional simulation (fluidq.stability.network)
+        from .network import check_network_stability
 
         if workload is not None:
             raise ParameterError("workload", workload, "None for a network (its classes carry the arrivals)")
@@ -330,3 +330,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
                            inputs={"engine": given_engine.to_dict(), "workload": workload.to_dict(),
                                    "tolerance": tolerance, "n_engines": n_engines})
+
+
+# the network and fluid verdicts (they register their old paths under fluidq.network / fluidq.fluid)
+from . import fluid, network  # noqa: E402,F401
