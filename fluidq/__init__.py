@@ -46,7 +46,7 @@ _LAZY = {
     "simulated_region": "fluidq.region",
     "RegionAware": "fluidq.policies.region_aware",
     "Network": "fluidq.network",
-    "fluid_stability": "fluidq.fluid",
+    "fluid_stability": "fluidq.stability.fluid",
     "simulate_network": "fluidq.network",
     "validate": "fluidq.validate",
     "sweep": "fluidq.sweep",

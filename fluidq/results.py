@@ -1,4 +1,8 @@
-"""Shared pieces of result objects: statuses, dict conversion and number formatting (internal).
+"""Shared pieces of result objects: statuses, the one threshold result, dict conversion and number
+formatting (internal).
+
+:class:`ThresholdResult` is what every stability threshold returns (closed form, renewal-reward, DTMC
+bisection, simulation bisection): one class, its ``status`` a :class:`Status`.
 
 Two rules hold for every face of fluidq: JSON has no ``NaN``/``Infinity`` (``plain`` turns a
 non-finite float into ``null``), and a human table or message never prints ``nan`` or ``inf``
@@ -9,21 +13,151 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 
 class Status(str, enum.Enum):
-    """Stability verdicts. ``str``-valued: ``Status.STABLE == "stable"``."""
+    """Stability verdicts and threshold-search outcomes. ``str``-valued: ``Status.STABLE == "stable"``.
+
+    A verdict is ``stable``, ``unstable``, ``critical``, ``unknown`` or ``inaccurate``; a threshold
+    (:class:`ThresholdResult`) is ``resolved`` (bracket as narrow as asked), ``inconclusive`` (a verdict
+    inside the bracket could not be reached; the bracket is still valid) or ``unbracketed`` (no bracket
+    found in the search range).
+    """
 
     STABLE = "stable"
     UNSTABLE = "unstable"
     CRITICAL = "critical"
     UNKNOWN = "unknown"
     INACCURATE = "inaccurate"
+    RESOLVED = "resolved"
+    INCONCLUSIVE = "inconclusive"
+    UNBRACKETED = "unbracketed"
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """``lambda*``, the arrival rate where a policy stops being stable, with its method and bracket.
+
+    Every threshold of fluidq returns this class: :func:`fluidq.stability_threshold` (closed form,
+    renewal-reward, DTMC or simulation) and :func:`fluidq.find_threshold` (simulation bisection).
+
+    Attributes
+    ----------
+    arrival_rate_per_s : float
+        The point estimate (requests per second); the engine is stable below it.
+    lower_per_s, upper_per_s : float
+        A bracket that contains the threshold (numerical: bisection tolerance and truncation;
+        simulation: the highest rate judged bounded, 0 when none was, and the lowest judged growing,
+        inf when none was).
+    method : str
+        ``"closed_form"``, ``"renewal"``, ``"dtmc"`` or ``"simulation"``.
+    policy : str
+    work_conserving_rate_per_s : float
+        Theorem 2's ``capacity / (m_p + m_d)`` (arXiv:2504.07347), the threshold of every
+        work-conserving policy, for comparison.
+    reason : str
+    expression : str or None
+        A closed form when one exists.
+    details : dict
+        Method-specific numbers (the renewal curve, chain sizes, ...).
+    status : Status
+        ``RESOLVED``, ``INCONCLUSIVE`` or ``UNBRACKETED`` (see :class:`Status`).
+    confidence : float or None
+        Simulation: lower bound on the probability that every verdict used is right, hence that the
+        bracket holds the threshold.  ``None`` for the numerical methods.
+    steps : tuple of dict
+        Simulation: the rates tried, in order, with their verdicts.
+    horizon_s, n_replications : optional
+        Simulation: the length and number of the runs at each rate.
+    inputs : dict
+        What the search was run with.
+    """
+
+    arrival_rate_per_s: float
+    lower_per_s: float
+    upper_per_s: float
+    method: str
+    policy: str
+    work_conserving_rate_per_s: float
+    reason: str
+    expression: str | None = None
+    details: dict = field(default_factory=dict, repr=False)
+    status: Status = Status.RESOLVED
+    confidence: float | None = None
+    steps: tuple = ()
+    horizon_s: float | None = None
+    n_replications: int | None = None
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.status, Status):
+            object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def error_bound_per_s(self) -> float:
+        """``max(upper - rate, rate - lower)``."""
+        return max(self.upper_per_s - self.arrival_rate_per_s, self.arrival_rate_per_s - self.lower_per_s)
+
+    @property
+    def fraction_of_capacity(self) -> float:
+        """``lambda* / lambda*_work-conserving``."""
+        return self.arrival_rate_per_s / self.work_conserving_rate_per_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.arrival_rate_per_s * self.details.get("mean_tokens", float("nan"))
+
+    # the names the simulation search's result used before the two classes were one
+    @property
+    def low_rate_per_s(self) -> float:
+        return self.lower_per_s
+
+    @property
+    def high_rate_per_s(self) -> float:
+        return self.upper_per_s
+
+    @property
+    def fluid_rate_per_s(self) -> float:
+        return self.work_conserving_rate_per_s
+
+    @property
+    def relative_to_fluid(self) -> float:
+        return self.fraction_of_capacity
+
+    def to_dict(self) -> dict:
+        d = {"arrival_rate_per_s": self.arrival_rate_per_s, "lower_per_s": self.lower_per_s,
+             "upper_per_s": self.upper_per_s, "error_bound_per_s": self.error_bound_per_s,
+             "method": self.method, "policy": self.policy, "status": self.status,
+             "work_conserving_rate_per_s": self.work_conserving_rate_per_s,
+             "fraction_of_capacity": self.fraction_of_capacity, "reason": self.reason,
+             "expression": self.expression,
+             "details": {k: v for k, v in self.details.items() if k != "curve"}}
+        if self.confidence is not None:
+            # a simulation search: its bracket under the names it always had, and what it ran
+            d.update({"low_rate_per_s": self.lower_per_s, "high_rate_per_s": self.upper_per_s,
+                      "fluid_rate_per_s": self.work_conserving_rate_per_s,
+                      "relative_to_fluid": self.fraction_of_capacity, "confidence": self.confidence,
+                      "steps": list(self.steps), "horizon_s": self.horizon_s,
+                      "n_replications": self.n_replications})
+        d["inputs"] = self.inputs
+        return plain(d)
+
+    def plot(self, ax=None, path=None):
+        """A simulation search: the rates tried and the bracket; otherwise the policy's threshold against
+        the work-conserving bound (with the renewal curve when there is one)."""
+        if self.confidence is not None:
+            from .plotting.sim import plot_threshold
+
+            return plot_threshold(self, ax=ax, path=path)
+        from .plotting.dtmc import plot_threshold
+
+        return plot_threshold(self, ax=ax, path=path)
 
 
 def plain(obj):

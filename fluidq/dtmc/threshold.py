@@ -51,7 +51,6 @@ Methods
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
@@ -62,7 +61,7 @@ from ..engine import Engine
 from ..errors import FluidqError, ParameterError
 from ..policies import QueueView, resolve_policy
 from ..policies.schedulers import Scheduler
-from ..results import plain
+from ..results import ThresholdResult, plain
 from ..workload import Empirical, Fixed, Geometric, LogNormal, PoissonLength, Workload
 
 __all__ = ["ThresholdResult", "ThresholdUnavailable", "renewal_threshold", "stability_threshold"]
@@ -72,63 +71,6 @@ METHODS = ("auto", "closed_form", "renewal", "dtmc", "simulation")
 
 class ThresholdUnavailable(FluidqError, ValueError):
     """The requested method cannot compute the threshold for this engine, workload and policy."""
-
-
-@dataclass(frozen=True)
-class ThresholdResult:
-    """``lambda*`` with its method and error bound.
-
-    Attributes
-    ----------
-    arrival_rate_per_s : float
-        The threshold (requests per second); the engine is stable below it.
-    lower_per_s, upper_per_s : float
-        A bracket that contains the threshold (numerical: bisection tolerance and truncation;
-        simulation: confidence bracket).
-    error_bound_per_s : float
-        ``max(upper - rate, rate - lower)``.
-    work_conserving_rate_per_s : float
-        Theorem 2's bound ``capacity / (m_p + m_d)`` for comparison.
-    expression : str or None
-        A closed form when one exists (FasterTransformer).
-    """
-
-    arrival_rate_per_s: float
-    lower_per_s: float
-    upper_per_s: float
-    method: str
-    policy: str
-    work_conserving_rate_per_s: float
-    reason: str
-    expression: str | None = None
-    details: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def error_bound_per_s(self) -> float:
-        return max(self.upper_per_s - self.arrival_rate_per_s, self.arrival_rate_per_s - self.lower_per_s)
-
-    @property
-    def fraction_of_capacity(self) -> float:
-        """``lambda* / lambda*_work-conserving``."""
-        return self.arrival_rate_per_s / self.work_conserving_rate_per_s
-
-    @property
-    def tokens_per_s(self) -> float:
-        return self.arrival_rate_per_s * self.details.get("mean_tokens", float("nan"))
-
-    def to_dict(self) -> dict:
-        return plain({"arrival_rate_per_s": self.arrival_rate_per_s, "lower_per_s": self.lower_per_s,
-                      "upper_per_s": self.upper_per_s, "error_bound_per_s": self.error_bound_per_s,
-                      "method": self.method, "policy": self.policy,
-                      "work_conserving_rate_per_s": self.work_conserving_rate_per_s,
-                      "fraction_of_capacity": self.fraction_of_capacity, "reason": self.reason,
-                      "expression": self.expression,
-                      "details": {k: v for k, v in self.details.items() if k != "curve"}})
-
-    def plot(self, ax=None, path=None):
-        from ..plotting.dtmc import plot_threshold
-
-        return plot_threshold(self, ax=ax, path=path)
 
 
 # ----------------------------------------------------------------------------------------- helpers

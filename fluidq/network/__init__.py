@@ -1,10 +1,13 @@
-"""Networks of LLM engines: description, traffic equations, simulation and stability verdicts.
+"""Networks of LLM engines: the description (topology, routes, routers, TOML case files).
 
 ``model``      Network, Station, Router, RequestClass, Hop, Choice, Fork, Join (networkx topology,
                traffic equations, per-engine load, bottleneck)
 ``toml``       TOML case files (``load_network``)
-``sim``        the network simulator (``simulate_network``)
-``stability``  ``check_network_stability``: one verdict from loads, fluid model and simulation
+``sim``        the network simulator (``simulate_network``; moves to ``fluidq.sim``)
+
+The verdicts live in :mod:`fluidq.stability.network`; ``fluidq.network.check_network_stability``,
+``NetworkStabilityResult`` and the module path ``fluidq.network.stability`` are aliases that module
+registers here when ``fluidq`` is imported (this package imports no analysis).
 """
 from __future__ import annotations
 
@@ -24,8 +27,4 @@ def __getattr__(name):
         from . import sim
 
         return getattr(sim, name)
-    if name in ("check_network_stability", "NetworkStabilityResult"):
-        from . import stability
-
-        return getattr(stability, name)
     raise AttributeError(f"module 'fluidq.network' has no attribute {name!r}")

@@ -28,7 +28,7 @@ from .._validate import integer, real
 from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import Status, plain
+from ..results import Status, ThresholdResult, plain
 from ..stability.growth import growth_test, interval
 from ..workload import Workload
 from .core import MAX_RUNS, _seed_sequence, check_size, simulate
@@ -298,67 +298,6 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
                    inputs={**res.inputs, "auto_horizon": rounds})
 
 
-@dataclass(frozen=True, eq=False)
-class ThresholdResult:
-    """The empirical stability threshold in the arrival rate, bracketed by simulation.
-
-    Attributes
-    ----------
-    low_rate_per_s : float
-        Highest rate judged *bounded* (0 when none was).
-    high_rate_per_s : float
-        Lowest rate judged *growing* (inf when none was).
-    arrival_rate_per_s : float
-        The midpoint, the point estimate of the threshold.
-    confidence : float
-        Lower bound on the probability that every verdict used is right (union bound over the
-        ``steps``, each tested at level ``1 - (1 - confidence) / max_steps``), hence that the
-        threshold -- the rate where the backlog slope crosses the tolerance -- lies in
-        ``[low_rate_per_s, high_rate_per_s]``.
-    fluid_rate_per_s : float
-        Theorem 2's ``capacity / (m_p + m_d)``, the threshold of every work-conserving policy.
-    steps : tuple of dict
-        ``{"rate_per_s", "verdict", "slope_tokens_per_s", "slope_ci"}`` in the order tried.
-    status : str
-        ``"resolved"`` (bracket narrower than ``rel_tol``), ``"inconclusive"`` (a verdict inside the
-        bracket could not be reached at this horizon; the bracket is still valid) or
-        ``"unbracketed"`` (no growing or no bounded rate found in the search range).
-    """
-
-    policy: str
-    low_rate_per_s: float
-    high_rate_per_s: float
-    confidence: float
-    fluid_rate_per_s: float
-    steps: tuple
-    status: str
-    horizon_s: float
-    n_replications: int
-    reason: str = ""
-    inputs: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def arrival_rate_per_s(self) -> float:
-        return 0.5 * (self.low_rate_per_s + self.high_rate_per_s)
-
-    @property
-    def relative_to_fluid(self) -> float:
-        return self.arrival_rate_per_s / self.fluid_rate_per_s
-
-    def to_dict(self) -> dict:
-        return plain({"policy": self.policy, "low_rate_per_s": self.low_rate_per_s,
-                      "high_rate_per_s": self.high_rate_per_s, "arrival_rate_per_s": self.arrival_rate_per_s,
-                      "confidence": self.confidence, "fluid_rate_per_s": self.fluid_rate_per_s,
-                      "relative_to_fluid": self.relative_to_fluid, "steps": list(self.steps), "status": self.status,
-                      "horizon_s": self.horizon_s, "n_replications": self.n_replications, "reason": self.reason,
-                      "inputs": self.inputs})
-
-    def plot(self, ax=None, **kw):
-        from ..plotting.sim import plot_threshold
-
-        return plot_threshold(self, ax=ax, **kw)
-
-
 def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_rate_per_s: float | None = None,
                    high_rate_per_s: float | None = None, rel_tol: float = 0.02, n_replications: int = 8,
                    horizon_s: float | None = None, confidence: float = 0.9, tolerance: float = 0.01,
@@ -509,8 +448,9 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     reason = (f"{len(steps)} rates tried, {n_replications} runs of {horizon_s:g} s each; bounded up to "
               f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)"
               + "".join(f"; {x}" for x in refused))
-    return ThresholdResult(policy=name, low_rate_per_s=best_lo, high_rate_per_s=best_hi, confidence=conf,
-                           fluid_rate_per_s=lam_star, steps=tuple(steps), status=status, horizon_s=horizon_s,
+    return ThresholdResult(arrival_rate_per_s=0.5 * (best_lo + best_hi), lower_per_s=best_lo, upper_per_s=best_hi,
+                           method="simulation", policy=name, work_conserving_rate_per_s=lam_star,
+                           confidence=conf, steps=tuple(steps), status=Status(status), horizon_s=horizon_s,
                            n_replications=n_replications, reason=reason,
                            inputs={"entropy": ss.entropy, "tolerance": tolerance, "rel_tol": rel_tol,
                                    "per_step_level": level})

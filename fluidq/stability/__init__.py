@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from .._validate import real
 from ..capacity import max_throughput
 from ..engine import Engine
+from ..network.model import Network
 from ..errors import ParameterError
 from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
@@ -232,9 +233,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     >>> fluidq.check_stability(e, w, "sarathi").status
     <Status.STABLE: 'stable'>
     """
-    if type(engine).__name__ == "Network" and type(engine).__module__ == "fluidq.network.model":
-        # a network of engines: loads, fluid model and optional simulation (fluidq.network.stability)
-        from ..network.stability import check_network_stability
+    if isinstance(engine, Network):
+        # a network of engines: loads, fluid model and optional simulation (fluidq.stability.network)
+        from .network import check_network_stability
 
         if workload is not None:
             raise ParameterError("workload", workload, "None for a network (its classes carry the arrivals)")
@@ -329,3 +330,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
                            inputs={"engine": given_engine.to_dict(), "workload": workload.to_dict(),
                                    "tolerance": tolerance, "n_engines": n_engines})
+
+
+# the network and fluid verdicts (they register their old paths under fluidq.network / fluidq.fluid)
+from . import fluid, network  # noqa: E402,F401

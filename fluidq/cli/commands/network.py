@@ -87,7 +87,7 @@ def _at_load(net, load):
 
 def run(args):
     from ...errors import ParameterError
-    from ...network.stability import check_network_stability
+    from ...stability.network import check_network_stability
     from ...network.toml import load_network
 
     _check_args(args)
@@ -109,7 +109,7 @@ def run(args):
             raise
         raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     if args.plot:
-        from ...fluid.stability import MAX_PATH_BUFFERS
+        from ...stability.fluid import MAX_PATH_BUFFERS
 
         fp, start = res.fluid.path, None
         if net.flow.n > MAX_PATH_BUFFERS:

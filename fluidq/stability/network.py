@@ -24,6 +24,7 @@ disagreement is stated in the reason.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from .._validate import integer, real
 from ..errors import ParameterError
 from ..results import Status, plain
-from .model import Network
+from ..network.model import Network
 
 __all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "simulation_growth", "simulation_size"]
 
@@ -99,8 +100,8 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
         ``powered``, ``needed_horizon_s``, ``test_reason``, ``test`` (the
         :class:`~fluidq.stability.growth.GrowthTest`) and ``runs``.
     """
-    from ..stability.growth import growth_test
-    from .sim import replicate_network
+    from ..network.sim import replicate_network
+    from .growth import growth_test
 
     replications = integer("replications", replications, minimum=1, maximum=MAX_REPLICATIONS,
                            why="each replication is a full simulation of the network")
@@ -137,7 +138,7 @@ def simulation_verdict(lo: float, hi: float, band: float) -> Status:
     holds zero, ends below ``band`` and has a half-width of at most ``band / 2`` (the power to tell growth
     of ``band`` from zero); unknown otherwise.
     """
-    from ..stability.growth import decide
+    from .growth import decide
 
     return decide(lo, hi, band)
 
@@ -152,7 +153,7 @@ def capacity_caveats(network: Network) -> list:
     the residents.  A ``k_max`` that can never bind (at or above the most requests a batch holds,
     :func:`fluidq.stability.binding_k_max`) is no cause.  An overload (a load above 1 at the upper bound) still proves instability.
     """
-    from ..stability import binding_k_max
+    from . import binding_k_max
 
     out = []
     for st in network.stations:
@@ -283,7 +284,7 @@ def min_route_s(network: Network) -> float:
     longer than this, the number in system grows while the network fills, whatever its stability.
     """
     from ..sim.core import _shortest_batch_s
-    from .model import Choice, Fork, Hop
+    from ..network.model import Choice, Fork, Hop
 
     stations = {st.name: st for st in network.stations}
     routers = {r.name: r.engines for r in network.routers}
@@ -369,7 +370,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     >>> r.status.value, r.decided_by
     ('unstable', 'fluid:diverging_path')
     """
-    from ..fluid.stability import fluid_stability
+    from .fluid import fluid_stability
 
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
@@ -490,3 +491,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     return NetworkStabilityResult(status=status, decided_by=decided, reason=reason, loads=loads, bottleneck=bott,
                                   is_dag=network.is_dag, cycles=network.cycles(), fluid=fl, simulation=sim,
                                   runs=runs)
+
+
+# the documented old path ``fluidq.network.stability`` (and ``fluidq.network.check_network_stability``):
+# registered here, by the analysis, so that the topology package imports no verdict
+sys.modules.setdefault("fluidq.network.stability", sys.modules[__name__])
+_net_pkg = sys.modules["fluidq.network"]
+for _name in ("check_network_stability", "NetworkStabilityResult"):
+    setattr(_net_pkg, _name, globals()[_name])
+_net_pkg.stability = sys.modules[__name__]

@@ -39,6 +39,7 @@ networks: work-conserving disciplines", Ann. Appl. Probab. 5 (1995); Li, Dai, Pe
 from __future__ import annotations
 
 import itertools
+import sys
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,7 +47,7 @@ import numpy as np
 from .._validate import integer, real
 from ..errors import ParameterError
 from ..results import Status, plain
-from .path import FluidPath, FluidSystem, _network_flow, fluid_path
+from ..fluid.path import FluidPath, FluidSystem, _network_flow, fluid_path
 
 __all__ = ["FluidStabilityResult", "backlog_slope", "fluid_stability", "lyapunov_certificate"]
 
@@ -299,7 +300,7 @@ def _phase_allocations(system, path, budget: int = MAX_UNIQUENESS_STRUCTURES):
     :meth:`FluidSystem.all_solutions` does), so it also finds the other solutions of a priority fluid
     model that the start-up does not reach (Lu--Kumar from fluid in class 1).
     """
-    from .path import _distinct
+    from ..fluid.path import _distinct
 
     tol = 1e-9 * max(float(system.cap.max()), 1.0)
     seen: set = set()
@@ -357,7 +358,7 @@ def _path_caveats(fm, non_unique: bool, *, diverging: bool, unchecked: bool = Fa
 
 
 def _work_conserving(network):
-    from ..stability import _work_conserving as wc
+    from . import _work_conserving as wc
 
     out = {}
     for s in network.stations:
@@ -554,3 +555,12 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no diverging path among {checked} unit initial states "
                 f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),
         loads=loads, path=rep, paths_checked=checked, non_unique=non_unique)
+
+
+# the documented old path ``fluidq.fluid.stability`` (and ``fluidq.fluid.fluid_stability``): registered
+# here, by the verdict layer, so that the flow-model package imports no verdict
+sys.modules.setdefault("fluidq.fluid.stability", sys.modules[__name__])
+_fluid_pkg = sys.modules["fluidq.fluid"]
+for _name in ("fluid_stability", "FluidStabilityResult", "backlog_slope", "lyapunov_certificate"):
+    setattr(_fluid_pkg, _name, globals()[_name])
+_fluid_pkg.stability = sys.modules[__name__]
