@@ -102,14 +102,17 @@ def render(ctx):
     for i, ld in enumerate(loads):
         what = ("the operating point" if ld == op else "busier: " + fmt4(own[i]) + " of the KV-limited capacity")
         parts += [f"**Load {fmt4(ld)}** of the reference lambda* ({fmt4(res.rates_per_s[i])} req/s; {what}):", "",
-                  _dash_nan(res.table(i, heading=False)), ""]
+                  _dash_nan(res.table(i, heading=False, horizon_name="the horizon (`fluidq latency --horizon`)")), ""]
         sep = separated(res, metric, i)
         seps[i] = sep
         done = [res.values[p]["finished_fraction"][i][0] for p in res.policies]
         done = [f for f in done if is_defined(f)]
         unfinished = (f"{fmt4(100 * (1 - max(done)))}–{fmt4(100 * (1 - min(done)))} % of the arrivals after the "
-                      "warm-up were unfinished at the horizon (still queued or running when arrivals stop; their "
-                      "latencies are missing from the table, so its tails are underestimated)" if done else
+                      "warm-up were unfinished at the horizon: still queued or running when arrivals stop, about the "
+                      "mean time in system over the "
+                      f"{fmt4(horizon * (1 - res.inputs.get('warmup_frac', 0.1)))} s measured window for a stable "
+                      "queue (Little's law), more where a backlog builds. Their latencies are missing from the "
+                      "table, so its tails are underestimated" if done else
                       "no request finished")
         if sep["better"] or sep["worse"]:
             verdict = ("the intervals separate: "
