@@ -124,3 +124,12 @@ def test_round_numbers_keeps_identifiers_and_rounds_decimals():
     assert round_numbers("('E1', 0.8999999999999999)") == "('E1', 0.9000)"
     for keep in ("arXiv:2504.07347", "b_max=512", "fluidq 0.1.0", "0.75", "1,678"):
         assert round_numbers(keep) == keep
+
+
+def test_every_analysis_section_names_the_operating_point(story):
+    from fluidq.report.reference import fmt4
+
+    ref = _get(story["data"], "Reference")["reference"]
+    x = fmt4(ref["engine_load"])
+    for word in ("Reference", "Capacity", "verdict", "Simulated", "region", "Latency"):
+        assert x in _get(story["text"], word), word

@@ -76,6 +76,8 @@ def render(ctx):
                 f"(x{fmt4(mix.scale)}) along its direction")
     point_where = "inside" if s >= 1 else "outside"
     md_text = f"""
+The simulations ran one engine at the workload's one mix of prompt and output tokens; the region shows
+where that operating point sits among all mixes, and how much room it leaves in each direction.
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
 admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
