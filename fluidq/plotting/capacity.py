@@ -100,9 +100,9 @@ def plot_capacity(result, *, offered_tokens_per_s=None, ax=None, path=None):
     return finish(fig, ax, path)
 
 
-def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None, path=None):
+def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, mark=None, ax=None, path=None):
     """A policy x load grid coloured by verdict; ``reference_rate_per_s`` names the capacity the loads
-    are fractions of on the x axis."""
+    are fractions of on the x axis; ``mark`` (one of ``loads``) is outlined and labelled the operating point."""
     fig, ax = axes(ax, figsize=(6.4, 0.5 + 0.45 * len(grid)))
     colours = {"stable": "#4caf50", "unstable": "#e53935", "critical": "#ffb300", "unknown": "#9e9e9e",
                "inaccurate": "#8e24aa"}
@@ -113,7 +113,13 @@ def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None
             ax.text(j + 0.475, i + 0.45, r.status.value, ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(loads))
     ax.set_ylim(0, len(grid))
-    ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:.4g}" for x in loads])
+    ticks = [f"{x:.4g}" for x in loads]
+    if mark is not None:
+        j = min(range(len(loads)), key=lambda k: abs(loads[k] - mark))
+        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+            (j - 0.02, -0.02), 0.99, len(grid) - 0.04, fill=False, lw=2.0, ec="k", clip_on=False))
+        ticks[j] += "\n(operating point)"
+    ax.set_xticks([j + 0.475 for j in range(len(loads))], ticks)
     ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
     ax.set_xlabel("offered load (fraction of capacity" + (f" lambda* = {reference_rate_per_s:.4g} req/s)"
                                                           if reference_rate_per_s else ")"))

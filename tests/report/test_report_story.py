@@ -133,3 +133,18 @@ def test_every_analysis_section_names_the_operating_point(story):
     x = fmt4(ref["engine_load"])
     for word in ("Reference", "Capacity", "verdict", "Simulated", "region", "Latency"):
         assert x in _get(story["text"], word), word
+
+
+def test_verdict_plot_outlines_the_operating_point(tmp_path):
+    from fluidq.plotting import plot_verdicts
+    from fluidq.results import Status
+
+    class V:
+        def __init__(self, s):
+            self.status = Status(s)
+
+    grid = {"a": [V("stable"), V("unstable")], "b": [V("unknown"), V("unstable")]}
+    ax = plot_verdicts(grid, (0.7532, 1.13), mark=0.7532)  # no path: the axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.7532\n(operating point)", "1.13"]
+    outlined = [p for p in ax.patches if not p.get_fill()]
+    assert len(outlined) == 1 and outlined[0].get_x() < 0.5
