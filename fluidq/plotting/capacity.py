@@ -22,8 +22,12 @@ def plot_batch_time(batch_time, *, b_max=512, points=None, ax=None, path=None):
     return finish(fig, ax, path)
 
 
-def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, path=None):
-    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies."""
+def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, engines=None, ax=None, path=None):
+    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies.
+
+    ``engines`` (an engine count, with a workload) adds the load each engine carries when the
+    workload is split evenly over that many: where the curve lies above it, that count suffices."""
+    from .._validate import integer
     from ..capacity import max_throughput
 
     fig, ax = axes(ax)
@@ -38,7 +42,12 @@ def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, 
     ax.plot(b_max_values, caps, lw=1.5)
     ax.axvline(engine.b_max, color="grey", ls=":", lw=1, label=f"configured b_max = {engine.b_max}")
     if workload is not None:
-        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1, label="offered load")
+        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1,
+                   label="offered load" + (" (one engine)" if engines is not None else ""))
+        if engines is not None:
+            n = integer("engines", engines, minimum=1)
+            ax.axhline(workload.token_rate_per_s / n, color="C2", ls="-.", lw=1.2,
+                       label=f"offered load per engine, {n} engines")
     ax.set_xlabel("token budget b_max")
     ax.set_ylabel("capacity [tokens/s]")
     ax.legend(fontsize=7)

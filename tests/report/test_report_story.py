@@ -148,3 +148,16 @@ def test_verdict_plot_outlines_the_operating_point(tmp_path):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.7532\n(operating point)", "1.13"]
     outlined = [p for p in ax.patches if not p.get_fill()]
     assert len(outlined) == 1 and outlined[0].get_x() < 0.5
+
+
+def test_capacity_plot_shows_the_per_engine_load():
+    from fluidq.errors import ParameterError
+    from fluidq.plotting import plot_capacity_vs_bmax
+
+    e, w, _ = default_inputs()
+    ax = plot_capacity_vs_bmax(e, w, b_max_values=[256, 512], engines=3)
+    levels = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if "offered" in ln.get_label()}
+    assert levels["offered load per engine, 3 engines"] == pytest.approx(w.token_rate_per_s / 3)
+    assert levels["offered load (one engine)"] == pytest.approx(w.token_rate_per_s)
+    with pytest.raises(ParameterError, match="engines"):
+        plot_capacity_vs_bmax(e, w, b_max_values=[512], engines=0)
