@@ -161,3 +161,28 @@ def test_capacity_plot_shows_the_per_engine_load():
     assert levels["offered load (one engine)"] == pytest.approx(w.token_rate_per_s)
     with pytest.raises(ParameterError, match="engines"):
         plot_capacity_vs_bmax(e, w, b_max_values=[512], engines=0)
+
+
+def test_latency_horizon_follows_the_arrival_count(tmp_path, monkeypatch):
+    """The latency horizon is about ARRIVALS_PER_RUN arrivals at the busier load, within
+    [MIN_HORIZON_S, HORIZON_S]: a faster engine (more requests per second) gets a shorter one."""
+    from fluidq.report import ReportContext
+    from fluidq.report.sections import s50_latency as s50
+
+    seen = []
+
+    def fake(engine, workload, pols, *, loads, horizon_s, n_replications, rng):
+        seen.append((horizon_s, n_replications))
+        raise RuntimeError("stop")  # only the horizon chosen is wanted here
+
+    monkeypatch.setattr("fluidq.latency.compare_orderings", fake)
+    e, w, _ = default_inputs()
+    for n in (s50.ARRIVALS_PER_RUN, 400, 10):
+        monkeypatch.setattr(s50, "ARRIVALS_PER_RUN", n)
+        with pytest.raises(RuntimeError):
+            s50.render(ReportContext(engine=e, workload=w, out_dir=tmp_path))
+    e_kv = e.with_(kv_capacity_tokens=50_000)
+    busiest = s50.BUSY * max_throughput(e_kv, w).requests_per_s
+    assert seen[0] == (s50.HORIZON_S, s50.REPLICATIONS)  # the embedded default: the full 400 s
+    assert seen[1][0] == pytest.approx(400 / busiest) and s50.MIN_HORIZON_S < seen[1][0] < s50.HORIZON_S
+    assert seen[2][0] == s50.MIN_HORIZON_S
