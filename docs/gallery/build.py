@@ -112,8 +112,9 @@ JOBS = [
                             "tokens in the batch."),
          "capacity_vs_bmax.png": ("report_capacity_vs_bmax.png",
                                   "Capacity against the token budget `b_max` (Theorem 2 of arXiv:2504.07347), with the "
-                                  "configured budget and the offered load of the report's workload: the capacity "
-                                  "rises in steps at each block of the staircase and flattens out."),
+                                  "configured budget, the offered load of the report's workload on one engine and "
+                                  "its share on each of the three engines it needs: the capacity rises in steps at "
+                                  "each block of the staircase and flattens out, above the per-engine share."),
          "verdicts.png": ("report_verdicts.png",
                           "The verdict of each scheduler at the report's operating point (one of the three engines the "
                           "workload needs, load 0.7532 of the Theorem-2 capacity) and around it, up to load 1.130 "

@@ -22,8 +22,12 @@ def plot_batch_time(batch_time, *, b_max=512, points=None, ax=None, path=None):
     return finish(fig, ax, path)
 
 
-def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, path=None):
-    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies."""
+def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, engines=None, ax=None, path=None):
+    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies.
+
+    ``engines`` (an engine count, with a workload) adds the load each engine carries when the
+    workload is split evenly over that many: where the curve lies above it, that count suffices."""
+    from .._validate import integer
     from ..capacity import max_throughput
 
     fig, ax = axes(ax)
@@ -38,7 +42,12 @@ def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, ax=None, 
     ax.plot(b_max_values, caps, lw=1.5)
     ax.axvline(engine.b_max, color="grey", ls=":", lw=1, label=f"configured b_max = {engine.b_max}")
     if workload is not None:
-        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1, label="offered load")
+        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1,
+                   label="offered load" + (" (one engine)" if engines is not None else ""))
+        if engines is not None:
+            n = integer("engines", engines, minimum=1)
+            ax.axhline(workload.token_rate_per_s / n, color="C2", ls="-.", lw=1.2,
+                       label=f"offered load per engine, {n} engines")
     ax.set_xlabel("token budget b_max")
     ax.set_ylabel("capacity [tokens/s]")
     ax.legend(fontsize=7)
@@ -100,9 +109,9 @@ def plot_capacity(result, *, offered_tokens_per_s=None, ax=None, path=None):
     return finish(fig, ax, path)
 
 
-def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None, path=None):
+def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, mark=None, ax=None, path=None):
     """A policy x load grid coloured by verdict; ``reference_rate_per_s`` names the capacity the loads
-    are fractions of on the x axis."""
+    are fractions of on the x axis; ``mark`` (one of ``loads``) is outlined and labelled the operating point."""
     fig, ax = axes(ax, figsize=(6.4, 0.5 + 0.45 * len(grid)))
     colours = {"stable": "#4caf50", "unstable": "#e53935", "critical": "#ffb300", "unknown": "#9e9e9e",
                "inaccurate": "#8e24aa"}
@@ -113,7 +122,13 @@ def plot_verdicts(grid, loads, *, reference_rate_per_s=None, title=None, ax=None
             ax.text(j + 0.475, i + 0.45, r.status.value, ha="center", va="center", fontsize=7)
     ax.set_xlim(0, len(loads))
     ax.set_ylim(0, len(grid))
-    ax.set_xticks([j + 0.475 for j in range(len(loads))], [f"{x:.4g}" for x in loads])
+    ticks = [f"{x:.4g}" for x in loads]
+    if mark is not None:
+        j = min(range(len(loads)), key=lambda k: abs(loads[k] - mark))
+        ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+            (j - 0.02, -0.02), 0.99, len(grid) - 0.04, fill=False, lw=2.0, ec="k", clip_on=False))
+        ticks[j] += "\n(operating point)"
+    ax.set_xticks([j + 0.475 for j in range(len(loads))], ticks)
     ax.set_yticks([i + 0.45 for i in range(len(grid))], list(grid))
     ax.set_xlabel("offered load (fraction of capacity" + (f" lambda* = {reference_rate_per_s:.4g} req/s)"
                                                           if reference_rate_per_s else ")"))

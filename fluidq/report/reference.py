@@ -83,9 +83,13 @@ class Reference:
                  "capacity, which is why the report also looks at that load." if self.high_is_fewer else "")
         return (f"**The deployment.** At most load {TARGET_UTILISATION:g} per engine, the offered load "
                 f"{fmt4(self.offered_load)} needs **{n} engine{'s' if n > 1 else ''}** "
-                f"(`ceil({fmt4(self.offered_load)} / {TARGET_UTILISATION:g})`); with the arrivals split evenly at "
-                f"random each engine sees {fmt4(self.rate(x))} req/s = **load {fmt4(x)}**, the report's operating "
-                f"point.{fewer}")
+                f"(`ceil({fmt4(self.offered_load)} / {TARGET_UTILISATION:g})`); "
+                + ("with the arrivals split evenly at random each engine sees" if n > 1 else "it sees")
+                + f" {fmt4(self.rate(x))} req/s = **load {fmt4(x)}**, the report's operating "
+                f"point.{fewer}"
+                + ("" if self.low == x else
+                   f" That is almost no load, so the report looks at load {fmt4(self.low)} of one engine instead "
+                   "and calls it the operating point."))
 
     def rate(self, load: float) -> float:
         """The arrival rate of ``load`` (a fraction of ``lambda*``)."""

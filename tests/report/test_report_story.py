@@ -124,3 +124,65 @@ def test_round_numbers_keeps_identifiers_and_rounds_decimals():
     assert round_numbers("('E1', 0.8999999999999999)") == "('E1', 0.9000)"
     for keep in ("arXiv:2504.07347", "b_max=512", "fluidq 0.1.0", "0.75", "1,678"):
         assert round_numbers(keep) == keep
+
+
+def test_every_analysis_section_names_the_operating_point(story):
+    from fluidq.report.reference import fmt4
+
+    ref = _get(story["data"], "Reference")["reference"]
+    x = fmt4(ref["engine_load"])
+    for word in ("Reference", "Capacity", "verdict", "Simulated", "region", "Latency"):
+        assert x in _get(story["text"], word), word
+
+
+def test_verdict_plot_outlines_the_operating_point(tmp_path):
+    from fluidq.plotting import plot_verdicts
+    from fluidq.results import Status
+
+    class V:
+        def __init__(self, s):
+            self.status = Status(s)
+
+    grid = {"a": [V("stable"), V("unstable")], "b": [V("unknown"), V("unstable")]}
+    ax = plot_verdicts(grid, (0.7532, 1.13), mark=0.7532)  # no path: the axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.7532\n(operating point)", "1.13"]
+    outlined = [p for p in ax.patches if not p.get_fill()]
+    assert len(outlined) == 1 and outlined[0].get_x() < 0.5
+
+
+def test_capacity_plot_shows_the_per_engine_load():
+    from fluidq.errors import ParameterError
+    from fluidq.plotting import plot_capacity_vs_bmax
+
+    e, w, _ = default_inputs()
+    ax = plot_capacity_vs_bmax(e, w, b_max_values=[256, 512], engines=3)
+    levels = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if "offered" in ln.get_label()}
+    assert levels["offered load per engine, 3 engines"] == pytest.approx(w.token_rate_per_s / 3)
+    assert levels["offered load (one engine)"] == pytest.approx(w.token_rate_per_s)
+    with pytest.raises(ParameterError, match="engines"):
+        plot_capacity_vs_bmax(e, w, b_max_values=[512], engines=0)
+
+
+def test_latency_horizon_follows_the_arrival_count(tmp_path, monkeypatch):
+    """The latency horizon is about ARRIVALS_PER_RUN arrivals at the busier load, within
+    [MIN_HORIZON_S, HORIZON_S]: a faster engine (more requests per second) gets a shorter one."""
+    from fluidq.report import ReportContext
+    from fluidq.report.sections import s50_latency as s50
+
+    seen = []
+
+    def fake(engine, workload, pols, *, loads, horizon_s, n_replications, rng):
+        seen.append((horizon_s, n_replications))
+        raise RuntimeError("stop")  # only the horizon chosen is wanted here
+
+    monkeypatch.setattr("fluidq.latency.compare_orderings", fake)
+    e, w, _ = default_inputs()
+    for n in (s50.ARRIVALS_PER_RUN, 400, 10):
+        monkeypatch.setattr(s50, "ARRIVALS_PER_RUN", n)
+        with pytest.raises(RuntimeError):
+            s50.render(ReportContext(engine=e, workload=w, out_dir=tmp_path))
+    e_kv = e.with_(kv_capacity_tokens=50_000)
+    busiest = s50.BUSY * max_throughput(e_kv, w).requests_per_s
+    assert seen[0] == (s50.HORIZON_S, s50.REPLICATIONS)  # the embedded default: the full 400 s
+    assert seen[1][0] == pytest.approx(400 / busiest) and s50.MIN_HORIZON_S < seen[1][0] < s50.HORIZON_S
+    assert seen[2][0] == s50.MIN_HORIZON_S

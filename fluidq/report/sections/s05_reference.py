@@ -16,7 +16,7 @@ def render(ctx):
          f"*verdicts* judge each scheduler at the operating point load {fmt4(ref.low)} and around it; the "
          f"*simulations* check those verdicts at loads {fmt4(ref.low)} and {hi}; the *region* places the "
          "operating point in the (prefill, decode) plane; *latency* compares request orderings on one engine "
-         "at the operating point and at a busier load where they differ. Every load is a fraction of "
+         "at the operating point and at a busier load, and says whether their intervals separate. Every load is a fraction of "
          "`lambda*`; a section that uses another basis says so where it does."), "",
         ref.policy_note,
     ])

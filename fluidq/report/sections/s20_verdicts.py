@@ -38,9 +38,10 @@ def render(ctx):
     stable = [p for p, rs in grid.items() if rs[i08].status.value == "stable"]
     high = LOADS.index(round(ref.high, 12))
     above = ("with one engine fewer" if ref.high_is_fewer else "above capacity")
-    intro = (f"With {ref.n_engines} engine(s) (the capacity section) each engine runs at load {fmt4(ref.low)} of "
-             f"`lambda* = {fmt4(ref.requests_per_s)} req/s`, the workload's {fmt4(ref.offered_load)} split "
-             f"{ref.n_engines} ways. This section asks the theory which schedulers are stable there, and around it. "
+    intro = (f"With {ref.n_engines} engine{'s' if ref.n_engines > 1 else ''} (the capacity section) each engine runs at load {fmt4(ref.low)} of "
+             f"`lambda* = {fmt4(ref.requests_per_s)} req/s`"
+             + (f", the workload's {fmt4(ref.offered_load)} split {ref.n_engines} ways" if ref.n_engines > 1 else "")
+             + ". This section asks the theory which schedulers are stable there, and around it. "
              f"{ref.policy_short} `unknown` means the theory gives no verdict for that scheduler below capacity: "
              "the simulation section that follows shows what it does.")
     summary = (f"At the operating point, **{', '.join(stable) or 'no scheduler'}** "
@@ -55,6 +56,7 @@ def render(ctx):
                     f"(`chunk_long_prompts=False`) at load {fmt4(ref.low)}: {', '.join(f'`{n}` {v}' for n, v in literal)}"
                     f"{why}.")]
     fig = plot_verdicts(grid, LOADS, reference_rate_per_s=ref.requests_per_s,
-                        title="FasterTransformer and vLLM with chunk_long_prompts=True", path=ctx.figure("verdicts"))
+                        title="FasterTransformer and vLLM with chunk_long_prompts=True", mark=LOADS[i08],
+                        path=ctx.figure("verdicts"))
     return Section("Stability verdict per scheduler", "\n".join(md), [fig],
                    {"reference": ref.to_dict(), **{p: [r.status.value for r in rs] for p, rs in grid.items()}})

@@ -32,7 +32,7 @@ def render(ctx):
     # the workload's own rate too when one engine serves it all and it coincides with neither
     LOW, HIGH = ref.low, ref.high
     above = "one engine fewer" if ref.high_is_fewer else "above capacity"
-    cases = [(f"operating point: one of {ref.n_engines} engine(s), load {fmt4(LOW)}", ref.rate(LOW), LOW, True),
+    cases = [(f"operating point: one of {ref.n_engines} engine{'s' if ref.n_engines > 1 else ''}, load {fmt4(LOW)}", ref.rate(LOW), LOW, True),
              (f"{above}: load {fmt4(HIGH)}", ref.rate(HIGH), HIGH, True)]
     if ref.n_engines == 1 and min(abs(load - LOW), abs(load - HIGH)) > 0.02:
         cases.append(("report workload", w.arrival_rate_per_s, load, load <= OWN_LOAD_SHOWN_MAX))

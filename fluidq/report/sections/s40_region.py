@@ -76,11 +76,13 @@ def render(ctx):
                 f"(x{fmt4(mix.scale)}) along its direction")
     point_where = "inside" if s >= 1 else "outside"
     md_text = f"""
+The simulations ran one engine at the workload's one mix of prompt and output tokens; the region shows
+where that operating point sits among all mixes, and how much room it leaves in each direction.
 With at most `k_max` requests per batch the capacity is a region in the (prefill tokens/s,
 decode tokens/s) plane: the downward-closed convex hull of the rate points `(x, y)/t(x+y)` of the
 admissible batch shapes (Li, Dai, Peng, arXiv:2504.07347, §6; admissibility rule
 *reconstructed*: `x + y <= b_max`, `y + n_p <= k_max` with `n_p >= 1` prefilling requests).
-{no_limit} The star is the report's operating point, one of the {ref.n_engines} engine(s) of the deployment at load
+{no_limit} The star is the report's operating point, one engine of the deployment ({ref.n_engines} in all) at load
 {fmt4(ref.low)} of the reference `lambda* = {fmt4(ref.requests_per_s)} req/s` ({point_where} the region, as the
 verdicts said); the cross marks load {fmt4(ref.high)} ({above}) along the same mix, outside it. The workload on a
 single engine would sit at ({fmt4(whole[0])}, {fmt4(whole[1])}) tokens/s, load {fmt4(ref.offered_load)}.

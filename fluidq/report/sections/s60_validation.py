@@ -11,7 +11,9 @@ def render(ctx):
     from ...errors import FluidqError
 
     name = ctx.profile_name
-    lines, data = [], {"profile": name, "rows": []}
+    lead = ("Every number above follows from the engine's batch-time model; this section says how well that "
+            "model is checked against measurements.")
+    lines, data = [lead, ""], {"profile": name, "rows": []}
     prof = None
     if name:
         try:
@@ -19,7 +21,7 @@ def render(ctx):
         except FluidqError:
             prof = None
     if prof is None:
-        return Section("Validation", "The engine is not a built-in profile: no validation status. "
+        return Section("Validation", lead + " The engine is not a built-in profile: no validation status. "
                        "`fluidq validate` checks the built-in profiles against measured runs.", [], data)
     mape = prof.fit.get("mape_heldout")
     if mape is not None:
