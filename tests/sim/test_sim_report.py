@@ -11,8 +11,12 @@ def test_section_renders_trajectories(tmp_path):
     assert len(sec.figures) == 2 and all(tmp_path.joinpath(f.split("/")[-1]).exists() for f in sec.figures)
     for name in s30_simulation.POLICIES:
         assert f"| {name} |" in sec.markdown
-    low = sec.data["rescaled to 0.8 of capacity"]
+    # the overloaded workload is shown at the per-engine operating point of the engines it needs, where
+    # FasterTransformer's prefill-only batches still fall behind while Sarathi keeps up
+    (op,) = [k for k in sec.data if k.startswith("operating point")]
+    low = sec.data[op]
     assert low["fastertransformer"]["final_requests_in_system"] > 3 * low["sarathi"]["final_requests_in_system"]
+    assert sec.data["windows"][op]["load"] < 1 < sec.data["reference"]["offered_load"]
 
 
 def test_trace_views_offer_the_stated_load(tmp_path):
@@ -32,6 +36,10 @@ def test_trace_views_offer_the_stated_load(tmp_path):
         assert abs(win["arrivals"] - expect) < 4 * math.sqrt(expect), (label, win)
         # the trace replay that the report no longer uses would have been far off
         assert sec.data["replay_windows"][label]["effective_load"] < 0.6 * win["load"]
-    over = sec.data["windows"]["report workload"]
-    slope = sec.data["report workload"]["sarathi"]["token_backlog_slope_per_s"]
-    assert abs(slope - over["fluid_slope_tokens_per_s"]) < 0.1 * over["fluid_slope_tokens_per_s"]
+    # the view with one engine fewer than the report's count: its backlog follows the fluid path of the
+    # run's own arrivals
+    (busy,) = [k for k in sec.data["windows"] if not k.startswith("operating point")]
+    over = sec.data["windows"][busy]
+    assert over["load"] > 1
+    slope = sec.data[busy]["sarathi"]["token_backlog_slope_per_s"]
+    assert abs(slope - over["fluid_slope_tokens_per_s"]) < 0.1 * abs(over["fluid_slope_tokens_per_s"])
