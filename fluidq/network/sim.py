@@ -25,6 +25,13 @@ a heap holds the round at which each finishes) and the head prompt's chunk; an a
 the batch in progress.  Requests' times, counts in system and the recorded token backlogs are those of
 ``select(view)`` every batch (tests check them equal).
 
+KV cache: a station whose engine has ``kv_capacity_tokens`` applies the single-engine kernel's memory
+rules batch by batch (:class:`fluidq.sim._admission.StationMemory`: rejection at arrival, admission,
+preemption by the engine's ``memory`` -- token or block KV, prefix caching, reservation, recompute or swap,
+victim rule) and never skips runs (memory can bind at any batch, so it always hands over to
+``select(view)``); its view is every resident, in arrival order.  The horizon means what it means in
+:func:`fluidq.simulate`: no batch starts at or after it, and the batches in progress are completed.
+
 Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
 order such as FCFS) the view holds only the residents that can enter the batch -- the first
 ``min(b_max, k_max)`` decoding requests and the prefilling requests whose remaining prompts cover
@@ -916,12 +923,17 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             t_last = now
         else:
             t_end = now
-            for i in range(k):  # one addition per batch: times bit-identical with the generic path
+            for _ in range(k):  # one addition per batch: times bit-identical with the generic path
                 t_last = t_end
                 t_end += tau
-                if t_end >= horizon:  # the next batch would start at or after the horizon: none does
-                    k = i + 1
-                    break
+            if t_last >= horizon:  # (once per station) no batch starts at or after the horizon: cut the run
+                t_end = now
+                for i in range(k):
+                    t_last = t_end
+                    t_end += tau
+                    if t_end >= horizon:
+                        k = i + 1
+                        break
         s.run = run = [now, tau, k, allocs, d, btok]
         s.busy = True
         # (end, start of the last batch, station, seq): the generic path's key of that batch's end
