@@ -11,7 +11,8 @@ Targets:
   (``select(view)`` every batch, 300 s) and event-skipping against the single-engine kernel -- per batch
   over a 1,200 s run, and as the marginal cost per batch between a 150 s and a 1,200 s run (setup,
   recording and result assembly cancel out) -- target <= 1.5x each; and, for information, per batch on a
-  two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands.
+  two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands, and on one station with a
+  binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
@@ -120,6 +121,18 @@ def main():
         rows.append((f"single-engine simulator unavailable ({type(exc).__name__})", float("nan"), "us", None, "info"))
         rows.append(("network simulator, one engine, per batch", us_net, "us", None, "info"))
         rows.append(("network simulator, one engine, per batch (generic)", us_net_gen, "us", None, "info"))
+    # a station with a KV cache (vLLM's block memory, binding: preemptions) runs select(view) per batch
+    # with the single-engine kernel's memory rules; against fluidq.simulate on the same engine
+    from fluidq.engine import VLLM
+
+    kv_eng = eng.with_(kv_capacity_tokens=6000, memory=VLLM)
+    kv_one = Network(stations=[Station(name="E", engine=kv_eng)], classes=one.classes)
+    tk, rk, tks, rks = best_pair(lambda: simulate_network(kv_one, horizon_s=horizon, rng=1),
+                                 lambda: fluidq.simulate(kv_eng, w, "sarathi", horizon_s=horizon, rng=1), repeat=3)
+    assert rk.batches == rks.n_iterations and rk.preemptions["E"] == rks.preemptions
+    rows.append((f"network simulator, one station with block KV ({rks.preemptions} preemptions), per batch "
+                 f"(fluidq.simulate: {1e6 * tks / max(rks.n_iterations, 1):.3g} us)", 1e6 * tk / max(rk.batches, 1),
+                 "us", None, "info"))
     rsn = llm_rybko_stolyar()
     tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=3)
     peak = int(max(v.max() for v in rl.station_requests.values()))

@@ -25,6 +25,13 @@ a heap holds the round at which each finishes) and the head prompt's chunk; an a
 the batch in progress.  Requests' times, counts in system and the recorded token backlogs are those of
 ``select(view)`` every batch (tests check them equal).
 
+KV cache: a station whose engine has ``kv_capacity_tokens`` applies the single-engine kernel's memory
+rules batch by batch (:class:`fluidq.sim._admission.StationMemory`: rejection at arrival, admission,
+preemption by the engine's ``memory`` -- token or block KV, prefix caching, reservation, recompute or swap,
+victim rule) and never skips runs (memory can bind at any batch, so it always hands over to
+``select(view)``); its view is every resident, in arrival order.  The horizon means what it means in
+:func:`fluidq.simulate`: no batch starts at or after it, and the batches in progress are completed.
+
 Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
 order such as FCFS) the view holds only the residents that can enter the batch -- the first
 ``min(b_max, k_max)`` decoding requests and the prefilling requests whose remaining prompts cover
@@ -44,7 +51,7 @@ import math
 import operator
 import time as _time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -99,6 +106,13 @@ class NetworkSimResult:
         Constraint violations found in batches (should be empty for a valid policy).
     blocked : tuple
         ``(station, hop)`` pairs of requests a policy reported it can never schedule.
+    preemptions, rejected : dict
+        ``{station: count}``: KV-cache preemptions, and hops refused at arrival because the request
+        can never fit in the station's KV cache (zero for a station without ``kv_capacity_tokens``).
+    hops : dict or None
+        With ``record_hops=True``: ``{"station", "arrival_s", "finish_s", "preemptions"}`` arrays, one
+        entry per finished hop (station index into ``network.stations``, arrival at the station, end of
+        the hop, preemptions it suffered), in the order the hops finished.
     """
 
     times_s: np.ndarray
@@ -115,6 +129,9 @@ class NetworkSimResult:
     seed: object = None
     violations: tuple = ()
     blocked: tuple = ()
+    preemptions: dict = field(default_factory=dict)
+    rejected: dict = field(default_factory=dict)
+    hops: dict | None = field(default=None, repr=False)
 
     @property
     def total_in_system(self) -> np.ndarray:
@@ -148,7 +165,8 @@ class NetworkSimResult:
                       "wall_s": self.wall_s, "completed": self.completed, "mean_sojourn_s": self.mean_sojourn_s,
                       "final_in_system": {k: float(v[-1]) for k, v in self.in_system.items()},
                       "growth_rate_per_s": self.growth_rate(), "violations": list(self.violations),
-                      "blocked": [list(b) for b in self.blocked], "seed": self.seed})
+                      "blocked": [list(b) for b in self.blocked], "seed": self.seed,
+                      "preemptions": self.preemptions, "rejected": self.rejected})
 
     def plot(self, ax=None, path=None, **kw):
         from ..plotting.network import plot_network_sim
@@ -211,6 +229,7 @@ class _StationState:
         self.dec_label: dict = {}
         self.run = None
         self.routing = False
+        self.mem = None  # StationMemory of a station with a KV cache (then every batch runs select(view))
 
     def current_work(self, now, arriving, cur):
         """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count).
@@ -296,6 +315,32 @@ def _fast_budget(station):
     return budget
 
 
+def _with_memory(s, swap_s, buf_tokens):
+    """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its KV state and the single-engine
+    kernel's batch-time table; a preemption by recomputation puts the discarded tokens back into the
+    station's and the buffer's remaining tokens, a prefix-cache hit takes the reused ones off."""
+    from ..sim._admission import StationMemory
+    from ..sim.core import _tau_table
+
+    eng = s.engine
+
+    def on_preempt(r, held, recomputed):
+        if recomputed:
+            s.work += held
+            buf_tokens[r.label] += held
+
+    def on_reuse(r, tokens):
+        s.work -= tokens
+        buf_tokens[r.label] -= tokens
+
+    s.mem = StationMemory(s.policy, eng.kv_capacity_tokens, eng.memory, eng.memory.preemption, swap_s,
+                          on_preempt, on_reuse)
+    s.tau_b, s.ks = _tau_table(eng)
+    s.compose = getattr(eng.batch_time, "composition_time", None)
+    s.emit = bool(getattr(eng, "prefill_emits_token", False))
+    s.batch_start = 0.0
+
+
 _TABLE_MAX = 1 << 15
 
 
@@ -362,7 +407,8 @@ def check_run(network: Network, horizon_s, *, replications: int = 1, initial: di
 
 def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
                      record_dt_s: float | None = None, check_batches: bool = False,
-                     max_batches: int | None = None, method: str = "auto") -> NetworkSimResult:
+                     max_batches: int | None = None, method: str = "auto", swap_s_per_token: float | None = None,
+                     record_hops: bool = False) -> NetworkSimResult:
     """Simulate ``network`` for ``horizon_s`` seconds.
 
     Parameters
@@ -390,8 +436,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
         clock with a heap of finishing rounds) and the head prompt the same chunk, so the run is advanced
         in one step; an arrival cuts the run at the batch in progress.  Completions, request times and
-        recorded series are the generic path's (batch counts may differ at the horizon).  Whenever more requests
-        decode than the budget holds, the station falls back to ``select(view)``.
+        recorded series are the generic path's.  Whenever more requests decode than the budget holds,
+        the station falls back to ``select(view)``; a station with a KV cache (``kv_capacity_tokens``)
+        never skips (memory can bind at any batch): it always runs ``select(view)`` per batch.
+    swap_s_per_token : float, optional
+        Seconds per KV token moved by a swap, out or in; required when a station's
+        ``engine.memory.preemption`` is ``"swap"``.
+    record_hops : bool
+        Record every finished hop (the result's ``hops``).
 
     Returns
     -------
@@ -401,9 +453,20 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     -----
     Events at equal times: external arrivals first (a request arriving as a batch ends joins the next
     batch, as in :func:`fluidq.simulate`), then batch completions, the batch that started first first,
-    then the station listed first; both methods follow this order.  A station whose engine has
-    ``kv_capacity_tokens`` is refused (the network simulator does not model KV-cache limits; one engine
-    with a KV cache: :func:`fluidq.simulate`).  ``k_max`` and context-aware batch times are modelled.
+    then the station listed first; both methods follow this order.
+
+    Horizon: as in :func:`fluidq.simulate`, no batch starts at or after ``horizon_s`` and every batch in
+    progress at the horizon is completed (requests finishing in it count as completed, with sojourns a
+    little past the horizon; requests they route onward wait at their next station).  The recorded
+    series stop at the horizon.
+
+    KV cache: a station whose engine has ``kv_capacity_tokens`` runs the single-engine kernel's memory
+    rules (:mod:`fluidq.sim._admission`; the engine's ``memory``: token KV with the default rules, or
+    block KV, prefix caching, reservation, recompute or swap, victim rule): a hop that can never fit
+    is refused at arrival (``rejected``; the request leaves the network, or, inside a fork, stays
+    counted in the system since its join never completes), and preemptions are counted per station.
+    A one-station network gives :func:`fluidq.simulate`'s run exactly (a test checks every built-in
+    scheduler).  ``k_max`` and context-aware batch times are modelled.
 
     Python's cyclic garbage collector is paused while the event loop runs and re-enabled on return
     (also on an error) if it was on: the loop makes no reference cycles, so collections would find
@@ -445,29 +508,37 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         raise ParameterError("check_batches", check_batches, "True or False")
     if initial is not None and not isinstance(initial, dict):
         raise ParameterError("initial", initial, "a dict {hop label: number of requests}")
+    if not isinstance(record_hops, (bool, np.bool_)):
+        raise ParameterError("record_hops", record_hops, "True or False")
+    if swap_s_per_token is not None:
+        swap_s_per_token = real("swap_s_per_token", swap_s_per_token, nonnegative=True)
     for st in network.stations:
-        if st.engine.kv_capacity_tokens is not None:
-            raise ParameterError(f"station {st.name!r}: engine.kv_capacity_tokens", st.engine.kv_capacity_tokens,
-                                 "None: the network simulator does not model a KV-cache limit (simulate one "
-                                 "engine with fluidq.simulate, which does)")
+        if (st.engine.kv_capacity_tokens is not None and st.engine.memory.preemption == "swap"
+                and swap_s_per_token is None):
+            raise ParameterError("swap_s_per_token", None, f"seconds per KV token moved, for station {st.name!r} "
+                                 "whose engine.memory.preemption is 'swap'")
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
     gc_on = gc.isenabled()
     gc.disable()
     try:
-        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0)
+        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0,
+                    swap_s_per_token or 0.0, bool(record_hops))
     finally:
         if gc_on:
             gc.enable()
 
 
-def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0):
+def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0, swap_s,
+         record_hops):
     """The event loop of :func:`simulate_network` (inputs checked)."""
     stations = [_StationState(i, s, _windowable(s.policy)) for i, s in enumerate(network.stations)]
     for s in stations:
         pol = s.policy
         s.policy_chunks = bool(getattr(pol, "chunked", True) or getattr(pol, "chunk_long_prompts", False))
+        if s.engine.kv_capacity_tokens is not None:
+            continue  # (its memory is set up below; it never skips runs)
         if method == "auto" and not check_batches:
             s.fast_budget = _fast_budget(s.s)
         if not s.context_aware:
@@ -485,6 +556,10 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     soj = [0.0] * len(cls_names)
     violations: list = []
     blocked: set = set()
+    hops: list | None = [] if record_hops else None
+    for s in stations:
+        if s.engine.kv_capacity_tokens is not None:
+            _with_memory(s, swap_s, buf_tokens)
 
     heap: list = []
     nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
@@ -577,6 +652,9 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             buf_tokens.setdefault(label, 0)
             rank = s.rank.get(hop.name, s.low)
             dq = s.pre[rank]
+        if s.mem is not None and s.mem.rejects(p, d):
+            reject(job, cont)
+            return
         rid = next_rid()
         # (RequestState's fields with its defaults, stored here instead of calling a constructor)
         task = new_task(_Task)
@@ -596,7 +674,10 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         task.label = label
         s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
         s.work += p + d
-        dq.append(task)
+        if s.mem is None:
+            dq.append(task)
+        else:
+            s.mem.add(task)
         buf_tokens[label] += p + d
         if s.routing:
             return  # the station starts its next batch once every finished request has moved on
@@ -607,6 +688,16 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 start_batch(s, now)
         elif s.run is not None and s.run[2] > 1:  # a one-batch run has nothing to cut
             cut_run(s, now)
+
+    def reject(job, cont):
+        """A hop refused by a station's KV cache: the request leaves the network (inside a fork it stays
+        counted in the system: its join never completes)."""
+        parent = None if cont is None else cont[2]
+        while parent is not None:
+            if parent[0] == "join":
+                return
+            parent = parent[1][2]
+        in_sys[job[0]] -= 1
 
     def advance(job, steps, idx, parent, scope, now):
         while idx < len(steps):
@@ -766,6 +857,9 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 s.busy = False
                 start_batch(s, now)
                 return
+        if now >= horizon:  # no batch starts at or after the horizon
+            s.busy = False
+            return
         G = s.G
         if not s.virtual:
             heap_ = []
@@ -832,6 +926,14 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             for _ in range(k):  # one addition per batch: times bit-identical with the generic path
                 t_last = t_end
                 t_end += tau
+            if t_last >= horizon:  # (once per station) no batch starts at or after the horizon: cut the run
+                t_end = now
+                for i in range(k):
+                    t_last = t_end
+                    t_end += tau
+                    if t_end >= horizon:
+                        k = i + 1
+                        break
         s.run = run = [now, tau, k, allocs, d, btok]
         s.busy = True
         # (end, start of the last batch, station, seq): the generic path's key of that batch's end
@@ -842,6 +944,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         the station starts its next batch only after all of them have moved (``s.routing``)."""
         s.busy = False
         s.routing = True
+        if hops is not None:
+            hops.extend((s.idx, t.arrival_s, now, t.preemptions) for t in done)
         for t in done:
             cont = t.cont
             if cont is None:  # (finish, inlined: the request leaves)
@@ -866,6 +970,12 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 start_batch(s, now)
 
     def start_batch(s, now):
+        if now >= horizon:  # no batch starts at or after the horizon (as in fluidq.simulate)
+            s.busy = False
+            return
+        if s.mem is not None:
+            mem_batch(s, now)
+            return
         if s.fast_budget is not None:
             if s.ndec <= s.fast_budget:
                 run_station(s, now, False)
@@ -901,6 +1011,95 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         s.busy = True
         s.batch = batch
         hpush(heap, (now + dt, now, s.idx, nseq(), 1, s, None))
+
+    def mem_ask(s):
+        """The station's ``ask(visible, now, kv_free)`` for its StationMemory: ``policy.select`` on a view."""
+        eng, pol, name, tasks = s.engine, s.policy, s.s.name, s.tasks
+
+        def ask(visible, now, kv_free):
+            view = QueueView(requests=tuple(visible), now_s=now, b_max=eng.b_max, k_max=eng.k_max,
+                             kv_free_tokens=kv_free)
+            batch = pol.select(view)
+            if batch.blocked:
+                for rid in batch.blocked:
+                    blocked.add((name, tasks[rid].label))
+            if check_batches:
+                v = batch_violations(batch, view)
+                if v:
+                    violations.extend(f"{name} t={now:.6g}: {m}" for m in v[:3])
+            return view, batch
+        return ask
+
+    def mem_batch(s, now):
+        """Start the next batch of a station with a KV cache (the generic kernel's iteration)."""
+        mem = s.mem
+        batch, extra = mem.form(now, s.ask)
+        if batch is None or batch.empty:
+            if extra > 0:  # only swaps this time: the station is busy moving KV, then tries again
+                s.busy = True
+                s.batch = None
+                hpush(heap, (now + extra, now, s.idx, nseq(), 3, s, None))
+            else:
+                s.busy = False
+            return
+        kv = mem.kv
+        if s.compose is not None:
+            tau = s.compose([(m, kv[rid]) for rid, m in batch.prefill], [kv[rid] for rid in batch.decode])
+        elif s.ks:
+            tau = s.tau_b[batch.tokens] + s.ks * sum(kv[rid] for rid in batch.decode)
+        else:
+            tau = s.tau_b[batch.tokens]
+        end = now + tau
+        if extra:
+            end += extra
+        s.busy = True
+        s.batch = batch
+        s.batch_start = now
+        hpush(heap, (end, now, s.idx, nseq(), 1, s, None))
+
+    def mem_end(s, now):
+        """End the batch of a station with a KV cache: tokens served, KV grown, finished hops move on."""
+        nonlocal n_batches
+        batch = s.batch
+        s.batch = None
+        n_batches += 1
+        mem, tasks = s.mem, s.tasks
+        t0 = s.batch_start
+        s.work -= batch.tokens
+        done = False
+        for rid, m in batch.prefill:
+            r = tasks[rid]
+            buf_tokens[r.label] -= m
+            if r.first_scheduled_s != r.first_scheduled_s:
+                r.first_scheduled_s = t0
+            r.prefilled += m
+            mem.grow(rid, m)
+            if r.prefilled >= r.prompt_tokens:
+                if s.emit and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the first token
+                    r.decoded = 1
+                    s.work -= 1
+                    buf_tokens[r.label] -= 1
+                if r.decoded >= r.output_tokens:
+                    done = True
+        for rid in batch.decode:
+            r = tasks[rid]
+            r.decoded += 1
+            buf_tokens[r.label] -= 1
+            mem.grow(rid, 1)
+            if r.decoded >= r.output_tokens:
+                done = True
+        fin = [r for r in mem.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
+            if done else []
+        for r in fin:
+            del tasks[r.rid]
+        mem.after_batch(fin)
+        move_on(s, fin, now)
+        if not s.busy:
+            start_batch(s, now)
+
+    for s_ in stations:
+        if s_.mem is not None:
+            s_.ask = mem_ask(s_)
 
     def end_batch(s, now):
         batch = s.batch
@@ -1051,10 +1250,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             te = ev[0]
         else:
             te = INF
-        if ta <= te:  # an external arrival (first at equal times)
+        if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
             t = ta
-            if t > horizon:
-                break
             ci = ext_c[ai]
             ai += 1
             ta = ext_t[ai]
@@ -1070,7 +1267,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 advance((ci, t), routes[ci], 0, None, {}, t)
             arriving = False  # (an arrival ends no batch: max_batches is checked after batch ends)
             continue
-        if te > horizon:
+        if te == INF:  # (batches in progress at the horizon are completed; none starts after it)
             break
         # (time, start of the batch, station index, seq, kind, station, run): at equal times, the batch that
         # started first ends first, then the lower station index (the event-skipping path can compute this
@@ -1082,7 +1279,13 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             record_until(t)
         events += 1
         if kind == 1:
-            end_batch(st_, t)
+            if st_.mem is None:
+                end_batch(st_, t)
+            else:
+                mem_end(st_, t)
+        elif kind == 3:  # a station with a KV cache finished swapping in
+            st_.busy = False
+            start_batch(st_, t)
         else:
             if run_ is not st_.run:
                 events -= 1  # a run cut short by an arrival: stale event
@@ -1106,7 +1309,14 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         completed=dict(zip(cls_names, completed)),
         mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
         batches=n_batches, events=events, horizon_s=horizon, wall_s=wall, seed=seed,
-        violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)))
+        violations=tuple(violations[:50]), blocked=tuple(sorted(blocked)),
+        preemptions={s.s.name: (s.mem.preemptions if s.mem is not None else 0) for s in stations},
+        rejected={s.s.name: (s.mem.rejected if s.mem is not None else 0) for s in stations},
+        hops=None if hops is None else {
+            "station": np.array([h[0] for h in hops], dtype=np.int64),
+            "arrival_s": np.array([h[1] for h in hops], dtype=float),
+            "finish_s": np.array([h[2] for h in hops], dtype=float),
+            "preemptions": np.array([h[3] for h in hops], dtype=np.int64)})
 
 
 def replicate_network(network: Network, *, horizon_s: float, replications: int = 4, rng=None, **kw) -> list:

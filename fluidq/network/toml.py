@@ -10,6 +10,9 @@ Format (every key is checked; an unknown key is an error naming it)::
     batch_time = { kind = "affine", c = 1.0, a = 0.0 }   # or profile = "<built-in profile>"
     b_max = 768
     k_max = 64                    # optional
+    kv_capacity_tokens = 200000   # optional: a KV cache (token rules unless memory says otherwise)
+    memory = "vllm"               # optional, with kv_capacity_tokens: "vllm" or a table of Memory fields,
+                                  # e.g. { kind = "blocks", block_size = 16, prefix_caching = true }
     policy = "sarathi"            # optional (default sarathi)
     priority = ["B.2", "A.1"]     # optional: hop labels, highest first
 
@@ -57,7 +60,7 @@ __all__ = ["load_network", "network_from_dict"]
 MAX_CASE_BYTES = 16 << 20
 
 _TOP = {"name", "claim", "bottleneck_load", "engines", "routers", "classes", "description"}
-_ENGINE = {"batch_time", "profile", "b_max", "k_max", "kv_capacity_tokens", "policy", "priority"}
+_ENGINE = {"batch_time", "profile", "b_max", "k_max", "kv_capacity_tokens", "memory", "policy", "priority"}
 _ROUTER = {"engines", "policy", "probabilities", "count"}
 _CLASS = {"name", "rate_per_s", "arrival", "route"}
 _ARRIVAL = {"poisson": ("rate_per_s",), "periodic": ("rate_per_s",), "gamma": ("rate_per_s", "cv")}
@@ -273,6 +276,8 @@ def _engine(source, name, e):
         raise _err(w, f"expected a table [engines.{name}] with batch_time and b_max (or profile), got {e!r}")
     _unknown(w, e, _ENGINE)
     budgets = {k: e[k] for k in ("b_max", "k_max", "kv_capacity_tokens") if k in e}
+    if "memory" in e:
+        budgets["memory"] = _memory(w, e)
     if "profile" in e:
         if "batch_time" in e:
             raise _err(w, "give either 'profile' or 'batch_time', not both")
@@ -303,6 +308,22 @@ def _engine(source, name, e):
     priority = _strings(w, "priority", e.get("priority", []))
     with _at(w):
         return Station(name=name, engine=eng, policy=e.get("policy", "sarathi"), priority=priority)
+
+
+def _memory(w, e):
+    """The engine's ``memory``: ``"vllm"`` (:data:`fluidq.engine.VLLM`) or a table of Memory fields."""
+    from ..engine import VLLM, Memory
+
+    m = e["memory"]
+    if "kv_capacity_tokens" not in e:
+        raise _err(w, f"memory = {m!r}: needs kv_capacity_tokens (the KV cache whose allocation it describes)")
+    if isinstance(m, str):
+        if m != "vllm":
+            raise _err(w, f"memory = {m!r}: expected \"vllm\" or a table of Memory fields")
+        return VLLM
+    _table(w, "memory", m, '{ kind = "blocks", block_size = 16, prefix_caching = true } (or "vllm")')
+    with _at(f"{w} memory"):
+        return Memory.from_dict(m)
 
 
 def _router(source, name, r):

@@ -268,8 +268,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     horizon_s : float, optional
         Arrivals up to and the run until this time: the iteration in progress at ``horizon_s`` is
         completed, so requests finishing in it get their finish time (a little past the horizon) and
-        count in ``n_finished``; unfinished requests have NaN finish times.  (The network simulator
-        stops at the horizon: it counts only completions up to ``horizon_s``.)
+        count in ``n_finished``; unfinished requests have NaN finish times.  No iteration starts at
+        or after ``horizon_s``.  :func:`fluidq.simulate_network` means the same by its horizon.
     n_requests : int, optional
         Number of arrivals; without a horizon the run continues until all have finished (or no
         policy decision can make progress).
