@@ -66,7 +66,7 @@ METRICS = {
 }
 
 POLICY_KEYS = ("fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard", "uniboost-ada",
-               "las")
+               "las", "distboost")
 
 
 def reasoning_workload(rate_per_s: float = 1.0, *, mean_prompt: float = 300.0, mean_output: float = 600.0,
@@ -97,14 +97,19 @@ def _tau(name: str, tau) -> float:
 
 def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=None, tau: float = 0.6,
                       gamma_per_s: float | None = None, threshold_s: float = 120.0, k_tokens: int = 32,
-                      seed: int = 0) -> dict:
+                      update_every: int = 50, seed: int = 0) -> dict:
     """``{key: policy}`` for the comparison (keys from :data:`POLICY_KEYS`).
 
     PARS uses :class:`fluidq.predict.NoisyOracle` with noise chosen for Kendall tau ``tau``
     against ``workload``'s output lengths (the traces have no prompt text); gamma defaults to the
     M/G/1 value at 70 % load, ``solve_gamma`` with the service time ``(v_p + v_d) / capacity``,
-    clamped to [1, 200] 1/s.
+    clamped to [1, 200] 1/s.  ``k_tokens`` is MEMGUARD's first level and ``update_every`` gamma-Ada's
+    cadence (observations between gamma updates): both are fluidq's choices (32 and 50), the
+    papers' values could not be read.  ``distboost`` is fluidq's reconstruction of the UNIBOOST
+    paper's distribution-aware strawman (:mod:`fluidq.policies.distboost`).
     """
+    k_tokens = integer("k_tokens", k_tokens, minimum=1)
+    update_every = integer("update_every", update_every, minimum=1)
     from ..capacity import max_throughput
     from ..policies import Sarathi
     from ..policies.latency import LAS, PARS, SJF, SRPT, GammaBoost, solve_gamma
@@ -148,6 +153,13 @@ def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=
             out[k] = Sarathi(order=SRPT())
         elif k == "las":
             out[k] = Sarathi(order=LAS())
+        elif k == "distboost":
+            if workload is None:
+                raise ParameterError("workload", None, "a workload (DISTBOOST reads its output-length distribution)")
+            from ..policies.distboost import DistBoost
+
+            L = workload.output_tokens.sample(np.random.default_rng(seed), 4000)
+            out[k] = Sarathi(order=DistBoost(output_lengths=tuple(np.maximum(L, 1))))
         elif k == "gamma-boost":
             out[k] = Sarathi(order=GammaBoost(gamma_per_s=gamma_per_s, token_cost_s=cost))
         elif k == "uniboost":
@@ -155,7 +167,7 @@ def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=
         elif k == "uniboost-nomemguard":
             out[k] = UniBoost(gamma_per_s=gamma_per_s, engine=engine, memguard=False)
         elif k == "uniboost-ada":
-            out[k] = UniBoost(adaptive=True, engine=engine, k_tokens=k_tokens)
+            out[k] = UniBoost(adaptive=True, engine=engine, k_tokens=k_tokens, update_every=update_every)
     return out
 
 
