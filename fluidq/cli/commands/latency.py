@@ -29,6 +29,9 @@ def register(sub):
     add_workload_args(p, rate=False)  # the --loads set the rates: --rate is refused, so not listed
     p.add_argument("--reasoning", action="store_true",
                    help="use the built-in heavy-tailed reasoning-like workload instead of --prompt/--output/--trace")
+    p.add_argument("--family", default=None, choices=["reasoning", "gsm8k", "chat", "azure-conv", "azure-code"],
+                   help="a named workload family from the shipped data (fluidq.latency.families): lengths of GSM8K, "
+                        "AlpacaEval chat, the Azure traces, or the reasoning-like heavy tail; Poisson arrivals")
     p.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens (memory, preemptions)")
     p.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: "
@@ -167,6 +170,10 @@ def run(args):
     reject_ignored(f"--swap-ms-per-token {args.swap_ms_per_token}",
                    args.swap_ms_per_token is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
+    if args.family is not None:
+        if args.reasoning or args.trace is not None or args.prompt is not None or args.output is not None:
+            raise CliError("--family: give either it or --reasoning/--trace/--prompt/--output")
+        reject_ignored("--geometric", args.geometric, "with --family (its lengths come from the shipped data)")
     if args.reasoning:
         if args.trace is not None or args.prompt is not None or args.output is not None:
             raise CliError("--reasoning: give either it or --trace/--prompt/--output")
@@ -178,7 +185,11 @@ def run(args):
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
                    "without a KV-cache limit (--kv-capacity): nothing is ever preempted")
-    if args.reasoning:
+    if args.family is not None:
+        from ...latency.families import workload_family
+
+        workload = workload_family(args.family)
+    elif args.reasoning:
         workload = reasoning_workload()
     else:
         workload = workload_from_args(args, default_rate=1.0)
