@@ -251,6 +251,22 @@ class LatencyComparison:
     n_replications: int
     inputs: dict = field(default_factory=dict)
     seconds: float = 0.0
+    samples: dict = field(default_factory=dict, repr=False)
+
+    def ratio_interval(self, metric: str, policy: str, baseline: str = "fcfs", load_index: int = -1,
+                       confidence: float = 0.95) -> tuple:
+        """``(mean, half_width)`` of the paired per-replication ratio ``baseline / policy`` (> 1: better).
+
+        Replications run every policy on the same requests, so the ratio is taken within each one and
+        its mean gets a Student-t interval (NaN without :attr:`samples`, e.g. a result read back).
+        """
+        if not self.samples:
+            return math.nan, math.nan
+        a = np.asarray(self.samples[baseline][metric][load_index], float)
+        b = np.asarray(self.samples[policy][metric][load_index], float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = a / b
+        return _tci(r[np.isfinite(r)], confidence)
 
     def value(self, policy: str, metric: str, load_index: int = -1) -> float:
         return self.values[policy][metric][load_index][0]
@@ -413,7 +429,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                       horizon_s: float = 300.0, n_replications: int = 2, warmup_frac: float = 0.1, rng=None,
                       preemption: str = "recompute", swap_s_per_token: float | None = None, tau: float = 0.6,
                       confidence: float = 0.95, progress=None, slo_per_token_s: float | None = None,
-                      slo_ttlt_s: float | None = None) -> LatencyComparison:
+                      slo_ttlt_s: float | None = None, drain: bool = False) -> LatencyComparison:
     """Simulate each policy at each load on common random requests and compare latencies.
 
     Parameters
@@ -440,6 +456,10 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     slo_per_token_s, slo_ttlt_s : float, optional
         SLOs whose attainment is reported (``slo_attainment_*``; NaN when not given).  The tightest
         SLOs met by 90 % and 99 % of the requests are reported either way (see :mod:`.slo`).
+    drain : bool
+        ``True``: arrivals stop at ``horizon_s`` but each run continues until every request has
+        finished, so no latency is left out (the tails and SLO attainment count every arrival);
+        ``False`` (default): the run stops at the horizon (see ``finished_fraction``).
 
     Returns
     -------
@@ -490,7 +510,8 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                 continue
             reqs = {"arrival_s": a, "prompt_tokens": p, "output_tokens": d}
             for name in names:
-                res = _simulate_one(engine, reqs, policies[name], g, horizon_s, preemption, swap_s_per_token, warm)
+                res = _simulate_one(engine, reqs, policies[name], g, None if drain else horizon_s, preemption,
+                                    swap_s_per_token, warm)
                 for m, v in _run_metrics(res, warm, slo_per_token_s, slo_ttlt_s).items():
                     runs[name][m][i].append(v)
                 if progress is not None:
@@ -498,12 +519,13 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
               "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
-              "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
+              "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s, "drain": bool(drain),
               "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,
-                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0,
+                             samples=runs)
 
 
 def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_requests: int = 2000,
@@ -569,4 +591,5 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=(math.nan,), rates_per_s=(math.nan,), values=values,
-                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0,
+                             samples=runs)
