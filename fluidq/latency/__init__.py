@@ -66,7 +66,7 @@ METRICS = {
 }
 
 POLICY_KEYS = ("fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard", "uniboost-ada",
-               "las")
+               "las", "distboost")
 
 
 def reasoning_workload(rate_per_s: float = 1.0, *, mean_prompt: float = 300.0, mean_output: float = 600.0,
@@ -97,14 +97,19 @@ def _tau(name: str, tau) -> float:
 
 def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=None, tau: float = 0.6,
                       gamma_per_s: float | None = None, threshold_s: float = 120.0, k_tokens: int = 32,
-                      seed: int = 0) -> dict:
+                      update_every: int = 50, seed: int = 0) -> dict:
     """``{key: policy}`` for the comparison (keys from :data:`POLICY_KEYS`).
 
     PARS uses :class:`fluidq.predict.NoisyOracle` with noise chosen for Kendall tau ``tau``
     against ``workload``'s output lengths (the traces have no prompt text); gamma defaults to the
     M/G/1 value at 70 % load, ``solve_gamma`` with the service time ``(v_p + v_d) / capacity``,
-    clamped to [1, 200] 1/s.
+    clamped to [1, 200] 1/s.  ``k_tokens`` is MEMGUARD's first level and ``update_every`` gamma-Ada's
+    cadence (observations between gamma updates): both are fluidq's choices (32 and 50), the
+    papers' values could not be read.  ``distboost`` is fluidq's reconstruction of the UNIBOOST
+    paper's distribution-aware strawman (:mod:`fluidq.policies.distboost`).
     """
+    k_tokens = integer("k_tokens", k_tokens, minimum=1)
+    update_every = integer("update_every", update_every, minimum=1)
     from ..capacity import max_throughput
     from ..policies import Sarathi
     from ..policies.latency import LAS, PARS, SJF, SRPT, GammaBoost, solve_gamma
@@ -148,6 +153,13 @@ def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=
             out[k] = Sarathi(order=SRPT())
         elif k == "las":
             out[k] = Sarathi(order=LAS())
+        elif k == "distboost":
+            if workload is None:
+                raise ParameterError("workload", None, "a workload (DISTBOOST reads its output-length distribution)")
+            from ..policies.distboost import DistBoost
+
+            L = workload.output_tokens.sample(np.random.default_rng(seed), 4000)
+            out[k] = Sarathi(order=DistBoost(output_lengths=tuple(np.maximum(L, 1))))
         elif k == "gamma-boost":
             out[k] = Sarathi(order=GammaBoost(gamma_per_s=gamma_per_s, token_cost_s=cost))
         elif k == "uniboost":
@@ -155,7 +167,7 @@ def standard_policies(engine: Engine, workload: Workload | None = None, *, keys=
         elif k == "uniboost-nomemguard":
             out[k] = UniBoost(gamma_per_s=gamma_per_s, engine=engine, memguard=False)
         elif k == "uniboost-ada":
-            out[k] = UniBoost(adaptive=True, engine=engine, k_tokens=k_tokens)
+            out[k] = UniBoost(adaptive=True, engine=engine, k_tokens=k_tokens, update_every=update_every)
     return out
 
 
@@ -239,6 +251,22 @@ class LatencyComparison:
     n_replications: int
     inputs: dict = field(default_factory=dict)
     seconds: float = 0.0
+    samples: dict = field(default_factory=dict, repr=False)
+
+    def ratio_interval(self, metric: str, policy: str, baseline: str = "fcfs", load_index: int = -1,
+                       confidence: float = 0.95) -> tuple:
+        """``(mean, half_width)`` of the paired per-replication ratio ``baseline / policy`` (> 1: better).
+
+        Replications run every policy on the same requests, so the ratio is taken within each one and
+        its mean gets a Student-t interval (NaN without :attr:`samples`, e.g. a result read back).
+        """
+        if not self.samples:
+            return math.nan, math.nan
+        a = np.asarray(self.samples[baseline][metric][load_index], float)
+        b = np.asarray(self.samples[policy][metric][load_index], float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = a / b
+        return _tci(r[np.isfinite(r)], confidence)
 
     def value(self, policy: str, metric: str, load_index: int = -1) -> float:
         return self.values[policy][metric][load_index][0]
@@ -401,7 +429,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                       horizon_s: float = 300.0, n_replications: int = 2, warmup_frac: float = 0.1, rng=None,
                       preemption: str = "recompute", swap_s_per_token: float | None = None, tau: float = 0.6,
                       confidence: float = 0.95, progress=None, slo_per_token_s: float | None = None,
-                      slo_ttlt_s: float | None = None) -> LatencyComparison:
+                      slo_ttlt_s: float | None = None, drain: bool = False) -> LatencyComparison:
     """Simulate each policy at each load on common random requests and compare latencies.
 
     Parameters
@@ -428,6 +456,10 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     slo_per_token_s, slo_ttlt_s : float, optional
         SLOs whose attainment is reported (``slo_attainment_*``; NaN when not given).  The tightest
         SLOs met by 90 % and 99 % of the requests are reported either way (see :mod:`.slo`).
+    drain : bool
+        ``True``: arrivals stop at ``horizon_s`` but each run continues until every request has
+        finished, so no latency is left out (the tails and SLO attainment count every arrival);
+        ``False`` (default): the run stops at the horizon (see ``finished_fraction``).
 
     Returns
     -------
@@ -478,7 +510,8 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                 continue
             reqs = {"arrival_s": a, "prompt_tokens": p, "output_tokens": d}
             for name in names:
-                res = _simulate_one(engine, reqs, policies[name], g, horizon_s, preemption, swap_s_per_token, warm)
+                res = _simulate_one(engine, reqs, policies[name], g, None if drain else horizon_s, preemption,
+                                    swap_s_per_token, warm)
                 for m, v in _run_metrics(res, warm, slo_per_token_s, slo_ttlt_s).items():
                     runs[name][m][i].append(v)
                 if progress is not None:
@@ -486,12 +519,13 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
               "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
-              "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
+              "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s, "drain": bool(drain),
               "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,
-                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0,
+                             samples=runs)
 
 
 def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_requests: int = 2000,
@@ -557,4 +591,5 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=(math.nan,), rates_per_s=(math.nan,), values=values,
-                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0)
+                             n_replications=n_replications, inputs=inputs, seconds=time.perf_counter() - t0,
+                             samples=runs)

@@ -125,7 +125,8 @@ class Unified:
 
 
 def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memguard: bool = True,
-             k_tokens: int = 32, margin_s: float = 0.0, engine=None, estimator: str = "ratio", **kw) -> Unified:
+             k_tokens: int = 32, margin_s: float = 0.0, engine=None, estimator: str = "ratio",
+             update_every: int = 50, **kw) -> Unified:
     """UNIBOOST: the unified former with gamma-Boost (or gamma-Ada), guarded by MEMGUARD.
 
     Parameters
@@ -138,6 +139,8 @@ def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memgua
         Wrap the ordering in :class:`~fluidq.policies.latency.MemGuard` (``k_tokens``).
     margin_s : float
         Hysteresis margin in seconds.
+    update_every : int
+        gamma-Ada's cadence: new response times between gamma updates (fluidq's choice, 50).
     engine : Engine, optional
         Sets the per-token cost to ``1 / capacity`` of this engine.
     """
@@ -150,7 +153,7 @@ def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memgua
         extra["token_cost_s"] = 1.0 / max_throughput(engine).tokens_per_s
     if adaptive:
         base = GammaAda(gamma_per_s=200.0 if gamma_per_s is None else gamma_per_s, margin_s=margin_s,
-                        estimator=estimator, **extra)
+                        estimator=estimator, update_every=update_every, **extra)
     else:
         base = GammaBoost(gamma_per_s=10.0 if gamma_per_s is None else gamma_per_s, margin_s=margin_s, **extra)
     order = MemGuard(base=base, k_tokens=k_tokens) if memguard else base

@@ -55,3 +55,16 @@ def test_burst_all_arrive_at_zero_and_drain():
         burst_comparison(ENG, w, pols, n_requests=0)
     with pytest.raises(ParameterError, match="slo_ttlt_s"):
         burst_comparison(ENG, w, pols, n_requests=10, slo_ttlt_s=-1)
+
+
+def test_drain_leaves_no_arrival_unfinished():
+    from fluidq.latency import compare_orderings
+
+    w = reasoning_workload(mean_output=200, max_output=2000)
+    cut = compare_orderings(ENG, w, ["fcfs"], loads=(0.9,), horizon_s=60, n_replications=2, rng=0)
+    full = compare_orderings(ENG, w, ["fcfs"], loads=(0.9,), horizon_s=60, n_replications=2, rng=0, drain=True)
+    assert cut.values["fcfs"]["finished_fraction"][0][0] < 1
+    assert full.values["fcfs"]["finished_fraction"][0][0] == 1.0
+    assert math.isfinite(full.values["fcfs"]["slo_per_token_99_s"][0][0])
+    # the drained run's tail includes the long requests the cut run lost
+    assert full.values["fcfs"]["ttlt_p99_s"][0][0] > cut.values["fcfs"]["ttlt_p99_s"][0][0]

@@ -29,6 +29,9 @@ def register(sub):
     add_workload_args(p, rate=False)  # the --loads set the rates: --rate is refused, so not listed
     p.add_argument("--reasoning", action="store_true",
                    help="use the built-in heavy-tailed reasoning-like workload instead of --prompt/--output/--trace")
+    p.add_argument("--family", default=None, choices=["reasoning", "gsm8k", "chat", "azure-conv", "azure-code"],
+                   help="a named workload family from the shipped data (fluidq.latency.families): lengths of GSM8K, "
+                        "AlpacaEval chat, the Azure traces, or the reasoning-like heavy tail; Poisson arrivals")
     p.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens (memory, preemptions)")
     p.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: "
@@ -37,7 +40,7 @@ def register(sub):
                    help="swap cost per KV token, ms (with --preemption swap)")
     p.add_argument("--orderings", default="fcfs,pars,sjf,srpt,gamma-boost,uniboost",
                    help="comma-separated: fcfs, pars, sjf, srpt, las, gamma-boost, uniboost, uniboost-nomemguard, "
-                   "uniboost-ada")
+                   "uniboost-ada, distboost (fluidq's reconstruction of the UNIBOOST paper's distribution-aware strawman)")
     p.add_argument("--burst", type=int, default=None, metavar="N",
                    help="the PARS burst experiment: N requests arrive at t=0 on an empty engine and every run drains "
                         "them all (no --loads/--horizon)")
@@ -56,6 +59,11 @@ def register(sub):
                    help="Kendall tau of PARS's stand-in predictor, in (0, 1] (default 0.6; with the pars ordering)")
     p.add_argument("--gamma", type=float, default=None,
                    help="gamma-Boost / UNIBOOST rate, 1/s (default: M/G/1 value; with those orderings)")
+    p.add_argument("--memguard-k", type=int, default=None, metavar="K",
+                   help="MEMGUARD's first work level in tokens (fluidq's choice, default 32; with uniboost/uniboost-ada)")
+    p.add_argument("--ada-every", type=int, default=None, metavar="N",
+                   help="gamma-Ada's cadence: response times between gamma updates (fluidq's choice, default 50; "
+                        "with uniboost-ada)")
     p.add_argument("--seed", type=int, default=0, help="root seed (a non-negative integer)")
     p.add_argument("--metric", default=None,
                    help="metric plotted by --plot (default latency_per_token_mean_s); given, it is also a column "
@@ -122,6 +130,11 @@ def run(args):
         raise ParameterError("--tau", args.tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
     if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
         raise ParameterError("--gamma", args.gamma, "a finite rate > 0 per second")
+    reject_ignored(f"--memguard-k {args.memguard_k}",
+                   args.memguard_k is not None and not {"uniboost", "uniboost-ada"} & set(keys),
+                   "without uniboost/uniboost-ada in --orderings (MEMGUARD is part of them)")
+    reject_ignored(f"--ada-every {args.ada_every}", args.ada_every is not None and "uniboost-ada" not in keys,
+                   "without uniboost-ada in --orderings (the cadence is gamma-Ada's)")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a non-negative integer")
     if not (math.isfinite(args.horizon) and args.horizon > 0):
@@ -157,6 +170,10 @@ def run(args):
     reject_ignored(f"--swap-ms-per-token {args.swap_ms_per_token}",
                    args.swap_ms_per_token is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
+    if args.family is not None:
+        if args.reasoning or args.trace is not None or args.prompt is not None or args.output is not None:
+            raise CliError("--family: give either it or --reasoning/--trace/--prompt/--output")
+        reject_ignored("--geometric", args.geometric, "with --family (its lengths come from the shipped data)")
     if args.reasoning:
         if args.trace is not None or args.prompt is not None or args.output is not None:
             raise CliError("--reasoning: give either it or --trace/--prompt/--output")
@@ -168,7 +185,11 @@ def run(args):
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
                    "without a KV-cache limit (--kv-capacity): nothing is ever preempted")
-    if args.reasoning:
+    if args.family is not None:
+        from ...latency.families import workload_family
+
+        workload = workload_family(args.family)
+    elif args.reasoning:
         workload = reasoning_workload()
     else:
         workload = workload_from_args(args, default_rate=1.0)
@@ -190,7 +211,15 @@ def run(args):
         _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
                                len(keys) * len(loads), names={"horizon_s": "--horizon",
                                                               "n_replications": "--replications"})
-    pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed)
+    extra = {"k_tokens": args.memguard_k} if args.memguard_k is not None else {}
+    if args.ada_every is not None:
+        extra["update_every"] = args.ada_every
+    from ..._validate import integer as _int
+
+    for flag, nm in (("--memguard-k", "k_tokens"), ("--ada-every", "update_every")):
+        if nm in extra:
+            _int(flag, extra[nm], minimum=1)
+    pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed, **extra)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
     slo = args.slo_per_token
     if slo is None:

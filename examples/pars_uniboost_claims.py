@@ -1,0 +1,291 @@
+"""The PARS and UNIBOOST experiments as the papers ran them, and the claims table they produce.
+
+    python examples/pars_uniboost_claims.py [--quick] [--out docs/latency] [--doc docs/latency-claims.md]
+
+Runs, with seeded replications (every policy on the same requests in each) and Student-t intervals:
+
+1. the PARS burst: 2,000 reasoning-style requests at t = 0 on an empty engine, drained (KV 200,000
+   tokens), FCFS against PARS with a predictor of Kendall tau 0.6 / 0.8 / 1.0 and oracle SRPT;
+2. PARS under steady Poisson load, swept over the load, the predictor's tau, the KV cache (on, off)
+   and the tail of the output lengths (log-normal sigma) -- the parameters the 15.7x may depend on;
+3. UNIBOOST against perfect-prediction SRPT on the Azure conversation and code traces' lengths and
+   the reasoning family at load 0.9 (P99 TTLT, P99 TTFT, throughput, tightest SLO met by 99 %);
+4. the length rankers (PARS's pairwise, pointwise, bucket, listwise; random) on AlpacaEval models,
+   Kendall tau_b over 5 seeded splits;
+5. the ranker's scoring time as a share of the engine time per request.
+
+It writes ``claims.json`` under ``--out`` and the claims table ``--doc`` (Markdown, generated from
+those numbers: nothing in the table is typed by hand).  The full run takes some 10 minutes on one
+core; ``--quick`` (smaller bursts, shorter horizons, 3 replications, fewer sweep points) a couple.
+
+Engine: the paper's CodeLlama-34B/A100 fit (b_max = 512).  The predictor in the scheduling runs is
+fluidq's stand-in (:class:`fluidq.predict.NoisyOracle`, noise set for a chosen tau): the traces have
+no prompt text.  References: Tao et al., "PARS", arXiv:2510.03243; Li et al., "UNIBOOST",
+arXiv:2606.18431.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+import fluidq
+from fluidq.latency import burst_comparison, compare_orderings, standard_policies
+from fluidq.latency.families import workload_family
+from fluidq.predict import LengthRanker, load_lengths
+from fluidq.predict.baselines import tau_over_splits
+from fluidq.results import plain
+
+PROFILE = "paper-codellama34b-a100"
+
+
+def tci(x):
+    x = np.asarray([v for v in x if np.isfinite(v)], float)
+    if x.size < 2:
+        return (float(x.mean()) if x.size else math.nan), math.nan
+    return float(x.mean()), float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+
+
+def paired(res, metric, policy, baseline, f=lambda b, p: b / p, i=-1):
+    """mean and half-width of f(baseline, policy) over the paired replications."""
+    b = np.asarray(res.samples[baseline][metric][i], float)
+    p = np.asarray(res.samples[policy][metric][i], float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return tci(f(b, p))
+
+
+def pars_policies(eng, w, taus, extra=("fcfs",)):
+    pols = standard_policies(eng, w, keys=list(extra))
+    for t in taus:
+        pols[f"pars-tau{t:g}"] = standard_policies(eng, w, keys=["pars"], tau=t)["pars"]
+    return pols
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="docs/latency")
+    ap.add_argument("--doc", default="docs/latency-claims.md")
+    args = ap.parse_args(argv)
+    q = args.quick
+    reps = 3 if q else 5
+    burst_n = 500 if q else 2000
+    horizon = 100.0 if q else 300.0   # arrivals stop here; every run drains (drain=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    prof = fluidq.load_profile(PROFILE)
+    eng = prof.engine(kv_capacity_tokens=200_000)
+    R = {"quick": q, "replications": reps, "engine": eng.to_dict(), "horizon": horizon}
+    t0 = time.perf_counter()
+
+    # 1. burst
+    rw = workload_family("reasoning")
+    b = burst_comparison(eng, rw, pars_policies(eng, rw, (0.6, 0.8, 1.0), ("fcfs", "srpt")), n_requests=burst_n,
+                         n_replications=reps, rng=0)
+    R["burst"] = {"n": burst_n, "table": b.table(0, metrics=("latency_per_token_mean_s", "latency_per_token_p90_s",
+                                                               "ttlt_p99_s", "makespan_s")),
+                  **{p: {m: paired(b, m, p, "fcfs") for m in ("latency_per_token_mean_s", "latency_per_token_p90_s")}
+                     for p in b.policies if p != "fcfs"}}
+    bsweep = {}
+    for n in ((250, 1000) if q else (250, 1000, 4000)):
+        bb = burst_comparison(eng, rw, pars_policies(eng, rw, (0.8,)), n_requests=n, n_replications=reps, rng=1)
+        bsweep[n] = paired(bb, "latency_per_token_mean_s", "pars-tau0.8", "fcfs")
+    R["burst_size_sweep"] = bsweep
+    ksweep = {}
+    for kv in ((30_000, 200_000) if q else (20_000, 30_000, 50_000, 100_000)):
+        ek = prof.engine(kv_capacity_tokens=kv)
+        bb = burst_comparison(ek, rw, pars_policies(ek, rw, (0.8,)), n_requests=burst_n, n_replications=reps, rng=0)
+        ksweep[kv] = {m: paired(bb, m, "pars-tau0.8", "fcfs") for m in ("latency_per_token_mean_s",
+                                                                        "latency_per_token_p90_s")}
+    ksweep[200_000] = {m: R["burst"]["pars-tau0.8"][m]
+                       for m in ("latency_per_token_mean_s", "latency_per_token_p90_s")}
+    R["burst_kv_sweep"] = ksweep
+    print(f"burst done ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    # 2. steady Poisson: load x tau, KV off, output tail
+    loads = (0.9, 1.2) if q else (0.7, 0.9, 1.0, 1.2)
+    c = compare_orderings(eng, rw, pars_policies(eng, rw, (0.6, 0.8, 1.0)), loads=loads, horizon_s=horizon,
+                          n_replications=reps, rng=2, drain=True)
+    R["poisson"] = {"loads": loads, "table_last": c.table(-1, metrics=("latency_per_token_mean_s",
+                                                                       "latency_per_token_p90_s", "finished_fraction")),
+                    "mean": {p: [paired(c, "latency_per_token_mean_s", p, "fcfs", i=i) for i in range(len(loads))]
+                             for p in c.policies if p != "fcfs"},
+                    "p90": {p: [paired(c, "latency_per_token_p90_s", p, "fcfs", i=i) for i in range(len(loads))]
+                            for p in c.policies if p != "fcfs"},
+                    "finished": {p: [c.values[p]["finished_fraction"][i][0] for i in range(len(loads))]
+                                 for p in c.policies}}
+    nokv = prof.engine()
+    ck = compare_orderings(nokv, rw, pars_policies(nokv, rw, (0.8,)), loads=(loads[-1],), horizon_s=horizon,
+                           n_replications=reps, rng=2, drain=True)
+    R["poisson_kv_off"] = paired(ck, "latency_per_token_mean_s", "pars-tau0.8", "fcfs")
+    e30 = prof.engine(kv_capacity_tokens=30_000)
+    c30 = compare_orderings(e30, rw, pars_policies(e30, rw, (0.8,)), loads=loads[-2:], horizon_s=horizon,
+                            n_replications=reps, rng=2, drain=True)
+    R["poisson_kv30k"] = {"loads": loads[-2:], **{k: [paired(c30, m, "pars-tau0.8", "fcfs", i=i) for i in range(2)]
+                                                  for k, m in (("mean", "latency_per_token_mean_s"),
+                                                               ("p90", "latency_per_token_p90_s"))}}
+    sig = {}
+    for s in ((0.6, 1.6) if q else (0.6, 1.2, 1.6, 2.0)):
+        from fluidq.latency import reasoning_workload
+
+        ws = reasoning_workload(sigma=s)
+        cs = compare_orderings(eng, ws, pars_policies(eng, ws, (0.8,)), loads=(loads[-1],), horizon_s=horizon,
+                               n_replications=reps, rng=3, drain=True)
+        sig[s] = paired(cs, "latency_per_token_mean_s", "pars-tau0.8", "fcfs")
+    R["poisson_sigma_sweep"] = sig
+    print(f"poisson done ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    # 3. UNIBOOST vs SRPT
+    uni = {}
+    for fam in ("azure-conv", "azure-code", "reasoning"):
+        w = workload_family(fam)
+        u = compare_orderings(eng, w, ["fcfs", "srpt", "uniboost"], loads=(0.9,), horizon_s=horizon,
+                              n_replications=reps, rng=4, drain=True)
+        red = lambda s_, u_: 1 - u_ / s_  # noqa: E731 - reduction of uniboost's value below srpt's
+        uni[fam] = {"ttlt_p99_reduction": paired(u, "ttlt_p99_s", "uniboost", "srpt", red),
+                    "ttft_p99_reduction": paired(u, "ttft_p99_s", "uniboost", "srpt", red),
+                    "throughput_ratio": paired(u, "throughput_tokens_per_s", "uniboost", "srpt", lambda s_, u_: u_ / s_),
+                    "slo99_tighter": paired(u, "slo_per_token_99_s", "uniboost", "srpt"),
+                    "finished": {p: u.values[p]["finished_fraction"][0][0] for p in u.policies}}
+    R["uniboost"] = uni
+    print(f"uniboost done ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    # 4. rankers on AlpacaEval
+    ds = load_lengths("alpaca_eval")
+    models = ("gpt4", "claude-2.1") if q else ("gpt4", "claude-2.1", "gpt-3.5-turbo-0613", "gpt-4o-2024-05-13")
+    rk = {}
+    for m in models:
+        L = ds.of(m)
+        ok = np.isfinite(L)
+        P = [p for p, k in zip(ds.prompts, ok) if k]
+        rk[m] = {kind: tau_over_splits(P, L[ok], kind, n_splits=5, rng=5)
+                 for kind in ("pairwise", "pointwise", "bucket", "listwise", "random")}
+    R["rankers"] = rk
+
+    # 5. scoring overhead
+    L = ds.of("gpt4")
+    ok = np.isfinite(L)
+    P = [p for p, k in zip(ds.prompts, ok) if k]
+    ranker = LengthRanker.fit(P, L[ok], rng=0)
+    per = []
+    for _ in range(5):
+        s0 = time.perf_counter()
+        ranker.score(P)
+        per.append((time.perf_counter() - s0) / len(P))
+    engine_s = b.values["pars-tau0.8"]["makespan_s"][0][0] / burst_n      # engine seconds per request
+    R["overhead"] = {"score_s_per_prompt": tci(per), "engine_s_per_request": engine_s,
+                     "share": tci(np.asarray(per) / engine_s)}
+    R["seconds"] = time.perf_counter() - t0
+    (out / "claims.json").write_text(json.dumps(plain(R), indent=1))
+    Path(args.doc).write_text(render(R))
+    print(f"written {out / 'claims.json'} and {args.doc} ({R['seconds']:.0f} s)")
+
+
+def fmt(ci, pct=False, x=False):
+    m, h = ci
+    if not np.isfinite(m):
+        return "–"
+    if pct:
+        return f"{100 * m:.0f} % ± {100 * h:.0f}" if np.isfinite(h) else f"{100 * m:.0f} %"
+    return f"{m:.3g}{'×' if x else ''} ± {h:.2g}" if np.isfinite(h) else f"{m:.3g}{'×' if x else ''}"
+
+
+def within2(ci, claim):
+    m = ci[0]
+    return "holds (within a factor of 2)" if claim / 2 <= m <= 2 * claim else "does not hold"
+
+
+def render(R) -> str:
+    b, p = R["burst"], R["poisson"]
+    n = R["burst"]["n"]
+    li = len(p["loads"]) - 1
+    rows = []
+    rows.append(("PARS: burst of 2,000 requests, mean latency per token 7.7× below FCFS",
+                 f"burst of {n:,} reasoning-style requests, KV 200k, tau 0.8",
+                 fmt(b["pars-tau0.8"]["latency_per_token_mean_s"], x=True),
+                 within2(b["pars-tau0.8"]["latency_per_token_mean_s"], 7.7),
+                 "tau 1.0: " + fmt(b["pars-tau1"]["latency_per_token_mean_s"], x=True) + "; oracle SRPT: "
+                 + fmt(b["srpt"]["latency_per_token_mean_s"], x=True) + "; by burst size: "
+                 + ", ".join(f"{k}: {fmt(v, x=True)}" for k, v in R["burst_size_sweep"].items())
+                 + "; **by KV capacity** (tokens): " + ", ".join(f"{k:,}: {fmt(v['latency_per_token_mean_s'], x=True)}"
+                                                                  for k, v in sorted(R["burst_kv_sweep"].items()))))
+    rows.append(("PARS: burst, > 2× below FCFS (the second burst figure of issue 18; P90 read here)",
+                 "as above, P90 latency per token", fmt(b["pars-tau0.8"]["latency_per_token_p90_s"], x=True),
+                 "holds" if b["pars-tau0.8"]["latency_per_token_p90_s"][0] > 2 else "does not hold",
+                 "by KV capacity: " + ", ".join(f"{k:,}: {fmt(v['latency_per_token_p90_s'], x=True)}"
+                                                for k, v in sorted(R["burst_kv_sweep"].items()))))
+    k30 = R["poisson_kv30k"]
+    for key, claim, what in (("mean", 15.7, "mean"), ("p90", 12.3, "P90")):
+        v = p[key]["pars-tau0.8"][li]
+        rows.append((f"PARS: {what} latency per token {claim}× below FCFS (Poisson)",
+                     f"reasoning family, Poisson, load {p['loads'][li]:g} (arrivals for {R['horizon']:g} s, drained), "
+                     "KV 200k, tau 0.8",
+                     fmt(v, x=True), within2(v, claim),
+                     "by load (tau 0.8): " + ", ".join(f"{ld:g}: {fmt(x_, x=True)}" for ld, x_ in
+                                                       zip(p["loads"], p[key]["pars-tau0.8"]))
+                     + "; by tau at this load: " + ", ".join(f"{t}: {fmt(p[key][f'pars-tau{t}'][li], x=True)}"
+                                                             for t in ("0.6", "0.8", "1"))
+                     + "; **KV 30,000 tokens**: " + ", ".join(f"load {ld:g}: {fmt(x_, x=True)}"
+                                                              for ld, x_ in zip(k30["loads"], k30[key]))
+                     + ((f"; KV off, load {p['loads'][li]:g}: " + fmt(R["poisson_kv_off"], x=True)
+                         + f"; by output sigma, load {p['loads'][li]:g}: " + ", ".join(f"{s}: {fmt(x_, x=True)}"
+                                                                       for s, x_ in R["poisson_sigma_sweep"].items()))
+                        if key == "mean" else "")))
+    for key, claim, what in (("mean", 15.7, "mean"), ("p90", 12.3, "P90")):
+        v = k30[key][-1]
+        rows.append((f"PARS: {what} latency per token {claim}× below FCFS (Poisson), with a KV cache that binds",
+                     f"as above but KV 30,000 tokens (about what a 34B model leaves free on an 80 GB card), "
+                     f"load {k30['loads'][-1]:g}", fmt(v, x=True), within2(v, claim),
+                     "the ratio depends on the KV capacity (memory-bound admission), not on tau or the output "
+                     "tail: see the sweeps in the row above"))
+    u = R["uniboost"]
+    for key, lo, hi, what, is_pct in (("ttlt_p99_reduction", 0.35, 0.50, "P99 TTLT 35–50 % below SRPT", True),
+                                      ("ttft_p99_reduction", 0.34, 0.47, "P99 TTFT 34–47 % below SRPT", True),
+                                      ("throughput_ratio", 1.01, 1.12, "throughput 1.01–1.12× SRPT's", False),
+                                      ("slo99_tighter", 2.9, 8.7, "2.9–8.7× tighter SLO (per token, met by 99 %)",
+                                       False)):
+        for fam, d in u.items():
+            m, h = d[key]
+            ok = np.isfinite(m) and (lo <= m <= hi or (np.isfinite(h) and m - h <= hi and m + h >= lo))
+            verdict = "holds" if ok else "does not hold"
+            unf = min(d["finished"].values())
+            note = f"finished fraction ≥ {unf:.0%}" + ("; tails of unfinished requests missing" if unf < 0.9 else "")
+            rows.append((f"UNIBOOST: {what}", f"{fam} lengths, Poisson load 0.9, drained, KV 200k", fmt(d[key], pct=is_pct, x=not is_pct),
+                         verdict, note))
+    for m, d in R["rankers"].items():
+        pw = d["pairwise"]
+        rows.append(("PARS ranker: Kendall tau_b up to 0.96 (fine-tuned encoder)", f"AlpacaEval {m}, 5 splits",
+                     f"{pw['mean']:.3f} ± {pw['half_width']:.2g} (sd {pw['sd']:.2g})",
+                     "not comparable: fluidq's default is hashed n-grams, no downloaded encoder",
+                     "; ".join(f"{k}: {d[k]['mean']:.3f} ± {d[k]['half_width']:.2g}"
+                               for k in ("pointwise", "bucket", "listwise", "random"))))
+    o = R["overhead"]
+    rows.append(("PARS: scoring overhead 0.08 % of serving time", "hashed n-gram ranker, one CPU core; engine s/request "
+                 f"= PARS burst makespan / {n:,}", fmt(o["share"], pct=False) + " (share)",
+                 "holds" if o["share"][0] <= 0.0008 * 2 else "does not hold",
+                 f"{o['score_s_per_prompt'][0] * 1e6:.1f} µs per prompt vs {o['engine_s_per_request']:.3g} s of engine time"))
+    lines = ["# PARS and UNIBOOST: the papers' claims against fluidq's measurements", "",
+             "Generated by `python examples/pars_uniboost_claims.py`" + (" --quick" if R["quick"] else "")
+             + f" ({R['replications']} seeded replications per cell, 95 % Student-t intervals over paired "
+               "replications; engine: the paper's CodeLlama-34B/A100 fit). Do not edit by hand.", "",
+             "Papers: Tao et al., *PARS: Low-Latency LLM Serving via Pairwise Learning-to-Rank*, arXiv:2510.03243; "
+             "Li et al., *Beyond Prediction: Tail-Aware Scheduling for LLM Inference* (UNIBOOST), arXiv:2606.18431.",
+             "",
+             "fluidq's choices in these runs: the PARS predictor is a noisy oracle of the stated Kendall tau (the "
+             "traces have no text); MEMGUARD's first level k = 32 tokens and gamma-Ada's cadence (50 responses) "
+             "are fluidq's, the papers' values could not be read; DISTBOOST is fluidq's reconstruction; word "
+             "tables are turned into tokens at 1.3 tokens/word.", "",
+             "| claim (paper) | setting | fluidq | verdict | sweep / note |", "|---|---|---|---|---|"]
+    lines += [f"| {a} | {s} | {v} | {d} | {nt} |" for a, s, v, d, nt in rows]
+    lines += ["", "## Burst table", "", R["burst"]["table"], "", "## Poisson table at the highest load", "",
+              R["poisson"]["table_last"], ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
