@@ -271,7 +271,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         if workload is not None and e.k_max is not None:
             # k_max may bind for this prefill/decode mix: the capacity is then where the ray
             # (lambda m_p, lambda m_d) leaves the stability region (paper §6)
-            from ..region.capacity import region_capacity
+            from .region_capacity import region_capacity
 
             r2, b2, why, binds = region_capacity(e, workload)
             if binds and r2 < r:  # both are upper bounds: the tighter one (k_max or KV cache) decides

@@ -111,7 +111,7 @@ def saturation(engine, workload, pol, b) -> dict:
     """The chain's reference rates: ``capacity_tokens_per_s`` (``sup b/t(b)`` up to the budget ``b``, the
     Theorem-2(a) bound) and ``saturated_tokens_per_s`` with ``saturated_how``, what the policy serves under a
     backlog (:func:`fluidq.stability.saturated_rate`): at or above it there is no stationary law."""
-    from ..stability import saturated_rate
+    from .saturation import saturated_rate
 
     rate, how = saturated_rate(engine, workload, pol)
     return {"capacity_tokens_per_s": engine.batch_time.best_rate(b)[0], "saturated_tokens_per_s": rate,

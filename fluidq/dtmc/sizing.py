@@ -159,7 +159,7 @@ def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: 
     the policy cannot serve (at or above what it serves under a backlog) is solved once with the first
     caps: the answer is "unstable" whatever the caps.
     """
-    from ..stability import saturated_rate
+    from .saturation import saturated_rate
     from .build import _lengths, build_dtmc, scheduler_rules
 
     build_kw = dict(build_kw or {})

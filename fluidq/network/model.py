@@ -887,7 +887,7 @@ class Network:
         loads = self.loads()
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}
-        from .stability import capacity_caveats
+        from ..capacity.network import capacity_caveats
 
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value

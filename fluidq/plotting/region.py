@@ -107,7 +107,9 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
 def plot_policy_regions(engine, policies, *, point=None, simulate=False, n_rays=7, rng=0, ax=None, path=None):
     """The engine's region and, per scheduler, its backlog region and (``simulate=True``) the
     thresholds it actually sustains by simulation along ``n_rays`` rays, on one plot."""
-    from ..region import policy_region, simulated_region, stability_region
+    from ..capacity.region import stability_region
+    from ..stability.policy_region import policy_region
+    from ..stability.simulated_region import simulated_region
 
     others, sims = {}, {}
     for pol in policies:

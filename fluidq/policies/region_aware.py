@@ -94,8 +94,7 @@ class RegionAware:
             raise ParameterError("order", self.order, "a fluidq Ordering (e.g. fluidq.policies.FCFS())")
         object.__setattr__(self, "backlog_tokens", integer(
             "backlog_tokens", self.engine.b_max if self.backlog_tokens is None else self.backlog_tokens, minimum=1))
-        from ..region import stability_region
-        from ..region.region import as_points
+        from ..capacity.region import as_points, stability_region
 
         object.__setattr__(self, "prompt_tokens", integer("prompt_tokens", self.prompt_tokens, minimum=1,
                                                           allow_none=True))

@@ -1,22 +1,34 @@
-"""Stability regions under a token budget ``b_max`` and a batch-size limit ``k_max``.
+"""Stability regions under a token budget ``b_max`` and a batch-size limit ``k_max`` (the old path).
 
-``stability_region(engine)``  the region in (prefill tokens/s, decode tokens/s): vertices, the
-                              batch shape behind each, facets, ``contains``, ``margin``, ``plot``
-``region_mix(engine, point)`` the LP time-sharing of batch shapes serving a target, or the shortfall
-``policy_region(engine, policy)``  the region of the batches a scheduler forms under backlog
-                              (an outer estimate, fluid argument)
-``simulated_region(engine, policy)``  what a scheduler actually sustains, by simulation along rays
-``fluidq.policies.region_aware.RegionAware``  a scheduler that runs the region's batch shapes
+The region is part of the capacity analysis: :mod:`fluidq.capacity.region` (``stability_region``),
+:mod:`fluidq.capacity.mix` (``region_mix``, the LP time-sharing of batch shapes) and
+:mod:`fluidq.capacity.shapes` (the extreme batch shapes); the regions of a scheduler are verdicts:
+:mod:`fluidq.stability.policy_region` (``policy_region``, an outer estimate by a fluid argument) and
+:mod:`fluidq.stability.simulated_region` (``simulated_region``, by simulation along rays).  This package
+re-exports them, and its old module paths (``fluidq.region.region``, ``.mix``, ``.shapes``,
+``.policy``, ``.simulated``) are the moved modules themselves; it sits above the analyses.
 
 References
 ----------
 Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
 arXiv:2504.07347, §6 (Theorem 10).
 """
-from .mix import RegionMix, region_mix
-from .policy import policy_region
-from .region import RegionMargin, StabilityRegion, stability_region
-from .simulated import SimulatedRegion, simulated_region
+import sys
+
+from ..capacity import mix, region, shapes
+from ..capacity.mix import RegionMix, region_mix
+from ..capacity.region import RegionMargin, StabilityRegion, stability_region
+from ..stability import policy_region as _policy_module
+from ..stability import simulated_region as _simulated_module
+from ..stability.policy_region import policy_region
+from ..stability.simulated_region import SimulatedRegion, simulated_region
 
 __all__ = ["stability_region", "StabilityRegion", "RegionMargin", "region_mix", "RegionMix", "policy_region",
            "simulated_region", "SimulatedRegion"]
+
+# the old module paths are the moved modules (``import fluidq.region.mix`` finds them here)
+for _old, _mod in (("region", region), ("mix", mix), ("shapes", shapes), ("policy", _policy_module),
+                   ("simulated", _simulated_module)):
+    sys.modules.setdefault(f"{__name__}.{_old}", _mod)
+policy = _policy_module
+simulated = _simulated_module

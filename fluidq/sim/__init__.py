@@ -13,7 +13,8 @@ every iteration and models KV-cache memory.  They agree exactly where both apply
 """
 from .core import PolicyError, fast_path_applies, simulate
 from .result import METRIC_NAMES, SimResult
-from .stability import ReplicationResult, ThresholdResult, find_threshold, replicate
+# replicate, find_threshold, ReplicationResult, ThresholdResult (and fluidq.sim.stability) are the
+# simulation verdicts of fluidq.stability.simulation, which registers them here
 
 __all__ = ["METRIC_NAMES", "PolicyError", "ReplicationResult", "SimResult", "ThresholdResult", "fast_path_applies",
            "find_threshold", "replicate", "simulate"]

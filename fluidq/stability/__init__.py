@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 
 from .._validate import real
 from ..capacity import max_throughput
+from ..capacity.budgets import (binding_k_max, effective_engine, max_requests_per_batch,  # noqa: F401
+                                without_idle_k_max)
 from ..engine import Engine
-from ..network.model import Network
 from ..errors import ParameterError
+from ..network.model import Network
 from ..policies import check_work_conserving, resolve_policy
 from ..results import Status, plain
 from ..workload import Poisson, Workload
@@ -64,76 +66,13 @@ class StabilityResult:
                       "threshold_requests_per_s": self.threshold_requests_per_s})
 
 
-def max_requests_per_batch(engine, policy=None, *, kv_cache: bool = True) -> int:
-    """The most distinct requests one batch of ``engine`` (under ``policy``) can hold.
-
-    Every request in a batch takes at least one token of the budget (a decode token or a prompt chunk
-    of at least one token), so a batch holds at most ``b_max`` requests -- the engine's, or the
-    scheduler's own budget when that is smaller; and a request in a batch holds at least one KV token,
-    so with ``kv_cache`` at most ``kv_capacity_tokens`` of them.  A batch-size limit ``k_max`` at or
-    above this number can never bind.
-    """
-    most = int(engine.b_max)
-    pol_b = getattr(policy, "b_max", None) if policy is not None else None
-    if pol_b is not None:
-        most = min(most, int(pol_b))
-    if kv_cache and engine.kv_capacity_tokens is not None:
-        most = min(most, int(engine.kv_capacity_tokens))
-    return most
-
-
-def binding_k_max(engine, policy=None, *, kv_cache: bool = True) -> int | None:
-    """The batch-size limit of ``engine`` and ``policy`` that can bind, or ``None`` when none can.
-
-    The smaller of the engine's and the scheduler's ``k_max``, unless it is at or above
-    :func:`max_requests_per_batch` (e.g. ``k_max >= b_max``): such a limit never changes a batch, so
-    every capacity and verdict argument treats it as absent.
-
-    Examples
-    --------
-    >>> import fluidq
-    >>> e = fluidq.Engine(batch_time=fluidq.Affine(c=1.0, a=0.0), b_max=768, k_max=768)
-    >>> binding_k_max(e) is None
-    True
-    >>> binding_k_max(e.with_(k_max=100))
-    100
-    """
-    ks = [int(k) for k in (engine.k_max, getattr(policy, "k_max", None) if policy is not None else None)
-          if k is not None]
-    if not ks:
-        return None
-    k = min(ks)
-    return k if k < max_requests_per_batch(engine, policy, kv_cache=kv_cache) else None
-
-
-def without_idle_k_max(engine, policy=None):
-    """``engine`` without its ``k_max`` when that limit can never bind (see :func:`binding_k_max`; with
-    ``policy``, also when the scheduler's own smaller budget keeps batches below it)."""
-    if engine.k_max is not None and engine.k_max >= max_requests_per_batch(engine, policy):
-        return engine.with_(k_max=None)
-    return engine
-
-
-def effective_engine(engine, policy=None):
-    """``engine`` with the budgets its scheduler actually forms batches under, for capacity arguments.
-
-    A scheduler's own ``b_max`` or ``k_max`` below the engine's caps every batch (``Scheduler.budgets``),
-    so the capacity is that of the smaller budget; a ``k_max`` that can never bind is dropped
-    (:func:`without_idle_k_max`).
-    """
-    pb = getattr(policy, "b_max", None) if policy is not None else None
-    pk = getattr(policy, "k_max", None) if policy is not None else None
-    if pb is not None and int(pb) < engine.b_max:
-        engine = engine.with_(b_max=int(pb))
-    if pk is not None and (engine.k_max is None or int(pk) < engine.k_max):
-        engine = engine.with_(k_max=int(pk))
-    return without_idle_k_max(engine)
+#: most identical engines behind a router that check_stability sums over (one term per engine)
+MAX_ENGINES = 1_000_000
 
 
 _WC_CACHE: dict = {}
 
-#: most identical engines behind a router that check_stability sums over (one term per engine)
-MAX_ENGINES = 1_000_000
+
 
 
 def _work_conserving(pol):
@@ -174,29 +113,6 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     if r >= 1 - tolerance:
         return Status.CRITICAL, f"{base}; arrival rate {lam:.4g} req/s is within {tolerance:.0%} of it", thr, "renewal"
     return Status.STABLE, f"{base}; arrival rate {lam:.4g} req/s is below it", thr, "renewal"
-
-
-def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float, str]:
-    """``(tokens_per_s, how)``: what ``policy`` serves under a large backlog, the rate the fluid backlog
-    drains at (its slope is ``max(0, lambda (m_p + m_d) - rate)``).
-
-    Work-conserving: ``b_max/t(b_max)`` (full batches; the region bound when ``k_max`` binds).  Not
-    work-conserving with a known threshold (renewal-reward): the threshold times ``m_p + m_d``.  Else the
-    Theorem-2(a) bound ``sup_b b/t(b)``, which only bounds the rate from above.
-    """
-    from ..dtmc.threshold import cached_renewal_threshold
-
-    pol = resolve_policy(policy)
-    engine = effective_engine(engine, pol)
-    cap = max_throughput(engine, workload)
-    if cap.tokens_per_s <= 0:
-        return 0.0, cap.reason
-    if _work_conserving(pol).work_conserving:
-        return float(cap.work_conserving_tokens_per_s), "b_max/t(b_max): a work-conserving scheduler fills its batches"
-    thr, _why = cached_renewal_threshold(engine, workload, pol)
-    if thr is not None:
-        return float(thr * workload.mean_tokens), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s"
-    return float(cap.tokens_per_s), "sup b/t(b), an upper bound (this policy's own rate is not known)"
 
 
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
@@ -277,7 +193,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         # a batch-size limit below the budget (paper §6): batches may be short under a backlog, so
         # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
         # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic)
-        from ..region.capacity import region_verdict
+        from .region import region_verdict
 
         per_engine = workload if n_engines == 1 else workload.with_rate(workload.arrival_rate_per_s / n_engines)
         region_v = region_verdict(engine, per_engine, pol, rho_any, tolerance, wc, cap)
@@ -332,5 +248,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                                    "tolerance": tolerance, "n_engines": n_engines})
 
 
-# the network and fluid verdicts (they register their old paths under fluidq.network / fluidq.fluid)
-from . import fluid, network  # noqa: E402,F401
+def __getattr__(name):
+    if name == "saturated_rate":  # lives with the renewal thresholds it reads (imported on first use)
+        from ..dtmc.saturation import saturated_rate
+
+        return saturated_rate
+    raise AttributeError(f"module 'fluidq.stability' has no attribute {name!r}")
+
+
+# the network, fluid and simulation verdicts (they register their old paths under fluidq.network / fluidq.fluid)
+from . import fluid, network, simulation  # noqa: E402,F401

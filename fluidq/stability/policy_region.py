@@ -31,7 +31,7 @@ from .._validate import integer
 from ..engine import Engine
 from ..errors import ParameterError
 from ..policies import QueueView, RequestState, resolve_policy
-from .region import StabilityRegion, _build
+from ..capacity.region import StabilityRegion, _build
 
 __all__ = ["MAX_PROBE_TOKENS", "policy_region", "probe_shapes"]
 

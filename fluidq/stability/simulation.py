@@ -20,6 +20,7 @@ more slowly than the tolerance is not excluded.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,9 +30,9 @@ from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Status, ThresholdResult, plain
-from ..stability.growth import growth_test, interval
+from ..sim.core import MAX_RUNS, _seed_sequence, check_size, simulate
 from ..workload import Workload
-from .core import MAX_RUNS, _seed_sequence, check_size, simulate
+from .growth import growth_test, interval
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
@@ -181,7 +182,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     check_size(engine, workload, horizon_s, None, runs=n_replications, names={"runs": "n_replications"})
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
-    from ..stability import saturated_rate
+    from ..dtmc.saturation import saturated_rate
 
     cap, cap_how = saturated_rate(engine, workload, policy)
     runs, st, sr, mq, fit_n = [], [], [], [], []
@@ -264,7 +265,7 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
     """:func:`replicate` with the horizon chosen from the growth to detect (see its ``horizon_s``)."""
     from dataclasses import replace
 
-    from .core import _shortest_batch_s
+    from ..sim.core import _shortest_batch_s
 
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
@@ -454,3 +455,13 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
                            n_replications=n_replications, reason=reason,
                            inputs={"entropy": ss.entropy, "tolerance": tolerance, "rel_tol": rel_tol,
                                    "per_step_level": level})
+
+
+# the documented paths ``fluidq.sim.replicate`` / ``find_threshold`` / ``ReplicationResult`` /
+# ``ThresholdResult`` and the module ``fluidq.sim.stability``: registered here, by the verdict layer,
+# so that the simulator imports no verdict (fluidq imports stability, hence this module, eagerly)
+sys.modules.setdefault("fluidq.sim.stability", sys.modules[__name__])
+_sim_pkg = sys.modules["fluidq.sim"]
+for _name in ("replicate", "find_threshold", "ReplicationResult", "ThresholdResult"):
+    setattr(_sim_pkg, _name, globals()[_name])
+_sim_pkg.stability = sys.modules[__name__]

@@ -123,9 +123,9 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
     -------
     SimulatedRegion
     """
-    from ..sim import find_threshold
+    from ..capacity.region import stability_region
     from ..workload import Periodic, Poisson, Workload
-    from .region import stability_region
+    from .simulation import find_threshold
 
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
