@@ -11,6 +11,9 @@ it measures simulated requests per CPU-second of the kernel alone, on the same a
 * ``old``        the list-and-heapq ``run_fast`` of commit ``--old`` (default: the last commit before the
                  kernel), read with ``git show`` and run in this process;
 
+* ``base``       (with ``--base COMMIT``) the compiled kernel of that commit, extracted with
+                 ``git archive`` and run in a child process on the same arrivals (before/after a change);
+
 and the one-off costs in fresh child processes: compiling into an empty cache (cold), and loading the
 cached machine code (warm start).  Ratios are printed side by side; nothing is asserted.
 """
@@ -30,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, os.environ.get("BENCH_FLUIDQ_SRC") or str(ROOT))  # --base: a child runs an extracted commit
 C, A, B0 = 0.01128, 0.03547, 128
 LAM_STAR = (512 / (C + A * 4)) / 200.0  # requests/s for (100, 100), b_max = 512
 OLD = "7efe6c8255a8b304f18435fbf0220e72d0a161a5"
@@ -92,6 +95,23 @@ def measure_old(commit: str, n: int, reps: int) -> dict:
     return res
 
 
+def measure_src(src: str, n: int) -> dict:
+    """measure_new's figures (one repetition) for the fluidq package under ``src``, in a child process."""
+    return child(["--child", "new", "--n", str(n)], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src})
+
+
+def measure_base(commit: str, n: int) -> tuple[dict, dict]:
+    """(the kernel of ``commit``, this tree's), alternating child processes on the same arrivals."""
+    with tempfile.TemporaryDirectory() as src:
+        arch = subprocess.run(["git", "archive", commit, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=arch, check=True)
+        child(["--child", "new", "--n", "1000"], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src})  # fill its cache
+        runs = [(measure_src(src, n), measure_src(str(ROOT), n)) for _ in range(3)]
+    pick = [{k: max((r[i][k] for r in runs), key=lambda v: v["rps"]) for k in runs[0][i] if k != "compiled"}
+            for i in (0, 1)]
+    return pick[0], pick[1]
+
+
 def child(args, env=None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     p = subprocess.run([sys.executable, __file__, *args], env=env, capture_output=True, text=True, timeout=3600)
@@ -112,6 +132,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer requests")
     ap.add_argument("--old", default=OLD, help="commit whose fluidq/sim/_fast.py is the previous kernel")
+    ap.add_argument("--base", help="also time the compiled kernel of this commit (before/after)")
     ap.add_argument("--child", choices=["new", "cold"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -129,6 +150,7 @@ def main():
     old = measure_old(a.old, n_old, 2)
     py = child(["--child", "new", "--n", str(n_py)], {"NUMBA_DISABLE_JIT": "1"})
     assert new["compiled"] and not py["compiled"]
+    base, here = measure_base(a.base, n_fast) if a.base else (None, None)
     print(f"# fluidq.kernel benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
           f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
     print(f"# requests per CPU-second (kernel only); compiled n={n_fast:,}, old run_fast n={n_old:,}, "
@@ -145,6 +167,19 @@ def main():
     print(f"# one-off, fresh processes: import fluidq.kernel {cold['import_s']:.2f} CPU-s; compile into an empty "
           f"cache {cold['compile_s']:.2f} CPU-s; load from the cache {warm['compile_s']:.2f} CPU-s")
     print("# 'vs sarathi': the compiled kernel's cost per request relative to Sarathi's at the same load")
+    if base:
+        print(f"# before/after: compiled kernel of {a.base[:7]} (base) and of this tree (new), n={n_fast:,}, "
+              "best of 3 alternating child processes")
+        print(f"{'run':<14}{'base':>12}{'new':>12}{'new/base':>10}{'base vs sar':>12}{'new vs sar':>11}"
+              f"{'same iters':>11}")
+        for key in base:
+            if key == "compiled":
+                continue
+            b, c = base[key]["rps"], here[key]["rps"]
+            load = key.split("@")[1]
+            rb, rn = base[f"sarathi@{load}"]["rps"] / b, here[f"sarathi@{load}"]["rps"] / c
+            same = base[key]["iterations"] == here[key]["iterations"] and base[key]["finished"] == here[key]["finished"]
+            print(f"{key:<14}{b:>12.3g}{c:>12.3g}{c / b:>10.2f}{rb:>11.2f}x{rn:>10.2f}x{str(same):>11}")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,14 @@ State, all in flat numpy arrays and integers (no Python objects, so numba compil
   cursor ``pos`` (tokens served) decides every prompt's state, a bisection in ``cum`` finds a
   batch's prefill part;
 * the decoders: the served set ``S`` (the ``nS`` oldest decoders) runs on a virtual clock of decode
-  rounds ``G``; a binary heap (``hf``, ``hr``) of finishing rounds gives the next completion
-  (entries of requests that left ``S`` are skipped when they surface); the decoders outside ``S``
-  are a FIFO (``unr`` ids, ``unk`` tokens left) whose head only ever moves back over slots it
-  consumed;
+  rounds ``G``; a binary heap (``hf``, ``hr``) of finishing rounds gives the next completion; the
+  decoders outside ``S`` are a FIFO (``unr`` ids, ``unk`` tokens left) whose head only ever moves
+  back over slots it consumed;
+* a decoder has at most one heap entry (``hin``), kept while it pauses outside ``S``: pausing only
+  delays a finishing round, so the key stays a lower bound of the true round ``sfin``.  A stale key
+  is corrected when it reaches the top (re-keyed in place if the decoder is served, dropped if it
+  is paused; it is pushed again when it rejoins), so the top is always exact.  Orca's decoders
+  leave and rejoin ``S`` at every prefill event without a heap operation each time;
 * ``sq``: the members of ``S`` in join order (= request order), for prefill-first mixed batches
   (Orca), whose decode share shrinks at each prefill event: the youngest members leave from the
   top of this stack in O(1) each instead of through a max-heap.
@@ -119,6 +123,25 @@ def _hpop(hf, hr, nh):
 
 
 @jit
+def _hrekey(hf, hr, nh, f, r):
+    """Give the top of the heap of ``nh`` entries the larger key ``f`` (for ``r``) and sift it down."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= nh:
+            break
+        if c + 1 < nh and hf[c + 1] < hf[c]:
+            c += 1
+        if hf[c] >= f:
+            break
+        hf[i] = hf[c]
+        hr[i] = hr[c]
+        i = c
+    hf[i] = f
+    hr[i] = r
+
+
+@jit
 def _bisect_left(a, x, lo, hi):
     while lo < hi:
         m = (lo + hi) >> 1
@@ -193,7 +216,7 @@ def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq
 
 
 @jit
-def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr, unk, sq,
+def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin, unr, unk, sq,
          hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
@@ -306,10 +329,12 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
                 f = G + unk[uh]
                 uh += 1
                 sfin[rid] = f
-                if nh == len(hf):
-                    hf = _grow_i(hf, nh + 1)
-                    hr = _grow_i(hr, nh + 1)
-                nh = _hpush(hf, hr, nh, f, rid)
+                if hin[rid] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
+                    hin[rid] = 1
+                    if nh == len(hf):
+                        hf = _grow_i(hf, nh + 1)
+                        hr = _grow_i(hr, nh + 1)
+                    nh = _hpush(hf, hr, nh, f, rid)
                 if need_shrink:
                     sq[nsq] = rid
                     nsq += 1
@@ -327,8 +352,13 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
                 uh -= 1
                 unr[uh] = rid
                 unk[uh] = f - G
-            while hf[0] != sfin[hr[0]]:
-                nh = _hpop(hf, hr, nh)
+            while hf[0] != sfin[hr[0]]:  # the top is stale: re-key a served decoder, drop a paused one
+                rid = hr[0]
+                if sfin[rid] < 0:
+                    hin[rid] = 0
+                    nh = _hpop(hf, hr, nh)
+                else:
+                    _hrekey(hf, hr, nh, sfin[rid], rid)
             k = hf[0] - G
         else:
             k = K_NONE
@@ -395,8 +425,12 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, unr,
             while nh > 0 and hf[0] <= G:
                 f = hf[0]
                 rid = hr[0]
+                if sfin[rid] > f:  # served, but paused since this key was set
+                    _hrekey(hf, hr, nh, sfin[rid], rid)
+                    continue
+                hin[rid] = 0
                 nh = _hpop(hf, hr, nh)
-                if sfin[rid] != f:
+                if sfin[rid] != f:  # paused
                     continue
                 sfin[rid] = -1
                 A -= P[rid] + D[rid] - f
