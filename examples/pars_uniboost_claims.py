@@ -241,8 +241,8 @@ def render(R) -> str:
         rows.append((f"PARS: {what} latency per token {claim}× below FCFS (Poisson), with a KV cache that binds",
                      f"as above but KV 30,000 tokens (about what a 34B model leaves free on an 80 GB card), "
                      f"load {k30['loads'][-1]:g}", fmt(v, x=True), within2(v, claim),
-                     "the ratio depends on the KV capacity (memory-bound admission), not on tau or the output "
-                     "tail: see the sweeps in the row above"))
+                     "see the sweeps in the row above: the ratio moves with the load (overload) and the output "
+                     "tail (sigma), hardly with tau"))
     u = R["uniboost"]
     for key, lo, hi, what, is_pct in (("ttlt_p99_reduction", 0.35, 0.50, "P99 TTLT 35–50 % below SRPT", True),
                                       ("ttft_p99_reduction", 0.34, 0.47, "P99 TTFT 34–47 % below SRPT", True),
