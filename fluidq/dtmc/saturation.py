@@ -8,25 +8,12 @@ from __future__ import annotations
 
 from ..capacity import max_throughput
 from ..capacity.budgets import effective_engine
-from ..policies import check_work_conserving, resolve_policy
+from ..policies import resolve_policy
+from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..workload import Workload
 
 __all__ = ["saturated_rate"]
 
-_WC_CACHE: dict = {}
-
-
-def _work_conserving(pol):
-    try:
-        key = pol if hash(pol) is not None else None
-    except TypeError:
-        key = None
-    if key is not None and key in _WC_CACHE:
-        return _WC_CACHE[key]
-    res = check_work_conserving(pol)
-    if key is not None:
-        _WC_CACHE[key] = res
-    return res
 
 
 def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float, str]:

@@ -22,7 +22,7 @@ from ..errors import ParameterError
 from .base import Batch, QueueView, RequestState, batch_violations
 from .schedulers import resolve_policy
 
-__all__ = ["MAX_SEARCH_STATES", "WorkConservationResult", "check_work_conserving"]
+__all__ = ["MAX_SEARCH_STATES", "WorkConservationResult", "check_work_conserving", "work_conserving_cached"]
 
 #: the most queue states one search may visit (a second or so of ``select`` calls)
 MAX_SEARCH_STATES = 200_000
@@ -125,3 +125,21 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
     return WorkConservationResult(getattr(pol, "name", repr(pol)), True, None, None, checked,
                                   f"every one of {checked} searched states got a batch of min(b_max, demand) tokens",
                                   tuple(invalid))
+
+
+_WC_CACHE: dict = {}
+
+
+def work_conserving_cached(policy) -> WorkConservationResult:
+    """:func:`check_work_conserving` with its default search, remembered per hashable policy (policy
+    equality includes every field that changes behaviour, so one entry never serves two policies)."""
+    try:
+        key = policy if hash(policy) is not None else None
+    except TypeError:
+        key = None
+    if key is not None and key in _WC_CACHE:
+        return _WC_CACHE[key]
+    res = check_work_conserving(policy)
+    if key is not None:
+        _WC_CACHE[key] = res
+    return res

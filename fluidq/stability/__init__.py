@@ -29,7 +29,8 @@ from ..capacity.budgets import (binding_k_max, effective_engine, max_requests_pe
 from ..engine import Engine
 from ..errors import ParameterError
 from ..network.model import Network
-from ..policies import check_work_conserving, resolve_policy
+from ..policies import resolve_policy
+from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..results import Status, plain
 from ..workload import Poisson, Workload
 
@@ -70,22 +71,6 @@ class StabilityResult:
 MAX_ENGINES = 1_000_000
 
 
-_WC_CACHE: dict = {}
-
-
-
-
-def _work_conserving(pol):
-    try:
-        key = pol if hash(pol) is not None else None
-    except TypeError:
-        key = None
-    if key is not None and key in _WC_CACHE:
-        return _WC_CACHE[key]
-    res = check_work_conserving(pol)
-    if key is not None:
-        _WC_CACHE[key] = res
-    return res
 
 
 def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):

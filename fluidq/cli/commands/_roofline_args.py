@@ -83,3 +83,27 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
             "tokens; a roofline estimate (docs/reference/roofline.md)")
     return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
                   name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note
+
+
+def engine_for_command(args):
+    """``(engine, note)`` for a command that takes either ``--gpu`` (a roofline engine, refusing the
+    options that describe a measured engine) or the usual engine options (refusing ``--gpu``'s own
+    options, which would be ignored); ``note`` is ``None`` without ``--gpu``.  The engine from the usual
+    options carries no KV cache: the caller applies ``--kv-capacity`` its own way."""
+    from .. import CliError
+    from ..common import engine_from_args
+
+    if args.gpu is not None:
+        given = [o for o, v in (("--profile", args.profile), ("--fit", args.fit), ("--c-ms", args.c_ms),
+                                ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is not None]
+        if given:
+            raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
+                           f"{', '.join(given)}")
+        return roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
+                               kv_capacity=args.kv_capacity)
+    check_model_option(args)
+    for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
+                            ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9)):
+        if v != default:
+            raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
+    return engine_from_args(args), None

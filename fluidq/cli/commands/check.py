@@ -6,12 +6,11 @@ import argparse
 from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
-from ._roofline_args import add_roofline_args, check_model_option, roofline_engine
+from ._roofline_args import add_roofline_args, engine_for_command
 from ..common import (
     add_engine_args,
     add_kv_arg,
     add_workload_args,
-    engine_from_args,
     fit_json,
     fit_lines,
     kv_from_args,
@@ -71,26 +70,9 @@ def run(args):
             raise ParameterError("--load", args.load, "either --load or --rate, not both")
         if not (math.isfinite(args.load) and args.load > 0):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
-    note = None
-    if args.gpu is not None:
-        from .. import CliError
-
-        given = [o for o, v in (("--profile", args.profile), ("--fit", args.fit), ("--c-ms", args.c_ms),
-                                ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is not None]
-        if given:
-            raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
-                           f"{', '.join(given)}")
-        engine, note = roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
-                                       kv_capacity=args.kv_capacity)
-    else:
-        check_model_option(args)
-        for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
-                                ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9)):
-            if v != default:
-                from .. import CliError
-
-                raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
-        engine = kv_from_args(args, engine_from_args(args))
+    engine, note = engine_for_command(args)
+    if args.gpu is None:
+        engine = kv_from_args(args, engine)
     if args.load is not None:
         from ..._validate import load_rate
 

@@ -10,12 +10,11 @@ from dataclasses import replace
 from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
-from ._roofline_args import add_roofline_args, check_model_option, roofline_engine
+from ._roofline_args import add_roofline_args, engine_for_command
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
     add_workload_args,
-    engine_from_args,
     fit_json,
     fit_lines,
     output_file,
@@ -168,21 +167,8 @@ def run(args):
     from ...workload import Gamma, Periodic, Poisson
 
     _check_flags(args)
-    if args.gpu is not None:  # a deployment without profiles: the context-aware roofline, vLLM's planned cache
-        given = [o for o, v in (("--profile", args.profile), ("--fit", args.fit), ("--c-ms", args.c_ms),
-                                ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is not None]
-        if given:
-            raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
-                           f"{', '.join(given)}")
-        engine, _ = roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
-                                    kv_capacity=args.kv_capacity)
-    else:
-        check_model_option(args)
-        for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
-                                ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9)):
-            if v != default:
-                raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
-        engine = engine_from_args(args)
+    # --gpu: a deployment without profiles (the context-aware roofline, vLLM's planned cache)
+    engine, _ = engine_for_command(args)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
