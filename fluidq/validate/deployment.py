@@ -56,6 +56,23 @@ def _lengths(name, v):
     return a
 
 
+def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, output_tokens):
+    """``(k_max, b_max, block, prompts, outputs)``: vLLM's scheduler arguments checked by name, and the
+    lengths as equal-size arrays (one given length is repeated to the other's size)."""
+    k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
+    if p.size != o.size:
+        if p.size == 1:
+            p = np.full(o.size, p[0])
+        elif o.size == 1:
+            o = np.full(p.size, o[0])
+        else:
+            raise ParameterError("output_tokens", f"<{o.size} lengths>", f"{p.size} lengths, one per input")
+    return k_max, b_max, block, p, o
+
+
 def _profile_model(folder: Path) -> str | None:
     from ..batchtime.loaders import _simple_yaml
 
@@ -214,17 +231,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     dp = integer("data_parallel_size", data_parallel_size, minimum=1, maximum=1024)
     if not isinstance(enable_expert_parallel, bool):
         raise ParameterError("enable_expert_parallel", enable_expert_parallel, "True or False")
-    k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
-    p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
-    if p.size != o.size:
-        if p.size == 1:
-            p = np.full(o.size, p[0])
-        elif o.size == 1:
-            o = np.full(p.size, o[0])
-        else:
-            raise ParameterError("output_tokens", f"<{o.size} lengths>", f"{p.size} lengths, one per input")
+    k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
+                                           output_tokens)
     hf_id = _profile_model(folder)
     from ..models import ModelFacts
 

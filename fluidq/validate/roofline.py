@@ -194,22 +194,13 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
 
     from ..batchtime.roofline import roofline
     from ..models import kv_capacity_estimate
-    from .deployment import _lengths
+    from .deployment import _vllm_args
     from .predict import predict_capacity
-    from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer
+    from .._validate import MAX_KV_TOKENS, integer
 
     rf = roofline(model, gpu, tensor_parallel_size)
-    k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
-    p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
-    if p.size != o.size:
-        if p.size == 1:
-            p = np.full(o.size, p[0])
-        elif o.size == 1:
-            o = np.full(p.size, o[0])
-        else:
-            raise ParameterError("output_tokens", f"<{o.size} lengths>", f"{p.size} lengths, one per input")
+    k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
+                                           output_tokens)
     if kv_capacity_tokens is not None:
         kv = integer("kv_capacity_tokens", kv_capacity_tokens, minimum=1, maximum=int(MAX_KV_TOKENS))
         kv_source = "given"
