@@ -273,4 +273,10 @@ class StationMemory:
                 m = min(m, remaining)
                 self._take(rid, m)
                 kept.append((rid, m))
+            if stop and not kept and not batch.decode and not hide_new and nblk:
+                # no new request could be admitted and nothing else was chosen (a prefill-first policy
+                # offered only new prompts): ask again with the admitted requests alone, as the token
+                # rules do, so that they decode and free blocks (else the engine would stall for good)
+                hide_new = True
+                continue
             return Batch(prefill=tuple(kept), decode=batch.decode, blocked=batch.blocked), extra

@@ -337,6 +337,12 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 m = min(m, remaining)
                 take(rid, m)
                 kept.append((rid, m))
+            if stop and not kept and not batch.decode and not hide_new and nblk:
+                # no new request could be admitted and nothing else was chosen (a prefill-first policy
+                # offered only new prompts): ask again with the admitted requests alone, as the token
+                # rules do, so that they decode and free blocks (else the engine would stall for good)
+                hide_new = True
+                continue
             return view, Batch(prefill=tuple(kept), decode=batch.decode, blocked=batch.blocked), unseen, extra
 
     while True:

@@ -238,3 +238,21 @@ def test_preemption_defaults_to_the_engines_memory():
     with pytest.raises(ParameterError, match="preemption"):
         simulate(e.with_(memory=VLLM.with_(prefix_caching=True)), w, "sarathi", horizon_s=1.0, rng=1,
                  preemption="swap", swap_s_per_token=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["vllm", "orca"])
+def test_prefill_first_schedulers_keep_decoding_when_the_next_prompt_does_not_fit(policy):
+    """Two 400-token prompts fill a 1,024-token block cache (whole-prompt reservation); the third does not
+    fit until one finishes.  A prefill-first scheduler offers only that prompt, so the kernel must ask it
+    again without new requests; the old rule ran empty batches and no request ever finished."""
+    from fluidq import Engine, Staircase, simulate
+    from fluidq.engine import VLLM
+
+    e = Engine(batch_time=Staircase(c=0.01, a=0.03, b0=128), b_max=1024, kv_capacity_tokens=1024, memory=VLLM)
+    reqs = {"arrival_s": [0.0, 0.0, 0.0], "prompt_tokens": [400, 400, 400], "output_tokens": [50, 50, 50]}
+    r = simulate(e, reqs, policy, n_requests=3)
+    fin = np.asarray(r.requests["finish_s"])
+    assert np.isfinite(fin).all()
+    # the third request starts only after one of the first two has finished and freed its blocks
+    first = np.asarray(r.requests["first_token_s"])
+    assert first[2] > min(fin[0], fin[1])
