@@ -25,20 +25,25 @@ counts.  Modules:
 """
 from __future__ import annotations
 
-from .build import EngineChain, build_dtmc
-from .result import StationaryResult
-from .solve import stationary
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported on use (scipy.sparse and the builder: `fluidq check` needs only `threshold`)
+    from .build import EngineChain, build_dtmc
+    from .result import StationaryResult
+    from .solve import stationary
 
 
 def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw) -> StationaryResult:
     """``build_dtmc(engine, workload, policy, **build_kw).solve(method)`` in one call."""
+    from .build import build_dtmc
+
     return build_dtmc(engine, workload, policy, **build_kw).solve(method)
 
 
 def __getattr__(name):
     import importlib
 
-    for mod in ("threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered"):
+    for mod in ("build", "result", "solve", "threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)

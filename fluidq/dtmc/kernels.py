@@ -10,7 +10,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats
 
 from .._validate import real
 from ..errors import ParameterError
@@ -44,6 +43,7 @@ def _poisson_upper(mu: float, tol: float) -> float:
     """A count ``n`` with ``P(A > n) <= tol`` for ``A ~ Poisson(mu)``: scipy's ``isf`` where it is finite,
     else the Chernoff bound ``mu + x`` with ``x^2 = 2 L (mu + x/3)``, ``L = log(1/tol)`` (scipy returns
     NaN for ``mu`` beyond about 1e14)."""
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if tol <= 0:  # exact: no tail is folded (callers cap the vector at their box)
         return math.inf
     hi = float(stats.poisson.isf(tol, mu))
@@ -59,6 +59,7 @@ def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.nda
     ``cap``: keep at most ``0..cap``, the last value being ``P(A >= cap)`` (a chain whose box ends below
     ``cap`` arrivals sends all of those to its boundary anyway; a huge ``mu`` stays a short vector).
     """
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if mu <= 0:
         return np.ones(1)
     hi = _poisson_upper(mu, tol) + 1
@@ -79,6 +80,7 @@ def poisson_pmf(mu: float, tol: float = 1e-12, cap: int | None = None) -> np.nda
 
 def binom_pmf(n: int, p: float, tol: float = 1e-12) -> tuple[int, np.ndarray]:
     """``(lo, probs)`` with ``probs[i] = P(X = lo + i)``, ``X ~ Binomial(n, p)``, tails folded in."""
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if n <= 0 or p <= 0:
         return 0, np.ones(1)
     if p >= 1:
@@ -105,6 +107,7 @@ def geometric_prefill(cap: int, budget: int, p: float, tol: float = 1e-13):
     probability ``w``.  ``K < cap`` uses the whole budget (``K ~ Binomial(budget, p)``); ``K = cap``
     ends at the ``cap``-th success (negative binomial position ``T <= budget``).
     """
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if cap <= 0 or budget <= 0:
         return np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1)
     ks = np.arange(0, min(cap - 1, budget) + 1)
@@ -137,6 +140,7 @@ def effective_cap(n_p: int, budget: int, p: float, tol: float = 1e-13) -> int:
     ``P(Binomial(budget, p) >= c*) < tol``, so the cap above ``c*`` changes nothing observable;
     caching on the effective cap keeps the number of distinct kernels small.
     """
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if budget <= 0:
         return min(n_p, 0)
     cstar = int(stats.binom.isf(tol, budget, p)) + 2

@@ -53,7 +53,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
 
 from .._validate import integer, real
 from ..capacity import max_throughput
@@ -77,6 +76,7 @@ class ThresholdUnavailable(FluidqError, ValueError):
 
 def _survival(dist, jmax: int) -> np.ndarray | None:
     """``S[j-1] = P(v >= j)`` for ``j = 1..jmax``, or ``None`` when the law is unknown."""
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     j = np.arange(1, jmax + 1, dtype=float)
     if isinstance(dist, Fixed):
         return (j <= dist.n).astype(float)
@@ -138,6 +138,7 @@ def _fixed_prompt(workload, pol, b):
 
 def _decode_cycle_s(t, out, kmax):
     """``dec[k] = sum_j E[t(N_j) 1{N_j > 0}]``, ``N_j ~ Binomial(k, P(v_d >= j))``, for ``k = 0..kmax``."""
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     S = _survival(out, _max_length(out))
     if S is None:
         raise ThresholdUnavailable(f"output length {out!r} has no known survival function")
@@ -155,6 +156,7 @@ def _decode_cycle_at(t, out, k):
     """``_decode_cycle_s(t, out, k)[k]`` alone: each ``E[t(N_j)]`` over the window of ``N_j ~ Binomial(k, s_j)``
     holding all but about 1e-16 of its mass (the full table is ``O(k^2)`` per length: FasterTransformer with a
     budget of 2**24 tokens hung, and one of 51,200 took a minute)."""
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     if k <= 64:
         return float(_decode_cycle_s(t, out, k)[k])
     S = _survival(out, _max_length(out))
@@ -277,6 +279,7 @@ def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
 
 
 def _vllm_chain(lam, tb, tp, b, k, Q):
+    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     P = np.zeros((Q + 1, Q + 1))
     tau = np.empty(Q + 1)
     lost = np.zeros(Q + 1)

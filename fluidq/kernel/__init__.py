@@ -10,7 +10,7 @@ the kernel knows only arrays and numbers, and :mod:`fluidq.sim` calls it.
 """
 from __future__ import annotations
 
-from ._jit import compiled
+from ._jit import KernelNotCompiledWarning, compiled
 from .run import ensure_compiled, run_fcfs
 
-__all__ = ["compiled", "ensure_compiled", "run_fcfs"]
+__all__ = ["KernelNotCompiledWarning", "compiled", "ensure_compiled", "run_fcfs"]

@@ -4,7 +4,9 @@
 by later processes).  The cache lives next to the source when that folder is writable, else under
 the user's cache folder (``NUMBA_CACHE_DIR``; set here before numba is imported unless the user set
 it).  Without numba (a platform with no wheel) ``jit`` returns the function unchanged, so the same
-kernel runs as Python, and the first use warns once.  ``NUMBA_DISABLE_JIT=1`` does the same with
+kernel runs as Python, and the first use warns once with :class:`KernelNotCompiledWarning` (a
+``UserWarning``: a slower run, not a numerical problem, so the test suite's ``error::RuntimeWarning``
+filter does not turn a platform without numba into failures).  ``NUMBA_DISABLE_JIT=1`` does the same with
 numba installed (numba's own switch; the tests use it to run the kernel uncompiled).
 """
 from __future__ import annotations
@@ -14,7 +16,11 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["compiled", "configure_cache", "jit", "warn_if_uncompiled"]
+__all__ = ["KernelNotCompiledWarning", "compiled", "configure_cache", "jit", "warn_if_uncompiled"]
+
+
+class KernelNotCompiledWarning(UserWarning):
+    """numba is missing: the simulation kernel runs as plain Python (same results, slower)."""
 
 
 def _user_cache_dir(environ) -> Path:
@@ -97,4 +103,4 @@ def warn_if_uncompiled() -> None:
     if _load_numba() is None and not _warned:
         _warned = True
         warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 15x "
-                      "slower; `pip install numba` to compile it)", RuntimeWarning, stacklevel=3)
+                      "slower; `pip install numba` to compile it)", KernelNotCompiledWarning, stacklevel=3)

@@ -101,6 +101,31 @@ def test_without_numba_the_same_kernel_runs_as_python_with_a_warning(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "fin.npy"), ref.requests["finish_s"])
 
 
+def test_without_numba_the_suite_s_warning_filters_pass(tmp_path):
+    # pytest under the project's own ini options (filterwarnings = error::RuntimeWarning:fluidq.*), numba
+    # hidden before the first simulation: the fallback's warning must not become an error
+    test = tmp_path / "test_no_numba.py"
+    test.write_text(
+        "import sys\n"
+        "sys.modules['numba'] = None\n"
+        "import warnings\n"
+        "import fluidq\n"
+        "from fluidq.kernel import KernelNotCompiledWarning, compiled\n\n"
+        "def test_runs():\n"
+        "    assert not compiled()\n"
+        "    e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01, a=0.02, b0=16), b_max=64)\n"
+        "    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=6.0), prompt_tokens=30, output_tokens=20)\n"
+        "    with warnings.catch_warnings(record=True) as ws:\n"
+        "        r = fluidq.simulate(e, w, 'sarathi', horizon_s=5, rng=3)\n"
+        "    assert [x.category for x in ws] == [KernelNotCompiledWarning]\n"
+        "    assert r.n_iterations > 0\n")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT),
+                        "-n", "0", "-p", "no:cacheprovider", str(test)], env=_python_env(), capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 passed" in p.stdout
+
+
 def test_read_only_install_caches_under_the_user_cache_folder(tmp_path):
     from fluidq.kernel._jit import configure_cache
     env = {"XDG_CACHE_HOME": str(tmp_path)}
