@@ -318,7 +318,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     sat = saturated_throughput(run)
     reg = capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=dp)
     qg = queue_growth(run)
-    rows = []
+    rows, info = [], {}
     lim = float(tg.get("capacity_pct", 10.0))
     aim = float(tg.get("capacity_aim_pct", 5.0))
     st, rp = reg["steady"], reg["ramp"]
@@ -330,6 +330,49 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                          f"{st['window_s'][0]:.0f}-{st['window_s'][1]:.0f} s); 95 % CI "
                          f"{st['ci'][0]:.0f}-{st['ci'][1]:.0f}; predicted: {pred.inputs.get('layout', '')}"
                          + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")))
+    # the same deployment predicted by fluidq.simulate (predict_deployment(method="simulate")): the
+    # benchmark as offered -- its requests' lengths, each sent once in a seeded random order, Poisson at its
+    # request rate (the client's schedule: requests over the arrival span; no engine timing is read) -- logged
+    # in 1 s ticks and read by the same capacity_regimes estimator as the run
+    caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
+    span = float(run.arrival_s[-1] - run.arrival_s[0])
+    rate = (len(run) - 1) / span if span > 0 else None
+    n_rep = 5 if ctx.get("fast") else 10
+    dep_args = dict(input_tokens=run.input_tokens, output_tokens=run.output_tokens, max_num_seqs=run.max_num_seqs,
+                    max_num_batched_tokens=run.max_num_batched_tokens, tensor_parallel_size=run.tensor_parallel_size,
+                    pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
+                    enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv, model=facts, comm=comm,
+                    enable_prefix_caching=caching)
+    spred = None
+    if rate is not None and run.pipeline_parallel_size == 1:
+        spred = predict_deployment(_plain_path(data / s["profile"]), method="simulate", arrival_rate=rate,
+                                   replications=n_rep, seed=int(s.get("seed", 2024)), **dep_args)
+        es = _err(spred.tokens_per_s, st["tokens_per_s"])
+        reps = np.asarray(spred.replications)
+        rows.append(Row(case=case.name, source=case.source,
+                        quantity="capacity (fluidq.simulate of the benchmark, steady state)",
+                        predicted=spred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=es,
+                        target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(es, lim),
+                        note=f"predict_deployment(method='simulate'): the {len(run)} requests' lengths in a seeded "
+                             f"random order, Poisson at the benchmark's {rate:.2f} req/s; the capacity_regimes "
+                             f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
+                             f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
+                             f"{reps.min():.0f}-{reps.max():.0f}"
+                             + ("" if es is None or abs(es) <= aim else f"; outside the {aim:g} % aim")))
+    if not ctx.get("fast") and run.pipeline_parallel_size == 1:
+        # the engine's stationary saturated throughput (no benchmark given): what `fluidq capacity
+        # --profile-dir --method simulate` answers by default; a different quantity from a finite run's window
+        stat = predict_deployment(_plain_path(data / s["profile"]), method="simulate", n_requests=1000,
+                                  replications=5, seed=int(s.get("seed", 2024)), **dep_args)
+        rows.append(Row(case=case.name, source=case.source,
+                        quantity="capacity (fluidq.simulate, stationary overload)", predicted=stat.tokens_per_s,
+                        measured=st["tokens_per_s"], unit="tokens/s", error_pct=_err(stat.tokens_per_s,
+                                                                                      st["tokens_per_s"]),
+                        status="info",
+                        note=f"1000 requests drawn from the lengths, Poisson at 1.5 x the fluid capacity; 5 "
+                             f"replications, 95 % CI {stat.ci[0]:.0f}-{stat.ci[1]:.0f}; the run's 300-request window "
+                             "is not this stationary state"))
+        info["stationary_simulated"] = stat.to_dict()
     rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
                     predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
                     note=(f"{rp['seconds']} saturated s before the binding limit holds "
@@ -345,7 +388,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     measured=meas_bind, target="same limit", status="pass" if pred.binding == meas_bind else "miss",
                     note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
                          + (f" x DP{dp}" if dp > 1 else "")
-                         + f", KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"))
+                         + f", KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"
+                         + (f"; the simulated benchmark's log binds on {spred.binding}" if spred is not None else "")))
     rows.append(Row(case=case.name, source=case.source, quantity="requests resident at saturation (N)",
                     predicted=pred.residents, measured=sat["running_mean"], unit="requests",
                     error_pct=_err(pred.residents, sat["running_mean"]), status="info",
@@ -366,9 +410,12 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     error_pct=_err(wpred, qg["waiting_per_s"]), status="info",
                     note=f"fluid: offered {offered_req:.2f} req/s - capacity {pred.requests_per_s:.2f} req/s; "
                          "measured: slope of `waiting`"))
-    info = {"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg}
+    info.update({"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg,
+                 "simulated": None if spred is None else spred.to_dict()})
     figures = []
     md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
+    if spred is not None:
+        md += [f"Simulated prediction: {spred.reason}.", ""]
     # the replay: one engine, or the lockstep MoE ranks replayed together (deployment.LockstepRanks)
     lockstep = dp > 1 and facts is not None and bool(facts.n_experts)
     rmodel, rb, rk, rkv = model, run.max_num_batched_tokens, run.max_num_seqs, kv
@@ -382,7 +429,6 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         md += ["Latency replay: not run for this layout (the replay models one engine or lockstep MoE ranks).", ""]
     if not ctx.get("fast_replay_skip") and replayable:
         t0 = time.time()
-        caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
         # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
         # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)

@@ -189,7 +189,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        kv_capacity_tokens: int | None = None, gpu_memory_gib: float | None = None,
                        gpu_memory_utilization: float = 0.9, block_size: int = 16, model: str | None = None,
                        comm=None, link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
-                       all_reduce_csv=None):
+                       all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
+                       arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
+                       replications: int = 5, seed: int = 2024):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -211,6 +213,20 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         A model of :func:`fluidq.models.list_models`, or its facts (default: found from ``profile_meta.yaml``).
     comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv :
         The communication model (see the module docstring); needed when GPUs communicate.
+    method : {"fluid", "simulate"}
+        ``"fluid"`` (default, instant): the flow-balance formula of
+        :func:`~fluidq.validate.predict.predict_capacity`.  ``"simulate"``: the saturated throughput of
+        ``fluidq.simulate`` on the same engine (:func:`~fluidq.validate.predict.simulate_capacity`,
+        seconds per replication), which counts recompute preemption, admission and, for lockstep MoE
+        ranks, the slowest rank of every iteration (:class:`LockstepRanks`); with a 95 % interval.
+    enable_prefix_caching : bool
+        vLLM's ``--enable-prefix-caching`` (with ``method="simulate"``: a preempted request reuses its
+        own cached blocks).
+    arrival_rate, overload, n_requests, replications, seed :
+        With ``method="simulate"``: Poisson arrivals at ``arrival_rate`` req/s for the whole deployment
+        (a benchmark's ``--request-rate``; with ``n_requests=None`` the given lengths are its requests, each
+        sent once), else at ``overload`` x the fluid capacity; requests per replication (drawn from the
+        lengths; default 2000 without an ``arrival_rate``); seeded replications.
 
     Returns
     -------
@@ -220,7 +236,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     """
     from ..models import find_model, kv_capacity_estimate, load_model
     from ..batchtime.operators import lss_iteration_model
-    from .predict import predict_capacity
+    from .predict import predict_capacity, simulate_capacity
 
     folder = Path(profile_dir)
     if not folder.is_dir():
@@ -231,6 +247,11 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     dp = integer("data_parallel_size", data_parallel_size, minimum=1, maximum=1024)
     if not isinstance(enable_expert_parallel, bool):
         raise ParameterError("enable_expert_parallel", enable_expert_parallel, "True or False")
+    if not isinstance(enable_prefix_caching, bool):
+        raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
+    if method not in ("fluid", "simulate"):
+        raise ParameterError("method", method, '"fluid" (the flow-balance formula) or "simulate" (fluidq.simulate '
+                             "saturated)")
     k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
                                            output_tokens)
     hf_id = _profile_model(folder)
@@ -299,12 +320,29 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                       f"token_budget allows {tok_limit:.1f} ({dp} ranks' budgets)")
         pred = replace(group, limits=limits, reason=reason)
         how = f"DP{dp} MoE ranks in lockstep predicted as one group"
+        if method == "simulate":
+            # the ranks simulated together: decodes shared evenly, each chunk on the least loaded rank, the
+            # slowest rank setting every iteration
+            pred = replace(simulate_capacity(LockstepRanks(it, dp), p, o, b_max=dp * b_max, k_max=dp * k_max,
+                                             kv_capacity_tokens=dp * kv, block_size=block,
+                                             prefix_caching=enable_prefix_caching, overload=overload,
+                                             arrival_rate=arrival_rate,
+                                             n_requests=n_requests, replications=replications, seed=seed,
+                                             fluid=pred), limits=limits)
+            how = f"DP{dp} MoE ranks simulated in lockstep, the slowest rank setting each iteration"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
                                block_size=block)
         n = pp * dp
+        if method == "simulate":  # each of the n engines gets 1/n of the arrivals
+            one = simulate_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
+                                    block_size=block, prefix_caching=enable_prefix_caching, overload=overload,
+                                    arrival_rate=None if arrival_rate is None else arrival_rate / n,
+                                    n_requests=n_requests, replications=replications, seed=seed, fluid=one)
         pred = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
-                       residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()})
+                       residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()},
+                       ci=None if one.ci is None else (n * one.ci[0], n * one.ci[1]),
+                       replications=tuple(n * x for x in one.replications))
         how = (f"{n} x one engine ({'PP' + str(pp) + ' virtual engines' if pp > 1 else ''}"
                f"{' x ' if pp > 1 and dp > 1 else ''}{'DP' + str(dp) + ' replicas' if dp > 1 else ''})"
                if n > 1 else "one engine")
@@ -314,4 +352,5 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  "tensor_parallel_size": tp, "pipeline_parallel_size": pp,
                                  "data_parallel_size": dp, "expert_parallel_size": ep,
                                  "communication": link.describe() if link is not None else None,
+                                 "method": method, "enable_prefix_caching": enable_prefix_caching,
                                  "layout": " x ".join(layout) + f": {how}"})

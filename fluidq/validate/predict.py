@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..results import plain
 
-__all__ = ["CapacityPrediction", "predict_capacity"]
+__all__ = ["CapacityPrediction", "predict_capacity", "simulate_capacity"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,13 +61,17 @@ class CapacityPrediction:
     mean_context_tokens: float
     reason: str
     inputs: dict = field(default_factory=dict, repr=False)
+    method: str = "fluid"
+    ci: tuple | None = None
+    replications: tuple = ()
 
     def to_dict(self):
         return plain({"tokens_per_s": self.tokens_per_s, "requests_per_s": self.requests_per_s,
                       "residents": self.residents, "binding": self.binding, "limits": self.limits,
                       "decode_iteration_s": self.decode_iteration_s,
                       "mean_context_tokens": self.mean_context_tokens, "reason": self.reason,
-                      "inputs": self.inputs})
+                      "inputs": self.inputs, "method": self.method, "ci": self.ci,
+                      "replications": list(self.replications)})
 
 
 def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: int | None,
@@ -142,3 +146,134 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
                               limits=limits, decode_iteration_s=t_dec, mean_context_tokens=kv_bar, reason=reason,
                               inputs={"b_max": b_max, "k_max": k_max, "kv_capacity_tokens": kv_capacity_tokens,
                                       "m_p": mp, "m_d": md, "model": model.source})
+
+
+
+def _ticks(sim, kv_capacity_tokens, tick_s: float = 1.0) -> dict:
+    """A simulation's iterations as vLLM's periodic log: per tick ``(t - tick, t]`` the useful tokens
+    served per second, and ``running``, ``waiting``, KV use (%) as left by the tick's last iteration."""
+    it = sim.iterations
+    end = it["t_s"] + it["batch_s"]
+    t = np.arange(tick_s, float(end[-1]) + tick_s, tick_s)
+    k = np.searchsorted(end, t, side="right")  # iterations ending at or before each tick
+    cum = np.concatenate([[0.0], np.cumsum(it["useful_tokens"])])
+    tok = np.diff(np.concatenate([[0.0], cum[k]])) / tick_s
+    last = np.maximum(k - 1, 0)
+    ts = {"t": t, "prompt_throughput": tok, "gen_throughput": np.zeros_like(tok),
+          "running": np.where(k > 0, it["resident"][last], 0.0), "waiting": np.where(k > 0, it["waiting"][last], 0.0)}
+    if kv_capacity_tokens is not None and "kv_used" in it and it["kv_used"] is not None:
+        ts["kv_cache_pct"] = np.where(k > 0, 100.0 * np.asarray(it["kv_used"], dtype=float)[last] / kv_capacity_tokens,
+                                      0.0)
+    return ts
+
+
+def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: int | None,
+                      kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
+                      arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
+                      replications: int = 5, seed: int = 2024,
+                      fluid: CapacityPrediction | None = None) -> CapacityPrediction:
+    """Served tokens/s of :func:`fluidq.simulate` on the deployment's vLLM engine under overload, no run read.
+
+    The engine is :func:`~fluidq.validate.replay.vllm_engine` (the iteration model's batch time by
+    composition, vLLM's block KV cache, FCFS admission, recompute preemption).  Each of
+    ``replications`` seeded replications sends requests as a Poisson stream, either a benchmark's,
+    ``arrival_rate`` (its ``--request-rate``) with the given requests each sent once in a seeded random
+    order (``n_requests=None``: the benchmark's finite request set), or ``n_requests`` (default 2000)
+    drawn with replacement from the length sample at ``arrival_rate``, or without one at ``overload``
+    x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.  The simulation is logged as vLLM logs a run (1 s ticks of served
+    tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
+    a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
+    while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens
+    only: recomputation after a preemption is work, not throughput.  What the fluid formula leaves out
+    is counted by construction: recompute after preemption, admission under a whole-prompt
+    reservation, the real prefill/decode mix of each iteration, and (with
+    :class:`~fluidq.validate.deployment.LockstepRanks` as ``model``) the slowest rank's stall.
+
+    Returns
+    -------
+    CapacityPrediction
+        ``method="simulate"``; ``tokens_per_s`` the mean over the replications that reached the
+        binding limit, ``ci`` its 95 % Student-t interval, ``replications`` each one's tokens/s,
+        ``binding`` the limit the simulated log shows, ``residents`` the mean of ``running`` over the
+        steady ticks; ``inputs`` state the arrivals, windows and replications.
+    """
+    from .._validate import integer, real
+    from ..sim.core import simulate
+    from .replay import vllm_engine
+    from .runs import capacity_regimes
+
+    overload = real("overload", overload, positive=True)
+    if arrival_rate is None and overload <= 1.0:
+        raise ParameterError("overload", overload, "> 1 (arrivals faster than the capacity keep a queue)")
+    if arrival_rate is not None:
+        arrival_rate = real("arrival_rate", arrival_rate, positive=True)
+    n_requests = integer("n_requests", n_requests, minimum=20, maximum=10 ** 7, allow_none=True)
+    if kv_capacity_tokens is None:  # the paged memory model logs residents and waiting requests
+        raise ParameterError("kv_capacity_tokens", None, "vLLM's KV cache in tokens (every vLLM engine has one)")
+    replications = integer("replications", replications, minimum=2, maximum=1000)
+    p = np.asarray(input_tokens, dtype=float)
+    o = np.asarray(output_tokens, dtype=float)
+    if fluid is None:
+        fluid = predict_capacity(model, p, o, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
+                                 block_size=block_size)
+    pk, ok = p.astype(np.int64), o.astype(np.int64)
+    once = n_requests is None and arrival_rate is not None  # a benchmark: its own requests, each once
+    if once:
+        if pk.size < 20:
+            raise ParameterError("n_requests", None, "a number of requests to draw from the lengths",
+                                 f"the {pk.size} given lengths are too few to be a benchmark's requests")
+        n_requests = int(pk.size)
+    elif n_requests is None:
+        n_requests = 2000
+    lam = arrival_rate if arrival_rate is not None else overload * fluid.requests_per_s
+    eng = vllm_engine(model, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
+                      block_size=block_size, prefix_caching=prefix_caching)
+    est, res, windows, bind, preempt = [], [], [], [], 0
+    for g in np.random.SeedSequence(int(seed)).spawn(replications):
+        rng = np.random.default_rng(g)
+        arr = np.cumsum(rng.exponential(1.0 / lam, n_requests))
+        arr -= arr[0]
+        idx = rng.permutation(pk.size) if once else rng.integers(0, pk.size, n_requests)
+        sim = simulate(eng, {"arrival_s": arr, "prompt_tokens": pk[idx], "output_tokens": ok[idx]},
+                       "vllm-chunked", n_requests=n_requests, record_iterations=True)
+        preempt += int(sim.preemptions)
+        ts = _ticks(sim, kv_capacity_tokens)
+        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12)
+        st = reg["steady"]
+        if not st["seconds"]:
+            continue
+        est.append(st["tokens_per_s"])
+        hold = (ts["t"] >= st["window_s"][0]) & (ts["t"] <= st["window_s"][1]) & (ts["waiting"] > 0)
+        res.append(float(ts["running"][hold].mean()))
+        windows.append(st["window_s"])
+        bind.append(reg["binding"])
+    if len(est) < 2:
+        raise RuntimeError(f"simulate_capacity: {len(est)} of {replications} replications reached a binding limit "
+                           f"at {lam:.3g} req/s; raise the arrival rate (or overload) or n_requests")
+    from scipy import stats
+
+    est_a = np.asarray(est)
+    mean = float(est_a.mean())
+    half = float(stats.t.ppf(0.975, est_a.size - 1) * est_a.std(ddof=1) / np.sqrt(est_a.size))
+    tok_per_req = float(p.mean() + o.mean())
+    binding = max(set(bind), key=bind.count)
+    how = (f"the {n_requests} given requests in a random order, Poisson at {lam:.3g} req/s (given)" if once
+           else f"{n_requests} requests drawn from the length sample, Poisson at {lam:.3g} req/s (given)"
+           if arrival_rate is not None
+           else f"{n_requests} requests drawn from the length sample, Poisson at {overload:g} x the fluid "
+                f"capacity ({lam:.3g} req/s)")
+    reason = (f"fluidq.simulate of vLLM's engine, {how}; "
+              f"served tokens/s over the 1 s ticks with requests waiting under the binding limit ({binding} in "
+              f"{bind.count(binding)} of {len(bind)}), {len(est)} of {replications} seeded replications, 95 % CI "
+              f"{mean - half:.0f}-{mean + half:.0f} tokens/s, {preempt} preemptions in all; the fluid formula "
+              f"gives {fluid.tokens_per_s:.0f} tokens/s: {fluid.reason}")
+    return CapacityPrediction(tokens_per_s=mean, requests_per_s=mean / tok_per_req, residents=float(np.mean(res)),
+                              binding=binding, limits=fluid.limits, decode_iteration_s=fluid.decode_iteration_s,
+                              mean_context_tokens=fluid.mean_context_tokens, reason=reason,
+                              inputs={**fluid.inputs, "arrival_rate": lam, "arrival_rate_given": arrival_rate is not None,
+                                      "overload": None if arrival_rate is not None else overload,
+                                      "n_requests": n_requests, "requests_each_once": once,
+                                      "replications": replications, "seed": int(seed),
+                                      "windows_s": windows, "preemptions": preempt,
+                                      "fluid_tokens_per_s": fluid.tokens_per_s, "fluid_binding": fluid.binding},
+                              method="simulate", ci=(mean - half, mean + half), replications=tuple(est))

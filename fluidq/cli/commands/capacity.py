@@ -56,6 +56,16 @@ def register(sub):
                    help="with --link-bandwidth-gbps: latency per message, microseconds")
     g.add_argument("--all-reduce-csv", default=None, metavar="CSV",
                    help="with --profile-dir: a measured all-reduce table (Vidur's all_reduce*.csv) instead of a link")
+    g.add_argument("--method", choices=("fluid", "simulate"), default=None,
+                   help="with --profile-dir: 'fluid' (default, instant) the flow-balance formula; 'simulate' the "
+                        "served tokens/s of fluidq.simulate on the same vLLM engine under overload (recompute "
+                        "preemption, admission and the lockstep MoE ranks' slowest rank counted), mean and 95 %% CI "
+                        "over --replications seeded runs; with --rate, Poisson arrivals at that rate (a benchmark's "
+                        "--request-rate) of the --trace's requests each once, else 1.5 x the fluid capacity")
+    g.add_argument("--replications", type=int, default=None,
+                   help="with --method simulate: seeded replications (default 5)")
+    g.add_argument("--enable-prefix-caching", action="store_true",
+                   help="with --method simulate: vLLM's --enable-prefix-caching (a preempted request reuses its blocks)")
     add_roofline_args(p, tp=False)  # --tensor-parallel-size and --gpu-memory-utilization are above
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -103,7 +113,9 @@ def _roofline(args):
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
              f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
-             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
+             + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
+                if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
@@ -125,13 +137,25 @@ def _deployment(args):
     from ...validate.deployment import predict_deployment
     from .. import CliError
 
+    method = args.method or "fluid"
     given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
-                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--rate", args.rate))
-             if v is not None]
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model),
+                            ("--rate", args.rate if method == "fluid" else None)) if v is not None]
     if args.engines != 1:
         given.append("--engines")
     if given:
-        raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
+        raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}"
+                       + (" (--rate is read with --method simulate)" if "--rate" in given else ""))
+    if method == "fluid":
+        for opt, v in (("--replications", args.replications), ("--enable-prefix-caching", args.enable_prefix_caching or None)):
+            if v is not None:
+                raise CliError(f"{opt} is read only with --method simulate (it would be ignored)")
+    sim_args = {}
+    if method == "simulate":
+        finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
+        sim_args = dict(method="simulate", arrival_rate=args.rate, enable_prefix_caching=bool(args.enable_prefix_caching),
+                        replications=5 if args.replications is None else args.replications,
+                        n_requests=None if args.trace is not None else 2000)  # a trace's requests each once
     if args.trace is not None:
         from ...workload import load_trace
 
@@ -150,7 +174,7 @@ def _deployment(args):
                              link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
                              all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
                              gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                             block_size=args.block_size)
+                             block_size=args.block_size, **sim_args)
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
@@ -158,7 +182,9 @@ def _deployment(args):
              f"pipeline_parallel_size={i['pipeline_parallel_size']}, data_parallel_size={i['data_parallel_size']}",
              f"layout          {i['layout']}" + (f"; communication {i['communication']}" if i["communication"] else ""),
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
-             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
+             + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
+                if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
              f"why             {res.reason}"]
@@ -186,7 +212,9 @@ def run(args):
                             ("--data-parallel-size", args.data_parallel_size, 1),
                             ("--enable-expert-parallel", args.enable_expert_parallel, False),
                             ("--link-bandwidth-gbps", args.link_bandwidth_gbps, None),
-                            ("--link-latency-us", args.link_latency_us, None), ("--all-reduce-csv", args.all_reduce_csv, None)):
+                            ("--link-latency-us", args.link_latency_us, None), ("--all-reduce-csv", args.all_reduce_csv, None),
+                            ("--method", args.method, None), ("--replications", args.replications, None),
+                            ("--enable-prefix-caching", args.enable_prefix_caching, False)):
         if v != default:
             from .. import CliError
 
