@@ -113,9 +113,7 @@ def _roofline(args):
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
              f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
-             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
-             + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
-                if res.ci is not None else "") + ")",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
