@@ -96,6 +96,16 @@ def _num(x: float, digits: int, style: str = "", *, tiny: bool = True) -> str:
     return f"{x:,.{digits}f}" if style == "," else f"{x:.{digits}f}"
 
 
+def _distance(d: float, point) -> str:
+    """The margin's distance at the tables' meaningful digits; LP round-off (below 1e-9 of the point's
+    size) reads as 0."""
+    if math.isfinite(d) and abs(d) <= 1e-9 * max(1.0, abs(point[0]) + abs(point[1])):
+        return "0"
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    return fmt_value(d, digits=MEANINGFUL_DIGITS) if math.isfinite(d) else "–"
+
+
 def _where(scale: float) -> str:
     if abs(scale - 1) <= 1e-6:
         return "on the boundary"
@@ -172,7 +182,7 @@ def run(args):
         scale = _num(mg.scale, 4) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
         lines += ["", f"point           ({fmt_value(point[0], digits=MEANINGFUL_DIGITS)}, {fmt_value(point[1], digits=MEANINGFUL_DIGITS)}) tokens/s: "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
-                  f"distance {_num(mg.distance_tokens_per_s, 3, ',', tiny=False)} tokens/s",
+                  f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
                   f"mix             {mix.reason}", mix.table()]
         if mix.feasible:
             lines.append("                (a scheduler serving this point: "
