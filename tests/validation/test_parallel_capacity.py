@@ -172,7 +172,8 @@ def test_simulated_capacity_of_the_qwen3_dp2_ep_run(rows):
     assert lo <= r.predicted <= hi, (r.predicted, lo, hi)
     if abs(r.error_pct) > 5.0:
         pytest.xfail(f"simulated capacity {r.error_pct:+.1f} % of the 14 s steady window (+7.6 % with 5 "
-                     "replications when recorded, +9.7 % over 20 with lengths drawn with replacement); the run's "
+                     "replications when recorded, +8.5 % with the full suite's 10, +9.7 % over 20 with lengths drawn "
+                     "with replacement); the run's "
                      "own arrivals replayed give -3.7 %: the window's throughput moves about +-8 % between "
                      "Poisson realisations of the benchmark; target 5 %")
 
@@ -200,3 +201,18 @@ def test_lockstep_ranks_take_the_slowest_rank():
     # one chunk: the other rank waits for it
     assert m.time([(40, 0)], [100] * 10) == pytest.approx(45e-3)
     assert m.time([], [100] * 10) == pytest.approx(5e-3)
+
+
+_LATENCY_MAE = {  # issue 16's Done means: <= 2 % on both Llama runs; measured when recorded (validation/RESULTS.md)
+    "rtx4090-llama3.1-8b": "2.26 %",
+    "rtxpro6000-llama3.1-8b": "4.32 %",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LATENCY_MAE))
+def test_latency_mean_abs_error_within_2_pct_on_the_llama_runs(rows, case):
+    r = rows[(case, "mean abs. error over the 15 latency metrics")]
+    assert np.isfinite(r.predicted) and r.predicted >= 0.0, r
+    if r.predicted > 2.0:  # stated, not loosened: the residuals are in the PRO 6000's TTFT (-5 to -13 %)
+        pytest.xfail(f"latency mean abs. error {r.predicted:.2f} % over the 15 metrics (measured "
+                     f"{_LATENCY_MAE[case]} when recorded; target 2 %)")
