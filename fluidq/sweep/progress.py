@@ -1,10 +1,16 @@
-"""A tiny progress bar on stderr (no dependency): ``[#####-----] 1200/2000 60% 12 s, eta 8 s``."""
+"""A tiny progress bar on stderr (no dependency): ``[#####-----] 1200/2000 60% 12 s, eta 8 s``.
+
+On a terminal it is redrawn in place with a carriage return; on any other stream (a log file, a pipe)
+each drawing is a whole line, at most one every ``LOG_PERIOD_S`` seconds, so a log reads line by line.
+"""
 from __future__ import annotations
 
 import sys
 import time
 
 __all__ = ["ProgressBar"]
+
+LOG_PERIOD_S = 10.0
 
 
 class ProgressBar:
@@ -15,12 +21,14 @@ class ProgressBar:
         self.total, self.done, self.start_done = total, done, done
         self.label, self.width = label, width
         self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         if enabled is None:
-            enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+            enabled = self.tty
         self.enabled = enabled
         self.t0 = time.monotonic()
         self._last = 0.0
-        self._period = 1.0 / max_hz
+        self._period = 1.0 / max_hz if self.tty else LOG_PERIOD_S
+        self._last_line = None
         self.draw(force=True)
 
     def update(self, n: int) -> None:
@@ -46,11 +54,17 @@ class ProgressBar:
         if not force and now - self._last < self._period and self.done < self.total:
             return
         self._last = now
-        self.stream.write("\r" + self.line())
+        line = self.line()
+        if self.tty:
+            self.stream.write("\r" + line)
+        elif line != self._last_line:
+            self.stream.write(line + "\n")
+            self._last_line = line
         self.stream.flush()
 
     def close(self) -> None:
         if self.enabled:
             self.draw(force=True)
-            self.stream.write("\n")
+            if self.tty:
+                self.stream.write("\n")
             self.stream.flush()
