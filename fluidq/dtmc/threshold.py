@@ -76,15 +76,18 @@ class ThresholdUnavailable(FluidqError, ValueError):
 
 def _survival(dist, jmax: int) -> np.ndarray | None:
     """``S[j-1] = P(v >= j)`` for ``j = 1..jmax``, or ``None`` when the law is unknown."""
-    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
     j = np.arange(1, jmax + 1, dtype=float)
     if isinstance(dist, Fixed):
         return (j <= dist.n).astype(float)
     if isinstance(dist, Geometric):
         return (1.0 - dist.p) ** (j - 1)
     if isinstance(dist, PoissonLength):
+        from scipy import stats  # imported on use (~0.6 CPU-s): only these two laws need it
+
         return stats.poisson.sf(j - 2, dist.mean_tokens - 1.0)
     if isinstance(dist, LogNormal):
+        from scipy import stats
+
         return stats.lognorm.sf(j - 1, s=dist.sigma, scale=math.exp(dist.mu))
     if isinstance(dist, Empirical) or dist.support() is not None:
         v, p = dist.support()
@@ -138,7 +141,7 @@ def _fixed_prompt(workload, pol, b):
 
 def _decode_cycle_s(t, out, kmax):
     """``dec[k] = sum_j E[t(N_j) 1{N_j > 0}]``, ``N_j ~ Binomial(k, P(v_d >= j))``, for ``k = 0..kmax``."""
-    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
+    from ._pmf import binom_pmf  # numpy: scipy.stats costs ~0.6 CPU-s to import
     S = _survival(out, _max_length(out))
     if S is None:
         raise ThresholdUnavailable(f"output length {out!r} has no known survival function")
@@ -147,7 +150,7 @@ def _decode_cycle_s(t, out, kmax):
     for k in range(1, kmax + 1):
         n = np.arange(1, k + 1)
         tn = np.asarray(t(n.astype(float)), float)
-        pm = stats.binom.pmf(n[None, :], k, S[:, None])
+        pm = binom_pmf(n[None, :], k, S[:, None])
         dec[k] = float((pm @ tn).sum())
     return dec
 
@@ -156,7 +159,7 @@ def _decode_cycle_at(t, out, k):
     """``_decode_cycle_s(t, out, k)[k]`` alone: each ``E[t(N_j)]`` over the window of ``N_j ~ Binomial(k, s_j)``
     holding all but about 1e-16 of its mass (the full table is ``O(k^2)`` per length: FasterTransformer with a
     budget of 2**24 tokens hung, and one of 51,200 took a minute)."""
-    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
+    from ._pmf import binom_pmf  # numpy: scipy.stats costs ~0.6 CPU-s to import
     if k <= 64:
         return float(_decode_cycle_s(t, out, k)[k])
     S = _survival(out, _max_length(out))
@@ -171,7 +174,7 @@ def _decode_cycle_at(t, out, k):
         if hi < lo:
             continue
         n = np.arange(lo, hi + 1)
-        total += float(stats.binom.pmf(n, k, sj) @ np.asarray(t(n.astype(float)), float))
+        total += float(binom_pmf(n, k, sj) @ np.asarray(t(n.astype(float)), float))
     return total
 
 
@@ -279,17 +282,17 @@ def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
 
 
 def _vllm_chain(lam, tb, tp, b, k, Q):
-    from scipy import stats  # imported on use: ~0.5 CPU-s that `fluidq check` mostly does not need
+    from ._pmf import poisson_pmf  # numpy: scipy.stats costs ~0.6 CPU-s to import
     P = np.zeros((Q + 1, Q + 1))
     tau = np.empty(Q + 1)
     lost = np.zeros(Q + 1)
-    a_b = stats.poisson.pmf(np.arange(Q + 1), lam * tb)
+    a_b = poisson_pmf(np.arange(Q + 1), lam * tb)
     P[0, :] = a_b
     lost[0] = max(0.0, 1.0 - a_b.sum())
     P[0, Q] += lost[0]
     tau[0] = tb
     # only m = min(q, k) <= Q prompts are ever taken (a budget of 2**24 tokens computed k = 167,772 of them)
-    pmfs = [stats.poisson.pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, min(k, Q) + 1)]
+    pmfs = [poisson_pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, min(k, Q) + 1)]
     for q in range(1, Q + 1):
         m = min(q, k)
         base = q - m
