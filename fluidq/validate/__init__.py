@@ -101,7 +101,7 @@ class ValidationResult:
         return summary_table(self.rows)
 
     def plot(self, ax=None, path=None):
-        from .plots import plot_summary
+        from ..plotting.validation import plot_summary
 
         return plot_summary(self.rows, path=path, ax=ax)
 
@@ -190,7 +190,7 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         t1 = time.time()
         cr = _serving_run(c, data, {"out_dir": out})  # errors reach the caller: there is no case to skip
         cr = type(cr)(case=cr.case, rows=cr.rows, markdown=cr.markdown, figures=cr.figures, data=cr.data,
-                      seconds=time.time() - t1)
+                      seconds=time.time() - t1, figure_inputs=cr.figure_inputs)
         res = ValidationResult(rows=cr.rows, cases=(cr,), seconds=time.time() - t0)
         files = _write_report(res, out) if out is not None else {}
         return ValidationResult(rows=cr.rows, cases=(cr,), files=files, seconds=time.time() - t0)

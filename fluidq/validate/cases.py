@@ -83,6 +83,17 @@ class CaseResult:
     figures: tuple = ()
     data: dict = field(default_factory=dict)
     seconds: float = 0.0
+    # what the case's figure draws, (measured run, simulated run, capacity prediction); empty when the
+    # case has no figure.  Not part of to_dict (the run's arrays are in the data files already).
+    figure_inputs: tuple = field(default=(), repr=False)
+
+    def plot(self, path=None):
+        """The case's figure: TTFT per request, requests waiting, served tokens/s (serving cases only)."""
+        if not self.figure_inputs:
+            raise ParameterError("case", self.case.name, "a serving case with a simulated run (this case draws no figure)")
+        from ..plotting.validation import plot_serving_case
+
+        return plot_serving_case(*self.figure_inputs, path=path)
 
     def to_dict(self):
         return plain({"name": self.case.name, "kind": self.case.kind, "source": self.case.source,
@@ -412,7 +423,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                          "measured: slope of `waiting`"))
     info.update({"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg,
                  "simulated": None if spred is None else spred.to_dict()})
-    figures = []
+    figures, figure_inputs = [], ()
     md = [f"**{case.spec.get('description', case.name)}**", "", f"Prediction: {pred.reason}.", ""]
     if spred is not None:
         md += [f"Simulated prediction: {spred.reason}.", ""]
@@ -516,11 +527,12 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         info["latency"] = {"measured": meas, "fluidq": ours, "fluidq_simulate_error_pct": sim_errs,
                            "peer": {k: v[2] for k, v in peer.items()}, "replay": rep.to_dict(),
                            "ttft": "end_of_prefill"}
+        figure_inputs = (run, rep, pred)
         if ctx.get("out_dir") is not None:
-            from .plots import plot_serving_case
-
-            figures.append(plot_serving_case(run, rep, pred, path=Path(ctx["out_dir"]) / f"{case.name}.png"))
-    return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info)
+            drawn = CaseResult(case=case, rows=(), figure_inputs=figure_inputs)
+            figures.append(drawn.plot(path=Path(ctx["out_dir"]) / f"{case.name}.png"))
+    return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info,
+                      figure_inputs=figure_inputs)
 
 
 def _serving_run_measured(case: Case, data: Path, ctx) -> CaseResult:
@@ -830,4 +842,4 @@ def run_case(case: Case, data_dir, **ctx) -> CaseResult:
         res = CaseResult(case=case, rows=(Row(case=case.name, source=case.source, quantity="(case could not run)",
                                               predicted=None, measured=None, status="skip", note=str(exc)),))
     return CaseResult(case=res.case, rows=res.rows, markdown=res.markdown, figures=res.figures, data=res.data,
-                      seconds=time.time() - t0)
+                      seconds=time.time() - t0, figure_inputs=res.figure_inputs)

@@ -118,7 +118,7 @@ def _enclosing_functions(path: Path, line: int) -> list[str]:
 
 
 # ignored imports of fluidq.plotting that are NOT the permanent `.plot()` exception (they go in a move)
-_PLOTTING_TO_MOVE = {("fluidq.validate.plots", "fluidq.plotting")}
+_PLOTTING_TO_MOVE: set[tuple[str, str]] = set()
 
 
 def test_plotting_ignores_are_plot_methods(graph):

@@ -72,3 +72,20 @@ def test_a_tensor_parallel_run_is_refused_saying_why(folder, tmp_path):
     (bare / "peer_sim_config.json").unlink()
     with pytest.raises(FluidqError, match="tensor_parallel_size = 2.*communicate.*link_bw"):
         validate(run=bare)
+
+
+def test_the_case_figure_is_drawn_by_the_case_result(folder, tmp_path):
+    # the serving case's figure is CaseResult.plot (fluidq.plotting.validation draws it): the report
+    # writes it next to validation.md, and the returned result can draw it again
+    from fluidq.errors import ParameterError
+    from fluidq.validate.cases import CaseResult
+
+    res = validate(tmp_path / "v", run=folder)
+    (cr,) = res.cases
+    (fig,) = cr.figures
+    assert open(fig, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    again = cr.plot(path=tmp_path / "again.png")
+    assert open(again, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ParameterError, match="case="):
+        CaseResult(case=cr.case, rows=()).plot(path=tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()

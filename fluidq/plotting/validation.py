@@ -1,4 +1,8 @@
-"""Plots of the validation report (matplotlib imported inside the functions only)."""
+"""Figures of the validation report: one serving case (measured vs simulated), and the error summary.
+
+They draw results ``fluidq.validate`` already computed (a case's run, simulation and capacity
+prediction; the report's rows) and recompute nothing; matplotlib is imported inside the functions.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +12,7 @@ __all__ = ["plot_serving_case", "plot_summary"]
 
 def plot_serving_case(run, rep, pred, path=None):
     """Three panels: TTFT per request (measured vs replay), requests waiting per tick, served tokens/s."""
-    from ..plotting import finish
+    from . import finish
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(12, 3.6), layout="constrained")
@@ -43,7 +47,7 @@ def plot_serving_case(run, rep, pred, path=None):
 
 def plot_summary(rows, path=None, ax=None):
     """Signed error (%) of every row with one, coloured by pass/miss."""
-    from ..plotting import axes, finish
+    from . import axes, finish
 
     rs = [r for r in rows if r.error_pct is not None]
     fig, ax = axes(ax, figsize=(10, max(2.5, 0.28 * len(rs) + 1)))
