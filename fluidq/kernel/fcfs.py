@@ -100,25 +100,11 @@ def _hpush(hf, hr, nh, f, r):
 
 @jit
 def _hpop(hf, hr, nh):
-    """Drop the top of the heap of ``nh`` entries; return the new size."""
+    """Drop the top of the heap of ``nh`` entries; return the new size (the last entry sifts down from
+    the top)."""
     nh -= 1
-    f = hf[nh]
-    r = hr[nh]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= nh:
-            break
-        if c + 1 < nh and hf[c + 1] < hf[c]:
-            c += 1
-        if hf[c] >= f:
-            break
-        hf[i] = hf[c]
-        hr[i] = hr[c]
-        i = c
     if nh > 0:
-        hf[i] = f
-        hr[i] = r
+        _hrekey(hf, hr, nh, hf[nh], hr[nh])
     return nh
 
 
