@@ -45,5 +45,4 @@ def binom_pmf(n, k: int, p) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         log_p = np.where(n_b > 0, n_b * np.log(p_b), 0.0)
         log_q = np.where(n_b < k, (k - n_b) * np.log1p(-p_b), 0.0)
-        out = np.exp(lf[k] - lf[n_b] - lf[k - n_b] + log_p + log_q)
-    return np.where(np.isnan(out), 0.0, out)
+        return np.exp(lf[k] - lf[n_b] - lf[k - n_b] + log_p + log_q)
