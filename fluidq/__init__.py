@@ -47,7 +47,7 @@ _LAZY = {
     "RegionAware": "fluidq.policies.region_aware",
     "Network": "fluidq.network",
     "fluid_stability": "fluidq.stability.fluid",
-    "simulate_network": "fluidq.network",
+    "simulate_network": "fluidq.sim.network",
     "validate": "fluidq.validate",
     "sweep": "fluidq.sweep",
     "SJF": "fluidq.policies.latency",

@@ -318,3 +318,16 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),
                           method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs,
                           work_conserving_tokens_per_s=wc_total)
+
+
+def _region_aware_shapes(engine, target_tokens_per_s, prompt_tokens):
+    from .region import region_aware_shapes  # the region module is imported on first use
+
+    return region_aware_shapes(engine, target_tokens_per_s, prompt_tokens)
+
+
+# RegionAware (a policy, a description) takes its shapes from the region analysis through this
+# registration, so that it imports no analysis; `import fluidq` imports this package first
+from ..policies import region_aware as _region_aware  # noqa: E402
+
+_region_aware.register_shape_finder(_region_aware_shapes)

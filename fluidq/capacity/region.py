@@ -27,7 +27,7 @@ from ..errors import ParameterError, ParameterTypeError
 from ..results import plain
 from .shapes import extreme_shapes
 
-__all__ = ["StabilityRegion", "RegionMargin", "stability_region", "as_points"]
+__all__ = ["StabilityRegion", "RegionMargin", "stability_region", "as_points", "region_aware_shapes"]
 
 _REL_TOL = 1e-9
 
@@ -391,3 +391,40 @@ def _build(shapes, secs, engine, cap, *, kv_tokens=None, label="engine", prompt_
                            batch_seconds=np.array(vsecs), A=normals, b=offsets, facet_vertices=fv,
                            capacity_tokens_per_s=float(cap), engine=engine, candidate_shapes=int(n),
                            kv_tokens=kv_tokens, label=label, prompt_tokens=prompt_tokens, _scale=scale)
+
+
+def region_aware_shapes(engine: Engine, target_tokens_per_s=None, prompt_tokens: int | None = None
+                        ) -> tuple[tuple[tuple[int, int], ...], tuple[float, float] | None]:
+    """The batch shapes :class:`fluidq.policies.region_aware.RegionAware` switches between, and its
+    validated target.
+
+    Without a target: every batch vertex of the region, from decode-heavy to prefill-heavy (by angle
+    from the decode axis).  With a target ``(lambda_p, lambda_d)``: the shapes of the facet the ray
+    from the origin through the target leaves the region by (decode-heavy first), or the one shape of
+    the vertex it leaves through (Li, Dai, Peng, arXiv:2504.07347, §6).
+    """
+    region = stability_region(engine, prompt_tokens=prompt_tokens)
+    idx = region.batch_vertices
+    verts, shp = region.vertices[idx], region.shapes[idx]
+    ang = np.arctan2(verts[:, 0], verts[:, 1])
+    ladder = [tuple(int(v) for v in shp[i]) for i in np.argsort(ang, kind="stable")]
+    if target_tokens_per_s is None:
+        return tuple(ladder), None
+    p, _ = as_points(target_tokens_per_s, "target_tokens_per_s")
+    p = p[0]
+    if not np.any(p > 0):
+        raise ParameterError("target_tokens_per_s", target_tokens_per_s, "a non-zero target")
+    target = (float(p[0]), float(p[1]))
+    q = region.boundary_point(p)
+    near = np.linalg.norm(region.vertices - q, axis=1) <= 1e-9 * region._scale
+    hit = [i for i in np.flatnonzero(near) if region.kinds[i] != "idle"]
+    if hit:  # the ray leaves through a vertex: that shape alone
+        return (tuple(int(v) for v in region.shapes[hit[0]]),), target
+    proj = region.A @ p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(proj > 0, region.b / np.where(proj > 0, proj, 1.0), np.inf)
+    f = int(np.argmin(ratio))
+    i, j = region.facet_vertices[f]
+    pair = [tuple(int(v) for v in region.shapes[i]), tuple(int(v) for v in region.shapes[j])]
+    pair.sort(key=lambda s: ladder.index(s) if s in ladder else len(ladder))
+    return tuple(dict.fromkeys(pair)), target

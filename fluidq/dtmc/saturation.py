@@ -7,7 +7,7 @@ importable as ``fluidq.stability.saturated_rate`` too.
 from __future__ import annotations
 
 from ..capacity import max_throughput
-from ..capacity.budgets import effective_engine
+from ..engine.budgets import effective_engine
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..workload import Workload

@@ -674,7 +674,7 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
                     "wider than half of it brackets nothing")
     pol = resolve_policy(policy)
     name = getattr(pol, "name", repr(pol))
-    from ..capacity.budgets import max_requests_per_batch, without_idle_k_max
+    from ..engine.budgets import max_requests_per_batch, without_idle_k_max
 
     # a k_max that can never bind (at or above the most requests a batch holds) changes no threshold
     engine = without_idle_k_max(engine, pol)

@@ -3,11 +3,12 @@
 ``model``      Network, Station, Router, RequestClass, Hop, Choice, Fork, Join (networkx topology,
                traffic equations, per-engine load, bottleneck)
 ``toml``       TOML case files (``load_network``)
-``sim``        the network simulator (``simulate_network``; moves to ``fluidq.sim``)
+``caveats``    where a station's ``b_max / t(b_max)`` is only an upper bound (``capacity_caveats``)
 
-The verdicts live in :mod:`fluidq.stability.network`; ``fluidq.network.check_network_stability``,
-``NetworkStabilityResult`` and the module path ``fluidq.network.stability`` are aliases that module
-registers here when ``fluidq`` is imported (this package imports no analysis).
+The simulator lives in :mod:`fluidq.sim.network` and the verdicts in :mod:`fluidq.stability.network`;
+``fluidq.network.simulate_network``, ``NetworkSimResult``, ``check_network_stability``,
+``NetworkStabilityResult`` and the module paths ``fluidq.network.sim`` and ``fluidq.network.stability``
+are aliases those modules register here when ``fluidq`` is imported (this package imports no analysis).
 """
 from __future__ import annotations
 
@@ -23,8 +24,4 @@ def __getattr__(name):
         from .toml import load_network
 
         return load_network
-    if name in ("simulate_network", "NetworkSimResult"):
-        from . import sim
-
-        return getattr(sim, name)
     raise AttributeError(f"module 'fluidq.network' has no attribute {name!r}")

@@ -263,9 +263,10 @@ class Station:
         """``b_max / t(b_max)``: what a work-conserving station serves under a backlog (full batches;
         Theorem 2 of arXiv:2504.07347).  ``sup_b b/t(b)`` is larger when ``b/t(b)`` peaks at a smaller batch,
         but a work-conserving scheduler does not stop there."""
-        from ..capacity import full_batch_rate
-
-        return full_batch_rate(self.engine)[0]
+        # fluidq.capacity.full_batch_rate(engine) without a workload; computed here so that the
+        # description imports no analysis (tests/network hold the two equal)
+        b = self.engine.b_max
+        return float(b / float(self.engine.batch_time(b)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -887,7 +888,7 @@ class Network:
         loads = self.loads()
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}
-        from ..capacity.network import capacity_caveats
+        from .caveats import capacity_caveats
 
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value

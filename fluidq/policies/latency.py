@@ -45,6 +45,16 @@ from .orderings import FCFS, KeyOrdering, Ordering
 __all__ = ["SJF", "SRPT", "LAS", "PARS", "GammaBoost", "MemGuard", "GammaAda", "b_gamma", "solve_gamma",
            "PAPER_TOKEN_COST_S", "ORDERING_NAMES", "resolve_ordering"]
 
+def _peak_rate(engine) -> float:
+    """``sup_{1 <= b <= b_max} b/t(b)`` tokens/s of ``engine`` (Theorem 2 of arXiv:2504.07347 without a
+    workload; tests/policies hold it equal to ``fluidq.max_throughput``)."""
+    from ..engine import Engine
+
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    return engine.batch_time.best_rate(engine.b_max)[0]
+
+
 #: Seconds per token at capacity for the paper's CodeLlama-34B/A100 fit: t(512)/512 = 153.16 ms/512.
 PAPER_TOKEN_COST_S = 0.15316 / 512
 
@@ -404,10 +414,10 @@ class GammaBoost(Ordering):
 
     @classmethod
     def for_engine(cls, engine, **kw):
-        """A gamma-Boost whose per-token cost is ``1 / capacity`` of ``engine``."""
-        from ..capacity import max_throughput
-
-        return cls(token_cost_s=1.0 / max_throughput(engine).tokens_per_s, **kw)
+        """A gamma-Boost whose per-token cost is ``1 / capacity`` of ``engine``: ``1 / sup_b b/t(b)`` over
+        ``b <= b_max`` (what ``fluidq.max_throughput(engine).tokens_per_s`` reports, read here from the
+        batch time so that the policy imports no analysis)."""
+        return cls(token_cost_s=1.0 / _peak_rate(engine), **kw)
 
     @property
     def gamma(self) -> float:

@@ -4,7 +4,9 @@ Under a batch-size limit ``k_max`` filling every batch to the token budget is no
 (Li, Dai, Peng, arXiv:2504.07347, §6): at vertex C of the paper's example the engine must run
 batches of exactly 128 tokens (29 prefill + 99 decode) although ``b_max = 1024`` allows more, and
 Sarathi-Serve with ``b_max = 1024`` diverges there.  :class:`RegionAware` reads the region
-(:func:`fluidq.stability_region`) and the LP time-sharing (:func:`fluidq.region_mix`):
+(:func:`fluidq.stability_region`) and the LP time-sharing (:func:`fluidq.region_mix`); the
+geometry that picks the shapes is the region analysis's
+(:func:`fluidq.capacity.region.region_aware_shapes`), and this module holds the batch rule only:
 
 * with a target ``(lambda_p, lambda_d)`` tokens/s, the ray from the origin through the target
   leaves the region on one facet (or at one vertex); the scheduler uses that facet's two batch
@@ -37,7 +39,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from .._validate import integer
 from ..engine import Engine
@@ -46,6 +47,17 @@ from .base import Batch, QueueView
 from .orderings import FCFS, Ordering
 
 __all__ = ["RegionAware"]
+
+#: ``(engine, target_tokens_per_s, prompt_tokens) -> (shapes, validated target)``: the region geometry
+#: that picks the shapes (:func:`fluidq.capacity.region.region_aware_shapes`).  The capacity analysis
+#: registers it here when ``fluidq`` is imported, so this policy (a description) imports no analysis.
+_SHAPE_FINDER = None
+
+
+def register_shape_finder(finder) -> None:
+    """Set the function :class:`RegionAware` asks for its shapes (called by :mod:`fluidq.capacity`)."""
+    global _SHAPE_FINDER
+    _SHAPE_FINDER = finder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,38 +106,13 @@ class RegionAware:
             raise ParameterError("order", self.order, "a fluidq Ordering (e.g. fluidq.policies.FCFS())")
         object.__setattr__(self, "backlog_tokens", integer(
             "backlog_tokens", self.engine.b_max if self.backlog_tokens is None else self.backlog_tokens, minimum=1))
-        from ..capacity.region import as_points, stability_region
-
         object.__setattr__(self, "prompt_tokens", integer("prompt_tokens", self.prompt_tokens, minimum=1,
                                                           allow_none=True))
-        region = stability_region(self.engine, prompt_tokens=self.prompt_tokens)
-        idx = region.batch_vertices
-        verts, shp = region.vertices[idx], region.shapes[idx]
-        # from decode-heavy to prefill-heavy: by angle from the decode axis
-        ang = np.arctan2(verts[:, 0], verts[:, 1])
-        ladder = [tuple(int(v) for v in shp[i]) for i in np.argsort(ang, kind="stable")]
-        if self.target_tokens_per_s is None:
-            object.__setattr__(self, "shapes", tuple(ladder))
-            return
-        p, _ = as_points(self.target_tokens_per_s, "target_tokens_per_s")
-        p = p[0]
-        if not np.any(p > 0):
-            raise ParameterError("target_tokens_per_s", self.target_tokens_per_s, "a non-zero target")
-        object.__setattr__(self, "target_tokens_per_s", (float(p[0]), float(p[1])))
-        q = region.boundary_point(p)
-        near = np.linalg.norm(region.vertices - q, axis=1) <= 1e-9 * region._scale
-        hit = [i for i in np.flatnonzero(near) if region.kinds[i] != "idle"]
-        if hit:  # the ray leaves through a vertex: that shape alone
-            object.__setattr__(self, "shapes", (tuple(int(v) for v in region.shapes[hit[0]]),))
-            return
-        proj = region.A @ p
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(proj > 0, region.b / np.where(proj > 0, proj, 1.0), np.inf)
-        f = int(np.argmin(ratio))
-        i, j = region.facet_vertices[f]
-        pair = [tuple(int(v) for v in region.shapes[i]), tuple(int(v) for v in region.shapes[j])]
-        pair.sort(key=lambda s: ladder.index(s) if s in ladder else len(ladder))
-        object.__setattr__(self, "shapes", tuple(dict.fromkeys(pair)))
+        if _SHAPE_FINDER is None:  # fluidq.capacity registers it when fluidq is imported
+            raise RuntimeError("no region analysis registered: import fluidq (fluidq.capacity registers it)")
+        shapes, target = _SHAPE_FINDER(self.engine, self.target_tokens_per_s, self.prompt_tokens)
+        object.__setattr__(self, "shapes", tuple(shapes))
+        object.__setattr__(self, "target_tokens_per_s", target)
 
     @classmethod
     def for_workload(cls, engine: Engine, workload, **kw) -> "RegionAware":

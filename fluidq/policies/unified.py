@@ -148,9 +148,9 @@ def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memgua
 
     extra = {}
     if engine is not None:
-        from ..capacity import max_throughput
+        from .latency import _peak_rate
 
-        extra["token_cost_s"] = 1.0 / max_throughput(engine).tokens_per_s
+        extra["token_cost_s"] = 1.0 / _peak_rate(engine)
     if adaptive:
         base = GammaAda(gamma_per_s=200.0 if gamma_per_s is None else gamma_per_s, margin_s=margin_s,
                         estimator=estimator, update_every=update_every, **extra)

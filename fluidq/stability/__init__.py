@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .._validate import real
 from ..capacity import max_throughput
-from ..capacity.budgets import (binding_k_max, effective_engine, max_requests_per_batch,  # noqa: F401
+from ..engine.budgets import (binding_k_max, effective_engine, max_requests_per_batch,  # noqa: F401
                                 without_idle_k_max)
 from ..engine import Engine
 from ..errors import ParameterError

@@ -32,7 +32,7 @@ import numpy as np
 from .._validate import integer, real
 from ..errors import ParameterError
 from ..results import Status, plain
-from ..capacity.network import capacity_caveats  # noqa: F401 (documented here too)
+from ..network.caveats import capacity_caveats  # noqa: F401 (documented here too)
 from ..network.model import Network
 
 __all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "simulation_growth", "simulation_size"]
@@ -101,7 +101,7 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
         ``powered``, ``needed_horizon_s``, ``test_reason``, ``test`` (the
         :class:`~fluidq.stability.growth.GrowthTest`) and ``runs``.
     """
-    from ..network.sim import replicate_network
+    from ..sim.network import replicate_network
     from .growth import growth_test
 
     replications = integer("replications", replications, minimum=1, maximum=MAX_REPLICATIONS,

@@ -443,7 +443,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
         # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
         # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)
-        from .. import simulate
+        from ..sim import simulate
         from .replay import ReplayResult, vllm_engine
 
         reqs = {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens, "output_tokens": run.output_tokens}

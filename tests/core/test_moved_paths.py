@@ -13,7 +13,8 @@ MOVED = [("fluidq.network.stability", "fluidq.stability.network"),
          ("fluidq.region.mix", "fluidq.capacity.mix"),
          ("fluidq.region.shapes", "fluidq.capacity.shapes"),
          ("fluidq.region.policy", "fluidq.stability.policy_region"),
-         ("fluidq.region.simulated", "fluidq.stability.simulated_region")]
+         ("fluidq.region.simulated", "fluidq.stability.simulated_region"),
+         ("fluidq.network.sim", "fluidq.sim.network")]
 
 
 @pytest.mark.parametrize("old, new", MOVED)
@@ -44,6 +45,24 @@ def test_old_names_resolve_to_the_new_objects():
     assert saturated_rate is sat.saturated_rate
     assert stability_region is fluidq.stability_region and policy_region is fluidq.policy_region
     assert simulated_region is fluidq.simulated_region
+
+
+def test_names_that_left_the_analyses_for_the_descriptions():
+    # facts of the description (a scheduler's budgets, a network's capacity caveats) and the network
+    # simulator: the old import paths give the very objects of the new ones
+    import fluidq.capacity.budgets as old_budgets
+    import fluidq.engine.budgets as budgets
+    import fluidq.network as net
+    import fluidq.sim.network as sn
+    from fluidq.capacity.network import capacity_caveats
+    from fluidq.network.caveats import capacity_caveats as new_caveats
+    from fluidq.network.sim import NetworkSimResult, simulate_network
+
+    for name in budgets.__all__:
+        assert getattr(old_budgets, name) is getattr(budgets, name)
+    assert capacity_caveats is new_caveats
+    assert simulate_network is sn.simulate_network is net.simulate_network is fluidq.simulate_network
+    assert NetworkSimResult is sn.NetworkSimResult is net.NetworkSimResult
 
 
 def test_every_public_name_resolves():

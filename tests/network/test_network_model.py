@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from fluidq import Affine, Engine
+from fluidq import Affine, ContextAware, Engine, PiecewiseLinear, Staircase
 from fluidq.errors import FluidqError, ParameterError, TopologyError
 from fluidq.network import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station
 from fluidq.network.examples import llm_rybko_stolyar, lu_kumar, rybko_stolyar
@@ -152,3 +152,17 @@ def test_to_dict_is_plain():
     d = llm_rybko_stolyar().to_dict()
     json.dumps(d)
     assert d["loads"]["E1"] == pytest.approx(0.9) and not d["is_dag"] and not math.isnan(d["bottleneck"][1])
+
+
+@pytest.mark.parametrize("engine", [
+    Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512),
+    Engine(batch_time=PiecewiseLinear(c=0.01128, a=0.0003, b0=128), b_max=512),
+    Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=2048, k_max=64, kv_capacity_tokens=50_000),
+    Engine(batch_time=ContextAware(base=Staircase(c=0.01, a=0.03, b0=128), kv_s_per_token=1e-7), b_max=1000),
+], ids=["staircase", "peaked", "kv", "context-aware"])
+def test_station_capacity_is_the_full_batch_rate(engine):
+    # the description computes b_max / t(b_max) itself (it imports no analysis): the same number as
+    # the capacity analysis's full_batch_rate without a workload
+    from fluidq.capacity import full_batch_rate
+
+    assert Station(name="E", engine=engine).capacity_tokens_per_s == full_batch_rate(engine)[0]

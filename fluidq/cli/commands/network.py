@@ -95,7 +95,7 @@ def run(args):
     if args.load is not None:
         net = _at_load(net, args.load)
     if args.simulate and args.horizon is not None:  # the runs' sizes, before any work, naming the flags
-        from ...network.sim import check_run
+        from ...sim.network import check_run
 
         check_run(net, args.horizon, replications=4 if args.replications is None else args.replications,
                   names={"horizon_s": "--horizon", "replications": "--replications"})

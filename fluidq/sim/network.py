@@ -38,6 +38,9 @@ order such as FCFS) the view holds only the residents that can enter the batch -
 the budget, in priority order -- so a batch costs ``O(b_max)``, not ``O(queue)``, however long the
 queue grows; other policies see every resident.
 
+``fluidq.network.sim`` (and ``fluidq.network.simulate_network``) is the old path of this module,
+registered by it when ``fluidq`` is imported, so that the topology package imports no simulator.
+
 References
 ----------
 Li, Dai, Peng, arXiv:2504.07347 (engine model, constraints 6a-6d, networks of engines).
@@ -49,6 +52,7 @@ import heapq
 import itertools
 import math
 import operator
+import sys
 import time as _time
 from collections import deque
 from dataclasses import dataclass, field
@@ -59,7 +63,7 @@ from .._validate import real
 from ..errors import ParameterError, TopologyError
 from ..policies.base import QueueView, RequestState, batch_violations
 from ..results import plain
-from .model import Choice, Fork, Hop, Join, Network
+from ..network.model import Choice, Fork, Hop, Join, Network
 
 INF = math.inf
 NAN = math.nan
@@ -319,8 +323,8 @@ def _with_memory(s, swap_s, buf_tokens):
     """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its KV state and the single-engine
     kernel's batch-time table; a preemption by recomputation puts the discarded tokens back into the
     station's and the buffer's remaining tokens, a prefix-cache hit takes the reused ones off."""
-    from ..sim._admission import StationMemory
-    from ..sim.core import _tau_table
+    from ._admission import StationMemory
+    from .core import _tau_table
 
     eng = s.engine
 
@@ -372,7 +376,7 @@ def check_run(network: Network, horizon_s, *, replications: int = 1, initial: di
     message says the size the runs would have.
     """
     from .._validate import integer
-    from ..sim.core import MAX_RUNS, MIN_HORIZON_S
+    from .core import MAX_RUNS, MIN_HORIZON_S
 
     nm = {"horizon_s": "horizon_s", "replications": "replications", **(names or {})}
     horizon = real(nm["horizon_s"], horizon_s, positive=True)
@@ -486,7 +490,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
     from .._validate import integer
-    from ..sim.core import _check_rng
+    from .core import _check_rng
 
     horizon = check_run(network, horizon_s, initial=initial)
     rng = _check_rng(rng)
@@ -568,7 +572,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     new_task = _Task.__new__
 
     from ..workload.lengths import Fixed
-    from .model import NoTokens
+    from ..network.model import NoTokens
 
     length_buf: dict = {}
 
@@ -1329,3 +1333,12 @@ def replicate_network(network: Network, *, horizon_s: float, replications: int =
     n = integer("replications", replications, minimum=1)
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)
     return [simulate_network(network, horizon_s=horizon_s, rng=child, **kw) for child in ss.spawn(n)]
+
+
+# the documented old path ``fluidq.network.sim`` (and ``fluidq.network.simulate_network``): registered
+# here, by the analysis, so that the topology package imports no simulator
+sys.modules.setdefault("fluidq.network.sim", sys.modules[__name__])
+_net_pkg = sys.modules["fluidq.network"]
+for _name in ("simulate_network", "NetworkSimResult"):
+    setattr(_net_pkg, _name, globals()[_name])
+_net_pkg.sim = sys.modules[__name__]
