@@ -1,17 +1,18 @@
-"""KV-cache admission, preemption and release for one engine fed by an event loop (network stations).
+"""KV-cache admission, preemption and release for one engine: the memory rules, written once.
 
 :class:`StationMemory` holds one engine's KV state (tokens held per resident, swapped-out requests, the
-block pool of :mod:`fluidq.sim._memory`) and applies, batch by batch, the rules of the single-engine
-generic kernel (:mod:`fluidq.sim._generic`, whose module notes state them): rejection at arrival of a
-request that can never fit, swap-ins first, the token rules (whole remaining prompt plus one token of
-headroom per resident, head-of-line admission, the policy asked again without new requests, the victim
-last in the policy's ordering honouring ``may_evict``) and, for any other :class:`~fluidq.engine.Memory`,
-the paged rules (running requests' blocks first, the victim by ``memory.victim``, then head-of-line
-admission by ``memory.reservation``, prefix caching).  The single-engine kernel drives its own loop;
-this class serves :func:`fluidq.simulate_network`, whose stations receive requests from the event loop
-rather than from a list known up front.  ``tests/network/test_network_kv.py`` holds the two equal:
-a one-station network gives the single-engine run exactly (times, iterations, preemptions) for every
-built-in scheduler under no memory, token KV and block KV (with and without prefix caching).
+block pool of :mod:`fluidq.sim._memory`) and applies, batch by batch, the rules the notes of
+:mod:`fluidq.sim._generic` state: rejection at arrival of a request that can never fit, swap-ins
+first, the token rules (whole remaining prompt plus one token of headroom per resident, head-of-line
+admission, the policy asked again without new requests, the victim last in the policy's ordering
+honouring ``may_evict``) and, for any other :class:`~fluidq.engine.Memory`, the paged rules (running
+requests' blocks first, the victim by ``memory.victim``, then head-of-line admission by
+``memory.reservation``, prefix caching).  Both drivers use this one copy: the single-engine generic
+kernel (:func:`fluidq.sim._generic.run_generic`, requests from a list known up front) and the
+stations of :func:`fluidq.simulate_network` (requests from the event loop).
+``tests/network/test_network_kv.py`` holds the two drivers equal: a one-station network gives the
+single-engine run exactly (times, iterations, preemptions) for every built-in scheduler under no
+memory, token KV and block KV (with and without prefix caching).
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with
@@ -21,10 +22,26 @@ re-admitted request took back ``tokens`` cached prompt tokens.
 from __future__ import annotations
 
 from ..policies.base import Batch
-from ._generic import _may_evict_hook, _victim_order
 from ._memory import BlockPool
 
 __all__ = ["StationMemory"]
+
+
+def _victim_order(policy, admitted, now):
+    """The admitted requests in the policy's ordering (arrival order without one); the victim is last."""
+    order = getattr(policy, "order", None)
+    if order is not None and hasattr(order, "order"):
+        return list(order.order(admitted, now))
+    return sorted(admitted, key=lambda r: (r.arrival_s, r.rid))
+
+
+def _may_evict_hook(policy):
+    """The ordering's (or policy's) optional ``may_evict(request, now_s) -> bool``, or ``None``."""
+    for obj in (getattr(policy, "order", None), policy):
+        f = getattr(obj, "may_evict", None)
+        if callable(f):
+            return f
+    return None
 
 
 class StationMemory:
@@ -41,6 +58,7 @@ class StationMemory:
         self.on_reuse = on_reuse
         self.residents: list = []  # in arrival order (swapped-out ones are out of it)
         self.kv: dict = {}
+        self.req: dict = {}  # rid -> request, for every request added and not yet released
         self.swapped: list = []  # (request, tokens held), oldest first
         self.used = 0
         self.preemptions = 0
@@ -66,9 +84,30 @@ class StationMemory:
             self.rejected += 1
         return bad
 
-    def add(self, r) -> None:
-        self.residents.append(r)
+    def add(self, r, resident: bool = True) -> None:
+        """A new request holding no KV; ``resident=False``: the caller puts it among the residents
+        later (the generic kernel's window of waiting requests)."""
+        if resident:
+            self.residents.append(r)
         self.kv[r.rid] = 0
+        self.req[r.rid] = r
+
+    def hold(self, r, held: int) -> bool:
+        """Add ``r`` as a resident already holding ``held`` KV tokens (a run's initial state), admitted in
+        this order; ``False`` when the paged cache has no blocks left for it."""
+        self.residents.append(r)
+        self.kv[r.rid] = held
+        self.req[r.rid] = r
+        self.used += held
+        if self.paged and held > 0:
+            k = -(-held // self.bs)
+            if k > self.pool.free:
+                return False
+            self.pool.alloc(k)
+            self.nblk[r.rid] = k
+            self.adm[r.rid] = self.n_adm
+            self.n_adm += 1
+        return True
 
     def grow(self, rid, m: int) -> None:
         """``m`` more KV tokens computed for ``rid`` (its blocks were taken when the batch was formed)."""
@@ -84,6 +123,7 @@ class StationMemory:
         gone = {r.rid for r in finished}
         for rid in gone:
             self.used -= self.kv.pop(rid)
+            del self.req[rid]
             if self.paged:
                 self.pool.release(rid, self.nblk.pop(rid))
                 self.pool.forget(rid)
@@ -163,7 +203,7 @@ class StationMemory:
                 reserve = n_admitted
                 kept = []
                 dropped_new = False
-                by_id = {q.rid: q for q in visible}
+                by_id = self.req
                 for rid, m in batch.prefill:
                     if kv[rid] == 0:
                         r = by_id[rid]
@@ -242,7 +282,7 @@ class StationMemory:
                 self._take(rid, 1)
             kept = []
             stop = False
-            by_id = {q.rid: q for q in visible}
+            by_id = self.req
             for rid, m in batch.prefill:
                 if rid in running:
                     kept.append((rid, m))

@@ -1,7 +1,9 @@
 """The generic kernel: ``policy.select(view)`` at every iteration, with optional KV-cache memory.
 
 This path runs any policy (a user's object, an ordering whose keys change with time) and is the
-reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) is modelled here:
+reference the fast kernel is tested against.  Memory (``kv_capacity_tokens``) follows these rules,
+applied by :class:`fluidq.sim._admission.StationMemory` (their one written copy, which the stations
+of a network drive too):
 
 * a request *holds* KV tokens for its processed prompt and its generated tokens; it holds none
   before its first prefill chunk (admission) or after it finishes;
@@ -65,8 +67,8 @@ import math
 from collections import deque
 
 from ..errors import FluidqError, ParameterError
-from ..policies.base import Batch, QueueView, RequestState, batch_violations
-from ._memory import BlockPool
+from ..policies.base import QueueView, RequestState, batch_violations
+from ._admission import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
 
 NAN = math.nan
 INF = math.inf
@@ -76,19 +78,11 @@ class PolicyError(FluidqError, RuntimeError):
     """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
 
 
-def _victim_order(policy, admitted, now):
-    order = getattr(policy, "order", None)
-    if order is not None and hasattr(order, "order"):
-        return list(order.order(admitted, now))
-    return sorted(admitted, key=lambda r: (r.arrival_s, r.rid))
+class _Residents:
+    """The resident list of a run without memory (with memory, :class:`StationMemory` owns it)."""
 
-
-def _may_evict_hook(policy):
-    for obj in (getattr(policy, "order", None), policy):
-        f = getattr(obj, "may_evict", None)
-        if callable(f):
-            return f
-    return None
+    def __init__(self):
+        self.residents: list = []
 
 
 def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
@@ -100,10 +94,11 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     residents or batch records) shows the policy the served requests and the oldest waiting ones it
     could admit, not the whole queue (see the module's notes); the results are the same.
 
-    ``memory`` (a :class:`fluidq.engine.Memory` other than the default token rules, with ``kv_cap``)
-    pages the KV cache in blocks (see the module's notes); ``compose(prefill_chunks, decode_contexts)``
-    replaces ``tau_b`` by the batch's composition; ``emit_at_prefill`` makes the iteration completing a
-    prefill give the first output token.
+    With ``kv_cap``, the memory rules are those of :class:`fluidq.sim._admission.StationMemory` (the
+    one written copy, which the network stations drive too): the token rules, or with a ``memory``
+    other than the default, the paged ones (see the module's notes).  ``compose(prefill_chunks,
+    decode_contexts)`` replaces ``tau_b`` by the batch's composition; ``emit_at_prefill`` makes the
+    iteration completing a prefill give the first output token.
     """
     n = len(arr)
     n0 = len(initial)
@@ -113,43 +108,42 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     ftk = [NAN] * N
     fin = [NAN] * N
     npre = [0] * N
-    chunkable = bool(getattr(policy, "chunked", False))
-    may_evict = _may_evict_hook(policy)
-    residents: list = []
     by_id: dict = {}
-    kv: dict = {}
-    swapped: list = []   # swapped-out RequestStates, oldest first
-    used = 0
-    n_admitted = 0  # residents holding KV tokens
-    rejected = 0
-    preemptions = 0
-    wasted = 0
-    swap_tokens = 0
-    peak_kv = 0
     batches = [] if record_batches else None
     blocked_ids: set = set()
-    paged = kv_cap is not None and memory is not None and not memory.default_rules
+    work = 0
+
+    def on_preempt(r, held, recomputed):
+        nonlocal work
+        npre[r.rid] += 1
+        if recomputed:
+            work += held  # the discarded prompt and generated tokens must be prefilled again
+
+    def on_reuse(r, tokens):
+        nonlocal work
+        work -= tokens  # cached prompt tokens taken back: not computed again
+
+    mem = None if kv_cap is None else StationMemory(policy, kv_cap, memory, preemption, swap_s_per_token,
+                                                    on_preempt, on_reuse)
+    hold = _Residents() if mem is None else mem
+    no_swapped: list = []
+    swapped = no_swapped if mem is None else mem.swapped  # (mem.swapped is never rebound)
+    paged = mem is not None and mem.paged
     if paged:
-        bs = memory.block_size
-        pool = BlockPool(kv_cap // bs, memory.prefix_caching)
-        nblk: dict = {}  # blocks held per request
-        adm: dict = {}  # admission sequence per request (victim "most_recent")
         hwm: dict = {}  # prompt tokens ever computed per request (recomputation is not useful work)
-        n_adm = 0
-        most_recent = memory.victim == "most_recent"
-        whole = memory.reservation == "whole_prompt"
     rec = {"t_s": [], "prefill_tokens": [], "decode_tokens": [], "requests": [], "batch_s": [],
            "demand": [], "kv_tokens": []} if record else None
     if record and kv_cap is not None:
         rec["kv_used"] = []
     if record and paged:
         rec.update(resident=[], waiting=[], useful_tokens=[])
-    work = 0
     examined = 0  # requests shown to the policy, summed over select calls (the kernel's cost)
     pending: deque = deque()  # with window: waiting requests not yet shown to the policy, in arrival order
     n_fresh = 0  # with window: requests in view never served that the policy could admit
     n_parked = 0  # with window: waiting requests reported blocked (never schedulable), set aside
     hidden_demand = 0  # prompt tokens of the pending and parked requests
+    last_view = None  # the view of the last select call, and the demand it did not show
+    last_unseen = 0
     if window:
         b_eff, k_eff = policy.budgets(QueueView(requests=(), now_s=0.0, b_max=b_max, k_max=k_max))
         w_size = int(min(b_eff, k_eff)) + 1
@@ -159,20 +153,13 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         r = RequestState(rid=j, arrival_s=float(r0.arrival_s), prompt_tokens=int(r0.prompt_tokens),
                          output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled), decoded=int(r0.decoded),
                          score=r0.score)
-        residents.append(r)
         by_id[j] = r
-        kv[j] = r.prefilled + r.decoded
-        used += kv[j]
         work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
-        if paged and kv[j] > 0:
-            k = -(-kv[j] // bs)
-            if k > pool.free:
-                raise ParameterError("initial", f"<{n0} residents>", f"residents whose KV fits in the "
-                                     f"{pool.total} blocks of {bs} tokens of the cache")
-            pool.alloc(k)
-            nblk[j] = k
-            adm[j] = n_adm
-            n_adm += 1
+        if mem is None:
+            hold.residents.append(r)
+        elif not mem.hold(r, r.prefilled + r.decoded):
+            raise ParameterError("initial", f"<{n0} residents>", f"residents whose KV fits in the "
+                                 f"{mem.pool.total} blocks of {mem.bs} tokens of the cache")
     t = 0.0
     na = 0
     bt, bn, bw = [], [], []
@@ -182,51 +169,27 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     tok_served = 0
     next_report = 0.0
 
-    def preempt(r, now):
-        nonlocal used, preemptions, wasted, swap_tokens, residents, work
-        held = kv[r.rid]
-        used -= held
-        kv[r.rid] = 0
-        if paged:
-            pool.release(r.rid, nblk.pop(r.rid, 0))
-        preemptions += 1
-        npre[r.rid] += 1
-        r.preemptions += 1
-        if preemption == "swap":
-            swap_tokens += held
-            residents = [q for q in residents if q.rid != r.rid]
-            swapped.append((r, held))
-            return held * swap_s_per_token
-        wasted += held
-        work += held  # the discarded prompt and generated tokens must be prefilled again
-        base = r.prompt_tokens - r.recompute_tokens
-        r.recompute_tokens = r.decoded
-        r.prompt_tokens = base + r.decoded
-        r.prefilled = 0
-        return 0.0
-
     def admit_arrivals(t):
         """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
-        nonlocal na, rejected, work, hidden_demand
+        nonlocal na, work, hidden_demand
         while na < n and arr[na] <= t:
             i = na
             na += 1
             rid = n0 + i
-            if kv_cap is not None and (P[i] + D[i] > kv_cap if not paged else
-                                       -(-(P[i] + D[i]) // bs) > pool.total):
-                rejected += 1
+            if mem is not None and mem.rejects(P[i], D[i]):
                 continue
             r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
             if window:
                 pending.append(r)
                 hidden_demand += r.prompt_tokens
-            else:
-                residents.append(r)
+            if mem is not None:
+                mem.add(r, resident=not window)
+            elif not window:
+                hold.residents.append(r)
             by_id[rid] = r
-            kv[rid] = 0
             work += P[i] + D[i]
             bt.append(arr[i])
-            bn.append(len(residents) + len(swapped) + len(pending) + n_parked)
+            bn.append(len(hold.residents) + len(swapped) + len(pending) + n_parked)
             bw.append(work)
 
     def show_waiting():
@@ -234,15 +197,19 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         nonlocal n_fresh, hidden_demand
         while pending and n_fresh < w_size:
             r = pending.popleft()
-            residents.append(r)
+            hold.residents.append(r)
             hidden_demand -= r.prompt_tokens
             if r.prompt_tokens <= never_fits:
                 n_fresh += 1
 
     def ask(visible, t, kv_free):
-        """``policy.select`` on the requests in ``visible``; checks the batch, sets blocked ones aside."""
-        nonlocal examined, n_parked, hidden_demand, n_fresh, residents
+        """``policy.select`` on the requests in ``visible``; checks the batch, sets blocked ones aside.
+        A view of every resident (``visible is hold.residents``) leaves unseen only the window's
+        hidden demand; a view narrowed by the memory rules shows none of it."""
+        nonlocal examined, n_parked, hidden_demand, n_fresh, last_view, last_unseen
+        last_unseen = hidden_demand if visible is hold.residents else 0
         view = QueueView(requests=tuple(visible), now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=kv_free)
+        last_view = view
         examined += len(visible)
         batch = policy.select(view)
         if check:
@@ -254,199 +221,40 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             if window:  # never schedulable: reported once, then set aside (still in the system)
                 gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
                 if gone:
-                    for q in residents:
+                    for q in hold.residents:
                         if q.rid in gone:
                             n_parked += 1
                             hidden_demand += q.prompt_tokens
                             if q.prompt_tokens <= never_fits:  # pragma: no cover - it blocks only those
                                 n_fresh -= 1
-                    residents = [q for q in residents if q.rid not in gone]
+                    hold.residents = [q for q in hold.residents if q.rid not in gone]
         return view, batch
-
-    def take(rid, m):
-        """Blocks for ``m`` more KV tokens of resident ``rid`` (the pool has them)."""
-        k = -(-(kv[rid] + m) // bs) - nblk[rid]
-        if k > 0:
-            pool.alloc(k)
-            nblk[rid] += k
-
-    def paged_batch(t):
-        """The batch under the block memory: running requests (holding blocks) first get blocks for
-        their next tokens, preempting victims until they fit; then new requests are admitted, head
-        of line in the policy's order, while their reservation fits.  Returns (view, batch, unseen,
-        seconds of swaps)."""
-        nonlocal n_adm, used, work, wasted
-        extra = 0.0
-        hide_new = bool(swapped)
-        while True:
-            visible = [q for q in residents if q.rid in nblk] if hide_new else residents
-            unseen = 0 if hide_new else hidden_demand
-            view, batch = ask(visible, t, pool.free * bs)
-            need = 0
-            for rid, m in batch.prefill:
-                if rid in nblk:
-                    need += -(-(kv[rid] + m) // bs) - nblk[rid]
-            for rid in batch.decode:
-                need += -(-(kv[rid] + 1) // bs) - nblk[rid]
-            if need > pool.free:
-                admitted = [q for q in residents if q.rid in nblk]
-                if most_recent:
-                    victim = max(admitted, key=lambda q: adm[q.rid])
-                else:
-                    cands = _victim_order(policy, admitted, t)[::-1]
-                    victim = next((q for q in cands if may_evict is None or may_evict(q, t)), cands[0])
-                extra += preempt(victim, t)
-                continue
-            running = {rid for rid, _ in batch.prefill if rid in nblk}
-            for rid, m in batch.prefill:
-                if rid in running:
-                    take(rid, m)
-            for rid in batch.decode:
-                take(rid, 1)
-            kept = []
-            stop = False
-            for rid, m in batch.prefill:
-                if rid in running:
-                    kept.append((rid, m))
-                    continue
-                if stop:
-                    continue
-                r = by_id[rid]
-                hit = 0
-                if pool.caching and pool.cached(rid) > 0:
-                    # a preempted request's own leading blocks still cached (it recomputes its last token
-                    # at least); they are among the free blocks, so the whole request must fit in them
-                    if -(-r.prompt_tokens // bs) > pool.free:
-                        stop = True
-                        continue
-                    hit = pool.reuse(rid, min(pool.cached(rid), (r.prompt_tokens - 1) // bs))
-                remaining = r.prompt_tokens - r.prefilled - hit * bs
-                want = remaining if whole else min(m, remaining)
-                if -(-(hit * bs + want) // bs) - hit > pool.free:
-                    stop = True  # head of line: later new requests wait too
-                    continue
-                nblk[rid] = hit
-                if hit:
-                    kv[rid] = hit * bs
-                    used += hit * bs
-                    r.prefilled = hit * bs
-                    work -= hit * bs
-                    wasted -= hit * bs  # discarded at the preemption, but not computed again
-                adm[rid] = n_adm
-                n_adm += 1
-                m = min(m, remaining)
-                take(rid, m)
-                kept.append((rid, m))
-            if stop and not kept and not batch.decode and not hide_new and nblk:
-                # no new request could be admitted and nothing else was chosen (a prefill-first policy
-                # offered only new prompts): ask again with the admitted requests alone, as the token
-                # rules do, so that they decode and free blocks (else the engine would stall for good)
-                hide_new = True
-                continue
-            return view, Batch(prefill=tuple(kept), decode=batch.decode, blocked=batch.blocked), unseen, extra
 
     while True:
         admit_arrivals(t)
         bt.append(t)
-        bn.append(len(residents) + len(swapped) + len(pending) + n_parked)
+        bn.append(len(hold.residents) + len(swapped) + len(pending) + n_parked)
         bw.append(work)
         if t >= horizon:
             break
         if progress is not None and t >= next_report:
             progress(t, na)
             next_report = t + 1.0 + 0.02 * t
-        extra_s = 0.0
-        # swap-ins first, oldest first, while their KV fits
-        while swapped and (used + swapped[0][1] <= kv_cap if not paged else -(-swapped[0][1] // bs) <= pool.free):
-            r, held = swapped.pop(0)
-            if paged:
-                pool.alloc(-(-held // bs))
-                nblk[r.rid] = -(-held // bs)
-            used += held
-            kv[r.rid] = held
-            swap_tokens += held
-            extra_s += held * swap_s_per_token
-            residents.append(r)
-            residents.sort(key=lambda q: (q.arrival_s, q.rid))
         if window:
             show_waiting()
-        if not residents:
+        if not hold.residents and not swapped:
             if na >= n:
                 break
             t = min(horizon, arr[na])
             continue
-        if kv_cap is not None:
-            n_admitted = sum(1 for q in residents if kv[q.rid] > 0)
-        batch = None
-        # new requests (holding no KV) are not admitted while swapped-out ones wait, after a preemption
-        # in this iteration, or when the head of the admission queue does not fit
-        if paged:
-            view, batch, unseen, swap_s = paged_batch(t)
-            extra_s += swap_s
+        if mem is None:
+            view, batch = ask(hold.residents, t, None)
+            extra_s = 0.0
         else:
-            hide_new = bool(swapped)
-            for _attempt in range(2 * len(residents) + 8):
-                visible = [q for q in residents if kv[q.rid] > 0] if hide_new else residents
-                unseen = 0 if hide_new else hidden_demand  # demand of the waiting requests not in view
-                view, batch = ask(visible, t, None if kv_cap is None else kv_cap - used)
-                if kv_cap is None:
-                    break
-                dc = batch.decode
-                room = kv_cap - used - len(dc)
-                if room >= 0:
-                    # headroom: one token per request already holding KV, so that admitting new work
-                    # does not force a preemption at the next decode step (vLLM's watermark, simplified)
-                    reserve = n_admitted
-                    kept = []
-                    dropped_new = False
-                    for rid, m in batch.prefill:
-                        if kv[rid] == 0:  # admission: the whole remaining prompt must fit, plus the headroom
-                            r = by_id[rid]
-                            avail = room if r.prompt_tokens - r.prefilled + reserve <= room else 0
-                        else:
-                            avail = room
-                        if m <= avail:
-                            kept.append((rid, m))
-                            room -= m
-                        elif chunkable and avail > 0:
-                            kept.append((rid, avail))
-                            room -= avail
-                        elif kv[rid] == 0:
-                            dropped_new = True
-                            break  # admission is head-of-line: later new requests wait too
-                    trimmed = Batch(prefill=tuple(kept), decode=dc, blocked=batch.blocked)
-                    if dropped_new and not hide_new and (trimmed.empty or room > reserve):
-                        hide_new = True
-                        continue  # ask again without the requests that cannot be admitted now
-                    if not trimmed.empty:
-                        batch = trimmed
-                        break
-                    if n_admitted == 0:
-                        batch = trimmed
-                        break
-                    # nothing can run although requests hold memory: preempt one
-                admitted = [q for q in residents if kv[q.rid] > 0]
-                cands = _victim_order(policy, admitted, t)[::-1]
-                victim = None
-                for q in cands:
-                    if may_evict is None or may_evict(q, t):
-                        victim = q
-                        break
-                if victim is None:
-                    free = kv_cap - used
-                    if len(dc) > free > 0:
-                        batch = Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked)
-                        break
-                    if not cands:
-                        batch = Batch()
-                        break
-                    victim = cands[0]
-                extra_s += preempt(victim, t)
-                n_admitted -= 1
-                hide_new = True
-        if not paged and kv_cap is not None and batch is not None and batch.tokens > kv_cap - used:  # never exceed memory
-            free = max(0, kv_cap - used)
-            batch = Batch(prefill=(), decode=tuple(batch.decode[:free]), blocked=batch.blocked)
+            # swap-ins, admission and preemption by the memory rules (one written copy)
+            batch, extra_s = mem.form(t, ask)
+            view = last_view
+        unseen = last_unseen
         if batch is None or batch.empty:
             if extra_s > 0:
                 t += extra_s
@@ -458,7 +266,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             continue
         tokens = batch.tokens
         if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
-            if kv_cap is not None:
+            if mem is not None:
+                kv = mem.kv
                 ctxs = [kv[rid] for rid in batch.decode]
                 tau = compose([(m, kv[rid]) for rid, m in batch.prefill], ctxs)
             else:
@@ -468,7 +277,7 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         elif ks:
             kvr = 0
             for rid in batch.decode:
-                kvr += kv[rid] if kv_cap is not None else by_id[rid].prefilled + by_id[rid].decoded
+                kvr += mem.kv[rid] if mem is not None else by_id[rid].prefilled + by_id[rid].decoded
             tau = tau_b[tokens] + ks * kvr
         else:
             kvr = 0
@@ -499,6 +308,9 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             mixed_iters += 1
         done = False
         useful = 0
+        grown = 0
+        if mem is not None:
+            kvd = mem.kv
         for rid, m in batch.prefill:
             r = by_id[rid]
             if record and paged:  # prompt tokens computed for the first time
@@ -513,9 +325,9 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             r.prefilled += m
             if r.first_scheduled_s != r.first_scheduled_s:
                 r.first_scheduled_s = t0
-            if kv_cap is not None:
-                kv[rid] += m
-                used += m
+            if mem is not None:
+                kvd[rid] += m  # (StationMemory.grow, inlined: this loop is the kernel's hot path)
+                grown += m
             if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
                 pdn[rid] = t
                 if emit_at_prefill and r.decoded == 0:  # the prefill's iteration gives the first token
@@ -529,38 +341,36 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         for rid in batch.decode:
             r = by_id[rid]
             r.decoded += 1
-            if kv_cap is not None:
-                kv[rid] += 1
-                used += 1
+            if mem is not None:
+                kvd[rid] += 1
+                grown += 1
             if r.decoded == 1:
                 ftk[rid] = t
             if r.decoded >= r.output_tokens:
                 fin[rid] = t
                 done = True
-        if kv_cap is not None:
-            peak_kv = max(peak_kv, used)
+        if mem is not None:
+            mem.used += grown
             if record:
-                rec["kv_used"].append(used)
-        if done:
-            keep = []
-            for r in residents:
-                if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens:
-                    if kv_cap is not None:
-                        used -= kv.pop(r.rid)
-                    if paged:
-                        pool.release(r.rid, nblk.pop(r.rid))
-                        pool.forget(r.rid)
-                    by_id.pop(r.rid, None)
-                else:
-                    keep.append(r)
-            residents = keep
+                rec["kv_used"].append(mem.used)
+        finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
+            if done else []
+        if mem is not None:
+            mem.after_batch(finished)  # releases their KV (and notes the peak)
+        elif finished:
+            hold.residents = [r for r in hold.residents if not (r.decoded >= r.output_tokens
+                                                                and r.prefilled >= r.prompt_tokens)]
+        for r in finished:
+            by_id.pop(r.rid, None)
         if record and paged:
-            rec["resident"].append(len(nblk))
-            rec["waiting"].append(len(residents) - len(nblk) + len(swapped) + len(pending) + n_parked)
+            rec["resident"].append(len(mem.nblk))
+            rec["waiting"].append(len(hold.residents) - len(mem.nblk) + len(swapped) + len(pending) + n_parked)
             rec["useful_tokens"].append(useful + len(batch.decode))
+    m_ = mem
     return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
             "backlog": (bt, bn, bw), "iterations": n_iter, "busy_s": busy, "mixed_iterations": mixed_iters,
             "tokens_served": tok_served, "records": rec, "end_s": t, "n_blocked": len(blocked_ids), "n_arrived": na,
-            "preemptions_per_request": npre, "preemptions": preemptions, "wasted_tokens": wasted,
-            "swap_tokens": swap_tokens, "rejected": rejected, "peak_kv_tokens": peak_kv, "batches": batches,
-            "examined": examined}
+            "preemptions_per_request": npre, "preemptions": 0 if m_ is None else m_.preemptions,
+            "wasted_tokens": 0 if m_ is None else m_.wasted, "swap_tokens": 0 if m_ is None else m_.swap_tokens,
+            "rejected": 0 if m_ is None else m_.rejected, "peak_kv_tokens": 0 if m_ is None else m_.peak,
+            "batches": batches, "examined": examined}
