@@ -59,6 +59,14 @@ class CapacityResult:
         engine -- below ``tokens_per_s`` when ``b/t(b)`` peaks at a smaller batch (a staircase whose
         ``b0`` does not divide ``b_max``, a piecewise-linear form), equal otherwise.  Theorem 2(b)
         of arXiv:2504.07347 holds below this rate.
+    kv_batch_tokens : int or None
+        When a KV-cache capacity binds (for a workload): the full batch it allows, ``N (m_p + m_d)/m_d``
+        tokens for the ``N`` requests whose mean footprint fits (the largest over the engines).  Both
+        rates above are then fluid *estimates* from mean footprints, not bounds: simulation moves
+        them by several percent either way (staircase steps near that batch, recompute preemptions).
+    bound_tokens_per_s : float or None
+        The proven bound when the KV cache binds: ``sup_b b/t(b)`` over ``b <= b_max`` without the
+        KV-cache estimate (Theorem 2(a)): no scheduler serves more, whatever the cache.
     """
 
     tokens_per_s: float
@@ -69,6 +77,15 @@ class CapacityResult:
     reason: str
     inputs: dict = field(default_factory=dict, repr=False)
     work_conserving_tokens_per_s: float | None = None
+    kv_batch_tokens: int | None = None
+    bound_tokens_per_s: float | None = None
+
+    @property
+    def work_conserving_basis(self) -> str:
+        """What :attr:`work_conserving_tokens_per_s` is, in words (for labels)."""
+        if self.kv_batch_tokens is not None:
+            return f"b/t(b) at the KV-limited full batch of {self.kv_batch_tokens} tokens, a fluid estimate"
+        return "b_max/t(b_max)"
 
     @property
     def work_conserving_requests_per_s(self) -> float | None:
@@ -85,6 +102,7 @@ class CapacityResult:
         out = plain({"tokens_per_s": self.tokens_per_s, "batch_tokens": None if many else self.batch_tokens,
                      "requests_per_s": self.requests_per_s,
                      "work_conserving_tokens_per_s": self.work_conserving_tokens_per_s,
+                     "kv_batch_tokens": self.kv_batch_tokens, "bound_tokens_per_s": self.bound_tokens_per_s,
                      "per_engine_tokens_per_s": None,
                      "method": self.method, "reason": self.reason, "inputs": self.inputs})
         # up to a million entries (n_engines copies): finite floats, converted in one pass
@@ -168,7 +186,8 @@ def _batch_limit(engine: Engine, workload: Workload | None):
             md = workload.mean_output_tokens
             b_lim = max(1, min(engine.b_max, int(n * workload.mean_tokens / md)))
             notes.append(f"the KV cache ({engine.kv_capacity_tokens} tokens) binds: at most {n:.1f} requests "
-                         f"decode together, so batches hold at most {b_lim} tokens")
+                         f"decode together, so batches hold at most {b_lim} tokens (a fluid estimate from mean "
+                         "request footprints)")
     if isinstance(bt, ContextAware):
         if workload is None:
             notes.append("context-aware model without a workload: attention cost ignored (optimistic)")
@@ -265,9 +284,14 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
     per, bs, notes, wcs, wc_bs = [], [], [], [], []
     region_reasons = []
+    kv_b, bounds = [], []
     for e in distinct:
         r, b, note = engine_capacity(e, workload)
         wc_rate, wc_b, _ = full_batch_rate(e, workload)
+        # the KV cache binds when it limits the full batch below b_max (only it lowers that limit)
+        if e.kv_capacity_tokens is not None and workload is not None and 0 < wc_b < e.b_max:
+            kv_b.append(wc_b)
+        bounds.append(e.batch_time.best_rate(e.b_max)[0])  # t(b, kv) >= t(b): a bound whatever the cache
         if workload is not None and e.k_max is not None:
             # k_max may bind for this prefill/decode mix: the capacity is then where the ray
             # (lambda m_p, lambda m_d) leaves the stability region (paper §6)
@@ -295,16 +319,17 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         if per[0] == 0:
             reason = "no request can be served"
         else:
-            reason = (f"sup of b/t(b) over admissible batches (b <= b_max={e.b_max}) is reached at b={bs[0]} "
+            limit = (f"b <= {wc_bs[0]}, the batch the KV cache allows" if kv_b else f"b <= b_max={e.b_max}")
+            reason = (f"sup of b/t(b) over admissible batches ({limit}) is reached at b={bs[0]} "
                       f"(Theorem 2 of arXiv:2504.07347)")
         if not region_reasons and per[0] > 0 and wc_total < total * (1 - 1e-12):
             reason += (f"; work-conserving schedulers fill batches to {wc_bs[0]} tokens under "
-                       f"a backlog and serve {wc_total:.6g} tokens/s ({wc_total / total:.4f} of it): Theorem 2(b) "
+                       f"a backlog and serve {wc_total:,.4g} tokens/s ({wc_total / total:.4g} of it): Theorem 2(b) "
                        "holds below that rate")
     else:
         reason = (f"sum of {count} engine capacities (sup of b/t(b) each); the throughput of "
                   f"join-the-shortest-queue routing over work-conserving engines is the sum of their b_max/t(b_max), "
-                  f"{wc_total:.6g} tokens/s (Prop. 3 of arXiv:2504.07347)")
+                  f"{wc_total:,.4g} tokens/s (Prop. 3 of arXiv:2504.07347)")
     if region_reasons:
         reason = "; ".join(region_reasons) + ("" if count == 1 else "; " + reason)
     if notes:
@@ -314,10 +339,15 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
               "workload": workload.to_dict() if workload is not None else None}
     if count == 1 and not region_reasons and per[0] > 0:
         inputs["batch_seconds"] = float(bs[0] / per[0])
+    kv_batch = max(kv_b) if kv_b else None
+    bound = None
+    if kv_batch is not None:
+        bound = float(bounds[0] * count) if len(distinct) == 1 else float(math.fsum(bounds))
     return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),
                           method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs,
-                          work_conserving_tokens_per_s=wc_total)
+                          work_conserving_tokens_per_s=wc_total, kv_batch_tokens=kv_batch,
+                          bound_tokens_per_s=bound)
 
 
 def _region_aware_shapes(engine, target_tokens_per_s, prompt_tokens):

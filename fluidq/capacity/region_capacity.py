@@ -67,8 +67,8 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
     words = " and ".join(f"{x} prefill + {y} decode tokens" for x, y in shapes)
     if binds:
         reason = (f"k_max={engine.k_max} binds: for m_p={mp:g}, m_d={md:g} the point (lambda m_p, lambda m_d) "
-                  f"leaves the stability region at lambda*={lam:.6g} req/s, through batches of {words} "
-                  f"({tokens:.6g} tokens/s, {tokens / cap:.4f} of the Theorem-2 number {cap:.6g}"
+                  f"leaves the stability region at lambda*={lam:.4g} req/s, through batches of {words} "
+                  f"({tokens:,.4g} tokens/s, {tokens / cap:.4g} of the Theorem-2 number {cap:,.4g}"
                   + (f"; prompts of {prompt} tokens, so a request brings at most {prompt} prefill tokens to a batch"
                      if prompt is not None else "") + "; "
                   "§6 of arXiv:2504.07347, admissibility rule reconstructed)")

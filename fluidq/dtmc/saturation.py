@@ -32,7 +32,8 @@ def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float,
     if cap.tokens_per_s <= 0:
         return 0.0, cap.reason
     if _work_conserving(pol).work_conserving:
-        return float(cap.work_conserving_tokens_per_s), "b_max/t(b_max): a work-conserving scheduler fills its batches"
+        return float(cap.work_conserving_tokens_per_s), (f"{cap.work_conserving_basis}: a work-conserving scheduler "
+                                                         "fills its batches")
     thr, _why = cached_renewal_threshold(engine, workload, pol)
     if thr is not None:
         return float(thr * workload.mean_tokens), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s"

@@ -86,7 +86,7 @@ def run_size(engine: Engine, workload, horizon_s: float | None = None, n_request
             arrivals = rate * horizon_s if horizon_s is not None else math.inf
             if n_requests is not None:
                 arrivals = min(arrivals, float(n_requests))
-            if workload.trace is not None:
+            if workload.replays_trace:
                 arrivals = min(arrivals, float(len(workload.trace)))
             duration = horizon_s if horizon_s is not None else arrivals / rate
             tokens = arrivals * workload.mean_tokens

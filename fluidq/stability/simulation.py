@@ -189,7 +189,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     replay = None
     for i, child in enumerate(children):
         r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
-        if i == 0 and workload.trace is not None:
+        if i == 0 and workload.replays_trace:
             replay = {**r.offered(), "fit_window": r.offered(start_frac),
                       "fluid_slope_tokens_per_s": (r.fluid_backlog_slope(cap, start_frac) if cap > 0
                                                    else r.offered(start_frac)["tokens_per_s"])}
@@ -215,7 +215,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     tol = tolerance * offered
     identical = bool(np.all(st == st[0]))
     note = ""
-    if identical and workload.trace is not None:
+    if identical and workload.replays_trace:
         # a replayed trace gives the same path every time: one sample, no interval; demand a clear trend
         # flat means within half the tolerance (as for identical runs in the shared growth test): a slope
         # between half the tolerance and 5x it is neither flat nor a clear trend
@@ -237,7 +237,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         verdict = "inconclusive"
         note += (f"; but only {few:.3g} arrivals per run fall in the fitted window (fewer than {MIN_FIT_ARRIVALS}): "
                  "too little traffic to call the backlog bounded (run longer)")
-    if identical and workload.trace is None and not note:
+    if identical and not workload.replays_trace and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
     reason = (f"token-backlog slope {m:,.1f} tokens/s, {confidence:.0%} CI [{lo:,.1f}, {hi:,.1f}] over "

@@ -55,7 +55,9 @@ class Workload:
         Prompt (prefill, ``v_p``) and output (decode, ``v_d``) lengths; an int is deterministic.
     trace : Trace, optional
         When set, :meth:`sample` replays the trace's (arrival, prompt, output) rows, time-scaled
-        to ``arrival.rate_per_s``.
+        to ``arrival.rate_per_s``; with another arrival process (e.g. ``Poisson``) it draws the
+        (prompt, output) rows at random, keeping the lengths' joint distribution, which the
+        analyses of a KV-cache limit read too (:func:`fluidq.capacity.mean_resident_context`).
 
     Examples
     --------
@@ -77,6 +79,12 @@ class Workload:
                                  "e.g. fluidq.Poisson(rate_per_s=10)")
         object.__setattr__(self, "prompt_tokens", as_length("prompt_tokens", self.prompt_tokens))
         object.__setattr__(self, "output_tokens", as_length("output_tokens", self.output_tokens))
+
+    @property
+    def replays_trace(self) -> bool:
+        """Whether :meth:`sample` replays the trace's rows at their own (scaled) times: one sample path,
+        and at most ``len(trace)`` requests."""
+        return self.trace is not None and isinstance(self.arrival, TraceArrivals)
 
     @property
     def arrival_rate_per_s(self) -> float:
@@ -111,7 +119,13 @@ class Workload:
         if self.trace is not None:
             t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
             k = len(t)
-            return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
+            if isinstance(self.arrival, TraceArrivals):  # the rows in order, at their (scaled) times
+                return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
+            # another arrival process: (prompt, output) rows drawn at random, so that the lengths keep
+            # their joint distribution (the KV cache a request holds depends on both)
+            rows = rng.integers(0, len(self.trace), size=k)
+            return (t, np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64),
+                    np.asarray(self.trace.output_tokens)[rows].astype(np.int64))
         t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
         k = len(t)
         return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)

@@ -109,11 +109,13 @@ def run(args):
 
         load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = "
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
-                    f"{_load(off / full) if full > 0 else '–'} of b_max/t(b_max) = "
+                    f"{_load(off / full) if full > 0 else '–'} of {cap.work_conserving_basis} = "
                     f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     "(work-conserving schedulers)")
-    lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={workload.mean_prompt_tokens:g}, "
-             f"m_d={workload.mean_output_tokens:g}, {load_txt}"]
+    from ...results import MEANINGFUL_DIGITS as _D, fmt_value as _fmt
+
+    lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={_fmt(workload.mean_prompt_tokens, digits=_D)}, "
+             f"m_d={_fmt(workload.mean_output_tokens, digits=_D)}, {load_txt}"]
     lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
     if chunked:

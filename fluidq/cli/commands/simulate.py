@@ -195,7 +195,7 @@ def run(args):
         rate = base.arrival_rate_per_s
         arr = {"poisson": Poisson, "periodic": Periodic}[arrival](rate_per_s=rate) if arrival != "gamma" \
             else Gamma(rate_per_s=rate, cv=2.0 if args.cv is None else args.cv)
-        base = replace(base, arrival=arr, trace=None)  # lengths: the trace's empirical distributions
+        base = replace(base, arrival=arr)  # lengths: the trace's rows drawn at random (joint distribution)
     horizon = args.horizon
     if horizon is None and args.requests is None:
         horizon = 90.0
@@ -254,6 +254,8 @@ def run(args):
         entry["metrics"] = res.metrics
         out["policies"][pol.name] = entry
         runs[pol.name] = res
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
     if args.plot:
         from ...plotting.sim import plot_trajectories
 
@@ -261,16 +263,14 @@ def run(args):
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
         eff = (f" (replayed window {out['replayed_window']['effective_load']:.2f})" if replay else "")
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
-                 f"m_p={base.mean_prompt_tokens:g}, m_d={base.mean_output_tokens:g}")
+                 f"m_p={fmt_value(base.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)}, m_d={fmt_value(base.mean_output_tokens, digits=MEANINGFUL_DIGITS)}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
-    from ...results import MEANINGFUL_DIGITS, fmt_value
-
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
-             (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={base.mean_prompt_tokens:g}, "
-             f"m_d={base.mean_output_tokens:g}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
+             (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_value(base.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)}, "
+             f"m_d={fmt_value(base.mean_output_tokens, digits=MEANINGFUL_DIGITS)}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
@@ -325,7 +325,7 @@ def run(args):
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
-        lines.append(f"fluid prediction for a work-conserving scheduler (b_max/t(b_max) = {fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
+        lines.append(f"fluid prediction for a work-conserving scheduler ({cap.work_conserving_basis} = {fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
                      + (f"token slope {fs:,.1f} tokens/s for these arrivals (fitted like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "

@@ -1,0 +1,65 @@
+"""Verdicts where a KV-cache capacity binds: the capacity is a fluid estimate, so the verdict is decided by it
+only outside ``KV_ESTIMATE_BAND``, and each decided side agrees with seeded simulation replications."""
+import pytest
+
+import fluidq
+from fluidq import Affine, Engine, Poisson, Staircase, Status, Workload
+from fluidq.stability import KV_ESTIMATE_BAND
+
+AFFINE = Engine(batch_time=Affine(c=0.02, a=2e-4), b_max=1024, kv_capacity_tokens=30_000)
+STAIR = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, kv_capacity_tokens=50_000)
+
+
+def W(rate, p=600, d=200):
+    return Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=p, output_tokens=d)
+
+
+def _estimate(engine, w):
+    cap = fluidq.max_throughput(engine, w)
+    assert cap.kv_batch_tokens is not None and cap.bound_tokens_per_s > cap.tokens_per_s
+    return cap
+
+
+def test_the_band_decides_and_says_why():
+    lo, hi = KV_ESTIMATE_BAND
+    cap = _estimate(AFFINE, W(1.0))
+    ref = cap.work_conserving_tokens_per_s
+    at = {f: fluidq.check_stability(AFFINE, W(f * ref / 800), "sarathi") for f in (0.9 * lo, 1.0, 1.1 * hi)}
+    assert at[0.9 * lo].status == Status.STABLE and "fluid estimate" in at[0.9 * lo].reason
+    assert at[1.0].status == Status.UNKNOWN and "simulate to decide" in at[1.0].reason
+    assert at[1.1 * hi].status == Status.UNSTABLE and "beyond the estimate's error" in at[1.1 * hi].reason
+    # above Theorem 2(a) without the cache: proven, whatever the estimate
+    proven = fluidq.check_stability(AFFINE, W(1.05 * cap.bound_tokens_per_s / 800), "sarathi")
+    assert proven.status == Status.UNSTABLE and "Theorem 2(a)" in proven.reason
+
+
+def test_a_staircase_step_near_the_kv_batch_widens_the_unknown_band():
+    # the KV-limited batch of the paper's staircase with 50k tokens and 600/200 prompts sits past a step:
+    # the best batch under the cache serves far more than a full one, and the upper edge follows it
+    cap = fluidq.max_throughput(STAIR, W(1.0))
+    assert cap.tokens_per_s > 1.2 * cap.work_conserving_tokens_per_s
+    r = fluidq.check_stability(STAIR, W(1.3 * cap.work_conserving_tokens_per_s / 800), "sarathi")
+    assert r.status == Status.UNKNOWN
+
+
+def test_non_work_conserving_schedulers_are_not_called_stable_by_the_estimate():
+    cap = _estimate(AFFINE, W(1.0))
+    r = fluidq.check_stability(AFFINE, W(0.5 * cap.tokens_per_s / 800), "vllm")
+    assert r.status == Status.UNKNOWN
+
+
+@pytest.mark.parametrize("side", ["stable", "unstable"])
+def test_each_decided_side_agrees_with_simulation(side):
+    lo, hi = KV_ESTIMATE_BAND
+    cap = _estimate(AFFINE, W(1.0))
+    top = max(cap.work_conserving_tokens_per_s, cap.tokens_per_s)
+    f = 0.95 * lo * cap.work_conserving_tokens_per_s if side == "stable" else 1.05 * hi * top
+    w = W(f / 800)
+    verdict = fluidq.check_stability(AFFINE, w, "sarathi")
+    assert verdict.status == (Status.STABLE if side == "stable" else Status.UNSTABLE), verdict.reason
+    rep = fluidq.replicate(AFFINE, w, "sarathi", n_replications=5, horizon_s=600.0, rng=11)
+    lo_ci, hi_ci = rep.slope_ci
+    if side == "stable":  # the token backlog does not grow: its 95 % interval stays within 2 % of the load
+        assert hi_ci < 0.02 * w.token_rate_per_s, rep.slope_ci
+    else:  # it grows: the whole interval is above zero
+        assert lo_ci > 0, rep.slope_ci
