@@ -70,3 +70,39 @@ def test_simulate_splits_long_prompts_by_default_like_check(capsys):
     on, off = on["policies"]["fastertransformer"]["summary"], off["policies"]["fastertransformer"]["summary"]
     assert on["finished"] > 0 and on["blocked"] == 0  # a 600-token prompt above b_max=512 is served when split
     assert off["finished"] == 0 and off["blocked"] > 0  # the literal scheduler never schedules it
+
+
+def test_latency_says_why_orderings_agree_and_what_the_loads_are_of(capsys):
+    rc, out, err = run(["latency", "--loads", "0.5", "--horizon", "40", "--replications", "2",
+                        "--orderings", "fcfs,sjf"], capsys)
+    assert rc == 0, err
+    assert "100 / 100 tokens (fixed)" in out and "Fixed(" not in out
+    assert "every ordering gives the same numbers" in out and "nothing to order" in out
+    rc, out, err = run(["latency", "--trace", "azure-conv", "--kv-capacity", "50000", "--loads", "0.5",
+                        "--horizon", "40", "--replications", "2", "--orderings", "fcfs,sjf"], capsys)
+    assert rc == 0, err
+    # the loads are of the KV-free capacity, and the line says what they are of the KV-limited estimate
+    assert "without the KV cache" in out and "a fluid estimate" in out and "KV cache 50,000 tokens" in out
+
+
+def test_check_and_simulate_agree_on_a_trace_with_a_kv_cache(capsys):
+    # one engine, one workload: simulate --arrival poisson keeps the trace's joint lengths, so its
+    # capacities are check's (they differed: 2,968 vs 2,235 tokens/s, the pairs broken)
+    from fluidq import Workload
+    from fluidq.capacity import max_throughput
+    from fluidq.profiles import DEFAULT_PROFILE, load_profile
+
+    base = ["--trace", "azure-conv", "--kv-capacity", "50000", "--rate", "1.843", "--policy", "sarathi"]
+    rc, out, err = run(["check", *base, "--json"], capsys)
+    assert rc == 0, err
+    chk = json.loads(out)
+    rc, out, err = run(["simulate", *base, "--arrival", "poisson", "--horizon", "60", "--no-progress", "--json"], capsys)
+    assert rc == 0, err
+    sim = json.loads(out)
+    assert sim["workload"]["trace"]["source"] == "embedded:azure-conv"
+    cap = max_throughput(load_profile(DEFAULT_PROFILE).engine().with_(kv_capacity_tokens=50000),
+                         Workload.from_trace("azure-conv", rate_per_s=1.843))
+    assert sim["capacity_tokens_per_s"] == pytest.approx(cap.tokens_per_s)
+    assert chk["capacity_tokens_per_s"] == pytest.approx(cap.work_conserving_tokens_per_s)
+    # load 1.126 of a KV-limited fluid estimate, inside its error band: undecided, not "unstable"
+    assert chk["status"] == "unknown" and "fluid estimate" in chk["reason"]

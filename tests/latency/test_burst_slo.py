@@ -68,3 +68,20 @@ def test_drain_leaves_no_arrival_unfinished():
     assert math.isfinite(full.values["fcfs"]["slo_per_token_99_s"][0][0])
     # the drained run's tail includes the long requests the cut run lost
     assert full.values["fcfs"]["ttlt_p99_s"][0][0] > cut.values["fcfs"]["ttlt_p99_s"][0][0]
+
+
+def test_censored_requests_are_misses_only_when_they_already_waited_too_long():
+    import math
+
+    lat = [0.1, 0.2, 0.3, float("nan"), float("nan")]  # two unfinished at the end of the run
+    bounds = [0.0, 0.0, 0.0, 0.05, 0.9]  # one arrived just before the end, one waited 0.9 s per token
+    # at 0.25: 2 met; decided: 3 finished + the one whose bound 0.9 > 0.25
+    assert slo_attainment(lat, 0.25, bounds) == pytest.approx(2 / 4)
+    assert slo_attainment(lat, 0.25) == pytest.approx(2 / 5)  # without bounds every unfinished one misses
+    assert slo_attainment(lat, 1.0, bounds) == pytest.approx(3 / 3)
+    # 99 %: reachable with bounds (the young request is undecided, the old one misses until 0.9)
+    assert tightest_slo(lat, 0.75, bounds) == pytest.approx(0.3)
+    assert math.isinf(tightest_slo(lat, 0.75))
+    assert tightest_slo([0.1, 0.2, 0.3, 0.4], 0.99, [0, 0, 0, 0]) == pytest.approx(0.4)
+    with pytest.raises(Exception, match="lower_bounds"):
+        slo_attainment(lat, 0.25, bounds[:2])

@@ -83,6 +83,37 @@ def _floats(name, text):
         raise CliError(f"{name}={text!r}: expected comma-separated numbers") from exc
 
 
+def _lengths(workload) -> str:
+    """``100 / 100 tokens (fixed)`` or ``mean 600 / 200 tokens``: the lengths in words."""
+    from ...workload.lengths import Fixed
+
+    p, d = workload.prompt_tokens, workload.output_tokens
+    if isinstance(p, Fixed) and isinstance(d, Fixed):
+        return f"{p.n} / {d.n} tokens (fixed)"
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    return (f"mean {fmt_value(workload.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)} / "
+            f"{fmt_value(workload.mean_output_tokens, digits=MEANINGFUL_DIGITS)} tokens "
+            f"({type(p).__name__.lower()} / {type(d).__name__.lower()})")
+
+
+def _kv_basis(engine, workload, res) -> str:
+    """Where the KV cache binds: what the loads are of the KV-limited estimate (one sentence, or '')."""
+    if not engine.kv_capacity_tokens:
+        return ""
+    from ...capacity import max_throughput
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    cap = max_throughput(engine, workload)
+    wc = cap.work_conserving_requests_per_s
+    if cap.kv_batch_tokens is None or not wc:
+        return "; the KV cache does not bind at saturation"
+    unit = res.inputs["capacity_requests_per_s"]
+    rel = ", ".join(fmt_value(ld * unit / wc, digits=MEANINGFUL_DIGITS) for ld in res.loads)
+    return (f"; with the cache a work-conserving scheduler serves about {fmt_value(wc, digits=MEANINGFUL_DIGITS)} req/s "
+            f"(full batches of about {cap.kv_batch_tokens} tokens, a fluid estimate), so the loads are {rel} of that")
+
+
 def run(args):
     import math
 
@@ -252,12 +283,14 @@ def run(args):
     if args.metric is not None and args.metric not in cols:
         cols = cols + (args.metric,)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
-             + (f", kv={engine.kv_capacity_tokens} tokens" if engine.kv_capacity_tokens else ", unlimited KV"),
-             f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + repr(workload.prompt_tokens) + ' / ' + repr(workload.output_tokens)}; "
-             f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max); loads are fractions of it)",
-             (f"runs      {res.n_replications} replication(s) of a burst of {args.burst:,} requests at t=0, each "
+             + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ", no KV-cache limit"),
+             f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + _lengths(workload)}; "
+             f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max)"
+             + (" without the KV cache" if engine.kv_capacity_tokens else "") + "; loads are fractions of it)"
+             + _kv_basis(engine, workload, res),
+             (f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} of a burst of {args.burst:,} requests at t=0, each "
               f"drained ({res.seconds:.1f} s wall)" if args.burst is not None else
-              f"runs      {res.n_replications} replication(s) x {args.horizon:g} s per policy and load "
+              f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} x {args.horizon:g} s per policy and load "
               f"({res.seconds:.1f} s wall)"),
              f"SLO       per token {fmt_value(slo)} s" + ("" if args.slo_per_token is not None else
                                                         f" (default: {SLO_FACTOR:g} x t(b_max))")
@@ -272,6 +305,15 @@ def run(args):
                 higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
                 best = (max if higher else min)(vals, key=vals.get)
                 lines.append(f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
+    same = all(res.values[p][c][i][0] == res.values[res.policies[0]][c][i][0]
+               for p in res.policies for c in cols for i in range(len(res.loads)))
+    if same and len(res.policies) > 1:
+        why = ("every request has the same lengths, so there is nothing to order"
+               if all(type(x).__name__ == "Fixed" for x in (workload.prompt_tokens, workload.output_tokens))
+               else "at these loads the queue rarely holds two requests to order")
+        lines += ["", f"note: every ordering gives the same numbers: {why}; to see them differ, give lengths "
+                      "that vary and a load where queues form (e.g. --trace azure-conv --kv-capacity 50000, or "
+                      "--reasoning)"]
     if args.plot:
         lines.append(f"\nplot written to {args.plot}")
     emit(args, res, "\n".join(lines))

@@ -65,7 +65,8 @@ def render(ctx):
     from ...results import is_defined
     from ..reference import fmt4
 
-    lam_kv = max_throughput(e_mem, w).requests_per_s
+    cap_kv = max_throughput(e_mem, w)
+    lam_kv = cap_kv.requests_per_s
     busy = BUSY * lam_kv / ref.requests_per_s
     op = min(ref.low, MAX_KV_LOAD * lam_kv / ref.requests_per_s)
     loads = (op, busy) if busy > op * 1.02 else (0.5 * op, op)
@@ -87,9 +88,16 @@ def render(ctx):
     clamp = (f" (the operating point {fmt4(ref.low)} is beyond {MAX_KV_LOAD:g} of this KV-limited engine, so the "
              f"first load is {fmt4(op)})" if op < ref.low else "")
     basis = (f"Loads are fractions of the report's reference `lambda* = {fmt4(ref.requests_per_s)} req/s`, as in "
-             f"the other sections. With the KV-cache limit this engine's own capacity is {fmt4(lam_kv)} req/s "
-             f"(`fluidq.max_throughput` with `kv_capacity_tokens`), so they are "
-             + " and ".join(fmt4(x) for x in own) + f" of that{clamp}.")
+             f"the other sections. With the KV-cache limit this engine's own capacity (sup of b/t(b) under the cache) "
+             f"is {fmt4(lam_kv)} req/s (`fluidq.max_throughput` with `kv_capacity_tokens`), so they are "
+             + " and ".join(fmt4(x) for x in own) + f" of that{clamp}."
+             + (f" The cache binds (full batches of about {cap_kv.kv_batch_tokens} tokens), so this is a fluid estimate, "
+                f"and a work-conserving scheduler that fills its batches serves about "
+                f"{fmt4(cap_kv.work_conserving_requests_per_s)} req/s by the same estimate (loads "
+                + " and ".join(fmt4(x * ref.requests_per_s / cap_kv.work_conserving_requests_per_s) for x in loads)
+                + " of that); `fluidq check` leaves such loads undecided (the estimate's error band), and the "
+                  "simulated runs below (their finished fractions) answer it."
+                if cap_kv.kv_batch_tokens is not None and cap_kv.work_conserving_requests_per_s else ""))
     xlabel = f"load (fraction of the reference lambda* = {fmt4(ref.requests_per_s)} req/s)"
     metric = "latency_per_token_mean_s"
     fig = plot_latency_vs_load(res, metric=metric, x=loads, xlabel=xlabel, logy=False,
