@@ -395,16 +395,15 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         last = float(np.max(arr)) if len(arr) else 0.0
         raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last:g} s)",
                              "a warm-up this long leaves every request out of the metrics")
-    arr_l = np.asarray(arr, dtype=float).tolist()
-    P_l = np.asarray(P, dtype=np.int64).tolist()
-    D_l = np.asarray(D, dtype=np.int64).tolist()
+    arr_a, P_a, D_a = (np.ascontiguousarray(arr, dtype=float), np.ascontiguousarray(P, dtype=np.int64),
+                       np.ascontiguousarray(D, dtype=np.int64))
     tau_b, ks = _tau_table(engine)
     hz = math.inf if horizon_s is None else horizon_s
     if use_fast:
         b = engine.b_max if pol.b_max is None else min(engine.b_max, pol.b_max)
         ks_ = [k for k in (engine.k_max, pol.k_max) if k is not None]
         k_cap = min(ks_) if ks_ else 1 << 62
-        out = run_fast(arr_l, P_l, D_l, b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked,
+        out = run_fast(arr_a, P_a, D_a, b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked,
                        chunk_long=pol.chunk_long_prompts, prefill_first=pol.priority == "prefill", tau_b=tau_b,
                        ks=ks, horizon=hz, record=record_iterations, progress=progress)
     else:
@@ -412,7 +411,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
             check_batches = not isinstance(pol, Scheduler)
         window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
                   and type(pol.order).order is Ordering.order and not initial and not record_batches)
-        out = run_generic(arr_l, P_l, D_l, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
+        # the generic loop indexes Python lists (faster than numpy scalars in plain Python)
+        out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
+                          k_max=engine.k_max, tau_b=tau_b, ks=ks,
                           horizon=hz, record=record_iterations, check=check_batches,
                           kv_cap=engine.kv_capacity_tokens, preemption=preemption,
                           swap_s_per_token=swap_s_per_token, record_batches=record_batches,
