@@ -1,0 +1,34 @@
+"""What a new user reads (review of the CLI output): an option given twice under its two names with
+different values is refused; missing constants are named as required; the paper's defaults are stated;
+CLI answers name the CLI way, not Python; numbers are rounded; plurals are right; --help groups."""
+import pytest
+
+from fluidq.cli.common import VLLM_ALIASES
+from fluidq.testing.cli import assert_one_line, run_cli
+
+
+run = run_cli
+
+_VALUES = {"--b-max": ("512", "1024"), "--k-max": ("8", "16"), "--prompt": ("64", "70"), "--output": ("32", "40"),
+           "--rate": ("2", "3"), "--requests": ("10", "20")}
+
+
+def _cmd(paper):
+    return ["simulate", "--horizon", "3", "--no-progress", "--rate", "2"] if paper == "--requests" \
+        else ["capacity"] + ([] if paper == "--rate" else ["--rate", "2"])
+
+
+@pytest.mark.parametrize("vllm, paper", sorted(VLLM_ALIASES.items()))
+@pytest.mark.parametrize("vllm_first", [False, True])
+def test_two_spellings_with_different_values_are_refused(vllm, paper, vllm_first, capsys):
+    a, b = _VALUES[paper]
+    pair = [vllm, b, paper, a] if vllm_first else [paper, a, vllm, b]
+    err = assert_one_line([*_cmd(paper), *pair], capsys, vllm, paper)
+    assert "same option" in err
+
+
+@pytest.mark.parametrize("vllm, paper", sorted(VLLM_ALIASES.items()))
+def test_two_spellings_with_the_same_value_are_fine(vllm, paper, capsys):
+    a, _ = _VALUES[paper]
+    rc, out, err = run([*_cmd(paper), paper, a, vllm, a, "--json"], capsys)
+    assert rc == 0, err
