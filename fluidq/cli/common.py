@@ -109,8 +109,10 @@ def engine_from_args(args) -> Engine:
             reject_ignored(f"--b0 {args.b0}", args.b0 is not None,
                            "by --model affine (t(b) = c + a*b has no block size or knee)")
             if args.a_ms is None:
-                raise ParameterError("--a-ms", None, "the cost per token in ms for --model affine",
-                                     "the paper's 35.47 ms is per 128-token block of the staircase")
+                from . import CliError
+
+                raise CliError("--a-ms is required with --model affine (the cost per token in ms; the paper's "
+                               "35.47 ms is per 128-token block of the staircase, so it is not a default here)")
         c = 11.28 if args.c_ms is None else args.c_ms
         a = 35.47 if args.a_ms is None else args.a_ms
         b0 = 128 if args.b0 is None else args.b0
@@ -126,7 +128,7 @@ def engine_from_args(args) -> Engine:
             bt = PiecewiseLinear(c=c / 1e3, a=a / 1e3, b0=b0)
         else:
             bt = Affine(c=c / 1e3, a=a / 1e3)
-        return Engine(batch_time=bt, b_max=args.b_max, k_max=args.k_max, name="custom")
+        return Engine(batch_time=bt, b_max=args.b_max, k_max=args.k_max, name="custom" + paper_defaults_note(args))
     reject_ignored(f"--model {args.model}", args.model is not None,
                    "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
     prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
@@ -136,6 +138,19 @@ def engine_from_args(args) -> Engine:
     if args.k_max is not None:
         changes["k_max"] = args.k_max
     return prof.engine(**changes)
+
+
+def paper_defaults_note(args) -> str:
+    """`` (--a-ms and --b0 the paper's by default)``: the batch-time constants a custom engine took from the
+    paper because they were not given (empty when all were given), so that the answer says so."""
+    if getattr(args, "model", None) == "affine":
+        missing = [f for f, v in (("--c-ms", args.c_ms),) if v is None]
+    else:
+        missing = [f for f, v in (("--c-ms", args.c_ms), ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is None]
+    if not missing:
+        return ""
+    names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    return f" ({names} the paper's by default)"
 
 
 def fit_lines(args, width: int = 16) -> list:

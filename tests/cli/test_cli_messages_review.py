@@ -32,3 +32,25 @@ def test_two_spellings_with_the_same_value_are_fine(vllm, paper, capsys):
     a, _ = _VALUES[paper]
     rc, out, err = run([*_cmd(paper), paper, a, vllm, a, "--json"], capsys)
     assert rc == 0, err
+
+
+def test_affine_without_a_ms_says_it_is_required(capsys):
+    err = assert_one_line(["capacity", "--model", "affine", "--c-ms", "10", "--b-max", "512"], capsys,
+                          "--a-ms is required with --model affine")
+    assert "None" not in err
+
+
+@pytest.mark.parametrize("argv, note", [
+    (["--c-ms", "10"], "--a-ms and --b0 the paper's by default"),
+    (["--c-ms", "10", "--a-ms", "30"], "--b0 the paper's by default"),
+    (["--model", "affine", "--a-ms", "0.1"], "--c-ms the paper's by default"),
+])
+def test_the_paper_constants_taken_by_default_are_stated(argv, note, capsys):
+    rc, out, err = run(["capacity", *argv, "--b-max", "512"], capsys)
+    assert rc == 0, err
+    assert note in out, out
+
+
+def test_no_default_note_when_all_constants_are_given(capsys):
+    rc, out, err = run(["capacity", "--c-ms", "10", "--a-ms", "30", "--b0", "64", "--b-max", "512"], capsys)
+    assert rc == 0 and "by default)" not in out.splitlines()[0], out
