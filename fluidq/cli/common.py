@@ -575,3 +575,33 @@ def check_kv_fits(engine: Engine, workload: Workload) -> None:
         raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
                              f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
                              "prompt + output, at its end)")
+
+
+def shared_reasons(reasons, *, min_chars: int = 80):
+    """``(reasons, footnotes)``: ``reasons`` with a long tail that several of them repeat word for word (the
+    part after one of their ``": "``, at least ``min_chars`` long) replaced by a reference ``see [1] below``,
+    and the footnote lines ``[1] tail`` to print once after them.
+
+    ``fluidq check --k-max 64`` gives each scheduler's verdict the same few hundred characters on why k_max
+    binds; a table line per scheduler then reads as that sentence repeated.  Reasons that share nothing
+    come back unchanged, with no footnotes."""
+    out = [str(r) for r in reasons]
+    notes = []
+    while True:
+        counts = {}
+        for r in out:
+            seen = set()
+            i = r.find(": ")
+            while i != -1:
+                tail = r[i + 2:]
+                if len(tail) >= min_chars and tail not in seen and not tail.startswith("see ["):
+                    seen.add(tail)
+                    counts[tail] = counts.get(tail, 0) + 1
+                i = r.find(": ", i + 1)
+        shared = [t for t, n in counts.items() if n >= 2]
+        if not shared:
+            return out, notes
+        tail = max(shared, key=len)
+        notes.append(f"[{len(notes) + 1}] {tail}")
+        ref = f"see [{len(notes)}] below"
+        out = [r[:-len(tail)] + ref if r.endswith(": " + tail) else r for r in out]

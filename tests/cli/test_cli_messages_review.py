@@ -54,3 +54,29 @@ def test_the_paper_constants_taken_by_default_are_stated(argv, note, capsys):
 def test_no_default_note_when_all_constants_are_given(capsys):
     rc, out, err = run(["capacity", "--c-ms", "10", "--a-ms", "30", "--b0", "64", "--b-max", "512"], capsys)
     assert rc == 0 and "by default)" not in out.splitlines()[0], out
+
+
+def test_a_reason_repeated_on_several_lines_becomes_one_footnote():
+    from fluidq.cli.common import shared_reasons
+
+    tail = "k_max=64 binds: " + "the point leaves the stability region through batches of 65 prefill tokens " * 3
+    reasons = ["orca forms A: " + tail, "sarathi forms B: " + tail, "vllm: not work-conserving"]
+    out, notes = shared_reasons(reasons)
+    assert out == ["orca forms A: see [1] below", "sarathi forms B: see [1] below", "vllm: not work-conserving"]
+    assert notes == ["[1] " + tail]
+    assert shared_reasons(["a: b", "c: d"]) == (["a: b", "c: d"], [])
+
+
+def test_check_reasons_name_the_cli_not_python(capsys):
+    rc, out, err = run(["check", "--max-num-seqs", "64", "--rate", "10"], capsys)
+    assert rc == 0, err
+    assert "fluidq simulate --replications N" in out and "fluidq region" in out
+    rc, out, err = run(["check", "--rate", "10", "--geometric", "--policy", "vllm"], capsys)
+    assert rc == 0, err
+    assert "fluidq simulate --replications N" in out and "Fixed prompts" not in out
+
+
+def test_region_point_names_no_python_call(capsys):
+    rc, out, err = run(["region", "--point", "600,2000"], capsys)
+    assert rc == 0, err
+    assert "RegionAware(engine=" not in out and "fluidq.policies" not in out

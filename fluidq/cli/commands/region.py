@@ -185,8 +185,9 @@ def run(args):
                   f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
                   f"mix             {mix.reason}", mix.table()]
         if mix.feasible:
-            lines.append("                (a scheduler serving this point: "
-                         "fluidq.policies.region_aware.RegionAware(engine=..., target_tokens_per_s=point))")
+            lines.append("                (a scheduler serving this point time-shares these batch shapes in these "
+                         "proportions: the region-aware policy of the Python API, RegionAware; none of the CLI's "
+                         "--policy schedulers does)")
     if others:
         result["policies"] = {k: v.to_dict() for k, v in others.items()}
         lines += ["", "scheduler regions (batches formed under backlog; fluid argument):"]
