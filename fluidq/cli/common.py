@@ -158,12 +158,12 @@ def fit_lines(args, width: int = 16) -> list:
     res = getattr(args, "_fit_result", None)
     if res is None:
         return []
-    from ..results import fmt_value
+    from ..batchtime.fit import percent_text
 
     label = "fit:" if width == 0 else "fit"
     return [f"{label:<{max(width - 1, 0)}} {args.fit}: {res.n_points} points, {res.kind} chosen by held-out error: "
-            f"{res.model.describe()}; held-out MAPE {fmt_value(100 * res.mape_heldout, '.3g')}% "
-            f"({res.folds}-fold), in sample {fmt_value(100 * res.mape, '.3g')}%"
+            f"{res.model.describe()}; held-out MAPE {percent_text(res.mape_heldout)} "
+            f"({res.folds}-fold), in sample {percent_text(res.mape)}"
             + (f"; --b-max {args.b_max} is beyond the largest measured batch ({int(res.tokens.max())} tokens): t(b) "
                "is extrapolated there" if args.b_max is not None and args.b_max > res.tokens.max() else "")]
 

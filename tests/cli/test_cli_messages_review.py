@@ -80,3 +80,19 @@ def test_region_point_names_no_python_call(capsys):
     rc, out, err = run(["region", "--point", "600,2000"], capsys)
     assert rc == 0, err
     assert "RegionAware(engine=" not in out and "fluidq.policies" not in out
+
+
+def _exact_staircase(tmp_path):
+    import math
+
+    path = tmp_path / "exact.csv"
+    rows = ["tokens,seconds"] + [f"{b},{(11.28 + 35.47 * math.ceil(b / 128)) / 1e3:.6g}" for b in range(16, 1025, 16)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("cmd", [["fit"], ["capacity", "--b-max", "512", "--fit"]])
+def test_a_float_noise_mape_is_shown_as_below_a_hundredth_percent(cmd, tmp_path, capsys):
+    rc, out, err = run([*cmd, str(_exact_staircase(tmp_path))], capsys)
+    assert rc == 0, err
+    assert "< 0.01%" in out and "e-1" not in out, out
