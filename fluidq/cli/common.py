@@ -605,3 +605,20 @@ def shared_reasons(reasons, *, min_chars: int = 80):
         notes.append(f"[{len(notes) + 1}] {tail}")
         ref = f"see [{len(notes)}] below"
         out = [r[:-len(tail)] + ref if r.endswith(": " + tail) else r for r in out]
+
+
+def counted(text: str) -> str:
+    """``text`` with each ``N thing(s)`` whose count is written before it in the right form: ``1 batch
+    shape(s)`` -> ``1 batch shape``, ``2 batch shape(s)`` -> ``2 batch shapes`` (messages of the Python
+    API hedge the plural; a CLI answer knows the count).
+
+    >>> counted("5 replication(s) of 2 batch shape(s), 1 run(s)")
+    '5 replications of 2 batch shapes, 1 run'
+    """
+    import re
+
+    def one(m):
+        n, words, word = m.group(1), m.group(2), m.group(3)
+        return f"{n} {words}{word}" + ("" if n.replace(",", "") == "1" else "s")
+
+    return re.sub(r"(?<![\w.])(\d[\d,]*) ((?:[a-z-]+ ){0,2}?)([a-z-]+)\(s\)", one, str(text))

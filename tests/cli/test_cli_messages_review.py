@@ -96,3 +96,18 @@ def test_a_float_noise_mape_is_shown_as_below_a_hundredth_percent(cmd, tmp_path,
     rc, out, err = run([*cmd, str(_exact_staircase(tmp_path))], capsys)
     assert rc == 0, err
     assert "< 0.01%" in out and "e-1" not in out, out
+
+
+def test_region_point_is_shown_as_given_and_the_scale_once_rounded(capsys):
+    rc, out, err = run(["region", "--point", "2400,600"], capsys)
+    assert rc == 0, err
+    assert "(2,400, 600) tokens/s" in out, out
+    assert "scale 1.114," in out and "x1.114" in out and "1.1143" not in out, out
+    assert "shape(s)" not in out and "2 batch shapes" in out, out
+
+
+def test_counted_writes_the_plural_the_count_says():
+    from fluidq.cli.common import counted
+
+    assert counted("5 replication(s) of 2 batch shape(s), 1 run(s)") == "5 replications of 2 batch shapes, 1 run"
+    assert counted("missing column(s) a, b") == "missing column(s) a, b"  # no count: unchanged
