@@ -179,8 +179,12 @@ def fit_json(args):
 
 
 def add_kv_arg(p, help_text: str = "KV-cache capacity in tokens") -> None:
-    """``--kv-capacity TOKENS`` (the engine's ``kv_capacity_tokens``); see :func:`kv_from_args`."""
-    p.add_argument("--kv-capacity", type=int, default=None, help=help_text)
+    """``--kv-capacity TOKENS`` (the engine's ``kv_capacity_tokens``); see :func:`kv_from_args`.
+
+    Listed in ``--help`` with the engine options when :func:`add_engine_args` has made that group (it is
+    the engine's memory), else among the command's own options."""
+    group = next((g for g in getattr(p, "_action_groups", ()) if str(g.title or "").startswith("engine")), p)
+    group.add_argument("--kv-capacity", type=int, default=None, help=help_text)
 
 
 def kv_from_args(args, engine: Engine) -> Engine:
@@ -622,3 +626,35 @@ def counted(text: str) -> str:
         return f"{n} {words}{word}" + ("" if n.replace(",", "") == "1" else "s")
 
     return re.sub(r"(?<![\w.])(\d[\d,]*) ((?:[a-z-]+ ){0,2}?)([a-z-]+)\(s\)", one, str(text))
+
+
+def fmt_tokens(x) -> str:
+    """A mean number of tokens for people: :data:`~fluidq.results.MEANINGFUL_DIGITS` significant digits, a
+    whole number without decimals (``211.126`` -> ``211.1``, ``1154.7`` -> ``1,155``, ``100.0`` -> ``100``);
+    what ``fluidq check`` should print for ``m_p``/``m_d``."""
+    from ..results import MEANINGFUL_DIGITS, fmt_value
+
+    if isinstance(x, (int, float)) and math.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
+def lengths_text(workload) -> str:
+    """A workload's prompt / output lengths in words for a human line: ``100 / 100 tokens (fixed)``,
+    ``mean 100 / 200 tokens (geometric)``; other length laws by their means (never a Python repr such as
+    ``Fixed(n=100)``)."""
+    from ..workload import Fixed, Geometric
+
+    p, o = workload.prompt_tokens, workload.output_tokens
+    if isinstance(p, Fixed) and isinstance(o, Fixed):
+        return f"{p.n:,} / {o.n:,} tokens (fixed)"
+    if isinstance(p, Geometric) and isinstance(o, Geometric):
+        return f"mean {fmt_tokens(p.mean)} / {fmt_tokens(o.mean)} tokens (geometric)"
+
+    def one(x):
+        if isinstance(x, Fixed):
+            return f"{x.n:,} (fixed)"
+        kind = type(x).__name__.lower()
+        return f"mean {fmt_tokens(x.mean)} ({kind})"
+
+    return f"{one(p)} / {one(o)} tokens"

@@ -111,3 +111,40 @@ def test_counted_writes_the_plural_the_count_says():
 
     assert counted("5 replication(s) of 2 batch shape(s), 1 run(s)") == "5 replications of 2 batch shapes, 1 run"
     assert counted("missing column(s) a, b") == "missing column(s) a, b"  # no count: unchanged
+
+
+def test_pars_names_the_ranker_in_words(capsys):
+    rc, out, err = run(["pars"], capsys)
+    assert rc == 0, err
+    line = next(s for s in out.splitlines() if s.startswith("ranker"))
+    assert "hashed n-grams (16 bits, n-grams up to 2)" in line and "{" not in line, line
+
+
+def _group_of(out, flag):
+    """The --help group title above the line that lists ``flag``."""
+    title = None
+    for line in out.splitlines():
+        if line and not line.startswith(" "):
+            title = line
+        elif line.strip().startswith(flag):
+            return title
+    return None
+
+
+@pytest.mark.parametrize("command", ["capacity", "check"])
+def test_kv_capacity_is_listed_with_the_engine_options(command, capsys):
+    rc, out, _ = run([command, "--help"], capsys)
+    assert rc == 0
+    assert _group_of(out, "--kv-capacity").startswith("engine"), out
+
+
+def test_lengths_and_token_means_read_as_words():
+    from fluidq.cli.common import fmt_tokens, lengths_text
+    from fluidq.workload import Geometric, Poisson, Workload
+
+    w = Workload(arrival=Poisson(rate_per_s=1), prompt_tokens=100, output_tokens=100)
+    assert lengths_text(w) == "100 / 100 tokens (fixed)"
+    g = Workload(arrival=Poisson(rate_per_s=1), prompt_tokens=Geometric(mean_tokens=100),
+                 output_tokens=Geometric(mean_tokens=211.126))
+    assert lengths_text(g) == "mean 100 / 211.1 tokens (geometric)"
+    assert (fmt_tokens(211.126), fmt_tokens(1154.7), fmt_tokens(100.0)) == ("211.1", "1,155", "100")
