@@ -60,6 +60,19 @@ _ALIASES = {"piecewise_linear": "piecewise-linear", "pwl": "piecewise-linear", "
 # result
 
 
+def percent_text(fraction) -> str:
+    """A relative error for people: ``0.0123`` -> ``"1.23%"`` (3 significant digits), below 0.01 % ``"< 0.01%"``
+    (an exact fit gives 1e-14 of float noise, not a meaningful number), an en dash when undefined."""
+    from ..results import fmt_value
+
+    if fraction is None or not math.isfinite(fraction):
+        return fmt_value(None)
+    pct = 100 * float(fraction)
+    if abs(pct) < 0.01:
+        return "0%" if pct == 0 else "< 0.01%"
+    return fmt_value(pct, digits=3) + "%"
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class FitResult:
     """A batch-time model fitted to measurements, with its errors.
@@ -121,8 +134,8 @@ class FitResult:
 
     def describe(self) -> str:
         """One line: the formula and the errors."""
-        return (f"{self.kind}: {self.model.describe()}; R^2 = {self.r2:.4f}, MAPE {100 * self.mape:.2f}% "
-                f"(held out {100 * self.mape_heldout:.2f}%), max error {100 * self.max_rel_error:.1f}% "
+        return (f"{self.kind}: {self.model.describe()}; R^2 = {self.r2:.4f}, MAPE {percent_text(self.mape)} "
+                f"(held out {percent_text(self.mape_heldout)}), max error {percent_text(self.max_rel_error)} "
                 f"over {self.n_points} points")
 
     def to_dict(self) -> dict:

@@ -30,6 +30,28 @@ def emit(args, result, table: str) -> None:
         print(table)
 
 
+class _OneSpellingStore(argparse._StoreAction):
+    """``store`` that refuses an option given under two of its spellings with different values.
+
+    An option with two names (the paper's ``--b-max`` and vLLM's ``--max-num-batched-tokens``) sets one
+    ``dest``; argparse would keep the last value silently, so ``--b-max 512 --max-num-batched-tokens 1024``
+    would ignore 512.  The same value under both names is harmless and accepted.
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if len(self.option_strings) > 1 and option_string is not None:
+            seen = getattr(namespace, "_spellings", None)
+            if seen is None:
+                seen = {}
+                setattr(namespace, "_spellings", seen)
+            prev = seen.get(self.dest)
+            if prev is not None and prev[0] != option_string and prev[1] != values:
+                parser.error(f"{prev[0]} {prev[1]} and {option_string} {values} are the same option under two "
+                             f"names with different values: give one of them")
+            seen[self.dest] = (option_string, values)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, like fluidq's own (exit code 2).
 
@@ -38,6 +60,11 @@ class OneLineParser(argparse.ArgumentParser):
     them with the parent's type), so ``fluidq capacity --b-max 1.5`` reads
     ``fluidq capacity: error: argument --b-max: invalid int value: '1.5' (see fluidq capacity --help)``.
     """
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.register("action", None, _OneSpellingStore)
+        self.register("action", "store", _OneSpellingStore)
 
     def error(self, message):
         msg = " ".join(str(message).split())

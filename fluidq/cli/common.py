@@ -109,8 +109,10 @@ def engine_from_args(args) -> Engine:
             reject_ignored(f"--b0 {args.b0}", args.b0 is not None,
                            "by --model affine (t(b) = c + a*b has no block size or knee)")
             if args.a_ms is None:
-                raise ParameterError("--a-ms", None, "the cost per token in ms for --model affine",
-                                     "the paper's 35.47 ms is per 128-token block of the staircase")
+                from . import CliError
+
+                raise CliError("--a-ms is required with --model affine (the cost per token in ms; the paper's "
+                               "35.47 ms is per 128-token block of the staircase, so it is not a default here)")
         c = 11.28 if args.c_ms is None else args.c_ms
         a = 35.47 if args.a_ms is None else args.a_ms
         b0 = 128 if args.b0 is None else args.b0
@@ -126,7 +128,7 @@ def engine_from_args(args) -> Engine:
             bt = PiecewiseLinear(c=c / 1e3, a=a / 1e3, b0=b0)
         else:
             bt = Affine(c=c / 1e3, a=a / 1e3)
-        return Engine(batch_time=bt, b_max=args.b_max, k_max=args.k_max, name="custom")
+        return Engine(batch_time=bt, b_max=args.b_max, k_max=args.k_max, name="custom" + paper_defaults_note(args))
     reject_ignored(f"--model {args.model}", args.model is not None,
                    "without --c-ms/--a-ms/--b0 (it is the form of those constants; a profile has its own model)")
     prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
@@ -138,17 +140,30 @@ def engine_from_args(args) -> Engine:
     return prof.engine(**changes)
 
 
+def paper_defaults_note(args) -> str:
+    """`` (--a-ms and --b0 the paper's by default)``: the batch-time constants a custom engine took from the
+    paper because they were not given (empty when all were given), so that the answer says so."""
+    if getattr(args, "model", None) == "affine":
+        missing = [f for f, v in (("--c-ms", args.c_ms),) if v is None]
+    else:
+        missing = [f for f, v in (("--c-ms", args.c_ms), ("--a-ms", args.a_ms), ("--b0", args.b0)) if v is None]
+    if not missing:
+        return ""
+    names = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    return f" ({names} the paper's by default)"
+
+
 def fit_lines(args, width: int = 16) -> list:
     """The human lines stating the batch time fitted by ``--fit`` (none without it)."""
     res = getattr(args, "_fit_result", None)
     if res is None:
         return []
-    from ..results import fmt_value
+    from ..batchtime.fit import percent_text
 
     label = "fit:" if width == 0 else "fit"
     return [f"{label:<{max(width - 1, 0)}} {args.fit}: {res.n_points} points, {res.kind} chosen by held-out error: "
-            f"{res.model.describe()}; held-out MAPE {fmt_value(100 * res.mape_heldout, '.3g')}% "
-            f"({res.folds}-fold), in sample {fmt_value(100 * res.mape, '.3g')}%"
+            f"{res.model.describe()}; held-out MAPE {percent_text(res.mape_heldout)} "
+            f"({res.folds}-fold), in sample {percent_text(res.mape)}"
             + (f"; --b-max {args.b_max} is beyond the largest measured batch ({int(res.tokens.max())} tokens): t(b) "
                "is extrapolated there" if args.b_max is not None and args.b_max > res.tokens.max() else "")]
 
@@ -164,8 +179,12 @@ def fit_json(args):
 
 
 def add_kv_arg(p, help_text: str = "KV-cache capacity in tokens") -> None:
-    """``--kv-capacity TOKENS`` (the engine's ``kv_capacity_tokens``); see :func:`kv_from_args`."""
-    p.add_argument("--kv-capacity", type=int, default=None, help=help_text)
+    """``--kv-capacity TOKENS`` (the engine's ``kv_capacity_tokens``); see :func:`kv_from_args`.
+
+    Listed in ``--help`` with the engine options when :func:`add_engine_args` has made that group (it is
+    the engine's memory), else among the command's own options."""
+    group = next((g for g in getattr(p, "_action_groups", ()) if str(g.title or "").startswith("engine")), p)
+    group.add_argument("--kv-capacity", type=int, default=None, help=help_text)
 
 
 def kv_from_args(args, engine: Engine) -> Engine:
@@ -560,3 +579,82 @@ def check_kv_fits(engine: Engine, workload: Workload) -> None:
         raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
                              f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
                              "prompt + output, at its end)")
+
+
+def shared_reasons(reasons, *, min_chars: int = 80):
+    """``(reasons, footnotes)``: ``reasons`` with a long tail that several of them repeat word for word (the
+    part after one of their ``": "``, at least ``min_chars`` long) replaced by a reference ``see [1] below``,
+    and the footnote lines ``[1] tail`` to print once after them.
+
+    ``fluidq check --k-max 64`` gives each scheduler's verdict the same few hundred characters on why k_max
+    binds; a table line per scheduler then reads as that sentence repeated.  Reasons that share nothing
+    come back unchanged, with no footnotes."""
+    out = [str(r) for r in reasons]
+    notes = []
+    while True:
+        counts = {}
+        for r in out:
+            seen = set()
+            i = r.find(": ")
+            while i != -1:
+                tail = r[i + 2:]
+                if len(tail) >= min_chars and tail not in seen and not tail.startswith("see ["):
+                    seen.add(tail)
+                    counts[tail] = counts.get(tail, 0) + 1
+                i = r.find(": ", i + 1)
+        shared = [t for t, n in counts.items() if n >= 2]
+        if not shared:
+            return out, notes
+        tail = max(shared, key=len)
+        notes.append(f"[{len(notes) + 1}] {tail}")
+        ref = f"see [{len(notes)}] below"
+        out = [r[:-len(tail)] + ref if r.endswith(": " + tail) else r for r in out]
+
+
+def counted(text: str) -> str:
+    """``text`` with each ``N thing(s)`` whose count is written before it in the right form: ``1 batch
+    shape(s)`` -> ``1 batch shape``, ``2 batch shape(s)`` -> ``2 batch shapes`` (messages of the Python
+    API hedge the plural; a CLI answer knows the count).
+
+    >>> counted("5 replication(s) of 2 batch shape(s), 1 run(s)")
+    '5 replications of 2 batch shapes, 1 run'
+    """
+    import re
+
+    def one(m):
+        n, words, word = m.group(1), m.group(2), m.group(3)
+        return f"{n} {words}{word}" + ("" if n.replace(",", "") == "1" else "s")
+
+    return re.sub(r"(?<![\w.])(\d[\d,]*) ((?:[a-z-]+ ){0,2}?)([a-z-]+)\(s\)", one, str(text))
+
+
+def fmt_tokens(x) -> str:
+    """A mean number of tokens for people: :data:`~fluidq.results.MEANINGFUL_DIGITS` significant digits, a
+    whole number without decimals (``211.126`` -> ``211.1``, ``1154.7`` -> ``1,155``, ``100.0`` -> ``100``);
+    what ``fluidq check`` should print for ``m_p``/``m_d``."""
+    from ..results import MEANINGFUL_DIGITS, fmt_value
+
+    if isinstance(x, (int, float)) and math.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
+def lengths_text(workload) -> str:
+    """A workload's prompt / output lengths in words for a human line: ``100 / 100 tokens (fixed)``,
+    ``mean 100 / 200 tokens (geometric)``; other length laws by their means (never a Python repr such as
+    ``Fixed(n=100)``)."""
+    from ..workload import Fixed, Geometric
+
+    p, o = workload.prompt_tokens, workload.output_tokens
+    if isinstance(p, Fixed) and isinstance(o, Fixed):
+        return f"{p.n:,} / {o.n:,} tokens (fixed)"
+    if isinstance(p, Geometric) and isinstance(o, Geometric):
+        return f"mean {fmt_tokens(p.mean)} / {fmt_tokens(o.mean)} tokens (geometric)"
+
+    def one(x):
+        if isinstance(x, Fixed):
+            return f"{x.n:,} (fixed)"
+        kind = type(x).__name__.lower()
+        return f"mean {fmt_tokens(x.mean)} ({kind})"
+
+    return f"{one(p)} / {one(o)} tokens"

@@ -129,12 +129,12 @@ def _fixed_prompt(workload, pol, b):
         raise ThresholdUnavailable(
             f"renewal threshold of {pol.name} needs a fixed prompt length (got {type(pr).__name__}); with random "
             "prompt lengths the head-of-line prompt that does not fit carries its length into the next batch: "
-            "use method='simulation'")
+            "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     vp = int(pr.n)
     if vp > b:
         raise ThresholdUnavailable(
             f"prompt of {vp} tokens exceeds the budget b={b}: {pol.name} "
-            + ("chunks it (chunk_long_prompts), a case the renewal formula does not cover; use method='simulation'"
+            + ("chunks it (chunk_long_prompts), a case the renewal formula does not cover; simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)"
                if pol.chunk_long_prompts else "never schedules it (threshold 0: the prompt waits forever)"))
     return vp
 
@@ -325,8 +325,9 @@ def _prompt_law(pr, b, max_lengths):
     lens = np.flatnonzero(p > 1e-15) + 1
     if lens.size > max_lengths:
         raise ThresholdUnavailable(f"the prompt length takes {lens.size} values up to b={b}; the vLLM queue chain "
-                                   f"(head prompt's length in the state) is limited to {max_lengths}: use a small "
-                                   "Empirical support, Fixed prompts, or method='simulation'")
+                                   f"(head prompt's length in the state) is limited to {max_lengths}: use prompts "
+                                   "of few distinct lengths (a small Empirical support, or a fixed --prompt) or "
+                                   "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     pl = p[lens - 1]
     return lens, pl / pl.sum()
 
@@ -351,21 +352,21 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
     if 1 + 8 * (L + 1) > max_states:
         raise ThresholdUnavailable(f"{L} prompt lengths need at least {1 + 8 * (L + 1):,} queue-chain states "
                                    f"(8 waiting prompts x {L + 1} head states), above max_states={max_states:,}; "
-                                   "use method='simulation'")
+                                   "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     tc, tvals = _time_classes(t, b)
     kmax = b // int(lens.min())
     work = kmax * (b + 1) * L * L
     if work > 20_000 * max_outcomes:  # the tabulation's own work, before it starts
         raise ThresholdUnavailable(f"tabulating the prefill batches takes {kmax:,} prompts x {b + 1:,} tokens x {L}^2 "
                                    f"lengths = {work:,} operations, above {20_000 * max_outcomes:,} "
-                                   "(20,000 x max_outcomes); use method='simulation'")
+                                   "(20,000 x max_outcomes); simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     outcomes, kmax = batch_outcomes(b, lens, pl, tc, tvals.size)
     n_out = sum(o[-1][0].size for o in outcomes)  # transitions per queue level with a long queue
     if n_out > max_outcomes:
         raise ThresholdUnavailable(f"{n_out:,} prefill-batch outcomes per queue level (up to {kmax} prompts of "
                                    f"{L} lengths per batch, {tvals.size} batch-time classes), above "
                                    f"max_outcomes={max_outcomes:,}: the vLLM queue chain would be slow to build; "
-                                   "use method='simulation'")
+                                   "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     md = workload.mean_output_tokens
     prefill_cap = prefill_capacity(tvals, outcomes, kmax, L)
     lo, hi = 0.0, min(prefill_cap, max_throughput(engine.with_(b_max=b)).tokens_per_s / md)
@@ -392,7 +393,7 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
                 raise ThresholdUnavailable(
                     f"the vLLM queue chain at {mid:.4g} req/s needs more than {chain(Q).n:,} states "
                     f"(mass {lost:.2g} lost at {Qmax} waiting prompts), above max_states={max_states:,}; "
-                    "use method='simulation'")
+                    "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
             lo = mid
         else:
             hi = mid
@@ -518,7 +519,7 @@ def _dtmc_caps(engine, workload, pol, max_prefill, max_decode, max_states=500_00
     if n_states > max_states:
         raise ThresholdUnavailable(f"the finite-support chain with caps max_prefill={max_prefill}, "
                                    f"max_decode={max_decode} (output support up to {V} tokens) has {n_states:,} "
-                                   f"states, above {max_states:,}; lower the caps or use method='simulation'")
+                                   f"states, above {max_states:,}; lower the caps or simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     return max_prefill, max_decode
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..results import Status, plain
+from ..results import MEANINGFUL_DIGITS, Status, fmt_value, plain
 
 __all__ = ["GrowthTest", "growth_test", "powered_horizon"]
 
@@ -105,6 +105,19 @@ def decide(lo: float, hi: float, band: float) -> Status:
     return Status.UNKNOWN
 
 
+def _n(x) -> str:
+    """A measured rate for people: :data:`~fluidq.results.MEANINGFUL_DIGITS` significant digits."""
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
+def _about(seconds: float) -> str:
+    """An estimated horizon, to two significant digits (``5970.3`` -> ``"6,000"``): it is a scaling estimate."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        return fmt_value(seconds)
+    r = float(f"{seconds:.2g}")
+    return f"{r:,.0f}" if r >= 10 else f"{r:g}"
+
+
 def powered_horizon(horizon_s: float, half_width: float, band: float) -> float | None:
     """The horizon at which the half-width ``half_width`` seen at ``horizon_s`` would shrink to ``band / 2``.
 
@@ -151,7 +164,7 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
     """
     x = np.asarray(slopes, dtype=float)
     n = int(x.size)
-    what = f"{band:.3g} {unit}/s" + (f" ({band_words})" if band_words else "")
+    what = f"{band:.4g} {unit}/s" + (f" ({band_words})" if band_words else "")
     if n == 0 or not np.all(np.isfinite(x)):
         return GrowthTest(status=Status.UNKNOWN, mean=math.nan, ci=(math.nan, math.nan), half_width=math.inf,
                           band=float(band), confidence=confidence, replications=n, horizon_s=float(horizon_s),
@@ -160,7 +173,7 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
                                   f"slope (too few samples): the test cannot tell growth of {what} from zero"))
     m, lo, hi = interval(x, confidence)
     half = 0.5 * (hi - lo)
-    head = (f"{unit} in system grow at {m:.4g}/s, {confidence:.0%} CI [{lo:.4g}, {hi:.4g}] over {n} runs of "
+    head = (f"{unit} in system grow at {_n(m)}/s, {confidence:.0%} CI [{_n(lo)}, {_n(hi)}] over {n} runs of "
             f"{horizon_s:.4g} s")
     if n > 1 and np.all(x == x[0]):
         # identical runs (deterministic arrivals and lengths): one path, no interval; its slope over a
@@ -171,7 +184,7 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
                  Status.UNKNOWN: f"between half and all of the growth to detect, {what}: neither flat nor growing"}
         return GrowthTest(status=status, mean=m, ci=(m, m), half_width=0.0, band=float(band),
                           confidence=confidence, replications=n, horizon_s=float(horizon_s), needed_horizon_s=None,
-                          unit=unit, reason=(f"{unit} in system grow at {m:.4g}/s in {n} identical runs of "
+                          unit=unit, reason=(f"{unit} in system grow at {_n(m)}/s in {n} identical runs of "
                                              f"{horizon_s:.4g} s (one deterministic path, no interval): "
                                              f"{words[status]}"))
     status = decide(lo, hi, band)
@@ -182,14 +195,14 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
         reason = f"{head}: the backlog drains"
     elif status == Status.STABLE:
         reason = (f"{head}: the interval holds zero and is narrow enough to tell growth of {what} from zero, "
-                  f"so no growth of {band:.3g}/s or more; slower growth is not excluded at this horizon")
+                  f"so no growth of {band:.4g}/s or more; slower growth is not excluded at this horizon")
     elif lo > 0:
         reason = (f"{head}: the backlog grows, by less than {what}; growth below the band is growth, not flat "
                   "(or a slow transient), so the test does not read it as stable")
     else:
         need = powered_horizon(horizon_s, half, band)
-        more = f"; about {need:.3g} s would" if need is not None else ""
+        more = (f"; runs of about {_about(need)} s would be needed to tell" if need is not None else "")
         reason = (f"{head}: the test cannot tell growth of {what} from zero at this horizon (half-width "
-                  f"{half:.3g}/s, needs <= {0.5 * band:.3g}/s){more}")
+                  f"{_n(half)}/s, needs <= {0.5 * band:.4g}/s){more}")
     return GrowthTest(status=status, mean=m, ci=(lo, hi), half_width=half, band=float(band), confidence=confidence,
                       replications=n, horizon_s=float(horizon_s), needed_horizon_s=need, reason=reason, unit=unit)

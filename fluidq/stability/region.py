@@ -63,8 +63,9 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
         return (Status.UNSTABLE, f"inside the stability region (load {rho:.3f}), but outside the region of the "
                 f"batches {name} forms under backlog: they reach only {s:.4f} of this point along its direction "
                 f"(load {there:.4f} relative to that region's boundary, above 1), so its backlog grows once formed "
-                f"(fluid argument, ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler, "
-                f"fluidq.policies.region_aware.RegionAware, serves it): {cap.reason}", "region")
+                f"(fluid argument, ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler that "
+                f"time-shares the batch shapes of `fluidq region --point` serves it; in Python "
+                f"fluidq.policies.region_aware.RegionAware): {cap.reason}", "region")
     if there >= 1 - tolerance:
         side = "on" if abs(there - 1) <= 1e-9 else ("just outside" if there > 1 else "just inside")
         where = (f"{side} the boundary of the region of the batches {name} forms under backlog (load {there:.4f} "
@@ -75,4 +76,5 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
                  f"region's boundary, below 1)")
     return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) and {where}, but under k_max Theorem 2(b) "
             f"does not hold and the policy's dynamics set its time shares: simulate to decide "
-            f"(fluidq.region.simulated_region, fluidq.sim.replicate): {cap.reason}", "region")
+            f"(`fluidq simulate --replications N` or `fluidq region --policies NAME --simulate`; in Python "
+            f"fluidq.sim.replicate, fluidq.region.simulated_region): {cap.reason}", "region")

@@ -144,8 +144,10 @@ def run(args):
     res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss)
     from ...results import fmt_value
 
-    def pct(x, spec):
-        return fmt_value(None if x is None else 100 * x, spec)
+    from ...batchtime.fit import percent_text
+
+    def pct(x, spec=None):
+        return percent_text(x)
 
     def ms(x):
         return None if x is None else 1e3 * x
@@ -153,11 +155,11 @@ def run(args):
     lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens",
              f"model           {res.kind}: {res.model.describe()}",
              f"R^2             {fmt_value(res.r2, '.5f')}",
-             f"MAPE            {pct(res.mape, '.3f')}% in sample, {pct(res.mape_heldout, '.3f')}% held out "
+             f"MAPE            {pct(res.mape)} in sample, {pct(res.mape_heldout)} held out "
              f"({res.folds}-fold)",
-             f"max error       {pct(res.max_rel_error, '.2f')}%  ({fmt_value(ms(res.max_abs_error_s))} ms)"]
+             f"max error       {pct(res.max_rel_error)}  ({'< 0.001' if res.max_abs_error_s is not None and abs(res.max_abs_error_s) < 1e-6 else fmt_value(ms(res.max_abs_error_s))} ms)"]
     if res.candidates:
-        lines.append("candidates      " + ", ".join(f"{k} {pct(v, '.2f')}%" for k, v in
+        lines.append("candidates      " + ", ".join(f"{k} {pct(v)}" for k, v in
                                                   sorted(res.candidates.items(), key=lambda kv: kv[1])))
     out = res.to_dict()
     if args.plot:

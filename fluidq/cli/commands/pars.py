@@ -79,7 +79,7 @@ def run(args):
     out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
              f"model       {model}",
-             f"ranker      {rk.backbone.to_dict()}, {rk.info.get('n_pairs', '?')} pairs, "
+             f"ranker      {backbone_words(rk.backbone.to_dict())}, {rk.info.get('n_pairs', '?')} pairs, "
              f"fit {rk.info.get('fit_seconds', float('nan')):.2f} s",
              f"tau_b       {_tau(ev.tau_b)} on {ev.n_test} held-out prompts "
              f"(prompt length alone: {_tau(ev.baseline_tau_b)})"]
@@ -117,6 +117,19 @@ def _cross_table(models, tau) -> str:
 def _tau(v) -> str:
     """tau_b to 3 decimals, or '–' where it is undefined (NaN: every length or every score ties)."""
     return f"{v:.3f}" if math.isfinite(v) else "–"
+
+
+def backbone_words(d: dict) -> str:
+    """A ranker's backbone in words: ``hashed n-grams (16 bits, n-grams up to 2)``, ``sentence encoder
+    all-MiniLM-L6-v2 (...)``; another backbone as its name and settings."""
+    d = dict(d)
+    kind = d.pop("backbone", "?")
+    if kind == "hashed-ngrams":
+        return f"hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to {d.get('ngram_max', '?')})"
+    if "model" in d:
+        return f"sentence {kind} {d['model']} (batch size {d.get('batch_size', '?')}, on {d.get('device', '?')})"
+    rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d.items())
+    return f"{kind} ({rest})" if rest else str(kind)
 
 
 def _undefined_tau(ev, lengths, prompts) -> str:

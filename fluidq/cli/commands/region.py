@@ -9,6 +9,7 @@ from .. import CliError, emit
 from ..common import (
     add_engine_args,
     add_workload_args,
+    counted,
     engine_from_args,
     fit_json,
     fit_lines,
@@ -106,6 +107,20 @@ def _distance(d: float, point) -> str:
     return fmt_value(d, digits=MEANINGFUL_DIGITS) if math.isfinite(d) else "–"
 
 
+def given_number(x: float) -> str:
+    """A number the user gave (a --point coordinate) as given: ``2400`` -> ``2,400``, ``600.0`` -> ``600``,
+    ``2117.6`` -> ``2,117.6``; one with many digits (a computed point) at the tables' meaningful digits."""
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    if math.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    text = repr(float(x))
+    if math.isfinite(x) and "e" not in text and len(text.replace("-", "").replace(".", "").lstrip("0")) <= 8:
+        whole, _, frac = text.partition(".")
+        return f"{int(whole):,}.{frac}" if whole.lstrip("-") else text
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
 def _where(scale: float) -> str:
     if abs(scale - 1) <= 1e-6:
         return "on the boundary"
@@ -179,14 +194,15 @@ def run(args):
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
-        scale = _num(mg.scale, 4) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
-        lines += ["", f"point           ({fmt_value(point[0], digits=MEANINGFUL_DIGITS)}, {fmt_value(point[1], digits=MEANINGFUL_DIGITS)}) tokens/s: "
+        scale = fmt_value(mg.scale, digits=MEANINGFUL_DIGITS) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
+        lines += ["", f"point           ({given_number(point[0])}, {given_number(point[1])}) tokens/s: "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
                   f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
-                  f"mix             {mix.reason}", mix.table()]
+                  f"mix             {counted(mix.reason)}", mix.table()]
         if mix.feasible:
-            lines.append("                (a scheduler serving this point: "
-                         "fluidq.policies.region_aware.RegionAware(engine=..., target_tokens_per_s=point))")
+            lines.append("                (a scheduler serving this point time-shares these batch shapes in these "
+                         "proportions: the region-aware policy of the Python API, RegionAware; none of the CLI's "
+                         "--policy schedulers does)")
     if others:
         result["policies"] = {k: v.to_dict() for k, v in others.items()}
         lines += ["", "scheduler regions (batches formed under backlog; fluid argument):"]
