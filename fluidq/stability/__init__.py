@@ -199,10 +199,11 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         bound = cap.bound_tokens_per_s
         lo, hi = KV_ESTIMATE_BAND
         top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
-        est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), so "
-               + (f"{name} serves about {ref:.4g} tokens/s under a backlog" if wc.work_conserving else
-                  f"no scheduler serves more than about {ref:.4g} tokens/s")
-               + f" (load {rho:.3f}), a fluid estimate from mean request footprints")
+        serves = (f"{name} serves about {ref:,.4g} tokens/s under a backlog" if wc.work_conserving else
+                  f"no scheduler serves more than about {ref:,.4g} tokens/s")
+        est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), and that capacity is a "
+               "fluid estimate from mean request footprints, which simulation moves by up to tens of percent "
+               "either way (staircase steps near that batch, recompute preemptions)")
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
             rho = offered / bound
@@ -211,18 +212,18 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"scheduler is stable{assumption}")
         elif offered > hi * top:
             status = Status.UNSTABLE
-            reason = (f"{est}; the offered {offered:.4g} tokens/s is more than {hi:g} times "
+            reason = (f"{serves} (load {rho:.3f}); the offered {offered:,.4g} tokens/s is more than {hi:g} times "
                       f"{'it' if top == ref else f'the {top:.4g} tokens/s of the best batch under the cache'}, "
-                      f"beyond the estimate's error, so the backlog grows")
+                      f"beyond the estimate's error, so the backlog grows: {est}")
         elif wc.work_conserving and offered < lo * ref:
             status = Status.STABLE
-            reason = (f"{est}; the offered {offered:.4g} tokens/s is below {lo:g} times it, inside the "
-                      f"estimate's error, so {name} keeps up")
+            reason = (f"{serves} (load {rho:.3f}); the offered {offered:,.4g} tokens/s is below {lo:g} times it, "
+                      f"inside the estimate's error, so {name} keeps up: {est}")
         else:
             status = Status.UNKNOWN
-            reason = (f"{est}, which simulation moves by up to tens of percent either way (staircase steps near "
-                      f"that batch, recompute preemptions): inside that band fluidq has no verdict; simulate to "
-                      f"decide (fluidq.replicate)")
+            reason = (f"{serves} (load {rho:.3f}), too close to call: {est}; between {lo:g} and {hi:g} times the "
+                      "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
+                      "fluidq.replicate in Python)")
     elif rho_any > 1 + tolerance:
         status = Status.UNSTABLE
         rho = rho_any

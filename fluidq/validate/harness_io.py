@@ -65,7 +65,7 @@ def evaluate_harness_runs(root, *, case_name: str, source: str, limit_pct: float
     sessions = find_sessions(root)
     if not sessions:
         return ([Row(case=case_name, source=source, quantity="(no harness runs yet)", predicted=None, measured=None,
-                     status="skip", note=f"nothing under {root}; run validation/gpu/run_gpu.sh on a CUDA machine")],
+                     status="skip", note=f"nothing under {root}; run validation/gpu/run_gpu.sh (in a source checkout of fluidq) on a CUDA machine")],
                 "", {})
     rows, md, out = [], [], {}
     for s in sessions:

@@ -67,7 +67,7 @@ def test_a_3000_s_simulation_near_the_boundary_is_never_stable(factor):
             lo, hi = r.simulation["ci"]
             assert lo < 0 < hi <= band  # what the old rule read as flat
             assert r.status == Status.UNKNOWN
-            assert "the test cannot tell growth of 0.0148 requests/s" in r.reason
+            assert "the test cannot tell growth of 0.01482 requests/s" in r.reason
             assert "from zero at this horizon" in r.reason
 
 

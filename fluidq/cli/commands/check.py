@@ -13,7 +13,9 @@ from ..common import (
     add_workload_args,
     fit_json,
     fit_lines,
+    fmt_tokens,
     kv_from_args,
+    shared_reasons,
     workload_from_args,
 )
 
@@ -109,15 +111,15 @@ def run(args):
 
         load_txt = (f"load {_load(off / cap.tokens_per_s)} of sup b/t(b) = "
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
-                    f"{_load(off / full) if full > 0 else '–'} of {cap.work_conserving_basis} = "
-                    f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} "
-                    "(work-conserving schedulers)")
-    from ...results import MEANINGFUL_DIGITS as _D, fmt_value as _fmt
-
-    lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={_fmt(workload.mean_prompt_tokens, digits=_D)}, "
-             f"m_d={_fmt(workload.mean_output_tokens, digits=_D)}, {load_txt}"]
+                    f"{_load(off / full) if full > 0 else '–'} of {fmt_value(full, digits=MEANINGFUL_DIGITS)} "
+                    f"(work-conserving schedulers: {cap.work_conserving_basis})")
+    lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={fmt_tokens(workload.mean_prompt_tokens)}, "
+             f"m_d={fmt_tokens(workload.mean_output_tokens)}, {load_txt}"]
     lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])
-    lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {r.reason}" for r in results]
+    # a long explanation several verdicts share is printed once, as a footnote
+    reasons, notes = shared_reasons([r.reason for r in results])
+    lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {why}" for r, why in zip(results, reasons)]
+    lines += notes
     if chunked:
         lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
                      f" ({', '.join(chunked)} {'split' if args.chunk_long_prompts else 'never schedule'} a prompt "
