@@ -28,6 +28,12 @@ def register(sub):
     p.add_argument("--load", default=None, metavar="NPZ", help="evaluate a saved ranker instead of training")
     p.add_argument("--plot", default=None, metavar="PATH", help="cross-model heat map to PATH (with --cross; format "
                    "from the extension: png, pdf, svg...; none: .png)")
+    p.add_argument("--baselines", default=None, metavar="LIST",
+                   help="comma-separated baseline rankers to score beside PARS's pairwise one: pointwise (length "
+                        "regression), bucket (ordinal classes), listwise (ListNet), random")
+    p.add_argument("--splits", type=int, default=None, metavar="N",
+                   help="report tau_b as mean, 95%% interval and sd over N >= 2 seeded train/test splits "
+                        "(seeds from --seed) instead of one split")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -47,6 +53,26 @@ def run(args):
                    "with --load (it filters training pairs; a loaded ranker is not trained)")
     reject_ignored(f"--plot {args.plot}", args.plot is not None and not args.cross,
                    "without --cross (the plot is the cross-model heat map)")
+    from ...predict.baselines import BASELINES
+
+    kinds = ()
+    if args.baselines is not None:
+        from ..common import comma_list
+
+        kinds = tuple(comma_list("--baselines", args.baselines, "baseline rankers"))
+        allowed = BASELINES + ("random",)
+        bad = [k for k in kinds if k not in allowed]
+        if bad:
+            raise ParameterError("--baselines", args.baselines, f"comma-separated names among {', '.join(allowed)}",
+                                 f"{bad[0]!r} is not one")
+        if len(set(kinds)) != len(kinds):
+            raise ParameterError("--baselines", args.baselines, "each baseline named once")
+    if args.splits is not None and args.splits < 2:
+        raise ParameterError("--splits", args.splits, "an integer >= 2 (an interval needs two splits)")
+    reject_ignored(f"--baselines {args.baselines}", bool(kinds) and args.load is not None,
+                   "with --load (the baselines are trained; a loaded ranker is compared on one split only)")
+    reject_ignored(f"--splits {args.splits}", args.splits is not None and args.load is not None,
+                   "with --load (each split trains a new ranker)")
     inputs = [("--data", args.data), ("--load", args.load)]
     if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
@@ -87,6 +113,35 @@ def run(args):
     if why:
         lines.append(f"            – : tau_b is undefined: {why}")
         out["evaluation"]["tau_b_undefined"] = why
+    if kinds and args.splits is None:  # the baselines on the very split PARS's ranker was scored on
+        from ...predict.baselines import fit_baseline
+        from ...predict.evaluate import kendall_tau
+
+        got = {}
+        for k in kinds:
+            if k == "random":
+                sc = np.random.default_rng(args.seed).random(te.size)
+            else:
+                sc = fit_baseline(k, [ds.prompts[i] for i in tr], L[tr], rng=args.seed).score(
+                    [ds.prompts[i] for i in te])
+            got[k] = float(kendall_tau(sc, L[te]))
+        out["baselines"] = got
+        lines.append("baselines   " + ", ".join(f"{k} {_tau(v)}" for k, v in got.items()) + " (same split)")
+    if args.splits is not None:
+        from ...predict.baselines import tau_over_splits
+
+        ok = np.flatnonzero(np.isfinite(L))
+        P_ok = [ds.prompts[i] for i in ok]
+        res = {}
+        for k in ("pairwise",) + kinds:
+            kw = {"delta": delta} if k == "pairwise" else {}
+            res[k] = tau_over_splits(P_ok, L[ok], k, n_splits=args.splits, test_fraction=args.test_fraction,
+                                     rng=args.seed, **kw)
+        out["splits"] = res
+        lines.append(f"over {args.splits} seeded splits (test fraction {args.test_fraction:g}; mean, 95 % interval, sd):")
+        width = max(len(k) for k in res)
+        lines += [f"  {k:<{width}}  tau_b {_tau(r['mean'])} ± {r['half_width']:.2g} (sd {r['sd']:.2g})"
+                  for k, r in res.items()]
     if args.save:
         rk.save(args.save)
         lines.append(f"saved       {args.save}")
