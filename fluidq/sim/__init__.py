@@ -15,9 +15,10 @@ every iteration and models KV-cache memory.  They agree exactly where both apply
 """
 from .core import PolicyError, fast_path_applies, simulate
 from .network import NetworkSimResult, replicate_network, simulate_network
-from .result import METRIC_NAMES, SimResult
+from .result import METRIC_NAMES, SimResult, SimSummary
 # replicate, find_threshold, ReplicationResult, ThresholdResult (and fluidq.sim.stability) are the
 # simulation verdicts of fluidq.stability.simulation, which registers them here
 
-__all__ = ["METRIC_NAMES", "NetworkSimResult", "PolicyError", "ReplicationResult", "SimResult", "ThresholdResult", "fast_path_applies",
+__all__ = ["METRIC_NAMES", "NetworkSimResult", "PolicyError", "ReplicationResult", "SimResult", "SimSummary",
+           "ThresholdResult", "fast_path_applies",
            "find_threshold", "replicate", "replicate_network", "simulate", "simulate_network"]

@@ -251,7 +251,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
              n_requests: int | None = None, rng=None, *, record_iterations: bool = False,
              record_batches: bool = False, method: str = "auto", check_batches: bool | None = None,
              preemption: str | None = None, swap_s_per_token: float | None = None, warmup_s: float = 0.0,
-             initial=(), progress=None) -> SimResult:
+             initial=(), progress=None, record: str = "full") -> SimResult:
     """Simulate one LLM engine iteration by iteration.
 
     Parameters
@@ -297,10 +297,16 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         Requests already in the engine at time 0 (generic path), e.g. to replay the paper's Fig. 8.
     progress : callable, optional
         ``progress(t_s, arrivals_so_far)`` called about every simulated second (the CLI's bar).
+    record : {"full", "summary"}
+        ``"full"``: the :class:`SimResult` with every request's times and the backlog series.
+        ``"summary"``: a :class:`~fluidq.sim.result.SimSummary`, the same ``summary()``, ``metrics``
+        and ``inputs`` (``to_dict()`` is equal) without any per-request or per-event array, for sweeps
+        that keep many runs.  The run itself needs the arrays while it runs: the peak memory is the
+        full run's (about 180 bytes per request), what is kept afterwards is a few hundred numbers.
 
     Returns
     -------
-    SimResult
+    SimResult or SimSummary
 
     Notes
     -----
@@ -354,6 +360,11 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     """
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
+    if record not in ("full", "summary"):
+        raise ParameterError("record", record, "'full' or 'summary'")
+    if record == "summary" and (record_iterations or record_batches):
+        raise ParameterError("record", record, "'full' with record_iterations or record_batches",
+                             "a summary keeps no per-iteration rows or batches")
     pol = resolve_policy(policy)
     horizon_s = real("horizon_s", horizon_s, positive=True, allow_none=True)
     n_requests = integer("n_requests", n_requests, minimum=1, allow_none=True)
@@ -452,7 +463,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     if horizon_s is not None and end < horizon_s:  # idle (or stalled) until the horizon
         end = float(horizon_s)
     n_it = int(out["iterations"])
-    return SimResult(
+    res = SimResult(
         requests=reqs, backlog=backlog, policy=getattr(pol, "name", type(pol).__name__),
         method="fast" if use_fast else "generic", end_s=end, horizon_s=horizon_s, n_iterations=n_it,
         busy_fraction=float(out["busy_s"]) / end if end > 0 else math.nan,
@@ -467,6 +478,11 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                 "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast" if use_fast else "generic",
                 "preemption": preemption, "swap_s_per_token": swap_s_per_token,
                 "seed": _seed_repr(rng)})
+    if record == "summary":
+        from .result import SimSummary
+
+        return SimSummary.of(res)
+    return res
 
 
 def _seed_repr(rng):

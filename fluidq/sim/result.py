@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..results import plain
 
-__all__ = ["METRIC_NAMES", "SimResult"]
+__all__ = ["METRIC_NAMES", "SimResult", "SimSummary"]
 
 METRIC_NAMES = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s", "queueing_s")
 #: what the first token of TTFT is: the first decode token (the paper's model) or the end of the prefill
@@ -302,3 +302,45 @@ class SimResult:
             return plot_latency_cdf({self.policy: self}, ax=ax, **kw)
         key = "tokens" if kind == "tokens" else "requests"
         return plot_trajectories({self.policy: self}, key=key, ax=ax, **kw)
+
+
+@dataclass(frozen=True, eq=False)
+class SimSummary:
+    """What ``fluidq.simulate(..., record="summary")`` keeps of a run: its :meth:`SimResult.summary`,
+    :attr:`SimResult.metrics` and inputs, and no array (a sweep of many runs holds a few hundred numbers
+    per run).  ``to_dict()`` equals the full result's ``to_dict()``."""
+
+    values: dict  # SimResult.summary()
+    metrics: dict
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, res: "SimResult") -> "SimSummary":
+        return cls(values=res.summary(), metrics=res.metrics, inputs=res.inputs)
+
+    def summary(self) -> dict:
+        """The full run's :meth:`SimResult.summary`."""
+        return dict(self.values)
+
+    @property
+    def policy(self) -> str:
+        return self.values["policy"]
+
+    @property
+    def n_requests(self) -> int:
+        return int(self.values["requests"])
+
+    @property
+    def n_finished(self) -> int:
+        return int(self.values["finished"])
+
+    @property
+    def throughput_requests_per_s(self) -> float:
+        return float(self.values["throughput_requests_per_s"])
+
+    @property
+    def throughput_tokens_per_s(self) -> float:
+        return float(self.values["throughput_tokens_per_s"])
+
+    def to_dict(self) -> dict:
+        return plain({"summary": self.values, "metrics": self.metrics, "inputs": self.inputs})
