@@ -106,3 +106,18 @@ def test_check_and_simulate_agree_on_a_trace_with_a_kv_cache(capsys):
     assert chk["capacity_tokens_per_s"] == pytest.approx(cap.work_conserving_tokens_per_s)
     # load 1.126 of a KV-limited fluid estimate, inside its error band: undecided, not "unstable"
     assert chk["status"] == "unknown" and "fluid estimate" in chk["reason"]
+
+
+def test_simulate_table_says_which_replication_and_rounds(capsys):
+    import re
+
+    rc, out, err = run(["simulate", "--rate", "16", "--policy", "sarathi", "--replications", "2", "--horizon", "60",
+                        "--no-progress"], capsys)
+    assert rc == 0, err
+    assert "each row is the first of the 2 replications" in out
+    row = next(ln for ln in out.splitlines() if ln.startswith("sarathi "))
+    # every figure of the row at most 4 significant digits (no 13.827-style times)
+    for tok in row.split()[1:]:
+        digits = re.sub(r"[^0-9]", "", tok.lstrip("-0.").replace(",", ""))
+        assert len(digits.lstrip("0")) <= 4, (tok, row)
+    assert "m_p=100, m_d=100" in out

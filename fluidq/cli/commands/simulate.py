@@ -17,6 +17,7 @@ from ..common import (
     add_workload_args,
     fit_json,
     fit_lines,
+    fmt_tokens,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -263,14 +264,14 @@ def run(args):
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
         eff = (f" (replayed window {out['replayed_window']['effective_load']:.2f})" if replay else "")
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
-                 f"m_p={fmt_value(base.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)}, m_d={fmt_value(base.mean_output_tokens, digits=MEANINGFUL_DIGITS)}")
+                 f"m_p={fmt_tokens(base.mean_prompt_tokens)}, m_d={fmt_tokens(base.mean_output_tokens)}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
-             (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_value(base.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)}, "
-             f"m_d={fmt_value(base.mean_output_tokens, digits=MEANINGFUL_DIGITS)}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
+             (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
+             f"m_d={fmt_tokens(base.mean_output_tokens)}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
@@ -281,23 +282,28 @@ def run(args):
     lines.append(hdr)
     undefined: dict = {}  # column -> policies where it has no value (printed as –)
 
-    def cell(name, col, v, width, spec):
+    def cell(name, col, v, width, spec=None):
         if v is None or not math.isfinite(v):
             undefined.setdefault(col, []).append(name)
             return f"{'–':>{width}}"
+        if spec is None:  # meaningful digits, the same as every other human figure
+            return f"{fmt_value(v, digits=MEANINGFUL_DIGITS):>{width}}"
         return f"{v:>{width}{spec}}"
 
     for name, e in out["policies"].items():
         s = e["summary"]
         tpot = s["tpot_s_mean"]
         lines.append(f"{name:<18} {s['finished']:>7} {s['final_requests_in_system']:>7} "
-                     f"{cell(name, 'mean L', s['mean_requests_in_system'], 8, '.1f')} "
-                     f"{cell(name, 'slope', s['token_backlog_slope_per_s'], 12, '.1f')} "
-                     f"{cell(name, 'req/s', s['throughput_requests_per_s'], 7, '.2f')} "
-                     f"{cell(name, 'TTFT', s['ttft_s_p50'], 9, '.3f')} {cell(name, 'TTFT', s['ttft_s_p99'], 9, '.3f')} "
-                     f"{cell(name, 'TTLT', s['ttlt_s_p50'], 9, '.3f')} {cell(name, 'TTLT', s['ttlt_s_p99'], 9, '.3f')} "
-                     f"{cell(name, 'TPOT', 1e3 * tpot if tpot == tpot else tpot, 8, '.1f')} "
+                     f"{cell(name, 'mean L', s['mean_requests_in_system'], 8)} "
+                     f"{cell(name, 'slope', s['token_backlog_slope_per_s'], 12)} "
+                     f"{cell(name, 'req/s', s['throughput_requests_per_s'], 7)} "
+                     f"{cell(name, 'TTFT', s['ttft_s_p50'], 9)} {cell(name, 'TTFT', s['ttft_s_p99'], 9)} "
+                     f"{cell(name, 'TTLT', s['ttlt_s_p50'], 9)} {cell(name, 'TTLT', s['ttlt_s_p99'], 9)} "
+                     f"{cell(name, 'TPOT', 1e3 * tpot if tpot == tpot else tpot, 8)} "
                      f"{cell(name, 'busy', s['busy_fraction'], 5, '.2f')} {s['mixed_batch_fraction']:>5.2f}")
+    if args.replications >= 2:
+        lines.append(f"  (each row is the first of the {args.replications} replications, seed {args.seed}; the verdict "
+                     "lines below read all of them)")
     after = " arriving after the warm-up" if args.warmup > 0 else ""
     why = {"mean L": "the run ends before the warm-up does", "slope": "the run is too short to fit a slope",
            "req/s": "no simulated time", "busy": "no simulated time",
