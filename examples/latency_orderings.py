@@ -55,7 +55,9 @@ def main(argv=None):
         quick = (f"\n(quick run: {horizon:g} s x {reps} replication, {len(loads)} loads: inconclusive, no intervals)"
                  if args.quick else "")
         for metric in ("latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request"):
-            _plot(res, metric, out / f"{name}_{metric}.png", title=f"{name}: {metric}{quick}")
+            from fluidq.latency import METRICS
+
+            _plot(res, metric, out / f"{name}_{metric}.png", title=f"{name}: {METRICS[metric][0]}{quick}")
         print(f"\n## {name}  ({time.perf_counter() - t:.0f} s)")
         for i, ld in enumerate(res.loads):
             print(f"\nload {ld}")

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -58,11 +59,14 @@ def main(argv=None):
     # 1. start the sweep in a child process and kill it (and its cluster) after a few chunks
     t0 = time.monotonic()
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(store), "--workers", str(args.workers)]
-    proc = subprocess.Popen(cmd + (["--quick"] if args.quick else []), start_new_session=True,
-                            stderr=subprocess.DEVNULL)
+    err = tempfile.TemporaryFile(mode="w+")  # the child's stderr, read only if it ends early
+    proc = subprocess.Popen(cmd + (["--quick"] if args.quick else []), start_new_session=True, stderr=err)
     while not store.exists() or store.read_bytes().count(b"\n") < 1 + args.kill_after:
         if proc.poll() is not None:
-            raise SystemExit(f"the sweep ended (rc={proc.returncode}) before it could be interrupted")
+            err.seek(0)
+            why = [ln for ln in err.read().splitlines() if ln.strip()]
+            raise SystemExit(f"the sweep ended (rc={proc.returncode}) before it could be interrupted"
+                             + (f": {why[-1]}" if why else ""))
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -57,7 +57,7 @@ def main(argv=None):
     ax.plot(budgets, [c.tokens_per_s for c in caps], marker="o", ms=3)
     ax.axvline(512, color="grey", ls=":", lw=1)
     ax.set_xlabel("token budget b_max")
-    ax.set_ylabel("capacity b_max / t(b_max), tokens/s")
+    ax.set_ylabel("capacity sup b/t(b) over b <= b_max, tokens/s")
     ax.set_title("Theorem 2: capacity of the CodeLlama-34B/A100 staircase"
                  + ("\n(quick run: the same analytic curve)" if args.quick else ""), fontsize="medium")
     ax2 = ax.twinx()

@@ -35,7 +35,7 @@ def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s"
                     lw=1.0 + 1.2 * (len(pols) - 1 - i) / max(1, len(pols) - 1), ls=_STYLES[i % len(_STYLES)],
                     capsize=2, label=p, zorder=2 + i)
     label, unit = METRICS[metric]
-    ax.set_xlabel(xlabel or "load (fraction of the capacity, fluidq.max_throughput)")
+    ax.set_xlabel(xlabel or "load (fraction of the capacity b_max/t(b_max) without the KV cache)")
     ax.set_ylabel(f"{label} [{unit}]" if unit else label)
     if logy:
         ax.set_yscale("log")

@@ -110,8 +110,16 @@ def _kv_basis(engine, workload, res) -> str:
         return "; the KV cache does not bind at saturation"
     unit = res.inputs["capacity_requests_per_s"]
     rel = ", ".join(fmt_value(ld * unit / wc, digits=MEANINGFUL_DIGITS) for ld in res.loads)
-    return (f"; with the cache a work-conserving scheduler serves about {fmt_value(wc, digits=MEANINGFUL_DIGITS)} req/s "
-            f"(full batches of about {cap.kv_batch_tokens} tokens, a fluid estimate), so the loads are {rel} of that")
+    txt = (f"; with the cache a work-conserving scheduler serves about {fmt_value(wc, digits=MEANINGFUL_DIGITS)} req/s "
+           f"(full batches of about {cap.kv_batch_tokens} tokens, a fluid estimate), so the loads are {rel} of that")
+    over = [ld for ld in res.loads if ld * unit > wc]
+    if over:
+        txt += (f"\nnote      load{'s' if len(over) > 1 else ''} {', '.join(f'{x:g}' for x in over)} "
+                f"{'are' if len(over) > 1 else 'is'} above the KV-limited estimate: every ordering may fall "
+                f"behind there (see the finished fractions); for loads of the engine with its cache, scale --loads "
+                f"by {fmt_value(wc / unit, digits=3)} (--loads are fractions of the capacity without the cache, so "
+                "that one load means one arrival rate whatever the cache size)")
+    return txt
 
 
 def run(args):

@@ -59,6 +59,7 @@ def render(ctx):
                              f"{err} -- {verdict}.")
                 data["rows"].append(r.to_dict())
     lines.append("")
-    lines.append("Quick check (capacity and binding limit only); `fluidq validate` runs every case, with the "
-                 "latency of replayed arrivals, and writes the full table.")
+    if data["rows"]:
+        lines.append("Quick check (capacity and binding limit only); `fluidq validate` runs every case, with the "
+                     "latency of replayed arrivals, and writes the full table.")
     return Section("Validation", "\n".join(lines), [], data)
