@@ -238,6 +238,9 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
           "Error = 100 (predicted - measured) / measured. Targets: batch-time fit MAPE (held out) <= 5 % per "
           "profile; predicted capacity within 10 % of every measured overloaded run (aim 5 %); latency error "
           "no worse than the peer simulator's on the same run. Misses are listed, not hidden.", "",
+          "TTFT in every latency row is vLLM's: arrival to the end of the iteration that completes the prefill "
+          "(its first token comes with it); `fluidq simulate` and `fluidq latency` report the paper's, one "
+          "iteration later (the first decode token).", "",
           "## Summary", "", summary_table(res.rows), "", f"![summary]({summary_png.name})", ""]
     for cr in res.cases:
         if cr.markdown or cr.figures:
