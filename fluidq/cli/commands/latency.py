@@ -294,8 +294,9 @@ def run(args):
              + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ", no KV-cache limit"),
              f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + _lengths(workload)}; "
              f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max)"
-             + (" without the KV cache" if engine.kv_capacity_tokens else "") + "; loads are fractions of it)"
-             + _kv_basis(engine, workload, res),
+             + (" without the KV cache" if engine.kv_capacity_tokens else "")
+             + ("" if args.burst is not None else "; loads are fractions of it") + ")"
+             + ("" if args.burst is not None else _kv_basis(engine, workload, res)),
              (f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} of a burst of {args.burst:,} requests at t=0, each "
               f"drained ({res.seconds:.1f} s wall)" if args.burst is not None else
               f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} x {args.horizon:g} s per policy and load "
