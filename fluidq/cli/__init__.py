@@ -46,8 +46,11 @@ class _OneSpellingStore(argparse._StoreAction):
                 setattr(namespace, "_spellings", seen)
             prev = seen.get(self.dest)
             if prev is not None and prev[0] != option_string and prev[1] != values:
-                parser.error(f"{prev[0]} {prev[1]} and {option_string} {values} are the same option under two "
-                             f"names with different values: give one of them")
+                def show(v):  # as typed: 100, not the 100.0 a float option converted it to
+                    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+                parser.error(f"{prev[0]} {show(prev[1])} and {option_string} {show(values)} are the same option "
+                             "under two names with different values: give one of them")
             seen[self.dest] = (option_string, values)
         super().__call__(parser, namespace, values, option_string)
 
