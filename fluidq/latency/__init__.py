@@ -322,7 +322,8 @@ class LatencyComparison:
             worst = min(low, key=low.get)
             if low[worst] == 0:
                 lines += ["", f"note: no request finished within the horizon under {worst} ({len(low)} of {len(done)} "
-                              "policies below " f"{min_finished:.0%}): the latencies are undefined (–)"]
+                              "policies below " f"{min_finished:.0%}): the latencies are undefined (–); lengthen {horizon_name} "
+                              "or lower the load"]
                 return "\n".join(lines)
             lines += ["", f"note: only {low[worst]:.0%} of the arrivals finished within the horizon under {worst} "
                           f"({len(low)} of {len(done)} policies below {min_finished:.0%}); the latencies above are "
