@@ -521,7 +521,9 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             return FluidStabilityResult(
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
-                        f"times its state after {p.cycle_s:.4g} s: it grows by that factor every cycle, although "
+                        f"times its state after {p.cycle_s:.4g} s (for one unit of fluid: a cycle lasts in proportion to "
+                        f"the backlog it starts from, so the real network's cycles lengthen as it grows): it grows by "
+                        f"that factor every cycle, although "
                         f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"
                         + (f"; {extra}" if extra else "")),
                 loads=loads, growth_factor=p.growth_factor, peak_growth=pg, path=p, paths_checked=checked,
