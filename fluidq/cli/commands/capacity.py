@@ -115,9 +115,9 @@ def _roofline(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
              f"binding         {res.binding} (residents allowed: "
-             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
+             + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
-             f"why             {res.reason}"]
+             f"why             {_limits_in_words(res.reason, res.limits)}"]
     emit(args, res, "\n".join(lines))
     return 0
 
@@ -184,10 +184,29 @@ def _deployment(args):
              + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
                 if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
-             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
-             f"why             {res.reason}"]
+             + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
+             f"why             {_limits_in_words(res.reason, res.limits)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+#: the residents' limits of a deployment prediction, in words for the human answer (the JSON keeps the keys)
+_LIMIT_WORDS = {"token_budget": "the token budget", "k_max": "k_max", "kv_cache": "the KV cache"}
+
+
+def _residents(x) -> str:
+    """A number of residents: a whole number as one (``256``), else its meaningful digits (``1,019``)."""
+    return f"{int(x):,}" if float(x).is_integer() else _n(x)
+
+
+def _limits_in_words(reason: str, limits: dict) -> str:
+    """``reason`` with its ``token_budget allows 1018.9`` in words at 4 digits (``the token budget allows 1,019``),
+    from the unrounded ``limits`` where they have the key."""
+    import re
+
+    return re.sub(r"\b(token_budget|k_max|kv_cache) allows (\d+(?:\.\d+)?)",
+                  lambda m: f"{_LIMIT_WORDS[m.group(1)]} allows {_residents(limits.get(m.group(1), float(m.group(2))))}",
+                  reason)
 
 
 def _n(x) -> str:

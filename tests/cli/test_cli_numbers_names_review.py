@@ -1,0 +1,26 @@
+"""What a new user reads (second review of the human output): numbers at 4 significant digits with
+thousands separators, never scientific notation or float noise; no Python names (``None``, dicts,
+``chunk_long_prompts=False``) where the CLI has words and flags."""
+import re
+
+from fluidq.testing.cli import assert_one_line, run_cli
+
+
+def _line(out, head):
+    return next(x for x in out.splitlines() if x.startswith(head))
+
+
+def test_capacity_of_three_engines_says_10029_not_scientific(capsys):
+    rc, out, err = run_cli(["capacity", "--engines", "3"], capsys)
+    assert rc == 0, err
+    why = _line(out, "why")
+    assert "e+0" not in why and "b_max/t(b_max), 10,029 tokens/s" in why, why
+
+
+def test_capacity_deployment_limits_in_words_at_four_digits(capsys):
+    rc, out, err = run_cli(["capacity", "--gpu", "A100-SXM4-80GB", "--model", "Llama-2-7B"], capsys)
+    assert rc == 0, err
+    binding, why = _line(out, "binding"), _line(out, "why")
+    assert "residents allowed: the token budget 1,019, k_max 256, the KV cache 763.2)" in binding, binding
+    assert "token_budget" not in why and "kv_cache" not in why and "1018.9" not in why, why
+    assert "(the token budget allows 1,019, the KV cache allows 763.2)" in why, why
