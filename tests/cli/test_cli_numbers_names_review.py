@@ -24,3 +24,13 @@ def test_capacity_deployment_limits_in_words_at_four_digits(capsys):
     assert "residents allowed: the token budget 1,019, k_max 256, the KV cache 763.2)" in binding, binding
     assert "token_budget" not in why and "kv_cache" not in why and "1018.9" not in why, why
     assert "(the token budget allows 1,019, the KV cache allows 763.2)" in why, why
+
+
+def test_profiles_show_prints_words_not_python(capsys):
+    rc, out, err = run_cli(["profiles", "show", "paper-codellama34b-a100"], capsys)
+    assert rc == 0, err
+    assert "None" not in out and "{" not in out and "'" not in out, out
+    assert re.search(r"^k_max +none$", out, re.M) and re.search(r"^kv_capacity_tokens +none$", out, re.M), out
+    assert re.search(r"^fit +R\^2 > 0\.97 \(reported\)$", out, re.M), out
+    rc, out, err = run_cli(["profiles", "show", "vidur-llama2-7b-a100"], capsys)
+    assert rc == 0 and "{" not in out and "MAPE 4.11% (held out)" in _line(out, "fit"), out
