@@ -34,3 +34,13 @@ def test_profiles_show_prints_words_not_python(capsys):
     assert re.search(r"^fit +R\^2 > 0\.97 \(reported\)$", out, re.M), out
     rc, out, err = run_cli(["profiles", "show", "vidur-llama2-7b-a100"], capsys)
     assert rc == 0 and "{" not in out and "MAPE 4.11% (held out)" in _line(out, "fit"), out
+
+
+def test_profile_dir_that_is_not_a_folder_names_the_flag(capsys, tmp_path):
+    err = assert_one_line(["capacity", "--profile-dir", "/nonexist"], capsys,
+                          "--profile-dir /nonexist: expected a folder of operator profiles", "no such folder")
+    assert "profile_dir" not in err, err
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    err = assert_one_line(["capacity", "--profile-dir", str(f)], capsys, "--profile-dir ", "that is a file")
+    assert "profile_dir=" not in err, err

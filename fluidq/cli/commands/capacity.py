@@ -132,6 +132,9 @@ def _deployment(args):
     """``--profile-dir``: vLLM's capacity from the folder's operator profiles (fluidq.validate.deployment)."""
     import numpy as np
 
+    from pathlib import Path
+
+    from ...errors import ParameterError
     from ...validate.deployment import predict_deployment
     from .. import CliError
 
@@ -162,17 +165,28 @@ def _deployment(args):
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
-    res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
-                             max_num_seqs=256 if args.k_max is None else args.k_max,
-                             max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
-                             tensor_parallel_size=args.tensor_parallel_size,
-                             pipeline_parallel_size=args.pipeline_parallel_size,
-                             data_parallel_size=args.data_parallel_size,
-                             enable_expert_parallel=bool(args.enable_expert_parallel),
-                             link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
-                             all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
-                             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                             block_size=args.block_size, **sim_args)
+    folder = Path(args.profile_dir)
+    if not args.profile_dir.strip() or not folder.is_dir():
+        what = "that is a file" if args.profile_dir.strip() and folder.exists() else "there is no such folder"
+        raise CliError(f"--profile-dir {args.profile_dir or repr('')}: expected a folder of operator profiles "
+                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+    try:
+        res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                                 max_num_seqs=256 if args.k_max is None else args.k_max,
+                                 max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                                 tensor_parallel_size=args.tensor_parallel_size,
+                                 pipeline_parallel_size=args.pipeline_parallel_size,
+                                 data_parallel_size=args.data_parallel_size,
+                                 enable_expert_parallel=bool(args.enable_expert_parallel),
+                                 link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
+                                 all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
+                                 gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                                 block_size=args.block_size, **sim_args)
+    except ParameterError as exc:  # the Python parameter, named as the flag that gave it
+        if exc.name != "profile_dir":
+            raise
+        raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
+                       + (f" ({exc.hint})" if exc.hint else "")) from None
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
