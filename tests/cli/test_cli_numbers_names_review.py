@@ -44,3 +44,16 @@ def test_profile_dir_that_is_not_a_folder_names_the_flag(capsys, tmp_path):
     f.write_text("x")
     err = assert_one_line(["capacity", "--profile-dir", str(f)], capsys, "--profile-dir ", "that is a file")
     assert "profile_dir=" not in err, err
+
+
+def test_latency_swap_without_its_cost_says_it_is_required(capsys):
+    err = assert_one_line(["latency", "--preemption", "swap", "--kv-capacity", "20000"], capsys,
+                          "--swap-ms-per-token is required with --preemption swap (")
+    assert "None" not in err and "=" not in err, err
+
+
+def test_latency_loads_are_quoted_like_the_other_messages(capsys):
+    err = assert_one_line(["latency", "--loads", "3"], capsys, "--loads 3: expected comma-separated fractions")
+    assert "'" not in err and "--loads=" not in err, err
+    assert_one_line(["latency", "--loads", "0.5,0.5"], capsys, "--loads 0.5,0.5: expected distinct loads")
+    assert_one_line(["latency", "--loads", "0.5,x"], capsys, "--loads 0.5,x: expected comma-separated numbers")
