@@ -57,3 +57,17 @@ def test_latency_loads_are_quoted_like_the_other_messages(capsys):
     assert "'" not in err and "--loads=" not in err, err
     assert_one_line(["latency", "--loads", "0.5,0.5"], capsys, "--loads 0.5,0.5: expected distinct loads")
     assert_one_line(["latency", "--loads", "0.5,x"], capsys, "--loads 0.5,x: expected comma-separated numbers")
+
+
+def test_check_without_chunking_names_the_flag_and_reads_right(capsys):
+    rc, out, err = run_cli(["check", "--no-chunk-long-prompts", "--prompt", "800", "--rate", "1"], capsys)
+    assert rc == 0, err
+    assert "chunk_long_prompts=False)" not in out and "a fraction 1 of" not in out, out
+    vllm = _line(out, "  vllm ")
+    assert "every prompt is longer than the budget b=512" in vllm and "`--no-chunk-long-prompts`" in vllm, vllm
+    assert "fastertransformer and vllm never schedule a prompt longer than b_max=512" in _line(out, "long prompts"), out
+    rc, out, err = run_cli(["check", "--no-chunk-long-prompts", "--prompt", "800", "--rate", "1", "--policy", "vllm"],
+                           capsys)
+    assert rc == 0 and "(vllm never schedules a prompt longer than b_max=512" in _line(out, "long prompts"), out
+    rc, out, err = run_cli(["check", "--prompt", "800", "--rate", "1", "--policy", "vllm"], capsys)
+    assert rc == 0 and "(vllm splits a prompt longer than b_max=512 into chunks" in _line(out, "long prompts"), out
