@@ -324,7 +324,8 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                       f"(Theorem 2 of arXiv:2504.07347)")
         if not region_reasons and per[0] > 0 and wc_total < total * (1 - 1e-12):
             reason += (f"; work-conserving schedulers fill batches to {wc_bs[0]} tokens under "
-                       f"a backlog and serve {fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s ({wc_total / total:.4g} of it): Theorem 2(b) "
+                       f"a backlog and serve {fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s "
+                       f"({wc_total / total:.4g} of it): Theorem 2(b) "
                        "holds below that rate")
     else:
         reason = (f"sum of {count} engine capacities (sup of b/t(b) each); the throughput of "

@@ -237,7 +237,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif wc.work_conserving and rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "
-                  f"b_max/t(b_max) = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s (load {rho:.3f}), "
+                  f"b_max/t(b_max) = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s "
+                  f"(load {rho:.3f}), "
                   f"so its backlog grows (fluid argument of Theorem 2; b/t(b) peaks at a smaller batch, "
                   f"{_tps(sup)} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
     elif rho >= 1 - tolerance and wc.work_conserving:

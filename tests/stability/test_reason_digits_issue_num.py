@@ -23,14 +23,16 @@ def _assert_rounded(reason):
 def test_check_stability_tokens_per_s_have_separators():
     eng = _engine()
     for rate, pol in [(8, "sarathi"), (17.0, "sarathi"), (16.7, "sarathi"), (40, "orca")]:
-        r = check_stability(eng, Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=100, output_tokens=100), pol)
+        r = check_stability(eng, Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=100, output_tokens=100),
+                            pol)
         assert "3343" not in r.reason and "3,343 tokens/s" in r.reason, r.reason
         _assert_rounded(r.reason)
 
 
 def test_unstable_reason_offered_load_has_separators():
     eng = _engine()
-    r = check_stability(eng, Workload(arrival=Poisson(rate_per_s=40), prompt_tokens=100, output_tokens=100), "sarathi")
+    r = check_stability(eng, Workload(arrival=Poisson(rate_per_s=40), prompt_tokens=100, output_tokens=100),
+                            "sarathi")
     assert "offered load 8,000 tokens/s" in r.reason, r.reason
 
 
@@ -44,7 +46,8 @@ def test_simulation_reason_states_the_slope_once_at_four_digits():
     from fluidq.stability.simulation import replicate
 
     eng = _engine()
-    res = replicate(eng, Workload(arrival=Poisson(rate_per_s=16), prompt_tokens=100, output_tokens=100), "sarathi", n_replications=4, horizon_s=20.0)
+    w = Workload(arrival=Poisson(rate_per_s=16), prompt_tokens=100, output_tokens=100)
+    res = replicate(eng, w, "sarathi", n_replications=4, horizon_s=20.0)
     reason = res.reason
     assert reason.count("CI [") == 1, reason
     assert "grow at" not in reason, reason

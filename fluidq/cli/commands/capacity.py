@@ -219,8 +219,8 @@ def _limits_in_words(reason: str, limits: dict) -> str:
     import re
 
     return re.sub(r"\b(token_budget|k_max|kv_cache) allows (\d+(?:\.\d+)?)",
-                  lambda m: f"{_LIMIT_WORDS[m.group(1)]} allows {_residents(limits.get(m.group(1), float(m.group(2))))}",
-                  reason)
+                  lambda m: f"{_LIMIT_WORDS[m.group(1)]} allows "
+                            f"{_residents(limits.get(m.group(1), float(m.group(2))))}", reason)
 
 
 def _n(x) -> str:
