@@ -22,7 +22,7 @@ import numpy as np
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import plain
+from ..results import MEANINGFUL_DIGITS, fmt_value, plain
 from ..workload import Workload
 
 __all__ = [
@@ -324,12 +324,13 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                       f"(Theorem 2 of arXiv:2504.07347)")
         if not region_reasons and per[0] > 0 and wc_total < total * (1 - 1e-12):
             reason += (f"; work-conserving schedulers fill batches to {wc_bs[0]} tokens under "
-                       f"a backlog and serve {wc_total:,.4g} tokens/s ({wc_total / total:.4g} of it): Theorem 2(b) "
+                       f"a backlog and serve {fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s "
+                       f"({wc_total / total:.4g} of it): Theorem 2(b) "
                        "holds below that rate")
     else:
         reason = (f"sum of {count} engine capacities (sup of b/t(b) each); the throughput of "
                   f"join-the-shortest-queue routing over work-conserving engines is the sum of their b_max/t(b_max), "
-                  f"{wc_total:,.4g} tokens/s (Prop. 3 of arXiv:2504.07347)")
+                  f"{fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s (Prop. 3 of arXiv:2504.07347)")
     if region_reasons:
         reason = "; ".join(region_reasons) + ("" if count == 1 else "; " + reason)
     if notes:

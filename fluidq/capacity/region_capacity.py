@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..batchtime import ContextAware
+from ..results import MEANINGFUL_DIGITS, fmt_value
 from .region import stability_region
 
 __all__ = ["fixed_prompt", "region_capacity"]
@@ -68,7 +69,8 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
     if binds:
         reason = (f"k_max={engine.k_max} binds: for m_p={mp:g}, m_d={md:g} the point (lambda m_p, lambda m_d) "
                   f"leaves the stability region at lambda*={lam:.4g} req/s, through batches of {words} "
-                  f"({tokens:,.4g} tokens/s, {tokens / cap:.4g} of the Theorem-2 number {cap:,.4g}"
+                  f"({fmt_value(tokens, digits=MEANINGFUL_DIGITS)} tokens/s, {tokens / cap:.4g} of the Theorem-2 "
+                  f"number {fmt_value(cap, digits=MEANINGFUL_DIGITS)}"
                   + (f"; prompts of {prompt} tokens, so a request brings at most {prompt} prefill tokens to a batch"
                      if prompt is not None else "") + "; "
                   "§6 of arXiv:2504.07347, admissibility rule reconstructed)")

@@ -134,7 +134,8 @@ def _fixed_prompt(workload, pol, b):
     if vp > b:
         raise ThresholdUnavailable(
             f"prompt of {vp} tokens exceeds the budget b={b}: {pol.name} "
-            + ("chunks it (chunk_long_prompts), a case the renewal formula does not cover; simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)"
+            + ("chunks it (`--chunk-long-prompts`; chunk_long_prompts=True in Python), a case the renewal formula "
+               "does not cover; simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)"
                if pol.chunk_long_prompts else "never schedules it (threshold 0: the prompt waits forever)"))
     return vp
 
@@ -217,7 +218,7 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     if not p.sum() > 0:
         raise ThresholdUnavailable(f"no prompt fits the budget: every prompt of {pr!r} is longer than {b} tokens, "
                                    "so a scheduler that does not split prompts never serves one (split long prompts, "
-                                   "e.g. chunk_long_prompts=True, or raise b_max)")
+                                   "e.g. `--chunk-long-prompts`, chunk_long_prompts=True in Python, or raise b_max)")
     p /= p.sum()
     lens = np.flatnonzero(p > 0) + 1
     pl = p[lens - 1]
@@ -320,7 +321,7 @@ def _prompt_law(pr, b, max_lengths):
     if not p.sum() > 0:
         raise ThresholdUnavailable(f"no prompt fits the budget: every prompt of {pr!r} is longer than {b} tokens, "
                                    "so a scheduler that does not split prompts never serves one (split long prompts, "
-                                   "e.g. chunk_long_prompts=True, or raise b_max)")
+                                   "e.g. `--chunk-long-prompts`, chunk_long_prompts=True in Python, or raise b_max)")
     p /= p.sum()
     lens = np.flatnonzero(p > 1e-15) + 1
     if lens.size > max_lengths:
@@ -463,9 +464,11 @@ def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths
         if blocked > 1e-12:  # below this it is floating-point noise of the survival function
             return 0.0, 0.0, 0.0, "0", {
                 "blocked_fraction": blocked,
-                "blocked_reason": (f"a fraction {blocked:.3g} of prompts is longer than the budget b={b}; {pol.name} "
-                                   "never schedules them (chunk_long_prompts=False), so they accumulate at any "
-                                   "arrival rate")}
+                "blocked_reason": (("every prompt is" if blocked >= 1 - 1e-12 else
+                                    f"a fraction {blocked:.3g} of the prompts is")
+                                   + f" longer than the budget b={b}; {pol.name} never schedules a prompt that "
+                                   "long (`--no-chunk-long-prompts`; chunk_long_prompts=False in Python), so those "
+                                   "prompts accumulate at any arrival rate")}
     if kind == "fastertransformer":
         return _ft_threshold(engine, workload, pol, b)
     if kind == "vllm":

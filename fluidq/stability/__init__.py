@@ -31,11 +31,16 @@ from ..errors import ParameterError
 from ..network.model import Network
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
-from ..results import Status, plain
+from ..results import MEANINGFUL_DIGITS, Status, fmt_value, plain
 from ..workload import Poisson, Workload
 
 __all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
            "max_requests_per_batch", "without_idle_k_max"]
+
+
+def _tps(x) -> str:
+    """A tokens/s figure in a reason, at the meaningful digits with separators (as ``fluidq check`` prints it)."""
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -199,25 +204,25 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         bound = cap.bound_tokens_per_s
         lo, hi = KV_ESTIMATE_BAND
         top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
-        serves = (f"{name} serves about {ref:,.4g} tokens/s under a backlog" if wc.work_conserving else
-                  f"no scheduler serves more than about {ref:,.4g} tokens/s")
+        serves = (f"{name} serves about {_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
+                  f"no scheduler serves more than about {_tps(ref)} tokens/s")
         est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), and that capacity is a "
                "fluid estimate from mean request footprints, which simulation moves by up to tens of percent "
                "either way (staircase steps near that batch, recompute preemptions)")
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
             rho = offered / bound
-            reason = (f"offered load {offered:.4g} tokens/s exceeds sup b/t(b) = {bound:.4g} tokens/s, what the "
+            reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
                       f"engine serves at best even without its KV-cache limit (load {rho:.3f}); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
         elif offered > hi * top:
             status = Status.UNSTABLE
-            reason = (f"{serves} (load {rho:.3f}); the offered {offered:,.4g} tokens/s is more than {hi:g} times "
-                      f"{'it' if top == ref else f'the {top:.4g} tokens/s of the best batch under the cache'}, "
+            reason = (f"{serves} (load {rho:.3f}); the offered {_tps(offered)} tokens/s is more than {hi:g} times "
+                      f"{'it' if top == ref else f'the {_tps(top)} tokens/s of the best batch under the cache'}, "
                       f"beyond the estimate's error, so the backlog grows: {est}")
         elif wc.work_conserving and offered < lo * ref:
             status = Status.STABLE
-            reason = (f"{serves} (load {rho:.3f}); the offered {offered:,.4g} tokens/s is below {lo:g} times it, "
+            reason = (f"{serves} (load {rho:.3f}); the offered {_tps(offered)} tokens/s is below {lo:g} times it, "
                       f"inside the estimate's error, so {name} keeps up: {est}")
         else:
             status = Status.UNKNOWN
@@ -227,17 +232,18 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif rho_any > 1 + tolerance:
         status = Status.UNSTABLE
         rho = rho_any
-        reason = (f"offered load {offered:.4g} tokens/s exceeds the capacity {sup:.4g} tokens/s "
+        reason = (f"offered load {_tps(offered)} tokens/s exceeds the capacity {_tps(sup)} tokens/s "
                   f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")
     elif wc.work_conserving and rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "
-                  f"b_max/t(b_max) = {full:.4g} tokens/s, below the offered {offered:.4g} tokens/s (load {rho:.3f}), "
+                  f"b_max/t(b_max) = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s "
+                  f"(load {rho:.3f}), "
                   f"so its backlog grows (fluid argument of Theorem 2; b/t(b) peaks at a smaller batch, "
-                  f"{sup:.4g} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
+                  f"{_tps(sup)} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
     elif rho >= 1 - tolerance and wc.work_conserving:
         status = Status.CRITICAL
-        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {ref:.4g} tokens/s "
+        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {_tps(ref)} tokens/s "
                   f"(b_max/t(b_max), what a work-conserving scheduler serves); at the boundary Theorem 2 decides "
                   "nothing")
     elif wc.work_conserving:
@@ -245,7 +251,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         where = "the engine is" if n_engines == 1 else (
             f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
-                  f"load {rho:.3f} < 1 relative to b_max/t(b_max) = {ref:.4g} tokens/s, so by Theorem 2(b) {where} "
+                  f"load {rho:.3f} < 1 relative to b_max/t(b_max) = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
     elif n_engines > 1:
         status = Status.UNKNOWN

@@ -71,6 +71,15 @@ class GrowthTest:
     unit: str = "requests"
 
     @property
+    def finding(self) -> str:
+        """:attr:`reason` without its opening statement of the mean slope and its interval, for a caller
+        that states them itself (one sentence should not give the same numbers twice)."""
+        head = f"{self.unit} in system grow at "
+        if self.reason.startswith(head) and ": " in self.reason:
+            return self.reason.split(": ", 1)[1]
+        return self.reason
+
+    @property
     def powered(self) -> bool:
         """Whether the interval is narrow enough to tell growth of ``band`` from zero."""
         return bool(self.half_width <= 0.5 * self.band)
@@ -164,7 +173,7 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
     """
     x = np.asarray(slopes, dtype=float)
     n = int(x.size)
-    what = f"{band:.4g} {unit}/s" + (f" ({band_words})" if band_words else "")
+    what = f"{_n(band)} {unit}/s" + (f" ({band_words})" if band_words else "")
     if n == 0 or not np.all(np.isfinite(x)):
         return GrowthTest(status=Status.UNKNOWN, mean=math.nan, ci=(math.nan, math.nan), half_width=math.inf,
                           band=float(band), confidence=confidence, replications=n, horizon_s=float(horizon_s),
@@ -195,7 +204,7 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
         reason = f"{head}: the backlog drains"
     elif status == Status.STABLE:
         reason = (f"{head}: the interval holds zero and is narrow enough to tell growth of {what} from zero, "
-                  f"so no growth of {band:.4g}/s or more; slower growth is not excluded at this horizon")
+                  f"so no growth of {_n(band)}/s or more; slower growth is not excluded at this horizon")
     elif lo > 0:
         reason = (f"{head}: the backlog grows, by less than {what}; growth below the band is growth, not flat "
                   "(or a slow transient), so the test does not read it as stable")
@@ -203,6 +212,6 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
         need = powered_horizon(horizon_s, half, band)
         more = (f"; runs of about {_about(need)} s would be needed to tell" if need is not None else "")
         reason = (f"{head}: the test cannot tell growth of {what} from zero at this horizon (half-width "
-                  f"{_n(half)}/s, needs <= {0.5 * band:.4g}/s){more}")
+                  f"{_n(half)}/s, needs <= {_n(0.5 * band)}/s){more}")
     return GrowthTest(status=status, mean=m, ci=(lo, hi), half_width=half, band=float(band), confidence=confidence,
                       replications=n, horizon_s=float(horizon_s), needed_horizon_s=need, reason=reason, unit=unit)

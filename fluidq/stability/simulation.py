@@ -32,7 +32,7 @@ from ..errors import ParameterError
 from ..results import Status, ThresholdResult, plain
 from ..sim.core import MAX_RUNS, _seed_sequence, check_size, simulate
 from ..workload import Workload
-from .growth import growth_test, interval
+from .growth import _n, growth_test, interval
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
@@ -206,7 +206,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     mq_m, mq_lo, mq_hi = _ci(np.asarray(mq), confidence)
     offered = workload.token_rate_per_s
     pred = max(0.0, offered - cap)
-    pred_txt = f"max(0, offered - {cap:,.1f} tokens/s served under backlog [{cap_how}])"
+    pred_txt = f"max(0, offered - {_n(cap)} tokens/s served under backlog [{cap_how}])"
     if replay is not None:
         # a replayed window offers what its arrivals hold, not the trace's mean rate: compare with the
         # fluid path those very arrivals drive (the tolerance stays relative to the nominal load)
@@ -229,7 +229,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         test = growth_test(st, band=tol, horizon_s=horizon_s, confidence=confidence, unit="tokens",
                            band_words=f"{tolerance:.0%} of the offered load")
         verdict = _VERDICT[test.status]
-        note = f"; {test.reason}"
+        note = f"; {test.finding}"
         need = test.needed_horizon_s
     few = float(np.mean(fit_n)) if fit_n else 0.0
     if verdict == "bounded" and few < MIN_FIT_ARRIVALS:
@@ -240,10 +240,10 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     if identical and not workload.replays_trace and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
-    reason = (f"token-backlog slope {m:,.1f} tokens/s, {confidence:.0%} CI [{lo:,.1f}, {hi:,.1f}] over "
+    reason = (f"token-backlog slope {_n(m)} tokens/s, {confidence:.0%} CI [{_n(lo)}, {_n(hi)}] over "
               f"{n_replications} runs of {horizon_s:g} s (fitted after {start_frac:.0%} of each run); tolerance "
-              f"{tol:,.1f} tokens/s = {tolerance:.0%} of the {'' if replay is None else 'nominal '}offered "
-              f"{offered:,.1f} tokens/s; fluid prediction {pred_txt} = {pred:,.1f} tokens/s{note}")
+              f"{_n(tol)} tokens/s = {tolerance:.0%} of the {'' if replay is None else 'nominal '}offered "
+              f"{_n(offered)} tokens/s; fluid prediction {pred_txt} = {_n(pred)} tokens/s{note}")
     if replay is not None:
         reason += (f"; the replayed window holds {replay['arrivals']} arrivals in {replay['window_s']:.4g} s "
                    f"({replay['requests_per_s']:.3g} req/s, effective load {replay['tokens_per_s'] / (cap or math.nan):.3f}) "

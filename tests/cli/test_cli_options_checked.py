@@ -276,7 +276,7 @@ def test_sorted_trace_still_loads(capsys, tmp_path):
     (["report", "--rate", "-1"], "--rate="),
     (["latency", "--replications", "0"], "--replications="),
     (["latency", "--horizon", "nan"], "--horizon="),
-    (["latency", "--loads", "0.5,nan"], "--loads="),
+    (["latency", "--loads", "0.5,nan"], "--loads 0.5,nan: expected"),
     (["latency", "--gamma", "-1"], "--gamma="),
     (["latency", "--kv-capacity", "0"], "--kv-capacity="),
     (["dtmc", "--rate", "5", "--max-prefill", "0"], "--max-prefill="),

@@ -30,7 +30,7 @@ def test_decide(lo, hi, expected):
 def test_unknown_says_what_it_cannot_tell_and_how_long_would_do():
     t = growth_test([-0.3, 0.2, 0.1, -0.1], band=0.01, horizon_s=100.0, band_words="1% of the arrival rate")
     assert t.status == Status.UNKNOWN and not t.powered
-    assert "cannot tell growth of 0.01 requests/s (1% of the arrival rate) from zero at this horizon" in t.reason
+    assert "cannot tell growth of 0.01000 requests/s (1% of the arrival rate) from zero at this horizon" in t.reason
     assert t.needed_horizon_s == pytest.approx(powered_horizon(100.0, t.half_width, 0.01)) and t.needed_horizon_s > 100
     below = growth_test([0.004, 0.005, 0.0045, 0.0048], band=0.01, horizon_s=100.0)
     assert below.status == Status.UNKNOWN and "not flat" in below.reason

@@ -115,9 +115,9 @@ def _roofline(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
              f"binding         {res.binding} (residents allowed: "
-             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
+             + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
-             f"why             {res.reason}"]
+             f"why             {_limits_in_words(res.reason, res.limits)}"]
     emit(args, res, "\n".join(lines))
     return 0
 
@@ -132,6 +132,9 @@ def _deployment(args):
     """``--profile-dir``: vLLM's capacity from the folder's operator profiles (fluidq.validate.deployment)."""
     import numpy as np
 
+    from pathlib import Path
+
+    from ...errors import ParameterError
     from ...validate.deployment import predict_deployment
     from .. import CliError
 
@@ -162,17 +165,28 @@ def _deployment(args):
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
-    res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
-                             max_num_seqs=256 if args.k_max is None else args.k_max,
-                             max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
-                             tensor_parallel_size=args.tensor_parallel_size,
-                             pipeline_parallel_size=args.pipeline_parallel_size,
-                             data_parallel_size=args.data_parallel_size,
-                             enable_expert_parallel=bool(args.enable_expert_parallel),
-                             link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
-                             all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
-                             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                             block_size=args.block_size, **sim_args)
+    folder = Path(args.profile_dir)
+    if not args.profile_dir.strip() or not folder.is_dir():
+        what = "that is a file" if args.profile_dir.strip() and folder.exists() else "there is no such folder"
+        raise CliError(f"--profile-dir {args.profile_dir or repr('')}: expected a folder of operator profiles "
+                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+    try:
+        res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                                 max_num_seqs=256 if args.k_max is None else args.k_max,
+                                 max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                                 tensor_parallel_size=args.tensor_parallel_size,
+                                 pipeline_parallel_size=args.pipeline_parallel_size,
+                                 data_parallel_size=args.data_parallel_size,
+                                 enable_expert_parallel=bool(args.enable_expert_parallel),
+                                 link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
+                                 all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
+                                 gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                                 block_size=args.block_size, **sim_args)
+    except ParameterError as exc:  # the Python parameter, named as the flag that gave it
+        if exc.name != "profile_dir":
+            raise
+        raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
+                       + (f" ({exc.hint})" if exc.hint else "")) from None
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
@@ -184,10 +198,29 @@ def _deployment(args):
              + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
                 if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
-             + ", ".join(f"{k} {_n(v)}" for k, v in res.limits.items()) + ")",
-             f"why             {res.reason}"]
+             + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
+             f"why             {_limits_in_words(res.reason, res.limits)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+#: the residents' limits of a deployment prediction, in words for the human answer (the JSON keeps the keys)
+_LIMIT_WORDS = {"token_budget": "the token budget", "k_max": "k_max", "kv_cache": "the KV cache"}
+
+
+def _residents(x) -> str:
+    """A number of residents: a whole number as one (``256``), else its meaningful digits (``1,019``)."""
+    return f"{int(x):,}" if float(x).is_integer() else _n(x)
+
+
+def _limits_in_words(reason: str, limits: dict) -> str:
+    """``reason`` with its ``token_budget allows 1018.9`` in words at 4 digits (``the token budget allows 1,019``),
+    from the unrounded ``limits`` where they have the key."""
+    import re
+
+    return re.sub(r"\b(token_budget|k_max|kv_cache) allows (\d+(?:\.\d+)?)",
+                  lambda m: f"{_LIMIT_WORDS[m.group(1)]} allows "
+                            f"{_residents(limits.get(m.group(1), float(m.group(2))))}", reason)
 
 
 def _n(x) -> str:

@@ -122,7 +122,9 @@ def run(args):
     lines += notes
     if chunked:
         lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
-                     f" ({', '.join(chunked)} {'split' if args.chunk_long_prompts else 'never schedule'} a prompt "
+                     f" ({' and '.join([', '.join(chunked[:-1]), chunked[-1]] if len(chunked) > 2 else chunked)}"
+                     f" {'split' if args.chunk_long_prompts else 'never schedule'}"
+                     f"{'' if len(chunked) > 1 else 's'} a prompt "
                      f"longer than b_max={engine.b_max}{' into chunks' if args.chunk_long_prompts else ''}; the "
                      "default, as in `fluidq report`, is to split)")
     if engine.kv_capacity_tokens is not None:

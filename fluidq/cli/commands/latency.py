@@ -80,7 +80,7 @@ def _floats(name, text):
     try:
         return tuple(float(x) for x in comma_list(name, text, "numbers"))
     except ValueError as exc:
-        raise CliError(f"{name}={text!r}: expected comma-separated numbers") from exc
+        raise CliError(f"{name} {text}: expected comma-separated numbers") from exc
 
 
 def _lengths(workload) -> str:
@@ -162,9 +162,9 @@ def run(args):
         args.horizon = 300.0
     loads = _floats("--loads", args.loads or "0.5,0.7,0.9")
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
-        raise ParameterError("--loads", args.loads, "comma-separated fractions of capacity in (0, 2]")
+        raise CliError(f"--loads {args.loads}: expected comma-separated fractions of capacity in (0, 2]")
     if len(set(loads)) != len(loads):
-        raise ParameterError("--loads", args.loads, "distinct loads (one is given twice)")
+        raise CliError(f"--loads {args.loads}: expected distinct loads (one is given twice)")
     if args.tau is not None and not (math.isfinite(args.tau) and 0 < args.tau <= 1):
         raise ParameterError("--tau", args.tau, "a Kendall tau in (0, 1] (1 = the oracle's ranking)")
     if args.gamma is not None and not (math.isfinite(args.gamma) and args.gamma > 0):
@@ -205,7 +205,7 @@ def run(args):
                    args.gamma is not None and not {"gamma-boost", "uniboost", "uniboost-nomemguard"} & set(keys),
                    "without gamma-boost/uniboost/uniboost-nomemguard in --orderings (it is their boost rate)")
     if args.preemption == "swap" and args.swap_ms_per_token is None:
-        raise ParameterError("--swap-ms-per-token", None, "the swap cost in ms per KV token, for --preemption swap")
+        raise CliError("--swap-ms-per-token is required with --preemption swap (the swap cost in ms per KV token)")
     reject_ignored(f"--swap-ms-per-token {args.swap_ms_per_token}",
                    args.swap_ms_per_token is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")

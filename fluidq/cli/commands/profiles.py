@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...profiles import list_profiles, load_profile
+from ...results import MEANINGFUL_DIGITS, fmt_value
 from .. import emit
 
 
@@ -27,6 +28,34 @@ def _fit_text(fit: dict) -> str:
     return "-"
 
 
+def _value(v) -> str:
+    """A profile field for people: ``none`` for an unset limit, never a Python repr."""
+    if v is None:
+        return "none"
+    if isinstance(v, float):
+        return fmt_value(v, digits=MEANINGFUL_DIGITS)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}" if v >= 10000 else str(v)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_value(x) for x in v)
+    return str(v)
+
+
+def _fit_details(fit: dict) -> str:
+    """The fit of ``profiles show`` in words: its error as ``list`` prints it, then the fit's own figures
+    (the constants are on the batch time line; ``--json`` has everything)."""
+    parts = [t for t in [_fit_text(fit)] if t != "-"]
+    if "kind" in fit:
+        parts.append(f"{fit['kind']} fit")
+    if "r2" in fit:
+        parts.append(f"R^2 {fmt_value(fit['r2'], digits=MEANINGFUL_DIGITS)}")
+    if "max_rel_error" in fit:
+        parts.append(f"worst error {100 * fit['max_rel_error']:.1f}%")
+    if "n_points" in fit:
+        parts.append(f"{fit['n_points']} points")
+    return ", ".join(parts) or "none"
+
+
 def run(args):
     from .. import CliError
 
@@ -35,7 +64,8 @@ def run(args):
             raise CliError("show needs a profile NAME: `fluidq profiles show NAME` (names: `fluidq profiles list`)")
         prof = load_profile(args.name)
         d = prof.to_dict()
-        table = "\n".join([f"{k:<19} {v}" for k, v in d.items() if k != "batch_time"]
+        table = "\n".join([f"{k:<19} {_fit_details(v) if k == 'fit' else _value(v)}" for k, v in d.items()
+                            if k != "batch_time"]
                           + [f"{'batch time':<19} {prof.batch_time.describe()}"])
         emit(args, d, table)
         return
