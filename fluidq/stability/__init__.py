@@ -173,6 +173,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     rho_any = offered / sup if sup > 0 else math.inf
     rho = offered / ref if ref > 0 else math.inf
     name = getattr(pol, "name", repr(pol))
+    # what the work-conserving figure is: one engine's b_max/t(b_max), or the sum over the engines
+    wc_what = "b_max/t(b_max)" if n_engines == 1 else f"the {n_engines} engines' b_max/t(b_max), summed,"
     assumption = "" if isinstance(workload.arrival, Poisson) else (
         " (Theorem 2 is stated for Poisson arrivals; the fluid argument behind it extends to "
         "renewal arrivals with this mean rate)")
@@ -237,21 +239,21 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif wc.work_conserving and rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "
-                  f"b_max/t(b_max) = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s "
+                  f"{wc_what} = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s "
                   f"(load {rho:.3f}), "
                   f"so its backlog grows (fluid argument of Theorem 2; b/t(b) peaks at a smaller batch, "
                   f"{_tps(sup)} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
     elif rho >= 1 - tolerance and wc.work_conserving:
         status = Status.CRITICAL
         reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {_tps(ref)} tokens/s "
-                  f"(b_max/t(b_max), what a work-conserving scheduler serves); at the boundary Theorem 2 decides "
+                  f"({wc_what.rstrip(',')}, what a work-conserving scheduler serves); at the boundary Theorem 2 decides "
                   "nothing")
     elif wc.work_conserving:
         status = Status.STABLE
         where = "the engine is" if n_engines == 1 else (
             f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
-                  f"load {rho:.3f} < 1 relative to b_max/t(b_max) = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
+                  f"load {rho:.3f} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
     elif n_engines > 1:
         status = Status.UNKNOWN

@@ -73,5 +73,5 @@ def test_capacity_profile_dir_on_the_command_line(capsys):
                        (["--profile-dir", str(FOLDER), "--profile", "paper-codellama34b-a100"], "--profile"),
                        (["--profile-dir", str(FOLDER), "--engines", "2"], "--engines"),
                        (["--gpu-memory-gib", "24"], "--profile-dir"),
-                       (["--profile-dir", str(FOLDER / "nope")], "profile_dir")):
+                       (["--profile-dir", str(FOLDER / "nope")], "--profile-dir")):
         assert_one_line(["capacity", *argv], capsys, word)
