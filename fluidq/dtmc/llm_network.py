@@ -68,7 +68,7 @@ from .solve import stationary
 __all__ = ["MAX_STATES", "JSQLLMResult", "jsq_llm_engines"]
 
 #: largest two-engine chain (product of the engine state counts, before pruning) that is built
-MAX_STATES = 2_000_000
+MAX_STATES = 4_000_000
 
 
 @dataclass(frozen=True)
