@@ -22,6 +22,8 @@ counts.  Modules:
 ``vllm_queue`` vanilla vLLM's waiting-prompt chain with random prompt lengths (its renewal threshold)
 ``networks``   two parallel engines (random / JSQ, memoryless hops), LLM engines behind a random
                router (exact: the product of engine chains), DAG, fork-join, Rybko-Stolyar
+``llm_network`` :func:`jsq_llm_engines`: JSQ over two Sarathi engines with prefill/decode batches
+               (Erlang-k batch times, extrapolated in 1/k)
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw)
 def __getattr__(name):
     import importlib
 
-    for mod in ("build", "result", "solve", "threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered"):
+    for mod in ("build", "result", "solve", "threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered", "llm_network"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)
@@ -55,6 +57,7 @@ __all__ = [
     "StationaryResult",
     "ThresholdResult",
     "build_dtmc",
+    "jsq_llm_engines",
     "solve_dtmc",
     "stability_threshold",
     "stationary",
