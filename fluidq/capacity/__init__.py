@@ -185,7 +185,7 @@ def _batch_limit(engine: Engine, workload: Workload | None):
         if lim.get("kv_cache", np.inf) <= n and lim["kv_cache"] < lim["token_budget"]:
             md = workload.mean_output_tokens
             b_lim = max(1, min(engine.b_max, int(n * workload.mean_tokens / md)))
-            notes.append(f"the KV cache ({engine.kv_capacity_tokens} tokens) binds: at most {n:.1f} requests "
+            notes.append(f"the KV cache ({engine.kv_capacity_tokens:,} tokens) binds: at most {n:.1f} requests "
                          f"decode together, so batches hold at most {b_lim} tokens (a fluid estimate from mean "
                          "request footprints)")
     if isinstance(bt, ContextAware):

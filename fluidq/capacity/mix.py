@@ -185,7 +185,8 @@ def region_mix(engine: Engine | StabilityRegion, point) -> RegionMix:
     if feasible:
         w = w / s  # the least-time mix serving exactly the target (homogeneity of the LP)
         shortfall = np.zeros(2)
-        reason = (f"served by time-sharing {int(np.sum(w > _W_EPS * w.sum()))} batch shape(s) at utilisation "
+        n_used = int(np.sum(w > _W_EPS * w.sum()))
+        reason = (f"served by time-sharing {n_used} batch shape{'' if n_used == 1 else 's'} at utilisation "
                   f"{_share(w.sum())}; the target can grow by x{_share(s)} along its direction")
     else:
         import cvxpy as cp

@@ -242,8 +242,10 @@ def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
             _rate_arg(rate)
         return load_cli_trace("--trace", args.trace, rate_per_s=rate)
     if rate is None:
-        hint = "or --load, a fraction of capacity" if hasattr(args, "load") else None
-        raise ParameterError("--rate", None, "an arrival rate in requests per second", hint)
+        from . import CliError
+
+        alt = " or --load L (a fraction of capacity)" if hasattr(args, "load") else ""
+        raise CliError(f"give --rate R (an arrival rate in requests per second){alt}")
     _rate_arg(rate)
     mp = 100.0 if args.prompt is None else args.prompt
     md = 100.0 if args.output is None else args.output

@@ -252,7 +252,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         status = Status.STABLE
         where = "the engine is" if n_engines == 1 else (
             f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
-        reason = (f"{name} is work-conserving (no short batch in {wc.states_checked} searched states); "
+        reason = (f"{name} is work-conserving (no short batch in {wc.states_checked:,} searched states); "
                   f"load {rho:.3f} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
     elif n_engines > 1:

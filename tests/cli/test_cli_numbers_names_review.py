@@ -30,7 +30,7 @@ def test_profiles_show_prints_words_not_python(capsys):
     rc, out, err = run_cli(["profiles", "show", "paper-codellama34b-a100"], capsys)
     assert rc == 0, err
     assert "None" not in out and "{" not in out, out
-    assert re.search(r"^k_max +none$", out, re.M) and re.search(r"^kv_capacity_tokens +none$", out, re.M), out
+    assert re.search(r"^k_max \(--k-max\) +none$", out, re.M) and re.search(r"^KV cache \(--kv-capacity\) +none$", out, re.M), out
     assert re.search(r"^fit +R\^2 > 0\.97 \(reported\)$", out, re.M), out
     rc, out, err = run_cli(["profiles", "show", "vidur-llama2-7b-a100"], capsys)
     assert rc == 0 and "{" not in out and "MAPE 4.11% (held out)" in _line(out, "fit"), out

@@ -13,6 +13,7 @@ from ..common import (
     finite_positive,
     fit_json,
     fit_lines,
+    fmt_tokens,
     kv_from_args,
     load_cli_trace,
     workload_from_args,
@@ -269,7 +270,7 @@ def run(args):
              f"batch tokens    {bt}",
              f"capacity        {_n(res.tokens_per_s)} tokens/s  ({_n(res.tokens_per_s / 1e3)} tokens/ms)"]
     if res.requests_per_s is not None:
-        lines.append(f"requests        {_n(res.requests_per_s)} req/s for m_p+m_d = {workload.mean_tokens:g} tokens"
+        lines.append(f"requests        {_n(res.requests_per_s)} req/s for m_p+m_d = {fmt_tokens(workload.mean_tokens)} tokens"
                      f"  (lambda* = {_n(res.requests_per_s / 1e3)} req/ms)"
                      + (f"  ({' and '.join(o for o, v in (('--prompt', args.prompt), ('--output', args.output)) if v is None)}"
                         " 100 by default)" if defaults else ""))

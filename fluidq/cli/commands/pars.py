@@ -105,7 +105,7 @@ def run(args):
     out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
              f"model       {model}",
-             f"ranker      {backbone_words(rk.backbone.to_dict())}, {rk.info.get('n_pairs', '?')} pairs, "
+             f"ranker      {backbone_words(rk.backbone.to_dict())}, {_count(rk.info.get('n_pairs'))} pairs, "
              f"fit {rk.info.get('fit_seconds', float('nan')):.2f} s",
              f"tau_b       {_tau(ev.tau_b)} on {ev.n_test} held-out prompts "
              f"(prompt length alone: {_tau(ev.baseline_tau_b)})"]
@@ -167,6 +167,10 @@ def _cross_table(models, tau) -> str:
     if any(not math.isfinite(v) for row in tau for v in row):
         lines.append("– : tau_b is undefined (all the held-out lengths of that model, or all the scores, are equal)")
     return "\n".join(lines)
+
+
+def _count(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else "?"
 
 
 def _tau(v) -> str:

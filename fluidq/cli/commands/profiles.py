@@ -64,9 +64,12 @@ def run(args):
             raise CliError("show needs a profile NAME: `fluidq profiles show NAME` (names: `fluidq profiles list`)")
         prof = load_profile(args.name)
         d = prof.to_dict()
-        table = "\n".join([f"{k:<19} {_fit_details(v) if k == 'fit' else _value(v)}" for k, v in d.items()
-                            if k != "batch_time"]
-                          + [f"{'batch time':<19} {prof.batch_time.describe()}"])
+        # the profile's fields under the names a CLI user knows (the flags that set them)
+        label = {"b_max": "b_max (--b-max)", "k_max": "k_max (--k-max)", "kv_capacity_tokens": "KV cache (--kv-capacity)",
+                 "tp": "tensor parallel"}
+        table = "\n".join([f"{label.get(k, k):<25} {_fit_details(v) if k == 'fit' else _value(v)}"
+                            for k, v in d.items() if k != "batch_time"]
+                          + [f"{'batch time':<25} {prof.batch_time.describe()}"])
         emit(args, d, table)
         return
     if args.name is not None:

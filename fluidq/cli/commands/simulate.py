@@ -331,11 +331,21 @@ def run(args):
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
-        lines.append(f"fluid prediction for a work-conserving scheduler ({cap.work_conserving_basis} = {fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
-                     + (f"token slope {fs:,.1f} tokens/s for these arrivals (fitted like the column)" if fs == fs else
+        from ...policies.conservation import work_conserving_cached
+
+        not_wc = [p.name for p in pols if not work_conserving_cached(p).work_conserving]
+        lines.append(f"fluid prediction for a work-conserving scheduler ({cap.work_conserving_basis} = "
+                     f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
+                     + (f"token slope {fmt_value(fs, digits=MEANINGFUL_DIGITS)} tokens/s for these arrivals (fitted "
+                        "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
-                     + ("" if replay else f"; {max(0.0, base.token_rate_per_s - full):,.1f} at the "
-                        "nominal rate (Theorem 2)"))
+                     + ("" if replay else f"; {fmt_value(max(0.0, base.token_rate_per_s - full), digits=MEANINGFUL_DIGITS)}"
+                        " at the nominal rate (Theorem 2)")
+                     + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
+                        f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))
+        if args.replications < 2:
+            lines.append("one run, no verdict: a slope early in a run is mostly warm-up; --replications N gives "
+                         "a verdict with a confidence interval")
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
     if args.plot:
         lines.append(f"plot written to {out['plot']}")

@@ -56,7 +56,7 @@ def render(ctx):
                     f"(`chunk_long_prompts=False`) at load {fmt4(ref.low)}: {', '.join(f'`{n}` {v}' for n, v in literal)}"
                     f"{why}.")]
     fig = plot_verdicts(grid, LOADS, reference_rate_per_s=ref.requests_per_s,
-                        title="FasterTransformer and vLLM with chunk_long_prompts=True", mark=LOADS[i08],
+                        title="FasterTransformer and vLLM splitting long prompts (--chunk-long-prompts)", mark=LOADS[i08],
                         path=ctx.figure("verdicts"))
     return Section("Stability verdict per scheduler", "\n".join(md), [fig],
                    {"reference": ref.to_dict(), **{p: [r.status.value for r in rs] for p, rs in grid.items()}})

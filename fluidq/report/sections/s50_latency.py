@@ -55,7 +55,8 @@ def render(ctx):
         e_mem = e.with_(kv_capacity_tokens=50_000)
         mem_note = ("The engine has no KV-cache capacity; this section assumes **50,000 KV tokens** (an "
                     "illustrative size: about what a 34B model leaves on an 80 GB card; give the engine its own "
-                    "kv_capacity_tokens for a real deployment) so that admission and preemption matter.")
+                    "KV-cache capacity (`--kv-capacity`, `kv_capacity_tokens` in Python) for a real deployment) so that "
+                    "admission and preemption matter.")
     else:
         e_mem = e
         mem_note = f"KV-cache capacity: {e.kv_capacity_tokens:,} tokens."
