@@ -138,7 +138,7 @@ def _run(args):
         chain, res, notes = auto_caps(engine, workload, args.policy, tolerance=args.tolerance,
                                       max_states=args.max_states, method=args.solver)
         caps_note = (f"chosen for this load (no --max-prefill/--max-decode): {'; '.join(notes)}; final caps "
-                     f"max_prefill={chain.caps['max_prefill']}, max_decode={chain.caps['max_decode']}")
+                     f"--max-prefill {chain.caps['max_prefill']}, --max-decode {chain.caps['max_decode']}")
     else:
         mp_cap = 40 if args.max_prefill is None else args.max_prefill
         md_cap = 400 if args.max_decode is None else args.max_decode
@@ -158,21 +158,30 @@ def _run(args):
     out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
            "caps": {**chain.caps, "chosen": caps_note is not None, "how": caps_note}}
 
-    def f(x, spec=".4g"):
-        return "-" if x is None else format(x, spec)
+    from ..common import lengths_text
+
+    def f(x, spec=None):
+        if x is None:
+            return "–"
+        if spec is None:
+            from ...results import MEANINGFUL_DIGITS, fmt_value
+
+            return fmt_value(x, digits=MEANINGFUL_DIGITS)
+        return format(x, spec)
 
     lines = [f"engine          {engine.batch_time.describe()}, b_max={engine.b_max}",
-             (f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt {workload.prompt_tokens!r}, "
-             f"output {workload.output_tokens!r}"),
+             f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt / output {lengths_text(workload)}",
              *([f"lengths         {note}"] if note else []),
              f"policy          {res.policy}",
-             f"chain           {res.n_states:,} states, {res.nnz:,} non-zeros, caps {chain.caps}",
+             f"chain           {res.n_states:,} states, {res.nnz:,} non-zeros, caps "
+             + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in chain.caps.items()),
              *([f"caps            {caps_note}"] if caps_note else []),
              f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
              f"truncation      boundary mass {f(res.lost_mass, '.2e')} (tolerance {res.tolerance:g})",
              f"status          {res.status}: {res.reason}",
              (f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
-             f" quantiles {res.requests_quantiles}"),
+             " quantiles " + (", ".join(f"{100 * q:g} % {v:,}" for q, v in res.requests_quantiles.items())
+                              if isinstance(res.requests_quantiles, dict) else f(res.requests_quantiles))),
              f"tokens          mean unprocessed {f(res.mean_unprocessed_tokens)}",
              f"throughput      {f(res.throughput_requests_per_s)} req/s, {f(res.throughput_tokens_per_s)} tokens/s"]
     if thr is not None:

@@ -49,8 +49,8 @@ def register(sub):
                         f"{SLO_FACTOR:g} x the full-batch time t(b_max))")
     p.add_argument("--slo-ttlt", type=float, default=None, metavar="S",
                    help="time-to-last-token SLO in seconds whose attainment is reported (default: none)")
-    p.add_argument("--loads", default=None, help="comma-separated fractions of capacity, each in (0, 2] "
-                   "(they set the arrival rates, so there is no --rate)")
+    p.add_argument("--loads", default=None, help="comma-separated fractions of the capacity b_max/t(b_max) without the KV "
+                   "cache, each in (0, 2] (they set the arrival rates, so there is no --rate)")
     p.add_argument("--horizon", type=float, default=None, help="simulated seconds per run (default 300)")
     p.add_argument("--replications", type=int, default=DEFAULT_REPLICATIONS,
                    help=f"seeded runs per policy and load (>= 1, default {DEFAULT_REPLICATIONS}: with 2 the Student-t "
@@ -314,6 +314,9 @@ def run(args):
                 higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
                 best = (max if higher else min)(vals, key=vals.get)
                 lines.append(f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
+    if any("–" in ln for ln in lines if ln.startswith("|")):
+        lines += ["", "–: undefined at that load (no request finished in the runs, or, in a tightest-SLO column, "
+                      "fewer than that share of the requests finished: lengthen --horizon)"]
     same = all(res.values[p][c][i][0] == res.values[res.policies[0]][c][i][0]
                for p in res.policies for c in cols for i in range(len(res.loads)))
     if same and len(res.policies) > 1:
