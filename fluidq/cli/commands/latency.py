@@ -314,7 +314,7 @@ def run(args):
                 higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
                 best = (max if higher else min)(vals, key=vals.get)
                 lines.append(f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
-    if any("–" in ln for ln in lines if ln.startswith("|")):
+    if any(cell.strip() == "–" for ln in "\n".join(lines).splitlines() if ln.startswith("|") for cell in ln.split("|")):
         lines += ["", "–: undefined at that load (no request finished in the runs, or, in a tightest-SLO column, "
                       "fewer than that share of the requests finished: lengthen --horizon)"]
     same = all(res.values[p][c][i][0] == res.values[res.policies[0]][c][i][0]
