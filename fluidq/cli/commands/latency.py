@@ -290,6 +290,7 @@ def run(args):
         cols = cols + ("makespan_s",)
     if args.metric is not None and args.metric not in cols:
         cols = cols + (args.metric,)
+    reps = f"{res.n_replications} replication{'s' if res.n_replications != 1 else ''}"
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ", no KV-cache limit"),
              f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + _lengths(workload)}; "
@@ -297,10 +298,9 @@ def run(args):
              + (" without the KV cache" if engine.kv_capacity_tokens else "")
              + ("" if args.burst is not None else "; loads are fractions of it") + ")"
              + ("" if args.burst is not None else _kv_basis(engine, workload, res)),
-             (f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} of a burst of {args.burst:,} requests at t=0, each "
-              f"drained ({res.seconds:.1f} s wall)" if args.burst is not None else
-              f"runs      {res.n_replications} replication{'s' if res.n_replications != 1 else ''} x {args.horizon:g} s per policy and load "
-              f"({res.seconds:.1f} s wall)"),
+             (f"runs      {reps} of a burst of {args.burst:,} requests at t=0, each drained "
+              f"({res.seconds:.1f} s wall)" if args.burst is not None else
+              f"runs      {reps} x {args.horizon:g} s per policy and load ({res.seconds:.1f} s wall)"),
              f"SLO       per token {fmt_value(slo)} s" + ("" if args.slo_per_token is not None else
                                                         f" (default: {SLO_FACTOR:g} x t(b_max))")
              + (f", TTLT {fmt_value(args.slo_ttlt)} s" if args.slo_ttlt is not None else "")]
