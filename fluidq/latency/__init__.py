@@ -325,7 +325,7 @@ class LatencyComparison:
                               "policies below " f"{min_finished:.0%}): the latencies are undefined (–); lengthen {horizon_name} "
                               "or lower the load"]
                 return "\n".join(lines)
-            lines += ["", f"note: only {low[worst]:.0%} of the arrivals finished within the horizon under {worst} "
+            lines += ["", f"note: only a fraction {low[worst]:.4g} of the arrivals finished within the horizon under {worst} "
                           f"({len(low)} of {len(done)} policies below {min_finished:.0%}); the latencies above are "
                           f"those of the finished requests, so tails are underestimated -- lengthen {horizon_name}"]
         return "\n".join(lines)

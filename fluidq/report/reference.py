@@ -98,15 +98,15 @@ class Reference:
     @property
     def policy_note(self) -> str:
         frac = ("" if self.long_prompt_fraction is None else
-                f"; a fraction {self.long_prompt_fraction:.3g} of this workload's prompts is longer than b_max")
+                f"; {self.long_prompt_fraction:.3g} of this workload's prompts are longer than b_max")
         return ("**Scheduler configuration (the same in every section).** FasterTransformer and vanilla vLLM split "
-                f"only prompts longer than `b_max = {self.b_max}` into chunks (`chunk_long_prompts=True`{frac}); "
+                f"only prompts longer than `b_max = {self.b_max}` into chunks (`--chunk-long-prompts`, `chunk_long_prompts=True` in Python{frac}); "
                 "Orca, Sarathi-Serve and vLLM with chunked prefill chunk every prompt anyway.")
 
     @property
     def policy_short(self) -> str:
         return ("Schedulers as configured for the whole report: FasterTransformer and vanilla vLLM with "
-                "`chunk_long_prompts=True` (prompts longer than `b_max` split into chunks).")
+                "long prompts split (`--chunk-long-prompts`: prompts longer than `b_max` split into chunks).")
 
     @property
     def capacity_note(self) -> str:

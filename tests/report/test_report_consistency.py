@@ -30,7 +30,7 @@ def test_one_scheduler_configuration_in_every_section(report):
     assert "chunk_long_prompts=True" in configs[0]["fastertransformer"]
     verdicts, sim = _section(report, "verdict"), _section(report, "Simulated")
     for text in (verdicts, sim, _section(report, "Reference")):
-        assert "chunk_long_prompts=True" in text
+        assert "--chunk-long-prompts" in text
     # the verdict table judges the same FasterTransformer / vLLM the simulations run: not the ones that
     # never schedule a prompt longer than b_max (that variant is only quoted, marked "for comparison only")
     notes = verdicts.split("At the operating point (load")[1].split("For comparison only")[0]

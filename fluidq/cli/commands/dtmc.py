@@ -20,6 +20,10 @@ _FLAGS = {"max_prefill/max_decode": "--max-prefill/--max-decode", "max_prefill":
           "tolerance": "--tolerance", "k_max": "--k-max"}
 
 
+#: a method's name in human output
+METHOD_WORDS = {"closed_form": "the closed form", "direct": "a direct sparse solve", "renewal": "renewal-reward",
+                "dtmc": "the Markov chain", "simulation": "simulation"}
+
 def _count(flag):
     """Parser of a positive count, also written as an integral float (``1e8``); one line naming ``flag``."""
 
@@ -177,7 +181,7 @@ def _run(args):
              + ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in chain.caps.items()),
              *([f"caps            {caps_note}"] if caps_note else []),
              f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
-             f"truncation      boundary mass {f(res.lost_mass, '.2e')} (tolerance {res.tolerance:g})",
+             f"truncation      boundary mass {f(res.lost_mass, '.1e')} (tolerance {res.tolerance:g})",
              f"status          {res.status}: {res.reason}",
              (f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
              " quantiles " + (", ".join(f"{100 * q:g} % {v:,}" for q, v in res.requests_quantiles.items())
@@ -187,8 +191,8 @@ def _run(args):
     if thr is not None:
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
-        lines.append(f"threshold       {fmt_value(thr.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s by {thr.method} "
-                     f"(+- {thr.error_bound_per_s:.2g}; {thr.fraction_of_capacity:.1%} of Theorem 2's bound)")
+        lines.append(f"threshold       {fmt_value(thr.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s by {METHOD_WORDS.get(thr.method, thr.method)} "
+                     f"(± {thr.error_bound_per_s:.2g}; {thr.fraction_of_capacity:.1%} of Theorem 2's bound)")
     else:
         lines.append(f"threshold       unavailable: {thr_note}")
     if fig:

@@ -53,7 +53,7 @@ def render(ctx):
         why = (" -- a prompt longer than `b_max` is never scheduled, so it waits forever at any rate"
                if all(v == "unstable" for _, v in literal) else "")
         md += ["", ("For comparison only, the paper's literal schedulers that never split a prompt "
-                    f"(`chunk_long_prompts=False`) at load {fmt4(ref.low)}: {', '.join(f'`{n}` {v}' for n, v in literal)}"
+                    f"(`--no-chunk-long-prompts`) at load {fmt4(ref.low)}: {', '.join(f'`{n}` {v}' for n, v in literal)}"
                     f"{why}.")]
     fig = plot_verdicts(grid, LOADS, reference_rate_per_s=ref.requests_per_s,
                         title="FasterTransformer and vLLM splitting long prompts (--chunk-long-prompts)", mark=LOADS[i08],

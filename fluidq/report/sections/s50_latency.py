@@ -90,7 +90,7 @@ def render(ctx):
              f"first load is {fmt4(op)})" if op < ref.low else "")
     basis = (f"Loads are fractions of the report's reference `lambda* = {fmt4(ref.requests_per_s)} req/s`, as in "
              f"the other sections. With the KV-cache limit this engine's own capacity (sup of b/t(b) under the cache) "
-             f"is {fmt4(lam_kv)} req/s (`fluidq.max_throughput` with `kv_capacity_tokens`), so they are "
+             f"is {fmt4(lam_kv)} req/s (`fluidq capacity --kv-capacity`; `fluidq.max_throughput` in Python), so they are "
              + " and ".join(fmt4(x) for x in own) + f" of that{clamp}."
              + (f" The cache binds (full batches of about {cap_kv.kv_batch_tokens} tokens), so this is a fluid estimate, "
                 f"and a work-conserving scheduler that fills its batches serves about "
