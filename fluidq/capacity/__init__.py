@@ -284,14 +284,13 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         raise ParameterError("workload", workload, "a fluidq.Workload or None")
     per, bs, notes, wcs, wc_bs = [], [], [], [], []
     region_reasons = []
-    kv_b, bounds = [], []
+    kv_b = []
     for e in distinct:
         r, b, note = engine_capacity(e, workload)
         wc_rate, wc_b, _ = full_batch_rate(e, workload)
         # the KV cache binds when it limits the full batch below b_max (only it lowers that limit)
         if e.kv_capacity_tokens is not None and workload is not None and 0 < wc_b < e.b_max:
             kv_b.append(wc_b)
-        bounds.append(e.batch_time.best_rate(e.b_max)[0])  # t(b, kv) >= t(b): a bound whatever the cache
         if workload is not None and e.k_max is not None:
             # k_max may bind for this prefill/decode mix: the capacity is then where the ray
             # (lambda m_p, lambda m_d) leaves the stability region (paper §6)
@@ -342,7 +341,8 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         inputs["batch_seconds"] = float(bs[0] / per[0])
     kv_batch = max(kv_b) if kv_b else None
     bound = None
-    if kv_batch is not None:
+    if kv_batch is not None:  # t(b, kv) >= t(b): sup b/t(b) without the cache bounds whatever the cache does
+        bounds = [e.batch_time.best_rate(e.b_max)[0] for e in distinct]
         bound = float(bounds[0] * count) if len(distinct) == 1 else float(math.fsum(bounds))
     return CapacityResult(tokens_per_s=total, batch_tokens=bs[0] if len(bs) == 1 else tuple(bs),
                           requests_per_s=req, per_engine_tokens_per_s=tuple(per),
