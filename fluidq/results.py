@@ -199,6 +199,12 @@ def is_defined(x) -> bool:
 MEANINGFUL_DIGITS = 4
 
 
+def fmt_load(x) -> str:
+    """A load (a fraction of a capacity) for people: :data:`MEANINGFUL_DIGITS` significant digits, as the
+    report's tables print it (``0.7532``, ``1.126``); ``–`` when undefined."""
+    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+
 def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED, digits: int | None = None) -> str:
     """``x`` formatted with ``spec`` for a human table or message, or ``undefined`` (an en dash) when it
     is not a finite number; never ``nan`` or ``inf``.

@@ -31,7 +31,7 @@ from ..errors import ParameterError
 from ..network.model import Network
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
-from ..results import MEANINGFUL_DIGITS, Status, fmt_value, plain
+from ..results import MEANINGFUL_DIGITS, Status, fmt_load, fmt_value, plain
 from ..workload import Poisson, Workload
 
 __all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
@@ -90,7 +90,7 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     thr, why = cached_renewal_threshold(engine, workload, pol)
     if thr is None:
         return Status.UNKNOWN, (f"{pol.name} is not work-conserving ({wc.reason}); below the Theorem-2 bound "
-                                f"(load {rho:.3f}) no threshold is available: {why}"), None, "closed_form"
+                                f"(load {fmt_load(rho)}) no threshold is available: {why}"), None, "closed_form"
     if thr == 0:
         return Status.UNSTABLE, f"{pol.name} is not work-conserving and unstable at every rate: {why}", 0.0, "renewal"
     lam = workload.arrival_rate_per_s
@@ -215,37 +215,37 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             status = Status.UNSTABLE
             rho = offered / bound
             reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
-                      f"engine serves at best even without its KV-cache limit (load {rho:.3f}); by Theorem 2(a) no "
+                      f"engine serves at best even without its KV-cache limit (load {fmt_load(rho)}); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
         elif offered > hi * top:
             status = Status.UNSTABLE
-            reason = (f"{serves} (load {rho:.3f}); the offered {_tps(offered)} tokens/s is more than {hi:g} times "
+            reason = (f"{serves} (load {fmt_load(rho)}); the offered {_tps(offered)} tokens/s is more than {hi:g} times "
                       f"{'it' if top == ref else f'the {_tps(top)} tokens/s of the best batch under the cache'}, "
                       f"beyond the estimate's error, so the backlog grows: {est}")
         elif wc.work_conserving and offered < lo * ref:
             status = Status.STABLE
-            reason = (f"{serves} (load {rho:.3f}); the offered {_tps(offered)} tokens/s is below {lo:g} times it, "
+            reason = (f"{serves} (load {fmt_load(rho)}); the offered {_tps(offered)} tokens/s is below {lo:g} times it, "
                       f"inside the estimate's error, so {name} keeps up: {est}")
         else:
             status = Status.UNKNOWN
-            reason = (f"{serves} (load {rho:.3f}), too close to call: {est}; between {lo:g} and {hi:g} times the "
+            reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
                       "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
                       "fluidq.replicate in Python)")
     elif rho_any > 1 + tolerance:
         status = Status.UNSTABLE
         rho = rho_any
         reason = (f"offered load {_tps(offered)} tokens/s exceeds the capacity {_tps(sup)} tokens/s "
-                  f"(load {rho:.3f}); by Theorem 2(a) no scheduler is stable{assumption}")
+                  f"(load {fmt_load(rho)}); by Theorem 2(a) no scheduler is stable{assumption}")
     elif wc.work_conserving and rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "
                   f"{wc_what} = {_tps(full)} tokens/s, below the offered {_tps(offered)} tokens/s "
-                  f"(load {rho:.3f}), "
+                  f"(load {fmt_load(rho)}), "
                   f"so its backlog grows (fluid argument of Theorem 2; b/t(b) peaks at a smaller batch, "
                   f"{_tps(sup)} tokens/s, which only a scheduler that sizes its batches could use){assumption}")
     elif rho >= 1 - tolerance and wc.work_conserving:
         status = Status.CRITICAL
-        reason = (f"load {rho:.3f} is within {tolerance:.0%} of the capacity {_tps(ref)} tokens/s "
+        reason = (f"load {fmt_load(rho)} is within {tolerance:.0%} of the capacity {_tps(ref)} tokens/s "
                   f"({wc_what.rstrip(',')}, what a work-conserving scheduler serves); at the boundary Theorem 2 decides "
                   "nothing")
     elif wc.work_conserving:
@@ -253,12 +253,12 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         where = "the engine is" if n_engines == 1 else (
             f"{n_engines} engines behind a join-the-shortest-queue router are (Prop. 3)")
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked:,} searched states); "
-                  f"load {rho:.3f} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
+                  f"load {fmt_load(rho)} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
     elif n_engines > 1:
         status = Status.UNKNOWN
         reason = (f"{name} is not work-conserving; for {n_engines} engines behind a router below the "
-                  f"Theorem-2 bound (load {rho:.3f}) fluidq has no verdict: simulate the network "
+                  f"Theorem-2 bound (load {fmt_load(rho)}) fluidq has no verdict: simulate the network "
                   "(fluidq.simulate_network)")
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)

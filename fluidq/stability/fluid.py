@@ -46,7 +46,7 @@ import numpy as np
 
 from .._validate import integer, real
 from ..errors import ParameterError
-from ..results import Status, plain
+from ..results import Status, fmt_load, plain
 from ..fluid.path import FluidPath, FluidSystem, _network_flow, fluid_path
 
 __all__ = ["FluidStabilityResult", "backlog_slope", "fluid_stability", "lyapunov_certificate"]
@@ -464,7 +464,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     if network.is_dag:
         return FluidStabilityResult(
             status=Status.STABLE, certificate="feedforward",
-            reason=(f"the station graph is acyclic and every load is < 1 (max {rho:.3f} at {worst!r}); with "
+            reason=(f"the station graph is acyclic and every load is < 1 (max {fmt_load(rho)} at {worst!r}); with "
                     "work-conserving engines every fluid path drains (feedforward induction, Dai 1995)"),
             loads=loads)
     if not fm.joins:
@@ -477,7 +477,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             return FluidStabilityResult(
                 status=Status.STABLE, certificate="feedforward",
                 reason=(f"the station graph is acyclic apart from re-entrant stations ({', '.join(loops)}) and every "
-                        f"load is < 1 (max {rho:.3f} at {worst!r}); a work-conserving station with load < 1 drains "
+                        f"load is < 1 (max {fmt_load(rho)} at {worst!r}); a work-conserving station with load < 1 drains "
                         "its total remaining work (present and future visits) however it orders its own classes, "
                         "and the stations drain in topological order (Dai 1995)"),
                 loads=loads)
@@ -485,7 +485,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     if layers is not None:
         return FluidStabilityResult(
             status=Status.STABLE, certificate="priority_layers",
-            reason=(f"every load is < 1 (max {rho:.3f} at {worst!r}) and the buffers can be ordered so that each is "
+            reason=(f"every load is < 1 (max {fmt_load(rho)} at {worst!r}) and the buffers can be ordered so that each is "
                     "fed only by earlier buffers and outranked only by earlier buffers at its engine: in that order "
                     "each buffer drains in finite time and then stays empty (the higher-priority work it competes "
                     "with is then served at its nominal rate, leaving it enough capacity)"),
@@ -493,7 +493,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     if not paths_ok:
         return FluidStabilityResult(
             status=Status.UNKNOWN, certificate=None,
-            reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no priority-layer order; fluid-path search "
+            reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no priority-layer order; fluid-path search "
                     f"skipped: {fm.n} buffers > max_path_buffers={max_path_buffers} (one path per buffer, about "
                     f"{fm.n}^2 operations per phase): no proof either way"), loads=loads)
     system = FluidSystem(fm)
@@ -524,7 +524,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                         f"times its state after {p.cycle_s:.4g} s (for one unit of fluid: a cycle lasts in proportion to "
                         f"the backlog it starts from, so the real network's cycles lengthen as it grows): it grows by "
                         f"that factor every cycle, although "
-                        f"every load is < 1 (max {rho:.3f}); cyclic routing with these priorities (Rybko-Stolyar)"
+                        f"every load is < 1 (max {fmt_load(rho)}); cyclic routing with these priorities (Rybko-Stolyar)"
                         + (f"; {extra}" if extra else "")),
                 loads=loads, growth_factor=p.growth_factor, peak_growth=pg, path=p, paths_checked=checked,
                 non_unique=non_unique)
@@ -554,7 +554,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     extra = _path_caveats(fm, non_unique, diverging=False)
     return FluidStabilityResult(
         status=Status.UNKNOWN, certificate=None,
-        reason=(f"cyclic network, loads < 1 (max {rho:.3f}); no diverging path among {checked} unit initial states "
+        reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no diverging path among {checked} unit initial states "
                 f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),
         loads=loads, path=rep, paths_checked=checked, non_unique=non_unique)
 

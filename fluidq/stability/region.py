@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..capacity.region_capacity import fixed_prompt
 from ..policies.region_aware import RegionAware
-from ..results import Status
+from ..results import Status, fmt_load
 
 __all__ = ["cached_policy_region", "region_verdict"]
 
@@ -44,10 +44,10 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     name = getattr(pol, "name", repr(pol))
     offered = workload.token_rate_per_s
     if rho > 1 + tolerance:
-        return (Status.UNSTABLE, f"offered load {offered:.4g} tokens/s is outside the stability region (load {rho:.3f} "
+        return (Status.UNSTABLE, f"offered load {offered:.4g} tokens/s is outside the stability region (load {fmt_load(rho)} "
                 f"along the workload's mix): {cap.reason}; no scheduler is stable", "region")
     if rho >= 1 - tolerance:
-        return (Status.CRITICAL, f"load {rho:.3f} is within {tolerance:.0%} of the stability region's boundary: "
+        return (Status.CRITICAL, f"load {fmt_load(rho)} is within {tolerance:.0%} of the stability region's boundary: "
                 f"{cap.reason}", "region")
     if not (wc.work_conserving or isinstance(pol, RegionAware)):
         return None
@@ -60,7 +60,7 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     # position relative to that region's boundary (the load there: < 1 inside, > 1 outside).
     there = 1.0 / s if s > 0 else float("inf")
     if there > 1 + tolerance:  # the same rule as for the engine's load ``rho``
-        return (Status.UNSTABLE, f"inside the stability region (load {rho:.3f}), but outside the region of the "
+        return (Status.UNSTABLE, f"inside the stability region (load {fmt_load(rho)}), but outside the region of the "
                 f"batches {name} forms under backlog: they reach only {s:.4f} of this point along its direction "
                 f"(load {there:.4f} relative to that region's boundary, above 1), so its backlog grows once formed "
                 f"(fluid argument, ours; Theorem 2(b) does not hold under k_max -- a region-aware scheduler that "
@@ -74,7 +74,7 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     else:
         where = (f"inside the region of the batches {name} forms under backlog (load {there:.4f} relative to that "
                  f"region's boundary, below 1)")
-    return (Status.UNKNOWN, f"inside the stability region (load {rho:.3f}) and {where}, but under k_max Theorem 2(b) "
+    return (Status.UNKNOWN, f"inside the stability region (load {fmt_load(rho)}) and {where}, but under k_max Theorem 2(b) "
             f"does not hold and the policy's dynamics set its time shares: simulate to decide "
             f"(`fluidq simulate --replications N` or `fluidq region --policies NAME --simulate`; in Python "
             f"fluidq.sim.replicate, fluidq.region.simulated_region): {cap.reason}", "region")

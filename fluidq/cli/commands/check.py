@@ -48,12 +48,13 @@ def register(sub):
 
 
 def _load(x: float) -> str:
-    """A load for the human line: three decimals, or 4 significant digits when huge; "–" when undefined."""
+    """A load for the human line: :func:`fluidq.results.fmt_load` (4 significant digits, as the reasons and
+    the report print it); "–" when undefined."""
     import math
 
-    if not math.isfinite(x):
-        return "–"
-    return f"{x:.3f}" if x < 1e6 else f"{x:.4g}"
+    from ...results import fmt_load
+
+    return fmt_load(x) if math.isfinite(x) else "–"
 
 
 def run(args):

@@ -293,7 +293,7 @@ def run(args):
     for name, e in out["policies"].items():
         s = e["summary"]
         tpot = s["tpot_s_mean"]
-        lines.append(f"{name:<18} {s['finished']:>7} {s['final_requests_in_system']:>7} "
+        lines.append(f"{name:<18} {s['finished']:>7,} {s['final_requests_in_system']:>7,} "
                      f"{cell(name, 'mean L', s['mean_requests_in_system'], 8)} "
                      f"{cell(name, 'slope', s['token_backlog_slope_per_s'], 12)} "
                      f"{cell(name, 'req/s', s['throughput_requests_per_s'], 7)} "
