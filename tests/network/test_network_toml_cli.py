@@ -78,7 +78,7 @@ def test_cli_json_and_table(capsys, tmp_path):
     assert main(["network", str(CASES / "fork_join.toml"), "--load", "1.1", "--plot", str(tmp_path / "a.png"),
                  "--plot-network", str(tmp_path / "b.png")]) == 0
     txt = capsys.readouterr().out
-    assert "verdict: unstable (decided by load)" in txt and "bottleneck: code" in txt
+    assert "verdict: unstable (decided by the station loads)" in txt and "bottleneck: code" in txt
     assert (tmp_path / "a.png").stat().st_size > 1000 and (tmp_path / "b.png").stat().st_size > 1000
 
 

@@ -7,6 +7,16 @@ from pathlib import Path
 from .. import emit
 
 
+
+def _decided_words(decided_by) -> str:
+    """``NetworkStabilityResult.decided_by`` in words (``fluid:diverging_path`` -> the fluid model: a
+    diverging path)."""
+    if not decided_by:
+        return "nothing: unknown"
+    if decided_by.startswith("fluid:"):
+        return f"the fluid model: {decided_by.split(':', 1)[1].replace('_', ' ')}"
+    return {"load": "the station loads", "simulation": "simulation"}.get(decided_by, decided_by)
+
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
                        description="Read a network case file (a path, or a case shipped with fluidq by name, from fluidq/network/cases), print its topology "
@@ -127,7 +137,7 @@ def run(args):
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {res.bottleneck[1]:.3f}",
-             f"verdict: {res.status.value} (decided by {res.decided_by or 'nothing: unknown'})",
+             f"verdict: {res.status.value} (decided by {_decided_words(res.decided_by)})",
              f"  {res.reason}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value
