@@ -899,7 +899,7 @@ class Network:
             ub = " (an upper bound: see the verdict)" if s.name in bounded else ""
             cap = fmt_value(s.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
-                         f"{cap} tokens/s{ub}, load {loads[s.name]:.3f}{bs}{pr}")
+                         f"{cap} tokens/s{ub}, load {fmt_value(loads[s.name], digits=MEANINGFUL_DIGITS)}{bs}{pr}")
         if shared:
             lines.append(f"  (loads at an even split of JSQ router{'s' if len(shared) > 1 else ''} "
                          f"{', '.join(map(repr, shared))}, which share{'' if len(shared) > 1 else 's'} engines with other traffic; best split: "

@@ -459,6 +459,16 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                                   runs=runs)
 
 
+def decided_words(decided_by) -> str:
+    """:attr:`NetworkStabilityResult.decided_by` in words for people (``fluid:diverging_path`` -> "the fluid
+    model: diverging path", ``load`` -> "the station loads")."""
+    if not decided_by:
+        return "nothing: unknown"
+    if decided_by.startswith("fluid:"):
+        return f"the fluid model: {decided_by.split(':', 1)[1].replace('_', ' ')}"
+    return {"load": "the station loads", "simulation": "simulation"}.get(decided_by, decided_by)
+
+
 # the documented old path ``fluidq.network.stability`` (and ``fluidq.network.check_network_stability``):
 # registered here, by the analysis, so that the topology package imports no verdict
 sys.modules.setdefault("fluidq.network.stability", sys.modules[__name__])

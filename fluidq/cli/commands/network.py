@@ -4,18 +4,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ...results import fmt_load
 from .. import emit
 
 
-
-def _decided_words(decided_by) -> str:
-    """``NetworkStabilityResult.decided_by`` in words (``fluid:diverging_path`` -> the fluid model: a
-    diverging path)."""
-    if not decided_by:
-        return "nothing: unknown"
-    if decided_by.startswith("fluid:"):
-        return f"the fluid model: {decided_by.split(':', 1)[1].replace('_', ' ')}"
-    return {"load": "the station loads", "simulation": "simulation"}.get(decided_by, decided_by)
 
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
@@ -97,7 +89,7 @@ def _at_load(net, load):
 
 def run(args):
     from ...errors import ParameterError
-    from ...stability.network import check_network_stability
+    from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
     _check_args(args)
@@ -136,8 +128,8 @@ def run(args):
         net.plot(path=args.plot_network)
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
-             f"bottleneck: {res.bottleneck[0]} at load {res.bottleneck[1]:.3f}",
-             f"verdict: {res.status.value} (decided by {_decided_words(res.decided_by)})",
+             f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
+             f"verdict: {res.status.value} (decided by {decided_words(res.decided_by)})",
              f"  {res.reason}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value

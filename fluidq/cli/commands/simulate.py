@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
+from ...results import fmt_load
 from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from ._roofline_args import add_roofline_args, engine_for_command
 from .. import CliError, emit
@@ -155,7 +156,7 @@ def _replay_line(rw) -> str:
         return (f"replayed  {rw['arrivals']} arrivals: no replayed window, so no effective rate or load (–) "
                 "(a replay starts at the trace's beginning)")
     return (f"replayed  {rw['arrivals']} arrivals in {rw['window_s']:g} s = {rw['requests_per_s']:.3g} req/s, "
-            f"{rw['tokens_per_s']:,.0f} tokens/s: effective load {rw['effective_load']:.3f} "
+            f"{rw['tokens_per_s']:,.0f} tokens/s: effective load {fmt_load(rw['effective_load'])} "
             "(a replay starts at the trace's beginning)")
 
 
@@ -271,7 +272,7 @@ def run(args):
              + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
-             f"m_d={fmt_tokens(base.mean_output_tokens)}: load {out['load']:.3f} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
+             f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
