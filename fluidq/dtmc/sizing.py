@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats
 
 from ..errors import ParameterError
+from ..results import fmt_load
 
 __all__ = ["BYTES_PER_ENTRY", "MAX_STATES_LIMIT", "auto_caps", "available_memory_bytes", "check_memory",
            "chain_states", "fluid_means"]
@@ -172,7 +173,7 @@ def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: 
     sat, _how = saturated_rate(engine, workload, pol)
     hopeless = sat is not None and offered >= sat or rho >= 1
     Np, Nd = _initial(npf, 4), _initial(nd, 8)
-    notes = [f"fluid estimate: {npf:.3g} requests in prefill, {nd:.3g} decoding (load {rho:.3g} of full batches)"]
+    notes = [f"fluid estimate: {npf:.3g} requests in prefill, {nd:.3g} decoding (load {fmt_load(rho)} of full batches)"]
     if hopeless:
         Np, Nd = 4, 8
         notes.append(f"offered {offered:.4g} tokens/s is at or above what {pol.name} serves under a backlog: "

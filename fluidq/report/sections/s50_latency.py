@@ -106,8 +106,8 @@ def render(ctx):
     parts = [
         f"The sections above say which schedulers keep up; this one asks, for a stable one, which request "
         f"ordering serves users best on one engine of the deployment. Each ordering runs on the same sampled "
-        f"requests: {reps} independent replications of {fmt4(horizon)} s simulated per load (the first "
-        f"{fmt4(100 * res.inputs.get('warmup_frac', 0.1))} % left out as warm-up); ± is the half-width of a "
+        f"requests: {reps} independent replications of {horizon:g} s simulated per load (the first "
+        f"{100 * res.inputs.get('warmup_frac', 0.1):g} % left out as warm-up); ± is the half-width of a "
         "95 % confidence interval over the replications. PARS uses a stand-in predictor of Kendall tau 0.5 (the "
         "traces have no prompt text; the default PARS ranker reaches about 0.45 on held-out AlpacaEval prompts). "
         f"{mem_note} {basis}", ""]
@@ -123,7 +123,7 @@ def render(ctx):
         unfinished = (f"{fmt4(100 * (1 - max(done)))}–{fmt4(100 * (1 - min(done)))} % of the arrivals after the "
                       "warm-up were unfinished at the horizon: still queued or running when arrivals stop, about the "
                       "mean time in system over the "
-                      f"{fmt4(horizon * (1 - res.inputs.get('warmup_frac', 0.1)))} s measured window for a stable "
+                      f"{horizon * (1 - res.inputs.get('warmup_frac', 0.1)):g} s measured window for a stable "
                       "queue (Little's law), more where a backlog builds. Their latencies are missing from the "
                       "table, so its tails are underestimated" if done else
                       "no request finished")
