@@ -162,16 +162,13 @@ def _run(args):
     out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
            "caps": {**chain.caps, "chosen": caps_note is not None, "how": caps_note}}
 
+    from ...results import MEANINGFUL_DIGITS as _DIGITS, fmt_value as _fmt
     from ..common import lengths_text
 
     def f(x, spec=None):
         if x is None:
             return "–"
-        if spec is None:
-            from ...results import MEANINGFUL_DIGITS, fmt_value
-
-            return fmt_value(x, digits=MEANINGFUL_DIGITS)
-        return format(x, spec)
+        return _fmt(x, digits=_DIGITS) if spec is None else format(x, spec)
 
     lines = [f"engine          {engine.batch_time.describe()}, b_max={engine.b_max}",
              f"workload        lambda={workload.arrival_rate_per_s:g} req/s, prompt / output {lengths_text(workload)}",

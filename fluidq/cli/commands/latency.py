@@ -6,6 +6,7 @@ from ..common import (
     add_engine_args,
     add_workload_args,
     engine_from_args,
+    lengths_text,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -81,20 +82,6 @@ def _floats(name, text):
         return tuple(float(x) for x in comma_list(name, text, "numbers"))
     except ValueError as exc:
         raise CliError(f"{name} {text}: expected comma-separated numbers") from exc
-
-
-def _lengths(workload) -> str:
-    """``100 / 100 tokens (fixed)`` or ``mean 600 / 200 tokens``: the lengths in words."""
-    from ...workload.lengths import Fixed
-
-    p, d = workload.prompt_tokens, workload.output_tokens
-    if isinstance(p, Fixed) and isinstance(d, Fixed):
-        return f"{p.n} / {d.n} tokens (fixed)"
-    from ...results import MEANINGFUL_DIGITS, fmt_value
-
-    return (f"mean {fmt_value(workload.mean_prompt_tokens, digits=MEANINGFUL_DIGITS)} / "
-            f"{fmt_value(workload.mean_output_tokens, digits=MEANINGFUL_DIGITS)} tokens "
-            f"({type(p).__name__.lower()} / {type(d).__name__.lower()})")
 
 
 def _kv_basis(engine, workload, res) -> str:
@@ -293,7 +280,7 @@ def run(args):
     reps = f"{res.n_replications} replication{'s' if res.n_replications != 1 else ''}"
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ", no KV-cache limit"),
-             f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + _lengths(workload)}; "
+             f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + lengths_text(workload)}; "
              f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max)"
              + (" without the KV cache" if engine.kv_capacity_tokens else "")
              + ("" if args.burst is not None else "; loads are fractions of it") + ")"
@@ -320,8 +307,10 @@ def run(args):
     same = all(res.values[p][c][i][0] == res.values[res.policies[0]][c][i][0]
                for p in res.policies for c in cols for i in range(len(res.loads)))
     if same and len(res.policies) > 1:
+        from ...workload.lengths import Fixed
+
         why = ("every request has the same lengths, so there is nothing to order"
-               if all(type(x).__name__ == "Fixed" for x in (workload.prompt_tokens, workload.output_tokens))
+               if all(isinstance(x, Fixed) for x in (workload.prompt_tokens, workload.output_tokens))
                else "at these loads the queue rarely holds two requests to order")
         lines += ["", f"note: every ordering gives the same numbers: {why}; to see them differ, give lengths "
                       "that vary and a load where queues form (e.g. --trace azure-conv --kv-capacity 50000, or "
