@@ -70,13 +70,7 @@ def tightest_slo(latencies, fraction: float, lower_bounds=None) -> float:
     fraction = real("fraction", fraction, positive=True)
     if fraction > 1:
         raise ParameterError("fraction", fraction, "a fraction in (0, 1]")
-    if lower_bounds is None:
-        x = np.sort(_latencies(latencies))
-        if x.size == 0:
-            return math.nan
-        k = math.ceil(fraction * x.size - 1e-9)  # requests that must meet it
-        return float(x[max(k, 1) - 1])
-    fin, lb = _split(latencies, lower_bounds)
+    fin, lb = _split(latencies, lower_bounds)  # without bounds the unfinished are at inf inside fin
     if fin.size + lb.size == 0:
         return math.nan
     if fin.size == 0:
