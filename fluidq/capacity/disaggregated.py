@@ -6,9 +6,13 @@ its KV cache (``m_p x kv_bytes_per_token`` bytes) crosses a link to one of ``n_d
 the remaining ``m_d - 1`` tokens are decoded there.  In the fluid limit each stage is a server of its
 own rate and the tandem sustains the smallest (requests per second):
 
-* prefill pool: ``n_p x sup_b b/t_p(b) / m_p`` (Theorem 2 of arXiv:2504.07347 on prompt tokens, ``kv = 0``);
+* prefill pool: ``n_p x sup_b b/t_p(b) / m_p`` (Theorem 2 of arXiv:2504.07347 on prompt tokens, ``kv = 0``;
+  ``b`` up to ``b_max`` and the prefill engine's own KV cache);
 * KV transfer: ``n_p x links x bandwidth / (m_p x kv_bytes_per_token)`` (each prefill engine sends over
   ``links`` links of the :class:`~fluidq.batchtime.comm.Link`; the latency delays, it does not limit);
+* prefill memory (only when a prefill engine's KV cache holds fewer than two mean prompts): a prompt's
+  KV stays on its prefill engine until the link has sent it, so prefill and transfer take turns,
+  ``n_p / (1/prefill + 1/transfer)`` (per engine); zero when the cache holds less than one prompt;
 * decode pool: ``n_d x max_{N <= N_max} N / ((m_d - 1) t_d(N, N x kv_bar))`` with ``N_max`` the most
   requests that decode together (``k_max``, ``b_max``, the KV cache over the mean resident context
   ``kv_bar = E[o (p + o/2)] / E[o]``).
@@ -59,9 +63,11 @@ def _lengths(workload: Workload) -> tuple[float, float, float]:
 
 
 def prefill_rate(engine: Engine, workload: Workload) -> float:
-    """Requests per second one prefill engine serves: ``sup_{b <= b_max} b/t(b, 0) / m_p``."""
+    """Requests per second one prefill engine serves: ``sup_{b <= b_max} b/t(b, 0) / m_p`` (``b`` also at most
+    the engine's ``kv_capacity_tokens``: the prompts of a batch hold their KV until it has crossed the link)."""
     mp, _, _ = _lengths(workload)
-    b = np.arange(1, engine.b_max + 1, dtype=float)
+    top = engine.b_max if engine.kv_capacity_tokens is None else min(engine.b_max, engine.kv_capacity_tokens)
+    b = np.arange(1, top + 1, dtype=float)
     return float(np.max(b / _t(engine, b, 0.0))) / mp
 
 
@@ -94,6 +100,25 @@ def transfer_rate(workload: Workload, link: Link, kv_bytes_per_token: float, lin
     kvb = real("kv_bytes_per_token", kv_bytes_per_token, positive=True)
     k = integer("links", links, minimum=1, maximum=_MAX_POOL)
     return k * link.bandwidth_gbps * 1e9 / (mp * kvb)
+
+
+def prefill_memory_rate(engine: Engine, workload: Workload, prefill: float, transfer: float) -> float | None:
+    """Requests per second of one prefill engine whose KV cache holds fewer than two mean prompts: it cannot
+    prefill the next prompt while the link sends the last, so prefill and transfer take turns,
+    ``1 / (1/prefill + 1/transfer)``; ``None`` when the cache holds two prompts or more (they overlap)."""
+    mp, _, _ = _lengths(workload)
+    if engine.kv_capacity_tokens is None or engine.kv_capacity_tokens >= 2 * mp:
+        return None
+    if engine.kv_capacity_tokens < mp:
+        return 0.0
+    return 1.0 / (1.0 / prefill + 1.0 / transfer)
+
+
+def _per_prefill_engine(prefill, workload, link, kv_bytes_per_token, links) -> float:
+    pr = prefill_rate(prefill, workload)
+    tr = transfer_rate(workload, link, kv_bytes_per_token, links)
+    pm = prefill_memory_rate(prefill, workload, pr, tr)
+    return min(pr, tr) if pm is None else pm
 
 
 @dataclass(frozen=True)
@@ -162,7 +187,12 @@ def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, 
     mp, md, kv_bar = _lengths(workload)
     tr = transfer_rate(workload, link, kv_bytes_per_token, links)
     dr, n_res, lim = decode_rate(decode, workload)
-    stages = {"prefill": n_p * prefill_rate(prefill, workload), "transfer": n_p * tr, "decode": n_d * dr}
+    pr = prefill_rate(prefill, workload)
+    stages = {"prefill": n_p * pr, "transfer": n_p * tr}
+    pm = prefill_memory_rate(prefill, workload, pr, tr)
+    if pm is not None:
+        stages["prefill_memory"] = n_p * pm
+    stages["decode"] = n_d * dr
     bottleneck = min(stages, key=stages.get)
     cap = stages[bottleneck]
     verdict = load = None
@@ -193,12 +223,14 @@ def size_pools(prefill: Engine, decode: Engine, workload: Workload, *, link: Lin
     if (rate is None) == (max_engines is None):
         raise ParameterError("rate", rate, "exactly one of rate (requests/s) or max_engines")
     mp, _, _ = _lengths(workload)
-    p1 = min(prefill_rate(prefill, workload), transfer_rate(workload, link, kv_bytes_per_token, links))
+    p1 = _per_prefill_engine(prefill, workload, link, kv_bytes_per_token, links)
     d1, _, _ = decode_rate(decode, workload)
     kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
     if rate is not None:
         lam = real("rate", rate, positive=True)
-        if p1 <= 0 or d1 <= 0:
+        if p1 <= 0:
+            raise ParameterError("prefill", prefill, "an engine that can hold one prompt (its KV cache is too small)")
+        if d1 <= 0:
             raise ParameterError("decode", decode, "an engine that can hold one request (its KV cache is too small)")
         n_p = math.floor(lam / p1) + 1
         n_d = 1 if math.isinf(d1) else math.floor(lam / d1) + 1
@@ -259,7 +291,7 @@ def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Worklo
     kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
     dis = size_pools(prefill, decode, workload, max_engines=e, **kw)
     # size_pools maximises per GPU over <= e engines; at a fixed budget every engine is used
-    p1 = min(prefill_rate(prefill, workload), transfer_rate(workload, link, kv_bytes_per_token, links))
+    p1 = _per_prefill_engine(prefill, workload, link, kv_bytes_per_token, links)
     d1, _, _ = decode_rate(decode, workload)
     n_p = _best_split(e, p1, d1)
     best = disaggregated_capacity(prefill, decode, workload, n_prefill=n_p, n_decode=e - n_p, **kw)
@@ -272,10 +304,11 @@ def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Worklo
 
 def pd_region(result: DisaggregatedResult) -> dict:
     """The (prefill tokens/s, decode tokens/s) a tandem sustains: a rectangle, since the pools share no
-    engine -- prefill tokens below ``m_p x min(prefill, transfer)``, decode tokens below ``(m_d - 1) x decode``
+    engine -- prefill tokens below ``m_p x min(prefill, transfer, prefill memory)``, decode tokens below ``(m_d - 1) x decode``
     (at the workload's mean context, which sets the decode batch time)."""
     if not isinstance(result, DisaggregatedResult):
         raise ParameterError("result", result, "a DisaggregatedResult (disaggregated_capacity)")
     i = result.inputs
-    return {"prefill_tokens_per_s": i["mean_prompt_tokens"] * min(result.stages["prefill"], result.stages["transfer"]),
+    return {"prefill_tokens_per_s": i["mean_prompt_tokens"] * min(v for k, v in result.stages.items()
+                                                                   if k != "decode"),
             "decode_tokens_per_s": (i["mean_output_tokens"] - 1.0) * result.stages["decode"]}

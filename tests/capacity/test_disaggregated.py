@@ -9,7 +9,7 @@ from fluidq.batchtime import Affine, ContextAware
 from fluidq.batchtime.comm import Link
 from fluidq.capacity.disaggregated import (colocated_capacity, compare, decode_rate, disaggregated_capacity,
                                            pd_region, prefill_rate, size_pools)
-from fluidq.capacity.disaggregated_sim import simulate_disaggregated
+from fluidq.capacity.disaggregated_sim import replicate_disaggregated, simulate_disaggregated
 from fluidq.errors import ParameterError
 
 KVB = 131072  # Llama-3.1-8B's KV bytes per token
@@ -95,7 +95,7 @@ SLOW = Link(bandwidth_gbps=0.1, latency_us=5.0)
 
 
 @pytest.mark.parametrize("n_p,n_d,link,want", [(3, 1, LINK, "decode"), (2, 3, LINK, "prefill"),
-                                                (2, 2, SLOW, "transfer")])
+                                                pytest.param(2, 2, SLOW, "transfer", marks=pytest.mark.slow)])
 def test_fluid_verdict_agrees_with_simulation(n_p, n_d, link, want):
     cap = disaggregated_capacity(PRE, DEC, wl(), n_prefill=n_p, n_decode=n_d, link=link, kv_bytes_per_token=KVB)
     assert cap.bottleneck == want
@@ -156,8 +156,68 @@ def test_size_pools_needs_one_goal():
         size_pools(PRE, DEC, wl(), link=LINK, kv_bytes_per_token=KVB, rate=1.0, max_engines=4)
 
 
-def test_simulation_refuses_a_kv_capped_decode_engine():
-    dec = Engine(batch_time=DEC.batch_time, b_max=2048, k_max=50, kv_capacity_tokens=30000)
-    with pytest.raises(ParameterError, match="decode"):
-        simulate_disaggregated(PRE, dec, wl(), n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB,
-                               horizon_s=1.0)
+def test_prefill_memory_caps_the_batch_and_serialises_with_the_link():
+    small = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=1500)
+    assert prefill_rate(small, wl()) == pytest.approx(1500 / 0.16 / 1000, rel=1e-9)  # b <= the cache
+    mid = Link(bandwidth_gbps=1.0, latency_us=5.0)
+    r = disaggregated_capacity(small, DEC, wl(), n_prefill=2, n_decode=3, link=mid, kv_bytes_per_token=KVB)
+    one = 1.0 / (1000 * 0.16 / 1500 + 1000 * KVB / 1e9)  # prefill and transfer take turns
+    assert r.bottleneck == "prefill_memory" and r.requests_per_s == pytest.approx(2 * one, rel=1e-9)
+    assert pd_region(r)["prefill_tokens_per_s"] == pytest.approx(1000 * 2 * one)
+    big = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=2000)  # two prompts: they overlap
+    assert "prefill_memory" not in disaggregated_capacity(big, DEC, wl(), n_prefill=2, n_decode=3, link=mid,
+                                                          kv_bytes_per_token=KVB).stages
+    tiny = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=999)  # not one prompt
+    assert disaggregated_capacity(tiny, DEC, wl(), n_prefill=1, n_decode=1, link=mid,
+                                  kv_bytes_per_token=KVB).requests_per_s == 0
+    with pytest.raises(ParameterError, match="prefill"):
+        size_pools(tiny, DEC, wl(), link=mid, kv_bytes_per_token=KVB, rate=1.0)
+
+
+KV_DEC = Engine(batch_time=DEC.batch_time, b_max=2048, k_max=50, kv_capacity_tokens=21010)  # 20 residents
+KV_PRE = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=1500)
+MID = Link(bandwidth_gbps=1.0, latency_us=5.0)
+
+
+@pytest.mark.parametrize("pre,n_p,n_d,link,want,horizon", [
+    (PRE, 3, 2, LINK, "decode", 200.0),                  # the decode KV cache limits the residents
+    pytest.param(KV_PRE, 2, 3, MID, "prefill_memory", 300.0, marks=pytest.mark.slow),
+])
+def test_memory_bound_verdict_agrees_with_replications(pre, n_p, n_d, link, want, horizon):
+    """Each pool with its own memory: the fluid verdict against seeded replications, with 95 % intervals of
+    the backlog's growth share (fluid: 0 below capacity, 1 - 1/1.1 = 0.091 at 1.1) and of the throughput."""
+    cap = disaggregated_capacity(pre, KV_DEC, wl(), n_prefill=n_p, n_decode=n_d, link=link, kv_bytes_per_token=KVB)
+    assert cap.bottleneck == want
+    for f in (0.9, 1.1):
+        r = replicate_disaggregated(pre, KV_DEC, wl(rate=f * cap.requests_per_s), n_prefill=n_p, n_decode=n_d,
+                                    link=link, kv_bytes_per_token=KVB, horizon_s=horizon, replications=3, seed=1)
+        lo, hi = r.growth_share_ci
+        if f < 1:
+            assert r.verdict == "stable" and lo < 0 < hi, (f, r.growth_share_ci)
+            assert r.throughput_ci[0] < 0.9 * cap.requests_per_s * 1.02  # it serves what arrives
+        else:
+            assert r.verdict == "unstable" and lo < 1 - 1 / 1.1 + 0.04 and hi > 1 - 1 / 1.1 - 0.04, (f, lo, hi)
+            assert r.throughput_ci[1] == pytest.approx(cap.requests_per_s, rel=0.06)
+    if want == "decode":
+        assert sum(x.preemptions for x in r.runs) > 0  # the residents' growth overflows the cache
+
+
+def test_simulation_refuses_requests_that_never_fit():
+    dec = Engine(batch_time=DEC.batch_time, b_max=2048, k_max=50, kv_capacity_tokens=1050)  # p + o = 1101
+    s = simulate_disaggregated(PRE, dec, wl(rate=2.0), n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB,
+                               horizon_s=5.0)
+    assert s.rejected == s.arrived > 0 and s.completed == 0 and s.in_system_end == 0
+    pre = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=999)
+    s = simulate_disaggregated(pre, DEC, wl(rate=2.0), n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB,
+                               horizon_s=5.0)
+    assert s.rejected == s.arrived
+
+
+@pytest.mark.parametrize("kw,name", [(dict(horizon_s=0), "horizon_s"), (dict(n_decode=0), "n_decode"),
+                                     (dict(link=3), "link"), (dict(replications=1), "replications"),
+                                     (dict(seed=-1), "seed")])
+def test_replications_bad_input_names_the_parameter(kw, name):
+    args = dict(n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB, horizon_s=1.0)
+    args.update(kw)
+    with pytest.raises(ParameterError, match=name):
+        replicate_disaggregated(PRE, DEC, wl(), **args)
