@@ -24,6 +24,8 @@ counts.  Modules:
                router (exact: the product of engine chains), DAG, fork-join, Rybko-Stolyar
 ``llm_network`` :func:`jsq_llm_engines`: JSQ over two Sarathi engines with prefill/decode batches
                (Erlang-k batch times, extrapolated in 1/k)
+``llm_rybko``  :func:`llm_rybko_stolyar_chain`: the LLM Rybko-Stolyar network of two Sarathi engines
+               (entering and exiting hop per engine, either priority order; Erlang-k, extrapolated)
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def solve_dtmc(engine, workload, policy="sarathi", *, method="auto", **build_kw)
 def __getattr__(name):
     import importlib
 
-    for mod in ("build", "result", "solve", "threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered", "llm_network"):
+    for mod in ("build", "result", "solve", "threshold", "drift", "symbolic", "symbolic_chain", "networks", "finite", "ordered", "llm_network", "llm_rybko"):
         m = importlib.import_module(f"{__name__}.{mod}")
         if hasattr(m, name):
             return getattr(m, name)
@@ -58,6 +60,7 @@ __all__ = [
     "ThresholdResult",
     "build_dtmc",
     "jsq_llm_engines",
+    "llm_rybko_stolyar_chain",
     "solve_dtmc",
     "stability_threshold",
     "stationary",

@@ -1,4 +1,9 @@
-"""``fluidq dtmc``: build and solve the embedded Markov chain of one engine; its stability threshold."""
+"""``fluidq dtmc``: build and solve the embedded Markov chain of one engine; its stability threshold.
+
+With ``--network jsq`` or ``--network llm-rybko-stolyar`` it solves a chain of two Sarathi engines instead
+(:func:`fluidq.dtmc.jsq_llm_engines`, :func:`fluidq.dtmc.llm_rybko_stolyar_chain`): JSQ over two engines,
+or the LLM Rybko-Stolyar network (an entering and an exiting hop per engine, ``--priority`` order).
+"""
 from __future__ import annotations
 
 from .. import emit
@@ -79,8 +84,33 @@ def register(sub):
                    "nearly decomposable chains; the answer names the solver used and its residual)")
     p.add_argument("--plot", default=None, metavar="PATH", help="write the stationary distribution and drift field "
                    "to PATH (format from the extension: png, pdf, svg...; none: .png)")
+    g = p.add_argument_group("network chains (two Sarathi engines, prefill/decode batches, Erlang-k batch times "
+                             "extrapolated to fixed ones)")
+    g.add_argument("--network", choices=NETWORKS, default=None,
+                   help="solve a network chain instead of one engine: jsq (two engines behind join-shortest-"
+                   "queue) or llm-rybko-stolyar (type A enters at engine 1 and exits at engine 2, type B the "
+                   "mirror; --rate is each type's rate). Lengths: fixed prompts (default "
+                   f"{NETWORK_PROMPT} tokens), geometric outputs (default mean {NETWORK_OUTPUT}); "
+                   "--max-prefill caps the waiting prompts, --max-decode the decoders, per engine (default 6 for jsq, 3 for "
+                   "llm-rybko-stolyar)")
+    g.add_argument("--exit-prompt", type=float, default=None,
+                   help="llm-rybko-stolyar: prompt tokens of the exiting hops (default: --prompt)")
+    g.add_argument("--exit-output", type=float, default=None,
+                   help="llm-rybko-stolyar: mean output tokens of the exiting hops (default: --output)")
+    g.add_argument("--priority", choices=["exit", "reversed"], default=None,
+                   help="llm-rybko-stolyar: each engine serves its exiting hop first (exit, default; the "
+                   "classical unstable order) or its entering hop (reversed)")
+    g.add_argument("--phases", type=str, default=None,
+                   help="Erlang phases k of the batch time; the chain is solved for k and 2k and extrapolated "
+                   "(default 2 for jsq, 1 for llm-rybko-stolyar)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
+
+
+NETWORKS = ("jsq", "llm-rybko-stolyar")
+NETWORK_PROMPT, NETWORK_OUTPUT = 2, 3
+#: default caps per engine (jsq, llm-rybko-stolyar): the Rybko-Stolyar pair of engines has more local states
+NETWORK_CAPS = {"jsq": 6, "llm-rybko-stolyar": 3}
 
 
 def run(args):
@@ -94,6 +124,16 @@ def run(args):
 
 def _run(args):
     import math
+
+    if args.network is not None:
+        return _run_network(args)
+    from ...errors import ParameterError as _PE
+
+    for flag, v in (("--exit-prompt", args.exit_prompt), ("--exit-output", args.exit_output),
+                    ("--priority", args.priority), ("--phases", args.phases)):
+        if v is not None:
+            raise _PE(flag, v, "only with --network (it sets a network chain)",
+                      "add --network llm-rybko-stolyar (or jsq for --phases)")
 
     from ...dtmc import build_dtmc
     from ...dtmc.threshold import ThresholdUnavailable, stability_threshold
@@ -195,3 +235,106 @@ def _run(args):
     if fig:
         lines.append(f"plot            {fig}")
     emit(args, out, "\n".join(lines))
+
+
+def _run_network(args):
+    """``--network``: a chain of two Sarathi engines (JSQ, or the LLM Rybko-Stolyar network)."""
+    from ...errors import ParameterError
+    from ..._validate import integer, real
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+    from .. import CliError
+
+    if args.trace is not None:
+        raise CliError(f"--trace {args.trace}: a network chain needs Poisson arrivals and memoryless outputs; "
+                       "give --rate/--prompt/--output")
+    for flag, v, why in (("--policy", args.policy != "sarathi" and args.policy, "the engines run Sarathi-Serve"),
+                         ("--geometric", args.geometric, "prompts are fixed and outputs geometric already"),
+                         ("--plot", args.plot, "no plot of a network chain yet"),
+                         ("--solver", args.solver != "auto" and args.solver, "the chain picks its solver")):
+        if v:
+            raise ParameterError(flag, v, f"not with --network ({why})")
+    rybko = args.network == "llm-rybko-stolyar"
+    if not rybko:
+        for flag, v in (("--exit-prompt", args.exit_prompt), ("--exit-output", args.exit_output),
+                        ("--priority", args.priority)):
+            if v is not None:
+                raise ParameterError(flag, v, "only with --network llm-rybko-stolyar")
+    if args.engines != 1:
+        raise ParameterError("--engines", args.engines, "1 with --network (the network has two engines of its own)")
+    engine = engine_from_args(args)
+    if args.rate is None:
+        raise CliError("give --rate R (requests per second; for llm-rybko-stolyar each type's rate)")
+    rate = real("--rate", args.rate, positive=True)
+
+    def tokens(flag, v, default, whole):
+        v = default if v is None else real(flag, v, minimum=1.0)
+        if whole and not float(v).is_integer():
+            raise ParameterError(flag, v, "a whole number of tokens (prompts are fixed in the chain)")
+        return int(v) if whole else float(v)
+
+    P = tokens("--prompt", args.prompt, NETWORK_PROMPT, True)
+    M = tokens("--output", args.output, NETWORK_OUTPUT, False)
+    W = NETWORK_CAPS[args.network] if args.max_prefill is None else _count("--max-prefill")(args.max_prefill)
+    D = NETWORK_CAPS[args.network] if args.max_decode is None else _count("--max-decode")(args.max_decode)
+    k = (1 if rybko else 2) if args.phases is None else integer("--phases", _num(args.phases, "--phases"), minimum=1)
+    flags = {"prompt_tokens": "--prompt", "mean_output_tokens": "--output", "entering[0]": "--prompt",
+             "entering[1]": "--output", "exiting[0]": "--exit-prompt", "exiting[1]": "--exit-output",
+             "max_waiting": "--max-prefill", "max_decode": "--max-decode", "phases": "--phases",
+             "rate_per_s": "--rate", "arrival_rate_per_s": "--rate"}
+    try:
+        if rybko:
+            from ...dtmc.llm_rybko import llm_rybko_stolyar_chain
+
+            PX = tokens("--exit-prompt", args.exit_prompt, P, True)
+            MX = tokens("--exit-output", args.exit_output, M, False)
+            res = llm_rybko_stolyar_chain(engine, rate_per_s=rate, entering=(P, M), exiting=(PX, MX),
+                                          priority=args.priority or "exit", phases=k, max_waiting=W, max_decode=D)
+        else:
+            from ...dtmc.llm_network import jsq_llm_engines
+
+            res = jsq_llm_engines(engine, arrival_rate_per_s=rate, prompt_tokens=P, mean_output_tokens=M,
+                                  phases=k, max_waiting=W, max_decode=D)
+    except ParameterError as exc:
+        flag = flags.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from exc
+
+    def f(x):
+        return fmt_value(x, digits=MEANINGFUL_DIGITS)
+
+    k1, k2 = res.phases
+    lines = [f"engine          {engine.batch_time.describe()}, b_max={engine.b_max}, two copies (Sarathi-Serve)"]
+    if rybko:
+        lines += [f"network         LLM Rybko-Stolyar, priority to the "
+                  f"{'exiting' if (args.priority or 'exit') == 'exit' else 'entering'} hop; lambda={rate:g} req/s "
+                  "per type",
+                  f"hops            entering (A.1, B.1): prompt {P}, output geometric mean {M:g}; exiting (A.2, "
+                  f"B.2): prompt {PX}, output geometric mean {MX:g}",
+                  f"load            {f(res.inputs['load'])} per engine"]
+    else:
+        lines += [f"network         two engines behind JSQ (ties to engine 1); lambda={rate:g} req/s",
+                  f"lengths         prompt {P}, output geometric mean {M:g}"]
+    lines += [f"chain           {res.n_states[k1]:,} states ({k1} phases), {res.n_states[k2]:,} ({k2} phases); caps "
+              f"--max-prefill {W}, --max-decode {D} per engine",
+              f"truncation      lost mass {res.lost_mass[k1]:.1e} / {res.lost_mass[k2]:.1e}, residual "
+              f"{max(res.residual.values()):.1e}",
+              f"requests        engine 1 {f(res.extrapolated[0])}, engine 2 {f(res.extrapolated[1])} (extrapolated "
+              f"to fixed batch times; {k1} phases: {f(res.mean_requests[k1][0])}, {f(res.mean_requests[k1][1])})"]
+    if rybko:
+        lines.append("per hop         " + ", ".join(f"{h} {f(res.extrapolated_hops[h])} req / "
+                                                    f"{f(res.extrapolated_tokens[h])} tokens" for h in res.extrapolated_hops))
+    lost = max(res.lost_mass.values())
+    if lost > 1e-3:
+        lines.append(f"warning         lost mass {lost:.1e} > 1e-3: raise --max-prefill/--max-decode (or the load is "
+                     "beyond what the caps hold)")
+    emit(args, {"network": args.network, "result": res.to_dict()}, "\n".join(lines))
+
+
+def _num(text, flag):
+    from ...errors import ParameterError
+
+    try:
+        return int(text)
+    except ValueError:
+        raise ParameterError(flag, text, "an integer >= 1") from None
