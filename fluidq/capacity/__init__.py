@@ -362,3 +362,7 @@ def _region_aware_shapes(engine, target_tokens_per_s, prompt_tokens):
 from ..policies import region_aware as _region_aware  # noqa: E402
 
 _region_aware.register_shape_finder(_region_aware_shapes)
+
+# The Network / Station traffic-equation methods (loads, bottleneck, best split, station capacity) and
+# Network.flow are the analyses fluidq.capacity.network and fluidq.fluid.compile register on import
+from . import network as _network  # noqa: E402, F401
