@@ -1,7 +1,7 @@
 """Network capacity: station capacities, the traffic equations' loads, the bottleneck and the best split.
 
 A :class:`~fluidq.network.Network` is a description (stations, routes, routers); its methods
-``loads``, ``visit_rates``, ``point_loads``, ``bottleneck``, ``best_split_loads`` and
+``loads``, ``visit_rates``, ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load`` and
 ``Station.capacity_tokens_per_s`` are the functions here, which this module registers with
 :mod:`fluidq.network.model` when ``fluidq`` is imported (so the description imports no analysis).
 They read the compiled flow model :attr:`Network.flow <fluidq.network.Network.flow>`
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import real
 from ..errors import TopologyError
-from ..fluid import compile as _compile  # noqa: F401  (registers Network.flow before any network is built)
 from ..network import model as _model
 from ..network.caveats import capacity_caveats  # noqa: F401
 
 __all__ = ["capacity_caveats", "station_capacity_tokens_per_s", "visit_rates", "station_loads", "point_loads",
-           "bottleneck", "best_split_loads"]
+           "bottleneck", "best_split_loads", "at_load"]
 
 
 def station_capacity_tokens_per_s(station) -> float:
@@ -151,8 +151,18 @@ def best_split_loads(network) -> dict:
             "shares": shares}
 
 
+def at_load(network, load: float):
+    """``network`` with its arrival rates scaled so that the bottleneck load equals ``load``."""
+    load = real("load", load, positive=True)
+    name, now = bottleneck(network)
+    if not now > 0:
+        raise TopologyError(f"at_load: no engine carries any load (bottleneck {name!r} at {now}), so no rate "
+                            "scaling reaches a load")
+    return network.scaled(load / now)
+
+
 # the Network / Station methods of the same names are these functions (the description imports no analysis);
-# `import fluidq` imports this module through fluidq.capacity
+# `import fluidq` imports this module through fluidq.capacity (and fluidq.fluid.compile, behind Network.flow)
 _model.register_analysis(station_capacity_tokens_per_s=station_capacity_tokens_per_s, visit_rates=visit_rates,
                          loads=station_loads, point_loads=point_loads, bottleneck=bottleneck,
-                         best_split_loads=best_split_loads)
+                         best_split_loads=best_split_loads, at_load=at_load)

@@ -11,10 +11,12 @@ class-priority order), optional :class:`Router` objects over parallel stations, 
 
 The topology is a :mod:`networkx` digraph over stations (an edge when some request goes from a hop on
 one station to a hop on another): ``is_dag``, ``cycles`` and which JSQ routers share engines are read
-here.  The traffic equations (``flow``, ``visit_rates``, ``loads``, ``bottleneck``, ``best_split_loads``,
-``Station.capacity_tokens_per_s``) are methods for convenience only: they call the analyses
-:mod:`fluidq.fluid.compile` (the flow model) and :mod:`fluidq.capacity.network` (capacities, loads,
-the best split), which register themselves here when ``fluidq`` is imported.
+here.  This module is a description and computes no traffic equation: the methods ``flow``,
+``visit_rates``, ``loads``, ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load`` and
+``Station.capacity_tokens_per_s`` (and the loads and capacities that :meth:`Network.describe` and
+:meth:`Network.to_dict` report) are conveniences that call the analyses :mod:`fluidq.fluid.compile`
+(the flow model) and :mod:`fluidq.capacity.network` (capacities, loads, the bottleneck, the best split),
+which register themselves here (:func:`register_analysis`) when ``fluidq`` is imported.
 
 A classical multiclass queueing network (Rybko--Stolyar, Lu--Kumar) is the special case of stations
 that serve one unit of work per unit time: :meth:`Network.classical` builds it with
@@ -62,7 +64,7 @@ __all__ = [
 _PROB_TOL = 1e-9
 
 #: The analyses behind the traffic-equation methods (``Network.flow``, ``loads``, ``visit_rates``,
-#: ``point_loads``, ``bottleneck``, ``best_split_loads``, ``Station.capacity_tokens_per_s``) and the old
+#: ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load``, ``Station.capacity_tokens_per_s``) and the old
 #: names ``Buffer``, ``FlowModel``, ``MAX_TOKEN_RATE`` of this module: :mod:`fluidq.fluid.compile` and
 #: :mod:`fluidq.capacity.network` register them when ``fluidq`` is imported, so that this description
 #: imports no analysis (the pattern of :func:`fluidq.policies.region_aware.register_shape_finder`).
@@ -723,13 +725,9 @@ class Network:
         return replace(self, classes=cl)
 
     def at_load(self, load: float) -> Network:
-        """Arrival rates scaled so that the bottleneck load equals ``load``."""
-        load = real("load", load, positive=True)
-        name, now = self.bottleneck
-        if not now > 0:
-            raise TopologyError(f"at_load: no engine carries any load (bottleneck {name!r} at {now}), so no rate "
-                                "scaling reaches a load")
-        return self.scaled(load / now)
+        """Arrival rates scaled so that the bottleneck load equals ``load``
+        (:func:`fluidq.capacity.network.at_load`)."""
+        return _analysis("at_load")(self, load)
 
     def with_priorities(self, priorities: dict) -> Network:
         """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""

@@ -82,6 +82,9 @@ def test_the_methods_are_the_analyses(key):
     assert net.point_loads() == capnet.point_loads(net)
     assert net.bottleneck == capnet.bottleneck(net)
     assert net.best_split_loads() == capnet.best_split_loads(net)
+    scaled = net.at_load(0.5)
+    assert scaled.to_dict() == capnet.at_load(net, 0.5).to_dict()
+    assert scaled.bottleneck[1] == pytest.approx(0.5, rel=1e-12)
     for s in net.stations:
         b = s.engine.b_max
         assert s.capacity_tokens_per_s == capnet.station_capacity_tokens_per_s(s) == b / float(s.engine.batch_time(b))
