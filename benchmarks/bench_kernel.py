@@ -128,6 +128,18 @@ def cold_child() -> dict:
     return {"import_s": t1 - t0, "compile_s": time.process_time() - t1}
 
 
+#: issue 15: Orca's compiled cost per request at most this many times Sarathi's, stable and unstable
+ORCA_TARGET = 2.0
+
+
+def target_line(label: str, res: dict) -> str:
+    """The Orca/Sarathi cost ratio per request at each load, against :data:`ORCA_TARGET`."""
+    rel = {load: res[f"sarathi@{load}"]["rps"] / res[f"orca@{load}"]["rps"] for load in (0.9, 1.2)}
+    met = all(r <= ORCA_TARGET for r in rel.values())
+    parts = ", ".join(f"{r:.2f}x at {load} lambda*" for load, r in rel.items())
+    return f"# Orca/Sarathi cost per request ({label}): {parts}; target <= {ORCA_TARGET:g}x: {'met' if met else 'NOT met'}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer requests")
@@ -167,6 +179,7 @@ def main():
     print(f"# one-off, fresh processes: import fluidq.kernel {cold['import_s']:.2f} CPU-s; compile into an empty "
           f"cache {cold['compile_s']:.2f} CPU-s; load from the cache {warm['compile_s']:.2f} CPU-s")
     print("# 'vs sarathi': the compiled kernel's cost per request relative to Sarathi's at the same load")
+    print(target_line("this process, best of 3", new))
     if base:
         print(f"# before/after: compiled kernel of {a.base[:7]} (base) and of this tree (new), n={n_fast:,}, "
               "best of 3 alternating child processes")
@@ -180,6 +193,8 @@ def main():
             rb, rn = base[f"sarathi@{load}"]["rps"] / b, here[f"sarathi@{load}"]["rps"] / c
             same = base[key]["iterations"] == here[key]["iterations"] and base[key]["finished"] == here[key]["finished"]
             print(f"{key:<14}{b:>12.3g}{c:>12.3g}{c / b:>10.2f}{rb:>11.2f}x{rn:>10.2f}x{str(same):>11}")
+        print(target_line(f"base {a.base[:7]}, child processes", base))
+        print(target_line("new, child processes", here))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import importlib
 from ._version import __version__
 from .batchtime import Affine, BatchTime, ContextAware, PiecewiseLinear, Staircase, Tabulated
 from .capacity import CapacityResult, max_throughput
+from .fluid import compile as _flow_compile  # noqa: F401  (registers Network.flow; see fluidq.network.model)
 from .engine import Engine
 from .errors import FluidqError
 from .policies import (FCFS, VLLM, FasterTransformer, Orca, Sarathi, Scheduler, VLLMChunked,

@@ -362,3 +362,8 @@ def _region_aware_shapes(engine, target_tokens_per_s, prompt_tokens):
 from ..policies import region_aware as _region_aware  # noqa: E402
 
 _region_aware.register_shape_finder(_region_aware_shapes)
+
+# The Network / Station traffic-equation methods (loads, bottleneck, best split, at_load, station
+# capacity) are the functions fluidq.capacity.network registers on import (Network.flow is registered
+# by fluidq.fluid.compile, which `import fluidq` imports too)
+from . import network as _network  # noqa: E402, F401

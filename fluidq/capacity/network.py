@@ -1,5 +1,168 @@
-"""Old path of :mod:`fluidq.network.caveats` (:func:`capacity_caveats`: where ``b_max / t(b_max)`` is only an
-upper bound on a station's capacity; read from the description alone)."""
+"""Network capacity: station capacities, the traffic equations' loads, the bottleneck and the best split.
+
+A :class:`~fluidq.network.Network` is a description (stations, routes, routers); its methods
+``loads``, ``visit_rates``, ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load`` and
+``Station.capacity_tokens_per_s`` are the functions here, which this module registers with
+:mod:`fluidq.network.model` when ``fluidq`` is imported (so the description imports no analysis).
+They read the compiled flow model :attr:`Network.flow <fluidq.network.Network.flow>`
+(:func:`fluidq.fluid.compile.compile_network`).
+
+:func:`capacity_caveats` (where ``b_max / t(b_max)`` is only an upper bound on a station's capacity; read
+from the description alone) lives in :mod:`fluidq.network.caveats`; this is its old path too.
+
+References
+----------
+Li, Dai, Peng, "Throughput-Optimal Scheduling Algorithms for LLM Inference and AI Agents",
+arXiv:2504.07347 (Theorem 2; v3: networks of engines).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validate import real
+from ..errors import TopologyError
+from ..network import model as _model
 from ..network.caveats import capacity_caveats  # noqa: F401
 
-__all__ = ["capacity_caveats"]
+__all__ = ["capacity_caveats", "station_capacity_tokens_per_s", "visit_rates", "station_loads", "point_loads",
+           "bottleneck", "best_split_loads", "at_load"]
+
+
+def station_capacity_tokens_per_s(station) -> float:
+    """``b_max / t(b_max)``: what a work-conserving station serves under a backlog (full batches;
+    Theorem 2 of arXiv:2504.07347).  ``sup_b b/t(b)`` is larger when ``b/t(b)`` peaks at a smaller batch,
+    but a work-conserving scheduler does not stop there."""
+    # fluidq.capacity.full_batch_rate(engine) without a workload (tests/network hold the two equal)
+    b = station.engine.b_max
+    return float(b / float(station.engine.batch_time(b)))
+
+
+def visit_rates(network) -> dict:
+    """Requests per second through each hop label (summed over the engines of a router)."""
+    out: dict = {}
+    for b in network.flow.buffers:
+        out[b.hop] = out.get(b.hop, 0.0) + b.rate
+    return out
+
+
+def station_loads(network) -> dict:
+    """Offered load per station: ``sum_k lambda_k (m_p^{k,j} + m_d^{k,j}) / capacity_j``.
+
+    Engines behind a JSQ router share the router's pooled load (JSQ balances them); the others
+    have their own load from the traffic equations.
+    """
+    fm = network.flow
+    pl = dict(zip(fm.points, fm.loads()))
+    out = {}
+    for s in network.stations:
+        if s.name in pl:
+            out[s.name] = float(pl[s.name])
+        else:
+            out[s.name] = 0.0
+    for r in network.routers:
+        if r.name in pl:
+            for e in r.engines:
+                out[e] = float(pl[r.name])
+    return out
+
+
+def point_loads(network) -> dict:
+    """Load per service point (stations, and pooled JSQ routers as one point)."""
+    fm = network.flow
+    return {p: float(x) for p, x in zip(fm.points, fm.loads())}
+
+
+def bottleneck(network) -> tuple:
+    """``(name, load)`` of the most loaded service point."""
+    pl = point_loads(network)
+    name = max(pl, key=pl.get)
+    return name, pl[name]
+
+
+def best_split_loads(network) -> dict:
+    """Station loads under the split of the shared JSQ routers' traffic that minimises the largest load.
+
+    Solves the linear program: minimise ``z`` over the shares ``x[h, e] >= 0`` of each hop ``h`` routed
+    by a shared JSQ router (``sum_e x[h, e]`` = the hop's visit rate) such that every station's load --
+    its fixed traffic plus ``sum_h x[h, e] w_h / capacity_e`` -- is at most ``z``.  If even this ``z`` is
+    above 1 some engine's work grows under every routing and discipline; below 1 a router *can* keep
+    every engine below capacity (whether JSQ does is not decided here).  Without shared JSQ routers
+    this is :func:`station_loads`.
+
+    Returns
+    -------
+    dict
+        ``{"loads": {station: load}, "max_load": z, "shares": {hop: {engine: visit rate}}}``.
+    """
+    from scipy.optimize import linprog
+
+    shared = set(network.shared_jsq_routers())
+    loads = station_loads(network)
+    if not shared:
+        return {"loads": loads, "max_load": max(loads.values(), default=0.0), "shares": {}}
+    fm = network.flow
+    caps = {st.name: st.capacity_tokens_per_s for st in network.stations}
+    hop_engine = {h.name: h.engine for h in network.hops}
+    router = {r.name: r for r in network.routers}
+    fixed = {name: 0.0 for name in caps}
+    split: dict = {}  # hop -> [visit rate, w, engines]
+    for b in fm.buffers:
+        if hop_engine.get(b.hop) in shared:
+            ent = split.setdefault(b.hop, [0.0, b.w, router[hop_engine[b.hop]].engines])
+            ent[0] += b.rate
+        elif b.point in fixed:
+            fixed[b.point] += b.rate * b.w / caps[b.point]
+    names = list(caps)
+    var = [(h, e) for h, (_, _, engines) in split.items() for e in engines]
+    n = len(var) + 1  # shares, then z
+    a_ub, b_ub = [], []
+    for st in names:  # fixed_e + sum_h x[h,e] w_h / cap_e - z <= 0
+        row = np.zeros(n)
+        for k, (h, e) in enumerate(var):
+            if e == st:
+                row[k] = split[h][1] / caps[st]
+        row[-1] = -1.0
+        a_ub.append(row)
+        b_ub.append(-fixed[st])
+    a_eq, b_eq = [], []
+    for h, (rate, _, _) in split.items():
+        row = np.zeros(n)
+        for k, (hh, _) in enumerate(var):
+            if hh == h:
+                row[k] = 1.0
+        a_eq.append(row)
+        b_eq.append(rate)
+    c = np.zeros(n)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), A_eq=np.array(a_eq), b_eq=np.array(b_eq),
+                  bounds=[(0, None)] * n, method="highs")
+    if not res.success:  # pragma: no cover - the program is always feasible and bounded
+        raise TopologyError(f"best split of the shared JSQ routers: the linear program failed ({res.message})")
+    x = res.x
+    out = dict(fixed)
+    shares: dict = {}
+    for k, (h, e) in enumerate(var):
+        out[e] += x[k] * split[h][1] / caps[e]
+        shares.setdefault(h, {})[e] = float(x[k])
+    for st in names:  # stations behind pooled routers keep the pooled load
+        if loads.get(st, 0.0) and st not in {b.point for b in fm.buffers}:
+            out[st] = loads[st]
+    return {"loads": {k: float(v) for k, v in out.items()}, "max_load": float(max(out.values())),
+            "shares": shares}
+
+
+def at_load(network, load: float):
+    """``network`` with its arrival rates scaled so that the bottleneck load equals ``load``."""
+    load = real("load", load, positive=True)
+    name, now = bottleneck(network)
+    if not now > 0:
+        raise TopologyError(f"at_load: no engine carries any load (bottleneck {name!r} at {now}), so no rate "
+                            "scaling reaches a load")
+    return network.scaled(load / now)
+
+
+# the Network / Station methods of the same names are these functions (the description imports no analysis);
+# `import fluidq` imports this module through fluidq.capacity (and fluidq.fluid.compile, behind Network.flow)
+_model.register_analysis(station_capacity_tokens_per_s=station_capacity_tokens_per_s, visit_rates=visit_rates,
+                         loads=station_loads, point_loads=point_loads, bottleneck=bottleneck,
+                         best_split_loads=best_split_loads, at_load=at_load)

@@ -1,5 +1,7 @@
 """Fluid models of networks of LLM engines.
 
+``compile``    the flow model of a network (:func:`compile_network`, :class:`FlowModel`, :class:`Buffer`;
+               what ``Network.flow`` returns)
 ``path``       exact piecewise-linear fluid paths (:func:`fluid_path`, :class:`FluidPath`)
 
 The fluid verdicts (:func:`fluid_stability`: stable with a certificate, unstable with a diverging path,
@@ -9,7 +11,8 @@ imported (this package imports no verdict).
 """
 from __future__ import annotations
 
+from .compile import Buffer, FlowModel, compile_network
 from .path import FluidPath, fluid_path
 
-__all__ = ["FluidPath", "fluid_path", "fluid_stability", "FluidStabilityResult", "backlog_slope",
+__all__ = ["Buffer", "FlowModel", "compile_network", "FluidPath", "fluid_path", "fluid_stability", "FluidStabilityResult", "backlog_slope",
            "lyapunov_certificate"]

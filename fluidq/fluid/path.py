@@ -81,7 +81,7 @@ def _network_flow(network):
 
 
 class FluidSystem:
-    """Matrices of a compiled :class:`~fluidq.network.model.FlowModel` (internal)."""
+    """Matrices of a compiled :class:`~fluidq.fluid.compile.FlowModel` (internal)."""
 
     def __init__(self, fm):
         _require_buffers(fm)

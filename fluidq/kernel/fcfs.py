@@ -9,18 +9,20 @@ State, all in flat numpy arrays and integers (no Python objects, so numba compil
 * the prefill *stream*: queued request ids ``pq`` and cumulative prompt tokens ``cum``; the
   cursor ``pos`` (tokens served) decides every prompt's state, a bisection in ``cum`` finds a
   batch's prefill part;
-* the decoders: the served set ``S`` (the ``nS`` oldest decoders) runs on a virtual clock of decode
-  rounds ``G``; a binary heap (``hf``, ``hr``) of finishing rounds gives the next completion; the
-  decoders outside ``S`` are a FIFO (``unr`` ids, ``unk`` tokens left) whose head only ever moves
-  back over slots it consumed;
-* a decoder has at most one heap entry (``hin``), kept while it pauses outside ``S``: pausing only
-  delays a finishing round, so the key stays a lower bound of the true round ``sfin``.  A stale key
-  is corrected when it reaches the top (re-keyed in place if the decoder is served, dropped if it
-  is paused; it is pushed again when it rejoins), so the top is always exact.  Orca's decoders
-  leave and rejoin ``S`` at every prefill event without a heap operation each time;
-* ``sq``: the members of ``S`` in join order (= request order), for prefill-first mixed batches
-  (Orca), whose decode share shrinks at each prefill event: the youngest members leave from the
-  top of this stack in O(1) each instead of through a max-heap.
+* the decoders, in the order their prefills finished (= request order under FCFS): slot ``q``
+  holds request ``dq[q]``.  The served set ``S`` (the ``nS`` oldest live decoders) is every live
+  slot below the boundary ``bq``; it runs on a virtual clock of decode rounds ``G``.  ``val[q]`` is
+  a served decoder's finishing round, a paused one's (at or above ``bq``) tokens left, -1 once it
+  finished.  Growing ``S`` moves ``bq`` up (``val += G``), shrinking it down (``val -= G``): one
+  contiguous slot each, no request-indexed look-up (the KV sum ``A`` is kept only when the batch
+  time or the record reads it).  Prefill-first mixed batches (Orca) shrink ``S`` at every prefill
+  event and grow it back at the next; slots ``fresh`` and above never joined ``S`` (their first
+  token is the next iteration's);
+* a binary heap (``hf``, ``hr``) of finishing rounds by slot gives the next completion.  A decoder
+  has at most one heap entry (``hin``), kept while it pauses: pausing only delays a finishing
+  round, so the key stays a lower bound.  A stale key is corrected when it reaches the top
+  (re-keyed in place if the decoder is served, dropped if it is paused; it is pushed again when it
+  rejoins), so the top is always exact.
 
 Between two events (an arrival, a prefill or request completing, the horizon) the batch does not
 change, so a run of iterations is one step; the clock still adds one batch time per iteration, so
@@ -46,7 +48,7 @@ K_NONE = 1 << 62  # "no decode completion bounds this run"
 C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT = range(8)
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_NPQ, I_PH, I_PSCAN, I_POS, I_TOT, I_BLOCKED_TOK, I_NBLOCKED, I_G, I_NS, I_A,
- I_NDEC, I_UH, I_UT, I_NSQ, I_NH, I_NB, I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_TAU) = range(25)
+ I_NDEC, I_BQ, I_UT, I_FRESH, I_NH, I_NB, I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_TAU) = range(25)
 N_SI = 25
 # sf (float64): the clock, busy time, next progress report; cf: horizon, kv seconds per token
 F_T, F_BUSY, F_NEXT = range(3)
@@ -202,7 +204,7 @@ def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq
 
 
 @jit
-def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin, unr, unk, sq,
+def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, hin,
          hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
@@ -217,7 +219,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
     horizon = cf[0]
     ks = cf[1]
     whole = not chunked and not chunk_long
-    need_shrink = mixed and prefill_first
+    need_a = ks != 0.0 or record  # the decoders' KV sum A is read by the batch time or the record
     cap_d = b_max if b_max < k_cap else k_cap
 
     na = si[I_NA]
@@ -234,9 +236,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
     nS = si[I_NS]
     A = si[I_A]
     ndec = si[I_NDEC]
-    uh = si[I_UH]
+    bq = si[I_BQ]
     ut = si[I_UT]
-    nsq = si[I_NSQ]
+    fresh = si[I_FRESH]
     nh = si[I_NH]
     nb = si[I_NB]
     nr = si[I_NR]
@@ -308,43 +310,44 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
             status = STATUS_TAU
             resume = True
             break
-        h0 = uh  # decoders joining S in this event are unr[h0:uh]
         if sd:
-            while nS < sd:
-                rid = unr[uh]
-                f = G + unk[uh]
-                uh += 1
-                sfin[rid] = f
-                if hin[rid] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
-                    hin[rid] = 1
-                    if nh == len(hf):
-                        hf = _grow_i(hf, nh + 1)
-                        hr = _grow_i(hr, nh + 1)
-                    nh = _hpush(hf, hr, nh, f, rid)
-                if need_shrink:
-                    sq[nsq] = rid
-                    nsq += 1
-                A += P[rid] + D[rid] - f
+            if nh + sd - nS > len(hf):  # room for every push below (no reallocation in the loop)
+                hf = _grow_i(hf, nh + sd - nS)
+                hr = _grow_i(hr, nh + sd - nS)
+            while nS < sd:  # the oldest paused decoders join S
+                v = val[bq]
+                if v < 0:  # finished (while served, before S last shrank past it)
+                    bq += 1
+                    continue
+                f = G + v
+                val[bq] = f
+                if hin[bq] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
+                    hin[bq] = 1
+                    nh = _hpush(hf, hr, nh, f, bq)
+                if need_a:
+                    rid = dq[bq]
+                    A += P[rid] + D[rid] - f
+                bq += 1
                 nS += 1
-            while nS > sd:  # the youngest members of S leave it, back to the front of the FIFO
-                nsq -= 1
-                rid = sq[nsq]
-                f = sfin[rid]
+            while nS > sd:  # the youngest members of S pause
+                bq -= 1
+                f = val[bq]
                 if f < 0:
                     continue
-                sfin[rid] = -1
-                A -= P[rid] + D[rid] - f
+                val[bq] = f - G
+                if need_a:
+                    rid = dq[bq]
+                    A -= P[rid] + D[rid] - f
                 nS -= 1
-                uh -= 1
-                unr[uh] = rid
-                unk[uh] = f - G
-            while hf[0] != sfin[hr[0]]:  # the top is stale: re-key a served decoder, drop a paused one
-                rid = hr[0]
-                if sfin[rid] < 0:
-                    hin[rid] = 0
+            while True:  # a stale top: re-key a served decoder, drop a paused one
+                q = hr[0]
+                if q >= bq:
+                    hin[q] = 0
                     nh = _hpop(hf, hr, nh)
+                elif val[q] != hf[0]:
+                    _hrekey(hf, hr, nh, val[q], q)
                 else:
-                    _hrekey(hf, hr, nh, sfin[rid], rid)
+                    break
             k = hf[0] - G
         else:
             k = K_NONE
@@ -404,22 +407,24 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
             mixed_iters += j
         if sd:
             G += j
-            for q in range(h0, uh):  # first decode token of the requests that joined S fresh
-                rid = unr[q]
-                if unk[q] == D[rid]:
-                    ftk[rid] = t1
+            for q in range(fresh, bq):  # first decode token of the requests that joined S fresh
+                ftk[dq[q]] = t1
+            if bq > fresh:
+                fresh = bq
             while nh > 0 and hf[0] <= G:
                 f = hf[0]
-                rid = hr[0]
-                if sfin[rid] > f:  # served, but paused since this key was set
-                    _hrekey(hf, hr, nh, sfin[rid], rid)
+                q = hr[0]
+                if q < bq and val[q] > f:  # served, but paused since this key was set
+                    _hrekey(hf, hr, nh, val[q], q)
                     continue
-                hin[rid] = 0
+                hin[q] = 0
                 nh = _hpop(hf, hr, nh)
-                if sfin[rid] != f:  # paused
+                if q >= bq:  # paused
                     continue
-                sfin[rid] = -1
-                A -= P[rid] + D[rid] - f
+                val[q] = -1
+                rid = dq[q]
+                if need_a:
+                    A -= P[rid] + D[rid] - f
                 nS -= 1
                 ndec -= 1
                 n_sys -= 1
@@ -434,8 +439,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
                 rid = pq[ph]
                 ph += 1
                 pdn[rid] = t
-                unr[ut] = rid
-                unk[ut] = D[rid]
+                dq[ut] = rid
+                val[ut] = D[rid]
                 ut += 1
                 ndec += 1
 
@@ -453,9 +458,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin,
     si[I_NS] = nS
     si[I_A] = A
     si[I_NDEC] = ndec
-    si[I_UH] = uh
+    si[I_BQ] = bq
     si[I_UT] = ut
-    si[I_NSQ] = nsq
+    si[I_FRESH] = fresh
     si[I_NH] = nh
     si[I_NB] = nb
     si[I_NR] = nr

@@ -92,14 +92,14 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
     si = np.zeros(fcfs.N_SI, dtype=i64)
     sf = np.zeros(3, dtype=f64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
-    pq, cum, unr, unk, sq = (np.empty(n, dtype=i64) for _ in range(5))
-    sfin = np.full(n, -1, dtype=i64)
+    pq, cum, dq = (np.empty(n, dtype=i64) for _ in range(3))
+    val = np.full(n, -1, dtype=i64)
     hin = np.zeros(n, dtype=i64)
     m = 64 if record else 0  # record rows, in step's order: rt, rx, rs, rq, rb, rd, rk
     bufs = (np.empty(64, i64), np.empty(64, i64), np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64),
             np.empty(2 * n + 64, i64), np.empty(m, f64), np.empty(m, i64), np.empty(m, i64), np.empty(m, i64),
             np.empty(m, f64), np.empty(m, i64), np.empty(m, i64))
-    state = [arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, sfin, hin, unr, unk, sq]
+    state = [arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, hin]
     if not compiled():  # plain Python indexes lists ~5x faster than numpy arrays (a grown buffer is an array)
         state = [a.tolist() for a in state]
         bufs = tuple(b.tolist() for b in bufs)

@@ -1,4 +1,4 @@
-"""Networks of LLM engines: the description (no numerics beyond traffic equations).
+"""Networks of LLM engines: the description (stations, routes, routers; no analysis).
 
 A :class:`Network` is a set of :class:`Station` (an :class:`~fluidq.Engine` with its scheduler and a
 class-priority order), optional :class:`Router` objects over parallel stations, and
@@ -10,8 +10,13 @@ class-priority order), optional :class:`Router` objects over parallel stations, 
   route; the matching join waits for every branch (and for the main line) before going on.
 
 The topology is a :mod:`networkx` digraph over stations (an edge when some request goes from a hop on
-one station to a hop on another), so ``is_dag``, ``cycles`` and the traffic equations (visit rates,
-per-engine load, bottleneck) come without any fluid model or simulation.
+one station to a hop on another): ``is_dag``, ``cycles`` and which JSQ routers share engines are read
+here.  This module is a description and computes no traffic equation: the methods ``flow``,
+``visit_rates``, ``loads``, ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load`` and
+``Station.capacity_tokens_per_s`` (and the loads and capacities that :meth:`Network.describe` and
+:meth:`Network.to_dict` report) are conveniences that call the analyses :mod:`fluidq.fluid.compile`
+(the flow model) and :mod:`fluidq.capacity.network` (capacities, loads, the bottleneck, the best split),
+which register themselves here (:func:`register_analysis`) when ``fluidq`` is imported.
 
 A classical multiclass queueing network (Rybko--Stolyar, Lu--Kumar) is the special case of stations
 that serve one unit of work per unit time: :meth:`Network.classical` builds it with
@@ -52,9 +57,39 @@ __all__ = [
     "RequestClass",
     "Router",
     "Station",
+    "jsq_shared_engines",
+    "register_analysis",
 ]
 
 _PROB_TOL = 1e-9
+
+#: The analyses behind the traffic-equation methods (``Network.flow``, ``loads``, ``visit_rates``,
+#: ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load``, ``Station.capacity_tokens_per_s``) and the old
+#: names ``Buffer``, ``FlowModel``, ``MAX_TOKEN_RATE`` of this module: :mod:`fluidq.fluid.compile` and
+#: :mod:`fluidq.capacity.network` register them when ``fluidq`` is imported, so that this description
+#: imports no analysis (the pattern of :func:`fluidq.policies.region_aware.register_shape_finder`).
+_ANALYSES: dict = {}
+_REGISTERED_NAMES = ("Buffer", "FlowModel", "MAX_TOKEN_RATE")
+
+
+def register_analysis(**functions) -> None:
+    """Set the functions behind the :class:`Network` methods of the same names (called by
+    :mod:`fluidq.fluid.compile` and :mod:`fluidq.capacity.network`)."""
+    _ANALYSES.update(functions)
+
+
+def _analysis(name):
+    try:
+        return _ANALYSES[name]
+    except KeyError:  # pragma: no cover - `import fluidq` registers every one before a network exists
+        raise RuntimeError(f"fluidq.network.model: no analysis {name!r} registered; import fluidq first "
+                           "(fluidq.capacity and fluidq.fluid register them)") from None
+
+
+def __getattr__(name):
+    if name in _REGISTERED_NAMES and name in _ANALYSES:
+        return _ANALYSES[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,12 +296,8 @@ class Station:
     @cached_property
     def capacity_tokens_per_s(self) -> float:
         """``b_max / t(b_max)``: what a work-conserving station serves under a backlog (full batches;
-        Theorem 2 of arXiv:2504.07347).  ``sup_b b/t(b)`` is larger when ``b/t(b)`` peaks at a smaller batch,
-        but a work-conserving scheduler does not stop there."""
-        # fluidq.capacity.full_batch_rate(engine) without a workload; computed here so that the
-        # description imports no analysis (tests/network hold the two equal)
-        b = self.engine.b_max
-        return float(b / float(self.engine.batch_time(b)))
+        Theorem 2 of arXiv:2504.07347); :func:`fluidq.capacity.network.station_capacity_tokens_per_s`."""
+        return _analysis("station_capacity_tokens_per_s")(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -358,60 +389,6 @@ class RequestClass:
         object.__setattr__(self, "route", route)
 
 
-# ---------------------------------------------------------------------------------------------------
-# compiled flow model (used by loads, the fluid model and the simulator)
-
-@dataclass(frozen=True)
-class Buffer:
-    """One fluid class: a hop of a request class at one service point.
-
-    ``point`` is a station name, or a JSQ router name (a pooled point).  ``w`` is the mean tokens
-    of the hop (work per request), ``rate`` its visit rate in requests per second.
-    """
-
-    label: str
-    hop: str
-    cls: str
-    point: str
-    w: float
-    rate: float
-    engine: str | None  # the station when routed at random to one engine; None for a pooled JSQ point
-    in_fork: bool = False  # between a fork and its join (fluid there has siblings waiting elsewhere)
-
-
-@dataclass(frozen=True)
-class FlowModel:
-    """Buffers, service points and the linear flow structure between them.
-
-    Each inflow is a list of sources ``(kind, index, coeff)`` with kind ``"ext"`` (class arrival
-    rate), ``"buf"`` (completions of a buffer, ``u/w`` requests/s) or ``"join"`` (join output).
-    """
-
-    buffers: tuple
-    points: tuple            # names
-    capacity: np.ndarray     # tokens/s per point
-    point_of: np.ndarray     # point index per buffer
-    ext_rate: np.ndarray     # requests/s per class
-    classes: tuple
-    inflow: tuple            # per buffer: tuple of sources
-    joins: tuple             # per join: (label, tuple of inputs, each a tuple of sources)
-    exits: tuple             # per class: tuple of sources
-    priority_rank: np.ndarray  # rank within its point (0 = highest); large for unlisted
-    prioritized: np.ndarray    # bool per point: has a strict priority order
-    pooled: tuple            # names of JSQ points (pooled)
-    notes: tuple
-
-    @property
-    def n(self) -> int:
-        return len(self.buffers)
-
-    def loads(self) -> np.ndarray:
-        work = np.zeros(len(self.points))
-        for i, b in enumerate(self.buffers):
-            work[self.point_of[i]] += b.rate * b.w
-        return work / self.capacity
-
-
 def _labels(cls_name, steps, prefix, out):
     """Default hop labels along a route (depth-first)."""
     res = []
@@ -454,6 +431,19 @@ def _check_forks(cls_name, steps, where):
     if left:
         raise TopologyError(f"class {cls_name!r}: fork {left[0]!r} is never joined in {where}; "
                             f"add Join(name={left[0]!r}) after it")
+
+
+def jsq_shared_engines(net: Network) -> dict:
+    """``{JSQ router: engines it shares with other traffic}`` (direct hops, or another router), for every
+    JSQ router in order.  A JSQ router that shares none is one pooled point of the fluid model."""
+    stations = {s.name for s in net.stations}
+    direct = {h.engine for h in net.hops if h.engine in stations}
+    used_by: dict = {}
+    for r in net.routers:
+        for e in r.engines:
+            used_by.setdefault(e, []).append(r.name)
+    return {r.name: [e for e in r.engines if e in direct or len(used_by[e]) > 1]
+            for r in net.routers if r.policy == "jsq"}
 
 
 #: most hops over all routes of a network (each is a fluid buffer and a simulator queue; building and
@@ -678,38 +668,25 @@ class Network:
             cyc = self.cycles(limit=1)[0]
             raise TopologyError(f"network {self.name!r} is not a DAG: cycle {' -> '.join(cyc + [cyc[0]])}")
 
-    # ---- traffic equations --------------------------------------------------------------------
+    # ---- traffic equations (the analyses behind these methods: fluidq.fluid.compile, fluidq.capacity.network)
     @cached_property
-    def flow(self) -> FlowModel:
-        """The compiled flow model (buffers, points, sources); see :class:`FlowModel`."""
-        return _compile(self)
+    def flow(self):
+        """The compiled flow model (buffers, points, sources): :func:`fluidq.fluid.compile.compile_network`,
+        a :class:`fluidq.fluid.compile.FlowModel`."""
+        return _analysis("flow")(self)
 
     def visit_rates(self) -> dict:
-        """Requests per second through each hop label (summed over the engines of a router)."""
-        out: dict = {}
-        for b in self.flow.buffers:
-            out[b.hop] = out.get(b.hop, 0.0) + b.rate
-        return out
+        """Requests per second through each hop label (summed over the engines of a router);
+        :func:`fluidq.capacity.network.visit_rates`."""
+        return _analysis("visit_rates")(self)
 
     def loads(self) -> dict:
         """Offered load per station: ``sum_k lambda_k (m_p^{k,j} + m_d^{k,j}) / capacity_j``.
 
         Engines behind a JSQ router share the router's pooled load (JSQ balances them); the others
-        have their own load from the traffic equations.
+        have their own load from the traffic equations (:func:`fluidq.capacity.network.station_loads`).
         """
-        fm = self.flow
-        pl = dict(zip(fm.points, fm.loads()))
-        out = {}
-        for s in self.stations:
-            if s.name in pl:
-                out[s.name] = float(pl[s.name])
-            else:
-                out[s.name] = 0.0
-        for r in self.routers:
-            if r.name in pl:
-                for e in r.engines:
-                    out[e] = float(pl[r.name])
-        return out
+        return _analysis("loads")(self)
 
     def shared_jsq_routers(self) -> tuple:
         """JSQ routers that share an engine with other traffic (direct hops or another router).
@@ -717,91 +694,27 @@ class Network:
         Their split follows the queues, so no fixed split describes them: :meth:`loads` and the fluid
         model use an even split for them, :meth:`best_split_loads` the split that minimises the largest load.
         """
-        pooled = set(self.flow.pooled)
-        return tuple(r.name for r in self.routers if r.policy == "jsq" and r.name not in pooled)
+        return tuple(r for r, shared in jsq_shared_engines(self).items() if shared)
 
     def best_split_loads(self) -> dict:
-        """Station loads under the split of the shared JSQ routers' traffic that minimises the largest load.
-
-        Solves the linear program: minimise ``z`` over the shares ``x[h, e] >= 0`` of each hop ``h`` routed
-        by a shared JSQ router (``sum_e x[h, e]`` = the hop's visit rate) such that every station's load --
-        its fixed traffic plus ``sum_h x[h, e] w_h / capacity_e`` -- is at most ``z``.  If even this ``z`` is
-        above 1 some engine's work grows under every routing and discipline; below 1 a router *can* keep
-        every engine below capacity (whether JSQ does is not decided here).  Without shared JSQ routers
-        this is :meth:`loads`.
+        """Station loads under the split of the shared JSQ routers' traffic that minimises the largest load
+        (a linear program: :func:`fluidq.capacity.network.best_split_loads`).
 
         Returns
         -------
         dict
             ``{"loads": {station: load}, "max_load": z, "shares": {hop: {engine: visit rate}}}``.
         """
-        from scipy.optimize import linprog
-
-        shared = set(self.shared_jsq_routers())
-        loads = self.loads()
-        if not shared:
-            return {"loads": loads, "max_load": max(loads.values(), default=0.0), "shares": {}}
-        fm = self.flow
-        caps = {st.name: st.capacity_tokens_per_s for st in self.stations}
-        hop_engine = {h.name: h.engine for h in self.hops}
-        router = {r.name: r for r in self.routers}
-        fixed = {name: 0.0 for name in caps}
-        split: dict = {}  # hop -> [visit rate, w, engines]
-        for b in fm.buffers:
-            if hop_engine.get(b.hop) in shared:
-                ent = split.setdefault(b.hop, [0.0, b.w, router[hop_engine[b.hop]].engines])
-                ent[0] += b.rate
-            elif b.point in fixed:
-                fixed[b.point] += b.rate * b.w / caps[b.point]
-        names = list(caps)
-        var = [(h, e) for h, (_, _, engines) in split.items() for e in engines]
-        n = len(var) + 1  # shares, then z
-        a_ub, b_ub = [], []
-        for st in names:  # fixed_e + sum_h x[h,e] w_h / cap_e - z <= 0
-            row = np.zeros(n)
-            for k, (h, e) in enumerate(var):
-                if e == st:
-                    row[k] = split[h][1] / caps[st]
-            row[-1] = -1.0
-            a_ub.append(row)
-            b_ub.append(-fixed[st])
-        a_eq, b_eq = [], []
-        for h, (rate, _, _) in split.items():
-            row = np.zeros(n)
-            for k, (hh, _) in enumerate(var):
-                if hh == h:
-                    row[k] = 1.0
-            a_eq.append(row)
-            b_eq.append(rate)
-        c = np.zeros(n)
-        c[-1] = 1.0
-        res = linprog(c, A_ub=np.array(a_ub), b_ub=np.array(b_ub), A_eq=np.array(a_eq), b_eq=np.array(b_eq),
-                      bounds=[(0, None)] * n, method="highs")
-        if not res.success:  # pragma: no cover - the program is always feasible and bounded
-            raise TopologyError(f"best split of the shared JSQ routers: the linear program failed ({res.message})")
-        x = res.x
-        out = dict(fixed)
-        shares: dict = {}
-        for k, (h, e) in enumerate(var):
-            out[e] += x[k] * split[h][1] / caps[e]
-            shares.setdefault(h, {})[e] = float(x[k])
-        for st in names:  # stations behind pooled routers keep the pooled load
-            if loads.get(st, 0.0) and st not in {b.point for b in fm.buffers}:
-                out[st] = loads[st]
-        return {"loads": {k: float(v) for k, v in out.items()}, "max_load": float(max(out.values())),
-                "shares": shares}
+        return _analysis("best_split_loads")(self)
 
     def point_loads(self) -> dict:
         """Load per service point (stations, and pooled JSQ routers as one point)."""
-        fm = self.flow
-        return {p: float(x) for p, x in zip(fm.points, fm.loads())}
+        return _analysis("point_loads")(self)
 
     @property
     def bottleneck(self) -> tuple:
         """``(name, load)`` of the most loaded service point."""
-        pl = self.point_loads()
-        name = max(pl, key=pl.get)
-        return name, pl[name]
+        return _analysis("bottleneck")(self)
 
     # ---- variants ---------------------------------------------------------------------------
     def scaled(self, factor: float) -> Network:
@@ -812,13 +725,9 @@ class Network:
         return replace(self, classes=cl)
 
     def at_load(self, load: float) -> Network:
-        """Arrival rates scaled so that the bottleneck load equals ``load``."""
-        load = real("load", load, positive=True)
-        name, now = self.bottleneck
-        if not now > 0:
-            raise TopologyError(f"at_load: no engine carries any load (bottleneck {name!r} at {now}), so no rate "
-                                "scaling reaches a load")
-        return self.scaled(load / now)
+        """Arrival rates scaled so that the bottleneck load equals ``load``
+        (:func:`fluidq.capacity.network.at_load`)."""
+        return _analysis("at_load")(self, load)
 
     def with_priorities(self, priorities: dict) -> Network:
         """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""
@@ -925,125 +834,3 @@ class Network:
         from ..plotting.network import plot_network
 
         return plot_network(self, ax=ax, path=path, **kw)
-
-
-#: most tokens per second one hop may carry (rate x mean tokens): far beyond any engine, and small
-#: enough that loads, fluid levels and their products stay finite floats
-MAX_TOKEN_RATE = 1e24
-
-
-def _compile(net: Network) -> FlowModel:
-    routers = {r.name: r for r in net.routers}
-    stations = {s.name: s for s in net.stations}
-    # JSQ routers become pooled points when their engines serve nothing else
-    direct = {h.engine for h in net.hops if h.engine in stations}
-    used_by: dict = {}
-    for r in net.routers:
-        for e in r.engines:
-            used_by.setdefault(e, []).append(r.name)
-    pooled, notes = [], []
-    for r in net.routers:
-        if r.policy == "jsq":
-            shared = [e for e in r.engines if e in direct or len(used_by[e]) > 1]
-            if shared:
-                notes.append(f"JSQ router {r.name!r} shares engine {shared[0]!r} with other traffic: "
-                             "no pooled fluid model")
-            else:
-                pooled.append(r.name)
-    points = [s.name for s in net.stations] + pooled
-    pidx = {p: i for i, p in enumerate(points)}
-    cap = [s.capacity_tokens_per_s for s in net.stations] + [
-        sum(stations[e].capacity_tokens_per_s for e in routers[p].engines) for p in pooled]
-    buffers, inflow, joins, exits = [], [], [], []
-    point_of = []
-    cls_rate = [c.rate_per_s for c in net.classes]
-
-    def rate_of(sources):
-        tot = 0.0
-        for kind, i, co in sources:
-            tot += co * (cls_rate[i] if kind == "ext" else buffers[i].rate if kind == "buf" else joins[i][2])
-        return tot
-
-    depth = [0]
-
-    def add_buffer(hop, cname, point, engine, sources, label):
-        r = rate_of(sources)
-        buffers.append(Buffer(label=label, hop=hop.name, cls=cname, point=point, w=hop.mean_tokens, rate=r,
-                              engine=engine, in_fork=depth[0] > 0))
-        inflow.append(tuple(sources))
-        point_of.append(pidx[point])
-        return ("buf", len(buffers) - 1, 1.0)
-
-    def walk(steps, incoming, cname):
-        forks = {}
-        for s in steps:
-            if isinstance(s, Hop):
-                if s.engine in stations:
-                    incoming = [add_buffer(s, cname, s.engine, s.engine, incoming, s.name)]
-                elif s.engine in pooled:
-                    incoming = [add_buffer(s, cname, s.engine, None, incoming, s.name)]
-                else:
-                    r = routers[s.engine]
-                    probs = r.probabilities if r.policy == "random" else [1.0 / len(r.engines)] * len(r.engines)
-                    out = []
-                    for e, q in zip(r.engines, probs):
-                        if q <= 0:
-                            continue
-                        src = [(k, i, co * q) for k, i, co in incoming]
-                        out.append(add_buffer(s, cname, e, e, src, f"{s.name}@{e}"))
-                    incoming = out
-            elif isinstance(s, Choice):
-                new = []
-                for p, st in s.options:
-                    if p <= 0:
-                        continue
-                    new.extend(walk(st, [(k, i, co * p) for k, i, co in incoming], cname))
-                incoming = new
-            elif isinstance(s, Fork):
-                depth[0] += 1
-                forks[s.name] = [walk(b, list(incoming), cname) for b in s.branches]
-            elif isinstance(s, Join):
-                depth[0] -= 1
-                inputs = [tuple(incoming)] + [tuple(b) for b in forks.pop(s.name)]
-                r = min(rate_of(inp) for inp in inputs)
-                joins.append((s.name, tuple(inputs), r))
-                incoming = [("join", len(joins) - 1, 1.0)]
-        return incoming
-
-    for ci, c in enumerate(net.classes):
-        exits.append(tuple(walk(c.route, [("ext", ci, 1.0)], c.name)))
-    for b in buffers:
-        tokens = b.rate * b.w
-        if not tokens <= MAX_TOKEN_RATE:
-            c = next(c for c in net.classes if c.name == b.cls)
-            raise ParameterError(f"class {b.cls!r} rate_per_s", c.rate_per_s,
-                                 f"a rate whose hops carry at most {MAX_TOKEN_RATE:.0e} tokens/s: hop {b.label!r} "
-                                 f"({b.w:.4g} tokens per request at {b.rate:.4g} req/s) would carry "
-                                 f"{tokens:.4g} tokens/s, beyond what the loads and fluid model can represent")
-    # priority ranks
-    rank = np.full(len(buffers), 10 ** 6, dtype=np.int64)
-    prioritized = np.zeros(len(points), dtype=bool)
-    for s in net.stations:
-        if s.priority:
-            prioritized[pidx[s.name]] = True
-            order = {h: k for k, h in enumerate(s.priority)}
-            for i, b in enumerate(buffers):
-                if b.point == s.name and b.hop in order:
-                    rank[i] = order[b.hop]
-    for p in pooled:
-        eng = routers[p].engines
-        prs = [stations[e].priority for e in eng]
-        if any(prs):
-            if any(pp != prs[0] for pp in prs):
-                notes.append(f"engines of JSQ router {p!r} have different priorities; the pooled fluid model uses "
-                             f"those of {eng[0]!r}")
-            prioritized[pidx[p]] = bool(prs[0])
-            order = {h: k for k, h in enumerate(prs[0])}
-            for i, b in enumerate(buffers):
-                if b.point == p and b.hop in order:
-                    rank[i] = order[b.hop]
-    return FlowModel(buffers=tuple(buffers), points=tuple(points), capacity=np.asarray(cap, dtype=float),
-                     point_of=np.asarray(point_of, dtype=np.int64), ext_rate=np.asarray(cls_rate, dtype=float),
-                     classes=tuple(c.name for c in net.classes), inflow=tuple(inflow), joins=tuple(joins),
-                     exits=tuple(exits), priority_rank=rank, prioritized=prioritized, pooled=tuple(pooled),
-                     notes=tuple(notes))
