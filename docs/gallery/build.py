@@ -191,6 +191,21 @@ JOBS = [
             ("ttft_mean_s", "Mean time to first token, same runs."),
             ("preemptions_per_request", "Preemptions per request, same runs."))},
         intro=""),
+    _ex("pars_headline_sweep", "Examples", {
+        "pars_headline_sweep.png": ("pars_headline_sweep.png",
+                                    "FCFS / PARS and FCFS / oracle-SJF ratios of mean latency per token around the PARS "
+                                    "paper's setting, one parameter at a time (burst: tau, aging, output sigma, KV size, "
+                                    "burst size; Poisson: load, arrival window, KV size, aging, sigma), against the "
+                                    "paper's 7.7x / 15.7x (dashed) and the factor-2 band (grey). The quick run's two "
+                                    "seeds and small bursts rank nothing; the full run's table is in "
+                                    "[Latency experiments](latency.md).")}),
+    _ex("memguard_ada_sweep", "Examples", {
+        "memguard_ada_sweep.png": ("memguard_ada_sweep.png",
+                                   "UNIBOOST's P99 TTLT and preemptions per request against MEMGUARD's first level k "
+                                   "and gamma-Ada's cadence (fluidq's choices 32 and 50, grey lines), with MEMGUARD off "
+                                   "(dotted) and oracle SRPT (dashed); Azure conversation lengths, KV 30,000 tokens. "
+                                   "The quick run (two seeds, 60 s) is inconclusive; the full run's table is in "
+                                   "[Latency experiments](latency.md).")}),
     _ex("sweep_dask_resume", "Examples", {
         "sweep_dask_resume.png": ("sweep_dask_resume.png",
                                   "A 2,000-point M/M/1 sweep on a Dask local cluster, killed after a few chunks and "

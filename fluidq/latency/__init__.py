@@ -457,7 +457,8 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     rng : int, SeedSequence or None
     preemption, swap_s_per_token : see :func:`fluidq.simulate`.
     tau : float
-        Kendall tau of PARS's stand-in predictor when ``policies`` are keys.
+        Kendall tau of PARS's stand-in predictor when ``policies`` are keys (``inputs["tau"]`` records it
+        then; with policy objects it is ``None``: the policies carry their own predictors).
     slo_per_token_s, slo_ttlt_s : float, optional
         SLOs whose attainment is reported (``slo_attainment_*``; NaN when not given).  The tightest
         SLOs met by 90 % and 99 % of the requests are reported either way (see :mod:`.slo`).
@@ -493,7 +494,8 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
         raise ParameterError("warmup_frac", warmup_frac, "a fraction in [0, 1)")
     tau = _tau("tau", tau)
     slo_per_token_s, slo_ttlt_s = _slos(slo_per_token_s, slo_ttlt_s)
-    if policies is None or (not isinstance(policies, dict)):
+    from_keys = policies is None or not isinstance(policies, dict)
+    if from_keys:
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
     tok, cap_req, rates = _load_rates(engine, workload, loads)
@@ -523,7 +525,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
                     progress(name, loads[i], j)
     values = {p: {m: [_tci(runs[p][m][i], confidence) for i in range(len(loads))] for m in METRICS} for p in names}
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
-              "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau,
+              "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau if from_keys else None,
               "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s, "drain": bool(drain),
               "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
@@ -556,7 +558,8 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
     n_replications = integer("n_replications", n_replications, minimum=1)
     tau = _tau("tau", tau)
     slo_per_token_s, slo_ttlt_s = _slos(slo_per_token_s, slo_ttlt_s)
-    if policies is None or (not isinstance(policies, dict)):
+    from_keys = policies is None or not isinstance(policies, dict)
+    if from_keys:
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
     if n_requests * n_replications * len(names) > MAX_TOTAL_ARRIVALS:
@@ -592,7 +595,7 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
                           else engine, workload)[0]
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "burst": n_requests, "preemption": preemption,
               "capacity_tokens_per_s": tok, "capacity_requests_per_s": tok / workload.mean_tokens,
-              "tau": tau, "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
+              "tau": tau if from_keys else None, "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=(math.nan,), rates_per_s=(math.nan,), values=values,

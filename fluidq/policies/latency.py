@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import MAX_REQUEST_TOKENS, integer, real
 from ..errors import ParameterError
 from .base import RequestState
 from .orderings import FCFS, KeyOrdering, Ordering
@@ -464,6 +464,10 @@ class GammaBoost(Ordering):
 
 
 # --------------------------------------------------------------------------- MEMGUARD
+#: why MEMGUARD's first level stops at MAX_REQUEST_TOKENS (2**30)
+MEMGUARD_K_WHY = ("a first level above the longest request fluidq accepts never lets a request cross it, so "
+                  "MEMGUARD would never allow an eviction and reserve more memory than any cache holds")
+
 @dataclass(frozen=True, kw_only=True)
 class MemGuard(Ordering):
     """MEMGUARD: geometric work levels and no eviction before the next threshold.
@@ -480,8 +484,8 @@ class MemGuard(Ordering):
     base : Ordering
         The ordering to guard (default ``GammaBoost()``).
     k_tokens : int
-        First threshold ``k`` in tokens (*reconstructed*: the paper's value could not be read;
-        default 32).
+        First threshold ``k`` in tokens, in [1, 2**30] (*fluidq's choice*: the paper's value could
+        not be read; default 32).
     quantize : bool
         Feed the base ordering the quantized work (default ``True``).
 
@@ -507,7 +511,8 @@ class MemGuard(Ordering):
         super().__post_init__()
         if not isinstance(self.base, Ordering):
             raise ParameterError("base", self.base, "a fluidq Ordering (e.g. GammaBoost())")
-        object.__setattr__(self, "k_tokens", integer("k_tokens", self.k_tokens, minimum=1))
+        object.__setattr__(self, "k_tokens", integer("k_tokens", self.k_tokens, minimum=1, maximum=MAX_REQUEST_TOKENS,
+                                                     why=MEMGUARD_K_WHY))
 
     def reset(self) -> None:
         self._mem.clear()

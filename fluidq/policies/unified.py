@@ -137,15 +137,31 @@ def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memgua
         Use :class:`~fluidq.policies.latency.GammaAda` with ``estimator``.
     memguard : bool
         Wrap the ordering in :class:`~fluidq.policies.latency.MemGuard` (``k_tokens``).
+    k_tokens : int
+        MEMGUARD's first work level in tokens, in [1, 2**30] (fluidq's choice, 32: the paper's value
+        could not be read; see ``examples/memguard_ada_sweep.py`` for how little it matters).
     margin_s : float
         Hysteresis margin in seconds.
     update_every : int
-        gamma-Ada's cadence: new response times between gamma updates (fluidq's choice, 50).
+        gamma-Ada's cadence: new response times between gamma updates, >= 1 (fluidq's choice, 50).
+
+    Raises
+    ------
+    ParameterError
+        ``k_tokens`` or ``update_every`` out of range (checked even where MEMGUARD or gamma-Ada is
+        off), ``adaptive``/``memguard`` not a bool.
     engine : Engine, optional
         Sets the per-token cost to ``1 / capacity`` of this engine.
     """
-    from .latency import GammaAda, GammaBoost, MemGuard
+    from .._validate import MAX_REQUEST_TOKENS
+    from .latency import MEMGUARD_K_WHY, GammaAda, GammaBoost, MemGuard
 
+    # checked whether or not MEMGUARD / gamma-Ada use them, so a typo such as k_tokens=0 never passes unseen
+    k_tokens = integer("k_tokens", k_tokens, minimum=1, maximum=MAX_REQUEST_TOKENS, why=MEMGUARD_K_WHY)
+    update_every = integer("update_every", update_every, minimum=1)
+    for nm, flag in (("adaptive", adaptive), ("memguard", memguard)):
+        if not isinstance(flag, bool):
+            raise ParameterError(nm, flag, "True or False")
     extra = {}
     if engine is not None:
         from .latency import _peak_rate

@@ -14,8 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
 # sweep_dask_resume starts two Dask clusters (its claim is also tested fast in tests/sweep);
-# latency_orderings --quick still takes ~25 s (its orderings are tested in tests/latency)
-SLOW = {"sweep_dask_resume.py", "latency_orderings.py"}
+# latency_orderings --quick still takes ~25 s and pars_headline_sweep --quick ~40 s (their orderings are tested
+# in tests/latency)
+SLOW = {"sweep_dask_resume.py", "latency_orderings.py", "pars_headline_sweep.py"}
 NEEDS = {"sweep_dask_resume.py": "distributed"}
 
 

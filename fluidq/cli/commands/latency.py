@@ -240,11 +240,14 @@ def run(args):
     extra = {"k_tokens": args.memguard_k} if args.memguard_k is not None else {}
     if args.ada_every is not None:
         extra["update_every"] = args.ada_every
+    from ..._validate import MAX_REQUEST_TOKENS
     from ..._validate import integer as _int
+    from ...policies.latency import MEMGUARD_K_WHY
 
-    for flag, nm in (("--memguard-k", "k_tokens"), ("--ada-every", "update_every")):
-        if nm in extra:
-            _int(flag, extra[nm], minimum=1)
+    if "k_tokens" in extra:   # named as the flag, not as the API's k_tokens
+        _int("--memguard-k", extra["k_tokens"], minimum=1, maximum=MAX_REQUEST_TOKENS, why=MEMGUARD_K_WHY)
+    if "update_every" in extra:
+        _int("--ada-every", extra["update_every"], minimum=1)
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed, **extra)
     swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
     slo = args.slo_per_token
@@ -264,6 +267,14 @@ def run(args):
                                 n_replications=args.replications, rng=args.seed,
                                 preemption=args.preemption or "recompute", swap_s_per_token=swap,
                                 slo_per_token_s=slo, slo_ttlt_s=args.slo_ttlt)
+    # what the policies were built with (the JSON's inputs): PARS's tau, MEMGUARD's first level and
+    # gamma-Ada's cadence where those orderings ran (the last two are fluidq's choices, 32 and 50, by default)
+    res.inputs["tau"] = tau if "pars" in keys else None
+    for k in ("uniboost", "uniboost-ada"):
+        if k in pols:
+            res.inputs["memguard_k_tokens"] = pols[k].order.k_tokens
+    if "uniboost-ada" in pols:
+        res.inputs["ada_update_every"] = pols["uniboost-ada"].order.base.update_every
     metric = args.metric or "latency_per_token_mean_s"
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
