@@ -98,19 +98,13 @@ class LLMRybkoStolyarResult:
         return float(sum(self.extrapolated))
 
     def to_dict(self) -> dict:
-        ks = [str(k) for k in self.phases]
-        return plain({"phases": list(self.phases),
-                      "mean_requests": {str(k): list(v) for k, v in self.mean_requests.items()},
+        from .llm_network import JSQLLMResult  # the same per-phase fields; the hops added here
+
+        return plain({**JSQLLMResult.to_dict(self),
                       "mean_hops": {str(k): dict(v) for k, v in self.mean_hops.items()},
                       "mean_tokens": {str(k): dict(v) for k, v in self.mean_tokens.items()},
-                      "extrapolated": list(self.extrapolated), "extrapolated_hops": dict(self.extrapolated_hops),
-                      "extrapolated_tokens": dict(self.extrapolated_tokens),
-                      "extrapolated_total": self.extrapolated_total,
-                      "n_states": dict(zip(ks, self.n_states.values())),
-                      "lost_mass": dict(zip(ks, self.lost_mass.values())),
-                      "lost_rate_per_s": dict(zip(ks, self.lost_rate_per_s.values())),
-                      "residual": dict(zip(ks, self.residual.values())),
-                      "method": dict(zip(ks, self.method.values())), "inputs": self.inputs})
+                      "extrapolated_hops": dict(self.extrapolated_hops),
+                      "extrapolated_tokens": dict(self.extrapolated_tokens)})
 
 
 def _reach(budget: int, j: int, P: int) -> int:
