@@ -47,8 +47,8 @@ __all__ = ["Roofline", "CALIBRATED", "roofline"]
 
 #: Efficiencies fitted by :func:`fluidq.validate.roofline.calibrate` on every shipped profile
 #: (``compute``: fraction of peak dense FLOP/s; ``memory``: fraction of peak HBM bandwidth;
-#: ``overhead_s``: fixed seconds per iteration, fitted to 0; ``sync_us``: microseconds per all-reduce
-#: besides the ring).  Recomputed in ``tests/batchtime/test_roofline.py``.
+#: ``overhead_s``: fixed seconds per iteration, held at 0 by the calibration; ``sync_us``: microseconds
+#: per all-reduce besides the ring).  Recomputed in ``tests/batchtime/test_roofline.py``.
 CALIBRATED = {"compute": 0.6378, "memory": 0.6866, "overhead_s": 0.0, "sync_us": 143.2}
 
 

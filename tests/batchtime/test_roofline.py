@@ -87,19 +87,25 @@ def test_calibration_is_reproducible():
 
 
 def test_leave_one_profile_out_under_the_measured_bound():
-    """Measured (docs/reference/roofline.md): held-out MAPE 7.5-31.3 %, the worst the paper's CodeLlama-34B
-    fit (held out, it inherits Splitwise's fixed overhead) and Splitwise H100 TP8 (a slow stack: 20 % of
-    peak FLOPs at 1536 prefill tokens); five of eight below 19 %.  Asserted: every profile below 35 %, and
-    at least half below 19 % -- a model change that makes it worse fails here."""
-    from fluidq.validate.roofline import leave_one_out
+    """Measured (docs/reference/roofline.md): held-out MAPE 7.0-30.9 %, the worst Splitwise H100 TP8 (a slow
+    stack: 20 % of peak FLOPs at 1536 prefill tokens) and the RTX 4090 (faster than its datasheet); five of
+    eight within 15 %.  Asserted: every profile below 35 %, five within 15 %, and the paper's profile within
+    10 % (7.0 %: with a free per-iteration overhead it inherited Splitwise's fixed cost, 31 %) -- a model
+    change that makes it worse fails here.  The note every roofline answer carries quotes the range."""
+    from fluidq.validate.roofline import ERROR_NOTE, leave_one_out
 
     rows = leave_one_out()
-    errs = np.array([r["heldout_mape"] for r in rows])
+    errs = {r["profile"]: r["heldout_mape"] for r in rows}
     assert len(rows) == 8
-    assert np.all(errs < 0.35), {r["profile"]: round(r["heldout_mape"], 3) for r in rows}
-    assert np.mean(errs < 0.19) >= 0.5
+    assert max(errs.values()) < 0.35, errs
+    assert sum(e <= 0.15 for e in errs.values()) >= 5, errs
+    assert errs["paper-codellama34b-a100"] < 0.10, errs
     for r in rows:  # held out is never better than in-sample by more than noise
         assert r["heldout_mape"] >= r["insample_mape"] - 0.01
+        assert r["efficiency"]["overhead_s"] == 0.0
+    v = np.array(list(errs.values())) * 100
+    assert f"MAPE {v.min():.0f}-{v.max():.0f} % (median {np.median(v):.0f} %, " \
+           f"{int(np.sum(v <= 15))} of 8 profiles within 15 %)" in ERROR_NOTE
 
 
 def test_heldout_error_on_the_measured_rows_under_the_measured_bound():
