@@ -467,7 +467,7 @@ ORDERINGS = ["fcfs", "pars", "sjf", "srpt", "las", "gamma-boost", "uniboost", "u
 TRACES = ["azure-conv", "azure-code"]
 GOOD_TRACES = ["azure_good", "azure_good_gz", "mooncake_good"]
 SHIPPED_CASES = ["fork_join", "jsq_pair", "llm_rybko_stolyar", "lu_kumar", "plan_code_review", "random_unequal",
-                 "rybko_stolyar", "jsq_pair.toml"]
+                 "rybko_stolyar", "jsq_pair.toml", "pd_tandem", "pd_llama8b_h100"]
 
 
 def _engine_opts(engines=False, fit=False):
