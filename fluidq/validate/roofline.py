@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ParameterError
 
 __all__ = ["Target", "calibration_targets", "calibrate", "leave_one_out", "raw_errors", "run_capacity",
-           "predict_roofline_deployment", "ERROR_NOTE", "RUNS"]
+           "predict_roofline_deployment", "ERROR_NOTE", "RUNS", "splitwise_phases", "SPLITWISE_WORKLOAD"]
 
 #: which GPU-table entry each profile's GPU is, and what the profile measured
 _SCOPE = {
@@ -266,4 +266,69 @@ def raw_errors(data_dir, targets=None) -> list[dict]:
         phase = np.asarray(rows.phase)[keep]
         phases = {str(ph): float(err[phase == ph].mean()) for ph in sorted(set(phase))}
         out.append({"profile": t.name, "rows": int(err.size), "heldout_mape": float(err.mean()), "by_phase": phases})
+    return out
+
+
+#: the workload Splitwise measured its decode batches with (perf_model.csv: prompts of 512 tokens,
+#: 128 tokens generated, batches of 1-64): the tandem figures of :func:`splitwise_phases` use it
+SPLITWISE_WORKLOAD = (512, 128, 64)
+
+
+def splitwise_phases(data_dir, targets=None) -> list[dict]:
+    """The roofline against Splitwise's published per-phase figures (``perf_model.csv`` in ``data_dir``:
+    ``splitwise/perf_model.csv``), per hardware, in the terms of the disaggregated tandem's stages, with
+    efficiencies fitted **without** that hardware's Splitwise profile:
+
+    * ``prefill``: a prompt iteration's tokens per second (``prompt_size x batch / prompt_time``) against
+      the roofline's ``b / t(b, 0)``, every measured prompt row;
+    * ``decode``: a token iteration's tokens per second (``batch / token_time``) against
+      ``n / t(n, n (p + o/2))``, every measured token row;
+    * ``tandem``: for Splitwise's own decode workload (:data:`SPLITWISE_WORKLOAD`: prompts of 512, outputs
+      of 128, at most 64 sequences per decode batch), one engine's prefill rate (prompts/s, the best
+      measured prompt iteration of at most 2048 tokens: that engine's ``sup b/t(b)``) and decode rate
+      (requests/s, the best measured token batch: ``max_n n / (127 t(n))``), from the rows and from the
+      roofline (:func:`~fluidq.capacity.disaggregated.prefill_rate` and
+      :func:`~fluidq.capacity.disaggregated.decode_rate` on roofline engines), and the prefill share of a
+      balanced pool ``n_p / (n_p + n_d) = d / (p + d)`` each gives."""
+    from pathlib import Path
+
+    from ..batchtime.loaders import load_splitwise
+    from ..capacity.disaggregated import decode_rate, prefill_rate
+    from ..engine import Engine
+    from ..workload import Poisson, Workload
+
+    path = Path(data_dir) / "splitwise" / "perf_model.csv"
+    if not path.exists():
+        path = path.with_name(path.name + ".gz")
+    targets = calibration_targets() if targets is None else list(targets)
+    p_len, o_len, k_max = SPLITWISE_WORKLOAD
+    wl = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=p_len, output_tokens=o_len)
+    out = []
+    for t in targets:
+        if not t.name.startswith("splitwise-"):
+            continue
+        hw = "a100-80gb" if "a100" in t.name else "h100-80gb"
+        m = load_splitwise(path, model="llama2-70b", hardware=hw, tp=t.tp)
+        eff = calibrate([x for x in targets if x.name != t.name])
+        rf = t.roofline(**eff)
+        row = {"profile": t.name, "gpu": t.gpu.name, "efficiency": eff}
+        for phase in ("prefill", "decode"):
+            r = m.where((phase,))
+            meas = r.tokens / r.seconds
+            pred = r.tokens / np.asarray(rf(r.tokens, r.kv_tokens), dtype=float)
+            ratio = pred / meas
+            row[phase] = {"rows": int(r.tokens.size), "mape": float(np.mean(np.abs(ratio - 1))),
+                          "median_ratio": float(np.median(ratio))}
+        pre = m.where(("prefill",))
+        ok = pre.tokens <= 2048
+        p_meas = float(np.max(pre.tokens[ok] / pre.seconds[ok])) / p_len
+        dec = m.where(("decode",))
+        sel = np.isclose(dec.kv_tokens / dec.tokens, p_len + o_len / 2) & (dec.tokens <= k_max)
+        d_meas = float(np.max(dec.tokens[sel] / dec.seconds[sel])) / (o_len - 1)
+        p_rf = prefill_rate(Engine(batch_time=rf, b_max=2048), wl)
+        d_rf, _, _ = decode_rate(Engine(batch_time=rf, b_max=2048, k_max=k_max), wl)
+        row["tandem"] = {"prefill_requests_per_s": {"measured": p_meas, "roofline": p_rf},
+                         "decode_requests_per_s": {"measured": d_meas, "roofline": d_rf},
+                         "prefill_share": {"measured": d_meas / (p_meas + d_meas), "roofline": d_rf / (p_rf + d_rf)}}
+        out.append(row)
     return out

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, leave_one_out, raw_errors, run_capacity
+from fluidq.validate.roofline import (RUNS, SPLITWISE_WORKLOAD, calibrate, calibration_targets, leave_one_out,
+                                     raw_errors, run_capacity, splitwise_phases)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llmservingsim"
 
@@ -34,6 +35,21 @@ def main() -> int:
     for r in raw_errors(DATA.parent, targets):
         ph = ", ".join(f"{k} {100 * v:.1f} %" for k, v in r["by_phase"].items())
         print(f"| `{r['profile']}` | {r['rows']} | {100 * r['heldout_mape']:.1f} % | {ph} |")
+    print()
+    p, o, k = SPLITWISE_WORKLOAD
+    print(f"Splitwise's per-phase figures as tandem stages (prompts {p}, outputs {o}, decode batches <= {k}):")
+    print()
+    print("| profile | prefill rows: roofline / measured tokens/s, median (MAPE) | decode rows: median (MAPE) | "
+          "prefill engine, prompts/s: measured / roofline | decode engine, requests/s: measured / roofline | "
+          "balanced prefill share n_p/(n_p+n_d): measured / roofline |")
+    print("|---|---|---|---|---|---|")
+    for r in splitwise_phases(DATA.parent, targets):
+        t = r["tandem"]
+        print(f"| `{r['profile']}` | {r['prefill']['median_ratio']:.3f} ({100 * r['prefill']['mape']:.1f} %) | "
+              f"{r['decode']['median_ratio']:.3f} ({100 * r['decode']['mape']:.1f} %) | "
+              f"{t['prefill_requests_per_s']['measured']:.2f} / {t['prefill_requests_per_s']['roofline']:.2f} | "
+              f"{t['decode_requests_per_s']['measured']:.2f} / {t['decode_requests_per_s']['roofline']:.2f} | "
+              f"{t['prefill_share']['measured']:.3f} / {t['prefill_share']['roofline']:.3f} |")
     print()
     print("| run | GPU | predicted tokens/s | measured tokens/s (95 % CI) | error | binding |")
     print("|---|---|---|---|---|---|")
