@@ -26,7 +26,8 @@ import numpy as np
 from ..errors import ParameterError
 
 __all__ = ["Target", "calibration_targets", "calibrate", "leave_one_out", "raw_errors", "run_capacity",
-           "predict_roofline_deployment", "ERROR_NOTE", "RUNS", "splitwise_phases", "SPLITWISE_WORKLOAD"]
+           "predict_roofline_deployment", "ERROR_NOTE", "RUNS", "splitwise_phases", "SPLITWISE_WORKLOAD",
+           "vidur_tensor_parallel"]
 
 #: which GPU-table entry each profile's GPU is, and what the profile measured
 _SCOPE = {
@@ -331,4 +332,36 @@ def splitwise_phases(data_dir, targets=None) -> list[dict]:
                          "decode_requests_per_s": {"measured": d_meas, "roofline": d_rf},
                          "prefill_share": {"measured": d_meas / (p_meas + d_meas), "roofline": d_rf / (p_rf + d_rf)}}
         out.append(row)
+    return out
+
+
+def vidur_tensor_parallel(data_dir, targets=None) -> list[dict]:
+    """The tensor-parallel split of the linear operators, checked on Vidur's Llama-2-70B A100 operator
+    profile (``vidur/a100/meta-llama/Llama-2-70b-hf/mlp.csv`` in ``data_dir``; not a calibration profile):
+    for each tensor-parallel size it measured, the MAPE of the roofline's linear and element-wise parts
+    (Vidur's scope: no attention, LM head, all-reduce or overhead) against its rows, with the efficiencies
+    fitted on every shipped profile (none of them is this model at these sizes).  What it checks is the
+    per-GPU split of the weights and the work; the all-reduces Vidur did not time are not in it."""
+    from pathlib import Path
+
+    from ..batchtime.loaders import load_vidur
+    from ..batchtime.roofline import Roofline
+    from ..models import load_gpu, load_model
+
+    p = Path(data_dir) / "vidur" / "a100" / "meta-llama" / "Llama-2-70b-hf" / "mlp.csv"
+    if not p.exists():
+        p = p.with_name(p.name + ".gz")
+    eff = calibrate(calibration_targets() if targets is None else list(targets))
+    model, gpu = load_model("Llama-2-70B"), load_gpu("A100-SXM4-80GB")
+    out = []
+    for tp in (1, 2, 4, 8):
+        m = load_vidur(p, tp=tp)
+        rf = Roofline(model=model, gpu=gpu, tensor_parallel_size=tp, compute_efficiency=eff["compute"],
+                      memory_efficiency=eff["memory"], overhead_s=0.0, sync_us=eff["sync_us"], attention=False,
+                      lm_head=False, overhead=False)
+        parts = rf._parts(m.tokens, np.zeros_like(m.tokens), np.ones_like(m.tokens))
+        pred = parts["linear"] + parts["elementwise"]
+        ratio = pred / m.seconds
+        out.append({"tensor_parallel_size": tp, "rows": int(m.tokens.size), "mape": float(np.mean(np.abs(ratio - 1))),
+                    "median_ratio": float(np.median(ratio))})
     return out

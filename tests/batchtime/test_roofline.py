@@ -205,3 +205,18 @@ def test_splitwise_per_phase_figures_as_tandem_stages():
         assert abs(t["prefill_share"]["roofline"] - t["prefill_share"]["measured"]) < (0.12 if "a100" in name
                                                                                         else 0.03), (name, t)
         assert 0.6 < r["decode"]["median_ratio"] < 1.3 and 0.9 < r["prefill"]["median_ratio"] < 1.3
+
+
+def test_tensor_parallel_split_on_vidur_llama2_70b():
+    """Measured (docs/reference/roofline.md, 2026-12-06): the linear and element-wise operators of Vidur's
+    Llama-2-70B A100 profile (not calibrated on) at TP 1, 2, 4, 8 within 9.6, 8.5, 7.7, 8.0 % MAPE.
+    Asserted: each below 12 %, and the median ratio within 10 % of 1 (a wrong per-GPU split of the
+    weights or the heads would put a TP size far off)."""
+    from pathlib import Path
+
+    from fluidq.validate.roofline import vidur_tensor_parallel
+
+    rows = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data")
+    assert [r["tensor_parallel_size"] for r in rows] == [1, 2, 4, 8]
+    for r in rows:
+        assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r

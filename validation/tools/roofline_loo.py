@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fluidq.validate.roofline import (RUNS, SPLITWISE_WORKLOAD, calibrate, calibration_targets, leave_one_out,
-                                     raw_errors, run_capacity, splitwise_phases)
+                                     raw_errors, run_capacity, splitwise_phases, vidur_tensor_parallel)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llmservingsim"
 
@@ -50,6 +50,14 @@ def main() -> int:
               f"{t['prefill_requests_per_s']['measured']:.2f} / {t['prefill_requests_per_s']['roofline']:.2f} | "
               f"{t['decode_requests_per_s']['measured']:.2f} / {t['decode_requests_per_s']['roofline']:.2f} | "
               f"{t['prefill_share']['measured']:.3f} / {t['prefill_share']['roofline']:.3f} |")
+    print()
+    print("Vidur's Llama-2-70B A100 operator profile (not calibrated on), linear and element-wise operators "
+          "per GPU by tensor-parallel size:")
+    print()
+    print("| tensor-parallel size | rows | MAPE | median roofline / measured |")
+    print("|---|---|---|---|")
+    for r in vidur_tensor_parallel(DATA.parent, targets):
+        print(f"| {r['tensor_parallel_size']} | {r['rows']} | {100 * r['mape']:.1f} % | {r['median_ratio']:.3f} |")
     print()
     print("| run | GPU | predicted tokens/s | measured tokens/s (95 % CI) | error | binding |")
     print("|---|---|---|---|---|---|")
