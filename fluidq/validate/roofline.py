@@ -27,7 +27,7 @@ from ..errors import ParameterError
 
 __all__ = ["Target", "calibration_targets", "calibrate", "leave_one_out", "raw_errors", "run_capacity",
            "predict_roofline_deployment", "ERROR_NOTE", "RUNS", "splitwise_phases", "SPLITWISE_WORKLOAD",
-           "vidur_tensor_parallel"]
+           "vidur_tensor_parallel", "allreduce_check"]
 
 #: which GPU-table entry each profile's GPU is, and what the profile measured
 _SCOPE = {
@@ -60,18 +60,18 @@ class Target:
     kv_tokens: np.ndarray
     seconds: np.ndarray
 
-    def roofline(self, compute: float, memory: float, overhead_s: float, sync_us: float):
+    def roofline(self, compute: float, memory: float, overhead_s: float, sync_step_us: float):
         from ..batchtime.roofline import Roofline
 
         return Roofline(model=self.model, gpu=self.gpu, tensor_parallel_size=self.tp, compute_efficiency=compute,
-                        memory_efficiency=memory, overhead_s=overhead_s, sync_us=sync_us, **self.scope)
+                        memory_efficiency=memory, overhead_s=overhead_s, sync_step_us=sync_step_us, **self.scope)
 
-    def predict(self, compute: float, memory: float, overhead_s: float, sync_us: float) -> np.ndarray:
-        rf = self.roofline(compute, memory, overhead_s, sync_us)
+    def predict(self, compute: float, memory: float, overhead_s: float, sync_step_us: float) -> np.ndarray:
+        rf = self.roofline(compute, memory, overhead_s, sync_step_us)
         return np.asarray(rf(self.tokens, self.kv_tokens), dtype=float)
 
-    def mape(self, compute: float, memory: float, overhead_s: float, sync_us: float) -> float:
-        p = self.predict(compute, memory, overhead_s, sync_us)
+    def mape(self, compute: float, memory: float, overhead_s: float, sync_step_us: float) -> float:
+        p = self.predict(compute, memory, overhead_s, sync_step_us)
         return float(np.mean(np.abs(p - self.seconds) / self.seconds))
 
 
@@ -106,7 +106,7 @@ def calibration_targets() -> list[Target]:
 
 
 def calibrate(targets) -> dict:
-    """``{"compute", "memory", "overhead_s", "sync_us"}`` minimising the mean over targets of each target's
+    """``{"compute", "memory", "overhead_s", "sync_step_us"}`` minimising the mean over targets of each target's
     mean squared log ratio (predicted / profile); deterministic (a fixed start and a bounded solver).
 
     Three constants are fitted (compute and memory efficiency, the per-all-reduce latency); ``overhead_s``
@@ -129,12 +129,12 @@ def calibrate(targets) -> dict:
                                for t in targets])
 
     # efficiencies and the sync latency in logs (positive)
-    x0 = np.array([np.log(0.5), np.log(0.7), np.log(20.0)])
+    x0 = np.array([np.log(0.5), np.log(0.7), np.log(2.0)])
     lo = np.array([np.log(1e-3), np.log(1e-3), np.log(1e-3)])
     hi = np.array([0.0, 0.0, np.log(1e4)])
     r = least_squares(resid, x0, bounds=(lo, hi), method="trf", xtol=1e-12, ftol=1e-12, gtol=1e-12)
     c, m, s = (float(v) for v in np.exp(r.x))
-    return {"compute": c, "memory": m, "overhead_s": 0.0, "sync_us": s}
+    return {"compute": c, "memory": m, "overhead_s": 0.0, "sync_step_us": s}
 
 
 def leave_one_out(targets=None) -> list[dict]:
@@ -168,7 +168,7 @@ def run_capacity(run_dir, efficiency: dict, *, gpu: str, model: str) -> dict:
     g, m = load_gpu(gpu), load_model(model)
     rf = Roofline(model=m, gpu=g, tensor_parallel_size=run.tensor_parallel_size, compute_efficiency=efficiency["compute"],
                   memory_efficiency=efficiency["memory"], overhead_s=efficiency["overhead_s"],
-                  sync_us=efficiency["sync_us"])
+                  sync_step_us=efficiency["sync_step_us"])
     kv = run.kv_capacity_tokens
     if kv is None:
         kv = kv_capacity_estimate(m, gpu_memory_gib=g.memory_gib, tensor_parallel_size=run.tensor_parallel_size,
@@ -357,11 +357,47 @@ def vidur_tensor_parallel(data_dir, targets=None) -> list[dict]:
     for tp in (1, 2, 4, 8):
         m = load_vidur(p, tp=tp)
         rf = Roofline(model=model, gpu=gpu, tensor_parallel_size=tp, compute_efficiency=eff["compute"],
-                      memory_efficiency=eff["memory"], overhead_s=0.0, sync_us=eff["sync_us"], attention=False,
+                      memory_efficiency=eff["memory"], overhead_s=0.0, sync_step_us=eff["sync_step_us"], attention=False,
                       lm_head=False, overhead=False)
         parts = rf._parts(m.tokens, np.zeros_like(m.tokens), np.ones_like(m.tokens))
         pred = parts["linear"] + parts["elementwise"]
         ratio = pred / m.seconds
         out.append({"tensor_parallel_size": tp, "rows": int(m.tokens.size), "mape": float(np.mean(np.abs(ratio - 1))),
                     "median_ratio": float(np.median(ratio))})
+    return out
+
+
+def allreduce_check(data_dir, targets=None, *, max_bytes: float = 32 * 2**20) -> dict:
+    """The roofline's all-reduce against Vidur's measured A100 NVLink all-reduces
+    (``vidur/a100/network/all_reduce_pairwise_nvlink.csv`` in ``data_dir``: two workers, messages up to
+    ``max_bytes``, the ``b x hidden`` activations of a batch of up to 2048 tokens of an 8192-wide model):
+    the ring over the A100's NVLink plus ``2 (w - 1) sync_step_us`` (the calibrated per-step latency), and,
+    for comparison, the same calibrated latency charged per all-reduce whatever ``w`` (what a per-all-reduce
+    constant fitted on the TP-8 profiles gives at two workers).  Returns the median ratio (model / measured)
+    and the MAPE of each."""
+    from pathlib import Path
+
+    from ..batchtime.comm import MeasuredAllReduce
+    from ..models import load_gpu
+
+    p = Path(data_dir) / "vidur" / "a100" / "network" / "all_reduce_pairwise_nvlink.csv"
+    if not p.exists():
+        p = p.with_name(p.name + ".gz")
+    table = MeasuredAllReduce.from_vidur_csv(p)
+    eff = calibrate(calibration_targets() if targets is None else list(targets))
+    g = load_gpu("A100-SXM4-80GB")
+    out = {"sync_step_us": eff["sync_step_us"], "workers": {}}
+    from ..batchtime.comm import Link
+
+    link = Link(bandwidth_gbps=g.link_bandwidth_gbps, latency_us=g.link_latency_us)
+    for w, (n, us) in sorted(table.tables.items()):
+        keep = (n > 0) & (n <= max_bytes)
+        ring = np.asarray(link.allreduce_us(n[keep], w))
+        per_step = ring + 2 * (w - 1) * eff["sync_step_us"]
+        per_call = ring + 2 * (8 - 1) * eff["sync_step_us"]  # the TP-8 constant charged to every all-reduce
+        rows = {}
+        for name, pred in (("per_step", per_step), ("per_all_reduce", per_call)):
+            r = pred / us[keep]
+            rows[name] = {"median_ratio": float(np.median(r)), "mape": float(np.mean(np.abs(r - 1)))}
+        out["workers"][int(w)] = {"rows": int(keep.sum()), **rows}
     return out
