@@ -17,7 +17,8 @@ Case file (``fluidq network CASE.toml``; every key is checked, an unknown key is
     [disaggregated]
     prefill_engines = 2
     decode_engines = 3
-    links = 1                       # optional: links each prefill engine sends over
+    links = 1                       # optional: links each prefill engine sends over (default: one per
+                                    # tensor-parallel rank)
     # either a deployment without profiles (the calibrated roofline, vLLM's planned decode KV cache) ...
     model = "Llama-3.1-8B"          # or model_config = "path/to/config.json"
     gpu = "H100"
@@ -292,7 +293,6 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
             raise _err(w, f"needs {k} (the pool's size)")
     n_p = _number(w, "prefill_engines", dis["prefill_engines"], kind=int, minimum=1, maximum=4096)
     n_d = _number(w, "decode_engines", dis["decode_engines"], kind=int, minimum=1, maximum=4096)
-    links = _number(w, "links", dis.get("links", 1), kind=int, minimum=1, maximum=4096)
     if "model" in dis or "model_config" in dis or "gpu" in dis:
         pre, dec, kvb, link, tp = _roofline_engines(w, dis)
     else:
@@ -306,6 +306,8 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
         dec = _engine(source, "decode", _table(w, "decode", dis["decode"])).engine
         kvb = _number(w, "kv_bytes_per_token", dis["kv_bytes_per_token"], positive=True)
         link, tp = None, 1
+    # one link per tensor-parallel rank by default (each rank sends its share of the KV), as `fluidq disagg`
+    links = _number(w, "links", dis.get("links", tp), kind=int, minimum=1, maximum=4096)
     if "link" in dis:
         lk = _table(w, "link", dis["link"])
         _unknown(f"{w} link", lk, {"bandwidth_gbps", "latency_us", "name"})

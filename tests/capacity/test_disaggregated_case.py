@@ -49,7 +49,12 @@ def test_roofline_case_builds_vllm_engines():
     assert t.decode.kv_capacity_tokens == kv and t.decode.k_max == 256 and t.prefill.b_max == 2048
     assert t.prefill.batch_time == roofline("Llama-3.1-8B", "H100")
     assert t.kv_bytes_per_token == load_model("Llama-3.1-8B").kv_bytes_per_token()
-    assert t.link.bandwidth_gbps == 450 and t.capacity().load == pytest.approx(0.9)
+    assert t.link.bandwidth_gbps == 450 and t.capacity().load == pytest.approx(0.9) and t.links == 1
+    d = {"disaggregated": {"prefill_engines": 1, "decode_engines": 1, "model": "Llama-3.1-70B", "gpu": "H100",
+                           "tensor_parallel_size": 4}, "workload": {"prompt": 1000, "output": 100}}
+    t4 = topology_from_dict(d)
+    assert t4.links == 4 and t4.gpus_per_engine == 4 and t4.capacity().gpus == 8  # one link per TP rank
+    assert topology_from_dict({**d, "disaggregated": {**d["disaggregated"], "links": 1}}).links == 1
 
 
 @pytest.mark.parametrize("n_p,n_d,want", [(3, 2, "decode"), (2, 3, "prefill")])
