@@ -14,11 +14,11 @@ bandwidth))`` on one GPU of a tensor-parallel group of ``tp``; the iteration is 
 * the LM head for the sequences that emit a token (in ``t(b, kv)``: every token when ``kv > 0``,
   taken as a decode batch; one sequence when ``kv = 0``, taken as one prefill);
 * two all-reduces of ``b x hidden`` values per layer when ``tp > 1``
-  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency, plus ``sync_us``
-  per all-reduce: launch and synchronisation);
+  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency, plus ``sync_step_us``
+  per step of the ring, ``2 (tp - 1)`` steps per all-reduce: launch and synchronisation);
 * a fixed per-iteration overhead ``overhead_s`` (scheduling, launches, sampling).
 
-``eta_c``, ``eta_m``, ``overhead_s`` and ``sync_us`` are not guessed:
+``eta_c``, ``eta_m``, ``overhead_s`` and ``sync_step_us`` are not guessed:
 :func:`fluidq.validate.roofline.calibrate` fits them on the shipped measured profiles, and
 :data:`CALIBRATED` holds the result (recomputed by the tests).  The leave-one-profile-out errors are in
 ``docs/reference/roofline.md``.  :meth:`Roofline.context_aware` gives the same model as a
@@ -47,9 +47,10 @@ __all__ = ["Roofline", "CALIBRATED", "roofline"]
 
 #: Efficiencies fitted by :func:`fluidq.validate.roofline.calibrate` on every shipped profile
 #: (``compute``: fraction of peak dense FLOP/s; ``memory``: fraction of peak HBM bandwidth;
-#: ``overhead_s``: fixed seconds per iteration, fitted to 0; ``sync_us``: microseconds per all-reduce
-#: besides the ring).  Recomputed in ``tests/batchtime/test_roofline.py``.
-CALIBRATED = {"compute": 0.6378, "memory": 0.6866, "overhead_s": 0.0, "sync_us": 143.2}
+#: ``overhead_s``: fixed seconds per iteration, held at 0 by the calibration; ``sync_step_us``:
+#: microseconds per step of a ring all-reduce besides the link's latency, ``2 (tp - 1)`` steps).
+#: Recomputed in ``tests/batchtime/test_roofline.py``.
+CALIBRATED = {"compute": 0.6378, "memory": 0.6866, "overhead_s": 0.0, "sync_step_us": 10.23}
 
 
 def _fraction(name, v):
@@ -76,8 +77,12 @@ class Roofline(BatchTime):
         Fractions in (0, 1] of the GPU's peak FLOP/s and memory bandwidth (default: :data:`CALIBRATED`).
     overhead_s : float
         Fixed seconds per iteration (default: :data:`CALIBRATED`).
-    sync_us : float
-        Microseconds each tensor-parallel all-reduce costs besides its ring time (default: :data:`CALIBRATED`).
+    sync_step_us : float
+        Microseconds each step of a tensor-parallel ring all-reduce costs besides the link's latency, so
+        ``2 (tp - 1) sync_step_us`` per all-reduce (default: :data:`CALIBRATED`).
+    sync_us : float, optional
+        Microseconds each all-reduce costs besides its ring time, whatever ``tp`` (overrides
+        ``sync_step_us``; default ``2 (tp - 1) sync_step_us``, which the attribute then holds).
     attention, lm_head, overhead : bool
         Which parts the time includes (all by default; the calibration switches off what a profile did
         not measure, e.g. Vidur's linear-operator tables).
@@ -91,6 +96,7 @@ class Roofline(BatchTime):
     memory_efficiency: float | None = None
     overhead_s: float | None = None
     sync_us: float | None = None
+    sync_step_us: float | None = None
     attention: bool = True
     lm_head: bool = True
     overhead: bool = True
@@ -116,7 +122,10 @@ class Roofline(BatchTime):
         object.__setattr__(self, "memory_efficiency", _fraction("memory_efficiency", me))
         object.__setattr__(self, "overhead_s", real("overhead_s", oh, nonnegative=True, maximum=MAX_BATCH_SECONDS,
                                                     why=SECONDS_WHY))
-        sy = c["sync_us"] if self.sync_us is None else self.sync_us
+        st = c["sync_step_us"] if self.sync_step_us is None else self.sync_step_us
+        object.__setattr__(self, "sync_step_us", real("sync_step_us", st, nonnegative=True,
+                                                      maximum=MAX_BATCH_SECONDS * 1e6, why=SECONDS_WHY))
+        sy = 2 * (tp - 1) * self.sync_step_us if self.sync_us is None else self.sync_us
         object.__setattr__(self, "sync_us", real("sync_us", sy, nonnegative=True, maximum=MAX_BATCH_SECONDS * 1e6,
                                                  why=SECONDS_WHY))
         object.__setattr__(self, "tensor_parallel_size", tp)
@@ -275,7 +284,7 @@ class Roofline(BatchTime):
     def params(self) -> dict:
         return {"model": self.model.name, "gpu": self.gpu.name, "tensor_parallel_size": self.tensor_parallel_size,
                 "compute_efficiency": self.compute_efficiency, "memory_efficiency": self.memory_efficiency,
-                "overhead_s": self.overhead_s, "sync_us": self.sync_us, "attention": self.attention, "lm_head": self.lm_head,
+                "overhead_s": self.overhead_s, "sync_us": self.sync_us, "sync_step_us": self.sync_step_us, "attention": self.attention, "lm_head": self.lm_head,
                 "overhead": self.overhead}
 
     def describe(self) -> str:

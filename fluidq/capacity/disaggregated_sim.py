@@ -51,6 +51,8 @@ __all__ = ["PDSimResult", "PDReplications", "simulate_disaggregated", "replicate
 
 _MAX_POOL = 4096
 _MAX_EVENTS = 5 * 10**7
+#: the growth share below which replications call a tandem stable (:attr:`PDReplications.decision`)
+GROWTH_RESOLUTION = 0.05
 
 
 @dataclass(frozen=True)
@@ -267,10 +269,20 @@ class PDReplications:
         1 % (a stable tandem's backlog does not grow; 1 % of the arrivals is the resolution of the test)."""
         return "unstable" if self.growth_share_ci[0] > 0.01 else "stable"
 
+    @property
+    def decision(self) -> str:
+        """Three-way: ``unstable`` when the interval of the growth share lies above 1 %, ``stable`` when it
+        lies below :data:`GROWTH_RESOLUTION` (5 % of the arrivals: the fluid growth at load 1.053), else
+        ``inconclusive`` (too few or too short runs to tell; :attr:`verdict` calls that stable)."""
+        lo, hi = self.growth_share_ci
+        if lo > 0.01:
+            return "unstable"
+        return "stable" if hi < GROWTH_RESOLUTION else "inconclusive"
+
     def to_dict(self) -> dict:
         return {"replications": len(self.runs), "growth_share": self.growth_share,
                 "growth_share_ci": list(self.growth_share_ci), "throughput_per_s": self.throughput_per_s,
-                "throughput_ci": list(self.throughput_ci), "verdict": self.verdict,
+                "throughput_ci": list(self.throughput_ci), "verdict": self.verdict, "decision": self.decision,
                 "runs": [r.to_dict() for r in self.runs]}
 
 

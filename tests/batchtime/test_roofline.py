@@ -81,25 +81,31 @@ def test_calibration_is_reproducible():
     from fluidq.validate.roofline import calibrate, calibration_targets
 
     eff = calibrate(calibration_targets())
-    for k in ("compute", "memory", "sync_us"):
+    for k in ("compute", "memory", "sync_step_us"):
         assert eff[k] == pytest.approx(CALIBRATED[k], rel=2e-3), k
     assert eff["overhead_s"] == pytest.approx(CALIBRATED["overhead_s"], abs=1e-5)
 
 
 def test_leave_one_profile_out_under_the_measured_bound():
-    """Measured (docs/reference/roofline.md): held-out MAPE 7.5-31.3 %, the worst the paper's CodeLlama-34B
-    fit (held out, it inherits Splitwise's fixed overhead) and Splitwise H100 TP8 (a slow stack: 20 % of
-    peak FLOPs at 1536 prefill tokens); five of eight below 19 %.  Asserted: every profile below 35 %, and
-    at least half below 19 % -- a model change that makes it worse fails here."""
-    from fluidq.validate.roofline import leave_one_out
+    """Measured (docs/reference/roofline.md): held-out MAPE 7.0-30.9 %, the worst Splitwise H100 TP8 (a slow
+    stack: 20 % of peak FLOPs at 1536 prefill tokens) and the RTX 4090 (faster than its datasheet); five of
+    eight within 15 %.  Asserted: every profile below 35 %, five within 15 %, and the paper's profile within
+    10 % (7.0 %: with a free per-iteration overhead it inherited Splitwise's fixed cost, 31 %) -- a model
+    change that makes it worse fails here.  The note every roofline answer carries quotes the range."""
+    from fluidq.validate.roofline import ERROR_NOTE, leave_one_out
 
     rows = leave_one_out()
-    errs = np.array([r["heldout_mape"] for r in rows])
+    errs = {r["profile"]: r["heldout_mape"] for r in rows}
     assert len(rows) == 8
-    assert np.all(errs < 0.35), {r["profile"]: round(r["heldout_mape"], 3) for r in rows}
-    assert np.mean(errs < 0.19) >= 0.5
+    assert max(errs.values()) < 0.35, errs
+    assert sum(e <= 0.15 for e in errs.values()) >= 5, errs
+    assert errs["paper-codellama34b-a100"] < 0.10, errs
     for r in rows:  # held out is never better than in-sample by more than noise
         assert r["heldout_mape"] >= r["insample_mape"] - 0.01
+        assert r["efficiency"]["overhead_s"] == 0.0
+    v = np.array(list(errs.values())) * 100
+    assert f"MAPE {v.min():.0f}-{v.max():.0f} % (median {np.median(v):.0f} %, " \
+           f"{int(np.sum(v <= 15))} of 8 profiles within 15 %)" in ERROR_NOTE
 
 
 def test_heldout_error_on_the_measured_rows_under_the_measured_bound():
@@ -175,3 +181,69 @@ def test_gpu_table_names_and_suggestions():
         load_gpu("")
     with pytest.raises(ParameterError, match="dtype"):
         load_gpu("A100").peak_flops("float8_e4m3fn")  # the A100 has no FP8 tensor cores
+
+
+def test_splitwise_per_phase_figures_as_tandem_stages():
+    """Measured (docs/reference/roofline.md, 2026-12-06), held out: one prefill engine's prompt rate +12 %
+    (A100) and +11 % (H100) against Splitwise's rows, the decode engine's rate +69 % (A100: Splitwise's
+    stack adds ~27 ms per iteration from batch 1 to 64 that no KV read explains) and +8 % (H100), the
+    balanced prefill share 0.429 against 0.332 and 0.252 against 0.257.  Asserted under bounds from
+    that, so a model change that makes the P/D sizing worse fails here."""
+    from pathlib import Path
+
+    from fluidq.validate.roofline import splitwise_phases
+
+    rows = {r["profile"]: r for r in splitwise_phases(Path(__file__).resolve().parents[2] / "validation" / "data")}
+    assert set(rows) == {"splitwise-llama2-70b-a100-tp8", "splitwise-llama2-70b-h100-tp8"}
+    for name, r in rows.items():
+        t = r["tandem"]
+        assert r["prefill"]["rows"] == r["decode"]["rows"] == 105
+        pr = t["prefill_requests_per_s"]["roofline"] / t["prefill_requests_per_s"]["measured"]
+        dr = t["decode_requests_per_s"]["roofline"] / t["decode_requests_per_s"]["measured"]
+        assert 0.85 < pr < 1.2, (name, pr)
+        assert 0.85 < dr < (1.8 if "a100" in name else 1.2), (name, dr)
+        assert abs(t["prefill_share"]["roofline"] - t["prefill_share"]["measured"]) < (0.12 if "a100" in name
+                                                                                        else 0.03), (name, t)
+        assert 0.6 < r["decode"]["median_ratio"] < 1.3 and 0.9 < r["prefill"]["median_ratio"] < 1.3
+
+
+def test_tensor_parallel_split_on_vidur_llama2_70b():
+    """Measured (docs/reference/roofline.md, 2026-12-06): the linear and element-wise operators of Vidur's
+    Llama-2-70B A100 profile (not calibrated on) at TP 1, 2, 4, 8 within 9.6, 8.5, 7.7, 8.0 % MAPE.
+    Asserted: each below 12 %, and the median ratio within 10 % of 1 (a wrong per-GPU split of the
+    weights or the heads would put a TP size far off)."""
+    from pathlib import Path
+
+    from fluidq.validate.roofline import vidur_tensor_parallel
+
+    rows = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data")
+    assert [r["tensor_parallel_size"] for r in rows] == [1, 2, 4, 8]
+    for r in rows:
+        assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
+
+
+def test_sync_latency_per_ring_step():
+    """The calibrated latency is per step of the ring: ``2 (tp - 1)`` steps per all-reduce (0 at TP 1);
+    ``sync_us`` given is a per-all-reduce constant whatever tp (the old meaning)."""
+    step = CALIBRATED["sync_step_us"]
+    for tp, want in ((1, 0.0), (2, 2 * step), (4, 6 * step), (8, 14 * step)):
+        assert roofline("Llama-3.1-70B", "H100", tp).sync_us == pytest.approx(want)
+    assert roofline("Llama-3.1-70B", "H100", 4, sync_us=50.0).sync_us == 50.0
+    assert roofline("Llama-3.1-70B", "H100", 4, sync_step_us=1.0).sync_us == 6.0
+    with pytest.raises(ParameterError, match="sync_step_us"):
+        roofline("Llama-3.1-8B", "H100", sync_step_us=-1)
+
+
+def test_allreduce_against_vidur_measurements():
+    """Measured (docs/reference/roofline.md, 2026-12-06): Vidur's two-worker A100 NVLink all-reduces up to
+    32 MiB, median model / measured 0.69 (MAPE 36 %) with the latency per ring step, 2.31 (135 %) with the
+    TP-8 latency charged per all-reduce.  Asserted: per step within a factor 1.6 of the measurements and
+    closer than per all-reduce."""
+    from pathlib import Path
+
+    from fluidq.validate.roofline import allreduce_check
+
+    r = allreduce_check(Path(__file__).resolve().parents[2] / "validation" / "data")["workers"][2]
+    assert r["rows"] > 500
+    assert 1 / 1.6 < r["per_step"]["median_ratio"] < 1.6 and r["per_step"]["mape"] < 0.5, r
+    assert r["per_step"]["mape"] < r["per_all_reduce"]["mape"], r

@@ -143,3 +143,51 @@ def test_simulate_with_a_roofline_engine(capsys):
                      "--horizon", "5"], capsys, "--profile")
     assert_one_line(["simulate", "--gpu-memory-utilization", "0.5", "--horizon", "5"], capsys,
                     "--gpu-memory-utilization")
+
+
+def test_region_with_a_roofline_engine(capsys):
+    """``fluidq region --gpu``: the region of the context-aware roofline engine at the workload's mean decode
+    context, so its lambda* is the one `fluidq check` and `max_throughput` give for the same engine."""
+    from fluidq.batchtime.roofline import roofline
+    from fluidq.capacity import max_throughput
+    from fluidq.engine import Engine
+    from fluidq.models import kv_capacity_estimate, load_model
+
+    rc, out, _ = run_cli(["region", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "500",
+                          "--output-len", "200", "--json"], capsys)
+    d = json.loads(out)
+    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
+    eng = Engine(batch_time=roofline("Llama-3.1-8B", "H100").context_aware(), b_max=2048, k_max=256,
+                 kv_capacity_tokens=kv)
+    wl = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=500, output_tokens=200)
+    assert rc == 0 and "roofline estimate" in d["roofline"]
+    assert d["workload"]["max_request_rate_per_s"] == pytest.approx(max_throughput(eng, wl).requests_per_s, rel=1e-6)
+    rc, out, _ = run_cli(["region", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "500"], capsys)
+    assert rc == 0 and "leave-one-profile-out" in out
+    assert_one_line(["region", "--model", "Llama-3.1-8B", "--gpu", "H100", "--fit", "x.csv"], capsys, "--fit")
+    assert_one_line(["region", "--model-config", "c.json"], capsys, "--model-config")
+
+
+def test_report_with_a_roofline_engine(capsys, tmp_path):
+    rc, out, _ = run_cli(["report", "--model", "Llama-3.1-8B", "--gpu", "H100", "--quick", "--out",
+                          str(tmp_path / "rep"), "--json"], capsys)
+    d = json.loads(out)
+    assert rc == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "roofline Llama-3.1-8B on 1 x H100-SXM5-80GB" in md and "leave-one-profile-out" in md
+    assert "k_max` | 256" in md and "b_max` | 2048" in md
+    assert d["figures"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--model", "Llama-3.1-8B"], "--model"),
+    (["--model-config", "c.json"], "--model-config"),
+    (["--max-num-seqs", "64"], "--max-num-seqs"),
+    (["--tensor-parallel-size", "2"], "--tensor-parallel-size"),
+    (["--gpu", "H100", "--model", "Llama-3.1-8B", "--profile", "paper-codellama34b-a100"], "--profile"),
+    (["--gpu", "H100"], "--model NAME"),
+    (["--gpu", "H10", "--model", "Llama-3.1-8B"], "--gpu"),
+])
+def test_report_roofline_bad_input(capsys, tmp_path, argv, needle):
+    assert_one_line(["report", "--quick", "--out", str(tmp_path / "rep"), *argv], capsys, needle)
+    assert not (tmp_path / "rep").exists()

@@ -467,7 +467,7 @@ ORDERINGS = ["fcfs", "pars", "sjf", "srpt", "las", "gamma-boost", "uniboost", "u
 TRACES = ["azure-conv", "azure-code"]
 GOOD_TRACES = ["azure_good", "azure_good_gz", "mooncake_good"]
 SHIPPED_CASES = ["fork_join", "jsq_pair", "llm_rybko_stolyar", "lu_kumar", "plan_code_review", "random_unequal",
-                 "rybko_stolyar", "jsq_pair.toml"]
+                 "rybko_stolyar", "jsq_pair.toml", "pd_tandem", "pd_llama8b_h100"]
 
 
 def _engine_opts(engines=False, fit=False):
@@ -565,13 +565,16 @@ COMMANDS = {
                     "--gpus": number((2, 8), integer=True), "--json": FLAG}),
     "profiles": _cmd({}, {"--json": FLAG}, pos=[st.one_of(st.sampled_from(["list", "show", "show"]), STRINGS),
                                                st.one_of(st.just(None), name(PROFILES))]),
-    "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(fit=True), **_workload_opts(), "--point": point(),
+    "region": _cmd({"--rays": ("3", "--simulate"), "--policies": ("sarathi", "--simulate")}, {**_engine_opts(fit=True), **_workload_opts(), **_roofline_opts(), "--point": point(),
                                      "--policies": listing(name(POLICIES), 3), "--simulate": FLAG,
                                      "--rays": number((2, 3), integer=True), "--seed": number((0, 1), integer=True),
                                      "--plot": out_path(), "--json": FLAG}),
     "report": _cmd({"--quick": None, "--out": "@@out:new_dir@@"},
                    {"--out": out_path(), "--profile": name(PROFILES), "--trace": in_path(*TRACES, good=GOOD_TRACES),
-                    "--rate": number((1, 2)), "--json": FLAG}),
+                    "--rate": number((1, 2)), "--json": FLAG, **_roofline_opts(),
+                    "--model": name(["Llama-3.1-8B", "Qwen3-8B", "nope"]),
+                    "--max-num-seqs": number((16, 256), integer=True),
+                    "--max-num-batched-tokens": number((512, 2048), integer=True)}),
     "simulate": _cmd({"--horizon": "2", "--no-progress": None},
                      {**_engine_opts(fit=True), **_workload_opts(), **_roofline_opts(), "--load": number((0.5, 0.9, 1.2)),
                       "--num-prompts": number((10, 50), integer=True), "--arrival": name(["replay", "poisson", "periodic", "gamma"]), "--cv": number((0.5, 2)),

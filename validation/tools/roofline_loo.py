@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, leave_one_out, raw_errors, run_capacity
+from fluidq.validate.roofline import (RUNS, SPLITWISE_WORKLOAD, calibrate, calibration_targets, leave_one_out,
+                                     allreduce_check, raw_errors, run_capacity, splitwise_phases,
+                                     vidur_tensor_parallel)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llmservingsim"
 
@@ -21,19 +23,53 @@ def main() -> int:
     full = calibrate(targets)
     print("efficiencies fitted on all profiles: " + ", ".join(f"{k} {v:.4g}" for k, v in full.items()))
     print()
-    print("| profile | GPU | model, TP | points | held-out MAPE | in-sample MAPE | compute / memory / overhead ms / sync us (fit without it) |")
+    print("| profile | GPU | model, TP | points | held-out MAPE | in-sample MAPE | compute / memory / overhead ms / sync us per ring step (fit without it) |")
     print("|---|---|---|---|---|---|---|")
     for r in leave_one_out(targets):
         e = r["efficiency"]
         print(f"| `{r['profile']}` | {r['gpu']} | {r['model']}, {r['tp']} | {r['points']} | "
               f"{100 * r['heldout_mape']:.1f} % | {100 * r['insample_mape']:.1f} % | "
-              f"{e['compute']:.3f} / {e['memory']:.3f} / {1e3 * e['overhead_s']:.2f} / {e['sync_us']:.0f} |")
+              f"{e['compute']:.3f} / {e['memory']:.3f} / {1e3 * e['overhead_s']:.2f} / {e['sync_step_us']:.1f} |")
     print()
     print("| profile | measured rows | held-out MAPE on the rows | by phase |")
     print("|---|---|---|---|")
     for r in raw_errors(DATA.parent, targets):
         ph = ", ".join(f"{k} {100 * v:.1f} %" for k, v in r["by_phase"].items())
         print(f"| `{r['profile']}` | {r['rows']} | {100 * r['heldout_mape']:.1f} % | {ph} |")
+    print()
+    p, o, k = SPLITWISE_WORKLOAD
+    print(f"Splitwise's per-phase figures as tandem stages (prompts {p}, outputs {o}, decode batches <= {k}):")
+    print()
+    print("| profile | prefill rows: roofline / measured tokens/s, median (MAPE) | decode rows: median (MAPE) | "
+          "prefill engine, prompts/s: measured / roofline | decode engine, requests/s: measured / roofline | "
+          "balanced prefill share n_p/(n_p+n_d): measured / roofline |")
+    print("|---|---|---|---|---|---|")
+    for r in splitwise_phases(DATA.parent, targets):
+        t = r["tandem"]
+        print(f"| `{r['profile']}` | {r['prefill']['median_ratio']:.3f} ({100 * r['prefill']['mape']:.1f} %) | "
+              f"{r['decode']['median_ratio']:.3f} ({100 * r['decode']['mape']:.1f} %) | "
+              f"{t['prefill_requests_per_s']['measured']:.2f} / {t['prefill_requests_per_s']['roofline']:.2f} | "
+              f"{t['decode_requests_per_s']['measured']:.2f} / {t['decode_requests_per_s']['roofline']:.2f} | "
+              f"{t['prefill_share']['measured']:.3f} / {t['prefill_share']['roofline']:.3f} |")
+    print()
+    print("Vidur's Llama-2-70B A100 operator profile (not calibrated on), linear and element-wise operators "
+          "per GPU by tensor-parallel size:")
+    print()
+    print("| tensor-parallel size | rows | MAPE | median roofline / measured |")
+    print("|---|---|---|---|")
+    for r in vidur_tensor_parallel(DATA.parent, targets):
+        print(f"| {r['tensor_parallel_size']} | {r['rows']} | {100 * r['mape']:.1f} % | {r['median_ratio']:.3f} |")
+    print()
+    ar = allreduce_check(DATA.parent, targets)
+    print(f"Vidur's measured A100 NVLink all-reduces against the roofline's (ring + 2 (w - 1) x "
+          f"{ar['sync_step_us']:.2f} us), and against the same latency charged per all-reduce at TP 8's value:")
+    print()
+    print("| workers | messages (<= 32 MiB) | per ring step: median model / measured (MAPE) | "
+          "per all-reduce: median (MAPE) |")
+    print("|---|---|---|---|")
+    for w, r in ar["workers"].items():
+        print(f"| {w} | {r['rows']} | {r['per_step']['median_ratio']:.2f} ({100 * r['per_step']['mape']:.0f} %) | "
+              f"{r['per_all_reduce']['median_ratio']:.2f} ({100 * r['per_all_reduce']['mape']:.0f} %) |")
     print()
     print("| run | GPU | predicted tokens/s | measured tokens/s (95 % CI) | error | binding |")
     print("|---|---|---|---|---|---|")

@@ -100,7 +100,7 @@ def engine_for_command(args):
             raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without "
                            f"{', '.join(given)}")
         return roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256,
-                               kv_capacity=args.kv_capacity)
+                               kv_capacity=getattr(args, "kv_capacity", None))
     check_model_option(args)
     for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
                             ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9)):

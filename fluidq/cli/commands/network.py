@@ -17,7 +17,9 @@ def register(sub):
                        "that decided.")
     p.add_argument("case", help="TOML case file, or the name of a shipped case (with or without .toml): "
                                 "fork_join, jsq_pair, llm_rybko_stolyar, lu_kumar, plan_code_review, "
-                                "random_unequal, rybko_stolyar")
+                                "random_unequal, rybko_stolyar; a case with a [disaggregated] table is a "
+                                "prefill/decode tandem (shipped: pd_llama8b_h100, pd_tandem; see "
+                                "docs/how-to/disaggregated.md)")
     p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None,
@@ -87,12 +89,58 @@ def _at_load(net, load):
                              RATE_WHY) from None
 
 
+def _run_disaggregated(args):
+    """A case with a ``[disaggregated]`` table: the prefill/decode tandem's stages, its fluid verdict and
+    (with --simulate) seeded replications of the tandem simulation beside it."""
+    from ...capacity.disaggregated import pd_region
+    from ...capacity.disaggregated_case import check_disaggregated, load_topology
+    from ...errors import ParameterError
+    from ...results import fmt_value
+    from .. import CliError
+
+    for opt, v in (("--plot", args.plot), ("--plot-network", args.plot_network)):
+        if v is not None:
+            raise CliError(f"{opt} draws a network of engines; a disaggregated tandem has no such figure "
+                           "(give it without)")
+    topo = load_topology(args.case)
+    if args.load is not None:
+        try:
+            topo = topo.at_load(args.load)
+        except ParameterError as exc:
+            raise ParameterError("--load", args.load, exc.expected, exc.hint) from None
+    try:
+        res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
+                                  replications=4 if args.replications is None else args.replications, seed=args.seed)
+    except ParameterError as exc:
+        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
+    f = res.fluid
+    reg = pd_region(f)
+    decided = "the fluid model" + ("" if res.agree is None else
+                                   f"; the simulation {'agrees' if res.agree else 'DISAGREES'}")
+    lines = [topo.describe(),
+             "topology: DAG (disaggregated prefill/decode tandem: prefill pool -> KV transfer -> decode pool)",
+             "stages: " + ", ".join(f"{k} {fmt_value(v, digits=4)} req/s" for k, v in f.stages.items()),
+             f"bottleneck: {f.bottleneck} at load {fmt_load(f.load)}",
+             f"verdict: {res.status} (decided by {decided})",
+             f"  {res.reason}",
+             f"region: prefill < {fmt_value(reg['prefill_tokens_per_s'], digits=4)} tokens/s, decode < "
+             f"{fmt_value(reg['decode_tokens_per_s'], digits=4)} tokens/s (the rectangle this (n_p, n_d) sustains)"]
+    emit(args, {**res.to_dict(), "region": reg}, "\n".join(lines))
+    return 0
+
+
 def run(args):
+    from ...capacity.disaggregated_case import is_disaggregated_case
     from ...errors import ParameterError
     from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
     _check_args(args)
+    if is_disaggregated_case(args.case):
+        return _run_disaggregated(args)
     net = load_network(args.case)
     if args.load is not None:
         net = _at_load(net, args.load)

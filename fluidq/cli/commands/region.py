@@ -6,11 +6,11 @@ import re
 
 from ...errors import ParameterError
 from .. import CliError, emit
+from ._roofline_args import add_roofline_args, engine_for_command
 from ..common import (
     add_engine_args,
     add_workload_args,
     counted,
-    engine_from_args,
     fit_json,
     fit_lines,
     output_file,
@@ -26,6 +26,7 @@ def register(sub):
                        "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
                        "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
     add_engine_args(p, fit=True)
+    add_roofline_args(p)
     add_workload_args(p)
     p.add_argument("--point", default=None, metavar="LP,LD",
                    help="target prefill,decode tokens per second, e.g. 620.3,2117.6 (a value starting with '-' "
@@ -130,7 +131,9 @@ def _where(scale: float) -> str:
 def run(args):
     from ...region import policy_region, region_mix, stability_region
     from ...results import MEANINGFUL_DIGITS, fmt_value
+    from ...batchtime import ContextAware
     from ...region.capacity import fixed_prompt
+    from ...validate.roofline import ERROR_NOTE
 
     if args.engines != 1:
         raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
@@ -142,7 +145,7 @@ def run(args):
         reject_ignored(f"{opt} {v}", v is not None and not args.simulate, "without --simulate (nothing is simulated)")
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
-    engine = engine_from_args(args)
+    engine, note = engine_for_command(args)
     workload = None
     if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
         workload = workload_from_args(args, default_rate=1.0)
@@ -171,7 +174,14 @@ def run(args):
     # prompts of one fixed length: a request brings at most that many prefill tokens to a batch, the
     # same region ``max_throughput`` (fluidq capacity) uses, so both give the same lambda*
     prompt = fixed_prompt(workload) if workload is not None else None
-    region = stability_region(engine, prompt_tokens=prompt)
+    # a context-aware batch time (the --gpu roofline, a context-aware --profile) is taken at the workload's
+    # mean decode context, as `fluidq capacity` and the report take it (so lambda* agrees with them)
+    kv = None
+    if workload is not None and isinstance(engine.batch_time, ContextAware):
+        from ...capacity import mean_decode_context
+
+        kv = mean_decode_context(engine, workload)
+    region = stability_region(engine, prompt_tokens=prompt, kv_tokens=kv)
     others = {}
     for pol in pols:
         pr = policy_region(engine, pol, prompt_tokens=prompt)
@@ -180,9 +190,11 @@ def run(args):
     result = {"region": region.to_dict()}
     if fit_json(args) is not None:
         result["fit"] = fit_json(args)
+    if note:
+        result["roofline"] = note
     lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
-             *fit_lines(args),
+             *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []),
              f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
              f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
     if workload is not None:

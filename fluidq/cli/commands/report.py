@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import emit
+from ._roofline_args import add_roofline_args
 
 MARKER = ".fluidq-report"
 
@@ -15,21 +16,49 @@ def register(sub):
                         "folder, or one an earlier `fluidq report` wrote (its files are replaced); a folder with "
                         "other files is refused")
     p.add_argument("--profile", default=None, help="built-in profile (see `fluidq profiles`)")
+    p.add_argument("--model", default=None, metavar="NAME", help="with --gpu: a model of `fluidq models list`")
+    p.add_argument("--max-num-seqs", "--k-max", dest="k_max", type=int, default=None,
+                   help="with --gpu: vLLM's --max-num-seqs (default 256)")
+    p.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=None,
+                   help="with --gpu: vLLM's --max-num-batched-tokens (default 2048)")
     p.add_argument("--trace", default=None, help="trace file or embedded name ('azure-conv', 'azure-code')")
     p.add_argument("--rate", type=float, default=None, help="arrival rate, req/s (default: the trace's own)")
     p.add_argument("--quick", action="store_true", help="shorter simulations")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_roofline_args(p)
     p.set_defaults(func=run)
 
 
-def run(args):
+def _engine(args):
+    """``(engine, profile name)``: the built-in profile, or with ``--gpu`` the roofline engine (no profile)."""
     from ...profiles import DEFAULT_PROFILE, load_profile
+    from .. import CliError
+    from ._roofline_args import roofline_engine
+
+    if args.gpu is not None:
+        if args.profile is not None:
+            raise CliError("--gpu describes the engine itself (a roofline estimate): give it without --profile")
+        engine, _ = roofline_engine(args, b_max=args.b_max or 2048, k_max=args.k_max or 256, kv_capacity=None)
+        return engine, None
+    for opt, v in (("--model", args.model), ("--model-config", args.model_config)):
+        if v is not None:
+            raise CliError(f"{opt} is read only with --gpu NAME (a deployment without profiles)")
+    for opt, v, default in (("--tensor-parallel-size", args.tensor_parallel_size, 1),
+                            ("--gpu-memory-utilization", args.gpu_memory_utilization, 0.9),
+                            ("--max-num-seqs", args.k_max, None), ("--max-num-batched-tokens", args.b_max, None)):
+        if v != default:
+            raise CliError(f"{opt} is read only with --gpu (a built-in profile carries its own)")
+    prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
+    return prof.engine(), prof.name
+
+
+def run(args):
     from ...report import build_report
     from ..common import finite_positive, load_cli_trace, mark_folder, output_folder
 
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
+    engine, name = _engine(args)
     out = output_folder("--out", args.out, marker=MARKER, what="report")
-    prof = load_profile(DEFAULT_PROFILE if args.profile is None else args.profile, option="--profile")
     trace = "azure-conv" if args.trace is None else args.trace  # an empty --trace is refused by the loader
     workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
 
@@ -39,8 +68,7 @@ def run(args):
     progress = steps.step
 
     try:
-        res = build_report(str(out), prof.engine(), workload, quick=args.quick, profile_name=prof.name,
-                           progress=progress)
+        res = build_report(str(out), engine, workload, quick=args.quick, profile_name=name, progress=progress)
     finally:  # even a report cut short is fluidq's: the next run may write over it
         mark_folder(out, MARKER, "report")
     steps.done()

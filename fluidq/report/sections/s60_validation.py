@@ -20,6 +20,12 @@ def render(ctx):
             prof = load_profile(name)
         except FluidqError:
             prof = None
+    bt = getattr(ctx.engine.batch_time, "base", ctx.engine.batch_time)
+    if prof is None and getattr(bt, "kind", None) == "roofline":  # a deployment without profiles (--gpu)
+        from ...validate.roofline import ERROR_NOTE
+
+        data["roofline"] = ERROR_NOTE
+        return Section("Validation", lead + f" The engine is {ERROR_NOTE}.", [], data)
     if prof is None:
         return Section("Validation", lead + " The engine is not a built-in profile: no validation status. "
                        "`fluidq validate` checks the built-in profiles against measured runs.", [], data)

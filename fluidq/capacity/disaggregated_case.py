@@ -1,0 +1,391 @@
+"""A disaggregated prefill/decode tandem as one topology: the description, its verdict (fluid, and
+seeded replications of the tandem simulation), and the TOML case file ``fluidq network`` reads.
+
+:class:`DisaggregatedTopology` holds what :func:`~fluidq.capacity.disaggregated.disaggregated_capacity`
+takes -- the two pools' engines and sizes, the KV link, the KV bytes per token, the workload (its
+arrival rate included) -- so that it can be passed around, rescaled to a load of its bottleneck
+(:meth:`~DisaggregatedTopology.at_load`) and checked (:func:`check_disaggregated`): the fluid verdict
+(stable below the smallest stage rate, unstable above), and with ``simulate=True`` seeded replications of
+:func:`~fluidq.capacity.disaggregated_sim.simulate_disaggregated`, whose 95 % interval of the backlog's
+growth share decides the simulated verdict; the result says whether the two agree.
+
+Case file (``fluidq network CASE.toml``; every key is checked, an unknown key is an error naming it)::
+
+    name = "pd-llama-3.1-8b-h100"
+    bottleneck_load = 0.9           # optional: the arrival rate set to this load of the bottleneck
+
+    [disaggregated]
+    prefill_engines = 2
+    decode_engines = 3
+    links = 1                       # optional: links each prefill engine sends over (default: one per
+                                    # tensor-parallel rank)
+    # either a deployment without profiles (the calibrated roofline, vLLM's planned decode KV cache) ...
+    model = "Llama-3.1-8B"          # or model_config = "path/to/config.json"
+    gpu = "H100"
+    tensor_parallel_size = 1        # optional; also max_num_seqs, max_num_batched_tokens,
+                                    # gpu_memory_utilization (vLLM's defaults 256, 2048, 0.9)
+    # ... or the two engines as a network case's [engines.NAME] tables:
+    # prefill = { batch_time = { kind = "affine", c = 0.01, a = 1e-4 }, b_max = 2000 }
+    # decode = { batch_time = { kind = "affine", c = 0.02, a = 1e-6 }, b_max = 2048, k_max = 64 }
+    # kv_bytes_per_token = 131072   (required with explicit engines; from the model otherwise)
+    link = { bandwidth_gbps = 50, latency_us = 10 }   # optional with gpu: its interconnect
+
+    [workload]
+    rate_per_s = 5.0
+    prompt = 1000                   # an integer or a length table, as in network cases
+    output = { dist = "geometric", mean = 200 }
+
+References: Patel et al., "Splitwise", arXiv:2311.18677; Zhong et al., "DistServe", arXiv:2401.09670.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .._validate import integer, real
+from ..batchtime.comm import Link
+from ..engine import Engine
+from ..errors import DataError, FluidqError, ParameterError
+from ..results import plain
+from ..workload import Workload
+from .disaggregated import DisaggregatedResult, disaggregated_capacity
+
+__all__ = ["DisaggregatedTopology", "DisaggregatedVerdict", "check_disaggregated", "topology_from_dict",
+           "load_topology", "is_disaggregated_case", "case_names", "CASES_DIR"]
+
+CASES_DIR = Path(__file__).resolve().parent / "disaggregated_cases"
+"""The disaggregated case files shipped with fluidq (``fluidq network NAME``)."""
+
+#: arrivals per replication when no horizon is given (the backlog test's resolution is 1 % of them)
+DEFAULT_ARRIVALS = 3000
+
+
+@dataclass(frozen=True)
+class DisaggregatedTopology:
+    """``n_prefill`` prefill engines, a KV transfer over ``links`` x ``link`` per prefill engine, and
+    ``n_decode`` decode engines, under ``workload`` (see :mod:`fluidq.capacity.disaggregated`)."""
+
+    prefill: Engine
+    decode: Engine
+    n_prefill: int
+    n_decode: int
+    link: Link
+    kv_bytes_per_token: float
+    workload: Workload
+    links: int = 1
+    gpus_per_engine: int = 1
+    name: str = "disaggregated"
+    source: str = ""
+
+    def __post_init__(self):
+        for f in ("prefill", "decode"):
+            if not isinstance(getattr(self, f), Engine):
+                raise ParameterError(f, getattr(self, f), "a fluidq.Engine")
+        if not isinstance(self.link, Link):
+            raise ParameterError("link", self.link, "a fluidq.batchtime.comm.Link (bandwidth_gbps, latency_us)")
+        if not isinstance(self.workload, Workload):
+            raise ParameterError("workload", self.workload, "a fluidq.Workload (its arrival rate and lengths)")
+        for f in ("n_prefill", "n_decode", "links", "gpus_per_engine"):
+            object.__setattr__(self, f, integer(f, getattr(self, f), minimum=1, maximum=4096))
+        object.__setattr__(self, "kv_bytes_per_token", real("kv_bytes_per_token", self.kv_bytes_per_token,
+                                                            positive=True))
+
+    @property
+    def rate_per_s(self) -> float:
+        return self.workload.arrival_rate_per_s
+
+    def capacity(self) -> DisaggregatedResult:
+        """:func:`~fluidq.capacity.disaggregated.disaggregated_capacity` at the workload's rate (the
+        verdict and load included)."""
+        return disaggregated_capacity(self.prefill, self.decode, self.workload, n_prefill=self.n_prefill,
+                                      n_decode=self.n_decode, link=self.link,
+                                      kv_bytes_per_token=self.kv_bytes_per_token, links=self.links,
+                                      gpus_per_engine=self.gpus_per_engine, rate=self.rate_per_s)
+
+    def at_load(self, load: float) -> DisaggregatedTopology:
+        """The same tandem with the arrival rate set to ``load`` x its capacity (the bottleneck's load)."""
+        x = real("load", load, positive=True)
+        cap = self.capacity().requests_per_s
+        if not (cap > 0 and math.isfinite(cap)):
+            raise ParameterError("load", load, "a tandem of positive, finite capacity to scale",
+                                 f"its capacity is {cap:g} requests/s")
+        return replace(self, workload=self.workload.with_rate(x * cap))
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.n_prefill} prefill engine(s) [{self.prefill.batch_time.describe()}, "
+                f"b_max={self.prefill.b_max}] -> KV transfer ({self.kv_bytes_per_token:,.0f} B/token over "
+                f"{self.links} x {self.link.describe()}) -> {self.n_decode} decode engine(s) "
+                f"[{self.decode.batch_time.describe()}, b_max={self.decode.b_max}, k_max={self.decode.k_max}, "
+                f"KV cache {self.decode.kv_capacity_tokens}]; {self.workload.arrival_rate_per_s:.4g} req/s")
+
+    def to_dict(self) -> dict:
+        return plain({"kind": "disaggregated", "name": self.name, "n_prefill": self.n_prefill,
+                      "n_decode": self.n_decode, "prefill": self.prefill.to_dict(), "decode": self.decode.to_dict(),
+                      "link": {"bandwidth_gbps": self.link.bandwidth_gbps, "latency_us": self.link.latency_us,
+                               "name": self.link.name},
+                      "links": self.links, "kv_bytes_per_token": self.kv_bytes_per_token,
+                      "gpus_per_engine": self.gpus_per_engine, "rate_per_s": self.rate_per_s,
+                      "mean_prompt_tokens": self.workload.mean_prompt_tokens,
+                      "mean_output_tokens": self.workload.mean_output_tokens, "source": self.source})
+
+
+@dataclass(frozen=True)
+class DisaggregatedVerdict:
+    """The fluid verdict of a tandem and, when simulated, the replications' verdict beside it."""
+
+    topology: DisaggregatedTopology
+    fluid: DisaggregatedResult
+    simulation: object = None  # a PDReplications
+    horizon_s: float | None = None
+
+    @property
+    def status(self) -> str:
+        """The fluid verdict (``stable`` below the bottleneck stage's rate, ``unstable`` above)."""
+        return self.fluid.verdict
+
+    @property
+    def simulated(self) -> str | None:
+        """The replications' three-way decision (:attr:`PDReplications.decision
+        <fluidq.capacity.disaggregated_sim.PDReplications.decision>`), ``None`` without simulation."""
+        return None if self.simulation is None else self.simulation.decision
+
+    @property
+    def agree(self) -> bool | None:
+        """Whether the simulation decided as the fluid model did (``None``: not simulated, or inconclusive)."""
+        if self.simulated in (None, "inconclusive"):
+            return None
+        return self.simulated == self.fluid.verdict
+
+    @property
+    def reason(self) -> str:
+        txt = self.fluid.reason
+        if self.simulation is not None:
+            s = self.simulation
+            lo, hi = s.growth_share_ci
+            txt += (f"; simulated ({len(s.runs)} replications of {self.horizon_s:.4g} s): backlog growth "
+                    f"{s.growth_share:.3g} of the arrivals (95 % CI {lo:.3g} to {hi:.3g}; fluid "
+                    f"{max(0.0, 1 - 1 / self.fluid.load):.3g}), throughput {s.throughput_per_s:.4g} req/s: "
+                    + (f"{s.decision}, {'agrees' if self.agree else 'DISAGREES'} with the fluid verdict"
+                       if self.agree is not None else
+                       "inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer "
+                       "--horizon)"))
+        return txt
+
+    def to_dict(self) -> dict:
+        return plain({"status": self.status, "bottleneck": self.fluid.bottleneck, "load": self.fluid.load,
+                      "fluid": self.fluid.to_dict(), "simulated": self.simulated, "agree": self.agree,
+                      "horizon_s": self.horizon_s,
+                      "simulation": None if self.simulation is None else self.simulation.to_dict(),
+                      "reason": self.reason, "topology": self.topology.to_dict()})
+
+
+def default_horizon(topology: DisaggregatedTopology) -> float:
+    """Seconds that bring :data:`DEFAULT_ARRIVALS` arrivals at the topology's rate."""
+    return DEFAULT_ARRIVALS / topology.rate_per_s
+
+
+def check_disaggregated(topology: DisaggregatedTopology, *, simulate: bool = False, horizon_s: float | None = None,
+                        replications: int = 4, seed: int = 0) -> DisaggregatedVerdict:
+    """The tandem's fluid verdict at its workload's rate; with ``simulate``, ``replications`` seeded runs of
+    the tandem simulation (``horizon_s`` each, default :data:`DEFAULT_ARRIVALS` arrivals) beside it."""
+    from .disaggregated_sim import replicate_disaggregated
+
+    if not isinstance(topology, DisaggregatedTopology):
+        raise ParameterError("topology", topology, "a DisaggregatedTopology")
+    fluid = topology.capacity()
+    if not simulate:
+        return DisaggregatedVerdict(topology=topology, fluid=fluid)
+    T = default_horizon(topology) if horizon_s is None else real("horizon_s", horizon_s, positive=True)
+    t = topology
+    reps = replicate_disaggregated(t.prefill, t.decode, t.workload, n_prefill=t.n_prefill, n_decode=t.n_decode,
+                                   link=t.link, kv_bytes_per_token=t.kv_bytes_per_token, horizon_s=T, links=t.links,
+                                   replications=replications, seed=seed)
+    return DisaggregatedVerdict(topology=topology, fluid=fluid, simulation=reps, horizon_s=T)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the case file
+
+_TOP = {"name", "description", "bottleneck_load", "disaggregated", "workload"}
+_DIS = {"prefill_engines", "decode_engines", "links", "model", "model_config", "gpu", "tensor_parallel_size",
+        "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "prefill", "decode",
+        "kv_bytes_per_token", "link"}
+_WL = {"rate_per_s", "prompt", "output"}
+
+
+def _err(where, msg):
+    return DataError(f"{where}: {msg}")
+
+
+def _unknown(where, d, allowed):
+    bad = sorted(set(d) - allowed)
+    if bad:
+        raise _err(where, f"unknown key {bad[0]!r} (expected one of {', '.join(sorted(allowed))})")
+
+
+def _table(where, key, v):
+    if not isinstance(v, dict):
+        raise _err(where, f"{key} = {v!r}: expected a table")
+    return v
+
+
+def _number(where, key, v, *, kind=float, **kw):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise _err(where, f"{key} = {v!r}: expected a number")
+    try:
+        return integer(key, v, **kw) if kind is int else real(key, v, **kw)
+    except ParameterError as exc:
+        raise _err(where, str(exc)) from None
+
+
+def _roofline_engines(w, d):
+    from ..batchtime.roofline import roofline
+    from ..models import ModelFacts, kv_capacity_estimate, load_gpu, load_model
+
+    if ("model" in d) == ("model_config" in d):
+        raise _err(w, "give the model once: model = NAME or model_config = \"config.json\"")
+    if "gpu" not in d:
+        raise _err(w, "a deployment without profiles needs gpu = NAME (see `fluidq gpus`)")
+    for k in ("prefill", "decode", "kv_bytes_per_token"):
+        if k in d:
+            raise _err(w, f"{k!r} describes an engine of its own: give either model/gpu or prefill/decode "
+                          "(with kv_bytes_per_token), not both")
+    try:
+        model = (ModelFacts.from_config(d["model_config"], option="model_config") if "model_config" in d
+                 else load_model(str(d["model"]), option="model"))
+        gpu = load_gpu(str(d["gpu"]), option="gpu")
+    except FluidqError as exc:
+        raise _err(w, str(exc)) from None
+    tp = _number(w, "tensor_parallel_size", d.get("tensor_parallel_size", 1), kind=int, minimum=1, maximum=64)
+    k_max = _number(w, "max_num_seqs", d.get("max_num_seqs", 256), kind=int, minimum=1, maximum=1 << 20)
+    b_max = _number(w, "max_num_batched_tokens", d.get("max_num_batched_tokens", 2048), kind=int, minimum=1,
+                    maximum=1 << 24)
+    util = _number(w, "gpu_memory_utilization", d.get("gpu_memory_utilization", 0.9), positive=True, maximum=1.0)
+    try:
+        rf = roofline(model, gpu, tp)
+        kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=util,
+                                  tensor_parallel_size=tp, max_num_batched_tokens=b_max, max_num_seqs=k_max).tokens
+    except FluidqError as exc:
+        raise _err(w, str(exc)) from None
+    pre = Engine(batch_time=rf, b_max=b_max, name="prefill")
+    dec = Engine(batch_time=rf, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, name="decode")
+    link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps, latency_us=gpu.link_latency_us, name=gpu.interconnect,
+                source=gpu.name)
+    return pre, dec, float(model.kv_bytes_per_token()), link, tp
+
+
+def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopology:
+    """Build a :class:`DisaggregatedTopology` from a parsed case table (see the module docstring); every
+    mistake is one :class:`~fluidq.errors.DataError` naming the file, the table and the key."""
+    from ..network.toml import _engine, _length
+    from ..workload import Poisson
+
+    if not isinstance(d, dict):
+        raise _err(source, f"expected a table, got {type(d).__name__}")
+    _unknown(source, d, _TOP)
+    name = str(d.get("name", Path(source).stem if source != "<dict>" else "disaggregated"))
+    w = f"{source} [disaggregated]"
+    dis = _table(source, "disaggregated", d.get("disaggregated"))
+    _unknown(w, dis, _DIS)
+    for k in ("prefill_engines", "decode_engines"):
+        if k not in dis:
+            raise _err(w, f"needs {k} (the pool's size)")
+    n_p = _number(w, "prefill_engines", dis["prefill_engines"], kind=int, minimum=1, maximum=4096)
+    n_d = _number(w, "decode_engines", dis["decode_engines"], kind=int, minimum=1, maximum=4096)
+    if "model" in dis or "model_config" in dis or "gpu" in dis:
+        pre, dec, kvb, link, tp = _roofline_engines(w, dis)
+    else:
+        for k in ("prefill", "decode", "kv_bytes_per_token", "link"):
+            if k not in dis:
+                raise _err(w, f"needs {k} (or model and gpu: a deployment without profiles)")
+        for k in ("tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
+            if k in dis:
+                raise _err(w, f"{k} is read only with model and gpu (the engines' tables carry their budgets)")
+        pre = _engine(source, "prefill", _table(w, "prefill", dis["prefill"])).engine
+        dec = _engine(source, "decode", _table(w, "decode", dis["decode"])).engine
+        kvb = _number(w, "kv_bytes_per_token", dis["kv_bytes_per_token"], positive=True)
+        link, tp = None, 1
+    # one link per tensor-parallel rank by default (each rank sends its share of the KV), as `fluidq disagg`
+    links = _number(w, "links", dis.get("links", tp), kind=int, minimum=1, maximum=4096)
+    if "link" in dis:
+        lk = _table(w, "link", dis["link"])
+        _unknown(f"{w} link", lk, {"bandwidth_gbps", "latency_us", "name"})
+        for k in ("bandwidth_gbps", "latency_us"):
+            if k not in lk:
+                raise _err(f"{w} link", f"needs {k}")
+        try:
+            link = Link(bandwidth_gbps=lk["bandwidth_gbps"], latency_us=lk["latency_us"],
+                        name=str(lk.get("name", "KV link")))
+        except ParameterError as exc:
+            raise _err(f"{w} link", str(exc)) from None
+    ww = f"{source} [workload]"
+    wl = _table(source, "workload", d.get("workload"))
+    _unknown(ww, wl, _WL)
+    for k in ("prompt", "output"):
+        if k not in wl:
+            raise _err(ww, f"needs {k} (tokens: an integer or a length table)")
+    rate = _number(ww, "rate_per_s", wl.get("rate_per_s", 1.0), positive=True)
+    try:
+        workload = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=_length(ww, "prompt", wl["prompt"]),
+                            output_tokens=_length(ww, "output", wl["output"]), name=name)
+        topo = DisaggregatedTopology(prefill=pre, decode=dec, n_prefill=n_p, n_decode=n_d, link=link,
+                                     kv_bytes_per_token=kvb, workload=workload, links=links, gpus_per_engine=tp,
+                                     name=name, source=source)
+    except ParameterError as exc:
+        raise _err(source, str(exc)) from None
+    if "bottleneck_load" in d:
+        bl = _number(source, "bottleneck_load", d["bottleneck_load"], positive=True)
+        topo = topo.at_load(bl)
+    return topo
+
+
+def case_names() -> list:
+    """Names of the shipped disaggregated case files."""
+    return sorted(p.stem for p in CASES_DIR.glob("*.toml"))
+
+
+def _resolve(path) -> Path | None:
+    text = str(path)
+    p = Path(text)
+    try:
+        if p.is_file():
+            return p
+    except (OSError, ValueError):
+        return None
+    if text.strip() and p.parent == Path("."):
+        for n in ([p.name] if p.suffix == ".toml" else [p.name + ".toml"]):
+            if (CASES_DIR / n).is_file():
+                return CASES_DIR / n
+    return None
+
+
+def _read(p: Path) -> dict:
+    from .._io import read_text, toml_loads
+
+    text = read_text("case file", p, what="case file", max_bytes=1 << 20)
+    return toml_loads(text, where=str(p))
+
+
+def is_disaggregated_case(path) -> bool:
+    """Whether ``path`` (a file, or a shipped name) is a case file with a ``[disaggregated]`` table; a
+    file that cannot be read is not (the network reader then says why)."""
+    p = _resolve(path)
+    if p is None:
+        return False
+    if p.parent == CASES_DIR:
+        return True
+    try:
+        d = _read(p)
+    except FluidqError:
+        return False
+    return isinstance(d, dict) and "disaggregated" in d
+
+
+def load_topology(path) -> DisaggregatedTopology:
+    """Read a disaggregated case file (a path, or a shipped case's name: :func:`case_names`)."""
+    p = _resolve(path)
+    if p is None:
+        raise DataError(f"no such disaggregated case file: {path} (a path, or one of the shipped cases: "
+                        f"{', '.join(case_names())})")
+    return topology_from_dict(_read(p), source=str(p) if p.parent != CASES_DIR else p.name)

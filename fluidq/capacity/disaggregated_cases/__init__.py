@@ -1,0 +1,1 @@
+"""Disaggregated prefill/decode case files shipped with fluidq (``fluidq network NAME``)."""
