@@ -40,8 +40,40 @@ class Status(str, enum.Enum):
         return self.value
 
 
+class Result:
+    """The base of fluidq's verdict and threshold results (the result protocol of the core layer).
+
+    A result is a frozen dataclass with
+
+    * ``status``: a :class:`Status` (the verdict, or the outcome of a threshold search);
+    * ``inputs``: a dict of what it was computed from (JSON-ready through :func:`plain`);
+    * ``to_dict()``: JSON-ready builtins (no ``NaN``/``Infinity``);
+    * ``to_frame()``: a one-row ``pandas.DataFrame`` of the scalar entries of ``to_dict()`` (results with
+      tables of their own, such as a simulation's requests, override it);
+    * ``plot(ax=None, path=None)`` where a figure means something (imports :mod:`fluidq.plotting` inside
+      the method, the one upward import the layers allow).
+
+    It adds no fields (subclasses stay plain frozen dataclasses); ``tests/core/test_result_protocol.py``
+    lists which results of the analyses follow it.
+    """
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict:  # pragma: no cover - every subclass writes its own
+        return plain({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")})
+
+    def to_frame(self):
+        """A one-row ``pandas.DataFrame`` of the scalar entries of :meth:`to_dict` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(f"{type(self).__name__}.to_frame() needs pandas: pip install pandas") from exc
+        row = {k: v for k, v in self.to_dict().items() if v is None or isinstance(v, (str, bool, int, float))}
+        return pd.DataFrame([row])
+
+
 @dataclass(frozen=True)
-class ThresholdResult:
+class ThresholdResult(Result):
     """``lambda*``, the arrival rate where a policy stops being stable, with its method and bracket.
 
     Every threshold of fluidq returns this class: :func:`fluidq.stability_threshold` (closed form,

@@ -28,7 +28,7 @@ from .orderings import KeyOrdering
 __all__ = ["DistBoost"]
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@dataclass(frozen=True, kw_only=True)
 class DistBoost(KeyOrdering):
     """Shortest expected remaining time from a sample of output lengths (see the module docstring).
 
@@ -38,8 +38,12 @@ class DistBoost(KeyOrdering):
         A sample of the workload's output lengths in tokens (each ``>= 1``; at least 1 value).
     """
 
-    output_lengths: tuple = ()
+    output_lengths: tuple = field(default=(), compare=False)
     _table: dict = field(default_factory=dict, repr=False, compare=False)
+    # what equality and hashing see of the sample: a digest of the sorted lengths (the ordering reads
+    # nothing else), so two DistBoost with different samples never compare equal -- with ``eq=False`` they
+    # inherited KeyOrdering's field-less equality and did, and caches keyed on policies mixed them
+    _lengths_key: str | None = field(default=None, init=False, repr=False)
 
     name = "distboost"
     static = False
@@ -53,6 +57,10 @@ class DistBoost(KeyOrdering):
             raise ParameterError("output_lengths", f"<min {L.min():g}>", "output lengths >= 1 token")
         tail = np.cumsum(L[::-1])[::-1]                     # sum of L[i:]
         self._table.update(L=L, tail=tail)
+        import hashlib
+
+        object.__setattr__(self, "_lengths_key",
+                           hashlib.sha256(np.ascontiguousarray(L, dtype=float).tobytes()).hexdigest())
 
     def expected_remaining(self, decoded: float) -> float:
         """``E[D - d | D > d]`` for ``d = decoded`` (1 beyond the sample's largest length)."""

@@ -31,10 +31,10 @@ from ..errors import ParameterError
 from ..network.model import Network
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
-from ..results import MEANINGFUL_DIGITS, Status, fmt_load, fmt_value, plain
+from ..results import MEANINGFUL_DIGITS, Result, Status, fmt_load, fmt_value, plain
 from ..workload import Poisson, Workload
 
-__all__ = ["StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
+__all__ = ["CHECK_METHODS", "StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
            "max_requests_per_batch", "without_idle_k_max"]
 
 
@@ -44,7 +44,7 @@ def _tps(x) -> str:
 
 
 @dataclass(frozen=True)
-class StabilityResult:
+class StabilityResult(Result):
     """A verdict: ``status`` (stable / unstable / critical / unknown), ``load`` and ``reason``."""
 
     status: Status
@@ -57,6 +57,8 @@ class StabilityResult:
     work_conserving: bool | None = None
     threshold_requests_per_s: float | None = None
     inputs: dict = field(default_factory=dict, repr=False)
+    #: ``method="simulation"``: the :class:`~fluidq.stability.simulation.ReplicationResult` that decided
+    replications: object = field(default=None, repr=False)
 
     def plot(self, ax=None, path=None):
         """The offered load against the capacity (and the policy's own threshold, if any)."""
@@ -69,7 +71,8 @@ class StabilityResult:
                       "capacity_tokens_per_s": self.capacity_tokens_per_s,
                       "offered_tokens_per_s": self.offered_tokens_per_s, "method": self.method,
                       "work_conserving": self.work_conserving,
-                      "threshold_requests_per_s": self.threshold_requests_per_s})
+                      "threshold_requests_per_s": self.threshold_requests_per_s,
+                      **({} if self.replications is None else {"simulation": self.replications.to_dict()})})
 
 
 #: most identical engines behind a router that check_stability sums over (one term per engine)
@@ -105,14 +108,21 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     return Status.STABLE, f"{base}; arrival rate {lam:.4g} req/s is below it", thr, "renewal"
 
 
+#: what :func:`check_stability` may decide by (``method=``)
+CHECK_METHODS = ("auto", "simulation")
+
+
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
-                    n_engines: int = 1, **kw) -> StabilityResult:
-    """Is ``policy`` stable on ``engine`` under ``workload``?
+                    n_engines: int = 1, method: str = "auto", **kw) -> StabilityResult:
+    """Is ``policy`` stable on ``engine`` (or is a network stable)?  Every verdict of fluidq, one entry point.
 
     Parameters
     ----------
-    engine : Engine
-        The engine (its ``b_max`` is the budget).
+    engine : Engine or Network
+        The engine (its ``b_max`` is the budget), or a :class:`fluidq.network.Network` (then ``workload``
+        is ``None``, the classes carry the arrivals, the result is a
+        :class:`~fluidq.stability.network.NetworkStabilityResult` and ``**kw`` goes to
+        :func:`fluidq.stability.network.check_network_stability`).
     workload : Workload
         Arrival rate and length distributions.
     policy : str or Policy
@@ -122,10 +132,20 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     n_engines : int
         Identical copies of ``engine`` behind a join-the-shortest-queue router; the capacity is
         their sum (Prop. 3 of arXiv:2504.07347, for work-conserving engines).
+    method : {"auto", "simulation"}
+        ``"auto"`` (default): the analytic verdict -- Theorem 2, the ``k_max`` region, the KV-cache
+        estimate or the policy's own renewal threshold, whichever applies (``result.method`` names it).
+        ``"simulation"``: seeded replications decide (:func:`fluidq.replicate`, the shared growth test;
+        ``**kw`` goes to it: ``n_replications`` (default 8), ``horizon_s`` (default ``None``, chosen from
+        the growth to detect), ``rng``, ``growth_tolerance`` (its ``tolerance``) ...); the analytic load and
+        capacity are still reported, and ``result.replications`` holds the runs' summary.  For a network,
+        ``"simulation"`` is ``check_network_stability(..., simulate=True)``.
+    **kw
+        Only with a network or ``method="simulation"`` (see above); refused otherwise, naming the argument.
 
     Returns
     -------
-    StabilityResult
+    StabilityResult (an engine) or NetworkStabilityResult (a network)
 
     References
     ----------
@@ -139,17 +159,30 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     >>> fluidq.check_stability(e, w, "sarathi").status
     <Status.STABLE: 'stable'>
     """
+    if not isinstance(method, str) or method not in CHECK_METHODS:
+        raise ParameterError("method", method, " or ".join(repr(m) for m in CHECK_METHODS))
     if isinstance(engine, Network):
         # a network of engines: loads, fluid model and optional simulation (fluidq.stability.network)
         from .network import check_network_stability
 
         if workload is not None:
             raise ParameterError("workload", workload, "None for a network (its classes carry the arrivals)")
+        if method == "simulation":
+            if kw.get("simulate", True) is not True:
+                raise ParameterError("simulate", kw["simulate"], "True (or left out) with method='simulation'")
+            kw["simulate"] = True
         return check_network_stability(engine, tolerance=tolerance, **kw)
     if not isinstance(engine, Engine):
-        raise ParameterError("engine", engine, "a fluidq.Engine")
+        raise ParameterError("engine", engine, "a fluidq.Engine or a fluidq.network.Network")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload")
+    if method == "simulation":
+        return _simulation_verdict(engine, workload, policy, tolerance=tolerance, n_engines=n_engines, **kw)
+    if kw:
+        name = sorted(kw)[0]
+        raise ParameterError(name, kw[name], "no such argument for an engine's analytic verdict",
+                             "the extra arguments go to the simulation (method='simulation') or to a network's "
+                             "verdict")
     tolerance = real("tolerance", tolerance, nonnegative=True)
     if tolerance >= 1:
         raise ParameterError("tolerance", tolerance, "a relative tolerance < 1")
@@ -272,6 +305,29 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                                    "tolerance": tolerance, "n_engines": n_engines})
 
 
+def _simulation_verdict(engine, workload, policy, *, tolerance, n_engines, growth_tolerance: float = 0.01,
+                        n_replications: int = 8, horizon_s=None, **rep_kw) -> StabilityResult:
+    """``check_stability(..., method="simulation")`` for one engine: replications decide; the analytic load,
+    capacity and verdict are reported beside them."""
+    from .._validate import integer
+    from .simulation import replicate
+
+    if integer("n_engines", n_engines, minimum=1) != 1:
+        raise ParameterError("n_engines", n_engines, "1 with method='simulation'",
+                             "simulate engines behind a router with fluidq.simulate_network (a Network)")
+    ana = check_stability(engine, workload, policy, tolerance=tolerance)
+    rep = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=horizon_s,
+                    tolerance=growth_tolerance, keep_runs=False, **rep_kw)
+    reason = (f"simulation: {rep.verdict} ({rep.reason}); the analytic verdict ({ana.method}) is "
+              f"{ana.status.value}: {ana.reason}")
+    return StabilityResult(status=rep.status, load=ana.load, reason=reason, policy=ana.policy,
+                           capacity_tokens_per_s=ana.capacity_tokens_per_s,
+                           offered_tokens_per_s=ana.offered_tokens_per_s, method="simulation",
+                           work_conserving=ana.work_conserving, threshold_requests_per_s=ana.threshold_requests_per_s,
+                           inputs={**ana.inputs, "method": "simulation", "replications": rep.inputs},
+                           replications=rep)
+
+
 #: ``(low, high)``: where a KV-cache-bound verdict is decided by the fluid estimate of the capacity (stable
 #: below ``low`` times the work-conserving estimate, unstable above ``high`` times the larger of it and the
 #: best batch under the cache); between them it is unknown.  In simulation the estimate erred by -7 %
@@ -286,6 +342,10 @@ def __getattr__(name):
         from ..dtmc.saturation import saturated_rate
 
         return saturated_rate
+    if name == "stability_threshold":  # the one threshold entry point (closed form, renewal, DTMC, simulation)
+        from ..dtmc.threshold import stability_threshold
+
+        return stability_threshold
     raise AttributeError(f"module 'fluidq.stability' has no attribute {name!r}")
 
 

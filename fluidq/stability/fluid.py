@@ -46,14 +46,14 @@ import numpy as np
 
 from .._validate import integer, real
 from ..errors import ParameterError
-from ..results import Status, fmt_load, plain
+from ..results import Result, Status, fmt_load, plain
 from ..fluid.path import FluidPath, FluidSystem, _network_flow, fluid_path
 
 __all__ = ["FluidStabilityResult", "backlog_slope", "fluid_stability", "lyapunov_certificate"]
 
 
 @dataclass(frozen=True)
-class FluidStabilityResult:
+class FluidStabilityResult(Result):
     """Verdict of the fluid model.
 
     Attributes
@@ -93,6 +93,7 @@ class FluidStabilityResult:
     paths_checked: int = 0
     method: str = "fluid"
     non_unique: bool = False
+    inputs: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         return plain({"status": self.status, "certificate": self.certificate, "reason": self.reason,
@@ -376,6 +377,17 @@ def _load_words(x: float) -> str:
     return f"{x:.3f}" if x < 1e6 else f"{x:.4g}"
 
 
+def network_inputs(network) -> dict:
+    """What a network verdict was computed from, JSON-ready: the stations (engine, policy, priority), the
+    routers and the classes (rate, route) -- the description, without the analyses ``Network.to_dict()`` adds."""
+    return plain({"name": network.name,
+                  "stations": [{"name": s.name, "engine": s.engine.to_dict(),
+                                "policy": getattr(s.policy, "name", str(s.policy)), "priority": list(s.priority)}
+                               for s in network.stations],
+                  "routers": [{"name": r.name, "engines": list(r.engines), "policy": r.policy} for r in network.routers],
+                  "classes": [{"name": c.name, "rate_per_s": c.rate_per_s} for c in network.classes]})
+
+
 def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: int = 12,
                     max_phases: int = 5000, max_path_buffers: int = MAX_PATH_BUFFERS) -> FluidStabilityResult:
     """Stability of the fluid model of ``network``, with the argument that decided.
@@ -428,6 +440,9 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     max_lyapunov_buffers = integer("max_lyapunov_buffers", max_lyapunov_buffers, minimum=0)
     max_phases = integer("max_phases", max_phases, minimum=1)
     max_path_buffers = integer("max_path_buffers", max_path_buffers, minimum=0)
+    inputs = {"network": network_inputs(network), "tolerance": tolerance,
+              "max_lyapunov_buffers": max_lyapunov_buffers, "max_phases": max_phases,
+              "max_path_buffers": max_path_buffers}
     fm = _network_flow(network)
     paths_ok = fm.n <= max_path_buffers
     used = set(int(i) for i in fm.point_of)
@@ -440,6 +455,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                       max(p.times_s[-1] - p.times_s[-2], 1e-300)) if p is not None and len(p.times_s) > 1 else None
         over = {k: v for k, v in loads.items() if v > 1 + tolerance}
         return FluidStabilityResult(
+            inputs=inputs,
             status=Status.UNSTABLE, certificate="load",
             reason=(f"{_point_words(network, worst)} has load {_load_words(rho)} > 1 (overloaded: "
                     f"{_names_short(sorted(over))}); "
@@ -447,22 +463,24 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
             paths_checked=int(p is not None))
     if rho >= 1 - tolerance:
-        return FluidStabilityResult(status=Status.CRITICAL, certificate="load",
+        return FluidStabilityResult(inputs=inputs, status=Status.CRITICAL, certificate="load",
                                     reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "
                                     "neither drains nor diverges linearly", loads=loads)
     wc = _work_conserving(network)
     bad = [k for k, v in wc.items() if not v.work_conserving]
     if bad:
         return FluidStabilityResult(
+            inputs=inputs,
             status=Status.UNKNOWN, certificate=None,
             reason=(f"station {bad[0]!r} runs {getattr(network.station(bad[0]).policy, 'name', '?')}, which is not "
                     f"work-conserving ({wc[bad[0]].reason}); the fluid model of work-conserving engines does not "
                     "apply (use simulation)"), loads=loads)
     if fm.notes:
-        return FluidStabilityResult(status=Status.UNKNOWN, certificate=None,
+        return FluidStabilityResult(inputs=inputs, status=Status.UNKNOWN, certificate=None,
                                     reason="; ".join(fm.notes), loads=loads)
     if network.is_dag:
         return FluidStabilityResult(
+            inputs=inputs,
             status=Status.STABLE, certificate="feedforward",
             reason=(f"the station graph is acyclic and every load is < 1 (max {fmt_load(rho)} at {worst!r}); with "
                     "work-conserving engines every fluid path drains (feedforward induction, Dai 1995)"),
@@ -475,6 +493,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         g.remove_edges_from(list(nx.selfloop_edges(g)))
         if nx.is_directed_acyclic_graph(g):
             return FluidStabilityResult(
+                inputs=inputs,
                 status=Status.STABLE, certificate="feedforward",
                 reason=(f"the station graph is acyclic apart from re-entrant stations ({', '.join(loops)}) and every "
                         f"load is < 1 (max {fmt_load(rho)} at {worst!r}); a work-conserving station with load < 1 drains "
@@ -484,6 +503,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     layers = _priority_layers(fm)
     if layers is not None:
         return FluidStabilityResult(
+            inputs=inputs,
             status=Status.STABLE, certificate="priority_layers",
             reason=(f"every load is < 1 (max {fmt_load(rho)} at {worst!r}) and the buffers can be ordered so that each is "
                     "fed only by earlier buffers and outranked only by earlier buffers at its engine: in that order "
@@ -492,6 +512,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             loads=loads)
     if not paths_ok:
         return FluidStabilityResult(
+            inputs=inputs,
             status=Status.UNKNOWN, certificate=None,
             reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no priority-layer order; fluid-path search "
                     f"skipped: {fm.n} buffers > max_path_buffers={max_path_buffers} (one path per buffer, about "
@@ -519,6 +540,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             non_unique = non_unique or p.non_unique
             extra = _path_caveats(fm, p.non_unique, diverging=True, unchecked=unchecked)
             return FluidStabilityResult(
+                inputs=inputs,
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
                         f"times its state after {p.cycle_s:.4g} s (for one unit of fluid: a cycle lasts in proportion to "
@@ -537,6 +559,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         if c is not None:
             cert = {fm.buffers[i].label: float(c[i]) for i in range(fm.n)}
             return FluidStabilityResult(
+                inputs=inputs,
                 status=Status.STABLE, certificate="lyapunov",
                 reason=(f"a linear Lyapunov function V(z) = sum c_i z_i decreases at rate >= 1 in all {nrows} modes "
                         f"of the discipline (LP); every fluid path drains by time V(z(0)); {checked} unit paths "
@@ -553,6 +576,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     outcomes = sorted({p.outcome for p in [rep] if p is not None})
     extra = _path_caveats(fm, non_unique, diverging=False)
     return FluidStabilityResult(
+        inputs=inputs,
         status=Status.UNKNOWN, certificate=None,
         reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no diverging path among {checked} unit initial states "
                 f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),

@@ -31,7 +31,7 @@ import numpy as np
 
 from .._validate import integer, real
 from ..errors import ParameterError
-from ..results import Status, plain
+from ..results import Result, Status, plain
 from ..network.caveats import capacity_caveats  # noqa: F401 (documented here too)
 from ..network.model import Network
 
@@ -39,7 +39,7 @@ __all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "
 
 
 @dataclass(frozen=True)
-class NetworkStabilityResult:
+class NetworkStabilityResult(Result):
     """Verdict for a network.
 
     Attributes
@@ -71,6 +71,7 @@ class NetworkStabilityResult:
     simulation: dict | None = None
     method: str = "network"
     runs: tuple = field(default=(), repr=False)
+    inputs: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         return plain({"status": self.status, "decided_by": self.decided_by, "reason": self.reason,
@@ -85,13 +86,14 @@ class NetworkStabilityResult:
 
 def simulation_growth(network: Network, *, horizon_s: float, replications: int = 4, rng=None,
                       initial=None, start_fraction: float = 0.25, growth_tolerance: float = 0.01,
-                      confidence: float = 0.95) -> dict:
+                      confidence: float = 0.95, **sim_kw) -> dict:
     """Growth of requests in system over seeded replications, judged by the shared growth test.
 
     The rate of each run is the least-squares slope of the number in system after the first
     ``start_fraction`` of the horizon (an oscillating unstable network such as Rybko--Stolyar still has a
     clearly positive slope over most of the run); :func:`fluidq.stability.growth.growth_test` judges
-    them against a growth of ``growth_tolerance`` times the total arrival rate.
+    them against a growth of ``growth_tolerance`` times the total arrival rate.  ``sim_kw`` goes to
+    :func:`fluidq.simulate_network` (``swap_s_per_token`` for stations that swap preempted KV).
 
     Returns
     -------
@@ -112,7 +114,7 @@ def simulation_growth(network: Network, *, horizon_s: float, replications: int =
 
     root = _seed_sequence(rng)  # None, a seed >= 0, a SeedSequence or a Generator; else refused naming rng
     runs = replicate_network(network, horizon_s=horizon_s, replications=replications, initial=initial,
-                             rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key))
+                             rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **sim_kw)
 
     def growth(r):
         try:
@@ -293,7 +295,7 @@ def _default_horizon(network, band_per_s: float) -> float:
 def check_network_stability(network: Network, *, simulate: bool = False, horizon_s: float | None = None,
                             replications: int = 4, rng=None, growth_tolerance: float = 0.01,
                             tolerance: float = 1e-9, max_horizon_s: float | None = None,
-                            **fluid_kw) -> NetworkStabilityResult:
+                            swap_s_per_token: float | None = None, **fluid_kw) -> NetworkStabilityResult:
     """Is the network stable?  One verdict from loads, the fluid model and optionally simulation.
 
     Parameters
@@ -321,6 +323,10 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         Relative band around load 1 called critical.
     max_horizon_s : float, optional
         Longest horizon the automatic choice may pick (default 10 times its first round).
+    swap_s_per_token : float, optional
+        Passed to :func:`fluidq.simulate_network`: the swap cost of stations whose engine's memory swaps
+        preempted KV (``engine.memory.preemption == "swap"``; refused there, naming it, when missing).
+        Stations with a KV cache are simulated under the single-engine kernel's memory rules.
 
     Returns
     -------
@@ -377,11 +383,9 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                       "(simulate to decide)")
     sim = None
     runs = ()
-    kv_limited = [st.name for st in network.stations if st.engine.kv_capacity_tokens is not None]
-    if simulate and kv_limited:
-        reason = (f"{reason}; no simulation: the network simulator does not model the KV-cache limit of "
-                  f"{', '.join(map(repr, kv_limited))}")
-        simulate = False
+    # stations with a KV cache are simulated with the single-engine memory rules (fluidq.sim.network runs
+    # fluidq.sim._admission.StationMemory per batch); a swapping station needs its swap cost
+    sim_kw = {} if swap_s_per_token is None else {"swap_s_per_token": swap_s_per_token}
     budget_note = ""
     if simulate:
         route_s = min_route_s(network)
@@ -391,7 +395,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         if horizon_s is not None:
             h = real("horizon_s", horizon_s, positive=True)
             check_simulation_size(network, h, reps)  # before any work, with the size it would have
-            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
+            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt, **sim_kw)
         else:
             # long enough that the fitted window (after the first quarter) starts once a request can have
             # passed its route
@@ -412,7 +416,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                 h = h_budget
             cap_h = min(cap_h, max(h, h_budget))
             check_simulation_size(network, h, reps)
-            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
+            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt, **sim_kw)
             need = sim["needed_horizon_s"]
             if sim["verdict"] == "unknown" and need is not None and need > h and cap_h > h:
                 # the first round cannot tell the band from zero: one round at the horizon that would
@@ -421,7 +425,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                                    f"work budget of {budget} over {reps} runs, so at most {h_budget:.4g} s was "
                                    "run (give horizon_s to run longer)")
                 h = min(cap_h, 1.1 * need)
-                sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt)
+                sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt, **sim_kw)
         runs = tuple(sim.pop("runs"))
         test = sim.pop("test")
         sv = test.status
@@ -454,9 +458,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
             reason = f"{reason}; NOTE: {words}, which disagrees (horizon too short, or transient)"
         else:
             reason = f"{reason}; {words}"
+    inputs = {**fl.inputs, "simulate": bool(simulate), "horizon_s": horizon_s, "replications": replications,
+              "growth_tolerance": gt, "max_horizon_s": max_horizon_s, "swap_s_per_token": swap_s_per_token,
+              "rng": rng if rng is None or isinstance(rng, int) else repr(rng)}
     return NetworkStabilityResult(status=status, decided_by=decided, reason=reason, loads=loads, bottleneck=bott,
                                   is_dag=network.is_dag, cycles=network.cycles(), fluid=fl, simulation=sim,
-                                  runs=runs)
+                                  runs=runs, inputs=inputs)
 
 
 def decided_words(decided_by) -> str:

@@ -29,7 +29,7 @@ from .._validate import integer, real
 from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import Status, ThresholdResult, plain
+from ..results import Result, Status, ThresholdResult, plain
 from ..sim.core import MAX_RUNS, _seed_sequence, check_size, simulate
 from ..workload import Workload
 from .growth import _n, growth_test, interval
@@ -50,7 +50,7 @@ def _ci(x: np.ndarray, confidence: float) -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True, eq=False)
-class ReplicationResult:
+class ReplicationResult(Result):
     """Seeded replications of one simulation and the stability verdict they support.
 
     Attributes

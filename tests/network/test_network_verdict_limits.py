@@ -52,9 +52,8 @@ def test_context_aware_batch_time_and_kv_limit_are_caveats():
     r = check_network_stability(_one(ca, 2.735, 1000, 100))
     assert r.status == Status.UNKNOWN and "context-aware" in r.reason
     kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=1000)
-    r = check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0)
-    assert r.status == Status.UNKNOWN and "kv_capacity_tokens=1000" in r.reason
-    assert "no simulation" in r.reason and r.simulation is None
+    r = check_network_stability(_one(kv, 5.0))
+    assert r.status == Status.UNKNOWN and "kv_capacity_tokens=1000" in r.reason and r.simulation is None
     tiny = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=150)  # a 200-token request never fits
     r = check_network_stability(_one(tiny, 5.0))
     assert r.status == Status.UNSTABLE and "can never be served" in r.reason and "(150)" in r.reason
@@ -135,3 +134,32 @@ def test_at_load_of_a_network_without_load_is_a_clear_error():
         Choice(options=[(0.0, [Hop(engine="E", prompt_tokens=3, output_tokens=2)]), (1.0, [])])])])
     with pytest.raises(TopologyError, match="no engine carries any load"):
         net.at_load(0.5)
+
+
+def test_a_kv_limited_station_is_simulated_under_its_memory_rules():
+    # 1000 KV tokens hold 5 requests of 200 tokens: about 5 / (100 x 47 ms) = 1.06 req/s, a quarter of the
+    # b_max/t(b_max) bound.  The simulation runs the station's memory (it used to be skipped with "no
+    # simulation") and finds the growth the idealised loads (0.3) cannot see
+    kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=1000)
+    r = check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0, replications=3, rng=1)
+    assert r.simulation is not None and "no simulation" not in r.reason
+    assert r.status == Status.UNSTABLE and r.decided_by == "simulation"
+    lo, hi = r.simulation["ci"]
+    assert 1.0 < lo <= hi < 5.0  # (about 3.9/s in the long run: arrivals less what 5 residents serve)
+    # without its cache the same station is stable: the memory rules made the difference
+    plain = check_network_stability(_one(Engine(batch_time=STAIR, b_max=512), 5.0), simulate=True, horizon_s=50.0,
+                                    replications=3, rng=1)
+    assert plain.simulation["ci"][1] < 1.0 and plain.status != Status.UNSTABLE
+
+
+def test_a_swapping_station_needs_its_swap_cost_in_the_verdict_too():
+    from fluidq.engine import Memory
+    from fluidq.errors import ParameterError
+
+    kv = Engine(batch_time=STAIR, b_max=512, kv_capacity_tokens=1000, memory=Memory(kind="blocks", preemption="swap"))
+    with pytest.raises(ParameterError, match="swap_s_per_token"):
+        check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0, replications=2, rng=1)
+    r = check_network_stability(_one(kv, 5.0), simulate=True, horizon_s=50.0, replications=3, rng=1,
+                                swap_s_per_token=1e-6)
+    assert r.simulation is not None and r.simulation["growth_per_s"] > 1.0
+    assert sum(run.preemptions["E"] for run in r.runs) > 0  # block KV: growing requests preempt (swapped out)
