@@ -294,7 +294,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     else:
         mem = gpu_memory_gib if gpu_memory_gib is not None else _gpu_memory_from_folder(folder)
         if mem is None:
-            raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens)",
+            raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens); on the "
+                                 "command line --gpu-memory-gib (or --kv-capacity)",
                                  f"{folder} has no peer_sim_config.json stating it")
         mem = real("gpu_memory_gib", mem, positive=True)
         # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
