@@ -183,7 +183,7 @@ def test_vidur_llama2_70b_tp2_within_10_pct(rows):
     assert abs(rep.error_pct) <= 10.0, rep
     fluid = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (context-aware)")]
     if abs(fluid.error_pct) > 10.0:
-        pytest.xfail(f"the fluid bound is {fluid.error_pct:+.1f} % of Vidur's 1.45 req/s (+16.2 % when recorded)")
+        pytest.xfail(f"the fluid bound is {fluid.error_pct:+.1f} % of Vidur's 1.45 req/s (+15.9 % when recorded; +16.2 % before the attention reshapes were counted)")
 
 
 def test_lockstep_ranks_take_the_slowest_rank():
