@@ -118,7 +118,7 @@ def _interval_words(pred, ci, mean, aim):
     half = 100.0 * (hi - lo) / 2.0 / mean
     where = "inside" if lo <= pred <= hi else "outside"
     out = f"; the prediction lies {where} the measured 95 % CI (half-width ±{half:.1f} %)"
-    if half > aim:
+    if half > aim and where == "inside":  # outside, the error is resolved: at least the distance to the CI
         out += f", too wide to resolve the {aim:g} % aim"
     return out
 
