@@ -360,7 +360,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                          + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")
                          + _interval_words(pred.tokens_per_s, st["ci"], st["tokens_per_s"], aim)))
     # the same deployment predicted by fluidq.simulate (predict_deployment(method="simulate")): the
-    # benchmark as offered -- its requests' lengths, each sent once in a seeded random order, Poisson at its
+    # benchmark as offered -- its requests' lengths, each sent once in the client's order, Poisson at its
     # request rate (the client's schedule: requests over the arrival span; no engine timing is read) -- logged
     # in 1 s ticks and read by the same capacity_regimes estimator as the run
     caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
@@ -374,16 +374,21 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     enable_prefix_caching=caching)
     spred = None
     if rate is not None and run.pipeline_parallel_size == 1:
+        # the benchmark sends its request list in order (vLLM's client: Poisson gaps, the list's order), so
+        # the simulated benchmark keeps that order (the ids' numbers) and draws only the gaps
+        co = run.client_order
         spred = predict_deployment(_plain_path(data / s["profile"]), method="simulate", arrival_rate=rate,
-                                   replications=n_rep, seed=int(s.get("seed", 2024)), **dep_args)
+                                   replications=n_rep, seed=int(s.get("seed", 2024)), order="given",
+                                   **{**dep_args, "input_tokens": run.input_tokens[co],
+                                      "output_tokens": run.output_tokens[co]})
         es = _err(spred.tokens_per_s, st["tokens_per_s"])
         reps = np.asarray(spred.replications)
         rows.append(Row(case=case.name, source=case.source,
                         quantity="capacity (fluidq.simulate of the benchmark, steady state)",
                         predicted=spred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=es,
                         target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(es, lim),
-                        note=f"predict_deployment(method='simulate'): the {len(run)} requests' lengths in a seeded "
-                             f"random order, Poisson at the benchmark's {rate:.2f} req/s; the capacity_regimes "
+                        note=f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
+                             f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s; the capacity_regimes "
                              f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
                              f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
                              f"{reps.min():.0f}-{reps.max():.0f}"

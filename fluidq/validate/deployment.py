@@ -254,7 +254,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        comm=None, link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
                        all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
                        arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
-                       replications: int = 5, seed: int = 2024):
+                       replications: int = 5, seed: int = 2024, order: str = "random"):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -290,6 +290,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         (a benchmark's ``--request-rate``; with ``n_requests=None`` the given lengths are its requests, each
         sent once), else at ``overload`` x the fluid capacity; requests per replication (drawn from the
         lengths; default 2000 without an ``arrival_rate``); seeded replications.
+    order : {"random", "given"}
+        With ``method="simulate"`` and a benchmark (``arrival_rate``, ``n_requests=None``): its requests in a
+        seeded random order, or in the order given (vLLM's benchmark client sends its list in order).
 
     Returns
     -------
@@ -344,7 +347,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                              prefix_caching=enable_prefix_caching, overload=overload,
                                              arrival_rate=arrival_rate,
                                              n_requests=n_requests, replications=replications, seed=seed,
-                                             fluid=pred), limits=limits)
+                                             fluid=pred, order=order), limits=limits)
             how = f"DP{dp} MoE ranks simulated in lockstep, the slowest rank setting each iteration"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
@@ -354,7 +357,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
             one = simulate_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
                                     block_size=block, prefix_caching=enable_prefix_caching, overload=overload,
                                     arrival_rate=None if arrival_rate is None else arrival_rate / n,
-                                    n_requests=n_requests, replications=replications, seed=seed, fluid=one)
+                                    n_requests=n_requests, replications=replications, seed=seed, fluid=one,
+                                    order=order)
         pred = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
                        residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()},
                        ci=None if one.ci is None else (n * one.ci[0], n * one.ci[1]),
