@@ -439,6 +439,21 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
 # --------------------------------------------------------------------------------------- Vidur
 _VIDUR_LAYER_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm",
                     "mlp_up_proj", "mlp_act", "mlp_down_proj", "add")
+#: the attention operators a Vidur attention profile may hold besides the kernel itself (``attn_decode``,
+#: ``attn_prefill``): the layout changes around it and the KV write, each added to its row's kernel time
+_VIDUR_ATTN_EXTRA = ("attn_input_reshape", "attn_output_reshape", "attn_kv_cache_save")
+
+
+def _vidur_ops(columns, path, known) -> list:
+    """The operators of a Vidur profile (``time_stats.<op>.median`` columns); one fluidq does not know is a
+    :class:`~fluidq.errors.DataError` naming it (issue 16: no operator is dropped silently)."""
+    ops = sorted({c.split(".")[1] for c in columns if c.startswith("time_stats.") and c.count(".") >= 2})
+    unknown = [op for op in ops if op not in known]
+    if unknown:
+        raise DataError(f"{path}: unknown operator(s) {', '.join(map(repr, unknown))}; fluidq times "
+                        f"{', '.join(sorted(known))} (say how often a decoder layer runs each new one before it can "
+                        "be counted)")
+    return ops
 
 
 def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1, all_reduce_csv=None,
@@ -467,6 +482,7 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
     rows = [r for r in _read_csv(Path(mlp_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
     if not rows:
         raise DataError(f"{mlp_csv}: no rows for tensor-parallel size {tp}")
+    _vidur_ops(rows[0].keys(), mlp_csv, set(_VIDUR_LAYER_OPS) | {"emb"})
     rows.sort(key=lambda r: float(r["num_tokens"]))
     xs = np.array([float(r["num_tokens"]) for r in rows])
     lin = np.zeros(len(rows))
@@ -491,13 +507,22 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
     att = [r for r in _read_csv(Path(attention_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
     if not att:
         raise DataError(f"{attention_csv}: no rows for tensor-parallel size {tp}")
-    dec = np.array([[float(r["batch_size"]), float(r["kv_cache_size"]), float(r["time_stats.attn_decode.median"])]
+    extra = [op for op in _vidur_ops(att[0].keys(), attention_csv, {"attn_decode", "attn_prefill",
+                                                                    *_VIDUR_ATTN_EXTRA}) if op in _VIDUR_ATTN_EXTRA]
+
+    def extra_ms(r):  # the reshapes and the KV write measured with this row's kernel (empty cells are 0)
+        return sum(float(r.get(f"time_stats.{op}.median") or 0.0) for op in extra)
+
+    dec = np.array([[float(r["batch_size"]), float(r["kv_cache_size"]), float(r["time_stats.attn_decode.median"]),
+                     extra_ms(r)]
                     for r in att if r["is_prefill"] == "False" and r.get("time_stats.attn_decode.median")])
     pre = np.array([[float(r["prefill_chunk_size"]), float(r["kv_cache_size"]),
-                     float(r["time_stats.attn_prefill.median"])]
+                     float(r["time_stats.attn_prefill.median"]), extra_ms(r)]
                     for r in att if r["is_prefill"] == "True" and r.get("time_stats.attn_prefill.median")])
     g_dec = _Grid(dec[:, :2], dec[:, 2] * 1e3, ("batch_size", "kv_cache_size"))
-    g_pre = _Grid(pre[:, :2], pre[:, 2] * 1e3, ("prefill_chunk_size", "kv_cache_size"))
+    g_pre = _Grid(pre[:, :2], (pre[:, 2] + pre[:, 3]) * 1e3, ("prefill_chunk_size", "kv_cache_size"))
+    # Vidur's decode batching overhead scales the decode kernel alone, not the reshapes around it
+    g_dec_x = _Grid(dec[:, :2], dec[:, 3] * 1e3, ("batch_size", "kv_cache_size")) if dec[:, 3].any() else None
 
     def attn(pc, kp, nd, kv):
         pc, kp, nd, kv = np.broadcast_arrays(*[np.asarray(v, dtype=float) for v in (pc, kp, nd, kv)])
@@ -506,6 +531,8 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
         p = pc > 0
         if d.any():
             out[d] += g_dec(nd[d], kv[d]) * np.where(nd[d] > 1, 1.0 + f_dec, 1.0)
+            if g_dec_x is not None:
+                out[d] += g_dec_x(nd[d], kv[d])
         if p.any():
             out[p] += g_pre(pc[p], kp[p])
         return out
@@ -514,7 +541,8 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
         name=name, n_layers=int(n_layers), linear_us=lambda b: _interp1(b, xs, lin),
         once_us=lambda b: _interp1(b, xs, emb), per_seq_us=lambda n: np.full(np.shape(n), float(per_seq_us)),
         attn_us=attn, overhead_us=float(overhead_us), comm_us=comm_layer,
-        source=f"Vidur profiles {Path(mlp_csv).parent.name} (TP{tp}), x{n_layers} layers" + comm_note)
+        source=f"Vidur profiles {Path(mlp_csv).parent.name} (TP{tp}), x{n_layers} layers" + comm_note
+               + (f"; attention with {', '.join(extra)}" if extra else ""))
 
 
 class FittedIterationModel:

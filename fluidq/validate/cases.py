@@ -107,6 +107,22 @@ def _err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def _interval_words(pred, ci, mean, aim):
+    """What the measured 95 % interval lets one say about a prediction: its half-width in percent of the
+    measured mean, whether the prediction lies inside it, and -- when the half-width exceeds the ``aim`` --
+    that the window cannot resolve the aim (issue 16: every number states its window and interval)."""
+    lo, hi = ci
+    if not (np.isfinite(lo) and np.isfinite(hi) and np.isfinite(mean) and mean > 0 and pred is not None
+            and np.isfinite(pred)):
+        return ""
+    half = 100.0 * (hi - lo) / 2.0 / mean
+    where = "inside" if lo <= pred <= hi else "outside"
+    out = f"; the prediction lies {where} the measured 95 % CI (half-width ±{half:.1f} %)"
+    if half > aim and where == "inside":  # outside, the error is resolved: at least the distance to the CI
+        out += f", too wide to resolve the {aim:g} % aim"
+    return out
+
+
 def _status(err, limit):
     if err is None:
         return "miss"
@@ -244,6 +260,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
                         "hold; give its config.json (--model-config)")
     spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers, "_facts": facts,
+            "_all_latency_rows": True,
             "description": f"the run in {folder} ({facts.name})"}
     run = read_run(plain)
     parallel = run.tensor_parallel_size > 1 or run.pipeline_parallel_size > 1 or run.expert_parallel
@@ -340,9 +357,10 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     note=f"measured over the {st['seconds']} s under the binding limit ({reg['binding']}, "
                          f"{st['window_s'][0]:.0f}-{st['window_s'][1]:.0f} s); 95 % CI "
                          f"{st['ci'][0]:.0f}-{st['ci'][1]:.0f}; predicted: {pred.inputs.get('layout', '')}"
-                         + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")))
+                         + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")
+                         + _interval_words(pred.tokens_per_s, st["ci"], st["tokens_per_s"], aim)))
     # the same deployment predicted by fluidq.simulate (predict_deployment(method="simulate")): the
-    # benchmark as offered -- its requests' lengths, each sent once in a seeded random order, Poisson at its
+    # benchmark as offered -- its requests' lengths, each sent once in the client's order, Poisson at its
     # request rate (the client's schedule: requests over the arrival span; no engine timing is read) -- logged
     # in 1 s ticks and read by the same capacity_regimes estimator as the run
     caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
@@ -356,20 +374,26 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     enable_prefix_caching=caching)
     spred = None
     if rate is not None and run.pipeline_parallel_size == 1:
+        # the benchmark sends its request list in order (vLLM's client: Poisson gaps, the list's order), so
+        # the simulated benchmark keeps that order (the ids' numbers) and draws only the gaps
+        co = run.client_order
         spred = predict_deployment(_plain_path(data / s["profile"]), method="simulate", arrival_rate=rate,
-                                   replications=n_rep, seed=int(s.get("seed", 2024)), **dep_args)
+                                   replications=n_rep, seed=int(s.get("seed", 2024)), order="given",
+                                   **{**dep_args, "input_tokens": run.input_tokens[co],
+                                      "output_tokens": run.output_tokens[co]})
         es = _err(spred.tokens_per_s, st["tokens_per_s"])
         reps = np.asarray(spred.replications)
         rows.append(Row(case=case.name, source=case.source,
                         quantity="capacity (fluidq.simulate of the benchmark, steady state)",
                         predicted=spred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=es,
                         target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(es, lim),
-                        note=f"predict_deployment(method='simulate'): the {len(run)} requests' lengths in a seeded "
-                             f"random order, Poisson at the benchmark's {rate:.2f} req/s; the capacity_regimes "
+                        note=f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
+                             f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s; the capacity_regimes "
                              f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
                              f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
                              f"{reps.min():.0f}-{reps.max():.0f}"
-                             + ("" if es is None or abs(es) <= aim else f"; outside the {aim:g} % aim")))
+                             + ("" if es is None or abs(es) <= aim else f"; outside the {aim:g} % aim")
+                             + _interval_words(spred.tokens_per_s, st["ci"], st["tokens_per_s"], aim)))
     if not ctx.get("fast") and run.pipeline_parallel_size == 1:
         # the engine's stationary saturated throughput (no benchmark given): what `fluidq capacity
         # --profile-dir --method simulate` answers by default; a different quantity from a finite run's window
@@ -501,7 +525,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                    f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
                    f"policy `vllm-chunked`; TTFT = end of the prefill's iteration, vLLM's definition): "
                    f"{sim0.n_iterations} iterations, {sim0.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
-        for k in ("TTFT Mean", "TPOT Mean", "Latency Mean", "Latency P90"):
+        # a case reports four metrics as rows (the table has all 15); `fluidq validate --run` all 15
+        for k in (list(meas) if s.get("_all_latency_rows") else ("TTFT Mean", "TPOT Mean", "Latency Mean",
+                                                                 "Latency P90")):
             pe = peer.get(k, (None, None, None))[2]
             ok = pe is not None and abs(errs[k]) <= abs(pe) + 1e-9
             rows.append(Row(case=case.name, source=case.source, quantity=f"{k} (replayed arrivals)",
@@ -524,6 +550,12 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                 predicted=simm, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
                                 target="fluidq <= peer", status="pass" if simm <= theirs else "miss",
                                 note=f"fluidq.simulate with the fitted profile {s['sim_profile']} as batch time"))
+        else:  # no peer simulator beside the run: the error itself, with no target to compare it to
+            rows.append(Row(case=case.name, source=case.source, quantity="mean abs. error over the 15 latency metrics",
+                            predicted=float(np.mean([abs(v) for v in errs.values() if v is not None])), measured=None,
+                            unit="%", error_pct=None, status="info",
+                            note="fluidq.simulate's mean |error| over the 15 metrics; the folder has no "
+                                 "peer_sim_vs_vllm_summary.txt to compare it with"))
         info["latency"] = {"measured": meas, "fluidq": ours, "fluidq_simulate_error_pct": sim_errs,
                            "peer": {k: v[2] for k, v in peer.items()}, "replay": rep.to_dict(),
                            "ttft": "end_of_prefill"}

@@ -46,7 +46,7 @@ import numpy as np
 from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real
 from ..errors import DataError, ParameterError
 
-__all__ = ["predict_deployment"]
+__all__ = ["predict_deployment", "deployment_engine"]
 
 
 def _lengths(name, v):
@@ -182,6 +182,69 @@ class LockstepRanks:
         return worst
 
 
+def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max, b_max, block, model, comm,
+                      link_bandwidth_gbps, link_latency_us, all_reduce_csv, kv_capacity_tokens, gpu_memory_gib,
+                      gpu_memory_utilization) -> dict:
+    """What every prediction from a profile folder shares: the model's facts, the layout, the communication
+    model, the iteration model of one replica and the KV cache of one replica (given, or vLLM's memory
+    planner's estimate, labelled so)."""
+    from ..batchtime.operators import lss_iteration_model
+    from ..models import ModelFacts, find_model, kv_capacity_estimate, load_model
+
+    hf_id = _profile_model(folder)
+    if isinstance(model, ModelFacts):
+        facts = model
+    else:
+        facts = load_model(model, option="model") if model is not None else (find_model(hf_id) if hf_id else None)
+    if facts is None:
+        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
+                        "hold; give model= (see `fluidq models list`)")
+    if pp > facts.n_layers:
+        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
+    if k_max % pp:
+        raise ParameterError("max_num_seqs", k_max, f"a multiple of pipeline_parallel_size {pp} (each of the {pp} "
+                             "micro-batches in flight holds an equal share)")
+    moe = bool(facts.n_experts)
+    if enable_expert_parallel and not moe:
+        raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
+    ep = tp * dp if enable_expert_parallel else 1
+    from .cases import _plain_path
+
+    plain = _plain_path(folder)  # .gz tables read through
+    if tp > 1 and not (plain / f"profile_tp{tp}_dense.csv").is_file():
+        raise DataError(f"{folder}: no profile_tp{tp}_dense.csv; tensor parallel size {tp} needs the profiles "
+                        f"measured at that size (LLMServingSim measures TP{tp} on one GPU with the model split)")
+    layout = [f"TP{tp}"] + ([f"PP{pp}"] if pp > 1 else []) + ([f"DP{dp}"] if dp > 1 else []) + (
+        [f"EP{ep}"] if ep > 1 else [])
+    link = None
+    if tp > 1 or pp > 1 or ep > 1:
+        link = _comm_for(folder, comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv, " x ".join(layout))
+    it = lss_iteration_model(plain, n_layers=facts.n_layers, tp=tp, facts=facts, comm=link,
+                             data_parallel_size=dp if moe else 1, expert_parallel_size=ep,
+                             pipeline_parallel_size=pp)
+    if kv_capacity_tokens is not None:
+        kv = integer("kv_capacity_tokens", kv_capacity_tokens, minimum=1, maximum=int(MAX_KV_TOKENS))
+        kv_source = "given"
+    else:
+        mem = gpu_memory_gib if gpu_memory_gib is not None else _gpu_memory_from_folder(folder)
+        if mem is None:
+            raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens); on the "
+                                 "command line --gpu-memory-gib (or --kv-capacity)",
+                                 f"{folder} has no peer_sim_config.json stating it")
+        mem = real("gpu_memory_gib", mem, positive=True)
+        # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
+        # embedding and LM head are counted on every stage)
+        stage_facts = replace(facts, n_layers=max(1, facts.n_layers // pp)) if pp > 1 else facts
+        est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
+                                   tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
+                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max)
+        kv = est.tokens
+        kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
+                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})")
+    return {"facts": facts, "moe": moe, "ep": ep, "layout": layout, "link": link, "model": it, "kv": kv,
+            "kv_source": kv_source}
+
+
 def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs: int = 256,
                        max_num_batched_tokens: int = 2048, tensor_parallel_size: int = 1,
                        pipeline_parallel_size: int = 1, data_parallel_size: int = 1,
@@ -191,7 +254,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        comm=None, link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
                        all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
                        arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
-                       replications: int = 5, seed: int = 2024):
+                       replications: int = 5, seed: int = 2024, order: str = "random"):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -227,6 +290,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         (a benchmark's ``--request-rate``; with ``n_requests=None`` the given lengths are its requests, each
         sent once), else at ``overload`` x the fluid capacity; requests per replication (drawn from the
         lengths; default 2000 without an ``arrival_rate``); seeded replications.
+    order : {"random", "given"}
+        With ``method="simulate"`` and a benchmark (``arrival_rate``, ``n_requests=None``): its requests in a
+        seeded random order, or in the order given (vLLM's benchmark client sends its list in order).
 
     Returns
     -------
@@ -234,8 +300,6 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         ``tokens_per_s``, ``requests_per_s`` (the whole deployment), the ``binding`` limit and its
         ``reason``; ``inputs`` say where the layer count, the KV capacity and the communication came from.
     """
-    from ..models import find_model, kv_capacity_estimate, load_model
-    from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity, simulate_capacity
 
     folder = Path(profile_dir)
@@ -254,58 +318,13 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                              "saturated)")
     k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
                                            output_tokens)
-    hf_id = _profile_model(folder)
-    from ..models import ModelFacts
-
-    if isinstance(model, ModelFacts):
-        facts = model
-    else:
-        facts = load_model(model, option="model") if model is not None else (find_model(hf_id) if hf_id else None)
-    if facts is None:
-        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
-                        "hold; give model= (see `fluidq models list`)")
-    if pp > facts.n_layers:
-        raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
-    if k_max % pp:
-        raise ParameterError("max_num_seqs", k_max, f"a multiple of pipeline_parallel_size {pp} (each of the {pp} "
-                             "micro-batches in flight holds an equal share)")
-    moe = bool(facts.n_experts)
-    if enable_expert_parallel and not moe:
-        raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
-    ep = tp * dp if enable_expert_parallel else 1
-    plain = None
-    from .cases import _plain_path
-
-    plain = _plain_path(folder)  # .gz tables read through
-    if tp > 1 and not (plain / f"profile_tp{tp}_dense.csv").is_file():
-        raise DataError(f"{folder}: no profile_tp{tp}_dense.csv; tensor parallel size {tp} needs the profiles "
-                        f"measured at that size (LLMServingSim measures TP{tp} on one GPU with the model split)")
-    layout = [f"TP{tp}"] + ([f"PP{pp}"] if pp > 1 else []) + ([f"DP{dp}"] if dp > 1 else []) + (
-        [f"EP{ep}"] if ep > 1 else [])
-    link = None
-    if tp > 1 or pp > 1 or ep > 1:
-        link = _comm_for(folder, comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv, " x ".join(layout))
-    it = lss_iteration_model(plain, n_layers=facts.n_layers, tp=tp, facts=facts, comm=link,
-                             data_parallel_size=dp if moe else 1, expert_parallel_size=ep,
-                             pipeline_parallel_size=pp)
-    if kv_capacity_tokens is not None:
-        kv = integer("kv_capacity_tokens", kv_capacity_tokens, minimum=1, maximum=int(MAX_KV_TOKENS))
-        kv_source = "given"
-    else:
-        mem = gpu_memory_gib if gpu_memory_gib is not None else _gpu_memory_from_folder(folder)
-        if mem is None:
-            raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens)",
-                                 f"{folder} has no peer_sim_config.json stating it")
-        mem = real("gpu_memory_gib", mem, positive=True)
-        # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
-        # embedding and LM head are counted on every stage)
-        stage_facts = replace(facts, n_layers=max(1, facts.n_layers // pp)) if pp > 1 else facts
-        est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
-                                   tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
-                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max)
-        kv = est.tokens
-        kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
-                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})")
+    parts = _deployment_parts(folder, tp=tp, pp=pp, dp=dp, enable_expert_parallel=enable_expert_parallel,
+                              k_max=k_max, b_max=b_max, block=block, model=model, comm=comm,
+                              link_bandwidth_gbps=link_bandwidth_gbps, link_latency_us=link_latency_us,
+                              all_reduce_csv=all_reduce_csv, kv_capacity_tokens=kv_capacity_tokens,
+                              gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=gpu_memory_utilization)
+    facts, moe, ep, layout, link, it, kv, kv_source = (parts[k] for k in ("facts", "moe", "ep", "layout", "link",
+                                                                          "model", "kv", "kv_source"))
     if moe and dp > 1:
         # lockstep group: one engine of dp x N residents (module docstring)
         group = predict_capacity(_Lockstep(it, dp), p, o, b_max=b_max, k_max=dp * k_max,
@@ -328,7 +347,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                              prefix_caching=enable_prefix_caching, overload=overload,
                                              arrival_rate=arrival_rate,
                                              n_requests=n_requests, replications=replications, seed=seed,
-                                             fluid=pred), limits=limits)
+                                             fluid=pred, order=order), limits=limits)
             how = f"DP{dp} MoE ranks simulated in lockstep, the slowest rank setting each iteration"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
@@ -338,7 +357,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
             one = simulate_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
                                     block_size=block, prefix_caching=enable_prefix_caching, overload=overload,
                                     arrival_rate=None if arrival_rate is None else arrival_rate / n,
-                                    n_requests=n_requests, replications=replications, seed=seed, fluid=one)
+                                    n_requests=n_requests, replications=replications, seed=seed, fluid=one,
+                                    order=order)
         pred = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
                        residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()},
                        ci=None if one.ci is None else (n * one.ci[0], n * one.ci[1]),
@@ -354,3 +374,46 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  "communication": link.describe() if link is not None else None,
                                  "method": method, "enable_prefix_caching": enable_prefix_caching,
                                  "layout": " x ".join(layout) + f": {how}"})
+
+
+def deployment_engine(profile_dir, *, max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
+                      tensor_parallel_size: int = 1, kv_capacity_tokens: int | None = None,
+                      gpu_memory_gib: float | None = None, gpu_memory_utilization: float = 0.9, block_size: int = 16,
+                      enable_prefix_caching: bool = False, model=None, comm=None,
+                      link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
+                      all_reduce_csv=None):
+    """``(engine, note)``: the :class:`~fluidq.Engine` of one vLLM engine predicted from an operator-profile
+    folder, for ``fluidq check --profile-dir`` and ``fluidq simulate --profile-dir`` (issue 16 item 6).
+
+    The same parts as :func:`predict_deployment` (the folder's iteration model as a batch-composition batch
+    time, the model's facts from ``profile_meta.yaml`` or ``model``, the KV cache given or vLLM's memory
+    planner's estimate, the communication of a tensor-parallel engine) on vLLM v1's engine rules
+    (:func:`~fluidq.validate.replay.vllm_engine`: paged KV blocks, whole-prompt reservation, recompute
+    preemption, the first token with the prefill).  One engine: pipeline and data parallel layouts are
+    several engines, which :func:`predict_deployment` (``fluidq capacity --profile-dir``) predicts.
+    ``note`` says where the layer count, the KV cache and the communication came from.
+    """
+    from .replay import vllm_engine
+
+    folder = Path(profile_dir)
+    if not folder.is_dir():
+        raise ParameterError("profile_dir", str(profile_dir), "a folder of operator profiles (profile_meta.yaml, "
+                             "profile_tp1_*.csv)")
+    tp = integer("tensor_parallel_size", tensor_parallel_size, minimum=1, maximum=1024)
+    if not isinstance(enable_prefix_caching, bool):
+        raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
+    k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    parts = _deployment_parts(folder, tp=tp, pp=1, dp=1, enable_expert_parallel=False, k_max=k_max, b_max=b_max,
+                              block=block, model=model, comm=comm, link_bandwidth_gbps=link_bandwidth_gbps,
+                              link_latency_us=link_latency_us, all_reduce_csv=all_reduce_csv,
+                              kv_capacity_tokens=kv_capacity_tokens, gpu_memory_gib=gpu_memory_gib,
+                              gpu_memory_utilization=gpu_memory_utilization)
+    facts, link = parts["facts"], parts["link"]
+    eng = vllm_engine(parts["model"], b_max=b_max, k_max=k_max, kv_capacity_tokens=parts["kv"], block_size=block,
+                      prefix_caching=enable_prefix_caching, name=f"vLLM {facts.name} TP{tp} from {folder.name}")
+    note = (f"vLLM {facts.name} from the operator profiles in {folder} ({facts.n_layers} layers, from its model "
+            f"facts; TP{tp}" + (f", communication {link.describe()}" if link is not None else "")
+            + f"); KV cache {parts['kv']:,} tokens ({parts['kv_source']})")
+    return eng, note

@@ -171,7 +171,7 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
                       kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
                       arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
                       replications: int = 5, seed: int = 2024,
-                      fluid: CapacityPrediction | None = None) -> CapacityPrediction:
+                      fluid: CapacityPrediction | None = None, order: str = "random") -> CapacityPrediction:
     """Served tokens/s of :func:`fluidq.simulate` on the deployment's vLLM engine under overload, no run read.
 
     The engine is :func:`~fluidq.validate.replay.vllm_engine` (the iteration model's batch time by
@@ -180,7 +180,9 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     ``arrival_rate`` (its ``--request-rate``) with the given requests each sent once in a seeded random
     order (``n_requests=None``: the benchmark's finite request set), or ``n_requests`` (default 2000)
     drawn with replacement from the length sample at ``arrival_rate``, or without one at ``overload``
-    x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.  The simulation is logged as vLLM logs a run (1 s ticks of served
+    x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.
+    ``order="given"`` sends a benchmark's requests in the order given, as vLLM's benchmark client sends its
+    request list (only the Poisson gaps are drawn); ``"random"`` (default) a seeded permutation.  The simulation is logged as vLLM logs a run (1 s ticks of served
     tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
     a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
     while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens
@@ -211,6 +213,12 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     if kv_capacity_tokens is None:  # the paged memory model logs residents and waiting requests
         raise ParameterError("kv_capacity_tokens", None, "vLLM's KV cache in tokens (every vLLM engine has one)")
     replications = integer("replications", replications, minimum=2, maximum=1000)
+    if order not in ("random", "given"):
+        raise ParameterError("order", order, '"random" (a seeded permutation of the requests) or "given" (the '
+                             "benchmark's own order)")
+    if order == "given" and not (n_requests is None and arrival_rate is not None):
+        raise ParameterError("order", order, '"random" without a benchmark (arrival_rate and n_requests=None)',
+                             "only a benchmark's own requests have an order to keep")
     p = np.asarray(input_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
     if fluid is None:
@@ -233,7 +241,9 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
         rng = np.random.default_rng(g)
         arr = np.cumsum(rng.exponential(1.0 / lam, n_requests))
         arr -= arr[0]
-        idx = rng.permutation(pk.size) if once else rng.integers(0, pk.size, n_requests)
+        # the arrivals are drawn first, so "given" and "random" see the same Poisson gaps
+        idx = (np.arange(pk.size) if order == "given" else rng.permutation(pk.size)) if once \
+            else rng.integers(0, pk.size, n_requests)
         sim = simulate(eng, {"arrival_s": arr, "prompt_tokens": pk[idx], "output_tokens": ok[idx]},
                        "vllm-chunked", n_requests=n_requests, record_iterations=True)
         preempt += int(sim.preemptions)
@@ -257,7 +267,8 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     half = float(stats.t.ppf(0.975, est_a.size - 1) * est_a.std(ddof=1) / np.sqrt(est_a.size))
     tok_per_req = float(p.mean() + o.mean())
     binding = max(set(bind), key=bind.count)
-    how = (f"the {n_requests} given requests in a random order, Poisson at {lam:.3g} req/s (given)" if once
+    how = (f"the {n_requests} given requests in {'their given' if order == 'given' else 'a random'} order, "
+           f"Poisson at {lam:.3g} req/s (given)" if once
            else f"{n_requests} requests drawn from the length sample, Poisson at {lam:.3g} req/s (given)"
            if arrival_rate is not None
            else f"{n_requests} requests drawn from the length sample, Poisson at {overload:g} x the fluid "

@@ -65,6 +65,9 @@ class ServingRun:
         waiting, kv_cache_pct``).
     meta : dict
         ``vllm_meta.json`` as read.
+    request_index : ndarray or None
+        Per request, its place in the benchmark client's request list (the ``N`` of a ``request_id`` such
+        as ``bench-N``), when every request's id ends in a number; else None.
     """
 
     name: str
@@ -76,6 +79,7 @@ class ServingRun:
     last_token_s: np.ndarray
     timeseries: dict
     meta: dict = field(repr=False)
+    request_index: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def engine_kwargs(self) -> dict:
@@ -135,6 +139,15 @@ class ServingRun:
     def offered_rate_per_s(self) -> float:
         span = float(self.arrival_s[-1] - self.arrival_s[0])
         return (len(self.arrival_s) - 1) / span if span > 0 else float("nan")
+
+    @property
+    def client_order(self) -> np.ndarray:
+        """Indices that put the requests (held in arrival order) in the order the benchmark client sent
+        them: by ``request_index`` when the ids number them, else the arrival order itself (requests that
+        arrive nearly together can swap places at the engine)."""
+        if self.request_index is None:
+            return np.arange(len(self.arrival_s))
+        return np.argsort(self.request_index, kind="stable")
 
     def __len__(self):
         return len(self.arrival_s)
@@ -207,8 +220,12 @@ def read_run(path) -> ServingRun:
     for key in ("engine_kwargs", "kv_cache", "hardware"):
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             raise DataError(f"{mp}: {key} is not an object")
+    ids = [re.search(r"(\d+)$", str(r.get("request_id", ""))) for r in rows]
+    request_index = np.array([int(m.group(1)) for m in ids]) if all(ids) else None
+    if request_index is not None and np.unique(request_index).size != request_index.size:
+        request_index = None  # ids that do not number the requests once each say no order
     return ServingRun(
-        name=path.name, path=str(path),
+        name=path.name, path=str(path), request_index=request_index,
         input_tokens=np.array([int(r["input_toks"]) for r in rows]),
         output_tokens=np.array([int(r["output_toks"]) for r in rows]),
         arrival_s=q - t0,

@@ -61,3 +61,19 @@ def test_the_measured_binding_limit_never_reads_the_case_file(monkeypatch):
         assert row.measured == "token_budget", (expected, row)
     for c in load_cases(validation_dir() / "cases"):
         assert "binding" not in c.spec.get("targets", {}), c.name
+
+
+def test_interval_words_state_inside_outside_and_resolution():
+    from fluidq.validate.cases import _interval_words
+
+    # a prediction inside an interval wider than the aim: the window cannot resolve the aim
+    w = _interval_words(8124.0, (6548.0, 8429.0), 7488.0, 5.0)
+    assert "inside" in w and "±12.6 %" in w and "too wide to resolve the 5 % aim" in w
+    w = _interval_words(9000.0, (7400.0, 7600.0), 7500.0, 5.0)
+    assert "outside" in w and "±1.3 %" in w and "resolve" not in w
+    # outside a wide interval: the error is resolved (at least the distance to it), no "too wide"
+    w = _interval_words(8842.0, (6548.0, 8429.0), 7488.0, 5.0)
+    assert "outside" in w and "±12.6 %" in w and "resolve" not in w
+    # no interval (one tick) or no prediction: nothing claimed
+    assert _interval_words(1.0, (float("nan"), float("nan")), 1.0, 5.0) == ""
+    assert _interval_words(None, (1.0, 2.0), 1.5, 5.0) == ""

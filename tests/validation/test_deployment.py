@@ -1,6 +1,8 @@
 """A deployment's capacity from its operator-profile folder alone (issue 16 item 6): the same answer the
 validation suite scores for the run measured on that folder's GPU, given the run's lengths and vLLM
 options; the KV capacity from vLLM's memory planner when not given; TP > 1 refused with the reason."""
+import json
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,61 @@ def test_capacity_profile_dir_on_the_command_line(capsys):
                        (["--gpu-memory-gib", "24"], "--profile-dir"),
                        (["--profile-dir", str(FOLDER / "nope")], "--profile-dir")):
         assert_one_line(["capacity", *argv], capsys, word)
+
+
+def test_the_cli_refuses_tensor_parallel_without_a_communication_model_naming_the_flags(tmp_path, capsys):
+    # issue 16 item 2: TP2 profiles (the TP1 tables under TP2 names), no peer_sim_config.json, no link given:
+    # refused, saying what to give on the command line
+    import shutil
+
+    from fluidq.testing.cli import assert_one_line, run_cli
+
+    d = tmp_path / "tp2"
+    d.mkdir()
+    shutil.copy(FOLDER / "profile_meta.yaml", d)
+    for f in FOLDER.glob("profile_tp1_*"):
+        shutil.copy(f, d / f.name.replace("tp1", "tp2"))
+    msg = assert_one_line(["capacity", "--profile-dir", str(d), "--tensor-parallel-size", "2"], capsys,
+                          "--link-bandwidth-gbps")
+    assert "--all-reduce-csv" in msg and "peer_sim_config.json" in msg
+    # a link given: answered, and the KV cache then needs the GPU memory, named by its flag
+    msg = assert_one_line(["capacity", "--profile-dir", str(d), "--tensor-parallel-size", "2",
+                           "--link-bandwidth-gbps", "32", "--link-latency-us", "5"], capsys, "--gpu-memory-gib")
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(d), "--tensor-parallel-size", "2", "--link-bandwidth-gbps",
+                            "32", "--link-latency-us", "5", "--gpu-memory-gib", "96", "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert "2 all-reduces" in doc["inputs"]["communication"] or "given link" in doc["inputs"]["communication"]
+    assert doc["inputs"]["tensor_parallel_size"] == 2 and "estimate" in doc["inputs"]["kv_source"]
+
+
+def test_check_and_simulate_take_a_profile_folder(capsys):
+    # issue 16 item 6: `check` and `simulate` predict the same vLLM engine from the folder, no run needed
+    from fluidq.testing.cli import assert_one_line, run_cli
+    from fluidq.validate.deployment import deployment_engine
+
+    eng, note = deployment_engine(FOLDER, max_num_seqs=128)
+    assert eng.k_max == 128 and eng.b_max == 2048 and eng.memory.block_size == 16 and eng.prefill_emits_token
+    assert "memory planner" in note and "estimate" in note
+    # the same iteration model and KV cache as capacity --profile-dir
+    dep = predict_deployment(FOLDER, input_tokens=300, output_tokens=200, max_num_seqs=128)
+    assert eng.kv_capacity_tokens == dep.inputs["kv_capacity_tokens"]
+    rc, out, err = run_cli(["check", "--profile-dir", str(FOLDER), "--max-num-seqs", "128", "--input-len", "300",
+                            "--output-len", "200", "--load", "0.5", "--policy", "vllm-chunked", "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["inputs"]["engine"]["k_max"] == 128 and "memory planner" in doc["inputs"]["profile_dir"]
+    assert doc["inputs"]["engine"]["kv_capacity_tokens"] == eng.kv_capacity_tokens
+    rc, out, err = run_cli(["simulate", "--profile-dir", str(FOLDER), "--max-num-seqs", "128", "--input-len", "300",
+                            "--output-len", "200", "--load", "0.5", "--requests", "60", "--kv-capacity", "40000",
+                            "--json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert list(doc["policies"]) == ["vllm-chunked"]  # vLLM's scheduler by default
+    assert doc["engine"]["kv_capacity_tokens"] == 40000 and doc["policies"]["vllm-chunked"]["summary"]["finished"] == 60
+    for cmd in ("check", "simulate"):
+        assert_one_line([cmd, "--profile-dir", str(FOLDER), "--profile", "paper-codellama34b-a100"], capsys,
+                        "--profile-dir", "--profile")
+        assert_one_line([cmd, "--link-latency-us", "3"], capsys, "--link-latency-us", "--profile-dir")
+        assert_one_line([cmd, "--profile-dir", str(FOLDER / "nope")], capsys, "--profile-dir")
+        assert_one_line([cmd, "--profile-dir", str(FOLDER), "--tensor-parallel-size", "2"], capsys, "profile_tp2_dense")

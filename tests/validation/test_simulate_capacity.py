@@ -105,3 +105,58 @@ def test_no_kv_cache_is_refused():
     with pytest.raises(ParameterError) as e:
         simulate_capacity(Constant(), [100] * 30, [20] * 30, b_max=512, k_max=8, kv_capacity_tokens=None)
     assert e.value.name == "kv_capacity_tokens"
+
+
+def test_a_benchmark_keeps_its_order_when_asked(monkeypatch):
+    # order="given": the requests go out in the list's order (vLLM's benchmark client), only the Poisson gaps are
+    # drawn, and the gaps are the same draws as in the random order (a paired comparison)
+    import fluidq.sim.core as core
+
+    seen = []
+    real = core.simulate
+
+    def spy(eng, reqs, *a, **k):
+        seen.append((np.asarray(reqs["arrival_s"]).copy(), np.asarray(reqs["prompt_tokens"]).copy()))
+        return real(eng, reqs, *a, **k)
+
+    monkeypatch.setattr(core, "simulate", spy)
+    p, o = np.arange(100, 140), np.full(40, 30)
+    kw = dict(b_max=2048, k_max=8, kv_capacity_tokens=10 ** 7, arrival_rate=50.0, replications=2, seed=5)
+    given = simulate_capacity(Constant(), p, o, order="given", **kw)
+    simulate_capacity(Constant(), p, o, **kw)
+    (a1, p1), (a2, p2), (a3, p3), (a4, p4) = seen
+    assert np.array_equal(p1, p) and np.array_equal(p2, p)  # the list's order, every replication
+    assert not np.array_equal(p3, p) and sorted(p3) == sorted(p)  # a permutation
+    assert np.array_equal(a1, a3) and np.array_equal(a2, a4)  # the same gaps
+    assert "their given order" in given.reason
+    with pytest.raises(ParameterError) as e:
+        simulate_capacity(Constant(), p, o, order="sorted", **kw)
+    assert e.value.name == "order"
+    with pytest.raises(ParameterError) as e:  # no benchmark: nothing to keep the order of
+        simulate_capacity(Constant(), p, o, b_max=2048, k_max=8, kv_capacity_tokens=10 ** 7, n_requests=100,
+                          order="given", replications=2)
+    assert e.value.name == "order"
+
+
+def test_a_run_knows_the_order_its_client_sent(tmp_path):
+    # the request ids number the benchmark's list; requests that reach the engine nearly together can swap
+    import shutil
+
+    from fluidq.validate.cases import _plain_path
+    from fluidq.validate.runs import read_run
+
+    qwen = read_run(_plain_path(LSS / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507"))
+    co = qwen.client_order
+    assert np.array_equal(qwen.request_index[co], np.arange(len(qwen)))
+    assert not np.array_equal(co, np.arange(len(qwen)))  # a few arrived out of the list's order
+    llama = read_run(_plain_path(LSS / "RTX4090_Llama-3.1-8B"))
+    assert np.array_equal(llama.client_order, np.arange(len(llama)))
+    # ids that do not number the requests: the arrival order stands for the client's
+    d = tmp_path / "run"
+    shutil.copytree(_plain_path(LSS / "RTX4090_Llama-3.1-8B"), d)
+    rows = [json.loads(line) for line in (d / "vllm_requests.jsonl").read_text().splitlines() if line.strip()]
+    for r in rows:
+        r["request_id"] = "same"
+    (d / "vllm_requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    odd = read_run(d)
+    assert np.array_equal(odd.client_order, np.arange(len(odd)))

@@ -20,6 +20,12 @@ def folder(tmp_path_factory):
     return dst
 
 
+@pytest.fixture(scope="module")
+def result(folder, tmp_path_factory):
+    """One validation of the folder (with its report), shared by the tests that only read it."""
+    return validate(tmp_path_factory.mktemp("report") / "v", run=folder)
+
+
 def test_a_run_folder_is_validated_like_a_case(folder, tmp_path, capsys):
     rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
     assert rc == 0, err
@@ -74,14 +80,13 @@ def test_a_tensor_parallel_run_is_refused_saying_why(folder, tmp_path):
         validate(run=bare)
 
 
-def test_the_case_figure_is_drawn_by_the_case_result(folder, tmp_path):
+def test_the_case_figure_is_drawn_by_the_case_result(result, tmp_path):
     # the serving case's figure is CaseResult.plot (fluidq.plotting.validation draws it): the report
     # writes it next to validation.md, and the returned result can draw it again
     from fluidq.errors import ParameterError
     from fluidq.validate.cases import CaseResult
 
-    res = validate(tmp_path / "v", run=folder)
-    (cr,) = res.cases
+    (cr,) = result.cases
     (fig,) = cr.figures
     assert open(fig, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     again = cr.plot(path=tmp_path / "again.png")
@@ -89,3 +94,27 @@ def test_the_case_figure_is_drawn_by_the_case_result(folder, tmp_path):
     with pytest.raises(ParameterError, match="case="):
         CaseResult(case=cr.case, rows=()).plot(path=tmp_path / "none.png")
     assert not (tmp_path / "none.png").exists()
+
+
+def test_a_run_reports_all_15_latency_metrics_as_rows(folder, result, tmp_path):
+    # issue 16 item 5: the 15 latency metrics in the row schema, each against the peer's error when the folder
+    # has the peer's summary; without it the mean |error| is reported with no target
+    lat = [r for r in result.rows if r.quantity.endswith("(replayed arrivals)")]
+    assert len(lat) == 15 and all(r.unit == "ms" and r.error_pct is not None for r in lat)
+    assert {r.status for r in lat} <= {"pass", "miss"} and all("peer" in r.target for r in lat)
+    bare = tmp_path / "no-peer"
+    shutil.copytree(folder, bare)
+    (bare / "peer_sim_vs_vllm_summary.txt").unlink()
+    res2 = validate(run=bare)
+    lat2 = [r for r in res2.rows if r.quantity.endswith("(replayed arrivals)")]
+    assert len(lat2) == 15 and {r.status for r in lat2} == {"info"}
+    (mae,) = [r for r in res2.rows if r.quantity.startswith("mean abs. error")]
+    assert mae.status == "info" and mae.measured is None
+    assert mae.predicted == pytest.approx(sum(abs(r.error_pct) for r in lat2) / 15)
+    # the same replay either way
+    assert [r.predicted for r in lat] == [r.predicted for r in lat2]
+
+
+def test_a_capacity_row_says_what_its_interval_resolves(result):
+    cap = next(r for r in result.rows if r.quantity == "capacity (served tokens/s, steady state)")
+    assert "the prediction lies" in cap.note and "95 % CI (half-width ±" in cap.note

@@ -109,3 +109,55 @@ def test_replay_rejects_bad_input():
         replay(model, [1.0, 0.0], [5, 5], [2, 2], b_max=16, k_max=2, kv_capacity_tokens=None)
     with pytest.raises(ValueError, match="b_max"):
         replay(model, [0.0], [5], [2], b_max=0, k_max=2, kv_capacity_tokens=None)
+
+
+def test_every_vidur_operator_is_used_or_refused_by_name(data_dir, tmp_path):
+    # issue 16 item 3, Vidur's tables: the attention profile's reshapes around the kernel are added to each row's
+    # kernel time (the legacy A100 table measures attn_output_reshape, 2-44 us a layer), and an operator fluidq
+    # does not know is refused by name, never dropped
+    import csv
+    import gzip
+
+    from fluidq.errors import DataError
+
+    v = data_dir / "vidur"
+    mlp = v / "a100" / "meta-llama" / "Llama-2-70b-hf" / "mlp.csv.gz"
+    att = v / "legacy_e2d00e9_a100" / "attention.csv.gz"
+    with gzip.open(att, "rt") as f:
+        rows = list(csv.DictReader(f))
+    col = "time_stats.attn_output_reshape.median"
+    assert any(float(r[col] or 0) > 0 for r in rows)
+
+    def write(name, rows, fields):
+        p = tmp_path / name
+        with open(p, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(rows)
+        return p
+
+    fields = list(rows[0])
+    zero = write("att0.csv", [{**r, col: "0"} for r in rows], fields)
+    m = vidur_iteration_model(mlp, att, n_layers=80, tp=2, all_reduce_csv=v / "a100" / "network" /
+                              "all_reduce_pairwise_nvlink.csv.gz")
+    m0 = vidur_iteration_model(mlp, zero, n_layers=80, tp=2, all_reduce_csv=v / "a100" / "network" /
+                               "all_reduce_pairwise_nvlink.csv.gz")
+    assert "attn_output_reshape" in m.source  # counted (in the zeroed table too, adding 0)
+    # a prefill chunk of 512 with no prior context: the measured reshape (ms a layer) x 80 layers more
+    ms = np.mean([float(r[col]) for r in rows if r["is_prefill"] == "True" and r["num_tensor_parallel_workers"] == "2"
+                  and float(r["prefill_chunk_size"]) == 512 and float(r["kv_cache_size"]) == 0])
+    assert float(m.prefill_only(512)) - float(m0.prefill_only(512)) == pytest.approx(80 * ms * 1e-3, rel=1e-6)
+    assert float(m.decode_only(64, 1024)) > float(m0.decode_only(64, 1024))
+    # an unknown operator, in either table, is named
+    odd = write("att_odd.csv", [{**r, "time_stats.attn_softcap.median": "0.001"} for r in rows[:50]],
+                fields + ["time_stats.attn_softcap.median"])
+    with pytest.raises(DataError, match="attn_softcap"):
+        vidur_iteration_model(mlp, odd, n_layers=80, tp=2, all_reduce_csv=v / "a100" / "network" /
+                              "all_reduce_pairwise_nvlink.csv.gz")
+    with gzip.open(mlp, "rt") as f:
+        mrows = list(csv.DictReader(f))
+    odd_mlp = write("mlp_odd.csv", [{**r, "time_stats.mlp_gate.median": "0.01"} for r in mrows],
+                    list(mrows[0]) + ["time_stats.mlp_gate.median"])
+    with pytest.raises(DataError, match="mlp_gate"):
+        vidur_iteration_model(odd_mlp, att, n_layers=80, tp=2, all_reduce_csv=v / "a100" / "network" /
+                              "all_reduce_pairwise_nvlink.csv.gz")

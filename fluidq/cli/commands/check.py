@@ -6,6 +6,7 @@ import argparse
 from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
+from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
 from ._roofline_args import add_roofline_args, engine_for_command
 from ..common import (
     add_engine_args,
@@ -43,6 +44,7 @@ def register(sub):
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="relative band around load 1 called critical, in [0, 1) (default 0.02)")
     add_roofline_args(p)
+    add_profile_dir_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -73,7 +75,11 @@ def run(args):
             raise ParameterError("--load", args.load, "either --load or --rate, not both")
         if not (math.isfinite(args.load) and args.load > 0):
             raise ParameterError("--load", args.load, "a finite fraction of capacity > 0")
-    engine, note = engine_for_command(args)
+    if args.profile_dir is not None:  # a vLLM engine from its operator-profile folder (issue 16)
+        engine, note = profile_dir_engine(args)
+    else:
+        reject_profile_dir_flags(args)
+        engine, note = engine_for_command(args)
     if args.gpu is None:
         engine = kv_from_args(args, engine)
     if args.load is not None:
@@ -138,6 +144,6 @@ def run(args):
     if fit_json(args) is not None:
         inputs["fit"] = fit_json(args)
     if note:
-        inputs["roofline"] = note
+        inputs["profile_dir" if args.profile_dir is not None else "roofline"] = note
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

@@ -11,6 +11,7 @@ from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
 from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
+from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
 from ._roofline_args import add_roofline_args, engine_for_command
 from .. import CliError, emit
 from ..common import (
@@ -45,7 +46,7 @@ def register(sub):
                    help="coefficient of variation of the inter-arrival times, with --arrival gamma (default 2)")
     g.add_argument("--policy", action="append", default=None,
                    help="scheduler (repeatable): fastertransformer, vllm, orca, sarathi, vllm-chunked "
-                        "(default: sarathi and fastertransformer)")
+                        "(default: sarathi and fastertransformer; vllm-chunked with --profile-dir)")
     g.add_argument("--chunk-long-prompts", action=argparse.BooleanOptionalAction, default=True,
                    help="let non-chunking schedulers split prompts longer than b_max (default on, as in "
                         "`fluidq check` and the report; --no-chunk-long-prompts: the literal schedulers, which "
@@ -68,6 +69,7 @@ def register(sub):
     p.add_argument("--plot", default=None, metavar="PATH", help="write a queue-trajectory plot to PATH (format from "
                    "the extension: png, pdf, svg...; none: .png)")
     add_roofline_args(p)
+    add_profile_dir_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress indicator on stderr")
     p.set_defaults(func=run)
@@ -170,7 +172,11 @@ def run(args):
 
     _check_flags(args)
     # --gpu: a deployment without profiles (the context-aware roofline, vLLM's planned cache)
-    engine, _ = engine_for_command(args)
+    if args.profile_dir is not None:  # a vLLM engine from its operator-profile folder (issue 16)
+        engine, _ = profile_dir_engine(args)
+    else:
+        reject_profile_dir_flags(args)
+        engine, _ = engine_for_command(args)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
@@ -214,7 +220,8 @@ def run(args):
         last = float(arr_s[-1]) if len(arr_s) else 0.0
         raise ParameterError("--warmup", args.warmup, f"seconds <= the last of the --requests arrivals ({last:g} s)",
                              "a warm-up this long leaves every request out of the latency metrics")
-    names = args.policy or ["sarathi", "fastertransformer"]
+    # a vLLM engine from its profiles runs vLLM's scheduler unless --policy says otherwise
+    names = args.policy or (["vllm-chunked"] if args.profile_dir is not None else ["sarathi", "fastertransformer"])
     pols = []
     for nm in names:
         pol = resolve_policy(nm, "--policy")

@@ -1,0 +1,74 @@
+"""``--profile-dir`` for ``fluidq check`` and ``fluidq simulate`` (issue 16 item 6): one vLLM engine predicted
+from an operator-profile folder in LLMServingSim's layout, with vLLM's arguments, without any run.
+
+``--tensor-parallel-size`` and ``--gpu-memory-utilization`` (added by ``add_roofline_args``), ``--max-num-seqs``,
+``--max-num-batched-tokens`` and ``--kv-capacity`` are the command's own flags, read here too."""
+from __future__ import annotations
+
+#: the flags this group adds, with their defaults (each is refused without --profile-dir: it would be ignored)
+_OWN = (("--gpu-memory-gib", "gpu_memory_gib", None), ("--block-size", "block_size", 16),
+        ("--link-bandwidth-gbps", "link_bandwidth_gbps", None), ("--link-latency-us", "link_latency_us", None),
+        ("--all-reduce-csv", "all_reduce_csv", None))
+
+
+def add_profile_dir_args(p) -> None:
+    g = p.add_argument_group("a vLLM engine from its operator-profile folder (no run needed)")
+    g.add_argument("--profile-dir", default=None, metavar="DIR",
+                   help="an operator-profile folder in LLMServingSim's layout (profile_meta.yaml, profile_tp1_*.csv): "
+                        "vLLM's engine (paged KV blocks, recompute preemption) with the folder's iteration time, "
+                        "--max-num-batched-tokens (default 2048), --max-num-seqs (default 256), "
+                        "--tensor-parallel-size, and the KV cache of --kv-capacity or vLLM's memory planner "
+                        "(an estimate from --gpu-memory-gib and --gpu-memory-utilization); see also "
+                        "`fluidq capacity --profile-dir` for pipeline and data parallel layouts")
+    g.add_argument("--gpu-memory-gib", type=float, default=None,
+                   help="with --profile-dir: one GPU's memory, GiB (default: the folder's peer_sim_config.json)")
+    g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
+    g.add_argument("--link-bandwidth-gbps", type=float, default=None,
+                   help="with --profile-dir and --tensor-parallel-size > 1: link bandwidth per direction, GB/s "
+                        "(default: the folder's peer_sim_config.json link_bw)")
+    g.add_argument("--link-latency-us", type=float, default=None,
+                   help="with --link-bandwidth-gbps: latency per message, microseconds")
+    g.add_argument("--all-reduce-csv", default=None, metavar="CSV",
+                   help="with --profile-dir: a measured all-reduce table (Vidur's all_reduce*.csv) instead of a link")
+
+
+def reject_profile_dir_flags(args) -> None:
+    """Without ``--profile-dir``: its own flags would be ignored, so they are refused by name."""
+    from .. import CliError
+
+    for flag, dest, default in _OWN:
+        if getattr(args, dest) != default:
+            raise CliError(f"{flag} is read only with --profile-dir (it would be ignored)")
+
+
+def profile_dir_engine(args):
+    """``(engine, note)`` of ``--profile-dir`` (:func:`fluidq.validate.deployment.deployment_engine`),
+    refusing the options that describe another engine."""
+    from pathlib import Path
+
+    from ...errors import ParameterError
+    from ...validate.deployment import deployment_engine
+    from .. import CliError
+
+    given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--gpu", args.gpu),
+                            ("--model-config", args.model_config)) if v is not None]
+    if given:
+        raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
+    folder = Path(args.profile_dir)
+    if not args.profile_dir.strip() or not folder.is_dir():
+        what = "that is a file" if args.profile_dir.strip() and folder.exists() else "there is no such folder"
+        raise CliError(f"--profile-dir {args.profile_dir or repr('')}: expected a folder of operator profiles "
+                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+    try:
+        return deployment_engine(args.profile_dir, max_num_seqs=256 if args.k_max is None else args.k_max,
+                                 max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                                 tensor_parallel_size=args.tensor_parallel_size, kv_capacity_tokens=args.kv_capacity,
+                                 gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                                 block_size=args.block_size, link_bandwidth_gbps=args.link_bandwidth_gbps,
+                                 link_latency_us=args.link_latency_us, all_reduce_csv=args.all_reduce_csv)
+    except ParameterError as exc:  # the Python parameter, named as the flag that gave it
+        if exc.name != "profile_dir":
+            raise
+        raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
+                       + (f" ({exc.hint})" if exc.hint else "")) from None
