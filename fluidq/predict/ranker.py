@@ -70,9 +70,10 @@ def backbone_from_dict(d: dict):
     raise DataError(f"unknown backbone {kind!r} in a saved ranker (known: length-cues, hashed-ngrams, encoder)")
 
 
-def rank_scores(lengths) -> np.ndarray:
+def rank_scores(lengths, model_weights=None) -> np.ndarray:
     """Normal scores of the ranks, per column (ties share their mean rank; NaN stays NaN), then the
-    mean over the columns that have a value: the pooled target of the ``"cues"`` method."""
+    mean over the columns that have a value, weighted by ``model_weights`` (one per column, > 0;
+    default equal): the pooled target of the ``"cues"`` method."""
     from scipy.special import ndtri
 
     L = np.asarray(lengths, float)
@@ -83,8 +84,10 @@ def rank_scores(lengths) -> np.ndarray:
         if ok.sum():
             Z[ok, j] = ndtri((_mean_ranks(L2[ok, j]) - 0.5) / ok.sum())
     has = np.isfinite(Z).any(axis=1)
+    w = np.ones(L2.shape[1]) if model_weights is None else np.asarray(model_weights, float)
+    W = np.where(np.isfinite(Z), w[None, :], 0.0)
     out = np.full(L2.shape[0], np.nan)
-    out[has] = np.nanmean(Z[has], axis=1)
+    out[has] = (np.nan_to_num(Z[has]) * W[has]).sum(axis=1) / W[has].sum(axis=1)
     return out
 
 
@@ -171,7 +174,7 @@ class LengthRanker:
 
     @classmethod
     def fit(cls, prompts, lengths, *, method: str | None = None, backbone=None, l2: float | None = None,
-            cue_weight: float | None = None, delta: float | None = None, pairs_per_prompt: int | None = None,
+            cue_weight: float | None = None, model_weights=None, delta: float | None = None, pairs_per_prompt: int | None = None,
             max_attempts: int | None = None, margin: float | None = None, epochs: int | None = None,
             learning_rate: float | None = None, rng=None) -> "LengthRanker":
         """Train on ``prompts`` and their response ``lengths``.
@@ -198,6 +201,9 @@ class LengthRanker:
         cue_weight : float
             ``"cues"`` only: the norm of a typical standardised dense (cue) row against 1 for each
             n-gram block (default 4.0).
+        model_weights : array_like, optional
+            ``"cues"`` with 2-D ``lengths`` only: one weight > 0 per column (model) in the pooled
+            mean (default equal), e.g. ``[0.5, 0.05, ...]`` to give one model half the target.
         delta, pairs_per_prompt, max_attempts : ``"pairwise"`` only, see
             :func:`~fluidq.predict.make_pairs` (defaults 0.2, 10, 100).
         margin : float
@@ -221,10 +227,11 @@ class LengthRanker:
                 raise ParameterError(k, given[k], "not given with method='cues' (it is a parameter of the "
                                      "pairwise method)")
             return cls._fit_cues(prompts, lengths, backbone=backbone, l2=CUES_L2 if l2 is None else l2,
-                                 cue_weight=CUES_CUE_WEIGHT if cue_weight is None else cue_weight)
-        if cue_weight is not None:
-            raise ParameterError("cue_weight", cue_weight, "not given with method='pairwise' (it weighs the "
-                                 "cues of the 'cues' method)")
+                                 cue_weight=CUES_CUE_WEIGHT if cue_weight is None else cue_weight,
+                                 model_weights=model_weights)
+        for k, v in (("cue_weight", cue_weight), ("model_weights", model_weights)):
+            if v is not None:
+                raise ParameterError(k, v, "not given with method='pairwise' (a parameter of the 'cues' method)")
         return cls._fit_pairwise(prompts, lengths, backbone=backbone,
                                  delta=0.2 if delta is None else delta,
                                  pairs_per_prompt=10 if pairs_per_prompt is None else pairs_per_prompt,
@@ -234,7 +241,7 @@ class LengthRanker:
                                  learning_rate=0.05 if learning_rate is None else learning_rate, rng=rng)
 
     @classmethod
-    def _fit_cues(cls, prompts, lengths, *, backbone, l2, cue_weight) -> "LengthRanker":
+    def _fit_cues(cls, prompts, lengths, *, backbone, l2, cue_weight, model_weights=None) -> "LengthRanker":
         """Ridge on the normal scores of the ranks (pooled over columns); exact dual solve up to
         ``_DUAL_MAX`` prompts, LSQR in the primal beyond."""
         t0 = time.perf_counter()
@@ -244,7 +251,14 @@ class LengthRanker:
         cue_weight = real("cue_weight", cue_weight, nonnegative=True)
         if len(prompts) < 2:
             raise ParameterError("prompts", f"<{len(prompts)} prompt>", "at least 2 prompts to rank")
-        y = rank_scores(L)
+        if model_weights is not None:
+            if L.ndim != 2:
+                raise ParameterError("model_weights", "<given>", "only with 2-D lengths (one column per model)")
+            model_weights = array("model_weights", model_weights, positive=True)
+            if model_weights.size != L.shape[1]:
+                raise ParameterError("model_weights", f"<{model_weights.size} values>",
+                                     f"one weight per column of lengths ({L.shape[1]})")
+        y = rank_scores(L, model_weights)
         if np.ptp(y) == 0:
             Lf = L[np.isfinite(L)]
             raise DataError(f"no training pair differs in length: all {len(prompts)} prompts rank equal (lengths "
@@ -286,6 +300,7 @@ class LengthRanker:
         info = {"method": "cues", "target": "normal scores of the ranks" + (f", mean over {L.shape[1]} models"
                                                                             if L.ndim == 2 else ""),
                 "n_prompts": n, "n_models": int(L.shape[1]) if L.ndim == 2 else 1, "l2": l2,
+                **({"model_weights": model_weights.tolist()} if model_weights is not None else {}),
                 "cue_weight": cue_weight, "solver": solver,
                 "train_rmse": float(np.sqrt(np.mean((s - s.mean() - yc) ** 2))),
                 "fit_seconds": time.perf_counter() - t0, "fluidq_version": __version__}

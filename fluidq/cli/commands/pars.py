@@ -19,6 +19,9 @@ def register(sub):
     p.add_argument("--unit", choices=["words", "chars"], default="words")
     p.add_argument("--model", default=None, help="model whose lengths to learn (default: the first)")
     p.add_argument("--cross", default=None, help="comma-separated models for a cross-model tau matrix")
+    p.add_argument("--pool", default=None, metavar="MODELS",
+                   help="comma-separated other models whose lengths also train the ranker (--ranker cues): the "
+                        "target is half --model's rank scores, half the mean of these models' (pooling)")
     p.add_argument("--test-fraction", type=float, default=0.25, help="share of prompts held out, in (0, 1) "
                    "(default 0.25)")
     p.add_argument("--ranker", choices=["cues", "pairwise"], default="cues",
@@ -56,6 +59,12 @@ def run(args):
         raise ParameterError("--seed", args.seed, "an integer >= 0")
     reject_ignored(f"--delta {args.delta}", args.delta is not None and args.load is not None and not args.cross,
                    "with --load (it filters training pairs; a loaded ranker is not trained)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and args.ranker != "cues",
+                   f"with --ranker {args.ranker} (pooled lengths train the cues ranker only)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and args.load is not None,
+                   "with --load (a loaded ranker is not trained)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and bool(args.cross),
+                   "with --cross (the matrix trains one ranker per model on its own lengths)")
     reject_ignored(f"--delta {args.delta}", args.delta is not None and args.ranker != "pairwise",
                    f"with --ranker {args.ranker} (it filters the pairs of --ranker pairwise)")
     reject_ignored(f"--plot {args.plot}", args.plot is not None and not args.cross,
@@ -103,16 +112,28 @@ def run(args):
     ds = load_lengths(args.data, unit=args.unit)
     model = args.model or ds.models[0]
     L = ds.of(model)
+    train_L, pool_kw = L, {}
+    if args.pool:
+        from ..common import comma_list
+
+        pool = comma_list("--pool", args.pool, "models")
+        bad = [m for m in pool if m not in ds.lengths or m == model]
+        if bad or len(set(pool)) != len(pool):
+            raise ParameterError("--pool", args.pool, f"other models of the table, each once (not --model {model})",
+                                 f"{bad[0]!r} is not one" if bad else "a model is named twice")
+        train_L = np.column_stack([L] + [ds.of(m) for m in pool])
+        pool_kw = {"model_weights": [0.5] + [0.5 / len(pool)] * len(pool)}
     tr, te = ds.split(args.test_fraction, rng=args.seed)
     tr, te = tr[np.isfinite(L[tr])], te[np.isfinite(L[te])]
     if args.load:
         rk = LengthRanker.load(args.load)
     else:
-        rk = LengthRanker.fit([ds.prompts[i] for i in tr], L[tr], rng=args.seed, **fit_kw)
+        rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
     out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
-             f"model       {model}",
+             f"model       {model}" + (f" (training pooled with {len(pool_kw['model_weights']) - 1} other "
+                                         "model(s), half the target)" if pool_kw else ""),
              f"ranker      {backbone_words(rk.backbone.to_dict())}, {_fitted_by(rk.info)}, "
              f"fit {rk.info.get('fit_seconds', float('nan')):.2f} s",
              f"tau_b       {_tau(ev.tau_b)} on {ev.n_test} held-out prompts "
@@ -146,6 +167,11 @@ def run(args):
         res = {}
         for k in (args.ranker,) + kinds:
             kw = {"delta": delta} if k == "pairwise" and args.ranker == "pairwise" else {}
+            if k == args.ranker and pool_kw:
+                kw = {**pool_kw, "score_lengths": L[ok]}
+                res[k] = tau_over_splits(P_ok, train_L[ok], k, n_splits=args.splits,
+                                         test_fraction=args.test_fraction, rng=args.seed, **kw)
+                continue
             res[k] = tau_over_splits(P_ok, L[ok], k, n_splits=args.splits, test_fraction=args.test_fraction,
                                      rng=args.seed, **kw)
         out["splits"] = res
@@ -206,8 +232,9 @@ def backbone_words(d: dict) -> str:
     if kind == "hashed-ngrams":
         return f"hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to {d.get('ngram_max', '?')})"
     if kind == "length-cues":
+        lo, hi = d.get("char_min", "?"), d.get("char_max", "?")
         return (f"instruction cues + hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to 2) + character "
-                f"{d.get('char_min', '?')}-{d.get('char_max', '?')}-grams")
+                f"{lo if lo == hi else f'{lo}-{hi}'}-grams")
     if "model" in d:
         return f"sentence {kind} {d['model']} (batch size {d.get('batch_size', '?')}, on {d.get('device', '?')})"
     rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d.items())
