@@ -48,7 +48,6 @@ DEFAULT_METHOD = "cues"
 #: (see docs/explanation/pars.md): ridge penalty and the cue block's weight
 CUES_L2 = 1.0
 CUES_CUE_WEIGHT = 4.0
-_PAIRWISE_ONLY = ("delta", "pairs_per_prompt", "max_attempts", "margin", "epochs", "learning_rate")
 #: above this many prompts the ridge is solved in the primal (LSQR) instead of an n x n system
 _DUAL_MAX = 3000
 
