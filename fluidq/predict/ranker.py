@@ -173,8 +173,8 @@ class LengthRanker:
 
     @classmethod
     def fit(cls, prompts, lengths, *, method: str | None = None, backbone=None, l2: float | None = None,
-            cue_weight: float | None = None, model_weights=None, delta: float | None = None, pairs_per_prompt: int | None = None,
-            max_attempts: int | None = None, margin: float | None = None, epochs: int | None = None,
+            cue_weight: float | None = None, model_weights=None, delta: float | None = None,
+            pairs_per_prompt: int | None = None, max_attempts: int | None = None, margin: float | None = None, epochs: int | None = None,
             learning_rate: float | None = None, rng=None) -> "LengthRanker":
         """Train on ``prompts`` and their response ``lengths``.
 
@@ -354,7 +354,8 @@ class LengthRanker:
                 vt[k] = b2 * vt[k] + (1 - b2) * g * g
                 p -= lr * (mt[k] / (1 - b1 ** step)) / (np.sqrt(vt[k] / (1 - b2 ** step)) + eps)
         s = main @ w + Z @ v
-        info = {"method": "pairwise", "n_prompts": n, "n_pairs": npairs, "delta": float(delta), "pairs_per_prompt": int(pairs_per_prompt),
+        info = {"method": "pairwise", "n_prompts": n, "n_pairs": npairs, "delta": float(delta),
+                "pairs_per_prompt": int(pairs_per_prompt),
                 "max_attempts": int(max_attempts), "margin": margin, "l2": l2, "epochs": epochs,
                 "learning_rate": lr, "final_loss": float(margin_ranking_loss(s[a], s[b], y, margin)),
                 "last_step_loss": loss, "fit_seconds": time.perf_counter() - t0, "fluidq_version": __version__}

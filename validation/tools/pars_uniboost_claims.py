@@ -262,7 +262,8 @@ def rankers(R, q, engine_s):
         "mean_within_dev": _stats(np.mean([cross[idx[m], idx[m]] for m in models if m in DEV_MODELS], axis=0)),
     }
     R["ranker_cross"] = {"models": models, "rows": models + ["development models, pooled"],
-                         "tau_b": np.nanmean(cross, axis=2).tolist(), "n_splits": len(splits), "n_test": len(splits[0][1])}
+                         "tau_b": np.nanmean(cross, axis=2).tolist(), "n_splits": len(splits),
+                         "n_test": len(splits[0][1])}
     print(f"held-out and cross-model done ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     # 5. scoring overhead of the default ranker (and of PARS's pairwise one)
@@ -372,8 +373,7 @@ def render(R) -> str:
                      "met" if w["mean"] >= 0.45 else "not met",
                      f"trained on the {len(H['dev_models'])} development models' pooled lengths: {pdv['mean']:.3f} ± "
                      f"{pdv['half_width']:.2g}"
-                     + (f"; own lengths and the development models', half each: "
-                        f"{H['mean_own_plus_dev_held_out']['mean']:.3f} ± {H['mean_own_plus_dev_held_out']['half_width']:.2g}"
+                     + (f"; own lengths and the development models', half each: {_mh(H['mean_own_plus_dev_held_out'])}"
                         if "mean_own_plus_dev_held_out" in H else "")
                      + f"; PARS's pairwise (the previous default): {old['mean']:.3f} ± "
                      f"{old['half_width']:.2g}; on the development models: "
@@ -405,6 +405,10 @@ def render(R) -> str:
     if H:
         lines += render_rankers(R)
     return "\n".join(lines)
+
+
+def _mh(d) -> str:
+    return f"{d['mean']:.3f} ± {d['half_width']:.2g}"
 
 
 _KIND_WORDS = {"pairwise": "PARS's pairwise (previous default)", "cues": "cues (default)"}
