@@ -15,7 +15,8 @@ saves and schedules the same way; only the training loss differs:
                  prompts, the target being the softmax of the standardised log lengths.
 
 :func:`tau_over_splits` reports Kendall tau_b as a mean with a Student-t interval over seeded
-train/test splits, for any of these and for PARS's pairwise ranker (``"pairwise"``).
+train/test splits, for any of these, for PARS's pairwise ranker (``"pairwise"``) and for the
+default ranker (``"cues"``).
 """
 from __future__ import annotations
 
@@ -123,11 +124,14 @@ def fit_baseline(kind: str, prompts, lengths, *, backbone=None, n_buckets: int =
 
 
 def tau_over_splits(prompts, lengths, kind: str = "pairwise", *, n_splits: int = 5, test_fraction: float = 0.25,
-                    confidence: float = 0.95, rng=0, **fit_kw) -> dict:
+                    confidence: float = 0.95, rng=0, score_lengths=None, **fit_kw) -> dict:
     """Kendall tau_b of a ranker on held-out prompts over ``n_splits`` seeded splits.
 
-    ``kind`` is ``"pairwise"`` (PARS's :class:`LengthRanker`), one of :data:`BASELINES`, or
-    ``"random"`` (random scores: the floor a ranker must beat).  Returns ``{"kind", "tau_b"
+    ``kind`` is ``"pairwise"`` (PARS's training, ``LengthRanker.fit(method="pairwise")``),
+    ``"cues"`` (the default ranker, ``method="cues"``), one of :data:`BASELINES`, or ``"random"``
+    (random scores: the floor a ranker must beat).  ``lengths`` may be 2-D (one column per model)
+    for ``"cues"`` only; tau_b is then taken against ``score_lengths`` (1-D, required), so that
+    training may pool several models while the score is on one.  Returns ``{"kind", "tau_b"
     (per split), "mean", "sd", "half_width", "n_splits", "n_test"}``.
     """
     from scipy import stats
@@ -135,14 +139,28 @@ def tau_over_splits(prompts, lengths, kind: str = "pairwise", *, n_splits: int =
     from .evaluate import kendall_tau
     from .ranker import LengthRanker
 
-    if kind not in ("pairwise", "random") + BASELINES:
-        raise UnknownNameError("ranker kind", kind, ("pairwise", "random") + BASELINES)
+    kinds = ("cues", "pairwise", "random") + BASELINES
+    if kind not in kinds:
+        raise UnknownNameError("ranker kind", kind, kinds)
     n_splits = integer("n_splits", n_splits, minimum=2)
     test_fraction = real("test_fraction", test_fraction, positive=True)
     if test_fraction >= 1:
         raise ParameterError("test_fraction", test_fraction, "a fraction in (0, 1)")
     prompts = as_prompts(prompts)
-    L = array("lengths", lengths, nonnegative=True, min_len=4)
+    if np.ndim(lengths) == 2:
+        from .ranker import _lengths
+
+        if kind != "cues":
+            raise ParameterError("lengths", "<a 2-D array>", "one length per prompt (1-D): only kind='cues' pools "
+                                 "several models")
+        if score_lengths is None:
+            raise ParameterError("score_lengths", None, "the 1-D lengths to score against when lengths is 2-D")
+        train_L = _lengths(lengths, len(prompts))
+        L = array("score_lengths", score_lengths, min_len=4)
+    else:
+        if score_lengths is not None:
+            raise ParameterError("score_lengths", "<given>", "only with 2-D lengths (pooled training)")
+        L = train_L = array("lengths", lengths, nonnegative=True, min_len=4)
     if L.size != len(prompts):
         raise ParameterError("lengths", f"<{L.size} values>", f"one length per prompt ({len(prompts)})")
     ss = np.random.SeedSequence(rng)
@@ -156,8 +174,10 @@ def tau_over_splits(prompts, lengths, kind: str = "pairwise", *, n_splits: int =
         if kind == "random":
             s = g.random(te.size)
         else:
+            if train_L.ndim == 2:   # pooled: prompts no training model answered are left out
+                tr = tr[np.isfinite(train_L[tr]).any(axis=1)]
             P = [prompts[i] for i in tr]
-            rk = (LengthRanker.fit(P, L[tr], rng=g, **fit_kw) if kind == "pairwise"
+            rk = (LengthRanker.fit(P, train_L[tr], method=kind, rng=g, **fit_kw) if kind in ("pairwise", "cues")
                   else fit_baseline(kind, P, L[tr], rng=g, **fit_kw))
             s = rk.score([prompts[i] for i in te])
         taus.append(kendall_tau(s, L[te]))

@@ -84,7 +84,9 @@ class CrossModelResult:
 
 
 def cross_model(dataset, models, *, test_fraction: float = 0.25, rng=None, **fit_kw) -> CrossModelResult:
-    """Train one ranker per model on a common train split and rank every model's held-out lengths."""
+    """Train one ranker per model on a common train split and rank every model's held-out lengths.
+
+    ``fit_kw`` goes to :meth:`LengthRanker.fit` (``method=``, ``delta=``...)."""
     from .ranker import LengthRanker
 
     rng = np.random.default_rng(rng)

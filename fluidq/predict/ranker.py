@@ -1,8 +1,18 @@
-"""The PARS length ranker: a backbone and a linear scorer trained on the pairwise hinge.
+"""The length ranker: a backbone and a linear scorer, fitted by one of two methods.
 
-``LengthRanker.fit(prompts, lengths)`` builds PARS pairs (:func:`fluidq.predict.make_pairs`),
-and minimises the mean margin ranking loss plus an L2 penalty by full-batch Adam over the linear
-weights.  ``score(prompts)`` returns one float per prompt, **higher = longer response**; a scheduler
+``LengthRanker.fit(prompts, lengths)`` fits, by default (``method="cues"``), a ridge regression of
+the normal scores of the lengths' ranks on :class:`~fluidq.predict.LengthCues` features
+(instruction cues, hashed word and character n-grams).  Squared error on the ranks' normal scores
+is pairwise-consistent: summed over all pairs, ``((s_i - s_j) - (z_i - z_j))**2`` is ``2n`` times the
+centred squared error, so the fit is a least-squares pairwise ranker.  Lengths may be one column
+per model (2-D): the target is then the mean over models of each model's normal scores (pooling).
+
+``method="pairwise"`` is PARS's own training (the default before 2026-12): pairs from
+:func:`fluidq.predict.make_pairs`, the mean margin ranking loss plus an L2 penalty, full-batch Adam,
+over :class:`~fluidq.predict.HashedNgrams`.  Passing one of its parameters (``delta``, ``margin``...)
+without ``method`` selects it, as before.
+
+``score(prompts)`` returns one float per prompt, **higher = longer response**; a scheduler
 sorts ascending (approximate shortest-job-first).  ``save``/``load`` use ``.npz`` with a JSON
 header and never pickle.
 
@@ -27,20 +37,95 @@ from ..errors import DataError, ParameterError, ParameterTypeError
 from .features import HashedNgrams, as_prompts
 from .pairs import make_pairs, margin_ranking_loss
 
-__all__ = ["LengthRanker", "backbone_from_dict"]
+__all__ = ["LengthRanker", "backbone_from_dict", "RANKER_METHODS", "DEFAULT_METHOD"]
 
 _FORMAT = "fluidq-length-ranker/1"
+
+#: the fitting methods of :meth:`LengthRanker.fit`: ``"cues"`` (the default) and ``"pairwise"`` (PARS's)
+RANKER_METHODS = ("cues", "pairwise")
+DEFAULT_METHOD = "cues"
+#: the default method's settings, chosen by 5-split cross-validation on the development models
+#: (see docs/explanation/pars.md): ridge penalty and the cue block's weight
+CUES_L2 = 1.0
+CUES_CUE_WEIGHT = 4.0
+#: above this many prompts the ridge is solved in the primal (LSQR) instead of an n x n system
+_DUAL_MAX = 3000
 
 
 def backbone_from_dict(d: dict):
     kind = d.get("backbone")
     if kind == "hashed-ngrams":
         return HashedNgrams(n_bits=int(d["n_bits"]), ngram_max=int(d["ngram_max"]))
+    if kind == "length-cues":
+        from .cues import LengthCues
+
+        return LengthCues(n_bits=int(d["n_bits"]), word_weight=float(d["word_weight"]),
+                          char_weight=float(d["char_weight"]), char_min=int(d["char_min"]),
+                          char_max=int(d["char_max"]))
     if kind == "encoder":
         from .encoder import EncoderBackbone
 
         return EncoderBackbone.from_dict(d)
-    raise DataError(f"unknown backbone {kind!r} in a saved ranker (known: hashed-ngrams, encoder)")
+    raise DataError(f"unknown backbone {kind!r} in a saved ranker (known: length-cues, hashed-ngrams, encoder)")
+
+
+def rank_scores(lengths, model_weights=None) -> np.ndarray:
+    """Normal scores of the ranks, per column (ties share their mean rank; NaN stays NaN), then the
+    mean over the columns that have a value, weighted by ``model_weights`` (one per column, > 0;
+    default equal): the pooled target of the ``"cues"`` method."""
+    from scipy.special import ndtri
+
+    L = np.asarray(lengths, float)
+    L2 = L[:, None] if L.ndim == 1 else L
+    Z = np.full(L2.shape, np.nan)
+    for j in range(L2.shape[1]):
+        ok = np.isfinite(L2[:, j])
+        if ok.sum():
+            Z[ok, j] = ndtri((_mean_ranks(L2[ok, j]) - 0.5) / ok.sum())
+    has = np.isfinite(Z).any(axis=1)
+    w = np.ones(L2.shape[1]) if model_weights is None else np.asarray(model_weights, float)
+    W = np.where(np.isfinite(Z), w[None, :], 0.0)
+    out = np.full(L2.shape[0], np.nan)
+    out[has] = (np.nan_to_num(Z[has]) * W[has]).sum(axis=1) / W[has].sum(axis=1)
+    return out
+
+
+def _mean_ranks(x) -> np.ndarray:
+    """Ranks 1..n, ties sharing their mean rank (``scipy.stats.rankdata``, without importing scipy.stats)."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], xs.size]
+    r = np.empty(xs.size)
+    r[order] = ((starts + ends + 1) / 2.0)[np.cumsum(new) - 1]
+    return r
+
+
+def _lengths(lengths, n_prompts: int) -> np.ndarray:
+    """Validated lengths: 1-D (one per prompt, finite) or 2-D (one row per prompt, one column per
+    model, NaN where a model has no response)."""
+    try:
+        ndim = np.ndim(lengths)
+    except ValueError:      # ragged nested lists
+        ndim = 1
+    if ndim == 2:
+        try:
+            L = np.asarray(lengths, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterTypeError("lengths: expected numbers, one row per prompt and one column per model") from None
+        if L.shape[0] != n_prompts or L.shape[1] < 1:
+            raise ParameterError("lengths", f"<shape {L.shape}>", f"one row per prompt ({n_prompts}) and at least "
+                                 "one column (model)")
+        if np.any(np.isinf(L)) or np.any(L[np.isfinite(L)] < 0):
+            raise ParameterError("lengths", "<a negative or infinite length>", "lengths >= 0 (NaN: no response)")
+        if not np.isfinite(L).any(axis=1).all():
+            raise ParameterError("lengths", "<a prompt with no length>", "at least one length per prompt (row)")
+        return L
+    L = array("lengths", lengths, nonnegative=True, min_len=1)
+    if L.size != n_prompts:
+        raise ParameterError("lengths", f"<{L.size} values>", f"one length per prompt ({n_prompts})")
+    return L
 
 
 def _split(backbone, X):
@@ -87,30 +172,144 @@ class LengthRanker:
     info: dict = field(default_factory=dict)
 
     @classmethod
-    def fit(cls, prompts, lengths, *, backbone=None, delta: float = 0.2, pairs_per_prompt: int = 10,
-            max_attempts: int = 100, margin: float = 1.0, l2: float = 1e-4, epochs: int = 150,
-            learning_rate: float = 0.05, rng=None) -> "LengthRanker":
+    def fit(cls, prompts, lengths, *, method: str | None = None, backbone=None, l2: float | None = None,
+            cue_weight: float | None = None, model_weights=None, delta: float | None = None,
+            pairs_per_prompt: int | None = None, max_attempts: int | None = None, margin: float | None = None, epochs: int | None = None,
+            learning_rate: float | None = None, rng=None) -> "LengthRanker":
         """Train on ``prompts`` and their response ``lengths``.
 
         Parameters
         ----------
         prompts : sequence of str
         lengths : array_like
-            Response lengths (any unit; only their order matters), one per prompt.
+            Response lengths (any unit; only their order matters), one per prompt; or, for
+            ``method="cues"``, a 2-D array with one column per model (NaN where a model has no
+            response): each model's lengths are turned into normal scores of their ranks, which are
+            averaged over the models (pooling).
+        method : {"cues", "pairwise"} or None
+            ``"cues"`` (the default): ridge regression of the ranks' normal scores on
+            :class:`~fluidq.predict.LengthCues` features.  ``"pairwise"``: PARS's margin ranking
+            loss on sampled pairs, by Adam, over :class:`~fluidq.predict.HashedNgrams`.  ``None``
+            means ``"pairwise"`` when one of its own parameters (``delta``, ``pairs_per_prompt``,
+            ``max_attempts``, ``margin``, ``epochs``, ``learning_rate``) is given, else ``"cues"``.
         backbone : optional
-            Default :class:`~fluidq.predict.HashedNgrams` ``()``.
-        delta, pairs_per_prompt, max_attempts : see :func:`~fluidq.predict.make_pairs`.
-        margin : float
-            Margin of the ranking loss (paper: 1.0).
+            Text -> features; default :class:`~fluidq.predict.LengthCues` ``()`` for ``"cues"``,
+            :class:`~fluidq.predict.HashedNgrams` ``()`` for ``"pairwise"``.
         l2 : float
-            L2 penalty on the weights (``>= 0``).
-        epochs : int
-            Full-batch Adam steps.
-        learning_rate : float
-            Adam step size.
+            L2 penalty (``>= 0``; ``"cues"``: the ridge penalty, default 1.0; ``"pairwise"``: 1e-4).
+        cue_weight : float
+            ``"cues"`` only: the norm of a typical standardised dense (cue) row against 1 for each
+            n-gram block (default 4.0).
+        model_weights : array_like, optional
+            ``"cues"`` with 2-D ``lengths`` only: one weight > 0 per column (model) in the pooled
+            mean (default equal), e.g. ``[0.5, 0.05, ...]`` to give one model half the target.
+        delta, pairs_per_prompt, max_attempts : ``"pairwise"`` only, see
+            :func:`~fluidq.predict.make_pairs` (defaults 0.2, 10, 100).
+        margin : float
+            ``"pairwise"`` only: margin of the ranking loss (paper: 1.0).
+        epochs, learning_rate : ``"pairwise"`` only: full-batch Adam steps (150) and step size (0.05).
         rng : Generator, int or None
-            Seeds the pair sampling.
+            Seeds the pair sampling (``"pairwise"``; the ``"cues"`` fit is deterministic).
         """
+        given = {k: v for k, v in (("delta", delta), ("pairs_per_prompt", pairs_per_prompt),
+                                   ("max_attempts", max_attempts), ("margin", margin), ("epochs", epochs),
+                                   ("learning_rate", learning_rate)) if v is not None}
+        if method is None:
+            method = "pairwise" if given else DEFAULT_METHOD
+        if method not in RANKER_METHODS:
+            from ..errors import UnknownNameError
+
+            raise UnknownNameError("ranker method", method, RANKER_METHODS)
+        if method == "cues":
+            if given:
+                k = next(iter(given))
+                raise ParameterError(k, given[k], "not given with method='cues' (it is a parameter of the "
+                                     "pairwise method)")
+            return cls._fit_cues(prompts, lengths, backbone=backbone, l2=CUES_L2 if l2 is None else l2,
+                                 cue_weight=CUES_CUE_WEIGHT if cue_weight is None else cue_weight,
+                                 model_weights=model_weights)
+        for k, v in (("cue_weight", cue_weight), ("model_weights", model_weights)):
+            if v is not None:
+                raise ParameterError(k, v, "not given with method='pairwise' (a parameter of the 'cues' method)")
+        return cls._fit_pairwise(prompts, lengths, backbone=backbone,
+                                 delta=0.2 if delta is None else delta,
+                                 pairs_per_prompt=10 if pairs_per_prompt is None else pairs_per_prompt,
+                                 max_attempts=100 if max_attempts is None else max_attempts,
+                                 margin=1.0 if margin is None else margin, l2=1e-4 if l2 is None else l2,
+                                 epochs=150 if epochs is None else epochs,
+                                 learning_rate=0.05 if learning_rate is None else learning_rate, rng=rng)
+
+    @classmethod
+    def _fit_cues(cls, prompts, lengths, *, backbone, l2, cue_weight, model_weights=None) -> "LengthRanker":
+        """Ridge on the normal scores of the ranks (pooled over columns); exact dual solve up to
+        ``_DUAL_MAX`` prompts, LSQR in the primal beyond."""
+        t0 = time.perf_counter()
+        prompts = as_prompts(prompts)
+        L = _lengths(lengths, len(prompts))
+        l2 = real("l2", l2, nonnegative=True)
+        cue_weight = real("cue_weight", cue_weight, nonnegative=True)
+        if len(prompts) < 2:
+            raise ParameterError("prompts", f"<{len(prompts)} prompt>", "at least 2 prompts to rank")
+        if model_weights is not None:
+            if L.ndim != 2:
+                raise ParameterError("model_weights", "<given>", "only with 2-D lengths (one column per model)")
+            model_weights = array("model_weights", model_weights, positive=True)
+            if model_weights.size != L.shape[1]:
+                raise ParameterError("model_weights", f"<{model_weights.size} values>",
+                                     f"one weight per column of lengths ({L.shape[1]})")
+        y = rank_scores(L, model_weights)
+        if np.ptp(y) == 0:
+            Lf = L[np.isfinite(L)]
+            raise DataError(f"no training pair differs in length: all {len(prompts)} prompts rank equal (lengths "
+                            f"{Lf.min():g}..{Lf.max():g}); nothing to learn: use more varied data")
+        if backbone is None:
+            from .cues import LengthCues
+
+            backbone = LengthCues()
+        main, tail = _split(backbone, _features(backbone, prompts))
+        n = len(prompts)
+        if tail is not None and tail.shape[1]:
+            mu = tail.mean(axis=0)
+            sd = tail.std(axis=0)
+            sd[sd == 0] = 1.0
+            c = cue_weight / np.sqrt(tail.shape[1])
+            Z = (tail - mu) / sd * c
+        else:
+            mu = sd = np.zeros(0)
+            c = 0.0
+            Z = np.zeros((n, 0))
+        yc = y - y.mean()
+        dense_main = not sp.issparse(main)
+        if n <= _DUAL_MAX:
+            K = main @ main.T
+            K = (K.toarray() if sp.issparse(K) else np.asarray(K)) + Z @ Z.T
+            K[np.diag_indices(n)] += l2
+            alpha = np.linalg.lstsq(K, yc, rcond=None)[0] if l2 == 0 else np.linalg.solve(K, yc)
+            w = np.asarray(main.T @ alpha, dtype=float).ravel()
+            v = c * (Z.T @ alpha)
+            solver = "dual"
+        else:
+            from scipy.sparse.linalg import lsqr
+
+            A = sp.hstack([sp.csr_matrix(main) if dense_main else main, sp.csr_matrix(Z)], format="csr")
+            u = lsqr(A, yc, damp=float(np.sqrt(l2)), atol=1e-10, btol=1e-10, iter_lim=5000)[0]
+            w, v = u[:main.shape[1]], c * u[main.shape[1]:]
+            solver = "lsqr"
+        s = np.asarray(main @ w, dtype=float).ravel() + (Z / c if c else Z) @ v
+        info = {"method": "cues", "target": "normal scores of the ranks" + (f", mean over {L.shape[1]} models"
+                                                                            if L.ndim == 2 else ""),
+                "n_prompts": n, "n_models": int(L.shape[1]) if L.ndim == 2 else 1, "l2": l2,
+                **({"model_weights": model_weights.tolist()} if model_weights is not None else {}),
+                "cue_weight": cue_weight, "solver": solver,
+                "train_rmse": float(np.sqrt(np.mean((s - s.mean() - yc) ** 2))),
+                "fit_seconds": time.perf_counter() - t0, "fluidq_version": __version__}
+        return cls(backbone=backbone, weights=w, tail_weights=np.asarray(v, float), tail_mean=mu, tail_scale=sd,
+                   info=info)
+
+    @classmethod
+    def _fit_pairwise(cls, prompts, lengths, *, backbone, delta, pairs_per_prompt, max_attempts, margin, l2,
+                      epochs, learning_rate, rng) -> "LengthRanker":
+        """PARS's training: margin ranking loss on sampled pairs, full-batch Adam."""
         t0 = time.perf_counter()
         prompts = as_prompts(prompts)
         L = array("lengths", lengths, nonnegative=True, min_len=1)
@@ -155,7 +354,8 @@ class LengthRanker:
                 vt[k] = b2 * vt[k] + (1 - b2) * g * g
                 p -= lr * (mt[k] / (1 - b1 ** step)) / (np.sqrt(vt[k] / (1 - b2 ** step)) + eps)
         s = main @ w + Z @ v
-        info = {"n_prompts": n, "n_pairs": npairs, "delta": float(delta), "pairs_per_prompt": int(pairs_per_prompt),
+        info = {"method": "pairwise", "n_prompts": n, "n_pairs": npairs, "delta": float(delta),
+                "pairs_per_prompt": int(pairs_per_prompt),
                 "max_attempts": int(max_attempts), "margin": margin, "l2": l2, "epochs": epochs,
                 "learning_rate": lr, "final_loss": float(margin_ranking_loss(s[a], s[b], y, margin)),
                 "last_step_loss": loss, "fit_seconds": time.perf_counter() - t0, "fluidq_version": __version__}

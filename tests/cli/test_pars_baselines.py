@@ -21,7 +21,7 @@ def test_splits_report_the_same_numbers_as_the_api(capsys):
     rc, out, err = run(["pars", "--baselines", "bucket", "--splits", "2", "--seed", "4", "--json"], capsys)
     assert rc == 0, err
     d = json.loads(out)["splits"]
-    assert set(d) == {"pairwise", "bucket"}
+    assert set(d) == {"cues", "bucket"}       # the default ranker, then the baselines
     ds = load_lengths("alpaca_eval")
     L = ds.of(ds.models[0])
     import numpy as np
@@ -29,7 +29,7 @@ def test_splits_report_the_same_numbers_as_the_api(capsys):
     ok = np.flatnonzero(np.isfinite(L))
     api = tau_over_splits([ds.prompts[i] for i in ok], L[ok], "bucket", n_splits=2, rng=4)
     assert d["bucket"]["tau_b"] == pytest.approx(api["tau_b"])
-    rc, out, _ = run(["pars", "--splits", "2"], capsys)
+    rc, out, _ = run(["pars", "--splits", "2", "--ranker", "pairwise"], capsys)
     assert "over 2 seeded splits" in out and "pairwise" in out and "±" in out
 
 

@@ -10,18 +10,26 @@ from .. import CliError, emit
 
 def register(sub):
     p = sub.add_parser("pars", help="train/evaluate a PARS response-length ranker",
-                       description="Train the default length ranker (hashed n-grams + length features, pairwise "
-                       "hinge with margin 1.0, pairs filtered at delta=0.2) on a length table and report Kendall's "
-                       "tau_b on held-out prompts, within-model and optionally cross-model (arXiv:2510.03243).")
+                       description="Train a length ranker on a length table and report Kendall's tau_b on held-out "
+                       "prompts, within-model and optionally cross-model (arXiv:2510.03243). The default ranker "
+                       "('cues') is a ridge regression of the ranks' normal scores on instruction cues and hashed "
+                       "word and character n-grams; 'pairwise' is PARS's training (hashed word n-grams, pairwise "
+                       "hinge with margin 1.0, pairs filtered at delta=0.2).")
     p.add_argument("--data", default="alpaca_eval", help="'alpaca_eval', 'gsm8k' or a JSONL path")
     p.add_argument("--unit", choices=["words", "chars"], default="words")
     p.add_argument("--model", default=None, help="model whose lengths to learn (default: the first)")
     p.add_argument("--cross", default=None, help="comma-separated models for a cross-model tau matrix")
+    p.add_argument("--pool", default=None, metavar="MODELS",
+                   help="comma-separated other models whose lengths also train the ranker (--ranker cues): the "
+                        "target is half --model's rank scores, half the mean of these models' (pooling)")
     p.add_argument("--test-fraction", type=float, default=0.25, help="share of prompts held out, in (0, 1) "
                    "(default 0.25)")
+    p.add_argument("--ranker", choices=["cues", "pairwise"], default="cues",
+                   help="cues (default: instruction cues + word and character n-grams, ridge on rank scores) or "
+                        "pairwise (PARS's pairwise hinge on word n-grams, the default before 2026-12)")
     p.add_argument("--delta", type=float, default=None,
                    help="training pairs kept when their lengths differ by this relative amount, in [0, 1) "
-                        "(default 0.2; not with --load)")
+                        "(default 0.2; with --ranker pairwise only, not with --load)")
     p.add_argument("--seed", type=int, default=0, help="seed of the split and the training (an integer >= 0)")
     p.add_argument("--save", default=None, metavar="NPZ",
                    help="write the ranker to NPZ, a NumPy archive whose name must end in .npz (no pickle)")
@@ -29,8 +37,8 @@ def register(sub):
     p.add_argument("--plot", default=None, metavar="PATH", help="cross-model heat map to PATH (with --cross; format "
                    "from the extension: png, pdf, svg...; none: .png)")
     p.add_argument("--baselines", default=None, metavar="LIST",
-                   help="comma-separated baseline rankers to score beside PARS's pairwise one: pointwise (length "
-                        "regression), bucket (ordinal classes), listwise (ListNet), random")
+                   help="comma-separated rankers to score beside the one trained: pointwise (length regression), "
+                        "bucket (ordinal classes), listwise (ListNet), random, and the other of cues/pairwise")
     p.add_argument("--splits", type=int, default=None, metavar="N",
                    help="report tau_b as mean, 95%% interval and sd over N >= 2 seeded train/test splits "
                         "(seeds from --seed) instead of one split")
@@ -51,6 +59,14 @@ def run(args):
         raise ParameterError("--seed", args.seed, "an integer >= 0")
     reject_ignored(f"--delta {args.delta}", args.delta is not None and args.load is not None and not args.cross,
                    "with --load (it filters training pairs; a loaded ranker is not trained)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and args.ranker != "cues",
+                   f"with --ranker {args.ranker} (pooled lengths train the cues ranker only)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and args.load is not None,
+                   "with --load (a loaded ranker is not trained)")
+    reject_ignored(f"--pool {args.pool}", args.pool is not None and bool(args.cross),
+                   "with --cross (the matrix trains one ranker per model on its own lengths)")
+    reject_ignored(f"--delta {args.delta}", args.delta is not None and args.ranker != "pairwise",
+                   f"with --ranker {args.ranker} (it filters the pairs of --ranker pairwise)")
     reject_ignored(f"--plot {args.plot}", args.plot is not None and not args.cross,
                    "without --cross (the plot is the cross-model heat map)")
     from ...predict.baselines import BASELINES
@@ -60,7 +76,7 @@ def run(args):
         from ..common import comma_list
 
         kinds = tuple(comma_list("--baselines", args.baselines, "baseline rankers"))
-        allowed = BASELINES + ("random",)
+        allowed = BASELINES + ("random",) + tuple(r for r in ("cues", "pairwise") if r != args.ranker)
         bad = [k for k in kinds if k not in allowed]
         if bad:
             raise ParameterError("--baselines", args.baselines, f"comma-separated names among {', '.join(allowed)}",
@@ -92,20 +108,33 @@ def run(args):
     if args.load:
         _input("--load", args.load, "saved ranker")
     delta = 0.2 if args.delta is None else args.delta
+    fit_kw = {"method": args.ranker, **({"delta": delta} if args.ranker == "pairwise" else {})}
     ds = load_lengths(args.data, unit=args.unit)
     model = args.model or ds.models[0]
     L = ds.of(model)
+    train_L, pool_kw = L, {}
+    if args.pool:
+        from ..common import comma_list
+
+        pool = comma_list("--pool", args.pool, "models")
+        bad = [m for m in pool if m not in ds.lengths or m == model]
+        if bad or len(set(pool)) != len(pool):
+            raise ParameterError("--pool", args.pool, f"other models of the table, each once (not --model {model})",
+                                 f"{bad[0]!r} is not one" if bad else "a model is named twice")
+        train_L = np.column_stack([L] + [ds.of(m) for m in pool])
+        pool_kw = {"model_weights": [0.5] + [0.5 / len(pool)] * len(pool)}
     tr, te = ds.split(args.test_fraction, rng=args.seed)
     tr, te = tr[np.isfinite(L[tr])], te[np.isfinite(L[te])]
     if args.load:
         rk = LengthRanker.load(args.load)
     else:
-        rk = LengthRanker.fit([ds.prompts[i] for i in tr], L[tr], delta=delta, rng=args.seed)
+        rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
     out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
-             f"model       {model}",
-             f"ranker      {backbone_words(rk.backbone.to_dict())}, {_count(rk.info.get('n_pairs'))} pairs, "
+             f"model       {model}" + (f" (training pooled with {len(pool_kw['model_weights']) - 1} other "
+                                         "model(s), half the target)" if pool_kw else ""),
+             f"ranker      {backbone_words(rk.backbone.to_dict())}, {_fitted_by(rk.info)}, "
              f"fit {rk.info.get('fit_seconds', float('nan')):.2f} s",
              f"tau_b       {_tau(ev.tau_b)} on {ev.n_test} held-out prompts "
              f"(prompt length alone: {_tau(ev.baseline_tau_b)})"]
@@ -121,6 +150,9 @@ def run(args):
         for k in kinds:
             if k == "random":
                 sc = np.random.default_rng(args.seed).random(te.size)
+            elif k in ("cues", "pairwise"):
+                sc = LengthRanker.fit([ds.prompts[i] for i in tr], L[tr], method=k, rng=args.seed).score(
+                    [ds.prompts[i] for i in te])
             else:
                 sc = fit_baseline(k, [ds.prompts[i] for i in tr], L[tr], rng=args.seed).score(
                     [ds.prompts[i] for i in te])
@@ -133,8 +165,13 @@ def run(args):
         ok = np.flatnonzero(np.isfinite(L))
         P_ok = [ds.prompts[i] for i in ok]
         res = {}
-        for k in ("pairwise",) + kinds:
-            kw = {"delta": delta} if k == "pairwise" else {}
+        for k in (args.ranker,) + kinds:
+            kw = {"delta": delta} if k == "pairwise" and args.ranker == "pairwise" else {}
+            if k == args.ranker and pool_kw:
+                kw = {**pool_kw, "score_lengths": L[ok]}
+                res[k] = tau_over_splits(P_ok, train_L[ok], k, n_splits=args.splits,
+                                         test_fraction=args.test_fraction, rng=args.seed, **kw)
+                continue
             res[k] = tau_over_splits(P_ok, L[ok], k, n_splits=args.splits, test_fraction=args.test_fraction,
                                      rng=args.seed, **kw)
         out["splits"] = res
@@ -146,7 +183,7 @@ def run(args):
         rk.save(args.save)
         lines.append(f"saved       {args.save}")
     if args.cross:
-        cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, delta=delta)
+        cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, **fit_kw)
         out["cross_model"] = cm.to_dict()
         lines += ["", _cross_table(models, cm.tau)]
         if args.plot:
@@ -173,6 +210,15 @@ def _count(n) -> str:
     return f"{n:,}" if isinstance(n, int) else "?"
 
 
+def _fitted_by(info: dict) -> str:
+    """How a ranker was fitted, in words (a ranker saved before 2026-12 has no ``method``: pairwise)."""
+    if info.get("method") == "cues":
+        return f"ridge on the ranks' normal scores (l2 {info.get('l2', '?')}, cue weight {info.get('cue_weight', '?')})"
+    if "n_pairs" in info:
+        return f"pairwise hinge on {_count(info.get('n_pairs'))} pairs"
+    return f"{info.get('loss', '?')} loss"
+
+
 def _tau(v) -> str:
     """tau_b to 3 decimals, or '–' where it is undefined (NaN: every length or every score ties)."""
     return f"{v:.3f}" if math.isfinite(v) else "–"
@@ -185,6 +231,10 @@ def backbone_words(d: dict) -> str:
     kind = d.pop("backbone", "?")
     if kind == "hashed-ngrams":
         return f"hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to {d.get('ngram_max', '?')})"
+    if kind == "length-cues":
+        lo, hi = d.get("char_min", "?"), d.get("char_max", "?")
+        return (f"instruction cues + hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to 2) + character "
+                f"{lo if lo == hi else f'{lo}-{hi}'}-grams")
     if "model" in d:
         return f"sentence {kind} {d['model']} (batch size {d.get('batch_size', '?')}, on {d.get('device', '?')})"
     rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d.items())
