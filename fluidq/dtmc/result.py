@@ -107,6 +107,18 @@ class StationaryResult:
         return plot_stationary(self, ax=ax, path=path, **kw)
 
 
+def chain_levels(chain):
+    """The first state of each prefill level (``n_p``) and the number of states, when the chain's states are
+    ordered by ``n_p`` (the count, finite-support and ordered engine chains are); else ``None``."""
+    space = getattr(chain, "space", None)
+    if space is None or "n_p" not in space.names:
+        return None
+    npf = space["n_p"]
+    if npf.size == 0 or np.any(np.diff(npf) < 0):
+        return None
+    return np.searchsorted(npf, np.arange(int(npf[-1]) + 2))
+
+
 def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> StationaryResult:
     """Solve ``chain`` (an :class:`~fluidq.dtmc.build.EngineChain`) and compute the metrics."""
     inp = chain.inputs
@@ -122,7 +134,7 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
             "(the truncated chain would only describe its caps)"), solve_s=0.0, method="none", residual=None,
             lost_mass=None, **common)
     t0 = time.perf_counter()
-    sol = stationary(chain.P, method, tol=tol, ref=0)
+    sol = stationary(chain.P, method, tol=tol, ref=0, levels=chain_levels(chain))
     solve_s = time.perf_counter() - t0
     if sol.method == "failed":
         return StationaryResult(status=Status.INACCURATE, reason=f"no solver converged: {sol.note}",
@@ -167,8 +179,9 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
         status, reason = Status.INACCURATE, "; ".join(notes)
     else:
         status = Status.STABLE
-        reason = (f"solved by {sol.method} (residual {sol.residual:.1e}); mass lost at the boundary {lost:.1e} "
-                  f"<= {tolerance:g}")
+        where = f" {sol.note[len('solved '):]}" if sol.note.startswith("solved on levels") else ""
+        reason = (f"solved by {sol.method}{where} (residual {sol.residual:.1e} on the whole chain); mass lost at "
+                  f"the boundary {lost:.1e} <= {tolerance:g}")
     return StationaryResult(status=status, reason=reason, solve_s=solve_s, method=sol.method,
                             residual=sol.residual, lost_mass=lost, mean_requests=mean_req, mean_prefill=mean_pre,
                             mean_decode=mean_dec, mean_requests_embedded=float(pi @ N),
