@@ -107,6 +107,11 @@ class StationaryResult:
         return plot_stationary(self, ax=ax, path=path, **kw)
 
 
+def _caps_words(caps) -> str:
+    """``"max_prefill 13, max_decode 90, head_progress 400"``: a chain's caps for people (no dict repr)."""
+    return ", ".join(f"{k} {v:,}" for k, v in caps.items())
+
+
 def chain_levels(chain):
     """The first state of each prefill level (``n_p``) and the number of states, when the chain's states are
     ordered by ``n_p`` (the count, finite-support and ordered engine chains are); else ``None``."""
@@ -150,7 +155,7 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
             f"offered load {offered:.4g} tokens/s >= {sat:.4g} tokens/s, what {chain.policy} serves under a backlog "
             f"({inp.get('saturated_how', '')}): its backlog grows, so there is no stationary distribution; the "
             f"truncated chain's boundary mass (the stationary probability per step of leaving its caps "
-            f"{chain.caps}) is {lost:.3g} (no stationary metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
+            f"({_caps_words(chain.caps)})) is {lost:.3g} (no stationary metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
             **common)
     area_arrivals = lam * float(pi @ chain.sojourn2_s2) / 2.0
     N = chain.residents
@@ -172,7 +177,7 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
     if not sol.converged:
         notes.append(f"solver did not reach the residual target ({sol.note})")
     if lost > tolerance:
-        notes.append(f"stationary mass {lost:.3g} leaves the truncation box (caps {chain.caps}) per step, above "
+        notes.append(f"stationary mass {lost:.3g} leaves the truncation box (caps {_caps_words(chain.caps)}) per step, above "
                      f"the tolerance {tolerance:g}: raise max_prefill/max_decode, or the policy may be unstable "
                      "at this load")
     if notes:
