@@ -54,9 +54,14 @@ def test_the_leading_block_is_a_stochastic_chain_on_its_states(factored, monkeyp
     assert np.allclose(d, 1.0 - np.asarray(P[:m][:, :m].sum(axis=1)).ravel(), atol=1e-12)
 
 
-def test_light_load_is_solved_on_a_leading_block_and_agrees_with_the_whole_chain(small_levels):
+@pytest.mark.parametrize("factored", [True, False])
+def test_light_load_is_solved_on_a_leading_block_and_agrees_with_the_whole_chain(small_levels, factored,
+                                                                                 monkeypatch):
+    if not factored:  # the matrix itself (finite-support and ordered chains), sent to Arnoldi first
+        monkeypatch.setattr(build_mod, "FACTORED_MIN_STATES", 10**9)
+        monkeypatch.setattr(solve_mod, "ARNOLDI_FIRST_NNZ", 1)
     ch = chain(5.0)
-    assert isinstance(ch.P, build_mod.FactoredP) and ch.n_states == 31 * (30 * 16 + 1)
+    assert isinstance(ch.P, build_mod.FactoredP) == factored and ch.n_states == 31 * (30 * 16 + 1)
     lv = chain_levels(ch)
     sol = stationary(ch.P, levels=lv)
     assert sol.method == "arnoldi" and sol.converged and sol.residual <= 1e-10, sol.note
@@ -64,7 +69,7 @@ def test_light_load_is_solved_on_a_leading_block_and_agrees_with_the_whole_chain
     top = int(sol.note.split("solved on levels 0..")[1].split()[0])
     assert 5 <= top < 30
     assert np.all(sol.pi[lv[top + 1]:] == 0)  # nothing solved beyond the block
-    ref = stationary(ch.P.tocsr(), "direct")
+    ref = stationary(sp.csr_matrix(ch.P.tocsr()), "direct")
     assert np.abs(sol.pi - ref.pi).sum() < 1e-9
     r, full = ch.solve(), ch.solve("arnoldi")  # the metrics agree with Arnoldi on the whole box
     assert r.status.value == full.status.value == "stable"
