@@ -265,7 +265,7 @@ def _leading_levels(P, levels, tol, ref=0, maxiter=3_000):
             full[:m] = pi
             return full, x0, (f"solved on levels 0..{L} of 0..{nl - 1} ({m:,} of {n:,} states; the flow out of "
                               f"them is {out:.1e} per step)")
-        marg = np.add.reduceat(pi, levels[:L + 1])
+        marg = np.bincount(np.repeat(np.arange(L + 1), np.diff(levels[:L + 2])), pi, minlength=L + 1)  # per level
         target = tol * 1e-2
         if out <= tol * 0.1:
             nL = L  # the explored block is enough: solve it to tol
