@@ -69,7 +69,7 @@ from ..policies.schedulers import Scheduler
 from ..workload import Empirical, Fixed, Geometric, Poisson, Workload
 from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
 from .rules import check_fixed_prompt, count_space, decode_tokens, fixed_prefill, prefill_budget
-from .sizing import MAX_STATES_LIMIT, chain_states, check_memory, transitions_per_state
+from .sizing import MAX_STATES_LIMIT, ChainSize, chain_states, check_memory, transitions_per_state
 from .state import StateSpace
 
 __all__ = ["FACTORED_MIN_STATES", "EngineChain", "FactoredP", "build_dtmc", "scheduler_rules"]
@@ -239,10 +239,10 @@ def check_rate(workload) -> float:
                     "indistinguishable from an empty engine")
 
 
-def chain_memory_check(engine, workload, pol, max_prefill: int, max_decode: int, kernel_tol: float = 1e-12, *,
-                       b: int | None = None) -> float:
-    """Estimated bytes to build the count chain with these caps; :class:`ParameterError` (naming the caps)
-    when that exceeds the memory available (see :mod:`fluidq.dtmc.sizing`)."""
+def chain_size(engine, workload, pol, max_prefill: int, max_decode: int, kernel_tol: float = 1e-12, *,
+               b: int | None = None) -> ChainSize:
+    """The size of the count chain with these caps, estimated before anything is allocated
+    (:class:`fluidq.dtmc.sizing.ChainSize`: states, transitions per state, bytes, CPU seconds)."""
     if b is None:
         pol, b = scheduler_rules(pol, engine)
     vp, pp, q = _lengths(workload, pol, b)
@@ -250,7 +250,16 @@ def chain_memory_check(engine, workload, pol, max_prefill: int, max_decode: int,
     n = chain_states(max_prefill, max_decode, J)
     per = transitions_per_state(workload.arrival_rate_per_s, float(engine.batch_time(float(b))), max_prefill,
                                 max_decode, b, q, pp, kernel_tol)
-    return check_memory(n, per, what=f"the chain with caps max_prefill={max_prefill:,}, max_decode={max_decode:,}",
+    return ChainSize.of(n, per)
+
+
+def chain_memory_check(engine, workload, pol, max_prefill: int, max_decode: int, kernel_tol: float = 1e-12, *,
+                       b: int | None = None) -> float:
+    """Estimated bytes to build the count chain with these caps; :class:`ParameterError` (naming the caps)
+    when that exceeds the memory available (see :mod:`fluidq.dtmc.sizing`)."""
+    size = chain_size(engine, workload, pol, max_prefill, max_decode, kernel_tol, b=b)
+    return check_memory(size.states, size.per_state,
+                        what=f"the chain with caps max_prefill={max_prefill:,}, max_decode={max_decode:,}",
                         name="max_prefill/max_decode", value=(max_prefill, max_decode))
 
 

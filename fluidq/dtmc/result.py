@@ -107,6 +107,23 @@ class StationaryResult:
         return plot_stationary(self, ax=ax, path=path, **kw)
 
 
+def _caps_words(caps) -> str:
+    """``"max_prefill 13, max_decode 90, head_progress 400"``: a chain's caps for people (no dict repr)."""
+    return ", ".join(f"{k} {v:,}" for k, v in caps.items())
+
+
+def chain_levels(chain):
+    """The first state of each prefill level (``n_p``) and the number of states, when the chain's states are
+    ordered by ``n_p`` (the count, finite-support and ordered engine chains are); else ``None``."""
+    space = getattr(chain, "space", None)
+    if space is None or "n_p" not in space.names:
+        return None
+    npf = space["n_p"]
+    if npf.size == 0 or np.any(np.diff(npf) < 0):
+        return None
+    return np.searchsorted(npf, np.arange(int(npf[-1]) + 2))
+
+
 def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> StationaryResult:
     """Solve ``chain`` (an :class:`~fluidq.dtmc.build.EngineChain`) and compute the metrics."""
     inp = chain.inputs
@@ -122,7 +139,7 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
             "(the truncated chain would only describe its caps)"), solve_s=0.0, method="none", residual=None,
             lost_mass=None, **common)
     t0 = time.perf_counter()
-    sol = stationary(chain.P, method, tol=tol, ref=0)
+    sol = stationary(chain.P, method, tol=tol, ref=0, levels=chain_levels(chain))
     solve_s = time.perf_counter() - t0
     if sol.method == "failed":
         return StationaryResult(status=Status.INACCURATE, reason=f"no solver converged: {sol.note}",
@@ -138,7 +155,7 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
             f"offered load {offered:.4g} tokens/s >= {sat:.4g} tokens/s, what {chain.policy} serves under a backlog "
             f"({inp.get('saturated_how', '')}): its backlog grows, so there is no stationary distribution; the "
             f"truncated chain's boundary mass (the stationary probability per step of leaving its caps "
-            f"{chain.caps}) is {lost:.3g} (no stationary metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
+            f"({_caps_words(chain.caps)})) is {lost:.3g} (no stationary metrics are given)"), solve_s=solve_s, method=sol.method, residual=sol.residual, lost_mass=lost,
             **common)
     area_arrivals = lam * float(pi @ chain.sojourn2_s2) / 2.0
     N = chain.residents
@@ -160,15 +177,16 @@ def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> Stationar
     if not sol.converged:
         notes.append(f"solver did not reach the residual target ({sol.note})")
     if lost > tolerance:
-        notes.append(f"stationary mass {lost:.3g} leaves the truncation box (caps {chain.caps}) per step, above "
+        notes.append(f"stationary mass {lost:.3g} leaves the truncation box (caps {_caps_words(chain.caps)}) per step, above "
                      f"the tolerance {tolerance:g}: raise max_prefill/max_decode, or the policy may be unstable "
                      "at this load")
     if notes:
         status, reason = Status.INACCURATE, "; ".join(notes)
     else:
         status = Status.STABLE
-        reason = (f"solved by {sol.method} (residual {sol.residual:.1e}); mass lost at the boundary {lost:.1e} "
-                  f"<= {tolerance:g}")
+        where = f" {sol.note[len('solved '):]}" if sol.note.startswith("solved on levels") else ""
+        reason = (f"solved by {sol.method}{where} (residual {sol.residual:.1e} on the whole chain); mass lost at "
+                  f"the boundary {lost:.1e} <= {tolerance:g}")
     return StationaryResult(status=status, reason=reason, solve_s=solve_s, method=sol.method,
                             residual=sol.residual, lost_mass=lost, mean_requests=mean_req, mean_prefill=mean_pre,
                             mean_decode=mean_dec, mean_requests_embedded=float(pi @ N),

@@ -11,12 +11,15 @@ chain whose estimate exceeds the memory this machine has available, *before* any
 mean requests in prefill and in decode gives the first caps; the chain is solved, and while the
 stationary mass lost at the boundary exceeds the tolerance the cap whose marginal is heavy at the
 boundary grows (extrapolating its tail), as long as the chain stays within the state and memory
-limits.
+limits.  A chain of :data:`ANNOUNCE_STATES` states or more has its size estimate (:class:`ChainSize`:
+states, transitions, memory, CPU seconds) announced before it is built (``fluidq dtmc`` prints it on
+stderr).
 """
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
@@ -24,8 +27,8 @@ from scipy import stats
 from ..errors import ParameterError
 from ..results import fmt_load
 
-__all__ = ["BYTES_PER_ENTRY", "MAX_STATES_LIMIT", "auto_caps", "available_memory_bytes", "check_memory",
-           "chain_states", "fluid_means"]
+__all__ = ["ANNOUNCE_STATES", "BYTES_PER_ENTRY", "MAX_STATES_LIMIT", "ChainSize", "auto_caps",
+           "available_memory_bytes", "check_memory", "chain_states", "fluid_means"]
 
 #: bytes the builder needs per transition entry (row and column int32, value float64, the
 #: concatenated copies, the CSR matrix and its transpose for the solver)
@@ -83,6 +86,38 @@ def transitions_per_state(lam: float, t_full: float, max_prefill: int, max_decod
     # the product, arrivals x completions x outcomes
     factored = outcomes * comp + 2.0 * arrivals
     return max(1.0, min(arrivals * comp * outcomes, factored))
+
+
+#: chains of at least this many states have their size estimate announced before they are built
+#: (``fluidq dtmc`` prints it on stderr: such a build and solve takes a second or more)
+ANNOUNCE_STATES = 100_000
+#: CPU seconds per *estimated* transition entry (the upper-side count of :func:`transitions_per_state`) to
+#: build and solve a count chain: the 250,050-state Sarathi chain of benchmarks/bench_dtmc_scale.py, 13 M
+#: estimated entries (6 M kept), took 1.7-3 CPU-s on the shared 2-vCPU VM (2026-12-06); a rough guide
+#: printed with the size, not a promise
+CPU_S_PER_ENTRY = 2e-7
+
+
+@dataclass(frozen=True)
+class ChainSize:
+    """A chain's size estimated from its caps before any array is allocated."""
+
+    states: int
+    per_state: float
+    bytes: float
+    cpu_s: float
+
+    @classmethod
+    def of(cls, states: int, per_state: float) -> ChainSize:
+        return cls(int(states), float(per_state), states * (per_state * BYTES_PER_ENTRY + BYTES_PER_STATE),
+                   states * per_state * CPU_S_PER_ENTRY)
+
+    def describe(self) -> str:
+        """``"250,050 states, at most ~53.4 transitions each: up to about 0.643 GiB and 2.7 CPU-s to build and
+        solve"`` (the estimate is on the high side: the memory check refuses by it)."""
+        t = f"{self.cpu_s:.2g}" if self.cpu_s < 10 else f"{self.cpu_s:,.0f}"
+        return (f"{self.states:,} states, at most ~{self.per_state:.3g} transitions each: up to about "
+                f"{_gib(self.bytes)} and {t} CPU-s to build and solve")
 
 
 def check_memory(n_states: int, per_state: float, *, what: str, name: str, value) -> float:
@@ -151,14 +186,16 @@ def _tail_target(pmf: np.ndarray, cap: int, target: float) -> int:
 
 
 def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: int = 500_000,
-              method: str = "auto", build_kw: dict | None = None):
+              method: str = "auto", build_kw: dict | None = None, announce=None):
     """Caps for this load: ``(chain, result, notes)`` of the last chain built and solved.
 
     Starts from a fluid estimate of the mean requests in prefill and decode; solves; while the mass
     lost at the boundary exceeds ``tolerance``, grows the cap(s) whose marginal is heavy at the
     boundary (extrapolating its tail), within ``max_states`` states and the memory available.  A load
     the policy cannot serve (at or above what it serves under a backlog) is solved once with the first
-    caps: the answer is "unstable" whatever the caps.
+    caps: the answer is "unstable" whatever the caps.  ``announce(caps, size)``, when given, is called
+    before each build of at least :data:`ANNOUNCE_STATES` states with the caps ``(max_prefill,
+    max_decode)`` and their :class:`ChainSize` (``fluidq dtmc`` prints it).
     """
     from .saturation import saturated_rate
     from .build import _lengths, build_dtmc, scheduler_rules
@@ -187,6 +224,10 @@ def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: 
 
     Np, Nd = fit(Np, Nd)
     while True:
+        if announce is not None and chain_states(Np, Nd, J) >= ANNOUNCE_STATES:
+            from .build import chain_size
+
+            announce((Np, Nd), chain_size(engine, workload, pol, Np, Nd, build_kw.get("kernel_tol", 1e-12)))
         chain = build_dtmc(engine, workload, pol, max_prefill=Np, max_decode=Nd, tolerance=tolerance,
                            max_states=max_states, **build_kw)
         res = chain.solve(method)

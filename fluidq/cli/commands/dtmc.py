@@ -180,12 +180,18 @@ def _run(args):
         from ...dtmc.sizing import auto_caps
 
         chain, res, notes = auto_caps(engine, workload, args.policy, tolerance=args.tolerance,
-                                      max_states=args.max_states, method=args.solver)
+                                      max_states=args.max_states, method=args.solver, announce=_announce)
         caps_note = (f"chosen for this load (no --max-prefill/--max-decode): {'; '.join(notes)}; final caps "
                      f"--max-prefill {chain.caps['max_prefill']}, --max-decode {chain.caps['max_decode']}")
     else:
         mp_cap = 40 if args.max_prefill is None else args.max_prefill
         md_cap = 400 if args.max_decode is None else args.max_decode
+        from ...dtmc.build import chain_size
+        from ...dtmc.sizing import ANNOUNCE_STATES
+
+        size = chain_size(engine, workload, args.policy, mp_cap, md_cap)  # the builder refuses a bad one
+        if ANNOUNCE_STATES <= size.states <= args.max_states:
+            _announce((mp_cap, md_cap), size)
         chain = build_dtmc(engine, workload, args.policy, max_prefill=mp_cap, max_decode=md_cap,
                            tolerance=args.tolerance, max_states=args.max_states)
         res = chain.solve(args.solver)
@@ -235,6 +241,14 @@ def _run(args):
     if fig:
         lines.append(f"plot            {fig}")
     emit(args, out, "\n".join(lines))
+
+
+def _announce(caps, size):
+    """The size estimate of a long build, on stderr before it starts (stdout keeps the answer alone)."""
+    import sys
+
+    print(f"fluidq dtmc: building the chain with --max-prefill {caps[0]:,}, --max-decode {caps[1]:,}: "
+          f"{size.describe()} (estimated)", file=sys.stderr, flush=True)
 
 
 def _run_network(args):
