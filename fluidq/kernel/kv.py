@@ -1,0 +1,613 @@
+"""The FCFS kernel with a KV-cache memory model, in array style: compiled by numba, or run as the same Python.
+
+It runs what :func:`fluidq.sim._generic.run_generic` runs for a built-in
+:class:`~fluidq.policies.Scheduler` under FCFS order on an engine with ``kv_capacity_tokens``, and gives
+the same results (per-request times, preemptions, iterations, backlog and records; the tests hold the
+two equal on random engines, memories, schedulers and workloads), for:
+
+* the default token rules (``Memory()``: whole remaining prompt plus one token of headroom per
+  admitted request, head-of-line admission, the policy asked again without new requests, the victim
+  the latest arrival holding KV);
+* the paged rules of any other :class:`~fluidq.engine.Memory` without prefix caching (blocks of
+  ``block_size`` tokens, the running requests' blocks first, the victim most recently admitted or
+  last in arrival order, then head-of-line admission by whole-prompt or incremental reservation) --
+  vLLM's memory (:data:`fluidq.engine.VLLM`) among them;
+* recompute preemption (the victim's KV is discarded; it prefills its prompt plus its generated
+  tokens again), a first token emitted with the prefill, context-aware batch times, ``k_max``,
+  the window of waiting requests the generic path shows the policy, and the recording grid.
+
+Swap preemption, prefix caching, composition batch times and lazily tabulated batch times stay on
+the Python path.
+
+Memory can bind at any iteration, so this kernel steps the iterations one by one (compiled): the
+policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
+:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations.
+
+State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
+``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
+held or -1 when not admitted under paged rules, ``adm`` the admission sequence number), the
+residents ``res[:nres]`` (ascending request id = arrival order) and the FIFO of waiting requests
+not yet shown to the policy ``pend[ph:pt]``.
+
+:func:`step` runs until the end or until the caller should report progress (``STATUS_PROGRESS``);
+growing buffers are returned.
+"""
+# ruff: noqa: PLR0912, PLR0913, PLR0915, PLR1730, N806
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+__all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
+
+STATUS_DONE, STATUS_PROGRESS = 0, 1
+
+# cfg (int64): the scheduler, the memory and run options
+(C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
+ C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER) = range(16)
+N_CFG = 16
+# si (int64): the integer state
+(I_NA, I_NSYS, I_WORK, I_NRES, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
+ I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED) = range(25)
+N_SI = 25
+# sf (float64): the clock, busy time, next progress report
+F_T, F_BUSY, F_NEXT = range(3)
+# record columns: RF (float) t_s, batch_s; RI (int) the rest
+R_T, R_B = range(2)
+(R_X, R_S, R_Q, R_D, R_K, R_U, R_RES, R_WAIT, R_USE) = range(9)
+N_RI = 9
+
+
+@jit
+def _grow1(a, need):
+    """``a`` copied into an array of the same type with at least ``need`` slots, doubling."""
+    m = len(a) * 2 + 16
+    while m < need:
+        m *= 2
+    b = np.empty(m, a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@jit
+def _grow2(a, need):
+    """``a`` (rows x columns) copied into one with at least ``need`` rows, doubling."""
+    m = a.shape[0] * 2 + 16
+    while m < need:
+        m *= 2
+    b = np.empty((m, a.shape[1]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@jit
+def _cdiv(x, bs):
+    return -((-x) // bs)
+
+
+@jit
+def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
+            kv_cap):
+    """Admit the arrivals at times <= ``upto`` into the waiting FIFO (rejecting any that can never fit), with
+    a backlog row at each one's own time."""
+    while na < n and arr[na] <= upto:
+        i = na
+        na += 1
+        p = P[i]
+        d = D[i]
+        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
+            rejected += 1
+            continue
+        pend[pt] = i
+        pt += 1
+        hidden += p
+        n_sys += 1
+        work += p + d
+        bt[nb] = arr[i]
+        bn[nb] = n_sys
+        bw[nb] = work
+        nb += 1
+    return na, n_sys, work, pt, hidden, rejected, nb
+
+
+@jit
+def _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed, chunked, chunk_long,
+            prefill_first, bpr, bpm, bd, bl):
+    """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
+
+    Writes the prefill chunks to ``bpr``/``bpm``, the decoders to ``bd`` and the never-schedulable prompts
+    to ``bl``, each in arrival order; returns their counts ``(npf, nd, nbl)``.
+    """
+    npf = 0
+    nd = 0
+    nbl = 0
+    budget = b_max
+    slots = k_cap
+    for phase in range(2):
+        # which part runs in this phase: the decode part (True) or the prefill part (False)
+        if mixed:
+            dec = (phase == 1) if prefill_first else (phase == 0)
+        elif prefill_first:
+            if phase == 1 and npf > 0:
+                break
+            dec = phase == 1
+        else:
+            if phase == 1 and nd > 0:
+                break
+            dec = phase == 0
+        for i in range(nres):
+            if budget < 1 or slots < 1:
+                break
+            rid = res[i]
+            if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                continue
+            if dec:
+                if pf[rid] < pc[rid] or dc[rid] >= D[rid]:
+                    continue
+                bd[nd] = rid
+                nd += 1
+                budget -= 1
+                slots -= 1
+                continue
+            if pf[rid] >= pc[rid]:
+                continue
+            need = pc[rid] - pf[rid]
+            if need <= budget:
+                bpr[npf] = rid
+                bpm[npf] = need
+                npf += 1
+                budget -= need
+                slots -= 1
+            elif chunked or (chunk_long and need > b_max):
+                bpr[npf] = rid
+                bpm[npf] = budget
+                npf += 1
+                budget = 0
+                slots -= 1
+            elif need > b_max:
+                bl[nbl] = rid  # can never fit: skipped, reported
+                nbl += 1
+            else:
+                break  # head-of-line
+    return npf, nd, nbl
+
+
+@jit
+def _demand(res, nres, hide, paged, kv, nbk, pc, pf, dc, D):
+    """``QueueView.demand`` of the residents in view."""
+    s = 0
+    for i in range(nres):
+        rid = res[i]
+        if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+            continue
+        if pf[rid] < pc[rid]:
+            s += pc[rid] - pf[rid]
+        elif dc[rid] < D[rid]:
+            s += 1
+    return s
+
+
+@jit
+def _park(res, nres, bl, nbl, isbl, fs, pc, never):
+    """Note the blocked requests; set aside those never served (the window's parking).
+    Returns (nres, newly blocked, parked, their prompt tokens, parked ones that counted as fresh)."""
+    new = 0
+    gone = 0
+    for j in range(nbl):
+        rid = bl[j]
+        if isbl[rid] == 0:
+            isbl[rid] = 1
+            new += 1
+        if fs[rid] != fs[rid]:
+            gone += 1
+    if gone == 0:
+        return nres, new, 0, 0, 0
+    parked = 0
+    tok = 0
+    fresh = 0
+    g = 0
+    w = 0
+    for i in range(nres):
+        rid = res[i]
+        while g < nbl and bl[g] < rid:
+            g += 1
+        if g < nbl and bl[g] == rid and fs[rid] != fs[rid]:
+            parked += 1
+            tok += pc[rid]
+            if pc[rid] <= never:
+                fresh += 1
+            continue
+        res[w] = rid
+        w += 1
+    return w, new, parked, tok, fresh
+
+
+@jit
+def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, fs, pdn, ftk, fin,
+         res, pend, bpr, bpm, bd, bl, run, bt, bn, bw, RF, RI):
+    """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
+    n = len(arr)
+    b_max = cfg[C_BMAX]
+    k_cap = cfg[C_KCAP]
+    mixed = cfg[C_MIXED] != 0
+    chunked = cfg[C_CHUNKED] != 0
+    chunk_long = cfg[C_CHUNK_LONG] != 0
+    prefill_first = cfg[C_PREFILL_FIRST] != 0
+    record = cfg[C_RECORD] != 0
+    report = cfg[C_REPORT] != 0
+    paged = cfg[C_PAGED] != 0
+    bs = cfg[C_BS]
+    whole = cfg[C_WHOLE] != 0
+    most_recent = cfg[C_MOST_RECENT] != 0
+    emit = cfg[C_EMIT] != 0
+    kv_cap = cfg[C_KVCAP]
+    w_size = cfg[C_WSIZE]
+    never = cfg[C_NEVER]
+    total = kv_cap // bs
+    horizon = cf[0]
+    ks = cf[1]
+
+    na = si[I_NA]
+    n_sys = si[I_NSYS]
+    work = si[I_WORK]
+    nres = si[I_NRES]
+    ph = si[I_PH]
+    pt = si[I_PT]
+    n_fresh = si[I_NFRESH]
+    n_parked = si[I_NPARKED]
+    hidden = si[I_HIDDEN]
+    used = si[I_USED]
+    free = si[I_FREE]
+    nadm = si[I_NADM]
+    admseq = si[I_ADMSEQ]
+    nb = si[I_NB]
+    nr = si[I_NR]
+    n_iter = si[I_NITER]
+    mixed_iters = si[I_MIXED]
+    tok_served = si[I_TOKS]
+    resume = si[I_RESUME] != 0
+    preemptions = si[I_PREEMPT]
+    wasted = si[I_WASTED]
+    rejected = si[I_REJECTED]
+    peak = si[I_PEAK]
+    n_blocked = si[I_NBLOCKED]
+    examined = si[I_EXAMINED]
+    t = sf[F_T]
+    busy = sf[F_BUSY]
+    next_report = sf[F_NEXT]
+    status = STATUS_DONE
+
+    while True:
+        if not resume:
+            if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
+                need = nb + (n - na) + 2
+                bt = _grow1(bt, need)
+                bn = _grow1(bn, need)
+                bw = _grow1(bw, need)
+            na, n_sys, work, pt, hidden, rejected, nb = _arrive(
+                arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
+                kv_cap)
+            bt[nb] = t
+            bn[nb] = n_sys
+            bw[nb] = work
+            nb += 1
+            if t >= horizon:
+                break
+            if report and t >= next_report:
+                status = STATUS_PROGRESS
+                break
+        resume = False
+        while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
+            rid = pend[ph]
+            ph += 1
+            res[nres] = rid
+            nres += 1
+            hidden -= P[rid]
+            if P[rid] <= never:
+                n_fresh += 1
+        if nres == 0:
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+
+        # ---- the batch: the policy's choice under the memory rules (StationMemory.form) ----
+        hide = False
+        demand = 0
+        npf = 0
+        nd = 0
+        while True:
+            npf, nd, nbl = _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed, chunked,
+                                   chunk_long, prefill_first, bpr, bpm, bd, bl)
+            examined += nadm if hide else nres
+            if record:
+                demand = _demand(res, nres, hide, paged, kv, nbk, pc, pf, dc, D) + (0 if hide else hidden)
+            if nbl:
+                nres, new, parked, tok, fr = _park(res, nres, bl, nbl, isbl, fs, pc, never)
+                n_blocked += new
+                n_parked += parked
+                hidden += tok
+                n_fresh -= fr
+            victim = -1
+            if not paged:
+                room = kv_cap - used - nd
+                if room >= 0:
+                    reserve = nadm
+                    kept = 0
+                    dropped_new = False
+                    for j in range(npf):
+                        rid = bpr[j]
+                        m = bpm[j]
+                        if kv[rid] == 0:
+                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
+                        else:
+                            avail = room
+                        if m <= avail:
+                            bpr[kept] = rid
+                            bpm[kept] = m
+                            kept += 1
+                            room -= m
+                        elif chunked and avail > 0:
+                            bpr[kept] = rid
+                            bpm[kept] = avail
+                            kept += 1
+                            room -= avail
+                        elif kv[rid] == 0:
+                            dropped_new = True
+                            break
+                    empty = kept == 0 and nd == 0
+                    if dropped_new and not hide and (empty or room > reserve):
+                        hide = True
+                        continue
+                    if not empty or nadm == 0:
+                        npf = kept
+                        break
+                for i in range(nres - 1, -1, -1):  # the victim: the latest arrival holding KV
+                    if kv[res[i]] > 0:
+                        victim = res[i]
+                        break
+                if victim < 0:  # (unreachable: something holds KV whenever this is reached)
+                    f = kv_cap - used
+                    npf = 0
+                    if not nd > f > 0:
+                        nd = 0
+                    elif nd > f:
+                        nd = f
+                    break
+            else:
+                need = 0
+                for j in range(npf):
+                    rid = bpr[j]
+                    if nbk[rid] >= 0:
+                        need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                for j in range(nd):
+                    rid = bd[j]
+                    need += _cdiv(kv[rid] + 1, bs) - nbk[rid]
+                if need > free:
+                    if most_recent:
+                        top = -1
+                        for i in range(nres):
+                            rid = res[i]
+                            if nbk[rid] >= 0 and adm[rid] > top:
+                                top = adm[rid]
+                                victim = rid
+                    else:
+                        for i in range(nres - 1, -1, -1):
+                            if nbk[res[i]] >= 0:
+                                victim = res[i]
+                                break
+                else:
+                    for j in range(npf):  # the running requests' blocks first
+                        rid = bpr[j]
+                        run[j] = 1 if nbk[rid] >= 0 else 0
+                        if run[j]:
+                            k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                            if k > 0:
+                                free -= k
+                                nbk[rid] += k
+                    for j in range(nd):
+                        rid = bd[j]
+                        k = _cdiv(kv[rid] + 1, bs) - nbk[rid]
+                        if k > 0:
+                            free -= k
+                            nbk[rid] += k
+                    kept = 0
+                    stop = False
+                    for j in range(npf):  # then new requests, head-of-line, while their reservation fits
+                        rid = bpr[j]
+                        m = bpm[j]
+                        if run[j]:
+                            bpr[kept] = rid
+                            bpm[kept] = m
+                            kept += 1
+                            continue
+                        if stop:
+                            continue
+                        remaining = pc[rid] - pf[rid]
+                        want = remaining if whole or m > remaining else m
+                        if _cdiv(want, bs) > free:
+                            stop = True
+                            continue
+                        nbk[rid] = 0
+                        adm[rid] = admseq
+                        admseq += 1
+                        nadm += 1
+                        if m > remaining:
+                            m = remaining
+                        k = _cdiv(kv[rid] + m, bs) - nbk[rid]
+                        if k > 0:
+                            free -= k
+                            nbk[rid] += k
+                        bpr[kept] = rid
+                        bpm[kept] = m
+                        kept += 1
+                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
+                        hide = True  # ask again with the admitted requests alone
+                        continue
+                    npf = kept
+                    break
+            # preempt the victim by recomputation: its KV is discarded
+            held = kv[victim]
+            used -= held
+            kv[victim] = 0
+            if paged:
+                free += nbk[victim]
+                nbk[victim] = -1
+            nadm -= 1
+            preemptions += 1
+            npre[victim] += 1
+            wasted += held
+            base = pc[victim] - rc[victim]
+            rc[victim] = dc[victim]
+            pc[victim] = base + dc[victim]
+            pf[victim] = 0
+            work += held
+            hide = True if not paged else hide
+
+        x = 0
+        for j in range(npf):
+            x += bpm[j]
+        if not paged and x + nd > kv_cap - used:  # never exceed memory
+            f = kv_cap - used
+            if f < 0:
+                f = 0
+            npf = 0
+            x = 0
+            if nd > f:
+                nd = f
+        if npf == 0 and nd == 0:
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+
+        # ---- run it ----
+        tokens = x + nd
+        kvr = 0
+        if ks != 0.0:
+            for j in range(nd):
+                kvr += kv[bd[j]]
+            tau_j = tau[tokens] + ks * kvr
+        else:
+            tau_j = tau[tokens]
+        if record:
+            if nr == RF.shape[0]:
+                RF = _grow2(RF, nr + 1)
+                RI = _grow2(RI, nr + 1)
+            if ks == 0.0:
+                for j in range(nd):
+                    rid = bd[j]
+                    kvr += pf[rid] + dc[rid] - rc[rid]
+            RF[nr, R_T] = t
+            RF[nr, R_B] = tau_j
+            RI[nr, R_X] = x
+            RI[nr, R_S] = nd
+            RI[nr, R_Q] = npf + nd
+            RI[nr, R_D] = demand
+            RI[nr, R_K] = kvr
+        t0 = t
+        t += tau_j
+        n_iter += 1
+        busy += tau_j
+        tok_served += tokens
+        na, n_sys, work, pt, hidden, rejected, nb = _arrive(
+            arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total, kv_cap)
+        work -= tokens
+        if npf and nd:
+            mixed_iters += 1
+        done = False
+        useful = 0
+        grown = 0
+        for j in range(npf):
+            rid = bpr[j]
+            m = bpm[j]
+            if record and paged:  # prompt tokens computed for the first time
+                top = pf[rid] + m
+                if top > pc[rid] - rc[rid]:
+                    top = pc[rid] - rc[rid]
+                if top > hwm[rid]:
+                    useful += top - hwm[rid]
+                    hwm[rid] = top
+            if fs[rid] != fs[rid]:
+                fs[rid] = t0
+                n_fresh -= 1
+            pf[rid] += m
+            if not paged and kv[rid] == 0:
+                nadm += 1
+            kv[rid] += m
+            grown += m
+            if pf[rid] >= pc[rid] and pdn[rid] != pdn[rid]:
+                pdn[rid] = t
+                if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
+                    dc[rid] = 1
+                    ftk[rid] = t
+                    work -= 1
+                    useful += 1
+            if pf[rid] >= pc[rid] and dc[rid] >= D[rid]:
+                done = True
+                fin[rid] = t
+        for j in range(nd):
+            rid = bd[j]
+            dc[rid] += 1
+            kv[rid] += 1
+            grown += 1
+            if dc[rid] == 1:
+                ftk[rid] = t
+            if dc[rid] >= D[rid]:
+                fin[rid] = t
+                done = True
+        used += grown
+        if used > peak:
+            peak = used
+        if record:
+            RI[nr, R_U] = used
+        if done:  # release the finished requests' KV
+            w = 0
+            for i in range(nres):
+                rid = res[i]
+                if dc[rid] >= D[rid] and pf[rid] >= pc[rid]:
+                    used -= kv[rid]
+                    if paged:
+                        free += nbk[rid]
+                        nbk[rid] = -1
+                    nadm -= 1
+                    n_sys -= 1
+                    continue
+                res[w] = rid
+                w += 1
+            nres = w
+        if record:
+            RI[nr, R_RES] = nadm
+            RI[nr, R_WAIT] = nres - nadm + (pt - ph) + n_parked
+            RI[nr, R_USE] = useful + nd
+            nr += 1
+
+    si[I_NA] = na
+    si[I_NSYS] = n_sys
+    si[I_WORK] = work
+    si[I_NRES] = nres
+    si[I_PH] = ph
+    si[I_PT] = pt
+    si[I_NFRESH] = n_fresh
+    si[I_NPARKED] = n_parked
+    si[I_HIDDEN] = hidden
+    si[I_USED] = used
+    si[I_FREE] = free
+    si[I_NADM] = nadm
+    si[I_ADMSEQ] = admseq
+    si[I_NB] = nb
+    si[I_NR] = nr
+    si[I_NITER] = n_iter
+    si[I_MIXED] = mixed_iters
+    si[I_TOKS] = tok_served
+    si[I_RESUME] = 1 if status == STATUS_PROGRESS else 0
+    si[I_PREEMPT] = preemptions
+    si[I_WASTED] = wasted
+    si[I_REJECTED] = rejected
+    si[I_PEAK] = peak
+    si[I_NBLOCKED] = n_blocked
+    si[I_EXAMINED] = examined
+    sf[F_T] = t
+    sf[F_BUSY] = busy
+    return status, bt, bn, bw, RF, RI
