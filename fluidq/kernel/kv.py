@@ -26,7 +26,8 @@ policy's ``select`` is :func:`_select` over the residents in arrival order, and 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
 held or -1 when not admitted under paged rules, ``adm`` the admission sequence number), the
-residents ``res[:nres]`` (ascending request id = arrival order) and the FIFO of waiting requests
+residents ``res[lo:nres]`` (ascending request id = arrival order; ``ndead`` of them finished, skipped
+until a compaction drops them; ``st`` 0 prefilling, 1 decoding, 2 finished) and the FIFO of waiting requests
 not yet shown to the policy ``pend[ph:pt]``.
 
 :func:`step` runs until the end or until the caller should report progress (``STATUS_PROGRESS``);
@@ -49,8 +50,9 @@ STATUS_DONE, STATUS_PROGRESS = 0, 1
 N_CFG = 16
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_NRES, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
- I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED) = range(25)
-N_SI = 25
+ I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_LO,
+ I_NDEAD, I_NSTK) = range(28)
+N_SI = 28
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -112,18 +114,22 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
 
 
 @jit
-def _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed, chunked, chunk_long,
+def _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
             prefill_first, bpr, bpm, bd, bl):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
 
     Writes the prefill chunks to ``bpr``/``bpm``, the decoders to ``bd`` and the never-schedulable prompts
-    to ``bl``, each in arrival order; returns their counts ``(npf, nd, nbl)``.
+    to ``bl``, each in arrival order; returns their counts and, under paged rules, how many decoders have
+    their blocks full ``(npf, nd, nbl, full)``.  ``st[rid]`` is 0 while a
+    request prefills, 1 while it decodes, 2 once it finished (a slot of ``res`` left until compaction).
     """
     npf = 0
     nd = 0
     nbl = 0
+    full = 0
     budget = b_max
     slots = k_cap
+    start = lo
     for phase in range(2):
         # which part runs in this phase: the decode part (True) or the prefill part (False)
         if mixed:
@@ -136,21 +142,30 @@ def _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed,
             if phase == 1 and nd > 0:
                 break
             dec = phase == 0
-        for i in range(nres):
+        want = 1 if dec else 0
+        other = -1  # the first resident of the other part: the next phase starts there
+        i = start
+        while i < nres:
             if budget < 1 or slots < 1:
                 break
             rid = res[i]
+            s = st[rid]
+            if s != want:
+                if s != 2 and other < 0:
+                    other = i
+                i += 1
+                continue
             if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                i += 1
                 continue
             if dec:
-                if pf[rid] < pc[rid] or dc[rid] >= D[rid]:
-                    continue
                 bd[nd] = rid
                 nd += 1
+                if paged and kv[rid] == nbk[rid] * bs:
+                    full += 1
                 budget -= 1
                 slots -= 1
-                continue
-            if pf[rid] >= pc[rid]:
+                i += 1
                 continue
             need = pc[rid] - pf[rid]
             if need <= budget:
@@ -170,26 +185,25 @@ def _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed,
                 nbl += 1
             else:
                 break  # head-of-line
-    return npf, nd, nbl
+            i += 1
+        start = other if other >= 0 else i
+    return npf, nd, nbl, full
 
 
 @jit
-def _demand(res, nres, hide, paged, kv, nbk, pc, pf, dc, D):
+def _demand(res, lo, nres, hide, paged, kv, nbk, st, pc, pf):
     """``QueueView.demand`` of the residents in view."""
     s = 0
-    for i in range(nres):
+    for i in range(lo, nres):
         rid = res[i]
-        if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+        if st[rid] == 2 or (hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0)):
             continue
-        if pf[rid] < pc[rid]:
-            s += pc[rid] - pf[rid]
-        elif dc[rid] < D[rid]:
-            s += 1
+        s += pc[rid] - pf[rid] if st[rid] == 0 else 1
     return s
 
 
 @jit
-def _park(res, nres, bl, nbl, isbl, fs, pc, never):
+def _park(res, lo, nres, bl, nbl, isbl, fs, pc, never):
     """Note the blocked requests; set aside those never served (the window's parking).
     Returns (nres, newly blocked, parked, their prompt tokens, parked ones that counted as fresh)."""
     new = 0
@@ -207,8 +221,8 @@ def _park(res, nres, bl, nbl, isbl, fs, pc, never):
     tok = 0
     fresh = 0
     g = 0
-    w = 0
-    for i in range(nres):
+    w = lo
+    for i in range(lo, nres):
         rid = res[i]
         while g < nbl and bl[g] < rid:
             g += 1
@@ -224,8 +238,8 @@ def _park(res, nres, bl, nbl, isbl, fs, pc, never):
 
 
 @jit
-def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, fs, pdn, ftk, fin,
-         res, pend, bpr, bpm, bd, bl, run, bt, bn, bw, RF, RI):
+def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
+         res, pend, bpr, bpm, bd, bl, run, fl, sr, sq, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
@@ -273,6 +287,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     peak = si[I_PEAK]
     n_blocked = si[I_NBLOCKED]
     examined = si[I_EXAMINED]
+    lo = si[I_LO]
+    ndead = si[I_NDEAD]
+    nstk = si[I_NSTK]  # sr/sq[:nstk]: (request, admission number) in admission order; stale entries skipped
     t = sf[F_T]
     busy = sf[F_BUSY]
     next_report = sf[F_NEXT]
@@ -306,7 +323,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             hidden -= P[rid]
             if P[rid] <= never:
                 n_fresh += 1
-        if nres == 0:
+        if nres - lo == ndead:  # nobody in view
             if na >= n:
                 break
             t = arr[na] if arr[na] < horizon else horizon
@@ -318,13 +335,13 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         npf = 0
         nd = 0
         while True:
-            npf, nd, nbl = _select(res, nres, hide, paged, kv, nbk, pc, pf, dc, D, b_max, k_cap, mixed, chunked,
-                                   chunk_long, prefill_first, bpr, bpm, bd, bl)
-            examined += nadm if hide else nres
+            npf, nd, nbl, full = _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, mixed,
+                                         chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
+            examined += nadm if hide else nres - lo - ndead
             if record:
-                demand = _demand(res, nres, hide, paged, kv, nbk, pc, pf, dc, D) + (0 if hide else hidden)
+                demand = _demand(res, lo, nres, hide, paged, kv, nbk, st, pc, pf) + (0 if hide else hidden)
             if nbl:
-                nres, new, parked, tok, fr = _park(res, nres, bl, nbl, isbl, fs, pc, never)
+                nres, new, parked, tok, fr = _park(res, lo, nres, bl, nbl, isbl, fs, pc, never)
                 n_blocked += new
                 n_parked += parked
                 hidden += tok
@@ -363,7 +380,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     if not empty or nadm == 0:
                         npf = kept
                         break
-                for i in range(nres - 1, -1, -1):  # the victim: the latest arrival holding KV
+                for i in range(nres - 1, lo - 1, -1):  # the victim: the latest arrival holding KV
                     if kv[res[i]] > 0:
                         victim = res[i]
                         break
@@ -376,24 +393,21 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                         nd = f
                     break
             else:
-                need = 0
+                need = full  # a decoder whose blocks are full needs one more
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
                         need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
-                for j in range(nd):
-                    rid = bd[j]
-                    need += _cdiv(kv[rid] + 1, bs) - nbk[rid]
                 if need > free:
-                    if most_recent:
-                        top = -1
-                        for i in range(nres):
-                            rid = res[i]
-                            if nbk[rid] >= 0 and adm[rid] > top:
-                                top = adm[rid]
+                    if most_recent:  # the top of the admission stack that is still admitted
+                        while nstk > 0:
+                            rid = sr[nstk - 1]
+                            if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
                                 victim = rid
+                                break
+                            nstk -= 1
                     else:
-                        for i in range(nres - 1, -1, -1):
+                        for i in range(nres - 1, lo - 1, -1):
                             if nbk[res[i]] >= 0:
                                 victim = res[i]
                                 break
@@ -406,12 +420,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                             if k > 0:
                                 free -= k
                                 nbk[rid] += k
-                    for j in range(nd):
-                        rid = bd[j]
-                        k = _cdiv(kv[rid] + 1, bs) - nbk[rid]
-                        if k > 0:
-                            free -= k
-                            nbk[rid] += k
+                    free -= full  # (the decoders' blocks are counted in nbk when their token is added)
                     kept = 0
                     stop = False
                     for j in range(npf):  # then new requests, head-of-line, while their reservation fits
@@ -431,6 +440,19 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                             continue
                         nbk[rid] = 0
                         adm[rid] = admseq
+                        if most_recent:
+                            if nstk == len(sr):  # full: keep the entries still admitted
+                                w = 0
+                                for i in range(nstk):
+                                    q = sr[i]
+                                    if nbk[q] >= 0 and adm[q] == sq[i]:
+                                        sr[w] = q
+                                        sq[w] = sq[i]
+                                        w += 1
+                                nstk = w
+                            sr[nstk] = rid
+                            sq[nstk] = admseq
+                            nstk += 1
                         admseq += 1
                         nadm += 1
                         if m > remaining:
@@ -462,6 +484,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             rc[victim] = dc[victim]
             pc[victim] = base + dc[victim]
             pf[victim] = 0
+            st[victim] = 0
             work += held
             hide = True if not paged else hide
 
@@ -516,7 +539,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         work -= tokens
         if npf and nd:
             mixed_iters += 1
-        done = False
+        nfl = 0  # requests finishing in this iteration, listed in fl
         useful = 0
         grown = 0
         for j in range(npf):
@@ -537,49 +560,69 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 nadm += 1
             kv[rid] += m
             grown += m
-            if pf[rid] >= pc[rid] and pdn[rid] != pdn[rid]:
-                pdn[rid] = t
-                if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
-                    dc[rid] = 1
-                    ftk[rid] = t
-                    work -= 1
-                    useful += 1
-            if pf[rid] >= pc[rid] and dc[rid] >= D[rid]:
-                done = True
-                fin[rid] = t
+            if pf[rid] >= pc[rid]:
+                st[rid] = 1
+                if pdn[rid] != pdn[rid]:
+                    pdn[rid] = t
+                    if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
+                        dc[rid] = 1
+                        ftk[rid] = t
+                        work -= 1
+                        useful += 1
+                if dc[rid] >= D[rid]:
+                    st[rid] = 2
+                    fin[rid] = t
+                    fl[nfl] = rid
+                    nfl += 1
         for j in range(nd):
             rid = bd[j]
+            if paged and kv[rid] == nbk[rid] * bs:
+                nbk[rid] += 1
             dc[rid] += 1
             kv[rid] += 1
             grown += 1
             if dc[rid] == 1:
                 ftk[rid] = t
             if dc[rid] >= D[rid]:
+                st[rid] = 2
                 fin[rid] = t
-                done = True
+                fl[nfl] = rid
+                nfl += 1
         used += grown
         if used > peak:
             peak = used
         if record:
             RI[nr, R_U] = used
-        if done:  # release the finished requests' KV
-            w = 0
-            for i in range(nres):
-                rid = res[i]
-                if dc[rid] >= D[rid] and pf[rid] >= pc[rid]:
-                    used -= kv[rid]
-                    if paged:
-                        free += nbk[rid]
-                        nbk[rid] = -1
-                    nadm -= 1
-                    n_sys -= 1
-                    continue
-                res[w] = rid
-                w += 1
-            nres = w
+        if nfl:  # release the finished requests' KV; their slots in res are dropped below
+            for j in range(nfl):
+                rid = fl[j]
+                used -= kv[rid]
+                kv[rid] = 0
+                if paged:
+                    free += nbk[rid]
+                    nbk[rid] = -1
+                nadm -= 1
+                n_sys -= 1
+            ndead += nfl
+            while lo < nres and st[res[lo]] == 2:
+                lo += 1
+                ndead -= 1
+            if ndead > 16 and 4 * ndead > nres - lo:
+                w = 0
+                for i in range(lo, nres):
+                    rid = res[i]
+                    if st[rid] != 2:
+                        res[w] = rid
+                        w += 1
+                nres = w
+                lo = 0
+                ndead = 0
+        if lo > 0 and lo == nres:
+            lo = 0
+            nres = 0
         if record:
             RI[nr, R_RES] = nadm
-            RI[nr, R_WAIT] = nres - nadm + (pt - ph) + n_parked
+            RI[nr, R_WAIT] = nres - lo - ndead - nadm + (pt - ph) + n_parked
             RI[nr, R_USE] = useful + nd
             nr += 1
 
@@ -608,6 +651,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_PEAK] = peak
     si[I_NBLOCKED] = n_blocked
     si[I_EXAMINED] = examined
+    si[I_LO] = lo
+    si[I_NDEAD] = ndead
+    si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy
     return status, bt, bn, bw, RF, RI

@@ -203,14 +203,15 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     sf = np.zeros(3, dtype=f64)
     pc = P.copy()
     rc, pf, dc, kv, adm, npre, hwm, isbl = (np.zeros(n, dtype=i64) for _ in range(8))
+    st = np.zeros(n, dtype=np.int8)
     nbk = np.full(n, -1, dtype=i64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
-    res, pend, bpr, bpm, bd, bl, run = (np.empty(n + 1, dtype=i64) for _ in range(7))
+    res, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(10))
     bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
-    state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, fs, pdn, ftk, fin,
-             res, pend, bpr, bpm, bd, bl, run)
+    state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
+             res, pend, bpr, bpm, bd, bl, run, fl, sr, sq)
     while True:
         status, bt, bn, bw, RF, RI = K.step(*state, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
