@@ -25,10 +25,13 @@ policy's ``select`` is :func:`_select` over the residents in arrival order, and 
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
-held or -1 when not admitted under paged rules, ``adm`` the admission sequence number), the
-residents ``res[lo:nres]`` (ascending request id = arrival order; ``ndead`` of them finished, skipped
-until a compaction drops them; ``st`` 0 prefilling, 1 decoding, 2 finished) and the FIFO of waiting requests
-not yet shown to the policy ``pend[ph:pt]``.
+held or -1 when not admitted under paged rules, ``adm`` the admission sequence number, ``st`` 0
+prefilling, 1 decoding, 2 finished), the residents in view as two lists in arrival order (ascending
+request id; a removed entry is -1 until a compaction): the decoders ``dl`` and the prefilling requests
+``pl`` (``lp`` holds each list's first slot, end and live count), sums over the decoders (KV held,
+prompt + generated tokens, how many have their blocks full), so that a batch taking every decoder
+costs O(1) to form beyond its prefill part, and the FIFO of waiting requests not yet shown to the
+policy ``pend[ph:pt]``.
 
 :func:`step` runs until the end or until the caller should report progress (``STATUS_PROGRESS``);
 growing buffers are returned.
@@ -49,10 +52,10 @@ STATUS_DONE, STATUS_PROGRESS = 0, 1
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER) = range(16)
 N_CFG = 16
 # si (int64): the integer state
-(I_NA, I_NSYS, I_WORK, I_NRES, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
- I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_LO,
- I_NDEAD, I_NSTK) = range(28)
-N_SI = 28
+(I_NA, I_NSYS, I_WORK, I_UNUSED, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
+ I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
+ I_SDEC, I_NFULL, I_NSTK) = range(29)
+N_SI = 29
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -114,22 +117,85 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
 
 
 @jit
-def _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
-            prefill_first, bpr, bpm, bd, bl):
+def _compact(lst, pos, lp, b):
+    """Drop the removed (-1) entries of the list ``lst[lp[b]:lp[b + 1]]``, moving it to the front."""
+    w = 0
+    for i in range(lp[b], lp[b + 1]):
+        rid = lst[i]
+        if rid >= 0:
+            lst[w] = rid
+            pos[rid] = w
+            w += 1
+    lp[b] = 0
+    lp[b + 1] = w
+
+
+@jit
+def _ins(lst, pos, lp, b, rid):
+    """Put ``rid`` into the list ``b`` (live entries in ascending request id), usually at its end."""
+    j = lp[b + 1] - 1
+    while j >= lp[b] and lst[j] < 0:
+        j -= 1
+    if j < lp[b] or lst[j] < rid:  # the newest: appended
+        if lp[b + 1] == len(lst):
+            _compact(lst, pos, lp, b)
+        lst[lp[b + 1]] = rid
+        pos[rid] = lp[b + 1]
+        lp[b + 1] += 1
+    else:  # an older request back in this list (after a preemption): shifted into its place
+        _compact(lst, pos, lp, b)
+        hi = lp[b + 1]
+        j = hi
+        while j > 0 and lst[j - 1] > rid:
+            lst[j] = lst[j - 1]
+            pos[lst[j]] = j
+            j -= 1
+        lst[j] = rid
+        pos[rid] = j
+        lp[b + 1] = hi + 1
+    lp[b + 2] += 1
+
+
+@jit
+def _rem(lst, pos, lp, b, rid):
+    """Take ``rid`` out of the list ``b`` (its slot is marked -1; leading marks are skipped, many compacted)."""
+    lst[pos[rid]] = -1
+    lp[b + 2] -= 1
+    lo = lp[b]
+    hi = lp[b + 1]
+    while lo < hi and lst[lo] < 0:
+        lo += 1
+    lp[b] = lo
+    if lo == hi:
+        lp[b] = 0
+        lp[b + 1] = 0
+    elif hi - lo > 2 * lp[b + 2] + 64:
+        _compact(lst, pos, lp, b)
+
+
+# the two ordered lists: decoders (dl) and prefilling residents (pl), each (first slot, end, live count)
+L_D, L_P = 0, 3
+
+
+@jit
+def _select(dl, pl, lp, hide, paged, bs, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long, prefill_first,
+            bpr, bpm, bd, bl):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
 
-    Writes the prefill chunks to ``bpr``/``bpm``, the decoders to ``bd`` and the never-schedulable prompts
-    to ``bl``, each in arrival order; returns their counts and, under paged rules, how many decoders have
-    their blocks full ``(npf, nd, nbl, full)``.  ``st[rid]`` is 0 while a
-    request prefills, 1 while it decodes, 2 once it finished (a slot of ``res`` left until compaction).
+    The decode part is the first ``min(budget, slots)`` decoders in arrival order (every decoder holds KV, so
+    it is in view either way): with ``nd`` equal to all of them (``alld``) they are the list ``dl`` itself,
+    else they are written to ``bd`` (with, under paged rules, how many have their blocks full).  The prefill
+    chunks are written to ``bpr``/``bpm`` and the never-schedulable prompts to ``bl``, in arrival order.
+    Returns ``(npf, nd, nbl, alld, full)``.
     """
     npf = 0
     nd = 0
     nbl = 0
     full = 0
+    alld = False
     budget = b_max
     slots = k_cap
-    start = lo
+    ndl = lp[L_D + 2]
     for phase in range(2):
         # which part runs in this phase: the decode part (True) or the prefill part (False)
         if mixed:
@@ -142,30 +208,39 @@ def _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, m
             if phase == 1 and nd > 0:
                 break
             dec = phase == 0
-        want = 1 if dec else 0
-        other = -1  # the first resident of the other part: the next phase starts there
-        i = start
-        while i < nres:
+        if budget < 1 or slots < 1:
+            break
+        if dec:
+            take = ndl
+            if budget < take:
+                take = budget
+            if slots < take:
+                take = slots
+            nd = take
+            budget -= take
+            slots -= take
+            if take == ndl:
+                alld = True
+            else:
+                i = lp[L_D]
+                j = 0
+                while j < take:
+                    rid = dl[i]
+                    i += 1
+                    if rid < 0:
+                        continue
+                    bd[j] = rid
+                    j += 1
+                    if paged and kv[rid] == nbk[rid] * bs:
+                        full += 1
+            continue
+        for i in range(lp[L_P], lp[L_P + 1]):
             if budget < 1 or slots < 1:
                 break
-            rid = res[i]
-            s = st[rid]
-            if s != want:
-                if s != 2 and other < 0:
-                    other = i
-                i += 1
+            rid = pl[i]
+            if rid < 0:
                 continue
             if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
-                i += 1
-                continue
-            if dec:
-                bd[nd] = rid
-                nd += 1
-                if paged and kv[rid] == nbk[rid] * bs:
-                    full += 1
-                budget -= 1
-                slots -= 1
-                i += 1
                 continue
             need = pc[rid] - pf[rid]
             if need <= budget:
@@ -185,61 +260,42 @@ def _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, m
                 nbl += 1
             else:
                 break  # head-of-line
-            i += 1
-        start = other if other >= 0 else i
-    return npf, nd, nbl, full
+    return npf, nd, nbl, alld, full
 
 
 @jit
-def _demand(res, lo, nres, hide, paged, kv, nbk, st, pc, pf):
-    """``QueueView.demand`` of the residents in view."""
-    s = 0
-    for i in range(lo, nres):
-        rid = res[i]
-        if st[rid] == 2 or (hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0)):
+def _demand(pl, lp, hide, paged, kv, nbk, pc, pf):
+    """``QueueView.demand`` of the residents in view: one token per decoder, the rest of each prompt."""
+    s = lp[L_D + 2]
+    for i in range(lp[L_P], lp[L_P + 1]):
+        rid = pl[i]
+        if rid < 0 or (hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0)):
             continue
-        s += pc[rid] - pf[rid] if st[rid] == 0 else 1
+        s += pc[rid] - pf[rid]
     return s
 
 
 @jit
-def _park(res, lo, nres, bl, nbl, isbl, fs, pc, never):
-    """Note the blocked requests; set aside those never served (the window's parking).
-    Returns (nres, newly blocked, parked, their prompt tokens, parked ones that counted as fresh)."""
-    new = 0
-    gone = 0
-    for j in range(nbl):
-        rid = bl[j]
-        if isbl[rid] == 0:
-            isbl[rid] = 1
-            new += 1
-        if fs[rid] != fs[rid]:
-            gone += 1
-    if gone == 0:
-        return nres, new, 0, 0, 0
-    parked = 0
-    tok = 0
-    fresh = 0
-    g = 0
-    w = lo
-    for i in range(lo, nres):
-        rid = res[i]
-        while g < nbl and bl[g] < rid:
-            g += 1
-        if g < nbl and bl[g] == rid and fs[rid] != fs[rid]:
-            parked += 1
-            tok += pc[rid]
-            if pc[rid] <= never:
-                fresh += 1
+def _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk):
+    """Write the first ``nd`` decoders to ``bd``; return how many have their blocks full."""
+    full = 0
+    i = lp[L_D]
+    j = 0
+    while j < nd:
+        rid = dl[i]
+        i += 1
+        if rid < 0:
             continue
-        res[w] = rid
-        w += 1
-    return w, new, parked, tok, fresh
+        bd[j] = rid
+        j += 1
+        if paged and kv[rid] == nbk[rid] * bs:
+            full += 1
+    return full
 
 
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         res, pend, bpr, bpm, bd, bl, run, fl, sr, sq, bt, bn, bw, RF, RI):
+         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
@@ -265,7 +321,6 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     na = si[I_NA]
     n_sys = si[I_NSYS]
     work = si[I_WORK]
-    nres = si[I_NRES]
     ph = si[I_PH]
     pt = si[I_PT]
     n_fresh = si[I_NFRESH]
@@ -287,8 +342,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     peak = si[I_PEAK]
     n_blocked = si[I_NBLOCKED]
     examined = si[I_EXAMINED]
-    lo = si[I_LO]
-    ndead = si[I_NDEAD]
+    kvdec = si[I_KVDEC]  # over the decoders: KV tokens held, prompt + generated tokens, blocks full
+    sdec = si[I_SDEC]
+    nfull = si[I_NFULL]
     nstk = si[I_NSTK]  # sr/sq[:nstk]: (request, admission number) in admission order; stale entries skipped
     t = sf[F_T]
     busy = sf[F_BUSY]
@@ -318,12 +374,11 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
             rid = pend[ph]
             ph += 1
-            res[nres] = rid
-            nres += 1
+            _ins(pl, pos_p, lp, L_P, rid)
             hidden -= P[rid]
             if P[rid] <= never:
                 n_fresh += 1
-        if nres - lo == ndead:  # nobody in view
+        if lp[L_D + 2] + lp[L_P + 2] == 0:  # nobody in view
             if na >= n:
                 break
             t = arr[na] if arr[na] < horizon else horizon
@@ -334,18 +389,27 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         demand = 0
         npf = 0
         nd = 0
+        alld = False
+        full = 0
         while True:
-            npf, nd, nbl, full = _select(res, lo, nres, hide, paged, bs, kv, nbk, st, pc, pf, b_max, k_cap, mixed,
-                                         chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
-            examined += nadm if hide else nres - lo - ndead
+            npf, nd, nbl, alld, full = _select(dl, pl, lp, hide, paged, bs, kv, nbk, pc, pf, b_max, k_cap, mixed,
+                                               chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
+            if alld:
+                full = nfull
+            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2]
             if record:
-                demand = _demand(res, lo, nres, hide, paged, kv, nbk, st, pc, pf) + (0 if hide else hidden)
-            if nbl:
-                nres, new, parked, tok, fr = _park(res, lo, nres, bl, nbl, isbl, fs, pc, never)
-                n_blocked += new
-                n_parked += parked
-                hidden += tok
-                n_fresh -= fr
+                demand = _demand(pl, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
+            for j in range(nbl):  # blocked: noted; one never served is set aside (the window's parking)
+                rid = bl[j]
+                if isbl[rid] == 0:
+                    isbl[rid] = 1
+                    n_blocked += 1
+                if fs[rid] != fs[rid]:
+                    _rem(pl, pos_p, lp, L_P, rid)
+                    n_parked += 1
+                    hidden += pc[rid]
+                    if pc[rid] <= never:
+                        n_fresh -= 1
             victim = -1
             if not paged:
                 room = kv_cap - used - nd
@@ -380,38 +444,13 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     if not empty or nadm == 0:
                         npf = kept
                         break
-                for i in range(nres - 1, lo - 1, -1):  # the victim: the latest arrival holding KV
-                    if kv[res[i]] > 0:
-                        victim = res[i]
-                        break
-                if victim < 0:  # (unreachable: something holds KV whenever this is reached)
-                    f = kv_cap - used
-                    npf = 0
-                    if not nd > f > 0:
-                        nd = 0
-                    elif nd > f:
-                        nd = f
-                    break
-            else:
+            if paged:
                 need = full  # a decoder whose blocks are full needs one more
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
                         need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
-                if need > free:
-                    if most_recent:  # the top of the admission stack that is still admitted
-                        while nstk > 0:
-                            rid = sr[nstk - 1]
-                            if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
-                                victim = rid
-                                break
-                            nstk -= 1
-                    else:
-                        for i in range(nres - 1, lo - 1, -1):
-                            if nbk[res[i]] >= 0:
-                                victim = res[i]
-                                break
-                else:
+                if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
@@ -469,8 +508,47 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                         continue
                     npf = kept
                     break
+            # the victim: the most recently admitted, or the latest arrival holding KV
+            if paged and most_recent:
+                while nstk > 0:
+                    rid = sr[nstk - 1]
+                    if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
+                        victim = rid
+                        break
+                    nstk -= 1
+            else:
+                i = lp[L_D + 1] - 1
+                while i >= lp[L_D] and dl[i] < 0:
+                    i -= 1
+                if i >= lp[L_D]:
+                    victim = dl[i]
+                for i in range(lp[L_P + 1] - 1, lp[L_P] - 1, -1):
+                    rid = pl[i]
+                    if rid > victim and (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                        victim = rid
+                        break
+                    if 0 <= rid < victim:
+                        break
+            if victim < 0:  # (unreachable: something holds KV whenever this is reached)
+                f = kv_cap - used
+                npf = 0
+                if not nd > f > 0:
+                    nd = 0
+                elif nd > f:
+                    nd = f
+                if alld and nd < lp[L_D + 2]:
+                    alld = False
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk)
+                break
             # preempt the victim by recomputation: its KV is discarded
             held = kv[victim]
+            if st[victim] == 1:  # a decoder goes back to the prefilling residents
+                kvdec -= held
+                sdec -= P[victim] + dc[victim]
+                if paged and held == nbk[victim] * bs:
+                    nfull -= 1
+                _rem(dl, pos_d, lp, L_D, victim)
+                _ins(pl, pos_p, lp, L_P, victim)
             used -= held
             kv[victim] = 0
             if paged:
@@ -499,6 +577,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             x = 0
             if nd > f:
                 nd = f
+                if alld:
+                    alld = False
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk)
         if npf == 0 and nd == 0:
             if na >= n:
                 break
@@ -508,20 +589,18 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         # ---- run it ----
         tokens = x + nd
         kvr = 0
-        if ks != 0.0:
-            for j in range(nd):
-                kvr += kv[bd[j]]
-            tau_j = tau[tokens] + ks * kvr
-        else:
-            tau_j = tau[tokens]
+        if ks != 0.0 or record:  # the decoders' contexts: KV held, or prompt + generated tokens
+            if alld:
+                kvr = kvdec if ks != 0.0 else sdec
+            else:
+                for j in range(nd):
+                    rid = bd[j]
+                    kvr += kv[rid] if ks != 0.0 else P[rid] + dc[rid]
+        tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
         if record:
             if nr == RF.shape[0]:
                 RF = _grow2(RF, nr + 1)
                 RI = _grow2(RI, nr + 1)
-            if ks == 0.0:
-                for j in range(nd):
-                    rid = bd[j]
-                    kvr += pf[rid] + dc[rid] - rc[rid]
             RF[nr, R_T] = t
             RF[nr, R_B] = tau_j
             RI[nr, R_X] = x
@@ -541,7 +620,35 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             mixed_iters += 1
         nfl = 0  # requests finishing in this iteration, listed in fl
         useful = 0
-        grown = 0
+        # the decoders first (a prompt completing below joins them after this iteration)
+        i = lp[L_D]
+        for j in range(nd):
+            if alld:
+                rid = dl[i]
+                i += 1
+                while rid < 0:
+                    rid = dl[i]
+                    i += 1
+            else:
+                rid = bd[j]
+            if paged and kv[rid] == nbk[rid] * bs:
+                nbk[rid] += 1
+                nfull -= 1
+            dc[rid] += 1
+            kv[rid] += 1
+            if dc[rid] == 1:
+                ftk[rid] = t
+            if dc[rid] >= D[rid]:
+                st[rid] = 2
+                fin[rid] = t
+                fl[nfl] = rid
+                nfl += 1
+            elif paged and kv[rid] == nbk[rid] * bs:
+                nfull += 1
+        kvdec += nd
+        sdec += nd
+        grown = nd
+        nfl_dec = nfl  # fl[:nfl_dec] are decoders (in dl), the rest finish with their prefill
         for j in range(npf):
             rid = bpr[j]
             m = bpm[j]
@@ -561,7 +668,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             kv[rid] += m
             grown += m
             if pf[rid] >= pc[rid]:
-                st[rid] = 1
+                _rem(pl, pos_p, lp, L_P, rid)
                 if pdn[rid] != pdn[rid]:
                     pdn[rid] = t
                     if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
@@ -574,62 +681,40 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     fin[rid] = t
                     fl[nfl] = rid
                     nfl += 1
-        for j in range(nd):
-            rid = bd[j]
-            if paged and kv[rid] == nbk[rid] * bs:
-                nbk[rid] += 1
-            dc[rid] += 1
-            kv[rid] += 1
-            grown += 1
-            if dc[rid] == 1:
-                ftk[rid] = t
-            if dc[rid] >= D[rid]:
-                st[rid] = 2
-                fin[rid] = t
-                fl[nfl] = rid
-                nfl += 1
+                else:
+                    st[rid] = 1
+                    _ins(dl, pos_d, lp, L_D, rid)
+                    kvdec += kv[rid]
+                    sdec += P[rid] + dc[rid]
+                    if paged and kv[rid] == nbk[rid] * bs:
+                        nfull += 1
         used += grown
         if used > peak:
             peak = used
         if record:
             RI[nr, R_U] = used
-        if nfl:  # release the finished requests' KV; their slots in res are dropped below
-            for j in range(nfl):
-                rid = fl[j]
-                used -= kv[rid]
-                kv[rid] = 0
-                if paged:
-                    free += nbk[rid]
-                    nbk[rid] = -1
-                nadm -= 1
-                n_sys -= 1
-            ndead += nfl
-            while lo < nres and st[res[lo]] == 2:
-                lo += 1
-                ndead -= 1
-            if ndead > 16 and 4 * ndead > nres - lo:
-                w = 0
-                for i in range(lo, nres):
-                    rid = res[i]
-                    if st[rid] != 2:
-                        res[w] = rid
-                        w += 1
-                nres = w
-                lo = 0
-                ndead = 0
-        if lo > 0 and lo == nres:
-            lo = 0
-            nres = 0
+        for j in range(nfl):  # release the finished requests' KV
+            rid = fl[j]
+            if j < nfl_dec:
+                kvdec -= kv[rid]
+                sdec -= P[rid] + dc[rid]
+                _rem(dl, pos_d, lp, L_D, rid)
+            used -= kv[rid]
+            kv[rid] = 0
+            if paged:
+                free += nbk[rid]
+                nbk[rid] = -1
+            nadm -= 1
+            n_sys -= 1
         if record:
             RI[nr, R_RES] = nadm
-            RI[nr, R_WAIT] = nres - lo - ndead - nadm + (pt - ph) + n_parked
+            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] - nadm + (pt - ph) + n_parked
             RI[nr, R_USE] = useful + nd
             nr += 1
 
     si[I_NA] = na
     si[I_NSYS] = n_sys
     si[I_WORK] = work
-    si[I_NRES] = nres
     si[I_PH] = ph
     si[I_PT] = pt
     si[I_NFRESH] = n_fresh
@@ -651,8 +736,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_PEAK] = peak
     si[I_NBLOCKED] = n_blocked
     si[I_EXAMINED] = examined
-    si[I_LO] = lo
-    si[I_NDEAD] = ndead
+    si[I_KVDEC] = kvdec
+    si[I_SDEC] = sdec
+    si[I_NFULL] = nfull
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy

@@ -206,12 +206,14 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     st = np.zeros(n, dtype=np.int8)
     nbk = np.full(n, -1, dtype=i64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
-    res, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(10))
+    dl, pl, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(11))
+    pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
+    lp = np.zeros(6, dtype=i64)
     bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             res, pend, bpr, bpm, bd, bl, run, fl, sr, sq)
+             dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq)
     while True:
         status, bt, bn, bw, RF, RI = K.step(*state, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
