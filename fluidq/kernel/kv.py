@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .fcfs import _hpop, _hpush
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -54,8 +55,8 @@ N_CFG = 16
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_UNUSED, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
- I_SDEC, I_NFULL, I_NSTK) = range(29)
-N_SI = 29
+ I_SDEC, I_G, I_NSTK, I_NH, I_NFR) = range(31)
+N_SI = 31
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -178,8 +179,8 @@ L_D, L_P = 0, 3
 
 
 @jit
-def _select(dl, pl, lp, hide, paged, bs, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long, prefill_first,
-            bpr, bpm, bd, bl):
+def _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
+            prefill_first, bpr, bpm, bd, bl):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
 
     The decode part is the first ``min(budget, slots)`` decoders in arrival order (every decoder holds KV, so
@@ -231,7 +232,7 @@ def _select(dl, pl, lp, hide, paged, bs, kv, nbk, pc, pf, b_max, k_cap, mixed, c
                         continue
                     bd[j] = rid
                     j += 1
-                    if paged and kv[rid] == nbk[rid] * bs:
+                    if paged and (kv[rid] + G - gb[rid]) % bs == 0:
                         full += 1
             continue
         for i in range(lp[L_P], lp[L_P + 1]):
@@ -276,7 +277,7 @@ def _demand(pl, lp, hide, paged, kv, nbk, pc, pf):
 
 
 @jit
-def _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk):
+def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
     """Write the first ``nd`` decoders to ``bd``; return how many have their blocks full."""
     full = 0
     i = lp[L_D]
@@ -288,14 +289,14 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk):
             continue
         bd[j] = rid
         j += 1
-        if paged and kv[rid] == nbk[rid] * bs:
+        if paged and (kv[rid] + G - gb[rid]) % bs == 0:
             full += 1
     return full
 
 
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, bt, bn, bw, RF, RI):
+         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, hf, hr, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
@@ -342,9 +343,11 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     peak = si[I_PEAK]
     n_blocked = si[I_NBLOCKED]
     examined = si[I_EXAMINED]
-    kvdec = si[I_KVDEC]  # over the decoders: KV tokens held, prompt + generated tokens, blocks full
+    kvdec = si[I_KVDEC]  # over the decoders: KV tokens held, prompt + generated tokens
     sdec = si[I_SDEC]
-    nfull = si[I_NFULL]
+    G = si[I_G]  # decode rounds: a decoder's dc and kv are its base values + G - gb (see the module notes)
+    nh = si[I_NH]  # hf/hr[:nh]: heap of (round at which a decoder finishes, request); stale entries dropped
+    nfr = si[I_NFR]  # fr[:nfr]: decoders not served yet (their first token is still to come)
     nstk = si[I_NSTK]  # sr/sq[:nstk]: (request, admission number) in admission order; stale entries skipped
     t = sf[F_T]
     busy = sf[F_BUSY]
@@ -392,10 +395,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         alld = False
         full = 0
         while True:
-            npf, nd, nbl, alld, full = _select(dl, pl, lp, hide, paged, bs, kv, nbk, pc, pf, b_max, k_cap, mixed,
-                                               chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
-            if alld:
-                full = nfull
+            npf, nd, nbl, alld, full = _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
+                                               mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
+            if alld and paged:
+                full = cnt[(-G) % bs]
             examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2]
             if record:
                 demand = _demand(pl, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
@@ -538,17 +541,20 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     nd = f
                 if alld and nd < lp[L_D + 2]:
                     alld = False
-                    full = _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk)
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
                 break
             # preempt the victim by recomputation: its KV is discarded
-            held = kv[victim]
-            if st[victim] == 1:  # a decoder goes back to the prefilling residents
-                kvdec -= held
+            if st[victim] == 1:  # a decoder (its values made actual) goes back to the prefilling residents
+                cnt[(kv[victim] - gb[victim]) % bs] -= 1
+                dc[victim] += G - gb[victim]
+                kv[victim] += G - gb[victim]
+                if paged:
+                    nbk[victim] = _cdiv(kv[victim], bs)
+                kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
-                if paged and held == nbk[victim] * bs:
-                    nfull -= 1
                 _rem(dl, pos_d, lp, L_D, victim)
                 _ins(pl, pos_p, lp, L_P, victim)
+            held = kv[victim]
             used -= held
             kv[victim] = 0
             if paged:
@@ -579,7 +585,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 nd = f
                 if alld:
                     alld = False
-                    full = _fill_bd(dl, lp, bd, nd, paged, bs, kv, nbk)
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
         if npf == 0 and nd == 0:
             if na >= n:
                 break
@@ -595,7 +601,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             else:
                 for j in range(nd):
                     rid = bd[j]
-                    kvr += kv[rid] if ks != 0.0 else P[rid] + dc[rid]
+                    kvr += (kv[rid] if ks != 0.0 else P[rid] + dc[rid]) + G - gb[rid]
         tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
         if record:
             if nr == RF.shape[0]:
@@ -618,37 +624,55 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         work -= tokens
         if npf and nd:
             mixed_iters += 1
+        # the decoders first (a prompt completing below joins them after this iteration): one more round
+        if len(hf) < nh + lp[L_D + 2] + npf + 1:  # room for every push of this iteration
+            hf = _grow1(hf, nh + lp[L_D + 2] + npf + 1)
+            hr = _grow1(hr, nh + lp[L_D + 2] + npf + 1)
         nfl = 0  # requests finishing in this iteration, listed in fl
-        useful = 0
-        # the decoders first (a prompt completing below joins them after this iteration)
-        i = lp[L_D]
-        for j in range(nd):
-            if alld:
-                rid = dl[i]
-                i += 1
-                while rid < 0:
-                    rid = dl[i]
-                    i += 1
-            else:
-                rid = bd[j]
-            if paged and kv[rid] == nbk[rid] * bs:
-                nbk[rid] += 1
-                nfull -= 1
-            dc[rid] += 1
-            kv[rid] += 1
-            if dc[rid] == 1:
+        last = -1 if alld or nd == 0 else bd[nd - 1]  # the youngest decoder served
+        w = 0
+        for j in range(nfr):  # first tokens (entries of decoders that left are dropped every iteration)
+            rid = fr[j]
+            if st[rid] != 1 or dc[rid] + G - gb[rid] != 0:
+                continue
+            if nd and (alld or rid <= last):
                 ftk[rid] = t
-            if dc[rid] >= D[rid]:
+            else:
+                fr[w] = rid
+                w += 1
+        nfr = w
+        if nd:
+            if not alld:  # the decoders not served keep their values: their base moves to the next round
+                for i in range(lp[L_D], lp[L_D + 1]):
+                    rid = dl[i]
+                    if rid <= last:
+                        continue
+                    cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                    dc[rid] += G - gb[rid]
+                    kv[rid] += G - gb[rid]
+                    gb[rid] = G + 1
+                    cnt[(kv[rid] - gb[rid]) % bs] += 1
+                    nh = _hpush(hf, hr, nh, gb[rid] + D[rid] - dc[rid], rid)
+            G += 1
+            while nh > 0 and hf[0] <= G:  # finishing decoders
+                f = hf[0]
+                rid = hr[0]
+                nh = _hpop(hf, hr, nh)
+                if st[rid] != 1 or gb[rid] + D[rid] - dc[rid] != f:
+                    continue  # stale: it left, or its finishing round moved
+                cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                dc[rid] += G - gb[rid]
+                kv[rid] += G - gb[rid]
+                gb[rid] = G
                 st[rid] = 2
                 fin[rid] = t
                 fl[nfl] = rid
                 nfl += 1
-            elif paged and kv[rid] == nbk[rid] * bs:
-                nfull += 1
         kvdec += nd
         sdec += nd
         grown = nd
         nfl_dec = nfl  # fl[:nfl_dec] are decoders (in dl), the rest finish with their prefill
+        useful = 0
         for j in range(npf):
             rid = bpr[j]
             m = bpm[j]
@@ -681,13 +705,17 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     fin[rid] = t
                     fl[nfl] = rid
                     nfl += 1
-                else:
+                else:  # a decoder from the next round on
                     st[rid] = 1
                     _ins(dl, pos_d, lp, L_D, rid)
                     kvdec += kv[rid]
                     sdec += P[rid] + dc[rid]
-                    if paged and kv[rid] == nbk[rid] * bs:
-                        nfull += 1
+                    gb[rid] = G
+                    cnt[(kv[rid] - G) % bs] += 1
+                    nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                    if dc[rid] == 0:
+                        fr[nfr] = rid
+                        nfr += 1
         used += grown
         if used > peak:
             peak = used
@@ -696,6 +724,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         for j in range(nfl):  # release the finished requests' KV
             rid = fl[j]
             if j < nfl_dec:
+                if paged:
+                    nbk[rid] = _cdiv(kv[rid], bs)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)
@@ -738,8 +768,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_EXAMINED] = examined
     si[I_KVDEC] = kvdec
     si[I_SDEC] = sdec
-    si[I_NFULL] = nfull
+    si[I_G] = G
+    si[I_NH] = nh
+    si[I_NFR] = nfr
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy
-    return status, bt, bn, bw, RF, RI
+    return status, hf, hr, bt, bn, bw, RF, RI

@@ -209,13 +209,16 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     dl, pl, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(11))
     pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
     lp = np.zeros(6, dtype=i64)
+    gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
+    cnt = np.zeros(bs, dtype=i64)
+    hf, hr = np.empty(64, dtype=i64), np.empty(64, dtype=i64)
     bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq)
+             dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr)
     while True:
-        status, bt, bn, bw, RF, RI = K.step(*state, bt, bn, bw, RF, RI)
+        status, hf, hr, bt, bn, bw, RF, RI = K.step(*state, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
             break
         t = float(sf[K.F_T])
