@@ -13,11 +13,12 @@ two equal on random engines, memories, schedulers and workloads), for:
   last in arrival order, then head-of-line admission by whole-prompt or incremental reservation) --
   vLLM's memory (:data:`fluidq.engine.VLLM`) among them;
 * recompute preemption (the victim's KV is discarded; it prefills its prompt plus its generated
-  tokens again), a first token emitted with the prefill, context-aware batch times, ``k_max``,
-  the window of waiting requests the generic path shows the policy, and the recording grid.
+  tokens again) or swap preemption (its KV moves to the host and back, oldest first and before any
+  admission, at ``swap_s_per_token`` per token added to the iteration), a first token emitted with the
+  prefill, context-aware batch times, ``k_max``, the window of waiting requests the generic path shows
+  the policy, and the recording grid.
 
-Swap preemption, prefix caching, composition batch times and lazily tabulated batch times stay on
-the Python path.
+Prefix caching, composition batch times and lazily tabulated batch times stay on the Python path.
 
 Memory can bind at any iteration, so this kernel steps the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
@@ -50,13 +51,13 @@ STATUS_DONE, STATUS_PROGRESS = 0, 1
 
 # cfg (int64): the scheduler, the memory and run options
 (C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
- C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER) = range(16)
-N_CFG = 16
+ C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP) = range(17)
+N_CFG = 17
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_UNUSED, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
- I_SDEC, I_G, I_NSTK, I_NH, I_NFR) = range(31)
-N_SI = 31
+ I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW) = range(34)
+N_SI = 34
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -296,7 +297,8 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
 
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, hf, hr, bt, bn, bw, RF, RI):
+         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, hf, hr, bt, bn, bw,
+         RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
@@ -315,7 +317,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     kv_cap = cfg[C_KVCAP]
     w_size = cfg[C_WSIZE]
     never = cfg[C_NEVER]
+    swap = cfg[C_SWAP] != 0
     total = kv_cap // bs
+    swap_s = cf[2]
+    cap_sw = len(swq)
     horizon = cf[0]
     ks = cf[1]
 
@@ -348,6 +353,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     G = si[I_G]  # decode rounds: a decoder's dc and kv are its base values + G - gb (see the module notes)
     nh = si[I_NH]  # hf/hr[:nh]: heap of (round at which a decoder finishes, request); stale entries dropped
     nfr = si[I_NFR]  # fr[:nfr]: decoders not served yet (their first token is still to come)
+    swap_tokens = si[I_SWT]
+    sh = si[I_SH]  # swapped-out requests: the ring swq[sh:sh + nsw] (oldest first), KV held shl[rid]
+    nsw = si[I_NSW]
     nstk = si[I_NSTK]  # sr/sq[:nstk]: (request, admission number) in admission order; stale entries skipped
     t = sf[F_T]
     busy = sf[F_BUSY]
@@ -381,20 +389,58 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             hidden -= P[rid]
             if P[rid] <= never:
                 n_fresh += 1
-        if lp[L_D + 2] + lp[L_P + 2] == 0:  # nobody in view
+        if lp[L_D + 2] + lp[L_P + 2] == 0 and nsw == 0:  # nobody in view
             if na >= n:
                 break
             t = arr[na] if arr[na] < horizon else horizon
             continue
 
         # ---- the batch: the policy's choice under the memory rules (StationMemory.form) ----
-        hide = False
+        extra_s = 0.0
+        while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
+            rid = swq[sh]
+            held = shl[rid]
+            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
+                break
+            sh = (sh + 1) % cap_sw
+            nsw -= 1
+            if paged:
+                nbk[rid] = _cdiv(held, bs)
+                free -= nbk[rid]
+            used += held
+            kv[rid] = held
+            swap_tokens += held
+            extra_s += held * swap_s
+            nadm += 1
+            if pf[rid] >= pc[rid]:  # a decoder again, from this round on
+                st[rid] = 1
+                _ins(dl, pos_d, lp, L_D, rid)
+                kvdec += kv[rid]
+                sdec += P[rid] + dc[rid]
+                gb[rid] = G
+                cnt[(kv[rid] - G) % bs] += 1
+                if nh == len(hf):
+                    hf = _grow1(hf, nh + 1)
+                    hr = _grow1(hr, nh + 1)
+                nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                if dc[rid] == 0:
+                    fr[nfr] = rid
+                    nfr += 1
+            else:
+                st[rid] = 0
+                _ins(pl, pos_p, lp, L_P, rid)
+        hide = nsw > 0  # while requests are swapped out, no new one is admitted
         demand = 0
         npf = 0
         nd = 0
         alld = False
         full = 0
         while True:
+            if lp[L_D + 2] + lp[L_P + 2] == 0:  # every resident swapped out: nothing to run
+                npf = 0
+                nd = 0
+                demand = 0 if hide else hidden
+                break
             npf, nd, nbl, alld, full = _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
             if alld and paged:
@@ -512,7 +558,19 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     npf = kept
                     break
             # the victim: the most recently admitted, or the latest arrival holding KV
-            if paged and most_recent:
+            if paged and most_recent and swap:  # (a request swapped back in keeps its admission number)
+                top = -1
+                for i in range(lp[L_D], lp[L_D + 1]):
+                    rid = dl[i]
+                    if rid >= 0 and adm[rid] > top:
+                        top = adm[rid]
+                        victim = rid
+                for i in range(lp[L_P], lp[L_P + 1]):
+                    rid = pl[i]
+                    if rid >= 0 and nbk[rid] >= 0 and adm[rid] > top:
+                        top = adm[rid]
+                        victim = rid
+            elif paged and most_recent:
                 while nstk > 0:
                     rid = sr[nstk - 1]
                     if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
@@ -543,8 +601,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
                 break
-            # preempt the victim by recomputation: its KV is discarded
-            if st[victim] == 1:  # a decoder (its values made actual) goes back to the prefilling residents
+            # preempt the victim: by recomputation its KV is discarded; by swap it moves to the host
+            if st[victim] == 1:  # a decoder (its values made actual) leaves the decoders
                 cnt[(kv[victim] - gb[victim]) % bs] -= 1
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
@@ -553,7 +611,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 _rem(dl, pos_d, lp, L_D, victim)
-                _ins(pl, pos_p, lp, L_P, victim)
+                if not swap:
+                    _ins(pl, pos_p, lp, L_P, victim)
+            elif swap:
+                _rem(pl, pos_p, lp, L_P, victim)
             held = kv[victim]
             used -= held
             kv[victim] = 0
@@ -563,13 +624,21 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             nadm -= 1
             preemptions += 1
             npre[victim] += 1
-            wasted += held
-            base = pc[victim] - rc[victim]
-            rc[victim] = dc[victim]
-            pc[victim] = base + dc[victim]
-            pf[victim] = 0
-            st[victim] = 0
-            work += held
+            if swap:
+                swap_tokens += held
+                shl[victim] = held
+                swq[(sh + nsw) % cap_sw] = victim
+                nsw += 1
+                st[victim] = 3
+                extra_s += held * swap_s
+            else:
+                wasted += held
+                base = pc[victim] - rc[victim]
+                rc[victim] = dc[victim]
+                pc[victim] = base + dc[victim]
+                pf[victim] = 0
+                st[victim] = 0
+                work += held
             hide = True if not paged else hide
 
         x = 0
@@ -587,6 +656,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
         if npf == 0 and nd == 0:
+            if extra_s > 0:  # only swaps: they take their time
+                t += extra_s
+                busy += extra_s
+                continue
             if na >= n:
                 break
             t = arr[na] if arr[na] < horizon else horizon
@@ -608,7 +681,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 RF = _grow2(RF, nr + 1)
                 RI = _grow2(RI, nr + 1)
             RF[nr, R_T] = t
-            RF[nr, R_B] = tau_j
+            RF[nr, R_B] = tau_j + extra_s
             RI[nr, R_X] = x
             RI[nr, R_S] = nd
             RI[nr, R_Q] = npf + nd
@@ -616,8 +689,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             RI[nr, R_K] = kvr
         t0 = t
         t += tau_j
+        if extra_s != 0.0:
+            t += extra_s
         n_iter += 1
-        busy += tau_j
+        busy += tau_j + extra_s
         tok_served += tokens
         na, n_sys, work, pt, hidden, rejected, nb = _arrive(
             arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total, kv_cap)
@@ -738,7 +813,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             n_sys -= 1
         if record:
             RI[nr, R_RES] = nadm
-            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] - nadm + (pt - ph) + n_parked
+            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] - nadm + nsw + (pt - ph) + n_parked
             RI[nr, R_USE] = useful + nd
             nr += 1
 
@@ -771,6 +846,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_G] = G
     si[I_NH] = nh
     si[I_NFR] = nfr
+    si[I_SWT] = swap_tokens
+    si[I_SH] = sh
+    si[I_NSW] = nsw
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy

@@ -51,10 +51,10 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
     * without a KV-cache capacity: the event-skipping kernel (:mod:`fluidq.kernel.fcfs`), when the
       first token takes a decode iteration;
     * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`, stepped per
-      iteration), under the default token rules or paged rules without prefix caching, with
-      ``preemption="recompute"`` (``preemption`` overrides ``engine.memory.preemption``), an
-      ordering without ``may_evict`` and a budget of at most :data:`EAGER_TAU_TOKENS` tokens.  Swap
-      preemption, prefix caching and composition batch times run on the generic path.
+      iteration), under the default token rules or paged rules without prefix caching, with recompute or
+      swap preemption, an ordering without ``may_evict`` and a budget of at most
+      :data:`EAGER_TAU_TOKENS` tokens.  Prefix caching and composition batch times run on the generic
+      path.  (``preemption`` is accepted for the callers that override ``engine.memory.preemption``.)
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -68,8 +68,6 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
             return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
         return True, "built-in scheduler with FCFS order"
     mem = engine.memory
-    if (preemption or mem.preemption) != "recompute":
-        return False, "swap preemption is modelled on the generic path"
     if mem.prefix_caching:
         return False, "prefix caching is modelled on the generic path"
     if _may_evict_hook(policy) is not None:
@@ -330,8 +328,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     Notes
     -----
     **KV-cache memory** (``engine.kv_capacity_tokens``; in the compiled kernel for the built-in FCFS
-    schedulers with recompute preemption and without prefix caching, else on the generic path, with
-    identical results).  A resident request holds
+    schedulers without prefix caching, else on the generic path, with identical results).  A resident request holds
     one KV token per processed prompt token and per generated token.  A new request is admitted
     only when its whole remaining prompt fits with one token of headroom per request already
     holding KV; admission is head-of-line in the policy's order.  When the decode tokens of a batch
@@ -451,7 +448,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
             out = run_fcfs_kv(arr_a, P_a, D_a, kv_cap=engine.kv_capacity_tokens, paged=not mem.default_rules,
                               block_size=mem.block_size, whole_prompt=mem.reservation == "whole_prompt",
                               most_recent=mem.victim == "most_recent", emit_at_prefill=engine.prefill_emits_token,
-                              **opts)
+                              swap_s_per_token=swap_s_per_token if preemption == "swap" else None, **opts)
         else:
             out = run_fast(arr_a, P_a, D_a, **opts)
     else:

@@ -40,6 +40,8 @@ def _cases():
                                         kv_capacity_tokens=250), "orca"))
     out.append(("kv-blocks-inc", Engine(batch_time=base, b_max=64, k_max=6, kv_capacity_tokens=400,
                                         memory=Memory(kind="blocks", block_size=8, reservation="incremental")), "vllm"))
+    out.append(("kv-swap", Engine(batch_time=base, b_max=64, kv_capacity_tokens=300,
+                                  memory=VLLM.with_(preemption="swap", victim="last_in_order")), "sarathi"))
     return out
 
 
@@ -49,7 +51,8 @@ def _arrays() -> dict:
                  output_tokens=Geometric(mean_tokens=25))
     res = {}
     for label, eng, pol in _cases():
-        r = simulate(eng, w, pol, horizon_s=20, rng=11, record_iterations=True, method="fast")
+        kw = {"swap_s_per_token": 1e-4} if eng.memory.preemption == "swap" else {}
+        r = simulate(eng, w, pol, horizon_s=20, rng=11, record_iterations=True, method="fast", **kw)
         for k, v in r.requests.items():
             res[f"{label}/req/{k}"] = np.asarray(v)
         for k, v in r.backlog.items():
@@ -57,7 +60,7 @@ def _arrays() -> dict:
         for k, v in r.iterations.items():
             res[f"{label}/it/{k}"] = np.asarray(v)
         res[f"{label}/n"] = np.array([r.n_iterations, r.tokens_served, r.blocked, r.preemptions, r.wasted_tokens,
-                                      r.rejected, r.peak_kv_tokens, r.examined])
+                                      r.rejected, r.peak_kv_tokens, r.examined, r.swap_tokens])
         res[f"{label}/f"] = np.array([r.busy_fraction, r.mixed_batch_fraction, r.end_s])
     return res
 

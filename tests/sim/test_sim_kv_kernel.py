@@ -1,8 +1,8 @@
 """The compiled kernel with KV memory (fluidq.kernel.kv) gives what the generic select()-per-iteration path gives.
 
 Random schedulers, memory models (the default token rules; paged rules with any block size, whole-prompt or
-incremental reservation, most-recent or last-in-order victims), cache sizes that bind, context-aware batch
-times, the first token with the prefill, and workloads: per-request times and preemption counts, the backlog
+incremental reservation, most-recent or last-in-order victims), recompute or swap preemption, cache sizes that
+bind, context-aware batch times, the first token with the prefill, and workloads: per-request times and preemption counts, the backlog
 series, every per-iteration record and the run's counters must be identical.
 """
 import numpy as np
@@ -42,16 +42,19 @@ def both(eng, w, pol, **kw):
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
-@pytest.mark.parametrize("memory", [Memory(), VLLM, Memory(kind="tokens", victim="most_recent")], ids=str)
+@pytest.mark.parametrize("memory", [Memory(), VLLM, Memory(kind="tokens", victim="most_recent"),
+                                    VLLM.with_(preemption="swap")], ids=str)
 def test_builtins_agree_with_memory_that_binds(name, memory):
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, kv_capacity_tokens=6000,
                  memory=memory)
     w = Workload(arrival=Poisson(rate_per_s=14.0), prompt_tokens=Geometric(mean_tokens=120),
                  output_tokens=Geometric(mean_tokens=100))
-    a, b = both(eng, w, name, horizon_s=60, rng=3, record_iterations=True)
+    kw = {"swap_s_per_token": 2e-6} if memory.preemption == "swap" else {}
+    a, b = both(eng, w, name, horizon_s=60, rng=3, record_iterations=True, **kw)
     assert_same(a, b)
     if name != "fastertransformer":
         assert a.preemptions > 0  # the cache binds
+        assert (a.swap_tokens > 0) == (memory.preemption == "swap")
 
 
 def test_vllm_engine_agrees_without_a_horizon():
@@ -81,8 +84,9 @@ memories = st.one_of(
 @settings(max_examples=120 if compiled() else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pol=schedulers, mem=memories, b_max=st.integers(8, 96), k_max=st.one_of(st.none(), st.integers(1, 16)),
        cap=st.integers(20, 800), rate=st.floats(0.5, 12.0), mp=st.floats(1.0, 40.0), md=st.floats(1.0, 30.0),
-       ctx=st.booleans(), emit=st.booleans(), seed=st.integers(0, 2**31), rec=st.booleans())
-def test_random_engines_and_memories_agree(pol, mem, b_max, k_max, cap, rate, mp, md, ctx, emit, seed, rec):
+       ctx=st.booleans(), emit=st.booleans(), seed=st.integers(0, 2**31), rec=st.booleans(),
+       swap=st.one_of(st.none(), st.sampled_from([0.0, 1e-5, 1e-3])))
+def test_random_engines_and_memories_agree(pol, mem, b_max, k_max, cap, rate, mp, md, ctx, emit, seed, rec, swap):
     bt = Staircase(c=0.01, a=0.02, b0=16)
     if ctx:
         bt = ContextAware(base=bt, kv_s_per_token=2e-6)
@@ -90,8 +94,9 @@ def test_random_engines_and_memories_agree(pol, mem, b_max, k_max, cap, rate, mp
                  prefill_emits_token=emit)
     w = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=Geometric(mean_tokens=mp),
                  output_tokens=Geometric(mean_tokens=md))
-    assert fast_path_applies(pol, eng)[0]
-    a, b = both(eng, w, pol, horizon_s=8, rng=seed, record_iterations=rec)
+    kw = {} if swap is None else {"preemption": "swap", "swap_s_per_token": swap}
+    assert fast_path_applies(pol, eng, kw.get("preemption"))[0]
+    a, b = both(eng, w, pol, horizon_s=8, rng=seed, record_iterations=rec, **kw)
     assert_same(a, b)
 
 
@@ -99,12 +104,11 @@ def test_auto_routes_memory_to_the_kernel_and_the_rest_to_the_generic_path():
     base = dict(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=64, kv_capacity_tokens=500)
     w = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=20, output_tokens=20)
     sar = resolve_policy("sarathi")
-    for mem in (Memory(), VLLM):
+    for mem, kw in ((Memory(), {}), (VLLM, {}), (Memory(), {"preemption": "swap", "swap_s_per_token": 1e-6})):
         eng = Engine(memory=mem, **base)
-        assert fast_path_applies(sar, eng)[0]
-        r = simulate(eng, w, "sarathi", horizon_s=5, rng=1)
+        assert fast_path_applies(sar, eng, kw.get("preemption"))[0]
+        r = simulate(eng, w, "sarathi", horizon_s=5, rng=1, **kw)
         assert r.method == ("fast" if compiled() else "generic")
-    for eng, kw in ((Engine(memory=VLLM.with_(prefix_caching=True), **base), {}),
-                    (Engine(**base), {"preemption": "swap", "swap_s_per_token": 1e-6})):
-        assert not fast_path_applies(sar, eng, kw.get("preemption"))[0]
-        assert simulate(eng, w, "sarathi", horizon_s=5, rng=1, **kw).method == "generic"
+    eng = Engine(memory=VLLM.with_(prefix_caching=True), **base)
+    assert not fast_path_applies(sar, eng)[0]
+    assert simulate(eng, w, "sarathi", horizon_s=5, rng=1).method == "generic"
