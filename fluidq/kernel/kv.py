@@ -144,17 +144,19 @@ def _ins(lst, pos, lp, b, rid):
         lst[lp[b + 1]] = rid
         pos[rid] = lp[b + 1]
         lp[b + 1] += 1
-    else:  # an older request back in this list (after a preemption): shifted into its place
-        _compact(lst, pos, lp, b)
-        hi = lp[b + 1]
-        j = hi
-        while j > 0 and lst[j - 1] > rid:
-            lst[j] = lst[j - 1]
-            pos[lst[j]] = j
+    else:  # an older request back in this list (after a preemption): the younger entries shift by one
+        if lp[b + 1] == len(lst):
+            _compact(lst, pos, lp, b)
+        j = lp[b + 1]
+        while j > lp[b] and (lst[j - 1] > rid or lst[j - 1] < 0):
+            q = lst[j - 1]
+            lst[j] = q
+            if q >= 0:
+                pos[q] = j
             j -= 1
         lst[j] = rid
         pos[rid] = j
-        lp[b + 1] = hi + 1
+        lp[b + 1] += 1
     lp[b + 2] += 1
 
 
@@ -175,12 +177,15 @@ def _rem(lst, pos, lp, b, rid):
         _compact(lst, pos, lp, b)
 
 
-# the two ordered lists: decoders (dl) and prefilling residents (pl), each (first slot, end, live count)
-L_D, L_P = 0, 3
+# the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were
+# served (pl: some prompt computed or held; preempted ones come back here) and those never served (ql, a FIFO).
+# FCFS admission is head-of-line, so every request in pl is older than every one in ql: pl then ql is the
+# arrival order of the prefilling residents.
+L_D, L_P, L_F = 0, 3, 6
 
 
 @jit
-def _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
+def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
             prefill_first, bpr, bpm, bd, bl):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
 
@@ -236,37 +241,44 @@ def _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, m
                     if paged and (kv[rid] + G - gb[rid]) % bs == 0:
                         full += 1
             continue
-        for i in range(lp[L_P], lp[L_P + 1]):
-            if budget < 1 or slots < 1:
+        hol = False
+        for part in range(2):  # the served prefilling residents, then the never served ones
+            if hol or (part == 1 and hide):  # (none of the never served holds KV)
                 break
-            rid = pl[i]
-            if rid < 0:
-                continue
-            if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
-                continue
-            need = pc[rid] - pf[rid]
-            if need <= budget:
-                bpr[npf] = rid
-                bpm[npf] = need
-                npf += 1
-                budget -= need
-                slots -= 1
-            elif chunked or (chunk_long and need > b_max):
-                bpr[npf] = rid
-                bpm[npf] = budget
-                npf += 1
-                budget = 0
-                slots -= 1
-            elif need > b_max:
-                bl[nbl] = rid  # can never fit: skipped, reported
-                nbl += 1
-            else:
-                break  # head-of-line
+            lst = pl if part == 0 else ql
+            b = L_P if part == 0 else L_F
+            for i in range(lp[b], lp[b + 1]):
+                if budget < 1 or slots < 1:
+                    break
+                rid = lst[i]
+                if rid < 0:
+                    continue
+                if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                    continue
+                need = pc[rid] - pf[rid]
+                if need <= budget:
+                    bpr[npf] = rid
+                    bpm[npf] = need
+                    npf += 1
+                    budget -= need
+                    slots -= 1
+                elif chunked or (chunk_long and need > b_max):
+                    bpr[npf] = rid
+                    bpm[npf] = budget
+                    npf += 1
+                    budget = 0
+                    slots -= 1
+                elif need > b_max:
+                    bl[nbl] = rid  # can never fit: skipped, reported
+                    nbl += 1
+                else:
+                    hol = True  # head-of-line
+                    break
     return npf, nd, nbl, alld, full
 
 
 @jit
-def _demand(pl, lp, hide, paged, kv, nbk, pc, pf):
+def _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf):
     """``QueueView.demand`` of the residents in view: one token per decoder, the rest of each prompt."""
     s = lp[L_D + 2]
     for i in range(lp[L_P], lp[L_P + 1]):
@@ -274,6 +286,11 @@ def _demand(pl, lp, hide, paged, kv, nbk, pc, pf):
         if rid < 0 or (hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0)):
             continue
         s += pc[rid] - pf[rid]
+    if not hide:
+        for i in range(lp[L_F], lp[L_F + 1]):
+            rid = ql[i]
+            if rid >= 0:
+                s += pc[rid] - pf[rid]
     return s
 
 
@@ -297,7 +314,7 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
 
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, hf, hr, bt, bn, bw,
+         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, hf, hr, bt, bn, bw,
          RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
@@ -385,11 +402,11 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
             rid = pend[ph]
             ph += 1
-            _ins(pl, pos_p, lp, L_P, rid)
+            _ins(ql, pos_p, lp, L_F, rid)
             hidden -= P[rid]
             if P[rid] <= never:
                 n_fresh += 1
-        if lp[L_D + 2] + lp[L_P + 2] == 0 and nsw == 0:  # nobody in view
+        if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] == 0 and nsw == 0:  # nobody in view
             if na >= n:
                 break
             t = arr[na] if arr[na] < horizon else horizon
@@ -436,25 +453,25 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         alld = False
         full = 0
         while True:
-            if lp[L_D + 2] + lp[L_P + 2] == 0:  # every resident swapped out: nothing to run
+            if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] == 0:  # every resident swapped out: nothing to run
                 npf = 0
                 nd = 0
                 demand = 0 if hide else hidden
                 break
-            npf, nd, nbl, alld, full = _select(dl, pl, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
+            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
             if alld and paged:
                 full = cnt[(-G) % bs]
-            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2]
+            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2]
             if record:
-                demand = _demand(pl, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
+                demand = _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
             for j in range(nbl):  # blocked: noted; one never served is set aside (the window's parking)
                 rid = bl[j]
                 if isbl[rid] == 0:
                     isbl[rid] = 1
                     n_blocked += 1
-                if fs[rid] != fs[rid]:
-                    _rem(pl, pos_p, lp, L_P, rid)
+                if fs[rid] != fs[rid]:  # (never served: in ql)
+                    _rem(ql, pos_p, lp, L_F, rid)
                     n_parked += 1
                     hidden += pc[rid]
                     if pc[rid] <= never:
@@ -758,16 +775,22 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 if top > hwm[rid]:
                     useful += top - hwm[rid]
                     hwm[rid] = top
-            if fs[rid] != fs[rid]:
+            first = fs[rid] != fs[rid]
+            if first:  # served for the first time: it leaves ql (for pl, or dl below)
                 fs[rid] = t0
                 n_fresh -= 1
+                _rem(ql, pos_p, lp, L_F, rid)
             pf[rid] += m
             if not paged and kv[rid] == 0:
                 nadm += 1
             kv[rid] += m
             grown += m
-            if pf[rid] >= pc[rid]:
-                _rem(pl, pos_p, lp, L_P, rid)
+            if pf[rid] < pc[rid]:
+                if first:
+                    _ins(pl, pos_p, lp, L_P, rid)
+            else:
+                if not first:
+                    _rem(pl, pos_p, lp, L_P, rid)
                 if pdn[rid] != pdn[rid]:
                     pdn[rid] = t
                     if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
@@ -813,7 +836,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             n_sys -= 1
         if record:
             RI[nr, R_RES] = nadm
-            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] - nadm + nsw + (pt - ph) + n_parked
+            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] - nadm + nsw + (pt - ph) + n_parked
             RI[nr, R_USE] = useful + nd
             nr += 1
 

@@ -207,9 +207,9 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     st = np.zeros(n, dtype=np.int8)
     nbk = np.full(n, -1, dtype=i64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
-    dl, pl, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(11))
+    dl, pl, ql, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(12))
     pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
-    lp = np.zeros(6, dtype=i64)
+    lp = np.zeros(9, dtype=i64)
     gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
     cnt = np.zeros(bs, dtype=i64)
     swq, shl = np.empty(n + 1, dtype=i64), np.zeros(n + 1, dtype=i64)
@@ -218,7 +218,7 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             dl, pl, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl)
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl)
     while True:
         status, hf, hr, bt, bn, bw, RF, RI = K.step(*state, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
