@@ -50,11 +50,12 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
 
     * without a KV-cache capacity: the event-skipping kernel (:mod:`fluidq.kernel.fcfs`), when the
       first token takes a decode iteration;
-    * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`, stepped per
-      iteration), under the default token rules or paged rules without prefix caching, with recompute or
-      swap preemption, an ordering without ``may_evict`` and a budget of at most
-      :data:`EAGER_TAU_TOKENS` tokens.  Prefix caching and composition batch times run on the generic
-      path.  (``preemption`` is accepted for the callers that override ``engine.memory.preemption``.)
+    * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`: iterations formed
+      one by one under the memory rules, the decoders on a virtual clock), under the default token
+      rules or paged rules without prefix caching, with recompute or swap preemption (``preemption``
+      overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
+      :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens.
+      Prefix caching and composition batch times run on the generic path, with identical rules.
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -74,6 +75,8 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
         return False, "an ordering with may_evict runs on the generic path"
     if engine.b_max > EAGER_TAU_TOKENS:
         return False, f"a budget above {EAGER_TAU_TOKENS} tokens with KV memory runs on the generic path"
+    if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
+        return False, f"KV blocks above {KV_KERNEL_MAX_BLOCK} tokens run on the generic path"
     return True, "built-in scheduler with FCFS order, KV memory in the kernel (stepped per iteration)"
 
 
@@ -222,6 +225,9 @@ def _seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
         return np.random.SeedSequence(int(rng.integers(2**63)))
     return np.random.SeedSequence(rng)
 
+
+#: the largest KV block (tokens) the compiled kernel with memory takes (it keeps a count per offset in a block)
+KV_KERNEL_MAX_BLOCK = 1 << 16
 
 #: budgets up to this many tokens get their batch times tabulated in full before a run (a list index
 #: per iteration); larger ones fill a table lazily with the batch sizes the run meets (a list of 2**24

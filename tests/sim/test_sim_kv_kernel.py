@@ -112,3 +112,12 @@ def test_auto_routes_memory_to_the_kernel_and_the_rest_to_the_generic_path():
     eng = Engine(memory=VLLM.with_(prefix_caching=True), **base)
     assert not fast_path_applies(sar, eng)[0]
     assert simulate(eng, w, "sarathi", horizon_s=5, rng=1).method == "generic"
+
+
+def test_huge_blocks_keep_the_generic_path():
+    from fluidq.sim.core import KV_KERNEL_MAX_BLOCK
+
+    eng = Engine(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=64, kv_capacity_tokens=10 * KV_KERNEL_MAX_BLOCK,
+                 memory=Memory(kind="blocks", block_size=2 * KV_KERNEL_MAX_BLOCK))
+    ok, why = fast_path_applies(resolve_policy("sarathi"), eng)
+    assert not ok and "blocks" in why
