@@ -20,19 +20,28 @@ two equal on random engines, memories, schedulers and workloads), for:
 
 Prefix caching, composition batch times and lazily tabulated batch times stay on the Python path.
 
-Memory can bind at any iteration, so this kernel steps the iterations one by one (compiled): the
+Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations.
+:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
+(a second copy of those rules: ``tests/sim/test_sim_kv_kernel.py`` holds the two identical).
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
 held or -1 when not admitted under paged rules, ``adm`` the admission sequence number, ``st`` 0
-prefilling, 1 decoding, 2 finished), the residents in view as two lists in arrival order (ascending
-request id; a removed entry is -1 until a compaction): the decoders ``dl`` and the prefilling requests
-``pl`` (``lp`` holds each list's first slot, end and live count), sums over the decoders (KV held,
-prompt + generated tokens, how many have their blocks full), so that a batch taking every decoder
-costs O(1) to form beyond its prefill part, and the FIFO of waiting requests not yet shown to the
-policy ``pend[ph:pt]``.
+prefilling, 1 decoding, 2 finished, 3 swapped out), the residents in view as three lists in arrival
+order (ascending request id; a removed entry is -1 until a compaction; ``lp`` holds each list's first
+slot, end and live count): the decoders ``dl``, the prefilling requests that were served ``pl`` and
+those never served ``ql``; and the FIFO of waiting requests not yet shown to the policy
+``pend[ph:pt]``.
+
+The decoders run on a virtual clock of decode rounds ``G`` (one per iteration that serves decoders):
+a decoder's actual ``dc`` and ``kv`` are its stored values plus ``G - gb``; a heap of finishing rounds
+(``hf``, ``hr``; stale entries dropped when they surface) gives the finishes; ``cnt[r]`` counts the
+decoders whose KV sits at offset ``r`` in a block at round 0, so the decoders needing a new block
+this round are ``cnt[-G % block_size]``; running sums over the decoders give the batch's KV for
+context-aware times and records.  An iteration that serves every decoder (the usual case under a KV
+cache) thus costs O(1) plus its events (a finish, a completed prompt, a first token, a preemption);
+a decoder's values are made actual when it leaves (finish, preemption) or is left out of a batch.
 
 :func:`step` runs until the end or until the caller should report progress (``STATUS_PROGRESS``);
 growing buffers are returned.
@@ -54,7 +63,7 @@ STATUS_DONE, STATUS_PROGRESS = 0, 1
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP) = range(17)
 N_CFG = 17
 # si (int64): the integer state
-(I_NA, I_NSYS, I_WORK, I_UNUSED, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
+(I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
  I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW) = range(34)
 N_SI = 34
