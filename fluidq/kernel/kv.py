@@ -8,7 +8,7 @@ two equal on random engines, memories, schedulers and workloads), for:
 * the default token rules (``Memory()``: whole remaining prompt plus one token of headroom per
   admitted request, head-of-line admission, the policy asked again without new requests, the victim
   the latest arrival holding KV);
-* the paged rules of any other :class:`~fluidq.engine.Memory` without prefix caching (blocks of
+* the paged rules of any other :class:`~fluidq.engine.Memory` (blocks of
   ``block_size`` tokens, the running requests' blocks first, the victim most recently admitted or
   last in arrival order, then head-of-line admission by whole-prompt or incremental reservation) --
   vLLM's memory (:data:`fluidq.engine.VLLM`) among them;
@@ -18,7 +18,10 @@ two equal on random engines, memories, schedulers and workloads), for:
   prefill, context-aware batch times, ``k_max``, the window of waiting requests the generic path shows
   the policy, and the recording grid.
 
-Prefix caching, composition batch times and lazily tabulated batch times stay on the Python path.
+* prefix caching (a re-admitted victim takes back its own leading blocks still cached; freed blocks are
+  handed out least recently freed first, a request's tail first).
+
+Composition batch times and lazily tabulated batch times stay on the Python path.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
@@ -60,8 +63,8 @@ STATUS_DONE, STATUS_PROGRESS = 0, 1
 
 # cfg (int64): the scheduler, the memory and run options
 (C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
- C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP) = range(17)
-N_CFG = 17
+ C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING) = range(18)
+N_CFG = 18
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
@@ -184,6 +187,71 @@ def _rem(lst, pos, lp, b, rid):
         lp[b + 1] = 0
     elif hi - lo > 2 * lp[b + 2] + 64:
         _compact(lst, pos, lp, b)
+
+
+@jit
+def _alloc(qe, qs, stamp, cup, k):
+    """Take ``k`` free blocks (``BlockPool.alloc`` with prefix caching): never-used ones first (``qs[0]``),
+    then the freed ones in the order they were freed (``qe[qs[1]:qs[2]]``: request, block index,
+    generation, taken); handing out a block still holding a request's prefix ends that prefix there."""
+    while k > 0:
+        if qs[0] > 0:
+            take = k if k < qs[0] else qs[0]
+            qs[0] -= take
+            k -= take
+            continue
+        h = qs[1]
+        qs[1] = h + 1
+        if qe[h, 3]:  # taken back by its owner since: not free
+            continue
+        i = qe[h, 0]
+        if qe[h, 2] == stamp[i] and qe[h, 1] < cup[i]:
+            cup[i] = qe[h, 1]
+        k -= 1
+
+
+@jit
+def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
+    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); returns the queue
+    (compacted, or grown, when full)."""
+    g = stamp[i] + 1
+    stamp[i] = g
+    cup[i] = nb
+    if qs[2] + nb > qe.shape[0]:
+        w = 0  # drop the entries handed out and the ones taken back; the rest keep their order
+        for h in range(qs[1], qs[2]):
+            if qe[h, 3]:
+                continue
+            for c in range(4):
+                qe[w, c] = qe[h, c]
+            q = qe[w, 0]
+            if qe[w, 2] == stamp[q]:
+                qpos[q] = w - (qn[q] - 1 - qe[w, 1])
+            w += 1
+        qs[1] = 0
+        qs[2] = w
+        if w + nb > qe.shape[0] // 2:
+            qe = _grow2(qe, 2 * (w + nb))
+    qpos[i] = qs[2]
+    qn[i] = nb
+    for j in range(nb - 1, -1, -1):
+        h = qs[2]
+        qe[h, 0] = i
+        qe[h, 1] = j
+        qe[h, 2] = g
+        qe[h, 3] = 0
+        qs[2] = h + 1
+    return qe
+
+
+@jit
+def _reuse(qe, cup, qpos, qn, i, want):
+    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix; returns how many."""
+    hit = cup[i] if cup[i] < want else want
+    for j in range(hit):
+        qe[qpos[i] + qn[i] - 1 - j, 3] = 1
+    cup[i] = 0
+    return hit
 
 
 # the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were
@@ -323,8 +391,8 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
 
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, hf, hr, bt, bn, bw,
-         RF, RI):
+         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup, qpos,
+         qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
@@ -344,6 +412,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     w_size = cfg[C_WSIZE]
     never = cfg[C_NEVER]
     swap = cfg[C_SWAP] != 0
+    caching = cfg[C_CACHING] != 0
     total = kv_cap // bs
     swap_s = cf[2]
     cap_sw = len(swq)
@@ -532,9 +601,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                         if run[j]:
                             k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
                             if k > 0:
-                                free -= k
                                 nbk[rid] += k
-                    free -= full  # (the decoders' blocks are counted in nbk when their token is added)
+                    free -= need  # (the decoders' blocks are counted in nbk when their token is added)
+                    if caching:
+                        _alloc(qe, qs, stamp, cup, need)
                     kept = 0
                     stop = False
                     for j in range(npf):  # then new requests, head-of-line, while their reservation fits
@@ -547,12 +617,26 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                             continue
                         if stop:
                             continue
-                        remaining = pc[rid] - pf[rid]
+                        hit = 0
+                        if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
+                            if _cdiv(pc[rid], bs) > free:
+                                stop = True
+                                continue
+                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
+                            free -= hit
+                        remaining = pc[rid] - pf[rid] - hit * bs
                         want = remaining if whole or m > remaining else m
-                        if _cdiv(want, bs) > free:
+                        if _cdiv(hit * bs + want, bs) - hit > free:
                             stop = True
                             continue
-                        nbk[rid] = 0
+                        nbk[rid] = hit
+                        if hit:
+                            kv[rid] = hit * bs
+                            used += hit * bs
+                            pf[rid] = hit * bs
+                            wasted -= hit * bs
+                            work -= hit * bs
+                            demand -= hit * bs
                         adm[rid] = admseq
                         if most_recent:
                             if nstk == len(sr):  # full: keep the entries still admitted
@@ -575,6 +659,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                         if k > 0:
                             free -= k
                             nbk[rid] += k
+                            if caching:
+                                _alloc(qe, qs, stamp, cup, k)
                         bpr[kept] = rid
                         bpm[kept] = m
                         kept += 1
@@ -646,6 +732,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             kv[victim] = 0
             if paged:
                 free += nbk[victim]
+                if caching:
+                    qe = _release(qe, qs, stamp, cup, qpos, qn, victim, nbk[victim])
                 nbk[victim] = -1
             nadm -= 1
             preemptions += 1
@@ -840,6 +928,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             kv[rid] = 0
             if paged:
                 free += nbk[rid]
+                if caching:  # released, then forgotten: its blocks are ordinary free ones
+                    qe = _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
+                    stamp[rid] = -1
+                    cup[rid] = 0
                 nbk[rid] = -1
             nadm -= 1
             n_sys -= 1
@@ -884,4 +976,4 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy
-    return status, hf, hr, bt, bn, bw, RF, RI
+    return status, qe, hf, hr, bt, bn, bw, RF, RI

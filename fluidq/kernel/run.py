@@ -136,14 +136,15 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
 
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
                 kv_cap, block_size=1, paged=False, whole_prompt=True, most_recent=False, emit_at_prefill=False,
-                swap_s_per_token=None, progress=None) -> dict:
+                swap_s_per_token=None, prefix_caching=False, progress=None) -> dict:
     """Simulate one engine with a KV cache under a built-in FCFS scheduler (:mod:`fluidq.kernel.kv`).
 
     The arguments of :func:`run_fcfs` (``tau_b`` a full table: a list or array indexed by tokens), and
     the memory: ``kv_cap`` tokens; ``paged=False`` the default token rules, else blocks of
     ``block_size`` tokens with ``whole_prompt`` (else incremental) reservation and ``most_recent`` (else
     last in arrival order) victims; recompute preemption, or with ``swap_s_per_token`` (seconds per KV token
-    moved) swap preemption; ``emit_at_prefill``: the iteration completing a prefill gives the first token.  Returns the dict of :func:`fluidq.sim._generic.run_generic`.
+    moved) swap preemption; ``prefix_caching`` (paged, recompute); ``emit_at_prefill``: the iteration
+    completing a prefill gives the first token.  Returns the dict of :func:`fluidq.sim._generic.run_generic`.
     """
     from . import kv as K
 
@@ -159,7 +160,8 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     return _run_kv(K, arr, P, D, b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked, chunk_long=chunk_long,
                    prefill_first=prefill_first, tau_b=tau_b, ks=ks, horizon=horizon, record=record, kv_cap=kv_cap,
                    block_size=block_size, paged=paged, whole_prompt=whole_prompt, most_recent=most_recent,
-                   emit_at_prefill=emit_at_prefill, swap_s_per_token=swap_s_per_token, progress=progress)
+                   emit_at_prefill=emit_at_prefill, swap_s_per_token=swap_s_per_token,
+                   prefix_caching=prefix_caching, progress=progress)
 
 
 _ready_kv = False
@@ -180,13 +182,14 @@ def ensure_compiled_kv() -> None:
         _run_kv(K, np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
                 mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
                 ks=1e-3, horizon=math.inf, record=True, kv_cap=8, block_size=2, paged=True, whole_prompt=True,
-                most_recent=True, emit_at_prefill=False, swap_s_per_token=None, progress=None)
+                most_recent=True, emit_at_prefill=False, swap_s_per_token=None, prefix_caching=True, progress=None)
     finally:
         timer.cancel()
 
 
 def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
-            kv_cap, block_size, paged, whole_prompt, most_recent, emit_at_prefill, swap_s_per_token, progress):
+            kv_cap, block_size, paged, whole_prompt, most_recent, emit_at_prefill, swap_s_per_token, prefix_caching,
+            progress):
     n = arr.size
     i64, f64 = np.int64, np.float64
     tau = np.ascontiguousarray(np.asarray(tau_b, dtype=f64)[:b_max + 1])
@@ -197,7 +200,7 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     cfg = np.zeros(K.N_CFG, dtype=i64)
     cfg[:] = [b_max, k_cap, mixed, chunked, chunk_long, prefill_first, record, progress is not None, paged, bs,
               whole_prompt, most_recent, emit_at_prefill, min(int(kv_cap), 1 << 62), w_size, never,
-              swap_s_per_token is not None]
+              swap_s_per_token is not None, bool(prefix_caching and paged)]
     cf = np.array([horizon, ks, 0.0 if swap_s_per_token is None else swap_s_per_token], dtype=f64)
     si = np.zeros(K.N_SI, dtype=i64)
     si[K.I_FREE] = int(kv_cap) // bs
@@ -213,14 +216,18 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
     cnt = np.zeros(bs, dtype=i64)
     swq, shl = np.empty(n + 1, dtype=i64), np.zeros(n + 1, dtype=i64)
+    stamp, cup, qpos, qn = (np.zeros(n + 1, dtype=i64) for _ in range(4))
+    qs = np.array([int(kv_cap) // bs, 0, 0], dtype=i64)  # never-used blocks, queue head, queue end
+    qe = np.empty((64, 4), dtype=i64)  # the freed blocks (prefix caching): request, index, generation, taken
     hf, hr = np.empty(64, dtype=i64), np.empty(64, dtype=i64)
     bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl)
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup,
+             qpos, qn, qs)
     while True:
-        status, hf, hr, bt, bn, bw, RF, RI = K.step(*state, hf, hr, bt, bn, bw, RF, RI)
+        status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
             break
         t = float(sf[K.F_T])

@@ -52,10 +52,10 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
       first token takes a decode iteration;
     * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`: iterations formed
       one by one under the memory rules, the decoders on a virtual clock), under the default token
-      rules or paged rules without prefix caching, with recompute or swap preemption (``preemption``
+      rules or paged rules (prefix caching included), with recompute or swap preemption (``preemption``
       overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
       :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens.
-      Prefix caching and composition batch times run on the generic path, with identical rules.
+      Composition batch times run on the generic path, with identical rules.
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -69,8 +69,6 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
             return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
         return True, "built-in scheduler with FCFS order"
     mem = engine.memory
-    if mem.prefix_caching:
-        return False, "prefix caching is modelled on the generic path"
     if _may_evict_hook(policy) is not None:
         return False, "an ordering with may_evict runs on the generic path"
     if engine.b_max > EAGER_TAU_TOKENS:
@@ -334,7 +332,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     Notes
     -----
     **KV-cache memory** (``engine.kv_capacity_tokens``; in the compiled kernel for the built-in FCFS
-    schedulers without prefix caching, else on the generic path, with identical results).  A resident request holds
+    schedulers, else on the generic path, with identical results).  A resident request holds
     one KV token per processed prompt token and per generated token.  A new request is admitted
     only when its whole remaining prompt fits with one token of headroom per request already
     holding KV; admission is head-of-line in the policy's order.  When the decode tokens of a batch
@@ -454,7 +452,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
             out = run_fcfs_kv(arr_a, P_a, D_a, kv_cap=engine.kv_capacity_tokens, paged=not mem.default_rules,
                               block_size=mem.block_size, whole_prompt=mem.reservation == "whole_prompt",
                               most_recent=mem.victim == "most_recent", emit_at_prefill=engine.prefill_emits_token,
-                              swap_s_per_token=swap_s_per_token if preemption == "swap" else None, **opts)
+                              swap_s_per_token=swap_s_per_token if preemption == "swap" else None,
+                              prefix_caching=mem.prefix_caching, **opts)
         else:
             out = run_fast(arr_a, P_a, D_a, **opts)
     else:

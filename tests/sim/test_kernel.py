@@ -42,6 +42,8 @@ def _cases():
                                         memory=Memory(kind="blocks", block_size=8, reservation="incremental")), "vllm"))
     out.append(("kv-swap", Engine(batch_time=base, b_max=64, kv_capacity_tokens=300,
                                   memory=VLLM.with_(preemption="swap", victim="last_in_order")), "sarathi"))
+    out.append(("kv-prefix", Engine(batch_time=base, b_max=64, kv_capacity_tokens=200,
+                                    memory=VLLM.with_(prefix_caching=True, block_size=4)), "orca"))
     return out
 
 

@@ -1,8 +1,8 @@
 """The compiled kernel with KV memory (fluidq.kernel.kv) gives what the generic select()-per-iteration path gives.
 
 Random schedulers, memory models (the default token rules; paged rules with any block size, whole-prompt or
-incremental reservation, most-recent or last-in-order victims), recompute or swap preemption, cache sizes that
-bind, context-aware batch times, the first token with the prefill, and workloads: per-request times and preemption counts, the backlog
+incremental reservation, most-recent or last-in-order victims, prefix caching), recompute or swap preemption,
+cache sizes that bind, context-aware batch times, the first token with the prefill, and workloads: per-request times and preemption counts, the backlog
 series, every per-iteration record and the run's counters must be identical.
 """
 import numpy as np
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.engine import VLLM, Memory
 from fluidq.kernel import compiled
-from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
+from fluidq.policies import FCFS, POLICY_NAMES, Sarathi, Scheduler, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
 
 COUNTERS = ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "preemptions", "wasted_tokens",
@@ -43,7 +43,7 @@ def both(eng, w, pol, **kw):
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @pytest.mark.parametrize("memory", [Memory(), VLLM, Memory(kind="tokens", victim="most_recent"),
-                                    VLLM.with_(preemption="swap")], ids=str)
+                                    VLLM.with_(preemption="swap"), VLLM.with_(prefix_caching=True)], ids=str)
 def test_builtins_agree_with_memory_that_binds(name, memory):
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, kv_capacity_tokens=6000,
                  memory=memory)
@@ -75,10 +75,10 @@ schedulers = st.builds(
 
 memories = st.one_of(
     st.just(Memory()),
-    st.builds(lambda kind, bs, res, vic: Memory(kind=kind, block_size=bs if kind == "blocks" else 1, reservation=res,
-                                                victim=vic),
+    st.builds(lambda kind, bs, res, vic, pc: Memory(kind=kind, block_size=bs if kind == "blocks" else 1,
+                                                    reservation=res, victim=vic, prefix_caching=pc and kind == "blocks"),
               st.sampled_from(["tokens", "blocks"]), st.integers(1, 16), st.sampled_from(["whole_prompt", "incremental"]),
-              st.sampled_from(["last_in_order", "most_recent"])))
+              st.sampled_from(["last_in_order", "most_recent"]), st.booleans()))
 
 
 @settings(max_examples=120 if compiled() else 25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,7 +94,7 @@ def test_random_engines_and_memories_agree(pol, mem, b_max, k_max, cap, rate, mp
                  prefill_emits_token=emit)
     w = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=Geometric(mean_tokens=mp),
                  output_tokens=Geometric(mean_tokens=md))
-    kw = {} if swap is None else {"preemption": "swap", "swap_s_per_token": swap}
+    kw = {} if swap is None or mem.prefix_caching else {"preemption": "swap", "swap_s_per_token": swap}
     assert fast_path_applies(pol, eng, kw.get("preemption"))[0]
     a, b = both(eng, w, pol, horizon_s=8, rng=seed, record_iterations=rec, **kw)
     assert_same(a, b)
@@ -109,9 +109,14 @@ def test_auto_routes_memory_to_the_kernel_and_the_rest_to_the_generic_path():
         assert fast_path_applies(sar, eng, kw.get("preemption"))[0]
         r = simulate(eng, w, "sarathi", horizon_s=5, rng=1, **kw)
         assert r.method == ("fast" if compiled() else "generic")
+    class Guarded(FCFS):  # an ordering that may refuse a victim: the generic path asks it
+        def may_evict(self, request, now_s):
+            return True
+
+    guarded = Sarathi(order=Guarded())
     eng = Engine(memory=VLLM.with_(prefix_caching=True), **base)
-    assert not fast_path_applies(sar, eng)[0]
-    assert simulate(eng, w, "sarathi", horizon_s=5, rng=1).method == "generic"
+    assert fast_path_applies(sar, eng)[0] and not fast_path_applies(guarded, eng)[0]
+    assert simulate(eng, w, guarded, horizon_s=5, rng=1).method == "generic"
 
 
 def test_huge_blocks_keep_the_generic_path():

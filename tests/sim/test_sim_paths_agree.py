@@ -81,7 +81,7 @@ def test_fast_path_refuses_what_it_cannot_run(paper_engine):
     assert not fast_path_applies(Sarathi(order=Longest()), paper_engine)[0]
     kv = paper_engine.with_(kv_capacity_tokens=10_000)
     assert fast_path_applies(resolve_policy("sarathi"), kv)[0]  # the kernel with memory (tests/sim/test_sim_kv_kernel.py)
-    assert not fast_path_applies(resolve_policy("sarathi"), kv.with_(memory=VLLM.with_(prefix_caching=True)))[0]
+    assert fast_path_applies(resolve_policy("sarathi"), kv.with_(memory=VLLM.with_(prefix_caching=True)))[0]
     with pytest.raises(ParameterError, match="method"):
         simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, method="fast")
     r = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1)
