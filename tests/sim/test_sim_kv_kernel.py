@@ -126,3 +126,22 @@ def test_huge_blocks_keep_the_generic_path():
                  memory=Memory(kind="blocks", block_size=2 * KV_KERNEL_MAX_BLOCK))
     ok, why = fast_path_applies(resolve_policy("sarathi"), eng)
     assert not ok and "blocks" in why
+
+
+def test_progress_reports_do_not_change_a_run_with_memory():
+    # the kernel stops to report progress and resumes where it stopped (the batch is formed after the report)
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256, kv_capacity_tokens=3000, memory=VLLM)
+    w = Workload(arrival=Poisson(rate_per_s=20.0), prompt_tokens=Geometric(mean_tokens=150),
+                 output_tokens=Geometric(mean_tokens=60))
+    seen = []
+    a = simulate(eng, w, "vllm-chunked", horizon_s=30, rng=2, record_iterations=True,
+                 progress=lambda t, n: seen.append((t, n)))
+    b = simulate(eng, w, "vllm-chunked", horizon_s=30, rng=2, record_iterations=True)
+    assert len(seen) > 10 and a.preemptions > 0
+    for k in a.requests:
+        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=k)
+    for k in a.iterations:
+        np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=k)
+    c = simulate(eng, w, "vllm-chunked", horizon_s=30, rng=2, record_iterations=True, method="generic")
+    if a.method == "fast":
+        assert_same(a, c)
