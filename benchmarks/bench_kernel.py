@@ -16,6 +16,14 @@ it measures simulated requests per CPU-second of the kernel alone, on the same a
 
 and the one-off costs in fresh child processes: compiling into an empty cache (cold), and loading the
 cached machine code (warm start).  Ratios are printed side by side; nothing is asserted.
+
+The KV section (also alone with ``--kv``) times the kernel with memory (``fluidq.kernel.run_fcfs_kv``:
+vLLM's memory, 16-token blocks, whole-prompt admission, recompute preemption of the most recently
+admitted request) against ``run_fcfs`` without memory on the same arrivals, Sarathi (= vllm-chunked),
+with a cache that binds (32,768 tokens: the run preempts and recomputes) and one that does not
+(65,536 tokens, above the run's peak), alternating the two kernels five times (best of each), and
+the generic Python path with the same memory on fewer requests (what ran these engines before).  The issue's target: the KV-limited engine within 2x of the
+same run without memory, per request.
 """
 from __future__ import annotations
 
@@ -130,6 +138,62 @@ def cold_child() -> dict:
 
 #: issue 15: Orca's compiled cost per request at most this many times Sarathi's, stable and unstable
 ORCA_TARGET = 2.0
+#: issue 15: the KV-limited engine's cost per request at most this many times the same run's without memory
+KV_TARGET = 2.0
+#: KV caches of the KV section, tokens: one that binds on this workload, one above the run's peak (~42k)
+KV_CACHES = {"binding": 32_768, "ample": 65_536}
+
+
+def measure_kv(n: int, n_generic: int, reps: int) -> dict:
+    """The kernel with vLLM's memory against the kernel without memory, and the generic path, per load and cache."""
+    from fluidq.engine import VLLM
+    from fluidq.kernel import ensure_compiled, run_fcfs, run_fcfs_kv
+    from fluidq.policies import resolve_policy
+    from fluidq.sim._generic import run_generic
+    ensure_compiled()
+    mem = {"paged": True, "block_size": VLLM.block_size, "whole_prompt": VLLM.reservation == "whole_prompt",
+           "most_recent": VLLM.victim == "most_recent"}
+    res = {}
+    for load in (0.9, 1.2):
+        arr, P, D, tau, ks = _inputs(load, n)
+        kw = _kw("sarathi", tau, ks)
+        for name, cap in KV_CACHES.items():
+            s0 = s1 = float("inf")
+            for _ in range(reps):  # alternating, so that both see the same load of the (shared) machine
+                a, out0 = _time(lambda: run_fcfs(arr, P, D, **kw))
+                b, out1 = _time(lambda: run_fcfs_kv(arr, P, D, kv_cap=cap, **mem, **kw))
+                s0, s1 = min(s0, a), min(s1, b)
+            ag, pg, dg = arr[:n_generic].tolist(), P[:n_generic].tolist(), D[:n_generic].tolist()
+            sg, outg = _time(lambda: run_generic(ag, pg, dg, policy=resolve_policy("vllm-chunked"), b_max=512, k_max=None,
+                                                 tau_b=tau, ks=ks, horizon=float("inf"), record=False, check=False,
+                                                 kv_cap=cap, memory=VLLM, window=True), 1)
+            res[f"{load}/{name}"] = {
+                "cap": cap, "rps_nomem": n / s0, "rps_kv": n / s1, "rps_generic": n_generic / sg,
+                "iters_nomem": out0["iterations"], "iters_kv": out1["iterations"], "preemptions": out1["preemptions"],
+                "peak": out1["peak_kv_tokens"], "finished": int(np.isfinite(out1["finish_s"]).sum())}
+    return res
+
+
+def print_kv(res: dict, n: int, n_generic: int) -> None:
+    print(f"# KV-limited engine: vLLM memory (16-token blocks, whole-prompt admission, recompute, most recent victim), "
+          f"Sarathi, kernel n={n:,}, generic n={n_generic:,}; requests per CPU-second")
+    print(f"{'run':<14}{'cache':>8}{'no memory':>12}{'kv kernel':>12}{'kv generic':>12}{'cost/req':>10}"
+          f"{'cost/iter':>10}{'kernel/gen':>11}{'preempt':>9}{'iters kv/no':>12}")
+    for key, r in res.items():
+        load, _ = key.split("/")
+        per_req = r["rps_nomem"] / r["rps_kv"]
+        per_it = per_req * r["iters_nomem"] / r["iters_kv"]
+        print(f"{load + ' lambda*':<14}{r['cap']:>8}{r['rps_nomem']:>12.3g}{r['rps_kv']:>12.3g}{r['rps_generic']:>12.3g}"
+              f"{per_req:>9.2f}x{per_it:>9.2f}x{r['rps_kv'] / r['rps_generic']:>10.0f}x{r['preemptions']:>9}"
+              f"{r['iters_kv'] / r['iters_nomem']:>12.2f}")
+    print("# 'cost/req': the kernel with memory / without, per request; 'cost/iter': the same per iteration (a binding "
+          "cache makes the run itself longer: recomputation)")
+    for name in KV_CACHES:
+        rel = {key.split("/")[0]: r["rps_nomem"] / r["rps_kv"] for key, r in res.items() if key.endswith("/" + name)}
+        met = all(v <= KV_TARGET for v in rel.values())
+        parts = ", ".join(f"{v:.2f}x at {load} lambda*" for load, v in rel.items())
+        print(f"# KV-limited / no memory, cost per request ({name} cache, {KV_CACHES[name]:,} tokens): {parts}; "
+              f"target <= {KV_TARGET:g}x: {'met' if met else 'NOT met'}")
 
 
 def target_line(label: str, res: dict) -> str:
@@ -145,6 +209,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer requests")
     ap.add_argument("--old", default=OLD, help="commit whose fluidq/sim/_fast.py is the previous kernel")
     ap.add_argument("--base", help="also time the compiled kernel of this commit (before/after)")
+    ap.add_argument("--kv", action="store_true", help="only the KV section (the kernel with memory)")
     ap.add_argument("--child", choices=["new", "cold"], help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -155,6 +220,12 @@ def main():
         print(json.dumps(cold_child()))
         return
     n_fast, n_old, n_py = (50_000, 20_000, 5_000) if a.quick else (200_000, 100_000, 20_000)
+    n_kv, n_gen = (50_000, 5_000) if a.quick else (200_000, 20_000)
+    if a.kv:
+        print(f"# fluidq.kernel KV benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
+              f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
+        print_kv(measure_kv(n_kv, n_gen, 5), n_kv, n_gen)
+        return
     with tempfile.TemporaryDirectory() as cache:
         cold = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
         warm = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
@@ -195,6 +266,7 @@ def main():
             print(f"{key:<14}{b:>12.3g}{c:>12.3g}{c / b:>10.2f}{rb:>11.2f}x{rn:>10.2f}x{str(same):>11}")
         print(target_line(f"base {a.base[:7]}, child processes", base))
         print(target_line("new, child processes", here))
+    print_kv(measure_kv(n_kv, n_gen, 5), n_kv, n_gen)
 
 
 if __name__ == "__main__":

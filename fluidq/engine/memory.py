@@ -2,7 +2,9 @@
 
 ``Memory(kind=, block_size=, prefix_caching=, reservation=, preemption=, victim=)`` describes the
 rules; the capacity itself is the engine's ``kv_capacity_tokens`` (``None``: unlimited memory, and
-the rules do not matter).  The kernel (:mod:`fluidq.sim._generic`) applies them.
+the rules do not matter).  :class:`fluidq.sim._admission.StationMemory` applies them on the Python path
+(:mod:`fluidq.sim._generic`, the network stations); :mod:`fluidq.kernel.kv` is the compiled copy for
+the built-in FCFS schedulers, held equal to it by the tests.
 
 * ``kind="tokens"``: a resident request holds exactly its prompt plus generated tokens.  With the
   default rules this is the memory every ``Engine(kv_capacity_tokens=...)`` has always had

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._jit import compiled, warn_if_uncompiled
 
-__all__ = ["NOTE_AFTER_S", "ensure_compiled", "run_fcfs"]
+__all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", "run_fcfs_kv"]
 
 #: a first compile (or cache load) slower than this prints a note
 NOTE_AFTER_S = 1.5
@@ -132,3 +132,123 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
             "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA])}
+
+
+def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
+                kv_cap, block_size=1, paged=False, whole_prompt=True, most_recent=False, emit_at_prefill=False,
+                swap_s_per_token=None, prefix_caching=False, progress=None) -> dict:
+    """Simulate one engine with a KV cache under a built-in FCFS scheduler (:mod:`fluidq.kernel.kv`).
+
+    The arguments of :func:`run_fcfs` (``tau_b`` a full table: a list or array indexed by tokens), and
+    the memory: ``kv_cap`` tokens; ``paged=False`` the default token rules, else blocks of
+    ``block_size`` tokens with ``whole_prompt`` (else incremental) reservation and ``most_recent`` (else
+    last in arrival order) victims; recompute preemption, or with ``swap_s_per_token`` (seconds per KV token
+    moved) swap preemption; ``prefix_caching`` (paged, recompute); ``emit_at_prefill``: the iteration
+    completing a prefill gives the first token.  Returns the dict of :func:`fluidq.sim._generic.run_generic`.
+    """
+    from . import kv as K
+
+    if not isinstance(tau_b, (list, tuple, np.ndarray)):
+        raise TypeError("run_fcfs_kv needs a full batch-time table (a list or array indexed by tokens)")
+    if compiled():
+        ensure_compiled_kv()
+    else:
+        warn_if_uncompiled()
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    P = np.ascontiguousarray(P, dtype=np.int64)
+    D = np.ascontiguousarray(D, dtype=np.int64)
+    return _run_kv(K, arr, P, D, b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked, chunk_long=chunk_long,
+                   prefill_first=prefill_first, tau_b=tau_b, ks=ks, horizon=horizon, record=record, kv_cap=kv_cap,
+                   block_size=block_size, paged=paged, whole_prompt=whole_prompt, most_recent=most_recent,
+                   emit_at_prefill=emit_at_prefill, swap_s_per_token=swap_s_per_token,
+                   prefix_caching=prefix_caching, progress=progress)
+
+
+_ready_kv = False
+
+
+def ensure_compiled_kv() -> None:
+    """Compile (or load from the cache) the KV kernel's one signature, with a note if that is slow."""
+    global _ready_kv
+    if _ready_kv:
+        return
+    _ready_kv = True
+    from . import kv as K
+
+    timer = threading.Timer(NOTE_AFTER_S, _note)
+    timer.daemon = True
+    timer.start()
+    try:
+        _run_kv(K, np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
+                mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
+                ks=1e-3, horizon=math.inf, record=True, kv_cap=8, block_size=2, paged=True, whole_prompt=True,
+                most_recent=True, emit_at_prefill=False, swap_s_per_token=None, prefix_caching=True, progress=None)
+    finally:
+        timer.cancel()
+
+
+def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
+            kv_cap, block_size, paged, whole_prompt, most_recent, emit_at_prefill, swap_s_per_token, prefix_caching,
+            progress):
+    n = arr.size
+    i64, f64 = np.int64, np.float64
+    tau = np.ascontiguousarray(np.asarray(tau_b, dtype=f64)[:b_max + 1])
+    k_cap = min(k_cap, 1 << 62)
+    w_size = min(b_max, k_cap) + 1
+    never = (1 << 62) if (chunked or chunk_long) else b_max
+    bs = int(block_size) if paged else 1
+    cfg = np.zeros(K.N_CFG, dtype=i64)
+    cfg[:] = [b_max, k_cap, mixed, chunked, chunk_long, prefill_first, record, progress is not None, paged, bs,
+              whole_prompt, most_recent, emit_at_prefill, min(int(kv_cap), 1 << 62), w_size, never,
+              swap_s_per_token is not None, bool(prefix_caching and paged)]
+    cf = np.array([horizon, ks, 0.0 if swap_s_per_token is None else swap_s_per_token], dtype=f64)
+    si = np.zeros(K.N_SI, dtype=i64)
+    si[K.I_FREE] = int(kv_cap) // bs
+    sf = np.zeros(3, dtype=f64)
+    pc = P.copy()
+    rc, pf, dc, kv, adm, npre, hwm, isbl = (np.zeros(n, dtype=i64) for _ in range(8))
+    st = np.zeros(n, dtype=np.int8)
+    nbk = np.full(n, -1, dtype=i64)
+    fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
+    dl, pl, ql, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(12))
+    pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
+    lp = np.zeros(9, dtype=i64)
+    gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
+    cnt = np.zeros(bs, dtype=i64)
+    swq, shl = np.empty(n + 1, dtype=i64), np.zeros(n + 1, dtype=i64)
+    stamp, cup, qpos, qn = (np.zeros(n + 1, dtype=i64) for _ in range(4))
+    qs = np.array([int(kv_cap) // bs, 0, 0], dtype=i64)  # never-used blocks, queue head, queue end
+    qe = np.empty((64, 4), dtype=i64)  # the freed blocks (prefix caching): request, index, generation, taken
+    hf, hr = np.empty(64, dtype=i64), np.empty(64, dtype=i64)
+    bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
+    m = 64 if record else 0
+    RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
+    state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup,
+             qpos, qn, qs)
+    while True:
+        status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
+        if status == K.STATUS_DONE:
+            break
+        t = float(sf[K.F_T])
+        progress(t, int(si[K.I_NA]))
+        sf[K.F_NEXT] = t + 1.0 + 0.02 * t
+    nb, nr = int(si[K.I_NB]), int(si[K.I_NR])
+    rec = None
+    if record:
+        rec = {"t_s": RF[:nr, K.R_T].copy(), "prefill_tokens": RI[:nr, K.R_X].copy(),
+               "decode_tokens": RI[:nr, K.R_S].copy(), "requests": RI[:nr, K.R_Q].copy(),
+               "batch_s": RF[:nr, K.R_B].copy(), "demand": RI[:nr, K.R_D].copy(), "kv_tokens": RI[:nr, K.R_K].copy(),
+               "kv_used": RI[:nr, K.R_U].copy()}
+        if paged:
+            rec.update(resident=RI[:nr, K.R_RES].copy(), waiting=RI[:nr, K.R_WAIT].copy(),
+                       useful_tokens=RI[:nr, K.R_USE].copy())
+    return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
+            "backlog": (bt[:nb].copy(), bn[:nb].copy(), bw[:nb].copy()), "iterations": int(si[K.I_NITER]),
+            "busy_s": float(sf[K.F_BUSY]), "mixed_iterations": int(si[K.I_MIXED]),
+            "tokens_served": int(si[K.I_TOKS]), "records": rec, "end_s": float(sf[K.F_T]),
+            "n_blocked": int(si[K.I_NBLOCKED]), "n_arrived": int(si[K.I_NA]), "preemptions_per_request": npre,
+            "preemptions": int(si[K.I_PREEMPT]), "wasted_tokens": int(si[K.I_WASTED]),
+            "swap_tokens": int(si[K.I_SWT]),
+            "rejected": int(si[K.I_REJECTED]), "peak_kv_tokens": int(si[K.I_PEAK]), "batches": None,
+            "examined": int(si[K.I_EXAMINED])}

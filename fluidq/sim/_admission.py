@@ -14,6 +14,11 @@ stations of :func:`fluidq.simulate_network` (requests from the event loop).
 single-engine run exactly (times, iterations, preemptions) for every built-in scheduler under no
 memory, token KV and block KV (with and without prefix caching).
 
+The compiled kernel :mod:`fluidq.kernel.kv` restates the token and paged rules (recompute and swap,
+prefix caching) in array form for the built-in FCFS schedulers, which ``simulate`` runs there; it is a second
+copy, so ``tests/sim/test_sim_kv_kernel.py`` holds it identical to this one (times, preemptions,
+records) on random engines, memories and workloads: a change to these rules must be made in both.
+
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with
 ``recomputed`` they must be prefilled again; else they were swapped out), ``on_reuse(r, tokens)`` that a

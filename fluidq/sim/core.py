@@ -15,6 +15,7 @@ from ..policies.orderings import Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Gamma, Workload
 from ._fast import run_fast
+from ._admission import _may_evict_hook
 from ._generic import PolicyError, run_generic
 from .result import SimResult
 
@@ -40,26 +41,41 @@ MAX_CLOCK_STEPS = 2 ** 36
 GAMMA_CV_RANGE = (1e-3, 20.0)
 
 
-def fast_path_applies(policy, engine: Engine) -> tuple[bool, str]:
-    """Whether the event-skipping kernel can run ``policy`` on ``engine``, and why not if not.
+def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> tuple[bool, str]:
+    """Whether the compiled kernel can run ``policy`` on ``engine``, and why not if not.
 
     It runs the built-in :class:`~fluidq.policies.Scheduler` (any priority / mixing / chunking /
-    ``chunk_long_prompts`` / budgets) with an ordering that keeps arrival order (FCFS), on an
-    engine without a KV-cache capacity, whose batch time is a function of batch tokens (and KV) and
-    whose first token takes a decode iteration.
+    ``chunk_long_prompts`` / budgets) with an ordering that keeps arrival order (FCFS), whose batch
+    time is a function of batch tokens (and KV):
+
+    * without a KV-cache capacity: the event-skipping kernel (:mod:`fluidq.kernel.fcfs`), when the
+      first token takes a decode iteration;
+    * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`: iterations formed
+      one by one under the memory rules, the decoders on a virtual clock), under the default token
+      rules or paged rules (prefix caching included), with recompute or swap preemption (``preemption``
+      overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
+      :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens.
+      Composition batch times run on the generic path, with identical rules.
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
     order = policy.order
     if type(order).order is not Ordering.order:
         return False, f"ordering {order.name!r} is not arrival order"
-    if engine.kv_capacity_tokens is not None:
-        return False, "KV-cache memory is modelled on the generic path"
     if callable(getattr(engine.batch_time, "composition_time", None)):
         return False, "a batch time that reads the batch composition runs on the generic path"
-    if engine.prefill_emits_token:
-        return False, "a first token emitted with the prefill is modelled on the generic path"
-    return True, "built-in scheduler with FCFS order"
+    if engine.kv_capacity_tokens is None:
+        if engine.prefill_emits_token:
+            return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
+        return True, "built-in scheduler with FCFS order"
+    mem = engine.memory
+    if _may_evict_hook(policy) is not None:
+        return False, "an ordering with may_evict runs on the generic path"
+    if engine.b_max > EAGER_TAU_TOKENS:
+        return False, f"a budget above {EAGER_TAU_TOKENS} tokens with KV memory runs on the generic path"
+    if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
+        return False, f"KV blocks above {KV_KERNEL_MAX_BLOCK} tokens run on the generic path"
+    return True, "built-in scheduler with FCFS order, KV memory in the kernel (stepped per iteration)"
 
 
 def _shortest_batch_s(engine: Engine) -> float:
@@ -208,6 +224,9 @@ def _seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
     return np.random.SeedSequence(rng)
 
 
+#: the largest KV block (tokens) the compiled kernel with memory takes (it keeps a count per offset in a block)
+KV_KERNEL_MAX_BLOCK = 1 << 16
+
 #: budgets up to this many tokens get their batch times tabulated in full before a run (a list index
 #: per iteration); larger ones fill a table lazily with the batch sizes the run meets (a list of 2**24
 #: times took about 7 s to build for every policy and load)
@@ -280,8 +299,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     record_batches : bool
         Keep every :class:`~fluidq.policies.Batch` (generic path only; forces it).
     method : {"auto", "fast", "generic"}
-        ``"auto"`` runs the event-skipping kernel when :func:`fast_path_applies`, else the generic
-        path; both give identical results on the built-in schedulers.
+        ``"auto"`` runs the compiled kernel when :func:`fast_path_applies` (the event-skipping kernel
+        without memory; with ``kv_capacity_tokens``, the kernel with memory, stepped per iteration, when
+        numba compiles it), else the generic path; both give identical results on the built-in
+        schedulers.  ``"fast"`` insists on the kernel (run as Python where numba is missing).
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
@@ -310,7 +331,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
 
     Notes
     -----
-    **KV-cache memory** (``engine.kv_capacity_tokens``; generic path).  A resident request holds
+    **KV-cache memory** (``engine.kv_capacity_tokens``; in the compiled kernel for the built-in FCFS
+    schedulers, else on the generic path, with identical results).  A resident request holds
     one KV token per processed prompt token and per generated token.  A new request is admitted
     only when its whole remaining prompt fits with one token of headroom per request already
     holding KV; admission is head-of-line in the policy's order.  When the decode tokens of a batch
@@ -393,7 +415,13 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     if horizon_s is not None and warmup_s >= horizon_s:
         raise ParameterError("warmup_s", warmup_s, f"a time < horizon_s={horizon_s:g}",
                              "a warm-up this long leaves every request out of the metrics")
-    ok, why = fast_path_applies(pol, engine)
+    ok, why = fast_path_applies(pol, engine, preemption)
+    kv_kernel = ok and engine.kv_capacity_tokens is not None
+    if kv_kernel and method == "auto":
+        from ..kernel import compiled
+
+        if not compiled():  # uncompiled, the Python path with memory is the faster of the two (same results)
+            ok, why = False, "numba is missing: KV memory runs on the generic path"
     if initial or record_batches:
         ok, why = False, "initial residents / batch records need the generic path"
     if method == "fast" and not ok:
@@ -414,9 +442,20 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         b = engine.b_max if pol.b_max is None else min(engine.b_max, pol.b_max)
         ks_ = [k for k in (engine.k_max, pol.k_max) if k is not None]
         k_cap = min(ks_) if ks_ else 1 << 62
-        out = run_fast(arr_a, P_a, D_a, b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked,
-                       chunk_long=pol.chunk_long_prompts, prefill_first=pol.priority == "prefill", tau_b=tau_b,
-                       ks=ks, horizon=hz, record=record_iterations, progress=progress)
+        opts = dict(b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked, chunk_long=pol.chunk_long_prompts,
+                    prefill_first=pol.priority == "prefill", tau_b=tau_b, ks=ks, horizon=hz, record=record_iterations,
+                    progress=progress)
+        if kv_kernel:
+            from ..kernel import run_fcfs_kv
+
+            mem = engine.memory
+            out = run_fcfs_kv(arr_a, P_a, D_a, kv_cap=engine.kv_capacity_tokens, paged=not mem.default_rules,
+                              block_size=mem.block_size, whole_prompt=mem.reservation == "whole_prompt",
+                              most_recent=mem.victim == "most_recent", emit_at_prefill=engine.prefill_emits_token,
+                              swap_s_per_token=swap_s_per_token if preemption == "swap" else None,
+                              prefix_caching=mem.prefix_caching, **opts)
+        else:
+            out = run_fast(arr_a, P_a, D_a, **opts)
     else:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)

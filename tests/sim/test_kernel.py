@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload, simulate
+from fluidq.engine import VLLM, Memory
 from fluidq.policies import POLICY_NAMES, Scheduler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +32,18 @@ def _cases():
                 Scheduler(name="s", priority="prefill", mixed=True, chunked=False, chunk_long_prompts=True, k_max=5)))
     out.append(("decode-separate-long", Engine(batch_time=base, b_max=32),
                 Scheduler(name="s", priority="decode", mixed=False, chunked=False, chunk_long_prompts=True)))
+    # the kernel with KV memory (fluidq.kernel.kv): vLLM's paged rules, the default token rules, incremental
+    # reservation with last-in-order victims, a first token with the prefill and context-aware times
+    out.append(("kv-vllm", Engine(batch_time=base, b_max=64, kv_capacity_tokens=300, memory=VLLM,
+                                  prefill_emits_token=True), "vllm-chunked"))
+    out.append(("kv-tokens-ctx", Engine(batch_time=ContextAware(base=base, kv_s_per_token=3e-6), b_max=48,
+                                        kv_capacity_tokens=250), "orca"))
+    out.append(("kv-blocks-inc", Engine(batch_time=base, b_max=64, k_max=6, kv_capacity_tokens=400,
+                                        memory=Memory(kind="blocks", block_size=8, reservation="incremental")), "vllm"))
+    out.append(("kv-swap", Engine(batch_time=base, b_max=64, kv_capacity_tokens=300,
+                                  memory=VLLM.with_(preemption="swap", victim="last_in_order")), "sarathi"))
+    out.append(("kv-prefix", Engine(batch_time=base, b_max=64, kv_capacity_tokens=200,
+                                    memory=VLLM.with_(prefix_caching=True, block_size=4)), "orca"))
     return out
 
 
@@ -40,14 +53,16 @@ def _arrays() -> dict:
                  output_tokens=Geometric(mean_tokens=25))
     res = {}
     for label, eng, pol in _cases():
-        r = simulate(eng, w, pol, horizon_s=20, rng=11, record_iterations=True, method="fast")
+        kw = {"swap_s_per_token": 1e-4} if eng.memory.preemption == "swap" else {}
+        r = simulate(eng, w, pol, horizon_s=20, rng=11, record_iterations=True, method="fast", **kw)
         for k, v in r.requests.items():
             res[f"{label}/req/{k}"] = np.asarray(v)
         for k, v in r.backlog.items():
             res[f"{label}/backlog/{k}"] = np.asarray(v)
         for k, v in r.iterations.items():
             res[f"{label}/it/{k}"] = np.asarray(v)
-        res[f"{label}/n"] = np.array([r.n_iterations, r.tokens_served, r.blocked])
+        res[f"{label}/n"] = np.array([r.n_iterations, r.tokens_served, r.blocked, r.preemptions, r.wasted_tokens,
+                                      r.rejected, r.peak_kv_tokens, r.examined, r.swap_tokens])
         res[f"{label}/f"] = np.array([r.busy_fraction, r.mixed_batch_fraction, r.end_s])
     return res
 

@@ -56,10 +56,11 @@ def test_tight_memory_preempts_and_costs_latency():
 def test_ample_memory_changes_nothing():
     w = workload(rate=12.0)
     a = simulate(engine(None), w, "orca", horizon_s=30, rng=9, record_iterations=True)
-    b = simulate(engine(10**9), w, "orca", horizon_s=30, rng=9, record_iterations=True)
-    assert a.method == "fast" and b.method == "generic" and b.preemptions == 0
-    for k in a.requests:
-        np.testing.assert_array_equal(a.requests[k], b.requests[k])
+    for method in ("generic", "auto"):  # the Python path and (compiled) the kernel with memory
+        b = simulate(engine(10**9), w, "orca", horizon_s=30, rng=9, record_iterations=True, method=method)
+        assert a.method == "fast" and b.preemptions == 0
+        for k in a.requests:
+            np.testing.assert_array_equal(a.requests[k], b.requests[k])
 
 
 def test_may_evict_hook_protects_requests():

@@ -168,11 +168,12 @@ def test_ample_paged_memory_agrees_with_the_fast_kernel(name):
     w = workload(rate=10.0)
     base = Engine(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=128)
     fast = simulate(base, w, name, horizon_s=20.0, rng=4)
-    paged = simulate(base.with_(kv_capacity_tokens=10**8, memory=VLLM.with_(prefix_caching=True)), w, name,
-                     horizon_s=20.0, rng=4)
-    assert fast.method == "fast" and paged.method == "generic" and paged.preemptions == 0
-    for k in fast.requests:
-        np.testing.assert_array_equal(fast.requests[k], paged.requests[k])
+    for method in ("generic", "auto"):  # the Python path and (compiled) the kernel with memory
+        paged = simulate(base.with_(kv_capacity_tokens=10**8, memory=VLLM.with_(prefix_caching=True)), w, name,
+                         horizon_s=20.0, rng=4, method=method)
+        assert fast.method == "fast" and paged.preemptions == 0
+        for k in fast.requests:
+            np.testing.assert_array_equal(fast.requests[k], paged.requests[k])
 
 
 def test_composition_batch_time_agrees_with_the_plain_form_on_the_fast_kernel():

@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
+from fluidq.engine import VLLM
 from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
 
@@ -78,7 +79,9 @@ def test_fast_path_refuses_what_it_cannot_run(paper_engine):
 
     w = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=50, output_tokens=50)
     assert not fast_path_applies(Sarathi(order=Longest()), paper_engine)[0]
-    assert not fast_path_applies(resolve_policy("sarathi"), paper_engine.with_(kv_capacity_tokens=10_000))[0]
+    kv = paper_engine.with_(kv_capacity_tokens=10_000)
+    assert fast_path_applies(resolve_policy("sarathi"), kv)[0]  # the kernel with memory (tests/sim/test_sim_kv_kernel.py)
+    assert fast_path_applies(resolve_policy("sarathi"), kv.with_(memory=VLLM.with_(prefix_caching=True)))[0]
     with pytest.raises(ParameterError, match="method"):
         simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, method="fast")
     r = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1)

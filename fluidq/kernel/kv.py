@@ -1,0 +1,979 @@
+"""The FCFS kernel with a KV-cache memory model, in array style: compiled by numba, or run as the same Python.
+
+It runs what :func:`fluidq.sim._generic.run_generic` runs for a built-in
+:class:`~fluidq.policies.Scheduler` under FCFS order on an engine with ``kv_capacity_tokens``, and gives
+the same results (per-request times, preemptions, iterations, backlog and records; the tests hold the
+two equal on random engines, memories, schedulers and workloads), for:
+
+* the default token rules (``Memory()``: whole remaining prompt plus one token of headroom per
+  admitted request, head-of-line admission, the policy asked again without new requests, the victim
+  the latest arrival holding KV);
+* the paged rules of any other :class:`~fluidq.engine.Memory` (blocks of
+  ``block_size`` tokens, the running requests' blocks first, the victim most recently admitted or
+  last in arrival order, then head-of-line admission by whole-prompt or incremental reservation) --
+  vLLM's memory (:data:`fluidq.engine.VLLM`) among them;
+* recompute preemption (the victim's KV is discarded; it prefills its prompt plus its generated
+  tokens again) or swap preemption (its KV moves to the host and back, oldest first and before any
+  admission, at ``swap_s_per_token`` per token added to the iteration), a first token emitted with the
+  prefill, context-aware batch times, ``k_max``, the window of waiting requests the generic path shows
+  the policy, and the recording grid.
+
+* prefix caching (a re-admitted victim takes back its own leading blocks still cached; freed blocks are
+  handed out least recently freed first, a request's tail first).
+
+Composition batch times and lazily tabulated batch times stay on the Python path.
+
+Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
+policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
+:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
+(a second copy of those rules: ``tests/sim/test_sim_kv_kernel.py`` holds the two identical).
+
+State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
+``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
+held or -1 when not admitted under paged rules, ``adm`` the admission sequence number, ``st`` 0
+prefilling, 1 decoding, 2 finished, 3 swapped out), the residents in view as three lists in arrival
+order (ascending request id; a removed entry is -1 until a compaction; ``lp`` holds each list's first
+slot, end and live count): the decoders ``dl``, the prefilling requests that were served ``pl`` and
+those never served ``ql``; and the FIFO of waiting requests not yet shown to the policy
+``pend[ph:pt]``.
+
+The decoders run on a virtual clock of decode rounds ``G`` (one per iteration that serves decoders):
+a decoder's actual ``dc`` and ``kv`` are its stored values plus ``G - gb``; a heap of finishing rounds
+(``hf``, ``hr``; stale entries dropped when they surface) gives the finishes; ``cnt[r]`` counts the
+decoders whose KV sits at offset ``r`` in a block at round 0, so the decoders needing a new block
+this round are ``cnt[-G % block_size]``; running sums over the decoders give the batch's KV for
+context-aware times and records.  An iteration that serves every decoder (the usual case under a KV
+cache) thus costs O(1) plus its events (a finish, a completed prompt, a first token, a preemption);
+a decoder's values are made actual when it leaves (finish, preemption) or is left out of a batch.
+
+:func:`step` runs until the end or until the caller should report progress (``STATUS_PROGRESS``);
+growing buffers are returned.
+"""
+# ruff: noqa: PLR0912, PLR0913, PLR0915, PLR1730, N806
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+from .fcfs import _hpop, _hpush
+
+__all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
+
+STATUS_DONE, STATUS_PROGRESS = 0, 1
+
+# cfg (int64): the scheduler, the memory and run options
+(C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
+ C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING) = range(18)
+N_CFG = 18
+# si (int64): the integer state
+(I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
+ I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
+ I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW) = range(34)
+N_SI = 34
+# sf (float64): the clock, busy time, next progress report
+F_T, F_BUSY, F_NEXT = range(3)
+# record columns: RF (float) t_s, batch_s; RI (int) the rest
+R_T, R_B = range(2)
+(R_X, R_S, R_Q, R_D, R_K, R_U, R_RES, R_WAIT, R_USE) = range(9)
+N_RI = 9
+
+
+@jit
+def _grow1(a, need):
+    """``a`` copied into an array of the same type with at least ``need`` slots, doubling."""
+    m = len(a) * 2 + 16
+    while m < need:
+        m *= 2
+    b = np.empty(m, a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+@jit
+def _grow2(a, need):
+    """``a`` (rows x columns) copied into one with at least ``need`` rows, doubling."""
+    m = a.shape[0] * 2 + 16
+    while m < need:
+        m *= 2
+    b = np.empty((m, a.shape[1]), a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@jit
+def _cdiv(x, bs):
+    return -((-x) // bs)
+
+
+@jit
+def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
+            kv_cap):
+    """Admit the arrivals at times <= ``upto`` into the waiting FIFO (rejecting any that can never fit), with
+    a backlog row at each one's own time."""
+    while na < n and arr[na] <= upto:
+        i = na
+        na += 1
+        p = P[i]
+        d = D[i]
+        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
+            rejected += 1
+            continue
+        pend[pt] = i
+        pt += 1
+        hidden += p
+        n_sys += 1
+        work += p + d
+        bt[nb] = arr[i]
+        bn[nb] = n_sys
+        bw[nb] = work
+        nb += 1
+    return na, n_sys, work, pt, hidden, rejected, nb
+
+
+@jit
+def _compact(lst, pos, lp, b):
+    """Drop the removed (-1) entries of the list ``lst[lp[b]:lp[b + 1]]``, moving it to the front."""
+    w = 0
+    for i in range(lp[b], lp[b + 1]):
+        rid = lst[i]
+        if rid >= 0:
+            lst[w] = rid
+            pos[rid] = w
+            w += 1
+    lp[b] = 0
+    lp[b + 1] = w
+
+
+@jit
+def _ins(lst, pos, lp, b, rid):
+    """Put ``rid`` into the list ``b`` (live entries in ascending request id), usually at its end."""
+    j = lp[b + 1] - 1
+    while j >= lp[b] and lst[j] < 0:
+        j -= 1
+    if j < lp[b] or lst[j] < rid:  # the newest: appended
+        if lp[b + 1] == len(lst):
+            _compact(lst, pos, lp, b)
+        lst[lp[b + 1]] = rid
+        pos[rid] = lp[b + 1]
+        lp[b + 1] += 1
+    else:  # an older request back in this list (after a preemption): the younger entries shift by one
+        if lp[b + 1] == len(lst):
+            _compact(lst, pos, lp, b)
+        j = lp[b + 1]
+        while j > lp[b] and (lst[j - 1] > rid or lst[j - 1] < 0):
+            q = lst[j - 1]
+            lst[j] = q
+            if q >= 0:
+                pos[q] = j
+            j -= 1
+        lst[j] = rid
+        pos[rid] = j
+        lp[b + 1] += 1
+    lp[b + 2] += 1
+
+
+@jit
+def _rem(lst, pos, lp, b, rid):
+    """Take ``rid`` out of the list ``b`` (its slot is marked -1; leading marks are skipped, many compacted)."""
+    lst[pos[rid]] = -1
+    lp[b + 2] -= 1
+    lo = lp[b]
+    hi = lp[b + 1]
+    while lo < hi and lst[lo] < 0:
+        lo += 1
+    lp[b] = lo
+    if lo == hi:
+        lp[b] = 0
+        lp[b + 1] = 0
+    elif hi - lo > 2 * lp[b + 2] + 64:
+        _compact(lst, pos, lp, b)
+
+
+@jit
+def _alloc(qe, qs, stamp, cup, k):
+    """Take ``k`` free blocks (``BlockPool.alloc`` with prefix caching): never-used ones first (``qs[0]``),
+    then the freed ones in the order they were freed (``qe[qs[1]:qs[2]]``: request, block index,
+    generation, taken); handing out a block still holding a request's prefix ends that prefix there."""
+    while k > 0:
+        if qs[0] > 0:
+            take = k if k < qs[0] else qs[0]
+            qs[0] -= take
+            k -= take
+            continue
+        h = qs[1]
+        qs[1] = h + 1
+        if qe[h, 3]:  # taken back by its owner since: not free
+            continue
+        i = qe[h, 0]
+        if qe[h, 2] == stamp[i] and qe[h, 1] < cup[i]:
+            cup[i] = qe[h, 1]
+        k -= 1
+
+
+@jit
+def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
+    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); returns the queue
+    (compacted, or grown, when full)."""
+    g = stamp[i] + 1
+    stamp[i] = g
+    cup[i] = nb
+    if qs[2] + nb > qe.shape[0]:
+        w = 0  # drop the entries handed out and the ones taken back; the rest keep their order
+        for h in range(qs[1], qs[2]):
+            if qe[h, 3]:
+                continue
+            for c in range(4):
+                qe[w, c] = qe[h, c]
+            q = qe[w, 0]
+            if qe[w, 2] == stamp[q]:
+                qpos[q] = w - (qn[q] - 1 - qe[w, 1])
+            w += 1
+        qs[1] = 0
+        qs[2] = w
+        if w + nb > qe.shape[0] // 2:
+            qe = _grow2(qe, 2 * (w + nb))
+    qpos[i] = qs[2]
+    qn[i] = nb
+    for j in range(nb - 1, -1, -1):
+        h = qs[2]
+        qe[h, 0] = i
+        qe[h, 1] = j
+        qe[h, 2] = g
+        qe[h, 3] = 0
+        qs[2] = h + 1
+    return qe
+
+
+@jit
+def _reuse(qe, cup, qpos, qn, i, want):
+    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix; returns how many."""
+    hit = cup[i] if cup[i] < want else want
+    for j in range(hit):
+        qe[qpos[i] + qn[i] - 1 - j, 3] = 1
+    cup[i] = 0
+    return hit
+
+
+# the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were
+# served (pl: some prompt computed or held; preempted ones come back here) and those never served (ql, a FIFO).
+# FCFS admission is head-of-line, so every request in pl is older than every one in ql: pl then ql is the
+# arrival order of the prefilling residents.
+L_D, L_P, L_F = 0, 3, 6
+
+
+@jit
+def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
+            prefill_first, bpr, bpm, bd, bl):
+    """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
+
+    The decode part is the first ``min(budget, slots)`` decoders in arrival order (every decoder holds KV, so
+    it is in view either way): with ``nd`` equal to all of them (``alld``) they are the list ``dl`` itself,
+    else they are written to ``bd`` (with, under paged rules, how many have their blocks full).  The prefill
+    chunks are written to ``bpr``/``bpm`` and the never-schedulable prompts to ``bl``, in arrival order.
+    Returns ``(npf, nd, nbl, alld, full)``.
+    """
+    npf = 0
+    nd = 0
+    nbl = 0
+    full = 0
+    alld = False
+    budget = b_max
+    slots = k_cap
+    ndl = lp[L_D + 2]
+    for phase in range(2):
+        # which part runs in this phase: the decode part (True) or the prefill part (False)
+        if mixed:
+            dec = (phase == 1) if prefill_first else (phase == 0)
+        elif prefill_first:
+            if phase == 1 and npf > 0:
+                break
+            dec = phase == 1
+        else:
+            if phase == 1 and nd > 0:
+                break
+            dec = phase == 0
+        if budget < 1 or slots < 1:
+            break
+        if dec:
+            take = ndl
+            if budget < take:
+                take = budget
+            if slots < take:
+                take = slots
+            nd = take
+            budget -= take
+            slots -= take
+            if take == ndl:
+                alld = True
+            else:
+                i = lp[L_D]
+                j = 0
+                while j < take:
+                    rid = dl[i]
+                    i += 1
+                    if rid < 0:
+                        continue
+                    bd[j] = rid
+                    j += 1
+                    if paged and (kv[rid] + G - gb[rid]) % bs == 0:
+                        full += 1
+            continue
+        hol = False
+        for part in range(2):  # the served prefilling residents, then the never served ones
+            if hol or (part == 1 and hide):  # (none of the never served holds KV)
+                break
+            lst = pl if part == 0 else ql
+            b = L_P if part == 0 else L_F
+            for i in range(lp[b], lp[b + 1]):
+                if budget < 1 or slots < 1:
+                    break
+                rid = lst[i]
+                if rid < 0:
+                    continue
+                if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                    continue
+                need = pc[rid] - pf[rid]
+                if need <= budget:
+                    bpr[npf] = rid
+                    bpm[npf] = need
+                    npf += 1
+                    budget -= need
+                    slots -= 1
+                elif chunked or (chunk_long and need > b_max):
+                    bpr[npf] = rid
+                    bpm[npf] = budget
+                    npf += 1
+                    budget = 0
+                    slots -= 1
+                elif need > b_max:
+                    bl[nbl] = rid  # can never fit: skipped, reported
+                    nbl += 1
+                else:
+                    hol = True  # head-of-line
+                    break
+    return npf, nd, nbl, alld, full
+
+
+@jit
+def _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf):
+    """``QueueView.demand`` of the residents in view: one token per decoder, the rest of each prompt."""
+    s = lp[L_D + 2]
+    for i in range(lp[L_P], lp[L_P + 1]):
+        rid = pl[i]
+        if rid < 0 or (hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0)):
+            continue
+        s += pc[rid] - pf[rid]
+    if not hide:
+        for i in range(lp[L_F], lp[L_F + 1]):
+            rid = ql[i]
+            if rid >= 0:
+                s += pc[rid] - pf[rid]
+    return s
+
+
+@jit
+def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
+    """Write the first ``nd`` decoders to ``bd``; return how many have their blocks full."""
+    full = 0
+    i = lp[L_D]
+    j = 0
+    while j < nd:
+        rid = dl[i]
+        i += 1
+        if rid < 0:
+            continue
+        bd[j] = rid
+        j += 1
+        if paged and (kv[rid] + G - gb[rid]) % bs == 0:
+            full += 1
+    return full
+
+
+@jit
+def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
+         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup, qpos,
+         qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+    """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
+    n = len(arr)
+    b_max = cfg[C_BMAX]
+    k_cap = cfg[C_KCAP]
+    mixed = cfg[C_MIXED] != 0
+    chunked = cfg[C_CHUNKED] != 0
+    chunk_long = cfg[C_CHUNK_LONG] != 0
+    prefill_first = cfg[C_PREFILL_FIRST] != 0
+    record = cfg[C_RECORD] != 0
+    report = cfg[C_REPORT] != 0
+    paged = cfg[C_PAGED] != 0
+    bs = cfg[C_BS]
+    whole = cfg[C_WHOLE] != 0
+    most_recent = cfg[C_MOST_RECENT] != 0
+    emit = cfg[C_EMIT] != 0
+    kv_cap = cfg[C_KVCAP]
+    w_size = cfg[C_WSIZE]
+    never = cfg[C_NEVER]
+    swap = cfg[C_SWAP] != 0
+    caching = cfg[C_CACHING] != 0
+    total = kv_cap // bs
+    swap_s = cf[2]
+    cap_sw = len(swq)
+    horizon = cf[0]
+    ks = cf[1]
+
+    na = si[I_NA]
+    n_sys = si[I_NSYS]
+    work = si[I_WORK]
+    ph = si[I_PH]
+    pt = si[I_PT]
+    n_fresh = si[I_NFRESH]
+    n_parked = si[I_NPARKED]
+    hidden = si[I_HIDDEN]
+    used = si[I_USED]
+    free = si[I_FREE]
+    nadm = si[I_NADM]
+    admseq = si[I_ADMSEQ]
+    nb = si[I_NB]
+    nr = si[I_NR]
+    n_iter = si[I_NITER]
+    mixed_iters = si[I_MIXED]
+    tok_served = si[I_TOKS]
+    resume = si[I_RESUME] != 0
+    preemptions = si[I_PREEMPT]
+    wasted = si[I_WASTED]
+    rejected = si[I_REJECTED]
+    peak = si[I_PEAK]
+    n_blocked = si[I_NBLOCKED]
+    examined = si[I_EXAMINED]
+    kvdec = si[I_KVDEC]  # over the decoders: KV tokens held, prompt + generated tokens
+    sdec = si[I_SDEC]
+    G = si[I_G]  # decode rounds: a decoder's dc and kv are its base values + G - gb (see the module notes)
+    nh = si[I_NH]  # hf/hr[:nh]: heap of (round at which a decoder finishes, request); stale entries dropped
+    nfr = si[I_NFR]  # fr[:nfr]: decoders not served yet (their first token is still to come)
+    swap_tokens = si[I_SWT]
+    sh = si[I_SH]  # swapped-out requests: the ring swq[sh:sh + nsw] (oldest first), KV held shl[rid]
+    nsw = si[I_NSW]
+    nstk = si[I_NSTK]  # sr/sq[:nstk]: (request, admission number) in admission order; stale entries skipped
+    t = sf[F_T]
+    busy = sf[F_BUSY]
+    next_report = sf[F_NEXT]
+    status = STATUS_DONE
+
+    while True:
+        if not resume:
+            if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
+                need = nb + (n - na) + 2
+                bt = _grow1(bt, need)
+                bn = _grow1(bn, need)
+                bw = _grow1(bw, need)
+            na, n_sys, work, pt, hidden, rejected, nb = _arrive(
+                arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
+                kv_cap)
+            bt[nb] = t
+            bn[nb] = n_sys
+            bw[nb] = work
+            nb += 1
+            if t >= horizon:
+                break
+            if report and t >= next_report:
+                status = STATUS_PROGRESS
+                break
+        resume = False
+        while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
+            rid = pend[ph]
+            ph += 1
+            _ins(ql, pos_p, lp, L_F, rid)
+            hidden -= P[rid]
+            if P[rid] <= never:
+                n_fresh += 1
+        if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] == 0 and nsw == 0:  # nobody in view
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+
+        # ---- the batch: the policy's choice under the memory rules (StationMemory.form) ----
+        extra_s = 0.0
+        while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
+            rid = swq[sh]
+            held = shl[rid]
+            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
+                break
+            sh = (sh + 1) % cap_sw
+            nsw -= 1
+            if paged:
+                nbk[rid] = _cdiv(held, bs)
+                free -= nbk[rid]
+            used += held
+            kv[rid] = held
+            swap_tokens += held
+            extra_s += held * swap_s
+            nadm += 1
+            if pf[rid] >= pc[rid]:  # a decoder again, from this round on
+                st[rid] = 1
+                _ins(dl, pos_d, lp, L_D, rid)
+                kvdec += kv[rid]
+                sdec += P[rid] + dc[rid]
+                gb[rid] = G
+                cnt[(kv[rid] - G) % bs] += 1
+                if nh == len(hf):
+                    hf = _grow1(hf, nh + 1)
+                    hr = _grow1(hr, nh + 1)
+                nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                if dc[rid] == 0:
+                    fr[nfr] = rid
+                    nfr += 1
+            else:
+                st[rid] = 0
+                _ins(pl, pos_p, lp, L_P, rid)
+        hide = nsw > 0  # while requests are swapped out, no new one is admitted
+        demand = 0
+        npf = 0
+        nd = 0
+        alld = False
+        full = 0
+        while True:
+            if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] == 0:  # every resident swapped out: nothing to run
+                npf = 0
+                nd = 0
+                demand = 0 if hide else hidden
+                break
+            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
+                                               mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
+            if alld and paged:
+                full = cnt[(-G) % bs]
+            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2]
+            if record:
+                demand = _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
+            for j in range(nbl):  # blocked: noted; one never served is set aside (the window's parking)
+                rid = bl[j]
+                if isbl[rid] == 0:
+                    isbl[rid] = 1
+                    n_blocked += 1
+                if fs[rid] != fs[rid]:  # (never served: in ql)
+                    _rem(ql, pos_p, lp, L_F, rid)
+                    n_parked += 1
+                    hidden += pc[rid]
+                    if pc[rid] <= never:
+                        n_fresh -= 1
+            victim = -1
+            if not paged:
+                room = kv_cap - used - nd
+                if room >= 0:
+                    reserve = nadm
+                    kept = 0
+                    dropped_new = False
+                    for j in range(npf):
+                        rid = bpr[j]
+                        m = bpm[j]
+                        if kv[rid] == 0:
+                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
+                        else:
+                            avail = room
+                        if m <= avail:
+                            bpr[kept] = rid
+                            bpm[kept] = m
+                            kept += 1
+                            room -= m
+                        elif chunked and avail > 0:
+                            bpr[kept] = rid
+                            bpm[kept] = avail
+                            kept += 1
+                            room -= avail
+                        elif kv[rid] == 0:
+                            dropped_new = True
+                            break
+                    empty = kept == 0 and nd == 0
+                    if dropped_new and not hide and (empty or room > reserve):
+                        hide = True
+                        continue
+                    if not empty or nadm == 0:
+                        npf = kept
+                        break
+            if paged:
+                need = full  # a decoder whose blocks are full needs one more
+                for j in range(npf):
+                    rid = bpr[j]
+                    if nbk[rid] >= 0:
+                        need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                if need <= free:
+                    for j in range(npf):  # the running requests' blocks first
+                        rid = bpr[j]
+                        run[j] = 1 if nbk[rid] >= 0 else 0
+                        if run[j]:
+                            k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                            if k > 0:
+                                nbk[rid] += k
+                    free -= need  # (the decoders' blocks are counted in nbk when their token is added)
+                    if caching:
+                        _alloc(qe, qs, stamp, cup, need)
+                    kept = 0
+                    stop = False
+                    for j in range(npf):  # then new requests, head-of-line, while their reservation fits
+                        rid = bpr[j]
+                        m = bpm[j]
+                        if run[j]:
+                            bpr[kept] = rid
+                            bpm[kept] = m
+                            kept += 1
+                            continue
+                        if stop:
+                            continue
+                        hit = 0
+                        if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
+                            if _cdiv(pc[rid], bs) > free:
+                                stop = True
+                                continue
+                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
+                            free -= hit
+                        remaining = pc[rid] - pf[rid] - hit * bs
+                        want = remaining if whole or m > remaining else m
+                        if _cdiv(hit * bs + want, bs) - hit > free:
+                            stop = True
+                            continue
+                        nbk[rid] = hit
+                        if hit:
+                            kv[rid] = hit * bs
+                            used += hit * bs
+                            pf[rid] = hit * bs
+                            wasted -= hit * bs
+                            work -= hit * bs
+                            demand -= hit * bs
+                        adm[rid] = admseq
+                        if most_recent:
+                            if nstk == len(sr):  # full: keep the entries still admitted
+                                w = 0
+                                for i in range(nstk):
+                                    q = sr[i]
+                                    if nbk[q] >= 0 and adm[q] == sq[i]:
+                                        sr[w] = q
+                                        sq[w] = sq[i]
+                                        w += 1
+                                nstk = w
+                            sr[nstk] = rid
+                            sq[nstk] = admseq
+                            nstk += 1
+                        admseq += 1
+                        nadm += 1
+                        if m > remaining:
+                            m = remaining
+                        k = _cdiv(kv[rid] + m, bs) - nbk[rid]
+                        if k > 0:
+                            free -= k
+                            nbk[rid] += k
+                            if caching:
+                                _alloc(qe, qs, stamp, cup, k)
+                        bpr[kept] = rid
+                        bpm[kept] = m
+                        kept += 1
+                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
+                        hide = True  # ask again with the admitted requests alone
+                        continue
+                    npf = kept
+                    break
+            # the victim: the most recently admitted, or the latest arrival holding KV
+            if paged and most_recent and swap:  # (a request swapped back in keeps its admission number)
+                top = -1
+                for i in range(lp[L_D], lp[L_D + 1]):
+                    rid = dl[i]
+                    if rid >= 0 and adm[rid] > top:
+                        top = adm[rid]
+                        victim = rid
+                for i in range(lp[L_P], lp[L_P + 1]):
+                    rid = pl[i]
+                    if rid >= 0 and nbk[rid] >= 0 and adm[rid] > top:
+                        top = adm[rid]
+                        victim = rid
+            elif paged and most_recent:
+                while nstk > 0:
+                    rid = sr[nstk - 1]
+                    if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
+                        victim = rid
+                        break
+                    nstk -= 1
+            else:
+                i = lp[L_D + 1] - 1
+                while i >= lp[L_D] and dl[i] < 0:
+                    i -= 1
+                if i >= lp[L_D]:
+                    victim = dl[i]
+                for i in range(lp[L_P + 1] - 1, lp[L_P] - 1, -1):
+                    rid = pl[i]
+                    if rid > victim and (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                        victim = rid
+                        break
+                    if 0 <= rid < victim:
+                        break
+            if victim < 0:  # (unreachable: something holds KV whenever this is reached)
+                f = kv_cap - used
+                npf = 0
+                if not nd > f > 0:
+                    nd = 0
+                elif nd > f:
+                    nd = f
+                if alld and nd < lp[L_D + 2]:
+                    alld = False
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
+                break
+            # preempt the victim: by recomputation its KV is discarded; by swap it moves to the host
+            if st[victim] == 1:  # a decoder (its values made actual) leaves the decoders
+                cnt[(kv[victim] - gb[victim]) % bs] -= 1
+                dc[victim] += G - gb[victim]
+                kv[victim] += G - gb[victim]
+                if paged:
+                    nbk[victim] = _cdiv(kv[victim], bs)
+                kvdec -= kv[victim]
+                sdec -= P[victim] + dc[victim]
+                _rem(dl, pos_d, lp, L_D, victim)
+                if not swap:
+                    _ins(pl, pos_p, lp, L_P, victim)
+            elif swap:
+                _rem(pl, pos_p, lp, L_P, victim)
+            held = kv[victim]
+            used -= held
+            kv[victim] = 0
+            if paged:
+                free += nbk[victim]
+                if caching:
+                    qe = _release(qe, qs, stamp, cup, qpos, qn, victim, nbk[victim])
+                nbk[victim] = -1
+            nadm -= 1
+            preemptions += 1
+            npre[victim] += 1
+            if swap:
+                swap_tokens += held
+                shl[victim] = held
+                swq[(sh + nsw) % cap_sw] = victim
+                nsw += 1
+                st[victim] = 3
+                extra_s += held * swap_s
+            else:
+                wasted += held
+                base = pc[victim] - rc[victim]
+                rc[victim] = dc[victim]
+                pc[victim] = base + dc[victim]
+                pf[victim] = 0
+                st[victim] = 0
+                work += held
+            hide = True if not paged else hide
+
+        x = 0
+        for j in range(npf):
+            x += bpm[j]
+        if not paged and x + nd > kv_cap - used:  # never exceed memory
+            f = kv_cap - used
+            if f < 0:
+                f = 0
+            npf = 0
+            x = 0
+            if nd > f:
+                nd = f
+                if alld:
+                    alld = False
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
+        if npf == 0 and nd == 0:
+            if extra_s > 0:  # only swaps: they take their time
+                t += extra_s
+                busy += extra_s
+                continue
+            if na >= n:
+                break
+            t = arr[na] if arr[na] < horizon else horizon
+            continue
+
+        # ---- run it ----
+        tokens = x + nd
+        kvr = 0
+        if ks != 0.0 or record:  # the decoders' contexts: KV held, or prompt + generated tokens
+            if alld:
+                kvr = kvdec if ks != 0.0 else sdec
+            else:
+                for j in range(nd):
+                    rid = bd[j]
+                    kvr += (kv[rid] if ks != 0.0 else P[rid] + dc[rid]) + G - gb[rid]
+        tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
+        if record:
+            if nr == RF.shape[0]:
+                RF = _grow2(RF, nr + 1)
+                RI = _grow2(RI, nr + 1)
+            RF[nr, R_T] = t
+            RF[nr, R_B] = tau_j + extra_s
+            RI[nr, R_X] = x
+            RI[nr, R_S] = nd
+            RI[nr, R_Q] = npf + nd
+            RI[nr, R_D] = demand
+            RI[nr, R_K] = kvr
+        t0 = t
+        t += tau_j
+        if extra_s != 0.0:
+            t += extra_s
+        n_iter += 1
+        busy += tau_j + extra_s
+        tok_served += tokens
+        na, n_sys, work, pt, hidden, rejected, nb = _arrive(
+            arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total, kv_cap)
+        work -= tokens
+        if npf and nd:
+            mixed_iters += 1
+        # the decoders first (a prompt completing below joins them after this iteration): one more round
+        if len(hf) < nh + lp[L_D + 2] + npf + 1:  # room for every push of this iteration
+            hf = _grow1(hf, nh + lp[L_D + 2] + npf + 1)
+            hr = _grow1(hr, nh + lp[L_D + 2] + npf + 1)
+        nfl = 0  # requests finishing in this iteration, listed in fl
+        last = -1 if alld or nd == 0 else bd[nd - 1]  # the youngest decoder served
+        w = 0
+        for j in range(nfr):  # first tokens (entries of decoders that left are dropped every iteration)
+            rid = fr[j]
+            if st[rid] != 1 or dc[rid] + G - gb[rid] != 0:
+                continue
+            if nd and (alld or rid <= last):
+                ftk[rid] = t
+            else:
+                fr[w] = rid
+                w += 1
+        nfr = w
+        if nd:
+            if not alld:  # the decoders not served keep their values: their base moves to the next round
+                for i in range(lp[L_D], lp[L_D + 1]):
+                    rid = dl[i]
+                    if rid <= last:
+                        continue
+                    cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                    dc[rid] += G - gb[rid]
+                    kv[rid] += G - gb[rid]
+                    gb[rid] = G + 1
+                    cnt[(kv[rid] - gb[rid]) % bs] += 1
+                    nh = _hpush(hf, hr, nh, gb[rid] + D[rid] - dc[rid], rid)
+            G += 1
+            while nh > 0 and hf[0] <= G:  # finishing decoders
+                f = hf[0]
+                rid = hr[0]
+                nh = _hpop(hf, hr, nh)
+                if st[rid] != 1 or gb[rid] + D[rid] - dc[rid] != f:
+                    continue  # stale: it left, or its finishing round moved
+                cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                dc[rid] += G - gb[rid]
+                kv[rid] += G - gb[rid]
+                gb[rid] = G
+                st[rid] = 2
+                fin[rid] = t
+                fl[nfl] = rid
+                nfl += 1
+        kvdec += nd
+        sdec += nd
+        grown = nd
+        nfl_dec = nfl  # fl[:nfl_dec] are decoders (in dl), the rest finish with their prefill
+        useful = 0
+        for j in range(npf):
+            rid = bpr[j]
+            m = bpm[j]
+            if record and paged:  # prompt tokens computed for the first time
+                top = pf[rid] + m
+                if top > pc[rid] - rc[rid]:
+                    top = pc[rid] - rc[rid]
+                if top > hwm[rid]:
+                    useful += top - hwm[rid]
+                    hwm[rid] = top
+            first = fs[rid] != fs[rid]
+            if first:  # served for the first time: it leaves ql (for pl, or dl below)
+                fs[rid] = t0
+                n_fresh -= 1
+                _rem(ql, pos_p, lp, L_F, rid)
+            pf[rid] += m
+            if not paged and kv[rid] == 0:
+                nadm += 1
+            kv[rid] += m
+            grown += m
+            if pf[rid] < pc[rid]:
+                if first:
+                    _ins(pl, pos_p, lp, L_P, rid)
+            else:
+                if not first:
+                    _rem(pl, pos_p, lp, L_P, rid)
+                if pdn[rid] != pdn[rid]:
+                    pdn[rid] = t
+                    if emit and dc[rid] == 0:  # the prefill's iteration gives the first token
+                        dc[rid] = 1
+                        ftk[rid] = t
+                        work -= 1
+                        useful += 1
+                if dc[rid] >= D[rid]:
+                    st[rid] = 2
+                    fin[rid] = t
+                    fl[nfl] = rid
+                    nfl += 1
+                else:  # a decoder from the next round on
+                    st[rid] = 1
+                    _ins(dl, pos_d, lp, L_D, rid)
+                    kvdec += kv[rid]
+                    sdec += P[rid] + dc[rid]
+                    gb[rid] = G
+                    cnt[(kv[rid] - G) % bs] += 1
+                    nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                    if dc[rid] == 0:
+                        fr[nfr] = rid
+                        nfr += 1
+        used += grown
+        if used > peak:
+            peak = used
+        if record:
+            RI[nr, R_U] = used
+        for j in range(nfl):  # release the finished requests' KV
+            rid = fl[j]
+            if j < nfl_dec:
+                if paged:
+                    nbk[rid] = _cdiv(kv[rid], bs)
+                kvdec -= kv[rid]
+                sdec -= P[rid] + dc[rid]
+                _rem(dl, pos_d, lp, L_D, rid)
+            used -= kv[rid]
+            kv[rid] = 0
+            if paged:
+                free += nbk[rid]
+                if caching:  # released, then forgotten: its blocks are ordinary free ones
+                    qe = _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
+                    stamp[rid] = -1
+                    cup[rid] = 0
+                nbk[rid] = -1
+            nadm -= 1
+            n_sys -= 1
+        if record:
+            RI[nr, R_RES] = nadm
+            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] - nadm + nsw + (pt - ph) + n_parked
+            RI[nr, R_USE] = useful + nd
+            nr += 1
+
+    si[I_NA] = na
+    si[I_NSYS] = n_sys
+    si[I_WORK] = work
+    si[I_PH] = ph
+    si[I_PT] = pt
+    si[I_NFRESH] = n_fresh
+    si[I_NPARKED] = n_parked
+    si[I_HIDDEN] = hidden
+    si[I_USED] = used
+    si[I_FREE] = free
+    si[I_NADM] = nadm
+    si[I_ADMSEQ] = admseq
+    si[I_NB] = nb
+    si[I_NR] = nr
+    si[I_NITER] = n_iter
+    si[I_MIXED] = mixed_iters
+    si[I_TOKS] = tok_served
+    si[I_RESUME] = 1 if status == STATUS_PROGRESS else 0
+    si[I_PREEMPT] = preemptions
+    si[I_WASTED] = wasted
+    si[I_REJECTED] = rejected
+    si[I_PEAK] = peak
+    si[I_NBLOCKED] = n_blocked
+    si[I_EXAMINED] = examined
+    si[I_KVDEC] = kvdec
+    si[I_SDEC] = sdec
+    si[I_G] = G
+    si[I_NH] = nh
+    si[I_NFR] = nfr
+    si[I_SWT] = swap_tokens
+    si[I_SH] = sh
+    si[I_NSW] = nsw
+    si[I_NSTK] = nstk
+    sf[F_T] = t
+    sf[F_BUSY] = busy
+    return status, qe, hf, hr, bt, bn, bw, RF, RI
