@@ -365,6 +365,200 @@ def _batch_time_table(engine):
     return dict(enumerate(tab.tolist(), 1))
 
 
+def _kernel_unsupported(network: Network, check_batches) -> str | None:
+    """Why ``network`` needs the Python event loop (``None``: the compiled loop of
+    :mod:`fluidq.kernel.network` runs it).
+
+    The compiled loop covers stations running a decode-first chunked scheduler in FCFS order
+    (Sarathi-Serve, vLLM with chunked prefill; see :func:`_fast_budget`) without a KV cache, whose batch
+    times tabulate (:func:`_batch_time_table`), and classes whose routes are hops with fixed prompt and
+    output tokens, to stations or to random or join-the-shortest-queue routers.  Fork-join, probabilistic
+    choices, random lengths, KV memory, ``k_max`` below the budget, context-aware batch times, user
+    policies and ``check_batches`` stay on the Python path.
+    """
+    from ..network.model import NoTokens
+    from ..workload.lengths import Fixed
+
+    if check_batches:
+        return "check_batches=True checks every batch in Python"
+    for st in network.stations:
+        if st.engine.kv_capacity_tokens is not None:
+            return f"station {st.name!r} has a KV cache"
+        if _fast_budget(st) is None:
+            return f"station {st.name!r} does not run a decode-first chunked FCFS scheduler without k_max"
+        if st.engine.b_max > _TABLE_MAX:
+            return f"station {st.name!r}'s b_max is above {_TABLE_MAX}"
+    for c in network.classes:
+        if not c.route:
+            return f"class {c.name!r} has an empty route"
+        for h in c.route:
+            if not isinstance(h, Hop):
+                return f"class {c.name!r}'s route has a {type(h).__name__}"
+            if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
+                return f"hop {h.name!r} has random lengths"
+    for r in network.routers:
+        if r.policy != "random" and r.policy != "jsq":
+            return f"router {r.name!r}'s policy {r.policy!r}"
+    return None
+
+
+def _initial_hops(network, initial):
+    """``initial`` as (class index, step index, count) triples, checked as the Python path checks them."""
+    out = []
+    for label, count in (initial or {}).items():
+        found = None
+        for ci, c in enumerate(network.classes):
+            for k, stp in enumerate(c.route):
+                if isinstance(stp, Hop) and stp.name == label:
+                    found = (ci, k)
+        if found is None:
+            raise TopologyError(f"initial: {label!r} is not a top-level hop of any class route")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ParameterError(f"initial[{label!r}]", count, "a whole number of requests >= 0")
+        out.append((found[0], found[1], int(count)))
+    return out
+
+
+def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
+    """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
+    None): the same arrivals and router draws from ``gen``, the same results as the Python path."""
+    from ..kernel.network import R_ENG0, run_network
+    from ..network.model import NoTokens
+
+    i64 = np.int64
+    stations = network.stations
+    n_st = len(stations)
+    sidx = {s.name: i for i, s in enumerate(stations)}
+    routers = {r.name: (i, r) for i, r in enumerate(network.routers)}
+    fm = network.flow
+    pooled = set(fm.pooled)
+    labels = {b.label: None for b in fm.buffers}
+    seen_order = {lab: i + 1 for i, lab in enumerate(labels)}
+
+    # hops: one row per step of every class route
+    rows, first, offs = [], [], []
+    for c in network.classes:
+        offs.append(len(rows))
+        first.append(len(rows))
+        rows.extend(c.route)
+    n_h = len(rows)
+    hop = np.zeros((n_h, 6 + 2 * n_st), dtype=i64)
+    ranks = [{h: k for k, h in enumerate(s.priority)} for s in stations]
+    lows = [len(s.priority) for s in stations]
+    stl_sets = [set() for _ in stations]
+    lab_ids: dict = {}
+
+    def label_id(name):
+        if name not in lab_ids:
+            lab_ids[name] = len(lab_ids)
+        return lab_ids[name]
+
+    for lab in labels:
+        label_id(lab)
+    for ci, c in enumerate(network.classes):
+        for k, h in enumerate(c.route):
+            j = offs[ci] + k
+            is_router = h.engine in routers
+            hop[j, 0] = 1 if is_router else 0
+            hop[j, 1] = routers[h.engine][0] if is_router else sidx[h.engine]
+            hop[j, 2] = h.prompt_tokens.n
+            hop[j, 3] = 0 if isinstance(h.output_tokens, NoTokens) else h.output_tokens.n
+            hop[j, 4] = j + 1 if k + 1 < len(c.route) else -1
+            hop[j, 5] = ci
+            targets = routers[h.engine][1].engines if is_router else (h.engine,)
+            for si, s in enumerate(stations):
+                hop[j, 6 + si] = ranks[si].get(h.name, lows[si])
+                name = f"{h.name}@{s.name}" if is_router and h.engine not in pooled else h.name
+                if s.name in targets:
+                    lid = label_id(name)
+                    hop[j, 6 + n_st + si] = lid
+                    stl_sets[si].add(lid)
+            if k == 0 and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path does
+                seen_order[h.name] = len(seen_order) + 1
+    lab_names = list(lab_ids)
+    n_lab = len(lab_names)
+    seen = np.zeros(n_lab, dtype=i64)
+    for name, o in seen_order.items():
+        seen[lab_ids[name]] = o
+    maxl = max((len(x) for x in stl_sets), default=0)
+    stl = np.zeros((n_st, maxl + 1), dtype=i64)
+    for si, x in enumerate(stl_sets):
+        stl[si, 0] = len(x)
+        stl[si, 1:1 + len(x)] = sorted(x)
+    maxe = max((len(r.engines) for r in network.routers), default=1)
+    rt = np.zeros((max(len(network.routers), 1), R_ENG0 + maxe), dtype=i64)
+    rp = np.zeros((max(len(network.routers), 1), maxe))
+    for i, r in enumerate(network.routers):
+        rt[i, 0] = 0 if r.policy == "random" else (1 if r.count == "requests" else 2)
+        rt[i, 1] = len(r.engines)
+        for j, e in enumerate(r.engines):
+            rt[i, R_ENG0 + j] = sidx[e]
+            if r.policy == "random":
+                rp[i, j] = r.probabilities[j]
+    budget = np.array([_fast_budget(s) for s in stations], dtype=i64)
+    nrank = np.array([lo + 1 for lo in lows], dtype=i64)
+    tau = np.full((n_st, int(budget.max()) + 1), np.nan)
+    for si, s in enumerate(stations):
+        tab = _batch_time_table(s.engine)
+        if not tab:  # the batch time cannot be tabulated in one call: the scalar calls (as the Python path)
+            tab = {b: float(s.engine.batch_time(b)) for b in range(1, int(budget[si]) + 1)}
+        for b in range(1, int(budget[si]) + 1):
+            tau[si, b] = tab[b]
+    # external arrivals, drawn and merged as the Python path does
+    a_t, a_c = [], []
+    for ci, c in enumerate(network.classes):
+        times = c.arrival.times(gen, horizon_s=horizon)
+        a_t.append(times)
+        a_c.append(np.full(len(times), ci, dtype=i64))
+    a_t = np.concatenate(a_t) if a_t else np.zeros(0)
+    a_c = np.concatenate(a_c) if a_c else np.zeros(0, dtype=i64)
+    order = np.lexsort((a_c, a_t))
+    ext_t = np.append(a_t[order].astype(float), math.inf)
+    ext_c = np.ascontiguousarray(a_c[order], dtype=i64)
+    counts = np.bincount(ext_c, minlength=len(network.classes))
+    ini = _initial_hops(network, initial)
+    ihop = np.array([offs[ci] + k for ci, k, n in ini for _ in range(n)], dtype=i64)
+    icls = np.array([ci for ci, k, n in ini for _ in range(n)], dtype=i64)
+    n_tasks = int(sum(int(counts[ci]) * len(c.route) for ci, c in enumerate(network.classes)))
+    n_tasks += sum(n * (len(network.classes[ci].route) - k) for ci, k, n in ini)
+    randomized = any(r.policy == "random" for r in network.routers)
+    if randomized:  # the routers' uniforms, drawn ahead; the generator is left where the Python path leaves it
+        state = gen.bit_generator.state
+        u = gen.random(n_tasks + 1)
+    else:
+        u = np.zeros(1)
+    G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
+    grid = np.minimum(np.arange(G) * dt_rec, horizon)
+    out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank,
+                      len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
+                      max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks)
+    if randomized:
+        gen.bit_generator.state = state
+        if out["uniforms_used"]:
+            gen.random(out["uniforms_used"])
+    cls_names = [c.name for c in network.classes]
+    completed = [int(x) for x in out["completed"]]
+    soj = out["sojourn_sum"].tolist()
+    rin = out["in_system"].astype(float)
+    rbuf = out["buffer_tokens"].astype(float)
+    rwk = out["station_tokens"].astype(float)
+    rnt = out["station_requests"].astype(float)
+    met = sorted((int(o), i) for i, o in enumerate(out["seen"]) if o > 0)
+    wall = _time.perf_counter() - wall0
+    hops = out["hops"]
+    return NetworkSimResult(
+        times_s=grid, in_system={c: rin[:, i].copy() for i, c in enumerate(cls_names)},
+        buffer_tokens={lab_names[i]: rbuf[:, i].copy() for _, i in met},
+        station_tokens={s.name: rwk[:, i].copy() for i, s in enumerate(stations)},
+        station_requests={s.name: rnt[:, i].copy() for i, s in enumerate(stations)},
+        completed=dict(zip(cls_names, completed)),
+        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
+        batches=out["batches"], events=out["events"], horizon_s=horizon, wall_s=wall, seed=seed,
+        violations=(), blocked=(), preemptions={s.name: 0 for s in stations}, rejected={s.name: 0 for s in stations},
+        hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
+                                        "preemptions": np.zeros(len(hops[0]), dtype=np.int64)})
+
+
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
               names: dict | None = None) -> float:
     """Refuse, before any work, runs that cannot be simulated; return the horizon as a float.
@@ -505,8 +699,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if horizon / dt_rec > MAX_GRID:
         raise ParameterError("record_dt_s", record_dt_s, f"a step of at least horizon_s / {MAX_GRID:,} = "
                              f"{horizon / MAX_GRID:.3g} s (at most {MAX_GRID:,} recorded points)")
-    if method not in ("auto", "generic"):
-        raise ParameterError("method", method, "'auto' or 'generic'")
+    if method not in ("auto", "generic", "python", "kernel"):
+        raise ParameterError("method", method, "'auto', 'generic', 'python' or 'kernel'")
     max_batches = integer("max_batches", max_batches, minimum=1, allow_none=True)
     if not isinstance(check_batches, (bool, np.bool_)):
         raise ParameterError("check_batches", check_batches, "True or False")
@@ -521,13 +715,26 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 and swap_s_per_token is None):
             raise ParameterError("swap_s_per_token", None, f"seconds per KV token moved, for station {st.name!r} "
                                  "whose engine.memory.preemption is 'swap'")
+    use_kernel = False
+    if method in ("auto", "kernel"):
+        why = _kernel_unsupported(network, check_batches)
+        if why is not None and method == "kernel":
+            raise ParameterError("method", method, "a network the compiled event loop covers",
+                                 f"{why}; method='auto' runs it on the Python path")
+        if why is None:
+            from ..kernel import compiled
+
+            use_kernel = method == "kernel" or compiled()
     wall0 = _time.perf_counter()
+    if use_kernel:
+        return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops))
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
     gc_on = gc.isenabled()
     gc.disable()
     try:
-        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0,
+        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
+                    "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))
     finally:
         if gc_on:

@@ -1,0 +1,725 @@
+"""The network event loop, in array style: every station of a network on one event clock, compiled by numba
+(or run as the same Python under ``NUMBA_DISABLE_JIT=1``).
+
+It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event-skipping path of
+:mod:`fluidq.sim.network`, rule for rule) for the common case:
+
+* every station runs a decode-first chunked scheduler with mixed batches in FCFS order (Sarathi-Serve,
+  vLLM with chunked prefill) with a token budget ``budget``, no ``k_max`` below it, a batch time of the
+  batch's tokens alone (a table ``tau[station, tokens]``), no KV memory;
+* class priorities at stations (a rank per hop and station; FCFS within a rank);
+* classes whose routes are sequences of hops with fixed prompt and output tokens; a hop goes to a
+  station or to a router: random (uniforms drawn by the caller, used in order), join-the-shortest-queue
+  by requests or by remaining tokens (ties to the engine listed first).
+
+Fork-join, probabilistic choices, random lengths, KV memory, ``k_max`` below the budget, context-aware
+batch times and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
+
+The model (as the Python path): a station with at most ``budget`` decoding requests runs *runs* of
+identical batches -- every decoder gets one token per batch (a virtual decode clock ``G`` and a heap of
+finishing rounds ``(F, rid)``), the prefilling requests the same chunks -- until a decoder finishes, a
+prompt completes, or an arrival cuts the run at the batch in progress.  With more decoders than the
+budget a station runs one batch at a time of the first ``budget`` decoders in priority order.  Events are
+ordered by (time, start of the batch, station, sequence number); external arrivals come first at equal
+times.  A run cut short leaves a stale event, skipped when it comes up (the station's run id changed).
+
+State: flat integer/float arrays (see the column constants); request hops are ``rid`` 1, 2, ... in
+the order they arrive at a station, with doubly linked prefill and decode queues per station and rank.
+:func:`simulate` returns :data:`STATUS_GROW` when the event heap needs more room (the caller grows it
+and calls again: the loop resumes between two events).
+"""
+# ruff: noqa: PLR0912, PLR0913, PLR0915, PLR1730, PLR2004, N806
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+__all__ = ["STATUS_DONE", "STATUS_GROW", "initial", "run_network", "simulate"]
+
+STATUS_DONE, STATUS_GROW = 0, 1
+INF = np.inf
+
+# hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
+# leaves), class; then the rank at each station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
+H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_RANK0 = range(7)
+# rt (int, one row per router): kind (0 random, 1 JSQ by requests, 2 JSQ by tokens), engines, engine ids
+R_KIND, R_N, R_ENG0 = range(3)
+# st (int, one row per station)
+(S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_VIRT, S_G, S_NDEC, S_WORK, S_NT, S_RUNID, S_RK, S_RD, S_RBTOK,
+ S_NALLOC, S_NB, S_NH) = range(16)
+N_S = 16
+# stf (float, one row per station): the current run's start and batch time
+R_T0, R_TAU = range(2)
+# ti (int, one row per hop of a request)
+T_ST, T_P, T_D, T_PREF, T_DEC, T_F, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV = range(12)
+N_T = 12
+# tf (float): arrival in the network, arrival at the station
+TF_JIN, TF_ARR = range(2)
+# qh[s, rank, :]: prefill queue head/tail, decode queue head/tail (0: empty)
+Q_PH, Q_PT, Q_DH, Q_DT = range(4)
+# g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
+# station, next external arrival, next grid point, hops recorded, event heap size, run ids, record hops,
+# max batches (-1: none)
+(G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RUNSEQ,
+ G_RECHOPS, G_MAXB) = range(15)
+N_G = 15
+# gf (float): current event's batch start, next grid point, horizon
+GF_CURSTART, GF_NEXTREC, GF_HORIZON = range(3)
+N_GF = 3
+
+
+@jit
+def _evless(evf, evi, a, b):
+    """Event ``a`` before event ``b``: (time, batch start, station, sequence number)."""
+    if evf[a, 0] != evf[b, 0]:
+        return evf[a, 0] < evf[b, 0]
+    if evf[a, 1] != evf[b, 1]:
+        return evf[a, 1] < evf[b, 1]
+    if evi[a, 0] != evi[b, 0]:
+        return evi[a, 0] < evi[b, 0]
+    return evi[a, 1] < evi[b, 1]
+
+
+@jit
+def _evswap(evf, evi, a, b):
+    for c in range(2):
+        x = evf[a, c]
+        evf[a, c] = evf[b, c]
+        evf[b, c] = x
+    for c in range(4):
+        y = evi[a, c]
+        evi[a, c] = evi[b, c]
+        evi[b, c] = y
+
+
+@jit
+def _evpush(evf, evi, g, t, start, s, kind, runid):
+    """Push an event (its sequence number is the next one); room is there."""
+    i = g[G_NEV]
+    g[G_NEV] = i + 1
+    evf[i, 0] = t
+    evf[i, 1] = start
+    evi[i, 0] = s
+    evi[i, 1] = g[G_SEQ]
+    evi[i, 2] = kind
+    evi[i, 3] = runid
+    g[G_SEQ] += 1
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _evless(evf, evi, i, p):
+            break
+        _evswap(evf, evi, i, p)
+        i = p
+
+
+@jit
+def _evpop(evf, evi, g):
+    """Drop the first event."""
+    n = g[G_NEV] - 1
+    g[G_NEV] = n
+    if n == 0:
+        return
+    _evswap(evf, evi, 0, n)
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _evless(evf, evi, c + 1, c):
+            c += 1
+        if not _evless(evf, evi, c, i):
+            break
+        _evswap(evf, evi, i, c)
+        i = c
+
+
+@jit
+def _fless(fF, fR, s, a, b):
+    return fF[s, a] < fF[s, b] or (fF[s, a] == fF[s, b] and fR[s, a] < fR[s, b])
+
+
+@jit
+def _fswap(fF, fR, s, a, b):
+    x = fF[s, a]
+    fF[s, a] = fF[s, b]
+    fF[s, b] = x
+    x = fR[s, a]
+    fR[s, a] = fR[s, b]
+    fR[s, b] = x
+
+
+@jit
+def _fpush(fF, fR, s, n, f, r):
+    """Push (finishing round, rid) onto station ``s``'s heap of ``n`` entries; return the new size."""
+    i = n
+    fF[s, i] = f
+    fR[s, i] = r
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _fless(fF, fR, s, i, p):
+            break
+        _fswap(fF, fR, s, i, p)
+        i = p
+    return n + 1
+
+
+@jit
+def _fpop(fF, fR, s, n):
+    """Drop the top of station ``s``'s heap of ``n`` entries; return the new size."""
+    n -= 1
+    if n == 0:
+        return 0
+    _fswap(fF, fR, s, 0, n)
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _fless(fF, fR, s, c + 1, c):
+            c += 1
+        if not _fless(fF, fR, s, c, i):
+            break
+        _fswap(fF, fR, s, i, c)
+        i = c
+    return n
+
+
+@jit
+def _qappend(qh, ti, s, r, head, rid):
+    """Append ``rid`` to station ``s``'s queue (``head`` Q_PH or Q_DH) of rank ``r``."""
+    tail = qh[s, r, head + 1]
+    ti[rid, T_PRV] = tail
+    ti[rid, T_NXT] = 0
+    if tail:
+        ti[tail, T_NXT] = rid
+    else:
+        qh[s, r, head] = rid
+    qh[s, r, head + 1] = rid
+
+
+@jit
+def _qremove(qh, ti, s, r, head, rid):
+    p = ti[rid, T_PRV]
+    n = ti[rid, T_NXT]
+    if p:
+        ti[p, T_NXT] = n
+    else:
+        qh[s, r, head] = n
+    if n:
+        ti[n, T_PRV] = p
+    else:
+        qh[s, r, head + 1] = p
+
+
+@jit
+def _current_work(s, now, st, stf, g, gf):
+    """Remaining tokens at station ``s`` at ``now``: the batches of its run that ended before the current
+    event count as done (one ending exactly at ``now`` does when its key is below the current event's)."""
+    if st[s, S_RUNID] == 0:
+        return st[s, S_WORK]
+    tau = stf[s, R_TAU]
+    k = st[s, S_RK]
+    t = stf[s, R_T0]
+    arriving = g[G_ARRIVING] != 0
+    cs = gf[GF_CURSTART]
+    ci = g[G_CURIDX]
+    j = 0
+    while j < k:
+        start = t
+        t += tau
+        if t > now or (t == now and (arriving or start > cs or (start == cs and s > ci))):
+            break
+        j += 1
+    return st[s, S_WORK] - j * st[s, S_RBTOK]
+
+
+@jit
+def _cut_run(s, now, st, stf, evf, evi, g, gf):
+    """Cut station ``s``'s run at the batch in progress at ``now`` (a new run id; the old event goes stale)."""
+    tau = stf[s, R_TAU]
+    k = st[s, S_RK]
+    t = stf[s, R_T0]
+    arriving = g[G_ARRIVING] != 0
+    cs = gf[GF_CURSTART]
+    ci = g[G_CURIDX]
+    i = 0
+    start = t
+    while i < k:
+        start = t
+        t += tau
+        i += 1
+        if t > now or (t == now and (arriving or start > cs or (start == cs and s > ci))):
+            break
+    if i < k:
+        g[G_RUNSEQ] += 1
+        st[s, S_RUNID] = g[G_RUNSEQ]
+        st[s, S_RK] = i
+        _evpush(evf, evi, g, t, start, s, 2, g[G_RUNSEQ])
+
+
+@jit
+def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf):
+    """Start station ``s``'s next run of identical batches (at most ``budget`` decoders), or leave it idle."""
+    horizon = gf[GF_HORIZON]
+    if now >= horizon:  # no batch starts at or after the horizon
+        st[s, S_BUSY] = 0
+        return
+    G = st[s, S_G]
+    nrank = st[s, S_NRANK]
+    if st[s, S_VIRT] == 0:  # onto the virtual decode clock: every decoder's finishing round
+        nh = 0
+        for r in range(nrank):
+            rid = qh[s, r, Q_DH]
+            while rid:
+                f = G + ti[rid, T_D] - ti[rid, T_DEC]
+                ti[rid, T_F] = f
+                nh = _fpush(fF, fR, s, nh, f, rid)
+                rid = ti[rid, T_NXT]
+        st[s, S_NH] = nh
+        st[s, S_VIRT] = 1
+    d = st[s, S_NDEC]
+    rem = st[s, S_BUDGET] - d
+    btok = d
+    na = 0
+    if rem > 0:  # whole prompts in priority/FCFS order, the last maybe a chunk
+        for r in range(nrank):
+            rid = qh[s, r, Q_PH]
+            while rid:
+                need = ti[rid, T_P] - ti[rid, T_PREF]
+                al_t[s, na] = rid
+                na += 1
+                if need < rem:
+                    al_k[s, na - 1] = need
+                    btok += need
+                    rem -= need
+                else:
+                    al_k[s, na - 1] = rem
+                    btok += rem
+                    rem = 0
+                    break
+                rid = ti[rid, T_NXT]
+            if rem == 0:
+                break
+    st[s, S_NALLOC] = na
+    if d:  # until the next decode completion; with prefill one batch, unless the head prompt alone is chunked
+        k = fF[s, 0] - G
+        if na:
+            if na == 1:
+                rid = al_t[s, 0]
+                kp = (ti[rid, T_P] - ti[rid, T_PREF]) // al_k[s, 0]
+                if kp < k:
+                    k = kp
+            else:
+                k = 1
+    elif na:
+        if na == 1:
+            rid = al_t[s, 0]
+            k = (ti[rid, T_P] - ti[rid, T_PREF]) // al_k[s, 0]
+        else:
+            k = 1
+    else:
+        st[s, S_BUSY] = 0
+        return
+    tv = tau[s, btok]
+    if k > 2 and tv > 0:  # batches that would start after the horizon are never seen
+        x = (horizon - now) / tv
+        if x < 4.0e18:
+            kk = int(x) + 2
+            if kk < k:
+                k = kk
+    if k == 1:
+        t_end = now + tv
+        t_last = now
+    else:
+        t_end = now
+        t_last = now
+        for _ in range(k):  # one addition per batch: the times of batch-by-batch simulation
+            t_last = t_end
+            t_end += tv
+        if t_last >= horizon:
+            t_end = now
+            for i in range(k):
+                t_last = t_end
+                t_end += tv
+                if t_end >= horizon:
+                    k = i + 1
+                    break
+    g[G_RUNSEQ] += 1
+    st[s, S_RUNID] = g[G_RUNSEQ]
+    stf[s, R_T0] = now
+    stf[s, R_TAU] = tv
+    st[s, S_RK] = k
+    st[s, S_RD] = d
+    st[s, S_RBTOK] = btok
+    st[s, S_BUSY] = 1
+    _evpush(evf, evi, g, t_end, t_last, s, 2, g[G_RUNSEQ])
+
+
+@jit
+def _start_batch(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf):
+    """Start station ``s``'s next run, or, with more decoders than the budget, one batch of the first
+    ``budget`` decoders in priority order."""
+    if now >= gf[GF_HORIZON]:
+        st[s, S_BUSY] = 0
+        return
+    budget = st[s, S_BUDGET]
+    if st[s, S_NDEC] <= budget:
+        _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
+        return
+    nrank = st[s, S_NRANK]
+    if st[s, S_VIRT]:  # leave the virtual decode clock: every decoder's decoded count
+        G = st[s, S_G]
+        for r in range(nrank):
+            rid = qh[s, r, Q_DH]
+            while rid:
+                ti[rid, T_DEC] = ti[rid, T_D] - (ti[rid, T_F] - G)
+                rid = ti[rid, T_NXT]
+        st[s, S_VIRT] = 0
+        st[s, S_NH] = 0
+    n = 0
+    for r in range(nrank):
+        rid = qh[s, r, Q_DH]
+        while rid and n < budget:
+            bat[s, n] = rid
+            n += 1
+            rid = ti[rid, T_NXT]
+        if n >= budget:
+            break
+    st[s, S_NB] = n
+    st[s, S_BUSY] = 1
+    _evpush(evf, evi, g, now + tau[s, n], now, s, 1, 0)
+
+
+@jit
+def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf,
+            buf, seen, u):
+    """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
+    n_st = st.shape[0]
+    if hop[h, H_ROUTER]:
+        r = hop[h, H_TGT]
+        ne = rt[r, R_N]
+        kind = rt[r, R_KIND]
+        if kind == 0:
+            x = u[g[G_U]]
+            g[G_U] += 1
+            acc = 0.0
+            s = rt[r, R_ENG0 + ne - 1]
+            for j in range(ne):
+                acc += rp[r, j]
+                if x < acc:
+                    s = rt[r, R_ENG0 + j]
+                    break
+        else:
+            s = -1
+            key = 0
+            for j in range(ne):
+                e = rt[r, R_ENG0 + j]
+                kk = st[e, S_NT] if kind == 1 else _current_work(e, now, st, stf, g, gf)
+                if s < 0 or kk < key:
+                    s = e
+                    key = kk
+    else:
+        s = hop[h, H_TGT]
+    lab = hop[h, H_RANK0 + n_st + s]
+    if seen[lab] == 0:
+        g[G_SEEN] += 1
+        seen[lab] = g[G_SEEN]
+    rid = g[G_RID]
+    g[G_RID] = rid + 1
+    p = hop[h, H_P]
+    d = hop[h, H_D]
+    rank = hop[h, H_RANK0 + s]
+    ti[rid, T_ST] = s
+    ti[rid, T_P] = p
+    ti[rid, T_D] = d
+    ti[rid, T_PREF] = 0
+    ti[rid, T_DEC] = 0
+    ti[rid, T_RANK] = rank
+    ti[rid, T_LAB] = lab
+    ti[rid, T_HOP] = h
+    ti[rid, T_CLS] = ci
+    tf[rid, TF_JIN] = jin
+    tf[rid, TF_ARR] = now
+    st[s, S_NT] += 1
+    st[s, S_WORK] += p + d
+    _qappend(qh, ti, s, rank, Q_PH, rid)
+    buf[lab] += p + d
+    if st[s, S_ROUTING]:
+        return  # the station starts its next batch once every finished request has moved on
+    if st[s, S_BUSY] == 0:
+        _start_batch(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
+    elif st[s, S_RUNID] != 0 and st[s, S_RK] > 1:
+        _cut_run(s, now, st, stf, evf, evi, g, gf)
+
+
+@jit
+def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
+             seen, u, cls_i, soj, done, hps, hpa, hpf):
+    """Send the ``nd`` hops in ``done`` that finished at station ``s`` along their routes or out."""
+    st[s, S_BUSY] = 0
+    st[s, S_ROUTING] = 1
+    if g[G_RECHOPS]:
+        n = g[G_NHOP]
+        for i in range(nd):
+            hps[n] = s
+            hpa[n] = tf[done[i], TF_ARR]
+            hpf[n] = now
+            n += 1
+        g[G_NHOP] = n
+    for i in range(nd):
+        rid = done[i]
+        ci = ti[rid, T_CLS]
+        nx = hop[ti[rid, T_HOP], H_NEXT]
+        if nx < 0:
+            cls_i[ci, 0] -= 1
+            cls_i[ci, 1] += 1
+            soj[ci] += now - tf[rid, TF_JIN]
+        else:
+            _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat,
+                    evf, evi, g, gf, buf, seen, u)
+    st[s, S_ROUTING] = 0
+
+
+@jit
+def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf):
+    """The grid points up to ``t``: requests per class, tokens per label and station, residents per station
+    (batches of a run in progress that ended before a point count as served)."""
+    gi = g[G_GI]
+    ng = grid.shape[0]
+    n_st = st.shape[0]
+    while gi < ng and grid[gi] <= t:
+        at = grid[gi]
+        for c in range(cls_i.shape[0]):
+            rin[gi, c] = cls_i[c, 0]
+        for lab in range(buf.shape[0]):
+            rbuf[gi, lab] = buf[lab]
+        for s in range(n_st):
+            w = st[s, S_WORK]
+            rnt[gi, s] = st[s, S_NT]
+            if st[s, S_RUNID] != 0 and stf[s, R_T0] + stf[s, R_TAU] < at:
+                tt = stf[s, R_T0]
+                tv = stf[s, R_TAU]
+                k = st[s, S_RK]
+                j = 0
+                while j < k:
+                    tt += tv
+                    if tt >= at:
+                        break
+                    j += 1
+                if j:
+                    if st[s, S_RD]:
+                        for m in range(stl[s, 0]):
+                            lab = stl[s, 1 + m]
+                            cnt = dlab[s, lab]
+                            if cnt:
+                                rbuf[gi, lab] -= j * cnt
+                                w -= j * cnt
+                    for a in range(st[s, S_NALLOC]):
+                        served = j * al_k[s, a]
+                        rbuf[gi, ti[al_t[s, a], T_LAB]] -= served
+                        w -= served
+            rwk[gi, s] = w
+        gi += 1
+    g[G_GI] = gi
+    gf[GF_NEXTREC] = grid[gi] if gi < ng else INF
+
+
+@jit
+def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf, seen,
+            u, cls_i):
+    """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order."""
+    for i in range(ihop.shape[0]):
+        cls_i[icls[i], 0] += 1
+        _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf,
+                evi, g, gf, buf, seen, u)
+
+
+@jit
+def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, dlab,
+             evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
+    """Run the event loop to the end (:data:`STATUS_DONE`) or until the event heap needs room
+    (:data:`STATUS_GROW`: grow ``evf``/``evi`` and call again)."""
+    horizon = gf[GF_HORIZON]
+    n_st = st.shape[0]
+    room = 3 * n_st + 8  # the most events one event can push (a start and a cut per station)
+    while True:
+        if g[G_NEV] + room > evf.shape[0]:
+            return STATUS_GROW
+        te = evf[0, 0] if g[G_NEV] > 0 else INF
+        ai = g[G_AI]
+        ta = ext_t[ai]
+        if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
+            ci = ext_c[ai]
+            g[G_AI] = ai + 1
+            if ta >= gf[GF_NEXTREC]:
+                _record(ta, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
+            g[G_EV] += 1
+            cls_i[ci, 0] += 1
+            g[G_ARRIVING] = 1
+            _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf,
+                    evi, g, gf, buf, seen, u)
+            g[G_ARRIVING] = 0
+            continue
+        if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
+            break
+        t = te
+        gf[GF_CURSTART] = evf[0, 1]
+        s = evi[0, 0]
+        g[G_CURIDX] = s
+        kind = evi[0, 2]
+        runid = evi[0, 3]
+        _evpop(evf, evi, g)
+        if t >= gf[GF_NEXTREC]:
+            _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
+        g[G_EV] += 1
+        nd = 0
+        if kind == 1:  # one batch of the first `budget` decoders ends
+            g[G_NB] += 1
+            n = st[s, S_NB]
+            for i in range(n):
+                rid = bat[s, i]
+                ti[rid, T_DEC] += 1
+                buf[ti[rid, T_LAB]] -= 1
+                if ti[rid, T_DEC] >= ti[rid, T_D]:
+                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
+                    dlab[s, ti[rid, T_LAB]] -= 1
+                    st[s, S_NDEC] -= 1
+                    done[nd] = rid
+                    nd += 1
+            st[s, S_WORK] -= n
+            st[s, S_NT] -= nd
+            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
+                     seen, u, cls_i, soj, done, hps, hpa, hpf)
+            if st[s, S_BUSY] == 0:
+                _start_batch(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
+        else:
+            if runid != st[s, S_RUNID]:  # a run cut short by an arrival: stale event
+                g[G_EV] -= 1
+                continue
+            k = st[s, S_RK]
+            st[s, S_RUNID] = 0
+            g[G_NB] += k
+            G = st[s, S_G]
+            if st[s, S_RD]:
+                G += k
+                st[s, S_G] = G
+                for m in range(stl[s, 0]):
+                    lab = stl[s, 1 + m]
+                    cnt = dlab[s, lab]
+                    if cnt:
+                        buf[lab] -= k * cnt
+            st[s, S_WORK] -= k * st[s, S_RBTOK]
+            na = st[s, S_NALLOC]
+            for a in range(na):
+                rid = al_t[s, a]
+                take = k * al_k[s, a]
+                ti[rid, T_PREF] += take
+                buf[ti[rid, T_LAB]] -= take
+            nh = st[s, S_NH]
+            while nh > 0 and fF[s, 0] <= G:  # the decoders finishing by round G, in (round, rid) order
+                rid = fR[s, 0]
+                nh = _fpop(fF, fR, s, nh)
+                ti[rid, T_DEC] = ti[rid, T_D]
+                _qremove(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
+                dlab[s, ti[rid, T_LAB]] -= 1
+                done[nd] = rid
+                nd += 1
+            st[s, S_NT] -= nd
+            st[s, S_NDEC] -= nd
+            for a in range(na):  # completed prompts start decoding (or leave, without output)
+                rid = al_t[s, a]
+                if ti[rid, T_PREF] >= ti[rid, T_P]:
+                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_PH, rid)
+                    od = ti[rid, T_D]
+                    if od > 0:
+                        _qappend(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
+                        ti[rid, T_F] = G + od
+                        nh = _fpush(fF, fR, s, nh, G + od, rid)
+                        dlab[s, ti[rid, T_LAB]] += 1
+                        st[s, S_NDEC] += 1
+                    else:
+                        st[s, S_NT] -= 1
+                        done[nd] = rid
+                        nd += 1
+            st[s, S_NH] = nh
+            if nd:
+                _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf,
+                         buf, seen, u, cls_i, soj, done, hps, hpa, hpf)
+            if st[s, S_NDEC] > st[s, S_BUDGET]:
+                st[s, S_BUSY] = 0
+                _start_batch(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
+            else:
+                _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
+        if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
+            break
+    _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
+    return STATUS_DONE
+
+
+def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen, ihop, icls, u,
+                grid, *, horizon, max_batches, record_hops, n_tasks):
+    """Allocate the state, run :func:`initial` and :func:`simulate` (growing the event heap as asked) and
+    return a dict of the results (see :mod:`fluidq.sim.network` for their meaning)."""
+    i64, f64 = np.int64, np.float64
+    n_st = budget.shape[0]
+    maxb = int(budget.max())
+    maxr = int(nrank.max())
+    st = np.zeros((n_st, N_S), i64)
+    st[:, S_BUDGET] = budget
+    st[:, S_NRANK] = nrank
+    stf = np.zeros((n_st, 2), f64)
+    ti = np.zeros((n_tasks + 1, N_T), i64)
+    tf = np.zeros((n_tasks + 1, 2), f64)
+    qh = np.zeros((n_st, maxr, 4), i64)
+    fF = np.zeros((n_st, 2 * maxb + 2), i64)
+    fR = np.zeros((n_st, 2 * maxb + 2), i64)
+    al_t = np.zeros((n_st, maxb + 1), i64)
+    al_k = np.zeros((n_st, maxb + 1), i64)
+    bat = np.zeros((n_st, maxb + 1), i64)
+    dlab = np.zeros((n_st, n_lab), i64)
+    cap = 64 + 8 * n_st
+    evf = np.zeros((cap, 2), f64)
+    evi = np.zeros((cap, 4), i64)
+    g = np.zeros(N_G, i64)
+    g[G_RID] = 1
+    g[G_SEEN] = int(seen.max()) if seen.size else 0
+    g[G_CURIDX] = -1
+    g[G_RECHOPS] = 1 if record_hops else 0
+    g[G_MAXB] = -1 if max_batches is None else max_batches
+    gf = np.zeros(N_GF, f64)
+    gf[GF_CURSTART] = -INF
+    gf[GF_NEXTREC] = grid[0] if grid.size else INF
+    gf[GF_HORIZON] = horizon
+    cls_i = np.zeros((n_cls, 2), i64)
+    soj = np.zeros(n_cls, f64)
+    buf = np.zeros(n_lab, i64)
+    done = np.zeros(3 * maxb + 8, i64)
+    nh = n_tasks + 1 if record_hops else 1
+    hps, hpa, hpf = np.zeros(nh, i64), np.zeros(nh, f64), np.zeros(nh, f64)
+    ng = grid.shape[0]
+    rin, rbuf = np.zeros((ng, n_cls), i64), np.zeros((ng, n_lab), i64)
+    rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
+    if ihop.size:
+        if ihop.size + 2 * n_st + 64 > cap:  # (each request pushes at most one event: a start or a cut)
+            cap = ihop.size + 2 * n_st + 64
+            evf = np.zeros((cap, 2), f64)
+            evi = np.zeros((cap, 4), i64)
+        initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
+                seen, u, cls_i)
+    while True:
+        status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
+                          bat, dlab, evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf,
+                          rwk, rnt)
+        if status == STATUS_DONE:
+            break
+        cap = 2 * evf.shape[0]
+        evf2, evi2 = np.zeros((cap, 2), f64), np.zeros((cap, 4), i64)
+        evf2[:evf.shape[0]] = evf
+        evi2[:evi.shape[0]] = evi
+        evf, evi = evf2, evi2
+    nhop = int(g[G_NHOP])
+    return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
+            "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),
+            "seen": seen, "uniforms_used": int(g[G_U]),
+            "hops": (hps[:nhop].copy(), hpa[:nhop].copy(), hpf[:nhop].copy()) if record_hops else None}
