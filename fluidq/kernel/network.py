@@ -15,16 +15,18 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
 Fork-join, probabilistic choices, random lengths, KV memory, ``k_max`` below the budget, context-aware
 batch times and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
 
-The model (as the Python path): a station with at most ``budget`` decoding requests runs *runs* of
-identical batches -- every decoder gets one token per batch (a virtual decode clock ``G`` and a heap of
-finishing rounds ``(F, rid)``), the prefilling requests the same chunks -- until a decoder finishes, a
-prompt completes, or an arrival cuts the run at the batch in progress.  With more decoders than the
-budget a station runs one batch at a time of the first ``budget`` decoders in priority order.  Events are
-ordered by (time, start of the batch, station, sequence number); external arrivals come first at equal
-times.  A run cut short leaves a stale event, skipped when it comes up (the station's run id changed).
+The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
+one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
+``(F, rid)``), the prefilling requests the same chunks, whole prompts in priority/FCFS order and the last
+maybe a chunk -- until a decoder finishes, a prompt completes, or an arrival cuts the run at the batch in
+progress.  A run admits at most ``budget - decoders`` prompts, each taking at least a token, so a station
+never holds more decoders than its budget (the Python path's fall-back to ``select(view)`` for that case
+never runs for these schedulers, and has no counterpart here).  Events are ordered by (time, start of the
+last batch, station, sequence number); external arrivals come first at equal times.  A run cut short
+leaves a stale event, skipped when it comes up (the station's run id changed).
 
 State: flat integer/float arrays (see the column constants); request hops are ``rid`` 1, 2, ... in
-the order they arrive at a station, with doubly linked prefill and decode queues per station and rank.
+the order they arrive at a station, with a doubly linked prefill queue per station and rank.
 :func:`simulate` returns :data:`STATUS_GROW` when the event heap needs more room (the caller grows it
 and calls again: the loop resumes between two events).
 """
@@ -38,6 +40,8 @@ from ._jit import jit
 __all__ = ["STATUS_DONE", "STATUS_GROW", "initial", "run_network", "simulate"]
 
 STATUS_DONE, STATUS_GROW = 0, 1
+#: the event heap's first size (it doubles when :func:`simulate` asks for room)
+EVENT_HEAP_START = 256
 INF = np.inf
 
 # hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
@@ -46,18 +50,18 @@ H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_RANK0 = range(7)
 # rt (int, one row per router): kind (0 random, 1 JSQ by requests, 2 JSQ by tokens), engines, engine ids
 R_KIND, R_N, R_ENG0 = range(3)
 # st (int, one row per station)
-(S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_VIRT, S_G, S_NDEC, S_WORK, S_NT, S_RUNID, S_RK, S_RD, S_RBTOK,
- S_NALLOC, S_NB, S_NH) = range(16)
-N_S = 16
+(S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_G, S_NDEC, S_WORK, S_NT, S_RUNID, S_RK, S_RD, S_RBTOK, S_NALLOC,
+ S_NH) = range(14)
+N_S = 14
 # stf (float, one row per station): the current run's start and batch time
 R_T0, R_TAU = range(2)
 # ti (int, one row per hop of a request)
-T_ST, T_P, T_D, T_PREF, T_DEC, T_F, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV = range(12)
-N_T = 12
+T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV = range(10)
+N_T = 10
 # tf (float): arrival in the network, arrival at the station
 TF_JIN, TF_ARR = range(2)
-# qh[s, rank, :]: prefill queue head/tail, decode queue head/tail (0: empty)
-Q_PH, Q_PT, Q_DH, Q_DT = range(4)
+# qh[s, rank, :]: the prefill queue's head and tail (0: empty)
+Q_PH, Q_PT = range(2)
 # g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
 # station, next external arrival, next grid point, hops recorded, event heap size, run ids, record hops,
 # max batches (-1: none)
@@ -87,14 +91,14 @@ def _evswap(evf, evi, a, b):
         x = evf[a, c]
         evf[a, c] = evf[b, c]
         evf[b, c] = x
-    for c in range(4):
+    for c in range(3):
         y = evi[a, c]
         evi[a, c] = evi[b, c]
         evi[b, c] = y
 
 
 @jit
-def _evpush(evf, evi, g, t, start, s, kind, runid):
+def _evpush(evf, evi, g, t, start, s, runid):
     """Push an event (its sequence number is the next one); room is there."""
     i = g[G_NEV]
     g[G_NEV] = i + 1
@@ -102,8 +106,7 @@ def _evpush(evf, evi, g, t, start, s, kind, runid):
     evf[i, 1] = start
     evi[i, 0] = s
     evi[i, 1] = g[G_SEQ]
-    evi[i, 2] = kind
-    evi[i, 3] = runid
+    evi[i, 2] = runid
     g[G_SEQ] += 1
     while i > 0:
         p = (i - 1) >> 1
@@ -187,7 +190,7 @@ def _fpop(fF, fR, s, n):
 
 @jit
 def _qappend(qh, ti, s, r, head, rid):
-    """Append ``rid`` to station ``s``'s queue (``head`` Q_PH or Q_DH) of rank ``r``."""
+    """Append ``rid`` to station ``s``'s prefill queue of rank ``r`` (``head``: Q_PH)."""
     tail = qh[s, r, head + 1]
     ti[rid, T_PRV] = tail
     ti[rid, T_NXT] = 0
@@ -255,7 +258,7 @@ def _cut_run(s, now, st, stf, evf, evi, g, gf):
         g[G_RUNSEQ] += 1
         st[s, S_RUNID] = g[G_RUNSEQ]
         st[s, S_RK] = i
-        _evpush(evf, evi, g, t, start, s, 2, g[G_RUNSEQ])
+        _evpush(evf, evi, g, t, start, s, g[G_RUNSEQ])
 
 
 @jit
@@ -267,17 +270,6 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
         return
     G = st[s, S_G]
     nrank = st[s, S_NRANK]
-    if st[s, S_VIRT] == 0:  # onto the virtual decode clock: every decoder's finishing round
-        nh = 0
-        for r in range(nrank):
-            rid = qh[s, r, Q_DH]
-            while rid:
-                f = G + ti[rid, T_D] - ti[rid, T_DEC]
-                ti[rid, T_F] = f
-                nh = _fpush(fF, fR, s, nh, f, rid)
-                rid = ti[rid, T_NXT]
-        st[s, S_NH] = nh
-        st[s, S_VIRT] = 1
     d = st[s, S_NDEC]
     rem = st[s, S_BUDGET] - d
     btok = d
@@ -353,46 +345,11 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
     st[s, S_RD] = d
     st[s, S_RBTOK] = btok
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, g, t_end, t_last, s, 2, g[G_RUNSEQ])
+    _evpush(evf, evi, g, t_end, t_last, s, g[G_RUNSEQ])
 
 
 @jit
-def _start_batch(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf):
-    """Start station ``s``'s next run, or, with more decoders than the budget, one batch of the first
-    ``budget`` decoders in priority order."""
-    if now >= gf[GF_HORIZON]:
-        st[s, S_BUSY] = 0
-        return
-    budget = st[s, S_BUDGET]
-    if st[s, S_NDEC] <= budget:
-        _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
-        return
-    nrank = st[s, S_NRANK]
-    if st[s, S_VIRT]:  # leave the virtual decode clock: every decoder's decoded count
-        G = st[s, S_G]
-        for r in range(nrank):
-            rid = qh[s, r, Q_DH]
-            while rid:
-                ti[rid, T_DEC] = ti[rid, T_D] - (ti[rid, T_F] - G)
-                rid = ti[rid, T_NXT]
-        st[s, S_VIRT] = 0
-        st[s, S_NH] = 0
-    n = 0
-    for r in range(nrank):
-        rid = qh[s, r, Q_DH]
-        while rid and n < budget:
-            bat[s, n] = rid
-            n += 1
-            rid = ti[rid, T_NXT]
-        if n >= budget:
-            break
-    st[s, S_NB] = n
-    st[s, S_BUSY] = 1
-    _evpush(evf, evi, g, now + tau[s, n], now, s, 1, 0)
-
-
-@jit
-def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf,
+def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
             buf, seen, u):
     """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
     n_st = st.shape[0]
@@ -434,7 +391,6 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     ti[rid, T_P] = p
     ti[rid, T_D] = d
     ti[rid, T_PREF] = 0
-    ti[rid, T_DEC] = 0
     ti[rid, T_RANK] = rank
     ti[rid, T_LAB] = lab
     ti[rid, T_HOP] = h
@@ -448,13 +404,13 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if st[s, S_ROUTING]:
         return  # the station starts its next batch once every finished request has moved on
     if st[s, S_BUSY] == 0:
-        _start_batch(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
+        _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
     elif st[s, S_RUNID] != 0 and st[s, S_RK] > 1:
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
 @jit
-def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
+def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
              seen, u, cls_i, soj, done, hps, hpa, hpf):
     """Send the ``nd`` hops in ``done`` that finished at station ``s`` along their routes or out."""
     st[s, S_BUSY] = 0
@@ -476,7 +432,7 @@ def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al
             cls_i[ci, 1] += 1
             soj[ci] += now - tf[rid, TF_JIN]
         else:
-            _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat,
+            _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
                     evf, evi, g, gf, buf, seen, u)
     st[s, S_ROUTING] = 0
 
@@ -526,17 +482,17 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
 
 
 @jit
-def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf, seen,
+def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen,
             u, cls_i):
     """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order."""
     for i in range(ihop.shape[0]):
         cls_i[icls[i], 0] += 1
-        _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf,
+        _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
                 evi, g, gf, buf, seen, u)
 
 
 @jit
-def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, dlab,
+def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
              evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
     """Run the event loop to the end (:data:`STATUS_DONE`) or until the event heap needs room
     (:data:`STATUS_GROW`: grow ``evf``/``evi`` and call again)."""
@@ -557,7 +513,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             g[G_EV] += 1
             cls_i[ci, 0] += 1
             g[G_ARRIVING] = 1
-            _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf,
+            _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
                     evi, g, gf, buf, seen, u)
             g[G_ARRIVING] = 0
             continue
@@ -567,90 +523,61 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         gf[GF_CURSTART] = evf[0, 1]
         s = evi[0, 0]
         g[G_CURIDX] = s
-        kind = evi[0, 2]
-        runid = evi[0, 3]
+        runid = evi[0, 2]
         _evpop(evf, evi, g)
         if t >= gf[GF_NEXTREC]:
             _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
         g[G_EV] += 1
         nd = 0
-        if kind == 1:  # one batch of the first `budget` decoders ends
-            g[G_NB] += 1
-            n = st[s, S_NB]
-            for i in range(n):
-                rid = bat[s, i]
-                ti[rid, T_DEC] += 1
-                buf[ti[rid, T_LAB]] -= 1
-                if ti[rid, T_DEC] >= ti[rid, T_D]:
-                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
-                    dlab[s, ti[rid, T_LAB]] -= 1
-                    st[s, S_NDEC] -= 1
+        if runid != st[s, S_RUNID]:  # a run cut short by an arrival: stale event
+            g[G_EV] -= 1
+            continue
+        k = st[s, S_RK]
+        st[s, S_RUNID] = 0
+        g[G_NB] += k
+        G = st[s, S_G]
+        if st[s, S_RD]:
+            G += k
+            st[s, S_G] = G
+            for m in range(stl[s, 0]):
+                lab = stl[s, 1 + m]
+                cnt = dlab[s, lab]
+                if cnt:
+                    buf[lab] -= k * cnt
+        st[s, S_WORK] -= k * st[s, S_RBTOK]
+        na = st[s, S_NALLOC]
+        for a in range(na):
+            rid = al_t[s, a]
+            take = k * al_k[s, a]
+            ti[rid, T_PREF] += take
+            buf[ti[rid, T_LAB]] -= take
+        nh = st[s, S_NH]
+        while nh > 0 and fF[s, 0] <= G:  # the decoders finishing by round G, in (round, rid) order
+            rid = fR[s, 0]
+            nh = _fpop(fF, fR, s, nh)
+            dlab[s, ti[rid, T_LAB]] -= 1
+            done[nd] = rid
+            nd += 1
+        st[s, S_NT] -= nd
+        st[s, S_NDEC] -= nd
+        for a in range(na):  # completed prompts start decoding (or leave, without output)
+            rid = al_t[s, a]
+            if ti[rid, T_PREF] >= ti[rid, T_P]:
+                _qremove(qh, ti, s, ti[rid, T_RANK], Q_PH, rid)
+                od = ti[rid, T_D]
+                if od > 0:
+                    nh = _fpush(fF, fR, s, nh, G + od, rid)
+                    dlab[s, ti[rid, T_LAB]] += 1
+                    st[s, S_NDEC] += 1
+                else:
+                    st[s, S_NT] -= 1
                     done[nd] = rid
                     nd += 1
-            st[s, S_WORK] -= n
-            st[s, S_NT] -= nd
-            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
-                     seen, u, cls_i, soj, done, hps, hpa, hpf)
-            if st[s, S_BUSY] == 0:
-                _start_batch(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
-        else:
-            if runid != st[s, S_RUNID]:  # a run cut short by an arrival: stale event
-                g[G_EV] -= 1
-                continue
-            k = st[s, S_RK]
-            st[s, S_RUNID] = 0
-            g[G_NB] += k
-            G = st[s, S_G]
-            if st[s, S_RD]:
-                G += k
-                st[s, S_G] = G
-                for m in range(stl[s, 0]):
-                    lab = stl[s, 1 + m]
-                    cnt = dlab[s, lab]
-                    if cnt:
-                        buf[lab] -= k * cnt
-            st[s, S_WORK] -= k * st[s, S_RBTOK]
-            na = st[s, S_NALLOC]
-            for a in range(na):
-                rid = al_t[s, a]
-                take = k * al_k[s, a]
-                ti[rid, T_PREF] += take
-                buf[ti[rid, T_LAB]] -= take
-            nh = st[s, S_NH]
-            while nh > 0 and fF[s, 0] <= G:  # the decoders finishing by round G, in (round, rid) order
-                rid = fR[s, 0]
-                nh = _fpop(fF, fR, s, nh)
-                ti[rid, T_DEC] = ti[rid, T_D]
-                _qremove(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
-                dlab[s, ti[rid, T_LAB]] -= 1
-                done[nd] = rid
-                nd += 1
-            st[s, S_NT] -= nd
-            st[s, S_NDEC] -= nd
-            for a in range(na):  # completed prompts start decoding (or leave, without output)
-                rid = al_t[s, a]
-                if ti[rid, T_PREF] >= ti[rid, T_P]:
-                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_PH, rid)
-                    od = ti[rid, T_D]
-                    if od > 0:
-                        _qappend(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
-                        ti[rid, T_F] = G + od
-                        nh = _fpush(fF, fR, s, nh, G + od, rid)
-                        dlab[s, ti[rid, T_LAB]] += 1
-                        st[s, S_NDEC] += 1
-                    else:
-                        st[s, S_NT] -= 1
-                        done[nd] = rid
-                        nd += 1
-            st[s, S_NH] = nh
-            if nd:
-                _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf,
-                         buf, seen, u, cls_i, soj, done, hps, hpa, hpf)
-            if st[s, S_NDEC] > st[s, S_BUDGET]:
-                st[s, S_BUSY] = 0
-                _start_batch(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf)
-            else:
-                _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
+        st[s, S_NH] = nh
+        if nd:
+            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
+                     buf, seen, u, cls_i, soj, done, hps, hpa, hpf)
+        _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
         if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
             break
     _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
@@ -671,16 +598,15 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     stf = np.zeros((n_st, 2), f64)
     ti = np.zeros((n_tasks + 1, N_T), i64)
     tf = np.zeros((n_tasks + 1, 2), f64)
-    qh = np.zeros((n_st, maxr, 4), i64)
+    qh = np.zeros((n_st, maxr, 2), i64)
     fF = np.zeros((n_st, 2 * maxb + 2), i64)
     fR = np.zeros((n_st, 2 * maxb + 2), i64)
     al_t = np.zeros((n_st, maxb + 1), i64)
     al_k = np.zeros((n_st, maxb + 1), i64)
-    bat = np.zeros((n_st, maxb + 1), i64)
     dlab = np.zeros((n_st, n_lab), i64)
-    cap = 64 + 8 * n_st
+    cap = EVENT_HEAP_START
     evf = np.zeros((cap, 2), f64)
-    evi = np.zeros((cap, 4), i64)
+    evi = np.zeros((cap, 3), i64)
     g = np.zeros(N_G, i64)
     g[G_RID] = 1
     g[G_SEEN] = int(seen.max()) if seen.size else 0
@@ -704,17 +630,17 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
         if ihop.size + 2 * n_st + 64 > cap:  # (each request pushes at most one event: a start or a cut)
             cap = ihop.size + 2 * n_st + 64
             evf = np.zeros((cap, 2), f64)
-            evi = np.zeros((cap, 4), i64)
-        initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, bat, evf, evi, g, gf, buf,
+            evi = np.zeros((cap, 3), i64)
+        initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
                 seen, u, cls_i)
     while True:
         status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
-                          bat, dlab, evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf,
+                          dlab, evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf,
                           rwk, rnt)
         if status == STATUS_DONE:
             break
         cap = 2 * evf.shape[0]
-        evf2, evi2 = np.zeros((cap, 2), f64), np.zeros((cap, 4), i64)
+        evf2, evi2 = np.zeros((cap, 2), f64), np.zeros((cap, 3), i64)
         evf2[:evf.shape[0]] = evf
         evi2[:evi.shape[0]] = evi
         evf, evi = evf2, evi2

@@ -1,0 +1,169 @@
+"""The compiled network event loop (:mod:`fluidq.kernel.network`) gives the Python event-skipping path's run
+exactly, on random networks: completions, mean sojourns bit for bit, batch and event counts, every recorded
+series (requests per class, tokens per buffer label -- same labels in the same order -- and per station,
+residents per station), the hop record, and the generator left in the same state.
+
+The networks: 1-4 stations running Sarathi-Serve, vLLM with chunked prefill or a decode-first chunked
+scheduler with a budget of its own below the engine's; random, JSQ-by-requests and JSQ-by-tokens routers;
+1-3 classes with routes of 1-3 fixed-length hops (output 0 allowed), class priorities at stations, Poisson
+or periodic arrivals, batch times that make event times coincide exactly (binary fractions), initial
+requests, ``max_batches``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fluidq import Affine, Engine, Staircase
+from fluidq.errors import ParameterError
+from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
+from fluidq.policies import Scheduler
+from fluidq.sim.network import _kernel_unsupported
+from fluidq.workload import Geometric, Periodic, Poisson
+
+
+def random_network(seed):
+    """A random network the compiled loop covers, at a random load, and a horizon."""
+    r = np.random.default_rng(seed)
+    n_st = int(r.integers(1, 5))
+    engines, policies = [], []
+    for _ in range(n_st):
+        b_max = int(r.integers(12, 200))
+        kind = int(r.integers(4))
+        bt = (Affine(c=0.125, a=0.0) if kind == 0 else Affine(c=0.01 + 0.04 * r.random(), a=2e-4 * r.random())
+              if kind == 1 else Staircase(c=0.01128, a=0.03547, b0=int(r.integers(8, 64))) if kind == 2
+              else Affine(c=0.0625, a=1.0 / 1024))
+        k_max = None if r.random() < 0.7 else int(r.integers(b_max, 2 * b_max + 1))  # never below the budget
+        engines.append(Engine(batch_time=bt, b_max=b_max, k_max=k_max))
+        p = int(r.integers(3))
+        policies.append("sarathi" if p == 0 else "vllm-chunked" if p == 1 else
+                        Scheduler(name="own-budget", priority="decode", mixed=True, chunked=True,
+                                  b_max=int(r.integers(4, b_max + 1))))
+    names = [f"E{i}" for i in range(n_st)]
+    routers = []
+    if n_st >= 2:
+        for j in range(int(r.integers(0, 3))):
+            m = int(r.integers(2, n_st + 1))
+            eng = tuple(str(x) for x in r.choice(names, size=m, replace=False))
+            pol = int(r.integers(3))
+            if pol == 0:
+                w = r.integers(1, 5, size=m).astype(float)
+                probs = tuple((w / w.sum()).tolist())
+                routers.append(Router(name=f"R{j}", engines=eng, policy="random", probabilities=probs))
+            else:
+                routers.append(Router(name=f"R{j}", engines=eng, policy="jsq",
+                                      count="requests" if pol == 1 else "tokens"))
+    targets = names + [rt.name for rt in routers]
+    at_station = {n: [] for n in names}
+    classes = []
+    periodic = r.random() < 0.3
+    for c in range(int(r.integers(1, 4))):
+        route = []
+        for k in range(int(r.integers(1, 4))):
+            tgt = str(r.choice(targets))
+            name = f"c{c}.{k}"
+            route.append(Hop(engine=tgt, prompt_tokens=int(r.integers(1, 300)), output_tokens=int(r.integers(0, 50)),
+                             name=name))
+            for rt in routers:
+                if rt.name == tgt:
+                    for e in rt.engines:
+                        at_station[e].append(name)
+            if tgt in at_station:
+                at_station[tgt].append(name)
+        arrival = Periodic(rate_per_s=1.0) if periodic else Poisson(rate_per_s=1.0)
+        classes.append(RequestClass(name=f"c{c}", rate_per_s=1.0, arrival=arrival, route=route))
+    stations = []
+    for i, n in enumerate(names):
+        here = sorted(set(at_station[n]))
+        prio = [str(x) for x in r.permutation(here)[:int(r.integers(0, len(here) + 1))]] if here else []
+        stations.append(Station(name=n, engine=engines[i], policy=policies[i], priority=prio))
+    net = Network(stations=stations, routers=routers, classes=classes)
+    return net.at_load(float(r.uniform(0.5, 1.25))), float(r.uniform(8.0, 30.0)), r
+
+
+def assert_identical(a, b):
+    assert a.completed == b.completed
+    for k in a.completed:
+        assert a.mean_sojourn_s[k] == b.mean_sojourn_s[k], k  # bit for bit (None == None without completions)
+    assert (a.batches, a.events) == (b.batches, b.events)
+    assert np.array_equal(a.times_s, b.times_s)
+    for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
+        x, y = getattr(a, field), getattr(b, field)
+        assert list(x) == list(y), field
+        for k in x:
+            assert np.array_equal(x[k], y[k]), (field, k)
+    assert (a.violations, a.blocked, a.preemptions, a.rejected) == (b.violations, b.blocked, b.preemptions,
+                                                                     b.rejected)
+    assert (a.hops is None) == (b.hops is None)
+    if a.hops is not None:
+        for k in a.hops:
+            assert np.array_equal(a.hops[k], b.hops[k]), k
+            assert a.hops[k].dtype == b.hops[k].dtype, k
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_loop_is_the_python_path_on_random_networks(seed):
+    net, horizon, r = random_network(seed)
+    assert _kernel_unsupported(net, False) is None
+    kw = {"record_hops": bool(r.random() < 0.5)}
+    if r.random() < 0.25:
+        kw["initial"] = {net.classes[0].route[0].name: int(r.integers(1, 200))}
+    if r.random() < 0.15:
+        kw["max_batches"] = int(r.integers(1, 3000))
+    if r.random() < 0.3:
+        kw["record_dt_s"] = horizon / float(r.integers(10, 2000))
+    ga, gb = np.random.default_rng(seed + 1000), np.random.default_rng(seed + 1000)
+    a = simulate_network(net, horizon_s=horizon, rng=ga, method="python", **kw)
+    b = simulate_network(net, horizon_s=horizon, rng=gb, method="kernel", **kw)
+    assert_identical(a, b)
+    assert ga.random() == gb.random()  # the routers' uniforms: as many drawn as the Python path draws
+
+
+@pytest.mark.parametrize("seed", [1, 5, 8])
+def test_compiled_loop_matches_select_per_batch(seed, same_runs):
+    """The generic path (``select(view)`` every batch) agrees too: the same requests and series."""
+    net, horizon, _ = random_network(seed)
+    a = simulate_network(net, horizon_s=horizon, rng=seed, method="generic")
+    b = simulate_network(net, horizon_s=horizon, rng=seed, method="kernel")
+    assert sum(a.completed.values()) > 0
+    same_runs(a, b, exact=True)
+
+
+def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
+    from fluidq.kernel import compiled
+
+    net, horizon, _ = random_network(3)
+    a = simulate_network(net, horizon_s=horizon, rng=2)
+    b = simulate_network(net, horizon_s=horizon, rng=2, method="python")
+    assert_identical(a, b)
+    geo = Network(stations=net.stations[:1], classes=[RequestClass(name="g", rate_per_s=2.0, route=[
+        Hop(engine=net.stations[0].name, prompt_tokens=Geometric(mean_tokens=50), output_tokens=10)])])
+    assert "random lengths" in _kernel_unsupported(geo, False)
+    assert "check_batches" in _kernel_unsupported(net, True)
+    orca = Network(stations=[Station(name="O", engine=Engine(batch_time=Affine(c=0.05, a=0.0), b_max=64),
+                                     policy="orca")], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
+                                         Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
+    assert "decode-first chunked" in _kernel_unsupported(orca, False)
+    with pytest.raises(ParameterError, match="method='kernel'.*random lengths"):
+        simulate_network(geo, horizon_s=5.0, rng=1, method="kernel")
+    assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
+        simulate_network(geo, horizon_s=5.0, rng=1, method="python").completed
+    assert isinstance(compiled(), bool)
+
+
+def test_compiled_loop_survives_a_growing_event_heap(monkeypatch):
+    """Started with a one-entry event heap, the loop asks for room again and again (with events and stale
+    events in the heap) and resumes where it stopped, with the Python path's results."""
+    import fluidq.kernel.network as kn
+
+    monkeypatch.setattr(kn, "EVENT_HEAP_START", 1)
+    e = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=64)
+    st = [Station(name=f"E{i}", engine=e) for i in range(12)]
+    net = Network(stations=st, routers=[Router(name="R", engines=tuple(s.name for s in st), policy="jsq",
+                                               count="tokens")],
+                  classes=[RequestClass(name="c", rate_per_s=40.0, route=[
+                      Hop(engine="R", prompt_tokens=3000, output_tokens=400)])])
+    a = simulate_network(net.at_load(0.95), horizon_s=30.0, rng=4, method="python")
+    b = simulate_network(net.at_load(0.95), horizon_s=30.0, rng=4, method="kernel")
+    assert sum(a.completed.values()) > 10
+    assert_identical(a, b)
