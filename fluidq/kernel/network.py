@@ -22,26 +22,40 @@ maybe a chunk -- until a decoder finishes, a prompt completes, or an arrival cut
 progress.  A run admits at most ``budget - decoders`` prompts, each taking at least a token, so a station
 never holds more decoders than its budget (the Python path's fall-back to ``select(view)`` for that case
 never runs for these schedulers, and has no counterpart here).  Events are ordered by (time, start of the
-last batch, station, sequence number); external arrivals come first at equal times.  A run cut short
-leaves a stale event, skipped when it comes up (the station's run id changed).
+last batch, station, sequence number); external arrivals come first at equal times.  The event heap holds
+one event per busy station (the end of its run; ``S_EVPOS`` is its place): a run cut short moves its
+event earlier in place, with a new sequence number (the Python path pushes a new event and skips the
+stale one, which counts as no event).  A run is timed (one addition per batch, the Python path's times)
+only up to the next external arrival, which may cut it; until every batch is timed its event's key is a
+lower bound, and an event that comes first with such a key is timed further instead of processed.
 
 State: flat integer/float arrays (see the column constants); request hops are ``rid`` 1, 2, ... in
 the order they arrive at a station, with a doubly linked prefill queue per station and rank.
-:func:`simulate` returns :data:`STATUS_GROW` when the event heap needs more room (the caller grows it
-and calls again: the loop resumes between two events).
 """
 # ruff: noqa: PLR0912, PLR0913, PLR0915, PLR1730, PLR2004, N806
 from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from . import _jit
 
-__all__ = ["STATUS_DONE", "STATUS_GROW", "initial", "run_network", "simulate"]
 
-STATUS_DONE, STATUS_GROW = 0, 1
-#: the event heap's first size (it doubles when :func:`simulate` asks for room)
-EVENT_HEAP_START = 256
+def _kernel(fn=None, **options):
+    """numba's ``njit`` as :func:`fluidq.kernel._jit.jit` applies it (cached, GIL released; uncompiled,
+    ``fn`` itself), without numba's reference counting (``_nrt=False``: these functions allocate nothing,
+    and the counting of some thirty array arguments through every inlined helper cost two thirds of the
+    loop's time), with ``options`` (``inline="always"`` for the helpers, so that a call passes no arrays)."""
+    if fn is None:
+        return lambda f: _kernel(f, **options)
+    if not _jit.compiled():
+        return fn
+    return _jit._load_numba().njit(cache=True, nogil=True, _nrt=False, **options)(fn)
+
+
+_inline = _kernel(inline="always")
+
+__all__ = ["initial", "run_network", "simulate"]
+
 INF = np.inf
 
 # hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
@@ -50,11 +64,12 @@ H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_RANK0 = range(7)
 # rt (int, one row per router): kind (0 random, 1 JSQ by requests, 2 JSQ by tokens), engines, engine ids
 R_KIND, R_N, R_ENG0 = range(3)
 # st (int, one row per station)
-(S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_G, S_NDEC, S_WORK, S_NT, S_RUNID, S_RK, S_RD, S_RBTOK, S_NALLOC,
- S_NH) = range(14)
-N_S = 14
-# stf (float, one row per station): the current run's start and batch time
-R_T0, R_TAU = range(2)
+(S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_G, S_NDEC, S_WORK, S_NT, S_RUN, S_RK, S_RD, S_RBTOK, S_NALLOC,
+ S_NH, S_EVPOS, S_JC) = range(16)
+N_S = 16
+# stf (float, one row per station): the current run's start and batch time; the end and start of its batch
+# S_JC (the run's batches timed so far)
+R_T0, R_TAU, R_TC, R_TL = range(4)
 # ti (int, one row per hop of a request)
 T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV = range(10)
 N_T = 10
@@ -63,17 +78,17 @@ TF_JIN, TF_ARR = range(2)
 # qh[s, rank, :]: the prefill queue's head and tail (0: empty)
 Q_PH, Q_PT = range(2)
 # g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
-# station, next external arrival, next grid point, hops recorded, event heap size, run ids, record hops,
-# max batches (-1: none)
-(G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RUNSEQ,
- G_RECHOPS, G_MAXB) = range(15)
-N_G = 15
-# gf (float): current event's batch start, next grid point, horizon
-GF_CURSTART, GF_NEXTREC, GF_HORIZON = range(3)
-N_GF = 3
+# station, next external arrival, next grid point, hops recorded, event heap size, record hops, max batches
+# (-1: none)
+(G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RECHOPS,
+ G_MAXB) = range(14)
+N_G = 14
+# gf (float): current event's batch start, next grid point, horizon, next external arrival
+GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA = range(4)
+N_GF = 4
 
 
-@jit
+@_inline
 def _evless(evf, evi, a, b):
     """Event ``a`` before event ``b``: (time, batch start, station, sequence number)."""
     if evf[a, 0] != evf[b, 0]:
@@ -85,46 +100,46 @@ def _evless(evf, evi, a, b):
     return evi[a, 1] < evi[b, 1]
 
 
-@jit
-def _evswap(evf, evi, a, b):
+@_inline
+def _evswap(evf, evi, st, a, b):
     for c in range(2):
         x = evf[a, c]
         evf[a, c] = evf[b, c]
         evf[b, c] = x
-    for c in range(3):
+    for c in range(2):
         y = evi[a, c]
         evi[a, c] = evi[b, c]
         evi[b, c] = y
+    st[evi[a, 0], S_EVPOS] = a
+    st[evi[b, 0], S_EVPOS] = b
 
 
-@jit
-def _evpush(evf, evi, g, t, start, s, runid):
-    """Push an event (its sequence number is the next one); room is there."""
+@_inline
+def _evsiftup(evf, evi, st, i):
+    while i > 0:
+        p = (i - 1) >> 1
+        if not _evless(evf, evi, i, p):
+            break
+        _evswap(evf, evi, st, i, p)
+        i = p
+
+
+@_inline
+def _evpush(evf, evi, st, g, t, start, s):
+    """Schedule the end of station ``s``'s run (its sequence number is the next one)."""
     i = g[G_NEV]
     g[G_NEV] = i + 1
     evf[i, 0] = t
     evf[i, 1] = start
     evi[i, 0] = s
     evi[i, 1] = g[G_SEQ]
-    evi[i, 2] = runid
     g[G_SEQ] += 1
-    while i > 0:
-        p = (i - 1) >> 1
-        if not _evless(evf, evi, i, p):
-            break
-        _evswap(evf, evi, i, p)
-        i = p
+    st[s, S_EVPOS] = i
+    _evsiftup(evf, evi, st, i)
 
 
-@jit
-def _evpop(evf, evi, g):
-    """Drop the first event."""
-    n = g[G_NEV] - 1
-    g[G_NEV] = n
-    if n == 0:
-        return
-    _evswap(evf, evi, 0, n)
-    i = 0
+@_inline
+def _evsiftdown(evf, evi, st, n, i):
     while True:
         c = 2 * i + 1
         if c >= n:
@@ -133,16 +148,64 @@ def _evpop(evf, evi, g):
             c += 1
         if not _evless(evf, evi, c, i):
             break
-        _evswap(evf, evi, i, c)
+        _evswap(evf, evi, st, i, c)
         i = c
 
 
-@jit
+@_inline
+def _evkey(evf, evi, st, stf, g, s, seq):
+    """Give station ``s``'s event the end of its run timed so far (``R_TC``, ``R_TL``) and ``seq``."""
+    i = st[s, S_EVPOS]
+    evf[i, 0] = stf[s, R_TC]
+    evf[i, 1] = stf[s, R_TL]
+    evi[i, 1] = seq
+    _evsiftup(evf, evi, st, i)
+    _evsiftdown(evf, evi, st, g[G_NEV], st[s, S_EVPOS])
+
+
+@_inline
+def _time_run(s, limit, st, stf, horizon):
+    """Time station ``s``'s run batch by batch (one addition per batch: the times of batch-by-batch
+    simulation) until a batch ends at or after ``limit`` (the next external arrival, which may cut the
+    run) or the run's last batch; a batch ending at or after the horizon is the run's last (none starts
+    after it).  The run's event key is exact once every batch is timed, a lower bound before."""
+    k = st[s, S_RK]
+    jc = st[s, S_JC]
+    tc = stf[s, R_TC]
+    tl = stf[s, R_TL]
+    tv = stf[s, R_TAU]
+    while jc < k:
+        tl = tc
+        tc += tv
+        jc += 1
+        if tc >= horizon:
+            k = jc
+            break
+        if tc >= limit:
+            break
+    st[s, S_RK] = k
+    st[s, S_JC] = jc
+    stf[s, R_TC] = tc
+    stf[s, R_TL] = tl
+
+
+@_inline
+def _evpop(evf, evi, st, g):
+    """Drop the first event."""
+    st[evi[0, 0], S_EVPOS] = -1
+    n = g[G_NEV] - 1
+    g[G_NEV] = n
+    if n > 0:
+        _evswap(evf, evi, st, 0, n)
+        _evsiftdown(evf, evi, st, n, 0)
+
+
+@_inline
 def _fless(fF, fR, s, a, b):
     return fF[s, a] < fF[s, b] or (fF[s, a] == fF[s, b] and fR[s, a] < fR[s, b])
 
 
-@jit
+@_inline
 def _fswap(fF, fR, s, a, b):
     x = fF[s, a]
     fF[s, a] = fF[s, b]
@@ -152,7 +215,7 @@ def _fswap(fF, fR, s, a, b):
     fR[s, b] = x
 
 
-@jit
+@_inline
 def _fpush(fF, fR, s, n, f, r):
     """Push (finishing round, rid) onto station ``s``'s heap of ``n`` entries; return the new size."""
     i = n
@@ -167,7 +230,7 @@ def _fpush(fF, fR, s, n, f, r):
     return n + 1
 
 
-@jit
+@_inline
 def _fpop(fF, fR, s, n):
     """Drop the top of station ``s``'s heap of ``n`` entries; return the new size."""
     n -= 1
@@ -188,7 +251,7 @@ def _fpop(fF, fR, s, n):
     return n
 
 
-@jit
+@_inline
 def _qappend(qh, ti, s, r, head, rid):
     """Append ``rid`` to station ``s``'s prefill queue of rank ``r`` (``head``: Q_PH)."""
     tail = qh[s, r, head + 1]
@@ -201,7 +264,7 @@ def _qappend(qh, ti, s, r, head, rid):
     qh[s, r, head + 1] = rid
 
 
-@jit
+@_inline
 def _qremove(qh, ti, s, r, head, rid):
     p = ti[rid, T_PRV]
     n = ti[rid, T_NXT]
@@ -215,11 +278,11 @@ def _qremove(qh, ti, s, r, head, rid):
         qh[s, r, head + 1] = p
 
 
-@jit
+@_inline
 def _current_work(s, now, st, stf, g, gf):
     """Remaining tokens at station ``s`` at ``now``: the batches of its run that ended before the current
     event count as done (one ending exactly at ``now`` does when its key is below the current event's)."""
-    if st[s, S_RUNID] == 0:
+    if st[s, S_RUN] == 0:
         return st[s, S_WORK]
     tau = stf[s, R_TAU]
     k = st[s, S_RK]
@@ -237,9 +300,9 @@ def _current_work(s, now, st, stf, g, gf):
     return st[s, S_WORK] - j * st[s, S_RBTOK]
 
 
-@jit
+@_inline
 def _cut_run(s, now, st, stf, evf, evi, g, gf):
-    """Cut station ``s``'s run at the batch in progress at ``now`` (a new run id; the old event goes stale)."""
+    """Cut station ``s``'s run at the batch in progress at ``now`` (its event moves earlier)."""
     tau = stf[s, R_TAU]
     k = st[s, S_RK]
     t = stf[s, R_T0]
@@ -254,14 +317,16 @@ def _cut_run(s, now, st, stf, evf, evi, g, gf):
         i += 1
         if t > now or (t == now and (arriving or start > cs or (start == cs and s > ci))):
             break
-    if i < k:
-        g[G_RUNSEQ] += 1
-        st[s, S_RUNID] = g[G_RUNSEQ]
+    if i < k:  # (the batch in progress was timed: the event's time is at or after now)
         st[s, S_RK] = i
-        _evpush(evf, evi, g, t, start, s, g[G_RUNSEQ])
+        st[s, S_JC] = i
+        stf[s, R_TC] = t
+        stf[s, R_TL] = start
+        _evkey(evf, evi, st, stf, g, s, g[G_SEQ])
+        g[G_SEQ] += 1
 
 
-@jit
+@_inline
 def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf):
     """Start station ``s``'s next run of identical batches (at most ``budget`` decoders), or leave it idle."""
     horizon = gf[GF_HORIZON]
@@ -320,35 +385,21 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
             kk = int(x) + 2
             if kk < k:
                 k = kk
-    if k == 1:
-        t_end = now + tv
-        t_last = now
-    else:
-        t_end = now
-        t_last = now
-        for _ in range(k):  # one addition per batch: the times of batch-by-batch simulation
-            t_last = t_end
-            t_end += tv
-        if t_last >= horizon:
-            t_end = now
-            for i in range(k):
-                t_last = t_end
-                t_end += tv
-                if t_end >= horizon:
-                    k = i + 1
-                    break
-    g[G_RUNSEQ] += 1
-    st[s, S_RUNID] = g[G_RUNSEQ]
+    st[s, S_RUN] = 1
     stf[s, R_T0] = now
     stf[s, R_TAU] = tv
     st[s, S_RK] = k
     st[s, S_RD] = d
     st[s, S_RBTOK] = btok
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, g, t_end, t_last, s, g[G_RUNSEQ])
+    st[s, S_JC] = 0
+    stf[s, R_TC] = now
+    stf[s, R_TL] = now
+    _time_run(s, gf[GF_TA], st, stf, horizon)
+    _evpush(evf, evi, st, g, stf[s, R_TC], stf[s, R_TL], s)
 
 
-@jit
+@_inline
 def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
             buf, seen, u):
     """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
@@ -405,11 +456,11 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         return  # the station starts its next batch once every finished request has moved on
     if st[s, S_BUSY] == 0:
         _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
-    elif st[s, S_RUNID] != 0 and st[s, S_RK] > 1:
+    elif st[s, S_RUN] != 0 and st[s, S_RK] > 1:
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
-@jit
+@_inline
 def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
              seen, u, cls_i, soj, done, hps, hpa, hpf):
     """Send the ``nd`` hops in ``done`` that finished at station ``s`` along their routes or out."""
@@ -437,7 +488,7 @@ def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al
     st[s, S_ROUTING] = 0
 
 
-@jit
+@_inline
 def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf):
     """The grid points up to ``t``: requests per class, tokens per label and station, residents per station
     (batches of a run in progress that ended before a point count as served)."""
@@ -453,7 +504,7 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
         for s in range(n_st):
             w = st[s, S_WORK]
             rnt[gi, s] = st[s, S_NT]
-            if st[s, S_RUNID] != 0 and stf[s, R_T0] + stf[s, R_TAU] < at:
+            if st[s, S_RUN] != 0 and stf[s, R_T0] + stf[s, R_TAU] < at:
                 tt = stf[s, R_T0]
                 tv = stf[s, R_TAU]
                 k = st[s, S_RK]
@@ -481,7 +532,7 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
     gf[GF_NEXTREC] = grid[gi] if gi < ng else INF
 
 
-@jit
+@_kernel
 def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen,
             u, cls_i):
     """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order."""
@@ -491,23 +542,20 @@ def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_
                 evi, g, gf, buf, seen, u)
 
 
-@jit
+@_kernel
 def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
              evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
-    """Run the event loop to the end (:data:`STATUS_DONE`) or until the event heap needs room
-    (:data:`STATUS_GROW`: grow ``evf``/``evi`` and call again)."""
+    """Run the event loop to the end (the horizon, or ``max_batches``)."""
     horizon = gf[GF_HORIZON]
     n_st = st.shape[0]
-    room = 3 * n_st + 8  # the most events one event can push (a start and a cut per station)
     while True:
-        if g[G_NEV] + room > evf.shape[0]:
-            return STATUS_GROW
         te = evf[0, 0] if g[G_NEV] > 0 else INF
         ai = g[G_AI]
         ta = ext_t[ai]
         if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
             ci = ext_c[ai]
             g[G_AI] = ai + 1
+            gf[GF_TA] = ext_t[ai + 1]
             if ta >= gf[GF_NEXTREC]:
                 _record(ta, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
             g[G_EV] += 1
@@ -519,21 +567,21 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             continue
         if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
             break
+        s = evi[0, 0]
+        if st[s, S_JC] < st[s, S_RK]:  # a run timed only in part: time more of it, the event moves later
+            _time_run(s, ta, st, stf, horizon)
+            _evkey(evf, evi, st, stf, g, s, evi[0, 1])
+            continue
         t = te
         gf[GF_CURSTART] = evf[0, 1]
-        s = evi[0, 0]
         g[G_CURIDX] = s
-        runid = evi[0, 2]
-        _evpop(evf, evi, g)
+        _evpop(evf, evi, st, g)
         if t >= gf[GF_NEXTREC]:
             _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
         g[G_EV] += 1
         nd = 0
-        if runid != st[s, S_RUNID]:  # a run cut short by an arrival: stale event
-            g[G_EV] -= 1
-            continue
         k = st[s, S_RK]
-        st[s, S_RUNID] = 0
+        st[s, S_RUN] = 0
         g[G_NB] += k
         G = st[s, S_G]
         if st[s, S_RD]:
@@ -581,12 +629,11 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
             break
     _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
-    return STATUS_DONE
 
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen, ihop, icls, u,
                 grid, *, horizon, max_batches, record_hops, n_tasks):
-    """Allocate the state, run :func:`initial` and :func:`simulate` (growing the event heap as asked) and
+    """Allocate the state, run :func:`initial` and :func:`simulate` and
     return a dict of the results (see :mod:`fluidq.sim.network` for their meaning)."""
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
@@ -595,7 +642,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     st = np.zeros((n_st, N_S), i64)
     st[:, S_BUDGET] = budget
     st[:, S_NRANK] = nrank
-    stf = np.zeros((n_st, 2), f64)
+    st[:, S_EVPOS] = -1
+    stf = np.zeros((n_st, 4), f64)
     ti = np.zeros((n_tasks + 1, N_T), i64)
     tf = np.zeros((n_tasks + 1, 2), f64)
     qh = np.zeros((n_st, maxr, 2), i64)
@@ -604,9 +652,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     al_t = np.zeros((n_st, maxb + 1), i64)
     al_k = np.zeros((n_st, maxb + 1), i64)
     dlab = np.zeros((n_st, n_lab), i64)
-    cap = EVENT_HEAP_START
-    evf = np.zeros((cap, 2), f64)
-    evi = np.zeros((cap, 3), i64)
+    evf = np.zeros((n_st, 2), f64)  # (one event per busy station: the end of its run)
+    evi = np.zeros((n_st, 2), i64)
     g = np.zeros(N_G, i64)
     g[G_RID] = 1
     g[G_SEEN] = int(seen.max()) if seen.size else 0
@@ -617,6 +664,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     gf[GF_CURSTART] = -INF
     gf[GF_NEXTREC] = grid[0] if grid.size else INF
     gf[GF_HORIZON] = horizon
+    gf[GF_TA] = ext_t[0]
     cls_i = np.zeros((n_cls, 2), i64)
     soj = np.zeros(n_cls, f64)
     buf = np.zeros(n_lab, i64)
@@ -627,23 +675,10 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     rin, rbuf = np.zeros((ng, n_cls), i64), np.zeros((ng, n_lab), i64)
     rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
     if ihop.size:
-        if ihop.size + 2 * n_st + 64 > cap:  # (each request pushes at most one event: a start or a cut)
-            cap = ihop.size + 2 * n_st + 64
-            evf = np.zeros((cap, 2), f64)
-            evi = np.zeros((cap, 3), i64)
         initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
                 seen, u, cls_i)
-    while True:
-        status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
-                          dlab, evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf,
-                          rwk, rnt)
-        if status == STATUS_DONE:
-            break
-        cap = 2 * evf.shape[0]
-        evf2, evi2 = np.zeros((cap, 2), f64), np.zeros((cap, 3), i64)
-        evf2[:evf.shape[0]] = evf
-        evi2[:evi.shape[0]] = evi
-        evf, evi = evf2, evi2
+    simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab, evf, evi,
+             g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt)
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),

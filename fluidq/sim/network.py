@@ -354,15 +354,22 @@ def _batch_time_table(engine):
     Element-wise evaluation gives the scalar call's floats; a batch-time model that cannot be evaluated
     on an array, or a ``b_max`` above ``_TABLE_MAX``, leaves the table empty (filled on demand).
     """
+    tab = _batch_time_array(engine)
+    return {} if tab is None else dict(enumerate(tab.tolist(), 1))
+
+
+def _batch_time_array(engine):
+    """``t(b)`` for ``b = 1..b_max`` as an array from one vectorised call, or ``None`` (see
+    :func:`_batch_time_table`)."""
     if engine.b_max > _TABLE_MAX:
-        return {}
+        return None
     try:
         tab = np.asarray(engine.batch_time(np.arange(1, engine.b_max + 1, dtype=float)), dtype=float)
     except Exception:  # noqa: BLE001 -- fall back to scalar calls, which report their own errors
-        return {}
+        return None
     if tab.shape != (engine.b_max,):
-        return {}
-    return dict(enumerate(tab.tolist(), 1))
+        return None
+    return tab
 
 
 def _kernel_unsupported(network: Network, check_batches) -> str | None:
@@ -498,12 +505,16 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     budget = np.array([_fast_budget(s) for s in stations], dtype=i64)
     nrank = np.array([lo + 1 for lo in lows], dtype=i64)
     tau = np.full((n_st, int(budget.max()) + 1), np.nan)
+    tables: dict = {}  # (stations often share one engine)
     for si, s in enumerate(stations):
-        tab = _batch_time_table(s.engine)
-        if not tab:  # the batch time cannot be tabulated in one call: the scalar calls (as the Python path)
-            tab = {b: float(s.engine.batch_time(b)) for b in range(1, int(budget[si]) + 1)}
-        for b in range(1, int(budget[si]) + 1):
-            tau[si, b] = tab[b]
+        nb = int(budget[si])
+        if id(s.engine) not in tables:
+            tables[id(s.engine)] = _batch_time_array(s.engine)
+        tab = tables[id(s.engine)]
+        if tab is not None:
+            tau[si, 1:nb + 1] = tab[:nb]
+        else:  # the batch time cannot be tabulated in one call: the scalar calls (as the Python path)
+            tau[si, 1:nb + 1] = [float(s.engine.batch_time(b)) for b in range(1, nb + 1)]
     # external arrivals, drawn and merged as the Python path does
     a_t, a_c = [], []
     for ci, c in enumerate(network.classes):
@@ -726,13 +737,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
 
             use_kernel = method == "kernel" or compiled()
     wall0 = _time.perf_counter()
-    if use_kernel:
-        return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops))
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
-    # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
+    # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time
+    # (the compiled loop makes few objects, but a collection its set-up triggers would cost milliseconds).
     gc_on = gc.isenabled()
     gc.disable()
     try:
+        if use_kernel:
+            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops))
         return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
                     "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))

@@ -149,21 +149,3 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
         simulate_network(geo, horizon_s=5.0, rng=1, method="python").completed
     assert isinstance(compiled(), bool)
-
-
-def test_compiled_loop_survives_a_growing_event_heap(monkeypatch):
-    """Started with a one-entry event heap, the loop asks for room again and again (with events and stale
-    events in the heap) and resumes where it stopped, with the Python path's results."""
-    import fluidq.kernel.network as kn
-
-    monkeypatch.setattr(kn, "EVENT_HEAP_START", 1)
-    e = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=64)
-    st = [Station(name=f"E{i}", engine=e) for i in range(12)]
-    net = Network(stations=st, routers=[Router(name="R", engines=tuple(s.name for s in st), policy="jsq",
-                                               count="tokens")],
-                  classes=[RequestClass(name="c", rate_per_s=40.0, route=[
-                      Hop(engine="R", prompt_tokens=3000, output_tokens=400)])])
-    a = simulate_network(net.at_load(0.95), horizon_s=30.0, rng=4, method="python")
-    b = simulate_network(net.at_load(0.95), horizon_s=30.0, rng=4, method="kernel")
-    assert sum(a.completed.values()) > 10
-    assert_identical(a, b)
