@@ -631,10 +631,33 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
     _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
 
 
+_compiled_once = False
+
+
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen, ihop, icls, u,
                 grid, *, horizon, max_batches, record_hops, n_tasks):
-    """Allocate the state, run :func:`initial` and :func:`simulate` and
-    return a dict of the results (see :mod:`fluidq.sim.network` for their meaning)."""
+    """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
+    :mod:`fluidq.sim.network` for their meaning).
+
+    The first call in a process compiles the loop (or loads it from numba's cache); if that takes more than
+    :data:`fluidq.kernel.run.NOTE_AFTER_S` seconds a one-line note says so on stderr.
+    """
+    global _compiled_once
+    if not _compiled_once and _jit.compiled():
+        import threading
+
+        from .run import NOTE_AFTER_S, _note
+
+        _compiled_once = True
+        timer = threading.Timer(NOTE_AFTER_S, _note)
+        timer.daemon = True
+        timer.start()
+        try:
+            return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen,
+                               ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
+                               record_hops=record_hops, n_tasks=n_tasks)
+        finally:
+            timer.cancel()
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
     maxb = int(budget.max())
