@@ -15,7 +15,8 @@ Targets:
   binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine.
 * issue 15's tighter targets: the one-station network within 1.2x of the single-engine kernel per batch,
   and a 4-engine JSQ network (four times the arrivals, each engine at 0.9 of its capacity) within 1.3x per
-  batch of the one-station network.
+  batch of the one-station network.  ``method='auto'`` runs these networks on the compiled event loop
+  (:mod:`fluidq.kernel.network`); a row gives the Python event-skipping path (``method='python'``) too.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
@@ -116,6 +117,11 @@ def main():
                      us_net, "us", 1.5 * us_fast, "<="))
         rows.append((f"  the same, marginal cost per batch ({h_short:g} s -> {h_long:g} s runs; kernel: {mar_fast:.3g} us)",
                      mar_net, "us", 1.5 * mar_fast, "<="))
+        # the Python event-skipping path (method='python'), which method='auto' ran before the compiled loop
+        tpy, rpy = best_of(lambda: simulate_network(one, horizon_s=h_long, rng=1, method="python"), repeat=3)
+        assert rpy.completed == rn.completed and rpy.mean_sojourn_s == rn.mean_sojourn_s
+        rows.append((f"network simulator, method='python' (the Python event-skipping path), per batch ({h_long:g} s)",
+                     1e6 * tpy / rpy.batches, "us", None, "info"))
         # issue 15's tighter targets on the same pair: one-station network within 1.2x of simulate per batch
         rows.append((f"issue 15: one-station network vs single-engine kernel, per batch ({h_long:g} s)",
                      us_net, "us", 1.2 * us_fast, "<="))

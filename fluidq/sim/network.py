@@ -17,9 +17,17 @@ when each batch inside a run started, so it orders equal times exactly as the ge
 request routed at the instant another station's batch ends joins that station's next batch or the one
 after by this rule, in both).
 
-Runs of identical batches (``method="auto"``, the default): a station running a decode-first
-chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without ``k_max`` advances a
-run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
+The compiled event loop (``method="auto"``, the default, where it applies): :mod:`fluidq.kernel.network`
+runs every station on one event clock in machine code, rule for rule as the Python event-skipping path
+below (tests check the two give the same run, bit for bit), for networks whose stations run
+Sarathi-Serve or vLLM with chunked prefill without a KV cache and whose classes route through hops
+of fixed lengths, to stations or to random or join-the-shortest-queue routers, with class priorities.
+Fork-join, probabilistic choices, random lengths, KV caches, a binding ``k_max``, context-aware batch
+times, user policies and ``check_batches`` run on the Python path.
+
+Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
+running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
+``k_max`` advances a run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
 arrives -- in one step, with a virtual decode clock (every decoding request gets one token per batch;
 a heap holds the round at which each finishes) and the head prompt's chunk; an arrival cuts the run at
 the batch in progress.  Requests' times, counts in system and the recorded token backlogs are those of
@@ -638,8 +646,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         reported in the result).
     max_batches : int, optional
         Stop after this many batches in total.
-    method : {"auto", "generic"}
-        ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) lets stations
+    method : {"auto", "generic", "python", "kernel"}
+        ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
+        network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
+        a decode-first chunked FCFS scheduler without KV cache, ``k_max`` below its budget or a context-aware
+        batch time; routes of hops of fixed lengths to stations, random or JSQ routers; no
+        ``check_batches``) and numba compiles, with the Python event-skipping path's results exactly;
+        otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
+        loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
