@@ -4,16 +4,19 @@
 It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event-skipping path of
 :mod:`fluidq.sim.network`, rule for rule) for the common case:
 
-* every station runs a decode-first chunked scheduler with mixed batches in FCFS order (Sarathi-Serve,
-  vLLM with chunked prefill) with a token budget ``budget``, no ``k_max`` below it, a batch time of the
-  batch's tokens alone (a table ``tau[station, tokens]``), no KV memory;
+* every station runs a built-in scheduler in FCFS order with a token budget ``budget``, a batch time of
+  the batch's tokens alone (a table ``tau[station, tokens]``) and no KV memory: a decode-first chunked
+  scheduler with mixed batches (Sarathi-Serve, vLLM with chunked prefill) without a ``k_max`` below its
+  budget in runs of identical batches (below), any other (Orca, vLLM, FasterTransformer, a binding
+  ``k_max``, ``chunk_long_prompts``) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
+  over the requests the Python path's view shows (``_take_prefill``; blocked prompts are reported);
 * class priorities at stations (a rank per hop and station; FCFS within a rank);
 * classes whose routes are sequences of hops with fixed prompt and output tokens; a hop goes to a
   station or to a router: random (uniforms drawn by the caller, used in order), join-the-shortest-queue
   by requests or by remaining tokens (ties to the engine listed first).
 
-Fork-join, probabilistic choices, random lengths, KV memory, ``k_max`` below the budget, context-aware
-batch times and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
+Fork-join, probabilistic choices, random lengths, KV memory, context-aware batch times, orderings other
+than FCFS and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -65,18 +68,20 @@ H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_RANK0 = range(7)
 R_KIND, R_N, R_ENG0 = range(3)
 # st (int, one row per station)
 (S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_G, S_NDEC, S_WORK, S_NT, S_RUN, S_RK, S_RD, S_RBTOK, S_NALLOC,
- S_NH, S_EVPOS, S_JC) = range(16)
-N_S = 16
+ S_NH, S_EVPOS, S_JC, S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM) = range(24)
+N_S = 24
+#: the station options :func:`run_network` takes per station, in this order (S_GEN: batch by batch)
+S_OPTIONS = (S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
 # S_JC (the run's batches timed so far)
 R_T0, R_TAU, R_TC, R_TL = range(4)
 # ti (int, one row per hop of a request)
-T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV = range(10)
-N_T = 10
+T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC = range(11)
+N_T = 11
 # tf (float): arrival in the network, arrival at the station
 TF_JIN, TF_ARR = range(2)
-# qh[s, rank, :]: the prefill queue's head and tail (0: empty)
-Q_PH, Q_PT = range(2)
+# qh[s, rank, :]: the prefill queue's head and tail, the decode queue's (batch-by-batch stations) (0: empty)
+Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 # g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
 # station, next external arrival, next grid point, hops recorded, event heap size, record hops, max batches
 # (-1: none)
@@ -253,7 +258,7 @@ def _fpop(fF, fR, s, n):
 
 @_inline
 def _qappend(qh, ti, s, r, head, rid):
-    """Append ``rid`` to station ``s``'s prefill queue of rank ``r`` (``head``: Q_PH)."""
+    """Append ``rid`` to station ``s``'s queue (``head``: Q_PH or Q_DH) of rank ``r``."""
     tail = qh[s, r, head + 1]
     ti[rid, T_PRV] = tail
     ti[rid, T_NXT] = 0
@@ -400,8 +405,105 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
 
 
 @_inline
+def _take_decode(s, budget, slots, st, ti, qh, fR):
+    """A batch-by-batch station's decoders, in priority order then the order their prefills ended, while
+    the budget and the slots last (into ``fR[s]``); return (budget, slots, decoders)."""
+    n = 0
+    for r in range(st[s, S_NRANK]):
+        rid = qh[s, r, Q_DH]
+        while rid:
+            if budget < 1 or slots < 1:
+                return budget, slots, n
+            fR[s, n] = rid
+            n += 1
+            budget -= 1
+            slots -= 1
+            rid = ti[rid, T_NXT]
+    return budget, slots, n
+
+
+@_inline
+def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
+    """A batch-by-batch station's prefill part (``Scheduler.select``'s rule: whole prompts, a chunk where
+    the scheduler chunks, a prompt above the budget blocked where it does not, else head-of-line) over the
+    prompts the Python path's view holds (in priority order then arrival at the station, up to the
+    ``b_max`` tokens and ``min(b_max, k_max) + 8`` prompts it shows); return (budget, slots, prompts)."""
+    b = st[s, S_BUDGET]
+    vb = st[s, S_VB]
+    lim8 = st[s, S_LIM] + 8
+    chunked = st[s, S_CHUNKED] != 0
+    chl = st[s, S_CHL] != 0
+    shows = chunked or chl
+    wcum = 0
+    wn = 0
+    n = 0
+    for r in range(st[s, S_NRANK]):
+        rid = qh[s, r, Q_PH]
+        while rid:
+            if (wcum >= vb and wn >= 1) or wn >= lim8 or budget < 1 or slots < 1:
+                return budget, slots, n
+            need = ti[rid, T_P] - ti[rid, T_PREF]
+            if need <= budget:
+                al_t[s, n] = rid
+                al_k[s, n] = need
+                n += 1
+                budget -= need
+                slots -= 1
+            elif chunked or (chl and need > b):
+                al_t[s, n] = rid
+                al_k[s, n] = budget
+                n += 1
+                budget = 0
+                slots -= 1
+            elif need > b:
+                blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
+            else:
+                return budget, slots, n  # head-of-line: wait for a batch with room
+            wn += 1
+            if need <= vb or shows:
+                wcum += need if need < vb else vb
+            rid = ti[rid, T_NXT]
+    return budget, slots, n
+
+
+@_inline
+def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
+    """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
+    ``fR[s]``: this station has no runs and no decode heap), or leave it idle."""
+    if now >= gf[GF_HORIZON]:
+        st[s, S_BUSY] = 0
+        return
+    budget = st[s, S_BUDGET]
+    slots = st[s, S_KMAX]
+    npf = 0
+    ndd = 0
+    if st[s, S_MIXED]:
+        if st[s, S_PF]:
+            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
+        else:
+            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
+            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+    elif st[s, S_PF]:
+        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+        if npf == 0:
+            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
+    elif st[s, S_NDEC] > 0:
+        budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
+    else:
+        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+    if npf == 0 and ndd == 0:
+        st[s, S_BUSY] = 0
+        return
+    st[s, S_NALLOC] = npf
+    st[s, S_NH] = ndd
+    st[s, S_BUSY] = 1
+    _evpush(evf, evi, st, g, now + tau[s, st[s, S_BUDGET] - budget], now, s)
+
+
+@_inline
 def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-            buf, seen, u):
+            buf, seen, u, blk):
     """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
     n_st = st.shape[0]
     if hop[h, H_ROUTER]:
@@ -442,6 +544,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     ti[rid, T_P] = p
     ti[rid, T_D] = d
     ti[rid, T_PREF] = 0
+    ti[rid, T_DEC] = 0
     ti[rid, T_RANK] = rank
     ti[rid, T_LAB] = lab
     ti[rid, T_HOP] = h
@@ -455,14 +558,17 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if st[s, S_ROUTING]:
         return  # the station starts its next batch once every finished request has moved on
     if st[s, S_BUSY] == 0:
-        _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
+        if st[s, S_GEN]:
+            _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+        else:
+            _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
     elif st[s, S_RUN] != 0 and st[s, S_RK] > 1:
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
 @_inline
 def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-             seen, u, cls_i, soj, done, hps, hpa, hpf):
+             seen, u, blk, cls_i, soj, done, hps, hpa, hpf):
     """Send the ``nd`` hops in ``done`` that finished at station ``s`` along their routes or out."""
     st[s, S_BUSY] = 0
     st[s, S_ROUTING] = 1
@@ -484,7 +590,7 @@ def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al
             soj[ci] += now - tf[rid, TF_JIN]
         else:
             _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
-                    evf, evi, g, gf, buf, seen, u)
+                    evf, evi, g, gf, buf, seen, u, blk)
     st[s, S_ROUTING] = 0
 
 
@@ -534,17 +640,17 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
 
 @_kernel
 def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen,
-            u, cls_i):
+            u, blk, cls_i):
     """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order."""
     for i in range(ihop.shape[0]):
         cls_i[icls[i], 0] += 1
         _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                evi, g, gf, buf, seen, u)
+                evi, g, gf, buf, seen, u, blk)
 
 
 @_kernel
 def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
-             evf, evi, g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
+             evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
     """Run the event loop to the end (the horizon, or ``max_batches``)."""
     horizon = gf[GF_HORIZON]
     n_st = st.shape[0]
@@ -562,7 +668,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             cls_i[ci, 0] += 1
             g[G_ARRIVING] = 1
             _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                    evi, g, gf, buf, seen, u)
+                    evi, g, gf, buf, seen, u, blk)
             g[G_ARRIVING] = 0
             continue
         if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
@@ -580,6 +686,45 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
         g[G_EV] += 1
         nd = 0
+        if st[s, S_GEN]:  # one batch of a batch-by-batch station ends
+            g[G_NB] += 1
+            npf = st[s, S_NALLOC]
+            ndd = st[s, S_NH]
+            tokens = ndd
+            for a in range(npf):
+                rid = al_t[s, a]
+                m = al_k[s, a]
+                ti[rid, T_PREF] += m
+                buf[ti[rid, T_LAB]] -= m
+                tokens += m
+            for a in range(ndd):
+                rid = fR[s, a]
+                ti[rid, T_DEC] += 1
+                buf[ti[rid, T_LAB]] -= 1
+                if ti[rid, T_DEC] >= ti[rid, T_D]:
+                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
+                    st[s, S_NDEC] -= 1
+                    done[nd] = rid
+                    nd += 1
+            st[s, S_WORK] -= tokens
+            for a in range(npf):  # completed prompts start decoding (or leave)
+                rid = al_t[s, a]
+                if ti[rid, T_PREF] >= ti[rid, T_P]:
+                    _qremove(qh, ti, s, ti[rid, T_RANK], Q_PH, rid)
+                    if ti[rid, T_DEC] < ti[rid, T_D]:
+                        _qappend(qh, ti, s, ti[rid, T_RANK], Q_DH, rid)
+                        st[s, S_NDEC] += 1
+                    else:
+                        done[nd] = rid
+                        nd += 1
+            st[s, S_NT] -= nd
+            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                     seen, u, blk, cls_i, soj, done, hps, hpa, hpf)
+            if st[s, S_BUSY] == 0:
+                _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+            if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
+                break
+            continue
         k = st[s, S_RK]
         st[s, S_RUN] = 0
         g[G_NB] += k
@@ -624,7 +769,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         st[s, S_NH] = nh
         if nd:
             _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-                     buf, seen, u, cls_i, soj, done, hps, hpa, hpf)
+                     buf, seen, u, blk, cls_i, soj, done, hps, hpa, hpf)
         _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
         if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
             break
@@ -634,8 +779,8 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
 _compiled_once = False
 
 
-def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen, ihop, icls, u,
-                grid, *, horizon, max_batches, record_hops, n_tasks):
+def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
+                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
 
@@ -653,8 +798,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
         timer.daemon = True
         timer.start()
         try:
-            return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n_cls, n_lab, seen,
-                               ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
+            return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
+                               seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks)
         finally:
             timer.cancel()
@@ -666,15 +811,18 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     st[:, S_BUDGET] = budget
     st[:, S_NRANK] = nrank
     st[:, S_EVPOS] = -1
+    for j, col in enumerate(S_OPTIONS):
+        st[:, col] = options[:, j]
     stf = np.zeros((n_st, 4), f64)
     ti = np.zeros((n_tasks + 1, N_T), i64)
     tf = np.zeros((n_tasks + 1, 2), f64)
-    qh = np.zeros((n_st, maxr, 2), i64)
+    qh = np.zeros((n_st, maxr, 4), i64)
     fF = np.zeros((n_st, 2 * maxb + 2), i64)
     fR = np.zeros((n_st, 2 * maxb + 2), i64)
     al_t = np.zeros((n_st, maxb + 1), i64)
     al_k = np.zeros((n_st, maxb + 1), i64)
     dlab = np.zeros((n_st, n_lab), i64)
+    blk = np.zeros((n_st, n_lab), i64)
     evf = np.zeros((n_st, 2), f64)  # (one event per busy station: the end of its run)
     evi = np.zeros((n_st, 2), i64)
     g = np.zeros(N_G, i64)
@@ -699,11 +847,11 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, n
     rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
     if ihop.size:
         initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                seen, u, cls_i)
+                seen, u, blk, cls_i)
     simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab, evf, evi,
-             g, gf, cls_i, soj, buf, seen, u, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt)
+             g, gf, cls_i, soj, buf, seen, u, blk, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt)
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),
-            "seen": seen, "uniforms_used": int(g[G_U]),
+            "seen": seen, "uniforms_used": int(g[G_U]), "blocked": blk,
             "hops": (hps[:nhop].copy(), hpa[:nhop].copy(), hpf[:nhop].copy()) if record_hops else None}

@@ -19,11 +19,12 @@ after by this rule, in both).
 
 The compiled event loop (``method="auto"``, the default, where it applies): :mod:`fluidq.kernel.network`
 runs every station on one event clock in machine code, rule for rule as the Python event-skipping path
-below (tests check the two give the same run, bit for bit), for networks whose stations run
-Sarathi-Serve or vLLM with chunked prefill without a KV cache and whose classes route through hops
-of fixed lengths, to stations or to random or join-the-shortest-queue routers, with class priorities.
-Fork-join, probabilistic choices, random lengths, KV caches, a binding ``k_max``, context-aware batch
-times, user policies and ``check_batches`` run on the Python path.
+below (tests check the two give the same run, bit for bit), for networks whose stations run a
+built-in scheduler in FCFS order without a KV cache (Sarathi-Serve and vLLM with chunked prefill in runs
+of identical batches, the others batch by batch) and whose classes route through hops of fixed lengths,
+to stations or to random or join-the-shortest-queue routers, with class priorities.  Fork-join,
+probabilistic choices, random lengths, KV caches, context-aware batch times, user policies and
+orderings, and ``check_batches`` run on the Python path.
 
 Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
 running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
@@ -384,12 +385,13 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     """Why ``network`` needs the Python event loop (``None``: the compiled loop of
     :mod:`fluidq.kernel.network` runs it).
 
-    The compiled loop covers stations running a decode-first chunked scheduler in FCFS order
-    (Sarathi-Serve, vLLM with chunked prefill; see :func:`_fast_budget`) without a KV cache, whose batch
-    times tabulate (:func:`_batch_time_table`), and classes whose routes are hops with fixed prompt and
-    output tokens, to stations or to random or join-the-shortest-queue routers.  Fork-join, probabilistic
-    choices, random lengths, KV memory, ``k_max`` below the budget, context-aware batch times, user
-    policies and ``check_batches`` stay on the Python path.
+    The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
+    where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
+    ``k_max``, as the Python path) without a KV cache, with a batch time of the batch's tokens that
+    tabulates in one call (:func:`_batch_time_table`), and classes whose routes are hops with fixed prompt
+    and output tokens, to stations or to random or join-the-shortest-queue routers.  Fork-join,
+    probabilistic choices, random lengths, KV memory, context-aware batch times, user policies and
+    orderings other than FCFS, and ``check_batches`` stay on the Python path.
     """
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -399,10 +401,12 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for st in network.stations:
         if st.engine.kv_capacity_tokens is not None:
             return f"station {st.name!r} has a KV cache"
-        if _fast_budget(st) is None:
-            return f"station {st.name!r} does not run a decode-first chunked FCFS scheduler without k_max"
-        if st.engine.b_max > _TABLE_MAX:
-            return f"station {st.name!r}'s b_max is above {_TABLE_MAX}"
+        if not _windowable(st.policy):
+            return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
+        if getattr(st.engine.batch_time, "kind", "") == "context_aware":
+            return f"station {st.name!r} has a context-aware batch time"
+        if _batch_time_array(st.engine) is None:
+            return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     for c in network.classes:
         if not c.route:
             return f"class {c.name!r} has an empty route"
@@ -437,7 +441,7 @@ def _initial_hops(network, initial):
 def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals and router draws from ``gen``, the same results as the Python path."""
-    from ..kernel.network import R_ENG0, run_network
+    from ..kernel.network import R_ENG0, S_OPTIONS, run_network
     from ..network.model import NoTokens
 
     i64 = np.int64
@@ -510,7 +514,17 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             rt[i, R_ENG0 + j] = sidx[e]
             if r.policy == "random":
                 rp[i, j] = r.probabilities[j]
-    budget = np.array([_fast_budget(s) for s in stations], dtype=i64)
+    fast = [_fast_budget(s) for s in stations]
+    options = np.zeros((n_st, len(S_OPTIONS)), dtype=i64)  # S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM
+    for si, s in enumerate(stations):
+        pol, eng = s.policy, s.engine
+        ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
+        lim = eng.b_max if eng.k_max is None else min(eng.b_max, eng.k_max)
+        options[si] = (fast[si] is None, min(ks) if ks else 1 << 62, pol.mixed, pol.chunked, pol.chunk_long_prompts,
+                       pol.priority == "prefill", eng.b_max, lim)
+    # the token budget (the scheduler's own b_max may be lower than the engine's)
+    budget = np.array([s.engine.b_max if s.policy.b_max is None else min(s.engine.b_max, s.policy.b_max)
+                       for s in stations], dtype=i64)
     nrank = np.array([lo + 1 for lo in lows], dtype=i64)
     tau = np.full((n_st, int(budget.max()) + 1), np.nan)
     tables: dict = {}  # (stations often share one engine)
@@ -518,11 +532,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         nb = int(budget[si])
         if id(s.engine) not in tables:
             tables[id(s.engine)] = _batch_time_array(s.engine)
-        tab = tables[id(s.engine)]
-        if tab is not None:
-            tau[si, 1:nb + 1] = tab[:nb]
-        else:  # the batch time cannot be tabulated in one call: the scalar calls (as the Python path)
-            tau[si, 1:nb + 1] = [float(s.engine.batch_time(b)) for b in range(1, nb + 1)]
+        tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
     # external arrivals, drawn and merged as the Python path does
     a_t, a_c = [], []
     for ci, c in enumerate(network.classes):
@@ -548,7 +558,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         u = np.zeros(1)
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
-    out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank,
+    out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks)
     if randomized:
@@ -573,7 +583,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         completed=dict(zip(cls_names, completed)),
         mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
         batches=out["batches"], events=out["events"], horizon_s=horizon, wall_s=wall, seed=seed,
-        violations=(), blocked=(), preemptions={s.name: 0 for s in stations}, rejected={s.name: 0 for s in stations},
+        violations=(), blocked=tuple(sorted((stations[si].name, lab_names[li]) for si, li in zip(*np.nonzero(
+            out["blocked"])))), preemptions={s.name: 0 for s in stations}, rejected={s.name: 0 for s in stations},
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
                                         "preemptions": np.zeros(len(hops[0]), dtype=np.int64)})
 
@@ -649,9 +660,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a decode-first chunked FCFS scheduler without KV cache, ``k_max`` below its budget or a context-aware
-        batch time; routes of hops of fixed lengths to stations, random or JSQ routers; no
-        ``check_batches``) and numba compiles, with the Python event-skipping path's results exactly;
+        a built-in scheduler in FCFS order without KV cache or context-aware batch time; routes of hops of
+        fixed lengths to stations, random or JSQ routers; no ``check_batches``) and numba compiles, with the
+        Python path's results exactly;
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
         loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked

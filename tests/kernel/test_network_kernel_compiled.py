@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve()
 
 def _cases():
     """(label, network, horizon, keyword arguments): JSQ by tokens and by requests with class priorities,
-    a random router, a tandem whose event times coincide exactly, initial requests and the hop record."""
+    a random router, a tandem whose event times coincide exactly, initial requests and the hop record, and
+    stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts)."""
     stair = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=32), b_max=96)
     own = Scheduler(name="own", priority="decode", mixed=True, chunked=True, b_max=40)
     jsq = Network(stations=[Station(name="A", engine=stair, priority=("x.1",)), Station(name="B", engine=stair),
@@ -47,8 +48,20 @@ def _cases():
                    classes=[RequestClass(name="c", arrival=Periodic(rate_per_s=16.0), rate_per_s=16.0, route=[
                        Hop(engine="E", prompt_tokens=96, output_tokens=8, name="e"),
                        Hop(engine="G", prompt_tokens=64, output_tokens=4, name="g")])])
+    byb = Network(stations=[Station(name="V", engine=Engine(batch_time=Affine(c=0.03, a=1e-4), b_max=32, k_max=2),
+                                    policy="vllm"),
+                            Station(name="O", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=64, k_max=6),
+                                    policy="orca", priority=("s.2",)),
+                            Station(name="L", engine=stair, policy=Scheduler(
+                                name="long", priority="prefill", mixed=False, chunked=False, chunk_long_prompts=True))],
+                  classes=[RequestClass(name="big", rate_per_s=0.5, route=[
+                      Hop(engine="V", prompt_tokens=100, output_tokens=5, name="b.1")]),
+                      RequestClass(name="s", rate_per_s=4.0, route=[
+                          Hop(engine="V", prompt_tokens=10, output_tokens=0, name="s.1"),
+                          Hop(engine="O", prompt_tokens=30, output_tokens=3, name="s.2"),
+                          Hop(engine="L", prompt_tokens=150, output_tokens=20, name="s.3")])])
     return [("jsq", jsq, 40.0, {"record_hops": True}), ("random", rnd, 40.0, {"initial": {"c.1": 30}}),
-            ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625})]
+            ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625}), ("batch-by-batch", byb, 30.0, {})]
 
 
 def _arrays() -> dict:
@@ -56,7 +69,7 @@ def _arrays() -> dict:
     res = {}
     for label, net, horizon, kw in _cases():
         r = simulate_network(net, horizon_s=horizon, rng=7, method="kernel", **kw)
-        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values()])
+        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked)])
         res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
         for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
             for k, v in getattr(r, field).items():
@@ -88,7 +101,7 @@ def test_compiled_and_uncompiled_network_loop_agree(tmp_path):
     for k in jit:
         assert py[k].dtype == jit[k].dtype, k
         np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
-    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties"))  # the runs did something
+    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch"))  # they did something
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fluidq import Affine, Engine, Staircase
+from fluidq import Affine, ContextAware, Engine, Staircase
 from fluidq.errors import ParameterError
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
 from fluidq.policies import Scheduler
@@ -22,8 +22,9 @@ from fluidq.sim.network import _kernel_unsupported
 from fluidq.workload import Geometric, Periodic, Poisson
 
 
-def random_network(seed):
-    """A random network the compiled loop covers, at a random load, and a horizon."""
+def random_network(seed, every_scheduler=False):
+    """A random network the compiled loop covers, at a random load, and a horizon; ``every_scheduler``: the
+    stations run any built-in scheduler (or one with random options), with binding ``k_max`` too."""
     r = np.random.default_rng(seed)
     n_st = int(r.integers(1, 5))
     engines, policies = [], []
@@ -33,12 +34,21 @@ def random_network(seed):
         bt = (Affine(c=0.125, a=0.0) if kind == 0 else Affine(c=0.01 + 0.04 * r.random(), a=2e-4 * r.random())
               if kind == 1 else Staircase(c=0.01128, a=0.03547, b0=int(r.integers(8, 64))) if kind == 2
               else Affine(c=0.0625, a=1.0 / 1024))
-        k_max = None if r.random() < 0.7 else int(r.integers(b_max, 2 * b_max + 1))  # never below the budget
+        if every_scheduler:
+            k_max = None if r.random() < 0.5 else int(r.integers(1, 2 * b_max + 1))
+        else:
+            k_max = None if r.random() < 0.7 else int(r.integers(b_max, 2 * b_max + 1))  # never below the budget
         engines.append(Engine(batch_time=bt, b_max=b_max, k_max=k_max))
-        p = int(r.integers(3))
+        p = int(r.integers(7 if every_scheduler else 3))
         policies.append("sarathi" if p == 0 else "vllm-chunked" if p == 1 else
                         Scheduler(name="own-budget", priority="decode", mixed=True, chunked=True,
-                                  b_max=int(r.integers(4, b_max + 1))))
+                                  b_max=int(r.integers(4, b_max + 1))) if p == 2 else
+                        ("orca", "vllm", "fastertransformer")[p - 3] if p < 6 else
+                        Scheduler(name="random", priority=str(r.choice(["prefill", "decode"])),
+                                  mixed=bool(r.random() < 0.5), chunked=bool(r.random() < 0.5),
+                                  chunk_long_prompts=bool(r.random() < 0.5),
+                                  b_max=None if r.random() < 0.5 else int(r.integers(4, b_max + 1)),
+                                  k_max=None if r.random() < 0.5 else int(r.integers(1, 40))))
     names = [f"E{i}" for i in range(n_st)]
     routers = []
     if n_st >= 2:
@@ -62,8 +72,8 @@ def random_network(seed):
         for k in range(int(r.integers(1, 4))):
             tgt = str(r.choice(targets))
             name = f"c{c}.{k}"
-            route.append(Hop(engine=tgt, prompt_tokens=int(r.integers(1, 300)), output_tokens=int(r.integers(0, 50)),
-                             name=name))
+            route.append(Hop(engine=tgt, prompt_tokens=int(r.integers(1, 400 if every_scheduler else 300)),
+                             output_tokens=int(r.integers(0, 50)), name=name))
             for rt in routers:
                 if rt.name == tgt:
                     for e in rt.engines:
@@ -101,9 +111,10 @@ def assert_identical(a, b):
             assert a.hops[k].dtype == b.hops[k].dtype, k
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_compiled_loop_is_the_python_path_on_random_networks(seed):
-    net, horizon, r = random_network(seed)
+@pytest.mark.parametrize("every", [False, True])
+@pytest.mark.parametrize("seed", range(30))
+def test_compiled_loop_is_the_python_path_on_random_networks(seed, every):
+    net, horizon, r = random_network(seed, every)
     assert _kernel_unsupported(net, False) is None
     kw = {"record_hops": bool(r.random() < 0.5)}
     if r.random() < 0.25:
@@ -140,12 +151,32 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
         Hop(engine=net.stations[0].name, prompt_tokens=Geometric(mean_tokens=50), output_tokens=10)])])
     assert "random lengths" in _kernel_unsupported(geo, False)
     assert "check_batches" in _kernel_unsupported(net, True)
-    orca = Network(stations=[Station(name="O", engine=Engine(batch_time=Affine(c=0.05, a=0.0), b_max=64),
-                                     policy="orca")], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
-                                         Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
-    assert "decode-first chunked" in _kernel_unsupported(orca, False)
+    ctx = Engine(batch_time=ContextAware(base=Affine(c=0.05, a=0.0), kv_s_per_token=1e-6), b_max=64)
+    ctx_net = Network(stations=[Station(name="O", engine=ctx)], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
+        Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
+    assert "context-aware" in _kernel_unsupported(ctx_net, False)
     with pytest.raises(ParameterError, match="method='kernel'.*random lengths"):
         simulate_network(geo, horizon_s=5.0, rng=1, method="kernel")
     assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
         simulate_network(geo, horizon_s=5.0, rng=1, method="python").completed
     assert isinstance(compiled(), bool)
+
+
+def test_batch_by_batch_stations_block_and_window_as_the_python_path():
+    """Whole-prompt schedulers (vLLM, Orca) with prompts above the budget: blocked hops are reported, and a
+    queue of more blocked prompts than the Python path's view shows (``min(b_max, k_max) + 8``) hides the
+    schedulable prompts behind them, in both paths; prompt-only hops leave at their prefill."""
+    small = Engine(batch_time=Affine(c=0.03, a=1e-4), b_max=32, k_max=2)
+    net = Network(stations=[Station(name="V", engine=small, policy="vllm"),
+                            Station(name="O", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=64),
+                                    policy="orca", priority=("s.2",))],
+                  classes=[RequestClass(name="big", rate_per_s=3.0, route=[
+                      Hop(engine="V", prompt_tokens=100, output_tokens=5, name="b.1")]),
+                      RequestClass(name="s", rate_per_s=4.0, route=[
+                          Hop(engine="V", prompt_tokens=10, output_tokens=0, name="s.1"),
+                          Hop(engine="O", prompt_tokens=30, output_tokens=3, name="s.2")])])
+    a = simulate_network(net, horizon_s=20.0, rng=5, method="python", record_hops=True)
+    b = simulate_network(net, horizon_s=20.0, rng=5, method="kernel", record_hops=True)
+    assert a.blocked == (("V", "b.1"),)
+    assert a.completed["big"] == 0 and a.completed["s"] > 0
+    assert_identical(a, b)
