@@ -147,6 +147,16 @@ def main():
         rows.append((f"single-engine simulator unavailable ({type(exc).__name__})", float("nan"), "us", None, "info"))
         rows.append(("network simulator, one engine, per batch", us_net, "us", None, "info"))
         rows.append(("network simulator, one engine, per batch (generic)", us_net_gen, "us", None, "info"))
+    # a station that cannot skip runs (Orca: prefill-first mixed batches) runs batch by batch, compiled too;
+    # against fluidq.simulate's kernel on the same engine and workload, and the Python path
+    orca_one = Network(stations=[Station(name="E", engine=eng, policy="orca")], classes=one.classes)
+    to_, ro_, tos, ros = best_pair(lambda: simulate_network(orca_one, horizon_s=horizon, rng=1),
+                                   lambda: fluidq.simulate(eng, w, "orca", horizon_s=horizon, rng=1), repeat=5)
+    top, rop = best_of(lambda: simulate_network(orca_one, horizon_s=horizon, rng=1, method="python"), repeat=3)
+    assert rop.completed == ro_.completed and rop.mean_sojourn_s == ro_.mean_sojourn_s
+    rows.append((f"network simulator, one Orca station (batch by batch), per batch (fluidq.simulate: "
+                 f"{1e6 * tos / max(ros.n_iterations, 1):.3g} us; method='python': {1e6 * top / rop.batches:.3g} us)",
+                 1e6 * to_ / max(ro_.batches, 1), "us", None, "info"))
     # a station with a KV cache (vLLM's block memory, binding: preemptions) runs select(view) per batch
     # with the single-engine kernel's memory rules; against fluidq.simulate on the same engine
     from fluidq.engine import VLLM

@@ -401,7 +401,9 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for st in network.stations:
         if st.engine.kv_capacity_tokens is not None:
             return f"station {st.name!r} has a KV cache"
-        if not _windowable(st.policy):
+        pol = st.policy
+        if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
+                type(pol).budgets is not _scheduler_select(budgets=True):
             return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
         if getattr(st.engine.batch_time, "kind", "") == "context_aware":
             return f"station {st.name!r} has a context-aware batch time"
@@ -419,6 +421,13 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
     return None
+
+
+def _scheduler_select(budgets=False):
+    """``Scheduler.select`` (or ``Scheduler.budgets``): a subclass that overrides either runs in Python."""
+    from ..policies.schedulers import Scheduler
+
+    return Scheduler.budgets if budgets else Scheduler.select
 
 
 def _initial_hops(network, initial):

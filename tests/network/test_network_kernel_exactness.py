@@ -155,6 +155,14 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     ctx_net = Network(stations=[Station(name="O", engine=ctx)], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
         Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
     assert "context-aware" in _kernel_unsupported(ctx_net, False)
+
+    class Own(Scheduler):  # a subclass with a rule of its own runs its select() in Python
+        def select(self, view):
+            return super().select(view)
+
+    own = Network(stations=[Station(name="O", engine=net.stations[0].engine, policy=Own(
+        name="own", priority="decode", mixed=True, chunked=True))], classes=ctx_net.classes)
+    assert "built-in scheduler" in _kernel_unsupported(own, False)
     with pytest.raises(ParameterError, match="method='kernel'.*random lengths"):
         simulate_network(geo, horizon_s=5.0, rng=1, method="kernel")
     assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
