@@ -88,7 +88,7 @@ def random_network(seed, every_scheduler=False):
         prio = [str(x) for x in r.permutation(here)[:int(r.integers(0, len(here) + 1))]] if here else []
         stations.append(Station(name=n, engine=engines[i], policy=policies[i], priority=prio))
     net = Network(stations=stations, routers=routers, classes=classes)
-    return net.at_load(float(r.uniform(0.5, 1.25))), float(r.uniform(8.0, 30.0)), r
+    return net.at_load(float(r.uniform(0.5, 1.25))), float(r.uniform(20.0, 90.0)), r
 
 
 def assert_identical(a, b):
