@@ -11,12 +11,16 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   ``k_max``, ``chunk_long_prompts``) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
   over the requests the Python path's view shows (``_take_prefill``; blocked prompts are reported);
 * class priorities at stations (a rank per hop and station; FCFS within a rank);
-* classes whose routes are sequences of hops with fixed prompt and output tokens; a hop goes to a
-  station or to a router: random (uniforms drawn by the caller, used in order), join-the-shortest-queue
-  by requests or by remaining tokens (ties to the engine listed first).
+* classes whose routes are sequences of hops; a hop goes to a station or to a router: random (uniforms
+  drawn by the caller, used in order), join-the-shortest-queue by requests or by remaining tokens (ties to
+  the engine listed first);
+* fixed or random prompt and output tokens: a random length's draws come ``LBN`` at a time from the
+  caller, when the kernel asks (:func:`simulate` returns 1 and resumes where it stopped), in the order the
+  Python path draws them (so random lengths cannot be mixed with random routers' draws).
 
-Fork-join, probabilistic choices, random lengths, KV memory, context-aware batch times, orderings other
-than FCFS and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
+Fork-join, probabilistic choices, random lengths with a random router, KV memory, context-aware batch
+times, orderings other than FCFS and user policies stay on the Python path (:mod:`fluidq.sim.network`
+decides).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -62,8 +66,12 @@ __all__ = ["initial", "run_network", "simulate"]
 INF = np.inf
 
 # hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
-# leaves), class; then the rank at each station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
-H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_RANK0 = range(7)
+# leaves), class, the random prompt's and output's length source (-1: fixed); then the rank at each station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
+H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_PSRC, H_DSRC, H_RANK0 = range(9)
+#: draws per refill of a random length's buffer (as the Python path's ``sample_len``); ``lb[src]`` holds the
+#: draws not used yet from place ``lb[src, LB_POS]`` to ``lb[src, LB_END]`` (room for ``2 * LBN``)
+LBN = 256
+LB_POS, LB_END = 2 * LBN, 2 * LBN + 1
 # rt (int, one row per router): kind (0 random, 1 JSQ by requests, 2 JSQ by tokens), engines, engine ids
 R_KIND, R_N, R_ENG0 = range(3)
 # st (int, one row per station)
@@ -84,13 +92,14 @@ TF_JIN, TF_ARR = range(2)
 Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 # g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
 # station, next external arrival, next grid point, hops recorded, event heap size, record hops, max batches
-# (-1: none)
+# (-1: none); the length source to refill, and where to resume (phase: 1 a batch's end, 2 a run's end,
+# moving hops on; its station, the next of its finished hops, how many)
 (G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RECHOPS,
- G_MAXB) = range(14)
-N_G = 14
-# gf (float): current event's batch start, next grid point, horizon, next external arrival
-GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA = range(4)
-N_GF = 4
+ G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND) = range(19)
+N_G = 19
+# gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time
+GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA, GF_RT = range(5)
+N_GF = 5
 
 
 @_inline
@@ -404,7 +413,7 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
     _evpush(evf, evi, st, g, stf[s, R_TC], stf[s, R_TL], s)
 
 
-@_inline
+@_kernel
 def _take_decode(s, budget, slots, st, ti, qh, fR):
     """A batch-by-batch station's decoders, in priority order then the order their prefills ended, while
     the budget and the slots last (into ``fR[s]``); return (budget, slots, decoders)."""
@@ -422,7 +431,7 @@ def _take_decode(s, budget, slots, st, ti, qh, fR):
     return budget, slots, n
 
 
-@_inline
+@_kernel
 def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
     """A batch-by-batch station's prefill part (``Scheduler.select``'s rule: whole prompts, a chunk where
     the scheduler chunks, a prompt above the budget blocked where it does not, else head-of-line) over the
@@ -466,7 +475,7 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
     return budget, slots, n
 
 
-@_inline
+@_kernel
 def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
     ``fR[s]``: this station has no runs and no decode heap), or leave it idle."""
@@ -502,8 +511,21 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
 
 
 @_inline
+def _refill(h, hop, lb):
+    """The length source whose buffer runs out if hop ``h`` is submitted now (the caller appends the next
+    ``LBN`` draws, after the one left if the prompt takes it, and calls again), or -1."""
+    ps = hop[h, H_PSRC]
+    ds = hop[h, H_DSRC]
+    if ps >= 0 and lb[ps, LB_END] - lb[ps, LB_POS] < 1:
+        return ps
+    if ds >= 0 and lb[ds, LB_END] - lb[ds, LB_POS] < (2 if ds == ps else 1):
+        return ds
+    return -1
+
+
+@_inline
 def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-            buf, seen, u, blk):
+            buf, seen, u, blk, lb):
     """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
     n_st = st.shape[0]
     if hop[h, H_ROUTER]:
@@ -538,7 +560,15 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     rid = g[G_RID]
     g[G_RID] = rid + 1
     p = hop[h, H_P]
+    ps = hop[h, H_PSRC]
+    if ps >= 0:
+        p = lb[ps, lb[ps, LB_POS]]
+        lb[ps, LB_POS] += 1
     d = hop[h, H_D]
+    ds = hop[h, H_DSRC]
+    if ds >= 0:
+        d = lb[ds, lb[ds, LB_POS]]
+        lb[ds, LB_POS] += 1
     rank = hop[h, H_RANK0 + s]
     ti[rid, T_ST] = s
     ti[rid, T_P] = p
@@ -566,21 +596,25 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
-@_inline
+@_kernel
 def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-             seen, u, blk, cls_i, soj, done, hps, hpa, hpf):
-    """Send the ``nd`` hops in ``done`` that finished at station ``s`` along their routes or out."""
+             seen, u, blk, lb, cls_i, soj, done, hrec):
+    """Send the hops ``done[i0:nd]`` that finished at station ``s`` along their routes or out (``g[G_RI]``:
+    ``i0`` when resuming, -1 the first time: the hops are recorded, from 0); return ``nd``, or the index of the
+    hop whose next hop needs a length buffer refilled (``G_NEED``)."""
+    i0 = g[G_RI]
     st[s, S_BUSY] = 0
     st[s, S_ROUTING] = 1
-    if g[G_RECHOPS]:
+    if i0 < 0 and g[G_RECHOPS]:
         n = g[G_NHOP]
         for i in range(nd):
-            hps[n] = s
-            hpa[n] = tf[done[i], TF_ARR]
-            hpf[n] = now
+            hrec[n, 0] = s
+            hrec[n, 1] = tf[done[i], TF_ARR]
+            hrec[n, 2] = now
             n += 1
         g[G_NHOP] = n
-    for i in range(nd):
+    i = i0 if i0 > 0 else 0
+    while i < nd:
         rid = done[i]
         ci = ti[rid, T_CLS]
         nx = hop[ti[rid, T_HOP], H_NEXT]
@@ -589,12 +623,19 @@ def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al
             cls_i[ci, 1] += 1
             soj[ci] += now - tf[rid, TF_JIN]
         else:
+            need = _refill(nx, hop, lb)
+            if need >= 0:
+                g[G_NEED] = need
+                break
             _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
-                    evf, evi, g, gf, buf, seen, u, blk)
-    st[s, S_ROUTING] = 0
+                    evf, evi, g, gf, buf, seen, u, blk, lb)
+        i += 1
+    if i == nd:
+        st[s, S_ROUTING] = 0
+    return i
 
 
-@_inline
+@_kernel
 def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf):
     """The grid points up to ``t``: requests per class, tokens per label and station, residents per station
     (batches of a run in progress that ended before a point count as served)."""
@@ -639,27 +680,59 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
 
 
 @_kernel
-def initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen,
-            u, blk, cls_i):
-    """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order."""
-    for i in range(ihop.shape[0]):
+def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+            seen, u, blk, lb, cls_i):
+    """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order, from ``i0``; return
+    the number placed (less than all when a length buffer needs a refill: ``G_NEED``)."""
+    i = i0
+    while i < ihop.shape[0]:
+        need = _refill(ihop[i], hop, lb)
+        if need >= 0:
+            g[G_NEED] = need
+            break
         cls_i[icls[i], 0] += 1
         _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                evi, g, gf, buf, seen, u, blk)
+                evi, g, gf, buf, seen, u, blk, lb)
+        i += 1
+    return i
 
 
 @_kernel
 def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
-             evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt):
-    """Run the event loop to the end (the horizon, or ``max_batches``)."""
+             evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
+             rnt):
+    """Run the event loop to the end (the horizon, or ``max_batches``: return 0), or until a random length's
+    buffer needs the next draws (return 1: the caller refills source ``G_NEED`` and calls again; the loop
+    resumes where it stopped)."""
     horizon = gf[GF_HORIZON]
-    n_st = st.shape[0]
     while True:
+        if g[G_PHASE]:  # resume moving a station's finished hops on, then start its next batch or run
+            s = g[G_RS]
+            t = gf[GF_RT]
+            nd = g[G_RND]
+            i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
+                         gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec)
+            if i < nd:
+                g[G_RI] = i
+                return 1
+            if g[G_PHASE] == 1:
+                if st[s, S_BUSY] == 0:
+                    _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+            else:
+                _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
+            g[G_PHASE] = 0
+            if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
+                break
+            continue
         te = evf[0, 0] if g[G_NEV] > 0 else INF
         ai = g[G_AI]
         ta = ext_t[ai]
         if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
             ci = ext_c[ai]
+            need = _refill(cls_first[ci], hop, lb)
+            if need >= 0:
+                g[G_NEED] = need
+                return 1
             g[G_AI] = ai + 1
             gf[GF_TA] = ext_t[ai + 1]
             if ta >= gf[GF_NEXTREC]:
@@ -668,7 +741,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             cls_i[ci, 0] += 1
             g[G_ARRIVING] = 1
             _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                    evi, g, gf, buf, seen, u, blk)
+                    evi, g, gf, buf, seen, u, blk, lb)
             g[G_ARRIVING] = 0
             continue
         if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
@@ -718,8 +791,16 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                         done[nd] = rid
                         nd += 1
             st[s, S_NT] -= nd
-            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                     seen, u, blk, cls_i, soj, done, hps, hpa, hpf)
+            g[G_RI] = -1
+            i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                         seen, u, blk, lb, cls_i, soj, done, hrec)
+            if i < nd:
+                g[G_PHASE] = 1
+                g[G_RS] = s
+                g[G_RI] = i
+                g[G_RND] = nd
+                gf[GF_RT] = t
+                return 1
             if st[s, S_BUSY] == 0:
                 _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
@@ -768,19 +849,28 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                     nd += 1
         st[s, S_NH] = nh
         if nd:
-            _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-                     buf, seen, u, blk, cls_i, soj, done, hps, hpa, hpf)
+            g[G_RI] = -1
+            i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
+                         buf, seen, u, blk, lb, cls_i, soj, done, hrec)
+            if i < nd:
+                g[G_PHASE] = 2
+                g[G_RS] = s
+                g[G_RI] = i
+                g[G_RND] = nd
+                gf[GF_RT] = t
+                return 1
         _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
         if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
             break
     _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
+    return 0
 
 
 _compiled_once = False
 
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
-                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks):
+                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
 
@@ -800,7 +890,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         try:
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
                                seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
-                               record_hops=record_hops, n_tasks=n_tasks)
+                               record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill)
         finally:
             timer.cancel()
     i64, f64 = np.int64, np.float64
@@ -841,17 +931,33 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     buf = np.zeros(n_lab, i64)
     done = np.zeros(3 * maxb + 8, i64)
     nh = n_tasks + 1 if record_hops else 1
-    hps, hpa, hpf = np.zeros(nh, i64), np.zeros(nh, f64), np.zeros(nh, f64)
+    hrec = np.zeros((nh, 3), f64)  # station, arrival at it, end of the hop
     ng = grid.shape[0]
     rin, rbuf = np.zeros((ng, n_cls), i64), np.zeros((ng, n_lab), i64)
     rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
-    if ihop.size:
-        initial(ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                seen, u, blk, cls_i)
-    simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab, evf, evi,
-             g, gf, cls_i, soj, buf, seen, u, blk, done, hps, hpa, hpf, grid, rin, rbuf, rwk, rnt)
+    lb = np.zeros((max(n_sources, 1), 2 * LBN + 2), i64)  # random lengths (empty: the first use asks for draws)
+
+    def fill():
+        src = int(g[G_NEED])
+        left = lb[src, lb[src, LB_POS]:lb[src, LB_END]].copy()
+        lb[src, :left.size] = left
+        lb[src, left.size:left.size + LBN] = refill(src)
+        lb[src, LB_POS] = 0
+        lb[src, LB_END] = left.size + LBN
+
+    i = 0
+    while i < ihop.size:
+        i = initial(i, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                    seen, u, blk, lb, cls_i)
+        if i < ihop.size:
+            fill()
+    while simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
+                   evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
+                   rnt):
+        fill()
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),
             "seen": seen, "uniforms_used": int(g[G_U]), "blocked": blk,
-            "hops": (hps[:nhop].copy(), hpa[:nhop].copy(), hpf[:nhop].copy()) if record_hops else None}
+            "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy()) if record_hops
+            else None}

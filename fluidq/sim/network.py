@@ -21,10 +21,11 @@ The compiled event loop (``method="auto"``, the default, where it applies): :mod
 runs every station on one event clock in machine code, rule for rule as the Python event-skipping path
 below (tests check the two give the same run, bit for bit), for networks whose stations run a
 built-in scheduler in FCFS order without a KV cache (Sarathi-Serve and vLLM with chunked prefill in runs
-of identical batches, the others batch by batch) and whose classes route through hops of fixed lengths,
-to stations or to random or join-the-shortest-queue routers, with class priorities.  Fork-join,
-probabilistic choices, random lengths, KV caches, context-aware batch times, user policies and
-orderings, and ``check_batches`` run on the Python path.
+of identical batches, the others batch by batch) and whose classes route through hops to stations or to
+random or join-the-shortest-queue routers, with class priorities and fixed or random lengths (drawn from
+``rng`` in the Python path's order).  Fork-join, probabilistic choices, random lengths together with a
+random router, KV caches, context-aware batch times, user policies and orderings, and ``check_batches``
+run on the Python path.
 
 Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
 running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
@@ -388,10 +389,10 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
     where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
     ``k_max``, as the Python path) without a KV cache, with a batch time of the batch's tokens that
-    tabulates in one call (:func:`_batch_time_table`), and classes whose routes are hops with fixed prompt
-    and output tokens, to stations or to random or join-the-shortest-queue routers.  Fork-join,
-    probabilistic choices, random lengths, KV memory, context-aware batch times, user policies and
-    orderings other than FCFS, and ``check_batches`` stay on the Python path.
+    tabulates in one call (:func:`_batch_time_table`), and classes whose routes are hops to stations or to
+    random or join-the-shortest-queue routers, with fixed or random lengths (random ones not with a random
+    router: their draws would interleave).  Fork-join, probabilistic choices, KV memory, context-aware batch
+    times, user policies and orderings other than FCFS, and ``check_batches`` stay on the Python path.
     """
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -409,6 +410,7 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
             return f"station {st.name!r} has a context-aware batch time"
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
+    random_lengths = False
     for c in network.classes:
         if not c.route:
             return f"class {c.name!r} has an empty route"
@@ -416,10 +418,12 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
             if not isinstance(h, Hop):
                 return f"class {c.name!r}'s route has a {type(h).__name__}"
             if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
-                return f"hop {h.name!r} has random lengths"
+                random_lengths = True
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
+        if r.policy == "random" and random_lengths:
+            return f"random lengths with the random router {r.name!r} (their draws interleave)"
     return None
 
 
@@ -450,8 +454,10 @@ def _initial_hops(network, initial):
 def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals and router draws from ``gen``, the same results as the Python path."""
-    from ..kernel.network import R_ENG0, S_OPTIONS, run_network
+    from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
+                                  S_OPTIONS, run_network)
     from ..network.model import NoTokens
+    from ..workload.lengths import Fixed
 
     i64 = np.int64
     stations = network.stations
@@ -470,7 +476,14 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         first.append(len(rows))
         rows.extend(c.route)
     n_h = len(rows)
-    hop = np.zeros((n_h, 6 + 2 * n_st), dtype=i64)
+    hop = np.zeros((n_h, H_RANK0 + 2 * n_st), dtype=i64)
+    sources: dict = {}  # id(random length) -> (source index, the length)
+
+    def length_src(length):
+        if isinstance(length, (Fixed, NoTokens)):
+            return -1
+        return sources.setdefault(id(length), (len(sources), length))[0]
+
     ranks = [{h: k for k, h in enumerate(s.priority)} for s in stations]
     lows = [len(s.priority) for s in stations]
     stl_sets = [set() for _ in stations]
@@ -487,19 +500,20 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         for k, h in enumerate(c.route):
             j = offs[ci] + k
             is_router = h.engine in routers
-            hop[j, 0] = 1 if is_router else 0
-            hop[j, 1] = routers[h.engine][0] if is_router else sidx[h.engine]
-            hop[j, 2] = h.prompt_tokens.n
-            hop[j, 3] = 0 if isinstance(h.output_tokens, NoTokens) else h.output_tokens.n
-            hop[j, 4] = j + 1 if k + 1 < len(c.route) else -1
-            hop[j, 5] = ci
+            hop[j, H_ROUTER] = 1 if is_router else 0
+            hop[j, H_TGT] = routers[h.engine][0] if is_router else sidx[h.engine]
+            for col, src, length in ((H_P, H_PSRC, h.prompt_tokens), (H_D, H_DSRC, h.output_tokens)):
+                hop[j, src] = length_src(length)
+                hop[j, col] = length.n if isinstance(length, Fixed) else 0
+            hop[j, H_NEXT] = j + 1 if k + 1 < len(c.route) else -1
+            hop[j, H_CLS] = ci
             targets = routers[h.engine][1].engines if is_router else (h.engine,)
             for si, s in enumerate(stations):
-                hop[j, 6 + si] = ranks[si].get(h.name, lows[si])
+                hop[j, H_RANK0 + si] = ranks[si].get(h.name, lows[si])
                 name = f"{h.name}@{s.name}" if is_router and h.engine not in pooled else h.name
                 if s.name in targets:
                     lid = label_id(name)
-                    hop[j, 6 + n_st + si] = lid
+                    hop[j, H_RANK0 + n_st + si] = lid
                     stl_sets[si].add(lid)
             if k == 0 and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path does
                 seen_order[h.name] = len(seen_order) + 1
@@ -567,9 +581,11 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         u = np.zeros(1)
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
+    by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
-                      max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks)
+                      max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
+                      refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64))
     if randomized:
         gen.bit_generator.state = state
         if out["uniforms_used"]:
@@ -669,9 +685,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order without KV cache or context-aware batch time; routes of hops of
-        fixed lengths to stations, random or JSQ routers; no ``check_batches``) and numba compiles, with the
-        Python path's results exactly;
+        a built-in scheduler in FCFS order without KV cache or context-aware batch time; routes of hops to
+        stations, random or JSQ routers, random lengths only without a random router; no ``check_batches``)
+        and numba compiles, with the Python path's results exactly;
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
         loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked

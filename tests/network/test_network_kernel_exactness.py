@@ -4,10 +4,11 @@ series (requests per class, tokens per buffer label -- same labels in the same o
 residents per station), the hop record, and the generator left in the same state.
 
 The networks: 1-4 stations running Sarathi-Serve, vLLM with chunked prefill or a decode-first chunked
-scheduler with a budget of its own below the engine's; random, JSQ-by-requests and JSQ-by-tokens routers;
-1-3 classes with routes of 1-3 fixed-length hops (output 0 allowed), class priorities at stations, Poisson
-or periodic arrivals, batch times that make event times coincide exactly (binary fractions), initial
-requests, ``max_batches``.
+scheduler with a budget of its own below the engine's (and, in the ``every`` half, Orca, vLLM,
+FasterTransformer, schedulers with random options, binding ``k_max``); random, JSQ-by-requests and
+JSQ-by-tokens routers; 1-3 classes with routes of 1-3 hops (fixed or geometric lengths, one length shared
+by several hops; output 0 allowed), class priorities at stations, Poisson or periodic arrivals, batch
+times that make event times coincide exactly (binary fractions), initial requests, ``max_batches``.
 """
 from __future__ import annotations
 
@@ -64,6 +65,10 @@ def random_network(seed, every_scheduler=False):
                 routers.append(Router(name=f"R{j}", engines=eng, policy="jsq",
                                       count="requests" if pol == 1 else "tokens"))
     targets = names + [rt.name for rt in routers]
+    # random lengths (drawn 256 at a time per length, as the Python path does), where no random router's
+    # draws interleave with them; one length shared by several hops too
+    geo = (not any(rt.policy == "random" for rt in routers)) and r.random() < 0.5
+    shared = Geometric(mean_tokens=float(r.uniform(5, 60)))
     at_station = {n: [] for n in names}
     classes = []
     periodic = r.random() < 0.3
@@ -72,8 +77,13 @@ def random_network(seed, every_scheduler=False):
         for k in range(int(r.integers(1, 4))):
             tgt = str(r.choice(targets))
             name = f"c{c}.{k}"
-            route.append(Hop(engine=tgt, prompt_tokens=int(r.integers(1, 400 if every_scheduler else 300)),
-                             output_tokens=int(r.integers(0, 50)), name=name))
+            p_tok = int(r.integers(1, 400 if every_scheduler else 300))
+            d_tok = int(r.integers(0, 50))
+            if geo and r.random() < 0.7:
+                p_tok = Geometric(mean_tokens=float(r.uniform(5, 200))) if r.random() < 0.6 else shared
+            if geo and r.random() < 0.7:
+                d_tok = Geometric(mean_tokens=float(r.uniform(1, 40))) if r.random() < 0.6 else shared
+            route.append(Hop(engine=tgt, prompt_tokens=p_tok, output_tokens=d_tok, name=name))
             for rt in routers:
                 if rt.name == tgt:
                     for e in rt.engines:
@@ -147,9 +157,13 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     a = simulate_network(net, horizon_s=horizon, rng=2)
     b = simulate_network(net, horizon_s=horizon, rng=2, method="python")
     assert_identical(a, b)
-    geo = Network(stations=net.stations[:1], classes=[RequestClass(name="g", rate_per_s=2.0, route=[
-        Hop(engine=net.stations[0].name, prompt_tokens=Geometric(mean_tokens=50), output_tokens=10)])])
-    assert "random lengths" in _kernel_unsupported(geo, False)
+    plain = [Station(name=st.name, engine=st.engine, policy=st.policy) for st in net.stations[:2]]
+    geo = Network(stations=plain, routers=[Router(name="R", engines=(net.stations[0].name,
+                                                                                 net.stations[1].name),
+                                                             policy="random", probabilities=(0.5, 0.5))],
+                  classes=[RequestClass(name="g", rate_per_s=2.0, route=[
+                      Hop(engine="R", prompt_tokens=Geometric(mean_tokens=50), output_tokens=10)])])
+    assert "random lengths with the random router" in _kernel_unsupported(geo, False)
     assert "check_batches" in _kernel_unsupported(net, True)
     ctx = Engine(batch_time=ContextAware(base=Affine(c=0.05, a=0.0), kv_s_per_token=1e-6), b_max=64)
     ctx_net = Network(stations=[Station(name="O", engine=ctx)], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
@@ -163,7 +177,7 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     own = Network(stations=[Station(name="O", engine=net.stations[0].engine, policy=Own(
         name="own", priority="decode", mixed=True, chunked=True))], classes=ctx_net.classes)
     assert "built-in scheduler" in _kernel_unsupported(own, False)
-    with pytest.raises(ParameterError, match="method='kernel'.*random lengths"):
+    with pytest.raises(ParameterError, match="method='kernel'.*random router"):
         simulate_network(geo, horizon_s=5.0, rng=1, method="kernel")
     assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
         simulate_network(geo, horizon_s=5.0, rng=1, method="python").completed
