@@ -596,8 +596,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
-@_kernel
-def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
              seen, u, blk, lb, cls_i, soj, done, hrec):
     """Send the hops ``done[i0:nd]`` that finished at station ``s`` along their routes or out (``g[G_RI]``:
     ``i0`` when resuming, -1 the first time: the hops are recorded, from 0); return ``nd``, or the index of the
@@ -634,6 +633,11 @@ def _move_on(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al
         st[s, S_ROUTING] = 0
     return i
 
+
+
+
+_move_on = _kernel(_move_on_py)  # (called; inlined where it is hot: the end of a run)
+_move_on_inline = _inline(_move_on_py)
 
 @_kernel
 def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf):
@@ -850,8 +854,8 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         st[s, S_NH] = nh
         if nd:
             g[G_RI] = -1
-            i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-                         buf, seen, u, blk, lb, cls_i, soj, done, hrec)
+            i = _move_on_inline(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
+                                gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec)
             if i < nd:
                 g[G_PHASE] = 2
                 g[G_RS] = s
