@@ -66,7 +66,8 @@ __all__ = ["initial", "run_network", "simulate"]
 INF = np.inf
 
 # hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
-# leaves), class, the random prompt's and output's length source (-1: fixed); then the rank at each station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
+# leaves), class, the random prompt's and output's length source (-1: fixed); then the rank at each
+# station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
 H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_PSRC, H_DSRC, H_RANK0 = range(9)
 #: draws per refill of a random length's buffer (as the Python path's ``sample_len``); ``lb[src]`` holds the
 #: draws not used yet from place ``lb[src, LB_POS]`` to ``lb[src, LB_END]`` (room for ``2 * LBN``)

@@ -453,7 +453,8 @@ def _initial_hops(network, initial):
 
 def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
-    None): the same arrivals and router draws from ``gen``, the same results as the Python path."""
+    None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
+    results as the Python path."""
     from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
                                   S_OPTIONS, run_network)
     from ..network.model import NoTokens
