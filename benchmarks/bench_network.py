@@ -15,7 +15,8 @@ Targets:
   binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine.
 * issue 15's tighter targets: the one-station network within 1.2x of the single-engine kernel per batch,
   and a 4-engine JSQ network (four times the arrivals, each engine at 0.9 of its capacity) within 1.3x per
-  batch of the one-station network.
+  batch of the one-station network.  ``method='auto'`` runs these networks on the compiled event loop
+  (:mod:`fluidq.kernel.network`); a row gives the Python event-skipping path (``method='python'``) too.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
@@ -116,6 +117,11 @@ def main():
                      us_net, "us", 1.5 * us_fast, "<="))
         rows.append((f"  the same, marginal cost per batch ({h_short:g} s -> {h_long:g} s runs; kernel: {mar_fast:.3g} us)",
                      mar_net, "us", 1.5 * mar_fast, "<="))
+        # the Python event-skipping path (method='python'), which method='auto' ran before the compiled loop
+        tpy, rpy = best_of(lambda: simulate_network(one, horizon_s=h_long, rng=1, method="python"), repeat=3)
+        assert rpy.completed == rn.completed and rpy.mean_sojourn_s == rn.mean_sojourn_s
+        rows.append((f"network simulator, method='python' (the Python event-skipping path), per batch ({h_long:g} s)",
+                     1e6 * tpy / rpy.batches, "us", None, "info"))
         # issue 15's tighter targets on the same pair: one-station network within 1.2x of simulate per batch
         rows.append((f"issue 15: one-station network vs single-engine kernel, per batch ({h_long:g} s)",
                      us_net, "us", 1.2 * us_fast, "<="))
@@ -141,6 +147,16 @@ def main():
         rows.append((f"single-engine simulator unavailable ({type(exc).__name__})", float("nan"), "us", None, "info"))
         rows.append(("network simulator, one engine, per batch", us_net, "us", None, "info"))
         rows.append(("network simulator, one engine, per batch (generic)", us_net_gen, "us", None, "info"))
+    # a station that cannot skip runs (Orca: prefill-first mixed batches) runs batch by batch, compiled too;
+    # against fluidq.simulate's kernel on the same engine and workload, and the Python path
+    orca_one = Network(stations=[Station(name="E", engine=eng, policy="orca")], classes=one.classes)
+    to_, ro_, tos, ros = best_pair(lambda: simulate_network(orca_one, horizon_s=horizon, rng=1),
+                                   lambda: fluidq.simulate(eng, w, "orca", horizon_s=horizon, rng=1), repeat=5)
+    top, rop = best_of(lambda: simulate_network(orca_one, horizon_s=horizon, rng=1, method="python"), repeat=3)
+    assert rop.completed == ro_.completed and rop.mean_sojourn_s == ro_.mean_sojourn_s
+    rows.append((f"network simulator, one Orca station (batch by batch), per batch (fluidq.simulate: "
+                 f"{1e6 * tos / max(ros.n_iterations, 1):.3g} us; method='python': {1e6 * top / rop.batches:.3g} us)",
+                 1e6 * to_ / max(ro_.batches, 1), "us", None, "info"))
     # a station with a KV cache (vLLM's block memory, binding: preemptions) runs select(view) per batch
     # with the single-engine kernel's memory rules; against fluidq.simulate on the same engine
     from fluidq.engine import VLLM

@@ -17,9 +17,19 @@ when each batch inside a run started, so it orders equal times exactly as the ge
 request routed at the instant another station's batch ends joins that station's next batch or the one
 after by this rule, in both).
 
-Runs of identical batches (``method="auto"``, the default): a station running a decode-first
-chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without ``k_max`` advances a
-run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
+The compiled event loop (``method="auto"``, the default, where it applies): :mod:`fluidq.kernel.network`
+runs every station on one event clock in machine code, rule for rule as the Python event-skipping path
+below (tests check the two give the same run, bit for bit), for networks whose stations run a
+built-in scheduler in FCFS order without a KV cache (Sarathi-Serve and vLLM with chunked prefill in runs
+of identical batches, the others batch by batch) and whose classes route through hops to stations or to
+random or join-the-shortest-queue routers, with class priorities and fixed or random lengths (drawn from
+``rng`` in the Python path's order).  Fork-join, probabilistic choices, random lengths together with a
+random router, KV caches, context-aware batch times, user policies and orderings, and ``check_batches``
+run on the Python path.
+
+Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
+running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
+``k_max`` advances a run of batches whose composition cannot change -- no request finishes, no prompt completes, nothing
 arrives -- in one step, with a virtual decode clock (every decoding request gets one token per batch;
 a heap holds the round at which each finishes) and the head prompt's chunk; an arrival cuts the run at
 the batch in progress.  Requests' times, counts in system and the recorded token backlogs are those of
@@ -354,15 +364,255 @@ def _batch_time_table(engine):
     Element-wise evaluation gives the scalar call's floats; a batch-time model that cannot be evaluated
     on an array, or a ``b_max`` above ``_TABLE_MAX``, leaves the table empty (filled on demand).
     """
+    tab = _batch_time_array(engine)
+    return {} if tab is None else dict(enumerate(tab.tolist(), 1))
+
+
+def _batch_time_array(engine):
+    """``t(b)`` for ``b = 1..b_max`` as an array from one vectorised call, or ``None`` (see
+    :func:`_batch_time_table`)."""
     if engine.b_max > _TABLE_MAX:
-        return {}
+        return None
     try:
         tab = np.asarray(engine.batch_time(np.arange(1, engine.b_max + 1, dtype=float)), dtype=float)
     except Exception:  # noqa: BLE001 -- fall back to scalar calls, which report their own errors
-        return {}
+        return None
     if tab.shape != (engine.b_max,):
-        return {}
-    return dict(enumerate(tab.tolist(), 1))
+        return None
+    return tab
+
+
+def _kernel_unsupported(network: Network, check_batches) -> str | None:
+    """Why ``network`` needs the Python event loop (``None``: the compiled loop of
+    :mod:`fluidq.kernel.network` runs it).
+
+    The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
+    where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
+    ``k_max``, as the Python path) without a KV cache, with a batch time of the batch's tokens that
+    tabulates in one call (:func:`_batch_time_table`), and classes whose routes are hops to stations or to
+    random or join-the-shortest-queue routers, with fixed or random lengths (random ones not with a random
+    router: their draws would interleave).  Fork-join, probabilistic choices, KV memory, context-aware batch
+    times, user policies and orderings other than FCFS, and ``check_batches`` stay on the Python path.
+    """
+    from ..network.model import NoTokens
+    from ..workload.lengths import Fixed
+
+    if check_batches:
+        return "check_batches=True checks every batch in Python"
+    for st in network.stations:
+        if st.engine.kv_capacity_tokens is not None:
+            return f"station {st.name!r} has a KV cache"
+        pol = st.policy
+        if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
+                type(pol).budgets is not _scheduler_select(budgets=True):
+            return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
+        if getattr(st.engine.batch_time, "kind", "") == "context_aware":
+            return f"station {st.name!r} has a context-aware batch time"
+        if _batch_time_array(st.engine) is None:
+            return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
+    random_lengths = False
+    for c in network.classes:
+        if not c.route:
+            return f"class {c.name!r} has an empty route"
+        for h in c.route:
+            if not isinstance(h, Hop):
+                return f"class {c.name!r}'s route has a {type(h).__name__}"
+            if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
+                random_lengths = True
+    for r in network.routers:
+        if r.policy != "random" and r.policy != "jsq":
+            return f"router {r.name!r}'s policy {r.policy!r}"
+        if r.policy == "random" and random_lengths:
+            return f"random lengths with the random router {r.name!r} (their draws interleave)"
+    return None
+
+
+def _scheduler_select(budgets=False):
+    """``Scheduler.select`` (or ``Scheduler.budgets``): a subclass that overrides either runs in Python."""
+    from ..policies.schedulers import Scheduler
+
+    return Scheduler.budgets if budgets else Scheduler.select
+
+
+def _initial_hops(network, initial):
+    """``initial`` as (class index, step index, count) triples, checked as the Python path checks them."""
+    out = []
+    for label, count in (initial or {}).items():
+        found = None
+        for ci, c in enumerate(network.classes):
+            for k, stp in enumerate(c.route):
+                if isinstance(stp, Hop) and stp.name == label:
+                    found = (ci, k)
+        if found is None:
+            raise TopologyError(f"initial: {label!r} is not a top-level hop of any class route")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+            raise ParameterError(f"initial[{label!r}]", count, "a whole number of requests >= 0")
+        out.append((found[0], found[1], int(count)))
+    return out
+
+
+def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
+    """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
+    None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
+    results as the Python path."""
+    from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
+                                  S_OPTIONS, run_network)
+    from ..network.model import NoTokens
+    from ..workload.lengths import Fixed
+
+    i64 = np.int64
+    stations = network.stations
+    n_st = len(stations)
+    sidx = {s.name: i for i, s in enumerate(stations)}
+    routers = {r.name: (i, r) for i, r in enumerate(network.routers)}
+    fm = network.flow
+    pooled = set(fm.pooled)
+    labels = {b.label: None for b in fm.buffers}
+    seen_order = {lab: i + 1 for i, lab in enumerate(labels)}
+
+    # hops: one row per step of every class route
+    rows, first, offs = [], [], []
+    for c in network.classes:
+        offs.append(len(rows))
+        first.append(len(rows))
+        rows.extend(c.route)
+    n_h = len(rows)
+    hop = np.zeros((n_h, H_RANK0 + 2 * n_st), dtype=i64)
+    sources: dict = {}  # id(random length) -> (source index, the length)
+
+    def length_src(length):
+        if isinstance(length, (Fixed, NoTokens)):
+            return -1
+        return sources.setdefault(id(length), (len(sources), length))[0]
+
+    ranks = [{h: k for k, h in enumerate(s.priority)} for s in stations]
+    lows = [len(s.priority) for s in stations]
+    stl_sets = [set() for _ in stations]
+    lab_ids: dict = {}
+
+    def label_id(name):
+        if name not in lab_ids:
+            lab_ids[name] = len(lab_ids)
+        return lab_ids[name]
+
+    for lab in labels:
+        label_id(lab)
+    for ci, c in enumerate(network.classes):
+        for k, h in enumerate(c.route):
+            j = offs[ci] + k
+            is_router = h.engine in routers
+            hop[j, H_ROUTER] = 1 if is_router else 0
+            hop[j, H_TGT] = routers[h.engine][0] if is_router else sidx[h.engine]
+            for col, src, length in ((H_P, H_PSRC, h.prompt_tokens), (H_D, H_DSRC, h.output_tokens)):
+                hop[j, src] = length_src(length)
+                hop[j, col] = length.n if isinstance(length, Fixed) else 0
+            hop[j, H_NEXT] = j + 1 if k + 1 < len(c.route) else -1
+            hop[j, H_CLS] = ci
+            targets = routers[h.engine][1].engines if is_router else (h.engine,)
+            for si, s in enumerate(stations):
+                hop[j, H_RANK0 + si] = ranks[si].get(h.name, lows[si])
+                name = f"{h.name}@{s.name}" if is_router and h.engine not in pooled else h.name
+                if s.name in targets:
+                    lid = label_id(name)
+                    hop[j, H_RANK0 + n_st + si] = lid
+                    stl_sets[si].add(lid)
+            if k == 0 and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path does
+                seen_order[h.name] = len(seen_order) + 1
+    lab_names = list(lab_ids)
+    n_lab = len(lab_names)
+    seen = np.zeros(n_lab, dtype=i64)
+    for name, o in seen_order.items():
+        seen[lab_ids[name]] = o
+    maxl = max((len(x) for x in stl_sets), default=0)
+    stl = np.zeros((n_st, maxl + 1), dtype=i64)
+    for si, x in enumerate(stl_sets):
+        stl[si, 0] = len(x)
+        stl[si, 1:1 + len(x)] = sorted(x)
+    maxe = max((len(r.engines) for r in network.routers), default=1)
+    rt = np.zeros((max(len(network.routers), 1), R_ENG0 + maxe), dtype=i64)
+    rp = np.zeros((max(len(network.routers), 1), maxe))
+    for i, r in enumerate(network.routers):
+        rt[i, 0] = 0 if r.policy == "random" else (1 if r.count == "requests" else 2)
+        rt[i, 1] = len(r.engines)
+        for j, e in enumerate(r.engines):
+            rt[i, R_ENG0 + j] = sidx[e]
+            if r.policy == "random":
+                rp[i, j] = r.probabilities[j]
+    fast = [_fast_budget(s) for s in stations]
+    options = np.zeros((n_st, len(S_OPTIONS)), dtype=i64)  # S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM
+    for si, s in enumerate(stations):
+        pol, eng = s.policy, s.engine
+        ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
+        lim = eng.b_max if eng.k_max is None else min(eng.b_max, eng.k_max)
+        options[si] = (fast[si] is None, min(ks) if ks else 1 << 62, pol.mixed, pol.chunked, pol.chunk_long_prompts,
+                       pol.priority == "prefill", eng.b_max, lim)
+    # the token budget (the scheduler's own b_max may be lower than the engine's)
+    budget = np.array([s.engine.b_max if s.policy.b_max is None else min(s.engine.b_max, s.policy.b_max)
+                       for s in stations], dtype=i64)
+    nrank = np.array([lo + 1 for lo in lows], dtype=i64)
+    tau = np.full((n_st, int(budget.max()) + 1), np.nan)
+    tables: dict = {}  # (stations often share one engine)
+    for si, s in enumerate(stations):
+        nb = int(budget[si])
+        if id(s.engine) not in tables:
+            tables[id(s.engine)] = _batch_time_array(s.engine)
+        tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
+    # external arrivals, drawn and merged as the Python path does
+    a_t, a_c = [], []
+    for ci, c in enumerate(network.classes):
+        times = c.arrival.times(gen, horizon_s=horizon)
+        a_t.append(times)
+        a_c.append(np.full(len(times), ci, dtype=i64))
+    a_t = np.concatenate(a_t) if a_t else np.zeros(0)
+    a_c = np.concatenate(a_c) if a_c else np.zeros(0, dtype=i64)
+    order = np.lexsort((a_c, a_t))
+    ext_t = np.append(a_t[order].astype(float), math.inf)
+    ext_c = np.ascontiguousarray(a_c[order], dtype=i64)
+    counts = np.bincount(ext_c, minlength=len(network.classes))
+    ini = _initial_hops(network, initial)
+    ihop = np.array([offs[ci] + k for ci, k, n in ini for _ in range(n)], dtype=i64)
+    icls = np.array([ci for ci, k, n in ini for _ in range(n)], dtype=i64)
+    n_tasks = int(sum(int(counts[ci]) * len(c.route) for ci, c in enumerate(network.classes)))
+    n_tasks += sum(n * (len(network.classes[ci].route) - k) for ci, k, n in ini)
+    randomized = any(r.policy == "random" for r in network.routers)
+    if randomized:  # the routers' uniforms, drawn ahead; the generator is left where the Python path leaves it
+        state = gen.bit_generator.state
+        u = gen.random(n_tasks + 1)
+    else:
+        u = np.zeros(1)
+    G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
+    grid = np.minimum(np.arange(G) * dt_rec, horizon)
+    by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
+    out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
+                      len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
+                      max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
+                      refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64))
+    if randomized:
+        gen.bit_generator.state = state
+        if out["uniforms_used"]:
+            gen.random(out["uniforms_used"])
+    cls_names = [c.name for c in network.classes]
+    completed = [int(x) for x in out["completed"]]
+    soj = out["sojourn_sum"].tolist()
+    rin = out["in_system"].astype(float)
+    rbuf = out["buffer_tokens"].astype(float)
+    rwk = out["station_tokens"].astype(float)
+    rnt = out["station_requests"].astype(float)
+    met = sorted((int(o), i) for i, o in enumerate(out["seen"]) if o > 0)
+    wall = _time.perf_counter() - wall0
+    hops = out["hops"]
+    return NetworkSimResult(
+        times_s=grid, in_system={c: rin[:, i].copy() for i, c in enumerate(cls_names)},
+        buffer_tokens={lab_names[i]: rbuf[:, i].copy() for _, i in met},
+        station_tokens={s.name: rwk[:, i].copy() for i, s in enumerate(stations)},
+        station_requests={s.name: rnt[:, i].copy() for i, s in enumerate(stations)},
+        completed=dict(zip(cls_names, completed)),
+        mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
+        batches=out["batches"], events=out["events"], horizon_s=horizon, wall_s=wall, seed=seed,
+        violations=(), blocked=tuple(sorted((stations[si].name, lab_names[li]) for si, li in zip(*np.nonzero(
+            out["blocked"])))), preemptions={s.name: 0 for s in stations}, rejected={s.name: 0 for s in stations},
+        hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
+                                        "preemptions": np.zeros(len(hops[0]), dtype=np.int64)})
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
@@ -433,8 +683,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         reported in the result).
     max_batches : int, optional
         Stop after this many batches in total.
-    method : {"auto", "generic"}
-        ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) lets stations
+    method : {"auto", "generic", "python", "kernel"}
+        ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
+        network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
+        a built-in scheduler in FCFS order without KV cache or context-aware batch time; routes of hops to
+        stations, random or JSQ routers, random lengths only without a random router; no ``check_batches``)
+        and numba compiles, with the Python path's results exactly;
+        otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
+        loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
@@ -505,8 +761,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if horizon / dt_rec > MAX_GRID:
         raise ParameterError("record_dt_s", record_dt_s, f"a step of at least horizon_s / {MAX_GRID:,} = "
                              f"{horizon / MAX_GRID:.3g} s (at most {MAX_GRID:,} recorded points)")
-    if method not in ("auto", "generic"):
-        raise ParameterError("method", method, "'auto' or 'generic'")
+    if method not in ("auto", "generic", "python", "kernel"):
+        raise ParameterError("method", method, "'auto', 'generic', 'python' or 'kernel'")
     max_batches = integer("max_batches", max_batches, minimum=1, allow_none=True)
     if not isinstance(check_batches, (bool, np.bool_)):
         raise ParameterError("check_batches", check_batches, "True or False")
@@ -521,13 +777,27 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                 and swap_s_per_token is None):
             raise ParameterError("swap_s_per_token", None, f"seconds per KV token moved, for station {st.name!r} "
                                  "whose engine.memory.preemption is 'swap'")
+    use_kernel = False
+    if method in ("auto", "kernel"):
+        why = _kernel_unsupported(network, check_batches)
+        if why is not None and method == "kernel":
+            raise ParameterError("method", method, "a network the compiled event loop covers",
+                                 f"{why}; method='auto' runs it on the Python path")
+        if why is None:
+            from ..kernel import compiled
+
+            use_kernel = method == "kernel" or compiled()
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
-    # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time.
+    # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time
+    # (the compiled loop makes few objects, but a collection its set-up triggers would cost milliseconds).
     gc_on = gc.isenabled()
     gc.disable()
     try:
-        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches, method, wall0,
+        if use_kernel:
+            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops))
+        return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
+                    "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))
     finally:
         if gc_on:

@@ -1,0 +1,111 @@
+"""The compiled network event loop (fluidq.kernel.network) equals the same source run as Python.
+
+Run as a script in a subprocess with ``NUMBA_DISABLE_JIT=1`` (numba's switch, read at import), it simulates
+the cases below with ``method="kernel"`` and saves every output; the test compares them with the compiled
+runs, array for array.
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fluidq import Affine, Engine, Staircase
+from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
+from fluidq.policies import Scheduler
+from fluidq.workload import Periodic
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve()
+
+
+def _cases():
+    """(label, network, horizon, keyword arguments): JSQ by tokens and by requests with class priorities,
+    a random router, a tandem whose event times coincide exactly, initial requests and the hop record, and
+    stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts)."""
+    stair = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=32), b_max=96)
+    own = Scheduler(name="own", priority="decode", mixed=True, chunked=True, b_max=40)
+    jsq = Network(stations=[Station(name="A", engine=stair, priority=("x.1",)), Station(name="B", engine=stair),
+                            Station(name="C", engine=stair, policy=own)],
+                  routers=[Router(name="T", engines=("A", "B", "C"), policy="jsq", count="tokens"),
+                           Router(name="Q", engines=("B", "C"), policy="jsq", count="requests")],
+                  classes=[RequestClass(name="x", rate_per_s=1.0, route=[
+                      Hop(engine="T", prompt_tokens=120, output_tokens=30, name="x.1"),
+                      Hop(engine="Q", prompt_tokens=40, output_tokens=0, name="x.2")]),
+                      RequestClass(name="y", rate_per_s=1.0, route=[
+                          Hop(engine="A", prompt_tokens=300, output_tokens=12, name="y.1")])]).at_load(0.95)
+    rnd = Network(stations=[Station(name="F", engine=Engine(batch_time=Affine(c=0.05, a=1e-4), b_max=64)),
+                            Station(name="S", engine=Engine(batch_time=Affine(c=0.1, a=0.0), b_max=64),
+                                    policy="vllm-chunked")],
+                  routers=[Router(name="R", engines=("F", "S"), policy="random", probabilities=(0.7, 0.3))],
+                  classes=[RequestClass(name="c", rate_per_s=1.0, route=[
+                      Hop(engine="R", prompt_tokens=90, output_tokens=9, name="c.1"),
+                      Hop(engine="S", prompt_tokens=20, output_tokens=5, name="c.2")])]).at_load(1.1)
+    e = Engine(batch_time=Affine(c=0.125, a=0.0), b_max=256)
+    ties = Network(stations=[Station(name="E", engine=e), Station(name="G", engine=e)],
+                   classes=[RequestClass(name="c", arrival=Periodic(rate_per_s=16.0), rate_per_s=16.0, route=[
+                       Hop(engine="E", prompt_tokens=96, output_tokens=8, name="e"),
+                       Hop(engine="G", prompt_tokens=64, output_tokens=4, name="g")])])
+    byb = Network(stations=[Station(name="V", engine=Engine(batch_time=Affine(c=0.03, a=1e-4), b_max=32, k_max=2),
+                                    policy="vllm"),
+                            Station(name="O", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=64, k_max=6),
+                                    policy="orca", priority=("s.2",)),
+                            Station(name="L", engine=stair, policy=Scheduler(
+                                name="long", priority="prefill", mixed=False, chunked=False, chunk_long_prompts=True))],
+                  classes=[RequestClass(name="big", rate_per_s=0.5, route=[
+                      Hop(engine="V", prompt_tokens=100, output_tokens=5, name="b.1")]),
+                      RequestClass(name="s", rate_per_s=4.0, route=[
+                          Hop(engine="V", prompt_tokens=10, output_tokens=0, name="s.1"),
+                          Hop(engine="O", prompt_tokens=30, output_tokens=3, name="s.2"),
+                          Hop(engine="L", prompt_tokens=150, output_tokens=20, name="s.3")])])
+    return [("jsq", jsq, 40.0, {"record_hops": True}), ("random", rnd, 40.0, {"initial": {"c.1": 30}}),
+            ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625}), ("batch-by-batch", byb, 30.0, {})]
+
+
+def _arrays() -> dict:
+    """Every output of every case, as named arrays."""
+    res = {}
+    for label, net, horizon, kw in _cases():
+        r = simulate_network(net, horizon_s=horizon, rng=7, method="kernel", **kw)
+        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked)])
+        res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
+        for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
+            for k, v in getattr(r, field).items():
+                res[f"{label}/{field}/{k}"] = np.asarray(v)
+        for k, v in (r.hops or {}).items():
+            res[f"{label}/hops/{k}"] = np.asarray(v)
+    return res
+
+
+def _python_env(**extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env.update(extra)
+    return env
+
+
+def test_compiled_and_uncompiled_network_loop_agree(tmp_path):
+    from fluidq.kernel import compiled
+
+    if not compiled():
+        pytest.skip("numba is not installed (or NUMBA_DISABLE_JIT is set): nothing compiled to compare")
+    out = tmp_path / "py.npz"
+    p = subprocess.run([sys.executable, str(HERE), str(out)], env=_python_env(NUMBA_DISABLE_JIT="1"),
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    assert "compiled=False" in p.stdout
+    py = dict(np.load(out))
+    jit = _arrays()
+    assert sorted(py) == sorted(jit)
+    for k in jit:
+        assert py[k].dtype == jit[k].dtype, k
+        np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
+    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch"))  # they did something
+
+
+if __name__ == "__main__":
+    from fluidq.kernel import compiled
+
+    print(f"compiled={compiled()}")
+    np.savez(sys.argv[1], **_arrays())
