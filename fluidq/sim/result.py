@@ -262,9 +262,19 @@ class SimResult:
                 **{f"{k}_{s}": m[k][s] for k in ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
                    for s in ("mean", "p50", "p90", "p99")}}
 
+    @property
+    def ttft_definition(self) -> str:
+        """Which first token the ``ttft_s`` of :attr:`metrics` and :meth:`to_dict` measures:
+        ``"end_of_prefill"`` when the engine emits its first token with the prefill
+        (``prefill_emits_token``, vLLM's TTFT), else ``"first_decode"`` (the paper's model: the end of the
+        iteration giving the first decode token).  :meth:`latencies` takes either by name."""
+        return ttft_definition(self.inputs)
+
     def to_dict(self, *, columns: bool = False) -> dict:
-        """JSON-ready summary and metrics; ``columns=True`` adds the per-request and backlog arrays."""
-        d = {"summary": self.summary(), "metrics": self.metrics, "inputs": self.inputs}
+        """JSON-ready summary and metrics (``ttft_definition`` says which TTFT they hold); ``columns=True``
+        adds the per-request and backlog arrays."""
+        d = {"summary": self.summary(), "metrics": self.metrics, "ttft_definition": self.ttft_definition,
+             "inputs": self.inputs}
         if columns:
             d["requests"] = {k: v for k, v in self.requests.items()}
             d["backlog"] = {k: v for k, v in self.backlog.items()}
@@ -342,5 +352,18 @@ class SimSummary:
     def throughput_tokens_per_s(self) -> float:
         return float(self.values["throughput_tokens_per_s"])
 
+    @property
+    def ttft_definition(self) -> str:
+        """As :attr:`SimResult.ttft_definition`."""
+        return ttft_definition(self.inputs)
+
     def to_dict(self) -> dict:
-        return plain({"summary": self.values, "metrics": self.metrics, "inputs": self.inputs})
+        return plain({"summary": self.values, "metrics": self.metrics, "ttft_definition": self.ttft_definition,
+                      "inputs": self.inputs})
+
+
+def ttft_definition(inputs: dict) -> str:
+    """``"end_of_prefill"`` if the run's engine (``inputs["engine"]``) emits its first token with the
+    prefill, else ``"first_decode"`` -- the TTFT a result's metrics hold."""
+    eng = (inputs or {}).get("engine") or {}
+    return "end_of_prefill" if isinstance(eng, dict) and eng.get("prefill_emits_token") else "first_decode"
