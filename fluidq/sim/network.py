@@ -244,6 +244,8 @@ class _StationState:
         self.run = None
         self.routing = False
         self.mem = None  # StationMemory of a station with a KV cache (then every batch runs select(view))
+        # vLLM's engine: the iteration completing a prefill gives the first output token (no run skipping)
+        self.emit = bool(getattr(self.engine, "prefill_emits_token", False))
 
     def current_work(self, now, arriving, cur):
         """Remaining tokens of the residents at ``now`` (inside a run, the batches done so far count).
@@ -320,7 +322,7 @@ def _fast_budget(station):
 
     pol, eng = station.policy, station.engine
     if not (isinstance(pol, Scheduler) and pol.mixed and pol.chunked and pol.priority == "decode"
-            and type(pol.order).order is Ordering.order):
+            and type(pol.order).order is Ordering.order) or getattr(eng, "prefill_emits_token", False):
         return None
     budget = eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
     ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
@@ -351,7 +353,6 @@ def _with_memory(s, swap_s, buf_tokens):
                           on_preempt, on_reuse)
     s.tau_b, s.ks = _tau_table(eng)
     s.compose = getattr(eng.batch_time, "composition_time", None)
-    s.emit = bool(getattr(eng, "prefill_emits_token", False))
     s.batch_start = 0.0
 
 
@@ -408,6 +409,8 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
             return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
         if getattr(st.engine.batch_time, "kind", "") == "context_aware":
             return f"station {st.name!r} has a context-aware batch time"
+        if getattr(st.engine, "prefill_emits_token", False):
+            return f"station {st.name!r}'s engine emits its first token with the prefill"
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     random_lengths = False
@@ -1382,11 +1385,16 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         n_batches += 1
         done = []
         moved = []
+        emitted = 0
         for rid, n in batch.prefill:
             t = s.tasks[rid]
             t.prefilled += n
             buf_tokens[t.label] -= n
             if t.prefilled >= t.prompt_tokens:
+                if s.emit and t.decoded == 0 and t.output_tokens > 0:  # the prefill gives the first token
+                    t.decoded = 1
+                    emitted += 1
+                    buf_tokens[t.label] -= 1
                 moved.append(t)
         tasks = s.tasks
         for rid in batch.decode:
@@ -1398,7 +1406,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 s.dec_label[t.label] -= 1
                 s.ndec -= 1
                 done.append(t)
-        s.work -= batch.tokens
+        s.work -= batch.tokens + emitted
         for t in moved:
             s.pre[t.rank].remove(t)
             if t.decoded < t.output_tokens:

@@ -2,10 +2,9 @@
 model (issue 14): a context-aware batch time and ``prefill_emits_token`` (vLLM's first token comes with
 the prefill, then ``output_tokens - 1`` decode iterations), with and without a block KV cache.
 
-Found by this test: without a KV cache the network simulator ignores ``prefill_emits_token`` (one decode
-iteration more per request than ``fluidq.simulate``); with a KV cache the station runs the single-engine
-memory rules and agrees.  Those cases are strict xfails, so fixing ``fluidq/sim/network.py`` turns them
-into failures to remove."""
+Found by this test: without a KV cache the network simulator ignored ``prefill_emits_token`` (one decode
+iteration more per request than ``fluidq.simulate``); such a station now gives the first token with the
+prefill, batch by batch (no run skipping, not on the compiled loop), as a station with a KV cache did."""
 import numpy as np
 import pytest
 
@@ -27,10 +26,7 @@ def _cases():
         for bt in BATCH_TIMES:
             for kv in (False, True):
                 for pol in ("fastertransformer", "vllm", "orca", "sarathi", "vllm-chunked"):
-                    marks = ([pytest.mark.xfail(strict=True, reason="simulate_network ignores prefill_emits_token "
-                                                "on a station without a KV cache (one decode iteration more)")]
-                             if emit and not kv else [])
-                    yield pytest.param(emit, bt, kv, pol, marks=marks, id=f"emit={emit}-{bt}-kv={kv}-{pol}")
+                    yield pytest.param(emit, bt, kv, pol, id=f"emit={emit}-{bt}-kv={kv}-{pol}")
 
 
 @pytest.mark.parametrize(("emit", "bt", "kv", "policy"), list(_cases()))
