@@ -1442,22 +1442,11 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         in_sys[ci] += 1
         return (ci, now)
 
-    if initial:
-        for label, count in initial.items():
-            found = None
-            for ci, c in enumerate(network.classes):
-                for k, stp in enumerate(c.route):
-                    if isinstance(stp, Hop) and stp.name == label:
-                        found = (ci, k)
-            if found is None:
-                raise TopologyError(f"initial: {label!r} is not a top-level hop of any class route")
-            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-                raise ParameterError(f"initial[{label!r}]", count, "a whole number of requests >= 0")
-            ci, k = found
-            route = network.classes[ci].route
-            for _ in range(int(count)):
-                job = new_job(ci, 0.0)
-                advance(job, route, k, None, {}, 0.0)
+    for ci, k, count in _initial_hops(network, initial):
+        route = network.classes[ci].route
+        for _ in range(count):
+            job = new_job(ci, 0.0)
+            advance(job, route, k, None, {}, 0.0)
 
     # grid points k * dt up to the horizon (a last point a rounding error past it is put at the horizon)
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
