@@ -23,9 +23,16 @@ def add_profile_dir_args(p) -> None:
     g.add_argument("--gpu-memory-gib", type=float, default=None,
                    help="with --profile-dir: one GPU's memory, GiB (default: the folder's peer_sim_config.json)")
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
+    add_link_args(g, "with --profile-dir and --tensor-parallel-size > 1")
+
+
+def add_link_args(g, when: str) -> None:
+    """The communication model of a profile folder's GPUs (``--link-bandwidth-gbps``, ``--link-latency-us``,
+    ``--all-reduce-csv``), shared by ``capacity``, ``check`` and ``simulate``; ``when`` opens the bandwidth's
+    help (which layouts communicate)."""
     g.add_argument("--link-bandwidth-gbps", type=float, default=None,
-                   help="with --profile-dir and --tensor-parallel-size > 1: link bandwidth per direction, GB/s "
-                        "(default: the folder's peer_sim_config.json link_bw)")
+                   help=f"{when}: link bandwidth per direction, GB/s (default: the folder's peer_sim_config.json "
+                        "link_bw)")
     g.add_argument("--link-latency-us", type=float, default=None,
                    help="with --link-bandwidth-gbps: latency per message, microseconds")
     g.add_argument("--all-reduce-csv", default=None, metavar="CSV",

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...capacity import max_throughput
 from .. import emit
 from ._roofline_args import add_roofline_args, check_model_option, model_from_args
+from ._profile_dir_args import add_link_args
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -50,13 +51,7 @@ def register(sub):
                    help="with --profile-dir: vLLM's --data-parallel-size (replicas behind the router; capacity = sum)")
     g.add_argument("--enable-expert-parallel", action="store_true",
                    help="with --profile-dir, a MoE model: spread the experts over the GPUs (two all-to-alls per MoE layer)")
-    g.add_argument("--link-bandwidth-gbps", type=float, default=None,
-                   help="with --profile-dir and GPUs that communicate: link bandwidth per direction, GB/s (default: "
-                        "the folder's peer_sim_config.json link_bw)")
-    g.add_argument("--link-latency-us", type=float, default=None,
-                   help="with --link-bandwidth-gbps: latency per message, microseconds")
-    g.add_argument("--all-reduce-csv", default=None, metavar="CSV",
-                   help="with --profile-dir: a measured all-reduce table (Vidur's all_reduce*.csv) instead of a link")
+    add_link_args(g, "with --profile-dir and GPUs that communicate")
     g.add_argument("--method", choices=("fluid", "simulate"), default=None,
                    help="with --profile-dir: 'fluid' (default, instant) the flow-balance formula; 'simulate' the "
                         "served tokens/s of fluidq.simulate on the same vLLM engine under overload (recompute "
