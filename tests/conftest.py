@@ -61,3 +61,39 @@ def fork_join():
 def small():
     """Builders of the small test networks."""
     return {"jsq": jsq_pair, "random": random_unequal, "dag": plan_code_review, "fork_join": fork_join}
+
+
+@pytest.fixture
+def uncompiled_agrees(tmp_path):
+    """``check(script, jit)``: run ``script`` (a test module whose ``__main__`` prints ``compiled=...`` and saves
+    its named arrays to the path it is given) in a child process with ``NUMBA_DISABLE_JIT=1``, and assert that
+    every array equals ``jit`` (the same arrays computed compiled in this process): same names, dtypes and
+    values.  Skips where nothing is compiled to compare."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    from fluidq.kernel import compiled
+
+    if not compiled():
+        pytest.skip("numba is not installed (or NUMBA_DISABLE_JIT is set): nothing compiled to compare")
+    root = Path(__file__).resolve().parents[1]
+
+    def check(script, jit: dict) -> None:
+        out = tmp_path / "py.npz"
+        env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
+               "PYTHONPATH": os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)}
+        p = subprocess.run([sys.executable, str(script), str(out)], env=env, capture_output=True, text=True,
+                           timeout=600, cwd=root)
+        assert p.returncode == 0, p.stderr
+        assert "compiled=False" in p.stdout
+        py = dict(np.load(out))
+        assert sorted(py) == sorted(jit)
+        for k in jit:
+            assert py[k].dtype == jit[k].dtype, k
+            np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
+
+    return check

@@ -4,20 +4,16 @@ Run as a script in a subprocess with ``NUMBA_DISABLE_JIT=1`` (numba's switch, re
 the cases below with ``method="kernel"`` and saves every output; the test compares them with the compiled
 runs, array for array.
 """
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from fluidq import Affine, Engine, Staircase
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
 from fluidq.policies import Scheduler
 from fluidq.workload import Periodic
 
-ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve()
 
 
@@ -79,28 +75,9 @@ def _arrays() -> dict:
     return res
 
 
-def _python_env(**extra):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    env.update(extra)
-    return env
-
-
-def test_compiled_and_uncompiled_network_loop_agree(tmp_path):
-    from fluidq.kernel import compiled
-
-    if not compiled():
-        pytest.skip("numba is not installed (or NUMBA_DISABLE_JIT is set): nothing compiled to compare")
-    out = tmp_path / "py.npz"
-    p = subprocess.run([sys.executable, str(HERE), str(out)], env=_python_env(NUMBA_DISABLE_JIT="1"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr
-    assert "compiled=False" in p.stdout
-    py = dict(np.load(out))
+def test_compiled_and_uncompiled_network_loop_agree(uncompiled_agrees):
     jit = _arrays()
-    assert sorted(py) == sorted(jit)
-    for k in jit:
-        assert py[k].dtype == jit[k].dtype, k
-        np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
+    uncompiled_agrees(HERE, jit)
     assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch"))  # they did something
 
 

@@ -73,21 +73,9 @@ def _python_env(**extra):
     return env
 
 
-def test_compiled_and_uncompiled_kernel_agree(tmp_path):
-    from fluidq.kernel import compiled
-    if not compiled():
-        pytest.skip("numba is not installed (or NUMBA_DISABLE_JIT is set): nothing compiled to compare")
-    out = tmp_path / "py.npz"
-    p = subprocess.run([sys.executable, str(HERE), str(out)], env=_python_env(NUMBA_DISABLE_JIT="1"),
-                       capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert p.returncode == 0, p.stderr
-    assert "compiled=False" in p.stdout
-    py = dict(np.load(out))
+def test_compiled_and_uncompiled_kernel_agree(uncompiled_agrees):
     jit = _arrays()
-    assert sorted(py) == sorted(jit)
-    for k in jit:
-        assert py[k].dtype == jit[k].dtype, k
-        np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
+    uncompiled_agrees(HERE, jit)
     assert any(v.size > 100 for k, v in jit.items() if k.endswith("/it/t_s"))  # the runs did something
 
 
