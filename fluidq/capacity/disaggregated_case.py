@@ -224,6 +224,13 @@ def _unknown(where, d, allowed):
         raise _err(where, f"unknown key {bad[0]!r} (expected one of {', '.join(sorted(allowed))})")
 
 
+def _need(where, d, keys, why=""):
+    """A :func:`_err` naming the first of ``keys`` missing from table ``d`` (``why`` says what it is)."""
+    for k in keys:
+        if k not in d:
+            raise _err(where, f"needs {k}{f' ({why})' if why else ''}")
+
+
 def _table(where, key, v):
     if not isinstance(v, dict):
         raise _err(where, f"{key} = {v!r}: expected a table")
@@ -288,17 +295,14 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
     w = f"{source} [disaggregated]"
     dis = _table(source, "disaggregated", d.get("disaggregated"))
     _unknown(w, dis, _DIS)
-    for k in ("prefill_engines", "decode_engines"):
-        if k not in dis:
-            raise _err(w, f"needs {k} (the pool's size)")
+    _need(w, dis, ("prefill_engines", "decode_engines"), "the pool's size")
     n_p = _number(w, "prefill_engines", dis["prefill_engines"], kind=int, minimum=1, maximum=4096)
     n_d = _number(w, "decode_engines", dis["decode_engines"], kind=int, minimum=1, maximum=4096)
     if "model" in dis or "model_config" in dis or "gpu" in dis:
         pre, dec, kvb, link, tp = _roofline_engines(w, dis)
     else:
-        for k in ("prefill", "decode", "kv_bytes_per_token", "link"):
-            if k not in dis:
-                raise _err(w, f"needs {k} (or model and gpu: a deployment without profiles)")
+        _need(w, dis, ("prefill", "decode", "kv_bytes_per_token", "link"),
+              "or model and gpu: a deployment without profiles")
         for k in ("tensor_parallel_size", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
             if k in dis:
                 raise _err(w, f"{k} is read only with model and gpu (the engines' tables carry their budgets)")
@@ -311,9 +315,7 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
     if "link" in dis:
         lk = _table(w, "link", dis["link"])
         _unknown(f"{w} link", lk, {"bandwidth_gbps", "latency_us", "name"})
-        for k in ("bandwidth_gbps", "latency_us"):
-            if k not in lk:
-                raise _err(f"{w} link", f"needs {k}")
+        _need(f"{w} link", lk, ("bandwidth_gbps", "latency_us"))
         try:
             link = Link(bandwidth_gbps=lk["bandwidth_gbps"], latency_us=lk["latency_us"],
                         name=str(lk.get("name", "KV link")))
@@ -322,9 +324,7 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
     ww = f"{source} [workload]"
     wl = _table(source, "workload", d.get("workload"))
     _unknown(ww, wl, _WL)
-    for k in ("prompt", "output"):
-        if k not in wl:
-            raise _err(ww, f"needs {k} (tokens: an integer or a length table)")
+    _need(ww, wl, ("prompt", "output"), "tokens: an integer or a length table")
     rate = _number(ww, "rate_per_s", wl.get("rate_per_s", 1.0), positive=True)
     try:
         workload = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=_length(ww, "prompt", wl["prompt"]),
