@@ -84,17 +84,19 @@ def compiled() -> bool:
     return nb is not None and not nb.config.DISABLE_JIT
 
 
-def jit(fn=None, *, python=None):
-    """``numba.njit(cache=True)(fn)``; uncompiled, ``fn`` itself (or ``python``, its stand-in for lists).
+def jit(fn=None, *, python=None, **options):
+    """``numba.njit(cache=True, nogil=True, **options)(fn)``; uncompiled, ``fn`` itself (or ``python``, its
+    stand-in for lists).
 
     ``python`` serves helpers that allocate (growing a buffer): uncompiled, the kernel runs on Python
-    lists, which plain Python indexes several times faster than numpy arrays.
+    lists, which plain Python indexes several times faster than numpy arrays.  ``options`` are numba's
+    (the network loop passes ``inline="always"`` and ``_nrt=False``).
     """
     if fn is None:
-        return lambda f: jit(f, python=python)
+        return lambda f: jit(f, python=python, **options)
     if not compiled():
         return python or fn
-    return _load_numba().njit(cache=True, nogil=True)(fn)
+    return _load_numba().njit(cache=True, nogil=True, **options)(fn)
 
 
 def warn_if_uncompiled() -> None:

@@ -52,11 +52,7 @@ def _kernel(fn=None, **options):
     ``fn`` itself), without numba's reference counting (``_nrt=False``: these functions allocate nothing,
     and the counting of some thirty array arguments through every inlined helper cost two thirds of the
     loop's time), with ``options`` (``inline="always"`` for the helpers, so that a call passes no arrays)."""
-    if fn is None:
-        return lambda f: _kernel(f, **options)
-    if not _jit.compiled():
-        return fn
-    return _jit._load_numba().njit(cache=True, nogil=True, _nrt=False, **options)(fn)
+    return _jit.jit(fn, _nrt=False, **options)
 
 
 _inline = _kernel(inline="always")
@@ -884,20 +880,13 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     """
     global _compiled_once
     if not _compiled_once and _jit.compiled():
-        import threading
-
-        from .run import NOTE_AFTER_S, _note
+        from .run import compile_note
 
         _compiled_once = True
-        timer = threading.Timer(NOTE_AFTER_S, _note)
-        timer.daemon = True
-        timer.start()
-        try:
+        with compile_note():
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
                                seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill)
-        finally:
-            timer.cancel()
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
     maxb = int(budget.max())

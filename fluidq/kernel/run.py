@@ -10,6 +10,7 @@ stderr, once.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
@@ -30,6 +31,19 @@ def _note():
           file=sys.stderr, flush=True)
 
 
+@contextlib.contextmanager
+def compile_note():
+    """Around a first call that compiles a kernel (or loads it from numba's cache): if the block takes more
+    than :data:`NOTE_AFTER_S` seconds, a one-line note says so on stderr."""
+    timer = threading.Timer(NOTE_AFTER_S, _note)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def ensure_compiled() -> None:
     """Compile (or load from the cache) the kernel's one signature, with a note if that is slow."""
     global _ready
@@ -39,15 +53,10 @@ def ensure_compiled() -> None:
     if not compiled():
         warn_if_uncompiled()
         return
-    timer = threading.Timer(NOTE_AFTER_S, _note)
-    timer.daemon = True
-    timer.start()
-    try:
+    with compile_note():
         _run(np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
              mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
              ks=1e-3, horizon=math.inf, record=True, progress=None)
-    finally:
-        timer.cancel()
 
 
 def run_fcfs(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
@@ -175,16 +184,11 @@ def ensure_compiled_kv() -> None:
     _ready_kv = True
     from . import kv as K
 
-    timer = threading.Timer(NOTE_AFTER_S, _note)
-    timer.daemon = True
-    timer.start()
-    try:
+    with compile_note():
         _run_kv(K, np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
                 mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
                 ks=1e-3, horizon=math.inf, record=True, kv_cap=8, block_size=2, paged=True, whole_prompt=True,
                 most_recent=True, emit_at_prefill=False, swap_s_per_token=None, prefix_caching=True, progress=None)
-    finally:
-        timer.cancel()
 
 
 def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
