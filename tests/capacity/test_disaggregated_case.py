@@ -68,8 +68,13 @@ def test_fluid_verdict_agrees_with_replications(n_p, n_d, want):
         assert v.status == verdict and v.simulated == verdict and v.agree is True, v.reason
         lo, hi = v.simulation.growth_share_ci
         if f > 1:
-            assert lo - 0.03 < 1 - 1 / 1.1 < hi + 0.03, (lo, hi)
-            assert v.simulation.throughput_per_s == pytest.approx(base.capacity().requests_per_s, rel=0.08)
+            assert lo < 1 - 1 / 1.1 < hi, (lo, hi)
+            # served rate: never above the bottleneck's capacity (Theorem 2 per pool); below it by the ramp of a
+            # run that starts empty (measured 2026-12-06: 4.5 % and 4.4 % below over 3 x 150 s, the CI's upper
+            # end 3.1 % and 3.6 % below), so the 8 % allows about twice the measured ramp
+            cap = base.capacity().requests_per_s
+            assert v.simulation.throughput_ci[0] <= cap
+            assert v.simulation.throughput_per_s == pytest.approx(cap, rel=0.08)
 
 
 def test_too_short_a_simulation_is_inconclusive_not_a_disagreement():
