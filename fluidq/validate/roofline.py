@@ -8,8 +8,9 @@ Each target says what its profile measured (Vidur: linear operators, with or wit
 head, no scheduling overhead; LLMServingSim: every kernel, no overhead; Splitwise and the paper:
 whole iterations), and the roofline is switched to the same scope.
 
-* :func:`calibrate` fits the compute and memory efficiencies and the per-all-reduce latency (the fixed
-  overhead held at 0) by least squares on the log ratio, every profile weighted equally;
+* :func:`calibrate` fits the compute and memory efficiencies, the all-reduce sync cost per ring step (a
+  volume at the link's bandwidth) and the attention efficiency of Splitwise's stack (the fixed overhead
+  held at 0) by least squares on the log ratio, every profile weighted equally;
 * :func:`leave_one_out` refits without each profile and scores it on its grid; :func:`raw_errors` on the
   measured rows themselves (where ``validation/data`` has them); :func:`run_capacity` predicts a shared
   vLLM run's capacity against its measured saturated throughput;
@@ -78,12 +79,14 @@ class Target:
                         memory_efficiency=memory, overhead_s=overhead_s, sync_step_mb=sync_step_mb,
                         attention_efficiency=att, **self.scope)
 
-    def predict(self, **efficiency) -> np.ndarray:
-        rf = self.roofline(**efficiency)
+    def predict(self, compute: float, memory: float, overhead_s: float, sync_step_mb: float,
+                splitwise_attention: float = 1.0) -> np.ndarray:
+        rf = self.roofline(compute, memory, overhead_s, sync_step_mb, splitwise_attention)
         return np.asarray(rf(self.tokens, self.kv_tokens), dtype=float)
 
-    def mape(self, **efficiency) -> float:
-        p = self.predict(**efficiency)
+    def mape(self, compute: float, memory: float, overhead_s: float, sync_step_mb: float,
+             splitwise_attention: float = 1.0) -> float:
+        p = self.predict(compute, memory, overhead_s, sync_step_mb, splitwise_attention)
         return float(np.mean(np.abs(p - self.seconds) / self.seconds))
 
 
