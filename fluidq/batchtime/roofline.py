@@ -14,11 +14,12 @@ bandwidth))`` on one GPU of a tensor-parallel group of ``tp``; the iteration is 
 * the LM head for the sequences that emit a token (in ``t(b, kv)``: every token when ``kv > 0``,
   taken as a decode batch; one sequence when ``kv = 0``, taken as one prefill);
 * two all-reduces of ``b x hidden`` values per layer when ``tp > 1``
-  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency, plus ``sync_step_us``
-  per step of the ring, ``2 (tp - 1)`` steps per all-reduce: launch and synchronisation);
+  (:class:`~fluidq.batchtime.comm.Link` from the GPU's link bandwidth and latency, plus a synchronisation
+  cost per step of the ring, ``2 (tp - 1)`` steps per all-reduce: ``sync_step_mb`` megabytes at the link's
+  bandwidth, ``sync_step_us = 1000 sync_step_mb / link GB/s``, so a faster link synchronises faster);
 * a fixed per-iteration overhead ``overhead_s`` (scheduling, launches, sampling).
 
-``eta_c``, ``eta_m``, ``overhead_s`` and ``sync_step_us`` are not guessed:
+``eta_c``, ``eta_m``, ``overhead_s`` and ``sync_step_mb`` are not guessed:
 :func:`fluidq.validate.roofline.calibrate` fits them on the shipped measured profiles, and
 :data:`CALIBRATED` holds the result (recomputed by the tests).  The leave-one-profile-out errors are in
 ``docs/reference/roofline.md``.  :meth:`Roofline.context_aware` gives the same model as a
@@ -47,10 +48,13 @@ __all__ = ["Roofline", "CALIBRATED", "roofline"]
 
 #: Efficiencies fitted by :func:`fluidq.validate.roofline.calibrate` on every shipped profile
 #: (``compute``: fraction of peak dense FLOP/s; ``memory``: fraction of peak HBM bandwidth;
-#: ``overhead_s``: fixed seconds per iteration, held at 0 by the calibration; ``sync_step_us``:
-#: microseconds per step of a ring all-reduce besides the link's latency, ``2 (tp - 1)`` steps).
-#: Recomputed in ``tests/batchtime/test_roofline.py``.
-CALIBRATED = {"compute": 0.6378, "memory": 0.6866, "overhead_s": 0.0, "sync_step_us": 10.23}
+#: ``overhead_s``: fixed seconds per iteration, held at 0 by the calibration; ``sync_step_mb``: the
+#: synchronisation cost of one step of a ring all-reduce besides the link's latency, in megabytes at the
+#: link's bandwidth, ``2 (tp - 1)`` steps; ``splitwise_attention``: the attention efficiency of Splitwise's
+#: serving stack as a fraction of ``memory`` -- a fact about that stack, used only where a profile of it
+#: is scored, never by a :class:`Roofline`'s defaults).  Recomputed in ``tests/batchtime/test_roofline.py``.
+CALIBRATED = {"compute": 0.6360, "memory": 0.6889, "overhead_s": 0.0, "sync_step_mb": 3.417,
+              "splitwise_attention": 0.04948}
 
 
 def _fraction(name, v):
@@ -77,12 +81,20 @@ class Roofline(BatchTime):
         Fractions in (0, 1] of the GPU's peak FLOP/s and memory bandwidth (default: :data:`CALIBRATED`).
     overhead_s : float
         Fixed seconds per iteration (default: :data:`CALIBRATED`).
-    sync_step_us : float
+    sync_step_mb : float
+        Synchronisation cost of each step of a tensor-parallel ring all-reduce besides the link's latency,
+        in megabytes moved at the GPU's link bandwidth (default: :data:`CALIBRATED`); gives ``sync_step_us``.
+    sync_step_us : float, optional
         Microseconds each step of a tensor-parallel ring all-reduce costs besides the link's latency, so
-        ``2 (tp - 1) sync_step_us`` per all-reduce (default: :data:`CALIBRATED`).
+        ``2 (tp - 1) sync_step_us`` per all-reduce (overrides ``sync_step_mb``; default
+        ``1000 sync_step_mb / link_bandwidth_gbps``, which the attribute then holds).
     sync_us : float, optional
         Microseconds each all-reduce costs besides its ring time, whatever ``tp`` (overrides
         ``sync_step_us``; default ``2 (tp - 1) sync_step_us``, which the attribute then holds).
+    attention_efficiency : float, optional
+        Fraction in (0, 1] of the peak memory bandwidth attention's KV reads reach (default: the
+        ``memory_efficiency``; a serving stack whose attention is slower than its weight reads, such as
+        Splitwise's, sets it lower).
     attention, lm_head, overhead : bool
         Which parts the time includes (all by default; the calibration switches off what a profile did
         not measure, e.g. Vidur's linear-operator tables).
@@ -97,6 +109,8 @@ class Roofline(BatchTime):
     overhead_s: float | None = None
     sync_us: float | None = None
     sync_step_us: float | None = None
+    sync_step_mb: float | None = None
+    attention_efficiency: float | None = None
     attention: bool = True
     lm_head: bool = True
     overhead: bool = True
@@ -122,9 +136,14 @@ class Roofline(BatchTime):
         object.__setattr__(self, "memory_efficiency", _fraction("memory_efficiency", me))
         object.__setattr__(self, "overhead_s", real("overhead_s", oh, nonnegative=True, maximum=MAX_BATCH_SECONDS,
                                                     why=SECONDS_WHY))
-        st = c["sync_step_us"] if self.sync_step_us is None else self.sync_step_us
+        mb = c["sync_step_mb"] if self.sync_step_mb is None else self.sync_step_mb
+        object.__setattr__(self, "sync_step_mb", real("sync_step_mb", mb, nonnegative=True, maximum=1e6,
+                                                      why="megabytes moved per ring step"))
+        st = 1e3 * self.sync_step_mb / self.gpu.link_bandwidth_gbps if self.sync_step_us is None else self.sync_step_us
         object.__setattr__(self, "sync_step_us", real("sync_step_us", st, nonnegative=True,
                                                       maximum=MAX_BATCH_SECONDS * 1e6, why=SECONDS_WHY))
+        ae = self.memory_efficiency if self.attention_efficiency is None else self.attention_efficiency
+        object.__setattr__(self, "attention_efficiency", _fraction("attention_efficiency", ae))
         sy = 2 * (tp - 1) * self.sync_step_us if self.sync_us is None else self.sync_us
         object.__setattr__(self, "sync_us", real("sync_us", sy, nonnegative=True, maximum=MAX_BATCH_SECONDS * 1e6,
                                                  why=SECONDS_WHY))
@@ -164,13 +183,14 @@ class Roofline(BatchTime):
                     source=g.name)
         return dict(F=g.peak_flops(m.dtype, m.quantization) * self.compute_efficiency,
                     Fa=g.peak_flops(m.dtype) * self.compute_efficiency,
-                    B=g.memory_bandwidth * self.memory_efficiency, bpv=bpv, wb=wb, h=h, d=d, nh=nh, L=m.n_layers,
+                    B=g.memory_bandwidth * self.memory_efficiency,
+                    Ba=g.memory_bandwidth * self.attention_efficiency, bpv=bpv, wb=wb, h=h, d=d, nh=nh, L=m.n_layers,
                     mats=mats, moe=moe, elem=(6 * h + 2 * ffn_elem) * bpv, kv_layer=kv_layer,
                     vocab=-(-m.vocab_size // tp), link=link, tp=tp)
 
-    def _roof(self, flops, nbytes, F=None):
+    def _roof(self, flops, nbytes, F=None, B=None):
         k = self._k
-        return np.maximum(flops / (k["F"] if F is None else F), nbytes / k["B"])
+        return np.maximum(flops / (k["F"] if F is None else F), nbytes / (k["B"] if B is None else B))
 
     def _parts(self, b, kv, n_emit, prefill=None):
         """Seconds by part (a dict of arrays broadcast over ``b``, ``kv``)."""
@@ -189,11 +209,12 @@ class Roofline(BatchTime):
         parts = {"linear": lin, "elementwise": k["L"] * b * k["elem"] / k["B"]}
         if self.attention:
             kv = np.asarray(kv, dtype=float)
-            att = k["L"] * self._roof(4.0 * kv * k["nh"] * k["d"], kv * k["kv_layer"], k["Fa"])
+            att = k["L"] * self._roof(4.0 * kv * k["nh"] * k["d"], kv * k["kv_layer"], k["Fa"], k["Ba"])
             if prefill is not None:  # (chunk tokens C, prior context P): causal work C (P + C/2)
                 C, P = prefill
                 work = C * (P + C / 2.0)
-                att = att + k["L"] * self._roof(4.0 * work * k["nh"] * k["d"], (C + P) * k["kv_layer"], k["Fa"])
+                att = att + k["L"] * self._roof(4.0 * work * k["nh"] * k["d"], (C + P) * k["kv_layer"], k["Fa"],
+                                                k["Ba"])
             parts["attention"] = att
         if self.lm_head:
             n = np.asarray(n_emit, dtype=float)
@@ -258,7 +279,7 @@ class Roofline(BatchTime):
         if not self.attention:
             return 0.0
         k = self._k
-        return float(k["L"] * self._roof(4.0 * kv * k["nh"] * k["d"], kv * k["kv_layer"], k["Fa"]))
+        return float(k["L"] * self._roof(4.0 * kv * k["nh"] * k["d"], kv * k["kv_layer"], k["Fa"], k["Ba"]))
 
     def at_context(self, kv_tokens: float) -> BatchTime:
         """The batch time in ``b`` alone with ``kv_tokens`` read per batch (as
@@ -284,8 +305,9 @@ class Roofline(BatchTime):
     def params(self) -> dict:
         return {"model": self.model.name, "gpu": self.gpu.name, "tensor_parallel_size": self.tensor_parallel_size,
                 "compute_efficiency": self.compute_efficiency, "memory_efficiency": self.memory_efficiency,
-                "overhead_s": self.overhead_s, "sync_us": self.sync_us, "sync_step_us": self.sync_step_us, "attention": self.attention, "lm_head": self.lm_head,
-                "overhead": self.overhead}
+                "overhead_s": self.overhead_s, "sync_us": self.sync_us, "sync_step_us": self.sync_step_us,
+                "sync_step_mb": self.sync_step_mb, "attention_efficiency": self.attention_efficiency,
+                "attention": self.attention, "lm_head": self.lm_head, "overhead": self.overhead}
 
     def describe(self) -> str:
         return (f"roofline {self.model.name} on {self.tensor_parallel_size} x {self.gpu.name} "

@@ -8,8 +8,9 @@ Each target says what its profile measured (Vidur: linear operators, with or wit
 head, no scheduling overhead; LLMServingSim: every kernel, no overhead; Splitwise and the paper:
 whole iterations), and the roofline is switched to the same scope.
 
-* :func:`calibrate` fits the compute and memory efficiencies and the per-all-reduce latency (the fixed
-  overhead held at 0) by least squares on the log ratio, every profile weighted equally;
+* :func:`calibrate` fits the compute and memory efficiencies, the all-reduce sync cost per ring step (a
+  volume at the link's bandwidth) and the attention efficiency of Splitwise's stack (the fixed overhead
+  held at 0) by least squares on the log ratio, every profile weighted equally;
 * :func:`leave_one_out` refits without each profile and scores it on its grid; :func:`raw_errors` on the
   measured rows themselves (where ``validation/data`` has them); :func:`run_capacity` predicts a shared
   vLLM run's capacity against its measured saturated throughput;
@@ -38,9 +39,15 @@ _SCOPE = {
     "llmservingsim-llama3.1-8b-rtx4090": dict(gpu="RTX-4090", attention=True, lm_head=True, overhead=False),
     "llmservingsim-llama3.1-8b-rtxpro6000": dict(gpu="RTX-PRO-6000-Blackwell", attention=True, lm_head=True,
                                                  overhead=False),
-    "splitwise-llama2-70b-a100-tp8": dict(gpu="A100-SXM4-80GB", attention=True, lm_head=True, overhead=True),
-    "splitwise-llama2-70b-h100-tp8": dict(gpu="H100-SXM5-80GB", attention=True, lm_head=True, overhead=True),
+    "splitwise-llama2-70b-a100-tp8": dict(gpu="A100-SXM4-80GB", attention=True, lm_head=True, overhead=True,
+                                          stack="splitwise"),
+    "splitwise-llama2-70b-h100-tp8": dict(gpu="H100-SXM5-80GB", attention=True, lm_head=True, overhead=True,
+                                          stack="splitwise"),
 }
+#: the serving stacks the profiles were measured on whose kernels the roofline does not share: Splitwise's
+#: (its decode time grows with the KV cache ~20 times faster than one read of it at the weights'
+#: bandwidth, on both GPUs); every other profile is FlashAttention-style (vLLM, Vidur), the default
+_STACKS = ("splitwise",)
 
 _B_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096)
 _CONTEXTS = (256, 1024, 2048)
@@ -59,19 +66,27 @@ class Target:
     tokens: np.ndarray
     kv_tokens: np.ndarray
     seconds: np.ndarray
+    stack: str = "vllm"
 
-    def roofline(self, compute: float, memory: float, overhead_s: float, sync_step_us: float):
+    def roofline(self, compute: float, memory: float, overhead_s: float, sync_step_mb: float,
+                 splitwise_attention: float = 1.0):
+        """The roofline in this profile's scope; ``splitwise_attention`` (a fraction of ``memory``) is the
+        attention efficiency of a Splitwise-stack profile and is ignored for the others."""
         from ..batchtime.roofline import Roofline
 
+        att = min(1.0, memory * splitwise_attention) if self.stack == "splitwise" else None
         return Roofline(model=self.model, gpu=self.gpu, tensor_parallel_size=self.tp, compute_efficiency=compute,
-                        memory_efficiency=memory, overhead_s=overhead_s, sync_step_us=sync_step_us, **self.scope)
+                        memory_efficiency=memory, overhead_s=overhead_s, sync_step_mb=sync_step_mb,
+                        attention_efficiency=att, **self.scope)
 
-    def predict(self, compute: float, memory: float, overhead_s: float, sync_step_us: float) -> np.ndarray:
-        rf = self.roofline(compute, memory, overhead_s, sync_step_us)
+    def predict(self, compute: float, memory: float, overhead_s: float, sync_step_mb: float,
+                splitwise_attention: float = 1.0) -> np.ndarray:
+        rf = self.roofline(compute, memory, overhead_s, sync_step_mb, splitwise_attention)
         return np.asarray(rf(self.tokens, self.kv_tokens), dtype=float)
 
-    def mape(self, compute: float, memory: float, overhead_s: float, sync_step_us: float) -> float:
-        p = self.predict(compute, memory, overhead_s, sync_step_us)
+    def mape(self, compute: float, memory: float, overhead_s: float, sync_step_mb: float,
+             splitwise_attention: float = 1.0) -> float:
+        p = self.predict(compute, memory, overhead_s, sync_step_mb, splitwise_attention)
         return float(np.mean(np.abs(p - self.seconds) / self.seconds))
 
 
@@ -87,6 +102,7 @@ def calibration_targets() -> list[Target]:
             raise ParameterError("profile", p.name, "a profile with a roofline scope in fluidq.validate.roofline")
         scope = dict(_SCOPE[p.name])
         gpu = load_gpu(scope.pop("gpu"))
+        stack = scope.pop("stack", "vllm")
         model = load_model(p.model)
         rng = p.fit.get("tokens_range", [1, p.b_max])
         top = min(rng[1], 4096, max(p.b_max, 2048))
@@ -101,40 +117,49 @@ def calibration_targets() -> list[Target]:
                         kv.append(float(n * c))
         b, kv = np.array(b, dtype=float), np.array(kv)
         secs = np.asarray(p.batch_time(b, kv) if isinstance(p.batch_time, ContextAware) else p.batch_time(b))
-        out.append(Target(p.name, model, gpu, p.tp, scope, b, kv, secs))
+        out.append(Target(p.name, model, gpu, p.tp, scope, b, kv, secs, stack))
     return out
 
 
 def calibrate(targets) -> dict:
-    """``{"compute", "memory", "overhead_s", "sync_step_us"}`` minimising the mean over targets of each target's
-    mean squared log ratio (predicted / profile); deterministic (a fixed start and a bounded solver).
+    """``{"compute", "memory", "overhead_s", "sync_step_mb", "splitwise_attention"}`` minimising the mean over
+    targets of each target's mean squared log ratio (predicted / profile); deterministic (a fixed start and
+    a bounded solver).
 
-    Three constants are fitted (compute and memory efficiency, the per-all-reduce latency); ``overhead_s``
-    is held at 0.  A fixed per-iteration overhead and the all-reduce latency are both constant per
-    iteration on the tensor-parallel profiles (Splitwise, TP 8), and only a single-GPU whole-iteration
-    profile (the paper's) tells them apart: fitted on all eight the overhead sits at its bound 0, and with
-    the paper's profile held out the two are interchangeable, so a free overhead took Splitwise's fixed
-    cost (15.7 ms) and put it on the single-GPU profile it predicts (held-out MAPE 31 % instead of 7 %).
-    The fixed cost of the TP profiles is charged to the all-reduces, the one part that exists only
-    with ``tp > 1``."""
+    Four constants are fitted: the compute and memory efficiencies; the synchronisation cost of a ring
+    all-reduce step, in megabytes at the link's bandwidth (``sync_step_mb``: the tensor-parallel profiles'
+    fixed cost per all-reduce is ~200 us on DGX-A100 and ~140 us on DGX-H100, in the ratio of their NVLink
+    bandwidths, 300 and 450 GB/s); and the attention efficiency of Splitwise's stack as a fraction of the
+    memory efficiency (``splitwise_attention``, fitted only when a Splitwise profile is among the targets,
+    else 1).  ``overhead_s`` is held at 0.  A fixed per-iteration overhead and the all-reduce latency are
+    both constant per iteration on the tensor-parallel profiles (Splitwise, TP 8), and only a single-GPU
+    whole-iteration profile (the paper's) tells them apart: fitted on all eight the overhead sits at its
+    bound 0, and with the paper's profile held out the two are interchangeable, so a free overhead took
+    Splitwise's fixed cost (15.7 ms) and put it on the single-GPU profile it predicts (held-out MAPE 31 %
+    instead of 7 %).  The fixed cost of the TP profiles is charged to the all-reduces, the one part that
+    exists only with ``tp > 1``."""
     from scipy.optimize import least_squares
 
     targets = list(targets)
     if not targets:
         raise ParameterError("targets", targets, "at least one calibration target")
+    stack = any(t.stack == "splitwise" for t in targets)
+
+    def eff(x):
+        v = np.exp(x)
+        return {"compute": float(v[0]), "memory": float(v[1]), "overhead_s": 0.0, "sync_step_mb": float(v[2]),
+                "splitwise_attention": float(v[3]) if stack else 1.0}
 
     def resid(x):
-        c, m, s = np.exp(x)
-        return np.concatenate([np.log(t.predict(c, m, 0.0, s) / t.seconds) / np.sqrt(t.seconds.size)
-                               for t in targets])
+        e = eff(x)
+        return np.concatenate([np.log(t.predict(**e) / t.seconds) / np.sqrt(t.seconds.size) for t in targets])
 
-    # efficiencies and the sync latency in logs (positive)
-    x0 = np.array([np.log(0.5), np.log(0.7), np.log(2.0)])
-    lo = np.array([np.log(1e-3), np.log(1e-3), np.log(1e-3)])
-    hi = np.array([0.0, 0.0, np.log(1e4)])
+    # efficiencies, the sync volume (MB) and Splitwise's attention fraction, in logs (positive)
+    x0 = np.log([0.5, 0.7, 2.0, 0.1][:4 if stack else 3])
+    lo = np.log([1e-3, 1e-3, 1e-4, 1e-4][:x0.size])
+    hi = np.log([1.0, 1.0, 1e4, 10.0][:x0.size])
     r = least_squares(resid, x0, bounds=(lo, hi), method="trf", xtol=1e-12, ftol=1e-12, gtol=1e-12)
-    c, m, s = (float(v) for v in np.exp(r.x))
-    return {"compute": c, "memory": m, "overhead_s": 0.0, "sync_step_us": s}
+    return eff(r.x)
 
 
 def leave_one_out(targets=None) -> list[dict]:
@@ -168,7 +193,7 @@ def run_capacity(run_dir, efficiency: dict, *, gpu: str, model: str) -> dict:
     g, m = load_gpu(gpu), load_model(model)
     rf = Roofline(model=m, gpu=g, tensor_parallel_size=run.tensor_parallel_size, compute_efficiency=efficiency["compute"],
                   memory_efficiency=efficiency["memory"], overhead_s=efficiency["overhead_s"],
-                  sync_step_us=efficiency["sync_step_us"])
+                  sync_step_mb=efficiency["sync_step_mb"])
     kv = run.kv_capacity_tokens
     if kv is None:
         kv = kv_capacity_estimate(m, gpu_memory_gib=g.memory_gib, tensor_parallel_size=run.tensor_parallel_size,
@@ -184,7 +209,7 @@ def run_capacity(run_dir, efficiency: dict, *, gpu: str, model: str) -> dict:
 
 #: what the answer carries: the calibration's measured errors (docs/reference/roofline.md)
 ERROR_NOTE = ("a roofline estimate from model facts and the GPU table, no profile: leave-one-profile-out "
-              "batch-time MAPE 7-31 % (median 12 %, 5 of 8 profiles within 15 %), the two shared vLLM runs' "
+              "batch-time MAPE 6-23 % (median 9 %, 7 of 8 profiles within 15 %), the two shared vLLM runs' "
               "capacity -16 % and +6 % "
               "(docs/reference/roofline.md)")
 
@@ -357,7 +382,7 @@ def vidur_tensor_parallel(data_dir, targets=None) -> list[dict]:
     for tp in (1, 2, 4, 8):
         m = load_vidur(p, tp=tp)
         rf = Roofline(model=model, gpu=gpu, tensor_parallel_size=tp, compute_efficiency=eff["compute"],
-                      memory_efficiency=eff["memory"], overhead_s=0.0, sync_step_us=eff["sync_step_us"], attention=False,
+                      memory_efficiency=eff["memory"], overhead_s=0.0, sync_step_mb=eff["sync_step_mb"], attention=False,
                       lm_head=False, overhead=False)
         parts = rf._parts(m.tokens, np.zeros_like(m.tokens), np.ones_like(m.tokens))
         pred = parts["linear"] + parts["elementwise"]
@@ -371,7 +396,8 @@ def allreduce_check(data_dir, targets=None, *, max_bytes: float = 32 * 2**20) ->
     """The roofline's all-reduce against Vidur's measured A100 NVLink all-reduces
     (``vidur/a100/network/all_reduce_pairwise_nvlink.csv`` in ``data_dir``: two workers, messages up to
     ``max_bytes``, the ``b x hidden`` activations of a batch of up to 2048 tokens of an 8192-wide model):
-    the ring over the A100's NVLink plus ``2 (w - 1) sync_step_us`` (the calibrated per-step latency), and,
+    the ring over the A100's NVLink plus ``2 (w - 1) sync_step_us`` (the calibrated per-step cost on that link,
+    ``1000 sync_step_mb / 300 GB/s``), and,
     for comparison, the same calibrated latency charged per all-reduce whatever ``w`` (what a per-all-reduce
     constant fitted on the TP-8 profiles gives at two workers).  Returns the median ratio (model / measured)
     and the MAPE of each."""
@@ -386,15 +412,16 @@ def allreduce_check(data_dir, targets=None, *, max_bytes: float = 32 * 2**20) ->
     table = MeasuredAllReduce.from_vidur_csv(p)
     eff = calibrate(calibration_targets() if targets is None else list(targets))
     g = load_gpu("A100-SXM4-80GB")
-    out = {"sync_step_us": eff["sync_step_us"], "workers": {}}
+    step_us = 1e3 * eff["sync_step_mb"] / g.link_bandwidth_gbps
+    out = {"sync_step_us": step_us, "workers": {}}
     from ..batchtime.comm import Link
 
     link = Link(bandwidth_gbps=g.link_bandwidth_gbps, latency_us=g.link_latency_us)
     for w, (n, us) in sorted(table.tables.items()):
         keep = (n > 0) & (n <= max_bytes)
         ring = np.asarray(link.allreduce_us(n[keep], w))
-        per_step = ring + 2 * (w - 1) * eff["sync_step_us"]
-        per_call = ring + 2 * (8 - 1) * eff["sync_step_us"]  # the TP-8 constant charged to every all-reduce
+        per_step = ring + 2 * (w - 1) * step_us
+        per_call = ring + 2 * (8 - 1) * step_us  # the TP-8 constant charged to every all-reduce
         rows = {}
         for name, pred in (("per_step", per_step), ("per_all_reduce", per_call)):
             r = pred / us[keep]

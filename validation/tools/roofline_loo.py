@@ -23,13 +23,14 @@ def main() -> int:
     full = calibrate(targets)
     print("efficiencies fitted on all profiles: " + ", ".join(f"{k} {v:.4g}" for k, v in full.items()))
     print()
-    print("| profile | GPU | model, TP | points | held-out MAPE | in-sample MAPE | compute / memory / overhead ms / sync us per ring step (fit without it) |")
+    print("| profile | GPU | model, TP | points | held-out MAPE | in-sample MAPE | compute / memory / sync MB per ring step / "
+          "Splitwise attention (fit without it) |")
     print("|---|---|---|---|---|---|---|")
     for r in leave_one_out(targets):
         e = r["efficiency"]
         print(f"| `{r['profile']}` | {r['gpu']} | {r['model']}, {r['tp']} | {r['points']} | "
               f"{100 * r['heldout_mape']:.1f} % | {100 * r['insample_mape']:.1f} % | "
-              f"{e['compute']:.3f} / {e['memory']:.3f} / {1e3 * e['overhead_s']:.2f} / {e['sync_step_us']:.1f} |")
+              f"{e['compute']:.3f} / {e['memory']:.3f} / {e['sync_step_mb']:.2f} / {e['splitwise_attention']:.4f} |")
     print()
     print("| profile | measured rows | held-out MAPE on the rows | by phase |")
     print("|---|---|---|---|")
@@ -62,7 +63,8 @@ def main() -> int:
     print()
     ar = allreduce_check(DATA.parent, targets)
     print(f"Vidur's measured A100 NVLink all-reduces against the roofline's (ring + 2 (w - 1) x "
-          f"{ar['sync_step_us']:.2f} us), and against the same latency charged per all-reduce at TP 8's value:")
+          f"{ar['sync_step_us']:.2f} us, the calibrated {full['sync_step_mb']:.3g} MB per step at 300 GB/s), and "
+          "against the same latency charged per all-reduce at TP 8's value:")
     print()
     print("| workers | messages (<= 32 MiB) | per ring step: median model / measured (MAPE) | "
           "per all-reduce: median (MAPE) |")
