@@ -26,7 +26,9 @@ from ..results import MEANINGFUL_DIGITS, fmt_value, plain
 from ..workload import Workload
 
 __all__ = [
+    "CapacityCurveResult",
     "CapacityResult",
+    "capacity_vs_bmax",
     "engine_capacity",
     "full_batch_rate",
     "max_throughput",
@@ -367,3 +369,6 @@ _region_aware.register_shape_finder(_region_aware_shapes)
 # capacity) are the functions fluidq.capacity.network registers on import (Network.flow is registered
 # by fluidq.fluid.compile, which `import fluidq` imports too)
 from . import network as _network  # noqa: E402, F401
+
+# capacity as the budget b_max varies (what plotting.plot_capacity_vs_bmax draws)
+from .curve import CapacityCurveResult, capacity_vs_bmax  # noqa: E402

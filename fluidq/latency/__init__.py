@@ -351,6 +351,13 @@ class LatencyComparison:
                 rows.append(row)
         return pd.DataFrame(rows)
 
+    @staticmethod
+    def metric_label(metric: str) -> tuple:
+        """``(label, unit)`` of a metric key (``"ttft_mean_s"`` -> ``("mean TTFT", "s")``), for axes."""
+        if metric not in METRICS:
+            raise ParameterError("metric", metric, f"one of {', '.join(METRICS)}")
+        return METRICS[metric]
+
     def plot(self, ax=None, metric: str = "latency_per_token_mean_s", path=None):
         from ..plotting.latency import plot_latency_vs_load
 
