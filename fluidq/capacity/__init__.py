@@ -22,7 +22,7 @@ import numpy as np
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import MEANINGFUL_DIGITS, fmt_value, plain
+from ..results import MEANINGFUL_DIGITS, Result, fmt_value, plain
 from ..workload import Workload
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CapacityResult:
+class CapacityResult(Result):
     """Maximum throughput.
 
     Attributes

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import array
+from ..results import Result
 
 __all__ = ["kendall_tau", "RankingEvaluation", "evaluate_ranker", "CrossModelResult", "cross_model"]
 
@@ -67,12 +68,17 @@ def evaluate_ranker(ranker, prompts, lengths, *, model: str = "") -> RankingEval
 
 
 @dataclass(frozen=True)
-class CrossModelResult:
+class CrossModelResult(Result):
     """``tau[i, j]``: trained on ``models[i]``'s lengths, evaluated on ``models[j]``'s (held-out prompts)."""
 
     models: tuple
     tau: np.ndarray
     n_test: int
+
+    @property
+    def inputs(self) -> dict:
+        """The models ranked against each other and the held-out prompts per model."""
+        return {"models": list(self.models), "n_test": self.n_test}
 
     def to_dict(self) -> dict:
         return {"models": list(self.models), "tau_b": self.tau.tolist(), "n_test": self.n_test}
