@@ -30,6 +30,7 @@ from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, LogNormal, Poisson, Workload
+from ..results import Result
 
 __all__ = [
     "METRICS",
@@ -232,7 +233,7 @@ def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
 
 
 @dataclass(frozen=True)
-class LatencyComparison:
+class LatencyComparison(Result):
     """Latency of several policies at several loads (see :func:`compare_orderings`).
 
     Attributes

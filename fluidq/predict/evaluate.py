@@ -32,7 +32,7 @@ def kendall_tau(scores, lengths) -> float:
 
 
 @dataclass(frozen=True)
-class RankingEvaluation:
+class RankingEvaluation(Result):
     """tau_b of a ranker on held-out prompts, next to the prompt-length-only baseline."""
 
     tau_b: float
@@ -41,6 +41,11 @@ class RankingEvaluation:
     model: str
     method: str = "kendall tau_b on held-out prompts"
     info: dict = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict:
+        """The model whose lengths were ranked, the method and the held-out prompts."""
+        return {"model": self.model, "method": self.method, "n_test": self.n_test}
 
     def to_dict(self) -> dict:
         return {"tau_b": self.tau_b, "baseline_tau_b": self.baseline_tau_b, "n_test": self.n_test,

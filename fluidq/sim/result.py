@@ -315,7 +315,7 @@ class SimResult(Result):
 
 
 @dataclass(frozen=True, eq=False)
-class SimSummary:
+class SimSummary(Result):
     """What ``fluidq.simulate(..., record="summary")`` keeps of a run: its :meth:`SimResult.summary`,
     :attr:`SimResult.metrics` and inputs, and no array (a sweep of many runs holds a few hundred numbers
     per run).  ``to_dict()`` equals the full result's ``to_dict()``."""
