@@ -36,6 +36,7 @@ import numpy as np
 from .._validate import array, integer
 from ..errors import DataError, ParameterError
 from .models import Affine, BatchTime, ContextAware, PiecewiseLinear, Staircase, Tabulated
+from ..results import Result
 
 __all__ = ["FitResult", "fit_batch_time", "fit_model", "default_b0_grid", "FIT_KINDS", "MAX_FIT_TOKENS",
            "MAX_FIT_KV_TOKENS", "MIN_FIT_SECONDS", "MAX_FIT_SECONDS"]
@@ -74,7 +75,7 @@ def percent_text(fraction) -> str:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class FitResult:
+class FitResult(Result):
     """A batch-time model fitted to measurements, with its errors.
 
     Attributes
@@ -121,6 +122,12 @@ class FitResult:
     folds: int = 5
     loss: str = "relative"
     candidates: dict = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict:
+        """What the fit was computed from: the form asked for, the loss, the folds and the points measured."""
+        return {"kind": self.kind, "loss": self.loss, "folds": self.folds, "n_points": int(len(self.tokens)),
+                "context_aware": self.kv_tokens is not None}
 
     @property
     def n_points(self) -> int:

@@ -22,11 +22,13 @@ import numpy as np
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import MEANINGFUL_DIGITS, fmt_value, plain
+from ..results import MEANINGFUL_DIGITS, Result, fmt_value, plain
 from ..workload import Workload
 
 __all__ = [
+    "CapacityCurveResult",
     "CapacityResult",
+    "capacity_vs_bmax",
     "engine_capacity",
     "full_batch_rate",
     "max_throughput",
@@ -38,7 +40,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CapacityResult:
+class CapacityResult(Result):
     """Maximum throughput.
 
     Attributes
@@ -367,3 +369,6 @@ _region_aware.register_shape_finder(_region_aware_shapes)
 # capacity) are the functions fluidq.capacity.network registers on import (Network.flow is registered
 # by fluidq.fluid.compile, which `import fluidq` imports too)
 from . import network as _network  # noqa: E402, F401
+
+# capacity as the budget b_max varies (what plotting.plot_capacity_vs_bmax draws)
+from .curve import CapacityCurveResult, capacity_vs_bmax  # noqa: E402

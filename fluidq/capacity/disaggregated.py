@@ -40,7 +40,7 @@ from .._validate import integer, real
 from ..batchtime.comm import Link
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import plain
+from ..results import Result, Status, plain
 from ..workload import Workload
 
 __all__ = ["DisaggregatedResult", "disaggregated_capacity", "size_pools", "colocated_capacity", "compare",
@@ -122,7 +122,7 @@ def _per_prefill_engine(prefill, workload, link, kv_bytes_per_token, links) -> f
 
 
 @dataclass(frozen=True)
-class DisaggregatedResult:
+class DisaggregatedResult(Result):
     """Capacity of a P/D tandem: requests per second per stage, the bottleneck and the verdict."""
 
     n_prefill: int
@@ -137,6 +137,12 @@ class DisaggregatedResult:
     verdict: str | None = None
     load: float | None = None
     inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self):
+        """The verdict at the given rate as a :class:`~fluidq.results.Status` (``None`` when no rate was
+        given: a sizing, no verdict)."""
+        return None if self.verdict is None else Status(self.verdict)
 
     @property
     def requests_per_s_per_gpu(self) -> float:

@@ -46,6 +46,7 @@ from ..batchtime.comm import Link
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
+from ..results import Result, Status
 
 __all__ = ["PDSimResult", "PDReplications", "simulate_disaggregated", "replicate_disaggregated"]
 
@@ -56,7 +57,7 @@ GROWTH_RESOLUTION = 0.05
 
 
 @dataclass(frozen=True)
-class PDSimResult:
+class PDSimResult(Result):
     arrived: int
     completed: int
     in_system_end: int
@@ -67,6 +68,16 @@ class PDSimResult:
     rejected: int = 0
     preemptions: int = 0
     prefill_memory_waits: int = 0
+
+    @property
+    def status(self):
+        """:attr:`verdict` (the backlog test of the run) as a :class:`~fluidq.results.Status`."""
+        return Status(self.verdict)
+
+    @property
+    def inputs(self) -> dict:
+        """What the run was: its horizon (the tandem and workload are the caller's)."""
+        return {"horizon_s": self.horizon_s}
 
     @property
     def growth_share(self) -> float:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine import Engine
-from ..results import plain
+from ..results import Result, plain
 from .region import _REL_TOL, StabilityRegion, as_points, stability_region
 
 __all__ = ["RegionMix", "region_mix"]
@@ -69,7 +69,7 @@ def _solve_scale(region: StabilityRegion, p: np.ndarray) -> tuple[float, np.ndar
 
 
 @dataclass(frozen=True)
-class RegionMix:
+class RegionMix(Result):
     """A time-sharing of batch shapes that serves a target, or the shortfall when none does.
 
     Attributes
@@ -113,6 +113,11 @@ class RegionMix:
     shortfall_tokens_per_s: tuple
     reason: str
     region: StabilityRegion = field(repr=False, default=None)
+
+    @property
+    def inputs(self) -> dict:
+        """The target rate point (prefill, decode tokens/s) and the region it was mixed in (its label)."""
+        return {"target": [float(x) for x in self.target], "region": getattr(self.region, "label", None)}
 
     def to_dict(self) -> dict:
         return plain({"target_tokens_per_s": list(self.target), "feasible": self.feasible, "scale": self.scale,

@@ -24,7 +24,7 @@ from .._validate import MAX_TOKEN_RATE, MIN_TOKEN_RATE, TOKEN_RATE_WHY
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError, ParameterTypeError
-from ..results import plain
+from ..results import Result, plain
 from .shapes import extreme_shapes
 
 __all__ = ["StabilityRegion", "RegionMargin", "stability_region", "as_points", "region_aware_shapes"]
@@ -108,7 +108,7 @@ class RegionMargin:
 
 
 @dataclass(frozen=True, eq=False)
-class StabilityRegion:
+class StabilityRegion(Result):
     """The stability region of an engine: a convex polygon in (prefill, decode) tokens/s.
 
     Attributes
@@ -150,6 +150,12 @@ class StabilityRegion:
     _scale: float = field(default=1.0, repr=False)
 
     # -- geometry ---------------------------------------------------------------------------
+    @property
+    def inputs(self) -> dict:
+        """What the region was computed from: the engine, the cached KV tokens and the prompt length."""
+        return {"engine": self.engine.to_dict() if self.engine is not None else None, "label": self.label,
+                "kv_tokens": self.kv_tokens, "prompt_tokens": self.prompt_tokens}
+
     def contains(self, point, *, rtol: float = _REL_TOL):
         """Is ``point`` (prefill, decode tokens/s) in the region?  Vectorised over an ``m x 2`` array.
 

@@ -61,7 +61,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import plain
+from ..results import Result, plain
 from .rules import fixed_prefill, prefill_budget
 from .solve import stationary
 
@@ -72,7 +72,7 @@ MAX_STATES = 4_000_000
 
 
 @dataclass(frozen=True)
-class JSQLLMResult:
+class JSQLLMResult(Result):
     """Stationary means of the two-engine JSQ chain for ``k`` and ``2k`` phases and their extrapolation.
 
     ``mean_requests[k]`` is the pair (engine 1, engine 2) of time-average resident requests with

@@ -54,7 +54,7 @@ from scipy.sparse.csgraph import breadth_first_order
 from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import plain
+from ..results import Result, plain
 from ._pmf import binom_pmf
 from .solve import stationary
 
@@ -67,7 +67,7 @@ _IDLE = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)
-class LLMRybkoStolyarResult:
+class LLMRybkoStolyarResult(Result):
     """Stationary means of the LLM Rybko-Stolyar chain for ``k`` and ``2k`` phases and their extrapolation.
 
     ``mean_requests[k]`` is the pair (engine 1, engine 2) of time-average resident requests with

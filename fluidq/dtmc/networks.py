@@ -55,7 +55,7 @@ from .._validate import integer, real
 from ..capacity import max_throughput
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import Status, plain
+from ..results import Result, Status, plain
 from .solve import stationary
 from .state import StateSpace
 
@@ -126,7 +126,7 @@ class NetworkChain:
 
 
 @dataclass(frozen=True, eq=False)
-class NetworkResult:
+class NetworkResult(Result):
     """Stationary solve of a network chain: status, means per coordinate, boundary mass."""
 
     network: str
@@ -142,6 +142,11 @@ class NetworkResult:
     means: dict
     pi: np.ndarray | None = field(default=None, repr=False)
     chain: object = field(default=None, repr=False)
+
+    @property
+    def inputs(self) -> dict:
+        """What the chain was solved for: the network's name and the solver."""
+        return {"network": self.network, "method": self.method}
 
     @property
     def mean_total(self) -> float | None:
@@ -275,7 +280,7 @@ def parallel_engines(engines, workload, router: str = "jsq", *, probabilities=No
 
 
 @dataclass(frozen=True, eq=False)
-class RoutedEnginesResult:
+class RoutedEnginesResult(Result):
     """LLM engines behind a random router, each solved by its own engine chain.
 
     ``results[j]`` is engine ``j``'s :class:`~fluidq.dtmc.StationaryResult` at its share
@@ -288,6 +293,11 @@ class RoutedEnginesResult:
     probabilities: tuple
     status: Status
     mean_requests: float | None
+
+    @property
+    def inputs(self) -> dict:
+        """The routing: each engine's arrival rate and routing probability."""
+        return {"rates_per_s": list(self.rates_per_s), "probabilities": list(self.probabilities)}
 
     def to_dict(self):
         return plain({"status": self.status, "mean_requests": self.mean_requests, "rates_per_s": self.rates_per_s,

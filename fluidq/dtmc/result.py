@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..results import Status, plain
+from ..results import Result, Status, plain
 from .solve import stationary
 
 __all__ = ["StationaryResult", "solve_chain"]
 
 
 @dataclass(frozen=True, eq=False)
-class StationaryResult:
+class StationaryResult(Result):
     """Stationary behaviour of a truncated engine chain.
 
     Means are *time averages* unless the name says ``embedded``: the embedded chain visits batch
@@ -66,6 +66,12 @@ class StationaryResult:
     throughput_tokens_per_s: float | None = None
     pi: np.ndarray | None = field(default=None, repr=False)
     chain: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def inputs(self) -> dict:
+        """What the chain was solved for: the policy, the arrival rate, the truncation tolerance and the solver."""
+        return {"policy": self.policy, "arrival_rate_per_s": self.arrival_rate_per_s, "tolerance": self.tolerance,
+                "method": self.method}
 
     def requests_pmf(self, time_average: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``(n, P(N = n))`` for the requests in system at batch starts (time-weighted by default)."""

@@ -44,7 +44,7 @@ import numpy as np
 
 from .._validate import integer
 from ..errors import ParameterError, ParameterTypeError, TopologyError
-from ..results import plain
+from ..results import Result, plain
 
 __all__ = ["FluidPath", "FluidSystem", "fluid_path"]
 
@@ -510,7 +510,7 @@ def _distinct(vectors, tol):
 
 
 @dataclass(frozen=True)
-class FluidPath:
+class FluidPath(Result):
     """A piecewise-linear fluid path.
 
     Attributes

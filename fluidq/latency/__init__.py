@@ -30,6 +30,7 @@ from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, LogNormal, Poisson, Workload
+from ..results import Result
 
 __all__ = [
     "METRICS",
@@ -232,7 +233,7 @@ def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
 
 
 @dataclass(frozen=True)
-class LatencyComparison:
+class LatencyComparison(Result):
     """Latency of several policies at several loads (see :func:`compare_orderings`).
 
     Attributes
@@ -350,6 +351,13 @@ class LatencyComparison:
                     row[m], row[m + "_ci"] = self.values[p][m][i]
                 rows.append(row)
         return pd.DataFrame(rows)
+
+    @staticmethod
+    def metric_label(metric: str) -> tuple:
+        """``(label, unit)`` of a metric key (``"ttft_mean_s"`` -> ``("mean TTFT", "s")``), for axes."""
+        if metric not in METRICS:
+            raise ParameterError("metric", metric, f"one of {', '.join(METRICS)}")
+        return METRICS[metric]
 
     def plot(self, ax=None, metric: str = "latency_per_token_mean_s", path=None):
         from ..plotting.latency import plot_latency_vs_load

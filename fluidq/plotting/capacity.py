@@ -22,32 +22,40 @@ def plot_batch_time(batch_time, *, b_max=512, points=None, ax=None, path=None):
     return finish(fig, ax, path)
 
 
-def plot_capacity_vs_bmax(engine, workload=None, *, b_max_values=None, engines=None, ax=None, path=None):
-    """Capacity (tokens/s, and req/s with a workload) as the budget ``b_max`` varies.
+def plot_capacity_vs_bmax(curve, workload=None, *, b_max_values=None, engines=None, ax=None, path=None):
+    """Draw a :class:`~fluidq.capacity.curve.CapacityCurveResult`: capacity (tokens/s) as the budget
+    ``b_max`` varies, the configured ``b_max`` and, with a workload, the offered load.
 
     ``engines`` (an engine count, with a workload) adds the load each engine carries when the
-    workload is split evenly over that many: where the curve lies above it, that count suffices."""
-    from .._validate import integer
-    from ..capacity import max_throughput
+    workload is split evenly over that many: where the curve lies above it, that count suffices.
 
+    The curve is computed by :func:`fluidq.capacity.capacity_vs_bmax` (plotting recomputes no analysis):
+    the old call ``plot_capacity_vs_bmax(engine, workload, b_max_values=...)`` is now
+    ``capacity_vs_bmax(engine, workload, b_max_values=...).plot(engines=...)``; ``workload`` and
+    ``b_max_values`` are kept in the signature only to say so.
+    """
+    from .._validate import integer
+    from ..errors import ParameterError
+
+    if not (hasattr(curve, "b_max_values") and hasattr(curve, "configured_b_max")):
+        raise ParameterError("curve", type(curve).__name__,
+                             "a CapacityCurveResult: fluidq.capacity.capacity_vs_bmax(engine, workload, "
+                             "b_max_values=...).plot(engines=...) (plotting draws results and computes no capacity)")
+    for name, value in (("workload", workload), ("b_max_values", b_max_values)):
+        if value is not None:
+            raise ParameterError(name, type(value).__name__, "None with a CapacityCurveResult "
+                                 "(give it to fluidq.capacity.capacity_vs_bmax)")
+    n = None if engines is None else integer("engines", engines, minimum=1)
     fig, ax = axes(ax)
-    if b_max_values is None:
-        b_max_values = np.unique(np.linspace(16, 4 * engine.b_max, 96).astype(int))
-    caps = []
-    for b in b_max_values:
-        try:
-            caps.append(max_throughput(engine.with_(b_max=int(b)), workload).tokens_per_s)
-        except Exception:  # a tabulated model may not reach this far: stop the curve there
-            caps.append(np.nan)
-    ax.plot(b_max_values, caps, lw=1.5)
-    ax.axvline(engine.b_max, color="grey", ls=":", lw=1, label=f"configured b_max = {engine.b_max}")
-    if workload is not None:
-        ax.axhline(workload.token_rate_per_s, color="C3", ls="--", lw=1,
-                   label="offered load" + (" (one engine)" if engines is not None else ""))
-        if engines is not None:
-            n = integer("engines", engines, minimum=1)
-            ax.axhline(workload.token_rate_per_s / n, color="C2", ls="-.", lw=1.2,
-                       label=f"offered load per engine, {n} engines")
+    x = np.asarray(curve.b_max_values)
+    ax.plot(x, np.asarray(curve.tokens_per_s, dtype=float), lw=1.5)
+    ax.axvline(curve.configured_b_max, color="grey", ls=":", lw=1, label=f"configured b_max = {curve.configured_b_max}")
+    offered = curve.offered_tokens_per_s
+    if offered is not None:
+        ax.axhline(offered, color="C3", ls="--", lw=1,
+                   label="offered load" + (" (one engine)" if n is not None else ""))
+        if n is not None:
+            ax.axhline(offered / n, color="C2", ls="-.", lw=1.2, label=f"offered load per engine, {n} engines")
     ax.set_xlabel("token budget b_max")
     ax.set_ylabel("capacity [tokens/s]")
     ax.legend(fontsize=7)

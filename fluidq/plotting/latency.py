@@ -17,7 +17,6 @@ def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s"
     loads as fractions of another capacity than the comparison's own.
     """
     from ..errors import ParameterError
-    from ..latency import METRICS
 
     fig, ax = axes(ax)
     if x is None:
@@ -34,7 +33,7 @@ def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s"
         ax.errorbar(x, v, yerr=np.where(np.isfinite(h), h, 0.0), marker=_MARKERS[i % len(_MARKERS)], ms=4,
                     lw=1.0 + 1.2 * (len(pols) - 1 - i) / max(1, len(pols) - 1), ls=_STYLES[i % len(_STYLES)],
                     capsize=2, label=p, zorder=2 + i)
-    label, unit = METRICS[metric]
+    label, unit = comparison.metric_label(metric)  # the analysis names its metrics
     ax.set_xlabel(xlabel or "load (fraction of the capacity b_max/t(b_max) without the KV cache)")
     ax.set_ylabel(f"{label} [{unit}]" if unit else label)
     if logy:

@@ -404,9 +404,7 @@ def plot_verdict(result, *, ax=None, path=None, fluid_path=None, fluid_initial: 
     n = (fp is not None) + bool(runs)
     own = ax is None or isinstance(ax, (str, os.PathLike))  # a figure of ours: the verdict is its title
     fig, panels = _two_panels(ax, max(n, 1))
-    from ..stability.network import decided_words
-
-    title = f"{result.status.value} (decided by {decided_words(result.decided_by)})"
+    title = f"{result.status.value} (decided by {result.decided_in_words})"
     single = n < 2 or not own  # no suptitle: the first panel's title carries the verdict
     k = 0
     if fp is not None:

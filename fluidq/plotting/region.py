@@ -104,18 +104,24 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
     return finish(fig, ax, path)
 
 
-def plot_policy_regions(engine, policies, *, point=None, simulate=False, n_rays=7, rng=0, ax=None, path=None):
-    """The engine's region and, per scheduler, its backlog region and (``simulate=True``) the
-    thresholds it actually sustains by simulation along ``n_rays`` rays, on one plot."""
-    from ..capacity.region import stability_region
-    from ..stability.policy_region import policy_region
-    from ..stability.simulated_region import simulated_region
+def plot_policy_regions(result, policies=None, *, point=None, simulate=None, n_rays=None, rng=None, ax=None,
+                        path=None):
+    """Draw a :class:`~fluidq.stability.policy_region.PolicyRegionsResult`: the engine's region and, per
+    scheduler, its backlog region and (when simulated) the thresholds it sustains along rays, on one plot.
 
-    others, sims = {}, {}
-    for pol in policies:
-        r = policy_region(engine, pol)
-        others[r.label] = r
-        if simulate:
-            sims[r.label] = simulated_region(engine, pol, n_rays=n_rays, rng=rng)
-    return plot_region(stability_region(engine), others=others, simulated=sims or None, point=point, ax=ax,
-                       path=path, title="engine region (filled) vs. what each scheduler reaches")
+    The regions are computed by :func:`fluidq.region.policy_regions` (plotting recomputes no analysis):
+    the old call ``plot_policy_regions(engine, policies, simulate=..., n_rays=..., rng=...)`` is now
+    ``policy_regions(engine, policies, simulate=..., n_rays=..., rng=...).plot(point=...)``; ``policies``,
+    ``simulate``, ``n_rays`` and ``rng`` are kept in the signature only to say so.
+    """
+    from ..errors import ParameterError
+
+    if not (hasattr(result, "engine_region") and hasattr(result, "regions")):
+        raise ParameterError("result", type(result).__name__,
+                             "a PolicyRegionsResult: fluidq.region.policy_regions(engine, policies, simulate=..., "
+                             "n_rays=..., rng=...).plot(point=...) (plotting draws results and computes no region)")
+    for name, value in (("policies", policies), ("simulate", simulate), ("n_rays", n_rays), ("rng", rng)):
+        if value is not None:
+            raise ParameterError(name, value, "None with a PolicyRegionsResult (give it to fluidq.region.policy_regions)")
+    return plot_region(result.engine_region, others=dict(result.regions), simulated=result.simulated or None,
+                       point=point, ax=ax, path=path, title="engine region (filled) vs. what each scheduler reaches")

@@ -21,6 +21,7 @@ from .._validate import MAX_BUDGET_TOKENS, integer
 from ..errors import ParameterError
 from .base import Batch, QueueView, RequestState, batch_violations
 from .schedulers import resolve_policy
+from ..results import Result
 
 __all__ = ["MAX_SEARCH_STATES", "WorkConservationResult", "check_work_conserving", "work_conserving_cached"]
 
@@ -29,7 +30,7 @@ MAX_SEARCH_STATES = 200_000
 
 
 @dataclass(frozen=True)
-class WorkConservationResult:
+class WorkConservationResult(Result):
     """Outcome of the search: ``work_conserving``, and a ``counterexample`` when it is not."""
 
     policy: str
@@ -39,6 +40,11 @@ class WorkConservationResult:
     states_checked: int
     reason: str
     invalid: tuple = field(default=())
+
+    @property
+    def inputs(self) -> dict:
+        """The policy checked."""
+        return {"policy": self.policy}
 
     def to_dict(self) -> dict:
         ce = None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import array
+from ..results import Result
 
 __all__ = ["kendall_tau", "RankingEvaluation", "evaluate_ranker", "CrossModelResult", "cross_model"]
 
@@ -31,7 +32,7 @@ def kendall_tau(scores, lengths) -> float:
 
 
 @dataclass(frozen=True)
-class RankingEvaluation:
+class RankingEvaluation(Result):
     """tau_b of a ranker on held-out prompts, next to the prompt-length-only baseline."""
 
     tau_b: float
@@ -40,6 +41,11 @@ class RankingEvaluation:
     model: str
     method: str = "kendall tau_b on held-out prompts"
     info: dict = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict:
+        """The model whose lengths were ranked, the method and the held-out prompts."""
+        return {"model": self.model, "method": self.method, "n_test": self.n_test}
 
     def to_dict(self) -> dict:
         return {"tau_b": self.tau_b, "baseline_tau_b": self.baseline_tau_b, "n_test": self.n_test,
@@ -67,12 +73,17 @@ def evaluate_ranker(ranker, prompts, lengths, *, model: str = "") -> RankingEval
 
 
 @dataclass(frozen=True)
-class CrossModelResult:
+class CrossModelResult(Result):
     """``tau[i, j]``: trained on ``models[i]``'s lengths, evaluated on ``models[j]``'s (held-out prompts)."""
 
     models: tuple
     tau: np.ndarray
     n_test: int
+
+    @property
+    def inputs(self) -> dict:
+        """The models ranked against each other and the held-out prompts per model."""
+        return {"models": list(self.models), "n_test": self.n_test}
 
     def to_dict(self) -> dict:
         return {"models": list(self.models), "tau_b": self.tau.tolist(), "n_test": self.n_test}

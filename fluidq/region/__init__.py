@@ -20,11 +20,11 @@ from ..capacity.mix import RegionMix, region_mix
 from ..capacity.region import RegionMargin, StabilityRegion, stability_region
 from ..stability import policy_region as _policy_module
 from ..stability import simulated_region as _simulated_module
-from ..stability.policy_region import policy_region
+from ..stability.policy_region import PolicyRegionsResult, policy_region, policy_regions
 from ..stability.simulated_region import SimulatedRegion, simulated_region
 
 __all__ = ["stability_region", "StabilityRegion", "RegionMargin", "region_mix", "RegionMix", "policy_region",
-           "simulated_region", "SimulatedRegion"]
+           "policy_regions", "PolicyRegionsResult", "simulated_region", "SimulatedRegion"]
 
 # the old module paths are the moved modules (``import fluidq.region.mix`` finds them here)
 for _old, _mod in (("region", region), ("mix", mix), ("shapes", shapes), ("policy", _policy_module),

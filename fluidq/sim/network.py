@@ -72,7 +72,7 @@ import numpy as np
 from .._validate import real
 from ..errors import ParameterError, TopologyError
 from ..policies.base import QueueView, RequestState, batch_violations
-from ..results import plain
+from ..results import Result, plain
 from ..network.model import Choice, Fork, Hop, Join, Network
 
 INF = math.inf
@@ -92,7 +92,7 @@ __all__ = ["NetworkSimResult", "check_run", "replicate_network", "simulate_netwo
 
 
 @dataclass(frozen=True)
-class NetworkSimResult:
+class NetworkSimResult(Result):
     """One simulated run.
 
     Attributes
@@ -146,6 +146,11 @@ class NetworkSimResult:
     preemptions: dict = field(default_factory=dict)
     rejected: dict = field(default_factory=dict)
     hops: dict | None = field(default=None, repr=False)
+
+    @property
+    def inputs(self) -> dict:
+        """The run's horizon and seed (the network is the caller's)."""
+        return {"horizon_s": self.horizon_s, "seed": self.seed}
 
     @property
     def total_in_system(self) -> np.ndarray:

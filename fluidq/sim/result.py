@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
-from ..results import plain
+from ..results import Result, plain
 
 __all__ = ["METRIC_NAMES", "SimResult", "SimSummary"]
 
@@ -43,7 +43,7 @@ def _fittable(g: np.ndarray) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class SimResult:
+class SimResult(Result):
     """One simulated run of an engine under a scheduler.
 
     Attributes
@@ -315,7 +315,7 @@ class SimResult:
 
 
 @dataclass(frozen=True, eq=False)
-class SimSummary:
+class SimSummary(Result):
     """What ``fluidq.simulate(..., record="summary")`` keeps of a run: its :meth:`SimResult.summary`,
     :attr:`SimResult.metrics` and inputs, and no array (a sweep of many runs holds a few hundred numbers
     per run).  ``to_dict()`` equals the full result's ``to_dict()``."""

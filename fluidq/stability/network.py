@@ -78,6 +78,11 @@ class NetworkStabilityResult(Result):
                       "loads": self.loads, "bottleneck": list(self.bottleneck), "is_dag": self.is_dag,
                       "cycles": self.cycles, "fluid": self.fluid.to_dict(), "simulation": self.simulation})
 
+    @property
+    def decided_in_words(self) -> str:
+        """:attr:`decided_by` in words for people (:func:`decided_words`)."""
+        return decided_words(self.decided_by)
+
     def plot(self, ax=None, path=None, **kw):
         from ..plotting.network import plot_verdict
 

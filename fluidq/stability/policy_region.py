@@ -24,6 +24,7 @@ Li, Dai, Peng, arXiv:2504.07347, §6 (batch-size limit; Sarathi-Serve, Orca, Fas
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -31,9 +32,10 @@ from .._validate import integer
 from ..engine import Engine
 from ..errors import ParameterError
 from ..policies import QueueView, RequestState, resolve_policy
-from ..capacity.region import StabilityRegion, _build
+from ..capacity.region import StabilityRegion, _build, stability_region
+from ..results import Result, plain
 
-__all__ = ["MAX_PROBE_TOKENS", "policy_region", "probe_shapes"]
+__all__ = ["MAX_PROBE_TOKENS", "PolicyRegionsResult", "policy_region", "policy_regions", "probe_shapes"]
 
 _LONG = 10**9
 #: Largest ``max(b_max, k_max)`` whose policy region is probed: the probes queue up to that many + 2
@@ -128,3 +130,80 @@ def policy_region(engine: Engine, policy, *, prompt_tokens: int | None = None) -
     b_eff = engine.b_max if b_own is None else min(b_own, engine.b_max)
     name = f"{name}-{b_eff}"
     return _build(shapes, secs, engine, float(cap), label=name)
+
+
+@dataclass(frozen=True, eq=False)
+class PolicyRegionsResult(Result):
+    """The engine's region and, per scheduler, the region it reaches under backlog and (when simulated)
+    the thresholds it sustains along rays: what :func:`fluidq.plotting.region.plot_policy_regions` draws.
+
+    Attributes
+    ----------
+    engine_region : StabilityRegion
+        :func:`fluidq.region.stability_region` of the engine.
+    regions : dict
+        ``{label: StabilityRegion}``, one :func:`policy_region` per scheduler (label ``sarathi-1024``...).
+    simulated : dict or None
+        ``{label: SimulatedRegion}`` (:func:`fluidq.region.simulated_region`) when ``simulate=True``.
+    inputs : dict
+        The engine, the policies and the simulation settings.
+
+    Regions are no verdict: it has no ``status``.
+    """
+
+    engine_region: StabilityRegion
+    regions: dict
+    simulated: dict | None = None
+    inputs: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        return plain({"engine_region": self.engine_region.to_dict(),
+                      "regions": {k: r.to_dict() for k, r in self.regions.items()},
+                      "simulated": None if self.simulated is None
+                      else {k: r.to_dict() for k, r in self.simulated.items()},
+                      "inputs": self.inputs})
+
+    def to_frame(self):
+        """One row per region (the engine's first): its label, capacity and vertex count (needs pandas)."""
+        import pandas as pd
+
+        rows = [{"label": lab, "kind": kind, "capacity_tokens_per_s": float(r.capacity_tokens_per_s),
+                 "vertices": len(r.vertices)}
+                for lab, kind, r in [("engine", "engine", self.engine_region)]
+                + [(k, "policy", r) for k, r in self.regions.items()]]
+        return pd.DataFrame(rows)
+
+    def plot(self, ax=None, path=None, *, point=None):
+        """The engine's region filled, each scheduler's outlined, simulated thresholds as markers."""
+        from ..plotting.region import plot_policy_regions
+
+        return plot_policy_regions(self, point=point, ax=ax, path=path)
+
+
+def policy_regions(engine: Engine, policies, *, simulate: bool = False, n_rays: int = 7,
+                   rng=0) -> PolicyRegionsResult:
+    """The engine's region and, per scheduler of ``policies``, its :func:`policy_region` and (with
+    ``simulate=True``) its :func:`~fluidq.region.simulated_region` along ``n_rays`` rays (seed ``rng``)."""
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if isinstance(policies, str) or not hasattr(policies, "__iter__"):
+        raise ParameterError("policies", policies, "a list of schedulers (names or policy objects)")
+    pols = list(policies)
+    if not pols:
+        raise ParameterError("policies", policies, "at least one scheduler")
+    from .simulated_region import check_rays, simulated_region
+
+    if simulate:
+        check_rays(n_rays, len(pols))
+    regions, sims = {}, {}
+    for pol in pols:
+        r = policy_region(engine, pol)
+        regions[r.label] = r
+        if simulate:
+            sims[r.label] = simulated_region(engine, pol, n_rays=n_rays, rng=rng)
+    inputs = {"engine": engine.to_dict(), "policies": [getattr(resolve_policy(p), "name", str(p)) for p in pols],
+              "simulate": bool(simulate)}
+    if simulate:
+        inputs.update(n_rays=n_rays, rng=rng if rng is None or isinstance(rng, int) else repr(rng))
+    return PolicyRegionsResult(engine_region=stability_region(engine), regions=regions,
+                               simulated=sims if simulate else None, inputs=inputs)

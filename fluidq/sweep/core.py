@@ -14,7 +14,7 @@ import numpy as np
 
 from .._validate import integer
 from ..errors import FluidqError, ParameterError, ParameterTypeError
-from ..results import plain
+from ..results import Result, plain
 from .analyses import ANALYSES, check_grid_values, resolve_analysis
 from .grid import Grid, as_grid
 from .progress import ProgressBar
@@ -68,7 +68,7 @@ def _run_chunk(target, seed, tasks, errors):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepResult:
+class SweepResult(Result):
     """The table of a sweep.
 
     Attributes
@@ -99,6 +99,11 @@ class SweepResult:
     executor: str
     elapsed_s: float
     grid: Grid = field(repr=False)
+
+    @property
+    def inputs(self) -> dict:
+        """The analysis swept, its root seed, the executor and the grid's size."""
+        return {"analysis": self.analysis, "seed": self.seed, "executor": self.executor, "n_points": self.n_points}
 
     def __len__(self):
         return len(self.rows)

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..policies.base import Batch, QueueView, RequestState, batch_violations
-from ..results import plain
+from ..results import Result, plain
 
 __all__ = ["PolicyCheckResult", "check_policy"]
 
 
 @dataclass(frozen=True)
-class PolicyCheckResult:
+class PolicyCheckResult(Result):
     """Outcome of :func:`check_policy`.
 
     Attributes
@@ -37,6 +37,11 @@ class PolicyCheckResult:
     work_conserving: bool | None
     simulated: bool
     notes: tuple = field(default=())
+
+    @property
+    def inputs(self) -> dict:
+        """The policy checked and whether it was simulated."""
+        return {"policy": self.policy, "simulated": self.simulated}
 
     def to_dict(self) -> dict:
         return plain({"policy": self.policy, "ok": self.ok, "problems": list(self.problems),

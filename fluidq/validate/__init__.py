@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import DataError, ParameterError, UnknownNameError
-from ..results import plain
+from ..results import Result, plain
 from .cases import Case, CaseResult, Row, load_cases, run_case
 
 __all__ = ["validate", "ValidationResult", "Row", "CaseResult", "Case", "load_cases", "validation_dir"]
@@ -47,7 +47,7 @@ def validation_dir(root=None) -> Path:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class ValidationResult:
+class ValidationResult(Result):
     """All cases run, their rows, and where the report was written.
 
     Attributes
@@ -65,6 +65,11 @@ class ValidationResult:
     cases: tuple
     files: dict = field(default_factory=dict)
     seconds: float = 0.0
+
+    @property
+    def inputs(self) -> dict:
+        """The cases run, by name."""
+        return {"cases": [c.case.name for c in self.cases]}
 
     @property
     def passed(self) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._io import read_bytes, read_text, toml_loads
 from ..errors import DataError, ParameterError, UnknownNameError
-from ..results import plain
+from ..results import Result, plain
 
 __all__ = ["Row", "Case", "CaseResult", "load_cases", "run_case", "KINDS"]
 
@@ -76,7 +76,7 @@ class Case:
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class CaseResult:
+class CaseResult(Result):
     case: Case
     rows: tuple
     markdown: str = ""
@@ -86,6 +86,11 @@ class CaseResult:
     # what the case's figure draws, (measured run, simulated run, capacity prediction); empty when the
     # case has no figure.  Not part of to_dict (the run's arrays are in the data files already).
     figure_inputs: tuple = field(default=(), repr=False)
+
+    @property
+    def inputs(self) -> dict:
+        """The case: its name, kind, data source and file."""
+        return {"case": self.case.name, "kind": self.case.kind, "source": self.case.source, "path": self.case.path}
 
     def plot(self, path=None):
         """The case's figure: TTFT per request, requests waiting, served tokens/s (serving cases only)."""

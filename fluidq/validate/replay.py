@@ -31,12 +31,13 @@ import numpy as np
 
 from .._validate import integer
 from ..errors import ParameterError
+from ..results import Result
 
 __all__ = ["ReplayResult", "replay", "vllm_engine"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
-class ReplayResult:
+class ReplayResult(Result):
     """Per-request times of a replay (seconds on the run's clock) and engine counters; ``sim`` is the
     :class:`~fluidq.sim.result.SimResult` they come from."""
 
@@ -48,6 +49,11 @@ class ReplayResult:
     preemptions: int
     running_trace: np.ndarray  # (end time_s, running, waiting, useful_tokens) per iteration
     sim: object = None
+
+    @property
+    def inputs(self) -> dict:
+        """The simulation's inputs (``replay`` is :func:`fluidq.simulate` on the run's engine), else empty."""
+        return dict(getattr(self.sim, "inputs", None) or {})
 
     @property
     def ttft_s(self):

@@ -295,8 +295,18 @@ def test_prompt_tokens_bad():
 
 def test_plot_policy_regions(tmp_path):
     from fluidq.plotting.region import plot_policy_regions
+    from fluidq.region import policy_regions
 
     e = Engine(batch_time=PAPER, b_max=1024, k_max=100)
-    out = plot_policy_regions(e, ["sarathi", fluidq.Sarathi(b_max=128), "orca"], point=(620.0, 2117.0),
-                              path=tmp_path / "p.png")
+    res = policy_regions(e, ["sarathi", fluidq.Sarathi(b_max=128), "orca"])
+    assert list(res.regions) == ["sarathi-1024", "sarathi-128", "orca-1024"] and res.simulated is None
+    assert res.regions["sarathi-128"].contains((620.0, 2117.0)) and not res.regions["sarathi-1024"].contains((620.0, 2117.0))
+    d = res.to_dict()
+    assert set(d["regions"]) == set(res.regions) and d["engine_region"] == stability_region(e).to_dict()
+    assert list(res.to_frame()["label"]) == ["engine", *res.regions]
+    out = plot_policy_regions(res, point=(620.0, 2117.0), path=tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000 and out == str(tmp_path / "p.png")
+    assert res.plot(point=(620.0, 2117.0), path=tmp_path / "q.png") == str(tmp_path / "q.png")
+    # plotting computes no region: the old call (an engine and policies) says what to call instead
+    with pytest.raises(ParameterError, match="policy_regions"):
+        plot_policy_regions(e, ["sarathi"])

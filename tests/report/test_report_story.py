@@ -151,16 +151,21 @@ def test_verdict_plot_outlines_the_operating_point(tmp_path):
 
 
 def test_capacity_plot_shows_the_per_engine_load():
+    from fluidq.capacity import capacity_vs_bmax
     from fluidq.errors import ParameterError
     from fluidq.plotting import plot_capacity_vs_bmax
 
     e, w, _ = default_inputs()
-    ax = plot_capacity_vs_bmax(e, w, b_max_values=[256, 512], engines=3)
+    curve = capacity_vs_bmax(e, w, b_max_values=[256, 512])
+    ax = plot_capacity_vs_bmax(curve, engines=3)
     levels = {ln.get_label(): ln.get_ydata()[0] for ln in ax.get_lines() if "offered" in ln.get_label()}
     assert levels["offered load per engine, 3 engines"] == pytest.approx(w.token_rate_per_s / 3)
     assert levels["offered load (one engine)"] == pytest.approx(w.token_rate_per_s)
     with pytest.raises(ParameterError, match="engines"):
-        plot_capacity_vs_bmax(e, w, b_max_values=[512], engines=0)
+        curve.plot(engines=0)
+    # plotting computes no capacity: the old call (an engine and a workload) says what to call instead
+    with pytest.raises(ParameterError, match="capacity_vs_bmax"):
+        plot_capacity_vs_bmax(e, w, b_max_values=[512], engines=3)
 
 
 def test_latency_horizon_follows_the_arrival_count(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ from .. import Section
 
 
 def render(ctx):
+    from ...capacity import capacity_vs_bmax
     from ...plotting import plot_batch_time, plot_capacity_vs_bmax
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
@@ -14,7 +15,7 @@ def render(ctx):
     ctx.results["capacity"] = cap
     rho = ref.offered_load
     f1 = plot_batch_time(e.batch_time, b_max=e.b_max, path=ctx.figure("batch_time"))
-    f2 = plot_capacity_vs_bmax(e, w, engines=ref.n_engines if ref.n_engines > 1 else None,
+    f2 = plot_capacity_vs_bmax(capacity_vs_bmax(e, w), engines=ref.n_engines if ref.n_engines > 1 else None,
                                path=ctx.figure("capacity_vs_bmax"))
     from ...results import round_numbers
     from ..reference import TARGET_UTILISATION, fmt4
