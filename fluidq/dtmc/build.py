@@ -314,7 +314,8 @@ def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_pref
         remaining output tokens, the head prompt's known remaining tokens; its restrictions apply); under
         Orca (prefill first, mixed) with ``Fixed`` prompts they go to
         :func:`fluidq.dtmc.ordered.build_ordered_dtmc` (the decoders' remaining tokens in FCFS order;
-        ``max_decode=None`` picks the largest cap up to ``b`` within 200,000 states).
+        ``max_decode=None``: for ``Fixed`` outputs the adaptive chain of the states holding the mass, else the
+        largest cap up to ``b``; within 200,000 states).
 
     References
     ----------

@@ -26,6 +26,7 @@ from scipy import stats
 
 from ..errors import ParameterError
 from ..results import fmt_load
+from ..workload import Fixed
 
 __all__ = ["ANNOUNCE_STATES", "BYTES_PER_ENTRY", "MAX_STATES_LIMIT", "ChainSize", "auto_caps",
            "available_memory_bytes", "check_memory", "chain_states", "fluid_means"]
@@ -195,13 +196,24 @@ def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: 
     the policy cannot serve (at or above what it serves under a backlog) is solved once with the first
     caps: the answer is "unstable" whatever the caps.  ``announce(caps, size)``, when given, is called
     before each build of at least :data:`ANNOUNCE_STATES` states with the caps ``(max_prefill,
-    max_decode)`` and their :class:`ChainSize` (``fluidq dtmc`` prints it).
+    max_decode)`` and their :class:`ChainSize` (``fluidq dtmc`` prints it).  Orca with ``Fixed`` prompts and
+    outputs goes to the adaptive ordered chain (:func:`fluidq.dtmc.ordered.build_ordered_dtmc`), which grows its
+    state set to ``tolerance`` within ``max_states`` and announces its rounds the same way.
     """
     from .saturation import saturated_rate
     from .build import _lengths, build_dtmc, scheduler_rules
 
     build_kw = dict(build_kw or {})
     pol, b = scheduler_rules(policy, engine)
+    out = workload.output_tokens
+    if pol.priority == "prefill" and pol.mixed and isinstance(out, Fixed) and out.n > 1 \
+            and isinstance(workload.prompt_tokens, Fixed):  # Orca, fixed lengths: the adaptive ordered chain
+        from .ordered import build_ordered_dtmc
+
+        chain = build_ordered_dtmc(engine, workload, pol, max_prefill=build_kw.get("max_prefill", 40),
+                                   max_decode=None, tolerance=tolerance, max_states=max_states,
+                                   kernel_tol=build_kw.get("kernel_tol", 1e-12), adaptive=True, announce=announce)
+        return chain, chain.solve(method), [f"adaptive ordered chain: {n}" for n in chain.inputs["adaptive"][-1:]]
     vp, _pp, _q = _lengths(workload, pol, b)
     J = vp if (vp is not None and pol.chunked and vp > 1) else 1
     npf, nd, rho = fluid_means(engine, workload, b)
