@@ -1,6 +1,7 @@
 """The engine description: a batch-time model and the budgets of one LLM engine.
 
-``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None, memory=None, prefill_emits_token=False)``
+``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None, memory=None, prefill_emits_token=False,
+async_scheduling=False)``
 
 * ``b_max``  token budget per batch (``max_num_batched_tokens`` in vLLM; paper's ``b_max``)
 * ``k_max``  batch-size limit, requests per batch (``max_num_seqs``; paper §6), or ``None``
