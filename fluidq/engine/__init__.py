@@ -1,6 +1,7 @@
 """The engine description: a batch-time model and the budgets of one LLM engine.
 
-``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None, memory=None, prefill_emits_token=False)``
+``Engine(batch_time=, b_max=, k_max=None, kv_capacity_tokens=None, memory=None, prefill_emits_token=False,
+async_scheduling=False)``
 
 * ``b_max``  token budget per batch (``max_num_batched_tokens`` in vLLM; paper's ``b_max``)
 * ``k_max``  batch-size limit, requests per batch (``max_num_seqs``; paper §6), or ``None``
@@ -11,6 +12,10 @@
 * ``prefill_emits_token`` whether the iteration that completes a prefill also emits the first output
   token (vLLM and most real engines); by default (the paper's model) every output token takes a
   decode iteration
+* ``async_scheduling`` whether each batch is scheduled while the previous one runs (vLLM's
+  ``--async-scheduling``, on by default since vLLM 0.14): a batch sees the arrivals up to the start of
+  the batch before it, and a finished request holds its slot and KV one batch longer; modelled by
+  :func:`fluidq.simulate` (generic path) only
 """
 from __future__ import annotations
 
@@ -45,6 +50,12 @@ class Engine:
         The iteration completing a prefill also gives the first output token, so a request of ``d``
         output tokens needs ``d - 1`` decode iterations (vLLM); default False (the paper's model:
         ``d`` decode iterations).
+    async_scheduling : bool
+        Each batch is scheduled while the previous one runs (vLLM's ``--async-scheduling``, its
+        default since 0.14): the batch starting at ``t`` sees the arrivals up to the start of the
+        batch before it, and a request finishing in one batch keeps its ``k_max`` slot and KV through
+        the next (see :mod:`fluidq.sim._generic`).  Default False (the paper's synchronous engine).
+        :func:`fluidq.simulate` models it; :func:`fluidq.simulate_network` refuses it.
     name : str
         A label for reports.
 
@@ -63,6 +74,7 @@ class Engine:
     memory: Memory | None = None
     prefill_emits_token: bool = False
     name: str = "engine"
+    async_scheduling: bool = False
 
     def __post_init__(self):
         if not isinstance(self.batch_time, BatchTime):
@@ -85,6 +97,8 @@ class Engine:
                                  f"at least one block of memory.block_size={self.memory.block_size} tokens")
         if not isinstance(self.prefill_emits_token, bool):
             raise ParameterTypeError(f"prefill_emits_token={self.prefill_emits_token!r}: expected True or False")
+        if not isinstance(self.async_scheduling, bool):
+            raise ParameterTypeError(f"async_scheduling={self.async_scheduling!r}: expected True or False")
         if not isinstance(self.name, str):
             raise ParameterTypeError(f"name={self.name!r}: expected a string, got {type(self.name).__name__}")
 
@@ -103,6 +117,8 @@ class Engine:
             d["memory"] = self.memory.to_dict()
         if self.prefill_emits_token:
             d["prefill_emits_token"] = True
+        if self.async_scheduling:
+            d["async_scheduling"] = True
         return d
 
     @classmethod

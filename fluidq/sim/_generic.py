@@ -48,6 +48,14 @@ gives the first output token (vLLM), so ``output_tokens - 1`` decode iterations 
 with ``composition_time`` is charged from the batch's prefill chunks (with their prior context)
 and the decode contexts (KV held) instead of its token count.
 
+Async scheduling (``async_scheduling``, vLLM's ``--async-scheduling``, on by default since vLLM
+0.14): the engine schedules batch ``k + 1`` while batch ``k`` runs and reads batch ``k``'s outputs
+only after that.  So the batch starting at ``t`` sees the arrivals up to the start of the batch
+before it (a request arriving during batch ``k`` runs in batch ``k + 2``), and a request that
+finishes in batch ``k`` keeps its ``k_max`` slot and its KV through batch ``k + 1`` (it is given no
+token there).  When nothing is scheduled for the next batch the engine reads every output and
+arrival at once.  Decodes continue without a gap (the next token is fed on the device).
+
 Cost.  ``policy.select`` reads every request in its view, so a view of the whole queue would make
 each iteration cost O(queue) and an overloaded run O(horizon^2).  For a built-in
 :class:`~fluidq.policies.Scheduler` whose ordering keeps arrival order (FCFS), the kernel shows the
@@ -87,7 +95,8 @@ class _Residents:
 
 def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                 preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
-                progress=None, window=False, memory=None, compose=None, emit_at_prefill=False):
+                progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
+                async_scheduling=False):
     """Simulate; return a dict of plain lists.
 
     ``window=True`` (only for a built-in FCFS :class:`~fluidq.policies.Scheduler`, without ``initial``
@@ -98,7 +107,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
     one written copy, which the network stations drive too): the token rules, or with a ``memory``
     other than the default, the paged ones (see the module's notes).  ``compose(prefill_chunks,
     decode_contexts)`` replaces ``tau_b`` by the batch's composition; ``emit_at_prefill`` makes the
-    iteration completing a prefill give the first output token.
+    iteration completing a prefill give the first output token.  ``async_scheduling`` forms each batch
+    while the previous one runs (see the module's notes).
     """
     n = len(arr)
     n0 = len(initial)
@@ -230,8 +240,25 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     hold.residents = [q for q in hold.residents if q.rid not in gone]
         return view, batch
 
+    # async scheduling (vLLM's --async-scheduling): the batch about to run was scheduled while the
+    # previous one ran, so it sees the arrivals up to that batch's start (t_seen) and the requests
+    # finished in it (lag_fin) still hold their slots and KV blocks
+    k_max0 = k_max
+    lag_fin: list = []
+    t_seen = None
+
+    def release(fin):
+        """Take the finished requests ``fin`` out of the engine (their KV is freed)."""
+        if mem is not None:
+            mem.after_batch(fin)  # releases their KV (and notes the peak)
+        elif fin:
+            gone = {r.rid for r in fin}
+            hold.residents = [r for r in hold.residents if r.rid not in gone]
+        for r in fin:
+            by_id.pop(r.rid, None)
+
     while True:
-        admit_arrivals(t)
+        admit_arrivals(t if t_seen is None else t_seen)
         bt.append(t)
         bn.append(len(hold.residents) + len(swapped) + len(pending) + n_parked)
         bw.append(work)
@@ -245,8 +272,18 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         if not hold.residents and not swapped:
             if na >= n:
                 break
-            t = min(horizon, arr[na])
+            t = max(t, min(horizon, arr[na]))
+            t_seen = None
             continue
+        if async_scheduling and k_max0 is not None:
+            # requests finished in the batch in flight still hold their max_num_seqs slots
+            k_max = k_max0 - len(lag_fin)
+            if k_max < 1:  # every slot is held by a finished request: read the outputs first
+                k_max = k_max0
+                release(lag_fin)
+                lag_fin = []
+                t_seen = None
+                continue
         if mem is None:
             view, batch = ask(hold.residents, t, None)
             extra_s = 0.0
@@ -256,6 +293,12 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
             view = last_view
         unseen = last_unseen
         if batch is None or batch.empty:
+            if async_scheduling and (lag_fin or t_seen is not None):
+                # nothing in flight: the engine sees every output and arrival now
+                release(lag_fin)
+                lag_fin = []
+                t_seen = None
+                continue
             if extra_s > 0:
                 t += extra_s
                 busy += extra_s
@@ -302,7 +345,11 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
         n_iter += 1
         busy += tau + extra_s
         tok_served += tokens
-        admit_arrivals(t)
+        if async_scheduling:
+            admit_arrivals(t0)  # the next batch was scheduled while this one ran
+            t_seen = t0
+        else:
+            admit_arrivals(t)
         work -= tokens
         if batch.prefill and batch.decode:
             mixed_iters += 1
@@ -355,13 +402,14 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 rec["kv_used"].append(mem.used)
         finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
             if done else []
-        if mem is not None:
-            mem.after_batch(finished)  # releases their KV (and notes the peak)
-        elif finished:
-            hold.residents = [r for r in hold.residents if not (r.decoded >= r.output_tokens
-                                                                and r.prefilled >= r.prompt_tokens)]
-        for r in finished:
-            by_id.pop(r.rid, None)
+        if async_scheduling:
+            # the batch after this one was scheduled before this one's outputs were read: requests
+            # finished here hold their slot and KV through it (vLLM's async scheduling)
+            lag_ids = {r.rid for r in lag_fin}
+            release(lag_fin)
+            lag_fin = [r for r in finished if r.rid not in lag_ids]
+        else:
+            release(finished)
         if record and paged:
             rec["resident"].append(len(mem.nblk))
             rec["waiting"].append(len(hold.residents) - len(mem.nblk) + len(swapped) + len(pending) + n_parked)

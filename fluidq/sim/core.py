@@ -64,6 +64,8 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
         return False, f"ordering {order.name!r} is not arrival order"
     if callable(getattr(engine.batch_time, "composition_time", None)):
         return False, "a batch time that reads the batch composition runs on the generic path"
+    if engine.async_scheduling:
+        return False, "async scheduling is modelled on the generic path"
     if engine.kv_capacity_tokens is None:
         if engine.prefill_emits_token:
             return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
@@ -358,7 +360,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     ``fluidq validate`` checks against measured runs): a batch time that reads the batch composition
     (:class:`~fluidq.batchtime.composition.Composition`) is charged per batch from its prefill chunks
     and decode contexts; with ``prefill_emits_token`` the prefill's iteration gives the first token
-    (``first_token_s == prefill_done_s``).
+    (``first_token_s == prefill_done_s``).  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
+    forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
+    start, and a finished request holds its slot and KV through one more batch (generic path).
 
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
@@ -469,7 +473,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                           swap_s_per_token=swap_s_per_token, record_batches=record_batches,
                           initial=tuple(initial), progress=progress, window=window, memory=engine.memory,
                           compose=getattr(engine.batch_time, "composition_time", None),
-                          emit_at_prefill=engine.prefill_emits_token)
+                          emit_at_prefill=engine.prefill_emits_token,
+                          async_scheduling=engine.async_scheduling)
     n0 = len(initial)
     if n0:
         a0 = np.array([float(r.arrival_s) for r in initial])

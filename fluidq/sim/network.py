@@ -753,6 +753,10 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     """
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
+    for st in network.stations:
+        if getattr(st.engine, "async_scheduling", False):
+            raise ParameterError(f"stations[{st.name!r}].engine.async_scheduling", True,
+                                 "False in a network (async scheduling is modelled by fluidq.simulate only)")
     from .._validate import integer
     from .core import _check_rng
 

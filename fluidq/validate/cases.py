@@ -379,7 +379,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     enable_prefix_caching=caching)
     spred = None
     if rate is not None and run.pipeline_parallel_size == 1:
-        # the benchmark sends its request list in order (vLLM's client: Poisson gaps, the list's order), so
+        # the benchmark sends its request list in order (LLMServingSim's bench runner, which made these runs:
+        # dataset row N as request bench-N at the row's arrival offset; vLLM's bench client likewise), so
         # the simulated benchmark keeps that order (the ids' numbers) and draws only the gaps
         co = run.client_order
         spred = predict_deployment(_plain_path(data / s["profile"]), method="simulate", arrival_rate=rate,
@@ -473,13 +474,30 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         # time (batch composition), vLLM's paged KV cache and rules, the run's own arrivals; TTFT is
         # vLLM's: the end of the iteration that completes the prefill (its first token comes with it)
         from ..sim import simulate
-        from .replay import ReplayResult, vllm_engine
+        from .replay import ReplayResult, read_s, vllm_engine
 
-        reqs = {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens, "output_tokens": run.output_tokens}
-        eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=caching, name=case.name)
+        # the requests are sent when the client sent them (sent_s) and the replay measures TTFT and latency
+        # from when its own engine read them (read_s), as vLLM measures them from queued_ts; a run without
+        # the client's stamps is replayed from queued_ts
+        sent = run.sent_s
+        if sent is not None:
+            order = np.argsort(sent, kind="stable")
+            reqs = {"arrival_s": sent[order], "prompt_tokens": run.input_tokens[order],
+                    "output_tokens": run.output_tokens[order]}
+        else:
+            reqs = {"arrival_s": run.arrival_s, "prompt_tokens": run.input_tokens, "output_tokens": run.output_tokens}
+
+        def lat_of(sim):
+            r = sim.requests
+            t_read = read_s(sim) if sent is not None else r["arrival_s"]
+            return {"ttft_s": r["prefill_done_s"] - t_read, "ttlt_s": r["finish_s"] - t_read,
+                    "tpot_s": (r["finish_s"] - r["prefill_done_s"]) / np.maximum(r["output_tokens"] - 1, 1)}
+
+        eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=caching, name=case.name,
+                          async_scheduling=run.async_scheduling)
         sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
         rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
-        lat = sim0.latencies(ttft="end_of_prefill")
+        lat = lat_of(sim0)
         if st["seconds"]:
             # the same steady window in the simulation of the run's arrivals (preemptions and admission
             # included, which the fluid capacity leaves out); ticks cover (t - 1, t]
@@ -509,10 +527,11 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
             prof = load_profile(s["sim_profile"])
             eng_f = prof.engine(b_max=run.max_num_batched_tokens, k_max=run.max_num_seqs, kv_capacity_tokens=kv)
-            eng_f = eng_f.with_(memory=eng.memory, prefill_emits_token=True)
+            eng_f = eng_f.with_(memory=eng.memory, prefill_emits_token=True, async_scheduling=eng.async_scheduling)
             t1 = time.time()
-            sim = simulate(eng_f, reqs, s.get("sim_policy", "vllm-chunked"), n_requests=len(run))
-            lat_f = sim.latencies(ttft="end_of_prefill")  # what vLLM measures as TTFT
+            sim = simulate(eng_f, reqs, s.get("sim_policy", "vllm-chunked"), n_requests=len(run),
+                           record_iterations=True)
+            lat_f = lat_of(sim)  # what vLLM measures as TTFT
             sim_m = latency_metrics(lat_f["ttft_s"], lat_f["ttlt_s"], lat_f["tpot_s"])
             sim_errs = {k: _err(sim_m[k], meas[k]) for k in meas}
             sim_note = (f"The fitted-profile column: `fluidq.simulate` with profile `{prof.name}` "
@@ -528,7 +547,12 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         md += ["", f"`fluidq.simulate` on the run's own arrivals (operator-profile batch time read from the batch "
                    f"composition, vLLM v1 memory: {eng.memory.block_size}-token blocks, whole-prompt reservation, "
                    f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
-                   f"policy `vllm-chunked`; TTFT = end of the prefill's iteration, vLLM's definition): "
+                   f"async scheduling {'on' if eng.async_scheduling else 'off'} (the run's vLLM "
+                   f"{run.meta.get('vllm_version', '?')}); policy `vllm-chunked`; "
+                   + ("requests sent at the client's `arrival_time` stamps, TTFT and latency from when the simulated "
+                      "engine read each one (the end of the batch running at its arrival), as vLLM measures them "
+                      "from `queued_ts`; " if sent is not None else "requests arriving at their `queued_ts`; ")
+                   + f"TTFT = end of the prefill's iteration, vLLM's definition): "
                    f"{sim0.n_iterations} iterations, {sim0.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
         # a case reports four metrics as rows (the table has all 15); `fluidq validate --run` all 15
         for k in (list(meas) if s.get("_all_latency_rows") else ("TTFT Mean", "TPOT Mean", "Latency Mean",

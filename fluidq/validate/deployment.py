@@ -292,7 +292,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         lengths; default 2000 without an ``arrival_rate``); seeded replications.
     order : {"random", "given"}
         With ``method="simulate"`` and a benchmark (``arrival_rate``, ``n_requests=None``): its requests in a
-        seeded random order, or in the order given (vLLM's benchmark client sends its list in order).
+        seeded random order, or in the order given (a benchmark client sends its list in order: vLLM's
+        ``vllm bench serve``, and LLMServingSim's bench runner, which sends dataset row ``N`` as request
+        ``bench-N`` at the row's recorded arrival offset).
 
     Returns
     -------

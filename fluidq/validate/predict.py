@@ -181,8 +181,9 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     order (``n_requests=None``: the benchmark's finite request set), or ``n_requests`` (default 2000)
     drawn with replacement from the length sample at ``arrival_rate``, or without one at ``overload``
     x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.
-    ``order="given"`` sends a benchmark's requests in the order given, as vLLM's benchmark client sends its
-    request list (only the Poisson gaps are drawn); ``"random"`` (default) a seeded permutation.  The simulation is logged as vLLM logs a run (1 s ticks of served
+    ``order="given"`` sends a benchmark's requests in the order given, as a benchmark client sends its
+    request list (vLLM's ``vllm bench serve``; LLMServingSim's bench runner: dataset row ``N`` as request
+    ``bench-N`` at the row's arrival offset; only the Poisson gaps are drawn); ``"random"`` (default) a seeded permutation.  The simulation is logged as vLLM logs a run (1 s ticks of served
     tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
     a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
     while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens

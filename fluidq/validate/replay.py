@@ -18,10 +18,14 @@ times in :class:`ReplayResult`.  The engine model:
    (:class:`~fluidq.batchtime.composition.Composition`), from the batch composition;
 5. the prefill's iteration emits the first token (``prefill_emits_token``): TTFT is the end of the
    iteration completing the prefill, vLLM's definition; the last token comes at the end of the
-   iteration that produces the ``output_tokens``-th token.
+   iteration that produces the ``output_tokens``-th token;
+6. with ``async_scheduling`` (vLLM's default since 0.14; :attr:`ServingRun.async_scheduling
+   <fluidq.validate.runs.ServingRun.async_scheduling>` reads it from the run) each batch is scheduled
+   while the previous one runs: a request queued during a batch runs in the batch after next, and a
+   finished request holds its ``max_num_seqs`` slot and KV through one more batch.
 
 Not modelled: prefix sharing between different requests, CPU-side scheduling overhead,
-asynchronous scheduling, CUDA-graph padding.
+CUDA-graph padding.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ from .._validate import integer
 from ..errors import ParameterError
 from ..results import Result
 
-__all__ = ["ReplayResult", "replay", "vllm_engine"]
+__all__ = ["ReplayResult", "read_s", "replay", "vllm_engine"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -91,23 +95,44 @@ class ReplayResult(Result):
                    preemptions=int(sim.preemptions), running_trace=trace, sim=sim)
 
 
+def read_s(sim) -> np.ndarray:
+    """When the simulated engine *read* each request of ``sim`` (a :func:`fluidq.simulate` result with
+    ``record_iterations=True``): the end of the batch running at its arrival, or the arrival itself when
+    the engine was idle.  vLLM's engine core reads new requests only between iterations and stamps that
+    moment ``queued_ts``, from which it measures TTFT and latency; a replay sending the requests when the
+    client did (:attr:`ServingRun.sent_s <fluidq.validate.runs.ServingRun.sent_s>`) measures its own from
+    here, so neither side borrows the other's iteration boundaries."""
+    it = sim.iterations
+    if it is None:
+        raise ParameterError("sim", "no iterations", "a fluidq.simulate result with record_iterations=True")
+    a = np.asarray(sim.requests["arrival_s"], dtype=float)
+    start = np.asarray(it["t_s"], dtype=float)
+    end = start + np.asarray(it["batch_s"], dtype=float)
+    j = np.searchsorted(start, a, side="left") - 1  # the last batch that started before the arrival
+    out = a.copy()
+    busy = (j >= 0) & (end[np.maximum(j, 0)] > a)
+    out[busy] = end[j[busy]]
+    return out
+
+
 def vllm_engine(model, *, b_max: int, k_max: int | None, kv_capacity_tokens: int | None, block_size: int = 16,
-                prefix_caching: bool = False, name: str = "vllm"):
+                prefix_caching: bool = False, name: str = "vllm", async_scheduling: bool = False):
     """The :class:`~fluidq.Engine` of a vLLM v1 run: ``model`` (an operator-profile iteration model)
     as a :class:`~fluidq.batchtime.composition.Composition` batch time, :data:`fluidq.engine.VLLM`
-    memory with ``block_size`` and ``prefix_caching``, the first token emitted with the prefill."""
+    memory with ``block_size`` and ``prefix_caching``, the first token emitted with the prefill, and
+    ``async_scheduling`` (vLLM's ``--async-scheduling``; default False)."""
     from ..batchtime.composition import Composition
     from ..engine import VLLM, Engine
 
     return Engine(batch_time=Composition(model=model), b_max=b_max, k_max=k_max,
                   kv_capacity_tokens=kv_capacity_tokens,
                   memory=VLLM.with_(block_size=block_size, prefix_caching=bool(prefix_caching)),
-                  prefill_emits_token=True, name=name)
+                  prefill_emits_token=True, name=name, async_scheduling=bool(async_scheduling))
 
 
 def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: int | None,
            kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
-           max_iterations: int | None = None) -> ReplayResult:
+           max_iterations: int | None = None, async_scheduling: bool = False) -> ReplayResult:
     """Run the arrivals through ``fluidq.simulate`` on :func:`vllm_engine` (see the module notes).
 
     Parameters
@@ -126,6 +151,8 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
         Keep freed blocks' contents until reused (vLLM ``enable_prefix_caching``).
     max_iterations : int, optional
         Refuse a run that took more iterations (a RuntimeError); the simulator's own limits apply too.
+    async_scheduling : bool
+        Each batch scheduled while the previous one runs (vLLM's ``--async-scheduling``).
     """
     from ..sim.core import simulate
 
@@ -140,7 +167,7 @@ def replay(model, arrival_s, input_tokens, output_tokens, *, b_max: int, k_max: 
         raise ParameterError("input_tokens/output_tokens", "values < 1", "at least one token each")
     max_iterations = integer("max_iterations", max_iterations, minimum=1, allow_none=True)
     eng = vllm_engine(model, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
-                      block_size=block_size, prefix_caching=prefix_caching)
+                      block_size=block_size, prefix_caching=prefix_caching, async_scheduling=async_scheduling)
     sim = simulate(eng, {"arrival_s": a, "prompt_tokens": p, "output_tokens": o}, "vllm-chunked",
                    n_requests=int(a.size), record_iterations=True)
     if max_iterations is not None and sim.n_iterations > max_iterations:

@@ -68,6 +68,13 @@ class ServingRun:
     request_index : ndarray or None
         Per request, its place in the benchmark client's request list (the ``N`` of a ``request_id`` such
         as ``bench-N``), when every request's id ends in a number; else None.
+    sent_s : ndarray or None
+        Per request, when the client handed it to vLLM (``arrival_time``, vLLM's wall-clock stamp in the
+        front end) on the engine's clock: shifted by the smallest ``queued_ts - arrival_time`` of the run
+        (the clocks' offset plus the shortest hand-over), at least 0; None when a request lacks
+        ``arrival_time``.  ``arrival_s`` (``queued_ts``) is when the engine *read* the request, which it
+        does only between its iterations, so it carries the measured engine's own iteration boundaries;
+        a replay sends the requests at ``sent_s`` and reads its own (:func:`fluidq.validate.replay.read_s`).
     """
 
     name: str
@@ -80,6 +87,7 @@ class ServingRun:
     timeseries: dict
     meta: dict = field(repr=False)
     request_index: np.ndarray | None = field(default=None, repr=False)
+    sent_s: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def engine_kwargs(self) -> dict:
@@ -117,6 +125,20 @@ class ServingRun:
         if kv.get("num_gpu_blocks") and kv.get("block_size"):
             return int(kv["num_gpu_blocks"]) * int(kv["block_size"])
         return None
+
+    @property
+    def async_scheduling(self) -> bool:
+        """Whether the engine scheduled each batch while the previous one ran (vLLM's
+        ``--async-scheduling``): the run's ``resolved_config.scheduler_config.async_scheduling`` when
+        ``vllm_meta.json`` records it, else its ``engine_kwargs``, else vLLM's default for the run's
+        ``vllm_version`` (on since 0.14, except with pipeline parallelism, by vLLM 0.14's release notes)."""
+        sched = ((self.meta.get("resolved_config") or {}).get("scheduler_config") or {})
+        if isinstance(sched, dict) and isinstance(sched.get("async_scheduling"), bool):
+            return sched["async_scheduling"]
+        if isinstance(self.engine_kwargs.get("async_scheduling"), bool):
+            return self.engine_kwargs["async_scheduling"]
+        m = re.match(r"(\d+)\.(\d+)", str(self.meta.get("vllm_version", "")))
+        return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 14) and self.pipeline_parallel_size == 1
 
     @property
     def gpu(self) -> str:
@@ -231,7 +253,17 @@ def read_run(path) -> ServingRun:
         arrival_s=q - t0,
         first_token_s=np.array([float(r["first_token_ts"]) for r in rows]) - t0,
         last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
-        timeseries=ts, meta=meta)
+        timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0))
+
+
+def _sent(rows, q, t0):
+    """The client's hand-over times on the engine clock (see :class:`ServingRun` ``sent_s``), or None."""
+    a = [r.get("arrival_time") for r in rows]
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in a):
+        return None
+    a = np.asarray(a, dtype=float)
+    sent = a + float(np.min(q - a)) - t0
+    return np.maximum(sent, 0.0)
 
 
 def read_peer_summary(path) -> dict:

@@ -9,6 +9,9 @@ from fluidq.validate.replay import replay, vllm_engine
 
 # issue 14's targets: the purpose-built replay loop this replaced was at 2.2 % / 4.3 %
 TARGETS = {"rtx4090-llama3.1-8b": 2.5, "rtxpro6000-llama3.1-8b": 4.5}
+# the numbers held since vLLM's async scheduling and the client's send times are modelled (issue 16,
+# 2026-12-06): 2.22 % / 4.22 % (2.26 % / 4.32 % before); issue 16's target is 2 % on both, not met
+HELD = {"rtx4090-llama3.1-8b": 2.25, "rtxpro6000-llama3.1-8b": 4.25}
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +27,10 @@ def test_mean_abs_error_over_the_15_latency_metrics_is_under_target(latency_case
     errs = [abs(100 * (lat["fluidq"][k] - lat["measured"][k]) / lat["measured"][k]) for k in lat["peer"]]
     assert len(errs) == 15 and row.predicted == pytest.approx(float(np.mean(errs)), rel=1e-12)
     assert row.predicted <= TARGETS[name], f"{name}: {row.predicted:.2f} % > {TARGETS[name]} %"
+    assert row.predicted <= HELD[name], f"{name}: {row.predicted:.2f} % > the {HELD[name]} % held since issue 16"
+    # the run's vLLM 0.19 scheduled asynchronously, and the replay says it models that
+    assert "async scheduling on (the run's vLLM 0.19.0)" in cr.markdown
+    assert "requests sent at the client's `arrival_time` stamps" in cr.markdown
     assert lat["ttft"] == "end_of_prefill"  # vLLM's TTFT: its first token comes with the prefill
 
 
