@@ -142,6 +142,8 @@ _FACTOID = re.compile(r"^(?:(?:what|which) (?:is|was) the (?:name|capital|popula
                       r"|(?:who|when|where) (?:is|was|did|were)\b)"
                       r"|\bwhat year\b|\bhow (?:old|tall|far|long|big|many|much)\b")
 _FORMAT = re.compile(r"\b(?:table|json|csv|markdown|bullet points|outline|spreadsheet|chart)\b")
+_FACTOID_WORDS = frozenset("what which who when where year how".split())
+_FORMAT_WORDS = frozenset("table json csv markdown bullet outline spreadsheet chart".split())
 _LIST_LINE = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*\u2022])\s+")
 _V2_NAMES = ("short_form", "define", "long_task", "factoid", "format", "log_list_lines")
 _SIZE_NAMES = ("log_words", "log_chars", "log_lines", "log_sentences", "log_input_words", "questions",
@@ -220,10 +222,12 @@ def cue_row(text: str, cue_set: int = 2) -> list:
     row += [float(bool(req)), np.log1p(max(req)) if req else 0.0, float(bool(bounds)),
             np.log1p(max(bounds)) if bounds else 0.0]
     if cue_set >= 2:
-        stripped = low.strip()
+        # each regex runs only where its words are among the tokens (a match needs them: same result)
+        factoid = not tokset.isdisjoint(_FACTOID_WORDS) and bool(_FACTOID.search(low.strip()))
+        fmt = not tokset.isdisjoint(_FORMAT_WORDS) and bool(_FORMAT.search(low))
         row += [float(not tokset.isdisjoint(_SHORT_FORM)), float(not tokset.isdisjoint(_DEFINE)),
-                float(not tokset.isdisjoint(_LONG_TASK)), float(bool(_FACTOID.search(stripped))),
-                float(bool(_FORMAT.search(low))), np.log1p(len(_LIST_LINE.findall(text)))]
+                float(not tokset.isdisjoint(_LONG_TASK)), float(factoid), float(fmt),
+                np.log1p(len(_LIST_LINE.findall(text))) if "\n" in text else 0.0]
     return row
 
 
