@@ -3,15 +3,19 @@
 :class:`LengthCues` turns a prompt into three blocks of features, all computed from the text
 alone (numpy only, no download, no vocabulary to fit):
 
-* **cues** (dense, ~40 columns): what kind of answer the instruction asks for and how long.
+* **cues** (dense, 44 columns in cue set 2): what kind of answer the instruction asks for and how long.
   Requested counts ("in 3 sentences", "50 words", "a list of 10", "one word"), the genre asked
   for (essay, story, poem, letter, list, plan, code, recipe...), brevity cues ("briefly",
   "yes or no", "classify", "rewrite", "translate"), question words, code and math markers, and
-  the prompt's own size (words, characters, lines, sentences, the size of a pasted input);
+  the prompt's own size (words, characters, lines, sentences, the size of a pasted input); cue
+  set 2 (the default since 2026-12) adds short forms (joke, title, slogan, tweet...), definitions
+  (define, synonym, pronounce...), long tasks (plan, itinerary, lesson, schedule...), factoid
+  questions ("who was", "what is the capital", "how many"), formats (table, JSON, markdown...) and
+  the number of list items inside the prompt;
 * **word n-grams**: lower-cased word uni- and bi-grams hashed into ``2**n_bits`` columns
   (CRC-32, sub-linear counts, rows L2-normalised, as :class:`~fluidq.predict.HashedNgrams`), scaled
   by ``word_weight``;
-* **character n-grams**: 4-grams (by default) of the lower-cased text (runs of spaces made one),
+* **character n-grams**: 5- and 6-grams (by default) of the lower-cased text (runs of spaces made one),
   hashed into ``2**n_bits`` further columns by a polynomial hash in numpy, rows L2-normalised,
   scaled by ``char_weight``.
 
@@ -30,7 +34,7 @@ from .._validate import integer, real
 from ..errors import ParameterError
 from .features import HashedNgrams, as_prompts
 
-__all__ = ["LengthCues", "CUE_NAMES"]
+__all__ = ["LengthCues", "CUE_NAMES", "CUE_NAMES_V1"]
 
 _NUM_WORDS = {"a": 1, "an": 1, "one": 1, "single": 1, "two": 2, "couple": 2, "pair": 2, "three": 3, "four": 4,
               "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
@@ -125,10 +129,31 @@ _PHRASE_RE = re.compile(" (?=(" + "|".join(sorted((re.escape(p.strip()) for p in
 _STARTS = tuple(sorted(_BY_START, key=len, reverse=True))
 _NOT_WHAT_IS = frozenset("some good ways tips".split())
 _SENT = re.compile(r"[.!?]+(?:\s|$)")
+# the second cue set (2026-12): short forms, definitions, long tasks, factoid questions, formats, and
+# the items of a list inside the prompt; the columns follow the first set's
+_SHORT_FORM = frozenset("joke jokes riddle riddles pun puns title titles slogan slogans caption captions tweet "
+                        "headline headlines nickname nicknames tagline taglines motto mottos name names hashtag "
+                        "hashtags emoji acronym abbreviation".split())
+_DEFINE = frozenset("define definition meaning mean means synonym synonyms antonym antonyms spell spelling pronounce "
+                    "pronunciation abbreviation acronym".split())
+_LONG_TASK = frozenset("plan plans itinerary itineraries lesson curriculum course schedule routine strategy strategies "
+                       "proposal roadmap notes overview history".split())
+_FACTOID = re.compile(r"^(?:(?:what|which) (?:is|was) the (?:name|capital|population|date|year|meaning|difference)\b"
+                      r"|(?:who|when|where) (?:is|was|did|were)\b)"
+                      r"|\bwhat year\b|\bhow (?:old|tall|far|long|big|many|much)\b")
+_FORMAT = re.compile(r"\b(?:table|json|csv|markdown|bullet points|outline|spreadsheet|chart)\b")
+_FACTOID_WORDS = frozenset("what which who when where year how".split())
+_FORMAT_WORDS = frozenset("table json csv markdown bullet outline spreadsheet chart".split())
+_LIST_LINE = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*\u2022])\s+")
+_V2_NAMES = ("short_form", "define", "long_task", "factoid", "format", "log_list_lines")
 _SIZE_NAMES = ("log_words", "log_chars", "log_lines", "log_sentences", "log_input_words", "questions",
                "ends_question", "digits_frac", "upper_frac", "log_first_line_words")
 _COUNT_NAMES = ("has_count", "log_requested_words", "has_bound", "log_bound")
-CUE_NAMES = tuple(n for n, _ in _CUES) + _SIZE_NAMES + _COUNT_NAMES
+#: the dense columns of the first cue set (``LengthCues(cue_set=1)``, the default until 2026-12)
+CUE_NAMES_V1 = tuple(n for n, _ in _CUES) + _SIZE_NAMES + _COUNT_NAMES
+#: the dense columns of the default cue set (2): the first set's, then six more
+CUE_NAMES = CUE_NAMES_V1 + _V2_NAMES
+CUE_SETS = {1: CUE_NAMES_V1, 2: CUE_NAMES}
 _I_LIST, _I_CODE, _I_MATH, _I_WHAT_IS, _I_NAME_THE, _I_GIVEN = (
     [n for n, _ in _CUES].index(k) for k in ("list", "code", "math", "what_is", "name_the", "given_input"))
 
@@ -140,8 +165,9 @@ def _number(tok: str) -> float:
     return float(tok) if tok.isdigit() else float(_NUM_WORDS.get(tok, 1))
 
 
-def cue_row(text: str) -> list:
-    """The cue columns of one prompt (see :data:`CUE_NAMES`)."""
+def cue_row(text: str, cue_set: int = 2) -> list:
+    """The cue columns of one prompt: :data:`CUE_NAMES` (``cue_set=2``, the default) or
+    :data:`CUE_NAMES_V1` (``cue_set=1``, its first columns)."""
     low = text.lower()
     toks = _TOKEN.findall(low)
     tokset = set(toks)
@@ -195,6 +221,13 @@ def cue_row(text: str) -> list:
     bounds = [_number(m.group(1)) for m in _BOUND.finditer(low)] if not tokset.isdisjoint(_BOUND_WORDS) else []
     row += [float(bool(req)), np.log1p(max(req)) if req else 0.0, float(bool(bounds)),
             np.log1p(max(bounds)) if bounds else 0.0]
+    if cue_set >= 2:
+        # each regex runs only where its words are among the tokens (a match needs them: same result)
+        factoid = not tokset.isdisjoint(_FACTOID_WORDS) and bool(_FACTOID.search(low.strip()))
+        fmt = not tokset.isdisjoint(_FORMAT_WORDS) and bool(_FORMAT.search(low))
+        row += [float(not tokset.isdisjoint(_SHORT_FORM)), float(not tokset.isdisjoint(_DEFINE)),
+                float(not tokset.isdisjoint(_LONG_TASK)), float(factoid), float(fmt),
+                np.log1p(len(_LIST_LINE.findall(text))) if "\n" in text else 0.0]
     return row
 
 
@@ -209,15 +242,20 @@ class LengthCues:
     word_weight, char_weight : float
         Scale of the (L2-normalised) word and character n-gram blocks, ``>= 0``; 0 drops a block.
     char_min, char_max : int
-        Shortest and longest character n-gram (default 4..4: 3..5 ranks a little better, 0.427 against
-        0.425 in the development cross-validation, at twice the scoring time).
+        Shortest and longest character n-gram (default 5..6; 4..4 was the default before 2026-12:
+        with cue set 2, 5..6 ranks better in the development cross-validation, see
+        docs/latency-claims.md).
+    cue_set : int
+        2 (the default): :data:`CUE_NAMES`; 1: :data:`CUE_NAMES_V1`, the columns before 2026-12 (a
+        saved ranker without a ``cue_set`` is read as 1).
     """
 
     n_bits: int = 16
     word_weight: float = 1.0
     char_weight: float = 1.0
-    char_min: int = 4
-    char_max: int = 4
+    char_min: int = 5
+    char_max: int = 6
+    cue_set: int = 2
     _words: HashedNgrams = field(default=None, repr=False, compare=False)
 
     name = "length-cues"
@@ -232,6 +270,9 @@ class LengthCues:
         object.__setattr__(self, "char_max", integer("char_max", self.char_max, minimum=self.char_min))
         if self.char_max > 8:
             raise ParameterError("char_max", self.char_max, "an integer in char_min..8")
+        object.__setattr__(self, "cue_set", integer("cue_set", self.cue_set, minimum=1))
+        if self.cue_set not in CUE_SETS:
+            raise ParameterError("cue_set", self.cue_set, f"one of {', '.join(map(str, CUE_SETS))}")
         object.__setattr__(self, "_words", HashedNgrams(n_bits=self.n_bits, ngram_max=2))
 
     @property
@@ -240,11 +281,11 @@ class LengthCues:
 
     @property
     def n_features(self) -> int:
-        return self.n_sparse + len(CUE_NAMES)
+        return self.n_sparse + len(self.dense_names)
 
     @property
     def dense_names(self) -> tuple:
-        return CUE_NAMES
+        return CUE_SETS[self.cue_set]
 
     def transform(self, prompts) -> sp.csr_matrix:
         m, dense = self.transform_parts(prompts)
@@ -253,7 +294,8 @@ class LengthCues:
     def transform_parts(self, prompts):
         """``(sparse n-gram block, dense cue block)`` of ``prompts``."""
         prompts = as_prompts(prompts)
-        dense = np.array([cue_row(p) for p in prompts], dtype=float).reshape(len(prompts), len(CUE_NAMES))
+        names = self.dense_names
+        dense = np.array([cue_row(p, self.cue_set) for p in prompts], dtype=float).reshape(len(prompts), len(names))
         half = 1 << self.n_bits
         words = (self.word_weight * self._words.transform_parts(prompts)[0] if self.word_weight > 0
                  else sp.csr_matrix((len(prompts), half)))
@@ -293,4 +335,5 @@ class LengthCues:
 
     def to_dict(self) -> dict:
         return {"backbone": self.name, "n_bits": self.n_bits, "word_weight": self.word_weight,
-                "char_weight": self.char_weight, "char_min": self.char_min, "char_max": self.char_max}
+                "char_weight": self.char_weight, "char_min": self.char_min, "char_max": self.char_max,
+                "cue_set": self.cue_set}

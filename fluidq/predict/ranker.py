@@ -46,7 +46,7 @@ RANKER_METHODS = ("cues", "pairwise")
 DEFAULT_METHOD = "cues"
 #: the default method's settings, chosen by 5-split cross-validation on the development models
 #: (see docs/explanation/pars.md): ridge penalty and the cue block's weight
-CUES_L2 = 1.0
+CUES_L2 = 0.7
 CUES_CUE_WEIGHT = 4.0
 #: above this many prompts the ridge is solved in the primal (LSQR) instead of an n x n system
 _DUAL_MAX = 3000
@@ -61,7 +61,7 @@ def backbone_from_dict(d: dict):
 
         return LengthCues(n_bits=int(d["n_bits"]), word_weight=float(d["word_weight"]),
                           char_weight=float(d["char_weight"]), char_min=int(d["char_min"]),
-                          char_max=int(d["char_max"]))
+                          char_max=int(d["char_max"]), cue_set=int(d.get("cue_set", 1)))
     if kind == "encoder":
         from .encoder import EncoderBackbone
 
@@ -196,7 +196,8 @@ class LengthRanker:
             Text -> features; default :class:`~fluidq.predict.LengthCues` ``()`` for ``"cues"``,
             :class:`~fluidq.predict.HashedNgrams` ``()`` for ``"pairwise"``.
         l2 : float
-            L2 penalty (``>= 0``; ``"cues"``: the ridge penalty, default 1.0; ``"pairwise"``: 1e-4).
+            L2 penalty (``>= 0``; ``"cues"``: the ridge penalty, default 0.7 (1.0 before 2026-12);
+            ``"pairwise"``: 1e-4).
         cue_weight : float
             ``"cues"`` only: the norm of a typical standardised dense (cue) row against 1 for each
             n-gram block (default 4.0).

@@ -44,7 +44,7 @@ from scipy import stats
 import fluidq
 from fluidq.latency import burst_comparison, compare_orderings, standard_policies
 from fluidq.latency.families import workload_family
-from fluidq.predict import LengthRanker, kendall_tau, load_lengths
+from fluidq.predict import LengthCues, LengthRanker, kendall_tau, load_lengths
 from fluidq.predict.baselines import tau_over_splits
 from fluidq.results import plain
 
@@ -232,6 +232,7 @@ def rankers(R, q, engine_s):
     cross = np.full((len(models) + 1, len(models), len(splits)), np.nan)
     old = {m: [] for m in held}
     mixed = {m: [] for m in held}     # own lengths and the development models', half the target each
+    prev = {m: [] for m in held}      # the cues ranker as it was before 2026-12 (cue set 1, char 4-grams, l2 1.0)
     mix_w = [0.5] + [0.5 / len(DEV_MODELS)] * len(DEV_MODELS)
     for s_i, (tr, te) in enumerate(splits):
         Pte = [P[i] for i in te]
@@ -246,6 +247,9 @@ def rankers(R, q, engine_s):
                 sm = LengthRanker.fit([P[k] for k in tr], np.column_stack([L, dev_L])[tr],
                                       model_weights=mix_w).score(Pte)
                 mixed[m].append(kendall_tau(sm, L[te]))
+                sv = LengthRanker.fit([P[k] for k in t2], L[t2], backbone=LengthCues(cue_set=1, char_min=4, char_max=4),
+                                      l2=1.0).score(Pte)
+                prev[m].append(kendall_tau(sv, L[te]))
         sc = LengthRanker.fit([P[k] for k in tr], dev_L[tr]).score(Pte)      # pooled development models
         cross[-1, :, s_i] = [kendall_tau(sc, ds.of(mj)[te]) for mj in models]
     idx = {m: i for i, m in enumerate(models)}
@@ -259,6 +263,11 @@ def rankers(R, q, engine_s):
         "mean_within_held_out": _stats(np.mean([cross[idx[m], idx[m]] for m in held], axis=0)),
         "mean_pooled_held_out": _stats(np.mean([cross[-1, idx[m]] for m in held], axis=0)),
         "mean_pairwise_held_out": _stats(np.mean([old[m] for m in held], axis=0)),
+        "cues_v1": {m: _stats(v) for m, v in prev.items()},
+        "mean_cues_v1_held_out": _stats(np.mean([prev[m] for m in held], axis=0)),
+        # the default's gain over the previous cues ranker, paired over the same splits
+        "gain_over_cues_v1_held_out": _stats(np.mean([np.asarray(cross[idx[m], idx[m]]) - np.asarray(prev[m])
+                                                      for m in held], axis=0)),
         "mean_within_dev": _stats(np.mean([cross[idx[m], idx[m]] for m in models if m in DEV_MODELS], axis=0)),
     }
     R["ranker_cross"] = {"models": models, "rows": models + ["development models, pooled"],
@@ -375,7 +384,10 @@ def render(R) -> str:
                      f"{pdv['half_width']:.2g}"
                      + (f"; own lengths and the development models', half each: {_mh(H['mean_own_plus_dev_held_out'])}"
                         if "mean_own_plus_dev_held_out" in H else "")
-                     + f"; PARS's pairwise (the previous default): {old['mean']:.3f} ± "
+                     + (f"; the previous cues default (cue set 1, char 4-grams): {_mh(H['mean_cues_v1_held_out'])}, "
+                        f"gain paired over the splits {_mh(H['gain_over_cues_v1_held_out'])}"
+                        if "mean_cues_v1_held_out" in H else "")
+                     + f"; PARS's pairwise (the default before the cues ranker): {old['mean']:.3f} ± "
                      f"{old['half_width']:.2g}; on the development models: "
                      f"{H['mean_within_dev']['mean']:.3f}; per model: see *Length rankers* below"))
     o = R["overhead"]
@@ -424,20 +436,25 @@ def render_rankers(R) -> list:
     H, C = R["ranker_heldout"], R["ranker_cross"]
     f = lambda d: f"{d['mean']:.3f} ± {d['half_width']:.2g} (sd {d['sd']:.2g})"  # noqa: E731
     lines = ["## Length rankers", "",
-             "The default ranker (`LengthRanker.fit`, `fluidq pars`) is `cues`: instruction cues, hashed word and "
-             "character n-grams, ridge on the normal scores of the lengths' ranks. Its settings (ridge penalty, cue "
-             "weight, target, feature blocks) were chosen by 5-split cross-validation on the **development models** "
+             "The default ranker (`LengthRanker.fit`, `fluidq pars`) is `cues`: instruction cues (cue set 2), hashed "
+             "word n-grams and character 5- and 6-grams, ridge (penalty 0.7) on the normal scores of the lengths' "
+             "ranks. Its settings (ridge penalty, cue weight, target, feature blocks, the cues of set 2) were chosen by 5-split cross-validation on the **development models** "
              f"({', '.join(H['dev_models'])}). The **held-out models** ({', '.join(H['held_out_models'])}) chose "
              "nothing: they are the independent check. Splits: 5 seeded 75/25 splits of the 805 prompts (the "
              "seeds of `tau_over_splits(rng=5)`); ± is the 95 % Student-t half-width over the splits.", "",
+             "The previous default (before 2026-12: cue set 1, character 4-grams, penalty 1.0) is the last column; "
+             f"the default's gain over it, paired over the same splits: {f(H['gain_over_cues_v1_held_out'])} on the "
+             "held-out models." if "gain_over_cues_v1_held_out" in H else "", "",
              "| held-out model | cues, own lengths | cues, trained on the development models pooled (own lengths "
-             "unused) | cues, own lengths and the development models', half each | PARS's pairwise, own lengths |",
-             "|---|---|---|---|---|"]
+             "unused) | cues, own lengths and the development models', half each | PARS's pairwise, own lengths "
+             "| previous cues default, own lengths |",
+             "|---|---|---|---|---|---|"]
     for m in H["held_out_models"]:
         lines.append(f"| {m} | {f(H['within'][m])} | {f(H['pooled_dev'][m])} | {f(H['own_plus_dev'][m])} "
-                     f"| {f(H['pairwise'][m])} |")
+                     f"| {f(H['pairwise'][m])} | {f(H['cues_v1'][m])} |")
     lines.append(f"| **mean of the held-out models** | {f(H['mean_within_held_out'])} | {f(H['mean_pooled_held_out'])} "
-                 f"| {f(H['mean_own_plus_dev_held_out'])} | {f(H['mean_pairwise_held_out'])} |")
+                 f"| {f(H['mean_own_plus_dev_held_out'])} | {f(H['mean_pairwise_held_out'])} "
+                 f"| {f(H['mean_cues_v1_held_out'])} |")
     lines += ["", "| development model | cues, own lengths |", "|---|---|"]
     lines += [f"| {m} | {f(H['within'][m])} |" for m in H["dev_models"] if m in H["within"]]
     lines.append(f"| **mean of the development models** | {f(H['mean_within_dev'])} |")

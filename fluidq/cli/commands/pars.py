@@ -233,7 +233,8 @@ def backbone_words(d: dict) -> str:
         return f"hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to {d.get('ngram_max', '?')})"
     if kind == "length-cues":
         lo, hi = d.get("char_min", "?"), d.get("char_max", "?")
-        return (f"instruction cues + hashed n-grams ({d.get('n_bits', '?')} bits, n-grams up to 2) + character "
+        return (f"instruction cues (set {d.get('cue_set', 1)}) + hashed n-grams ({d.get('n_bits', '?')} bits, n-grams "
+                "up to 2) + character "
                 f"{lo if lo == hi else f'{lo}-{hi}'}-grams")
     if "model" in d:
         return f"sentence {kind} {d['model']} (batch size {d.get('batch_size', '?')}, on {d.get('device', '?')})"
