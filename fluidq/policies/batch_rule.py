@@ -29,40 +29,46 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["budgets", "check_fixed_prompt", "decode_tokens", "fixed_prefill", "fixed_prefill_counts",
+__all__ = ["budgets", "check_fixed_prompt", "decode_tokens", "fits", "fixed_prefill", "fixed_prefill_counts",
            "prefill_budget", "schedulable", "take_prompts", "whole_prompts"]
 
 
+_ND = np.ndarray
+
+
 def _arr(*xs) -> bool:
-    return any(isinstance(x, np.ndarray) for x in xs)
+    for x in xs:
+        if isinstance(x, _ND):
+            return True
+    return False
 
 
 def _min(a, b):
     """``min`` for Python scalars, ``np.minimum`` when either side is an array."""
-    if _arr(a, b):
+    if isinstance(a, _ND) or isinstance(b, _ND):
         return np.minimum(a, b)
     return a if a <= b else b
 
 
 def _max(a, b):
-    if _arr(a, b):
+    if isinstance(a, _ND) or isinstance(b, _ND):
         return np.maximum(a, b)
     return a if a >= b else b
 
 
 def _where(c, x, y):
-    if _arr(c, x, y):
+    if isinstance(c, _ND) or isinstance(x, _ND) or isinstance(y, _ND):
         return np.where(c, x, y)
     return x if c else y
 
 
 def _cap(x, k):
-    """``min(x, k)``; ``k = None`` (or infinite) is no cap."""
+    """``min(x, k)``; ``k = None`` is no cap."""
     return x if k is None else _min(x, k)
 
 
 def _no_cap(k):
-    return k is None or (isinstance(k, float) and math.isinf(k))
+    return k is None or (not isinstance(k, _ND) and k == math.inf)
 
 
 def budgets(pol, b: int, NP, ND, k=None):
@@ -78,8 +84,9 @@ def budgets(pol, b: int, NP, ND, k=None):
     * Prefill first, separate (vanilla vLLM): prefill gets ``b`` and ``k`` while prompts wait, and decode runs
       only in a batch without prefill (``D0 = None``; :func:`decode_tokens` with ``mixed=False``).
     """
-    k = None if _no_cap(k) else k
-    if _arr(NP, ND):
+    if k == math.inf:
+        k = None
+    if isinstance(NP, _ND) or isinstance(ND, _ND):
         NP, ND = np.asarray(NP), np.asarray(ND)
     if pol.priority == "decode":
         D = _cap(_min(ND, b), k)
@@ -107,6 +114,12 @@ def prefill_budget(pol, b: int, NP, ND):
     return D0, B
 
 
+def fits(need, budget):
+    """Is a prompt with ``need`` tokens left taken whole with ``budget`` tokens left?  Head-of-line: a prompt
+    that does not fit stops a whole-prompt prefill there (arrays welcome)."""
+    return need <= budget
+
+
 def schedulable(pol, need: int, b_max: int) -> bool:
     """Can a prompt with ``need`` prefill tokens left ever be scheduled under budget ``b_max``?"""
     return need <= b_max or pol.chunked or bool(pol.chunk_long_prompts)
@@ -122,13 +135,13 @@ def take_prompts(pol, needs, B: int, S, b_max: int):
     budget left when the scheduler chunks (or, with ``chunk_long_prompts``, when it is longer than
     ``b_max``); otherwise prefill stops there (head-of-line) and it waits for a batch with room.
     """
-    budget, slots = B, (math.inf if _no_cap(S) else S)
+    budget, slots = B, (math.inf if S is None else S)
     chunks: list = []
     blocked: list = []
     for i, need in enumerate(needs):
         if budget < 1 or slots < 1:
             break
-        if need <= budget:
+        if fits(need, budget):
             chunks.append((i, need))
             budget -= need
             slots -= 1
@@ -208,11 +221,13 @@ def decode_tokens(D0, ND, T, b: int, k=None, U=0, mixed: bool = True):
     """
     if D0 is not None:
         return D0
-    k = None if _no_cap(k) else k
+    if k == math.inf:
+        k = None
     if mixed:
         return _cap(_min(ND, b - T), None if k is None else k - U)
-    idle = (U == 0) & (T == 0) if _arr(U, T) else (U == 0 and T == 0)
-    return _where(idle, _cap(_min(ND, b), k), 0)
+    if isinstance(U, _ND) or isinstance(T, _ND):
+        return np.where((U == 0) & (T == 0), _cap(_min(ND, b), k), 0)
+    return _cap(_min(ND, b), k) if U == 0 and T == 0 else 0
 
 
 def check_fixed_prompt(pol, vp: int, b: int) -> int:

@@ -90,7 +90,7 @@ class Scheduler:
         dec = [r for r in ordered if r.prefilled >= r.prompt_tokens and r.decoded < r.output_tokens]
         k = None if k_max == math.inf else k_max
         D0, B, S = budgets(self, b_max, len(pre), len(dec), k)
-        chunks, blocked = take_prompts(self, [r.prompt_tokens - r.prefilled for r in pre], B, S, b_max)
+        chunks, blocked = take_prompts(self, (r.prompt_tokens - r.prefilled for r in pre), B, S, b_max)
         T = sum(n for _, n in chunks)
         D = decode_tokens(D0, len(dec), T, b_max, k, len(chunks), self.mixed)
         return Batch(prefill=tuple((pre[i].rid, n) for i, n in chunks), decode=tuple(r.rid for r in dec[:D]),
