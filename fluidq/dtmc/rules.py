@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..policies.batch_rule import (budgets, check_fixed_prompt, decode_tokens, fixed_prefill,
+from ..policies.batch_rule import (budgets, check_fixed_prompt, decode_tokens, fits, fixed_prefill,
                                    fixed_prefill_counts, prefill_budget, schedulable, take_prompts,
                                    whole_prompts)
 from .state import StateSpace
 
-__all__ = ["budgets", "check_fixed_prompt", "count_space", "decode_tokens", "fixed_prefill",
+__all__ = ["budgets", "check_fixed_prompt", "count_space", "decode_tokens", "fits", "fixed_prefill",
            "fixed_prefill_counts", "prefill_budget", "schedulable", "take_prompts", "whole_prompts"]
 
 
