@@ -59,7 +59,7 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Workload
 from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
-from .rules import check_fixed_prompt, decode_tokens, fixed_prefill, prefill_budget
+from .rules import check_fixed_prompt, decode_tokens, fits, fixed_prefill, prefill_budget
 from .sizing import MAX_STATES_LIMIT
 from .state import StateSpace
 
@@ -139,7 +139,7 @@ def _head_outcomes(n, B, h, pv, pw, chunked, memo):
     out = {}
     heads = [(h, 1.0)] if h > 0 else list(zip(pv.tolist(), pw.tolist()))
     for r, p in heads:
-        if r > B:
+        if not fits(r, B):  # chunked: the budget goes into it; whole prompts: head-of-line, it stays head
             kth = (0, B, r - B) if chunked else (0, 0, r)
             out[kth] = out.get(kth, 0.0) + p
             continue
