@@ -2,7 +2,7 @@
 
 The rule lives in the descriptions layer (``fluidq/policies/batch_rule.py``), where
 :meth:`fluidq.policies.Scheduler.select` calls it too; this module keeps the names the chain builders
-import (``build.py``, ``symbolic_chain.py``, ``llm_network.py``, ``finite.py``, ``threshold.py``,
+import (``build.py``, ``symbolic_chain.py``, ``llm_network.py``, ``finite.py``, ``threshold.py``, ``vllm_queue.py``,
 ``llm_rybko.py``) and adds :func:`count_space`, the state space of the count chain.
 
 Vectorised over states: ``NP``, ``ND``, ``JJ`` are integer arrays of the coordinates ``n_p`` (requests
