@@ -110,7 +110,7 @@ def prefill_budget(pol, b: int, NP, ND):
     """
     D0, B, _ = budgets(pol, b, NP, ND)
     if D0 is None and not pol.mixed:
-        D0 = _where(np.asarray(NP) > 0, 0, _min(ND, b)) if _arr(NP, ND) else (0 if NP > 0 else _min(ND, b))
+        D0 = _where(NP > 0, 0, _min(ND, b))
     return D0, B
 
 
@@ -149,7 +149,7 @@ def take_prompts(pol, needs, B: int, S, b_max: int):
             chunks.append((i, budget))
             budget = 0
             slots -= 1
-        elif need > b_max:
+        elif not schedulable(pol, need, b_max):
             blocked.append(i)  # can never fit: skip it, report it
         else:
             break  # head-of-line: wait for a batch with room
