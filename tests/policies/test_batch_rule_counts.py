@@ -13,7 +13,8 @@ before the rule moved (a transcription of Li, Dai, Peng, arXiv:2504.07347, §4 T
   from the engine or the scheduler): the same batch, request by request, as the reference.
 
 The chain builders call the count form (``dtmc/build.py``, ``symbolic_chain.py``, ``llm_network.py``,
-``finite.py``, ``llm_rybko.py``, the renewal cycles of ``threshold.py``), so this holds their batches too.
+``finite.py``, ``llm_rybko.py``, the renewal cycles of ``threshold.py`` and ``vllm_queue.py`` through
+``whole_prompts`` and ``fits``), so this holds their batches too.
 ``test_a_one_line_mutation_of_the_rule_fails`` checks the property can fail.
 """
 import math
