@@ -59,7 +59,7 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, Fixed, Geometric, Workload
 from .kernels import binom_pmf, check_tolerances, effective_cap, geometric_prefill, poisson_pmf
-from .rules import check_fixed_prompt
+from .rules import check_fixed_prompt, decode_tokens, fits, fixed_prefill, prefill_budget
 from .sizing import MAX_STATES_LIMIT
 from .state import StateSpace
 
@@ -139,7 +139,7 @@ def _head_outcomes(n, B, h, pv, pw, chunked, memo):
     out = {}
     heads = [(h, 1.0)] if h > 0 else list(zip(pv.tolist(), pw.tolist()))
     for r, p in heads:
-        if r > B:
+        if not fits(r, B):  # chunked: the budget goes into it; whole prompts: head-of-line, it stays head
             kth = (0, B, r - B) if chunked else (0, 0, r)
             out[kth] = out.get(kth, 0.0) + p
             continue
@@ -364,19 +364,8 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
             res = _head_outcomes(n, B, j, psup[0], psup[1], pol.chunked, head_memo)
             return [(k, t, (hn if k < n else 0), w) for (k, t, hn), w in res.items()]
         if vp is not None:
-            if pol.chunked:
-                T = min(B, n * vp - j)
-                first = vp - j
-                if T >= first:
-                    K = 1 + (T - first) // vp
-                    jn = (T - first) % vp
-                else:
-                    K, jn = 0, j + T
-                if K >= n or J == 1:
-                    jn = 0
-                return [(K, T, jn, 1.0)]
-            K = min(n, B // vp)
-            return [(K, K * vp, 0, 1.0)]
+            K, T, jn = fixed_prefill(pol, vp, J, n, j, B)
+            return [(K, T, jn, 1.0)]
         kk, tt, ww = geometric_prefill(effective_cap(n, B, pp), B, pp)
         return list(zip(kk.tolist(), tt.tolist(), [0] * kk.size, ww.tolist()))
 
@@ -386,21 +375,13 @@ def build_finite_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, m
     sojourn2 = np.zeros(S)
     batch_tokens = np.zeros(S)
     completions = np.zeros(S)
+    D0s, Bs = prefill_budget(pol, b, NP, ND)  # the batch rule, every state at once
+    D0s, Bs = (None if D0s is None else D0s.tolist()), Bs.tolist()
     for s in range(S):
         n, d, j, nd = int(NP[s]), int(DI[s]), int(JJ[s]), int(ND[s])
-        dmax = min(nd, b)  # = nd for finite supports (max_decode <= b)
-        if pol.priority == "decode":
-            if pol.mixed:
-                D, B = dmax, b - dmax
-            else:
-                D, B = (dmax, 0) if nd > 0 else (0, b)
-        else:
-            if pol.mixed:
-                D, B = None, b
-            else:
-                D, B = (0, b) if n > 0 else (dmax, 0)
+        D, B = (None if D0s is None else D0s[s]), Bs[s]
         for K, T, jn, w in prefill_outcomes(n, B, j):
-            Ds = min(nd, b - T) if D is None else D
+            Ds = decode_tokens(D, nd, T, b)
             if 0 < Ds < nd and not geo:
                 raise ParameterError("policy", pol.name,
                                      "a scheduler whose batches decode all decoding requests or none, for "

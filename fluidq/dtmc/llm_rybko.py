@@ -54,8 +54,10 @@ from scipy.sparse.csgraph import breadth_first_order
 from .._validate import integer, real
 from ..engine import Engine
 from ..errors import ParameterError
+from ..policies import Sarathi
 from ..results import Result, plain
 from ._pmf import binom_pmf
+from .rules import budgets, fixed_prefill_counts
 from .solve import stationary
 
 __all__ = ["MAX_STATES", "LLMRybkoStolyarResult", "llm_rybko_stolyar_chain"]
@@ -64,6 +66,7 @@ __all__ = ["MAX_STATES", "LLMRybkoStolyarResult", "llm_rybko_stolyar_chain"]
 MAX_STATES = 4_000_000
 
 _IDLE = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+_SARATHI = Sarathi()  # the batch rule both engines follow, hop by hop in the station's priority order
 
 
 @dataclass(frozen=True)
@@ -105,11 +108,6 @@ class LLMRybkoStolyarResult(Result):
                       "mean_tokens": {str(k): dict(v) for k, v in self.mean_tokens.items()},
                       "extrapolated_hops": dict(self.extrapolated_hops),
                       "extrapolated_tokens": dict(self.extrapolated_tokens)})
-
-
-def _reach(budget: int, j: int, P: int) -> int:
-    """Prompts of length ``P`` (the head with ``j`` tokens done) that ``budget`` tokens touch."""
-    return 0 if budget <= 0 else -(-(budget + j) // P)
 
 
 class _Engine:
@@ -185,10 +183,10 @@ class _Engine:
 
     # -- the batch rule on counts -------------------------------------------------------------------
     def _served(self, d):
-        """Decode tokens per hop: the priority hop's decoders first, up to the budget."""
+        """Decode tokens per hop: the priority hop's decoders first, up to the budget (Sarathi's rule per hop)."""
         s = [0, 0]
-        s[self.hi] = min(d[self.hi], self.b)
-        s[self.lo] = min(d[self.lo], self.b - s[self.hi])
+        s[self.hi], left, _ = budgets(_SARATHI, self.b, 0, d[self.hi])
+        s[self.lo] = budgets(_SARATHI, left, 0, d[self.lo])[0]
         return s
 
     def _start(self, w, j, d):
@@ -199,9 +197,9 @@ class _Engine:
         sv = self._served(d)
         rem = self.b - sv[0] - sv[1]
         m = [0, 0]
-        for h in (self.hi, self.lo):
-            m[h] = min(w[h], _reach(rem, j[h], self.P[h]))
-            rem -= min(rem, m[h] * self.P[h] - j[h]) if m[h] else 0
+        for h in (self.hi, self.lo):  # prefill: the priority hop's prompts first, chunked FCFS within a hop
+            _K, T, _jn, m[h] = fixed_prefill_counts(_SARATHI, self.P[h], self.P[h], w[h], j[h], rem)
+            rem -= T
         return (1, w[0], w[1], j[0], j[1], d[0], d[1], m[0], m[1], 0)
 
     def _join(self, s, h, n):
@@ -226,13 +224,9 @@ class _Engine:
         for h in (self.hi, self.lo):
             if not m[h]:
                 continue
-            need = m[h] * self.P[h] - j[h]
-            use = min(rem, need)
+            done[h], use, j[h], _U = fixed_prefill_counts(_SARATHI, self.P[h], self.P[h], m[h], j[h], rem)
             tok += use
             rem -= use
-            progressed = j[h] + use
-            done[h] = progressed // self.P[h]
-            j[h] = progressed - done[h] * self.P[h]
         return tok, sv, done, j
 
     def _duration(self, s):

@@ -62,6 +62,7 @@ from ..policies import QueueView, resolve_policy
 from ..policies.schedulers import Scheduler
 from ..results import ThresholdResult, plain
 from ..workload import Empirical, Fixed, Geometric, LogNormal, PoissonLength, Workload
+from .rules import fits, whole_prompts
 
 __all__ = ["ThresholdResult", "ThresholdUnavailable", "renewal_threshold", "stability_threshold"]
 
@@ -186,7 +187,7 @@ def _ft_threshold(engine, workload, pol, b):
     if not isinstance(pr, Fixed):
         return _ft_threshold_random_prompts(engine, workload, pol, b)
     vp = _fixed_prompt(workload, pol, b)
-    k = b // vp
+    k = whole_prompts(b, vp)  # prompts per prefill batch with a long queue (head-of-line)
     decode_s = _decode_cycle_at(t, out, k)
     prefill_s = float(t(float(k * vp)))
     cycle = prefill_s + decode_s
@@ -222,8 +223,9 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     p /= p.sum()
     lens = np.flatnonzero(p > 0) + 1
     pl = p[lens - 1]
-    kmax = min(b // int(lens.min()), max_batch)
-    if b // int(lens.min()) > max_batch:
+    most = whole_prompts(b, int(lens.min()))  # the most prompts one prefill batch holds
+    kmax = min(most, max_batch)
+    if most > max_batch:
         raise ThresholdUnavailable(f"prompts as short as {lens.min()} tokens allow batches of more than {max_batch} "
                                    "prompts; the renewal computation is limited to that")
     # recursions over the remaining budget r = 0..b
@@ -231,7 +233,7 @@ def _ft_threshold_random_prompts(engine, workload, pol, b, max_batch=256):
     R = np.zeros((b + 1, b + 1))      # budget left at the end
     H = np.zeros((b + 1, lens.size))  # next head (index into lens)
     for r in range(b + 1):
-        fit = lens <= r
+        fit = fits(lens, r)  # head-of-line: the first prompt that does not fit stops the batch
         stop = ~fit
         G[r, 0] += pl[stop].sum()
         R[r, r] += pl[stop].sum()
@@ -276,14 +278,15 @@ def _vllm_decode_rate(lam, engine, b, vp, k, tol=1e-13):
     tp = np.asarray(t((np.arange(1, k + 1) * vp).astype(float)), float)
     Q = 32
     while True:
-        D, lost = _vllm_chain(lam, tb, tp, b, k, Q)
+        D, lost = _vllm_chain(lam, tb, tp, b, vp, Q)
         if lost < tol or Q >= 4096:
             return D, lost, Q
         Q *= 2
 
 
-def _vllm_chain(lam, tb, tp, b, k, Q):
+def _vllm_chain(lam, tb, tp, b, vp, Q):
     from ._pmf import poisson_pmf  # numpy: scipy.stats costs ~0.6 CPU-s to import
+    takes = whole_prompts(b, vp, np.arange(Q + 1)).tolist()  # prompts a prefill batch takes from q waiting
     P = np.zeros((Q + 1, Q + 1))
     tau = np.empty(Q + 1)
     lost = np.zeros(Q + 1)
@@ -293,9 +296,9 @@ def _vllm_chain(lam, tb, tp, b, k, Q):
     P[0, Q] += lost[0]
     tau[0] = tb
     # only m = min(q, k) <= Q prompts are ever taken (a budget of 2**24 tokens computed k = 167,772 of them)
-    pmfs = [poisson_pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, min(k, Q) + 1)]
+    pmfs = [poisson_pmf(np.arange(Q + 1), lam * tp[m - 1]) for m in range(1, takes[Q] + 1)]
     for q in range(1, Q + 1):
-        m = min(q, k)
+        m = takes[q]
         base = q - m
         pr = pmfs[m - 1][:Q + 1 - base]
         P[q, base:] = pr
@@ -355,7 +358,7 @@ def _vllm_threshold_random_prompts(engine, workload, pol, b, rtol=1e-7, max_leng
                                    f"(8 waiting prompts x {L + 1} head states), above max_states={max_states:,}; "
                                    "simulate instead (`fluidq simulate --replications N`; method='simulation' in Python)")
     tc, tvals = _time_classes(t, b)
-    kmax = b // int(lens.min())
+    kmax = whole_prompts(b, int(lens.min()))
     work = kmax * (b + 1) * L * L
     if work > 20_000 * max_outcomes:  # the tabulation's own work, before it starts
         raise ThresholdUnavailable(f"tabulating the prefill batches takes {kmax:,} prompts x {b + 1:,} tokens x {L}^2 "
@@ -412,7 +415,7 @@ def _vllm_threshold(engine, workload, pol, b, rtol=1e-9, **limits):
     if not isinstance(workload.prompt_tokens, Fixed):
         return _vllm_threshold_random_prompts(engine, workload, pol, b, **limits)
     vp = _fixed_prompt(workload, pol, b)
-    k = b // vp
+    k = whole_prompts(b, vp)  # prompts per prefill batch with a long queue (head-of-line)
     if k > MAX_VLLM_PROMPTS_PER_BATCH:  # the prefill-queue chain would need far more than its 4096 states
         raise ThresholdUnavailable(f"a budget of b={b:,} tokens holds {k:,} prompts of {vp} tokens per prefill "
                                    f"batch; vanilla vLLM's renewal threshold is computed for at most "

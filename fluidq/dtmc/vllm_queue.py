@@ -28,6 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
+from .rules import fits, whole_prompts
+
 __all__ = ["DENSE_MAX_STATES", "QueueChain", "batch_outcomes", "prefill_capacity"]
 
 #: queue chains up to this many states are solved densely (their rows reach most states of the next levels)
@@ -50,9 +52,9 @@ def batch_outcomes(b: int, lens: np.ndarray, pl: np.ndarray, tc: np.ndarray, U: 
     ``0..kmax-1`` with ``kmax = b // min(lens)`` (no batch holds more prompts).
     """
     L = lens.size
-    kmax = b // int(lens.min())
+    kmax = whole_prompts(b, int(lens.min()))
     u = np.arange(b + 1)
-    over = u[:, None] + lens[None, :] > b                 # the next prompt of length lens[l] does not fit
+    over = ~fits(lens[None, :], b - u[:, None])           # the next prompt of length lens[l] does not fit
     C = sp.csr_matrix((np.ones(b + 1), (tc, u)), shape=(U, b + 1))  # tokens -> time class
 
     def key_table(parts):

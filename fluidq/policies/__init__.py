@@ -3,6 +3,7 @@
 ``base``          the protocol: RequestState, QueueView, Batch, batch_violations
 ``orderings``     FCFS and the ordering interface (KeyOrdering)
 ``schedulers``    Scheduler and the five named engine schedulers, resolve_policy
+``batch_rule``    the batch rule as functions of queue counts (select and the count chains call it)
 ``conservation``  check_work_conserving: search for a state where the batch is short
 """
 from .base import Batch, Policy, QueueView, RequestState, batch_violations

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from .._validate import integer
 from ..errors import ParameterError, UnknownNameError
 from .base import Batch, QueueView
+from .batch_rule import budgets, decode_tokens, take_prompts
 from .orderings import FCFS, Ordering
 
 __all__ = ["Scheduler", "FasterTransformer", "VLLM", "Orca", "Sarathi", "VLLMChunked",
@@ -82,57 +83,18 @@ class Scheduler:
         return b, (min(ks) if ks else math.inf)
 
     def select(self, view: QueueView) -> Batch:
+        """The batch of :mod:`fluidq.policies.batch_rule` on the residents in this scheduler's order."""
         b_max, k_max = self.budgets(view)
         ordered = self.order.order(view.requests, view.now_s)
         pre = [r for r in ordered if r.prefilled < r.prompt_tokens]
         dec = [r for r in ordered if r.prefilled >= r.prompt_tokens and r.decoded < r.output_tokens]
-        budget, slots = b_max, k_max
-        prefill: list = []
-        decode: list = []
-        blocked: list = []
-
-        def take_decode():
-            nonlocal budget, slots
-            for r in dec:
-                if budget < 1 or slots < 1:
-                    break
-                decode.append(r.rid)
-                budget -= 1
-                slots -= 1
-
-        def take_prefill():
-            nonlocal budget, slots
-            for r in pre:
-                if budget < 1 or slots < 1:
-                    break
-                need = r.prompt_tokens - r.prefilled
-                if need <= budget:
-                    prefill.append((r.rid, need))
-                    budget -= need
-                    slots -= 1
-                elif self.chunked or (self.chunk_long_prompts and need > b_max):
-                    prefill.append((r.rid, budget))
-                    budget = 0
-                    slots -= 1
-                elif need > b_max:
-                    blocked.append(r.rid)  # can never fit: skip it, report it
-                else:
-                    break  # head-of-line: wait for a batch with room
-
-        if self.mixed:
-            first, second = (take_prefill, take_decode) if self.priority == "prefill" else (take_decode, take_prefill)
-            first()
-            second()
-        elif self.priority == "prefill":
-            take_prefill()
-            if not prefill:
-                take_decode()
-        else:
-            if dec:
-                take_decode()
-            else:
-                take_prefill()
-        return Batch(prefill=tuple(prefill), decode=tuple(decode), blocked=tuple(blocked))
+        k = None if k_max == math.inf else k_max
+        D0, B, S = budgets(self, b_max, len(pre), len(dec), k)
+        chunks, blocked = take_prompts(self, (r.prompt_tokens - r.prefilled for r in pre), B, S, b_max)
+        T = sum(n for _, n in chunks)
+        D = decode_tokens(D0, len(dec), T, b_max, k, len(chunks), self.mixed)
+        return Batch(prefill=tuple((pre[i].rid, n) for i, n in chunks), decode=tuple(r.rid for r in dec[:D]),
+                     blocked=tuple(pre[i].rid for i in blocked))
 
     def describe(self) -> str:
         mix = "mixed" if self.mixed else "separate"
