@@ -92,10 +92,11 @@ S_OPTIONS = (S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM)
 # whole-prompt reservation, most-recent victim, swap preemption, prefix caching, the prefill's first token),
 # then its state: blocks in all, free, never used; KV tokens held; admissions so far; requests holding blocks;
 # preemptions, hops refused; waiting for a swap-in only; its region of the freed-block queue ``pq`` (offset,
-# size, head, tail)
+# size, head, tail); residents, and residents holding KV tokens (``S_NDEC``: residents decoding) -- the counts
+# let a scan of the residents stop once it has seen every request it can use
 (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT, S_TOTAL, S_FREE, S_FRESH, S_USED,
- S_ADMSEQ, S_NBLKN, S_PREEMPT, S_REJECTED, S_SWAPWAIT, S_QOFF, S_QCAP, S_QH, S_QT) = range(24, 46)
-N_S = 46
+ S_ADMSEQ, S_NBLKN, S_PREEMPT, S_REJECTED, S_SWAPWAIT, S_QOFF, S_QCAP, S_QH, S_QT, S_NRES, S_NKV) = range(24, 48)
+N_S = 48
 #: the memory options :func:`run_network` takes per station (``mem``), in this order
 S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
@@ -561,11 +562,25 @@ def _mvisible(ti, rid, hide, paged):
     return ti[rid, T_KV] > 0
 
 
+@_inline
+def _mholds(ti, rid, paged):
+    """Holds KV (admitted): blocks under the paged rules, tokens under the token rules."""
+    if paged:
+        return ti[rid, T_NBLK] >= 0
+    return ti[rid, T_KV] > 0
+
+
+@_inline
+def _misdec(ti, rid):
+    return ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] < ti[rid, T_D]
+
+
 @_kernel
 def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
-    """``Scheduler.select`` (FCFS) over the station's residents in view: the prefill chunks into ``al_t``/
-    ``al_k``, the decoders into ``fR[s]``, prompts that can never fit reported in ``blk``; return
-    (prompts, decoders)."""
+    """``Scheduler.select`` (FCFS) over the station's residents in view (every one, or with ``hide`` those
+    holding KV): the prefill chunks into ``al_t``/``al_k``, the decoders into ``fR[s]``, prompts that can never
+    fit reported in ``blk``; return (prompts, decoders).  A scan stops once it has seen every decoder
+    (``S_NDEC``), or with ``hide`` every resident holding KV: the rest of the residents could not be chosen."""
     paged = st[s, S_PAGED] != 0
     b = st[s, S_BUDGET]
     budget = b
@@ -574,6 +589,8 @@ def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
     chl = st[s, S_CHL] != 0
     mixed = st[s, S_MIXED] != 0
     pfirst = st[s, S_PF] != 0
+    ndec = st[s, S_NDEC]
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
     npf = 0
     nd = 0
     for phase in range(2):
@@ -586,30 +603,44 @@ def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
         else:
             if phase == 0:  # decode first: decoders if any are in view, else prompts
                 dec = False
+                seen = 0
                 rid = qh[s, 0, Q_PH]
-                while rid:
-                    if _mvisible(ti, rid, hide, paged) and ti[rid, T_PREF] >= ti[rid, T_P] and \
-                            ti[rid, T_DEC] < ti[rid, T_D]:
-                        dec = True
-                        break
+                while rid and seen < ndec:
+                    if _misdec(ti, rid):
+                        seen += 1
+                        if _mvisible(ti, rid, hide, paged):
+                            dec = True
+                            break
                     rid = ti[rid, T_NXT]
             else:
                 break
         rid = qh[s, 0, Q_PH]
         if dec:
-            while rid:
-                if _mvisible(ti, rid, hide, paged) and ti[rid, T_PREF] >= ti[rid, T_P] and \
-                        ti[rid, T_DEC] < ti[rid, T_D]:
-                    if budget < 1 or slots < 1:
-                        break
-                    fR[s, nd] = rid
-                    nd += 1
-                    budget -= 1
-                    slots -= 1
+            seen = 0
+            while rid and seen < ndec:
+                if _misdec(ti, rid):
+                    seen += 1
+                    if _mvisible(ti, rid, hide, paged):
+                        if budget < 1 or slots < 1:
+                            break
+                        fR[s, nd] = rid
+                        nd += 1
+                        budget -= 1
+                        slots -= 1
                 rid = ti[rid, T_NXT]
         else:
+            seen = 0
             while rid:
-                if _mvisible(ti, rid, hide, paged) and ti[rid, T_PREF] < ti[rid, T_P]:
+                holds = _mholds(ti, rid, paged)
+                if hide:
+                    if seen >= nhold:
+                        break
+                    if not holds:
+                        rid = ti[rid, T_NXT]
+                        continue
+                if holds:
+                    seen += 1
+                if ti[rid, T_PREF] < ti[rid, T_P]:
                     if budget < 1 or slots < 1:
                         break
                     need = ti[rid, T_P] - ti[rid, T_PREF]
@@ -743,8 +774,13 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
     """``StationMemory._preempt``: ``v`` loses its KV (recomputed later, or swapped out); return the swap
     seconds."""
     held = ti[v, T_KV]
+    was_dec = _misdec(ti, v)
     st[s, S_USED] -= held
     ti[v, T_KV] = 0
+    if held > 0:
+        st[s, S_NKV] -= 1
+    if was_dec:
+        st[s, S_NDEC] -= 1
     if st[s, S_PAGED]:
         nb = ti[v, T_NBLK]
         if nb >= 0:
@@ -757,6 +793,7 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
     ti[v, T_NPRE] += 1
     if st[s, S_SWAP]:
         _qremove(qh, ti, s, 0, Q_PH, v)
+        st[s, S_NRES] -= 1
         ti[v, T_HELD] = held
         _qappend(qh, ti, s, 0, Q_DH, v)
         return held * stf[s, R_SWAPS]
@@ -771,14 +808,19 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
 
 @_inline
 def _last_holding(s, st, ti, qh):
-    """The last resident holding KV (the victim in FCFS order), or 0."""
+    """The last resident holding KV (the victim in FCFS order), or 0 (scanning from the first resident until
+    every one holding KV is seen: the waiting requests behind them are not scanned)."""
     paged = st[s, S_PAGED] != 0
-    rid = qh[s, 0, Q_PT]
-    while rid:
-        if (ti[rid, T_NBLK] >= 0) if paged else (ti[rid, T_KV] > 0):
-            return rid
-        rid = ti[rid, T_PRV]
-    return 0
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    seen = 0
+    last = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and seen < nhold:
+        if _mholds(ti, rid, paged):
+            seen += 1
+            last = rid
+        rid = ti[rid, T_NXT]
+    return last
 
 
 @_kernel
@@ -807,8 +849,13 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             st[s, S_NBLKN] += 1
         st[s, S_USED] += held
         ti[rid, T_KV] = held
+        if held > 0:
+            st[s, S_NKV] += 1
+        if _misdec(ti, rid):
+            st[s, S_NDEC] += 1
         ex1 += held * swap_s
         _res_insert(qh, ti, s, rid)
+        st[s, S_NRES] += 1
     if qh[s, 0, Q_PH] == 0:
         return 0, 0, ex1, False
     hide = qh[s, 0, Q_DH] != 0  # while requests are swapped out, no new one is admitted
@@ -832,11 +879,14 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 victim = 0
                 if st[s, S_MOSTREC]:
                     top = -1
+                    seen = 0
                     rid = qh[s, 0, Q_PH]
-                    while rid:
-                        if ti[rid, T_NBLK] >= 0 and ti[rid, T_ADM] > top:
-                            top = ti[rid, T_ADM]
-                            victim = rid
+                    while rid and seen < st[s, S_NBLKN]:
+                        if ti[rid, T_NBLK] >= 0:
+                            seen += 1
+                            if ti[rid, T_ADM] > top:
+                                top = ti[rid, T_ADM]
+                                victim = rid
                         rid = ti[rid, T_NXT]
                 else:
                     victim = _last_holding(s, st, ti, qh)
@@ -877,6 +927,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 ti[rid, T_NBLK] = hit
                 st[s, S_NBLKN] += 1
                 if hit:
+                    if ti[rid, T_KV] == 0:
+                        st[s, S_NKV] += 1
                     ti[rid, T_KV] = hit * bs
                     st[s, S_USED] += hit * bs
                     ti[rid, T_PREF] = hit * bs
@@ -898,14 +950,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         return npf, nd, ex1 + ex2, True
     # the token rules: the whole remaining prompt plus one token of headroom per admitted request
     chunkable = st[s, S_CHUNKED] != 0
-    nres = 0
-    nadm = 0
-    rid = qh[s, 0, Q_PH]
-    while rid:
-        nres += 1
-        if ti[rid, T_KV] > 0:
-            nadm += 1
-        rid = ti[rid, T_NXT]
+    nres = st[s, S_NRES]
+    nadm = st[s, S_NKV]
     att = 0
     while att < 2 * nres + 8:
         att += 1
@@ -1019,6 +1065,8 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
         lab = ti[rid, T_LAB]
         buf[lab] -= m
         ti[rid, T_PREF] += m
+        if ti[rid, T_KV] == 0 and m > 0:
+            st[s, S_NKV] += 1
         ti[rid, T_KV] += m
         tokens += m
         if ti[rid, T_PREF] >= ti[rid, T_P]:
@@ -1029,12 +1077,15 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
             if ti[rid, T_DEC] >= ti[rid, T_D]:
                 done[nd] = rid
                 nd += 1
+            else:
+                st[s, S_NDEC] += 1
     for a in range(ndd):
         rid = fR[s, a]
         ti[rid, T_DEC] += 1
         buf[ti[rid, T_LAB]] -= 1
         ti[rid, T_KV] += 1
         if ti[rid, T_DEC] >= ti[rid, T_D]:
+            st[s, S_NDEC] -= 1
             done[nd] = rid
             nd += 1
     st[s, S_WORK] -= tokens
@@ -1050,6 +1101,9 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
     for i in range(nd):  # StationMemory.after_batch
         rid = done[i]
         st[s, S_USED] -= ti[rid, T_KV]
+        if ti[rid, T_KV] > 0:
+            st[s, S_NKV] -= 1
+        st[s, S_NRES] -= 1
         if paged:
             _prelease(s, rid, ti[rid, T_NBLK], st, ti, pq)
             ti[rid, T_STAMP] = -1  # forgotten: its blocks are ordinary free ones
@@ -1128,6 +1182,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if mem:
         ti[rid, T_KV] = 0
         ti[rid, T_NBLK] = -1
+        st[s, S_NRES] += 1
     ti[rid, T_ST] = s
     ti[rid, T_P] = p
     ti[rid, T_D] = d

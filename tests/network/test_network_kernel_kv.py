@@ -45,7 +45,7 @@ def random_kv_network(seed, every_scheduler=True):
         if r.random() < 0.75 or (i == len(net.stations) - 1 and not kv_any):
             kv_any = True
             mem = MEMORIES[int(r.integers(len(MEMORIES)))]
-            cap = int(r.integers(max(mem.block_size, 60), 2500))
+            cap = int(r.integers(max(mem.block_size, 60), 1500))
             bt = e.batch_time
             if r.random() < 0.25:
                 bt = ContextAware(base=bt, kv_s_per_token=float(r.choice([1.0 / 65536, 3e-7])))
@@ -79,9 +79,20 @@ def test_kv_stations_on_the_compiled_loop_are_the_python_path(seed, every):
     _runs(net, horizon, r, seed)
 
 
-def test_the_kv_cases_bind():
+def test_the_kv_cases_bind(monkeypatch):
     """Not vacuous: over the random cases memory preempts (recompute and swap, token and paged), refuses hops,
-    and prefix caching gives cached blocks back."""
+    and prefix caching gives cached blocks back (counted in the Python path's pool)."""
+    from fluidq.sim._memory import BlockPool
+
+    hits = []
+    reuse = BlockPool.reuse
+
+    def counted(self, i, nblocks):
+        hit = reuse(self, i, nblocks)
+        hits.append(hit)
+        return hit
+
+    monkeypatch.setattr(BlockPool, "reuse", counted)
     pre = {"tokens": 0, "blocks": 0, "swap": 0, "prefix": 0}
     rejected = 0
     for seed in range(30):
@@ -97,3 +108,35 @@ def test_the_kv_cases_bind():
             pre["swap" if m.preemption == "swap" else "prefix" if m.prefix_caching else m.kind] += n
     assert all(v > 0 for v in pre.values()), pre
     assert rejected > 0
+    assert sum(h > 0 for h in hits) > 10, hits
+
+
+@pytest.mark.parametrize("policy", ["fastertransformer", "vllm", "orca", "sarathi", "vllm-chunked"])
+def test_a_tandem_of_block_kv_stations_swapping_and_caching(policy):
+    """Every built-in scheduler at two KV stations in tandem that both preempt -- paged KV swapping, then vLLM's
+    memory with prefix caching and a first token from the prefill -- with a station without a cache between
+    them (overloaded): the compiled loop is the Python path."""
+    from fluidq import Staircase
+    from fluidq.engine import VLLM
+    from fluidq.network import Hop, RequestClass
+
+    bt = Staircase(c=0.01128, a=0.0003547, b0=128)
+    net = Network(stations=[
+        Station(name="S", engine=Engine(batch_time=bt, b_max=256, kv_capacity_tokens=1200,
+                                        memory=Memory(kind="blocks", block_size=16, preemption="swap")),
+                policy=policy),
+        Station(name="F", engine=Engine(batch_time=bt, b_max=256)),
+        Station(name="C", engine=Engine(batch_time=bt, b_max=256, kv_capacity_tokens=350,
+                                        memory=VLLM.with_(prefix_caching=True), prefill_emits_token=True),
+                policy=policy)],
+        classes=[RequestClass(name="c", rate_per_s=5.0, route=[
+            Hop(engine="S", prompt_tokens=200, output_tokens=60, name="s"),
+            Hop(engine="F", prompt_tokens=30, output_tokens=5, name="f"),
+            Hop(engine="C", prompt_tokens=150, output_tokens=50, name="c")])])
+    kw = {"horizon_s": 30.0, "rng": 4, "record_hops": True, "swap_s_per_token": 2e-6}
+    a = simulate_network(net, method="python", **kw)
+    b = simulate_network(net, method="kernel", **kw)
+    assert_identical(a, b)
+    assert a.preemptions["F"] == 0 and a.completed["c"] > 20
+    if policy != "fastertransformer":  # (it decodes alone until every decoder is done: one request at a time)
+        assert a.preemptions["S"] > 0 and a.preemptions["C"] > 0
