@@ -140,3 +140,27 @@ def test_a_tandem_of_block_kv_stations_swapping_and_caching(policy):
     assert a.preemptions["F"] == 0 and a.completed["c"] > 20
     if policy != "fastertransformer":  # (it decodes alone until every decoder is done: one request at a time)
         assert a.preemptions["S"] > 0 and a.preemptions["C"] > 0
+
+
+def test_what_the_compiled_loop_leaves_to_python_is_named():
+    """A KV station with a composition batch time (vLLM's operator model) stays on the Python path, with the
+    reason in ``_kernel_unsupported`` and in ``method="kernel"``'s refusal; ``method="auto"`` runs it there."""
+    from fluidq import Staircase
+    from fluidq.batchtime.composition import Composition
+    from fluidq.batchtime.operators import FittedIterationModel
+    from fluidq.engine import VLLM
+    from fluidq.errors import ParameterError
+    from fluidq.network import Hop, RequestClass
+
+    comp = Composition(model=FittedIterationModel(Staircase(c=0.01, a=0.02, b0=16)))
+    net = Network(stations=[Station(name="V", engine=Engine(batch_time=comp, b_max=128, kv_capacity_tokens=800,
+                                                            memory=VLLM))],
+                  classes=[RequestClass(name="c", rate_per_s=4.0, route=[Hop(engine="V", prompt_tokens=100,
+                                                                             output_tokens=20)])])
+    assert "station 'V' has a KV cache and a composition batch time" == _kernel_unsupported(net, False)
+    with pytest.raises(ParameterError, match="composition batch time"):
+        simulate_network(net, horizon_s=5.0, rng=1, method="kernel")
+    a = simulate_network(net, horizon_s=10.0, rng=1)
+    b = simulate_network(net, horizon_s=10.0, rng=1, method="python")
+    assert_identical(a, b)
+    assert a.completed["c"] > 10
