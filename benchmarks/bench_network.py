@@ -11,8 +11,9 @@ Targets:
   (``select(view)`` every batch, 300 s) and event-skipping against the single-engine kernel -- per batch
   over a 1,200 s run, and as the marginal cost per batch between a 150 s and a 1,200 s run (setup,
   recording and result assembly cancel out) -- target <= 1.5x each; and, for information, per batch on a
-  two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands, and on one station with a
-  binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine.
+  two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands, on one station with a
+  binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine, and on that station
+  and a 4-station network with KV stations, the compiled loop against the Python path (ratio side by side).
 * issue 15's tighter targets: the one-station network within 1.2x of the single-engine kernel per batch,
   and a 4-engine JSQ network (four times the arrivals, each engine at 0.9 of its capacity) within 1.3x per
   batch of the one-station network.  ``method='auto'`` runs these networks on the compiled event loop
@@ -157,18 +158,43 @@ def main():
     rows.append((f"network simulator, one Orca station (batch by batch), per batch (fluidq.simulate: "
                  f"{1e6 * tos / max(ros.n_iterations, 1):.3g} us; method='python': {1e6 * top / rop.batches:.3g} us)",
                  1e6 * to_ / max(ro_.batches, 1), "us", None, "info"))
-    # a station with a KV cache (vLLM's block memory, binding: preemptions) runs select(view) per batch
-    # with the single-engine kernel's memory rules; against fluidq.simulate on the same engine
-    from fluidq.engine import VLLM
+    # a station with a KV cache (vLLM's block memory, binding: preemptions) runs batch by batch with the memory
+    # rules of fluidq.sim._admission, on the compiled loop (method='auto') or the Python path; against
+    # fluidq.simulate on the same engine, and the Python path side by side (the same run bit for bit)
+    from fluidq.engine import VLLM, Memory
+    from fluidq.network import Router
 
     kv_eng = eng.with_(kv_capacity_tokens=6000, memory=VLLM)
     kv_one = Network(stations=[Station(name="E", engine=kv_eng)], classes=one.classes)
     tk, rk, tks, rks = best_pair(lambda: simulate_network(kv_one, horizon_s=horizon, rng=1),
                                  lambda: fluidq.simulate(kv_eng, w, "sarathi", horizon_s=horizon, rng=1), repeat=3)
+    tkp, rkp = best_of(lambda: simulate_network(kv_one, horizon_s=horizon, rng=1, method="python"), repeat=3)
     assert rk.batches == rks.n_iterations and rk.preemptions["E"] == rks.preemptions
-    rows.append((f"network simulator, one station with block KV ({rks.preemptions} preemptions), per batch "
-                 f"(fluidq.simulate: {1e6 * tks / max(rks.n_iterations, 1):.3g} us)", 1e6 * tk / max(rk.batches, 1),
-                 "us", None, "info"))
+    assert rkp.completed == rk.completed and rkp.mean_sojourn_s == rk.mean_sojourn_s and rkp.batches == rk.batches
+    rows.append((f"network, one station with block KV ({rks.preemptions} preemptions), method='auto' (compiled), "
+                 f"per batch (fluidq.simulate: {1e6 * tks / max(rks.n_iterations, 1):.3g} us)",
+                 1e6 * tk / max(rk.batches, 1), "us", None, "info"))
+    rows.append((f"  the same, method='python' ({1e6 * tkp / max(rkp.batches, 1):.3g} us per batch) / compiled",
+                 tkp / tk, "x", None, "info"))
+    # four KV stations behind a JSQ router (token KV, swapping; vLLM's blocks with prefix caching; two without
+    # a cache), then a second hop to one of them: the compiled loop against the Python path, same run
+    mems = [(6000, Memory(preemption="swap")), (6000, VLLM.with_(prefix_caching=True)), (None, None), (None, None)]
+    kv4 = Network(stations=[Station(name=f"K{j}", engine=eng.with_(kv_capacity_tokens=c, memory=m))
+                            for j, (c, m) in enumerate(mems)],
+                  routers=[Router(name="R", engines=[f"K{j}" for j in range(4)], policy="jsq", count="tokens")],
+                  classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
+                      Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
+                      Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+    h4 = horizon / 2
+    t4, r4, t4p, r4p = best_pair(lambda: simulate_network(kv4, horizon_s=h4, rng=1, swap_s_per_token=1e-6),
+                                 lambda: simulate_network(kv4, horizon_s=h4, rng=1, swap_s_per_token=1e-6,
+                                                          method="python"), repeat=3)
+    assert r4p.completed == r4.completed and r4p.mean_sojourn_s == r4.mean_sojourn_s and r4p.batches == r4.batches
+    assert r4p.preemptions == r4.preemptions
+    rows.append((f"network, 4 stations (2 with KV: {sum(r4.preemptions.values())} preemptions) behind JSQ, 2 hops, "
+                 f"method='auto' (compiled), per batch", 1e6 * t4 / max(r4.batches, 1), "us", None, "info"))
+    rows.append((f"  the same, method='python' ({1e6 * t4p / max(r4p.batches, 1):.3g} us per batch) / compiled",
+                 t4p / t4, "x", None, "info"))
     rsn = llm_rybko_stolyar()
     tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=3)
     peak = int(max(v.max() for v in rl.station_requests.values()))

@@ -16,11 +16,23 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   the engine listed first);
 * fixed or random prompt and output tokens: a random length's draws come ``LBN`` at a time from the
   caller, when the kernel asks (:func:`simulate` returns 1 and resumes where it stopped), in the order the
-  Python path draws them (so random lengths cannot be mixed with random routers' draws).
+  Python path draws them (so random lengths cannot be mixed with random routers' draws);
+* stations with a KV cache (``S_MEM``), batch by batch as the Python path runs them: the memory rules of
+  :class:`fluidq.sim._admission.StationMemory` (refusal at arrival of a hop that can never fit, swap-ins
+  first, then ``Scheduler.select`` over every resident in arrival order under the token rules -- whole
+  remaining prompt plus one token of headroom per admitted request, the victim the last admitted in order
+  -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
+  last-in-order or most recent victim, prefix caching -- recompute or swap preemption), a context-aware
+  batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
+  These rules are restated here operation for operation (``_mem_form``, ``_mem_end``; the block pool of
+  :class:`fluidq.sim._memory.BlockPool` in ``_palloc``/``_prelease``/``_preuse``): :mod:`fluidq.kernel.kv`
+  writes them inside its one-engine loop, not as functions a station could call, and its pool grows
+  arrays, which this loop (compiled without numba's reference counting) cannot do.
+  ``tests/network/test_network_kernel_kv.py`` holds them to the Python path bit for bit.
 
-Fork-join, probabilistic choices, random lengths with a random router, KV memory, context-aware batch
-times, orderings other than FCFS and user policies stay on the Python path (:mod:`fluidq.sim.network`
-decides).
+Fork-join, probabilistic choices, random lengths with a random router, context-aware batch times and first
+tokens from the prefill at stations without a KV cache, composition batch times, orderings other than FCFS
+and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -74,15 +86,34 @@ R_KIND, R_N, R_ENG0 = range(3)
 # st (int, one row per station)
 (S_BUDGET, S_NRANK, S_BUSY, S_ROUTING, S_G, S_NDEC, S_WORK, S_NT, S_RUN, S_RK, S_RD, S_RBTOK, S_NALLOC,
  S_NH, S_EVPOS, S_JC, S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM) = range(24)
-N_S = 24
 #: the station options :func:`run_network` takes per station, in this order (S_GEN: batch by batch)
 S_OPTIONS = (S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM)
+# a station with a KV cache (S_MEM; batch by batch, S_GEN too): its memory (KV tokens, paged rules, block size,
+# whole-prompt reservation, most-recent victim, swap preemption, prefix caching, the prefill's first token),
+# then its state: blocks in all, free, never used; KV tokens held; admissions so far; requests holding blocks;
+# preemptions, hops refused; waiting for a swap-in only; its region of the freed-block queue ``pq`` (offset,
+# size, head, tail); residents, and residents holding KV tokens (``S_NDEC``: residents decoding) -- the counts
+# let a scan of the residents stop once it has seen every request it can use
+(S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT, S_TOTAL, S_FREE, S_FRESH, S_USED,
+ S_ADMSEQ, S_NBLKN, S_PREEMPT, S_REJECTED, S_SWAPWAIT, S_QOFF, S_QCAP, S_QH, S_QT, S_NRES, S_NKV) = range(24, 48)
+N_S = 48
+#: the memory options :func:`run_network` takes per station (``mem``), in this order
+S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
-# S_JC (the run's batches timed so far)
-R_T0, R_TAU, R_TC, R_TL = range(4)
+# S_JC (the run's batches timed so far); a KV station's context-aware seconds per KV token and swap seconds per
+# token
+R_T0, R_TAU, R_TC, R_TL, R_KS, R_SWAPS = range(6)
+N_R = 6
 # ti (int, one row per hop of a request)
 T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC = range(11)
 N_T = 11
+# ... and, when a station has a KV cache, the hop's memory state: KV tokens held, blocks held (-1: not admitted),
+# admission number, prompt tokens to recompute, preemptions, KV held while swapped out, the generation of its
+# last block release, its leading blocks still cached, and where its last release sits in ``pq`` (place, blocks)
+# (``T_P`` is the current prompt: the original plus the tokens to recompute).  The residents of a KV station
+# are its rank-0 prefill queue (in arrival order), the swapped-out ones its rank-0 decode queue (oldest first).
+T_KV, T_NBLK, T_ADM, T_RC, T_NPRE, T_HELD, T_STAMP, T_CUP, T_QPOS, T_QN = range(11, 21)
+N_TM = 21
 # tf (float): arrival in the network, arrival at the station
 TF_JIN, TF_ARR = range(2)
 # qh[s, rank, :]: the prefill queue's head and tail, the decode queue's (batch-by-batch stations) (0: empty)
@@ -507,6 +538,582 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     _evpush(evf, evi, st, g, now + tau[s, st[s, S_BUDGET] - budget], now, s)
 
 
+# ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
+# The Python path (fluidq.sim.network) runs such a station through StationMemory.form with Scheduler.select on
+# every resident in arrival order (class priorities do not apply there); these functions restate that, operation
+# for operation, on the station's arrays: the residents are its rank-0 prefill queue, the swapped-out requests
+# its rank-0 decode queue, and the block pool (BlockPool of fluidq.sim._memory) is the station's columns S_FREE,
+# S_FRESH and, with prefix caching, its region of ``pq`` (one row per freed block: request, block index,
+# generation, taken back).
+
+
+@_inline
+def _cdiv(x, bs):
+    return -((-x) // bs)
+
+
+@_inline
+def _mvisible(ti, rid, hide, paged):
+    """In the view: every resident, or with ``hide`` only those holding KV (admitted)."""
+    if not hide:
+        return True
+    if paged:
+        return ti[rid, T_NBLK] >= 0
+    return ti[rid, T_KV] > 0
+
+
+@_inline
+def _mholds(ti, rid, paged):
+    """Holds KV (admitted): blocks under the paged rules, tokens under the token rules."""
+    if paged:
+        return ti[rid, T_NBLK] >= 0
+    return ti[rid, T_KV] > 0
+
+
+@_inline
+def _misdec(ti, rid):
+    return ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] < ti[rid, T_D]
+
+
+@_kernel
+def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
+    """``Scheduler.select`` (FCFS) over the station's residents in view (every one, or with ``hide`` those
+    holding KV): the prefill chunks into ``al_t``/``al_k``, the decoders into ``fR[s]``, prompts that can never
+    fit reported in ``blk``; return (prompts, decoders).  A scan stops once it has seen every decoder
+    (``S_NDEC``), or with ``hide`` every resident holding KV: the rest of the residents could not be chosen."""
+    paged = st[s, S_PAGED] != 0
+    b = st[s, S_BUDGET]
+    budget = b
+    slots = st[s, S_KMAX]
+    chunked = st[s, S_CHUNKED] != 0
+    chl = st[s, S_CHL] != 0
+    mixed = st[s, S_MIXED] != 0
+    pfirst = st[s, S_PF] != 0
+    ndec = st[s, S_NDEC]
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    npf = 0
+    nd = 0
+    for phase in range(2):
+        if mixed:
+            dec = (phase == 1) if pfirst else (phase == 0)
+        elif pfirst:
+            if phase == 1 and npf > 0:
+                break
+            dec = phase == 1
+        else:
+            if phase == 0:  # decode first: decoders if any are in view, else prompts
+                dec = False
+                seen = 0
+                rid = qh[s, 0, Q_PH]
+                while rid and seen < ndec:
+                    if _misdec(ti, rid):
+                        seen += 1
+                        if _mvisible(ti, rid, hide, paged):
+                            dec = True
+                            break
+                    rid = ti[rid, T_NXT]
+            else:
+                break
+        rid = qh[s, 0, Q_PH]
+        if dec:
+            seen = 0
+            while rid and seen < ndec:
+                if _misdec(ti, rid):
+                    seen += 1
+                    if _mvisible(ti, rid, hide, paged):
+                        if budget < 1 or slots < 1:
+                            break
+                        fR[s, nd] = rid
+                        nd += 1
+                        budget -= 1
+                        slots -= 1
+                rid = ti[rid, T_NXT]
+        else:
+            seen = 0
+            while rid:
+                holds = _mholds(ti, rid, paged)
+                if hide:
+                    if seen >= nhold:
+                        break
+                    if not holds:
+                        rid = ti[rid, T_NXT]
+                        continue
+                if holds:
+                    seen += 1
+                if ti[rid, T_PREF] < ti[rid, T_P]:
+                    if budget < 1 or slots < 1:
+                        break
+                    need = ti[rid, T_P] - ti[rid, T_PREF]
+                    if need <= budget:
+                        al_t[s, npf] = rid
+                        al_k[s, npf] = need
+                        npf += 1
+                        budget -= need
+                        slots -= 1
+                    elif chunked or (chl and need > b):
+                        al_t[s, npf] = rid
+                        al_k[s, npf] = budget
+                        npf += 1
+                        budget = 0
+                        slots -= 1
+                    elif need > b:
+                        blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
+                    else:
+                        break  # head-of-line
+                rid = ti[rid, T_NXT]
+    return npf, nd
+
+
+@_kernel
+def _palloc(s, k, st, ti, pq):
+    """``BlockPool.alloc``: take ``k`` free blocks, never-used ones first, then the freed ones in the order they
+    were freed (handing out a block still holding a request's prefix ends that prefix there)."""
+    st[s, S_FREE] -= k
+    if st[s, S_CACHING] == 0:
+        return
+    off = st[s, S_QOFF]
+    fresh = st[s, S_FRESH]
+    h = st[s, S_QH]
+    while k > 0:
+        if fresh > 0:
+            take = k if k < fresh else fresh
+            fresh -= take
+            k -= take
+            continue
+        e = off + h
+        h += 1
+        if pq[e, 3]:  # taken back by its owner since: not free
+            continue
+        i = pq[e, 0]
+        if pq[e, 2] == ti[i, T_STAMP] and pq[e, 1] < ti[i, T_CUP]:
+            ti[i, T_CUP] = pq[e, 1]
+        k -= 1
+    st[s, S_FRESH] = fresh
+    st[s, S_QH] = h
+
+
+@_kernel
+def _prelease(s, i, nb, st, ti, pq):
+    """``BlockPool.release``: request ``i`` frees its ``nb`` blocks (with prefix caching kept as its cached
+    prefix, queued tail first; the region is compacted when full, dropping the entries taken back)."""
+    st[s, S_FREE] += nb
+    g = ti[i, T_STAMP] + 1
+    ti[i, T_STAMP] = g
+    if st[s, S_CACHING] == 0:
+        return
+    ti[i, T_CUP] = nb
+    off = st[s, S_QOFF]
+    if st[s, S_QT] + nb > st[s, S_QCAP]:  # (the entries not taken back are free blocks: they and nb fit)
+        w = 0
+        for h in range(st[s, S_QH], st[s, S_QT]):
+            if pq[off + h, 3]:
+                continue
+            for c in range(4):
+                pq[off + w, c] = pq[off + h, c]
+            q = pq[off + w, 0]
+            if pq[off + w, 2] == ti[q, T_STAMP]:
+                ti[q, T_QPOS] = w - (ti[q, T_QN] - 1 - pq[off + w, 1])
+            w += 1
+        st[s, S_QH] = 0
+        st[s, S_QT] = w
+    t = st[s, S_QT]
+    ti[i, T_QPOS] = t
+    ti[i, T_QN] = nb
+    for j in range(nb - 1, -1, -1):
+        pq[off + t, 0] = i
+        pq[off + t, 1] = j
+        pq[off + t, 2] = g
+        pq[off + t, 3] = 0
+        t += 1
+    st[s, S_QT] = t
+
+
+@_kernel
+def _preuse(s, i, want, st, ti, pq):
+    """``BlockPool.reuse``: request ``i`` takes back up to ``want`` leading blocks of its cached prefix."""
+    cup = ti[i, T_CUP]
+    hit = cup if cup < want else want
+    base = st[s, S_QOFF] + ti[i, T_QPOS] + ti[i, T_QN] - 1
+    for j in range(hit):
+        pq[base - j, 3] = 1
+    st[s, S_FREE] -= hit
+    ti[i, T_CUP] = 0
+    return hit
+
+
+@_inline
+def _ptake(s, rid, m, st, ti, pq):
+    """The blocks ``rid`` needs for ``m`` more KV tokens."""
+    k = _cdiv(ti[rid, T_KV] + m, st[s, S_BS]) - ti[rid, T_NBLK]
+    if k > 0:
+        _palloc(s, k, st, ti, pq)
+        ti[rid, T_NBLK] += k
+
+
+@_inline
+def _res_insert(qh, ti, s, rid):
+    """Put ``rid`` back among the station's residents, in arrival (request id) order."""
+    q = qh[s, 0, Q_PT]
+    while q and q > rid:
+        q = ti[q, T_PRV]
+    nx = ti[q, T_NXT] if q else qh[s, 0, Q_PH]
+    ti[rid, T_PRV] = q
+    ti[rid, T_NXT] = nx
+    if q:
+        ti[q, T_NXT] = rid
+    else:
+        qh[s, 0, Q_PH] = rid
+    if nx:
+        ti[nx, T_PRV] = rid
+    else:
+        qh[s, 0, Q_PT] = rid
+
+
+@_kernel
+def _preempt(s, v, st, stf, ti, qh, buf, pq):
+    """``StationMemory._preempt``: ``v`` loses its KV (recomputed later, or swapped out); return the swap
+    seconds."""
+    held = ti[v, T_KV]
+    was_dec = _misdec(ti, v)
+    st[s, S_USED] -= held
+    ti[v, T_KV] = 0
+    if held > 0:
+        st[s, S_NKV] -= 1
+    if was_dec:
+        st[s, S_NDEC] -= 1
+    if st[s, S_PAGED]:
+        nb = ti[v, T_NBLK]
+        if nb >= 0:
+            st[s, S_NBLKN] -= 1
+        else:
+            nb = 0
+        _prelease(s, v, nb, st, ti, pq)
+        ti[v, T_NBLK] = -1
+    st[s, S_PREEMPT] += 1
+    ti[v, T_NPRE] += 1
+    if st[s, S_SWAP]:
+        _qremove(qh, ti, s, 0, Q_PH, v)
+        st[s, S_NRES] -= 1
+        ti[v, T_HELD] = held
+        _qappend(qh, ti, s, 0, Q_DH, v)
+        return held * stf[s, R_SWAPS]
+    base = ti[v, T_P] - ti[v, T_RC]
+    ti[v, T_RC] = ti[v, T_DEC]
+    ti[v, T_P] = base + ti[v, T_DEC]
+    ti[v, T_PREF] = 0
+    st[s, S_WORK] += held
+    buf[ti[v, T_LAB]] += held
+    return 0.0
+
+
+@_inline
+def _last_holding(s, st, ti, qh):
+    """The last resident holding KV (the victim in FCFS order), or 0 (scanning from the first resident until
+    every one holding KV is seen: the waiting requests behind them are not scanned)."""
+    paged = st[s, S_PAGED] != 0
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    seen = 0
+    last = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and seen < nhold:
+        if _mholds(ti, rid, paged):
+            seen += 1
+            last = rid
+        rid = ti[rid, T_NXT]
+    return last
+
+
+@_kernel
+def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
+    """``StationMemory.form``: swap-ins, then the policy's batch under the token or the paged rules (prefill
+    chunks in ``al_t``/``al_k``, decoders in ``fR[s]``); return (prompts, decoders, swap seconds, whether any
+    request is resident)."""
+    paged = st[s, S_PAGED] != 0
+    bs = st[s, S_BS]
+    kvcap = st[s, S_KVCAP]
+    swap_s = stf[s, R_SWAPS]
+    ex1 = 0.0
+    while qh[s, 0, Q_DH]:  # the swapped-out requests come back first, oldest first, while their KV fits
+        rid = qh[s, 0, Q_DH]
+        held = ti[rid, T_HELD]
+        k = _cdiv(held, bs)
+        if paged:
+            if k > st[s, S_FREE]:
+                break
+        elif st[s, S_USED] + held > kvcap:
+            break
+        _qremove(qh, ti, s, 0, Q_DH, rid)
+        if paged:
+            _palloc(s, k, st, ti, pq)
+            ti[rid, T_NBLK] = k
+            st[s, S_NBLKN] += 1
+        st[s, S_USED] += held
+        ti[rid, T_KV] = held
+        if held > 0:
+            st[s, S_NKV] += 1
+        if _misdec(ti, rid):
+            st[s, S_NDEC] += 1
+        ex1 += held * swap_s
+        _res_insert(qh, ti, s, rid)
+        st[s, S_NRES] += 1
+    if qh[s, 0, Q_PH] == 0:
+        return 0, 0, ex1, False
+    hide = qh[s, 0, Q_DH] != 0  # while requests are swapped out, no new one is admitted
+    ex2 = 0.0
+    npf = 0
+    nd = 0
+    if paged:
+        caching = st[s, S_CACHING] != 0
+        whole = st[s, S_WHOLE] != 0
+        while True:
+            npf, nd = _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk)
+            need = 0
+            for j in range(npf):
+                rid = al_t[s, j]
+                if ti[rid, T_NBLK] >= 0:
+                    need += _cdiv(ti[rid, T_KV] + al_k[s, j], bs) - ti[rid, T_NBLK]
+            for j in range(nd):
+                rid = fR[s, j]
+                need += _cdiv(ti[rid, T_KV] + 1, bs) - ti[rid, T_NBLK]
+            if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
+                victim = 0
+                if st[s, S_MOSTREC]:
+                    top = -1
+                    seen = 0
+                    rid = qh[s, 0, Q_PH]
+                    while rid and seen < st[s, S_NBLKN]:
+                        if ti[rid, T_NBLK] >= 0:
+                            seen += 1
+                            if ti[rid, T_ADM] > top:
+                                top = ti[rid, T_ADM]
+                                victim = rid
+                        rid = ti[rid, T_NXT]
+                else:
+                    victim = _last_holding(s, st, ti, qh)
+                ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
+                continue
+            for j in range(npf):  # the running requests' blocks first
+                rid = al_t[s, j]
+                if ti[rid, T_NBLK] >= 0:
+                    _ptake(s, rid, al_k[s, j], st, ti, pq)
+            for j in range(nd):
+                _ptake(s, fR[s, j], 1, st, ti, pq)
+            kept = 0
+            stop = False
+            for j in range(npf):  # then new requests, head-of-line, while their reservation fits
+                rid = al_t[s, j]
+                m = al_k[s, j]
+                if ti[rid, T_NBLK] >= 0:
+                    al_t[s, kept] = rid
+                    al_k[s, kept] = m
+                    kept += 1
+                    continue
+                if stop:
+                    continue
+                p = ti[rid, T_P]
+                hit = 0
+                if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
+                    if _cdiv(p, bs) > st[s, S_FREE]:
+                        stop = True
+                        continue
+                    w = (p - 1) // bs
+                    c = ti[rid, T_CUP]
+                    hit = _preuse(s, rid, c if c < w else w, st, ti, pq)
+                remaining = p - ti[rid, T_PREF] - hit * bs
+                want = remaining if whole or m > remaining else m
+                if _cdiv(hit * bs + want, bs) - hit > st[s, S_FREE]:
+                    stop = True
+                    continue
+                ti[rid, T_NBLK] = hit
+                st[s, S_NBLKN] += 1
+                if hit:
+                    if ti[rid, T_KV] == 0:
+                        st[s, S_NKV] += 1
+                    ti[rid, T_KV] = hit * bs
+                    st[s, S_USED] += hit * bs
+                    ti[rid, T_PREF] = hit * bs
+                    st[s, S_WORK] -= hit * bs
+                    buf[ti[rid, T_LAB]] -= hit * bs
+                ti[rid, T_ADM] = st[s, S_ADMSEQ]
+                st[s, S_ADMSEQ] += 1
+                if m > remaining:
+                    m = remaining
+                _ptake(s, rid, m, st, ti, pq)
+                al_t[s, kept] = rid
+                al_k[s, kept] = m
+                kept += 1
+            if stop and kept == 0 and nd == 0 and not hide and st[s, S_NBLKN] > 0:
+                hide = True  # ask again with the admitted requests alone
+                continue
+            npf = kept
+            break
+        return npf, nd, ex1 + ex2, True
+    # the token rules: the whole remaining prompt plus one token of headroom per admitted request
+    chunkable = st[s, S_CHUNKED] != 0
+    nres = st[s, S_NRES]
+    nadm = st[s, S_NKV]
+    att = 0
+    while att < 2 * nres + 8:
+        att += 1
+        npf, nd = _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk)
+        room = kvcap - st[s, S_USED] - nd
+        if room >= 0:
+            reserve = nadm
+            kept = 0
+            dropped = False
+            for j in range(npf):
+                rid = al_t[s, j]
+                m = al_k[s, j]
+                if ti[rid, T_KV] == 0:
+                    avail = room if ti[rid, T_P] - ti[rid, T_PREF] + reserve <= room else 0
+                else:
+                    avail = room
+                if m <= avail:
+                    al_t[s, kept] = rid
+                    al_k[s, kept] = m
+                    kept += 1
+                    room -= m
+                elif chunkable and avail > 0:
+                    al_t[s, kept] = rid
+                    al_k[s, kept] = avail
+                    kept += 1
+                    room -= avail
+                elif ti[rid, T_KV] == 0:
+                    dropped = True
+                    break
+            empty = kept == 0 and nd == 0
+            if dropped and not hide and (empty or room > reserve):
+                hide = True
+                continue
+            if not empty or nadm == 0:
+                npf = kept
+                break
+        victim = _last_holding(s, st, ti, qh)
+        if victim == 0:
+            f = kvcap - st[s, S_USED]
+            npf = 0
+            if not (nd > f and f > 0):
+                nd = 0
+            else:
+                nd = f
+            break
+        ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
+        nadm -= 1
+        hide = True
+    x = nd
+    for j in range(npf):
+        x += al_k[s, j]
+    if x > kvcap - st[s, S_USED]:  # never exceed memory
+        f = kvcap - st[s, S_USED]
+        if f < 0:
+            f = 0
+        npf = 0
+        if nd > f:
+            nd = f
+    return npf, nd, ex1 + ex2, True
+
+
+@_kernel
+def _mem_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq):
+    """Start the next batch of a station with a KV cache (or a wait for swap-ins alone), or leave it idle."""
+    if now >= gf[GF_HORIZON]:
+        st[s, S_BUSY] = 0
+        return
+    npf, nd, extra, resident = _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq)
+    if not resident or (npf == 0 and nd == 0):
+        if extra > 0:  # only swaps this time: the station is busy moving KV, then tries again
+            st[s, S_BUSY] = 1
+            st[s, S_SWAPWAIT] = 1
+            st[s, S_NALLOC] = 0
+            st[s, S_NH] = 0
+            _evpush(evf, evi, st, g, now + extra, now, s)
+        else:
+            st[s, S_BUSY] = 0
+        return
+    tokens = nd
+    for a in range(npf):
+        tokens += al_k[s, a]
+    tv = tau[s, tokens]
+    ks = stf[s, R_KS]
+    if ks != 0.0:  # context-aware: the decoders' KV tokens
+        kvs = 0
+        for a in range(nd):
+            kvs += ti[fR[s, a], T_KV]
+        tv = tv + ks * kvs
+    end = now + tv
+    if extra != 0.0:
+        end += extra
+    st[s, S_NALLOC] = npf
+    st[s, S_NH] = nd
+    st[s, S_BUSY] = 1
+    st[s, S_SWAPWAIT] = 0
+    _evpush(evf, evi, st, g, end, now, s)
+
+
+@_kernel
+def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
+    """End the batch of a station with a KV cache: tokens served, KV grown, the finished hops (into ``done``, in
+    arrival order) release their KV and leave the residents; return how many finished."""
+    npf = st[s, S_NALLOC]
+    ndd = st[s, S_NH]
+    emit = st[s, S_EMIT] != 0
+    tokens = ndd
+    nd = 0
+    for a in range(npf):
+        rid = al_t[s, a]
+        m = al_k[s, a]
+        lab = ti[rid, T_LAB]
+        buf[lab] -= m
+        ti[rid, T_PREF] += m
+        if ti[rid, T_KV] == 0 and m > 0:
+            st[s, S_NKV] += 1
+        ti[rid, T_KV] += m
+        tokens += m
+        if ti[rid, T_PREF] >= ti[rid, T_P]:
+            if emit and ti[rid, T_DEC] == 0 and ti[rid, T_D] > 0:  # the prefill gives the first token
+                ti[rid, T_DEC] = 1
+                st[s, S_WORK] -= 1
+                buf[lab] -= 1
+            if ti[rid, T_DEC] >= ti[rid, T_D]:
+                done[nd] = rid
+                nd += 1
+            else:
+                st[s, S_NDEC] += 1
+    for a in range(ndd):
+        rid = fR[s, a]
+        ti[rid, T_DEC] += 1
+        buf[ti[rid, T_LAB]] -= 1
+        ti[rid, T_KV] += 1
+        if ti[rid, T_DEC] >= ti[rid, T_D]:
+            st[s, S_NDEC] -= 1
+            done[nd] = rid
+            nd += 1
+    st[s, S_WORK] -= tokens
+    st[s, S_USED] += tokens
+    for i in range(1, nd):  # arrival order (the residents')
+        x = done[i]
+        j = i - 1
+        while j >= 0 and done[j] > x:
+            done[j + 1] = done[j]
+            j -= 1
+        done[j + 1] = x
+    paged = st[s, S_PAGED] != 0
+    for i in range(nd):  # StationMemory.after_batch
+        rid = done[i]
+        st[s, S_USED] -= ti[rid, T_KV]
+        if ti[rid, T_KV] > 0:
+            st[s, S_NKV] -= 1
+        st[s, S_NRES] -= 1
+        if paged:
+            _prelease(s, rid, ti[rid, T_NBLK], st, ti, pq)
+            ti[rid, T_STAMP] = -1  # forgotten: its blocks are ordinary free ones
+            ti[rid, T_CUP] = 0
+            ti[rid, T_NBLK] = -1
+            st[s, S_NBLKN] -= 1
+        _qremove(qh, ti, s, 0, Q_PH, rid)
+    return nd
+
+
 @_inline
 def _refill(h, hop, lb):
     """The length source whose buffer runs out if hop ``h`` is submitted now (the caller appends the next
@@ -522,7 +1129,7 @@ def _refill(h, hop, lb):
 
 @_inline
 def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
-            buf, seen, u, blk, lb):
+            buf, seen, u, blk, lb, cls_i, pq):
     """A request of class ``ci`` (in the network since ``jin``) arrives for hop ``h`` at ``now``."""
     n_st = st.shape[0]
     if hop[h, H_ROUTER]:
@@ -554,8 +1161,6 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if seen[lab] == 0:
         g[G_SEEN] += 1
         seen[lab] = g[G_SEEN]
-    rid = g[G_RID]
-    g[G_RID] = rid + 1
     p = hop[h, H_P]
     ps = hop[h, H_PSRC]
     if ps >= 0:
@@ -566,7 +1171,18 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if ds >= 0:
         d = lb[ds, lb[ds, LB_POS]]
         lb[ds, LB_POS] += 1
+    mem = st[s, S_MEM] != 0
+    if mem and ((_cdiv(p + d, st[s, S_BS]) > st[s, S_TOTAL]) if st[s, S_PAGED] else (p + d > st[s, S_KVCAP])):
+        st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network
+        cls_i[ci, 0] -= 1
+        return
+    rid = g[G_RID]
+    g[G_RID] = rid + 1
     rank = hop[h, H_RANK0 + s]
+    if mem:
+        ti[rid, T_KV] = 0
+        ti[rid, T_NBLK] = -1
+        st[s, S_NRES] += 1
     ti[rid, T_ST] = s
     ti[rid, T_P] = p
     ti[rid, T_D] = d
@@ -585,7 +1201,9 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     if st[s, S_ROUTING]:
         return  # the station starts its next batch once every finished request has moved on
     if st[s, S_BUSY] == 0:
-        if st[s, S_GEN]:
+        if mem:
+            _mem_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
+        elif st[s, S_GEN]:
             _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
         else:
             _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
@@ -594,7 +1212,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
 
 
 def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-             seen, u, blk, lb, cls_i, soj, done, hrec):
+                seen, u, blk, lb, cls_i, soj, done, hrec, pq):
     """Send the hops ``done[i0:nd]`` that finished at station ``s`` along their routes or out (``g[G_RI]``:
     ``i0`` when resuming, -1 the first time: the hops are recorded, from 0); return ``nd``, or the index of the
     hop whose next hop needs a length buffer refilled (``G_NEED``)."""
@@ -607,6 +1225,7 @@ def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
             hrec[n, 0] = s
             hrec[n, 1] = tf[done[i], TF_ARR]
             hrec[n, 2] = now
+            hrec[n, 3] = ti[done[i], T_NPRE] if st[s, S_MEM] else 0
             n += 1
         g[G_NHOP] = n
     i = i0 if i0 > 0 else 0
@@ -624,7 +1243,7 @@ def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
                 g[G_NEED] = need
                 break
             _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
-                    evf, evi, g, gf, buf, seen, u, blk, lb)
+                    evf, evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
         i += 1
     if i == nd:
         st[s, S_ROUTING] = 0
@@ -682,7 +1301,7 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
 
 @_kernel
 def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-            seen, u, blk, lb, cls_i):
+            seen, u, blk, lb, cls_i, pq):
     """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order, from ``i0``; return
     the number placed (less than all when a length buffer needs a refill: ``G_NEED``)."""
     i = i0
@@ -693,7 +1312,7 @@ def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
             break
         cls_i[icls[i], 0] += 1
         _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                evi, g, gf, buf, seen, u, blk, lb)
+                evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
         i += 1
     return i
 
@@ -701,7 +1320,7 @@ def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
 @_kernel
 def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
              evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
-             rnt):
+             rnt, pq):
     """Run the event loop to the end (the horizon, or ``max_batches``: return 0), or until a random length's
     buffer needs the next draws (return 1: the caller refills source ``G_NEED`` and calls again; the loop
     resumes where it stopped)."""
@@ -712,13 +1331,16 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             t = gf[GF_RT]
             nd = g[G_RND]
             i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
-                         gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec)
+                         gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec, pq)
             if i < nd:
                 g[G_RI] = i
                 return 1
             if g[G_PHASE] == 1:
                 if st[s, S_BUSY] == 0:
-                    _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                    if st[s, S_MEM]:
+                        _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
+                    else:
+                        _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             else:
                 _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
             g[G_PHASE] = 0
@@ -742,7 +1364,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             cls_i[ci, 0] += 1
             g[G_ARRIVING] = 1
             _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                    evi, g, gf, buf, seen, u, blk, lb)
+                    evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
             g[G_ARRIVING] = 0
             continue
         if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
@@ -760,7 +1382,17 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
         g[G_EV] += 1
         nd = 0
-        if st[s, S_GEN]:  # one batch of a batch-by-batch station ends
+        if st[s, S_SWAPWAIT]:  # a station with a KV cache finished swapping in: it tries again
+            st[s, S_SWAPWAIT] = 0
+            st[s, S_BUSY] = 0
+            _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
+            if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
+                break
+            continue
+        if st[s, S_MEM]:  # one batch of a station with a KV cache ends
+            g[G_NB] += 1
+            nd = _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq)
+        elif st[s, S_GEN]:  # one batch of a batch-by-batch station ends
             g[G_NB] += 1
             npf = st[s, S_NALLOC]
             ndd = st[s, S_NH]
@@ -791,10 +1423,11 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                     else:
                         done[nd] = rid
                         nd += 1
+        if st[s, S_GEN]:
             st[s, S_NT] -= nd
             g[G_RI] = -1
             i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                         seen, u, blk, lb, cls_i, soj, done, hrec)
+                         seen, u, blk, lb, cls_i, soj, done, hrec, pq)
             if i < nd:
                 g[G_PHASE] = 1
                 g[G_RS] = s
@@ -803,7 +1436,10 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                 gf[GF_RT] = t
                 return 1
             if st[s, S_BUSY] == 0:
-                _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                if st[s, S_MEM]:
+                    _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
+                else:
+                    _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
                 break
             continue
@@ -852,7 +1488,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         if nd:
             g[G_RI] = -1
             i = _move_on_inline(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
-                                gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec)
+                                gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec, pq)
             if i < nd:
                 g[G_PHASE] = 2
                 g[G_RS] = s
@@ -871,9 +1507,14 @@ _compiled_once = False
 
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
-                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None):
+                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
+                memf=None):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
+
+    ``mem`` (int, one row per station, the columns of :data:`S_MEMORY`) and ``memf`` (float: seconds per KV token
+    of a context-aware batch time, seconds per token swapped) describe the stations' KV caches (``None``: none);
+    a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank.
 
     The first call in a process compiles the loop (or loads it from numba's cache); if that takes more than
     :data:`fluidq.kernel.run.NOTE_AFTER_S` seconds a one-line note says so on stderr.
@@ -886,7 +1527,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         with compile_note():
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
                                seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
-                               record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill)
+                               record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill,
+                               mem=mem, memf=memf)
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
     maxb = int(budget.max())
@@ -897,8 +1539,26 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     st[:, S_EVPOS] = -1
     for j, col in enumerate(S_OPTIONS):
         st[:, col] = options[:, j]
-    stf = np.zeros((n_st, 4), f64)
-    ti = np.zeros((n_tasks + 1, N_T), i64)
+    stf = np.zeros((n_st, N_R), f64)
+    any_mem = mem is not None and bool(np.any(mem[:, 0]))
+    qrows = 0
+    if any_mem:
+        for j, col in enumerate(S_MEMORY):
+            st[:, col] = mem[:, j]
+        stf[:, R_KS] = memf[:, 0]
+        stf[:, R_SWAPS] = memf[:, 1]
+        for s in range(n_st):
+            if st[s, S_MEM]:
+                total = st[s, S_KVCAP] // st[s, S_BS]
+                st[s, S_TOTAL] = total
+                st[s, S_FREE] = total
+                st[s, S_FRESH] = total
+                if st[s, S_CACHING]:  # (the entries not taken back are free blocks: at most total)
+                    st[s, S_QOFF] = qrows
+                    st[s, S_QCAP] = 2 * total + 2
+                    qrows += 2 * total + 2
+    pq = np.zeros((max(qrows, 1), 4), i64)
+    ti = np.zeros((n_tasks + 1, N_TM if any_mem else N_T), i64)
     tf = np.zeros((n_tasks + 1, 2), f64)
     qh = np.zeros((n_st, maxr, 4), i64)
     fF = np.zeros((n_st, 2 * maxb + 2), i64)
@@ -925,7 +1585,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     buf = np.zeros(n_lab, i64)
     done = np.zeros(3 * maxb + 8, i64)
     nh = n_tasks + 1 if record_hops else 1
-    hrec = np.zeros((nh, 3), f64)  # station, arrival at it, end of the hop
+    hrec = np.zeros((nh, 4), f64)  # station, arrival at it, end of the hop, preemptions
     ng = grid.shape[0]
     rin, rbuf = np.zeros((ng, n_cls), i64), np.zeros((ng, n_lab), i64)
     rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
@@ -942,16 +1602,17 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     i = 0
     while i < ihop.size:
         i = initial(i, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                    seen, u, blk, lb, cls_i)
+                    seen, u, blk, lb, cls_i, pq)
         if i < ihop.size:
             fill()
     while simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
                    evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
-                   rnt):
+                   rnt, pq):
         fill()
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),
             "seen": seen, "uniforms_used": int(g[G_U]), "blocked": blk,
-            "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy()) if record_hops
-            else None}
+            "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy(),
+                     hrec[:nhop, 3].astype(i64)) if record_hops else None,
+            "preemptions": st[:, S_PREEMPT].copy(), "rejected": st[:, S_REJECTED].copy()}

@@ -17,7 +17,10 @@ memory, token KV and block KV (with and without prefix caching).
 The compiled kernel :mod:`fluidq.kernel.kv` restates the token and paged rules (recompute and swap,
 prefix caching) in array form for the built-in FCFS schedulers, which ``simulate`` runs there; it is a second
 copy, so ``tests/sim/test_sim_kv_kernel.py`` holds it identical to this one (times, preemptions,
-records) on random engines, memories and workloads: a change to these rules must be made in both.
+records) on random engines, memories and workloads.  The compiled network loop :mod:`fluidq.kernel.network`
+restates them once more for the stations of a network (its ``_mem_form``/``_mem_end``), held identical to the
+Python network path by ``tests/network/test_network_kernel_kv.py``: a change to these rules must be made in all
+three.
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with

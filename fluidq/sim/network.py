@@ -20,12 +20,13 @@ after by this rule, in both).
 The compiled event loop (``method="auto"``, the default, where it applies): :mod:`fluidq.kernel.network`
 runs every station on one event clock in machine code, rule for rule as the Python event-skipping path
 below (tests check the two give the same run, bit for bit), for networks whose stations run a
-built-in scheduler in FCFS order without a KV cache (Sarathi-Serve and vLLM with chunked prefill in runs
-of identical batches, the others batch by batch) and whose classes route through hops to stations or to
+built-in scheduler in FCFS order (Sarathi-Serve and vLLM with chunked prefill in runs of identical batches,
+the others batch by batch; a station with a KV cache batch by batch under the memory rules below, with any
+memory model, prefix caching included) and whose classes route through hops to stations or to
 random or join-the-shortest-queue routers, with class priorities and fixed or random lengths (drawn from
 ``rng`` in the Python path's order).  Fork-join, probabilistic choices, random lengths together with a
-random router, KV caches, context-aware batch times, user policies and orderings, and ``check_batches``
-run on the Python path.
+random router, context-aware batch times and first tokens from the prefill at stations without a KV cache,
+composition batch times, user policies and orderings, and ``check_batches`` run on the Python path.
 
 Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
 running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
@@ -394,24 +395,35 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
 
     The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
     where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
-    ``k_max``, as the Python path) without a KV cache, with a batch time of the batch's tokens that
-    tabulates in one call (:func:`_batch_time_table`), and classes whose routes are hops to stations or to
-    random or join-the-shortest-queue routers, with fixed or random lengths (random ones not with a random
-    router: their draws would interleave).  Fork-join, probabilistic choices, KV memory, context-aware batch
-    times, user policies and orderings other than FCFS, and ``check_batches`` stay on the Python path.
+    ``k_max``, as the Python path): without a KV cache, with a batch time of the batch's tokens that
+    tabulates in one call (:func:`_batch_time_table`); with a KV cache (any memory model: token or block KV,
+    reservation, victim rule, recompute or swap, prefix caching), with the Python path's batch-time table
+    (context-aware times included) and a first token from the prefill or not -- but not a composition batch
+    time or a ``b_max`` above :data:`fluidq.sim.core.EAGER_TAU_TOKENS`; and classes whose routes are hops to
+    stations or to random or join-the-shortest-queue routers, with fixed or random lengths (random ones not
+    with a random router: their draws would interleave).  Fork-join, probabilistic choices, context-aware
+    batch times and first tokens from the prefill at stations without a KV cache, user policies and
+    orderings other than FCFS, and ``check_batches`` stay on the Python path.
     """
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
 
+    from .core import EAGER_TAU_TOKENS
+
     if check_batches:
         return "check_batches=True checks every batch in Python"
     for st in network.stations:
-        if st.engine.kv_capacity_tokens is not None:
-            return f"station {st.name!r} has a KV cache"
         pol = st.policy
         if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
                 type(pol).budgets is not _scheduler_select(budgets=True):
             return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
+        if st.engine.kv_capacity_tokens is not None:  # (batch by batch, the Python path's memory rules)
+            if getattr(st.engine.batch_time, "composition_time", None) is not None:
+                return f"station {st.name!r} has a KV cache and a composition batch time"
+            if st.engine.b_max > EAGER_TAU_TOKENS:
+                return (f"station {st.name!r} has a KV cache and a b_max above {EAGER_TAU_TOKENS} "
+                        "(a lazy batch-time table)")
+            continue
         if getattr(st.engine.batch_time, "kind", "") == "context_aware":
             return f"station {st.name!r} has a context-aware batch time"
         if getattr(st.engine, "prefill_emits_token", False):
@@ -459,12 +471,13 @@ def _initial_hops(network, initial):
     return out
 
 
-def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops):
+def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops, swap_s=0.0):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
     from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
-                                  S_OPTIONS, run_network)
+                                  S_MEMORY, S_OPTIONS, run_network)
+    from .core import _tau_table
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
 
@@ -493,8 +506,10 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             return -1
         return sources.setdefault(id(length), (len(sources), length))[0]
 
-    ranks = [{h: k for k, h in enumerate(s.priority)} for s in stations]
-    lows = [len(s.priority) for s in stations]
+    kvst = [s.engine.kv_capacity_tokens is not None for s in stations]
+    # (a station with a KV cache shows its policy every resident in arrival order: one rank)
+    ranks = [{} if kvst[i] else {h: k for k, h in enumerate(s.priority)} for i, s in enumerate(stations)]
+    lows = [0 if kvst[i] else len(s.priority) for i, s in enumerate(stations)]
     stl_sets = [set() for _ in stations]
     lab_ids: dict = {}
 
@@ -552,7 +567,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         pol, eng = s.policy, s.engine
         ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
         lim = eng.b_max if eng.k_max is None else min(eng.b_max, eng.k_max)
-        options[si] = (fast[si] is None, min(ks) if ks else 1 << 62, pol.mixed, pol.chunked, pol.chunk_long_prompts,
+        options[si] = (fast[si] is None or kvst[si], min(ks) if ks else 1 << 62, pol.mixed, pol.chunked,
+                       pol.chunk_long_prompts,
                        pol.priority == "prefill", eng.b_max, lim)
     # the token budget (the scheduler's own b_max may be lower than the engine's)
     budget = np.array([s.engine.b_max if s.policy.b_max is None else min(s.engine.b_max, s.policy.b_max)
@@ -560,8 +576,24 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     nrank = np.array([lo + 1 for lo in lows], dtype=i64)
     tau = np.full((n_st, int(budget.max()) + 1), np.nan)
     tables: dict = {}  # (stations often share one engine)
+    mem = np.zeros((n_st, len(S_MEMORY)), dtype=i64)  # S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP,
+    memf = np.zeros((n_st, 2))                          # S_CACHING, S_EMIT; R_KS, R_SWAPS
     for si, s in enumerate(stations):
         nb = int(budget[si])
+        if kvst[si]:  # the Python path's table (fluidq.sim.core._tau_table: a context-aware time's base)
+            key = ("kv", id(s.engine))
+            if key not in tables:
+                tab, ks = _tau_table(s.engine)
+                tables[key] = (np.asarray(tab[1:], dtype=float), ks)
+            tab, ks = tables[key]
+            tau[si, 1:nb + 1] = tab[:nb]
+            m = s.engine.memory
+            paged = not m.default_rules
+            mem[si] = (1, s.engine.kv_capacity_tokens, paged, m.block_size if paged else 1,
+                       m.reservation == "whole_prompt", m.victim == "most_recent", m.preemption == "swap",
+                       paged and m.prefix_caching, bool(getattr(s.engine, "prefill_emits_token", False)))
+            memf[si] = (ks, swap_s)
+            continue
         if id(s.engine) not in tables:
             tables[id(s.engine)] = _batch_time_array(s.engine)
         tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
@@ -594,7 +626,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
-                      refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64))
+                      refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
+                      mem=mem if any(kvst) else None, memf=memf)
     if randomized:
         gen.bit_generator.state = state
         if out["uniforms_used"]:
@@ -618,9 +651,10 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         mean_sojourn_s={c: (soj[i] / completed[i] if completed[i] else None) for i, c in enumerate(cls_names)},
         batches=out["batches"], events=out["events"], horizon_s=horizon, wall_s=wall, seed=seed,
         violations=(), blocked=tuple(sorted((stations[si].name, lab_names[li]) for si, li in zip(*np.nonzero(
-            out["blocked"])))), preemptions={s.name: 0 for s in stations}, rejected={s.name: 0 for s in stations},
+            out["blocked"])))), preemptions={s.name: int(out["preemptions"][i]) for i, s in enumerate(stations)},
+        rejected={s.name: int(out["rejected"][i]) for i, s in enumerate(stations)},
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
-                                        "preemptions": np.zeros(len(hops[0]), dtype=np.int64)})
+                                        "preemptions": hops[3]})
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
@@ -694,9 +728,10 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order without KV cache or context-aware batch time; routes of hops to
-        stations, random or JSQ routers, random lengths only without a random router; no ``check_batches``)
-        and numba compiles, with the Python path's results exactly;
+        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one -- then without
+        a context-aware batch time; routes of hops to stations, random or JSQ routers, random lengths only
+        without a random router; no ``check_batches``) and numba compiles, with the Python path's results
+        exactly;
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
         loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
@@ -706,7 +741,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         in one step; an arrival cuts the run at the batch in progress.  Completions, request times and
         recorded series are the generic path's.  Whenever more requests decode than the budget holds,
         the station falls back to ``select(view)``; a station with a KV cache (``kv_capacity_tokens``)
-        never skips (memory can bind at any batch): it always runs ``select(view)`` per batch.
+        never skips (memory can bind at any batch): it always runs ``select(view)`` per batch (the compiled
+        loop, the same rule batch by batch).
     swap_s_per_token : float, optional
         Seconds per KV token moved by a swap, out or in; required when a station's
         ``engine.memory.preemption`` is ``"swap"``.
@@ -807,7 +843,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     gc.disable()
     try:
         if use_kernel:
-            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops))
+            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops),
+                               swap_s_per_token or 0.0)
         return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
                     "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fluidq import Affine, Engine, Staircase
+from fluidq import Affine, ContextAware, Engine, Staircase
+from fluidq.engine import VLLM, Memory
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
 from fluidq.policies import Scheduler
 from fluidq.workload import Periodic
@@ -20,7 +21,10 @@ HERE = Path(__file__).resolve()
 def _cases():
     """(label, network, horizon, keyword arguments): JSQ by tokens and by requests with class priorities,
     a random router, a tandem whose event times coincide exactly, initial requests and the hop record, and
-    stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts)."""
+    stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts), and
+    stations with a KV cache that binds (token KV swapping, vLLM's paged KV with prefix caching, incremental
+    paged KV swapping, behind a JSQ router, with a context-aware batch time and the first token from the
+    prefill; some hops refused)."""
     stair = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=32), b_max=96)
     own = Scheduler(name="own", priority="decode", mixed=True, chunked=True, b_max=40)
     jsq = Network(stations=[Station(name="A", engine=stair, priority=("x.1",)), Station(name="B", engine=stair),
@@ -56,8 +60,28 @@ def _cases():
                           Hop(engine="V", prompt_tokens=10, output_tokens=0, name="s.1"),
                           Hop(engine="O", prompt_tokens=30, output_tokens=3, name="s.2"),
                           Hop(engine="L", prompt_tokens=150, output_tokens=20, name="s.3")])])
+    kvb = Staircase(c=0.01128, a=0.0003547, b0=128)
+    kv = Network(stations=[Station(name="K", engine=Engine(batch_time=kvb, b_max=256, kv_capacity_tokens=900,
+                                                           memory=Memory(preemption="swap")), policy="orca"),
+                           Station(name="P", engine=Engine(batch_time=ContextAware(base=kvb, kv_s_per_token=3e-7),
+                                                           b_max=256, kv_capacity_tokens=320,
+                                                           memory=VLLM.with_(prefix_caching=True),
+                                                           prefill_emits_token=True)),
+                           Station(name="W", engine=Engine(batch_time=kvb, b_max=256, k_max=6, kv_capacity_tokens=330,
+                                                           memory=Memory(kind="blocks", block_size=8,
+                                                                         reservation="incremental", preemption="swap")),
+                                   policy="vllm"),
+                           Station(name="N", engine=stair)],
+                 routers=[Router(name="J", engines=("P", "W"), policy="jsq", count="tokens")],
+                 classes=[RequestClass(name="a", rate_per_s=1.0, route=[
+                     Hop(engine="K", prompt_tokens=200, output_tokens=60, name="a.1"),
+                     Hop(engine="J", prompt_tokens=150, output_tokens=40, name="a.2"),
+                     Hop(engine="N", prompt_tokens=50, output_tokens=10, name="a.3")]),
+                     RequestClass(name="huge", rate_per_s=0.05, route=[
+                         Hop(engine="K", prompt_tokens=800, output_tokens=200, name="h.1")])]).at_load(0.9)
     return [("jsq", jsq, 40.0, {"record_hops": True}), ("random", rnd, 40.0, {"initial": {"c.1": 30}}),
-            ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625}), ("batch-by-batch", byb, 30.0, {})]
+            ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625}), ("batch-by-batch", byb, 30.0, {}),
+            ("kv", kv, 40.0, {"record_hops": True, "swap_s_per_token": 2e-6})]
 
 
 def _arrays() -> dict:
@@ -65,7 +89,8 @@ def _arrays() -> dict:
     res = {}
     for label, net, horizon, kw in _cases():
         r = simulate_network(net, horizon_s=horizon, rng=7, method="kernel", **kw)
-        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked)])
+        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked),
+                                           *r.preemptions.values(), *r.rejected.values()])
         res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
         for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
             for k, v in getattr(r, field).items():
@@ -78,7 +103,9 @@ def _arrays() -> dict:
 def test_compiled_and_uncompiled_network_loop_agree(uncompiled_agrees):
     jit = _arrays()
     uncompiled_agrees(HERE, jit)
-    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch"))  # they did something
+    # they did something
+    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch", "kv"))
+    assert np.all(jit["kv/counts"][-8:-5] > 0) and jit["kv/counts"][-4] > 0  # K, P, W preempt; K refuses hops
 
 
 if __name__ == "__main__":
