@@ -204,6 +204,30 @@ def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq
 
 
 @jit
+def _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon):
+    """A run of identical iterations without a record: (clock, busy time, iterations, the first one's end).
+
+    The clock adds one batch time per iteration (as the generic kernel does, so times are bit-identical);
+    the run ends after ``k`` iterations or the first that ends at or after ``nxt`` or the horizon.  Its
+    own function, so that the compiled loop holds only scalars (the caller's loop also carries the
+    record buffers, whose reference counts numba would update every iteration)."""
+    tau_j = tau0 + ks * kv_run if ctx else tau0
+    t1 = t
+    j = 0
+    while True:
+        t += tau_j
+        busy += tau_j
+        j += 1
+        if j == 1:
+            t1 = t
+        if ctx:  # contexts grow by one token per served decoder and iteration
+            tau_j = tau0 + ks * (kv_run + j * sd)
+        if j >= k or t >= nxt or t >= horizon:
+            break
+    return t, busy, j, t1
+
+
+@jit
 def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, hin,
          hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
     """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
@@ -361,15 +385,17 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
         kv_run = A + nS * G
         tau0 = tau[tokens]
         ctx = ks != 0.0 and sd != 0
-        tau_j = tau0 + ks * kv_run if ctx else tau0
         nxt = arr[na] if na < n else np.inf
         t0 = t
-        dem0 = tot - pos + blocked_tok + ndec
-        kv0 = kv_run if sd else 0
-        t1 = t
-        j = 0
-        while True:
-            if record:
+        if not record:
+            t, busy, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
+        else:  # the same run, one record row per iteration
+            tau_j = tau0 + ks * kv_run if ctx else tau0
+            dem0 = tot - pos + blocked_tok + ndec
+            kv0 = kv_run if sd else 0
+            t1 = t
+            j = 0
+            while True:
                 if nr == len(rt):
                     rt = _grow_f(rt, nr + 1)
                     rb = _grow_f(rb, nr + 1)
@@ -386,15 +412,15 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                 rd[nr] = dem0 - j * x
                 rk[nr] = kv0 + j * sd
                 nr += 1
-            t += tau_j
-            busy += tau_j
-            j += 1
-            if j == 1:
-                t1 = t
-            if ctx:  # contexts grow by one token per served decoder and iteration
-                tau_j = tau0 + ks * (kv_run + j * sd)
-            if j >= k or t >= nxt or t >= horizon:
-                break
+                t += tau_j
+                busy += tau_j
+                j += 1
+                if j == 1:
+                    t1 = t
+                if ctx:  # contexts grow by one token per served decoder and iteration
+                    tau_j = tau0 + ks * (kv_run + j * sd)
+                if j >= k or t >= nxt or t >= horizon:
+                    break
         n_iter += j
         tok_served += j * tokens
         work -= (j - 1) * tokens
