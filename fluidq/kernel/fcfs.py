@@ -227,6 +227,34 @@ def _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon):
     return t, busy, j, t1
 
 
+@jit(_nrt=False)
+def _iterate_rec(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon, j, t1, x, nq, dem0, kv0, nr, rt, rx, rs, rq, rb,
+                 rd, rk):
+    """:func:`_iterate` from its ``j``-th iteration, writing one record row per iteration until the run ends
+    or the record buffers are full: (clock, busy time, iterations, the first one's end, rows, whether the run
+    ended).  Compiled without reference counting, so that the row loop does not count the buffers'."""
+    tau_j = tau0 + ks * (kv_run + j * sd) if ctx else tau0
+    while nr < len(rt):
+        rt[nr] = t
+        rx[nr] = x
+        rs[nr] = sd
+        rq[nr] = nq
+        rb[nr] = tau_j
+        rd[nr] = dem0 - j * x
+        rk[nr] = kv0 + j * sd
+        nr += 1
+        t += tau_j
+        busy += tau_j
+        j += 1
+        if j == 1:
+            t1 = t
+        if ctx:  # contexts grow by one token per served decoder and iteration
+            tau_j = tau0 + ks * (kv_run + j * sd)
+        if j >= k or t >= nxt or t >= horizon:
+            return t, busy, j, t1, nr, True
+    return t, busy, j, t1, nr, False
+
+
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, hin,
          hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk):
@@ -389,8 +417,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
         t0 = t
         if not record:
             t, busy, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
-        else:  # the same run, one record row per iteration
-            tau_j = tau0 + ks * kv_run if ctx else tau0
+        else:  # the same run, one record row per iteration, the buffers grown whenever they are full
             dem0 = tot - pos + blocked_tok + ndec
             kv0 = kv_run if sd else 0
             t1 = t
@@ -404,22 +431,9 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                     rq = _grow_i(rq, nr + 1)
                     rd = _grow_i(rd, nr + 1)
                     rk = _grow_i(rk, nr + 1)
-                rt[nr] = t
-                rx[nr] = x
-                rs[nr] = sd
-                rq[nr] = touched + sd
-                rb[nr] = tau_j
-                rd[nr] = dem0 - j * x
-                rk[nr] = kv0 + j * sd
-                nr += 1
-                t += tau_j
-                busy += tau_j
-                j += 1
-                if j == 1:
-                    t1 = t
-                if ctx:  # contexts grow by one token per served decoder and iteration
-                    tau_j = tau0 + ks * (kv_run + j * sd)
-                if j >= k or t >= nxt or t >= horizon:
+                t, busy, j, t1, nr, done = _iterate_rec(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon, j, t1,
+                                                        x, touched + sd, dem0, kv0, nr, rt, rx, rs, rq, rb, rd, rk)
+                if done:
                     break
         n_iter += j
         tok_served += j * tokens
