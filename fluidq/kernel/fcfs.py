@@ -84,7 +84,7 @@ def _grow_i(a, need):
     return b
 
 
-@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays, also when called from kv)
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hpush(hf, hr, nh, f, r):
     """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
     i = nh
@@ -100,7 +100,7 @@ def _hpush(hf, hr, nh, f, r):
     return nh + 1
 
 
-@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays, also when called from kv)
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hpop(hf, hr, nh):
     """Drop the top of the heap of ``nh`` entries; return the new size (the last entry sifts down from
     the top)."""
@@ -110,7 +110,7 @@ def _hpop(hf, hr, nh):
     return nh
 
 
-@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays, also when called from kv)
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hrekey(hf, hr, nh, f, r):
     """Give the top of the heap of ``nh`` entries the larger key ``f`` (for ``r``) and sift it down."""
     i = 0
