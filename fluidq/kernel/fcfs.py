@@ -84,7 +84,7 @@ def _grow_i(a, need):
     return b
 
 
-@jit
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hpush(hf, hr, nh, f, r):
     """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
     i = nh
@@ -100,7 +100,7 @@ def _hpush(hf, hr, nh, f, r):
     return nh + 1
 
 
-@jit
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hpop(hf, hr, nh):
     """Drop the top of the heap of ``nh`` entries; return the new size (the last entry sifts down from
     the top)."""
@@ -110,7 +110,7 @@ def _hpop(hf, hr, nh):
     return nh
 
 
-@jit
+@jit(_nrt=False)  # (allocates nothing: no reference counting of its arrays)
 def _hrekey(hf, hr, nh, f, r):
     """Give the top of the heap of ``nh`` entries the larger key ``f`` (for ``r``) and sift it down."""
     i = 0
@@ -201,6 +201,58 @@ def _admit(arr, P, D, upto, na, n, n_sys, work, tot, blocked_tok, n_blocked, npq
         cum[npq] = tot
         npq += 1
     return na, n_sys, work, tot, blocked_tok, n_blocked, npq, nb
+
+
+@jit
+def _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon):
+    """A run of identical iterations without a record: (clock, busy time, iterations, the first one's end).
+
+    The clock adds one batch time per iteration (as the generic kernel does, so times are bit-identical);
+    the run ends after ``k`` iterations or the first that ends at or after ``nxt`` or the horizon.  Its
+    own function, so that the compiled loop holds only scalars (the caller's loop also carries the
+    record buffers, whose reference counts numba would update every iteration)."""
+    tau_j = tau0 + ks * kv_run if ctx else tau0
+    t1 = t
+    j = 0
+    while True:
+        t += tau_j
+        busy += tau_j
+        j += 1
+        if j == 1:
+            t1 = t
+        if ctx:  # contexts grow by one token per served decoder and iteration
+            tau_j = tau0 + ks * (kv_run + j * sd)
+        if j >= k or t >= nxt or t >= horizon:
+            break
+    return t, busy, j, t1
+
+
+@jit(_nrt=False)
+def _iterate_rec(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon, j, t1, x, nq, dem0, kv0, nr, rt, rx, rs, rq, rb,
+                 rd, rk):
+    """:func:`_iterate` from its ``j``-th iteration, writing one record row per iteration until the run ends
+    or the record buffers are full: (clock, busy time, iterations, the first one's end, rows, whether the run
+    ended).  Compiled without reference counting, so that the row loop does not count the buffers'."""
+    tau_j = tau0 + ks * (kv_run + j * sd) if ctx else tau0
+    while nr < len(rt):
+        rt[nr] = t
+        rx[nr] = x
+        rs[nr] = sd
+        rq[nr] = nq
+        rb[nr] = tau_j
+        rd[nr] = dem0 - j * x
+        rk[nr] = kv0 + j * sd
+        nr += 1
+        t += tau_j
+        busy += tau_j
+        j += 1
+        if j == 1:
+            t1 = t
+        if ctx:  # contexts grow by one token per served decoder and iteration
+            tau_j = tau0 + ks * (kv_run + j * sd)
+        if j >= k or t >= nxt or t >= horizon:
+            return t, busy, j, t1, nr, True
+    return t, busy, j, t1, nr, False
 
 
 @jit
@@ -361,15 +413,16 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
         kv_run = A + nS * G
         tau0 = tau[tokens]
         ctx = ks != 0.0 and sd != 0
-        tau_j = tau0 + ks * kv_run if ctx else tau0
         nxt = arr[na] if na < n else np.inf
         t0 = t
-        dem0 = tot - pos + blocked_tok + ndec
-        kv0 = kv_run if sd else 0
-        t1 = t
-        j = 0
-        while True:
-            if record:
+        if not record:
+            t, busy, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
+        else:  # the same run, one record row per iteration, the buffers grown whenever they are full
+            dem0 = tot - pos + blocked_tok + ndec
+            kv0 = kv_run if sd else 0
+            t1 = t
+            j = 0
+            while True:
                 if nr == len(rt):
                     rt = _grow_f(rt, nr + 1)
                     rb = _grow_f(rb, nr + 1)
@@ -378,23 +431,10 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                     rq = _grow_i(rq, nr + 1)
                     rd = _grow_i(rd, nr + 1)
                     rk = _grow_i(rk, nr + 1)
-                rt[nr] = t
-                rx[nr] = x
-                rs[nr] = sd
-                rq[nr] = touched + sd
-                rb[nr] = tau_j
-                rd[nr] = dem0 - j * x
-                rk[nr] = kv0 + j * sd
-                nr += 1
-            t += tau_j
-            busy += tau_j
-            j += 1
-            if j == 1:
-                t1 = t
-            if ctx:  # contexts grow by one token per served decoder and iteration
-                tau_j = tau0 + ks * (kv_run + j * sd)
-            if j >= k or t >= nxt or t >= horizon:
-                break
+                t, busy, j, t1, nr, done = _iterate_rec(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon, j, t1,
+                                                        x, touched + sd, dem0, kv0, nr, rt, rx, rs, rq, rb, rd, rk)
+                if done:
+                    break
         n_iter += j
         tok_served += j * tokens
         work -= (j - 1) * tokens

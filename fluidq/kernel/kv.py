@@ -55,21 +55,21 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
-from .fcfs import _hpop, _hpush
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
 STATUS_DONE, STATUS_PROGRESS = 0, 1
+STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: the sizes are in si[I_NEED_*]
 
 # cfg (int64): the scheduler, the memory and run options
 (C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
- C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING) = range(18)
-N_CFG = 18
+ C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING, C_MAXBLK) = range(19)
+N_CFG = 19
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
- I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW) = range(34)
-N_SI = 34
+ I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW, I_NEED_B, I_NEED_H, I_NEED_R, I_NEED_Q) = range(38)
+N_SI = 38
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -100,12 +100,54 @@ def _grow2(a, need):
     return b
 
 
-@jit
+@jit(_nrt=False)
 def _cdiv(x, bs):
     return -((-x) // bs)
 
 
-@jit
+# the binary heap of fcfs (_hpush, _hpop, _hrekey), here inlined into the loop (a call into fcfs's compiled
+# functions cannot be, and its sift-down was a fifth of this kernel's time)
+@jit(inline="always", _nrt=False)
+def _hpush(hf, hr, nh, f, r):
+    """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
+    i = nh
+    while i > 0:
+        p = (i - 1) >> 1
+        if hf[p] <= f:
+            break
+        hf[i] = hf[p]
+        hr[i] = hr[p]
+        i = p
+    hf[i] = f
+    hr[i] = r
+    return nh + 1
+
+
+@jit(inline="always", _nrt=False)
+def _hpop(hf, hr, nh):
+    """Drop the top of the heap of ``nh`` entries; return the new size (the last entry sifts down)."""
+    nh -= 1
+    if nh > 0:
+        f = hf[nh]
+        r = hr[nh]
+        i = 0
+        while True:
+            c = 2 * i + 1
+            if c >= nh:
+                break
+            if c + 1 < nh and hf[c + 1] < hf[c]:
+                c += 1
+            if hf[c] >= f:
+                break
+            hf[i] = hf[c]
+            hr[i] = hr[c]
+            i = c
+        hf[i] = f
+        hr[i] = r
+    return nh
+
+
+@jit(inline="always", _nrt=False)
 def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
             kv_cap):
     """Admit the arrivals at times <= ``upto`` into the waiting FIFO (rejecting any that can never fit), with
@@ -130,7 +172,7 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
     return na, n_sys, work, pt, hidden, rejected, nb
 
 
-@jit
+@jit(_nrt=False)
 def _compact(lst, pos, lp, b):
     """Drop the removed (-1) entries of the list ``lst[lp[b]:lp[b + 1]]``, moving it to the front."""
     w = 0
@@ -144,7 +186,7 @@ def _compact(lst, pos, lp, b):
     lp[b + 1] = w
 
 
-@jit
+@jit(inline="always", _nrt=False)
 def _ins(lst, pos, lp, b, rid):
     """Put ``rid`` into the list ``b`` (live entries in ascending request id), usually at its end."""
     j = lp[b + 1] - 1
@@ -172,7 +214,7 @@ def _ins(lst, pos, lp, b, rid):
     lp[b + 2] += 1
 
 
-@jit
+@jit(inline="always", _nrt=False)
 def _rem(lst, pos, lp, b, rid):
     """Take ``rid`` out of the list ``b`` (its slot is marked -1; leading marks are skipped, many compacted)."""
     lst[pos[rid]] = -1
@@ -189,7 +231,7 @@ def _rem(lst, pos, lp, b, rid):
         _compact(lst, pos, lp, b)
 
 
-@jit
+@jit(_nrt=False)
 def _alloc(qe, qs, stamp, cup, k):
     """Take ``k`` free blocks (``BlockPool.alloc`` with prefix caching): never-used ones first (``qs[0]``),
     then the freed ones in the order they were freed (``qe[qs[1]:qs[2]]``: request, block index,
@@ -210,10 +252,11 @@ def _alloc(qe, qs, stamp, cup, k):
         k -= 1
 
 
-@jit
+@jit(_nrt=False)
 def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
-    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); returns the queue
-    (compacted, or grown, when full)."""
+    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); a full queue is
+    compacted first.  The queue's live entries are free blocks that were used before, so with room for twice
+    the blocks ever used (what :func:`_advance` ensures at each iteration) compaction always leaves room."""
     g = stamp[i] + 1
     stamp[i] = g
     cup[i] = nb
@@ -230,8 +273,8 @@ def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
             w += 1
         qs[1] = 0
         qs[2] = w
-        if w + nb > qe.shape[0] // 2:
-            qe = _grow2(qe, 2 * (w + nb))
+        if w + nb > qe.shape[0]:  # (unreachable: see above)
+            raise RuntimeError("fluidq kernel: the queue of freed blocks overflowed")
     qpos[i] = qs[2]
     qn[i] = nb
     for j in range(nb - 1, -1, -1):
@@ -241,10 +284,9 @@ def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
         qe[h, 2] = g
         qe[h, 3] = 0
         qs[2] = h + 1
-    return qe
 
 
-@jit
+@jit(_nrt=False)
 def _reuse(qe, cup, qpos, qn, i, want):
     """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix; returns how many."""
     hit = cup[i] if cup[i] < want else want
@@ -261,7 +303,7 @@ def _reuse(qe, cup, qpos, qn, i, want):
 L_D, L_P, L_F = 0, 3, 6
 
 
-@jit
+@jit(inline="always", _nrt=False)
 def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
             prefill_first, bpr, bpm, bd, bl):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
@@ -354,7 +396,7 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
     return npf, nd, nbl, alld, full
 
 
-@jit
+@jit(inline="always", _nrt=False)
 def _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf):
     """``QueueView.demand`` of the residents in view: one token per decoder, the rest of each prompt."""
     s = lp[L_D + 2]
@@ -371,7 +413,7 @@ def _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf):
     return s
 
 
-@jit
+@jit(inline="always", _nrt=False)
 def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
     """Write the first ``nd`` decoders to ``bd``; return how many have their blocks full."""
     full = 0
@@ -393,7 +435,41 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
          dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup, qpos,
          qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
-    """Advance the simulation (see the module docstring); return (status, the growing buffers)."""
+    """Advance the simulation (see the module docstring); return (status, the growing buffers).
+
+    :func:`_advance` runs the simulation without numba's reference counting (which, over some sixty
+    arrays, cost about a third of its time) and so allocates nothing: when a buffer lacks room it stops at
+    the top of an iteration, and this function grows the buffer and calls it again."""
+    while True:
+        status = _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn,
+                          ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr,
+                          swq, shl, stamp, cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI)
+        if status != STATUS_GROW:
+            return status, qe, hf, hr, bt, bn, bw, RF, RI
+        need = si[I_NEED_B]
+        if len(bt) < need:
+            bt = _grow1(bt, need)
+            bn = _grow1(bn, need)
+            bw = _grow1(bw, need)
+        need = si[I_NEED_H]
+        if len(hf) < need:
+            hf = _grow1(hf, need)
+            hr = _grow1(hr, need)
+        need = si[I_NEED_R]
+        if RF.shape[0] < need:
+            RF = _grow2(RF, need)
+            RI = _grow2(RI, need)
+        need = si[I_NEED_Q]
+        if qe.shape[0] < need:
+            qe = _grow2(qe, need)
+
+
+@jit(_nrt=False)
+def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup,
+             qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+    """:func:`step`'s simulation, until the end, a progress report or a buffer without room (``STATUS_GROW``,
+    at the top of an iteration, with the sizes needed in ``si``)."""
     n = len(arr)
     b_max = cfg[C_BMAX]
     k_cap = cfg[C_KCAP]
@@ -413,6 +489,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     never = cfg[C_NEVER]
     swap = cfg[C_SWAP] != 0
     caching = cfg[C_CACHING] != 0
+    maxblk = cfg[C_MAXBLK]
     total = kv_cap // bs
     swap_s = cf[2]
     cap_sw = len(swq)
@@ -458,12 +535,11 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     status = STATUS_DONE
 
     while True:
+        if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this iteration's row
+            si[I_NEED_B] = nb + (n - na) + 2
+            status = STATUS_GROW
+            break
         if not resume:
-            if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
-                need = nb + (n - na) + 2
-                bt = _grow1(bt, need)
-                bn = _grow1(bn, need)
-                bw = _grow1(bw, need)
             na, n_sys, work, pt, hidden, rejected, nb = _arrive(
                 arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
                 kv_cap)
@@ -476,6 +552,22 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             if report and t >= next_report:
                 status = STATUS_PROGRESS
                 break
+        # room for this iteration: a heap push per request in the system (two for one swapped in and left out
+        # of the batch), a record row, and in the freed-block queue twice the blocks used before its end (a
+        # request is allocated blocks at most twice in an iteration: admitted again after a preemption)
+        need_h = nh + 2 * n_sys + 2
+        need_r = nr + 1 if record else 0
+        need_q = 0
+        if caching:
+            more = 2 * n_sys * maxblk
+            need_q = 2 * (total - qs[0] + (qs[0] if qs[0] < more else more)) + 64
+        if len(hf) < need_h or RF.shape[0] < need_r or qe.shape[0] < need_q:
+            si[I_NEED_H] = need_h
+            si[I_NEED_R] = need_r
+            si[I_NEED_Q] = need_q
+            status = STATUS_GROW
+            resume = True  # this iteration's arrivals and row are in: go on from here
+            break
         resume = False
         while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
             rid = pend[ph]
@@ -514,9 +606,6 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                 sdec += P[rid] + dc[rid]
                 gb[rid] = G
                 cnt[(kv[rid] - G) % bs] += 1
-                if nh == len(hf):
-                    hf = _grow1(hf, nh + 1)
-                    hr = _grow1(hr, nh + 1)
                 nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
                 if dc[rid] == 0:
                     fr[nfr] = rid
@@ -733,7 +822,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             if paged:
                 free += nbk[victim]
                 if caching:
-                    qe = _release(qe, qs, stamp, cup, qpos, qn, victim, nbk[victim])
+                    _release(qe, qs, stamp, cup, qpos, qn, victim, nbk[victim])
                 nbk[victim] = -1
             nadm -= 1
             preemptions += 1
@@ -791,9 +880,6 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
                     kvr += (kv[rid] if ks != 0.0 else P[rid] + dc[rid]) + G - gb[rid]
         tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
         if record:
-            if nr == RF.shape[0]:
-                RF = _grow2(RF, nr + 1)
-                RI = _grow2(RI, nr + 1)
             RF[nr, R_T] = t
             RF[nr, R_B] = tau_j + extra_s
             RI[nr, R_X] = x
@@ -814,9 +900,6 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
         if npf and nd:
             mixed_iters += 1
         # the decoders first (a prompt completing below joins them after this iteration): one more round
-        if len(hf) < nh + lp[L_D + 2] + npf + 1:  # room for every push of this iteration
-            hf = _grow1(hf, nh + lp[L_D + 2] + npf + 1)
-            hr = _grow1(hr, nh + lp[L_D + 2] + npf + 1)
         nfl = 0  # requests finishing in this iteration, listed in fl
         last = -1 if alld or nd == 0 else bd[nd - 1]  # the youngest decoder served
         w = 0
@@ -929,7 +1012,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
             if paged:
                 free += nbk[rid]
                 if caching:  # released, then forgotten: its blocks are ordinary free ones
-                    qe = _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
+                    _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
                     stamp[rid] = -1
                     cup[rid] = 0
                 nbk[rid] = -1
@@ -958,7 +1041,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_NITER] = n_iter
     si[I_MIXED] = mixed_iters
     si[I_TOKS] = tok_served
-    si[I_RESUME] = 1 if status == STATUS_PROGRESS else 0
+    si[I_RESUME] = 1 if resume or status == STATUS_PROGRESS else 0
     si[I_PREEMPT] = preemptions
     si[I_WASTED] = wasted
     si[I_REJECTED] = rejected
@@ -976,4 +1059,4 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy
-    return status, qe, hf, hr, bt, bn, bw, RF, RI
+    return status

@@ -202,9 +202,12 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     never = (1 << 62) if (chunked or chunk_long) else b_max
     bs = int(block_size) if paged else 1
     cfg = np.zeros(K.N_CFG, dtype=i64)
+    caching = bool(prefix_caching and paged)
+    # (prefix caching) the most blocks one request can hold, plus room: bounds the freed-block queue's growth
+    maxblk = int(((P + D + bs - 1) // bs).max()) + 2 if caching and n else 0
     cfg[:] = [b_max, k_cap, mixed, chunked, chunk_long, prefill_first, record, progress is not None, paged, bs,
               whole_prompt, most_recent, emit_at_prefill, min(int(kv_cap), 1 << 62), w_size, never,
-              swap_s_per_token is not None, bool(prefix_caching and paged)]
+              swap_s_per_token is not None, caching, maxblk]
     cf = np.array([horizon, ks, 0.0 if swap_s_per_token is None else swap_s_per_token], dtype=f64)
     si = np.zeros(K.N_SI, dtype=i64)
     si[K.I_FREE] = int(kv_cap) // bs

@@ -67,6 +67,18 @@ def test_vllm_engine_agrees_without_a_horizon():
     assert a.n_finished == 400 - a.rejected and a.preemptions > 0
 
 
+def test_prefix_caching_with_one_token_blocks_agrees_over_a_long_run():
+    # every freed block is a queue entry: the kernel compacts its freed-block queue many times (it never grows
+    # it inside an iteration, see kernel.kv._release), and the heap and record buffers grow between iterations
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256, kv_capacity_tokens=1500,
+                 memory=VLLM.with_(prefix_caching=True, block_size=1))
+    w = Workload(arrival=Poisson(rate_per_s=12.0), prompt_tokens=Geometric(mean_tokens=120),
+                 output_tokens=Geometric(mean_tokens=60))
+    a, b = both(eng, w, "vllm-chunked", n_requests=600, rng=5, record_iterations=True)
+    assert_same(a, b)
+    assert a.preemptions > 50
+
+
 schedulers = st.builds(
     lambda pr, mixed, chunked, cl, b, k: Scheduler(name="s", priority=pr, mixed=mixed, chunked=chunked,
                                                    chunk_long_prompts=cl, b_max=b, k_max=k),
