@@ -660,3 +660,12 @@ def lengths_text(workload) -> str:
         return f"mean {fmt_tokens(x.mean)} ({kind})"
 
     return f"{one(p)} / {one(o)} tokens"
+
+
+def engine_text(engine: Engine) -> str:
+    """``name: t(b) description`` for a human line, the name once: a roofline engine's batch time already
+    begins with it (``roofline Llama-3.1-8B on 1 x H100-SXM5-80GB (compute ...)``)."""
+    bt = engine.batch_time.describe()
+    if not engine.name or bt.startswith(engine.name):
+        return bt
+    return f"{engine.name}: {bt}"

@@ -191,3 +191,34 @@ def test_report_with_a_roofline_engine(capsys, tmp_path):
 def test_report_roofline_bad_input(capsys, tmp_path, argv, needle):
     assert_one_line(["report", "--quick", "--out", str(tmp_path / "rep"), *argv], capsys, needle)
     assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("command,argv,needle", [
+    ("capacity", ["--input-len", "-3"], "--input-len=-3"),
+    ("capacity", ["--output-len", "0"], "--output-len=0"),
+    ("capacity", ["--tensor-parallel-size", "0"], "--tensor-parallel-size=0"),
+    ("capacity", ["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization=1.5"),
+    ("capacity", ["--gpu-memory-utilization", "nan"], "--gpu-memory-utilization=nan"),
+    ("capacity", ["--gpu-memory-gib", "-1"], "--gpu-memory-gib=-1"),
+    ("capacity", ["--max-num-seqs", "0"], "--max-num-seqs=0"),
+    ("capacity", ["--max-num-batched-tokens", "-1"], "--max-num-batched-tokens=-1"),
+    ("capacity", ["--kv-capacity", "0"], "--kv-capacity=0"),
+    ("check", ["--tensor-parallel-size", "0", "--load", "0.5"], "--tensor-parallel-size=0"),
+    ("check", ["--gpu-memory-utilization", "2", "--load", "0.5"], "--gpu-memory-utilization=2"),
+    ("region", ["--tensor-parallel-size", "0"], "--tensor-parallel-size=0"),
+    ("simulate", ["--gpu-memory-utilization", "0", "--horizon", "5"], "--gpu-memory-utilization=0"),
+])
+def test_roofline_bad_values_name_the_flag(capsys, command, argv, needle):
+    """A bad value checked by the roofline (below the CLI) names the flag that set it, not the Python
+    parameter (``tensor_parallel_size=0`` was printed for ``--tensor-parallel-size 0``)."""
+    assert_one_line([command, "--model", "Llama-3.1-8B", "--gpu", "H100", *argv], capsys, needle)
+
+
+def test_roofline_engine_named_once(capsys):
+    """simulate and region print the roofline engine's name once (it was 'roofline X on 1 x G: roofline X on
+    1 x G (compute ...)')."""
+    for argv in (["simulate", "--load", "0.5", "--horizon", "5", "--policy", "sarathi"], ["region"]):
+        rc, out, _ = run_cli([*argv, "--model", "Llama-3.1-8B", "--gpu", "H100"], capsys)
+        assert rc == 0 and out.count("roofline Llama-3.1-8B on 1 x H100-SXM5-80GB") == 1
+    rc, out, _ = run_cli(["region", "--k-max", "100", "--b-max", "128"], capsys)
+    assert rc == 0 and "paper-codellama34b-a100: t(b) = 11.28 ms" in out

@@ -2,7 +2,31 @@
 ``--model-config``): the model facts with close-name suggestions, and the roofline engine."""
 from __future__ import annotations
 
+import contextlib
+
 FORMS = ("staircase", "piecewise-linear", "affine")
+
+#: the roofline's Python parameter names -> the flags that set them (an error raised below the CLI names the flag)
+FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "tensor_parallel_size": "--tensor-parallel-size",
+         "gpu_memory_utilization": "--gpu-memory-utilization",
+         "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+         "kv_capacity_tokens": "--kv-capacity", "block_size": "--block-size", "tp": "--tensor-parallel-size"}
+
+
+@contextlib.contextmanager
+def named_by_flag(extra=None):
+    """Re-raise a :class:`~fluidq.errors.ParameterError` of the roofline's Python names under the flag that
+    set the value (``tensor_parallel_size=0`` -> ``--tensor-parallel-size=0``); ``extra`` adds names (a value
+    the GPU table gave, such as its memory, keeps its Python name unless the user's flag set it)."""
+    from ...errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        flag = {**FLAGS, **(extra or {})}.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
 def add_roofline_args(p, *, tp: bool = True) -> None:
@@ -72,12 +96,13 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     from ...models import kv_capacity_estimate, load_gpu
 
     model = model_from_args(args)
-    rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
-    if kv_capacity is None:
-        kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib,
-                                           gpu_memory_utilization=args.gpu_memory_utilization,
-                                           tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=b_max,
-                                           max_num_seqs=k_max or 256).tokens
+    with named_by_flag():
+        rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
+        if kv_capacity is None:
+            kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib,
+                                               gpu_memory_utilization=args.gpu_memory_utilization,
+                                               tensor_parallel_size=args.tensor_parallel_size,
+                                               max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens
     bt = rf.context_aware()
     note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
             "tokens; a roofline estimate (docs/reference/roofline.md)")
