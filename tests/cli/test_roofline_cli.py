@@ -222,3 +222,16 @@ def test_roofline_engine_named_once(capsys):
         assert rc == 0 and out.count("roofline Llama-3.1-8B on 1 x H100-SXM5-80GB") == 1
     rc, out, _ = run_cli(["region", "--k-max", "100", "--b-max", "128"], capsys)
     assert rc == 0 and "paper-codellama34b-a100: t(b) = 11.28 ms" in out
+
+
+@pytest.mark.parametrize("command,has_kv", [("region", False), ("report", False), ("check", True),
+                                             ("simulate", True), ("capacity", True)])
+def test_gpu_help_offers_kv_capacity_only_where_it_exists(capsys, command, has_kv):
+    """--gpu's help said 'or --kv-capacity' on region and report, which have no such option."""
+    from fluidq.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if hasattr(a, "choices") and isinstance(a.choices, dict)).choices[command]
+    text = " ".join(sub.format_help().split())
+    assert ("--kv-capacity" in sub._option_string_actions) == has_kv
+    assert ("an estimate, or --kv-capacity" in text) == has_kv

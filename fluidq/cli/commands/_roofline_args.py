@@ -34,11 +34,12 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
     ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
     model name, checked in :func:`check_model_option`."""
     r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
+    kv_flag = "--kv-capacity" in p._option_string_actions  # region and report have none: not offered there
     r.add_argument("--gpu", default=None, metavar="NAME",
                    help="a GPU of `fluidq gpus`: with --model NAME or --model-config, the engine is the calibrated "
                         "roofline batch time (context-aware: t(b) + s kv), its KV cache vLLM's memory "
-                        "planner (an estimate, or --kv-capacity), --max-num-seqs 256 and --max-num-batched-tokens "
-                        "2048 unless given (vLLM's defaults)")
+                        f"planner (an estimate{', or --kv-capacity' if kv_flag else ''}), --max-num-seqs 256 and "
+                        "--max-num-batched-tokens 2048 unless given (vLLM's defaults)")
     r.add_argument("--model-config", default=None, metavar="JSON",
                    help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
     if tp:
