@@ -52,3 +52,14 @@ def test_without_the_flag_outputs_stay_geometric(capsys):
 ])
 def test_fixed_output_bad_input(capsys, argv, needles):
     assert_one_line(["dtmc", "--rate", "5", "--prompt", "16", *ENG, "--fixed-output", *argv], capsys, *needles)
+
+
+def test_adaptive_rounds_are_announced_as_such(capsys):
+    """A round of 100,000 states or more is announced as the adaptive chain's growth, not as a box of
+    --max-prefill/--max-decode flags with the count chain's CPU estimate (which said 0.8 s for a 500,000-state
+    round that took 18 s)."""
+    rc, out, err = run_cli(["dtmc", "--policy", "orca", "--rate", "16.07", "--output", "4", "--fixed-output",
+                            "--max-states", "110000", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["result"]["n_states"] <= 110_000
+    assert "growing the adaptive chain to 101,440 states" in err and "GiB" in err
+    assert "--max-decode" not in err and "CPU-s" not in err
