@@ -220,6 +220,8 @@ def test_roofline_engine_named_once(capsys):
     for argv in (["simulate", "--load", "0.5", "--horizon", "5", "--policy", "sarathi"], ["region"]):
         rc, out, _ = run_cli([*argv, "--model", "Llama-3.1-8B", "--gpu", "H100"], capsys)
         assert rc == 0 and out.count("roofline Llama-3.1-8B on 1 x H100-SXM5-80GB") == 1
+        if argv[0] == "simulate":  # the KV cache with thousands separators, as every count a person reads
+            assert "KV 459,328 tokens" in out
     rc, out, _ = run_cli(["region", "--k-max", "100", "--b-max", "128"], capsys)
     assert rc == 0 and "paper-codellama34b-a100: t(b) = 11.28 ms" in out
 
