@@ -237,3 +237,23 @@ def test_gpu_help_offers_kv_capacity_only_where_it_exists(capsys, command, has_k
     text = " ".join(sub.format_help().split())
     assert ("--kv-capacity" in sub._option_string_actions) == has_kv
     assert ("an estimate, or --kv-capacity" in text) == has_kv
+
+
+def test_gpu_memory_gib_sizes_the_roofline_cache_on_check_and_simulate(capsys):
+    """check and simulate --gpu read --gpu-memory-gib as capacity --gpu does (they refused it as 'read only with
+    --profile-dir', so the three commands could not be asked about the same 40 GiB card)."""
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--json"],
+                         capsys)
+    kv = json.loads(out)["inputs"]["kv_capacity_tokens"]
+    assert rc == 0 and kv < 459_328  # the table's 80 GiB gives 459,328
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--load", "0.5",
+                          "--policy", "sarathi"], capsys)
+    assert rc == 0 and f"KV cache {kv:,} tokens" in out
+    rc, out, _ = run_cli(["simulate", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--load",
+                          "0.5", "--policy", "sarathi", "--horizon", "5"], capsys)
+    assert rc == 0 and f"KV {kv:,} tokens" in out
+    assert_one_line(["check", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "-4", "--load", "0.5"],
+                    capsys, "--gpu-memory-gib=-4")
+    assert_one_line(["check", "--gpu-memory-gib", "40", "--load", "0.5"], capsys, "--profile-dir or --gpu")
+    assert_one_line(["capacity", "--gpu-memory-gib", "40"], capsys, "--profile-dir or --gpu")
+    assert_one_line(["capacity", "--tensor-parallel-size", "2"], capsys, "--profile-dir or --gpu")

@@ -97,10 +97,11 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     from ...models import kv_capacity_estimate, load_gpu
 
     model = model_from_args(args)
-    with named_by_flag():
+    gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
+    with named_by_flag(None if gib is None else {"gpu_memory_gib": "--gpu-memory-gib"}):
         rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
         if kv_capacity is None:
-            kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib,
+            kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib if gib is None else gib,
                                                gpu_memory_utilization=args.gpu_memory_utilization,
                                                tensor_parallel_size=args.tensor_parallel_size,
                                                max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens

@@ -246,7 +246,8 @@ def run(args):
         if v != default:
             from .. import CliError
 
-            raise CliError(f"{opt} is read only with --profile-dir (it would be ignored)")
+            also = opt in ("--gpu-memory-gib", "--gpu-memory-utilization", "--block-size", "--tensor-parallel-size")
+            raise CliError(f"{opt} is read only with --profile-dir{' or --gpu' if also else ''} (it would be ignored)")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
