@@ -63,3 +63,15 @@ def test_adaptive_rounds_are_announced_as_such(capsys):
     assert rc == 0 and json.loads(out)["result"]["n_states"] <= 110_000
     assert "growing the adaptive chain to 101,440 states" in err and "GiB" in err
     assert "--max-decode" not in err and "CPU-s" not in err
+
+
+@pytest.mark.parametrize("policy,advice", [("sarathi", "drop --fixed-output"),
+                                           ("orca", "drop --max-prefill/--max-decode (Orca: the adaptive chain)")])
+def test_too_large_fixed_output_chain_is_refused_in_flags(capsys, policy, advice):
+    """The size refusal of a fixed-output chain names the flags and gives the command line's way out (it said
+    'max_prefill/max_decode/output_tokens=...' and 'pass max_decode=None' / 'use a Geometric fit with
+    fluidq.build_dtmc')."""
+    err = assert_one_line(["dtmc", "--policy", policy, "--rate", "5", "--output", "8", "--fixed-output",
+                           "--max-prefill", "20", "--max-decode", "30"], capsys,
+                          "--max-prefill/--max-decode/--output=(20, 30, 8)", "--max-states 500,000", advice)
+    assert "fluidq.build_dtmc" not in err and "max_decode=None" not in err

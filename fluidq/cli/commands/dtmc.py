@@ -22,7 +22,13 @@ DEFAULT_MAX_STATES = 500_000
 _FLAGS = {"max_prefill/max_decode": "--max-prefill/--max-decode", "max_prefill": "--max-prefill",
           "max_decode": "--max-decode", "max_states": "--max-states", "prompt_tokens": "--prompt",
           "output_tokens": "--output", "workload.arrival_rate_per_s": "--rate", "engine.b_max": "--b-max",
-          "tolerance": "--tolerance", "k_max": "--k-max"}
+          "tolerance": "--tolerance", "k_max": "--k-max",
+          "max_prefill/max_decode/output_tokens": "--max-prefill/--max-decode/--output"}
+
+#: the library's advice in Python -> the same on this command line (the fixed-output chains' size refusals)
+_HINTS = {"pass max_decode=None": "drop --max-prefill/--max-decode (Orca: the adaptive chain)",
+          "use a Geometric fit with fluidq.build_dtmc": "drop --fixed-output (geometric outputs of the same mean)",
+          "lower max_decode or max_prefill": "lower --max-decode or --max-prefill", "max_states=": "--max-states "}
 
 
 #: a method's name in human output
@@ -58,7 +64,11 @@ def _renamed(exc):
     flag = _FLAGS.get(exc.name)
     if flag is None:
         return exc
-    return ParameterError(flag, exc.value, exc.expected, exc.hint)
+    expected, hint = exc.expected, exc.hint
+    for py, cli in _HINTS.items():
+        expected = expected.replace(py, cli)
+        hint = None if hint is None else hint.replace(py, cli)
+    return ParameterError(flag, exc.value, expected, hint)
 
 
 def register(sub):
