@@ -257,3 +257,18 @@ def test_gpu_memory_gib_sizes_the_roofline_cache_on_check_and_simulate(capsys):
     assert_one_line(["check", "--gpu-memory-gib", "40", "--load", "0.5"], capsys, "--profile-dir or --gpu")
     assert_one_line(["capacity", "--gpu-memory-gib", "40"], capsys, "--profile-dir or --gpu")
     assert_one_line(["capacity", "--tensor-parallel-size", "2"], capsys, "--profile-dir or --gpu")
+
+
+def test_extrapolated_sync_is_said(capsys):
+    """Tensor parallelism on a link outside the two NVLink bandwidths the sync term is calibrated between (a
+    PCIe L40S: 106.8 us per ring step, most of a TP-4 decode iteration) is said to be an unmeasured
+    extrapolation; on the H100's NVLink, and at TP 1, nothing is added."""
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "L40S", "--tensor-parallel-size", "4"], capsys)
+    assert rc == 0 and "sync            the all-reduce sync on PCIe 4.0 x16 (32 GB/s) is 106.8 us per ring step" in out
+    assert "extrapolated" in out and "unmeasured" in out
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-70B", "--gpu", "L40S", "--tensor-parallel-size", "4",
+                          "--load", "0.5", "--policy", "sarathi"], capsys)
+    assert rc == 0 and "extrapolated" in out
+    for argv in (["Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "4"], ["Llama-3.1-8B", "--gpu", "L40S"]):
+        rc, out, _ = run_cli(["capacity", "--model", *argv], capsys)
+        assert rc == 0 and "extrapolated" not in out

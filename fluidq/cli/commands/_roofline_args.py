@@ -53,6 +53,23 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
             a.help += "; with --gpu: a model of `fluidq models list`"
 
 
+#: the link bandwidths (GB/s) the sync term is calibrated between: Splitwise's DGX-A100 (NVLink 3) and DGX-H100
+#: (NVLink 4) profiles, the only tensor-parallel profiles shipped (docs/reference/roofline.md, Limitations)
+CALIBRATED_LINKS_GBPS = (300.0, 450.0)
+
+
+def sync_note(gpu, tensor_parallel_size: int, sync_step_us: float) -> str | None:
+    """A line saying that the tensor-parallel sync is extrapolated, when it is: ``tp > 1`` on a link outside the
+    two NVLink bandwidths it is calibrated between (a PCIe GPU's 32-64 GB/s makes it 5-9 times the A100's)."""
+    lo, hi = CALIBRATED_LINKS_GBPS
+    if tensor_parallel_size <= 1 or lo <= gpu.link_bandwidth_gbps <= hi:
+        return None
+    return (f"the all-reduce sync on {gpu.interconnect} ({gpu.link_bandwidth_gbps:g} GB/s) is {sync_step_us:.4g} us per "
+            f"ring step, {2 * (tensor_parallel_size - 1) * sync_step_us:.4g} us per all-reduce (2 per layer): "
+            f"extrapolated from the {lo:g}-{hi:g} GB/s NVLink profiles it is calibrated on, unmeasured "
+            "(docs/reference/roofline.md, Limitations)")
+
+
 def check_model_option(args) -> None:
     """Without ``--gpu``: ``--model`` is a batch-time form, ``--model-config`` is refused."""
     from ...errors import ParameterError
@@ -108,6 +125,9 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     bt = rf.context_aware()
     note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
             "tokens; a roofline estimate (docs/reference/roofline.md)")
+    sync = sync_note(rf.gpu, rf.tensor_parallel_size, rf.sync_step_us)
+    if sync:
+        note += f"; {sync}"
     return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
                   name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note
 
