@@ -295,10 +295,8 @@ def _announce_adaptive(caps, size):
     estimate does not apply (measured: 500,000 states took 18 s to build where that estimate says 0.8 s)."""
     import sys
 
-    from ...dtmc.sizing import _gib
-
     print(f"fluidq dtmc: growing the adaptive chain to {size.states:,} states (up to {caps[1]:,} decoders; "
-          f"--max-states caps the growth): up to about {_gib(size.bytes)} of memory (estimated)",
+          f"--max-states caps the growth): up to about {size.bytes / 2**30:.3g} GiB of memory (estimated)",
           file=sys.stderr, flush=True)
 
 
