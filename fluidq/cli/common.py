@@ -552,7 +552,13 @@ def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
             input_file(option, name, what="trace")
         else:
             input_file(option, name, what="trace")
-    w = Workload.from_trace(name, rate_per_s=rate_per_s)
+    try:
+        w = Workload.from_trace(name, rate_per_s=rate_per_s)
+    except DataError as exc:  # the loader names the file; the line names the option too
+        msg = str(exc)
+        if msg.startswith(option):
+            raise
+        raise DataError(f"{option} {msg}" if msg.startswith(str(name)) else f"{option} {name}: {msg}") from None
     bad = w.trace.out_of_order if w.trace is not None else None
     if bad is not None and Path(str(name)).is_file():
         n1, n0, gap = bad
@@ -660,3 +666,12 @@ def lengths_text(workload) -> str:
         return f"mean {fmt_tokens(x.mean)} ({kind})"
 
     return f"{one(p)} / {one(o)} tokens"
+
+
+def engine_text(engine: Engine) -> str:
+    """``name: t(b) description`` for a human line, the name once: a roofline engine's batch time already
+    begins with it (``roofline Llama-3.1-8B on 1 x H100-SXM5-80GB (compute ...)``)."""
+    bt = engine.batch_time.describe()
+    if not engine.name or bt.startswith(engine.name):
+        return bt
+    return f"{engine.name}: {bt}"

@@ -176,3 +176,17 @@ def test_pars_with_empty_prompts_prints_no_nan(tmp_path, capsys):
     import json
     doc = json.loads(out)  # strict JSON: NaN would not even parse with allow_nan=False below
     json.dumps(doc, allow_nan=False)
+
+
+@pytest.mark.parametrize("argv", [["check"], ["capacity"], ["simulate", "--horizon", "5"], ["region"],
+                                  ["latency", "--horizon", "5"], ["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100"]],
+                         ids=lambda a: "-".join(a[:1] + a[2:3]))
+@pytest.mark.parametrize("text", ["", "foo,bar\n1,2\n"], ids=["empty", "bad header"])
+def test_trace_content_errors_name_the_option(argv, text, tmp_path, capsys):
+    """A trace whose contents the loader refuses is named with its option (the line was 'empty.csv: the
+    file is empty', naming the file but not --trace)."""
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    rc, out, err = run([*argv, "--trace", str(p)], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "internal error" not in err, err
+    assert f"--trace {p}" in err, err

@@ -191,3 +191,84 @@ def test_report_with_a_roofline_engine(capsys, tmp_path):
 def test_report_roofline_bad_input(capsys, tmp_path, argv, needle):
     assert_one_line(["report", "--quick", "--out", str(tmp_path / "rep"), *argv], capsys, needle)
     assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("command,argv,needle", [
+    ("capacity", ["--input-len", "-3"], "--input-len=-3"),
+    ("capacity", ["--output-len", "0"], "--output-len=0"),
+    ("capacity", ["--tensor-parallel-size", "0"], "--tensor-parallel-size=0"),
+    ("capacity", ["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization=1.5"),
+    ("capacity", ["--gpu-memory-utilization", "nan"], "--gpu-memory-utilization=nan"),
+    ("capacity", ["--gpu-memory-gib", "-1"], "--gpu-memory-gib=-1"),
+    ("capacity", ["--max-num-seqs", "0"], "--max-num-seqs=0"),
+    ("capacity", ["--max-num-batched-tokens", "-1"], "--max-num-batched-tokens=-1"),
+    ("capacity", ["--kv-capacity", "0"], "--kv-capacity=0"),
+    ("check", ["--tensor-parallel-size", "0", "--load", "0.5"], "--tensor-parallel-size=0"),
+    ("check", ["--gpu-memory-utilization", "2", "--load", "0.5"], "--gpu-memory-utilization=2"),
+    ("region", ["--tensor-parallel-size", "0"], "--tensor-parallel-size=0"),
+    ("simulate", ["--gpu-memory-utilization", "0", "--horizon", "5"], "--gpu-memory-utilization=0"),
+])
+def test_roofline_bad_values_name_the_flag(capsys, command, argv, needle):
+    """A bad value checked by the roofline (below the CLI) names the flag that set it, not the Python
+    parameter (``tensor_parallel_size=0`` was printed for ``--tensor-parallel-size 0``)."""
+    assert_one_line([command, "--model", "Llama-3.1-8B", "--gpu", "H100", *argv], capsys, needle)
+
+
+def test_roofline_engine_named_once(capsys):
+    """simulate and region print the roofline engine's name once (it was 'roofline X on 1 x G: roofline X on
+    1 x G (compute ...)')."""
+    for argv in (["simulate", "--load", "0.5", "--horizon", "5", "--policy", "sarathi"], ["region"]):
+        rc, out, _ = run_cli([*argv, "--model", "Llama-3.1-8B", "--gpu", "H100"], capsys)
+        assert rc == 0 and out.count("roofline Llama-3.1-8B on 1 x H100-SXM5-80GB") == 1
+        if argv[0] == "simulate":  # the KV cache with thousands separators, as every count a person reads
+            assert "KV 459,328 tokens" in out
+    rc, out, _ = run_cli(["region", "--k-max", "100", "--b-max", "128"], capsys)
+    assert rc == 0 and "paper-codellama34b-a100: t(b) = 11.28 ms" in out
+
+
+@pytest.mark.parametrize("command,has_kv", [("region", False), ("report", False), ("check", True),
+                                             ("simulate", True), ("capacity", True)])
+def test_gpu_help_offers_kv_capacity_only_where_it_exists(capsys, command, has_kv):
+    """--gpu's help said 'or --kv-capacity' on region and report, which have no such option."""
+    from fluidq.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if hasattr(a, "choices") and isinstance(a.choices, dict)).choices[command]
+    text = " ".join(sub.format_help().split())
+    assert ("--kv-capacity" in sub._option_string_actions) == has_kv
+    assert ("an estimate, or --kv-capacity" in text) == has_kv
+
+
+def test_gpu_memory_gib_sizes_the_roofline_cache_on_check_and_simulate(capsys):
+    """check and simulate --gpu read --gpu-memory-gib as capacity --gpu does (they refused it as 'read only with
+    --profile-dir', so the three commands could not be asked about the same 40 GiB card)."""
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--json"],
+                         capsys)
+    kv = json.loads(out)["inputs"]["kv_capacity_tokens"]
+    assert rc == 0 and kv < 459_328  # the table's 80 GiB gives 459,328
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--load", "0.5",
+                          "--policy", "sarathi"], capsys)
+    assert rc == 0 and f"KV cache {kv:,} tokens" in out
+    rc, out, _ = run_cli(["simulate", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "40", "--load",
+                          "0.5", "--policy", "sarathi", "--horizon", "5"], capsys)
+    assert rc == 0 and f"KV {kv:,} tokens" in out
+    assert_one_line(["check", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpu-memory-gib", "-4", "--load", "0.5"],
+                    capsys, "--gpu-memory-gib=-4")
+    assert_one_line(["check", "--gpu-memory-gib", "40", "--load", "0.5"], capsys, "--profile-dir or --gpu")
+    assert_one_line(["capacity", "--gpu-memory-gib", "40"], capsys, "--profile-dir or --gpu")
+    assert_one_line(["capacity", "--tensor-parallel-size", "2"], capsys, "--profile-dir or --gpu")
+
+
+def test_extrapolated_sync_is_said(capsys):
+    """Tensor parallelism on a link outside the two NVLink bandwidths the sync term is calibrated between (a
+    PCIe L40S: 106.8 us per ring step, most of a TP-4 decode iteration) is said to be an unmeasured
+    extrapolation; on the H100's NVLink, and at TP 1, nothing is added."""
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "L40S", "--tensor-parallel-size", "4"], capsys)
+    assert rc == 0 and "sync            the all-reduce sync on PCIe 4.0 x16 (32 GB/s) is 106.8 us per ring step" in out
+    assert "extrapolated" in out and "unmeasured" in out
+    rc, out, _ = run_cli(["check", "--model", "Llama-3.1-70B", "--gpu", "L40S", "--tensor-parallel-size", "4",
+                          "--load", "0.5", "--policy", "sarathi"], capsys)
+    assert rc == 0 and "extrapolated" in out
+    for argv in (["Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "4"], ["Llama-3.1-8B", "--gpu", "L40S"]):
+        rc, out, _ = run_cli(["capacity", "--model", *argv], capsys)
+        assert rc == 0 and "extrapolated" not in out

@@ -21,7 +21,8 @@ def add_profile_dir_args(p) -> None:
                         "(an estimate from --gpu-memory-gib and --gpu-memory-utilization); see also "
                         "`fluidq capacity --profile-dir` for pipeline and data parallel layouts")
     g.add_argument("--gpu-memory-gib", type=float, default=None,
-                   help="with --profile-dir: one GPU's memory, GiB (default: the folder's peer_sim_config.json)")
+                   help="with --profile-dir or --gpu: one GPU's memory, GiB, for vLLM's KV-cache planner (default: "
+                        "the folder's peer_sim_config.json, or the GPU table's)")
     g.add_argument("--block-size", type=int, default=16, help="with --profile-dir: vLLM's --block-size (default 16)")
     add_link_args(g, "with --profile-dir and --tensor-parallel-size > 1")
 
@@ -40,12 +41,16 @@ def add_link_args(g, when: str) -> None:
 
 
 def reject_profile_dir_flags(args) -> None:
-    """Without ``--profile-dir``: its own flags would be ignored, so they are refused by name."""
+    """Without ``--profile-dir``: its own flags would be ignored, so they are refused by name (``--gpu-memory-gib``
+    is read with ``--gpu`` too: the roofline engine's KV cache is planned on it)."""
     from .. import CliError
 
     for flag, dest, default in _OWN:
+        if flag == "--gpu-memory-gib" and getattr(args, "gpu", None) is not None:
+            continue
         if getattr(args, dest) != default:
-            raise CliError(f"{flag} is read only with --profile-dir (it would be ignored)")
+            where = "--profile-dir or --gpu" if flag == "--gpu-memory-gib" else "--profile-dir"
+            raise CliError(f"{flag} is read only with {where} (it would be ignored)")
 
 
 def profile_dir_engine(args):

@@ -2,7 +2,31 @@
 ``--model-config``): the model facts with close-name suggestions, and the roofline engine."""
 from __future__ import annotations
 
+import contextlib
+
 FORMS = ("staircase", "piecewise-linear", "affine")
+
+#: the roofline's Python parameter names -> the flags that set them (an error raised below the CLI names the flag)
+FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "tensor_parallel_size": "--tensor-parallel-size",
+         "gpu_memory_utilization": "--gpu-memory-utilization",
+         "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
+         "kv_capacity_tokens": "--kv-capacity", "block_size": "--block-size", "tp": "--tensor-parallel-size"}
+
+
+@contextlib.contextmanager
+def named_by_flag(extra=None):
+    """Re-raise a :class:`~fluidq.errors.ParameterError` of the roofline's Python names under the flag that
+    set the value (``tensor_parallel_size=0`` -> ``--tensor-parallel-size=0``); ``extra`` adds names (a value
+    the GPU table gave, such as its memory, keeps its Python name unless the user's flag set it)."""
+    from ...errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        flag = {**FLAGS, **(extra or {})}.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
 def add_roofline_args(p, *, tp: bool = True) -> None:
@@ -10,11 +34,12 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
     ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
     model name, checked in :func:`check_model_option`."""
     r = p.add_argument_group("a deployment without profiles: a roofline estimate from the model and the GPU table")
+    kv_flag = "--kv-capacity" in p._option_string_actions  # region and report have none: not offered there
     r.add_argument("--gpu", default=None, metavar="NAME",
                    help="a GPU of `fluidq gpus`: with --model NAME or --model-config, the engine is the calibrated "
                         "roofline batch time (context-aware: t(b) + s kv), its KV cache vLLM's memory "
-                        "planner (an estimate, or --kv-capacity), --max-num-seqs 256 and --max-num-batched-tokens "
-                        "2048 unless given (vLLM's defaults)")
+                        f"planner (an estimate{', or --kv-capacity' if kv_flag else ''}), --max-num-seqs 256 and "
+                        "--max-num-batched-tokens 2048 unless given (vLLM's defaults)")
     r.add_argument("--model-config", default=None, metavar="JSON",
                    help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
     if tp:
@@ -26,6 +51,23 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
             a.choices = None
             a.metavar = "FORM|NAME"
             a.help += "; with --gpu: a model of `fluidq models list`"
+
+
+#: the link bandwidths (GB/s) the sync term is calibrated between: Splitwise's DGX-A100 (NVLink 3) and DGX-H100
+#: (NVLink 4) profiles, the only tensor-parallel profiles shipped (docs/reference/roofline.md, Limitations)
+CALIBRATED_LINKS_GBPS = (300.0, 450.0)
+
+
+def sync_note(gpu, tensor_parallel_size: int, sync_step_us: float) -> str | None:
+    """A line saying that the tensor-parallel sync is extrapolated, when it is: ``tp > 1`` on a link outside the
+    two NVLink bandwidths it is calibrated between (a PCIe GPU's 32-64 GB/s makes it 5-9 times the A100's)."""
+    lo, hi = CALIBRATED_LINKS_GBPS
+    if tensor_parallel_size <= 1 or lo <= gpu.link_bandwidth_gbps <= hi:
+        return None
+    return (f"the all-reduce sync on {gpu.interconnect} ({gpu.link_bandwidth_gbps:g} GB/s) is {sync_step_us:.4g} us per "
+            f"ring step, {2 * (tensor_parallel_size - 1) * sync_step_us:.4g} us per all-reduce (2 per layer): "
+            f"extrapolated from the {lo:g}-{hi:g} GB/s NVLink profiles it is calibrated on, unmeasured "
+            "(docs/reference/roofline.md, Limitations)")
 
 
 def check_model_option(args) -> None:
@@ -72,15 +114,20 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     from ...models import kv_capacity_estimate, load_gpu
 
     model = model_from_args(args)
-    rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
-    if kv_capacity is None:
-        kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib,
-                                           gpu_memory_utilization=args.gpu_memory_utilization,
-                                           tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=b_max,
-                                           max_num_seqs=k_max or 256).tokens
+    gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
+    with named_by_flag(None if gib is None else {"gpu_memory_gib": "--gpu-memory-gib"}):
+        rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
+        if kv_capacity is None:
+            kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib if gib is None else gib,
+                                               gpu_memory_utilization=args.gpu_memory_utilization,
+                                               tensor_parallel_size=args.tensor_parallel_size,
+                                               max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens
     bt = rf.context_aware()
     note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
             "tokens; a roofline estimate (docs/reference/roofline.md)")
+    sync = sync_note(rf.gpu, rf.tensor_parallel_size, rf.sync_step_us)
+    if sync:
+        note += f"; {sync}"
     return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
                   name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note
 

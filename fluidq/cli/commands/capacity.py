@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
-from ._roofline_args import add_roofline_args, check_model_option, model_from_args
+from ._roofline_args import add_roofline_args, check_model_option, model_from_args, named_by_flag, sync_note
 from ._profile_dir_args import add_link_args
 from ..common import (
     add_engine_args,
@@ -98,12 +98,14 @@ def _roofline(args):
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
-    res = predict_roofline_deployment(
-        model, _gpu(args.gpu), input_tokens=lengths[0], output_tokens=lengths[1],
-        tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
-        max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
-        gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-        block_size=args.block_size)
+    gpu = _gpu(args.gpu)
+    with named_by_flag({"gpu_memory_gib": "--gpu-memory-gib"} if args.gpu_memory_gib is not None else None):
+        res = predict_roofline_deployment(
+            model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
+            tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
+            max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
+            gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+            block_size=args.block_size)
     i = res.inputs
     lines = [f"deployment      {i['model']} on {i['tensor_parallel_size']} x {i['gpu']} (roofline batch time)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
@@ -114,6 +116,9 @@ def _roofline(args):
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
              f"why             {_limits_in_words(res.reason, res.limits)}"]
+    sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
+    if sync:
+        lines.insert(-1, f"sync            {sync}")
     emit(args, res, "\n".join(lines))
     return 0
 
@@ -245,7 +250,8 @@ def run(args):
         if v != default:
             from .. import CliError
 
-            raise CliError(f"{opt} is read only with --profile-dir (it would be ignored)")
+            also = opt in ("--gpu-memory-gib", "--gpu-memory-utilization", "--block-size", "--tensor-parallel-size")
+            raise CliError(f"{opt} is read only with --profile-dir{' or --gpu' if also else ''} (it would be ignored)")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival

@@ -10,6 +10,7 @@ from ._roofline_args import add_roofline_args, engine_for_command
 from ..common import (
     add_engine_args,
     add_workload_args,
+    engine_text,
     counted,
     fit_json,
     fit_lines,
@@ -192,7 +193,7 @@ def run(args):
         result["fit"] = fit_json(args)
     if note:
         result["roofline"] = note
-    lines = [f"engine          {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}, "
+    lines = [f"engine          {engine_text(engine)}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
              *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []),
              f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",

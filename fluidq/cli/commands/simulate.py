@@ -17,6 +17,7 @@ from .. import CliError, emit
 from ..common import (
     add_engine_args,
     add_workload_args,
+    engine_text,
     fit_json,
     fit_lines,
     fmt_tokens,
@@ -274,9 +275,9 @@ def run(args):
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
                  f"m_p={fmt_tokens(base.mean_prompt_tokens)}, m_d={fmt_tokens(base.mean_output_tokens)}")
         out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
-    lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
+    lines = [f"engine    {engine_text(engine)}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
-             + (f", KV {engine.kv_capacity_tokens} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
+             + (f", KV {engine.kv_capacity_tokens:,} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
