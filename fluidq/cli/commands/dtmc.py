@@ -215,7 +215,8 @@ def _run(args):
                                       max_states=args.max_states, method=args.solver,
                                       announce=_announce_adaptive if args.fixed_output else _announce)
         if "adaptive" in chain.inputs:  # a set of states, not a box: its caps are no flags to give back
-            caps_note = f"grown for this load (no --max-prefill/--max-decode): {'; '.join(notes)}"
+            verb = "grown" if chain.n_states > 1 else "chosen"  # (an unservable load: the empty state only)
+            caps_note = f"{verb} for this load (no --max-prefill/--max-decode): {'; '.join(notes)}"
         else:
             caps_note = (f"chosen for this load (no --max-prefill/--max-decode): {'; '.join(notes)}; final caps "
                          f"--max-prefill {chain.caps['max_prefill']}, --max-decode {chain.caps['max_decode']}")
