@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import integer
+from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer
 from ..engine import Engine
-from ..errors import FluidqError, ParameterError
+from ..errors import ExtrapolationError, ParameterError
 from ..results import Result, plain
 from ..workload import Workload
 
@@ -82,7 +82,9 @@ def capacity_vs_bmax(engine: Engine, workload: Workload | None = None, *, b_max_
     workload : Workload, optional
         Adds requests/s and the offered load.
     b_max_values : sequence of int, optional
-        Budgets to evaluate (each >= 1); by default 96 budgets from 16 to ``4 b_max``.
+        Budgets to evaluate (at least one; each an integer in ``1..2**24``, the largest ``b_max`` an
+        :class:`Engine` takes); by default 96 budgets from 16 to ``4 b_max``.  Any other error of the
+        analysis is raised, not turned into NaN.
 
     Returns
     -------
@@ -97,12 +99,16 @@ def capacity_vs_bmax(engine: Engine, workload: Workload | None = None, *, b_max_
     if b_max_values is None:
         values = [int(b) for b in np.unique(np.linspace(16, 4 * engine.b_max, 96).astype(int))]
     else:
-        values = [integer("b_max_values", b, minimum=1) for b in np.atleast_1d(b_max_values).tolist()]
+        given = np.atleast_1d(np.asarray(b_max_values, dtype=object)).tolist()
+        if not given:
+            raise ParameterError("b_max_values", b_max_values, "at least one token budget (integers >= 1)",
+                                 "leave it out (None) for 96 budgets from 16 to 4 b_max")
+        values = [integer("b_max_values", b, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY) for b in given]
     caps, reqs = [], []
     for b in values:
         try:
             c = max_throughput(engine.with_(b_max=int(b)), workload)
-        except (FluidqError, ValueError, IndexError):  # a tabulated model may not reach this far: stop there
+        except ExtrapolationError:  # a tabulated model does not reach this far: the curve stops there
             caps.append(float("nan"))
             reqs.append(float("nan"))
             continue

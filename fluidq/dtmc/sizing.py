@@ -26,7 +26,7 @@ from scipy import stats
 
 from ..errors import ParameterError
 from ..results import fmt_load
-from ..workload import Fixed
+from ..workload import Empirical, Fixed
 
 __all__ = ["ANNOUNCE_STATES", "BYTES_PER_ENTRY", "MAX_STATES_LIMIT", "ChainSize", "auto_caps",
            "available_memory_bytes", "check_memory", "chain_states", "fluid_means"]
@@ -198,31 +198,53 @@ def auto_caps(engine, workload, policy, *, tolerance: float = 1e-6, max_states: 
     before each build of at least :data:`ANNOUNCE_STATES` states with the caps ``(max_prefill,
     max_decode)`` and their :class:`ChainSize` (``fluidq dtmc`` prints it).  Orca with ``Fixed`` prompts and
     outputs goes to the adaptive ordered chain (:func:`fluidq.dtmc.ordered.build_ordered_dtmc`), which grows its
-    state set to ``tolerance`` within ``max_states`` and announces its rounds the same way.
+    state set to ``tolerance`` within ``max_states`` and announces its rounds the same way; at a load it cannot
+    serve that chain is not grown (the empty state only: the answer is "unstable" all the same).  Other
+    finite-support lengths (``Fixed`` or ``Empirical`` outputs under other schedulers, ``Empirical`` prompts)
+    raise :class:`ParameterError`: their chain (:func:`fluidq.dtmc.finite.build_finite_dtmc`) grows as
+    ``C(max_decode + output, output)`` and no fluid rule sizes it; give ``max_prefill`` and ``max_decode`` to
+    :func:`fluidq.build_dtmc`.
     """
     from .saturation import saturated_rate
     from .build import _lengths, build_dtmc, scheduler_rules
 
     build_kw = dict(build_kw or {})
     pol, b = scheduler_rules(policy, engine)
-    out = workload.output_tokens
-    if pol.priority == "prefill" and pol.mixed and isinstance(out, Fixed) and out.n > 1 \
-            and isinstance(workload.prompt_tokens, Fixed):  # Orca, fixed lengths: the adaptive ordered chain
-        from .ordered import build_ordered_dtmc
-
-        chain = build_ordered_dtmc(engine, workload, pol, max_prefill=build_kw.get("max_prefill", 40),
-                                   max_decode=None, tolerance=tolerance, max_states=max_states,
-                                   kernel_tol=build_kw.get("kernel_tol", 1e-12), adaptive=True, announce=announce)
-        return chain, chain.solve(method), [f"adaptive ordered chain: {n}" for n in chain.inputs["adaptive"][-1:]]
-    vp, _pp, _q = _lengths(workload, pol, b)
-    J = vp if (vp is not None and pol.chunked and vp > 1) else 1
+    out, prompt = workload.output_tokens, workload.prompt_tokens
+    orca = pol.priority == "prefill" and pol.mixed
+    finite_out = isinstance(out, (Fixed, Empirical)) and not (isinstance(out, Fixed) and out.n == 1)
+    adaptive = orca and isinstance(out, Fixed) and out.n > 1 and isinstance(prompt, Fixed)
+    if not adaptive and (finite_out or isinstance(prompt, Empirical)):
+        # build_dtmc's finite-support (or ordered) chain: decoders per remaining tokens, C(max_decode + v, v)
+        # sequences; no fluid rule sizes that box, so the caller chooses it
+        name, value = ("output_tokens", out) if finite_out else ("prompt_tokens", prompt)
+        raise ParameterError(name, value, f"Geometric outputs and Fixed or Geometric prompts for caps chosen by the "
+                             f"load under {pol.name} (only Orca with Fixed prompts and outputs grows its chain "
+                             "by itself)", "give max_prefill and max_decode to fluidq.build_dtmc (its chain "
+                             "holds the decoders' remaining tokens: C(max_decode + output, output) decode states; "
+                             "start small), or use Geometric outputs of the same mean")
     npf, nd, rho = fluid_means(engine, workload, b)
     lam = workload.arrival_rate_per_s
     offered = lam * (workload.mean_prompt_tokens + workload.mean_output_tokens)
     sat, _how = saturated_rate(engine, workload, pol)
+    # known before any chain is built: at or above what the policy serves under a backlog (or above the
+    # Theorem-2(a) capacity, which bounds it) no caps hold the mass, and the answer is "unstable" whatever they are
     hopeless = sat is not None and offered >= sat or rho >= 1
-    Np, Nd = _initial(npf, 4), _initial(nd, 8)
     notes = [f"fluid estimate: {npf:.3g} requests in prefill, {nd:.3g} decoding (load {fmt_load(rho)} of full batches)"]
+    if adaptive:  # Orca, fixed lengths: the adaptive ordered chain
+        from .ordered import build_ordered_dtmc
+
+        chain = build_ordered_dtmc(engine, workload, pol, max_prefill=build_kw.get("max_prefill", 40),
+                                   max_decode=None, tolerance=tolerance, max_states=1 if hopeless else max_states,
+                                   kernel_tol=build_kw.get("kernel_tol", 1e-12), adaptive=True, announce=announce)
+        if hopeless:
+            notes.append(f"offered {offered:.4g} tokens/s is at or above what {pol.name} serves under a backlog: "
+                         "no states hold the mass, the adaptive chain is not grown (the empty state only)")
+            return chain, chain.solve(method), notes
+        return chain, chain.solve(method), [f"adaptive ordered chain: {n}" for n in chain.inputs["adaptive"][-1:]]
+    vp, _pp, _q = _lengths(workload, pol, b)
+    J = vp if (vp is not None and pol.chunked and vp > 1) else 1
+    Np, Nd = _initial(npf, 4), _initial(nd, 8)
     if hopeless:
         Np, Nd = 4, 8
         notes.append(f"offered {offered:.4g} tokens/s is at or above what {pol.name} serves under a backlog: "

@@ -62,11 +62,19 @@ class SimulatedRegion:
     points : ndarray, shape (n, 2)
         ``midpoint rate * (m_p, m_d)``: the boundary estimate, tokens/s.  The midpoint is taken with the
         bracket's top capped at the engine region's rate on the ray (no scheduler is stable outside it),
-        so no point lies outside the engine's region; ``status`` says where the cap applied.
+        so no point lies outside the engine's region; ``ray_status`` says where the cap applied.
     engine_scale : ndarray
         Each point's ``scale`` in the engine's region (``1`` = on its boundary).
-    status : tuple of str
-        ``find_threshold``'s status per ray.
+    ray_status : tuple of str
+        ``find_threshold``'s status per ray (``"resolved"``, ``"inconclusive"``, ``"unbracketed"``, with
+        ``" (bracket capped at the engine's region)"`` where the cap applied).  Its old name ``status`` still
+        reads it (a property), and ``to_dict()`` keeps the key ``"status"`` (the JSON of ``fluidq region
+        --simulate``).
+
+    Not on :class:`fluidq.results.Result`: the protocol's ``status`` is one :class:`~fluidq.results.Status`,
+    and this result's ``status`` has always been the per-ray tuple; giving it a ``Status`` would change what
+    existing code reads without an error (``sr.status[0]`` would be a letter).  Use ``ray_status``; the class
+    moves onto the base when the old name is retired.
     """
 
     label: str
@@ -75,9 +83,14 @@ class SimulatedRegion:
     high_rate_per_s: np.ndarray
     points: np.ndarray
     engine_scale: np.ndarray
-    status: tuple
+    ray_status: tuple
     engine: Engine = field(repr=False, default=None)
     inputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> tuple:
+        """The old name of :attr:`ray_status` (the per-ray search outcomes), kept so existing code reads it."""
+        return self.ray_status
 
     @property
     def vertices(self) -> np.ndarray:
@@ -88,7 +101,7 @@ class SimulatedRegion:
         return plain({"label": self.label, "request_shapes": self.request_shapes,
                       "low_rate_per_s": self.low_rate_per_s, "high_rate_per_s": self.high_rate_per_s,
                       "points_tokens_per_s": self.points, "engine_scale": self.engine_scale,
-                      "status": list(self.status), "inputs": self.inputs, "method": "simulation (find_threshold)"})
+                      "status": list(self.ray_status), "inputs": self.inputs, "method": "simulation (find_threshold)"})
 
 
 def _rays(n_rays: int, request_tokens: int) -> np.ndarray:
@@ -178,7 +191,7 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
     pts = shapes * mid[:, None]
     scale = np.array([region.scale_of(p) for p in pts])
     return SimulatedRegion(label=str(label), request_shapes=shapes, low_rate_per_s=lows, high_rate_per_s=highs,
-                           points=pts, engine_scale=scale, status=tuple(status), engine=engine,
+                           points=pts, engine_scale=scale, ray_status=tuple(status), engine=engine,
                            inputs={"horizon_s": horizon_s, "n_replications": n_replications, "rel_tol": rel_tol,
                                    "arrivals": "poisson" if poisson else "periodic", "rng": repr(rng)})
 

@@ -53,6 +53,20 @@ def test_bad_budgets_are_named(kw, name):
         capacity_vs_bmax(Engine(batch_time=PAPER, b_max=128), **kw)
 
 
+def test_no_budgets_and_unbuildable_budgets_are_refused_not_swallowed():
+    """Review: ``[]`` gave an empty curve and ``[10**9]`` a NaN (the Engine's ParameterError was swallowed)."""
+    e = Engine(batch_time=PAPER, b_max=128)
+    for empty in ([], ()):
+        with pytest.raises(ParameterError) as exc:
+            capacity_vs_bmax(e, b_max_values=empty)
+        assert exc.value.name == "b_max_values" and "at least one" in exc.value.expected and exc.value.hint
+    with pytest.raises(ParameterError) as exc:
+        capacity_vs_bmax(e, b_max_values=[512, 10**9])
+    assert exc.value.name == "b_max_values" and exc.value.value == 10**9 and "16,777,216" in exc.value.expected
+    assert exc.value.hint  # why no larger budget is taken
+    assert capacity_vs_bmax(e, b_max_values=[2**24]).tokens_per_s[0] > 0  # the largest budget an Engine takes
+
+
 def test_bad_engine_and_workload_are_named():
     with pytest.raises(ParameterError, match="engine"):
         capacity_vs_bmax("sarathi")

@@ -75,3 +75,21 @@ def test_too_large_fixed_output_chain_is_refused_in_flags(capsys, policy, advice
                            "--max-prefill", "20", "--max-decode", "30"], capsys,
                           "--max-prefill/--max-decode/--output=(20, 30, 8)", "--max-states 500,000", advice)
     assert "fluidq.build_dtmc" not in err and "max_decode=None" not in err
+
+
+def test_an_inaccurate_answer_names_the_flags_not_the_python_caps(capsys):
+    """Review: the status line said "raise max_prefill/max_decode" (Python names) on the command line."""
+    rc, out, _ = run_cli(["dtmc", "--rate", "5", "--prompt", "16", "--output", "10", *ENG, "--max-prefill", "3",
+                          "--max-decode", "5"], capsys)
+    status = next(line for line in out.splitlines() if line.startswith("status"))
+    assert rc == 0 and "inaccurate" in status and "raise --max-prefill/--max-decode" in status, status
+    assert "max_prefill" not in status and "max_decode" not in status and "--max-prefill 3, --max-decode 5" in status
+    rc, out, _ = run_cli(["dtmc", "--rate", "5", "--prompt", "16", "--output", "10", *ENG, "--max-prefill", "3",
+                          "--max-decode", "5", "--json"], capsys)
+    assert "raise max_prefill/max_decode" in json.loads(out)["result"]["reason"]  # the JSON keeps the library's
+    # the adaptive chain has no box to raise: its growth is bounded by --max-states
+    rc, out, _ = run_cli(["dtmc", "--policy", "orca", "--rate", "20", "--prompt", "16", "--output", "3", *ENG,
+                          "--fixed-output", "--max-states", "30"], capsys)
+    status = next(line for line in out.splitlines() if line.startswith("status"))
+    assert rc == 0 and "inaccurate" in status and "raise --max-states" in status, status
+    assert "max_prefill/max_decode" not in status and "max_states=" not in out

@@ -7,6 +7,7 @@ import pytest
 import fluidq
 from fluidq.dtmc import sizing
 from fluidq.dtmc.build import chain_size
+from fluidq.errors import ParameterError
 from fluidq.testing.cli import run_cli
 
 G = fluidq.Geometric
@@ -84,3 +85,32 @@ def test_dtmc_rate_3_works_on_its_defaults(capsys):
     assert d["result"]["status"] == "stable" and d["caps"]["chosen"]
     assert d["result"]["n_states"] <= 500_000 and d["result"]["lost_mass"] <= 1e-6
     assert d["result"]["throughput_requests_per_s"] == pytest.approx(3.0, rel=1e-6)
+
+
+PAPER = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+
+
+def test_orca_fixed_outputs_above_capacity_are_unstable_before_any_growth():
+    """Review: Orca with fixed outputs at 40 req/s (4160 tokens/s > capacity 3343) grew the adaptive chain to
+    max_states (500,000 states, 35 s) before saying what Theorem 2(a) says before building anything."""
+    fixed = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=40.0), prompt_tokens=100, output_tokens=4)
+    chain, res, notes = sizing.auto_caps(PAPER, fixed, "orca", max_states=20_000)
+    assert res.status.value == "unstable" and chain.n_states == 1, (chain.n_states, notes)
+    assert "serves under a backlog" in notes[-1] and "adaptive" in chain.inputs
+    geo = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=40.0), prompt_tokens=100, output_tokens=G(mean_tokens=4))
+    _, gres, _ = sizing.auto_caps(PAPER, geo, "orca", max_states=20_000)
+    assert gres.status.value == "unstable" and res.reason == gres.reason and "Theorem 2(a)" in res.reason
+
+
+@pytest.mark.parametrize("policy", ["sarathi", "vllm", "fastertransformer"])
+@pytest.mark.parametrize("out", [fluidq.Fixed(n=3), fluidq.Empirical(values=(1, 3))])
+def test_auto_caps_refuses_finite_outputs_it_cannot_size_naming_the_caps(policy, out):
+    """Review: these raised "expected a Geometric output" though build_dtmc takes them with explicit caps."""
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=2.0), prompt_tokens=16, output_tokens=out)
+    with pytest.raises(ParameterError) as exc:
+        sizing.auto_caps(PAPER, w, policy)
+    e = exc.value
+    assert e.name == "output_tokens" and "max_prefill and max_decode" in e.hint and "build_dtmc" in e.hint
+    assert "Geometric output length (memoryless)" not in str(e)
+    r = fluidq.build_dtmc(PAPER, w, policy, max_prefill=3, max_decode=4).solve()  # what the hint says works
+    assert r.n_states > 0

@@ -191,7 +191,7 @@ def test_simulated_region_inside_the_outer_estimates(tmp_path):
 
     shapes = [(290, 990), (300, 196)]
     sr = simulated_region(E1024, "sarathi", request_shapes=shapes, horizon_s=150.0, rng=1)
-    assert sr.status == ("resolved", "resolved")
+    assert sr.ray_status == ("resolved", "resolved")
     engine_r = stability_region(E1024)
     outer = policy_region(E1024, "sarathi")
     for (mp, md), lo, hi in zip(sr.request_shapes, sr.low_rate_per_s, sr.high_rate_per_s):

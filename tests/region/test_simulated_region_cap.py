@@ -12,7 +12,9 @@ def test_a_bracket_reaching_past_the_engine_region_is_capped_and_says_so():
     lam = stability_region(e).max_request_rate(20, 380)
     assert sr.high_rate_per_s[0] > lam  # the bracket's top (1.05 x the region's rate) is past the region
     assert sr.engine_scale[0] >= 1 - 1e-12 and sr.points[0][1] <= lam * 380 * (1 + 1e-12)
-    assert "capped at the engine's region" in sr.status[0]
+    assert "capped at the engine's region" in sr.ray_status[0]
+    # the old name still reads the per-ray tuple, and the JSON keeps its key "status" (fluidq region --simulate)
+    assert sr.status == sr.ray_status and sr.to_dict()["status"] == list(sr.ray_status)
 
 
 def test_a_vertex_given_to_three_decimals_is_on_the_boundary_in_words():

@@ -214,8 +214,10 @@ def _run(args):
         chain, res, notes = auto_caps(engine, workload, args.policy, tolerance=args.tolerance,
                                       max_states=args.max_states, method=args.solver,
                                       announce=_announce_adaptive if args.fixed_output else _announce)
+        notes = [n.replace("max_states=", "--max-states ") for n in notes]  # (the library's notes name Python's)
         if "adaptive" in chain.inputs:  # a set of states, not a box: its caps are no flags to give back
-            caps_note = f"grown for this load (no --max-prefill/--max-decode): {'; '.join(notes)}"
+            verb = "grown" if chain.n_states > 1 else "chosen"  # (an unservable load: the empty state only)
+            caps_note = f"{verb} for this load (no --max-prefill/--max-decode): {'; '.join(notes)}"
         else:
             caps_note = (f"chosen for this load (no --max-prefill/--max-decode): {'; '.join(notes)}; final caps "
                          f"--max-prefill {chain.caps['max_prefill']}, --max-decode {chain.caps['max_decode']}")
@@ -262,7 +264,7 @@ def _run(args):
              *([f"caps            {caps_note}"] if caps_note else []),
              f"time            build {res.build_s:.3f} s, solve {res.solve_s:.3f} s ({res.method})",
              f"truncation      boundary mass {f(res.lost_mass, '.1e')} (tolerance {res.tolerance:g})",
-             f"status          {res.status}: {res.reason}",
+             f"status          {res.status}: {_reason_in_flags(res.reason, 'adaptive' in chain.inputs)}",
              (f"requests        mean {f(res.mean_requests)} (prefill {f(res.mean_prefill)}, decode {f(res.mean_decode)}),"
              " quantiles " + (", ".join(f"{100 * q:g} % {v:,}" for q, v in res.requests_quantiles.items())
                               if isinstance(res.requests_quantiles, dict) and res.requests_quantiles
@@ -279,6 +281,18 @@ def _run(args):
     if fig:
         lines.append(f"plot            {fig}")
     emit(args, out, "\n".join(lines))
+
+
+def _reason_in_flags(reason: str, adaptive: bool) -> str:
+    """A result's reason for this command line: its advice ``raise max_prefill/max_decode`` (Python names) names
+    the flags, or for the adaptive chain (whose states are grown, not a box of caps) ``--max-states``; the caps it
+    quotes (``caps max_prefill 13, max_decode 90``) read as the flags.  The JSON keeps the library's text."""
+    advice = ("raise --max-states (the adaptive chain grows its states up to it)" if adaptive
+              else "raise --max-prefill/--max-decode")
+    reason = reason.replace("raise max_prefill/max_decode", advice)
+    if not adaptive:
+        reason = reason.replace("caps max_prefill ", "caps --max-prefill ").replace(", max_decode ", ", --max-decode ")
+    return reason
 
 
 def _announce(caps, size):
