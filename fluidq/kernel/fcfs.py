@@ -88,6 +88,8 @@ def _grow_i(a, need):
 # kv.step's IR (a call there cost time: the sift-down was a fifth of kv's time); this loop calls it through
 # the separately compiled _h*_call below (inlined here too, the Theorem-2 runs of bench_kernel took 4-5 %
 # more CPU time, FasterTransformer's 32 %; 2026-12-06, shared machine).  No allocation: no reference counting.
+# numba's cache tracks only the file of a cached function: after editing these, remove kv.step's cached code
+# (fluidq/kernel/__pycache__/kv.step-*) or touch kv.py, or kv.step keeps the old heap.
 @jit(inline="always", _nrt=False)
 def _hpush(hf, hr, nh, f, r):
     """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
