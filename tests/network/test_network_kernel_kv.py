@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
 from fluidq import ContextAware, Engine
