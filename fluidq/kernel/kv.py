@@ -55,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -103,48 +104,6 @@ def _grow2(a, need):
 @jit(_nrt=False)
 def _cdiv(x, bs):
     return -((-x) // bs)
-
-
-# the binary heap of fcfs (_hpush, _hpop, _hrekey), here inlined into the loop (a call into fcfs's compiled
-# functions cannot be, and its sift-down was a fifth of this kernel's time)
-@jit(inline="always", _nrt=False)
-def _hpush(hf, hr, nh, f, r):
-    """Push (f, r) onto the min-heap of the first ``nh`` slots (room is there); return the new size."""
-    i = nh
-    while i > 0:
-        p = (i - 1) >> 1
-        if hf[p] <= f:
-            break
-        hf[i] = hf[p]
-        hr[i] = hr[p]
-        i = p
-    hf[i] = f
-    hr[i] = r
-    return nh + 1
-
-
-@jit(inline="always", _nrt=False)
-def _hpop(hf, hr, nh):
-    """Drop the top of the heap of ``nh`` entries; return the new size (the last entry sifts down)."""
-    nh -= 1
-    if nh > 0:
-        f = hf[nh]
-        r = hr[nh]
-        i = 0
-        while True:
-            c = 2 * i + 1
-            if c >= nh:
-                break
-            if c + 1 < nh and hf[c + 1] < hf[c]:
-                c += 1
-            if hf[c] >= f:
-                break
-            hf[i] = hf[c]
-            hr[i] = hr[c]
-            i = c
-        hf[i] = f
-        hr[i] = r
-    return nh
 
 
 @jit(inline="always", _nrt=False)

@@ -459,6 +459,26 @@ def _take_decode(s, budget, slots, st, ti, qh, fR):
     return budget, slots, n
 
 
+@_inline
+def _take_prompt(s, rid, need, n, budget, slots, b, chunked, chl, ti, al_t, al_k, blk):
+    """``Scheduler.select``'s rule for one prompt needing ``need`` tokens, as the ``n``-th of the batch's prefill
+    part: whole where it fits the budget, a chunk of the budget where the scheduler chunks (or chunks prompts
+    above its budget ``b`` and this is one), skipped and reported in ``blk`` where it can never fit; else
+    head-of-line.  Return (prompts, budget, slots, whether head-of-line stops the scan)."""
+    if need <= budget:
+        al_t[s, n] = rid
+        al_k[s, n] = need
+        return n + 1, budget - need, slots - 1, False
+    if chunked or (chl and need > b):
+        al_t[s, n] = rid
+        al_k[s, n] = budget
+        return n + 1, 0, slots - 1, False
+    if need > b:
+        blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
+        return n, budget, slots, False
+    return n, budget, slots, True  # head-of-line: wait for a batch with room
+
+
 @_kernel
 def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
     """A batch-by-batch station's prefill part (``Scheduler.select``'s rule: whole prompts, a chunk where
@@ -480,22 +500,9 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
             if (wcum >= vb and wn >= 1) or wn >= lim8 or budget < 1 or slots < 1:
                 return budget, slots, n
             need = ti[rid, T_P] - ti[rid, T_PREF]
-            if need <= budget:
-                al_t[s, n] = rid
-                al_k[s, n] = need
-                n += 1
-                budget -= need
-                slots -= 1
-            elif chunked or (chl and need > b):
-                al_t[s, n] = rid
-                al_k[s, n] = budget
-                n += 1
-                budget = 0
-                slots -= 1
-            elif need > b:
-                blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
-            else:
-                return budget, slots, n  # head-of-line: wait for a batch with room
+            n, budget, slots, wait = _take_prompt(s, rid, need, n, budget, slots, b, chunked, chl, ti, al_t, al_k, blk)
+            if wait:
+                return budget, slots, n
             wn += 1
             if need <= vb or shows:
                 wcum += need if need < vb else vb
@@ -644,22 +651,10 @@ def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
                     if budget < 1 or slots < 1:
                         break
                     need = ti[rid, T_P] - ti[rid, T_PREF]
-                    if need <= budget:
-                        al_t[s, npf] = rid
-                        al_k[s, npf] = need
-                        npf += 1
-                        budget -= need
-                        slots -= 1
-                    elif chunked or (chl and need > b):
-                        al_t[s, npf] = rid
-                        al_k[s, npf] = budget
-                        npf += 1
-                        budget = 0
-                        slots -= 1
-                    elif need > b:
-                        blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
-                    else:
-                        break  # head-of-line
+                    npf, budget, slots, wait = _take_prompt(s, rid, need, npf, budget, slots, b, chunked, chl, ti,
+                                                            al_t, al_k, blk)
+                    if wait:
+                        break
                 rid = ti[rid, T_NXT]
     return npf, nd
 

@@ -126,9 +126,15 @@ def assert_identical(a, b):
 def test_compiled_loop_is_the_python_path_on_random_networks(seed, every):
     net, horizon, r = random_network(seed, every)
     assert _kernel_unsupported(net, False) is None
-    kw = {"record_hops": bool(r.random() < 0.5)}
+    run_both_paths(net, horizon, r, seed, initial_max=200, record_hops=bool(r.random() < 0.5))
+
+
+def run_both_paths(net, horizon, r, seed, initial_max, **kw):
+    """Simulate ``net`` on the Python path and on the compiled loop with the options ``kw`` plus, drawn from
+    ``r``, initial requests (1 to ``initial_max`` - 1), ``max_batches`` and a recording grid; assert the two runs
+    identical and the generators left in the same state; return the Python path's run."""
     if r.random() < 0.25:
-        kw["initial"] = {net.classes[0].route[0].name: int(r.integers(1, 200))}
+        kw["initial"] = {net.classes[0].route[0].name: int(r.integers(1, initial_max))}
     if r.random() < 0.15:
         kw["max_batches"] = int(r.integers(1, 3000))
     if r.random() < 0.3:
@@ -138,6 +144,7 @@ def test_compiled_loop_is_the_python_path_on_random_networks(seed, every):
     b = simulate_network(net, horizon_s=horizon, rng=gb, method="kernel", **kw)
     assert_identical(a, b)
     assert ga.random() == gb.random()  # the routers' uniforms: as many drawn as the Python path draws
+    return a
 
 
 @pytest.mark.parametrize("seed", [1, 5, 8])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
 from fluidq import ContextAware, Engine
@@ -23,7 +22,7 @@ from fluidq.engine import Memory
 from fluidq.network import Network, Station, simulate_network
 from fluidq.sim.network import _kernel_unsupported
 
-from test_network_kernel_exactness import assert_identical, random_network
+from test_network_kernel_exactness import assert_identical, random_network, run_both_paths
 
 MEMORIES = [Memory(), Memory(preemption="swap"), Memory(victim="most_recent"),
             Memory(kind="blocks", block_size=16, reservation="whole_prompt", victim="most_recent"),
@@ -56,19 +55,8 @@ def random_kv_network(seed, every_scheduler=True):
 
 
 def _runs(net, horizon, r, seed):
-    kw = {"record_hops": bool(r.random() < 0.7), "swap_s_per_token": float(r.choice([0.0, 2e-6, 1.0 / 4096]))}
-    if r.random() < 0.25:
-        kw["initial"] = {net.classes[0].route[0].name: int(r.integers(1, 100))}
-    if r.random() < 0.15:
-        kw["max_batches"] = int(r.integers(1, 3000))
-    if r.random() < 0.3:
-        kw["record_dt_s"] = horizon / float(r.integers(10, 2000))
-    ga, gb = np.random.default_rng(seed + 1000), np.random.default_rng(seed + 1000)
-    a = simulate_network(net, horizon_s=horizon, rng=ga, method="python", **kw)
-    b = simulate_network(net, horizon_s=horizon, rng=gb, method="kernel", **kw)
-    assert_identical(a, b)
-    assert ga.random() == gb.random()
-    return a
+    return run_both_paths(net, horizon, r, seed, initial_max=100, record_hops=bool(r.random() < 0.7),
+                          swap_s_per_token=float(r.choice([0.0, 2e-6, 1.0 / 4096])))
 
 
 @pytest.mark.parametrize("every", [False, True])
