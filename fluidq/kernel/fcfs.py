@@ -37,7 +37,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..policies import batch_rule
 from ._jit import jit
+
+# the batch rule's integer core, written once in fluidq/policies/batch_rule.py and inlined here (numba's cache
+# does not see edits there: clear it, or touch this file, after changing them)
+_fits = jit(batch_rule.fits, inline="always")
+_budget_split = jit(batch_rule.budget_split, inline="always")
+_decode_after_prefill = jit(batch_rule.decode_after_prefill, inline="always")
 
 __all__ = ["STATUS_DONE", "STATUS_PROGRESS", "STATUS_TAU", "step"]
 
@@ -187,7 +194,7 @@ def _take_prefill(pq, cum, P, ph, npq, pos, budget, slots, b_max, chunked, chunk
             x = budget
         return x, _bisect_left(cum, pos + x, ph, last + 1) - ph + 1
     head = cum[ph] - pos
-    if head > budget:
+    if not _fits(head, budget):
         if chunk_long and head > b_max:
             return budget, 1
         return 0, 0
@@ -300,7 +307,6 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     ks = cf[1]
     whole = not chunked and not chunk_long
     need_a = ks != 0.0 or record  # the decoders' KV sum A is read by the batch time or the record
-    cap_d = b_max if b_max < k_cap else k_cap
 
     na = si[I_NA]
     n_sys = si[I_NSYS]
@@ -357,28 +363,17 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                 break
             t = arr[na] if arr[na] < horizon else horizon
             continue
-        if mixed:
-            if prefill_first:
-                x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
-                sd = ndec
-                if b_max - x < sd:
-                    sd = b_max - x
-                if k_cap - touched < sd:
-                    sd = k_cap - touched
-            else:
-                sd = ndec if ndec < cap_d else cap_d
-                x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max - sd, k_cap - sd, b_max, chunked,
-                                           chunk_long)
-        elif prefill_first:
-            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
-            sd = 0 if touched else (ndec if ndec < cap_d else cap_d)
-        elif ndec:
-            sd = ndec if ndec < cap_d else cap_d
+        D0, B, S = _budget_split(prefill_first, mixed, b_max, npq - ph, ndec, k_cap)
+        if D0 < 0:  # prefill first: decode takes what prefill leaves
+            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, B, S, b_max, chunked, chunk_long)
+            sd = _decode_after_prefill(mixed, ndec, b_max, k_cap, x, touched)
+        elif B >= 1 and S >= 1:
+            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, B, S, b_max, chunked, chunk_long)
+            sd = D0
+        else:  # decode only
             x = 0
             touched = 0
-        else:
-            sd = 0
-            x, touched = _take_prefill(pq, cum, P, ph, npq, pos, b_max, k_cap, b_max, chunked, chunk_long)
+            sd = D0
         if x == 0 and sd == 0:  # nothing schedulable: wait for an arrival
             if na >= n:
                 break

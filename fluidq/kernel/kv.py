@@ -55,6 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
@@ -274,84 +275,65 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
     Returns ``(npf, nd, nbl, alld, full)``.
     """
     npf = 0
-    nd = 0
     nbl = 0
-    full = 0
-    alld = False
-    budget = b_max
-    slots = k_cap
     ndl = lp[L_D + 2]
-    for phase in range(2):
-        # which part runs in this phase: the decode part (True) or the prefill part (False)
-        if mixed:
-            dec = (phase == 1) if prefill_first else (phase == 0)
-        elif prefill_first:
-            if phase == 1 and npf > 0:
-                break
-            dec = phase == 1
-        else:
-            if phase == 1 and nd > 0:
-                break
-            dec = phase == 0
-        if budget < 1 or slots < 1:
+    # the budget split (decode first: D0 decode tokens, the rest to prefill; prefill first: D0 = -1); a
+    # prefill-first budget does not depend on n_p beyond "prefill takes nothing when no prompt waits"
+    D0, budget, slots = _budget_split(prefill_first, mixed, b_max, 1, ndl, k_cap)
+    hol = False
+    for part in range(2):  # the served prefilling residents, then the never served ones
+        if hol or (part == 1 and hide):  # (none of the never served holds KV)
             break
-        if dec:
-            take = ndl
-            if budget < take:
-                take = budget
-            if slots < take:
-                take = slots
-            nd = take
-            budget -= take
-            slots -= take
-            if take == ndl:
-                alld = True
-            else:
-                i = lp[L_D]
-                j = 0
-                while j < take:
-                    rid = dl[i]
-                    i += 1
-                    if rid < 0:
-                        continue
-                    bd[j] = rid
-                    j += 1
-                    if paged and (kv[rid] + G - gb[rid]) % bs == 0:
-                        full += 1
-            continue
-        hol = False
-        for part in range(2):  # the served prefilling residents, then the never served ones
-            if hol or (part == 1 and hide):  # (none of the never served holds KV)
+        lst = pl if part == 0 else ql
+        b = L_P if part == 0 else L_F
+        for i in range(lp[b], lp[b + 1]):
+            if budget < 1 or slots < 1:
                 break
-            lst = pl if part == 0 else ql
-            b = L_P if part == 0 else L_F
-            for i in range(lp[b], lp[b + 1]):
-                if budget < 1 or slots < 1:
-                    break
-                rid = lst[i]
-                if rid < 0:
-                    continue
-                if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
-                    continue
-                need = pc[rid] - pf[rid]
-                if need <= budget:
-                    bpr[npf] = rid
-                    bpm[npf] = need
-                    npf += 1
-                    budget -= need
-                    slots -= 1
-                elif chunked or (chunk_long and need > b_max):
-                    bpr[npf] = rid
-                    bpm[npf] = budget
-                    npf += 1
-                    budget = 0
-                    slots -= 1
-                elif need > b_max:
-                    bl[nbl] = rid  # can never fit: skipped, reported
-                    nbl += 1
-                else:
-                    hol = True  # head-of-line
-                    break
+            rid = lst[i]
+            if rid < 0:
+                continue
+            if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                continue
+            need = pc[rid] - pf[rid]
+            if _fits(need, budget):
+                bpr[npf] = rid
+                bpm[npf] = need
+                npf += 1
+                budget -= need
+                slots -= 1
+            elif chunked or (chunk_long and need > b_max):
+                bpr[npf] = rid
+                bpm[npf] = budget
+                npf += 1
+                budget = 0
+                slots -= 1
+            elif need > b_max:
+                bl[nbl] = rid  # can never fit: skipped, reported
+                nbl += 1
+            else:
+                hol = True  # head-of-line
+                break
+    if D0 >= 0:  # decode went first
+        take = D0
+        ran = True
+    else:  # decode takes what prefill left (T tokens, npf slots)
+        take = _decode_after_prefill(mixed, ndl, b_max, k_cap, b_max - budget, npf)
+        ran = budget >= 1 and slots >= 1 and (mixed or npf == 0)
+    nd = take
+    full = 0
+    alld = ran and take == ndl
+    if ran and not alld:
+        i = lp[L_D]
+        j = 0
+        while j < take:
+            rid = dl[i]
+            i += 1
+            if rid < 0:
+                continue
+            bd[j] = rid
+            j += 1
+            if paged and (kv[rid] + G - gb[rid]) % bs == 0:
+                full += 1
     return npf, nd, nbl, alld, full
 
 

@@ -29,8 +29,43 @@ import numpy as np
 
 from ..errors import ParameterError
 
-__all__ = ["budgets", "check_fixed_prompt", "decode_tokens", "fits", "fixed_prefill", "fixed_prefill_counts",
-           "prefill_budget", "schedulable", "take_prompts", "whole_prompts"]
+__all__ = ["NO_CAP", "budget_split", "budgets", "check_fixed_prompt", "decode_after_prefill", "decode_tokens", "fits",
+           "fixed_prefill", "fixed_prefill_counts", "prefill_budget", "schedulable", "take_prompts", "whole_prompts"]
+
+NO_CAP = 1 << 62  # "no k_max" for the scalar forms below (the compiled loops' cap)
+
+
+# -- The scalar core: integer arithmetic only (no numpy, no None, no exceptions), so numba compiles it as
+# written and the compiled loops (fluidq/kernel) inline these very functions; the array forms below call
+# them for one queue and are held to them on arrays by tests/policies/test_batch_rule_counts.py.
+
+def budget_split(prefill_first, mixed, b, n_p, n_d, k):
+    """``(D0, B, S)`` of :func:`budgets` for one queue in integers: ``D0 = -1`` when decode takes what prefill
+    leaves, ``k = NO_CAP`` (then ``S`` is ``NO_CAP`` less the decode slots) for no ``k_max``."""
+    if not prefill_first:
+        d = n_d if n_d < b else b
+        if k < d:
+            d = k
+        if mixed:
+            return d, b - d, k - d
+        if n_d > 0:
+            return d, 0, 0
+        return 0, b, k
+    if mixed or n_p > 0:
+        return -1, b, k
+    return -1, 0, 0
+
+
+def decode_after_prefill(mixed, n_d, b, k, T, U):
+    """Decode tokens when prefill went first (:func:`decode_tokens` with ``D0 = None``) in integers:
+    ``min(n_d, b - T, k - U)`` mixed; separate, ``min(n_d, b, k)`` only when prefill took nothing."""
+    if mixed:
+        d = n_d if n_d < b - T else b - T
+        return d if d < k - U else k - U
+    if U == 0 and T == 0:
+        d = n_d if n_d < b else b
+        return d if d < k else k
+    return 0
 
 
 _ND = np.ndarray
@@ -86,8 +121,10 @@ def budgets(pol, b: int, NP, ND, k=None):
     """
     if k == math.inf:
         k = None
-    if isinstance(NP, _ND) or isinstance(ND, _ND):
-        NP, ND = np.asarray(NP), np.asarray(ND)
+    if not (isinstance(NP, _ND) or isinstance(ND, _ND)):  # one queue: the scalar core
+        D0, B, S = budget_split(pol.priority != "decode", bool(pol.mixed), b, NP, ND, NO_CAP if k is None else k)
+        return (None if D0 < 0 else D0), B, (None if k is None else S)
+    NP, ND = np.asarray(NP), np.asarray(ND)
     if pol.priority == "decode":
         D = _cap(_min(ND, b), k)
         if pol.mixed:
@@ -223,6 +260,8 @@ def decode_tokens(D0, ND, T, b: int, k=None, U=0, mixed: bool = True):
         return D0
     if k == math.inf:
         k = None
+    if not _arr(ND, T, U, k):  # one queue: the scalar core
+        return decode_after_prefill(bool(mixed), ND, b, NO_CAP if k is None else k, T, U)
     if mixed:
         return _cap(_min(ND, b - T), None if k is None else k - U)
     if isinstance(U, _ND) or isinstance(T, _ND):

@@ -288,3 +288,26 @@ def test_select_k_max_is_the_smaller_of_engine_and_scheduler():
     assert pol.select(view).decode_tokens == 3
     assert resolve_policy("sarathi").select(view).decode_tokens == 5
     assert math.isinf(resolve_policy("sarathi").budgets(_view(0, 1, 0, 4, 32))[1])
+
+
+@pytest.mark.parametrize("k", [None, 0, 1, 3, 7])
+@pytest.mark.parametrize("priority", ["prefill", "decode"])
+@pytest.mark.parametrize("mixed", [True, False])
+def test_the_integer_core_the_kernels_inline_is_the_array_rule(priority, mixed, k):
+    """``budget_split`` / ``decode_after_prefill`` (compiled into fluidq/kernel) equal ``budgets`` /
+    ``decode_tokens`` on arrays, over a grid of counts, prefill tokens and slots used."""
+    pol = Scheduler(name="t", priority=priority, mixed=mixed, chunked=True)
+    b = 6
+    NP, ND = (a.ravel() for a in np.meshgrid(np.arange(4), np.arange(9)))
+    D0, B, S = budgets(pol, b, NP, ND, k)
+    kk = batch_rule.NO_CAP if k is None else k
+    for i in range(len(NP)):
+        d0, bb, ss = batch_rule.budget_split(priority == "prefill", mixed, b, int(NP[i]), int(ND[i]), kk)
+        assert (d0 < 0) == (D0 is None)
+        assert d0 < 0 or d0 == D0[i]
+        assert bb == B[i]
+        assert S is None or ss == S[i]  # no k_max: S is not read (the slots never bind)
+        for T in range(bb + 1):
+            for U in range(min(T, 3) + 1):
+                want = decode_tokens(None, ND[i:i + 1], np.array([T]), b, k, np.array([U]), mixed)[0]
+                assert batch_rule.decode_after_prefill(mixed, int(ND[i]), b, kk, T, U) == want
