@@ -323,17 +323,7 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
     full = 0
     alld = ran and take == ndl
     if ran and not alld:
-        i = lp[L_D]
-        j = 0
-        while j < take:
-            rid = dl[i]
-            i += 1
-            if rid < 0:
-                continue
-            bd[j] = rid
-            j += 1
-            if paged and (kv[rid] + G - gb[rid]) % bs == 0:
-                full += 1
+        full = _fill_bd(dl, lp, bd, take, paged, bs, G, gb, kv)
     return npf, nd, nbl, alld, full
 
 
