@@ -44,6 +44,10 @@ def test_profile_dir_that_is_not_a_folder_names_the_flag(capsys, tmp_path):
     f.write_text("x")
     err = assert_one_line(["capacity", "--profile-dir", str(f)], capsys, "--profile-dir ", "that is a file")
     assert "profile_dir=" not in err, err
+    for cmd in ("check", "simulate"):  # the engine-building commands share capacity's check of the folder
+        assert_one_line([cmd, "--profile-dir", "/nonexist"], capsys,
+                        "--profile-dir /nonexist: expected a folder of operator profiles", "no such folder")
+        assert_one_line([cmd, "--profile-dir", str(f)], capsys, "--profile-dir ", "that is a file")
 
 
 def test_latency_swap_without_its_cost_says_it_is_required(capsys):

@@ -53,11 +53,22 @@ def reject_profile_dir_flags(args) -> None:
             raise CliError(f"{flag} is read only with {where} (it would be ignored)")
 
 
+def check_profile_dir(profile_dir: str) -> None:
+    """Refuse a ``--profile-dir`` that is empty, missing or a file (a ``CliError`` naming the flag)."""
+    from pathlib import Path
+
+    from .. import CliError
+
+    folder = Path(profile_dir)
+    if not profile_dir.strip() or not folder.is_dir():
+        what = "that is a file" if profile_dir.strip() and folder.exists() else "there is no such folder"
+        raise CliError(f"--profile-dir {profile_dir or repr('')}: expected a folder of operator profiles "
+                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+
+
 def profile_dir_engine(args):
     """``(engine, note)`` of ``--profile-dir`` (:func:`fluidq.validate.deployment.deployment_engine`),
     refusing the options that describe another engine."""
-    from pathlib import Path
-
     from ...errors import ParameterError
     from ...validate.deployment import deployment_engine
     from .. import CliError
@@ -67,11 +78,7 @@ def profile_dir_engine(args):
                             ("--model-config", args.model_config)) if v is not None]
     if given:
         raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
-    folder = Path(args.profile_dir)
-    if not args.profile_dir.strip() or not folder.is_dir():
-        what = "that is a file" if args.profile_dir.strip() and folder.exists() else "there is no such folder"
-        raise CliError(f"--profile-dir {args.profile_dir or repr('')}: expected a folder of operator profiles "
-                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+    check_profile_dir(args.profile_dir)
     try:
         return deployment_engine(args.profile_dir, max_num_seqs=256 if args.k_max is None else args.k_max,
                                  max_num_batched_tokens=2048 if args.b_max is None else args.b_max,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ...capacity import max_throughput
 from .. import emit
 from ._roofline_args import add_roofline_args, check_model_option, model_from_args, named_by_flag, sync_note
-from ._profile_dir_args import add_link_args
+from ._profile_dir_args import add_link_args, check_profile_dir
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -133,8 +133,6 @@ def _deployment(args):
     """``--profile-dir``: vLLM's capacity from the folder's operator profiles (fluidq.validate.deployment)."""
     import numpy as np
 
-    from pathlib import Path
-
     from ...errors import ParameterError
     from ...validate.deployment import predict_deployment
     from .. import CliError
@@ -166,11 +164,7 @@ def _deployment(args):
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
-    folder = Path(args.profile_dir)
-    if not args.profile_dir.strip() or not folder.is_dir():
-        what = "that is a file" if args.profile_dir.strip() and folder.exists() else "there is no such folder"
-        raise CliError(f"--profile-dir {args.profile_dir or repr('')}: expected a folder of operator profiles "
-                       f"(profile_meta.yaml, profile_tp1_*.csv); {what}")
+    check_profile_dir(args.profile_dir)
     try:
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
