@@ -521,7 +521,7 @@ def _protocol_note(Q) -> str:
 
 def render_protocols(Q) -> list:
     def f(d):
-        if not np.isfinite(d["sd"]):
+        if d["sd"] is None or not np.isfinite(d["sd"]):    # one value (None once read back from JSON)
             return f"{d['mean']:.3f} (no split: every prompt)"
         return f"{d['mean']:.3f} ± {d['half_width']:.2g} (sd {d['sd']:.2g})"
 
