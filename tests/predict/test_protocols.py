@@ -62,3 +62,31 @@ def test_pretrained_is_the_default_fit_on_every_prompt_pooled_over_every_model()
 def test_pretrained_names_a_missing_table():
     with pytest.raises(DataError, match="no such file"):
         LengthRanker.pretrained("/nonexistent/lengths.jsonl")
+
+
+def _claims_tool():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "validation" / "tools" / "pars_uniboost_claims.py"
+    spec = importlib.util.spec_from_file_location("fluidq_pars_claims", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_claims_table_renders_every_protocol_also_read_back_from_json():
+    import json
+
+    tool = _claims_tool()
+    cell = {"tau_b": [0.4, 0.42], "mean": 0.41, "half_width": 0.02, "sd": 0.014}
+    one = {"tau_b": [0.62], "mean": 0.62, "half_width": float("nan"), "sd": float("nan")}
+    Q = {"dev_to_held": {"A": one, "A_target": one, "B": cell, "C": cell, "C_pool": cell},
+         "folds": {k: cell for k in ("A", "A_target", "B", "C", "C_pool")}, "folds_models": [["m1"], ["m2"]]}
+    for q in (Q, json.loads(json.dumps(tool.plain(Q)))):       # NaN is written as null
+        text = "\n".join(tool.render_protocols(q))
+        rows = [ln for ln in text.splitlines() if ln.startswith("| ")]
+        assert [r.split(" | ")[0] for r in rows[1:]] == ["| C", "| C_pool", "| B", "| A", "| A_target"]
+        assert "0.620 (no split: every prompt)" in text and "0.410 ± 0.02 (sd 0.014)" in text
+        assert "Model folds: 1: m1; 2: m2" in text
+    assert "B) 0.410 ± 0.02" in tool._protocol_note(Q) and "0.620, which measures" in tool._protocol_note(Q)
