@@ -15,7 +15,9 @@ Runs, with seeded replications (every policy on the same requests in each) and S
    AlpacaEval models, Kendall tau_b over 5 seeded splits; the default ranker on the development
    models (where its settings were chosen) and on the held-out models (never used to choose
    anything), within-model and trained on the development models' pooled lengths; the cross-model
-   matrix (trained on one model, ranking another's lengths on held-out prompts);
+   matrix (trained on one model, ranking another's lengths on held-out prompts); the default ranker
+   under issue 18's protocols (A: models held out, every prompt seen; B: models and prompts held
+   out; C: prompts held out, the model's own lengths; see ``ranker_protocols``);
 5. the ranker's scoring time as a share of the engine time per request.
 
 ``--only rankers`` reruns parts 4 and 5 alone and takes everything else from the ``claims.json``
@@ -274,6 +276,8 @@ def rankers(R, q, engine_s):
                          "tau_b": np.nanmean(cross, axis=2).tolist(), "n_splits": len(splits),
                          "n_test": len(splits[0][1])}
     print(f"held-out and cross-model done ({time.perf_counter() - t0:.0f} s)", flush=True)
+    R["ranker_protocols"] = ranker_protocols(ds, splits, held, q)
+    print(f"protocols A, B, C done ({time.perf_counter() - t0:.0f} s)", flush=True)
 
     # 5. scoring overhead of the default ranker (and of PARS's pairwise one)
     L = ds.of("gpt4")
@@ -290,6 +294,66 @@ def rankers(R, q, engine_s):
             per.append((time.perf_counter() - s0) / len(P))
         over[method] = {"score_s_per_prompt": tci(per), "share": tci(np.asarray(per) / engine_s)}
     R["overhead"] = {**over["cues"], "engine_s_per_request": engine_s, "pairwise": over["pairwise"]}
+
+
+def ranker_protocols(ds, splits, held, q):
+    """The default ranker under four protocols, each mean over the models ranked and then over 5
+    splits (split k: prompt split k and, for the model folds, model fold k):
+
+    * ``A``  models held out, prompts NOT held out: trained on the training models' pooled lengths of
+      all 805 prompts, ranking the held-out models' lengths on the same 805 prompts (what a check of
+      a ranker shipped pre-trained on this table, e.g. ``LengthRanker.pretrained()``, on AlpacaEval
+      prompts measures: the prompts' lengths are memorised, so it measures how much models agree);
+      ``A_target``: the training models' pooled target itself, no ranker (A's ceiling);
+    * ``B``  models and prompts held out: trained on the training models' pooled lengths of the
+      training prompts, ranking the held-out models' lengths on the test prompts;
+    * ``C``  prompts held out, the model's own lengths (``fluidq pars --model M --splits 5``, what a
+      check that trains the default ranker on a new model's lengths measures);
+    * ``C_pool``  as C, the target half the model's own normal scores, half the training models' mean.
+
+    Two model sets: ``dev_to_held`` (train on the 11 development models, rank the 13 held-out) and
+    ``folds`` (the 24 models in 5 seeded folds, each held out once; fold k with prompt split k).
+    Random scores give 0."""
+    from fluidq.predict.ranker import rank_scores
+
+    P = ds.prompts
+    models = list(ds.models)
+    LM = np.column_stack([ds.of(m) for m in models])
+    allp = np.arange(len(P))
+    perm = np.random.default_rng(5).permutation(len(models))
+    folds = [np.sort(perm[k::5]) for k in range(5)]
+    dev = [models.index(m) for m in DEV_MODELS]
+    hel = [models.index(m) for m in held]
+    sets = {"dev_to_held": [(dev, hel)] * len(splits),
+            "folds": [([j for j in range(len(models)) if j not in f], list(f)) for f in folds]}
+    if q:
+        sets = {"dev_to_held": [(dev, hel[:2])] * len(splits)}
+    tau = lambda s, idx, j: kendall_tau(s[idx], LM[idx, j])  # noqa: E731
+    out = {}
+    for name, pairs in sets.items():
+        got = {k: [] for k in ("A", "A_target", "B", "C", "C_pool")}
+        for s_i, ((tr, te), (trm, tem)) in enumerate(zip(splits, pairs)):
+            if name == "folds" or s_i == 0:   # A uses no prompt split: one fit per set of training models
+                ya = rank_scores(LM[:, trm])
+                sa = LengthRanker.fit(list(P), LM[:, trm]).score(list(P))
+                got["A"].append(np.mean([tau(sa, allp, j) for j in tem]))
+                got["A_target"].append(np.mean([tau(ya, allp, j) for j in tem]))
+            Pte = [P[i] for i in te]
+            sb = LengthRanker.fit([P[i] for i in tr], LM[tr][:, trm]).score(Pte)
+            got["B"].append(np.mean([kendall_tau(sb, LM[te, j]) for j in tem]))
+            c, cp = [], []
+            w = [0.5] + [0.5 / len(trm)] * len(trm)
+            for j in tem:
+                t2 = tr[np.isfinite(LM[tr, j])]
+                c.append(kendall_tau(LengthRanker.fit([P[i] for i in t2], LM[t2, j]).score(Pte), LM[te, j]))
+                sp_ = LengthRanker.fit([P[i] for i in tr], LM[tr][:, [j] + trm], model_weights=w).score(Pte)
+                cp.append(kendall_tau(sp_, LM[te, j]))
+            got["C"].append(np.mean(c))
+            got["C_pool"].append(np.mean(cp))
+        out[name] = {k: _stats(v) if len(v) > 1 else {"tau_b": v, "mean": float(v[0]), "half_width": math.nan,
+                                                      "sd": math.nan} for k, v in got.items()}
+    out["folds_models"] = [[models[j] for j in f] for f in folds]
+    return out
 
 
 def fmt(ci, pct=False, x=False):
@@ -389,7 +453,8 @@ def render(R) -> str:
                         if "mean_cues_v1_held_out" in H else "")
                      + f"; PARS's pairwise (the default before the cues ranker): {old['mean']:.3f} ± "
                      f"{old['half_width']:.2g}; on the development models: "
-                     f"{H['mean_within_dev']['mean']:.3f}; per model: see *Length rankers* below"))
+                     f"{H['mean_within_dev']['mean']:.3f}; per model: see *Length rankers* below"
+                     + (_protocol_note(R["ranker_protocols"]) if "ranker_protocols" in R else "")))
     o = R["overhead"]
     rows.append(("PARS: scoring overhead 0.08 % of serving time", "default ranker (cues + n-grams), one CPU core; "
                  f"engine s/request = PARS burst makespan / {n:,}", fmt(o["share"], pct=False) + " (share)",
@@ -432,6 +497,54 @@ def _short(m: str) -> str:
             .replace("_verbose", " verb.").replace("-Chat", "").replace("-v1.5", ""))
 
 
+_PROTOCOLS = (
+    ("C", "the model's own lengths", "no: its own lengths of the training prompts", "yes",
+     "a check that trains the default ranker on a new model's lengths (`fluidq pars --data T --model M --splits 5`)"),
+    ("C_pool", "half its own lengths, half the training models' pooled", "no: half the target", "yes",
+     "as C, with other models' lengths of the training prompts (`--pool`)"),
+    ("B", "the training models' pooled lengths", "yes", "yes",
+     "a ranker shipped pre-trained, scoring new prompts for a new model: the generalisation a scheduler gets"),
+    ("A", "the training models' pooled lengths", "yes", "**no**: every prompt seen",
+     "a ranker pre-trained on all 805 prompts (`LengthRanker.pretrained()`) checked on the same prompts: "
+     "memorised prompts, it measures how much models agree"),
+    ("A_target", "(no ranker: the training models' pooled target itself)", "yes", "no", "A's ceiling"),
+)
+
+
+def _protocol_note(Q) -> str:
+    d = Q["dev_to_held"]
+    return (f"; protocols (see *Length rankers*): models and prompts held out (B) {_mh(d['B'])}, "
+            f"own lengths with the others' pooled (C_pool) {_mh(d['C_pool'])}; only with every prompt seen in "
+            f"training (A, `LengthRanker.pretrained()` on AlpacaEval's own prompts) {d['A']['mean']:.3f}, which "
+            "measures the models' agreement, not the ranker")
+
+
+def render_protocols(Q) -> list:
+    def f(d):
+        if d["sd"] is None or not np.isfinite(d["sd"]):    # one value (None once read back from JSON)
+            return f"{d['mean']:.3f} (no split: every prompt)"
+        return f"{d['mean']:.3f} ± {d['half_width']:.2g} (sd {d['sd']:.2g})"
+
+    has_folds = "folds" in Q
+    lines = ["", "**Protocols** (issue 18's check, 2026-12-06): which models and which prompts the ranker's training "
+             "never saw. Each cell is the mean over the models ranked, then mean ± 95 % half-width (sd) over 5 splits "
+             "(split k: prompt split k of the 805 prompts, 75/25, and for the folds, model fold k). *dev → held*: "
+             "trained on the 11 development models, ranking the 13 held-out models. *5 model folds*: the 24 models "
+             "in 5 seeded folds, each fold ranked by a ranker trained on the other 19-20 models (the development "
+             "models are among the folds, so the settings were chosen on some of the ranked models). Issue 18's "
+             "target is 0.45.", "",
+             "| protocol | trained on | the ranked model's lengths unused | prompts held out | mirrors | dev → held |"
+             + (" 5 model folds |" if has_folds else ""),
+             "|---|---|---|---|---|---|" + ("---|" if has_folds else "")]
+    for k, what, mh, ph, mirrors in _PROTOCOLS:
+        if k in Q["dev_to_held"]:
+            lines.append(f"| {k} | {what} | {mh} | {ph} | {mirrors} | {f(Q['dev_to_held'][k])} |"
+                         + (f" {f(Q['folds'][k])} |" if has_folds else ""))
+    if has_folds:
+        lines += ["", "Model folds: " + "; ".join(f"{i + 1}: " + ", ".join(fo) for i, fo in enumerate(Q["folds_models"]))]
+    return lines
+
+
 def render_rankers(R) -> list:
     H, C = R["ranker_heldout"], R["ranker_cross"]
     f = lambda d: f"{d['mean']:.3f} ± {d['half_width']:.2g} (sd {d['sd']:.2g})"  # noqa: E731
@@ -455,6 +568,8 @@ def render_rankers(R) -> list:
     lines.append(f"| **mean of the held-out models** | {f(H['mean_within_held_out'])} | {f(H['mean_pooled_held_out'])} "
                  f"| {f(H['mean_own_plus_dev_held_out'])} | {f(H['mean_pairwise_held_out'])} "
                  f"| {f(H['mean_cues_v1_held_out'])} |")
+    if "ranker_protocols" in R:
+        lines += render_protocols(R["ranker_protocols"])
     lines += ["", "| development model | cues, own lengths |", "|---|---|"]
     lines += [f"| {m} | {f(H['within'][m])} |" for m in H["dev_models"] if m in H["within"]]
     lines.append(f"| **mean of the development models** | {f(H['mean_within_dev'])} |")
