@@ -347,10 +347,14 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     busy = sf[F_BUSY]
     next_report = sf[F_NEXT]
     status = STATUS_DONE
+    # (open segments) arrivals may follow the last one given: an event at or after it asks for them first
+    stop_at = np.inf
+    if open_:
+        stop_at = arr[n - 1] if n > 0 else -np.inf
 
     while True:
         if not resume:
-            if open_ and (n == 0 or arr[n - 1] <= t):  # arrivals up to t may follow those given: ask first
+            if t >= stop_at:  # arrivals up to t may follow those given
                 status = STATUS_MORE
                 break
             if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
@@ -453,12 +457,13 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
         nxt = arr[na] if na < n else np.inf
         t0 = t
         if not record:
-            t2, busy2, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
-            if open_ and arr[n - 1] <= t2:  # arrivals during the run may follow those given: redo it after more
+            busy0 = busy
+            t, busy, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
+            if t >= stop_at:  # arrivals during the run may follow those given: undo it, redo it after more
+                t, busy = t0, busy0
                 status = STATUS_MORE
                 resume = True
                 break
-            t, busy = t2, busy2
         else:  # the same run, one record row per iteration, the buffers grown whenever they are full
             dem0 = tot - pos + blocked_tok + ndec
             kv0 = kv_run if sd else 0
