@@ -31,6 +31,13 @@ times are bit-identical with the generic kernel (``policy.select(view)`` each it
 :func:`step` runs until the end or until it needs Python: ``STATUS_PROGRESS`` (the caller reports
 progress), ``STATUS_TAU`` (a batch time not tabulated yet: ``si[I_TAU]`` tokens); the caller fills
 in what was asked and calls again with the same state.  Growing buffers are returned.
+
+Open segments (``cfg[C_OPEN]``, without a record): the arrivals given are a prefix of the run's.  Before an
+event whose admissions could reach past the last arrival given (at the loop's top, or after a run of
+iterations ending at or after it: the run is then undone, it changed only scalars) the step returns
+``STATUS_MORE``; the caller may renumber the requests (drop finished ones, see
+:func:`fluidq.kernel.run.run_fcfs_segments`), append the next arrivals (or clear ``C_OPEN``) and call again,
+which redoes the event with the same result as a run given every arrival at once.
 """
 # ruff: noqa: PLR0912, PLR0915, PLR1730, N806
 from __future__ import annotations
@@ -46,13 +53,16 @@ _fits = jit(batch_rule.fits, inline="always")
 _budget_split = jit(batch_rule.budget_split, inline="always")
 _decode_after_prefill = jit(batch_rule.decode_after_prefill, inline="always")
 
-__all__ = ["STATUS_DONE", "STATUS_PROGRESS", "STATUS_TAU", "step"]
+__all__ = ["STATUS_DONE", "STATUS_MORE", "STATUS_PROGRESS", "STATUS_TAU", "step"]
 
 STATUS_DONE, STATUS_PROGRESS, STATUS_TAU = 0, 1, 2
+# (open segments, cfg[C_OPEN]) the arrivals given may not be all: the caller adds the next ones, then calls again
+STATUS_MORE = 3
 K_NONE = 1 << 62  # "no decode completion bounds this run"
 
 # cfg (int64): the scheduler and run options
 C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT = range(8)
+C_OPEN = 8  # more arrivals follow those given (a segmented run without a record; see run.run_fcfs_segments)
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_NPQ, I_PH, I_PSCAN, I_POS, I_TOT, I_BLOCKED_TOK, I_NBLOCKED, I_G, I_NS, I_A,
  I_NDEC, I_BQ, I_UT, I_FRESH, I_NH, I_NB, I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_TAU) = range(25)
@@ -303,6 +313,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     prefill_first = cfg[C_PREFILL_FIRST] != 0
     record = cfg[C_RECORD] != 0
     report = cfg[C_REPORT] != 0
+    open_ = cfg[C_OPEN] != 0
     horizon = cf[0]
     ks = cf[1]
     whole = not chunked and not chunk_long
@@ -336,9 +347,16 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     busy = sf[F_BUSY]
     next_report = sf[F_NEXT]
     status = STATUS_DONE
+    # (open segments) arrivals may follow the last one given: an event at or after it asks for them first
+    stop_at = np.inf
+    if open_:
+        stop_at = arr[n - 1] if n > 0 else -np.inf
 
     while True:
         if not resume:
+            if t >= stop_at:  # arrivals up to t may follow those given
+                status = STATUS_MORE
+                break
             if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this event's row
                 need = nb + (n - na) + 2
                 bt = _grow_f(bt, need)
@@ -439,7 +457,13 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
         nxt = arr[na] if na < n else np.inf
         t0 = t
         if not record:
+            busy0 = busy
             t, busy, j, t1 = _iterate(t, busy, tau0, ks, kv_run, sd, ctx, k, nxt, horizon)
+            if t >= stop_at:  # arrivals during the run may follow those given: undo it, redo it after more
+                t, busy = t0, busy0
+                status = STATUS_MORE
+                resume = True
+                break
         else:  # the same run, one record row per iteration, the buffers grown whenever they are full
             dem0 = tot - pos + blocked_tok + ndec
             kv0 = kv_run if sd else 0

@@ -19,7 +19,7 @@ import numpy as np
 
 from ._jit import compiled, warn_if_uncompiled
 
-__all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", "run_fcfs_kv"]
+__all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", "run_fcfs_kv", "run_fcfs_segments"]
 
 #: a first compile (or cache load) slower than this prints a note
 NOTE_AFTER_S = 1.5
@@ -96,7 +96,7 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
     i64, f64 = np.int64, np.float64
     tau, lazy = _tau_array(tau_b, b_max)
     cfg = np.array([b_max, min(k_cap, 1 << 62), mixed, chunked, chunk_long, prefill_first, record,
-                    progress is not None], dtype=i64)
+                    progress is not None, 0], dtype=i64)
     cf = np.array([horizon, ks], dtype=f64)
     si = np.zeros(fcfs.N_SI, dtype=i64)
     sf = np.zeros(3, dtype=f64)
@@ -141,6 +141,144 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
             "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA])}
+
+
+REQUEST_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "first_scheduled_s", "prefill_done_s",
+                   "first_token_s", "finish_s")
+
+
+def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, retire,
+                      rows, progress=None) -> dict:
+    """:func:`run_fcfs` fed its arrivals chunk by chunk, handing back finished requests: memory bounded by the
+    requests in the system plus a chunk, not by the run's length.
+
+    ``chunks`` yields ``(arrival_s, prompt_tokens, output_tokens)`` arrays, the times sorted and each chunk's
+    after the previous one's.  The kernel runs with open segments (:data:`fluidq.kernel.fcfs.C_OPEN`): when it
+    could need an arrival beyond those it holds it stops, and between two calls this driver hands the backlog
+    rows so far to ``rows(t_s, requests, tokens)`` (in time order, each row once), hands every request that
+    will not change any more (finished, or never schedulable) to ``retire(columns)`` (a dict of arrays named
+    as :data:`REQUEST_COLUMNS`), renumbers the rest (request ids, prefill queue positions, decoder slots and
+    the heap's slots, all in their order) and appends the next chunk.  The kernel's rules are untouched, so
+    every request's times and every backlog row are those of :func:`run_fcfs` on the concatenated arrivals
+    (tests/sim/test_summary_stream.py checks it).  At the end the requests still in the system are handed
+    back unfinished.  Each hand-back appends at least as many new arrivals as it keeps requests, so the copies
+    cost O(1) per request and the most requests held at once (``held_max`` in the returned dict) is at most
+    about twice the requests in the system plus a chunk.  When the run is unstable the requests in the system
+    grow without bound, and so does the memory (about 400 bytes per request in the system, measured at 1.2
+    lambda*: the kept requests, as many new arrivals and the copies made while renumbering).  Returns the scalars of
+    :func:`run_fcfs`'s dict (no arrays) and ``held_max``.
+    """
+    from . import fcfs
+
+    ensure_compiled()
+    i64, f64 = np.int64, np.float64
+    tau, lazy = _tau_array(tau_b, b_max)
+    cfg = np.array([b_max, min(k_cap, 1 << 62), mixed, chunked, chunk_long, prefill_first, 0,
+                    progress is not None, 1], dtype=i64)
+    cf = np.array([horizon, ks], dtype=f64)
+    si = np.zeros(fcfs.N_SI, dtype=i64)
+    sf = np.zeros(3, dtype=f64)
+    it = iter(chunks)
+    empty_f, empty_i = np.empty(0, f64), np.empty(0, i64)
+    cols = {"arrival_s": empty_f, "prompt_tokens": empty_i, "output_tokens": empty_i}
+    cols.update({k: empty_f for k in REQUEST_COLUMNS[3:]})
+    pq = cum = dq = val = hin = empty_i
+    bufs = [np.empty(64, i64), np.empty(64, i64), np.empty(64, f64), np.empty(64, i64), np.empty(64, i64),
+            empty_f, empty_i, empty_i, empty_i, empty_f, empty_i, empty_i]
+    gone = 0  # requests handed back (every one was admitted)
+    held_max = 0  # the most requests held at once (in the system or not yet admitted)
+
+    def hand_back_rows():
+        nb = int(si[fcfs.I_NB])
+        if nb:
+            rows(bufs[2][:nb].copy(), bufs[3][:nb].copy(), bufs[4][:nb].copy())
+        si[fcfs.I_NB] = 0
+
+    def add_chunk():
+        """Renumber the live requests, hand back the rest, append the next chunk (or close the run)."""
+        nonlocal cols, pq, cum, dq, val, hin, gone, held_max
+        n = cols["arrival_s"].size
+        na, npq, ph, pscan = (int(si[k]) for k in (fcfs.I_NA, fcfs.I_NPQ, fcfs.I_PH, fcfs.I_PSCAN))
+        ut, bq, fresh, nh = (int(si[k]) for k in (fcfs.I_UT, fcfs.I_BQ, fcfs.I_FRESH, fcfs.I_NH))
+        q0 = min(ph, pscan)
+        live = val[:ut] >= 0
+        held = np.zeros(na, dtype=bool)  # admitted requests still in the system
+        held[pq[q0:npq]] = True
+        held[dq[:ut][live]] = True
+        adm = np.flatnonzero(held).astype(i64)
+        out = ~held
+        if out.any():
+            retire({k: v[:na][out] for k, v in cols.items()})
+            gone += int(out.sum())
+        keep = np.concatenate([adm, np.arange(na, n, dtype=i64)])
+        new_id = np.full(n, -1, dtype=i64)
+        new_id[keep] = np.arange(keep.size, dtype=i64)
+        rank = np.cumsum(live) - 1
+        parts = []  # at least as many new arrivals as requests kept: the copies cost O(1) per request
+        while sum(x[0].size for x in parts) < max(keep.size, 1):
+            nxt = next(it, None)
+            if nxt is None:
+                cfg[fcfs.C_OPEN] = 0
+                break
+            parts.append([np.ascontiguousarray(x, dtype=t) for x, t in zip(nxt, (f64, i64, i64))])
+        a, p, d = ([x[i] for x in parts] for i in range(3))
+        a, p, d = (np.concatenate(x) if x else np.empty(0, t) for x, t in zip((a, p, d), (f64, i64, i64)))
+        m = a.size
+        cols = {"arrival_s": np.concatenate([cols["arrival_s"][keep], a]),
+                "prompt_tokens": np.concatenate([cols["prompt_tokens"][keep], p]),
+                "output_tokens": np.concatenate([cols["output_tokens"][keep], d]),
+                **{k: np.concatenate([cols[k][keep], np.full(m, np.nan)]) for k in REQUEST_COLUMNS[3:]}}
+        size = keep.size + m
+        pq2, cum2, dq2 = np.empty(size, i64), np.empty(size, i64), np.empty(size, i64)
+        val2, hin2 = np.full(size, -1, dtype=i64), np.zeros(size, dtype=i64)
+        k = npq - q0
+        pq2[:k] = new_id[pq[q0:npq]]
+        cum2[:k] = cum[q0:npq]
+        u = int(live.sum())
+        dq2[:u] = new_id[dq[:ut][live]]
+        val2[:u] = val[:ut][live]
+        hin2[:u] = hin[:ut][live]
+        if nh:
+            bufs[1][:nh] = rank[bufs[1][:nh]]
+        pq, cum, dq, val, hin = pq2, cum2, dq2, val2, hin2
+        held_max = max(held_max, size)
+        si[fcfs.I_NA] = adm.size
+        si[fcfs.I_NPQ], si[fcfs.I_PH], si[fcfs.I_PSCAN] = k, ph - q0, pscan - q0
+        si[fcfs.I_UT], si[fcfs.I_BQ], si[fcfs.I_FRESH] = u, int(live[:bq].sum()), int(live[:fresh].sum())
+
+    uncompiled = not compiled()
+    while True:
+        state = [cols["arrival_s"], cols["prompt_tokens"], cols["output_tokens"], tau, cfg, cf, si, sf,
+                 cols["first_scheduled_s"], cols["prefill_done_s"], cols["first_token_s"], cols["finish_s"],
+                 pq, cum, dq, val, hin]
+        if uncompiled:  # plain Python indexes lists ~5x faster than numpy arrays: lists in, arrays back
+            ls = [x.tolist() for x in state]
+            status, *out = fcfs.step(*ls, *(b.tolist() for b in bufs))
+            for x, y in zip(state, ls):
+                x[:] = y
+            bufs = [np.asarray(y, dtype=b.dtype) for y, b in zip(out, bufs)]
+        else:
+            status, *bufs = fcfs.step(*state, *bufs)
+        if status == fcfs.STATUS_DONE:
+            break
+        if status == fcfs.STATUS_PROGRESS:
+            t = float(sf[fcfs.F_T])
+            progress(t, gone + int(si[fcfs.I_NA]))
+            sf[fcfs.F_NEXT] = t + 1.0 + 0.02 * t
+        elif status == fcfs.STATUS_TAU:
+            b = int(si[fcfs.I_TAU])
+            tau[b] = float(lazy[b])
+        else:  # STATUS_MORE
+            hand_back_rows()
+            add_chunk()
+    hand_back_rows()
+    n_arrived = gone + int(si[fcfs.I_NA])
+    if cols["arrival_s"].size:
+        retire(cols)
+    return {"iterations": int(si[fcfs.I_NITER]), "busy_s": float(sf[fcfs.F_BUSY]),
+            "mixed_iterations": int(si[fcfs.I_MIXED]), "tokens_served": int(si[fcfs.I_TOKS]),
+            "end_s": float(sf[fcfs.F_T]), "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": n_arrived,
+            "held_max": held_max}
 
 
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,

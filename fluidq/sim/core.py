@@ -322,10 +322,24 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         ``progress(t_s, arrivals_so_far)`` called about every simulated second (the CLI's bar).
     record : {"full", "summary"}
         ``"full"``: the :class:`SimResult` with every request's times and the backlog series.
-        ``"summary"``: a :class:`~fluidq.sim.result.SimSummary`, the same ``summary()``, ``metrics``
-        and ``inputs`` (``to_dict()`` is equal) without any per-request or per-event array, for sweeps
-        that keep many runs.  The run itself needs the arrays while it runs: the peak memory is the
-        full run's (about 180 bytes per request), what is kept afterwards is a few hundred numbers.
+        ``"summary"``: a :class:`~fluidq.sim.result.SimSummary` (``summary()``, ``metrics``, ``inputs``,
+        no per-request or per-event array), for sweeps that keep many runs.  Where the event-skipping
+        kernel runs (a built-in scheduler in FCFS order, no KV capacity, :func:`fast_path_applies`) the
+        run is *streamed* in bounded memory: the requests are drawn chunk by chunk
+        (:meth:`~fluidq.Workload.sample_chunks`), the kernel runs in segments and hands back finished
+        requests (:func:`fluidq.kernel.run.run_fcfs_segments`), and the figures are folded as they come,
+        so the memory is bounded by the requests in the system plus a chunk of 65,536 (when the run is
+        unstable, by the requests in the system, which grow).  Such a summary is **not** the full run with
+        the same seed: its sample is another draw from the same distribution (equal in distribution).  On
+        the same sample (explicit rows, or ``sample_chunks`` of the seed given to a full run as rows) it
+        equals the full run: counts, times, iterations, throughputs, busy and mixed fractions, final
+        backlogs and maxima exactly; means up to rounding (relative 1e-9); the P50/P90/P99 of the metrics
+        from log-spaced bins, within 0.5 % (relative) of the full run's; and ``token_backlog_slope_per_s``
+        is fitted on the backlog at the points ``i * 2**m`` seconds in ``[end_s / 2, end_s]`` (512 to
+        1024 of them; ``2**m`` is ``streamed["backlog_slope_grid_s"]``) instead of 200 evenly spaced points
+        (tests/sim/test_summary_stream.py checks each claim).  ``SimSummary.streamed`` says so.  Other runs
+        (KV memory, user policies, the generic path, ``initial``) are run in full and summarised: equal to
+        the full run with the same seed (``streamed`` is None), with the full run's peak memory.
 
     Returns
     -------
@@ -432,6 +446,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
     use_fast = ok and method != "generic"
     rng = _check_rng(rng)
+    if record == "summary" and use_fast and not kv_kernel:
+        return _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_s, progress, preemption,
+                                 swap_s_per_token)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     arr, P, D = _requests(workload, gen, horizon_s, n_requests)
     if horizon_s is None and warmup_s > 0 and (len(arr) == 0 or warmup_s > float(np.max(arr))):
@@ -443,11 +460,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     tau_b, ks = _tau_table(engine)
     hz = math.inf if horizon_s is None else horizon_s
     if use_fast:
-        b = engine.b_max if pol.b_max is None else min(engine.b_max, pol.b_max)
-        ks_ = [k for k in (engine.k_max, pol.k_max) if k is not None]
-        k_cap = min(ks_) if ks_ else 1 << 62
-        opts = dict(b_max=b, k_cap=k_cap, mixed=pol.mixed, chunked=pol.chunked, chunk_long=pol.chunk_long_prompts,
-                    prefill_first=pol.priority == "prefill", tau_b=tau_b, ks=ks, horizon=hz, record=record_iterations,
+        opts = dict(**_kernel_options(engine, pol), tau_b=tau_b, ks=ks, horizon=hz, record=record_iterations,
                     progress=progress)
         if kv_kernel:
             from ..kernel import run_fcfs_kv
@@ -527,6 +540,81 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
 
         return SimSummary.of(res)
     return res
+
+
+def _kernel_options(engine: Engine, pol: Scheduler) -> dict:
+    """The event-skipping kernel's scheduler options for a built-in scheduler on ``engine``."""
+    b = engine.b_max if pol.b_max is None else min(engine.b_max, pol.b_max)
+    ks_ = [k for k in (engine.k_max, pol.k_max) if k is not None]
+    return dict(b_max=b, k_cap=min(ks_) if ks_ else 1 << 62, mixed=pol.mixed, chunked=pol.chunked,
+                chunk_long=pol.chunk_long_prompts, prefill_first=pol.priority == "prefill")
+
+
+def _run_inputs(engine, workload, pol, horizon_s, n_requests, n_explicit, preemption, swap_s_per_token, rng) -> dict:
+    return {"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
+            {"explicit_requests": int(n_explicit)}, "policy": getattr(pol, "name", repr(pol)),
+            "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast", "preemption": preemption,
+            "swap_s_per_token": swap_s_per_token, "seed": _seed_repr(rng)}
+
+
+def _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_s, progress, preemption,
+                      swap_s_per_token):
+    """``record="summary"`` on the event-skipping kernel: arrivals drawn chunk by chunk, the kernel run in
+    segments, the figures folded as requests finish (see :func:`simulate`, ``record``)."""
+    from ..kernel.run import run_fcfs_segments
+    from ..workload import STREAM_CHUNK
+    from ._summary import REL_ERROR, BacklogStream, RequestStream
+    from .result import SimSummary
+
+    if isinstance(workload, Workload):
+        chunks = workload.sample_chunks(rng, horizon_s=horizon_s, n=n_requests)
+        sampling = f"Workload.sample_chunks, chunks of {STREAM_CHUNK} requests"
+    else:  # explicit rows: already in memory, fed in chunks
+        a, p, d = _requests(workload, None, horizon_s, n_requests)
+        chunks = ((a[i:i + STREAM_CHUNK], p[i:i + STREAM_CHUNK], d[i:i + STREAM_CHUNK])
+                  for i in range(0, len(a), STREAM_CHUNK))
+        sampling = "the explicit rows given"
+    reqs, back = RequestStream(warmup_s), BacklogStream(warmup_s)
+    last_arrival = [-math.inf]
+
+    def retire(cols):
+        reqs.add(cols)
+        if cols["arrival_s"].size:
+            last_arrival[0] = max(last_arrival[0], float(cols["arrival_s"].max()))
+
+    tau_b, ks = _tau_table(engine)
+    out = run_fcfs_segments(chunks, **_kernel_options(engine, pol), tau_b=tau_b, ks=ks,
+                            horizon=math.inf if horizon_s is None else horizon_s, retire=retire, rows=back.add,
+                            progress=progress)
+    if horizon_s is None and warmup_s > 0 and not warmup_s <= last_arrival[0]:
+        last = last_arrival[0] if reqs.n_requests else 0.0
+        raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last:g} s)",
+                             "a warm-up this long leaves every request out of the metrics")
+    end = float(out["end_s"])
+    if horizon_s is not None and end < horizon_s:
+        end = float(horizon_s)
+    bk = back.finish(end)
+    n_it = int(out["iterations"])
+    m = reqs.metrics()
+    values = {"policy": getattr(pol, "name", type(pol).__name__), "method": "fast", "requests": reqs.n_requests,
+              "finished": reqs.n_finished, "end_s": end, "iterations": n_it,
+              "throughput_requests_per_s": reqs.n_finished / end if end > 0 else math.nan,
+              "throughput_tokens_per_s": int(out["tokens_served"]) / end if end > 0 else math.nan,
+              "busy_fraction": float(out["busy_s"]) / end if end > 0 else math.nan,
+              "mixed_batch_fraction": out["mixed_iterations"] / n_it if n_it else 0.0,
+              "final_requests_in_system": bk["final_requests_in_system"],
+              "final_token_backlog": bk["final_token_backlog"],
+              "mean_requests_in_system": bk["mean_requests_in_system"],
+              "token_backlog_slope_per_s": bk["token_backlog_slope_per_s"],
+              "preemptions": 0, "wasted_tokens": 0, "swap_tokens": 0, "rejected": 0, "peak_kv_tokens": 0,
+              "blocked": int(out["n_blocked"]),
+              **{f"{k}_{s}": m[k][s] for k in ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
+                 for s in ("mean", "p50", "p90", "p99")}}
+    inputs = _run_inputs(engine, workload, pol, horizon_s, n_requests, reqs.n_requests, preemption,
+                         swap_s_per_token, rng)
+    return SimSummary(values=values, metrics=m, inputs=inputs,
+                      streamed={"sampling": sampling, "percentile_rel_error": REL_ERROR,
+                                "backlog_slope_grid_s": bk["grid_s"]})
 
 
 def _seed_repr(rng):

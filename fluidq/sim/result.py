@@ -32,6 +32,20 @@ def _stats(x: np.ndarray) -> dict:
             "p99": float(q[2]), "max": float(x.max())}
 
 
+def latency_columns(r: dict, ttft: str = "first_decode") -> dict:
+    """The latency columns of :meth:`SimResult.latencies` from request columns ``r`` (``arrival_s``,
+    ``first_scheduled_s``, ``prefill_done_s``, ``first_token_s``, ``finish_s``, ``output_tokens``): one
+    formula for a full result and for a summary run's finished chunks."""
+    a = r["arrival_s"]
+    out = r["output_tokens"].astype(float)
+    ttlt = r["finish_s"] - a
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out > 1, (r["finish_s"] - r["first_token_s"]) / np.maximum(out - 1, 1), np.nan)
+    first = r["first_token_s"] if ttft == "first_decode" else r["prefill_done_s"]
+    return {"ttft_s": first - a, "ttlt_s": ttlt, "tpot_s": tpot,
+            "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
+
+
 def _fittable(g: np.ndarray) -> bool:
     """Whether a line can be fitted on the time grid ``g``: finite, and its points distinct at float
     precision after centring (a window of a few subnormal seconds is not: least squares fails)."""
@@ -149,15 +163,7 @@ class SimResult(Result):
         """
         if ttft not in TTFT_DEFINITIONS:
             raise ParameterError("ttft", ttft, " or ".join(repr(t) for t in TTFT_DEFINITIONS))
-        r = self.requests
-        a = r["arrival_s"]
-        out = r["output_tokens"].astype(float)
-        ttlt = r["finish_s"] - a
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = np.where(out > 1, (r["finish_s"] - r["first_token_s"]) / np.maximum(out - 1, 1), np.nan)
-        first = r["first_token_s"] if ttft == "first_decode" else r["prefill_done_s"]
-        return {"ttft_s": first - a, "ttlt_s": ttlt, "tpot_s": tpot,
-                "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
+        return latency_columns(self.requests, ttft)
 
     @property
     def metrics(self) -> dict:
@@ -316,13 +322,20 @@ class SimResult(Result):
 
 @dataclass(frozen=True, eq=False)
 class SimSummary(Result):
-    """What ``fluidq.simulate(..., record="summary")`` keeps of a run: its :meth:`SimResult.summary`,
-    :attr:`SimResult.metrics` and inputs, and no array (a sweep of many runs holds a few hundred numbers
-    per run).  ``to_dict()`` equals the full result's ``to_dict()``."""
+    """What ``fluidq.simulate(..., record="summary")`` keeps of a run: the figures of
+    :meth:`SimResult.summary`, :attr:`SimResult.metrics` and inputs, and no array (a sweep of many runs holds
+    a few hundred numbers per run).
+
+    ``streamed`` is None when the run was a full one, summarised (``to_dict()`` then equals the full
+    result's); else the run was streamed in bounded memory (see :func:`fluidq.simulate`, ``record``) and
+    ``streamed`` says how its figures differ from a full run's: ``sampling``, ``percentile_rel_error`` (the
+    percentiles' bound, relative to numpy's exact ones) and ``backlog_slope_grid_s`` (the spacing of the
+    grid the token backlog slope is fitted on); ``to_dict()`` then has it under ``"streamed"``."""
 
     values: dict  # SimResult.summary()
     metrics: dict
     inputs: dict = field(default_factory=dict, repr=False)
+    streamed: dict | None = None
 
     @classmethod
     def of(cls, res: "SimResult") -> "SimSummary":
@@ -358,8 +371,11 @@ class SimSummary(Result):
         return ttft_definition(self.inputs)
 
     def to_dict(self) -> dict:
-        return plain({"summary": self.values, "metrics": self.metrics, "ttft_definition": self.ttft_definition,
-                      "inputs": self.inputs})
+        d = {"summary": self.values, "metrics": self.metrics, "ttft_definition": self.ttft_definition,
+             "inputs": self.inputs}
+        if self.streamed is not None:
+            d["streamed"] = self.streamed
+        return plain(d)
 
 
 def ttft_definition(inputs: dict) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import ARRIVALS_WHY, MAX_ARRIVALS, integer, real
 from ..errors import ParameterError
 from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
 from .lengths import (
@@ -26,6 +26,7 @@ from .traces import EMBEDDED_TRACES, Trace, load_trace
 
 __all__ = [
     "EMBEDDED_TRACES",
+    "STREAM_CHUNK",
     "Arrival",
     "Empirical",
     "Fixed",
@@ -41,6 +42,24 @@ __all__ = [
     "Workload",
     "load_trace",
 ]
+
+
+#: requests per chunk of :meth:`Workload.sample_chunks` (part of its definition: the sample depends on it)
+STREAM_CHUNK = 1 << 16
+#: the spawn-key element that sets the chunked sampler's generators apart from replications' children
+_STREAM_KEY = 0x5EED_C0DE
+
+
+def _root_seed(rng) -> np.random.SeedSequence:
+    """The root SeedSequence of a chunked sample: a seed >= 0, a SeedSequence, None (fresh entropy), or a
+    Generator (one 63-bit seed is drawn from it)."""
+    if isinstance(rng, np.random.SeedSequence):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return np.random.SeedSequence(int(rng.integers(2**63)))
+    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0):
+        return np.random.SeedSequence(None if rng is None else int(rng))
+    raise ParameterError("rng", rng, "a numpy Generator, an integer seed >= 0, a numpy SeedSequence or None")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -129,6 +148,55 @@ class Workload:
         t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
         k = len(t)
         return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
+
+    def sample_chunks(self, rng, horizon_s: float | None = None, n: int | None = None,
+                      chunk: int = STREAM_CHUNK):
+        """Draw ``(arrival_s, prompt_tokens, output_tokens)`` chunk by chunk: an iterator of array triples.
+
+        Chunk ``i`` (``chunk`` requests, the last one fewer) is drawn from its own generator, seeded by the
+        child ``(*root.spawn_key, 0x5EEDC0DE, i)`` of the root SeedSequence of ``rng`` (a seed, a
+        SeedSequence, None, or a Generator from which one seed is drawn): arrival gaps, then prompts, then
+        outputs, the times continuing from the previous chunk's last arrival.  So the sample is a function
+        of ``(rng, horizon_s, n, chunk)`` alone, the same however many chunks a consumer holds at once, and
+        a consumer needs one chunk in memory.  It is a different draw from :meth:`sample`'s (which draws
+        whole arrays from one generator): the same distribution, not the same numbers.  A replayed trace
+        (``TraceArrivals``) has no randomness: its rows are yielded in order, as :meth:`sample` gives them.
+        """
+        from .arrivals import _check_limits
+
+        chunk = integer("chunk", chunk, minimum=1)
+        if self.replays_trace:
+            t, p, d = self.sample(None, horizon_s=horizon_s, n=n)
+            for i in range(0, len(t), chunk):
+                yield t[i:i + chunk], p[i:i + chunk], d[i:i + chunk]
+            return
+        h, k = _check_limits(horizon_s, n)
+        if k is None and h * self.arrival_rate_per_s > MAX_ARRIVALS:
+            raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
+                                 f"arrivals (at {self.arrival_rate_per_s:g} req/s it has "
+                                 f"{h * self.arrival_rate_per_s:.3g})", ARRIVALS_WHY)
+        root = _root_seed(rng)
+        t0, done, i = 0.0, 0, 0
+        while k is None or done < k:
+            m = chunk if k is None else min(chunk, k - done)
+            g = np.random.default_rng(np.random.SeedSequence(root.entropy,
+                                                             spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
+            t = t0 + np.cumsum(self.arrival._gaps(g, m))
+            if self.trace is not None:
+                rows = g.integers(0, len(self.trace), size=m)
+                p = np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64)
+                d = np.asarray(self.trace.output_tokens)[rows].astype(np.int64)
+            else:
+                p, d = self.prompt_tokens.sample(g, m), self.output_tokens.sample(g, m)
+            i += 1
+            done += m
+            if h is not None and t[-1] > h:
+                keep = int(np.searchsorted(t, h, side="right"))
+                if keep:
+                    yield t[:keep], p[:keep], d[:keep]
+                return
+            yield t, p, d
+            t0 = float(t[-1])
 
     @classmethod
     def from_trace(cls, path_or_name, rate_per_s: float | None = None, name: str | None = None) -> Workload:

@@ -22,14 +22,23 @@ def _arrays(x):
 
 
 @pytest.mark.parametrize("policy, kv", [("sarathi", None), ("vllm", 20_000)])
-def test_summary_equals_the_full_run(policy, kv):
+def test_summary_keeps_no_array(policy, kv):
     e = E.with_(kv_capacity_tokens=kv)
-    full = fluidq.simulate(e, W, policy, horizon_s=120, rng=3)
     s = fluidq.simulate(e, W, policy, horizon_s=120, rng=3, record="summary")
     assert isinstance(s, SimSummary)
+    assert _arrays(vars(s)) == 0  # nothing per request or per event
+    assert set(s.to_dict()) >= {"summary", "metrics", "ttft_definition", "inputs"}
+
+
+def test_a_summary_with_kv_memory_is_the_full_run_summarised():
+    # KV memory is not streamed: the full run, summarised (tests/sim/test_summary_stream.py has the streamed
+    # runs, equal to the full run of the same sample)
+    e = E.with_(kv_capacity_tokens=20_000)
+    full = fluidq.simulate(e, W, "vllm", horizon_s=120, rng=3)
+    s = fluidq.simulate(e, W, "vllm", horizon_s=120, rng=3, record="summary")
+    assert s.streamed is None
     assert s.to_dict() == full.to_dict()
     assert (s.n_finished, s.throughput_tokens_per_s) == (full.n_finished, full.throughput_tokens_per_s)
-    assert _arrays(vars(s)) == 0  # nothing per request or per event
 
 
 def test_bad_record_values_are_refused():
