@@ -19,10 +19,16 @@ State, all in flat numpy arrays and integers (no Python objects, so numba compil
   event and grow it back at the next; slots ``fresh`` and above never joined ``S`` (their first
   token is the next iteration's);
 * a binary heap (``hf``, ``hr``) of finishing rounds by slot gives the next completion.  A decoder
-  has at most one heap entry (``hin``), kept while it pauses: pausing only delays a finishing
+  has at most one heap entry (``hin`` 1), kept while it pauses: pausing only delays a finishing
   round, so the key stays a lower bound.  A stale key is corrected when it reaches the top
   (re-keyed in place if the decoder is served, dropped if it is paused; it is pushed again when it
-  rejoins), so the top is always exact.
+  rejoins), so the top is always exact.  A decoder that joins ``S`` behind a live slot ``q - 1``
+  finishing no later (``val[q - 1] <= f``) gets no entry (``hin`` 2, *covered*): ``q - 1`` is served
+  whenever ``q`` is, so it stays ahead and its entry (or its own cover's) bounds ``q``'s round.  When
+  ``q - 1`` finishes, ``q`` gets its entry (or, paused, gets it when it rejoins).  Equal output
+  lengths (Theorem 2's workload) leave one entry in the heap, under any scheduler, where Orca's
+  pauses used to keep hundreds of stale ones (re-keyed or dropped at the top, 1.9 sift-downs per
+  request besides the finish at 1.2 lambda*).  The boundary loops index with :func:`_ix` (unsigned).
 
 Between two events (an arrival, a prefill or request completing, the horizon) the batch does not
 change, so a run of iterations is one step; the clock still adds one batch time per iteration, so
@@ -168,6 +174,16 @@ def _hpop_call(hf, hr, nh):
 def _hrekey_call(hf, hr, nh, f, r):
     """:func:`_hrekey`, as a call (this loop's)."""
     _hrekey(hf, hr, nh, f, r)
+
+
+def _ix_py(q):
+    return q
+
+
+@jit(inline="always", python=_ix_py)
+def _ix(q):
+    """``q`` as an unsigned index: numba then skips the negative-index wrap-around (``q >= 0`` here)."""
+    return np.uint64(q)
 
 
 @jit
@@ -408,28 +424,33 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                 hf = _grow_i(hf, nh + sd - nS)
                 hr = _grow_i(hr, nh + sd - nS)
             while nS < sd:  # the oldest paused decoders join S
-                v = val[bq]
+                u = _ix(bq)
+                v = val[u]
                 if v < 0:  # finished (while served, before S last shrank past it)
                     bq += 1
                     continue
                 f = G + v
-                val[bq] = f
-                if hin[bq] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
-                    hin[bq] = 1
-                    nh = _hpush_call(hf, hr, nh, f, bq)
+                val[u] = f
+                if hin[u] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
+                    if bq > 0 and 0 <= val[bq - 1] <= f:  # covered by the next older decoder (served)
+                        hin[u] = 2
+                    else:
+                        hin[u] = 1
+                        nh = _hpush_call(hf, hr, nh, f, bq)
                 if need_a:
-                    rid = dq[bq]
+                    rid = dq[u]
                     A += P[rid] + D[rid] - f
                 bq += 1
                 nS += 1
             while nS > sd:  # the youngest members of S pause
                 bq -= 1
-                f = val[bq]
+                u = _ix(bq)
+                f = val[u]
                 if f < 0:
                     continue
-                val[bq] = f - G
+                val[u] = f - G
                 if need_a:
-                    rid = dq[bq]
+                    rid = dq[u]
                     A -= P[rid] + D[rid] - f
                 nS -= 1
             while True:  # a stale top: re-key a served decoder, drop a paused one
@@ -509,6 +530,12 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                 if q >= bq:  # paused
                     continue
                 val[q] = -1
+                if q + 1 < ut and hin[q + 1] == 2:  # the decoder it covered needs its own entry
+                    if q + 1 < bq:
+                        hin[q + 1] = 1
+                        nh = _hpush_call(hf, hr, nh, val[q + 1], q + 1)
+                    else:
+                        hin[q + 1] = 0
                 rid = dq[q]
                 if need_a:
                     A -= P[rid] + D[rid] - f
