@@ -29,6 +29,26 @@ def named_by_flag(extra=None):
         raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
+@contextlib.contextmanager
+def memory_named(gpu_name: str, tensor_parallel_size, gpu_memory_gib=None):
+    """The planner's "the weights do not fit" (a ``ParameterError`` on ``gpu_memory_gib``) under the flags that
+    chose the memory: ``--gpu NAME`` with ``--tensor-parallel-size N`` (the table's memory), or ``--gpu-memory-gib``
+    when given.  The planner's numbers (usable memory, weights and reserve per GPU) stay in the message."""
+    from ...errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        if exc.name != "gpu_memory_gib":
+            raise
+        if gpu_memory_gib is not None:
+            raise ParameterError("--gpu-memory-gib", exc.value, exc.expected, exc.hint) from None
+        raise ParameterError("--gpu", f"{gpu_name} with --tensor-parallel-size {tensor_parallel_size}",
+                             exc.expected.replace("more memory: ", "a deployment that fits: ", 1)
+                             + f" [vLLM's planner on {exc.value:g} GiB per GPU as CUDA reports it]",
+                             exc.hint) from None
+
+
 def add_roofline_args(p, *, tp: bool = True) -> None:
     """``--gpu``, ``--model-config`` (and ``--tensor-parallel-size``, ``--gpu-memory-utilization`` when
     ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
@@ -115,7 +135,7 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
 
     model = model_from_args(args)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
-    with named_by_flag(None if gib is None else {"gpu_memory_gib": "--gpu-memory-gib"}):
+    with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):
         rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
         if kv_capacity is None:
             kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib if gib is None else gib,
