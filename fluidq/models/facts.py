@@ -433,19 +433,36 @@ class ModelFacts:
             return self.n_kv_heads // tp
         return 1
 
-    def _tp(self, tp) -> int:
-        tp = _int("tensor_parallel_size", tp, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+    def _tp_problem(self, tp: int) -> tuple[str, str] | None:
+        """``(expected, why)`` when vLLM would refuse ``tp`` for this model, else ``None``."""
         if self.n_heads % tp:
-            raise ParameterError("tensor_parallel_size", tp, f"a divisor of n_heads={self.n_heads} ({self.name})",
-                                 "each GPU holds a whole number of query heads")
+            return f"a divisor of n_heads={self.n_heads}", "each GPU holds a whole number of query heads"
         if not self.is_mla:
             if self.n_kv_heads >= tp and self.n_kv_heads % tp:
-                raise ParameterError("tensor_parallel_size", tp,
-                                     f"a divisor of n_kv_heads={self.n_kv_heads} ({self.name})")
+                return f"a divisor of n_kv_heads={self.n_kv_heads}", "each GPU holds a whole number of KV heads"
             if self.n_kv_heads < tp and tp % self.n_kv_heads:
-                raise ParameterError("tensor_parallel_size", tp,
-                                     f"a multiple of n_kv_heads={self.n_kv_heads} ({self.name}) when larger",
-                                     "the KV heads are then replicated evenly")
+                return (f"a multiple of n_kv_heads={self.n_kv_heads} when larger",
+                        "the KV heads are then replicated evenly")
+        dense = not self.is_moe or self.n_dense_layers
+        if dense and self.intermediate_size % tp:
+            return (f"a divisor of intermediate_size={self.intermediate_size}",
+                    "each GPU holds an equal slice of the MLP (vLLM's column-parallel split)")
+        if self.is_moe and self.moe_intermediate_size % tp:
+            return (f"a divisor of moe_intermediate_size={self.moe_intermediate_size}",
+                    "without expert parallelism each expert's MLP is split over the GPUs")
+        return None
+
+    def tensor_parallel_sizes(self, up_to: int = 64) -> list[int]:
+        """The tensor-parallel sizes up to ``up_to`` that split this model (heads, KV heads, MLP widths)."""
+        return [t for t in range(1, int(up_to) + 1) if self._tp_problem(t) is None]
+
+    def _tp(self, tp) -> int:
+        tp = _int("tensor_parallel_size", tp, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+        problem = self._tp_problem(tp)
+        if problem is not None:
+            ok = ", ".join(str(t) for t in self.tensor_parallel_sizes(64))
+            raise ParameterError("tensor_parallel_size", tp, f"{problem[0]} ({self.name}; sizes that split it: {ok})",
+                                 problem[1])
         return tp
 
     def kv_bytes_per_token_per_gpu(self, tensor_parallel_size: int = 1, *,
