@@ -10,7 +10,7 @@ and Falcon, as their config classes) and ``attention_bias`` to the family's (tru
 otherwise).
 
 Families: the Llama layout (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma``, ``gemma2``,
-``gemma3_text``, ``phi3``), its mixtures of experts (``mixtral``, ``qwen3_moe``, ``llama4_text``), MLA
+``gemma3_text``, ``phi3``), its mixtures of experts (``mixtral``, ``qwen2_moe``, ``qwen3_moe``, ``llama4_text``), MLA
 (``deepseek_v2``, ``deepseek_v3``), and the classic layouts with LayerNorms, biases and an MLP without a
 gate (``gpt_neox``, ``opt``, ``falcon``, ``phi``).  A multimodal wrapper's text model is read from its
 ``text_config`` (Llama-4, Gemma-3, LLaVA, Mistral-3) or from the top level (Qwen2-VL, Qwen2.5-VL); its vision
@@ -31,7 +31,7 @@ MAX_CONFIG_BYTES = 16 << 20
 
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt_neox", "opt",
          "falcon", "phi")
-MOE = ("mixtral", "qwen3_moe", "llama4_text")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
 MLA = ("deepseek_v2", "deepseek_v3")
 FAMILIES = DENSE + MOE + MLA
 
@@ -39,7 +39,8 @@ FAMILIES = DENSE + MOE + MLA
 ALIASES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2",
            "gemma3": "gemma3_text", "llama4": "llama4_text", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
            "mistral3": "mistral", "llava": "llama", "llava_next": "llama", "pixtral": "mistral", "kimi_vl": "deepseek_v3",
-           "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+           "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "kimi_k2": "deepseek_v3",
+           "granite": "llama"}
 
 # the config key each ModelFacts field comes from (for messages about values the dataclass refuses)
 _KEY_OF = {"n_layers": "num_hidden_layers", "hidden_size": "hidden_size", "n_heads": "num_attention_heads",
@@ -106,6 +107,11 @@ def _text_config(r: _Reader, cfg: dict) -> dict:
 
 def facts_from_config(path, *, name: str | None = None, dtype: str | None = None,
                       option: str = "path") -> ModelFacts:
+    try:  # a model's folder (a Hugging Face snapshot): its config.json
+        if isinstance(path, (str, Path)) and Path(path).is_dir() and (Path(path) / "config.json").is_file():
+            path = Path(path) / "config.json"
+    except (OSError, ValueError):
+        pass  # read_text names what is wrong with the path
     text = read_text(option, path, what="config.json", max_bytes=MAX_CONFIG_BYTES)
     where = f"{option} {_shown(path)}"
     cfg = json_loads(text, where=where)
@@ -173,7 +179,7 @@ def _modern(r: _Reader, family: str) -> dict:
                    f"num_attention_heads={n_heads} to derive it")
         head_dim = hidden // n_heads
     kw["head_dim"] = head_dim
-    kw["attention_bias"] = True if family == "qwen2" else r.bool("attention_bias", False)
+    kw["attention_bias"] = True if family in ("qwen2", "qwen2_moe") else r.bool("attention_bias", False)
     kw["qk_norm"] = family in ("qwen3", "qwen3_moe", "gemma3_text")
     if family in ("gemma2", "gemma3_text"):
         kw["norms_per_layer"] = 4  # before and after attention, before and after the MLP
@@ -185,6 +191,14 @@ def _modern(r: _Reader, family: str) -> dict:
     elif family == "qwen3_moe":
         kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
                   moe_intermediate_size=r.int("moe_intermediate_size"))
+        kw["n_dense_layers"] = _qwen_dense_layers(r, kw["n_layers"])
+    elif family == "qwen2_moe":  # one shared expert of its own width: counted as that many routed-width experts
+        moe = r.int("moe_intermediate_size")
+        shared = r.int("shared_expert_intermediate_size", default=0, minimum=0)
+        if shared % moe:
+            r.fail("shared_expert_intermediate_size", f"{shared} is not a multiple of moe_intermediate_size={moe}")
+        kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=moe, n_shared_experts=shared // moe)
         kw["n_dense_layers"] = _qwen_dense_layers(r, kw["n_layers"])
     elif family == "llama4_text":
         step = r.int("interleave_moe_layer_step", default=1)

@@ -496,7 +496,7 @@ class ModelFacts:
                                                           maximum=MAX_PARALLEL, why=PARALLEL_WHY)
         if expert_parallel_size is not None and not self.is_moe and ep != 1:
             raise ParameterError("expert_parallel_size", ep, "None or 1 for a dense model (it has no experts)")
-        if self.is_moe and self.n_experts % ep and ep % self.n_experts:
+        if expert_parallel_size is not None and self.is_moe and self.n_experts % ep and ep % self.n_experts:
             raise ParameterError("expert_parallel_size", ep, f"a divisor of n_experts={self.n_experts}",
                                  "each GPU holds a whole number of experts")
         c = self._counts()

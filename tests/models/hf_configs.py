@@ -70,6 +70,15 @@ CONFIGS = {
                          "model_type": "qwen3_moe", "num_experts": 128, "num_experts_per_tok": 8,
                          "moe_intermediate_size": 1536, "decoder_sparse_step": 1, "mlp_only_layers": []},
                         235.09e9, 22.14e9, 192512),
+    # Qwen2-MoE: one shared expert of its own width (20480 = 8 routed widths)
+    "Qwen2-57B-A14B": ({**_llama(28, 3584, 28, 4, 18944, 151936, mpe=32768), "model_type": "qwen2_moe",
+                        "num_experts": 64, "num_experts_per_tok": 8, "moe_intermediate_size": 2560,
+                        "shared_expert_intermediate_size": 20480, "decoder_sparse_step": 1, "mlp_only_layers": []},
+                       57.41e9, 14.2e9, 57344),
+    "Qwen1.5-MoE-A2.7B": ({**_llama(24, 2048, 16, 16, 5632, 151936, mpe=8192), "model_type": "qwen2_moe",
+                           "num_experts": 60, "num_experts_per_tok": 4, "moe_intermediate_size": 1408,
+                           "shared_expert_intermediate_size": 5632, "decoder_sparse_step": 1},
+                          14.32e9, 2.7e9, 196608),
     # DeepSeek MLA: the cache is the compressed latent (kv_lora_rank + qk_rope_head_dim per layer)
     "DeepSeek-V2-Lite": ({**_llama(27, 2048, 16, 16, 10944, 102400, mpe=163840), "model_type": "deepseek_v2",
                           "q_lora_rank": None, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,

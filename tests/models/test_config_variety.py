@@ -173,3 +173,11 @@ def test_every_config_gets_a_kv_cache_somewhere(tmp_path, name):
         ok.append(tp)
         assert e.tokens >= 16 and e.weight_bytes_per_gpu < gpu.memory_gib * 2**30
     assert ok or m.weight_bytes > 8 * 0.9 * gpu.memory_gib * 2**30, name
+
+
+def test_a_model_folder_reads_its_config_json(tmp_path):
+    p = write(tmp_path, CONFIGS["Qwen2-57B-A14B"][0])
+    m = ModelFacts.from_config(p.parent)  # the snapshot folder, as `huggingface-cli download` leaves it
+    assert m.name == "m" and m.n_shared_experts == 8 and m.attention_bias
+    with pytest.raises(DataError, match="--model-config"):
+        ModelFacts.from_config(tmp_path, option="--model-config")  # a folder without one
