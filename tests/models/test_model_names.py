@@ -55,3 +55,18 @@ def test_cli_resolves_hf_ids_and_suggests(capsys):
     assert rc == 0 and "Llama-3.1-8B on 1 x H100-SXM5-80GB" in out, err
     assert_one_line(["capacity", "--model", "meta-llama/Llama-3.1-7B-Instruct", "--gpu", "H100"], capsys,
                     "--model", "did you mean Llama-3.1-70B")
+
+
+def test_cli_model_may_be_a_local_folder_as_in_vllm(capsys, tmp_path):
+    """``vllm serve /models/x`` takes a folder; so does ``--model`` here (its config.json is read)."""
+    import json
+
+    folder = tmp_path / "Llama-3.1-8B-Instruct"
+    folder.mkdir()
+    cfg = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16"}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    by_folder = run_cli(["capacity", "--model", str(folder), "--gpu", "H100", "--json"], capsys)
+    by_name = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--json"], capsys)
+    assert by_folder[0] == by_name[0] == 0
+    assert json.loads(by_folder[1])["tokens_per_s"] == json.loads(by_name[1])["tokens_per_s"]

@@ -70,7 +70,8 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
         if a.dest == "model":
             a.choices = None
             a.metavar = "FORM|NAME"
-            a.help += "; with --gpu: a model of `fluidq models list`"
+            a.help += ("; with --gpu: a model of `fluidq models list` (Hugging Face ids and -Instruct/-FP8/-AWQ names "
+                       "work) or a local model folder or config.json")
 
 
 #: the link bandwidths (GB/s) the sync term is calibrated between: Splitwise's DGX-A100 (NVLink 3) and DGX-H100
@@ -113,6 +114,15 @@ def model_from_args(args):
                        "config.json, one of them")
     if args.model_config is not None:
         return ModelFacts.from_config(args.model_config, option="--model-config")
+    from pathlib import Path
+
+    given = Path(args.model)
+    try:  # vLLM's --model also takes a local folder: read its config.json, as --model-config does
+        local = given.suffix == ".json" and given.is_file() or (given / "config.json").is_file()
+    except (OSError, ValueError):
+        local = False
+    if local:
+        return ModelFacts.from_config(given, option="--model")
     return load_model(args.model, option="--model")  # HF ids, -Instruct, -FP8...; unknown: the closest names
 
 
