@@ -546,10 +546,13 @@ class ModelFacts:
     @classmethod
     def from_config(cls, path, *, name: str | None = None, dtype: str | None = None,
                     option: str = "path") -> "ModelFacts":
-        """Read a Hugging Face ``config.json`` (a local path; nothing is downloaded).
+        """Read a Hugging Face ``config.json`` (a local path, or a model folder holding one; nothing is
+        downloaded).
 
-        Families: Llama (1/2/3/3.1, CodeLlama, Yi), Mistral, Qwen2/Qwen2.5, Qwen3, Mixtral,
-        Qwen3-MoE, DeepSeek-V2/V3 (MLA).  ``name`` defaults to the config's ``_name_or_path`` or the
+        Families: Llama (2/3/3.x, CodeLlama, Yi, Granite), Mistral, Qwen2/2.5 (and -VL), Qwen3, Gemma
+        1/2/3, Phi-3, Mixtral, Qwen2-MoE, Qwen3-MoE, Llama-4, DeepSeek-V2/V3 and Kimi-K2 (MLA), GPT-NeoX,
+        OPT, Falcon, Phi-2; a multimodal wrapper's ``text_config`` (see :mod:`fluidq.models.config`).
+        ``quantization_config``: FP8 and AWQ/GPTQ/compressed-tensors int4/int8 weights.  ``name`` defaults to the config's ``_name_or_path`` or the
         folder's name; ``dtype`` overrides ``torch_dtype`` (vLLM's ``--dtype``).  A missing or
         malformed key, an unknown family, a file that is not JSON: one
         :class:`~fluidq.errors.DataError` naming the file and the key.  ``option`` is the parameter
