@@ -134,6 +134,12 @@ CONFIGS = {
                                                "interleave_moe_layer_step": 1, "vocab_size": 202048,
                                                "max_position_embeddings": 10485760, "attention_chunk_size": 8192}},
                               108.6e9, 17.2e9, 196608),
+    "Gemma-3-27B": ({"model_type": "gemma3", "torch_dtype": "bfloat16", "vision_config": {"model_type": "siglip_vision_model"},
+                     "text_config": {"model_type": "gemma3_text", "num_hidden_layers": 62, "hidden_size": 5376,
+                                     "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+                                     "intermediate_size": 21504, "vocab_size": 262208, "sliding_window": 1024,
+                                     "max_position_embeddings": 131072, "query_pre_attn_scalar": 168}},
+                    27.0e9, None, 2 * 62 * 16 * 128 * 2),  # 27.4 B with its 0.4 B vision encoder
     "Qwen2.5-VL-7B": ({"model_type": "qwen2_5_vl", "torch_dtype": "bfloat16", "vision_config": {"depth": 32},
                        "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
                        "intermediate_size": 18944, "vocab_size": 152064, "max_position_embeddings": 128000,
