@@ -1,4 +1,4 @@
-"""config.json variety (issue 20): published configs of 34 open models, written to files, read by
+"""config.json variety (issue 20): published configs of 37 open models, written to files, read by
 ``ModelFacts.from_config``: parameter counts within 2 % of the published sizes, KV bytes per token exact (GQA
 counts KV heads, MLA the compressed latent), and a deployment of each through the files-free path."""
 import json
