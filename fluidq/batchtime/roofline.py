@@ -154,7 +154,7 @@ class Roofline(BatchTime):
     def _constants(self) -> dict:
         m, g, tp = self.model, self.gpu, self.tensor_parallel_size
         bpv = m.bytes_per_value
-        wb = 1 if m.quantization == "fp8" else bpv
+        wb = m.matrix_bytes_per_param  # a quantized checkpoint's matrices are read in their own format
         h, d = m.hidden_size, m.head_dim
         nh = m.n_heads // tp
         kvh = m.kv_heads_per_gpu(tp)
@@ -165,18 +165,19 @@ class Roofline(BatchTime):
         else:
             mats += [(m.n_layers, h, (nh + 2 * kvh) * d), (m.n_layers, nh * d, h)]
         dense_layers = m.n_layers if not m.is_moe else m.n_dense_layers
+        up = m.mlp_matrices - 1  # gate and up (SwiGLU/GeGLU), or up alone
         if dense_layers:
             f = -(-m.intermediate_size // tp)
-            mats += [(dense_layers, h, 2 * f), (dense_layers, f, h)]
+            mats += [(dense_layers, h, up * f), (dense_layers, f, h)]
         moe = None
         if m.is_moe:
             mi = -(-m.moe_intermediate_size // tp)
             if m.n_shared_experts:
                 s = m.n_shared_experts * mi
-                mats += [(m.n_moe_layers, h, 2 * s), (m.n_moe_layers, s, h)]
+                mats += [(m.n_moe_layers, h, up * s), (m.n_moe_layers, s, h)]
             mats.append((m.n_moe_layers, h, m.n_experts))  # the router
             moe = dict(layers=m.n_moe_layers, experts=m.n_experts, k=m.experts_per_token,
-                       params=3 * h * mi, act=2 * h + 3 * mi)
+                       params=m.mlp_matrices * h * mi, act=2 * h + m.mlp_matrices * mi)
         ffn_elem = (m.intermediate_size if not m.is_moe else m.experts_per_token * m.moe_intermediate_size) // tp
         kv_layer = m.kv_bytes_per_token_per_gpu(tp) / m.n_layers
         link = Link(bandwidth_gbps=g.link_bandwidth_gbps, latency_us=g.link_latency_us, name=g.interconnect,

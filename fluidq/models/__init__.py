@@ -22,7 +22,7 @@ from .facts import DTYPE_BYTES, ModelFacts
 from .memory import KVCapacityEstimate, activation_reserve_bytes, kv_capacity_estimate
 
 __all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "find_model", "load_model",
-           "list_models", "DTYPE_BYTES"]
+           "list_models", "DTYPE_BYTES"]  # resolve_model: load_model's name resolution, under its own name too
 
 _CACHE: dict[str, ModelFacts] = {}
 
@@ -45,13 +45,66 @@ def list_models() -> list[ModelFacts]:
     return list(_table().values())
 
 
+#: name parts that do not change a model's shapes (fine-tunes, packaging, context-length variants)
+_DROP = {"instruct", "chat", "hf", "it", "base", "pretrained", "dynamic", "static", "original"}
+#: name parts that say the checkpoint is quantized, and to what
+_QUANT = {"fp8": "fp8", "awq": "int4", "int4": "int4", "w4a16": "int4", "gptq": "int4", "int8": "int8",
+          "w8a16": "int8", "w8a8": "int8", "fp8dynamic": "fp8"}
+#: published models with the shapes of a shipped one (distillations, re-releases)
+_SAME_SHAPES = {"deepseek-r1": "DeepSeek-V3", "deepseek-r1-0528": "DeepSeek-V3", "deepseek-v3-0324": "DeepSeek-V3",
+                "deepseek-v3.1": "DeepSeek-V3", "deepseek-r1-distill-llama-8b": "Llama-3.1-8B",
+                "deepseek-r1-distill-llama-70b": "Llama-3.3-70B", "deepseek-r1-distill-qwen-7b": "Qwen2.5-7B",
+                "deepseek-r1-distill-qwen-14b": "Qwen2.5-14B", "deepseek-r1-distill-qwen-32b": "Qwen2.5-32B",
+                "llama-4-scout": "Llama-4-Scout-17B-16E", "mistral-7b": "Mistral-7B-v0.1",
+                "mixtral-8x7b-v0.1": "Mixtral-8x7B", "mixtral-8x22b-v0.1": "Mixtral-8x22B",
+                "qwq-32b": "Qwen2.5-32B", "codellama-34b-python": "CodeLlama-34B", "mistral-nemo": "Mistral-Nemo-12B",
+                "mistral-small-24b": "Mistral-Small-24B", "mistral-small-3.1-24b": "Mistral-Small-24B"}
+
+
+def _normalized(name: str) -> tuple[str, str | None]:
+    """``(key, quantization)`` of a name as users type it: the Hugging Face id's last part, any case,
+    ``-Instruct``/``-Chat``/``-hf``/``-it``/context-length parts dropped, a ``Meta-`` prefix dropped, a
+    quantization part (``-FP8``, ``-AWQ``, ``-GPTQ-Int4``, ``quantized.w4a16``) read off."""
+    import re
+
+    key = str(name).strip().rstrip("/").split("/")[-1].casefold().replace("_", "-").replace(" ", "-")
+    quant = None
+    parts = []
+    for t in key.split("-"):
+        t = t.removeprefix("quantized.")
+        if t in _QUANT:
+            quant = _QUANT[t] if quant is None or t not in ("gptq",) else quant
+            continue
+        if t in _DROP or re.fullmatch(r"\d+[km]", t) or not t:
+            continue
+        parts.append(t)
+    if parts and parts[0] == "meta" and len(parts) > 1:
+        parts = parts[1:]
+    return "-".join(parts), quant
+
+
+def resolve_model(name: str, *, option: str = "name") -> ModelFacts:
+    """:func:`load_model` for the names users type: ``"meta-llama/Llama-3.1-70B-Instruct"``,
+    ``"Qwen/Qwen2.5-7B-Instruct-AWQ"`` (the shipped shapes with ``quantization="int4"``),
+    ``"meta-llama/Meta-Llama-3-8B-Instruct"``, ``"deepseek-ai/DeepSeek-R1"`` (DeepSeek-V3's shapes).  An
+    unknown name is an :class:`~fluidq.errors.UnknownNameError` with the closest names."""
+    return load_model(name, option=option)
+
+
 def load_model(name: str, *, option: str = "name") -> ModelFacts:
     """The shipped facts of the model called ``name`` (see :func:`list_models`).
 
-    The match ignores case (``"llama-3.1-8b"`` works); an unknown name is an
-    :class:`~fluidq.errors.UnknownNameError` listing the known ones.  ``option`` is the parameter
-    the messages name (the command line passes ``NAME``).
+    The match ignores case (``"llama-3.1-8b"`` works) and reads the names users type: a Hugging Face id
+    (``"meta-llama/Llama-3.1-70B-Instruct"``), ``-Instruct``/``-Chat``/``-hf``/``-it`` and context-length
+    suffixes (shapes unchanged), ``Meta-Llama-3-...``, a quantization suffix (``-FP8``, ``-AWQ``,
+    ``-GPTQ-Int4``/``-Int8``, ``quantized.w4a16``: the same shapes with that ``quantization``) and a few
+    releases with a shipped model's shapes (DeepSeek-R1 and its Llama/Qwen distillations).  An unknown
+    name is an :class:`~fluidq.errors.UnknownNameError` listing the known ones and the closest.
+    ``option`` is the parameter the messages name (the command line passes ``--model``).
     """
+    import difflib
+    import re
+
     if not isinstance(name, str) or not name.strip():
         raise ParameterError(option, name, "a model name (see `fluidq models list`)")
     table = _table()
@@ -60,7 +113,27 @@ def load_model(name: str, *, option: str = "name") -> ModelFacts:
     folded = {k.casefold(): v for k, v in table.items()}
     if name.casefold() in folded:
         return folded[name.casefold()]
-    raise UnknownNameError("model", name, table)
+    key, quant = _normalized(name)
+    index = {}
+    for k, v in table.items():
+        index.setdefault(_normalized(k)[0], v)
+    for alias, target in _SAME_SHAPES.items():
+        index.setdefault(alias, table[target])
+    hit = index.get(key)
+    if hit is None:  # a release tag the table does not carry: -v0.1, -2407, -0528
+        short = re.sub(r"-(v\d+(\.\d+)*|\d{4})$", "", key)
+        hit = index.get(short)
+    if hit is not None:
+        if quant is not None and hit.quantization is None:
+            hit = hit.replace(quantization=quant, name=f"{hit.name}-{quant.upper()}",
+                              source=f"{hit.source}; weights {quant} as the name {name!r} says")
+        return hit
+    err = UnknownNameError("model", name, table)
+    close = difflib.get_close_matches(key, list(index), n=3, cutoff=0.6)
+    names = list(dict.fromkeys(index[c].name for c in close))
+    msg = err.args[0] + (f"; did you mean {' or '.join(names)}?" if names else "")
+    err.args = (f"{option}: {msg}" if option.startswith("--") else msg,)
+    raise err
 
 
 def find_model(model_id: str) -> ModelFacts | None:

@@ -5,8 +5,18 @@ malformed content).  Each family's keys are read strictly: a key the family need
 or a value of the wrong kind, is one ``DataError`` naming the file and the key.  Two keys have the
 defaults of the Hugging Face config classes, which their configs often omit: ``num_key_value_heads``
 (missing or null: one KV head per query head) and ``head_dim`` (missing or null:
-``hidden_size / num_attention_heads``); ``tie_word_embeddings`` defaults to false and
-``attention_bias`` to the family's (true for Qwen2, false otherwise).
+``hidden_size / num_attention_heads``); ``tie_word_embeddings`` defaults to false (true for Gemma, OPT
+and Falcon, as their config classes) and ``attention_bias`` to the family's (true for Qwen2, false
+otherwise).
+
+Families: the Llama layout (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma``, ``gemma2``,
+``gemma3_text``, ``phi3``), its mixtures of experts (``mixtral``, ``qwen2_moe``, ``qwen3_moe``, ``llama4_text``), MLA
+(``deepseek_v2``, ``deepseek_v3``), and the classic layouts with LayerNorms, biases and an MLP without a
+gate (``gpt_neox``, ``opt``, ``falcon``, ``phi``).  A multimodal wrapper's text model is read from its
+``text_config`` (Llama-4, Gemma-3, LLaVA, Mistral-3) or from the top level (Qwen2-VL, Qwen2.5-VL); its vision
+encoder is not counted.  ``torch_dtype`` or ``dtype``: a float32 checkpoint is served in bfloat16, as vLLM's
+``--dtype auto`` does.  ``quantization_config``: FP8 (``fp8``, ``fbgemm_fp8``, compressed-tensors,
+modelopt) and 4/8-bit integer weights (``awq``, ``gptq``, compressed-tensors); others are refused by name.
 """
 from __future__ import annotations
 
@@ -19,10 +29,18 @@ from .facts import DTYPE_BYTES, ModelFacts
 #: a config.json is a few kB; larger is no config
 MAX_CONFIG_BYTES = 16 << 20
 
-DENSE = ("llama", "mistral", "qwen2", "qwen3")
-MOE = ("mixtral", "qwen3_moe")
+DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt_neox", "opt",
+         "falcon", "phi")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
 MLA = ("deepseek_v2", "deepseek_v3")
 FAMILIES = DENSE + MOE + MLA
+
+#: other spellings of a family read the same way (the text model of a multimodal wrapper, older names)
+ALIASES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2",
+           "gemma3": "gemma3_text", "llama4": "llama4_text", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
+           "mistral3": "mistral", "llava": "llama", "llava_next": "llama", "pixtral": "mistral", "kimi_vl": "deepseek_v3",
+           "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "kimi_k2": "deepseek_v3",
+           "granite": "llama"}
 
 # the config key each ModelFacts field comes from (for messages about values the dataclass refuses)
 _KEY_OF = {"n_layers": "num_hidden_layers", "hidden_size": "hidden_size", "n_heads": "num_attention_heads",
@@ -69,58 +87,60 @@ class _Reader:
         return v
 
 
+def _text_config(r: _Reader, cfg: dict) -> dict:
+    """A multimodal wrapper's text model: ``text_config`` (or ``llm_config``) over the top level, whose
+    ``torch_dtype`` and ``quantization_config`` it inherits when it has none."""
+    for key in ("text_config", "llm_config"):
+        sub = cfg.get(key)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            r.fail(key, f"{type(sub).__name__}, not an object (the text model's config)")
+        outer = {k: v for k, v in cfg.items() if k in ("torch_dtype", "dtype", "quantization_config",
+                                                        "tie_word_embeddings", "_name_or_path")}
+        merged = {**outer, **{k: v for k, v in sub.items() if v is not None}}
+        if "model_type" not in sub:
+            merged["model_type"] = cfg.get("model_type")
+        return merged
+    return cfg
+
+
 def facts_from_config(path, *, name: str | None = None, dtype: str | None = None,
                       option: str = "path") -> ModelFacts:
+    try:  # a model's folder (a Hugging Face snapshot): its config.json
+        if isinstance(path, (str, Path)) and Path(path).is_dir() and (Path(path) / "config.json").is_file():
+            path = Path(path) / "config.json"
+    except (OSError, ValueError):
+        pass  # read_text names what is wrong with the path
     text = read_text(option, path, what="config.json", max_bytes=MAX_CONFIG_BYTES)
     where = f"{option} {_shown(path)}"
     cfg = json_loads(text, where=where)
     if not isinstance(cfg, dict):
         raise DataError(f"{where}: a JSON {type(cfg).__name__}, not the object of a config.json")
+    cfg = _text_config(_Reader(where, cfg), cfg)
     r = _Reader(where, cfg)
     family = r.str("model_type")
     if family is None:
         r.fail("model_type", "missing (it names the model family: " + ", ".join(FAMILIES) + ")")
+    family = ALIASES.get(family, family)
     if family not in FAMILIES:
-        hint = " (a multimodal config: give the text model's config)" if "text_config" in cfg else ""
-        r.fail("model_type", f"{family!r} is not a family fluidq reads; known: {', '.join(FAMILIES)}{hint}")
+        r.fail("model_type", f"{family!r} is not a family fluidq reads; known: {', '.join(FAMILIES)} "
+               f"(and {', '.join(ALIASES)}); a model of the same shapes can be given as one of them")
     if name is None:
         name = cfg.get("_name_or_path") if isinstance(cfg.get("_name_or_path"), str) else None
         if not name or not name.strip():
             p = Path(str(path))
             name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
         name = name.rstrip("/").split("/")[-1] or family
-
-    n_heads = r.int("num_attention_heads")
-    hidden = r.int("hidden_size")
-    kw = dict(name=name, architecture=family, n_layers=r.int("num_hidden_layers"), hidden_size=hidden,
-              n_heads=n_heads, n_kv_heads=r.int("num_key_value_heads", default=n_heads),
-              intermediate_size=r.int("intermediate_size"), vocab_size=r.int("vocab_size"),
-              tie_word_embeddings=r.bool("tie_word_embeddings", False),
-              max_position_embeddings=r.int("max_position_embeddings", default=None))
-    kw["dtype"] = _dtype(r, dtype)
-    kw["quantization"] = _quantization(r, family)
-
-    if family in MLA:
-        kw.update(_mla(r, family))
+    if family in ("gpt_neox", "opt", "falcon", "phi"):
+        kw = _classic(r, family)
     else:
-        head_dim = r.int("head_dim", default=None)
-        if head_dim is None:
-            if hidden % n_heads:
-                r.fail("head_dim", f"missing, and hidden_size={hidden} is not a multiple of "
-                       f"num_attention_heads={n_heads} to derive it")
-            head_dim = hidden // n_heads
-        kw["head_dim"] = head_dim
-        kw["attention_bias"] = True if family == "qwen2" else r.bool("attention_bias", False)
-        kw["qk_norm"] = family in ("qwen3", "qwen3_moe")
-        if r.bool("mlp_bias", False):
-            r.fail("mlp_bias", "true: MLP biases are not counted by fluidq (no supported family has them)")
-    if family == "mixtral":
-        kw.update(n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
-                  moe_intermediate_size=kw["intermediate_size"])
-    elif family == "qwen3_moe":
-        kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
-                  moe_intermediate_size=r.int("moe_intermediate_size"))
-        kw["n_dense_layers"] = _qwen_dense_layers(r, kw["n_layers"])
+        kw = _modern(r, family)
+    kw.update(name=name, architecture=family, dtype=_dtype(r, dtype), quantization=_quantization(r, family),
+              max_position_embeddings=r.int("max_position_embeddings", default=None, minimum=0) or None)
+    sw = cfg.get("sliding_window")
+    if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0 and cfg.get("use_sliding_window", True) is not False:
+        kw["sliding_window"] = sw
     try:
         return ModelFacts(**kw, source=f"config.json {_shown(path)}")
     except FluidqError as exc:
@@ -133,6 +153,108 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
         elif field == "n_experts":
             key = "num_experts"
         raise DataError(f"{where}: key {key!r}: {exc}" if key else f"{where}: {exc}") from None
+
+
+def _modern(r: _Reader, family: str) -> dict:
+    """Llama-like families: RMS norms, a gated MLP, rotary positions."""
+    n_heads = r.int("num_attention_heads")
+    hidden = r.int("hidden_size")
+    gemma = family.startswith("gemma")
+    kw = dict(n_layers=r.int("num_hidden_layers"), hidden_size=hidden, n_heads=n_heads,
+              n_kv_heads=r.int("num_key_value_heads", default=n_heads),
+              vocab_size=r.int("vocab_size"),
+              # Gemma ties its LM head to the embedding unless told otherwise; the others do not
+              tie_word_embeddings=r.bool("tie_word_embeddings", gemma))
+    if family == "llama4_text":  # the experts' width is intermediate_size, the dense layers' intermediate_size_mlp
+        kw["intermediate_size"] = r.int("intermediate_size_mlp", default=None) or r.int("intermediate_size")
+    else:
+        kw["intermediate_size"] = r.int("intermediate_size")
+    if family in MLA:
+        kw.update(_mla(r, family))
+        return kw
+    head_dim = r.int("head_dim", default=None)
+    if head_dim is None:
+        if hidden % n_heads:
+            r.fail("head_dim", f"missing, and hidden_size={hidden} is not a multiple of "
+                   f"num_attention_heads={n_heads} to derive it")
+        head_dim = hidden // n_heads
+    kw["head_dim"] = head_dim
+    kw["attention_bias"] = True if family in ("qwen2", "qwen2_moe") else r.bool("attention_bias", False)
+    kw["qk_norm"] = family in ("qwen3", "qwen3_moe", "gemma3_text")
+    if family in ("gemma2", "gemma3_text"):
+        kw["norms_per_layer"] = 4  # before and after attention, before and after the MLP
+    if r.bool("mlp_bias", False):
+        r.fail("mlp_bias", "true: MLP biases are not counted by fluidq (no supported family has them)")
+    if family == "mixtral":
+        kw.update(n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=kw["intermediate_size"])
+    elif family == "qwen3_moe":
+        kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=r.int("moe_intermediate_size"))
+        kw["n_dense_layers"] = _qwen_dense_layers(r, kw["n_layers"])
+    elif family == "qwen2_moe":  # one shared expert of its own width: counted as that many routed-width experts
+        moe = r.int("moe_intermediate_size")
+        shared = r.int("shared_expert_intermediate_size", default=0, minimum=0)
+        if shared % moe:
+            r.fail("shared_expert_intermediate_size", f"{shared} is not a multiple of moe_intermediate_size={moe}")
+        kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=moe, n_shared_experts=shared // moe)
+        kw["n_dense_layers"] = _qwen_dense_layers(r, kw["n_layers"])
+    elif family == "llama4_text":
+        step = r.int("interleave_moe_layer_step", default=1)
+        moe_layers = r.cfg.get("moe_layers")
+        if isinstance(moe_layers, list) and moe_layers:
+            n_moe = len(moe_layers)
+        else:
+            n_moe = sum(1 for i in range(kw["n_layers"]) if (i + 1) % step == 0)
+        kw.update(n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=r.int("intermediate_size"), n_shared_experts=1,
+                  n_dense_layers=kw["n_layers"] - n_moe)
+    return kw
+
+
+def _classic(r: _Reader, family: str) -> dict:
+    """GPT-NeoX, OPT, Falcon, Phi-2: LayerNorms with biases, an ungated MLP, biases on the projections
+    (Falcon: none unless ``bias``)."""
+    get = r.cfg.get
+    if family == "falcon":  # Falcon's configs use either naming
+        layers = "num_hidden_layers" if "num_hidden_layers" in r.cfg else "n_layer"
+        heads = "num_attention_heads" if "num_attention_heads" in r.cfg else "n_head"
+    else:
+        layers, heads = "num_hidden_layers", "num_attention_heads"
+    n_layers, n_heads, hidden = r.int(layers), r.int(heads), r.int("hidden_size")
+    if hidden % n_heads:
+        r.fail("hidden_size", f"{hidden} is not a multiple of {heads}={n_heads}")
+    kw = dict(n_layers=n_layers, hidden_size=hidden, n_heads=n_heads, head_dim=hidden // n_heads,
+              vocab_size=r.int("vocab_size"), gated_mlp=False, norm_bias=True)
+    if family == "gpt_neox":
+        kw.update(n_kv_heads=n_heads, intermediate_size=r.int("intermediate_size"), linear_bias=True,
+                  tie_word_embeddings=r.bool("tie_word_embeddings", False))
+    elif family == "phi":
+        kw.update(n_kv_heads=r.int("num_key_value_heads", default=n_heads), intermediate_size=r.int("intermediate_size"),
+                  linear_bias=True, norms_per_layer=1, tie_word_embeddings=r.bool("tie_word_embeddings", False))
+    elif family == "opt":
+        proj = r.int("word_embed_proj_dim", default=hidden)
+        if proj != hidden:
+            r.fail("word_embed_proj_dim", f"{proj} differs from hidden_size={hidden} (OPT-350m's projected "
+                   "embedding is not sized by fluidq)")
+        kw.update(n_kv_heads=n_heads, intermediate_size=r.int("ffn_dim"), linear_bias=r.bool("enable_bias", True),
+                  tie_word_embeddings=r.bool("tie_word_embeddings", True),
+                  position_embeddings=r.int("max_position_embeddings") + 2)  # OPT's learned table has 2 extra rows
+    else:  # falcon
+        new = r.bool("new_decoder_architecture", False)
+        if new:
+            kv = r.int("num_kv_heads", default=None) or r.int("n_head_kv", default=n_heads)
+        elif r.bool("multi_query", True):
+            kv = 1
+        else:
+            kv = n_heads
+        ffn = r.int("ffn_hidden_size", default=4 * hidden)
+        parallel = r.bool("parallel_attn", True)
+        kw.update(n_kv_heads=kv, intermediate_size=ffn, linear_bias=r.bool("bias", False),
+                  norms_per_layer=2 if (new and get("num_ln_in_parallel_attn", 2) == 2) or not parallel else 1,
+                  tie_word_embeddings=r.bool("tie_word_embeddings", True))
+    return kw
 
 
 def _dtype(r: _Reader, override):
@@ -148,20 +270,55 @@ def _dtype(r: _Reader, override):
     v = v.removeprefix("torch.")
     if v not in DTYPE_BYTES:
         r.fail(key, f"{v!r} is not a format fluidq knows; known: {', '.join(DTYPE_BYTES)}")
+    if v == "float32":  # vLLM's --dtype auto serves a float32 checkpoint in 16 bits (bfloat16 where supported)
+        return "bfloat16"
     return v
 
 
 def _quantization(r: _Reader, family: str):
+    """The weight format of ``quantization_config``: ``fp8``, ``int8`` or ``int4`` (weight-only), or ``None``."""
     q = r.cfg.get("quantization_config")
     if q is None:
         return None
     if not isinstance(q, dict):
         r.fail("quantization_config", f"{q!r} is not an object")
     method = q.get("quant_method")
-    if method == "fp8":
+    if method in ("fp8", "fbgemm_fp8"):
         return "fp8"
-    r.fail("quantization_config", f"quant_method {method!r}: only fp8 weights are sized by fluidq (AWQ, GPTQ "
-           "and other packed formats are not)")
+    if method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "marlin", "auto-round", "quark_int4"):
+        bits = q.get("bits", q.get("w_bit", 4))
+        if bits in (4, 8):
+            return f"int{bits}"
+        r.fail("quantization_config", f"{method} with {bits!r} bits: only 4- and 8-bit weights are sized")
+    if method == "compressed-tensors":
+        return _compressed_tensors(r, q)
+    if method == "modelopt":
+        algo = str(q.get("quant_algo") or (q.get("quantization") or {}).get("quant_algo") or "")
+        if algo.upper() == "FP8":
+            return "fp8"
+    r.fail("quantization_config", f"quant_method {method!r}: fluidq sizes FP8 (fp8, fbgemm_fp8, "
+           "compressed-tensors, modelopt FP8) and 4/8-bit integer weights (awq, gptq, compressed-tensors); "
+           "not FP4, NF4 (bitsandbytes) or other formats")
+
+
+def _compressed_tensors(r: _Reader, q: dict):
+    groups = q.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        r.fail("quantization_config", "compressed-tensors without config_groups")
+    found = set()
+    for g in groups.values():
+        w = (g or {}).get("weights") or {}
+        bits, kind = w.get("num_bits"), w.get("type")
+        if kind == "float" and bits == 8:
+            found.add("fp8")
+        elif kind == "int" and bits in (4, 8):
+            found.add(f"int{bits}")
+        else:
+            r.fail("quantization_config", f"compressed-tensors weights of {bits!r} bits, type {kind!r}: fluidq "
+                   "sizes 8-bit float and 4/8-bit integer weights")
+    if len(found) != 1:
+        r.fail("quantization_config", f"compressed-tensors groups of different formats {sorted(found)}")
+    return found.pop()
 
 
 def _qwen_dense_layers(r: _Reader, n_layers: int) -> int:

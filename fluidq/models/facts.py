@@ -43,8 +43,11 @@ __all__ = ["ModelFacts", "DTYPE_BYTES", "MAX_DIMENSION", "MAX_LAYERS", "MAX_PARA
 #: bytes per value of each number format a config may name (``torch_dtype``)
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
-#: the quantizations whose weight size is known: decoder-layer projection matrices at 1 byte
-QUANTIZATIONS = ("fp8",)
+#: the quantizations whose weight size is known, and the bytes each decoder-layer projection matrix's
+#: parameter takes: ``fp8`` (and fbgemm/compressed-tensors FP8) 1 byte; ``int8`` weight-only 1 byte; ``int4``
+#: (AWQ, GPTQ, compressed-tensors W4A16) half a byte plus a 16-bit scale and a 4-bit zero point per group
+#: of 128 weights (the formats' default group).  Embedding, LM head, norms and routers stay in ``dtype``.
+QUANTIZATIONS = {"fp8": 1.0, "int8": 1.0, "int4": 0.5 + (2 + 0.5) / 128}
 
 #: Largest width (hidden size, head dim, MLP width, vocabulary): 2**24.  Today's largest hidden
 #: sizes are about 2**14 and vocabularies about 2**18; products of a few such widths stay exact ints.
@@ -107,7 +110,10 @@ class ModelFacts:
         of :data:`DTYPE_BYTES`.
     quantization : str or None
         ``"fp8"``: the decoder layers' projection matrices are stored at 1 byte per parameter
-        (DeepSeek-V3's checkpoint; block scales, about 0.006 % more, are not counted).
+        (DeepSeek-V3's checkpoint; block scales, about 0.006 % more, are not counted) and multiplied at
+        the GPU's FP8 rate; ``"int8"`` / ``"int4"``: weight-only integer formats (GPTQ, AWQ,
+        compressed-tensors W8A16/W4A16), 1 byte / about 0.52 byte per parameter (:data:`QUANTIZATIONS`),
+        multiplied at the ``dtype`` rate after dequantisation.
     tie_word_embeddings : bool
         The LM head shares the embedding matrix.
     attention_bias : bool
@@ -119,6 +125,22 @@ class ModelFacts:
         may stay ``None``: a direct query projection).
     max_position_embeddings : int or None
         The longest context the config declares.
+    gated_mlp : bool
+        The MLP has a gate (SwiGLU/GeGLU: three ``hidden x intermediate`` matrices; Llama, Qwen, Mistral,
+        Gemma, Phi-3); ``False``: two (up and down; GPT-NeoX, OPT, Falcon, Phi-2).
+    linear_bias : bool
+        Every projection has a bias (GPT-NeoX, OPT, Phi-2); Qwen2's q/k/v biases are ``attention_bias``.
+    norms_per_layer : int
+        Norms in one decoder layer: 2 (before attention and before the MLP), 4 (Gemma-2/3: also after
+        each), 1 (Falcon-7B's and Phi-2's parallel attention and MLP share one).
+    norm_bias : bool
+        The norms are LayerNorms with a bias (GPT-NeoX, OPT, Falcon, Phi-2), not RMS norms.
+    position_embeddings : int
+        Rows of a learned absolute-position table (OPT: ``max_position_embeddings + 2``); 0 for rotary.
+    sliding_window : int or None
+        The attention window of the layers that use one (Mistral-7B-v0.1, Gemma-2/3); informative only:
+        the KV cache is sized for full attention on every layer (as vLLM's allocator does for a model whose
+        layers it does not split into groups).
     source : str
         Where the numbers come from.
     """
@@ -148,6 +170,12 @@ class ModelFacts:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     max_position_embeddings: int | None = None
+    gated_mlp: bool = True
+    linear_bias: bool = False
+    norms_per_layer: int = 2
+    norm_bias: bool = False
+    position_embeddings: int = 0
+    sliding_window: int | None = None
     source: str = ""
 
     def __post_init__(self):
@@ -190,8 +218,13 @@ class ModelFacts:
             raise ParameterError("dtype", self.dtype, f"one of {', '.join(DTYPE_BYTES)}")
         if self.quantization is not None and self.quantization not in QUANTIZATIONS:
             raise ParameterError("quantization", self.quantization, f"None or one of {', '.join(QUANTIZATIONS)}",
-                                 "other quantized formats (AWQ, GPTQ...) have sizes fluidq does not compute")
-        for f in ("tie_word_embeddings", "attention_bias", "qk_norm"):
+                                 "other quantized formats (FP4, NF4...) have sizes fluidq does not compute")
+        _int("norms_per_layer", self.norms_per_layer, minimum=0, maximum=8, why="a decoder layer has at most 4 norms")
+        _int("position_embeddings", self.position_embeddings, minimum=0, maximum=2**40,
+             why="no model has a context of more than 2**40 tokens")
+        _int("sliding_window", self.sliding_window, allow_none=True, maximum=2**40,
+             why="no model has a context of more than 2**40 tokens")
+        for f in ("tie_word_embeddings", "attention_bias", "qk_norm", "gated_mlp", "linear_bias", "norm_bias"):
             if not isinstance(getattr(self, f), bool):
                 raise ParameterTypeError(f"{f}={getattr(self, f)!r}: expected True or False")
         mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -266,6 +299,8 @@ class ModelFacts:
             n += 2 * self.head_dim
         if self.is_mla:
             n += self.kv_lora_rank + (self.q_lora_rank or 0)
+        if self.linear_bias:  # q, k, v and output biases
+            n += (self.n_heads + 2 * self.n_kv_heads) * self.head_dim + self.hidden_size
         return n
 
     @property
@@ -274,14 +309,21 @@ class ModelFacts:
         return sum(self._attention_matrices().values()) + self._attention_small()
 
     @property
+    def mlp_matrices(self) -> int:
+        """``hidden x intermediate`` matrices of one MLP: 3 with a gate (SwiGLU/GeGLU), else 2."""
+        return 3 if self.gated_mlp else 2
+
+    @property
     def dense_mlp_params(self) -> int:
-        """Parameters of one dense SwiGLU MLP: ``3 x hidden_size x intermediate_size``."""
-        return 3 * self.hidden_size * self.intermediate_size
+        """Parameters of one dense MLP: ``3 x hidden_size x intermediate_size`` (gated; 2 x without a
+        gate), plus its biases when ``linear_bias``."""
+        bias = self.intermediate_size * (self.mlp_matrices - 1) + self.hidden_size if self.linear_bias else 0
+        return self.mlp_matrices * self.hidden_size * self.intermediate_size + bias
 
     @property
     def expert_params(self) -> int:
         """Parameters of one expert: ``3 x hidden_size x moe_intermediate_size`` (0 for a dense model)."""
-        return 3 * self.hidden_size * self.moe_intermediate_size if self.is_moe else 0
+        return self.mlp_matrices * self.hidden_size * self.moe_intermediate_size if self.is_moe else 0
 
     @property
     def router_params(self) -> int:
@@ -290,13 +332,15 @@ class ModelFacts:
 
     @property
     def embedding_params(self) -> int:
-        """The embedding plus, unless tied, the LM head: ``vocab x hidden`` once or twice."""
-        return self.vocab_size * self.hidden_size * (1 if self.tie_word_embeddings else 2)
+        """The embedding plus, unless tied, the LM head: ``vocab x hidden`` once or twice (plus a learned
+        position table of ``position_embeddings x hidden``)."""
+        return (self.vocab_size * (1 if self.tie_word_embeddings else 2) + self.position_embeddings) * self.hidden_size
 
     @property
     def norm_params(self) -> int:
-        """Every layer's two RMS norms and the final norm (vectors of ``hidden_size``)."""
-        return (2 * self.n_layers + 1) * self.hidden_size
+        """Every layer's norms (``norms_per_layer``, usually two) and the final norm: vectors of
+        ``hidden_size``, twice that for LayerNorms with a bias."""
+        return (self.norms_per_layer * self.n_layers + 1) * self.hidden_size * (2 if self.norm_bias else 1)
 
     def _counts(self) -> dict[str, int]:
         """Total parameters by part, summed over the layers."""
@@ -333,11 +377,18 @@ class ModelFacts:
     # ------------------------------------------------------------------------------------------------
     # bytes
     # ------------------------------------------------------------------------------------------------
+    @property
+    def matrix_bytes_per_param(self) -> float:
+        """Bytes one parameter of a decoder layer's projection matrices takes: the ``dtype``'s, or the
+        quantized format's (:data:`QUANTIZATIONS`)."""
+        return QUANTIZATIONS[self.quantization] if self.quantization else float(self.bytes_per_value)
+
     def _bytes(self, counts: dict[str, int]) -> int:
         b = self.bytes_per_value
-        if self.quantization == "fp8":  # the layers' projection matrices at 1 byte, the rest in dtype
+        if self.quantization:  # the layers' projection matrices in the quantized format, the rest in dtype
+            q = self.matrix_bytes_per_param
             matrices = ("attention_matrices", "dense_mlp", "routed_experts", "shared_experts")
-            return sum(v * (1 if k in matrices else b) for k, v in counts.items())
+            return int(round(sum(v * (q if k in matrices else b) for k, v in counts.items())))
         return b * sum(counts.values())
 
     @property
@@ -382,19 +433,36 @@ class ModelFacts:
             return self.n_kv_heads // tp
         return 1
 
-    def _tp(self, tp) -> int:
-        tp = _int("tensor_parallel_size", tp, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+    def _tp_problem(self, tp: int) -> tuple[str, str] | None:
+        """``(expected, why)`` when vLLM would refuse ``tp`` for this model, else ``None``."""
         if self.n_heads % tp:
-            raise ParameterError("tensor_parallel_size", tp, f"a divisor of n_heads={self.n_heads} ({self.name})",
-                                 "each GPU holds a whole number of query heads")
+            return f"a divisor of n_heads={self.n_heads}", "each GPU holds a whole number of query heads"
         if not self.is_mla:
             if self.n_kv_heads >= tp and self.n_kv_heads % tp:
-                raise ParameterError("tensor_parallel_size", tp,
-                                     f"a divisor of n_kv_heads={self.n_kv_heads} ({self.name})")
+                return f"a divisor of n_kv_heads={self.n_kv_heads}", "each GPU holds a whole number of KV heads"
             if self.n_kv_heads < tp and tp % self.n_kv_heads:
-                raise ParameterError("tensor_parallel_size", tp,
-                                     f"a multiple of n_kv_heads={self.n_kv_heads} ({self.name}) when larger",
-                                     "the KV heads are then replicated evenly")
+                return (f"a multiple of n_kv_heads={self.n_kv_heads} when larger",
+                        "the KV heads are then replicated evenly")
+        dense = not self.is_moe or self.n_dense_layers
+        if dense and self.intermediate_size % tp:
+            return (f"a divisor of intermediate_size={self.intermediate_size}",
+                    "each GPU holds an equal slice of the MLP (vLLM's column-parallel split)")
+        if self.is_moe and self.moe_intermediate_size % tp:
+            return (f"a divisor of moe_intermediate_size={self.moe_intermediate_size}",
+                    "without expert parallelism each expert's MLP is split over the GPUs")
+        return None
+
+    def tensor_parallel_sizes(self, up_to: int = 64) -> list[int]:
+        """The tensor-parallel sizes up to ``up_to`` that split this model (heads, KV heads, MLP widths)."""
+        return [t for t in range(1, int(up_to) + 1) if self._tp_problem(t) is None]
+
+    def _tp(self, tp) -> int:
+        tp = _int("tensor_parallel_size", tp, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
+        problem = self._tp_problem(tp)
+        if problem is not None:
+            ok = ", ".join(str(t) for t in self.tensor_parallel_sizes(64))
+            raise ParameterError("tensor_parallel_size", tp, f"{problem[0]} ({self.name}; sizes that split it: {ok})",
+                                 problem[1])
         return tp
 
     def kv_bytes_per_token_per_gpu(self, tensor_parallel_size: int = 1, *,
@@ -428,7 +496,7 @@ class ModelFacts:
                                                           maximum=MAX_PARALLEL, why=PARALLEL_WHY)
         if expert_parallel_size is not None and not self.is_moe and ep != 1:
             raise ParameterError("expert_parallel_size", ep, "None or 1 for a dense model (it has no experts)")
-        if self.is_moe and self.n_experts % ep and ep % self.n_experts:
+        if expert_parallel_size is not None and self.is_moe and self.n_experts % ep and ep % self.n_experts:
             raise ParameterError("expert_parallel_size", ep, f"a divisor of n_experts={self.n_experts}",
                                  "each GPU holds a whole number of experts")
         c = self._counts()
@@ -478,10 +546,13 @@ class ModelFacts:
     @classmethod
     def from_config(cls, path, *, name: str | None = None, dtype: str | None = None,
                     option: str = "path") -> "ModelFacts":
-        """Read a Hugging Face ``config.json`` (a local path; nothing is downloaded).
+        """Read a Hugging Face ``config.json`` (a local path, or a model folder holding one; nothing is
+        downloaded).
 
-        Families: Llama (1/2/3/3.1, CodeLlama, Yi), Mistral, Qwen2/Qwen2.5, Qwen3, Mixtral,
-        Qwen3-MoE, DeepSeek-V2/V3 (MLA).  ``name`` defaults to the config's ``_name_or_path`` or the
+        Families: Llama (2/3/3.x, CodeLlama, Yi, Granite), Mistral, Qwen2/2.5 (and -VL), Qwen3, Gemma
+        1/2/3, Phi-3, Mixtral, Qwen2-MoE, Qwen3-MoE, Llama-4, DeepSeek-V2/V3 and Kimi-K2 (MLA), GPT-NeoX,
+        OPT, Falcon, Phi-2; a multimodal wrapper's ``text_config`` (see :mod:`fluidq.models.config`).
+        ``quantization_config``: FP8 and AWQ/GPTQ/compressed-tensors int4/int8 weights.  ``name`` defaults to the config's ``_name_or_path`` or the
         folder's name; ``dtype`` overrides ``torch_dtype`` (vLLM's ``--dtype``).  A missing or
         malformed key, an unknown family, a file that is not JSON: one
         :class:`~fluidq.errors.DataError` naming the file and the key.  ``option`` is the parameter

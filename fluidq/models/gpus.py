@@ -3,8 +3,11 @@
 ``load_gpu(name)`` returns a :class:`GPU` (the name or one of its aliases, ignoring case, spaces,
 dashes and underscores: ``"h100"``, ``"RTX 4090"``); ``list_gpus()`` all of them.  The figures are
 copied from each vendor's public datasheet named in the entry's ``source`` (see ``PROVENANCE.md``):
-dense tensor-core throughput (never the "with sparsity" figure), memory size and bandwidth, and the
-interconnect's bandwidth per direction per GPU.  Link latencies are not datasheet figures: they are
+dense tensor-core throughput (never the "with sparsity" figure), memory bandwidth, the datasheet's memory
+size (``datasheet_memory_gb``), and the interconnect's bandwidth per direction per GPU.  ``memory_gib``
+is the memory CUDA reports (what vLLM's planner multiplies by ``--gpu-memory-utilization``), a little
+less than the datasheet's: measured where a run or a vLLM log gives it, else nvidia-smi's total less
+0.5 GiB; ``memory_source`` says which.  Link latencies are not datasheet figures: they are
 a round per-step latency of a collective (3 us over NVLink / Infinity Fabric, 5 us over PCIe), an
 assumption stated in each entry.  An unknown name is refused with the closest known names.
 
@@ -32,8 +35,9 @@ _FLOPS_KEY = {"bfloat16": "bfloat16", "float16": "float16", "float32": "float32"
 
 @dataclass(frozen=True, kw_only=True)
 class GPU:
-    """One GPU model: peak dense ``tflops`` per format, ``memory_gib``, ``memory_bandwidth_gbps``
-    (GB/s), and its link to its peers (``link_bandwidth_gbps`` per direction, ``link_latency_us``)."""
+    """One GPU model: peak dense ``tflops`` per format, ``memory_gib`` (as CUDA reports it, GiB),
+    ``memory_bandwidth_gbps`` (GB/s), and its link to its peers (``link_bandwidth_gbps`` per direction,
+    ``link_latency_us``); ``datasheet_memory_gb`` and ``memory_source`` say where the memory figure is from."""
 
     name: str
     vendor: str
@@ -45,6 +49,8 @@ class GPU:
     link_latency_us: float
     source: str
     aliases: tuple = field(default=())
+    datasheet_memory_gb: float | None = None
+    memory_source: str = ""
 
     def __post_init__(self):
         for key in ("memory_gib", "memory_bandwidth_gbps", "link_bandwidth_gbps"):
@@ -81,14 +87,18 @@ class GPU:
         return {"name": self.name, "aliases": list(self.aliases), "vendor": self.vendor, "tflops": dict(self.tflops),
                 "memory_gib": self.memory_gib, "memory_bandwidth_gbps": self.memory_bandwidth_gbps,
                 "interconnect": self.interconnect, "link_bandwidth_gbps": self.link_bandwidth_gbps,
-                "link_latency_us": self.link_latency_us, "source": self.source}
+                "link_latency_us": self.link_latency_us, "source": self.source,
+                "datasheet_memory_gb": self.datasheet_memory_gb, "memory_source": self.memory_source}
 
 
 _TABLE: dict[str, GPU] = {}
 
 
 def _key(name: str) -> str:
-    return re.sub(r"[\s_\-()]+", "", name).casefold()
+    k = re.sub(r"[\s_\-()]+", "", name).casefold()
+    for prefix in ("nvidia", "amd", "geforce", "instinct", "tesla"):  # nvidia-smi and vendor spellings
+        k = k.removeprefix(prefix)
+    return k.removesuffix("gpu")
 
 
 def _table() -> dict[str, GPU]:
@@ -108,8 +118,8 @@ def list_gpus() -> list[GPU]:
 
 
 def load_gpu(name: str, *, option: str = "gpu") -> GPU:
-    """The GPU called ``name`` or one of its aliases, ignoring case, spaces, dashes, underscores and
-    brackets.  Unknown: an :class:`~fluidq.errors.UnknownNameError` whose message suggests the
+    """The GPU called ``name`` or one of its aliases, ignoring case, spaces, dashes, underscores,
+    brackets and a vendor prefix (``"NVIDIA H100 80GB HBM3"``, as nvidia-smi writes it, works).  Unknown: an :class:`~fluidq.errors.UnknownNameError` whose message suggests the
     closest names; ``option`` is the parameter the messages name (the command line passes ``--gpu``)."""
     if not isinstance(name, str) or not name.strip():
         raise ParameterError(option, name, "a GPU name (see `fluidq gpus`)")

@@ -42,10 +42,10 @@ def test_shipped_case_is_the_hand_tandem():
 
 def test_roofline_case_builds_vllm_engines():
     from fluidq.batchtime.roofline import roofline
-    from fluidq.models import kv_capacity_estimate, load_model
+    from fluidq.models import kv_capacity_estimate, load_gpu, load_model
 
     t = load_topology("pd_llama8b_h100")
-    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
+    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=load_gpu("H100").memory_gib, max_num_seqs=256).tokens
     assert t.decode.kv_capacity_tokens == kv and t.decode.k_max == 256 and t.prefill.b_max == 2048
     assert t.prefill.batch_time == roofline("Llama-3.1-8B", "H100")
     assert t.kv_bytes_per_token == load_model("Llama-3.1-8B").kv_bytes_per_token()

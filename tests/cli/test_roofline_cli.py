@@ -6,7 +6,7 @@ import pytest
 
 from fluidq import Poisson, Workload
 from fluidq.capacity.disaggregated import disaggregated_capacity
-from fluidq.models import list_gpus
+from fluidq.models import list_gpus, load_gpu
 from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.validate.roofline import predict_roofline_deployment
 
@@ -57,7 +57,7 @@ def test_capacity_from_a_config_file(capsys, tmp_path):
     (["--model", "Llama-3.1-8B", "--gpu", "H100", "--profile", "paper-codellama34b-a100"], "--profile"),
     (["--model", "Llama-3.1-8B"], "--model"),
     (["--model-config", "x.json"], "--model-config"),
-    (["--model", "Llama-3.1-8B", "--gpu", "RTX-4090", "--gpu-memory-utilization", "0.2"], "gpu_memory_gib"),
+    (["--model", "Llama-3.1-8B", "--gpu", "RTX-4090", "--gpu-memory-utilization", "0.2"], "--gpu='RTX-4090 with --tensor-parallel-size 1': expected a deployment that fits: the weights do not fit"),
 ])
 def test_capacity_bad_input(capsys, argv, needle):
     assert_one_line(["capacity", *argv], capsys, needle)
@@ -115,7 +115,8 @@ def test_check_with_a_roofline_engine(capsys):
     assert rc == 0 and d["inputs"]["engine"]["batch_time"]["kind"] == "context_aware"
     # the same engine built by hand: the context-aware roofline, vLLM's planned cache
     rf = roofline("Llama-3.1-8B", "A100")
-    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
+    kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=load_gpu("A100").memory_gib,
+                              max_num_seqs=256).tokens  # the memory CUDA reports (79.15 GiB), not the datasheet's 80 GB
     wl = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=100, output_tokens=100)
     eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv)
     assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv
@@ -221,7 +222,7 @@ def test_roofline_engine_named_once(capsys):
         rc, out, _ = run_cli([*argv, "--model", "Llama-3.1-8B", "--gpu", "H100"], capsys)
         assert rc == 0 and out.count("roofline Llama-3.1-8B on 1 x H100-SXM5-80GB") == 1
         if argv[0] == "simulate":  # the KV cache with thousands separators, as every count a person reads
-            assert "KV 459,328 tokens" in out
+            assert "KV 453,584 tokens" in out
     rc, out, _ = run_cli(["region", "--k-max", "100", "--b-max", "128"], capsys)
     assert rc == 0 and "paper-codellama34b-a100: t(b) = 11.28 ms" in out
 

@@ -145,7 +145,7 @@ def test_name_and_dtype_overrides(tmp_path):
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),
     ({"model_type": "gpt2"}, "model_type"),
     ({"model_type": None}, "model_type"),
-    ({"quantization_config": {"quant_method": "awq"}}, "quantization_config"),
+    ({"quantization_config": {"quant_method": "bitsandbytes"}}, "quantization_config"),
     ({"mlp_bias": True}, "mlp_bias"),
     ({"vocab_size": 2**40}, "vocab_size"),
 ])

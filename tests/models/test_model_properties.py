@@ -26,7 +26,13 @@ def models(draw):
 @settings(max_examples=60, deadline=None)
 @given(models(), st.sampled_from([1, 2, 4, 8, 16, 32]))
 def test_splitting_never_loses_bytes(m, tp):
-    if m.n_heads % tp or (m.n_kv_heads < tp and tp % m.n_kv_heads):
+    if tp not in m.tensor_parallel_sizes(32):  # heads, KV heads and MLP widths must split (vLLM's rule)
+        try:
+            m.weight_bytes_per_gpu(tp)
+        except ParameterError as exc:
+            assert exc.name == "tensor_parallel_size"
+        else:
+            raise AssertionError(f"tp={tp} accepted though it does not split the model")
         return
     assert m.active_param_count <= m.param_count
     assert m.weight_bytes == m.bytes_per_value * m.param_count

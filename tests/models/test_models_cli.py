@@ -99,7 +99,8 @@ def test_bad_config_files_are_one_line(tmp_path, capsys):
     one_line(["models", "show", "--config", str(p)], capsys, "'vocab_size'", str(p))
     one_line(["models", "show", "--config", str(tmp_path / "nope.json")], capsys, "--config", "no such file")
     one_line(["models", "show", "--config", ""], capsys, "--config")
-    one_line(["models", "show", "--config", str(tmp_path)], capsys, "--config", "folder")
+    (tmp_path / "empty").mkdir()  # a folder is read through its config.json; one without any is refused
+    one_line(["models", "show", "--config", str(tmp_path / "empty")], capsys, "--config", "folder")
 
 
 def test_kv_cache_dtype_and_max_model_len(capsys):

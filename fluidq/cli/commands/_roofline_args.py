@@ -29,6 +29,26 @@ def named_by_flag(extra=None):
         raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
+@contextlib.contextmanager
+def memory_named(gpu_name: str, tensor_parallel_size, gpu_memory_gib=None):
+    """The planner's "the weights do not fit" (a ``ParameterError`` on ``gpu_memory_gib``) under the flags that
+    chose the memory: ``--gpu NAME`` with ``--tensor-parallel-size N`` (the table's memory), or ``--gpu-memory-gib``
+    when given.  The planner's numbers (usable memory, weights and reserve per GPU) stay in the message."""
+    from ...errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        if exc.name != "gpu_memory_gib":
+            raise
+        if gpu_memory_gib is not None:
+            raise ParameterError("--gpu-memory-gib", exc.value, exc.expected, exc.hint) from None
+        raise ParameterError("--gpu", f"{gpu_name} with --tensor-parallel-size {tensor_parallel_size}",
+                             exc.expected.replace("more memory: ", "a deployment that fits: ", 1)
+                             + f" [vLLM's planner on {exc.value:g} GiB per GPU as CUDA reports it]",
+                             exc.hint) from None
+
+
 def add_roofline_args(p, *, tp: bool = True) -> None:
     """``--gpu``, ``--model-config`` (and ``--tensor-parallel-size``, ``--gpu-memory-utilization`` when
     ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
@@ -50,7 +70,8 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
         if a.dest == "model":
             a.choices = None
             a.metavar = "FORM|NAME"
-            a.help += "; with --gpu: a model of `fluidq models list`"
+            a.help += ("; with --gpu: a model of `fluidq models list` (Hugging Face ids and -Instruct/-FP8/-AWQ names "
+                       "work) or a local model folder or config.json")
 
 
 #: the link bandwidths (GB/s) the sync term is calibrated between: Splitwise's DGX-A100 (NVLink 3) and DGX-H100
@@ -85,10 +106,7 @@ def check_model_option(args) -> None:
 
 def model_from_args(args):
     """The ModelFacts of ``--model NAME`` or ``--model-config``; an unknown name suggests close ones."""
-    import difflib
-
-    from ...errors import UnknownNameError
-    from ...models import ModelFacts, list_models, load_model
+    from ...models import ModelFacts, load_model
     from .. import CliError
 
     if (args.model is None) == (args.model_config is None):
@@ -96,14 +114,16 @@ def model_from_args(args):
                        "config.json, one of them")
     if args.model_config is not None:
         return ModelFacts.from_config(args.model_config, option="--model-config")
-    try:
-        return load_model(args.model, option="--model")
-    except UnknownNameError as exc:
-        names = {m.name.casefold(): m.name for m in list_models()}
-        close = [names[c] for c in difflib.get_close_matches(args.model.casefold(), list(names), n=3, cutoff=0.6)]
-        if close:
-            exc.args = (exc.args[0] + f"; did you mean {' or '.join(close)}?",)
-        raise
+    from pathlib import Path
+
+    given = Path(args.model)
+    try:  # vLLM's --model also takes a local folder: read its config.json, as --model-config does
+        local = given.suffix == ".json" and given.is_file() or (given / "config.json").is_file()
+    except (OSError, ValueError):
+        local = False
+    if local:
+        return ModelFacts.from_config(given, option="--model")
+    return load_model(args.model, option="--model")  # HF ids, -Instruct, -FP8...; unknown: the closest names
 
 
 def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
@@ -115,7 +135,7 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
 
     model = model_from_args(args)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
-    with named_by_flag(None if gib is None else {"gpu_memory_gib": "--gpu-memory-gib"}):
+    with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):
         rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
         if kv_capacity is None:
             kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib if gib is None else gib,

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ...capacity import max_throughput
 from .. import emit
-from ._roofline_args import add_roofline_args, check_model_option, model_from_args, named_by_flag, sync_note
+from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
+                             sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir
 from ..common import (
     add_engine_args,
@@ -99,7 +100,7 @@ def _roofline(args):
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     gpu = _gpu(args.gpu)
-    with named_by_flag({"gpu_memory_gib": "--gpu-memory-gib"} if args.gpu_memory_gib is not None else None):
+    with named_by_flag(), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
         res = predict_roofline_deployment(
             model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
             tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,

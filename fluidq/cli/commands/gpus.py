@@ -36,10 +36,10 @@ def run(args):
                        f"`fluidq gpus show {args.name}`")
     gpus = list_gpus()
     w = max(len(g.name) for g in gpus)
-    lines = [f"{'name':<{w}}  {'bf16 TF':>8} {'fp8 TF':>7} {'GiB':>5} {'HBM GB/s':>9}  link"]
+    lines = [f"{'name':<{w}}  {'bf16 TF':>8} {'fp8 TF':>7} {'GiB':>6} {'HBM GB/s':>9}  link"]
     for g in gpus:
         fp8 = g.tflops.get("float8")
-        lines.append(f"{g.name:<{w}}  {g.tflops.get('bfloat16', 0):>8g} {fp8 if fp8 else '-':>7} {g.memory_gib:>5g} "
+        lines.append(f"{g.name:<{w}}  {g.tflops.get('bfloat16', 0):>8g} {fp8 if fp8 else '-':>7} {g.memory_gib:>6g} "
                      f"{g.memory_bandwidth_gbps:>9g}  {g.interconnect} {g.link_bandwidth_gbps:g} GB/s")
     emit(args, [g.to_dict() for g in gpus], "\n".join(lines))
     return 0
