@@ -57,6 +57,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _jit
+from ..policies.batch_rule import NO_CAP
+from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 
 
 def _kernel(fn=None, **options):
@@ -377,25 +379,24 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
         return
     G = st[s, S_G]
     nrank = st[s, S_NRANK]
-    d = st[s, S_NDEC]
-    rem = st[s, S_BUDGET] - d
+    # the batch rule's split for a decode-first mixed scheduler without a binding k_max (every decoder fits:
+    # a station runs here only with at most ``budget`` decoders): d decode tokens, the rest to prefill
+    d, rem, _ = _budget_split(False, True, st[s, S_BUDGET], 1, st[s, S_NDEC], NO_CAP)
     btok = d
     na = 0
-    if rem > 0:  # whole prompts in priority/FCFS order, the last maybe a chunk
+    if rem > 0:  # whole prompts in priority/FCFS order, the last maybe a chunk (these schedulers chunk)
         for r in range(nrank):
             rid = qh[s, r, Q_PH]
             while rid:
                 need = ti[rid, T_P] - ti[rid, T_PREF]
+                if not _fits(need, rem):
+                    need = rem
                 al_t[s, na] = rid
+                al_k[s, na] = need
                 na += 1
-                if need < rem:
-                    al_k[s, na - 1] = need
-                    btok += need
-                    rem -= need
-                else:
-                    al_k[s, na - 1] = rem
-                    btok += rem
-                    rem = 0
+                btok += need
+                rem -= need
+                if rem == 0:
                     break
                 rid = ti[rid, T_NXT]
             if rem == 0:
@@ -442,30 +443,29 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
 
 
 @_kernel
-def _take_decode(s, budget, slots, st, ti, qh, fR):
-    """A batch-by-batch station's decoders, in priority order then the order their prefills ended, while
-    the budget and the slots last (into ``fR[s]``); return (budget, slots, decoders)."""
+def _take_decode(s, nd, st, ti, qh, fR):
+    """A batch-by-batch station's first ``nd`` decoders (at most all of them), in priority order then the order
+    their prefills ended (into ``fR[s]``); return how many."""
     n = 0
     for r in range(st[s, S_NRANK]):
         rid = qh[s, r, Q_DH]
         while rid:
-            if budget < 1 or slots < 1:
-                return budget, slots, n
+            if n >= nd:
+                return n
             fR[s, n] = rid
             n += 1
-            budget -= 1
-            slots -= 1
             rid = ti[rid, T_NXT]
-    return budget, slots, n
+    return n
 
 
 @_inline
 def _take_prompt(s, rid, need, n, budget, slots, b, chunked, chl, ti, al_t, al_k, blk):
     """``Scheduler.select``'s rule for one prompt needing ``need`` tokens, as the ``n``-th of the batch's prefill
-    part: whole where it fits the budget, a chunk of the budget where the scheduler chunks (or chunks prompts
-    above its budget ``b`` and this is one), skipped and reported in ``blk`` where it can never fit; else
-    head-of-line.  Return (prompts, budget, slots, whether head-of-line stops the scan)."""
-    if need <= budget:
+    part: whole where it fits the budget (the batch rule's head-of-line test, ``batch_rule.fits``), a chunk of
+    the budget where the scheduler chunks (or chunks prompts above its budget ``b`` and this is one), skipped
+    and reported in ``blk`` where it can never fit; else head-of-line.  Return (prompts, budget, slots, whether
+    head-of-line stops the scan)."""
+    if _fits(need, budget):
         al_t[s, n] = rid
         al_k[s, n] = need
         return n + 1, budget - need, slots - 1, False
@@ -513,36 +513,30 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
 @_kernel
 def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
-    ``fR[s]``: this station has no runs and no decode heap), or leave it idle."""
+    ``fR[s]``: this station has no runs and no decode heap), or leave it idle.  The split of the token budget
+    and the ``k_max`` slots between decode and prefill is the batch rule's (``batch_rule.budget_split`` and
+    ``decode_after_prefill``, inlined)."""
     if now >= gf[GF_HORIZON]:
         st[s, S_BUSY] = 0
         return
-    budget = st[s, S_BUDGET]
-    slots = st[s, S_KMAX]
+    b = st[s, S_BUDGET]
+    k = st[s, S_KMAX]
+    mixed = st[s, S_MIXED] != 0
+    ndec = st[s, S_NDEC]
+    D0, B, S = _budget_split(st[s, S_PF] != 0, mixed, b, 1, ndec, k)  # (n_p: prefill takes none when none waits)
+    budget = B
     npf = 0
-    ndd = 0
-    if st[s, S_MIXED]:
-        if st[s, S_PF]:
-            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-        else:
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-    elif st[s, S_PF]:
-        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-        if npf == 0:
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-    elif st[s, S_NDEC] > 0:
-        budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-    else:
-        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+    if B >= 1 and S >= 1:
+        budget, _, npf = _take_prefill(s, B, S, st, ti, qh, al_t, al_k, blk)
+    nd = D0 if D0 >= 0 else _decode_after_prefill(mixed, ndec, b, k, B - budget, npf)
+    ndd = _take_decode(s, nd, st, ti, qh, fR) if nd > 0 else 0
     if npf == 0 and ndd == 0:
         st[s, S_BUSY] = 0
         return
     st[s, S_NALLOC] = npf
     st[s, S_NH] = ndd
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, st, g, now + tau[s, st[s, S_BUDGET] - budget], now, s)
+    _evpush(evf, evi, st, g, now + tau[s, B - budget + ndd], now, s)
 
 
 # ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
@@ -582,80 +576,88 @@ def _misdec(ti, rid):
     return ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] < ti[rid, T_D]
 
 
+@_inline
+def _mem_decoders(s, hide, nd, st, ti, qh, fR):
+    """The first ``nd`` decoders in view (arrival order) into ``fR[s]``; return how many (fewer where fewer are
+    in view).  The scan stops once it has seen every decoder (``S_NDEC``)."""
+    paged = st[s, S_PAGED] != 0
+    ndec = st[s, S_NDEC]
+    n = 0
+    seen = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and seen < ndec and n < nd:
+        if _misdec(ti, rid):
+            seen += 1
+            if _mvisible(ti, rid, hide, paged):
+                fR[s, n] = rid
+                n += 1
+        rid = ti[rid, T_NXT]
+    return n
+
+
+@_inline
+def _mem_prefill(s, hide, budget, slots, st, ti, qh, al_t, al_k, blk):
+    """The prefill part over the residents in view within ``budget`` tokens and ``slots`` prompts (chunks into
+    ``al_t``/``al_k``, prompts that can never fit reported in ``blk``); return (prompts, budget left).  With
+    ``hide`` the scan stops once it has seen every resident holding KV."""
+    paged = st[s, S_PAGED] != 0
+    b = st[s, S_BUDGET]
+    chunked = st[s, S_CHUNKED] != 0
+    chl = st[s, S_CHL] != 0
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    npf = 0
+    seen = 0
+    rid = qh[s, 0, Q_PH]
+    while rid:
+        holds = _mholds(ti, rid, paged)
+        if hide:
+            if seen >= nhold:
+                break
+            if not holds:
+                rid = ti[rid, T_NXT]
+                continue
+        if holds:
+            seen += 1
+        if ti[rid, T_PREF] < ti[rid, T_P]:
+            if budget < 1 or slots < 1:
+                break
+            need = ti[rid, T_P] - ti[rid, T_PREF]
+            npf, budget, slots, wait = _take_prompt(s, rid, need, npf, budget, slots, b, chunked, chl, ti, al_t, al_k,
+                                                    blk)
+            if wait:
+                break
+        rid = ti[rid, T_NXT]
+    return npf, budget
+
+
 @_kernel
 def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
     """``Scheduler.select`` (FCFS) over the station's residents in view (every one, or with ``hide`` those
     holding KV): the prefill chunks into ``al_t``/``al_k``, the decoders into ``fR[s]``, prompts that can never
-    fit reported in ``blk``; return (prompts, decoders).  A scan stops once it has seen every decoder
-    (``S_NDEC``), or with ``hide`` every resident holding KV: the rest of the residents could not be chosen."""
-    paged = st[s, S_PAGED] != 0
+    fit reported in ``blk``; return (prompts, decoders).  The split between decode and prefill is the batch
+    rule's (``budget_split``, ``decode_after_prefill``) on the decoders in view: decode first, the decoders are
+    taken up to the split for every decoder, and the split is then made for those in view."""
     b = st[s, S_BUDGET]
-    budget = b
-    slots = st[s, S_KMAX]
-    chunked = st[s, S_CHUNKED] != 0
-    chl = st[s, S_CHL] != 0
+    k = st[s, S_KMAX]
     mixed = st[s, S_MIXED] != 0
-    pfirst = st[s, S_PF] != 0
     ndec = st[s, S_NDEC]
-    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    if st[s, S_PF] != 0:  # prefill first: decode takes what prefill leaves
+        _, B, S = _budget_split(True, mixed, b, 1, ndec, k)
+        npf = 0
+        budget = B
+        if B >= 1 and S >= 1:
+            npf, budget = _mem_prefill(s, hide, B, S, st, ti, qh, al_t, al_k, blk)
+        nd = _decode_after_prefill(mixed, ndec, b, k, B - budget, npf)
+        if nd > 0:
+            nd = _mem_decoders(s, hide, nd, st, ti, qh, fR)
+        return npf, nd
+    nd, _, _ = _budget_split(False, mixed, b, 1, ndec, k)
+    if nd > 0:
+        nd = _mem_decoders(s, hide, nd, st, ti, qh, fR)
+    _, B, S = _budget_split(False, mixed, b, 1, nd, k)
     npf = 0
-    nd = 0
-    for phase in range(2):
-        if mixed:
-            dec = (phase == 1) if pfirst else (phase == 0)
-        elif pfirst:
-            if phase == 1 and npf > 0:
-                break
-            dec = phase == 1
-        else:
-            if phase == 0:  # decode first: decoders if any are in view, else prompts
-                dec = False
-                seen = 0
-                rid = qh[s, 0, Q_PH]
-                while rid and seen < ndec:
-                    if _misdec(ti, rid):
-                        seen += 1
-                        if _mvisible(ti, rid, hide, paged):
-                            dec = True
-                            break
-                    rid = ti[rid, T_NXT]
-            else:
-                break
-        rid = qh[s, 0, Q_PH]
-        if dec:
-            seen = 0
-            while rid and seen < ndec:
-                if _misdec(ti, rid):
-                    seen += 1
-                    if _mvisible(ti, rid, hide, paged):
-                        if budget < 1 or slots < 1:
-                            break
-                        fR[s, nd] = rid
-                        nd += 1
-                        budget -= 1
-                        slots -= 1
-                rid = ti[rid, T_NXT]
-        else:
-            seen = 0
-            while rid:
-                holds = _mholds(ti, rid, paged)
-                if hide:
-                    if seen >= nhold:
-                        break
-                    if not holds:
-                        rid = ti[rid, T_NXT]
-                        continue
-                if holds:
-                    seen += 1
-                if ti[rid, T_PREF] < ti[rid, T_P]:
-                    if budget < 1 or slots < 1:
-                        break
-                    need = ti[rid, T_P] - ti[rid, T_PREF]
-                    npf, budget, slots, wait = _take_prompt(s, rid, need, npf, budget, slots, b, chunked, chl, ti,
-                                                            al_t, al_k, blk)
-                    if wait:
-                        break
-                rid = ti[rid, T_NXT]
+    if B >= 1 and S >= 1:
+        npf, _ = _mem_prefill(s, hide, B, S, st, ti, qh, al_t, al_k, blk)
     return npf, nd
 
 
