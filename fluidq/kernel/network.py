@@ -59,6 +59,9 @@ import numpy as np
 from . import _jit
 from ..policies.batch_rule import NO_CAP
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
+from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
+                      paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
+                      swap_in_fits, token_next, token_take)  # the memory rules, written once (kv.py calls them too)
 
 
 def _kernel(fn=None, **options):
@@ -549,11 +552,6 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
 
 
 @_inline
-def _cdiv(x, bs):
-    return -((-x) // bs)
-
-
-@_inline
 def _mvisible(ti, rid, hide, paged):
     """In the view: every resident, or with ``hide`` only those holding KV (admitted)."""
     if not hide:
@@ -663,85 +661,39 @@ def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
 
 @_kernel
 def _palloc(s, k, st, ti, pq):
-    """``BlockPool.alloc``: take ``k`` free blocks, never-used ones first, then the freed ones in the order they
-    were freed (handing out a block still holding a request's prefix ends that prefix there)."""
+    """``BlockPool.alloc``: take ``k`` free blocks (with prefix caching :func:`~fluidq.kernel.kvrules.pool_alloc`
+    on the station's region of ``pq``)."""
     st[s, S_FREE] -= k
     if st[s, S_CACHING] == 0:
         return
-    off = st[s, S_QOFF]
-    fresh = st[s, S_FRESH]
-    h = st[s, S_QH]
-    while k > 0:
-        if fresh > 0:
-            take = k if k < fresh else fresh
-            fresh -= take
-            k -= take
-            continue
-        e = off + h
-        h += 1
-        if pq[e, 3]:  # taken back by its owner since: not free
-            continue
-        i = pq[e, 0]
-        if pq[e, 2] == ti[i, T_STAMP] and pq[e, 1] < ti[i, T_CUP]:
-            ti[i, T_CUP] = pq[e, 1]
-        k -= 1
-    st[s, S_FRESH] = fresh
-    st[s, S_QH] = h
+    st[s, S_FRESH], st[s, S_QH] = pool_alloc(pq, st[s, S_QOFF], st[s, S_FRESH], st[s, S_QH], k, ti[:, T_STAMP],
+                                             ti[:, T_CUP])
 
 
 @_kernel
 def _prelease(s, i, nb, st, ti, pq):
     """``BlockPool.release``: request ``i`` frees its ``nb`` blocks (with prefix caching kept as its cached
-    prefix, queued tail first; the region is compacted when full, dropping the entries taken back)."""
+    prefix: :func:`~fluidq.kernel.kvrules.pool_release` on the station's region of ``pq``)."""
     st[s, S_FREE] += nb
-    g = ti[i, T_STAMP] + 1
-    ti[i, T_STAMP] = g
     if st[s, S_CACHING] == 0:
+        ti[i, T_STAMP] += 1
         return
-    ti[i, T_CUP] = nb
-    off = st[s, S_QOFF]
-    if st[s, S_QT] + nb > st[s, S_QCAP]:  # (the entries not taken back are free blocks: they and nb fit)
-        w = 0
-        for h in range(st[s, S_QH], st[s, S_QT]):
-            if pq[off + h, 3]:
-                continue
-            for c in range(4):
-                pq[off + w, c] = pq[off + h, c]
-            q = pq[off + w, 0]
-            if pq[off + w, 2] == ti[q, T_STAMP]:
-                ti[q, T_QPOS] = w - (ti[q, T_QN] - 1 - pq[off + w, 1])
-            w += 1
-        st[s, S_QH] = 0
-        st[s, S_QT] = w
-    t = st[s, S_QT]
-    ti[i, T_QPOS] = t
-    ti[i, T_QN] = nb
-    for j in range(nb - 1, -1, -1):
-        pq[off + t, 0] = i
-        pq[off + t, 1] = j
-        pq[off + t, 2] = g
-        pq[off + t, 3] = 0
-        t += 1
-    st[s, S_QT] = t
+    st[s, S_QH], st[s, S_QT] = pool_release(pq, st[s, S_QOFF], st[s, S_QCAP], st[s, S_QH], st[s, S_QT],
+                                            ti[:, T_STAMP], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, nb)
 
 
 @_kernel
 def _preuse(s, i, want, st, ti, pq):
     """``BlockPool.reuse``: request ``i`` takes back up to ``want`` leading blocks of its cached prefix."""
-    cup = ti[i, T_CUP]
-    hit = cup if cup < want else want
-    base = st[s, S_QOFF] + ti[i, T_QPOS] + ti[i, T_QN] - 1
-    for j in range(hit):
-        pq[base - j, 3] = 1
+    hit = pool_reuse(pq, st[s, S_QOFF], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, want)
     st[s, S_FREE] -= hit
-    ti[i, T_CUP] = 0
     return hit
 
 
 @_inline
 def _ptake(s, rid, m, st, ti, pq):
     """The blocks ``rid`` needs for ``m`` more KV tokens."""
-    k = _cdiv(ti[rid, T_KV] + m, st[s, S_BS]) - ti[rid, T_NBLK]
+    k = blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
     if k > 0:
         _palloc(s, k, st, ti, pq)
         ti[rid, T_NBLK] += k
@@ -794,9 +746,7 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
         ti[v, T_HELD] = held
         _qappend(qh, ti, s, 0, Q_DH, v)
         return held * stf[s, R_SWAPS]
-    base = ti[v, T_P] - ti[v, T_RC]
-    ti[v, T_RC] = ti[v, T_DEC]
-    ti[v, T_P] = base + ti[v, T_DEC]
+    ti[v, T_P], ti[v, T_RC] = recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC])
     ti[v, T_PREF] = 0
     st[s, S_WORK] += held
     buf[ti[v, T_LAB]] += held
@@ -833,14 +783,11 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     while qh[s, 0, Q_DH]:  # the swapped-out requests come back first, oldest first, while their KV fits
         rid = qh[s, 0, Q_DH]
         held = ti[rid, T_HELD]
-        k = _cdiv(held, bs)
-        if paged:
-            if k > st[s, S_FREE]:
-                break
-        elif st[s, S_USED] + held > kvcap:
+        if not swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
             break
         _qremove(qh, ti, s, 0, Q_DH, rid)
         if paged:
+            k = cdiv(held, bs)
             _palloc(s, k, st, ti, pq)
             ti[rid, T_NBLK] = k
             st[s, S_NBLKN] += 1
@@ -868,10 +815,10 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             for j in range(npf):
                 rid = al_t[s, j]
                 if ti[rid, T_NBLK] >= 0:
-                    need += _cdiv(ti[rid, T_KV] + al_k[s, j], bs) - ti[rid, T_NBLK]
+                    need += blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
             for j in range(nd):
                 rid = fR[s, j]
-                need += _cdiv(ti[rid, T_KV] + 1, bs) - ti[rid, T_NBLK]
+                need += blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
             if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
                 victim = 0
                 if st[s, S_MOSTREC]:
@@ -910,15 +857,13 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 p = ti[rid, T_P]
                 hit = 0
                 if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    if _cdiv(p, bs) > st[s, S_FREE]:
+                    w = prefix_want(p, bs, st[s, S_FREE])
+                    if w == STOP:
                         stop = True
                         continue
-                    w = (p - 1) // bs
-                    c = ti[rid, T_CUP]
-                    hit = _preuse(s, rid, c if c < w else w, st, ti, pq)
-                remaining = p - ti[rid, T_PREF] - hit * bs
-                want = remaining if whole or m > remaining else m
-                if _cdiv(hit * bs + want, bs) - hit > st[s, S_FREE]:
+                    hit = _preuse(s, rid, w, st, ti, pq)
+                x = paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
+                if x == STOP:
                     stop = True
                     continue
                 ti[rid, T_NBLK] = hit
@@ -933,13 +878,11 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                     buf[ti[rid, T_LAB]] -= hit * bs
                 ti[rid, T_ADM] = st[s, S_ADMSEQ]
                 st[s, S_ADMSEQ] += 1
-                if m > remaining:
-                    m = remaining
-                _ptake(s, rid, m, st, ti, pq)
+                _ptake(s, rid, x, st, ti, pq)
                 al_t[s, kept] = rid
-                al_k[s, kept] = m
+                al_k[s, kept] = x
                 kept += 1
-            if stop and kept == 0 and nd == 0 and not hide and st[s, S_NBLKN] > 0:
+            if paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                 hide = True  # ask again with the admitted requests alone
                 continue
             npf = kept
@@ -960,39 +903,26 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             dropped = False
             for j in range(npf):
                 rid = al_t[s, j]
-                m = al_k[s, j]
-                if ti[rid, T_KV] == 0:
-                    avail = room if ti[rid, T_P] - ti[rid, T_PREF] + reserve <= room else 0
-                else:
-                    avail = room
-                if m <= avail:
+                x = token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
+                if x >= 0:
                     al_t[s, kept] = rid
-                    al_k[s, kept] = m
+                    al_k[s, kept] = x
                     kept += 1
-                    room -= m
-                elif chunkable and avail > 0:
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = avail
-                    kept += 1
-                    room -= avail
-                elif ti[rid, T_KV] == 0:
+                    room -= x
+                elif x == STOP:
                     dropped = True
                     break
-            empty = kept == 0 and nd == 0
-            if dropped and not hide and (empty or room > reserve):
+            nxt = token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
+            if nxt == ASK_AGAIN:
                 hide = True
                 continue
-            if not empty or nadm == 0:
+            if nxt == ACCEPT:
                 npf = kept
                 break
         victim = _last_holding(s, st, ti, qh)
         if victim == 0:
-            f = kvcap - st[s, S_USED]
             npf = 0
-            if not (nd > f and f > 0):
-                nd = 0
-            else:
-                nd = f
+            nd = no_victim_decoders(nd, kvcap - st[s, S_USED])
             break
         ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
         nadm -= 1
@@ -1001,12 +931,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     for j in range(npf):
         x += al_k[s, j]
     if x > kvcap - st[s, S_USED]:  # never exceed memory
-        f = kvcap - st[s, S_USED]
-        if f < 0:
-            f = 0
         npf = 0
-        if nd > f:
-            nd = f
+        nd = decoders_within(nd, kvcap - st[s, S_USED])
     return npf, nd, ex1 + ex2, True
 
 
@@ -1169,7 +1095,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         d = lb[ds, lb[ds, LB_POS]]
         lb[ds, LB_POS] += 1
     mem = st[s, S_MEM] != 0
-    if mem and ((_cdiv(p + d, st[s, S_BS]) > st[s, S_TOTAL]) if st[s, S_PAGED] else (p + d > st[s, S_KVCAP])):
+    if mem and never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
         st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network
         cls_i[ci, 0] -= 1
         return
