@@ -25,8 +25,10 @@ Composition batch times and lazily tabulated batch times stay on the Python path
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
-(a second copy of those rules: ``tests/sim/test_sim_kv_kernel.py`` holds the two identical).
+:class:`fluidq.sim._admission.StationMemory` are applied below in the same order of operations: their
+decisions are :mod:`fluidq.kernel.kvrules`' functions (inlined; :mod:`fluidq.kernel.network`'s KV stations
+call the same ones), the walk over the residents, the virtual decode clock and the victim search are this
+loop's (``tests/sim/test_sim_kv_kernel.py`` holds it identical to ``StationMemory``).
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -57,6 +59,9 @@ import numpy as np
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
+from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
+                      paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
+                      swap_in_fits, token_next, token_take)  # the memory rules, written once (network.py calls them too)
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -102,11 +107,6 @@ def _grow2(a, need):
     return b
 
 
-@jit(_nrt=False)
-def _cdiv(x, bs):
-    return -((-x) // bs)
-
-
 @jit(inline="always", _nrt=False)
 def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
             kv_cap):
@@ -117,7 +117,7 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         na += 1
         p = P[i]
         d = D[i]
-        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
+        if never_fits(paged, p, d, bs, total, kv_cap):
             rejected += 1
             continue
         pend[pt] = i
@@ -191,69 +191,26 @@ def _rem(lst, pos, lp, b, rid):
         _compact(lst, pos, lp, b)
 
 
+# the pool of freed blocks with prefix caching: kvrules' functions on ``qe`` (``qs``: the never-used blocks, the
+# queue's head and tail), called (not inlined: they run only with prefix caching)
 @jit(_nrt=False)
 def _alloc(qe, qs, stamp, cup, k):
-    """Take ``k`` free blocks (``BlockPool.alloc`` with prefix caching): never-used ones first (``qs[0]``),
-    then the freed ones in the order they were freed (``qe[qs[1]:qs[2]]``: request, block index,
-    generation, taken); handing out a block still holding a request's prefix ends that prefix there."""
-    while k > 0:
-        if qs[0] > 0:
-            take = k if k < qs[0] else qs[0]
-            qs[0] -= take
-            k -= take
-            continue
-        h = qs[1]
-        qs[1] = h + 1
-        if qe[h, 3]:  # taken back by its owner since: not free
-            continue
-        i = qe[h, 0]
-        if qe[h, 2] == stamp[i] and qe[h, 1] < cup[i]:
-            cup[i] = qe[h, 1]
-        k -= 1
+    """Take ``k`` free blocks (:func:`~fluidq.kernel.kvrules.pool_alloc`)."""
+    qs[0], qs[1] = pool_alloc(qe, 0, qs[0], qs[1], k, stamp, cup)
 
 
 @jit(_nrt=False)
 def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
-    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); a full queue is
-    compacted first.  The queue's live entries are free blocks that were used before, so with room for twice
-    the blocks ever used (what :func:`_advance` ensures at each iteration) compaction always leaves room."""
-    g = stamp[i] + 1
-    stamp[i] = g
-    cup[i] = nb
-    if qs[2] + nb > qe.shape[0]:
-        w = 0  # drop the entries handed out and the ones taken back; the rest keep their order
-        for h in range(qs[1], qs[2]):
-            if qe[h, 3]:
-                continue
-            for c in range(4):
-                qe[w, c] = qe[h, c]
-            q = qe[w, 0]
-            if qe[w, 2] == stamp[q]:
-                qpos[q] = w - (qn[q] - 1 - qe[w, 1])
-            w += 1
-        qs[1] = 0
-        qs[2] = w
-        if w + nb > qe.shape[0]:  # (unreachable: see above)
-            raise RuntimeError("fluidq kernel: the queue of freed blocks overflowed")
-    qpos[i] = qs[2]
-    qn[i] = nb
-    for j in range(nb - 1, -1, -1):
-        h = qs[2]
-        qe[h, 0] = i
-        qe[h, 1] = j
-        qe[h, 2] = g
-        qe[h, 3] = 0
-        qs[2] = h + 1
+    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (:func:`~fluidq.kernel.kvrules.pool_release`;
+    :func:`_advance` keeps room in ``qe`` for twice the blocks ever used, so compaction always leaves room)."""
+    qs[1], qs[2] = pool_release(qe, 0, qe.shape[0], qs[1], qs[2], stamp, cup, qpos, qn, i, nb)
 
 
 @jit(_nrt=False)
 def _reuse(qe, cup, qpos, qn, i, want):
-    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix; returns how many."""
-    hit = cup[i] if cup[i] < want else want
-    for j in range(hit):
-        qe[qpos[i] + qn[i] - 1 - j, 3] = 1
-    cup[i] = 0
-    return hit
+    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix (:func:`~fluidq.kernel.kvrules.
+    pool_reuse`); returns how many."""
+    return pool_reuse(qe, 0, cup, qpos, qn, i, want)
 
 
 # the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were
@@ -518,12 +475,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
             rid = swq[sh]
             held = shl[rid]
-            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
+            if not swap_in_fits(paged, held, bs, free, used, kv_cap):
                 break
             sh = (sh + 1) % cap_sw
             nsw -= 1
             if paged:
-                nbk[rid] = _cdiv(held, bs)
+                nbk[rid] = cdiv(held, bs)
                 free -= nbk[rid]
             used += held
             kv[rid] = held
@@ -583,29 +540,20 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     dropped_new = False
                     for j in range(npf):
                         rid = bpr[j]
-                        m = bpm[j]
-                        if kv[rid] == 0:
-                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
-                        else:
-                            avail = room
-                        if m <= avail:
+                        m = token_take(bpm[j], pc[rid] - pf[rid], kv[rid], room, reserve, chunked)
+                        if m >= 0:
                             bpr[kept] = rid
                             bpm[kept] = m
                             kept += 1
                             room -= m
-                        elif chunked and avail > 0:
-                            bpr[kept] = rid
-                            bpm[kept] = avail
-                            kept += 1
-                            room -= avail
-                        elif kv[rid] == 0:
+                        elif m == STOP:
                             dropped_new = True
                             break
-                    empty = kept == 0 and nd == 0
-                    if dropped_new and not hide and (empty or room > reserve):
+                    nxt = token_next(dropped_new, hide, kept == 0 and nd == 0, room, reserve, nadm)
+                    if nxt == ASK_AGAIN:
                         hide = True
                         continue
-                    if not empty or nadm == 0:
+                    if nxt == ACCEPT:
                         npf = kept
                         break
             if paged:
@@ -613,13 +561,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
-                        need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                        need += blocks_needed(kv[rid], bpm[j], bs, nbk[rid])
                 if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
                         if run[j]:
-                            k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                            k = blocks_needed(kv[rid], bpm[j], bs, nbk[rid])
                             if k > 0:
                                 nbk[rid] += k
                     free -= need  # (the decoders' blocks are counted in nbk when their token is added)
@@ -639,14 +587,14 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             continue
                         hit = 0
                         if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
-                            if _cdiv(pc[rid], bs) > free:
+                            want = prefix_want(pc[rid], bs, free)
+                            if want == STOP:
                                 stop = True
                                 continue
-                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
+                            hit = _reuse(qe, cup, qpos, qn, rid, want)
                             free -= hit
-                        remaining = pc[rid] - pf[rid] - hit * bs
-                        want = remaining if whole or m > remaining else m
-                        if _cdiv(hit * bs + want, bs) - hit > free:
+                        m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)
+                        if m == STOP:
                             stop = True
                             continue
                         nbk[rid] = hit
@@ -673,9 +621,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        if m > remaining:
-                            m = remaining
-                        k = _cdiv(kv[rid] + m, bs) - nbk[rid]
+                        k = blocks_needed(kv[rid], m, bs, nbk[rid])
                         if k > 0:
                             free -= k
                             nbk[rid] += k
@@ -684,7 +630,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         bpr[kept] = rid
                         bpm[kept] = m
                         kept += 1
-                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
+                    if paged_retry(stop, kept, nd, hide, nadm):
                         hide = True  # ask again with the admitted requests alone
                         continue
                     npf = kept
@@ -723,12 +669,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     if 0 <= rid < victim:
                         break
             if victim < 0:  # (unreachable: something holds KV whenever this is reached)
-                f = kv_cap - used
                 npf = 0
-                if not nd > f > 0:
-                    nd = 0
-                elif nd > f:
-                    nd = f
+                nd = no_victim_decoders(nd, kv_cap - used)
                 if alld and nd < lp[L_D + 2]:
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
@@ -739,7 +681,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
                 if paged:
-                    nbk[victim] = _cdiv(kv[victim], bs)
+                    nbk[victim] = cdiv(kv[victim], bs)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 _rem(dl, pos_d, lp, L_D, victim)
@@ -767,9 +709,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 extra_s += held * swap_s
             else:
                 wasted += held
-                base = pc[victim] - rc[victim]
-                rc[victim] = dc[victim]
-                pc[victim] = base + dc[victim]
+                pc[victim], rc[victim] = recompute(pc[victim], rc[victim], dc[victim])
                 pf[victim] = 0
                 st[victim] = 0
                 work += held
@@ -779,11 +719,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         for j in range(npf):
             x += bpm[j]
         if not paged and x + nd > kv_cap - used:  # never exceed memory
-            f = kv_cap - used
-            if f < 0:
-                f = 0
             npf = 0
             x = 0
+            f = decoders_within(nd, kv_cap - used)
             if nd > f:
                 nd = f
                 if alld:
@@ -935,7 +873,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             rid = fl[j]
             if j < nfl_dec:
                 if paged:
-                    nbk[rid] = _cdiv(kv[rid], bs)
+                    nbk[rid] = cdiv(kv[rid], bs)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)

@@ -24,11 +24,12 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
   last-in-order or most recent victim, prefix caching -- recompute or swap preemption), a context-aware
   batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
-  These rules are restated here operation for operation (``_mem_form``, ``_mem_end``; the block pool of
-  :class:`fluidq.sim._memory.BlockPool` in ``_palloc``/``_prelease``/``_preuse``): :mod:`fluidq.kernel.kv`
-  writes them inside its one-engine loop, not as functions a station could call, and its pool grows
-  arrays, which this loop (compiled without numba's reference counting) cannot do.
-  ``tests/network/test_network_kernel_kv.py`` holds them to the Python path bit for bit.
+  The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions, which :mod:`fluidq.kernel.kv`
+  calls too (the token and paged admission, the reservation with prefix reuse, swap-ins, refusal,
+  recomputation, the block pool of :class:`fluidq.sim._memory.BlockPool` on this station's region of ``pq``);
+  ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
+  its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
+  holds them to the Python path bit for bit.
 
 Fork-join, probabilistic choices, random lengths with a random router, context-aware batch times and first
 tokens from the prefill at stations without a KV cache, composition batch times, orderings other than FCFS
