@@ -25,10 +25,16 @@ Composition batch times and lazily tabulated batch times stay on the Python path
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.sim._admission.StationMemory` are applied below in the same order of operations: their
-decisions are :mod:`fluidq.kernel.kvrules`' functions (inlined; :mod:`fluidq.kernel.network`'s KV stations
-call the same ones), the walk over the residents, the virtual decode clock and the victim search are this
-loop's (``tests/sim/test_sim_kv_kernel.py`` holds it identical to ``StationMemory``).
+:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
+(``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
+:mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
+:mod:`fluidq.kernel.network`; the rules' decisions are written out in :func:`_advance` although kvrules holds
+them too (token and paged admission, reservation, swap-in, refusal, recomputation) and the network loop calls
+them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
+lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
+2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
+run without memory, 1.6-1.9x today), can give.  A change to these rules is made in ``kvrules``, here, and in
+``StationMemory``.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -59,9 +65,7 @@ import numpy as np
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
-from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
-                      paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
-                      swap_in_fits, token_next, token_take)  # the memory rules, written once (network.py calls them too)
+from .kvrules import pool_alloc, pool_release, pool_reuse  # the block pool, written once (network.py's too)
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -107,6 +111,11 @@ def _grow2(a, need):
     return b
 
 
+@jit(_nrt=False)
+def _cdiv(x, bs):
+    return -((-x) // bs)
+
+
 @jit(inline="always", _nrt=False)
 def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
             kv_cap):
@@ -117,7 +126,7 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         na += 1
         p = P[i]
         d = D[i]
-        if never_fits(paged, p, d, bs, total, kv_cap):
+        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
             rejected += 1
             continue
         pend[pt] = i
@@ -192,7 +201,7 @@ def _rem(lst, pos, lp, b, rid):
 
 
 # the pool of freed blocks with prefix caching: kvrules' functions on ``qe`` (``qs``: the never-used blocks, the
-# queue's head and tail), called (not inlined: they run only with prefix caching)
+# queue's head and tail), called from _advance (not inlined there: they run only with prefix caching)
 @jit(_nrt=False)
 def _alloc(qe, qs, stamp, cup, k):
     """Take ``k`` free blocks (:func:`~fluidq.kernel.kvrules.pool_alloc`)."""
@@ -208,8 +217,8 @@ def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
 
 @jit(_nrt=False)
 def _reuse(qe, cup, qpos, qn, i, want):
-    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix (:func:`~fluidq.kernel.kvrules.
-    pool_reuse`); returns how many."""
+    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix
+    (:func:`~fluidq.kernel.kvrules.pool_reuse`); returns how many."""
     return pool_reuse(qe, 0, cup, qpos, qn, i, want)
 
 
@@ -475,12 +484,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
             rid = swq[sh]
             held = shl[rid]
-            if not swap_in_fits(paged, held, bs, free, used, kv_cap):
+            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
                 break
             sh = (sh + 1) % cap_sw
             nsw -= 1
             if paged:
-                nbk[rid] = cdiv(held, bs)
+                nbk[rid] = _cdiv(held, bs)
                 free -= nbk[rid]
             used += held
             kv[rid] = held
@@ -540,20 +549,29 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     dropped_new = False
                     for j in range(npf):
                         rid = bpr[j]
-                        m = token_take(bpm[j], pc[rid] - pf[rid], kv[rid], room, reserve, chunked)
-                        if m >= 0:
+                        m = bpm[j]
+                        if kv[rid] == 0:
+                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
+                        else:
+                            avail = room
+                        if m <= avail:
                             bpr[kept] = rid
                             bpm[kept] = m
                             kept += 1
                             room -= m
-                        elif m == STOP:
+                        elif chunked and avail > 0:
+                            bpr[kept] = rid
+                            bpm[kept] = avail
+                            kept += 1
+                            room -= avail
+                        elif kv[rid] == 0:
                             dropped_new = True
                             break
-                    nxt = token_next(dropped_new, hide, kept == 0 and nd == 0, room, reserve, nadm)
-                    if nxt == ASK_AGAIN:
+                    empty = kept == 0 and nd == 0
+                    if dropped_new and not hide and (empty or room > reserve):
                         hide = True
                         continue
-                    if nxt == ACCEPT:
+                    if not empty or nadm == 0:
                         npf = kept
                         break
             if paged:
@@ -561,13 +579,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
-                        need += blocks_needed(kv[rid], bpm[j], bs, nbk[rid])
+                        need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
                 if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
                         if run[j]:
-                            k = blocks_needed(kv[rid], bpm[j], bs, nbk[rid])
+                            k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
                             if k > 0:
                                 nbk[rid] += k
                     free -= need  # (the decoders' blocks are counted in nbk when their token is added)
@@ -587,14 +605,14 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             continue
                         hit = 0
                         if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
-                            want = prefix_want(pc[rid], bs, free)
-                            if want == STOP:
+                            if _cdiv(pc[rid], bs) > free:
                                 stop = True
                                 continue
-                            hit = _reuse(qe, cup, qpos, qn, rid, want)
+                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
                             free -= hit
-                        m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)
-                        if m == STOP:
+                        remaining = pc[rid] - pf[rid] - hit * bs
+                        want = remaining if whole or m > remaining else m
+                        if _cdiv(hit * bs + want, bs) - hit > free:
                             stop = True
                             continue
                         nbk[rid] = hit
@@ -621,7 +639,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        k = blocks_needed(kv[rid], m, bs, nbk[rid])
+                        if m > remaining:
+                            m = remaining
+                        k = _cdiv(kv[rid] + m, bs) - nbk[rid]
                         if k > 0:
                             free -= k
                             nbk[rid] += k
@@ -630,7 +650,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         bpr[kept] = rid
                         bpm[kept] = m
                         kept += 1
-                    if paged_retry(stop, kept, nd, hide, nadm):
+                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
                         hide = True  # ask again with the admitted requests alone
                         continue
                     npf = kept
@@ -669,8 +689,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     if 0 <= rid < victim:
                         break
             if victim < 0:  # (unreachable: something holds KV whenever this is reached)
+                f = kv_cap - used
                 npf = 0
-                nd = no_victim_decoders(nd, kv_cap - used)
+                if not nd > f > 0:
+                    nd = 0
+                elif nd > f:
+                    nd = f
                 if alld and nd < lp[L_D + 2]:
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
@@ -681,7 +705,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
                 if paged:
-                    nbk[victim] = cdiv(kv[victim], bs)
+                    nbk[victim] = _cdiv(kv[victim], bs)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 _rem(dl, pos_d, lp, L_D, victim)
@@ -709,7 +733,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 extra_s += held * swap_s
             else:
                 wasted += held
-                pc[victim], rc[victim] = recompute(pc[victim], rc[victim], dc[victim])
+                base = pc[victim] - rc[victim]
+                rc[victim] = dc[victim]
+                pc[victim] = base + dc[victim]
                 pf[victim] = 0
                 st[victim] = 0
                 work += held
@@ -719,9 +745,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         for j in range(npf):
             x += bpm[j]
         if not paged and x + nd > kv_cap - used:  # never exceed memory
+            f = kv_cap - used
+            if f < 0:
+                f = 0
             npf = 0
             x = 0
-            f = decoders_within(nd, kv_cap - used)
             if nd > f:
                 nd = f
                 if alld:
@@ -873,7 +901,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             rid = fl[j]
             if j < nfl_dec:
                 if paged:
-                    nbk[rid] = cdiv(kv[rid], bs)
+                    nbk[rid] = _cdiv(kv[rid], bs)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)

@@ -24,9 +24,10 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
   last-in-order or most recent victim, prefix caching -- recompute or swap preemption), a context-aware
   batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
-  The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions, which :mod:`fluidq.kernel.kv`
-  calls too (the token and paged admission, the reservation with prefix reuse, swap-ins, refusal,
-  recomputation, the block pool of :class:`fluidq.sim._memory.BlockPool` on this station's region of ``pq``);
+  The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions (the token and paged admission, the
+  reservation with prefix reuse, swap-ins, refusal, recomputation, the block pool of
+  :class:`fluidq.sim._memory.BlockPool` on this station's region of ``pq``; :mod:`fluidq.kernel.kv` calls the
+  block pool and writes the decisions out in its loop, where calls cost it up to 6 %);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
@@ -62,7 +63,7 @@ from ..policies.batch_rule import NO_CAP
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
                       paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
-                      swap_in_fits, token_next, token_take)  # the memory rules, written once (kv.py calls them too)
+                      swap_in_fits, token_next, token_take)  # the memory rules, written once
 
 
 def _kernel(fn=None, **options):

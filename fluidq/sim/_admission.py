@@ -15,12 +15,12 @@ single-engine run exactly (times, iterations, preemptions) for every built-in sc
 memory, token KV and block KV (with and without prefix caching).
 
 The compiled loops restate the token and paged rules (recompute and swap, prefix caching) in array form for
-the built-in FCFS schedulers, once: :mod:`fluidq.kernel.kvrules` (its decisions and the block pool), called by
-:mod:`fluidq.kernel.kv` (what ``simulate`` runs) and by the KV stations of :mod:`fluidq.kernel.network`, each
-with its own walk over the residents and victim search.  That is a second copy of these rules, so
+the built-in FCFS schedulers: :mod:`fluidq.kernel.kvrules` (the decisions and the block pool), which the KV
+stations of :mod:`fluidq.kernel.network` call, and :mod:`fluidq.kernel.kv` (what ``simulate`` runs), which
+calls its block pool and writes the decisions out in its loop (calls cost it up to 6 %).
 ``tests/sim/test_sim_kv_kernel.py`` holds the kernel identical to this one (times, preemptions, records) on
 random engines, memories and workloads, and ``tests/network/test_network_kernel_kv.py`` the network loop to the
-Python network path: a change to these rules must be made here and in ``kvrules`` (or the loops).
+Python network path: a change to these rules must be made here, in ``kvrules`` and in kv.py's loop.
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with
