@@ -24,6 +24,11 @@ with a cache that binds (32,768 tokens: the run preempts and recomputes) and one
 (65,536 tokens, above the run's peak), alternating the two kernels five times (best of each), and
 the generic Python path with the same memory on fewer requests (what ran these engines before).
 
+With ``--kv --base COMMIT`` the KV section is instead timed before/after: this tree's kernel with memory and
+that commit's (``git archive``), in alternating child processes on the same arrivals, under the memories the
+memory rules distinguish (vLLM's blocks with a binding and an ample cache, the default token rules, blocks
+with prefix caching, swap preemption), each child also timing the kernel without memory as its yardstick.
+
 The every-scheduler section (also alone with ``--every``) times the five built-in schedulers (Sarathi,
 vLLM chunked -- the same rules as Sarathi, so its ratio shows the noise --, Orca, vanilla vLLM,
 FasterTransformer) on the same arrivals, alternating, and prints each one's cost per request relative to
@@ -315,6 +320,71 @@ def measure_kv(n: int, n_generic: int, reps: int) -> dict:
     return res
 
 
+#: --kv --base: (name, load, run_fcfs_kv's memory arguments)
+_VLLM_MEM = {"paged": True, "block_size": 16, "whole_prompt": True, "most_recent": True}
+KV_BASE_CASES = [
+    ("vllm binding", 0.9, {"kv_cap": 32_768, **_VLLM_MEM}),
+    ("vllm binding", 1.2, {"kv_cap": 32_768, **_VLLM_MEM}),
+    ("vllm ample", 0.9, {"kv_cap": 65_536, **_VLLM_MEM}),
+    ("token rules", 0.9, {"kv_cap": 32_768}),
+    ("token rules", 1.2, {"kv_cap": 32_768}),
+    ("prefix cache", 1.2, {"kv_cap": 32_768, "paged": True, "block_size": 16, "whole_prompt": False,
+                           "prefix_caching": True}),
+    ("swap", 1.2, {"kv_cap": 32_768, "paged": True, "block_size": 16, "swap_s_per_token": 1e-6}),
+]
+
+
+def kv_base_child(n: int, reps: int) -> dict:
+    """CPU seconds (best of ``reps``) of run_fcfs_kv per :data:`KV_BASE_CASES` and of run_fcfs at each load."""
+    from fluidq.kernel import ensure_compiled, run_fcfs, run_fcfs_kv
+    ensure_compiled()
+    import fluidq
+    res = {"fluidq": fluidq.__file__}
+    for load in sorted({c[1] for c in KV_BASE_CASES}):
+        arr, P, D, tau, ks = _inputs(load, n)
+        kw = _kw("sarathi", tau, ks)
+        run_fcfs(arr[:1000], P[:1000], D[:1000], **kw)
+        res[f"nomem@{load}"] = {"s": _time(lambda: run_fcfs(arr, P, D, **kw), reps)[0]}
+        for name, ld, mem in KV_BASE_CASES:
+            if ld != load:
+                continue
+            run_fcfs_kv(arr[:1000], P[:1000], D[:1000], **mem, **kw)  # compile or load
+            s, out = _time(lambda: run_fcfs_kv(arr, P, D, **mem, **kw), reps)
+            res[f"{name}@{load}"] = {"s": s, "iterations": int(out["iterations"]),
+                                     "preemptions": int(out["preemptions"])}
+    return res
+
+
+def kv_against_base(commit: str, n: int, rounds: int) -> None:
+    """The kernel with memory of this tree against ``commit``'s: alternating child processes, best of each."""
+    with tempfile.TemporaryDirectory() as src:
+        arch = subprocess.run(["git", "archive", commit, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=arch, check=True)
+        runs = []
+        for _ in range(rounds):
+            b = child(["--child", "kvbase", "--n", str(n)], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src})
+            c = child(["--child", "kvbase", "--n", str(n)])
+            assert b["fluidq"].startswith(src) and c["fluidq"].startswith(str(ROOT)), (b["fluidq"], c["fluidq"])
+            runs.append((b, c))
+    print(f"# KV kernel before/after: {commit[:7]} (base) and this tree (new), Sarathi, n={n:,}, CPU s best of 3 per "
+          f"child, {rounds} alternating child processes each; 'vs no mem': cost per request against run_fcfs in "
+          "the same child")
+    print(f"{'run':<20}{'base s':>9}{'new s':>9}{'new/base':>9}  {'each round':<30}{'base vs no mem':>15}"
+          f"{'new vs no mem':>14}{'same run':>9}")
+    for key in runs[0][0]:
+        if key in ("fluidq",) or key.startswith("nomem"):
+            continue
+        load = key.split("@")[1]
+        b = min(r[0][key]["s"] for r in runs)
+        c = min(r[1][key]["s"] for r in runs)
+        each = " ".join(f"{r[1][key]['s'] / r[0][key]['s']:.3f}" for r in runs)
+        rb = min(r[0][key]["s"] / r[0][f"nomem@{load}"]["s"] for r in runs)
+        rn = min(r[1][key]["s"] / r[1][f"nomem@{load}"]["s"] for r in runs)
+        same = all(r[0][key]["iterations"] == r[1][key]["iterations"] and
+                   r[0][key]["preemptions"] == r[1][key]["preemptions"] for r in runs)
+        print(f"{key:<20}{b:>9.4f}{c:>9.4f}{c / b:>9.3f}  {each:<30}{rb:>14.2f}x{rn:>13.2f}x{str(same):>9}")
+
+
 def print_kv(res: dict, n: int, n_generic: int) -> None:
     print(f"# KV-limited engine: vLLM memory (16-token blocks, whole-prompt admission, recompute, most recent victim), "
           f"Sarathi, kernel n={n:,}, generic n={n_generic:,}; requests per CPU-second")
@@ -354,10 +424,11 @@ def main():
     ap.add_argument("--every", action="store_true", help="only the every-scheduler section (cost vs Sarathi)")
     ap.add_argument("--ratios", action="store_true",
                     help="only the scheduler-ratio section (child processes of three kinds; with --base, before/after)")
-    ap.add_argument("--child", choices=["new", "cold", "ratios"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["new", "cold", "ratios", "kvbase"], help=argparse.SUPPRESS)
     ap.add_argument("--kind", choices=KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=5, help=argparse.SUPPRESS)
-    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0,
+                    help="requests per run with --kv --base (default 200,000) and in the --ratios children")
     a = ap.parse_args()
     if a.child == "ratios":
         print(json.dumps(ratios_child(a.kind, a.n, a.reps)))
@@ -367,6 +438,9 @@ def main():
         return
     if a.child == "cold":
         print(json.dumps(cold_child()))
+        return
+    if a.child == "kvbase":
+        print(json.dumps(kv_base_child(a.n, 3)))
         return
     n_fast, n_old, n_py = (50_000, 20_000, 5_000) if a.quick else (200_000, 100_000, 20_000)
     n_kv, n_gen = (50_000, 5_000) if a.quick else (200_000, 20_000)
@@ -379,6 +453,11 @@ def main():
         print(f"# fluidq.kernel every-scheduler benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
               f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
         print_every(measure_every(n_fast, 3), n_fast)
+        return
+    if a.kv and a.base:
+        print(f"# fluidq.kernel KV benchmark, before/after  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
+              f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
+        kv_against_base(a.base, a.n or n_kv, 4)
         return
     if a.kv:
         print(f"# fluidq.kernel KV benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "

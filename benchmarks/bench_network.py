@@ -20,16 +20,29 @@ Targets:
   (:mod:`fluidq.kernel.network`); a row gives the Python event-skipping path (``method='python'``) too.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
+
+``--against SRC`` instead times this tree against the fluidq package of another source tree (a commit
+extracted with ``git archive``), before/after a change to the network loops: the marginal CPU cost per batch
+(between a run and one eight times shorter, so that setup and result assembly cancel out) of one-station
+networks under each built-in scheduler (Sarathi's runs skipped; Orca, vLLM, FasterTransformer and Sarathi with
+a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above, and
+Sarathi on the Python event-skipping path; each tree in its own child processes, alternating
+(``--repeats`` each, best kept), the ratio this/other per case.
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
 is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
 ``benchmarks/README.md`` (network section).
 """
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import fluidq
 from fluidq import Affine, Engine, Staircase
@@ -212,5 +225,100 @@ def main():
         print(f"{name:<{width}}  {val:>9.4g} {unit:<2}  {op} {target:>7.4g} {unit:<2}  {ratio:6.3f} {'ok' if ok else 'MISSED'}")
 
 
+def _cases():
+    """The ``--against`` cases: name -> (network, long horizon, simulate_network options)."""
+    from fluidq.engine import VLLM, Memory
+    from fluidq.network import Router
+
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    lam = 0.9 * 512 / float(eng.batch_time(512)) / 200
+    cls = [RequestClass(name="c", rate_per_s=lam, route=[Hop(engine="E", prompt_tokens=100, output_tokens=100)])]
+
+    def one(policy="sarathi", e=eng):
+        return Network(stations=[Station(name="E", engine=e, policy=policy)], classes=cls)
+
+    mems = [(6000, Memory(preemption="swap")), (6000, VLLM.with_(prefix_caching=True)), (None, None), (None, None)]
+    kv4 = Network(stations=[Station(name=f"K{j}", engine=eng.with_(kv_capacity_tokens=c, memory=m))
+                            for j, (c, m) in enumerate(mems)],
+                  routers=[Router(name="R", engines=[f"K{j}" for j in range(4)], policy="jsq", count="tokens")],
+                  classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
+                      Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
+                      Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+    return {
+        "sarathi, runs skipped": (one(), 64000.0, {}),
+        "orca, batch by batch": (one("orca"), 16000.0, {}),
+        "vllm, batch by batch": (one("vllm"), 16000.0, {}),
+        "fastertransformer": (one("fastertransformer"), 16000.0, {}),
+        "sarathi, k_max=16": (one(e=eng.with_(k_max=16)), 16000.0, {}),
+        "block KV (vLLM), 1 station": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 16000.0, {}),
+        "4 stations, 2 with KV, JSQ": (kv4, 8000.0, {"swap_s_per_token": 1e-6}),
+        "sarathi, method='python'": (one(), 4000.0, {"method": "python"}),
+    }
+
+
+def _child(repeat: int) -> None:
+    """Print, as JSON, each case's marginal CPU microseconds per batch (best of ``repeat``) and its batches."""
+    out = {}
+    for name, (net, h, kw) in _cases().items():
+        simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
+
+        def cpu(hh):
+            best, res = None, None
+            for _ in range(repeat):
+                t0 = time.process_time()
+                res = simulate_network(net, horizon_s=hh, rng=1, **kw)
+                dt = time.process_time() - t0
+                best = dt if best is None or dt < best else best
+            return best, res
+
+        ts, rs = cpu(h / 8)
+        tl, rl = cpu(h)
+        out[name] = {"us": 1e6 * (tl - ts) / max(rl.batches - rs.batches, 1), "batches": int(rl.batches),
+                     "completed": int(sum(rl.completed.values()) if isinstance(rl.completed, dict)
+                                      else rl.completed)}
+    print(json.dumps({"fluidq": fluidq.__file__, "cases": out}))
+
+
+def against(src: str, repeats: int) -> None:
+    """This tree against the fluidq under ``src``: per case, marginal CPU us per batch, alternating children."""
+    here = Path(__file__).resolve().parents[1]
+    print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} {platform.system()}, "
+          f"{os.cpu_count()} CPUs; this tree ({here}) against {src}: marginal CPU us per batch, best of "
+          f"{repeats} alternating child processes each (3 runs per child)")
+
+    def run(tree):
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"], env=env, cwd=str(tree),
+                           capture_output=True, text=True, check=True)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        if not Path(out["fluidq"]).resolve().is_relative_to(Path(tree).resolve()):
+            raise SystemExit(f"the child imported {out['fluidq']}, not the fluidq of {tree}")
+        return out["cases"]
+
+    new, old = [], []
+    for _ in range(repeats):
+        new.append(run(here))
+        old.append(run(Path(src).resolve()))
+    width = max(len(k) for k in new[0])
+    print(f"{'case':<{width}}  {'batches':>9}  {'this us':>8}  {'other us':>8}  this/other (each run)")
+    for k in new[0]:
+        a = min(r[k]["us"] for r in new)
+        b = min(r[k]["us"] for r in old)
+        same = "" if new[0][k]["batches"] == old[0][k]["batches"] and new[0][k]["completed"] == old[0][k]["completed"] \
+            else "  (runs differ!)"
+        each = " ".join(f"{x[k]['us'] / y[k]['us']:.3f}" for x, y in zip(new, old, strict=True))
+        print(f"{k:<{width}}  {new[0][k]['batches']:>9,}  {a:>8.3f}  {b:>8.3f}  {a / b:.3f}x ({each}){same}")
+
+
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", metavar="SRC", help="time this tree against the fluidq of this source tree")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating child processes per tree with --against")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        _child(3)
+    elif a.against:
+        against(a.against, max(1, a.repeats))
+    else:
+        main()

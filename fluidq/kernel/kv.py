@@ -26,7 +26,15 @@ Composition batch times and lazily tabulated batch times stay on the Python path
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
 :class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
-(a second copy of those rules: ``tests/sim/test_sim_kv_kernel.py`` holds the two identical).
+(``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
+:mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
+:mod:`fluidq.kernel.network`; the rules' decisions are written out in :func:`_advance` although kvrules holds
+them too (token and paged admission, reservation, swap-in, refusal, recomputation) and the network loop calls
+them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
+lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
+2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
+run without memory, 1.6-1.9x today), can give.  A change to these rules is made in ``kvrules``, here, and in
+``StationMemory``.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -57,6 +65,7 @@ import numpy as np
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
+from .kvrules import pool_alloc, pool_release, pool_reuse  # the block pool, written once (network.py's too)
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -191,69 +200,26 @@ def _rem(lst, pos, lp, b, rid):
         _compact(lst, pos, lp, b)
 
 
+# the pool of freed blocks with prefix caching: kvrules' functions on ``qe`` (``qs``: the never-used blocks, the
+# queue's head and tail), called from _advance (not inlined there: they run only with prefix caching)
 @jit(_nrt=False)
 def _alloc(qe, qs, stamp, cup, k):
-    """Take ``k`` free blocks (``BlockPool.alloc`` with prefix caching): never-used ones first (``qs[0]``),
-    then the freed ones in the order they were freed (``qe[qs[1]:qs[2]]``: request, block index,
-    generation, taken); handing out a block still holding a request's prefix ends that prefix there."""
-    while k > 0:
-        if qs[0] > 0:
-            take = k if k < qs[0] else qs[0]
-            qs[0] -= take
-            k -= take
-            continue
-        h = qs[1]
-        qs[1] = h + 1
-        if qe[h, 3]:  # taken back by its owner since: not free
-            continue
-        i = qe[h, 0]
-        if qe[h, 2] == stamp[i] and qe[h, 1] < cup[i]:
-            cup[i] = qe[h, 1]
-        k -= 1
+    """Take ``k`` free blocks (:func:`~fluidq.kernel.kvrules.pool_alloc`)."""
+    qs[0], qs[1] = pool_alloc(qe, 0, qs[0], qs[1], k, stamp, cup)
 
 
 @jit(_nrt=False)
 def _release(qe, qs, stamp, cup, qpos, qn, i, nb):
-    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (queued tail first); a full queue is
-    compacted first.  The queue's live entries are free blocks that were used before, so with room for twice
-    the blocks ever used (what :func:`_advance` ensures at each iteration) compaction always leaves room."""
-    g = stamp[i] + 1
-    stamp[i] = g
-    cup[i] = nb
-    if qs[2] + nb > qe.shape[0]:
-        w = 0  # drop the entries handed out and the ones taken back; the rest keep their order
-        for h in range(qs[1], qs[2]):
-            if qe[h, 3]:
-                continue
-            for c in range(4):
-                qe[w, c] = qe[h, c]
-            q = qe[w, 0]
-            if qe[w, 2] == stamp[q]:
-                qpos[q] = w - (qn[q] - 1 - qe[w, 1])
-            w += 1
-        qs[1] = 0
-        qs[2] = w
-        if w + nb > qe.shape[0]:  # (unreachable: see above)
-            raise RuntimeError("fluidq kernel: the queue of freed blocks overflowed")
-    qpos[i] = qs[2]
-    qn[i] = nb
-    for j in range(nb - 1, -1, -1):
-        h = qs[2]
-        qe[h, 0] = i
-        qe[h, 1] = j
-        qe[h, 2] = g
-        qe[h, 3] = 0
-        qs[2] = h + 1
+    """Request ``i`` frees its ``nb`` blocks, kept as its cached prefix (:func:`~fluidq.kernel.kvrules.pool_release`;
+    :func:`_advance` keeps room in ``qe`` for twice the blocks ever used, so compaction always leaves room)."""
+    qs[1], qs[2] = pool_release(qe, 0, qe.shape[0], qs[1], qs[2], stamp, cup, qpos, qn, i, nb)
 
 
 @jit(_nrt=False)
 def _reuse(qe, cup, qpos, qn, i, want):
-    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix; returns how many."""
-    hit = cup[i] if cup[i] < want else want
-    for j in range(hit):
-        qe[qpos[i] + qn[i] - 1 - j, 3] = 1
-    cup[i] = 0
-    return hit
+    """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix
+    (:func:`~fluidq.kernel.kvrules.pool_reuse`); returns how many."""
+    return pool_reuse(qe, 0, cup, qpos, qn, i, want)
 
 
 # the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were

@@ -24,11 +24,13 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
   last-in-order or most recent victim, prefix caching -- recompute or swap preemption), a context-aware
   batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
-  These rules are restated here operation for operation (``_mem_form``, ``_mem_end``; the block pool of
-  :class:`fluidq.sim._memory.BlockPool` in ``_palloc``/``_prelease``/``_preuse``): :mod:`fluidq.kernel.kv`
-  writes them inside its one-engine loop, not as functions a station could call, and its pool grows
-  arrays, which this loop (compiled without numba's reference counting) cannot do.
-  ``tests/network/test_network_kernel_kv.py`` holds them to the Python path bit for bit.
+  The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions (the token and paged admission, the
+  reservation with prefix reuse, swap-ins, refusal, recomputation, the block pool of
+  :class:`fluidq.sim._memory.BlockPool` on this station's region of ``pq``; :mod:`fluidq.kernel.kv` calls the
+  block pool and writes the decisions out in its loop, where calls cost it up to 6 %);
+  ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
+  its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
+  holds them to the Python path bit for bit.
 
 Fork-join, probabilistic choices, random lengths with a random router, context-aware batch times and first
 tokens from the prefill at stations without a KV cache, composition batch times, orderings other than FCFS
@@ -57,6 +59,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import _jit
+from ..policies.batch_rule import NO_CAP
+from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
+from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
+                      paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
+                      swap_in_fits, token_next, token_take)  # the memory rules, written once
 
 
 def _kernel(fn=None, **options):
@@ -377,25 +384,24 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
         return
     G = st[s, S_G]
     nrank = st[s, S_NRANK]
-    d = st[s, S_NDEC]
-    rem = st[s, S_BUDGET] - d
+    # the batch rule's split for a decode-first mixed scheduler without a binding k_max (every decoder fits:
+    # a station runs here only with at most ``budget`` decoders): d decode tokens, the rest to prefill
+    d, rem, _ = _budget_split(False, True, st[s, S_BUDGET], 1, st[s, S_NDEC], NO_CAP)
     btok = d
     na = 0
-    if rem > 0:  # whole prompts in priority/FCFS order, the last maybe a chunk
+    if rem > 0:  # whole prompts in priority/FCFS order, the last maybe a chunk (these schedulers chunk)
         for r in range(nrank):
             rid = qh[s, r, Q_PH]
             while rid:
                 need = ti[rid, T_P] - ti[rid, T_PREF]
+                if not _fits(need, rem):
+                    need = rem
                 al_t[s, na] = rid
+                al_k[s, na] = need
                 na += 1
-                if need < rem:
-                    al_k[s, na - 1] = need
-                    btok += need
-                    rem -= need
-                else:
-                    al_k[s, na - 1] = rem
-                    btok += rem
-                    rem = 0
+                btok += need
+                rem -= need
+                if rem == 0:
                     break
                 rid = ti[rid, T_NXT]
             if rem == 0:
@@ -442,30 +448,29 @@ def _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf
 
 
 @_kernel
-def _take_decode(s, budget, slots, st, ti, qh, fR):
-    """A batch-by-batch station's decoders, in priority order then the order their prefills ended, while
-    the budget and the slots last (into ``fR[s]``); return (budget, slots, decoders)."""
+def _take_decode(s, nd, st, ti, qh, fR):
+    """A batch-by-batch station's first ``nd`` decoders (at most all of them), in priority order then the order
+    their prefills ended (into ``fR[s]``); return how many."""
     n = 0
     for r in range(st[s, S_NRANK]):
         rid = qh[s, r, Q_DH]
         while rid:
-            if budget < 1 or slots < 1:
-                return budget, slots, n
+            if n >= nd:
+                return n
             fR[s, n] = rid
             n += 1
-            budget -= 1
-            slots -= 1
             rid = ti[rid, T_NXT]
-    return budget, slots, n
+    return n
 
 
 @_inline
 def _take_prompt(s, rid, need, n, budget, slots, b, chunked, chl, ti, al_t, al_k, blk):
     """``Scheduler.select``'s rule for one prompt needing ``need`` tokens, as the ``n``-th of the batch's prefill
-    part: whole where it fits the budget, a chunk of the budget where the scheduler chunks (or chunks prompts
-    above its budget ``b`` and this is one), skipped and reported in ``blk`` where it can never fit; else
-    head-of-line.  Return (prompts, budget, slots, whether head-of-line stops the scan)."""
-    if need <= budget:
+    part: whole where it fits the budget (the batch rule's head-of-line test, ``batch_rule.fits``), a chunk of
+    the budget where the scheduler chunks (or chunks prompts above its budget ``b`` and this is one), skipped
+    and reported in ``blk`` where it can never fit; else head-of-line.  Return (prompts, budget, slots, whether
+    head-of-line stops the scan)."""
+    if _fits(need, budget):
         al_t[s, n] = rid
         al_k[s, n] = need
         return n + 1, budget - need, slots - 1, False
@@ -513,36 +518,30 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
 @_kernel
 def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
-    ``fR[s]``: this station has no runs and no decode heap), or leave it idle."""
+    ``fR[s]``: this station has no runs and no decode heap), or leave it idle.  The split of the token budget
+    and the ``k_max`` slots between decode and prefill is the batch rule's (``batch_rule.budget_split`` and
+    ``decode_after_prefill``, inlined)."""
     if now >= gf[GF_HORIZON]:
         st[s, S_BUSY] = 0
         return
-    budget = st[s, S_BUDGET]
-    slots = st[s, S_KMAX]
+    b = st[s, S_BUDGET]
+    k = st[s, S_KMAX]
+    mixed = st[s, S_MIXED] != 0
+    ndec = st[s, S_NDEC]
+    D0, B, S = _budget_split(st[s, S_PF] != 0, mixed, b, 1, ndec, k)  # (n_p: prefill takes none when none waits)
+    budget = B
     npf = 0
-    ndd = 0
-    if st[s, S_MIXED]:
-        if st[s, S_PF]:
-            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-        else:
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-            budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-    elif st[s, S_PF]:
-        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
-        if npf == 0:
-            budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-    elif st[s, S_NDEC] > 0:
-        budget, slots, ndd = _take_decode(s, budget, slots, st, ti, qh, fR)
-    else:
-        budget, slots, npf = _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk)
+    if B >= 1 and S >= 1:
+        budget, _, npf = _take_prefill(s, B, S, st, ti, qh, al_t, al_k, blk)
+    nd = D0 if D0 >= 0 else _decode_after_prefill(mixed, ndec, b, k, B - budget, npf)
+    ndd = _take_decode(s, nd, st, ti, qh, fR) if nd > 0 else 0
     if npf == 0 and ndd == 0:
         st[s, S_BUSY] = 0
         return
     st[s, S_NALLOC] = npf
     st[s, S_NH] = ndd
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, st, g, now + tau[s, st[s, S_BUDGET] - budget], now, s)
+    _evpush(evf, evi, st, g, now + tau[s, B - budget + ndd], now, s)
 
 
 # ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
@@ -552,11 +551,6 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
 # its rank-0 decode queue, and the block pool (BlockPool of fluidq.sim._memory) is the station's columns S_FREE,
 # S_FRESH and, with prefix caching, its region of ``pq`` (one row per freed block: request, block index,
 # generation, taken back).
-
-
-@_inline
-def _cdiv(x, bs):
-    return -((-x) // bs)
 
 
 @_inline
@@ -582,164 +576,126 @@ def _misdec(ti, rid):
     return ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] < ti[rid, T_D]
 
 
+@_inline
+def _mem_decoders(s, hide, nd, st, ti, qh, fR):
+    """The first ``nd`` decoders in view (arrival order) into ``fR[s]``; return how many (fewer where fewer are
+    in view).  The scan stops once it has seen every decoder (``S_NDEC``)."""
+    paged = st[s, S_PAGED] != 0
+    ndec = st[s, S_NDEC]
+    n = 0
+    seen = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and seen < ndec and n < nd:
+        if _misdec(ti, rid):
+            seen += 1
+            if _mvisible(ti, rid, hide, paged):
+                fR[s, n] = rid
+                n += 1
+        rid = ti[rid, T_NXT]
+    return n
+
+
+@_inline
+def _mem_prefill(s, hide, budget, slots, st, ti, qh, al_t, al_k, blk):
+    """The prefill part over the residents in view within ``budget`` tokens and ``slots`` prompts (chunks into
+    ``al_t``/``al_k``, prompts that can never fit reported in ``blk``); return (prompts, budget left).  With
+    ``hide`` the scan stops once it has seen every resident holding KV."""
+    paged = st[s, S_PAGED] != 0
+    b = st[s, S_BUDGET]
+    chunked = st[s, S_CHUNKED] != 0
+    chl = st[s, S_CHL] != 0
+    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    npf = 0
+    seen = 0
+    rid = qh[s, 0, Q_PH]
+    while rid:
+        holds = _mholds(ti, rid, paged)
+        if hide:
+            if seen >= nhold:
+                break
+            if not holds:
+                rid = ti[rid, T_NXT]
+                continue
+        if holds:
+            seen += 1
+        if ti[rid, T_PREF] < ti[rid, T_P]:
+            if budget < 1 or slots < 1:
+                break
+            need = ti[rid, T_P] - ti[rid, T_PREF]
+            npf, budget, slots, wait = _take_prompt(s, rid, need, npf, budget, slots, b, chunked, chl, ti, al_t, al_k,
+                                                    blk)
+            if wait:
+                break
+        rid = ti[rid, T_NXT]
+    return npf, budget
+
+
 @_kernel
 def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
     """``Scheduler.select`` (FCFS) over the station's residents in view (every one, or with ``hide`` those
     holding KV): the prefill chunks into ``al_t``/``al_k``, the decoders into ``fR[s]``, prompts that can never
-    fit reported in ``blk``; return (prompts, decoders).  A scan stops once it has seen every decoder
-    (``S_NDEC``), or with ``hide`` every resident holding KV: the rest of the residents could not be chosen."""
-    paged = st[s, S_PAGED] != 0
+    fit reported in ``blk``; return (prompts, decoders).  The split between decode and prefill is the batch
+    rule's (``budget_split``, ``decode_after_prefill``) on the decoders in view: decode first, the decoders are
+    taken up to the split for every decoder, and the split is then made for those in view."""
     b = st[s, S_BUDGET]
-    budget = b
-    slots = st[s, S_KMAX]
-    chunked = st[s, S_CHUNKED] != 0
-    chl = st[s, S_CHL] != 0
+    k = st[s, S_KMAX]
     mixed = st[s, S_MIXED] != 0
-    pfirst = st[s, S_PF] != 0
     ndec = st[s, S_NDEC]
-    nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
+    if st[s, S_PF] != 0:  # prefill first: decode takes what prefill leaves
+        _, B, S = _budget_split(True, mixed, b, 1, ndec, k)
+        npf = 0
+        budget = B
+        if B >= 1 and S >= 1:
+            npf, budget = _mem_prefill(s, hide, B, S, st, ti, qh, al_t, al_k, blk)
+        nd = _decode_after_prefill(mixed, ndec, b, k, B - budget, npf)
+        if nd > 0:
+            nd = _mem_decoders(s, hide, nd, st, ti, qh, fR)
+        return npf, nd
+    nd, _, _ = _budget_split(False, mixed, b, 1, ndec, k)
+    if nd > 0:
+        nd = _mem_decoders(s, hide, nd, st, ti, qh, fR)
+    _, B, S = _budget_split(False, mixed, b, 1, nd, k)
     npf = 0
-    nd = 0
-    for phase in range(2):
-        if mixed:
-            dec = (phase == 1) if pfirst else (phase == 0)
-        elif pfirst:
-            if phase == 1 and npf > 0:
-                break
-            dec = phase == 1
-        else:
-            if phase == 0:  # decode first: decoders if any are in view, else prompts
-                dec = False
-                seen = 0
-                rid = qh[s, 0, Q_PH]
-                while rid and seen < ndec:
-                    if _misdec(ti, rid):
-                        seen += 1
-                        if _mvisible(ti, rid, hide, paged):
-                            dec = True
-                            break
-                    rid = ti[rid, T_NXT]
-            else:
-                break
-        rid = qh[s, 0, Q_PH]
-        if dec:
-            seen = 0
-            while rid and seen < ndec:
-                if _misdec(ti, rid):
-                    seen += 1
-                    if _mvisible(ti, rid, hide, paged):
-                        if budget < 1 or slots < 1:
-                            break
-                        fR[s, nd] = rid
-                        nd += 1
-                        budget -= 1
-                        slots -= 1
-                rid = ti[rid, T_NXT]
-        else:
-            seen = 0
-            while rid:
-                holds = _mholds(ti, rid, paged)
-                if hide:
-                    if seen >= nhold:
-                        break
-                    if not holds:
-                        rid = ti[rid, T_NXT]
-                        continue
-                if holds:
-                    seen += 1
-                if ti[rid, T_PREF] < ti[rid, T_P]:
-                    if budget < 1 or slots < 1:
-                        break
-                    need = ti[rid, T_P] - ti[rid, T_PREF]
-                    npf, budget, slots, wait = _take_prompt(s, rid, need, npf, budget, slots, b, chunked, chl, ti,
-                                                            al_t, al_k, blk)
-                    if wait:
-                        break
-                rid = ti[rid, T_NXT]
+    if B >= 1 and S >= 1:
+        npf, _ = _mem_prefill(s, hide, B, S, st, ti, qh, al_t, al_k, blk)
     return npf, nd
 
 
 @_kernel
 def _palloc(s, k, st, ti, pq):
-    """``BlockPool.alloc``: take ``k`` free blocks, never-used ones first, then the freed ones in the order they
-    were freed (handing out a block still holding a request's prefix ends that prefix there)."""
+    """``BlockPool.alloc``: take ``k`` free blocks (with prefix caching :func:`~fluidq.kernel.kvrules.pool_alloc`
+    on the station's region of ``pq``)."""
     st[s, S_FREE] -= k
     if st[s, S_CACHING] == 0:
         return
-    off = st[s, S_QOFF]
-    fresh = st[s, S_FRESH]
-    h = st[s, S_QH]
-    while k > 0:
-        if fresh > 0:
-            take = k if k < fresh else fresh
-            fresh -= take
-            k -= take
-            continue
-        e = off + h
-        h += 1
-        if pq[e, 3]:  # taken back by its owner since: not free
-            continue
-        i = pq[e, 0]
-        if pq[e, 2] == ti[i, T_STAMP] and pq[e, 1] < ti[i, T_CUP]:
-            ti[i, T_CUP] = pq[e, 1]
-        k -= 1
-    st[s, S_FRESH] = fresh
-    st[s, S_QH] = h
+    st[s, S_FRESH], st[s, S_QH] = pool_alloc(pq, st[s, S_QOFF], st[s, S_FRESH], st[s, S_QH], k, ti[:, T_STAMP],
+                                             ti[:, T_CUP])
 
 
 @_kernel
 def _prelease(s, i, nb, st, ti, pq):
     """``BlockPool.release``: request ``i`` frees its ``nb`` blocks (with prefix caching kept as its cached
-    prefix, queued tail first; the region is compacted when full, dropping the entries taken back)."""
+    prefix: :func:`~fluidq.kernel.kvrules.pool_release` on the station's region of ``pq``)."""
     st[s, S_FREE] += nb
-    g = ti[i, T_STAMP] + 1
-    ti[i, T_STAMP] = g
     if st[s, S_CACHING] == 0:
+        ti[i, T_STAMP] += 1
         return
-    ti[i, T_CUP] = nb
-    off = st[s, S_QOFF]
-    if st[s, S_QT] + nb > st[s, S_QCAP]:  # (the entries not taken back are free blocks: they and nb fit)
-        w = 0
-        for h in range(st[s, S_QH], st[s, S_QT]):
-            if pq[off + h, 3]:
-                continue
-            for c in range(4):
-                pq[off + w, c] = pq[off + h, c]
-            q = pq[off + w, 0]
-            if pq[off + w, 2] == ti[q, T_STAMP]:
-                ti[q, T_QPOS] = w - (ti[q, T_QN] - 1 - pq[off + w, 1])
-            w += 1
-        st[s, S_QH] = 0
-        st[s, S_QT] = w
-    t = st[s, S_QT]
-    ti[i, T_QPOS] = t
-    ti[i, T_QN] = nb
-    for j in range(nb - 1, -1, -1):
-        pq[off + t, 0] = i
-        pq[off + t, 1] = j
-        pq[off + t, 2] = g
-        pq[off + t, 3] = 0
-        t += 1
-    st[s, S_QT] = t
+    st[s, S_QH], st[s, S_QT] = pool_release(pq, st[s, S_QOFF], st[s, S_QCAP], st[s, S_QH], st[s, S_QT],
+                                            ti[:, T_STAMP], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, nb)
 
 
 @_kernel
 def _preuse(s, i, want, st, ti, pq):
     """``BlockPool.reuse``: request ``i`` takes back up to ``want`` leading blocks of its cached prefix."""
-    cup = ti[i, T_CUP]
-    hit = cup if cup < want else want
-    base = st[s, S_QOFF] + ti[i, T_QPOS] + ti[i, T_QN] - 1
-    for j in range(hit):
-        pq[base - j, 3] = 1
+    hit = pool_reuse(pq, st[s, S_QOFF], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, want)
     st[s, S_FREE] -= hit
-    ti[i, T_CUP] = 0
     return hit
 
 
 @_inline
 def _ptake(s, rid, m, st, ti, pq):
     """The blocks ``rid`` needs for ``m`` more KV tokens."""
-    k = _cdiv(ti[rid, T_KV] + m, st[s, S_BS]) - ti[rid, T_NBLK]
+    k = blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
     if k > 0:
         _palloc(s, k, st, ti, pq)
         ti[rid, T_NBLK] += k
@@ -792,9 +748,7 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
         ti[v, T_HELD] = held
         _qappend(qh, ti, s, 0, Q_DH, v)
         return held * stf[s, R_SWAPS]
-    base = ti[v, T_P] - ti[v, T_RC]
-    ti[v, T_RC] = ti[v, T_DEC]
-    ti[v, T_P] = base + ti[v, T_DEC]
+    ti[v, T_P], ti[v, T_RC] = recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC])
     ti[v, T_PREF] = 0
     st[s, S_WORK] += held
     buf[ti[v, T_LAB]] += held
@@ -831,14 +785,11 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     while qh[s, 0, Q_DH]:  # the swapped-out requests come back first, oldest first, while their KV fits
         rid = qh[s, 0, Q_DH]
         held = ti[rid, T_HELD]
-        k = _cdiv(held, bs)
-        if paged:
-            if k > st[s, S_FREE]:
-                break
-        elif st[s, S_USED] + held > kvcap:
+        if not swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
             break
         _qremove(qh, ti, s, 0, Q_DH, rid)
         if paged:
+            k = cdiv(held, bs)
             _palloc(s, k, st, ti, pq)
             ti[rid, T_NBLK] = k
             st[s, S_NBLKN] += 1
@@ -866,10 +817,10 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             for j in range(npf):
                 rid = al_t[s, j]
                 if ti[rid, T_NBLK] >= 0:
-                    need += _cdiv(ti[rid, T_KV] + al_k[s, j], bs) - ti[rid, T_NBLK]
+                    need += blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
             for j in range(nd):
                 rid = fR[s, j]
-                need += _cdiv(ti[rid, T_KV] + 1, bs) - ti[rid, T_NBLK]
+                need += blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
             if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
                 victim = 0
                 if st[s, S_MOSTREC]:
@@ -908,15 +859,13 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 p = ti[rid, T_P]
                 hit = 0
                 if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    if _cdiv(p, bs) > st[s, S_FREE]:
+                    w = prefix_want(p, bs, st[s, S_FREE])
+                    if w == STOP:
                         stop = True
                         continue
-                    w = (p - 1) // bs
-                    c = ti[rid, T_CUP]
-                    hit = _preuse(s, rid, c if c < w else w, st, ti, pq)
-                remaining = p - ti[rid, T_PREF] - hit * bs
-                want = remaining if whole or m > remaining else m
-                if _cdiv(hit * bs + want, bs) - hit > st[s, S_FREE]:
+                    hit = _preuse(s, rid, w, st, ti, pq)
+                x = paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
+                if x == STOP:
                     stop = True
                     continue
                 ti[rid, T_NBLK] = hit
@@ -931,13 +880,11 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                     buf[ti[rid, T_LAB]] -= hit * bs
                 ti[rid, T_ADM] = st[s, S_ADMSEQ]
                 st[s, S_ADMSEQ] += 1
-                if m > remaining:
-                    m = remaining
-                _ptake(s, rid, m, st, ti, pq)
+                _ptake(s, rid, x, st, ti, pq)
                 al_t[s, kept] = rid
-                al_k[s, kept] = m
+                al_k[s, kept] = x
                 kept += 1
-            if stop and kept == 0 and nd == 0 and not hide and st[s, S_NBLKN] > 0:
+            if paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                 hide = True  # ask again with the admitted requests alone
                 continue
             npf = kept
@@ -958,39 +905,26 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             dropped = False
             for j in range(npf):
                 rid = al_t[s, j]
-                m = al_k[s, j]
-                if ti[rid, T_KV] == 0:
-                    avail = room if ti[rid, T_P] - ti[rid, T_PREF] + reserve <= room else 0
-                else:
-                    avail = room
-                if m <= avail:
+                x = token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
+                if x >= 0:
                     al_t[s, kept] = rid
-                    al_k[s, kept] = m
+                    al_k[s, kept] = x
                     kept += 1
-                    room -= m
-                elif chunkable and avail > 0:
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = avail
-                    kept += 1
-                    room -= avail
-                elif ti[rid, T_KV] == 0:
+                    room -= x
+                elif x == STOP:
                     dropped = True
                     break
-            empty = kept == 0 and nd == 0
-            if dropped and not hide and (empty or room > reserve):
+            nxt = token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
+            if nxt == ASK_AGAIN:
                 hide = True
                 continue
-            if not empty or nadm == 0:
+            if nxt == ACCEPT:
                 npf = kept
                 break
         victim = _last_holding(s, st, ti, qh)
         if victim == 0:
-            f = kvcap - st[s, S_USED]
             npf = 0
-            if not (nd > f and f > 0):
-                nd = 0
-            else:
-                nd = f
+            nd = no_victim_decoders(nd, kvcap - st[s, S_USED])
             break
         ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
         nadm -= 1
@@ -999,12 +933,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     for j in range(npf):
         x += al_k[s, j]
     if x > kvcap - st[s, S_USED]:  # never exceed memory
-        f = kvcap - st[s, S_USED]
-        if f < 0:
-            f = 0
         npf = 0
-        if nd > f:
-            nd = f
+        nd = decoders_within(nd, kvcap - st[s, S_USED])
     return npf, nd, ex1 + ex2, True
 
 
@@ -1167,7 +1097,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         d = lb[ds, lb[ds, LB_POS]]
         lb[ds, LB_POS] += 1
     mem = st[s, S_MEM] != 0
-    if mem and ((_cdiv(p + d, st[s, S_BS]) > st[s, S_TOTAL]) if st[s, S_PAGED] else (p + d > st[s, S_KVCAP])):
+    if mem and never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
         st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network
         cls_i[ci, 0] -= 1
         return

@@ -14,13 +14,13 @@ stations of :func:`fluidq.simulate_network` (requests from the event loop).
 single-engine run exactly (times, iterations, preemptions) for every built-in scheduler under no
 memory, token KV and block KV (with and without prefix caching).
 
-The compiled kernel :mod:`fluidq.kernel.kv` restates the token and paged rules (recompute and swap,
-prefix caching) in array form for the built-in FCFS schedulers, which ``simulate`` runs there; it is a second
-copy, so ``tests/sim/test_sim_kv_kernel.py`` holds it identical to this one (times, preemptions,
-records) on random engines, memories and workloads.  The compiled network loop :mod:`fluidq.kernel.network`
-restates them once more for the stations of a network (its ``_mem_form``/``_mem_end``), held identical to the
-Python network path by ``tests/network/test_network_kernel_kv.py``: a change to these rules must be made in all
-three.
+The compiled loops restate the token and paged rules (recompute and swap, prefix caching) in array form for
+the built-in FCFS schedulers: :mod:`fluidq.kernel.kvrules` (the decisions and the block pool), which the KV
+stations of :mod:`fluidq.kernel.network` call, and :mod:`fluidq.kernel.kv` (what ``simulate`` runs), which
+calls its block pool and writes the decisions out in its loop (calls cost it up to 6 %).
+``tests/sim/test_sim_kv_kernel.py`` holds the kernel identical to this one (times, preemptions, records) on
+random engines, memories and workloads, and ``tests/network/test_network_kernel_kv.py`` the network loop to the
+Python network path: a change to these rules must be made here, in ``kvrules`` and in kv.py's loop.
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with

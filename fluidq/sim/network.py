@@ -73,6 +73,7 @@ import numpy as np
 from .._validate import real
 from ..errors import ParameterError, TopologyError
 from ..policies.base import QueueView, RequestState, batch_violations
+from ..policies.batch_rule import NO_CAP, budget_split, fits
 from ..results import Result, plain
 from ..network.model import Choice, Fork, Hop, Join, Network
 
@@ -1194,22 +1195,20 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             heapq.heapify(heap_)
             s.fheap = heap_
             s.virtual = True
-        d = s.ndec
-        rem = s.fast_budget - d
+        # the batch rule's split (decode first, mixed, no binding k_max; every decoder fits the budget here)
+        d, rem, _ = budget_split(False, True, s.fast_budget, 1, s.ndec, NO_CAP)
         btok = d
         allocs = []  # (task, prefill tokens per batch): whole prompts in priority/FCFS order, the last maybe a chunk
         if rem > 0:
             for q in s.pre_qs:
                 for t in q:
                     need = t.prompt_tokens - t.prefilled
-                    if need < rem:
-                        allocs.append((t, need))
-                        btok += need
-                        rem -= need
-                    else:
-                        allocs.append((t, rem))
-                        btok += rem
-                        rem = 0
+                    if not fits(need, rem):  # (these schedulers chunk)
+                        need = rem
+                    allocs.append((t, need))
+                    btok += need
+                    rem -= need
+                    if rem == 0:
                         break
                 if rem == 0:
                     break
