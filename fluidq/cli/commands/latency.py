@@ -147,7 +147,7 @@ def run(args):
             raise ParameterError(flag, v, "a finite number of seconds > 0")
     if args.horizon is None:
         args.horizon = 300.0
-    loads = _floats("--loads", args.loads or "0.5,0.7,0.9")
+    loads = _floats("--loads", "0.5,0.7,0.9" if args.loads is None else args.loads)  # ('' is refused there)
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise CliError(f"--loads {args.loads}: expected comma-separated fractions of capacity in (0, 2]")
     if len(set(loads)) != len(loads):

@@ -57,6 +57,12 @@ def run(args):
         raise ParameterError("--delta", args.delta, "a relative difference in [0, 1)")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "an integer >= 0")
+    for flag, v, what in (("--model", args.model, "a model of the length table"),
+                          ("--cross", args.cross, "comma-separated models"),
+                          ("--pool", args.pool, "comma-separated models"),
+                          ("--load", args.load, "the path of a saved ranker (.npz)")):
+        if v is not None and not v.strip():  # an empty value is a mistake, not the default
+            raise ParameterError(flag, v, what)
     reject_ignored(f"--delta {args.delta}", args.delta is not None and args.load is not None and not args.cross,
                    "with --load (it filters training pairs; a loaded ranker is not trained)")
     reject_ignored(f"--pool {args.pool}", args.pool is not None and args.ranker != "cues",
