@@ -174,6 +174,7 @@ def run(args):
         res.plot(path=args.plot, fluid_path=fp, fluid_initial=start)
     if args.plot_network:
         net.plot(path=args.plot_network)
+    written = [f"{what}: {path}" for what, path in (("plot", args.plot), ("network plot", args.plot_network)) if path]
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
@@ -183,7 +184,9 @@ def run(args):
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
                      + _peaks_text(res.fluid.growth_factor, res.fluid.peak_growth))
-    out = {**res.to_dict(), "network": net.to_dict()} if args.json else res
+    lines += written  # where the figures went ('--plot x' writes x.png)
+    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network}
+           if args.json else res)
     emit(args, out, "\n".join(lines))
 
 

@@ -1,0 +1,52 @@
+"""`fluidq network` as a new user meets it (review 2026-12-06)."""
+import pytest
+
+from fluidq.cli import main
+from fluidq.errors import ParameterError
+from fluidq.network.toml import load_network
+
+CASE = """name = "n"
+bottleneck_load = {bl}
+
+[engines.A]
+batch_time = {{ kind = "staircase", c = 0.01128, a = 0.03547, b0 = 128 }}
+b_max = 512
+
+[[classes]]
+name = "x"
+rate_per_s = 1.0
+route = [{{ engine = "A", prompt = 10, output = 10 }}]
+"""
+
+
+@pytest.mark.parametrize("bl", ["1e300", "1e-300"])
+def test_a_bottleneck_load_whose_rates_leave_the_range_names_bottleneck_load(tmp_path, bl):
+    p = tmp_path / "n.toml"
+    p.write_text(CASE.format(bl=bl))
+    with pytest.raises(ParameterError) as exc:
+        load_network(p)
+    assert exc.value.name == "bottleneck_load" and str(exc.value).startswith(str(p)), str(exc.value)
+    assert "rate_per_s" in str(exc.value)  # the reason: the rates it would set
+
+
+def test_the_text_output_says_where_the_figures_were_written(tmp_path, capsys, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)
+    assert main(["network", "fork_join", "--plot", "fluid", "--plot-network", "graph.svg"]) in (0, None)
+    out = capsys.readouterr().out
+    assert (tmp_path / "fluid.png").is_file() and (tmp_path / "graph.svg").is_file()
+    assert "fluid.png" in out and "graph.svg" in out, out  # '--plot fluid' became fluid.png: said
+
+
+def test_the_json_names_the_figures_written(tmp_path, capsys, monkeypatch):
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)
+    assert main(["network", "fork_join", "--plot-network", "graph", "--json"]) in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    assert out["plot_network"] == "graph.png" and out["plot"] is None and (tmp_path / "graph.png").is_file()
