@@ -50,3 +50,18 @@ def test_the_json_names_the_figures_written(tmp_path, capsys, monkeypatch):
     assert main(["network", "fork_join", "--plot-network", "graph", "--json"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
     assert out["plot_network"] == "graph.png" and out["plot"] is None and (tmp_path / "graph.png").is_file()
+
+
+def test_a_disaggregated_case_at_a_load_beyond_the_rate_range_says_what_the_load_does(capsys):
+    assert main(["network", "pd_tandem", "--load", "1e300"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--load=1e+300" in err, err
+    assert "expected a number <= 1e+09" not in err and "arrival rate" in err, err  # a load is no rate
+
+
+@pytest.mark.parametrize("horizon", ["0.0001", "1"])
+def test_a_disaggregated_simulation_too_short_to_decide_is_refused(capsys, horizon):
+    # before: 4 runs of 0.1 ms served nothing and the verdict said 'stable, agrees with the fluid verdict'
+    assert main(["network", "pd_tandem", "--simulate", "--horizon", horizon]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("fluidq network: error: --horizon=") and "arrivals" in err, err
