@@ -22,3 +22,16 @@ def test_an_empty_value_is_refused_naming_the_flag(capsys, argv, flag):
     assert cap.out == ""
     err = cap.err
     assert err.count("\n") == 1 and flag in err and "internal error" not in err, err
+
+
+def test_pars_splits_beyond_what_can_run_are_refused_before_any_training(capsys):
+    # before: --splits 100000 trained 100,000 rankers (about 0.5 s each: half a day) with no bound
+    assert main(["pars", "--splits", "100000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--splits=100000" in err and "at most" in err, err
+
+
+def test_pars_cross_names_each_model_once(capsys):
+    assert main(["pars", "--cross", "gpt4,gpt4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--cross" in err and "gpt4" in err, err

@@ -46,6 +46,10 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+#: most seeded train/test splits of --splits (each trains a ranker: 1,000 take some minutes)
+MAX_SPLITS = 1000
+
+
 def run(args):
     from ...errors import ParameterError
     from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
@@ -91,6 +95,10 @@ def run(args):
             raise ParameterError("--baselines", args.baselines, "each baseline named once")
     if args.splits is not None and args.splits < 2:
         raise ParameterError("--splits", args.splits, "an integer >= 2 (an interval needs two splits)")
+    if args.splits is not None and args.splits > MAX_SPLITS:
+        raise ParameterError("--splits", args.splits, f"at most {MAX_SPLITS:,} splits",
+                             "each split trains a ranker (about half a second on the shipped tables); the 95 % "
+                             "interval is already narrow at a few dozen")
     reject_ignored(f"--baselines {args.baselines}", bool(kinds) and args.load is not None,
                    "with --load (the baselines are trained; a loaded ranker is compared on one split only)")
     reject_ignored(f"--splits {args.splits}", args.splits is not None and args.load is not None,
@@ -107,6 +115,9 @@ def run(args):
         models = comma_list("--cross", args.cross, "models")
         if len(models) < 2:
             raise CliError("--cross: give at least two comma-separated models")
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise ParameterError("--cross", args.cross, "distinct models", f"{', '.join(twice)} given twice")
     from ...predict.data import BUILTIN_LENGTHS
 
     if str(args.data) not in BUILTIN_LENGTHS:
