@@ -87,6 +87,26 @@ def _write_csv(path, rows):
     atomic_write(path, buf.getvalue())
 
 
+def _check_csv_replaceable(path: str) -> None:
+    """An existing ``--csv`` file is replaced only when a sweep wrote it (its header starts with ``index,``, the
+    table's first column) or it is empty: a user's own file given by mistake is refused and left as it was."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (output_file refused FIFOs already)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CliError(f"--csv {path}: cannot read the existing file to check it ({exc.strerror})") from None
+    try:
+        head = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if head and not head.startswith(b"index,"):
+        raise CliError(f"--csv {path}: an existing file that is not a sweep table (its header does not start with "
+                       "'index,'; fluidq did not write it), so it is not replaced; remove it or give a new name")
+
+
 def _workers(option: str, value):
     """A worker count within what one machine can start (``None`` passes)."""
     from ...sweep.core import _WORKERS_WHY, MAX_WORKERS
@@ -156,6 +176,7 @@ def run(args):
     if args.csv is not None:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file")
+        _check_csv_replaceable(args.csv)
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
     if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):
