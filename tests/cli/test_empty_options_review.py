@@ -35,3 +35,19 @@ def test_pars_cross_names_each_model_once(capsys):
     assert main(["pars", "--cross", "gpt4,gpt4"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--cross" in err and "gpt4" in err, err
+
+
+def test_pars_save_replaces_only_a_ranker_fluidq_saved(tmp_path, capsys):
+    import numpy as np
+
+    mine = tmp_path / "mine.npz"
+    np.savez(mine, x=np.arange(3))  # a user's own NumPy archive: before, replaced silently
+    before = mine.read_bytes()
+    assert main(["pars", "--save", str(mine)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--save" in err and "not replaced" in err, err
+    assert mine.read_bytes() == before
+    ours = tmp_path / "ranker.npz"
+    assert main(["pars", "--save", str(ours)]) in (0, None)
+    assert main(["pars", "--save", str(ours), "--seed", "1"]) in (0, None)  # a ranker it saved: written over
+    capsys.readouterr()

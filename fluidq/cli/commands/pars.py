@@ -107,6 +107,7 @@ def run(args):
     if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
                                 hint="the ranker is written as a NumPy .npz archive")
+        _check_save_replaceable(args.save)
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
@@ -275,6 +276,28 @@ def _undefined_tau(ev, lengths, prompts) -> str:
         parts.append("every held-out prompt has the same length" + (" (empty prompts?)" if same and not prompts[0]
                                                                      else ""))
     return "; ".join(parts)
+
+
+def _check_save_replaceable(path: str) -> None:
+    """An existing ``--save`` file is replaced only when it is a ranker fluidq saved (or empty): a user's own
+    NumPy archive given by mistake is refused and left as it was."""
+    import os
+
+    from ...errors import FluidqError
+    from ...predict import LengthRanker
+
+    try:
+        if os.stat(path).st_size == 0:
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # (the loader says why)
+    try:
+        LengthRanker.load(path)
+    except FluidqError:
+        raise CliError(f"--save {path}: an existing file that is not a ranker fluidq saved, so it is not replaced; "
+                       "remove it or give a new name") from None
 
 
 def _input(option: str, path, what: str) -> None:
