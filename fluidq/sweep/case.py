@@ -95,8 +95,8 @@ def load_case(path) -> SweepCase:
     """
     from .._io import read_text, toml_loads
 
+    text = read_text("case file", path, what="sweep case file (TOML)")  # as given: '' is no name, not '.'
     path = Path(path)
-    text = read_text("case file", path, what="sweep case file (TOML)")
     raw = toml_loads(text, where=str(path))  # invalid or too deeply nested: one DataError naming the file
     unknown = sorted(set(raw) - {"sweep", "fixed", "grid"})
     if unknown:

@@ -60,8 +60,10 @@ def _shown(v) -> str:
 
 
 def _summary(res) -> str:
+    where = (f"on {res.executor}" if res.n_computed or res.executor != "none" else
+             "nothing left to compute")  # (every point came from the store: no executor ran)
     lines = [f"{res.analysis}: {res.n_points} points ({res.n_computed} computed, {res.n_resumed} from the store) "
-             f"on {res.executor} in {_shown(res.elapsed_s)} s"]
+             f"{where} in {_shown(res.elapsed_s)} s"]
     if res.store:
         lines.append(f"  store: {res.store}")
     cols = [c for c in ("status", "error") if any(c in r for r in res.rows)]
