@@ -65,3 +65,19 @@ def test_a_disaggregated_simulation_too_short_to_decide_is_refused(capsys, horiz
     assert main(["network", "pd_tandem", "--simulate", "--horizon", horizon]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("fluidq network: error: --horizon=") and "arrivals" in err, err
+
+
+def test_a_random_router_refuses_a_queue_count_it_would_ignore(tmp_path):
+    from fluidq.network import Router
+
+    with pytest.raises(ParameterError) as exc:
+        Router(name="p", engines=("A", "B"), policy="random", count="tokens")
+    assert exc.value.name == "count" and "jsq" in str(exc.value)
+    Router(name="p", engines=("A", "B"), policy="random")  # the default count is no choice: accepted
+    p = tmp_path / "r.toml"
+    p.write_text(CASE.format(bl=0.5).replace("[[classes]]", '[engines.B]\nbatch_time = { kind = "affine", c = 0.01, '
+                 'a = 0.0 }\nb_max = 512\n[routers.p]\nengines = ["A", "B"]\npolicy = "random"\ncount = "tokens"\n'
+                 '[[classes]]'))
+    with pytest.raises(ParameterError) as exc:
+        load_network(p)
+    assert str(exc.value).startswith(f"{p} router 'p'") and "count" in str(exc.value), str(exc.value)
