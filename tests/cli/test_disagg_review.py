@@ -53,3 +53,15 @@ def test_a_load_just_below_one_is_not_printed_as_1(capsys):
     assert "(load 1)" not in line, line
     assert main(M + ["--rate", "100000", "--json"]) in (0, None)
     assert json.loads(capsys.readouterr().out)["load"] < 1
+
+
+@pytest.mark.parametrize("question", [["--rate", "5"], ["--gpus", "4"], ["--prefill-engines", "1", "--decode-engines", "2"]])
+def test_json_carries_the_deployment_and_the_estimate_note_the_text_shows(capsys, question):
+    assert main(M + question) in (0, None)
+    text = capsys.readouterr().out
+    assert main(M + question + ["--json"]) in (0, None)
+    d = json.loads(capsys.readouterr().out)["deployment"]
+    assert d["batch_time"]["kind"] == "roofline" and d["batch_time"]["model"] == "Llama-3.1-8B"
+    assert d["batch_time"]["gpu"] == "H100-SXM5-80GB" and d["b_max"] == 2048 and d["k_max"] == 256
+    assert f"{d['decode_kv_cache_tokens']:,} tokens per engine" in text
+    assert d["estimate"] in text

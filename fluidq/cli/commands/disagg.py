@@ -136,6 +136,10 @@ def _run(args):
     wl = Workload(arrival=Poisson(rate_per_s=1.0 if args.rate is None else args.rate), prompt_tokens=prompt,
                   output_tokens=output)
     kvb = rf.model.kv_bytes_per_token()
+    deployment = {"batch_time": rf.to_dict(), "b_max": args.b_max, "k_max": args.k_max,
+                  "gpu_memory_utilization": args.gpu_memory_utilization, "decode_kv_cache_tokens": kv,
+                  "kv_bytes_per_token": kvb, "link": link.describe(), "links": args.tensor_parallel_size,
+                  "estimate": ERROR_NOTE}  # what the text's head and last line say, for --json
     kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
               gpus_per_engine=args.tensor_parallel_size)
     head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
@@ -147,7 +151,7 @@ def _run(args):
                         f"{d['requests_per_s']:.4g} req/s ({d['bottleneck']} binds)",
                         f"co-located      {c['engines']} engines: {c['colocated_requests_per_s']:.4g} req/s",
                         f"winner          {c['winner']} (ratio {c['ratio']:.3g})", f"estimate        {ERROR_NOTE}"]
-        emit(args, c, "\n".join(lines))
+        emit(args, {**c, "deployment": deployment}, "\n".join(lines))
         return 0
     if pools[0] is None:
         r = size_pools(pre, dec, wl, rate=args.rate, **kw)
@@ -163,5 +167,5 @@ def _run(args):
     if r.verdict is not None:
         lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {_load_text(r.load)})")
     lines.append(f"estimate        {ERROR_NOTE}")
-    emit(args, {**r.to_dict(), "region": reg}, "\n".join(lines))
+    emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
     return 0
