@@ -51,3 +51,13 @@ def test_pars_save_replaces_only_a_ranker_fluidq_saved(tmp_path, capsys):
     assert main(["pars", "--save", str(ours)]) in (0, None)
     assert main(["pars", "--save", str(ours), "--seed", "1"]) in (0, None)  # a ranker it saved: written over
     capsys.readouterr()
+
+
+def test_pars_json_says_which_ranker_was_scored_and_where_it_was_saved(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "r.npz"
+    assert main(["pars", "--data", "gsm8k", "--save", str(out), "--json"]) in (0, None)
+    d = json.loads(capsys.readouterr().out)
+    assert d["saved"] == str(out) and out.is_file()
+    assert d["ranker"]["backbone"]["backbone"] and "fit_seconds" in d["ranker"]["info"]

@@ -148,7 +148,9 @@ def run(args):
     else:
         rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
-    out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
+    out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict(),
+           "ranker": {"backbone": rk.backbone.to_dict(), "info": rk.info},  # the text's 'ranker' line
+           "loaded": args.load, "saved": args.save, "plot": args.plot if args.cross else None}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
              f"model       {model}" + (f" (training pooled with {len(pool_kw['model_weights']) - 1} other "
                                          "model(s), half the target)" if pool_kw else ""),
