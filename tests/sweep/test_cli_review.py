@@ -19,3 +19,27 @@ def test_a_sweep_resumed_whole_says_nothing_was_left_to_compute(tmp_path, capsys
     assert main(["sweep", str(p), "--serial"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert " on none " not in first and "nothing left to compute" in first, first
+
+
+def test_a_trace_file_in_a_case_is_read_relative_to_the_case_file_like_the_store(tmp_path, capsys, monkeypatch):
+    # before: read relative to the current folder, so the same case failed from another folder (or read a
+    # different file of the same name there)
+    import gzip
+    from importlib.resources import files
+
+    sub = tmp_path / "cases"
+    sub.mkdir()
+    with gzip.open(files("fluidq") / "data" / "azure2023_conv.csv.gz", "rt") as fh:
+        head = [next(fh) for _ in range(200)]
+    (sub / "t.csv").write_text("".join(head))
+    (sub / "c.toml").write_text('[sweep]\nanalysis = "capacity"\n[grid]\ntrace = ["t.csv", "azure-code"]\n'
+                                'b_max = [512]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["sweep", str(sub / "c.toml"), "--serial", "--json"]) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["trace"] == str((sub / "t.csv").resolve()) and rows[1]["trace"] == "azure-code"
+    assert rows[0]["requests_per_s"] > 0
