@@ -186,6 +186,15 @@ def _draw(workload: Workload, rng, horizon_s: float):
     return tt[keep], np.asarray(tr.prompt_tokens)[idx][keep], np.asarray(tr.output_tokens)[idx][keep]
 
 
+def _confidence(confidence) -> float:
+    """A confidence level in (0, 1), refused naming ``confidence`` (1.5 gave NaN half-widths silently)."""
+    from numbers import Real
+
+    if isinstance(confidence, bool) or not isinstance(confidence, Real) or not 0 < confidence < 1:
+        raise ParameterError("confidence", confidence, "a level in (0, 1), such as 0.95")
+    return float(confidence)
+
+
 def _tci(x, confidence=0.95):
     from scipy import stats
 
@@ -265,6 +274,7 @@ class LatencyComparison(Result):
         Replications run every policy on the same requests, so the ratio is taken within each one and
         its mean gets a Student-t interval (NaN without :attr:`samples`, e.g. a result read back).
         """
+        confidence = _confidence(confidence)
         if not self.samples:
             return math.nan, math.nan
         a = np.asarray(self.samples[baseline][metric][load_index], float)
@@ -492,7 +502,13 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
         raise ParameterError("engine", engine, "a fluidq.Engine")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload")
+    from numbers import Real
+
+    if isinstance(loads, (Real, str)):  # a bare number is no sequence: say so, not "'float' is not iterable"
+        raise ParameterError("loads", loads, "a sequence of fractions of capacity in (0, 2]",
+                             f"for one load write loads=({loads!r},)")
     loads = tuple(real("loads", x, positive=True) for x in loads)
+    confidence = _confidence(confidence)
     if not loads or max(loads) > 2:
         raise ParameterError("loads", loads, "one or more fractions of capacity in (0, 2]")
     horizon_s = real("horizon_s", horizon_s, positive=True)
@@ -564,6 +580,7 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
 
     n_requests = integer("n_requests", n_requests, minimum=1, maximum=MAX_ARRIVALS)
     n_replications = integer("n_replications", n_replications, minimum=1)
+    confidence = _confidence(confidence)
     tau = _tau("tau", tau)
     slo_per_token_s, slo_ttlt_s = _slos(slo_per_token_s, slo_ttlt_s)
     from_keys = policies is None or not isinstance(policies, dict)

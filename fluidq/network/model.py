@@ -347,6 +347,9 @@ class Router:
             raise ParameterError("policy", self.policy, "'random' or 'jsq'")
         if self.count not in ("requests", "tokens"):
             raise ParameterError("count", self.count, "'requests' or 'tokens'")
+        if self.policy == "random" and self.count != "requests":  # a random split reads no queue: it would be ignored
+            raise ParameterError("count", self.count, "'requests' (the default) for a random router",
+                                 "count is how a jsq router measures its queues; a random split reads none")
         if self.probabilities is not None:
             if self.policy != "random":
                 raise ParameterError("probabilities", self.probabilities, "None for a JSQ router")

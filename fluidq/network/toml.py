@@ -406,7 +406,14 @@ def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
         with _at(source):
             if isinstance(bl, bool) or not isinstance(bl, (int, float)) or not (bl > 0 and math.isfinite(bl)):
                 raise ParameterError("bottleneck_load", bl, "a finite load > 0")
-            net = net.at_load(float(bl))
+            try:
+                net = net.at_load(float(bl))
+            except ParameterError as exc:  # a class's rate left the representable range: the key that set it
+                if not str(exc.name).endswith("rate_per_s"):
+                    raise
+                raise ParameterError("bottleneck_load", bl, "a load whose arrival rates stay representable "
+                                     f"(a class would arrive at rate_per_s={exc.value:.4g}: {exc.expected})",
+                                     exc.hint) from None
     return net
 
 

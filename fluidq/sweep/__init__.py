@@ -58,7 +58,8 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
-        raise ImportError("the Dask executor needs the dask extra: pip install 'fluidq[dask]'") from exc
+        raise ImportError("the Dask executor needs Dask's 'distributed' package: pip install distributed, or from "
+                          "a fluidq checkout pip install '.[dask]' (fluidq is not on PyPI)") from exc
 
     @contextlib.contextmanager
     def _cm():

@@ -4,7 +4,8 @@ Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a d
 
 ``profile``         built-in profile name (default: the paper's CodeLlama-34B/A100 fit)
 ``b_max``, ``k_max`` token budget and batch-size limit (default: the profile's)
-``engines``         identical engines behind a JSQ router (default 1)
+``engines``         identical engines behind a JSQ router (default 1; ``capacity`` only, the others
+                    analyse one engine)
 ``prompt_tokens``, ``output_tokens``  prompt / output lengths (default 100, 100)
 ``lengths``         ``"fixed"`` (default) or ``"geometric"`` (the lengths are then means)
 ``trace``           an embedded trace name or a trace file (lengths and arrival pattern from it)
@@ -15,7 +16,9 @@ Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a d
 ``seed``            a replication label: it only makes points distinct (the random stream of a
                     point comes from the sweep's ``SeedSequence`` and the point's index)
 
-Unknown keys are an error, so that a typo does not silently sweep nothing.
+Unknown keys are an error, so that a typo does not silently sweep nothing, and so is a key the analysis
+does not read (:data:`ANALYSIS_KEYS`: ``load`` for ``capacity``, ``horizon_s`` for ``check``...), which would
+be ignored.
 """
 from __future__ import annotations
 
@@ -23,17 +26,51 @@ import functools
 
 from ..errors import ParameterError, UnknownNameError
 
-__all__ = ["ANALYSES", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload", "check_grid_values"]
+__all__ = ["ANALYSES", "ANALYSIS_KEYS", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload", "check_grid_values"]
 
 POINT_KEYS = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
               "load", "rate_per_s", "policy", "horizon_s", "seed", "tolerance"}
 
 
+_SHAPE = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace", "seed"}
+#: the keys each built-in analysis reads (``seed`` is a label every one accepts); any other point key would be
+#: ignored, so it is refused: ``horizon_s`` in a ``check`` sweep, ``load`` in a ``capacity`` one
+ANALYSIS_KEYS = {"capacity": _SHAPE,
+                 "check": _SHAPE | {"load", "rate_per_s", "policy", "tolerance"},
+                 "region": _SHAPE | {"load", "rate_per_s"},
+                 "simulate": _SHAPE | {"load", "rate_per_s", "policy", "horizon_s"}}
+#: the analyses of one engine: ``engines`` other than 1 would set the load from several engines' capacity
+#: and then analyse one (a ``simulate`` sweep at load 0.9 of two engines ran one engine at 1.8)
+ONE_ENGINE = ("check", "region", "simulate")
+
+
+def _key_problem(key: str, analysis: str):
+    """Why point key ``key`` cannot be given to the built-in ``analysis`` (an "expected ..." phrase), or ``None``."""
+    if key not in POINT_KEYS:
+        return f"keys among {', '.join(sorted(POINT_KEYS))} for the {analysis!r} analysis"
+    reads = ANALYSIS_KEYS.get(analysis, POINT_KEYS)
+    if key not in reads:
+        return (f"no {key!r} for the {analysis!r} analysis (it does not read it, so the value would be ignored; "
+                f"it reads {', '.join(sorted(reads))})")
+    return None
+
+
+def _engines_problem(v, analysis: str):
+    if analysis in ONE_ENGINE and v != 1:
+        return (f"1 for the {analysis!r} analysis (one engine; several engines behind a router: the 'capacity' "
+                "analysis, or fluidq.simulate_network)")
+    return None
+
+
 def _check_keys(point: dict, analysis: str):
-    bad = sorted(set(point) - POINT_KEYS)
-    if bad:
-        raise ParameterError(f"point[{bad[0]!r}]", point[bad[0]],
-                             f"keys among {', '.join(sorted(POINT_KEYS))} for the {analysis!r} analysis")
+    for k in sorted(point):
+        problem = _key_problem(k, analysis)
+        if problem is not None:
+            raise ParameterError(f"point[{k!r}]", point[k], problem)
+    if "engines" in point:
+        problem = _engines_problem(point["engines"], analysis)
+        if problem is not None:
+            raise ParameterError("point['engines']", point["engines"], problem)
 
 
 def _value_problem(key: str, v):
@@ -109,7 +146,9 @@ def check_grid_values(grid, analysis: str = "check") -> None:
     ParameterError
         Naming the axis (``grid.policy``) or fixed key (``fixed.b_max``), the value and what was expected.
     """
-    _check_keys(dict(grid.fixed), analysis)
+    for k in grid.fixed:
+        if k not in POINT_KEYS:
+            _check_keys({k: grid.fixed[k]}, analysis)  # (an unknown key: named as a point key, as before)
     sources = [(f"fixed.{k}", k, [v]) for k, v in grid.fixed.items()]
     if grid.axes is not None:
         for k in grid.axes:
@@ -120,8 +159,14 @@ def check_grid_values(grid, analysis: str = "check") -> None:
     else:
         sources += [(f"points[{i}].{k}", k, [v]) for i, p in enumerate(grid.points) for k, v in p.items()]
     for label, key, values in sources:
+        problem = _key_problem(key, analysis)
+        if problem is not None:
+            raise ParameterError(label, values[0] if len(values) == 1 and not label.startswith("grid.") else values,
+                                 problem)
         for v in values:
             problem = _value_problem(key, v)
+            if problem is None and key == "engines":
+                problem = _engines_problem(v, analysis)
             if problem is not None:
                 raise ParameterError(label, v, problem)
 
@@ -205,9 +250,7 @@ def check(point: dict, rng=None) -> dict:
     """A stability verdict (:func:`fluidq.check_stability`) at the point's load and policy."""
     from ..stability import check_stability
 
-    _check_keys(point, "check")
-    if int(point.get("engines", 1)) != 1:
-        raise ParameterError("point['engines']", point["engines"], "1 for the 'check' analysis (one engine)")
+    _check_keys(point, "check")  # (engines other than 1 refused there)
     e = point_engine(point)
     w = point_workload(point, engine=e)
     if w is None:

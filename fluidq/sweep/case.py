@@ -20,7 +20,8 @@
     policy = ["sarathi", "orca", "vllm", "fastertransformer"]
     seed = { start = 0, stop = 3, step = 1 }        # half-open range
 
-``[fixed]`` and ``[grid]`` keys are point keys of :mod:`fluidq.sweep.analyses`.
+``[fixed]`` and ``[grid]`` keys are point keys of :mod:`fluidq.sweep.analyses`.  A ``trace`` that names a
+file (not ``"azure-conv"``/``"azure-code"``) is, like ``store``, relative to the case file.
 """
 from __future__ import annotations
 
@@ -86,6 +87,19 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _trace_path(case: Path, v):
+    """A trace file named in a case, relative to the case file as the store is (an embedded trace name, an
+    absolute path and anything that is not a non-empty string pass unchanged: the grid's checks name them)."""
+    from ..workload.traces import EMBEDDED_TRACES
+
+    if not isinstance(v, str) or not v.strip() or "\x00" in v or v in EMBEDDED_TRACES or Path(v).is_absolute():
+        return v
+    try:
+        return str((case.parent / v).resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
+        raise DataError(f"{case}: trace = {v!r}: cannot resolve the path ({exc})") from None
+
+
 def load_case(path) -> SweepCase:
     """Read a sweep case TOML file (format in the module docstring).
 
@@ -95,8 +109,8 @@ def load_case(path) -> SweepCase:
     """
     from .._io import read_text, toml_loads
 
+    text = read_text("case file", path, what="sweep case file (TOML)")  # as given: '' is no name, not '.'
     path = Path(path)
-    text = read_text("case file", path, what="sweep case file (TOML)")
     raw = toml_loads(text, where=str(path))  # invalid or too deeply nested: one DataError naming the file
     unknown = sorted(set(raw) - {"sweep", "fixed", "grid"})
     if unknown:
@@ -134,6 +148,11 @@ def load_case(path) -> SweepCase:
             store = str((path.parent / store).resolve())
         except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before Python 3.13)
             raise DataError(f"{path}: sweep.store = {store!r}: cannot resolve the path ({exc})") from None
+    fixed, axes = dict(fixed), dict(axes)
+    if "trace" in fixed:
+        fixed["trace"] = _trace_path(path, fixed["trace"])
+    if isinstance(axes.get("trace"), list):
+        axes["trace"] = [_trace_path(path, v) for v in axes["trace"]]
     try:
         grid = Grid(axes=axes, fixed=fixed)  # ranges: finite numbers, sizes bounded, before anything is built
     except ParameterError as exc:  # named as in the case file: grid.load.num, not axes.load.num

@@ -192,13 +192,30 @@ def _cluster_slots(executor) -> int | None:
     return None
 
 
+def _watch_parent(parent: int, every_s: float = 0.5) -> None:
+    """Pool worker initializer: exit when the sweep process that started this worker is gone.
+
+    A pool's workers wait on a pipe whose write end they inherited, so a sweep killed from outside (SIGTERM
+    from a job scheduler or ``timeout``, SIGKILL) left them alive and idle for ever; a daemon thread polling
+    the parent id ends them within ``every_s`` (the store keeps every finished chunk: see
+    :mod:`fluidq.sweep.store`)."""
+    import threading
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fluidq-sweep-parent-watch", daemon=True).start()
+
+
 def _make_executor(executor, max_workers):
     """``(executor, owned, label, factory)``; ``factory`` rebuilds an owned pool after a crash."""
     if executor is None or executor == "processes":
         n = max_workers or _default_workers()
 
-        def factory():
-            return cf.ProcessPoolExecutor(max_workers=n)
+        def factory():  # workers that end with the sweep, however it ends
+            return cf.ProcessPoolExecutor(max_workers=n, initializer=_watch_parent, initargs=(os.getpid(),))
 
         return factory(), True, f"processes({n})", factory
     if executor == "serial":

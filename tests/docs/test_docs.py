@@ -78,6 +78,25 @@ def test_snippets_run(page, tmp_path, monkeypatch):
             pytest.skip(f"{page.name} block {k + 1} needs {exc.name}")
 
 
+#: pages outside the tutorials and how-to guides whose ```python blocks run too (explanation, reference, the
+#: latency page): before 2026-12-06 only GUIDES ran, so these could drift from the API unnoticed
+OTHER = [p for p in sorted(DOCS.rglob("*.md")) if p not in GUIDES and _blocks(p)]
+#: a page whose blocks take minutes (latency.md: compare_orderings over 300 s x 2 replications x 6 orderings
+#: x 2 loads, 95 s on the shared 2-vCPU VM): run with -m slow
+SLOW_PAGES = {"latency.md"}
+
+
+def test_the_other_pages_with_code_are_found():
+    names = {str(p.relative_to(DOCS)) for p in OTHER}
+    assert {"explanation/single-engine.md", "reference/roofline.md", "latency.md"} <= names, names
+
+
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW_PAGES else p
+                                  for p in OTHER], ids=lambda p: str(p.relative_to(DOCS)))
+def test_snippets_of_the_other_pages_run(page, tmp_path, monkeypatch):
+    test_snippets_run(page, tmp_path, monkeypatch)
+
+
 def test_every_cli_command_is_in_the_generated_cli_reference(tmp_path):
     """The CLI page is generated from the parser by docs/hooks/cli_help.py: check the hook's output."""
     import importlib.util

@@ -61,7 +61,54 @@ def _engines(args):
     return rf, pre, dec, col, link, kv
 
 
+#: the library's parameter names -> this command's flags (an error raised below the CLI names the flag typed)
+_FLAGS = {"rate_per_s": "--rate", "rate": "--rate", "gpus": "--gpus", "n_prefill": "--prefill-engines",
+          "n_decode": "--decode-engines", "bandwidth_gbps": "--link-gbps", "latency_us": "--link-latency-us",
+          "prompt_tokens": "--input-len", "output_tokens": "--output-len",
+          "tensor_parallel_size": "--tensor-parallel-size", "gpu_memory_utilization": "--gpu-memory-utilization",
+          "max_num_seqs": "--max-num-seqs", "k_max": "--max-num-seqs", "max_num_batched_tokens":
+          "--max-num-batched-tokens", "b_max": "--max-num-batched-tokens"}
+
+
+def _tokens(flag: str, v: float) -> int:
+    """A whole number of tokens >= 1 (the pools' workload has fixed lengths: 2.5 is not silently 2)."""
+    from ..._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, integer, real
+
+    v = real(flag, v, minimum=1.0)
+    if not v.is_integer():
+        from ...errors import ParameterError
+
+        raise ParameterError(flag, v, "a whole number of tokens (the requests have fixed lengths)")
+    return integer(flag, int(v), minimum=1, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
+
+
+def _load_text(x) -> str:
+    """A load for the verdict line: never '1' for a load just below 1 (sizing at 1e5 req/s gives 0.99998)."""
+    from ...results import fmt_load
+
+    text = fmt_load(x)
+    if x < 1 <= float(text.replace(",", "")):
+        text = f"{x:.6g}" if float(f"{x:.6g}") < 1 else "just below 1"
+    return text
+
+
 def run(args):
+    from ...errors import ParameterError
+
+    try:
+        return _run(args)
+    except ParameterError as exc:
+        if "can hold one request" in str(exc.expected):  # an engine whose KV cache holds no request: the lengths
+            raise ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
+                                 f"lengths whose request fits the {exc.name} engine's KV cache "
+                                 f"({getattr(exc.value, 'kv_capacity_tokens', None)} tokens)") from None
+        flag = _FLAGS.get(exc.name)
+        if flag is None:
+            raise
+        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
+
+
+def _run(args):
     from ...capacity.disaggregated import compare, disaggregated_capacity, pd_region, size_pools
     from ...validate.roofline import ERROR_NOTE
     from ...workload import Poisson, Workload
@@ -76,10 +123,23 @@ def run(args):
     if pools[0] is None and args.rate is None and args.gpus is None:
         raise CliError("what to answer: --prefill-engines N --decode-engines M (a tandem), --rate R (sizing) or "
                        "--gpus G (against co-located)")
+    from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY, real
+
+    if args.rate is not None:
+        real("--rate", args.rate, positive=True)
+        real("--rate", args.rate, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, why=RATE_WHY)
+    prompt, output = _tokens("--input-len", args.prompt), _tokens("--output-len", args.output)
+    for flag, v in (("--link-gbps", args.link_gbps), ("--link-latency-us", args.link_latency_us)):
+        if v is not None:
+            real(flag, v, positive=flag == "--link-gbps", nonnegative=True)
     rf, pre, dec, col, link, kv = _engines(args)
-    wl = Workload(arrival=Poisson(rate_per_s=args.rate or 1.0), prompt_tokens=round(args.prompt),
-                  output_tokens=round(args.output))
+    wl = Workload(arrival=Poisson(rate_per_s=1.0 if args.rate is None else args.rate), prompt_tokens=prompt,
+                  output_tokens=output)
     kvb = rf.model.kv_bytes_per_token()
+    deployment = {"batch_time": rf.to_dict(), "b_max": args.b_max, "k_max": args.k_max,
+                  "gpu_memory_utilization": args.gpu_memory_utilization, "decode_kv_cache_tokens": kv,
+                  "kv_bytes_per_token": kvb, "link": link.describe(), "links": args.tensor_parallel_size,
+                  "estimate": ERROR_NOTE}  # what the text's head and last line say, for --json
     kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
               gpus_per_engine=args.tensor_parallel_size)
     head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
@@ -91,7 +151,7 @@ def run(args):
                         f"{d['requests_per_s']:.4g} req/s ({d['bottleneck']} binds)",
                         f"co-located      {c['engines']} engines: {c['colocated_requests_per_s']:.4g} req/s",
                         f"winner          {c['winner']} (ratio {c['ratio']:.3g})", f"estimate        {ERROR_NOTE}"]
-        emit(args, c, "\n".join(lines))
+        emit(args, {**c, "deployment": deployment}, "\n".join(lines))
         return 0
     if pools[0] is None:
         r = size_pools(pre, dec, wl, rate=args.rate, **kw)
@@ -105,7 +165,7 @@ def run(args):
                     f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
                     f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
     if r.verdict is not None:
-        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {r.load:.3g})")
+        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {_load_text(r.load)})")
     lines.append(f"estimate        {ERROR_NOTE}")
-    emit(args, {**r.to_dict(), "region": reg}, "\n".join(lines))
+    emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
     return 0

@@ -79,6 +79,10 @@ def register(sub):
                        "stability threshold.")
     add_engine_args(p)
     add_workload_args(p, rate_required=True)
+    for a in p._actions:  # the shared workload group offers --trace; the chain needs Poisson, memoryless input
+        if a.dest == "trace":
+            a.help = ("refused here: the chain needs Poisson arrivals and memoryless lengths (give a trace's mean "
+                      "lengths as --prompt/--output; `fluidq check --trace` prints them)")
     p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
     p.add_argument("--fixed-output", action="store_true",
                    help="outputs of exactly --output tokens instead of geometric ones with that mean: the state "
@@ -244,7 +248,8 @@ def _run(args):
         from ...plotting.dtmc import plot_dtmc
 
         fig = plot_dtmc(res, path=args.plot)
-    out = {"result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
+    out = {"engine": engine.to_dict(), "workload": workload.to_dict(), "lengths": note,
+           "result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
            "caps": {**chain.caps, "chosen": caps_note is not None, "how": caps_note}}
 
     from ...results import MEANINGFUL_DIGITS as _DIGITS, fmt_value as _fmt
@@ -372,6 +377,20 @@ def _run_network(args):
             res = jsq_llm_engines(engine, arrival_rate_per_s=rate, prompt_tokens=P, mean_output_tokens=M,
                                   phases=k, max_waiting=W, max_decode=D)
     except ParameterError as exc:
+        if exc.name == "max_waiting" and "phases giving at most" in exc.expected:
+            # the size of the caps, prompts and phases together: named by the flags given among them (a default
+            # cap the user never typed is not the culprit of --phases 1000)
+            given = [(fl, v) for fl, v, typed in (("--max-prefill", W, args.max_prefill),
+                                                  ("--max-decode", D, args.max_decode), ("--phases", k, args.phases),
+                                                  ("--prompt", P, args.prompt),
+                                                  ("--exit-prompt", args.exit_prompt, args.exit_prompt))
+                     if typed is not None]
+            given = given or [("--max-prefill", W), ("--max-decode", D)]
+            hint = (exc.hint or "").replace("prompt_tokens", "--prompt").replace("the caps", "the caps "
+                                                                                  "(--max-prefill/--max-decode)")
+            raise ParameterError("/".join(f for f, _ in given),
+                                 given[0][1] if len(given) == 1 else tuple(v for _, v in given),
+                                 exc.expected, hint or None) from exc
         flag = flags.get(exc.name)
         if flag is None:
             raise
@@ -405,7 +424,7 @@ def _run_network(args):
     if lost > 1e-3:
         lines.append(f"warning         lost mass {lost:.1e} > 1e-3: raise --max-prefill/--max-decode (or the load is "
                      "beyond what the caps hold)")
-    emit(args, {"network": args.network, "result": res.to_dict()}, "\n".join(lines))
+    emit(args, {"network": args.network, "engine": engine.to_dict(), "result": res.to_dict()}, "\n".join(lines))
 
 
 def _num(text, flag):

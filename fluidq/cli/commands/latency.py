@@ -68,7 +68,8 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="root seed (a non-negative integer)")
     p.add_argument("--metric", default=None,
                    help="metric plotted by --plot (default latency_per_token_mean_s); given, it is also a column "
-                        "of the tables and the ordering with its lowest value is named per load")
+                        "of the tables and the ordering with its lowest value is named per load (saying when the others' 95 %% "
+                        "intervals overlap it)")
     p.add_argument("--plot", default=None, metavar="PATH", help="write a latency-load plot to PATH (format from the "
                    "extension: png, pdf, svg...; none: .png)")
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -147,7 +148,7 @@ def run(args):
             raise ParameterError(flag, v, "a finite number of seconds > 0")
     if args.horizon is None:
         args.horizon = 300.0
-    loads = _floats("--loads", args.loads or "0.5,0.7,0.9")
+    loads = _floats("--loads", "0.5,0.7,0.9" if args.loads is None else args.loads)  # ('' is refused there)
     if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
         raise CliError(f"--loads {args.loads}: expected comma-separated fractions of capacity in (0, 2]")
     if len(set(loads)) != len(loads):
@@ -311,7 +312,14 @@ def run(args):
             if vals:
                 higher = metric in ("finished_fraction", "throughput_tokens_per_s")  # more is better for these
                 best = (max if higher else min)(vals, key=vals.get)
-                lines.append(f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})")
+                text = f"{'highest' if higher else 'lowest'} {METRICS[metric][0]}: {best} ({vals[best]:.4g})"
+                hw = {p: res.values[p][metric][i][1] for p in vals}
+                tied = [p for p in vals if p != best and (not is_defined(hw[p]) or not is_defined(hw[best])
+                                                          or abs(vals[p] - vals[best]) <= hw[p] + hw[best])]
+                if tied:  # a winner inside the others' intervals is not one these runs separate
+                    text += (f", but its 95 % interval overlaps that of {', '.join(tied)}: not separated by these "
+                             f"runs (more --replications or a longer --horizon)")
+                lines.append(text)
     if any(cell.strip() == "–" for ln in "\n".join(lines).splitlines() if ln.startswith("|") for cell in ln.split("|")):
         lines += ["", "–: undefined at that load (no request finished in the runs, or, in a tightest-SLO column, "
                       "fewer than that share of the requests finished: lengthen --horizon)"]

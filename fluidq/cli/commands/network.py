@@ -89,6 +89,10 @@ def _at_load(net, load):
                              RATE_WHY) from None
 
 
+#: fewest arrivals a simulated replication of a disaggregated tandem may bring (its verdict's resolution is 1 %)
+MIN_TANDEM_ARRIVALS = 100
+
+
 def _run_disaggregated(args):
     """A case with a ``[disaggregated]`` table: the prefill/decode tandem's stages, its fluid verdict and
     (with --simulate) seeded replications of the tandem simulation beside it."""
@@ -107,7 +111,19 @@ def _run_disaggregated(args):
         try:
             topo = topo.at_load(args.load)
         except ParameterError as exc:
+            if str(exc.name).endswith("rate_per_s"):  # the rate it would set left the range: say so, not "<= 1e9"
+                from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S
+
+                raise ParameterError("--load", args.load, f"a load whose arrival rate stays within "
+                                     f"[{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] req/s (it would be "
+                                     f"{exc.value:.4g} req/s)", exc.hint) from None
             raise ParameterError("--load", args.load, exc.expected, exc.hint) from None
+    if args.simulate and args.horizon is not None and args.horizon * topo.rate_per_s < MIN_TANDEM_ARRIVALS:
+        # the verdict compares the backlog growth with 1 % and 5 % of the arrivals: with fewer than 100 arrivals
+        # 1 % is less than one request (0.1 ms at 12 req/s served nothing and 'agreed' with the fluid verdict)
+        raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
+                             f"arrivals at {topo.rate_per_s:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / topo.rate_per_s:.4g} s)",
+                             "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
     try:
         res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
                                   replications=4 if args.replications is None else args.replications, seed=args.seed)
@@ -174,6 +190,7 @@ def run(args):
         res.plot(path=args.plot, fluid_path=fp, fluid_initial=start)
     if args.plot_network:
         net.plot(path=args.plot_network)
+    written = [f"{what}: {path}" for what, path in (("plot", args.plot), ("network plot", args.plot_network)) if path]
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
@@ -183,7 +200,9 @@ def run(args):
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
                      + _peaks_text(res.fluid.growth_factor, res.fluid.peak_growth))
-    out = {**res.to_dict(), "network": net.to_dict()} if args.json else res
+    lines += written  # where the figures went ('--plot x' writes x.png)
+    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network}
+           if args.json else res)
     emit(args, out, "\n".join(lines))
 
 

@@ -46,6 +46,10 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+#: most seeded train/test splits of --splits (each trains a ranker: 1,000 take some minutes)
+MAX_SPLITS = 1000
+
+
 def run(args):
     from ...errors import ParameterError
     from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
@@ -57,6 +61,12 @@ def run(args):
         raise ParameterError("--delta", args.delta, "a relative difference in [0, 1)")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "an integer >= 0")
+    for flag, v, what in (("--model", args.model, "a model of the length table"),
+                          ("--cross", args.cross, "comma-separated models"),
+                          ("--pool", args.pool, "comma-separated models"),
+                          ("--load", args.load, "the path of a saved ranker (.npz)")):
+        if v is not None and not v.strip():  # an empty value is a mistake, not the default
+            raise ParameterError(flag, v, what)
     reject_ignored(f"--delta {args.delta}", args.delta is not None and args.load is not None and not args.cross,
                    "with --load (it filters training pairs; a loaded ranker is not trained)")
     reject_ignored(f"--pool {args.pool}", args.pool is not None and args.ranker != "cues",
@@ -85,6 +95,10 @@ def run(args):
             raise ParameterError("--baselines", args.baselines, "each baseline named once")
     if args.splits is not None and args.splits < 2:
         raise ParameterError("--splits", args.splits, "an integer >= 2 (an interval needs two splits)")
+    if args.splits is not None and args.splits > MAX_SPLITS:
+        raise ParameterError("--splits", args.splits, f"at most {MAX_SPLITS:,} splits",
+                             "each split trains a ranker (about half a second on the shipped tables); the 95 % "
+                             "interval is already narrow at a few dozen")
     reject_ignored(f"--baselines {args.baselines}", bool(kinds) and args.load is not None,
                    "with --load (the baselines are trained; a loaded ranker is compared on one split only)")
     reject_ignored(f"--splits {args.splits}", args.splits is not None and args.load is not None,
@@ -93,6 +107,7 @@ def run(args):
     if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
                                 hint="the ranker is written as a NumPy .npz archive")
+        _check_save_replaceable(args.save)
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
@@ -101,6 +116,9 @@ def run(args):
         models = comma_list("--cross", args.cross, "models")
         if len(models) < 2:
             raise CliError("--cross: give at least two comma-separated models")
+        twice = sorted({m for m in models if models.count(m) > 1})
+        if twice:
+            raise ParameterError("--cross", args.cross, "distinct models", f"{', '.join(twice)} given twice")
     from ...predict.data import BUILTIN_LENGTHS
 
     if str(args.data) not in BUILTIN_LENGTHS:
@@ -130,7 +148,9 @@ def run(args):
     else:
         rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
-    out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict()}
+    out = {"data": ds.source, "unit": ds.unit, "model": model, "evaluation": ev.to_dict(),
+           "ranker": {"backbone": rk.backbone.to_dict(), "info": rk.info},  # the text's 'ranker' line
+           "loaded": args.load, "saved": args.save, "plot": args.plot if args.cross else None}
     lines = [f"data        {ds.source} ({len(ds)} prompts, lengths in {ds.unit})",
              f"model       {model}" + (f" (training pooled with {len(pool_kw['model_weights']) - 1} other "
                                          "model(s), half the target)" if pool_kw else ""),
@@ -258,6 +278,28 @@ def _undefined_tau(ev, lengths, prompts) -> str:
         parts.append("every held-out prompt has the same length" + (" (empty prompts?)" if same and not prompts[0]
                                                                      else ""))
     return "; ".join(parts)
+
+
+def _check_save_replaceable(path: str) -> None:
+    """An existing ``--save`` file is replaced only when it is a ranker fluidq saved (or empty): a user's own
+    NumPy archive given by mistake is refused and left as it was."""
+    import os
+
+    from ...errors import FluidqError
+    from ...predict import LengthRanker
+
+    try:
+        if os.stat(path).st_size == 0:
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # (the loader says why)
+    try:
+        LengthRanker.load(path)
+    except FluidqError:
+        raise CliError(f"--save {path}: an existing file that is not a ranker fluidq saved, so it is not replaced; "
+                       "remove it or give a new name") from None
 
 
 def _input(option: str, path, what: str) -> None:

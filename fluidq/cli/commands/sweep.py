@@ -60,8 +60,10 @@ def _shown(v) -> str:
 
 
 def _summary(res) -> str:
+    where = (f"on {res.executor}" if res.n_computed or res.executor != "none" else
+             "nothing left to compute")  # (every point came from the store: no executor ran)
     lines = [f"{res.analysis}: {res.n_points} points ({res.n_computed} computed, {res.n_resumed} from the store) "
-             f"on {res.executor} in {_shown(res.elapsed_s)} s"]
+             f"{where} in {_shown(res.elapsed_s)} s"]
     if res.store:
         lines.append(f"  store: {res.store}")
     cols = [c for c in ("status", "error") if any(c in r for r in res.rows)]
@@ -85,6 +87,26 @@ def _write_csv(path, rows):
     w.writeheader()
     w.writerows(rows)
     atomic_write(path, buf.getvalue())
+
+
+def _check_csv_replaceable(path: str) -> None:
+    """An existing ``--csv`` file is replaced only when a sweep wrote it (its header starts with ``index,``, the
+    table's first column) or it is empty: a user's own file given by mistake is refused and left as it was."""
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (output_file refused FIFOs already)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CliError(f"--csv {path}: cannot read the existing file to check it ({exc.strerror})") from None
+    try:
+        head = os.read(fd, 64)
+    finally:
+        os.close(fd)
+    if head and not head.startswith(b"index,"):
+        raise CliError(f"--csv {path}: an existing file that is not a sweep table (its header does not start with "
+                       "'index,'; fluidq did not write it), so it is not replaced; remove it or give a new name")
 
 
 def _workers(option: str, value):
@@ -156,6 +178,7 @@ def run(args):
     if args.csv is not None:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file")
+        _check_csv_replaceable(args.csv)
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
     if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):
