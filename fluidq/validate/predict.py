@@ -251,7 +251,7 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
         ts = _ticks(sim, kv_capacity_tokens)
         reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12)
         st = reg["steady"]
-        if not st["seconds"]:
+        if not np.isfinite(st["tokens_per_s"]):  # no steady state long enough in this replication
             continue
         est.append(st["tokens_per_s"])
         hold = (ts["t"] >= st["window_s"][0]) & (ts["t"] <= st["window_s"][1]) & (ts["waiting"] > 0)
