@@ -505,9 +505,13 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
         rmodel, rb, rk = LockstepRanks(model, dp), dp * rb, dp * rk
         rkv = None if kv is None else dp * kv
-    replayable = run.pipeline_parallel_size == 1 and (dp == 1 or lockstep)
+    # dense data-parallel replicas are replayed as dp engines, the requests dealt to them in the client's order
+    # (vLLM's DP load balancer sends each request to the least loaded engine and counts it at once, which
+    # for identical engines under load deals them in turn)
+    replicas = dp if (dp > 1 and not lockstep) else 1
+    replayable = run.pipeline_parallel_size == 1
     if not replayable:
-        md += ["Latency replay: not run for this layout (the replay models one engine or lockstep MoE ranks).", ""]
+        md += ["Latency replay: not run for this layout (the replay models engines without pipeline stages).", ""]
     if not ctx.get("fast_replay_skip") and replayable:
         t0 = time.time()
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
@@ -535,14 +539,29 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
         eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=caching, name=case.name,
                           async_scheduling=run.async_scheduling, block_size=run.block_size)
-        sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
-        rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
-        lat = lat_of(sim0)
+        if replicas == 1:
+            sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
+            rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
+            reps_, lat = [rep], lat_of(sim0)
+        else:
+            sims = [simulate(eng, {k: v[i::replicas] for k, v in reqs.items()}, "vllm-chunked",
+                             n_requests=len(reqs["arrival_s"][i::replicas]), record_iterations=True)
+                    for i in range(replicas)]
+            reps_ = [ReplayResult.from_sim(x) for x in sims]
+            lats = [lat_of(x) for x in sims]
+            lat = {k: np.concatenate([x[k] for x in lats]) for k in lats[0]}
+            o = np.argsort(np.concatenate([r.arrival_s for r in reps_]), kind="stable")
+            cat = {k: np.concatenate([getattr(r, k) for r in reps_])[o]
+                   for k in ("arrival_s", "first_token_s", "last_token_s", "output_tokens")}
+            rep = ReplayResult(**cat, iterations=sum(r.iterations for r in reps_),
+                               preemptions=sum(r.preemptions for r in reps_), running_trace=np.empty((0, 4)))
+            md += [f"Latency replay: the {replicas} DP replicas as {replicas} engines, the requests dealt to them in "
+                   "turn in the client's order.", ""]
         if steady_ok:
             # the same steady window in the simulation of the run's arrivals (preemptions and admission
             # included, which the fluid capacity leaves out); ticks cover (t - 1, t]
             w0, w1 = st["window_s"][0] - run.tick_s, st["window_s"][1]
-            rcap = rep.served_tokens_per_s(w0, w1)
+            rcap = float(sum(r.served_tokens_per_s(w0, w1) for r in reps_))
             er = _err(rcap, st["tokens_per_s"])
             rows.insert(1, Row(case=case.name, source=case.source,
                                quantity="capacity (replayed arrivals, the same steady window)", predicted=rcap,
@@ -551,7 +570,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                note=f"fluidq.simulate on the run's arrivals and lengths, useful tokens over "
                                     f"{w0:.0f}-{w1:.0f} s (recomputation after a preemption not counted)"
                                     + (f"; the {dp} DP ranks replayed in lockstep, the slowest rank setting each "
-                                       "iteration" if lockstep else "")))
+                                       "iteration" if lockstep else "")
+                                    + (f"; {replicas} DP replicas replayed as {replicas} engines, the requests dealt "
+                                       "in turn" if replicas > 1 else "")))
             info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
@@ -593,7 +614,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                       "engine read each one (the end of the batch running at its arrival), as vLLM measures them "
                       "from `queued_ts`; " if sent is not None else "requests arriving at their `queued_ts`; ")
                    + f"TTFT = end of the prefill's iteration, vLLM's definition): "
-                   f"{sim0.n_iterations} iterations, {sim0.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
+                   f"{rep.iterations} iterations, {rep.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
         # a case reports four metrics as rows (the table has all 15); `fluidq validate --run` all 15
         for k in (list(meas) if s.get("_all_latency_rows") else ("TTFT Mean", "TPOT Mean", "Latency Mean",
                                                                  "Latency P90")):

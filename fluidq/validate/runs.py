@@ -519,10 +519,13 @@ def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
     t = np.asarray(run.timeseries["t"], dtype=float)[:, None]
     start = run.scheduled_s if run.scheduled_s is not None else run.first_token_s
     f, last = run.first_token_s, run.last_token_s
-    on = (start[None, :] <= t) & (t < last[None, :])
-    frac = np.clip((t - f[None, :]) / np.maximum(last - f, 1e-9)[None, :], 0.0, 1.0)
-    held = run.input_tokens[None, :] + run.output_tokens[None, :] * frac
-    return (held * on).sum(axis=1)
+    out = np.zeros(t.shape[0])
+    for i in range(0, len(f), 2048):  # blocks of requests: ticks x 2048 at most in memory
+        sl = slice(i, i + 2048)
+        on = (start[None, sl] <= t) & (t < last[None, sl])
+        frac = np.clip((t - f[None, sl]) / np.maximum(last[sl] - f[sl], 1e-9)[None, :], 0.0, 1.0)
+        out += ((run.input_tokens[None, sl] + run.output_tokens[None, sl] * frac) * on).sum(axis=1)
+    return out
 
 
 def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,

@@ -202,3 +202,22 @@ def test_perturbing_the_measured_side_moves_no_prediction(tmp_path):
     mb = {r.quantity: r.measured for r in got}
     assert mb["TTFT Mean (replayed arrivals)"] > ma["TTFT Mean (replayed arrivals)"]
     assert mb["capacity (served tokens/s, steady state)"] < 0.6 * ma["capacity (served tokens/s, steady state)"]
+
+
+def test_a_dense_data_parallel_run_is_replayed_as_its_replicas(tmp_path):
+    # a dense DP2 run (the RTX PRO 6000 run relabelled: a shape test, its numbers are not a DP2 measurement)
+    # gets the 15 latency rows from DP2 engines the requests are dealt to in the client's order
+    case, data = case_for_run(rv.make("dense-dp2", tmp_path / "d"))
+    rows = _serving_run(case, data, {"fast": True}).rows
+    lat = [r for r in rows if r.quantity.endswith("(replayed arrivals)")]
+    assert len(lat) == 15 and all(np.isfinite(r.predicted) for r in lat)
+    rep = next(r for r in rows if r.quantity == "capacity (replayed arrivals, the same steady window)")
+    assert "2 DP replicas replayed as 2 engines" in rep.note
+
+
+def test_a_refused_run_is_one_line_on_the_command_line(tmp_path, capsys):
+    from fluidq.testing.cli import assert_one_line
+
+    folder = rv.make("unknown-columns", tmp_path / "u")
+    assert_one_line(["validate", "--run", str(folder), "--out", str(tmp_path / "v")], capsys, "running",
+                    "num_requests_running")
