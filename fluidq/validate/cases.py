@@ -273,10 +273,29 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "the run folder needs the profiles measured on its GPU: profile_meta.yaml and "
                         f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
     hf_id = _profile_model(plain)
-    facts = ModelFacts.from_config(model_config) if model_config is not None else (find_model(hf_id) if hf_id else None)
+    ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
+    ran = ran if isinstance(ran, str) and ran else None
+
+    def lookup(name):
+        """The shipped facts of a Hugging Face id (Meta's older ``Meta-Llama-3.1-...`` repository names too)."""
+        if not name:
+            return None
+        return find_model(name) or find_model(name.replace("Meta-Llama-", "Llama-"))
+
+    if model_config is not None:
+        facts = ModelFacts.from_config(model_config)
+    else:
+        facts, served = lookup(hf_id), lookup(ran)
+        if facts is not None and served is not None and facts.name != served.name:
+            raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} ({facts.name}) but vllm_meta.json ran "
+                            f"{ran!r} ({served.name}): the operator profiles must be measured on the served model "
+                            "(or give its config.json with --model-config)")
+        facts = facts or (served if not hf_id else None)
     if facts is None:
-        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
-                        "hold; give its config.json (--model-config)")
+        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}"
+                        + (f" (vllm_meta.json: {ran!r})" if ran and ran != hf_id else "")
+                        + ", which the shipped model facts do not hold (`fluidq models list`); give its config.json "
+                        "(--model-config)")
     # absolute paths: the run read where it is, the profiles from their readable copy
     spec = {"run": str(folder), "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
             "_all_latency_rows": True,

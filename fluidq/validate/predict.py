@@ -249,7 +249,8 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
                        "vllm-chunked", n_requests=n_requests, record_iterations=True)
         preempt += int(sim.preemptions)
         ts = _ticks(sim, kv_capacity_tokens)
-        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12)
+        # min_ticks=1: one replication's window may be short; the interval comes from the replications
+        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12, min_ticks=1)
         st = reg["steady"]
         if not np.isfinite(st["tokens_per_s"]):  # no steady state long enough in this replication
             continue

@@ -221,3 +221,16 @@ def test_a_refused_run_is_one_line_on_the_command_line(tmp_path, capsys):
     folder = rv.make("unknown-columns", tmp_path / "u")
     assert_one_line(["validate", "--run", str(folder), "--out", str(tmp_path / "v")], capsys, "running",
                     "num_requests_running")
+
+
+def test_the_model_is_found_from_either_file_and_must_agree(tmp_path):
+    folder = rv.make("llama-pro6000", tmp_path / "a")
+    meta = rv.meta(folder)
+    meta["model"] = meta["engine_kwargs"]["model"] = "meta-llama/Meta-Llama-3.1-8B-Instruct"  # Meta's older name
+    rv.set_meta(folder, meta)
+    case, _ = case_for_run(folder)
+    assert case.spec["_facts"].name == "Llama-3.1-8B"
+    meta["model"] = meta["engine_kwargs"]["model"] = "Qwen/Qwen3-32B"
+    rv.set_meta(folder, meta)
+    with pytest.raises(DataError, match="profiles 'meta-llama/Llama-3.1-8B' .* but vllm_meta.json ran 'Qwen/Qwen3-32B'"):
+        case_for_run(folder)
