@@ -11,7 +11,11 @@ A *run* is a folder in the LLMServingSim format (Cho et al., casys-kaist/LLMServ
   ``tensor_parallel_size``) and, when recorded, the KV-cache size.
 
 The GPU harness in ``validation/gpu/`` writes the same three files, so its runs are read by the
-same code.
+same code.  LLMServingSim's bench runner itself names them ``meta.json``, ``requests.jsonl``,
+``timeseries.csv`` (its examples keep them under ``vllm/``): every such name is read
+(:data:`RUN_FILE_NAMES`), and so are other recorders' request fields and vLLM's metric names for the
+timeseries columns (:data:`REQUEST_ALIASES`, :data:`TS_ALIASES`).  vLLM's options are read from its
+resolved config first (:meth:`ServingRun._option`).
 
 Measured quantities
 -------------------
@@ -29,6 +33,9 @@ data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` wh
 plateau, >= 95 % of its saturated maximum); the *start-up ramp* is the saturated ticks before the first steady
 one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
 with a 95 % interval from batch means over blocks of ticks (per-tick throughput is autocorrelated).
+A run whose KV-use column is absent or stayed 0 has its KV use rebuilt from the requests' own
+timestamps (:func:`kv_in_use_tokens`); a regime of fewer than 3 ticks has no capacity (a short run says
+"no steady state").
 """
 from __future__ import annotations
 
