@@ -424,6 +424,13 @@ def read_run(path) -> ServingRun:
     q = np.array([float(r["queued_ts"]) for r in rows])
     t0 = q[0]
     ts = _read_timeseries(tsp)
+    if ts["t"].size and float(ts["t"].min()) > 1e6:
+        # a clock stamp (e.g. epoch seconds), not seconds since the run began: put it on the run's clock, by the
+        # client's wall-clock send stamps when the requests carry them, else from the first tick
+        a = [r.get("arrival_time") for r in rows]
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in a)
+        step = float(np.median(np.diff(ts["t"]))) if ts["t"].size > 1 else 1.0
+        ts["t"] = ts["t"] - (min(a) if ok and abs(float(ts["t"].min()) - min(a)) < 86400 else float(ts["t"][0]) - step)
     with open_text(mp) as f:
         meta = json_loads(f.read(), where=str(mp))
     if not isinstance(meta, dict):

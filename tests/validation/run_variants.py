@@ -378,3 +378,16 @@ VARIANTS = {
     "uuid-ids": _uuid_ids, "old-vllm": _old_vllm, "dense-dp2": _dense_dp2, "qwen-dp2-no-ep": _qwen_dp2_no_ep,
     "qwen-tp2-ep": _qwen_tp2_ep, "fp8-kv": _fp8_kv,
 }
+
+
+def _epoch_ticks(d):  # a recorder stamping ticks with the wall clock (epoch seconds)
+    d = copy_run(LLAMA_4090, d)
+    h, rows = read_ts(d)
+    a0 = min(r["arrival_time"] for r in requests(d))
+    for r in rows:
+        r[0] = f"{float(r[0]) + a0:.3f}"
+    write_ts(d, ["timestamp" if c == "t" else c for c in h], rows)
+    return d
+
+
+VARIANTS["epoch-ticks"] = _epoch_ticks

@@ -28,7 +28,7 @@ def _regimes(run):
 READ = ["llama-4090", "llama-pro6000", "qwen-dp2-ep", "no-prefix", "vllm-subfolder", "tp2", "tp4", "block32",
         "max-num-seqs-64", "budget-8192", "util-0.8", "kv-not-recorded", "kv-in-resolved-config", "no-engine-kwargs",
         "new-columns", "renamed-columns", "no-kv-column", "kv-column-zero", "no-peer-files", "failed-requests",
-        "zero-output", "tick-2s", "uuid-ids", "old-vllm", "dense-dp2", "qwen-dp2-no-ep", "qwen-tp2-ep", "fp8-kv"]
+        "zero-output", "tick-2s", "uuid-ids", "old-vllm", "dense-dp2", "qwen-dp2-no-ep", "qwen-tp2-ep", "fp8-kv", "epoch-ticks"]
 REFUSED = {
     "tp2-no-link": r"tensor_parallel_size = 2.*communicate.*link_bw.*link_latency",
     "null-kwargs": r"vllm_meta.json records no max_num_seqs.*engine_kwargs.max_num_seqs",
@@ -69,14 +69,14 @@ def test_an_unknown_operator_in_a_profile_is_refused_by_name(tmp_path):
 # ------------------------------------------------------------------------------- what each variant changes
 def test_file_names_and_column_aliases_read_the_same_run(tmp_path):
     base = read_run(rv.make("llama-4090", tmp_path / "a"))
-    for name in ("no-prefix", "vllm-subfolder", "renamed-columns", "new-columns"):
+    for name in ("no-prefix", "vllm-subfolder", "renamed-columns", "new-columns", "epoch-ticks"):
         run = read_run(rv.make(name, tmp_path / name))
         assert run.kv_capacity_tokens == base.kv_capacity_tokens == 41408
         np.testing.assert_array_equal(run.output_tokens, base.output_tokens)
         for k in ("t", "prompt_throughput", "gen_throughput", "running", "waiting"):
-            np.testing.assert_array_equal(run.timeseries[k], base.timeseries[k])
+            np.testing.assert_allclose(run.timeseries[k], base.timeseries[k], atol=2e-3)
         np.testing.assert_allclose(run.timeseries["kv_cache_pct"], base.timeseries["kv_cache_pct"], atol=0.006)
-        assert _regimes(run)["steady"]["window_s"] == _regimes(base)["steady"]["window_s"]
+        assert _regimes(run)["steady"]["window_s"] == pytest.approx(_regimes(base)["steady"]["window_s"], abs=2e-3)
 
 
 def test_the_run_s_vllm_options_reach_the_prediction(tmp_path):
