@@ -431,7 +431,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     max_num_batched_tokens=run.max_num_batched_tokens, tensor_parallel_size=run.tensor_parallel_size,
                     pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                     enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv, model=facts, comm=comm,
-                    enable_prefix_caching=caching, block_size=run.block_size)
+                    enable_prefix_caching=caching, block_size=run.block_size,
+                    async_scheduling=run.async_scheduling)
     spred = None
     if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)
         rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", None, ""))
@@ -447,7 +448,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         reps = np.asarray(spred.replications)
         rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", spred.tokens_per_s,
                             f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
-                            f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s; the capacity_regimes "
+                            f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s, async scheduling "
+                            f"{'on' if run.async_scheduling else 'off'} (the run's); the capacity_regimes "
                             f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
                             f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
                             f"{reps.min():.0f}-{reps.max():.0f}"))
