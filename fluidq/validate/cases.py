@@ -230,15 +230,20 @@ def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
             raise DataError(f"case {case.name}: [kv] needs {k!r} (the KV capacity is estimated by vLLM's memory "
                             "planner from the model and the GPU memory)")
     facts = spec["_facts"] if "_facts" in spec else load_model(spec["model"])
+    # the run's own vLLM options (vLLM's defaults for a run object that does not carry them)
+    util = float(spec.get("gpu_memory_utilization", getattr(run, "gpu_memory_utilization", 0.9)))
+    block, dtype = getattr(run, "block_size", 16), getattr(run, "kv_cache_dtype", "auto")
     est = kv_capacity_estimate(facts, gpu_memory_gib=float(spec["gpu_memory_gib"]),
-                               gpu_memory_utilization=float(spec.get("gpu_memory_utilization", 0.9)),
+                               gpu_memory_utilization=util, block_size=block,
+                               kv_bytes_per_value=1 if dtype.startswith("fp8") else None,
                                tensor_parallel_size=run.tensor_parallel_size,
                                expert_parallel_size=(run.tensor_parallel_size * run.data_parallel_size
                                                      if getattr(run, "expert_parallel", False) else None),
                                max_num_batched_tokens=run.max_num_batched_tokens, max_num_seqs=run.max_num_seqs)
     why = spec.get("gpu_memory_source", "the case file")
     return est.tokens, (f"not recorded by the run: {est.tokens:,} tokens estimated by vLLM's memory planner "
-                        f"({spec['model']}, {float(spec['gpu_memory_gib']):g} GiB from {why})")
+                        f"({spec['model']}, {float(spec['gpu_memory_gib']):g} GiB from {why} x {util:g}, "
+                        f"{block}-token blocks, KV cache {dtype})")
 
 
 def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
@@ -258,16 +263,43 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     if not folder.is_dir():
         raise DataError(f"--run {folder}: no such run folder (vllm_meta.json, vllm_requests.jsonl, "
                         "vllm_timeseries.csv, profile_meta.yaml, profile_tp1_*.csv)")
-    plain = _plain_path(folder)
+    folder = folder.resolve()
+    run = read_run(folder)  # the run's own files, under any of LLMServingSim's names (runs.RUN_FILE_NAMES)
+    _ = (run.max_num_seqs, run.max_num_batched_tokens, run.block_size, run.gpu_memory_utilization)  # refused here,
+    # naming the field, when the run records one wrongly or (for the two budgets) not at all
+    plain = _plain_path(folder)  # the operator profiles, .gz tables read through
+    if not (plain / "profile_meta.yaml").is_file():
+        raise DataError(f"{folder}: no profile_meta.yaml (the operator profiles' description, which names the model); "
+                        "the run folder needs the profiles measured on its GPU: profile_meta.yaml and "
+                        f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
     hf_id = _profile_model(plain)
-    facts = ModelFacts.from_config(model_config) if model_config is not None else (find_model(hf_id) if hf_id else None)
+    ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
+    ran = ran if isinstance(ran, str) and ran else None
+
+    def lookup(name):
+        """The shipped facts of a Hugging Face id (Meta's older ``Meta-Llama-3.1-...`` repository names too)."""
+        if not name:
+            return None
+        return find_model(name) or find_model(name.replace("Meta-Llama-", "Llama-"))
+
+    if model_config is not None:
+        facts = ModelFacts.from_config(model_config)
+    else:
+        facts, served = lookup(hf_id), lookup(ran)
+        if facts is not None and served is not None and facts.name != served.name:
+            raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} ({facts.name}) but vllm_meta.json ran "
+                            f"{ran!r} ({served.name}): the operator profiles must be measured on the served model "
+                            "(or give its config.json with --model-config)")
+        facts = facts or (served if not hf_id else None)
     if facts is None:
-        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
-                        "hold; give its config.json (--model-config)")
-    spec = {"run": plain.name, "profile": plain.name, "n_layers": facts.n_layers, "_facts": facts,
+        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}"
+                        + (f" (vllm_meta.json: {ran!r})" if ran and ran != hf_id else "")
+                        + ", which the shipped model facts do not hold (`fluidq models list`); give its config.json "
+                        "(--model-config)")
+    # absolute paths: the run read where it is, the profiles from their readable copy
+    spec = {"run": str(folder), "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
             "_all_latency_rows": True,
             "description": f"the run in {folder} ({facts.name})"}
-    run = read_run(plain)
     parallel = run.tensor_parallel_size > 1 or run.pipeline_parallel_size > 1 or run.expert_parallel
     if parallel and not (plain / "peer_sim_config.json").is_file():
         raise DataError(f"{folder}: tensor_parallel_size = {run.tensor_parallel_size}, pipeline_parallel_size = "
@@ -275,18 +307,26 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "the operator profiles hold no communication; put a peer_sim_config.json with link_bw (GB/s) "
                         "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
                         "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
+    tp = run.tensor_parallel_size
+    for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):
+        f = plain / f"profile_tp{tp}_{part}.csv"
+        if not f.is_file():
+            raise DataError(f"{folder}: no profile_tp{tp}_{part}.csv; the run's tensor_parallel_size = {tp} needs the "
+                            f"operator profiles measured at that size (LLMServingSim's profile_tp{tp}_*.csv)")
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")
         gib = float(mem) / 2**30 if isinstance(mem, (int, float)) else _gpu_memory_from_folder(plain)
         if gib is None:
-            raise DataError(f"{folder}: the run records neither its KV cache nor its GPU memory "
-                            "(vllm_meta.json hardware, peer_sim_config.json npu_mem)")
+            raise DataError(f"{folder}: the run records neither its KV cache (vllm_meta.json kv_cache.num_gpu_blocks "
+                            "or num_kv_tokens) nor its GPU memory (vllm_meta.json hardware.device_total_memory_bytes, "
+                            "or peer_sim_config.json npu_mem.mem_size in GiB): give one of them")
         spec["kv"] = {"_facts": facts, "model": facts.name, "gpu_memory_gib": gib,
+                      "gpu_memory_utilization": run.gpu_memory_utilization,
                       "gpu_memory_source": "vllm_meta.json" if isinstance(mem, (int, float)) else "peer_sim_config.json"}
     name = f"run-{folder.name}"
     return Case(name=name, kind="serving_run", source="the run folder", fast=False, spec=spec,
-                path=str(folder)), plain.parent
+                path=str(folder)), folder.parent
 
 
 def _case_facts(case: Case, spec: dict):
@@ -321,7 +361,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     from .deployment import predict_deployment
-    from .runs import capacity_regimes
+    from .runs import capacity_regimes, kv_in_use_tokens
 
     s = case.spec
     tg = s.get("targets", {})
@@ -347,28 +387,43 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                               tensor_parallel_size=run.tensor_parallel_size,
                               pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                               enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv,
-                              model=facts, comm=comm)
+                              block_size=run.block_size, model=facts, comm=comm)
     sat = saturated_throughput(run)
-    reg = capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=dp)
+    # the measured side: the run's own columns and requests, and the KV cache only as the run recorded it
+    # (never the planner's estimate, which is the prediction's)
+    reg = capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=dp,
+                           kv_in_use_tokens=kv_in_use_tokens(run), kv_capacity_tokens=run.kv_capacity_tokens,
+                           tick_s=run.tick_s)
+    dropped = "".join(f"; {v} request(s) {k} left out" for k, v in run.dropped.items())
     qg = queue_growth(run)
     rows, info = [], {}
     lim = float(tg.get("capacity_pct", 10.0))
     aim = float(tg.get("capacity_aim_pct", 5.0))
     st, rp = reg["steady"], reg["ramp"]
-    e = _err(pred.tokens_per_s, st["tokens_per_s"])
-    rows.append(Row(case=case.name, source=case.source, quantity="capacity (served tokens/s, steady state)",
-                    predicted=pred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=e,
-                    target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(e, lim),
-                    note=f"measured over the {st['seconds']} s under the binding limit ({reg['binding']}, "
-                         f"{st['window_s'][0]:.0f}-{st['window_s'][1]:.0f} s); 95 % CI "
-                         f"{st['ci'][0]:.0f}-{st['ci'][1]:.0f}; predicted: {pred.inputs.get('layout', '')}"
-                         + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")
-                         + _interval_words(pred.tokens_per_s, st["ci"], st["tokens_per_s"], aim)))
+    steady_ok = bool(np.isfinite(st["tokens_per_s"]))
+
+    def cap_row(quantity, predicted, note):
+        """A capacity row against the steady state, or -- when the run has none -- a skipped row saying so."""
+        if not steady_ok:
+            return Row(case=case.name, source=case.source, quantity=quantity, predicted=predicted, measured=None,
+                       unit="tokens/s", error_pct=None, target=f"within ±{lim:g} % (aim ±{aim:g} %)", status="skip",
+                       note=f"not scored: {st['note']}; the run shows no capacity to compare with" + dropped)
+        e = _err(predicted, st["tokens_per_s"])
+        return Row(case=case.name, source=case.source, quantity=quantity, predicted=predicted,
+                   measured=st["tokens_per_s"], unit="tokens/s", error_pct=e,
+                   target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(e, lim),
+                   note=note + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")
+                   + _interval_words(predicted, st["ci"], st["tokens_per_s"], aim) + dropped)
+
+    rows.append(cap_row("capacity (served tokens/s, steady state)", pred.tokens_per_s,
+                        f"measured over the {st['seconds']:g} s under the binding limit ({reg['binding']}, "
+                        f"{st['window_s'][0]:.0f}-{st['window_s'][1]:.0f} s); 95 % CI "
+                        f"{st['ci'][0]:.0f}-{st['ci'][1]:.0f}; predicted: {pred.inputs.get('layout', '')}"))
     # the same deployment predicted by fluidq.simulate (predict_deployment(method="simulate")): the
     # benchmark as offered -- its requests' lengths, each sent once in the client's order, Poisson at its
     # request rate (the client's schedule: requests over the arrival span; no engine timing is read) -- logged
     # in 1 s ticks and read by the same capacity_regimes estimator as the run
-    caching = bool((run.meta.get("kv_cache") or {}).get("enable_prefix_caching", False))
+    caching = run.prefix_caching
     span = float(run.arrival_s[-1] - run.arrival_s[0])
     rate = (len(run) - 1) / span if span > 0 else None
     n_rep = 5 if ctx.get("fast") else 10
@@ -376,9 +431,12 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     max_num_batched_tokens=run.max_num_batched_tokens, tensor_parallel_size=run.tensor_parallel_size,
                     pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                     enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv, model=facts, comm=comm,
-                    enable_prefix_caching=caching)
+                    enable_prefix_caching=caching, block_size=run.block_size,
+                    async_scheduling=run.async_scheduling)
     spred = None
-    if rate is not None and run.pipeline_parallel_size == 1:
+    if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)
+        rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", None, ""))
+    elif rate is not None and run.pipeline_parallel_size == 1:
         # the benchmark sends its request list in order (LLMServingSim's bench runner, which made these runs:
         # dataset row N as request bench-N at the row's arrival offset; vLLM's bench client likewise), so
         # the simulated benchmark keeps that order (the ids' numbers) and draws only the gaps
@@ -387,19 +445,14 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                    replications=n_rep, seed=int(s.get("seed", 2024)), order="given",
                                    **{**dep_args, "input_tokens": run.input_tokens[co],
                                       "output_tokens": run.output_tokens[co]})
-        es = _err(spred.tokens_per_s, st["tokens_per_s"])
         reps = np.asarray(spred.replications)
-        rows.append(Row(case=case.name, source=case.source,
-                        quantity="capacity (fluidq.simulate of the benchmark, steady state)",
-                        predicted=spred.tokens_per_s, measured=st["tokens_per_s"], unit="tokens/s", error_pct=es,
-                        target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(es, lim),
-                        note=f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
-                             f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s; the capacity_regimes "
-                             f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
-                             f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
-                             f"{reps.min():.0f}-{reps.max():.0f}"
-                             + ("" if es is None or abs(es) <= aim else f"; outside the {aim:g} % aim")
-                             + _interval_words(spred.tokens_per_s, st["ci"], st["tokens_per_s"], aim)))
+        rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", spred.tokens_per_s,
+                            f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
+                            f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s, async scheduling "
+                            f"{'on' if run.async_scheduling else 'off'} (the run's); the capacity_regimes "
+                            f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
+                            f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
+                            f"{reps.min():.0f}-{reps.max():.0f}"))
     if not ctx.get("fast") and run.pipeline_parallel_size == 1:
         # the engine's stationary saturated throughput (no benchmark given): what `fluidq capacity
         # --profile-dir --method simulate` answers by default; a different quantity from a finite run's window
@@ -416,20 +469,28 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         info["stationary_simulated"] = stat.to_dict()
     rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
                     predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
-                    note=(f"{rp['seconds']} saturated s before the binding limit holds "
+                    note=(f"{rp['seconds']:g} saturated s before the binding limit holds "
                           f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), "
                           + (f"95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}" if np.isfinite(rp["ci"][0])
-                             else "no interval from one tick")
+                             else f"no number ({rp['note']})")
                           if rp["seconds"] else "no saturated tick before the binding limit holds")
-                         + f"; all {sat['seconds']} saturated s together: {sat['tokens_per_s']:.0f} tokens/s"))
+                         + (f"; all {sat['seconds']} saturated ticks together: {sat['tokens_per_s']:.0f} tokens/s"
+                            if np.isfinite(sat["tokens_per_s"]) else f"; {sat.get('note', '')}")))
     # which limit binds: the measurements alone say so (never the case file's expected answer), through
     # running vs max_num_seqs and KV use while requests wait; neither full means the token budget binds
     meas_bind = reg["binding"]
+    resolved = meas_bind in ("k_max", "kv_cache", "token_budget") and steady_ok
     rows.append(Row(case=case.name, source=case.source, quantity="binding limit", predicted=pred.binding,
-                    measured=meas_bind, target="same limit", status="pass" if pred.binding == meas_bind else "miss",
-                    note=f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
+                    measured=meas_bind, target="same limit",
+                    status=("pass" if pred.binding == meas_bind else "miss") if resolved else "skip",
+                    note=("" if resolved else "not scored: the run does not say which limit binds"
+                          + ("" if steady_ok else " (no steady state)") + "; ")
+                         + f"measured from: {reg['binding_source']}; "
+                         f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
                          + (f" x DP{dp}" if dp > 1 else "")
-                         + f", KV use {sat['kv_pct_mean']:.0f} %; KV capacity {kv} tokens ({kv_note})"
+                         + (f", KV use {sat['kv_pct_mean']:.0f} %" if sat["kv_pct_mean"] > 0
+                            else ", KV use not recorded (its column absent or 0)")
+                         + f"; KV capacity {kv} tokens ({kv_note})"
                          + (f"; the simulated benchmark's log binds on {spred.binding}" if spred is not None else "")))
     rows.append(Row(case=case.name, source=case.source, quantity="requests resident at saturation (N)",
                     predicted=pred.residents, measured=sat["running_mean"], unit="requests",
@@ -465,9 +526,13 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
         rmodel, rb, rk = LockstepRanks(model, dp), dp * rb, dp * rk
         rkv = None if kv is None else dp * kv
-    replayable = run.pipeline_parallel_size == 1 and (dp == 1 or lockstep)
+    # dense data-parallel replicas are replayed as dp engines, the requests dealt to them in the client's order
+    # (vLLM's DP load balancer sends each request to the least loaded engine and counts it at once, which
+    # for identical engines under load deals them in turn)
+    replicas = dp if (dp > 1 and not lockstep) else 1
+    replayable = run.pipeline_parallel_size == 1
     if not replayable:
-        md += ["Latency replay: not run for this layout (the replay models one engine or lockstep MoE ranks).", ""]
+        md += ["Latency replay: not run for this layout (the replay models engines without pipeline stages).", ""]
     if not ctx.get("fast_replay_skip") and replayable:
         t0 = time.time()
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
@@ -494,15 +559,30 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     "tpot_s": (r["finish_s"] - r["prefill_done_s"]) / np.maximum(r["output_tokens"] - 1, 1)}
 
         eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=caching, name=case.name,
-                          async_scheduling=run.async_scheduling)
-        sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
-        rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
-        lat = lat_of(sim0)
-        if st["seconds"]:
+                          async_scheduling=run.async_scheduling, block_size=run.block_size)
+        if replicas == 1:
+            sim0 = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
+            rep = ReplayResult.from_sim(sim0)  # per-request times and the running trace, for the plot
+            reps_, lat = [rep], lat_of(sim0)
+        else:
+            sims = [simulate(eng, {k: v[i::replicas] for k, v in reqs.items()}, "vllm-chunked",
+                             n_requests=len(reqs["arrival_s"][i::replicas]), record_iterations=True)
+                    for i in range(replicas)]
+            reps_ = [ReplayResult.from_sim(x) for x in sims]
+            lats = [lat_of(x) for x in sims]
+            lat = {k: np.concatenate([x[k] for x in lats]) for k in lats[0]}
+            o = np.argsort(np.concatenate([r.arrival_s for r in reps_]), kind="stable")
+            cat = {k: np.concatenate([getattr(r, k) for r in reps_])[o]
+                   for k in ("arrival_s", "first_token_s", "last_token_s", "output_tokens")}
+            rep = ReplayResult(**cat, iterations=sum(r.iterations for r in reps_),
+                               preemptions=sum(r.preemptions for r in reps_), running_trace=np.empty((0, 4)))
+            md += [f"Latency replay: the {replicas} DP replicas as {replicas} engines, the requests dealt to them in "
+                   "turn in the client's order.", ""]
+        if steady_ok:
             # the same steady window in the simulation of the run's arrivals (preemptions and admission
             # included, which the fluid capacity leaves out); ticks cover (t - 1, t]
-            w0, w1 = st["window_s"][0] - 1.0, st["window_s"][1]
-            rcap = rep.served_tokens_per_s(w0, w1)
+            w0, w1 = st["window_s"][0] - run.tick_s, st["window_s"][1]
+            rcap = float(sum(r.served_tokens_per_s(w0, w1) for r in reps_))
             er = _err(rcap, st["tokens_per_s"])
             rows.insert(1, Row(case=case.name, source=case.source,
                                quantity="capacity (replayed arrivals, the same steady window)", predicted=rcap,
@@ -511,7 +591,9 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                note=f"fluidq.simulate on the run's arrivals and lengths, useful tokens over "
                                     f"{w0:.0f}-{w1:.0f} s (recomputation after a preemption not counted)"
                                     + (f"; the {dp} DP ranks replayed in lockstep, the slowest rank setting each "
-                                       "iteration" if lockstep else "")))
+                                       "iteration" if lockstep else "")
+                                    + (f"; {replicas} DP replicas replayed as {replicas} engines, the requests dealt "
+                                       "in turn" if replicas > 1 else "")))
             info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
@@ -553,7 +635,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                       "engine read each one (the end of the batch running at its arrival), as vLLM measures them "
                       "from `queued_ts`; " if sent is not None else "requests arriving at their `queued_ts`; ")
                    + f"TTFT = end of the prefill's iteration, vLLM's definition): "
-                   f"{sim0.n_iterations} iterations, {sim0.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
+                   f"{rep.iterations} iterations, {rep.preemptions} preemptions, {sec0:.1f} s. {sim_note}"]
         # a case reports four metrics as rows (the table has all 15); `fluidq validate --run` all 15
         for k in (list(meas) if s.get("_all_latency_rows") else ("TTFT Mean", "TPOT Mean", "Latency Mean",
                                                                  "Latency P90")):
@@ -563,7 +645,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
                             target=f"within peer's ±{abs(pe):.1f} %" if pe is not None else "",
                             status=("pass" if ok else "miss") if pe is not None else "info",
-                            note="fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator"))
+                            note="fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator"
+                                 + dropped))
         if peer:
             mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))

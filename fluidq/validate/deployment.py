@@ -254,7 +254,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        comm=None, link_bandwidth_gbps: float | None = None, link_latency_us: float | None = None,
                        all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
                        arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
-                       replications: int = 5, seed: int = 2024, order: str = "random"):
+                       replications: int = 5, seed: int = 2024, order: str = "random",
+                       async_scheduling: bool = False):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -296,6 +297,10 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         ``vllm bench serve``, and LLMServingSim's bench runner, which sends dataset row ``N`` as request
         ``bench-N`` at the row's recorded arrival offset).
 
+    async_scheduling : bool
+        With ``method="simulate"``: vLLM's ``--async-scheduling`` (its default since 0.14): each batch scheduled
+        while the previous one runs, a finished request holding its slot and KV through one more batch.
+
     Returns
     -------
     CapacityPrediction
@@ -315,6 +320,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         raise ParameterError("enable_expert_parallel", enable_expert_parallel, "True or False")
     if not isinstance(enable_prefix_caching, bool):
         raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
+    if not isinstance(async_scheduling, bool):
+        raise ParameterError("async_scheduling", async_scheduling, "True or False")
     if method not in ("fluid", "simulate"):
         raise ParameterError("method", method, '"fluid" (the flow-balance formula) or "simulate" (fluidq.simulate '
                              "saturated)")
@@ -349,7 +356,8 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                              prefix_caching=enable_prefix_caching, overload=overload,
                                              arrival_rate=arrival_rate,
                                              n_requests=n_requests, replications=replications, seed=seed,
-                                             fluid=pred, order=order), limits=limits)
+                                             fluid=pred, order=order, async_scheduling=async_scheduling),
+                           limits=limits)
             how = f"DP{dp} MoE ranks simulated in lockstep, the slowest rank setting each iteration"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
@@ -360,7 +368,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                     block_size=block, prefix_caching=enable_prefix_caching, overload=overload,
                                     arrival_rate=None if arrival_rate is None else arrival_rate / n,
                                     n_requests=n_requests, replications=replications, seed=seed, fluid=one,
-                                    order=order)
+                                    order=order, async_scheduling=async_scheduling)
         pred = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
                        residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()},
                        ci=None if one.ci is None else (n * one.ci[0], n * one.ci[1]),
@@ -375,6 +383,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  "data_parallel_size": dp, "expert_parallel_size": ep,
                                  "communication": link.describe() if link is not None else None,
                                  "method": method, "enable_prefix_caching": enable_prefix_caching,
+                                 "async_scheduling": async_scheduling,
                                  "layout": " x ".join(layout) + f": {how}"})
 
 

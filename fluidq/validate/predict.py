@@ -171,7 +171,8 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
                       kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
                       arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
                       replications: int = 5, seed: int = 2024,
-                      fluid: CapacityPrediction | None = None, order: str = "random") -> CapacityPrediction:
+                      fluid: CapacityPrediction | None = None, order: str = "random",
+                      async_scheduling: bool = False) -> CapacityPrediction:
     """Served tokens/s of :func:`fluidq.simulate` on the deployment's vLLM engine under overload, no run read.
 
     The engine is :func:`~fluidq.validate.replay.vllm_engine` (the iteration model's batch time by
@@ -236,7 +237,7 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
         n_requests = 2000
     lam = arrival_rate if arrival_rate is not None else overload * fluid.requests_per_s
     eng = vllm_engine(model, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
-                      block_size=block_size, prefix_caching=prefix_caching)
+                      block_size=block_size, prefix_caching=prefix_caching, async_scheduling=bool(async_scheduling))
     est, res, windows, bind, preempt = [], [], [], [], 0
     for g in np.random.SeedSequence(int(seed)).spawn(replications):
         rng = np.random.default_rng(g)
@@ -249,9 +250,10 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
                        "vllm-chunked", n_requests=n_requests, record_iterations=True)
         preempt += int(sim.preemptions)
         ts = _ticks(sim, kv_capacity_tokens)
-        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12)
+        # min_ticks=1: one replication's window may be short; the interval comes from the replications
+        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12, min_ticks=1)
         st = reg["steady"]
-        if not st["seconds"]:
+        if not np.isfinite(st["tokens_per_s"]):  # no steady state long enough in this replication
             continue
         est.append(st["tokens_per_s"])
         hold = (ts["t"] >= st["window_s"][0]) & (ts["t"] <= st["window_s"][1]) & (ts["waiting"] > 0)

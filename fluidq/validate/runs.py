@@ -11,7 +11,11 @@ A *run* is a folder in the LLMServingSim format (Cho et al., casys-kaist/LLMServ
   ``tensor_parallel_size``) and, when recorded, the KV-cache size.
 
 The GPU harness in ``validation/gpu/`` writes the same three files, so its runs are read by the
-same code.
+same code.  LLMServingSim's bench runner itself names them ``meta.json``, ``requests.jsonl``,
+``timeseries.csv`` (its examples keep them under ``vllm/``): every such name is read
+(:data:`RUN_FILE_NAMES`), and so are other recorders' request fields and vLLM's metric names for the
+timeseries columns (:data:`REQUEST_ALIASES`, :data:`TS_ALIASES`).  vLLM's options are read from its
+resolved config first (:meth:`ServingRun._option`).
 
 Measured quantities
 -------------------
@@ -29,6 +33,9 @@ data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` wh
 plateau, >= 95 % of its saturated maximum); the *start-up ramp* is the saturated ticks before the first steady
 one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
 with a 95 % interval from batch means over blocks of ticks (per-tick throughput is autocorrelated).
+A run whose KV-use column is absent or stayed 0 has its KV use rebuilt from the requests' own
+timestamps (:func:`kv_in_use_tokens`); a regime of fewer than 3 ticks has no capacity (a short run says
+"no steady state").
 """
 from __future__ import annotations
 
@@ -44,7 +51,7 @@ import numpy as np
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
 
-__all__ = ["ServingRun", "read_run", "read_peer_summary", "saturated_throughput", "capacity_regimes",
+__all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
            "queue_growth", "latency_metrics", "open_text"]
 
 
@@ -68,6 +75,15 @@ class ServingRun:
     request_index : ndarray or None
         Per request, its place in the benchmark client's request list (the ``N`` of a ``request_id`` such
         as ``bench-N``), when every request's id ends in a number; else None.
+    scheduled_s : ndarray or None
+        Per request, vLLM's ``scheduled_ts`` (its first admission) on the same clock, when every request has it.
+    dropped : dict
+        Requests left out of every measured and replayed number, counted by why: ``"failed"`` (a record with
+        null timestamps: LLMServingSim's bench writes one for a request that returned no metrics) and
+        ``"no output token"`` (``output_toks`` < 1: an aborted request).
+    files : dict
+        The files read: ``meta``, ``requests``, ``timeseries`` (their names differ between LLMServingSim
+        versions, see :func:`run_file`).
     sent_s : ndarray or None
         Per request, when the client handed it to vLLM (``arrival_time``, vLLM's wall-clock stamp in the
         front end) on the engine's clock: shifted by the smallest ``queued_ts - arrival_time`` of the run
@@ -88,42 +104,111 @@ class ServingRun:
     meta: dict = field(repr=False)
     request_index: np.ndarray | None = field(default=None, repr=False)
     sent_s: np.ndarray | None = field(default=None, repr=False)
+    scheduled_s: np.ndarray | None = field(default=None, repr=False)
+    dropped: dict = field(default_factory=dict, repr=False)
+    files: dict = field(default_factory=dict, repr=False)
 
     @property
     def engine_kwargs(self) -> dict:
-        return self.meta.get("engine_kwargs", {})
+        return self.meta.get("engine_kwargs") or {}
+
+    def _option(self, key: str, section: str, *, default=None, kind=int, sources=None):
+        """A vLLM option of the run: vLLM's resolved ``resolved_config.<section>.<key>`` (what the engine
+        ran with), else ``kv_cache.<key>`` for the cache options, else ``engine_kwargs.<key>`` (what the
+        bench asked for), else ``default``; a null value counts as not recorded.  ``default=None``: a
+        run recording none of them is refused naming the field."""
+        where = sources or [(f"resolved_config.{section}", (self.meta.get("resolved_config") or {}).get(section)),
+                            ("kv_cache", self.meta.get("kv_cache") if section == "cache_config" else None),
+                            ("engine_kwargs", self.engine_kwargs)]
+        for name, doc in where:
+            if not isinstance(doc, dict) or doc.get(key) is None:
+                continue
+            v = doc[key]
+            if kind is bool:
+                if isinstance(v, bool):
+                    return v
+            elif kind is str:
+                return str(v)
+            elif not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and (
+                    kind is float or float(v).is_integer()):
+                return kind(v)
+            raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected "
+                            + {bool: "true or false", int: "a whole number >= 1", float: "a number > 0"}[kind])
+        if default is None:
+            raise DataError(f"{self.files.get('meta', self.path)} records no {key} (engine_kwargs.{key} or "
+                            f"resolved_config.{section}.{key}): the engine's {key} is needed to predict the run")
+        return default
 
     @property
     def max_num_seqs(self) -> int:
-        return int(self.engine_kwargs.get("max_num_seqs", 256))
+        return self._option("max_num_seqs", "scheduler_config")
 
     @property
     def max_num_batched_tokens(self) -> int:
-        return int(self.engine_kwargs.get("max_num_batched_tokens", 2048))
+        return self._option("max_num_batched_tokens", "scheduler_config")
 
     @property
     def tensor_parallel_size(self) -> int:
-        return int(self.engine_kwargs.get("tensor_parallel_size", 1))
+        return self._option("tensor_parallel_size", "parallel_config", default=1)
 
     @property
     def data_parallel_size(self) -> int:
-        return int(self.engine_kwargs.get("data_parallel_size", 1) or 1)
+        return self._option("data_parallel_size", "parallel_config", default=1)
 
     @property
     def pipeline_parallel_size(self) -> int:
-        return int(self.engine_kwargs.get("pipeline_parallel_size", 1) or 1)
+        return self._option("pipeline_parallel_size", "parallel_config", default=1)
 
     @property
     def expert_parallel(self) -> bool:
-        return bool(self.engine_kwargs.get("enable_expert_parallel", False))
+        return self._option("enable_expert_parallel", "parallel_config", default=False, kind=bool)
+
+    @property
+    def block_size(self) -> int:
+        """Tokens per KV block (``kv_cache.block_size``, the resolved ``cache_config``, ``engine_kwargs``;
+        vLLM's default 16 when none records it)."""
+        return self._option("block_size", "cache_config", default=16)
+
+    @property
+    def gpu_memory_utilization(self) -> float:
+        """vLLM's ``--gpu-memory-utilization`` as recorded (its default 0.9 when not)."""
+        v = self._option("gpu_memory_utilization", "cache_config", default=0.9, kind=float)
+        if not 0 < v <= 1:
+            raise DataError(f"{self.files.get('meta', self.path)}: gpu_memory_utilization = {v:g}: expected a fraction in (0, 1]")
+        return v
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        """``kv_cache_dtype`` (``engine_kwargs``) or the resolved ``cache_config.cache_dtype``; "auto" when neither."""
+        v = self._option("kv_cache_dtype", "cache_config", default="auto", kind=str)
+        if v == "auto":
+            v = self._option("cache_dtype", "cache_config", default="auto", kind=str)
+        return v
+
+    @property
+    def prefix_caching(self) -> bool:
+        """Whether the run's engine had prefix caching on (``kv_cache`` / resolved ``cache_config`` /
+        ``engine_kwargs`` ``enable_prefix_caching``); not recorded: off (as fluidq has always replayed such
+        runs; it matters only when requests are preempted and re-admitted)."""
+        return self._option("enable_prefix_caching", "cache_config", default=False, kind=bool)
 
     @property
     def kv_capacity_tokens(self) -> int | None:
+        """The KV cache of one engine in tokens as vLLM allocated it: ``kv_cache.num_kv_tokens``, else
+        ``num_gpu_blocks x block_size`` (``kv_cache`` or the resolved ``cache_config``), else the resolved
+        ``cache_config.kv_cache_size_tokens`` (newer vLLM); None when the run records none."""
         kv = self.meta.get("kv_cache") or {}
-        if kv.get("num_kv_tokens"):
-            return int(kv["num_kv_tokens"])
-        if kv.get("num_gpu_blocks") and kv.get("block_size"):
-            return int(kv["num_gpu_blocks"]) * int(kv["block_size"])
+        cc = (self.meta.get("resolved_config") or {}).get("cache_config") or {}
+        for doc, key, name in ((kv, "num_kv_tokens", "kv_cache"), (kv, "num_gpu_blocks", "kv_cache"),
+                               (cc, "num_gpu_blocks", "resolved_config.cache_config"),
+                               (cc, "kv_cache_size_tokens", "resolved_config.cache_config")):
+            v = doc.get(key) if isinstance(doc, dict) else None
+            if v is None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer() or v < 1:
+                raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected a whole "
+                                "number >= 1")
+            return int(v) * (self.block_size if key == "num_gpu_blocks" else 1)
         return None
 
     @property
@@ -139,6 +224,17 @@ class ServingRun:
             return self.engine_kwargs["async_scheduling"]
         m = re.match(r"(\d+)\.(\d+)", str(self.meta.get("vllm_version", "")))
         return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 14) and self.pipeline_parallel_size == 1
+
+    @property
+    def tick_s(self) -> float:
+        """Seconds per row of the timeseries: ``tick_seconds`` in ``vllm_meta.json``, else the median step of
+        its ``t`` column, else 1."""
+        v = self.meta.get("tick_seconds")
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            return float(v)
+        t = np.asarray(self.timeseries.get("t", []), dtype=float)
+        d = np.diff(t)
+        return float(np.median(d)) if d.size and np.median(d) > 0 else 1.0
 
     @property
     def gpu(self) -> str:
@@ -175,14 +271,110 @@ class ServingRun:
         return len(self.arrival_s)
 
 
+# the run's three files under the names LLMServingSim's versions give them: the shared runs' ``vllm_*``,
+# its bench runner's own output folder (``meta.json``, ...), its examples' ``vllm/`` subfolder
+RUN_FILE_NAMES = {"meta": ("vllm_meta.json", "meta.json", "vllm/meta.json"),
+                  "requests": ("vllm_requests.jsonl", "requests.jsonl", "vllm/requests.jsonl"),
+                  "timeseries": ("vllm_timeseries.csv", "timeseries.csv", "vllm/timeseries.csv")}
+
+# per-request fields under the names other recorders give them (vLLM's RequestStateStats names the stamps)
+REQUEST_ALIASES = {"input_toks": ("prompt_tokens", "num_prompt_tokens", "input_tokens", "prompt_len", "input_len"),
+                   "output_toks": ("output_tokens", "num_generation_tokens", "num_output_tokens",
+                                   "completion_tokens", "output_len")}
+
+# timeseries columns under vLLM's own metric names (with or without the ``vllm:`` prefix); a KV-use
+# column named as vLLM's gauges is a fraction (1 = full), ``kv_cache_pct`` a percentage
+TS_ALIASES = {"t": ("time", "time_s", "elapsed_s", "timestamp"),
+              "prompt_throughput": ("prompt_tokens_per_s", "avg_prompt_throughput", "prompt_throughput_toks_per_s"),
+              "gen_throughput": ("generation_throughput", "generation_tokens_per_s", "avg_generation_throughput",
+                                 "gen_throughput_toks_per_s"),
+              "running": ("num_running", "num_requests_running", "num_running_reqs"),
+              "waiting": ("num_waiting", "num_requests_waiting", "num_waiting_reqs", "pending"),
+              "kv_cache_pct": ("kv_cache_usage_pct", "gpu_cache_usage_pct"),
+              "preempted": ("num_preempted", "num_preempted_reqs", "num_preemptions")}
+TS_FRACTION_ALIASES = ("kv_cache_usage", "kv_cache_usage_perc", "gpu_cache_usage_perc", "gpu_cache_usage")
+TS_REQUIRED = ("t", "prompt_throughput", "gen_throughput", "running", "waiting")
+
+
+def run_file(folder, kind: str) -> Path:
+    """The run's ``kind`` file (``"meta"``, ``"requests"``, ``"timeseries"``) in ``folder``, under any name of
+    :data:`RUN_FILE_NAMES` (gzipped too); a folder with none of them is refused naming them."""
+    folder = Path(folder)
+    for n in RUN_FILE_NAMES[kind]:
+        for cand in (folder / n, folder / (n + ".gz")):
+            if cand.is_file():
+                return folder / n
+    raise DataError(f"{folder}: no {' or '.join(RUN_FILE_NAMES[kind])} (the run's {kind}; LLMServingSim's layout "
+                    "is vllm_meta.json, vllm_requests.jsonl, vllm_timeseries.csv)")
+
+
+def _request_value(r: dict, key: str):
+    if key in r:
+        return r[key]
+    for a in REQUEST_ALIASES.get(key, ()):
+        if a in r:
+            return r[a]
+    raise KeyError(key)
+
+
+def _read_timeseries(tsp: Path) -> dict:
+    """The timeseries columns by fluidq's names (aliases mapped, a KV fraction made a percentage); an unknown
+    layout is refused naming the missing column and the names accepted for it."""
+    raw = {}
+    with open_text(tsp) as f:
+        reader = csv.DictReader(f)
+        try:
+            for r in reader:
+                for k, v in r.items():
+                    if k is None:
+                        raise DataError(f"{tsp}, line {reader.line_num}: more cells than the header names")
+                    try:
+                        x = float(v)
+                    except (TypeError, ValueError):
+                        raise DataError(f"{tsp}, line {reader.line_num}: column {k!r} = {v!r}: not a number") from None
+                    raw.setdefault(k, []).append(x)
+        except csv.Error as exc:
+            raise DataError(f"{tsp}, line {reader.line_num}: not a CSV row ({exc})") from None
+    names = {k.strip().removeprefix("vllm:"): k for k in raw}
+    ts = {}
+    for key, aliases in TS_ALIASES.items():
+        for n in (key, *aliases):
+            if n in names:
+                ts[key] = np.asarray(raw[names[n]], dtype=float)
+                break
+    if "kv_cache_pct" not in ts:
+        for n in TS_FRACTION_ALIASES:
+            if n in names:
+                ts["kv_cache_pct"] = 100.0 * np.asarray(raw[names[n]], dtype=float)
+                break
+    for k, v in raw.items():  # every other column under its own name
+        ts.setdefault(k, np.asarray(v, dtype=float))
+    for k in TS_REQUIRED:
+        if k not in ts:
+            raise DataError(f"{tsp}: no column {k!r} (accepted names: {', '.join((k,) + TS_ALIASES[k])}); its "
+                            f"columns are {', '.join(map(repr, raw)) or 'none'}")
+        if not np.all(np.isfinite(ts[k])):
+            raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
+    if ts["t"].size == 0:
+        raise DataError(f"{tsp}: no rows")
+    return ts
+
+
 def read_run(path) -> ServingRun:
-    """Read a run folder (see the module docstring for the format)."""
+    """Read a run folder (see the module docstring for the format; file names of :data:`RUN_FILE_NAMES`,
+    request fields and timeseries columns under the aliases of :data:`REQUEST_ALIASES` and :data:`TS_ALIASES`).
+
+    A request with null timestamps (failed: LLMServingSim's bench writes that when vLLM returned no
+    metrics) or no output token is left out of every number and counted in ``dropped``; any other
+    malformed request is refused naming the file, line and field."""
     path = Path(path)
     if not path.is_dir():
         raise DataError(f"{path}: not a run folder (expected vllm_requests.jsonl, vllm_timeseries.csv, "
                         "vllm_meta.json)")
+    req = run_file(path, "requests")
+    tsp = run_file(path, "timeseries")
+    mp = run_file(path, "meta")
     rows = []
-    req = path / "vllm_requests.jsonl"
     with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
@@ -198,10 +390,20 @@ def read_run(path) -> ServingRun:
     if not rows:
         raise DataError(f"{req}: no requests")
     need = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
+    stamps = ("queued_ts", "first_token_ts", "last_token_ts")
+    kept, dropped = [], {}
     for line, r in rows:
-        miss = [k for k in need if k not in r]
+        miss = []
+        for k in need:
+            try:
+                r[k] = _request_value(r, k)
+            except KeyError:
+                miss.append(k + (f" (or {', '.join(REQUEST_ALIASES[k])})" if k in REQUEST_ALIASES else ""))
         if miss:
             raise DataError(f"{req}, line {line}: missing {', '.join(miss)}")
+        if any(r[k] is None for k in stamps):
+            dropped["failed"] = dropped.get("failed", 0) + 1
+            continue
         for k in need:
             v = r[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
@@ -210,42 +412,39 @@ def read_run(path) -> ServingRun:
             if not (float(r[k]).is_integer() and 0 <= r[k] <= 2**31 - 1):
                 raise DataError(f"{req}, line {line}: {k} = {r[k]!r}: expected a whole number of tokens in "
                                 "[0, 2**31-1]")
-    rows.sort(key=lambda lr: lr[1]["queued_ts"])
-    rows = [r for _, r in rows]
+        if r["output_toks"] < 1 or r["input_toks"] < 1:
+            dropped["no output token" if r["output_toks"] < 1 else "no prompt token"] = dropped.get(
+                "no output token" if r["output_toks"] < 1 else "no prompt token", 0) + 1
+            continue
+        kept.append((line, r))
+    if not kept:
+        raise DataError(f"{req}: no request with timestamps and an output token ({', '.join(f'{v} {k}' for k, v in dropped.items())})")
+    kept.sort(key=lambda lr: lr[1]["queued_ts"])
+    rows = [r for _, r in kept]
     q = np.array([float(r["queued_ts"]) for r in rows])
     t0 = q[0]
-    ts = {}
-    tsp = path / "vllm_timeseries.csv"
-    with open_text(tsp) as f:
-        reader = csv.DictReader(f)
-        try:
-            for r in reader:
-                for k, v in r.items():
-                    try:
-                        x = float(v)
-                    except (TypeError, ValueError):
-                        raise DataError(f"{tsp}, line {reader.line_num}: column {k!r} = {v!r}: not a number") from None
-                    ts.setdefault(k, []).append(x)
-        except csv.Error as exc:
-            raise DataError(f"{tsp}, line {reader.line_num}: not a CSV row ({exc})") from None
-    ts = {k: np.asarray(v) for k, v in ts.items()}
-    for k in ("t", "prompt_throughput", "gen_throughput", "running", "waiting"):
-        if k not in ts:
-            raise DataError(f"{tsp}: missing column {k!r}")
-        if not np.all(np.isfinite(ts[k])):
-            raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
-    mp = path / "vllm_meta.json"
+    ts = _read_timeseries(tsp)
+    if ts["t"].size and float(ts["t"].min()) > 1e6:
+        # a clock stamp (e.g. epoch seconds), not seconds since the run began: put it on the run's clock, by the
+        # client's wall-clock send stamps when the requests carry them, else from the first tick
+        a = [r.get("arrival_time") for r in rows]
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in a)
+        step = float(np.median(np.diff(ts["t"]))) if ts["t"].size > 1 else 1.0
+        ts["t"] = ts["t"] - (min(a) if ok and abs(float(ts["t"].min()) - min(a)) < 86400 else float(ts["t"][0]) - step)
     with open_text(mp) as f:
         meta = json_loads(f.read(), where=str(mp))
     if not isinstance(meta, dict):
         raise DataError(f"{mp}: expected a JSON object")
-    for key in ("engine_kwargs", "kv_cache", "hardware"):
+    for key in ("engine_kwargs", "kv_cache", "hardware", "resolved_config"):
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             raise DataError(f"{mp}: {key} is not an object")
     ids = [re.search(r"(\d+)$", str(r.get("request_id", ""))) for r in rows]
     request_index = np.array([int(m.group(1)) for m in ids]) if all(ids) else None
     if request_index is not None and np.unique(request_index).size != request_index.size:
         request_index = None  # ids that do not number the requests once each say no order
+    sch = [r.get("scheduled_ts") for r in rows]
+    scheduled = (np.array(sch, dtype=float) - t0 if all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                         and math.isfinite(x) for x in sch) else None)
     return ServingRun(
         name=path.name, path=str(path), request_index=request_index,
         input_tokens=np.array([int(r["input_toks"]) for r in rows]),
@@ -253,7 +452,8 @@ def read_run(path) -> ServingRun:
         arrival_s=q - t0,
         first_token_s=np.array([float(r["first_token_ts"]) for r in rows]) - t0,
         last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
-        timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0))
+        timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0), scheduled_s=scheduled, dropped=dropped,
+        files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)})
 
 
 def _sent(rows, q, t0):
@@ -323,23 +523,56 @@ def _mean_ci(x: np.ndarray, block: int = 5) -> tuple[float, tuple[float, float]]
     return m, (m - half, m + half)
 
 
+def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
+    """Per timeseries tick, the KV tokens the run's requests held at the tick's end, rebuilt from their own
+    timestamps (for a run whose ``kv_cache_pct`` column is absent or stayed 0): a request holds its prompt
+    from its admission (``scheduled_ts``, else its first token) and its generated tokens as they come
+    (spread evenly from the first token to the last) until its last token.  A preempted request is counted
+    as holding its blocks throughout (vLLM stamps only the first admission), so the figure is an upper
+    bound while requests are preempted.  Measured inputs only: no KV capacity is read."""
+    t = np.asarray(run.timeseries["t"], dtype=float)[:, None]
+    start = run.scheduled_s if run.scheduled_s is not None else run.first_token_s
+    f, last = run.first_token_s, run.last_token_s
+    out = np.zeros(t.shape[0])
+    for i in range(0, len(f), 2048):  # blocks of requests: ticks x 2048 at most in memory
+        sl = slice(i, i + 2048)
+        on = (start[None, sl] <= t) & (t < last[None, sl])
+        frac = np.clip((t - f[None, sl]) / np.maximum(last[sl] - f[sl], 1e-9)[None, :], 0.0, 1.0)
+        out += ((run.input_tokens[None, sl] + run.output_tokens[None, sl] * frac) * on).sum(axis=1)
+    return out
+
+
 def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,
-                     kv_full_pct: float = 90.0, plateau: float = 0.95) -> dict:
+                     kv_full_pct: float = 90.0, plateau: float = 0.95, kv_in_use_tokens=None,
+                     kv_capacity_tokens: int | None = None, tick_s: float = 1.0, min_ticks: int = 3) -> dict:
     """Served tokens/s per regime of an overloaded run (see the module docstring).
 
     Parameters
     ----------
     timeseries : dict of array
-        ``t, prompt_throughput, gen_throughput, running, waiting`` and optionally ``kv_cache_pct``
-        (a :class:`ServingRun`'s ``timeseries``).
+        ``t, prompt_throughput, gen_throughput, running, waiting`` and optionally ``kv_cache_pct`` and
+        ``preempted`` (a :class:`ServingRun`'s ``timeseries``).
     max_num_seqs, data_parallel_size : int
         The engine's ``max_num_seqs`` per replica and the number of replicas ``running`` counts.
+    kv_in_use_tokens : array, optional
+        Per tick, the KV tokens the requests held (:func:`kv_in_use_tokens`), read when the ``kv_cache_pct``
+        column is absent or all 0 (a stat logger that never filled it): over ``kv_capacity_tokens`` (one
+        replica's KV cache *as the run recorded it*) it stands in for the KV use; with no recorded capacity
+        its plateau (>= 90 % of its median over the saturated ticks) marks the steady state and the binding
+        limit is reported as not resolved (``"kv_cache or token_budget ..."``) unless the run's
+        ``preempted`` column shows preemptions while requests waited (vLLM preempts only when the KV cache
+        is full).
+    tick_s : float
+        Seconds per tick (``seconds`` below are ticks x ``tick_s``).
+    min_ticks : int
+        A regime of fewer ticks has no capacity: its ``tokens_per_s`` is NaN and ``note`` says why.
 
     Returns
     -------
     dict
-        ``binding`` (measured), ``steady`` and ``ramp``: each ``tokens_per_s``, ``ci`` (95 %),
-        ``seconds`` (ticks), ``window_s`` (first, last tick); ``saturated_seconds``.
+        ``binding`` (measured), ``binding_source`` (what said so), ``steady`` and ``ramp``: each
+        ``tokens_per_s``, ``ci`` (95 %), ``ticks``, ``seconds``, ``window_s`` (first, last tick stamp),
+        ``note`` (empty, or why there is no number); ``saturated_seconds``.
     """
     ts = timeseries
     t = np.asarray(ts["t"], dtype=float)
@@ -348,34 +581,63 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     sat = np.asarray(ts["waiting"], dtype=float) > 0
     kv = ts.get("kv_cache_pct")
     kv = np.asarray(kv, dtype=float) if kv is not None else np.full(t.shape, np.nan)
+    pre = ts.get("preempted")
+    preempted = pre is not None and float(np.nansum(np.asarray(pre, dtype=float)[sat])) > 0
     k_total = int(max_num_seqs) * int(data_parallel_size)
-    nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "seconds": 0,
-                  "window_s": (float("nan"), float("nan"))}
+    tick_s = float(tick_s)
+    nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "ticks": 0, "seconds": 0,
+                  "window_s": (float("nan"), float("nan")), "note": ""}
     if sat.sum() == 0:
-        return {"binding": "none (the run never saturated)", "steady": nan_regime, "ramp": nan_regime,
-                "saturated_seconds": 0}
+        note = "the run never saturated: no tick with requests waiting"
+        return {"binding": "none (the run never saturated)", "binding_source": note,
+                "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0}
+    kv_recorded = bool(np.any(np.isfinite(kv[sat])) and np.nanmax(kv[sat]) > 0)
+    source = "kv_cache_pct column"
+    use = None if kv_in_use_tokens is None else np.asarray(kv_in_use_tokens, dtype=float)
+    if not kv_recorded and use is not None and kv_capacity_tokens:
+        kv = 100.0 * use / (float(kv_capacity_tokens) * int(data_parallel_size))
+        kv_recorded = True
+        source = ("KV use rebuilt from the requests' timestamps over the recorded KV cache (the run's kv_cache_pct "
+                  + ("stayed 0)" if "kv_cache_pct" in ts else "is not recorded)"))
     if np.any(run_[sat] >= k_total):
         # a tick samples ``running`` once: completions are replaced with a lag, so "at the limit" is
         # within the plateau share of it
-        binding, hold = "k_max", run_ >= plateau * k_total
-    elif np.any(np.isfinite(kv[sat])) and np.nanmax(kv[sat]) >= kv_full_pct:
+        binding, hold, source = "k_max", run_ >= plateau * k_total, f"running reached max_num_seqs x DP = {k_total}"
+    elif kv_recorded and np.nanmax(kv[sat]) >= kv_full_pct:
         binding, hold = "kv_cache", kv >= kv_full_pct
-    elif np.any(np.isfinite(kv[sat])):
+    elif preempted:
+        binding, source = "kv_cache", "preemptions while requests waited (the preempted column)"
+        hold = (use >= 0.9 * np.median(use[sat])) if use is not None else run_ >= plateau * run_[sat].max()
+    elif kv_recorded:
         binding, hold = "token_budget", run_ >= plateau * run_[sat].max()
+    elif use is not None:
+        binding = "kv_cache or token_budget (the run records neither its KV use nor its KV cache)"
+        source = "the plateau of the KV use rebuilt from the requests' timestamps"
+        hold = use >= 0.9 * np.median(use[sat])
     else:
         binding, hold = "unknown (the run records no KV use)", run_ >= plateau * run_[sat].max()
     steady = sat & hold
     first = int(np.flatnonzero(steady)[0]) if steady.any() else len(t)
     ramp = sat & ~steady & (np.arange(len(t)) < first)
 
-    def regime(mask):
+    def regime(mask, what):
+        n = int(mask.sum())
         if not mask.any():
-            return dict(nan_regime)
+            return {**nan_regime, "note": f"no {what}"}
+        win = (float(t[mask][0]), float(t[mask][-1]))
+        if n < min_ticks:
+            return {**nan_regime, "ticks": n, "seconds": n * tick_s, "window_s": win,
+                    "note": f"{n} tick(s) of {tick_s:g} s ({win[0]:g}-{win[1]:g} s): fewer than {min_ticks}, "
+                            "too few for a capacity"}
         m, ci = _mean_ci(tok[mask])
-        return {"tokens_per_s": m, "ci": ci, "seconds": int(mask.sum()),
-                "window_s": (float(t[mask][0]), float(t[mask][-1]))}
+        return {"tokens_per_s": m, "ci": ci, "ticks": n, "seconds": n * tick_s, "window_s": win, "note": ""}
 
-    return {"binding": binding, "steady": regime(steady), "ramp": regime(ramp), "saturated_seconds": int(sat.sum())}
+    st = regime(steady, f"tick with requests waiting under the binding limit ({binding})")
+    if not np.isfinite(st["tokens_per_s"]):
+        st["note"] = ("no steady state: " + st["note"] + f"; {int(sat.sum())} tick(s) with requests waiting in all"
+                      + ("" if binding != "k_max" else f", running at max_num_seqs x DP = {k_total} in {int(steady.sum())}"))
+    return {"binding": binding, "binding_source": source, "steady": st, "ramp": regime(ramp, "saturated tick before it"),
+            "saturated_seconds": int(sat.sum()) * tick_s}
 
 
 def queue_growth(run: ServingRun) -> dict:

@@ -24,8 +24,10 @@ def register(sub):
                    "source checkout's validation/)")
     p.add_argument("--run", default=None, metavar="DIR",
                    help="validate this vLLM run folder instead of the cases (LLMServingSim's layout: vllm_meta.json, "
-                        "vllm_requests.jsonl, vllm_timeseries.csv, profile_meta.yaml, profile_tp1_*.csv): "
-                        "predicted vs measured capacity, binding limit and latency, from the folder alone")
+                        "vllm_requests.jsonl, vllm_timeseries.csv -- or meta.json, requests.jsonl, timeseries.csv, "
+                        "also under vllm/ -- with profile_meta.yaml and the profile_tp{N}_*.csv of its tensor-parallel "
+                        "size; a parallel run needs peer_sim_config.json with link_bw/link_latency): predicted vs "
+                        "measured capacity, binding limit and latency, from the folder alone")
     p.add_argument("--model-config", default=None, metavar="PATH",
                    help="with --run: the model's Hugging Face config.json when `fluidq models list` lacks it")
     p.add_argument("--strict", action="store_true", help="exit with code 1 when any target is missed")
