@@ -344,8 +344,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     the one matplotlib takes from the extension: a path without one gets ``.png`` (what matplotlib
     writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
     name the user gave).  An existing regular file given as the output is replaced (it is the output
-    asked for), except, for a figure, a file that is not an image of the format its extension names
-    and carries no ``matplotlib`` mark (a user's PDF paper or a text file named ``x.png``): refused.
+    asked for), except, for a figure, a file fluidq cannot tell it wrote: a PNG, PDF, SVG, EPS, PS or PGF
+    without matplotlib's mark (every figure fluidq writes in those formats carries it: a user's photo
+    ``x.png``, a PDF paper or a text file so named is refused), or a JPEG, GIF, TIFF, WebP or AVIF that is
+    not an image of that format (matplotlib leaves no mark in those).
     The file itself is written later by a temporary file and a rename
     (:func:`fluidq._io.write_output`).
     """
@@ -410,15 +412,16 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     return str(p)
 
 
-#: the first bytes of the raster formats matplotlib writes: an existing image of the format its name says
-_IMAGE_MAGIC = {".png": (b"\x89PNG\r\n\x1a\n",), ".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",),
+#: the first bytes of the raster formats matplotlib writes without its mark: an image of the format its name says
+_IMAGE_MAGIC = {".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",),
                 ".gif": (b"GIF87a", b"GIF89a"), ".tif": (b"II*\x00", b"MM\x00*"), ".tiff": (b"II*\x00", b"MM\x00*")}
 
 
 def _replaceable_figure(p: Path) -> bool:
-    """Whether an existing file given as a figure may be replaced: it is an image of the format its
-    extension names (PNG, JPEG, GIF, TIFF, WebP, AVIF), or it carries matplotlib's mark (its creator
-    field: PDF, SVG, EPS, PS, PGF); a document or data file that only has such a name does not."""
+    """Whether an existing file given as a figure may be replaced: it carries matplotlib's mark (PNG's
+    ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF), or, for the formats in which
+    matplotlib leaves none (JPEG, GIF, TIFF, WebP, AVIF), it is an image of the format its extension
+    names; a user's own PNG, or a document or data file that only has such a name, is not."""
     import zlib
 
     import os

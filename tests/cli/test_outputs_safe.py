@@ -243,3 +243,20 @@ def test_an_empty_output_path_is_refused_not_ignored(argv, capsys):
     # an empty --plot / --csv / --save used to be skipped silently: the user asked for a file and got none
     err = one_line(argv, capsys, "''")
     assert "--" in err and "path" in err, err
+
+
+def test_a_png_fluidq_did_not_write_is_not_replaced(tmp_path):
+    """Review 2026-12-06: `fluidq fit meas.csv --plot mine.png` replaced a user's own 1x1 PNG.  A PNG is
+    replaced only when it carries matplotlib's mark (every PNG fluidq writes has it)."""
+    import zlib
+
+    def chunk(kind, data):
+        return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", (1).to_bytes(4, "big") * 2 + b"\x08\x00\x00\x00\x00")
+           + chunk(b"IDAT", zlib.compress(b"\x00\x00")) + chunk(b"IEND", b""))
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(png)
+    with pytest.raises(REFUSED, match="not a PNG figure"):
+        output_file("--plot", str(mine))
+    assert mine.read_bytes() == png
