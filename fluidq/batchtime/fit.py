@@ -373,17 +373,22 @@ def _evaluate(base, b, y, kv, grid, loss, k, context):
     full = _fit_once(base, b, y, kv, w, grid)
     if full is None:
         return None
-    model = _build(base, full, context)
+    try:
+        model = _build(base, full, context)
+    except ParameterError:  # e.g. flat times: a staircase step of 1e-18 s is no step; the form does not fit
+        return None
     oof = np.empty_like(y)
     fold = _folds(b, kv, k)
     for f in range(k):
         tr, te = fold != f, fold == f
         sub = _fit_once(base, b[tr], y[tr], None if kv is None else kv[tr], w[tr],
                         grid if base == "affine" else grid[grid <= max(b[tr].max(), grid.min())])
-        if sub is None:  # a fold too small to show a slope: predict with the full fit
-            m = model
-        else:
-            m = _build(base, sub, context)
+        m = model  # a fold too small to show a slope (or whose coefficients leave the form): the full fit
+        if sub is not None:
+            try:
+                m = _build(base, sub, context)
+            except ParameterError:
+                pass
         oof[te] = m(b[te], kv[te]) if context else m(b[te])
     return model, full, oof
 

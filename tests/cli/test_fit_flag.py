@@ -138,3 +138,28 @@ def test_a_budget_beyond_the_measurements_is_said(staircase_csv, capsys):
     assert rc == 0 and "extrapolated" in out and "1024 tokens" in out
     rc, out, _ = run(["capacity", "--fit", str(staircase_csv), "--b-max", "1024"], capsys)
     assert rc == 0 and "extrapolated" not in out
+
+
+def test_flat_times_fit_a_constant(tmp_path, capsys):
+    """Review 2026-12-06: flat measurements (small decode batches are memory-bound) were refused -- three equal
+    times with `a=2.4e-18: expected a time >= 1e-12 s` (the staircase's step), 64 nearly equal ones with
+    `R^2 = -1e-06 < 0`.  Both fit a constant now; falling times are still refused."""
+    flat = tmp_path / "flat.csv"
+    flat.write_text("tokens,seconds\n1,0.01\n2,0.01\n3,0.01\n")
+    rng = np.random.default_rng(1)
+    near = tmp_path / "near.csv"
+    near.write_text("tokens,seconds\n" + "".join(f"{b},{0.02 * (1 + 5e-4 * rng.standard_normal()):.7f}\n"
+                                                 for b in range(1, 65)))
+    for path, t in ((flat, 0.01), (near, 0.02)):
+        code, out, err = run(["fit", str(path), "--json"], capsys)
+        assert code == 0, err
+        model = json.loads(out)
+        from fluidq.batchtime.fit import fit_batch_time
+
+        r = fit_batch_time(np.arange(1, 4) if path is flat else np.arange(1, 65),
+                           [0.01] * 3 if path is flat else np.loadtxt(path, delimiter=",", skiprows=1)[:, 1])
+        assert r.model(1) == pytest.approx(t, rel=2e-3) and r.model(64) == pytest.approx(t, rel=2e-3), model
+    falling = tmp_path / "falling.csv"
+    falling.write_text("tokens,seconds\n1,0.4\n2,0.3\n3,0.2\n4,0.1\n")
+    code, out, err = run(["fit", str(falling)], capsys)
+    assert code != 0 and "worse than their mean" in err
