@@ -113,11 +113,13 @@ class DisaggregatedTopology:
         return replace(self, workload=self.workload.with_rate(x * cap))
 
     def describe(self) -> str:
+        kv = self.decode.kv_capacity_tokens
+        kv = "no KV cache limit" if kv is None else f"KV cache {kv:,} tokens"
         return (f"{self.name}: {self.n_prefill} prefill engine(s) [{self.prefill.batch_time.describe()}, "
                 f"b_max={self.prefill.b_max}] -> KV transfer ({self.kv_bytes_per_token:,.0f} B/token over "
                 f"{self.links} x {self.link.describe()}) -> {self.n_decode} decode engine(s) "
                 f"[{self.decode.batch_time.describe()}, b_max={self.decode.b_max}, k_max={self.decode.k_max}, "
-                f"KV cache {self.decode.kv_capacity_tokens}]; {self.workload.arrival_rate_per_s:.4g} req/s")
+                f"{kv}]; {self.workload.arrival_rate_per_s:.4g} req/s")
 
     def to_dict(self) -> dict:
         return plain({"kind": "disaggregated", "name": self.name, "n_prefill": self.n_prefill,
@@ -329,6 +331,10 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
     try:
         workload = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=_length(ww, "prompt", wl["prompt"]),
                             output_tokens=_length(ww, "output", wl["output"]), name=name)
+    except ParameterError as exc:  # name the file's key (prompt, output), not the Workload's parameter
+        key = {"prompt_tokens": "prompt", "output_tokens": "output"}.get(exc.name, exc.name)
+        raise _err(ww, f"{key} = {exc.value!r}: expected {exc.expected}") from None
+    try:
         topo = DisaggregatedTopology(prefill=pre, decode=dec, n_prefill=n_p, n_decode=n_d, link=link,
                                      kv_bytes_per_token=kvb, workload=workload, links=links, gpus_per_engine=tp,
                                      name=name, source=source)
@@ -336,7 +342,10 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
         raise _err(source, str(exc)) from None
     if "bottleneck_load" in d:
         bl = _number(source, "bottleneck_load", d["bottleneck_load"], positive=True)
-        topo = topo.at_load(bl)
+        try:
+            topo = topo.at_load(bl)
+        except ParameterError as exc:  # the rate it sets is out of range: say which key set it
+            raise _err(source, f"bottleneck_load = {bl:g} sets {exc}") from None
     return topo
 
 

@@ -144,3 +144,20 @@ def test_network_command_takes_a_disaggregated_case(capsys, tmp_path):
     p.write_text((CASES_DIR / "pd_tandem.toml").read_text().replace("links", "lynx").replace(
         "prefill_engines = 3", "prefill_engines = 3\nlynx = 2"))
     assert_one_line(["network", str(p)], capsys, "unknown key 'lynx'")
+
+
+def test_workload_and_load_mistakes_name_the_file_s_key():
+    """Review 2026-12-06: `prompt = 0` was reported as `prompt_tokens=0` (not a key of the file), and a
+    `bottleneck_load` whose rate leaves the range as `rate_per_s=...` with no file or key."""
+    d = _case()
+    d["workload"]["prompt"] = 0
+    with pytest.raises(DataError, match=r"case\.toml \[workload\]: prompt = 0") as ei:
+        topology_from_dict(d, source="case.toml")
+    assert "prompt_tokens" not in str(ei.value)
+    d = _case()
+    d["bottleneck_load"] = 1e300
+    with pytest.raises(DataError, match=r"case\.toml: bottleneck_load = 1e\+300"):
+        topology_from_dict(d, source="case.toml")
+    d = _case()
+    d["disaggregated"]["decode"].pop("k_max")
+    assert "no KV cache limit" in topology_from_dict(d).describe()
