@@ -464,7 +464,7 @@ def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
 
     text = str(path) if path is not None else ""
     if not text.strip() or "\x00" in text:
-        raise ParameterError(option, path, f"a folder for the {what}")
+        raise ParameterError(option, path, f"a folder for the files of fluidq {what}")
     import os
 
     given, text = text, text.rstrip(os.sep) or os.sep  # "link/" would name the folder the link points to
@@ -477,7 +477,7 @@ def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
         from .._io import _kind
 
         kind = "an existing file" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
-        raise ParameterError(option, given, f"a folder for the {what}, not {kind}", "give a new folder name")
+        raise ParameterError(option, given, f"a folder for the files of fluidq {what}, not {kind}", "give a new folder name")
     if st is None:
         if not p.parent.is_dir():
             raise ParameterError(option, text, "a folder in an existing folder (there is no folder "
