@@ -174,8 +174,7 @@ def main():
     # a station with a KV cache (vLLM's block memory, binding: preemptions) runs batch by batch with the memory
     # rules of fluidq.sim._admission, on the compiled loop (method='auto') or the Python path; against
     # fluidq.simulate on the same engine, and the Python path side by side (the same run bit for bit)
-    from fluidq.engine import VLLM, Memory
-    from fluidq.network import Router
+    from fluidq.engine import VLLM
 
     kv_eng = eng.with_(kv_capacity_tokens=6000, memory=VLLM)
     kv_one = Network(stations=[Station(name="E", engine=kv_eng)], classes=one.classes)
@@ -191,13 +190,7 @@ def main():
                  tkp / tk, "x", None, "info"))
     # four KV stations behind a JSQ router (token KV, swapping; vLLM's blocks with prefix caching; two without
     # a cache), then a second hop to one of them: the compiled loop against the Python path, same run
-    mems = [(6000, Memory(preemption="swap")), (6000, VLLM.with_(prefix_caching=True)), (None, None), (None, None)]
-    kv4 = Network(stations=[Station(name=f"K{j}", engine=eng.with_(kv_capacity_tokens=c, memory=m))
-                            for j, (c, m) in enumerate(mems)],
-                  routers=[Router(name="R", engines=[f"K{j}" for j in range(4)], policy="jsq", count="tokens")],
-                  classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
-                      Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
-                      Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+    kv4 = _kv4_network(eng, lam)
     h4 = horizon / 2
     t4, r4, t4p, r4p = best_pair(lambda: simulate_network(kv4, horizon_s=h4, rng=1, swap_s_per_token=1e-6),
                                  lambda: simulate_network(kv4, horizon_s=h4, rng=1, swap_s_per_token=1e-6,
@@ -225,10 +218,24 @@ def main():
         print(f"{name:<{width}}  {val:>9.4g} {unit:<2}  {op} {target:>7.4g} {unit:<2}  {ratio:6.3f} {'ok' if ok else 'MISSED'}")
 
 
-def _cases():
-    """The ``--against`` cases: name -> (network, long horizon, simulate_network options)."""
+def _kv4_network(eng, lam):
+    """Four KV stations behind a JSQ router (token KV, swapping; vLLM's blocks with prefix caching; two
+    without a cache), then a second hop to one of them, at 3 x ``lam`` requests per second."""
     from fluidq.engine import VLLM, Memory
     from fluidq.network import Router
+
+    mems = [(6000, Memory(preemption="swap")), (6000, VLLM.with_(prefix_caching=True)), (None, None), (None, None)]
+    return Network(stations=[Station(name=f"K{j}", engine=eng.with_(kv_capacity_tokens=c, memory=m))
+                             for j, (c, m) in enumerate(mems)],
+                   routers=[Router(name="R", engines=[f"K{j}" for j in range(4)], policy="jsq", count="tokens")],
+                   classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
+                       Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
+                       Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+
+
+def _cases():
+    """The ``--against`` cases: name -> (network, long horizon, simulate_network options)."""
+    from fluidq.engine import VLLM
 
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
     lam = 0.9 * 512 / float(eng.batch_time(512)) / 200
@@ -237,13 +244,7 @@ def _cases():
     def one(policy="sarathi", e=eng):
         return Network(stations=[Station(name="E", engine=e, policy=policy)], classes=cls)
 
-    mems = [(6000, Memory(preemption="swap")), (6000, VLLM.with_(prefix_caching=True)), (None, None), (None, None)]
-    kv4 = Network(stations=[Station(name=f"K{j}", engine=eng.with_(kv_capacity_tokens=c, memory=m))
-                            for j, (c, m) in enumerate(mems)],
-                  routers=[Router(name="R", engines=[f"K{j}" for j in range(4)], policy="jsq", count="tokens")],
-                  classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
-                      Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
-                      Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+    kv4 = _kv4_network(eng, lam)
     return {
         "sarathi, runs skipped": (one(), 64000.0, {}),
         "orca, batch by batch": (one("orca"), 16000.0, {}),
