@@ -33,8 +33,9 @@ them too (token and paged admission, reservation, swap-in, refusal, recomputatio
 them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
 lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
 2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
-run without memory, 1.6-1.9x today), can give.  A change to these rules is made in ``kvrules``, here, and in
-``StationMemory``.
+run without memory; 2.0-2.5x with vLLM's binding cache and 1.7-2.1x with an ample one after the covering
+below, ``bench_kernel.py --kv``, 2026-12-06 09:26-09:29 UTC), can give.  A change to these rules is made in
+``kvrules``, here, and in ``StationMemory``.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
