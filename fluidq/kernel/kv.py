@@ -33,8 +33,9 @@ them too (token and paged admission, reservation, swap-in, refusal, recomputatio
 them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
 lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
 2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
-run without memory, 1.6-1.9x today), can give.  A change to these rules is made in ``kvrules``, here, and in
-``StationMemory``.
+run without memory; 2.0-2.5x with vLLM's binding cache and 1.7-2.1x with an ample one after the covering
+below, ``bench_kernel.py --kv``, 2026-12-06 09:26-09:29 UTC), can give.  A change to these rules is made in
+``kvrules``, here, and in ``StationMemory``.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -47,7 +48,12 @@ those never served ``ql``; and the FIFO of waiting requests not yet shown to the
 
 The decoders run on a virtual clock of decode rounds ``G`` (one per iteration that serves decoders):
 a decoder's actual ``dc`` and ``kv`` are its stored values plus ``G - gb``; a heap of finishing rounds
-(``hf``, ``hr``; stale entries dropped when they surface) gives the finishes; ``cnt[r]`` counts the
+(``hf``, ``hr``; stale entries dropped when they surface) gives the finishes.  A batch's decoders are the first
+ones of ``dl``, so a decoder is served whenever a younger one is: one that joins ``dl`` right behind a live
+decoder finishing no later gets no entry (``cv`` 1, *covered*, as in :mod:`fluidq.kernel.fcfs`), nor when it is
+left out of a batch; it gets one when the decoder ahead of it leaves ``dl`` (finishes or is preempted) or an
+older decoder comes back between the two (a swap-in, a recomputed victim).  Equal output lengths leave about
+one entry in the heap where every decoder had one; ``cnt[r]`` counts the
 decoders whose KV sits at offset ``r`` in a block at round 0, so the decoders needing a new block
 this round are ``cnt[-G % block_size]``; running sums over the decoders give the batch's KV for
 context-aware times and records.  An iteration that serves every decoder (the usual case under a KV
@@ -328,10 +334,53 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
     return full
 
 
+@jit(inline="always", _nrt=False)
+def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
+    """``rid``, just put into ``dl`` with finishing round ``f``, gets a heap entry unless the next older live
+    decoder finishes no later (then ``rid`` is *covered*: ``cv`` 1); if it came back between decoders, the next
+    younger one, if covered, gets its entry (its cover is no longer next to it).  Returns the heap's size."""
+    i = pos_d[rid]
+    hi = lp[L_D + 1]
+    j = i + 1
+    while j < hi and dl[j] < 0:
+        j += 1
+    if j < hi:
+        q = dl[j]
+        if cv[q] != 0 and st[q] == 1:
+            cv[q] = 0
+            nh = _hpush(hf, hr, nh, gb[q] + D[q] - dc[q], q)
+    lo = lp[L_D]
+    j = i - 1
+    while j >= lo and (dl[j] < 0 or st[dl[j]] != 1):  # (one that finished this iteration is skipped)
+        j -= 1
+    if j >= lo and gb[dl[j]] + D[dl[j]] - dc[dl[j]] <= f:
+        cv[rid] = 1
+    else:
+        cv[rid] = 0
+        nh = _hpush(hf, hr, nh, f, rid)
+    return nh
+
+
+@jit(inline="always", _nrt=False)
+def _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid):
+    """``rid`` leaves the decoders (finishes, or is preempted): the next younger decoder, if ``rid`` covered it,
+    gets its heap entry.  Returns the heap's size."""
+    hi = lp[L_D + 1]
+    j = pos_d[rid] + 1
+    while j < hi and dl[j] < 0:
+        j += 1
+    if j < hi:
+        q = dl[j]
+        if cv[q] != 0 and st[q] == 1:
+            cv[q] = 0
+            nh = _hpush(hf, hr, nh, gb[q] + D[q] - dc[q], q)
+    return nh
+
+
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup, qpos,
-         qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+         dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp, cup,
+         qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers).
 
     :func:`_advance` runs the simulation without numba's reference counting (which, over some sixty
@@ -339,8 +388,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     the top of an iteration, and this function grows the buffer and calls it again."""
     while True:
         status = _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn,
-                          ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr,
-                          swq, shl, stamp, cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI)
+                          ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt,
+                          fr, swq, shl, stamp, cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI)
         if status != STATUS_GROW:
             return status, qe, hf, hr, bt, bn, bw, RF, RI
         need = si[I_NEED_B]
@@ -363,8 +412,8 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
 
 @jit(_nrt=False)
 def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup,
-             qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
+             cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
     """:func:`step`'s simulation, until the end, a progress report or a buffer without room (``STATUS_GROW``,
     at the top of an iteration, with the sizes needed in ``si``)."""
     n = len(arr)
@@ -449,10 +498,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             if report and t >= next_report:
                 status = STATUS_PROGRESS
                 break
-        # room for this iteration: a heap push per request in the system (two for one swapped in and left out
-        # of the batch), a record row, and in the freed-block queue twice the blocks used before its end (a
-        # request is allocated blocks at most twice in an iteration: admitted again after a preemption)
-        need_h = nh + 2 * n_sys + 2
+        # room for this iteration: three heap pushes per request in the system (one joining the decoders, one
+        # when it is uncovered, one left out of the batch), a record row, and in the freed-block queue twice the
+        # blocks used before its end (a request is allocated blocks at most twice in an iteration: admitted again
+        # after a preemption)
+        need_h = nh + 3 * n_sys + 2
         need_r = nr + 1 if record else 0
         need_q = 0
         if caching:
@@ -503,7 +553,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 sdec += P[rid] + dc[rid]
                 gb[rid] = G
                 cnt[(kv[rid] - G) % bs] += 1
-                nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
                 if dc[rid] == 0:
                     fr[nfr] = rid
                     nfr += 1
@@ -708,6 +758,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     nbk[victim] = _cdiv(kv[victim], bs)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
+                nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, victim)
                 _rem(dl, pos_d, lp, L_D, victim)
                 if not swap:
                     _ins(pl, pos_p, lp, L_P, victim)
@@ -821,7 +872,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     kv[rid] += G - gb[rid]
                     gb[rid] = G + 1
                     cnt[(kv[rid] - gb[rid]) % bs] += 1
-                    nh = _hpush(hf, hr, nh, gb[rid] + D[rid] - dc[rid], rid)
+                    if cv[rid] == 0:  # (a covered one stays covered: the older decoders are left out too, or served)
+                        nh = _hpush(hf, hr, nh, gb[rid] + D[rid] - dc[rid], rid)
             G += 1
             while nh > 0 and hf[0] <= G:  # finishing decoders
                 f = hf[0]
@@ -829,6 +881,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 nh = _hpop(hf, hr, nh)
                 if st[rid] != 1 or gb[rid] + D[rid] - dc[rid] != f:
                     continue  # stale: it left, or its finishing round moved
+                nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid)
                 cnt[(kv[rid] - gb[rid]) % bs] -= 1
                 dc[rid] += G - gb[rid]
                 kv[rid] += G - gb[rid]
@@ -888,7 +941,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     sdec += P[rid] + dc[rid]
                     gb[rid] = G
                     cnt[(kv[rid] - G) % bs] += 1
-                    nh = _hpush(hf, hr, nh, G + D[rid] - dc[rid], rid)
+                    nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
                     if dc[rid] == 0:
                         fr[nfr] = rid
                         nfr += 1

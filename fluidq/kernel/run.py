@@ -359,6 +359,7 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
     lp = np.zeros(9, dtype=i64)
     gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
+    cv = np.zeros(n + 1, dtype=np.int8)  # 1: a covered decoder (kv.py: no heap entry while an older one bounds it)
     cnt = np.zeros(bs, dtype=i64)
     swq, shl = np.empty(n + 1, dtype=i64), np.zeros(n + 1, dtype=i64)
     stamp, cup, qpos, qn = (np.zeros(n + 1, dtype=i64) for _ in range(4))
@@ -369,8 +370,8 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
-             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cnt, fr, swq, shl, stamp, cup,
-             qpos, qn, qs)
+             dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
+             cup, qpos, qn, qs)
     while True:
         status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
