@@ -640,13 +640,21 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         for k in (list(meas) if s.get("_all_latency_rows") else ("TTFT Mean", "TPOT Mean", "Latency Mean",
                                                                  "Latency P90")):
             pe = peer.get(k, (None, None, None))[2]
-            ok = pe is not None and abs(errs[k]) <= abs(pe) + 1e-9
+            note = "fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator" + dropped
+            if s.get("_all_latency_rows") and k in _RUN_MEAN_TARGETS:
+                # a run folder (`fluidq validate --run`): the means are held to issue 16's bar for runs outside
+                # the repository, the same with or without the peer's summary; the peer's error is stated
+                bar = _RUN_MEAN_TARGETS[k]
+                target = f"within ±{bar:g} % (runs outside the repository)"
+                status = "pass" if abs(errs[k]) <= bar else "miss"
+                if pe is not None:
+                    note += f"; the peer's error {pe:+.1f} %"
+            else:
+                target = f"within peer's ±{abs(pe):.1f} %" if pe is not None else ""
+                status = ("pass" if abs(errs[k]) <= abs(pe) + 1e-9 else "miss") if pe is not None else "info"
             rows.append(Row(case=case.name, source=case.source, quantity=f"{k} (replayed arrivals)",
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
-                            target=f"within peer's ±{abs(pe):.1f} %" if pe is not None else "",
-                            status=("pass" if ok else "miss") if pe is not None else "info",
-                            note="fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator"
-                                 + dropped))
+                            target=target, status=status, note=note))
         if peer:
             mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
@@ -677,6 +685,11 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
             figures.append(drawn.plot(path=Path(ctx["out_dir"]) / f"{case.name}.png"))
     return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info,
                       figure_inputs=figure_inputs)
+
+
+#: `fluidq validate --run`: the latency means held to issue 16's bar for deployments outside the repository
+#: ("TTFT and latency means within 5 %"), whether or not the folder has the peer simulator's summary
+_RUN_MEAN_TARGETS = {"TTFT Mean": 5.0, "Latency Mean": 5.0}
 
 
 def _serving_run_measured(case: Case, data: Path, ctx) -> CaseResult:
