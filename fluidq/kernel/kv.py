@@ -335,33 +335,6 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
 
 
 @jit(inline="always", _nrt=False)
-def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
-    """``rid``, just put into ``dl`` with finishing round ``f``, gets a heap entry unless the next older live
-    decoder finishes no later (then ``rid`` is *covered*: ``cv`` 1); if it came back between decoders, the next
-    younger one, if covered, gets its entry (its cover is no longer next to it).  Returns the heap's size."""
-    i = pos_d[rid]
-    hi = lp[L_D + 1]
-    j = i + 1
-    while j < hi and dl[j] < 0:
-        j += 1
-    if j < hi:
-        q = dl[j]
-        if cv[q] != 0 and st[q] == 1:
-            cv[q] = 0
-            nh = _hpush(hf, hr, nh, gb[q] + D[q] - dc[q], q)
-    lo = lp[L_D]
-    j = i - 1
-    while j >= lo and (dl[j] < 0 or st[dl[j]] != 1):  # (one that finished this iteration is skipped)
-        j -= 1
-    if j >= lo and gb[dl[j]] + D[dl[j]] - dc[dl[j]] <= f:
-        cv[rid] = 1
-    else:
-        cv[rid] = 0
-        nh = _hpush(hf, hr, nh, f, rid)
-    return nh
-
-
-@jit(inline="always", _nrt=False)
 def _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid):
     """``rid`` leaves the decoders (finishes, or is preempted): the next younger decoder, if ``rid`` covered it,
     gets its heap entry.  Returns the heap's size."""
@@ -374,6 +347,24 @@ def _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid):
         if cv[q] != 0 and st[q] == 1:
             cv[q] = 0
             nh = _hpush(hf, hr, nh, gb[q] + D[q] - dc[q], q)
+    return nh
+
+
+@jit(inline="always", _nrt=False)
+def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
+    """``rid``, just put into ``dl`` with finishing round ``f``, gets a heap entry unless the next older live
+    decoder finishes no later (then ``rid`` is *covered*: ``cv`` 1); if it came back between decoders, the next
+    younger one, if covered, gets its entry (its cover is no longer next to it).  Returns the heap's size."""
+    nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid)
+    lo = lp[L_D]
+    j = pos_d[rid] - 1
+    while j >= lo and (dl[j] < 0 or st[dl[j]] != 1):  # (one that finished this iteration is skipped)
+        j -= 1
+    if j >= lo and gb[dl[j]] + D[dl[j]] - dc[dl[j]] <= f:
+        cv[rid] = 1
+    else:
+        cv[rid] = 0
+        nh = _hpush(hf, hr, nh, f, rid)
     return nh
 
 
