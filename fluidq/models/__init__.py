@@ -22,7 +22,7 @@ from .facts import DTYPE_BYTES, ModelFacts
 from .memory import KVCapacityEstimate, activation_reserve_bytes, kv_capacity_estimate
 
 __all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "find_model", "load_model",
-           "list_models", "DTYPE_BYTES"]  # resolve_model: load_model's name resolution, under its own name too
+           "list_models", "DTYPE_BYTES"]
 
 _CACHE: dict[str, ModelFacts] = {}
 
@@ -81,14 +81,6 @@ def _normalized(name: str) -> tuple[str, str | None]:
     if parts and parts[0] == "meta" and len(parts) > 1:
         parts = parts[1:]
     return "-".join(parts), quant
-
-
-def resolve_model(name: str, *, option: str = "name") -> ModelFacts:
-    """:func:`load_model` for the names users type: ``"meta-llama/Llama-3.1-70B-Instruct"``,
-    ``"Qwen/Qwen2.5-7B-Instruct-AWQ"`` (the shipped shapes with ``quantization="int4"``),
-    ``"meta-llama/Meta-Llama-3-8B-Instruct"``, ``"deepseek-ai/DeepSeek-R1"`` (DeepSeek-V3's shapes).  An
-    unknown name is an :class:`~fluidq.errors.UnknownNameError` with the closest names."""
-    return load_model(name, option=option)
 
 
 def load_model(name: str, *, option: str = "name") -> ModelFacts:

@@ -297,7 +297,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         + ", which the shipped model facts do not hold (`fluidq models list`); give its config.json "
                         "(--model-config)")
     # absolute paths: the run read where it is, the profiles from their readable copy
-    spec = {"run": str(folder), "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
+    spec = {"run": str(folder), "_run": run, "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
             "_all_latency_rows": True,
             "description": f"the run in {folder} ({facts.name})"}
     parallel = run.tensor_parallel_size > 1 or run.pipeline_parallel_size > 1 or run.expert_parallel
@@ -365,7 +365,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
     s = case.spec
     tg = s.get("targets", {})
-    run = read_run(data / s["run"])
+    run = s["_run"] if "_run" in s else read_run(data / s["run"])  # (a --run folder was read by case_for_run)
     n_layers = _n_layers(case.name, s)
     facts = _case_facts(case, s)
     dp, ep = run.data_parallel_size, (run.tensor_parallel_size * run.data_parallel_size if run.expert_parallel else 1)
