@@ -30,8 +30,8 @@ class Sketch:
     """Count, sum, maximum and log-binned counts of non-negative values (see the module docstring)."""
 
     def __init__(self, rel_error: float = REL_ERROR):
-        self.a = float(rel_error)
-        self.gamma = (1.0 + self.a) / (1.0 - self.a)
+        a = float(rel_error)
+        self.gamma = (1.0 + a) / (1.0 - a)
         self.lng = math.log(self.gamma)
         self.n = 0
         self.total = 0.0
@@ -129,7 +129,6 @@ class BacklogStream:
         self.vals: list = []  # (requests, tokens) at the grid points 0, 2**m, 2 * 2**m, ...
         self.last = None  # the last row (t, requests, tokens)
         self.area = 0.0  # integral of requests over [warmup, last row's time]
-        self.rows = 0
 
     def _coarsen(self, upto: float) -> None:
         while upto / 2.0 ** self.m > 2 * self.points:
@@ -158,9 +157,6 @@ class BacklogStream:
         if self.last is not None:
             t0, n0, w0 = self.last
             bt, bn, bw = np.concatenate([[t0], bt]), np.concatenate([[n0], bn]), np.concatenate([[w0], bw])
-        else:
-            self.rows -= 1  # the first row is counted below
-        self.rows += len(bt) - 1
         c = np.maximum(bt, self.s)
         self.area += float(np.sum(bn[:-1] * np.diff(c)))
         self._coarsen(float(bt[-1]))

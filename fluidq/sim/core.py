@@ -530,11 +530,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         peak_kv_tokens=int(out.get("peak_kv_tokens", 0)), blocked=int(out["n_blocked"]), iterations=its,
         batches=tuple(out["batches"]) if out.get("batches") is not None else None, warmup_s=warmup_s,
         examined=int(out.get("examined", 0)),
-        inputs={"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
-                {"explicit_requests": int(len(arr) - n0)}, "policy": getattr(pol, "name", repr(pol)),
-                "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast" if use_fast else "generic",
-                "preemption": preemption, "swap_s_per_token": swap_s_per_token,
-                "seed": _seed_repr(rng)})
+        inputs=_run_inputs(engine, workload, pol, horizon_s, n_requests, len(arr) - n0, preemption, swap_s_per_token,
+                           rng, method="fast" if use_fast else "generic"))
     if record == "summary":
         from .result import SimSummary
 
@@ -550,10 +547,12 @@ def _kernel_options(engine: Engine, pol: Scheduler) -> dict:
                 chunk_long=pol.chunk_long_prompts, prefill_first=pol.priority == "prefill")
 
 
-def _run_inputs(engine, workload, pol, horizon_s, n_requests, n_explicit, preemption, swap_s_per_token, rng) -> dict:
+def _run_inputs(engine, workload, pol, horizon_s, n_requests, n_explicit, preemption, swap_s_per_token, rng, *,
+                method: str = "fast") -> dict:
+    """A run's ``inputs`` (the full result's and the streamed summary's)."""
     return {"engine": engine.to_dict(), "workload": workload.to_dict() if isinstance(workload, Workload) else
             {"explicit_requests": int(n_explicit)}, "policy": getattr(pol, "name", repr(pol)),
-            "horizon_s": horizon_s, "n_requests": n_requests, "method": "fast", "preemption": preemption,
+            "horizon_s": horizon_s, "n_requests": n_requests, "method": method, "preemption": preemption,
             "swap_s_per_token": swap_s_per_token, "seed": _seed_repr(rng)}
 
 
