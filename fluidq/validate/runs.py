@@ -79,8 +79,9 @@ class ServingRun:
         Per request, vLLM's ``scheduled_ts`` (its first admission) on the same clock, when every request has it.
     dropped : dict
         Requests left out of every measured and replayed number, counted by why: ``"failed"`` (a record with
-        null timestamps: LLMServingSim's bench writes one for a request that returned no metrics) and
-        ``"no output token"`` (``output_toks`` < 1: an aborted request).
+        null timestamps: LLMServingSim's bench writes one for a request that returned no metrics),
+        ``"no output token"`` (``output_toks`` < 1: an aborted request) and ``"no prompt token"``
+        (``input_toks`` < 1).
     files : dict
         The files read: ``meta``, ``requests``, ``timeseries`` (their names differ between LLMServingSim
         versions, see :func:`run_file`).
@@ -413,8 +414,8 @@ def read_run(path) -> ServingRun:
                 raise DataError(f"{req}, line {line}: {k} = {r[k]!r}: expected a whole number of tokens in "
                                 "[0, 2**31-1]")
         if r["output_toks"] < 1 or r["input_toks"] < 1:
-            dropped["no output token" if r["output_toks"] < 1 else "no prompt token"] = dropped.get(
-                "no output token" if r["output_toks"] < 1 else "no prompt token", 0) + 1
+            why = "no output token" if r["output_toks"] < 1 else "no prompt token"
+            dropped[why] = dropped.get(why, 0) + 1
             continue
         kept.append((line, r))
     if not kept:
