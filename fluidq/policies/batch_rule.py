@@ -162,6 +162,27 @@ def schedulable(pol, need: int, b_max: int) -> bool:
     return need <= b_max or pol.chunked or bool(pol.chunk_long_prompts)
 
 
+TAKE_STOP = 0
+TAKE_SKIP = -1
+
+
+def take_one(need, budget, b_max, chunked, chunk_long):
+    """The per-prompt step of the prefill walk, in integers: the tokens a prompt with ``need`` prefill tokens
+    left gets with ``budget >= 1`` tokens left -- ``need`` when it fits (taken whole), ``budget`` when it is
+    chunked (the scheduler chunks, or ``chunk_long`` and ``need > b_max``), :data:`TAKE_SKIP` (``-1``) when it
+    can never be scheduled under ``b_max`` (passed over and reported), :data:`TAKE_STOP` (``0``) when it waits
+    for a batch with room (head-of-line: the walk stops there).  Written in the subset numba compiles: the
+    compiled kernels inline this function (:mod:`fluidq.kernel`), :func:`take_prompts` calls it.  (The first
+    test is :func:`fits`, written out: numba does not resolve a plain module-level function.)"""
+    if need <= budget:
+        return need
+    if chunked or (chunk_long and need > b_max):
+        return budget
+    if need > b_max:
+        return -1
+    return 0
+
+
 def take_prompts(pol, needs, B: int, S, b_max: int):
     """Prefill of the waiting prompts, in order: ``(chunks, blocked)``.
 
@@ -175,18 +196,16 @@ def take_prompts(pol, needs, B: int, S, b_max: int):
     budget, slots = B, (math.inf if S is None else S)
     chunks: list = []
     blocked: list = []
+    chunked, chunk_long = bool(pol.chunked), bool(pol.chunk_long_prompts)
     for i, need in enumerate(needs):
         if budget < 1 or slots < 1:
             break
-        if fits(need, budget):
-            chunks.append((i, need))
-            budget -= need
+        got = take_one(need, budget, b_max, chunked, chunk_long)
+        if got > 0:
+            chunks.append((i, got))
+            budget -= got
             slots -= 1
-        elif pol.chunked or (pol.chunk_long_prompts and need > b_max):
-            chunks.append((i, budget))
-            budget = 0
-            slots -= 1
-        elif not schedulable(pol, need, b_max):
+        elif got == TAKE_SKIP:
             blocked.append(i)  # can never fit: skip it, report it
         else:
             break  # head-of-line: wait for a batch with room

@@ -311,3 +311,33 @@ def test_the_integer_core_the_kernels_inline_is_the_array_rule(priority, mixed, 
             for U in range(min(T, 3) + 1):
                 want = decode_tokens(None, ND[i:i + 1], np.array([T]), b, k, np.array([U]), mixed)[0]
                 assert batch_rule.decode_after_prefill(mixed, int(ND[i]), b, kk, T, U) == want
+
+
+def _take_one_reference(need, budget, b_max, chunked, chunk_long):
+    """The per-prompt step as take_prompts wrote it before take_one (kept here as the reference)."""
+    if need <= budget:
+        return need
+    if chunked or (chunk_long and need > b_max):
+        return budget
+    if not (need <= b_max or chunked or chunk_long):
+        return batch_rule.TAKE_SKIP
+    return batch_rule.TAKE_STOP
+
+
+def test_take_one_is_the_per_prompt_step_compiled_and_not():
+    """``take_one`` (the step the compiled prefill walks inline) equals the pre-move rule on every small
+    case, plain and compiled by numba; and ``take_prompts`` is a walk of it."""
+    from fluidq.kernel._jit import jit
+
+    compiled = jit(batch_rule.take_one)
+    for chunked in (False, True):
+        for chunk_long in (False, True):
+            for b_max in (1, 4, 7):
+                for budget in range(1, b_max + 1):
+                    for need in range(1, 12):
+                        want = _take_one_reference(need, budget, b_max, chunked, chunk_long)
+                        assert batch_rule.take_one(need, budget, b_max, chunked, chunk_long) == want
+                        assert compiled(need, budget, b_max, chunked, chunk_long) == want
+    pol = Scheduler(name="t", priority="decode", mixed=True, chunked=False)
+    assert batch_rule.take_prompts(pol, [3, 9, 2], 6, None, 10) == ([(0, 3)], [])  # head-of-line at 9
+    assert batch_rule.take_prompts(pol, [3, 9, 2], 6, None, 7) == ([(0, 3), (2, 2)], [1])  # 9 > b_max: skipped
