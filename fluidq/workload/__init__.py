@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._validate import ARRIVALS_WHY, MAX_ARRIVALS, integer, real
+from .._validate import integer, real
 from ..errors import ParameterError
 from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
 from .lengths import (
@@ -135,19 +135,21 @@ class Workload:
 
     def sample(self, rng: np.random.Generator, horizon_s: float | None = None, n: int | None = None):
         """Draw ``(arrival_s, prompt_tokens, output_tokens)`` arrays."""
-        if self.trace is not None:
-            t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
-            k = len(t)
-            if isinstance(self.arrival, TraceArrivals):  # the rows in order, at their (scaled) times
-                return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
-            # another arrival process: (prompt, output) rows drawn at random, so that the lengths keep
-            # their joint distribution (the KV cache a request holds depends on both)
-            rows = rng.integers(0, len(self.trace), size=k)
-            return (t, np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64),
-                    np.asarray(self.trace.output_tokens)[rows].astype(np.int64))
         t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
         k = len(t)
-        return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
+        if self.replays_trace:  # the rows in order, at their (scaled) times
+            return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
+        return (t, *self._lengths(rng, k))
+
+    def _lengths(self, rng: np.random.Generator, k: int):
+        """``k`` (prompt, output) pairs drawn with ``rng`` (after the arrival times, in :meth:`sample` and in each
+        chunk of :meth:`sample_chunks`): rows of the trace at random, so that the lengths keep their joint
+        distribution (the KV cache a request holds depends on both), else from the two length distributions."""
+        if self.trace is not None:
+            rows = rng.integers(0, len(self.trace), size=k)
+            return (np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64),
+                    np.asarray(self.trace.output_tokens)[rows].astype(np.int64))
+        return self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
 
     def sample_chunks(self, rng, horizon_s: float | None = None, n: int | None = None,
                       chunk: int = STREAM_CHUNK):
@@ -170,11 +172,7 @@ class Workload:
             for i in range(0, len(t), chunk):
                 yield t[i:i + chunk], p[i:i + chunk], d[i:i + chunk]
             return
-        h, k = _check_limits(horizon_s, n)
-        if k is None and h * self.arrival_rate_per_s > MAX_ARRIVALS:
-            raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
-                                 f"arrivals (at {self.arrival_rate_per_s:g} req/s it has "
-                                 f"{h * self.arrival_rate_per_s:.3g})", ARRIVALS_WHY)
+        h, k = _check_limits(horizon_s, n, self.arrival_rate_per_s)
         root = _root_seed(rng)
         t0, done, i = 0.0, 0, 0
         while k is None or done < k:
@@ -182,12 +180,7 @@ class Workload:
             g = np.random.default_rng(np.random.SeedSequence(root.entropy,
                                                              spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
             t = t0 + np.cumsum(self.arrival._gaps(g, m))
-            if self.trace is not None:
-                rows = g.integers(0, len(self.trace), size=m)
-                p = np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64)
-                d = np.asarray(self.trace.output_tokens)[rows].astype(np.int64)
-            else:
-                p, d = self.prompt_tokens.sample(g, m), self.output_tokens.sample(g, m)
+            p, d = self._lengths(g, m)
             i += 1
             done += m
             if h is not None and t[-1] > h:
