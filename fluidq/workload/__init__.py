@@ -162,7 +162,9 @@ class Workload:
         of ``(rng, horizon_s, n, chunk)`` alone, the same however many chunks a consumer holds at once, and
         a consumer needs one chunk in memory.  It is a different draw from :meth:`sample`'s (which draws
         whole arrays from one generator): the same distribution, not the same numbers.  A replayed trace
-        (``TraceArrivals``) has no randomness: its rows are yielded in order, as :meth:`sample` gives them.
+        (``TraceArrivals`` and a ``trace``) has no randomness: its rows are yielded in order, as :meth:`sample`
+        gives them.  Recorded times without a trace (``TraceArrivals`` and length distributions) are
+        :meth:`sample`'s times, in chunks, each chunk's lengths drawn from its own generator.
         """
         from .arrivals import _check_limits
 
@@ -172,13 +174,23 @@ class Workload:
             for i in range(0, len(t), chunk):
                 yield t[i:i + chunk], p[i:i + chunk], d[i:i + chunk]
             return
-        h, k = _check_limits(horizon_s, n, self.arrival_rate_per_s)
         root = _root_seed(rng)
+
+        def generator(i):
+            return np.random.default_rng(np.random.SeedSequence(root.entropy,
+                                                                spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
+
+        if isinstance(self.arrival, TraceArrivals):  # recorded times (held by the arrival already): no gaps to draw
+            t = self.arrival.times(None, horizon_s=horizon_s, n=n)
+            for i, s in enumerate(range(0, len(t), chunk)):
+                ti = t[s:s + chunk]
+                yield (ti, *self._lengths(generator(i), len(ti)))
+            return
+        h, k = _check_limits(horizon_s, n, self.arrival_rate_per_s)
         t0, done, i = 0.0, 0, 0
         while k is None or done < k:
             m = chunk if k is None else min(chunk, k - done)
-            g = np.random.default_rng(np.random.SeedSequence(root.entropy,
-                                                             spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
+            g = generator(i)
             t = t0 + np.cumsum(self.arrival._gaps(g, m))
             p, d = self._lengths(g, m)
             i += 1
