@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
-from ..results import Result, plain
+from ..results import Result, line_slope, plain
 
 __all__ = ["METRIC_NAMES", "SimResult", "SimSummary"]
 
@@ -47,16 +47,6 @@ def latency_columns(r: dict, ttft: str = "first_decode") -> dict:
     first = r["first_token_s"] if ttft == "first_decode" else r["prefill_done_s"]
     return {"ttft_s": first - a, "ttlt_s": ttlt, "tpot_s": tpot,
             "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
-
-
-def _fittable(g: np.ndarray) -> bool:
-    """Whether a line can be fitted on the time grid ``g``: finite, and its points distinct at float
-    precision after centring (a window of a few subnormal seconds is not: least squares fails)."""
-    if not (np.all(np.isfinite(g)) and g[-1] > g[0]):
-        return False
-    c = g - g.mean()
-    return bool(np.all(np.diff(g) > 0) and np.all(np.isfinite(c * c)) and float(np.dot(c, c)) > 0
-                and (g[-1] - g[0]) > 1e-12 * max(abs(g[-1]), 1e-300))
 
 
 def _per_s(count, end_s: float) -> float:
@@ -221,12 +211,8 @@ class SimResult(Result):
 
     def backlog_slope(self, key: str = "tokens", start_frac: float = 0.5, points: int = 200) -> float:
         """Least-squares slope (per second) of ``backlog[key]`` over the last ``1 - start_frac`` of the run."""
-        t0 = start_frac * self.end_s
-        g = np.linspace(t0, self.end_s, points)
-        if not _fittable(g):
-            return math.nan
-        y = self.backlog_at(g, key)
-        return float(np.polyfit(g, y, 1)[0])
+        g = np.linspace(start_frac * self.end_s, self.end_s, points)
+        return line_slope(g, self.backlog_at(g, key))
 
     def offered(self, start_frac: float = 0.0) -> dict:
         """What the run's own arrivals offered over ``[start_frac * end_s, end_s]``.
@@ -273,9 +259,7 @@ class SimResult(Result):
                             points: int = 200) -> float:
         """Slope of :meth:`fluid_backlog`, fitted exactly as :meth:`backlog_slope` fits the simulated one."""
         g = np.linspace(start_frac * self.end_s, self.end_s, points)
-        if not _fittable(g):
-            return math.nan
-        return float(np.polyfit(g, self.fluid_backlog(capacity_tokens_per_s, g), 1)[0])
+        return line_slope(g, self.fluid_backlog(capacity_tokens_per_s, g))
 
     # ----------------------------------------------------------------- faces
     def summary(self) -> dict:

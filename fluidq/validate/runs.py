@@ -50,6 +50,7 @@ import numpy as np
 
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
+from ..results import line_slope
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
            "queue_growth", "latency_metrics", "open_text"]
@@ -667,8 +668,8 @@ def queue_growth(run: ServingRun) -> dict:
     tt = t[sel]
     offered_cum = np.array([tot[run.arrival_s <= x].sum() for x in tt], dtype=float)
     backlog = offered_cum - served_cum[sel]
-    w = np.polyfit(tt, ts["waiting"][sel], 1)[0]
-    b = np.polyfit(tt, backlog, 1)[0]
+    w = line_slope(tt, ts["waiting"][sel])
+    b = line_slope(tt, backlog)
     win = (tt[0] - 1.0, tt[-1])
     arrived = (run.arrival_s > win[0]) & (run.arrival_s <= win[1])
     offered = float(tot[arrived].sum() / (win[1] - win[0]))
