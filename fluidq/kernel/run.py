@@ -67,7 +67,8 @@ def run_fcfs(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
     budget, ``k_cap`` the most requests per batch; ``mixed``, ``chunked``, ``chunk_long``,
     ``prefill_first`` the scheduler's rule; ``tau_b[b]`` the batch time of ``b`` tokens and ``ks``
     seconds per KV token of the decoders' contexts; ``record`` keeps one row per iteration;
-    ``progress(t_s, arrivals)`` is called about every simulated second.
+    ``progress(t_s, arrivals)`` is called about every simulated second.  ``covered`` in the dict counts the
+    decoders that joined the served set covered (no heap entry of their own, see :mod:`fluidq.kernel.fcfs`).
     """
     ensure_compiled()
     return _run(np.ascontiguousarray(arr, dtype=np.float64), np.ascontiguousarray(P, dtype=np.int64),
@@ -160,7 +161,8 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
             "backlog": (cut(bt, nb, f64), cut(bn, nb, i64), cut(bw, nb, i64)), "iterations": int(si[fcfs.I_NITER]),
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
-            "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA])}
+            "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA]),
+            "covered": int(si[fcfs.I_COVERED])}
 
 
 REQUEST_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "first_scheduled_s", "prefill_done_s",
@@ -287,7 +289,7 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
     return {"iterations": int(si[fcfs.I_NITER]), "busy_s": float(sf[fcfs.F_BUSY]),
             "mixed_iterations": int(si[fcfs.I_MIXED]), "tokens_served": int(si[fcfs.I_TOKS]),
             "end_s": float(sf[fcfs.F_T]), "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": n_arrived,
-            "held_max": held_max}
+            "held_max": held_max, "covered": int(si[fcfs.I_COVERED])}
 
 
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
