@@ -251,3 +251,19 @@ def test_the_model_is_found_from_either_file_and_must_agree(tmp_path):
     rv.set_meta(folder, meta)
     with pytest.raises(DataError, match="profiles 'meta-llama/Llama-3.1-8B' .* but vllm_meta.json ran 'Qwen/Qwen3-32B'"):
         case_for_run(folder)
+
+
+def test_profiles_of_bf16_weights_do_not_stand_for_a_served_fp8_model(tmp_path):
+    # the names resolve as fluidq.models.load_model reads them: an -FP8 repository is the FP8 model (its GEMMs and
+    # its weights' memory differ), which the bf16 profiles were not measured on (it was taken for Llama-3.1-8B)
+    folder = rv.make("llama-pro6000", tmp_path / "a")
+    meta = rv.meta(folder)
+    meta["model"] = meta["engine_kwargs"]["model"] = "meta-llama/Llama-3.1-8B-Instruct-FP8"
+    rv.set_meta(folder, meta)
+    with pytest.raises(DataError, match=r"profiles 'meta-llama/Llama-3.1-8B' \(Llama-3.1-8B\) but vllm_meta.json ran "
+                                        r"'meta-llama/Llama-3.1-8B-Instruct-FP8' \(Llama-3.1-8B-FP8\)"):
+        case_for_run(folder)
+    # a fine-tune's own suffix still finds the shipped model it starts with
+    meta["model"] = meta["engine_kwargs"]["model"] = "someone/Llama-3.1-8B-Instruct-abliterated"
+    rv.set_meta(folder, meta)
+    assert case_for_run(folder)[0].spec["_facts"].name == "Llama-3.1-8B"
