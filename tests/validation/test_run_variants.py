@@ -267,3 +267,20 @@ def test_profiles_of_bf16_weights_do_not_stand_for_a_served_fp8_model(tmp_path):
     meta["model"] = meta["engine_kwargs"]["model"] = "someone/Llama-3.1-8B-Instruct-abliterated"
     rv.set_meta(folder, meta)
     assert case_for_run(folder)[0].spec["_facts"].name == "Llama-3.1-8B"
+
+
+@pytest.mark.parametrize("bad", [2.5, 0, True, "many"])
+def test_a_recorded_kv_cache_is_checked_as_every_option(bad, tmp_path):
+    # kv_capacity_tokens reads its fields through the check of every vLLM option (one wording)
+    folder = rv.make("llama-pro6000", tmp_path / "a")
+    meta = rv.meta(folder)
+    meta.setdefault("kv_cache", {}).pop("num_kv_tokens", None)
+    meta["kv_cache"]["num_gpu_blocks"] = bad
+    meta["engine_kwargs"]["max_num_seqs"] = bad
+    rv.set_meta(folder, meta)
+    run = read_run(folder)
+    with pytest.raises(DataError, match=r"kv_cache\.num_gpu_blocks = .*: expected a whole number >= 1") as kv:
+        run.kv_capacity_tokens
+    with pytest.raises(DataError, match=r"max_num_seqs = .*: expected a whole number >= 1") as opt:
+        run.max_num_seqs
+    assert str(kv.value).split(": ")[-1] == str(opt.value).split(": ")[-1]
