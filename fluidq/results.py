@@ -213,6 +213,26 @@ def plain(obj):
     return obj
 
 
+def line_slope(t, y) -> float:
+    """The least-squares slope of ``y`` against ``t`` (a backlog's growth per second): the one fit of every
+    result's slope (a simulated run's backlog, its fluid path, a streamed summary's grid, a network run's
+    requests in system, a served run's measured backlog).
+
+    Fitted about the means (``sum (t - mean t)(y - mean y) / sum (t - mean t)^2``), so a window far from 0 or
+    of a few subnormal seconds loses nothing to scaling (``np.polyfit``'s design matrix overflows there); NaN
+    with fewer than two points, or when the window cannot be resolved (its spread squared is 0 or not finite)
+    or the slope is not finite."""
+    t = np.asarray(t, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if t.size < 2 or t.size != y.size:
+        return math.nan
+    with np.errstate(all="ignore"):
+        tw = t - t.mean()
+        den = float(np.dot(tw, tw))
+        slope = float(np.dot(tw, y - y.mean())) / den if den > 0 and math.isfinite(den) else math.nan
+    return slope if math.isfinite(slope) else math.nan
+
+
 #: what a human table or message shows for a value that is undefined (None, NaN, an infinity)
 UNDEFINED = "\u2013"
 

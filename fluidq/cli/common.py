@@ -215,9 +215,11 @@ def _batch_constants_ms(model: str, c: float, a: float) -> None:
                              SECONDS_WHY)
 
 
-def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False, rate: bool = True) -> None:
+def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False, rate: bool = True,
+                      trace_help: str | None = None) -> None:
     """Workload options; ``rate=False`` when the command sets the arrival rates itself (``--rate`` is then
-    refused with the reason, and not listed in ``--help``)."""
+    refused with the reason, and not listed in ``--help``); ``trace_help`` replaces ``--trace``'s help (a command
+    that refuses a trace says why)."""
     g = p.add_argument_group("workload (vLLM's benchmark names beside fluidq's)")
     g.add_argument("--rate", "--request-rate", dest="rate", type=float, default=None, required=rate_required,
                    help="arrival rate, requests per second (Poisson; vLLM's --request-rate)" if rate
@@ -228,7 +230,7 @@ def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False
                    help="output tokens per request (mean; default 100; vLLM's --output-len)")
     g.add_argument("--geometric", action="store_true", help="geometric lengths with the given means "
                    "(default: deterministic)")
-    g.add_argument("--trace", default=None, help="a trace file (Azure CSV / Mooncake JSONL) or "
+    g.add_argument("--trace", default=None, help=trace_help or "a trace file (Azure CSV / Mooncake JSONL) or "
                    "'azure-conv' / 'azure-code'; lengths and arrival pattern from it")
 
 

@@ -72,7 +72,8 @@ C_OPEN = 8  # more arrivals follow those given (a segmented run without a record
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_NPQ, I_PH, I_PSCAN, I_POS, I_TOT, I_BLOCKED_TOK, I_NBLOCKED, I_G, I_NS, I_A,
  I_NDEC, I_BQ, I_UT, I_FRESH, I_NH, I_NB, I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_TAU) = range(25)
-N_SI = 25
+I_COVERED = 25  # decoders that joined S covered (no heap entry): a count, read by the tests only
+N_SI = 26
 # sf (float64): the clock, busy time, next progress report; cf: horizon, kv seconds per token
 F_T, F_BUSY, F_NEXT = range(3)
 
@@ -359,6 +360,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     mixed_iters = si[I_MIXED]
     tok_served = si[I_TOKS]
     resume = si[I_RESUME] != 0
+    covered = si[I_COVERED]
     t = sf[F_T]
     busy = sf[F_BUSY]
     next_report = sf[F_NEXT]
@@ -434,6 +436,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
                 if hin[u] == 0:  # a decoder that paused keeps its entry (a lower bound of f)
                     if bq > 0 and 0 <= val[bq - 1] <= f:  # covered by the next older decoder (served)
                         hin[u] = 2
+                        covered += 1
                     else:
                         hin[u] = 1
                         nh = _hpush_call(hf, hr, nh, f, bq)
@@ -582,6 +585,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, fs, pdn, ftk, fin, pq, cum, dq, val, h
     si[I_MIXED] = mixed_iters
     si[I_TOKS] = tok_served
     si[I_RESUME] = 1 if resume or status == STATUS_PROGRESS else 0
+    si[I_COVERED] = covered
     sf[F_T] = t
     sf[F_BUSY] = busy
     return status, hf, hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk

@@ -67,7 +67,8 @@ def run_fcfs(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
     budget, ``k_cap`` the most requests per batch; ``mixed``, ``chunked``, ``chunk_long``,
     ``prefill_first`` the scheduler's rule; ``tau_b[b]`` the batch time of ``b`` tokens and ``ks``
     seconds per KV token of the decoders' contexts; ``record`` keeps one row per iteration;
-    ``progress(t_s, arrivals)`` is called about every simulated second.
+    ``progress(t_s, arrivals)`` is called about every simulated second.  ``covered`` in the dict counts the
+    decoders that joined the served set covered (no heap entry of their own, see :mod:`fluidq.kernel.fcfs`).
     """
     ensure_compiled()
     return _run(np.ascontiguousarray(arr, dtype=np.float64), np.ascontiguousarray(P, dtype=np.int64),
@@ -88,18 +89,48 @@ def _tau_array(tau_b, b_max):
     return tab, tau_b
 
 
+def _setup(*, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record, progress,
+           open_segments):
+    """The kernel's batch-time table (and its lazy source or None), options and scalar state: ``tau, lazy, cfg,
+    cf, si, sf`` (:func:`run_fcfs`'s and :func:`run_fcfs_segments`')."""
+    from . import fcfs
+
+    tau, lazy = _tau_array(tau_b, b_max)
+    cfg = np.array([b_max, min(k_cap, 1 << 62), mixed, chunked, chunk_long, prefill_first, record,
+                    progress is not None, open_segments], dtype=np.int64)
+    cf = np.array([horizon, ks], dtype=np.float64)
+    return tau, lazy, cfg, cf, np.zeros(fcfs.N_SI, dtype=np.int64), np.zeros(3, dtype=np.float64)
+
+
+def _drive(state, bufs, lazy, progress, before: int = 0):
+    """Call :func:`fcfs.step` on ``state`` (its arrays, or lists in plain Python) until it is done or needs more
+    arrivals, answering its other requests: a progress report (``before`` arrivals handed back earlier are
+    counted) or one more batch time from ``lazy``.  Returns ``(status, bufs)``."""
+    from . import fcfs
+
+    tau, si, sf = state[3], state[6], state[7]
+    while True:
+        status, *bufs = fcfs.step(*state, *bufs)
+        if status == fcfs.STATUS_PROGRESS:
+            t = float(sf[fcfs.F_T])
+            progress(t, before + int(si[fcfs.I_NA]))
+            sf[fcfs.F_NEXT] = t + 1.0 + 0.02 * t
+        elif status == fcfs.STATUS_TAU:  # the lazy table computes (and checks) one more batch time
+            b = int(si[fcfs.I_TAU])
+            tau[b] = float(lazy[b])
+        else:
+            return status, bufs
+
+
 def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
          progress):
     from . import fcfs  # decorating it imports numba: not at `import fluidq`
 
     n = arr.size
     i64, f64 = np.int64, np.float64
-    tau, lazy = _tau_array(tau_b, b_max)
-    cfg = np.array([b_max, min(k_cap, 1 << 62), mixed, chunked, chunk_long, prefill_first, record,
-                    progress is not None, 0], dtype=i64)
-    cf = np.array([horizon, ks], dtype=f64)
-    si = np.zeros(fcfs.N_SI, dtype=i64)
-    sf = np.zeros(3, dtype=f64)
+    tau, lazy, cfg, cf, si, sf = _setup(b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked,
+                                        chunk_long=chunk_long, prefill_first=prefill_first, tau_b=tau_b, ks=ks,
+                                        horizon=horizon, record=record, progress=progress, open_segments=0)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
     pq, cum, dq = (np.empty(n, dtype=i64) for _ in range(3))
     val = np.full(n, -1, dtype=i64)
@@ -112,18 +143,8 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
     if not compiled():  # plain Python indexes lists ~5x faster than numpy arrays (a grown buffer is an array)
         state = [a.tolist() for a in state]
         bufs = tuple(b.tolist() for b in bufs)
-        tau, si, sf = state[3], state[6], state[7]
-    while True:
-        status, *bufs = fcfs.step(*state, *bufs)
-        if status == fcfs.STATUS_DONE:
-            break
-        if status == fcfs.STATUS_PROGRESS:
-            t = float(sf[fcfs.F_T])
-            progress(t, int(si[fcfs.I_NA]))
-            sf[fcfs.F_NEXT] = t + 1.0 + 0.02 * t
-        else:  # STATUS_TAU: the lazy table computes (and checks) one more batch time
-            b = int(si[fcfs.I_TAU])
-            tau[b] = float(lazy[b])
+        si, sf = state[6], state[7]
+    _status, bufs = _drive(state, bufs, lazy, progress)
     _hf, _hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk = bufs
     nb, nr = int(si[fcfs.I_NB]), int(si[fcfs.I_NR])
     fs, pdn, ftk, fin = (np.asarray(a, dtype=f64) for a in state[8:12])
@@ -140,7 +161,8 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
             "backlog": (cut(bt, nb, f64), cut(bn, nb, i64), cut(bw, nb, i64)), "iterations": int(si[fcfs.I_NITER]),
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
-            "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA])}
+            "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA]),
+            "covered": int(si[fcfs.I_COVERED])}
 
 
 REQUEST_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens", "first_scheduled_s", "prefill_done_s",
@@ -172,12 +194,9 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
 
     ensure_compiled()
     i64, f64 = np.int64, np.float64
-    tau, lazy = _tau_array(tau_b, b_max)
-    cfg = np.array([b_max, min(k_cap, 1 << 62), mixed, chunked, chunk_long, prefill_first, 0,
-                    progress is not None, 1], dtype=i64)
-    cf = np.array([horizon, ks], dtype=f64)
-    si = np.zeros(fcfs.N_SI, dtype=i64)
-    sf = np.zeros(3, dtype=f64)
+    tau, lazy, cfg, cf, si, sf = _setup(b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked,
+                                        chunk_long=chunk_long, prefill_first=prefill_first, tau_b=tau_b, ks=ks,
+                                        horizon=horizon, record=0, progress=progress, open_segments=1)
     it = iter(chunks)
     empty_f, empty_i = np.empty(0, f64), np.empty(0, i64)
     cols = {"arrival_s": empty_f, "prompt_tokens": empty_i, "output_tokens": empty_i}
@@ -251,26 +270,18 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
         state = [cols["arrival_s"], cols["prompt_tokens"], cols["output_tokens"], tau, cfg, cf, si, sf,
                  cols["first_scheduled_s"], cols["prefill_done_s"], cols["first_token_s"], cols["finish_s"],
                  pq, cum, dq, val, hin]
-        if uncompiled:  # plain Python indexes lists ~5x faster than numpy arrays: lists in, arrays back
+        if uncompiled:  # plain Python indexes lists ~5x faster than numpy arrays: lists for a segment, arrays back
             ls = [x.tolist() for x in state]
-            status, *out = fcfs.step(*ls, *(b.tolist() for b in bufs))
+            status, out = _drive(ls, [b.tolist() for b in bufs], lazy, progress, gone)
             for x, y in zip(state, ls):
                 x[:] = y
             bufs = [np.asarray(y, dtype=b.dtype) for y, b in zip(out, bufs)]
         else:
-            status, *bufs = fcfs.step(*state, *bufs)
+            status, bufs = _drive(state, bufs, lazy, progress, gone)
         if status == fcfs.STATUS_DONE:
             break
-        if status == fcfs.STATUS_PROGRESS:
-            t = float(sf[fcfs.F_T])
-            progress(t, gone + int(si[fcfs.I_NA]))
-            sf[fcfs.F_NEXT] = t + 1.0 + 0.02 * t
-        elif status == fcfs.STATUS_TAU:
-            b = int(si[fcfs.I_TAU])
-            tau[b] = float(lazy[b])
-        else:  # STATUS_MORE
-            hand_back_rows()
-            add_chunk()
+        hand_back_rows()  # STATUS_MORE
+        add_chunk()
     hand_back_rows()
     n_arrived = gone + int(si[fcfs.I_NA])
     if cols["arrival_s"].size:
@@ -278,7 +289,7 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
     return {"iterations": int(si[fcfs.I_NITER]), "busy_s": float(sf[fcfs.F_BUSY]),
             "mixed_iterations": int(si[fcfs.I_MIXED]), "tokens_served": int(si[fcfs.I_TOKS]),
             "end_s": float(sf[fcfs.F_T]), "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": n_arrived,
-            "held_max": held_max}
+            "held_max": held_max, "covered": int(si[fcfs.I_COVERED])}
 
 
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from .result import METRIC_NAMES, _fittable, latency_columns
+from ..results import line_slope
+from .result import METRIC_NAMES, latency_columns
 
 __all__ = ["GRID_POINTS", "REL_ERROR", "BacklogStream", "RequestStream", "Sketch", "grid_slope"]
 
@@ -174,7 +175,7 @@ class BacklogStream:
         i0 = math.ceil(0.5 * end_s / d)
         g = np.arange(i0, len(self.vals), dtype=float) * d
         y = np.array([w for _, w in self.vals[i0:]], dtype=float)
-        slope = float(np.polyfit(g, y, 1)[0]) if g.size >= 2 and _fittable(g) else math.nan
+        slope = line_slope(g, y)
         return {"final_requests_in_system": n0, "final_token_backlog": w0, "mean_requests_in_system": mean,
                 "token_backlog_slope_per_s": slope, "grid_s": d}
 
@@ -185,6 +186,4 @@ def grid_slope(res, grid_s: float, key: str = "tokens", start_frac: float = 0.5)
     i0 = math.ceil(start_frac * res.end_s / grid_s)
     i1 = math.floor(res.end_s / grid_s)
     g = np.arange(i0, i1 + 1, dtype=float) * grid_s
-    if g.size < 2 or not _fittable(g):
-        return math.nan
-    return float(np.polyfit(g, res.backlog_at(g, key), 1)[0])
+    return line_slope(g, res.backlog_at(g, key))

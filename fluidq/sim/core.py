@@ -519,12 +519,12 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     end = float(out["end_s"])
     if horizon_s is not None and end < horizon_s:  # idle (or stalled) until the horizon
         end = float(horizon_s)
-    n_it = int(out["iterations"])
+    fr = _kernel_fractions(out, end)
     res = SimResult(
         requests=reqs, backlog=backlog, policy=getattr(pol, "name", type(pol).__name__),
-        method="fast" if use_fast else "generic", end_s=end, horizon_s=horizon_s, n_iterations=n_it,
-        busy_fraction=float(out["busy_s"]) / end if end > 0 else math.nan,
-        mixed_batch_fraction=out["mixed_iterations"] / n_it if n_it else 0.0, tokens_served=int(out["tokens_served"]),
+        method="fast" if use_fast else "generic", end_s=end, horizon_s=horizon_s, n_iterations=fr["iterations"],
+        busy_fraction=fr["busy_fraction"], mixed_batch_fraction=fr["mixed_batch_fraction"],
+        tokens_served=int(out["tokens_served"]),
         preemptions=int(out.get("preemptions", 0)), wasted_tokens=int(out.get("wasted_tokens", 0)),
         swap_tokens=int(out.get("swap_tokens", 0)), rejected=int(out.get("rejected", 0)),
         peak_kv_tokens=int(out.get("peak_kv_tokens", 0)), blocked=int(out["n_blocked"]), iterations=its,
@@ -537,6 +537,14 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
 
         return SimSummary.of(res)
     return res
+
+
+def _kernel_fractions(out: dict, end: float) -> dict:
+    """``iterations``, ``busy_fraction`` and ``mixed_batch_fraction`` of a run from its loop's output ``out`` and
+    its end ``end`` (the full result's and the streamed summary's)."""
+    n_it = int(out["iterations"])
+    return {"iterations": n_it, "busy_fraction": float(out["busy_s"]) / end if end > 0 else math.nan,
+            "mixed_batch_fraction": out["mixed_iterations"] / n_it if n_it else 0.0}
 
 
 def _kernel_options(engine: Engine, pol: Scheduler) -> dict:
@@ -563,7 +571,7 @@ def _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_
     from ..kernel.run import run_fcfs_segments
     from ..workload import STREAM_CHUNK
     from ._summary import REL_ERROR, BacklogStream, RequestStream
-    from .result import SimSummary
+    from .result import SimSummary, summary_values
 
     if isinstance(workload, Workload):
         chunks = workload.sample_chunks(rng, horizon_s=horizon_s, n=n_requests)
@@ -593,22 +601,15 @@ def _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_
     if horizon_s is not None and end < horizon_s:
         end = float(horizon_s)
     bk = back.finish(end)
-    n_it = int(out["iterations"])
     m = reqs.metrics()
-    values = {"policy": getattr(pol, "name", type(pol).__name__), "method": "fast", "requests": reqs.n_requests,
-              "finished": reqs.n_finished, "end_s": end, "iterations": n_it,
-              "throughput_requests_per_s": reqs.n_finished / end if end > 0 else math.nan,
-              "throughput_tokens_per_s": int(out["tokens_served"]) / end if end > 0 else math.nan,
-              "busy_fraction": float(out["busy_s"]) / end if end > 0 else math.nan,
-              "mixed_batch_fraction": out["mixed_iterations"] / n_it if n_it else 0.0,
-              "final_requests_in_system": bk["final_requests_in_system"],
-              "final_token_backlog": bk["final_token_backlog"],
-              "mean_requests_in_system": bk["mean_requests_in_system"],
-              "token_backlog_slope_per_s": bk["token_backlog_slope_per_s"],
-              "preemptions": 0, "wasted_tokens": 0, "swap_tokens": 0, "rejected": 0, "peak_kv_tokens": 0,
-              "blocked": int(out["n_blocked"]),
-              **{f"{k}_{s}": m[k][s] for k in ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
-                 for s in ("mean", "p50", "p90", "p99")}}
+    values = summary_values(policy=getattr(pol, "name", type(pol).__name__), method="fast",
+                            requests=reqs.n_requests, finished=reqs.n_finished, end_s=end,
+                            tokens_served=int(out["tokens_served"]), blocked=int(out["n_blocked"]),
+                            final_requests_in_system=bk["final_requests_in_system"],
+                            final_token_backlog=bk["final_token_backlog"],
+                            mean_requests_in_system=bk["mean_requests_in_system"],
+                            token_backlog_slope_per_s=bk["token_backlog_slope_per_s"], metrics=m,
+                            **_kernel_fractions(out, end))
     inputs = _run_inputs(engine, workload, pol, horizon_s, n_requests, reqs.n_requests, preemption,
                          swap_s_per_token, rng)
     return SimSummary(values=values, metrics=m, inputs=inputs,

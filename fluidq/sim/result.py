@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ParameterError
-from ..results import Result, plain
+from ..results import Result, line_slope, plain
 
 __all__ = ["METRIC_NAMES", "SimResult", "SimSummary"]
 
@@ -15,6 +15,9 @@ METRIC_NAMES = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s", "queueing_s
 #: what the first token of TTFT is: the first decode token (the paper's model) or the end of the prefill
 #: (vLLM's first token comes with it)
 TTFT_DEFINITIONS = ("first_decode", "end_of_prefill")
+#: the metrics and statistics :meth:`SimResult.summary` lists (as ``ttft_s_p99``...)
+_SUMMARY_METRICS = ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
+_SUMMARY_STATS = ("mean", "p50", "p90", "p99")
 
 
 def _ro(a):
@@ -46,14 +49,28 @@ def latency_columns(r: dict, ttft: str = "first_decode") -> dict:
             "latency_per_token_s": ttlt / out, "queueing_s": r["first_scheduled_s"] - a}
 
 
-def _fittable(g: np.ndarray) -> bool:
-    """Whether a line can be fitted on the time grid ``g``: finite, and its points distinct at float
-    precision after centring (a window of a few subnormal seconds is not: least squares fails)."""
-    if not (np.all(np.isfinite(g)) and g[-1] > g[0]):
-        return False
-    c = g - g.mean()
-    return bool(np.all(np.diff(g) > 0) and np.all(np.isfinite(c * c)) and float(np.dot(c, c)) > 0
-                and (g[-1] - g[0]) > 1e-12 * max(abs(g[-1]), 1e-300))
+def _per_s(count, end_s: float) -> float:
+    """``count`` divided by the simulated time ``end_s`` (NaN for an empty run)."""
+    return count / end_s if end_s > 0 else math.nan
+
+
+def summary_values(*, policy: str, method: str, requests: int, finished: int, end_s: float, iterations: int,
+                   tokens_served: int, busy_fraction: float, mixed_batch_fraction: float,
+                   final_requests_in_system: int, final_token_backlog: int, mean_requests_in_system: float,
+                   token_backlog_slope_per_s: float, metrics: dict, preemptions: int = 0, wasted_tokens: int = 0,
+                   swap_tokens: int = 0, rejected: int = 0, peak_kv_tokens: int = 0, blocked: int = 0) -> dict:
+    """The figures of :meth:`SimResult.summary`, keys in its order, from a run's counts and backlog figures and
+    its :attr:`SimResult.metrics`: one list of keys and one set of formulas for a full result and for a summary
+    streamed in bounded memory (:func:`fluidq.simulate`, ``record="summary"``)."""
+    return {"policy": policy, "method": method, "requests": requests, "finished": finished, "end_s": end_s,
+            "iterations": iterations, "throughput_requests_per_s": _per_s(finished, end_s),
+            "throughput_tokens_per_s": _per_s(tokens_served, end_s), "busy_fraction": busy_fraction,
+            "mixed_batch_fraction": mixed_batch_fraction, "final_requests_in_system": final_requests_in_system,
+            "final_token_backlog": final_token_backlog, "mean_requests_in_system": mean_requests_in_system,
+            "token_backlog_slope_per_s": token_backlog_slope_per_s, "preemptions": preemptions,
+            "wasted_tokens": wasted_tokens, "swap_tokens": swap_tokens, "rejected": rejected,
+            "peak_kv_tokens": peak_kv_tokens, "blocked": blocked,
+            **{f"{k}_{s}": metrics[k][s] for k in _SUMMARY_METRICS for s in _SUMMARY_STATS}}
 
 
 @dataclass(frozen=True, eq=False)
@@ -148,11 +165,11 @@ class SimResult(Result):
 
     @property
     def throughput_requests_per_s(self) -> float:
-        return self.n_finished / self.end_s if self.end_s > 0 else math.nan
+        return _per_s(self.n_finished, self.end_s)
 
     @property
     def throughput_tokens_per_s(self) -> float:
-        return self.tokens_served / self.end_s if self.end_s > 0 else math.nan
+        return _per_s(self.tokens_served, self.end_s)
 
     def latencies(self, ttft: str = "first_decode") -> dict:
         """Per-request latency columns (seconds, NaN where undefined), over all arrivals.
@@ -194,12 +211,8 @@ class SimResult(Result):
 
     def backlog_slope(self, key: str = "tokens", start_frac: float = 0.5, points: int = 200) -> float:
         """Least-squares slope (per second) of ``backlog[key]`` over the last ``1 - start_frac`` of the run."""
-        t0 = start_frac * self.end_s
-        g = np.linspace(t0, self.end_s, points)
-        if not _fittable(g):
-            return math.nan
-        y = self.backlog_at(g, key)
-        return float(np.polyfit(g, y, 1)[0])
+        g = np.linspace(start_frac * self.end_s, self.end_s, points)
+        return line_slope(g, self.backlog_at(g, key))
 
     def offered(self, start_frac: float = 0.0) -> dict:
         """What the run's own arrivals offered over ``[start_frac * end_s, end_s]``.
@@ -246,27 +259,21 @@ class SimResult(Result):
                             points: int = 200) -> float:
         """Slope of :meth:`fluid_backlog`, fitted exactly as :meth:`backlog_slope` fits the simulated one."""
         g = np.linspace(start_frac * self.end_s, self.end_s, points)
-        if not _fittable(g):
-            return math.nan
-        return float(np.polyfit(g, self.fluid_backlog(capacity_tokens_per_s, g), 1)[0])
+        return line_slope(g, self.fluid_backlog(capacity_tokens_per_s, g))
 
     # ----------------------------------------------------------------- faces
     def summary(self) -> dict:
-        m = self.metrics
-        return {"policy": self.policy, "method": self.method, "requests": self.n_requests,
-                "finished": self.n_finished, "end_s": self.end_s, "iterations": self.n_iterations,
-                "throughput_requests_per_s": self.throughput_requests_per_s,
-                "throughput_tokens_per_s": self.throughput_tokens_per_s, "busy_fraction": self.busy_fraction,
-                "mixed_batch_fraction": self.mixed_batch_fraction,
-                "final_requests_in_system": int(self.backlog["requests"][-1]),
-                "final_token_backlog": int(self.backlog["tokens"][-1]),
-                "mean_requests_in_system": self.time_average("requests"),
-                "token_backlog_slope_per_s": self.backlog_slope("tokens"),
-                "preemptions": self.preemptions, "wasted_tokens": self.wasted_tokens,
-                "swap_tokens": self.swap_tokens, "rejected": self.rejected, "peak_kv_tokens": self.peak_kv_tokens,
-                "blocked": self.blocked,
-                **{f"{k}_{s}": m[k][s] for k in ("ttft_s", "ttlt_s", "tpot_s", "latency_per_token_s")
-                   for s in ("mean", "p50", "p90", "p99")}}
+        return summary_values(policy=self.policy, method=self.method, requests=self.n_requests,
+                              finished=self.n_finished, end_s=self.end_s, iterations=self.n_iterations,
+                              tokens_served=self.tokens_served, busy_fraction=self.busy_fraction,
+                              mixed_batch_fraction=self.mixed_batch_fraction,
+                              final_requests_in_system=int(self.backlog["requests"][-1]),
+                              final_token_backlog=int(self.backlog["tokens"][-1]),
+                              mean_requests_in_system=self.time_average("requests"),
+                              token_backlog_slope_per_s=self.backlog_slope("tokens"), metrics=self.metrics,
+                              preemptions=self.preemptions, wasted_tokens=self.wasted_tokens,
+                              swap_tokens=self.swap_tokens, rejected=self.rejected,
+                              peak_kv_tokens=self.peak_kv_tokens, blocked=self.blocked)
 
     @property
     def ttft_definition(self) -> str:

@@ -255,7 +255,8 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     planner's estimate from the GPU memory in ``vllm_meta.json`` (``hardware.device_total_memory_bytes``)
     or ``peer_sim_config.json``.  Targets are the suite's defaults (capacity within 10 %, aim 5 %).
     """
-    from ..models import ModelFacts, find_model
+    from ..errors import UnknownNameError
+    from ..models import ModelFacts, find_model, load_model
     from .deployment import _gpu_memory_from_folder, _profile_model
     from .runs import read_run
 
@@ -277,10 +278,15 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     ran = ran if isinstance(ran, str) and ran else None
 
     def lookup(name):
-        """The shipped facts of a Hugging Face id (Meta's older ``Meta-Llama-3.1-...`` repository names too)."""
+        """The shipped facts of a Hugging Face id as :func:`fluidq.models.load_model` reads a name (Meta's older
+        ``Meta-Llama-3.1-...`` repository names, ``-Instruct``, a weights quantization suffix ...), else the
+        longest shipped name the id starts with (:func:`fluidq.models.find_model`: a fine-tune's own suffix)."""
         if not name:
             return None
-        return find_model(name) or find_model(name.replace("Meta-Llama-", "Llama-"))
+        try:
+            return load_model(name)
+        except UnknownNameError:
+            return find_model(name)
 
     if model_config is not None:
         facts = ModelFacts.from_config(model_config)

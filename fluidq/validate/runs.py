@@ -50,6 +50,7 @@ import numpy as np
 
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
+from ..results import line_slope
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
            "queue_growth", "latency_metrics", "open_text"]
@@ -113,32 +114,35 @@ class ServingRun:
     def engine_kwargs(self) -> dict:
         return self.meta.get("engine_kwargs") or {}
 
-    def _option(self, key: str, section: str, *, default=None, kind=int, sources=None):
+    def _option(self, key: str, section: str, *, default=None, kind=int):
         """A vLLM option of the run: vLLM's resolved ``resolved_config.<section>.<key>`` (what the engine
         ran with), else ``kv_cache.<key>`` for the cache options, else ``engine_kwargs.<key>`` (what the
         bench asked for), else ``default``; a null value counts as not recorded.  ``default=None``: a
         run recording none of them is refused naming the field."""
-        where = sources or [(f"resolved_config.{section}", (self.meta.get("resolved_config") or {}).get(section)),
-                            ("kv_cache", self.meta.get("kv_cache") if section == "cache_config" else None),
-                            ("engine_kwargs", self.engine_kwargs)]
+        where = [(f"resolved_config.{section}", (self.meta.get("resolved_config") or {}).get(section)),
+                 ("kv_cache", self.meta.get("kv_cache") if section == "cache_config" else None),
+                 ("engine_kwargs", self.engine_kwargs)]
         for name, doc in where:
-            if not isinstance(doc, dict) or doc.get(key) is None:
-                continue
-            v = doc[key]
-            if kind is bool:
-                if isinstance(v, bool):
-                    return v
-            elif kind is str:
-                return str(v)
-            elif not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and (
-                    kind is float or float(v).is_integer()):
-                return kind(v)
-            raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected "
-                            + {bool: "true or false", int: "a whole number >= 1", float: "a number > 0"}[kind])
+            if isinstance(doc, dict) and doc.get(key) is not None:
+                return self._checked(name, key, doc[key], kind)
         if default is None:
             raise DataError(f"{self.files.get('meta', self.path)} records no {key} (engine_kwargs.{key} or "
                             f"resolved_config.{section}.{key}): the engine's {key} is needed to predict the run")
         return default
+
+    def _checked(self, name: str, key: str, v, kind):
+        """The recorded value ``v`` of ``<name>.<key>`` as ``kind`` (bool; str; int: a whole number >= 1; float: a
+        number > 0), or a DataError naming the field in ``vllm_meta.json``."""
+        if kind is bool:
+            if isinstance(v, bool):
+                return v
+        elif kind is str:
+            return str(v)
+        elif not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and (
+                kind is float or float(v).is_integer()):
+            return kind(v)
+        raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected "
+                        + {bool: "true or false", int: "a whole number >= 1", float: "a number > 0"}[kind])
 
     @property
     def max_num_seqs(self) -> int:
@@ -204,12 +208,8 @@ class ServingRun:
                                (cc, "num_gpu_blocks", "resolved_config.cache_config"),
                                (cc, "kv_cache_size_tokens", "resolved_config.cache_config")):
             v = doc.get(key) if isinstance(doc, dict) else None
-            if v is None:
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer() or v < 1:
-                raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected a whole "
-                                "number >= 1")
-            return int(v) * (self.block_size if key == "num_gpu_blocks" else 1)
+            if v is not None:
+                return self._checked(name, key, v, int) * (self.block_size if key == "num_gpu_blocks" else 1)
         return None
 
     @property
@@ -667,8 +667,8 @@ def queue_growth(run: ServingRun) -> dict:
     tt = t[sel]
     offered_cum = np.array([tot[run.arrival_s <= x].sum() for x in tt], dtype=float)
     backlog = offered_cum - served_cum[sel]
-    w = np.polyfit(tt, ts["waiting"][sel], 1)[0]
-    b = np.polyfit(tt, backlog, 1)[0]
+    w = line_slope(tt, ts["waiting"][sel])
+    b = line_slope(tt, backlog)
     win = (tt[0] - 1.0, tt[-1])
     arrived = (run.arrival_s > win[0]) & (run.arrival_s <= win[1])
     offered = float(tot[arrived].sum() / (win[1] - win[0]))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._validate import ARRIVALS_WHY, MAX_ARRIVALS, integer, real
+from .._validate import integer, real
 from ..errors import ParameterError
 from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
 from .lengths import (
@@ -135,19 +135,21 @@ class Workload:
 
     def sample(self, rng: np.random.Generator, horizon_s: float | None = None, n: int | None = None):
         """Draw ``(arrival_s, prompt_tokens, output_tokens)`` arrays."""
-        if self.trace is not None:
-            t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
-            k = len(t)
-            if isinstance(self.arrival, TraceArrivals):  # the rows in order, at their (scaled) times
-                return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
-            # another arrival process: (prompt, output) rows drawn at random, so that the lengths keep
-            # their joint distribution (the KV cache a request holds depends on both)
-            rows = rng.integers(0, len(self.trace), size=k)
-            return (t, np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64),
-                    np.asarray(self.trace.output_tokens)[rows].astype(np.int64))
         t = self.arrival.times(rng, horizon_s=horizon_s, n=n)
         k = len(t)
-        return t, self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
+        if self.replays_trace:  # the rows in order, at their (scaled) times
+            return t, self.trace.prompt_tokens[:k].copy(), self.trace.output_tokens[:k].copy()
+        return (t, *self._lengths(rng, k))
+
+    def _lengths(self, rng: np.random.Generator, k: int):
+        """``k`` (prompt, output) pairs drawn with ``rng`` (after the arrival times, in :meth:`sample` and in each
+        chunk of :meth:`sample_chunks`): rows of the trace at random, so that the lengths keep their joint
+        distribution (the KV cache a request holds depends on both), else from the two length distributions."""
+        if self.trace is not None:
+            rows = rng.integers(0, len(self.trace), size=k)
+            return (np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64),
+                    np.asarray(self.trace.output_tokens)[rows].astype(np.int64))
+        return self.prompt_tokens.sample(rng, k), self.output_tokens.sample(rng, k)
 
     def sample_chunks(self, rng, horizon_s: float | None = None, n: int | None = None,
                       chunk: int = STREAM_CHUNK):
@@ -160,7 +162,9 @@ class Workload:
         of ``(rng, horizon_s, n, chunk)`` alone, the same however many chunks a consumer holds at once, and
         a consumer needs one chunk in memory.  It is a different draw from :meth:`sample`'s (which draws
         whole arrays from one generator): the same distribution, not the same numbers.  A replayed trace
-        (``TraceArrivals``) has no randomness: its rows are yielded in order, as :meth:`sample` gives them.
+        (``TraceArrivals`` and a ``trace``) has no randomness: its rows are yielded in order, as :meth:`sample`
+        gives them.  Recorded times without a trace (``TraceArrivals`` and length distributions) are
+        :meth:`sample`'s times, in chunks, each chunk's lengths drawn from its own generator.
         """
         from .arrivals import _check_limits
 
@@ -170,24 +174,25 @@ class Workload:
             for i in range(0, len(t), chunk):
                 yield t[i:i + chunk], p[i:i + chunk], d[i:i + chunk]
             return
-        h, k = _check_limits(horizon_s, n)
-        if k is None and h * self.arrival_rate_per_s > MAX_ARRIVALS:
-            raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
-                                 f"arrivals (at {self.arrival_rate_per_s:g} req/s it has "
-                                 f"{h * self.arrival_rate_per_s:.3g})", ARRIVALS_WHY)
         root = _root_seed(rng)
+
+        def generator(i):
+            return np.random.default_rng(np.random.SeedSequence(root.entropy,
+                                                                spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
+
+        if isinstance(self.arrival, TraceArrivals):  # recorded times (held by the arrival already): no gaps to draw
+            t = self.arrival.times(None, horizon_s=horizon_s, n=n)
+            for i, s in enumerate(range(0, len(t), chunk)):
+                ti = t[s:s + chunk]
+                yield (ti, *self._lengths(generator(i), len(ti)))
+            return
+        h, k = _check_limits(horizon_s, n, self.arrival_rate_per_s)
         t0, done, i = 0.0, 0, 0
         while k is None or done < k:
             m = chunk if k is None else min(chunk, k - done)
-            g = np.random.default_rng(np.random.SeedSequence(root.entropy,
-                                                             spawn_key=(*root.spawn_key, _STREAM_KEY, i)))
+            g = generator(i)
             t = t0 + np.cumsum(self.arrival._gaps(g, m))
-            if self.trace is not None:
-                rows = g.integers(0, len(self.trace), size=m)
-                p = np.asarray(self.trace.prompt_tokens)[rows].astype(np.int64)
-                d = np.asarray(self.trace.output_tokens)[rows].astype(np.int64)
-            else:
-                p, d = self.prompt_tokens.sample(g, m), self.output_tokens.sample(g, m)
+            p, d = self._lengths(g, m)
             i += 1
             done += m
             if h is not None and t[-1] > h:

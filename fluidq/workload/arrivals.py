@@ -33,11 +33,16 @@ from ..errors import DataError, ParameterError
 __all__ = ["Arrival", "Poisson", "Periodic", "Gamma", "TraceArrivals"]
 
 
-def _check_limits(horizon_s, n):
+def _check_limits(horizon_s, n, rate_per_s: float | None = None):
+    """``(horizon_s, n)`` checked (one of them given); with ``rate_per_s`` and no ``n``, a horizon with more than
+    :data:`MAX_ARRIVALS` expected arrivals is refused too."""
     if horizon_s is None and n is None:
         raise ParameterError("horizon_s", None, "a horizon in seconds or a number of arrivals n")
     h = real("horizon_s", horizon_s, positive=True, allow_none=True)
     k = integer("n", n, minimum=1, allow_none=True, maximum=MAX_ARRIVALS, why=ARRIVALS_WHY)
+    if k is None and rate_per_s is not None and h * rate_per_s > MAX_ARRIVALS:
+        raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
+                             f"arrivals (at {rate_per_s:g} req/s it has {h * rate_per_s:.3g})", ARRIVALS_WHY)
     return h, k
 
 
@@ -69,13 +74,9 @@ class Arrival:
 
         ``rng``: a numpy Generator (or a seed >= 0, a SeedSequence or None, given to ``default_rng``)."""
         rng = _generator(rng)
-        h, k = _check_limits(horizon_s, n)
+        h, k = _check_limits(horizon_s, n, self.rate_per_s)
         if k is None:
-            expected = h * self.rate_per_s
-            if expected > MAX_ARRIVALS:
-                raise ParameterError("horizon_s", horizon_s, f"a horizon with at most {MAX_ARRIVALS:.0e} expected "
-                                     f"arrivals (at {self.rate_per_s:g} req/s it has {expected:.3g})", ARRIVALS_WHY)
-            chunk = int(expected * 1.1) + 16
+            chunk = int(h * self.rate_per_s * 1.1) + 16
             parts, t0 = [], 0.0
             while True:
                 t = t0 + np.cumsum(self._gaps(rng, chunk))

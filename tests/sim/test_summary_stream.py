@@ -176,7 +176,9 @@ def test_a_summary_equals_the_full_run_of_the_same_sample(policy, limit):
     # the seeded summary draws the same sample: the same figures as the explicit rows'
     s_seeded = fluidq.simulate(E, W, policy, warmup_s=60.0, record="summary", rng=4, **kw)
     assert s_seeded.summary()["iterations"] == s.summary()["iterations"]
-    assert s.streamed is not None and s.to_dict()["streamed"]["percentile_rel_error"] == REL_ERROR
+    assert s.streamed is not None
+    stated = s.to_dict()["streamed"]["percentile_rel_error"]  # the bound the summary states (0.5 %, documented)
+    assert 0 < stated <= 0.005
     fs, ss = full.summary(), s.summary()
     assert list(fs) == list(ss)
     for k in EXACT:
@@ -186,6 +188,7 @@ def test_a_summary_equals_the_full_run_of_the_same_sample(policy, limit):
     # the changed slope definition (>= 512 grid points instead of 200) stays close to the full run's
     span = float(np.ptp(full.backlog["tokens"])) / full.end_s
     assert abs(ss["token_backlog_slope_per_s"] - fs["token_backlog_slope_per_s"]) <= 0.05 * span + 1e-9
+    measured = []
     for metric, fm in full.metrics.items():
         sm = s.metrics[metric]
         if fm["n"] == 0:  # nothing to describe (an overloaded FasterTransformer after the warm-up)
@@ -193,8 +196,12 @@ def test_a_summary_equals_the_full_run_of_the_same_sample(policy, limit):
             continue
         assert sm["n"] == fm["n"] and sm["max"] == fm["max"], metric
         assert sm["mean"] == pytest.approx(fm["mean"], rel=1e-9), metric
-        for q in ("p50", "p90", "p99"):
-            assert abs(sm[q] - fm[q]) <= REL_ERROR * fm[q] * (1 + 1e-9), (metric, q, sm[q], fm[q])
+        for q in ("p50", "p90", "p99"):  # numpy's percentiles of the full run against the sketch's
+            measured.append(abs(sm[q] - fm[q]) / fm[q] if fm[q] > 0 else abs(sm[q]))
+            assert measured[-1] <= stated * (1 + 1e-9), (metric, q, sm[q], fm[q])
+    # the percentiles did come from the sketch (binned), not from the exact values (an overloaded
+    # FasterTransformer may have no request after the warm-up to measure)
+    assert max(measured, default=policy == "fastertransformer") > 0
     # (overloaded, FasterTransformer serves only requests that arrived during the warm-up)
     assert policy == "fastertransformer" or min(full.metrics[m]["n"] for m in full.metrics) > 1000
 

@@ -78,11 +78,10 @@ def register(sub):
                        "prompts), solve its stationary law and report size, time, truncation and the policy's "
                        "stability threshold.")
     add_engine_args(p)
-    add_workload_args(p, rate_required=True)
-    for a in p._actions:  # the shared workload group offers --trace; the chain needs Poisson, memoryless input
-        if a.dest == "trace":
-            a.help = ("refused here: the chain needs Poisson arrivals and memoryless lengths (give a trace's mean "
-                      "lengths as --prompt/--output; `fluidq check --trace` prints them)")
+    # the shared workload group offers --trace; the chain needs Poisson, memoryless input
+    add_workload_args(p, rate_required=True,
+                      trace_help="refused here: the chain needs Poisson arrivals and memoryless lengths (give a "
+                      "trace's mean lengths as --prompt/--output; `fluidq check --trace` prints them)")
     p.add_argument("--policy", default="sarathi", help="scheduler (sarathi, orca, vllm, fastertransformer, vllm-chunked)")
     p.add_argument("--fixed-output", action="store_true",
                    help="outputs of exactly --output tokens instead of geometric ones with that mean: the state "
