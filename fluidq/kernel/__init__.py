@@ -10,8 +10,8 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
 * :mod:`fluidq.kernel.kvrules` -- the memory rules the compiled loops inline (admission, reservation, the block
   pool);
 * :mod:`fluidq.kernel.step` -- the ``select()`` loop for any policy (a user's object, orderings whose keys
-  change with time), stepped per iteration, with the Python memory rules (:func:`run_generic`; moved from
-  ``fluidq.sim._generic``);
+  change with time): an engine's state (:class:`EngineRun`) and one iteration (:func:`step`), with the Python
+  memory rules; :func:`run_generic` runs it (moved from ``fluidq.sim._generic``);
 * :mod:`fluidq.kernel.memory` -- those memory rules, written once in Python: :class:`StationMemory` (admission,
   preemption, swap, the paged rules) over :class:`BlockPool` (moved from ``fluidq.sim._admission`` and
   ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;
@@ -24,7 +24,8 @@ from __future__ import annotations
 from ._jit import KernelNotCompiledWarning, compiled
 from .memory import BlockPool, StationMemory
 from .run import ensure_compiled, run_fcfs, run_fcfs_kv
-from .step import PolicyError, run_generic
+from .step import EngineRun, PolicyError, run_generic
 
-__all__ = ["BlockPool", "KernelNotCompiledWarning", "PolicyError", "StationMemory", "compiled", "ensure_compiled",
-           "run_fcfs", "run_fcfs_kv", "run_generic"]
+# (the function ``step`` stays ``fluidq.kernel.step.step``: exported here it would hide the module's name)
+__all__ = ["BlockPool", "EngineRun", "KernelNotCompiledWarning", "PolicyError", "StationMemory", "compiled",
+           "ensure_compiled", "run_fcfs", "run_fcfs_kv", "run_generic"]
