@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from ..batchtime.comm import Link
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
-from ..results import Result, Status
+from ..results import Result, Status, plain
 
 __all__ = ["PDSimResult", "PDReplications", "simulate_disaggregated", "replicate_disaggregated"]
 
@@ -58,6 +58,15 @@ GROWTH_RESOLUTION = 0.05
 
 @dataclass(frozen=True)
 class PDSimResult(Result):
+    """One run of :func:`simulate_disaggregated`: its counts, throughput and backlog verdict.
+
+    ``inputs`` holds what the run was, JSON-ready: the tandem (``prefill`` and ``decode`` engines as their
+    ``to_dict()``, ``n_prefill``, ``n_decode``, ``link``, ``links``, ``kv_bytes_per_token``), the
+    ``workload`` (its ``to_dict()``), ``horizon_s`` and ``seed``; the tandem's scheduling is fixed (first
+    come first served, see the module notes), so there is no policy to name.  :meth:`to_dict` is the run's
+    numbers without it (as before).
+    """
+
     arrived: int
     completed: int
     in_system_end: int
@@ -68,16 +77,12 @@ class PDSimResult(Result):
     rejected: int = 0
     preemptions: int = 0
     prefill_memory_waits: int = 0
+    inputs: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def status(self):
         """:attr:`verdict` (the backlog test of the run) as a :class:`~fluidq.results.Status`."""
         return Status(self.verdict)
-
-    @property
-    def inputs(self) -> dict:
-        """What the run was: its horizon (the tandem and workload are the caller's)."""
-        return {"horizon_s": self.horizon_s}
 
     @property
     def growth_share(self) -> float:
@@ -86,7 +91,7 @@ class PDSimResult(Result):
         return (self.in_system_end - self.in_system_half) / (self.horizon_s / 2) / lam if lam > 0 else 0.0
 
     def to_dict(self) -> dict:
-        return {**self.__dict__, "growth_share": self.growth_share}
+        return {**{k: v for k, v in self.__dict__.items() if k != "inputs"}, "growth_share": self.growth_share}
 
 
 def _engines(prefill, decode):
@@ -261,7 +266,12 @@ def simulate_disaggregated(prefill: Engine, decode: Engine, workload: Workload, 
     verdict = "unstable" if in_sys > 0.05 * max(n - rejected, 1) else "stable"
     return PDSimResult(arrived=int(n), completed=int(done), in_system_end=int(in_sys), horizon_s=T,
                        throughput_per_s=done / T, verdict=verdict, in_system_half=int(half),
-                       rejected=int(rejected), preemptions=int(preemptions), prefill_memory_waits=int(waits))
+                       rejected=int(rejected), preemptions=int(preemptions), prefill_memory_waits=int(waits),
+                       inputs=plain({"prefill": prefill.to_dict(), "decode": decode.to_dict(), "n_prefill": n_p,
+                                     "n_decode": n_d, "link": {"bandwidth_gbps": link.bandwidth_gbps,
+                                                               "latency_us": link.latency_us, "name": link.name},
+                                     "links": k, "kv_bytes_per_token": kvb, "workload": workload.to_dict(),
+                                     "horizon_s": T, "seed": int(seed)}))
 
 
 @dataclass(frozen=True)

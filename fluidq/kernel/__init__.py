@@ -1,20 +1,31 @@
-"""The compiled simulation kernel (numba; plain Python where numba is missing).
+"""The simulation kernel: the compiled loops (numba; plain Python where numba is missing) and the ``select()`` loop.
 
 A layer between the descriptions (batch times, workloads, engines, policies) and the analyses:
-the kernel knows only arrays and numbers, and :mod:`fluidq.sim` calls it.
+the compiled loops know only arrays and numbers, the ``select()`` loop the policies' request views, and
+:mod:`fluidq.sim` calls them.
 
 * :mod:`fluidq.kernel.fcfs` -- the FCFS event-skipping kernel of the built-in schedulers;
 * :mod:`fluidq.kernel.kv` -- the same schedulers with a KV-cache memory model, stepped per iteration;
 * :mod:`fluidq.kernel.network` -- every station of a network on one event clock (with or without a KV cache);
 * :mod:`fluidq.kernel.kvrules` -- the memory rules the compiled loops inline (admission, reservation, the block
   pool);
-* :mod:`fluidq.kernel.run` -- their drivers, :func:`run_fcfs` and :func:`run_fcfs_kv`;
+* :mod:`fluidq.kernel.step` -- the ``select()`` loop for any policy (a user's object, orderings whose keys
+  change with time): an engine's state (:class:`EngineRun`) and one iteration (:func:`step`), with the Python
+  memory rules; :func:`run_generic` runs it (moved from ``fluidq.sim._generic``);
+* :mod:`fluidq.kernel.memory` -- those memory rules, written once in Python: :class:`StationMemory` (admission,
+  preemption, swap, the paged rules) over :class:`BlockPool` (moved from ``fluidq.sim._admission`` and
+  ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;
+* :mod:`fluidq.kernel.run` -- the compiled loops' drivers, :func:`run_fcfs` and :func:`run_fcfs_kv`;
 * :mod:`fluidq.kernel._jit` -- numba's ``njit(cache=True)`` or the Python stand-in (numba is imported
   on the first simulation, not with fluidq).
 """
 from __future__ import annotations
 
 from ._jit import KernelNotCompiledWarning, compiled
+from .memory import BlockPool, StationMemory
 from .run import ensure_compiled, run_fcfs, run_fcfs_kv
+from .step import EngineRun, PolicyError, run_generic
 
-__all__ = ["KernelNotCompiledWarning", "compiled", "ensure_compiled", "run_fcfs", "run_fcfs_kv"]
+# (the function ``step`` stays ``fluidq.kernel.step.step``: exported here it would hide the module's name)
+__all__ = ["BlockPool", "EngineRun", "KernelNotCompiledWarning", "PolicyError", "StationMemory", "compiled",
+           "ensure_compiled", "run_fcfs", "run_fcfs_kv", "run_generic"]

@@ -31,7 +31,13 @@ MAX_SEARCH_STATES = 200_000
 
 @dataclass(frozen=True)
 class WorkConservationResult(Result):
-    """Outcome of the search: ``work_conserving``, and a ``counterexample`` when it is not."""
+    """Outcome of the search: ``work_conserving``, and a ``counterexample`` when it is not.
+
+    ``inputs`` says what was searched, JSON-ready: ``policy`` (its name), ``policy_repr`` (its ``repr``, with
+    the fields that set its behaviour), ``b_max_values`` and ``max_requests`` (the search's budgets and
+    largest number of residents); a result made by hand without it has ``{"policy": policy}``.
+    :meth:`to_dict` is the outcome without it (as before).
+    """
 
     policy: str
     work_conserving: bool
@@ -40,11 +46,11 @@ class WorkConservationResult(Result):
     states_checked: int
     reason: str
     invalid: tuple = field(default=())
+    inputs: dict | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def inputs(self) -> dict:
-        """The policy checked."""
-        return {"policy": self.policy}
+    def __post_init__(self):
+        if self.inputs is None:
+            object.__setattr__(self, "inputs", {"policy": self.policy})
 
     def to_dict(self) -> dict:
         ce = None
@@ -100,6 +106,8 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
     if states > MAX_SEARCH_STATES:
         raise ParameterError("max_requests", max_requests, f"a search of at most {MAX_SEARCH_STATES:,} queue states",
                              f"{len(budgets)} budget(s) x up to {max_requests} residents would be {states:,} states")
+    inputs = {"policy": getattr(pol, "name", repr(pol)), "policy_repr": repr(pol), "b_max_values": list(budgets),
+              "max_requests": max_requests}
     checked = 0
     invalid = []
     for b_max in budgets:
@@ -127,10 +135,10 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
                                   f"but {getattr(pol, 'name', 'the policy')} forms {batch.describe(names)} "
                                   f"({batch.tokens} < {need} tokens)")
                         return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
-                                                      checked, reason, tuple(invalid))
+                                                      checked, reason, tuple(invalid), inputs)
     return WorkConservationResult(getattr(pol, "name", repr(pol)), True, None, None, checked,
                                   f"every one of {checked} searched states got a batch of min(b_max, demand) tokens",
-                                  tuple(invalid))
+                                  tuple(invalid), inputs)
 
 
 _WC_CACHE: dict = {}

@@ -129,6 +129,11 @@ class NetworkSimResult(Result):
         With ``record_hops=True``: ``{"station", "arrival_s", "finish_s", "preemptions"}`` arrays, one
         entry per finished hop (station index into ``network.stations``, arrival at the station, end of
         the hop, preemptions it suffered), in the order the hops finished.
+    network : Network or None
+        The network simulated (kept for :attr:`inputs`; not compared, not in :meth:`to_dict`).
+    inputs : dict
+        What the run was: ``network`` (its :meth:`~fluidq.network.Network.to_dict`: stations with their
+        engines and policies, routers, classes), ``horizon_s`` and ``seed``.
     """
 
     times_s: np.ndarray
@@ -148,11 +153,14 @@ class NetworkSimResult(Result):
     preemptions: dict = field(default_factory=dict)
     rejected: dict = field(default_factory=dict)
     hops: dict | None = field(default=None, repr=False)
+    network: Network | None = field(default=None, repr=False, compare=False)
 
     @property
     def inputs(self) -> dict:
-        """The run's horizon and seed (the network is the caller's)."""
-        return {"horizon_s": self.horizon_s, "seed": self.seed}
+        """The network (its ``to_dict()``; ``None`` for a result made without it), the horizon and the seed,
+        JSON-ready."""
+        return plain({"network": None if self.network is None else self.network.to_dict(),
+                      "horizon_s": self.horizon_s, "seed": self.seed})
 
     @property
     def total_in_system(self) -> np.ndarray:
@@ -655,7 +663,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             out["blocked"])))), preemptions={s.name: int(out["preemptions"][i]) for i, s in enumerate(stations)},
         rejected={s.name: int(out["rejected"][i]) for i, s in enumerate(stations)},
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
-                                        "preemptions": hops[3]})
+                                        "preemptions": hops[3]},
+        network=network)
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
@@ -1632,7 +1641,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             "station": np.array([h[0] for h in hops], dtype=np.int64),
             "arrival_s": np.array([h[1] for h in hops], dtype=float),
             "finish_s": np.array([h[2] for h in hops], dtype=float),
-            "preemptions": np.array([h[3] for h in hops], dtype=np.int64)})
+            "preemptions": np.array([h[3] for h in hops], dtype=np.int64)},
+        network=network)
 
 
 def replicate_network(network: Network, *, horizon_s: float, replications: int = 4, rng=None, **kw) -> list:

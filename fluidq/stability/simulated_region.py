@@ -21,7 +21,7 @@ import numpy as np
 from .._validate import MAX_REQUEST_TOKENS, REQUEST_WHY, array, integer, real
 from ..engine import Engine
 from ..errors import ParameterError
-from ..results import plain
+from ..results import Result, Status, plain
 
 __all__ = ["MAX_RAYS", "SimulatedRegion", "check_rays", "simulated_region"]
 
@@ -47,8 +47,12 @@ def check_rays(n_rays, n_policies: int = 1, *, name: str = "n_rays", policies_na
     return n
 
 
+#: the order of the search outcomes, least resolved last (a region's ``status`` is its worst ray's)
+_RANK = {Status.RESOLVED: 0, Status.INCONCLUSIVE: 1, Status.UNBRACKETED: 2}
+
+
 @dataclass(frozen=True, eq=False)
-class SimulatedRegion:
+class SimulatedRegion(Result):
     """Stability thresholds of one policy along rays, as points in (prefill, decode) tokens/s.
 
     Attributes
@@ -67,14 +71,19 @@ class SimulatedRegion:
         Each point's ``scale`` in the engine's region (``1`` = on its boundary).
     ray_status : tuple of str
         ``find_threshold``'s status per ray (``"resolved"``, ``"inconclusive"``, ``"unbracketed"``, with
-        ``" (bracket capped at the engine's region)"`` where the cap applied).  Its old name ``status`` still
-        reads it (a property), and ``to_dict()`` keeps the key ``"status"`` (the JSON of ``fluidq region
-        --simulate``).
+        ``" (bracket capped at the engine's region)"`` where the cap applied).  ``to_dict()`` writes it under
+        the key ``"status"`` (the JSON of ``fluidq region --simulate``, unchanged).
+    status : Status
+        The region's outcome as one :class:`~fluidq.results.Status`, that of the protocol
+        (:class:`fluidq.results.Result`): its least resolved ray -- ``UNBRACKETED`` if a ray's threshold was
+        not bracketed, else ``INCONCLUSIVE`` if a ray's bracket could not be narrowed as asked, else
+        ``RESOLVED`` (a capped bracket is still resolved).
 
-    Not on :class:`fluidq.results.Result`: the protocol's ``status`` is one :class:`~fluidq.results.Status`,
-    and this result's ``status`` has always been the per-ray tuple; giving it a ``Status`` would change what
-    existing code reads without an error (``sr.status[0]`` would be a letter).  Use ``ray_status``; the class
-    moves onto the base when the old name is retired.
+    Until 2026-12-06 ``status`` was the old name of ``ray_status`` (the per-ray tuple).  Code that still
+    reads it as a tuple fails loudly instead of reading something else: a :class:`~fluidq.results.Status`
+    refuses indexing and iteration (``sr.status[0]``, ``for s in sr.status``, ``list(sr.status)`` raise a
+    ``TypeError`` naming ``ray_status``); only ``len(sr.status)`` and a comparison with a tuple (now
+    ``False``) do not raise.  Use ``ray_status`` for the rays.
     """
 
     label: str
@@ -88,9 +97,14 @@ class SimulatedRegion:
     inputs: dict = field(default_factory=dict, repr=False)
 
     @property
-    def status(self) -> tuple:
-        """The old name of :attr:`ray_status` (the per-ray search outcomes), kept so existing code reads it."""
-        return self.ray_status
+    def status(self) -> Status:
+        """The least resolved ray's outcome (see the class notes; the rays' own are :attr:`ray_status`)."""
+        worst = Status.RESOLVED
+        for st in self.ray_status:
+            ray = Status(str(st).split(" (", 1)[0])
+            if _RANK[ray] > _RANK[worst]:
+                worst = ray
+        return worst
 
     @property
     def vertices(self) -> np.ndarray:

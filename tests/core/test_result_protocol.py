@@ -4,7 +4,8 @@
 
 Every ``*Result`` class of fluidq is on the base, and so are the results listed in ``OTHER_RESULTS``; which
 of them have a ``status`` (a verdict or a search) and a ``plot`` is listed here by name, each on purpose,
-and every class is checked against what its entry says.  ``NOT_YET`` names the one result left off."""
+and every class is checked against what its entry says.  ``NOT_YET`` names results left off (none since
+SimulatedRegion moved on, 2026-12-06: keep it so)."""
 import dataclasses
 import importlib
 import json
@@ -57,11 +58,11 @@ OTHER_RESULTS = {
     "fluidq.latency.LatencyComparison": ("plot",),
     "fluidq.predict.evaluate.RankingEvaluation": ("plot",),
     "fluidq.sim.result.SimSummary": (),
+    # the per-ray search outcomes are ``ray_status``; ``status`` is the least resolved ray's, one Status
+    "fluidq.stability.simulated_region.SimulatedRegion": ("status",),
 }
-#: results not (yet) on the base.  ``*Result`` classes: none, keep it so.  SimulatedRegion's per-ray search
-#: outcomes are its field ``ray_status``; its old name ``status`` still reads that tuple (existing code indexes
-#: it), and the protocol's ``status`` is one ``Status``: it moves onto the base when the old name is retired.
-NOT_YET = {"fluidq.stability.simulated_region.SimulatedRegion"}
+#: results not (yet) on the base: none, keep it so (a class listed here fails the test once it is on the base)
+NOT_YET: set = set()
 
 
 def _result_classes():
@@ -116,13 +117,48 @@ def test_every_result_is_on_the_base_and_listed(classes):
                                               f"gone: {sorted(set(ON_THE_BASE) - set(classes))}")
 
 
-def test_the_result_left_off_keeps_its_per_ray_outcomes_apart_from_status():
-    """SimulatedRegion: the per-ray outcomes are the field ``ray_status``; ``status`` is only the old name's
-    property (a tuple, which is why the class is off the base: the protocol's ``status`` is one Status)."""
-    cls = _cls("fluidq.stability.simulated_region.SimulatedRegion")
-    fields = {f.name: f.type for f in dataclasses.fields(cls)}
-    assert "ray_status" in fields and "status" not in fields
-    assert isinstance(vars(cls)["status"], property) and not issubclass(cls, Result)
+def _region(*rays):
+    from fluidq.stability.simulated_region import SimulatedRegion
+
+    n = len(rays)
+    z = np.zeros(n)
+    return SimulatedRegion(label="p", request_shapes=np.ones((n, 2), dtype=int), low_rate_per_s=z, high_rate_per_s=z,
+                           points=np.zeros((n, 2)), engine_scale=z, ray_status=tuple(rays), inputs={"horizon_s": 1.0})
+
+
+CAP = " (bracket capped at the engine's region)"
+
+
+@pytest.mark.parametrize("rays, status", [
+    ((Status.RESOLVED,), Status.RESOLVED),
+    ((Status.RESOLVED, "resolved" + CAP), Status.RESOLVED),  # a capped bracket is resolved
+    ((Status.RESOLVED, "inconclusive" + CAP, Status.RESOLVED), Status.INCONCLUSIVE),
+    ((Status.INCONCLUSIVE, Status.UNBRACKETED, "resolved" + CAP), Status.UNBRACKETED),
+    (("unbracketed", "inconclusive"), Status.UNBRACKETED),
+])
+def test_a_simulated_region_status_is_its_least_resolved_ray(rays, status):
+    sr = _region(*rays)
+    assert sr.status is status and isinstance(sr, Result)
+    # the per-ray outcomes stay apart, and the JSON keeps them under "status" (fluidq region --simulate)
+    d = sr.to_dict()
+    assert d["status"] == [str(r) for r in rays] and sr.ray_status == tuple(rays)
+    assert json.loads(json.dumps(d))["status"] == d["status"]
+    assert sr.to_frame()["label"][0] == "p"
+
+
+def test_reading_a_region_status_as_the_old_per_ray_tuple_fails_loudly():
+    """``SimulatedRegion.status`` was the per-ray tuple until 2026-12-06: indexing or iterating it now raises
+    a TypeError naming ray_status (a Status is one verdict), instead of reading letters of a word."""
+    sr = _region(Status.RESOLVED, Status.INCONCLUSIVE)
+    for misuse in (lambda: sr.status[0], lambda: sr.status[:1], lambda: list(sr.status), lambda: tuple(sr.status),
+                   lambda: [s for s in sr.status], lambda: dict(zip(sr.request_shapes[:, 0], sr.status))):
+        with pytest.raises(TypeError, match="ray_status"):
+            misuse()
+    # what a verdict is used for is unchanged
+    s = sr.status
+    assert s == "inconclusive" and str(s) == s.value == "inconclusive" and f"{s}" == "inconclusive"
+    assert json.dumps({"s": s}) == '{"s": "inconclusive"}' and "conclusive" in s and bool(s)
+    assert Status(s) is s and {s: 1}["inconclusive"] == 1 and list(Status)[0] is Status.STABLE
 
 
 def test_the_base_adds_no_fields_and_its_frame_is_one_row():
@@ -162,6 +198,63 @@ def _instances():
     region = fluidq.stability_region(e.with_(k_max=8))
     yield region
     yield fluidq.region_mix(e.with_(k_max=8), (50.0, 100.0))
+    net, pd_args = _network_and_tandem(e, w)
+    yield fluidq.simulate_network(net, horizon_s=5.0, rng=2)
+    from fluidq.capacity.disaggregated_sim import simulate_disaggregated
+
+    yield simulate_disaggregated(e, e, w, horizon_s=5.0, seed=1, **pd_args)
+    yield _region(Status.RESOLVED, Status.INCONCLUSIVE)
+
+
+def _network_and_tandem(e, w):
+    from fluidq.batchtime.comm import Link
+    from fluidq.network import Hop, Network, RequestClass, Station
+
+    net = Network(stations=[Station(name="P", engine=e, policy="vllm"), Station(name="D", engine=e)],
+                  classes=[RequestClass(name="A", rate_per_s=2.0, route=[Hop(engine="P", prompt_tokens=100, output_tokens=1),
+                                                                         Hop(engine="D", prompt_tokens=1, output_tokens=20)])])
+    return net, {"n_prefill": 1, "n_decode": 2, "link": Link(bandwidth_gbps=10.0, latency_us=5.0),
+                 "kv_bytes_per_token": 1e5}
+
+
+@pytest.mark.parametrize("method", ["python", "auto"])
+def test_a_network_run_says_what_it_ran(method):
+    """NetworkSimResult.inputs: the network as its to_dict() (stations with engines and policies), the horizon
+    and the seed -- from either loop (the Python path and the compiled one build the result apart)."""
+    from fluidq import Engine, Poisson, Staircase, Workload
+
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
+    net, _ = _network_and_tandem(e, Workload(arrival=Poisson(rate_per_s=2.0), prompt_tokens=100, output_tokens=20))
+    r = fluidq.simulate_network(net, horizon_s=5.0, rng=7, method=method)
+    inp = json.loads(json.dumps(r.inputs, allow_nan=False))
+    assert inp == {"network": json.loads(json.dumps(net.to_dict())), "horizon_s": 5.0, "seed": r.seed}
+    assert [s["policy"] for s in inp["network"]["stations"]] == ["vllm", "sarathi"]
+    assert inp["network"]["stations"][0]["engine"] == e.to_dict()
+    assert "inputs" not in r.to_dict() and "network" not in r.to_dict()  # the run's JSON is as before
+
+
+def test_a_tandem_run_and_a_work_conservation_search_say_what_they_ran():
+    from fluidq import Engine, Poisson, Staircase, Workload
+    from fluidq.capacity.disaggregated_sim import simulate_disaggregated
+
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256, kv_capacity_tokens=20_000)
+    d = e.with_(b_max=512)
+    w = Workload(arrival=Poisson(rate_per_s=2.0), prompt_tokens=100, output_tokens=20)
+    _, pd_args = _network_and_tandem(e, w)
+    r = simulate_disaggregated(e, d, w, horizon_s=5.0, seed=3, links=2, **pd_args)
+    inp = json.loads(json.dumps(r.inputs, allow_nan=False))
+    assert inp == {"prefill": e.to_dict(), "decode": d.to_dict(), "n_prefill": 1, "n_decode": 2,
+                   "link": {"bandwidth_gbps": 10.0, "latency_us": 5.0, "name": "link"}, "links": 2,
+                   "kv_bytes_per_token": 1e5, "workload": json.loads(json.dumps(w.to_dict())), "horizon_s": 5.0,
+                   "seed": 3}
+    assert set(r.to_dict()) == {f.name for f in dataclasses.fields(r)} - {"inputs"} | {"growth_share"}
+
+    wc = fluidq.check_work_conserving("vllm", b_max_values=(2, 5), max_requests=2)
+    assert wc.inputs["policy"] == "vllm" and wc.inputs["b_max_values"] == [2, 5] and wc.inputs["max_requests"] == 2
+    assert "priority='prefill'" in wc.inputs["policy_repr"] and "inputs" not in wc.to_dict()
+    json.dumps(wc.inputs, allow_nan=False)
+    hand = type(wc)("p", True, None, None, 0, "by hand")
+    assert hand.inputs == {"policy": "p"}
 
 
 @pytest.fixture(scope="module")

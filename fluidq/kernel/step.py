@@ -1,0 +1,501 @@
+"""The kernel's ``select()`` loop: ``policy.select(view)`` at every iteration, with optional KV-cache memory.
+
+This path runs any policy (a user's object, an ordering whose keys change with time) and is the
+reference the compiled loops (:mod:`fluidq.kernel.fcfs`, :mod:`fluidq.kernel.kv`) are tested against.
+It moved here from ``fluidq.sim._generic`` (2026-12-06, issue 14; that path re-exports
+:func:`run_generic` and :class:`PolicyError`): it imports only the errors and the policies, so it belongs
+to the kernel layer, and :func:`fluidq.simulate` drives it.  The state of a run -- its request queues
+(the residents in view, the window's waiting FIFO, the swapped-out), its memory
+(:class:`~fluidq.kernel.memory.StationMemory`), its clock and counters -- is an :class:`EngineRun`, and one
+iteration is :func:`step` (``EngineRun.step``: admit what the scheduler sees, ask the policy through the
+memory rules, charge the batch's time, advance its requests, release the finished ones); the run is
+``while step(run): pass``.  The state is one engine's with its arrivals known up front: the stations of a
+network (``fluidq.sim.network``) still have their own loop, not yet stepped by this one.
+
+Memory (``kv_capacity_tokens``) follows these rules, applied by
+:class:`fluidq.kernel.memory.StationMemory` (their one written copy, which the stations of a network
+drive too):
+
+* a request *holds* KV tokens for its processed prompt and its generated tokens; it holds none
+  before its first prefill chunk (admission) or after it finishes;
+* a batch may only add as many KV tokens as are free.  *Admission only when memory allows*: a new
+  request (holding no KV) is admitted only if its whole remaining prompt fits with a headroom of
+  one token per request already holding KV (a simplified version of vLLM's watermark, so that an
+  admission does not force a preemption at the next decode step); admission is head-of-line in
+  the policy's order, and none happens while swapped-out requests wait or after a preemption in
+  the same iteration.  When a new request cannot be admitted, the policy is asked again without the
+  new requests, so that it can give the budget to admitted ones.  Prefill chunks of admitted
+  requests are cut to the free memory (chunking policies) or dropped (whole-prompt policies);
+* when the decode tokens alone do not fit, a resident is *preempted*: the last one in the
+  policy's ordering (the latest arrival under FCFS, as vLLM does) among those whose ordering
+  does not refuse through the optional hook ``ordering.may_evict(request, now_s) -> bool``;
+  if every candidate refuses, decode tokens are dropped from the end of the batch, and only if
+  that leaves nothing to run is the last candidate evicted anyway (otherwise the engine would
+  deadlock);
+* ``preemption="recompute"``: the victim's KV is discarded; it must prefill its prompt plus the
+  tokens it had generated (vLLM merges them into the prompt).  Its :class:`RequestState` then has
+  ``prompt_tokens`` = original prompt + ``recompute_tokens`` and ``prefilled`` = 0; the discarded
+  KV counts as wasted tokens.
+* ``preemption="swap"``: the victim's KV moves to host memory, costing ``swap_s_per_token`` per
+  token (added to the iteration's time); it returns, oldest first and before any new request is
+  admitted, as soon as its KV fits, paying the same cost again.
+
+A request whose prompt plus output exceeds the capacity can never finish; it is rejected at
+arrival (counted in ``rejected``), never admitted.
+
+Those are the default rules (``engine.memory == Memory()``).  Any other
+:class:`~fluidq.engine.Memory` is *paged* (:class:`~fluidq.kernel.memory.BlockPool`): a request holds
+``ceil(tokens / block_size)`` blocks of the ``kv_capacity_tokens // block_size``, without headroom.
+Each iteration the policy's batch is taken in two steps, as vLLM v1 does: the running requests
+(holding blocks) get blocks for their next tokens, and while they do not fit the victim
+(``memory.victim``: last in the policy's ordering, or most recently admitted) is preempted and the
+policy asked again; then the new requests of the batch are admitted head-of-line while their
+reservation fits (``memory.reservation``: the whole remaining prompt, or the chunk scheduled now).
+With ``memory.prefix_caching`` a victim re-admitted takes back its own leading blocks that are
+still cached (its prefill restarts after them; the tokens given back are not ``wasted``).  A
+request needing more blocks than the cache has is rejected at arrival.  ``initial`` residents
+count as admitted in their order.  With ``emit_at_prefill`` the iteration completing a prefill
+gives the first output token (vLLM), so ``output_tokens - 1`` decode iterations follow; a batch time
+with ``composition_time`` is charged from the batch's prefill chunks (with their prior context)
+and the decode contexts (KV held) instead of its token count.
+
+Async scheduling (``async_scheduling``, vLLM's ``--async-scheduling``, on by default since vLLM
+0.14): the engine schedules batch ``k + 1`` while batch ``k`` runs and reads batch ``k``'s outputs
+only after that.  So the batch starting at ``t`` sees the arrivals up to the start of the batch
+before it (a request arriving during batch ``k`` runs in batch ``k + 2``), and a request that
+finishes in batch ``k`` keeps its ``k_max`` slot and its KV through batch ``k + 1`` (it is given no
+token there).  When nothing is scheduled for the next batch the engine reads every output and
+arrival at once.  Decodes continue without a gap (the next token is fed on the device).
+
+Cost.  ``policy.select`` reads every request in its view, so a view of the whole queue would make
+each iteration cost O(queue) and an overloaded run O(horizon^2).  For a built-in
+:class:`~fluidq.policies.Scheduler` whose ordering keeps arrival order (FCFS), the kernel shows the
+policy only the requests it could touch: every request that has been served (or holds or held KV)
+plus the ``min(b_max, k_max) + 1`` oldest waiting ones that it could admit (such a scheduler takes
+waiting prompts head-of-line, each costing at least one token and one slot of the batch, so it
+never reaches further).  The rest wait in a FIFO (O(1) per arrival); a waiting prompt that the
+scheduler reports it can never schedule (``Batch.blocked``) is set aside once reported.  The
+batches, and so the results, are the same as with the whole queue in view (the tests check it);
+the count of requests shown to the policy is returned as ``examined``.  Other policies and
+orderings see the whole queue (their order may depend on every request).
+"""
+from __future__ import annotations
+
+import math
+
+from collections import deque
+
+from ..errors import FluidqError, ParameterError
+from ..policies.base import QueueView, RequestState, batch_violations
+from .memory import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
+
+NAN = math.nan
+INF = math.inf
+
+
+class PolicyError(FluidqError, RuntimeError):
+    """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
+
+
+class _Residents:
+    """The resident list of a run without memory (with memory, :class:`StationMemory` owns it)."""
+
+    def __init__(self):
+        self.residents: list = []
+
+
+class EngineRun:
+    """The state of one engine under the ``select()`` loop -- its request queues, its memory, its clock and
+    counters -- and :meth:`step`, one iteration.  :func:`run_generic` builds one and calls ``step()`` until it
+    returns ``False``; the arguments are :func:`run_generic`'s."""
+
+    # slots: a run has some 50 attributes, more than a shared-key instance dict holds in CPython (30), and
+    # without slots the step's attribute reads and writes measured 5 % slower than local variables
+    __slots__ = ("D", "P", "arr", "async_scheduling", "b_max", "batches", "blocked_ids", "bn", "bt", "busy", "bw",
+                 "by_id", "check", "compose", "emit_at_prefill", "examined", "fin", "fs", "ftk", "hidden_demand",
+                 "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "lag_fin", "last_unseen", "last_view", "mem",
+                 "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na", "never_fits", "next_report",
+                 "npre", "paged", "pdn", "pending", "policy", "progress", "rec", "record", "swapped", "t", "t_seen",
+                 "tau_b", "tok_served", "w_size", "window", "work")
+
+    def __init__(self, arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
+                 preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
+                 progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
+                 async_scheduling=False):
+        self.arr, self.P, self.D = arr, P, D
+        self.policy, self.b_max, self.k_max, self.tau_b, self.ks = policy, b_max, k_max, tau_b, ks
+        self.horizon, self.record, self.check, self.progress = horizon, record, check, progress
+        self.window, self.compose, self.emit_at_prefill = window, compose, emit_at_prefill
+        self.async_scheduling = async_scheduling
+        self.n = n = len(arr)
+        self.n0 = n0 = len(initial)
+        N = n0 + n
+        self.fs = [NAN] * N  # first scheduled, prefill done, first token, finish (per request id)
+        self.pdn = [NAN] * N
+        self.ftk = [NAN] * N
+        self.fin = [NAN] * N
+        self.npre = [0] * N
+        self.by_id: dict = {}
+        self.batches = [] if record_batches else None
+        self.blocked_ids: set = set()
+        self.work = 0  # tokens left to serve in the system
+        mem = None if kv_cap is None else StationMemory(policy, kv_cap, memory, preemption, swap_s_per_token,
+                                                        self._on_preempt, self._on_reuse)
+        self.mem = mem
+        self.hold = _Residents() if mem is None else mem
+        self.swapped = [] if mem is None else mem.swapped  # (mem.swapped is never rebound)
+        self.paged = paged = mem is not None and mem.paged
+        self.hwm: dict = {}  # paged records: prompt tokens ever computed per request (recomputation is not useful)
+        rec = {"t_s": [], "prefill_tokens": [], "decode_tokens": [], "requests": [], "batch_s": [],
+               "demand": [], "kv_tokens": []} if record else None
+        if record and kv_cap is not None:
+            rec["kv_used"] = []
+        if record and paged:
+            rec.update(resident=[], waiting=[], useful_tokens=[])
+        self.rec = rec
+        self.examined = 0  # requests shown to the policy, summed over select calls (the kernel's cost)
+        self.pending: deque = deque()  # with window: waiting requests not yet shown to the policy, in arrival order
+        self.n_fresh = 0  # with window: requests in view never served that the policy could admit
+        self.n_parked = 0  # with window: waiting requests reported blocked (never schedulable), set aside
+        self.hidden_demand = 0  # prompt tokens of the pending and parked requests
+        self.last_view = None  # the view of the last select call, and the demand it did not show
+        self.last_unseen = 0
+        if window:
+            b_eff, k_eff = policy.budgets(QueueView(requests=(), now_s=0.0, b_max=b_max, k_max=k_max))
+            self.w_size = int(min(b_eff, k_eff)) + 1
+            # a prompt that a non-chunking scheduler can never fit does not count towards the window
+            self.never_fits = INF if (policy.chunked or policy.chunk_long_prompts) else b_eff
+        for j, r0 in enumerate(initial):
+            r = RequestState(rid=j, arrival_s=float(r0.arrival_s), prompt_tokens=int(r0.prompt_tokens),
+                             output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled),
+                             decoded=int(r0.decoded), score=r0.score)
+            self.by_id[j] = r
+            self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
+            if mem is None:
+                self.hold.residents.append(r)
+            elif not mem.hold(r, r.prefilled + r.decoded):
+                raise ParameterError("initial", f"<{n0} residents>", f"residents whose KV fits in the "
+                                     f"{mem.pool.total} blocks of {mem.bs} tokens of the cache")
+        self.t = 0.0
+        self.na = 0  # arrivals admitted so far
+        self.bt, self.bn, self.bw = [], [], []  # the backlog: times, requests, tokens
+        self.n_iter = 0
+        self.busy = 0.0
+        self.mixed_iters = 0
+        self.tok_served = 0
+        self.next_report = 0.0
+        # async scheduling (vLLM's --async-scheduling): the batch about to run was scheduled while the
+        # previous one ran, so it sees the arrivals up to that batch's start (t_seen) and the requests
+        # finished in it (lag_fin) still hold their slots and KV blocks
+        self.k_max0 = k_max
+        self.lag_fin: list = []
+        self.t_seen = None
+
+    def _on_preempt(self, r, held, recomputed):
+        self.npre[r.rid] += 1
+        if recomputed:
+            self.work += held  # the discarded prompt and generated tokens must be prefilled again
+
+    def _on_reuse(self, r, tokens):
+        self.work -= tokens  # cached prompt tokens taken back: not computed again
+
+    def admit_arrivals(self, t):
+        """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
+        arr, n, na = self.arr, self.n, self.na
+        if na >= n or arr[na] > t:
+            return
+        mem, window, P, D, by_id = self.mem, self.window, self.P, self.D, self.by_id
+        residents, swapped, pending = self.hold.residents, self.swapped, self.pending
+        bt, bn, bw = self.bt, self.bn, self.bw
+        work, hidden, n0, n_parked = self.work, self.hidden_demand, self.n0, self.n_parked
+        while na < n and arr[na] <= t:
+            i = na
+            na += 1
+            rid = n0 + i
+            if mem is not None and mem.rejects(P[i], D[i]):
+                continue
+            r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
+            if window:
+                pending.append(r)
+                hidden += r.prompt_tokens
+            if mem is not None:
+                mem.add(r, resident=not window)
+            elif not window:
+                residents.append(r)
+            by_id[rid] = r
+            work += P[i] + D[i]
+            bt.append(arr[i])
+            bn.append(len(residents) + len(swapped) + len(pending) + n_parked)
+            bw.append(work)
+        self.na, self.work, self.hidden_demand = na, work, hidden
+
+    def show_waiting(self):
+        """Move waiting requests into view until it holds ``w_size`` the policy could admit."""
+        pending, residents = self.pending, self.hold.residents
+        while pending and self.n_fresh < self.w_size:
+            r = pending.popleft()
+            residents.append(r)
+            self.hidden_demand -= r.prompt_tokens
+            if r.prompt_tokens <= self.never_fits:
+                self.n_fresh += 1
+
+    def ask(self, visible, t, kv_free):
+        """``policy.select`` on the requests in ``visible``; checks the batch, sets blocked ones aside.
+        A view of every resident (``visible is hold.residents``) leaves unseen only the window's
+        hidden demand; a view narrowed by the memory rules shows none of it."""
+        hold = self.hold
+        self.last_unseen = self.hidden_demand if visible is hold.residents else 0
+        view = QueueView(requests=tuple(visible), now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
+        self.last_view = view
+        self.examined += len(visible)
+        policy = self.policy
+        batch = policy.select(view)
+        if self.check:
+            bad = batch_violations(batch, view)
+            if bad:
+                raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+        if batch.blocked:
+            self.blocked_ids.update(batch.blocked)
+            if self.window:  # never schedulable: reported once, then set aside (still in the system)
+                fs = self.fs
+                gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
+                if gone:
+                    for q in hold.residents:
+                        if q.rid in gone:
+                            self.n_parked += 1
+                            self.hidden_demand += q.prompt_tokens
+                            if q.prompt_tokens <= self.never_fits:  # pragma: no cover - it blocks only those
+                                self.n_fresh -= 1
+                    hold.residents = [q for q in hold.residents if q.rid not in gone]
+        return view, batch
+
+    def release(self, fin):
+        """Take the finished requests ``fin`` out of the engine (their KV is freed)."""
+        if self.mem is not None:
+            self.mem.after_batch(fin)  # releases their KV (and notes the peak)
+        elif fin:
+            gone = {r.rid for r in fin}
+            self.hold.residents = [r for r in self.hold.residents if r.rid not in gone]
+        by_id = self.by_id
+        for r in fin:
+            by_id.pop(r.rid, None)
+
+    def step(self) -> bool:
+        """One iteration of the engine at its time ``t`` -- the kernel's ``step``: admit the arrivals the
+        scheduler can see, form the batch (``policy.select`` through :meth:`ask`, with the memory rules of
+        :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache), charge its time, advance
+        every request in it and release the finished ones.  An idle engine jumps to the next arrival
+        instead; a memory pass that only swaps in charges the swap time.  Returns ``False`` when the run
+        is over (the horizon is reached, or nothing is left to arrive or run), else ``True``."""
+        t = self.t
+        hold, swapped, pending, mem = self.hold, self.swapped, self.pending, self.mem
+        self.admit_arrivals(t if self.t_seen is None else self.t_seen)
+        self.bt.append(t)
+        self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
+        self.bw.append(self.work)
+        if t >= self.horizon:
+            return False
+        if self.progress is not None and t >= self.next_report:
+            self.progress(t, self.na)
+            self.next_report = t + 1.0 + 0.02 * t
+        window = self.window
+        if window:
+            self.show_waiting()
+        arr, na, n = self.arr, self.na, self.n
+        if not hold.residents and not swapped:
+            if na >= n:
+                return False
+            self.t = max(t, min(self.horizon, arr[na]))
+            self.t_seen = None
+            return True
+        async_scheduling = self.async_scheduling
+        if async_scheduling and self.k_max0 is not None:
+            # requests finished in the batch in flight still hold their max_num_seqs slots
+            self.k_max = self.k_max0 - len(self.lag_fin)
+            if self.k_max < 1:  # every slot is held by a finished request: read the outputs first
+                self.k_max = self.k_max0
+                self.release(self.lag_fin)
+                self.lag_fin = []
+                self.t_seen = None
+                return True
+        if mem is None:
+            view, batch = self.ask(hold.residents, t, None)
+            extra_s = 0.0
+        else:
+            # swap-ins, admission and preemption by the memory rules (one written copy)
+            batch, extra_s = mem.form(t, self.ask)
+            view = self.last_view
+        unseen = self.last_unseen
+        if batch is None or batch.empty:
+            if async_scheduling and (self.lag_fin or self.t_seen is not None):
+                # nothing in flight: the engine sees every output and arrival now
+                self.release(self.lag_fin)
+                self.lag_fin = []
+                self.t_seen = None
+                return True
+            if extra_s > 0:
+                self.t = t + extra_s
+                self.busy += extra_s
+                return True
+            if na >= n:
+                return False
+            self.t = min(self.horizon, arr[na])
+            return True
+        by_id = self.by_id
+        record, compose, emit_at_prefill, ks = self.record, self.compose, self.emit_at_prefill, self.ks
+        tokens = batch.tokens
+        if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
+            if mem is not None:
+                kv = mem.kv
+                ctxs = [kv[rid] for rid in batch.decode]
+                tau = compose([(m, kv[rid]) for rid, m in batch.prefill], ctxs)
+            else:
+                ctxs = [by_id[rid].prefilled + by_id[rid].decoded - emit_at_prefill for rid in batch.decode]
+                tau = compose([(m, by_id[rid].prefilled) for rid, m in batch.prefill], ctxs)
+            kvr = sum(ctxs)
+        elif ks:
+            kvr = 0
+            for rid in batch.decode:
+                kvr += mem.kv[rid] if mem is not None else by_id[rid].prefilled + by_id[rid].decoded
+            tau = self.tau_b[tokens] + ks * kvr
+        else:
+            kvr = 0
+            tau = self.tau_b[tokens]
+        rec = self.rec
+        if record:
+            rec["t_s"].append(t)
+            rec["prefill_tokens"].append(batch.prefill_tokens)
+            rec["decode_tokens"].append(batch.decode_tokens)
+            rec["requests"].append(batch.n_requests)
+            rec["batch_s"].append(tau + extra_s)
+            rec["demand"].append(view.demand + unseen)
+            if not ks and compose is None:
+                kvr = sum(by_id[rid].prefilled + by_id[rid].decoded - by_id[rid].recompute_tokens
+                          for rid in batch.decode)
+            rec["kv_tokens"].append(kvr)
+        if self.batches is not None:
+            self.batches.append(batch)
+        t0 = t
+        t += tau
+        if extra_s:
+            t += extra_s
+        self.t = t
+        self.n_iter += 1
+        self.busy += tau + extra_s
+        self.tok_served += tokens
+        if async_scheduling:
+            self.admit_arrivals(t0)  # the next batch was scheduled while this one ran
+            self.t_seen = t0
+        else:
+            self.admit_arrivals(t)
+        work = self.work - tokens
+        if batch.prefill and batch.decode:
+            self.mixed_iters += 1
+        done = False
+        useful = 0
+        grown = 0
+        paged = self.paged
+        fs, pdn, ftk, fin, hwm, n0 = self.fs, self.pdn, self.ftk, self.fin, self.hwm, self.n0
+        if mem is not None:
+            kvd = mem.kv
+        for rid, m in batch.prefill:
+            r = by_id[rid]
+            if record and paged:  # prompt tokens computed for the first time
+                top = min(r.prefilled + m, r.prompt_tokens - r.recompute_tokens)
+                if top > hwm.get(rid, 0):
+                    useful += top - hwm.get(rid, 0)
+                    hwm[rid] = top
+            if fs[rid] != fs[rid]:
+                fs[rid] = t0
+                if window and rid >= n0:
+                    self.n_fresh -= 1
+            r.prefilled += m
+            if r.first_scheduled_s != r.first_scheduled_s:
+                r.first_scheduled_s = t0
+            if mem is not None:
+                kvd[rid] += m  # (StationMemory.grow, inlined: this loop is the kernel's hot path)
+                grown += m
+            if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
+                pdn[rid] = t
+                if emit_at_prefill and r.decoded == 0:  # the prefill's iteration gives the first token
+                    r.decoded = 1
+                    ftk[rid] = t
+                    work -= 1
+                    useful += 1
+            if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
+                done = True
+                fin[rid] = t
+        for rid in batch.decode:
+            r = by_id[rid]
+            r.decoded += 1
+            if mem is not None:
+                kvd[rid] += 1
+                grown += 1
+            if r.decoded == 1:
+                ftk[rid] = t
+            if r.decoded >= r.output_tokens:
+                fin[rid] = t
+                done = True
+        self.work = work
+        if mem is not None:
+            mem.used += grown
+            if record:
+                rec["kv_used"].append(mem.used)
+        finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
+            if done else []
+        if async_scheduling:
+            # the batch after this one was scheduled before this one's outputs were read: requests
+            # finished here hold their slot and KV through it (vLLM's async scheduling)
+            lag_ids = {r.rid for r in self.lag_fin}
+            self.release(self.lag_fin)
+            self.lag_fin = [r for r in finished if r.rid not in lag_ids]
+        else:
+            self.release(finished)
+        if record and paged:
+            rec["resident"].append(len(mem.nblk))
+            rec["waiting"].append(len(hold.residents) - len(mem.nblk) + len(swapped) + len(pending) + self.n_parked)
+            rec["useful_tokens"].append(useful + len(batch.decode))
+        return True
+
+    def result(self) -> dict:
+        """The run's outcome as :func:`run_generic` returns it (plain lists and numbers)."""
+        m_ = self.mem
+        return {"first_scheduled_s": self.fs, "prefill_done_s": self.pdn, "first_token_s": self.ftk,
+                "finish_s": self.fin, "backlog": (self.bt, self.bn, self.bw), "iterations": self.n_iter,
+                "busy_s": self.busy, "mixed_iterations": self.mixed_iters, "tokens_served": self.tok_served,
+                "records": self.rec, "end_s": self.t, "n_blocked": len(self.blocked_ids), "n_arrived": self.na,
+                "preemptions_per_request": self.npre, "preemptions": 0 if m_ is None else m_.preemptions,
+                "wasted_tokens": 0 if m_ is None else m_.wasted, "swap_tokens": 0 if m_ is None else m_.swap_tokens,
+                "rejected": 0 if m_ is None else m_.rejected, "peak_kv_tokens": 0 if m_ is None else m_.peak,
+                "batches": self.batches, "examined": self.examined}
+
+
+#: one iteration of an :class:`EngineRun` (``step(run) -> bool``), the kernel's ``step`` with ``select()``
+step = EngineRun.step
+
+
+def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
+                preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
+                progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
+                async_scheduling=False):
+    """Simulate; return a dict of plain lists (:meth:`EngineRun.result`).
+
+    ``window=True`` (only for a built-in FCFS :class:`~fluidq.policies.Scheduler`, without ``initial``
+    residents or batch records) shows the policy the served requests and the oldest waiting ones it
+    could admit, not the whole queue (see the module's notes); the results are the same.
+
+    With ``kv_cap``, the memory rules are those of :class:`fluidq.kernel.memory.StationMemory` (the
+    one written copy, which the network stations drive too): the token rules, or with a ``memory``
+    other than the default, the paged ones (see the module's notes).  ``compose(prefill_chunks,
+    decode_contexts)`` replaces ``tau_b`` by the batch's composition; ``emit_at_prefill`` makes the
+    iteration completing a prefill give the first output token.  ``async_scheduling`` forms each batch
+    while the previous one runs (see the module's notes).
+    """
+    run = EngineRun(arr, P, D, policy=policy, b_max=b_max, k_max=k_max, tau_b=tau_b, ks=ks, horizon=horizon,
+                    record=record, check=check, kv_cap=kv_cap, preemption=preemption,
+                    swap_s_per_token=swap_s_per_token, record_batches=record_batches, initial=initial,
+                    progress=progress, window=window, memory=memory, compose=compose,
+                    emit_at_prefill=emit_at_prefill, async_scheduling=async_scheduling)
+    while step(run):
+        pass
+    return run.result()
