@@ -68,10 +68,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..policies import batch_rule
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
-from .kvrules import pool_alloc, pool_release, pool_reuse  # the block pool, written once (network.py's too)
+from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
+
+# the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
+# does not see edits there: clear it, or touch this file, after changing it)
+_take_one = jit(batch_rule.take_one, inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -117,11 +123,6 @@ def _grow2(a, need):
     return b
 
 
-@jit(_nrt=False)
-def _cdiv(x, bs):
-    return -((-x) // bs)
-
-
 @jit(inline="always", _nrt=False)
 def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
             kv_cap):
@@ -132,7 +133,7 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         na += 1
         p = P[i]
         d = D[i]
-        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
+        if never_fits(paged, p, d, bs, total, kv_cap):
             rejected += 1
             continue
         pend[pt] = i
@@ -525,7 +526,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
             rid = swq[sh]
             held = shl[rid]
-            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
+            if not swap_in_fits(paged, held, bs, free, used, kv_cap):
                 break
             sh = (sh + 1) % cap_sw
             nsw -= 1
