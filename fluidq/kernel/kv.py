@@ -68,16 +68,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..policies import batch_rule
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
-
-# the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
-# does not see edits there: clear it, or touch this file, after changing it)
-_take_one = jit(batch_rule.take_one, inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -92,7 +87,8 @@ N_CFG = 19
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
  I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW, I_NEED_B, I_NEED_H, I_NEED_R, I_NEED_Q) = range(38)
-N_SI = 38
+I_NCOV = 38  # decoders that joined covered (no heap entry): a count for the tests, not a result
+N_SI = 39
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -352,7 +348,7 @@ def _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid):
 
 
 @jit(inline="always", _nrt=False)
-def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
+def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f, si):
     """``rid``, just put into ``dl`` with finishing round ``f``, gets a heap entry unless the next older live
     decoder finishes no later (then ``rid`` is *covered*: ``cv`` 1); if it came back between decoders, the next
     younger one, if covered, gets its entry (its cover is no longer next to it).  Returns the heap's size."""
@@ -363,6 +359,7 @@ def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
         j -= 1
     if j >= lo and gb[dl[j]] + D[dl[j]] - dc[dl[j]] <= f:
         cv[rid] = 1
+        si[I_NCOV] += 1
     else:
         cv[rid] = 0
         nh = _hpush(hf, hr, nh, f, rid)
@@ -545,7 +542,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 sdec += P[rid] + dc[rid]
                 gb[rid] = G
                 cnt[(kv[rid] - G) % bs] += 1
-                nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
+                nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                 if dc[rid] == 0:
                     fr[nfr] = rid
                     nfr += 1
@@ -933,7 +930,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     sdec += P[rid] + dc[rid]
                     gb[rid] = G
                     cnt[(kv[rid] - G) % bs] += 1
-                    nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
+                    nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                     if dc[rid] == 0:
                         fr[nfr] = rid
                         nfr += 1
