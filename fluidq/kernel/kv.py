@@ -28,8 +28,9 @@ policy's ``select`` is :func:`_select` over the residents in arrival order, and 
 :class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
 (``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
 :mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
-:mod:`fluidq.kernel.network`; the rules' decisions are written out in :func:`_advance` although kvrules holds
-them too (token and paged admission, reservation, swap-in, refusal, recomputation) and the network loop calls
+:mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test
+(``swap_in_fits``); the other decisions are written out in :func:`_advance` although kvrules holds
+them too (token and paged admission, reservation, recomputation) and the network loop calls
 them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
 lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
 2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
