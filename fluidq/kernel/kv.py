@@ -69,11 +69,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..policies import batch_rule
 from ._jit import jit
-from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
+from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
+
+# the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
+# does not see edits there: clear it, or touch this file, after changing it)
+_take_one = jit(batch_rule.take_one, inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -264,20 +269,14 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
                 continue
             if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
                 continue
-            need = pc[rid] - pf[rid]
-            if _fits(need, budget):
+            got = _take_one(pc[rid] - pf[rid], budget, b_max, chunked, chunk_long)  # (batch_rule.take_one)
+            if got > 0:  # the whole prompt, or a chunk of the budget left
                 bpr[npf] = rid
-                bpm[npf] = need
+                bpm[npf] = got
                 npf += 1
-                budget -= need
+                budget -= got
                 slots -= 1
-            elif chunked or (chunk_long and need > b_max):
-                bpr[npf] = rid
-                bpm[npf] = budget
-                npf += 1
-                budget = 0
-                slots -= 1
-            elif need > b_max:
+            elif got < 0:
                 bl[nbl] = rid  # can never fit: skipped, reported
                 nbl += 1
             else:
