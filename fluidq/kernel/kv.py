@@ -28,8 +28,9 @@ policy's ``select`` is :func:`_select` over the residents in arrival order, and 
 :class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
 (``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
 :mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
-:mod:`fluidq.kernel.network`; the rules' decisions are written out in :func:`_advance` although kvrules holds
-them too (token and paged admission, reservation, swap-in, refusal, recomputation) and the network loop calls
+:mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test
+(``swap_in_fits``); the other decisions are written out in :func:`_advance` although kvrules holds
+them too (token and paged admission, reservation, recomputation) and the network loop calls
 them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
 lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
 2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
@@ -68,10 +69,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..policies import batch_rule
 from ._jit import jit
-from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
+from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
-from .kvrules import pool_alloc, pool_release, pool_reuse  # the block pool, written once (network.py's too)
+from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
+
+# the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
+# does not see edits there: clear it, or touch this file, after changing it)
+_take_one = jit(batch_rule.take_one, inline="always")
 
 __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
@@ -86,7 +93,8 @@ N_CFG = 19
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
  I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW, I_NEED_B, I_NEED_H, I_NEED_R, I_NEED_Q) = range(38)
-N_SI = 38
+I_NCOV = 38  # decoders that joined covered (no heap entry): a count for the tests, not a result
+N_SI = 39
 # sf (float64): the clock, busy time, next progress report
 F_T, F_BUSY, F_NEXT = range(3)
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
@@ -117,11 +125,6 @@ def _grow2(a, need):
     return b
 
 
-@jit(_nrt=False)
-def _cdiv(x, bs):
-    return -((-x) // bs)
-
-
 @jit(inline="always", _nrt=False)
 def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
             kv_cap):
@@ -132,7 +135,7 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         na += 1
         p = P[i]
         d = D[i]
-        if (_cdiv(p + d, bs) > total) if paged else (p + d > kv_cap):
+        if never_fits(paged, p, d, bs, total, kv_cap):
             rejected += 1
             continue
         pend[pt] = i
@@ -266,20 +269,14 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
                 continue
             if hide and not (nbk[rid] >= 0 if paged else kv[rid] > 0):
                 continue
-            need = pc[rid] - pf[rid]
-            if _fits(need, budget):
+            got = _take_one(pc[rid] - pf[rid], budget, b_max, chunked, chunk_long)  # (batch_rule.take_one)
+            if got > 0:  # the whole prompt, or a chunk of the budget left
                 bpr[npf] = rid
-                bpm[npf] = need
+                bpm[npf] = got
                 npf += 1
-                budget -= need
+                budget -= got
                 slots -= 1
-            elif chunked or (chunk_long and need > b_max):
-                bpr[npf] = rid
-                bpm[npf] = budget
-                npf += 1
-                budget = 0
-                slots -= 1
-            elif need > b_max:
+            elif got < 0:
                 bl[nbl] = rid  # can never fit: skipped, reported
                 nbl += 1
             else:
@@ -351,7 +348,7 @@ def _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid):
 
 
 @jit(inline="always", _nrt=False)
-def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
+def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f, si):
     """``rid``, just put into ``dl`` with finishing round ``f``, gets a heap entry unless the next older live
     decoder finishes no later (then ``rid`` is *covered*: ``cv`` 1); if it came back between decoders, the next
     younger one, if covered, gets its entry (its cover is no longer next to it).  Returns the heap's size."""
@@ -362,6 +359,7 @@ def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f):
         j -= 1
     if j >= lo and gb[dl[j]] + D[dl[j]] - dc[dl[j]] <= f:
         cv[rid] = 1
+        si[I_NCOV] += 1
     else:
         cv[rid] = 0
         nh = _hpush(hf, hr, nh, f, rid)
@@ -525,7 +523,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         while nsw > 0:  # swapped-out requests come back first, oldest first, while their KV fits
             rid = swq[sh]
             held = shl[rid]
-            if (_cdiv(held, bs) > free) if paged else (used + held > kv_cap):
+            if not swap_in_fits(paged, held, bs, free, used, kv_cap):
                 break
             sh = (sh + 1) % cap_sw
             nsw -= 1
@@ -544,7 +542,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 sdec += P[rid] + dc[rid]
                 gb[rid] = G
                 cnt[(kv[rid] - G) % bs] += 1
-                nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
+                nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                 if dc[rid] == 0:
                     fr[nfr] = rid
                     nfr += 1
@@ -932,7 +930,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     sdec += P[rid] + dc[rid]
                     gb[rid] = G
                     cnt[(kv[rid] - G) % bs] += 1
-                    nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid])
+                    nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                     if dc[rid] == 0:
                         fr[nfr] = rid
                         nfr += 1

@@ -3,13 +3,14 @@ decides (and :class:`fluidq.sim._memory.BlockPool` keeps), as small functions ov
 
 numba inlines them (``inline="always"``, no reference counting: nothing here allocates).  The KV stations of
 :mod:`fluidq.kernel.network` call all of them; :mod:`fluidq.kernel.kv` (one engine, iteration by iteration)
-calls the block pool (``pool_*``) and writes the decisions out in its loop: calling them there cost up to 6 %
-per request (see kv.py's notes; commit f9bb483 is kv.py on these functions, bit for bit the same runs).  What
-differs between the loops stays in them: how they hold the residents (kv.py's ordered lists and virtual decode
-clock, network.py's linked lists per station), the order in which they visit them and how they find the
-victim.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py to the generic path's ``StationMemory`` and
-``tests/network/test_network_kernel_kv.py`` network.py to the Python network path's, on random engines,
-memories (token and block KV, reservation, victim rule, recompute or swap, prefix caching) and workloads.
+calls the block pool (``pool_*``), ``cdiv``, ``never_fits`` and ``swap_in_fits`` and writes the other decisions
+out in its loop: calling them there cost up to 6 % per request (see kv.py's notes; commit f9bb483 is kv.py on
+these functions, bit for bit the same runs).  What differs between the loops stays in them: how they hold the
+residents (kv.py's ordered lists and virtual decode clock, network.py's linked lists per station), the order in
+which they visit them and how they find the victim.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py to the
+generic path's ``StationMemory`` and ``tests/network/test_network_kernel_kv.py`` network.py to the Python network
+path's, on random engines, memories (token and block KV, reservation, victim rule, recompute or swap, prefix
+caching) and workloads.
 
 numba's cache tracks only the file of a cached function: after editing this module, clear the cache (or touch
 kv.py and network.py), or the loops keep the old rules.

@@ -45,3 +45,28 @@ def test_kv_kernel_with_covered_decoders_matches_generic(memory, outputs, k_max,
     b = simulate(eng, w, pol, horizon_s=20, rng=4, method="generic", check_batches=True, **kw)
     _same(a, b)
     assert a.preemptions > 0  # the cache binds
+
+
+def test_covering_happens_and_changes_nothing(monkeypatch):
+    """Equal output lengths: a decoder joining behind a live one finishes no earlier, so it joins covered (no heap
+    entry).  The kernel counts those joins (``si[I_NCOV]``): the count must be positive -- the covering path runs --
+    and the run must still equal the generic path (which has no covering), on an ample and a binding cache."""
+    from fluidq.kernel import kv as K
+
+    seen = []
+    step = K.step
+
+    def counting_step(*args):
+        out = step(*args)
+        seen.append(int(args[6][K.I_NCOV]))  # si, the integer state (cumulative over resumed calls)
+        return out
+
+    monkeypatch.setattr(K, "step", counting_step)
+    w = Workload(arrival=Poisson(rate_per_s=40.0), prompt_tokens=Empirical(values=(3, 8, 20)), output_tokens=9)
+    for cap, mem in ((10_000, V4), (120, V4), (120, Memory())):
+        eng = Engine(batch_time=Staircase(c=0.01, a=0.02, b0=16), b_max=24, kv_capacity_tokens=cap, memory=mem)
+        seen.clear()
+        a = simulate(eng, w, "sarathi", horizon_s=20, rng=4, method="fast")
+        assert seen and seen[-1] > 0, (cap, mem)  # covered joins happened
+        b = simulate(eng, w, "sarathi", horizon_s=20, rng=4, method="generic", check_batches=True)
+        _same(a, b)
