@@ -25,3 +25,23 @@ def test_the_model_help_says_each_thing_once(command):
     assert model.help.count("fluidq models list") == 1, model.help
     if command == "report":
         assert model.metavar == "NAME" and "FORM" not in sp.format_help()
+
+
+def test_capacity_with_gpu_takes_a_rate_and_gives_the_load(capsys):
+    """``capacity --help`` says "With --rate, also the offered load"; with --gpu --rate was refused as if it
+    described the engine ("--gpu describes the engine itself ...: give it without --rate")."""
+    base = ["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "600", "--output-len", "150"]
+    rc, out, _ = run_cli([*base, "--json"], capsys)
+    assert rc == 0
+    cap = json.loads(out)["requests_per_s"]
+    rc, out, err = run_cli([*base, "--rate", "10", "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["requests_per_s"] == pytest.approx(cap, rel=1e-12)  # the rate changes no capacity
+    assert d["offered"]["rate_per_s"] == 10 and d["offered"]["load"] == pytest.approx(10 / cap, rel=1e-12)
+    assert d["offered"]["tokens_per_s"] == pytest.approx(10 * 750)
+    rc, out, _ = run_cli([*base, "--rate", str(2 * cap)], capsys)
+    line = next(ln for ln in out.splitlines() if ln.startswith("load"))
+    assert rc == 0 and float(line.split()[1]) == pytest.approx(2.0) and "no scheduler keeps up" in line, out
+    rc, out, err = run_cli([*base, "--rate", "-1"], capsys)
+    assert rc == 2 and "--rate" in err
