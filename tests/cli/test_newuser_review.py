@@ -45,3 +45,19 @@ def test_capacity_with_gpu_takes_a_rate_and_gives_the_load(capsys):
     assert rc == 0 and float(line.split()[1]) == pytest.approx(2.0) and "no scheduler keeps up" in line, out
     rc, out, err = run_cli([*base, "--rate", "-1"], capsys)
     assert rc == 2 and "--rate" in err
+
+
+def test_disagg_names_the_link_the_kv_crosses(capsys):
+    """``disagg`` printed "KV transfer  131,072 B per token over 1 x KV transfer: 450 GB/s, 3 us": the link was
+    named after the transfer, not after the interconnect whose figures it uses (or the flags that gave them)."""
+    base = ["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100", "--rate", "30", "--input-len", "2000",
+            "--output-len", "200"]
+    rc, out, _ = run_cli(base, capsys)
+    line = next(ln for ln in out.splitlines() if ln.startswith("KV transfer"))
+    assert rc == 0 and "over 1 x NVLink 4: 450 GB/s" in line and line.count("KV transfer") == 1, line
+    rc, out, _ = run_cli([*base, "--link-gbps", "25", "--json"], capsys)
+    link = json.loads(out)["deployment"]["link"]
+    assert rc == 0 and link.startswith("--link-gbps, NVLink 4 (latency): 25 GB/s, 3 us"), link
+    rc, out, _ = run_cli([*base, "--link-latency-us", "7", "--json"], capsys)
+    link = json.loads(out)["deployment"]["link"]
+    assert rc == 0 and link.startswith("NVLink 4 (bandwidth), --link-latency-us: 450 GB/s, 7 us"), link
