@@ -61,3 +61,13 @@ def test_disagg_names_the_link_the_kv_crosses(capsys):
     rc, out, _ = run_cli([*base, "--link-latency-us", "7", "--json"], capsys)
     link = json.loads(out)["deployment"]["link"]
     assert rc == 0 and link.startswith("NVLink 4 (bandwidth), --link-latency-us: 450 GB/s, 7 us"), link
+
+
+def test_the_report_summary_agrees_with_its_subject():
+    """``fluidq report --model Llama-3.1-8B --gpu H100`` (k_max binds: every verdict unknown) wrote "At the
+    operating point, **no scheduler** are proven stable"."""
+    from fluidq.report.sections.s20_verdicts import proven_stable
+
+    assert proven_stable([]) == "**no scheduler** is proven stable"
+    assert proven_stable(["orca"]) == "**orca** is proven stable"
+    assert proven_stable(["orca", "sarathi"]) == "**orca, sarathi** are proven stable"
