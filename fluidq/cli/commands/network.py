@@ -23,8 +23,11 @@ def register(sub):
     p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None,
-                   help="simulated seconds per replication (with --simulate; default: 3000 batches of the "
-                        "slowest engine at full budget)")
+                   help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
+                        "detect, 1%% of the arrival rate: a first round of 3000 batches of the slowest engine at "
+                        "full budget, longer where that growth would add fewer than 20 requests, then one longer "
+                        "round if the first cannot tell it from zero, each round within a work budget; the "
+                        "verdict says what was run; a [disaggregated] case: 3000 arrivals at its rate)")
     p.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     p.add_argument("--seed", type=int, default=0, help="root seed of the replications (an integer >= 0)")
