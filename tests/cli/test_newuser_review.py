@@ -83,3 +83,41 @@ def test_network_horizon_help_describes_the_automatic_horizon():
     for words in ("growth to detect", "fewer than 20 requests", "one longer round", "work budget",
                   "[disaggregated] case: 3000 arrivals"):
         assert words in text, words
+
+
+KV_NET = """
+name = "kv-fork"
+[engines.plan]
+batch_time = { kind = "staircase", c = 0.01128, a = 0.03547, b0 = 128 }
+b_max = 512
+kv_capacity_tokens = 20000
+[engines.b]
+batch_time = { kind = "affine", c = 0.02, a = 0.0001 }
+b_max = 512
+
+[[classes]]
+name = "task"
+rate_per_s = 2.0
+route = [
+  { engine = "plan", prompt = 256, output = 64, name = "plan" },
+  { fork = "f", branches = [
+      [{ engine = "b", prompt = 256, output = 64, name = "x" }],
+      [{ choice = [ { p = 0.3, route = [{ engine = "b", prompt = 1024, output = 128, name = "deep" }] },
+                    { p = 0.7, route = [{ engine = "b", prompt = 256, output = 32, name = "shallow" }] } ] }],
+  ] },
+  { join = "f" },
+]
+"""
+
+
+def test_network_verdict_without_a_deciding_argument_says_so(tmp_path, capsys):
+    """A station with a KV cache makes b_max/t(b_max) only a bound, so no argument decides without simulation;
+    the line read "verdict: unknown (decided by nothing: unknown)"."""
+    case = tmp_path / "kv_fork.toml"
+    case.write_text(KV_NET)
+    rc, out, _ = run_cli(["network", str(case)], capsys)
+    line = next(ln for ln in out.splitlines() if ln.startswith("verdict:"))
+    assert rc == 0 and line.startswith("verdict: unknown (no argument decides it") and "nothing" not in line, line
+    rc, out, _ = run_cli(["network", "fork_join"], capsys)  # a decided verdict keeps its words
+    line = next(ln for ln in out.splitlines() if ln.startswith("verdict:"))
+    assert rc == 0 and line.startswith("verdict: stable (decided by the fluid model"), line

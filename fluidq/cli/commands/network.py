@@ -197,7 +197,9 @@ def run(args):
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
-             f"verdict: {res.status.value} (decided by {decided_words(res.decided_by)})",
+             f"verdict: {res.status.value} ("
+             + (f"decided by {decided_words(res.decided_by)})" if res.decided_by else
+                "no argument decides it: the loads, the fluid model and any simulation leave it open)"),
              f"  {res.reason}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value
