@@ -121,3 +121,12 @@ def test_network_verdict_without_a_deciding_argument_says_so(tmp_path, capsys):
     rc, out, _ = run_cli(["network", "fork_join"], capsys)  # a decided verdict keeps its words
     line = next(ln for ln in out.splitlines() if ln.startswith("verdict:"))
     assert rc == 0 and line.startswith("verdict: stable (decided by the fluid model"), line
+
+
+def test_network_seed_without_simulate_is_refused(capsys):
+    """``network fork_join --seed 3`` ran and ignored the seed (nothing is simulated), where --horizon and
+    --replications without --simulate are refused, as ``region --seed`` without --simulate is."""
+    rc, _, err = run_cli(["network", "fork_join", "--seed", "3"], capsys)
+    assert rc == 2 and "--seed" in err and "--simulate" in err and len(err.strip().splitlines()) == 1, err
+    rc, _, err = run_cli(["network", "fork_join", "--seed", "-1", "--simulate"], capsys)
+    assert rc == 2 and "--seed" in err
