@@ -130,3 +130,14 @@ def test_network_seed_without_simulate_is_refused(capsys):
     assert rc == 2 and "--seed" in err and "--simulate" in err and len(err.strip().splitlines()) == 1, err
     rc, _, err = run_cli(["network", "fork_join", "--seed", "-1", "--simulate"], capsys)
     assert rc == 2 and "--seed" in err
+
+
+def test_validate_help_names_the_installed_copy():
+    """A non-editable install has no checkout: ``validate --help`` said the default --root is "$FLUIDQ_VALIDATION_DIR
+    or the source checkout's validation/" and that case names are in validation/cases/*.toml, while the
+    installed package reads its own copy (fluidq._shipped.validation_root)."""
+    sp = _subparsers()["validate"]
+    root = next(a for a in sp._actions if a.dest == "root")
+    case = next(a for a in sp._actions if a.dest == "case")
+    assert "installed" in root.help and "$FLUIDQ_VALIDATION_DIR" in root.help
+    assert "validation/cases" not in case.help and "--root" in case.help
