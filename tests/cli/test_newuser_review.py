@@ -1,6 +1,7 @@
 """A new user's review (2026-12-06): help that says what the option takes, options that are not refused
 with a misleading reason."""
 import argparse
+import os
 import json
 
 import pytest
@@ -141,3 +142,21 @@ def test_validate_help_names_the_installed_copy():
     case = next(a for a in sp._actions if a.dest == "case")
     assert "installed" in root.help and "$FLUIDQ_VALIDATION_DIR" in root.help
     assert "validation/cases" not in case.help and "--root" in case.help
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc (a folder that refuses mkdir)")
+@pytest.mark.parametrize("command", [["report", "--quick"], ["validate", "--fast"]])
+def test_an_output_folder_that_cannot_be_created_is_named_before_any_work(command, capsys):
+    """``report --out /proc/x`` ended with "fluidq report: error: /proc/x: No such file or directory", naming
+    no option; the folder is now tried (and removed) before any work and the message names --out."""
+    rc, _, err = run_cli([*command, "--out", "/proc/fluidq-review-x"], capsys)
+    assert rc == 2 and err.count("\n") <= 1, err
+    assert "--out /proc/fluidq-review-x: cannot create the" in err and "folder there" in err, err
+    assert not os.path.exists("/proc/fluidq-review-x")
+
+
+def test_a_new_output_folder_is_not_left_behind_by_the_check(tmp_path):
+    from fluidq.cli.common import output_folder
+
+    p = output_folder("--out", str(tmp_path / "new"), marker=".fluidq-report", what="report")
+    assert p == tmp_path / "new" and not p.exists()
