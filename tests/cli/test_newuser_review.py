@@ -160,3 +160,10 @@ def test_a_new_output_folder_is_not_left_behind_by_the_check(tmp_path):
 
     p = output_folder("--out", str(tmp_path / "new"), marker=".fluidq-report", what="report")
     assert p == tmp_path / "new" and not p.exists()
+
+
+def test_simulate_run_line_separates_horizon_and_requests(capsys):
+    """``simulate --requests 10 --horizon 50`` printed "run       50 s 10 requests, seed 0"."""
+    rc, out, _ = run_cli(["simulate", "--requests", "10", "--horizon", "50", "--load", "0.5", "--policy", "sarathi",
+                          "--no-progress"], capsys)
+    assert rc == 0 and "run       50 s, 10 requests, seed 0" in out, out
