@@ -484,6 +484,12 @@ def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
         if not p.parent.is_dir():
             raise ParameterError(option, text, "a folder in an existing folder (there is no folder "
                                  f"{str(p.parent)!r}; create it first)")
+        try:  # a folder the file system refuses to create (read-only, no permission, /proc): said now, named
+            p.mkdir()
+            p.rmdir()
+        except OSError as exc:
+            raise CliError(f"{option} {text}: cannot create the {what} folder there "
+                           f"({exc.strerror or type(exc).__name__})") from None
         return p
     mst = _lstat(option, str(p / marker), f"{what} folder")
     if mst is not None and stat.S_ISREG(mst.st_mode):

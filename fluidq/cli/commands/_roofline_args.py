@@ -49,6 +49,11 @@ def memory_named(gpu_name: str, tensor_parallel_size, gpu_memory_gib=None):
                              exc.hint) from None
 
 
+#: what ``--model`` takes with ``--gpu``, said once in each command's help
+MODEL_NAME_HELP = ("a model of `fluidq models list` (Hugging Face ids and -Instruct/-FP8/-AWQ names work) or a local "
+                   "model folder or config.json")
+
+
 def add_roofline_args(p, *, tp: bool = True) -> None:
     """``--gpu``, ``--model-config`` (and ``--tensor-parallel-size``, ``--gpu-memory-utilization`` when
     ``tp``); ``--model`` (added by ``add_engine_args`` with the batch-time forms as choices) also takes a
@@ -67,11 +72,12 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
         r.add_argument("--gpu-memory-utilization", type=float, default=0.9,
                        help="with --gpu: vLLM's --gpu-memory-utilization for the KV cache (default 0.9)")
     for a in p._actions:
-        if a.dest == "model":
+        if a.dest == "model" and a.choices is not None:  # the batch-time forms (add_engine_args): also a name
             a.choices = None
             a.metavar = "FORM|NAME"
-            a.help += ("; with --gpu: a model of `fluidq models list` (Hugging Face ids and -Instruct/-FP8/-AWQ names "
-                       "work) or a local model folder or config.json")
+            a.help += "; with --gpu: " + MODEL_NAME_HELP
+        elif a.dest == "model" and "--gpu" not in (a.help or ""):  # a name only (report): said once
+            a.help = "with --gpu: " + MODEL_NAME_HELP
 
 
 #: the link bandwidths (GB/s) the sync term is calibrated between: Splitwise's DGX-A100 (NVLink 3) and DGX-H100

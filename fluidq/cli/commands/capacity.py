@@ -76,8 +76,7 @@ def _roofline(args):
     from .. import CliError
 
     given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
-                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--rate", args.rate),
-                            ("--profile-dir", args.profile_dir)) if v is not None]
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--profile-dir", args.profile_dir)) if v is not None]
     if args.engines != 1:
         given.append("--engines")
     for opt, v, default in (("--pipeline-parallel-size", args.pipeline_parallel_size, 1),
@@ -90,6 +89,7 @@ def _roofline(args):
             given.append(opt)  # the roofline reads its links from the GPU table; PP/DP/EP are --profile-dir's
     if given:
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     model = model_from_args(args)
     if args.trace is not None:
         from ...workload import load_trace
@@ -120,7 +120,20 @@ def _roofline(args):
     sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
     if sync:
         lines.insert(-1, f"sync            {sync}")
-    emit(args, res, "\n".join(lines))
+    if args.rate is None:
+        emit(args, res, "\n".join(lines))
+        return 0
+    # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
+    mean_tokens = float(np.mean(lengths[0]) + np.mean(lengths[1]))
+    offered = args.rate * mean_tokens
+    load = offered / res.tokens_per_s if res.tokens_per_s > 0 else None
+    lines.insert(4, f"load            {_n(load)} of capacity: {args.rate:g} req/s x {mean_tokens:g} tokens = "
+                    f"{_n(offered)} tokens/s offered"
+                    + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
+                    + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
+    out = res.to_dict()
+    out["offered"] = {"rate_per_s": args.rate, "tokens_per_s": offered, "load": load}
+    emit(args, out, "\n".join(lines))
     return 0
 
 

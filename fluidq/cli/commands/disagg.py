@@ -57,8 +57,20 @@ def _engines(args):
     col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
     link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps if args.link_gbps is None else args.link_gbps,
                 latency_us=gpu.link_latency_us if args.link_latency_us is None else args.link_latency_us,
-                name="KV transfer")
+                name=_link_name(gpu.interconnect, args))
     return rf, pre, dec, col, link, kv
+
+
+def _link_name(interconnect: str, args) -> str:
+    """The KV link named after where its figures come from: the GPU's interconnect, the flags, or both."""
+    bw, lat = args.link_gbps is not None, args.link_latency_us is not None
+    if bw and lat:
+        return "--link-gbps, --link-latency-us"
+    if bw:
+        return f"--link-gbps, {interconnect} (latency)"
+    if lat:
+        return f"{interconnect} (bandwidth), --link-latency-us"
+    return interconnect
 
 
 #: the library's parameter names -> this command's flags (an error raised below the CLI names the flag typed)

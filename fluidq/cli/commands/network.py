@@ -23,11 +23,15 @@ def register(sub):
     p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None,
-                   help="simulated seconds per replication (with --simulate; default: 3000 batches of the "
-                        "slowest engine at full budget)")
+                   help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
+                        "detect, 1%% of the arrival rate: a first round of 3000 batches of the slowest engine at "
+                        "full budget, longer where that growth would add fewer than 20 requests, then one longer "
+                        "round if the first cannot tell it from zero, each round within a work budget; the "
+                        "verdict says what was run; a [disaggregated] case: 3000 arrivals at its rate)")
     p.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
-    p.add_argument("--seed", type=int, default=0, help="root seed of the replications (an integer >= 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="root seed of the replications (an integer >= 0; with --simulate; default 0)")
     p.add_argument("--plot", default=None, metavar="PATH",
                    help="write the fluid path and (with --simulate) the simulated backlog to PATH, on separate "
                         "panels (format from the extension: png, pdf, svg...)")
@@ -52,10 +56,10 @@ def _check_args(args) -> None:
 
     if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
         raise ParameterError("--load", args.load, "a finite load > 0")
-    if args.seed < 0:
+    if args.seed is not None and args.seed < 0:
         raise ParameterError("--seed", args.seed, "an integer >= 0")
     if not args.simulate:
-        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications)):
+        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications), ("--seed", args.seed)):
             if v is not None:
                 raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
                                "would be ignored)")
@@ -126,7 +130,8 @@ def _run_disaggregated(args):
                              "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
     try:
         res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
-                                  replications=4 if args.replications is None else args.replications, seed=args.seed)
+                                  replications=4 if args.replications is None else args.replications,
+                                  seed=0 if args.seed is None else args.seed)
     except ParameterError as exc:
         flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
         if flag is None:
@@ -168,7 +173,7 @@ def run(args):
     try:
         res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
                                       replications=4 if args.replications is None else args.replications,
-                                      rng=args.seed)
+                                      rng=0 if args.seed is None else args.seed)
     except ParameterError as exc:  # the runs' sizes at the automatic horizon: named by the flag given
         flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
         if flag is None:
@@ -194,7 +199,9 @@ def run(args):
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
-             f"verdict: {res.status.value} (decided by {decided_words(res.decided_by)})",
+             f"verdict: {res.status.value} ("
+             + (f"decided by {decided_words(res.decided_by)})" if res.decided_by else
+                "no argument decides it: the loads, the fluid model and any simulation leave it open)"),
              f"  {res.reason}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value

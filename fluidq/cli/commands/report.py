@@ -16,7 +16,7 @@ def register(sub):
                         "folder, or one an earlier `fluidq report` wrote (its files are replaced); a folder with "
                         "other files is refused")
     p.add_argument("--profile", default=None, help="built-in profile (see `fluidq profiles`)")
-    p.add_argument("--model", default=None, metavar="NAME", help="with --gpu: a model of `fluidq models list`")
+    p.add_argument("--model", default=None, metavar="NAME", help=None)  # said by add_roofline_args
     p.add_argument("--max-num-seqs", "--k-max", dest="k_max", type=int, default=None,
                    help="with --gpu: vLLM's --max-num-seqs (default 256)")
     p.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=None,

@@ -283,7 +283,7 @@ def run(args):
              f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
-             f"run       {f'{horizon:g} s' if horizon else ''}{' ' if horizon and args.requests else ''}"
+             f"run       {f'{horizon:g} s' if horizon else ''}{', ' if horizon and args.requests else ''}"
              f"{f'{args.requests} requests' if args.requests else ''}, seed {args.seed}"
              + (f", {args.replications} replications" if args.replications >= 2 else ""), ""]
     hdr = (f"{'policy':<18} {'done':>7} {'in sys':>7} {'mean L':>8} {'slope tok/s':>12} {'req/s':>7} "

@@ -10,18 +10,20 @@ MARKER = ".fluidq-validation"
 
 def register(sub):
     p = sub.add_parser("validate", help="run the validation suite and write its report",
-                       description="Predicted vs measured for every case in validation/cases/*.toml: "
+                       description="Predicted vs measured for every case of the validation folder (cases/*.toml; see --root): "
                        "batch-time fits, capacity of real vLLM runs, latency of replayed arrivals, peer "
                        "agreement with Vidur, GPU-harness runs. Misses are reported, not hidden.")
     p.add_argument("--out", default="fluidq-validation",
                    help="output folder (default: ./fluidq-validation): a new folder in an existing one, an empty "
                         "folder, or one an earlier `fluidq validate` wrote; a folder with other files is refused")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
-                   help="run only this case (repeatable); names are in validation/cases/*.toml")
+                   help="run only this case (repeatable); names are the validation folder's "
+                        "cases/*.toml (see --root; an unknown name lists them)")
     p.add_argument("--fast", action="store_true", help="the fast subset: one case per data source")
     p.add_argument("--harness-dir", default=None, help="read GPU-harness runs from this folder")
-    p.add_argument("--root", default=None, help="the validation folder (default: $FLUIDQ_VALIDATION_DIR or the "
-                   "source checkout's validation/)")
+    p.add_argument("--root", default=None, help="the validation folder (default: $FLUIDQ_VALIDATION_DIR, else the "
+                   "source checkout's validation/ when fluidq runs from a checkout, else the copy the installed "
+                   "package carries)")
     p.add_argument("--run", default=None, metavar="DIR",
                    help="validate this vLLM run folder instead of the cases (LLMServingSim's layout: vllm_meta.json, "
                         "vllm_requests.jsonl, vllm_timeseries.csv -- or meta.json, requests.jsonl, timeseries.csv, "

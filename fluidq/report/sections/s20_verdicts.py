@@ -12,6 +12,12 @@ def loads_of(ref) -> tuple:
     return tuple(sorted({round(x, 12) for x in (*LOADS, ref.low, ref.high)}))
 
 
+def proven_stable(stable) -> str:
+    """The summary's subject and verb: ``**orca, sarathi** are proven stable``, ``**orca** is ...``, and with
+    none ``**no scheduler** is ...`` (it said "no scheduler are")."""
+    return f"**{', '.join(stable) or 'no scheduler'}** {'are' if len(stable) > 1 else 'is'} proven stable"
+
+
 def render(ctx):
     from ...plotting import plot_verdicts
     from ...results import round_numbers
@@ -44,8 +50,7 @@ def render(ctx):
              + ". This section asks the theory which schedulers are stable there, and around it. "
              f"{ref.policy_short} `unknown` means the theory gives no verdict for that scheduler below capacity: "
              "the simulation section that follows shows what it does.")
-    summary = (f"At the operating point, **{', '.join(stable) or 'no scheduler'}** "
-               f"{'is' if len(stable) == 1 else 'are'} proven stable; at load {fmt4(ref.high)} ({above}) "
+    summary = (f"At the operating point, {proven_stable(stable)}; at load {fmt4(ref.high)} ({above}) "
                + ("every scheduler is unstable" if all(rs[high].status.value == "unstable" for rs in grid.values())
                   else "not every scheduler is unstable") + ".")
     md = [intro, "", head, sep, *rows, "", summary, "", f"At the operating point (load {fmt4(ref.low)}):", "", *notes]
