@@ -432,19 +432,33 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     random_lengths = False
+    choice = None
+
+    def walk(steps):
+        nonlocal random_lengths, choice
+        for h in steps:
+            if isinstance(h, Hop):
+                if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
+                    random_lengths = True
+            elif isinstance(h, Choice):
+                choice = choice or h
+                for _, sub in h.options:
+                    walk(sub)
+            elif isinstance(h, Fork):
+                for br in h.branches:
+                    walk(br)
+
     for c in network.classes:
         if not c.route:
             return f"class {c.name!r} has an empty route"
-        for h in c.route:
-            if not isinstance(h, Hop):
-                return f"class {c.name!r}'s route has a {type(h).__name__}"
-            if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
-                random_lengths = True
+        walk(c.route)
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
         if r.policy == "random" and random_lengths:
             return f"random lengths with the random router {r.name!r} (their draws interleave)"
+    if choice is not None and random_lengths:
+        return "random lengths with a probabilistic choice (their draws interleave)"
     return None
 
 
@@ -476,8 +490,9 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
-    from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
-                                  S_MEMORY, S_OPTIONS, run_network)
+    from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
+                                  H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_MEMORY,
+                                  S_OPTIONS, run_network)
     from .core import _tau_table
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -492,14 +507,65 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     labels = {b.label: None for b in fm.buffers}
     seen_order = {lab: i + 1 for i, lab in enumerate(labels)}
 
-    # hops: one row per step of every class route
-    rows, first, offs = [], [], []
-    for c in network.classes:
-        offs.append(len(rows))
-        first.append(len(rows))
-        rows.extend(c.route)
+    # steps: one row per step of every sequence of every class route (depth first), each sequence followed by an
+    # end row that says what comes after it; sub/subp: the choices' options and the forks' branches
+    rows: list = []  # [kind, step, class, next, a, b, c, in a fork's branch]
+    sub: list = []
+    subp: list = []
+    first, top = [], []  # each class's first step; the rows of its route's top-level steps
+    n_forks = 0
+    hops_in: list = []  # hop rows per class (a request takes each at most once)
+    choices_in: list = []
+
+    def emit(ci, steps, pk, parg, infork, counts):
+        """Rows for the sequence ``steps`` (ending in an end row of kind ``pk``, argument ``parg``); return its
+        rows."""
+        base = len(rows)
+        idx = list(range(base, base + len(steps) + 1))
+        rows.extend([None] * (len(steps) + 1))
+        scope: dict = {}  # fork name -> its index among the class's forks (a join joins the fork before it)
+        for i, stp in enumerate(steps):
+            nxt = idx[i + 1]
+            if isinstance(stp, Hop):
+                rows[idx[i]] = [K_HOP, stp, ci, nxt, 0, 0, 0, infork]
+                counts[0] += 1
+            elif isinstance(stp, Choice):
+                firsts = [emit(ci, opt, 1, nxt, infork, counts)[0] for _, opt in stp.options]
+                rows[idx[i]] = [K_CHOICE, stp, ci, nxt, len(sub), len(firsts), 0, infork]
+                sub.extend(firsts)
+                subp.extend(float(pr) for pr, _ in stp.options)
+                counts[1] += 1
+            elif isinstance(stp, Fork):
+                f = scope[stp.name] = counts[2]
+                counts[2] += 1
+                firsts = [emit(ci, br, 2, f, True, counts)[0] for br in stp.branches]
+                rows[idx[i]] = [K_FORK, stp, ci, nxt, f, len(firsts), len(sub), infork]
+                sub.extend(firsts)
+                subp.extend([0.0] * len(firsts))
+            else:  # a Join: its branches' end rows go on after it (the first join of the fork: the one it waits at)
+                f = scope[stp.name]
+                rows[idx[i]] = [K_JOIN, stp, ci, nxt, f, 0, 0, infork]
+                join_next.setdefault((ci, f), nxt)
+        rows[idx[-1]] = [K_END, None, ci, idx[-1], pk, parg, 0, infork]
+        return idx
+
+    join_next: dict = {}
+    for ci, c in enumerate(network.classes):
+        counts = [0, 0, 0]  # hops, choices, forks
+        idx = emit(ci, c.route, 0, 0, False, counts)
+        first.append(idx[0])
+        top.append(idx)
+        hops_in.append(counts[0])
+        choices_in.append(counts[1])
+        n_forks = max(n_forks, counts[2])
+    for r in rows:  # a branch's end row: where its fork's main line goes on once every branch has arrived
+        if r[0] == K_END and r[4] == 2:
+            r[6] = join_next[(r[2], r[5])]
     n_h = len(rows)
     hop = np.zeros((n_h, H_RANK0 + 2 * n_st), dtype=i64)
+    for j, (kind, _, ci, nxt, a, b, c_, infork) in enumerate(rows):
+        hop[j, H_KIND], hop[j, H_CLS], hop[j, H_NEXT], hop[j, H_A], hop[j, H_B], hop[j, H_C] = kind, ci, nxt, a, b, c_
+        hop[j, H_INFORK] = infork
     sources: dict = {}  # id(random length) -> (source index, the length)
 
     def length_src(length):
@@ -521,17 +587,14 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
 
     for lab in labels:
         label_id(lab)
-    for ci, c in enumerate(network.classes):
-        for k, h in enumerate(c.route):
-            j = offs[ci] + k
+    for j, (kind, h, ci, *_) in enumerate(rows):
+        if kind == K_HOP:
             is_router = h.engine in routers
             hop[j, H_ROUTER] = 1 if is_router else 0
             hop[j, H_TGT] = routers[h.engine][0] if is_router else sidx[h.engine]
             for col, src, length in ((H_P, H_PSRC, h.prompt_tokens), (H_D, H_DSRC, h.output_tokens)):
                 hop[j, src] = length_src(length)
                 hop[j, col] = length.n if isinstance(length, Fixed) else 0
-            hop[j, H_NEXT] = j + 1 if k + 1 < len(c.route) else -1
-            hop[j, H_CLS] = ci
             targets = routers[h.engine][1].engines if is_router else (h.engine,)
             for si, s in enumerate(stations):
                 hop[j, H_RANK0 + si] = ranks[si].get(h.name, lows[si])
@@ -540,7 +603,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
                     lid = label_id(name)
                     hop[j, H_RANK0 + n_st + si] = lid
                     stl_sets[si].add(lid)
-            if k == 0 and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path does
+            if j == first[ci] and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path
                 seen_order[h.name] = len(seen_order) + 1
     lab_names = list(lab_ids)
     n_lab = len(lab_names)
@@ -611,14 +674,14 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     ext_c = np.ascontiguousarray(a_c[order], dtype=i64)
     counts = np.bincount(ext_c, minlength=len(network.classes))
     ini = _initial_hops(network, initial)
-    ihop = np.array([offs[ci] + k for ci, k, n in ini for _ in range(n)], dtype=i64)
+    ihop = np.array([top[ci][k] for ci, k, n in ini for _ in range(n)], dtype=i64)
     icls = np.array([ci for ci, k, n in ini for _ in range(n)], dtype=i64)
-    n_tasks = int(sum(int(counts[ci]) * len(c.route) for ci, c in enumerate(network.classes)))
-    n_tasks += sum(n * (len(network.classes[ci].route) - k) for ci, k, n in ini)
-    randomized = any(r.policy == "random" for r in network.routers)
-    if randomized:  # the routers' uniforms, drawn ahead; the generator is left where the Python path leaves it
-        state = gen.bit_generator.state
-        u = gen.random(n_tasks + 1)
+    jobs = [int(counts[ci]) + sum(n for cj, _, n in ini if cj == ci) for ci in range(len(network.classes))]
+    n_tasks = int(sum(jobs[ci] * hops_in[ci] for ci in range(len(network.classes))))  # (each hop at most once)
+    randomized = any(r.policy == "random" for r in network.routers) or any(choices_in)
+    if randomized:  # the routers' and choices' uniforms, drawn ahead; the generator is left where the Python
+        state = gen.bit_generator.state  # path leaves it
+        u = gen.random(n_tasks + int(sum(jobs[ci] * choices_in[ci] for ci in range(len(network.classes)))) + 1)
     else:
         u = np.zeros(1)
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
@@ -628,7 +691,9 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
                       len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
                       refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
-                      mem=mem if any(kvst) else None, memf=memf)
+                      mem=mem if any(kvst) else None, memf=memf,
+                      sub=np.array(sub, dtype=i64), subp=np.array(subp, dtype=float), n_jobs=int(sum(jobs)),
+                      n_forks=n_forks)
     if randomized:
         gen.bit_generator.state = state
         if out["uniforms_used"]:
