@@ -531,7 +531,7 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
 
 
 @_kernel
-def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
+def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
     ``fR[s]``: this station has no runs and no decode heap), or leave it idle.  The split of the token budget
     and the ``k_max`` slots between decode and prefill is the batch rule's (``batch_rule.budget_split`` and
@@ -556,7 +556,15 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     st[s, S_NALLOC] = npf
     st[s, S_NH] = ndd
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, st, g, now + tau[s, B - budget + ndd], now, s)
+    tv = tau[s, B - budget + ndd]
+    ks = stf[s, R_KS]
+    if ks != 0.0:  # context-aware: t(b) + seconds per KV token * the decoders' contexts (prompt + decoded)
+        kvs = 0
+        for a in range(ndd):
+            rid = fR[s, a]
+            kvs += ti[rid, T_P] + ti[rid, T_DEC]
+        tv = tv + ks * kvs
+    _evpush(evf, evi, st, g, now + tv, now, s)
 
 
 # ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
@@ -1146,7 +1154,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         if mem:
             _mem_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
         elif st[s, S_GEN]:
-            _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+            _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
         else:
             _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
     elif st[s, S_RUN] != 0 and st[s, S_RK] > 1:
@@ -1377,7 +1385,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                     if st[s, S_MEM]:
                         _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
                     else:
-                        _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                        _batch_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             else:
                 _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
             g[G_PHASE] = 0
@@ -1449,12 +1457,17 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             npf = st[s, S_NALLOC]
             ndd = st[s, S_NH]
             tokens = ndd
+            emit = st[s, S_EMIT] != 0
             for a in range(npf):
                 rid = al_t[s, a]
                 m = al_k[s, a]
                 ti[rid, T_PREF] += m
                 buf[ti[rid, T_LAB]] -= m
                 tokens += m
+                if emit and ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] == 0 and ti[rid, T_D] > 0:
+                    ti[rid, T_DEC] = 1  # the prefill gives the first token
+                    buf[ti[rid, T_LAB]] -= 1
+                    tokens += 1
             for a in range(ndd):
                 rid = fR[s, a]
                 ti[rid, T_DEC] += 1
@@ -1491,7 +1504,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                 if st[s, S_MEM]:
                     _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
                 else:
-                    _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                    _batch_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
                 break
             continue
@@ -1566,7 +1579,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
 
     ``mem`` (int, one row per station, the columns of :data:`S_MEMORY`) and ``memf`` (float: seconds per KV token
     of a context-aware batch time, seconds per token swapped) describe the stations' KV caches (``None``: none);
-    a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank.
+    a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank; a station without one
+    reads its ``S_EMIT`` and context-aware seconds per KV token there too (batch by batch).
 
     ``sub`` (int) and ``subp`` (float) list the choices' options (first step, probability) and the forks' branches
     (first step) the step rows of ``hop`` point to; ``n_jobs`` requests enter in all, with ``n_forks`` forks at
@@ -1598,11 +1612,12 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     stf = np.zeros((n_st, N_R), f64)
     any_mem = mem is not None and bool(np.any(mem[:, 0]))
     qrows = 0
-    if any_mem:
+    if mem is not None:  # (a station without a KV cache reads S_EMIT and R_KS too)
         for j, col in enumerate(S_MEMORY):
             st[:, col] = mem[:, j]
         stf[:, R_KS] = memf[:, 0]
         stf[:, R_SWAPS] = memf[:, 1]
+    if any_mem:
         for s in range(n_st):
             if st[s, S_MEM]:
                 total = st[s, S_KVCAP] // st[s, S_BS]

@@ -425,10 +425,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
                 return (f"station {st.name!r} has a KV cache and a b_max above {EAGER_TAU_TOKENS} "
                         "(a lazy batch-time table)")
             continue
-        if getattr(st.engine.batch_time, "kind", "") == "context_aware":
-            return f"station {st.name!r} has a context-aware batch time"
-        if getattr(st.engine, "prefill_emits_token", False):
-            return f"station {st.name!r}'s engine emits its first token with the prefill"
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     random_lengths = False
@@ -659,8 +655,12 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             memf[si] = (ks, swap_s)
             continue
         if id(s.engine) not in tables:
-            tables[id(s.engine)] = _batch_time_array(s.engine)
+            tables[id(s.engine)] = _batch_time_array(s.engine)  # (a context-aware time's base)
         tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
+        # batch by batch (see _fast_budget): the prefill's first token, a context-aware time's seconds per KV token
+        mem[si, len(S_MEMORY) - 1] = bool(getattr(s.engine, "prefill_emits_token", False))
+        if getattr(s.engine.batch_time, "kind", "") == "context_aware":
+            memf[si, 0] = float(s.engine.batch_time.kv_s_per_token)
     # external arrivals, drawn and merged as the Python path does
     a_t, a_c = [], []
     for ci, c in enumerate(network.classes):
@@ -691,7 +691,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
                       len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
                       refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
-                      mem=mem if any(kvst) else None, memf=memf,
+                      mem=mem if any(kvst) or mem[:, -1].any() or memf[:, 0].any() else None, memf=memf,
                       sub=np.array(sub, dtype=i64), subp=np.array(subp, dtype=float), n_jobs=int(sum(jobs)),
                       n_forks=n_forks)
     if randomized:

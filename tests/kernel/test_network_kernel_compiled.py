@@ -24,8 +24,8 @@ def _cases():
     stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts), and
     stations with a KV cache that binds (token KV swapping, vLLM's paged KV with prefix caching, incremental
     paged KV swapping, behind a JSQ router, with a context-aware batch time and the first token from the
-    prefill; some hops refused), and a route with a probabilistic choice and a fork-join, through a random
-    router."""
+    prefill; some hops refused), and a route with a probabilistic choice and a fork-join, through a random router,
+    to stations without a KV cache with a context-aware batch time and the first token from the prefill."""
     stair = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=32), b_max=96)
     own = Scheduler(name="own", priority="decode", mixed=True, chunked=True, b_max=40)
     jsq = Network(stations=[Station(name="A", engine=stair, priority=("x.1",)), Station(name="B", engine=stair),
@@ -81,8 +81,10 @@ def _cases():
                      RequestClass(name="huge", rate_per_s=0.05, route=[
                          Hop(engine="K", prompt_tokens=800, output_tokens=200, name="h.1")])]).at_load(0.9)
     fj = Engine(batch_time=Affine(c=0.04, a=1e-4), b_max=128)
-    routes = Network(stations=[Station(name="M", engine=fj), Station(name="V", engine=fj, policy="vllm"),
-                               Station(name="X", engine=fj, policy="sarathi")],
+    ctx = Engine(batch_time=ContextAware(base=Affine(c=0.04, a=1e-4), kv_s_per_token=2e-6), b_max=128,
+                 prefill_emits_token=True)
+    routes = Network(stations=[Station(name="M", engine=fj), Station(name="V", engine=ctx, policy="vllm"),
+                               Station(name="X", engine=ctx, policy="sarathi")],
                      routers=[Router(name="R", engines=("M", "X"), policy="random", probabilities=(0.5, 0.5))],
                      classes=[RequestClass(name="f", rate_per_s=1.0, route=[
                          Hop(engine="M", prompt_tokens=60, output_tokens=8, name="f.1"),

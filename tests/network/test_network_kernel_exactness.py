@@ -156,6 +156,32 @@ def run_both_paths(net, horizon, r, seed, initial_max, **kw):
     return a
 
 
+def with_context_and_first_token(net, r):
+    """``net`` with each station's engine given, at random, a context-aware batch time (its batch time the base,
+    seconds per KV token a binary fraction or not) and/or the first token from the prefill."""
+    stations = []
+    for st in net.stations:
+        eng = st.engine
+        if r.random() < 0.6:
+            ks = float(r.choice([2.0 ** -14, 3e-6 * r.random(), 0.0]))
+            eng = eng.with_(batch_time=ContextAware(base=eng.batch_time, kv_s_per_token=ks))
+        if r.random() < 0.5:
+            eng = eng.with_(prefill_emits_token=True)
+        stations.append(Station(name=st.name, engine=eng, policy=st.policy, priority=st.priority))
+    return Network(stations=stations, routers=net.routers, classes=net.classes)
+
+
+@pytest.mark.parametrize("every", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_loop_runs_context_aware_and_first_token_stations(seed, every):
+    """Stations without a KV cache with a context-aware batch time and/or an engine whose prefill gives the first
+    token run batch by batch on the compiled loop, as the Python path runs them."""
+    net, horizon, r = random_network(100 + seed, every)
+    net = with_context_and_first_token(net, r)
+    assert _kernel_unsupported(net, False) is None
+    run_both_paths(net, horizon, r, seed, initial_max=100, record_hops=bool(r.random() < 0.5))
+
+
 def random_steps(r, targets, name, depth, length, out, choices=True):
     """1-3 random steps named from ``name``: hops (lengths from ``length()``), and above depth 2 probabilistic
     choices (1-3 options, some empty; with ``choices``) and forks (1-3 branches, each starting with a hop) joined
@@ -265,7 +291,7 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     ctx = Engine(batch_time=ContextAware(base=Affine(c=0.05, a=0.0), kv_s_per_token=1e-6), b_max=64)
     ctx_net = Network(stations=[Station(name="O", engine=ctx)], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
         Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
-    assert "context-aware" in _kernel_unsupported(ctx_net, False)
+    assert _kernel_unsupported(ctx_net, False) is None  # (batch by batch)
 
     class Own(Scheduler):  # a subclass with a rule of its own runs its select() in Python
         def select(self, view):
