@@ -147,8 +147,12 @@ Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 # and class), jobs so far, the steps left to take (G_SP entries of the stack H_STK), the choices' probabilities
 # ahead of the uniforms in ``u``
 (G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RECHOPS,
- G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND, G_JOB, G_JCLS, G_NJOB, G_SP, G_U0) = range(24)
-N_G = 24
+ G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND, G_JOB, G_JCLS, G_NJOB, G_SP, G_U0, G_UEND) = range(25)
+N_G = 25
+#: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
+UNIFORMS = 1 << 30
+#: uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
+UB = 4096
 # gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time, the
 # arrival in the network of the request being moved along its route; then the sums of sojourns per class (GF_SOJ + c)
 GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA, GF_RT, GF_JIN = range(6)
@@ -1063,15 +1067,19 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
 
 
 @_inline
-def _refill(h, hop, lb):
+def _refill(h, hop, lb, rt, g):
     """The length source whose buffer runs out if hop ``h`` is submitted now (the caller appends the next
-    ``LBN`` draws, after the one left if the prompt takes it, and calls again), or -1."""
+    ``LBN`` draws, after the one left if the prompt takes it, and calls again), else :data:`UNIFORMS` if the hop
+    goes to a random router and the block of uniforms is used up, or -1 (the Python path draws the lengths,
+    then the router's uniform)."""
     ps = hop[h, H_PSRC]
     ds = hop[h, H_DSRC]
     if ps >= 0 and lb[ps, LB_END] - lb[ps, LB_POS] < 1:
         return ps
     if ds >= 0 and lb[ds, LB_END] - lb[ds, LB_POS] < (2 if ds == ps else 1):
         return ds
+    if hop[h, H_ROUTER] and rt[hop[h, H_TGT], R_KIND] == 0 and g[G_U] >= g[G_UEND]:
+        return UNIFORMS
     return -1
 
 
@@ -1167,7 +1175,8 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
     """Move the request ``G_JOB`` (class ``G_JCLS``, in the network since ``GF_JIN``) along its route from the steps
     on the stack (the Python path's ``advance``, depth first: a fork's branches in order, then its main line):
     submit hops, draw choices (a uniform each, in order), count arrivals at joins; return 1 when a hop needs a
-    length buffer refilled first (``G_NEED``; the hop stays on the stack), else 0."""
+    length buffer refilled or a choice or router the next block of uniforms first (``G_NEED``; the step stays on
+    the stack), else 0."""
     job = g[G_JOB]
     ci = g[G_JCLS]
     jin = gf[GF_JIN]
@@ -1177,7 +1186,7 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
         while True:
             kind = hop[x, H_KIND]
             if kind == K_HOP:
-                need = _refill(x, hop, lb)
+                need = _refill(x, hop, lb, rt, g)
                 if need >= 0:
                     g[G_NEED] = need
                     hop[g[G_SP], H_STK] = x
@@ -1187,6 +1196,11 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
                         buf, seen, u, blk, lb, cls_i, pq)
                 break
             if kind == K_CHOICE:  # (the Python path's draw: the first option whose cumulated probability exceeds it)
+                if g[G_U] >= g[G_UEND]:  # the block of uniforms is used up: the caller draws the next
+                    g[G_NEED] = UNIFORMS
+                    hop[g[G_SP], H_STK] = x
+                    g[G_SP] += 1
+                    return 1
                 v = u[g[G_U]]
                 g[G_U] += 1
                 off = hop[x, H_A]
@@ -1263,7 +1277,7 @@ def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
             cls_i[ci, 1] += 1
             gf[GF_SOJ + ci] += now - tf[rid, TF_JIN]
         elif g[G_SP] == 0 and kind == K_HOP:  # the next hop
-            need = _refill(nx, hop, lb)
+            need = _refill(nx, hop, lb, rt, g)
             if need >= 0:
                 g[G_NEED] = need
                 break
@@ -1341,7 +1355,7 @@ def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
     the number placed (less than all when a length buffer needs a refill: ``G_NEED``)."""
     i = i0
     while i < ihop.shape[0]:
-        need = _refill(ihop[i], hop, lb)
+        need = _refill(ihop[i], hop, lb, rt, g)
         if need >= 0:
             g[G_NEED] = need
             break
@@ -1399,7 +1413,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             ci = ext_c[ai]
             first = cls_first[ci]
             if hop[first, H_KIND] == K_HOP:
-                need = _refill(first, hop, lb)
+                need = _refill(first, hop, lb, rt, g)
                 if need >= 0:
                     g[G_NEED] = need
                     return 1
@@ -1576,7 +1590,7 @@ _compiled_once = False
 
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
-                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
+                icls, uniforms, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
                 memf=None, sub=None, subp=None, n_jobs=0, n_forks=0):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
@@ -1585,6 +1599,11 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     of a context-aware batch time, seconds per token swapped) describe the stations' KV caches (``None``: none);
     a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank; a station without one
     reads its ``S_EMIT`` and context-aware seconds per KV token there too (batch by batch).
+
+    ``uniforms`` (``None`` where no random router or choice draws one) gives the routers' and choices' uniforms
+    from the caller's generator in the Python path's order: ``block(n)`` draws the next ``n`` (the loop asks for a
+    block when one is used up), ``rewind(used)`` puts the generator right after the first ``used`` of the current
+    block (before a random length's draws, and at the end) and counts them in ``total``.
 
     ``sub`` (int) and ``subp`` (float) list the choices' options (first step, probability) and the forks' branches
     (first step) the step rows of ``hop`` point to; ``n_jobs`` requests enter in all, with ``n_forks`` forks at
@@ -1600,7 +1619,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         _compiled_once = True
         with compile_note():
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
-                               seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
+                               seen, ihop, icls, uniforms, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill,
                                mem=mem, memf=memf, sub=sub, subp=subp, n_jobs=n_jobs, n_forks=n_forks)
     i64, f64 = np.int64, np.float64
@@ -1667,18 +1686,32 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     nsub = 0 if sub is None else len(sub)
     hop = np.concatenate([hop, np.zeros((4, hop.shape[1]), i64)])  # (room for the stack: a step of each row, and 4)
     hop[:nsub, H_SUB] = sub[:nsub] if nsub else hop[:0, H_SUB]
-    if nsub:  # the choices' probabilities ahead of the uniforms
-        u = np.concatenate([np.asarray(subp, f64), u])
-    g[G_U] = g[G_U0] = nsub
+    u = np.zeros(nsub + (UB if uniforms is not None else 1), f64)  # the choices' probabilities, then the uniforms
+    u[:nsub] = subp[:nsub] if nsub else u[:0]
+    g[G_U] = g[G_U0] = g[G_UEND] = nsub
+    if uniforms is not None:
+        u[nsub:] = uniforms.block(UB)
+        g[G_UEND] = nsub + UB
     jf = np.zeros((n_jobs + 1, n_forks) if n_forks else (1, 1), i64)  # the forks' counters, per request
 
     def fill():
         src = int(g[G_NEED])
+        used = int(g[G_U] - g[G_U0])
+        if src == UNIFORMS:  # the block is used up: the generator stands right after it
+            uniforms.total += used
+            u[nsub:] = uniforms.block(UB)
+            g[G_U] = nsub
+            return
+        if uniforms is not None:  # the lengths are drawn after the uniforms used so far, then a new block
+            uniforms.rewind(used)
         left = lb[src, lb[src, LB_POS]:lb[src, LB_END]].copy()
         lb[src, :left.size] = left
         lb[src, left.size:left.size + LBN] = refill(src)
         lb[src, LB_POS] = 0
         lb[src, LB_END] = left.size + LBN
+        if uniforms is not None:
+            u[nsub:] = uniforms.block(UB)
+            g[G_U] = nsub
 
     i = 0
     while i < ihop.size:
@@ -1690,11 +1723,13 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
                    evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
                    rnt, pq, jf):
         fill()
+    if uniforms is not None:  # the generator left right after the last uniform used
+        uniforms.rewind(int(g[G_U] - g[G_U0]))
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": gf[GF_SOJ:].copy(), "batches": int(g[G_NB]),
             "events": int(g[G_EV]),
-            "seen": seen, "uniforms_used": int(g[G_U] - g[G_U0]), "blocked": blk,
+            "seen": seen, "uniforms_used": 0 if uniforms is None else uniforms.total, "blocked": blk,
             "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy(),
                      hrec[:nhop, 3].astype(i64)) if record_hops else None,
             "preemptions": st[:, S_PREEMPT].copy(), "rejected": st[:, S_REJECTED].copy()}

@@ -406,9 +406,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     batch times and first tokens from the prefill at stations without a KV cache, user policies and
     orderings other than FCFS, and ``check_batches`` stay on the Python path.
     """
-    from ..network.model import NoTokens
-    from ..workload.lengths import Fixed
-
     from .core import EAGER_TAU_TOKENS
 
     if check_batches:
@@ -427,34 +424,12 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
             continue
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
-    random_lengths = False
-    choice = None
-
-    def walk(steps):
-        nonlocal random_lengths, choice
-        for h in steps:
-            if isinstance(h, Hop):
-                if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
-                    random_lengths = True
-            elif isinstance(h, Choice):
-                choice = choice or h
-                for _, sub in h.options:
-                    walk(sub)
-            elif isinstance(h, Fork):
-                for br in h.branches:
-                    walk(br)
-
     for c in network.classes:
         if not c.route:
             return f"class {c.name!r} has an empty route"
-        walk(c.route)
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
-        if r.policy == "random" and random_lengths:
-            return f"random lengths with the random router {r.name!r} (their draws interleave)"
-    if choice is not None and random_lengths:
-        return "random lengths with a probabilistic choice (their draws interleave)"
     return None
 
 
@@ -678,26 +653,19 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     icls = np.array([ci for ci, k, n in ini for _ in range(n)], dtype=i64)
     jobs = [int(counts[ci]) + sum(n for cj, _, n in ini if cj == ci) for ci in range(len(network.classes))]
     n_tasks = int(sum(jobs[ci] * hops_in[ci] for ci in range(len(network.classes))))  # (each hop at most once)
-    randomized = any(r.policy == "random" for r in network.routers) or any(choices_in)
-    if randomized:  # the routers' and choices' uniforms, drawn ahead; the generator is left where the Python
-        state = gen.bit_generator.state  # path leaves it
-        u = gen.random(n_tasks + int(sum(jobs[ci] * choices_in[ci] for ci in range(len(network.classes)))) + 1)
-    else:
-        u = np.zeros(1)
+    # the routers' and choices' uniforms, drawn a block at a time; a random length's draws rewind the generator to
+    # the first uniform not used yet, so every draw comes from it in the Python path's order
+    uniforms = _Uniforms(gen) if any(r.policy == "random" for r in network.routers) or any(choices_in) else None
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
     by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
-                      len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
+                      len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
                       refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
                       mem=mem if any(kvst) or mem[:, -1].any() or memf[:, 0].any() else None, memf=memf,
                       sub=np.array(sub, dtype=i64), subp=np.array(subp, dtype=float), n_jobs=int(sum(jobs)),
                       n_forks=n_forks)
-    if randomized:
-        gen.bit_generator.state = state
-        if out["uniforms_used"]:
-            gen.random(out["uniforms_used"])
     cls_names = [c.name for c in network.classes]
     completed = [int(x) for x in out["completed"]]
     soj = out["sojourn_sum"].tolist()
@@ -721,6 +689,29 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         rejected={s.name: int(out["rejected"][i]) for i, s in enumerate(stations)},
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
                                         "preemptions": hops[3]})
+
+
+class _Uniforms:
+    """The uniforms of the random routers and choices for :func:`fluidq.kernel.network.run_network`, drawn from
+    ``gen`` a block at a time: ``block(n)`` draws the next ``n`` (remembering where the block starts),
+    ``rewind(used)`` puts ``gen`` right after the block's first ``used`` (the ones the loop took: the next draw,
+    a random length's, is then the Python path's next draw) and counts them in ``total``.  ``random()`` draws
+    one double from one 64-bit word, so ``gen.random(n)`` is ``n`` calls of ``gen.random()``."""
+
+    def __init__(self, gen):
+        self.gen = gen
+        self.state = None
+        self.total = 0
+
+    def block(self, n):
+        self.state = self.gen.bit_generator.state
+        return self.gen.random(n)
+
+    def rewind(self, used):
+        self.gen.bit_generator.state = self.state
+        if used:
+            self.gen.random(used)
+        self.total += used
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
