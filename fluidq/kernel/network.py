@@ -8,15 +8,21 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   the batch's tokens alone (a table ``tau[station, tokens]``) and no KV memory: a decode-first chunked
   scheduler with mixed batches (Sarathi-Serve, vLLM with chunked prefill) without a ``k_max`` below its
   budget in runs of identical batches (below), any other (Orca, vLLM, FasterTransformer, a binding
-  ``k_max``, ``chunk_long_prompts``) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
-  over the requests the Python path's view shows (``_take_prefill``; blocked prompts are reported);
+  ``k_max``, ``chunk_long_prompts``, a context-aware batch time -- seconds per KV token of the decoders --, an
+  engine whose prefill gives the first token) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
+  over the requests the Python path's view shows (``_take_prefill``, each prompt by the batch rule's
+  ``take_one``; blocked prompts are reported);
 * class priorities at stations (a rank per hop and station; FCFS within a rank);
-* classes whose routes are sequences of hops; a hop goes to a station or to a router: random (uniforms
-  drawn by the caller, used in order), join-the-shortest-queue by requests or by remaining tokens (ties to
-  the engine listed first);
+* classes whose routes are sequences of hops, probabilistic choices and fork-joins, nested (a table of steps,
+  ``K_*``; :func:`_advance` walks it as the Python path's ``advance``: a choice draws one uniform, a fork sends
+  the request down its branches in order and then its main line, a join waits for every branch); a hop goes to
+  a station or to a router: random (uniforms drawn by the caller, used in order, the choices' among them),
+  join-the-shortest-queue by requests or by remaining tokens (ties to the engine listed first);
 * fixed or random prompt and output tokens: a random length's draws come ``LBN`` at a time from the
   caller, when the kernel asks (:func:`simulate` returns 1 and resumes where it stopped), in the order the
-  Python path draws them (so random lengths cannot be mixed with random routers' draws);
+  Python path draws them; the random routers' and choices' uniforms come a block at a time from the
+  caller (``uniforms``), which rewinds its generator to the first one not used before a length's draws, so
+  every draw comes in the Python path's order;
 * stations with a KV cache (``S_MEM``), batch by batch as the Python path runs them: the memory rules of
   :class:`fluidq.sim._admission.StationMemory` (refusal at arrival of a hop that can never fit, swap-ins
   first, then ``Scheduler.select`` over every resident in arrival order under the token rules -- whole
@@ -32,9 +38,8 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
 
-Fork-join, probabilistic choices, random lengths with a random router, context-aware batch times and first
-tokens from the prefill at stations without a KV cache, composition batch times, orderings other than FCFS
-and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
+Composition batch times at KV stations, orderings other than FCFS and user policies stay on the Python path
+(:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds

@@ -22,11 +22,11 @@ runs every station on one event clock in machine code, rule for rule as the Pyth
 below (tests check the two give the same run, bit for bit), for networks whose stations run a
 built-in scheduler in FCFS order (Sarathi-Serve and vLLM with chunked prefill in runs of identical batches,
 the others batch by batch; a station with a KV cache batch by batch under the memory rules below, with any
-memory model, prefix caching included) and whose classes route through hops to stations or to
-random or join-the-shortest-queue routers, with class priorities and fixed or random lengths (drawn from
-``rng`` in the Python path's order).  Fork-join, probabilistic choices, random lengths together with a
-random router, context-aware batch times and first tokens from the prefill at stations without a KV cache,
-composition batch times, user policies and orderings, and ``check_batches`` run on the Python path.
+memory model, prefix caching included; a context-aware batch time and a first token from the prefill with or
+without a cache) and whose classes route through hops to stations or to random or join-the-shortest-queue
+routers, probabilistic choices and fork-joins, with class priorities and fixed or random lengths (every draw
+from ``rng`` in the Python path's order).  Composition batch times at KV stations, user policies and orderings,
+and ``check_batches`` run on the Python path.
 
 Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
 running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
@@ -396,15 +396,16 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
 
     The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
     where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
-    ``k_max``, as the Python path): without a KV cache, with a batch time of the batch's tokens that
+    ``k_max``, a context-aware batch time, an engine whose prefill gives the first token, as the Python
+    path): without a KV cache, with a batch time of the batch's tokens (a context-aware time's base) that
     tabulates in one call (:func:`_batch_time_table`); with a KV cache (any memory model: token or block KV,
     reservation, victim rule, recompute or swap, prefix caching), with the Python path's batch-time table
     (context-aware times included) and a first token from the prefill or not -- but not a composition batch
     time or a ``b_max`` above :data:`fluidq.sim.core.EAGER_TAU_TOKENS`; and classes whose routes are hops to
-    stations or to random or join-the-shortest-queue routers, with fixed or random lengths (random ones not
-    with a random router: their draws would interleave).  Fork-join, probabilistic choices, context-aware
-    batch times and first tokens from the prefill at stations without a KV cache, user policies and
-    orderings other than FCFS, and ``check_batches`` stay on the Python path.
+    stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
+    too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  User policies and
+    orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
+    returned reason names the first one met).
     """
     from .core import EAGER_TAU_TOKENS
 
@@ -785,10 +786,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one -- then without
-        a context-aware batch time; routes of hops to stations, random or JSQ routers, random lengths only
-        without a random router; no ``check_batches``) and numba compiles, with the Python path's results
-        exactly;
+        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one; routes of hops
+        to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random lengths; no
+        ``check_batches``) and numba compiles, with the Python path's results exactly;
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
         loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
