@@ -13,7 +13,9 @@ Targets:
   recording and result assembly cancel out) -- target <= 1.5x each; and, for information, per batch on a
   two-engine network (LLM Rybko--Stolyar) whose queues grow to thousands, on one station with a
   binding block KV cache (vLLM's memory) against ``fluidq.simulate`` on the same engine, and on that station
-  and a 4-station network with KV stations, the compiled loop against the Python path (ratio side by side).
+  and a 4-station network with KV stations, the compiled loop against the Python path (ratio side by side); the
+  same for networks with a probabilistic choice and a fork-join, with context-aware batch times and prefill-
+  emitted first tokens at stations without a KV cache, and with random lengths through a random router.
 * issue 15's tighter targets: the one-station network within 1.2x of the single-engine kernel per batch,
   and a 4-engine JSQ network (four times the arrivals, each engine at 0.9 of its capacity) within 1.3x per
   batch of the one-station network.  ``method='auto'`` runs these networks on the compiled event loop
@@ -201,6 +203,23 @@ def main():
                  f"method='auto' (compiled), per batch", 1e6 * t4 / max(r4.batches, 1), "us", None, "info"))
     rows.append((f"  the same, method='python' ({1e6 * t4p / max(r4p.batches, 1):.3g} us per batch) / compiled",
                  t4p / t4, "x", None, "info"))
+    # issue 15: the route elements and station options compiled since (2026-12-06): a route with a probabilistic
+    # choice and a fork-join, through a random router; stations without a KV cache with a context-aware batch time
+    # and the first token from the prefill; random lengths with a random router -- the compiled loop against the
+    # Python path, side by side, same run
+    for label, net_, hh in (("a choice and a fork-join (3 branches) per request, random router", _routes_network(
+            eng, lam), horizon), ("2 stations, context-aware batch time, first token from the prefill",
+                                  _context_network(eng, lam), horizon),
+                            ("geometric lengths through a random router to 2 stations", _random_lengths_network(
+                                eng, lam), horizon)):
+        tc, rc, tp, rp = best_pair(lambda n=net_, h=hh: simulate_network(n, horizon_s=h, rng=1),
+                                   lambda n=net_, h=hh: simulate_network(n, horizon_s=h, rng=1, method="python"),
+                                   repeat=3)
+        assert rp.completed == rc.completed and rp.mean_sojourn_s == rc.mean_sojourn_s and rp.batches == rc.batches
+        rows.append((f"network, {label}, method='auto' (compiled), per batch", 1e6 * tc / max(rc.batches, 1), "us",
+                     None, "info"))
+        rows.append((f"  the same, method='python' ({1e6 * tp / max(rp.batches, 1):.3g} us per batch) / compiled",
+                     tp / tc, "x", None, "info"))
     rsn = llm_rybko_stolyar()
     tl, rl = best_of(lambda: simulate_network(rsn, horizon_s=1500.0, rng=2, initial={"A.1": 100}), repeat=3)
     peak = int(max(v.max() for v in rl.station_requests.values()))
@@ -231,6 +250,47 @@ def _kv4_network(eng, lam):
                    classes=[RequestClass(name="c", rate_per_s=3 * lam, route=[
                        Hop(engine="R", prompt_tokens=100, output_tokens=100, name="c.1"),
                        Hop(engine="K1", prompt_tokens=20, output_tokens=4, name="c.2")])])
+
+
+def _routes_network(eng, lam):
+    """Three Sarathi stations: a first hop, then with probability 0.8 a fork of three branches (one through a random
+    router) joined before a last hop, else straight to the last hop; about ``lam`` x 3 tokens of work per engine."""
+    from fluidq.network import Choice, Fork, Join, Router
+
+    h = dict(prompt_tokens=100, output_tokens=100)
+    return Network(stations=[Station(name=f"F{j}", engine=eng) for j in range(3)],
+                   routers=[Router(name="R", engines=("F1", "F2"), policy="random", probabilities=(0.5, 0.5))],
+                   classes=[RequestClass(name="c", rate_per_s=lam, route=[
+                       Hop(engine="F0", **h, name="c.1"),
+                       Choice(options=((0.8, [Fork(name="k", branches=(
+                           [Hop(engine="F1", **h, name="c.a")], [Hop(engine="F2", **h, name="c.b")],
+                           [Hop(engine="R", **h, name="c.r")])), Join(name="k")]), (0.2, []))),
+                       Hop(engine="F0", prompt_tokens=20, output_tokens=20, name="c.2")])]).at_load(0.85)
+
+
+def _random_lengths_network(eng, lam):
+    """Geometric prompt and output lengths (means 100) through a random router (0.6 / 0.4) to two Sarathi stations:
+    the lengths' and the router's draws from one generator interleave."""
+    from fluidq.network import Router
+    from fluidq.workload import Geometric
+
+    return Network(stations=[Station(name="G0", engine=eng), Station(name="G1", engine=eng)],
+                   routers=[Router(name="R", engines=("G0", "G1"), policy="random", probabilities=(0.6, 0.4))],
+                   classes=[RequestClass(name="c", rate_per_s=lam, route=[
+                       Hop(engine="R", prompt_tokens=Geometric(mean_tokens=100), output_tokens=Geometric(
+                           mean_tokens=100), name="c.1")])]).at_load(0.85)
+
+
+def _context_network(eng, lam):
+    """A tandem of two stations whose engines charge the decoders' context (``ContextAware``) and give the first
+    token with the prefill (one Sarathi, one vLLM), at 0.85 of capacity."""
+    from fluidq import ContextAware
+
+    e = eng.with_(batch_time=ContextAware(base=eng.batch_time, kv_s_per_token=2e-7), prefill_emits_token=True)
+    return Network(stations=[Station(name="C0", engine=e), Station(name="C1", engine=e, policy="vllm")],
+                   classes=[RequestClass(name="c", rate_per_s=lam, route=[
+                       Hop(engine="C0", prompt_tokens=100, output_tokens=100, name="c.1"),
+                       Hop(engine="C1", prompt_tokens=50, output_tokens=20, name="c.2")])]).at_load(0.85)
 
 
 def _cases():

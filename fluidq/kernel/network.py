@@ -8,15 +8,21 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   the batch's tokens alone (a table ``tau[station, tokens]``) and no KV memory: a decode-first chunked
   scheduler with mixed batches (Sarathi-Serve, vLLM with chunked prefill) without a ``k_max`` below its
   budget in runs of identical batches (below), any other (Orca, vLLM, FasterTransformer, a binding
-  ``k_max``, ``chunk_long_prompts``) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
-  over the requests the Python path's view shows (``_take_prefill``; blocked prompts are reported);
+  ``k_max``, ``chunk_long_prompts``, a context-aware batch time -- seconds per KV token of the decoders --, an
+  engine whose prefill gives the first token) batch by batch, :meth:`~fluidq.policies.Scheduler.select`'s rule
+  over the requests the Python path's view shows (``_take_prefill``, each prompt by the batch rule's
+  ``take_one``; blocked prompts are reported);
 * class priorities at stations (a rank per hop and station; FCFS within a rank);
-* classes whose routes are sequences of hops; a hop goes to a station or to a router: random (uniforms
-  drawn by the caller, used in order), join-the-shortest-queue by requests or by remaining tokens (ties to
-  the engine listed first);
+* classes whose routes are sequences of hops, probabilistic choices and fork-joins, nested (a table of steps,
+  ``K_*``; :func:`_advance` walks it as the Python path's ``advance``: a choice draws one uniform, a fork sends
+  the request down its branches in order and then its main line, a join waits for every branch); a hop goes to
+  a station or to a router: random (uniforms drawn by the caller, used in order, the choices' among them),
+  join-the-shortest-queue by requests or by remaining tokens (ties to the engine listed first);
 * fixed or random prompt and output tokens: a random length's draws come ``LBN`` at a time from the
   caller, when the kernel asks (:func:`simulate` returns 1 and resumes where it stopped), in the order the
-  Python path draws them (so random lengths cannot be mixed with random routers' draws);
+  Python path draws them; the random routers' and choices' uniforms come a block at a time from the
+  caller (``uniforms``), which rewinds its generator to the first one not used before a length's draws, so
+  every draw comes in the Python path's order;
 * stations with a KV cache (``S_MEM``), batch by batch as the Python path runs them: the memory rules of
   :class:`fluidq.sim._admission.StationMemory` (refusal at arrival of a hop that can never fit, swap-ins
   first, then ``Scheduler.select`` over every resident in arrival order under the token rules -- whole
@@ -32,9 +38,8 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
 
-Fork-join, probabilistic choices, random lengths with a random router, context-aware batch times and first
-tokens from the prefill at stations without a KV cache, composition batch times, orderings other than FCFS
-and user policies stay on the Python path (:mod:`fluidq.sim.network` decides).
+Composition batch times at KV stations, orderings other than FCFS and user policies stay on the Python path
+(:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -59,6 +64,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _jit
+from ..policies import batch_rule
 from ..policies.batch_rule import NO_CAP
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
@@ -75,15 +81,28 @@ def _kernel(fn=None, **options):
 
 
 _inline = _kernel(inline="always")
+#: the batch rule's per-prompt step of the prefill walk (whole, chunk, never schedulable, head-of-line), inlined
+_take_one = _jit.jit(batch_rule.take_one, inline="always")
 
 __all__ = ["initial", "run_network", "simulate"]
 
 INF = np.inf
 
-# hop (int, one row per hop): router or station, target, prompt, output, next hop (-1: the request
-# leaves), class, the random prompt's and output's length source (-1: fixed); then the rank at each
-# station (H_RANK0 + s) and the buffer label (H_RANK0 + n_st + s)
-H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_PSRC, H_DSRC, H_RANK0 = range(9)
+# hop (int, one row per step of a route, the steps of every sequence followed by an end row): router or station,
+# target, prompt, output, the next step, class, the random prompt's and output's length source (-1: fixed), the
+# step's kind (K_*) and its arguments (H_A, H_B, H_C, below), whether the step lies in a fork's branch (a request
+# refused there stays counted in the system); then, for a hop, the rank at each station (H_RANK0 + s) and the
+# buffer label (H_RANK0 + n_st + s)
+H_ROUTER, H_TGT, H_P, H_D, H_NEXT, H_CLS, H_PSRC, H_DSRC, H_KIND, H_A, H_B, H_C, H_INFORK, H_SUB, H_STK, H_RANK0 = \
+    range(16)
+# (H_SUB and H_STK are not the row's: row i holds the i-th entry of the list of the choices' options and the
+# forks' branches -- their first steps -- and the i-th entry of the stack of steps a request has still to take)
+#: step kinds: a hop; a probabilistic choice (H_A: its options' place in H_SUB and in ``u``, the first step of each
+#: option and its probability; H_B: how many); a fork (H_A: its index among its class's forks, H_B: branches,
+#: H_C: their first steps' place in H_SUB); a join (H_A: its fork's index); the end of a sequence (H_A: what
+#: follows -- 0 the request leaves, 1 the step H_B of the enclosing sequence (after a choice), 2 the branch of the
+#: fork H_B arrives, and when it is the last the request goes on at step H_C, after the join)
+K_HOP, K_CHOICE, K_FORK, K_JOIN, K_END = range(5)
 #: draws per refill of a random length's buffer (as the Python path's ``sample_len``); ``lb[src]`` holds the
 #: draws not used yet from place ``lb[src, LB_POS]`` to ``lb[src, LB_END]`` (room for ``2 * LBN``)
 LBN = 256
@@ -112,15 +131,15 @@ S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING
 R_T0, R_TAU, R_TC, R_TL, R_KS, R_SWAPS = range(6)
 N_R = 6
 # ti (int, one row per hop of a request)
-T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC = range(11)
-N_T = 11
+T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC, T_JOB = range(12)
+N_T = 12
 # ... and, when a station has a KV cache, the hop's memory state: KV tokens held, blocks held (-1: not admitted),
 # admission number, prompt tokens to recompute, preemptions, KV held while swapped out, the generation of its
 # last block release, its leading blocks still cached, and where its last release sits in ``pq`` (place, blocks)
 # (``T_P`` is the current prompt: the original plus the tokens to recompute).  The residents of a KV station
 # are its rank-0 prefill queue (in arrival order), the swapped-out ones its rank-0 decode queue (oldest first).
-T_KV, T_NBLK, T_ADM, T_RC, T_NPRE, T_HELD, T_STAMP, T_CUP, T_QPOS, T_QN = range(11, 21)
-N_TM = 21
+T_KV, T_NBLK, T_ADM, T_RC, T_NPRE, T_HELD, T_STAMP, T_CUP, T_QPOS, T_QN = range(12, 22)
+N_TM = 22
 # tf (float): arrival in the network, arrival at the station
 TF_JIN, TF_ARR = range(2)
 # qh[s, rank, :]: the prefill queue's head and tail, the decode queue's (batch-by-batch stations) (0: empty)
@@ -128,13 +147,21 @@ Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 # g (int): batches, events, event sequence, next rid, labels seen, uniforms used, arriving, current event's
 # station, next external arrival, next grid point, hops recorded, event heap size, record hops, max batches
 # (-1: none); the length source to refill, and where to resume (phase: 1 a batch's end, 2 a run's end,
-# moving hops on; its station, the next of its finished hops, how many)
+# moving hops on, 3 an external arrival's route; its station, the next of its finished hops, how many); the
+# request being moved along its route (its job -- one per request: the index of its forks' counters in ``jf`` --
+# and class), jobs so far, the steps left to take (G_SP entries of the stack H_STK), the choices' probabilities
+# ahead of the uniforms in ``u``
 (G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RECHOPS,
- G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND) = range(19)
-N_G = 19
-# gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time
-GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA, GF_RT = range(5)
-N_GF = 5
+ G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND, G_JOB, G_JCLS, G_NJOB, G_SP, G_U0, G_UEND) = range(25)
+N_G = 25
+#: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
+UNIFORMS = 1 << 30
+#: uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
+UB = 4096
+# gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time, the
+# arrival in the network of the request being moved along its route; then the sums of sojourns per class (GF_SOJ + c)
+GF_CURSTART, GF_NEXTREC, GF_HORIZON, GF_TA, GF_RT, GF_JIN = range(6)
+N_GF = GF_SOJ = 6
 
 
 @_inline
@@ -466,19 +493,16 @@ def _take_decode(s, nd, st, ti, qh, fR):
 @_inline
 def _take_prompt(s, rid, need, n, budget, slots, b, chunked, chl, ti, al_t, al_k, blk):
     """``Scheduler.select``'s rule for one prompt needing ``need`` tokens, as the ``n``-th of the batch's prefill
-    part: whole where it fits the budget (the batch rule's head-of-line test, ``batch_rule.fits``), a chunk of
+    part: the batch rule's step (``batch_rule.take_one``, inlined) -- whole where it fits the budget, a chunk of
     the budget where the scheduler chunks (or chunks prompts above its budget ``b`` and this is one), skipped
-    and reported in ``blk`` where it can never fit; else head-of-line.  Return (prompts, budget, slots, whether
+    and reported in ``blk`` where it can never fit, else head-of-line.  Return (prompts, budget, slots, whether
     head-of-line stops the scan)."""
-    if _fits(need, budget):
+    got = _take_one(need, budget, b, chunked, chl)
+    if got > 0:
         al_t[s, n] = rid
-        al_k[s, n] = need
-        return n + 1, budget - need, slots - 1, False
-    if chunked or (chl and need > b):
-        al_t[s, n] = rid
-        al_k[s, n] = budget
-        return n + 1, 0, slots - 1, False
-    if need > b:
+        al_k[s, n] = got
+        return n + 1, budget - got, slots - 1, False
+    if got < 0:
         blk[s, ti[rid, T_LAB]] = 1  # can never fit: skipped, reported
         return n, budget, slots, False
     return n, budget, slots, True  # head-of-line: wait for a batch with room
@@ -516,7 +540,7 @@ def _take_prefill(s, budget, slots, st, ti, qh, al_t, al_k, blk):
 
 
 @_kernel
-def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
+def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     """Start one batch of a batch-by-batch station (prefill part in ``al_t``/``al_k``, decoders in
     ``fR[s]``: this station has no runs and no decode heap), or leave it idle.  The split of the token budget
     and the ``k_max`` slots between decode and prefill is the batch rule's (``batch_rule.budget_split`` and
@@ -541,7 +565,15 @@ def _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk):
     st[s, S_NALLOC] = npf
     st[s, S_NH] = ndd
     st[s, S_BUSY] = 1
-    _evpush(evf, evi, st, g, now + tau[s, B - budget + ndd], now, s)
+    tv = tau[s, B - budget + ndd]
+    ks = stf[s, R_KS]
+    if ks != 0.0:  # context-aware: t(b) + seconds per KV token * the decoders' contexts (prompt + decoded)
+        kvs = 0
+        for a in range(ndd):
+            rid = fR[s, a]
+            kvs += ti[rid, T_P] + ti[rid, T_DEC]
+        tv = tv + ks * kvs
+    _evpush(evf, evi, st, g, now + tv, now, s)
 
 
 # ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
@@ -1040,15 +1072,19 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
 
 
 @_inline
-def _refill(h, hop, lb):
+def _refill(h, hop, lb, rt, g):
     """The length source whose buffer runs out if hop ``h`` is submitted now (the caller appends the next
-    ``LBN`` draws, after the one left if the prompt takes it, and calls again), or -1."""
+    ``LBN`` draws, after the one left if the prompt takes it, and calls again), else :data:`UNIFORMS` if the hop
+    goes to a random router and the block of uniforms is used up, or -1 (the Python path draws the lengths,
+    then the router's uniform)."""
     ps = hop[h, H_PSRC]
     ds = hop[h, H_DSRC]
     if ps >= 0 and lb[ps, LB_END] - lb[ps, LB_POS] < 1:
         return ps
     if ds >= 0 and lb[ds, LB_END] - lb[ds, LB_POS] < (2 if ds == ps else 1):
         return ds
+    if hop[h, H_ROUTER] and rt[hop[h, H_TGT], R_KIND] == 0 and g[G_U] >= g[G_UEND]:
+        return UNIFORMS
     return -1
 
 
@@ -1098,8 +1134,9 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         lb[ds, LB_POS] += 1
     mem = st[s, S_MEM] != 0
     if mem and never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
-        st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network
-        cls_i[ci, 0] -= 1
+        st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network (in a fork's
+        if hop[h, H_INFORK] == 0:  # branch it stays counted: its join never completes)
+            cls_i[ci, 0] -= 1
         return
     rid = g[G_RID]
     g[G_RID] = rid + 1
@@ -1117,6 +1154,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
     ti[rid, T_LAB] = lab
     ti[rid, T_HOP] = h
     ti[rid, T_CLS] = ci
+    ti[rid, T_JOB] = g[G_JOB]
     tf[rid, TF_JIN] = jin
     tf[rid, TF_ARR] = now
     st[s, S_NT] += 1
@@ -1129,18 +1167,98 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         if mem:
             _mem_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
         elif st[s, S_GEN]:
-            _batch_start(s, now, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+            _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
         else:
             _run_start(s, now, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
     elif st[s, S_RUN] != 0 and st[s, S_RK] > 1:
         _cut_run(s, now, st, stf, evf, evi, g, gf)
 
 
+@_kernel
+def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen, u, blk, lb,
+             cls_i, pq, jf):
+    """Move the request ``G_JOB`` (class ``G_JCLS``, in the network since ``GF_JIN``) along its route from the steps
+    on the stack (the Python path's ``advance``, depth first: a fork's branches in order, then its main line):
+    submit hops, draw choices (a uniform each, in order), count arrivals at joins; return 1 when a hop needs a
+    length buffer refilled or a choice or router the next block of uniforms first (``G_NEED``; the step stays on
+    the stack), else 0."""
+    job = g[G_JOB]
+    ci = g[G_JCLS]
+    jin = gf[GF_JIN]
+    while g[G_SP] > 0:
+        g[G_SP] -= 1
+        x = hop[g[G_SP], H_STK]
+        while True:
+            kind = hop[x, H_KIND]
+            if kind == K_HOP:
+                need = _refill(x, hop, lb, rt, g)
+                if need >= 0:
+                    g[G_NEED] = need
+                    hop[g[G_SP], H_STK] = x
+                    g[G_SP] += 1
+                    return 1
+                _submit(x, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
+                        buf, seen, u, blk, lb, cls_i, pq)
+                break
+            if kind == K_CHOICE:  # (the Python path's draw: the first option whose cumulated probability exceeds it)
+                if g[G_U] >= g[G_UEND]:  # the block of uniforms is used up: the caller draws the next
+                    g[G_NEED] = UNIFORMS
+                    hop[g[G_SP], H_STK] = x
+                    g[G_SP] += 1
+                    return 1
+                v = u[g[G_U]]
+                g[G_U] += 1
+                off = hop[x, H_A]
+                n = hop[x, H_B]
+                acc = 0.0
+                y = hop[off + n - 1, H_SUB]
+                for j in range(n):
+                    acc += u[off + j]
+                    if v < acc:
+                        y = hop[off + j, H_SUB]
+                        break
+                x = y
+                continue
+            if kind == K_FORK:  # the branches first, in order, then the main line (pushed first)
+                n = hop[x, H_B]
+                off = hop[x, H_C]
+                jf[job, hop[x, H_A]] = n + 1
+                sp = g[G_SP]
+                hop[sp, H_STK] = hop[x, H_NEXT]
+                for j in range(n):
+                    hop[sp + 1 + j, H_STK] = hop[off + n - 1 - j, H_SUB]
+                g[G_SP] = sp + 1 + n
+                break
+            if kind == K_JOIN:  # the main line arrives: it waits for the branches still out
+                f = hop[x, H_A]
+                jf[job, f] -= 1
+                if jf[job, f] > 0:
+                    break
+                x = hop[x, H_NEXT]
+                continue
+            pk = hop[x, H_A]  # the end of a sequence
+            if pk == 0:  # the request leaves the network
+                cls_i[ci, 0] -= 1
+                cls_i[ci, 1] += 1
+                gf[GF_SOJ + ci] += now - jin
+                break
+            if pk == 1:  # back to the sequence that made the choice
+                x = hop[x, H_B]
+                continue
+            f = hop[x, H_B]  # a branch arrives at its join: the last one takes the main line on
+            jf[job, f] -= 1
+            if jf[job, f] == 0:
+                x = hop[x, H_C]
+                continue
+            break
+    return 0
+
+
 def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                seen, u, blk, lb, cls_i, soj, done, hrec, pq):
+                seen, u, blk, lb, cls_i, done, hrec, pq, jf):
     """Send the hops ``done[i0:nd]`` that finished at station ``s`` along their routes or out (``g[G_RI]``:
     ``i0`` when resuming, -1 the first time: the hops are recorded, from 0); return ``nd``, or the index of the
-    hop whose next hop needs a length buffer refilled (``G_NEED``)."""
+    hop whose route needs a length buffer refilled (``G_NEED``; a route taken in part is left on the stack)."""
     i0 = g[G_RI]
     st[s, S_BUSY] = 0
     st[s, S_ROUTING] = 1
@@ -1158,27 +1276,38 @@ def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
         rid = done[i]
         ci = ti[rid, T_CLS]
         nx = hop[ti[rid, T_HOP], H_NEXT]
-        if nx < 0:
+        kind = hop[nx, H_KIND]
+        if g[G_SP] == 0 and kind == K_END and hop[nx, H_A] == 0:  # the request leaves
             cls_i[ci, 0] -= 1
             cls_i[ci, 1] += 1
-            soj[ci] += now - tf[rid, TF_JIN]
-        else:
-            need = _refill(nx, hop, lb)
+            gf[GF_SOJ + ci] += now - tf[rid, TF_JIN]
+        elif g[G_SP] == 0 and kind == K_HOP:  # the next hop
+            need = _refill(nx, hop, lb, rt, g)
             if need >= 0:
                 g[G_NEED] = need
                 break
+            g[G_JOB] = ti[rid, T_JOB]
             _submit(nx, ci, tf[rid, TF_JIN], now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
                     evf, evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
+        else:  # choices, forks, joins, the end of a sub-route
+            if g[G_SP] == 0:
+                g[G_JOB] = ti[rid, T_JOB]
+                g[G_JCLS] = ci
+                gf[GF_JIN] = tf[rid, TF_JIN]
+                hop[0, H_STK] = nx
+                g[G_SP] = 1
+            if _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf, seen,
+                        u, blk, lb, cls_i, pq, jf):
+                break
         i += 1
     if i == nd:
         st[s, S_ROUTING] = 0
     return i
 
 
-
-
 _move_on = _kernel(_move_on_py)  # (called; inlined where it is hot: the end of a run)
 _move_on_inline = _inline(_move_on_py)
+
 
 @_kernel
 def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf):
@@ -1231,11 +1360,13 @@ def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
     the number placed (less than all when a length buffer needs a refill: ``G_NEED``)."""
     i = i0
     while i < ihop.shape[0]:
-        need = _refill(ihop[i], hop, lb)
+        need = _refill(ihop[i], hop, lb, rt, g)
         if need >= 0:
             g[G_NEED] = need
             break
         cls_i[icls[i], 0] += 1
+        g[G_JOB] = g[G_NJOB]
+        g[G_NJOB] += 1
         _submit(ihop[i], icls[i], 0.0, 0.0, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
                 evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
         i += 1
@@ -1244,19 +1375,27 @@ def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
 
 @_kernel
 def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
-             evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
-             rnt, pq):
+             evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
+             rnt, pq, jf):
     """Run the event loop to the end (the horizon, or ``max_batches``: return 0), or until a random length's
     buffer needs the next draws (return 1: the caller refills source ``G_NEED`` and calls again; the loop
     resumes where it stopped)."""
     horizon = gf[GF_HORIZON]
     while True:
+        if g[G_PHASE] == 3:  # resume an external arrival's route
+            g[G_ARRIVING] = 1
+            if _advance(gf[GF_RT], hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                        seen, u, blk, lb, cls_i, pq, jf):
+                return 1
+            g[G_ARRIVING] = 0
+            g[G_PHASE] = 0
+            continue
         if g[G_PHASE]:  # resume moving a station's finished hops on, then start its next batch or run
             s = g[G_RS]
             t = gf[GF_RT]
             nd = g[G_RND]
             i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
-                         gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec, pq)
+                         gf, buf, seen, u, blk, lb, cls_i, done, hrec, pq, jf)
             if i < nd:
                 g[G_RI] = i
                 return 1
@@ -1265,7 +1404,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                     if st[s, S_MEM]:
                         _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
                     else:
-                        _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                        _batch_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             else:
                 _run_start(s, t, tau, st, stf, ti, qh, fF, fR, al_t, al_k, evf, evi, g, gf)
             g[G_PHASE] = 0
@@ -1277,10 +1416,12 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         ta = ext_t[ai]
         if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
             ci = ext_c[ai]
-            need = _refill(cls_first[ci], hop, lb)
-            if need >= 0:
-                g[G_NEED] = need
-                return 1
+            first = cls_first[ci]
+            if hop[first, H_KIND] == K_HOP:
+                need = _refill(first, hop, lb, rt, g)
+                if need >= 0:
+                    g[G_NEED] = need
+                    return 1
             g[G_AI] = ai + 1
             gf[GF_TA] = ext_t[ai + 1]
             if ta >= gf[GF_NEXTREC]:
@@ -1288,8 +1429,21 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             g[G_EV] += 1
             cls_i[ci, 0] += 1
             g[G_ARRIVING] = 1
-            _submit(cls_first[ci], ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
-                    evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
+            g[G_JOB] = g[G_NJOB]
+            g[G_NJOB] += 1
+            if hop[first, H_KIND] == K_HOP:
+                _submit(first, ci, ta, ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf,
+                        evi, g, gf, buf, seen, u, blk, lb, cls_i, pq)
+            else:  # a route that starts with a choice or a fork
+                g[G_JCLS] = ci
+                gf[GF_JIN] = ta
+                hop[0, H_STK] = first
+                g[G_SP] = 1
+                if _advance(ta, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                            seen, u, blk, lb, cls_i, pq, jf):
+                    g[G_PHASE] = 3
+                    gf[GF_RT] = ta
+                    return 1
             g[G_ARRIVING] = 0
             continue
         if g[G_NEV] == 0:  # (batches in progress at the horizon are completed; none starts after it)
@@ -1322,12 +1476,17 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             npf = st[s, S_NALLOC]
             ndd = st[s, S_NH]
             tokens = ndd
+            emit = st[s, S_EMIT] != 0
             for a in range(npf):
                 rid = al_t[s, a]
                 m = al_k[s, a]
                 ti[rid, T_PREF] += m
                 buf[ti[rid, T_LAB]] -= m
                 tokens += m
+                if emit and ti[rid, T_PREF] >= ti[rid, T_P] and ti[rid, T_DEC] == 0 and ti[rid, T_D] > 0:
+                    ti[rid, T_DEC] = 1  # the prefill gives the first token
+                    buf[ti[rid, T_LAB]] -= 1
+                    tokens += 1
             for a in range(ndd):
                 rid = fR[s, a]
                 ti[rid, T_DEC] += 1
@@ -1351,8 +1510,12 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         if st[s, S_GEN]:
             st[s, S_NT] -= nd
             g[G_RI] = -1
-            i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                         seen, u, blk, lb, cls_i, soj, done, hrec, pq)
+            if nd == 0:  # nothing finished: _move_on's effect without the call (a call of 30 arrays costs more than
+                st[s, S_BUSY] = 0  # such a batch's own work: FasterTransformer's stations 0.8x per batch)
+                i = 0
+            else:
+                i = _move_on(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
+                             buf, seen, u, blk, lb, cls_i, done, hrec, pq, jf)
             if i < nd:
                 g[G_PHASE] = 1
                 g[G_RS] = s
@@ -1364,7 +1527,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                 if st[s, S_MEM]:
                     _mem_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk, buf, pq)
                 else:
-                    _batch_start(s, t, tau, st, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
+                    _batch_start(s, t, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, blk)
             if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
                 break
             continue
@@ -1413,7 +1576,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
         if nd:
             g[G_RI] = -1
             i = _move_on_inline(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
-                                gf, buf, seen, u, blk, lb, cls_i, soj, done, hrec, pq)
+                                gf, buf, seen, u, blk, lb, cls_i, done, hrec, pq, jf)
             if i < nd:
                 g[G_PHASE] = 2
                 g[G_RS] = s
@@ -1432,14 +1595,24 @@ _compiled_once = False
 
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
-                icls, u, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
-                memf=None):
+                icls, uniforms, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
+                memf=None, sub=None, subp=None, n_jobs=0, n_forks=0):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
 
     ``mem`` (int, one row per station, the columns of :data:`S_MEMORY`) and ``memf`` (float: seconds per KV token
     of a context-aware batch time, seconds per token swapped) describe the stations' KV caches (``None``: none);
-    a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank.
+    a station with one must be run batch by batch (its ``S_GEN`` option 1) with one rank; a station without one
+    reads its ``S_EMIT`` and context-aware seconds per KV token there too (batch by batch).
+
+    ``uniforms`` (``None`` where no random router or choice draws one) gives the routers' and choices' uniforms
+    from the caller's generator in the Python path's order: ``block(n)`` draws the next ``n`` (the loop asks for a
+    block when one is used up), ``rewind(used)`` puts the generator right after the first ``used`` of the current
+    block (before a random length's draws, and at the end) and counts them in ``total``.
+
+    ``sub`` (int) and ``subp`` (float) list the choices' options (first step, probability) and the forks' branches
+    (first step) the step rows of ``hop`` point to; ``n_jobs`` requests enter in all, with ``n_forks`` forks at
+    most on one route.
 
     The first call in a process compiles the loop (or loads it from numba's cache); if that takes more than
     :data:`fluidq.kernel.run.NOTE_AFTER_S` seconds a one-line note says so on stderr.
@@ -1451,9 +1624,9 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         _compiled_once = True
         with compile_note():
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
-                               seen, ihop, icls, u, grid, horizon=horizon, max_batches=max_batches,
+                               seen, ihop, icls, uniforms, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill,
-                               mem=mem, memf=memf)
+                               mem=mem, memf=memf, sub=sub, subp=subp, n_jobs=n_jobs, n_forks=n_forks)
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
     maxb = int(budget.max())
@@ -1467,11 +1640,12 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     stf = np.zeros((n_st, N_R), f64)
     any_mem = mem is not None and bool(np.any(mem[:, 0]))
     qrows = 0
-    if any_mem:
+    if mem is not None:  # (a station without a KV cache reads S_EMIT and R_KS too)
         for j, col in enumerate(S_MEMORY):
             st[:, col] = mem[:, j]
         stf[:, R_KS] = memf[:, 0]
         stf[:, R_SWAPS] = memf[:, 1]
+    if any_mem:
         for s in range(n_st):
             if st[s, S_MEM]:
                 total = st[s, S_KVCAP] // st[s, S_BS]
@@ -1500,13 +1674,12 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     g[G_CURIDX] = -1
     g[G_RECHOPS] = 1 if record_hops else 0
     g[G_MAXB] = -1 if max_batches is None else max_batches
-    gf = np.zeros(N_GF, f64)
+    gf = np.zeros(N_GF + n_cls, f64)  # (then the sums of sojourns, per class)
     gf[GF_CURSTART] = -INF
     gf[GF_NEXTREC] = grid[0] if grid.size else INF
     gf[GF_HORIZON] = horizon
     gf[GF_TA] = ext_t[0]
     cls_i = np.zeros((n_cls, 2), i64)
-    soj = np.zeros(n_cls, f64)
     buf = np.zeros(n_lab, i64)
     done = np.zeros(3 * maxb + 8, i64)
     nh = n_tasks + 1 if record_hops else 1
@@ -1515,14 +1688,35 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     rin, rbuf = np.zeros((ng, n_cls), i64), np.zeros((ng, n_lab), i64)
     rwk, rnt = np.zeros((ng, n_st), i64), np.zeros((ng, n_st), i64)
     lb = np.zeros((max(n_sources, 1), 2 * LBN + 2), i64)  # random lengths (empty: the first use asks for draws)
+    nsub = 0 if sub is None else len(sub)
+    hop = np.concatenate([hop, np.zeros((4, hop.shape[1]), i64)])  # (room for the stack: a step of each row, and 4)
+    hop[:nsub, H_SUB] = sub[:nsub] if nsub else hop[:0, H_SUB]
+    u = np.zeros(nsub + (UB if uniforms is not None else 1), f64)  # the choices' probabilities, then the uniforms
+    u[:nsub] = subp[:nsub] if nsub else u[:0]
+    g[G_U] = g[G_U0] = g[G_UEND] = nsub
+    if uniforms is not None:
+        u[nsub:] = uniforms.block(UB)
+        g[G_UEND] = nsub + UB
+    jf = np.zeros((n_jobs + 1, n_forks) if n_forks else (1, 1), i64)  # the forks' counters, per request
 
     def fill():
         src = int(g[G_NEED])
+        used = int(g[G_U] - g[G_U0])
+        if src == UNIFORMS:  # the block is used up: the generator stands right after it
+            uniforms.total += used
+            u[nsub:] = uniforms.block(UB)
+            g[G_U] = nsub
+            return
+        if uniforms is not None:  # the lengths are drawn after the uniforms used so far, then a new block
+            uniforms.rewind(used)
         left = lb[src, lb[src, LB_POS]:lb[src, LB_END]].copy()
         lb[src, :left.size] = left
         lb[src, left.size:left.size + LBN] = refill(src)
         lb[src, LB_POS] = 0
         lb[src, LB_END] = left.size + LBN
+        if uniforms is not None:
+            u[nsub:] = uniforms.block(UB)
+            g[G_U] = nsub
 
     i = 0
     while i < ihop.size:
@@ -1531,13 +1725,16 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         if i < ihop.size:
             fill()
     while simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
-                   evf, evi, g, gf, cls_i, soj, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
-                   rnt, pq):
+                   evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
+                   rnt, pq, jf):
         fill()
+    if uniforms is not None:  # the generator left right after the last uniform used
+        uniforms.rewind(int(g[G_U] - g[G_U0]))
     nhop = int(g[G_NHOP])
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
-            "completed": cls_i[:, 1].copy(), "sojourn_sum": soj, "batches": int(g[G_NB]), "events": int(g[G_EV]),
-            "seen": seen, "uniforms_used": int(g[G_U]), "blocked": blk,
+            "completed": cls_i[:, 1].copy(), "sojourn_sum": gf[GF_SOJ:].copy(), "batches": int(g[G_NB]),
+            "events": int(g[G_EV]),
+            "seen": seen, "uniforms_used": 0 if uniforms is None else uniforms.total, "blocked": blk,
             "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy(),
                      hrec[:nhop, 3].astype(i64)) if record_hops else None,
             "preemptions": st[:, S_PREEMPT].copy(), "rejected": st[:, S_REJECTED].copy()}

@@ -22,11 +22,11 @@ runs every station on one event clock in machine code, rule for rule as the Pyth
 below (tests check the two give the same run, bit for bit), for networks whose stations run a
 built-in scheduler in FCFS order (Sarathi-Serve and vLLM with chunked prefill in runs of identical batches,
 the others batch by batch; a station with a KV cache batch by batch under the memory rules below, with any
-memory model, prefix caching included) and whose classes route through hops to stations or to
-random or join-the-shortest-queue routers, with class priorities and fixed or random lengths (drawn from
-``rng`` in the Python path's order).  Fork-join, probabilistic choices, random lengths together with a
-random router, context-aware batch times and first tokens from the prefill at stations without a KV cache,
-composition batch times, user policies and orderings, and ``check_batches`` run on the Python path.
+memory model, prefix caching included; a context-aware batch time and a first token from the prefill with or
+without a cache) and whose classes route through hops to stations or to random or join-the-shortest-queue
+routers, probabilistic choices and fork-joins, with class priorities and fixed or random lengths (every draw
+from ``rng`` in the Python path's order).  Composition batch times at KV stations, user policies and orderings,
+and ``check_batches`` run on the Python path.
 
 Runs of identical batches (``method="auto"`` outside the compiled loop, or ``"python"``): a station
 running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked prefill) without
@@ -404,19 +404,17 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
 
     The compiled loop covers stations running a built-in scheduler in FCFS order (runs of identical batches
     where :func:`_fast_budget` allows them, batch by batch otherwise: Orca, vLLM, FasterTransformer,
-    ``k_max``, as the Python path): without a KV cache, with a batch time of the batch's tokens that
+    ``k_max``, a context-aware batch time, an engine whose prefill gives the first token, as the Python
+    path): without a KV cache, with a batch time of the batch's tokens (a context-aware time's base) that
     tabulates in one call (:func:`_batch_time_table`); with a KV cache (any memory model: token or block KV,
     reservation, victim rule, recompute or swap, prefix caching), with the Python path's batch-time table
     (context-aware times included) and a first token from the prefill or not -- but not a composition batch
     time or a ``b_max`` above :data:`fluidq.sim.core.EAGER_TAU_TOKENS`; and classes whose routes are hops to
-    stations or to random or join-the-shortest-queue routers, with fixed or random lengths (random ones not
-    with a random router: their draws would interleave).  Fork-join, probabilistic choices, context-aware
-    batch times and first tokens from the prefill at stations without a KV cache, user policies and
-    orderings other than FCFS, and ``check_batches`` stay on the Python path.
+    stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
+    too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  User policies and
+    orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
+    returned reason names the first one met).
     """
-    from ..network.model import NoTokens
-    from ..workload.lengths import Fixed
-
     from .core import EAGER_TAU_TOKENS
 
     if check_batches:
@@ -433,26 +431,14 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
                 return (f"station {st.name!r} has a KV cache and a b_max above {EAGER_TAU_TOKENS} "
                         "(a lazy batch-time table)")
             continue
-        if getattr(st.engine.batch_time, "kind", "") == "context_aware":
-            return f"station {st.name!r} has a context-aware batch time"
-        if getattr(st.engine, "prefill_emits_token", False):
-            return f"station {st.name!r}'s engine emits its first token with the prefill"
         if _batch_time_array(st.engine) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
-    random_lengths = False
     for c in network.classes:
         if not c.route:
             return f"class {c.name!r} has an empty route"
-        for h in c.route:
-            if not isinstance(h, Hop):
-                return f"class {c.name!r}'s route has a {type(h).__name__}"
-            if not isinstance(h.prompt_tokens, Fixed) or not isinstance(h.output_tokens, (Fixed, NoTokens)):
-                random_lengths = True
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
-        if r.policy == "random" and random_lengths:
-            return f"random lengths with the random router {r.name!r} (their draws interleave)"
     return None
 
 
@@ -484,8 +470,9 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
-    from ..kernel.network import (H_CLS, H_D, H_DSRC, H_NEXT, H_P, H_PSRC, H_RANK0, H_ROUTER, H_TGT, LBN, R_ENG0,
-                                  S_MEMORY, S_OPTIONS, run_network)
+    from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
+                                  H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_MEMORY,
+                                  S_OPTIONS, run_network)
     from .core import _tau_table
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -500,14 +487,65 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     labels = {b.label: None for b in fm.buffers}
     seen_order = {lab: i + 1 for i, lab in enumerate(labels)}
 
-    # hops: one row per step of every class route
-    rows, first, offs = [], [], []
-    for c in network.classes:
-        offs.append(len(rows))
-        first.append(len(rows))
-        rows.extend(c.route)
+    # steps: one row per step of every sequence of every class route (depth first), each sequence followed by an
+    # end row that says what comes after it; sub/subp: the choices' options and the forks' branches
+    rows: list = []  # [kind, step, class, next, a, b, c, in a fork's branch]
+    sub: list = []
+    subp: list = []
+    first, top = [], []  # each class's first step; the rows of its route's top-level steps
+    n_forks = 0
+    hops_in: list = []  # hop rows per class (a request takes each at most once)
+    choices_in: list = []
+
+    def emit(ci, steps, pk, parg, infork, counts):
+        """Rows for the sequence ``steps`` (ending in an end row of kind ``pk``, argument ``parg``); return its
+        rows."""
+        base = len(rows)
+        idx = list(range(base, base + len(steps) + 1))
+        rows.extend([None] * (len(steps) + 1))
+        scope: dict = {}  # fork name -> its index among the class's forks (a join joins the fork before it)
+        for i, stp in enumerate(steps):
+            nxt = idx[i + 1]
+            if isinstance(stp, Hop):
+                rows[idx[i]] = [K_HOP, stp, ci, nxt, 0, 0, 0, infork]
+                counts[0] += 1
+            elif isinstance(stp, Choice):
+                firsts = [emit(ci, opt, 1, nxt, infork, counts)[0] for _, opt in stp.options]
+                rows[idx[i]] = [K_CHOICE, stp, ci, nxt, len(sub), len(firsts), 0, infork]
+                sub.extend(firsts)
+                subp.extend(float(pr) for pr, _ in stp.options)
+                counts[1] += 1
+            elif isinstance(stp, Fork):
+                f = scope[stp.name] = counts[2]
+                counts[2] += 1
+                firsts = [emit(ci, br, 2, f, True, counts)[0] for br in stp.branches]
+                rows[idx[i]] = [K_FORK, stp, ci, nxt, f, len(firsts), len(sub), infork]
+                sub.extend(firsts)
+                subp.extend([0.0] * len(firsts))
+            else:  # a Join: its branches' end rows go on after it (the first join of the fork: the one it waits at)
+                f = scope[stp.name]
+                rows[idx[i]] = [K_JOIN, stp, ci, nxt, f, 0, 0, infork]
+                join_next.setdefault((ci, f), nxt)
+        rows[idx[-1]] = [K_END, None, ci, idx[-1], pk, parg, 0, infork]
+        return idx
+
+    join_next: dict = {}
+    for ci, c in enumerate(network.classes):
+        counts = [0, 0, 0]  # hops, choices, forks
+        idx = emit(ci, c.route, 0, 0, False, counts)
+        first.append(idx[0])
+        top.append(idx)
+        hops_in.append(counts[0])
+        choices_in.append(counts[1])
+        n_forks = max(n_forks, counts[2])
+    for r in rows:  # a branch's end row: where its fork's main line goes on once every branch has arrived
+        if r[0] == K_END and r[4] == 2:
+            r[6] = join_next[(r[2], r[5])]
     n_h = len(rows)
     hop = np.zeros((n_h, H_RANK0 + 2 * n_st), dtype=i64)
+    for j, (kind, _, ci, nxt, a, b, c_, infork) in enumerate(rows):
+        hop[j, H_KIND], hop[j, H_CLS], hop[j, H_NEXT], hop[j, H_A], hop[j, H_B], hop[j, H_C] = kind, ci, nxt, a, b, c_
+        hop[j, H_INFORK] = infork
     sources: dict = {}  # id(random length) -> (source index, the length)
 
     def length_src(length):
@@ -529,17 +567,14 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
 
     for lab in labels:
         label_id(lab)
-    for ci, c in enumerate(network.classes):
-        for k, h in enumerate(c.route):
-            j = offs[ci] + k
+    for j, (kind, h, ci, *_) in enumerate(rows):
+        if kind == K_HOP:
             is_router = h.engine in routers
             hop[j, H_ROUTER] = 1 if is_router else 0
             hop[j, H_TGT] = routers[h.engine][0] if is_router else sidx[h.engine]
             for col, src, length in ((H_P, H_PSRC, h.prompt_tokens), (H_D, H_DSRC, h.output_tokens)):
                 hop[j, src] = length_src(length)
                 hop[j, col] = length.n if isinstance(length, Fixed) else 0
-            hop[j, H_NEXT] = j + 1 if k + 1 < len(c.route) else -1
-            hop[j, H_CLS] = ci
             targets = routers[h.engine][1].engines if is_router else (h.engine,)
             for si, s in enumerate(stations):
                 hop[j, H_RANK0 + si] = ranks[si].get(h.name, lows[si])
@@ -548,7 +583,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
                     lid = label_id(name)
                     hop[j, H_RANK0 + n_st + si] = lid
                     stl_sets[si].add(lid)
-            if k == 0 and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path does
+            if j == first[ci] and not is_router and h.name not in seen_order:  # planned at set-up, as the Python path
                 seen_order[h.name] = len(seen_order) + 1
     lab_names = list(lab_ids)
     n_lab = len(lab_names)
@@ -604,8 +639,12 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             memf[si] = (ks, swap_s)
             continue
         if id(s.engine) not in tables:
-            tables[id(s.engine)] = _batch_time_array(s.engine)
+            tables[id(s.engine)] = _batch_time_array(s.engine)  # (a context-aware time's base)
         tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
+        # batch by batch (see _fast_budget): the prefill's first token, a context-aware time's seconds per KV token
+        mem[si, len(S_MEMORY) - 1] = bool(getattr(s.engine, "prefill_emits_token", False))
+        if getattr(s.engine.batch_time, "kind", "") == "context_aware":
+            memf[si, 0] = float(s.engine.batch_time.kv_s_per_token)
     # external arrivals, drawn and merged as the Python path does
     a_t, a_c = [], []
     for ci, c in enumerate(network.classes):
@@ -619,28 +658,23 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     ext_c = np.ascontiguousarray(a_c[order], dtype=i64)
     counts = np.bincount(ext_c, minlength=len(network.classes))
     ini = _initial_hops(network, initial)
-    ihop = np.array([offs[ci] + k for ci, k, n in ini for _ in range(n)], dtype=i64)
+    ihop = np.array([top[ci][k] for ci, k, n in ini for _ in range(n)], dtype=i64)
     icls = np.array([ci for ci, k, n in ini for _ in range(n)], dtype=i64)
-    n_tasks = int(sum(int(counts[ci]) * len(c.route) for ci, c in enumerate(network.classes)))
-    n_tasks += sum(n * (len(network.classes[ci].route) - k) for ci, k, n in ini)
-    randomized = any(r.policy == "random" for r in network.routers)
-    if randomized:  # the routers' uniforms, drawn ahead; the generator is left where the Python path leaves it
-        state = gen.bit_generator.state
-        u = gen.random(n_tasks + 1)
-    else:
-        u = np.zeros(1)
+    jobs = [int(counts[ci]) + sum(n for cj, _, n in ini if cj == ci) for ci in range(len(network.classes))]
+    n_tasks = int(sum(jobs[ci] * hops_in[ci] for ci in range(len(network.classes))))  # (each hop at most once)
+    # the routers' and choices' uniforms, drawn a block at a time; a random length's draws rewind the generator to
+    # the first uniform not used yet, so every draw comes from it in the Python path's order
+    uniforms = _Uniforms(gen) if any(r.policy == "random" for r in network.routers) or any(choices_in) else None
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
     by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
-                      len(network.classes), n_lab, seen, ihop, icls, u, grid, horizon=horizon,
+                      len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
                       refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
-                      mem=mem if any(kvst) else None, memf=memf)
-    if randomized:
-        gen.bit_generator.state = state
-        if out["uniforms_used"]:
-            gen.random(out["uniforms_used"])
+                      mem=mem if any(kvst) or mem[:, -1].any() or memf[:, 0].any() else None, memf=memf,
+                      sub=np.array(sub, dtype=i64), subp=np.array(subp, dtype=float), n_jobs=int(sum(jobs)),
+                      n_forks=n_forks)
     cls_names = [c.name for c in network.classes]
     completed = [int(x) for x in out["completed"]]
     soj = out["sojourn_sum"].tolist()
@@ -665,6 +699,29 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
                                         "preemptions": hops[3]},
         network=network)
+
+
+class _Uniforms:
+    """The uniforms of the random routers and choices for :func:`fluidq.kernel.network.run_network`, drawn from
+    ``gen`` a block at a time: ``block(n)`` draws the next ``n`` (remembering where the block starts),
+    ``rewind(used)`` puts ``gen`` right after the block's first ``used`` (the ones the loop took: the next draw,
+    a random length's, is then the Python path's next draw) and counts them in ``total``.  ``random()`` draws
+    one double from one 64-bit word, so ``gen.random(n)`` is ``n`` calls of ``gen.random()``."""
+
+    def __init__(self, gen):
+        self.gen = gen
+        self.state = None
+        self.total = 0
+
+    def block(self, n):
+        self.state = self.gen.bit_generator.state
+        return self.gen.random(n)
+
+    def rewind(self, used):
+        self.gen.bit_generator.state = self.state
+        if used:
+            self.gen.random(used)
+        self.total += used
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
@@ -738,10 +795,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one -- then without
-        a context-aware batch time; routes of hops to stations, random or JSQ routers, random lengths only
-        without a random router; no ``check_batches``) and numba compiles, with the Python path's results
-        exactly;
+        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one; routes of hops
+        to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random lengths; no
+        ``check_batches``) and numba compiles, with the Python path's results exactly;
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
         loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked

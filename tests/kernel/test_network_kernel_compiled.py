@@ -11,7 +11,7 @@ import numpy as np
 
 from fluidq import Affine, ContextAware, Engine, Staircase
 from fluidq.engine import VLLM, Memory
-from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
+from fluidq.network import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station, simulate_network
 from fluidq.policies import Scheduler
 from fluidq.workload import Periodic
 
@@ -24,7 +24,8 @@ def _cases():
     stations run batch by batch (vLLM with blocked prompts, Orca with k_max, chunking only long prompts), and
     stations with a KV cache that binds (token KV swapping, vLLM's paged KV with prefix caching, incremental
     paged KV swapping, behind a JSQ router, with a context-aware batch time and the first token from the
-    prefill; some hops refused)."""
+    prefill; some hops refused), and a route with a probabilistic choice and a fork-join, through a random router,
+    to stations without a KV cache with a context-aware batch time and the first token from the prefill."""
     stair = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=32), b_max=96)
     own = Scheduler(name="own", priority="decode", mixed=True, chunked=True, b_max=40)
     jsq = Network(stations=[Station(name="A", engine=stair, priority=("x.1",)), Station(name="B", engine=stair),
@@ -79,9 +80,25 @@ def _cases():
                      Hop(engine="N", prompt_tokens=50, output_tokens=10, name="a.3")]),
                      RequestClass(name="huge", rate_per_s=0.05, route=[
                          Hop(engine="K", prompt_tokens=800, output_tokens=200, name="h.1")])]).at_load(0.9)
+    fj = Engine(batch_time=Affine(c=0.04, a=1e-4), b_max=128)
+    ctx = Engine(batch_time=ContextAware(base=Affine(c=0.04, a=1e-4), kv_s_per_token=2e-6), b_max=128,
+                 prefill_emits_token=True)
+    routes = Network(stations=[Station(name="M", engine=fj), Station(name="V", engine=ctx, policy="vllm"),
+                               Station(name="X", engine=ctx, policy="sarathi")],
+                     routers=[Router(name="R", engines=("M", "X"), policy="random", probabilities=(0.5, 0.5))],
+                     classes=[RequestClass(name="f", rate_per_s=1.0, route=[
+                         Hop(engine="M", prompt_tokens=60, output_tokens=8, name="f.1"),
+                         Choice(options=((0.3, []), (0.7, [
+                             Fork(name="k", branches=([Hop(engine="V", prompt_tokens=40, output_tokens=6, name="f.v")],
+                                                      [Hop(engine="R", prompt_tokens=30, output_tokens=4, name="f.r"),
+                                                       Hop(engine="X", prompt_tokens=20, output_tokens=3,
+                                                           name="f.x")])),
+                             Hop(engine="M", prompt_tokens=25, output_tokens=5, name="f.m"), Join(name="k")]))),
+                         Hop(engine="X", prompt_tokens=50, output_tokens=10, name="f.2")])]).at_load(0.9)
     return [("jsq", jsq, 40.0, {"record_hops": True}), ("random", rnd, 40.0, {"initial": {"c.1": 30}}),
             ("ties", ties, 20.0, {"record_hops": True, "record_dt_s": 0.0625}), ("batch-by-batch", byb, 30.0, {}),
-            ("kv", kv, 40.0, {"record_hops": True, "swap_s_per_token": 2e-6})]
+            ("kv", kv, 40.0, {"record_hops": True, "swap_s_per_token": 2e-6}),
+            ("routes", routes, 80.0, {"record_hops": True})]
 
 
 def _arrays() -> dict:
@@ -104,7 +121,7 @@ def test_compiled_and_uncompiled_network_loop_agree(uncompiled_agrees):
     jit = _arrays()
     uncompiled_agrees(HERE, jit)
     # they did something
-    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch", "kv"))
+    assert all(jit[f"{c}/counts"][0] > 300 for c in ("jsq", "random", "ties", "batch-by-batch", "kv", "routes"))
     assert np.all(jit["kv/counts"][-8:-5] > 0) and jit["kv/counts"][-4] > 0  # K, P, W preempt; K refuses hops
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from fluidq import Affine, ContextAware, Engine, Staircase
 from fluidq.errors import ParameterError
-from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network
+from fluidq.network import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station, simulate_network
 from fluidq.policies import Scheduler
 from fluidq.sim.network import _kernel_unsupported
 from fluidq.workload import Geometric, Periodic, Poisson
@@ -134,7 +134,16 @@ def run_both_paths(net, horizon, r, seed, initial_max, **kw):
     ``r``, initial requests (1 to ``initial_max`` - 1), ``max_batches`` and a recording grid; assert the two runs
     identical and the generators left in the same state; return the Python path's run."""
     if r.random() < 0.25:
-        kw["initial"] = {net.classes[0].route[0].name: int(r.integers(1, initial_max))}
+        first = None  # the first top-level hop of class 0 before any fork (a later one's join would have no fork)
+        for step in net.classes[0].route:
+            if isinstance(step, Fork):
+                break
+            if isinstance(step, Hop):
+                first = step
+                break
+        n = int(r.integers(1, initial_max))
+        if first is not None:
+            kw["initial"] = {first.name: n}
     if r.random() < 0.15:
         kw["max_batches"] = int(r.integers(1, 3000))
     if r.random() < 0.3:
@@ -145,6 +154,120 @@ def run_both_paths(net, horizon, r, seed, initial_max, **kw):
     assert_identical(a, b)
     assert ga.random() == gb.random()  # the routers' uniforms: as many drawn as the Python path draws
     return a
+
+
+def with_context_and_first_token(net, r):
+    """``net`` with each station's engine given, at random, a context-aware batch time (its batch time the base,
+    seconds per KV token a binary fraction or not) and/or the first token from the prefill."""
+    stations = []
+    for st in net.stations:
+        eng = st.engine
+        if r.random() < 0.6:
+            ks = float(r.choice([2.0 ** -14, 3e-6 * r.random(), 0.0]))
+            eng = eng.with_(batch_time=ContextAware(base=eng.batch_time, kv_s_per_token=ks))
+        if r.random() < 0.5:
+            eng = eng.with_(prefill_emits_token=True)
+        stations.append(Station(name=st.name, engine=eng, policy=st.policy, priority=st.priority))
+    return Network(stations=stations, routers=net.routers, classes=net.classes)
+
+
+@pytest.mark.parametrize("every", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_loop_runs_context_aware_and_first_token_stations(seed, every):
+    """Stations without a KV cache with a context-aware batch time and/or an engine whose prefill gives the first
+    token run batch by batch on the compiled loop, as the Python path runs them."""
+    net, horizon, r = random_network(100 + seed, every)
+    net = with_context_and_first_token(net, r)
+    assert _kernel_unsupported(net, False) is None
+    run_both_paths(net, horizon, r, seed, initial_max=100, record_hops=bool(r.random() < 0.5))
+
+
+def random_steps(r, targets, name, depth, length, out, choices=True):
+    """1-3 random steps named from ``name``: hops (lengths from ``length()``), and above depth 2 probabilistic
+    choices (1-3 options, some empty; with ``choices``) and forks (1-3 branches, each starting with a hop) joined
+    after 0-1 hops; ``out`` collects the hops."""
+    steps = []
+    for k in range(int(r.integers(1, 4))):
+        nm, x = f"{name}.{k}", r.random()
+        if depth < 2 and x < 0.25 and choices:
+            w = r.integers(1, 5, size=int(r.integers(1, 4))).astype(float)
+            steps.append(Choice(options=tuple((float(p), [] if r.random() < 0.25 else
+                                               random_steps(r, targets, f"{nm}.{o}", depth + 1, length, out, choices))
+                                              for o, p in enumerate(w / w.sum()))))
+        elif depth < 2 and x < 0.45:
+            branches = []
+            for o in range(int(r.integers(1, 4))):
+                h = Hop(engine=str(r.choice(targets)), prompt_tokens=length(True), output_tokens=length(False),
+                        name=f"{nm}.{o}")
+                out.append(h)
+                branches.append([h] + (random_steps(r, targets, f"{nm}.{o}.x", depth + 1, length, out, choices)
+                                       if r.random() < 0.5 else []))
+            steps.append(Fork(name=nm, branches=tuple(branches)))
+            if r.random() < 0.5:
+                steps += random_steps(r, targets, f"{nm}.m", 2, length, out, choices)
+            steps.append(Join(name=nm))
+        else:
+            h = Hop(engine=str(r.choice(targets)), prompt_tokens=length(True), output_tokens=length(False), name=nm)
+            out.append(h)
+            steps.append(h)
+    return steps
+
+
+def random_route_network(seed, every):
+    """:func:`random_network`'s stations and routers with classes whose routes nest probabilistic choices and
+    fork-joins, fixed or random lengths (with random routers and choices too: their draws interleave), new class
+    priorities."""
+    net, horizon, r = random_network(seed, every)
+    names = [s.name for s in net.stations]
+    targets = names + [rt.name for rt in net.routers]
+    uniforms = r.random() < 0.7  # (choices)
+    geo = r.random() < 0.6
+    shared = Geometric(mean_tokens=float(r.uniform(5, 60)))
+
+    def length(prompt):
+        if geo and r.random() < 0.6:
+            return Geometric(mean_tokens=float(r.uniform(5, 120 if prompt else 30))) if r.random() < 0.6 else shared
+        return int(r.integers(1, 300)) if prompt else int(r.integers(0, 40))
+
+    classes, hops = [], []
+    for c in range(int(r.integers(1, 4))):
+        route, out = [], []
+        while not any(isinstance(x, Hop) for x in route):  # (a route with a hop at its top level)
+            out = []
+            route = random_steps(r, targets, f"c{c}", 0, length, out, uniforms)
+            if not isinstance(route[0], Hop) and r.random() < 0.5:
+                out.append(Hop(engine=str(r.choice(targets)), prompt_tokens=length(True),
+                               output_tokens=length(False), name=f"c{c}.first"))
+                route = [out[-1], *route]
+        hops += out
+        classes.append(RequestClass(name=f"c{c}", rate_per_s=1.0, route=route))
+    at_station = {n: [] for n in names}
+    for h in hops:
+        for e in (next((rt.engines for rt in net.routers if rt.name == h.engine), (h.engine,))):
+            at_station[e].append(h.name)
+    stations = [Station(name=st.name, engine=st.engine, policy=st.policy,
+                        priority=[str(x) for x in r.permutation(sorted(set(at_station[st.name])))[
+                            :int(r.integers(0, len(set(at_station[st.name])) + 1))]] if at_station[st.name] else [])
+                for st in net.stations]
+    net = Network(stations=stations, routers=net.routers, classes=classes).at_load(float(r.uniform(0.5, 1.2)))
+    rate = sum(c.rate_per_s for c in net.classes)
+    return net, min(max(horizon, 300.0 / rate), 5000.0), r  # (some 300 requests or more)
+
+
+@pytest.mark.parametrize("every", [False, True])
+@pytest.mark.parametrize("seed", range(15))
+def test_compiled_loop_runs_choices_and_fork_joins(seed, every, monkeypatch):
+    """Routes with probabilistic choices (a uniform each, drawn in the Python path's order, with the random
+    routers' and between random lengths' draws) and fork-joins, nested, on the compiled loop: the Python path's
+    run, bit for bit, and the generator left in the same state.  Blocks of 1-9 uniforms for half the seeds, so
+    that the loop asks for the next block often, also between a length buffer's refills."""
+    import fluidq.kernel.network as kn
+
+    net, horizon, r = random_route_network(200 + seed, every)
+    if seed % 2:
+        monkeypatch.setattr(kn, "UB", int(r.integers(1, 10)))
+    assert _kernel_unsupported(net, False) is None
+    run_both_paths(net, horizon, r, seed, initial_max=50, record_hops=bool(r.random() < 0.5))
 
 
 @pytest.mark.parametrize("seed", [1, 5, 8])
@@ -170,12 +293,12 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
                                                              policy="random", probabilities=(0.5, 0.5))],
                   classes=[RequestClass(name="g", rate_per_s=2.0, route=[
                       Hop(engine="R", prompt_tokens=Geometric(mean_tokens=50), output_tokens=10)])])
-    assert "random lengths with the random router" in _kernel_unsupported(geo, False)
+    assert _kernel_unsupported(geo, False) is None  # (random lengths and a random router: their draws interleave)
     assert "check_batches" in _kernel_unsupported(net, True)
     ctx = Engine(batch_time=ContextAware(base=Affine(c=0.05, a=0.0), kv_s_per_token=1e-6), b_max=64)
     ctx_net = Network(stations=[Station(name="O", engine=ctx)], classes=[RequestClass(name="o", rate_per_s=2.0, route=[
         Hop(engine="O", prompt_tokens=20, output_tokens=5)])])
-    assert "context-aware" in _kernel_unsupported(ctx_net, False)
+    assert _kernel_unsupported(ctx_net, False) is None  # (batch by batch)
 
     class Own(Scheduler):  # a subclass with a rule of its own runs its select() in Python
         def select(self, view):
@@ -184,10 +307,10 @@ def test_auto_uses_the_compiled_loop_where_it_applies_and_python_elsewhere():
     own = Network(stations=[Station(name="O", engine=net.stations[0].engine, policy=Own(
         name="own", priority="decode", mixed=True, chunked=True))], classes=ctx_net.classes)
     assert "built-in scheduler" in _kernel_unsupported(own, False)
-    with pytest.raises(ParameterError, match="method='kernel'.*random router"):
-        simulate_network(geo, horizon_s=5.0, rng=1, method="kernel")
-    assert simulate_network(geo, horizon_s=5.0, rng=1).completed == \
-        simulate_network(geo, horizon_s=5.0, rng=1, method="python").completed
+    with pytest.raises(ParameterError, match="method='kernel'.*check_batches"):
+        simulate_network(geo, horizon_s=5.0, rng=1, method="kernel", check_batches=True)
+    assert_identical(simulate_network(geo, horizon_s=50.0, rng=1), simulate_network(geo, horizon_s=50.0, rng=1,
+                                                                                     method="python"))
     assert isinstance(compiled(), bool)
 
 
