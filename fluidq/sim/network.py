@@ -74,7 +74,7 @@ from .._validate import real
 from ..errors import ParameterError, TopologyError
 from ..policies.base import QueueView, RequestState, batch_violations
 from ..policies.batch_rule import NO_CAP, budget_split, fits
-from ..results import Result, plain
+from ..results import Result, line_slope, plain
 from ..network.model import Choice, Fork, Hop, Join, Network
 
 INF = math.inf
@@ -177,13 +177,7 @@ class NetworkSimResult(Result):
         m = t >= t[0] + start_fraction * (t[-1] - t[0])
         if m.sum() < 3:
             return float("nan")
-        # the least-squares slope about the window's means (np.polyfit's SVD fails on a window of
-        # 1e-300 s: its scaled design matrix overflows); a window too narrow to resolve has no slope
-        tw, yw = t[m] - np.mean(t[m]), np.asarray(y[m], dtype=float) - np.mean(y[m])
-        with np.errstate(all="ignore"):
-            den = float(np.dot(tw, tw))
-            slope = float(np.dot(tw, yw)) / den if den > 0 else math.nan
-        return slope if math.isfinite(slope) else float("nan")
+        return line_slope(t[m], y[m])  # the one backlog slope (fluidq.results)
 
     @property
     def us_per_batch(self) -> float:
