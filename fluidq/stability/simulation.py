@@ -123,6 +123,23 @@ class ReplicationResult(Result):
         return plot_trajectories({f"{self.policy} #{i}": r for i, r in enumerate(self.runs)}, key=key, ax=ax, **kw)
 
 
+def _least_iterations(engine, workload) -> float:
+    """The fewest iterations a request of ``workload`` takes in ``engine``: ``ceil(p / b_max) + d`` (its
+    prompt in full batches, then one output token per iteration), with the smallest lengths the workload
+    draws (``nan`` where they are not known: a trace, a user's length)."""
+    def smallest(length):
+        sup = length.support() if hasattr(length, "support") else None
+        return int(np.min(sup[0])) if sup is not None and len(sup[0]) else None
+
+    try:
+        p, d = smallest(workload.prompt_tokens), smallest(workload.output_tokens)
+    except Exception:  # noqa: BLE001 - a length without a support: no rule
+        return math.nan
+    if p is None or d is None or not isinstance(engine, Engine):
+        return math.nan
+    return float(math.ceil(p / engine.b_max) + d)
+
+
 def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: int = 8, horizon_s: float = 100.0,
               rng=None, confidence: float = 0.95, start_frac: float = 0.5, tolerance: float = 0.01,
               keep_runs: bool = True, progress=None, **sim_kw) -> ReplicationResult:
@@ -146,7 +163,11 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     confidence : float
         Level of the Student-t intervals (0 < confidence < 1).
     start_frac : float
-        The slope is fitted over ``[start_frac * horizon, horizon]`` (the start is a transient).
+        The slope is fitted over ``[start_frac * horizon, horizon]`` (the start is a transient).  A
+        "growing" verdict needs the window to open after a request can have left: the shortest request
+        takes ``ceil(p / b_max) + d`` iterations (smallest lengths); at the runs' mean iteration time that
+        is ``inputs["fill_s"]``, and a window opening before it gives "inconclusive" (the engine is still
+        filling; the network verdict has the same rule).
     tolerance : float
         Bounded/growing boundary as a fraction of the offered load ``lambda (m_p + m_d)``.
     keep_runs : bool
@@ -185,7 +206,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     from ..dtmc.saturation import saturated_rate
 
     cap, cap_how = saturated_rate(engine, workload, policy)
-    runs, st, sr, mq, fit_n = [], [], [], [], []
+    runs, st, sr, mq, fit_n, tbar = [], [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
         r = simulate(engine, workload, policy, horizon_s=horizon_s, rng=child, **sim_kw)
@@ -197,6 +218,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         sr.append(r.backlog_slope("requests", start_frac))
         mq.append(r.time_average("requests", start_s=start_frac * r.end_s))
         fit_n.append(r.offered(start_frac)["arrivals"])
+        if r.n_iterations > 0:  # the run's mean iteration time (busy time per iteration)
+            tbar.append(r.busy_fraction * r.end_s / r.n_iterations)
         if keep_runs:
             runs.append(r)
         if progress is not None:
@@ -237,6 +260,16 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         verdict = "inconclusive"
         note += (f"; but only {few:.3g} arrivals per run fall in the fitted window (fewer than {MIN_FIT_ARRIVALS}): "
                  "too little traffic to call the backlog bounded (run longer)")
+    # a request stays for at least ceil(p / b_max) + d iterations: until such a stay has passed, the number
+    # in system rises to its level whether or not the engine is stable (the network verdict's rule)
+    fill_s = _least_iterations(engine, workload) * (float(np.mean(tbar)) if tbar else math.nan)
+    if verdict == "growing" and fill_s > start_frac * horizon_s:
+        verdict = "inconclusive"
+        note += (f"; but the fitted window opens at {start_frac * horizon_s:.4g} s, before a request can have "
+                 f"left (the shortest request takes {_least_iterations(engine, workload):.0f} iterations, "
+                 f"{fill_s:.4g} s at these runs' mean iteration time): the number in system still rises as the "
+                 f"engine fills, so this is no evidence of growth (runs of at least {fill_s / start_frac:.4g} s "
+                 "are needed)")
     if identical and not workload.replays_trace and not note:
         note = "; the replications are identical (deterministic arrivals and lengths)"
     name = runs[0].policy if runs else getattr(policy, "name", str(policy))
@@ -258,7 +291,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                              inputs={"entropy": ss.entropy, "spawn_key": list(ss.spawn_key),
                                      "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
                                                                           "start_frac": start_frac, "replayed_window": replay,
-                                     "needed_horizon_s": need})
+                                     "needed_horizon_s": need, "fill_s": fill_s if math.isfinite(fill_s) else None})
 
 
 def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> ReplicationResult:
