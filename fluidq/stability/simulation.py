@@ -140,6 +140,18 @@ def _least_iterations(engine, workload) -> float:
     return float(math.ceil(p / engine.b_max) + d)
 
 
+def _check_sim_keywords(sim_kw: dict) -> None:
+    """Refuse, naming it, a keyword :func:`simulate` does not take, before any run (it raised a bare
+    TypeError from the first replication)."""
+    import inspect
+
+    known = set(inspect.signature(simulate).parameters) - {"engine", "workload", "policy", "horizon_s", "rng"}
+    for k in sim_kw:
+        if k not in known:
+            raise ParameterError(k, sim_kw[k], "a keyword of fluidq.simulate that replicate passes on: "
+                                 + ", ".join(sorted(known)))
+
+
 def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: int = 8, horizon_s: float = 100.0,
               rng=None, confidence: float = 0.95, start_frac: float = 0.5, tolerance: float = 0.01,
               keep_runs: bool = True, progress=None, **sim_kw) -> ReplicationResult:
@@ -187,6 +199,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         raise ParameterError("workload", workload, "a fluidq.Workload (replications redraw its arrivals)")
     n_replications = integer("n_replications", n_replications, minimum=2, maximum=MAX_RUNS,
                              why="each replication is a full simulation")
+    _check_sim_keywords(sim_kw)
     if horizon_s is None:
         return _replicate_auto(engine, workload, policy, n_replications=n_replications, rng=rng,
                                confidence=confidence, start_frac=start_frac, tolerance=tolerance,

@@ -229,10 +229,15 @@ class ServingRun:
     @property
     def tick_s(self) -> float:
         """Seconds per row of the timeseries: ``tick_seconds`` in ``vllm_meta.json``, else the median step of
-        its ``t`` column, else 1."""
+        its ``t`` column, else 1.  A recorded value that is not a number > 0 is refused (a DataError naming it),
+        as every other recorded option is: falling back would read the run at another tick without a word."""
         v = self.meta.get("tick_seconds")
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
-            return float(v)
+        if v is not None:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+                return float(v)
+            raise DataError(f"{self.files.get('meta', self.path)}: tick_seconds = {json.dumps(v)[:40]}: expected a "
+                            "number > 0 (seconds per row of the timeseries), or leave it out to use the median step "
+                            "of its t column")
         t = np.asarray(self.timeseries.get("t", []), dtype=float)
         d = np.diff(t)
         return float(np.median(d)) if d.size and np.median(d) > 0 else 1.0

@@ -284,3 +284,23 @@ def test_a_recorded_kv_cache_is_checked_as_every_option(bad, tmp_path):
     with pytest.raises(DataError, match=r"max_num_seqs = .*: expected a whole number >= 1") as opt:
         run.max_num_seqs
     assert str(kv.value).split(": ")[-1] == str(opt.value).split(": ")[-1]
+
+
+@pytest.mark.parametrize("bad", ["abc", -1, 0, True, None])
+def test_a_recorded_tick_that_is_not_a_positive_number_is_refused(bad, tmp_path):
+    """``tick_seconds`` in vllm_meta.json is read like every other recorded option: a value that is not a
+    number > 0 is refused naming it (it fell back to the t column's step without a word); left out (None
+    here), the t column's median step is used."""
+    d = rv.copy_run(rv.LLAMA_PRO, tmp_path / "tick")
+    m = rv.meta(d)
+    m.pop("tick_seconds", None)
+    if bad is not None:
+        m["tick_seconds"] = bad
+    rv.set_meta(d, m)
+    if bad is None:
+        run = read_run(d)
+        t = np.asarray(run.timeseries["t"], dtype=float)
+        assert run.tick_s == pytest.approx(float(np.median(np.diff(t))))
+    else:
+        with pytest.raises(DataError, match=r"tick_seconds = .*expected a number > 0"):
+            read_run(d).tick_s

@@ -1,4 +1,4 @@
-"""A short run of a stable engine is still filling when its fitted window opens: the number in system
+"""replicate's verdicts and inputs.  A short run of a stable engine is still filling when its fitted window opens: the number in system
 rises to its level whatever the load, so `replicate` must not read that rise as growth (a new user's
 `fluidq simulate --load 0.5 --horizon 10 --replications 2` said GROWING).  An engine that is truly
 overloaded keeps its verdict."""
@@ -37,3 +37,15 @@ def test_an_overloaded_engine_is_still_called_growing():
     assert r.verdict == "growing"
     assert r.inputs["fill_s"] < 20.0
     assert "engine fills" not in r.reason
+
+
+def test_a_keyword_simulate_does_not_take_is_refused_by_name_before_any_run():
+    import pytest
+
+    from fluidq.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="keyword of fluidq.simulate") as err:
+        replicate(ENGINE, _workload(0.5), "sarathi", n_replications=2, horizon_s=5.0, n=4)
+    assert err.value.name == "n"
+    r = replicate(ENGINE, _workload(0.5), "sarathi", n_replications=2, horizon_s=5.0, rng=1, method="generic")
+    assert r.runs[0].method == "generic"
