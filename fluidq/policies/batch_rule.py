@@ -179,8 +179,8 @@ def take_one(need, budget, b_max, chunked, chunk_long):
     if chunked or (chunk_long and need > b_max):
         return budget
     if need > b_max:
-        return -1
-    return 0
+        return TAKE_SKIP
+    return TAKE_STOP
 
 
 def take_prompts(pol, needs, B: int, S, b_max: int):

@@ -215,3 +215,16 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
                   f"{_n(half)}/s, needs <= {_n(0.5 * band)}/s){more}")
     return GrowthTest(status=status, mean=m, ci=(lo, hi), half_width=half, band=float(band), confidence=confidence,
                       replications=n, horizon_s=float(horizon_s), needed_horizon_s=need, reason=reason, unit=unit)
+
+
+def least_iterations(prompt_tokens, output_tokens, b_max: int) -> int:
+    """The fewest iterations a request takes: ``ceil(p / b_max) + d`` (its prompt in full batches, then one
+    output token per iteration; constraint (6a)-(6c)), with the smallest lengths the two
+    :class:`~fluidq.workload.lengths.Length` s can draw (1 and 0 where a length has no finite support).  Until
+    a stay this long has passed, the number in system rises whatever the stability: the single-engine and the
+    network verdicts both refuse to read growth before it."""
+    def smallest(length, default):
+        sup = length.support()
+        return int(np.min(sup[0])) if sup is not None and len(sup[0]) else default
+
+    return math.ceil(smallest(prompt_tokens, 1) / b_max) + smallest(output_tokens, 0)

@@ -258,21 +258,17 @@ def min_route_s(network: Network) -> float:
     """
     from ..sim.core import _shortest_batch_s
     from ..network.model import Choice, Fork, Hop
+    from .growth import least_iterations
 
     stations = {st.name: st for st in network.stations}
     routers = {r.name: r.engines for r in network.routers}
-
-    def smallest(length, default):
-        sup = length.support()
-        return int(np.min(sup[0])) if sup is not None and len(sup[0]) else default
 
     def hop_s(h):
         engines = [stations[e].engine for e in routers.get(h.engine, (h.engine,))]
         t1 = min(_shortest_batch_s(e) for e in engines)
         if not t1 > 0:
             return 0.0
-        b = max(e.b_max for e in engines)
-        return (math.ceil(smallest(h.prompt_tokens, 1) / b) + smallest(h.output_tokens, 0)) * t1
+        return least_iterations(h.prompt_tokens, h.output_tokens, max(e.b_max for e in engines)) * t1
 
     def walk(steps):
         total = 0.0

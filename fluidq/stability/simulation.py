@@ -32,7 +32,7 @@ from ..errors import ParameterError
 from ..results import Result, Status, ThresholdResult, plain
 from ..sim.core import MAX_RUNS, _seed_sequence, check_size, simulate
 from ..workload import Workload
-from .growth import _n, growth_test, interval
+from .growth import _n, growth_test, interval, least_iterations
 
 __all__ = ["ReplicationResult", "ThresholdResult", "find_threshold", "replicate"]
 
@@ -121,23 +121,6 @@ class ReplicationResult(Result):
         from ..plotting.sim import plot_trajectories
 
         return plot_trajectories({f"{self.policy} #{i}": r for i, r in enumerate(self.runs)}, key=key, ax=ax, **kw)
-
-
-def _least_iterations(engine, workload) -> float:
-    """The fewest iterations a request of ``workload`` takes in ``engine``: ``ceil(p / b_max) + d`` (its
-    prompt in full batches, then one output token per iteration), with the smallest lengths the workload
-    draws (``nan`` where they are not known: a trace, a user's length)."""
-    def smallest(length):
-        sup = length.support() if hasattr(length, "support") else None
-        return int(np.min(sup[0])) if sup is not None and len(sup[0]) else None
-
-    try:
-        p, d = smallest(workload.prompt_tokens), smallest(workload.output_tokens)
-    except Exception:  # noqa: BLE001 - a length without a support: no rule
-        return math.nan
-    if p is None or d is None or not isinstance(engine, Engine):
-        return math.nan
-    return float(math.ceil(p / engine.b_max) + d)
 
 
 def _check_sim_keywords(sim_kw: dict) -> None:
@@ -275,11 +258,12 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                  "too little traffic to call the backlog bounded (run longer)")
     # a request stays for at least ceil(p / b_max) + d iterations: until such a stay has passed, the number
     # in system rises to its level whether or not the engine is stable (the network verdict's rule)
-    fill_s = _least_iterations(engine, workload) * (float(np.mean(tbar)) if tbar else math.nan)
+    least = least_iterations(workload.prompt_tokens, workload.output_tokens, engine.b_max)
+    fill_s = least * (float(np.mean(tbar)) if tbar else math.nan)
     if verdict == "growing" and fill_s > start_frac * horizon_s:
         verdict = "inconclusive"
         note += (f"; but the fitted window opens at {start_frac * horizon_s:.4g} s, before a request can have "
-                 f"left (the shortest request takes {_least_iterations(engine, workload):.0f} iterations, "
+                 f"left (the shortest request takes {least} iterations, "
                  f"{fill_s:.4g} s at these runs' mean iteration time): the number in system still rises as the "
                  f"engine fills, so this is no evidence of growth (runs of at least {fill_s / start_frac:.4g} s "
                  "are needed)")
