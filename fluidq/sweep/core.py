@@ -192,14 +192,18 @@ def _cluster_slots(executor) -> int | None:
     return None
 
 
-def _watch_parent(parent: int, every_s: float = 0.5) -> None:
-    """Pool worker initializer: exit when the sweep process that started this worker is gone.
+def _watch_parent(every_s: float = 0.5) -> None:
+    """Pool worker initializer: exit when the process that started this worker is gone.
 
     A pool's workers wait on a pipe whose write end they inherited, so a sweep killed from outside (SIGTERM
     from a job scheduler or ``timeout``, SIGKILL) left them alive and idle for ever; a daemon thread polling
     the parent id ends them within ``every_s`` (the store keeps every finished chunk: see
-    :mod:`fluidq.sweep.store`)."""
+    :mod:`fluidq.sweep.store`).  The parent is read here, in the worker: under ``fork`` and ``spawn`` it is
+    the sweep, under ``forkserver`` (Python 3.14's default on Linux) the fork server, which exits with the
+    sweep -- the sweep's own id, passed in, killed every ``forkserver`` worker at once."""
     import threading
+
+    parent = os.getppid()
 
     def watch():
         while os.getppid() == parent:
@@ -215,7 +219,7 @@ def _make_executor(executor, max_workers):
         n = max_workers or _default_workers()
 
         def factory():  # workers that end with the sweep, however it ends
-            return cf.ProcessPoolExecutor(max_workers=n, initializer=_watch_parent, initargs=(os.getpid(),))
+            return cf.ProcessPoolExecutor(max_workers=n, initializer=_watch_parent)
 
         return factory(), True, f"processes({n})", factory
     if executor == "serial":

@@ -74,3 +74,23 @@ def test_killing_the_sweep_stops_its_workers(tmp_path, sig):
                 pass
         if p.poll() is None:
             p.kill()
+
+
+def _pid(_):
+    return os.getpid()
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_watched_workers_run_under_every_start_method(method):
+    """The watchdog reads its parent in the worker: under forkserver (Python 3.14's default on Linux) the
+    worker's parent is the fork server, and comparing with the sweep's id ended every worker at once
+    (BrokenProcessPool)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    from fluidq.sweep.core import _watch_parent
+
+    with cf.ProcessPoolExecutor(max_workers=2, mp_context=mp.get_context(method), initializer=_watch_parent) as ex:
+        time.sleep(1.0)  # longer than the watchdog's 0.5 s poll: a worker that would exit has exited
+        pids = set(ex.map(_pid, range(8)))
+    assert pids and os.getpid() not in pids
