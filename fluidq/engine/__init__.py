@@ -54,7 +54,7 @@ class Engine:
         Each batch is scheduled while the previous one runs (vLLM's ``--async-scheduling``, its
         default since 0.14): the batch starting at ``t`` sees the arrivals up to the start of the
         batch before it, and a request finishing in one batch keeps its ``k_max`` slot and KV through
-        the next (see :mod:`fluidq.sim._generic`).  Default False (the paper's synchronous engine).
+        the next (see :mod:`fluidq.kernel.step`).  Default False (the paper's synchronous engine).
         :func:`fluidq.simulate` models it; :func:`fluidq.simulate_network` refuses it.
     name : str
         A label for reports.

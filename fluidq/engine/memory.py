@@ -2,8 +2,8 @@
 
 ``Memory(kind=, block_size=, prefix_caching=, reservation=, preemption=, victim=)`` describes the
 rules; the capacity itself is the engine's ``kv_capacity_tokens`` (``None``: unlimited memory, and
-the rules do not matter).  :class:`fluidq.sim._admission.StationMemory` applies them on the Python path
-(:mod:`fluidq.sim._generic`, the network stations); :mod:`fluidq.kernel.kv` is the compiled copy for
+the rules do not matter).  :class:`fluidq.kernel.memory.StationMemory` applies them on the Python path
+(:mod:`fluidq.kernel.step`, the network stations); :mod:`fluidq.kernel.kv` is the compiled copy for
 the built-in FCFS schedulers, held equal to it by the tests.
 
 * ``kind="tokens"``: a resident request holds exactly its prompt plus generated tokens.  With the

@@ -1,6 +1,6 @@
 """The FCFS kernel with a KV-cache memory model, in array style: compiled by numba, or run as the same Python.
 
-It runs what :func:`fluidq.sim._generic.run_generic` runs for a built-in
+It runs what :func:`fluidq.kernel.step.run_generic` runs for a built-in
 :class:`~fluidq.policies.Scheduler` under FCFS order on an engine with ``kv_capacity_tokens``, and gives
 the same results (per-request times, preemptions, iterations, backlog and records; the tests hold the
 two equal on random engines, memories, schedulers and workloads), for:
@@ -25,7 +25,7 @@ Composition batch times and lazily tabulated batch times stay on the Python path
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.sim._admission.StationMemory` are written out below in the same order of operations
+:class:`fluidq.kernel.memory.StationMemory` are written out below in the same order of operations
 (``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
 :mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
 :mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test

@@ -1,5 +1,5 @@
-"""The KV-cache memory rules of the compiled loops, written once: what :class:`fluidq.sim._admission.StationMemory`
-decides (and :class:`fluidq.sim._memory.BlockPool` keeps), as small functions over integers and explicit arrays.
+"""The KV-cache memory rules of the compiled loops, written once: what :class:`fluidq.kernel.memory.StationMemory`
+decides (and :class:`fluidq.kernel.memory.BlockPool` keeps), as small functions over integers and explicit arrays.
 
 numba inlines them (``inline="always"``, no reference counting: nothing here allocates).  The KV stations of
 :mod:`fluidq.kernel.network` call all of them; :mod:`fluidq.kernel.kv` (one engine, iteration by iteration)

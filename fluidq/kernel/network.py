@@ -24,7 +24,7 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   caller (``uniforms``), which rewinds its generator to the first one not used before a length's draws, so
   every draw comes in the Python path's order;
 * stations with a KV cache (``S_MEM``), batch by batch as the Python path runs them: the memory rules of
-  :class:`fluidq.sim._admission.StationMemory` (refusal at arrival of a hop that can never fit, swap-ins
+  :class:`fluidq.kernel.memory.StationMemory` (refusal at arrival of a hop that can never fit, swap-ins
   first, then ``Scheduler.select`` over every resident in arrival order under the token rules -- whole
   remaining prompt plus one token of headroom per admitted request, the victim the last admitted in order
   -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
@@ -32,7 +32,7 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
   The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions (the token and paged admission, the
   reservation with prefix reuse, swap-ins, refusal, recomputation, the block pool of
-  :class:`fluidq.sim._memory.BlockPool` on this station's region of ``pq``; :mod:`fluidq.kernel.kv` calls the
+  :class:`fluidq.kernel.memory.BlockPool` on this station's region of ``pq``; :mod:`fluidq.kernel.kv` calls the
   block pool and writes the decisions out in its loop, where calls cost it up to 6 %);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
@@ -576,11 +576,11 @@ def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, 
     _evpush(evf, evi, st, g, now + tv, now, s)
 
 
-# ---- stations with a KV cache: StationMemory's rules (fluidq.sim._admission), batch by batch ----------------
+# ---- stations with a KV cache: StationMemory's rules (fluidq.kernel.memory), batch by batch ----------------
 # The Python path (fluidq.sim.network) runs such a station through StationMemory.form with Scheduler.select on
 # every resident in arrival order (class priorities do not apply there); these functions restate that, operation
 # for operation, on the station's arrays: the residents are its rank-0 prefill queue, the swapped-out requests
-# its rank-0 decode queue, and the block pool (BlockPool of fluidq.sim._memory) is the station's columns S_FREE,
+# its rank-0 decode queue, and the block pool (BlockPool of fluidq.kernel.memory) is the station's columns S_FREE,
 # S_FRESH and, with prefix caching, its region of ``pq`` (one row per freed block: request, block index,
 # generation, taken back).
 
@@ -1703,7 +1703,6 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         src = int(g[G_NEED])
         used = int(g[G_U] - g[G_U0])
         if src == UNIFORMS:  # the block is used up: the generator stands right after it
-            uniforms.total += used
             u[nsub:] = uniforms.block(UB)
             g[G_U] = nsub
             return
@@ -1734,7 +1733,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     return {"in_system": rin, "buffer_tokens": rbuf, "station_tokens": rwk, "station_requests": rnt,
             "completed": cls_i[:, 1].copy(), "sojourn_sum": gf[GF_SOJ:].copy(), "batches": int(g[G_NB]),
             "events": int(g[G_EV]),
-            "seen": seen, "uniforms_used": 0 if uniforms is None else uniforms.total, "blocked": blk,
+            "seen": seen, "blocked": blk,
             "hops": (hrec[:nhop, 0].astype(i64), hrec[:nhop, 1].copy(), hrec[:nhop, 2].copy(),
                      hrec[:nhop, 3].astype(i64)) if record_hops else None,
             "preemptions": st[:, S_PREEMPT].copy(), "rejected": st[:, S_REJECTED].copy()}

@@ -302,7 +302,7 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     ``block_size`` tokens with ``whole_prompt`` (else incremental) reservation and ``most_recent`` (else
     last in arrival order) victims; recompute preemption, or with ``swap_s_per_token`` (seconds per KV token
     moved) swap preemption; ``prefix_caching`` (paged, recompute); ``emit_at_prefill``: the iteration
-    completing a prefill gives the first token.  Returns the dict of :func:`fluidq.sim._generic.run_generic`.
+    completing a prefill gives the first token.  Returns the dict of :func:`fluidq.kernel.step.run_generic`.
     """
     from . import kv as K
 

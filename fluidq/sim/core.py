@@ -15,8 +15,8 @@ from ..policies.orderings import Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Gamma, Workload
 from ._fast import run_fast
-from ._admission import _may_evict_hook
-from ._generic import PolicyError, run_generic
+from ..kernel.memory import _may_evict_hook
+from ..kernel.step import PolicyError, run_generic
 from .result import SimResult
 
 __all__ = ["MAX_ARRIVALS", "MAX_ITERATIONS", "MAX_RUNS", "MAX_TOTAL_ARRIVALS", "MIN_HORIZON_S", "PolicyError", "check_size",

@@ -37,7 +37,7 @@ the batch in progress.  Requests' times, counts in system and the recorded token
 ``select(view)`` every batch (tests check them equal).
 
 KV cache: a station whose engine has ``kv_capacity_tokens`` applies the single-engine kernel's memory
-rules batch by batch (:class:`fluidq.sim._admission.StationMemory`: rejection at arrival, admission,
+rules batch by batch (:class:`fluidq.kernel.memory.StationMemory`: rejection at arrival, admission,
 preemption by the engine's ``memory`` -- token or block KV, prefix caching, reservation, recompute or swap,
 victim rule) and never skips runs (memory can bind at any batch, so it always hands over to
 ``select(view)``); its view is every resident, in arrival order.  The horizon means what it means in
@@ -344,7 +344,7 @@ def _with_memory(s, swap_s, buf_tokens):
     """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its KV state and the single-engine
     kernel's batch-time table; a preemption by recomputation puts the discarded tokens back into the
     station's and the buffer's remaining tokens, a prefix-cache hit takes the reused ones off."""
-    from ._admission import StationMemory
+    from ..kernel.memory import StationMemory
     from .core import _tau_table
 
     eng = s.engine
@@ -699,13 +699,12 @@ class _Uniforms:
     """The uniforms of the random routers and choices for :func:`fluidq.kernel.network.run_network`, drawn from
     ``gen`` a block at a time: ``block(n)`` draws the next ``n`` (remembering where the block starts),
     ``rewind(used)`` puts ``gen`` right after the block's first ``used`` (the ones the loop took: the next draw,
-    a random length's, is then the Python path's next draw) and counts them in ``total``.  ``random()`` draws
+    a random length's, is then the Python path's next draw).  ``random()`` draws
     one double from one 64-bit word, so ``gen.random(n)`` is ``n`` calls of ``gen.random()``."""
 
     def __init__(self, gen):
         self.gen = gen
         self.state = None
-        self.total = 0
 
     def block(self, n):
         self.state = self.gen.bit_generator.state
@@ -715,7 +714,6 @@ class _Uniforms:
         self.gen.bit_generator.state = self.state
         if used:
             self.gen.random(used)
-        self.total += used
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,
@@ -825,7 +823,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     series stop at the horizon.
 
     KV cache: a station whose engine has ``kv_capacity_tokens`` runs the single-engine kernel's memory
-    rules (:mod:`fluidq.sim._admission`; the engine's ``memory``: token KV with the default rules, or
+    rules (:mod:`fluidq.kernel.memory`; the engine's ``memory``: token KV with the default rules, or
     block KV, prefix caching, reservation, recompute or swap, victim rule): a hop that can never fit
     is refused at arrival (``rejected``; the request leaves the network, or, inside a fork, stays
     counted in the system since its join never completes), and preemptions are counted per station.

@@ -385,7 +385,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     sim = None
     runs = ()
     # stations with a KV cache are simulated with the single-engine memory rules (fluidq.sim.network runs
-    # fluidq.sim._admission.StationMemory per batch); a swapping station needs its swap cost
+    # fluidq.kernel.memory.StationMemory per batch); a swapping station needs its swap cost
     sim_kw = {} if swap_s_per_token is None else {"swap_s_per_token": swap_s_per_token}
     budget_note = ""
     if simulate:
