@@ -138,7 +138,7 @@ class ServingRun:
                 return v
         elif kind is str:
             return str(v)
-        elif not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0 and (
+        elif _finite_number(v) and v > 0 and (
                 kind is float or float(v).is_integer()):
             return kind(v)
         raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected "
@@ -233,7 +233,7 @@ class ServingRun:
         as every other recorded option is: falling back would read the run at another tick without a word."""
         v = self.meta.get("tick_seconds")
         if v is not None:
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            if _finite_number(v) and v > 0:
                 return float(v)
             raise DataError(f"{self.files.get('meta', self.path)}: tick_seconds = {json.dumps(v)[:40]}: expected a "
                             "number > 0 (seconds per row of the timeseries), or leave it out to use the median step "
@@ -412,7 +412,7 @@ def read_run(path) -> ServingRun:
             continue
         for k in need:
             v = r[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            if not _finite_number(v):
                 raise DataError(f"{req}, line {line}: {k} = {json.dumps(v)[:40]}: expected a finite number")
         for k in ("input_toks", "output_toks"):
             if not (float(r[k]).is_integer() and 0 <= r[k] <= 2**31 - 1):
@@ -434,7 +434,7 @@ def read_run(path) -> ServingRun:
         # a clock stamp (e.g. epoch seconds), not seconds since the run began: put it on the run's clock, by the
         # client's wall-clock send stamps when the requests carry them, else from the first tick
         a = [r.get("arrival_time") for r in rows]
-        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in a)
+        ok = all(_finite_number(x) for x in a)
         step = float(np.median(np.diff(ts["t"]))) if ts["t"].size > 1 else 1.0
         ts["t"] = ts["t"] - (min(a) if ok and abs(float(ts["t"].min()) - min(a)) < 86400 else float(ts["t"][0]) - step)
     with open_text(mp) as f:
@@ -449,8 +449,7 @@ def read_run(path) -> ServingRun:
     if request_index is not None and np.unique(request_index).size != request_index.size:
         request_index = None  # ids that do not number the requests once each say no order
     sch = [r.get("scheduled_ts") for r in rows]
-    scheduled = (np.array(sch, dtype=float) - t0 if all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                         and math.isfinite(x) for x in sch) else None)
+    scheduled = np.array(sch, dtype=float) - t0 if all(_finite_number(x) for x in sch) else None
     return ServingRun(
         name=path.name, path=str(path), request_index=request_index,
         input_tokens=np.array([int(r["input_toks"]) for r in rows]),
@@ -462,10 +461,15 @@ def read_run(path) -> ServingRun:
         files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)})
 
 
+def _finite_number(x) -> bool:
+    """A JSON number that is finite (a bool is not a number here)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _sent(rows, q, t0):
     """The client's hand-over times on the engine clock (see :class:`ServingRun` ``sent_s``), or None."""
     a = [r.get("arrival_time") for r in rows]
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in a):
+    if not all(_finite_number(x) for x in a):
         return None
     a = np.asarray(a, dtype=float)
     sent = a + float(np.min(q - a)) - t0
