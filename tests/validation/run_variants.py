@@ -88,6 +88,18 @@ def _plain(src):
     return lambda d: copy_run(src, d)
 
 
+def _engine_kwargs(src, **kw):
+    """``src`` with these options in ``engine_kwargs`` (the reader prefers ``resolved_config``: use it on
+    runs that carry none -- the RTX PRO 6000 and Qwen runs -- or edit that too, as ``_tp`` does)."""
+    def build(d):
+        d = copy_run(src, d)
+        assert "resolved_config" not in meta(d), f"{src} carries resolved_config: engine_kwargs would be ignored"
+        edit_meta(d, **kw)
+        return d
+
+    return build
+
+
 def _no_prefix(d):  # LLMServingSim's bench runner writes meta.json, requests.jsonl, timeseries.csv
     d = copy_run(LLAMA_4090, d)
     for f in RUN_FILES:
@@ -129,22 +141,7 @@ def _block32(d):
     return d
 
 
-def _seqs64(d):
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, max_num_seqs=64)
-    return d
 
-
-def _budget8192(d):
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, max_num_batched_tokens=8192)
-    return d
-
-
-def _util80(d):  # the planner path with a different --gpu-memory-utilization
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, gpu_memory_utilization=0.8)
-    return d
 
 
 def _no_kv_recorded(d):  # the KV-bound run without its KV cache: the memory planner's estimate
@@ -171,11 +168,6 @@ def _no_engine_kwargs(d):  # only vLLM's resolved config says how it ran
     set_meta(d, m)
     return d
 
-
-def _null_kwargs(d):  # options recorded as null (vLLM's default)
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, max_num_seqs=None, max_num_batched_tokens=None, tensor_parallel_size=None)
-    return d
 
 
 def _new_columns(d):  # the newer recorder: prompt split, preemptions per tick
@@ -338,16 +330,6 @@ def _old_vllm(d):  # a vLLM before async scheduling was its default
     return d
 
 
-def _dense_dp2(d):
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, data_parallel_size=2)
-    return d
-
-
-def _qwen_dp2_no_ep(d):
-    d = copy_run(QWEN, d)
-    edit_meta(d, enable_expert_parallel=False)
-    return d
 
 
 def _qwen_tp2_ep(d):
@@ -357,26 +339,26 @@ def _qwen_tp2_ep(d):
     return d
 
 
-def _fp8_kv(d):
-    d = copy_run(LLAMA_PRO, d)
-    edit_meta(d, kv_cache_dtype="fp8")
-    return d
-
 
 VARIANTS = {
     "llama-4090": _plain(LLAMA_4090), "llama-pro6000": _plain(LLAMA_PRO), "qwen-dp2-ep": _plain(QWEN),
     "no-prefix": _no_prefix, "vllm-subfolder": _vllm_subfolder,
     "tp2": _tp(LLAMA_PRO, 2), "tp4": _tp(LLAMA_4090, 4), "tp2-no-link": _tp(LLAMA_PRO, 2, link=False),
-    "block32": _block32, "max-num-seqs-64": _seqs64, "budget-8192": _budget8192, "util-0.8": _util80,
+    "block32": _block32, "max-num-seqs-64": _engine_kwargs(LLAMA_PRO, max_num_seqs=64),
+    "budget-8192": _engine_kwargs(LLAMA_PRO, max_num_batched_tokens=8192),
+    "util-0.8": _engine_kwargs(LLAMA_PRO, gpu_memory_utilization=0.8),  # the planner path, another utilization
     "kv-not-recorded": _no_kv_recorded, "kv-in-resolved-config": _kv_only_resolved,
-    "no-engine-kwargs": _no_engine_kwargs, "null-kwargs": _null_kwargs,
+    "no-engine-kwargs": _no_engine_kwargs,
+    "null-kwargs": _engine_kwargs(LLAMA_PRO, max_num_seqs=None, max_num_batched_tokens=None,  # vLLM's default
+                                  tensor_parallel_size=None),
     "new-columns": _new_columns, "renamed-columns": _renamed_columns, "unknown-columns": _unknown_columns,
     "no-kv-column": _no_kv_column, "kv-column-zero": _kv_column_zero,
     "extra-operator": _extra_operator, "no-per-sequence": _no_per_sequence, "no-profile-meta": _no_profile_meta,
     "no-timeseries": _no_timeseries, "no-peer-files": _no_peer_files, "no-memory": _no_memory_anywhere,
     "failed-requests": _failed_requests, "zero-output": _zero_output, "short": _short, "tick-2s": _tick2,
-    "uuid-ids": _uuid_ids, "old-vllm": _old_vllm, "dense-dp2": _dense_dp2, "qwen-dp2-no-ep": _qwen_dp2_no_ep,
-    "qwen-tp2-ep": _qwen_tp2_ep, "fp8-kv": _fp8_kv,
+    "uuid-ids": _uuid_ids, "old-vllm": _old_vllm, "dense-dp2": _engine_kwargs(LLAMA_PRO, data_parallel_size=2),
+    "qwen-dp2-no-ep": _engine_kwargs(QWEN, enable_expert_parallel=False),
+    "qwen-tp2-ep": _qwen_tp2_ep, "fp8-kv": _engine_kwargs(LLAMA_PRO, kv_cache_dtype="fp8"),
 }
 
 
