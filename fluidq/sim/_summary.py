@@ -19,7 +19,7 @@ import numpy as np
 from ..results import line_slope
 from .result import METRIC_NAMES, latency_columns
 
-__all__ = ["GRID_POINTS", "REL_ERROR", "BacklogStream", "RequestStream", "Sketch", "grid_slope"]
+__all__ = ["GRID_POINTS", "REL_ERROR", "BacklogStream", "RequestStream", "Sketch"]
 
 #: a percentile of a summary run is within this relative error of the exact one (bins of relative width ~1 %)
 REL_ERROR = 0.005
@@ -178,12 +178,3 @@ class BacklogStream:
         slope = line_slope(g, y)
         return {"final_requests_in_system": n0, "final_token_backlog": w0, "mean_requests_in_system": mean,
                 "token_backlog_slope_per_s": slope, "grid_s": d}
-
-
-def grid_slope(res, grid_s: float, key: str = "tokens", start_frac: float = 0.5) -> float:
-    """The slope a summary run reports, computed on a full :class:`SimResult`: the least-squares slope of
-    ``backlog[key]`` at the points ``i * grid_s`` in ``[start_frac * end_s, end_s]``."""
-    i0 = math.ceil(start_frac * res.end_s / grid_s)
-    i1 = math.floor(res.end_s / grid_s)
-    g = np.arange(i0, i1 + 1, dtype=float) * grid_s
-    return line_slope(g, res.backlog_at(g, key))

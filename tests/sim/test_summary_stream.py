@@ -24,8 +24,19 @@ from fluidq import ContextAware, Engine, Geometric, LogNormal, Poisson, PoissonL
 from fluidq.errors import ParameterError
 from fluidq.kernel.run import REQUEST_COLUMNS, run_fcfs, run_fcfs_segments
 from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
-from fluidq.sim._summary import REL_ERROR, Sketch, grid_slope
+from fluidq.results import line_slope
+from fluidq.sim._summary import REL_ERROR, Sketch
 from fluidq.sim.core import _kernel_options, _tau_table
+
+
+def grid_slope(res, grid_s: float, key: str = "tokens", start_frac: float = 0.5) -> float:
+    """The slope a summary run reports, computed independently on a full SimResult: the least-squares slope of
+    ``backlog[key]`` at the points ``i * grid_s`` in ``[start_frac * end_s, end_s]``."""
+    i0 = math.ceil(start_frac * res.end_s / grid_s)
+    i1 = math.floor(res.end_s / grid_s)
+    g = np.arange(i0, i1 + 1, dtype=float) * grid_s
+    return line_slope(g, res.backlog_at(g, key))
+
 
 HERE = Path(__file__).resolve()
 BASE = Staircase(c=0.01, a=0.02, b0=16)
@@ -185,7 +196,8 @@ def test_a_summary_equals_the_full_run_of_the_same_sample(policy, limit):
         assert fs[k] == ss[k], k
     assert ss["mean_requests_in_system"] == pytest.approx(fs["mean_requests_in_system"], rel=1e-9)
     assert ss["token_backlog_slope_per_s"] == grid_slope(full, s.streamed["backlog_slope_grid_s"])
-    # the changed slope definition (>= 512 grid points instead of 200) stays close to the full run's
+    # the changed slope definition (>= 512 grid points instead of 200) stays close to the full run's: the gap
+    # measured at most 1.74 % of the backlog's range per second over these 10 cases (2026-12-06); 5 % leaves 3x
     span = float(np.ptp(full.backlog["tokens"])) / full.end_s
     assert abs(ss["token_backlog_slope_per_s"] - fs["token_backlog_slope_per_s"]) <= 0.05 * span + 1e-9
     measured = []
