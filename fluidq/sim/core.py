@@ -451,10 +451,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                                  swap_s_per_token)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     arr, P, D = _requests(workload, gen, horizon_s, n_requests)
-    if horizon_s is None and warmup_s > 0 and (len(arr) == 0 or warmup_s > float(np.max(arr))):
-        last = float(np.max(arr)) if len(arr) else 0.0
-        raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last:g} s)",
-                             "a warm-up this long leaves every request out of the metrics")
+    _check_warmup_after(warmup_s, horizon_s, float(np.max(arr)) if len(arr) else None)
     arr_a, P_a, D_a = (np.ascontiguousarray(arr, dtype=float), np.ascontiguousarray(P, dtype=np.int64),
                        np.ascontiguousarray(D, dtype=np.int64))
     tau_b, ks = _tau_table(engine)
@@ -516,9 +513,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         its = {k: np.asarray(v) for k, v in out["records"].items()}
         for v in its.values():
             v.setflags(write=False)
-    end = float(out["end_s"])
-    if horizon_s is not None and end < horizon_s:  # idle (or stalled) until the horizon
-        end = float(horizon_s)
+    end = _run_end(out, horizon_s)
     fr = _kernel_fractions(out, end)
     res = SimResult(
         requests=reqs, backlog=backlog, policy=getattr(pol, "name", type(pol).__name__),
@@ -537,6 +532,20 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
 
         return SimSummary.of(res)
     return res
+
+
+def _check_warmup_after(warmup_s: float, horizon_s, last_arrival) -> None:
+    """Without a horizon, refuse a warm-up past the last arrival (``None``: no request): it leaves every
+    request out of the metrics."""
+    if horizon_s is None and warmup_s > 0 and (last_arrival is None or warmup_s > last_arrival):
+        raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last_arrival or 0.0:g} s)",
+                             "a warm-up this long leaves every request out of the metrics")
+
+
+def _run_end(out: dict, horizon_s) -> float:
+    """The run's end: the kernel's last event, or the horizon when the engine sat idle (or stalled) until it."""
+    end = float(out["end_s"])
+    return float(horizon_s) if horizon_s is not None and end < horizon_s else end
 
 
 def _kernel_fractions(out: dict, end: float) -> dict:
@@ -593,13 +602,8 @@ def _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_
     out = run_fcfs_segments(chunks, **_kernel_options(engine, pol), tau_b=tau_b, ks=ks,
                             horizon=math.inf if horizon_s is None else horizon_s, retire=retire, rows=back.add,
                             progress=progress)
-    if horizon_s is None and warmup_s > 0 and not warmup_s <= last_arrival[0]:
-        last = last_arrival[0] if reqs.n_requests else 0.0
-        raise ParameterError("warmup_s", warmup_s, f"a time <= the last arrival ({last:g} s)",
-                             "a warm-up this long leaves every request out of the metrics")
-    end = float(out["end_s"])
-    if horizon_s is not None and end < horizon_s:
-        end = float(horizon_s)
+    _check_warmup_after(warmup_s, horizon_s, last_arrival[0] if reqs.n_requests else None)
+    end = _run_end(out, horizon_s)
     bk = back.finish(end)
     m = reqs.metrics()
     values = summary_values(policy=getattr(pol, "name", type(pol).__name__), method="fast",
