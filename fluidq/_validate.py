@@ -172,3 +172,26 @@ def array(name: str, values, *, positive: bool = False, nonnegative: bool = Fals
         bad = int(np.flatnonzero(arr.ravel() < 0)[0])
         raise ParameterError(name, f"<array with {arr.ravel()[bad]} at index {bad}>", "values >= 0")
     return arr
+
+
+def check_rng(rng, name: str = "rng"):
+    """``rng`` as accepted by :func:`numpy.random.default_rng` (None, a seed >= 0, a SeedSequence, a Generator),
+    or a ParameterError naming ``name``."""
+    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence)):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        if rng < 0:
+            raise ParameterError(name, rng, "a seed >= 0 (or None, a numpy SeedSequence or Generator)")
+        return int(rng)
+    raise ParameterError(name, rng, "None, an integer seed >= 0, a numpy SeedSequence or a numpy Generator")
+
+
+def seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
+    """The root SeedSequence of ``rng`` (checked by :func:`check_rng`): a SeedSequence as is, one 63-bit seed
+    drawn from a Generator, else from the seed (None: fresh entropy)."""
+    rng = check_rng(rng, name)
+    if isinstance(rng, np.random.SeedSequence):
+        return rng
+    if isinstance(rng, np.random.Generator):
+        return np.random.SeedSequence(int(rng.integers(2**63)))
+    return np.random.SeedSequence(rng)

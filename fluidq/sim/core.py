@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import check_rng, integer, real, seed_sequence
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
@@ -205,25 +205,8 @@ def _requests(workload, rng, horizon_s, n_requests):
                          "output_tokens arrays")
 
 
-def _check_rng(rng, name: str = "rng"):
-    """``rng`` as accepted by :func:`numpy.random.default_rng`, or a ParameterError naming ``name``."""
-    if rng is None or isinstance(rng, (np.random.Generator, np.random.SeedSequence)):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        if rng < 0:
-            raise ParameterError(name, rng, "a seed >= 0 (or None, a numpy SeedSequence or Generator)")
-        return int(rng)
-    raise ParameterError(name, rng, "None, an integer seed >= 0, a numpy SeedSequence or a numpy Generator")
-
-
-def _seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
-    """Root SeedSequence for replications: from a seed, a SeedSequence, or drawn from a Generator."""
-    rng = _check_rng(rng, name)
-    if isinstance(rng, np.random.SeedSequence):
-        return rng
-    if isinstance(rng, np.random.Generator):
-        return np.random.SeedSequence(int(rng.integers(2**63)))
-    return np.random.SeedSequence(rng)
+_check_rng = check_rng  # (the names this module had; fluidq._validate holds them for every layer)
+_seed_sequence = seed_sequence
 
 
 #: the largest KV block (tokens) the compiled kernel with memory takes (it keeps a count per offset in a block)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import integer, real, seed_sequence
 from ..errors import ParameterError
 from .arrivals import Arrival, Gamma, Periodic, Poisson, TraceArrivals
 from .lengths import (
@@ -48,18 +48,6 @@ __all__ = [
 STREAM_CHUNK = 1 << 16
 #: the spawn-key element that sets the chunked sampler's generators apart from replications' children
 _STREAM_KEY = 0x5EED_C0DE
-
-
-def _root_seed(rng) -> np.random.SeedSequence:
-    """The root SeedSequence of a chunked sample: a seed >= 0, a SeedSequence, None (fresh entropy), or a
-    Generator (one 63-bit seed is drawn from it)."""
-    if isinstance(rng, np.random.SeedSequence):
-        return rng
-    if isinstance(rng, np.random.Generator):
-        return np.random.SeedSequence(int(rng.integers(2**63)))
-    if rng is None or (isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0):
-        return np.random.SeedSequence(None if rng is None else int(rng))
-    raise ParameterError("rng", rng, "a numpy Generator, an integer seed >= 0, a numpy SeedSequence or None")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -174,7 +162,7 @@ class Workload:
             for i in range(0, len(t), chunk):
                 yield t[i:i + chunk], p[i:i + chunk], d[i:i + chunk]
             return
-        root = _root_seed(rng)
+        root = seed_sequence(rng)
 
         def generator(i):
             return np.random.default_rng(np.random.SeedSequence(root.entropy,

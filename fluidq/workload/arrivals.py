@@ -25,6 +25,7 @@ from .._validate import (
     MIN_RATE_PER_S,
     RATE_WHY,
     array,
+    check_rng,
     integer,
     real,
 )
@@ -170,9 +171,5 @@ class TraceArrivals(Arrival):
 def _generator(rng) -> np.random.Generator:
     """``rng`` as a Generator: a Generator as is, else ``default_rng`` of a seed >= 0, a SeedSequence or None;
     anything else (a float, a negative seed, a string) a ParameterError naming ``rng``."""
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if rng is None or isinstance(rng, np.random.SeedSequence) or (
-            isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)) and rng >= 0):
-        return np.random.default_rng(rng)
-    raise ParameterError("rng", rng, "a numpy Generator, an integer seed >= 0, a numpy SeedSequence or None")
+    rng = check_rng(rng)
+    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
