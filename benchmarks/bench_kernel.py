@@ -172,6 +172,12 @@ def ratios_child(kind: str, n: int, reps: int) -> dict:
     return {str(load): v for load, v in _times_every(n, reps, geometric=kind == KINDS[3]).items()}
 
 
+def extract(commit: str, dst: str) -> None:
+    """``fluidq/`` as of ``commit`` (``git archive``) into the folder ``dst``."""
+    arch = subprocess.run(["git", "archive", commit, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", dst], input=arch, check=True)
+
+
 def measure_ratios(base: str | None, n: int, reps: int, rounds: int = 2) -> dict:
     """{(tree, kind): {load: {scheduler: (best CPU-s, faults)}}}: this tree (and ``base``, extracted with
     ``git archive``, its own numba cache) in child processes of each kind, the trees alternating ``rounds``
@@ -181,8 +187,7 @@ def measure_ratios(base: str | None, n: int, reps: int, rounds: int = 2) -> dict
         if base:
             src = os.path.join(tmp, "base")
             os.mkdir(src)
-            arch = subprocess.run(["git", "archive", base, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", src], input=arch, check=True)
+            extract(base, src)
             trees = {f"base {base[:7]}": (src, os.path.join(tmp, "cache-base")), **trees}
         for src, cache in trees.values():  # compile each tree into its own empty cache first (not timed)
             child(["--child", "cold"], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src, "NUMBA_CACHE_DIR": cache})
@@ -257,8 +262,7 @@ def measure_src(src: str, n: int) -> dict:
 def measure_base(commit: str, n: int) -> tuple[dict, dict]:
     """(the kernel of ``commit``, this tree's), alternating child processes on the same arrivals."""
     with tempfile.TemporaryDirectory() as src:
-        arch = subprocess.run(["git", "archive", commit, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", src], input=arch, check=True)
+        extract(commit, src)
         child(["--child", "new", "--n", "1000"], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src})  # fill its cache
         runs = [(measure_src(src, n), measure_src(str(ROOT), n)) for _ in range(3)]
     pick = [{k: max((r[i][k] for r in runs), key=lambda v: v["rps"]) for k in runs[0][i] if k != "compiled"}
@@ -358,8 +362,7 @@ def kv_base_child(n: int, reps: int) -> dict:
 def kv_against_base(commit: str, n: int, rounds: int) -> None:
     """The kernel with memory of this tree against ``commit``'s: alternating child processes, best of each."""
     with tempfile.TemporaryDirectory() as src:
-        arch = subprocess.run(["git", "archive", commit, "fluidq"], cwd=ROOT, capture_output=True, check=True).stdout
-        subprocess.run(["tar", "-x", "-C", src], input=arch, check=True)
+        extract(commit, src)
         runs = []
         for _ in range(rounds):
             b = child(["--child", "kvbase", "--n", str(n)], {"BENCH_FLUIDQ_SRC": src, "PYTHONPATH": src})
