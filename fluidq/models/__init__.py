@@ -83,6 +83,22 @@ def _normalized(name: str) -> tuple[str, str | None]:
     return "-".join(parts), quant
 
 
+_INDEX: list = []
+
+
+def _name_index() -> tuple[dict, dict]:
+    """``(casefolded name -> facts, normalized name or alias -> facts)`` of the shipped table, built once."""
+    if not _INDEX:
+        table = _table()
+        index: dict = {}
+        for k, v in table.items():
+            index.setdefault(_normalized(k)[0], v)
+        for alias, target in _SAME_SHAPES.items():
+            index.setdefault(alias, table[target])
+        _INDEX.append(({k.casefold(): v for k, v in table.items()}, index))
+    return _INDEX[0]
+
+
 def load_model(name: str, *, option: str = "name") -> ModelFacts:
     """The shipped facts of the model called ``name`` (see :func:`list_models`).
 
@@ -102,15 +118,10 @@ def load_model(name: str, *, option: str = "name") -> ModelFacts:
     table = _table()
     if name in table:
         return table[name]
-    folded = {k.casefold(): v for k, v in table.items()}
+    folded, index = _name_index()
     if name.casefold() in folded:
         return folded[name.casefold()]
     key, quant = _normalized(name)
-    index = {}
-    for k, v in table.items():
-        index.setdefault(_normalized(k)[0], v)
-    for alias, target in _SAME_SHAPES.items():
-        index.setdefault(alias, table[target])
     hit = index.get(key)
     if hit is None:  # a release tag the table does not carry: -v0.1, -2407, -0528
         short = re.sub(r"-(v\d+(\.\d+)*|\d{4})$", "", key)
