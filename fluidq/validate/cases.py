@@ -367,7 +367,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     from .deployment import predict_deployment
-    from .runs import capacity_regimes, kv_in_use_tokens
+    from .runs import measured_regimes
 
     s = case.spec
     tg = s.get("targets", {})
@@ -395,11 +395,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                               enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv,
                               block_size=run.block_size, model=facts, comm=comm)
     sat = saturated_throughput(run)
-    # the measured side: the run's own columns and requests, and the KV cache only as the run recorded it
-    # (never the planner's estimate, which is the prediction's)
-    reg = capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=dp,
-                           kv_in_use_tokens=kv_in_use_tokens(run), kv_capacity_tokens=run.kv_capacity_tokens,
-                           tick_s=run.tick_s)
+    reg = measured_regimes(run)  # the measured side: the run's own columns, requests and recorded KV cache
     dropped = "".join(f"; {v} request(s) {k} left out" for k, v in run.dropped.items())
     qg = queue_growth(run)
     rows, info = [], {}

@@ -533,6 +533,15 @@ def _mean_ci(x: np.ndarray, block: int = 5) -> tuple[float, tuple[float, float]]
     return m, (m - half, m + half)
 
 
+def measured_regimes(run: ServingRun) -> dict:
+    """The run's measured regimes (:func:`capacity_regimes`) from its own columns and requests, and the KV
+    cache only as the run recorded it (never the planner's estimate, which is the prediction's): what
+    ``fluidq validate --run`` scores against."""
+    return capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=run.data_parallel_size,
+                            kv_in_use_tokens=kv_in_use_tokens(run), kv_capacity_tokens=run.kv_capacity_tokens,
+                            tick_s=run.tick_s)
+
+
 def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
     """Per timeseries tick, the KV tokens the run's requests held at the tick's end, rebuilt from their own
     timestamps (for a run whose ``kv_cache_pct`` column is absent or stayed 0): a request holds its prompt

@@ -12,16 +12,14 @@ import run_variants as rv
 from fluidq.errors import DataError, FluidqError
 from fluidq.testing.cli import run_cli
 from fluidq.validate.cases import _serving_run, case_for_run
-from fluidq.validate.runs import capacity_regimes, kv_in_use_tokens, read_run
+from fluidq.validate.runs import capacity_regimes, kv_in_use_tokens, measured_regimes, read_run
 
 SCHEMA = {"case", "quantity", "predicted", "measured", "unit", "error_pct", "status"}
 
 
 def _regimes(run):
     """The measured regimes exactly as ``fluidq validate --run`` reads them."""
-    return capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=run.data_parallel_size,
-                            kv_in_use_tokens=kv_in_use_tokens(run), kv_capacity_tokens=run.kv_capacity_tokens,
-                            tick_s=run.tick_s)
+    return measured_regimes(run)
 
 
 # -------------------------------------------------------------------- every variant: read, or refused by name
