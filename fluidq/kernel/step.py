@@ -106,7 +106,7 @@ class _ByRid(dict):
     """A fed run's per-request record (first scheduled, prefill done, ...): a dict by request id whose
     missing entries read as ``default`` (the NaN or 0 of a run's lists), dropped when the request leaves."""
 
-    __slots__ = ("default",)
+    __slots__ = ("default")
 
     def __init__(self, default):
         super().__init__()
@@ -143,10 +143,11 @@ class EngineRun:
     # without slots the step's attribute reads and writes measured 5 % slower than local variables
     __slots__ = ("D", "P", "arr", "async_scheduling", "b_max", "batches", "blocked_ids", "bn", "bt", "busy", "bw",
                  "by_id", "check", "compose", "cur", "emit_at_prefill", "examined", "fed", "fin", "fs", "ftk",
-                 "hidden_demand", "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "labels", "lag_fin", "last_unseen",
-                 "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na", "never_fits",
-                 "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn", "pending", "policy", "progress", "rec", "record",
-                 "swapped", "t", "t0", "t_seen", "tau_b", "tok_served", "w_size", "window", "work")
+                 "hidden_demand", "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "labels", "lag_fin",
+                 "last_unseen", "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na",
+                 "never_fits", "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn",
+                 "pending", "policy", "progress", "rec", "record", "swapped", "t", "t0", "t_seen", "tau_b",
+                 "tok_served", "w_size", "window", "work")
 
     def __init__(self, arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                  preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
@@ -372,7 +373,8 @@ class EngineRun:
         :meth:`finish` is then due at that time.  Returns ``None`` when nothing is in flight: the engine
         is idle (a run with arrivals up front has moved ``t`` to the next one; a fed run waits for
         :meth:`offer`), read its lagging outputs (async scheduling), or the run is over (``self.over``:
-        the horizon is reached, or nothing is left to arrive or run).  ``now``: the caller's clock sets the
+        the horizon is reached, or nothing is left to arrive or run; for a fed run, only that nothing is
+        left now: a later offer and ``begin(now)`` go on).  ``now``: the caller's clock sets the
         engine's time first (a fed run, idle until then)."""
         if now is not None:
             self.t = now
