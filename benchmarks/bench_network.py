@@ -28,8 +28,10 @@ extracted with ``git archive``), before/after a change to the network loops: the
 (between a run and one eight times shorter, so that setup and result assembly cancel out) of one-station
 networks under each built-in scheduler (Sarathi's runs skipped; Orca, vLLM, FasterTransformer and Sarathi with
 a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above, and
-Sarathi on the Python event-skipping path; each tree in its own child processes, alternating
-(``--repeats`` each, best kept), the ratio this/other per case.
+on the Python loop (``method='python'``) Sarathi's event-skipping path, vLLM batch by batch, the block-KV
+station and the 4-station KV network (their KV stations are the kernel's ``EngineRun``); each tree in its own
+child processes, alternating (``--repeats`` each, best kept), the ratio this/other per case; ``--only TEXT``
+keeps the cases whose name contains TEXT.
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
 is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -314,13 +316,21 @@ def _cases():
         "block KV (vLLM), 1 station": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 16000.0, {}),
         "4 stations, 2 with KV, JSQ": (kv4, 8000.0, {"swap_s_per_token": 1e-6}),
         "sarathi, method='python'": (one(), 4000.0, {"method": "python"}),
+        # the Python loop's batch-by-batch stations: without a cache, and with one (the kernel's EngineRun)
+        "vllm, method='python'": (one("vllm"), 1000.0, {"method": "python"}),
+        "block KV (vLLM), method='python'": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 1000.0,
+                                             {"method": "python"}),
+        "4 stations KV JSQ, method='python'": (kv4, 400.0, {"swap_s_per_token": 1e-6, "method": "python"}),
     }
 
 
-def _child(repeat: int) -> None:
-    """Print, as JSON, each case's marginal CPU microseconds per batch (best of ``repeat``) and its batches."""
+def _child(repeat: int, only: str | None = None) -> None:
+    """Print, as JSON, each case's marginal CPU microseconds per batch (best of ``repeat``) and its batches
+    (``only``: the cases whose name contains it)."""
     out = {}
     for name, (net, h, kw) in _cases().items():
+        if only and only not in name:
+            continue
         simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
 
         def cpu(hh):
@@ -340,7 +350,7 @@ def _child(repeat: int) -> None:
     print(json.dumps({"fluidq": fluidq.__file__, "cases": out}))
 
 
-def against(src: str, repeats: int) -> None:
+def against(src: str, repeats: int, only: str | None = None) -> None:
     """This tree against the fluidq under ``src``: per case, marginal CPU us per batch, alternating children."""
     here = Path(__file__).resolve().parents[1]
     print(f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()} {platform.system()}, "
@@ -349,7 +359,8 @@ def against(src: str, repeats: int) -> None:
 
     def run(tree):
         env = dict(os.environ, PYTHONPATH=str(tree))
-        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"], env=env, cwd=str(tree),
+        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"]
+                           + (["--only", only] if only else []), env=env, cwd=str(tree),
                            capture_output=True, text=True, check=True)
         out = json.loads(r.stdout.strip().splitlines()[-1])
         if not Path(out["fluidq"]).resolve().is_relative_to(Path(tree).resolve()):
@@ -375,11 +386,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", metavar="SRC", help="time this tree against the fluidq of this source tree")
     ap.add_argument("--repeats", type=int, default=3, help="alternating child processes per tree with --against")
+    ap.add_argument("--only", metavar="TEXT", help="with --against, only the cases whose name contains TEXT")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(3)
+        _child(3, a.only)
     elif a.against:
-        against(a.against, max(1, a.repeats))
+        against(a.against, max(1, a.repeats), a.only)
     else:
         main()

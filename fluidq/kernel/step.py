@@ -9,8 +9,13 @@ to the kernel layer, and :func:`fluidq.simulate` drives it.  The state of a run 
 (:class:`~fluidq.kernel.memory.StationMemory`), its clock and counters -- is an :class:`EngineRun`, and one
 iteration is :func:`step` (``EngineRun.step``: admit what the scheduler sees, ask the policy through the
 memory rules, charge the batch's time, advance its requests, release the finished ones); the run is
-``while step(run): pass``.  The state is one engine's with its arrivals known up front: the stations of a
-network (``fluidq.sim.network``) still have their own loop, not yet stepped by this one.
+``while step(run): pass``.  A step is two halves that a clock may call apart (2026-12-06): ``begin()`` forms
+the batch and returns its end, ``finish()`` advances its requests at that end and returns the finished
+ones.  A run either knows its arrivals up front (``arr``, ``P``, ``D``: :func:`run_generic`) or is *fed*
+(``fed=True``): a caller offers each request when it arrives (``offer``), sets the time (``begin(now)``)
+and routes what ``finish()`` returns.  The Python network loop (``fluidq.sim.network``) runs each station
+with a KV cache as a fed ``EngineRun`` on its event clock; its stations without one keep their own batch
+code (their views are ordered by the station's hop priorities and shared with the run-skipping path).
 
 Memory (``kv_capacity_tokens``) follows these rules, applied by
 :class:`fluidq.kernel.memory.StationMemory` (their one written copy, which the stations of a network
@@ -97,6 +102,20 @@ class PolicyError(FluidqError, RuntimeError):
     """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
 
 
+class _ByRid(dict):
+    """A fed run's per-request record (first scheduled, prefill done, ...): a dict by request id whose
+    missing entries read as ``default`` (the NaN or 0 of a run's lists), dropped when the request leaves."""
+
+    __slots__ = ("default")
+
+    def __init__(self, default):
+        super().__init__()
+        self.default = default
+
+    def __missing__(self, rid):
+        return self.default
+
+
 class _Residents:
     """The resident list of a run without memory (with memory, :class:`StationMemory` owns it)."""
 
@@ -106,23 +125,38 @@ class _Residents:
 
 class EngineRun:
     """The state of one engine under the ``select()`` loop -- its request queues, its memory, its clock and
-    counters -- and :meth:`step`, one iteration.  :func:`run_generic` builds one and calls ``step()`` until it
-    returns ``False``; the arguments are :func:`run_generic`'s."""
+    counters -- and :meth:`step`, one iteration, in two halves a clock can call apart: :meth:`begin` (form
+    the batch, return its end) and :meth:`finish` (advance its requests at the end, return the finished).
+    :func:`run_generic` builds one and calls ``step()`` until it returns ``False``; the arguments are
+    :func:`run_generic`'s, and:
+
+    ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty); a caller's clock offers requests one by
+    one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
+    :meth:`finish` returns -- a station of a network.  Its per-request records are kept by id while the
+    request is in the engine, and no backlog is recorded.  ``labels``: a dict of tokens left per label
+    (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
+    ``work`` is.  ``on_blocked(rids)``: called with the ids a batch reports never schedulable.
+    ``on_violation(t, messages)``: with ``check``, called with a batch's violations instead of raising
+    :class:`PolicyError`."""
 
     # slots: a run has some 50 attributes, more than a shared-key instance dict holds in CPython (30), and
     # without slots the step's attribute reads and writes measured 5 % slower than local variables
     __slots__ = ("D", "P", "arr", "async_scheduling", "b_max", "batches", "blocked_ids", "bn", "bt", "busy", "bw",
-                 "by_id", "check", "compose", "emit_at_prefill", "examined", "fin", "fs", "ftk", "hidden_demand",
-                 "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "lag_fin", "last_unseen", "last_view", "mem",
-                 "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na", "never_fits", "next_report",
-                 "npre", "paged", "pdn", "pending", "policy", "progress", "rec", "record", "swapped", "t", "t_seen",
-                 "tau_b", "tok_served", "w_size", "window", "work")
+                 "by_id", "check", "compose", "cur", "emit_at_prefill", "examined", "fed", "fin", "fs", "ftk",
+                 "hidden_demand", "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "labels", "lag_fin",
+                 "last_unseen", "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na",
+                 "never_fits", "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn",
+                 "pending", "policy", "progress", "rec", "record", "swapped", "t", "t0", "t_seen", "tau_b",
+                 "tok_served", "w_size", "window", "work")
 
     def __init__(self, arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                  preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
                  progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
-                 async_scheduling=False):
+                 async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None):
+        if fed and (window or initial or len(arr)):
+            raise ParameterError("fed", fed, "a fed run without arrivals up front, initial residents or window")
         self.arr, self.P, self.D = arr, P, D
+        self.fed, self.labels, self.on_blocked, self.on_violation = fed, labels, on_blocked, on_violation
         self.policy, self.b_max, self.k_max, self.tau_b, self.ks = policy, b_max, k_max, tau_b, ks
         self.horizon, self.record, self.check, self.progress = horizon, record, check, progress
         self.window, self.compose, self.emit_at_prefill = window, compose, emit_at_prefill
@@ -135,6 +169,9 @@ class EngineRun:
         self.ftk = [NAN] * N
         self.fin = [NAN] * N
         self.npre = [0] * N
+        if fed:  # requests come and go with ids the caller gives: records by id, dropped when they leave
+            self.fs, self.pdn, self.ftk, self.fin, self.npre = (_ByRid(NAN), _ByRid(NAN), _ByRid(NAN), _ByRid(NAN),
+                                                                 _ByRid(0))
         self.by_id: dict = {}
         self.batches = [] if record_batches else None
         self.blocked_ids: set = set()
@@ -178,7 +215,8 @@ class EngineRun:
                                      f"{mem.pool.total} blocks of {mem.bs} tokens of the cache")
         self.t = 0.0
         self.na = 0  # arrivals admitted so far
-        self.bt, self.bn, self.bw = [], [], []  # the backlog: times, requests, tokens
+        # the backlog: times, requests, tokens (a fed run keeps none: its caller records the station's state)
+        self.bt, self.bn, self.bw = ([], [], []) if not fed else (deque(maxlen=0), deque(maxlen=0), deque(maxlen=0))
         self.n_iter = 0
         self.busy = 0.0
         self.mixed_iters = 0
@@ -190,14 +228,39 @@ class EngineRun:
         self.k_max0 = k_max
         self.lag_fin: list = []
         self.t_seen = None
+        self.cur = None  # the batch in flight between begin() and finish()
+        self.t0 = 0.0  # its start
+        self.over = False  # the run is over (begin() returned None at the horizon or with nothing left)
 
     def _on_preempt(self, r, held, recomputed):
         self.npre[r.rid] += 1
         if recomputed:
             self.work += held  # the discarded prompt and generated tokens must be prefilled again
+            if self.labels is not None:
+                self.labels[r.label] += held
 
     def _on_reuse(self, r, tokens):
         self.work -= tokens  # cached prompt tokens taken back: not computed again
+        if self.labels is not None:
+            self.labels[r.label] -= tokens
+
+    # -- a fed run: requests offered one by one by a caller's clock (a network's routing) ---------------
+    def refuses(self, prompt_tokens, output_tokens) -> bool:
+        """Whether a request of these lengths can never fit the KV cache (then it is counted as rejected
+        and must not be offered)."""
+        return self.mem is not None and self.mem.rejects(prompt_tokens, output_tokens)
+
+    def offer(self, r) -> None:
+        """Feed request ``r`` to the engine now (a :class:`RequestState`, or a subclass carrying the caller's
+        fields: with ``labels``, its ``label``).  Its id ``r.rid`` is the caller's and must be unique among
+        the requests in the engine; its remaining tokens join the engine's ``work`` (and its label's count
+        with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
+        self.by_id[r.rid] = r
+        self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
+        if self.mem is not None:
+            self.mem.add(r)
+        else:
+            self.hold.residents.append(r)
 
     def admit_arrivals(self, t):
         """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
@@ -253,9 +316,14 @@ class EngineRun:
         if self.check:
             bad = batch_violations(batch, view)
             if bad:
-                raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+                if self.on_violation is not None:  # the caller collects them (a network's check_batches)
+                    self.on_violation(t, bad)
+                else:
+                    raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
         if batch.blocked:
             self.blocked_ids.update(batch.blocked)
+            if self.on_blocked is not None:
+                self.on_blocked(batch.blocked)
             if self.window:  # never schedulable: reported once, then set aside (still in the system)
                 fs = self.fs
                 gone = {rid for rid in batch.blocked if fs[rid] != fs[rid]}
@@ -279,14 +347,37 @@ class EngineRun:
         by_id = self.by_id
         for r in fin:
             by_id.pop(r.rid, None)
+        if self.fed:
+            for d in (self.fs, self.pdn, self.ftk, self.fin, self.npre):
+                for r in fin:
+                    d.pop(r.rid, None)
 
     def step(self) -> bool:
-        """One iteration of the engine at its time ``t`` -- the kernel's ``step``: admit the arrivals the
-        scheduler can see, form the batch (``policy.select`` through :meth:`ask`, with the memory rules of
-        :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache), charge its time, advance
-        every request in it and release the finished ones.  An idle engine jumps to the next arrival
-        instead; a memory pass that only swaps in charges the swap time.  Returns ``False`` when the run
-        is over (the horizon is reached, or nothing is left to arrive or run), else ``True``."""
+        """One iteration of the engine at its time ``t`` -- the kernel's ``step``: :meth:`begin` (admit the
+        arrivals the scheduler can see, form the batch, charge its time) then :meth:`finish` (advance every
+        request in it, release the finished ones).  An idle engine jumps to the next arrival instead; a
+        memory pass that only swaps in charges the swap time.  Returns ``False`` when the run is over (the
+        horizon is reached, or nothing is left to arrive or run), else ``True``."""
+        if self.begin() is None:
+            return not self.over
+        self.finish()
+        return True
+
+    def begin(self, now=None):
+        """The first half of an iteration at the engine's time ``t``: admit the arrivals the scheduler can
+        see, form the batch (``policy.select`` through :meth:`ask`, with the memory rules of
+        :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache) and charge its time.
+
+        Returns the time the engine is next free -- the end of the batch now in flight (``self.cur``), or
+        of a memory pass that only swapped in (``self.cur`` is ``None``) -- and moves the clock ``t`` there;
+        :meth:`finish` is then due at that time.  Returns ``None`` when nothing is in flight: the engine
+        is idle (a run with arrivals up front has moved ``t`` to the next one; a fed run waits for
+        :meth:`offer`), read its lagging outputs (async scheduling), or the run is over (``self.over``:
+        the horizon is reached, or nothing is left to arrive or run; for a fed run, only that nothing is
+        left now: a later offer and ``begin(now)`` go on).  ``now``: the caller's clock sets the
+        engine's time first (a fed run, idle until then)."""
+        if now is not None:
+            self.t = now
         t = self.t
         hold, swapped, pending, mem = self.hold, self.swapped, self.pending, self.mem
         self.admit_arrivals(t if self.t_seen is None else self.t_seen)
@@ -294,20 +385,21 @@ class EngineRun:
         self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
         self.bw.append(self.work)
         if t >= self.horizon:
-            return False
+            self.over = True
+            return None
         if self.progress is not None and t >= self.next_report:
             self.progress(t, self.na)
             self.next_report = t + 1.0 + 0.02 * t
-        window = self.window
-        if window:
+        if self.window:
             self.show_waiting()
         arr, na, n = self.arr, self.na, self.n
         if not hold.residents and not swapped:
             if na >= n:
-                return False
+                self.over = True
+                return None
             self.t = max(t, min(self.horizon, arr[na]))
             self.t_seen = None
-            return True
+            return None
         async_scheduling = self.async_scheduling
         if async_scheduling and self.k_max0 is not None:
             # requests finished in the batch in flight still hold their max_num_seqs slots
@@ -317,7 +409,7 @@ class EngineRun:
                 self.release(self.lag_fin)
                 self.lag_fin = []
                 self.t_seen = None
-                return True
+                return None
         if mem is None:
             view, batch = self.ask(hold.residents, t, None)
             extra_s = 0.0
@@ -332,17 +424,19 @@ class EngineRun:
                 self.release(self.lag_fin)
                 self.lag_fin = []
                 self.t_seen = None
-                return True
+                return None
             if extra_s > 0:
-                self.t = t + extra_s
+                self.cur = None
+                self.t = t = t + extra_s
                 self.busy += extra_s
-                return True
+                return t
             if na >= n:
-                return False
+                self.over = True
+                return None
             self.t = min(self.horizon, arr[na])
-            return True
+            return None
         by_id = self.by_id
-        record, compose, emit_at_prefill, ks = self.record, self.compose, self.emit_at_prefill, self.ks
+        record, compose, ks = self.record, self.compose, self.ks
         tokens = batch.tokens
         if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
             if mem is not None:
@@ -350,6 +444,7 @@ class EngineRun:
                 ctxs = [kv[rid] for rid in batch.decode]
                 tau = compose([(m, kv[rid]) for rid, m in batch.prefill], ctxs)
             else:
+                emit_at_prefill = self.emit_at_prefill
                 ctxs = [by_id[rid].prefilled + by_id[rid].decoded - emit_at_prefill for rid in batch.decode]
                 tau = compose([(m, by_id[rid].prefilled) for rid, m in batch.prefill], ctxs)
             kvr = sum(ctxs)
@@ -361,8 +456,8 @@ class EngineRun:
         else:
             kvr = 0
             tau = self.tau_b[tokens]
-        rec = self.rec
         if record:
+            rec = self.rec
             rec["t_s"].append(t)
             rec["prefill_tokens"].append(batch.prefill_tokens)
             rec["decode_tokens"].append(batch.decode_tokens)
@@ -375,7 +470,8 @@ class EngineRun:
             rec["kv_tokens"].append(kvr)
         if self.batches is not None:
             self.batches.append(batch)
-        t0 = t
+        self.cur = batch
+        self.t0 = t
         t += tau
         if extra_s:
             t += extra_s
@@ -383,12 +479,30 @@ class EngineRun:
         self.n_iter += 1
         self.busy += tau + extra_s
         self.tok_served += tokens
-        if async_scheduling:
+        return t
+
+    def finish(self):
+        """The second half of an iteration, at the end ``t`` of the batch :meth:`begin` formed: the
+        arrivals up to ``t`` come in first (at equal times arrivals precede a batch's end), then every
+        request of the batch advances (prefill chunks, the first token of a completed prefill with
+        ``emit_at_prefill``, decode tokens, KV grown) and the finished ones are released.  Returns the
+        finished requests (with async scheduling, those released now: the previous batch's), or ``None``
+        when no batch was in flight (a pass that only swapped in)."""
+        batch = self.cur
+        if batch is None:
+            return None
+        self.cur = None
+        t0, t = self.t0, self.t
+        if self.async_scheduling:
             self.admit_arrivals(t0)  # the next batch was scheduled while this one ran
             self.t_seen = t0
         else:
             self.admit_arrivals(t)
-        work = self.work - tokens
+        mem, hold, labels = self.mem, self.hold, self.labels
+        record, emit_at_prefill, window = self.record, self.emit_at_prefill, self.window
+        emitted = [] if labels is not None else None
+        by_id = self.by_id
+        work = self.work - batch.tokens
         if batch.prefill and batch.decode:
             self.mixed_iters += 1
         done = False
@@ -417,11 +531,13 @@ class EngineRun:
                 grown += m
             if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
                 pdn[rid] = t
-                if emit_at_prefill and r.decoded == 0:  # the prefill's iteration gives the first token
+                if emit_at_prefill and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the 1st token
                     r.decoded = 1
                     ftk[rid] = t
                     work -= 1
                     useful += 1
+                    if emitted is not None:
+                        emitted.append(r)
             if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
                 done = True
                 fin[rid] = t
@@ -437,25 +553,34 @@ class EngineRun:
                 fin[rid] = t
                 done = True
         self.work = work
+        if labels is not None:  # tokens left per label (a network's buffers): this batch's are served
+            for rid, m in batch.prefill:
+                labels[by_id[rid].label] -= m
+            for rid in batch.decode:
+                labels[by_id[rid].label] -= 1
+            for r in emitted:
+                labels[r.label] -= 1
         if mem is not None:
             mem.used += grown
             if record:
-                rec["kv_used"].append(mem.used)
+                self.rec["kv_used"].append(mem.used)
         finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
             if done else []
-        if async_scheduling:
+        if self.async_scheduling:
             # the batch after this one was scheduled before this one's outputs were read: requests
             # finished here hold their slot and KV through it (vLLM's async scheduling)
             lag_ids = {r.rid for r in self.lag_fin}
             self.release(self.lag_fin)
-            self.lag_fin = [r for r in finished if r.rid not in lag_ids]
+            finished, self.lag_fin = self.lag_fin, [r for r in finished if r.rid not in lag_ids]
         else:
             self.release(finished)
         if record and paged:
+            rec = self.rec
             rec["resident"].append(len(mem.nblk))
-            rec["waiting"].append(len(hold.residents) - len(mem.nblk) + len(swapped) + len(pending) + self.n_parked)
+            rec["waiting"].append(len(hold.residents) - len(mem.nblk) + len(self.swapped) + len(self.pending)
+                                  + self.n_parked)
             rec["useful_tokens"].append(useful + len(batch.decode))
-        return True
+        return finished
 
     def result(self) -> dict:
         """The run's outcome as :func:`run_generic` returns it (plain lists and numbers)."""

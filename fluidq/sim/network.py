@@ -40,8 +40,12 @@ KV cache: a station whose engine has ``kv_capacity_tokens`` applies the single-e
 rules batch by batch (:class:`fluidq.kernel.memory.StationMemory`: rejection at arrival, admission,
 preemption by the engine's ``memory`` -- token or block KV, prefix caching, reservation, recompute or swap,
 victim rule) and never skips runs (memory can bind at any batch, so it always hands over to
-``select(view)``); its view is every resident, in arrival order.  The horizon means what it means in
-:func:`fluidq.simulate`: no batch starts at or after it, and the batches in progress are completed.
+``select(view)``); its view is every resident, in arrival order.  Such a station is the kernel's engine
+itself: a fed :class:`fluidq.kernel.step.EngineRun` (``simulate``'s ``select()`` loop) that the network's
+clock offers its hops to and steps -- ``begin`` at a batch's start, ``finish`` at its end -- so its batch
+rule, memory pass, token accounting and first token from the prefill are written once.  The horizon
+means what it means in :func:`fluidq.simulate`: no batch starts at or after it, and the batches in
+progress are completed.
 
 Cost per batch: for the built-in schedulers (a :class:`~fluidq.policies.Scheduler` with a static
 order such as FCFS) the view holds only the residents that can enter the batch -- the first
@@ -253,6 +257,7 @@ class _StationState:
         self.run = None
         self.routing = False
         self.mem = None  # StationMemory of a station with a KV cache (then every batch runs select(view))
+        self.engine_run = None  # the kernel's EngineRun of a station with a KV cache (fed by the network)
         # vLLM's engine: the iteration completing a prefill gives the first output token (no run skipping)
         self.emit = bool(getattr(self.engine, "prefill_emits_token", False))
 
@@ -340,29 +345,37 @@ def _fast_budget(station):
     return budget
 
 
-def _with_memory(s, swap_s, buf_tokens):
-    """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its KV state and the single-engine
-    kernel's batch-time table; a preemption by recomputation puts the discarded tokens back into the
-    station's and the buffer's remaining tokens, a prefix-cache hit takes the reused ones off."""
-    from ..kernel.memory import StationMemory
+def _with_memory(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked):
+    """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its engine: the kernel's
+    :class:`~fluidq.kernel.step.EngineRun`, fed by the network (``fed=True``) and stepped by its clock
+    (``begin`` at a batch's start, ``finish`` at its end), with the single-engine kernel's batch-time table
+    and memory rules (:class:`~fluidq.kernel.memory.StationMemory`).  It keeps the station's remaining
+    tokens (``work``) and the buffers' (``buf_tokens``, by each task's label): served tokens come off, a
+    preemption by recomputation puts the discarded ones back, a prefix-cache hit takes the reused ones
+    off.  Its requests by id are the station's ``tasks``; never-schedulable prompts and, with
+    ``check_batches``, batch violations are reported into ``blocked`` and ``violations``."""
+    from ..kernel.step import EngineRun
     from .core import _tau_table
 
-    eng = s.engine
+    eng, name = s.engine, s.s.name
+    tau_b, ks = _tau_table(eng)
 
-    def on_preempt(r, held, recomputed):
-        if recomputed:
-            s.work += held
-            buf_tokens[r.label] += held
+    def on_violation(t, bad):
+        violations.extend(f"{name} t={t:.6g}: {m}" for m in bad[:3])
 
-    def on_reuse(r, tokens):
-        s.work -= tokens
-        buf_tokens[r.label] -= tokens
+    def on_blocked(rids):
+        tasks = run.by_id
+        for rid in rids:
+            blocked.add((name, tasks[rid].label))
 
-    s.mem = StationMemory(s.policy, eng.kv_capacity_tokens, eng.memory, eng.memory.preemption, swap_s,
-                          on_preempt, on_reuse)
-    s.tau_b, s.ks = _tau_table(eng)
-    s.compose = getattr(eng.batch_time, "composition_time", None)
-    s.batch_start = 0.0
+    run = EngineRun((), (), (), policy=s.policy, b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
+                    horizon=horizon, record=False, check=bool(check_batches), kv_cap=eng.kv_capacity_tokens,
+                    preemption=eng.memory.preemption, swap_s_per_token=swap_s, memory=eng.memory,
+                    compose=getattr(eng.batch_time, "composition_time", None), emit_at_prefill=s.emit,
+                    fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation)
+    s.engine_run = run
+    s.mem = run.mem
+    s.tasks = run.by_id
 
 
 _TABLE_MAX = 1 << 15
@@ -940,7 +953,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     hops: list | None = [] if record_hops else None
     for s in stations:
         if s.engine.kv_capacity_tokens is not None:
-            _with_memory(s, swap_s, buf_tokens)
+            _with_memory(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked)
 
     heap: list = []
     nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
@@ -1033,7 +1046,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             buf_tokens.setdefault(label, 0)
             rank = s.rank.get(hop.name, s.low)
             dq = s.pre[rank]
-        if s.mem is not None and s.mem.rejects(p, d):
+        er = s.engine_run
+        if er is not None and er.refuses(p, d):
             reject(job, cont)
             return
         rid = next_rid()
@@ -1053,12 +1067,13 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         task.cont = cont
         task.rank = rank
         task.label = label
-        s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
-        s.work += p + d
-        if s.mem is None:
+        if er is None:
+            s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
+            s.work += p + d
             dq.append(task)
         else:
-            s.mem.add(task)
+            er.offer(task)  # (into its tasks, work and memory)
+            s.work = er.work
         buf_tokens[label] += p + d
         if s.routing:
             return  # the station starts its next batch once every finished request has moved on
@@ -1391,94 +1406,34 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         s.batch = batch
         hpush(heap, (now + dt, now, s.idx, nseq(), 1, s, None))
 
-    def mem_ask(s):
-        """The station's ``ask(visible, now, kv_free)`` for its StationMemory: ``policy.select`` on a view."""
-        eng, pol, name, tasks = s.engine, s.policy, s.s.name, s.tasks
-
-        def ask(visible, now, kv_free):
-            view = QueueView(requests=tuple(visible), now_s=now, b_max=eng.b_max, k_max=eng.k_max,
-                             kv_free_tokens=kv_free)
-            batch = pol.select(view)
-            if batch.blocked:
-                for rid in batch.blocked:
-                    blocked.add((name, tasks[rid].label))
-            if check_batches:
-                v = batch_violations(batch, view)
-                if v:
-                    violations.extend(f"{name} t={now:.6g}: {m}" for m in v[:3])
-            return view, batch
-        return ask
-
     def mem_batch(s, now):
-        """Start the next batch of a station with a KV cache (the generic kernel's iteration)."""
-        mem = s.mem
-        batch, extra = mem.form(now, s.ask)
-        if batch is None or batch.empty:
-            if extra > 0:  # only swaps this time: the station is busy moving KV, then tries again
-                s.busy = True
-                s.batch = None
-                hpush(heap, (now + extra, now, s.idx, nseq(), 3, s, None))
-            else:
-                s.busy = False
+        """Start the next batch of a station with a KV cache: its EngineRun's ``begin`` (the kernel's batch
+        rule and memory rules); a pass that only swaps in keeps the station busy for the swap time."""
+        er = s.engine_run
+        end = er.begin(now)
+        s.work = er.work  # (recomputation and prefix reuse change it)
+        if end is None:
+            s.busy = False
             return
-        kv = mem.kv
-        if s.compose is not None:
-            tau = s.compose([(m, kv[rid]) for rid, m in batch.prefill], [kv[rid] for rid in batch.decode])
-        elif s.ks:
-            tau = s.tau_b[batch.tokens] + s.ks * sum(kv[rid] for rid in batch.decode)
-        else:
-            tau = s.tau_b[batch.tokens]
-        end = now + tau
-        if extra:
-            end += extra
         s.busy = True
-        s.batch = batch
-        s.batch_start = now
         hpush(heap, (end, now, s.idx, nseq(), 1, s, None))
 
     def mem_end(s, now):
-        """End the batch of a station with a KV cache: tokens served, KV grown, finished hops move on."""
+        """End the batch of a station with a KV cache (its EngineRun's ``finish``: tokens served, KV grown,
+        the finished released); its finished hops move on.  After a pass that only swapped in, the station
+        tries again."""
         nonlocal n_batches
-        batch = s.batch
-        s.batch = None
+        er = s.engine_run
+        fin = er.finish()
+        s.work = er.work
+        if fin is None:  # only swaps: no batch ran
+            s.busy = False
+            start_batch(s, now)
+            return
         n_batches += 1
-        mem, tasks = s.mem, s.tasks
-        t0 = s.batch_start
-        s.work -= batch.tokens
-        done = False
-        for rid, m in batch.prefill:
-            r = tasks[rid]
-            buf_tokens[r.label] -= m
-            if r.first_scheduled_s != r.first_scheduled_s:
-                r.first_scheduled_s = t0
-            r.prefilled += m
-            mem.grow(rid, m)
-            if r.prefilled >= r.prompt_tokens:
-                if s.emit and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the first token
-                    r.decoded = 1
-                    s.work -= 1
-                    buf_tokens[r.label] -= 1
-                if r.decoded >= r.output_tokens:
-                    done = True
-        for rid in batch.decode:
-            r = tasks[rid]
-            r.decoded += 1
-            buf_tokens[r.label] -= 1
-            mem.grow(rid, 1)
-            if r.decoded >= r.output_tokens:
-                done = True
-        fin = [r for r in mem.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
-            if done else []
-        for r in fin:
-            del tasks[r.rid]
-        mem.after_batch(fin)
         move_on(s, fin, now)
         if not s.busy:
             start_batch(s, now)
-
-    for s_ in stations:
-        if s_.mem is not None:
-            s_.ask = mem_ask(s_)
 
     def end_batch(s, now):
         batch = s.batch
@@ -1656,9 +1611,6 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 end_batch(st_, t)
             else:
                 mem_end(st_, t)
-        elif kind == 3:  # a station with a KV cache finished swapping in
-            st_.busy = False
-            start_batch(st_, t)
         else:
             if run_ is not st_.run:
                 events -= 1  # a run cut short by an arrival: stale event
