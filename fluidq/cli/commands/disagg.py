@@ -73,13 +73,11 @@ def _link_name(interconnect: str, args) -> str:
     return interconnect
 
 
-#: the library's parameter names -> this command's flags (an error raised below the CLI names the flag typed)
+#: this command's own parameter names -> its flags, beside the roofline's (``_roofline_args.FLAGS``) that
+#: ``named_by_flag`` knows (an error raised below the CLI names the flag typed)
 _FLAGS = {"rate_per_s": "--rate", "rate": "--rate", "gpus": "--gpus", "n_prefill": "--prefill-engines",
           "n_decode": "--decode-engines", "bandwidth_gbps": "--link-gbps", "latency_us": "--link-latency-us",
-          "prompt_tokens": "--input-len", "output_tokens": "--output-len",
-          "tensor_parallel_size": "--tensor-parallel-size", "gpu_memory_utilization": "--gpu-memory-utilization",
-          "max_num_seqs": "--max-num-seqs", "k_max": "--max-num-seqs", "max_num_batched_tokens":
-          "--max-num-batched-tokens", "b_max": "--max-num-batched-tokens"}
+          "prompt_tokens": "--input-len", "k_max": "--max-num-seqs", "b_max": "--max-num-batched-tokens"}
 
 
 def _tokens(flag: str, v: float) -> int:
@@ -106,18 +104,20 @@ def _load_text(x) -> str:
 
 def run(args):
     from ...errors import ParameterError
+    from ._roofline_args import named_by_flag
 
     try:
-        return _run(args)
+        with named_by_flag(_FLAGS):
+            return _run(args)
     except ParameterError as exc:
-        if "can hold one request" in str(exc.expected):  # an engine whose KV cache holds no request: the lengths
-            raise ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
-                                 f"lengths whose request fits the {exc.name} engine's KV cache "
-                                 f"({getattr(exc.value, 'kv_capacity_tokens', None)} tokens)") from None
-        flag = _FLAGS.get(exc.name)
-        if flag is None:
+        if exc.name not in ("prefill", "decode"):
             raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
+        # the pools' engines are built here from the flags: one whose KV cache holds no request (the capacity's
+        # "an engine that can hold one request") is the lengths' doing
+        kv = getattr(exc.value, "kv_capacity_tokens", None)
+        raise ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
+                             f"lengths whose {'prompt' if exc.name == 'prefill' else 'request'} fits the {exc.name} "
+                             f"engine's KV cache ({kv} tokens)") from None
 
 
 def _run(args):
