@@ -42,6 +42,7 @@ def _engines(args):
     from ...engine import Engine
     from ...models import ModelFacts, kv_capacity_estimate, load_gpu, load_model
     from .. import CliError
+    from ._roofline_args import memory_named
 
     if (args.model is None) == (args.model_config is None):
         raise CliError("give the model: --model NAME or --model-config config.json, one of them")
@@ -49,9 +50,11 @@ def _engines(args):
              else load_model(args.model, option="--model"))
     gpu = load_gpu(args.gpu, option="--gpu")
     rf = roofline(model, gpu, args.tensor_parallel_size)
-    kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                              tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
-                              max_num_seqs=args.k_max).tokens
+    with memory_named(gpu.name, args.tensor_parallel_size):  # the weights do not fit: --gpu, not gpu_memory_gib
+        kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib,
+                                  gpu_memory_utilization=args.gpu_memory_utilization,
+                                  tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
+                                  max_num_seqs=args.k_max).tokens
     pre = Engine(batch_time=rf, b_max=args.b_max, name="prefill")
     dec = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="decode")
     col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
