@@ -106,8 +106,8 @@ def run(args):
     inputs = [("--data", args.data), ("--load", args.load)]
     if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
-                                hint="the ranker is written as a NumPy .npz archive")
-        _check_save_replaceable(args.save)
+                                hint="the ranker is written as a NumPy .npz archive",
+                                replaceable=(_is_saved_ranker, "a ranker fluidq saved"))
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
@@ -280,26 +280,17 @@ def _undefined_tau(ev, lengths, prompts) -> str:
     return "; ".join(parts)
 
 
-def _check_save_replaceable(path: str) -> None:
-    """An existing ``--save`` file is replaced only when it is a ranker fluidq saved (or empty): a user's own
-    NumPy archive given by mistake is refused and left as it was."""
-    import os
-
+def _is_saved_ranker(path) -> bool:
+    """Whether an existing ``--save`` file is a ranker fluidq saved: a user's own NumPy archive given by
+    mistake is not replaced."""
     from ...errors import FluidqError
     from ...predict import LengthRanker
 
     try:
-        if os.stat(path).st_size == 0:
-            return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass  # (the loader says why)
-    try:
         LengthRanker.load(path)
     except FluidqError:
-        raise CliError(f"--save {path}: an existing file that is not a ranker fluidq saved, so it is not replaced; "
-                       "remove it or give a new name") from None
+        return False
+    return True
 
 
 def _input(option: str, path, what: str) -> None:
