@@ -271,8 +271,22 @@ MEANINGFUL_DIGITS = 4
 
 def fmt_load(x) -> str:
     """A load (a fraction of a capacity) for people: :data:`MEANINGFUL_DIGITS` significant digits, as the
-    report's tables print it (``0.7532``, ``1.126``); ``–`` when undefined."""
-    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+    report's tables print it (``0.7532``, ``1.126``); ``–`` when undefined.
+
+    Load 1 is the boundary between stable and unstable, so a load other than 1 never reads as 1: one that
+    rounds to it gets the digits that show its side (``0.99996`` -> ``0.99996``, not ``1.000``).
+
+    >>> fmt_load(0.7532), fmt_load(0.99996), fmt_load(1.00004), fmt_load(1), fmt_load(float("nan"))
+    ('0.7532', '0.99996', '1.00004', '1.000', '–')
+    """
+    text = fmt_value(x, digits=MEANINGFUL_DIGITS)
+    if not is_defined(x) or float(x) == 1:
+        return text
+    for digits in range(MEANINGFUL_DIGITS + 1, 18):  # 17 significant digits tell any two doubles apart
+        if float(text.replace(",", "")) != 1:
+            break
+        text = fmt_value(x, digits=digits)
+    return text
 
 
 def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED, digits: int | None = None) -> str:

@@ -95,16 +95,6 @@ def _tokens(flag: str, v: float) -> int:
     return integer(flag, int(v), minimum=1, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
 
 
-def _load_text(x) -> str:
-    """A load for the verdict line: never '1' for a load just below 1 (sizing at 1e5 req/s gives 0.99998)."""
-    from ...results import fmt_load
-
-    text = fmt_load(x)
-    if x < 1 <= float(text.replace(",", "")):
-        text = f"{x:.6g}" if float(f"{x:.6g}") < 1 else "just below 1"
-    return text
-
-
 def run(args):
     from ...errors import ParameterError
     from ._roofline_args import named_by_flag
@@ -125,6 +115,7 @@ def run(args):
 
 def _run(args):
     from ...capacity.disaggregated import compare, disaggregated_capacity, pd_region, size_pools
+    from ...results import fmt_load
     from ...validate.roofline import ERROR_NOTE
     from ...workload import Poisson, Workload
     from .. import CliError
@@ -180,7 +171,7 @@ def _run(args):
                     f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
                     f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
     if r.verdict is not None:
-        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {_load_text(r.load)})")
+        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)})")
     lines.append(f"estimate        {ERROR_NOTE}")
     emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
     return 0
