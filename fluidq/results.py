@@ -26,9 +26,7 @@ class Status(str, enum.Enum):
     inside the bracket could not be reached; the bracket is still valid) or ``unbracketed`` (no bracket
     found in the search range).
 
-    A status is one verdict: indexing, slicing or iterating it raises a ``TypeError`` (since 2026-12-06;
-    it is a ``str`` underneath, so ``status[0]`` used to give a letter).  Compare it, or read its text with
-    ``str()`` or ``.value``.
+    Compare it, or read its text with ``str()`` or ``.value``.
     """
 
     STABLE = "stable"
@@ -42,20 +40,6 @@ class Status(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-    # A status is one verdict, not a sequence: indexing or iterating it (a str underneath) is always a
-    # mistake, and the one it would hide is reading a result's status as the per-ray tuple that
-    # SimulatedRegion's ``status`` used to be (``sr.status[0]`` would silently be a letter).  Comparisons,
-    # ``str()``, ``.value``, ``in`` on text, formatting and JSON are unchanged.
-    def _not_a_sequence(self):
-        return TypeError(f"a Status is one verdict ({self.value!r}), not a sequence: compare it, or read its text "
-                         "with str() or .value (a SimulatedRegion's per-ray outcomes are its ray_status)")
-
-    def __getitem__(self, key):
-        raise self._not_a_sequence()
-
-    def __iter__(self):
-        raise self._not_a_sequence()
 
 
 class Result:
