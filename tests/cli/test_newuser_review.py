@@ -167,3 +167,21 @@ def test_simulate_run_line_separates_horizon_and_requests(capsys):
     rc, out, _ = run_cli(["simulate", "--requests", "10", "--horizon", "50", "--load", "0.5", "--policy", "sarathi",
                           "--no-progress"], capsys)
     assert rc == 0 and "run       50 s, 10 requests, seed 0" in out, out
+
+
+@pytest.mark.parametrize("meta, words", [
+    (None, "there is no profile_meta.yaml in it"),
+    ("model: acme/Unknown-9B\n", "names 'acme/Unknown-9B'"),
+    ("gpu: Test GPU\n", "names no model"),
+])
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--load", "0.5"], ["simulate", "--load", "0.5"]])
+def test_a_profile_dir_without_a_known_model_names_the_flag(tmp_path, capsys, meta, words, command):
+    """``capacity --profile-dir DIR`` on a folder without profile_meta.yaml said "DIR: profile_meta.yaml names
+    model None, which the shipped model facts do not hold; give model=": no flag, a file that is not there,
+    and a Python parameter the command line does not take (review 2026-12-06, a new user)."""
+    if meta is not None:
+        (tmp_path / "profile_meta.yaml").write_text(meta)
+    rc, out, err = run_cli([*command, "--profile-dir", str(tmp_path)], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"fluidq {command[0]}: error: --profile-dir {tmp_path}: expected ") and words in err, err
+    assert "model None" not in err and "give model=" not in err, err
