@@ -185,3 +185,14 @@ def test_a_profile_dir_without_a_known_model_names_the_flag(tmp_path, capsys, me
     assert rc == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"fluidq {command[0]}: error: --profile-dir {tmp_path}: expected ") and words in err, err
     assert "model None" not in err and "give model=" not in err, err
+
+
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--load", "0.5"], ["simulate", "--load", "0.5"],
+                                     ["region"], ["report"], ["latency", "--loads", "0.5"]])
+def test_an_unknown_profile_names_the_flag(capsys, command, tmp_path):
+    """``capacity --profile nosuch`` said "unknown profile 'nosuch'; known: ..." without the flag (``--policy``
+    and ``--policies`` said "unknown --policy"); nothing is written."""
+    extra = ["--out", str(tmp_path / "r")] if command == ["report"] else []
+    rc, out, err = run_cli([*command, "--profile", "nosuch", *extra], capsys)
+    assert rc == 2 and out == "" and err.startswith(f"fluidq {command[0]}: error: unknown --profile 'nosuch'; known: "), err
+    assert not (tmp_path / "r").exists()
