@@ -196,3 +196,30 @@ def test_an_unknown_profile_names_the_flag(capsys, command, tmp_path):
     rc, out, err = run_cli([*command, "--profile", "nosuch", *extra], capsys)
     assert rc == 2 and out == "" and err.startswith(f"fluidq {command[0]}: error: unknown --profile 'nosuch'; known: "), err
     assert not (tmp_path / "r").exists()
+
+
+def test_validate_run_on_a_folder_that_is_no_run_names_the_flag(tmp_path, capsys):
+    """``validate --run DIR`` on a folder without the run's files said "DIR: no vllm_requests.jsonl or ..."
+    without --run; it is refused before --out is made."""
+    (tmp_path / "notes.txt").write_text("not a run\n")
+    out = tmp_path / "report"
+    rc, text, err = run_cli(["validate", "--run", str(tmp_path), "--out", str(out)], capsys)
+    assert rc == 2 and text == "" and err.count("\n") == 1, err
+    assert err.startswith(f"fluidq validate: error: --run {tmp_path}: expected a run folder") and "requests" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, content, words", [
+    ("--data", "", "no rows"),
+    ("--data", "a,b\n1,2\n", "not valid JSON"),
+    ("--data", None, "no such file"),
+    ("--load", "a,b\n1,2\n", "not a saved fluidq length ranker"),
+])
+def test_pars_names_the_flag_of_a_file_it_cannot_read(tmp_path, capsys, flag, content, words):
+    """``pars --data empty.csv`` said "empty.csv: no rows" and ``--load x`` "x: not a saved fluidq length
+    ranker" without the flag."""
+    path = tmp_path / "x.csv"
+    if content is not None:
+        path.write_text(content)
+    rc, out, err = run_cli(["pars", flag, str(path)], capsys)
+    assert rc == 2 and out == "" and err.startswith(f"fluidq pars: error: {flag}: ") and words in err, err

@@ -127,7 +127,7 @@ def run(args):
         _input("--load", args.load, "saved ranker")
     delta = 0.2 if args.delta is None else args.delta
     fit_kw = {"method": args.ranker, **({"delta": delta} if args.ranker == "pairwise" else {})}
-    ds = load_lengths(args.data, unit=args.unit)
+    ds = _named("--data", load_lengths, args.data, unit=args.unit)
     model = args.model or ds.models[0]
     L = ds.of(model)
     train_L, pool_kw = L, {}
@@ -144,7 +144,7 @@ def run(args):
     tr, te = ds.split(args.test_fraction, rng=args.seed)
     tr, te = tr[np.isfinite(L[tr])], te[np.isfinite(L[te])]
     if args.load:
-        rk = LengthRanker.load(args.load)
+        rk = _named("--load", LengthRanker.load, args.load)
     else:
         rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
@@ -291,6 +291,17 @@ def _is_saved_ranker(path) -> bool:
     except FluidqError:
         return False
     return True
+
+
+def _named(option: str, read, path, **kw):
+    """``read(path, **kw)``, a file the reader refuses (a ``DataError``: no such table, no rows, not JSON, not a
+    saved ranker ...) said under ``option``, the flag that gave the path."""
+    from ...errors import DataError
+
+    try:
+        return read(path, **kw)
+    except DataError as exc:
+        raise CliError(f"{option}: {exc}") from None
 
 
 def _input(option: str, path, what: str) -> None:
