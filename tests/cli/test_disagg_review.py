@@ -32,6 +32,8 @@ M = ["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100"]
     (["--rate", "5", "--output-len", "nan"], "--output-len"),
     (["--rate", "5", "--input-len", "1e9"], "--input-len"),
     (["--rate", "5", "--input-len", "600000"], "--input-len/--output-len"),  # more than the decode KV cache
+    (["--prefill-engines", "1", "--decode-engines", "1", "--input-len", "600000"], "--input-len/--output-len"),
+    (["--gpus", "4", "--input-len", "600000"], "--input-len/--output-len"),  # was co-located 0.19 req/s vs 0
     (["--rate", "5", "--tensor-parallel-size", "0"], "--tensor-parallel-size"),
     (["--rate", "5", "--tensor-parallel-size", "3"], "--tensor-parallel-size"),
     (["--rate", "5", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),

@@ -107,14 +107,21 @@ def run(args):
             raise
         # the pools' engines are built here from the flags: one whose KV cache holds no request (the capacity's
         # "an engine that can hold one request") is the lengths' doing
-        kv = getattr(exc.value, "kv_capacity_tokens", None)
-        raise ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
-                             f"lengths whose {'prompt' if exc.name == 'prefill' else 'request'} fits the {exc.name} "
-                             f"engine's KV cache ({kv} tokens)") from None
+        raise _lengths_too_long(args, exc.name, exc.value) from None
+
+
+def _lengths_too_long(args, name: str, engine):
+    """The refusal of lengths whose request (or prompt, for the prefill pool) the ``name`` engine's KV cache
+    cannot hold, naming the length flags."""
+    from ...errors import ParameterError
+
+    return ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
+                          f"lengths whose {'prompt' if name == 'prefill' else 'request'} fits the {name} engine's "
+                          f"KV cache ({getattr(engine, 'kv_capacity_tokens', None)} tokens)")
 
 
 def _run(args):
-    from ...capacity.disaggregated import compare, disaggregated_capacity, pd_region, size_pools
+    from ...capacity.disaggregated import compare, decode_rate, disaggregated_capacity, pd_region, size_pools
     from ...results import fmt_load
     from ...validate.roofline import ERROR_NOTE
     from ...workload import Poisson, Workload
@@ -141,6 +148,8 @@ def _run(args):
     rf, pre, dec, col, link, kv = _engines(args)
     wl = Workload(arrival=Poisson(rate_per_s=1.0 if args.rate is None else args.rate), prompt_tokens=prompt,
                   output_tokens=output)
+    if decode_rate(dec, wl)[0] <= 0:  # no request fits a decode engine: every question's answer would be 0
+        raise _lengths_too_long(args, "decode", dec)
     kvb = rf.model.kv_bytes_per_token()
     deployment = {"batch_time": rf.to_dict(), "b_max": args.b_max, "k_max": args.k_max,
                   "gpu_memory_utilization": args.gpu_memory_utilization, "decode_kv_cache_tokens": kv,
