@@ -223,3 +223,15 @@ def test_pars_names_the_flag_of_a_file_it_cannot_read(tmp_path, capsys, flag, co
         path.write_text(content)
     rc, out, err = run_cli(["pars", flag, str(path)], capsys)
     assert rc == 2 and out == "" and err.startswith(f"fluidq pars: error: {flag}: ") and words in err, err
+
+
+def test_capacity_load_just_off_1_reads_on_its_side(capsys):
+    """``capacity --rate`` at 1.00004 x capacity printed "load 1.000 of capacity ... (above 1: no scheduler keeps
+    up)" and at 0.99996 x "load 1.000": the line rounded the load to 4 digits, not through fmt_load."""
+    rc, out, _ = run_cli(["capacity", "--json"], capsys)
+    cap = json.loads(out)["requests_per_s"]
+    for f, word in ((1.00004, "1.00004"), (0.99996, "0.99996")):
+        rc, out, err = run_cli(["capacity", "--rate", repr(cap * f)], capsys)
+        line = next(ln for ln in out.splitlines() if ln.startswith("load"))
+        assert rc == 0 and line.split()[1] == word, line
+        assert ("no scheduler keeps up" in line) is (f > 1), line

@@ -137,7 +137,9 @@ def _offered(rate_per_s: float, mean_tokens: float, capacity_tokens_per_s: float
     line of the human answer. No request can be served (capacity 0): the load is undefined, null in the JSON."""
     offered = rate_per_s * mean_tokens
     load = offered / capacity_tokens_per_s if capacity_tokens_per_s > 0 else None
-    line = (f"load            {_n(load)} of capacity: {rate_per_s:g} req/s x {mean_tokens:g} tokens = "
+    from ...results import fmt_load
+
+    line = (f"load            {fmt_load(load)} of capacity: {rate_per_s:g} req/s x {mean_tokens:g} tokens = "
             f"{_n(offered)} tokens/s offered"
             + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
             + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
