@@ -26,9 +26,7 @@ class Status(str, enum.Enum):
     inside the bracket could not be reached; the bracket is still valid) or ``unbracketed`` (no bracket
     found in the search range).
 
-    A status is one verdict: indexing, slicing or iterating it raises a ``TypeError`` (since 2026-12-06;
-    it is a ``str`` underneath, so ``status[0]`` used to give a letter).  Compare it, or read its text with
-    ``str()`` or ``.value``.
+    Compare it, or read its text with ``str()`` or ``.value``.
     """
 
     STABLE = "stable"
@@ -42,20 +40,6 @@ class Status(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
-
-    # A status is one verdict, not a sequence: indexing or iterating it (a str underneath) is always a
-    # mistake, and the one it would hide is reading a result's status as the per-ray tuple that
-    # SimulatedRegion's ``status`` used to be (``sr.status[0]`` would silently be a letter).  Comparisons,
-    # ``str()``, ``.value``, ``in`` on text, formatting and JSON are unchanged.
-    def _not_a_sequence(self):
-        return TypeError(f"a Status is one verdict ({self.value!r}), not a sequence: compare it, or read its text "
-                         "with str() or .value (a SimulatedRegion's per-ray outcomes are its ray_status)")
-
-    def __getitem__(self, key):
-        raise self._not_a_sequence()
-
-    def __iter__(self):
-        raise self._not_a_sequence()
 
 
 class Result:
@@ -271,8 +255,22 @@ MEANINGFUL_DIGITS = 4
 
 def fmt_load(x) -> str:
     """A load (a fraction of a capacity) for people: :data:`MEANINGFUL_DIGITS` significant digits, as the
-    report's tables print it (``0.7532``, ``1.126``); ``–`` when undefined."""
-    return fmt_value(x, digits=MEANINGFUL_DIGITS)
+    report's tables print it (``0.7532``, ``1.126``); ``–`` when undefined.
+
+    Load 1 is the boundary between stable and unstable, so a load other than 1 never reads as 1: one that
+    rounds to it gets the digits that show its side (``0.99996`` -> ``0.99996``, not ``1.000``).
+
+    >>> fmt_load(0.7532), fmt_load(0.99996), fmt_load(1.00004), fmt_load(1), fmt_load(float("nan"))
+    ('0.7532', '0.99996', '1.00004', '1.000', '–')
+    """
+    text = fmt_value(x, digits=MEANINGFUL_DIGITS)
+    if not is_defined(x) or float(x) == 1:
+        return text
+    for digits in range(MEANINGFUL_DIGITS + 1, 18):  # 17 significant digits tell any two doubles apart
+        if float(text.replace(",", "")) != 1:
+            break
+        text = fmt_value(x, digits=digits)
+    return text
 
 
 def fmt_value(x, spec: str = ".4g", *, undefined: str = UNDEFINED, digits: int | None = None) -> str:

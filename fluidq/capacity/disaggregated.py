@@ -277,6 +277,8 @@ def colocated_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1
         limits["k_max"] = float(engine.k_max)
     if engine.kv_capacity_tokens is not None:
         limits["kv_cache"] = engine.kv_capacity_tokens / kv_bar
+        if limits["kv_cache"] < 1:  # the KV cache holds no request: none is served (decode_rate's rule)
+            return 0.0
     N = max(1.0, min(limits.values()))
     t_dec = float(_t(engine, N, N * kv_bar))
     chunk = max(1.0, engine.b_max - N)

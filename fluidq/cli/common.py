@@ -331,7 +331,7 @@ def _link_text(text: str) -> str:
 
 
 def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffixes=None, what: str = "file",
-                hint: str | None = None) -> str:
+                hint: str | None = None, replaceable=None) -> str:
     """Check a path a command will write, before any work; return the path that will be written.
 
     Every CLI option that writes a file (``--plot``, ``--plot-network``, ``--csv``, ``--save``...) goes
@@ -346,10 +346,14 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     the one matplotlib takes from the extension: a path without one gets ``.png`` (what matplotlib
     writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
     name the user gave).  An existing regular file given as the output is replaced (it is the output
-    asked for), except, for a figure, a file fluidq cannot tell it wrote: a PNG, PDF, SVG, EPS, PS or PGF
-    without matplotlib's mark (every figure fluidq writes in those formats carries it: a user's photo
-    ``x.png``, a PDF paper or a text file so named is refused), or a JPEG, GIF, TIFF, WebP or AVIF that is
-    not an image of that format (matplotlib leaves no mark in those).
+    asked for) when it is empty or fluidq can tell it wrote it; else it is refused, naming ``option``, and
+    left as it was.  A figure fluidq wrote is a PNG, PDF, SVG, EPS, PS or PGF with matplotlib's mark (every
+    figure fluidq writes in those formats carries it: a user's photo ``x.png``, a PDF paper or a text file
+    so named is refused), or a JPEG, GIF, TIFF, WebP or AVIF that is an image of that format (matplotlib
+    leaves no mark in those).  Any other output says what it wrote with ``replaceable = (test, kind)``:
+    ``test(path)`` is true for a file fluidq wrote (it may raise ``OSError``: the refusal says why it could
+    not read the file), ``kind`` names such a file in the refusal ("a sweep table"); without it any
+    existing file is replaced.
     The file itself is written later by a temporary file and a rename
     (:func:`fluidq._io.write_output`).
     """
@@ -403,15 +407,46 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
             raise ParameterError(option, text, "a file name ending in one of "
                                  + ", ".join("." + f for f in sorted(formats)), "the figure format comes from "
                                  "the extension")
-        elif st is not None and not _replaceable_figure(p):
-            raise CliError(f"{option} {text}: an existing file that is not a {suffix[1:].upper()} figure (fluidq "
-                           "did not write it), so it is not replaced; remove it or give a new name")
+        elif st is not None:
+            _check_replaceable(option, text, p, st, _replaceable_figure, f"a {suffix[1:].upper()} figure")
     elif suffixes is not None and suffix not in suffixes:
         raise ParameterError(option, text, f"a file name ending in {' or '.join(suffixes)}", hint)
+    elif st is not None and replaceable is not None:
+        _check_replaceable(option, text, p, st, *replaceable)
     parent = p.parent
     if not parent.is_dir():
         raise ParameterError(option, text, f"a path in an existing folder (there is no folder {str(parent)!r})")
     return str(p)
+
+
+def _check_replaceable(option: str, text: str, p: Path, st, test, kind: str) -> None:
+    """The one refusal of an existing output file fluidq cannot tell it wrote (``test(p)`` false): an empty
+    file is replaced (nothing is lost), any other is left as it was, naming ``option``."""
+    from .._io import _os_reason
+    from . import CliError
+
+    if st.st_size == 0:
+        return
+    try:
+        ours = test(p)
+    except OSError as exc:
+        raise CliError(f"{option} {text}: cannot read the existing file to check that fluidq wrote it "
+                       f"({_os_reason(exc)}), so it is not replaced; remove it or give a new name") from None
+    if not ours:
+        raise CliError(f"{option} {text}: an existing file that is not {kind} (fluidq did not write it), so it is "
+                       "not replaced; remove it or give a new name")
+
+
+def file_head(p, n: int = 1 << 16) -> bytes:
+    """The first ``n`` bytes of an existing output file, read without blocking (a path swapped for a FIFO
+    since :func:`output_file`'s check cannot hang the command); ``OSError`` when it cannot be read."""
+    import os
+
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        return os.read(fd, n)
+    finally:
+        os.close(fd)
 
 
 #: the first bytes of the raster formats matplotlib writes without its mark: an image of the format its name says
@@ -423,19 +458,11 @@ def _replaceable_figure(p: Path) -> bool:
     """Whether an existing file given as a figure may be replaced: it carries matplotlib's mark (PNG's
     ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF), or, for the formats in which
     matplotlib leaves none (JPEG, GIF, TIFF, WebP, AVIF), it is an image of the format its extension
-    names; a user's own PNG, or a document or data file that only has such a name, is not."""
+    names; a user's own PNG, or a document or data file that only has such a name, is not (``OSError``: the
+    file cannot be read)."""
     import zlib
 
-    import os
-
-    try:  # non-blocking: a path swapped for a FIFO since the check cannot hang the command
-        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        try:
-            head = os.read(fd, 1 << 16)
-        finally:
-            os.close(fd)
-    except OSError:
-        return False
+    head = file_head(p)
     suffix = p.suffix.lower()
     if suffix == ".svgz" and head[:2] == b"\x1f\x8b":
         try:

@@ -104,5 +104,5 @@ def load_profile(name: str = DEFAULT_PROFILE, *, option: str = "name") -> Profil
                              f"option out for the default, {DEFAULT_PROFILE})")
     profiles = _all()
     if name not in profiles:
-        raise UnknownNameError("profile", name, profiles)
+        raise UnknownNameError("profile" if option == "name" else option, name, profiles)  # "unknown --profile 'x'"
     return profiles[name]

@@ -23,7 +23,7 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Result, Status, plain
 
-__all__ = ["MAX_RAYS", "SimulatedRegion", "check_rays", "simulated_region"]
+__all__ = ["MAX_RAYS", "RayStatus", "SimulatedRegion", "check_rays", "simulated_region"]
 
 #: Most rays of one simulated region, over all the policies of one call (each ray is one threshold
 #: search: up to :data:`SEARCH_SETS` sets of replicated simulations, a fraction of a second to a few seconds
@@ -49,6 +49,31 @@ def check_rays(n_rays, n_policies: int = 1, *, name: str = "n_rays", policies_na
 
 #: the order of the search outcomes, least resolved last (a region's ``status`` is its worst ray's)
 _RANK = {Status.RESOLVED: 0, Status.INCONCLUSIVE: 1, Status.UNBRACKETED: 2}
+#: what a ray's text adds where the bracket's top was capped at the engine's region
+CAPPED_NOTE = " (bracket capped at the engine's region)"
+
+
+class RayStatus(str):
+    """One ray's threshold search: its text is ``find_threshold``'s status, with :data:`CAPPED_NOTE` where the
+    bracket's top was capped at the engine's region (``"resolved (bracket capped at the engine's region)"``):
+    what :attr:`SimulatedRegion.ray_status` and the JSON show.  ``outcome`` (the search's
+    :class:`~fluidq.results.Status`) and ``capped`` are the ray's data, read without parsing the text."""
+
+    def __new__(cls, outcome, capped: bool = False):
+        try:
+            outcome = Status(outcome)
+        except ValueError:
+            raise ParameterError("outcome", outcome, "a threshold search's status: "
+                                 + ", ".join(s.value for s in _RANK)) from None
+        if outcome not in _RANK:
+            raise ParameterError("outcome", outcome, "a threshold search's status: "
+                                 + ", ".join(s.value for s in _RANK))
+        obj = super().__new__(cls, outcome.value + (CAPPED_NOTE if capped else ""))
+        obj.outcome, obj.capped = outcome, bool(capped)
+        return obj
+
+    def __getnewargs__(self):
+        return self.outcome, self.capped
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,21 +94,20 @@ class SimulatedRegion(Result):
         so no point lies outside the engine's region; ``ray_status`` says where the cap applied.
     engine_scale : ndarray
         Each point's ``scale`` in the engine's region (``1`` = on its boundary).
-    ray_status : tuple of str
-        ``find_threshold``'s status per ray (``"resolved"``, ``"inconclusive"``, ``"unbracketed"``, with
-        ``" (bracket capped at the engine's region)"`` where the cap applied).  ``to_dict()`` writes it under
-        the key ``"status"`` (the JSON of ``fluidq region --simulate``, unchanged).
+    ray_status : tuple of RayStatus
+        ``find_threshold``'s status per ray, as text (``"resolved"``, ``"inconclusive"``, ``"unbracketed"``,
+        with ``" (bracket capped at the engine's region)"`` where the cap applied) that carries the ray's
+        ``outcome`` (a Status) and ``capped``; a Status (or its text) given for a ray is an uncapped
+        :class:`RayStatus`.  ``to_dict()`` writes the texts under the key ``"status"`` (the JSON of
+        ``fluidq region --simulate``, unchanged).
     status : Status
         The region's outcome as one :class:`~fluidq.results.Status`, that of the protocol
-        (:class:`fluidq.results.Result`): its least resolved ray -- ``UNBRACKETED`` if a ray's threshold was
-        not bracketed, else ``INCONCLUSIVE`` if a ray's bracket could not be narrowed as asked, else
-        ``RESOLVED`` (a capped bracket is still resolved).
+        (:class:`fluidq.results.Result`): its least resolved ray's ``outcome`` -- ``UNBRACKETED`` if a ray's
+        threshold was not bracketed, else ``INCONCLUSIVE`` if a ray's bracket could not be narrowed as asked,
+        else ``RESOLVED`` (a capped bracket is still resolved).
 
-    Until 2026-12-06 ``status`` was the old name of ``ray_status`` (the per-ray tuple).  Code that still
-    reads it as a tuple fails loudly instead of reading something else: a :class:`~fluidq.results.Status`
-    refuses indexing and iteration (``sr.status[0]``, ``for s in sr.status``, ``list(sr.status)`` raise a
-    ``TypeError`` naming ``ray_status``); only ``len(sr.status)`` and a comparison with a tuple (now
-    ``False``) do not raise.  Use ``ray_status`` for the rays.
+    Until 2026-12-06 ``status`` was the old name of ``ray_status`` (the per-ray tuple); use ``ray_status``
+    for the rays.  A Status is a ``str``, so ``sr.status[0]`` is now its first letter.
     """
 
     label: str
@@ -96,15 +120,22 @@ class SimulatedRegion(Result):
     engine: Engine = field(repr=False, default=None)
     inputs: dict = field(default_factory=dict, repr=False)
 
+    def __post_init__(self):
+        rays = []
+        for r in self.ray_status:
+            if not isinstance(r, RayStatus):
+                try:
+                    r = RayStatus(r)
+                except ParameterError:
+                    raise ParameterError("ray_status", r, "a threshold search's status per ray (a Status, or a "
+                                         "RayStatus(outcome, capped=True) for a capped bracket)") from None
+            rays.append(r)
+        object.__setattr__(self, "ray_status", tuple(rays))
+
     @property
     def status(self) -> Status:
         """The least resolved ray's outcome (see the class notes; the rays' own are :attr:`ray_status`)."""
-        worst = Status.RESOLVED
-        for st in self.ray_status:
-            ray = Status(str(st).split(" (", 1)[0])
-            if _RANK[ray] > _RANK[worst]:
-                worst = ray
-        return worst
+        return max((r.outcome for r in self.ray_status), key=_RANK.__getitem__, default=Status.RESOLVED)
 
     @property
     def vertices(self) -> np.ndarray:
@@ -115,7 +146,7 @@ class SimulatedRegion(Result):
         return plain({"label": self.label, "request_shapes": self.request_shapes,
                       "low_rate_per_s": self.low_rate_per_s, "high_rate_per_s": self.high_rate_per_s,
                       "points_tokens_per_s": self.points, "engine_scale": self.engine_scale,
-                      "status": list(self.ray_status), "inputs": self.inputs, "method": "simulation (find_threshold)"})
+                      "status": [str(r) for r in self.ray_status], "inputs": self.inputs, "method": "simulation (find_threshold)"})
 
 
 def _rays(n_rays: int, request_tokens: int) -> np.ndarray:
@@ -199,7 +230,7 @@ def simulated_region(engine: Engine, policy, *, request_shapes=None, n_rays: int
     # each ray, so the bracket's top is capped there (a finite-horizon bracket can reach past it)
     top = np.minimum(highs, lams)
     capped = highs > lams
-    status = [f"{st} (bracket capped at the engine's region)" if c else st for st, c in zip(status, capped)]
+    status = [RayStatus(st, capped=c) for st, c in zip(status, capped)]
     lows = np.minimum(lows, lams)
     mid = np.where(np.isfinite(top), 0.5 * (lows + top), lows)
     pts = shapes * mid[:, None]

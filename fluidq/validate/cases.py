@@ -33,9 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from .._io import read_bytes, read_text, toml_loads
 from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import Result, plain
+
+if TYPE_CHECKING:  # read_run is imported on use
+    from .runs import ServingRun
 
 __all__ = ["Row", "Case", "CaseResult", "load_cases", "run_case", "KINDS"]
 
@@ -219,7 +224,7 @@ def _n_layers(where: str, spec: dict) -> int:
     return int(spec["n_layers"])
 
 
-def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
+def _planned_kv(case: Case, spec: dict, run: ServingRun) -> tuple[int, str]:
     """The KV capacity of a run that does not record it: vLLM's memory planner estimated from the model's
     facts and the GPU memory the case states (:func:`fluidq.models.kv_capacity_estimate`), never a
     number written by hand."""
@@ -230,15 +235,15 @@ def _planned_kv(case: Case, spec: dict, run) -> tuple[int, str]:
             raise DataError(f"case {case.name}: [kv] needs {k!r} (the KV capacity is estimated by vLLM's memory "
                             "planner from the model and the GPU memory)")
     facts = spec["_facts"] if "_facts" in spec else load_model(spec["model"])
-    # the run's own vLLM options (vLLM's defaults for a run object that does not carry them)
-    util = float(spec.get("gpu_memory_utilization", getattr(run, "gpu_memory_utilization", 0.9)))
-    block, dtype = getattr(run, "block_size", 16), getattr(run, "kv_cache_dtype", "auto")
+    # the run's own vLLM options (ServingRun gives vLLM's defaults for those it does not record)
+    util = float(spec.get("gpu_memory_utilization", run.gpu_memory_utilization))
+    block, dtype = run.block_size, run.kv_cache_dtype
     est = kv_capacity_estimate(facts, gpu_memory_gib=float(spec["gpu_memory_gib"]),
                                gpu_memory_utilization=util, block_size=block,
                                kv_bytes_per_value=1 if dtype.startswith("fp8") else None,
                                tensor_parallel_size=run.tensor_parallel_size,
                                expert_parallel_size=(run.tensor_parallel_size * run.data_parallel_size
-                                                     if getattr(run, "expert_parallel", False) else None),
+                                                     if run.expert_parallel else None),
                                max_num_batched_tokens=run.max_num_batched_tokens, max_num_seqs=run.max_num_seqs)
     why = spec.get("gpu_memory_source", "the case file")
     return est.tokens, (f"not recorded by the run: {est.tokens:,} tokens estimated by vLLM's memory planner "

@@ -191,14 +191,19 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
     from ..batchtime.operators import lss_iteration_model
     from ..models import ModelFacts, find_model, kv_capacity_estimate, load_model
 
+    if model is None and not (folder / "profile_meta.yaml").is_file():
+        raise ParameterError("profile_dir", str(folder), "a folder of operator profiles in LLMServingSim's layout "
+                             "(profile_meta.yaml, profile_tp1_*.csv)", "there is no profile_meta.yaml in it, the "
+                             "file that names the profiled model")
     hf_id = _profile_model(folder)
     if isinstance(model, ModelFacts):
         facts = model
     else:
         facts = load_model(model, option="model") if model is not None else (find_model(hf_id) if hf_id else None)
     if facts is None:
-        raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}, which the shipped model facts do not "
-                        "hold; give model= (see `fluidq models list`)")
+        raise ParameterError("profile_dir", str(folder), "operator profiles of a model in the shipped model facts "
+                             "(`fluidq models list`)", f"its profile_meta.yaml names {repr(hf_id) if hf_id else 'no model'}; "
+                             "from Python, give the model's facts as model=")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:

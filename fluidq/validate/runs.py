@@ -538,8 +538,8 @@ def measured_regimes(run: ServingRun) -> dict:
     cache only as the run recorded it (never the planner's estimate, which is the prediction's): what
     ``fluidq validate --run`` scores against."""
     return capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=run.data_parallel_size,
-                            kv_in_use_tokens=kv_in_use_tokens(run), kv_capacity_tokens=run.kv_capacity_tokens,
-                            tick_s=run.tick_s)
+                            kv_in_use_tokens=lambda: kv_in_use_tokens(run),  # rebuilt only where a regime reads it
+                            kv_capacity_tokens=run.kv_capacity_tokens, tick_s=run.tick_s)
 
 
 def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
@@ -573,9 +573,11 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         ``preempted`` (a :class:`ServingRun`'s ``timeseries``).
     max_num_seqs, data_parallel_size : int
         The engine's ``max_num_seqs`` per replica and the number of replicas ``running`` counts.
-    kv_in_use_tokens : array, optional
-        Per tick, the KV tokens the requests held (:func:`kv_in_use_tokens`), read when the ``kv_cache_pct``
-        column is absent or all 0 (a stat logger that never filled it): over ``kv_capacity_tokens`` (one
+    kv_in_use_tokens : array or callable, optional
+        Per tick, the KV tokens the requests held (:func:`kv_in_use_tokens`), or a function of no argument
+        that returns them, called only when they are read: when the ``kv_cache_pct`` column is absent or all 0
+        (a stat logger that never filled it) or the run preempted below a full cache, and ``max_num_seqs`` did
+        not bind.  Over ``kv_capacity_tokens`` (one
         replica's KV cache *as the run recorded it*) it stands in for the KV use; with no recorded capacity
         its plateau (>= 90 % of its median over the saturated ticks) marks the steady state and the binding
         limit is reported as not resolved (``"kv_cache or token_budget ..."``) unless the run's
@@ -612,13 +614,23 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
                 "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0}
     kv_recorded = bool(np.any(np.isfinite(kv[sat])) and np.nanmax(kv[sat]) > 0)
     source = "kv_cache_pct column"
-    use = None if kv_in_use_tokens is None else np.asarray(kv_in_use_tokens, dtype=float)
-    if not kv_recorded and use is not None and kv_capacity_tokens:
-        kv = 100.0 * use / (float(kv_capacity_tokens) * int(data_parallel_size))
+    has_use, use = kv_in_use_tokens is not None, None
+    if has_use and not callable(kv_in_use_tokens):
+        use = np.asarray(kv_in_use_tokens, dtype=float)
+
+    def in_use() -> np.ndarray:  # the requests' KV use, rebuilt once and only where a branch reads it
+        nonlocal use
+        if use is None:
+            use = np.asarray(kv_in_use_tokens(), dtype=float)
+        return use
+
+    k_binds = bool(np.any(run_[sat] >= k_total))
+    if not k_binds and not kv_recorded and has_use and kv_capacity_tokens:
+        kv = 100.0 * in_use() / (float(kv_capacity_tokens) * int(data_parallel_size))
         kv_recorded = True
         source = ("KV use rebuilt from the requests' timestamps over the recorded KV cache (the run's kv_cache_pct "
                   + ("stayed 0)" if "kv_cache_pct" in ts else "is not recorded)"))
-    if np.any(run_[sat] >= k_total):
+    if k_binds:
         # a tick samples ``running`` once: completions are replaced with a lag, so "at the limit" is
         # within the plateau share of it
         binding, hold, source = "k_max", run_ >= plateau * k_total, f"running reached max_num_seqs x DP = {k_total}"
@@ -626,10 +638,11 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         binding, hold = "kv_cache", kv >= kv_full_pct
     elif preempted:
         binding, source = "kv_cache", "preemptions while requests waited (the preempted column)"
-        hold = (use >= 0.9 * np.median(use[sat])) if use is not None else run_ >= plateau * run_[sat].max()
+        hold = (in_use() >= 0.9 * np.median(in_use()[sat])) if has_use else run_ >= plateau * run_[sat].max()
     elif kv_recorded:
         binding, hold = "token_budget", run_ >= plateau * run_[sat].max()
-    elif use is not None:
+    elif has_use:
+        use = in_use()
         binding = "kv_cache or token_budget (the run records neither its KV use nor its KV cache)"
         source = "the plateau of the KV use rebuilt from the requests' timestamps"
         hold = use >= 0.9 * np.median(use[sat])

@@ -221,3 +221,15 @@ def test_replications_bad_input_names_the_parameter(kw, name):
     args.update(kw)
     with pytest.raises(ParameterError, match=name):
         replicate_disaggregated(PRE, DEC, wl(), **args)
+
+
+def test_a_kv_cache_that_holds_no_request_serves_none_co_located_as_disaggregated():
+    """colocated_capacity clamped the residents to at least 1, so a KV cache smaller than the mean resident
+    context (decode_rate's 0 req/s) still served requests co-located: disagg --gpus 4 --input-len 600000 on
+    an H100 said "co-located 0.19 req/s" against 0 disaggregated, for requests no engine can hold."""
+    w = wl(p=1000, o=101)
+    kv_bar = 1000 + 101 / 2
+    for kv, serves in ((int(kv_bar) - 1, False), (int(kv_bar) + 1, True)):
+        eng = DEC.with_(kv_capacity_tokens=kv)
+        assert (decode_rate(eng, w)[0] > 0) is serves
+        assert (colocated_capacity(eng, w, n_engines=2) > 0) is serves, kv

@@ -31,10 +31,14 @@ M = ["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100"]
     (["--rate", "5", "--output-len", "0"], "--output-len"),
     (["--rate", "5", "--output-len", "nan"], "--output-len"),
     (["--rate", "5", "--input-len", "1e9"], "--input-len"),
+    (["--rate", "5", "--input-len", "600000"], "--input-len/--output-len"),  # more than the decode KV cache
+    (["--prefill-engines", "1", "--decode-engines", "1", "--input-len", "600000"], "--input-len/--output-len"),
+    (["--gpus", "4", "--input-len", "600000"], "--input-len/--output-len"),  # was co-located 0.19 req/s vs 0
     (["--rate", "5", "--tensor-parallel-size", "0"], "--tensor-parallel-size"),
     (["--rate", "5", "--tensor-parallel-size", "3"], "--tensor-parallel-size"),
     (["--rate", "5", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
     (["--rate", "5", "--max-num-seqs", "0"], "--max-num-seqs"),
+    (["--rate", "5", "--gpu-memory-utilization", "0.2"], "--gpu='H100-SXM5-80GB with --tensor-parallel-size 1'"),
     (["--rate", "5", "--max-num-batched-tokens", "0"], "--max-num-batched-tokens"),
 ])
 def test_bad_input_names_the_flag(capsys, extra, flag):
@@ -44,6 +48,34 @@ def test_bad_input_names_the_flag(capsys, extra, flag):
     err = cap.err
     assert err.count("\n") == 1 and err.startswith(f"fluidq disagg: error: {flag}"), err
     assert len(err) < 600 and "Engine(" not in err, err
+
+
+def test_a_model_whose_weights_do_not_fit_names_the_gpu(capsys):
+    """Llama-3.1-70B's weights on one H100 were refused as ``gpu_memory_gib=79.22``, a parameter disagg has no
+    flag for; the GPU and the tensor-parallel size chose that memory."""
+    assert main(["disagg", "--model", "Llama-3.1-70B", "--gpu", "H100", "--rate", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("fluidq disagg: error: --gpu='H100-SXM5-80GB with --tensor-parallel-size 1': expected a "
+                          "deployment that fits"), err
+    assert "gpu_memory_gib" not in err and "--tensor-parallel-size" in err, err
+
+
+def test_an_engine_too_small_for_a_request_is_the_lengths_by_its_parameter_name(capsys, monkeypatch):
+    """The capacity's refusal of a pool engine (parameter ``decode`` or ``prefill``) names the lengths whatever
+    its wording: the command matched the text "can hold one request" and passed any other wording on as
+    ``decode=Engine(...)``."""
+    import fluidq.capacity.disaggregated as dis
+    from fluidq.errors import ParameterError
+
+    for name in ("decode", "prefill"):
+        def refuse(prefill, decode, *a, **k):
+            raise ParameterError(name, {"prefill": prefill, "decode": decode}[name], "reworded: no room")
+
+        monkeypatch.setattr(dis, "size_pools", refuse)
+        assert main(M + ["--rate", "5"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("fluidq disagg: error: --input-len/--output-len=(1000, 200)"), err
+        assert f"fits the {name} engine's KV cache" in err and "Engine(" not in err, err
 
 
 def test_a_load_just_below_one_is_not_printed_as_1(capsys):

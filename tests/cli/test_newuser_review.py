@@ -167,3 +167,71 @@ def test_simulate_run_line_separates_horizon_and_requests(capsys):
     rc, out, _ = run_cli(["simulate", "--requests", "10", "--horizon", "50", "--load", "0.5", "--policy", "sarathi",
                           "--no-progress"], capsys)
     assert rc == 0 and "run       50 s, 10 requests, seed 0" in out, out
+
+
+@pytest.mark.parametrize("meta, words", [
+    (None, "there is no profile_meta.yaml in it"),
+    ("model: acme/Unknown-9B\n", "names 'acme/Unknown-9B'"),
+    ("gpu: Test GPU\n", "names no model"),
+])
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--load", "0.5"], ["simulate", "--load", "0.5"]])
+def test_a_profile_dir_without_a_known_model_names_the_flag(tmp_path, capsys, meta, words, command):
+    """``capacity --profile-dir DIR`` on a folder without profile_meta.yaml said "DIR: profile_meta.yaml names
+    model None, which the shipped model facts do not hold; give model=": no flag, a file that is not there,
+    and a Python parameter the command line does not take (review 2026-12-06, a new user)."""
+    if meta is not None:
+        (tmp_path / "profile_meta.yaml").write_text(meta)
+    rc, out, err = run_cli([*command, "--profile-dir", str(tmp_path)], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"fluidq {command[0]}: error: --profile-dir {tmp_path}: expected ") and words in err, err
+    assert "model None" not in err and "give model=" not in err, err
+
+
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--load", "0.5"], ["simulate", "--load", "0.5"],
+                                     ["region"], ["report"], ["latency", "--loads", "0.5"]])
+def test_an_unknown_profile_names_the_flag(capsys, command, tmp_path):
+    """``capacity --profile nosuch`` said "unknown profile 'nosuch'; known: ..." without the flag (``--policy``
+    and ``--policies`` said "unknown --policy"); nothing is written."""
+    extra = ["--out", str(tmp_path / "r")] if command == ["report"] else []
+    rc, out, err = run_cli([*command, "--profile", "nosuch", *extra], capsys)
+    assert rc == 2 and out == "" and err.startswith(f"fluidq {command[0]}: error: unknown --profile 'nosuch'; known: "), err
+    assert not (tmp_path / "r").exists()
+
+
+def test_validate_run_on_a_folder_that_is_no_run_names_the_flag(tmp_path, capsys):
+    """``validate --run DIR`` on a folder without the run's files said "DIR: no vllm_requests.jsonl or ..."
+    without --run; it is refused before --out is made."""
+    (tmp_path / "notes.txt").write_text("not a run\n")
+    out = tmp_path / "report"
+    rc, text, err = run_cli(["validate", "--run", str(tmp_path), "--out", str(out)], capsys)
+    assert rc == 2 and text == "" and err.count("\n") == 1, err
+    assert err.startswith(f"fluidq validate: error: --run {tmp_path}: expected a run folder") and "requests" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, content, words", [
+    ("--data", "", "no rows"),
+    ("--data", "a,b\n1,2\n", "not valid JSON"),
+    ("--data", None, "no such file"),
+    ("--load", "a,b\n1,2\n", "not a saved fluidq length ranker"),
+])
+def test_pars_names_the_flag_of_a_file_it_cannot_read(tmp_path, capsys, flag, content, words):
+    """``pars --data empty.csv`` said "empty.csv: no rows" and ``--load x`` "x: not a saved fluidq length
+    ranker" without the flag."""
+    path = tmp_path / "x.csv"
+    if content is not None:
+        path.write_text(content)
+    rc, out, err = run_cli(["pars", flag, str(path)], capsys)
+    assert rc == 2 and out == "" and err.startswith(f"fluidq pars: error: {flag}: ") and words in err, err
+
+
+def test_capacity_load_just_off_1_reads_on_its_side(capsys):
+    """``capacity --rate`` at 1.00004 x capacity printed "load 1.000 of capacity ... (above 1: no scheduler keeps
+    up)" and at 0.99996 x "load 1.000": the line rounded the load to 4 digits, not through fmt_load."""
+    rc, out, _ = run_cli(["capacity", "--json"], capsys)
+    cap = json.loads(out)["requests_per_s"]
+    for f, word in ((1.00004, "1.00004"), (0.99996, "0.99996")):
+        rc, out, err = run_cli(["capacity", "--rate", repr(cap * f)], capsys)
+        line = next(ln for ln in out.splitlines() if ln.startswith("load"))
+        assert rc == 0 and line.split()[1] == word, line
+        assert ("no scheduler keeps up" in line) is (f > 1), line

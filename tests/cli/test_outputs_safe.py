@@ -260,3 +260,34 @@ def test_a_png_fluidq_did_not_write_is_not_replaced(tmp_path):
     with pytest.raises(REFUSED, match="not a PNG figure"):
         output_file("--plot", str(mine))
     assert mine.read_bytes() == png
+
+
+def test_one_replace_rule_for_every_output_that_says_what_fluidq_wrote(tmp_path, monkeypatch):
+    """--plot, sweep's --csv and pars's --save refuse to replace a file fluidq cannot tell it wrote through
+    output_file's one check (``replaceable``), with one wording naming the flag, and an empty file is replaced
+    by each (before, an empty x.png given to --plot was refused while an empty --csv or --save was used)."""
+    from fluidq.cli.commands.pars import _is_saved_ranker
+    from fluidq.cli.commands.sweep import _is_sweep_table
+
+    mine = b"a user's own file\n"
+    cases = [("--plot", "x.png", {}),
+             ("--csv", "x.csv", dict(figure=False, replaceable=(_is_sweep_table, "a sweep table"))),
+             ("--save", "x.npz", dict(figure=False, suffixes=(".npz",),
+                                      replaceable=(_is_saved_ranker, "a ranker fluidq saved")))]
+    for option, name, kw in cases:
+        p = tmp_path / name
+        p.write_bytes(mine)
+        with pytest.raises(CliError, match=f"^{option} .*{name}: an existing file that is not .* \\(fluidq did not "
+                                           "write it\\), so it is not replaced; remove it or give a new name$"):
+            output_file(option, str(p), **kw)
+        assert p.read_bytes() == mine
+        p.write_bytes(b"")
+        assert output_file(option, str(p), **kw) == str(p)
+
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied")
+
+    p = tmp_path / "y.csv"
+    p.write_bytes(mine)
+    with pytest.raises(CliError, match="^--csv .*y.csv: cannot read the existing file .*permission denied.*not replaced"):
+        output_file("--csv", str(p), figure=False, replaceable=(unreadable, "a sweep table"))

@@ -129,11 +129,17 @@ def _region(*rays):
 CAP = " (bracket capped at the engine's region)"
 
 
+def _capped(outcome):
+    from fluidq.stability.simulated_region import RayStatus
+
+    return RayStatus(outcome, capped=True)
+
+
 @pytest.mark.parametrize("rays, status", [
     ((Status.RESOLVED,), Status.RESOLVED),
-    ((Status.RESOLVED, "resolved" + CAP), Status.RESOLVED),  # a capped bracket is resolved
-    ((Status.RESOLVED, "inconclusive" + CAP, Status.RESOLVED), Status.INCONCLUSIVE),
-    ((Status.INCONCLUSIVE, Status.UNBRACKETED, "resolved" + CAP), Status.UNBRACKETED),
+    ((Status.RESOLVED, _capped("resolved")), Status.RESOLVED),  # a capped bracket is resolved
+    ((Status.RESOLVED, _capped("inconclusive"), Status.RESOLVED), Status.INCONCLUSIVE),
+    ((Status.INCONCLUSIVE, Status.UNBRACKETED, _capped(Status.RESOLVED)), Status.UNBRACKETED),
     (("unbracketed", "inconclusive"), Status.UNBRACKETED),
 ])
 def test_a_simulated_region_status_is_its_least_resolved_ray(rays, status):
@@ -143,17 +149,29 @@ def test_a_simulated_region_status_is_its_least_resolved_ray(rays, status):
     d = sr.to_dict()
     assert d["status"] == [str(r) for r in rays] and sr.ray_status == tuple(rays)
     assert json.loads(json.dumps(d))["status"] == d["status"]
+    assert [r.endswith(CAP) for r in d["status"]] == [r.capped for r in sr.ray_status]
     assert sr.to_frame()["label"][0] == "p"
 
 
-def test_reading_a_region_status_as_the_old_per_ray_tuple_fails_loudly():
-    """``SimulatedRegion.status`` was the per-ray tuple until 2026-12-06: indexing or iterating it now raises
-    a TypeError naming ray_status (a Status is one verdict), instead of reading letters of a word."""
+def test_a_region_status_is_read_from_its_rays_outcomes_not_their_text():
+    """The region's status comes from each ray's ``outcome``; a ray given as free text is refused, naming
+    ``ray_status``, rather than parsed (the status was the text before its first " (")."""
+    from fluidq.errors import ParameterError
+
+    assert [(r.outcome, r.capped) for r in _region(_capped("inconclusive"), "resolved").ray_status] == \
+        [(Status.INCONCLUSIVE, True), (Status.RESOLVED, False)]
+    for bad in ("inconclusive" + CAP, "resolved (my note)", "stable", 3):
+        with pytest.raises(ParameterError, match="ray_status"):
+            _region(Status.RESOLVED, bad)
+
+
+def test_a_status_is_a_str_for_every_result():
+    """A Status is a ``str`` (``Status.STABLE == "stable"``) for every result: indexing and iterating it were
+    refused for all of them (2026-12-06) to catch one class's old use (``SimulatedRegion.status`` was the
+    per-ray tuple, now ``ray_status``)."""
+    assert Status.STABLE[:3] == "sta" and list(Status.INCONCLUSIVE)[:2] == ["i", "n"]
     sr = _region(Status.RESOLVED, Status.INCONCLUSIVE)
-    for misuse in (lambda: sr.status[0], lambda: sr.status[:1], lambda: list(sr.status), lambda: tuple(sr.status),
-                   lambda: [s for s in sr.status], lambda: dict(zip(sr.request_shapes[:, 0], sr.status))):
-        with pytest.raises(TypeError, match="ray_status"):
-            misuse()
+    assert sr.status[0] == "i" and [str(r) for r in sr.ray_status] == ["resolved", "inconclusive"]
     # what a verdict is used for is unchanged
     s = sr.status
     assert s == "inconclusive" and str(s) == s.value == "inconclusive" and f"{s}" == "inconclusive"

@@ -58,6 +58,34 @@ def test_regimes_kv_bound_token_budget_and_replicas():
     assert never["steady"]["seconds"] == 0 and "never" in never["binding"]
 
 
+def test_the_kv_use_is_rebuilt_only_where_a_regime_reads_it():
+    """``kv_in_use_tokens`` may be a function, called once and only when the regimes read the requests' KV use
+    (no kv_cache_pct, or preemptions below a full cache, and max_num_seqs not binding); its numbers are the
+    array's.  measured_regimes rebuilt the KV use of every run, also where k_max bound or the column said."""
+    use = np.array([100.0, 400, 800, 820, 810, 815, 820, 818])
+    calls = []
+
+    def lazy():
+        calls.append(1)
+        return use
+
+    waiting, tokens = [1] * 8, [900] * 2 + [300] * 6
+    cases = [  # (series, max_num_seqs, whether the KV use is read)
+        (_series([100, 256, 256, 256, 256, 256, 256, 256], waiting, tokens), 256, False),  # k_max binds
+        (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [50, 70, 95, 96, 97, 96, 95, 97]), 256, False),
+        (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [10] * 8), 256, False),  # token budget
+        (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens), 256, True),  # kv_cache_pct stayed 0
+        ({**_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [10] * 8), "preempted": np.ones(8)}, 256, True),
+    ]
+    for ts, k, read in cases:
+        for cap in (None, 1000):
+            calls.clear()
+            got = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=lazy, kv_capacity_tokens=cap)
+            assert len(calls) == (1 if read else 0), (ts["running"], cap, calls)
+            want = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=use, kv_capacity_tokens=cap)
+            assert repr(got) == repr(want)  # (NaN in both where there is no number)
+
+
 # ------------------------------------------------------------------------------ parallel deployments
 @pytest.fixture(scope="module")
 def llama():

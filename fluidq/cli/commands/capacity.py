@@ -124,17 +124,26 @@ def _roofline(args):
         emit(args, res, "\n".join(lines))
         return 0
     # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
-    mean_tokens = float(np.mean(lengths[0]) + np.mean(lengths[1]))
-    offered = args.rate * mean_tokens
-    load = offered / res.tokens_per_s if res.tokens_per_s > 0 else None
-    lines.insert(4, f"load            {_n(load)} of capacity: {args.rate:g} req/s x {mean_tokens:g} tokens = "
-                    f"{_n(offered)} tokens/s offered"
-                    + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
-                    + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
+    offered, line = _offered(args.rate, float(np.mean(lengths[0]) + np.mean(lengths[1])), res.tokens_per_s)
+    lines.insert(4, line)
     out = res.to_dict()
-    out["offered"] = {"rate_per_s": args.rate, "tokens_per_s": offered, "load": load}
+    out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _offered(rate_per_s: float, mean_tokens: float, capacity_tokens_per_s: float):
+    """``--rate``'s offered load, rate x (m_p + m_d) over the capacity: its JSON (``out["offered"]``) and its
+    line of the human answer. No request can be served (capacity 0): the load is undefined, null in the JSON."""
+    offered = rate_per_s * mean_tokens
+    load = offered / capacity_tokens_per_s if capacity_tokens_per_s > 0 else None
+    from ...results import fmt_load
+
+    line = (f"load            {fmt_load(load)} of capacity: {rate_per_s:g} req/s x {mean_tokens:g} tokens = "
+            f"{_n(offered)} tokens/s offered"
+            + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
+            + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
+    return {"rate_per_s": rate_per_s, "tokens_per_s": offered, "load": load}, line
 
 
 def _gpu(name):
@@ -290,14 +299,7 @@ def run(args):
     if args.rate is None and args.trace is None and isinstance(wl, dict):
         out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported
     if args.rate is not None:
-        offered = workload.arrival_rate_per_s * workload.mean_tokens
-        # no request can be served (capacity 0): the load is undefined, null in the JSON
-        load = offered / res.tokens_per_s if res.tokens_per_s > 0 else None
-        out["offered"] = {"rate_per_s": workload.arrival_rate_per_s, "tokens_per_s": offered, "load": load}
-        load_txt = _n(load)
-        lines.append(f"load            {load_txt} of capacity: {workload.arrival_rate_per_s:g} req/s x "
-                     f"{workload.mean_tokens:g} tokens = {_n(offered)} tokens/s offered"
-                     + (" (above 1: no scheduler keeps up)" if load is not None and load > 1 else "")
-                     + (" (undefined: the capacity is 0, no request can be served)" if load is None else ""))
+        out["offered"], line = _offered(workload.arrival_rate_per_s, workload.mean_tokens, res.tokens_per_s)
+        lines.append(line)
     lines.append(f"why             {res.reason}")
     emit(args, out, "\n".join(lines))

@@ -42,6 +42,7 @@ def _engines(args):
     from ...engine import Engine
     from ...models import ModelFacts, kv_capacity_estimate, load_gpu, load_model
     from .. import CliError
+    from ._roofline_args import memory_named
 
     if (args.model is None) == (args.model_config is None):
         raise CliError("give the model: --model NAME or --model-config config.json, one of them")
@@ -49,9 +50,11 @@ def _engines(args):
              else load_model(args.model, option="--model"))
     gpu = load_gpu(args.gpu, option="--gpu")
     rf = roofline(model, gpu, args.tensor_parallel_size)
-    kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                              tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
-                              max_num_seqs=args.k_max).tokens
+    with memory_named(gpu.name, args.tensor_parallel_size):  # the weights do not fit: --gpu, not gpu_memory_gib
+        kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib,
+                                  gpu_memory_utilization=args.gpu_memory_utilization,
+                                  tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
+                                  max_num_seqs=args.k_max).tokens
     pre = Engine(batch_time=rf, b_max=args.b_max, name="prefill")
     dec = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="decode")
     col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
@@ -73,13 +76,11 @@ def _link_name(interconnect: str, args) -> str:
     return interconnect
 
 
-#: the library's parameter names -> this command's flags (an error raised below the CLI names the flag typed)
+#: this command's own parameter names -> its flags, beside the roofline's (``_roofline_args.FLAGS``) that
+#: ``named_by_flag`` knows (an error raised below the CLI names the flag typed)
 _FLAGS = {"rate_per_s": "--rate", "rate": "--rate", "gpus": "--gpus", "n_prefill": "--prefill-engines",
           "n_decode": "--decode-engines", "bandwidth_gbps": "--link-gbps", "latency_us": "--link-latency-us",
-          "prompt_tokens": "--input-len", "output_tokens": "--output-len",
-          "tensor_parallel_size": "--tensor-parallel-size", "gpu_memory_utilization": "--gpu-memory-utilization",
-          "max_num_seqs": "--max-num-seqs", "k_max": "--max-num-seqs", "max_num_batched_tokens":
-          "--max-num-batched-tokens", "b_max": "--max-num-batched-tokens"}
+          "prompt_tokens": "--input-len", "k_max": "--max-num-seqs", "b_max": "--max-num-batched-tokens"}
 
 
 def _tokens(flag: str, v: float) -> int:
@@ -94,34 +95,34 @@ def _tokens(flag: str, v: float) -> int:
     return integer(flag, int(v), minimum=1, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
 
 
-def _load_text(x) -> str:
-    """A load for the verdict line: never '1' for a load just below 1 (sizing at 1e5 req/s gives 0.99998)."""
-    from ...results import fmt_load
-
-    text = fmt_load(x)
-    if x < 1 <= float(text.replace(",", "")):
-        text = f"{x:.6g}" if float(f"{x:.6g}") < 1 else "just below 1"
-    return text
-
-
 def run(args):
     from ...errors import ParameterError
+    from ._roofline_args import named_by_flag
 
     try:
-        return _run(args)
+        with named_by_flag(_FLAGS):
+            return _run(args)
     except ParameterError as exc:
-        if "can hold one request" in str(exc.expected):  # an engine whose KV cache holds no request: the lengths
-            raise ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
-                                 f"lengths whose request fits the {exc.name} engine's KV cache "
-                                 f"({getattr(exc.value, 'kv_capacity_tokens', None)} tokens)") from None
-        flag = _FLAGS.get(exc.name)
-        if flag is None:
+        if exc.name not in ("prefill", "decode"):
             raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
+        # the pools' engines are built here from the flags: one whose KV cache holds no request (the capacity's
+        # "an engine that can hold one request") is the lengths' doing
+        raise _lengths_too_long(args, exc.name, exc.value) from None
+
+
+def _lengths_too_long(args, name: str, engine):
+    """The refusal of lengths whose request (or prompt, for the prefill pool) the ``name`` engine's KV cache
+    cannot hold, naming the length flags."""
+    from ...errors import ParameterError
+
+    return ParameterError("--input-len/--output-len", tuple(int(v) for v in (args.prompt, args.output)),
+                          f"lengths whose {'prompt' if name == 'prefill' else 'request'} fits the {name} engine's "
+                          f"KV cache ({getattr(engine, 'kv_capacity_tokens', None)} tokens)")
 
 
 def _run(args):
-    from ...capacity.disaggregated import compare, disaggregated_capacity, pd_region, size_pools
+    from ...capacity.disaggregated import compare, decode_rate, disaggregated_capacity, pd_region, size_pools
+    from ...results import fmt_load
     from ...validate.roofline import ERROR_NOTE
     from ...workload import Poisson, Workload
     from .. import CliError
@@ -147,6 +148,8 @@ def _run(args):
     rf, pre, dec, col, link, kv = _engines(args)
     wl = Workload(arrival=Poisson(rate_per_s=1.0 if args.rate is None else args.rate), prompt_tokens=prompt,
                   output_tokens=output)
+    if decode_rate(dec, wl)[0] <= 0:  # no request fits a decode engine: every question's answer would be 0
+        raise _lengths_too_long(args, "decode", dec)
     kvb = rf.model.kv_bytes_per_token()
     deployment = {"batch_time": rf.to_dict(), "b_max": args.b_max, "k_max": args.k_max,
                   "gpu_memory_utilization": args.gpu_memory_utilization, "decode_kv_cache_tokens": kv,
@@ -177,7 +180,7 @@ def _run(args):
                     f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
                     f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
     if r.verdict is not None:
-        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {_load_text(r.load)})")
+        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)})")
     lines.append(f"estimate        {ERROR_NOTE}")
     emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
     return 0

@@ -90,14 +90,14 @@ def _kv_basis(engine, workload, res) -> str:
     if not engine.kv_capacity_tokens:
         return ""
     from ...capacity import max_throughput
-    from ...results import MEANINGFUL_DIGITS, fmt_value
+    from ...results import MEANINGFUL_DIGITS, fmt_load, fmt_value
 
     cap = max_throughput(engine, workload)
     wc = cap.work_conserving_requests_per_s
     if cap.kv_batch_tokens is None or not wc:
         return "; the KV cache does not bind at saturation"
     unit = res.inputs["capacity_requests_per_s"]
-    rel = ", ".join(fmt_value(ld * unit / wc, digits=MEANINGFUL_DIGITS) for ld in res.loads)
+    rel = ", ".join(fmt_load(ld * unit / wc) for ld in res.loads)
     txt = (f"; with the cache a work-conserving scheduler serves about {fmt_value(wc, digits=MEANINGFUL_DIGITS)} req/s "
            f"(full batches of about {cap.kv_batch_tokens} tokens, a fluid estimate), so the loads are {rel} of that")
     over = [ld for ld in res.loads if ld * unit > wc]

@@ -106,8 +106,8 @@ def run(args):
     inputs = [("--data", args.data), ("--load", args.load)]
     if args.save is not None:
         args.save = output_file("--save", args.save, inputs=inputs, figure=False, suffixes=(".npz",), what="ranker file",
-                                hint="the ranker is written as a NumPy .npz archive")
-        _check_save_replaceable(args.save)
+                                hint="the ranker is written as a NumPy .npz archive",
+                                replaceable=(_is_saved_ranker, "a ranker fluidq saved"))
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=inputs)
     if args.cross:
@@ -127,7 +127,7 @@ def run(args):
         _input("--load", args.load, "saved ranker")
     delta = 0.2 if args.delta is None else args.delta
     fit_kw = {"method": args.ranker, **({"delta": delta} if args.ranker == "pairwise" else {})}
-    ds = load_lengths(args.data, unit=args.unit)
+    ds = _named("--data", load_lengths, args.data, unit=args.unit)
     model = args.model or ds.models[0]
     L = ds.of(model)
     train_L, pool_kw = L, {}
@@ -144,7 +144,7 @@ def run(args):
     tr, te = ds.split(args.test_fraction, rng=args.seed)
     tr, te = tr[np.isfinite(L[tr])], te[np.isfinite(L[te])]
     if args.load:
-        rk = LengthRanker.load(args.load)
+        rk = _named("--load", LengthRanker.load, args.load)
     else:
         rk = LengthRanker.fit([ds.prompts[i] for i in tr], train_L[tr], rng=args.seed, **fit_kw, **pool_kw)
     ev = evaluate_ranker(rk, [ds.prompts[i] for i in te], L[te], model=model)
@@ -280,26 +280,28 @@ def _undefined_tau(ev, lengths, prompts) -> str:
     return "; ".join(parts)
 
 
-def _check_save_replaceable(path: str) -> None:
-    """An existing ``--save`` file is replaced only when it is a ranker fluidq saved (or empty): a user's own
-    NumPy archive given by mistake is refused and left as it was."""
-    import os
-
+def _is_saved_ranker(path) -> bool:
+    """Whether an existing ``--save`` file is a ranker fluidq saved: a user's own NumPy archive given by
+    mistake is not replaced."""
     from ...errors import FluidqError
     from ...predict import LengthRanker
 
     try:
-        if os.stat(path).st_size == 0:
-            return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass  # (the loader says why)
-    try:
         LengthRanker.load(path)
     except FluidqError:
-        raise CliError(f"--save {path}: an existing file that is not a ranker fluidq saved, so it is not replaced; "
-                       "remove it or give a new name") from None
+        return False
+    return True
+
+
+def _named(option: str, read, path, **kw):
+    """``read(path, **kw)``, a file the reader refuses (a ``DataError``: no such table, no rows, not JSON, not a
+    saved ranker ...) said under ``option``, the flag that gave the path."""
+    from ...errors import DataError
+
+    try:
+        return read(path, **kw)
+    except DataError as exc:
+        raise CliError(f"{option}: {exc}") from None
 
 
 def _input(option: str, path, what: str) -> None:

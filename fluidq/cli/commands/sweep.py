@@ -89,24 +89,12 @@ def _write_csv(path, rows):
     atomic_write(path, buf.getvalue())
 
 
-def _check_csv_replaceable(path: str) -> None:
-    """An existing ``--csv`` file is replaced only when a sweep wrote it (its header starts with ``index,``, the
-    table's first column) or it is empty: a user's own file given by mistake is refused and left as it was."""
-    import os
+def _is_sweep_table(path) -> bool:
+    """Whether an existing ``--csv`` file is a table a sweep wrote (its header starts with ``index,``, the
+    table's first column): a user's own file given by mistake is not replaced."""
+    from ..common import file_head
 
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # (output_file refused FIFOs already)
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise CliError(f"--csv {path}: cannot read the existing file to check it ({exc.strerror})") from None
-    try:
-        head = os.read(fd, 64)
-    finally:
-        os.close(fd)
-    if head and not head.startswith(b"index,"):
-        raise CliError(f"--csv {path}: an existing file that is not a sweep table (its header does not start with "
-                       "'index,'; fluidq did not write it), so it is not replaced; remove it or give a new name")
+    return file_head(path, 64).startswith(b"index,")
 
 
 def _workers(option: str, value):
@@ -177,8 +165,8 @@ def run(args):
         raise CliError(f"--store {args.store}: that is the case file (the results would be appended to it)")
     if args.csv is not None:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
-                               figure=False, what="CSV file")
-        _check_csv_replaceable(args.csv)
+                               figure=False, what="CSV file",
+                               replaceable=(_is_sweep_table, "a sweep table (its header starts with 'index,')"))
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
     if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...errors import DataError
 from .. import CliError, emit
 
 MARKER = ".fluidq-validation"
@@ -49,6 +50,15 @@ def run(args):
             raise CliError("--run validates one run folder: give it without --case/--fast/--harness-dir/--root")
         if not Path(args.run).is_dir():
             raise CliError(f"--run {args.run!r}: expected a run folder (vllm_meta.json, vllm_requests.jsonl, ...)")
+        from ...validate.runs import RUN_FILE_NAMES, run_file
+
+        for kind in ("requests", "timeseries", "meta"):  # a folder that is no run: said before --out is made
+            try:
+                run_file(args.run, kind)
+            except DataError:
+                raise CliError(f"--run {args.run}: expected a run folder in LLMServingSim's layout (vllm_meta.json, "
+                               f"vllm_requests.jsonl, vllm_timeseries.csv); it has no "
+                               f"{' or '.join(RUN_FILE_NAMES[kind])} (the run's {kind})") from None
         if args.model_config is not None:
             input_file("--model-config", args.model_config, what="config.json")
     elif args.model_config is not None:
