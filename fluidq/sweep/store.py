@@ -47,7 +47,7 @@ import warnings
 from pathlib import Path
 
 from .._io import _kind, _os_reason, _shown
-from ..errors import DataError, FluidqError
+from ..errors import DataError
 
 __all__ = ["ResultStore", "StoreMismatchError", "StoreWarning", "FORMAT", "read_store"]
 
@@ -57,7 +57,19 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _INDICES = re.compile(rb'"indices"\s*:\s*\[([0-9,\s]*)\]')
 
 
-class StoreMismatchError(FluidqError, ValueError):
+class StoreError(DataError):
+    """A store that cannot be used: its message starts with ``store='<path>':``; ``path`` and ``reason`` (the
+    message without that prefix) let a caller name the store its own way (the CLI says ``--store``)."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"{_where(path)}: {reason}")
+        self.path, self.reason = path, reason
+
+    def __reduce__(self):  # (the default would call __init__ with the whole message only)
+        return type(self), (self.path, self.reason)
+
+
+class StoreMismatchError(StoreError):
     """The store file belongs to a different sweep (other analysis, grid or seed)."""
 
 
@@ -79,11 +91,11 @@ def _check_not_special(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise DataError(f"{_where(path)}: cannot use it ({_os_reason(exc)})") from None
+        raise StoreError(path, f"cannot use it ({_os_reason(exc)})") from None
     except ValueError:  # an embedded NUL
-        raise DataError(f"{_where(path)}: not a usable file name") from None
+        raise StoreError(path, f"not a usable file name") from None
     if not stat.S_ISREG(st.st_mode):
-        raise DataError(f"{_where(path)}: {_kind(st.st_mode)}, not a regular file; a sweep store must be a "
+        raise StoreError(path, f"{_kind(st.st_mode)}, not a regular file; a sweep store must be a "
                         "regular file (a pipe or device could block forever)")
     return True
 
@@ -173,7 +185,7 @@ class _Scan:
         except (ValueError, RecursionError):
             head = None
         if not isinstance(head, dict) or head.get("format") != FORMAT:
-            raise DataError(f"{_where(path)}: not a fluidq sweep store (its first line is not a {FORMAT} "
+            raise StoreError(path, f"not a fluidq sweep store (its first line is not a {FORMAT} "
                             "header); the file was left as it is: give another path")
         self.header = head
         n = head.get("n_points")
@@ -230,18 +242,18 @@ class _Lock:
             try:
                 fd = os.open(self.path, flags, 0o644)
             except OSError as exc:
-                raise DataError(f"{_where(store)}: cannot use its lock file {_shown(self.path)!r} "
+                raise StoreError(store, f"cannot use its lock file {_shown(self.path)!r} "
                                 f"({_os_reason(exc) if exc.errno != errno.ELOOP else 'a symlink'})") from None
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 os.close(fd)
-                raise DataError(f"{_where(store)}: its lock file {_shown(self.path)!r} is {_kind(st.st_mode)}, "
+                raise StoreError(store, f"its lock file {_shown(self.path)!r} is {_kind(st.st_mode)}, "
                                 "not a regular file")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
-                raise DataError(f"{_where(store)}: another sweep is writing to this store right now (it holds "
+                raise StoreError(store, f"another sweep is writing to this store right now (it holds "
                                 f"{_shown(self.path)!r}); the store was not touched") from None
             try:
                 now = os.stat(self.path)
@@ -251,7 +263,7 @@ class _Lock:
                 self.fd = fd
                 return
             os.close(fd)  # a releasing sweep removed the file we locked: lock the new one
-        raise DataError(f"{_where(store)}: could not take its lock {_shown(self.path)!r}")
+        raise StoreError(store, f"could not take its lock {_shown(self.path)!r}")
 
     def release(self) -> None:
         if self.fd is None:
@@ -296,7 +308,7 @@ class ResultStore:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise DataError(f"{_where(path)}: cannot create its folder ({_os_reason(exc)})") from None
+            raise StoreError(path, f"cannot create its folder ({_os_reason(exc)})") from None
         lock = _Lock(path)
         fd = None
         try:
@@ -304,7 +316,7 @@ class ResultStore:
             scan = _Scan(_read_all(fd), path)
             if scan.header is None:  # zero bytes, or a file with no newline
                 if scan.tail and not _torn_header(scan.tail, header):
-                    raise DataError(f"{_where(path)}: not a fluidq sweep store ({len(scan.tail)} bytes that are not "
+                    raise StoreError(path, f"not a fluidq sweep store ({len(scan.tail)} bytes that are not "
                                     f"a {FORMAT} header); the file was left as it is: give another path")
                 old = header
                 line = (json.dumps(header, separators=(",", ":"), allow_nan=False) + "\n").encode()
@@ -328,7 +340,7 @@ class ResultStore:
                 old = scan.header
                 if old.get("fingerprint") != header["fingerprint"]:
                     raise StoreMismatchError(
-                        f"{_where(path)}: holds results of another sweep (analysis {old.get('analysis')!r}, "
+                        path, f"holds results of another sweep (analysis {old.get('analysis')!r}, "
                         f"{old.get('n_points')} points, seed {old.get('seed')}); expected this sweep's "
                         f"fingerprint {header['fingerprint'][:12]} (use another path, or delete the file to start "
                         "over)")
@@ -363,11 +375,11 @@ class ResultStore:
             except FileNotFoundError:
                 fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
-            raise DataError(f"{_where(path)}: cannot open it ({_os_reason(exc)})") from None
+            raise StoreError(path, f"cannot open it ({_os_reason(exc)})") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped for something else since the check
             os.close(fd)
-            raise DataError(f"{_where(path)}: {_kind(st.st_mode)}, not a regular file")
+            raise StoreError(path, f"{_kind(st.st_mode)}, not a regular file")
         return fd
 
     @staticmethod
@@ -379,10 +391,10 @@ class ResultStore:
             fd = os.open(side, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NONBLOCK | getattr(os, "O_NOFOLLOW", 0),
                          0o644)
         except DataError:
-            raise DataError(f"{_where(path)}: {why}, and its bytes cannot be set aside in {_shown(side)!r} "
+            raise StoreError(path, f"{why}, and its bytes cannot be set aside in {_shown(side)!r} "
                             "(not a regular file); the store was left as it is") from None
         except OSError as exc:
-            raise DataError(f"{_where(path)}: {why}, and its bytes cannot be set aside in {_shown(side)!r} "
+            raise StoreError(path, f"{why}, and its bytes cannot be set aside in {_shown(side)!r} "
                             f"({_os_reason(exc)}); the store was left as it is") from None
         try:
             _write_all(fd, data + b"\n")
@@ -427,15 +439,15 @@ def read_store(path) -> tuple[dict, list[dict]]:
     try:
         fd = os.open(path, os.O_RDONLY | _NONBLOCK)
     except OSError as exc:
-        raise DataError(f"{_where(path)}: cannot read it ({_os_reason(exc)})") from None
+        raise StoreError(path, f"cannot read it ({_os_reason(exc)})") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise DataError(f"{_where(path)}: {_kind(st.st_mode)}, not a regular file")
+            raise StoreError(path, f"{_kind(st.st_mode)}, not a regular file")
         scan = _Scan(_read_all(fd), path)
     finally:
         os.close(fd)
     if scan.header is None:
-        raise DataError(f"{_where(path)}: empty or not a fluidq sweep store")
+        raise StoreError(path, f"empty or not a fluidq sweep store")
     scan.warn_damaged(path, fate="not counted as stored")
     return scan.header, [scan.rows[i] for i in sorted(scan.rows)]

@@ -48,11 +48,33 @@ def test_cli_store_option_and_case_store_refuse_a_users_file(tmp_path, capsys):
     assert main(["sweep", str(case), "--serial", "--store", str(user)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a fluidq sweep store" in err and "left as it is" in err
+    # named as the user gave it: the flag (not the Python name store=...)
+    assert f"error: --store {user}: not a fluidq sweep store" in err and "store='" not in err
+    assert main(["sweep", str(case), "--status", "--store", str(user)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: --store {user}: " in err and "not a fluidq sweep store" in err
     assert user.read_bytes() == b'{"a":1}'
     case.write_text(CASE.format(store='store = "data.json"\n'))
     assert main(["sweep", str(case), "--serial"]) == 2
-    assert "not a fluidq sweep store" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "not a fluidq sweep store" in err and "sweep.store = " in err and str(case) in err
     assert user.read_bytes() == b'{"a":1}'
+
+
+def test_a_store_error_keeps_its_path_and_reason_through_pickling(tmp_path):
+    import pickle
+
+    from fluidq.sweep.store import StoreError, StoreMismatchError
+
+    p = tmp_path / "mine.json"
+    p.write_bytes(b"notes\n")
+    with pytest.raises(StoreError) as info:
+        _run(p)
+    exc = info.value
+    assert isinstance(exc, DataError) and exc.path == p and str(exc) == f"store={str(p)!r}: {exc.reason}"
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is StoreError and str(back) == str(exc) and back.reason == exc.reason
+    assert issubclass(StoreMismatchError, StoreError) and issubclass(StoreMismatchError, ValueError)
 
 
 def test_a_zero_byte_file_becomes_a_store(tmp_path):

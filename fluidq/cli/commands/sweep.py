@@ -173,7 +173,7 @@ def run(args):
         raise CliError(f"--csv {args.csv}: that is the result store (writing the CSV would overwrite it)")
     import warnings
 
-    from ...sweep.store import StoreWarning
+    from ...sweep.store import StoreError, StoreWarning
 
     with warnings.catch_warnings():  # restores the filters and showwarning afterwards
         warnings.simplefilter("always", StoreWarning)
@@ -183,7 +183,19 @@ def run(args):
             (_store_warning_line if issubclass(category, StoreWarning) else shown)(message, category, *rest, **kw)
 
         warnings.showwarning = show
-        return _run(args, case, store)
+        try:
+            return _run(args, case, store)
+        except StoreError as exc:  # name the store as the user gave it: the flag, or the case file's key
+            if store is None or _resolved(exc.path) != _resolved(store):  # (about another path: as it is)
+                raise
+            where = f"--store {args.store}" if args.store is not None else f"sweep.store = {store!r} ({args.case})"
+            raise CliError(f"{where}: {exc.reason}") from None
+
+
+def _resolved(path):
+    from pathlib import Path
+
+    return Path(str(path)).expanduser().resolve()
 
 
 def _run(args, case, store):
