@@ -21,7 +21,16 @@ two equal on random engines, memories, schedulers and workloads), for:
 * prefix caching (a re-admitted victim takes back its own leading blocks still cached; freed blocks are
   handed out least recently freed first, a request's tail first).
 
-Composition batch times and lazily tabulated batch times stay on the Python path.
+* a batch time read from the batch's composition (the operator-profile iteration model of
+  :class:`~fluidq.batchtime.composition.Composition`, evaluated from its ``kernel_table()`` by
+  :func:`fluidq.kernel.compose.batch_s`: the prefill chunks with the KV each holds, the decoders' KV), and vLLM's
+  async scheduling as :class:`fluidq.kernel.step.EngineRun` models it (each batch sees the arrivals up to the start
+  of the batch before, ``F_TSEEN``; the requests finished in a batch keep their ``k_max`` slots and KV through the
+  next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot).  Where the generic
+  memory rules would then preempt such a finished request (it still holds KV), the kernel stops with
+  ``STATUS_FALLBACK`` and the caller runs the generic path (``tests/kernel/test_kv_composition.py``).
+
+Lazily tabulated batch times stay on the Python path.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
