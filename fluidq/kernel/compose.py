@@ -55,7 +55,7 @@ def _div(a, b):
     return math.inf if (a > 0.0) == (math.copysign(1.0, b) > 0.0) else -math.inf
 
 
-@jit(inline="always", _nrt=False)
+@jit(_nrt=False)
 def _interp1(ct, o, x):
     """``fluidq.batchtime.operators._interp1`` (``numpy.interp`` inside, linear beyond both ends, >= 0 below)."""
     n = int(ct[o])
@@ -77,7 +77,7 @@ def _interp1(ct, o, x):
     return slope * (x - ct[X + j]) + ct[Y + j]
 
 
-@jit(inline="always", _nrt=False)
+@jit(_nrt=False)
 def _grid2(ct, o, x0, x1):
     """A two-dimensional ``_Grid`` (scipy's ``evaluate_linear_2d``), clamped at 0."""
     n0 = int(ct[o + 1])
@@ -97,7 +97,7 @@ def _grid2(ct, o, x0, x1):
     return r if (r > 0.0 or r != r) else 0.0
 
 
-@jit(inline="always", _nrt=False)
+@jit(_nrt=False)
 def _grid4(ct, o, x0, x1, x2, x3):
     """A four-dimensional ``_Grid`` (scipy's ``_evaluate_linear``: the vertices in ``itertools.product`` order,
     each value times the product of its weights, summed from 0), clamped at 0."""
