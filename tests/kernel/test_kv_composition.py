@@ -5,8 +5,11 @@ arithmetic, :mod:`fluidq.kernel.compose`, and the sums it reads are integers), t
 records, iterations, preemptions, wasted and swapped tokens, the KV peak and the requests examined -- on random
 workloads, schedulers, block sizes, memories (token rules, vLLM's blocks, prefix caching, swap), ``k_max`` and
 caches that bind.  A run whose async memory rules would preempt a request that finished in the batch before
-(it still holds its KV) is handed to the generic path (``method`` says so); most runs here are not.  Run
-uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process) the kernel gives the same arrays.
+(it still holds its KV) is handed to the generic path (``method`` says so); most runs here are not.  (Such a
+preemption is a defect of the generic rules -- vLLM never preempts a finished request -- and when the preempted
+request is released afterwards the generic path raises ``KeyError``, as before this kernel; one seed here does,
+and the test checks the kernel's run fails the same way.)  Run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child
+process) the kernel gives the same arrays.
 """
 import sys
 from pathlib import Path
@@ -46,7 +49,7 @@ def _case(seed, models):
     n = int(rng.integers(40, 120))
     p = rng.integers(1, int(rng.choice([40, 300, 900])), n)
     o = rng.integers(1, int(rng.choice([5, 40, 200])), n)
-    cap = int(max(p + o) + rng.integers(0, 2000)) // bs * bs + bs
+    cap = int(max(p + o) + rng.integers(0, 600)) // bs * bs + bs
     eng = Engine(batch_time=Composition(model=models[int(rng.integers(0, len(models)))]), b_max=b_max,
                  k_max=None if rng.random() < 0.3 else int(rng.integers(2, 40)), kv_capacity_tokens=cap, memory=mem,
                  prefill_emits_token=bool(rng.random() < 0.7), async_scheduling=bool(rng.random() < 0.7))
@@ -76,11 +79,17 @@ def models():
 
 
 def test_kernel_equals_generic_on_random_composition_engines(models):
-    ran = fell_back = preempting = asynchronous = 0
+    ran = fell_back = preempting = asynchronous = generic_failed = 0
     for seed in SEEDS:
         eng, w, pol, n, kw = _case(seed, models)
+        try:
+            b = _run(eng, w, pol, n, kw, "generic")
+        except KeyError:  # the generic async rules preempted a finished request and then released it twice
+            with pytest.raises(KeyError):  # the kernel hands such a run to the generic path, which fails the same
+                _run(eng, w, pol, n, kw, "auto")
+            generic_failed += 1
+            continue
         a = _run(eng, w, pol, n, kw, "auto")
-        b = _run(eng, w, pol, n, kw, "generic")
         assert b.method == "generic"
         if a.method == "generic":
             fell_back += 1
@@ -100,7 +109,8 @@ def test_kernel_equals_generic_on_random_composition_engines(models):
             assert getattr(a, k) == getattr(b, k), (seed, k)
         assert np.isfinite(a.requests["finish_s"]).sum() > 0
     # the kernel ran most cases, with preemptions and async scheduling among them
-    assert ran >= 0.75 * len(SEEDS) and preempting >= 5 and asynchronous >= 10, (ran, fell_back, preempting)
+    assert ran >= 0.75 * len(SEEDS) and preempting >= 6 and asynchronous >= 10 and generic_failed <= 2, (
+        ran, fell_back, preempting, generic_failed)
 
 
 def test_the_validation_engine_runs_in_the_kernel(models):
@@ -151,7 +161,7 @@ def _arrays():
         eng, w, pol, n, kw = _case(seed, models)
         try:  # ("fast": uncompiled, "auto" would choose the generic path)
             r = _run(eng, w, pol, n, kw, "fast")
-        except ParameterError:  # the kernel handed this run to the generic path
+        except (ParameterError, KeyError):  # the kernel handed this run to the generic path
             res[f"{seed}/fell_back"] = np.array([True])
             continue
         for k, v in r.requests.items():
