@@ -47,6 +47,15 @@ too: the 'faults' column shows whether it did).  The same page-fault cost added 
 compresses it (Orca / Sarathi at 1.2 lambda*, base 8ec4a60: 1.5x in fresh children, 2.3x with reused
 pages), so each target is judged on the largest ratio over the three kinds and both loads.  A fourth row,
 reused pages with Geometric(100) output lengths, shows the same ratios off the issue's workload (not judged).
+
+The vLLM section (also alone with ``--vllm``) times the engine the validation replays
+(``fluidq.validate.replay.vllm_engine``: a ``Composition`` batch time over the RTX 4090 Llama-3.1-8B operator
+profile, vLLM's 16-token blocks with prefix caching, the first token with the prefill, ``b_max`` 2048, ``k_max``
+64, a 40,000-token cache that binds) with and without async scheduling, through ``fluidq.simulate`` end to end:
+the compiled kernel (``method="auto"``) against the generic ``select()`` loop (``method="generic"``, what ran
+these engines before issue 15's composition kernel) on the same Poisson arrivals (prompts 100-1499, outputs
+20-399 tokens, 4 requests/s), alternating, best of each, CPU seconds per request; it checks the two give the
+same finish times on the generic run's requests.
 """
 from __future__ import annotations
 
@@ -410,6 +419,49 @@ def print_kv(res: dict, n: int, n_generic: int) -> None:
               f"target <= {KV_TARGET:g}x: {'met' if met else 'NOT met'}")
 
 
+def _vllm_rows(n: int):
+    rng = np.random.default_rng(1)
+    return {"arrival_s": np.cumsum(rng.exponential(1 / 4.0, n)), "prompt_tokens": rng.integers(100, 1500, n),
+            "output_tokens": rng.integers(20, 400, n)}
+
+
+def measure_vllm(n: int, n_generic: int, reps: int) -> dict:
+    """CPU seconds per request of simulate on the validation's vLLM engine: kernel and generic, sync and async."""
+    import fluidq
+    from fluidq.batchtime.operators import lss_iteration_model
+    from fluidq.validate.replay import vllm_engine
+
+    model = lss_iteration_model(ROOT / "validation" / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B", n_layers=32)
+    res = {}
+    for asy in (False, True):
+        eng = vllm_engine(model, b_max=2048, k_max=64, kv_capacity_tokens=40_000, prefix_caching=True,
+                          async_scheduling=asy)
+        big, small = _vllm_rows(n), _vllm_rows(n_generic)
+        fluidq.simulate(eng, small, "vllm-chunked", n_requests=n_generic)  # compiled (or loaded) before timing
+        k_s = g_s = float("inf")
+        for _ in range(reps):  # alternating, so that both see the same load of the (shared) machine
+            a, rk = _time(lambda: fluidq.simulate(eng, big, "vllm-chunked", n_requests=n))
+            b, rg = _time(lambda: fluidq.simulate(eng, small, "vllm-chunked", n_requests=n_generic, method="generic"))
+            k_s, g_s = min(k_s, a), min(g_s, b)
+        same = fluidq.simulate(eng, small, "vllm-chunked", n_requests=n_generic)
+        res["async" if asy else "sync"] = {
+            "method": rk.method, "kernel_s_per_req": k_s / n, "generic_s_per_req": g_s / n_generic,
+            "iterations_per_req": rk.n_iterations / n, "preemptions": rk.preemptions,
+            "same": bool(np.array_equal(same.requests["finish_s"], rg.requests["finish_s"], equal_nan=True))}
+    return res
+
+
+def print_vllm(res: dict, n: int, n_generic: int) -> None:
+    print(f"# the validation's vLLM engine (Composition over the RTX 4090 Llama-3.1-8B profile, vLLM blocks + prefix "
+          f"caching, first token with the prefill), fluidq.simulate end to end; kernel n={n:,}, generic n={n_generic:,}")
+    print(f"{'scheduling':<12}{'method':>8}{'kernel us/req':>15}{'generic us/req':>16}{'generic/kernel':>16}"
+          f"{'iters/req':>11}{'preempt':>9}{'same':>6}")
+    for key, r in res.items():
+        print(f"{key:<12}{r['method']:>8}{r['kernel_s_per_req'] * 1e6:>15.1f}{r['generic_s_per_req'] * 1e6:>16.1f}"
+              f"{r['generic_s_per_req'] / r['kernel_s_per_req']:>15.0f}x{r['iterations_per_req']:>11.1f}"
+              f"{r['preemptions']:>9}{str(r['same']):>6}")
+
+
 def target_line(label: str, res: dict) -> str:
     """The Orca/Sarathi cost ratio per request at each load, against :data:`ORCA_TARGET`."""
     rel = {load: res[f"sarathi@{load}"]["rps"] / res[f"orca@{load}"]["rps"] for load in (0.9, 1.2)}
@@ -425,6 +477,8 @@ def main():
     ap.add_argument("--base", help="also time the compiled kernel of this commit (before/after)")
     ap.add_argument("--kv", action="store_true", help="only the KV section (the kernel with memory)")
     ap.add_argument("--every", action="store_true", help="only the every-scheduler section (cost vs Sarathi)")
+    ap.add_argument("--vllm", action="store_true",
+                    help="only the vLLM section (composition batch time, vLLM KV, async: kernel vs generic)")
     ap.add_argument("--ratios", action="store_true",
                     help="only the scheduler-ratio section (child processes of three kinds; with --base, before/after)")
     ap.add_argument("--child", choices=["new", "cold", "ratios", "kvbase"], help=argparse.SUPPRESS)
@@ -451,6 +505,12 @@ def main():
         print(f"# fluidq.kernel scheduler-ratio benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
               f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
         print_ratios(measure_ratios(a.base, n_fast, 5), n_fast, 5)
+        return
+    n_vllm, n_vgen = (5_000, 300) if a.quick else (20_000, 1_000)
+    if a.vllm:
+        print(f"# fluidq.kernel vLLM-engine benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
+              f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
+        print_vllm(measure_vllm(n_vllm, n_vgen, 3), n_vllm, n_vgen)
         return
     if a.every:
         print(f"# fluidq.kernel every-scheduler benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
@@ -510,6 +570,7 @@ def main():
         print("# (one run each in a fresh child, Sarathi first: its first-touch page faults, ~10 ms per run at "
               "n = 200k, are in these ratios; the scheduler-ratio section below judges the target)")
     print_kv(measure_kv(n_kv, n_gen, 5), n_kv, n_gen)
+    print_vllm(measure_vllm(n_vllm, n_vgen, 3), n_vllm, n_vgen)
     print_every(measure_every(n_fast, 3), n_fast)
     print_ratios(measure_ratios(a.base, n_fast, 5), n_fast, 5)
 

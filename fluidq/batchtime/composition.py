@@ -62,6 +62,12 @@ class Composition(BatchTime):
         ``decode_contexts`` the cached tokens each decoding request reads."""
         return float(self.model.time(prefill_chunks, decode_contexts))
 
+    def kernel_table(self):
+        """The model's tables as one flat array for the compiled kernel (``IterationModel.kernel_table``), or
+        ``None`` when the model offers none (then the simulation runs on the generic path)."""
+        f = getattr(self.model, "kernel_table", None)
+        return f() if callable(f) else None
+
     @property
     def params(self) -> dict:
         return {"model": getattr(self.model, "name", type(self.model).__name__),

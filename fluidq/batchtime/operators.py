@@ -113,6 +113,7 @@ class _Grid:
         else:
             self.holes = 0
         self.axes = axes
+        self.values = g  # the filled grid the interpolator reads (exported by IterationModel.kernel_table)
         self._f = RegularGridInterpolator(axes, g, method="linear", bounds_error=False, fill_value=None)
 
     def __call__(self, *coords):
@@ -166,6 +167,9 @@ class IterationModel:
     n_moe_layers: int = 0
     pipeline_stages: int = 1
     send_us: object = field(default=None, repr=False)
+    #: the fitted tables behind ``linear_us``, ``once_us``, ``per_seq_us`` and ``attn_us`` (set by
+    #: :func:`lss_iteration_model` and :func:`vidur_iteration_model`), read by :meth:`kernel_table`
+    tables: object = field(default=None, repr=False)
 
     def __post_init__(self):
         pp = int(self.pipeline_stages)
@@ -219,6 +223,16 @@ class IterationModel:
             return np.zeros(st.shape[1:]) if st.ndim > 1 else 0.0
         return 1.0 - st.sum(axis=0) / (st.shape[0] * np.maximum(st.max(axis=0), 1e-300))
 
+    def kernel_table(self):
+        """The model as one flat float64 array for the compiled kernel's evaluation
+        (:func:`fluidq.kernel.compose.batch_s` computes :meth:`time` from it with the same arithmetic), or
+        ``None`` when the model has terms the kernel does not evaluate (tensor/expert/pipeline parallelism,
+        MoE experts, a model built without its tables).  See :func:`_kernel_table` for the layout."""
+        if (self.tables is None or self.comm_us is not None or self.moe_us is not None
+                or int(self.pipeline_stages) != 1):
+            return None
+        return _kernel_table(self.tables, self.n_layers, self.overhead_us)
+
     def time(self, prefill_chunks=(), decode_contexts=()) -> float:
         """Seconds for one batch.
 
@@ -247,6 +261,54 @@ class IterationModel:
     def decode_only(self, n, kv):
         """Seconds for ``n`` decodes of context ``kv`` each."""
         return self.time_shape(0.0, 0.0, n, kv)
+
+
+# -------------------------------------------------------------------------- the kernel's flat table
+#: header of :func:`_kernel_table`'s array: kind (1 LLMServingSim, 2 Vidur), decoder layers, overhead (us),
+#: Vidur's decode batching overhead, Vidur's constant per-sequence time (us), then the offsets of the pieces
+#: (linear, once, per-sequence, decode grid, prefill grid, mixed grid, Vidur's decode extras; -1: absent)
+KT_KIND, KT_LAYERS, KT_OVERHEAD, KT_FDEC, KT_SEQ, KT_LIN, KT_ONCE, KT_PSEQ, KT_DEC, KT_PRE, KT_MIX, KT_DECX = range(12)
+KT_HEADER = 16
+
+
+def _kernel_table(tables: dict, n_layers, overhead_us):
+    """Pack an iteration model's tables into one float64 array (``None`` where a piece has a shape the
+    compiled evaluation does not reproduce).  A 1-D piece is ``[n, x(n), y(n)]``; a grid ``[d, n_1..n_d, axes,
+    values (row-major)]``."""
+    head = np.full(KT_HEADER, -1.0)
+    head[KT_KIND] = {"lss": 1.0, "vidur": 2.0}[tables["kind"]]
+    head[KT_LAYERS] = float(n_layers)
+    head[KT_OVERHEAD] = float(overhead_us)
+    head[KT_FDEC] = float(tables.get("f_dec", 0.0))
+    head[KT_SEQ] = float(tables.get("per_seq", 0.0))
+    parts = [head]
+    size = KT_HEADER
+
+    def put(slot, arr):
+        nonlocal size
+        head[slot] = float(size)
+        parts.append(arr)
+        size += arr.size
+
+    for slot, key in ((KT_LIN, "lin"), (KT_ONCE, "once"), (KT_PSEQ, "seq")):
+        if tables.get(key) is None:
+            continue
+        xs, ys = (np.asarray(v, dtype=float) for v in tables[key])
+        # sorted (numpy.interp takes the last of equal abscissae, as the kernel's search does; equal end points
+        # give the extrapolating slope x/0, which the kernel divides as IEEE does)
+        if xs.size < 2 or xs.shape != ys.shape or np.any(np.diff(xs) < 0):
+            return None
+        put(slot, np.concatenate([[float(xs.size)], xs, ys]))
+    for slot, key in ((KT_DEC, "dec"), (KT_PRE, "pre"), (KT_MIX, "mix"), (KT_DECX, "dec_x")):
+        g = tables.get(key)
+        if g is None:
+            continue
+        axes = [np.asarray(a, dtype=float) for a in g.axes]
+        vals = np.asarray(g.values, dtype=float)
+        if any(a.size < 2 for a in axes) or vals.shape != tuple(a.size for a in axes) or len(axes) not in (2, 4):
+            return None  # (a one-point axis takes another branch of scipy's interpolator)
+        put(slot, np.concatenate([[float(len(axes))], [float(a.size) for a in axes], *axes, vals.ravel()]))
+    return np.ascontiguousarray(np.concatenate(parts))
 
 
 # ----------------------------------------------------------------------------------------- LSS
@@ -432,6 +494,8 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
         linear_us=lambda b: _interp1(b, xs, lin), once_us=lambda b: _interp1(b, xs, once),
         per_seq_us=lambda n: _interp1(n, sx, sy), attn_us=attn, overhead_us=float(overhead_us),
         comm_us=comm_layer, moe_us=moe, n_moe_layers=n_moe, pipeline_stages=pp, send_us=send,
+        tables={"kind": "lss", "lin": (xs, lin), "once": (xs, once), "seq": (sx, sy), "dec": g_dec, "pre": g_pre,
+                "mix": g_mix},
         source=f"LLMServingSim operator profile {folder.name} (TP{tp}), x{n_layers} layers"
                + ("; " + "; ".join(parts) if parts else ""))
 
@@ -541,6 +605,8 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
         name=name, n_layers=int(n_layers), linear_us=lambda b: _interp1(b, xs, lin),
         once_us=lambda b: _interp1(b, xs, emb), per_seq_us=lambda n: np.full(np.shape(n), float(per_seq_us)),
         attn_us=attn, overhead_us=float(overhead_us), comm_us=comm_layer,
+        tables={"kind": "vidur", "lin": (xs, lin), "once": (xs, emb), "per_seq": float(per_seq_us), "f_dec": f_dec,
+                "dec": g_dec, "pre": g_pre, "dec_x": g_dec_x},
         source=f"Vidur profiles {Path(mlp_csv).parent.name} (TP{tp}), x{n_layers} layers" + comm_note
                + (f"; attention with {', '.join(extra)}" if extra else ""))
 

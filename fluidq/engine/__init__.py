@@ -15,7 +15,7 @@ async_scheduling=False)``
 * ``async_scheduling`` whether each batch is scheduled while the previous one runs (vLLM's
   ``--async-scheduling``, on by default since vLLM 0.14): a batch sees the arrivals up to the start of
   the batch before it, and a finished request holds its slot and KV one batch longer; modelled by
-  :func:`fluidq.simulate` (generic path) only
+  :func:`fluidq.simulate` only (in the compiled kernel with a KV cache, else on the generic path)
 """
 from __future__ import annotations
 

@@ -21,7 +21,16 @@ two equal on random engines, memories, schedulers and workloads), for:
 * prefix caching (a re-admitted victim takes back its own leading blocks still cached; freed blocks are
   handed out least recently freed first, a request's tail first).
 
-Composition batch times and lazily tabulated batch times stay on the Python path.
+* a batch time read from the batch's composition (the operator-profile iteration model of
+  :class:`~fluidq.batchtime.composition.Composition`, evaluated from its ``kernel_table()`` by
+  :func:`fluidq.kernel.compose.batch_s`: the prefill chunks with the KV each holds, the decoders' KV), and vLLM's
+  async scheduling as :class:`fluidq.kernel.step.EngineRun` models it (each batch sees the arrivals up to the start
+  of the batch before, ``F_TSEEN``; the requests finished in a batch keep their ``k_max`` slots and KV through the
+  next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot).  Where the generic
+  memory rules would then preempt such a finished request (it still holds KV), the kernel stops with
+  ``STATUS_FALLBACK`` and the caller runs the generic path (``tests/kernel/test_kv_composition.py``).
+
+Lazily tabulated batch times stay on the Python path.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
@@ -75,6 +84,7 @@ from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer c
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
+from .compose import batch_s as _batch_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
 # does not see edits there: clear it, or touch this file, after changing it)
@@ -84,19 +94,27 @@ __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
 STATUS_DONE, STATUS_PROGRESS = 0, 1
 STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: the sizes are in si[I_NEED_*]
+#: the run reached a state the kernel does not reproduce (async scheduling: the memory rules would preempt a
+#: request that finished in the batch before, still holding its KV): the caller runs the generic path instead
+STATUS_FALLBACK = 3
 
 # cfg (int64): the scheduler, the memory and run options
 (C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING, C_MAXBLK) = range(19)
-N_CFG = 19
+# the batch time from its composition (ct, fluidq.kernel.compose); async scheduling; the engine's k_max (-1: none)
+C_COMPOSE, C_ASYNC, C_KENG = range(19, 22)
+N_CFG = 22
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
  I_SDEC, I_G, I_NSTK, I_NH, I_NFR, I_SWT, I_SH, I_NSW, I_NEED_B, I_NEED_H, I_NEED_R, I_NEED_Q) = range(38)
 I_NCOV = 38  # decoders that joined covered (no heap entry): a count for the tests, not a result
-N_SI = 39
-# sf (float64): the clock, busy time, next progress report
-F_T, F_BUSY, F_NEXT = range(3)
+I_NLG = 39  # async scheduling: requests finished in the batch before, still holding their slots and KV (lg[:nlg])
+N_SI = 40
+# sf (float64): the clock, busy time, next progress report; async scheduling: the arrivals the scheduler has
+# seen, up to the start of the batch before (nan: up to now)
+F_T, F_BUSY, F_NEXT, F_TSEEN = range(4)
+N_SF = 4
 # record columns: RF (float) t_s, batch_s; RI (int) the rest
 R_T, R_B = range(2)
 (R_X, R_S, R_Q, R_D, R_K, R_U, R_RES, R_WAIT, R_USE) = range(9)
@@ -229,6 +247,26 @@ def _reuse(qe, cup, qpos, qn, i, want):
     """Request ``i`` takes back up to ``want`` leading blocks of its cached prefix
     (:func:`~fluidq.kernel.kvrules.pool_reuse`); returns how many."""
     return pool_reuse(qe, 0, cup, qpos, qn, i, want)
+
+
+@jit(inline="always", _nrt=False)
+def _let_go(lst, k, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching, used, free, nadm, n_sys):
+    """The finished requests ``lst[:k]`` leave: their KV is freed (released, then forgotten with prefix caching:
+    their blocks are ordinary free ones).  Returns ``used, free, nadm, n_sys``."""
+    for j in range(k):
+        rid = lst[j]
+        used -= kv[rid]
+        kv[rid] = 0
+        if paged:
+            free += nbk[rid]
+            if caching:
+                _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
+                stamp[rid] = -1
+                cup[rid] = 0
+            nbk[rid] = -1
+        nadm -= 1
+        n_sys -= 1
+    return used, free, nadm, n_sys
 
 
 # the ordered lists, each (first slot, end, live count) in lp: decoders (dl), prefilling residents that were
@@ -369,7 +407,7 @@ def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f, si):
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
          dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp, cup,
-         qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+         qpos, qn, qs, ct, lg, qe, hf, hr, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers).
 
     :func:`_advance` runs the simulation without numba's reference counting (which, over some sixty
@@ -378,7 +416,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     while True:
         status = _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn,
                           ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt,
-                          fr, swq, shl, stamp, cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI)
+                          fr, swq, shl, stamp, cup, qpos, qn, qs, ct, lg, qe, hf, hr, bt, bn, bw, RF, RI)
         if status != STATUS_GROW:
             return status, qe, hf, hr, bt, bn, bw, RF, RI
         need = si[I_NEED_B]
@@ -402,7 +440,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
 @jit(_nrt=False)
 def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
              dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
-             cup, qpos, qn, qs, qe, hf, hr, bt, bn, bw, RF, RI):
+             cup, qpos, qn, qs, ct, lg, qe, hf, hr, bt, bn, bw, RF, RI):
     """:func:`step`'s simulation, until the end, a progress report or a buffer without room (``STATUS_GROW``,
     at the top of an iteration, with the sizes needed in ``si``)."""
     n = len(arr)
@@ -425,6 +463,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     swap = cfg[C_SWAP] != 0
     caching = cfg[C_CACHING] != 0
     maxblk = cfg[C_MAXBLK]
+    compose = cfg[C_COMPOSE] != 0
+    async_ = cfg[C_ASYNC] != 0
+    keng = cfg[C_KENG]
     total = kv_cap // bs
     swap_s = cf[2]
     cap_sw = len(swq)
@@ -467,6 +508,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     t = sf[F_T]
     busy = sf[F_BUSY]
     next_report = sf[F_NEXT]
+    tseen = sf[F_TSEEN]
+    nlg = si[I_NLG]
     status = STATUS_DONE
 
     while True:
@@ -476,8 +519,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             break
         if not resume:
             na, n_sys, work, pt, hidden, rejected, nb = _arrive(
-                arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total,
-                kv_cap)
+                arr, P, D, t if tseen != tseen else tseen, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw,
+                nb, paged, bs, total, kv_cap)
             bt[nb] = t
             bn[nb] = n_sys
             bw[nb] = work
@@ -512,11 +555,26 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             hidden -= P[rid]
             if P[rid] <= never:
                 n_fresh += 1
-        if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] == 0 and nsw == 0:  # nobody in view
+        if lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] + nlg == 0 and nsw == 0:  # nobody in view
             if na >= n:
                 break
-            t = arr[na] if arr[na] < horizon else horizon
+            nxt = arr[na] if arr[na] < horizon else horizon
+            if nxt > t:  # (async: an arrival not seen yet may be due already)
+                t = nxt
+            tseen = np.nan
             continue
+        k_it = k_cap
+        if async_ and keng >= 0:  # requests finished in the batch in flight still hold their k_max slots
+            if keng - nlg < 1:  # every slot is held by a finished request: read the outputs first
+                if used > peak:
+                    peak = used
+                used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching,
+                                                  used, free, nadm, n_sys)
+                nlg = 0
+                tseen = np.nan
+                continue
+            if keng - nlg < k_it:
+                k_it = keng - nlg
 
         # ---- the batch: the policy's choice under the memory rules (StationMemory.form) ----
         extra_s = 0.0
@@ -550,6 +608,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 st[rid] = 0
                 _ins(pl, pos_p, lp, L_P, rid)
         hide = nsw > 0  # while requests are swapped out, no new one is admitted
+        bail = False
         demand = 0
         npf = 0
         nd = 0
@@ -560,12 +619,16 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 npf = 0
                 nd = 0
                 demand = 0 if hide else hidden
+                if nlg > 0:  # (async) the finished requests still resident are shown to the policy
+                    examined += nlg
+                    if not paged:  # the token rules would preempt one of them
+                        bail = True
                 break
-            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap,
+            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_it,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
             if alld and paged:
                 full = cnt[(-G) % bs]
-            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2]
+            examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] + nlg
             if record:
                 demand = _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
             for j in range(nbl):  # blocked: noted; one never served is set aside (the window's parking)
@@ -727,6 +790,16 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         break
                     if 0 <= rid < victim:
                         break
+            if nlg > 0:  # (async) would the generic rules pick a finished request still holding KV?  Then bail out
+                for j in range(nlg):
+                    q = lg[j]
+                    if paged and most_recent:
+                        if victim < 0 or (adm[q] > adm[victim] if swap else st[victim] == 2):
+                            bail = True
+                    elif q > victim:
+                        bail = True
+                if bail:
+                    break
             if victim < 0:  # (unreachable: something holds KV whenever this is reached)
                 f = kv_cap - used
                 npf = 0
@@ -781,6 +854,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 work += held
             hide = True if not paged else hide
 
+        if bail:
+            status = STATUS_FALLBACK
+            break
         x = 0
         for j in range(npf):
             x += bpm[j]
@@ -796,6 +872,14 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
         if npf == 0 and nd == 0:
+            if async_ and (nlg > 0 or tseen == tseen):  # nothing in flight: every output and arrival is read now
+                if used > peak:
+                    peak = used
+                used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching,
+                                                  used, free, nadm, n_sys)
+                nlg = 0
+                tseen = np.nan
+                continue
             if extra_s > 0:  # only swaps: they take their time
                 t += extra_s
                 busy += extra_s
@@ -808,14 +892,25 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         # ---- run it ----
         tokens = x + nd
         kvr = 0
-        if ks != 0.0 or record:  # the decoders' contexts: KV held, or prompt + generated tokens
+        held = ks != 0.0 or compose  # (a composition reads the KV held, as context-aware times do)
+        if held or record:  # the decoders' contexts: KV held, or prompt + generated tokens
             if alld:
-                kvr = kvdec if ks != 0.0 else sdec
+                kvr = kvdec if held else sdec
             else:
                 for j in range(nd):
                     rid = bd[j]
-                    kvr += (kv[rid] if ks != 0.0 else P[rid] + dc[rid]) + G - gb[rid]
-        tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
+                    kvr += (kv[rid] if held else P[rid] + dc[rid]) + G - gb[rid]
+        if compose:  # the prefill chunks with the KV they hold, the decoders' contexts (IterationModel.time)
+            cw = 0.0
+            nch = 0
+            for j in range(npf):
+                m = bpm[j]
+                if m > 0:
+                    cw += m * (kv[bpr[j]] + m / 2.0)
+                    nch += 1
+            tau_j = _batch_s(ct, x, cw, nch, nd, kvr)
+        else:
+            tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
         if record:
             RF[nr, R_T] = t
             RF[nr, R_B] = tau_j + extra_s
@@ -831,8 +926,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         n_iter += 1
         busy += tau_j + extra_s
         tok_served += tokens
-        na, n_sys, work, pt, hidden, rejected, nb = _arrive(
-            arr, P, D, t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs, total, kv_cap)
+        na, n_sys, work, pt, hidden, rejected, nb = _arrive(  # (async: the next batch is formed while this one runs)
+            arr, P, D, t0 if async_ else t, na, n, n_sys, work, pend, pt, hidden, rejected, bt, bn, bw, nb, paged, bs,
+            total, kv_cap)
+        if async_:
+            tseen = t0
         work -= tokens
         if npf and nd:
             mixed_iters += 1
@@ -947,20 +1045,18 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)
-            used -= kv[rid]
-            kv[rid] = 0
-            if paged:
-                free += nbk[rid]
-                if caching:  # released, then forgotten: its blocks are ordinary free ones
-                    _release(qe, qs, stamp, cup, qpos, qn, rid, nbk[rid])
-                    stamp[rid] = -1
-                    cup[rid] = 0
-                nbk[rid] = -1
-            nadm -= 1
-            n_sys -= 1
+        if async_:  # those finished in the batch before go; these hold their slots and KV through the next batch
+            used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching, used,
+                                              free, nadm, n_sys)
+            for j in range(nfl):
+                lg[j] = fl[j]
+            nlg = nfl
+        else:
+            used, free, nadm, n_sys = _let_go(fl, nfl, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching, used,
+                                              free, nadm, n_sys)
         if record:
             RI[nr, R_RES] = nadm
-            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] - nadm + nsw + (pt - ph) + n_parked
+            RI[nr, R_WAIT] = lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] + nlg - nadm + nsw + (pt - ph) + n_parked
             RI[nr, R_USE] = useful + nd
             nr += 1
 
@@ -999,4 +1095,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     si[I_NSTK] = nstk
     sf[F_T] = t
     sf[F_BUSY] = busy
+    sf[F_TSEEN] = tseen
+    si[I_NLG] = nlg
     return status

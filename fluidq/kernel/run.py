@@ -294,7 +294,8 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
 
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
                 kv_cap, block_size=1, paged=False, whole_prompt=True, most_recent=False, emit_at_prefill=False,
-                swap_s_per_token=None, prefix_caching=False, progress=None) -> dict:
+                swap_s_per_token=None, prefix_caching=False, progress=None, compose_table=None,
+                async_scheduling=False, engine_k_max=None) -> dict | None:
     """Simulate one engine with a KV cache under a built-in FCFS scheduler (:mod:`fluidq.kernel.kv`).
 
     The arguments of :func:`run_fcfs` (``tau_b`` a full table: a list or array indexed by tokens), and
@@ -302,7 +303,14 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     ``block_size`` tokens with ``whole_prompt`` (else incremental) reservation and ``most_recent`` (else
     last in arrival order) victims; recompute preemption, or with ``swap_s_per_token`` (seconds per KV token
     moved) swap preemption; ``prefix_caching`` (paged, recompute); ``emit_at_prefill``: the iteration
-    completing a prefill gives the first token.  Returns the dict of :func:`fluidq.kernel.step.run_generic`.
+    completing a prefill gives the first token.  ``compose_table`` (a composition batch time's
+    ``kernel_table()``) charges each batch from its composition (:func:`fluidq.kernel.compose.batch_s`) instead of
+    ``tau_b``; ``async_scheduling`` forms each batch while the one before runs (vLLM's async scheduling, as
+    :class:`fluidq.kernel.step.EngineRun` models it: the batch sees the arrivals up to the start of the batch before,
+    and requests finished in that batch hold their slots of the engine's ``engine_k_max`` and their KV through it).
+    Returns the dict of :func:`fluidq.kernel.step.run_generic`, or ``None`` when the run reaches a state the kernel
+    does not reproduce (async scheduling whose memory rules would preempt a finished request still holding its KV):
+    the caller then runs the generic path.
     """
     from . import kv as K
 
@@ -319,7 +327,8 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
                    prefill_first=prefill_first, tau_b=tau_b, ks=ks, horizon=horizon, record=record, kv_cap=kv_cap,
                    block_size=block_size, paged=paged, whole_prompt=whole_prompt, most_recent=most_recent,
                    emit_at_prefill=emit_at_prefill, swap_s_per_token=swap_s_per_token,
-                   prefix_caching=prefix_caching, progress=progress)
+                   prefix_caching=prefix_caching, progress=progress, compose_table=compose_table,
+                   async_scheduling=async_scheduling, engine_k_max=engine_k_max)
 
 
 _ready_kv = False
@@ -342,7 +351,7 @@ def ensure_compiled_kv() -> None:
 
 def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
             kv_cap, block_size, paged, whole_prompt, most_recent, emit_at_prefill, swap_s_per_token, prefix_caching,
-            progress):
+            progress, compose_table=None, async_scheduling=False, engine_k_max=None):
     n = arr.size
     i64, f64 = np.int64, np.float64
     tau = np.ascontiguousarray(np.asarray(tau_b, dtype=f64)[:b_max + 1])
@@ -356,17 +365,20 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     maxblk = int(((P + D + bs - 1) // bs).max()) + 2 if caching and n else 0
     cfg[:] = [b_max, k_cap, mixed, chunked, chunk_long, prefill_first, record, progress is not None, paged, bs,
               whole_prompt, most_recent, emit_at_prefill, min(int(kv_cap), 1 << 62), w_size, never,
-              swap_s_per_token is not None, caching, maxblk]
+              swap_s_per_token is not None, caching, maxblk, compose_table is not None, bool(async_scheduling),
+              -1 if engine_k_max is None else min(int(engine_k_max), 1 << 62)]
+    ct = np.zeros(16) if compose_table is None else np.ascontiguousarray(compose_table, dtype=f64)
     cf = np.array([horizon, ks, 0.0 if swap_s_per_token is None else swap_s_per_token], dtype=f64)
     si = np.zeros(K.N_SI, dtype=i64)
     si[K.I_FREE] = int(kv_cap) // bs
-    sf = np.zeros(3, dtype=f64)
+    sf = np.zeros(K.N_SF, dtype=f64)
+    sf[K.F_TSEEN] = np.nan  # (async scheduling) no batch before: the scheduler sees the arrivals up to now
     pc = P.copy()
     rc, pf, dc, kv, adm, npre, hwm, isbl = (np.zeros(n, dtype=i64) for _ in range(8))
     st = np.zeros(n, dtype=np.int8)
     nbk = np.full(n, -1, dtype=i64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
-    dl, pl, ql, pend, bpr, bpm, bd, bl, run, fl, sr, sq = (np.empty(n + 1, dtype=i64) for _ in range(12))
+    dl, pl, ql, pend, bpr, bpm, bd, bl, run, fl, sr, sq, lg = (np.empty(n + 1, dtype=i64) for _ in range(13))
     pos_d, pos_p = np.full(n + 1, -1, dtype=i64), np.full(n + 1, -1, dtype=i64)
     lp = np.zeros(9, dtype=i64)
     gb, fr = np.zeros(n + 1, dtype=i64), np.empty(n + 1, dtype=i64)
@@ -382,11 +394,13 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
              dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
-             cup, qpos, qn, qs)
+             cup, qpos, qn, qs, ct, lg)
     while True:
         status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
             break
+        if status == K.STATUS_FALLBACK:
+            return None
         t = float(sf[K.F_T])
         progress(t, int(si[K.I_NA]))
         sf[K.F_NEXT] = t + 1.0 + 0.02 * t

@@ -54,19 +54,24 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
       one by one under the memory rules, the decoders on a virtual clock), under the default token
       rules or paged rules (prefix caching included), with recompute or swap preemption (``preemption``
       overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
-      :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens.
-      Composition batch times run on the generic path, with identical rules.
+      :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens; a batch
+      time that reads the batch composition (:class:`~fluidq.batchtime.composition.Composition`) when its
+      model exports a ``kernel_table()`` (the single-GPU operator-profile models: the kernel evaluates it
+      compiled, :mod:`fluidq.kernel.compose`), a first token emitted with the prefill and async scheduling
+      too.  Without a KV cache, composition batch times and async scheduling run on the generic path, with
+      identical rules; so do composition models without a table (MoE, tensor/pipeline parallel, fitted).
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
     order = policy.order
     if type(order).order is not Ordering.order:
         return False, f"ordering {order.name!r} is not arrival order"
-    if callable(getattr(engine.batch_time, "composition_time", None)):
-        return False, "a batch time that reads the batch composition runs on the generic path"
-    if engine.async_scheduling:
-        return False, "async scheduling is modelled on the generic path"
+    composition = callable(getattr(engine.batch_time, "composition_time", None))
     if engine.kv_capacity_tokens is None:
+        if composition:
+            return False, "a batch time that reads the batch composition runs on the generic path without a KV cache"
+        if engine.async_scheduling:
+            return False, "async scheduling without a KV cache is modelled on the generic path"
         if engine.prefill_emits_token:
             return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
         return True, "built-in scheduler with FCFS order"
@@ -77,7 +82,16 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
         return False, f"a budget above {EAGER_TAU_TOKENS} tokens with KV memory runs on the generic path"
     if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
         return False, f"KV blocks above {KV_KERNEL_MAX_BLOCK} tokens run on the generic path"
+    if composition and _compose_table(engine) is None:
+        return False, ("a composition batch time whose model has no kernel table (MoE, tensor/pipeline parallel, "
+                       "fitted) runs on the generic path")
     return True, "built-in scheduler with FCFS order, KV memory in the kernel (stepped per iteration)"
+
+
+def _compose_table(engine: Engine):
+    """The composition batch time's flat table for the kernel (``kernel_table()``), or ``None``."""
+    f = getattr(engine.batch_time, "kernel_table", None)
+    return f() if callable(f) else None
 
 
 def _shortest_batch_s(engine: Engine) -> float:
@@ -359,7 +373,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     and decode contexts; with ``prefill_emits_token`` the prefill's iteration gives the first token
     (``first_token_s == prefill_done_s``).  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
     forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
-    start, and a finished request holds its slot and KV through one more batch (generic path).
+    start, and a finished request holds its slot and KV through one more batch.  With a KV cache both run in
+    the compiled kernel (the composition evaluated from its model's ``kernel_table()``), which falls back
+    to the generic path for the rare run whose memory rules would preempt a request that finished in the
+    batch before (it still holds its KV under async scheduling).
 
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
@@ -450,10 +467,17 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                               block_size=mem.block_size, whole_prompt=mem.reservation == "whole_prompt",
                               most_recent=mem.victim == "most_recent", emit_at_prefill=engine.prefill_emits_token,
                               swap_s_per_token=swap_s_per_token if preemption == "swap" else None,
-                              prefix_caching=mem.prefix_caching, **opts)
+                              prefix_caching=mem.prefix_caching, compose_table=_compose_table(engine),
+                              async_scheduling=engine.async_scheduling, engine_k_max=engine.k_max, **opts)
+            if out is None:  # (async scheduling would preempt a finished request still holding KV: generic path)
+                if method == "fast":
+                    raise ParameterError("method", method, "'auto' or 'generic' for this run",
+                                         "its async scheduling preempts a finished request still holding its KV, "
+                                         "which the kernel does not reproduce")
+                use_fast = False
         else:
             out = run_fast(arr_a, P_a, D_a, **opts)
-    else:
+    if not use_fast:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)
         window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
