@@ -26,9 +26,8 @@ two equal on random engines, memories, schedulers and workloads), for:
   :func:`fluidq.kernel.compose.batch_s`: the prefill chunks with the KV each holds, the decoders' KV), and vLLM's
   async scheduling as :class:`fluidq.kernel.step.EngineRun` models it (each batch sees the arrivals up to the start
   of the batch before, ``F_TSEEN``; the requests finished in a batch keep their ``k_max`` slots and KV through the
-  next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot).  Where the generic
-  memory rules would then preempt such a finished request (it still holds KV), the kernel stops with
-  ``STATUS_FALLBACK`` and the caller runs the generic path (``tests/kernel/test_kv_composition.py``).
+  next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot; they are never
+  preemption victims, as in :mod:`fluidq.kernel.memory`).
 
 Lazily tabulated batch times stay on the Python path.
 
@@ -94,9 +93,6 @@ __all__ = ["N_RI", "N_SI", "STATUS_DONE", "STATUS_PROGRESS", "step"]
 
 STATUS_DONE, STATUS_PROGRESS = 0, 1
 STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: the sizes are in si[I_NEED_*]
-#: the run reached a state the kernel does not reproduce (async scheduling: the memory rules would preempt a
-#: request that finished in the batch before, still holding its KV): the caller runs the generic path instead
-STATUS_FALLBACK = 3
 
 # cfg (int64): the scheduler, the memory and run options
 (C_BMAX, C_KCAP, C_MIXED, C_CHUNKED, C_CHUNK_LONG, C_PREFILL_FIRST, C_RECORD, C_REPORT, C_PAGED, C_BS, C_WHOLE,
@@ -608,7 +604,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 st[rid] = 0
                 _ins(pl, pos_p, lp, L_P, rid)
         hide = nsw > 0  # while requests are swapped out, no new one is admitted
-        bail = False
         demand = 0
         npf = 0
         nd = 0
@@ -621,8 +616,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 demand = 0 if hide else hidden
                 if nlg > 0:  # (async) the finished requests still resident are shown to the policy
                     examined += nlg
-                    if not paged:  # the token rules would preempt one of them
-                        bail = True
                 break
             npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_it,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl)
@@ -790,16 +783,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         break
                     if 0 <= rid < victim:
                         break
-            if nlg > 0:  # (async) would the generic rules pick a finished request still holding KV?  Then bail out
-                for j in range(nlg):
-                    q = lg[j]
-                    if paged and most_recent:
-                        if victim < 0 or (adm[q] > adm[victim] if swap else st[victim] == 2):
-                            bail = True
-                    elif q > victim:
-                        bail = True
-                if bail:
-                    break
             if victim < 0:  # (unreachable: something holds KV whenever this is reached)
                 f = kv_cap - used
                 npf = 0
@@ -854,9 +837,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 work += held
             hide = True if not paged else hide
 
-        if bail:
-            status = STATUS_FALLBACK
-            break
         x = 0
         for j in range(npf):
             x += bpm[j]

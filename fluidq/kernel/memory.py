@@ -112,6 +112,13 @@ class BlockPool:
         self.stamp.pop(i, None)
 
 
+def _unfinished(admitted):
+    """The requests of ``admitted`` that may be preempted: not those that finished in the batch in flight and
+    still hold their KV until their output is read (async scheduling, :class:`fluidq.kernel.step.EngineRun`):
+    their blocks are freed when that output is read, and preempting them would recompute a finished request."""
+    return [q for q in admitted if q.decoded < q.output_tokens or q.prefilled < q.prompt_tokens]
+
+
 def _victim_order(policy, admitted, now):
     """The admitted requests in the policy's ordering (arrival order without one); the victim is last."""
     order = getattr(policy, "order", None)
@@ -310,7 +317,7 @@ class StationMemory:
                     continue
                 if not trimmed.empty or n_admitted == 0:
                     return trimmed, extra_s
-            admitted = [q for q in residents if kv[q.rid] > 0]
+            admitted = _unfinished([q for q in residents if kv[q.rid] > 0])
             cands = _victim_order(self.policy, admitted, t)[::-1]
             victim = None
             for q in cands:
@@ -351,7 +358,7 @@ class StationMemory:
             for rid in batch.decode:
                 need += -(-(kv[rid] + 1) // bs) - nblk[rid]
             if need > pool.free:
-                admitted = [q for q in residents if q.rid in nblk]
+                admitted = _unfinished([q for q in residents if q.rid in nblk])
                 if self.most_recent:
                     victim = max(admitted, key=lambda q: self.adm[q.rid])
                 else:

@@ -308,9 +308,7 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     ``tau_b``; ``async_scheduling`` forms each batch while the one before runs (vLLM's async scheduling, as
     :class:`fluidq.kernel.step.EngineRun` models it: the batch sees the arrivals up to the start of the batch before,
     and requests finished in that batch hold their slots of the engine's ``engine_k_max`` and their KV through it).
-    Returns the dict of :func:`fluidq.kernel.step.run_generic`, or ``None`` when the run reaches a state the kernel
-    does not reproduce (async scheduling whose memory rules would preempt a finished request still holding its KV):
-    the caller then runs the generic path.
+    Returns the dict of :func:`fluidq.kernel.step.run_generic`.
     """
     from . import kv as K
 
@@ -399,8 +397,6 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
         status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
             break
-        if status == K.STATUS_FALLBACK:
-            return None
         t = float(sf[K.F_T])
         progress(t, int(si[K.I_NA]))
         sf[K.F_NEXT] = t + 1.0 + 0.02 * t

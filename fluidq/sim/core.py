@@ -469,12 +469,6 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                               swap_s_per_token=swap_s_per_token if preemption == "swap" else None,
                               prefix_caching=mem.prefix_caching, compose_table=_compose_table(engine),
                               async_scheduling=engine.async_scheduling, engine_k_max=engine.k_max, **opts)
-            if out is None:  # (async scheduling would preempt a finished request still holding KV: generic path)
-                if method == "fast":
-                    raise ParameterError("method", method, "'auto' or 'generic' for this run",
-                                         "its async scheduling preempts a finished request still holding its KV, "
-                                         "which the kernel does not reproduce")
-                use_fast = False
         else:
             out = run_fast(arr_a, P_a, D_a, **opts)
     if not use_fast:
