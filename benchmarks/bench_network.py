@@ -27,9 +27,9 @@ Run: ``python benchmarks/bench_network.py`` (prints measured value, target and r
 extracted with ``git archive``), before/after a change to the network loops: the marginal CPU cost per batch
 (between a run and one eight times shorter, so that setup and result assembly cancel out) of one-station
 networks under each built-in scheduler (Sarathi's runs skipped; Orca, vLLM, FasterTransformer and Sarathi with
-a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above, and
-Sarathi on the Python event-skipping path; each tree in its own child processes, alternating
-(``--repeats`` each, best kept), the ratio this/other per case.
+a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above,
+Sarathi on the Python event-skipping path and geometric lengths through a random router; each tree in its own
+child processes, alternating (``--repeats`` each, best kept), the ratio this/other per case.
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
 is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -314,6 +314,7 @@ def _cases():
         "block KV (vLLM), 1 station": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 16000.0, {}),
         "4 stations, 2 with KV, JSQ": (kv4, 8000.0, {"swap_s_per_token": 1e-6}),
         "sarathi, method='python'": (one(), 4000.0, {"method": "python"}),
+        "geometric lengths, random router": (_random_lengths_network(eng, lam), 8000.0, {}),
     }
 
 

@@ -156,7 +156,7 @@ Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 N_G = 25
 #: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
 UNIFORMS = 1 << 30
-#: uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
+#: the most uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
 UB = 4096
 # gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time, the
 # arrival in the network of the request being moved along its route; then the sums of sojourns per class (GF_SOJ + c)
@@ -1606,9 +1606,9 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     reads its ``S_EMIT`` and context-aware seconds per KV token there too (batch by batch).
 
     ``uniforms`` (``None`` where no random router or choice draws one) gives the routers' and choices' uniforms
-    from the caller's generator in the Python path's order: ``block(n)`` draws the next ``n`` (the loop asks for a
-    block when one is used up), ``rewind(used)`` puts the generator right after the first ``used`` of the current
-    block (before a random length's draws, and at the end) and counts them in ``total``.
+    from the caller's generator in the Python path's order: ``block()`` draws the next ones (at most :data:`UB`,
+    as many as it chooses; the loop asks for a block when one is used up, the first one too), ``rewind(used)`` puts the generator
+    right after the first ``used`` of the current block (before a random length's draws, and at the end).
 
     ``sub`` (int) and ``subp`` (float) list the choices' options (first step, probability) and the forks' branches
     (first step) the step rows of ``hop`` point to; ``n_jobs`` requests enter in all, with ``n_forks`` forks at
@@ -1694,28 +1694,29 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     u = np.zeros(nsub + (UB if uniforms is not None else 1), f64)  # the choices' probabilities, then the uniforms
     u[:nsub] = subp[:nsub] if nsub else u[:0]
     g[G_U] = g[G_U0] = g[G_UEND] = nsub
-    if uniforms is not None:
-        u[nsub:] = uniforms.block(UB)
-        g[G_UEND] = nsub + UB
+
+    def next_block():  # (at most UB uniforms, as many as the caller draws)
+        x = uniforms.block()
+        u[nsub:nsub + x.size] = x
+        g[G_U] = g[G_U0] = nsub
+        g[G_UEND] = nsub + x.size
+
     jf = np.zeros((n_jobs + 1, n_forks) if n_forks else (1, 1), i64)  # the forks' counters, per request
 
     def fill():
         src = int(g[G_NEED])
         used = int(g[G_U] - g[G_U0])
         if src == UNIFORMS:  # the block is used up: the generator stands right after it
-            u[nsub:] = uniforms.block(UB)
-            g[G_U] = nsub
+            next_block()
             return
-        if uniforms is not None:  # the lengths are drawn after the uniforms used so far, then a new block
-            uniforms.rewind(used)
+        if uniforms is not None:  # the lengths are drawn after the uniforms used so far (the next block: when the
+            uniforms.rewind(used)  # loop needs a uniform)
+            g[G_U] = g[G_U0] = g[G_UEND] = nsub
         left = lb[src, lb[src, LB_POS]:lb[src, LB_END]].copy()
         lb[src, :left.size] = left
         lb[src, left.size:left.size + LBN] = refill(src)
         lb[src, LB_POS] = 0
         lb[src, LB_END] = left.size + LBN
-        if uniforms is not None:
-            u[nsub:] = uniforms.block(UB)
-            g[G_U] = nsub
 
     i = 0
     while i < ihop.size:
