@@ -27,11 +27,11 @@ Run: ``python benchmarks/bench_network.py`` (prints measured value, target and r
 extracted with ``git archive``), before/after a change to the network loops: the marginal CPU cost per batch
 (between a run and one eight times shorter, so that setup and result assembly cancel out) of one-station
 networks under each built-in scheduler (Sarathi's runs skipped; Orca, vLLM, FasterTransformer and Sarathi with
-a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above, and
-on the Python loop (``method='python'``) Sarathi's event-skipping path, vLLM batch by batch, the block-KV
-station and the 4-station KV network (their KV stations are the kernel's ``EngineRun``); each tree in its own
-child processes, alternating (``--repeats`` each, best kept), the ratio this/other per case; ``--only TEXT``
-keeps the cases whose name contains TEXT.
+a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-station KV network above,
+geometric lengths through a random router, and on the Python loop (``method='python'``) Sarathi's
+event-skipping path, vLLM batch by batch, the block-KV station and the 4-station KV network (their KV
+stations are the kernel's ``EngineRun``); each tree in its own child processes, alternating (``--repeats``
+each, best kept), the ratio this/other per case; ``--only TEXT`` keeps the cases whose name contains TEXT.
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
 is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -321,6 +321,7 @@ def _cases():
         "block KV (vLLM), method='python'": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 1000.0,
                                              {"method": "python"}),
         "4 stations KV JSQ, method='python'": (kv4, 400.0, {"swap_s_per_token": 1e-6, "method": "python"}),
+        "geometric lengths, random router": (_random_lengths_network(eng, lam), 8000.0, {}),
     }
 
 

@@ -25,14 +25,21 @@ loop).  ``tests/network/test_network_kv.py`` holds the two drivers equal: a one-
 single-engine run exactly (times, iterations, preemptions) for every built-in scheduler under no memory,
 token KV and block KV (with and without prefix caching).
 
-The compiled loops restate the token and paged rules (recompute and swap, prefix caching) in array form for
-the built-in FCFS schedulers: :mod:`fluidq.kernel.kvrules` (the decisions and the block pool), which the KV
-stations of :mod:`fluidq.kernel.network` call, and :mod:`fluidq.kernel.kv` (what ``simulate`` runs), which
-calls its block pool and writes the decisions out in its loop (calls cost it up to 6 %).
-``tests/sim/test_sim_kv_kernel.py`` holds the kernel identical to this one (times, preemptions, records) on
-random engines, memories and workloads, ``tests/network/test_network_kernel_kv.py`` the network loop to the
-Python network path and ``tests/kernel/test_kvrules_pool.py`` the compiled pool to :class:`BlockPool`: a
-change to these rules must be made here, in ``kvrules`` and in kv.py's loop.
+The rules' decisions are written once, here, as plain functions over integers and explicit arrays (the section
+before :class:`BlockPool`: ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``, ``blocks_needed``,
+``prefix_want``/``paged_take``/``paged_retry``, ``recompute``, the no-victim and never-exceed clamps, and the
+block pool with prefix caching ``pool_alloc``/``pool_release``/``pool_reuse``).  :class:`StationMemory` calls
+the scalar ones; the compiled loops inline them for the built-in FCFS schedulers: the KV stations of
+:mod:`fluidq.kernel.network` call every one (jitted where used), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
+the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``, ``never_fits`` and
+``swap_in_fits``, and writes the other decisions out in its loop (calls cost it up to 6 %).  :class:`BlockPool`
+keeps its own queue (a deque of Python tuples and dicts keyed by request: on numpy arrays from Python, as the
+pool functions need, every entry would cost an array access), held to the pool functions by
+``tests/kernel/test_kvrules_pool.py``.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py identical to this
+module (times, preemptions, records) on random engines, memories and workloads and
+``tests/network/test_network_kernel_kv.py`` the network loop to the Python network path: a change to these
+rules is made here (and in kv.py's loop for the decisions it writes out); numba's cache tracks only the file of
+a cached function, so touch kv.py and network.py after one.
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
 accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with
@@ -45,7 +52,189 @@ from collections import deque
 
 from ..policies.base import Batch
 
-__all__ = ["BlockPool", "StationMemory"]
+__all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "BlockPool", "StationMemory", "blocks_needed", "cdiv",
+           "decoders_within", "never_fits", "no_victim_decoders", "paged_retry", "paged_take", "pool_alloc",
+           "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits", "token_next", "token_take"]
+
+
+# ---- the rules' decisions, as plain functions over integers and explicit arrays ------------------------------
+# Written in the subset numba compiles and calling no other function (numba does not resolve a plain module-level
+# function, so the ceiling division is written out): StationMemory and BlockPool call them as they are, the
+# compiled network loop (fluidq.kernel.network) inlines them (``jit(fn, inline="always")`` where used), and
+# fluidq.kernel.kvrules holds their jitted forms under the same names (what fluidq.kernel.kv imports).  The token
+# rules (``Memory()``) and the paged rules (any other ``Memory``) are stated in StationMemory's notes below.
+
+#: what the token rules do after a pass over the policy's batch (:func:`token_next`)
+ACCEPT, ASK_AGAIN, PREEMPT = 0, 1, 2
+#: :func:`token_take` and :func:`paged_take` for a chunk that does not run: head-of-line stop, left out
+STOP, LEFT_OUT = -1, -2
+
+
+def cdiv(x, bs):
+    """``ceil(x / bs)`` for integers."""
+    return -((-x) // bs)
+
+
+def never_fits(paged, p, d, bs, total, kv_cap):
+    """``StationMemory.rejects``: a request of ``p`` prompt and ``d`` output tokens can never fit (``total``
+    blocks of ``bs`` tokens under the paged rules, ``kv_cap`` tokens under the token rules)."""
+    if paged:
+        return -(-(p + d) // bs) > total
+    return p + d > kv_cap
+
+
+def swap_in_fits(paged, held, bs, free, used, kv_cap):
+    """A swapped-out request holding ``held`` KV tokens comes back (``free`` blocks, ``used`` of ``kv_cap``
+    tokens)."""
+    if paged:
+        return -(-held // bs) <= free
+    return used + held <= kv_cap
+
+
+def blocks_needed(kv, m, bs, nbk):
+    """The blocks a request holding ``kv`` tokens in ``nbk`` blocks needs for ``m`` more (``<= 0``: none)."""
+    return -(-(kv + m) // bs) - nbk
+
+
+def token_take(m, need, held, room, reserve, chunked):
+    """The token rules for one prefill chunk of ``m`` tokens the policy chose, of a request with ``need``
+    prompt tokens left holding ``held`` KV tokens, with ``room`` tokens left and ``reserve`` tokens of headroom
+    for the admitted requests: the tokens it runs (``m``, or a chunk of the room where the scheduler chunks),
+    :data:`LEFT_OUT` for a running request left out of this batch, :data:`STOP` for a new request that does not
+    fit (head-of-line: no request after it is admitted)."""
+    avail = room if held > 0 or need + reserve <= room else 0
+    if m <= avail:
+        return m
+    if chunked and avail > 0:
+        return avail
+    if held == 0:
+        return STOP
+    return LEFT_OUT
+
+
+def token_next(dropped, hide, empty, room, reserve, nadm):
+    """After a pass of the token rules (``dropped``: a new request did not fit; ``empty``: nothing runs):
+    :data:`ASK_AGAIN` the policy with the admitted requests alone, :data:`ACCEPT` the batch, or
+    :data:`PREEMPT` a victim and ask again."""
+    if dropped and not hide and (empty or room > reserve):
+        return ASK_AGAIN
+    if not empty or nadm == 0:
+        return ACCEPT
+    return PREEMPT
+
+
+def prefix_want(p, bs, free):
+    """A request re-admitted with its own leading blocks still cached (prompt ``p``): the cached blocks it may
+    take back (all but the last block of its prompt), or :data:`STOP` when its whole prompt's blocks would not
+    fit (head-of-line: stop there)."""
+    if -(-p // bs) > free:
+        return STOP
+    return (p - 1) // bs
+
+
+def paged_take(p, pf, m, hit, bs, whole, free):
+    """The paged rules' reservation of a new request (prompt ``p``, ``pf`` prefilled, ``m`` tokens chosen, ``hit``
+    cached blocks taken back): the tokens it runs (``m`` up to its remaining prompt), or :data:`STOP` when the
+    blocks of its reservation (the whole remaining prompt, or this chunk) do not fit the ``free`` blocks."""
+    remaining = p - pf - hit * bs
+    want = remaining if whole or m > remaining else m
+    if -(-(hit * bs + want) // bs) - hit > free:
+        return STOP
+    return remaining if m > remaining else m
+
+
+def paged_retry(stop, kept, nd, hide, nadm):
+    """Ask the policy again with the admitted requests alone: a new request did not fit (``stop``), nothing
+    runs, and some request is admitted."""
+    return stop and kept == 0 and nd == 0 and not hide and nadm > 0
+
+
+def recompute(p, rc, dc):
+    """A victim preempted by recomputation: its prompt becomes the original one plus its ``dc`` generated
+    tokens (``p`` held ``rc`` recomputed tokens before); return the new ``(prompt, tokens to recompute)``."""
+    return p - rc + dc, dc
+
+
+def no_victim_decoders(nd, f):
+    """The decoders that run when nothing can be preempted and ``f`` tokens are free: all ``nd`` of them cut
+    to ``f``, or none."""
+    if nd > f > 0:
+        return f
+    return 0
+
+
+def decoders_within(nd, f):
+    """Never exceed memory: at most ``f`` (``>= 0``) decoders, prefill dropped."""
+    if f < 0:
+        f = 0
+    return nd if nd <= f else f
+
+
+def pool_alloc(qe, off, fresh, head, k, stamp, cup):
+    """``BlockPool.alloc`` with prefix caching: take ``k`` free blocks, never-used ones first, then the freed ones
+    in the order they were freed (handing out a block still holding a request's prefix ends that prefix there);
+    return the new ``(fresh, head)``."""
+    while k > 0:
+        if fresh > 0:
+            take = k if k < fresh else fresh
+            fresh -= take
+            k -= take
+            continue
+        e = off + head
+        head += 1
+        if qe[e, 3]:  # taken back by its owner since: not free
+            continue
+        i = qe[e, 0]
+        if qe[e, 2] == stamp[i] and qe[e, 1] < cup[i]:
+            cup[i] = qe[e, 1]
+        k -= 1
+    return fresh, head
+
+
+def pool_release(qe, off, cap, head, tail, stamp, cup, qpos, qn, i, nb):
+    """``BlockPool.release`` with prefix caching: request ``i`` frees its ``nb`` blocks, kept as its cached prefix
+    (queued tail first); the queue's region (``cap`` entries) is compacted first when full, dropping the entries
+    handed out and those taken back (the rest are free blocks used before: with room for twice the blocks, they
+    and ``nb`` fit).  Return the new ``(head, tail)``."""
+    g = stamp[i] + 1
+    stamp[i] = g
+    cup[i] = nb
+    if tail + nb > cap:
+        w = 0
+        for h in range(head, tail):
+            if qe[off + h, 3]:
+                continue
+            for c in range(4):
+                qe[off + w, c] = qe[off + h, c]
+            q = qe[off + w, 0]
+            if qe[off + w, 2] == stamp[q]:
+                qpos[q] = w - (qn[q] - 1 - qe[off + w, 1])
+            w += 1
+        head = 0
+        tail = w
+        if tail + nb > cap:  # (unreachable with room for twice the blocks; written past the region otherwise)
+            raise RuntimeError("fluidq kernel: the queue of freed blocks overflowed")
+    qpos[i] = tail
+    qn[i] = nb
+    for j in range(nb - 1, -1, -1):
+        e = off + tail
+        qe[e, 0] = i
+        qe[e, 1] = j
+        qe[e, 2] = g
+        qe[e, 3] = 0
+        tail += 1
+    return head, tail
+
+
+def pool_reuse(qe, off, cup, qpos, qn, i, want):
+    """``BlockPool.reuse``: request ``i`` takes back up to ``want`` leading blocks of its cached prefix (its other
+    freed blocks stay queued as ordinary free blocks); return how many."""
+    hit = cup[i] if cup[i] < want else want
+    base = off + qpos[i] + qn[i] - 1
+    for j in range(hit):
+        qe[base - j, 3] = 1
+    cup[i] = 0
+    return hit
 
 
 class BlockPool:
@@ -171,7 +360,8 @@ class StationMemory:
     # -- arrivals and departures ------------------------------------------------------------------
     def rejects(self, p: int, d: int) -> bool:
         """Whether a request of ``p`` prompt and ``d`` output tokens can never fit (counted)."""
-        bad = (p + d > self.kv_cap) if not self.paged else -(-(p + d) // self.bs) > self.pool.total
+        paged = self.paged
+        bad = never_fits(paged, p, d, self.bs if paged else 1, self.pool.total if paged else 0, self.kv_cap)
         if bad:
             self.rejected += 1
         return bad
@@ -237,9 +427,7 @@ class StationMemory:
             self.on_preempt(r, held, False)
             return held * self.swap_s
         self.wasted += held
-        base = r.prompt_tokens - r.recompute_tokens
-        r.recompute_tokens = r.decoded
-        r.prompt_tokens = base + r.decoded
+        r.prompt_tokens, r.recompute_tokens = recompute(r.prompt_tokens, r.recompute_tokens, r.decoded)
         r.prefilled = 0
         self.on_preempt(r, held, True)
         return 0.0
@@ -253,12 +441,14 @@ class StationMemory:
         extra_s = 0.0
         swapped = self.swapped
         paged = self.paged
-        while swapped and (self.used + swapped[0][1] <= self.kv_cap if not paged
-                           else -(-swapped[0][1] // self.bs) <= self.pool.free):
+        bs = self.bs if paged else 1
+        while swapped and swap_in_fits(paged, swapped[0][1], bs, self.pool.free if paged else 0, self.used,
+                                       self.kv_cap):
             r, held = swapped.pop(0)
             if paged:
-                self.pool.alloc(-(-held // self.bs))
-                self.nblk[r.rid] = -(-held // self.bs)
+                k = cdiv(held, bs)
+                self.pool.alloc(k)
+                self.nblk[r.rid] = k
             self.used += held
             self.kv[r.rid] = held
             self.swap_tokens += held
@@ -273,8 +463,8 @@ class StationMemory:
         batch, swap_s = self._tokens(t, ask)
         extra_s += swap_s
         if batch is not None and batch.tokens > self.kv_cap - self.used:  # never exceed memory
-            free = max(0, self.kv_cap - self.used)
-            batch = Batch(prefill=(), decode=tuple(batch.decode[:free]), blocked=batch.blocked)
+            nd = decoders_within(len(batch.decode), self.kv_cap - self.used)
+            batch = Batch(prefill=(), decode=tuple(batch.decode[:nd]), blocked=batch.blocked)
         return batch, extra_s
 
     def _tokens(self, t, ask):
@@ -296,26 +486,22 @@ class StationMemory:
                 kept = []
                 dropped_new = False
                 by_id = self.req
+                chunkable = self.chunkable
                 for rid, m in batch.prefill:
-                    if kv[rid] == 0:
-                        r = by_id[rid]
-                        avail = room if r.prompt_tokens - r.prefilled + reserve <= room else 0
-                    else:
-                        avail = room
-                    if m <= avail:
-                        kept.append((rid, m))
-                        room -= m
-                    elif self.chunkable and avail > 0:
-                        kept.append((rid, avail))
-                        room -= avail
-                    elif kv[rid] == 0:
+                    r = by_id[rid]
+                    x = token_take(m, r.prompt_tokens - r.prefilled, kv[rid], room, reserve, chunkable)
+                    if x >= 0:
+                        kept.append((rid, x))
+                        room -= x
+                    elif x == STOP:
                         dropped_new = True
                         break
                 trimmed = Batch(prefill=tuple(kept), decode=dc, blocked=batch.blocked)
-                if dropped_new and not hide_new and (trimmed.empty or room > reserve):
+                nxt = token_next(dropped_new, hide_new, trimmed.empty, room, reserve, n_admitted)
+                if nxt == ASK_AGAIN:
                     hide_new = True
                     continue
-                if not trimmed.empty or n_admitted == 0:
+                if nxt == ACCEPT:
                     return trimmed, extra_s
             admitted = _unfinished([q for q in residents if kv[q.rid] > 0])
             cands = _victim_order(self.policy, admitted, t)[::-1]
@@ -325,9 +511,9 @@ class StationMemory:
                     victim = q
                     break
             if victim is None:
-                free = kv_cap - self.used
-                if len(dc) > free > 0:
-                    return Batch(prefill=(), decode=tuple(dc[:free]), blocked=batch.blocked), extra_s
+                nd = no_victim_decoders(len(dc), kv_cap - self.used)
+                if nd:
+                    return Batch(prefill=(), decode=tuple(dc[:nd]), blocked=batch.blocked), extra_s
                 if not cands:
                     return Batch(), extra_s
                 victim = cands[0]
@@ -337,7 +523,7 @@ class StationMemory:
         return batch, extra_s
 
     def _take(self, rid, m):
-        k = -(-(self.kv[rid] + m) // self.bs) - self.nblk[rid]
+        k = -(-(self.kv[rid] + m) // self.bs) - self.nblk[rid]  # blocks_needed, written out (hot: per decoder)
         if k > 0:
             self.pool.alloc(k)
             self.nblk[rid] += k
@@ -352,8 +538,8 @@ class StationMemory:
             visible = [q for q in residents if q.rid in nblk] if hide_new else residents
             _, batch = ask(visible, t, pool.free * bs)
             need = 0
-            for rid, m in batch.prefill:
-                if rid in nblk:
+            for rid, m in batch.prefill:  # (blocks_needed, written out: a call per decoder cost the paged rules
+                if rid in nblk:  # 3-6 % of simulate(method="generic")'s time)
                     need += -(-(kv[rid] + m) // bs) - nblk[rid]
             for rid in batch.decode:
                 need += -(-(kv[rid] + 1) // bs) - nblk[rid]
@@ -384,13 +570,13 @@ class StationMemory:
                 r = by_id[rid]
                 hit = 0
                 if pool.caching and pool.cached(rid) > 0:
-                    if -(-r.prompt_tokens // bs) > pool.free:
+                    w = prefix_want(r.prompt_tokens, bs, pool.free)
+                    if w == STOP:
                         stop = True
                         continue
-                    hit = pool.reuse(rid, min(pool.cached(rid), (r.prompt_tokens - 1) // bs))
-                remaining = r.prompt_tokens - r.prefilled - hit * bs
-                want = remaining if self.whole else min(m, remaining)
-                if -(-(hit * bs + want) // bs) - hit > pool.free:
+                    hit = pool.reuse(rid, w)
+                x = paged_take(r.prompt_tokens, r.prefilled, m, hit, bs, self.whole, pool.free)
+                if x == STOP:
                     stop = True
                     continue
                 nblk[rid] = hit
@@ -402,10 +588,9 @@ class StationMemory:
                     self.on_reuse(r, hit * bs)
                 self.adm[rid] = self.n_adm
                 self.n_adm += 1
-                m = min(m, remaining)
-                self._take(rid, m)
-                kept.append((rid, m))
-            if stop and not kept and not batch.decode and not hide_new and nblk:
+                self._take(rid, x)
+                kept.append((rid, x))
+            if paged_retry(stop, len(kept), len(batch.decode), hide_new, len(nblk)):
                 # no new request could be admitted and nothing else was chosen (a prefill-first policy
                 # offered only new prompts): ask again with the admitted requests alone, as the token
                 # rules do, so that they decode and free blocks (else the engine would stall for good)

@@ -30,10 +30,11 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   -- or the paged rules of any other memory -- block size, whole-prompt or incremental reservation, the
   last-in-order or most recent victim, prefix caching -- recompute or swap preemption), a context-aware
   batch time (seconds per KV token of the decoders) and an engine whose prefill gives the first token.
-  The decisions of these rules are :mod:`fluidq.kernel.kvrules`' functions (the token and paged admission, the
-  reservation with prefix reuse, swap-ins, refusal, recomputation, the block pool of
-  :class:`fluidq.kernel.memory.BlockPool` on this station's region of ``pq``; :mod:`fluidq.kernel.kv` calls the
-  block pool and writes the decisions out in its loop, where calls cost it up to 6 %);
+  The decisions of these rules are :mod:`fluidq.kernel.memory`'s plain rule functions, the ones
+  ``StationMemory`` calls, inlined here (the token and paged admission, the reservation with prefix reuse,
+  swap-ins, refusal, recomputation, the block pool of :class:`fluidq.kernel.memory.BlockPool` on this station's
+  region of ``pq``; :mod:`fluidq.kernel.kv` calls the block pool and writes the decisions out in its loop, where
+  calls cost it up to 6 %);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
@@ -67,9 +68,8 @@ from . import _jit
 from ..policies import batch_rule
 from ..policies.batch_rule import NO_CAP
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
-from .kvrules import (ACCEPT, ASK_AGAIN, STOP, blocks_needed, cdiv, decoders_within, never_fits, no_victim_decoders,
-                      paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want, recompute,
-                      swap_in_fits, token_next, token_take)  # the memory rules, written once
+from . import memory as _rules  # the memory rules, written once (StationMemory's), inlined below
+from .memory import ACCEPT, ASK_AGAIN, STOP
 
 
 def _kernel(fn=None, **options):
@@ -81,6 +81,22 @@ def _kernel(fn=None, **options):
 
 
 _inline = _kernel(inline="always")
+# the memory rules (fluidq.kernel.memory's plain functions: StationMemory's decisions and BlockPool's queue), inlined
+_blocks_needed = _inline(_rules.blocks_needed)
+_cdiv = _inline(_rules.cdiv)
+_decoders_within = _inline(_rules.decoders_within)
+_never_fits = _inline(_rules.never_fits)
+_no_victim_decoders = _inline(_rules.no_victim_decoders)
+_paged_retry = _inline(_rules.paged_retry)
+_paged_take = _inline(_rules.paged_take)
+_pool_alloc = _inline(_rules.pool_alloc)
+_pool_release = _inline(_rules.pool_release)
+_pool_reuse = _inline(_rules.pool_reuse)
+_prefix_want = _inline(_rules.prefix_want)
+_recompute = _inline(_rules.recompute)
+_swap_in_fits = _inline(_rules.swap_in_fits)
+_token_next = _inline(_rules.token_next)
+_token_take = _inline(_rules.token_take)
 #: the batch rule's per-prompt step of the prefill walk (whole, chunk, never schedulable, head-of-line), inlined
 _take_one = _jit.jit(batch_rule.take_one, inline="always")
 
@@ -156,7 +172,7 @@ Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 N_G = 25
 #: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
 UNIFORMS = 1 << 30
-#: uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
+#: the most uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
 UB = 4096
 # gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time, the
 # arrival in the network of the request being moved along its route; then the sums of sojourns per class (GF_SOJ + c)
@@ -695,31 +711,31 @@ def _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk):
 
 @_kernel
 def _palloc(s, k, st, ti, pq):
-    """``BlockPool.alloc``: take ``k`` free blocks (with prefix caching :func:`~fluidq.kernel.kvrules.pool_alloc`
+    """``BlockPool.alloc``: take ``k`` free blocks (with prefix caching :func:`~fluidq.kernel.memory.pool_alloc`
     on the station's region of ``pq``)."""
     st[s, S_FREE] -= k
     if st[s, S_CACHING] == 0:
         return
-    st[s, S_FRESH], st[s, S_QH] = pool_alloc(pq, st[s, S_QOFF], st[s, S_FRESH], st[s, S_QH], k, ti[:, T_STAMP],
+    st[s, S_FRESH], st[s, S_QH] = _pool_alloc(pq, st[s, S_QOFF], st[s, S_FRESH], st[s, S_QH], k, ti[:, T_STAMP],
                                              ti[:, T_CUP])
 
 
 @_kernel
 def _prelease(s, i, nb, st, ti, pq):
     """``BlockPool.release``: request ``i`` frees its ``nb`` blocks (with prefix caching kept as its cached
-    prefix: :func:`~fluidq.kernel.kvrules.pool_release` on the station's region of ``pq``)."""
+    prefix: :func:`~fluidq.kernel.memory.pool_release` on the station's region of ``pq``)."""
     st[s, S_FREE] += nb
     if st[s, S_CACHING] == 0:
         ti[i, T_STAMP] += 1
         return
-    st[s, S_QH], st[s, S_QT] = pool_release(pq, st[s, S_QOFF], st[s, S_QCAP], st[s, S_QH], st[s, S_QT],
+    st[s, S_QH], st[s, S_QT] = _pool_release(pq, st[s, S_QOFF], st[s, S_QCAP], st[s, S_QH], st[s, S_QT],
                                             ti[:, T_STAMP], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, nb)
 
 
 @_kernel
 def _preuse(s, i, want, st, ti, pq):
     """``BlockPool.reuse``: request ``i`` takes back up to ``want`` leading blocks of its cached prefix."""
-    hit = pool_reuse(pq, st[s, S_QOFF], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, want)
+    hit = _pool_reuse(pq, st[s, S_QOFF], ti[:, T_CUP], ti[:, T_QPOS], ti[:, T_QN], i, want)
     st[s, S_FREE] -= hit
     return hit
 
@@ -727,7 +743,7 @@ def _preuse(s, i, want, st, ti, pq):
 @_inline
 def _ptake(s, rid, m, st, ti, pq):
     """The blocks ``rid`` needs for ``m`` more KV tokens."""
-    k = blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
+    k = _blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
     if k > 0:
         _palloc(s, k, st, ti, pq)
         ti[rid, T_NBLK] += k
@@ -780,7 +796,7 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
         ti[v, T_HELD] = held
         _qappend(qh, ti, s, 0, Q_DH, v)
         return held * stf[s, R_SWAPS]
-    ti[v, T_P], ti[v, T_RC] = recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC])
+    ti[v, T_P], ti[v, T_RC] = _recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC])
     ti[v, T_PREF] = 0
     st[s, S_WORK] += held
     buf[ti[v, T_LAB]] += held
@@ -817,11 +833,11 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     while qh[s, 0, Q_DH]:  # the swapped-out requests come back first, oldest first, while their KV fits
         rid = qh[s, 0, Q_DH]
         held = ti[rid, T_HELD]
-        if not swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
+        if not _swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
             break
         _qremove(qh, ti, s, 0, Q_DH, rid)
         if paged:
-            k = cdiv(held, bs)
+            k = _cdiv(held, bs)
             _palloc(s, k, st, ti, pq)
             ti[rid, T_NBLK] = k
             st[s, S_NBLKN] += 1
@@ -849,10 +865,10 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             for j in range(npf):
                 rid = al_t[s, j]
                 if ti[rid, T_NBLK] >= 0:
-                    need += blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
+                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
             for j in range(nd):
                 rid = fR[s, j]
-                need += blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
+                need += _blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
             if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
                 victim = 0
                 if st[s, S_MOSTREC]:
@@ -891,12 +907,12 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 p = ti[rid, T_P]
                 hit = 0
                 if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    w = prefix_want(p, bs, st[s, S_FREE])
+                    w = _prefix_want(p, bs, st[s, S_FREE])
                     if w == STOP:
                         stop = True
                         continue
                     hit = _preuse(s, rid, w, st, ti, pq)
-                x = paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
+                x = _paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
                 if x == STOP:
                     stop = True
                     continue
@@ -916,7 +932,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 al_t[s, kept] = rid
                 al_k[s, kept] = x
                 kept += 1
-            if paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
+            if _paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                 hide = True  # ask again with the admitted requests alone
                 continue
             npf = kept
@@ -937,7 +953,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             dropped = False
             for j in range(npf):
                 rid = al_t[s, j]
-                x = token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
+                x = _token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
                 if x >= 0:
                     al_t[s, kept] = rid
                     al_k[s, kept] = x
@@ -946,7 +962,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 elif x == STOP:
                     dropped = True
                     break
-            nxt = token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
+            nxt = _token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
             if nxt == ASK_AGAIN:
                 hide = True
                 continue
@@ -956,7 +972,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         victim = _last_holding(s, st, ti, qh)
         if victim == 0:
             npf = 0
-            nd = no_victim_decoders(nd, kvcap - st[s, S_USED])
+            nd = _no_victim_decoders(nd, kvcap - st[s, S_USED])
             break
         ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
         nadm -= 1
@@ -966,7 +982,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         x += al_k[s, j]
     if x > kvcap - st[s, S_USED]:  # never exceed memory
         npf = 0
-        nd = decoders_within(nd, kvcap - st[s, S_USED])
+        nd = _decoders_within(nd, kvcap - st[s, S_USED])
     return npf, nd, ex1 + ex2, True
 
 
@@ -1133,7 +1149,7 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         d = lb[ds, lb[ds, LB_POS]]
         lb[ds, LB_POS] += 1
     mem = st[s, S_MEM] != 0
-    if mem and never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
+    if mem and _never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
         st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network (in a fork's
         if hop[h, H_INFORK] == 0:  # branch it stays counted: its join never completes)
             cls_i[ci, 0] -= 1
@@ -1606,9 +1622,9 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     reads its ``S_EMIT`` and context-aware seconds per KV token there too (batch by batch).
 
     ``uniforms`` (``None`` where no random router or choice draws one) gives the routers' and choices' uniforms
-    from the caller's generator in the Python path's order: ``block(n)`` draws the next ``n`` (the loop asks for a
-    block when one is used up), ``rewind(used)`` puts the generator right after the first ``used`` of the current
-    block (before a random length's draws, and at the end) and counts them in ``total``.
+    from the caller's generator in the Python path's order: ``block()`` draws the next ones (at most :data:`UB`,
+    as many as it chooses; the loop asks for a block when one is used up, the first one too), ``rewind(used)`` puts the generator
+    right after the first ``used`` of the current block (before a random length's draws, and at the end).
 
     ``sub`` (int) and ``subp`` (float) list the choices' options (first step, probability) and the forks' branches
     (first step) the step rows of ``hop`` point to; ``n_jobs`` requests enter in all, with ``n_forks`` forks at
@@ -1694,28 +1710,29 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     u = np.zeros(nsub + (UB if uniforms is not None else 1), f64)  # the choices' probabilities, then the uniforms
     u[:nsub] = subp[:nsub] if nsub else u[:0]
     g[G_U] = g[G_U0] = g[G_UEND] = nsub
-    if uniforms is not None:
-        u[nsub:] = uniforms.block(UB)
-        g[G_UEND] = nsub + UB
+
+    def next_block():  # (at most UB uniforms, as many as the caller draws)
+        x = uniforms.block()
+        u[nsub:nsub + x.size] = x
+        g[G_U] = g[G_U0] = nsub
+        g[G_UEND] = nsub + x.size
+
     jf = np.zeros((n_jobs + 1, n_forks) if n_forks else (1, 1), i64)  # the forks' counters, per request
 
     def fill():
         src = int(g[G_NEED])
         used = int(g[G_U] - g[G_U0])
         if src == UNIFORMS:  # the block is used up: the generator stands right after it
-            u[nsub:] = uniforms.block(UB)
-            g[G_U] = nsub
+            next_block()
             return
-        if uniforms is not None:  # the lengths are drawn after the uniforms used so far, then a new block
-            uniforms.rewind(used)
+        if uniforms is not None:  # the lengths are drawn after the uniforms used so far (the next block: when the
+            uniforms.rewind(used)  # loop needs a uniform)
+            g[G_U] = g[G_U0] = g[G_UEND] = nsub
         left = lb[src, lb[src, LB_POS]:lb[src, LB_END]].copy()
         lb[src, :left.size] = left
         lb[src, left.size:left.size + LBN] = refill(src)
         lb[src, LB_POS] = 0
         lb[src, LB_END] = left.size + LBN
-        if uniforms is not None:
-            u[nsub:] = uniforms.block(UB)
-            g[G_U] = nsub
 
     i = 0
     while i < ihop.size:

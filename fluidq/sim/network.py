@@ -479,7 +479,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     results as the Python path."""
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
                                   H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_MEMORY,
-                                  S_OPTIONS, run_network)
+                                  S_OPTIONS, UB, run_network)
     from .core import _tau_table
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -671,7 +671,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     n_tasks = int(sum(jobs[ci] * hops_in[ci] for ci in range(len(network.classes))))  # (each hop at most once)
     # the routers' and choices' uniforms, drawn a block at a time; a random length's draws rewind the generator to
     # the first uniform not used yet, so every draw comes from it in the Python path's order
-    uniforms = _Uniforms(gen) if any(r.policy == "random" for r in network.routers) or any(choices_in) else None
+    uniforms = _Uniforms(gen, UB) if any(r.policy == "random" for r in network.routers) or any(choices_in) else None
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
     by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
@@ -710,23 +710,45 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
 
 class _Uniforms:
     """The uniforms of the random routers and choices for :func:`fluidq.kernel.network.run_network`, drawn from
-    ``gen`` a block at a time: ``block(n)`` draws the next ``n`` (remembering where the block starts),
-    ``rewind(used)`` puts ``gen`` right after the block's first ``used`` (the ones the loop took: the next draw,
-    a random length's, is then the Python path's next draw).  ``random()`` draws
-    one double from one 64-bit word, so ``gen.random(n)`` is ``n`` calls of ``gen.random()``."""
+    ``gen`` a block at a time: ``block()`` draws the next block (remembering where it starts), ``rewind(used)``
+    puts ``gen`` right after the block's first ``used`` (the ones the loop took: the next draw, a random length's,
+    is then the Python path's next draw).  ``random()`` draws one double from one 64-bit word, so
+    ``gen.random(n)`` is ``n`` calls of ``gen.random()``.
 
-    def __init__(self, gen):
+    A block's size follows use: the uniforms the loop took between two rewinds (a random length's refills) with a
+    quarter more, and twice the last block when a block is used up before the next rewind (up to ``cap``), so
+    that the draws thrown away at a rewind (and drawn again after the length's) stay about the number used
+    rather than a fixed ``cap`` per refill; the loop asks for the next block only when it needs a uniform, so a
+    rewind soon after another draws none."""
+
+    def __init__(self, gen, cap, first=64):
         self.gen = gen
         self.state = None
+        self.cap = cap
+        self.size = min(first, cap)  # the next block's
+        self.taken = 0  # uniforms taken since the last rewind, in blocks used up
+        self.last = 0  # the estimate of the uniforms taken between two rewinds
+        self.n = 0  # the current block's size
 
-    def block(self, n):
+    def block(self):
+        if self.state is not None and self.n:  # the last block is used up: the next one twice as long
+            self.taken += self.n
+            self.size = min(self.cap, 2 * self.n)
         self.state = self.gen.bit_generator.state
-        return self.gen.random(n)
+        self.n = self.size
+        return self.gen.random(self.n)
 
     def rewind(self, used):
+        if not self.n:  # no block drawn since the last rewind: the generator stands right after the last used
+            return
         self.gen.bit_generator.state = self.state
         if used:
             self.gen.random(used)
+        taken = self.taken + used
+        if taken:  # (a rewind soon after another, with none taken, keeps the estimate)
+            self.last = max(taken, self.last // 2)
+        self.taken = self.n = 0
+        self.size = min(self.cap, self.last + self.last // 4 + 16)
 
 
 def check_run(network: Network, horizon_s, *, replications: int = 1, initial: dict | None = None,

@@ -1,4 +1,5 @@
-"""The compiled loops' block pool (fluidq.kernel.kvrules.pool_*) against the Python reference BlockPool.
+"""The compiled loops' block pool (fluidq.kernel.kvrules.pool_*) against the Python reference BlockPool, and the
+memory rules written once: kvrules' functions are fluidq.kernel.memory's plain functions jitted.
 
 kv.py and network.py's KV stations both keep their freed blocks with prefix caching through these three
 functions; the loops are held to StationMemory as a whole by tests/sim/test_sim_kv_kernel.py and
@@ -12,12 +13,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fluidq.kernel.kvrules import blocks_needed, cdiv, paged_take, pool_alloc, pool_release, pool_reuse, token_take
+from fluidq.kernel import kvrules, memory
+from fluidq.kernel.kvrules import blocks_needed, cdiv, paged_take, token_take
 from fluidq.sim._memory import BlockPool
 
+RULES = ["blocks_needed", "cdiv", "decoders_within", "never_fits", "no_victim_decoders", "paged_retry", "paged_take",
+         "pool_alloc", "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits", "token_next",
+         "token_take"]
 
+
+def test_kvrules_are_the_plain_rules_jitted():
+    """Each compiled rule is memory.py's plain function (the one StationMemory calls), not a second copy."""
+    for name in RULES:
+        jitted, plain = getattr(kvrules, name), getattr(memory, name)
+        assert getattr(jitted, "py_func", jitted) is plain, name
+
+
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("seed", range(12))
-def test_pool_functions_are_the_block_pool(seed):
+def test_pool_functions_are_the_block_pool(seed, compiled):
+    rules = kvrules if compiled else memory  # (the plain functions too: what the Python path may call)
+    pool_alloc, pool_release, pool_reuse = rules.pool_alloc, rules.pool_release, rules.pool_reuse
     rng = np.random.default_rng(seed)
     total = int(rng.integers(4, 40))
     n_req = 80
