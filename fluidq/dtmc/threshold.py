@@ -643,7 +643,9 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     method : {"auto", "closed_form", "renewal", "dtmc", "simulation"}
         See the module docstring.
     rng : numpy Generator or seed, optional
-        For ``method="simulation"``.
+        For ``method="simulation"``.  Its bracket (the highest rate judged bounded, the lowest judged
+        growing) is cut at the proven capacity, above which no scheduler is stable (Theorem 2(a), or the
+        ``k_max`` region's rate); ``details["simulation_bracket_per_s"]`` then keeps the simulated one.
     rtol : float
         Relative bracket width for ``method="dtmc"``, within ``[1e-4, 0.5]`` (one chain solve per halving).
     max_prefill, max_decode : int
