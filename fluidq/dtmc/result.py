@@ -132,6 +132,10 @@ def chain_levels(chain):
 
 def solve_chain(chain, *, method="auto", tol=1e-10, tolerance=1e-6) -> StationaryResult:
     """Solve ``chain`` (an :class:`~fluidq.dtmc.build.EngineChain`) and compute the metrics."""
+    from .._validate import real
+
+    tol = real("tol", tol, positive=True)
+    tolerance = real("tolerance", tolerance, nonnegative=True)
     inp = chain.inputs
     lam = chain.arrival_rate_per_s
     offered = lam * (inp["m_p"] + inp["m_d"])

@@ -329,6 +329,10 @@ def stationary(P, method: str = "auto", *, tol: float = 1e-10, ref: int = 0, lev
     StationarySolution
         ``pi`` (sums to 1, non-negative), the method that produced it and its residual.
     """
+    from .._validate import real
+
+    # a NaN target would make every residual test fail (an "inaccurate" answer), a negative one pass none
+    tol = real("tol", tol, positive=True)
     factors = P if _factored(P) else None
     P = factors if factors is not None else sp.csr_matrix(P)
     n = P.shape[0]

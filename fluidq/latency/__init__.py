@@ -70,17 +70,30 @@ POLICY_KEYS = ("fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboo
                "las", "distboost")
 
 
+#: the prompt cap of :func:`reasoning_workload` (its outputs are capped at ``max_output``)
+REASONING_MAX_PROMPT = 8192
+
+
 def reasoning_workload(rate_per_s: float = 1.0, *, mean_prompt: float = 300.0, mean_output: float = 600.0,
                        sigma: float = 1.2, max_output: int = 8192, seed: int = 0) -> Workload:
     """A heavy-tailed reasoning-like workload: short prompts, log-normal outputs capped at ``max_output``.
 
     Lengths are an :class:`~fluidq.Empirical` table of 20,000 draws (prompt log-normal with
-    sigma 0.6, output log-normal with ``sigma``), so the distribution is fixed by ``seed``.
+    sigma 0.6, capped at :data:`REASONING_MAX_PROMPT` tokens; output log-normal with ``sigma``, capped at
+    ``max_output``), so the distribution is fixed by ``seed`` (an integer >= 0).  ``mean_prompt`` and
+    ``mean_output`` are the means before the caps, at least one token and at most the cap (a larger
+    mean would be a table of the cap alone).
     """
     rate_per_s = real("rate_per_s", rate_per_s, positive=True)
     max_output = integer("max_output", max_output, minimum=1)
+    seed = integer("seed", seed, minimum=0)
+    for name, mean, cap in (("mean_prompt", mean_prompt, REASONING_MAX_PROMPT), ("mean_output", mean_output, max_output)):
+        m = real(name, mean)
+        if not 1 <= m <= cap:
+            raise ParameterError(name, mean, f"a mean of 1..{cap} tokens",
+                                 f"the lengths are capped at {cap} tokens" + (" (max_output)" if name == "mean_output" else ""))
     g = np.random.default_rng(seed)
-    p = np.clip(np.round(LogNormal.from_mean(mean_prompt, 0.6).sample(g, 20000)), 1, 8192)
+    p = np.clip(np.round(LogNormal.from_mean(mean_prompt, 0.6).sample(g, 20000)), 1, REASONING_MAX_PROMPT)
     d = np.clip(np.round(LogNormal.from_mean(mean_output, sigma).sample(g, 20000)), 1, max_output)
     return Workload(arrival=Poisson(rate_per_s=rate_per_s), prompt_tokens=Empirical(values=tuple(p)),
                     output_tokens=Empirical(values=tuple(d)),

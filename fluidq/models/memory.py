@@ -192,6 +192,10 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
                              "vLLM's --gpu-memory-utilization: 0.9 is its default")
     tp = integer("tensor_parallel_size", tensor_parallel_size, minimum=1, maximum=MAX_PARALLEL, why=PARALLEL_WHY)
     bs = integer("block_size", block_size, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    # checked even when a given reserve leaves them unused: they are recorded in ``inputs``
+    max_num_batched_tokens = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1,
+                                     maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    max_num_seqs = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     per_token = model.kv_bytes_per_token_per_gpu(tp, kv_bytes_per_value=kv_bytes_per_value)
     weights = model.weight_bytes_per_gpu(tp, expert_parallel_size=expert_parallel_size)
     if activation_reserve_gib is None:

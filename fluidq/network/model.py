@@ -380,7 +380,8 @@ class RequestClass:
             object.__setattr__(self, "arrival", Poisson(rate_per_s=self.rate_per_s))
         elif not isinstance(self.arrival, Arrival):
             raise ParameterError("arrival", self.arrival, "a fluidq arrival process")
-        elif self.rate_per_s is not None and abs(self.rate_per_s - self.arrival.rate_per_s) > 1e-12:
+        elif self.rate_per_s is not None and not abs(real("rate_per_s", self.rate_per_s, positive=True)
+                                                     - self.arrival.rate_per_s) <= 1e-12:
             raise ParameterError("rate_per_s", self.rate_per_s, "None or the arrival's rate")
         object.__setattr__(self, "rate_per_s", self.arrival.rate_per_s)
         route = _steps("route", self.route)
@@ -654,6 +655,7 @@ class Network:
         """
         import networkx as nx
 
+        limit = integer("limit", limit, minimum=0)
         # networkx's order of cycles (and each cycle's starting node) follows set iteration, which
         # changes between runs: report every cycle rotated to start at its smallest station name, in
         # sorted order (shortest first), so identical runs print identical cycles.
@@ -734,6 +736,8 @@ class Network:
 
     def with_priorities(self, priorities: dict) -> Network:
         """A copy with station priorities replaced (``{station: [hop labels, highest first]}``)."""
+        if not isinstance(priorities, dict):
+            raise ParameterError("priorities", priorities, "a dict {station: [hop labels, highest first]}")
         st = tuple(replace(s, priority=tuple(priorities.get(s.name, s.priority))) for s in self.stations)
         unknown = set(priorities) - {s.name for s in self.stations}
         if unknown:
@@ -772,10 +776,23 @@ class Network:
         priority = priority or {}
         st = [Station(name=s, engine=eng.with_(name=s), policy="sarathi", priority=tuple(priority.get(s, ())))
               for s in stations]
+        if not isinstance(routes, dict) or not routes:
+            raise ParameterError("routes", routes, "a non-empty dict {class: [(station, hop_label), ...]}")
+        if not isinstance(mean_times, dict):
+            raise ParameterError("mean_times", mean_times, "a dict {hop_label: mean service time}")
+        if isinstance(rate_per_s, dict):
+            missing = [c for c in routes if c not in rate_per_s]
+            if missing:
+                raise ParameterError("rate_per_s", rate_per_s, f"a rate for every class (none for {missing[0]!r})")
         cls_list = []
         for cname, route in routes.items():
             hops = []
-            for station, label in route:
+            for step in route:
+                if isinstance(step, str) or not isinstance(step, Sequence) or len(step) != 2:
+                    raise ParameterError(f"routes[{cname!r}]", step, "(station, hop_label) pairs")
+                station, label = step
+                if label not in mean_times:
+                    raise ParameterError("mean_times", mean_times, f"a mean time for hop {label!r}")
                 m = real(f"mean_times[{label!r}]", mean_times[label], positive=True) * S
                 if exponential:
                     if m < 1:

@@ -198,11 +198,18 @@ class Workload:
         Lengths are the trace's empirical distributions (used by analyses); :meth:`sample` replays
         the rows in order.  ``rate_per_s`` rescales time (default: the trace's own rate).
         """
+        from .._validate import MAX_REQUEST_TOKENS
+        from ..errors import DataError
+
         tr = load_trace(path_or_name)
         if len(tr) < 2:
-            from ..errors import DataError
-
             raise DataError(f"{tr.source}: a trace needs at least 2 requests to define a rate")
+        for col, arr in (("prompt", tr.prompt_tokens), ("output", tr.output_tokens)):
+            big = np.flatnonzero(np.asarray(arr) > MAX_REQUEST_TOKENS)
+            if big.size:  # load_trace reads up to 2**31-1; a length distribution holds at most 2**30 per request
+                i = int(big[0])
+                raise DataError(f"{tr.source}: request {i} (in time order) has {int(arr[i]):,} {col} tokens, more than "
+                                f"the {MAX_REQUEST_TOKENS:,} (2**30) a workload takes for one request")
         arr = TraceArrivals(times_s=tuple(tr.arrival_s))
         if rate_per_s is not None:
             arr = arr.with_rate(rate_per_s)

@@ -65,7 +65,9 @@ class Arrival:
         object.__setattr__(self, "rate_per_s", _rate(self.rate_per_s))
 
     def with_rate(self, rate_per_s: float) -> "Arrival":
-        return replace(self, rate_per_s=rate_per_s)
+        """The same process at ``rate_per_s`` requests per second (checked: a NaN, a rate <= 0 or an
+        infinite one is a ParameterError naming ``rate_per_s``)."""
+        return replace(self, rate_per_s=_rate(rate_per_s))
 
     def _gaps(self, rng, k):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -133,12 +135,13 @@ class Gamma(Arrival):
 class TraceArrivals(Arrival):
     """Replay of recorded arrival times (seconds, first arrival moved to 0).
 
-    ``rate_per_s`` defaults to the trace's own mean rate; giving another rate rescales the time
-    axis (same burst pattern, faster or slower).
+    ``rate_per_s`` defaults (``None``) to the trace's own mean rate; giving another rate rescales the time
+    axis (same burst pattern, faster or slower).  A NaN rate is refused like any other bad rate (it used to
+    mean "not given", so ``with_rate(nan)`` silently kept the trace's own rate).
     """
 
     times_s: tuple = ()
-    rate_per_s: float = float("nan")
+    rate_per_s: float | None = None
     native_rate_per_s: float = field(default=float("nan"), init=False)
 
     def __post_init__(self):
@@ -151,7 +154,7 @@ class TraceArrivals(Arrival):
         native = (t.size - 1) / t[-1]
         object.__setattr__(self, "times_s", tuple(t))
         object.__setattr__(self, "native_rate_per_s", native)
-        if self.rate_per_s != self.rate_per_s:  # NaN: not given
+        if self.rate_per_s is None:  # not given: the trace's own rate
             object.__setattr__(self, "rate_per_s", native)
         super().__post_init__()
 

@@ -198,7 +198,9 @@ class LogNormal(Length):
 
     @classmethod
     def from_mean(cls, mean_tokens: float, sigma: float) -> LogNormal:
-        mean_tokens = real("mean_tokens", mean_tokens, positive=True, maximum=MAX_REQUEST_TOKENS, why=REQUEST_WHY)
+        """``mu`` such that ``E[X] = mean_tokens``: a mean of at least one token, as for :class:`Geometric`
+        (a smaller one would be served as a mean of about one token and a half, every draw rounded up)."""
+        mean_tokens = _mean_tokens(mean_tokens)
         sigma = real("sigma", sigma, positive=True, maximum=_MAX_SIGMA,
                      why="measured token lengths have sigma 0.5..2; above 10 nearly all of the mean sits in "
                          "draws beyond int64")

@@ -168,6 +168,10 @@ def _parse_mooncake(text: str, source: str) -> Trace:
         missing = [k for k in ("timestamp", "input_length", "output_length") if k not in rec]
         if missing:
             raise DataError(f"{where}: not a Mooncake record: no {', '.join(missing)} (expected {fields})")
+        twice = _repeated_field(line)
+        if twice:
+            raise DataError(f"{where}: {twice} is given twice in the record (JSON keeps the last one silently); "
+                            "give each field once")
         stamp = rec["timestamp"]
         if isinstance(stamp, bool) or not isinstance(stamp, (int, float)):
             raise DataError(f"{where}: timestamp = {json.dumps(stamp)[:40]}: expected a number of milliseconds")
@@ -181,6 +185,23 @@ def _parse_mooncake(text: str, source: str) -> Trace:
     if not ts:
         raise DataError(f"{source}: no requests")
     return _finish(ts, p, o, source, lines)
+
+
+def _repeated_field(line: str) -> str | None:
+    """The first of the three Mooncake fields that a record's top-level object holds twice, or None.  A cheap
+    count first: only a line that mentions a field's name twice is parsed again, keeping every key."""
+    names = ("timestamp", "input_length", "output_length")
+    if not any(line.count(f'"{k}"') > 1 for k in names):
+        return None
+    seen: list = []
+
+    def pairs(items):
+        seen.append([k for k, _ in items])
+        return dict(items)
+
+    json.loads(line, object_pairs_hook=pairs)
+    top = seen[-1]  # the outermost object is built last
+    return next((k for k in names if top.count(k) > 1), None)
 
 
 def _finish(ts, p, o, source, lines=None) -> Trace:
