@@ -106,7 +106,7 @@ class _ByRid(dict):
     """A fed run's per-request record (first scheduled, prefill done, ...): a dict by request id whose
     missing entries read as ``default`` (the NaN or 0 of a run's lists), dropped when the request leaves."""
 
-    __slots__ = ("default")
+    __slots__ = ("default",)
 
     def __init__(self, default):
         super().__init__()
@@ -130,8 +130,8 @@ class EngineRun:
     :func:`run_generic` builds one and calls ``step()`` until it returns ``False``; the arguments are
     :func:`run_generic`'s, and:
 
-    ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty); a caller's clock offers requests one by
-    one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
+    ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty), no async scheduling; a caller's clock
+    offers requests one by one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
     :meth:`finish` returns -- a station of a network.  Its per-request records are kept by id while the
     request is in the engine, and no backlog is recorded.  ``labels``: a dict of tokens left per label
     (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
@@ -155,6 +155,9 @@ class EngineRun:
                  async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None):
         if fed and (window or initial or len(arr)):
             raise ParameterError("fed", fed, "a fed run without arrivals up front, initial residents or window")
+        if fed and async_scheduling:  # begin() may release lagging finished requests it does not return
+            raise ParameterError("async_scheduling", async_scheduling, "False for a fed run (its caller routes "
+                                 "only what finish() returns)")
         self.arr, self.P, self.D = arr, P, D
         self.fed, self.labels, self.on_blocked, self.on_violation = fed, labels, on_blocked, on_violation
         self.policy, self.b_max, self.k_max, self.tau_b, self.ks = policy, b_max, k_max, tau_b, ks
