@@ -102,20 +102,6 @@ class PolicyError(FluidqError, RuntimeError):
     """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
 
 
-class _ByRid(dict):
-    """A fed run's per-request record (first scheduled, prefill done, ...): a dict by request id whose
-    missing entries read as ``default`` (the NaN or 0 of a run's lists), dropped when the request leaves."""
-
-    __slots__ = ("default",)
-
-    def __init__(self, default):
-        super().__init__()
-        self.default = default
-
-    def __missing__(self, rid):
-        return self.default
-
-
 class _Residents:
     """The resident list of a run without memory (with memory, :class:`StationMemory` owns it)."""
 
@@ -172,9 +158,8 @@ class EngineRun:
         self.ftk = [NAN] * N
         self.fin = [NAN] * N
         self.npre = [0] * N
-        if fed:  # requests come and go with ids the caller gives: records by id, dropped when they leave
-            self.fs, self.pdn, self.ftk, self.fin, self.npre = (_ByRid(NAN), _ByRid(NAN), _ByRid(NAN), _ByRid(NAN),
-                                                                 _ByRid(0))
+        if fed:  # requests come and go with ids the caller gives: records by id, from offer() until they leave
+            self.fs, self.pdn, self.ftk, self.fin, self.npre = {}, {}, {}, {}, {}
         self.by_id: dict = {}
         self.batches = [] if record_batches else None
         self.blocked_ids: set = set()
@@ -218,8 +203,7 @@ class EngineRun:
                                      f"{mem.pool.total} blocks of {mem.bs} tokens of the cache")
         self.t = 0.0
         self.na = 0  # arrivals admitted so far
-        # the backlog: times, requests, tokens (a fed run keeps none: its caller records the station's state)
-        self.bt, self.bn, self.bw = ([], [], []) if not fed else (deque(maxlen=0), deque(maxlen=0), deque(maxlen=0))
+        self.bt, self.bn, self.bw = [], [], []  # the backlog: times, requests, tokens (a fed run records none)
         self.n_iter = 0
         self.busy = 0.0
         self.mixed_iters = 0
@@ -258,7 +242,10 @@ class EngineRun:
         fields: with ``labels``, its ``label``).  Its id ``r.rid`` is the caller's and must be unique among
         the requests in the engine; its remaining tokens join the engine's ``work`` (and its label's count
         with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
-        self.by_id[r.rid] = r
+        rid = r.rid
+        self.by_id[rid] = r
+        self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
+        self.npre[rid] = 0
         self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
         if self.mem is not None:
             self.mem.add(r)
@@ -383,10 +370,11 @@ class EngineRun:
             self.t = now
         t = self.t
         hold, swapped, pending, mem = self.hold, self.swapped, self.pending, self.mem
-        self.admit_arrivals(t if self.t_seen is None else self.t_seen)
-        self.bt.append(t)
-        self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
-        self.bw.append(self.work)
+        if not self.fed:  # (a fed run's caller offers the arrivals and records the station's state)
+            self.admit_arrivals(t if self.t_seen is None else self.t_seen)
+            self.bt.append(t)
+            self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
+            self.bw.append(self.work)
         if t >= self.horizon:
             self.over = True
             return None
@@ -499,11 +487,10 @@ class EngineRun:
         if self.async_scheduling:
             self.admit_arrivals(t0)  # the next batch was scheduled while this one ran
             self.t_seen = t0
-        else:
+        elif not self.fed:
             self.admit_arrivals(t)
         mem, hold, labels = self.mem, self.hold, self.labels
         record, emit_at_prefill, window = self.record, self.emit_at_prefill, self.window
-        emitted = [] if labels is not None else None
         by_id = self.by_id
         work = self.work - batch.tokens
         if batch.prefill and batch.decode:
@@ -527,6 +514,8 @@ class EngineRun:
                 if window and rid >= n0:
                     self.n_fresh -= 1
             r.prefilled += m
+            if labels is not None:  # tokens left per label (a network's buffers)
+                labels[r.label] -= m
             if r.first_scheduled_s != r.first_scheduled_s:
                 r.first_scheduled_s = t0
             if mem is not None:
@@ -539,14 +528,16 @@ class EngineRun:
                     ftk[rid] = t
                     work -= 1
                     useful += 1
-                    if emitted is not None:
-                        emitted.append(r)
+                    if labels is not None:
+                        labels[r.label] -= 1
             if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
                 done = True
                 fin[rid] = t
         for rid in batch.decode:
             r = by_id[rid]
             r.decoded += 1
+            if labels is not None:
+                labels[r.label] -= 1
             if mem is not None:
                 kvd[rid] += 1
                 grown += 1
@@ -556,13 +547,6 @@ class EngineRun:
                 fin[rid] = t
                 done = True
         self.work = work
-        if labels is not None:  # tokens left per label (a network's buffers): this batch's are served
-            for rid, m in batch.prefill:
-                labels[by_id[rid].label] -= m
-            for rid in batch.decode:
-                labels[by_id[rid].label] -= 1
-            for r in emitted:
-                labels[r.label] -= 1
         if mem is not None:
             mem.used += grown
             if record:

@@ -70,13 +70,10 @@ def test_two_engines_begun_and_finished_on_one_clock_are_their_own_runs(kw):
         end = run.begin()
         if end is None and run.over:
             continue
-        if end is not None:
+        if end is not None:  # finish() at the end (a swap-only pass, run.cur None: only begin again there)
             due_finish[i] = run.cur is not None
-            if not due_finish[i]:  # a swap-only pass: begin again at its end
-                heapq.heappush(heap, (end, seq, i))
-            else:
-                heapq.heappush(heap, (end, seq, i))
-        else:
+            heapq.heappush(heap, (end, seq, i))
+        else:  # idle until its next arrival, or its lagging outputs read: begin again at its clock
             heapq.heappush(heap, (run.t, seq, i))
         seq += 1
     assert interleaved > 50
