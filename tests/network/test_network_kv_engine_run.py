@@ -120,3 +120,31 @@ def test_initial_requests_at_a_kv_station_are_offered_to_its_engine(memory):
     base = simulate_network(net, horizon_s=20.0, rng=2, method="python", swap_s_per_token=1e-6, record_dt_s=0.5)
     assert res.completed["p"] >= base.completed["p"] + 12 - 2
 
+
+
+def test_a_bad_batch_at_a_kv_station_is_reported_not_raised():
+    """With ``check_batches``, a user policy's batches that break ``k_max`` at a KV station are listed in the
+    result's violations (station, time, rule), as at a station without a cache, and the run goes on."""
+    class AllDecodes:
+        """Every decoder and one whole prompt, whatever ``k_max`` says."""
+        name = "all-decodes"
+        chunked = False
+
+        def select(self, view):
+            dec = tuple(r.rid for r in view.requests if not r.in_prefill)
+            pre = [(r.rid, r.prompt_tokens - r.prefilled) for r in view.requests if r.in_prefill]
+            return Batch(prefill=tuple(pre[:1]), decode=dec)
+
+    bt = Staircase(c=0.01128, a=0.0003547, b0=128)
+    out = {}
+    for cap in (None, 6000):
+        eng = Engine(batch_time=bt, b_max=256, k_max=2, kv_capacity_tokens=cap)
+        net = Network(stations=[Station(name="K", engine=eng, policy=AllDecodes())],
+                      classes=[RequestClass(name="c", arrival=Poisson(rate_per_s=6.0), rate_per_s=6.0,
+                                            route=[Hop(engine="K", prompt_tokens=60, output_tokens=20,
+                                                       name="c.1")])])
+        res = simulate_network(net, horizon_s=10.0, rng=1, check_batches=True, method="python")
+        assert res.violations and all(v.startswith("K t=") for v in res.violations), cap
+        assert sum(res.completed.values()) > 20
+        out[cap] = res.violations[0].split(": ", 1)[1]
+    assert out[None] == out[6000]  # the same rule broken, reported alike with and without a cache
