@@ -355,8 +355,9 @@ class EngineRun:
 
     def begin(self, now=None):
         """The first half of an iteration at the engine's time ``t``: admit the arrivals the scheduler can
-        see (a fed run's caller has offered them), form the batch (``policy.select`` through :meth:`ask`, with the memory rules of
-        :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache) and charge its time.
+        see (a fed run's caller has offered them), form the batch (``policy.select`` through :meth:`ask`, with
+        the memory rules of :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache) and charge
+        its time.
 
         Returns the time the engine is next free -- the end of the batch now in flight (``self.cur``), or
         of a memory pass that only swapped in (``self.cur`` is ``None``) -- and moves the clock ``t`` there;
