@@ -102,20 +102,6 @@ class PolicyError(FluidqError, RuntimeError):
     """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
 
 
-class _ByRid(dict):
-    """A fed run's per-request record (first scheduled, prefill done, ...): a dict by request id whose
-    missing entries read as ``default`` (the NaN or 0 of a run's lists), dropped when the request leaves."""
-
-    __slots__ = ("default")
-
-    def __init__(self, default):
-        super().__init__()
-        self.default = default
-
-    def __missing__(self, rid):
-        return self.default
-
-
 class _Residents:
     """The resident list of a run without memory (with memory, :class:`StationMemory` owns it)."""
 
@@ -130,8 +116,8 @@ class EngineRun:
     :func:`run_generic` builds one and calls ``step()`` until it returns ``False``; the arguments are
     :func:`run_generic`'s, and:
 
-    ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty); a caller's clock offers requests one by
-    one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
+    ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty), no async scheduling; a caller's clock
+    offers requests one by one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
     :meth:`finish` returns -- a station of a network.  Its per-request records are kept by id while the
     request is in the engine, and no backlog is recorded.  ``labels``: a dict of tokens left per label
     (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
@@ -155,6 +141,9 @@ class EngineRun:
                  async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None):
         if fed and (window or initial or len(arr)):
             raise ParameterError("fed", fed, "a fed run without arrivals up front, initial residents or window")
+        if fed and async_scheduling:  # begin() may release lagging finished requests it does not return
+            raise ParameterError("async_scheduling", async_scheduling, "False for a fed run (its caller routes "
+                                 "only what finish() returns)")
         self.arr, self.P, self.D = arr, P, D
         self.fed, self.labels, self.on_blocked, self.on_violation = fed, labels, on_blocked, on_violation
         self.policy, self.b_max, self.k_max, self.tau_b, self.ks = policy, b_max, k_max, tau_b, ks
@@ -169,9 +158,8 @@ class EngineRun:
         self.ftk = [NAN] * N
         self.fin = [NAN] * N
         self.npre = [0] * N
-        if fed:  # requests come and go with ids the caller gives: records by id, dropped when they leave
-            self.fs, self.pdn, self.ftk, self.fin, self.npre = (_ByRid(NAN), _ByRid(NAN), _ByRid(NAN), _ByRid(NAN),
-                                                                 _ByRid(0))
+        if fed:  # requests come and go with ids the caller gives: records by id, from offer() until they leave
+            self.fs, self.pdn, self.ftk, self.fin, self.npre = {}, {}, {}, {}, {}
         self.by_id: dict = {}
         self.batches = [] if record_batches else None
         self.blocked_ids: set = set()
@@ -215,8 +203,7 @@ class EngineRun:
                                      f"{mem.pool.total} blocks of {mem.bs} tokens of the cache")
         self.t = 0.0
         self.na = 0  # arrivals admitted so far
-        # the backlog: times, requests, tokens (a fed run keeps none: its caller records the station's state)
-        self.bt, self.bn, self.bw = ([], [], []) if not fed else (deque(maxlen=0), deque(maxlen=0), deque(maxlen=0))
+        self.bt, self.bn, self.bw = [], [], []  # the backlog: times, requests, tokens (a fed run records none)
         self.n_iter = 0
         self.busy = 0.0
         self.mixed_iters = 0
@@ -255,7 +242,10 @@ class EngineRun:
         fields: with ``labels``, its ``label``).  Its id ``r.rid`` is the caller's and must be unique among
         the requests in the engine; its remaining tokens join the engine's ``work`` (and its label's count
         with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
-        self.by_id[r.rid] = r
+        rid = r.rid
+        self.by_id[rid] = r
+        self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
+        self.npre[rid] = 0
         self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
         if self.mem is not None:
             self.mem.add(r)
@@ -365,8 +355,9 @@ class EngineRun:
 
     def begin(self, now=None):
         """The first half of an iteration at the engine's time ``t``: admit the arrivals the scheduler can
-        see, form the batch (``policy.select`` through :meth:`ask`, with the memory rules of
-        :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache) and charge its time.
+        see (a fed run's caller has offered them), form the batch (``policy.select`` through :meth:`ask`, with
+        the memory rules of :class:`~fluidq.kernel.memory.StationMemory` when there is a KV cache) and charge
+        its time.
 
         Returns the time the engine is next free -- the end of the batch now in flight (``self.cur``), or
         of a memory pass that only swapped in (``self.cur`` is ``None``) -- and moves the clock ``t`` there;
@@ -380,10 +371,11 @@ class EngineRun:
             self.t = now
         t = self.t
         hold, swapped, pending, mem = self.hold, self.swapped, self.pending, self.mem
-        self.admit_arrivals(t if self.t_seen is None else self.t_seen)
-        self.bt.append(t)
-        self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
-        self.bw.append(self.work)
+        if not self.fed:  # (a fed run's caller offers the arrivals and records the station's state)
+            self.admit_arrivals(t if self.t_seen is None else self.t_seen)
+            self.bt.append(t)
+            self.bn.append(len(hold.residents) + len(swapped) + len(pending) + self.n_parked)
+            self.bw.append(self.work)
         if t >= self.horizon:
             self.over = True
             return None
@@ -496,11 +488,10 @@ class EngineRun:
         if self.async_scheduling:
             self.admit_arrivals(t0)  # the next batch was scheduled while this one ran
             self.t_seen = t0
-        else:
+        elif not self.fed:
             self.admit_arrivals(t)
         mem, hold, labels = self.mem, self.hold, self.labels
         record, emit_at_prefill, window = self.record, self.emit_at_prefill, self.window
-        emitted = [] if labels is not None else None
         by_id = self.by_id
         work = self.work - batch.tokens
         if batch.prefill and batch.decode:
@@ -524,6 +515,8 @@ class EngineRun:
                 if window and rid >= n0:
                     self.n_fresh -= 1
             r.prefilled += m
+            if labels is not None:  # tokens left per label (a network's buffers)
+                labels[r.label] -= m
             if r.first_scheduled_s != r.first_scheduled_s:
                 r.first_scheduled_s = t0
             if mem is not None:
@@ -536,14 +529,16 @@ class EngineRun:
                     ftk[rid] = t
                     work -= 1
                     useful += 1
-                    if emitted is not None:
-                        emitted.append(r)
+                    if labels is not None:
+                        labels[r.label] -= 1
             if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
                 done = True
                 fin[rid] = t
         for rid in batch.decode:
             r = by_id[rid]
             r.decoded += 1
+            if labels is not None:
+                labels[r.label] -= 1
             if mem is not None:
                 kvd[rid] += 1
                 grown += 1
@@ -553,13 +548,6 @@ class EngineRun:
                 fin[rid] = t
                 done = True
         self.work = work
-        if labels is not None:  # tokens left per label (a network's buffers): this batch's are served
-            for rid, m in batch.prefill:
-                labels[by_id[rid].label] -= m
-            for rid in batch.decode:
-                labels[by_id[rid].label] -= 1
-            for r in emitted:
-                labels[r.label] -= 1
         if mem is not None:
             mem.used += grown
             if record:

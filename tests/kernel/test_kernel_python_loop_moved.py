@@ -49,26 +49,5 @@ def test_moved_modules_import_only_the_layers_below():
                 assert all(not n.startswith("fluidq") or n.startswith(allowed) for n in names), (mod.__name__, names)
 
 
-def test_stepping_an_engine_run_by_hand_is_run_generic():
-    """``step(run)`` is one iteration of the select() loop: stepping an EngineRun by hand, watching its clock,
-    gives run_generic's outcome, with and without a KV cache."""
-    import numpy as np
-
-    from fluidq.engine import VLLM
-    from fluidq.policies import resolve_policy
-
-    rng = np.random.default_rng(5)
-    arr = np.cumsum(rng.exponential(0.02, 300)).tolist()
-    P = rng.integers(1, 300, 300).tolist()
-    D = rng.integers(1, 60, 300).tolist()
-    tau_b = [0.01 + 1e-5 * b for b in range(513)]
-    for kw in ({}, {"kv_cap": 4000}, {"kv_cap": 4000, "memory": VLLM}):
-        args = dict(policy=resolve_policy("sarathi"), b_max=512, k_max=32, tau_b=tau_b, ks=0.0, horizon=5.0,
-                    record=True, check=True, **kw)
-        run = step.EngineRun(arr, P, D, **args)
-        clock, n = [], 0
-        while step.step(run):
-            clock.append(run.t)
-            n += 1
-        assert n > run.n_iter > 100 and clock == sorted(clock)  # idle jumps are steps too; time never runs back
-        assert run.result() == step.run_generic(arr, P, D, **args), kw
+# (stepping an EngineRun by hand: tests/kernel/test_step_second_reading.py -- a tiny run computed by hand and
+# two engines stepped on one clock -- and tests/kernel/test_step_begin_finish.py)

@@ -119,7 +119,7 @@ def test_a_fed_run_is_the_run_with_arrivals_up_front(kw, policy):
     if run.mem is not None:
         assert (run.mem.preemptions, run.mem.rejected) == (ref["preemptions"], ref["rejected"])
     # the records of the requests gone are dropped; those left are the ones still in the engine
-    assert set(run.fs) <= set(run.by_id) and not set(run.fin)
+    assert set(run.fs) == set(run.fin) == set(run.by_id) and all(f != f for f in run.fin.values())
 
 
 def test_a_fed_run_reports_blocked_prompts_and_violations_to_its_caller():
