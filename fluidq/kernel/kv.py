@@ -829,12 +829,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 extra_s += held * swap_s
             else:
                 wasted += held
+                work += pf[victim] - rc[victim] + dc[victim]  # the new prompt less what was left of the old
                 base = pc[victim] - rc[victim]
                 rc[victim] = dc[victim]
                 pc[victim] = base + dc[victim]
                 pf[victim] = 0
                 st[victim] = 0
-                work += held
             hide = True if not paged else hide
 
         x = 0

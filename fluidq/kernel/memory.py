@@ -42,8 +42,9 @@ rules is made here (and in kv.py's loop for the decisions it writes out); numba'
 a cached function, so touch kv.py and network.py after one.
 
 The caller owns the request objects (:class:`~fluidq.policies.base.RequestState`) and its own token
-accounting; ``on_preempt(r, held, recomputed)`` tells it that ``r`` lost ``held`` KV tokens (with
-``recomputed`` they must be prefilled again; else they were swapped out), ``on_reuse(r, tokens)`` that a
+accounting; ``on_preempt(r, tokens, recomputed)`` tells it that ``r`` was preempted: with ``recomputed``,
+``tokens`` more must be processed (its new prompt less what was left of the old one: the KV it held, plus
+the prefill's first token whose KV was not cached yet), else it swapped out ``tokens`` KV tokens; ``on_reuse(r, tokens)`` that a
 re-admitted request took back ``tokens`` cached prompt tokens.
 """
 from __future__ import annotations
@@ -427,9 +428,12 @@ class StationMemory:
             self.on_preempt(r, held, False)
             return held * self.swap_s
         self.wasted += held
+        # tokens to process again: the new prompt less what was left of the old one (held, but for the
+        # prefill's first token, whose KV is not in the cache yet)
+        again = r.prefilled - r.recompute_tokens + r.decoded
         r.prompt_tokens, r.recompute_tokens = recompute(r.prompt_tokens, r.recompute_tokens, r.decoded)
         r.prefilled = 0
-        self.on_preempt(r, held, True)
+        self.on_preempt(r, again, True)
         return 0.0
 
     def form(self, t, ask):

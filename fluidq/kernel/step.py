@@ -219,12 +219,12 @@ class EngineRun:
         self.t0 = 0.0  # its start
         self.over = False  # the run is over (begin() returned None at the horizon or with nothing left)
 
-    def _on_preempt(self, r, held, recomputed):
+    def _on_preempt(self, r, again, recomputed):
         self.npre[r.rid] += 1
         if recomputed:
-            self.work += held  # the discarded prompt and generated tokens must be prefilled again
+            self.work += again  # the discarded prompt and generated tokens must be prefilled again
             if self.labels is not None:
-                self.labels[r.label] += held
+                self.labels[r.label] += again
 
     def _on_reuse(self, r, tokens):
         self.work -= tokens  # cached prompt tokens taken back: not computed again
