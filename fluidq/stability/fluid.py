@@ -143,6 +143,16 @@ def _overload_scope(network, point) -> str:
             f"sized its batches could serve up to {sup:.6g})")
 
 
+def _same_length(a, b) -> bool:
+    """Whether two length distributions are the same (equal descriptions; arrays compared elementwise)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # an array-valued field: no single truth value
+        return False
+
+
 def _k_max_capacities(network, fm) -> dict:
     """``{station: (tokens/s, reason)}``: the k_max capacity of each station whose batch-size limit binds and
     whose hops all bring one request mix (equal prompt and output lengths) -- the single-engine capacity of
@@ -165,11 +175,12 @@ def _k_max_capacities(network, fm) -> dict:
         if st.engine.kv_capacity_tokens is not None or getattr(st.engine.batch_time, "kind", "") == "context_aware":
             continue  # the region here is that of token budgets alone
         mine = [b for b in fm.buffers if b.point == st.name]
-        mixes = {(hops[b.hop].prompt_tokens, hops[b.hop].output_tokens) for b in mine}
+        mixes = [(hops[b.hop].prompt_tokens, hops[b.hop].output_tokens) for b in mine]
         rate = sum(b.rate for b in mine)
-        if len(mixes) != 1 or not rate > 0:
+        if not mixes or not rate > 0 or not all(_same_length(m[0], mixes[0][0]) and _same_length(m[1], mixes[0][1])
+                                                for m in mixes[1:]):
             continue
-        (prompt, output), = mixes
+        prompt, output = mixes[0]
         w = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=prompt, output_tokens=output)
         cap = max_throughput(effective_engine(st.engine, st.policy), w)
         if cap.tokens_per_s > 0:

@@ -80,3 +80,16 @@ def test_the_idealised_model_ignores_the_k_max_note_but_not_an_overload():
     assert fluid_stability(net, idealised=True).status is Status.UNSTABLE
     with pytest.raises(Exception, match="idealised"):
         fluid_stability(net, idealised="yes")
+
+
+def test_hops_with_one_mix_share_the_k_max_capacity_also_with_empirical_lengths():
+    from fluidq import Empirical
+
+    emp = Empirical(values=(30, 40, 50))
+    net = Network(stations=[Station(name="E", engine=E)], classes=[
+        RequestClass(name=c, rate_per_s=20.0, route=[Hop(engine="E", prompt_tokens=Empirical(values=(30, 40, 50)),
+                                                         output_tokens=41)]) for c in "AB"])
+    w = Workload(arrival=Poisson(rate_per_s=40.0), prompt_tokens=emp, output_tokens=41)
+    r = fluid_stability(net)
+    assert r.status is Status.UNSTABLE and check_stability(E, w).status is Status.UNSTABLE
+    assert r.loads["E"] == pytest.approx(w.token_rate_per_s / max_throughput(E, w).tokens_per_s, rel=1e-9)
