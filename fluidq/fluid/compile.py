@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine.budgets import binding_k_max
 from ..errors import ParameterError
 from ..network import model as _model
 from ..network.model import Choice, Fork, Hop, Join, Network, jsq_shared_engines
@@ -64,7 +65,10 @@ class FlowModel:
     priority_rank: np.ndarray  # rank within its point (0 = highest); large for unlisted
     prioritized: np.ndarray    # bool per point: has a strict priority order
     pooled: tuple            # names of JSQ points (pooled)
-    notes: tuple
+    notes: tuple             # why the fluid model does not describe the network (a JSQ router sharing an
+    #                          engine): fluid_stability then never says stable or diverging
+    k_max_notes: tuple = ()  # stations whose k_max binds: they serve less than `capacity` under a backlog,
+    #                          so fluid_stability proves nothing below overload there (idealised=True ignores them)
 
     @property
     def n(self) -> int:
@@ -89,7 +93,7 @@ def compile_network(net: Network) -> FlowModel:
     stations = {s.name: s for s in net.stations}
     # JSQ routers become pooled points when their engines serve nothing else
     sharing = jsq_shared_engines(net)
-    pooled, notes = [], []
+    pooled, notes, k_max_notes = [], [], []
     for r in net.routers:
         if r.policy == "jsq":
             shared = sharing[r.name]
@@ -98,6 +102,17 @@ def compile_network(net: Network) -> FlowModel:
                              "no pooled fluid model")
             else:
                 pooled.append(r.name)
+    for s in net.stations:
+        # the fluid capacity below is b_max / t(b_max); a batch-size limit that binds caps what the station
+        # serves below that (its capacity is the k_max stability region along its request mix), so a fluid
+        # path drained at b_max / t(b_max) proves nothing there (fluidq.stability.fluid uses the k_max
+        # capacity for the load where it can, and past this note says neither stable nor diverging)
+        k = binding_k_max(s.engine, s.policy)
+        if k is not None:
+            who = "engine" if k == s.engine.k_max else "scheduler"
+            k_max_notes.append(f"station {s.name!r} has {who} k_max={k}, which binds: its capacity is the k_max stability "
+                         f"region along its request mix, below the fluid model's b_max/t(b_max) = "
+                         f"{s.capacity_tokens_per_s:.6g} tokens/s, so the fluid model cannot prove it stable")
     points = [s.name for s in net.stations] + pooled
     pidx = {p: i for i, p in enumerate(points)}
     cap = [s.capacity_tokens_per_s for s in net.stations] + [
@@ -194,7 +209,7 @@ def compile_network(net: Network) -> FlowModel:
                      point_of=np.asarray(point_of, dtype=np.int64), ext_rate=np.asarray(cls_rate, dtype=float),
                      classes=tuple(c.name for c in net.classes), inflow=tuple(inflow), joins=tuple(joins),
                      exits=tuple(exits), priority_rank=rank, prioritized=prioritized, pooled=tuple(pooled),
-                     notes=tuple(notes))
+                     notes=tuple(notes), k_max_notes=tuple(k_max_notes))
 
 
 # Network.flow (and the old names fluidq.network.model.Buffer / FlowModel / MAX_TOKEN_RATE) come from

@@ -45,7 +45,19 @@ def _tps(x) -> str:
 
 @dataclass(frozen=True)
 class StabilityResult(Result):
-    """A verdict: ``status`` (stable / unstable / critical / unknown), ``load`` and ``reason``."""
+    """A verdict: ``status`` (stable / unstable / critical / unknown), ``load`` and ``reason``.
+
+    ``load`` is ``offered_tokens_per_s / capacity_tokens_per_s`` for the analytic verdicts, with one
+    capacity per engine, scheduler and request mix whatever the rate -- so the load is proportional to the
+    arrival rate: ``b_max / t(b_max)`` (what a work-conserving scheduler serves under a backlog, the
+    capacity Theorem 2(b) of arXiv:2504.07347 is stated with) for a work-conserving scheduler; ``sup_b
+    b/t(b)`` (Theorem 2(a): what any scheduler serves at best) for one that is not; the stability region
+    along the mix (its ``k_max`` capacity, §6) when ``k_max`` binds.  The two Theorem-2 numbers differ only
+    when ``b/t(b)`` peaks below ``b_max`` (a staircase whose step ``b0`` does not divide ``b_max``); an
+    offered rate above the peak is then called unstable under every scheduler, and its ``load`` is still
+    measured against ``b_max / t(b_max)`` (the reason gives both).  Engines behind a router
+    (``n_engines``) sum their capacities.
+    """
 
     status: Status
     load: float
@@ -228,7 +240,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         reason = cap.reason
     elif region_v is not None:
         status, reason, method = region_v
-        rho = rho_any
+        rho, ref = rho_any, sup  # the region's capacity along the mix is the denominator
         if n_engines > 1:
             reason = (f"each of {n_engines} engines behind a join-the-shortest-queue router gets 1/{n_engines} of the "
                       f"traffic ({workload.arrival_rate_per_s / n_engines:.4g} of {workload.arrival_rate_per_s:.4g} "
@@ -246,9 +258,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                "either way (staircase steps near that batch, recompute preemptions)")
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
-            rho = offered / bound
             reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
-                      f"engine serves at best even without its KV-cache limit (load {fmt_load(rho)}); by Theorem 2(a) no "
+                      f"engine serves at best even without its KV-cache limit ({fmt_load(offered / bound)} times it; "
+                      f"load {fmt_load(rho)} against the {_tps(ref)} tokens/s under the cache); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
         elif offered > hi * top:
             status = Status.UNSTABLE
@@ -265,10 +277,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
                       "fluidq.replicate in Python)")
     elif rho_any > 1 + tolerance:
+        # the load keeps its denominator (ref): measured against sup only here, it would fall as the rate rose
+        # past the peak of b/t(b) (1.07 at 1.07x b_max/t(b_max), 1.031 at 1.10x on a staircase peaking 6.7% higher)
         status = Status.UNSTABLE
-        rho = rho_any
+        over = "" if ref == sup else (f"; load {fmt_load(rho)} against {wc_what} = {_tps(ref)} tokens/s, what "
+                                      f"{name} serves under a backlog")
         reason = (f"offered load {_tps(offered)} tokens/s exceeds the capacity {_tps(sup)} tokens/s "
-                  f"(load {fmt_load(rho)}); by Theorem 2(a) no scheduler is stable{assumption}")
+                  f"({fmt_load(rho_any)} times it{over}); by Theorem 2(a) no scheduler is stable{assumption}")
     elif wc.work_conserving and rho > 1 + tolerance:
         status = Status.UNSTABLE
         reason = (f"{name} is work-conserving: under a backlog it fills every batch to b_max and serves "

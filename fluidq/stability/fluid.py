@@ -5,9 +5,13 @@
 1. **load** -- a service point with load > 1 diverges under every work-conserving discipline, and under
    every discipline when ``b/t(b)`` peaks at ``b_max`` (the fluid backlog grows
    at least at ``(load - 1) * capacity`` tokens/s; for one engine this is Theorem 2(a) of Li, Dai,
-   Peng, arXiv:2504.07347).  Load within ``tolerance`` of 1 is *critical*.
+   Peng, arXiv:2504.07347).  Load within ``tolerance`` of 1 is *critical*.  A station whose ``k_max``
+   binds and which serves one request mix is loaded against its ``k_max`` capacity (the stability
+   region along that mix, §6 of the paper), which no scheduler exceeds.
 2. the fluid model needs work-conserving engines (checked by search,
-   :func:`fluidq.check_work_conserving`); otherwise the answer is *unknown*.
+   :func:`fluidq.check_work_conserving`) serving ``b_max / t(b_max)`` under backlog; otherwise -- or
+   where a station's ``k_max`` binds (it then serves less, by an amount the scheduler sets) -- the
+   answer is *unknown*.
 3. **feedforward** -- an acyclic station graph (DAG, fork-join included) with every load < 1 is
    stable under any work-conserving discipline: the sources drain in finite time, then their
    successors, by induction (Dai 1995; the paper's v3 claim for K-FCFS engines).  Without joins,
@@ -66,7 +70,9 @@ class FluidStabilityResult(Result):
     reason : str
         The argument in words.
     loads : dict
-        Load per service point.
+        Load per service point: offered tokens/s over ``b_max / t(b_max)`` (summed over a pooled JSQ
+        router's engines), except at a station whose ``k_max`` binds and which serves one request mix,
+        where the denominator is its ``k_max`` capacity (the stability region along that mix).
     growth_factor : float or None
         Backlog growth per full cycle of a diverging path.
     peak_growth : float or None
@@ -135,6 +141,51 @@ def _overload_scope(network, point) -> str:
         return "under every discipline (Theorem 2(a))"
     return (f"under every work-conserving discipline (full batches serve {full:.6g} tokens/s; a scheduler that "
             f"sized its batches could serve up to {sup:.6g})")
+
+
+def _same_length(a, b) -> bool:
+    """Whether two length distributions are the same (equal descriptions; arrays compared elementwise)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # an array-valued field: no single truth value
+        return False
+
+
+def _k_max_capacities(network, fm) -> dict:
+    """``{station: (tokens/s, reason)}``: the k_max capacity of each station whose batch-size limit binds and
+    whose hops all bring one request mix (equal prompt and output lengths) -- the single-engine capacity of
+    that mix, the k_max stability region along it (:func:`fluidq.capacity.max_throughput`, §6 of
+    arXiv:2504.07347); it is the most any scheduler serves of that mix, so a load above 1 against it proves
+    growth.  Left out, keeping b_max/t(b_max): stations behind a JSQ router, with a KV-cache limit or a
+    context-aware batch time.  A station serving several mixes has no one k_max capacity (the region depends on the
+    mix of prompt lengths, not on the token rates alone) and is left out: the compile note on its ``k_max``
+    keeps the verdict from saying stable there."""
+    from ..capacity import max_throughput
+    from ..engine.budgets import binding_k_max, effective_engine
+    from ..workload import Poisson, Workload
+
+    hops = {h.name: h for h in network.hops}
+    behind_jsq = {e for r in network.routers if r.policy == "jsq" for e in r.engines}
+    out = {}
+    for st in network.stations:
+        if st.name not in fm.points or binding_k_max(st.engine, st.policy) is None or st.name in behind_jsq:
+            continue  # JSQ splits follow the queues: no fixed mix per engine
+        if st.engine.kv_capacity_tokens is not None or getattr(st.engine.batch_time, "kind", "") == "context_aware":
+            continue  # the region here is that of token budgets alone
+        mine = [b for b in fm.buffers if b.point == st.name]
+        mixes = [(hops[b.hop].prompt_tokens, hops[b.hop].output_tokens) for b in mine]
+        rate = sum(b.rate for b in mine)
+        if not mixes or not rate > 0 or not all(_same_length(m[0], mixes[0][0]) and _same_length(m[1], mixes[0][1])
+                                                for m in mixes[1:]):
+            continue
+        prompt, output = mixes[0]
+        w = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=prompt, output_tokens=output)
+        cap = max_throughput(effective_engine(st.engine, st.policy), w)
+        if cap.tokens_per_s > 0:
+            out[st.name] = (float(cap.tokens_per_s), cap.reason)
+    return out
 
 
 def backlog_slope(engine, workload) -> float:
@@ -389,7 +440,8 @@ def network_inputs(network) -> dict:
 
 
 def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: int = 12,
-                    max_phases: int = 5000, max_path_buffers: int = MAX_PATH_BUFFERS) -> FluidStabilityResult:
+                    max_phases: int = 5000, max_path_buffers: int = MAX_PATH_BUFFERS,
+                    idealised: bool = False) -> FluidStabilityResult:
     """Stability of the fluid model of ``network``, with the argument that decided.
 
     Parameters
@@ -406,6 +458,13 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         Most buffers for which fluid paths are computed (one unit path per buffer, about ``n^2`` work
         per phase); a larger network gets the load, feedforward and priority-layer arguments only
         (and "unknown" beyond them, saying the path search was skipped).  ``>= 0``.
+    idealised : bool
+        ``False`` (default): a station whose ``k_max`` binds serves less than ``b_max / t(b_max)`` under a
+        backlog, so below overload the verdict is *unknown* there (``FlowModel.k_max_notes``).  ``True``:
+        the idealised model that takes every station to serve ``b_max / t(b_max)`` -- its stable and
+        diverging-path verdicts are then no proof for such a network (what
+        :func:`fluidq.stability.network.check_network_stability` reports beside its caveats).  An overload
+        is a proof either way.
 
     Returns
     -------
@@ -440,20 +499,36 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     max_lyapunov_buffers = integer("max_lyapunov_buffers", max_lyapunov_buffers, minimum=0)
     max_phases = integer("max_phases", max_phases, minimum=1)
     max_path_buffers = integer("max_path_buffers", max_path_buffers, minimum=0)
+    if not isinstance(idealised, bool):
+        raise ParameterError("idealised", idealised, "True or False")
     inputs = {"network": network_inputs(network), "tolerance": tolerance,
               "max_lyapunov_buffers": max_lyapunov_buffers, "max_phases": max_phases,
-              "max_path_buffers": max_path_buffers}
+              "max_path_buffers": max_path_buffers, "idealised": idealised}
     fm = _network_flow(network)
     paths_ok = fm.n <= max_path_buffers
     used = set(int(i) for i in fm.point_of)
     loads = {p: float(x) for k, (p, x) in enumerate(zip(fm.points, fm.loads())) if k in used}
+    kcap = _k_max_capacities(network, fm)
+    for st, (cap_k, _) in kcap.items():
+        loads[st] = loads[st] * float(fm.capacity[fm.points.index(st)]) / cap_k
     worst = max(loads, key=loads.get)
     rho = loads[worst]
     if rho > 1 + tolerance:
+        over = {k: v for k, v in loads.items() if v > 1 + tolerance}
+        if worst in kcap:
+            # overloaded at the k_max capacity: outside the stability region, which no scheduler leaves stable;
+            # the fluid paths run at b_max/t(b_max) and would not show it
+            cap_k, why = kcap[worst]
+            return FluidStabilityResult(
+                inputs=inputs,
+                status=Status.UNSTABLE, certificate="load",
+                reason=(f"{_point_words(network, worst)} has load {_load_words(rho)} > 1 against its k_max capacity "
+                        f"{cap_k:.6g} tokens/s (overloaded: {_names_short(sorted(over))}); its work grows at >= "
+                        f"{(rho - 1) * cap_k:.4g} tokens/s under every scheduler ({why})"),
+                loads=loads, backlog_slope_tokens_per_s=(rho - 1) * cap_k)
         p = fluid_path(network, None, max_phases=4 * fm.n + 16) if paths_ok else None
         slope = float(np.sum(np.maximum(0.0, np.diff(p.levels[-2:], axis=0)[0])) /
                       max(p.times_s[-1] - p.times_s[-2], 1e-300)) if p is not None and len(p.times_s) > 1 else None
-        over = {k: v for k, v in loads.items() if v > 1 + tolerance}
         return FluidStabilityResult(
             inputs=inputs,
             status=Status.UNSTABLE, certificate="load",
@@ -475,9 +550,10 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             reason=(f"station {bad[0]!r} runs {getattr(network.station(bad[0]).policy, 'name', '?')}, which is not "
                     f"work-conserving ({wc[bad[0]].reason}); the fluid model of work-conserving engines does not "
                     "apply (use simulation)"), loads=loads)
-    if fm.notes:
+    notes = fm.notes if idealised else fm.notes + fm.k_max_notes
+    if notes:
         return FluidStabilityResult(inputs=inputs, status=Status.UNKNOWN, certificate=None,
-                                    reason="; ".join(fm.notes), loads=loads)
+                                    reason="; ".join(notes), loads=loads)
     if network.is_dag:
         return FluidStabilityResult(
             inputs=inputs,

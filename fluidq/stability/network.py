@@ -348,7 +348,9 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     if not isinstance(network, Network):
         raise ParameterError("network", network, "a fluidq.network.Network")
     gt = real("growth_tolerance", growth_tolerance, positive=True)
-    fl = fluid_stability(network, tolerance=tolerance, **fluid_kw)
+    # the idealised model (every station serving b_max/t(b_max)); capacity_caveats below withhold what it
+    # cannot prove for this network
+    fl = fluid_stability(network, tolerance=tolerance, idealised=True, **fluid_kw)
     loads = network.loads()
     bott = network.bottleneck
     status = fl.status
@@ -371,7 +373,15 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         # anything; every other verdict of the idealised model is withheld
         best = network.best_split_loads()
         over = {k: v for k, v in best["loads"].items() if v > 1.0 + tolerance}
-        if over:
+        # a station whose k_max binds, loaded above 1 against its k_max capacity (the stability region along
+        # its one request mix: no scheduler serves more) also grows, whatever the other caveats
+        from .fluid import _k_max_capacities
+
+        kover = {k: fl.loads[k] for k in _k_max_capacities(network, network.flow) if fl.loads.get(k, 0.0) > 1.0 + tolerance}
+        if kover and not over:
+            status, decided = Status.UNSTABLE, "load"
+            reason = f"{'; '.join(caveats)}; even so, {fl.reason}"
+        elif over:
             name = max(over, key=over.get)
             status, decided = Status.UNSTABLE, "load"
             reason = (f"{'; '.join(caveats)}; even so, station {name!r} has load {over[name]:.4g} > 1 at its "

@@ -65,7 +65,12 @@ class ReplicationResult(Result):
     slopes_tokens_per_s, slopes_requests_per_s : numpy.ndarray
         The per-replication slopes (tokens/s and requests/s).
     predicted_slope_tokens_per_s : float
-        Fluid prediction ``max(0, lambda (m_p + m_d) - capacity)``; for a replayed trace (one
+        Fluid prediction ``max(0, lambda (m_p + m_d) - capacity)``, with the rate the scheduler serves
+        under a backlog as capacity.  When ``k_max`` binds for a work-conserving scheduler that is not
+        region-aware that rate is not known: the smaller of the k_max region's rate and that of the
+        region of the batches it forms (:func:`fluidq.region.policy_region`, an outer estimate) bounds it
+        from above, so the prediction is a lower bound on the slope (``inputs["capacity_is_bound"]``) and
+        ``fluid_in_ci`` may be false with the verdict right.  For a replayed trace (one
         sample path, not a stationary process) the slope of the fluid path driven by the replayed
         arrivals themselves (:meth:`SimResult.fluid_backlog_slope`), whose effective load is in
         ``inputs["replayed_window"]``.
@@ -202,6 +207,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     from ..dtmc.saturation import saturated_rate
 
     cap, cap_how = saturated_rate(engine, workload, policy)
+    cap, cap_how, bound = _k_max_saturation(engine, workload, policy, cap, cap_how)
     runs, st, sr, mq, fit_n, tbar = [], [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
@@ -231,6 +237,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         # fluid path those very arrivals drive (the tolerance stays relative to the nominal load)
         pred = replay["fluid_slope_tokens_per_s"]
         pred_txt = "of the replayed arrivals"
+    if bound and replay is None:
+        pred_txt += ", a lower bound on the slope (that rate bounds what the scheduler serves from above)"
     tol = tolerance * offered
     identical = bool(np.all(st == st[0]))
     note = ""
@@ -286,7 +294,8 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                              mean_requests_ci=(mq_lo, mq_hi), horizon_s=horizon_s, n_replications=n_replications,
                              runs=tuple(runs), reason=reason,
                              inputs={"entropy": ss.entropy, "spawn_key": list(ss.spawn_key),
-                                     "capacity_tokens_per_s": cap, "offered_tokens_per_s": offered,
+                                     "capacity_tokens_per_s": cap, "capacity_is_bound": bound,
+                                     "offered_tokens_per_s": offered,
                                                                           "start_frac": start_frac, "replayed_window": replay,
                                      "needed_horizon_s": need, "fill_s": fill_s if math.isfinite(fill_s) else None})
 
@@ -327,6 +336,49 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
     words = " then ".join(f"{r['horizon_s']:.4g} s ({r['verdict']})" for r in rounds)
     return replace(res, reason=f"automatic horizon, chosen from the growth to detect: {words}{note}; {res.reason}",
                    inputs={**res.inputs, "auto_horizon": rounds})
+
+
+def _k_max_saturation(engine, workload, policy, cap, cap_how):
+    """``(rate, how, is_bound)``: what the prediction of :func:`replicate` drains the backlog at.
+
+    When ``k_max`` binds, :func:`~fluidq.dtmc.saturation.saturated_rate` gives a work-conserving scheduler
+    the stability region's rate along the mix -- what a region-aware scheduler serves, not what Sarathi-Serve
+    or Orca do: their batches under a backlog reach only the region of :func:`fluidq.region.policy_region`
+    (Staircase(0.01128, 0.03547, 128), b_max=1024, k_max=100, 100/100 tokens: region 2,990 tokens/s,
+    Sarathi's batches 2,744, Sarathi simulated 2,459-2,464 saturated at 1.1x and 1.3x, 6 x 1,500 s).  That
+    policy region is an outer estimate, so its rate along the mix (the smaller of the two) is an upper bound
+    on what the scheduler serves, and the predicted slope a lower bound.
+    """
+    from ..engine.budgets import binding_k_max, effective_engine
+    from ..policies import resolve_policy
+    from ..policies.region_aware import RegionAware
+
+    pol = resolve_policy(policy)
+    if binding_k_max(engine, pol) is None or cap <= 0 or workload.replays_trace:
+        return cap, cap_how, False
+    from ..policies.conservation import work_conserving_cached
+
+    if isinstance(pol, RegionAware) or not work_conserving_cached(pol).work_conserving:
+        return cap, cap_how, False  # time-shares the region's own batch shapes / has its own threshold
+    from ..capacity.region_capacity import fixed_prompt
+    from .region import cached_policy_region
+
+    eff = effective_engine(engine, pol)
+    if eff.k_max is None or max_throughput(eff, workload).method != "region":
+        return cap, cap_how, False
+    try:
+        pr = cached_policy_region(eff, pol, fixed_prompt(workload))
+    except ParameterError:  # too large to probe: keep the region's rate, a bound all the same
+        return cap, f"{cap_how}; under k_max an upper bound on what {getattr(pol, 'name', pol)} serves", True
+    lam, mp, md = workload.arrival_rate_per_s, workload.mean_prompt_tokens, workload.mean_output_tokens
+    s = pr.scale_of((lam * mp, lam * md))
+    own = float(s * workload.token_rate_per_s) if np.isfinite(s) else cap
+    name = getattr(pol, "name", pol)
+    if own < cap:
+        return own, (f"the region of the batches {name} forms under backlog along this mix (an outer estimate, "
+                     f"below the k_max region's {_n(cap)} tokens/s that a region-aware scheduler serves): an upper "
+                     "bound on what it serves"), True
+    return cap, f"{cap_how}; under k_max an upper bound on what {name} serves", True
 
 
 def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_rate_per_s: float | None = None,

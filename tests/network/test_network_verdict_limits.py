@@ -33,13 +33,16 @@ def test_k_max_withholds_the_stable_claim_and_simulation_decides():
     eng = Engine(batch_time=STAIR, b_max=512, k_max=8)
     w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=10.0), prompt_tokens=100, output_tokens=100)
     cap = fluidq.max_throughput(eng, w)
+    below = check_network_stability(_one(eng, 0.6 * cap.requests_per_s))  # below the k_max capacity: no claim
+    assert below.status == Status.UNKNOWN and below.decided_by is None
+    assert "k_max=8" in below.reason and "upper bound" in below.reason
     net = _one(eng, 10.0)  # load 0.6 at b_max/t(b_max), but above the k_max capacity (about 1.7 req/s)
     assert net.loads()["E"] < 1 and cap.requests_per_s < 10.0
-    r = check_network_stability(net)
-    assert r.status == Status.UNKNOWN and r.decided_by is None
-    assert "k_max=8" in r.reason and "upper bound" in r.reason
+    r = check_network_stability(net)  # loaded against the k_max capacity (was "unknown" before 2026-12-06)
+    assert r.status == Status.UNSTABLE and r.decided_by == "load"
+    assert "k_max=8" in r.reason and "k_max capacity" in r.reason
     s = check_network_stability(net, simulate=True, horizon_s=150.0, replications=3, rng=1)
-    assert s.status == Status.UNSTABLE and s.decided_by == "simulation"
+    assert s.status == Status.UNSTABLE and s.decided_by == "load" and s.simulation["verdict"] == "unstable"
 
 
 def test_k_max_still_proves_an_overload():
