@@ -83,6 +83,7 @@ from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer c
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
+from .kvrules import recompute as _recompute
 from .compose import batch_s as _batch_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
@@ -832,10 +833,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 extra_s += held * swap_s
             else:
                 wasted += held
-                work += pf[victim] - rc[victim] + dc[victim]  # the new prompt less what was left of the old
-                base = pc[victim] - rc[victim]
-                rc[victim] = dc[victim]
-                pc[victim] = base + dc[victim]
+                pc[victim], rc[victim], again = _recompute(pc[victim], rc[victim], dc[victim], pf[victim])
+                work += again
                 pf[victim] = 0
                 st[victim] = 0
             hide = True if not paged else hide

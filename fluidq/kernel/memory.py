@@ -150,10 +150,12 @@ def paged_retry(stop, kept, nd, hide, nadm):
     return stop and kept == 0 and nd == 0 and not hide and nadm > 0
 
 
-def recompute(p, rc, dc):
+def recompute(p, rc, dc, pf):
     """A victim preempted by recomputation: its prompt becomes the original one plus its ``dc`` generated
-    tokens (``p`` held ``rc`` recomputed tokens before); return the new ``(prompt, tokens to recompute)``."""
-    return p - rc + dc, dc
+    tokens (``p`` held ``rc`` recomputed tokens before, ``pf`` of it prefilled); return the new ``(prompt,
+    tokens to recompute, tokens to process again)``, the last the new prompt less what was left of the old one
+    (the KV it held, plus the prefill's first token, whose KV was not cached yet)."""
+    return p - rc + dc, dc, pf - rc + dc
 
 
 def no_victim_decoders(nd, f):
@@ -428,10 +430,8 @@ class StationMemory:
             self.on_preempt(r, held, False)
             return held * self.swap_s
         self.wasted += held
-        # tokens to process again: the new prompt less what was left of the old one (held, but for the
-        # prefill's first token, whose KV is not in the cache yet)
-        again = r.prefilled - r.recompute_tokens + r.decoded
-        r.prompt_tokens, r.recompute_tokens = recompute(r.prompt_tokens, r.recompute_tokens, r.decoded)
+        r.prompt_tokens, r.recompute_tokens, again = recompute(r.prompt_tokens, r.recompute_tokens, r.decoded,
+                                                               r.prefilled)
         r.prefilled = 0
         self.on_preempt(r, again, True)
         return 0.0

@@ -796,8 +796,7 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
         ti[v, T_HELD] = held
         _qappend(qh, ti, s, 0, Q_DH, v)
         return held * stf[s, R_SWAPS]
-    again = ti[v, T_PREF] - ti[v, T_RC] + ti[v, T_DEC]  # the new prompt less what was left of the old
-    ti[v, T_P], ti[v, T_RC] = _recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC])
+    ti[v, T_P], ti[v, T_RC], again = _recompute(ti[v, T_P], ti[v, T_RC], ti[v, T_DEC], ti[v, T_PREF])
     ti[v, T_PREF] = 0
     st[s, S_WORK] += again
     buf[ti[v, T_LAB]] += again
