@@ -295,7 +295,7 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
                 kv_cap, block_size=1, paged=False, whole_prompt=True, most_recent=False, emit_at_prefill=False,
                 swap_s_per_token=None, prefix_caching=False, progress=None, compose_table=None,
-                async_scheduling=False, engine_k_max=None) -> dict | None:
+                async_scheduling=False, engine_k_max=None) -> dict:
     """Simulate one engine with a KV cache under a built-in FCFS scheduler (:mod:`fluidq.kernel.kv`).
 
     The arguments of :func:`run_fcfs` (``tau_b`` a full table: a list or array indexed by tokens), and

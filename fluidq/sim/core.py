@@ -374,9 +374,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     (``first_token_s == prefill_done_s``).  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
     forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
     start, and a finished request holds its slot and KV through one more batch.  With a KV cache both run in
-    the compiled kernel (the composition evaluated from its model's ``kernel_table()``), which falls back
-    to the generic path for the rare run whose memory rules would preempt a request that finished in the
-    batch before (it still holds its KV under async scheduling).
+    the compiled kernel (the composition evaluated from its model's ``kernel_table()``); a request that
+    finished in the batch in flight is never a preemption victim.
 
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
@@ -471,7 +470,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                               async_scheduling=engine.async_scheduling, engine_k_max=engine.k_max, **opts)
         else:
             out = run_fast(arr_a, P_a, D_a, **opts)
-    if not use_fast:
+    else:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)
         window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
