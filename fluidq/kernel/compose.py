@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 
+# the header of the flat table, from the one place that writes it (fluidq.batchtime.operators._kernel_table)
+from ..batchtime.operators import (KT_DEC, KT_DECX, KT_FDEC, KT_KIND, KT_LAYERS, KT_LIN, KT_MIX, KT_ONCE,
+                                   KT_OVERHEAD, KT_PRE, KT_PSEQ, KT_SEQ)
 from ._jit import jit
-
-# the header of the flat table (fluidq.batchtime.operators._kernel_table)
-KT_KIND, KT_LAYERS, KT_OVERHEAD, KT_FDEC, KT_SEQ, KT_LIN, KT_ONCE, KT_PSEQ, KT_DEC, KT_PRE, KT_MIX, KT_DECX = range(12)
 
 __all__ = ["batch_s", "time_shape"]
 
