@@ -874,14 +874,14 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         # ---- run it ----
         tokens = x + nd
         kvr = 0
-        held = ks != 0.0 or compose  # (a composition reads the KV held, as context-aware times do)
-        if held or record:  # the decoders' contexts: KV held, or prompt + generated tokens
+        by_kv = ks != 0.0 or compose  # (a composition reads the KV held, as context-aware times do)
+        if by_kv or record:  # the decoders' contexts: KV held, or prompt + generated tokens
             if alld:
-                kvr = kvdec if held else sdec
+                kvr = kvdec if by_kv else sdec
             else:
                 for j in range(nd):
                     rid = bd[j]
-                    kvr += (kv[rid] if held else P[rid] + dc[rid]) + G - gb[rid]
+                    kvr += (kv[rid] if by_kv else P[rid] + dc[rid]) + G - gb[rid]
         if compose:  # the prefill chunks with the KV they hold, the decoders' contexts (IterationModel.time)
             cw = 0.0
             nch = 0
