@@ -478,8 +478,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
-                                  H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_MEMORY,
-                                  S_OPTIONS, UB, run_network)
+                                  H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_EMIT,
+                                  S_MEMORY, S_OPTIONS, UB, run_network)
     from .core import _tau_table
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -649,7 +649,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             tables[id(s.engine)] = _batch_time_array(s.engine)  # (a context-aware time's base)
         tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
         # batch by batch (see _fast_budget): the prefill's first token, a context-aware time's seconds per KV token
-        mem[si, len(S_MEMORY) - 1] = bool(getattr(s.engine, "prefill_emits_token", False))
+        mem[si, S_MEMORY.index(S_EMIT)] = bool(getattr(s.engine, "prefill_emits_token", False))
         if getattr(s.engine.batch_time, "kind", "") == "context_aware":
             memf[si, 0] = float(s.engine.batch_time.kv_s_per_token)
     # external arrivals, drawn and merged as the Python path does
