@@ -9,6 +9,7 @@ import pytest
 
 from fluidq import Affine, Engine, Poisson, Status, Workload, check_stability, fluid_stability, max_throughput
 from fluidq.network import Hop, Network, RequestClass, Station, check_network_stability
+from fluidq.errors import ParameterError
 
 E = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=200, k_max=8)
 
@@ -78,7 +79,7 @@ def test_the_idealised_model_ignores_the_k_max_note_but_not_an_overload():
     assert fluid_stability(net, idealised=True).status is Status.STABLE  # what the network verdict withholds
     net, _ = _one_station(1.5)
     assert fluid_stability(net, idealised=True).status is Status.UNSTABLE
-    with pytest.raises(Exception, match="idealised"):
+    with pytest.raises(ParameterError, match="idealised"):
         fluid_stability(net, idealised="yes")
 
 
