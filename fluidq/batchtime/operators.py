@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -228,6 +229,10 @@ class IterationModel:
         (:func:`fluidq.kernel.compose.batch_s` computes :meth:`time` from it with the same arithmetic), or
         ``None`` when the model has terms the kernel does not evaluate (tensor/expert/pipeline parallelism,
         MoE experts, a model built without its tables).  See :func:`_kernel_table` for the layout."""
+        return self._table
+
+    @cached_property
+    def _table(self):  # (built once per model: simulate asks for it to route a run and again to run it)
         if (self.tables is None or self.comm_us is not None or self.moe_us is not None
                 or int(self.pipeline_stages) != 1):
             return None
