@@ -19,6 +19,7 @@ more slowly than the tolerance is not excluded.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -128,12 +129,19 @@ class ReplicationResult(Result):
         return plot_trajectories({f"{self.policy} #{i}": r for i, r in enumerate(self.runs)}, key=key, ax=ax, **kw)
 
 
+@functools.cache
+def _sim_keywords() -> frozenset:
+    """The keywords of :func:`simulate` that :func:`replicate` passes on (read once: a threshold search calls
+    replicate many times)."""
+    import inspect
+
+    return frozenset(inspect.signature(simulate).parameters) - {"engine", "workload", "policy", "horizon_s", "rng"}
+
+
 def _check_sim_keywords(sim_kw: dict) -> None:
     """Refuse, naming it, a keyword :func:`simulate` does not take, before any run (it raised a bare
     TypeError from the first replication)."""
-    import inspect
-
-    known = set(inspect.signature(simulate).parameters) - {"engine", "workload", "policy", "horizon_s", "rng"}
+    known = _sim_keywords()
     for k in sim_kw:
         if k not in known:
             raise ParameterError(k, sim_kw[k], "a keyword of fluidq.simulate that replicate passes on: "
