@@ -1,0 +1,192 @@
+"""Where the latency replay's error on the LLMServingSim runs comes from (issue 16): diagnostics, no fitting.
+
+Run from the repository root: ``python validation/tools/latency_decomposition.py``.  For each shipped
+LLMServingSim run it replays the run's arrivals exactly as ``fluidq validate`` does (operator-profile iteration
+model, vLLM v1 memory, async scheduling, policy ``vllm-chunked``) and prints
+
+1. the per-request TTFT and TPOT, measured vs simulated, by arrival decile (decile 0 is the ramp with few
+   requests running, the last decile the drain of shrinking decode batches);
+2. the attention profile's extra (non power-of-two) rows, which the iteration model leaves out of its grid,
+   against the model's interpolation at those points (the bias of leaving them out);
+3. the dense profile's weight-streaming check: each projection's time at one token against its weight bytes
+   over the GPU's memory bandwidth (``peer_sim_config.json``'s ``mem_bw``): below the floor would mean the
+   profiler timed a warm L2 cache;
+4. sensitivities (NOT fitted, NOT used by fluidq): a constant per-iteration overhead, and the peer's decode
+   attention skew term ``alpha (t(kv_max) - t(kv_mean))`` with the pooled ``alpha_default`` of the profile's
+   ``profile_meta.yaml`` (the peer's per-bucket table is not shipped).
+
+Prints markdown-ish text; the numbers are the ones quoted in ``validation/RESULTS.md`` ("Where the remaining
+latency error comes from").  The measured side is only ever compared with, never read into the model.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import re
+from pathlib import Path
+
+import numpy as np
+
+from fluidq.batchtime.operators import lss_iteration_model
+from fluidq.sim import simulate
+from fluidq.validate.cases import _case_comm, _case_facts, _n_layers, _planned_kv, load_cases
+from fluidq.validate.replay import read_s, vllm_engine
+from fluidq.validate.runs import latency_metrics, read_run
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+CASES = ("rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b", "rtxpro6000-qwen3-30b-a3b")
+
+
+def _setup(name):
+    case = {c.name: c for c in load_cases(ROOT / "cases")}[name]
+    s = case.spec
+    run = read_run(DATA / s["run"])
+    facts = _case_facts(case, s)
+    dp = run.data_parallel_size
+    ep = run.tensor_parallel_size * dp if run.expert_parallel else 1
+    comm = _case_comm(case, s, DATA) if ep > 1 else None
+    kw = dict(n_layers=_n_layers(case.name, s), tp=run.tensor_parallel_size, facts=facts, comm=comm,
+              data_parallel_size=dp if facts is not None and facts.n_experts else 1, expert_parallel_size=ep)
+    kv = run.kv_capacity_tokens
+    if kv is None and "kv" in s:
+        kv, _ = _planned_kv(case, s["kv"], run)
+    return case, s, run, kw, kv
+
+
+class _Skew:
+    """The peer's decode-skew term on top of an iteration model (Python path: ``time`` sees every context)."""
+
+    def __init__(self, m, alpha):
+        self.m, self.alpha, self.n_layers = m, float(alpha), m.n_layers
+
+    def kernel_table(self):
+        return None
+
+    def time_shape(self, *a, **k):
+        return self.m.time_shape(*a, **k)
+
+    def time(self, prefill_chunks=(), decode_contexts=()):
+        t = self.m.time(prefill_chunks, decode_contexts)
+        dc = np.asarray(decode_contexts, dtype=float)
+        if dc.size > 1 and dc.max() > dc.mean():
+            pcs = [(float(c), float(k)) for c, k in prefill_chunks if c > 0]
+            C = sum(c for c, _ in pcs)
+            kp = max(0.0, sum(c * (k + c / 2) for c, k in pcs) / C - C / 2) if C > 0 else 0.0
+            lo = float(self.m.attn_us(C, kp, dc.size, dc.mean()))
+            hi = float(self.m.attn_us(C, kp, dc.size, dc.max()))
+            t += self.m.n_layers * self.alpha * max(hi - lo, 0.0) * 1e-6
+        return t
+
+
+def replay(name, *, overhead_us=0.0, skew_alpha=None):
+    case, s, run, kw, kv = _setup(name)
+    model = lss_iteration_model(DATA / s["profile"], overhead_us=overhead_us, **kw)
+    if skew_alpha is not None:
+        model = _Skew(model, skew_alpha)
+    dp, facts = run.data_parallel_size, kw["facts"]
+    rb, rk, rkv, rmodel = run.max_num_batched_tokens, run.max_num_seqs, kv, model
+    if dp > 1 and facts is not None and facts.n_experts:
+        from fluidq.validate.deployment import LockstepRanks
+
+        rmodel, rb, rk, rkv = LockstepRanks(model, dp), dp * rb, dp * rk, None if kv is None else dp * kv
+    order = np.argsort(run.sent_s, kind="stable")
+    reqs = {"arrival_s": run.sent_s[order], "prompt_tokens": run.input_tokens[order],
+            "output_tokens": run.output_tokens[order]}
+    eng = vllm_engine(rmodel, b_max=rb, k_max=rk, kv_capacity_tokens=rkv, prefix_caching=run.prefix_caching,
+                      name=name, async_scheduling=run.async_scheduling, block_size=run.block_size)
+    sim = simulate(eng, reqs, "vllm-chunked", n_requests=len(run), record_iterations=True)
+    r, t_read = sim.requests, read_s(sim)
+    ttft = r["prefill_done_s"] - t_read
+    tpot = (r["finish_s"] - r["prefill_done_s"]) / np.maximum(r["output_tokens"] - 1, 1)
+    meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
+    ours = latency_metrics(ttft, r["finish_s"] - t_read, tpot)
+    errs = {k: 100 * (ours[k] - meas[k]) / meas[k] for k in meas}
+    return dict(sim=sim, run=run, order=order, ttft=ttft, tpot=tpot, errs=errs,
+                mae=float(np.mean(np.abs(list(errs.values())))))
+
+
+def deciles(name):
+    out = replay(name)
+    run, o = out["run"], out["order"]
+    mt, mp = run.ttft_s[o], run.tpot_s[o]
+    n = len(o)
+    print(f"### {name}: MAE {out['mae']:.2f} %, {out['sim'].n_iterations} iterations, "
+          f"{out['sim'].preemptions} preemptions")
+    print("| " + " | ".join(f"{k} {v:+.1f}" for k, v in out["errs"].items()) + " |")
+    print("| arrival decile | TTFT meas (s) | TTFT sim (s) | error | TPOT meas (ms) | TPOT sim (ms) | error |")
+    print("|---|---|---|---|---|---|---|")
+    for i in range(10):
+        sl = slice(i * n // 10, (i + 1) * n // 10)
+        a, b, c, d = mt[sl].mean(), out["ttft"][sl].mean(), mp[sl].mean(), out["tpot"][sl].mean()
+        print(f"| {i} | {a:.2f} | {b:.2f} | {100 * (b / a - 1):+.1f} % | {1e3 * c:.2f} | {1e3 * d:.2f} | "
+              f"{100 * (d / c - 1):+.1f} % |")
+    print()
+
+
+def extra_rows(name):
+    case, s, run, kw, kv = _setup(name)
+    folder = DATA / s["profile"]
+    path = folder / "profile_tp1_attention.csv.gz"
+    if not path.is_file():
+        return
+    m = lss_iteration_model(folder, **{**kw, "n_layers": kw["n_layers"]})
+    with gzip.open(path, "rt") as f:
+        A = np.array([[float(x[k]) for k in ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us")]
+                      for x in csv.DictReader(f)])
+    reg = lambda v: (v == 0) | (np.log2(np.maximum(v, 1)) % 1 == 0)  # noqa: E731
+    extra = ~np.all(reg(A[:, :4]), axis=1)
+    print(f"{name}: {extra.sum()} of {len(A)} attention rows off the power-of-two grid")
+    for what, sel in (("decode", (A[:, 0] == 0) & (A[:, 2] > 0)), ("prefill", (A[:, 0] > 0) & (A[:, 2] == 0)),
+                      ("mixed", (A[:, 0] > 0) & (A[:, 2] > 0))):
+        k = sel & extra
+        if not k.any():
+            continue
+        pred = m.attn_us(A[k, 0], A[k, 1], A[k, 2], A[k, 3])
+        print(f"  {what}: {k.sum()} rows, model's interpolation vs measured: time-weighted "
+              f"{100 * (pred - A[k, 4]).sum() / A[k, 4].sum():+.2f} %, mean |error| "
+              f"{100 * np.mean(np.abs(pred - A[k, 4]) / A[k, 4]):.2f} %")
+
+
+def weight_floor(name, facts):
+    case, s, run, kw, kv = _setup(name)
+    folder = DATA / s["profile"]
+    cfg = (folder / "peer_sim_config.json").read_text()
+    bw = float(re.search(r'"mem_bw":\s*([\d.]+)', re.search(r'"npu_mem":\s*\{[^}]*\}', cfg).group(0)).group(1))
+    h, i, hd = facts.hidden_size, facts.intermediate_size, facts.head_dim
+    w = {"qkv_proj": h * (facts.n_heads + 2 * facts.n_kv_heads) * hd, "o_proj": facts.n_heads * hd * h,
+         "gate_up_proj": 2 * h * i, "down_proj": i * h}
+    with open(folder / "profile_tp1_dense.csv") as f:
+        t1 = {r["layer"]: float(r["time_us"]) for r in csv.DictReader(f) if int(r["tokens"]) == 1}
+    print(f"{name}: projection time at 1 token / weight-streaming floor at {bw:g} GB/s: " + ", ".join(
+        f"{k} {t1[k]:.1f}/{2 * v / bw / 1e3:.1f} us ({2 * v / t1[k] / 1e3:.0f} GB/s)" for k, v in w.items()))
+
+
+def main() -> int:
+    for name in CASES:
+        deciles(name)
+    for name in CASES:
+        extra_rows(name)
+    print()
+    for name in CASES[:2]:
+        weight_floor(name, _setup(name)[3]["facts"] or _facts_llama())
+    print()
+    print("| constant per-iteration overhead (sensitivity) | " + " | ".join(CASES) + " |")
+    print("|---|---|---|---|")
+    for o in (0.0, 500.0, 1000.0, 2000.0):
+        print(f"| {o:g} us | " + " | ".join(f"{replay(c, overhead_us=o)['mae']:.2f} %" for c in CASES) + " |")
+    alpha = 0.0543  # RTXPRO6000_Llama-3.1-8B/profile_meta.yaml skew_fit.per_tp.1.alpha_default
+    sk = replay("rtxpro6000-llama3.1-8b", skew_alpha=alpha)
+    print(f"\npeer's skew term, pooled alpha {alpha} (rtxpro6000-llama3.1-8b): MAE {sk['mae']:.2f} %; "
+          + ", ".join(f"{k} {v:+.1f}" for k, v in sk["errs"].items()))
+    return 0
+
+
+def _facts_llama():
+    from fluidq.models import find_model
+
+    return find_model("meta-llama/Llama-3.1-8B")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
