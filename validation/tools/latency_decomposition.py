@@ -11,9 +11,13 @@ model, vLLM v1 memory, async scheduling, policy ``vllm-chunked``) and prints
 3. the dense profile's weight-streaming check: each projection's time at one token against its weight bytes
    over the GPU's memory bandwidth (``peer_sim_config.json``'s ``mem_bw``): below the floor would mean the
    profiler timed a warm L2 cache;
-4. sensitivities (NOT fitted, NOT used by fluidq): a constant per-iteration overhead, and the peer's decode
+4. the drain's measured iteration time, read from ``vllm_timeseries.csv`` where a second has no prompt
+   tokens and no queue (mean running / generated tokens per second), against the replay's mean batch time at
+   the same decode count; and the TTFT of the requests that did not queue (one mixed iteration each);
+5. sensitivities (NOT fitted, NOT used by fluidq): a constant per-iteration overhead, the peer's decode
    attention skew term ``alpha (t(kv_max) - t(kv_mean))`` with the pooled ``alpha_default`` of the profile's
-   ``profile_meta.yaml`` (the peer's per-bucket table is not shipped).
+   ``profile_meta.yaml`` (the peer's per-bucket table is not shipped), and the lockstep MoE ranks holding
+   whole requests (the busiest rank ``ceil(n/dp)`` decodes instead of ``n/dp``).
 
 Prints markdown-ish text; the numbers are the ones quoted in ``validation/RESULTS.md`` ("Where the remaining
 latency error comes from").  The measured side is only ever compared with, never read into the model.
@@ -148,6 +152,60 @@ def extra_rows(name):
               f"{100 * np.mean(np.abs(pred - A[k, 4]) / A[k, 4]):.2f} %")
 
 
+def drain_and_unqueued(name):
+    case, s, run, kw, kv = _setup(name)
+    out = replay(name)
+    sim, o = out["sim"], out["order"]
+    it = {k: np.asarray(v) for k, v in sim.iterations.items()}
+    last_prefill = it["t_s"][np.nonzero(it["prefill_tokens"])[0][-1]]
+    dec = (it["prefill_tokens"] == 0) & (it["t_s"] > last_prefill)
+    with open(DATA / s["run"] / "vllm_timeseries.csv") as f:
+        ts = list(csv.DictReader(f))
+    print(f"{name}: drain, measured iteration time (mean running / generated tokens per s) vs the replay's")
+    print("| t (s) | running | measured (ms) | replay (ms) | ratio |")
+    print("|---|---|---|---|---|")
+    prev = None
+    for row in ts:
+        r, g = int(row["running"]), float(row["gen_throughput"])
+        if float(row["prompt_throughput"]) == 0 and int(row["waiting"]) == 0 and r > 0 and prev and g > 0:
+            ra = 0.5 * (r + prev)
+            near = dec & (np.abs(it["decode_tokens"] - ra) <= max(1.0, 0.1 * ra))
+            if near.any():
+                m, x = 1e3 * ra / g, 1e3 * it["batch_s"][near].mean()
+                print(f"| {float(row['t']):g} | {prev}->{r} | {m:.2f} | {x:.2f} | {x / m:.3f} |")
+        prev = r
+    mt, st, p = run.ttft_s[o], out["ttft"], run.input_tokens[o]
+    k = np.arange(len(o))
+    k = k[(k > 0) & (mt < 0.3) & (st < 0.3)]
+    print(f"{name}: {k.size} requests that did not queue (TTFT < 0.3 s on both sides, the first request left "
+          f"out): replay/measured TTFT {st[k].sum() / mt[k].sum():.3f}" + "".join(
+              f"; prompts {lo}-{hi}: {st[j].sum() / mt[j].sum():.3f} (n={j.size})"
+              for lo, hi in ((1, 511), (512, 1023), (1024, 2047)) for j in [k[(p[k] >= lo) & (p[k] <= hi)]]
+              if j.size) + f"; first request {1e3 * mt[0]:.0f} ms measured, {1e3 * st[0]:.0f} ms replayed")
+    print()
+
+
+def _lockstep_whole(self, prefill_chunks=(), decode_contexts=()):
+    """LockstepRanks.time with whole requests per rank (sensitivity only)."""
+    dc = np.asarray(decode_contexts, dtype=float)
+    n = dc.size
+    kvd = float(dc.mean()) if n else 0.0
+    counts = [n // self.dp + (1 if i < n % self.dp else 0) for i in range(self.dp)]
+    ranks, load = [[] for _ in range(self.dp)], [float(c) for c in counts]
+    for c, k in sorted(((float(c), float(k)) for c, k in prefill_chunks if c > 0), reverse=True):
+        r = int(np.argmin(load))
+        ranks[r].append((c, k))
+        load[r] += c
+    worst = 0.0
+    for r, pcs in enumerate(ranks):
+        C = sum(c for c, _ in pcs)
+        if C == 0 and counts[r] == 0:
+            continue
+        kv_eff = max(0.0, sum(c * (k + c / 2.0) for c, k in pcs) / C - C / 2.0) if C > 0 else 0.0
+        worst = max(worst, float(self.replica.time_shape(C, kv_eff, counts[r], kvd, n_emit=counts[r] + len(pcs))))
+    return worst
+
+
 def weight_floor(name, facts):
     case, s, run, kw, kv = _setup(name)
     folder = DATA / s["profile"]
@@ -166,6 +224,8 @@ def main() -> int:
     for name in CASES:
         deciles(name)
     for name in CASES:
+        drain_and_unqueued(name)
+    for name in CASES:
         extra_rows(name)
     print()
     for name in CASES[:2]:
@@ -179,6 +239,16 @@ def main() -> int:
     sk = replay("rtxpro6000-llama3.1-8b", skew_alpha=alpha)
     print(f"\npeer's skew term, pooled alpha {alpha} (rtxpro6000-llama3.1-8b): MAE {sk['mae']:.2f} %; "
           + ", ".join(f"{k} {v:+.1f}" for k, v in sk["errs"].items()))
+    from fluidq.validate.deployment import LockstepRanks
+
+    saved = LockstepRanks.time
+    try:
+        LockstepRanks.time = _lockstep_whole
+        w = replay("rtxpro6000-qwen3-30b-a3b")
+    finally:
+        LockstepRanks.time = saved
+    print(f"\nlockstep ranks holding whole requests (rtxpro6000-qwen3-30b-a3b): MAE {w['mae']:.2f} %; "
+          + ", ".join(f"{k} {v:+.1f}" for k, v in w["errs"].items()))
     return 0
 
 
