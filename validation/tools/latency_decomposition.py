@@ -61,8 +61,8 @@ def _setup(name):
 class _Skew:
     """The peer's decode-skew term on top of an iteration model (Python path: ``time`` sees every context)."""
 
-    def __init__(self, m, alpha):
-        self.m, self.alpha, self.n_layers = m, float(alpha), m.n_layers
+    def __init__(self, m, alpha, decode_only=False):
+        self.m, self.alpha, self.n_layers, self.decode_only = m, float(alpha), m.n_layers, decode_only
 
     def kernel_table(self):
         return None
@@ -72,28 +72,49 @@ class _Skew:
 
     def time(self, prefill_chunks=(), decode_contexts=()):
         t = self.m.time(prefill_chunks, decode_contexts)
-        dc = np.asarray(decode_contexts, dtype=float)
-        if dc.size > 1 and dc.max() > dc.mean():
-            pcs = [(float(c), float(k)) for c, k in prefill_chunks if c > 0]
-            C = sum(c for c, _ in pcs)
-            kp = max(0.0, sum(c * (k + c / 2) for c, k in pcs) / C - C / 2) if C > 0 else 0.0
-            lo = float(self.m.attn_us(C, kp, dc.size, dc.mean()))
-            hi = float(self.m.attn_us(C, kp, dc.size, dc.max()))
-            t += self.m.n_layers * self.alpha * max(hi - lo, 0.0) * 1e-6
-        return t
+        return t + _skew_s(self.m, self.alpha, prefill_chunks, decode_contexts, 1, self.decode_only)
 
 
-def replay(name, *, overhead_us=0.0, skew_alpha=None):
+def _skew_s(m, alpha, prefill_chunks, decode_contexts, dp, decode_only):
+    """The peer's skew term in seconds, ``alpha (t_attn(kv_max) - t_attn(kv_mean))`` over the layers (the
+    decodes shared over ``dp`` lockstep ranks; none on a batch with a prompt chunk when ``decode_only``)."""
+    dc = np.asarray(decode_contexts, dtype=float)
+    pcs = [(float(c), float(k)) for c, k in prefill_chunks if c > 0]
+    if (decode_only and pcs) or dc.size < 2 or not dc.max() > dc.mean():
+        return 0.0
+    C = sum(c for c, _ in pcs)
+    kp = max(0.0, sum(c * (k + c / 2) for c, k in pcs) / C - C / 2) if C > 0 else 0.0
+    lo = float(m.attn_us(C, kp, dc.size / dp, dc.mean()))
+    hi = float(m.attn_us(C, kp, dc.size / dp, dc.max()))
+    return m.n_layers * alpha * max(hi - lo, 0.0) * 1e-6
+
+
+def replay(name, *, overhead_us=0.0, skew_alpha=None, skew_decode_only=False):
     case, s, run, kw, kv = _setup(name)
     model = lss_iteration_model(DATA / s["profile"], overhead_us=overhead_us, **kw)
-    if skew_alpha is not None:
-        model = _Skew(model, skew_alpha)
     dp, facts = run.data_parallel_size, kw["facts"]
+    lockstep = dp > 1 and facts is not None and facts.n_experts
+    if skew_alpha is not None and not lockstep:
+        model = _Skew(model, skew_alpha, skew_decode_only)
     rb, rk, rkv, rmodel = run.max_num_batched_tokens, run.max_num_seqs, kv, model
-    if dp > 1 and facts is not None and facts.n_experts:
+    if lockstep:
         from fluidq.validate.deployment import LockstepRanks
 
         rmodel, rb, rk, rkv = LockstepRanks(model, dp), dp * rb, dp * rk, None if kv is None else dp * kv
+        if skew_alpha is not None:
+            base = rmodel
+
+            class _SkewRanks:  # the lockstep ranks plus the skew term of one rank's share of the decodes
+                n_layers, source = base.n_layers, base.source
+
+                def time_shape(self, *a, **k):
+                    return base.time_shape(*a, **k)
+
+                def time(self, prefill_chunks=(), decode_contexts=()):
+                    return base.time(prefill_chunks, decode_contexts) + _skew_s(
+                        model, skew_alpha, prefill_chunks, decode_contexts, dp, skew_decode_only)
+
+            rmodel = _SkewRanks()
     order = np.argsort(run.sent_s, kind="stable")
     reqs = {"arrival_s": run.sent_s[order], "prompt_tokens": run.input_tokens[order],
             "output_tokens": run.output_tokens[order]}
@@ -235,10 +256,13 @@ def main() -> int:
     print("|---|---|---|---|")
     for o in (0.0, 500.0, 1000.0, 2000.0):
         print(f"| {o:g} us | " + " | ".join(f"{replay(c, overhead_us=o)['mae']:.2f} %" for c in CASES) + " |")
-    alpha = 0.0543  # RTXPRO6000_Llama-3.1-8B/profile_meta.yaml skew_fit.per_tp.1.alpha_default
-    sk = replay("rtxpro6000-llama3.1-8b", skew_alpha=alpha)
-    print(f"\npeer's skew term, pooled alpha {alpha} (rtxpro6000-llama3.1-8b): MAE {sk['mae']:.2f} %; "
-          + ", ".join(f"{k} {v:+.1f}" for k, v in sk["errs"].items()))
+    # each profile's own pooled alpha (profile_meta.yaml skew_fit.per_tp.1.alpha_default); the 4090 profile has
+    # no skew profile (alpha 0, the peer's fallback), so its replay is the one above
+    for name, alpha in (("rtxpro6000-llama3.1-8b", 0.0543), ("rtxpro6000-qwen3-30b-a3b", 0.0645)):
+        for only in (False, True):
+            sk = replay(name, skew_alpha=alpha, skew_decode_only=only)
+            print(f"\npeer's skew term, pooled alpha {alpha}, {'decode-only batches' if only else 'every batch'} "
+                  f"({name}): MAE {sk['mae']:.2f} %; " + ", ".join(f"{k} {v:+.1f}" for k, v in sk["errs"].items()))
     from fluidq.validate.deployment import LockstepRanks
 
     saved = LockstepRanks.time
