@@ -10,6 +10,16 @@ extrapolation, scipy's ``RegularGridInterpolator`` (linear, extrapolating: the t
 path's ``((v (1 - y0)) (1 - y1))`` products, the n-dimensional path's products of weights), the clamps at 0
 and 16 tokens of context, and :meth:`IterationModel.stage_us`'s sums, so the two give the same seconds
 (``tests/kernel/test_compose_table.py`` holds them equal on random compositions of every shipped model).
+
+The parallel terms -- tensor-parallel all-reduces, MoE experts (with expert parallelism's all-to-alls), pipeline
+sends -- depend on the batch's tokens ``b`` alone: the table holds them per batch size, computed by the model's own
+callables up to the engine's token budget, and :func:`time_shape` adds them where
+:meth:`IterationModel.stage_us` does (``n_layers x (linear + attention + comm)``, plus ``n_moe_layers x experts``;
+with ``pp`` stages the period ``pp x`` the slowest stage).  :func:`chunks_s` takes the batch's chunks themselves,
+for data-parallel MoE ranks in lockstep (:class:`fluidq.validate.deployment.LockstepRanks`: the slowest rank's
+time after each chunk went to the least loaded rank); ``tests/kernel/test_compose_parallel.py`` holds these equal
+too (Vidur Llama-2-70B TP2, the Qwen3-30B-A3B MoE profile on one GPU and DP2 + EP2, Llama-3.1-8B in 2 and 3
+stages, lockstep DP2 and DP4).
 """
 # ruff: noqa: N806
 from __future__ import annotations

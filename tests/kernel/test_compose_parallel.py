@@ -231,6 +231,7 @@ def _case(seed, models):
 
 
 SEEDS = range(12)
+RUN_SEEDS = (0, 4, 5, 8)  # TP2, PP3, lockstep DP2, DP2 + EP2 (the runs compared uncompiled)
 
 
 def test_kernel_equals_generic_on_random_parallel_engines(models):
@@ -254,7 +255,7 @@ def test_kernel_equals_generic_on_random_parallel_engines(models):
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 def test_uncompiled_evaluation_agrees(models, uncompiled_agrees):
     res = _arrays()
-    for seed in range(0, len(SEEDS), 4):  # and the kernel's runs
+    for seed in RUN_SEEDS:  # and the kernel's runs
         from fluidq.sim import simulate
 
         eng, w, pol, hz = _case(seed, models)
@@ -273,7 +274,7 @@ if __name__ == "__main__":
     print(f"compiled={compiled()}")
     out = _arrays()
     ms = _models()
-    for seed in range(0, len(SEEDS), 4):
+    for seed in RUN_SEEDS:
         eng, w, pol, hz = _case(seed, ms)
         out[f"run{seed}"] = np.asarray(simulate(eng, w, pol, method="fast", horizon_s=hz).requests["finish_s"])
     np.savez(sys.argv[1], **out)
