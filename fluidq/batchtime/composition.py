@@ -12,6 +12,7 @@ the model; it cannot be read back from a dict (the model is built from its opera
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -22,6 +23,16 @@ from ..errors import ParameterError
 from .models import BatchTime, _out, _tokens
 
 __all__ = ["Composition"]
+
+
+@functools.cache
+def takes_bound(cls) -> bool:
+    """Whether ``cls.kernel_table`` takes ``max_batch_tokens`` (read once per class)."""
+    f = getattr(cls, "kernel_table", None)
+    try:
+        return callable(f) and "max_batch_tokens" in inspect.signature(f).parameters
+    except (TypeError, ValueError):  # (a callable without a signature)
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,7 +83,7 @@ class Composition(BatchTime):
         f = getattr(self.model, "kernel_table", None)
         if not callable(f):
             return None
-        if max_batch_tokens is not None and "max_batch_tokens" in inspect.signature(f).parameters:
+        if max_batch_tokens is not None and takes_bound(type(self.model)):
             return f(max_batch_tokens=max_batch_tokens)
         return f()
 

@@ -1,7 +1,6 @@
 """``simulate``: the iteration-level discrete-event simulation of one engine."""
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping
 
@@ -9,6 +8,7 @@ import numpy as np
 
 from .._validate import check_rng, integer, real, seed_sequence
 from ..batchtime import ContextAware
+from ..batchtime.composition import takes_bound
 from ..engine import Engine
 from ..errors import ParameterError
 from ..policies import resolve_policy
@@ -96,9 +96,7 @@ def _compose_table(engine: Engine):
     f = getattr(engine.batch_time, "kernel_table", None)
     if not callable(f):
         return None
-    if "max_batch_tokens" in inspect.signature(f).parameters:
-        return f(max_batch_tokens=engine.b_max)
-    return f()
+    return f(max_batch_tokens=engine.b_max) if takes_bound(type(engine.batch_time)) else f()
 
 
 def _shortest_batch_s(engine: Engine) -> float:
