@@ -12,6 +12,8 @@ the model; it cannot be read back from a dict (the model is built from its opera
 """
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -21,6 +23,16 @@ from ..errors import ParameterError
 from .models import BatchTime, _out, _tokens
 
 __all__ = ["Composition"]
+
+
+@functools.cache
+def takes_bound(cls) -> bool:
+    """Whether ``cls.kernel_table`` takes ``max_batch_tokens`` (read once per class)."""
+    f = getattr(cls, "kernel_table", None)
+    try:
+        return callable(f) and "max_batch_tokens" in inspect.signature(f).parameters
+    except (TypeError, ValueError):  # (a callable without a signature)
+        return False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,11 +74,18 @@ class Composition(BatchTime):
         ``decode_contexts`` the cached tokens each decoding request reads."""
         return float(self.model.time(prefill_chunks, decode_contexts))
 
-    def kernel_table(self):
+    def kernel_table(self, max_batch_tokens=None):
         """The model's tables as one flat array for the compiled kernel (``IterationModel.kernel_table``), or
-        ``None`` when the model offers none (then the simulation runs on the generic path)."""
+        ``None`` when the model offers none (then the simulation runs on the generic path).
+        ``max_batch_tokens`` (an engine's token budget) bounds the batches the table must cover: a model whose
+        terms depend on the batch size (tensor/pipeline parallel communication, MoE experts) tabulates them up
+        to it and offers no table without it."""
         f = getattr(self.model, "kernel_table", None)
-        return f() if callable(f) else None
+        if not callable(f):
+            return None
+        if max_batch_tokens is not None and takes_bound(type(self.model)):
+            return f(max_batch_tokens=max_batch_tokens)
+        return f()
 
     @property
     def params(self) -> dict:

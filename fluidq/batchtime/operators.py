@@ -224,19 +224,63 @@ class IterationModel:
             return np.zeros(st.shape[1:]) if st.ndim > 1 else 0.0
         return 1.0 - st.sum(axis=0) / (st.shape[0] * np.maximum(st.max(axis=0), 1e-300))
 
-    def kernel_table(self):
+    def kernel_table(self, max_batch_tokens=None, lockstep_ranks=1):
         """The model as one flat float64 array for the compiled kernel's evaluation
         (:func:`fluidq.kernel.compose.batch_s` computes :meth:`time` from it with the same arithmetic), or
-        ``None`` when the model has terms the kernel does not evaluate (tensor/expert/pipeline parallelism,
-        MoE experts, a model built without its tables).  See :func:`_kernel_table` for the layout."""
-        return self._table
+        ``None`` when it cannot.  See :func:`_kernel_table` for the layout.
+
+        The terms that depend on the batch's tokens ``b`` alone -- tensor-parallel communication (``comm_us``),
+        the MoE experts (``moe_us`` on ``n_moe_layers``) and the pipeline send (``send_us``) -- are tabulated
+        densely, one entry per batch size, by the model's own callables (exactly the values :meth:`time` adds), so
+        a model with any of them needs ``max_batch_tokens``, the most tokens a batch can hold (an engine's token
+        budget ``b_max``), and gives ``None`` without it.  ``lockstep_ranks`` (``dp``, a power of two) is
+        :class:`fluidq.validate.deployment.LockstepRanks`'s layout: ``dp`` ranks stepping together, the decoders
+        shared evenly (a rank's batch then holds ``b`` in steps of ``1/dp``), each prefill chunk on the least
+        loaded rank (:func:`fluidq.kernel.compose.chunks_s`); such a table carries the rank loads as scratch
+        space, so every call returns a fresh copy.  ``None`` too for a model built without its tables."""
+        base = self._table
+        if base is None:
+            return None
+        dp = _positive_int("lockstep_ranks", lockstep_ranks, "an integer >= 1 (data-parallel ranks in lockstep)")
+        if dp & (dp - 1):
+            return None  # (b = C + n/dp is then not exactly on a grid of step 1/dp: the generic path runs it)
+        terms = self._per_b_terms()
+        if not terms and dp == 1:
+            return base
+        if terms and max_batch_tokens is None:
+            return None
+        n = 1
+        if terms:
+            B = _positive_int("max_batch_tokens", max_batch_tokens, "an integer >= 1 (the engine's token budget)")
+            n = dp * B + 1
+        cached = self._tables_by_ranks.get(dp)
+        if cached is None or (terms and cached[KT_NB] < n):
+            cached = _with_per_b(base, terms, n, dp)
+            self._tables_by_ranks[dp] = cached
+        return cached.copy() if dp > 1 else cached
+
+    def _per_b_terms(self) -> list:
+        """``(slot, callable)`` of the terms that depend on the batch's tokens alone (see :meth:`kernel_table`)."""
+        out = []
+        if self.comm_us is not None:
+            out.append((KT_COMM, self.comm_us))
+        if self.moe_us is not None and self.n_moe_layers:
+            out.append((KT_MOE, self.moe_us))
+        if int(self.pipeline_stages) > 1:
+            out.append((KT_SEND, self.send_us))
+        return out
 
     @cached_property
     def _table(self):  # (built once per model: simulate asks for it to route a run and again to run it)
-        if (self.tables is None or self.comm_us is not None or self.moe_us is not None
-                or int(self.pipeline_stages) != 1):
+        if self.tables is None:
             return None
-        return _kernel_table(self.tables, self.n_layers, self.overhead_us)
+        return _kernel_table(self.tables, self.n_layers, self.overhead_us,
+                             n_moe_layers=self.n_moe_layers if self.moe_us is not None else 0,
+                             pipeline_stages=int(self.pipeline_stages))
+
+    @cached_property
+    def _tables_by_ranks(self) -> dict:  # lockstep ranks -> the table with the per-batch-size terms
+        return {}
 
     def time(self, prefill_chunks=(), decode_contexts=()) -> float:
         """Seconds for one batch.
@@ -271,16 +315,53 @@ class IterationModel:
 # -------------------------------------------------------------------------- the kernel's flat table
 #: header of :func:`_kernel_table`'s array: kind (1 LLMServingSim, 2 Vidur), decoder layers, overhead (us),
 #: Vidur's decode batching overhead, Vidur's constant per-sequence time (us), then the offsets of the pieces
-#: (linear, once, per-sequence, decode grid, prefill grid, mixed grid, Vidur's decode extras; -1: absent)
+#: (linear, once, per-sequence, decode grid, prefill grid, mixed grid, Vidur's decode extras; -1: absent); then
+#: the MoE layers, the pipeline stages, the lockstep ranks ``dp``, the entries ``n`` of the per-batch-size
+#: tables and their offsets (tensor-parallel communication, MoE experts, pipeline send: entry ``j`` is the term
+#: at ``b = j / dp`` tokens; -1: absent) and the offset of the lockstep ranks' scratch space (``4 dp`` values)
 KT_KIND, KT_LAYERS, KT_OVERHEAD, KT_FDEC, KT_SEQ, KT_LIN, KT_ONCE, KT_PSEQ, KT_DEC, KT_PRE, KT_MIX, KT_DECX = range(12)
-KT_HEADER = 16
+KT_NMOE, KT_PP, KT_DP, KT_NB, KT_COMM, KT_MOE, KT_SEND, KT_SCRATCH = range(12, 20)
+KT_HEADER = 24
 
 
-def _kernel_table(tables: dict, n_layers, overhead_us):
+def _per_b(f, xs):
+    """``[f(b) for b in xs]`` as :meth:`IterationModel.time` evaluates ``f`` (a numpy float64 scalar ``b``):
+    ``f.per_b(xs)`` where ``f`` offers that vectorised form (documented by its maker to give exactly these
+    values), else one call per batch size."""
+    g = getattr(f, "per_b", None)
+    if g is not None:
+        return np.asarray(g(xs), dtype=float).reshape(xs.shape)
+    return np.array([float(f(np.float64(x))) for x in xs.tolist()], dtype=float)
+
+
+def _with_per_b(base, terms, n, dp):
+    """``base`` (a :func:`_kernel_table`) with the per-batch-size ``terms`` tabulated at ``b = j / dp``, ``j < n``,
+    and ``dp``'s scratch space."""
+    head = base[:KT_HEADER].copy()
+    head[KT_DP] = float(dp)
+    head[KT_NB] = float(n) if terms else 0.0
+    parts = [head, base[KT_HEADER:]]
+    size = base.size
+    xs = np.arange(n, dtype=float) / dp  # (exact: dp is a power of two)
+    for slot, f in terms:
+        head[slot] = float(size)
+        parts.append(_per_b(f, xs))
+        size += n
+    if dp > 1:
+        head[KT_SCRATCH] = float(size)
+        parts.append(np.zeros(4 * dp))
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _kernel_table(tables: dict, n_layers, overhead_us, n_moe_layers=0, pipeline_stages=1):
     """Pack an iteration model's tables into one float64 array (``None`` where a piece has a shape the
     compiled evaluation does not reproduce).  A 1-D piece is ``[n, x(n), y(n)]``; a grid ``[d, n_1..n_d, axes,
-    values (row-major)]``."""
+    values (row-major)]``.  No per-batch-size terms (:meth:`IterationModel.kernel_table` appends them)."""
     head = np.full(KT_HEADER, -1.0)
+    head[KT_NMOE] = float(n_moe_layers)
+    head[KT_PP] = float(pipeline_stages)
+    head[KT_DP] = 1.0
+    head[KT_NB] = 0.0
     head[KT_KIND] = {"lss": 1.0, "vidur": 2.0}[tables["kind"]]
     head[KT_LAYERS] = float(n_layers)
     head[KT_OVERHEAD] = float(overhead_us)
@@ -346,11 +427,26 @@ def _positive_int(name, v, what):
     return int(v)
 
 
+def _elementwise(comm) -> bool:
+    """Whether ``comm``'s collectives are computed element by element with the same IEEE operations for an
+    array as for a scalar (``+ - * /``, ``numpy.interp``, ``where``: fluidq's :class:`~fluidq.batchtime.comm.Link`
+    and :class:`~fluidq.batchtime.comm.MeasuredAllReduce`), so one vectorised call tabulates exactly what the
+    scalar calls give (a transcendental function may not: numpy's SIMD ``power`` differs from the C library's
+    in the last bit)."""
+    from .comm import Link, MeasuredAllReduce
+
+    return type(comm) in (Link, MeasuredAllReduce)
+
+
 def _tp_comm(comm, tp, hidden, nbytes):
     """Per-layer microseconds of tensor parallelism: two all-reduces of ``b x hidden`` values."""
     if tp == 1:
         return None
-    return lambda b: 2.0 * comm.collective_us(np.asarray(b, dtype=float) * hidden * nbytes, tp, kind="all_reduce")
+    f = lambda b: 2.0 * comm.collective_us(np.asarray(b, dtype=float) * hidden * nbytes, tp,  # noqa: E731
+                                           kind="all_reduce")
+    if _elementwise(comm):
+        f.per_b = f  # (the kernel table's exact vectorised form: see IterationModel.kernel_table)
+    return f
 
 
 def _moe_model(path: Path, *, experts: int, top_k: int, ep: int, dp: int, hidden: int, nbytes: int, comm):
@@ -368,14 +464,28 @@ def _moe_model(path: Path, *, experts: int, top_k: int, ep: int, dp: int, hidden
     if dp * ep > 1 and ep > 1:
         _need_comm(comm, f"expert parallelism over {ep} GPUs")
 
+    q = 1.0 - top_k / experts
+
     def moe(b):
         T = dp * np.asarray(b, dtype=float)
-        active = local * (1.0 - (1.0 - top_k / experts) ** T)
+        return _rest(T, q ** T)
+
+    def _rest(T, q_T):
+        active = local * (1.0 - q_T)
         work = np.reshape(grid(np.maximum(T / ep, 1.0), np.clip(active, 1.0, local)), T.shape)
         if ep > 1:
             work = work + 2.0 * comm.collective_us(T * hidden * nbytes, ep, kind="all_to_all")
         return np.where(T > 0, work, 0.0)
 
+    def per_b(bs):
+        """``moe`` at each of ``bs`` exactly as a scalar call computes it: the power by the C library's ``pow``
+        (a numpy scalar's, and Python's), not numpy's SIMD one, which differs in the last bit; the rest is
+        element by element the same."""
+        T = dp * np.asarray(bs, dtype=float)
+        return _rest(T, np.array([q ** t for t in T.tolist()], dtype=float).reshape(T.shape))
+
+    if ep == 1 or _elementwise(comm):
+        moe.per_b = per_b
     return moe
 
 
@@ -493,6 +603,8 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
     if pp > 1:
         send = lambda b: comm.collective_us(np.asarray(b, dtype=float) * hidden_size * dtype_bytes, 2,  # noqa: E731
                                             kind="send")
+        if _elementwise(comm):
+            send.per_b = send  # (exact vectorised, as _tp_comm's)
         parts.append(f"PP{pp} stages, activations sent over {comm.describe()}")
     return IterationModel(
         name=name or folder.name, n_layers=int(n_layers),
@@ -571,6 +683,8 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
         _need_comm(comm, f"tensor parallel size {tp}")
         base = _tp_comm(comm, tp, n_embd, int(dtype_bytes))
         comm_layer = lambda b: base(b) + 2.0 * launch  # noqa: E731
+        if getattr(base, "per_b", None) is not None:
+            comm_layer.per_b = comm_layer  # (exact vectorised, as _tp_comm's)
         comm_note = f"; 2 all-reduces per layer of b x {n_embd} x {int(dtype_bytes)} bytes ({comm.describe()})"
 
     att = [r for r in _read_csv(Path(attention_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]

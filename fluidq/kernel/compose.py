@@ -10,6 +10,16 @@ extrapolation, scipy's ``RegularGridInterpolator`` (linear, extrapolating: the t
 path's ``((v (1 - y0)) (1 - y1))`` products, the n-dimensional path's products of weights), the clamps at 0
 and 16 tokens of context, and :meth:`IterationModel.stage_us`'s sums, so the two give the same seconds
 (``tests/kernel/test_compose_table.py`` holds them equal on random compositions of every shipped model).
+
+The parallel terms -- tensor-parallel all-reduces, MoE experts (with expert parallelism's all-to-alls), pipeline
+sends -- depend on the batch's tokens ``b`` alone: the table holds them per batch size, computed by the model's own
+callables up to the engine's token budget, and :func:`time_shape` adds them where
+:meth:`IterationModel.stage_us` does (``n_layers x (linear + attention + comm)``, plus ``n_moe_layers x experts``;
+with ``pp`` stages the period ``pp x`` the slowest stage).  :func:`chunks_s` takes the batch's chunks themselves,
+for data-parallel MoE ranks in lockstep (:class:`fluidq.validate.deployment.LockstepRanks`: the slowest rank's
+time after each chunk went to the least loaded rank); ``tests/kernel/test_compose_parallel.py`` holds these equal
+too (Vidur Llama-2-70B TP2, the Qwen3-30B-A3B MoE profile on one GPU and DP2 + EP2, Llama-3.1-8B in 2 and 3
+stages, lockstep DP2 and DP4).
 """
 # ruff: noqa: N806
 from __future__ import annotations
@@ -17,11 +27,12 @@ from __future__ import annotations
 import math
 
 # the header of the flat table, from the one place that writes it (fluidq.batchtime.operators._kernel_table)
-from ..batchtime.operators import (KT_DEC, KT_DECX, KT_FDEC, KT_KIND, KT_LAYERS, KT_LIN, KT_MIX, KT_ONCE,
-                                   KT_OVERHEAD, KT_PRE, KT_PSEQ, KT_SEQ)
+from ..batchtime.operators import (KT_COMM, KT_DEC, KT_DECX, KT_DP, KT_FDEC, KT_KIND, KT_LAYERS, KT_LIN, KT_MIX,
+                                   KT_MOE, KT_NB, KT_NMOE, KT_ONCE, KT_OVERHEAD, KT_PP, KT_PRE, KT_PSEQ, KT_SCRATCH,
+                                   KT_SEND, KT_SEQ)
 from ._jit import jit
 
-__all__ = ["batch_s", "time_shape"]
+__all__ = ["batch_s", "chunks_s", "time_shape"]
 
 
 @jit(inline="always", _nrt=False)
@@ -160,11 +171,42 @@ def time_shape(ct, pc, kp, nd, kd, n_emit):
         if pc > 0:
             att = att + _grid2(ct, int(ct[KT_PRE]), pc, kp)
     layer = _interp1(ct, int(ct[KT_LIN]), b) + att
+    j = 0
+    if ct[KT_NB] > 0:  # the per-batch-size terms: entry j at b = j / dp tokens
+        jf = b * ct[KT_DP]
+        j = int(jf)
+        if j != jf or j >= ct[KT_NB]:  # (off the table: a batch the engine cannot form)
+            return math.nan
+    if ct[KT_COMM] >= 0:  # tensor-parallel all-reduces, per layer
+        layer = layer + ct[int(ct[KT_COMM]) + j]
     layers = ct[KT_LAYERS] * layer
+    if ct[KT_MOE] >= 0:  # the experts of the MoE layers
+        layers = layers + ct[KT_NMOE] * ct[int(ct[KT_MOE]) + j]
     first = _interp1(ct, int(ct[KT_ONCE]), b) + ct[KT_OVERHEAD]
     ne = n_emit if n_emit > 1.0 else 1.0
     last = _interp1(ct, int(ct[KT_PSEQ]), ne) if ct[KT_PSEQ] >= 0 else ct[KT_SEQ]
-    return (layers + first + last) * 1e-6
+    pp = ct[KT_PP]
+    if not pp > 1.0:
+        return (layers + first + last) * 1e-6
+    # pp stages (IterationModel.stage_us): the first adds `first`, the last `last` instead of the send; the
+    # period is pp x the slowest (numpy's max: a nan wins)
+    send = ct[int(ct[KT_SEND]) + j]
+    mid = layers / pp + send
+    top = mid + first
+    if pp > 2.0:
+        top = _max(top, mid)
+    top = _max(top, mid - send + last)
+    return (pp * top) * 1e-6
+
+
+@jit(inline="always", _nrt=False)
+def _max(a, b):
+    """numpy's ``maximum`` of two floats (a nan in either gives nan)."""
+    if a != a:
+        return a
+    if b != b or b > a:
+        return b
+    return a
 
 
 @jit(_nrt=False)
@@ -181,3 +223,78 @@ def batch_s(ct, C, work, n_chunks, nd, kv_sum):
     ndf = float(nd)
     kvd = float(kv_sum) / ndf if nd > 0 else 0.0
     return time_shape(ct, Cf, kv_eff, ndf, kvd, ndf + n_chunks)
+
+
+@jit(_nrt=False)
+def chunks_s(ct, bpm, bpr, kv, npf, nd, kv_sum):
+    """The seconds of a batch given its prefill chunks -- ``bpm[:npf]`` tokens each, for the requests ``bpr[:npf]``
+    holding ``kv[bpr[j]]`` tokens of KV before -- and ``nd`` decoders whose contexts sum to ``kv_sum``: one
+    engine's :meth:`IterationModel.time` (:func:`batch_s` of the chunks' aggregates), or with ``ct[KT_DP] = dp >
+    1`` :meth:`fluidq.validate.deployment.LockstepRanks.time`: the decoders shared evenly (``nd / dp`` each), the
+    chunks in descending ``(tokens, KV)`` order each to the least loaded rank (the first of equal loads), the
+    slowest rank's time.  The rank loads live in the table's scratch space (``4 dp`` values)."""
+    if ct[KT_DP] <= 1.0:
+        C = 0
+        cw = 0.0
+        nch = 0
+        for j in range(npf):
+            m = bpm[j]
+            if m > 0:
+                C += m
+                cw += m * (kv[bpr[j]] + m / 2.0)
+                nch += 1
+        return batch_s(ct, C, cw, nch, nd, kv_sum)
+    dp = int(ct[KT_DP])
+    S = int(ct[KT_SCRATCH])
+    LOAD, CT, WK, NC = S, S + dp, S + 2 * dp, S + 3 * dp
+    ndr = float(nd) / float(dp)
+    kvd = float(kv_sum) / float(nd) if nd > 0 else 0.0
+    for r in range(dp):
+        ct[LOAD + r] = ndr
+        ct[CT + r] = 0.0
+        ct[WK + r] = 0.0
+        ct[NC + r] = 0.0
+    pc_prev = math.inf  # the chunks from the largest (tokens, KV) down; equal pairs are interchangeable
+    pk_prev = math.inf
+    while True:
+        c = -1.0
+        k = -1.0
+        mult = 0
+        for j in range(npf):
+            cj = float(bpm[j])
+            if not cj > 0.0:
+                continue
+            kj = float(kv[bpr[j]])
+            if cj > pc_prev or (cj == pc_prev and kj >= pk_prev):
+                continue  # (at or above the last pair placed)
+            if cj > c or (cj == c and kj > k):
+                c = cj
+                k = kj
+                mult = 1
+            elif cj == c and kj == k:
+                mult += 1
+        if mult == 0:
+            break
+        for _ in range(mult):
+            r = 0
+            for q in range(1, dp):
+                if ct[LOAD + q] < ct[LOAD + r]:
+                    r = q
+            ct[LOAD + r] += c
+            ct[CT + r] += c
+            ct[WK + r] += c * (k + c / 2.0)
+            ct[NC + r] += 1.0
+        pc_prev = c
+        pk_prev = k
+    worst = 0.0
+    for r in range(dp):
+        Cr = ct[CT + r]
+        kv_eff = 0.0
+        if Cr > 0.0:
+            kv_eff = ct[WK + r] / Cr - Cr / 2.0
+            if not kv_eff > 0.0:
+                kv_eff = 0.0
+        v = time_shape(ct, Cr, kv_eff, ndr, kvd, ndr + ct[NC + r])
+        if v > worst:
+            worst = v
+    return worst

@@ -23,7 +23,7 @@ two equal on random engines, memories, schedulers and workloads), for:
 
 * a batch time read from the batch's composition (the operator-profile iteration model of
   :class:`~fluidq.batchtime.composition.Composition`, evaluated from its ``kernel_table()`` by
-  :func:`fluidq.kernel.compose.batch_s`: the prefill chunks with the KV each holds, the decoders' KV), and vLLM's
+  :func:`fluidq.kernel.compose.chunks_s`: the prefill chunks with the KV each holds, the decoders' KV), and vLLM's
   async scheduling as :class:`fluidq.kernel.step.EngineRun` models it (each batch sees the arrivals up to the start
   of the batch before, ``F_TSEEN``; the requests finished in a batch keep their ``k_max`` slots and KV through the
   next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot; they are never
@@ -84,7 +84,7 @@ from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
-from .compose import batch_s as _batch_s  # the iteration model's compiled evaluation (a composition batch time)
+from .compose import chunks_s as _chunks_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
 # does not see edits there: clear it, or touch this file, after changing it)
@@ -883,14 +883,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     rid = bd[j]
                     kvr += (kv[rid] if by_kv else P[rid] + dc[rid]) + G - gb[rid]
         if compose:  # the prefill chunks with the KV they hold, the decoders' contexts (IterationModel.time)
-            cw = 0.0
-            nch = 0
-            for j in range(npf):
-                m = bpm[j]
-                if m > 0:
-                    cw += m * (kv[bpr[j]] + m / 2.0)
-                    nch += 1
-            tau_j = _batch_s(ct, x, cw, nch, nd, kvr)
+            tau_j = _chunks_s(ct, bpm, bpr, kv, npf, nd, kvr)
         else:
             tau_j = tau[tokens] + ks * kvr if ks != 0.0 else tau[tokens]
         if record:

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._validate import check_rng, integer, real, seed_sequence
 from ..batchtime import ContextAware
+from ..batchtime.composition import takes_bound
 from ..engine import Engine
 from ..errors import ParameterError
 from ..policies import resolve_policy
@@ -56,10 +57,11 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
       overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
       :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens; a batch
       time that reads the batch composition (:class:`~fluidq.batchtime.composition.Composition`) when its
-      model exports a ``kernel_table()`` (the single-GPU operator-profile models: the kernel evaluates it
-      compiled, :mod:`fluidq.kernel.compose`), a first token emitted with the prefill and async scheduling
-      too.  Without a KV cache, composition batch times and async scheduling run on the generic path, with
-      identical rules; so do composition models without a table (MoE, tensor/pipeline parallel, fitted).
+      model exports a ``kernel_table()`` (the operator-profile models, tensor/expert/pipeline parallel and MoE
+      included, and data-parallel MoE ranks in lockstep: the kernel evaluates it compiled,
+      :mod:`fluidq.kernel.compose`), a first token emitted with the prefill and async scheduling too.  Without
+      a KV cache, composition batch times and async scheduling run on the generic path, with identical rules;
+      so do composition models without a table (fitted ones, lockstep ranks of a count not a power of two).
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -83,15 +85,18 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
     if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
         return False, f"KV blocks above {KV_KERNEL_MAX_BLOCK} tokens run on the generic path"
     if composition and _compose_table(engine) is None:
-        return False, ("a composition batch time whose model has no kernel table (MoE, tensor/pipeline parallel, "
-                       "fitted) runs on the generic path")
+        return False, ("a composition batch time whose model has no kernel table (a fitted model, lockstep ranks "
+                       "of a count not a power of two) runs on the generic path")
     return True, "built-in scheduler with FCFS order, KV memory in the kernel (stepped per iteration)"
 
 
 def _compose_table(engine: Engine):
-    """The composition batch time's flat table for the kernel (``kernel_table()``), or ``None``."""
+    """The composition batch time's flat table for the kernel (``kernel_table()``, covering the batches of the
+    engine's token budget), or ``None``."""
     f = getattr(engine.batch_time, "kernel_table", None)
-    return f() if callable(f) else None
+    if not callable(f):
+        return None
+    return f(max_batch_tokens=engine.b_max) if takes_bound(type(engine.batch_time)) else f()
 
 
 def _shortest_batch_s(engine: Engine) -> float:

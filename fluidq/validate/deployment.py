@@ -164,6 +164,13 @@ class LockstepRanks:
         nd = np.asarray(n_decode, dtype=float) / self.dp
         return self.replica.time_shape(pc, kv_prefill, nd, kv_decode, n_emit=nd + (pc > 0))
 
+    def kernel_table(self, max_batch_tokens=None):
+        """The replica's table for the compiled kernel with the ranks in lockstep (``IterationModel.kernel_table``
+        with ``lockstep_ranks=dp``; :func:`fluidq.kernel.compose.chunks_s` computes :meth:`time` from it), or
+        ``None`` (then the simulation runs on the generic path)."""
+        f = getattr(self.replica, "kernel_table", None)
+        return f(max_batch_tokens, lockstep_ranks=self.dp) if callable(f) else None
+
     def time(self, prefill_chunks=(), decode_contexts=()) -> float:
         dc = np.asarray(decode_contexts, dtype=float)
         nd = dc.size / self.dp

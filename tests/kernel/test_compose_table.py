@@ -91,7 +91,8 @@ def test_models_the_kernel_does_not_evaluate_have_no_table(models):
     assert Composition(model=FittedIterationModel(Affine(c=0.01, a=1e-5))).kernel_table() is None
     qwen = DATA / "llmservingsim" / "RTXPRO6000_Qwen3-30B-A3B-Instruct-2507"
     moe = lss_iteration_model(qwen, n_layers=48, facts=load_model("Qwen/Qwen3-30B-A3B-Instruct-2507"))
-    assert moe.kernel_table() is None  # MoE experts stay on the Python model
+    assert moe.kernel_table() is None  # MoE experts are tabulated per batch size: they need the batches' bound
+    assert moe.kernel_table(max_batch_tokens=512) is not None  # (tests/kernel/test_compose_parallel.py)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
