@@ -304,7 +304,8 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     last in arrival order) victims; recompute preemption, or with ``swap_s_per_token`` (seconds per KV token
     moved) swap preemption; ``prefix_caching`` (paged, recompute); ``emit_at_prefill``: the iteration
     completing a prefill gives the first token.  ``compose_table`` (a composition batch time's
-    ``kernel_table()``) charges each batch from its composition (:func:`fluidq.kernel.compose.batch_s`) instead of
+    ``kernel_table(max_batch_tokens=...)``) charges each batch from its composition (:func:`fluidq.kernel.compose.chunks_s`, one
+    prefill chunk at a time, as lockstep ranks need) instead of
     ``tau_b``; ``async_scheduling`` forms each batch while the one before runs (vLLM's async scheduling, as
     :class:`fluidq.kernel.step.EngineRun` models it: the batch sees the arrivals up to the start of the batch before,
     and requests finished in that batch hold their slots of the engine's ``engine_k_max`` and their KV through it).
