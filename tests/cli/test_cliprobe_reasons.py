@@ -30,3 +30,33 @@ def test_engines_without_limits_keep_b_max_over_t(capsys):
     d = json.loads(out)
     assert abs(d["tokens_per_s"] - 3 * 512 / 0.15316) < 1e-6 * d["tokens_per_s"]
     assert "sum of their b_max/t(b_max), 10,029 tokens/s" in d["reason"]
+
+
+def _why(out):
+    return next(line for line in out.splitlines() if line.startswith("why"))
+
+
+def test_deployment_replicas_why_is_one_engines_with_its_own_limits(capsys):
+    """``capacity --profile-dir DIR --data-parallel-size 2`` said "max_num_seqs = 256 caps the residents (the
+    token budget allows 1,633, the KV cache allows 2,833)": one replica's max_num_seqs beside the two replicas'
+    summed limits (one replica's budget allows 816.7); with --pipeline-parallel-size 2 it said
+    "max_num_seqs = 128" although --max-num-seqs was 256 (128 is each virtual engine's share)."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "validation/data/llmservingsim/RTXPRO6000_Llama-3.1-8B"
+    base = ["capacity", "--profile-dir", str(folder), "--input-len", "300", "--output-len", "200"]
+    rc, out, err = run_cli(base, capsys)
+    assert rc == 0, err
+    one = _why(out)
+    assert "max_num_seqs = 256 caps" in one and "the token budget allows 816.7" in one
+    rc, out, err = run_cli([*base, "--data-parallel-size", "2"], capsys)
+    assert rc == 0, err
+    why = _why(out)
+    assert why.startswith("why             each of the 2 engines: max_num_seqs = 256 caps"), why
+    assert "the token budget allows 816.7" in why and "1,633" not in why
+    assert "token budget 1,633, k_max 512" in out  # the binding line keeps the sums
+    rc, out, err = run_cli([*base, "--pipeline-parallel-size", "2"], capsys)
+    assert rc == 0, err
+    why = _why(out)
+    assert "max_num_seqs = 256 over 2 pipeline virtual engines, 128 each" in why, why
+    assert "the token budget allows 816.7" in why

@@ -217,9 +217,29 @@ def _deployment(args):
                 if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
-             f"why             {_limits_in_words(res.reason, res.limits)}"]
+             f"why             {_why_per_engine(res, i)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+def _why_per_engine(res, i) -> str:
+    """The reason of a deployment prediction in words.  With PP or DP replicas (n identical engines) the
+    reason is one engine's (its ``max_num_seqs = k_max // pp``) while ``limits`` are summed over the n:
+    the line says so and quotes one engine's limits, not the sums beside one engine's ``max_num_seqs``."""
+    k, pp, dp = i["max_num_seqs"], i["pipeline_parallel_size"], i["data_parallel_size"]
+    n = pp * dp
+    if n > 1 and "x one engine" in i["layout"]:
+        per = {key: v / n for key, v in res.limits.items()}
+        reason = res.reason
+        if pp > 1:  # each virtual engine holds k // pp of the residents vLLM's --max-num-seqs allows
+            reason = reason.replace(f"max_num_seqs = {k // pp} caps",
+                                    f"max_num_seqs = {k} over {pp} pipeline virtual engines, {k // pp} each, caps")
+        return f"each of the {n} engines: {_limits_in_words(reason, per)}"
+    if dp > 1 and "lockstep" in i["layout"]:  # one group of dp ranks: its k_max is dp x --max-num-seqs
+        reason = res.reason.replace(f"max_num_seqs = {dp * k} caps",
+                                    f"max_num_seqs = {k} on each of the {dp} ranks ({dp * k} in the group) caps")
+        return _limits_in_words(reason, res.limits)
+    return _limits_in_words(res.reason, res.limits)
 
 
 #: the residents' limits of a deployment prediction, in words for the human answer (the JSON keeps the keys)
