@@ -60,3 +60,14 @@ def test_deployment_replicas_why_is_one_engines_with_its_own_limits(capsys):
     why = _why(out)
     assert "max_num_seqs = 256 over 2 pipeline virtual engines, 128 each" in why, why
     assert "the token budget allows 816.7" in why
+
+
+def test_simulate_replications_refuse_requests_they_would_ignore(capsys):
+    """``simulate --horizon 60 --requests 100 --replications 3`` printed "run 60 s, 100 requests" and a table
+    of 706 finished requests: replicate drew arrivals for 60 s and --requests was silently dropped."""
+    rc, out, err = run_cli(["simulate", "--horizon", "60", "--requests", "100", "--replications", "3",
+                            "--policy", "sarathi", "--no-progress"], capsys)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "--requests 100 is ignored with --replications 3" in err
+    rc, out, err = run_cli(["simulate", "--horizon", "60", "--num-prompts", "100", "--replications", "2"], capsys)
+    assert rc == 2 and "--num-prompts 100" in err  # named as typed

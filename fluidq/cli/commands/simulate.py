@@ -56,10 +56,11 @@ def register(sub):
                    help="simulated seconds: arrivals up to it, and the run stops there (default 90 unless --requests)")
     g.add_argument("--requests", "--num-prompts", dest="requests", type=int, default=None,
                    help="number of arrivals (vLLM benchmark's --num-prompts); without --horizon the run lasts until they finish, with --horizon "
-                        "it stops at the horizon (requests unfinished by then count in 'in sys')")
+                        "it stops at the horizon (requests unfinished by then count in 'in sys'); not with --replications")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--replications", type=int, default=1,
-                   help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict")
+                   help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict (each run "
+                        "lasts --horizon)")
     g.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens")
     g.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: its KV "
@@ -135,7 +136,10 @@ def _check_flags(args):
     reject_ignored(f"--cv {args.cv}", args.cv is not None and arrival != "gamma",
                    f"with --arrival {arrival} (it is the variability of --arrival gamma's inter-arrival times)")
     if args.replications >= 2 and args.horizon is None and args.requests is not None:
-        raise CliError("--replications needs --horizon (the backlog growth is measured over a fixed time)")
+        raise CliError("--replications needs --horizon, not --requests (the backlog growth is measured over a fixed time)")
+    reject_ignored(f"--requests {args.requests}", args.replications >= 2 and args.requests is not None,
+                   f"with --replications {args.replications} (each replication draws arrivals up to --horizon, "
+                   "the backlog growth being measured over that time): give --horizon alone")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
