@@ -202,7 +202,7 @@ def run(args):
              f"verdict: {res.status.value} ("
              + (f"decided by {decided_words(res.decided_by)})" if res.decided_by else
                 "no argument decides it: the loads, the fluid model and any simulation leave it open)"),
-             f"  {res.reason}"]
+             f"  {res.reason.replace('(give horizon_s to run longer)', '(give --horizon to run longer)')}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
