@@ -112,3 +112,11 @@ def test_network_simulation_budget_names_the_flag(capsys, tmp_path):
     case.with_name("dag.toml").write_text(_FORK_JOIN_CYCLE.replace('name = "fj-cycle"', 'name = "x"\nclaim = "dag"'))
     rc, out, err = run_cli(["network", str(case.with_name("dag.toml"))], capsys)
     assert rc == 2 and "claimed to be a DAG but has the cycle" in err and err.count("\n") == 1
+
+
+def test_dtmc_size_refusal_advice_names_the_flag(capsys):
+    """``dtmc --rate 14 --max-prefill 200 --max-decode 2000`` ended "lower the caps, or raise max_states if memory
+    allows": the Python parameter, where the command's option is --max-states."""
+    rc, out, err = run_cli(["dtmc", "--rate", "14", "--max-prefill", "200", "--max-decode", "2000"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "raise --max-states" in err and "max_states" not in err
