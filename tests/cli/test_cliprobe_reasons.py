@@ -120,3 +120,21 @@ def test_dtmc_size_refusal_advice_names_the_flag(capsys):
     rc, out, err = run_cli(["dtmc", "--rate", "14", "--max-prefill", "200", "--max-decode", "2000"], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1
     assert "raise --max-states" in err and "max_states" not in err
+
+
+def test_capacity_with_gpu_also_gives_the_lambda_star_check_uses(capsys):
+    """``capacity --model Llama-3.1-8B --gpu H100`` said 191.4 req/s (the flow-balance formula) while ``check`` on
+    the same flags put load 1 at 173.3 req/s (the stability region), so ``check --rate 180`` called unstable a
+    rate below what ``capacity`` had given; fluidq.simulate of that engine serves about 169 req/s.  The answer now
+    carries both, the region's equal to check's."""
+    base = ["--model", "Llama-3.1-8B", "--gpu", "H100"]
+    rc, out, err = run_cli(["capacity", *base, "--json"], capsys)
+    assert rc == 0, err
+    cap = json.loads(out)
+    rc, out, err = run_cli(["check", *base, "--load", "1", "--policy", "sarathi", "--json"], capsys)
+    assert rc == 0, err
+    lam_check = json.loads(out)["inputs"]["arrival_rate_per_s"]
+    assert abs(cap["stability_region"]["requests_per_s"] - lam_check) < 1e-9 * lam_check
+    assert cap["requests_per_s"] > 1.05 * lam_check  # the flow-balance formula's number is kept as it was
+    rc, out, err = run_cli(["capacity", *base], capsys)
+    assert rc == 0 and "\nregion          34,653 tokens/s, 173.3 req/s" in out

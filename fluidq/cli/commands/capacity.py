@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...capacity import max_throughput
 from .. import emit
 from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
+                             roofline_engine,
                              sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir
 from ..common import (
@@ -120,13 +121,24 @@ def _roofline(args):
     sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
     if sync:
         lines.insert(-1, f"sync            {sync}")
+    out = res.to_dict()
+    # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine and
+    # its stability region; that lambda* differs from the flow-balance formula above (by -10 % for Llama-3.1-8B
+    # on an H100 at 100 + 100 tokens), so the answer gives both rather than leave two commands disagreeing
+    engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
+                                kv_capacity=i["kv_capacity_tokens"])
+    reg = max_throughput(engine, workload_from_args(args, default_rate=1.0))
+    out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
+                               "reason": reg.reason}
+    lines.insert(4, f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
+                    "workload's mix leaves the stability region of the same engine (the lambda* of `fluidq check`, "
+                    "`region` and `simulate --load`; a fluid model of batch shapes, not the flow balance above)")
     if args.rate is None:
-        emit(args, res, "\n".join(lines))
+        emit(args, out, "\n".join(lines))
         return 0
     # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
     offered, line = _offered(args.rate, float(np.mean(lengths[0]) + np.mean(lengths[1])), res.tokens_per_s)
     lines.insert(4, line)
-    out = res.to_dict()
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
