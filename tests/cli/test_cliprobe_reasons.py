@@ -138,3 +138,11 @@ def test_capacity_with_gpu_also_gives_the_lambda_star_check_uses(capsys):
     assert cap["requests_per_s"] > 1.05 * lam_check  # the flow-balance formula's number is kept as it was
     rc, out, err = run_cli(["capacity", *base], capsys)
     assert rc == 0 and "\nregion          34,653 tokens/s, 173.3 req/s" in out
+
+
+def test_preemption_swap_without_its_cost_says_what_to_give(capsys):
+    """``simulate --preemption swap --kv-capacity 20000`` said "--swap-us-per-token=None: expected the swap cost
+    ...": a value the user never typed."""
+    rc, out, err = run_cli(["simulate", "--preemption", "swap", "--kv-capacity", "20000", "--horizon", "5"], capsys)
+    assert rc == 2 and err.count("\n") == 1
+    assert "None" not in err and "--preemption swap needs --swap-us-per-token" in err

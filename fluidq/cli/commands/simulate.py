@@ -127,8 +127,8 @@ def _check_flags(args):
              why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
                  "simulated times and their squares")
     if args.preemption == "swap" and args.swap_us_per_token is None:
-        raise ParameterError("--swap-us-per-token", None, "the swap cost in microseconds per KV token, "
-                             "for --preemption swap")
+        raise CliError("--preemption swap needs --swap-us-per-token US (the swap cost in microseconds per KV "
+                       "token)")
     reject_ignored(f"--swap-us-per-token {args.swap_us_per_token}",
                    args.swap_us_per_token is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
