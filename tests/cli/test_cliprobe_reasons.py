@@ -146,3 +146,20 @@ def test_preemption_swap_without_its_cost_says_what_to_give(capsys):
     rc, out, err = run_cli(["simulate", "--preemption", "swap", "--kv-capacity", "20000", "--horizon", "5"], capsys)
     assert rc == 2 and err.count("\n") == 1
     assert "None" not in err and "--preemption swap needs --swap-us-per-token" in err
+
+
+def test_fit_names_the_columns_it_does_not_read(capsys, tmp_path):
+    """A CSV whose KV column is headed 'kv' (not kv_tokens) was fitted as t(b) without a word: the column
+    was dropped silently, so the user never learned that the context-aware fit did not happen."""
+    csv = tmp_path / "kv.csv"
+    csv.write_text("tokens,seconds,kv\n128,0.05,0\n256,0.07,100\n512,0.1,1000\n1024,0.18,5000\n")
+    rc, out, err = run_cli(["fit", str(csv)], capsys)
+    assert rc == 0, err
+    assert "column not read: 'kv'" in out.splitlines()[0]
+    rc, out, err = run_cli(["fit", str(csv), "--json"], capsys)
+    assert json.loads(out)["columns_not_read"] == ["kv"]
+    rc, out, err = run_cli(["capacity", "--fit", str(csv), "--b-max", "1024"], capsys)
+    assert rc == 0 and "column not read: 'kv'" in out
+    csv.write_text("tokens,seconds\n128,0.05\n256,0.07\n512,0.1\n1024,0.18\n")
+    rc, out, err = run_cli(["fit", str(csv), "--json"], capsys)
+    assert rc == 0 and "columns_not_read" not in json.loads(out)
