@@ -163,3 +163,20 @@ def test_fit_names_the_columns_it_does_not_read(capsys, tmp_path):
     csv.write_text("tokens,seconds\n128,0.05\n256,0.07\n512,0.1\n1024,0.18\n")
     rc, out, err = run_cli(["fit", str(csv), "--json"], capsys)
     assert rc == 0 and "columns_not_read" not in json.loads(out)
+
+
+def test_kv_capacity_help_does_not_say_unlimited_where_the_planner_sets_it(capsys):
+    """``capacity --help`` and ``check --help`` said "--kv-capacity ... (default: unlimited)", but with --gpu (or
+    --profile-dir) the engine carries vLLM's planned KV cache when --kv-capacity is not given."""
+    import argparse
+
+    from fluidq.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for cmd in ("capacity", "check"):
+        kv = next(a for a in sub[cmd]._actions if a.dest == "kv_capacity")
+        assert "memory planner" in kv.help, (cmd, kv.help)
+    rc, out, err = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "H100", "--load", "0.5", "--policy",
+                            "sarathi", "--json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["inputs"]["engine"]["kv_capacity_tokens"] > 0  # not unlimited
