@@ -180,3 +180,21 @@ def test_kv_capacity_help_does_not_say_unlimited_where_the_planner_sets_it(capsy
                             "sarathi", "--json"], capsys)
     assert rc == 0, err
     assert json.loads(out)["inputs"]["engine"]["kv_capacity_tokens"] > 0  # not unlimited
+
+
+def test_simulate_load_is_a_fraction_of_the_capacity_capacity_gives(capsys):
+    """``simulate --help`` said --load is "a fraction of the Theorem-2 capacity lambda*", but with --k-max 20 it
+    is a fraction of the k_max-bound 847.1 tokens/s (4.236 req/s), not of Theorem 2's 3,343."""
+    import argparse
+
+    from fluidq.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    load = next(a for a in sub["simulate"]._actions if a.dest == "load")
+    assert "fraction of the Theorem-2 capacity" not in load.help and "--k-max" in load.help
+    rc, out, err = run_cli(["capacity", "--k-max", "20", "--json"], capsys)
+    lam = json.loads(out)["requests_per_s"]
+    rc, out, err = run_cli(["simulate", "--k-max", "20", "--load", "0.5", "--horizon", "5", "--policy", "sarathi",
+                            "--no-progress", "--json"], capsys)
+    assert rc == 0, err
+    assert abs(json.loads(out)["workload"]["arrival"]["rate_per_s"] - 0.5 * lam) < 1e-9 * lam
