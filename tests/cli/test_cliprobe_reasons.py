@@ -198,3 +198,39 @@ def test_simulate_load_is_a_fraction_of_the_capacity_capacity_gives(capsys):
                             "--no-progress", "--json"], capsys)
     assert rc == 0, err
     assert abs(json.loads(out)["workload"]["arrival"]["rate_per_s"] - 0.5 * lam) < 1e-9 * lam
+
+
+def _trace(tmp_path):
+    """An Azure-format trace of 6 requests over 2.5 s (5 gaps of 0.5 s: 2 req/s)."""
+    rows = ["TIMESTAMP,ContextTokens,GeneratedTokens"]
+    rows += [f"2023-11-16 18:00:{0.5 * i:09.6f},{200 + 10 * i},{50 + 5 * i}" for i in range(6)]
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_region_trace_places_its_operating_point_at_the_trace_rate(capsys, tmp_path):
+    """``region --trace T`` printed lambda* but no operating point, and with the point taken from the workload
+    the trace was rescaled to a placeholder 1 req/s; check and simulate read the trace's own rate."""
+    tr = _trace(tmp_path)
+    rc, out, err = run_cli(["check", "--trace", str(tr), "--policy", "sarathi", "--json"], capsys)
+    assert rc == 0, err
+    lam = json.loads(out)["inputs"]["arrival_rate_per_s"]
+    rc, out, err = run_cli(["region", "--trace", str(tr), "--k-max", "50", "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
+    mp, md = d["workload"]["m_p"], d["workload"]["m_d"]
+    pt = d["point"]["tokens_per_s"]
+    assert abs(pt[0] - lam * mp) < 1e-9 * pt[0] and abs(pt[1] - lam * md) < 1e-9 * pt[1]
+    rc, out, err = run_cli(["region", "--trace", str(tr), "--k-max", "50"], capsys)
+    assert "the trace's own rate" in out and "m_p=225, m_d=62.5" in out
+
+
+def test_capacity_trace_json_keeps_the_trace_rate(capsys, tmp_path):
+    """``capacity --trace T --json`` reported the arrival rate_per_s 1.0, a placeholder nobody gave, beside the
+    trace's native rate."""
+    tr = _trace(tmp_path)
+    rc, out, err = run_cli(["capacity", "--trace", str(tr), "--json"], capsys)
+    assert rc == 0, err
+    arr = json.loads(out)["inputs"]["workload"]["arrival"]
+    assert arr["rate_per_s"] == arr["native_rate_per_s"]

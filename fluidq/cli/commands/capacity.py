@@ -305,7 +305,7 @@ def run(args):
     engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
     # rate is a placeholder, left out of the JSON
-    workload = workload_from_args(args, default_rate=1.0)
+    workload = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
     check_kv_fits(engine, workload)
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)

@@ -14,6 +14,7 @@ from ..common import (
     counted,
     fit_json,
     fit_lines,
+    fmt_tokens,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -25,7 +26,8 @@ def register(sub):
                        description="The stability region of one engine: the downward-closed convex hull of the "
                        "rate points of its admissible batch shapes (paper §6, arXiv:2504.07347). With --point, "
                        "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
-                       "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
+                       "(--prompt/--output with --rate, or a --trace at its own rate), its operating point "
+                       "(lambda m_p, lambda m_d).")
     add_engine_args(p, fit=True)
     add_roofline_args(p)
     add_workload_args(p)
@@ -147,10 +149,13 @@ def run(args):
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine, note = engine_for_command(args)
-    workload = None
+    workload, point_computed = None, False
     if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
-        workload = workload_from_args(args, default_rate=1.0)
-        if point is None and args.rate is not None:
+        # a trace keeps its own rate (its arrivals); the lengths alone take a placeholder rate
+        workload = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
+        # the operating point at --rate, or at a trace's own rate (as check and simulate read it)
+        if point is None and (args.rate is not None or args.trace is not None):
+            point_computed = True
             point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
                      workload.arrival_rate_per_s * workload.mean_output_tokens)
     pols = _policies(args.policies) if args.policies else []
@@ -202,13 +207,17 @@ def run(args):
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
-        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
+        lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
         scale = fmt_value(mg.scale, digits=MEANINGFUL_DIGITS) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
-        lines += ["", f"point           ({given_number(point[0])}, {given_number(point[1])}) tokens/s: "
+        shown = ((lambda x: fmt_value(x, digits=MEANINGFUL_DIGITS)) if point_computed else given_number)
+        lines += ["", f"point           ({shown(point[0])}, {shown(point[1])}) tokens/s"
+                  + (f" (lambda = {fmt_value(workload.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s"
+                     + (", the trace's own rate" if args.rate is None else "") + ")" if point_computed else "")
+                  + ": "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
                   f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
                   f"mix             {counted(mix.reason)}", mix.table()]
