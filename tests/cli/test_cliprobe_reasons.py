@@ -234,3 +234,22 @@ def test_capacity_trace_json_keeps_the_trace_rate(capsys, tmp_path):
     assert rc == 0, err
     arr = json.loads(out)["inputs"]["workload"]["arrival"]
     assert arr["rate_per_s"] == arr["native_rate_per_s"]
+
+
+def test_disagg_says_which_lengths_it_assumed(capsys):
+    """``disagg --help`` gave no default for --input-len/--output-len (1000 and 200, where every other command's
+    are 100 and 100) and the answer did not print the lengths, so a capacity in req/s came without the request
+    size it was for."""
+    import argparse
+
+    from fluidq.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    helps = {a.dest: a.help for a in sub["disagg"]._actions}
+    assert "default 1000" in helps["prompt"] and "default 200" in helps["output"]
+    base = ["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100", "--gpus", "8"]
+    rc, out, err = run_cli(base, capsys)
+    assert rc == 0, err
+    assert "m_p=1,000, m_d=200 tokens per request (--input-len 1000 by default, --output-len 200 by default)" in out
+    rc, out, err = run_cli([*base, "--input-len", "2000"], capsys)
+    assert "m_p=2,000, m_d=200 tokens per request (--output-len 200 by default)" in out
