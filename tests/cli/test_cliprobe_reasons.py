@@ -253,3 +253,29 @@ def test_disagg_says_which_lengths_it_assumed(capsys):
     assert "m_p=1,000, m_d=200 tokens per request (--input-len 1000 by default, --output-len 200 by default)" in out
     rc, out, err = run_cli([*base, "--input-len", "2000"], capsys)
     assert "m_p=2,000, m_d=200 tokens per request (--output-len 200 by default)" in out
+
+
+def test_profile_dir_load_is_a_fraction_of_the_folders_capacity(capsys):
+    """``simulate --profile-dir DIR --input-len 300 --output-len 200 --load 0.9`` offered 43.42 req/s, 0.9 of
+    the profile's t(b) bound (24,123 tokens/s: t(b) is one prefill chunk, no decode context), to an engine
+    that serves about 23-26 req/s (``capacity --profile-dir``: 11,671 tokens/s by the flow balance, 13,076
+    simulated): the run grew by 8,534 tokens/s under 'load 0.9000'.  check --load had the same basis."""
+    from pathlib import Path
+
+    folder = str(Path(__file__).resolve().parents[2] / "validation/data/llmservingsim/RTXPRO6000_Llama-3.1-8B")
+    lengths = ["--input-len", "300", "--output-len", "200"]
+    rc, out, err = run_cli(["capacity", "--profile-dir", folder, *lengths, "--json"], capsys)
+    assert rc == 0, err
+    cap = json.loads(out)["requests_per_s"]
+    rc, out, err = run_cli(["simulate", "--profile-dir", folder, *lengths, "--load", "0.9", "--horizon", "5",
+                            "--no-progress", "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
+    assert abs(d["workload"]["arrival"]["rate_per_s"] - 0.9 * cap) < 1e-9 * cap
+    assert abs(d["load"] - 0.9) < 1e-9
+    rc, out, err = run_cli(["check", "--profile-dir", folder, *lengths, "--load", "0.9", "--policy", "sarathi",
+                            "--json"], capsys)
+    assert rc == 0, err
+    d = json.loads(out)
+    assert abs(d["inputs"]["arrival_rate_per_s"] - 0.9 * cap) < 1e-9 * cap
+    assert abs(d["inputs"]["flow_balance_tokens_per_s"] - cap * 500) < 1e-6 * cap * 500
