@@ -37,7 +37,8 @@ def register(sub):
     g = p.add_argument_group("simulation")
     g.add_argument("--load", type=float, default=None,
                    help="arrival rate as a fraction of the capacity lambda* (Theorem 2's b/t(b), or lower where --k-max or "
-                        "the KV cache binds: what `fluidq capacity` gives for the same flags; instead of --rate); "
+                        "the KV cache binds: what `fluidq capacity` gives for the same flags, with --gpu its 'region' line; "
+                        "instead of --rate); "
                         "default: 0.9 without --trace, the trace's own rate with --trace")
     g.add_argument("--arrival", choices=["replay", "poisson", "periodic", "gamma"], default=None,
                    help="arrival process (gamma: bursty, see --cv); default poisson, or with --trace 'replay' "
