@@ -279,3 +279,18 @@ def test_profile_dir_load_is_a_fraction_of_the_folders_capacity(capsys):
     d = json.loads(out)
     assert abs(d["inputs"]["arrival_rate_per_s"] - 0.9 * cap) < 1e-9 * cap
     assert abs(d["inputs"]["flow_balance_tokens_per_s"] - cap * 500) < 1e-6 * cap * 500
+
+
+def test_region_of_a_context_aware_engine_says_which_context(capsys):
+    """``region --model Llama-3.1-8B --gpu H100`` (no workload) drew the region of t(b, kv) at kv = 0 -- decode
+    batches reading no cached context, 34,706 decode tokens/s -- without a word; with a workload it is taken at
+    the workload's mean decode context."""
+    base = ["region", "--model", "Llama-3.1-8B", "--gpu", "H100"]
+    rc, out, err = run_cli(base, capsys)
+    assert rc == 0, err
+    assert "t(b, kv) taken at kv = 0" in out
+    rc, out, err = run_cli([*base, "--input-len", "500", "--output-len", "200", "--json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["kv_tokens_per_batch"] == 256 * 600  # k_max residents x (500 + 200/2)
+    rc, out, err = run_cli(["region"], capsys)
+    assert rc == 0 and "context " not in out  # a plain t(b) reads no context

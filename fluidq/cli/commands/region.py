@@ -198,11 +198,19 @@ def run(args):
         result["fit"] = fit_json(args)
     if note:
         result["roofline"] = note
+    if isinstance(engine.batch_time, ContextAware):
+        result["kv_tokens_per_batch"] = 0.0 if kv is None else float(kv)
     lines = [f"engine          {engine_text(engine)}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
              *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []),
              f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
-             f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
+             f"candidates      {region.candidate_shapes} batch shapes enumerated",
+             *([f"context         t(b, kv) taken at kv = 0, no cached context read (the decode rates are then upper "
+                "bounds): give the workload (--prompt/--output or --trace) to take it at its mean decode context"]
+               if kv is None and isinstance(engine.batch_time, ContextAware) else
+               [f"context         t(b, kv) taken at the workload's mean decode context, {kv:,.0f} KV tokens per "
+                "batch"] if kv is not None else []),
+             "", region.table()]
     if workload is not None:
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
