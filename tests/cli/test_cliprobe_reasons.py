@@ -294,3 +294,12 @@ def test_region_of_a_context_aware_engine_says_which_context(capsys):
     assert json.loads(out)["kv_tokens_per_batch"] == 256 * 600  # k_max residents x (500 + 200/2)
     rc, out, err = run_cli(["region"], capsys)
     assert rc == 0 and "context " not in out  # a plain t(b) reads no context
+
+
+def test_network_refuses_one_file_for_both_figures(capsys, tmp_path, monkeypatch):
+    """``network CASE --plot a.png --plot-network a.png`` printed "plot: a.png" and "network plot: a.png": the
+    network drawing replaced the fluid-path figure written a moment before."""
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(["network", "fork_join", "--plot", "a.png", "--plot-network", "./a.png"], capsys)
+    assert rc == 2 and out == "" and "--plot-network" in err and "--plot's" in err
+    assert not (tmp_path / "a.png").exists()  # refused before any work
