@@ -303,3 +303,15 @@ def test_network_refuses_one_file_for_both_figures(capsys, tmp_path, monkeypatch
     rc, out, err = run_cli(["network", "fork_join", "--plot", "a.png", "--plot-network", "./a.png"], capsys)
     assert rc == 2 and out == "" and "--plot-network" in err and "--plot's" in err
     assert not (tmp_path / "a.png").exists()  # refused before any work
+
+
+def test_an_option_before_the_command_is_named_as_such(capsys):
+    """``fluidq --json capacity`` said "fluidq capacity: error: unrecognized arguments: --json" although
+    ``fluidq capacity --help`` lists --json, and ``fluidq --b-max 512 check`` said "invalid choice: '512'"."""
+    rc, out, err = run_cli(["--json", "capacity"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "--json comes before the command 'capacity'" in err and "unrecognized" not in err
+    rc, out, err = run_cli(["--b-max", "512", "check"], capsys)
+    assert rc == 2 and "--b-max comes before the command 'check'" in err and "invalid choice" not in err
+    rc, out, err = run_cli(["capacity", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["tokens_per_s"] > 0
