@@ -328,12 +328,19 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                        f"a backlog and serve {fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s "
                        f"({wc_total / total:.4g} of it): Theorem 2(b) "
                        "holds below that rate")
+    elif region_reasons:  # the per-engine numbers of the region reasons are each engine's, not the sum
+        reason = (f"sum of {count} engine capacities, each as above (its limit binds); the throughput "
+                  f"of join-the-shortest-queue routing over work-conserving engines is that sum, "
+                  f"{fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s (Prop. 3 of arXiv:2504.07347)")
     else:
-        reason = (f"sum of {count} engine capacities (sup of b/t(b) each); the throughput of "
-                  f"join-the-shortest-queue routing over work-conserving engines is the sum of their b_max/t(b_max), "
+        full = ("the rate of the full batch the KV cache allows, summed" if kv_b else "the sum of their b_max/t(b_max)")
+        reason = (f"sum of {count} engine capacities (sup of b/t(b) each"
+                  + (", up to the batch the KV cache allows" if kv_b else "") + "); the throughput of "
+                  f"join-the-shortest-queue routing over work-conserving engines is {full}, "
                   f"{fmt_value(wc_total, digits=MEANINGFUL_DIGITS)} tokens/s (Prop. 3 of arXiv:2504.07347)")
     if region_reasons:
-        reason = "; ".join(region_reasons) + ("" if count == 1 else "; " + reason)
+        reason = ("; ".join(region_reasons) if count == 1
+                  else "each engine: " + "; ".join(region_reasons) + "; " + reason)
     if notes:
         reason += "; " + "; ".join(notes)
     # identical copies are listed once, with their number

@@ -93,6 +93,7 @@ def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     parser = build_parser()
+    _options_before_the_command(parser, argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the sub-command's parser, so that the line names the command
         sub = parser._subparsers._group_actions[0].choices.get(getattr(args, "command", None)) \
@@ -129,6 +130,21 @@ def main(argv=None) -> int:
         print(f"fluidq {args.command}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug in "
               "fluidq: please report the command line; FLUIDQ_TRACEBACK=1 shows where)", file=sys.stderr)
         return 1
+
+
+def _options_before_the_command(parser, argv) -> None:
+    """Refuse a command's option typed before the command (``fluidq --json capacity``): argparse would report
+    it as unrecognized by the command (whose ``--help`` lists it) or read its value as the command name."""
+    choices = parser._subparsers._group_actions[0].choices if parser._subparsers is not None else {}
+    argv = [str(t) for t in argv]
+    cmd = next((t for t in argv if t in choices), None)
+    if cmd is None:
+        return
+    before = argv[:argv.index(cmd)]
+    early = [t for t in before if t.startswith("-") and t not in ("-h", "--help", "--version")]
+    if early:
+        parser.error(f"{early[0]} comes before the command {cmd!r}: options go after it "
+                     f"(fluidq {cmd} {' '.join(before)} ...)")
 
 
 def one_line(exc: BaseException) -> str:

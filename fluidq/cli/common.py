@@ -99,8 +99,9 @@ def engine_from_args(args) -> Engine:
                            "measured batch times do not say it)")
         from .commands.fit import fit_csv
 
-        res = fit_csv(fit, "--fit")
-        args._fit_result = res
+        unread: list = []
+        res = fit_csv(fit, "--fit", unread=unread)
+        args._fit_result, args._fit_unread = res, unread
         return Engine(batch_time=res.model, b_max=args.b_max, k_max=args.k_max, name="fitted")
     if any(v is not None for v in consts):
         if args.profile is not None:
@@ -159,13 +160,15 @@ def fit_lines(args, width: int = 16) -> list:
     if res is None:
         return []
     from ..batchtime.fit import percent_text
+    from .commands.fit import unread_text
 
     label = "fit:" if width == 0 else "fit"
     return [f"{label:<{max(width - 1, 0)}} {args.fit}: {res.n_points} points, {res.kind} chosen by held-out error: "
             f"{res.model.describe()}; held-out MAPE {percent_text(res.mape_heldout)} "
             f"({res.folds}-fold), in sample {percent_text(res.mape)}"
             + (f"; --b-max {args.b_max} is beyond the largest measured batch ({int(res.tokens.max())} tokens): t(b) "
-               "is extrapolated there" if args.b_max is not None and args.b_max > res.tokens.max() else "")]
+               "is extrapolated there" if args.b_max is not None and args.b_max > res.tokens.max() else "")
+            + (f"; {unread_text(args._fit_unread)}" if getattr(args, "_fit_unread", None) else "")]
 
 
 def fit_json(args):
@@ -175,6 +178,8 @@ def fit_json(args):
         return None
     d = res.to_dict()
     d.pop("residuals_s", None)
+    if getattr(args, "_fit_unread", None):
+        d["columns_not_read"] = list(args._fit_unread)
     return {"csv": str(args.fit), **d}
 
 

@@ -91,3 +91,33 @@ def profile_dir_engine(args):
             raise
         raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
                        + (f" ({exc.hint})" if exc.hint else "")) from None
+
+
+def profile_dir_capacity(args, workload):
+    """vLLM's flow-balance capacity of ``--profile-dir`` for ``workload`` (what ``fluidq capacity --profile-dir``
+    prints, :func:`fluidq.validate.deployment.predict_deployment`), the basis of ``--load`` in ``check`` and
+    ``simulate``.
+
+    The engine those commands build reads the batch composition when it simulates, but its ``t(b)`` is one
+    prefill chunk of ``b`` tokens: a capacity from ``t(b)`` counts no per-request decode cost (for Llama-3.1-8B
+    on the RTX PRO 6000 folder at 300 + 200 tokens, 24,123 tokens/s against the flow balance's 11,671 and the
+    simulated 13,076), so ``--load 0.9`` of it put 1.7 times the engine's capacity on it."""
+    import numpy as np
+
+    from ...validate.deployment import predict_deployment
+
+    if args.trace is not None:
+        from ...workload import load_trace
+
+        tr = load_trace(args.trace)
+        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
+    else:
+        lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
+    return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                              max_num_seqs=256 if args.k_max is None else args.k_max,
+                              max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                              tensor_parallel_size=args.tensor_parallel_size,
+                              link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
+                              all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
+                              gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                              block_size=args.block_size)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ...capacity import max_throughput
 from .. import emit
 from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
+                             roofline_engine,
                              sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir
 from ..common import (
@@ -30,7 +31,7 @@ def register(sub):
     add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
-               "capacity is lower (default: unlimited)")
+               "capacity is lower (default: unlimited; with --gpu or --profile-dir, vLLM's memory planner estimate)")
     g = p.add_argument_group("a vLLM deployment from its operator-profile folder (no run needed)")
     g.add_argument("--profile-dir", default=None, metavar="DIR",
                    help="an operator-profile folder in LLMServingSim's layout (profile_meta.yaml, profile_tp1_*.csv): "
@@ -120,13 +121,24 @@ def _roofline(args):
     sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
     if sync:
         lines.insert(-1, f"sync            {sync}")
+    out = res.to_dict()
+    # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine and
+    # its stability region; that lambda* differs from the flow-balance formula above (by -10 % for Llama-3.1-8B
+    # on an H100 at 100 + 100 tokens), so the answer gives both rather than leave two commands disagreeing
+    engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
+                                kv_capacity=i["kv_capacity_tokens"])
+    reg = max_throughput(engine, workload_from_args(args, default_rate=1.0))
+    out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
+                               "reason": reg.reason}
+    lines.insert(4, f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
+                    "workload's mix leaves the stability region of the same engine (the lambda* of `fluidq check`, "
+                    "`region` and `simulate --load`; a fluid model of batch shapes, not the flow balance above)")
     if args.rate is None:
-        emit(args, res, "\n".join(lines))
+        emit(args, out, "\n".join(lines))
         return 0
     # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
     offered, line = _offered(args.rate, float(np.mean(lengths[0]) + np.mean(lengths[1])), res.tokens_per_s)
     lines.insert(4, line)
-    out = res.to_dict()
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
@@ -217,9 +229,29 @@ def _deployment(args):
                 if res.ci is not None else "") + ")",
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
-             f"why             {_limits_in_words(res.reason, res.limits)}"]
+             f"why             {_why_per_engine(res, i)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+def _why_per_engine(res, i) -> str:
+    """The reason of a deployment prediction in words.  With PP or DP replicas (n identical engines) the
+    reason is one engine's (its ``max_num_seqs = k_max // pp``) while ``limits`` are summed over the n:
+    the line says so and quotes one engine's limits, not the sums beside one engine's ``max_num_seqs``."""
+    k, pp, dp = i["max_num_seqs"], i["pipeline_parallel_size"], i["data_parallel_size"]
+    n = pp * dp
+    if n > 1 and "x one engine" in i["layout"]:
+        per = {key: v / n for key, v in res.limits.items()}
+        reason = res.reason
+        if pp > 1:  # each virtual engine holds k // pp of the residents vLLM's --max-num-seqs allows
+            reason = reason.replace(f"max_num_seqs = {k // pp} caps",
+                                    f"max_num_seqs = {k} over {pp} pipeline virtual engines, {k // pp} each, caps")
+        return f"each of the {n} engines: {_limits_in_words(reason, per)}"
+    if dp > 1 and "lockstep" in i["layout"]:  # one group of dp ranks: its k_max is dp x --max-num-seqs
+        reason = res.reason.replace(f"max_num_seqs = {dp * k} caps",
+                                    f"max_num_seqs = {k} on each of the {dp} ranks ({dp * k} in the group) caps")
+        return _limits_in_words(reason, res.limits)
+    return _limits_in_words(res.reason, res.limits)
 
 
 #: the residents' limits of a deployment prediction, in words for the human answer (the JSON keeps the keys)
@@ -273,7 +305,7 @@ def run(args):
     engine = kv_from_args(args, engine_from_args(args))
     # the lengths default to 100 + 100 tokens (as --help says); without --rate or --trace the arrival
     # rate is a placeholder, left out of the JSON
-    workload = workload_from_args(args, default_rate=1.0)
+    workload = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
     check_kv_fits(engine, workload)
     res = max_throughput(engine, workload, n_engines=args.engines)
     defaults = args.trace is None and (args.prompt is None or args.output is None)

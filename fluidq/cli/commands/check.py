@@ -32,7 +32,8 @@ def register(sub):
     add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p, rate_required=False)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together, "
-               "which lowers the capacity the verdicts compare the load with (default: unlimited)")
+               "which lowers the capacity the verdicts compare the load with (default: unlimited; with --gpu or "
+               "--profile-dir, vLLM's memory planner estimate)")
     p.add_argument("--chunk-long-prompts", action=argparse.BooleanOptionalAction, default=CHUNK_LONG_PROMPTS_DEFAULT,
                    help="let the schedulers that do not chunk (fastertransformer, vllm) split a prompt longer than "
                         "b_max into chunks; without it such a prompt is never scheduled (default: on, as in "
@@ -82,11 +83,18 @@ def run(args):
         engine, note = engine_for_command(args)
     if args.gpu is None:
         engine = kv_from_args(args, engine)
+    dep = None
     if args.load is not None:
         from ..._validate import load_rate
 
         shape = workload_from_args(args, default_rate=1.0)
-        lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
+        if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir)
+            from ._profile_dir_args import profile_dir_capacity
+
+            dep = profile_dir_capacity(args, shape)
+            lam_max = dep.requests_per_s
+        else:
+            lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
@@ -120,6 +128,15 @@ def run(args):
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
                     f"{_load(off / full) if full > 0 else '–'} of {fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     f"(work-conserving schedulers: {cap.work_conserving_basis})")
+    if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load reads it
+        from ...results import MEANINGFUL_DIGITS, fmt_value
+        from ._profile_dir_args import profile_dir_capacity
+
+        dep = dep if dep is not None else profile_dir_capacity(args, workload)
+        load_txt = (f"load {_load(off / dep.tokens_per_s)} of vLLM's flow balance for this folder, "
+                    f"{fmt_value(dep.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (as `fluidq capacity "
+                    f"--profile-dir`); the verdicts read {load_txt} of the profile's t(b) bound, which counts no "
+                    "decode context")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={fmt_tokens(workload.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(workload.mean_output_tokens)}, {load_txt}"]
     lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])
@@ -145,5 +162,7 @@ def run(args):
         inputs["fit"] = fit_json(args)
     if note:
         inputs["profile_dir" if args.profile_dir is not None else "roofline"] = note
+    if dep is not None:  # --load's basis with --profile-dir
+        inputs["flow_balance_tokens_per_s"] = dep.tokens_per_s
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

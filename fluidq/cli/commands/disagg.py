@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import emit
+from ..common import fmt_tokens
 
 
 def register(sub):
@@ -26,8 +27,8 @@ def register(sub):
     g.add_argument("--link-gbps", type=float, default=None, help="KV-transfer bandwidth per rank, GB/s")
     g.add_argument("--link-latency-us", type=float, default=None, help="KV-transfer latency, us")
     w = p.add_argument_group("workload and question")
-    w.add_argument("--input-len", "--prompt", dest="prompt", type=float, default=1000, help="mean prompt tokens")
-    w.add_argument("--output-len", "--output", dest="output", type=float, default=200, help="mean output tokens")
+    w.add_argument("--input-len", "--prompt", dest="prompt", type=float, default=None, help="mean prompt tokens (default 1000)")
+    w.add_argument("--output-len", "--output", dest="output", type=float, default=None, help="mean output tokens (default 200)")
     w.add_argument("--prefill-engines", type=int, default=None, help="n_p (with --decode-engines)")
     w.add_argument("--decode-engines", type=int, default=None, help="n_d (with --prefill-engines)")
     w.add_argument("--rate", type=float, default=None, help="arrival rate, requests/s")
@@ -99,6 +100,11 @@ def run(args):
     from ...errors import ParameterError
     from ._roofline_args import named_by_flag
 
+    # the lengths default to 1000 + 200 tokens; the answer says so when neither was given
+    args._default_lengths = [f"{flag} {v} by default" for flag, v, given in
+                             (("--input-len", 1000, args.prompt), ("--output-len", 200, args.output)) if given is None]
+    args.prompt = 1000.0 if args.prompt is None else args.prompt
+    args.output = 200.0 if args.output is None else args.output
     try:
         with named_by_flag(_FLAGS):
             return _run(args)
@@ -141,6 +147,7 @@ def _run(args):
     if args.rate is not None:
         real("--rate", args.rate, positive=True)
         real("--rate", args.rate, minimum=MIN_RATE_PER_S, maximum=MAX_RATE_PER_S, why=RATE_WHY)
+    defaults = args._default_lengths
     prompt, output = _tokens("--input-len", args.prompt), _tokens("--output-len", args.output)
     for flag, v in (("--link-gbps", args.link_gbps), ("--link-latency-us", args.link_latency_us)):
         if v is not None:
@@ -158,7 +165,9 @@ def _run(args):
     kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
               gpus_per_engine=args.tensor_parallel_size)
     head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
-            f"KV transfer     {kvb:,} B per token over {args.tensor_parallel_size} x {link.describe()}"]
+            f"KV transfer     {kvb:,} B per token over {args.tensor_parallel_size} x {link.describe()}",
+            f"workload        m_p={fmt_tokens(prompt)}, m_d={fmt_tokens(output)} tokens per request"
+            + (f" ({', '.join(defaults)})" if defaults else "")]
     if args.gpus is not None:
         c = compare(pre, dec, col, wl, gpus=args.gpus, **kw)
         d = c["disaggregated"]

@@ -28,7 +28,8 @@ _FLAGS = {"max_prefill/max_decode": "--max-prefill/--max-decode", "max_prefill":
 #: the library's advice in Python -> the same on this command line (the fixed-output chains' size refusals)
 _HINTS = {"pass max_decode=None": "drop --max-prefill/--max-decode (Orca: the adaptive chain)",
           "use a Geometric fit with fluidq.build_dtmc": "drop --fixed-output (geometric outputs of the same mean)",
-          "lower max_decode or max_prefill": "lower --max-decode or --max-prefill", "max_states=": "--max-states "}
+          "lower max_decode or max_prefill": "lower --max-decode or --max-prefill", "max_states=": "--max-states ",
+          "raise max_states": "raise --max-states"}
 
 
 #: a method's name in human output

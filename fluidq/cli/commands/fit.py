@@ -25,7 +25,8 @@ def register(sub):
 
 
 def read_fit_csv(path, option: str = "csv") -> dict:
-    """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists.
+    """Columns ``tokens``, ``seconds`` and optional ``kv_tokens`` of a CSV, as float lists, and under
+    ``unread`` the names of the header's other columns (not read).
 
     ``option`` names the file in every message (``csv`` for ``fluidq fit``, ``--fit`` for the commands
     that fit their engine from a CSV).
@@ -69,10 +70,15 @@ def read_fit_csv(path, option: str = "csv") -> dict:
               "kv_tokens": (0, MAX_FIT_KV_TOKENS, "a whole number of cached KV tokens"),
               "seconds": (MIN_FIT_SECONDS, MAX_FIT_SECONDS, "a time in seconds")}
     cols = {c: [] for c in ("tokens", "seconds", "kv_tokens") if c in header}
+    # the other columns are not read; the answer names them (a 'kv' or 'context_tokens' column meant as
+    # kv_tokens would otherwise give a t(b) fit without a word)
+    cols["unread"] = [h for h in header if h not in cols]
     for i, r in zip(lines[1:], rows[1:]):
         if len(r) != len(header):
             raise DataError(f"{name}: line {i} has {len(r)} fields, the header {len(header)}")
         for c in cols:
+            if c == "unread":
+                continue
             v = r[header.index(c)].strip()
             shown_v = v if len(v) <= 40 else v[:37] + "..."
             try:
@@ -113,13 +119,23 @@ def read_fit_csv(path, option: str = "csv") -> dict:
     return cols
 
 
-def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, loss: str = "relative"):
+def unread_text(unread) -> str:
+    """The columns of a fit CSV that were not read, in words."""
+    return (f"column{'s' if len(unread) > 1 else ''} not read: {', '.join(repr(c) for c in unread)} "
+            "(only tokens, seconds and kv_tokens are)")
+
+
+def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, loss: str = "relative",
+            unread: list | None = None):
     """Read ``path`` (:func:`read_fit_csv`) and fit it (:func:`fluidq.batchtime.fit.fit_batch_time`);
-    every problem with the data is one line naming ``option`` and the file."""
+    every problem with the data is one line naming ``option`` and the file.  ``unread``, a list, receives
+    the names of the columns not read."""
     from ...batchtime.fit import fit_batch_time
     from ...errors import DataError, ParameterError
 
     cols = read_fit_csv(path, option)
+    if unread is not None:
+        unread.extend(cols["unread"])
     try:
         res = fit_batch_time(cols["tokens"], cols["seconds"], kind=kind, kv_tokens=cols.get("kv_tokens"),
                              folds=folds, loss=loss)
@@ -143,7 +159,8 @@ def run(args):
         raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
-    res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss)
+    unread: list = []
+    res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss, unread=unread)
     from ...results import fmt_value
 
     from ...batchtime.fit import percent_text
@@ -154,7 +171,8 @@ def run(args):
     def ms(x):
         return None if x is None else 1e3 * x
 
-    lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens",
+    lines = [f"data            {args.csv}: {res.n_points} points, {res.tokens.min():g}..{res.tokens.max():g} tokens"
+             + (f"; {unread_text(unread)}" if unread else ""),
              f"model           {res.kind}: {res.model.describe()}",
              f"R^2             {fmt_value(res.r2, '.5f')}",
              f"MAPE            {pct(res.mape)} in sample, {pct(res.mape_heldout)} held out "
@@ -164,6 +182,8 @@ def run(args):
         lines.append("candidates      " + ", ".join(f"{k} {pct(v)}" for k, v in
                                                   sorted(res.candidates.items(), key=lambda kv: kv[1])))
     out = res.to_dict()
+    if unread:
+        out["columns_not_read"] = unread
     if args.plot:
         out["plot"] = res.plot(path=args.plot)
         lines.append(f"plot            {out['plot']}")

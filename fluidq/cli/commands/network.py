@@ -76,6 +76,15 @@ def _check_args(args) -> None:
     for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
         if getattr(args, attr) is not None:  # '' is refused, not silently ignored
             setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
+    if args.plot is not None and args.plot_network is not None:
+        import os
+
+        if os.path.abspath(args.plot) == os.path.abspath(args.plot_network):
+            from ...errors import ParameterError
+
+            # the network drawing would replace the fluid-path figure written a moment before
+            raise ParameterError("--plot-network", args.plot_network, "a file other than --plot's (both figures "
+                                 "would be written there, the second replacing the first)")
 
 
 def _at_load(net, load):
@@ -202,7 +211,7 @@ def run(args):
              f"verdict: {res.status.value} ("
              + (f"decided by {decided_words(res.decided_by)})" if res.decided_by else
                 "no argument decides it: the loads, the fluid model and any simulation leave it open)"),
-             f"  {res.reason}"]
+             f"  {res.reason.replace('(give horizon_s to run longer)', '(give --horizon to run longer)')}"]
     if res.fluid.growth_factor is not None:
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"

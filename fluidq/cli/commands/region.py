@@ -14,6 +14,7 @@ from ..common import (
     counted,
     fit_json,
     fit_lines,
+    fmt_tokens,
     output_file,
     reject_ignored,
     workload_from_args,
@@ -25,7 +26,8 @@ def register(sub):
                        description="The stability region of one engine: the downward-closed convex hull of the "
                        "rate points of its admissible batch shapes (paper §6, arXiv:2504.07347). With --point, "
                        "the LP time-sharing of batch shapes that serves it (or the shortfall); with a workload "
-                       "(--prompt/--output/--rate), its operating point (lambda m_p, lambda m_d).")
+                       "(--prompt/--output with --rate, or a --trace at its own rate), its operating point "
+                       "(lambda m_p, lambda m_d).")
     add_engine_args(p, fit=True)
     add_roofline_args(p)
     add_workload_args(p)
@@ -147,10 +149,13 @@ def run(args):
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
     engine, note = engine_for_command(args)
-    workload = None
+    workload, point_computed = None, False
     if args.prompt is not None or args.output is not None or args.trace is not None or args.rate is not None:
-        workload = workload_from_args(args, default_rate=1.0)
-        if point is None and args.rate is not None:
+        # a trace keeps its own rate (its arrivals); the lengths alone take a placeholder rate
+        workload = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
+        # the operating point at --rate, or at a trace's own rate (as check and simulate read it)
+        if point is None and (args.rate is not None or args.trace is not None):
+            point_computed = True
             point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
                      workload.arrival_rate_per_s * workload.mean_output_tokens)
     pols = _policies(args.policies) if args.policies else []
@@ -193,22 +198,34 @@ def run(args):
         result["fit"] = fit_json(args)
     if note:
         result["roofline"] = note
+    if isinstance(engine.batch_time, ContextAware):
+        result["kv_tokens_per_batch"] = 0.0 if kv is None else float(kv)
     lines = [f"engine          {engine_text(engine)}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
              *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []),
              f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
-             f"candidates      {region.candidate_shapes} batch shapes enumerated", "", region.table()]
+             f"candidates      {region.candidate_shapes} batch shapes enumerated",
+             *([f"context         t(b, kv) taken at kv = 0, no cached context read (the decode rates are then upper "
+                "bounds): give the workload (--prompt/--output or --trace) to take it at its mean decode context"]
+               if kv is None and isinstance(engine.batch_time, ContextAware) else
+               [f"context         t(b, kv) taken at the workload's mean decode context, {kv:,.0f} KV tokens per "
+                "batch"] if kv is not None else []),
+             "", region.table()]
     if workload is not None:
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
         lam = region.max_request_rate(mp, md)
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
-        lines += ["", f"workload        m_p={mp:g}, m_d={md:g}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
+        lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
         scale = fmt_value(mg.scale, digits=MEANINGFUL_DIGITS) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
-        lines += ["", f"point           ({given_number(point[0])}, {given_number(point[1])}) tokens/s: "
+        shown = ((lambda x: fmt_value(x, digits=MEANINGFUL_DIGITS)) if point_computed else given_number)
+        lines += ["", f"point           ({shown(point[0])}, {shown(point[1])}) tokens/s"
+                  + (f" (lambda = {fmt_value(workload.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s"
+                     + (", the trace's own rate" if args.rate is None else "") + ")" if point_computed else "")
+                  + ": "
                   f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
                   f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
                   f"mix             {counted(mix.reason)}", mix.table()]

@@ -36,7 +36,9 @@ def register(sub):
     add_workload_args(p)
     g = p.add_argument_group("simulation")
     g.add_argument("--load", type=float, default=None,
-                   help="arrival rate as a fraction of the Theorem-2 capacity lambda* (instead of --rate); "
+                   help="arrival rate as a fraction of the capacity lambda* (Theorem 2's b/t(b), or lower where --k-max or "
+                        "the KV cache binds: what `fluidq capacity` gives for the same flags, with --gpu its 'region' line; "
+                        "instead of --rate); "
                         "default: 0.9 without --trace, the trace's own rate with --trace")
     g.add_argument("--arrival", choices=["replay", "poisson", "periodic", "gamma"], default=None,
                    help="arrival process (gamma: bursty, see --cv); default poisson, or with --trace 'replay' "
@@ -56,10 +58,11 @@ def register(sub):
                    help="simulated seconds: arrivals up to it, and the run stops there (default 90 unless --requests)")
     g.add_argument("--requests", "--num-prompts", dest="requests", type=int, default=None,
                    help="number of arrivals (vLLM benchmark's --num-prompts); without --horizon the run lasts until they finish, with --horizon "
-                        "it stops at the horizon (requests unfinished by then count in 'in sys')")
+                        "it stops at the horizon (requests unfinished by then count in 'in sys'); not with --replications")
     g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     g.add_argument("--replications", type=int, default=1,
-                   help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict")
+                   help="independent runs per policy; >= 2 adds the slope CI and a growing/bounded verdict (each run "
+                        "lasts --horizon)")
     g.add_argument("--kv-capacity", type=int, default=None, help="KV-cache capacity in tokens")
     g.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: its KV "
@@ -126,8 +129,8 @@ def _check_flags(args):
              why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
                  "simulated times and their squares")
     if args.preemption == "swap" and args.swap_us_per_token is None:
-        raise ParameterError("--swap-us-per-token", None, "the swap cost in microseconds per KV token, "
-                             "for --preemption swap")
+        raise CliError("--preemption swap needs --swap-us-per-token US (the swap cost in microseconds per KV "
+                       "token)")
     reject_ignored(f"--swap-us-per-token {args.swap_us_per_token}",
                    args.swap_us_per_token is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
@@ -135,7 +138,10 @@ def _check_flags(args):
     reject_ignored(f"--cv {args.cv}", args.cv is not None and arrival != "gamma",
                    f"with --arrival {arrival} (it is the variability of --arrival gamma's inter-arrival times)")
     if args.replications >= 2 and args.horizon is None and args.requests is not None:
-        raise CliError("--replications needs --horizon (the backlog growth is measured over a fixed time)")
+        raise CliError("--replications needs --horizon, not --requests (the backlog growth is measured over a fixed time)")
+    reject_ignored(f"--requests {args.requests}", args.replications >= 2 and args.requests is not None,
+                   f"with --replications {args.replications} (each replication draws arrivals up to --horizon, "
+                   "the backlog growth being measured over that time): give --horizon alone")
     if args.seed < 0:
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
@@ -194,7 +200,9 @@ def run(args):
         from ..._validate import load_rate
 
         load = 0.9 if args.load is None else args.load
-        base = base.with_rate(load_rate("--load", load, max_throughput(engine, base).requests_per_s))
+        lam_max = (_deployment(args, base).requests_per_s if args.profile_dir is not None
+                   else max_throughput(engine, base).requests_per_s)
+        base = base.with_rate(load_rate("--load", load, lam_max))
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     if arrival == "replay" and args.trace is None:
         raise ParameterError("--arrival", "replay", "poisson, periodic or gamma without --trace",
@@ -232,8 +240,12 @@ def run(args):
     swap = None if args.swap_us_per_token is None else args.swap_us_per_token * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
     cap = max_throughput(engine, base)
-    out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap.tokens_per_s,
-           "load": base.token_rate_per_s / cap.tokens_per_s, "horizon_s": horizon, "n_requests": args.requests,
+    # --profile-dir: the load is a fraction of vLLM's flow balance for the folder (fluidq capacity --profile-dir);
+    # the engine's t(b) bound counts no decode context (see profile_dir_capacity)
+    dep = _deployment(args, base) if args.profile_dir is not None else None
+    cap_tokens = dep.tokens_per_s if dep is not None else cap.tokens_per_s
+    out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap_tokens,
+           "load": base.token_rate_per_s / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
     if fit_json(args) is not None:
         out["fit"] = fit_json(args)
@@ -242,7 +254,7 @@ def run(args):
         tok_rate = float(np.sum(p_tok) + np.sum(d_tok)) / window if window > 0 else math.nan
         out["replayed_window"] = {"window_s": window, "arrivals": len(arr_s),
                                   "requests_per_s": len(arr_s) / window if window > 0 else math.nan,
-                                  "tokens_per_s": tok_rate, "effective_load": tok_rate / cap.tokens_per_s}
+                                  "tokens_per_s": tok_rate, "effective_load": tok_rate / cap_tokens}
     runs = {}
     for pol in pols:
         t0 = time.perf_counter()
@@ -280,7 +292,10 @@ def run(args):
              + (f", KV {engine.kv_capacity_tokens:,} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
              *fit_lines(args, width=10),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
-             f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s"
+             f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap_tokens, digits=MEANINGFUL_DIGITS)} tokens/s"
+             + (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
+                f"bound, {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, counts no decode "
+                "context)" if dep is not None else "")
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{', ' if horizon and args.requests else ''}"
@@ -338,12 +353,15 @@ def run(args):
     first = next(iter(runs.values()))
     if first.end_s > 0:
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
+        basis = cap.work_conserving_basis
+        if dep is not None:
+            full, basis = dep.tokens_per_s, "vLLM's flow balance for this folder"
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
         from ...policies.conservation import work_conserving_cached
 
         not_wc = [p.name for p in pols if not work_conserving_cached(p).work_conserving]
-        lines.append(f"fluid prediction for a work-conserving scheduler ({cap.work_conserving_basis} = "
+        lines.append(f"fluid prediction for a work-conserving scheduler ({basis} = "
                      f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
                      + (f"token slope {fmt_value(fs, digits=MEANINGFUL_DIGITS)} tokens/s for these arrivals (fitted "
                         "like the column)" if fs == fs else
@@ -359,3 +377,12 @@ def run(args):
     if args.plot:
         lines.append(f"plot written to {out['plot']}")
     emit(args, out, "\n".join(lines))
+
+
+def _deployment(args, workload):
+    """vLLM's flow-balance capacity of ``--profile-dir`` for ``workload`` (as ``fluidq capacity --profile-dir``)."""
+    from ._profile_dir_args import profile_dir_capacity
+
+    if getattr(args, "_deployment", None) is None:  # the lengths set it, not the rate: computed once
+        args._deployment = profile_dir_capacity(args, workload)
+    return args._deployment
