@@ -212,10 +212,9 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     check_size(engine, workload, horizon_s, None, runs=n_replications, names={"runs": "n_replications"})
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
-    from ..dtmc.saturation import saturated_rate
+    from ..dtmc.saturation import saturation
 
-    cap, cap_how = saturated_rate(engine, workload, policy)
-    cap, cap_how, bound = _k_max_saturation(engine, workload, policy, cap, cap_how)
+    cap, cap_how, bound = _k_max_saturation(engine, saturation(engine, workload, policy), workload)
     runs, st, sr, mq, fit_n, tbar = [], [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
@@ -346,8 +345,10 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
                    inputs={**res.inputs, "auto_horizon": rounds})
 
 
-def _k_max_saturation(engine, workload, policy, cap, cap_how):
-    """``(rate, how, is_bound)``: what the prediction of :func:`replicate` drains the backlog at.
+def _k_max_saturation(engine, sat, workload):
+    """``(rate, how, is_bound)``: what the prediction of :func:`replicate` drains the backlog at, from
+    ``sat`` (:func:`fluidq.dtmc.saturation.saturation` of ``engine``, ``workload`` and the policy; its
+    policy, effective engine and capacity are read there, not solved again).
 
     When ``k_max`` binds, :func:`~fluidq.dtmc.saturation.saturated_rate` gives a work-conserving scheduler
     the stability region's rate along the mix -- what a region-aware scheduler serves, not what Sarathi-Serve
@@ -357,22 +358,19 @@ def _k_max_saturation(engine, workload, policy, cap, cap_how):
     policy region is an outer estimate, so its rate along the mix (the smaller of the two) is an upper bound
     on what the scheduler serves, and the predicted slope a lower bound.
     """
-    from ..engine.budgets import binding_k_max, effective_engine
-    from ..policies import resolve_policy
+    from ..engine.budgets import binding_k_max
     from ..policies.region_aware import RegionAware
 
-    pol = resolve_policy(policy)
+    pol, cap, cap_how = sat.policy, sat.tokens_per_s, sat.how
     if binding_k_max(engine, pol) is None or cap <= 0 or workload.replays_trace:
         return cap, cap_how, False
-    from ..policies.conservation import work_conserving_cached
-
-    if isinstance(pol, RegionAware) or not work_conserving_cached(pol).work_conserving:
+    if isinstance(pol, RegionAware) or not sat.work_conserving:
         return cap, cap_how, False  # time-shares the region's own batch shapes / has its own threshold
     from ..capacity.region_capacity import fixed_prompt
     from .region import cached_policy_region
 
-    eff = effective_engine(engine, pol)
-    if eff.k_max is None or max_throughput(eff, workload).method != "region":
+    eff = sat.engine
+    if eff.k_max is None or sat.capacity.method != "region":
         return cap, cap_how, False
     try:
         pr = cached_policy_region(eff, pol, fixed_prompt(workload))
