@@ -137,9 +137,11 @@ def _overload_scope(network, point) -> str:
     """Which disciplines an overload at ``point`` covers: all of them when ``b/t(b)`` peaks at ``b_max`` on its
     engines (Theorem 2(a)), else the work-conserving ones (full batches), which the loads are computed for."""
     from ..capacity import engine_capacity, full_batch_rate
+    from ..engine.budgets import effective_engine
 
     names = next((r.engines for r in network.routers if r.name == point), (point,))
-    engines = [st.engine for st in network.stations if st.name in names]
+    # the batches each scheduler forms: its own budget where that is below the engine's
+    engines = [effective_engine(st.engine, st.policy) for st in network.stations if st.name in names]
     sup = sum(engine_capacity(e)[0] for e in engines)
     full = sum(full_batch_rate(e)[0] for e in engines)
     if sup <= full * (1 + 1e-12):
