@@ -88,13 +88,13 @@ class ThresholdResult(Result):
     lower_per_s, upper_per_s : float
         A bracket that contains the threshold (numerical: bisection tolerance and truncation;
         simulation: the highest rate judged bounded, 0 when none was, and the lowest judged growing,
-        inf when none was).  :func:`fluidq.stability_threshold` with ``method="simulation"`` cuts a
-        simulated bracket that reaches above the proven capacity (Theorem 2(a)'s ``sup_b b/t(b)``, the
-        ``k_max`` region's rate, or with a KV cache the bound without it, in requests per second) at that
-        capacity, above which no scheduler is stable, so that it agrees with :func:`fluidq.check_stability`:
-        ``upper_per_s`` is then the capacity (and the point estimate at most it), the simulated bracket is
-        kept in ``details["simulation_bracket_per_s"]`` and the capacity in ``details["upper_bound_per_s"]``,
-        and the reason says so.  :func:`fluidq.find_threshold` reports its bisection bracket as run.
+        inf when none was).  :func:`fluidq.stability_threshold` with ``method="simulation"`` starts the
+        search's bracket at the proven capacity (Theorem 2(a)'s ``sup_b b/t(b)``, the ``k_max`` region's
+        rate, or with a KV cache the bound without it, in requests per second), above which no scheduler is
+        stable, so that it agrees with :func:`fluidq.check_stability`: that end is taken as growing without
+        being simulated, ``upper_per_s`` is at most the capacity (kept in ``details["upper_bound_per_s"]``),
+        and the reason says when the upper end is the capacity.  :func:`fluidq.find_threshold` reports its
+        bisection bracket as run (``unstable_from_per_s`` gives it such a proven end).
     method : str
         ``"closed_form"``, ``"renewal"``, ``"dtmc"`` or ``"simulation"``.
     policy : str

@@ -31,10 +31,15 @@ __all__ = ["capacity_caveats", "station_capacity_tokens_per_s", "visit_rates", "
 def station_capacity_tokens_per_s(station) -> float:
     """``b_max / t(b_max)``: what a work-conserving station serves under a backlog (full batches;
     Theorem 2 of arXiv:2504.07347).  ``sup_b b/t(b)`` is larger when ``b/t(b)`` peaks at a smaller batch,
-    but a work-conserving scheduler does not stop there."""
+    but a work-conserving scheduler does not stop there.  ``b_max`` is the budget the station's scheduler
+    forms batches under: its own ``b_max`` when that is below the engine's
+    (:func:`fluidq.engine.budgets.effective_engine`), as for the single-engine verdict."""
     # fluidq.capacity.full_batch_rate(engine) without a workload (tests/network hold the two equal)
-    b = station.engine.b_max
-    return float(b / float(station.engine.batch_time(b)))
+    from ..engine.budgets import effective_engine
+
+    eng = effective_engine(station.engine, station.policy)
+    b = eng.b_max
+    return float(b / float(eng.batch_time(b)))
 
 
 def visit_rates(network) -> dict:

@@ -6,14 +6,66 @@ importable as ``fluidq.stability.saturated_rate`` too.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..capacity import max_throughput
+from ..engine import Engine
 from ..engine.budgets import effective_engine
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..workload import Workload
 
-__all__ = ["saturated_rate"]
+__all__ = ["Saturation", "saturated_rate", "saturation"]
 
+
+@dataclass(frozen=True)
+class Saturation:
+    """What :func:`saturation` found: the rate and the pieces it was computed from, for a caller that
+    refines the rate (:func:`fluidq.stability.replicate` under a binding ``k_max``) without solving them again.
+
+    Attributes
+    ----------
+    tokens_per_s, how : float, str
+        What :func:`saturated_rate` returns.
+    policy : Policy
+        The resolved policy.
+    engine : Engine
+        The engine under the policy's budgets (:func:`fluidq.engine.budgets.effective_engine`).
+    capacity : CapacityResult
+        ``max_throughput(engine, workload)`` of that engine.
+    work_conserving : bool
+        Whether the policy is work-conserving.
+    """
+
+    tokens_per_s: float
+    how: str
+    policy: object
+    engine: Engine
+    capacity: object
+    work_conserving: bool
+
+
+def saturation(engine, workload: Workload, policy="sarathi") -> Saturation:
+    """:func:`saturated_rate` with the resolved policy, effective engine and capacity it read."""
+    from .threshold import cached_renewal_threshold
+
+    pol = resolve_policy(policy)
+    engine = effective_engine(engine, pol)
+    cap = max_throughput(engine, workload)
+    wc = bool(_work_conserving(pol).work_conserving)
+
+    def out(rate, how):
+        return Saturation(float(rate), how, pol, engine, cap, wc)
+
+    if cap.tokens_per_s <= 0:
+        return out(0.0, cap.reason)
+    if wc:
+        return out(cap.work_conserving_tokens_per_s, f"{cap.work_conserving_basis}: a work-conserving scheduler "
+                                                     "fills its batches")
+    thr, _why = cached_renewal_threshold(engine, workload, pol)
+    if thr is not None:
+        return out(thr * workload.mean_tokens, f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s")
+    return out(cap.tokens_per_s, "sup b/t(b), an upper bound (this policy's own rate is not known)")
 
 
 def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float, str]:
@@ -22,19 +74,8 @@ def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float,
 
     Work-conserving: ``b_max/t(b_max)`` (full batches; the region bound when ``k_max`` binds).  Not
     work-conserving with a known threshold (renewal-reward): the threshold times ``m_p + m_d``.  Else the
-    Theorem-2(a) bound ``sup_b b/t(b)``, which only bounds the rate from above.
+    Theorem-2(a) bound ``sup_b b/t(b)``, which only bounds the rate from above.  :func:`saturation` returns
+    the same rate with the pieces it was computed from.
     """
-    from .threshold import cached_renewal_threshold
-
-    pol = resolve_policy(policy)
-    engine = effective_engine(engine, pol)
-    cap = max_throughput(engine, workload)
-    if cap.tokens_per_s <= 0:
-        return 0.0, cap.reason
-    if _work_conserving(pol).work_conserving:
-        return float(cap.work_conserving_tokens_per_s), (f"{cap.work_conserving_basis}: a work-conserving scheduler "
-                                                         "fills its batches")
-    thr, _why = cached_renewal_threshold(engine, workload, pol)
-    if thr is not None:
-        return float(thr * workload.mean_tokens), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s"
-    return float(cap.tokens_per_s), "sup b/t(b), an upper bound (this policy's own rate is not known)"
+    s = saturation(engine, workload, policy)
+    return s.tokens_per_s, s.how

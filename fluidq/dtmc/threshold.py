@@ -644,8 +644,9 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
         See the module docstring.
     rng : numpy Generator or seed, optional
         For ``method="simulation"``.  Its bracket (the highest rate judged bounded, the lowest judged
-        growing) is cut at the proven capacity, above which no scheduler is stable (Theorem 2(a), or the
-        ``k_max`` region's rate); ``details["simulation_bracket_per_s"]`` then keeps the simulated one.
+        growing) starts at the proven capacity, above which no scheduler is stable (Theorem 2(a), or the
+        ``k_max`` region's rate; ``details["upper_bound_per_s"]``): that end is not simulated, and no rate
+        above it is (``unstable_from_per_s`` of :func:`fluidq.find_threshold`).
     rtol : float
         Relative bracket width for ``method="dtmc"``, within ``[1e-4, 0.5]`` (one chain solve per halving).
     max_prefill, max_decode : int
@@ -749,22 +750,25 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
                                f"mass, caps max_prefill={max_prefill}, max_decode={max_decode}; truncation biases the "
                                "estimate low: the lower end is a stable rate, the upper end is Theorem 2's bound)",
                                None, details)
+    # no scheduler is stable above the proven capacity (Theorem 2(a): sup b/t(b); with k_max the region's rate,
+    # beyond which fluidq.check_stability says "unstable" for every policy; with a KV cache the bound without
+    # it): the search's bracket starts there (taken as growing, not simulated), so that this threshold and
+    # check_stability agree and no run is spent above it
+    bound_tok = cap.bound_tokens_per_s if cap.bound_tokens_per_s is not None else cap.tokens_per_s
+    bound = bound_tok / mt
+    if math.isfinite(bound) and bound > 0:
+        given = sim_kw.get("unstable_from_per_s")
+        if given is not None:
+            given = real("unstable_from_per_s", given, positive=True)
+        sim_kw = {**sim_kw, "unstable_from_per_s": bound if given is None else min(bound, given)}
     lam, lo, hi, res = _simulation_threshold(engine, workload, pol, rng, **sim_kw)
     details["simulation"] = plain(res) if hasattr(res, "to_dict") else repr(res)
     reason = _reason("simulation", name, lam, wc_rate)
-    # no scheduler is stable above the proven capacity (Theorem 2(a): sup b/t(b); with k_max the region's rate,
-    # beyond which fluidq.check_stability says "unstable" for every policy; with a KV cache the bound without
-    # it): a simulated bracket reaching past it is cut there, so that this threshold and check_stability agree
-    bound_tok = cap.bound_tokens_per_s if cap.bound_tokens_per_s is not None else cap.tokens_per_s
-    bound = bound_tok / mt
-    if math.isfinite(bound) and hi > bound:
-        details["simulation_bracket_per_s"] = (lo, hi)
+    if math.isfinite(bound) and bound > 0:
         details["upper_bound_per_s"] = bound
-        lo, hi = min(lo, bound), bound
-        if lam > hi:
-            lam = 0.5 * (lo + hi)
-        reason = (_reason("simulation", name, lam, wc_rate) + f"; the simulated bracket's upper end {details['simulation_bracket_per_s'][1]:.6g} req/s "
-                  f"is cut to the capacity {bound:.6g} req/s ({cap.method}), above which no scheduler is stable")
+        if hi >= bound:
+            reason += (f"; the upper end is the capacity {bound:.6g} req/s ({cap.method}), above which no scheduler "
+                       "is stable (where the search started, not simulated)")
     return ThresholdResult(lam, lo, hi, "simulation", name, wc_rate, reason, None, details)
 
 

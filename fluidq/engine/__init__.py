@@ -125,20 +125,10 @@ class Engine:
     def from_dict(cls, d: dict) -> "Engine":
         """Inverse of :meth:`to_dict`; a malformed description is an error naming the key (a
         :class:`~fluidq.errors.DataError` for a missing or unknown key, a ParameterError for a value)."""
-        from dataclasses import MISSING, fields
-
         from ..batchtime import batch_time_from_dict
-        from ..errors import DataError
+        from .memory import check_keys
 
-        if not isinstance(d, dict):
-            raise ParameterError("engine", d, "a table/dict of Engine fields (batch_time, b_max, ...)")
-        known = {f.name for f in fields(cls) if f.init}
-        extra = sorted(set(d) - known, key=str)
-        if extra:
-            raise DataError(f"engine: unknown key {extra[0]!r} (keys: {', '.join(sorted(known))})")
-        missing = sorted(f.name for f in fields(cls) if f.init and f.default is MISSING and f.name not in d)
-        if missing:
-            raise DataError(f"engine: needs key {missing[0]!r} (keys: {', '.join(sorted(known))})")
+        check_keys("engine", d, cls, "a table/dict of Engine fields (batch_time, b_max, ...)", required=True)
         d = dict(d)
         d["batch_time"] = batch_time_from_dict(d["batch_time"])
         if d.get("memory") is not None:

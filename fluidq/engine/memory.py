@@ -31,7 +31,7 @@ victim), without prefix caching (``VLLM.with_(prefix_caching=True)`` turns it on
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 
 from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer
 from ..errors import DataError, ParameterError, ParameterTypeError
@@ -48,6 +48,26 @@ def _one_of(name, value, allowed):
     if not isinstance(value, str) or value not in allowed:
         raise ParameterError(name, value, " or ".join(repr(a) for a in allowed))
     return value
+
+
+def check_keys(what: str, d, cls, expected: str, *, required: bool = False) -> None:
+    """Refuse a description ``d`` of the dataclass ``cls`` that :meth:`from_dict` cannot read: not a dict
+    (a ParameterError naming ``what``), a key that is not one of ``cls``'s fields (a DataError naming the
+    first, in ``str`` order so that keys of mixed types can be sorted), or with ``required`` a field without a
+    default that ``d`` lacks (a DataError naming it).  Shared by :meth:`Memory.from_dict` and
+    :meth:`fluidq.engine.Engine.from_dict`."""
+    if not isinstance(d, dict):
+        raise ParameterError(what, d, expected)
+    init = [f for f in fields(cls) if f.init]
+    known = ", ".join(sorted(f.name for f in init))
+    extra = sorted(set(d) - {f.name for f in init}, key=str)
+    if extra:
+        raise DataError(f"{what}: unknown key {extra[0]!r} (keys: {known})")
+    if required:
+        missing = sorted(f.name for f in init if f.default is MISSING and f.default_factory is MISSING
+                         and f.name not in d)
+        if missing:
+            raise DataError(f"{what}: needs key {missing[0]!r} (keys: {known})")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,12 +135,9 @@ class Memory:
 
     @classmethod
     def from_dict(cls, d) -> "Memory":
-        if not isinstance(d, dict):
-            raise ParameterError("memory", d, "a table/dict of Memory fields")
-        known = {f.name for f in fields(cls)}
-        extra = sorted(set(d) - known)
-        if extra:
-            raise DataError(f"memory: unknown key {extra[0]!r} (keys: {', '.join(sorted(known))})")
+        """Inverse of :meth:`to_dict`; a ParameterError when ``d`` is not a dict, a
+        :class:`~fluidq.errors.DataError` naming an unknown key."""
+        check_keys("memory", d, cls, "a table/dict of Memory fields")
         return cls(**d)
 
 

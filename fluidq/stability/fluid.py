@@ -45,6 +45,7 @@ from __future__ import annotations
 import itertools
 import sys
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import numpy as np
 
@@ -85,6 +86,9 @@ class FluidStabilityResult(Result):
         The diverging path, or a representative path.
     paths_checked : int
         Fluid paths computed.
+    k_max_capacities : dict
+        ``{station: (tokens/s, reason)}``: the ``k_max`` capacity the loads of those stations are taken against
+        (stations whose ``k_max`` binds and which serve one request mix); empty when there is none.
     """
 
     status: Status
@@ -100,6 +104,7 @@ class FluidStabilityResult(Result):
     method: str = "fluid"
     non_unique: bool = False
     inputs: dict = field(default_factory=dict, repr=False)
+    k_max_capacities: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         return plain({"status": self.status, "certificate": self.certificate, "reason": self.reason,
@@ -132,9 +137,11 @@ def _overload_scope(network, point) -> str:
     """Which disciplines an overload at ``point`` covers: all of them when ``b/t(b)`` peaks at ``b_max`` on its
     engines (Theorem 2(a)), else the work-conserving ones (full batches), which the loads are computed for."""
     from ..capacity import engine_capacity, full_batch_rate
+    from ..engine.budgets import effective_engine
 
     names = next((r.engines for r in network.routers if r.name == point), (point,))
-    engines = [st.engine for st in network.stations if st.name in names]
+    # the batches each scheduler forms: its own budget where that is below the engine's
+    engines = [effective_engine(st.engine, st.policy) for st in network.stations if st.name in names]
     sup = sum(engine_capacity(e)[0] for e in engines)
     full = sum(full_batch_rate(e)[0] for e in engines)
     if sup <= full * (1 + 1e-12):
@@ -509,6 +516,8 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     used = set(int(i) for i in fm.point_of)
     loads = {p: float(x) for k, (p, x) in enumerate(zip(fm.points, fm.loads())) if k in used}
     kcap = _k_max_capacities(network, fm)
+    # every verdict carries the inputs and the k_max capacities (check_network_stability reads them there)
+    result = partial(FluidStabilityResult, inputs=inputs, k_max_capacities=kcap)
     for st, (cap_k, _) in kcap.items():
         loads[st] = loads[st] * float(fm.capacity[fm.points.index(st)]) / cap_k
     worst = max(loads, key=loads.get)
@@ -519,8 +528,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
             # overloaded at the k_max capacity: outside the stability region, which no scheduler leaves stable;
             # the fluid paths run at b_max/t(b_max) and would not show it
             cap_k, why = kcap[worst]
-            return FluidStabilityResult(
-                inputs=inputs,
+            return result(
                 status=Status.UNSTABLE, certificate="load",
                 reason=(f"{_point_words(network, worst)} has load {_load_words(rho)} > 1 against its k_max capacity "
                         f"{cap_k:.6g} tokens/s (overloaded: {_names_short(sorted(over))}); its work grows at >= "
@@ -529,8 +537,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         p = fluid_path(network, None, max_phases=4 * fm.n + 16) if paths_ok else None
         slope = float(np.sum(np.maximum(0.0, np.diff(p.levels[-2:], axis=0)[0])) /
                       max(p.times_s[-1] - p.times_s[-2], 1e-300)) if p is not None and len(p.times_s) > 1 else None
-        return FluidStabilityResult(
-            inputs=inputs,
+        return result(
             status=Status.UNSTABLE, certificate="load",
             reason=(f"{_point_words(network, worst)} has load {_load_words(rho)} > 1 (overloaded: "
                     f"{_names_short(sorted(over))}); "
@@ -538,25 +545,22 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
             paths_checked=int(p is not None))
     if rho >= 1 - tolerance:
-        return FluidStabilityResult(inputs=inputs, status=Status.CRITICAL, certificate="load",
-                                    reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "
-                                    "neither drains nor diverges linearly", loads=loads)
+        return result(status=Status.CRITICAL, certificate="load",
+                      reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "
+                      "neither drains nor diverges linearly", loads=loads)
     wc = _work_conserving(network)
     bad = [k for k, v in wc.items() if not v.work_conserving]
     if bad:
-        return FluidStabilityResult(
-            inputs=inputs,
+        return result(
             status=Status.UNKNOWN, certificate=None,
             reason=(f"station {bad[0]!r} runs {getattr(network.station(bad[0]).policy, 'name', '?')}, which is not "
                     f"work-conserving ({wc[bad[0]].reason}); the fluid model of work-conserving engines does not "
                     "apply (use simulation)"), loads=loads)
     notes = fm.notes if idealised else fm.notes + fm.k_max_notes
     if notes:
-        return FluidStabilityResult(inputs=inputs, status=Status.UNKNOWN, certificate=None,
-                                    reason="; ".join(notes), loads=loads)
+        return result(status=Status.UNKNOWN, certificate=None, reason="; ".join(notes), loads=loads)
     if network.is_dag:
-        return FluidStabilityResult(
-            inputs=inputs,
+        return result(
             status=Status.STABLE, certificate="feedforward",
             reason=(f"the station graph is acyclic and every load is < 1 (max {fmt_load(rho)} at {worst!r}); with "
                     "work-conserving engines every fluid path drains (feedforward induction, Dai 1995)"),
@@ -568,8 +572,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         loops = sorted({u for u, v in nx.selfloop_edges(g)})
         g.remove_edges_from(list(nx.selfloop_edges(g)))
         if nx.is_directed_acyclic_graph(g):
-            return FluidStabilityResult(
-                inputs=inputs,
+            return result(
                 status=Status.STABLE, certificate="feedforward",
                 reason=(f"the station graph is acyclic apart from re-entrant stations ({', '.join(loops)}) and every "
                         f"load is < 1 (max {fmt_load(rho)} at {worst!r}); a work-conserving station with load < 1 drains "
@@ -578,8 +581,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                 loads=loads)
     layers = _priority_layers(fm)
     if layers is not None:
-        return FluidStabilityResult(
-            inputs=inputs,
+        return result(
             status=Status.STABLE, certificate="priority_layers",
             reason=(f"every load is < 1 (max {fmt_load(rho)} at {worst!r}) and the buffers can be ordered so that each is "
                     "fed only by earlier buffers and outranked only by earlier buffers at its engine: in that order "
@@ -587,8 +589,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     "with is then served at its nominal rate, leaving it enough capacity)"),
             loads=loads)
     if not paths_ok:
-        return FluidStabilityResult(
-            inputs=inputs,
+        return result(
             status=Status.UNKNOWN, certificate=None,
             reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no priority-layer order; fluid-path search "
                     f"skipped: {fm.n} buffers > max_path_buffers={max_path_buffers} (one path per buffer, about "
@@ -615,8 +616,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     p = replace(p, non_unique=True)
             non_unique = non_unique or p.non_unique
             extra = _path_caveats(fm, p.non_unique, diverging=True, unchecked=unchecked)
-            return FluidStabilityResult(
-                inputs=inputs,
+            return result(
                 status=Status.UNSTABLE, certificate="diverging_path",
                 reason=(f"the fluid path from unit fluid in {fm.buffers[i].label!r} returns to {p.growth_factor:.4g} "
                         f"times its state after {p.cycle_s:.4g} s (for one unit of fluid: a cycle lasts in proportion to "
@@ -634,8 +634,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
         c, nrows = lyapunov_certificate(network, max_buffers=max_lyapunov_buffers)
         if c is not None:
             cert = {fm.buffers[i].label: float(c[i]) for i in range(fm.n)}
-            return FluidStabilityResult(
-                inputs=inputs,
+            return result(
                 status=Status.STABLE, certificate="lyapunov",
                 reason=(f"a linear Lyapunov function V(z) = sum c_i z_i decreases at rate >= 1 in all {nrows} modes "
                         f"of the discipline (LP); every fluid path drains by time V(z(0)); {checked} unit paths "
@@ -651,8 +650,7 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                 f"Lyapunov search skipped ({fm.n} buffers > max_lyapunov_buffers={max_lyapunov_buffers})")
     outcomes = sorted({p.outcome for p in [rep] if p is not None})
     extra = _path_caveats(fm, non_unique, diverging=False)
-    return FluidStabilityResult(
-        inputs=inputs,
+    return result(
         status=Status.UNKNOWN, certificate=None,
         reason=(f"cyclic network, loads < 1 (max {fmt_load(rho)}); no diverging path among {checked} unit initial states "
                 f"(outcomes {', '.join(outcomes)}){f'; {extra}' if extra else ''}; {note}: no proof either way"),

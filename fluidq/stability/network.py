@@ -374,10 +374,9 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         best = network.best_split_loads()
         over = {k: v for k, v in best["loads"].items() if v > 1.0 + tolerance}
         # a station whose k_max binds, loaded above 1 against its k_max capacity (the stability region along
-        # its one request mix: no scheduler serves more) also grows, whatever the other caveats
-        from .fluid import _k_max_capacities
-
-        kover = {k: fl.loads[k] for k in _k_max_capacities(network, network.flow) if fl.loads.get(k, 0.0) > 1.0 + tolerance}
+        # its one request mix: no scheduler serves more) also grows, whatever the other caveats; fluid_stability
+        # found those stations (and took their loads against that capacity) already
+        kover = {k: fl.loads[k] for k in fl.k_max_capacities if fl.loads.get(k, 0.0) > 1.0 + tolerance}
         if kover and not over:
             status, decided = Status.UNSTABLE, "load"
             reason = f"{'; '.join(caveats)}; even so, {fl.reason}"

@@ -212,10 +212,9 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     check_size(engine, workload, horizon_s, None, runs=n_replications, names={"runs": "n_replications"})
     ss = _seed_sequence(rng)
     children = ss.spawn(n_replications)
-    from ..dtmc.saturation import saturated_rate
+    from ..dtmc.saturation import saturation
 
-    cap, cap_how = saturated_rate(engine, workload, policy)
-    cap, cap_how, bound = _k_max_saturation(engine, workload, policy, cap, cap_how)
+    cap, cap_how, bound = _k_max_saturation(engine, saturation(engine, workload, policy), workload)
     runs, st, sr, mq, fit_n, tbar = [], [], [], [], [], []
     replay = None
     for i, child in enumerate(children):
@@ -346,8 +345,10 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
                    inputs={**res.inputs, "auto_horizon": rounds})
 
 
-def _k_max_saturation(engine, workload, policy, cap, cap_how):
-    """``(rate, how, is_bound)``: what the prediction of :func:`replicate` drains the backlog at.
+def _k_max_saturation(engine, sat, workload):
+    """``(rate, how, is_bound)``: what the prediction of :func:`replicate` drains the backlog at, from
+    ``sat`` (:func:`fluidq.dtmc.saturation.saturation` of ``engine``, ``workload`` and the policy; its
+    policy, effective engine and capacity are read there, not solved again).
 
     When ``k_max`` binds, :func:`~fluidq.dtmc.saturation.saturated_rate` gives a work-conserving scheduler
     the stability region's rate along the mix -- what a region-aware scheduler serves, not what Sarathi-Serve
@@ -357,22 +358,19 @@ def _k_max_saturation(engine, workload, policy, cap, cap_how):
     policy region is an outer estimate, so its rate along the mix (the smaller of the two) is an upper bound
     on what the scheduler serves, and the predicted slope a lower bound.
     """
-    from ..engine.budgets import binding_k_max, effective_engine
-    from ..policies import resolve_policy
+    from ..engine.budgets import binding_k_max
     from ..policies.region_aware import RegionAware
 
-    pol = resolve_policy(policy)
+    pol, cap, cap_how = sat.policy, sat.tokens_per_s, sat.how
     if binding_k_max(engine, pol) is None or cap <= 0 or workload.replays_trace:
         return cap, cap_how, False
-    from ..policies.conservation import work_conserving_cached
-
-    if isinstance(pol, RegionAware) or not work_conserving_cached(pol).work_conserving:
+    if isinstance(pol, RegionAware) or not sat.work_conserving:
         return cap, cap_how, False  # time-shares the region's own batch shapes / has its own threshold
     from ..capacity.region_capacity import fixed_prompt
     from .region import cached_policy_region
 
-    eff = effective_engine(engine, pol)
-    if eff.k_max is None or max_throughput(eff, workload).method != "region":
+    eff = sat.engine
+    if eff.k_max is None or sat.capacity.method != "region":
         return cap, cap_how, False
     try:
         pr = cached_policy_region(eff, pol, fixed_prompt(workload))
@@ -392,7 +390,8 @@ def _k_max_saturation(engine, workload, policy, cap, cap_how):
 def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_rate_per_s: float | None = None,
                    high_rate_per_s: float | None = None, rel_tol: float = 0.02, n_replications: int = 8,
                    horizon_s: float | None = None, confidence: float = 0.9, tolerance: float = 0.01,
-                   max_steps: int = 16, rng=None, progress=None, **sim_kw) -> ThresholdResult:
+                   max_steps: int = 16, rng=None, progress=None, unstable_from_per_s: float | None = None,
+                   **sim_kw) -> ThresholdResult:
     """Bracket the arrival rate where ``policy`` stops being stable, by simulation and bisection.
 
     Parameters
@@ -422,6 +421,11 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         Most replication sets run (each at level ``1 - (1 - confidence)/max_steps``).
     rng : None, int, SeedSequence or Generator
         Root seed (as for :func:`replicate`); each rate gets its own child.
+    unstable_from_per_s : float, optional
+        A proven upper end: a rate at and above which no scheduler is stable (Theorem 2(a)'s capacity, or
+        the ``k_max`` region's rate; :func:`fluidq.stability_threshold` passes it).  The search's high end
+        starts there when the default or given one is above it, is taken as growing there without being
+        simulated, and is never widened past it.
 
     Returns
     -------
@@ -457,10 +461,17 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
         raise ParameterError("engine", getattr(engine, "name", engine), "an engine that can serve these requests",
                              "its capacity for these lengths is 0 (no request fits), so there is no threshold to "
                              "search: it is unstable at every rate")
+    proven = (None if unstable_from_per_s is None else
+              real("unstable_from_per_s", unstable_from_per_s, positive=True))
     lo = 0.5 * lam_star if low_rate_per_s is None else real("low_rate_per_s", low_rate_per_s, positive=True)
     hi = 1.1 * lam_star if high_rate_per_s is None else real("high_rate_per_s", high_rate_per_s, positive=True)
+    if proven is not None and hi >= proven:
+        hi = proven  # no rate above it needs a simulation
+        if lo >= hi and low_rate_per_s is None:
+            lo = 0.5 * hi
     if lo >= hi:
-        raise ParameterError("low_rate_per_s", lo, f"a rate below high_rate_per_s={hi:g}")
+        raise ParameterError("low_rate_per_s", lo, f"a rate below high_rate_per_s={hi:g}"
+                             + (" (the proven unstable_from_per_s)" if hi == proven else ""))
     if horizon_s is None:
         horizon_s = 3000.0 / lam_star
     horizon_s = real("horizon_s", horizon_s, positive=True)
@@ -504,10 +515,13 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
 
     best_lo, best_hi = 0.0, math.inf
     status = "resolved"
-    # establish the ends
-    v = judge(hi)
+    # establish the ends; at the proven upper end the verdict is known (growing), not simulated
+    v = "growing" if hi == proven else judge(hi)
     while v not in ("growing", "refused") and len(steps) < max_steps - 1:
         hi *= 1.25
+        if proven is not None and hi >= proven:
+            hi, v = proven, "growing"
+            break
         v = judge(hi)
     if v == "growing":
         best_hi = hi
@@ -537,14 +551,16 @@ def find_threshold(engine, workload_shape: Workload, policy="sarathi", *, low_ra
     name = getattr(policy, "name", str(policy))
     conf = max(0.0, 1.0 - len(steps) * (1.0 - level))
     reason = (f"{len(steps)} rates tried, {n_replications} runs of {horizon_s:g} s each; bounded up to "
-              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s (fluid lambda* = {lam_star:.4g} req/s)"
-              + "".join(f"; {x}" for x in refused))
+              f"{best_lo:.4g} req/s, growing from {best_hi:.4g} req/s"
+              + (" (proven, not simulated: no scheduler is stable at or above it)" if best_hi == proven else "")
+              + f" (fluid lambda* = {lam_star:.4g} req/s)" + "".join(f"; {x}" for x in refused))
     return ThresholdResult(arrival_rate_per_s=0.5 * (best_lo + best_hi), lower_per_s=best_lo, upper_per_s=best_hi,
                            method="simulation", policy=name, work_conserving_rate_per_s=lam_star,
                            confidence=conf, steps=tuple(steps), status=Status(status), horizon_s=horizon_s,
                            n_replications=n_replications, reason=reason,
                            inputs={"entropy": ss.entropy, "tolerance": tolerance, "rel_tol": rel_tol,
-                                   "per_step_level": level})
+                                   "per_step_level": level,
+                                   **({} if proven is None else {"unstable_from_per_s": proven})})
 
 
 # the documented paths ``fluidq.sim.replicate`` / ``find_threshold`` / ``ReplicationResult`` /

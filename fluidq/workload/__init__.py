@@ -199,22 +199,27 @@ class Workload:
         the rows in order.  ``rate_per_s`` rescales time (default: the trace's own rate).
         """
         from .._validate import MAX_REQUEST_TOKENS
-        from ..errors import DataError
+        from ..errors import DataError, ParameterError
 
         tr = load_trace(path_or_name)
         if len(tr) < 2:
             raise DataError(f"{tr.source}: a trace needs at least 2 requests to define a rate")
+        lengths = {}
         for col, arr in (("prompt", tr.prompt_tokens), ("output", tr.output_tokens)):
-            big = np.flatnonzero(np.asarray(arr) > MAX_REQUEST_TOKENS)
-            if big.size:  # load_trace reads up to 2**31-1; a length distribution holds at most 2**30 per request
+            try:  # Empirical checks the cap (load_trace reads up to 2**31-1; a length holds at most 2**30)
+                lengths[col] = Empirical(values=tuple(arr))
+            except ParameterError as exc:
+                # its message names `values`, which the caller never gave: name the trace, request and column
+                big = np.flatnonzero(np.asarray(arr) > MAX_REQUEST_TOKENS)
+                if exc.name != "values" or not big.size:
+                    raise
                 i = int(big[0])
                 raise DataError(f"{tr.source}: request {i} (in time order) has {int(arr[i]):,} {col} tokens, more than "
-                                f"the {MAX_REQUEST_TOKENS:,} (2**30) a workload takes for one request")
+                                f"the {MAX_REQUEST_TOKENS:,} (2**30) a workload takes for one request") from exc
         arr = TraceArrivals(times_s=tuple(tr.arrival_s))
         if rate_per_s is not None:
             arr = arr.with_rate(rate_per_s)
-        return cls(arrival=arr, prompt_tokens=Empirical(values=tuple(tr.prompt_tokens)),
-                   output_tokens=Empirical(values=tuple(tr.output_tokens)), trace=tr,
+        return cls(arrival=arr, prompt_tokens=lengths["prompt"], output_tokens=lengths["output"], trace=tr,
                    name=name or tr.source)
 
     def to_dict(self) -> dict:

@@ -162,13 +162,12 @@ def _parse_mooncake(text: str, source: str) -> Trace:
         if not line.strip():
             continue
         where = f"{source}, line {lineno}"
-        rec = json_loads(line, where=where)
+        rec, twice = _record(line, where)
         if not isinstance(rec, dict):
             raise DataError(f"{where}: not a Mooncake record (a JSON object with {fields})")
         missing = [k for k in ("timestamp", "input_length", "output_length") if k not in rec]
         if missing:
             raise DataError(f"{where}: not a Mooncake record: no {', '.join(missing)} (expected {fields})")
-        twice = _repeated_field(line)
         if twice:
             raise DataError(f"{where}: {twice} is given twice in the record (JSON keeps the last one silently); "
                             "give each field once")
@@ -187,21 +186,25 @@ def _parse_mooncake(text: str, source: str) -> Trace:
     return _finish(ts, p, o, source, lines)
 
 
-def _repeated_field(line: str) -> str | None:
-    """The first of the three Mooncake fields that a record's top-level object holds twice, or None.  A cheap
-    count first: only a line that mentions a field's name twice is parsed again, keeping every key."""
+def _record(line: str, where: str):
+    """``(record, field)``: the parsed line and the first of the three Mooncake fields that its top-level
+    object holds twice, or None.  A cheap count first: only a line that mentions a field's name twice is
+    parsed keeping every key (once: the record is built from the same pairs, the last value winning as in
+    JSON)."""
     names = ("timestamp", "input_length", "output_length")
     if not any(line.count(f'"{k}"') > 1 for k in names):
-        return None
+        return json_loads(line, where=where), None
     seen: list = []
 
     def pairs(items):
         seen.append([k for k, _ in items])
         return dict(items)
 
-    json.loads(line, object_pairs_hook=pairs)
+    rec = json_loads(line, where=where, object_pairs_hook=pairs)
+    if not isinstance(rec, dict):
+        return rec, None
     top = seen[-1]  # the outermost object is built last
-    return next((k for k in names if top.count(k) > 1), None)
+    return rec, next((k for k in names if top.count(k) > 1), None)
 
 
 def _finish(ts, p, o, source, lines=None) -> Trace:

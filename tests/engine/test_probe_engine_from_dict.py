@@ -39,3 +39,23 @@ def test_not_a_dict(bad):
 def test_bad_values_still_name_the_parameter():
     with pytest.raises(FluidqError, match="b_max"):
         fq.Engine.from_dict({"b_max": 0, "batch_time": BT.to_dict()})
+
+
+# one key check for Engine.from_dict and Memory.from_dict (fluidq.engine.memory.check_keys): the messages of
+# both, recorded before they shared it (2026-12-06), and a mixed-type key that Memory's own check could not sort
+@pytest.mark.parametrize("cls, d, err, text", [
+    (fq.Engine, {"b_max": 3, "batch_time": BT.to_dict(), "zz": 1, "aa": 2}, DataError,
+     "engine: unknown key 'aa' (keys: async_scheduling, b_max, batch_time, k_max, kv_capacity_tokens, memory, name, "
+     "prefill_emits_token)"),
+    (fq.engine.Memory, {"zz": 1, "aa": 2}, DataError,
+     "memory: unknown key 'aa' (keys: block_size, kind, preemption, prefix_caching, reservation, victim)"),
+    (fq.engine.Memory, [1], ParameterError, "memory=[1]: expected a table/dict of Memory fields"),
+    (fq.Engine, {"b_max": 3, "batch_time": BT.to_dict(), "memory": {"bogus": 1}}, DataError,
+     "memory: unknown key 'bogus' (keys: block_size, kind, preemption, prefix_caching, reservation, victim)"),
+    (fq.Engine, {1: 2, "x": 3}, DataError, "engine: unknown key 1 (keys: "),
+    (fq.engine.Memory, {1: 2, "x": 3}, DataError, "memory: unknown key 1 (keys: "),  # was a TypeError from sorted()
+])
+def test_both_from_dicts_name_the_key_alike(cls, d, err, text):
+    with pytest.raises(err) as info:
+        cls.from_dict(d)
+    assert str(info.value).startswith(text)

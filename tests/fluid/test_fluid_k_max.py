@@ -94,3 +94,32 @@ def test_hops_with_one_mix_share_the_k_max_capacity_also_with_empirical_lengths(
     r = fluid_stability(net)
     assert r.status is Status.UNSTABLE and check_stability(E, w).status is Status.UNSTABLE
     assert r.loads["E"] == pytest.approx(w.token_rate_per_s / max_throughput(E, w).tokens_per_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.5])
+def test_the_k_max_capacities_are_solved_once_and_carried_on_the_verdict(monkeypatch, factor):
+    # check_network_stability reads them on the fluid verdict instead of solving the k_max region again
+    import fluidq.stability.fluid as sf
+
+    net, w = _one_station(factor)
+    calls = []
+    real = sf._k_max_capacities
+
+    def counted(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(sf, "_k_max_capacities", counted)
+    r = fluid_stability(net)
+    assert len(calls) == 1
+    assert set(r.k_max_capacities) == {"E"}
+    assert r.k_max_capacities["E"][0] == pytest.approx(max_throughput(E, w).tokens_per_s, rel=1e-12)
+    calls.clear()
+    n = check_network_stability(net)
+    assert len(calls) == 1
+    assert n.status is (Status.UNSTABLE if factor > 1 else Status.UNKNOWN)
+
+
+def test_no_binding_k_max_carries_no_capacities():
+    net, _ = _one_station(0.5, engine=Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=200))
+    assert fluid_stability(net).k_max_capacities == {}

@@ -280,16 +280,39 @@ def test_progress_is_reported_from_a_summary_run():
 
 
 # ------------------------------------------------------------------------------------------ chunked sample
+def _sample_columns(chunks):
+    """The three columns (arrival, prompt, output) of a chunked sample, each concatenated."""
+    chunks = list(chunks)
+    return [np.concatenate([c[j] for c in chunks]) for j in range(3)], [c[0].size for c in chunks]
+
+
+def _same_columns(x, y):
+    return all(np.array_equal(u, v) for u, v in zip(x, y))
+
+
 def test_the_chunked_sample_is_a_function_of_seed_limits_and_chunk():
-    a = [c[0] for c in W.sample_chunks(7, n=2500, chunk=1000)]
-    b = [c[0] for c in W.sample_chunks(np.random.SeedSequence(7), n=2500, chunk=1000)]
-    assert [x.size for x in a] == [1000, 1000, 500]
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
-    t = np.concatenate(a)
-    assert np.all(np.diff(t) > 0)
-    h = [c[0] for c in W.sample_chunks(7, horizon_s=100.0, chunk=1000)]
-    th = np.concatenate(h)
-    assert th[-1] <= 100.0 and np.array_equal(th, t[:th.size])  # the same draws, cut at the horizon
+    # every column (arrival times, prompts, outputs), not the times alone
+    a, sizes = _sample_columns(W.sample_chunks(7, n=2500, chunk=1000))
+    assert sizes == [1000, 1000, 500]
+    assert _same_columns(a, _sample_columns(W.sample_chunks(7, n=2500, chunk=1000))[0])  # the same arguments: the same sample
+    assert _same_columns(a, _sample_columns(W.sample_chunks(np.random.SeedSequence(7), n=2500, chunk=1000))[0])  # seed = its SeedSequence
+    # however the consumer holds the chunks: two iterators of one sample advanced in turn give it unchanged
+    it1, it2 = W.sample_chunks(7, n=2500, chunk=1000), W.sample_chunks(7, n=2500, chunk=1000)
+    turns = [(next(it1), next(it2)) for _ in range(3)]
+    assert all(_same_columns(x, y) for x, y in turns) and _same_columns(a, _sample_columns(x for x, _ in turns)[0])
+    t = a[0]
+    assert np.all(np.diff(t) > 0) and np.all(a[1] >= 1) and np.all(a[2] >= 1)
+    # the limits: a horizon gives the same draws cut there; n sizes the last chunk, whose lengths are drawn
+    # after its gaps, so a larger n keeps the whole chunks and the times but redraws that chunk's lengths
+    h, _ = _sample_columns(W.sample_chunks(7, horizon_s=100.0, chunk=1000))
+    assert h[0][-1] <= 100.0 < t[-1] and _same_columns(h, [x[:h[0].size] for x in a])
+    more, _ = _sample_columns(W.sample_chunks(7, n=3000, chunk=1000))
+    assert _same_columns([x[:2000] for x in a], [x[:2000] for x in more]) and np.array_equal(t, more[0][:2500])
+    assert not np.array_equal(a[1][2000:], more[1][2000:2500])
+    # the chunk size is part of the function: each chunk has its own generator, so another size draws others
+    other, sizes = _sample_columns(W.sample_chunks(7, n=2500, chunk=500))
+    assert sizes == [500] * 5 and not np.array_equal(other[0], t)
+    assert np.array_equal(other[0][:500], t[:500])  # chunk 0's generator is the same; its gaps come first
     g = np.random.default_rng(5)
     one = np.concatenate([c[0] for c in W.sample_chunks(g, n=10)])
     two = np.concatenate([c[0] for c in W.sample_chunks(g, n=10)])

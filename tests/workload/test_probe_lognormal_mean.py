@@ -16,7 +16,10 @@ def test_from_mean_below_one_token(mean):
 
 def test_from_mean_at_and_above_one_token():
     assert fq.LogNormal.from_mean(1.0, 0.5).mean >= 1.0
-    assert fq.LogNormal.from_mean(200.0, 1.0).mean == pytest.approx(200.5, rel=0.01)  # E[ceil X] ~ E[X] + 1/2
+    # E[ceil X] = E[X] + 1/2 for a law this wide and smooth (the fractional part is near uniform; the exact
+    # sum gives 200.5 + 8e-9 at sigma = 1); the mean is computed, not sampled, so the band can be narrow
+    for sigma in (0.5, 1.0):
+        assert fq.LogNormal.from_mean(200.0, sigma).mean == pytest.approx(200.5, abs=1e-3)
 
 
 def test_toml_lognormal_mean_below_one_is_refused_like_geometric():

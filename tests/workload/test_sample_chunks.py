@@ -29,6 +29,14 @@ def test_a_chunk_draws_trace_rows_as_the_full_sampler_does():
     assert len(t) == len(p) == len(d) == 50
     assert all((int(a), int(b)) in rows for a, b in zip(p, d))
     assert p.dtype == d.dtype == np.int64
+    # as the full sampler does: Workload.sample given chunk 0's generator (the child (0x5EEDC0DE, 0) of the
+    # seed, as documented in sample_chunks) draws the very same times and rows
+    from fluidq.workload import _STREAM_KEY
+
+    root = np.random.SeedSequence(3)
+    g = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(*root.spawn_key, _STREAM_KEY, 0)))
+    full = w.sample(g, n=50)
+    assert all(np.array_equal(x, y) for x, y in zip((t, p, d), full))
 
 
 def test_recorded_times_without_a_trace_are_chunked_with_lengths_drawn():
