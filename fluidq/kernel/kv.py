@@ -511,8 +511,17 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     tseen = sf[F_TSEEN]
     nlg = si[I_NLG]
     status = STATUS_DONE
+    flush = False  # (async) the requests finished in the batch before are let go first, and every arrival is seen
 
     while True:
+        if flush:
+            if used > peak:
+                peak = used
+            used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching, used,
+                                              free, nadm, n_sys)
+            nlg = 0
+            tseen = np.nan
+            flush = False
         if len(bt) < nb + (n - na) + 2:  # room for every arrival row and this iteration's row
             si[I_NEED_B] = nb + (n - na) + 2
             status = STATUS_GROW
@@ -566,12 +575,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         k_it = k_cap
         if async_ and keng >= 0:  # requests finished in the batch in flight still hold their k_max slots
             if keng - nlg < 1:  # every slot is held by a finished request: read the outputs first
-                if used > peak:
-                    peak = used
-                used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching,
-                                                  used, free, nadm, n_sys)
-                nlg = 0
-                tseen = np.nan
+                flush = True
                 continue
             if keng - nlg < k_it:
                 k_it = keng - nlg
@@ -855,12 +859,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
         if npf == 0 and nd == 0:
             if async_ and (nlg > 0 or tseen == tseen):  # nothing in flight: every output and arrival is read now
-                if used > peak:
-                    peak = used
-                used, free, nadm, n_sys = _let_go(lg, nlg, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching,
-                                                  used, free, nadm, n_sys)
-                nlg = 0
-                tseen = np.nan
+                flush = True
                 continue
             if extra_s > 0:  # only swaps: they take their time
                 t += extra_s
