@@ -5,27 +5,17 @@ are free preempts, whatever prompts the walk would add; the kernel then skips th
 those passes).  The runs must still equal the generic select()-per-iteration path, which walks every time, and
 the skip must not happen where it would be wrong (prefill first: the decoders get what prefill leaves).
 """
-import numpy as np
 import pytest
 
 from fluidq import Empirical, Engine, Poisson, Staircase, Workload
-from fluidq.engine import VLLM, Memory
+from fluidq.engine import Memory
 from fluidq.sim import simulate
 
-V4 = VLLM.with_(block_size=4)  # small blocks: decoders need new ones often, so the cache binds
+from test_kv_covered import V4, _same  # the run comparison and small-block memory of the covered-decoder tests
+
 MEMORIES = {"tokens": Memory(), "vllm": V4, "vllm-last": V4.with_(victim="last_in_order"),
             "incremental": V4.with_(reservation="incremental"), "prefix": V4.with_(prefix_caching=True),
             "swap": V4.with_(preemption="swap")}
-
-
-def _same(a, b):
-    assert a.method == "fast" and b.method == "generic"
-    for k in a.requests:
-        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=k)
-    for k in b.backlog:
-        np.testing.assert_array_equal(a.backlog[k], b.backlog[k], err_msg=f"backlog {k}")
-    for k in ("n_iterations", "tokens_served", "preemptions", "wasted_tokens", "swap_tokens", "peak_kv_tokens"):
-        assert getattr(a, k) == getattr(b, k), k
 
 
 @pytest.fixture
