@@ -56,6 +56,10 @@ the compiled kernel (``method="auto"``) against the generic ``select()`` loop (`
 these engines before issue 15's composition kernel) on the same Poisson arrivals (prompts 100-1499, outputs
 20-399 tokens, 4 requests/s), alternating, best of each, CPU seconds per request; it checks the two give the
 same finish times on the generic run's requests.
+
+Every such check ('same' columns: before/after runs with the same iterations, preemptions or finished requests; the
+kernel and the generic path with the same finish times) that fails prints a ``FAIL`` line at once and again at the
+end, and the benchmark exits with status 1.
 """
 from __future__ import annotations
 
@@ -395,6 +399,7 @@ def kv_against_base(commit: str, n: int, rounds: int) -> None:
         same = all(r[0][key]["iterations"] == r[1][key]["iterations"] and
                    r[0][key]["preemptions"] == r[1][key]["preemptions"] for r in runs)
         print(f"{key:<20}{b:>9.4f}{c:>9.4f}{c / b:>9.3f}  {each:<30}{rb:>14.2f}x{rn:>13.2f}x{str(same):>9}")
+        check(same, f"--kv --base {commit[:7]}: {key} made other iterations or preemptions than the base")
 
 
 def print_kv(res: dict, n: int, n_generic: int) -> None:
@@ -460,6 +465,7 @@ def print_vllm(res: dict, n: int, n_generic: int) -> None:
         print(f"{key:<12}{r['method']:>8}{r['kernel_s_per_req'] * 1e6:>15.1f}{r['generic_s_per_req'] * 1e6:>16.1f}"
               f"{r['generic_s_per_req'] / r['kernel_s_per_req']:>15.0f}x{r['iterations_per_req']:>11.1f}"
               f"{r['preemptions']:>9}{str(r['same']):>6}")
+        check(r["same"], f"vLLM engine ({key}): the kernel's finish times differ from the generic path's")
 
 
 def target_line(label: str, res: dict) -> str:
@@ -470,7 +476,27 @@ def target_line(label: str, res: dict) -> str:
     return f"# Orca/Sarathi cost per request ({label}): {parts}; target <= {ORCA_TARGET:g}x: {'met' if met else 'NOT met'}"
 
 
+#: the 'same' checks that failed (a before/after pair, or kernel and generic path, that should run the same
+#: simulation did not): printed as FAIL lines at the end, and the benchmark exits non-zero
+FAILED: list[str] = []
+
+
+def check(same: bool, what: str) -> None:
+    """Note a failed 'same' check (see :data:`FAILED`); print it at once too."""
+    if not same:
+        FAILED.append(what)
+        print(f"# FAIL: {what}", flush=True)
+
+
 def main():
+    _main()
+    for what in FAILED:
+        print(f"FAIL: {what}")
+    if FAILED:
+        sys.exit(1)
+
+
+def _main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer requests")
     ap.add_argument("--old", default=OLD, help="commit whose fluidq/sim/_fast.py is the previous kernel")
@@ -565,6 +591,7 @@ def main():
             rb, rn = base[f"sarathi@{load}"]["rps"] / b, here[f"sarathi@{load}"]["rps"] / c
             same = base[key]["iterations"] == here[key]["iterations"] and base[key]["finished"] == here[key]["finished"]
             print(f"{key:<14}{b:>12.3g}{c:>12.3g}{c / b:>10.2f}{rb:>11.2f}x{rn:>10.2f}x{str(same):>11}")
+            check(same, f"--base {a.base[:7]}: {key} made other iterations or finished other requests than the base")
         print(target_line(f"base {a.base[:7]}, child processes", base))
         print(target_line("new, child processes", here))
         print("# (one run each in a fresh child, Sarathi first: its first-touch page faults, ~10 ms per run at "
