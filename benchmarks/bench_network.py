@@ -31,7 +31,8 @@ a binding ``k_max`` batch by batch), a station with vLLM's block KV, the 4-stati
 geometric lengths through a random router, and on the Python loop (``method='python'``) Sarathi's
 event-skipping path, vLLM batch by batch, the block-KV station and the 4-station KV network (their KV
 stations are the kernel's ``EngineRun``); each tree in its own child processes, alternating (``--repeats``
-each, best kept), the ratio this/other per case; ``--only TEXT`` keeps the cases whose name contains TEXT.
+each, best kept), the ratio this/other per case (it stops with an error if the two trees' runs differ: batches or
+completions); ``--only TEXT`` keeps the cases whose name contains TEXT (``A|B``: either).
 The simulator pairs are timed interleaved (network, single engine, network, ...) and the best of each
 is kept, so that load from other jobs on a shared machine hits both sides alike.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -120,6 +121,8 @@ def main():
         tn, rn, ts, rs = best_pair(
             lambda: simulate_network(one, horizon_s=h_long, rng=1),
             lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=h_long, rng=1, method="fast"), repeat=9)
+        for a_, b_ in ((rn1, rs1), (rn, rs)):  # the same requests (tests/network/test_network_sim_exactness.py)
+            assert a_.completed["c"] == _finished(b_), (a_.completed, _finished(b_))
         us_net, us_fast = 1e6 * tn / rn.batches, 1e6 * ts / max(rs.n_iterations, 1)
         mar_net = 1e6 * (tn - tn1) / (rn.batches - rn1.batches)
         mar_fast = 1e6 * (ts - ts1) / (rs.n_iterations - rs1.n_iterations)
@@ -157,6 +160,8 @@ def main():
         us_four, us_one = 1e6 * tj / rj.batches, 1e6 * to / ro.batches
         rows.append((f"issue 15: 4-engine JSQ network ({rj.batches} batches over {h4:g} s) vs one-station network "
                      f"({ro.batches} batches over {h_long:g} s), per batch", us_four, "us", 1.3 * us_one, "<="))
+    except AssertionError:  # different runs: their timings compare nothing
+        raise
     except Exception as exc:  # the single-engine simulator is another module; report, do not fail
         tn, rn = best_of(lambda: simulate_network(one, horizon_s=horizon, rng=1), repeat=3)
         us_net = 1e6 * tn / rn.batches
@@ -172,6 +177,7 @@ def main():
                                    lambda: fluidq.simulate(eng, w, "orca", horizon_s=horizon, rng=1), repeat=5)
     top, rop = best_of(lambda: simulate_network(orca_one, horizon_s=horizon, rng=1, method="python"), repeat=3)
     assert rop.completed == ro_.completed and rop.mean_sojourn_s == ro_.mean_sojourn_s
+    assert ro_.completed["c"] == _finished(ros), (ro_.completed, _finished(ros))
     rows.append((f"network simulator, one Orca station (batch by batch), per batch (fluidq.simulate: "
                  f"{1e6 * tos / max(ros.n_iterations, 1):.3g} us; method='python': {1e6 * top / rop.batches:.3g} us)",
                  1e6 * to_ / max(ro_.batches, 1), "us", None, "info"))
@@ -237,6 +243,14 @@ def main():
         ratio = val / target
         ok = ratio <= 1 if op == "<=" else ratio >= 1
         print(f"{name:<{width}}  {val:>9.4g} {unit:<2}  {op} {target:>7.4g} {unit:<2}  {ratio:6.3f} {'ok' if ok else 'MISSED'}")
+
+
+def _finished(r) -> int:
+    """Requests ``fluidq.simulate``'s run ``r`` finished (the batch in progress at the horizon completed, as in the
+    network)."""
+    import numpy as np
+
+    return int(np.isfinite(np.asarray(r.requests["finish_s"])).sum())
 
 
 def _kv4_network(eng, lam):
@@ -330,7 +344,7 @@ def _child(repeat: int, only: str | None = None) -> None:
     (``only``: the cases whose name contains it)."""
     out = {}
     for name, (net, h, kw) in _cases().items():
-        if only and only not in name:
+        if only and not any(o in name for o in only.split("|")):
             continue
         simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
 
@@ -374,20 +388,26 @@ def against(src: str, repeats: int, only: str | None = None) -> None:
         old.append(run(Path(src).resolve()))
     width = max(len(k) for k in new[0])
     print(f"{'case':<{width}}  {'batches':>9}  {'this us':>8}  {'other us':>8}  this/other (each run)")
+    differ = []
     for k in new[0]:
         a = min(r[k]["us"] for r in new)
         b = min(r[k]["us"] for r in old)
-        same = "" if new[0][k]["batches"] == old[0][k]["batches"] and new[0][k]["completed"] == old[0][k]["completed"] \
-            else "  (runs differ!)"
+        same = all(r[k]["batches"] == new[0][k]["batches"] and r[k]["completed"] == new[0][k]["completed"]
+                   for r in new + old)
         each = " ".join(f"{x[k]['us'] / y[k]['us']:.3f}" for x, y in zip(new, old, strict=True))
-        print(f"{k:<{width}}  {new[0][k]['batches']:>9,}  {a:>8.3f}  {b:>8.3f}  {a / b:.3f}x ({each}){same}")
+        print(f"{k:<{width}}  {new[0][k]['batches']:>9,}  {a:>8.3f}  {b:>8.3f}  {a / b:.3f}x ({each})"
+              f"{'' if same else '  (runs differ!)'}")
+        differ += [] if same else [k]
+    if differ:  # a change meant to keep the runs must keep them: the timing of different runs compares nothing
+        raise SystemExit(f"the two trees' runs differ (batches or completions): {', '.join(differ)}")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--against", metavar="SRC", help="time this tree against the fluidq of this source tree")
     ap.add_argument("--repeats", type=int, default=3, help="alternating child processes per tree with --against")
-    ap.add_argument("--only", metavar="TEXT", help="with --against, only the cases whose name contains TEXT")
+    ap.add_argument("--only", metavar="TEXT", help="with --against, only the cases whose name contains TEXT "
+                    "('A|B': either)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
