@@ -18,8 +18,9 @@ Targets:
   emitted first tokens at stations without a KV cache, and with random lengths through a random router.
 * issue 15's tighter targets: the one-station network within 1.2x of the single-engine kernel per batch,
   and a 4-engine JSQ network (four times the arrivals, each engine at 0.9 of its capacity) within 1.3x per
-  batch of the one-station network.  ``method='auto'`` runs these networks on the compiled event loop
-  (:mod:`fluidq.kernel.network`); a row gives the Python event-skipping path (``method='python'``) too.
+  batch of the one-station network, both over 12,000 s runs (~90,000 batches; best of 7, interleaved).
+  ``method='auto'`` runs these networks on the compiled event loop (:mod:`fluidq.kernel.network`); a row gives
+  the Python event-skipping path (``method='python'``) too.
 
 Run: ``python benchmarks/bench_network.py`` (prints measured value, target and ratio per line).
 
@@ -143,9 +144,18 @@ def main():
         assert rpy.completed == rn.completed and rpy.mean_sojourn_s == rn.mean_sojourn_s
         rows.append((f"network simulator, method='python' (the Python event-skipping path), per batch ({h_long:g} s)",
                      1e6 * tpy / rpy.batches, "us", None, "info"))
-        # issue 15's tighter targets on the same pair: one-station network within 1.2x of simulate per batch
-        rows.append((f"issue 15: one-station network vs single-engine kernel, per batch ({h_long:g} s)",
-                     us_net, "us", 1.2 * us_fast, "<="))
+        # issue 15's tighter targets on the same pair: one-station network within 1.2x of simulate per batch, over
+        # runs ten times longer than the rows above (a 1,200 s run is ~3 ms: on a shared machine its ratio moved
+        # 1.15x-1.41x between two runs of this script)
+        h15 = 10 * h_long
+        tn15, rn15, ts15, rs15 = best_pair(
+            lambda: simulate_network(one, horizon_s=h15, rng=1),
+            lambda: fluidq.simulate(eng, w, "sarathi", horizon_s=h15, rng=1, method="fast"), repeat=7)
+        assert rn15.completed["c"] == _finished(rs15), (rn15.completed, _finished(rs15))
+        us_net15 = 1e6 * tn15 / rn15.batches
+        rows.append((f"issue 15: one-station network vs single-engine kernel, per batch ({h15:g} s; kernel "
+                     f"{1e6 * ts15 / max(rs15.n_iterations, 1):.3g} us)",
+                     us_net15, "us", 1.2e6 * ts15 / max(rs15.n_iterations, 1), "<="))
         # issue 15: a 4-engine JSQ network (4x the arrivals, same per-engine load) within 1.3x per batch of the
         # one-station network; interleaved like the pairs above
         from fluidq.network import Router
@@ -154,12 +164,12 @@ def main():
                        routers=[Router(name="R", engines=[f"E{j}" for j in range(4)], policy="jsq")],
                        classes=[RequestClass(name="c", rate_per_s=4 * lam, route=[
                            Hop(engine="R", prompt_tokens=100, output_tokens=100)])])
-        h4 = h_long / 4  # about as many batches in all as the one-station run
+        h4 = h15 / 4  # about as many batches in all as the one-station run
         tj, rj, to, ro = best_pair(lambda: simulate_network(four, horizon_s=h4, rng=1),
-                                   lambda: simulate_network(one, horizon_s=h_long, rng=1), repeat=9)
+                                   lambda: simulate_network(one, horizon_s=h15, rng=1), repeat=7)
         us_four, us_one = 1e6 * tj / rj.batches, 1e6 * to / ro.batches
         rows.append((f"issue 15: 4-engine JSQ network ({rj.batches} batches over {h4:g} s) vs one-station network "
-                     f"({ro.batches} batches over {h_long:g} s), per batch", us_four, "us", 1.3 * us_one, "<="))
+                     f"({ro.batches} batches over {h15:g} s), per batch", us_four, "us", 1.3 * us_one, "<="))
     except AssertionError:  # different runs: their timings compare nothing
         raise
     except Exception as exc:  # the single-engine simulator is another module; report, do not fail
