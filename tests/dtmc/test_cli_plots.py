@@ -49,4 +49,4 @@ def test_cli_refuses_a_chain_too_large_for_memory(capsys):
 
     assert main(["dtmc", "--rate", "5", "--max-prefill", "40", "--max-decode", "400"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "max_states" in err[0] and "1,604,401 states" in err[0]
+    assert len(err) == 1 and "--max-states" in err[0] and "1,604,401 states" in err[0]
