@@ -261,8 +261,8 @@ def test_disagg_says_which_lengths_it_assumed(capsys):
 def test_profile_dir_load_is_a_fraction_of_the_folders_capacity(capsys):
     """``simulate --profile-dir DIR --input-len 300 --output-len 200 --load 0.9`` offered 43.42 req/s, 0.9 of
     the profile's t(b) bound (24,123 tokens/s: t(b) is one prefill chunk, no decode context), to an engine
-    that serves about 23-26 req/s (``capacity --profile-dir``: 12,953 tokens/s by the flow balance (11,671 before 2026-12-06), 13,076
-    simulated): the run grew by 8,534 tokens/s under 'load 0.9000'.  check --load had the same basis."""
+    that serves about 23-26 req/s (``capacity --profile-dir``: 12,953 tokens/s by the flow balance, 11,671 before
+    2026-12-06; 13,076 simulated): the run grew by 8,534 tokens/s under 'load 0.9000'.  check --load had the same basis."""
     from pathlib import Path
 
     folder = str(Path(__file__).resolve().parents[2] / "validation/data/llmservingsim/RTXPRO6000_Llama-3.1-8B")
