@@ -141,6 +141,8 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
     binding = min(limits, key=limits.get)
     N = max(1.0, limits[binding])
     lam_it = N / mdec if mdec > 0 else 1.0  # requests completing per iteration
+    if binding == "token_budget":  # (N held at 1 for very short outputs: the prompts still fit the budget)
+        lam_it = min(lam_it, max(1.0, b_max - N) / mp) if mp > 0 else lam_it
     X = lam_it * mp  # prompt tokens per iteration in flow balance
     room = max(1.0, b_max - N)
     n_c = chunks(room)
