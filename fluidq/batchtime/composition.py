@@ -7,7 +7,12 @@ context each already has and the contexts of the decoding requests (attention co
 them, linear layers with the tokens).  The kernel calls it whenever a batch time offers it.
 
 ``t(b)`` is one prefill chunk of ``b`` tokens with no prior context; ``t(b, kv)`` is ``b`` decoding
-requests that read ``kv`` cached tokens between them (mean context ``kv / b``).  ``to_dict`` names
+requests that read ``kv`` cached tokens between them (mean context ``kv / b``).  ``t(b)`` counts no
+decode cost (no KV read, one LM-head row), so at a vLLM engine's capacity operating point it is a lower
+bound on the iteration time: 0.50-0.83 of the flow-balance iteration and 0.60-0.80 of the simulated one
+on the shipped LLMServingSim folders (tests/validation/test_deployment_tb_bound.py), and a load or
+capacity from ``b / t(b)`` overstates what the engine serves; the flow-balance capacity
+(:func:`fluidq.validate.predict.predict_capacity`, ``fluidq capacity --profile-dir``) is the basis.  ``to_dict`` names
 the model; it cannot be read back from a dict (the model is built from its operator profiles).
 """
 from __future__ import annotations

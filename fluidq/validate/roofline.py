@@ -210,7 +210,7 @@ def run_capacity(run_dir, efficiency: dict, *, gpu: str, model: str) -> dict:
 #: what the answer carries: the calibration's measured errors (docs/reference/roofline.md)
 ERROR_NOTE = ("a roofline estimate from model facts and the GPU table, no profile: leave-one-profile-out "
               "batch-time MAPE 6-23 % (median 9 %, 7 of 8 profiles within 15 %), the two shared vLLM runs' "
-              "capacity -16 % and +6 % "
+              "capacity -14 % and +7 % "
               "(docs/reference/roofline.md)")
 
 

@@ -30,7 +30,9 @@ class Constant:
 
 def test_k_max_bound_constant_engine_serves_k_requests_per_o_iterations():
     # every request is resident for o iterations (its prefill emits the first token, o - 1 decodes follow):
-    # k_max residents serve k (p + o) / (o T) tokens/s; the fluid formula counts o - 1 and is above it
+    # k_max residents serve k (p + o) / (o T) tokens/s; the fluid formula counts the prefilling request against
+    # max_num_seqs as vLLM does (o - 1 decode iterations and one prefill iteration per slot) and gives it exactly
+    # (before 2026-12-06 it let all k decode: k (p + o) / ((o - 1) T), 2 % above)
     p, o, k = np.full(200, 100), np.full(200, 50), 16
     res = simulate_capacity(Constant(), p, o, b_max=2048, k_max=k, kv_capacity_tokens=10 ** 7, n_requests=600,
                             replications=3, seed=7)
@@ -39,7 +41,7 @@ def test_k_max_bound_constant_engine_serves_k_requests_per_o_iterations():
     assert res.tokens_per_s == pytest.approx(exact, rel=0.01)
     assert res.ci[0] <= res.tokens_per_s <= res.ci[1] and len(res.replications) == 3
     fluid = predict_capacity(Constant(), p, o, b_max=2048, k_max=k, kv_capacity_tokens=None)
-    assert fluid.tokens_per_s == pytest.approx(k * 150 / (49 * T), rel=1e-9)
+    assert fluid.tokens_per_s == pytest.approx(exact, rel=1e-9)
     # seeded: the same seed gives the same answer
     again = simulate_capacity(Constant(), p, o, b_max=2048, k_max=k, kv_capacity_tokens=10 ** 7, n_requests=600,
                               replications=3, seed=7)

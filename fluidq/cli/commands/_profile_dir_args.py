@@ -100,7 +100,7 @@ def profile_dir_capacity(args, workload):
 
     The engine those commands build reads the batch composition when it simulates, but its ``t(b)`` is one
     prefill chunk of ``b`` tokens: a capacity from ``t(b)`` counts no per-request decode cost (for Llama-3.1-8B
-    on the RTX PRO 6000 folder at 300 + 200 tokens, 24,123 tokens/s against the flow balance's 11,671 and the
+    on the RTX PRO 6000 folder at 300 + 200 tokens, 24,123 tokens/s against the flow balance's 12,953 and the
     simulated 13,076), so ``--load 0.9`` of it put 1.7 times the engine's capacity on it."""
     import numpy as np
 
