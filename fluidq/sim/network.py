@@ -40,10 +40,13 @@ KV cache: a station whose engine has ``kv_capacity_tokens`` applies the single-e
 rules batch by batch (:class:`fluidq.kernel.memory.StationMemory`: rejection at arrival, admission,
 preemption by the engine's ``memory`` -- token or block KV, prefix caching, reservation, recompute or swap,
 victim rule) and never skips runs (memory can bind at any batch, so it always hands over to
-``select(view)``); its view is every resident, in arrival order.  Such a station is the kernel's engine
-itself: a fed :class:`fluidq.kernel.step.EngineRun` (``simulate``'s ``select()`` loop) that the network's
-clock offers its hops to and steps -- ``begin`` at a batch's start, ``finish`` at its end -- so its batch
-rule, memory pass, token accounting and first token from the prefill are written once.  The horizon
+``select(view)``); its view is every resident, in arrival order.
+
+Every station is the kernel's engine itself: a fed :class:`fluidq.kernel.step.EngineRun` (``simulate``'s
+``select()`` loop) that the network's clock offers its hops to and steps -- ``begin`` at a batch's start,
+``finish`` at its end -- so its batch rule, batch time, token accounting, first token from the prefill and
+(with a KV cache) memory pass are written once.  A station without a KV cache hands its EngineRun its
+per-priority deques (``queues``), which its run-skipping path reads and writes too.  The horizon
 means what it means in :func:`fluidq.simulate`: no batch starts at or after it, and the batches in
 progress are completed.
 
@@ -76,7 +79,7 @@ import numpy as np
 
 from .._validate import real
 from ..errors import ParameterError, TopologyError
-from ..policies.base import QueueView, RequestState, batch_violations
+from ..policies.base import RequestState
 from ..policies.batch_rule import NO_CAP, budget_split, fits
 from ..results import Result, line_slope, plain
 from ..network.model import Choice, Fork, Hop, Join, Network
@@ -243,7 +246,6 @@ class _StationState:
         self.busy = False
         self.work = 0          # remaining tokens of residents
         self.windowed = windowed
-        self.batch = None
         self.bt_cache: dict = {}
         self.context_aware = getattr(self.engine.batch_time, "kind", "") == "context_aware"
         # event-skipping state (see _fast_budget): virtual decode clock and the current run
@@ -257,7 +259,8 @@ class _StationState:
         self.run = None
         self.routing = False
         self.mem = None  # StationMemory of a station with a KV cache (then every batch runs select(view))
-        self.engine_run = None  # the kernel's EngineRun of a station with a KV cache (fed by the network)
+        self.engine_run = None  # the kernel's EngineRun of the station (fed by the network), see _fed_engine
+        self.residents = None  # (without a KV cache) the EngineRun's requests by id, which are ``tasks``
         # vLLM's engine: the iteration completing a prefill gives the first output token (no run skipping)
         self.emit = bool(getattr(self.engine, "prefill_emits_token", False))
 
@@ -280,6 +283,35 @@ class _StationState:
                 break
             j += 1
         return self.work - j * btok
+
+    # -- a station without a KV cache: these deques are its EngineRun's queues (``EngineRun(queues=...)``) --
+    def add(self, task):
+        """An offered hop (the network's ``submit`` inlines this)."""
+        self.tasks[task.rid] = task
+        self.pre[task.rank].append(task)
+
+    def end(self, batch, done):
+        """After the EngineRun served ``batch``'s tokens: the decoding requests that finished (``done``, in
+        batch order) leave their decode deques, a prompt that completed leaves its prefill deque for its
+        decode deque (or, with nothing left to decode, finishes); return the finished, the decoders first,
+        then the prompts (batch order)."""
+        tasks, dec, dec_label = self.tasks, self.dec, self.dec_label
+        if done:
+            for t in done:
+                dec[t.rank].remove(t)
+                dec_label[t.label] -= 1
+            self.ndec -= len(done)
+        for rid, _ in batch.prefill:
+            t = tasks[rid]
+            if t.prefilled >= t.prompt_tokens:
+                self.pre[t.rank].remove(t)
+                if t.decoded < t.output_tokens:
+                    dec.setdefault(t.rank, deque()).append(t)
+                    dec_label[t.label] = dec_label.get(t.label, 0) + 1
+                    self.ndec += 1
+                else:
+                    done.append(t)
+        return done
 
     def view_requests(self, b_max, k_max):
         if not self.windowed:
@@ -315,6 +347,8 @@ class _StationState:
         # requests of the same kind, so this is its priority/FCFS order
         return out
 
+    view = view_requests  # (the EngineRun's queues: the requests its policy sees)
+
 
 def _windowable(policy):
     """True for a built-in Scheduler whose ordering keeps the given (priority, FCFS) order."""
@@ -345,20 +379,40 @@ def _fast_budget(station):
     return budget
 
 
-def _with_memory(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked):
-    """Give station ``s`` (whose engine has ``kv_capacity_tokens``) its engine: the kernel's
-    :class:`~fluidq.kernel.step.EngineRun`, fed by the network (``fed=True``) and stepped by its clock
-    (``begin`` at a batch's start, ``finish`` at its end), with the single-engine kernel's batch-time table
-    and memory rules (:class:`~fluidq.kernel.memory.StationMemory`).  It keeps the station's remaining
-    tokens (``work``) and the buffers' (``buf_tokens``, by each task's label): served tokens come off, a
-    preemption by recomputation puts the discarded ones back, a prefix-cache hit takes the reused ones
-    off.  Its requests by id are the station's ``tasks``; never-schedulable prompts and, with
-    ``check_batches``, batch violations are reported into ``blocked`` and ``violations``."""
+class _TauCache(dict):
+    """``{b: t(b)}`` of a station without a KV cache, filled on demand (``t(b)`` by ``fn(b)``) beyond the
+    table made up front: the batch time its EngineRun charges (``tau_b[b]``) and its run-skipping path reads."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, table, fn):
+        super().__init__(table)
+        self.fn = fn
+
+    def __missing__(self, b):
+        v = self[b] = float(self.fn(b))
+        return v
+
+
+def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked):
+    """Give station ``s`` its engine: the kernel's :class:`~fluidq.kernel.step.EngineRun`, fed by the network
+    (``fed=True``) and stepped by its clock (``begin`` at a batch's start, ``finish`` at its end), so that
+    the batch rule, the batch time, the token accounting and the first token from the prefill are the
+    kernel's, written once.  It keeps the buffers' remaining tokens (``buf_tokens``, by each task's label):
+    served tokens come off, a preemption by recomputation puts the discarded ones back, a prefix-cache hit
+    takes the reused ones off.  Its requests by id are the station's ``tasks``; never-schedulable prompts
+    and, with ``check_batches``, batch violations are reported into ``blocked`` and ``violations``.
+
+    With ``kv_capacity_tokens``: the single-engine kernel's batch-time table and memory rules
+    (:class:`~fluidq.kernel.memory.StationMemory`), every resident in view in arrival order.  Without: the
+    station's per-priority deques are the run's ``queues`` (its view in hop-priority order, the built-in
+    schedulers' window; shared with the run-skipping path), its batch time ``t(b)`` from the station's
+    table (``t(b, kv)`` for a context-aware time, ``kv`` the decoders' contexts), its remaining tokens the
+    station's ``work`` (the clock hands it over around ``finish``)."""
     from ..kernel.step import EngineRun
     from .core import _tau_table
 
     eng, name = s.engine, s.s.name
-    tau_b, ks = _tau_table(eng)
 
     def on_violation(t, bad):
         violations.extend(f"{name} t={t:.6g}: {m}" for m in bad[:3])
@@ -368,13 +422,27 @@ def _with_memory(s, swap_s, buf_tokens, horizon, check_batches, violations, bloc
         for rid in rids:
             blocked.add((name, tasks[rid].label))
 
-    run = EngineRun((), (), (), policy=s.policy, b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
-                    horizon=horizon, record=False, check=bool(check_batches), kv_cap=eng.kv_capacity_tokens,
-                    preemption=eng.memory.preemption, swap_s_per_token=swap_s, memory=eng.memory,
-                    compose=getattr(eng.batch_time, "composition_time", None), emit_at_prefill=s.emit,
-                    fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation)
+    if eng.kv_capacity_tokens is not None:
+        tau_b, ks = _tau_table(eng)
+        run = EngineRun((), (), (), policy=s.policy, b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
+                        horizon=horizon, record=False, check=bool(check_batches), kv_cap=eng.kv_capacity_tokens,
+                        preemption=eng.memory.preemption, swap_s_per_token=swap_s, memory=eng.memory,
+                        compose=getattr(eng.batch_time, "composition_time", None), emit_at_prefill=s.emit,
+                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation)
+        s.mem = run.mem
+    else:
+        bt = eng.batch_time
+        if s.context_aware:  # t(b, kv) = t(b, 0) + kv_s_per_token * kv, as the engine's call adds them
+            ks = float(bt.kv_s_per_token)
+            tau_b = s.bt_cache = _TauCache({}, lambda b: bt(b, 0))
+        else:
+            ks = 0.0
+            tau_b = s.bt_cache = _TauCache(_batch_time_table(eng), bt)
+        run = EngineRun((), (), (), policy=s.policy, b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
+                        horizon=horizon, record=False, check=bool(check_batches), emit_at_prefill=s.emit,
+                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation, queues=s)
+        s.residents = run.by_id
     s.engine_run = run
-    s.mem = run.mem
     s.tasks = run.by_id
 
 
@@ -957,8 +1025,6 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             continue  # (its memory is set up below; it never skips runs)
         if method == "auto" and not check_batches:
             s.fast_budget = _fast_budget(s.s)
-        if not s.context_aware:
-            s.bt_cache = _batch_time_table(s.engine)
     n_batches = 0
     sidx = {s.s.name: s for s in stations}
     routers = {r.name: r for r in network.routers}
@@ -974,8 +1040,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     blocked: set = set()
     hops: list | None = [] if record_hops else None
     for s in stations:
-        if s.engine.kv_capacity_tokens is not None:
-            _with_memory(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked)
+        _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked)
 
     heap: list = []
     nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
@@ -1068,8 +1133,8 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             buf_tokens.setdefault(label, 0)
             rank = s.rank.get(hop.name, s.low)
             dq = s.pre[rank]
-        er = s.engine_run
-        if er is not None and er.refuses(p, d):
+        mem = s.mem
+        if mem is not None and mem.rejects(p, d):  # (the EngineRun's refuses, inlined)
             reject(job, cont)
             return
         rid = next_rid()
@@ -1089,11 +1154,12 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         task.cont = cont
         task.rank = rank
         task.label = label
-        if er is None:
+        if mem is None:  # into the EngineRun's queues (its offer, inlined: the station keeps its work)
             s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
             s.work += p + d
             dq.append(task)
         else:
+            er = s.engine_run
             er.offer(task)  # (into its tasks, work and memory)
             s.work = er.work
         buf_tokens[label] += p + d
@@ -1171,12 +1237,6 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 steps, idx, par, scope = x.cont
                 x.cont = None
                 advance(job, steps, idx, par, scope, now)
-
-    def tau_of(s, b):
-        dt = s.bt_cache.get(b)
-        if dt is None:
-            dt = s.bt_cache[b] = float(s.engine.batch_time(b))
-        return dt
 
     def materialize(s):
         """Leave the virtual decode clock: drop the finished requests left in the decode queues and give
@@ -1327,9 +1387,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
         else:
             s.busy = False
             return
-        tau = s.bt_cache.get(btok)
-        if tau is None:
-            tau = tau_of(s, btok)
+        tau = s.bt_cache[btok]  # (the EngineRun's table: _TauCache fills it on demand)
         if k > 2 and tau > 0:
             # batches that would start after the horizon are never seen: a run of 1e27 batches (a huge
             # prompt) is cut to the ones up to the horizon, so the loop below stays short
@@ -1373,24 +1431,12 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 advance(t.job, *cont, now)
         s.routing = False
 
-    def finish_batch(s, done, now):
-        # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
-        tasks = s.tasks
-        for t in done:
-            del tasks[t.rid]
-        move_on(s, done, now)
-        if not s.busy:
-            if s.fast_budget is not None and s.ndec <= s.fast_budget:
-                run_station(s, now, False)  # (start_batch's first case, inlined)
-            else:
-                start_batch(s, now)
-
     def start_batch(s, now):
+        """Start the station's next batch: a run of identical batches where the station skips them, else its
+        EngineRun's ``begin`` (the kernel's batch rule, batch time and, with a KV cache, memory rules); a
+        memory pass that only swaps in keeps the station busy for the swap time."""
         if now >= horizon:  # no batch starts at or after the horizon (as in fluidq.simulate)
             s.busy = False
-            return
-        if s.mem is not None:
-            mem_batch(s, now)
             return
         if s.fast_budget is not None:
             if s.ndec <= s.fast_budget:
@@ -1398,54 +1444,25 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
                 return
             if s.virtual:
                 materialize(s)
-        eng = s.engine
-        reqs = s.view_requests(eng.b_max, eng.k_max)
-        if not reqs:
-            s.busy = False
-            return
-        view = QueueView(requests=reqs, now_s=now, b_max=eng.b_max, k_max=eng.k_max)
-        batch = s.policy.select(view)
-        if batch.blocked:
-            for rid in batch.blocked:
-                blocked.add((s.s.name, s.tasks[rid].label))
-        if check_batches:
-            v = batch_violations(batch, view)
-            if v:
-                violations.extend(f"{s.s.name} t={now:.6g}: {m}" for m in v[:3])
-        if batch.empty:
-            s.busy = False
-            return
-        b = batch.tokens
-        bt = eng.batch_time
-        if s.context_aware:
-            kv = sum(s.tasks[rid].prompt_tokens + s.tasks[rid].decoded for rid in batch.decode)
-            dt = float(bt(b, kv))
-        else:
-            dt = s.bt_cache.get(b)
-            if dt is None:
-                dt = s.bt_cache[b] = float(bt(b))
-        s.busy = True
-        s.batch = batch
-        hpush(heap, (now + dt, now, s.idx, nseq(), 1, s, None))
-
-    def mem_batch(s, now):
-        """Start the next batch of a station with a KV cache: its EngineRun's ``begin`` (the kernel's batch
-        rule and memory rules); a pass that only swaps in keeps the station busy for the swap time."""
         er = s.engine_run
         end = er.begin(now)
-        s.work = er.work  # (recomputation and prefix reuse change it)
+        if s.mem is not None:
+            s.work = er.work  # (recomputation and prefix reuse change it)
         if end is None:
             s.busy = False
             return
         s.busy = True
         hpush(heap, (end, now, s.idx, nseq(), 1, s, None))
 
-    def mem_end(s, now):
-        """End the batch of a station with a KV cache (its EngineRun's ``finish``: tokens served, KV grown,
-        the finished released); its finished hops move on.  After a pass that only swapped in, the station
-        tries again."""
+    def end_batch(s, now):
+        """End the station's batch: its EngineRun's ``finish`` (tokens served, the first token from the
+        prefill, KV grown, the finished released and, without a KV cache, the station's deques moved on);
+        its finished hops move on, then the station starts its next batch.  After a pass that only swapped
+        in, the station tries again."""
         nonlocal n_batches
         er = s.engine_run
+        if s.mem is None:
+            er.work = s.work  # (the station's remaining tokens: the routing and the run skipping change them)
         fin = er.finish()
         s.work = er.work
         if fin is None:  # only swaps: no batch ran
@@ -1453,48 +1470,13 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             start_batch(s, now)
             return
         n_batches += 1
+        # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
         move_on(s, fin, now)
         if not s.busy:
-            start_batch(s, now)
-
-    def end_batch(s, now):
-        batch = s.batch
-        s.batch = None
-        nonlocal n_batches
-        n_batches += 1
-        done = []
-        moved = []
-        emitted = 0
-        for rid, n in batch.prefill:
-            t = s.tasks[rid]
-            t.prefilled += n
-            buf_tokens[t.label] -= n
-            if t.prefilled >= t.prompt_tokens:
-                if s.emit and t.decoded == 0 and t.output_tokens > 0:  # the prefill gives the first token
-                    t.decoded = 1
-                    emitted += 1
-                    buf_tokens[t.label] -= 1
-                moved.append(t)
-        tasks = s.tasks
-        for rid in batch.decode:
-            t = tasks[rid]
-            t.decoded += 1
-            buf_tokens[t.label] -= 1
-            if t.decoded >= t.output_tokens:
-                s.dec[t.rank].remove(t)
-                s.dec_label[t.label] -= 1
-                s.ndec -= 1
-                done.append(t)
-        s.work -= batch.tokens + emitted
-        for t in moved:
-            s.pre[t.rank].remove(t)
-            if t.decoded < t.output_tokens:
-                s.dec.setdefault(t.rank, deque()).append(t)
-                s.dec_label[t.label] = s.dec_label.get(t.label, 0) + 1
-                s.ndec += 1
+            if s.fast_budget is not None and s.ndec <= s.fast_budget:
+                run_station(s, now, False)  # (start_batch's first case, inlined)
             else:
-                done.append(t)
-        finish_batch(s, done, now)
+                start_batch(s, now)
 
     # external arrivals: every class's times drawn up front and merged into one time-ordered stream
     # (ties in class order); at equal times arrivals come before batch completions, as in the
@@ -1629,10 +1611,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
             record_until(t)
         events += 1
         if kind == 1:
-            if st_.mem is None:
-                end_batch(st_, t)
-            else:
-                mem_end(st_, t)
+            end_batch(st_, t)
         else:
             if run_ is not st_.run:
                 events -= 1  # a run cut short by an arrival: stale event
