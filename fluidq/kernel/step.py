@@ -550,7 +550,8 @@ class EngineRun:
                 if top > hwm.get(rid, 0):
                     useful += top - hwm.get(rid, 0)
                     hwm[rid] = top
-            if fs[rid] != fs[rid]:
+            x = fs[rid]  # (one read: a fed run's _Unkept answers it in Python)
+            if x != x:
                 fs[rid] = t0
                 if window and rid >= n0:
                     self.n_fresh -= 1
@@ -562,18 +563,20 @@ class EngineRun:
             if mem is not None:
                 kvd[rid] += m  # (StationMemory.grow, inlined: this loop is the kernel's hot path)
                 grown += m
-            if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
-                pdn[rid] = t
-                if emit_at_prefill and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the 1st token
-                    r.decoded = 1
-                    ftk[rid] = t
-                    work -= 1
-                    useful += 1
-                    if labels is not None:
-                        labels[r.label] -= 1
-            if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
-                done = True
-                fin[rid] = t
+            if r.prefilled >= r.prompt_tokens:
+                x = pdn[rid]
+                if x != x:
+                    pdn[rid] = t
+                    if emit_at_prefill and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the 1st token
+                        r.decoded = 1
+                        ftk[rid] = t
+                        work -= 1
+                        useful += 1
+                        if labels is not None:
+                            labels[r.label] -= 1
+                if r.decoded >= r.output_tokens:
+                    done = True
+                    fin[rid] = t
         queues = self.queues
         if queues is not None:  # (the same decode step without KV or records: a network station's hot loop)
             gone = []  # the decoding requests that finished, in batch order
