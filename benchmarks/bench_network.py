@@ -342,6 +342,7 @@ def _cases():
         "sarathi, method='python'": (one(), 4000.0, {"method": "python"}),
         # the Python loop's batch-by-batch stations: without a cache, and with one (the kernel's EngineRun)
         "vllm, method='python'": (one("vllm"), 1000.0, {"method": "python"}),
+        "orca, method='python'": (one("orca"), 1000.0, {"method": "python"}),
         "block KV (vLLM), method='python'": (one(e=eng.with_(kv_capacity_tokens=6000, memory=VLLM)), 1000.0,
                                              {"method": "python"}),
         "4 stations KV JSQ, method='python'": (kv4, 400.0, {"swap_s_per_token": 1e-6, "method": "python"}),

@@ -14,8 +14,9 @@ the batch and returns its end, ``finish()`` advances its requests at that end an
 ones.  A run either knows its arrivals up front (``arr``, ``P``, ``D``: :func:`run_generic`) or is *fed*
 (``fed=True``): a caller offers each request when it arrives (``offer``), sets the time (``begin(now)``)
 and routes what ``finish()`` returns.  The Python network loop (``fluidq.sim.network``) runs each station
-with a KV cache as a fed ``EngineRun`` on its event clock; its stations without one keep their own batch
-code (their views are ordered by the station's hop priorities and shared with the run-skipping path).
+as a fed ``EngineRun`` on its event clock: with a KV cache, every resident in view in arrival order; without
+one, with the station's per-priority deques as the run's ``queues`` (its view in hop-priority order, the
+built-in schedulers' window), which the station's run-skipping path advances too.
 
 Memory (``kv_capacity_tokens``) follows these rules, applied by
 :class:`fluidq.kernel.memory.StationMemory` (their one written copy, which the stations of a network
@@ -108,6 +109,28 @@ class _Residents:
     def __init__(self):
         self.residents: list = []
 
+    def add(self, r):
+        self.residents.append(r)
+
+
+class _Unkept(dict):
+    """The per-request records (first scheduled, prefill done, first token, finish, preemptions) of a fed run
+    whose caller keeps its own (``queues``): every read gives ``default`` (so each event is a request's
+    first) and writes are dropped, so that requests leaving the engine by the caller's other path (a network
+    station's run skipping) leave nothing behind."""
+
+    __slots__ = ("default",)
+
+    def __init__(self, default):
+        super().__init__()
+        self.default = default
+
+    def __missing__(self, key):
+        return self.default
+
+    def __setitem__(self, key, value):
+        pass
+
 
 class EngineRun:
     """The state of one engine under the ``select()`` loop -- its request queues, its memory, its clock and
@@ -123,7 +146,16 @@ class EngineRun:
     (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
     ``work`` is.  ``on_blocked(rids)``: called with the ids a batch reports never schedulable.
     ``on_violation(t, messages)``: with ``check``, called with a batch's violations instead of raising
-    :class:`PolicyError`."""
+    :class:`PolicyError`.
+
+    ``queues`` (a fed run without a KV cache): the caller's queues of the engine's requests, which replace
+    the resident list -- a network station's per-priority deques, which its run-skipping path advances
+    too.  It has ``residents`` (truthy while a request is in the engine: the run's ``by_id``, which the
+    caller sets after construction), ``view(b_max, k_max)`` (the requests the policy sees, in the caller's
+    order), ``add(r)`` (an offered request) and ``end(batch, gone)`` (called by :meth:`finish` once the
+    batch's tokens are served, with the decoding requests that finished, in batch order: moves the requests
+    whose prefill completed, takes out the finished ones and returns them, in the caller's order).  The
+    per-request records are then not kept (:class:`_Unkept`); ``labels`` is required."""
 
     # slots: a run has some 50 attributes, more than a shared-key instance dict holds in CPython (30), and
     # without slots the step's attribute reads and writes measured 5 % slower than local variables
@@ -132,13 +164,16 @@ class EngineRun:
                  "hidden_demand", "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "labels", "lag_fin",
                  "last_unseen", "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na",
                  "never_fits", "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn",
-                 "pending", "policy", "progress", "rec", "record", "swapped", "t", "t0", "t_seen", "tau_b",
+                 "pending", "policy", "progress", "queues", "rec", "record", "swapped", "t", "t0", "t_seen", "tau_b",
                  "tok_served", "w_size", "window", "work")
 
     def __init__(self, arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                  preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
                  progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
-                 async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None):
+                 async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None,
+                 queues=None):
+        if queues is not None and (not fed or kv_cap is not None or labels is None):
+            raise ParameterError("queues", queues, "None unless the run is fed, keeps labels and has no KV cache")
         if fed and (window or initial or len(arr)):
             raise ParameterError("fed", fed, "a fed run without arrivals up front, initial residents or window")
         if fed and async_scheduling:  # begin() may release lagging finished requests it does not return
@@ -160,6 +195,10 @@ class EngineRun:
         self.npre = [0] * N
         if fed:  # requests come and go with ids the caller gives: records by id, from offer() until they leave
             self.fs, self.pdn, self.ftk, self.fin, self.npre = {}, {}, {}, {}, {}
+            if queues is not None:  # (the caller keeps its own: see _Unkept)
+                self.fs = self.pdn = self.ftk = self.fin = _Unkept(NAN)
+                self.npre = _Unkept(0)
+        self.queues = queues
         self.by_id: dict = {}
         self.batches = [] if record_batches else None
         self.blocked_ids: set = set()
@@ -167,7 +206,7 @@ class EngineRun:
         mem = None if kv_cap is None else StationMemory(policy, kv_cap, memory, preemption, swap_s_per_token,
                                                         self._on_preempt, self._on_reuse)
         self.mem = mem
-        self.hold = _Residents() if mem is None else mem
+        self.hold = (_Residents() if queues is None else queues) if mem is None else mem
         self.swapped = [] if mem is None else mem.swapped  # (mem.swapped is never rebound)
         self.paged = paged = mem is not None and mem.paged
         self.hwm: dict = {}  # paged records: prompt tokens ever computed per request (recomputation is not useful)
@@ -244,13 +283,11 @@ class EngineRun:
         with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
         rid = r.rid
         self.by_id[rid] = r
-        self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
-        self.npre[rid] = 0
+        if self.queues is None:
+            self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
+            self.npre[rid] = 0
         self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
-        if self.mem is not None:
-            self.mem.add(r)
-        else:
-            self.hold.residents.append(r)
+        self.hold.add(r)
 
     def admit_arrivals(self, t):
         """Admit every arrival up to time ``t``, recording the backlog at each arrival's own time."""
@@ -298,7 +335,8 @@ class EngineRun:
         hidden demand; a view narrowed by the memory rules shows none of it."""
         hold = self.hold
         self.last_unseen = self.hidden_demand if visible is hold.residents else 0
-        view = QueueView(requests=tuple(visible), now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
+        # (a caller's queues make a new list for each view: it is not copied)
+        view = QueueView(requests=tuple(visible) if self.queues is None else visible, now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
         self.last_view = view
         self.examined += len(visible)
         policy = self.policy
@@ -331,13 +369,13 @@ class EngineRun:
         """Take the finished requests ``fin`` out of the engine (their KV is freed)."""
         if self.mem is not None:
             self.mem.after_batch(fin)  # releases their KV (and notes the peak)
-        elif fin:
+        elif fin and self.queues is None:  # (the caller's queues let them go in end())
             gone = {r.rid for r in fin}
             self.hold.residents = [r for r in self.hold.residents if r.rid not in gone]
         by_id = self.by_id
         for r in fin:
             by_id.pop(r.rid, None)
-        if self.fed:
+        if self.fed and self.queues is None:
             for d in (self.fs, self.pdn, self.ftk, self.fin, self.npre):
                 for r in fin:
                     d.pop(r.rid, None)
@@ -403,7 +441,9 @@ class EngineRun:
                 self.t_seen = None
                 return None
         if mem is None:
-            view, batch = self.ask(hold.residents, t, None)
+            queues = self.queues
+            view, batch = self.ask(hold.residents if queues is None else queues.view(self.b_max, self.k_max), t,
+                                   None)
             extra_s = 0.0
         else:
             # swap-ins, admission and preemption by the memory rules (one written copy)
@@ -510,7 +550,8 @@ class EngineRun:
                 if top > hwm.get(rid, 0):
                     useful += top - hwm.get(rid, 0)
                     hwm[rid] = top
-            if fs[rid] != fs[rid]:
+            x = fs[rid]  # (one read: a fed run's _Unkept answers it in Python)
+            if x != x:
                 fs[rid] = t0
                 if window and rid >= n0:
                     self.n_fresh -= 1
@@ -522,38 +563,53 @@ class EngineRun:
             if mem is not None:
                 kvd[rid] += m  # (StationMemory.grow, inlined: this loop is the kernel's hot path)
                 grown += m
-            if r.prefilled >= r.prompt_tokens and pdn[rid] != pdn[rid]:
-                pdn[rid] = t
-                if emit_at_prefill and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the 1st token
-                    r.decoded = 1
-                    ftk[rid] = t
-                    work -= 1
-                    useful += 1
-                    if labels is not None:
-                        labels[r.label] -= 1
-            if r.prefilled >= r.prompt_tokens and r.decoded >= r.output_tokens:
-                done = True
-                fin[rid] = t
-        for rid in batch.decode:
-            r = by_id[rid]
-            r.decoded += 1
-            if labels is not None:
+            if r.prefilled >= r.prompt_tokens:
+                x = pdn[rid]
+                if x != x:
+                    pdn[rid] = t
+                    if emit_at_prefill and r.decoded == 0 and r.output_tokens > 0:  # the prefill gives the 1st token
+                        r.decoded = 1
+                        ftk[rid] = t
+                        work -= 1
+                        useful += 1
+                        if labels is not None:
+                            labels[r.label] -= 1
+                if r.decoded >= r.output_tokens:
+                    done = True
+                    fin[rid] = t
+        queues = self.queues
+        if queues is not None:  # (the same decode step without KV or records: a network station's hot loop)
+            gone = []  # the decoding requests that finished, in batch order
+            for rid in batch.decode:
+                r = by_id[rid]
+                r.decoded += 1
                 labels[r.label] -= 1
-            if mem is not None:
-                kvd[rid] += 1
-                grown += 1
-            if r.decoded == 1:
-                ftk[rid] = t
-            if r.decoded >= r.output_tokens:
-                fin[rid] = t
-                done = True
+                if r.decoded >= r.output_tokens:
+                    gone.append(r)
+        else:
+            for rid in batch.decode:
+                r = by_id[rid]
+                r.decoded += 1
+                if labels is not None:
+                    labels[r.label] -= 1
+                if mem is not None:
+                    kvd[rid] += 1
+                    grown += 1
+                if r.decoded == 1:
+                    ftk[rid] = t
+                if r.decoded >= r.output_tokens:
+                    fin[rid] = t
+                    done = True
         self.work = work
         if mem is not None:
             mem.used += grown
             if record:
                 self.rec["kv_used"].append(mem.used)
-        finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
-            if done else []
+        if queues is not None:  # the caller's queues say which finished, in their order
+            finished = queues.end(batch, gone)
+        else:
+            finished = [r for r in hold.residents if r.decoded >= r.output_tokens and r.prefilled >= r.prompt_tokens] \
+                if done else []
         if self.async_scheduling:
             # the batch after this one was scheduled before this one's outputs were read: requests
             # finished here hold their slot and KV through it (vLLM's async scheduling)
