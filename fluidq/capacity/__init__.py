@@ -50,7 +50,8 @@ class CapacityResult(Result):
     batch_tokens : int or tuple
         Batch size where each engine's ``b/t(b)`` is maximal.
     requests_per_s : float or None
-        ``tokens_per_s / (m_p + m_d)`` when a workload was given.
+        ``tokens_per_s / (m_p + m_d)`` when a workload was given; ``tokens_per_s / (m_p + m_d - 1)`` for an
+        engine with ``prefill_emits_token`` (:func:`tokens_per_request`).
     per_engine_tokens_per_s : tuple
         One capacity per engine.
     method, reason : str
@@ -134,14 +135,34 @@ def mean_resident_context(workload: Workload) -> float:
     return workload.mean_prompt_tokens + workload.output_tokens.mean_square / (2.0 * workload.mean_output_tokens)
 
 
+def request_work(engine: Engine, workload: Workload) -> tuple[float, float]:
+    """``(prefill, decode)`` tokens of batch work per request of ``workload`` on ``engine``:
+    ``(m_p, m_d)``, or ``(m_p, m_d - 1)`` for an engine whose prefill emits the first output token
+    (:meth:`fluidq.Engine.request_work`).  Every analysis turns rates into token work with it."""
+    return engine.request_work(workload.mean_prompt_tokens, workload.mean_output_tokens)
+
+
+def tokens_per_request(engine: Engine, workload: Workload) -> float:
+    """Batch tokens one request needs: ``m_p + m_d``, or ``m_p + m_d - 1`` with ``prefill_emits_token``."""
+    mp, md = request_work(engine, workload)
+    return mp + md
+
+
+def offered_tokens_per_s(engine: Engine, workload: Workload) -> float:
+    """The token work ``workload`` brings to ``engine`` per second: ``lambda`` times :func:`tokens_per_request`
+    (``workload.token_rate_per_s`` for the paper's engine)."""
+    return workload.arrival_rate_per_s * tokens_per_request(engine, workload)
+
+
 def resident_limits(engine: Engine, workload: Workload) -> dict:
     """How many requests can decode together at saturation, under each limit.
 
     ``token_budget``: in flow balance a full batch of ``b_max`` tokens holds ``b_max m_d/(m_p+m_d)``
-    decode tokens, one per decoding request; ``k_max``: the batch-size limit; ``kv_cache``:
+    decode tokens, one per decoding request (``m_d - 1`` for ``m_d`` with ``prefill_emits_token``,
+    :func:`request_work`); ``k_max``: the batch-size limit; ``kv_cache``:
     ``kv_capacity_tokens / mean_resident_context``.  Absent limits are omitted.
     """
-    mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+    mp, md = request_work(engine, workload)
     out = {"token_budget": engine.b_max * md / (mp + md)}
     if engine.k_max is not None:
         out["k_max"] = float(engine.k_max)
@@ -185,8 +206,8 @@ def _batch_limit(engine: Engine, workload: Workload | None):
         lim = resident_limits(engine, workload)
         n = min(lim.values())
         if lim.get("kv_cache", np.inf) <= n and lim["kv_cache"] < lim["token_budget"]:
-            md = workload.mean_output_tokens
-            b_lim = max(1, min(engine.b_max, int(n * workload.mean_tokens / md)))
+            mp, md = request_work(engine, workload)  # md > 0 here: the KV limit is below the token budget's
+            b_lim = max(1, min(engine.b_max, int(n * (mp + md) / md)))
             notes.append(f"the KV cache ({engine.kv_capacity_tokens:,} tokens) binds: at most {n:.1f} requests "
                          f"decode together, so batches hold at most {b_lim} tokens (a fluid estimate from mean "
                          "request footprints)")
@@ -234,7 +255,9 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     engine : Engine or sequence of Engine
         One engine, or several (heterogeneous) engines behind a router.
     workload : Workload, optional
-        Gives ``m_p + m_d`` for ``requests_per_s``; its arrival rate is not used.
+        Gives the tokens per request for ``requests_per_s``: ``m_p + m_d``, or ``m_p + m_d - 1`` for an
+        engine with ``prefill_emits_token`` (its prefill's iteration emits the first output token, so a
+        request needs one decode iteration fewer); its arrival rate is not used.
     n_engines : int
         Identical copies of ``engine`` (ignored when a sequence is given).
 
@@ -314,7 +337,7 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
         per, bs = per * count, bs * count
     else:
         total, wc_total = float(math.fsum(per)), float(math.fsum(wcs))
-    req = total / workload.mean_tokens if workload is not None else None
+    req = None if workload is None else _requests_per_s(distinct, per, total, workload)
     if count == 1:
         e = distinct[0]
         if per[0] == 0:
@@ -341,6 +364,13 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
     if region_reasons:
         reason = ("; ".join(region_reasons) if count == 1
                   else "each engine: " + "; ".join(region_reasons) + "; " + reason)
+    emits = [e for e in distinct if e.prefill_emits_token]
+    if workload is not None and emits:
+        mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+        reason += (f"; the prefill's iteration emits the first output token (prefill_emits_token), so a request "
+                   f"of m_p={mp:g} prompt and m_d={md:g} output tokens is m_p + m_d - 1 = "
+                   f"{tokens_per_request(emits[0], workload):g} tokens of batch work (d - 1 decode iterations for d output tokens), "
+                   "the tokens per request in requests_per_s")
     if notes:
         reason += "; " + "; ".join(notes)
     # identical copies are listed once, with their number
@@ -358,6 +388,15 @@ def max_throughput(engine: Engine | Sequence[Engine], workload: Workload | None 
                           method="region" if region_reasons else "closed_form", reason=reason, inputs=inputs,
                           work_conserving_tokens_per_s=wc_total, kv_batch_tokens=kv_batch,
                           bound_tokens_per_s=bound)
+
+
+def _requests_per_s(distinct, per, total, workload) -> float:
+    """Requests/s of a capacity: tokens/s over the batch tokens per request (:func:`tokens_per_request`);
+    engines that differ in ``prefill_emits_token`` each convert their own capacity."""
+    works = [tokens_per_request(e, workload) for e in distinct]
+    if all(w == works[0] for w in works):
+        return total / works[0]
+    return float(math.fsum(r / w for r, w in zip(per, works * (len(per) // len(works)))))
 
 
 def _region_aware_shapes(engine, target_tokens_per_s, prompt_tokens):

@@ -41,7 +41,7 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
     Theorem-2 number.  ``batch_tokens`` is the largest batch among the shapes where the ray
     leaves the region.
     """
-    from . import mean_decode_context
+    from . import mean_decode_context, request_work
 
     kv = mean_decode_context(engine, workload) if isinstance(engine.batch_time, ContextAware) else None
     prompt = fixed_prompt(workload)
@@ -49,7 +49,8 @@ def region_capacity(engine, workload) -> tuple[float, int, str, bool]:
         region = _region(engine, kv, prompt)
     except TypeError:  # unhashable engine (a user model): no cache
         region = stability_region(engine, kv_tokens=kv, prompt_tokens=prompt)
-    mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+    # the ray of the request's batch work: m_d - 1 decode tokens with prefill_emits_token (request_work)
+    mp, md = request_work(engine, workload)
     lam = region.max_request_rate(mp, md)
     tokens = lam * (mp + md)
     cap = region.capacity_tokens_per_s

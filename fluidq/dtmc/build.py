@@ -264,13 +264,19 @@ def chain_memory_check(engine, workload, pol, max_prefill: int, max_decode: int,
 
 
 def check_chain_inputs(engine, workload) -> None:
-    """The checks every chain builder starts with: an Engine, a Workload, Poisson arrivals."""
+    """The checks every chain builder starts with: an Engine (the paper's, ``prefill_emits_token=False``), a
+    Workload, Poisson arrivals."""
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload")
     if not isinstance(workload.arrival, Poisson):
         raise ParameterError("workload.arrival", workload.arrival, "Poisson arrivals for the DTMC")
+    if engine.prefill_emits_token:
+        raise ParameterError("engine.prefill_emits_token", True,
+                             "False for the DTMC: its chains count d decode iterations for d output tokens, an "
+                             "engine whose prefill emits the first token runs d - 1",
+                             "simulate such an engine (fluidq.simulate, fluidq.replicate)")
 
 
 def build_dtmc(engine: Engine, workload: Workload, policy="sarathi", *, max_prefill: int = 40,

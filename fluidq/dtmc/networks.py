@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validate import integer, real
-from ..capacity import max_throughput
+from ..capacity import max_throughput, tokens_per_request
 from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Result, Status, plain
@@ -209,7 +209,8 @@ def parallel_engines(engines, workload, router: str = "jsq", *, probabilities=No
     engines : Engine or sequence of Engine
         Two or three engines (an Engine is used twice).
     workload : Workload
-        Poisson arrivals; each request is one memoryless hop of mean ``m_p + m_d`` tokens.
+        Poisson arrivals; each request is one memoryless hop of mean ``m_p + m_d`` tokens (``m_p + m_d - 1``
+        on engines with ``prefill_emits_token``).
     router : {"jsq", "random"}
     probabilities : sequence of float, optional
         Routing probabilities for ``"random"`` (default uniform).
@@ -236,7 +237,11 @@ def parallel_engines(engines, workload, router: str = "jsq", *, probabilities=No
     cap = integer("cap", cap, minimum=2)
     K = len(engines)
     lam = workload.arrival_rate_per_s
-    m = workload.mean_tokens
+    works = {tokens_per_request(e, workload) for e in engines}  # m_p + m_d - 1 with prefill_emits_token
+    if len(works) > 1:
+        raise ParameterError("engines", engines, "engines that agree on prefill_emits_token (one token work per "
+                             "request in this model)")
+    m = works.pop()
     if router == "random":
         q = np.full(K, 1.0 / K) if probabilities is None else np.asarray(probabilities, float)
         if q.shape != (K,) or np.any(q < 0) or abs(q.sum() - 1) > 1e-9:
@@ -427,7 +432,8 @@ def fork_join(engines, workload, *, branch_tokens=None, cap: int = 25) -> Networ
     workload : Workload
         Poisson arrivals of parent requests.
     branch_tokens : (float, float), optional
-        Mean tokens of each branch (default ``m_p + m_d`` of the workload for both).
+        Mean tokens of each branch (default ``m_p + m_d`` of the workload, ``m_p + m_d - 1`` on an engine with
+        ``prefill_emits_token``: :func:`fluidq.capacity.tokens_per_request`).
     cap : int
         At most ``cap`` requests in each of the three groups.
 
@@ -442,7 +448,7 @@ def fork_join(engines, workload, *, branch_tokens=None, cap: int = 25) -> Networ
         engines = (engines, engines)
     e1, e2 = engines
     lam = workload.arrival_rate_per_s
-    m1, m2 = (workload.mean_tokens,) * 2 if branch_tokens is None else (
+    m1, m2 = (tokens_per_request(e1, workload), tokens_per_request(e2, workload)) if branch_tokens is None else (
         real("branch_tokens[0]", branch_tokens[0], positive=True), real("branch_tokens[1]", branch_tokens[1], positive=True))
     cap = integer("cap", cap, minimum=2)
     mu1 = _service_rates(e1, 2 * cap, m1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..capacity import max_throughput
+from ..capacity import max_throughput, tokens_per_request
 from ..engine import Engine
 from ..engine.budgets import effective_engine
 from ..policies import resolve_policy
@@ -64,7 +64,7 @@ def saturation(engine, workload: Workload, policy="sarathi") -> Saturation:
                                                      "fills its batches")
     thr, _why = cached_renewal_threshold(engine, workload, pol)
     if thr is not None:
-        return out(thr * workload.mean_tokens, f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s")
+        return out(thr * tokens_per_request(engine, workload), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s")
     return out(cap.tokens_per_s, "sup b/t(b), an upper bound (this policy's own rate is not known)")
 
 

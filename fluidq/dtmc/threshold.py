@@ -55,7 +55,7 @@ import math
 import numpy as np
 
 from .._validate import integer, real
-from ..capacity import max_throughput
+from ..capacity import max_throughput, tokens_per_request
 from ..engine import Engine
 from ..errors import FluidqError, ParameterError
 from ..policies import QueueView, resolve_policy
@@ -457,6 +457,7 @@ def renewal_threshold(engine: Engine, workload: Workload, policy, *, max_lengths
     pol = resolve_policy(policy)
     if not isinstance(pol, Scheduler):
         raise ThresholdUnavailable("renewal threshold needs a fluidq Scheduler")
+    _no_emit(engine, "renewal threshold")
     b, k = _budget(pol, engine)
     if k != math.inf:
         raise ThresholdUnavailable("renewal threshold with a batch-size limit k_max is not implemented")
@@ -489,6 +490,15 @@ def _uses_finite_builder(workload) -> bool:
                 or is_finite_support(out) and not (isinstance(out, Fixed) and out.n == 1))
 
 
+def _no_emit(engine, what: str) -> None:
+    """ThresholdUnavailable for an engine whose prefill emits the first output token: the renewal cycles
+    and the engine chains count ``d`` decode iterations per request, such an engine runs ``d - 1``."""
+    if getattr(engine, "prefill_emits_token", False):
+        raise ThresholdUnavailable(f"{what} counts d decode iterations per request of d output tokens; this engine's "
+                                   "prefill emits the first token (prefill_emits_token=True: d - 1 decode "
+                                   "iterations), which it does not model")
+
+
 def _dtmc_caps(engine, workload, pol, max_prefill, max_decode, max_states=500_000):
     """``(max_prefill, max_decode)`` the engine chain accepts for these lengths, or ThresholdUnavailable.
 
@@ -499,6 +509,7 @@ def _dtmc_caps(engine, workload, pol, max_prefill, max_decode, max_states=500_00
     """
     from math import comb
 
+    _no_emit(engine, "the engine chain")
     from .build import _lengths, scheduler_rules
     from .finite import _output_support, _prompts
 
@@ -690,7 +701,7 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     engine = without_idle_k_max(engine, pol)
     if isinstance(pol, Scheduler) and pol.k_max is not None and pol.k_max >= max_requests_per_batch(engine, pol):
         pol = pol.with_(k_max=None)
-    mt = workload.mean_tokens
+    mt = tokens_per_request(engine, workload)  # m_p + m_d, or m_p + m_d - 1 with prefill_emits_token
     b = engine.b_max
     if isinstance(pol, Scheduler):
         b, _k = _budget(pol, engine)

@@ -106,6 +106,27 @@ class Engine:
         """A copy with some fields replaced (``dataclasses.replace``)."""
         return replace(self, **changes)
 
+    def request_work(self, mean_prompt_tokens: float, mean_output_tokens: float) -> tuple[float, float]:
+        """``(prefill tokens, decode tokens)`` of batch work one request brings on average.
+
+        The paper's engine decodes every output token in its own iteration: ``(m_p, m_d)``.  With
+        ``prefill_emits_token`` the iteration completing the prefill also gives the first output token,
+        so a request of ``d >= 1`` output tokens needs ``d - 1`` decode iterations (one of ``d = 1``
+        needs none): ``(m_p, m_d - 1)`` (``max(0, m_d - 1)``, a hop of no output brings no decode).  The
+        capacity, stability and fluid analyses turn arrival rates into token work (and token capacities
+        into requests/s) with this pair.
+
+        Examples
+        --------
+        >>> from fluidq import Engine, Staircase
+        >>> e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+        >>> e.request_work(10.0, 2.0), e.with_(prefill_emits_token=True).request_work(10.0, 2.0)
+        ((10.0, 2.0), (10.0, 1.0))
+        """
+        if self.prefill_emits_token:
+            return mean_prompt_tokens, max(0.0, mean_output_tokens - 1.0)
+        return mean_prompt_tokens, mean_output_tokens
+
     def batch_seconds(self, tokens, kv_tokens=None):
         """Batch time in seconds (delegates to ``batch_time``)."""
         return self.batch_time(tokens, kv_tokens)

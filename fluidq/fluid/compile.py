@@ -32,7 +32,8 @@ class Buffer:
     """One fluid class: a hop of a request class at one service point.
 
     ``point`` is a station name, or a JSQ router name (a pooled point).  ``w`` is the mean tokens
-    of the hop (work per request), ``rate`` its visit rate in requests per second.
+    of the hop (work per request: ``m_p + m_d``, or ``m_p + m_d - 1`` on an engine whose prefill emits the
+    first output token, :meth:`fluidq.Engine.request_work`), ``rate`` its visit rate in requests per second.
     """
 
     label: str
@@ -129,9 +130,15 @@ def compile_network(net: Network) -> FlowModel:
 
     depth = [0]
 
+    def hop_work(hop, point):
+        # the hop's token work on the engine serving it (Engine.request_work: one decode iteration fewer
+        # when the prefill emits the first output token); a pooled JSQ point takes its first engine's rule
+        st = stations[point] if point in stations else stations[routers[point].engines[0]]
+        return sum(st.engine.request_work(hop.prompt_tokens.mean, hop.output_tokens.mean))
+
     def add_buffer(hop, cname, point, engine, sources, label):
         r = rate_of(sources)
-        buffers.append(Buffer(label=label, hop=hop.name, cls=cname, point=point, w=hop.mean_tokens, rate=r,
+        buffers.append(Buffer(label=label, hop=hop.name, cls=cname, point=point, w=hop_work(hop, point), rate=r,
                               engine=engine, in_fork=depth[0] > 0))
         inflow.append(tuple(sources))
         point_of.append(pidx[point])

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 
 from .._validate import real
-from ..capacity import max_throughput
+from ..capacity import max_throughput, offered_tokens_per_s
 from ..engine.budgets import (binding_k_max, effective_engine, max_requests_per_batch,  # noqa: F401
                                 without_idle_k_max)
 from ..engine import Engine
@@ -208,7 +208,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     # can never bind changes no verdict
     engine = effective_engine(engine, pol)
     cap = max_throughput(engine, workload, n_engines=n_engines)
-    offered = workload.token_rate_per_s
+    # the token work the arrivals bring: lambda (m_p + m_d), or lambda (m_p + m_d - 1) when the engine's
+    # prefill emits the first output token (fluidq.capacity.request_work)
+    offered = offered_tokens_per_s(engine, workload)
     wc = _work_conserving(pol)
     # Theorem 2(a): no scheduler serves more than sup_b b/t(b) (``cap.tokens_per_s``); a work-conserving one
     # fills its batches to b_max under a backlog and serves b_max/t(b_max) (Theorem 2(b) is stated with it)

@@ -212,7 +212,7 @@ def backlog_slope(engine, workload) -> float:
     >>> round(backlog_slope(e, w), 0)
     334.0
     """
-    from ..capacity import max_throughput
+    from ..capacity import max_throughput, offered_tokens_per_s
     from ..engine import Engine
     from ..workload import Workload
 
@@ -223,7 +223,7 @@ def backlog_slope(engine, workload) -> float:
     res = max_throughput(engine, workload)
     # a work-conserving scheduler fills its batches under a backlog: b_max/t(b_max), not sup_b b/t(b)
     cap = res.work_conserving_tokens_per_s if res.work_conserving_tokens_per_s is not None else res.tokens_per_s
-    return max(0.0, workload.token_rate_per_s - cap)
+    return max(0.0, offered_tokens_per_s(engine, workload) - cap)
 
 
 def _peak_growth(path):

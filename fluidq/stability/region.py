@@ -4,6 +4,7 @@ forms under backlog (:func:`fluidq.region.policy_region`), paper §6 of arXiv:25
 """
 from __future__ import annotations
 
+from ..capacity import offered_tokens_per_s, request_work
 from ..capacity.region_capacity import fixed_prompt
 from ..policies.region_aware import RegionAware
 from ..results import Status, fmt_load
@@ -42,7 +43,7 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     are neither work-conserving nor region-aware return ``None`` (their own verdict applies).
     """
     name = getattr(pol, "name", repr(pol))
-    offered = workload.token_rate_per_s
+    offered = offered_tokens_per_s(engine, workload)
     if rho > 1 + tolerance:
         return (Status.UNSTABLE, f"offered load {offered:.4g} tokens/s is outside the stability region (load {fmt_load(rho)} "
                 f"along the workload's mix): {cap.reason}; no scheduler is stable", "region")
@@ -52,8 +53,8 @@ def region_verdict(engine, workload, pol, rho, tolerance, wc, cap):
     if not (wc.work_conserving or isinstance(pol, RegionAware)):
         return None
     pr = cached_policy_region(engine, pol, fixed_prompt(workload))
-    point = (workload.arrival_rate_per_s * workload.mean_prompt_tokens,
-             workload.arrival_rate_per_s * workload.mean_output_tokens)
+    mp, md = request_work(engine, workload)  # m_d - 1 decode tokens with prefill_emits_token
+    point = (workload.arrival_rate_per_s * mp, workload.arrival_rate_per_s * md)
     s = pr.scale_of(point)
     # ``s``: the factor by which the point can grow along its direction before it leaves the region of
     # the batches the policy forms under backlog (s > 1 inside, s < 1 outside); ``1 / s`` is the point's

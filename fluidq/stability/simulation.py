@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import integer, real
-from ..capacity import max_throughput
+from ..capacity import max_throughput, offered_tokens_per_s, request_work
 from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Result, Status, ThresholdResult, plain
@@ -236,7 +236,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
     st, sr = np.asarray(st), np.asarray(sr)
     m, lo, hi = _ci(st, confidence)
     mq_m, mq_lo, mq_hi = _ci(np.asarray(mq), confidence)
-    offered = workload.token_rate_per_s
+    offered = offered_tokens_per_s(engine, workload)  # token work: m_p + m_d - 1 per request with prefill_emits_token
     pred = max(0.0, offered - cap)
     pred_txt = f"max(0, offered - {_n(cap)} tokens/s served under backlog [{cap_how}])"
     if replay is not None:
@@ -293,7 +293,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         reason += (f"; the replayed window holds {replay['arrivals']} arrivals in {replay['window_s']:.4g} s "
                    f"({replay['requests_per_s']:.3g} req/s, effective load {replay['tokens_per_s'] / (cap or math.nan):.3f}) "
                    f"against the nominal {workload.arrival_rate_per_s:.3g} req/s (load "
-                   f"{workload.token_rate_per_s / (cap or math.nan):.3f})")
+                   f"{offered / (cap or math.nan):.3f})")
     return ReplicationResult(policy=name, arrival_rate_per_s=workload.arrival_rate_per_s, verdict=verdict,
                              slope_tokens_per_s=m, slope_ci=(lo, hi), slopes_tokens_per_s=st,
                              slopes_requests_per_s=sr, predicted_slope_tokens_per_s=pred,
@@ -376,9 +376,9 @@ def _k_max_saturation(engine, sat, workload):
         pr = cached_policy_region(eff, pol, fixed_prompt(workload))
     except ParameterError:  # too large to probe: keep the region's rate, a bound all the same
         return cap, f"{cap_how}; under k_max an upper bound on what {getattr(pol, 'name', pol)} serves", True
-    lam, mp, md = workload.arrival_rate_per_s, workload.mean_prompt_tokens, workload.mean_output_tokens
+    lam, (mp, md) = workload.arrival_rate_per_s, request_work(engine, workload)
     s = pr.scale_of((lam * mp, lam * md))
-    own = float(s * workload.token_rate_per_s) if np.isfinite(s) else cap
+    own = float(s * offered_tokens_per_s(engine, workload)) if np.isfinite(s) else cap
     name = getattr(pol, "name", pol)
     if own < cap:
         return own, (f"the region of the batches {name} forms under backlog along this mix (an outer estimate, "
