@@ -94,7 +94,7 @@ def capacity_vs_bmax(engine: Engine, workload: Workload | None = None, *, b_max_
         raise ParameterError("engine", engine, "an Engine")
     if workload is not None and not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a Workload or None")
-    from . import max_throughput
+    from . import max_throughput, offered_tokens_per_s
 
     if b_max_values is None:
         values = [int(b) for b in np.unique(np.linspace(16, 4 * engine.b_max, 96).astype(int))]
@@ -120,4 +120,4 @@ def capacity_vs_bmax(engine: Engine, workload: Workload | None = None, *, b_max_
     return CapacityCurveResult(
         b_max_values=tuple(values), tokens_per_s=tuple(caps),
         requests_per_s=None if workload is None else tuple(reqs), configured_b_max=int(engine.b_max),
-        offered_tokens_per_s=None if workload is None else float(workload.token_rate_per_s), inputs=inputs)
+        offered_tokens_per_s=None if workload is None else float(offered_tokens_per_s(engine, workload)), inputs=inputs)

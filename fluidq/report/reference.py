@@ -137,7 +137,7 @@ def long_prompt_fraction(lengths, b_max: int) -> float | None:
 
 
 def reference(engine, workload) -> Reference:
-    from ..capacity import max_throughput
+    from ..capacity import max_throughput, offered_tokens_per_s
     from ..policies import POLICY_NAMES, resolve_policy
 
     cap = max_throughput(engine, workload)
@@ -145,7 +145,7 @@ def reference(engine, workload) -> Reference:
     for name in POLICY_NAMES:
         p = resolve_policy(name)
         pols[name] = p if p.chunked else p.with_(chunk_long_prompts=True)
-    rho = workload.token_rate_per_s / cap.tokens_per_s
+    rho = offered_tokens_per_s(engine, workload) / cap.tokens_per_s
     n = max(1, math.ceil(rho / TARGET_UTILISATION - 1e-9))
     return Reference(capacity=cap, requests_per_s=cap.requests_per_s, tokens_per_s=cap.tokens_per_s,
                      offered_requests_per_s=workload.arrival_rate_per_s,

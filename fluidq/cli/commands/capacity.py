@@ -1,7 +1,7 @@
 """``fluidq capacity``: the maximum throughput of a deployment (Theorem 2)."""
 from __future__ import annotations
 
-from ...capacity import max_throughput
+from ...capacity import max_throughput, tokens_per_request
 from .. import emit
 from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
                              roofline_engine,
@@ -321,8 +321,11 @@ def run(args):
              f"batch tokens    {bt}",
              f"capacity        {_n(res.tokens_per_s)} tokens/s  ({_n(res.tokens_per_s / 1e3)} tokens/ms)"]
     if res.requests_per_s is not None:
-        lines.append(f"requests        {_n(res.requests_per_s)} req/s for m_p+m_d = {fmt_tokens(workload.mean_tokens)} tokens"
-                     f"  (lambda* = {_n(res.requests_per_s / 1e3)} req/ms)"
+        per_req = tokens_per_request(engine, workload)
+        lines.append(f"requests        {_n(res.requests_per_s)} req/s for "
+                     + (f"m_p+m_d-1 = {fmt_tokens(per_req)} tokens (the prefill emits the first token)"
+                        if engine.prefill_emits_token else f"m_p+m_d = {fmt_tokens(per_req)} tokens")
+                     + f"  (lambda* = {_n(res.requests_per_s / 1e3)} req/ms)"
                      + (f"  ({' and '.join(o for o, v in (('--prompt', args.prompt), ('--output', args.output)) if v is None)}"
                         " 100 by default)" if defaults else ""))
     out = res.to_dict()
@@ -332,7 +335,7 @@ def run(args):
     if args.rate is None and args.trace is None and isinstance(wl, dict):
         out["inputs"]["workload"] = {**wl, "arrival": None}  # no rate was given: none is reported
     if args.rate is not None:
-        out["offered"], line = _offered(workload.arrival_rate_per_s, workload.mean_tokens, res.tokens_per_s)
+        out["offered"], line = _offered(workload.arrival_rate_per_s, tokens_per_request(engine, workload), res.tokens_per_s)
         lines.append(line)
     lines.append(f"why             {res.reason}")
     emit(args, out, "\n".join(lines))

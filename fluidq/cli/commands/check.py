@@ -115,7 +115,9 @@ def run(args):
                for p in pols]
     width = max(len(r.policy) for r in results)
     cap = max_throughput(engine, workload, n_engines=args.engines)
-    off = workload.token_rate_per_s
+    from ...capacity import offered_tokens_per_s
+
+    off = offered_tokens_per_s(engine, workload)
     full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
     if cap.tokens_per_s <= 0:
         load_txt = "load – (undefined: no request can be served)"

@@ -172,7 +172,7 @@ def _replay_line(rw) -> str:
 def run(args):
     import numpy as np
 
-    from ...capacity import max_throughput
+    from ...capacity import max_throughput, offered_tokens_per_s
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
     from ...workload import Gamma, Periodic, Poisson
@@ -245,7 +245,7 @@ def run(args):
     dep = _deployment(args, base) if args.profile_dir is not None else None
     cap_tokens = dep.tokens_per_s if dep is not None else cap.tokens_per_s
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap_tokens,
-           "load": base.token_rate_per_s / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
+           "load": offered_tokens_per_s(engine, base) / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
     if fit_json(args) is not None:
         out["fit"] = fit_json(args)
@@ -366,7 +366,7 @@ def run(args):
                      + (f"token slope {fmt_value(fs, digits=MEANINGFUL_DIGITS)} tokens/s for these arrivals (fitted "
                         "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
-                     + ("" if replay else f"; {fmt_value(max(0.0, base.token_rate_per_s - full), digits=MEANINGFUL_DIGITS)}"
+                     + ("" if replay else f"; {fmt_value(max(0.0, offered_tokens_per_s(engine, base) - full), digits=MEANINGFUL_DIGITS)}"
                         " at the nominal rate (Theorem 2)")
                      + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
                         f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))

@@ -18,6 +18,7 @@ def _window(wl, horizon, cap_tokens_per_s):
 
 
 def render(ctx):
+    from ...capacity import offered_tokens_per_s
     from ...plotting.sim import plot_trajectories
     from ...sim import simulate
     from ...workload import Poisson, Workload
@@ -100,7 +101,7 @@ def render(ctx):
                          f"{fmt4(s['ttlt_s_p50'])} | {fmt4(s['ttlt_s_p99'])} | "
                          f"{fmt4(s['mixed_batch_fraction'])} |")
         data[label] = rows
-        pred = max(0.0, wl.token_rate_per_s - (cap.work_conserving_tokens_per_s or cap.tokens_per_s))
+        pred = max(0.0, offered_tokens_per_s(e, wl) - (cap.work_conserving_tokens_per_s or cap.tokens_per_s))
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
                                                  "arrivals": off["arrivals"], "fluid_slope_tokens_per_s": fluid,
                                                  "theorem2_slope_tokens_per_s": pred}
