@@ -44,7 +44,10 @@ Composition batch times at KV stations, orderings other than FCFS and user polic
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
-``(F, rid)``), the prefilling requests the same chunks, whole prompts in priority/FCFS order and the last
+``(F, rid)``; a decoder that starts decoding after a live one whose ``(F, rid)`` comes first is *covered*: it gets
+no heap entry (its ``F`` in ``T_PRV``, its coverer's ``T_NXT`` names it) until that one finishes and hands it its
+place, since the coverer's entry, or its own coverer's, bounds it -- equal outputs keep one entry, as in
+:mod:`fluidq.kernel.fcfs`), the prefilling requests the same chunks, whole prompts in priority/FCFS order and the last
 maybe a chunk -- until a decoder finishes, a prompt completes, or an arrival cuts the run at the batch in
 progress.  A run admits at most ``budget - decoders`` prompts, each taking at least a token, so a station
 never holds more decoders than its budget (the Python path's fall-back to ``select(view)`` for that case
@@ -138,7 +141,9 @@ S_OPTIONS = (S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM)
 # let a scan of the residents stop once it has seen every request it can use
 (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT, S_TOTAL, S_FREE, S_FRESH, S_USED,
  S_ADMSEQ, S_NBLKN, S_PREEMPT, S_REJECTED, S_SWAPWAIT, S_QOFF, S_QCAP, S_QH, S_QT, S_NRES, S_NKV) = range(24, 48)
-N_S = 48
+#: a station of runs: the decoder that started decoding last, while it decodes (0: none; covering, module doc)
+S_DLAST = 48
+N_S = 49
 #: the memory options :func:`run_network` takes per station (``mem``), in this order
 S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
@@ -341,6 +346,24 @@ def _fpop(fF, fR, s, n):
         _fswap(fF, fR, s, i, c)
         i = c
     return n
+
+
+@_inline
+def _freplace(fF, fR, s, n, f, r):
+    """Replace the top of station ``s``'s heap of ``n`` entries by (``f``, ``r``) (a pop and a push in one)."""
+    fF[s, 0] = f
+    fR[s, 0] = r
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            break
+        if c + 1 < n and _fless(fF, fR, s, c + 1, c):
+            c += 1
+        if not _fless(fF, fR, s, c, i):
+            break
+        _fswap(fF, fR, s, i, c)
+        i = c
 
 
 @_inline
@@ -1567,9 +1590,16 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             ti[rid, T_PREF] += take
             buf[ti[rid, T_LAB]] -= take
         nh = st[s, S_NH]
+        last = st[s, S_DLAST]
         while nh > 0 and fF[s, 0] <= G:  # the decoders finishing by round G, in (round, rid) order
             rid = fR[s, 0]
-            nh = _fpop(fF, fR, s, nh)
+            c = ti[rid, T_NXT]
+            if c:  # the decoder it covered takes its place in the heap
+                _freplace(fF, fR, s, nh, ti[c, T_PRV], c)
+            else:
+                nh = _fpop(fF, fR, s, nh)
+            if rid == last:
+                last = 0
             dlab[s, ti[rid, T_LAB]] -= 1
             done[nd] = rid
             nd += 1
@@ -1581,7 +1611,14 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                 _qremove(qh, ti, s, ti[rid, T_RANK], Q_PH, rid)
                 od = ti[rid, T_D]
                 if od > 0:
-                    nh = _fpush(fF, fR, s, nh, G + od, rid)
+                    f = G + od
+                    ti[rid, T_PRV] = f
+                    ti[rid, T_NXT] = 0
+                    if last and (ti[last, T_PRV] < f or (ti[last, T_PRV] == f and last < rid)):
+                        ti[last, T_NXT] = rid  # covered: no heap entry until ``last`` finishes
+                    else:
+                        nh = _fpush(fF, fR, s, nh, f, rid)
+                    last = rid
                     dlab[s, ti[rid, T_LAB]] += 1
                     st[s, S_NDEC] += 1
                 else:
@@ -1589,6 +1626,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                     done[nd] = rid
                     nd += 1
         st[s, S_NH] = nh
+        st[s, S_DLAST] = last
         if nd:
             g[G_RI] = -1
             i = _move_on_inline(s, nd, t, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g,
