@@ -45,10 +45,23 @@ import numpy as np
 
 from .._validate import real
 from ..errors import ParameterError
-from ..kernel.clock import (_TABLE_MAX, _batch_time_array, _batch_time_table, _fast_budget,  # noqa: F401
-                            _initial_hops, _windowable, run_clock)
 from ..results import Result, line_slope, plain
 from ..network.model import Choice, Fork, Hop, Network
+
+# the Python clock (kernel/clock.py, with kernel/step.py and kernel/memory.py behind it) is imported where a run
+# needs it, not with ``import fluidq`` (issue 15's start-up target); the names it exported from here before the
+# move still resolve, through the module's __getattr__
+_CLOCK_NAMES = ("_TABLE_MAX", "_batch_time_array", "_batch_time_table", "_fast_budget", "_initial_hops", "_windowable",
+                "run_clock")
+
+
+def __getattr__(name):
+    if name in _CLOCK_NAMES:
+        from ..kernel import clock
+
+        return getattr(clock, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 MAX_GRID = 1_000_000  # most recorded grid points of one run
 #: most requests one run may be expected to hold (arrivals over the horizon plus the initial ones);
@@ -181,6 +194,7 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
     returned reason names the first one met).
     """
+    from ..kernel.clock import _batch_time_array, _windowable
     from .core import EAGER_TAU_TOKENS
 
     if check_batches:
@@ -219,6 +233,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
+    from ..kernel.clock import _batch_time_array, _fast_budget, _initial_hops
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
                                   H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_EMIT,
                                   S_MEMORY, S_OPTIONS, UB, run_network)
@@ -693,6 +708,7 @@ def _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batche
     """The Python path of :func:`simulate_network` (inputs checked): the kernel's event clock
     (:func:`fluidq.kernel.clock.run_clock`) with the single-engine simulator's batch-time tables for the
     stations with a KV cache; the result built from its run."""
+    from ..kernel.clock import run_clock
     from .core import _tau_table
 
     kv_tables = {i: _tau_table(st.engine) for i, st in enumerate(network.stations)
