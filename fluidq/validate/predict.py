@@ -27,6 +27,7 @@ context.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,11 +139,24 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         limits["k_max"] = n_k
     if kv_capacity_tokens is not None:
         limits["kv_cache"] = float(kv_capacity_tokens) / (kv_bar + (block_size - 1) / 2.0)
-    binding = min(limits, key=limits.get)
-    N = max(1.0, limits[binding])
-    lam_it = N / mdec if mdec > 0 else 1.0  # requests completing per iteration
-    if binding == "token_budget":  # (N held at 1 for very short outputs: the prompts still fit the budget)
-        lam_it = min(lam_it, max(1.0, b_max - N) / mp) if mp > 0 else lam_it
+    if mdec > 0:
+        binding = min(limits, key=limits.get)
+        N = max(1.0, limits[binding])
+        lam_it = N / mdec  # requests completing per iteration
+        if binding == "token_budget":  # (N held at 1 for very short outputs: the prompts still fit the budget)
+            lam_it = min(lam_it, max(1.0, b_max - N) / mp) if mp > 0 else lam_it
+    else:
+        # one output token each: it comes with the prefill, so nothing decodes (N = 0) and the limits are on the
+        # requests prefilling at once -- the budget's b_max / m_p per iteration, max_num_seqs' k_max over the n_c
+        # iterations each holds a slot, the cache's residents of prompt context over the same n_c iterations
+        n_c0 = chunks(b_max)
+        limits = {"token_budget": b_max / mp if mp > 0 else math.inf}
+        if k_max is not None:
+            limits["k_max"] = k_max / n_c0
+        if kv_capacity_tokens is not None:
+            limits["kv_cache"] = float(kv_capacity_tokens) / (mp + (block_size - 1) / 2.0) / n_c0
+        binding = min(limits, key=limits.get)
+        N, lam_it = 0.0, limits[binding]
     X = lam_it * mp  # prompt tokens per iteration in flow balance
     room = max(1.0, b_max - N)
     n_c = chunks(room)
@@ -153,7 +167,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
     # decodes and the chunks.  Prompts sharing an iteration share its fixed and below-the-roof cost (before
     # 2026-12-06 each prompt's delta was taken alone over a decode-only iteration: at Llama-3.1-8B/H100 one
     # 100-token prompt adds 1.51 ms to 256 decodes, each further 100 tokens 2.37 ms).
-    if binding == "token_budget":  # every iteration is filled to b_max: N decodes and X prompt tokens
+    if binding == "token_budget" or N == 0:  # every iteration holds N decodes and X prompt tokens (b_max - N)
         work = 0.0
         for pi, wi in zip(uniq, w):
             done, rem = 0.0, pi

@@ -162,3 +162,18 @@ def test_a_run_knows_the_order_its_client_sent(tmp_path):
     (d / "vllm_requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     odd = read_run(d)
     assert np.array_equal(odd.client_order, np.arange(len(odd)))
+
+
+@pytest.mark.parametrize("k, kv, binding, exact_req_per_iteration", [
+    (None, None, "token_budget", 2048 / 100),  # a budget of 2,048 tokens holds 20.48 prompts of 100 per iteration
+    (8, None, "k_max", 8.0),                   # eight slots, each held for the one iteration of its prefill
+    (None, 1500, "kv_cache", 1500 / 107.5),    # the cache holds prompts of 100 tokens plus half a 16-token block
+])
+def test_one_output_token_each_decodes_nothing(k, kv, binding, exact_req_per_iteration):
+    # output 1: the token comes with the prefill, so no request decodes and the limits bound the prompts prefilling
+    # in one iteration.  Review of 2026-12-06: the formula set one decoding resident and one request per iteration
+    # (10,100 tokens/s where simulate_capacity serves 202,812: 20x low)
+    p, o = np.full(200, 100), np.full(200, 1)
+    pred = predict_capacity(Constant(), p, o, b_max=2048, k_max=k, kv_capacity_tokens=kv)
+    assert pred.binding == binding and pred.residents == 0
+    assert pred.requests_per_s == pytest.approx(exact_req_per_iteration / T, rel=1e-12)
