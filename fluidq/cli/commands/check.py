@@ -135,7 +135,8 @@ def run(args):
         from ._profile_dir_args import profile_dir_capacity
 
         dep = dep if dep is not None else profile_dir_capacity(args, workload)
-        load_txt = (f"load {_load(off / dep.tokens_per_s)} of vLLM's flow balance for this folder, "
+        # (the flow balance's tokens/s are the requests' m_p + m_d, as the workload's token rate counts them)
+        load_txt = (f"load {_load(workload.token_rate_per_s / dep.tokens_per_s)} of vLLM's flow balance for this folder, "
                     f"{fmt_value(dep.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (as `fluidq capacity "
                     f"--profile-dir`); the verdicts read {load_txt} of the profile's t(b) bound, which counts no "
                     "decode context")

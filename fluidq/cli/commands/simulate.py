@@ -244,8 +244,11 @@ def run(args):
     # the engine's t(b) bound counts no decode context (see profile_dir_capacity)
     dep = _deployment(args, base) if args.profile_dir is not None else None
     cap_tokens = dep.tokens_per_s if dep is not None else cap.tokens_per_s
+    # offered tokens in the capacity's units: the flow balance counts a request's m_p + m_d (the workload's token
+    # rate), the engine's capacity its batch work (m_p + m_d - 1 where the prefill emits the first token)
+    offered = base.token_rate_per_s if dep is not None else offered_tokens_per_s(engine, base)
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap_tokens,
-           "load": offered_tokens_per_s(engine, base) / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
+           "load": offered / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
     if fit_json(args) is not None:
         out["fit"] = fit_json(args)
@@ -366,7 +369,7 @@ def run(args):
                      + (f"token slope {fmt_value(fs, digits=MEANINGFUL_DIGITS)} tokens/s for these arrivals (fitted "
                         "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
-                     + ("" if replay else f"; {fmt_value(max(0.0, offered_tokens_per_s(engine, base) - full), digits=MEANINGFUL_DIGITS)}"
+                     + ("" if replay else f"; {fmt_value(max(0.0, offered - full), digits=MEANINGFUL_DIGITS)}"
                         " at the nominal rate (Theorem 2)")
                      + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
                         f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))
