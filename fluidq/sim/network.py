@@ -52,7 +52,7 @@ from ..network.model import Choice, Fork, Hop, Network
 # needs it, not with ``import fluidq`` (issue 15's start-up target); the names it exported from here before the
 # move still resolve, through the module's __getattr__
 _CLOCK_NAMES = ("_TABLE_MAX", "_batch_time_array", "_batch_time_table", "_fast_budget", "_initial_hops", "_windowable",
-                "run_clock")
+                "run_clock", "RID_BITS", "RID_MASK", "INF", "NAN", "_Task", "_StationState", "_JoinRec")
 
 
 def __getattr__(name):

@@ -12,13 +12,24 @@ import fluidq.sim.network as sn
 from fluidq import Engine, Staircase
 from fluidq.network import Hop, Network, RequestClass, Station
 
-OLD = ["_TABLE_MAX", "_batch_time_array", "_batch_time_table", "_fast_budget", "_initial_hops", "_windowable"]
+OLD = ["_TABLE_MAX", "_batch_time_array", "_batch_time_table", "_fast_budget", "_initial_hops", "_windowable",
+       "RID_BITS", "RID_MASK", "INF", "NAN", "_Task", "_StationState", "_JoinRec"]
 
 
 def test_old_private_names_give_the_moved_objects():
     for name in OLD:
         assert getattr(sn, name) is getattr(clock, name), name
     assert sn.run_clock is clock.run_clock
+
+
+def test_import_fluidq_leaves_the_python_clock_unloaded():
+    # (issue 15's start-up: the clock is imported by a run that needs it, not by ``import fluidq``)
+    import subprocess
+    import sys
+
+    code = "import sys, fluidq; print('fluidq.kernel.clock' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
 
 
 def test_the_clock_imports_only_the_layers_below():
