@@ -23,7 +23,10 @@ resident finishes, the finishes per iteration are Poisson (mean ``lam_it``), and
 FCFS for at most ``b_max - N`` tokens an iteration (:func:`_admitted_iteration_s`).  So prompts
 sharing an iteration share its fixed and below-the-roof cost; a prompt alone pays it.  When the
 budget binds this reduces to the ``b_max / t(b_max)`` bound of Theorem 2 at the workload's decode
-context.
+context, in batch tokens; the tokens/s reported count each request's ``m_p + m_d`` (its first output token
+comes with the prefill, one batch token fewer), so they are that bound times ``(m_p + m_d) / (m_p + m_d - 1)``.
+With one output token per request nothing decodes (``N = 0``) and the limits bound the prompts prefilling at
+once.
 """
 from __future__ import annotations
 
