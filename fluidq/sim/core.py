@@ -504,7 +504,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         reqs[k] = np.asarray(out[k], dtype=float)
     reqs["preemptions"] = np.asarray(out.get("preemptions_per_request", np.zeros(len(arr), np.int64)),
                                      dtype=np.int64)
-    if horizon_s is not None and out["n_arrived"] < len(arr) - n0:  # pragma: no cover - defensive
+    # (with async scheduling a batch reads the arrivals up to the start of the batch before, so the arrivals after
+    # the last batch's start are never read: they stay unserved, with NaN times)
+    if horizon_s is not None and out["n_arrived"] < len(arr) - n0 and not engine.async_scheduling:  # pragma: no cover
         raise RuntimeError("internal: arrivals beyond the horizon were not admitted")
     for v in reqs.values():
         v.setflags(write=False)
