@@ -328,12 +328,8 @@ def _fpush(fF, fR, s, n, f, r):
 
 
 @_inline
-def _fpop(fF, fR, s, n):
-    """Drop the top of station ``s``'s heap of ``n`` entries; return the new size."""
-    n -= 1
-    if n == 0:
-        return 0
-    _fswap(fF, fR, s, 0, n)
+def _fsift(fF, fR, s, n):
+    """Sift the top of station ``s``'s heap of ``n`` entries down to its place (``_fpop``, ``_freplace``)."""
     i = 0
     while True:
         c = 2 * i + 1
@@ -345,6 +341,16 @@ def _fpop(fF, fR, s, n):
             break
         _fswap(fF, fR, s, i, c)
         i = c
+
+
+@_inline
+def _fpop(fF, fR, s, n):
+    """Drop the top of station ``s``'s heap of ``n`` entries; return the new size."""
+    n -= 1
+    if n == 0:
+        return 0
+    _fswap(fF, fR, s, 0, n)
+    _fsift(fF, fR, s, n)
     return n
 
 
@@ -353,17 +359,7 @@ def _freplace(fF, fR, s, n, f, r):
     """Replace the top of station ``s``'s heap of ``n`` entries by (``f``, ``r``) (a pop and a push in one)."""
     fF[s, 0] = f
     fR[s, 0] = r
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and _fless(fF, fR, s, c + 1, c):
-            c += 1
-        if not _fless(fF, fR, s, c, i):
-            break
-        _fswap(fF, fR, s, i, c)
-        i = c
+    _fsift(fF, fR, s, n)
 
 
 @_inline
