@@ -132,19 +132,8 @@ def compile_network(net: Network) -> FlowModel:
 
     def hop_work(hop, point):
         # the hop's token work on the engine serving it (Engine.request_work: one decode iteration fewer
-        # when the prefill emits the first output token); a pooled JSQ point's engines must agree on that rule
-        if point in stations:
-            st = stations[point]
-        else:
-            pooled = [stations[e] for e in routers[point].engines]
-            rules = {s.engine.prefill_emits_token for s in pooled}
-            if len(rules) > 1:
-                raise ParameterError(
-                    f"router {point!r}", ", ".join(f"{s.name}: prefill_emits_token={s.engine.prefill_emits_token}"
-                                                   for s in pooled),
-                    "engines that agree on prefill_emits_token (the fluid model pools them into one point, whose "
-                    "work per request would otherwise depend on which engine is listed first)")
-            st = pooled[0]
+        # when the prefill emits the first output token); a pooled JSQ point takes its first engine's rule
+        st = stations[point] if point in stations else stations[routers[point].engines[0]]
         return sum(st.engine.request_work(hop.prompt_tokens.mean, hop.output_tokens.mean))
 
     def add_buffer(hop, cname, point, engine, sources, label):
