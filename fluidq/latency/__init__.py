@@ -627,12 +627,9 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
             if progress is not None:
                 progress(name, n_requests, j)
     values = {p: {m: [_tci(runs[p][m][0], confidence)] for m in METRICS} for p in names}
-    from ..capacity import full_batch_rate, tokens_per_request
-
-    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
-                          else engine, workload)[0]
+    tok, cap_req, _ = _load_rates(engine, workload, ())
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "burst": n_requests, "preemption": preemption,
-              "capacity_tokens_per_s": tok, "capacity_requests_per_s": tok / tokens_per_request(engine, workload),
+              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
               "tau": tau if from_keys else None, "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}

@@ -79,9 +79,9 @@ def render(ctx):
     pols = standard_policies(e_mem, w, keys=keys, tau=0.5)
     # compare_orderings takes loads as fractions of the engine's token capacity b_max/t(b_max) (memory
     # aside); the rates wanted here are fractions of lambda*
-    from ...capacity import full_batch_rate, tokens_per_request
+    from ...latency import _load_rates
 
-    unit = full_batch_rate(e_mem.with_(kv_capacity_tokens=None), w)[0] / tokens_per_request(e_mem, w)
+    unit = _load_rates(e_mem, w, ())[1]  # (compare_orderings' own unit: lambda* of the engine without its cache)
     rates = [x * ref.requests_per_s for x in loads]
     res = compare_orderings(e_mem, w, pols, loads=tuple(r / unit for r in rates), horizon_s=horizon,
                             n_replications=reps, rng=50)
