@@ -63,7 +63,7 @@ def _load(x: float) -> str:
 def run(args):
     import math
 
-    from ...capacity import max_throughput
+    from ...capacity import max_throughput, offered_tokens_per_s
     from ...errors import ParameterError
     from ...policies import resolve_policy
 
@@ -115,8 +115,6 @@ def run(args):
                for p in pols]
     width = max(len(r.policy) for r in results)
     cap = max_throughput(engine, workload, n_engines=args.engines)
-    from ...capacity import offered_tokens_per_s
-
     off = offered_tokens_per_s(engine, workload)
     full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
     if cap.tokens_per_s <= 0:
