@@ -242,15 +242,20 @@ def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: i
 
 def _ticks(sim, kv_capacity_tokens, tick_s: float = 1.0) -> dict:
     """A simulation's iterations as vLLM's periodic log: per tick ``(t - tick, t]`` the useful tokens
-    served per second, and ``running``, ``waiting``, KV use (%) as left by the tick's last iteration."""
+    served per second (split into prompt and generated tokens), and ``running``, ``waiting``, KV use (%) as left by the tick's last iteration."""
     it = sim.iterations
     end = it["t_s"] + it["batch_s"]
     t = np.arange(tick_s, float(end[-1]) + tick_s, tick_s)
     k = np.searchsorted(end, t, side="right")  # iterations ending at or before each tick
     cum = np.concatenate([[0.0], np.cumsum(it["useful_tokens"])])
     tok = np.diff(np.concatenate([[0.0], cum[k]])) / tick_s
+    # the split vLLM's log makes: generated tokens are the decodes (the first tokens a prefill emits are counted
+    # with the prompt tokens here, a few per iteration); the sum is the useful tokens either way
+    dec = np.minimum(np.asarray(it["decode_tokens"], dtype=float), np.asarray(it["useful_tokens"], dtype=float))
+    cdec = np.concatenate([[0.0], np.cumsum(dec)])
+    gen = np.diff(np.concatenate([[0.0], cdec[k]])) / tick_s
     last = np.maximum(k - 1, 0)
-    ts = {"t": t, "prompt_throughput": tok, "gen_throughput": np.zeros_like(tok),
+    ts = {"t": t, "prompt_throughput": tok - gen, "gen_throughput": gen,
           "running": np.where(k > 0, it["resident"][last], 0.0), "waiting": np.where(k > 0, it["waiting"][last], 0.0)}
     if kv_capacity_tokens is not None and "kv_used" in it and it["kv_used"] is not None:
         ts["kv_cache_pct"] = np.where(k > 0, 100.0 * np.asarray(it["kv_used"], dtype=float)[last] / kv_capacity_tokens,

@@ -53,7 +53,7 @@ from ..errors import DataError
 from ..results import line_slope
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
-           "queue_growth", "latency_metrics", "open_text"]
+           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "open_text"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -662,7 +662,8 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
                     "note": f"{n} tick(s) of {tick_s:g} s ({win[0]:g}-{win[1]:g} s): fewer than {min_ticks}, "
                             "too few for a capacity"}
         m, ci = _mean_ci(tok[mask])
-        return {"tokens_per_s": m, "ci": ci, "ticks": n, "seconds": n * tick_s, "window_s": win, "note": ""}
+        return {"tokens_per_s": m, "ci": ci, "ticks": n, "seconds": n * tick_s, "window_s": win, "note": "",
+                "index": tuple(int(i) for i in np.flatnonzero(mask))}
 
     st = regime(steady, f"tick with requests waiting under the binding limit ({binding})")
     if not np.isfinite(st["tokens_per_s"]):
@@ -670,6 +671,66 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
                       + ("" if binding != "k_max" else f", running at max_num_seqs x DP = {k_total} in {int(steady.sum())}"))
     return {"binding": binding, "binding_source": source, "steady": st, "ramp": regime(ramp, "saturated tick before it"),
             "saturated_seconds": int(sat.sum()) * tick_s}
+
+
+def mix_adjusted_capacity(timeseries: dict, index, *, mean_prompt_tokens: float, mean_output_tokens: float,
+                          resamples: int = 2000, seed: int = 0, block: int = 3) -> dict:
+    """The steady window's served tokens/s moved to the workload's stationary mix of prompt and generated tokens.
+
+    A finite benchmark's only steady window follows its ramp: the running requests are then a young cohort,
+    admitted together, which finishes (and so lets new prompts in) more slowly than a stationary population
+    of the same size, so the window serves fewer prompt tokens per generated token than the workload brings
+    (``m_p / m_d``).  Under a fixed limit every tick of the window costs ``1 s = a P + b G`` (``P`` prompt,
+    ``G`` generated tokens served in the tick: ``b`` is the decode iteration over its residents per token, ``a``
+    what a prompt token adds -- the flow balance of :func:`fluidq.validate.predict.predict_capacity`); ``a`` and
+    ``b`` are read by least squares from the window's ticks (``index``, a regime's ``index``) and the capacity
+    at the stationary mix is ``(m_p + m_d) / (a m_p + b m_d)``.  Measured inputs only: the run's ticks and its
+    requests' mean lengths; nothing predicted is read.  The interval is a seeded bootstrap over blocks of
+    ``block`` consecutive ticks (the ticks are autocorrelated).  It assumes the per-token costs do not depend
+    on the mix, which holds when ``max_num_seqs`` fixes the residents (``k_max`` binding); under a KV limit the
+    residents themselves depend on the contexts, and the number is then an approximation.
+
+    Returns ``tokens_per_s`` (NaN when the window cannot separate the two costs: fewer than 4 ticks, no tick
+    with prompt tokens, or a cost that is not positive), ``ci``, ``prompt_us_per_token`` (``a``),
+    ``generated_us_per_token`` (``b``), ``window_prompt_share`` (``P / G`` over the window), ``workload_prompt_share``
+    (``m_p / m_d``) and ``note``."""
+    idx = np.asarray(index, dtype=int)
+    P = np.asarray(timeseries["prompt_throughput"], dtype=float)[idx]
+    G = np.asarray(timeseries["gen_throughput"], dtype=float)[idx]
+    mp, md = float(mean_prompt_tokens), float(mean_output_tokens)
+    out = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "prompt_us_per_token": float("nan"),
+           "generated_us_per_token": float("nan"), "window_prompt_share": float("nan"),
+           "workload_prompt_share": mp / md if md > 0 else float("nan"), "ticks": int(idx.size), "note": ""}
+
+    def fit(p, g):
+        if p.size < 4 or not np.any(p > 0) or not np.any(g > 0):
+            return None
+        (a, b), *_ = np.linalg.lstsq(np.c_[p, g], np.ones(p.size), rcond=None)
+        return (a, b) if a > 0 and b > 0 else None
+
+    ab = fit(P, G)
+    if ab is None:
+        out["note"] = ("the window cannot separate a prompt token's cost from a generated token's (fewer than 4 "
+                       "ticks, no prompt tokens, or a cost fitted <= 0)")
+        return out
+    a, b = ab
+    cap = (mp + md) / (a * mp + b * md)
+    rng = np.random.default_rng(seed)
+    nb = int(math.ceil(idx.size / block))
+    starts = np.arange(0, max(1, idx.size - block + 1))
+    caps = []
+    for _ in range(int(resamples)):
+        sel = np.concatenate([np.arange(s0, s0 + block) for s0 in rng.choice(starts, nb)])[: idx.size]
+        r = fit(P[sel], G[sel])
+        if r is not None:
+            caps.append((mp + md) / (r[0] * mp + r[1] * md))
+    ci = (float(np.percentile(caps, 2.5)), float(np.percentile(caps, 97.5))) if len(caps) > 0.9 * resamples \
+        else (float("nan"), float("nan"))
+    out.update(tokens_per_s=float(cap), ci=ci, prompt_us_per_token=float(a * 1e6), generated_us_per_token=float(b * 1e6),
+               window_prompt_share=float(P.sum() / G.sum()) if G.sum() > 0 else float("nan"))
+    if not np.isfinite(ci[0]):
+        out["note"] = "no interval: more than 10 % of the bootstrap resamples could not separate the two costs"
+    return out
 
 
 def queue_growth(run: ServingRun) -> dict:

@@ -118,8 +118,9 @@ def test_check_with_a_roofline_engine(capsys):
     kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=load_gpu("A100").memory_gib,
                               max_num_seqs=256).tokens  # the memory CUDA reports (79.15 GiB), not the datasheet's 80 GB
     wl = Workload(arrival=Poisson(rate_per_s=5.0), prompt_tokens=100, output_tokens=100)
-    eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv)
-    assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv
+    eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv,
+                 prefill_emits_token=True)  # vLLM's: the first token comes with the prefill
+    assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv and d["inputs"]["engine"]["prefill_emits_token"]
     assert d["offered_tokens_per_s"] / d["load"] == pytest.approx(max_throughput(eng, wl).tokens_per_s, rel=1e-6)
     rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "1.5", "--policy", "sarathi"],
                          capsys)
@@ -159,7 +160,7 @@ def test_region_with_a_roofline_engine(capsys):
     d = json.loads(out)
     kv = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=80, max_num_seqs=256).tokens
     eng = Engine(batch_time=roofline("Llama-3.1-8B", "H100").context_aware(), b_max=2048, k_max=256,
-                 kv_capacity_tokens=kv)
+                 kv_capacity_tokens=kv, prefill_emits_token=True)
     wl = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=500, output_tokens=200)
     assert rc == 0 and "roofline estimate" in d["roofline"]
     assert d["workload"]["max_request_rate_per_s"] == pytest.approx(max_throughput(eng, wl).requests_per_s, rel=1e-6)

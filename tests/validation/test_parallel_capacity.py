@@ -182,7 +182,10 @@ def test_fluid_capacity_within_5_pct_of_every_real_vllm_run(rows, case):
                      "it; fluidq.simulate of the benchmark: -1.3 %)")
     if abs(r.error_pct) > 5.0:  # ... the Done-means 5 % does not: stated, not loosened
         pytest.xfail(f"fluid capacity {r.error_pct:+.1f} % of the steady state (measured {_FLUID_MISSES[case]} "
-                     "when recorded; target 5 %)")
+                     "when recorded; target 5 %; the window follows the ramp and serves fewer prompt tokens per "
+                     "generated token than the workload brings, so it sits below the stationary capacity the "
+                     "formula predicts: fluidq's simulated benchmarks put their windows -2.9 / -3.4 / -15.1 % under "
+                     "their stationary throughput, RTX 4090 / PRO 6000 Llama / Qwen3, validation/RESULTS.md 2026-12-06)")
 
 
 _SIM = "capacity (fluidq.simulate of the benchmark, steady state)"

@@ -134,7 +134,8 @@ def model_from_args(args):
 
 def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
     """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
-    (:meth:`Roofline.context_aware`), with vLLM's planned KV cache unless ``kv_capacity``."""
+    (:meth:`Roofline.context_aware`), with vLLM's planned KV cache unless ``kv_capacity``; like vLLM, the
+    engine's prefill emits the first output token (``prefill_emits_token``)."""
     from ...batchtime.roofline import roofline
     from ...engine import Engine
     from ...models import kv_capacity_estimate, load_gpu
@@ -154,7 +155,9 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     sync = sync_note(rf.gpu, rf.tensor_parallel_size, rf.sync_step_us)
     if sync:
         note += f"; {sync}"
-    return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity,
+    # vLLM's engine: the iteration that completes a prefill emits the first output token (as
+    # fluidq.validate.replay.vllm_engine and predict_capacity's flow balance, m_d - 1 decode iterations)
+    return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity, prefill_emits_token=True,
                   name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note
 
 

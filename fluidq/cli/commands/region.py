@@ -212,8 +212,12 @@ def run(args):
                 "batch"] if kv is not None else []),
              "", region.table()]
     if workload is not None:
+        from ...capacity import request_work
+
         mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
-        lam = region.max_request_rate(mp, md)
+        # the ray of the token work a request brings (m_d - 1 decode tokens when the prefill emits the first
+        # token, as vLLM's engine and the --gpu roofline engine): the lambda* of max_throughput and check
+        lam = region.max_request_rate(*request_work(engine, workload))
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
         lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
