@@ -665,6 +665,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     swap_s_per_token=swap_s_per_token, record_batches=record_batches, initial=initial,
                     progress=progress, window=window, memory=memory, compose=compose,
                     emit_at_prefill=emit_at_prefill, async_scheduling=async_scheduling)
-    while step(run):
-        pass
-    return run.result()
+    # the one engine is the one station of the kernel's event clock (imported here: the clock is not loaded
+    # with ``import fluidq``, and it imports this module)
+    from .clock import run_engine
+
+    return run_engine(run).result()
