@@ -1,6 +1,8 @@
-"""The Python event clock of a network of LLM engines: every station of :func:`fluidq.simulate_network`'s
-Python path (``method="python"`` or ``"generic"``, and ``"auto"`` where the compiled loop of
-:mod:`fluidq.kernel.network` does not apply) stepped on one clock, with the routing between them.
+"""The kernel's Python event clock: :class:`EventClock` advances the time of one engine
+(:func:`fluidq.simulate`'s ``select()`` path, :func:`fluidq.kernel.step.run_generic`, through
+:func:`run_engine`) and of every station of :func:`fluidq.simulate_network`'s Python path (``method="python"``
+or ``"generic"``, and ``"auto"`` where the compiled loop of :mod:`fluidq.kernel.network` does not apply,
+through :func:`run_clock`, with the routing between them) -- one loop, written once (2026-12-06, issue 14).
 
 Moved here from ``fluidq.sim.network`` (2026-12-06, issue 14) so that the simulator is a driver: it checks
 the inputs, picks the compiled or this loop, and builds :class:`fluidq.sim.network.NetworkSimResult` from
