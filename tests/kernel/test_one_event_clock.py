@@ -141,8 +141,8 @@ def test_run_generic_with_the_window_is_the_step_primitive_run():
     for pol in ("sarathi", "vllm", "orca"):
         for async_ in (False, True):
             kw = dict(policy=resolve_policy(pol), b_max=128, k_max=16, tau_b=[0.01 + 1e-5 * b for b in range(129)],
-                      ks=0.0, horizon=40.0, record=True, check=False, window=True, async_scheduling=async_)
-            arr, P, D = _requests(rng, 1500, 40.0)
+                      ks=0.0, horizon=12.0, record=True, check=False, window=True, async_scheduling=async_)
+            arr, P, D = _requests(rng, 500, 40.0)
             got, ref = step.run_generic(arr, P, D, **kw), _by_step(arr, P, D, **kw)
             for k in ref:
                 np.testing.assert_equal(got[k], ref[k], err_msg=f"{pol} async={async_} {k}")
