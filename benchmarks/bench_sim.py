@@ -17,7 +17,8 @@ super-linearly; the table says which horizon each side ran.
 
 ``--against SRC`` measures fluidq against another source tree of fluidq instead (e.g. the commit
 before a change, extracted with ``git archive``): every workload, plus ``W1-paged`` (vLLM's block
-KV cache, new trees only), runs in fresh child processes alternating between the two trees
+KV cache, new trees only) and ``W1-generic-kv`` / ``W1-generic-paged`` (the token and block KV caches on
+the generic ``select()`` path, ``method="generic"``), runs in fresh child processes alternating between the two trees
 (``--repeats`` times each, the smallest CPU time kept) and the table prints both costs and their
 ratio side by side.
 """
@@ -48,17 +49,18 @@ def fluidq_child(name: str, n: int) -> dict:
 
     bt = Staircase(c=C, a=A, b0=B0)
     kw = {}
-    if name in ("W1", "W2", "W1-generic", "W1-kv", "W1-paged"):
+    if name in ("W1", "W2", "W1-generic", "W1-kv", "W1-paged", "W1-generic-kv", "W1-generic-paged"):
         load = 1.2 if name == "W2" else 0.9
-        e = Engine(batch_time=bt, b_max=512, kv_capacity_tokens=60_000 if name in ("W1-kv", "W1-paged") else None)
-        if name == "W1-paged":
+        kv = name in ("W1-kv", "W1-paged", "W1-generic-kv", "W1-generic-paged")
+        e = Engine(batch_time=bt, b_max=512, kv_capacity_tokens=60_000 if kv else None)
+        if name in ("W1-paged", "W1-generic-paged"):
             from fluidq.engine import VLLM
 
             e = e.with_(memory=VLLM.with_(prefix_caching=True))
         w = Workload(arrival=Poisson(rate_per_s=load * LAM_STAR_100), prompt_tokens=100, output_tokens=100)
         pol = "sarathi"
         horizon = n / w.arrival_rate_per_s
-        if name == "W1-generic":
+        if name.startswith("W1-generic"):
             kw["method"] = "generic"
     elif name == "W3":
         e = Engine(batch_time=bt, b_max=128, k_max=100)
@@ -222,7 +224,8 @@ def compare(src: str, quick: bool, repeats: int) -> None:
     here = Path(__file__).resolve().parents[1]
     n1 = 20_000 if quick else 200_000
     ng = 5_000 if quick else 20_000
-    plan = [("W1", n1), ("W2", n1), ("W3", 500), ("W1-generic", ng), ("W1-kv", ng), ("W1-paged", ng)]
+    plan = [("W1", n1), ("W2", n1), ("W3", 500), ("W1-generic", ng), ("W1-kv", ng), ("W1-paged", ng),
+            ("W1-generic-kv", ng), ("W1-generic-paged", ng)]
     print(f"# this tree ({here}) against {src}: min CPU s over {repeats} alternating runs each")
     print(f"{'workload':<11} {'requests':>9} {'this cpu s':>11} {'other cpu s':>12} {'this/other':>11}")
     for name, n in plan:

@@ -7,14 +7,15 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
 * :mod:`fluidq.kernel.fcfs` -- the FCFS event-skipping kernel of the built-in schedulers;
 * :mod:`fluidq.kernel.kv` -- the same schedulers with a KV-cache memory model, stepped per iteration;
 * :mod:`fluidq.kernel.network` -- every station of a network on one event clock (with or without a KV cache);
-* :mod:`fluidq.kernel.clock` -- the same in Python for any station (every station a fed :class:`EngineRun`,
-  with run skipping for the decode-first chunked schedulers), with the routing, forks, joins and recording
-  (moved from ``fluidq.sim.network``, which drives it);
+* :mod:`fluidq.kernel.clock` -- the Python event clock (:class:`~fluidq.kernel.clock.EventClock`), the one that
+  drives :func:`run_generic`'s engine and every station of a network in Python (every station a fed
+  :class:`EngineRun`, with run skipping for the decode-first chunked schedulers), with the routing, forks,
+  joins and recording (moved from ``fluidq.sim.network``, which drives it);
 * :mod:`fluidq.kernel.kvrules` -- the memory rules the compiled loops inline (admission, reservation, the block
   pool);
 * :mod:`fluidq.kernel.step` -- the ``select()`` loop for any policy (a user's object, orderings whose keys
   change with time): an engine's state (:class:`EngineRun`) and one iteration (:func:`step`), with the Python
-  memory rules; :func:`run_generic` runs it (moved from ``fluidq.sim._generic``);
+  memory rules; :func:`run_generic` runs it on the event clock (moved from ``fluidq.sim._generic``);
 * :mod:`fluidq.kernel.memory` -- those memory rules, written once in Python: :class:`StationMemory` (admission,
   preemption, swap, the paged rules) over :class:`BlockPool` (moved from ``fluidq.sim._admission`` and
   ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;

@@ -1,6 +1,8 @@
-"""The Python event clock of a network of LLM engines: every station of :func:`fluidq.simulate_network`'s
-Python path (``method="python"`` or ``"generic"``, and ``"auto"`` where the compiled loop of
-:mod:`fluidq.kernel.network` does not apply) stepped on one clock, with the routing between them.
+"""The kernel's Python event clock: :class:`EventClock` advances the time of one engine
+(:func:`fluidq.simulate`'s ``select()`` path, :func:`fluidq.kernel.step.run_generic`, through
+:func:`run_engine`) and of every station of :func:`fluidq.simulate_network`'s Python path (``method="python"``
+or ``"generic"``, and ``"auto"`` where the compiled loop of :mod:`fluidq.kernel.network` does not apply,
+through :func:`run_clock`, with the routing between them) -- one loop, written once (2026-12-06, issue 14).
 
 Moved here from ``fluidq.sim.network`` (2026-12-06, issue 14) so that the simulator is a driver: it checks
 the inputs, picks the compiled or this loop, and builds :class:`fluidq.sim.network.NetworkSimResult` from
@@ -49,6 +51,7 @@ import heapq
 import itertools
 import math
 import operator
+import sys
 from collections import deque
 
 import numpy as np
@@ -66,7 +69,7 @@ NAN = math.nan
 RID_BITS = 40
 RID_MASK = (1 << RID_BITS) - 1
 
-__all__ = ["run_clock"]
+__all__ = ["EventClock", "run_clock", "run_engine"]
 
 
 class _Task(RequestState):
@@ -353,6 +356,108 @@ def _initial_hops(network, initial):
     return out
 
 
+class EventClock:
+    """The kernel's one event clock: every Python run -- one engine (:func:`fluidq.kernel.step.run_generic`,
+    through :func:`run_engine`) or every station of a network (:func:`run_clock`) -- advances its time here.
+
+    It holds the event heap of batch ends (and of an idle engine's wake-ups), ordered by ``(time, start of
+    the batch, station index, seq)``: at equal times the batch that started first ends first, then the
+    station listed first, then the event scheduled first.  :meth:`run` merges that heap with a stream of
+    external arrivals (first at equal times, none delivered after the horizon) and calls each event's
+    handler; :meth:`begin` is a station's batch start -- its :class:`~fluidq.kernel.step.EngineRun`'s
+    ``begin`` -- that schedules the batch's end, or, for an engine with its arrivals up front that is idle
+    (or must read its outputs first, with async scheduling), its wake-up at the time ``begin`` moved it to.
+    The horizon rule (no batch starts at or after it, the batches in progress are completed) and the
+    progress reports are ``EngineRun.begin``'s; an event's handler ends the batch (``EngineRun.finish``)
+    and starts the next one through :meth:`begin` again, so the loop that advances time is written once."""
+
+    __slots__ = ("heap", "seq")
+
+    def __init__(self):
+        self.heap: list = []
+        self.seq = itertools.count().__next__  # tie-break of events at equal keys: order of scheduling
+
+    def begin(self, er, now, idx, on_end, on_wake, who):
+        """Start a batch of station ``who`` (index ``idx``) at ``now``: ``er.begin(now)``; schedule the
+        batch's end (handler ``on_end``) and return it, or, when no batch runs, return ``None`` after
+        scheduling a run with arrivals up front to wake (``on_wake``) at the time ``begin`` moved it to
+        (its next arrival, the horizon, or now to read the outputs of an async batch).  A fed run that
+        forms no batch is over until its caller offers a request (``er.over``)."""
+        end = er.begin(now)
+        if end is not None:
+            heapq.heappush(self.heap, (end, now, idx, self.seq(), on_end, who, None))
+        elif not er.over:
+            heapq.heappush(self.heap, (er.t, now, idx, self.seq(), on_wake, who, None))
+        return end
+
+    def push(self, t, start, idx, handler, who, run):
+        """Schedule ``handler`` at time ``t`` for a batch (or a run of batches, ``run``) of station ``who``
+        that started at ``start``."""
+        heapq.heappush(self.heap, (t, start, idx, self.seq(), handler, who, run))
+
+    def run(self, horizon, ext_t=(INF,), arrive=None, record_until=None, next_rec=INF):
+        """Process events in time order until none is left (or a handler returns a true value: stop); return
+        the number of events processed (arrivals and heap events).
+
+        ``ext_t``: the external arrival times in order, ending with an ``INF`` sentinel; each one at or
+        before ``horizon`` is delivered as ``arrive(i, t)`` (``i`` its index) before any heap event at the
+        same time.  A heap event ``ev = (t, start, idx, seq, handler, who, run)`` is delivered as
+        ``handler(ev, t)``.  ``record_until(t)``: called before an event at ``t >= next_rec``, it records
+        up to ``t`` and returns the next ``next_rec``."""
+        heap = self.heap
+        hpop = heapq.heappop
+        lim = horizon if horizon < INF else sys.float_info.max  # (the INF sentinel is never delivered)
+        events = 0
+        ai = 0
+        ta = ext_t[0]  # the next external arrival
+        while True:
+            if heap:
+                ev = heap[0]
+                te = ev[0]
+            else:
+                te = INF
+            if ta <= te and ta <= lim:  # an external arrival (first at equal times)
+                t = ta
+                i = ai
+                ai += 1
+                ta = ext_t[ai]
+                if t >= next_rec:
+                    next_rec = record_until(t)
+                events += 1
+                arrive(i, t)
+                continue
+            if te == INF:  # (batches in progress at the horizon are completed; none starts after it)
+                break
+            hpop(heap)
+            if te >= next_rec:
+                next_rec = record_until(te)
+            events += 1
+            if ev[4](ev, te):
+                break
+        return events
+
+
+def run_engine(run):
+    """Run ``run``, an :class:`~fluidq.kernel.step.EngineRun` with its arrivals up front (:func:`run_generic`'s
+    single engine: array-fed, with its window, async scheduling, initial residents, records and memory), on
+    the :class:`EventClock` as its one station, until it is over; return ``run``.  The engine admits its
+    own arrivals (at a batch's start and end, or up to the previous batch's start with async scheduling);
+    the clock wakes it when it is idle, at the time its ``begin`` moved it to."""
+    clock = EventClock()
+    begin = clock.begin
+
+    def on_end(ev, t):
+        run.finish()  # (None after a pass that only swapped in: the engine tries again at once)
+        begin(run, t, 0, on_end, on_wake, run)
+
+    def on_wake(ev, t):
+        begin(run, t, 0, on_end, on_wake, run)
+
+    begin(run, run.t, 0, on_end, on_wake, run)
+    clock.run(run.horizon)
+    return run
+
+
 def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches, method, swap_s, record_hops,
               kv_tables):
     """Run ``network`` on the event clock until ``horizon`` (inputs checked by the caller,
@@ -390,8 +495,11 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
     for s in stations:
         _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, blocked, kv_tables.get(s.idx))
 
-    heap: list = []
-    nseq = itertools.count().__next__  # tie-break of events at equal times: order of scheduling
+    # the kernel's event clock: its heap holds the stations' batch ends and run ends
+    clock = EventClock()
+    heap = clock.heap
+    nseq = clock.seq  # tie-break of events at equal times: order of scheduling
+    clock_begin = clock.begin
     hpush, hpop = heapq.heappush, heapq.heappop
     next_rid = itertools.count(1).__next__
     new_task = _Task.__new__
@@ -617,7 +725,7 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
                 break
         if i < k:  # a new run object: the event of the old one is stale
             s.run = run = [t0, tau, i, s.run[3], s.run[4], s.run[5]]
-            hpush(heap, (t, start, s.idx, nseq(), 2, s, run))
+            hpush(heap, (t, start, s.idx, nseq(), run_end, s, run))
 
     def run_station(s, now, ended):
         """End the station's run of identical batches (``ended``), move its finished requests on, and start
@@ -759,7 +867,7 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
         s.run = run = [now, tau, k, allocs, d, btok]
         s.busy = True
         # (end, start of the last batch, station, seq): the generic path's key of that batch's end
-        hpush(heap, (t_end, t_last, s.idx, nseq(), 2, s, run))
+        hpush(heap, (t_end, t_last, s.idx, nseq(), run_end, s, run))
 
     def move_on(s, done, now):
         """Send the requests that finished their hop at ``s`` along their routes (or out of the network);
@@ -793,21 +901,19 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             if s.virtual:
                 materialize(s)
         er = s.engine_run
-        end = er.begin(now)
+        # (the clock schedules the batch's end; a fed run that forms no batch waits for an offer)
+        end = clock_begin(er, now, s.idx, end_batch, None, s)
         if s.mem is not None:
             s.work = er.work  # (recomputation and prefix reuse change it)
-        if end is None:
-            s.busy = False
-            return
-        s.busy = True
-        hpush(heap, (end, now, s.idx, nseq(), 1, s, None))
+        s.busy = end is not None
 
-    def end_batch(s, now):
-        """End the station's batch: its EngineRun's ``finish`` (tokens served, the first token from the
-        prefill, KV grown, the finished released and, without a KV cache, the station's deques moved on);
-        its finished hops move on, then the station starts its next batch.  After a pass that only swapped
-        in, the station tries again."""
-        nonlocal n_batches
+    def end_batch(ev, now):
+        """End the station's batch (the clock's event ``ev``): its EngineRun's ``finish`` (tokens served, the
+        first token from the prefill, KV grown, the finished released and, without a KV cache, the station's
+        deques moved on); its finished hops move on, then the station starts its next batch.  After a pass
+        that only swapped in, the station tries again.  Returns whether the run stops (``max_batches``)."""
+        nonlocal n_batches, cur_start, cur_idx
+        _, cur_start, cur_idx, _, _, s, _ = ev
         er = s.engine_run
         if s.mem is None:
             er.work = s.work  # (the station's remaining tokens: the routing and the run skipping change them)
@@ -816,7 +922,7 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
         if fin is None:  # only swaps: no batch ran
             s.busy = False
             start_batch(s, now)
-            return
+            return n_batches >= mb
         n_batches += 1
         # (empty per-rank deques are kept: ranks are few, and an empty deque adds nothing to a view)
         move_on(s, fin, now)
@@ -825,6 +931,18 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
                 run_station(s, now, False)  # (start_batch's first case, inlined)
             else:
                 start_batch(s, now)
+        return n_batches >= mb
+
+    def run_end(ev, now):
+        """The end of a station's run of identical batches (the clock's event ``ev``), unless the run was cut
+        short by an arrival (a stale event, not counted).  Returns whether the run stops (``max_batches``)."""
+        nonlocal cur_start, cur_idx, stale
+        _, cur_start, cur_idx, _, _, s, run = ev
+        if run is not s.run:
+            stale += 1
+            return False
+        run_station(s, now, True)
+        return n_batches >= mb
 
     # external arrivals: every class's times drawn up front and merged into one time-ordered stream
     # (ties in class order); at equal times arrivals come before batch completions, as in the
@@ -890,7 +1008,8 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
     get_work = operator.attrgetter("work")
 
     def record_until(t):
-        nonlocal gi, next_rec
+        """Record the grid points up to ``t``; return the next one (``math.inf`` past the last)."""
+        nonlocal gi
         row = None  # grid points between two events share one row unless a run is in progress across them
         first_end = INF  # the earliest end of a current run's first batch
         for s in stations:
@@ -918,55 +1037,27 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             rows.append((in_sys[:], buf, works, list(map(len, task_dicts))))
             row = None
             gi += 1
-        next_rec = grid_l[gi] if gi < G else math.inf
+        return grid_l[gi] if gi < G else math.inf
 
-    events = 0
-    ai = 0
-    ta = ext_t[0]  # the next external arrival
+    def arrive(i, t):
+        """External arrival ``i`` at ``t``: a new request of its class enters its route."""
+        nonlocal arriving
+        ci = ext_c[i]
+        in_sys[ci] += 1  # (new_job, inlined)
+        h0 = first_hop[ci]
+        arriving = True
+        if h0 is not None:  # (advance, inlined for a route that starts with a hop)
+            submit((ci, t), h0, first_info[ci], first_cont[ci], t)
+        else:
+            advance((ci, t), routes[ci], 0, None, {}, t)
+        arriving = False  # (an arrival ends no batch: max_batches is checked after batch ends)
+
+    # (events: (time, start of the batch, station index, seq, handler, station, run): at equal times, the batch
+    # that started first ends first, then the lower station index -- the event-skipping path can compute this
+    # order for the batches inside a run, so both paths order equal times alike)
+    stale = 0  # ends of runs cut short by an arrival
     mb = max_batches if max_batches is not None else INF
-    while True:
-        if heap:
-            ev = heap[0]
-            te = ev[0]
-        else:
-            te = INF
-        if ta <= te and ta <= horizon:  # an external arrival (first at equal times)
-            t = ta
-            ci = ext_c[ai]
-            ai += 1
-            ta = ext_t[ai]
-            if t >= next_rec:
-                record_until(t)
-            events += 1
-            in_sys[ci] += 1  # (new_job, inlined)
-            h0 = first_hop[ci]
-            arriving = True
-            if h0 is not None:  # (advance, inlined for a route that starts with a hop)
-                submit((ci, t), h0, first_info[ci], first_cont[ci], t)
-            else:
-                advance((ci, t), routes[ci], 0, None, {}, t)
-            arriving = False  # (an arrival ends no batch: max_batches is checked after batch ends)
-            continue
-        if te == INF:  # (batches in progress at the horizon are completed; none starts after it)
-            break
-        # (time, start of the batch, station index, seq, kind, station, run): at equal times, the batch that
-        # started first ends first, then the lower station index (the event-skipping path can compute this
-        # order for the batches inside a run, so both paths order equal times alike)
-        _, cur_start, cur_idx, _, kind, st_, run_ = ev
-        hpop(heap)
-        t = te
-        if t >= next_rec:
-            record_until(t)
-        events += 1
-        if kind == 1:
-            end_batch(st_, t)
-        else:
-            if run_ is not st_.run:
-                events -= 1  # a run cut short by an arrival: stale event
-                continue
-            run_station(st_, t, True)
-        if n_batches >= mb:
-            break
+    events = clock.run(horizon, ext_t, arrive, record_until, next_rec) - stale
     record_until(horizon)  # (every grid point is <= horizon)
     # (flat lists: numpy reads them much faster than a list of short lists)
     rec_in = np.array([x for r in rows for x in r[0]], dtype=float).reshape(G, len(cls_names))

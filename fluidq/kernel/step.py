@@ -8,10 +8,14 @@ to the kernel layer, and :func:`fluidq.simulate` drives it.  The state of a run 
 (the residents in view, the window's waiting FIFO, the swapped-out), its memory
 (:class:`~fluidq.kernel.memory.StationMemory`), its clock and counters -- is an :class:`EngineRun`, and one
 iteration is :func:`step` (``EngineRun.step``: admit what the scheduler sees, ask the policy through the
-memory rules, charge the batch's time, advance its requests, release the finished ones); the run is
-``while step(run): pass``.  A step is two halves that a clock may call apart (2026-12-06): ``begin()`` forms
-the batch and returns its end, ``finish()`` advances its requests at that end and returns the finished
-ones.  A run either knows its arrivals up front (``arr``, ``P``, ``D``: :func:`run_generic`) or is *fed*
+memory rules, charge the batch's time, advance its requests, release the finished ones).  A step is
+two halves that a clock calls apart (2026-12-06): ``begin()`` forms the batch and returns its end,
+``finish()`` advances its requests at that end and returns the finished ones.  The run is driven by the
+kernel's one event clock, :class:`fluidq.kernel.clock.EventClock`, which drives every station of a network
+too: :func:`run_generic`'s engine is its one station (:func:`fluidq.kernel.clock.run_engine`), whose
+``begin`` the clock calls at each batch end and at each wake-up of the idle engine (2026-12-06, issue 14;
+the same run as calling :func:`step` until it returns ``False``).  A run either knows its arrivals up front
+(``arr``, ``P``, ``D``: :func:`run_generic`) or is *fed*
 (``fed=True``): a caller offers each request when it arrives (``offer``), sets the time (``begin(now)``)
 and routes what ``finish()`` returns.  The Python network loop (``fluidq.sim.network``) runs each station
 as a fed ``EngineRun`` on its event clock: with a KV cache, every resident in view in arrival order; without
@@ -136,8 +140,8 @@ class EngineRun:
     """The state of one engine under the ``select()`` loop -- its request queues, its memory, its clock and
     counters -- and :meth:`step`, one iteration, in two halves a clock can call apart: :meth:`begin` (form
     the batch, return its end) and :meth:`finish` (advance its requests at the end, return the finished).
-    :func:`run_generic` builds one and calls ``step()`` until it returns ``False``; the arguments are
-    :func:`run_generic`'s, and:
+    :func:`run_generic` builds one and runs it on the kernel's event clock (the run of calling ``step()``
+    until it returns ``False``); the arguments are :func:`run_generic`'s, and:
 
     ``fed=True``: no arrivals up front (``arr``, ``P``, ``D`` empty), no async scheduling; a caller's clock
     offers requests one by one (:meth:`offer`, after :meth:`refuses`), sets the time with ``begin(now)`` and routes what
@@ -647,7 +651,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                 preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
                 progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
                 async_scheduling=False):
-    """Simulate; return a dict of plain lists (:meth:`EngineRun.result`).
+    """Simulate; return a dict of plain lists (:meth:`EngineRun.result`).  The engine is the one station of the
+    kernel's event clock (:func:`fluidq.kernel.clock.run_engine`), the clock of a network's stations.
 
     ``window=True`` (only for a built-in FCFS :class:`~fluidq.policies.Scheduler`, without ``initial``
     residents or batch records) shows the policy the served requests and the oldest waiting ones it
@@ -665,6 +670,8 @@ def run_generic(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, 
                     swap_s_per_token=swap_s_per_token, record_batches=record_batches, initial=initial,
                     progress=progress, window=window, memory=memory, compose=compose,
                     emit_at_prefill=emit_at_prefill, async_scheduling=async_scheduling)
-    while step(run):
-        pass
-    return run.result()
+    # the one engine is the one station of the kernel's event clock (imported here: the clock is not loaded
+    # with ``import fluidq``, and it imports this module)
+    from .clock import run_engine
+
+    return run_engine(run).result()
