@@ -2,7 +2,8 @@
 
 ``LengthRanker.fit(prompts, lengths)`` fits, by default (``method="cues"``), a ridge regression of
 the normal scores of the lengths' ranks on :class:`~fluidq.predict.LengthCues` features
-(instruction cues, hashed word and character n-grams).  Squared error on the ranks' normal scores
+(instruction cues, hashed word and character n-grams), the n-gram columns scaled by how the
+training target goes with them (``ngram_scale``, since 2026-12-06).  Squared error on the ranks' normal scores
 is pairwise-consistent: summed over all pairs, ``((s_i - s_j) - (z_i - z_j))**2`` is ``2n`` times the
 centred squared error, so the fit is a least-squares pairwise ranker.  Lengths may be one column
 per model (2-D): the target is then the mean over models of each model's normal scores (pooling).
@@ -261,7 +262,7 @@ class LengthRanker:
         For ranking prompts when no lengths of the serving model are at hand.  Deterministic (the
         fit is a closed-form ridge; some 0.3 s on 805 prompts).  Its quality on *new* prompts is
         that of a ranker trained on pooled lengths of other models on other prompts: Kendall tau_b
-        0.41-0.43 on AlpacaEval prompts and models it never saw (docs/explanation/pars.md,
+        0.42 on AlpacaEval prompts and models it never saw (0.34-0.46 by model) (docs/explanation/pars.md,
         "Evaluation protocols").  On the table's own prompts it has seen every prompt: ranking an
         unseen model's lengths there (0.62-0.65) measures how much models agree on those prompts,
         not the ranker -- do not score a scheduler with it on these prompts.
