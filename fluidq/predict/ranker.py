@@ -2,7 +2,8 @@
 
 ``LengthRanker.fit(prompts, lengths)`` fits, by default (``method="cues"``), a ridge regression of
 the normal scores of the lengths' ranks on :class:`~fluidq.predict.LengthCues` features
-(instruction cues, hashed word and character n-grams).  Squared error on the ranks' normal scores
+(instruction cues, hashed word and character n-grams), the n-gram columns scaled by how the
+training target goes with them (``ngram_scale``, since 2026-12-06).  Squared error on the ranks' normal scores
 is pairwise-consistent: summed over all pairs, ``((s_i - s_j) - (z_i - z_j))**2`` is ``2n`` times the
 centred squared error, so the fit is a least-squares pairwise ranker.  Lengths may be one column
 per model (2-D): the target is then the mean over models of each model's normal scores (pooling).
@@ -48,6 +49,10 @@ DEFAULT_METHOD = "cues"
 #: (see docs/explanation/pars.md): ridge penalty and the cue block's weight
 CUES_L2 = 0.7
 CUES_CUE_WEIGHT = 4.0
+#: the default method's supervised n-gram scaling (2026-12-06, issue 18): each sparse column k is
+#: multiplied by ``1 + CUES_NGRAM_SCALE * |r_k|``, ``r_k`` the centred target summed over the training
+#: prompts that contain k, divided by their number plus one (docs/explanation/pars.md)
+CUES_NGRAM_SCALE = 1.0
 #: above this many prompts the ridge is solved in the primal (LSQR) instead of an n x n system
 _DUAL_MAX = 3000
 
@@ -173,7 +178,8 @@ class LengthRanker:
 
     @classmethod
     def fit(cls, prompts, lengths, *, method: str | None = None, backbone=None, l2: float | None = None,
-            cue_weight: float | None = None, model_weights=None, delta: float | None = None,
+            cue_weight: float | None = None, model_weights=None, ngram_scale: float | None = None,
+            delta: float | None = None,
             pairs_per_prompt: int | None = None, max_attempts: int | None = None, margin: float | None = None, epochs: int | None = None,
             learning_rate: float | None = None, rng=None) -> "LengthRanker":
         """Train on ``prompts`` and their response ``lengths``.
@@ -201,6 +207,13 @@ class LengthRanker:
         cue_weight : float
             ``"cues"`` only: the norm of a typical standardised dense (cue) row against 1 for each
             n-gram block (default 4.0).
+        ngram_scale : float
+            ``"cues"`` only: supervised scaling of the sparse (n-gram) columns, ``>= 0`` (default 1.0;
+            0 is the fit before 2026-12-06): column ``k`` is multiplied by ``1 + ngram_scale * |r_k|``,
+            where ``r_k`` is the sum of the centred target over the training prompts containing ``k``
+            divided by their number plus one, so n-grams that go with long or short answers in the
+            training prompts weigh more in the ridge.  The scale is folded into :attr:`weights`: scoring
+            and the saved format are unchanged.  A dense main block (an encoder) is not scaled.
         model_weights : array_like, optional
             ``"cues"`` with 2-D ``lengths`` only: one weight > 0 per column (model) in the pooled
             mean (default equal), e.g. ``[0.5, 0.05, ...]`` to give one model half the target.
@@ -228,8 +241,9 @@ class LengthRanker:
                                      "pairwise method)")
             return cls._fit_cues(prompts, lengths, backbone=backbone, l2=CUES_L2 if l2 is None else l2,
                                  cue_weight=CUES_CUE_WEIGHT if cue_weight is None else cue_weight,
-                                 model_weights=model_weights)
-        for k, v in (("cue_weight", cue_weight), ("model_weights", model_weights)):
+                                 model_weights=model_weights,
+                                 ngram_scale=CUES_NGRAM_SCALE if ngram_scale is None else ngram_scale)
+        for k, v in (("cue_weight", cue_weight), ("model_weights", model_weights), ("ngram_scale", ngram_scale)):
             if v is not None:
                 raise ParameterError(k, v, "not given with method='pairwise' (a parameter of the 'cues' method)")
         return cls._fit_pairwise(prompts, lengths, backbone=backbone,
@@ -248,7 +262,7 @@ class LengthRanker:
         For ranking prompts when no lengths of the serving model are at hand.  Deterministic (the
         fit is a closed-form ridge; some 0.3 s on 805 prompts).  Its quality on *new* prompts is
         that of a ranker trained on pooled lengths of other models on other prompts: Kendall tau_b
-        0.41-0.43 on AlpacaEval prompts and models it never saw (docs/explanation/pars.md,
+        0.42 on AlpacaEval prompts and models it never saw (0.34-0.46 by model) (docs/explanation/pars.md,
         "Evaluation protocols").  On the table's own prompts it has seen every prompt: ranking an
         unseen model's lengths there (0.62-0.65) measures how much models agree on those prompts,
         not the ranker -- do not score a scheduler with it on these prompts.
@@ -271,14 +285,17 @@ class LengthRanker:
         return rk
 
     @classmethod
-    def _fit_cues(cls, prompts, lengths, *, backbone, l2, cue_weight, model_weights=None) -> "LengthRanker":
-        """Ridge on the normal scores of the ranks (pooled over columns); exact dual solve up to
-        ``_DUAL_MAX`` prompts, LSQR in the primal beyond."""
+    def _fit_cues(cls, prompts, lengths, *, backbone, l2, cue_weight, model_weights=None,
+                  ngram_scale=0.0) -> "LengthRanker":
+        """Ridge on the normal scores of the ranks (pooled over columns), the sparse columns scaled by
+        how the target goes with them (``ngram_scale``); exact dual solve up to ``_DUAL_MAX`` prompts,
+        LSQR in the primal beyond."""
         t0 = time.perf_counter()
         prompts = as_prompts(prompts)
         L = _lengths(lengths, len(prompts))
         l2 = real("l2", l2, nonnegative=True)
         cue_weight = real("cue_weight", cue_weight, nonnegative=True)
+        ngram_scale = real("ngram_scale", ngram_scale, nonnegative=True)
         if len(prompts) < 2:
             raise ParameterError("prompts", f"<{len(prompts)} prompt>", "at least 2 prompts to rank")
         if model_weights is not None:
@@ -311,6 +328,15 @@ class LengthRanker:
             Z = np.zeros((n, 0))
         yc = y - y.mean()
         dense_main = not sp.issparse(main)
+        col_scale = None
+        if ngram_scale > 0 and not dense_main:
+            # supervised scaling: r_k = (sum of yc over the prompts holding column k) / (their count + 1)
+            present = main.tocsc(copy=True)
+            present.data = (present.data != 0).astype(float)
+            present.eliminate_zeros()
+            r = np.asarray(present.T @ yc).ravel() / (np.diff(present.indptr) + 1.0)
+            col_scale = 1.0 + ngram_scale * np.abs(r)
+            main = (main @ sp.diags(col_scale)).tocsr()
         if n <= _DUAL_MAX:
             K = main @ main.T
             K = (K.toarray() if sp.issparse(K) else np.asarray(K)) + Z @ Z.T
@@ -327,11 +353,13 @@ class LengthRanker:
             w, v = u[:main.shape[1]], c * u[main.shape[1]:]
             solver = "lsqr"
         s = np.asarray(main @ w, dtype=float).ravel() + (Z / c if c else Z) @ v
+        if col_scale is not None:     # scores use the unscaled columns: fold the scale into the weights
+            w = w * col_scale
         info = {"method": "cues", "target": "normal scores of the ranks" + (f", mean over {L.shape[1]} models"
                                                                             if L.ndim == 2 else ""),
                 "n_prompts": n, "n_models": int(L.shape[1]) if L.ndim == 2 else 1, "l2": l2,
                 **({"model_weights": model_weights.tolist()} if model_weights is not None else {}),
-                "cue_weight": cue_weight, "solver": solver,
+                "cue_weight": cue_weight, "ngram_scale": ngram_scale, "solver": solver,
                 "train_rmse": float(np.sqrt(np.mean((s - s.mean() - yc) ** 2))),
                 "fit_seconds": time.perf_counter() - t0, "fluidq_version": __version__}
         return cls(backbone=backbone, weights=w, tail_weights=np.asarray(v, float), tail_mean=mu, tail_scale=sd,

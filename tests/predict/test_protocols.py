@@ -22,11 +22,12 @@ def _splits(n, k=3, seed=5):
 
 
 # Protocol B: trained on the 11 development models' pooled lengths of 75 % of the prompts, ranking a
-# held-out model's lengths on the other 25 %. Measured 2026-12-06 over these 3 splits: Qwen1.5-72B
-# 0.454 / 0.441 / 0.429 (mean 0.441, sd 0.013), Mistral-7B 0.471 / 0.415 / 0.462 (mean 0.449, sd
-# 0.030); the floor 0.39 is some 3 standard errors of the 3-split mean below the lower of them.
+# held-out model's lengths on the other 25 %. Measured 2026-12-06 over these 3 splits, with the
+# n-gram scaling (ngram_scale=1): Qwen1.5-72B 0.460 / 0.457 / 0.440 (mean 0.452, sd 0.011), Mistral-7B
+# 0.479 / 0.427 / 0.469 (mean 0.458, sd 0.028); without it 0.441 and 0.449. The floor 0.39 is some 3
+# standard errors of the 3-split mean below the lower of them.
 # Protocol A on the same models (every prompt in training, the development models' pooled lengths):
-# 0.710 and 0.653, 0.2-0.27 above B: the ranker has memorised the prompts, so A measures how much
+# 0.723 and 0.661 (0.710 and 0.653 without the scaling), 0.2-0.27 above B: the ranker has memorised the prompts, so A measures how much
 # the models agree, not the ranker; the test holds that gap, which the docs state.
 @pytest.mark.parametrize("model", ["Qwen1.5-72B-Chat", "Mistral-7B-Instruct-v0.2"])
 def test_models_and_prompts_held_out_floor_and_the_gap_to_seen_prompts(model):

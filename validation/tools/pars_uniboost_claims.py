@@ -234,7 +234,8 @@ def rankers(R, q, engine_s):
     cross = np.full((len(models) + 1, len(models), len(splits)), np.nan)
     old = {m: [] for m in held}
     mixed = {m: [] for m in held}     # own lengths and the development models', half the target each
-    prev = {m: [] for m in held}      # the cues ranker as it was before 2026-12 (cue set 1, char 4-grams, l2 1.0)
+    prev = {m: [] for m in held}      # the cues ranker as it was before 2026-12 (cue set 1, char 4-grams, l2 1.0,
+    #                                   no n-gram scaling)
     mix_w = [0.5] + [0.5 / len(DEV_MODELS)] * len(DEV_MODELS)
     for s_i, (tr, te) in enumerate(splits):
         Pte = [P[i] for i in te]
@@ -250,7 +251,7 @@ def rankers(R, q, engine_s):
                                       model_weights=mix_w).score(Pte)
                 mixed[m].append(kendall_tau(sm, L[te]))
                 sv = LengthRanker.fit([P[k] for k in t2], L[t2], backbone=LengthCues(cue_set=1, char_min=4, char_max=4),
-                                      l2=1.0).score(Pte)
+                                      l2=1.0, ngram_scale=0.0).score(Pte)
                 prev[m].append(kendall_tau(sv, L[te]))
         sc = LengthRanker.fit([P[k] for k in tr], dev_L[tr]).score(Pte)      # pooled development models
         cross[-1, :, s_i] = [kendall_tau(sc, ds.of(mj)[te]) for mj in models]
