@@ -39,7 +39,8 @@ def estimate_band(pred) -> tuple:
 
 
 def is_composition(engine) -> bool:
-    """Whether ``engine``'s batch time reads the batch composition (``t(b)`` is then one prefill chunk with no decode cost, not the iteration time)."""
+    """Whether ``engine``'s batch time reads the batch composition (``t(b)`` is then one prefill chunk with no
+    decode cost, not the iteration time)."""
     return getattr(engine.batch_time, "kind", None) == "composition"
 
 

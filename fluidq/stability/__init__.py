@@ -19,11 +19,12 @@ the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (`
 
 An engine whose batch time reads the batch composition (an operator-profile iteration model, ``fluidq check
 --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, not its iteration time (at a vLLM
-engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow balance (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`, the function
-``fluidq check`` calls too; ``method="flow_balance"``, ``inputs["load_basis"]``).  Where the KV cache binds the
-capacity is an estimate, and below it the verdict is unknown, never stable: no verdict says stable without a
-proof.  Several engines behind a router under a policy that is not work-conserving are unstable above ``n``
-times the policy's own threshold (what one engine serves saturated).
+engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow balance
+(:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`, the function ``fluidq check`` calls too;
+``method="flow_balance"``, ``inputs["load_basis"]``).  Where the KV cache binds the capacity is an estimate,
+and below it the verdict is unknown, never stable: no verdict says stable without a proof.  Several engines
+behind a router under a policy that is not work-conserving are unstable above ``n`` times the policy's own
+threshold (what one engine serves saturated).
 """
 from __future__ import annotations
 
@@ -388,9 +389,9 @@ def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, toleranc
     rho = offered / ref if ref > 0 else math.inf
     lo, hi = estimate_band(fb)
     who = "" if n_engines == 1 else f" ({n_engines} engines behind a router, summed)"
-    est = (f"vLLM's flow balance{who} serves {fb.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s ({fb.binding} "
-           f"binds: {fb.reason}); the batch time reads the batch composition, so t(b) (one prefill chunk, no decode "
-           f"cost) is not the iteration time and b/t(b) is not the capacity (at a vLLM engine's capacity point it "
+    est = (f"vLLM's flow balance{who} serves {fb.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s of batch work "
+           f"({fb.binding} binds: {fb.reason}); the batch time reads the batch composition, so t(b) (one prefill "
+           f"chunk, no decode cost) is not the iteration time and b/t(b) is not the capacity (at a vLLM engine's capacity point it "
            f"overstates it); the flow balance is the load basis, a fluid estimate decided outside {lo:g}-{hi:g} "
            "times it")
     if not wc.work_conserving:
