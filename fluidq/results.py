@@ -96,7 +96,9 @@ class ThresholdResult(Result):
         and the reason says when the upper end is the capacity.  :func:`fluidq.find_threshold` reports its
         bisection bracket as run (``unstable_from_per_s`` gives it such a proven end).
     method : str
-        ``"closed_form"``, ``"renewal"``, ``"dtmc"`` or ``"simulation"``.
+        ``"closed_form"``, ``"renewal"``, ``"dtmc"``, ``"simulation"`` or ``"flow_balance"`` (a work-conserving
+        scheduler on an engine whose batch time reads the batch composition: vLLM's flow balance,
+        :func:`fluidq.dtmc.flow_basis.flow_balance_capacity`).
     policy : str
     work_conserving_rate_per_s : float
         Theorem 2's ``capacity / (m_p + m_d)`` (arXiv:2504.07347), the threshold of every

@@ -60,6 +60,13 @@ def saturation(engine, workload: Workload, policy="sarathi") -> Saturation:
     if cap.tokens_per_s <= 0:
         return out(0.0, cap.reason)
     if wc:
+        from .flow_basis import flow_balance_capacity
+
+        fb = flow_balance_capacity(engine, workload)
+        if fb is not None:  # t(b) is not such an engine's iteration time: vLLM's flow balance is the basis
+            return out(fb.requests_per_s * tokens_per_request(engine, workload),
+                       f"vLLM's flow balance ({fb.binding} binds), the load basis of an engine whose batch time reads "
+                       "the batch composition")
         return out(cap.work_conserving_tokens_per_s, f"{cap.work_conserving_basis}: a work-conserving scheduler "
                                                      "fills its batches")
     thr, _why = cached_renewal_threshold(engine, workload, pol)
@@ -72,7 +79,8 @@ def saturated_rate(engine, workload: Workload, policy="sarathi") -> tuple[float,
     """``(tokens_per_s, how)``: what ``policy`` serves under a large backlog, the rate the fluid backlog
     drains at (its slope is ``max(0, lambda (m_p + m_d) - rate)``).
 
-    Work-conserving: ``b_max/t(b_max)`` (full batches; the region bound when ``k_max`` binds).  Not
+    Work-conserving: ``b_max/t(b_max)`` (full batches; the region bound when ``k_max`` binds); on an engine whose
+    batch time reads the batch composition, vLLM's flow balance (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`).  Not
     work-conserving with a known threshold (renewal-reward): the threshold times ``m_p + m_d``.  Else the
     Theorem-2(a) bound ``sup_b b/t(b)``, which only bounds the rate from above.  :func:`saturation` returns
     the same rate with the pieces it was computed from.

@@ -710,6 +710,23 @@ def stability_threshold(engine: Engine, workload: Workload, policy="sarathi", me
     wc_rate = wc_tok / mt
     details = {"mean_tokens": mt, "capacity_tokens_per_s": cap.tokens_per_s, "work_conserving_tokens_per_s": wc_tok}
     kind = _kind(pol) if isinstance(pol, Scheduler) else "custom"
+    if kind == "work_conserving" and method in ("auto", "closed_form", "renewal"):
+        # an engine whose batch time reads the batch composition: t(b) is not its iteration time, so the
+        # threshold is vLLM's flow balance (the basis check_stability and `fluidq check --profile-dir` read)
+        from ..engine.budgets import effective_engine
+        from .flow_basis import estimate_band, flow_balance_capacity
+
+        fb = flow_balance_capacity(effective_engine(engine, pol), workload)
+        if fb is not None:
+            lam = fb.requests_per_s
+            lo_f, hi_f = estimate_band(fb)
+            details.update({"load_basis": "flow_balance", "flow_balance_binding": fb.binding})
+            return ThresholdResult(lam, lo_f * lam, hi_f * lam, "flow_balance", name, lam,
+                                   f"{name} is work-conserving on an engine whose batch time reads the batch "
+                                   f"composition: t(b) (one prefill chunk, no decode cost) is not its iteration time, "
+                                   f"so the threshold is vLLM's flow balance, {lam:.6g} req/s ({fb.reason}); a fluid "
+                                   f"estimate, bracketed by {lo_f:g}-{hi_f:g} times it",
+                                   "flow balance of N decodes and their prompts' chunks per iteration", details)
     if method == "auto":
         if kind == "work_conserving" and engine.k_max is None and pol.k_max is None:
             method = "closed_form"

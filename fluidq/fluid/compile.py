@@ -33,7 +33,8 @@ class Buffer:
 
     ``point`` is a station name, or a JSQ router name (a pooled point).  ``w`` is the mean tokens
     of the hop (work per request: ``m_p + m_d``, or ``m_p + m_d - 1`` on an engine whose prefill emits the
-    first output token, :meth:`fluidq.Engine.request_work`), ``rate`` its visit rate in requests per second.
+    first output token, :meth:`fluidq.Engine.request_work`; at a pooled point whose engines disagree on that,
+    :func:`pooled_work`), ``rate`` its visit rate in requests per second.
     """
 
     label: str
@@ -68,8 +69,9 @@ class FlowModel:
     pooled: tuple            # names of JSQ points (pooled)
     notes: tuple             # why the fluid model does not describe the network (a JSQ router sharing an
     #                          engine): fluid_stability then never says stable or diverging
-    k_max_notes: tuple = ()  # stations whose k_max binds: they serve less than `capacity` under a backlog,
-    #                          so fluid_stability proves nothing below overload there (idealised=True ignores them)
+    k_max_notes: tuple = ()  # stations whose k_max binds, or whose batch time reads the batch composition: they
+    #                          serve less than `capacity` under a backlog, so fluid_stability proves nothing below
+    #                          overload there (idealised=True ignores them)
 
     @property
     def n(self) -> int:
@@ -81,6 +83,25 @@ class FlowModel:
             work[self.point_of[i]] += b.rate * b.w
         return work / self.capacity
 
+
+
+def pooled_work(stations, mp: float, md: float) -> float:
+    """Tokens per request of a hop at a pooled JSQ point over ``stations`` (the pooled point's capacity is the sum
+    of theirs, ``C = sum_i c_i`` tokens/s).
+
+    When the engines agree on ``prefill_emits_token`` it is their common ``Engine.request_work``.  When they do
+    not, a request served by engine ``i`` is ``w_i`` tokens (``m_p + m_d - 1`` where the prefill emits the first
+    output token, ``m_p + m_d`` elsewhere); under a backlog every engine is busy and serves ``c_i / w_i``
+    requests/s, so the pool serves ``sum_i c_i / w_i`` and the work that makes the point's load ``lambda w / C``
+    equal ``lambda / sum_i c_i / w_i`` is ``C / sum_i (c_i / w_i)``, whatever the stations' order (before, the
+    point took its first engine's rule: a load of 0.1645 or 0.1795 by the order, P=10, D=2)."""
+    works = [float(sum(st.engine.request_work(mp, md))) for st in stations]
+    if all(w == works[0] for w in works):
+        return works[0]
+    caps = [float(st.capacity_tokens_per_s) for st in stations]
+    if not all(c > 0 and w > 0 for c, w in zip(caps, works)):
+        return max(works)  # (an engine that serves nothing, or no work: no rate to weight by; the larger work)
+    return sum(caps) / sum(c / w for c, w in zip(caps, works))
 
 
 #: most tokens per second one hop may carry (rate x mean tokens): far beyond any engine, and small
@@ -114,6 +135,13 @@ def compile_network(net: Network) -> FlowModel:
             k_max_notes.append(f"station {s.name!r} has {who} k_max={k}, which binds: its capacity is the k_max stability "
                          f"region along its request mix, below the fluid model's b_max/t(b_max) = "
                          f"{s.capacity_tokens_per_s:.6g} tokens/s, so the fluid model cannot prove it stable")
+        if getattr(s.engine.batch_time, "kind", None) == "composition":
+            # t(b) is one prefill chunk with no decode cost (fluidq.dtmc.flow_basis): b_max/t(b_max) is not what
+            # the station serves, nor a bound on it (fluidq.stability.fluid proves nothing from its load)
+            k_max_notes.append(f"station {s.name!r} has a batch time that reads the batch composition: its t(b) is one "
+                               "prefill chunk with no decode cost, so b_max/t(b_max) = "
+                               f"{s.capacity_tokens_per_s:.6g} tokens/s is not its capacity and the fluid model proves "
+                               "nothing there (its single-engine verdict reads vLLM's flow balance)")
     points = [s.name for s in net.stations] + pooled
     pidx = {p: i for i, p in enumerate(points)}
     cap = [s.capacity_tokens_per_s for s in net.stations] + [
@@ -132,9 +160,11 @@ def compile_network(net: Network) -> FlowModel:
 
     def hop_work(hop, point):
         # the hop's token work on the engine serving it (Engine.request_work: one decode iteration fewer
-        # when the prefill emits the first output token); a pooled JSQ point takes its first engine's rule
-        st = stations[point] if point in stations else stations[routers[point].engines[0]]
-        return sum(st.engine.request_work(hop.prompt_tokens.mean, hop.output_tokens.mean))
+        # when the prefill emits the first output token)
+        mp, md = hop.prompt_tokens.mean, hop.output_tokens.mean
+        if point in stations:
+            return sum(stations[point].engine.request_work(mp, md))
+        return pooled_work([stations[e] for e in routers[point].engines], mp, md)
 
     def add_buffer(hop, cname, point, engine, sources, label):
         r = rate_of(sources)

@@ -16,6 +16,15 @@ most requests a batch holds, :func:`binding_k_max`) is treated as absent and cha
 With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
 ``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
 the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
+
+An engine whose batch time reads the batch composition (an operator-profile iteration model, ``fluidq check
+--profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, not its iteration time (at a vLLM
+engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow balance
+(:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`, the function ``fluidq check`` calls too;
+``method="flow_balance"``, ``inputs["load_basis"]``).  Where the KV cache binds the capacity is an estimate,
+and below it the verdict is unknown, never stable: no verdict says stable without a proof.  Several engines
+behind a router under a policy that is not work-conserving are unstable above ``n`` times the policy's own
+threshold (what one engine serves saturated).
 """
 from __future__ import annotations
 
@@ -56,7 +65,9 @@ class StabilityResult(Result):
     when ``b/t(b)`` peaks below ``b_max`` (a staircase whose step ``b0`` does not divide ``b_max``); an
     offered rate above the peak is then called unstable under every scheduler, and its ``load`` is still
     measured against ``b_max / t(b_max)`` (the reason gives both).  Engines behind a router
-    (``n_engines``) sum their capacities.
+    (``n_engines``) sum their capacities.  On an engine whose batch time reads the batch composition the
+    capacity is vLLM's flow balance (``method="flow_balance"``); ``inputs["load_basis"]`` names the basis
+    (``"theorem2"`` or ``"flow_balance"``, with ``flow_balance_requests_per_s`` and ``flow_balance_binding``).
     """
 
     status: Status
@@ -118,6 +129,33 @@ def _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc):
     if r >= 1 - tolerance:
         return Status.CRITICAL, f"{base}; arrival rate {lam:.4g} req/s is within {tolerance:.0%} of it", thr, "renewal"
     return Status.STABLE, f"{base}; arrival rate {lam:.4g} req/s is below it", thr, "renewal"
+
+
+def _pooled_non_wc_verdict(engine, workload, pol, rho, tolerance, wc, n_engines):
+    """Verdict below the Theorem-2 bound for ``n_engines`` engines behind a router under a policy that is not
+    work-conserving.  Its own threshold for these lengths (renewal-reward) is what one engine serves under a
+    large backlog (:func:`fluidq.dtmc.saturation.saturated_rate`), so no router makes ``n`` engines serve more
+    than ``n`` times it: an arrival rate above that is unstable.  Below it fluidq has no verdict (a router's
+    split is not Poisson, so the single-engine threshold does not apply to each engine)."""
+    from ..dtmc.threshold import cached_renewal_threshold
+
+    name = pol.name
+    lam = workload.arrival_rate_per_s
+    thr, why = cached_renewal_threshold(engine, workload, pol)
+    base = (f"{name} is not work-conserving; for {n_engines} engines behind a router below the Theorem-2 bound "
+            f"(load {fmt_load(rho)})")
+    if thr is None:
+        return (Status.UNKNOWN, f"{base} fluidq has no verdict ({why}): simulate the network (fluidq.simulate_network)",
+                None, "closed_form")
+    top = n_engines * thr
+    if lam > top * (1 + tolerance):
+        return (Status.UNSTABLE, f"{name} is not work-conserving; one engine serves at most {thr:.4g} req/s of these "
+                f"lengths under any backlog (its own threshold, renewal-reward over its prefill/decode cycles: what it "
+                f"serves saturated), so {n_engines} engines behind any router serve at most {top:.4g} req/s; the "
+                f"arrival rate {lam:.4g} req/s is above it ({lam / top:.4g} times), so the backlog grows", top, "renewal")
+    return (Status.UNKNOWN, f"{base}, and at or below {n_engines} times its own threshold ({top:.4g} req/s, what "
+            f"the engines serve saturated), fluidq has no verdict: simulate the network (fluidq.simulate_network)",
+            top, "closed_form")
 
 
 #: what :func:`check_stability` may decide by (``method=``)
@@ -228,7 +266,15 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     threshold = None
     method = "closed_form"
     region_v = None
-    if sup > 0 and (cap.method == "region" or binding_k_max(engine, pol) is not None):
+    # an engine whose batch time reads the batch composition: t(b) is not its iteration time (no decode cost), so
+    # the load is read against vLLM's flow balance (the basis of `fluidq check --profile-dir --load`)
+    from ..dtmc.flow_basis import flow_balance_capacity
+
+    fb = flow_balance_capacity(engine, workload, n_engines=n_engines) if sup > 0 else None
+    basis = "theorem2"
+    if fb is not None:
+        basis = "flow_balance"
+    elif sup > 0 and (cap.method == "region" or binding_k_max(engine, pol) is not None):
         # a batch-size limit below the budget (paper §6): batches may be short under a backlog, so
         # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
         # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic)
@@ -240,6 +286,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         status = Status.UNSTABLE
         rho = math.inf
         reason = cap.reason
+    elif fb is not None:
+        status, reason, method, rho, ref = _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered,
+                                                                 tolerance, n_engines, assumption)
     elif region_v is not None:
         status, reason, method = region_v
         rho, ref = rho_any, sup  # the region's capacity along the mix is the denominator
@@ -270,9 +319,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"{'it' if top == ref else f'the {_tps(top)} tokens/s of the best batch under the cache'}, "
                       f"beyond the estimate's error, so the backlog grows: {est}")
         elif wc.work_conserving and offered < lo * ref:
-            status = Status.STABLE
+            # below the band the estimate says the scheduler keeps up, but an estimate is no proof (a seeded
+            # simulation at 0.78 of it was inconclusive): unknown, with the estimate's word
+            status = Status.UNKNOWN
             reason = (f"{serves} (load {fmt_load(rho)}); the offered {_tps(offered)} tokens/s is below {lo:g} times it, "
-                      f"inside the estimate's error, so {name} keeps up: {est}")
+                      f"so by the estimate {name} keeps up, but that is not proven: {est}; nothing bounds what the "
+                      "engine serves under the cache from below (preemptions can waste work), so fluidq says no "
+                      "verdict; simulate to decide (`fluidq simulate --replications N`; fluidq.replicate in Python)")
         else:
             status = Status.UNKNOWN
             reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
@@ -306,10 +359,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                   f"load {fmt_load(rho)} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
     elif n_engines > 1:
-        status = Status.UNKNOWN
-        reason = (f"{name} is not work-conserving; for {n_engines} engines behind a router below the "
-                  f"Theorem-2 bound (load {fmt_load(rho)}) fluidq has no verdict: simulate the network "
-                  "(fluidq.simulate_network)")
+        status, reason, threshold, method = _pooled_non_wc_verdict(engine, workload, pol, rho, tolerance, wc,
+                                                                   n_engines)
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
     if engine.b_max < given_engine.b_max:
@@ -319,7 +370,53 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                            capacity_tokens_per_s=ref, offered_tokens_per_s=offered, method=method,
                            work_conserving=wc.work_conserving, threshold_requests_per_s=threshold,
                            inputs={"engine": given_engine.to_dict(), "workload": workload.to_dict(),
-                                   "tolerance": tolerance, "n_engines": n_engines})
+                                   "tolerance": tolerance, "n_engines": n_engines, "load_basis": basis,
+                                   **({} if fb is None else {"flow_balance_requests_per_s": fb.requests_per_s,
+                                                             "flow_balance_binding": fb.binding})})
+
+
+def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, tolerance, n_engines, assumption):
+    """``(status, reason, method, load, capacity_tokens_per_s)`` for an engine whose batch time reads the batch
+    composition (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`): the load is read against vLLM's flow
+    balance, a fluid estimate decided outside :data:`~fluidq.dtmc.flow_basis.FLOW_BALANCE_BAND`
+    (:data:`KV_ESTIMATE_BAND` when the KV cache binds, and then never stable).  ``t(b)`` (one prefill chunk, no
+    decode cost) is neither the iteration time nor a bound on it (a whole chunk's attention can exceed that of
+    the decodes it stands for), so no Theorem-2 bound is read from it."""
+    from ..capacity import tokens_per_request
+    from ..dtmc.flow_basis import estimate_band
+
+    ref = fb.requests_per_s * tokens_per_request(engine, workload)
+    rho = offered / ref if ref > 0 else math.inf
+    lo, hi = estimate_band(fb)
+    who = "" if n_engines == 1 else f" ({n_engines} engines behind a router, summed)"
+    est = (f"vLLM's flow balance{who} serves {fb.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s of batch work "
+           f"({fb.binding} binds: {fb.reason}); the batch time reads the batch composition, so t(b) (one prefill "
+           f"chunk, no decode cost) is not the iteration time and b/t(b) is not the capacity (at a vLLM engine's capacity point it "
+           f"overstates it); the flow balance is the load basis, a fluid estimate decided outside {lo:g}-{hi:g} "
+           "times it")
+    if not wc.work_conserving:
+        return (Status.UNKNOWN, f"{name} is not work-conserving; fluidq has no verdict for it on an engine whose batch "
+                f"time reads the batch composition (load {fmt_load(rho)} of the flow balance: {est}); simulate to "
+                "decide (`fluidq simulate --replications N`; fluidq.replicate in Python)", "flow_balance", rho, ref)
+    if rho > max(hi, 1 + tolerance):
+        return (Status.UNSTABLE, f"load {fmt_load(rho)} is above {hi:g} times the capacity, beyond the estimate's "
+                f"error, so the backlog grows{assumption}: {est}", "flow_balance", rho, ref)
+    if abs(rho - 1) <= tolerance:
+        return (Status.CRITICAL, f"load {fmt_load(rho)} is within {tolerance:.0%} of the capacity: {est}",
+                "flow_balance", rho, ref)
+    if rho < min(lo, 1 - tolerance) and fb.binding == "kv_cache":
+        # where the KV cache binds no lower bound on what the engine serves is known (recompute preemptions can
+        # waste work), as on the KV-estimate verdicts: no proof of stability
+        return (Status.UNKNOWN, f"load {fmt_load(rho)} is below {lo:g} times the capacity, so by the estimate {name} "
+                f"keeps up, but that is not proven where the KV cache binds (preemptions can waste work): {est}; "
+                "simulate to decide (`fluidq simulate --replications N`; fluidq.replicate in Python)",
+                "flow_balance", rho, ref)
+    if rho < min(lo, 1 - tolerance):
+        return (Status.STABLE, f"{name} is work-conserving and the load {fmt_load(rho)} is below {lo:g} times the "
+                f"capacity, inside the estimate's error, so {name} keeps up{assumption}: {est}", "flow_balance", rho,
+                ref)
+    return (Status.UNKNOWN, f"load {fmt_load(rho)}, too close to call: {est}; simulate to decide (`fluidq simulate "
+            "--replications N`; fluidq.replicate in Python)", "flow_balance", rho, ref)
 
 
 def _simulation_verdict(engine, workload, policy, *, tolerance, n_engines, growth_tolerance: float = 0.01,
@@ -351,7 +448,7 @@ def _simulation_verdict(engine, workload, policy, *, tolerance, n_engines, growt
 #: (affine batch time, fixed 600/200 lengths, 30k-token cache), -4 % (affine, Azure conversation lengths,
 #: 40k) and beyond +15 % (the paper's staircase, Azure conversation, 50k: the KV-limited batch of 263
 #: tokens sits just past a step); tests/stability/test_kv_verdicts.py holds both ends to simulation.
-KV_ESTIMATE_BAND = (0.8, 1.25)
+from ..dtmc.flow_basis import KV_ESTIMATE_BAND  # noqa: E402  (one value: the flow-balance verdicts read it too)
 
 
 def __getattr__(name):

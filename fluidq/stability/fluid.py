@@ -195,9 +195,63 @@ def _k_max_capacities(network, fm) -> dict:
     return out
 
 
+def _composition_points(network, fm) -> set:
+    """Service points (stations, pooled JSQ routers) with an engine whose batch time reads the batch
+    composition (:func:`fluidq.dtmc.flow_basis.is_composition`)."""
+    from ..dtmc.flow_basis import is_composition
+
+    comp = {s.name for s in network.stations if is_composition(s.engine)}
+    return comp | {r.name for r in network.routers if r.name in fm.points and comp.intersection(r.engines)}
+
+
+def _k_max_bounds(network, fm, kcap) -> dict:
+    """``{station: (tokens/s, reason)}``: for a station whose ``k_max`` binds and that serves several request
+    mixes (so :func:`_k_max_capacities` gives it no one capacity), an upper bound on what any scheduler serves of
+    its mixture: the largest k_max capacity along any one of its mixes.
+
+    Why it bounds: in the k_max stability region (§6 of arXiv:2504.07347) the token capacity along a direction
+    does not grow with the decode share -- any batch's decodes can be traded for as many prefill tokens of one
+    chunk (same size, same time, no more requests), so whatever serves a decode share serves every smaller one
+    as fast; the mixture's decode share lies between its mixes' own, so its capacity is at most that of the
+    mix with the smallest decode share, hence at most the largest over the mixes.  Same exclusions as
+    :func:`_k_max_capacities` (JSQ, a KV cache, a context-aware batch time)."""
+    from ..capacity import max_throughput
+    from ..engine.budgets import binding_k_max, effective_engine
+    from ..workload import Poisson, Workload
+
+    hops = {h.name: h for h in network.hops}
+    behind_jsq = {e for r in network.routers if r.policy == "jsq" for e in r.engines}
+    out = {}
+    for st in network.stations:
+        if st.name in kcap or st.name not in fm.points or st.name in behind_jsq:
+            continue
+        if binding_k_max(st.engine, st.policy) is None or st.engine.kv_capacity_tokens is not None or \
+                getattr(st.engine.batch_time, "kind", "") == "context_aware":
+            continue
+        mine = [b for b in fm.buffers if b.point == st.name and b.rate > 0]
+        if len(mine) < 2:
+            continue
+        eng = effective_engine(st.engine, st.policy)
+        best, why = 0.0, ""
+        for b in mine:
+            h = hops[b.hop]
+            w = Workload(arrival=Poisson(rate_per_s=b.rate), prompt_tokens=h.prompt_tokens, output_tokens=h.output_tokens)
+            cap = max_throughput(eng, w)
+            if not cap.tokens_per_s > 0:
+                best = None  # (a mix it can never serve: no bound from the others)
+                break
+            if cap.tokens_per_s > best:
+                best, why = float(cap.tokens_per_s), f"hop {b.hop!r}'s mix: {cap.reason}"
+        if best:
+            out[st.name] = (best, why)
+    return out
+
+
 def backlog_slope(engine, workload) -> float:
     """Fluid backlog growth of one engine under a work-conserving scheduler,
-    ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s (``CapacityResult.work_conserving_tokens_per_s``).
+    ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s (``CapacityResult.work_conserving_tokens_per_s``);
+    on an engine whose batch time reads the batch composition the capacity is vLLM's flow balance
+    (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`), as ``check_stability`` reads it.
 
     References
     ----------
@@ -220,9 +274,16 @@ def backlog_slope(engine, workload) -> float:
         raise ParameterError("engine", engine, "a fluidq.Engine (one engine; for several use a Network)")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload (its token rate is the fluid inflow)")
-    res = max_throughput(engine, workload)
-    # a work-conserving scheduler fills its batches under a backlog: b_max/t(b_max), not sup_b b/t(b)
-    cap = res.work_conserving_tokens_per_s if res.work_conserving_tokens_per_s is not None else res.tokens_per_s
+    from ..capacity import tokens_per_request
+    from ..dtmc.flow_basis import flow_balance_capacity
+
+    fb = flow_balance_capacity(engine, workload)
+    if fb is not None:  # t(b) is not such an engine's iteration time: vLLM's flow balance is the basis
+        cap = fb.requests_per_s * tokens_per_request(engine, workload)
+    else:
+        res = max_throughput(engine, workload)
+        # a work-conserving scheduler fills its batches under a backlog: b_max/t(b_max), not sup_b b/t(b)
+        cap = res.work_conserving_tokens_per_s if res.work_conserving_tokens_per_s is not None else res.tokens_per_s
     return max(0.0, offered_tokens_per_s(engine, workload) - cap)
 
 
@@ -520,10 +581,15 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
     result = partial(FluidStabilityResult, inputs=inputs, k_max_capacities=kcap)
     for st, (cap_k, _) in kcap.items():
         loads[st] = loads[st] * float(fm.capacity[fm.points.index(st)]) / cap_k
-    worst = max(loads, key=loads.get)
-    rho = loads[worst]
+    # a point with an engine whose batch time reads the batch composition: b_max/t(b_max) is neither its capacity
+    # nor a bound on it (t(b) counts no decode cost but a whole prefill chunk's attention), so its load proves
+    # nothing either way (the compile note on it keeps the verdict from saying stable)
+    comp = set() if idealised else _composition_points(network, fm)
+    proving = {k: v for k, v in loads.items() if k not in comp} or {k: 0.0 for k in loads}
+    worst = max(proving, key=proving.get)
+    rho = proving[worst]
     if rho > 1 + tolerance:
-        over = {k: v for k, v in loads.items() if v > 1 + tolerance}
+        over = {k: v for k, v in proving.items() if v > 1 + tolerance}
         if worst in kcap:
             # overloaded at the k_max capacity: outside the stability region, which no scheduler leaves stable;
             # the fluid paths run at b_max/t(b_max) and would not show it
@@ -544,6 +610,19 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     f"its work grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s "
                     f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
             paths_checked=int(p is not None))
+    # a k_max station serving several mixes: above the largest k_max capacity over its mixes, no scheduler
+    # keeps up with the mixture (_k_max_bounds)
+    for st, (cap_b, why) in _k_max_bounds(network, fm, kcap).items():
+        rho_b = loads[st] * float(fm.capacity[fm.points.index(st)]) / cap_b
+        if rho_b > 1 + tolerance:
+            return result(
+                status=Status.UNSTABLE, certificate="load",
+                reason=(f"{_point_words(network, st)} serves several request mixes under a binding k_max: no scheduler "
+                        f"serves more of their mixture than {cap_b:.6g} tokens/s, the largest k_max capacity along any "
+                        f"one of them (the region's token capacity does not grow with the decode share, and the "
+                        f"mixture's share lies between theirs; {why}); its load against that bound is "
+                        f"{_load_words(rho_b)} > 1, so its work grows at >= {(rho_b - 1) * cap_b:.4g} tokens/s under "
+                        "every scheduler"), loads=loads, backlog_slope_tokens_per_s=(rho_b - 1) * cap_b)
     if rho >= 1 - tolerance:
         return result(status=Status.CRITICAL, certificate="load",
                       reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "

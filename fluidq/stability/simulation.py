@@ -364,6 +364,10 @@ def _k_max_saturation(engine, sat, workload):
     pol, cap, cap_how = sat.policy, sat.tokens_per_s, sat.how
     if binding_k_max(engine, pol) is None or cap <= 0 or workload.replays_trace:
         return cap, cap_how, False
+    from ..dtmc.flow_basis import is_composition
+
+    if sat.work_conserving and is_composition(sat.engine):
+        return cap, cap_how, False  # vLLM's flow balance counts max_num_seqs itself
     if isinstance(pol, RegionAware) or not sat.work_conserving:
         return cap, cap_how, False  # time-shares the region's own batch shapes / has its own threshold
     from ..capacity.region_capacity import fixed_prompt

@@ -95,8 +95,10 @@ def profile_dir_engine(args):
 
 def profile_dir_capacity(args, workload):
     """vLLM's flow-balance capacity of ``--profile-dir`` for ``workload`` (what ``fluidq capacity --profile-dir``
-    prints, :func:`fluidq.validate.deployment.predict_deployment`), the basis of ``--load`` in ``check`` and
-    ``simulate``.
+    prints, :func:`fluidq.validate.deployment.predict_deployment`), the basis of ``--load`` in ``simulate``
+    (``check`` calls :func:`fluidq.dtmc.flow_basis.flow_balance_capacity` on its engine, the same
+    :func:`~fluidq.validate.predict.predict_capacity` with the engine's own budgets and cache, which its verdicts
+    read too).
 
     The engine those commands build reads the batch composition when it simulates, but its ``t(b)`` is one
     prefill chunk of ``b`` tokens: a capacity from ``t(b)`` counts no per-request decode cost (for Llama-3.1-8B

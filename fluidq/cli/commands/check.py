@@ -64,6 +64,7 @@ def run(args):
     import math
 
     from ...capacity import max_throughput, offered_tokens_per_s
+    from ...dtmc.flow_basis import flow_balance_capacity
     from ...errors import ParameterError
     from ...policies import resolve_policy
 
@@ -88,10 +89,9 @@ def run(args):
         from ..._validate import load_rate
 
         shape = workload_from_args(args, default_rate=1.0)
-        if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir)
-            from ._profile_dir_args import profile_dir_capacity
-
-            dep = profile_dir_capacity(args, shape)
+        if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir),
+            # the basis check_stability reads for such an engine (one function: flow_balance_capacity)
+            dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
             lam_max = dep.requests_per_s
         else:
             lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
@@ -128,16 +128,15 @@ def run(args):
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
                     f"{_load(off / full) if full > 0 else '–'} of {fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     f"(work-conserving schedulers: {cap.work_conserving_basis})")
-    if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load reads it
+    if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
-        from ._profile_dir_args import profile_dir_capacity
 
-        dep = dep if dep is not None else profile_dir_capacity(args, workload)
+        dep = dep if dep is not None else flow_balance_capacity(engine, workload, n_engines=args.engines)
         # (the flow balance's tokens/s are the requests' m_p + m_d, as the workload's token rate counts them)
         load_txt = (f"load {_load(workload.token_rate_per_s / dep.tokens_per_s)} of vLLM's flow balance for this folder, "
                     f"{fmt_value(dep.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (as `fluidq capacity "
-                    f"--profile-dir`); the verdicts read {load_txt} of the profile's t(b) bound, which counts no "
-                    "decode context")
+                    f"--profile-dir`), the basis of the verdicts; the profile's t(b), which counts no decode context, "
+                    f"would give {load_txt}")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={fmt_tokens(workload.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(workload.mean_output_tokens)}, {load_txt}"]
     lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])

@@ -1,0 +1,178 @@
+"""Issue 16: an engine whose batch time reads the batch composition (an operator-profile iteration model, the
+engine of ``fluidq check --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, a lower bound on
+its iteration time, so verdicts read against ``b / t(b)`` were optimistic: at 1.1 times the flow-balance
+capacity ``check_stability`` said STABLE (load 0.72 of ``b_max / t(b_max)``) while seeded simulations grow.
+Now ``check_stability``, ``stability_threshold``, ``backlog_slope``, ``replicate``'s prediction and ``fluidq
+check`` read one function, :func:`fluidq.dtmc.flow_basis.flow_balance_capacity`.  The engine comes from a small
+synthetic LLMServingSim-layout profile folder (linear operator times written here), checked against seeded
+replications' backlog-growth intervals."""
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fluidq
+from fluidq.dtmc.flow_basis import FLOW_BALANCE_BAND, flow_balance_capacity
+from fluidq.stability.fluid import backlog_slope
+
+ROOT = Path(__file__).resolve().parents[2]
+META = ROOT / "validation" / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"  # profile_meta.yaml: the model facts
+KV = 2_000_000  # a cache that never binds here: max_num_seqs does
+
+
+def write_profile(folder: Path) -> Path:
+    """A synthetic operator-profile folder: linear per-operator times (microseconds) on power-of-two grids."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(META / "profile_meta.yaml", folder)
+    shutil.copy(META / "peer_sim_config.json", folder)
+    toks = [2 ** i for i in range(12)]
+    ops = {"act_fn": (1.0, 0.002), "down_proj": (4.0, 0.010), "embedding": (1.0, 0.001),
+           "final_layernorm": (1.0, 0.001), "gate_up_proj": (6.0, 0.020), "layernorm": (1.0, 0.001),
+           "o_proj": (2.0, 0.004), "qkv_proj": (3.0, 0.006), "rotary_emb": (1.0, 0.001)}
+    rows = ["layer,tokens,time_us"] + [f"{op},{t},{a + b * t:.6g}" for op, (a, b) in ops.items() for t in toks]
+    (folder / "profile_tp1_dense.csv").write_text("\n".join(rows) + "\n")
+    rows = ["layer,sequences,time_us"] + [f"{op},{n},{a + b * n:.6g}" for op, (a, b) in
+                                          (("lm_head", (200.0, 1.0)), ("sampler", (20.0, 0.2))) for n in toks[:9]]
+    (folder / "profile_tp1_per_sequence.csv").write_text("\n".join(rows) + "\n")
+    kvs = [16 * 2 ** i for i in range(11)]
+    rows = ["prefill_chunk,kv_prefill,n_decode,kv_decode,time_us"]
+    rows += [f"0,0,{nd},{kv},{5 + 0.002 * nd * kv:.6g}" for nd in toks[:9] for kv in kvs]
+    rows += [f"{c},{kp},0,0,{8 + 0.0004 * c * (kp + c / 2):.6g}" for c in kvs[:8] for kp in [0] + kvs]
+    (folder / "profile_tp1_attention.csv").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    if not META.is_dir():
+        pytest.skip(f"{META} is not shipped here")
+    return write_profile(tmp_path_factory.mktemp("synthetic_profile"))
+
+
+@pytest.fixture(scope="module")
+def engine(folder):
+    from fluidq.validate.deployment import deployment_engine
+
+    return deployment_engine(folder, kv_capacity_tokens=KV)[0]
+
+
+SHAPE = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=100, output_tokens=100)
+
+
+@pytest.fixture(scope="module")
+def fb(engine):
+    return flow_balance_capacity(engine, SHAPE)
+
+
+@pytest.fixture(scope="module")
+def replications(engine, fb):
+    """Seeded replications at 0.9 and 1.1 of the flow balance (6 x 40 s each, vLLM's scheduler)."""
+    return {x: fluidq.replicate(engine, SHAPE.with_rate(x * fb.requests_per_s), "vllm-chunked", n_replications=6,
+                                horizon_s=40.0, rng=16, keep_runs=False) for x in (0.9, 1.1)}
+
+
+def test_the_t_b_basis_overstates_this_engine(engine, fb):
+    # the defect's size: b/t(b) says 734 req/s, the flow balance 480 (measured 2026-12-06)
+    assert fb.binding == "k_max"
+    assert fluidq.max_throughput(engine, SHAPE).requests_per_s > 1.4 * fb.requests_per_s
+
+
+@pytest.mark.parametrize("x, status", [(0.9, fluidq.Status.STABLE), (1.1, fluidq.Status.UNSTABLE)])
+def test_verdicts_at_0_9_and_1_1_of_the_flow_balance_agree_with_simulation(engine, fb, replications, x, status):
+    r = fluidq.check_stability(engine, SHAPE.with_rate(x * fb.requests_per_s), "vllm-chunked")
+    assert r.status is status, r.reason
+    assert r.method == "flow_balance" and r.load == pytest.approx(x, rel=1e-9)
+    assert r.inputs["load_basis"] == "flow_balance"
+    assert r.inputs["flow_balance_requests_per_s"] == pytest.approx(fb.requests_per_s, rel=1e-12)
+    assert "flow balance" in r.reason and "one prefill chunk, no decode cost" in r.reason
+    rep = replications[x]
+    lo, hi = rep.slope_ci
+    # measured 2026-12-06 (seed 16): 0.9 slope CI -47 to 50 tokens/s (bounded), 1.1 CI 7,831-12,512 (growing)
+    if status is fluidq.Status.STABLE:
+        assert rep.verdict == "bounded" and hi < rep.tolerance_tokens_per_s, rep.reason
+    else:
+        assert rep.verdict == "growing" and lo > 0, rep.reason
+
+
+def test_the_fluid_slope_reads_the_flow_balance_and_lies_in_the_simulated_interval(engine, fb, replications):
+    w = SHAPE.with_rate(1.1 * fb.requests_per_s)
+    slope = backlog_slope(engine, w)
+    tpr = fluidq.capacity.tokens_per_request(engine, w)
+    assert slope == pytest.approx(0.1 * fb.requests_per_s * tpr, rel=1e-9)
+    rep = replications[1.1]
+    assert rep.predicted_slope_tokens_per_s == pytest.approx(slope, rel=1e-9)
+    assert rep.fluid_in_ci, (rep.predicted_slope_tokens_per_s, rep.slope_ci)
+    assert backlog_slope(engine, SHAPE.with_rate(0.9 * fb.requests_per_s)) == 0.0
+
+
+def test_stability_threshold_is_the_flow_balance(engine, fb):
+    t = fluidq.stability_threshold(engine, SHAPE, "vllm-chunked")
+    assert t.method == "flow_balance"
+    assert t.arrival_rate_per_s == pytest.approx(fb.requests_per_s, rel=1e-12)
+    lo, hi = FLOW_BALANCE_BAND
+    assert t.lower_per_s == pytest.approx(lo * fb.requests_per_s) and t.upper_per_s == pytest.approx(hi * fb.requests_per_s)
+    assert t.details["load_basis"] == "flow_balance"
+
+
+def test_n_engines_sum_the_flow_balance(engine, fb):
+    r = fluidq.check_stability(engine, SHAPE.with_rate(2 * 0.9 * fb.requests_per_s), "vllm-chunked", n_engines=2)
+    assert r.status is fluidq.Status.STABLE and r.load == pytest.approx(0.9, rel=1e-9)
+
+
+def test_not_work_conserving_is_unknown(engine, fb):
+    # t(b) is not the iteration time nor a bound on it: no verdict for a scheduler that is not work-conserving
+    r = fluidq.check_stability(engine, SHAPE.with_rate(0.5 * fb.requests_per_s), "vllm")
+    assert r.status is fluidq.Status.UNKNOWN and "not work-conserving" in r.reason
+    assert r.method == "flow_balance"
+
+
+def test_a_plain_engine_keeps_its_theorem_2_basis():
+    e = fluidq.Engine(batch_time=fluidq.Staircase(c=0.01128, a=0.03547, b0=128), b_max=512)
+    assert flow_balance_capacity(e, SHAPE) is None
+    r = fluidq.check_stability(e, SHAPE.with_rate(15.0), "sarathi")
+    assert r.method == "closed_form" and r.inputs["load_basis"] == "theorem2"
+
+
+def test_cli_check_and_the_api_read_one_basis(folder, engine, fb, capsys):
+    from fluidq.cli import main
+
+    args = ["check", "--profile-dir", str(folder), "--kv-capacity", str(KV), "--input-len", "100",
+            "--output-len", "100", "--policy", "vllm-chunked", "--json"]
+    for x, status in ((0.9, "stable"), (1.1, "unstable")):
+        assert main([*args, "--load", str(x)]) in (0, None)
+        d = json.loads(capsys.readouterr().out)
+        assert d["status"] == status and d["method"] == "flow_balance", d["reason"]
+        assert d["inputs"]["flow_balance_tokens_per_s"] == pytest.approx(fb.tokens_per_s, rel=1e-12)
+        assert d["inputs"]["arrival_rate_per_s"] == pytest.approx(x * fb.requests_per_s, rel=1e-12)
+        assert d["load"] == pytest.approx(x, rel=1e-9)
+    # two engines behind a router: --load is a fraction of both engines' flow balance
+    assert main([*args, "--load", "0.9", "--engines", "2"]) in (0, None)
+    d = json.loads(capsys.readouterr().out)
+    assert d["inputs"]["arrival_rate_per_s"] == pytest.approx(2 * 0.9 * fb.requests_per_s, rel=1e-12)
+    assert d["status"] == "stable" and d["load"] == pytest.approx(0.9, rel=1e-9)
+    assert np.isfinite(d["capacity_tokens_per_s"])
+
+
+def test_the_network_fluid_verdict_proves_nothing_from_such_a_stations_b_max_t_b_max(engine):
+    """A network station with such an engine: b_max/t(b_max) is not its capacity, nor a bound on it (without
+    k_max this engine's flow balance, 467 req/s, is 1.4 times b_max/t(b_max) = 333: a 2,048-token prefill chunk's
+    attention costs more than the decodes it stands for), so the fluid verdict is unknown on both sides of it
+    (it said stable, feedforward, at 0.5 and unstable at 1.2 of it)."""
+    from fluidq.network import Hop, Network, RequestClass, Station
+    from fluidq.stability.fluid import fluid_stability
+
+    e = engine.with_(k_max=None, kv_capacity_tokens=None)
+
+    def net(rate):
+        return Network(stations=[Station(name="V", engine=e, policy="vllm-chunked")],
+                       classes=[RequestClass(name="c", rate_per_s=rate,
+                                             route=[Hop(engine="V", prompt_tokens=100, output_tokens=100)])])
+
+    per_request = net(1.0).stations[0].capacity_tokens_per_s / 199
+    assert flow_balance_capacity(e, SHAPE).requests_per_s > 1.3 * per_request
+    for x in (0.5, 1.2):
+        r = fluid_stability(net(x * per_request))
+        assert r.status is fluidq.Status.UNKNOWN and "reads the batch composition" in r.reason, (x, r.reason)
+    assert fluid_stability(net(0.5 * per_request), idealised=True).status is fluidq.Status.STABLE
