@@ -636,10 +636,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 break
             # a pass that preempts whatever its prefill walk gives skips the walk: decode goes first and takes
             # every decoder, whose own new blocks (tokens) exceed the free ones (the prefill chunks only add to that
-            # need; the victim is chosen without them; with a chunking scheduler the walk notes no blocked prompt)
+            # need; the victim is chosen without them; with a chunking scheduler the walk notes no blocked prompt).
+            # (paged: the decoders needing a new block this round, cnt[-G % bs], are some of the ndl decoders, so
+            # their count above the free blocks implies ndl above them: that clause is not tested again)
             ndl = lp[L_D + 2]
             nowalk = (skip_ok and 0 < ndl <= b_max and ndl <= k_it and
-                      (used + ndl > kv_cap if not paged else ndl > free and cnt[(-G) % bs] > free))
+                      (used + ndl > kv_cap if not paged else cnt[(-G) % bs] > free))
             npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_it,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl, nowalk)
             if nowalk:
