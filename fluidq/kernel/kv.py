@@ -791,19 +791,21 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         top = adm[rid]
                         victim = rid
             elif paged and most_recent:
-                # the latest admission still holding blocks, stale entries on top dropped; (async) one that
-                # finished in the batch in flight (st 2, in lg) holds its blocks but is no victim: it is passed
-                # over and stays (it leaves the stack as a stale entry once let go)
-                i = nstk - 1
-                while i >= 0:
-                    rid = sr[i]
-                    if nbk[rid] >= 0 and adm[rid] == sq[i]:
-                        if st[rid] != 2:
+                while nstk > 0:  # the latest admission still holding blocks (stale entries on top dropped)
+                    rid = sr[nstk - 1]
+                    if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
+                        victim = rid
+                        break
+                    nstk -= 1
+                if victim >= 0 and st[victim] == 2:
+                    # (async) it finished in the batch in flight (in lg): it holds its blocks but is no victim;
+                    # the latest admission below it is, and it stays on the stack (stale once let go)
+                    victim = -1
+                    for i in range(nstk - 2, -1, -1):
+                        rid = sr[i]
+                        if nbk[rid] >= 0 and adm[rid] == sq[i] and st[rid] != 2:
                             victim = rid
                             break
-                    elif i == nstk - 1:
-                        nstk -= 1
-                    i -= 1
             else:
                 i = lp[L_D + 1] - 1
                 while i >= lp[L_D] and dl[i] < 0:
