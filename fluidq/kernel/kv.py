@@ -636,10 +636,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 break
             # a pass that preempts whatever its prefill walk gives skips the walk: decode goes first and takes
             # every decoder, whose own new blocks (tokens) exceed the free ones (the prefill chunks only add to that
-            # need; the victim is chosen without them; with a chunking scheduler the walk notes no blocked prompt)
+            # need; the victim is chosen without them; with a chunking scheduler the walk notes no blocked prompt).
+            # (paged: the decoders needing a new block this round, cnt[-G % bs], are some of the ndl decoders, so
+            # their count above the free blocks implies ndl above them: that clause is not tested again)
             ndl = lp[L_D + 2]
             nowalk = (skip_ok and 0 < ndl <= b_max and ndl <= k_it and
-                      (used + ndl > kv_cap if not paged else ndl > free and cnt[(-G) % bs] > free))
+                      (used + ndl > kv_cap if not paged else cnt[(-G) % bs] > free))
             npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_it,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl, nowalk)
             if nowalk:
@@ -789,12 +791,21 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         top = adm[rid]
                         victim = rid
             elif paged and most_recent:
-                while nstk > 0:
+                while nstk > 0:  # the latest admission still holding blocks (stale entries on top dropped)
                     rid = sr[nstk - 1]
                     if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
                         victim = rid
                         break
                     nstk -= 1
+                if victim >= 0 and st[victim] == 2:
+                    # (async) it finished in the batch in flight (in lg): it holds its blocks but is no victim;
+                    # the latest admission below it is, and it stays on the stack (stale once let go)
+                    victim = -1
+                    for i in range(nstk - 2, -1, -1):
+                        rid = sr[i]
+                        if nbk[rid] >= 0 and adm[rid] == sq[i] and st[rid] != 2:
+                            victim = rid
+                            break
             else:
                 i = lp[L_D + 1] - 1
                 while i >= lp[L_D] and dl[i] < 0:
