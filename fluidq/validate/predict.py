@@ -330,9 +330,9 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
     a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
     while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens
-    only: recomputation after a preemption is work, not throughput.  What the fluid formula leaves out
-    is counted by construction: recompute after preemption, admission under a whole-prompt
-    reservation, the real prefill/decode mix of each iteration, and (with
+    only: recomputation after a preemption is work, not throughput.  What the fluid formula averages
+    (recompute after preemption and admission under a whole-prompt reservation, by a renewal argument)
+    or leaves out is counted here event by event: those, the real prefill/decode mix of each iteration, and (with
     :class:`~fluidq.validate.deployment.LockstepRanks` as ``model``) the slowest rank's stall.
 
     Returns
