@@ -11,8 +11,13 @@ token comes with the prefill).  Three limits cap ``N``:
   ``N <= k_max (m_d - 1) / (m_d - 1 + n_c)``;
 * the KV cache: a decoding request holds its prompt and the tokens generated so far; averaged over
   the iterations it spends decoding (length-biased: long requests are resident longer) this is
-  ``kv_bar = sum_i o_i (p_i + o_i/2) / sum_i o_i`` plus half a block of rounding, so
-  ``N <= C / (kv_bar + (block-1)/2)``;
+  ``kv_bar = sum_i o_i (p_i + o_i/2) / sum_i o_i`` plus half a block of rounding, and the cache keeps free
+  the room below the waiting head's prompt (vLLM admits a request only when its whole prompt fits; the head
+  is length-biased, the room uniform below it: ``s = E[p^2] / (2 E[p])``), so
+  ``N <= (C - s) / (kv_bar + (block-1)/2)``.  Admitting whenever a prompt fits lets the residents outgrow the
+  cache, and vLLM then preempts the newest one and recomputes it: ``r`` preemptions per request, each a prompt
+  and its few generated tokens prefilled again, counted in the iteration's prompt work (:func:`_kv_preemptions`,
+  a renewal argument over the gaps between finishes);
 * the token budget: ``N (1 + m_p/(m_d - 1)) <= b_max``.
 
 With ``N = min`` of the three, the capacity is ``lam_it / E[t_iter]`` requests per second (``x (m_p +
@@ -141,7 +146,9 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
             n_k = k_max * mdec / (mdec + chunks(b_max - n_k)) if mdec > 0 else 1.0
         limits["k_max"] = n_k
     if kv_capacity_tokens is not None:
-        limits["kv_cache"] = float(kv_capacity_tokens) / (kv_bar + (block_size - 1) / 2.0)
+        # the free room the waiting head leaves (below its prompt, the head length-biased): E[p^2] / (2 E[p])
+        slack = float((p * p).mean() / (2.0 * mp)) if mp > 0 else 0.0
+        limits["kv_cache"] = max(0.0, float(kv_capacity_tokens) - slack) / (kv_bar + (block_size - 1) / 2.0)
     if mdec > 0:
         binding = min(limits, key=limits.get)
         N = max(1.0, limits[binding])
@@ -170,6 +177,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
     # decodes and the chunks.  Prompts sharing an iteration share its fixed and below-the-roof cost (before
     # 2026-12-06 each prompt's delta was taken alone over a decode-only iteration: at Llama-3.1-8B/H100 one
     # 100-token prompt adds 1.51 ms to 256 decodes, each further 100 tokens 2.37 ms).
+    pre = 0.0
     if binding == "token_budget" or N == 0:  # every iteration holds N decodes and X prompt tokens (b_max - N)
         work = 0.0
         for pi, wi in zip(uniq, w):
@@ -181,13 +189,18 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
                 done += c
         kv_eff = max(0.0, work / mp - X / 2.0) if mp > 0 else 0.0
         t_iter = float(model.time_shape(X, kv_eff, N, kv_bar, n_emit=N + lam_it * n_c))
+    elif binding == "kv_cache":
+        # recompute preemption (the engine's own rules, not a run): the admitted set outgrows the cache, and each
+        # preempted request prefills its prompt and generated tokens again (_kv_preemptions)
+        pre, redo = _kv_preemptions(p, mdec, N)
+        t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room, redo=pre, redo_tokens=redo)
     else:
         t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room)
     e_delta = (t_iter - t_dec) / lam_it  # what each prompt adds, at the operating point
     per_request = t_iter / lam_it
     lam = 1.0 / per_request
     words = {"kv_cache": f"the KV cache ({kv_capacity_tokens} tokens) holds N = {N:.1f} decoding requests of mean "
-                         f"context {kv_bar:.0f} tokens",
+                         f"context {kv_bar:.0f} tokens, {pre:.2f} recompute preemptions per request",
              "k_max": f"max_num_seqs = {k_max} caps the running requests, prefilling ones included: "
                       f"N = {N:.1f} decode while {lam_it * n_c:.1f} prefill",
              "token_budget": f"the token budget b_max = {b_max} is filled with N = {N:.1f} decodes and "
@@ -203,7 +216,38 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
 
 
 
-def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: int = 4000, seed: int = 0) -> float:
+def _kv_preemptions(prompts, mdec, N):
+    """``(r, a)``: recompute preemptions per finished request, and the generated tokens each victim recomputes
+    with its prompt, in vLLM's block rules when the KV cache binds (no watermark; a request is admitted as soon as
+    its whole prompt fits the free blocks; the most recently admitted request is preempted when the residents'
+    next tokens do not fit).
+
+    A renewal argument over the gaps between finishes (no run read).  A finish frees its request's blocks and the
+    waiting requests are admitted head-of-line while their whole prompts fit, so the free room left after the
+    admissions is below the prompt ``p`` of the request that stopped them: taken uniform on ``[0, p)``.  That request
+    is length-biased (with the room spread wider than a prompt, a prompt stops the admissions with probability
+    proportional to its length), so the room left averages ``E[p^2] / (2 E[p])`` tokens -- the slack that
+    :func:`predict_capacity` takes off the cache.  Until the next finish the ``N`` residents grow by one token each
+    per iteration, and the finishes among ``N`` residents of mean ``g = m_d - 1`` decode iterations are Poisson
+    (``N / g`` per iteration), so the growth ``G`` before the next finish is exponential with mean ``g`` tokens.
+    The room runs out first with probability ``q = E_len[P(G > U p)] = g E[1 - exp(-p/g)] / E[p]``.  The victim is
+    the newest resident (``a = g / N`` tokens generated on average: one gap's worth), an unbiased prompt; it frees
+    ``p + a`` and, the growth left being exponential again, a further victim follows with probability
+    ``E[exp(-(p + a)/g)]``: ``r = q / (1 - E[exp(-(p + a)/g)])`` preemptions per finish, i.e. per request, each
+    prefilling ``p + a`` tokens again.  Checked against seeded stationary simulations of 14 random engines
+    (tests/validation/test_kv_preemption_capacity.py; validation/RESULTS.md 2026-12-06): the simulated rates
+    0.03-2.7 per request, the formula's within about 30 % of them.
+    """
+    p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
+    g = max(float(mdec), 1e-9)
+    a = g / max(float(N), 1.0)
+    q = float(g * np.mean(-np.expm1(-p / g)) / p.mean())
+    again = float(np.mean(np.exp(-(p + a) / g)))
+    return q / max(1e-9, 1.0 - again), a
+
+
+def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: int = 4000, seed: int = 0,
+                          redo: float = 0.0, redo_tokens: float = 0.0) -> float:
     """Mean iteration time when ``max_num_seqs`` or the KV cache binds: a request is admitted when one of the
     ``N`` residents finishes, and the finishes among many residents in one iteration are Poisson (mean
     ``lam_it``), so the iteration holds a random number of prompts.  Their tokens queue FCFS and each iteration
@@ -213,8 +257,10 @@ def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: i
     from collections import deque
 
     rng = np.random.default_rng(seed)
-    k = rng.poisson(lam_it, iterations)
+    k = rng.poisson(lam_it * (1.0 + redo), iterations)
     draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)
+    if redo > 0:  # a share redo / (1 + redo) of the prefills are preempted requests recomputing prompt + generated
+        draws = draws + redo_tokens * (rng.random(draws.size) < redo / (1.0 + redo))
     C = np.zeros(iterations)
     work = np.zeros(iterations)
     chunks = np.zeros(iterations)
@@ -284,9 +330,9 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
     a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
     while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens
-    only: recomputation after a preemption is work, not throughput.  What the fluid formula leaves out
-    is counted by construction: recompute after preemption, admission under a whole-prompt
-    reservation, the real prefill/decode mix of each iteration, and (with
+    only: recomputation after a preemption is work, not throughput.  What the fluid formula averages
+    (recompute after preemption and admission under a whole-prompt reservation, by a renewal argument)
+    or leaves out is counted here event by event: those, the real prefill/decode mix of each iteration, and (with
     :class:`~fluidq.validate.deployment.LockstepRanks` as ``model``) the slowest rank's stall.
 
     Returns

@@ -164,9 +164,9 @@ def test_replayed_capacity_within_5_pct_of_the_steady_state(rows, case):
     assert abs(r.error_pct) <= 5.0, r
 
 
-_FLUID_MISSES = {  # regenerated 2026-12-06 (h-flow16's flow balance); see validation/RESULTS.md
-    "rtx4090-llama3.1-8b": "+11.1 %",  # +9.5 % before: the formula now lets an iteration's prompts share it
-    "rtxpro6000-llama3.1-8b": "+7.3 %",  # +6.5 % before
+_FLUID_MISSES = {  # regenerated 2026-12-06 (h-pre16's KV preemption and slack terms); see validation/RESULTS.md
+    "rtx4090-llama3.1-8b": "+0.5 %",  # +11.1 % before the formula counted vLLM's recompute preemptions; +9.5 % earlier
+    "rtxpro6000-llama3.1-8b": "+7.3 %",  # +6.5 % before the flow balance let an iteration's prompts share it
     "rtxpro6000-qwen3-30b-a3b": "+20.5 %",  # +18.1 % before
 }
 
@@ -174,12 +174,13 @@ _FLUID_MISSES = {  # regenerated 2026-12-06 (h-flow16's flow balance); see valid
 @pytest.mark.parametrize("case", sorted(_FLUID_MISSES))
 def test_fluid_capacity_within_5_pct_of_every_real_vllm_run(rows, case):
     r = rows[(case, "capacity (served tokens/s, steady state)")]
+    if case == "rtx4090-llama3.1-8b":  # the KV-bound run: 2,491 against 2,478 tokens/s measured (+0.5 %), since the
+        # formula counts the recompute preemptions and the free room vLLM's whole-prompt admission leaves (derived
+        # from the engine's rules and checked on simulated engines only; +11.1 % before, 2026-12-06)
+        assert abs(r.error_pct) <= 5.0, r
+        return
     if case == "rtxpro6000-llama3.1-8b":
         assert abs(r.error_pct) <= 10.0, r  # the suite's pass line holds for this run ...
-    elif case == "rtx4090-llama3.1-8b" and abs(r.error_pct) > 10.0:  # ... not for the KV-bound run since 2026-12-06
-        pytest.xfail(f"fluid capacity {r.error_pct:+.1f} % of the steady state, a miss of the suite's 10 % "
-                     "(+11.1 % when recorded, +9.5 % before the flow balance let an iteration's prompts share "
-                     "it; fluidq.simulate of the benchmark: -1.3 %)")
     if abs(r.error_pct) > 5.0:  # ... the Done-means 5 % does not: stated, not loosened
         pytest.xfail(f"fluid capacity {r.error_pct:+.1f} % of the steady state (measured {_FLUID_MISSES[case]} "
                      "when recorded; target 5 %; the window follows the ramp and serves fewer prompt tokens per "
@@ -217,8 +218,9 @@ def test_vidur_llama2_70b_tp2_within_10_pct(rows):
     rep = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (replayed overload)")]
     assert abs(rep.error_pct) <= 10.0, rep
     fluid = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (context-aware)")]
-    if abs(fluid.error_pct) > 10.0:
-        pytest.xfail(f"the fluid bound is {fluid.error_pct:+.1f} % of Vidur's 1.45 req/s (+14.2 % when recorded 2026-12-06; +15.9 % before the flow balance let an iteration's prompts share it; +16.2 % before the attention reshapes were counted)")
+    # +1.5 % of Vidur's 1.45 req/s since the formula counts the KV-bound engine's recompute preemptions and admission
+    # slack (2026-12-06, h-pre16; +14.2 % before, +15.9 % before the flow balance let an iteration's prompts share it)
+    assert abs(fluid.error_pct) <= 10.0, fluid
 
 
 def test_lockstep_ranks_take_the_slowest_rank():
