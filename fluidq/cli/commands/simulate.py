@@ -10,7 +10,6 @@ from dataclasses import replace
 from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
-from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
 from ._roofline_args import add_roofline_args, engine_for_command
 from .. import CliError, emit
@@ -146,6 +145,8 @@ def _check_flags(args):
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
         raise ParameterError("--replications", args.replications, "an integer >= 1 (>= 2 adds the verdict)")
+    from ...sim.core import MAX_RUNS, check_gamma_cv, check_size  # the simulator: imported when it runs
+
     if args.replications > MAX_RUNS:
         raise ParameterError("--replications", args.replications, f"an integer <= {MAX_RUNS:,}",
                              "every run is kept in memory for the verdict")
@@ -175,6 +176,7 @@ def run(args):
     from ...capacity import max_throughput, offered_tokens_per_s
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
+    from ...sim.core import check_size
     from ...workload import Gamma, Periodic, Poisson
 
     _check_flags(args)
