@@ -6,8 +6,9 @@ Each command runs ``--reps`` times in a fresh Python process (this tree on ``PYT
 figure is the least user + system CPU time of the child (``os.wait4``), which is what start-up
 costs when the machine is not busy.  ``--base COMMIT`` runs the same commands on that commit's
 ``fluidq`` (extracted with ``git archive``), interleaved with this tree's runs, for a before/after.
-The target (issue 15): ``fluidq check --load 0.9`` within 3x of ``python -c "import numpy"``.
-Nothing is asserted.
+The target (issue 15): ``fluidq check --load 0.9`` within 3x of ``python -c "import numpy"`` (aimed at 2.2x, a
+margin for a busy machine).  Nothing is asserted; what the commands import (not how long it takes) is
+held by ``tests/cli/test_startup_imports.py``.
 """
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def main():
         if a.base:
             row += f"{best[cols[1], key] / best[cols[0], key]:>10.2f}"
         print(row)
-    print("# target: `fluidq check --load 0.9` within 3x of `import numpy`")
+    print("# target: `fluidq check --load 0.9` within 3x of `import numpy` (aim: 2.2x)")
 
 
 if __name__ == "__main__":

@@ -413,8 +413,16 @@ _region_aware.register_shape_finder(_region_aware_shapes)
 
 # The Network / Station traffic-equation methods (loads, bottleneck, best split, at_load, station
 # capacity) are the functions fluidq.capacity.network registers on import (Network.flow is registered
-# by fluidq.fluid.compile, which `import fluidq` imports too)
-from . import network as _network  # noqa: E402, F401
+# by fluidq.fluid.compile); the package fluidq imports both right after fluidq.network.model, so that
+# they are there before any network is (and an engine's capacity loads no network description)
 
 # capacity as the budget b_max varies (what plotting.plot_capacity_vs_bmax draws)
 from .curve import CapacityCurveResult, capacity_vs_bmax  # noqa: E402
+
+
+def __getattr__(name):
+    if name == "network":  # the network capacities: imported with fluidq.network.model, or on first use here
+        import importlib
+
+        return importlib.import_module(f"{__name__}.network")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

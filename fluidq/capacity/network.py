@@ -3,7 +3,8 @@
 A :class:`~fluidq.network.Network` is a description (stations, routes, routers); its methods
 ``loads``, ``visit_rates``, ``point_loads``, ``bottleneck``, ``best_split_loads``, ``at_load`` and
 ``Station.capacity_tokens_per_s`` are the functions here, which this module registers with
-:mod:`fluidq.network.model` when ``fluidq`` is imported (so the description imports no analysis).
+:mod:`fluidq.network.model` as soon as that module is imported (the package ``fluidq`` imports this one
+right after it; so the description imports no analysis).
 They read the compiled flow model :attr:`Network.flow <fluidq.network.Network.flow>`
 (:func:`fluidq.fluid.compile.compile_network`).
 
@@ -167,7 +168,8 @@ def at_load(network, load: float):
 
 
 # the Network / Station methods of the same names are these functions (the description imports no analysis);
-# `import fluidq` imports this module through fluidq.capacity (and fluidq.fluid.compile, behind Network.flow)
+# the package fluidq imports this module (and fluidq.fluid.compile, behind Network.flow) right after
+# fluidq.network.model, before any network exists
 _model.register_analysis(station_capacity_tokens_per_s=station_capacity_tokens_per_s, visit_rates=visit_rates,
                          loads=station_loads, point_loads=point_loads, bottleneck=bottleneck,
                          best_split_loads=best_split_loads, at_load=at_load)

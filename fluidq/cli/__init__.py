@@ -74,17 +74,28 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {msg} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_names() -> list[str]:
+    """The sub-commands, without importing them: each module of ``fluidq/cli/commands/`` (not ``_``-prefixed)
+    registers the command of its name."""
+    from . import commands
+
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``fluidq`` parser with every sub-command, or with the command ``only`` alone (what ``main`` builds
+    when the command line starts with it: the other commands' modules are not imported, issue 15's start-up;
+    its options, messages and ``--help`` are the same)."""
     parser = OneLineParser(prog="fluidq", description="Queueing theory of LLM serving: capacity, "
                                      "stability verdicts and stability regions.")
     parser.add_argument("--version", action="version", version=f"fluidq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     from . import commands
 
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+    for name in command_names():
+        if only is not None and name != only:
             continue
-        mod = importlib.import_module(f"{commands.__name__}.{info.name}")
+        mod = importlib.import_module(f"{commands.__name__}.{name}")
         mod.register(sub)
     return parser
 
@@ -92,7 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    parser = build_parser()
+    first = str(argv[0]) if len(argv) else None
+    parser = build_parser(only=first if first in command_names() else None)
     _options_before_the_command(parser, argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the sub-command's parser, so that the line names the command

@@ -718,3 +718,47 @@ def engine_text(engine: Engine) -> str:
     if not engine.name or bt.startswith(engine.name):
         return bt
     return f"{engine.name}: {bt}"
+
+
+#: the swap cost of a KV token (``--preemption swap``): one option, ``--swap-ms-per-token`` (milliseconds, as
+#: every other time of the command line: ``--c-ms``, ``--a-ms``), with ``--swap-us-per-token`` (microseconds)
+#: as its alias in every command that takes it; ``{flag: (unit, units per ms)}``
+SWAP_FLAGS = {"--swap-ms-per-token": ("ms", 1.0), "--swap-us-per-token": ("us", 1e3)}
+
+
+def add_swap_args(g) -> None:
+    """``--swap-ms-per-token MS`` and its alias ``--swap-us-per-token US`` (the same cost; give one)."""
+    g.add_argument("--swap-ms-per-token", type=float, default=None, metavar="MS",
+                   help="swap cost per KV token, ms (with --preemption swap); --swap-us-per-token US gives it in "
+                        "microseconds (1 ms = 1000 us)")
+    g.add_argument("--swap-us-per-token", type=float, default=None, metavar="US",
+                   help="the swap cost per KV token in microseconds: an alias of --swap-ms-per-token")
+
+
+def swap_cost(args, unit: str):
+    """``(flag, value as typed, value in unit)`` of the swap cost given (``unit`` ``"ms"`` or ``"us"``, the
+    command's own), or ``(None, None, None)``.  The value is checked under the flag typed: finite, >= 0 and at
+    most the longest batch time; both spellings at once are refused.  A value typed in ``unit`` is returned
+    unchanged; the other spelling's is multiplied or divided by 1000 (one rounding)."""
+    from . import CliError
+
+    given = [(flag, getattr(args, flag[2:].replace("-", "_"), None)) for flag in SWAP_FLAGS]
+    given = [(flag, v) for flag, v in given if v is not None]
+    if len(given) > 1:
+        raise CliError("--swap-ms-per-token and --swap-us-per-token are one swap cost in two units "
+                       "(1 ms = 1000 us): give one of them")
+    if not given:
+        return None, None, None
+    flag, v = given[0]
+    typed_unit, per_ms = SWAP_FLAGS[flag]
+    if not (math.isfinite(v) and v >= 0):
+        raise ParameterError(flag, v, "a finite number of " + ("ms" if typed_unit == "ms" else "microseconds")
+                             + " >= 0")
+    from .._validate import MAX_BATCH_SECONDS, real
+
+    real(flag, v, maximum=MAX_BATCH_SECONDS * 1e3 * per_ms,
+         why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
+             "simulated times and their squares")
+    if typed_unit == unit:
+        return flag, v, v
+    return flag, v, (v * 1e3 if unit == "us" else v / 1e3)

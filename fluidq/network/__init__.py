@@ -8,7 +8,8 @@
 The simulator lives in :mod:`fluidq.sim.network` and the verdicts in :mod:`fluidq.stability.network`;
 ``fluidq.network.simulate_network``, ``NetworkSimResult``, ``check_network_stability``,
 ``NetworkStabilityResult`` and the module paths ``fluidq.network.sim`` and ``fluidq.network.stability``
-are aliases those modules register here when ``fluidq`` is imported (this package imports no analysis).
+are aliases those modules register here when imported, which ``fluidq`` arranges on their first use (this
+package imports no analysis).
 """
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ threshold (what one engine serves saturated).
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 from .._validate import real
@@ -37,7 +38,6 @@ from ..engine.budgets import (binding_k_max, effective_engine, max_requests_per_
                                 without_idle_k_max)
 from ..engine import Engine
 from ..errors import ParameterError
-from ..network.model import Network
 from ..policies import resolve_policy
 from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..results import MEANINGFUL_DIGITS, Result, Status, fmt_load, fmt_value, plain
@@ -158,6 +158,13 @@ def _pooled_non_wc_verdict(engine, workload, pol, rho, tolerance, wc, n_engines)
             top, "closed_form")
 
 
+def _is_network(x) -> bool:
+    """``x`` is a :class:`fluidq.network.Network` (never, while that module is not imported: an engine's
+    verdict loads no network description)."""
+    model = sys.modules.get("fluidq.network.model")
+    return model is not None and isinstance(x, model.Network)
+
+
 #: what :func:`check_stability` may decide by (``method=``)
 CHECK_METHODS = ("auto", "simulation")
 
@@ -211,7 +218,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     """
     if not isinstance(method, str) or method not in CHECK_METHODS:
         raise ParameterError("method", method, " or ".join(repr(m) for m in CHECK_METHODS))
-    if isinstance(engine, Network):
+    if _is_network(engine):
         # a network of engines: loads, fluid model and optional simulation (fluidq.stability.network)
         from .network import check_network_stability
 
@@ -460,8 +467,14 @@ def __getattr__(name):
         from ..dtmc.threshold import stability_threshold
 
         return stability_threshold
+    if name in ("fluid", "network", "simulation"):  # the fluid, network and simulation verdicts: imported on
+        import importlib  # first use (they load networks, flow paths, the simulator and its kernel, which an
+        # engine's analytic verdict does not need)
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'fluidq.stability' has no attribute {name!r}")
 
 
-# the network, fluid and simulation verdicts (they register their old paths under fluidq.network / fluidq.fluid)
-from . import fluid, network, simulation  # noqa: E402,F401
+# the network, fluid and simulation verdicts register their old paths (under fluidq.network, fluidq.fluid and
+# fluidq.sim) when first imported, which the package fluidq arranges on the first use of those paths
+# (fluidq/__init__.py: _OLD_NAMES, _OLD_MODULES)

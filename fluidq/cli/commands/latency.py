@@ -4,11 +4,13 @@ from __future__ import annotations
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
+    add_swap_args,
     add_workload_args,
     engine_from_args,
     lengths_text,
     output_file,
     reject_ignored,
+    swap_cost,
     workload_from_args,
 )
 
@@ -37,8 +39,7 @@ def register(sub):
     p.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: "
                         "recomputed (default) or swapped")
-    p.add_argument("--swap-ms-per-token", type=float, default=None,
-                   help="swap cost per KV token, ms (with --preemption swap)")
+    add_swap_args(p)
     p.add_argument("--orderings", default="fcfs,pars,sjf,srpt,gamma-boost,uniboost",
                    help="comma-separated: fcfs, pars, sjf, srpt, las, gamma-boost, uniboost, uniboost-nomemguard, "
                    "uniboost-ada, distboost (fluidq's reconstruction of the UNIBOOST paper's distribution-aware strawman)")
@@ -174,15 +175,7 @@ def run(args):
         from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
 
         integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
-    if args.swap_ms_per_token is not None and not (math.isfinite(args.swap_ms_per_token)
-                                                   and args.swap_ms_per_token >= 0):
-        raise ParameterError("--swap-ms-per-token", args.swap_ms_per_token, "a finite number of ms >= 0")
-    if args.swap_ms_per_token is not None:
-        from ..._validate import MAX_BATCH_SECONDS, real
-
-        real("--swap-ms-per-token", args.swap_ms_per_token, maximum=MAX_BATCH_SECONDS * 1e3,
-             why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
-                 "simulated times and their squares")
+    swap_flag, swap_typed, args.swap_ms = swap_cost(args, "ms")  # this command's unit: ms
     if args.metric is not None and args.metric not in METRICS:
         raise CliError(f"--metric={args.metric!r}: expected one of {', '.join(METRICS)}")
     reject_ignored(f"--rate {args.rate}", args.rate is not None,
@@ -192,10 +185,10 @@ def run(args):
     reject_ignored(f"--gamma {args.gamma}",
                    args.gamma is not None and not {"gamma-boost", "uniboost", "uniboost-nomemguard"} & set(keys),
                    "without gamma-boost/uniboost/uniboost-nomemguard in --orderings (it is their boost rate)")
-    if args.preemption == "swap" and args.swap_ms_per_token is None:
-        raise CliError("--swap-ms-per-token is required with --preemption swap (the swap cost in ms per KV token)")
-    reject_ignored(f"--swap-ms-per-token {args.swap_ms_per_token}",
-                   args.swap_ms_per_token is not None and args.preemption != "swap",
+    if args.preemption == "swap" and swap_flag is None:
+        raise CliError("--swap-ms-per-token is required with --preemption swap (the swap cost in ms per KV token; "
+                       "or --swap-us-per-token in microseconds)")
+    reject_ignored(f"{swap_flag} {swap_typed}", swap_flag is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
     if args.family is not None:
         if args.reasoning or args.trace is not None or args.prompt is not None or args.output is not None:
@@ -250,7 +243,7 @@ def run(args):
     if "update_every" in extra:
         _int("--ada-every", extra["update_every"], minimum=1)
     pols = standard_policies(engine, workload, keys=keys, tau=tau, gamma_per_s=args.gamma, seed=args.seed, **extra)
-    swap = None if args.swap_ms_per_token is None else args.swap_ms_per_token / 1e3
+    swap = None if args.swap_ms is None else args.swap_ms / 1e3
     slo = args.slo_per_token
     if slo is None:
         import numpy as np

@@ -10,12 +10,12 @@ from dataclasses import replace
 from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
-from ...sim.core import MAX_RUNS, check_gamma_cv, check_size
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
 from ._roofline_args import add_roofline_args, engine_for_command
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
+    add_swap_args,
     add_workload_args,
     engine_text,
     fit_json,
@@ -23,6 +23,7 @@ from ..common import (
     fmt_tokens,
     output_file,
     reject_ignored,
+    swap_cost,
     workload_from_args,
 )
 
@@ -67,8 +68,7 @@ def register(sub):
     g.add_argument("--preemption", choices=["recompute", "swap"], default=None,
                    help="what happens to a request evicted when the KV cache (--kv-capacity) is full: its KV "
                         "is recomputed (default) or swapped out and back")
-    g.add_argument("--swap-us-per-token", type=float, default=None,
-                   help="swap cost, microseconds per KV token (with --preemption swap)")
+    add_swap_args(g)
     g.add_argument("--warmup", type=float, default=0.0, help="seconds left out of the latency metrics")
     p.add_argument("--plot", default=None, metavar="PATH", help="write a queue-trajectory plot to PATH (format from "
                    "the extension: png, pdf, svg...; none: .png)")
@@ -112,27 +112,18 @@ def _check_flags(args):
             ("--cv", args.cv, args.cv is None or (finite(args.cv) and args.cv > 0),
              "a finite coefficient of variation > 0"),
             ("--kv-capacity", args.kv_capacity, args.kv_capacity is None or args.kv_capacity >= 1,
-             "an integer number of tokens >= 1"),
-            ("--swap-us-per-token", args.swap_us_per_token,
-             args.swap_us_per_token is None or (finite(args.swap_us_per_token) and args.swap_us_per_token >= 0),
-             "a finite number of microseconds >= 0")):
+             "an integer number of tokens >= 1")):
         if not ok:
             raise ParameterError(flag, v, want)
     if args.kv_capacity is not None:
         from ..._validate import KV_WHY, MAX_KV_TOKENS, integer
 
         integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
-    if args.swap_us_per_token is not None:
-        from ..._validate import MAX_BATCH_SECONDS, real
-
-        real("--swap-us-per-token", args.swap_us_per_token, maximum=MAX_BATCH_SECONDS * 1e6,
-             why="swapping one KV token costs at most the longest batch time, 1e6 s; a larger cost overflows the "
-                 "simulated times and their squares")
-    if args.preemption == "swap" and args.swap_us_per_token is None:
+    swap_flag, swap_typed, args.swap_us = swap_cost(args, "us")  # this command's unit: microseconds
+    if args.preemption == "swap" and swap_flag is None:
         raise CliError("--preemption swap needs --swap-us-per-token US (the swap cost in microseconds per KV "
-                       "token)")
-    reject_ignored(f"--swap-us-per-token {args.swap_us_per_token}",
-                   args.swap_us_per_token is not None and args.preemption != "swap",
+                       "token) or --swap-ms-per-token MS")
+    reject_ignored(f"{swap_flag} {swap_typed}", swap_flag is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     reject_ignored(f"--cv {args.cv}", args.cv is not None and arrival != "gamma",
@@ -146,6 +137,8 @@ def _check_flags(args):
         raise ParameterError("--seed", args.seed, "a seed >= 0")
     if args.replications < 1:
         raise ParameterError("--replications", args.replications, "an integer >= 1 (>= 2 adds the verdict)")
+    from ...sim.core import MAX_RUNS, check_gamma_cv, check_size  # the simulator: imported when it runs
+
     if args.replications > MAX_RUNS:
         raise ParameterError("--replications", args.replications, f"an integer <= {MAX_RUNS:,}",
                              "every run is kept in memory for the verdict")
@@ -175,6 +168,7 @@ def run(args):
     from ...capacity import max_throughput, offered_tokens_per_s
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
+    from ...sim.core import check_size
     from ...workload import Gamma, Periodic, Poisson
 
     _check_flags(args)
@@ -237,7 +231,7 @@ def run(args):
         if args.chunk_long_prompts and hasattr(pol, "with_") and not pol.chunked:
             pol = pol.with_(chunk_long_prompts=True)
         pols.append(pol)
-    swap = None if args.swap_us_per_token is None else args.swap_us_per_token * 1e-6
+    swap = None if args.swap_us is None else args.swap_us * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
     cap = max_throughput(engine, base)
     # --profile-dir: the load is a fraction of vLLM's flow balance for the folder (fluidq capacity --profile-dir);
