@@ -220,6 +220,8 @@ def test_vidur_llama2_70b_tp2_within_10_pct(rows):
     fluid = rows[("vidur-llama2-70b-a100-tp2-sarathi512", "saturation rate vs Vidur (context-aware)")]
     # +1.5 % of Vidur's 1.45 req/s since the formula counts the KV-bound engine's recompute preemptions and admission
     # slack (2026-12-06, h-pre16; +14.2 % before, +15.9 % before the flow balance let an iteration's prompts share it)
+    # This pass does not validate the mechanism for Vidur: Vidur's scheduler has its own preemption rules, not vLLM
+    # v1's, and the clipped-trace info row moved the other way (-0.4 % -> -11.4 %); see validation/RESULTS.md.
     assert abs(fluid.error_pct) <= 10.0, fluid
 
 

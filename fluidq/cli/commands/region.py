@@ -220,7 +220,7 @@ def run(args):
         lam = region.max_request_rate(*request_work(engine, workload))
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
         lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
-                  f"(the ray (lambda m_p, lambda m_d) leaves the region there)"]
+                  f"(the ray of a request's batch work, {'(lambda m_p, lambda (m_d - 1)): its prefill emits the first token' if engine.prefill_emits_token else '(lambda m_p, lambda m_d)'}, leaves the region there)"]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}

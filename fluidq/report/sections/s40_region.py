@@ -22,7 +22,11 @@ def render(ctx):
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
     # the operating point is one engine of the deployment: the workload's rate split n_engines ways
-    lam, mp, md = ref.rate(ref.low), w.mean_prompt_tokens, w.mean_output_tokens
+    from ...capacity import request_work
+
+    # a request's batch work: (m_p, m_d), or (m_p, m_d - 1) on an engine whose prefill emits the first token
+    # (vLLM, the --gpu roofline engine), the ray max_throughput, check and `fluidq region` read
+    lam, (mp, md) = ref.rate(ref.low), request_work(e, w)
     point = (lam * mp, lam * md)
     whole = (w.arrival_rate_per_s * mp, w.arrival_rate_per_s * md)
     shown = e if e.k_max is not None else e.with_(k_max=ILLUSTRATIVE_K_MAX)
@@ -64,7 +68,7 @@ def render(ctx):
                           for lab, o in others.items() if lab != "no k_max (Theorem 2)")
     if simulated:
         for lab, sr in simulated.items():
-            fr = ", ".join(f"({mp}, {md}): {inv(sc, '.4g')}" for (mp, md), sc in zip(sr.request_shapes, sr.engine_scale))
+            fr = ", ".join(f"({sp}, {sd}): {inv(sc, '.4g')}" for (sp, sd), sc in zip(sr.request_shapes, sr.engine_scale))
             pol_lines += (f"\n- **{lab}, simulated** (deterministic arrivals, threshold bracketed by bisection) -- "
                           f"threshold as a fraction of the region's boundary per request shape (m_p, m_d): {fr}")
     no_limit = ("" if e.k_max is not None else
