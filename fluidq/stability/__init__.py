@@ -22,7 +22,9 @@ An engine whose batch time reads the batch composition (an operator-profile iter
 engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow balance
 (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`, the function ``fluidq check`` calls too;
 ``method="flow_balance"``, ``inputs["load_basis"]``).  Where the KV cache binds the capacity is an estimate,
-and below it the verdict is unknown, never stable: no verdict says stable without a proof.  Several engines
+and below it the verdict is unknown, never stable.  Without a KV bind the flow balance's verdict is an
+estimate, stated as such (``method="flow_balance"``): stable below 0.95 and unstable above 1.05 of it, read
+over the workload's length distributions (seeded rows), not only their means.  Several engines
 behind a router under a policy that is not work-conserving are unstable above ``n`` times the policy's own
 threshold (what one engine serves saturated).
 """

@@ -204,49 +204,6 @@ def _composition_points(network, fm) -> set:
     return comp | {r.name for r in network.routers if r.name in fm.points and comp.intersection(r.engines)}
 
 
-def _k_max_bounds(network, fm, kcap) -> dict:
-    """``{station: (tokens/s, reason)}``: for a station whose ``k_max`` binds and that serves several request
-    mixes (so :func:`_k_max_capacities` gives it no one capacity), an upper bound on what any scheduler serves of
-    its mixture: the largest k_max capacity along any one of its mixes.
-
-    Why it bounds: in the k_max stability region (§6 of arXiv:2504.07347) the token capacity along a direction
-    does not grow with the decode share -- any batch's decodes can be traded for as many prefill tokens of one
-    chunk (same size, same time, no more requests), so whatever serves a decode share serves every smaller one
-    as fast; the mixture's decode share lies between its mixes' own, so its capacity is at most that of the
-    mix with the smallest decode share, hence at most the largest over the mixes.  Same exclusions as
-    :func:`_k_max_capacities` (JSQ, a KV cache, a context-aware batch time)."""
-    from ..capacity import max_throughput
-    from ..engine.budgets import binding_k_max, effective_engine
-    from ..workload import Poisson, Workload
-
-    hops = {h.name: h for h in network.hops}
-    behind_jsq = {e for r in network.routers if r.policy == "jsq" for e in r.engines}
-    out = {}
-    for st in network.stations:
-        if st.name in kcap or st.name not in fm.points or st.name in behind_jsq:
-            continue
-        if binding_k_max(st.engine, st.policy) is None or st.engine.kv_capacity_tokens is not None or \
-                getattr(st.engine.batch_time, "kind", "") == "context_aware":
-            continue
-        mine = [b for b in fm.buffers if b.point == st.name and b.rate > 0]
-        if len(mine) < 2:
-            continue
-        eng = effective_engine(st.engine, st.policy)
-        best, why = 0.0, ""
-        for b in mine:
-            h = hops[b.hop]
-            w = Workload(arrival=Poisson(rate_per_s=b.rate), prompt_tokens=h.prompt_tokens, output_tokens=h.output_tokens)
-            cap = max_throughput(eng, w)
-            if not cap.tokens_per_s > 0:
-                best = None  # (a mix it can never serve: no bound from the others)
-                break
-            if cap.tokens_per_s > best:
-                best, why = float(cap.tokens_per_s), f"hop {b.hop!r}'s mix: {cap.reason}"
-        if best:
-            out[st.name] = (best, why)
-    return out
-
-
 def backlog_slope(engine, workload) -> float:
     """Fluid backlog growth of one engine under a work-conserving scheduler,
     ``max(0, lambda (m_p + m_d) - b_max/t(b_max))`` tokens/s (``CapacityResult.work_conserving_tokens_per_s``);
@@ -610,19 +567,6 @@ def fluid_stability(network, *, tolerance: float = 1e-9, max_lyapunov_buffers: i
                     f"its work grows at >= {(rho - 1) * fm.capacity[fm.points.index(worst)]:.4g} tokens/s "
                     f"{_overload_scope(network, worst)}"), loads=loads, backlog_slope_tokens_per_s=slope, path=p,
             paths_checked=int(p is not None))
-    # a k_max station serving several mixes: above the largest k_max capacity over its mixes, no scheduler
-    # keeps up with the mixture (_k_max_bounds)
-    for st, (cap_b, why) in _k_max_bounds(network, fm, kcap).items():
-        rho_b = loads[st] * float(fm.capacity[fm.points.index(st)]) / cap_b
-        if rho_b > 1 + tolerance:
-            return result(
-                status=Status.UNSTABLE, certificate="load",
-                reason=(f"{_point_words(network, st)} serves several request mixes under a binding k_max: no scheduler "
-                        f"serves more of their mixture than {cap_b:.6g} tokens/s, the largest k_max capacity along any "
-                        f"one of them (the region's token capacity does not grow with the decode share, and the "
-                        f"mixture's share lies between theirs; {why}); its load against that bound is "
-                        f"{_load_words(rho_b)} > 1, so its work grows at >= {(rho_b - 1) * cap_b:.4g} tokens/s under "
-                        "every scheduler"), loads=loads, backlog_slope_tokens_per_s=(rho_b - 1) * cap_b)
     if rho >= 1 - tolerance:
         return result(status=Status.CRITICAL, certificate="load",
                       reason=f"{_point_words(network, worst)} has load {rho:.6f}, at the boundary: the fluid model "

@@ -1,6 +1,6 @@
 """Issue 16: an engine whose batch time reads the batch composition (an operator-profile iteration model, the
-engine of ``fluidq check --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, a lower bound on
-its iteration time, so verdicts read against ``b / t(b)`` were optimistic: at 1.1 times the flow-balance
+engine of ``fluidq check --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, not its iteration time
+(0.50-0.83 of it at the capacity point), so verdicts read against ``b / t(b)`` were optimistic: at 1.1 times the flow-balance
 capacity ``check_stability`` said STABLE (load 0.72 of ``b_max / t(b_max)``) while seeded simulations grow.
 Now ``check_stability``, ``stability_threshold``, ``backlog_slope``, ``replicate``'s prediction and ``fluidq
 check`` read one function, :func:`fluidq.dtmc.flow_basis.flow_balance_capacity`.  The engine comes from a small
@@ -176,3 +176,21 @@ def test_the_network_fluid_verdict_proves_nothing_from_such_a_stations_b_max_t_b
         r = fluid_stability(net(x * per_request))
         assert r.status is fluidq.Status.UNKNOWN and "reads the batch composition" in r.reason, (x, r.reason)
     assert fluid_stability(net(0.5 * per_request), idealised=True).status is fluidq.Status.STABLE
+
+
+def test_varied_lengths_are_read_as_a_distribution_not_their_means(tmp_path):
+    """Second reading (2026-12-06): with geometric lengths of mean 100 the means-only flow balance said 480.3
+    req/s and ``check_stability`` STABLE at 0.93 of it, where seeded simulations grew (slope CI 6,436-10,421
+    tokens/s).  Read over seeded rows of the distributions the capacity is lower than the fixed pair's, and
+    deterministic (the same rows every call)."""
+    from fluidq.dtmc.flow_basis import flow_balance_capacity
+    from fluidq.validate.deployment import deployment_engine
+    from fluidq.workload.lengths import Geometric
+
+    e = deployment_engine(write_profile(tmp_path), kv_capacity_tokens=2_000_000)[0]
+    fixed = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=100, output_tokens=100)
+    geo = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=Geometric(mean_tokens=100),
+                          output_tokens=Geometric(mean_tokens=100))
+    f, g = flow_balance_capacity(e, fixed).requests_per_s, flow_balance_capacity(e, geo).requests_per_s
+    assert g < 0.9 * f, (g, f)
+    assert flow_balance_capacity(e, geo).requests_per_s == g
