@@ -390,11 +390,6 @@ class EventClock:
             heapq.heappush(self.heap, (er.t, now, idx, self.seq(), on_wake, who, None))
         return end
 
-    def push(self, t, start, idx, handler, who, run):
-        """Schedule ``handler`` at time ``t`` for a batch (or a run of batches, ``run``) of station ``who``
-        that started at ``start``."""
-        heapq.heappush(self.heap, (t, start, idx, self.seq(), handler, who, run))
-
     def run(self, horizon, ext_t=(INF,), arrive=None, record_until=None, next_rec=INF):
         """Process events in time order until none is left (or a handler returns a true value: stop); return
         the number of events processed (arrivals and heap events).

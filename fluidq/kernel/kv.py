@@ -819,7 +819,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         break
                     if 0 <= rid < victim:
                         break
-            if victim < 0:  # (unreachable: something holds KV whenever this is reached)
+            if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight; the generic no_victim_decoders clamp)
                 f = kv_cap - used
                 npf = 0
                 if not nd > f > 0:

@@ -17,7 +17,7 @@ too: :func:`run_generic`'s engine is its one station (:func:`fluidq.kernel.clock
 the same run as calling :func:`step` until it returns ``False``).  A run either knows its arrivals up front
 (``arr``, ``P``, ``D``: :func:`run_generic`) or is *fed*
 (``fed=True``): a caller offers each request when it arrives (``offer``), sets the time (``begin(now)``)
-and routes what ``finish()`` returns.  The Python network loop (``fluidq.sim.network``) runs each station
+and routes what ``finish()`` returns.  The Python network clock (:func:`fluidq.kernel.clock.run_clock`) runs each station
 as a fed ``EngineRun`` on its event clock: with a KV cache, every resident in view in arrival order; without
 one, with the station's per-priority deques as the run's ``queues`` (its view in hop-priority order, the
 built-in schedulers' window), which the station's run-skipping path advances too.

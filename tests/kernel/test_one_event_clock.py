@@ -179,3 +179,26 @@ def test_one_station_network_is_simulate_generic_on_random_engines(case):
         np.testing.assert_array_equal(net.hops["finish_s"][order], fin[done])
         assert net.preemptions == {"E": single.preemptions}
         assert net.rejected == {"E": single.rejected}
+
+
+@pytest.mark.parametrize("pol", ["sarathi", "orca", "vllm"])
+def test_arrivals_at_a_batch_end_are_read_first_on_both_clocks(pol):
+    """Periodic arrivals every 1/16 s and a constant 1/8 s batch time put an arrival exactly at every batch end:
+    both drivers must read it before forming the next batch (the clock's equal-time rule).  Fails if either
+    one (or ``EventClock.run``) forms the batch first: the batches and finish times then differ."""
+    from fluidq import Affine
+    from fluidq.workload import Periodic
+
+    e = Engine(batch_time=Affine(c=0.125, a=0.0), b_max=256)
+    w = fluidq.Workload(arrival=Periodic(rate_per_s=16.0), prompt_tokens=40, output_tokens=3)
+    single = fluidq.simulate(e, w, pol, horizon_s=20.0, rng=0, method="generic")
+    net = Network(stations=[Station(name="E", engine=e, policy=pol)],
+                  classes=[RequestClass(name="c", arrival=Periodic(rate_per_s=16.0), rate_per_s=16.0,
+                                        route=[Hop(engine="E", prompt_tokens=40, output_tokens=3)])])
+    fin = single.requests["finish_s"]
+    done = np.isfinite(fin)
+    for method in ("generic", "python"):
+        r = simulate_network(net, horizon_s=20.0, rng=0, record_hops=True, method=method)
+        order = np.argsort(r.hops["arrival_s"], kind="stable")
+        assert r.batches == single.n_iterations > 100, method
+        np.testing.assert_array_equal(r.hops["finish_s"][order], fin[done])
