@@ -593,7 +593,8 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     dict
         ``binding`` (measured), ``binding_source`` (what said so), ``steady`` and ``ramp``: each
         ``tokens_per_s``, ``ci`` (95 %), ``ticks``, ``seconds``, ``window_s`` (first, last tick stamp),
-        ``note`` (empty, or why there is no number); ``saturated_seconds``.
+        ``note`` (empty, or why there is no number), ``index`` (the regime's tick positions in ``timeseries``, for
+        :func:`mix_adjusted_capacity`; ``()`` when the regime has no capacity); ``saturated_seconds``.
     """
     ts = timeseries
     t = np.asarray(ts["t"], dtype=float)
@@ -607,7 +608,7 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     k_total = int(max_num_seqs) * int(data_parallel_size)
     tick_s = float(tick_s)
     nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "ticks": 0, "seconds": 0,
-                  "window_s": (float("nan"), float("nan")), "note": ""}
+                  "window_s": (float("nan"), float("nan")), "note": "", "index": ()}
     if sat.sum() == 0:
         note = "the run never saturated: no tick with requests waiting"
         return {"binding": "none (the run never saturated)", "binding_source": note,

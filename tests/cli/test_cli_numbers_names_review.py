@@ -22,10 +22,11 @@ def test_capacity_deployment_limits_in_words_at_four_digits(capsys):
     assert rc == 0, err
     binding, why = _line(out, "binding"), _line(out, "why")
     # k_max: the 256 running requests less the 2.6 prefilling (decoding residents, as the other two limits); the KV
-    # cache less the free room below the waiting head's prompt (753.3 before 2026-12-06, h-pre16)
-    assert "residents allowed: the token budget 1,019, k_max 253.4, the KV cache 753.0)" in binding, binding
+    # cache less the free room below the waiting head's prompt, in whole blocks since h-fix16 (753.3 before
+    # 2026-12-06, h-pre16; 753.0 in tokens plus half a block)
+    assert "residents allowed: the token budget 1,019, k_max 253.4, the KV cache 752.6)" in binding, binding
     assert "token_budget" not in why and "kv_cache" not in why and "1018.9" not in why, why
-    assert "(the token budget allows 1,019, the KV cache allows 753.0)" in why, why
+    assert "(the token budget allows 1,019, the KV cache allows 752.6)" in why, why
 
 
 def test_profiles_show_prints_words_not_python(capsys):

@@ -7,7 +7,10 @@ of 2000 requests, 95 % Student-t interval.  Random KV sizes (6-40 residents of m
 rate (2 x a decode-only bound) does not read the formula, so the simulated side is the same before and after.
 
 Measured 2026-12-06 (validation/RESULTS.md): before the preemption and slack terms the formula sat above every one
-of the 14 KV-bound engines, +4.4 to +13.9 % (mean +9.1 %); after, -1.2 to +4.3 % (mean +1.6 %, mean |error| 1.95 %)."""
+of the 14 KV-bound engines, +4.4 to +13.9 % (mean +9.1 %); after, -1.2 to +4.3 % (mean +1.6 %, mean |error| 1.95 %);
+in whole blocks (h-fix16) -1.2 to +4.1 % (mean +1.6 %, mean |error| 1.93 %).  Six further engines with prompts far
+shorter than the outputs (mean prompt 5-67 tokens, outputs 514-2237, p/m_d 0.003-0.06; seeded 77 and 770+, apart
+from the scored 14): -12.0 to +2.5 % before the block count and the recompute cap, -9.9 to +3.6 % after (two xfail)."""
 import numpy as np
 import pytest
 from scipy import stats
@@ -35,6 +38,27 @@ def _engines(n, seed=16, residents=(6, 40)):
 
 
 KV_ENGINES = _engines(14)
+
+
+def _short_prompt_engines(n, seed=77):
+    """KV-bound engines whose prompts are far shorter than their outputs (p << m_d)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        mp, md = float(rng.uniform(1, 60)), float(rng.uniform(200, 2000))
+        p = np.maximum(1, rng.lognormal(np.log(mp), 0.6, 200)).astype(int)
+        o = np.maximum(2, rng.lognormal(np.log(md), 0.6, 200)).astype(int)
+        kv = int(rng.uniform(20, 120) * (mp + md / 2))
+        b, k = int(rng.choice([512, 1024, 2048, 4096])), int(rng.choice([128, 256, 512]))
+        out.append((p, o, b, k, kv))
+    return out
+
+
+SHORT_PROMPT_ENGINES = _short_prompt_engines(6)
+# measured 2026-12-06 (h-fix16): formula vs simulation -9.9 % (28-token prompts, 2237-token outputs; -12.0 % before)
+# and -8.1 % (7 / 1871; -10.5 % before): the simulated victims are older than the newest resident the renewal
+# argument preempts, so it overcounts the recompute work; the victims' age is not derived yet
+_SHORT_OFF = {2: -9.9, 3: -8.1}
 OTHER_ENGINES = _engines(4, seed=61, residents=(400, 800))  # caches far above max_num_seqs' residents
 
 
@@ -79,7 +103,8 @@ def test_kv_bound_formula_within_the_simulated_interval(scored, i):
     fluid, mean, half = scored[i]
     assert fluid.binding == "kv_cache"
     # measured 2026-12-06: within 3 % of the interval for 13 of 14 (engine 3, 227-token prompts and 771-token
-    # outputs, 2.5 preemptions per request: +4.3 % of a +-0.7 % interval); before, 10 of 14 were over 1.05 x its top
+    # outputs, 2.5 preemptions per request: +4.3 % of a +-0.7 % interval, +4.1 % in whole blocks); before, 10 of 14
+    # were over 1.05 x its top
     assert 0.95 * (mean - half) <= fluid.tokens_per_s <= 1.05 * (mean + half), (i, fluid.tokens_per_s, mean, half,
                                                                                  fluid.reason)
 
@@ -89,6 +114,19 @@ def test_kv_bound_formula_mean_error_under_3_pct(scored):
     # measured 2026-12-06: mean +9.1 % (every engine above) before; mean +1.6 %, mean |error| 1.95 % after
     assert np.mean(np.abs(err)) < 3.0, err.round(1)
     assert abs(np.mean(err)) < 2.5, err.round(1)
+
+
+@pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.xfail(
+    reason=f"measured 2026-12-06: {_SHORT_OFF[i]:+.1f} % of the simulated capacity (victims' age not derived)",
+    strict=False)) if i in _SHORT_OFF else i for i in range(len(SHORT_PROMPT_ENGINES))])
+def test_short_prompts_long_outputs_within_the_simulated_interval(model, i):
+    p, o, b, k, kv = SHORT_PROMPT_ENGINES[i]
+    fluid = P.predict_capacity(model, p, o, b_max=b, k_max=k, kv_capacity_tokens=kv)
+    mean, half = _stationary(model, p, o, b, k, kv, 770 + i)
+    assert fluid.binding == "kv_cache"
+    # measured 2026-12-06: +3.6, +1.1, -3.6, +0.5 % for the four not marked
+    assert 0.95 * (mean - half) <= fluid.tokens_per_s <= 1.05 * (mean + half), (i, fluid.tokens_per_s, mean, half,
+                                                                                 fluid.reason)
 
 
 @pytest.mark.parametrize("i", range(len(OTHER_ENGINES)))

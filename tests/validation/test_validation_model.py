@@ -67,9 +67,11 @@ def test_binding_limit_is_the_smallest():
     p, o = np.full(10, 500), np.full(10, 201)
     assert predict_capacity(model, p, o, b_max=2048, k_max=8, kv_capacity_tokens=None).binding == "k_max"
     r = predict_capacity(model, p, o, b_max=2048, k_max=256, kv_capacity_tokens=20000)
-    # the cache less the free room left below the waiting head's prompt (E[p^2] / 2 E[p] = 250 tokens for fixed
-    # 500-token prompts: vLLM admits a request only when its whole prompt fits)
-    assert r.binding == "kv_cache" and r.residents == pytest.approx((20000 - 250) / (500 + 201 / 2 + 7.5))
+    # in 16-token blocks (h-fix16): the cache's 1250 blocks less the free room left below the waiting head's prompt
+    # (E[pb^2] / 2 E[pb] = 16 blocks for fixed 32-block prompts: vLLM admits a request only when its whole prompt
+    # fits), over the blocks a resident holds in its decode iterations (contexts 501 .. 700)
+    held = np.ceil(np.arange(501, 701) / 16).mean()
+    assert r.binding == "kv_cache" and r.residents == pytest.approx((1250 - 16) / held)
     # more KV cannot lower the capacity
     r2 = predict_capacity(model, p, o, b_max=2048, k_max=256, kv_capacity_tokens=40000)
     assert r2.tokens_per_s > r.tokens_per_s

@@ -1,0 +1,130 @@
+"""Edges of the KV-bound flow-balance capacity (``predict_capacity``): block sizes above the requests, requests larger
+than the cache, prompts far shorter than the outputs; and ``capacity_regimes`` with too few ticks.
+
+Where the formula is compared with the engine it is against seeded stationary simulations (``fluidq.simulate`` of
+``vllm_engine`` under a Poisson overload that does not read the formula, the served useful tokens/s over the middle
+half of each replication's iterations, 5 replications of 1500 requests, 95 % Student-t interval), seeded apart
+from the 14 scored engines of test_kv_preemption_capacity.py.  Measured 2026-12-06 (RTX 4090 Llama-3.1-8B model):
+block 256, prompt 50, output 100: before -14.9 % (1.95 preemptions per request predicted, none simulated), after
++1.1 %; prompt 1, output 200: before -26 %, after +2.1 %; prompt 20, output 300: before -25 %, after -17.7 % (xfail)."""
+import numpy as np
+import pytest
+from scipy import stats
+
+import fluidq.validate.predict as P
+from fluidq.errors import ParameterError
+from fluidq.sim.core import simulate
+from fluidq.validate import validation_dir
+from fluidq.validate.deployment import deployment_engine
+from fluidq.validate.replay import vllm_engine
+from fluidq.validate.runs import capacity_regimes
+
+FOLDER = validation_dir() / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"
+
+
+@pytest.fixture(scope="module")
+def model():
+    if not FOLDER.is_dir():
+        pytest.skip(f"{FOLDER} is not shipped here")
+    return deployment_engine(FOLDER, kv_capacity_tokens=40000)[0].batch_time.model
+
+
+def _stationary(model, p, o, b, k, kv, block, seed, reps=5, n=1500):
+    """Mean and 95 % half-width of the served useful tokens/s, and the preemptions per finished request."""
+    kv_bar = float((o * (p + o / 2.0)).sum() / o.sum())
+    n0 = max(1.0, min(kv / kv_bar, float(k)))
+    rate = 2.0 * n0 / (max(o.mean() - 1.0, 1.0) * float(model.decode_only(n0, kv_bar)))  # above any capacity
+    eng = vllm_engine(model, b_max=b, k_max=k, kv_capacity_tokens=kv, block_size=block)
+    out, pre = [], []
+    for g in np.random.SeedSequence(seed).spawn(reps):
+        rng = np.random.default_rng(g)
+        arr = np.cumsum(rng.exponential(1.0 / rate, n))
+        idx = rng.integers(0, p.size, n)
+        sim = simulate(eng, {"arrival_s": arr - arr[0], "prompt_tokens": p[idx], "output_tokens": o[idx]},
+                       "vllm-chunked", n_requests=n, record_iterations=True)
+        it = sim.iterations
+        mid = slice(len(it["t_s"]) // 4, 3 * len(it["t_s"]) // 4)
+        out.append(float(np.asarray(it["useful_tokens"])[mid].sum() / np.asarray(it["batch_s"])[mid].sum()))
+        pre.append(sim.preemptions / max(1, int(np.isfinite(sim.requests["finish_s"]).sum())))
+    out = np.asarray(out)
+    return float(out.mean()), float(stats.t.ppf(0.975, reps - 1) * out.std(ddof=1) / np.sqrt(reps)), float(np.mean(pre))
+
+
+def _within(model, p, o, b, k, kv, block, seed, tol=0.05):
+    p, o = np.asarray(p), np.asarray(o)
+    fl = P.predict_capacity(model, p, o, b_max=b, k_max=k, kv_capacity_tokens=kv, block_size=block)
+    mean, half, pre = _stationary(model, p, o, b, k, kv, block, seed)
+    ok = (1 - tol) * (mean - half) <= fl.tokens_per_s <= (1 + tol) * (mean + half)
+    return ok, (fl.tokens_per_s, mean, half, pre, fl.reason)
+
+
+# ------------------------------------------------------------------------------------------- 1. block size
+def test_no_preemption_when_every_output_stays_in_its_prompts_last_block():
+    # ceil((p + o) / B) == ceil(p / B) for every request: no resident ever needs a new block
+    r, _ = P._kv_preemptions(np.full(50, 50.0), 99.0, 77.0, block_size=256, outputs=np.full(50, 100.0))
+    assert r == 0.0
+    # with block 1 the token formula of the renewal argument is kept (see test_kv_preemption_capacity.py)
+    r1, _ = P._kv_preemptions(np.full(50, 50.0), 99.0, 77.0, block_size=1, outputs=np.full(50, 100.0))
+    assert r1 > 0
+
+
+def test_block_larger_than_the_requests_matches_the_simulation(model):
+    # measured 2026-12-06: the simulation preempts nothing; the formula was -14.9 % before (1.95 preemptions per
+    # request), +1.1 % after
+    ok, info = _within(model, np.full(50, 50), np.full(50, 100), 2048, 256, 20000, 256, seed=901)
+    assert info[3] == 0.0 and "0.00 recompute preemptions" in info[4]
+    assert ok, info
+
+
+# ---------------------------------------------------------------------------------- 2. requests over the cache
+def test_no_request_fits_the_cache_is_an_error_naming_it(model):
+    with pytest.raises(ParameterError, match="kv_capacity_tokens"):
+        P.predict_capacity(model, np.full(50, 2000), np.full(50, 100), b_max=2048, k_max=256,
+                           kv_capacity_tokens=1500)
+
+
+def test_a_few_requests_over_the_cache_are_left_out_and_said_so(model):
+    p, o = np.r_[np.full(49, 300), [5000]], np.full(50, 100)
+    fl = P.predict_capacity(model, p, o, b_max=2048, k_max=256, kv_capacity_tokens=4000)
+    fit = P.predict_capacity(model, p[:49], o[:49], b_max=2048, k_max=256, kv_capacity_tokens=4000)
+    # the slack is the fitting requests' (before: 746 tokens from the one 5000-token prompt, 150 without it)
+    assert fl.limits["kv_cache"] == pytest.approx(fit.limits["kv_cache"])
+    assert fl.tokens_per_s == pytest.approx(fit.tokens_per_s)
+    assert "1 of 50 requests (2.0 %) do not fit" in fl.reason
+
+
+# ------------------------------------------------------------------------------------- 3. prompts << outputs
+def test_recompute_never_exceeds_the_growth_it_relieves():
+    # the victims free at most the growth between finishes (gb blocks) plus one victim's blocks
+    for p, o, n in [(1, 200, 183.0), (20, 300, 168.0), (10, 2000, 50.0), (500, 200, 32.0)]:
+        for B in (1, 16, 32):
+            r, a = P._kv_preemptions(np.full(20, float(p)), o - 1.0, n, block_size=B, outputs=np.full(20, float(o)))
+            gb = np.ceil((p + o) / B) - np.ceil(p / B)
+            assert r * np.ceil((p + a) / B) <= gb + np.ceil((p + a) / B) + 1e-9, (p, o, B, r)
+
+
+def test_one_token_prompts_long_outputs_match_the_simulation(model):
+    # measured 2026-12-06: sim 1.2 preemptions per request; formula 96 before (-26 %), +2.1 % after
+    ok, info = _within(model, np.full(50, 1), np.full(50, 200), 2048, 256, 20000, 16, seed=902)
+    assert ok, info
+
+
+@pytest.mark.xfail(reason="measured 2026-12-06: prompt 20, output 300, block 16: the formula predicts ~9 recompute "
+                          "preemptions per request of the newest (2-block) resident, the simulation 1.6 of older "
+                          "victims; the capacity is -17.7 % (was -25 %): the victims' age is not derived yet",
+                   strict=False)
+def test_short_prompts_long_outputs_match_the_simulation(model):
+    ok, info = _within(model, np.full(50, 20), np.full(50, 300), 2048, 256, 30000, 16, seed=903)
+    assert ok, info
+
+
+# ------------------------------------------------------------------------------------------ 4. regimes' index
+def test_capacity_regimes_index_exists_when_a_regime_has_too_few_ticks():
+    ts = {"t": np.arange(1.0, 5), "prompt_throughput": np.full(4, 100.0), "gen_throughput": np.full(4, 300.0),
+          "running": np.array([5.0, 8.0, 8.0, 3.0]), "waiting": np.array([0.0, 1.0, 1.0, 0.0]),
+          "kv_cache_pct": np.zeros(4)}
+    reg = capacity_regimes(ts, max_num_seqs=8)
+    assert reg["steady"]["ticks"] == 2 and np.isnan(reg["steady"]["tokens_per_s"])
+    assert reg["steady"]["index"] == () and reg["ramp"]["index"] == ()
+    never = capacity_regimes({**ts, "waiting": np.zeros(4)}, max_num_seqs=8)
+    assert never["steady"]["index"] == ()
