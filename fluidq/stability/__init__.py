@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .._validate import real
 from ..capacity import max_throughput, offered_tokens_per_s
@@ -279,7 +279,14 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     # the load is read against vLLM's flow balance (the basis of `fluidq check --profile-dir --load`)
     from ..dtmc.flow_basis import flow_balance_capacity
 
-    fb = flow_balance_capacity(engine, workload, n_engines=n_engines) if sup > 0 else None
+    try:
+        fb = flow_balance_capacity(engine, workload, n_engines=n_engines) if sup > 0 else None
+    except ParameterError as err:  # the flow balance's block-counted cache holds no request: none is ever served
+        if err.name != "kv_capacity_tokens":
+            raise
+        fb, sup = None, 0.0
+        cap = replace(cap, reason=f"no request of this workload fits the KV cache in whole blocks ({err}), so none "
+                      "is ever served")
     basis = "theorem2"
     if fb is not None:
         basis = "flow_balance"
@@ -403,6 +410,14 @@ def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, toleranc
            f"chunk, no decode cost) is not the iteration time and b/t(b) is not the capacity (at a vLLM engine's capacity point it "
            f"overstates it); the flow balance is the load basis, a fluid estimate decided outside {lo:g}-{hi:g} "
            "times it")
+    never = float(getattr(fb, "never_served_fraction", 0.0) or 0.0)
+    if never > 0:
+        # a request whose prompt and output exceed the whole KV cache is never served: such requests arrive at
+        # lambda * never per second and stay, so the backlog grows under every scheduler
+        lam = workload.arrival_rate_per_s
+        return (Status.UNSTABLE, f"{100 * never:.2g} % of the workload's requests (of the lengths read) do not fit the "
+                f"KV cache with their output, so they are never served and accumulate at {lam * never:.4g} req/s "
+                f"under every scheduler: {est}", "flow_balance", rho, ref)
     if not wc.work_conserving:
         return (Status.UNKNOWN, f"{name} is not work-conserving; fluidq has no verdict for it on an engine whose batch "
                 f"time reads the batch composition (load {fmt_load(rho)} of the flow balance: {est}); simulate to "

@@ -82,6 +82,9 @@ class CapacityPrediction:
     ci: tuple | None = None
     replications: tuple = ()
     iteration_s: float | None = None
+    #: the fraction of the workload's requests whose prompt and output do not fit the KV cache (never served;
+    #: left out of the capacity, which is that of the others, and named in ``reason``)
+    never_served_fraction: float = 0.0
 
     def to_dict(self):
         return plain({"tokens_per_s": self.tokens_per_s, "requests_per_s": self.requests_per_s,
@@ -128,7 +131,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
     if p.size == 0 or p.shape != o.shape:
         raise ParameterError("input_tokens", p.shape, "two non-empty arrays of equal length")
     B = max(1, int(block_size))
-    refused = ""
+    refused, never = "", 0.0
     if kv_capacity_tokens is not None:
         # a request whose prompt and output do not fit the whole cache is never served (vLLM cannot admit it or
         # keeps preempting it): none fitting is an error, a few are left out of the workload and said so
@@ -142,6 +145,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         if not fits.all():
             refused = (f"; {int((~fits).sum())} of {p.size} requests ({100 * (~fits).mean():.1f} %) do not fit the "
                        f"{kv_capacity_tokens}-token cache with their output and are left out (never served)")
+            never = float((~fits).mean())
             p, o = p[fits], o[fits]
     mp, md = float(p.mean()), float(o.mean())
     kv_bar = float((o * (p + o / 2.0)).sum() / o.sum())
@@ -235,7 +239,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
               f"{X:.0f} prompt tokens {t_iter * 1e3:.2f} ms (each prompt adds {e_delta * 1e3:.2f} ms){refused}")
     return CapacityPrediction(tokens_per_s=lam * (mp + md), requests_per_s=lam, residents=N, binding=binding,
                               limits=limits, decode_iteration_s=t_dec, mean_context_tokens=kv_bar, reason=reason,
-                              iteration_s=t_iter,
+                              iteration_s=t_iter, never_served_fraction=never,
                               inputs={"b_max": b_max, "k_max": k_max, "kv_capacity_tokens": kv_capacity_tokens,
                                       "m_p": mp, "m_d": md, "model": model.source})
 

@@ -1,5 +1,6 @@
 """A new user's probe of the CLI (2026-12-06): the words of an answer agree with its numbers."""
 import json
+import pytest
 
 from fluidq.testing.cli import run_cli
 
@@ -149,7 +150,7 @@ def test_preemption_swap_without_its_cost_says_what_to_give(capsys):
     ...": a value the user never typed."""
     rc, out, err = run_cli(["simulate", "--preemption", "swap", "--kv-capacity", "20000", "--horizon", "5"], capsys)
     assert rc == 2 and err.count("\n") == 1
-    assert "None" not in err and "--preemption swap needs --swap-us-per-token" in err
+    assert "None" not in err and "--preemption swap needs --swap-ms-per-token" in err
 
 
 def test_fit_names_the_columns_it_does_not_read(capsys, tmp_path):
@@ -319,3 +320,19 @@ def test_an_option_before_the_command_is_named_as_such(capsys):
     assert rc == 2 and "--b-max comes before the command 'check'" in err and "invalid choice" not in err
     rc, out, err = run_cli(["capacity", "--json"], capsys)
     assert rc == 0 and json.loads(out)["tokens_per_s"] > 0
+
+
+def test_profile_dir_cache_too_small_in_blocks_names_the_flag(capsys):
+    """Second reading (2026-12-06): a cache that holds no request once counted in whole blocks (31 blocks of 64
+    tokens = 1,984 < 1,950 + 40) was refused under the Python name ``kv_capacity_tokens``."""
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "validation" / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"
+    if not folder.is_dir():
+        pytest.skip("the shipped profile folder is not in this checkout")
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(folder), "--block-size", "64", "--kv-capacity", "2000",
+                            "--prompt", "1950", "--output", "40"], capsys)
+    assert rc == 2 and "--kv-capacity" in err and "kv_capacity_tokens" not in err, err
+    rc, out, err = run_cli(["check", "--profile-dir", str(folder), "--kv-capacity", "2000", "--prompt", "2000",
+                            "--output", "100", "--load", "0.9"], capsys)
+    assert rc == 2 and "--kv-capacity" in err and "kv_capacity_tokens" not in err, err

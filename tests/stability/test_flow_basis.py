@@ -194,3 +194,30 @@ def test_varied_lengths_are_read_as_a_distribution_not_their_means(tmp_path):
     f, g = flow_balance_capacity(e, fixed).requests_per_s, flow_balance_capacity(e, geo).requests_per_s
     assert g < 0.9 * f, (g, f)
     assert flow_balance_capacity(e, geo).requests_per_s == g
+
+
+def test_requests_over_the_cache_make_the_verdict_unstable_and_none_fitting_is_not_a_crash(tmp_path):
+    """Second reading (2026-12-06): the flow balance leaves out requests whose prompt and output exceed the KV
+    cache (never served), and the verdict said STABLE at 0.6 of the others' capacity while such requests pile
+    up in simulation; a cache that holds no request in whole blocks raised out of ``check_stability``."""
+    from fluidq.dtmc.flow_basis import flow_balance_capacity
+    from fluidq.validate.deployment import deployment_engine
+    from fluidq.workload.lengths import LogNormal
+
+    folder = write_profile(tmp_path)
+    e = deployment_engine(folder, kv_capacity_tokens=6000, max_num_seqs=8)[0]
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=LogNormal.from_mean(300, 1.5),
+                        output_tokens=100)
+    fb = flow_balance_capacity(e, w)
+    assert 0 < fb.never_served_fraction < 0.05, fb.never_served_fraction
+    r = fluidq.check_stability(e, w.with_rate(0.6 * fb.requests_per_s), "vllm-chunked")
+    assert r.status is fluidq.Status.UNSTABLE and "never served" in r.reason, r.reason
+    # seeded simulation: the requests over the cache stay unfinished, more of them the longer the run
+    left = [int(np.sum(~np.isfinite(fluidq.simulate(e, w.with_rate(0.6 * fb.requests_per_s), "vllm-chunked",
+                                                     n_requests=n, rng=3).requests["finish_s"])))
+            for n in (500, 2000)]
+    assert 0 < left[0] < left[1], left
+    tight = deployment_engine(folder, kv_capacity_tokens=2000, block_size=64)[0]  # 31 blocks: 1,984 tokens
+    w2 = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=1950, output_tokens=40)
+    r2 = fluidq.check_stability(tight, w2, "vllm-chunked")
+    assert r2.status is fluidq.Status.UNSTABLE, r2.reason

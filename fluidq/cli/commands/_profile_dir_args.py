@@ -115,11 +115,14 @@ def profile_dir_capacity(args, workload):
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     else:
         lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
-    return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
-                              max_num_seqs=256 if args.k_max is None else args.k_max,
-                              max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
-                              tensor_parallel_size=args.tensor_parallel_size,
-                              link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
-                              all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
-                              gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                              block_size=args.block_size)
+    from ._roofline_args import named_by_flag
+
+    with named_by_flag():  # (a cache no request fits: named --kv-capacity, the flag that set it)
+        return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                                  max_num_seqs=256 if args.k_max is None else args.k_max,
+                                  max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
+                                  tensor_parallel_size=args.tensor_parallel_size,
+                                  link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
+                                  all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
+                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
+                                  block_size=args.block_size)

@@ -215,6 +215,8 @@ def _deployment(args):
                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
                                  block_size=args.block_size, **sim_args)
     except ParameterError as exc:  # the Python parameter, named as the flag that gave it
+        if exc.name == "kv_capacity_tokens":  # (a cache no request fits, counted in whole blocks)
+            raise ParameterError("--kv-capacity", exc.value, exc.expected, exc.hint) from None
         if exc.name != "profile_dir":
             raise
         raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"

@@ -66,6 +66,7 @@ def run(args):
     from ...capacity import max_throughput, offered_tokens_per_s
     from ...dtmc.flow_basis import flow_balance_capacity
     from ...errors import ParameterError
+    from ._roofline_args import named_by_flag
     from ...policies import resolve_policy
 
     for name in args.policy or []:
@@ -91,7 +92,8 @@ def run(args):
         shape = workload_from_args(args, default_rate=1.0)
         if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir),
             # the basis check_stability reads for such an engine (one function: flow_balance_capacity)
-            dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
+            with named_by_flag():  # (a cache no request fits, in whole blocks: named --kv-capacity)
+                dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
             lam_max = dep.requests_per_s
         else:
             lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
@@ -131,9 +133,11 @@ def run(args):
     if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
-        dep = dep if dep is not None else flow_balance_capacity(engine, workload, n_engines=args.engines)
-        # (the flow balance's tokens/s are the requests' m_p + m_d, as the workload's token rate counts them)
-        load_txt = (f"load {_load(workload.token_rate_per_s / dep.tokens_per_s)} of vLLM's flow balance for this folder, "
+        with named_by_flag():
+            dep = dep if dep is not None else flow_balance_capacity(engine, workload, n_engines=args.engines)
+        # (read in requests/s, as --load and the verdicts read it: the flow balance's tokens/s count only the
+        # requests that fit the KV cache, when some do not)
+        load_txt = (f"load {_load(workload.arrival_rate_per_s / dep.requests_per_s)} of vLLM's flow balance for this folder, "
                     f"{fmt_value(dep.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (as `fluidq capacity "
                     f"--profile-dir`), the basis of the verdicts; the profile's t(b), which counts no decode context, "
                     f"would give {load_txt}")
