@@ -74,6 +74,13 @@ def _wire_names(module) -> None:
 
     __getattr__._fluidq_old_names = True
     module.__getattr__ = __getattr__
+    own_dir = module.__dict__.get("__dir__")
+
+    def __dir__():  # the lazy old names too (tab completion, dir())
+        base = own_dir() if own_dir is not None else module.__dict__
+        return sorted({*base, *names, *getattr(module, "__all__", ())})
+
+    module.__dir__ = __dir__
 
 
 def _wire(module) -> None:
@@ -193,12 +200,20 @@ __all__ = ["__version__", "Affine", "BatchTime", "ContextAware", "PiecewiseLinea
 def __getattr__(name):
     mod = _LAZY.get(name)
     if mod is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        if name.isidentifier() and not name.startswith("_") and \
+                importlib.util.find_spec(f"{__name__}.{name}") is not None:
             return importlib.import_module(f"{__name__}.{name}")  # a sub-package not imported yet (fluidq.sim)
         raise AttributeError(f"module 'fluidq' has no attribute {name!r}")
     value = getattr(importlib.import_module(mod), name)
     globals()[name] = value
     return value
+
+
+def __dir__():  # the lazy names and the sub-packages not imported yet (dir(fluidq), tab completion)
+    import pkgutil
+
+    subs = {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}
+    return sorted({*globals(), *__all__, *subs})
 
 
 for _name in (*_OLD_NAMES, *_IMPORTED_WITH):  # loaded before the finder was there (importlib.reload(fluidq))

@@ -250,5 +250,5 @@ def compile_network(net: Network) -> FlowModel:
 
 
 # Network.flow (and the old names fluidq.network.model.Buffer / FlowModel / MAX_TOKEN_RATE) come from
-# here; `import fluidq` imports this module (through fluidq.capacity) before any network is built
+# here; fluidq's package imports this module right after fluidq.network.model (its `_IMPORTED_WITH`), before any network is built
 _model.register_analysis(flow=compile_network, Buffer=Buffer, FlowModel=FlowModel, MAX_TOKEN_RATE=MAX_TOKEN_RATE)

@@ -72,7 +72,7 @@ def test_errors_name_the_spelling_typed(command, extra, capsys):
     rc, _, err = run([command, *extra, *KV, "--swap-us-per-token", "-1"], capsys)
     assert rc == 2 and "--swap-us-per-token" in err and "microseconds" in err
     rc, _, err = run([command, *extra, *KV, "--swap-ms-per-token", "-1"], capsys)
-    assert rc == 2 and "--swap-ms-per-token" in err and "ms" in err
+    assert rc == 2 and "--swap-ms-per-token" in err and "a finite number of ms" in err
     rc, _, err = run([command, *extra, *KV, "--swap-ms-per-token", "1", "--swap-us-per-token", "1000"], capsys)
     assert rc == 2 and "give one of them" in err
     rc, _, err = run([command, *extra, "--swap-ms-per-token", "1"], capsys)

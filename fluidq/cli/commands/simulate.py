@@ -121,8 +121,8 @@ def _check_flags(args):
         integer("--kv-capacity", args.kv_capacity, maximum=MAX_KV_TOKENS, why=KV_WHY)
     swap_flag, swap_typed, args.swap_us = swap_cost(args, "us")  # this command's unit: microseconds
     if args.preemption == "swap" and swap_flag is None:
-        raise CliError("--preemption swap needs --swap-us-per-token US (the swap cost in microseconds per KV "
-                       "token) or --swap-ms-per-token MS")
+        raise CliError("--preemption swap needs --swap-ms-per-token MS (the swap cost in milliseconds per KV "
+                       "token; or its alias --swap-us-per-token US, in microseconds)")
     reject_ignored(f"{swap_flag} {swap_typed}", swap_flag is not None and args.preemption != "swap",
                    "without --preemption swap (recomputed requests are not swapped)")
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
