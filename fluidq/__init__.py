@@ -32,6 +32,10 @@ import sys
 # needed instead: on a name read from the package (its module ``__getattr__``, chained with the package's
 # own), on the old module path (the finder below), or right after the module it serves (fluidq.sim gets its
 # verdict names, fluidq.network.model its analyses, as soon as it is imported, as before).
+# Known limit (second reading, 2026-12-06): several threads touching these lazy paths for the first time at
+# once can meet Python's import-lock deadlock detection (_DeadlockError, 3 in 102 runs with four threads; never
+# with two); import fluidq.sim and fluidq.network in the main thread before starting such threads.  A lock of
+# our own around these imports could turn that detected error into an undetected hang, so there is none.
 
 #: package -> {old name: the module that registers it there}
 _OLD_NAMES = {
