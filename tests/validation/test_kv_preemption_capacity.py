@@ -69,13 +69,18 @@ def model():
     return deployment_engine(FOLDER, kv_capacity_tokens=40000)[0].batch_time.model
 
 
-def _stationary(model, p, o, b, k, kv, seed, reps=5, n=2000):
-    """Mean and 95 % half-width of the served useful tokens/s over the middle half of each replication."""
+def stationary_run(model, p, o, b, k, kv, seed, *, block=16, reps=5, n=2000, n0_floor=False):
+    """Mean and 95 % half-width of the served useful tokens/s over the middle half of each of ``reps`` seeded
+    replications of ``n`` requests (arrivals at twice a rate above any capacity), and the preemptions per
+    finished request.  ``n0_floor`` keeps the rate's resident count at >= 1 (engines whose cache holds less
+    than one mean context; test_kv_capacity_edges.py)."""
     kv_bar = float((o * (p + o / 2.0)).sum() / o.sum())
     n0 = min(kv / kv_bar, float(k))
+    if n0_floor:
+        n0 = max(1.0, n0)
     rate = 2.0 * n0 / (max(o.mean() - 1.0, 1.0) * float(model.decode_only(n0, kv_bar)))  # above any capacity
-    eng = vllm_engine(model, b_max=b, k_max=k, kv_capacity_tokens=kv)
-    out = []
+    eng = vllm_engine(model, b_max=b, k_max=k, kv_capacity_tokens=kv, block_size=block)
+    out, pre = [], []
     for g in np.random.SeedSequence(seed).spawn(reps):
         rng = np.random.default_rng(g)
         arr = np.cumsum(rng.exponential(1.0 / rate, n))
@@ -85,8 +90,15 @@ def _stationary(model, p, o, b, k, kv, seed, reps=5, n=2000):
         it = sim.iterations
         mid = slice(len(it["t_s"]) // 4, 3 * len(it["t_s"]) // 4)
         out.append(float(np.asarray(it["useful_tokens"])[mid].sum() / np.asarray(it["batch_s"])[mid].sum()))
+        pre.append(sim.preemptions / max(1, int(np.isfinite(sim.requests["finish_s"]).sum())))
     out = np.asarray(out)
-    return float(out.mean()), float(stats.t.ppf(0.975, reps - 1) * out.std(ddof=1) / np.sqrt(reps))
+    return (float(out.mean()), float(stats.t.ppf(0.975, reps - 1) * out.std(ddof=1) / np.sqrt(reps)),
+            float(np.mean(pre)))
+
+
+def _stationary(model, p, o, b, k, kv, seed, reps=5, n=2000):
+    """:func:`stationary_run`'s mean and half-width."""
+    return stationary_run(model, p, o, b, k, kv, seed, reps=reps, n=n)[:2]
 
 
 @pytest.fixture(scope="module")
