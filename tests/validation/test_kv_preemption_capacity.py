@@ -24,15 +24,17 @@ from fluidq.validate.replay import vllm_engine
 FOLDER = validation_dir() / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"
 
 
-def _engines(n, seed=16, residents=(6, 40)):
+def _engines(n, seed=16, residents=(6, 40), prompt=(80, 1500), output=(40, 700), k_choices=(32, 64, 128, 256)):
+    """``n`` random vLLM engines ``(prompts, outputs, b_max, k_max, kv)``: log-normal lengths around means drawn
+    from ``prompt`` / ``output``, a cache of ``residents`` mean contexts."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
-        mp, md = float(rng.uniform(80, 1500)), float(rng.uniform(40, 700))
+        mp, md = float(rng.uniform(*prompt)), float(rng.uniform(*output))
         p = np.maximum(1, rng.lognormal(np.log(mp), 0.6, 200)).astype(int)
         o = np.maximum(2, rng.lognormal(np.log(md), 0.6, 200)).astype(int)
         kv = int(rng.uniform(*residents) * (mp + md / 2))
-        b, k = int(rng.choice([512, 1024, 2048, 4096])), int(rng.choice([32, 64, 128, 256]))
+        b, k = int(rng.choice([512, 1024, 2048, 4096])), int(rng.choice(list(k_choices)))
         out.append((p, o, b, k, kv))
     return out
 
@@ -42,16 +44,7 @@ KV_ENGINES = _engines(14)
 
 def _short_prompt_engines(n, seed=77):
     """KV-bound engines whose prompts are far shorter than their outputs (p << m_d)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        mp, md = float(rng.uniform(1, 60)), float(rng.uniform(200, 2000))
-        p = np.maximum(1, rng.lognormal(np.log(mp), 0.6, 200)).astype(int)
-        o = np.maximum(2, rng.lognormal(np.log(md), 0.6, 200)).astype(int)
-        kv = int(rng.uniform(20, 120) * (mp + md / 2))
-        b, k = int(rng.choice([512, 1024, 2048, 4096])), int(rng.choice([128, 256, 512]))
-        out.append((p, o, b, k, kv))
-    return out
+    return _engines(n, seed, residents=(20, 120), prompt=(1, 60), output=(200, 2000), k_choices=(128, 256, 512))
 
 
 SHORT_PROMPT_ENGINES = _short_prompt_engines(6)
