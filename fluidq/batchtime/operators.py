@@ -64,7 +64,8 @@ import numpy as np
 from ..errors import DataError, ParameterError
 from .._io import open_text
 
-__all__ = ["IterationModel", "FittedIterationModel", "lss_iteration_model", "vidur_iteration_model"]
+__all__ = ["AttentionSkew", "IterationModel", "FittedIterationModel", "lss_iteration_model",
+           "vidur_iteration_model"]
 
 # element-wise / linear operators of one decoder layer (LLMServingSim names) and how often they run
 
@@ -171,6 +172,9 @@ class IterationModel:
     #: the fitted tables behind ``linear_us``, ``once_us``, ``per_seq_us`` and ``attn_us`` (set by
     #: :func:`lss_iteration_model` and :func:`vidur_iteration_model`), read by :meth:`kernel_table`
     tables: object = field(default=None, repr=False)
+    #: an :class:`AttentionSkew` (the attention cost of decodes of unequal context beyond the uniform batch at
+    #: their mean), added by :meth:`time`, which sees every context; ``None``: no such term
+    skew: object = field(default=None, repr=False)
 
     def __post_init__(self):
         pp = int(self.pipeline_stages)
@@ -180,15 +184,18 @@ class IterationModel:
         if pp > 1 and self.send_us is None:
             raise ParameterError("send_us", None, "the stage-to-stage activation transfer when pipeline_stages > 1")
 
-    def stage_us(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+    def stage_us(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None, attn_extra_us=0.0):
         """Microseconds of each pipeline stage for one (micro-)batch, shape ``(pp, ...)``; one stage
-        (the whole iteration) when ``pp = 1``."""
+        (the whole iteration) when ``pp = 1``.  ``attn_extra_us`` is added to every layer's attention (the
+        skew term of :meth:`time`)."""
         pc = np.asarray(prefill_tokens, dtype=float)
         nd = np.asarray(n_decode, dtype=float)
         b = pc + nd
         if n_emit is None:
             n_emit = nd + (pc > 0)
         layer = self.linear_us(b) + self.attn_us(pc, kv_prefill, nd, np.where(nd > 0, kv_decode, 0.0))
+        if attn_extra_us:
+            layer = layer + attn_extra_us
         if self.comm_us is not None:
             layer = layer + self.comm_us(b)
         layers = self.n_layers * layer
@@ -205,14 +212,15 @@ class IterationModel:
         stages[-1] = stages[-1] - send + last
         return np.stack(np.broadcast_arrays(*stages))
 
-    def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+    def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None, attn_extra_us=0.0):
         """Seconds for a batch of one (folded) prefill chunk and ``n_decode`` decodes of mean
         context ``kv_decode``; vectorised.  ``n_emit`` sequences get the LM head (default: the
-        decodes plus one if a prefill is present)."""
+        decodes plus one if a prefill is present).  The decodes are read as all of context ``kv_decode``
+        (a uniform batch: no skew term; :meth:`time` adds it from the contexts themselves)."""
         pc = np.asarray(prefill_tokens, dtype=float)
         nd = np.asarray(n_decode, dtype=float)
         b = pc + nd
-        st = self.stage_us(pc, kv_prefill, nd, kv_decode, n_emit)
+        st = self.stage_us(pc, kv_prefill, nd, kv_decode, n_emit, attn_extra_us)
         us = st[0] if st.shape[0] == 1 else st.shape[0] * st.max(axis=0)
         return np.where(b > 0, us * 1e-6, 0.0)
 
@@ -239,8 +247,8 @@ class IterationModel:
         loaded rank (:func:`fluidq.kernel.compose.chunks_s`); such a table carries the rank loads as scratch
         space, so every call returns a fresh copy.  ``None`` too for a model built without its tables."""
         base = self._table
-        if base is None:
-            return None
+        if base is None or self.skew is not None:
+            return None  # (the skew term needs every decode's context; the kernel carries their mean)
         dp = _positive_int("lockstep_ranks", lockstep_ranks, "an integer >= 1 (data-parallel ranks in lockstep)")
         if dp & (dp - 1):
             return None  # (b = C + n/dp is then not exactly on a grid of step 1/dp: the generic path runs it)
@@ -301,7 +309,10 @@ class IterationModel:
         dc = np.asarray(decode_contexts, dtype=float)
         nd = float(dc.size)
         kvd = float(dc.mean()) if dc.size else 0.0
-        return float(self.time_shape(C, kv_eff, nd, kvd, n_emit=nd + len(pcs)))
+        extra = 0.0
+        if self.skew is not None and dc.size > 1:
+            extra = self.skew.extra_us(self.attn_us, C, kv_eff, dc)
+        return float(self.time_shape(C, kv_eff, nd, kvd, n_emit=nd + len(pcs), attn_extra_us=extra))
 
     def prefill_only(self, tokens):
         """Seconds for a prefill-only batch of ``tokens`` prompt tokens with no prior context."""
@@ -395,6 +406,169 @@ def _kernel_table(tables: dict, n_layers, overhead_us, n_moe_layers=0, pipeline_
             return None  # (a one-point axis takes another branch of scipy's interpolator)
         put(slot, np.concatenate([[float(len(axes))], [float(a.size) for a in axes], *axes, vals.ravel()]))
     return np.ascontiguousarray(np.concatenate(parts))
+
+
+# ------------------------------------------------------------------------------ attention skew
+def _scalar(v: str):
+    v = v.strip().strip("'\"")
+    low = v.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def _yaml_block(text: str, key: str) -> dict | None:
+    """The mapping under the top-level ``key:`` of a YAML text, for the plain subset LLMServingSim's
+    ``profile_meta.yaml`` writes (nested ``key: value`` mappings by indentation, ``[a, b]`` inline lists,
+    scalars); ``None`` when the key is absent."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == f"{key}:"), None)
+    if start is None:
+        return None
+    root: dict = {}
+    stack = [(-1, root)]
+    for ln in lines[start + 1:]:
+        if not ln.strip() or ln.lstrip().startswith("#"):
+            continue
+        indent = len(ln) - len(ln.lstrip(" "))
+        if indent == 0:
+            break
+        k, _, v = ln.strip().partition(":")
+        while stack and indent <= stack[-1][0]:
+            stack.pop()
+        parent = stack[-1][1]
+        v = v.strip()
+        if not v:
+            child: dict = {}
+            parent[k.strip()] = child
+            stack.append((indent, child))
+        elif v.startswith("[") and v.endswith("]"):
+            parent[k.strip()] = [_scalar(x) for x in v[1:-1].split(",") if x.strip()]
+        else:
+            parent[k.strip()] = _scalar(v)
+    return root
+
+
+def _label(bins, labels, value) -> str:
+    """The bucket of ``value``: ``labels[i]`` for ``bins[i] < value <= bins[i+1]`` (the last label above)."""
+    for i, lab in enumerate(labels):
+        if value <= bins[i + 1]:
+            return lab
+    return labels[-1]
+
+
+#: the bucket axes LLMServingSim's profiler writes under ``skew_fit.bucket_axes`` (read from the profile when given)
+_SKEW_AXES = ("n", "skew_rate", "kv_big", "kp")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AttentionSkew:
+    """The attention cost of decodes of unequal context, beyond the uniform batch at their mean.
+
+    An attention profile times uniform batches (every decode at one context); a real batch's decodes
+    differ, and the kernel then pays for its longest ones (tile padding, the last thread blocks finishing
+    alone), which a uniform batch at the mean context does not show.  LLMServingSim's profiler measures it
+    (``skew_profile``: bimodal batches of ``nb`` decodes at ``kv_big`` and the rest at ``kvs``, each timed
+    against the uniform batches at the mean and at the maximum) and writes ``alpha = (t_skew - t_mean) /
+    (t_max - t_mean)`` per bucket of (prefill chunk, decodes ``n``, skew rate ``(mean - min) / (max - min)``,
+    longest context, prefill context) to ``tp<N>/skew_fit.csv``, with a pooled ``alpha_default``
+    (``profile_meta.yaml`` ``skew_fit.per_tp``).  Its simulator adds, per layer,
+    ``alpha (t_attn(kv_max) - t_attn(kv_mean))`` to every batch of at least two decodes with ``kv_max >
+    kv_mean``, taking ``alpha`` from the bucket and ``alpha_default`` for a bucket the table lacks (or without
+    a table).  This class is that rule over fluidq's attention interpolation; the alphas are the profiler's
+    measurements, never fitted to a run.
+
+    Parameters
+    ----------
+    alpha_default : float
+        The pooled alpha (``skew_fit.per_tp.<tp>.alpha_default``).
+    buckets : dict, optional
+        ``(pc, n_label, skew_rate_label, kv_big_label, kp_label) -> alpha`` from the bucket table; ``pc`` is the
+        prefill chunk exactly (the profiler's grid points), as the peer keys it.
+    axes : dict, optional
+        ``<axis>_bins`` / ``<axis>_labels`` for the axes ``n, skew_rate, kv_big, kp`` (``skew_fit.bucket_axes``).
+    source : str
+        Where the alphas come from.
+    """
+
+    alpha_default: float
+    buckets: dict = field(default_factory=dict)
+    axes: dict = field(default_factory=dict)
+    source: str = ""
+
+    def __post_init__(self):
+        a = self.alpha_default
+        if not (isinstance(a, (int, float)) and np.isfinite(a) and -1.0 < a < 1.0):
+            raise ParameterError("alpha_default", a, "a finite fraction in (-1, 1) (the profile's pooled skew alpha)")
+        if self.buckets:
+            missing = [f"{ax}_{w}" for ax in _SKEW_AXES for w in ("bins", "labels") if f"{ax}_{w}" not in self.axes]
+            if missing:
+                raise ParameterError("axes", sorted(self.axes), f"the bucket axes {', '.join(missing)}",
+                                     "a bucket table needs skew_fit.bucket_axes of profile_meta.yaml")
+
+    def alpha(self, pc, n, skew_rate, kv_big, kp) -> float:
+        """The alpha of a batch: its bucket's, else ``alpha_default``."""
+        if not self.buckets:
+            return float(self.alpha_default)
+        ax = self.axes
+        key = (int(pc), _label(ax["n_bins"], ax["n_labels"], int(n)),
+               _label(ax["skew_rate_bins"], ax["skew_rate_labels"], min(1.0, max(0.0, float(skew_rate)))),
+               _label(ax["kv_big_bins"], ax["kv_big_labels"], float(kv_big)),
+               _label(ax["kp_bins"], ax["kp_labels"], float(kp)))
+        return float(self.buckets.get(key, self.alpha_default))
+
+    def extra_us(self, attn_us, pc, kp, decode_contexts) -> float:
+        """Microseconds per layer the batch's skew adds to ``attn_us(pc, kp, n, mean)`` (0 for fewer than two
+        decodes, equal contexts, or ``t(kv_max) <= t(kv_mean)`` where the interpolation bends)."""
+        dc = np.asarray(decode_contexts, dtype=float)
+        if dc.size < 2:
+            return 0.0
+        mean, lo, hi = float(dc.mean()), float(dc.min()), float(dc.max())
+        if not hi > mean:
+            return 0.0
+        a = self.alpha(pc, dc.size, (mean - lo) / (hi - lo), hi, kp)
+        if a == 0.0:
+            return 0.0
+        t_mean = float(attn_us(pc, kp, float(dc.size), mean))
+        t_max = float(attn_us(pc, kp, float(dc.size), hi))
+        return a * (t_max - t_mean) if t_max > t_mean else 0.0
+
+    @classmethod
+    def from_profile(cls, folder, tp: int = 1):
+        """The skew fit of an LLMServingSim profile folder: ``profile_meta.yaml``'s ``skew_fit`` (its pooled
+        ``alpha_default`` for ``tp`` and its bucket axes) and, when the folder ships it, the bucket table
+        ``profile_tp{tp}_skew_fit.csv`` (the profiler's ``tp<N>/skew_fit.csv``); ``None`` when the profile has
+        no enabled skew fit for ``tp``."""
+        from .._io import read_text
+
+        folder = Path(folder)
+        meta = folder / "profile_meta.yaml"
+        if not meta.is_file():
+            return None
+        fit = _yaml_block(read_text("profile_meta.yaml", meta, what="profile description"), "skew_fit")
+        if not fit or fit.get("enabled") is not True:
+            return None
+        entry = (fit.get("per_tp") or {}).get(str(int(tp)))
+        if not isinstance(entry, dict) or not isinstance(entry.get("alpha_default"), float):
+            return None
+        axes = dict(fit.get("bucket_axes") or {})
+        axes.pop("pc", None)
+        buckets = {}
+        table = folder / f"profile_tp{int(tp)}_skew_fit.csv"
+        if table.is_file() or Path(str(table) + ".gz").is_file():
+            for r in _read_csv(table):
+                try:
+                    key = (int(float(r["pc"])), r["n_label"], r["skew_rate_label"], r["kv_big_label"], r["kp_label"])
+                    buckets[key] = float(r["alpha"])
+                except (KeyError, ValueError) as e:
+                    raise DataError(f"{table}: expected columns pc, n_label, skew_rate_label, kv_big_label, "
+                                    f"kp_label, alpha (LLMServingSim's skew_fit.csv); {e!r}") from None
+        src = (f"{meta.name} skew_fit (TP{int(tp)}): alpha_default {entry['alpha_default']:g}"
+               + (f", {len(buckets)} buckets from {table.name}" if buckets else ", no bucket table shipped"))
+        return cls(alpha_default=float(entry["alpha_default"]), buckets=buckets, axes=axes, source=src)
 
 
 # ----------------------------------------------------------------------------------------- LSS
@@ -492,7 +666,8 @@ def _moe_model(path: Path, *, experts: int, top_k: int, ep: int, dp: int, hidden
 def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: float = 0.0,
                         name: str | None = None, comm=None, hidden_size: int | None = None,
                         dtype_bytes: int = 2, facts=None, data_parallel_size: int = 1,
-                        expert_parallel_size: int = 1, pipeline_parallel_size: int = 1) -> IterationModel:
+                        expert_parallel_size: int = 1, pipeline_parallel_size: int = 1,
+                        attention_skew=None) -> IterationModel:
     """Iteration model from an LLMServingSim profile folder (``profile_tp{tp}_*.csv``).
 
     The profiled model has one decoder layer; ``n_layers`` scales it to the served model.  A MoE model's
@@ -501,8 +676,25 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
     need ``comm`` (a :class:`~fluidq.batchtime.comm.Link` or
     :class:`~fluidq.batchtime.comm.MeasuredAllReduce`) and the model width (``hidden_size`` or
     ``facts``); see the module docstring for each term.
+
+    ``attention_skew`` adds the attention cost of decodes of unequal context (:class:`AttentionSkew`):
+    ``None`` (the default) leaves it out, ``"profile"`` reads it from the folder's ``profile_meta.yaml``
+    (and its bucket table when shipped; a profile without an enabled skew fit is refused), or pass an
+    :class:`AttentionSkew`.  Off by default: the shipped profiles lack the bucket tables, and the pooled alpha
+    alone moves the replays of their runs the wrong way (``validation/RESULTS.md``, 2026-12-06 h-lat16).
+    A model with the term runs on the simulator's generic path (the compiled kernel sees the mean context only).
     """
     folder = Path(folder)
+    skew = None
+    if isinstance(attention_skew, AttentionSkew):
+        skew = attention_skew
+    elif attention_skew == "profile":
+        skew = AttentionSkew.from_profile(folder, tp)
+        if skew is None:
+            raise ParameterError("attention_skew", attention_skew, "None, 'profile' or an AttentionSkew",
+                                 f"{folder}/profile_meta.yaml has no enabled skew_fit for TP{tp}")
+    elif attention_skew is not None:
+        raise ParameterError("attention_skew", attention_skew, "None, 'profile' or an AttentionSkew")
     if int(n_layers) < 1:
         raise ParameterError("n_layers", n_layers, "an integer >= 1 (the served model's decoder layers)")
     tp = _positive_int("tensor_parallel_size", tp, "an integer >= 1")
@@ -612,9 +804,10 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
         per_seq_us=lambda n: _interp1(n, sx, sy), attn_us=attn, overhead_us=float(overhead_us),
         comm_us=comm_layer, moe_us=moe, n_moe_layers=n_moe, pipeline_stages=pp, send_us=send,
         tables={"kind": "lss", "lin": (xs, lin), "once": (xs, once), "seq": (sx, sy), "dec": g_dec, "pre": g_pre,
-                "mix": g_mix},
+                "mix": g_mix}, skew=skew,
         source=f"LLMServingSim operator profile {folder.name} (TP{tp}), x{n_layers} layers"
-               + ("; " + "; ".join(parts) if parts else ""))
+               + ("; " + "; ".join(parts) if parts else "")
+               + (f"; attention skew from {skew.source}" if skew is not None else ""))
 
 
 # --------------------------------------------------------------------------------------- Vidur
