@@ -53,8 +53,8 @@ __all__ = ["Roofline", "CALIBRATED", "roofline"]
 #: link's bandwidth, ``2 (tp - 1)`` steps; ``splitwise_attention``: the attention efficiency of Splitwise's
 #: serving stack as a fraction of ``memory`` -- a fact about that stack, used only where a profile of it
 #: is scored, never by a :class:`Roofline`'s defaults).  Recomputed in ``tests/batchtime/test_roofline.py``.
-CALIBRATED = {"compute": 0.6360, "memory": 0.6889, "overhead_s": 0.0, "sync_step_mb": 3.417,
-              "splitwise_attention": 0.04948}
+CALIBRATED = {"compute": 0.6290, "memory": 0.6865, "overhead_s": 0.0, "sync_step_mb": 3.405,
+              "splitwise_attention": 0.04946}
 
 
 def _fraction(name, v):
@@ -95,9 +95,10 @@ class Roofline(BatchTime):
         Fraction in (0, 1] of the peak memory bandwidth attention's KV reads reach (default: the
         ``memory_efficiency``; a serving stack whose attention is slower than its weight reads, such as
         Splitwise's, sets it lower).
-    attention, lm_head, overhead : bool
+    attention, lm_head, overhead, all_reduce : bool
         Which parts the time includes (all by default; the calibration switches off what a profile did
-        not measure, e.g. Vidur's linear-operator tables).
+        not measure, e.g. Vidur's linear-operator tables, which time each GPU's share of a
+        tensor-parallel layer without its all-reduces).
     """
 
     kind: ClassVar[str] = "roofline"
@@ -114,6 +115,7 @@ class Roofline(BatchTime):
     attention: bool = True
     lm_head: bool = True
     overhead: bool = True
+    all_reduce: bool = True
     _k: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -125,7 +127,7 @@ class Roofline(BatchTime):
             raise ParameterError("gpu", self.gpu, "a GPU of the shipped table (fluidq.models.load_gpu)")
         tp = integer("tensor_parallel_size", self.tensor_parallel_size, minimum=1, maximum=2**16)
         self.model.kv_heads_per_gpu(tp)  # refuses a tp that does not split the heads, naming it
-        for f in ("attention", "lm_head", "overhead"):
+        for f in ("attention", "lm_head", "overhead", "all_reduce"):
             if not isinstance(getattr(self, f), bool):
                 raise ParameterError(f, getattr(self, f), "True or False")
         c = CALIBRATED
@@ -221,7 +223,7 @@ class Roofline(BatchTime):
             n = np.asarray(n_emit, dtype=float)
             V, h = k["vocab"], k["h"]
             parts["lm_head"] = self._roof(2.0 * n * h * V, h * V * bpv + n * (h * bpv + V * 4))
-        if k["tp"] > 1:
+        if k["tp"] > 1 and self.all_reduce:
             msg = b * k["h"] * bpv
             us = np.asarray(k["link"].allreduce_us(msg, k["tp"])) + self.sync_us
             parts["all_reduce"] = 2 * k["L"] * us * 1e-6
@@ -308,7 +310,8 @@ class Roofline(BatchTime):
                 "compute_efficiency": self.compute_efficiency, "memory_efficiency": self.memory_efficiency,
                 "overhead_s": self.overhead_s, "sync_us": self.sync_us, "sync_step_us": self.sync_step_us,
                 "sync_step_mb": self.sync_step_mb, "attention_efficiency": self.attention_efficiency,
-                "attention": self.attention, "lm_head": self.lm_head, "overhead": self.overhead}
+                "attention": self.attention, "lm_head": self.lm_head, "overhead": self.overhead,
+                "all_reduce": self.all_reduce}
 
     def describe(self) -> str:
         return (f"roofline {self.model.name} on {self.tensor_parallel_size} x {self.gpu.name} "

@@ -38,6 +38,15 @@ SPECS = [
          phases=("linear",), b_max=512, k_max=None,
          description="Vidur operator profile: 48 layers x linear ops + embedding (no attention): the paper's "
                      "deployment re-fitted from independent measurements"),
+    dict(name="vidur-llama2-7b-a40", loader="vidur", path="measured/vidur/a40/meta-llama/Llama-2-7b-hf/mlp.csv",
+         kw={"tp": 1}, phases=("linear",), b_max=2048, k_max=None,
+         description="Vidur operator profile: 32 layers x linear ops + embedding on an A40 (GDDR6, PCIe; no "
+                     "attention profile: times are lower bounds, capacity an upper bound)"),
+    dict(name="vidur-llama2-70b-h100-tp4", loader="vidur", path="measured/vidur/h100/meta-llama/Llama-2-70b-hf/mlp.csv",
+         kw={"tp": 4}, phases=("linear",), b_max=2048, k_max=None,
+         description="Vidur operator profile: 80 layers x linear ops + embedding per GPU of a tensor-parallel "
+                     "group of 4 H100s (no attention and no all-reduce profiled: times are lower bounds, capacity "
+                     "an upper bound)"),
     dict(name="llmservingsim-llama3.1-8b-rtx4090", loader="llmservingsim",
          path="measured/llmservingsim/RTX4090_Llama-3.1-8B", kw={}, phases=("prefill", "decode", "mixed"),
          gpu="RTX 4090 (24 GB)",

@@ -36,6 +36,10 @@ _SCOPE = {
     "vidur-llama2-7b-a100": dict(gpu="A100-SXM4-80GB", attention=True, lm_head=False, overhead=False),
     "vidur-llama2-7b-h100": dict(gpu="H100-SXM5-80GB", attention=False, lm_head=False, overhead=False),
     "vidur-codellama34b-a100": dict(gpu="A100-SXM4-80GB", attention=False, lm_head=False, overhead=False),
+    "vidur-llama2-7b-a40": dict(gpu="A40", attention=False, lm_head=False, overhead=False),
+    # each GPU's share of a tensor-parallel layer, timed without its all-reduces
+    "vidur-llama2-70b-h100-tp4": dict(gpu="H100-SXM5-80GB", attention=False, lm_head=False, overhead=False,
+                                      all_reduce=False),
     "llmservingsim-llama3.1-8b-rtx4090": dict(gpu="RTX-4090", attention=True, lm_head=True, overhead=False),
     "llmservingsim-llama3.1-8b-rtxpro6000": dict(gpu="RTX-PRO-6000-Blackwell", attention=True, lm_head=True,
                                                  overhead=False),
@@ -209,8 +213,8 @@ def run_capacity(run_dir, efficiency: dict, *, gpu: str, model: str) -> dict:
 
 #: what the answer carries: the calibration's measured errors (docs/reference/roofline.md)
 ERROR_NOTE = ("a roofline estimate from model facts and the GPU table, no profile: leave-one-profile-out "
-              "batch-time MAPE 6-23 % (median 9 %, 7 of 8 profiles within 15 %), the two shared vLLM runs' "
-              "capacity -14 % and +7 % "
+              "batch-time MAPE 6-23 % (median 8 %, 9 of 10 profiles within 15 %), the two shared vLLM runs' "
+              "capacity -23 % (RTX 4090) and +6 % (RTX PRO 6000) "
               "(docs/reference/roofline.md)")
 
 
@@ -255,7 +259,8 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
 
 def raw_errors(data_dir, targets=None) -> list[dict]:
     """Held-out MAPE against the **measured rows** (not the profiles' fits) of every profile whose data
-    ``data_dir`` holds (``validation/data``: Vidur Llama-2-7B/A100, LLMServingSim, Splitwise), by phase:
+    ``data_dir`` holds (``validation/data``: Vidur Llama-2-7B on A100 and A40, Llama-2-70B on H100 at TP 4,
+    LLMServingSim, Splitwise), by phase:
     the same rows ``fluidq.profiles.build`` fitted (the same loaders, phases and KV filter); efficiencies
     fitted without that profile."""
     from pathlib import Path
@@ -287,7 +292,8 @@ def raw_errors(data_dir, targets=None) -> list[dict]:
             keep = rows.kv_tokens + rows.tokens <= m.meta.kv_capacity_tokens
         t = by_name[spec["name"]]
         eff = calibrate([x for x in targets if x.name != t.name])
-        pred = np.asarray(t.roofline(**eff)(rows.tokens[keep], rows.kv_tokens[keep]))
+        kv = np.zeros_like(rows.tokens) if rows.kv_tokens is None else rows.kv_tokens  # linear operators: none
+        pred = np.asarray(t.roofline(**eff)(rows.tokens[keep], kv[keep]))
         err = np.abs(pred / rows.seconds[keep] - 1.0)
         phase = np.asarray(rows.phase)[keep]
         phases = {str(ph): float(err[phase == ph].mean()) for ph in sorted(set(phase))}
@@ -360,32 +366,36 @@ def splitwise_phases(data_dir, targets=None) -> list[dict]:
     return out
 
 
-def vidur_tensor_parallel(data_dir, targets=None) -> list[dict]:
-    """The tensor-parallel split of the linear operators, checked on Vidur's Llama-2-70B A100 operator
-    profile (``vidur/a100/meta-llama/Llama-2-70b-hf/mlp.csv`` in ``data_dir``; not a calibration profile):
-    for each tensor-parallel size it measured, the MAPE of the roofline's linear and element-wise parts
-    (Vidur's scope: no attention, LM head, all-reduce or overhead) against its rows, with the efficiencies
-    fitted on every shipped profile (none of them is this model at these sizes).  What it checks is the
-    per-GPU split of the weights and the work; the all-reduces Vidur did not time are not in it."""
+def vidur_tensor_parallel(data_dir, targets=None, *, gpu: str = "a100") -> list[dict]:
+    """The tensor-parallel split of the linear operators, checked on Vidur's Llama-2-70B operator profile
+    of ``gpu`` (``"a100"``: ``vidur/a100/meta-llama/Llama-2-70b-hf/mlp.csv`` in ``data_dir``, not a
+    calibration profile; ``"h100"``: the H100 one, whose TP-4 rows are the calibration profile
+    ``vidur-llama2-70b-h100-tp4``, the other sizes are not): for each tensor-parallel size it measured,
+    the MAPE of the roofline's linear and element-wise parts (Vidur's scope: no attention, LM head,
+    all-reduce or overhead) against its rows, with the efficiencies fitted on every shipped profile.  What
+    it checks is the per-GPU split of the weights and the work; the all-reduces Vidur did not time are
+    not in it."""
     from pathlib import Path
 
     from ..batchtime.loaders import load_vidur
     from ..batchtime.roofline import Roofline
     from ..models import load_gpu, load_model
 
-    p = Path(data_dir) / "vidur" / "a100" / "meta-llama" / "Llama-2-70b-hf" / "mlp.csv"
+    tables = {"a100": "A100-SXM4-80GB", "h100": "H100-SXM5-80GB"}
+    if gpu not in tables:
+        raise ParameterError("gpu", gpu, "the GPU of a shipped Vidur Llama-2-70B profile: " + ", ".join(tables))
+    p = Path(data_dir) / "vidur" / gpu / "meta-llama" / "Llama-2-70b-hf" / "mlp.csv"
     if not p.exists():
         p = p.with_name(p.name + ".gz")
     eff = calibrate(calibration_targets() if targets is None else list(targets))
-    model, gpu = load_model("Llama-2-70B"), load_gpu("A100-SXM4-80GB")
+    model, g = load_model("Llama-2-70B"), load_gpu(tables[gpu])
     out = []
     for tp in (1, 2, 4, 8):
         m = load_vidur(p, tp=tp)
-        rf = Roofline(model=model, gpu=gpu, tensor_parallel_size=tp, compute_efficiency=eff["compute"],
+        rf = Roofline(model=model, gpu=g, tensor_parallel_size=tp, compute_efficiency=eff["compute"],
                       memory_efficiency=eff["memory"], overhead_s=0.0, sync_step_mb=eff["sync_step_mb"], attention=False,
-                      lm_head=False, overhead=False)
-        parts = rf._parts(m.tokens, np.zeros_like(m.tokens), np.ones_like(m.tokens))
-        pred = parts["linear"] + parts["elementwise"]
+                      lm_head=False, overhead=False, all_reduce=False)
+        pred = np.asarray(rf(m.tokens, np.zeros_like(m.tokens)), dtype=float)
         ratio = pred / m.seconds
         out.append({"tensor_parallel_size": tp, "rows": int(m.tokens.size), "mape": float(np.mean(np.abs(ratio - 1))),
                     "median_ratio": float(np.median(ratio))})

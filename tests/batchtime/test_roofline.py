@@ -87,20 +87,22 @@ def test_calibration_is_reproducible():
 
 
 def test_leave_one_profile_out_under_the_measured_bound():
-    """Measured (docs/reference/roofline.md, 2026-12-06): held-out MAPE 6.3-23.1 %, seven of eight within 15 %;
-    the worst the RTX 4090 (faster than its datasheet: no other profile's efficiencies reach it), the two
-    Splitwise profiles 6.3 % and 10.4 % (30.9 % and 18.2 % before the sync cost scaled with the link
-    bandwidth and Splitwise's stack had its own attention efficiency).  Asserted: every profile below 25 %,
-    seven within 15 %, each Splitwise profile within 15 % and the paper's within 10 % (with a free
-    per-iteration overhead it inherited Splitwise's fixed cost, 31 %) -- a model change that makes them
-    worse fails here.  The note every roofline answer carries quotes the range."""
+    """Measured (docs/reference/roofline.md, 2026-12-06, ten profiles since the A40 and the H100 Llama-2-70B
+    TP-4 Vidur profiles joined): held-out MAPE 6.1-22.7 %, nine of ten within 15 %; the worst the RTX 4090
+    (faster than its datasheet: no other profile's efficiencies reach it), the two Splitwise profiles 6.1 %
+    and 10.2 % (30.9 % and 18.2 % before the sync cost scaled with the link bandwidth and Splitwise's stack
+    had its own attention efficiency), the A40 6.8 % and the H100 TP-4 7.9 %.  Asserted: every profile below
+    25 %, every profile but the RTX 4090 within 15 % (its miss is the xfail below), each Splitwise profile
+    within 15 % and the paper's within 10 % (with a free per-iteration overhead it inherited Splitwise's fixed
+    cost, 31 %) -- a model change that makes them worse fails here.  The note every roofline answer carries
+    quotes the range."""
     from fluidq.validate.roofline import ERROR_NOTE, leave_one_out
 
     rows = leave_one_out()
     errs = {r["profile"]: r["heldout_mape"] for r in rows}
-    assert len(rows) == 8
+    assert len(rows) == 10 and {"vidur-llama2-7b-a40", "vidur-llama2-70b-h100-tp4"} <= set(errs)
     assert max(errs.values()) < 0.25, errs
-    assert sum(e <= 0.15 for e in errs.values()) >= 7, errs
+    assert all(e <= 0.15 for n, e in errs.items() if n != "llmservingsim-llama3.1-8b-rtx4090"), errs
     assert errs["paper-codellama34b-a100"] < 0.10, errs
     assert errs["splitwise-llama2-70b-a100-tp8"] < 0.15 and errs["splitwise-llama2-70b-h100-tp8"] < 0.15, errs
     for r in rows:  # held out is never better than in-sample by more than noise
@@ -108,20 +110,65 @@ def test_leave_one_profile_out_under_the_measured_bound():
         assert r["efficiency"]["overhead_s"] == 0.0
     v = np.array(list(errs.values())) * 100
     assert f"MAPE {v.min():.0f}-{v.max():.0f} % (median {np.median(v):.0f} %, " \
-           f"{int(np.sum(v <= 15))} of 8 profiles within 15 %)" in ERROR_NOTE
+           f"{int(np.sum(v <= 15))} of {len(v)} profiles within 15 %)" in ERROR_NOTE
+
+
+@pytest.mark.xfail(strict=True, reason="measured 2026-12-06: the RTX 4090 held out at 22.7 % MAPE (fitted alone its "
+                   "efficiencies are 0.89 compute / 0.77 memory, the other nine profiles' 0.55-0.67 / 0.62-0.71; "
+                   "no class term calibrated without it closes the gap: docs/reference/roofline.md)")
+def test_rtx4090_held_out_within_15_percent():
+    """Issue 20's target for every profile; the RTX 4090 misses it (the other nine meet it, above)."""
+    from fluidq.validate.roofline import leave_one_out
+
+    errs = {r["profile"]: r["heldout_mape"] for r in leave_one_out()}
+    assert errs["llmservingsim-llama3.1-8b-rtx4090"] <= 0.15, errs
+
+
+def _run_capacities():
+    from pathlib import Path
+
+    from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, run_capacity
+
+    data = Path(__file__).resolve().parents[2] / "validation" / "data" / "llmservingsim"
+    targets = calibration_targets()
+    out = {}
+    for run, (gpu, model, own) in RUNS.items():
+        eff = calibrate([t for t in targets if t.name != own])  # never the profile measured beside the run
+        out[run] = run_capacity(data / run, eff, gpu=gpu, model=model)
+    return out
+
+
+def test_run_capacity_without_its_profile():
+    """Measured (docs/reference/roofline.md, 2026-12-06): each shared vLLM run's saturated throughput predicted
+    with efficiencies fitted without the profile measured beside it: RTX PRO 6000 +5.6 % (``max_num_seqs``
+    binds), RTX 4090 -23.4 % (the KV cache binds; its batch times are the 4090's held-out miss).  Asserted:
+    the PRO 6000 within issue 20's 10 % and the binding limits as measured; the 4090's miss is the xfail
+    below."""
+    r = _run_capacities()
+    pro = r["RTXPRO6000_Llama-3.1-8B"]
+    assert abs(pro["error"]) <= 0.10 and pro["binding"] == "k_max", pro
+    assert r["RTX4090_Llama-3.1-8B"]["binding"] == "kv_cache", r
+
+
+@pytest.mark.xfail(strict=True, reason="measured 2026-12-06: the RTX 4090 run predicted -23.4 % without its "
+                   "profile (1983 against 2588 tokens/s): the roofline's 4090 batch times are 20-60 % slow")
+def test_rtx4090_run_capacity_within_10_percent():
+    r = _run_capacities()["RTX4090_Llama-3.1-8B"]
+    assert abs(r["error"]) <= 0.10, r
 
 
 def test_heldout_error_on_the_measured_rows_under_the_measured_bound():
-    """Measured (docs/reference/roofline.md, 2026-12-06): 11.0-26.7 % on the rows of the five profiles whose
+    """Measured (docs/reference/roofline.md, 2026-12-06): 9.3-26.4 % on the rows of the seven profiles whose
     data validation/data ships; Splitwise's decode rows (not gridded: its measured token iterations) 2.4 %
-    (A100) and 4.4 % (H100) with the attention efficiency fitted on the other Splitwise profile.  Asserted:
+    (A100) and 4.2 % (H100) with the attention efficiency fitted on the other Splitwise profile.  Asserted:
     each below 30 %, the by-phase errors below 40 %, and Splitwise's decode rows below 10 %."""
     from pathlib import Path
 
     from fluidq.validate.roofline import raw_errors
 
     rows = raw_errors(Path(__file__).resolve().parents[2] / "validation" / "data")
-    assert {r["profile"] for r in rows} == {"vidur-llama2-7b-a100", "llmservingsim-llama3.1-8b-rtx4090",
+    assert {r["profile"] for r in rows} == {"vidur-llama2-7b-a100", "vidur-llama2-7b-a40", "vidur-llama2-70b-h100-tp4",
+                                           "llmservingsim-llama3.1-8b-rtx4090",
                                            "llmservingsim-llama3.1-8b-rtxpro6000", "splitwise-llama2-70b-a100-tp8",
                                            "splitwise-llama2-70b-h100-tp8"}
     for r in rows:
@@ -160,6 +207,7 @@ def test_roofline_is_a_batch_time_every_analysis_takes():
     (dict(compute_efficiency=1.5), "compute_efficiency"), (dict(memory_efficiency=0), "memory_efficiency"),
     (dict(overhead_s=-1), "overhead_s"), (dict(tensor_parallel_size=3), "tensor_parallel_size"),
     (dict(model="Llama"), "model"), (dict(gpu="H100"), "gpu"), (dict(attention="yes"), "attention"),
+    (dict(all_reduce=1), "all_reduce"),
 ])
 def test_bad_input_names_the_parameter(kw, name):
     args = dict(model=load_model("Llama-3.1-8B"), gpu=load_gpu("H100"))
@@ -177,7 +225,7 @@ def test_negative_tokens_refused():
 def test_gpu_table_names_and_suggestions():
     names = {g.name for g in list_gpus()}
     for need in ("A100-SXM4-80GB", "A100-SXM4-40GB", "H100-SXM5-80GB", "H100-PCIe-80GB", "H200-SXM-141GB", "L40S",
-                 "A10G", "L4", "RTX-4090", "RTX-PRO-6000-Blackwell", "MI300X"):
+                 "A10G", "L4", "RTX-4090", "RTX-PRO-6000-Blackwell", "MI300X", "A40"):
         assert need in names
     assert all(g.source for g in list_gpus())
     assert load_gpu("rtx pro 6000").name == "RTX-PRO-6000-Blackwell"
@@ -215,7 +263,8 @@ def test_splitwise_per_phase_figures_as_tandem_stages():
 
 def test_tensor_parallel_split_on_vidur_llama2_70b():
     """Measured (docs/reference/roofline.md, 2026-12-06): the linear and element-wise operators of Vidur's
-    Llama-2-70B A100 profile (not calibrated on) at TP 1, 2, 4, 8 within 9.6, 8.5, 7.7, 8.0 % MAPE.
+    Llama-2-70B A100 profile (not calibrated on) at TP 1, 2, 4, 8 within 10.4, 9.2, 8.3, 8.3 % MAPE, and of
+    the H100 one at TP 1, 2 (not calibrated on) and 4 (the calibration profile) 7.9, 8.7, 9.3 %.
     Asserted: each below 12 %, and the median ratio within 10 % of 1 (a wrong per-GPU split of the
     weights or the heads would put a TP size far off)."""
     from pathlib import Path
@@ -226,6 +275,36 @@ def test_tensor_parallel_split_on_vidur_llama2_70b():
     assert [r["tensor_parallel_size"] for r in rows] == [1, 2, 4, 8]
     for r in rows:
         assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
+    h100 = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="h100")
+    assert [r["tensor_parallel_size"] for r in h100] == [1, 2, 4, 8]
+    for r in h100[:3]:  # TP 4 is a calibration profile; TP 1 and 2 are not
+        assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
+    with pytest.raises(ParameterError, match="gpu"):
+        vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="a40")
+
+
+@pytest.mark.xfail(strict=True, reason="measured 2026-12-06: Vidur's H100 Llama-2-70B operators at TP 8 (not "
+                   "calibrated on) 15.3 % MAPE, median roofline / measured 0.881: the narrow TP-8 shards reach less "
+                   "of the roofline than the TP-1 to TP-4 ones (7.9-9.3 %); on the A100 TP 8 is 8.3 %")
+def test_tensor_parallel_split_on_vidur_llama2_70b_h100_tp8():
+    from pathlib import Path
+
+    from fluidq.validate.roofline import vidur_tensor_parallel
+
+    r = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="h100")[3]
+    assert r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
+
+
+def test_all_reduce_scope_leaves_the_rest():
+    """``all_reduce=False`` (Vidur's per-GPU operator tables, which do not time the collectives) drops the
+    all-reduces of a tensor-parallel iteration and nothing else."""
+    full = roofline("Llama-2-70B", "H100", 4)
+    bare = roofline("Llama-2-70B", "H100", 4, all_reduce=False)
+    b = np.array([1.0, 256.0, 2048.0])
+    parts = full.breakdown(b, 4096.0)
+    assert "all_reduce" not in bare.breakdown(b, 4096.0) and np.all(parts["all_reduce"] > 0)
+    assert np.allclose(bare(b, 4096.0), full(b, 4096.0) - parts["all_reduce"])
+    assert bare.to_dict()["all_reduce"] is False
 
 
 def test_sync_latency_per_ring_step():

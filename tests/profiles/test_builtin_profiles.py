@@ -10,7 +10,8 @@ from fluidq.batchtime import ContextAware
 from fluidq.errors import UnknownNameError
 from fluidq.profiles import DEFAULT_PROFILE, Profile, list_profiles, load_profile
 
-EXPECTED = {"vidur-llama2-7b-a100", "vidur-llama2-7b-h100", "vidur-codellama34b-a100",
+EXPECTED = {"vidur-llama2-7b-a100", "vidur-llama2-7b-h100", "vidur-codellama34b-a100", "vidur-llama2-7b-a40",
+            "vidur-llama2-70b-h100-tp4",
             "llmservingsim-llama3.1-8b-rtx4090", "llmservingsim-llama3.1-8b-rtxpro6000",
             "splitwise-llama2-70b-a100-tp8", "splitwise-llama2-70b-h100-tp8"}
 

@@ -33,7 +33,8 @@ LSS_MEASURED_ONLY: set = set()
 LSS_MOE = {"RTXPRO6000_Qwen3-30B-A3B-Instruct-2507": ["profile_tp1_moe.csv"]}
 LSS_MEASURED = ["vllm_requests.jsonl", "vllm_timeseries.csv", "vllm_meta.json", "peer_sim_vs_vllm_summary.txt"]
 
-VIDUR_MLP = ["a100/meta-llama/Llama-2-7b-hf/mlp.csv", "a100/meta-llama/Llama-2-70b-hf/mlp.csv"]
+VIDUR_MLP = ["a100/meta-llama/Llama-2-7b-hf/mlp.csv", "a100/meta-llama/Llama-2-70b-hf/mlp.csv",
+             "a40/meta-llama/Llama-2-7b-hf/mlp.csv", "h100/meta-llama/Llama-2-70b-hf/mlp.csv"]
 VIDUR_ATTN = ["a100/meta-llama/Llama-2-7b-hf/attention_subset.csv", "legacy_e2d00e9_a100/attention.csv"]
 VIDUR_NET = "a100/network/all_reduce_pairwise_nvlink.csv"
 

@@ -1,8 +1,8 @@
 """The roofline batch time's leave-one-profile-out table, and the capacity of the shared serving runs.
 
 Run from the repository root: ``python validation/tools/roofline_loo.py``.  For each shipped profile:
-the efficiencies fitted on the other seven (:func:`fluidq.validate.roofline.leave_one_out`), the held-out
-MAPE against that profile's batch times, and the in-sample MAPE (fitted on all eight) side by side.  Then
+the efficiencies fitted on the other nine (:func:`fluidq.validate.roofline.leave_one_out`), the held-out
+MAPE against that profile's batch times, and the in-sample MAPE (fitted on all ten) side by side.  Then
 each real vLLM run of ``validation/data/llmservingsim`` predicted with efficiencies fitted without the
 profile measured beside it, against its measured saturated throughput.  Prints markdown (the tables of
 ``docs/reference/roofline.md``).
@@ -53,13 +53,16 @@ def main() -> int:
               f"{t['decode_requests_per_s']['measured']:.2f} / {t['decode_requests_per_s']['roofline']:.2f} | "
               f"{t['prefill_share']['measured']:.3f} / {t['prefill_share']['roofline']:.3f} |")
     print()
-    print("Vidur's Llama-2-70B A100 operator profile (not calibrated on), linear and element-wise operators "
-          "per GPU by tensor-parallel size:")
+    print("Vidur's Llama-2-70B operator profiles (A100: not calibrated on; H100: TP 4 is the calibration profile "
+          "vidur-llama2-70b-h100-tp4, the other sizes are not), linear and element-wise operators per GPU by "
+          "tensor-parallel size:")
     print()
-    print("| tensor-parallel size | rows | MAPE | median roofline / measured |")
-    print("|---|---|---|---|")
-    for r in vidur_tensor_parallel(DATA.parent, targets):
-        print(f"| {r['tensor_parallel_size']} | {r['rows']} | {100 * r['mape']:.1f} % | {r['median_ratio']:.3f} |")
+    print("| GPU | tensor-parallel size | rows | MAPE | median roofline / measured |")
+    print("|---|---|---|---|---|")
+    for gpu in ("a100", "h100"):
+        for r in vidur_tensor_parallel(DATA.parent, targets, gpu=gpu):
+            print(f"| {gpu.upper()} | {r['tensor_parallel_size']} | {r['rows']} | {100 * r['mape']:.1f} % | "
+                  f"{r['median_ratio']:.3f} |")
     print()
     ar = allreduce_check(DATA.parent, targets)
     print(f"Vidur's measured A100 NVLink all-reduces against the roofline's (ring + 2 (w - 1) x "
