@@ -285,8 +285,8 @@ def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
 
     Who the victims are (measured 2026-12-06, h-short16: ``fluidq.simulate`` of the six short-prompt engines of
     test_kv_preemption_capacity.py and the 20 / 300 edge, the generic path with the memory rules instrumented, one
-    replication each, the middle half of the iterations): the cache is 98-100 % used in blocks (94-96 % in tokens:
-    the partial last blocks, counted in ``held``); the head of the queue is a preempted request 76-100 % of the
+    replication each, the middle half of the iterations): the cache is 96-100 % used in blocks (94 % in tokens at
+    20 / 300: the partial last blocks, counted in ``held``); the head of the queue is a preempted request 76-100 % of the
     iterations, needing 5-29 blocks; 53-93 % of the victims had been preempted before, carrying 45-216 generated
     tokens, and the simulated engines preempt 1.6-10 times per request, against the 9-38 young victims (``g / N``,
     1-36 tokens) taken here.  The newest resident is the victim, but it is mostly a re-admitted victim: preempted,
