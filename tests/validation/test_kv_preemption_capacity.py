@@ -152,3 +152,39 @@ def test_the_preemption_rate_follows_the_renewal_argument():
     r, a = P._kv_preemptions([800.0], 400.0, 20.0)
     q = 0.5 * (1 - np.exp(-2.0))
     assert a == pytest.approx(20.0) and r == pytest.approx(q / (1 - np.exp(-820.0 / 400.0)), rel=1e-12)
+
+
+class _Counts:
+    """A stand-in iteration model whose "time" is what the test reads off the iteration recursion."""
+
+    def __init__(self, what):
+        self.what = what
+
+    def time_shape(self, C, kv_eff, n, kv, n_emit=None):
+        C = np.asarray(C, dtype=float)
+        return (C > 0).astype(float) if self.what == "busy" else C
+
+
+def test_the_victims_come_back_with_a_finish():
+    # lam_it = 0.1 finishes an iteration, r = 5 victims per finish (q = 0.9 of the finishes bring one or more), a
+    # room far above the prompts: the iterations with prompt work are those after a finish, 1 - exp(-0.1), not
+    # 1 - exp(-0.1 x 6) as when every victim was a Poisson arrival of its own (h-short16)
+    busy = P._admitted_iteration_s(_Counts("busy"), [50.0], 10.0, 100.0, 0.1, 5000.0, iterations=40000,
+                                   redo=5.0, redo_tokens=30.0, redo_first=0.9)
+    assert busy == pytest.approx(1 - np.exp(-0.1), rel=0.05)
+    # the prompt tokens an iteration are unchanged: a new prompt and r victims of prompt + 30 tokens per finish
+    tokens = P._admitted_iteration_s(_Counts("tokens"), [50.0], 10.0, 100.0, 0.1, 5000.0, iterations=40000,
+                                     redo=5.0, redo_tokens=30.0, redo_first=0.9)
+    assert tokens == pytest.approx(0.1 * (50.0 + 5.0 * 80.0), rel=0.05)
+    # without preemptions the recursion is the one of max_num_seqs (Poisson finishes, one prompt each)
+    none = P._admitted_iteration_s(_Counts("busy"), [50.0], 10.0, 100.0, 0.1, 5000.0, iterations=40000)
+    assert none == pytest.approx(1 - np.exp(-0.1), rel=0.05)
+
+
+def test_a_victim_recomputes_whole_blocks():
+    # prompt 20, output 300, block 16, N = 169: the newest resident would carry g / N = 1.8 generated tokens (2
+    # blocks); the victims are old, so they recompute their 2 blocks with the last half full: 32 - 7.5 tokens
+    r, a = P._kv_preemptions(np.full(20, 20.0), 299.0, 169.0, block_size=16, outputs=np.full(20, 300.0))
+    assert a == pytest.approx(2 * 16 - 7.5 - 20)
+    # block 1 keeps the token argument (a = g / N)
+    assert P._kv_preemptions(np.full(20, 20.0), 299.0, 169.0, block_size=1)[1] == pytest.approx(299.0 / 169.0)
