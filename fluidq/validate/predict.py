@@ -221,7 +221,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         t_iter = float(model.time_shape(X, kv_eff, N, kv_bar, n_emit=N + lam_it * n_c))
     elif binding == "kv_cache":
         # recompute preemption (the engine's own rules, not a run): the admitted set outgrows the cache, and each
-        # preempted request prefills its prompt and generated tokens again (_kv_preemptions)
+        # preempted request prefills its prompt and generated tokens again, with a finish (_kv_victims)
         pre, redo, first = _kv_victims(p, mdec, N, block_size=B, outputs=o)
         t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room, redo=pre, redo_tokens=redo,
                                        redo_first=first)
@@ -286,24 +286,24 @@ def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
     Who the victims are (measured 2026-12-06, h-short16: ``fluidq.simulate`` of the six short-prompt engines of
     test_kv_preemption_capacity.py and the 20 / 300 edge, the generic path with the memory rules instrumented, one
     replication each, the middle half of the iterations): the cache is 96-100 % used in blocks (94 % in tokens at
-    20 / 300: the partial last blocks, counted in ``held``); the head of the queue is a preempted request 76-100 % of the
-    iterations, needing 5-29 blocks; 53-93 % of the victims had been preempted before, carrying 45-216 generated
-    tokens, and the simulated engines preempt 1.6-10 times per request, against the 9-38 young victims (``g / N``,
-    1-36 tokens) taken here.  The newest resident is the victim, but it is mostly a re-admitted victim: preempted,
-    it waits at the head, its whole context reserved, so nothing younger is admitted until a finish frees room;
-    that finish re-admits it (and the victims behind it) and the growth before the next finish preempts it again.
-    The victims' age is not derived here.  What the capacity needs of them is (1) the tokens recomputed per
+    20 / 300: the partial last blocks, counted in ``held``); the head of the queue is a preempted request in
+    76-100 % of the iterations, needing 5-29 blocks; 53-93 % of the victims had been preempted before, carrying 45-216
+    generated tokens, and the simulated engines preempt 1.6-10 times per request, against the 9-38 young victims
+    (``g / N``, 1-36 tokens) taken here.  The newest resident is the victim, but it is mostly a re-admitted victim:
+    preempted, it waits at the head, its whole context reserved, so nothing younger is admitted until a finish frees
+    room; that finish re-admits it (and the victims behind it) and the growth before the next finish preempts it
+    again.  The victims' age is not derived here.  What the capacity needs of them is (1) the tokens recomputed per
     request, ``r (p + a)``, which block conservation fixes whoever the victims are -- they free the blocks the
     growth needs beyond the room, the renewal count ``r E[ceil((p + a) / B)]`` -- so ``a`` is taken as what those
-    blocks hold when the victims are not young: whole blocks, the last one half full, ``ceil((p + a) / B) B -
-    (B - 1) / 2 - p`` (at least ``g / N``; unchanged for ``B = 1``); tokens recomputed per request, simulated /
-    formula with ``a = g / N`` / formula now: 552 / 430 / 445 at prompts 5 / outputs 514, 2034 / 1991 / 2020 at
-    28 / 2237, 1166 / 1170 / 1179 at 63 / 1275, 75 / 25 / 102 at 1 / 200, 150 / 196 / 220 at 20 / 300; and (2)
-    when: the victims come back with a finish (a share ``q`` of the finishes bring at least one;
+    blocks hold when the victims are not young: whole blocks, the last one half full,
+    ``ceil((p + a) / B) B - (B - 1) / 2 - p`` (at least ``g / N``; unchanged for ``B = 1``); tokens recomputed per
+    request, simulated / formula with ``a = g / N`` / formula now: 552 / 430 / 445 at prompts 5 / outputs 514,
+    2034 / 1991 / 2020 at 28 / 2237, 1166 / 1170 / 1179 at 63 / 1275, 75 / 25 / 102 at 1 / 200, 150 / 196 / 220 at
+    20 / 300; and (2) when: the victims come back with a finish (a share ``q`` of the finishes bring at least one;
     :func:`_admitted_iteration_s`), not as separate arrivals -- the simulated engines run 1.3-2.4 iterations with
-    prompt work per finish, the separate arrivals took 11-39, each paying an iteration's prefill step (about
-    10 ms on the RTX 4090 model).  Where every request has the same length (the 20 / 300 edge) the finishes come in
-    cohorts rather than Poisson, and the formula is still -9.9 % there (xfail in test_kv_capacity_edges.py).
+    prompt work per finish, the separate arrivals took 11-39, each paying an iteration's prefill step (about 10 ms
+    on the RTX 4090 model).  Where every request has the same length (the 20 / 300 edge) the finishes come in cohorts
+    rather than Poisson, and the formula is still -9.9 % there (xfail in test_kv_capacity_edges.py).
     """
     p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
     g = max(float(mdec), 1e-9)
