@@ -16,8 +16,9 @@ token comes with the prefill).  Three limits cap ``N``:
   request only when its whole prompt fits; the head is length-biased, the room uniform below it:
   ``s = E[pb^2] / (2 E[pb])`` blocks, ``pb = ceil(p / B)``), so ``N <= (C // B - s) / h``.  Admitting whenever a prompt fits lets the residents outgrow the
   cache, and vLLM then preempts the newest one and recomputes it: ``r`` preemptions per request, each a prompt
-  and its few generated tokens prefilled again, counted in the iteration's prompt work (:func:`_kv_preemptions`,
-  a renewal argument over the gaps between finishes);
+  and its generated tokens prefilled again (:func:`_kv_victims`, a renewal argument over the gaps between finishes,
+  in whole blocks), counted in the prompt work of the iteration after a finish: a victim waits at the head of the
+  queue, nothing behind it is admitted, and only a finish frees its room, so it comes back with that finish;
 * the token budget: ``N (1 + m_p/(m_d - 1)) <= b_max``.
 
 With ``N = min`` of the three, the capacity is ``lam_it / E[t_iter]`` requests per second (``x (m_p +
@@ -220,9 +221,10 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         t_iter = float(model.time_shape(X, kv_eff, N, kv_bar, n_emit=N + lam_it * n_c))
     elif binding == "kv_cache":
         # recompute preemption (the engine's own rules, not a run): the admitted set outgrows the cache, and each
-        # preempted request prefills its prompt and generated tokens again (_kv_preemptions)
-        pre, redo = _kv_preemptions(p, mdec, N, block_size=B, outputs=o)
-        t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room, redo=pre, redo_tokens=redo)
+        # preempted request prefills its prompt and generated tokens again, with a finish (_kv_victims)
+        pre, redo, first = _kv_victims(p, mdec, N, block_size=B, outputs=o)
+        t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room, redo=pre, redo_tokens=redo,
+                                       redo_first=first)
     else:
         t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room)
     e_delta = (t_iter - t_dec) / lam_it  # what each prompt adds, at the operating point
@@ -246,8 +248,14 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
 
 
 def _kv_preemptions(prompts, mdec, N, *, block_size: int = 1, outputs=None):
-    """``(r, a)``: recompute preemptions per finished request, and the generated tokens each victim recomputes
-    with its prompt, in vLLM's block rules when the KV cache binds (no watermark; a request is admitted as soon as
+    """``(r, a)`` of :func:`_kv_victims`: preemptions per finished request and each victim's generated tokens."""
+    return _kv_victims(prompts, mdec, N, block_size=block_size, outputs=outputs)[:2]
+
+
+def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
+    """``(r, a, q)``: recompute preemptions per finished request, the generated tokens each victim recomputes
+    with its prompt, and the probability that a finish is followed by at least one preemption (``r`` counts the
+    ones that follow), in vLLM's block rules when the KV cache binds (no watermark; a request is admitted as soon as
     its whole prompt fits the free blocks; the most recently admitted request is preempted when the residents'
     next tokens do not fit).
 
@@ -273,10 +281,29 @@ def _kv_preemptions(prompts, mdec, N, *, block_size: int = 1, outputs=None):
     ``ceil((p + a) / B)``.  With ``gb = 0`` (every output stays in its prompt's last block) nothing is preempted.
     The victims never free more than the growth they relieve plus one victim's overshoot, so ``r`` is capped at
     ``q + gb / E[ceil((p + a) / B)]``: with prompts far shorter than the outputs the renewal sum otherwise runs away
-    (1-token prompts, 200-token outputs: 96 per request against 1.2 simulated).  Still off there: the simulated
-    victims are older than the newest resident taken here (about 61 generated tokens at 1 / 200, against ``g / N``
-    near 1), so the recompute work is overcounted where ``p << m_d`` (28 / 2237: -9.9 % capacity; xfail in
-    test_kv_preemption_capacity.py).
+    (1-token prompts, 200-token outputs: 96 per request against 1.2 simulated).
+
+    Who the victims are (measured 2026-12-06, h-short16: ``fluidq.simulate`` of the six short-prompt engines of
+    test_kv_preemption_capacity.py and the 20 / 300 edge, the generic path with the memory rules instrumented, one
+    replication each, the middle half of the iterations): the cache is 96-100 % used in blocks (94 % in tokens at
+    20 / 300: the partial last blocks, counted in ``held``); the head of the queue is a preempted request in
+    76-100 % of the iterations, needing 5-29 blocks; 53-93 % of the victims had been preempted before, carrying 45-216
+    generated tokens, and the simulated engines preempt 1.6-10 times per request, against the 9-38 young victims
+    (``g / N``, 1-36 tokens) taken here.  The newest resident is the victim, but it is mostly a re-admitted victim:
+    preempted, it waits at the head, its whole context reserved, so nothing younger is admitted until a finish frees
+    room; that finish re-admits it (and the victims behind it) and the growth before the next finish preempts it
+    again.  The victims' age is not derived here.  What the capacity needs of them is (1) the tokens recomputed per
+    request, ``r (p + a)``, which block conservation fixes whoever the victims are -- they free the blocks the
+    growth needs beyond the room, the renewal count ``r E[ceil((p + a) / B)]`` -- so ``a`` is taken as what those
+    blocks hold when the victims are not young: whole blocks, the last one half full,
+    ``ceil((p + a) / B) B - (B - 1) / 2 - p`` (at least ``g / N``; unchanged for ``B = 1``); tokens recomputed per
+    request, simulated / formula with ``a = g / N`` / formula now: 552 / 430 / 445 at prompts 5 / outputs 514,
+    2034 / 1991 / 2020 at 28 / 2237, 1166 / 1170 / 1179 at 63 / 1275, 75 / 25 / 102 at 1 / 200, 150 / 196 / 220 at
+    20 / 300; and (2) when: the victims come back with a finish (a share ``q`` of the finishes bring at least one;
+    :func:`_admitted_iteration_s`), not as separate arrivals -- the simulated engines run 1.3-2.4 iterations with
+    prompt work per finish, the separate arrivals took 11-39, each paying an iteration's prefill step (about 10 ms
+    on the RTX 4090 model).  Where every request has the same length (the 20 / 300 edge) the finishes come in cohorts
+    rather than Poisson, and the formula is still -9.9 % there (xfail in test_kv_capacity_edges.py).
     """
     p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
     g = max(float(mdec), 1e-9)
@@ -289,13 +316,16 @@ def _kv_preemptions(prompts, mdec, N, *, block_size: int = 1, outputs=None):
         o = np.asarray(outputs, dtype=float)
         gb = float(np.mean(np.ceil(np.maximum(p + o, 1.0) / B) - pb))
     if gb <= 0:
-        return 0.0, a
+        return 0.0, a, 0.0
     vb = np.ceil((p + a) / B)  # blocks a victim frees
     q = float(gb * np.mean(-np.expm1(-pb / gb)) / pb.mean())
     again = float(np.mean(np.exp(-vb / gb)))
     r = q / max(1e-9, 1.0 - again)
     # never more victims than the growth they relieve: gb blocks between finishes, the last victim overshooting
-    return min(r, q + gb / float(vb.mean())), a
+    r = min(r, q + gb / float(vb.mean()))
+    if B > 1:  # what a victim recomputes: its blocks, the last one filled uniformly (the victims are not young)
+        a = max(a, float(np.mean(vb * B - (B - 1) / 2.0 - p)))
+    return r, a, q
 
 
 def _block_sum(n, B):
@@ -306,20 +336,42 @@ def _block_sum(n, B):
 
 
 def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: int = 4000, seed: int = 0,
-                          redo: float = 0.0, redo_tokens: float = 0.0) -> float:
+                          redo: float = 0.0, redo_tokens: float = 0.0, redo_first: float = 1.0) -> float:
     """Mean iteration time when ``max_num_seqs`` or the KV cache binds: a request is admitted when one of the
     ``N`` residents finishes, and the finishes among many residents in one iteration are Poisson (mean
     ``lam_it``), so the iteration holds a random number of prompts.  Their tokens queue FCFS and each iteration
     takes at most ``room`` of them (chunked prefill, the rest carried over); the iteration's chunks are folded
     as :meth:`IterationModel.time` folds them.  A fixed-seed recursion over ``iterations`` iterations (the
-    prompt lengths drawn from the sample), so the answer is a deterministic function of its inputs."""
+    prompt lengths drawn from the sample), so the answer is a deterministic function of its inputs.
+
+    With recompute preemption (``redo`` preemptions per finish, each prefilling a prompt and ``redo_tokens``
+    generated tokens again) the victims come back with a finish: a victim waits at the head of the queue with its
+    whole context reserved and only a finish frees room, so each finish brings its new prompt and, with
+    probability ``redo_first``, one victim and a geometric number more (mean ``redo`` in all), in the same
+    iteration, ahead of the new prompt (they arrived earlier).  Before 2026-12-06 (h-short16) each victim was a
+    Poisson arrival of its own, ``lam_it (1 + redo)`` prompts an iteration, which with many young victims put
+    prompt work (and its fixed cost) in nearly every iteration: -10 to -18 % capacity where ``p << m_d``."""
     from collections import deque
 
     rng = np.random.default_rng(seed)
-    k = rng.poisson(lam_it * (1.0 + redo), iterations)
-    draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)
-    if redo > 0:  # a share redo / (1 + redo) of the prefills are preempted requests recomputing prompt + generated
-        draws = draws + redo_tokens * (rng.random(draws.size) < redo / (1.0 + redo))
+    if redo > 0:
+        # the victims come back with the finish that frees their room (see _kv_victims): per finish (Poisson,
+        # lam_it an iteration) none with probability 1 - q1, else 1 + a geometric number (continuation c), mean
+        # q1 / (1 - c) = redo; in the iteration after the finish, the victims (older arrivals) ahead of the new prompt
+        f = rng.poisson(lam_it, iterations)
+        q1 = min(max(redo_first, 1e-12), redo)
+        cont = 1.0 - q1 / redo
+        nv = np.where(rng.random(int(f.sum())) < q1, rng.geometric(1.0 - cont, int(f.sum())), 0)
+        k = np.zeros(iterations, dtype=np.int64)
+        np.add.at(k, np.repeat(np.arange(iterations), f), 1 + nv)
+        draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)
+        fresh = np.zeros(draws.size, dtype=bool)
+        fresh[np.cumsum(1 + nv) - 1] = True  # each finish's entries: its victims, then one new prompt
+        fresh[-1] = True
+        draws = draws + redo_tokens * ~fresh
+    else:
+        k = rng.poisson(lam_it, iterations)
+        draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)
     C = np.zeros(iterations)
     work = np.zeros(iterations)
     chunks = np.zeros(iterations)
