@@ -53,7 +53,8 @@ prefilling, 1 decoding, 2 finished, 3 swapped out), the residents in view as thr
 order (ascending request id; a removed entry is -1 until a compaction; ``lp`` holds each list's first
 slot, end and live count): the decoders ``dl``, the prefilling requests that were served ``pl`` and
 those never served ``ql``; and the FIFO of waiting requests not yet shown to the policy
-``pend[ph:pt]``.
+``pend[ph:pt]``.  The lists, the FIFO and the admissions' stack are moved to the front of their arrays
+before they drift far from it (``SLACK``), so a run touches a few kB of them, not request-sized arrays.
 
 The decoders run on a virtual clock of decode rounds ``G`` (one per iteration that serves decoders):
 a decoder's actual ``dc`` and ``kv`` are its stored values plus ``G - gb``; a heap of finishing rounds
