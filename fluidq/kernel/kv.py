@@ -53,7 +53,8 @@ prefilling, 1 decoding, 2 finished, 3 swapped out), the residents in view as thr
 order (ascending request id; a removed entry is -1 until a compaction; ``lp`` holds each list's first
 slot, end and live count): the decoders ``dl``, the prefilling requests that were served ``pl`` and
 those never served ``ql``; and the FIFO of waiting requests not yet shown to the policy
-``pend[ph:pt]``.
+``pend[ph:pt]``.  The lists, the FIFO and the admissions' stack are moved to the front of their arrays
+before they drift far from it (``SLACK``), so a run touches a few kB of them, not request-sized arrays.
 
 The decoders run on a virtual clock of decode rounds ``G`` (one per iteration that serves decoders):
 a decoder's actual ``dc`` and ``kv`` are its stored values plus ``G - gb``; a heap of finishing rounds
@@ -114,7 +115,8 @@ N_CFG = 22
 I_NCOV = 38  # decoders that joined covered (no heap entry): a count for the tests, not a result
 I_NLG = 39  # async scheduling: requests finished in the batch before, still holding their slots and KV (lg[:nlg])
 I_NOWALK = 40  # passes that skipped the prefill walk (bound to preempt): a count for the tests, not a result
-N_SI = 41
+I_NMOVE = 41  # the waiting FIFO or the victims' stack moved to the front (see SLACK): a count for the tests
+N_SI = 42
 # sf (float64): the clock, busy time, next progress report; async scheduling: the arrivals the scheduler has
 # seen, up to the start of the batch before (nan: up to now)
 F_T, F_BUSY, F_NEXT, F_TSEEN = range(4)
@@ -184,23 +186,29 @@ def _compact(lst, pos, lp, b):
             w += 1
     lp[b] = 0
     lp[b + 1] = w
+    lp[LP_MOVES] += 1
+
+
+# a list whose first slot lies more than its live entries plus SLACK from the front is moved to the front (O(live),
+# after at least live + SLACK removals), and so is the FIFO of waiting requests and the victims' stack: the slots
+# in use stay within a few kB instead of sweeping request-sized arrays (page faults and cache misses: ~5 % of a
+# run with vLLM's binding cache, n = 200k, 2026-12-06).  Positions change, never the order: the same runs.
+SLACK = 1024
 
 
 @jit(inline="always", _nrt=False)
 def _ins(lst, pos, lp, b, rid):
     """Put ``rid`` into the list ``b`` (live entries in ascending request id), usually at its end."""
+    if lp[b + 1] == len(lst) or lp[b] > lp[b + 2] + SLACK:  # full, or drifted far from the front: moved there
+        _compact(lst, pos, lp, b)
     j = lp[b + 1] - 1
     while j >= lp[b] and lst[j] < 0:
         j -= 1
     if j < lp[b] or lst[j] < rid:  # the newest: appended
-        if lp[b + 1] == len(lst):
-            _compact(lst, pos, lp, b)
         lst[lp[b + 1]] = rid
         pos[rid] = lp[b + 1]
         lp[b + 1] += 1
     else:  # an older request back in this list (after a preemption): the younger entries shift by one
-        if lp[b + 1] == len(lst):
-            _compact(lst, pos, lp, b)
         j = lp[b + 1]
         while j > lp[b] and (lst[j - 1] > rid or lst[j - 1] < 0):
             q = lst[j - 1]
@@ -278,6 +286,8 @@ def _let_go(lst, k, kv, nbk, stamp, cup, qe, qs, qpos, qn, paged, caching, used,
 # FCFS admission is head-of-line, so every request in pl is older than every one in ql: pl then ql is the
 # arrival order of the prefilling residents.
 L_D, L_P, L_F = 0, 3, 6
+LP_MOVES = 9  # lp[9]: how many times a list was compacted (a count for the tests, not a result)
+N_LP = 10
 
 
 @jit(inline="always", _nrt=False)
@@ -566,6 +576,12 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             resume = True  # this iteration's arrivals and row are in: go on from here
             break
         resume = False
+        if ph > SLACK and ph > pt - ph:  # the waiting FIFO moved to the front (see SLACK)
+            for i in range(pt - ph):
+                pend[i] = pend[ph + i]
+            pt -= ph
+            ph = 0
+            si[I_NMOVE] += 1
         while ph < pt and n_fresh < w_size:  # the window: waiting requests come into view
             rid = pend[ph]
             ph += 1
@@ -747,7 +763,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             demand -= hit * bs
                         adm[rid] = admseq
                         if most_recent:
-                            if nstk == len(sr):  # full: keep the entries still admitted
+                            if nstk == len(sr) or nstk > 2 * nadm + SLACK:  # keep the entries still admitted
+                                si[I_NMOVE] += 1
                                 w = 0
                                 for i in range(nstk):
                                     q = sr[i]
