@@ -216,10 +216,41 @@ def run(args):
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
                      + _peaks_text(res.fluid.growth_factor, res.fluid.peak_growth))
+    mix, mix_lines = _mix_basis(net)
+    lines[3:3] = mix_lines
     lines += written  # where the figures went ('--plot x' writes x.png)
-    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network}
-           if args.json else res)
+    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network,
+            "mix_basis": mix} if args.json else res)
     emit(args, out, "\n".join(lines))
+
+
+def _mix_basis(net):
+    """The loads of the stations whose capacity above is only an upper bound because their batch time reads the
+    KV cache (or a KV cache limits them), on the basis `fluidq capacity` takes for one engine at the mix of hops
+    each serves (:func:`fluidq.capacity.network.mix_loads`), and the rates that put the busiest at 1: its JSON
+    (None when no station has one) and its lines."""
+    from ...capacity.network import mix_loads
+    from ...results import fmt_value
+
+    loads = mix_loads(net)
+    if not loads:
+        return None, []
+    name = max(loads, key=lambda k: loads[k]["load"])
+    top = loads[name]["load"]
+    scale = 1.0 / top if top > 0 else None
+    lines = ["at each station's mix (the basis of `fluidq capacity` for one engine: full batches, the residents "
+             "the limits allow, the batch time at their mean context): "
+             + "; ".join(f"{k} {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load {fmt_load(v['load'])}"
+                         f" (upper bound's {fmt_load(v['upper_bound_load'])})" for k, v in loads.items())]
+    if scale is not None:
+        rates = ", ".join(f"{c.name!r} {fmt_value(c.arrival.rate_per_s * scale, digits=4)} req/s"
+                          for c in net.classes)
+        lines.append(f"  busiest at its mix: {name} at load {fmt_load(top)}: the classes' rates x"
+                     f"{fmt_value(scale, digits=4)} put it at 1 ({rates})"
+                     + ("; above 1 it is overloaded at its mix's mean context (a fluid estimate, as `fluidq "
+                        "capacity`'s, not a bound)" if top > 1 else ""))
+    out = {"stations": loads, "bottleneck": [name, top], "rate_scale_at_load_1": scale}
+    return out, lines
 
 
 def _peaks_text(growth, peak):
