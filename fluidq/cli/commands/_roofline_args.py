@@ -177,3 +177,27 @@ def engine_for_command(args):
         if v != default:
             raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
     return engine_from_args(args), None
+
+
+def add_refused_roofline_args(p, why: str, *, model: bool = False) -> None:
+    """``--gpu`` and ``--model-config`` (and ``--model`` when ``model``) on a command whose analysis cannot take a
+    roofline deployment: offered, so that giving them is refused saying ``why`` (:func:`refuse_roofline_args`)
+    rather than as an unknown option."""
+    r = p.add_argument_group("a deployment without profiles (--gpu/--model): not for this command")
+    r.add_argument("--gpu", default=None, metavar="NAME", help=f"refused: {why}")
+    r.add_argument("--model-config", default=None, metavar="JSON", help="refused, as --gpu")
+    if model:
+        r.add_argument("--model", default=None, metavar="NAME", help="refused, as --gpu")
+    p.set_defaults(_roofline_refused=why)
+
+
+def refuse_roofline_args(args, command: str) -> None:
+    """Refuse ``--gpu``/``--model-config`` (and a ``--model`` name) on ``command``, saying why."""
+    from .. import CliError
+
+    why = getattr(args, "_roofline_refused", None)
+    given = [o for o, v in (("--gpu", getattr(args, "gpu", None)), ("--model-config", getattr(args, "model_config", None)),
+                            ("--model", getattr(args, "model", None) if getattr(args, "model", None) not in FORMS
+                             else None)) if v is not None]
+    if why is not None and given:
+        raise CliError(f"{command} takes no {' or '.join(given)}: {why}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
+from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
 
 
@@ -39,7 +40,14 @@ def register(sub):
     p.add_argument("--json", action="store_true",
                    help="print JSON: the verdict, and the network (capacities, loads, visit rates, routers) "
                         "under 'network'")
+    add_refused_roofline_args(p, ROOFLINE_WHY, model=True)
     p.set_defaults(func=run)
+
+
+#: why `fluidq network` takes no --gpu/--model: each station's engine is in the case file
+ROOFLINE_WHY = ("the engines are the case file's stations, each its own; give a station a roofline engine there, "
+                "batch_time = { kind = \"roofline\", model = \"Llama-3.1-70B\", gpu = \"H100\", "
+                "tensor_parallel_size = 4 } (fluidq.network.toml)")
 
 
 def _check_plot_path(option: str, path: str) -> str:
@@ -168,6 +176,7 @@ def run(args):
     from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
+    refuse_roofline_args(args, "fluidq network")
     _check_args(args)
     if is_disaggregated_case(args.case):
         return _run_disaggregated(args)
