@@ -246,7 +246,7 @@ def _mix_basis(net):
         return None, []
     name = max(loads, key=lambda k: loads[k]["load"])
     top = loads[name]["load"]
-    scale = 1.0 / top if top > 0 else None
+    scale = 1.0 / top if 0 < top < float("inf") else None  # inf: a station that serves none of its mix
     lines = ["at each station's mix (the basis of `fluidq capacity` for one engine: full batches, the residents "
              "the limits allow, the batch time at their mean context): "
              + "; ".join(f"{k} {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load {fmt_load(v['load'])}"
@@ -258,6 +258,8 @@ def _mix_basis(net):
                      f"{fmt_value(scale, digits=4)} put it at 1 ({rates})"
                      + ("; above 1 it is overloaded at its mix's mean context (a fluid estimate, as `fluidq "
                         "capacity`'s, not a bound)" if top > 1 else ""))
+    if top == float("inf"):
+        lines.append(f"  {name} serves none of its mix: {loads[name]['reason']}")
     out = {"stations": loads, "bottleneck": [name, top], "rate_scale_at_load_1": scale}
     return out, lines
 
