@@ -25,7 +25,7 @@ from ..errors import TopologyError
 from ..network import model as _model
 from ..network.caveats import capacity_caveats  # noqa: F401
 
-__all__ = ["capacity_caveats", "station_capacity_tokens_per_s", "visit_rates", "station_loads", "point_loads",
+__all__ = ["capacity_caveats", "mix_capacity", "mix_loads", "station_capacity_tokens_per_s", "visit_rates", "station_loads", "point_loads",
            "bottleneck", "best_split_loads", "at_load"]
 
 
@@ -41,6 +41,108 @@ def station_capacity_tokens_per_s(station) -> float:
     eng = effective_engine(station.engine, station.policy)
     b = eng.b_max
     return float(b / float(eng.batch_time(b)))
+
+
+def _station_mix(network) -> dict:
+    """``{station: [(visit rate, Hop), ...]}``: the hops each station serves directly (routed to it, or at random
+    by a router), with their visit rates; hops behind a pooled JSQ router are not any one station's."""
+    hops = {h.name: h for h in network.hops}
+    out: dict = {}
+    for b in network.flow.buffers:
+        if b.engine is not None and b.rate > 0:
+            out.setdefault(b.engine, []).append((b.rate, hops[b.hop]))
+    return out
+
+
+def mix_capacity(engine, mix) -> dict:
+    """One engine's capacity at a mix of hops, on the basis ``fluidq capacity`` takes for one engine and one
+    workload (:func:`fluidq.capacity.full_batch_rate`): the full batch a work-conserving scheduler forms under a
+    backlog, the residents that decode together at saturation (the fewest the token budget, ``k_max`` and the KV
+    cache allow), and a context-aware batch time read at their mean context -- with the mix's own moments in place
+    of one workload's.
+
+    ``mix`` is ``[(visit rate, Hop), ...]``.  A hop's lengths are independent, but the mix pairs them: a decoding
+    request's mean context is ``(E[o p] + E[o^2]/2) / E[o]`` over the mix (``m_p + E[o^2]/(2 m_d)`` of
+    :func:`fluidq.capacity.mean_resident_context` for one workload, which a mix of (2048, 256) and (3000, 300)
+    hops would understate as 2,663.9 instead of 2,701.5 tokens).  A ``k_max`` that binds makes the number still
+    an upper bound (the stability region's mix capacity is not taken here).
+
+    Returns ``{"tokens_per_s", "batch_tokens", "residents", "context_tokens", "work_tokens_per_s_per_req_s",
+    "reason"}``: the last is the station's token work per request/s of the mix (``sum_h r_h w_h / sum_h r_h``).
+    """
+    from ..batchtime import ContextAware
+
+    rates = np.array([r for r, _ in mix], dtype=float)
+    total = float(rates.sum())
+    q = rates / total
+    mp = np.array([h.prompt_tokens.mean for _, h in mix])
+    md = np.array([h.output_tokens.mean for _, h in mix])
+    md2 = np.array([h.output_tokens.mean_square for _, h in mix])
+    work = np.array([engine.request_work(a, b) for a, b in zip(mp, md)])  # (prefill, decode) work per request
+    wp, wd = float(q @ work[:, 0]), float(q @ work[:, 1])
+    m_d = float(q @ md)
+    context = float(q @ (mp * md + md2 / 2.0)) / m_d if m_d > 0 else 0.0
+    notes = [f"the mix's mean decode context {context:,.1f} tokens per decoding request"]
+    if engine.kv_capacity_tokens is not None:
+        smallest = []
+        for _, h in mix:
+            sp, so = h.prompt_tokens.support(), h.output_tokens.support()
+            if sp is not None and so is not None:
+                smallest.append(int(np.min(sp[0]) + np.min(so[0])))
+        if smallest and min(smallest) > engine.kv_capacity_tokens:
+            return {"tokens_per_s": 0.0, "batch_tokens": 0, "residents": 0.0, "context_tokens": context,
+                    "work_tokens_per_s_per_req_s": wp + wd,
+                    "reason": f"no hop fits the KV cache: the smallest holds {min(smallest)} tokens at its end, the "
+                              f"cache {engine.kv_capacity_tokens}"}
+    limits = {"token_budget": engine.b_max * wd / (wp + wd) if wp + wd > 0 else 0.0}
+    if engine.k_max is not None:
+        limits["k_max"] = float(engine.k_max)
+    if engine.kv_capacity_tokens is not None and context > 0:
+        limits["kv_cache"] = engine.kv_capacity_tokens / context
+    n = min(limits.values())
+    b_lim = engine.b_max
+    if limits.get("kv_cache", np.inf) <= n and limits["kv_cache"] < limits["token_budget"] and wd > 0:
+        b_lim = max(1, min(engine.b_max, int(n * (wp + wd) / wd)))
+        notes.append(f"the KV cache ({engine.kv_capacity_tokens:,} tokens) binds: at most {n:.1f} requests decode "
+                     f"together, so batches hold at most {b_lim} tokens")
+    bt = engine.batch_time
+    if isinstance(bt, ContextAware):
+        bt = bt.at_context(n * context)
+        notes.append(f"the context-aware batch time at {n:.1f} decoding requests x {context:,.1f} = "
+                     f"{n * context:,.0f} KV tokens per batch")
+    binding = min(limits, key=limits.get)
+    return {"tokens_per_s": float(b_lim / float(bt(b_lim))), "batch_tokens": int(b_lim), "residents": float(n),
+            "context_tokens": context, "work_tokens_per_s_per_req_s": wp + wd, "binding": binding,
+            "reason": "; ".join(notes)}
+
+
+def mix_loads(network) -> dict:
+    """The load of each station whose ``b_max / t(b_max)`` is only an upper bound because its batch time reads
+    the KV cache (context-aware) or a KV cache limits its residents, on the basis ``fluidq capacity`` takes for
+    one engine (:func:`mix_capacity` at the mix of hops the station serves): ``{station: {"load",
+    "capacity_tokens_per_s", "upper_bound_tokens_per_s", "upper_bound_load", ...}}``.  Unlike the upper
+    bound's load, this one is not a bound either way (a fluid estimate at the mean context, as ``fluidq
+    capacity``'s), but it is the number that says where the station saturates: the classes' rates divided by the
+    largest such load put it at 1.  Stations behind a pooled JSQ router are left out (no one station's mix)."""
+    from ..batchtime import ContextAware
+    from ..engine.budgets import effective_engine
+
+    mix = _station_mix(network)
+    base = station_loads(network)
+    out = {}
+    for st in network.stations:
+        eng = effective_engine(st.engine, st.policy)
+        if st.name not in mix or not (isinstance(eng.batch_time, ContextAware) or eng.kv_capacity_tokens is not None):
+            continue
+        m = mix_capacity(eng, mix[st.name])
+        offered = sum(r * w for r, w in ((r, sum(eng.request_work(h.prompt_tokens.mean, h.output_tokens.mean)))
+                                         for r, h in mix[st.name]))
+        cap = m["tokens_per_s"]
+        out[st.name] = {"load": offered / cap if cap > 0 else float("inf"), "capacity_tokens_per_s": cap,
+                        "offered_tokens_per_s": offered, "upper_bound_tokens_per_s": st.capacity_tokens_per_s,
+                        "upper_bound_load": base.get(st.name, 0.0), **{k: v for k, v in m.items()
+                                                                      if k != "tokens_per_s"}}
+    return out
 
 
 def visit_rates(network) -> dict:

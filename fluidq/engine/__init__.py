@@ -26,7 +26,7 @@ from ..batchtime import BatchTime
 from ..errors import ParameterError, ParameterTypeError
 from .memory import VLLM, Memory
 
-__all__ = ["Engine", "Memory", "VLLM"]
+__all__ = ["Engine", "Memory", "VLLM", "roofline_engine"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,3 +155,6 @@ class Engine:
         if d.get("memory") is not None:
             d["memory"] = Memory.from_dict(d["memory"])
         return cls(**d)
+
+
+from .roofline import roofline_engine  # noqa: E402  (it builds an Engine)

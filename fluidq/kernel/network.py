@@ -1672,7 +1672,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         from .run import compile_note
 
         _compiled_once = True
-        with compile_note():
+        with compile_note("the network simulation kernel"):
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
                                seen, ihop, icls, uniforms, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill,

@@ -6,7 +6,9 @@ kernel asks for one at a time), and returns the dict that :func:`fluidq.simulate
 
 The first call in a process compiles the kernel (or loads it from numba's cache) on a two-request
 problem first; if that takes more than :data:`NOTE_AFTER_S` seconds a one-line note says so on
-stderr, once.
+stderr, once per kernel: each kernel (the FCFS one, the KV-cache one in its two modes, the network one) is
+compiled apart, and each note names its kernel (one text for all printed it two or three times in one
+``fluidq report``, reading as the same compile repeated).
 """
 from __future__ import annotations
 
@@ -24,18 +26,23 @@ __all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", 
 #: a first compile (or cache load) slower than this prints a note
 NOTE_AFTER_S = 1.5
 _ready = False
+#: the kernels whose note was printed in this process (each is said once)
+_noted: set = set()
 
 
-def _note():
-    print("fluidq: compiling the simulation kernel with numba (once; later runs load it from the cache) ...",
+def _note(kernel: str):
+    if kernel in _noted:
+        return
+    _noted.add(kernel)
+    print(f"fluidq: compiling {kernel} with numba (once; later runs load it from the cache) ...",
           file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
-def compile_note():
-    """Around a first call that compiles a kernel (or loads it from numba's cache): if the block takes more
-    than :data:`NOTE_AFTER_S` seconds, a one-line note says so on stderr."""
-    timer = threading.Timer(NOTE_AFTER_S, _note)
+def compile_note(kernel: str = "the simulation kernel"):
+    """Around a first call that compiles ``kernel`` (or loads it from numba's cache): if the block takes more
+    than :data:`NOTE_AFTER_S` seconds, a one-line note naming it says so on stderr (once per kernel)."""
+    timer = threading.Timer(NOTE_AFTER_S, _note, args=(kernel,))
     timer.daemon = True
     timer.start()
     try:
@@ -53,7 +60,7 @@ def ensure_compiled() -> None:
     if not compiled():
         warn_if_uncompiled()
         return
-    with compile_note():
+    with compile_note("the simulation kernel"):
         _run(np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
              mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
              ks=1e-3, horizon=math.inf, record=True, progress=None)
@@ -342,7 +349,8 @@ def ensure_compiled_kv(composed: bool = False) -> None:
     _ready_kv.add(composed)
     from . import kv as K
 
-    with compile_note():
+    with compile_note("the KV-cache simulation kernel" + (" (composed batch times / async scheduling)"
+                                                           if composed else "")):
         _run_kv(K, np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
                 mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
                 ks=1e-3, horizon=math.inf, record=True, kv_cap=8, block_size=2, paged=True, whole_prompt=True,

@@ -8,7 +8,7 @@ Format (every key is checked; an unknown key is an error naming it)::
 
     [engines.E1]
     batch_time = { kind = "affine", c = 1.0, a = 0.0 }   # or profile = "<built-in profile>"
-    b_max = 768
+    b_max = 768                   # optional with profile or a roofline batch time
     k_max = 64                    # optional
     kv_capacity_tokens = 200000   # optional: a KV cache (token rules unless memory says otherwise)
     memory = "vllm"               # optional, with kv_capacity_tokens: "vllm" or a table of Memory fields,
@@ -32,6 +32,18 @@ Format (every key is checked; an unknown key is an error naming it)::
       { choice = [{ p = 0.3, route = [{ engine = "E1", prompt = 8, output = 8 }] },
                   { p = 0.7, route = [] }] },
     ]
+
+A deployment without profiles is a roofline engine (docs/reference/roofline.md)::
+
+    [engines.planner]
+    batch_time = { kind = "roofline", model = "Llama-3.1-70B", gpu = "H100", tensor_parallel_size = 4 }
+
+``model`` is a name of ``fluidq models list`` (or ``model_config = "config.json"``, a path relative to the
+case file); optional keys ``tensor_parallel_size`` (default 1), ``dtype``, ``gpu_memory_utilization``
+(default 0.9) and ``gpu_memory_gib`` (default the GPU table's).  It is the engine of the command line's
+``--gpu``/``--model`` (:func:`fluidq.engine.roofline_engine`): the roofline as a context-aware batch time, the
+KV cache from vLLM's memory planner unless ``kv_capacity_tokens`` is given, ``b_max = 2048`` and
+``k_max = 256`` (vLLM's defaults) unless given, the first output token emitted by the prefill.
 
 Lengths are integers or tables ``{ dist = "geometric", mean = 100 }`` (also ``fixed`` with ``n``,
 ``poisson`` with ``mean``, ``lognormal`` with ``mean`` and ``sigma``; no other key); ``output = 0`` is a
@@ -267,7 +279,64 @@ def _kwarg_words(exc) -> str:
     return msg
 
 
-def _engine(source, name, e):
+#: the keys of ``batch_time = { kind = "roofline", ... }`` (fluidq.engine.roofline_engine's arguments)
+_ROOFLINE = {"kind", "model", "model_config", "gpu", "tensor_parallel_size", "dtype", "gpu_memory_utilization",
+             "gpu_memory_gib"}
+
+
+def _roofline(w, name, bt, budgets, base_dir):
+    """A deployment without profiles: :func:`fluidq.engine.roofline_engine` of the table's model and GPU, the
+    station's ``b_max``/``k_max`` (vLLM's 2048/256 unless given) and ``kv_capacity_tokens`` (vLLM's memory
+    planner unless given)."""
+    from ..engine import roofline_engine
+    from ..models import ModelFacts
+
+    wb = f"{w} batch_time"
+    _unknown(wb, bt, _ROOFLINE)
+    if ("model" in bt) == ("model_config" in bt):
+        raise _err(wb, 'kind = "roofline" needs the model: model = "NAME" (see `fluidq models list`) or '
+                       'model_config = "path/to/config.json", one of them')
+    if "gpu" not in bt:
+        raise _err(wb, 'kind = "roofline" needs gpu = "NAME" (see `fluidq gpus`)')
+    gpu = _string(wb, "gpu", bt["gpu"])
+    if "model_config" in bt:
+        path = Path(_string(wb, "model_config", bt["model_config"]))
+        if not path.is_absolute() and base_dir is not None:
+            path = Path(base_dir) / path  # relative to the case file, as a user reads it
+        with _at(wb):
+            model = ModelFacts.from_config(path, option="model_config")
+    else:
+        model = _string(wb, "model", bt["model"])
+    kw = {k: bt[k] for k in ("tensor_parallel_size", "dtype", "gpu_memory_utilization", "gpu_memory_gib")
+          if k in bt}
+    for k in ("b_max", "k_max"):
+        if k in budgets:
+            kw[k] = budgets[k]
+    if "kv_capacity_tokens" in budgets:
+        kw["kv_capacity_tokens"] = budgets["kv_capacity_tokens"]
+    from ..errors import ParameterError
+
+    with _at(wb):
+        try:
+            eng = roofline_engine(model, gpu, **kw, name=name)
+        except ParameterError as exc:  # the planner's "the weights do not fit": under the keys that chose it
+            if exc.name != "gpu_memory_gib":
+                raise
+            hint = ("raise gpu_memory_utilization or tensor_parallel_size, or use a larger GPU"
+                    if exc.hint and exc.hint.startswith("raise --") else exc.hint)
+            if "gpu_memory_gib" in bt:
+                raise ParameterError("gpu_memory_gib", exc.value, exc.expected, hint) from None
+            raise ParameterError("gpu", f"{gpu} with tensor_parallel_size {kw.get('tensor_parallel_size', 1)}",
+                                 exc.expected.replace("more memory: ", "a deployment that fits: ", 1)
+                                 + f" [vLLM's planner on {exc.value:g} GiB per GPU as CUDA reports it]",
+                                 hint) from None
+    if "memory" in budgets:
+        with _at(w):
+            eng = eng.with_(memory=budgets["memory"])
+    return eng
+
+
+def _engine(source, name, e, base_dir=None):
     from ..batchtime import batch_time_from_dict
     from ..engine import Engine
 
@@ -286,6 +355,8 @@ def _engine(source, name, e):
         prof = _string(w, "profile", e["profile"])
         with _at(w):
             eng = load_profile(prof).engine(**budgets).with_(name=name)
+    elif isinstance(e.get("batch_time"), dict) and e["batch_time"].get("kind") == "roofline":
+        eng = _roofline(w, name, e["batch_time"], budgets, base_dir)
     else:
         if "batch_time" not in e or "b_max" not in e:
             raise _err(w, "needs 'batch_time' (a table with 'kind') and 'b_max', or 'profile'")
@@ -315,7 +386,8 @@ def _memory(w, e):
     from ..engine import VLLM, Memory
 
     m = e["memory"]
-    if "kv_capacity_tokens" not in e:
+    roof = isinstance(e.get("batch_time"), dict) and e["batch_time"].get("kind") == "roofline"
+    if "kv_capacity_tokens" not in e and not roof:  # a roofline engine has vLLM's planned cache
         raise _err(w, f"memory = {m!r}: needs kv_capacity_tokens (the KV cache whose allocation it describes)")
     if isinstance(m, str):
         if m != "vllm":
@@ -369,7 +441,7 @@ def _request_class(source, k, c):
 
 # ---------------------------------------------------------------------------------------------------
 
-def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
+def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Network:
     """Build a :class:`Network` from the parsed TOML table (see the module docstring).
 
     Raises
@@ -377,6 +449,9 @@ def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
     DataError, ParameterError, ParameterTypeError, TopologyError, UnknownNameError
         (all :class:`~fluidq.errors.FluidqError`) with a one-line message that starts with ``source``
         and the engine, router, class and step concerned, then names the key and the value.
+
+    ``base_dir``: the folder a roofline engine's relative ``model_config`` path is read from (the case file's
+    folder, for :func:`load_network`; default the working directory).
     """
     if not isinstance(d, dict):
         raise _err(source, f"expected a table, got {type(d).__name__}")
@@ -388,7 +463,7 @@ def network_from_dict(d: dict, *, source: str = "<dict>") -> Network:
     engines = d.get("engines")
     if not isinstance(engines, dict) or not engines:
         raise _err(source, "needs an [engines.NAME] table for each engine")
-    stations = [_engine(source, n, e) for n, e in engines.items()]
+    stations = [_engine(source, n, e, base_dir) for n, e in engines.items()]
     routers = d.get("routers", {})
     if not isinstance(routers, dict):
         raise _err(source, f"routers = {routers!r}: expected [routers.NAME] tables, "
@@ -473,4 +548,4 @@ def load_network(path) -> Network:
     # regular files only (a FIFO or device would block), bounded size, UTF-8 text: one DataError naming it
     text = read_text("case file", p, what="case file", max_bytes=MAX_CASE_BYTES)
     d = toml_loads(text, where=_shown(p))  # invalid or too deeply nested: one DataError naming the file
-    return network_from_dict(d, source=_shown(p))
+    return network_from_dict(d, source=_shown(p), base_dir=p.parent)

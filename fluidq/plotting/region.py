@@ -27,6 +27,26 @@ def _name(region):
     return region.label
 
 
+#: the least distance, in axes fraction, between two vertex labels of a region plot: a vertex closer than this to
+#: one already labelled keeps its point but not its label (near-duplicate vertices such as (265, 63), (264, 63)
+#: and (255, 63) tokens/s stacked their labels into one unreadable block)
+MIN_LABEL_GAP = 0.05
+
+
+def _spaced_labels(ax, labels):
+    """The ``(vertex, text)`` pairs to write: in order, each at least :data:`MIN_LABEL_GAP` (axes fraction) from
+    every one kept before it, at the axes' current limits."""
+    if not labels:
+        return []
+    to_axes = ax.transData + ax.transAxes.inverted()
+    pos = to_axes.transform(np.array([v for v, _ in labels], dtype=float))
+    kept = []
+    for i, p in enumerate(pos):
+        if all(np.hypot(*(p - pos[j])) >= MIN_LABEL_GAP for j in kept):
+            kept.append(i)
+    return [labels[i] for i in kept]
+
+
 def plot_region(region, *, point=None, mix=None, others=None, simulated=None, points=None, annotate=True, ax=None,
                 path=None, title=None):
     """Draw a :class:`~fluidq.region.StabilityRegion` in (prefill, decode) tokens/s.
@@ -74,11 +94,12 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
                                              o.low_rate_per_s)[:, None]
             for a, b in zip(lo, hi):
                 ax.plot([a[0], b[0]], [a[1], b[1]], color=col, lw=2.5, alpha=0.5)
+    labels = []  # (vertex, text): written once the limits are set, so that their spacing is known
     if annotate:
         for v, s, k in zip(region.vertices, region.shapes, region.kinds):
             if k == "batch":
                 ax.plot(v[0], v[1], "o", color="C0", ms=4)
-                ax.annotate(f"({s[0]}p+{s[1]}d)", v, textcoords="offset points", xytext=(4, 4), fontsize=7)
+                labels.append((v, f"({s[0]}p+{s[1]}d)"))
     if mix is not None and len(mix.shapes):
         idx = [i for i, s in enumerate(region.shapes) if any(tuple(s) == tuple(m) for m in mix.shapes)]
         ax.plot(region.vertices[idx, 0], region.vertices[idx, 1], "s", mfc="none", color="C3", ms=9,
@@ -96,6 +117,8 @@ def plot_region(region, *, point=None, mix=None, others=None, simulated=None, po
             ax.plot(x, y, m, ms=8, label=lab)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
+    for v, text in _spaced_labels(ax, labels):
+        ax.annotate(text, v, textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("prefill tokens/s  (lambda m_p)")
     ax.set_ylabel("decode tokens/s  (lambda m_d)")
     if title:

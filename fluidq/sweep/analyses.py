@@ -3,6 +3,11 @@
 Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a dict with any of:
 
 ``profile``         built-in profile name (default: the paper's CodeLlama-34B/A100 fit)
+``gpu``, ``model``  a deployment without profiles instead (both, no ``profile``): the roofline engine of
+                    ``model`` (a name of ``fluidq models list``) on ``gpu`` (``fluidq gpus``), as the command
+                    line's ``--gpu``/``--model`` (:func:`fluidq.engine.roofline_engine`: vLLM's planned KV
+                    cache, ``b_max`` 2048 and ``k_max`` 256 unless given)
+``tensor_parallel_size``  GPUs per engine, with ``gpu`` (default 1)
 ``b_max``, ``k_max`` token budget and batch-size limit (default: the profile's)
 ``engines``         identical engines behind a JSQ router (default 1; ``capacity`` only, the others
                     analyse one engine)
@@ -28,11 +33,11 @@ from ..errors import ParameterError, UnknownNameError
 
 __all__ = ["ANALYSES", "ANALYSIS_KEYS", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload", "check_grid_values"]
 
-POINT_KEYS = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
+POINT_KEYS = {"profile", "gpu", "model", "tensor_parallel_size", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
               "load", "rate_per_s", "policy", "horizon_s", "seed", "tolerance"}
 
 
-_SHAPE = {"profile", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace", "seed"}
+_SHAPE = {"profile", "gpu", "model", "tensor_parallel_size", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace", "seed"}
 #: the keys each built-in analysis reads (``seed`` is a label every one accepts); any other point key would be
 #: ignored, so it is refused: ``horizon_s`` in a ``check`` sweep, ``load`` in a ``capacity`` one
 ANALYSIS_KEYS = {"capacity": _SHAPE,
@@ -86,7 +91,7 @@ def _value_problem(key: str, v):
         ok = not isinstance(v, bool) and isinstance(v, Real) and math.isfinite(v) and v > 0
         return None if ok else "a finite number > 0"
 
-    if key in ("b_max", "k_max", "engines", "prompt_tokens", "output_tokens"):
+    if key in ("b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "tensor_parallel_size"):
         return None if (key == "k_max" and v is None) else count(1)
     if key in ("load", "rate_per_s", "horizon_s"):
         return positive()
@@ -118,6 +123,17 @@ def _value_problem(key: str, v):
             resolve_policy(v, "policy")
         except FluidqError:
             return f"a policy name (one of {', '.join(POLICY_NAMES)})"
+        return None
+    if key in ("gpu", "model"):
+        from ..errors import FluidqError
+        from ..models import load_gpu, load_model
+
+        if not isinstance(v, str) or not v.strip():
+            return f"a {'GPU of `fluidq gpus`' if key == 'gpu' else 'model name of `fluidq models list`'}"
+        try:
+            (load_gpu if key == "gpu" else load_model)(v)
+        except FluidqError as exc:
+            return f"a {'GPU of `fluidq gpus`' if key == 'gpu' else 'model of `fluidq models list`'} ({exc})"
         return None
     if key == "profile":
         from ..errors import FluidqError
@@ -158,6 +174,14 @@ def check_grid_values(grid, analysis: str = "check") -> None:
         sources += [(f"grid.{k}", k, list(vals)) for k, vals in grid.axes.items()]
     else:
         sources += [(f"points[{i}].{k}", k, [v]) for i, p in enumerate(grid.points) for k, v in p.items()]
+    if grid.axes is not None:
+        key_sets = [set(grid.fixed) | set(grid.axes)]
+    else:
+        key_sets = [set(grid.fixed) | set(p) for p in grid.points] or [set(grid.fixed)]
+    for keys in key_sets:
+        problem = _deployment_problem(keys)
+        if problem is not None:
+            raise ParameterError(problem[0], sorted(keys), problem[2])
     for label, key, values in sources:
         problem = _key_problem(key, analysis)
         if problem is not None:
@@ -169,6 +193,29 @@ def check_grid_values(grid, analysis: str = "check") -> None:
                 problem = _engines_problem(v, analysis)
             if problem is not None:
                 raise ParameterError(label, v, problem)
+
+
+def _deployment_problem(keys):
+    """``(key, value, expected)`` when a point's keys describe no one engine (``gpu`` without ``model``, either with
+    ``profile``, ``tensor_parallel_size`` without ``gpu``), else ``None``."""
+    if ("gpu" in keys) != ("model" in keys):
+        given = "gpu" if "gpu" in keys else "model"
+        return (given, "<given>", "'gpu' and 'model' together (a deployment without profiles: the roofline engine of "
+                                  "the model on the GPU)")
+    if "gpu" in keys and "profile" in keys:
+        return ("profile", "<given>", "no 'profile' with 'gpu' and 'model' (they describe the engine themselves)")
+    if "tensor_parallel_size" in keys and "gpu" not in keys:
+        return ("tensor_parallel_size", "<given>", "'gpu' and 'model' with it (GPUs per roofline engine; a "
+                                                  "profile's engine is measured at its own)")
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _roofline_engine(gpu, model, tensor_parallel_size, b_max, k_max):
+    from ..engine import roofline_engine
+
+    return roofline_engine(model, gpu, int(tensor_parallel_size or 1), b_max=int(b_max or 2048),
+                           k_max=int(k_max or 256))
 
 
 @functools.lru_cache(maxsize=64)
@@ -185,7 +232,15 @@ def _engine(profile, b_max, k_max):
 
 
 def point_engine(point: dict):
-    """The :class:`~fluidq.Engine` a point describes (cached per process)."""
+    """The :class:`~fluidq.Engine` a point describes (cached per process): a profile's, or with ``gpu`` and
+    ``model`` the roofline engine of :func:`fluidq.engine.roofline_engine`."""
+    problem = _deployment_problem(set(point))
+    if problem is not None:
+        key, _, expected = problem
+        raise ParameterError(f"point[{key!r}]", point.get(key), expected)
+    if "gpu" in point:
+        return _roofline_engine(point["gpu"], point["model"], point.get("tensor_parallel_size"), point.get("b_max"),
+                                point.get("k_max"))
     return _engine(point.get("profile"), point.get("b_max"), point.get("k_max"))
 
 

@@ -82,3 +82,25 @@ def test_long_titles_stay_inside_the_figure():
     box, page = ax.title.get_window_extent(r), fig.bbox
     assert box.x0 >= page.x0 - 1 and box.x1 <= page.x1 + 1 and box.y1 <= page.y1 + 1
     assert fig.get_tightbbox(r).width <= fig.bbox_inches.width + 0.02
+
+
+def test_region_labels_of_near_duplicate_vertices_do_not_stack():
+    """Vertices (265, 63), (264, 63), (255, 63) among ones thousands apart: every vertex keeps its point, only the
+    first of the three near ones keeps its label (no two labels closer than MIN_LABEL_GAP in axes fraction)."""
+    import dataclasses
+
+    from fluidq.plotting.region import MIN_LABEL_GAP, plot_region
+
+    reg = fluidq.stability_region(Engine(batch_time=PAPER, b_max=512, k_max=64))
+    v = np.array([[0, 0], [3000, 0], [265, 63], [264, 63], [255, 63], [0, 2000]], dtype=float)
+    shapes = np.array([[0, 0], [512, 0], [500, 12], [498, 14], [490, 22], [0, 64]])
+    kinds = ("idle", "batch", "batch", "batch", "batch", "batch")
+    near = dataclasses.replace(reg, vertices=v, shapes=shapes, kinds=kinds)
+    ax = plot_region(near)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["(512p+0d)", "(500p+12d)", "(0p+64d)"]
+    points = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(points) == 5  # the points stay
+    pos = ax.transAxes.inverted().transform(ax.transData.transform([t.xy for t in ax.texts]))
+    gaps = [np.hypot(*(pos[i] - pos[j])) for i in range(len(pos)) for j in range(i)]
+    assert min(gaps) >= MIN_LABEL_GAP

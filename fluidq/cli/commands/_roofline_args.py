@@ -134,31 +134,25 @@ def model_from_args(args):
 
 def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
     """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
-    (:meth:`Roofline.context_aware`), with vLLM's planned KV cache unless ``kv_capacity``; like vLLM, the
-    engine's prefill emits the first output token (``prefill_emits_token``)."""
-    from ...batchtime.roofline import roofline
-    from ...engine import Engine
-    from ...models import kv_capacity_estimate, load_gpu
+    (:func:`fluidq.engine.roofline_engine`: :meth:`Roofline.context_aware`, vLLM's planned KV cache unless
+    ``kv_capacity``, and like vLLM the prefill emits the first output token)."""
+    from ...engine import roofline_engine as engine_of
+    from ...models import load_gpu
 
     model = model_from_args(args)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
     with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):
-        rf = roofline(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size)
-        if kv_capacity is None:
-            kv_capacity = kv_capacity_estimate(model, gpu_memory_gib=rf.gpu.memory_gib if gib is None else gib,
-                                               gpu_memory_utilization=args.gpu_memory_utilization,
-                                               tensor_parallel_size=args.tensor_parallel_size,
-                                               max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens
-    bt = rf.context_aware()
-    note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache {kv_capacity:,} "
-            "tokens; a roofline estimate (docs/reference/roofline.md)")
+        eng = engine_of(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size, b_max=b_max,
+                        k_max=k_max, kv_capacity_tokens=kv_capacity, gpu_memory_gib=gib,
+                        gpu_memory_utilization=args.gpu_memory_utilization)
+    bt = eng.batch_time
+    rf = bt.base
+    note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache "
+            f"{eng.kv_capacity_tokens:,} tokens; a roofline estimate (docs/reference/roofline.md)")
     sync = sync_note(rf.gpu, rf.tensor_parallel_size, rf.sync_step_us)
     if sync:
         note += f"; {sync}"
-    # vLLM's engine: the iteration that completes a prefill emits the first output token (as
-    # fluidq.validate.replay.vllm_engine and predict_capacity's flow balance, m_d - 1 decode iterations)
-    return Engine(batch_time=bt, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity, prefill_emits_token=True,
-                  name=f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}"), note
+    return eng, note
 
 
 def engine_for_command(args):
@@ -183,3 +177,27 @@ def engine_for_command(args):
         if v != default:
             raise CliError(f"{opt} is read only with --gpu (it would be ignored)")
     return engine_from_args(args), None
+
+
+def add_refused_roofline_args(p, why: str, *, model: bool = False) -> None:
+    """``--gpu`` and ``--model-config`` (and ``--model`` when ``model``) on a command whose analysis cannot take a
+    roofline deployment: offered, so that giving them is refused saying ``why`` (:func:`refuse_roofline_args`)
+    rather than as an unknown option."""
+    r = p.add_argument_group("a deployment without profiles (--gpu/--model): not for this command")
+    r.add_argument("--gpu", default=None, metavar="NAME", help=f"refused: {why}")
+    r.add_argument("--model-config", default=None, metavar="JSON", help="refused, as --gpu")
+    if model:
+        r.add_argument("--model", default=None, metavar="NAME", help="refused, as --gpu")
+    p.set_defaults(_roofline_refused=why)
+
+
+def refuse_roofline_args(args, command: str) -> None:
+    """Refuse ``--gpu``/``--model-config`` (and a ``--model`` name) on ``command``, saying why."""
+    from .. import CliError
+
+    why = getattr(args, "_roofline_refused", None)
+    given = [o for o, v in (("--gpu", getattr(args, "gpu", None)), ("--model-config", getattr(args, "model_config", None)),
+                            ("--model", getattr(args, "model", None) if getattr(args, "model", None) not in FORMS
+                             else None)) if v is not None]
+    if why is not None and given:
+        raise CliError(f"{command} takes no {' or '.join(given)}: {why}")

@@ -7,6 +7,7 @@ or the LLM Rybko-Stolyar network (an entering and an exiting hop per engine, ``-
 from __future__ import annotations
 
 from .. import emit
+from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 from ..common import (
     add_engine_args,
     add_workload_args,
@@ -126,8 +127,15 @@ def register(sub):
                    help="Erlang phases k of the batch time; the chain is solved for k and 2k and extrapolated "
                    "(default 2 for jsq, 1 for llm-rybko-stolyar)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_refused_roofline_args(p, ROOFLINE_WHY)
     p.set_defaults(func=run)
 
+
+#: why `fluidq dtmc` takes no --gpu: what the chain can hold and what a roofline engine is
+ROOFLINE_WHY = ("the chain holds no KV cache and no context (its states are the residents' prefill and decode "
+                "tokens, a few thousand states at small budgets), while the --gpu engine is a context-aware batch "
+                "time with vLLM's KV cache and a 2048-token budget; analyse it with `fluidq check --gpu` or "
+                "`fluidq simulate --gpu`")
 
 NETWORKS = ("jsq", "llm-rybko-stolyar")
 NETWORK_PROMPT, NETWORK_OUTPUT = 2, 3
@@ -138,6 +146,7 @@ NETWORK_CAPS = {"jsq": 6, "llm-rybko-stolyar": 3}
 def run(args):
     from ...errors import ParameterError
 
+    refuse_roofline_args(args, "fluidq dtmc")
     try:
         _run(args)
     except ParameterError as exc:

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from .. import CliError, emit
+from ._roofline_args import add_roofline_args, engine_for_command
 from ..common import (
     add_engine_args,
     add_swap_args,
     add_workload_args,
-    engine_from_args,
     lengths_text,
     output_file,
     reject_ignored,
@@ -73,6 +73,7 @@ def register(sub):
                         "intervals overlap it)")
     p.add_argument("--plot", default=None, metavar="PATH", help="write a latency-load plot to PATH (format from the "
                    "extension: png, pdf, svg...; none: .png)")
+    add_roofline_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -200,7 +201,7 @@ def run(args):
         reject_ignored("--geometric", args.geometric, "with --reasoning (its lengths are heavy-tailed, built in)")
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("--trace", args.trace)])
-    engine = engine_from_args(args)
+    engine, note = engine_for_command(args)  # --gpu: the roofline engine, its KV cache planned (or --kv-capacity)
     if args.kv_capacity is not None:
         engine = engine.with_(kv_capacity_tokens=args.kv_capacity)
     reject_ignored(f"--preemption {args.preemption}", args.preemption is not None and not engine.kv_capacity_tokens,
@@ -296,6 +297,8 @@ def run(args):
              f"SLO       per token {fmt_value(slo)} s" + ("" if args.slo_per_token is not None else
                                                         f" (default: {SLO_FACTOR:g} x t(b_max))")
              + (f", TTLT {fmt_value(args.slo_ttlt)} s" if args.slo_ttlt is not None else "")]
+    if note:  # --gpu: the roofline engine says what it is and the error it carries
+        lines.insert(1, f"estimate  {note}")
     for i, ld in enumerate(res.loads):
         lines += ["", res.table(i, metrics=cols, horizon_name="--horizon")]
         if args.metric is not None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
+from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
 
 
@@ -39,7 +40,14 @@ def register(sub):
     p.add_argument("--json", action="store_true",
                    help="print JSON: the verdict, and the network (capacities, loads, visit rates, routers) "
                         "under 'network'")
+    add_refused_roofline_args(p, ROOFLINE_WHY, model=True)
     p.set_defaults(func=run)
+
+
+#: why `fluidq network` takes no --gpu/--model: each station's engine is in the case file
+ROOFLINE_WHY = ("the engines are the case file's stations, each its own; give a station a roofline engine there, "
+                "batch_time = { kind = \"roofline\", model = \"Llama-3.1-70B\", gpu = \"H100\", "
+                "tensor_parallel_size = 4 } (fluidq.network.toml)")
 
 
 def _check_plot_path(option: str, path: str) -> str:
@@ -168,6 +176,7 @@ def run(args):
     from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
+    refuse_roofline_args(args, "fluidq network")
     _check_args(args)
     if is_disaggregated_case(args.case):
         return _run_disaggregated(args)
@@ -216,10 +225,43 @@ def run(args):
         from ...results import fmt_value
         lines.append(f"  fluid growth per cycle x{fmt_value(res.fluid.growth_factor)}"
                      + _peaks_text(res.fluid.growth_factor, res.fluid.peak_growth))
+    mix, mix_lines = _mix_basis(net)
+    lines[3:3] = mix_lines
     lines += written  # where the figures went ('--plot x' writes x.png)
-    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network}
-           if args.json else res)
+    out = ({**res.to_dict(), "network": net.to_dict(), "plot": args.plot, "plot_network": args.plot_network,
+            "mix_basis": mix} if args.json else res)
     emit(args, out, "\n".join(lines))
+
+
+def _mix_basis(net):
+    """The loads of the stations whose capacity above is only an upper bound because their batch time reads the
+    KV cache (or a KV cache limits them), on the basis `fluidq capacity` takes for one engine at the mix of hops
+    each serves (:func:`fluidq.capacity.network.mix_loads`), and the rates that put the busiest at 1: its JSON
+    (None when no station has one) and its lines."""
+    from ...capacity.network import mix_loads
+    from ...results import fmt_value
+
+    loads = mix_loads(net)
+    if not loads:
+        return None, []
+    name = max(loads, key=lambda k: loads[k]["load"])
+    top = loads[name]["load"]
+    scale = 1.0 / top if 0 < top < float("inf") else None  # inf: a station that serves none of its mix
+    lines = ["at each station's mix (the basis of `fluidq capacity` for one engine: full batches, the residents "
+             "the limits allow, the batch time at their mean context): "
+             + "; ".join(f"{k} {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load {fmt_load(v['load'])}"
+                         f" (upper bound's {fmt_load(v['upper_bound_load'])})" for k, v in loads.items())]
+    if scale is not None:
+        rates = ", ".join(f"{c.name!r} {fmt_value(c.arrival.rate_per_s * scale, digits=4)} req/s"
+                          for c in net.classes)
+        lines.append(f"  busiest at its mix: {name} at load {fmt_load(top)}: the classes' rates x"
+                     f"{fmt_value(scale, digits=4)} put it at 1 ({rates})"
+                     + ("; above 1 it is overloaded at its mix's mean context (a fluid estimate, as `fluidq "
+                        "capacity`'s, not a bound)" if top > 1 else ""))
+    if top == float("inf"):
+        lines.append(f"  {name} serves none of its mix: {loads[name]['reason']}")
+    out = {"stations": loads, "bottleneck": [name, top], "rate_scale_at_load_1": scale}
+    return out, lines
 
 
 def _peaks_text(growth, peak):

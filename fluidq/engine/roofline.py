@@ -1,0 +1,65 @@
+"""A deployment without profiles as an :class:`~fluidq.Engine`: the calibrated roofline batch time of a model
+on a GPU, context-aware, with vLLM's planned KV cache and vLLM's budgets -- the engine the command line's
+``--gpu``/``--model`` options describe (``fluidq check --gpu H100 --model Llama-3.1-70B``), and a network case
+file's ``batch_time = { kind = "roofline", ... }``.  See docs/reference/roofline.md."""
+from __future__ import annotations
+
+__all__ = ["roofline_engine"]
+
+
+def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2048, k_max: int | None = 256,
+                    kv_capacity_tokens: int | None = None, gpu_memory_utilization: float = 0.9,
+                    gpu_memory_gib: float | None = None, dtype: str | None = None, name: str | None = None):
+    """The engine of ``model`` on ``tensor_parallel_size`` GPUs ``gpu``, as vLLM runs it.
+
+    Parameters
+    ----------
+    model : str or ModelFacts
+        A model name of ``fluidq models list`` (Hugging Face ids, ``-Instruct``, ``-FP8`` work), a
+        ``config.json`` path, or :class:`~fluidq.models.ModelFacts`.
+    gpu : str or GPU
+        A GPU of ``fluidq gpus``.
+    tensor_parallel_size : int
+        GPUs per engine.
+    b_max, k_max : int
+        vLLM's ``--max-num-batched-tokens`` (default 2048) and ``--max-num-seqs`` (default 256).
+    kv_capacity_tokens : int, optional
+        The KV cache; default: vLLM's memory planner (:func:`fluidq.models.kv_capacity_estimate`) on the GPU
+        table's memory (or ``gpu_memory_gib``) times ``gpu_memory_utilization``.
+    dtype : str, optional
+        The model's number format instead of its config's (``"float16"``, ``"fp8"``... see ModelFacts).
+    name : str, optional
+        The engine's label (default ``"roofline MODEL on N x GPU"``).
+
+    Returns
+    -------
+    Engine
+        ``batch_time`` the roofline as a context-aware ``t(b, 0) + s kv`` (:meth:`Roofline.context_aware`;
+        its ``base`` is the :class:`~fluidq.batchtime.roofline.Roofline`), ``kv_capacity_tokens`` the planned
+        cache, and ``prefill_emits_token=True`` (vLLM's iteration completing a prefill emits the first token).
+        ``fluidq.max_throughput(roofline_engine(...), workload)`` is the ``region`` line of
+        ``fluidq capacity --gpu``, the ``lambda*`` of ``fluidq check --gpu``.
+    """
+    from dataclasses import replace
+
+    from ..batchtime.roofline import roofline
+    from ..models import ModelFacts, kv_capacity_estimate, load_gpu, load_model
+    from . import Engine
+
+    if isinstance(model, str):
+        model = ModelFacts.from_config(model) if model.endswith(".json") else load_model(model, option="model")
+    if dtype is not None:
+        model = replace(model, dtype=dtype)  # ModelFacts checks it (a ParameterError naming dtype)
+    if isinstance(gpu, str):
+        gpu = load_gpu(gpu)
+    rf = roofline(model, gpu, tensor_parallel_size)
+    if kv_capacity_tokens is None:
+        kv_capacity_tokens = kv_capacity_estimate(
+            model, gpu_memory_gib=rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib,
+            gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=rf.tensor_parallel_size,
+            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens
+    # vLLM's engine: the iteration that completes a prefill emits the first output token (as
+    # fluidq.validate.replay.vllm_engine and predict_capacity's flow balance, m_d - 1 decode iterations)
+    return Engine(batch_time=rf.context_aware(), b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
+                  prefill_emits_token=True,
+                  name=name or f"roofline {model.name} on {rf.tensor_parallel_size} x {rf.gpu.name}")
