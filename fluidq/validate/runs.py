@@ -342,16 +342,16 @@ def _read_timeseries(tsp: Path) -> dict:
         except csv.Error as exc:
             raise DataError(f"{tsp}, line {reader.line_num}: not a CSV row ({exc})") from None
     names = {k.strip().removeprefix("vllm:"): k for k in raw}
-    ts = {}
+    ts, src = {}, {}  # src: the column's name in the file, for messages
     for key, aliases in TS_ALIASES.items():
         for n in (key, *aliases):
             if n in names:
-                ts[key] = np.asarray(raw[names[n]], dtype=float)
+                ts[key], src[key] = np.asarray(raw[names[n]], dtype=float), names[n]
                 break
     if "kv_cache_pct" not in ts:
         for n in TS_FRACTION_ALIASES:
             if n in names:
-                ts["kv_cache_pct"] = 100.0 * np.asarray(raw[names[n]], dtype=float)
+                ts["kv_cache_pct"], src["kv_cache_pct"] = 100.0 * np.asarray(raw[names[n]], dtype=float), names[n]
                 break
     for k, v in raw.items():  # every other column under its own name
         ts.setdefault(k, np.asarray(v, dtype=float))
@@ -363,6 +363,18 @@ def _read_timeseries(tsp: Path) -> dict:
             raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
     if ts["t"].size == 0:
         raise DataError(f"{tsp}: no rows")
+    # a count or a rate below 0 is no measurement, and ticks out of order (or twice) would put the steady window
+    # and its seconds elsewhere without a word: refused naming the column and the line (the header is line 1)
+    for k in ("prompt_throughput", "gen_throughput", "running", "waiting", "kv_cache_pct", "preempted"):
+        if k in ts and np.any(ts[k] < 0):
+            i = int(np.flatnonzero(ts[k] < 0)[0])
+            raise DataError(f"{tsp}, line {i + 2}: column {src.get(k, k)!r} = {ts[k][i]:g}: expected a value >= 0 "
+                            f"(a {'count' if k in ('running', 'waiting', 'preempted') else 'rate or share'})")
+    bad = np.flatnonzero(np.diff(ts["t"]) <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise DataError(f"{tsp}, line {i + 2}: column {src['t']!r} = {ts['t'][i]:g} after {ts['t'][i - 1]:g}: expected "
+                        "tick times that increase row by row (one row per tick, in the order recorded)")
     return ts
 
 
@@ -414,6 +426,7 @@ def read_run(path) -> ServingRun:
             v = r[k]
             if not _finite_number(v):
                 raise DataError(f"{req}, line {line}: {k} = {json.dumps(v)[:40]}: expected a finite number")
+        _stamps_in_order(req, line, r)
         for k in ("input_toks", "output_toks"):
             if not (float(r[k]).is_integer() and 0 <= r[k] <= 2**31 - 1):
                 raise DataError(f"{req}, line {line}: {k} = {r[k]!r}: expected a whole number of tokens in "
@@ -459,6 +472,19 @@ def read_run(path) -> ServingRun:
         last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
         timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0), scheduled_s=scheduled, dropped=dropped,
         files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)})
+
+
+def _stamps_in_order(req: Path, line: int, r: dict) -> None:
+    """Refuse a request whose engine stamps are out of order: vLLM stamps ``queued_ts <= scheduled_ts <=
+    first_token_ts <= last_token_ts`` on one monotonic clock, so a later stamp before an earlier one is a
+    corrupted or mixed-up record (it would give a negative TTFT or TPOT, averaged in without a word)."""
+    order = [k for k in ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
+             if k != "scheduled_ts" or _finite_number(r.get(k))]
+    for a, b in zip(order, order[1:]):
+        if float(r[b]) < float(r[a]):
+            raise DataError(f"{req}, line {line}: {b} = {float(r[b]):.6f} is before {a} = {float(r[a]):.6f}: expected "
+                            "queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts (vLLM's stamps on one "
+                            "engine clock)")
 
 
 def _finite_number(x) -> bool:

@@ -35,6 +35,13 @@ REFUSED = {
     "no-profile-meta": r"no profile_meta.yaml",
     "no-timeseries": r"no vllm_timeseries.csv or timeseries.csv",
     "no-memory": r"neither its KV cache .*num_gpu_blocks.* nor its GPU memory .*device_total_memory_bytes",
+    # stamps and ticks out of order, a negative count: refused naming the file, the line and the field (they were
+    # averaged in: a TTFT of -5 s, ticks read in the wrong order)
+    "first-token-before-queued": r"vllm_requests.jsonl, line 11: first_token_ts = .* is before scheduled_ts = .*"
+                                 r"queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts",
+    "last-before-first": r"vllm_requests.jsonl, line 11: last_token_ts = .* is before first_token_ts",
+    "negative-waiting": r"vllm_timeseries.csv, line 7: column 'waiting' = -3: expected a value >= 0",
+    "ticks-out-of-order": r"vllm_timeseries.csv, line 8: column 't' = 6 after 7: expected tick times that increase",
 }
 
 
