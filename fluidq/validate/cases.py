@@ -251,6 +251,11 @@ def _planned_kv(case: Case, spec: dict, run: ServingRun) -> tuple[int, str]:
                         f"{block}-token blocks, KV cache {dtype})")
 
 
+# the shapes an operator profile is measured at: a model_config for the profiled model must have the same
+_PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size", "n_experts",
+                   "experts_per_token", "moe_intermediate_size")
+
+
 def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """``(case, data folder)`` for any vLLM run folder in LLMServingSim's layout, built from the folder alone
     (issue 16: ``fluidq validate --run DIR``): no case file and no expected answer.
@@ -294,7 +299,17 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
             return find_model(name)
 
     if model_config is not None:
-        facts = ModelFacts.from_config(model_config)
+        facts = ModelFacts.from_config(model_config, option="model_config")
+        profiled = lookup(hf_id)
+        if profiled is not None:  # the profiles are of a shipped model: the config must be that model's shapes
+            diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+                    for k in _PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
+            if diff:
+                more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
+                raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but the config.json given "
+                                f"({model_config}) has {', '.join(diff[:3])}{more}: operator profiles time one model's layers, "
+                                "so the config must be of the profiled model (leave it out to use the shipped "
+                                f"facts of {profiled.name})")
     else:
         facts, served = lookup(hf_id), lookup(ran)
         if facts is not None and served is not None and facts.name != served.name:
@@ -319,6 +334,16 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
                         "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
     tp = run.tensor_parallel_size
+    has_moe = (plain / f"profile_tp{tp}_moe.csv").is_file()
+    if bool(facts.n_experts) != has_moe and (plain / f"profile_tp{tp}_dense.csv").is_file():
+        raise DataError(f"{folder}: the model {facts.name} is "
+                        + (f"a mixture of experts ({facts.n_experts} experts, top-{facts.experts_per_token}) but the "
+                           f"folder has no profile_tp{tp}_moe.csv: these profiles are of a dense model"
+                           if facts.n_experts else
+                           f"dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a mixture of experts")
+                        + f" (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
+                        + (" (--model-config)" if model_config is not None else "")
+                        + " and the operator profiles must be of the same model")
     for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):
         f = plain / f"profile_tp{tp}_{part}.csv"
         if not f.is_file():
