@@ -654,10 +654,13 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                         f"preemptions, {time.time() - t1:.1f} s.")
         md += ["| metric | measured (ms) | fluidq.simulate (ms) | error | fitted-profile error | peer simulator error |",
                "|---|---|---|---|---|---|"]
+        def pct(e):  # no relative error when the measured value is 0 (TPOT of one-token outputs)
+            return "n/a" if e is None else f"{e:+.1f} %"
+
         for k in meas:
             pe = f"{peer[k][2]:+.1f} %" if k in peer else "n/a"
-            se = f"{sim_errs[k]:+.1f} %" if sim_errs else "n/a"
-            md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {errs[k]:+.1f} % | {se} | {pe} |")
+            se = pct(sim_errs[k]) if sim_errs else "n/a"
+            md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {pct(errs[k])} | {se} | {pe} |")
         md += ["", f"`fluidq.simulate` on the run's own arrivals (operator-profile batch time read from the batch "
                    f"composition, vLLM v1 memory: {eng.memory.block_size}-token blocks, whole-prompt reservation, "
                    f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
@@ -673,7 +676,10 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                                                  "Latency P90")):
             pe = peer.get(k, (None, None, None))[2]
             note = "fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator" + dropped
-            if s.get("_all_latency_rows") and k in _RUN_MEAN_TARGETS:
+            if errs[k] is None:  # measured 0 (every request one output token: no TPOT): nothing to score
+                target, status = "", "skip"
+                note += f"; not scored: the measured {k} is {meas[k]:g} ms, no relative error"
+            elif s.get("_all_latency_rows") and k in _RUN_MEAN_TARGETS:
                 # a run folder (`fluidq validate --run`): the means are held to issue 16's bar for runs outside
                 # the repository, the same with or without the peer's summary; the peer's error is stated
                 bar = _RUN_MEAN_TARGETS[k]
@@ -688,7 +694,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
                             target=target, status=status, note=note))
         if peer:
-            mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
+            mine = float(np.mean([abs(errs[k]) for k in peer if errs.get(k) is not None]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
             rows.append(Row(case=case.name, source=case.source, quantity="mean abs. error over the 15 latency metrics",
                             predicted=mine, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
@@ -696,7 +702,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             note="predicted column: fluidq.simulate's mean |error| (operator profiles); "
                                  "measured column: the peer's"))
             if sim_errs:
-                simm = float(np.mean([abs(sim_errs[k]) for k in peer if k in sim_errs]))
+                simm = float(np.mean([abs(sim_errs[k]) for k in peer if sim_errs.get(k) is not None]))
                 rows.append(Row(case=case.name, source=case.source,
                                 quantity="mean abs. error over the 15 latency metrics, fitted profile",
                                 predicted=simm, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,

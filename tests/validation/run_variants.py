@@ -408,5 +408,15 @@ def _ticks_out_of_order(d):  # two rows swapped: the window's seconds would be r
     return d
 
 
-VARIANTS.update({"first-token-before-queued": _first_token_before_queued, "last-before-first": _last_before_first,
+def _one_output_token(d):  # every request answered with one token: no TPOT (measured 0 ms)
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    for r in rows:
+        r["output_toks"] = 1
+        r["last_token_ts"] = r["first_token_ts"]
+    write_requests(d, rows)
+    return d
+
+
+VARIANTS.update({"one-output-token": _one_output_token, "first-token-before-queued": _first_token_before_queued, "last-before-first": _last_before_first,
                  "negative-waiting": _negative_waiting, "ticks-out-of-order": _ticks_out_of_order})

@@ -162,6 +162,19 @@ def test_a_short_run_says_it_has_no_steady_state(tmp_path, capsys):
     json.loads((tmp_path / "v" / "validation.json").read_text())
 
 
+def test_one_token_outputs_leave_tpot_unscored_not_a_crash(tmp_path, capsys):
+    # every request with one output token: the measured TPOT is 0 ms, so it has no relative error; the report
+    # said "internal error: TypeError" formatting it, now the five TPOT rows are skipped saying why
+    folder = rv.make("one-output-token", tmp_path / "o")
+    rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
+    assert rc == 0, err
+    rows = {r["quantity"]: r for r in json.loads(out)["rows"]}
+    tpot = [r for q, r in rows.items() if q.startswith("TPOT")]
+    assert len(tpot) == 5 and all(r["status"] == "skip" and r["error_pct"] is None and r["measured"] == 0
+                                  and "no relative error" in r["note"] for r in tpot)
+    assert rows["TTFT Mean (replayed arrivals)"]["error_pct"] is not None
+
+
 # ------------------------------------------------------------------ a tensor-parallel run through the CLI
 def test_a_tensor_parallel_run_gives_every_row_in_the_suite_s_schema(tmp_path, capsys):
     folder = rv.make("tp2", tmp_path / "tp2")
