@@ -565,6 +565,10 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     replayable = run.pipeline_parallel_size == 1
     if not replayable:
         md += ["Latency replay: not run for this layout (the replay models engines without pipeline stages).", ""]
+        rows.append(Row(case=case.name, source=case.source, quantity="latency (replayed arrivals)", predicted=None,
+                        measured=None, unit="ms", error_pct=None, status="skip",
+                        note=f"not replayed: pipeline_parallel_size = {run.pipeline_parallel_size} (fluidq's replay "
+                             "models engines without pipeline stages); no TTFT, TPOT or latency rows"))
     if not ctx.get("fast_replay_skip") and replayable:
         t0 = time.time()
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch

@@ -175,6 +175,20 @@ def test_one_token_outputs_leave_tpot_unscored_not_a_crash(tmp_path, capsys):
     assert rows["TTFT Mean (replayed arrivals)"]["error_pct"] is not None
 
 
+def test_a_pipeline_parallel_run_says_its_latency_is_not_replayed(tmp_path, capsys):
+    # PP2 (the RTX PRO 6000 run relabelled: a shape test) is predicted as 2 virtual engines; the replay has no
+    # pipeline stages, and a row says so (the 15 latency rows were missing without a word in the JSON)
+    folder = rv.copy_run(rv.LLAMA_PRO, tmp_path / "pp2")
+    rv.edit_meta(folder, pipeline_parallel_size=2)
+    rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
+    assert rc == 0, err
+    rows = {r["quantity"]: r for r in json.loads(out)["rows"]}
+    assert "PP2" in rows["capacity (served tokens/s, steady state)"]["note"]
+    lat = rows["latency (replayed arrivals)"]
+    assert lat["status"] == "skip" and "pipeline_parallel_size = 2" in lat["note"]
+    assert not any(q.endswith("Mean (replayed arrivals)") for q in rows)
+
+
 # ------------------------------------------------------------------ a tensor-parallel run through the CLI
 def test_a_tensor_parallel_run_gives_every_row_in_the_suite_s_schema(tmp_path, capsys):
     folder = rv.make("tp2", tmp_path / "tp2")
