@@ -118,3 +118,17 @@ def test_the_writer_keeps_vllm_s_stamps_in_order(runs):
         run = read_run(runs[name][0])
         assert np.all(run.arrival_s <= run.scheduled_s) and np.all(run.scheduled_s <= run.first_token_s)
         assert np.all(run.first_token_s <= run.last_token_s) and run.sent_s is not None
+
+
+def test_a_token_budget_window_is_the_plateau_not_the_overshoot(runs):
+    # under the token budget the cohort admitted at the end of the ramp overshoots (running peaks at 153, then
+    # holds 123-147): the window is the plateau after the peak, 33 of the 46 saturated ticks (7 more are the ramp),
+    # not the 3 ticks within 95 % of the peak that the rule `running >= 0.95 x max` kept (a run with fewer than 3
+    # such ticks was said to have "no steady state")
+    from fluidq.validate.runs import measured_regimes, read_run
+
+    run = read_run(runs["token_budget TP1"][0])
+    reg = measured_regimes(run)
+    sat = int((run.timeseries["waiting"] > 0).sum())
+    assert reg["binding"] == "token_budget" and reg["steady"]["ticks"] >= 0.6 * sat, (reg["steady"], sat)
+    assert reg["ramp"]["ticks"] >= 3  # the prompt-heavy start is reported apart
