@@ -74,10 +74,15 @@ def test_the_refusals_say_what_memory_is_needed(capsys):
     rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "1"],
                            capsys)
     assert rc == 2 and re.search(r"79.22 GiB x 0.9 = 71.30 GiB usable; weights 131.\d\d GiB per GPU", err), err
-    assert "--tensor-parallel-size" in err.split("GiB per GPU", 1)[1]  # and what to raise
+    assert "it fits from --tensor-parallel-size 2)" in err  # and the size that fits, which answers
     rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "2"],
                            capsys)
     assert rc == 0, err
+    # 20,000 sequences: the sampler's logits (20,000 x 128,256 x 8 B) leave no room on an L4, which more GPUs
+    # would not change; the refusal says what sizes the reserve
+    rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "L4", "--max-num-seqs", "20000"], capsys)
+    assert rc == 2 and "reserve 19.84 GiB" in err and "the reserve grows with --max-num-seqs (20000" in err, err
+    assert "it fits from" not in err
 
 
 @pytest.mark.parametrize("tp", TPS)
