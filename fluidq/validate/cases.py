@@ -251,11 +251,6 @@ def _planned_kv(case: Case, spec: dict, run: ServingRun) -> tuple[int, str]:
                         f"{block}-token blocks, KV cache {dtype})")
 
 
-# the shapes an operator profile is measured at: a model_config for the profiled model must have the same
-_PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size", "n_experts",
-                   "experts_per_token", "moe_intermediate_size")
-
-
 def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """``(case, data folder)`` for any vLLM run folder in LLMServingSim's layout, built from the folder alone
     (issue 16: ``fluidq validate --run DIR``): no case file and no expected answer.
@@ -267,7 +262,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
-    from .deployment import _gpu_memory_from_folder, _profile_model
+    from .deployment import PROFILE_SHAPES, _gpu_memory_from_folder, _profile_model
     from .runs import read_run
 
     folder = Path(run_dir)
@@ -303,7 +298,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         profiled = lookup(hf_id)
         if profiled is not None:  # the profiles are of a shipped model: the config must be that model's shapes
             diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
-                    for k in _PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
+                    for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
             if diff:
                 more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
                 raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but the config.json given "

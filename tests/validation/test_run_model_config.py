@@ -69,3 +69,37 @@ def test_the_command_line_names_the_flag_of_a_broken_config(tmp_path, capsys):
     assert_one_line(["validate", "--run", str(d), "--model-config", str(bad), "--out", str(tmp_path / "v")], capsys,
                     "--model-config", "not valid JSON")
     assert not (tmp_path / "v").exists()
+
+
+def test_a_profile_folder_of_a_model_in_no_table_is_predicted_from_its_config(tmp_path, capsys):
+    # `fluidq capacity/check/simulate --profile-dir DIR --model-config config.json` (it was refused: "--profile-dir
+    # describes the engine itself: give it without --model-config", and the folder's own refusal said "from Python,
+    # give the model's facts as model=")
+    from fluidq.testing.cli import run_cli
+
+    d = _renamed(tmp_path)  # the RTX PRO 6000 profiles, named as a model the table lacks
+    common = ["--max-num-seqs", "128", "--input-len", "300", "--output-len", "200", "--json"]
+    err = assert_one_line(["capacity", "--profile-dir", str(d), *common[:-1]], capsys, "--model-config")
+    cfg = _config(tmp_path, LLAMA_8B)
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(d), "--model-config", str(cfg), *common], capsys)
+    assert rc == 0, err
+    mine = json.loads(out)
+    # the same shapes as the shipped Llama-3.1-8B: the same answer as the shipped folder read with its table facts
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(rv.RUNS / rv.LLAMA_PRO), *common], capsys)
+    assert rc == 0, err
+    assert mine["tokens_per_s"] == pytest.approx(json.loads(out)["tokens_per_s"], rel=1e-9)
+    # half the layers: a faster engine
+    half = _config(tmp_path, {**LLAMA_8B, "num_hidden_layers": 16}, "half.json")
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(d), "--model-config", str(half), *common], capsys)
+    assert rc == 0 and json.loads(out)["tokens_per_s"] > 1.3 * mine["tokens_per_s"], err
+    # ... which is not the profiled model of the shipped folder: refused naming the flag and the difference
+    assert_one_line(["capacity", "--profile-dir", str(rv.RUNS / rv.LLAMA_PRO), "--model-config", str(half),
+                     *common[:-1]], capsys, "--model-config", "n_layers 16 (the profiled Llama-3.1-8B: 32)")
+    for cmd in (["check", "--rate", "5", "--policy", "vllm-chunked"],
+                ["simulate", "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"]):
+        rc, out, err = run_cli([*cmd, "--profile-dir", str(d), "--model-config", str(half), "--max-num-seqs", "128"],
+                               capsys)
+        assert rc == 0 and "vLLM half" in out, (cmd, err)  # the engine named after the config
+    # where no profile folder is read, --model-config is still refused by name
+    assert_one_line(["check", "--model-config", str(cfg), "--rate", "5", "--policy", "sarathi"], capsys,
+                    "--model-config", "--profile-dir")
