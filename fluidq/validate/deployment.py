@@ -255,7 +255,9 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         if mem is None:
             raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens); on the "
                                  "command line --gpu-memory-gib (or --kv-capacity)",
-                                 f"{folder} has no peer_sim_config.json stating it")
+                                 f"{folder} has no peer_sim_config.json stating it" if not (
+                                     folder / "peer_sim_config.json").is_file() else
+                                 f"{folder}/peer_sim_config.json states no npu_mem.mem_size")
         mem = real("gpu_memory_gib", mem, positive=True)
         # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
         # embedding and LM head are counted on every stage)

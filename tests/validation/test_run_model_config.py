@@ -103,3 +103,17 @@ def test_a_profile_folder_of_a_model_in_no_table_is_predicted_from_its_config(tm
     # where no profile folder is read, --model-config is still refused by name
     assert_one_line(["check", "--model-config", str(cfg), "--rate", "5", "--policy", "sarathi"], capsys,
                     "--model-config", "--profile-dir")
+
+
+def test_a_peer_config_without_the_gpu_memory_is_named_as_such(tmp_path):
+    # a peer_sim_config.json with the link only: the planner's refusal said the folder had no such file
+    from fluidq.errors import ParameterError
+    from fluidq.validate.deployment import predict_deployment
+
+    d = rv.copy_run(rv.LLAMA_PRO, tmp_path / "run")
+    (d / "peer_sim_config.json").write_text(json.dumps({"link_bw": 16, "link_latency": 20000}))
+    with pytest.raises(ParameterError, match=r"peer_sim_config.json states no npu_mem.mem_size"):
+        predict_deployment(d, input_tokens=300, output_tokens=200)
+    (d / "peer_sim_config.json").unlink()
+    with pytest.raises(ParameterError, match=r"has no peer_sim_config.json stating it"):
+        predict_deployment(d, input_tokens=300, output_tokens=200)
