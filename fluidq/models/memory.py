@@ -102,6 +102,10 @@ class KVCapacityEstimate:
         return pd.DataFrame([d])
 
 
+#: the largest tensor-parallel size a refusal suggests (one node of 8 GPUs, or a few)
+MAX_TP_HINT = 64
+
+
 def activation_reserve_bytes(model: ModelFacts, *, max_num_batched_tokens: int = 2048, max_num_seqs: int = 256,
                              tensor_parallel_size: int = 1) -> int:
     """The reserve fluidq assumes vLLM's profiling run takes besides the weights (an approximation).
@@ -214,12 +218,24 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     if left < per_token * bs:
         what = "the weights do not fit" if weights >= usable else \
             "the weights and reserve leave less than one KV block"
+        hint = "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU"
+        if expert_parallel_size is None:  # the smallest tensor-parallel size that leaves a block on this GPU
+            for t in model.tensor_parallel_sizes(MAX_TP_HINT):
+                if t > tp and usable - model.weight_bytes_per_gpu(t) - (
+                        reserve if activation_reserve_gib is not None else activation_reserve_bytes(
+                            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                            tensor_parallel_size=t)) >= model.kv_bytes_per_token_per_gpu(
+                            t, kv_bytes_per_value=kv_bytes_per_value) * bs:
+                    hint += f"; it fits from --tensor-parallel-size {t}"
+                    break
+        if activation_reserve_gib is None and weights < usable:  # the estimated reserve is what leaves no room
+            hint += (f"; the reserve grows with --max-num-seqs ({max_num_seqs} x vocab {model.vocab_size} x 8 B of "
+                     f"logits) and --max-num-batched-tokens ({max_num_batched_tokens}): lower them")
         raise ParameterError(
             "gpu_memory_gib", gpu_memory_gib,
             f"more memory: {what} ({mem:g} GiB x {util:g} = {usable / GIB:.2f} GiB usable; weights "
             f"{weights / GIB:.2f} GiB per GPU, reserve {reserve / GIB:.2f} GiB, one block "
-            f"{per_token * bs / GIB:.4f} GiB)",
-            "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU")
+            f"{per_token * bs / GIB:.4f} GiB)", hint)
     blocks = left // (per_token * bs)
     tokens = blocks * bs
     mml = integer("max_model_len", max_model_len, minimum=1, allow_none=True, maximum=MAX_BUDGET_TOKENS * 64,

@@ -262,7 +262,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
-    from .deployment import _gpu_memory_from_folder, _profile_model
+    from .deployment import PROFILE_SHAPES, _gpu_memory_from_folder, _profile_model
     from .runs import read_run
 
     folder = Path(run_dir)
@@ -294,7 +294,17 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
             return find_model(name)
 
     if model_config is not None:
-        facts = ModelFacts.from_config(model_config)
+        facts = ModelFacts.from_config(model_config, option="model_config")
+        profiled = lookup(hf_id)
+        if profiled is not None:  # the profiles are of a shipped model: the config must be that model's shapes
+            diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+                    for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
+            if diff:
+                more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
+                raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but the config.json given "
+                                f"({model_config}) has {', '.join(diff[:3])}{more}: operator profiles time one model's layers, "
+                                "so the config must be of the profiled model (leave it out to use the shipped "
+                                f"facts of {profiled.name})")
     else:
         facts, served = lookup(hf_id), lookup(ran)
         if facts is not None and served is not None and facts.name != served.name:
@@ -319,6 +329,16 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
                         "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
     tp = run.tensor_parallel_size
+    has_moe = (plain / f"profile_tp{tp}_moe.csv").is_file()
+    if bool(facts.n_experts) != has_moe and (plain / f"profile_tp{tp}_dense.csv").is_file():
+        raise DataError(f"{folder}: the model {facts.name} is "
+                        + (f"a mixture of experts ({facts.n_experts} experts, top-{facts.experts_per_token}) but the "
+                           f"folder has no profile_tp{tp}_moe.csv: these profiles are of a dense model"
+                           if facts.n_experts else
+                           f"dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a mixture of experts")
+                        + f" (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
+                        + (" (--model-config)" if model_config is not None else "")
+                        + " and the operator profiles must be of the same model")
     for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):
         f = plain / f"profile_tp{tp}_{part}.csv"
         if not f.is_file():
@@ -540,6 +560,10 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     replayable = run.pipeline_parallel_size == 1
     if not replayable:
         md += ["Latency replay: not run for this layout (the replay models engines without pipeline stages).", ""]
+        rows.append(Row(case=case.name, source=case.source, quantity="latency (replayed arrivals)", predicted=None,
+                        measured=None, unit="ms", error_pct=None, status="skip",
+                        note=f"not replayed: pipeline_parallel_size = {run.pipeline_parallel_size} (fluidq's replay "
+                             "models engines without pipeline stages); no TTFT, TPOT or latency rows"))
     if not ctx.get("fast_replay_skip") and replayable:
         t0 = time.time()
         # every latency row comes from fluidq.simulate on the run's engine: the operator-profile batch
@@ -629,10 +653,13 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                         f"preemptions, {time.time() - t1:.1f} s.")
         md += ["| metric | measured (ms) | fluidq.simulate (ms) | error | fitted-profile error | peer simulator error |",
                "|---|---|---|---|---|---|"]
+        def pct(e):  # no relative error when the measured value is 0 (TPOT of one-token outputs)
+            return "n/a" if e is None else f"{e:+.1f} %"
+
         for k in meas:
             pe = f"{peer[k][2]:+.1f} %" if k in peer else "n/a"
-            se = f"{sim_errs[k]:+.1f} %" if sim_errs else "n/a"
-            md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {errs[k]:+.1f} % | {se} | {pe} |")
+            se = pct(sim_errs[k]) if sim_errs else "n/a"
+            md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {pct(errs[k])} | {se} | {pe} |")
         md += ["", f"`fluidq.simulate` on the run's own arrivals (operator-profile batch time read from the batch "
                    f"composition, vLLM v1 memory: {eng.memory.block_size}-token blocks, whole-prompt reservation, "
                    f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
@@ -648,7 +675,10 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                                                  "Latency P90")):
             pe = peer.get(k, (None, None, None))[2]
             note = "fluidq.simulate on the run's arrivals; peer = LLMServingSim's own simulator" + dropped
-            if s.get("_all_latency_rows") and k in _RUN_MEAN_TARGETS:
+            if errs[k] is None:  # measured 0 (every request one output token: no TPOT): nothing to score
+                target, status = "", "skip"
+                note += f"; not scored: the measured {k} is {meas[k]:g} ms, no relative error"
+            elif s.get("_all_latency_rows") and k in _RUN_MEAN_TARGETS:
                 # a run folder (`fluidq validate --run`): the means are held to issue 16's bar for runs outside
                 # the repository, the same with or without the peer's summary; the peer's error is stated
                 bar = _RUN_MEAN_TARGETS[k]
@@ -663,7 +693,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
                             target=target, status=status, note=note))
         if peer:
-            mine = float(np.mean([abs(errs[k]) for k in peer if k in errs]))
+            mine = float(np.mean([abs(errs[k]) for k in peer if errs.get(k) is not None]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
             rows.append(Row(case=case.name, source=case.source, quantity="mean abs. error over the 15 latency metrics",
                             predicted=mine, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,
@@ -671,7 +701,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                             note="predicted column: fluidq.simulate's mean |error| (operator profiles); "
                                  "measured column: the peer's"))
             if sim_errs:
-                simm = float(np.mean([abs(sim_errs[k]) for k in peer if k in sim_errs]))
+                simm = float(np.mean([abs(sim_errs[k]) for k in peer if sim_errs.get(k) is not None]))
                 rows.append(Row(case=case.name, source=case.source,
                                 quantity="mean abs. error over the 15 latency metrics, fitted profile",
                                 predicted=simm, measured=theirs, unit="% (fluidq vs peer)", error_pct=None,

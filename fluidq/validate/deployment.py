@@ -48,6 +48,10 @@ from ..errors import DataError, ParameterError
 
 __all__ = ["predict_deployment", "deployment_engine"]
 
+#: the shapes an operator profile is measured at: facts given for the profiled model must have the same
+PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size", "n_experts",
+                  "experts_per_token", "moe_intermediate_size")
+
 
 def _lengths(name, v):
     a = np.atleast_1d(np.asarray(v, dtype=float))
@@ -210,7 +214,16 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
     if facts is None:
         raise ParameterError("profile_dir", str(folder), "operator profiles of a model in the shipped model facts "
                              "(`fluidq models list`)", f"its profile_meta.yaml names {repr(hf_id) if hf_id else 'no model'}; "
-                             "from Python, give the model's facts as model=")
+                             "give the model's config.json (--model-config; from Python, "
+                             "model=ModelFacts.from_config(path))")
+    if model is not None and hf_id:
+        profiled = find_model(hf_id)
+        diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+                for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)] if profiled is not None else []
+        if diff:
+            raise ParameterError("model", facts.name, f"the model profiled in {folder} ({hf_id})",
+                                 f"it has {', '.join(diff[:3])}{' and more' if len(diff) > 3 else ''}: operator "
+                                 "profiles time one model's layers (leave the model out to use the shipped facts)")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:
@@ -242,7 +255,9 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         if mem is None:
             raise ParameterError("gpu_memory_gib", None, "one GPU's memory in GiB (or kv_capacity_tokens); on the "
                                  "command line --gpu-memory-gib (or --kv-capacity)",
-                                 f"{folder} has no peer_sim_config.json stating it")
+                                 f"{folder} has no peer_sim_config.json stating it" if not (
+                                     folder / "peer_sim_config.json").is_file() else
+                                 f"{folder}/peer_sim_config.json states no npu_mem.mem_size")
         mem = real("gpu_memory_gib", mem, positive=True)
         # a pipeline stage holds n_layers/pp layers: its weights and KV per token (an approximation: the
         # embedding and LM head are counted on every stage)

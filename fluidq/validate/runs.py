@@ -30,9 +30,13 @@ measurements alone say binds -- ``k_max`` when ``running`` reaches ``max_num_seq
 data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` when the KV use reaches
 90 %, else ``token_budget``.  The *steady state* is the saturated ticks where that limit holds
 (``running`` >= 95 % of ``max_num_seqs``, KV use >= 90 %, or, for the token budget, ``running`` on its
-plateau, >= 95 % of its saturated maximum); the *start-up ramp* is the saturated ticks before the first steady
+plateau: from the first saturated tick at 95 % of its saturated maximum on, the ticks at >= 95 % of its median
+there, so that a cohort overshooting at the end of the ramp does not set the level); the *start-up ramp* is the saturated ticks before the first steady
 one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
 with a 95 % interval from batch means over blocks of ticks (per-tick throughput is autocorrelated).
+A request whose stamps are out of order (``queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts``
+on vLLM's engine clock), a timeseries row with a negative count or rate, or tick times that do not increase
+are refused naming the file, line and field.
 A run whose KV-use column is absent or stayed 0 has its KV use rebuilt from the requests' own
 timestamps (:func:`kv_in_use_tokens`); a regime of fewer than 3 ticks has no capacity (a short run says
 "no steady state").
@@ -342,16 +346,16 @@ def _read_timeseries(tsp: Path) -> dict:
         except csv.Error as exc:
             raise DataError(f"{tsp}, line {reader.line_num}: not a CSV row ({exc})") from None
     names = {k.strip().removeprefix("vllm:"): k for k in raw}
-    ts = {}
+    ts, src = {}, {}  # src: the column's name in the file, for messages
     for key, aliases in TS_ALIASES.items():
         for n in (key, *aliases):
             if n in names:
-                ts[key] = np.asarray(raw[names[n]], dtype=float)
+                ts[key], src[key] = np.asarray(raw[names[n]], dtype=float), names[n]
                 break
     if "kv_cache_pct" not in ts:
         for n in TS_FRACTION_ALIASES:
             if n in names:
-                ts["kv_cache_pct"] = 100.0 * np.asarray(raw[names[n]], dtype=float)
+                ts["kv_cache_pct"], src["kv_cache_pct"] = 100.0 * np.asarray(raw[names[n]], dtype=float), names[n]
                 break
     for k, v in raw.items():  # every other column under its own name
         ts.setdefault(k, np.asarray(v, dtype=float))
@@ -363,6 +367,18 @@ def _read_timeseries(tsp: Path) -> dict:
             raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
     if ts["t"].size == 0:
         raise DataError(f"{tsp}: no rows")
+    # a count or a rate below 0 is no measurement, and ticks out of order (or twice) would put the steady window
+    # and its seconds elsewhere without a word: refused naming the column and the line (the header is line 1)
+    for k in ("prompt_throughput", "gen_throughput", "running", "waiting", "kv_cache_pct", "preempted"):
+        if k in ts and np.any(ts[k] < 0):
+            i = int(np.flatnonzero(ts[k] < 0)[0])
+            raise DataError(f"{tsp}, line {i + 2}: column {src.get(k, k)!r} = {ts[k][i]:g}: expected a value >= 0 "
+                            f"(a {'count' if k in ('running', 'waiting', 'preempted') else 'rate or share'})")
+    bad = np.flatnonzero(np.diff(ts["t"]) <= 0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        raise DataError(f"{tsp}, line {i + 2}: column {src['t']!r} = {ts['t'][i]:g} after {ts['t'][i - 1]:g}: expected "
+                        "tick times that increase row by row (one row per tick, in the order recorded)")
     return ts
 
 
@@ -414,6 +430,7 @@ def read_run(path) -> ServingRun:
             v = r[k]
             if not _finite_number(v):
                 raise DataError(f"{req}, line {line}: {k} = {json.dumps(v)[:40]}: expected a finite number")
+        _stamps_in_order(req, line, r)
         for k in ("input_toks", "output_toks"):
             if not (float(r[k]).is_integer() and 0 <= r[k] <= 2**31 - 1):
                 raise DataError(f"{req}, line {line}: {k} = {r[k]!r}: expected a whole number of tokens in "
@@ -459,6 +476,19 @@ def read_run(path) -> ServingRun:
         last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
         timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0), scheduled_s=scheduled, dropped=dropped,
         files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)})
+
+
+def _stamps_in_order(req: Path, line: int, r: dict) -> None:
+    """Refuse a request whose engine stamps are out of order: vLLM stamps ``queued_ts <= scheduled_ts <=
+    first_token_ts <= last_token_ts`` on one monotonic clock, so a later stamp before an earlier one is a
+    corrupted or mixed-up record (it would give a negative TTFT or TPOT, averaged in without a word)."""
+    order = [k for k in ("queued_ts", "scheduled_ts", "first_token_ts", "last_token_ts")
+             if k != "scheduled_ts" or _finite_number(r.get(k))]
+    for a, b in zip(order, order[1:]):
+        if float(r[b]) < float(r[a]):
+            raise DataError(f"{req}, line {line}: {b} = {float(r[b]):.6f} is before {a} = {float(r[a]):.6f}: expected "
+                            "queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts (vLLM's stamps on one "
+                            "engine clock)")
 
 
 def _finite_number(x) -> bool:
@@ -639,16 +669,16 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         binding, hold = "kv_cache", kv >= kv_full_pct
     elif preempted:
         binding, source = "kv_cache", "preemptions while requests waited (the preempted column)"
-        hold = (in_use() >= 0.9 * np.median(in_use()[sat])) if has_use else run_ >= plateau * run_[sat].max()
+        hold = (in_use() >= 0.9 * np.median(in_use()[sat])) if has_use else _running_plateau(run_, sat, plateau)
     elif kv_recorded:
-        binding, hold = "token_budget", run_ >= plateau * run_[sat].max()
+        binding, hold = "token_budget", _running_plateau(run_, sat, plateau)
     elif has_use:
         use = in_use()
         binding = "kv_cache or token_budget (the run records neither its KV use nor its KV cache)"
         source = "the plateau of the KV use rebuilt from the requests' timestamps"
         hold = use >= 0.9 * np.median(use[sat])
     else:
-        binding, hold = "unknown (the run records no KV use)", run_ >= plateau * run_[sat].max()
+        binding, hold = "unknown (the run records no KV use)", _running_plateau(run_, sat, plateau)
     steady = sat & hold
     first = int(np.flatnonzero(steady)[0]) if steady.any() else len(t)
     ramp = sat & ~steady & (np.arange(len(t)) < first)
@@ -672,6 +702,19 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
                       + ("" if binding != "k_max" else f", running at max_num_seqs x DP = {k_total} in {int(steady.sum())}"))
     return {"binding": binding, "binding_source": source, "steady": st, "ramp": regime(ramp, "saturated tick before it"),
             "saturated_seconds": int(sat.sum()) * tick_s}
+
+
+def _running_plateau(running: np.ndarray, sat: np.ndarray, plateau: float) -> np.ndarray:
+    """The ticks where ``running`` is on its plateau: from the first saturated tick where it reaches ``plateau``
+    x its saturated maximum (the end of the ramp) on, the ticks at ``plateau`` x the median of ``running`` over
+    the saturated ticks from there.  The median, not the maximum: the cohort admitted together at the end of a
+    ramp can overshoot the level the limit holds (a token-budget run of fluidq's own engine peaked at 153 and held
+    123-147, and ``>= 95 % of the maximum`` kept 3 of its 34 saturated ticks)."""
+    idx = np.arange(running.size)
+    top = running[sat].max()
+    start = int(np.flatnonzero(sat & (running >= plateau * top))[0])
+    ref = float(np.median(running[sat & (idx >= start)]))
+    return (idx >= start) & (running >= plateau * ref)
 
 
 def mix_adjusted_capacity(timeseries: dict, index, *, mean_prompt_tokens: float, mean_output_tokens: float,

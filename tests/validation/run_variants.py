@@ -373,3 +373,50 @@ def _epoch_ticks(d):  # a recorder stamping ticks with the wall clock (epoch sec
 
 
 VARIANTS["epoch-ticks"] = _epoch_ticks
+
+
+def _first_token_before_queued(d):  # a record whose stamps are out of order (a negative TTFT)
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    for r in rows[10:20]:
+        r["first_token_ts"] = r["queued_ts"] - 5.0
+    write_requests(d, rows)
+    return d
+
+
+def _last_before_first(d):  # a negative decode time
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    rows[10]["last_token_ts"] = rows[10]["first_token_ts"] - 1.0
+    write_requests(d, rows)
+    return d
+
+
+def _negative_waiting(d):
+    d = copy_run(LLAMA_PRO, d)
+    h, rows = read_ts(d)
+    rows[5][h.index("waiting")] = "-3"
+    write_ts(d, h, rows)
+    return d
+
+
+def _ticks_out_of_order(d):  # two rows swapped: the window's seconds would be read elsewhere
+    d = copy_run(LLAMA_PRO, d)
+    h, rows = read_ts(d)
+    rows[5], rows[6] = rows[6], rows[5]
+    write_ts(d, h, rows)
+    return d
+
+
+def _one_output_token(d):  # every request answered with one token: no TPOT (measured 0 ms)
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    for r in rows:
+        r["output_toks"] = 1
+        r["last_token_ts"] = r["first_token_ts"]
+    write_requests(d, rows)
+    return d
+
+
+VARIANTS.update({"one-output-token": _one_output_token, "first-token-before-queued": _first_token_before_queued, "last-before-first": _last_before_first,
+                 "negative-waiting": _negative_waiting, "ticks-out-of-order": _ticks_out_of_order})

@@ -35,6 +35,13 @@ REFUSED = {
     "no-profile-meta": r"no profile_meta.yaml",
     "no-timeseries": r"no vllm_timeseries.csv or timeseries.csv",
     "no-memory": r"neither its KV cache .*num_gpu_blocks.* nor its GPU memory .*device_total_memory_bytes",
+    # stamps and ticks out of order, a negative count: refused naming the file, the line and the field (they were
+    # averaged in: a TTFT of -5 s, ticks read in the wrong order)
+    "first-token-before-queued": r"vllm_requests.jsonl, line 11: first_token_ts = .* is before scheduled_ts = .*"
+                                 r"queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts",
+    "last-before-first": r"vllm_requests.jsonl, line 11: last_token_ts = .* is before first_token_ts",
+    "negative-waiting": r"vllm_timeseries.csv, line 7: column 'waiting' = -3: expected a value >= 0",
+    "ticks-out-of-order": r"vllm_timeseries.csv, line 8: column 't' = 6 after 7: expected tick times that increase",
 }
 
 
@@ -153,6 +160,33 @@ def test_a_short_run_says_it_has_no_steady_state(tmp_path, capsys):
         assert rows[q]["status"] == "skip" and rows[q]["measured"] is None and "no steady state" in rows[q]["note"]
     assert rows["binding limit"]["status"] == "skip"
     json.loads((tmp_path / "v" / "validation.json").read_text())
+
+
+def test_one_token_outputs_leave_tpot_unscored_not_a_crash(tmp_path, capsys):
+    # every request with one output token: the measured TPOT is 0 ms, so it has no relative error; the report
+    # said "internal error: TypeError" formatting it, now the five TPOT rows are skipped saying why
+    folder = rv.make("one-output-token", tmp_path / "o")
+    rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
+    assert rc == 0, err
+    rows = {r["quantity"]: r for r in json.loads(out)["rows"]}
+    tpot = [r for q, r in rows.items() if q.startswith("TPOT")]
+    assert len(tpot) == 5 and all(r["status"] == "skip" and r["error_pct"] is None and r["measured"] == 0
+                                  and "no relative error" in r["note"] for r in tpot)
+    assert rows["TTFT Mean (replayed arrivals)"]["error_pct"] is not None
+
+
+def test_a_pipeline_parallel_run_says_its_latency_is_not_replayed(tmp_path, capsys):
+    # PP2 (the RTX PRO 6000 run relabelled: a shape test) is predicted as 2 virtual engines; the replay has no
+    # pipeline stages, and a row says so (the 15 latency rows were missing without a word in the JSON)
+    folder = rv.copy_run(rv.LLAMA_PRO, tmp_path / "pp2")
+    rv.edit_meta(folder, pipeline_parallel_size=2)
+    rc, out, err = run_cli(["validate", "--run", str(folder), "--out", str(tmp_path / "v"), "--json"], capsys)
+    assert rc == 0, err
+    rows = {r["quantity"]: r for r in json.loads(out)["rows"]}
+    assert "PP2" in rows["capacity (served tokens/s, steady state)"]["note"]
+    lat = rows["latency (replayed arrivals)"]
+    assert lat["status"] == "skip" and "pipeline_parallel_size = 2" in lat["note"]
+    assert not any(q.endswith("Mean (replayed arrivals)") for q in rows)
 
 
 # ------------------------------------------------------------------ a tensor-parallel run through the CLI

@@ -74,23 +74,36 @@ def profile_dir_engine(args):
     from .. import CliError
 
     given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
-                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--gpu", args.gpu),
-                            ("--model-config", args.model_config)) if v is not None]
+                            ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--gpu", args.gpu))
+             if v is not None]
     if given:
         raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
     check_profile_dir(args.profile_dir)
     try:
-        return deployment_engine(args.profile_dir, max_num_seqs=256 if args.k_max is None else args.k_max,
+        return deployment_engine(args.profile_dir, model=profiled_model(args),
+                                 max_num_seqs=256 if args.k_max is None else args.k_max,
                                  max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
                                  tensor_parallel_size=args.tensor_parallel_size, kv_capacity_tokens=args.kv_capacity,
                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
                                  block_size=args.block_size, link_bandwidth_gbps=args.link_bandwidth_gbps,
                                  link_latency_us=args.link_latency_us, all_reduce_csv=args.all_reduce_csv)
     except ParameterError as exc:  # the Python parameter, named as the flag that gave it
+        if exc.name == "model":  # a --model-config of another model than the profiled one
+            raise ParameterError("--model-config", args.model_config, exc.expected, exc.hint) from None
         if exc.name != "profile_dir":
             raise
         raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
                        + (f" ({exc.hint})" if exc.hint else "")) from None
+
+
+def profiled_model(args):
+    """The facts of ``--model-config`` (the profiled model's config.json), or None: found from the folder's
+    ``profile_meta.yaml`` in the shipped table."""
+    if getattr(args, "model_config", None) is None:
+        return None
+    from ...models import ModelFacts
+
+    return ModelFacts.from_config(args.model_config, option="--model-config")
 
 
 def profile_dir_capacity(args, workload):
@@ -117,8 +130,9 @@ def profile_dir_capacity(args, workload):
         lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
     from ._roofline_args import named_by_flag
 
-    with named_by_flag():  # (a cache no request fits: named --kv-capacity, the flag that set it)
+    with named_by_flag({"model": "--model-config"}):  # (a cache no request fits: named --kv-capacity, the flag that set it)
         return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                                  model=profiled_model(args),
                                   max_num_seqs=256 if args.k_max is None else args.k_max,
                                   max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
                                   tensor_parallel_size=args.tensor_parallel_size,

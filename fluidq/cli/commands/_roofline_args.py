@@ -66,7 +66,9 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
                         f"planner (an estimate{', or --kv-capacity' if kv_flag else ''}), --max-num-seqs 256 and "
                         "--max-num-batched-tokens 2048 unless given (vLLM's defaults)")
     r.add_argument("--model-config", default=None, metavar="JSON",
-                   help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME")
+                   help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME"
+                        + ("; with --profile-dir: the profiled model's config.json, when `fluidq models list` lacks it"
+                           if "--profile-dir" in p._option_string_actions else ""))
     if tp:
         r.add_argument("--tensor-parallel-size", type=int, default=1, help="with --gpu: GPUs per engine (default 1)")
         r.add_argument("--gpu-memory-utilization", type=float, default=0.9,
@@ -103,8 +105,10 @@ def check_model_option(args) -> None:
     from .. import CliError
 
     if args.gpu is None:
-        if args.model_config is not None:
-            raise CliError("--model-config is read only with --gpu (a deployment without profiles)")
+        if args.model_config is not None and getattr(args, "profile_dir", None) is None:
+            raise CliError("--model-config is read only with --gpu (a deployment without profiles)"
+                           + (" or --profile-dir (the profiled model's config.json)" if hasattr(args, "profile_dir")
+                              else ""))
         if args.model is not None and args.model not in FORMS:
             raise ParameterError("--model", args.model, f"a batch-time form ({', '.join(FORMS)}), or a model name "
                                  "together with --gpu NAME")

@@ -6,7 +6,7 @@ from .. import emit
 from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
                              roofline_engine,
                              sync_note)
-from ._profile_dir_args import add_link_args, check_profile_dir
+from ._profile_dir_args import add_link_args, check_profile_dir, profiled_model
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -204,6 +204,7 @@ def _deployment(args):
     check_profile_dir(args.profile_dir)
     try:
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
+                                 model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
                                  max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
                                  tensor_parallel_size=args.tensor_parallel_size,
@@ -217,6 +218,8 @@ def _deployment(args):
     except ParameterError as exc:  # the Python parameter, named as the flag that gave it
         if exc.name == "kv_capacity_tokens":  # (a cache no request fits, counted in whole blocks)
             raise ParameterError("--kv-capacity", exc.value, exc.expected, exc.hint) from None
+        if exc.name == "model":  # a --model-config of another model than the profiled one
+            raise ParameterError("--model-config", args.model_config, exc.expected, exc.hint) from None
         if exc.name != "profile_dir":
             raise
         raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"

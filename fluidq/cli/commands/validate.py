@@ -60,7 +60,10 @@ def run(args):
                                f"vllm_requests.jsonl, vllm_timeseries.csv); it has no "
                                f"{' or '.join(RUN_FILE_NAMES[kind])} (the run's {kind})") from None
         if args.model_config is not None:
+            from ...models import ModelFacts
+
             input_file("--model-config", args.model_config, what="config.json")
+            ModelFacts.from_config(args.model_config, option="--model-config")  # refused naming the flag, before --out
     elif args.model_config is not None:
         raise CliError("--model-config is read only with --run")
     out = output_folder("--out", args.out, marker=MARKER, what="validate")
