@@ -124,8 +124,8 @@ def _roofline(args):
     out = res.to_dict()
     # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine and
     # its stability region; that lambda* is a different model from the flow-balance formula above (for Llama-3.1-8B
-    # on an H100 at 100 + 100 tokens 174.3 against 172.6 req/s since 2026-12-06 -- 173.3 before the --gpu engine
-    # emitted its first token with the prefill, -10 % against the formula before), so the answer gives both rather
+    # on an H100 at 100 + 100 tokens 172.7 against 171.0 req/s since the calibration on ten profiles, 2026-12-06;
+    # 173.3 before the --gpu engine emitted its first token with the prefill, -10 % against the formula before), so the answer gives both rather
     # than leave two commands disagreeing
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"])
