@@ -220,6 +220,12 @@ def _batch_constants_ms(model: str, c: float, a: float) -> None:
                              SECONDS_WHY)
 
 
+#: what ``--trace`` reads (every command's help says the same; docs/reference/descriptions.md, "Trace files")
+TRACE_FILE_HELP = ("a trace file: CSV with header arrival_s,prompt_tokens,output_tokens (seconds >= 0, whole tokens "
+                   ">= 1, rows in time order), Azure's CSV (TIMESTAMP,ContextTokens,GeneratedTokens; TIMESTAMP an "
+                   "ISO date or seconds) or Mooncake JSONL (timestamp ms, input_length, output_length), gzipped or not,")
+
+
 def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False, rate: bool = True,
                       trace_help: str | None = None) -> None:
     """Workload options; ``rate=False`` when the command sets the arrival rates itself (``--rate`` is then
@@ -235,8 +241,8 @@ def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False
                    help="output tokens per request (mean; default 100; vLLM's --output-len)")
     g.add_argument("--geometric", action="store_true", help="geometric lengths with the given means "
                    "(default: deterministic)")
-    g.add_argument("--trace", default=None, help=trace_help or "a trace file (Azure CSV / Mooncake JSONL) or "
-                   "'azure-conv' / 'azure-code'; lengths and arrival pattern from it")
+    g.add_argument("--trace", default=None, help=trace_help or f"{TRACE_FILE_HELP} or 'azure-conv' / "
+                   "'azure-code'; lengths and arrival pattern from it")
 
 
 def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
