@@ -580,14 +580,10 @@ def lss_profile_rows(path, text: str, cols, *, text_cols=(), times=("time_us",))
     Each returned row maps every column of ``cols`` to its float."""
     rows = _rows_from_text(text, path)
     _need(rows, tuple(text_cols) + tuple(cols), path)
-    out = []
-    for r in rows:
-        v = _Row(r)
-        v.line = r.line
+    for r in rows:  # (each row is this call's own dict: its cells are replaced by their numbers)
         for c in cols:
-            v[c] = _time(r, c, path) if c in times else _count(r, c, path, what="a token or sequence count")
-        out.append(v)
-    return out
+            r[c] = _time(r, c, path) if c in times else _count(r, c, path, what="a token or sequence count")
+    return rows
 
 
 def _simple_yaml(path: Path) -> dict:
