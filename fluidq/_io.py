@@ -20,6 +20,7 @@ or the new one, never a half-written one.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -232,7 +233,7 @@ def open_gzip_text(option: str, path, *, what: str = "file"):
     return io.StringIO(read_text(option, path, what=what))
 
 
-__all__ = ["MAX_INPUT_BYTES", "MAX_TOML_DEPTH", "atomic_write", "check_target", "write_output", "gunzip_bytes", "input_file", "json_loads", "toml_loads", "read_bytes",
+__all__ = ["MAX_INPUT_BYTES", "MAX_TOML_DEPTH", "atomic_write", "check_target", "staged_folder", "write_output", "gunzip_bytes", "input_file", "json_loads", "toml_loads", "read_bytes",
            "read_text", "open_gzip_text"]
 
 # ------------------------------------------------------------------ output files (report, validation, figures)
@@ -284,3 +285,69 @@ def open_text(path):
     elif not os.path.lexists(path):
         raise FileNotFoundError(f"{path} (nor {gz.name}) does not exist")
     return io.StringIO(read_text("run file", target, what="run file"))
+
+
+# ------------------------------------------------------------------ output folders (report, validate)
+# A command that fills a folder with several files (``fluidq report``, ``fluidq validate --out``) writes
+# them all into a temporary folder first and moves them in only once every file is written: a Ctrl-C or
+# an error part way leaves the folder's earlier files as they were, all from one run.
+
+@contextlib.contextmanager
+def staged_folder(out, *, what: str = "file"):
+    """Yield a temporary folder on ``out``'s file system; on a clean exit move its files into ``out``.
+
+    The temporary folder is a hidden one beside ``out`` (``.NAME.partial-XXXX`` in the same parent; inside
+    ``out`` when the parent is not writable or is another file system).  When the ``with`` block ends
+    normally every regular file in it replaces the file of the same name in ``out`` by ``os.replace``
+    (a symlink there is replaced, never followed; a folder, FIFO or device there is refused, before
+    anything is moved, with a ``DataError``); report files (``.md``, ``.html``, ``.json``) are moved
+    last.  SIGINT and SIGTERM are held back while the files are moved (a handful of renames), so a
+    Ctrl-C lands before the move -- the folder keeps its old files, all of them -- or after it.
+    When the block raises (an error, ``KeyboardInterrupt``) nothing in ``out`` is touched.  The
+    temporary folder is removed either way; only a hard kill (``kill -9``, power loss) can leave it
+    behind, and then ``out`` holds either all old or all new files except in the milliseconds of
+    the move.  Files of ``out`` that the run does not write are left alone.
+    """
+    import shutil
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    stage = None
+    parent = out.resolve().parent
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=f".{out.resolve().name[:40]}.partial-", dir=parent))
+        if os.stat(stage).st_dev != os.stat(out).st_dev:  # a mount point: a rename would not cross it
+            os.rmdir(stage)
+            stage = None
+    except OSError:
+        stage = None
+    if stage is None:
+        stage = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    try:
+        yield stage
+        names = sorted((p.name for p in stage.iterdir() if p.is_file() and not p.is_symlink()),
+                       key=lambda n: (n.endswith((".md", ".html", ".json")), n))
+        for n in names:
+            check_target(out / n, what=what)
+        _move_quietly(stage, out, names, what)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _move_quietly(stage: Path, out: Path, names, what: str) -> None:
+    """``os.replace`` each of ``names`` from ``stage`` into ``out`` with SIGINT/SIGTERM held back."""
+    import signal
+    import threading
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held) if block else None
+    try:
+        for n in names:
+            try:
+                os.replace(stage / n, out / n)
+            except OSError as exc:
+                raise DataError(f"{what} {_shown(out / n)}: cannot write it ({_os_reason(exc)})") from None
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)

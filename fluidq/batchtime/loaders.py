@@ -261,11 +261,23 @@ def _path(name: str, path) -> Path:
     return p
 
 
-def _read_csv(path: Path) -> list[dict]:
-    text = read_text("profile", path, what="CSV file")
+class _Row(dict):
+    """One row of a profile CSV (a ``dict`` of its cells) that knows its ``line`` in the file, so that a
+    bad cell is reported by line."""
+
+    __slots__ = ("line",)
+
+
+def _rows_from_text(text: str, path) -> list[dict]:
+    """The data rows of a CSV text as :class:`_Row` dicts (blank rows and repeated header rows skipped)."""
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = [r for r in reader if r and any(v not in (None, "") for v in r.values())]
+        rows = []
+        for r in reader:
+            if r and any(v not in (None, "") for v in r.values()):
+                row = _Row(r)
+                row.line = reader.line_num
+                rows.append(row)
         header = reader.fieldnames
     except csv.Error as exc:
         raise DataError(f"{path}: not a CSV file ({exc})") from None
@@ -276,6 +288,10 @@ def _read_csv(path: Path) -> list[dict]:
     # a header line repeated inside the file (concatenated profiles) is skipped
     first = header[0]
     return [r for r in rows if r.get(first) != first]
+
+
+def _read_csv(path: Path) -> list[dict]:
+    return _rows_from_text(read_text("profile", path, what="CSV file"), path)
 
 
 def _text_or_none(path: Path) -> str | None:
@@ -293,19 +309,46 @@ def _need(rows: list[dict], cols, path: Path) -> None:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}")
 
 
-def _num(row: dict, col: str, path: Path, *, allow_empty: bool = False) -> float:
+def _where(row: dict, col: str, path) -> str:
+    """``path, line N: column 'c' (operator 'x')`` for a cell of ``row``."""
+    line = getattr(row, "line", None)
+    op = row.get("layer")
+    return (f"{path}" + (f", line {line}" if line else "") + f": column {col!r}"
+            + (f" (operator {op!r})" if isinstance(op, str) and op and col != "layer" else ""))
+
+
+def _num(row: dict, col: str, path: Path, *, allow_empty: bool = False, minimum: float | None = None,
+         expected: str = "a finite number") -> float:
+    """The number in ``row[col]``; a missing, non-numeric, non-finite or (with ``minimum``) too small value is a
+    ``DataError`` naming the file, the line, the column (and the operator) and ``expected``."""
     v = row.get(col)
-    if v in (None, ""):
+    if v is None or (isinstance(v, str) and not v.strip()):
         if allow_empty:
             return math.nan
-        raise DataError(f"{path}: empty value in column {col!r}")
+        raise DataError(f"{_where(row, col, path)} is empty; expected {expected}")
     try:
         x = float(v)
-    except ValueError as exc:
-        raise DataError(f"{path}: column {col!r} has a non-number {v!r}") from exc
+    except (TypeError, ValueError):
+        raise DataError(f"{_where(row, col, path)} has {v!r}, not a number; expected {expected}") from None
     if not math.isfinite(x):
-        raise DataError(f"{path}: column {col!r} has a non-finite value {v!r}")
+        raise DataError(f"{_where(row, col, path)} has {v!r}, not a finite number; expected {expected}")
+    if minimum is not None and x < minimum:
+        raise DataError(f"{_where(row, col, path)} has {v!r}; expected {expected}")
     return x
+
+
+#: what a profiled time must be (a negative one would make an iteration cheaper than nothing)
+TIME_EXPECTED = "a measured time >= 0"
+
+
+def _time(row: dict, col: str, path, *, unit: str = "microseconds", allow_empty: bool = False) -> float:
+    """A measured time: a finite number >= 0 (negative or NaN times are refused, never summed)."""
+    return _num(row, col, path, minimum=0.0, allow_empty=allow_empty, expected=f"{TIME_EXPECTED} ({unit})")
+
+
+def _count(row: dict, col: str, path, *, what: str = "a count") -> float:
+    """A token, sequence or worker count: a finite number >= 0."""
+    return _num(row, col, path, minimum=0.0, expected=f"{what} >= 0")
 
 
 def _find_up(start: Path, name: str, levels: int = 5) -> Path | None:
@@ -409,11 +452,11 @@ def load_vidur(mlp_path, *, tp: int = 1, n_layers: int | None = None, attention_
                                  "fluidq knows; pass n_layers")
         n_layers = known_layers
     n_layers = integer("n_layers", n_layers, minimum=1)
-    tok = np.array([_num(r, "num_tokens", p) for r in sel])
+    tok = np.array([_count(r, "num_tokens", p, what="a token count") for r in sel])
     per_layer_ms = np.zeros(tok.size)
     for op, mult in _VIDUR_PER_LAYER:
-        per_layer_ms += mult * np.array([_num(r, f"time_stats.{op}.{statistic}", p) for r in sel])
-    emb_ms = np.array([_num(r, f"time_stats.emb.{statistic}", p) for r in sel])
+        per_layer_ms += mult * np.array([_time(r, f"time_stats.{op}.{statistic}", p, unit="ms") for r in sel])
+    emb_ms = np.array([_time(r, f"time_stats.emb.{statistic}", p, unit="ms") for r in sel])
     tok_u, per_u = _average_repeats(tok, per_layer_ms)
     _, emb_u = _average_repeats(tok, emb_ms)
     lin_s = (emb_u + n_layers * per_u) / 1e3
@@ -444,8 +487,9 @@ def load_vidur(mlp_path, *, tp: int = 1, n_layers: int | None = None, attention_
             per = _interp(tok_u, per_u, b, what="linear-operator time", path=p)
             return (emb + n_layers * per) / 1e3
 
-        pre = [(_num(r, "prefill_chunk_size", ap), _num(r, stat_cols["prefill"], ap)) for r in arows
-               if r["is_prefill"].strip().lower() == "true" and _num(r, "kv_cache_size", ap) == 0]
+        pre = [(_count(r, "prefill_chunk_size", ap, what="a token count"), _time(r, stat_cols["prefill"], ap, unit="ms"))
+               for r in arows if r["is_prefill"].strip().lower() == "true"
+               and _count(r, "kv_cache_size", ap, what="a token count") == 0]
         if pre:
             b, ms = _average_repeats(*np.array(pre).T)
             keep = b <= tok_u[-1]
@@ -454,7 +498,8 @@ def load_vidur(mlp_path, *, tp: int = 1, n_layers: int | None = None, attention_
             seconds.append(lin_at(b) + n_layers * ms / 1e3)
             kv.append(np.zeros(b.size))
             phase.append(np.full(b.size, "prefill", dtype=object))
-        dec = [(_num(r, "batch_size", ap), _num(r, "kv_cache_size", ap), _num(r, stat_cols["decode"], ap))
+        dec = [(_count(r, "batch_size", ap, what="a batch size"), _count(r, "kv_cache_size", ap, what="a token count"),
+                _time(r, stat_cols["decode"], ap, unit="ms"))
                for r in arows if r["is_prefill"].strip().lower() != "true"]
         if dec:
             d = np.array(dec)
@@ -511,6 +556,34 @@ def lss_operator_counts(names, path, *, moe: bool = False) -> tuple[tuple, tuple
     per_layer = tuple((op, m) for op, m in _LSS_PER_LAYER if op in need or op in names) + tuple(
         (op, m) for op, m in _LSS_OPTIONAL_PER_LAYER if op in names)
     return per_layer, tuple(_LSS_ONCE)
+
+
+#: the operators of an LLMServingSim per-sequence profile (run once per emitting sequence)
+LSS_PER_SEQUENCE = ("lm_head", "sampler")
+
+
+def lss_per_sequence_check(names, path) -> None:
+    """Refuse a per-sequence profile without one of :data:`LSS_PER_SEQUENCE` (a ``DataError`` naming the file
+    and the operator): without the LM head every emitting sequence would cost nothing."""
+    missing = [op for op in LSS_PER_SEQUENCE if op not in set(names)]
+    if missing:
+        raise DataError(f"{path}: no rows for operator(s) {', '.join(map(repr, missing))} in column 'layer'; "
+                        f"expected rows for {', '.join(LSS_PER_SEQUENCE)} (LLMServingSim's per-sequence profile: "
+                        "the LM head and the sampler, timed per number of sequences)")
+
+
+def lss_profile_rows(path, text: str, cols, *, text_cols=(), times=("time_us",)) -> list[dict]:
+    """The rows of an LLMServingSim profile table (``text`` read from ``path``), each of ``cols`` checked:
+    the ``times`` columns a finite time >= 0 in microseconds, the others a finite count >= 0; the ``text_cols``
+    (``layer``) must be there and stay text (a missing column, a non-number,
+    a negative or NaN time is a ``DataError`` naming the file, the line, the column and the operator).
+    Each returned row maps every column of ``cols`` to its float."""
+    rows = _rows_from_text(text, path)
+    _need(rows, tuple(text_cols) + tuple(cols), path)
+    for r in rows:  # (each row is this call's own dict: its cells are replaced by their numbers)
+        for c in cols:
+            r[c] = _time(r, c, path) if c in times else _count(r, c, path, what="a token or sequence count")
+    return rows
 
 
 def _simple_yaml(path: Path) -> dict:
@@ -590,7 +663,8 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     _need(dense, ["layer", "tokens", "time_us"], files["dense"])
     ops = {}
     for r in dense:
-        ops.setdefault(r["layer"], []).append((_num(r, "tokens", files["dense"]), _num(r, "time_us", files["dense"])))
+        ops.setdefault(r["layer"], []).append((_count(r, "tokens", files["dense"], what="a token count"),
+                                               _time(r, "time_us", files["dense"])))
     per_layer, once_ops = lss_operator_counts(ops, files["dense"])
     need = list(once_ops) + [op for op, _ in per_layer]
     grids = {op: _average_repeats(*np.array(v).T) for op, v in ops.items()}
@@ -609,10 +683,9 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     _need(per, ["layer", "sequences", "time_us"], files["per_sequence"])
     pops = {}
     for r in per:
-        pops.setdefault(r["layer"], []).append((_num(r, "sequences", files["per_sequence"]),
-                                                _num(r, "time_us", files["per_sequence"])))
-    if not pops:
-        raise DataError(f"{files['per_sequence']}: no rows")
+        pops.setdefault(r["layer"], []).append((_count(r, "sequences", files["per_sequence"], what="a sequence count"),
+                                                _time(r, "time_us", files["per_sequence"])))
+    lss_per_sequence_check(pops, files["per_sequence"])
     pgrids = {op: _average_repeats(*np.array(v).T) for op, v in pops.items()}
     notes = ["LM head and sampler per emitting sequence from the per-sequence profile"]
 
@@ -630,7 +703,8 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     att = _read_csv(files["attention"])
     cols = ["prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"]
     _need(att, cols, files["attention"])
-    a = np.array([[_num(r, c, files["attention"]) for c in cols] for r in att])
+    a = np.array([[_time(r, c, files["attention"]) if c == "time_us" else
+                   _count(r, c, files["attention"], what="a token or sequence count") for c in cols] for r in att])
     pc, kvp, nd, kvd, us = a.T
     keep = (pc + nd >= 1) & ~((nd > 0) & (kvd <= 0)) & ~((nd == 0) & (kvd > 0))
     if not include_prefill_context:

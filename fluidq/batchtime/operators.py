@@ -580,6 +580,19 @@ def _read_csv(path: Path) -> list[dict]:
     return rows
 
 
+def _profile_rows(path: Path, cols, *, text_cols=()) -> list[dict]:
+    """The rows of a profile table (``path`` or ``path.gz``): ``text_cols`` required, ``cols`` checked numbers
+    (:func:`fluidq.batchtime.loaders.lss_profile_rows`: a bad cell is a ``DataError`` naming the file, the
+    line, the column and the operator; a negative or NaN time is refused)."""
+    from .loaders import lss_profile_rows
+
+    with open_text(path) as f:
+        text = f.read()
+    gz = Path(str(path) + ".gz")
+    shown = gz if not Path(path).is_file() and gz.is_file() else path
+    return lss_profile_rows(shown, text, cols, text_cols=text_cols)
+
+
 _COMM_WHAT = ("a communication model: a Link (bandwidth and latency, e.g. Link.from_peer_sim_config of "
               "LLMServingSim's peer_sim_config.json link_bw/link_latency) or a measured all-reduce table "
               "(MeasuredAllReduce.from_vidur_csv of Vidur's all_reduce*.csv)")
@@ -626,11 +639,8 @@ def _tp_comm(comm, tp, hidden, nbytes):
 def _moe_model(path: Path, *, experts: int, top_k: int, ep: int, dp: int, hidden: int, nbytes: int, comm):
     """Per-MoE-layer microseconds (expert work + dispatch/combine) for ``b`` tokens of one replica
     (see the module docstring: ``T = dp b`` tokens, ``E/ep`` local experts)."""
-    rows = _read_csv(path)
-    for c in ("tokens", "activated_experts", "time_us"):
-        if c not in rows[0]:
-            raise DataError(f"{path}: missing column {c!r} (expected tokens, activated_experts, time_us)")
-    M = np.array([[float(r["tokens"]), float(r["activated_experts"]), float(r["time_us"])] for r in rows])
+    cols = ("tokens", "activated_experts", "time_us")
+    M = np.array([[r[c] for c in cols] for r in _profile_rows(path, cols)])
     grid = _Grid(M[:, :2], M[:, 2], ("tokens", "activated_experts"))
     if experts % ep:
         raise ParameterError("expert_parallel_size", ep, f"a divisor of the model's {experts} experts")
@@ -723,10 +733,12 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
                              f"{moe_path.name} is a MoE expert profile")
     if not is_moe and ep > 1:
         raise ParameterError("expert_parallel_size", ep, "1 for a dense model (no profile_tp*_moe.csv)")
-    dense = _read_csv(folder / f"profile_tp{tp}_dense.csv")
+    from .loaders import lss_per_sequence_check
+
+    dense = _profile_rows(folder / f"profile_tp{tp}_dense.csv", ("tokens", "time_us"), text_cols=("layer",))
     ops: dict[str, list] = {}
     for r in dense:
-        ops.setdefault(r["layer"], []).append((float(r["tokens"]), float(r["time_us"])))
+        ops.setdefault(r["layer"], []).append((r["tokens"], r["time_us"]))
     tabs = {}
     for k, v in ops.items():
         v = sorted(v)
@@ -739,16 +751,18 @@ def lss_iteration_model(folder, *, n_layers: int, tp: int = 1, overhead_us: floa
     xs = tabs["qkv_proj"][0]
     lin = sum(m * _interp1(xs, *tabs[k]) for k, m in per_layer)
     once = sum(_interp1(xs, *tabs[k]) for k in once_ops)
-    seq_rows = _read_csv(folder / f"profile_tp{tp}_per_sequence.csv")
+    seq_path = folder / f"profile_tp{tp}_per_sequence.csv"
+    seq_rows = _profile_rows(seq_path, ("sequences", "time_us"), text_cols=("layer",))
     seq: dict[str, list] = {}
     for r in seq_rows:
-        seq.setdefault(r["layer"], []).append((float(r["sequences"]), float(r["time_us"])))
+        seq.setdefault(r["layer"], []).append((r["sequences"], r["time_us"]))
+    lss_per_sequence_check(seq, seq_path)
     sx = np.array(sorted(x for x, _ in seq["lm_head"]))
     sy = sum(_interp1(sx, *map(np.array, zip(*sorted(v)))) for v in seq.values())
 
-    att = _read_csv(folder / f"profile_tp{tp}_attention.csv")
-    A = np.array([[float(r["prefill_chunk"]), float(r["kv_prefill"]), float(r["n_decode"]), float(r["kv_decode"]),
-                   float(r["time_us"])] for r in att])
+    att_cols = ("prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us")
+    att = _profile_rows(folder / f"profile_tp{tp}_attention.csv", att_cols)
+    A = np.array([[r[c] for c in att_cols] for r in att])
     # keep the regular (power-of-two) grid; extra "skew" points would make the grid ragged
     def regular(v):
         return (v == 0) | (np.log2(np.maximum(v, 1)) % 1 == 0)
@@ -818,6 +832,35 @@ _VIDUR_LAYER_OPS = ("input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_
 _VIDUR_ATTN_EXTRA = ("attn_input_reshape", "attn_output_reshape", "attn_kv_cache_save")
 
 
+def _vidur_rows(path: Path, need) -> list[dict]:
+    """The rows of a Vidur profile CSV, with the columns ``need`` present (a ``DataError`` naming them)."""
+    from .loaders import _need, _rows_from_text
+
+    with open_text(path) as f:
+        rows = _rows_from_text(f.read(), path)
+    _need(rows, need, path)
+    return rows
+
+
+def _vidur_cell(r, col, path, what) -> float:
+    """A count of a Vidur profile row (tokens, batch size, width, TP size): a finite number >= 0, or a
+    ``DataError`` naming the file, the line and the column."""
+    from .loaders import _count
+
+    return _count(r, col, path, what=what)
+
+
+def _vidur_ms(r, col, path) -> float:
+    """A time of a Vidur profile row, ms: an empty cell is 0 (Vidur leaves an operator a kernel did not run
+    empty); anything else must be a finite number >= 0 (a negative or NaN time is refused, never summed)."""
+    from .loaders import _time
+
+    v = r.get(col)
+    if v is None or not str(v).strip():
+        return 0.0
+    return _time(r, col, path, unit="ms")
+
+
 def _vidur_ops(columns, path, known) -> list:
     """The operators of a Vidur profile (``time_stats.<op>.median`` columns); one fluidq does not know is a
     :class:`~fluidq.errors.DataError` naming it (issue 16: no operator is dropped silently)."""
@@ -853,19 +896,21 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
     launch = float(collective_launch_us)
     if not (0.0 <= launch < 1e6):
         raise ParameterError("collective_launch_us", collective_launch_us, "microseconds >= 0")
-    rows = [r for r in _read_csv(Path(mlp_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
+    mlp_csv = Path(mlp_csv)
+    rows = [r for r in _vidur_rows(mlp_csv, ("num_tensor_parallel_workers", "num_tokens", "n_embd"))
+            if _vidur_cell(r, "num_tensor_parallel_workers", mlp_csv, "a tensor-parallel size") == int(tp)]
     if not rows:
         raise DataError(f"{mlp_csv}: no rows for tensor-parallel size {tp}")
     _vidur_ops(rows[0].keys(), mlp_csv, set(_VIDUR_LAYER_OPS) | {"emb"})
-    rows.sort(key=lambda r: float(r["num_tokens"]))
-    xs = np.array([float(r["num_tokens"]) for r in rows])
+    rows.sort(key=lambda r: _vidur_cell(r, "num_tokens", mlp_csv, "a token count"))
+    xs = np.array([_vidur_cell(r, "num_tokens", mlp_csv, "a token count") for r in rows])
     lin = np.zeros(len(rows))
     for op in _VIDUR_LAYER_OPS:
         col = f"time_stats.{op}.median"
         if col in rows[0]:
-            lin += np.array([float(r[col] or 0.0) for r in rows]) * 1e3
-    emb = np.array([float(rows[i].get("time_stats.emb.median") or 0.0) for i in range(len(rows))]) * 1e3
-    n_embd = int(float(rows[0]["n_embd"]))
+            lin += np.array([_vidur_ms(r, col, mlp_csv) for r in rows]) * 1e3
+    emb = np.array([_vidur_ms(r, "time_stats.emb.median", mlp_csv) for r in rows]) * 1e3
+    n_embd = int(_vidur_cell(rows[0], "n_embd", mlp_csv, "the model width"))
     comm_layer = None
     comm_note = ""
     if tp > 1:
@@ -880,21 +925,30 @@ def vidur_iteration_model(mlp_csv, attention_csv, *, n_layers: int, tp: int = 1,
             comm_layer.per_b = comm_layer  # (exact vectorised, as _tp_comm's)
         comm_note = f"; 2 all-reduces per layer of b x {n_embd} x {int(dtype_bytes)} bytes ({comm.describe()})"
 
-    att = [r for r in _read_csv(Path(attention_csv)) if int(r["num_tensor_parallel_workers"]) == int(tp)]
+    attention_csv = Path(attention_csv)
+    att = [r for r in _vidur_rows(attention_csv, ("num_tensor_parallel_workers", "is_prefill", "batch_size",
+                                                  "prefill_chunk_size", "kv_cache_size"))
+           if _vidur_cell(r, "num_tensor_parallel_workers", attention_csv, "a tensor-parallel size") == int(tp)]
     if not att:
         raise DataError(f"{attention_csv}: no rows for tensor-parallel size {tp}")
     extra = [op for op in _vidur_ops(att[0].keys(), attention_csv, {"attn_decode", "attn_prefill",
                                                                     *_VIDUR_ATTN_EXTRA}) if op in _VIDUR_ATTN_EXTRA]
 
     def extra_ms(r):  # the reshapes and the KV write measured with this row's kernel (empty cells are 0)
-        return sum(float(r.get(f"time_stats.{op}.median") or 0.0) for op in extra)
+        return sum(_vidur_ms(r, f"time_stats.{op}.median", attention_csv) for op in extra)
 
-    dec = np.array([[float(r["batch_size"]), float(r["kv_cache_size"]), float(r["time_stats.attn_decode.median"]),
-                     extra_ms(r)]
+    A = attention_csv
+    dec = np.array([[_vidur_cell(r, "batch_size", A, "a batch size"), _vidur_cell(r, "kv_cache_size", A, "a token count"),
+                     _vidur_ms(r, "time_stats.attn_decode.median", A), extra_ms(r)]
                     for r in att if r["is_prefill"] == "False" and r.get("time_stats.attn_decode.median")])
-    pre = np.array([[float(r["prefill_chunk_size"]), float(r["kv_cache_size"]),
-                     float(r["time_stats.attn_prefill.median"]), extra_ms(r)]
+    pre = np.array([[_vidur_cell(r, "prefill_chunk_size", A, "a token count"),
+                     _vidur_cell(r, "kv_cache_size", A, "a token count"),
+                     _vidur_ms(r, "time_stats.attn_prefill.median", A), extra_ms(r)]
                     for r in att if r["is_prefill"] == "True" and r.get("time_stats.attn_prefill.median")])
+    for arr, kind in ((dec, "decode (is_prefill False)"), (pre, "prefill (is_prefill True)")):
+        if len(arr) == 0:
+            raise DataError(f"{A}: no {kind} rows with a time_stats.attn_{kind.split()[0]}.median time for "
+                            f"tensor-parallel size {tp}; expected Vidur's attention profile (both kinds)")
     g_dec = _Grid(dec[:, :2], dec[:, 2] * 1e3, ("batch_size", "kv_cache_size"))
     g_pre = _Grid(pre[:, :2], (pre[:, 2] + pre[:, 3]) * 1e3, ("prefill_chunk_size", "kv_cache_size"))
     # Vidur's decode batching overhead scales the decode kernel alone, not the reshapes around it

@@ -100,7 +100,7 @@ def engine_from_args(args) -> Engine:
         from .commands.fit import fit_csv
 
         unread: list = []
-        res = fit_csv(fit, "--fit", unread=unread)
+        res = fit_csv(fit, "--fit", unread=unread, command=getattr(args, "command", None))
         args._fit_result, args._fit_unread = res, unread
         return Engine(batch_time=res.model, b_max=args.b_max, k_max=args.k_max, name="fitted")
     if any(v is not None for v in consts):
@@ -220,6 +220,12 @@ def _batch_constants_ms(model: str, c: float, a: float) -> None:
                              SECONDS_WHY)
 
 
+#: what ``--trace`` reads (every command's help says the same; docs/reference/descriptions.md, "Trace files")
+TRACE_FILE_HELP = ("a trace file: CSV with header arrival_s,prompt_tokens,output_tokens (seconds >= 0, whole tokens "
+                   ">= 1, rows in time order), Azure's CSV (TIMESTAMP,ContextTokens,GeneratedTokens; TIMESTAMP an "
+                   "ISO date or seconds) or Mooncake JSONL (timestamp ms, input_length, output_length), gzipped or not,")
+
+
 def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False, rate: bool = True,
                       trace_help: str | None = None) -> None:
     """Workload options; ``rate=False`` when the command sets the arrival rates itself (``--rate`` is then
@@ -235,8 +241,8 @@ def add_workload_args(p: argparse.ArgumentParser, *, rate_required: bool = False
                    help="output tokens per request (mean; default 100; vLLM's --output-len)")
     g.add_argument("--geometric", action="store_true", help="geometric lengths with the given means "
                    "(default: deterministic)")
-    g.add_argument("--trace", default=None, help=trace_help or "a trace file (Azure CSV / Mooncake JSONL) or "
-                   "'azure-conv' / 'azure-code'; lengths and arrival pattern from it")
+    g.add_argument("--trace", default=None, help=trace_help or f"{TRACE_FILE_HELP} or 'azure-conv' / "
+                   "'azure-code'; lengths and arrival pattern from it")
 
 
 def workload_from_args(args, *, default_rate: float | None = None) -> Workload:
@@ -619,17 +625,23 @@ def comma_list(option: str, text: str, what: str = "names") -> list[str]:
     return items
 
 
-def check_kv_fits(engine: Engine, workload: Workload) -> None:
-    """Refuse a ``--kv-capacity`` smaller than the smallest request of ``workload`` (none could run)."""
+def check_kv_fits(engine: Engine, workload: Workload, args=None) -> None:
+    """Refuse a ``--kv-capacity`` smaller than the smallest request of ``workload`` (none could run).  With
+    ``args`` whose KV cache is vLLM's memory planner's estimate (no ``--kv-capacity`` given), the error
+    says it is the estimate and from what (:func:`~fluidq.cli.commands._roofline_args.estimate_error`)."""
     if engine.kv_capacity_tokens is None:
         return
     from ..capacity import min_footprint_tokens
 
     small = min_footprint_tokens(workload)
     if small is not None and small > engine.kv_capacity_tokens:
-        raise ParameterError("--kv-capacity", engine.kv_capacity_tokens,
-                             f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
-                             "prompt + output, at its end)")
+        expected = (f"at least {small} tokens: no request fits (the smallest holds {small} KV tokens, "
+                    "prompt + output, at its end)")
+        if args is not None:
+            from .commands._roofline_args import estimate_error
+
+            estimate_error(args, engine.kv_capacity_tokens, expected)
+        raise ParameterError("--kv-capacity", engine.kv_capacity_tokens, expected)
 
 
 def shared_reasons(reasons, *, min_chars: int = 80):

@@ -19,7 +19,7 @@ from pathlib import Path
 from .._version import __version__
 from ..engine import Engine
 from ..workload import Workload
-from .._io import write_output
+from .._io import staged_folder, write_output
 
 __all__ = ["ReportContext", "Section", "build_report", "default_inputs"]
 
@@ -152,11 +152,17 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
     """Write the report; return ``{"markdown": path, "html": path, "figures": [...], "sections": [...]}``.
 
     An existing folder is reused: the report files themselves (``report.md``, ``report.html``, the
-    PNGs) are replaced, other files are left alone.  Every file is written by a temporary file in the
-    folder and a rename: a symlink planted at one of those names is replaced by the new file and the
-    file it points to is never written; a folder, FIFO or device at one of them is refused
-    (``DataError``).  ``fluidq report`` also refuses an ``--out`` that is a symlink or a folder it did
-    not write.
+    PNGs) are replaced, other files are left alone.  What survives an interruption: every section
+    renders into a temporary folder beside ``out_dir`` (same file system; see
+    :func:`fluidq._io.staged_folder`), and the files are moved into ``out_dir`` only once the whole
+    report -- figures, Markdown and HTML -- is written.  A Ctrl-C or an error before that leaves
+    ``out_dir`` exactly as it was (an earlier report stays whole: its text and its figures still belong
+    together) and removes the temporary folder; the move itself is a few renames during which
+    SIGINT/SIGTERM are held back.  Only a hard kill (``kill -9``) can leave a hidden
+    ``.NAME.partial-XXXX`` folder beside ``out_dir``.  Each file is moved by a rename: a symlink
+    planted at one of those names is replaced by the new file and the file it points to is never
+    written; a folder, FIFO or device at one of them is refused (``DataError``) before any file is
+    moved.  ``fluidq report`` also refuses an ``--out`` that is a symlink or a folder it did not write.
     """
     if engine is None or workload is None:
         e0, w0, p0 = default_inputs()
@@ -164,7 +170,16 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
         workload = workload or w0
         profile_name = profile_name or p0
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with staged_folder(out, what="report file") as stage:
+        res = _render(stage, engine, workload, quick=quick, profile_name=profile_name, progress=progress)
+    # the files now lie in ``out``: say where
+    figs = [str(out / Path(f).name) for f in res["figures"]]
+    return {"markdown": str(out / "report.md"), "html": str(out / "report.html"), "figures": figs,
+            "sections": res["sections"]}
+
+
+def _render(out: Path, engine, workload, *, quick, profile_name, progress) -> dict:
+    """Every section, the Markdown and the HTML, written into ``out`` (the temporary folder)."""
     ctx = ReportContext(engine=engine, workload=workload, out_dir=out, quick=quick, profile_name=profile_name)
     t0 = time.time()
     parts = []

@@ -200,9 +200,14 @@ def _watch_parent(every_s: float = 0.5) -> None:
     the parent id ends them within ``every_s`` (the store keeps every finished chunk: see
     :mod:`fluidq.sweep.store`).  The parent is read here, in the worker: under ``fork`` and ``spawn`` it is
     the sweep, under ``forkserver`` (Python 3.14's default on Linux) the fork server, which exits with the
-    sweep -- the sweep's own id, passed in, killed every ``forkserver`` worker at once."""
+    sweep -- the sweep's own id, passed in, killed every ``forkserver`` worker at once.
+
+    A worker ignores SIGINT: a Ctrl-C at a terminal reaches the whole process group, and the sweep (the
+    parent) answers it by terminating its workers; a worker of its own would print a traceback each."""
+    import signal
     import threading
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     parent = os.getppid()
 
     def watch():

@@ -16,6 +16,8 @@ to the package (a source checkout); it is not part of an installed wheel.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -151,7 +153,9 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
     Parameters
     ----------
     out_dir : path, optional
-        Folder for ``validation.md``, ``validation.json`` and the PNGs.
+        Folder for ``validation.md``, ``validation.json`` and the PNGs.  They are written into a
+        temporary folder beside it and moved in only when the whole report is written: an interrupted
+        or failed run leaves an earlier report in ``out_dir`` whole (see :func:`fluidq._io.staged_folder`).
     case : str or list of str, optional
         Run only these cases (by ``name``); default all.
     fast : bool
@@ -187,17 +191,15 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         from .cases import _serving_run, case_for_run
 
         c, data = case_for_run(run, model_config=model_config)
-        out = Path(out_dir) if out_dir is not None else None
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-        if progress:
-            progress(0, 1, c.name)
-        t1 = time.time()
-        cr = _serving_run(c, data, {"out_dir": out})  # errors reach the caller: there is no case to skip
-        cr = type(cr)(case=cr.case, rows=cr.rows, markdown=cr.markdown, figures=cr.figures, data=cr.data,
-                      seconds=time.time() - t1, figure_inputs=cr.figure_inputs)
-        res = ValidationResult(rows=cr.rows, cases=(cr,), seconds=time.time() - t0)
-        files = _write_report(res, out) if out is not None else {}
+        with _staged(out_dir) as (stage, out):
+            if progress:
+                progress(0, 1, c.name)
+            t1 = time.time()
+            cr = _serving_run(c, data, {"out_dir": stage})  # errors reach the caller: there is no case to skip
+            cr = type(cr)(case=cr.case, rows=cr.rows, markdown=cr.markdown, figures=_moved(cr.figures, out),
+                          data=cr.data, seconds=time.time() - t1, figure_inputs=cr.figure_inputs)
+            res = ValidationResult(rows=cr.rows, cases=(cr,), seconds=time.time() - t0)
+            files = _write_report(res, stage, out) if out is not None else {}
         return ValidationResult(rows=cr.rows, cases=(cr,), files=files, seconds=time.time() - t0)
     vd = validation_dir(root)
     cases = load_cases(vd / "cases")
@@ -213,30 +215,51 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         cases = [c for c in cases if c.name in want]
     elif fast:
         cases = [c for c in cases if c.fast]
-    out = None
-    if out_dir is not None:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for i, c in enumerate(cases):
-        if progress:
-            progress(i, len(cases), c.name)
-        results.append(run_case(c, vd / "data", fast=fast, out_dir=out, harness_dir=harness_dir))
-    rows = tuple(r for cr in results for r in cr.rows)
-    res = ValidationResult(rows=rows, cases=tuple(results), seconds=time.time() - t0)
-    files = {}
-    if out is not None:
-        files = _write_report(res, out)
+    with _staged(out_dir) as (stage, out):
+        results = []
+        for i, c in enumerate(cases):
+            if progress:
+                progress(i, len(cases), c.name)
+            cr = run_case(c, vd / "data", fast=fast, out_dir=stage, harness_dir=harness_dir)
+            if cr.figures:
+                cr = dataclasses.replace(cr, figures=_moved(cr.figures, out))
+            results.append(cr)
+        rows = tuple(r for cr in results for r in cr.rows)
+        res = ValidationResult(rows=rows, cases=tuple(results), seconds=time.time() - t0)
+        files = {}
+        if out is not None:
+            files = _write_report(res, stage, out)
     return ValidationResult(rows=rows, cases=tuple(results), files=files, seconds=time.time() - t0)
 
 
-def _write_report(res: ValidationResult, out: Path) -> dict:
+@contextlib.contextmanager
+def _staged(out_dir):
+    """``(folder to write into, final folder)``: with ``out_dir`` a temporary folder whose files move into
+    ``out_dir`` only when the whole report is written (:func:`fluidq._io.staged_folder`: an interrupted
+    run leaves an earlier report whole); ``(None, None)`` without."""
+    if out_dir is None:
+        yield None, None
+        return
+    from .._io import staged_folder
+
+    out = Path(out_dir)
+    with staged_folder(out, what="validation report file") as stage:
+        yield stage, out
+
+
+def _moved(figures, out):
+    """The paths ``figures`` (written in the temporary folder) will have in ``out``."""
+    return tuple(str(Path(out) / Path(f).name) for f in figures) if out is not None else tuple(figures)
+
+
+def _write_report(res: ValidationResult, stage: Path, out: Path) -> dict:
+    """Write the report into ``stage``; the paths it records are those in ``out``, where it is moved."""
     from .._version import __version__
 
     figs = []
-    summary_png = out / "validation_summary.png"
+    summary_png = stage / "validation_summary.png"
     res.plot(path=summary_png)
-    figs.append(str(summary_png))
+    figs.append(str(out / summary_png.name))
     md = ["# fluidq validation report", "",
           f"fluidq {__version__}; {len(res.cases)} cases, {len(res.rows)} rows: {res.passed} pass, "
           f"**{res.missed} miss**, {res.informational} info (no target), {res.skipped} skipped ({res.seconds:.1f} s).", "",
@@ -261,9 +284,9 @@ def _write_report(res: ValidationResult, out: Path) -> dict:
            "trace (CC-BY 4.0) embedded in fluidq.", ""]
     from .._io import write_output
 
-    write_output(out / "validation.md", "\n".join(md), what="validation report file")
+    write_output(stage / "validation.md", "\n".join(md), what="validation report file")
     files = {"markdown": str(out / "validation.md"), "json": str(out / "validation.json"), "figures": figs}
-    write_output(out / "validation.json", json.dumps(res.to_dict() | {"files": files}, indent=1, allow_nan=False),
+    write_output(stage / "validation.json", json.dumps(res.to_dict() | {"files": files}, indent=1, allow_nan=False),
                  what="validation report file")
     return files
 

@@ -233,10 +233,8 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
     if enable_expert_parallel and not moe:
         raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
     ep = tp * dp if enable_expert_parallel else 1
-    from .cases import _plain_path
-
-    plain = _plain_path(folder)  # .gz tables read through
-    if tp > 1 and not (plain / f"profile_tp{tp}_dense.csv").is_file():
+    # the user's folder itself (lss_iteration_model reads .gz tables through): an error names their file
+    if tp > 1 and not any((folder / f"profile_tp{tp}_dense.csv{gz}").is_file() for gz in ("", ".gz")):
         raise DataError(f"{folder}: no profile_tp{tp}_dense.csv; tensor parallel size {tp} needs the profiles "
                         f"measured at that size (LLMServingSim measures TP{tp} on one GPU with the model split)")
     layout = [f"TP{tp}"] + ([f"PP{pp}"] if pp > 1 else []) + ([f"DP{dp}"] if dp > 1 else []) + (
@@ -244,7 +242,7 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
     link = None
     if tp > 1 or pp > 1 or ep > 1:
         link = _comm_for(folder, comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv, " x ".join(layout))
-    it = lss_iteration_model(plain, n_layers=facts.n_layers, tp=tp, facts=facts, comm=link,
+    it = lss_iteration_model(folder, n_layers=facts.n_layers, tp=tp, facts=facts, comm=link,
                              data_parallel_size=dp if moe else 1, expert_parallel_size=ep,
                              pipeline_parallel_size=pp)
     if kv_capacity_tokens is not None:

@@ -2,7 +2,7 @@
 
 ``arrivals``  Poisson, Periodic, Gamma (bursty), TraceArrivals
 ``lengths``   Fixed, Geometric, PoissonLength, LogNormal, Empirical
-``traces``    Azure CSV / Mooncake JSONL readers and the embedded Azure traces
+``traces``    CSV (plain or Azure's) / Mooncake JSONL readers and the embedded Azure traces
 """
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ class Workload:
 
     @classmethod
     def from_trace(cls, path_or_name, rate_per_s: float | None = None, name: str | None = None) -> Workload:
-        """A workload replaying a trace (Azure CSV or Mooncake JSONL, or ``"azure-conv"``/``"azure-code"``).
+        """A workload replaying a trace (a CSV trace -- plain ``arrival_s,prompt_tokens,output_tokens`` or Azure's --, Mooncake JSONL, or ``"azure-conv"``/``"azure-code"``; see :func:`~fluidq.workload.traces.load_trace`).
 
         Lengths are the trace's empirical distributions (used by analyses); :meth:`sample` replays
         the rows in order.  ``rate_per_s`` rescales time (default: the trace's own rate).

@@ -1,10 +1,10 @@
-"""Request traces: readers for the Azure LLM inference CSV and the Mooncake JSONL formats.
+"""Request traces: readers for CSV traces (Azure's and a plain one) and the Mooncake JSONL format.
 
 A :class:`Trace` holds per-request arrival times (seconds from the first request), prompt
 tokens and output tokens.  ``load_trace(path)`` detects the format from the header / first
-line; embedded traces are named ``"azure-conv"`` and ``"azure-code"`` (Azure LLM inference
-trace, Nov 2023, CC-BY 4.0, from the Splitwise paper, ISCA 2024; copies under
-``fluidq/data/``, see ``fluidq/data/PROVENANCE.md``).
+line (the formats: :data:`TRACE_FORMATS`, and "Trace files" in ``docs/reference/descriptions.md``); embedded traces are named
+``"azure-conv"`` and ``"azure-code"`` (Azure LLM inference trace, Nov 2023, CC-BY 4.0, from the
+Splitwise paper, ISCA 2024; copies under ``fluidq/data/``, see ``fluidq/data/PROVENANCE.md``).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import numpy as np
 from .._io import gunzip_bytes, json_loads, read_text
 from ..errors import DataError, UnknownNameError
 
-__all__ = ["EMBEDDED_TRACES", "MAX_TOKENS", "Trace", "load_trace"]
+__all__ = ["EMBEDDED_TRACES", "MAX_TOKENS", "TRACE_FORMATS", "Trace", "load_trace"]
 
 EMBEDDED_TRACES = {"azure-conv": "azure2023_conv.csv.gz", "azure-code": "azure2023_code.csv.gz"}
 
@@ -69,7 +69,21 @@ MAX_TOKENS = 2**31 - 1
 #: the largest |timestamp| a Mooncake record may have, in milliseconds (1e15 ms is about 31,700 years):
 #: beyond it a float no longer resolves the millisecond, and the span of the trace would lose its meaning
 MAX_TIMESTAMP_MS = 1e15
+#: the largest arrival time in seconds a CSV trace may give (1e12 s is about 31,700 years, as for Mooncake)
+MAX_SECONDS = 1e12
 _INT = re.compile(r"[+-]?[0-9]+")
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+#: the trace files ``load_trace`` reads (one line each; the documentation and ``--trace``'s help say the same)
+TRACE_FORMATS = (
+    "CSV with header arrival_s,prompt_tokens,output_tokens: arrival time in seconds (a number >= 0), "
+    "prompt and output tokens (whole numbers >= 1)",
+    "Azure CSV with header TIMESTAMP,ContextTokens,GeneratedTokens: TIMESTAMP an ISO date and time "
+    "(Azure's own traces) or a number of seconds >= 0",
+    "Mooncake JSONL: one JSON object per line with timestamp (ms), input_length, output_length",
+)
+_PLAIN = ["arrival_s", "prompt_tokens", "output_tokens"]
+_AZURE = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
 _FRACTION = re.compile(r"^(.*?[0-9]:[0-9]{2}:[0-9]{2}\.)([0-9]+)(.*)$")
 
 
@@ -108,8 +122,26 @@ def _stamp(text: str, where: str) -> datetime:
         raise DataError(f"{where}: TIMESTAMP = {text!r}: not an ISO date and time ({exc})") from None
 
 
-def _parse_azure(text: str, source: str) -> Trace:
-    """Azure CSV rows.  Time stamps with a UTC offset are converted to UTC, so rows with different
+def _seconds(text: str, where: str, field: str) -> float:
+    """An arrival time in seconds read from a CSV cell: a finite decimal number in ``[0, MAX_SECONDS]``."""
+    cell = text.strip()
+    if not _NUMBER.fullmatch(cell):
+        what = "empty" if not cell else f"{text!r}"
+        raise DataError(f"{where}: {field} = {what}: expected a number of seconds >= 0 (a finite decimal number)")
+    t = float(cell)
+    if not (0.0 <= t <= MAX_SECONDS):
+        raise DataError(f"{where}: {field} = {text!r}: expected a number of seconds >= 0 (and at most "
+                        f"{MAX_SECONDS:g}, about 31,700 years)" + ("; a negative arrival time has no meaning" if t < 0
+                                                                  else ""))
+    return t
+
+
+def _parse_csv(text: str, source: str) -> Trace:
+    """CSV rows: the plain format (``arrival_s,prompt_tokens,output_tokens``) or Azure's
+    (``TIMESTAMP,ContextTokens,GeneratedTokens``; further columns are ignored in both).
+
+    An Azure TIMESTAMP is either an ISO date and time or, when the file's first row has a number there,
+    seconds (every row then).  ISO stamps with a UTC offset are converted to UTC, so rows with different
     offsets (a log that crosses a daylight-saving change) are ordered correctly; stamps without one
     are read as UTC (no local time zone, no daylight-saving jump).  A file that mixes the two is
     refused: the naive stamps could be in any zone."""
@@ -118,13 +150,17 @@ def _parse_azure(text: str, source: str) -> Trace:
         header = next(reader, None)
     except csv.Error as exc:
         raise DataError(f"{source}, line 1: not a CSV header ({exc})") from None
-    want = ["TIMESTAMP", "ContextTokens", "GeneratedTokens"]
-    if header is None or [h.strip() for h in header[:3]] != want:
+    got = [h.strip() for h in header[:3]] if header else []
+    if got not in (_PLAIN, _AZURE):
         shown = ",".join(header)[:80] if header else "nothing"
-        raise DataError(f"{source}: expected an Azure trace header {','.join(want)} (or Mooncake JSONL records), "
-                        f"got {shown!r}")
+        raise DataError(f"{source}: line 1 is {shown!r}; expected a trace header {','.join(_PLAIN)} (seconds, "
+                        f"tokens, tokens) or Azure's {','.join(_AZURE)}, or Mooncake JSONL records "
+                        "(see 'Trace files' in docs/reference/descriptions.md)")
+    fields = got
+    numeric = True if fields == _PLAIN else None  # Azure: decided by the first row
     ts, p, o, lines = [], [], [], []
     naive = aware = None  # the first line of each kind of time stamp
+    first_kind = None  # (line, "a number" | "an ISO date") of an Azure file's first row
     lineno = 1
     try:
         for row in reader:
@@ -133,20 +169,37 @@ def _parse_azure(text: str, source: str) -> Trace:
                 continue
             where = f"{source}, line {lineno}"
             if len(row) < 3:
-                raise DataError(f"{where}: expected 3 columns, got {len(row)}")
-            dt = _stamp(row[0], where)
-            if dt.tzinfo is None or dt.utcoffset() is None:
-                naive = naive or lineno
-                dt = dt.replace(tzinfo=timezone.utc)
+                raise DataError(f"{where}: expected 3 columns ({','.join(fields)}), got {len(row)}")
+            if numeric is None:
+                numeric = bool(_NUMBER.fullmatch(row[0].strip())) or row[0].strip().lower() in (
+                    "nan", "inf", "-inf", "+inf", "infinity", "-infinity")
+                first_kind = (lineno, "a number of seconds" if numeric else "an ISO date and time")
+            if numeric:
+                try:
+                    ts.append(_seconds(row[0], where, fields[0]))
+                except DataError as exc:
+                    if first_kind is None or first_kind[0] == lineno:
+                        raise
+                    raise DataError(f"{exc} (line {first_kind[0]} gives seconds: a file gives every TIMESTAMP as "
+                                    "seconds or every one as an ISO date and time)") from None
             else:
-                aware = aware or lineno
-            if naive and aware:
-                raise DataError(f"{source}: line {aware} has a time stamp with a UTC offset and line {naive} one "
-                                "without: the time zone of the naive stamps is unknown, so the rows cannot be "
-                                "ordered; give every stamp an offset, or none")
-            ts.append(dt.timestamp())
-            p.append(_tokens(row[1], where, "ContextTokens"))
-            o.append(_tokens(row[2], where, "GeneratedTokens"))
+                if _NUMBER.fullmatch(row[0].strip()):
+                    raise DataError(f"{where}: TIMESTAMP = {row[0]!r}: a number, but line {first_kind[0]} gives an "
+                                    "ISO date and time (a file gives every TIMESTAMP as seconds or every one as an "
+                                    "ISO date and time)")
+                dt = _stamp(row[0], where)
+                if dt.tzinfo is None or dt.utcoffset() is None:
+                    naive = naive or lineno
+                    dt = dt.replace(tzinfo=timezone.utc)
+                else:
+                    aware = aware or lineno
+                if naive and aware:
+                    raise DataError(f"{source}: line {aware} has a time stamp with a UTC offset and line {naive} "
+                                    "one without: the time zone of the naive stamps is unknown, so the rows cannot "
+                                    "be ordered; give every stamp an offset, or none")
+                ts.append(dt.timestamp())
+            p.append(_tokens(row[1], where, fields[1]))
+            o.append(_tokens(row[2], where, fields[2]))
             lines.append(lineno)
     except csv.Error as exc:
         raise DataError(f"{source}, line {lineno + 1}: not a CSV row ({exc})") from None
@@ -231,11 +284,18 @@ def _finish(ts, p, o, source, lines=None) -> Trace:
 
 
 def load_trace(path_or_name) -> Trace:
-    """Read a trace from a path (Azure CSV, Mooncake JSONL, optionally gzipped) or an embedded name.
+    """Read a trace from a path (a CSV trace, plain or Azure's; Mooncake JSONL; optionally gzipped) or an
+    embedded name.  The formats (:data:`TRACE_FORMATS`):
+
+    - CSV, header ``arrival_s,prompt_tokens,output_tokens``: arrival time in seconds (a number >= 0),
+      prompt and output tokens (whole numbers >= 1);
+    - Azure CSV, header ``TIMESTAMP,ContextTokens,GeneratedTokens``: an ISO date and time (Azure's
+      traces) or a number of seconds >= 0 in every row;
+    - Mooncake JSONL: ``{"timestamp": ms, "input_length": n, "output_length": n}`` per line.
 
     Only a regular file is read (a FIFO or a device is refused, it could block forever).  Every
     record is checked: token counts are whole numbers in ``[1, MAX_TOKENS]`` (a JSON ``true`` or
-    ``1.9`` is refused, not read as 1), time stamps are finite; a problem is a
+    ``1.9`` is refused, not read as 1), time stamps are finite (CSV seconds >= 0); a problem is a
     :class:`~fluidq.errors.DataError` naming the file and its line.  Azure time stamps with UTC
     offsets are converted to UTC; naive ones are read as UTC; a file mixing both is refused.
     """
@@ -260,4 +320,4 @@ def load_trace(path_or_name) -> Trace:
         raise DataError(f"{source}: the file is empty")
     if first == "{":
         return _parse_mooncake(text, source)
-    return _parse_azure(text, source)
+    return _parse_csv(text, source)

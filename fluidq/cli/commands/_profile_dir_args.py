@@ -79,6 +79,7 @@ def profile_dir_engine(args):
     if given:
         raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
     check_profile_dir(args.profile_dir)
+    profile_dir_context(args)
     try:
         return deployment_engine(args.profile_dir, model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
@@ -106,6 +107,29 @@ def profiled_model(args):
     return ModelFacts.from_config(args.model_config, option="--model-config")
 
 
+def profile_dir_context(args) -> None:
+    """Refuse ``--prompt`` + ``--output`` beyond the context of the folder's model (profile_meta.yaml's model
+    in the shipped model facts; :func:`~fluidq.cli.commands._roofline_args.check_context`), and record that
+    the KV cache is vLLM's memory planner's estimate when ``--kv-capacity`` is not given."""
+    from pathlib import Path
+
+    from ...models import find_model
+    from ...validate.deployment import _profile_model
+    from ._roofline_args import check_context, kv_estimated
+
+    folder = Path(args.profile_dir)
+    facts = profiled_model(args)
+    if facts is None:
+        name = _profile_model(folder)
+        facts = find_model(name) if name else None
+    if facts is not None:
+        check_context(args, facts)
+    gib = getattr(args, "gpu_memory_gib", None)
+    mem = f"--gpu-memory-gib {gib:g}" if gib is not None else "the GPU memory of the folder's peer_sim_config.json"
+    kv_estimated(args, f"{facts.name if facts is not None else 'the model'} from --profile-dir {folder.name}: {mem} x "
+                       f"--gpu-memory-utilization {args.gpu_memory_utilization:g}, less the weights and activations")
+
+
 def profile_dir_capacity(args, workload):
     """vLLM's flow-balance capacity of ``--profile-dir`` for ``workload`` (what ``fluidq capacity --profile-dir``
     prints, :func:`fluidq.validate.deployment.predict_deployment`), the basis of ``--load`` in ``simulate``
@@ -130,7 +154,9 @@ def profile_dir_capacity(args, workload):
         lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
     from ._roofline_args import named_by_flag
 
-    with named_by_flag({"model": "--model-config"}):  # (a cache no request fits: named --kv-capacity, the flag that set it)
+    profile_dir_context(args)
+    # (a cache no request fits: --kv-capacity, or the planner's estimate)
+    with named_by_flag({"model": "--model-config"}, args=args):
         return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                   model=profiled_model(args),
                                   max_num_seqs=256 if args.k_max is None else args.k_max,

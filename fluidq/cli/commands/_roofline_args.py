@@ -14,19 +14,74 @@ FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "tensor
 
 
 @contextlib.contextmanager
-def named_by_flag(extra=None):
+def named_by_flag(extra=None, args=None):
     """Re-raise a :class:`~fluidq.errors.ParameterError` of the roofline's Python names under the flag that
     set the value (``tensor_parallel_size=0`` -> ``--tensor-parallel-size=0``); ``extra`` adds names (a value
-    the GPU table gave, such as its memory, keeps its Python name unless the user's flag set it)."""
+    the GPU table gave, such as its memory, keeps its Python name unless the user's flag set it).  With
+    ``args``, a KV cache the user did not give (vLLM's memory planner's estimate, :func:`kv_estimated`) is
+    named as that estimate and what it came from, not as ``--kv-capacity``."""
     from ...errors import ParameterError
 
     try:
         yield
     except ParameterError as exc:
+        if exc.name == "kv_capacity_tokens" and args is not None:
+            estimate_error(args, exc.value, exc.expected, exc.hint)
         flag = {**FLAGS, **(extra or {})}.get(exc.name)
         if flag is None:
             raise
         raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
+
+
+def kv_estimated(args, source: str) -> None:
+    """Record on ``args`` that the KV cache is vLLM's memory planner's estimate from ``source`` (no
+    ``--kv-capacity`` given), so that an error about it says so (:func:`estimate_error`)."""
+    if getattr(args, "kv_capacity", None) is None:
+        args.kv_estimate = source
+
+
+def estimate_error(args, value, expected: str, hint: str | None = None) -> None:
+    """Raise the one-line error about a KV cache of ``value`` tokens that the user did not give: it names the
+    planner's estimate and its inputs (``args.kv_estimate``) and ``--kv-capacity`` as the way to set it.
+    Returns (raising nothing) when ``--kv-capacity`` was given or no estimate was recorded."""
+    from .. import CliError
+
+    source = getattr(args, "kv_estimate", None)
+    if source is None or getattr(args, "kv_capacity", None) is not None:
+        return
+    shown = f"{value:,}" if isinstance(value, int) else str(value)
+    raise CliError(f"the KV cache, {shown} tokens, is vLLM's memory planner's estimate ({source}); no --kv-capacity "
+                   f"was given: expected {expected}" + (f" ({hint})" if hint else "")
+                   + "; give --kv-capacity, more GPU memory, or shorter requests")
+
+
+def check_context(args, facts) -> None:
+    """Refuse ``--prompt`` + ``--output`` beyond the model's context: ``max_position_embeddings`` of its
+    config.json, which is vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With
+    ``--geometric`` the means are checked; a ``--trace`` is not (its own lengths)."""
+    import math
+
+    from ...errors import ParameterError
+
+    limit = getattr(facts, "max_position_embeddings", None)
+    if not limit or getattr(args, "trace", None) is not None or not hasattr(args, "prompt"):
+        return
+    mp = 100.0 if args.prompt is None else args.prompt
+    md = 100.0 if getattr(args, "output", None) is None else args.output
+    try:
+        total = float(mp) + float(md)
+    except (TypeError, ValueError):
+        return
+    if not math.isfinite(total) or total <= limit:
+        return
+    flag = "--prompt" if args.prompt is not None or getattr(args, "output", None) is None else "--output"
+    mean = "mean " if getattr(args, "geometric", False) else ""
+    given = args.prompt if flag == "--prompt" else args.output
+    raise ParameterError(flag, int(given) if float(given).is_integer() else given,
+                         f"--prompt + --output at most {limit:,} tokens, {facts.name}'s context "
+                         f"(max_position_embeddings of its config.json, vLLM's default --max-model-len; vLLM "
+                         f"refuses a longer request)",
+                         f"here {mean}--prompt {float(mp):g} + --output {float(md):g} = {total:,.0f} tokens")
 
 
 @contextlib.contextmanager
@@ -136,6 +191,14 @@ def model_from_args(args):
     return load_model(args.model, option="--model")  # HF ids, -Instruct, -FP8...; unknown: the closest names
 
 
+def planner_source(model_name: str, gpu, tensor_parallel_size: int, gpu_memory_gib, utilization) -> str:
+    """What vLLM's memory planner estimated a KV cache from, in words (for :func:`kv_estimated`)."""
+    mem = (f"--gpu-memory-gib {gpu_memory_gib:g}" if gpu_memory_gib is not None
+           else f"{gpu.memory_gib:g} GiB per GPU from the GPU table")
+    return (f"{model_name} on {tensor_parallel_size} x {gpu.name}: {mem} x --gpu-memory-utilization {utilization:g}, "
+            "less the weights and activations")
+
+
 def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
     """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
     (:func:`fluidq.engine.roofline_engine`: :meth:`Roofline.context_aware`, vLLM's planned KV cache unless
@@ -144,9 +207,14 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     from ...models import load_gpu
 
     model = model_from_args(args)
+    check_context(args, model)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
     with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):
-        eng = engine_of(model, load_gpu(args.gpu, option="--gpu"), args.tensor_parallel_size, b_max=b_max,
+        gpu = load_gpu(args.gpu, option="--gpu")
+        if kv_capacity is None:
+            kv_estimated(args, planner_source(model.name, gpu, args.tensor_parallel_size, gib,
+                                              args.gpu_memory_utilization))
+        eng = engine_of(model, gpu, args.tensor_parallel_size, b_max=b_max,
                         k_max=k_max, kv_capacity_tokens=kv_capacity, gpu_memory_gib=gib,
                         gpu_memory_utilization=args.gpu_memory_utilization)
     bt = eng.batch_time

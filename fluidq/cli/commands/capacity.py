@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from ...capacity import max_throughput, tokens_per_request
 from .. import emit
-from ._roofline_args import (add_roofline_args, check_model_option, memory_named, model_from_args, named_by_flag,
+from ._roofline_args import (add_roofline_args, check_context, check_model_option, kv_estimated, memory_named,
+                             model_from_args, named_by_flag, planner_source,
                              roofline_engine,
                              sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir, profiled_model
@@ -101,7 +102,10 @@ def _roofline(args):
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     gpu = _gpu(args.gpu)
-    with named_by_flag(), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
+    check_context(args, model)
+    kv_estimated(args, planner_source(model.name, gpu, args.tensor_parallel_size, args.gpu_memory_gib,
+                                      args.gpu_memory_utilization))
+    with named_by_flag(args=args), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
         res = predict_roofline_deployment(
             model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
             tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
@@ -202,6 +206,9 @@ def _deployment(args):
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     check_profile_dir(args.profile_dir)
+    from ._profile_dir_args import profile_dir_context
+
+    profile_dir_context(args)  # --prompt + --output within the model's context; the KV estimate named as such
     try:
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  model=profiled_model(args),
@@ -217,6 +224,9 @@ def _deployment(args):
                                  block_size=args.block_size, **sim_args)
     except ParameterError as exc:  # the Python parameter, named as the flag that gave it
         if exc.name == "kv_capacity_tokens":  # (a cache no request fits, counted in whole blocks)
+            from ._roofline_args import estimate_error
+
+            estimate_error(args, exc.value, exc.expected, exc.hint)  # (not given: vLLM's planner's estimate)
             raise ParameterError("--kv-capacity", exc.value, exc.expected, exc.hint) from None
         if exc.name == "model":  # a --model-config of another model than the profiled one
             raise ParameterError("--model-config", args.model_config, exc.expected, exc.hint) from None

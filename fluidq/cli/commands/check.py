@@ -90,9 +90,12 @@ def run(args):
         from ..._validate import load_rate
 
         shape = workload_from_args(args, default_rate=1.0)
+        from ..common import check_kv_fits
+
+        check_kv_fits(engine, shape, args)  # before its capacity: a cache no request fits is said as such
         if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir),
             # the basis check_stability reads for such an engine (one function: flow_balance_capacity)
-            with named_by_flag():  # (a cache no request fits, in whole blocks: named --kv-capacity)
+            with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
                 dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
             lam_max = dep.requests_per_s
         else:
@@ -105,7 +108,7 @@ def run(args):
         workload = workload_from_args(args)
     from ..common import check_kv_fits
 
-    check_kv_fits(engine, workload)
+    check_kv_fits(engine, workload, args)
     pols, chunked = [], []
     for name in args.policy or POLICY_NAMES:
         pol = resolve_policy(name, "--policy")
@@ -133,7 +136,7 @@ def run(args):
     if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
-        with named_by_flag():
+        with named_by_flag(args=args):
             dep = dep if dep is not None else flow_balance_capacity(engine, workload, n_engines=args.engines)
         # (read in requests/s, as --load and the verdicts read it: the flow balance's tokens/s count only the
         # requests that fit the KV cache, when some do not)

@@ -125,11 +125,37 @@ def unread_text(unread) -> str:
             "(only tokens, seconds and kv_tokens are)")
 
 
+#: the longest time one iteration of an LLM engine plausibly takes, seconds: a few seconds at most for a
+#: whole budget of prompt tokens on one engine (the shipped profiles stay under 2 s); a "seconds" column above
+#: it is likely milliseconds or microseconds (fluidq fit still fits it: a slow engine is not refused)
+PLAUSIBLE_ITERATION_S = 10.0
+
+
+def unit_warning(seconds, option: str, path) -> str | None:
+    """One line when the batch times of a fit CSV are implausible for one iteration (some above
+    :data:`PLAUSIBLE_ITERATION_S`), naming the unit they are more likely in; ``None`` otherwise."""
+    import numpy as np
+
+    t = np.asarray(seconds, dtype=float)
+    if t.size == 0 or not float(t.max()) > PLAUSIBLE_ITERATION_S:
+        return None
+    med = float(np.median(t))
+    unit = ("milliseconds (divide by 1,000)" if med / 1e3 <= PLAUSIBLE_ITERATION_S else
+            "microseconds (divide by 1,000,000)" if med / 1e6 <= PLAUSIBLE_ITERATION_S else "another unit")
+    return (f"{option}={str(path)!r}: batch times up to {float(t.max()):,.4g} s (median {med:,.4g} s) per iteration; "
+            f"one iteration of an LLM engine takes milliseconds to a few seconds (above {PLAUSIBLE_ITERATION_S:g} s is "
+            f"implausible): is the 'seconds' column in {unit}? (fitted as seconds)")
+
+
 def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, loss: str = "relative",
-            unread: list | None = None):
+            unread: list | None = None, command: str | None = None):
     """Read ``path`` (:func:`read_fit_csv`) and fit it (:func:`fluidq.batchtime.fit.fit_batch_time`);
     every problem with the data is one line naming ``option`` and the file.  ``unread``, a list, receives
-    the names of the columns not read."""
+    the names of the columns not read.  Times implausible for one iteration (:func:`unit_warning`) are
+    one warning line on stderr (``fluidq COMMAND: warning: ...``) after a fit that succeeds (the fit is
+    returned as usual; a fit that fails is its own one-line error)."""
+    import sys
+
     from ...batchtime.fit import fit_batch_time
     from ...errors import DataError, ParameterError
 
@@ -148,6 +174,9 @@ def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, lo
                         f"{res.model.describe()}) has R^2 = {res.r2:.3g} < 0 (worse than their mean); do the times "
                         "increase with the batch size?" + (" (--kind tabulated interpolates any data)"
                                                            if option == "csv" else ""))
+    warn = unit_warning(cols["seconds"], option, path)  # (after the fit: a failed one is its own one line)
+    if warn:
+        print(f"fluidq{' ' + command if command else ''}: warning: {warn}", file=sys.stderr)
     return res
 
 
@@ -160,7 +189,7 @@ def run(args):
     if args.plot is not None:
         args.plot = output_file("--plot", args.plot, inputs=[("CSV", args.csv)])
     unread: list = []
-    res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss, unread=unread)
+    res = fit_csv(args.csv, kind=args.kind, folds=args.folds, loss=args.loss, unread=unread, command="fit")
     from ...results import fmt_value
 
     from ...batchtime.fit import percent_text

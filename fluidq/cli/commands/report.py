@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import emit
+from ..common import TRACE_FILE_HELP
 from ._roofline_args import add_roofline_args
 
 MARKER = ".fluidq-report"
@@ -21,7 +22,8 @@ def register(sub):
                    help="with --gpu: vLLM's --max-num-seqs (default 256)")
     p.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=None,
                    help="with --gpu: vLLM's --max-num-batched-tokens (default 2048)")
-    p.add_argument("--trace", default=None, help="trace file or embedded name ('azure-conv', 'azure-code')")
+    p.add_argument("--trace", default=None, help=f"{TRACE_FILE_HELP} or an embedded name ('azure-conv', "
+                   "'azure-code'; default azure-conv)")
     p.add_argument("--rate", type=float, default=None, help="arrival rate, req/s (default: the trace's own)")
     p.add_argument("--quick", action="store_true", help="shorter simulations")
     p.add_argument("--json", action="store_true", help="print JSON")

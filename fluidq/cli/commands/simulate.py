@@ -189,7 +189,7 @@ def run(args):
     base = workload_from_args(args, default_rate=None if args.trace is not None else 1.0)
     from ..common import check_kv_fits
 
-    check_kv_fits(engine, base)
+    check_kv_fits(engine, base, args)
     if args.rate is None and (args.trace is None or args.load is not None):
         from ..._validate import load_rate
 

@@ -1,6 +1,7 @@
 """``fluidq sweep CASE.toml``: run a sweep case on local processes or a Dask cluster; resumable."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
 
@@ -97,6 +98,21 @@ def _is_sweep_table(path) -> bool:
     return file_head(path, 64).startswith(b"index,")
 
 
+def _not_a_table_kind(path) -> str:
+    """What the refusal of an existing ``--csv`` file that is no sweep table says: the file's own first line
+    (its start) beside what a sweep table's starts with, so that it does not read as if the user's file
+    started with ``index,``."""
+    from ..common import file_head
+
+    try:
+        head = file_head(path, 200)
+    except OSError:
+        return "a sweep table (a sweep table's header starts with 'index,')"
+    first = head.split(b"\n", 1)[0].rstrip(b"\r").decode("utf-8", errors="replace")
+    shown = repr(first[:40] + ("..." if len(first) > 40 else ""))
+    return f"a sweep table: its first line is {shown}, a sweep table's header starts with 'index,'"
+
+
 def _workers(option: str, value):
     """A worker count within what one machine can start (``None`` passes)."""
     from ...sweep.core import _WORKERS_WHY, MAX_WORKERS
@@ -166,7 +182,7 @@ def run(args):
     if args.csv is not None:  # checked before the sweep runs (it is written at the end)
         args.csv = output_file("--csv", args.csv, inputs=[("case file", args.case), ("--store", args.store)],
                                figure=False, what="CSV file",
-                               replaceable=(_is_sweep_table, "a sweep table (its header starts with 'index,')"))
+                               replaceable=(_is_sweep_table, _not_a_table_kind(args.csv)))
     case = load_case(args.case)
     store = args.store if args.store is not None else case.store
     if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):
@@ -184,12 +200,62 @@ def run(args):
 
         warnings.showwarning = show
         try:
-            return _run(args, case, store)
+            with _one_interrupt():
+                return _run(args, case, store)
         except StoreError as exc:  # name the store as the user gave it: the flag, or the case file's key
             if store is None or _resolved(exc.path) != _resolved(store):  # (about another path: as it is)
                 raise
             where = f"--store {args.store}" if args.store is not None else f"sweep.store = {store!r} ({args.case})"
             raise CliError(f"{where}: {exc.reason}") from None
+
+
+@contextlib.contextmanager
+def _one_interrupt(wind_down_s: float = 10.0):
+    """Ctrl-C stops the sweep once, quietly: the first SIGINT raises ``KeyboardInterrupt`` (the sweep stores
+    what finished and says how to resume); a second one while it stops -- a terminal's repeated Ctrl-C, or
+    ``timeout -s INT``, which signals the command and then its whole process group -- is ignored, and the
+    pool's threads and processes are joined here, before the handler is restored, so that the interpreter's
+    exit has nothing left to wait on (a SIGINT there printed "Exception ignored in: <module 'threading'>").
+    A process forked from this one (a pool worker, before its initializer ignores SIGINT itself) ignores it.
+    Off the main thread (no signal handler can be set there) nothing changes."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    me = os.getpid()
+    state = {"hit": False}
+
+    def on_sigint(signum, frame):
+        if os.getpid() != me or state["hit"]:
+            return  # a worker (the sweep stops it), or a second Ctrl-C while the first is handled
+        state["hit"] = True
+        raise KeyboardInterrupt
+
+    before = set(threading.enumerate())
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        if state["hit"]:
+            _wind_down(before, wind_down_s)
+        signal.signal(signal.SIGINT, old)
+
+
+def _wind_down(before, timeout_s: float) -> None:
+    """Join the threads the sweep started (the process pool's manager) and reap its worker processes."""
+    import multiprocessing
+    import threading
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    for t in threading.enumerate():
+        if t in before or t is threading.current_thread() or t.daemon:
+            continue
+        t.join(max(0.0, deadline - time.monotonic()))
+    multiprocessing.active_children()  # reaps the terminated workers
 
 
 def _resolved(path):
