@@ -220,7 +220,9 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
             lo, hi = rep.slope_ci
             reason = (f"decided by simulation ({word}: token-backlog slope {rep.slope_tokens_per_s:.4g} tokens/s, "
                       f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}], tolerance {rep.tolerance_tokens_per_s:.4g}, "
-                      f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s, {took:.1f} s of wall time; "
+                      f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s"
+                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}, {took:.1f} s of "
+                      "wall time; "
                       f"a statement about that horizon, not a proof); the analytic verdict was unknown: {ana.reason}")
             return replace(sim, reason=reason, inputs={**sim.inputs, "decided_by": "simulation",
                                                       "simulation_s": took})
