@@ -27,6 +27,17 @@ def proven_stable(stable) -> str:
     return f"**{', '.join(stable) or 'no scheduler'}** {'are' if len(stable) > 1 else 'is'} proven stable"
 
 
+def stable_words(stable, simulated) -> str:
+    """Who is stable at the operating point: proven (analytic) and by simulation, never "no scheduler is proven
+    stable" when simulation found some stable."""
+    sim_what = f"**{', '.join(simulated)}** {'are' if len(simulated) > 1 else 'is'} stable by simulation"
+    if stable and simulated:
+        return f"{proven_stable(stable)} and {sim_what}"
+    if simulated:
+        return f"{sim_what} (none is proven stable analytically)"
+    return proven_stable(stable)
+
+
 def render(ctx):
     from ...plotting import plot_verdicts
     from ...results import round_numbers
@@ -84,10 +95,7 @@ def render(ctx):
              f"{ref.policy_short} `unknown` means the theory gives no verdict for that scheduler below capacity: "
              "simulation decides it where the budget allows (marked), and the simulation section that follows "
              "shows what it does.")
-    sim_what = f"**{', '.join(simulated)}** {'are' if len(simulated) > 1 else 'is'} stable by simulation"
-    said = (f"{proven_stable(stable)} and {sim_what}" if stable and simulated else
-            f"{sim_what} (none is proven stable analytically)" if simulated else proven_stable(stable))
-    summary = (f"At the operating point, {said}; at load {fmt4(ref.high)} ({above}) "
+    summary = (f"At the operating point, {stable_words(stable, simulated)}; at load {fmt4(ref.high)} ({above}) "
                + ("every scheduler is unstable" if all(rs[high].status.value == "unstable" for rs in grid.values())
                   else "not every scheduler is unstable") + ".")
     md = [intro, "", head, sep, *rows, "", how, "", summary, "", f"At the operating point (load {fmt4(ref.low)}):", "", *notes]
