@@ -75,20 +75,27 @@ def _random_engine(rng, kv=None):
     return fluidq.Engine(batch_time=fluidq.Affine(c=c, a=a), b_max=b_max, k_max=k_max, kv_capacity_tokens=kv)
 
 
+@pytest.mark.parametrize("memory", ["tokens", "vllm-async"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("policy", ["sarathi", "vllm-chunked"])
-def test_a_cache_for_k_requests_at_their_largest_never_binds_under_overload(seed, policy):
-    """The argument of kv_never_binds, on random engines and lengths at 1.5x the k_max capacity: no preemption and
-    the held KV stays within the cache; the same engine with a third of that cache preempts (the check can fail)."""
+def test_a_cache_for_k_requests_at_their_largest_never_binds_under_overload(seed, policy, memory):
+    """The argument of kv_never_binds, on random engines and lengths at 1.5x the k_max capacity, under the token
+    rules and under vLLM's paged memory with async scheduling: no preemption and the held KV stays within the
+    cache; the same engine with a third of that cache preempts (the check can fail)."""
+    from fluidq.engine import VLLM
+
     rng = np.random.default_rng(seed)
     e = _random_engine(rng)
+    if memory != "tokens":
+        e = e.with_(memory=VLLM, prefill_emits_token=True, async_scheduling=True)
     p = fluidq.workload.Empirical(values=tuple(int(x) for x in rng.integers(20, 300, 3)), weights=(0.3, 0.3, 0.4))
     o = fluidq.workload.Empirical(values=tuple(int(x) for x in rng.integers(10, 200, 3)), weights=(0.5, 0.3, 0.2))
     w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=p, output_tokens=o)
     lam = fluidq.max_throughput(e, w).requests_per_s
     w = w.with_rate(1.5 * lam)
     k = min(e.b_max, e.k_max)
-    cap = k * (max(p.values) + max(o.values) + 1)
+    bs = e.memory.block_size if memory != "tokens" else 1
+    cap = k * (-(-(max(p.values) + max(o.values) + (memory == "tokens")) // bs)) * bs
     ee = e.with_(kv_capacity_tokens=cap)
     ok, why = kv_never_binds(ee, w, fluidq.policies.resolve_policy(policy))
     assert ok, why
