@@ -420,9 +420,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         (at least long enough for a drift of the band to add 20 requests), then, if its interval is too
         wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
         slope's spread says would (at most ``max_horizon_s``).  The automatic horizon is at least four
-        times the least time a request needs to pass its route (:func:`min_route_s`), and one round stays
-        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work):
-        where the test would need more, the shorter round is run and the verdict says so.  A given
+        times the least time a request needs to pass its route (:func:`min_route_s`) and
+        :data:`WARMUP_SOJOURNS` route sojourns at the offered loads (:func:`route_sojourn_s`), whose first
+        three are discarded as warm-up before the growth is fitted (1/4 to 1/2 of each run); one round stays
+        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work),
+        passed up to :data:`WARMUP_BUDGET_FACTOR` times only to cover those sojourns: where the test would
+        need more, the shorter round is run and the verdict says so.  A given
         ``horizon_s`` is used as is, and refused before any work when its runs would pass
         :data:`MAX_SIM_BATCHES` batches or :data:`MAX_SIM_VISITS` hop visits (see
         :func:`simulation_size`).  Growth seen before a request can have passed its route is the network
