@@ -187,7 +187,7 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
     the shared growth test) decide, when the wall clock allows: ``deadline_s`` (a :func:`time.monotonic`
     time, shared by several calls) or else ``budget_s`` from now.  A decided simulation gives
     ``method="simulation"`` and ``inputs["decided_by"] = "simulation"`` with the interval and horizon in the
-    reason ("decided by simulation"); ``inputs["simulation_s"]`` is the wall time spent.  An inconclusive
+    reason ("decided by simulation"); ``inputs["wall_s"]`` is the wall time the simulation took.  An inconclusive
     simulation, one not run (budget spent, several engines), or one refused keeps the analytic ``unknown``
     and says why.  A simulated "stable" is a bounded backlog over the horizon simulated, not a proof.
     """
@@ -213,19 +213,17 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
             took = time.monotonic() - now
             rep = sim.replications
             if sim.status is Status.UNKNOWN:
-                return replace(ana, reason=f"{ana.reason}; simulation inconclusive ({rep.reason}; {took:.1f} s)",
-                               inputs={**ana.inputs, "decided_by": "none", "simulation_s": took},
+                return replace(ana, reason=f"{ana.reason}; simulation inconclusive ({rep.reason})",
+                               inputs={**ana.inputs, "decided_by": "none", "wall_s": took},
                                replications=rep)
             word = "bounded backlog" if sim.status is Status.STABLE else "growing backlog"
             lo, hi = rep.slope_ci
             reason = (f"decided by simulation ({word}: token-backlog slope {rep.slope_tokens_per_s:.4g} tokens/s, "
                       f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}], tolerance {rep.tolerance_tokens_per_s:.4g}, "
                       f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s"
-                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}, {took:.1f} s of "
-                      "wall time; "
+                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}; "
                       f"a statement about that horizon, not a proof); the analytic verdict was unknown: {ana.reason}")
-            return replace(sim, reason=reason, inputs={**sim.inputs, "decided_by": "simulation",
-                                                      "simulation_s": took})
+            return replace(sim, reason=reason, inputs={**sim.inputs, "decided_by": "simulation", "wall_s": took})
     return replace(ana, reason=f"{ana.reason}; {why}", inputs={**ana.inputs, "decided_by": "none"})
 
 

@@ -185,7 +185,7 @@ def run(args):
     elif args.method == "simulation":
         lines.append(f"verdicts: every one decided by simulation (--method simulation), {took:.1f} s")
     else:
-        ran = sum(float(r.inputs.get("simulation_s", 0.0)) for r in results)
+        ran = sum(float(r.inputs.get("wall_s", 0.0)) for r in results)
         lines.append("verdicts: " + (f"analytic except {', '.join(simulated)} (decided by simulation where the "
                                      f"theory said unknown; {ran:.1f} s of simulation, budget {args.sim_budget:g} s)"
                                      if simulated else

@@ -70,7 +70,7 @@ def render(ctx):
     rows = [f"| {p} | " + " | ".join(_cell(r) for r in rs) + " |" for p, rs in grid.items()]
     notes = [f"- **{p}**: {round_numbers(rs[i08].reason)}" for p, rs in grid.items()]
     n_sim = sum(r.method == "simulation" for rs in grid.values() for r in rs)
-    ran = sum(float(r.inputs.get("simulation_s", 0.0)) for rs in grid.values() for r in rs)
+    ran = sum(float(r.inputs.get("wall_s", 0.0)) for rs in grid.values() for r in rs)
     how = (f"Verdicts marked *(sim)* were decided by simulation ({n_sim} of {len(grid) * len(LOADS)}: the theory "
            f"said unknown there, and {REPLICATIONS} seeded replications at the automatic horizon decided by the "
            "shared growth test; a simulated `stable` is a bounded backlog over the horizon simulated, not a proof; "
@@ -111,4 +111,4 @@ def render(ctx):
     return Section("Stability verdict per scheduler", "\n".join(md), [fig],
                    {"reference": ref.to_dict(), **{p: [r.status.value for r in rs] for p, rs in grid.items()},
                     "decided_by": {p: [r.inputs.get("decided_by", "analytic") for r in rs] for p, rs in grid.items()},
-                    "simulation_s": ran})
+                    "wall_s": ran})
