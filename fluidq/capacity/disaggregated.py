@@ -223,11 +223,15 @@ def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, 
                                transfer_latency_s=lat, verdict=verdict, load=load, inputs=inputs)
 
 
+#: ``fluidq.stability.KV_ESTIMATE_BAND`` (0.8, 1.25), the band `fluidq check` withholds a KV-bound estimate's verdict
+#: in; restated here because fluidq.capacity imports nothing of fluidq.dtmc (where it lives); a test holds the two
+#: equal
+KV_ESTIMATE_BAND = (0.8, 1.25)
+
+
 def _tandem_verdict(load: float, tolerance: float, bottleneck: str, decode_limit: str) -> tuple:
     """``(verdict, why)`` at ``load`` of the tandem's capacity, by ``fluidq check``'s rule (see
     :func:`disaggregated_capacity`)."""
-    from ..dtmc.flow_basis import KV_ESTIMATE_BAND
-
     tolerance = real("tolerance", tolerance, nonnegative=True)
     if tolerance >= 1:
         raise ParameterError("tolerance", tolerance, "a relative tolerance < 1")

@@ -40,3 +40,10 @@ def test_the_text_gives_the_reason(capsys):
                  "--rate", "13.44"]) in (0, None)
     out = capsys.readouterr().out
     assert "verdict         critical at 13.44 req/s (load 0.9992): load 0.9992 is within 2% of the capacity" in out
+
+
+def test_the_band_is_check_s():
+    from fluidq.capacity import disaggregated
+    from fluidq.stability import KV_ESTIMATE_BAND
+
+    assert disaggregated.KV_ESTIMATE_BAND == KV_ESTIMATE_BAND
