@@ -158,3 +158,13 @@ def test_report_summary_never_says_no_scheduler_is_proven_stable_when_simulation
     assert stable_words([], ["sarathi"]).startswith("**sarathi** is stable by simulation")
     assert stable_words(["orca"], ["sarathi"]) == "**orca** is proven stable and **sarathi** is stable by simulation"
     assert stable_words([], []) == "**no scheduler** is proven stable"
+
+
+@pytest.mark.parametrize(("argv", "flag"), [(["--sim-budget", "-1"], "--sim-budget"),
+                                            (["--sim-budget", "nan"], "--sim-budget"),
+                                            (["--replications", "1"], "--replications"),
+                                            (["--method", "simulation", "--engines", "2"], "--method")])
+def test_check_s_simulation_options_are_refused_naming_them(capsys, argv, flag):
+    assert main(["check", "--rate", "5", *argv]) not in (0, None)
+    err = capsys.readouterr().err
+    assert f"{flag}=" in err and len(err.strip().splitlines()) == 1

@@ -81,6 +81,13 @@ def run(args):
 
     for name in args.policy or []:
         resolve_policy(name, "--policy")  # an unknown name is named under its flag, before any work
+    if not (math.isfinite(args.sim_budget) and args.sim_budget >= 0):
+        raise ParameterError("--sim-budget", args.sim_budget, "a finite number of seconds >= 0")
+    if args.replications < 2:
+        raise ParameterError("--replications", args.replications, "an integer >= 2")
+    if args.method == "simulation" and args.engines != 1:
+        raise ParameterError("--method", "simulation", "auto or analytic with --engines > 1",
+                             "simulate engines behind a router with `fluidq network --simulate`")
     if not (math.isfinite(args.tolerance) and 0 <= args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a relative tolerance in [0, 1)")
     if args.load is not None:
@@ -127,19 +134,12 @@ def run(args):
 
     from ...stability import decide_stability
 
-    if not (math.isfinite(args.sim_budget) and args.sim_budget >= 0):
-        raise ParameterError("--sim-budget", args.sim_budget, "a finite number of seconds >= 0")
-    if args.replications < 2:
-        raise ParameterError("--replications", args.replications, "an integer >= 2")
     t0 = time.monotonic()
     if args.method == "auto":
         deadline = t0 + args.sim_budget
         results = [decide_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
                                     n_replications=args.replications, rng=0, deadline_s=deadline) for p in pols]
     elif args.method == "simulation":
-        if args.engines != 1:
-            raise ParameterError("--method", "simulation", "auto or analytic with --engines > 1",
-                                 "simulate engines behind a router with `fluidq network --simulate`")
         results = [check_stability(engine, workload, p, tolerance=args.tolerance, method="simulation",
                                    n_replications=args.replications, rng=0) for p in pols]
     else:
