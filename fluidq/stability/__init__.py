@@ -15,7 +15,12 @@ The capacity is that of the budgets the scheduler forms batches under (:func:`ef
 most requests a batch holds, :func:`binding_k_max`) is treated as absent and changes no verdict.
 With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
 ``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
-the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
+the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``), or,
+where that leaves it unknown, from the floor of what the scheduler serves under any backlog
+(``method="k_max_floor"``, :func:`fluidq.stability.bounds.k_max_floor`).  A KV cache that can never bind
+(:func:`fluidq.stability.bounds.kv_never_binds`) is dropped first: the verdict is the engine's without memory.
+:func:`decide_stability` (``fluidq check``'s default ``--method auto``) lets seeded replications decide
+where the analytic verdict is unknown, labelled.
 
 An engine whose batch time reads the batch composition (an operator-profile iteration model, ``fluidq check
 --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, not its iteration time (at a vLLM
