@@ -167,6 +167,10 @@ def k_max_floor(engine, workload, pol):
     most = max_request_tokens(workload)
     if most is None:
         return None, "the workload's lengths are unbounded (a large backlog need not hold many requests)"
+    if getattr(engine, "async_scheduling", False):
+        # requests finished in the batch in flight keep their k_max slots through the next one, so a batch
+        # can hold fewer than k_max requests under a backlog
+        return None, "with async scheduling finished requests hold k_max slots one batch longer"
     holds, states, ce = k_max_floor_search(pol)
     if not holds:
         return None, f"{name} can form a batch below min(b_max, k_max, demand) ({ce})"
