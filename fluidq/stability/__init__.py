@@ -473,6 +473,17 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked:,} searched states); "
                   f"load {fmt_load(rho)} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
+        if engine.kv_capacity_tokens is not None:
+            # Theorem 2(b) is for an engine without memory; a cache that the mean footprints do not fill can
+            # still fill under a backlog (a prefill-first scheduler admits prompts while decoders wait: Orca on
+            # 4 x H100, 70B, k_max 2048, preempted 377 times in 120 s at 1.3x) and preemptions waste work
+            from .bounds import kv_never_binds
+
+            status = Status.UNKNOWN
+            reason = (f"without its KV cache: {reason}; but the cache ({engine.kv_capacity_tokens:,} tokens) is not "
+                      f"shown never to bind ({kv_never_binds(engine, workload, pol)[1]}), and under a backlog it can "
+                      "fill and preempt (recompute wastes work), so that is no proof here; simulate to decide "
+                      "(`fluidq check --method auto`; fluidq.replicate in Python)")
     elif n_engines > 1:
         status, reason, threshold, method = _pooled_non_wc_verdict(engine, workload, pol, rho, tolerance, wc,
                                                                    n_engines)

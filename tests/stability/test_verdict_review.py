@@ -168,3 +168,29 @@ def test_check_s_simulation_options_are_refused_naming_them(capsys, argv, flag):
     assert main(["check", "--rate", "5", *argv]) not in (0, None)
     err = capsys.readouterr().err
     assert f"{flag}=" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_orca_fills_the_same_cache_so_the_argument_is_not_made_for_it(seed):
+    """Prefill first, Orca starts prompts while decoders wait, so nothing bounds the requests holding KV: with the
+    cache that suffices for Sarathi-Serve it preempts under overload (10-28 times here), and kv_never_binds says
+    no for it."""
+    rng = np.random.default_rng(seed)
+    e = _random_engine(rng)
+    p = fluidq.workload.Empirical(values=tuple(int(x) for x in rng.integers(20, 300, 3)), weights=(0.3, 0.3, 0.4))
+    o = fluidq.workload.Empirical(values=tuple(int(x) for x in rng.integers(10, 200, 3)), weights=(0.5, 0.3, 0.2))
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=p, output_tokens=o)
+    w = w.with_rate(1.5 * fluidq.max_throughput(e, w).requests_per_s)
+    ee = e.with_(kv_capacity_tokens=min(e.b_max, e.k_max) * (max(p.values) + max(o.values) + 1))
+    assert not kv_never_binds(ee, w, fluidq.policies.resolve_policy("orca"))[0]
+    assert fluidq.simulate(ee, w, "orca", horizon_s=400 * (e.batch_time(e.b_max)), rng=seed).preemptions > 0
+
+
+def test_theorem_2b_is_not_a_proof_with_a_cache_that_can_fill(capsys):
+    """Llama-3.1-70B on 4 x H100 with --k-max 2048 (k_max never binds): Theorem 2(b) said Orca is stable at 0.9
+    although its cache (468,944 tokens) fills under a backlog (377 preemptions in 120 s at 1.3x); Sarathi-Serve's
+    cannot fill (2048 requests x 201 tokens fit), so its Theorem-2 verdict stands."""
+    rs = {r["policy"]: r for r in _check(capsys, *H100_TP4, "--load", "0.9", "--k-max", "2048", "--method",
+                                         "analytic", "--policy", "orca", "--policy", "sarathi")}
+    assert rs["orca"]["status"] == "unknown" and "not shown never to bind" in rs["orca"]["reason"]
+    assert rs["sarathi"]["status"] == "stable" and "KV cache never binds" in rs["sarathi"]["reason"]
