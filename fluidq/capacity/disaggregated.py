@@ -17,7 +17,9 @@ own rate and the tandem sustains the smallest (requests per second):
   requests that decode together (``k_max``, ``b_max``, the KV cache over the mean resident context
   ``kv_bar = E[o (p + o/2)] / E[o]``).
 
-The verdict at an arrival rate ``lambda`` is stable below ``lambda*`` and unstable above, and the stage
+The verdict at an arrival rate ``lambda`` is stable below ``lambda*`` and unstable above -- by ``fluidq
+check``'s rule: critical within the tolerance (2 %) of ``lambda*``, and unknown between 0.8 and 1.25 of it
+where the decode pool binds through its KV cache (an estimate from mean footprints) --, and the stage
 that binds is the bottleneck.  :func:`size_pools` chooses ``(n_p, n_d)``: for a rate, the fewest GPUs
 whose tandem sustains it; for a GPU budget, the most requests per GPU.  :func:`colocated_capacity`
 puts the same GPUs' engines to chunked-prefill co-located serving (decode-first batches, prompts in
@@ -178,9 +180,13 @@ def _engine(name, e):
 
 def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, *, n_prefill: int, n_decode: int,
                            link: Link, kv_bytes_per_token: float, links: int = 1, gpus_per_engine: int = 1,
-                           rate: float | None = None) -> DisaggregatedResult:
+                           rate: float | None = None, tolerance: float = 0.02) -> DisaggregatedResult:
     """Capacity (and, with ``rate`` in requests/s, the stability verdict) of ``n_prefill`` prefill engines,
     a KV transfer and ``n_decode`` decode engines (see the module docstring).
+
+    The verdict follows ``fluidq check``'s rule: ``critical`` within ``tolerance`` of load 1; where the decode
+    pool binds through its KV cache (a capacity from mean request footprints) ``unknown`` between
+    :data:`~fluidq.dtmc.flow_basis.KV_ESTIMATE_BAND` times it; stable below, unstable above.
 
     ``gpus_per_engine`` (the tensor-parallel size) counts GPUs for the per-GPU figures; ``links`` is the
     number of links each prefill engine sends over (one per tensor-parallel rank, typically).
@@ -202,17 +208,47 @@ def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, 
     bottleneck = min(stages, key=stages.get)
     cap = stages[bottleneck]
     verdict = load = None
+    verdict_why = None
     if rate is not None:
         lam = real("rate", rate, positive=True)
         load = lam / cap if cap > 0 else math.inf
-        verdict = "stable" if load < 1 else "unstable"
+        verdict, verdict_why = _tandem_verdict(load, tolerance, bottleneck, lim)
     lat = link.latency_us * 1e-6 + mp * float(kv_bytes_per_token) / (links * link.bandwidth_gbps * 1e9)
     inputs = {"mean_prompt_tokens": mp, "mean_output_tokens": md, "mean_tokens": mp + md,
               "mean_resident_context": kv_bar, "kv_bytes_per_token": float(kv_bytes_per_token),
-              "link": link.describe(), "links": links, "gpus_per_engine": g, "rate": rate}
+              "link": link.describe(), "links": links, "gpus_per_engine": g, "rate": rate, "tolerance": tolerance,
+              "verdict_reason": verdict_why}
     return DisaggregatedResult(n_prefill=n_p, n_decode=n_d, requests_per_s=cap, stages=stages, bottleneck=bottleneck,
                                gpus=(n_p + n_d) * g, decode_residents=n_res, decode_limit=lim,
                                transfer_latency_s=lat, verdict=verdict, load=load, inputs=inputs)
+
+
+#: ``fluidq.stability.KV_ESTIMATE_BAND`` (0.8, 1.25), the band `fluidq check` withholds a KV-bound estimate's verdict
+#: in; restated here because fluidq.capacity imports nothing of fluidq.dtmc (where it lives); a test holds the two
+#: equal
+KV_ESTIMATE_BAND = (0.8, 1.25)
+
+
+def _tandem_verdict(load: float, tolerance: float, bottleneck: str, decode_limit: str) -> tuple:
+    """``(verdict, why)`` at ``load`` of the tandem's capacity, by ``fluidq check``'s rule (see
+    :func:`disaggregated_capacity`)."""
+    tolerance = real("tolerance", tolerance, nonnegative=True)
+    if tolerance >= 1:
+        raise ParameterError("tolerance", tolerance, "a relative tolerance < 1")
+    lo, hi = KV_ESTIMATE_BAND
+    kv_est = bottleneck == "decode" and decode_limit == "kv_cache"
+    if abs(load - 1) <= tolerance:
+        return "critical", (f"load {load:.4g} is within {tolerance:.0%} of the capacity: at the boundary the fluid "
+                            "argument decides nothing (as in `fluidq check`)")
+    if kv_est and lo <= load <= hi:
+        return "unknown", (f"the decode pool binds through its KV cache, a capacity from mean request footprints "
+                           f"that simulation moves by tens of percent; between {lo:g} and {hi:g} times it no "
+                           "verdict, as `fluidq check` withholds one (simulate to decide)")
+    if load < 1:
+        return "stable", (f"load {load:.4g} below 1 - {tolerance:.0%} of the tandem's fluid capacity"
+                          + (f" (and below {lo:g} times the KV-bound estimate)" if kv_est else ""))
+    return "unstable", (f"load {load:.4g} above 1 + {tolerance:.0%} of the tandem's fluid capacity"
+                        + (f" (and above {hi:g} times the KV-bound estimate)" if kv_est else ""))
 
 
 def size_pools(prefill: Engine, decode: Engine, workload: Workload, *, link: Link, kv_bytes_per_token: float,

@@ -15,7 +15,12 @@ The capacity is that of the budgets the scheduler forms batches under (:func:`ef
 most requests a batch holds, :func:`binding_k_max`) is treated as absent and changes no verdict.
 With a batch-size limit ``k_max`` that binds for the workload's mix, the capacity is where
 ``(lambda m_p, lambda m_d)`` leaves the stability region (:func:`fluidq.stability_region`) and
-the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``).
+the verdict below it comes from :func:`fluidq.region.capacity.region_verdict` (``method="region"``), or,
+where that leaves it unknown, from the floor of what the scheduler serves under any backlog
+(``method="k_max_floor"``, :func:`fluidq.stability.bounds.k_max_floor`).  A KV cache that can never bind
+(:func:`fluidq.stability.bounds.kv_never_binds`) is dropped first: the verdict is the engine's without memory.
+:func:`decide_stability` (``fluidq check``'s default ``--method auto``) lets seeded replications decide
+where the analytic verdict is unknown, labelled.
 
 An engine whose batch time reads the batch composition (an operator-profile iteration model, ``fluidq check
 --profile-dir``) has ``t(b)`` = one prefill chunk with no decode cost, not its iteration time (at a vLLM
@@ -45,7 +50,8 @@ from ..policies.conservation import work_conserving_cached as _work_conserving
 from ..results import MEANINGFUL_DIGITS, Result, Status, fmt_load, fmt_value, plain
 from ..workload import Poisson, Workload
 
-__all__ = ["CHECK_METHODS", "StabilityResult", "Status", "binding_k_max", "check_stability", "effective_engine",
+__all__ = ["CHECK_METHODS", "StabilityResult", "Status", "binding_k_max", "check_stability", "decide_stability",
+           "effective_engine",
            "max_requests_per_batch", "without_idle_k_max"]
 
 
@@ -167,8 +173,63 @@ def _is_network(x) -> bool:
     return model is not None and isinstance(x, model.Network)
 
 
-#: what :func:`check_stability` may decide by (``method=``)
-CHECK_METHODS = ("auto", "simulation")
+#: what :func:`check_stability` may decide by (``method=``; ``"analytic"`` is ``"auto"``, named as the CLI names it)
+CHECK_METHODS = ("auto", "analytic", "simulation")
+
+#: replications and the total wall-clock budget (seconds) :func:`decide_stability` spends by default
+DECIDE_REPLICATIONS = 4
+DECIDE_BUDGET_S = 60.0
+
+
+def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0.02, n_engines: int = 1,
+                     n_replications: int = DECIDE_REPLICATIONS, rng=0, deadline_s: float | None = None,
+                     budget_s: float = DECIDE_BUDGET_S) -> StabilityResult:
+    """The analytic verdict, and seeded replications only where it is ``unknown`` (``fluidq check --method
+    auto``).
+
+    The analytic verdict (:func:`check_stability`) is returned as it is unless its status is unknown; then
+    ``n_replications`` seeded runs at the automatic horizon (:func:`fluidq.replicate` with ``horizon_s=None``,
+    the shared growth test) decide, when the wall clock allows: ``deadline_s`` (a :func:`time.monotonic`
+    time, shared by several calls) or else ``budget_s`` from now.  A decided simulation gives
+    ``method="simulation"`` and ``inputs["decided_by"] = "simulation"`` with the interval and horizon in the
+    reason ("decided by simulation"); ``inputs["wall_s"]`` is the wall time the simulation took.  An inconclusive
+    simulation, one not run (budget spent, several engines), or one refused keeps the analytic ``unknown``
+    and says why.  A simulated "stable" is a bounded backlog over the horizon simulated, not a proof.
+    """
+    import time
+
+    ana = check_stability(engine, workload, policy, tolerance=tolerance, n_engines=n_engines)
+    if ana.status is not Status.UNKNOWN:
+        return replace(ana, inputs={**ana.inputs, "decided_by": "analytic"})
+    now = time.monotonic()
+    end = deadline_s if deadline_s is not None else now + real("budget_s", budget_s, nonnegative=True)
+    why = None
+    if n_engines != 1:
+        why = "not simulated: several engines behind a router (simulate the network: fluidq.simulate_network)"
+    elif now >= end:
+        why = "not simulated: the simulation budget of this call was spent on earlier verdicts"
+    if why is None:
+        try:
+            sim = check_stability(engine, workload, policy, tolerance=tolerance, method="simulation",
+                                  n_replications=n_replications, rng=rng)
+        except ParameterError as exc:  # e.g. runs too large to simulate
+            why = f"not simulated: {exc}"
+        else:
+            took = time.monotonic() - now
+            rep = sim.replications
+            if sim.status is Status.UNKNOWN:
+                return replace(ana, reason=f"{ana.reason}; simulation inconclusive ({rep.reason})",
+                               inputs={**ana.inputs, "decided_by": "none", "wall_s": took},
+                               replications=rep)
+            word = "bounded backlog" if sim.status is Status.STABLE else "growing backlog"
+            lo, hi = rep.slope_ci
+            reason = (f"decided by simulation ({word}: token-backlog slope {rep.slope_tokens_per_s:.4g} tokens/s, "
+                      f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}], tolerance {rep.tolerance_tokens_per_s:.4g}, "
+                      f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s"
+                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}; "
+                      f"a statement about that horizon, not a proof); the analytic verdict was unknown: {ana.reason}")
+            return replace(sim, reason=reason, inputs={**sim.inputs, "decided_by": "simulation", "wall_s": took})
+    return replace(ana, reason=f"{ana.reason}; {why}", inputs={**ana.inputs, "decided_by": "none"})
 
 
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
@@ -191,8 +252,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     n_engines : int
         Identical copies of ``engine`` behind a join-the-shortest-queue router; the capacity is
         their sum (Prop. 3 of arXiv:2504.07347, for work-conserving engines).
-    method : {"auto", "simulation"}
-        ``"auto"`` (default): the analytic verdict -- Theorem 2, the ``k_max`` region, the KV-cache
+    method : {"auto", "analytic", "simulation"}
+        ``"auto"`` (default) or ``"analytic"``: the analytic verdict -- Theorem 2, the ``k_max`` region, the KV-cache
         estimate or the policy's own renewal threshold, whichever applies (``result.method`` names it).
         ``"simulation"``: seeded replications decide (:func:`fluidq.replicate`, the shared growth test;
         ``**kw`` goes to it: ``n_replications`` (default 8), ``horizon_s`` (default ``None``, chosen from
@@ -235,6 +296,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         raise ParameterError("engine", engine, "a fluidq.Engine or a fluidq.network.Network")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload")
+    if method == "analytic":
+        method = "auto"
     if method == "simulation":
         return _simulation_verdict(engine, workload, policy, tolerance=tolerance, n_engines=n_engines, **kw)
     if kw:
@@ -254,6 +317,16 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     # the budgets the scheduler forms batches under (its own b_max / k_max when smaller); a k_max that
     # can never bind changes no verdict
     engine = effective_engine(engine, pol)
+    # a KV cache that can never bind (at most min(b_max, k_max) requests hold KV under a decode-first FCFS
+    # scheduler, and the cache holds that many at the largest p + o): the engine runs as without it
+    kv_note = ""
+    if engine.kv_capacity_tokens is not None:
+        from .bounds import kv_never_binds
+
+        free, why_kv = kv_never_binds(engine, workload, pol)
+        if free:
+            engine = without_idle_k_max(engine.with_(kv_capacity_tokens=None), pol)
+            kv_note = f" ({why_kv}; the verdict is that of the engine without memory)"
     cap = max_throughput(engine, workload, n_engines=n_engines)
     # the token work the arrivals bring: lambda (m_p + m_d), or lambda (m_p + m_d - 1) when the engine's
     # prefill emits the first output token (fluidq.capacity.request_work)
@@ -308,6 +381,21 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif region_v is not None:
         status, reason, method = region_v
         rho, ref = rho_any, sup  # the region's capacity along the mix is the denominator
+        if status is Status.UNKNOWN and n_engines == 1 and engine.kv_capacity_tokens is None:
+            # what the scheduler serves at least under any backlog with k_max binding (fluidq.stability.bounds)
+            from .bounds import k_max_floor
+
+            floor, why_floor = k_max_floor(engine, workload, pol)
+            if floor is not None and offered < (1 - tolerance) * floor:
+                status, method = Status.STABLE, "k_max_floor"
+                reason = (f"k_max binds, so Theorem 2(b) does not hold as stated, but {why_floor}; the offered "
+                          f"{_tps(offered)} tokens/s is {fmt_load(offered / floor)} of that floor (below 1 - "
+                          f"{tolerance:.0%}), so the token backlog drains (the fluid argument of Theorem 2(b) with "
+                          f"this floor for b_max/t(b_max)){assumption}; load {fmt_load(rho_any)} of the stability "
+                          f"region along the mix: {cap.reason}")
+            elif floor is not None:
+                reason = (f"{reason}; {why_floor}, and the offered {_tps(offered)} tokens/s is "
+                          f"{fmt_load(offered / floor)} of that floor, not below it, so it proves nothing here")
         if n_engines > 1:
             reason = (f"each of {n_engines} engines behind a join-the-shortest-queue router gets 1/{n_engines} of the "
                       f"traffic ({workload.arrival_rate_per_s / n_engines:.4g} of {workload.arrival_rate_per_s:.4g} "
@@ -342,6 +430,17 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"so by the estimate {name} keeps up, but that is not proven: {est}; nothing bounds what the "
                       "engine serves under the cache from below (preemptions can waste work), so fluidq says no "
                       "verdict; simulate to decide (`fluidq simulate --replications N`; fluidq.replicate in Python)")
+        elif not wc.work_conserving and offered < lo * ref:
+            # far below the band: the estimate is not in question, the policy is (issue: it said "too close
+            # to call" at load 0.1)
+            status = Status.UNKNOWN
+            reason = (f"{name} is not work-conserving ({wc.reason}), and under a binding KV cache fluidq has no "
+                      f"threshold of its own for it; the offered {_tps(offered)} tokens/s is only "
+                      f"{fmt_load(offered / ref)} of what any scheduler serves at best under the cache (about "
+                      f"{_tps(ref)} tokens/s), well below the {lo:g}-{hi:g} band where the estimate itself is in "
+                      "doubt, but Theorem 2 says nothing of a policy that is not work-conserving below that bound: "
+                      f"{est}; simulate to decide (`fluidq check --method simulation`, `fluidq simulate "
+                      "--replications N`; fluidq.replicate in Python)")
         else:
             status = Status.UNKNOWN
             reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
@@ -374,11 +473,24 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         reason = (f"{name} is work-conserving (no short batch in {wc.states_checked:,} searched states); "
                   f"load {fmt_load(rho)} < 1 relative to {wc_what} = {_tps(ref)} tokens/s, so by Theorem 2(b) {where} "
                   f"positive recurrent{assumption}")
+        if engine.kv_capacity_tokens is not None:
+            # Theorem 2(b) is for an engine without memory; a cache that the mean footprints do not fill can
+            # still fill under a backlog (a prefill-first scheduler admits prompts while decoders wait: Orca on
+            # 4 x H100, 70B, k_max 2048, preempted 377 times in 120 s at 1.3x) and preemptions waste work
+            from .bounds import kv_never_binds
+
+            status = Status.UNKNOWN
+            reason = (f"without its KV cache: {reason}; but the cache ({engine.kv_capacity_tokens:,} tokens) is not "
+                      f"shown never to bind ({kv_never_binds(engine, workload, pol)[1]}), and under a backlog it can "
+                      "fill and preempt (recompute wastes work), so that is no proof here; simulate to decide "
+                      "(`fluidq check --method auto`; fluidq.replicate in Python)")
     elif n_engines > 1:
         status, reason, threshold, method = _pooled_non_wc_verdict(engine, workload, pol, rho, tolerance, wc,
                                                                    n_engines)
     else:
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
+    if kv_note:
+        reason = f"{reason}{kv_note}"
     if engine.b_max < given_engine.b_max:
         reason = (f"{reason} (the scheduler's own budget b_max={engine.b_max} caps its batches below the engine's "
                   f"{given_engine.b_max}: the capacities here are for batches of at most {engine.b_max} tokens)")

@@ -35,7 +35,8 @@ from ..results import Result, Status, plain
 from ..network.caveats import capacity_caveats  # noqa: F401 (documented here too)
 from ..network.model import Network
 
-__all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "simulation_growth", "simulation_size"]
+__all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "route_sojourn_s", "simulation_growth",
+           "simulation_size"]
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,116 @@ def min_route_s(network: Network) -> float:
     return max(walk(c.route) for c in network.classes)
 
 
+#: the automatic horizon covers this many route sojourns (:func:`route_sojourn_s`), so that the fitted window
+#: (after the first quarter) opens after five of them: a warm-up the runs discard
+WARMUP_SOJOURNS = 20.0
+#: the automatic work budget may be passed up to this factor to cover WARMUP_SOJOURNS route sojourns
+WARMUP_BUDGET_FACTOR = 3.0
+
+
+def _implied_batch_s(engine, offered_tokens_per_s: float, decode_share: float = 0.0,
+                     context_tokens: float = 0.0) -> tuple:
+    """``(b, t(b))``: the batch the offered load implies and its iteration time: the fixed point of ``b = offered * t(b)``
+    (a work-conserving engine's batch at that throughput), ``1 <= b <= b_max``, iterated from ``b = 1``
+    (``t`` is increasing, so the iteration rises to the smallest fixed point).  A context-aware batch time
+    reads ``b * decode_share`` decoders of ``context_tokens`` each."""
+    from ..batchtime.models import ContextAware
+    from ..sim.core import _shortest_batch_s
+
+    ctx = isinstance(engine.batch_time, ContextAware)
+
+    def t(b):
+        try:
+            kv = [b * decode_share * context_tokens] if ctx else None
+            out = engine.batch_time([float(b)], kv) if ctx else engine.batch_time(float(b))
+            return float(np.asarray(out, dtype=float).reshape(-1)[0])
+        except Exception:  # noqa: BLE001 - a batch time that needs a composition: its shortest batch
+            return float(_shortest_batch_s(engine))
+
+    b = 1.0
+    for _ in range(60):
+        nb = min(float(engine.b_max), max(1.0, offered_tokens_per_s * t(b)))
+        if abs(nb - b) <= 1e-6 * b:
+            break
+        b = nb
+    return b, t(b)
+
+
+def route_sojourn_s(network: Network) -> float:
+    """About how long a request of the slowest class takes to pass its longest route at the offered loads,
+    seconds: per hop, ``ceil(m_p / b_max) + m_d`` iterations (the mean lengths) at the iteration time of the
+    batch its station's load implies (:func:`_implied_batch_s`; a router's slowest engine), summed along the
+    route (a choice's longest option, a fork's longest branch).  An estimate for sizing runs (their warm-up),
+    not a bound: :func:`min_route_s` is the bound."""
+    from ..network.model import Choice, Fork, Hop
+
+    stations = {st.name: st for st in network.stations}
+    routers = {r.name: r.engines for r in network.routers}
+    pace = {n: bt[1] for n, bt in _station_batches(network).items()}
+
+    def hop_s(h):
+        names = routers.get(h.engine, (h.engine,))
+        iters = max(math.ceil(h.prompt_tokens.mean / stations[n].engine.b_max) for n in names) + h.output_tokens.mean
+        return iters * max(pace[n] for n in names)
+
+    def walk(steps):
+        total = 0.0
+        for st in steps:
+            if isinstance(st, Hop):
+                total += hop_s(st)
+            elif isinstance(st, Choice):
+                total += max((walk(o) for p, o in st.options if p > 0), default=0.0)
+            elif isinstance(st, Fork):
+                total += max((walk(br) for br in st.branches), default=0.0)
+        return total
+
+    return max(walk(c.route) for c in network.classes)
+
+
+def _station_batches(network: Network) -> dict:
+    """``{station: (b, t(b))}``: the batch each station's offered load implies (:func:`_implied_batch_s`)."""
+    from ..network.model import Choice, Fork, Hop
+
+    stations = {st.name: st for st in network.stations}
+    routers = {r.name: r.engines for r in network.routers}
+    loads = network.loads()
+    # per station, the mean decode share m_d / (m_p + m_d) and decode context m_p + m_d / 2 of its hops
+    seen: dict = {}
+
+    def collect(steps):
+        for st in steps:
+            if isinstance(st, Hop):
+                mp, md = h_means(st)
+                for n in routers.get(st.engine, (st.engine,)):
+                    seen.setdefault(n, []).append((md / (mp + md) if mp + md > 0 else 0.0, mp + md / 2.0))
+            elif isinstance(st, Choice):
+                for _, o in st.options:
+                    collect(o)
+            elif isinstance(st, Fork):
+                for br in st.branches:
+                    collect(br)
+
+    def h_means(h):
+        return float(h.prompt_tokens.mean), float(h.output_tokens.mean)
+
+    for c in network.classes:
+        collect(c.route)
+    pace = {}
+    for name, st in stations.items():
+        offered = float(loads.get(name, 0.0)) * float(st.capacity_tokens_per_s)
+        rows = seen.get(name) or [(0.0, 0.0)]
+        share = sum(r[0] for r in rows) / len(rows)
+        ctx = sum(r[1] for r in rows) / len(rows)
+        pace[name] = _implied_batch_s(st.engine, offered if math.isfinite(offered) else 0.0, share, ctx)
+    return pace
+
+
+def _warmup_fraction(horizon_s: float, sojourn_s: float) -> float:
+    """The share of an automatic run discarded as warm-up before the growth is fitted: three route sojourns
+    (:func:`route_sojourn_s`), at least the first quarter and at most half of the run."""
+    return min(0.5, max(0.25, 3.0 * sojourn_s / horizon_s)) if horizon_s > 0 else 0.25
+
+
 def _default_horizon(network, band_per_s: float) -> float:
     """First-round horizon: 3000 batches of the slowest engine at full budget, and long enough that a
     drift of ``band_per_s`` adds 20 requests over the run."""
@@ -309,9 +420,12 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         (at least long enough for a drift of the band to add 20 requests), then, if its interval is too
         wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
         slope's spread says would (at most ``max_horizon_s``).  The automatic horizon is at least four
-        times the least time a request needs to pass its route (:func:`min_route_s`), and one round stays
-        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work):
-        where the test would need more, the shorter round is run and the verdict says so.  A given
+        times the least time a request needs to pass its route (:func:`min_route_s`) and
+        :data:`WARMUP_SOJOURNS` route sojourns at the offered loads (:func:`route_sojourn_s`), whose first
+        three are discarded as warm-up before the growth is fitted (1/4 to 1/2 of each run); one round stays
+        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work),
+        passed up to :data:`WARMUP_BUDGET_FACTOR` times only to cover those sojourns: where the test would
+        need more, the shorter round is run and the verdict says so.  A given
         ``horizon_s`` is used as is, and refused before any work when its runs would pass
         :data:`MAX_SIM_BATCHES` batches or :data:`MAX_SIM_VISITS` hop visits (see
         :func:`simulation_size`).  Growth seen before a request can have passed its route is the network
@@ -399,9 +513,11 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     budget_note = ""
     if simulate:
         route_s = min_route_s(network)
+        sojourn_s = route_sojourn_s(network)
         reps = integer("replications", replications, minimum=2, maximum=MAX_REPLICATIONS,
                        why="each replication is a full simulation of the network")
         lam = float(sum(c.rate_per_s for c in network.classes))
+        sf = 0.25
         if horizon_s is not None:
             h = real("horizon_s", horizon_s, positive=True)
             check_simulation_size(network, h, reps)  # before any work, with the size it would have
@@ -409,7 +525,9 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         else:
             # long enough that the fitted window (after the first quarter) starts once a request can have
             # passed its route
-            h = max(_default_horizon(network, gt * lam), 4.0 * route_s)
+            # and long enough to discard a warm-up of several route sojourns at the offered loads (real hops
+            # with long decodes take tens of seconds; t(b_max) and t(1) alone sized runs that ended in the warm-up)
+            h = max(_default_horizon(network, gt * lam), 4.0 * route_s, WARMUP_SOJOURNS * sojourn_s)
             cap_h = (10.0 * h if max_horizon_s is None else
                      max(h, real("max_horizon_s", max_horizon_s, positive=True)))
             # the work budget of one round: the horizon the test asks for is not run when its batches would
@@ -419,14 +537,21 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
             h_budget = min(AUTO_BATCH_BUDGET / per_s if per_s > 0 else math.inf,
                            AUTO_VISIT_BUDGET / visits_s if visits_s > 0 else math.inf)
             budget = f"{AUTO_BATCH_BUDGET:,} batches and {AUTO_VISIT_BUDGET:,} hop visits a round"
-            if h > h_budget:
+            # the warm-up is not cut short by the budget: when WARMUP_SOJOURNS route sojourns fit within
+            # WARMUP_BUDGET_FACTOR times it, the run covers them (beyond that the budget holds: a longer run
+            # would still not cover the warm-up)
+            warm = WARMUP_SOJOURNS * sojourn_s
+            h_floor = warm if warm <= WARMUP_BUDGET_FACTOR * h_budget else 0.0
+            if h > max(h_budget, h_floor):
                 budget_note = (f"; the horizon the test asks for ({h:.4g} s: up to {_n(h * per_s)} batches and "
                                f"{_n(h * visits_s)} hop visits over {reps} runs) passes the automatic work budget "
-                               f"of {budget}, so {h_budget:.4g} s was run (give horizon_s to run longer)")
-                h = h_budget
+                               f"of {budget}, so {max(h_budget, h_floor):.4g} s was run (give horizon_s to run longer)")
+                h = max(h_budget, h_floor)
             cap_h = min(cap_h, max(h, h_budget))
             check_simulation_size(network, h, reps)
-            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt, **sim_kw)
+            sf = _warmup_fraction(h, sojourn_s)
+            sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt,
+                                    start_fraction=sf, **sim_kw)
             need = sim["needed_horizon_s"]
             if sim["verdict"] == "unknown" and need is not None and need > h and cap_h > h:
                 # the first round cannot tell the band from zero: one round at the horizon that would
@@ -435,19 +560,21 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                                    f"work budget of {budget} over {reps} runs, so at most {h_budget:.4g} s was "
                                    "run (give horizon_s to run longer)")
                 h = min(cap_h, 1.1 * need)
-                sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt, **sim_kw)
+                sf = _warmup_fraction(h, sojourn_s)
+                sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt,
+                                        start_fraction=sf, **sim_kw)
         runs = tuple(sim.pop("runs"))
         test = sim.pop("test")
         sv = test.status
         words = f"simulation: {test.reason}"
-        if sv == Status.UNSTABLE and 0.25 * h < route_s:
+        if sv == Status.UNSTABLE and sf * h < route_s:
             # the fit window starts before a request can have passed its route: the network is still filling
             sv = Status.UNKNOWN
             sim["verdict"] = sv.value
-            words += (f", but the fitted window starts at {0.25 * h:.4g} s, before a request can have passed its "
+            words += (f", but the fitted window starts at {sf * h:.4g} s, before a request can have passed its "
                       f"route (at least {route_s:.4g} s): the number in system grows while the network fills, so "
                       f"this is no evidence of instability (runs of at least {4 * route_s:.4g} s are needed)")
-        seen = 0.75 * h * lam  # expected arrivals per run in the fitted window (after the first quarter)
+        seen = (1.0 - sf) * h * lam  # expected arrivals per run in the fitted window (after the warm-up)
         if sv == Status.STABLE and seen < MIN_FIT_ARRIVALS:
             sv = Status.UNKNOWN
             sim["verdict"] = sv.value

@@ -28,9 +28,10 @@ def _net(rate):
 
 
 def test_the_methods_are_named():
-    assert CHECK_METHODS == ("auto", "simulation")
+    assert CHECK_METHODS == ("auto", "analytic", "simulation")
     auto = fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi")
     assert auto == fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="auto")
+    assert auto == fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="analytic")
     assert auto.method == "closed_form" and auto.replications is None and "simulation" not in auto.to_dict()
 
 

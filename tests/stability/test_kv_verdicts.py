@@ -82,6 +82,14 @@ def test_a_kv_limited_engine_at_0_78_of_the_estimate_is_not_called_stable(capsys
     r = fluidq.check_stability(AFFINE, W(rate), "sarathi")
     assert r.status == Status.UNKNOWN and "not proven" in r.reason
     assert main(["check", "--model", "affine", "--c-ms", "20", "--a-ms", "0.2", "--b-max", "1024", "--kv-capacity",
-                 "30000", "--prompt", "600", "--output", "200", "--rate", f"{rate:.6g}", "--json"]) in (0, None)
+                 "30000", "--prompt", "600", "--output", "200", "--rate", f"{rate:.6g}", "--json",
+                 "--method", "analytic"]) in (0, None)
     out = json.loads(capsys.readouterr().out)
     assert all(d["status"] != "stable" for d in out), [(d["policy"], d["status"]) for d in out]
+    # the default (--method auto) may let seeded replications decide, but then says so
+    assert main(["check", "--model", "affine", "--c-ms", "20", "--a-ms", "0.2", "--b-max", "1024", "--kv-capacity",
+                 "30000", "--prompt", "600", "--output", "200", "--rate", f"{rate:.6g}", "--json"]) in (0, None)
+    out = json.loads(capsys.readouterr().out)
+    for d in out:
+        if d["status"] == "stable":
+            assert d["method"] == "simulation" and d["reason"].startswith("decided by simulation"), d["reason"]

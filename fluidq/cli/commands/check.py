@@ -44,6 +44,16 @@ def register(sub):
                    help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="relative band around load 1 called critical, in [0, 1) (default 0.02)")
+    p.add_argument("--method", choices=("auto", "analytic", "simulation"), default="auto",
+                   help="auto (default): the analytic verdict, and seeded replications (fluidq.replicate, the "
+                        "shared growth test) only where it is unknown, labelled 'decided by simulation' with the "
+                        "interval and horizon, within --sim-budget seconds in all; analytic: the theory only; "
+                        "simulation: replications decide every verdict")
+    p.add_argument("--sim-budget", type=float, default=60.0, metavar="SECONDS",
+                   help="with --method auto, the wall-clock seconds all simulations of this call may take "
+                        "together; a verdict left when it is spent stays unknown, saying so (default 60)")
+    p.add_argument("--replications", type=int, default=4,
+                   help="seeded replications per simulated verdict (>= 2; default 4; seeds 0, 1, ... from root 0)")
     add_roofline_args(p)
     add_profile_dir_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -71,6 +81,13 @@ def run(args):
 
     for name in args.policy or []:
         resolve_policy(name, "--policy")  # an unknown name is named under its flag, before any work
+    if not (math.isfinite(args.sim_budget) and args.sim_budget >= 0):
+        raise ParameterError("--sim-budget", args.sim_budget, "a finite number of seconds >= 0")
+    if args.replications < 2:
+        raise ParameterError("--replications", args.replications, "an integer >= 2")
+    if args.method == "simulation" and args.engines != 1:
+        raise ParameterError("--method", "simulation", "auto or analytic with --engines > 1",
+                             "simulate engines behind a router with `fluidq network --simulate`")
     if not (math.isfinite(args.tolerance) and 0 <= args.tolerance < 1):
         raise ParameterError("--tolerance", args.tolerance, "a relative tolerance in [0, 1)")
     if args.load is not None:
@@ -116,8 +133,22 @@ def run(args):
             pol = pol.with_(chunk_long_prompts=args.chunk_long_prompts)
             chunked.append(pol.name)
         pols.append(pol)
-    results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines)
-               for p in pols]
+    import time
+
+    from ...stability import decide_stability
+
+    t0 = time.monotonic()
+    if args.method == "auto":
+        deadline = t0 + args.sim_budget
+        results = [decide_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
+                                    n_replications=args.replications, rng=0, deadline_s=deadline) for p in pols]
+    elif args.method == "simulation":
+        results = [check_stability(engine, workload, p, tolerance=args.tolerance, method="simulation",
+                                   n_replications=args.replications, rng=0) for p in pols]
+    else:
+        results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines)
+                   for p in pols]
+    took = time.monotonic() - t0
     width = max(len(r.policy) for r in results)
     cap = max_throughput(engine, workload, n_engines=args.engines)
     off = offered_tokens_per_s(engine, workload)
@@ -151,6 +182,17 @@ def run(args):
     reasons, notes = shared_reasons([r.reason for r in results])
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {why}" for r, why in zip(results, reasons)]
     lines += notes
+    simulated = [r.policy for r in results if r.method == "simulation"]
+    if args.method == "analytic":
+        lines.append("verdicts: analytic only (--method analytic)")
+    elif args.method == "simulation":
+        lines.append(f"verdicts: every one decided by simulation (--method simulation), {took:.1f} s")
+    else:
+        ran = sum(float(r.inputs.get("wall_s", 0.0)) for r in results)
+        lines.append("verdicts: " + (f"analytic except {', '.join(simulated)} (decided by simulation where the "
+                                     f"theory said unknown; {ran:.1f} s of simulation, budget {args.sim_budget:g} s)"
+                                     if simulated else
+                                     f"all analytic ({ran:.1f} s of simulation tried, budget {args.sim_budget:g} s)"))
     if chunked:
         lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
                      f" ({' and '.join([', '.join(chunked[:-1]), chunked[-1]] if len(chunked) > 2 else chunked)}"
@@ -164,7 +206,9 @@ def run(args):
     # the inputs with every verdict (StabilityResult.to_dict has the numbers, not what they came from)
     inputs = {"engine": engine.to_dict(), "workload": workload.to_dict(),
               "arrival_rate_per_s": workload.arrival_rate_per_s, "n_engines": args.engines,
-              "load_given": args.load, "tolerance": args.tolerance, "chunk_long_prompts": args.chunk_long_prompts}
+              "load_given": args.load, "tolerance": args.tolerance, "chunk_long_prompts": args.chunk_long_prompts,
+              "method": args.method, "sim_budget_s": args.sim_budget, "replications": args.replications,
+              "wall_s": took}
     if fit_json(args) is not None:
         inputs["fit"] = fit_json(args)
     if note:

@@ -189,7 +189,8 @@ def _run(args):
                     f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
                     f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
     if r.verdict is not None:
-        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)})")
+        lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)}): "
+                     f"{r.inputs['verdict_reason']}")
     lines.append(f"estimate        {ERROR_NOTE}")
     emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
     return 0

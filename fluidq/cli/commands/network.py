@@ -26,7 +26,8 @@ def register(sub):
     p.add_argument("--horizon", type=float, default=None,
                    help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
                         "detect, 1%% of the arrival rate: a first round of 3000 batches of the slowest engine at "
-                        "full budget, longer where that growth would add fewer than 20 requests, then one longer "
+                        "full budget, longer where that growth would add fewer than 20 requests, and at least 20 "
+                        "route sojourns at the offered loads (the first three discarded as warm-up), then one longer "
                         "round if the first cannot tell it from zero, each round within a work budget; the "
                         "verdict says what was run; a [disaggregated] case: 3000 arrivals at its rate)")
     p.add_argument("--replications", type=int, default=None,
