@@ -249,6 +249,25 @@ def check_simulation_size(network: Network, horizon_s: float, replications: int)
     return size
 
 
+def _slowest_route(network: Network, hop_s, *, choose) -> float:
+    """The largest, over the classes, of a route's time: ``hop_s(hop)`` summed along it, a choice's options
+    reduced by ``choose`` (``min``: its quickest; ``max``: its longest), a fork's slowest branch."""
+    from ..network.model import Choice, Fork, Hop
+
+    def walk(steps):
+        total = 0.0
+        for st in steps:
+            if isinstance(st, Hop):
+                total += hop_s(st)
+            elif isinstance(st, Choice):
+                total += choose((walk(o) for p, o in st.options if p > 0), default=0.0)
+            elif isinstance(st, Fork):
+                total += max((walk(br) for br in st.branches), default=0.0)
+        return total
+
+    return max(walk(c.route) for c in network.classes)
+
+
 def min_route_s(network: Network) -> float:
     """The least time a request of the slowest class needs to pass its whole route, seconds.
 
@@ -258,7 +277,6 @@ def min_route_s(network: Network) -> float:
     longer than this, the number in system grows while the network fills, whatever its stability.
     """
     from ..sim.core import _shortest_batch_s
-    from ..network.model import Choice, Fork, Hop
     from .growth import least_iterations
 
     stations = {st.name: st for st in network.stations}
@@ -271,18 +289,7 @@ def min_route_s(network: Network) -> float:
             return 0.0
         return least_iterations(h.prompt_tokens, h.output_tokens, max(e.b_max for e in engines)) * t1
 
-    def walk(steps):
-        total = 0.0
-        for st in steps:
-            if isinstance(st, Hop):
-                total += hop_s(st)
-            elif isinstance(st, Choice):
-                total += min((walk(o) for p, o in st.options if p > 0), default=0.0)
-            elif isinstance(st, Fork):
-                total += max((walk(br) for br in st.branches), default=0.0)
-        return total
-
-    return max(walk(c.route) for c in network.classes)
+    return _slowest_route(network, hop_s, choose=min)
 
 
 #: the automatic horizon covers this many route sojourns (:func:`route_sojourn_s`), so that the fitted window
@@ -326,7 +333,6 @@ def route_sojourn_s(network: Network) -> float:
     batch its station's load implies (:func:`_implied_batch_s`; a router's slowest engine), summed along the
     route (a choice's longest option, a fork's longest branch).  An estimate for sizing runs (their warm-up),
     not a bound: :func:`min_route_s` is the bound."""
-    from ..network.model import Choice, Fork, Hop
 
     stations = {st.name: st for st in network.stations}
     routers = {r.name: r.engines for r in network.routers}
@@ -337,23 +343,11 @@ def route_sojourn_s(network: Network) -> float:
         iters = max(math.ceil(h.prompt_tokens.mean / stations[n].engine.b_max) for n in names) + h.output_tokens.mean
         return iters * max(pace[n] for n in names)
 
-    def walk(steps):
-        total = 0.0
-        for st in steps:
-            if isinstance(st, Hop):
-                total += hop_s(st)
-            elif isinstance(st, Choice):
-                total += max((walk(o) for p, o in st.options if p > 0), default=0.0)
-            elif isinstance(st, Fork):
-                total += max((walk(br) for br in st.branches), default=0.0)
-        return total
-
-    return max(walk(c.route) for c in network.classes)
+    return _slowest_route(network, hop_s, choose=max)
 
 
 def _station_batches(network: Network) -> dict:
     """``{station: (b, t(b))}``: the batch each station's offered load implies (:func:`_implied_batch_s`)."""
-    from ..network.model import Choice, Fork, Hop
 
     stations = {st.name: st for st in network.stations}
     routers = {r.name: r.engines for r in network.routers}
@@ -361,24 +355,10 @@ def _station_batches(network: Network) -> dict:
     # per station, the mean decode share m_d / (m_p + m_d) and decode context m_p + m_d / 2 of its hops
     seen: dict = {}
 
-    def collect(steps):
-        for st in steps:
-            if isinstance(st, Hop):
-                mp, md = h_means(st)
-                for n in routers.get(st.engine, (st.engine,)):
-                    seen.setdefault(n, []).append((md / (mp + md) if mp + md > 0 else 0.0, mp + md / 2.0))
-            elif isinstance(st, Choice):
-                for _, o in st.options:
-                    collect(o)
-            elif isinstance(st, Fork):
-                for br in st.branches:
-                    collect(br)
-
-    def h_means(h):
-        return float(h.prompt_tokens.mean), float(h.output_tokens.mean)
-
-    for c in network.classes:
-        collect(c.route)
+    for h in network.hops:
+        mp, md = float(h.prompt_tokens.mean), float(h.output_tokens.mean)
+        for n in routers.get(h.engine, (h.engine,)):
+            seen.setdefault(n, []).append((md / (mp + md) if mp + md > 0 else 0.0, mp + md / 2.0))
     pace = {}
     for name, st in stations.items():
         offered = float(loads.get(name, 0.0)) * float(st.capacity_tokens_per_s)
