@@ -24,7 +24,9 @@ the built-in FCFS schedulers, held equal to it by the tests.
   again); ``"swap"`` moves it to host memory and back (``simulate(swap_s_per_token=...)``).
 * ``victim``: which resident is preempted when the running requests' next tokens do not fit:
   ``"last_in_order"`` (the last in the policy's ordering, honouring an ordering's ``may_evict``)
-  or ``"most_recent"`` (the most recently admitted, as vLLM does).
+  or ``"most_recent"`` (the most recently admitted, as vLLM does).  As in vLLM (v1 and V0), an
+  iteration that preempted admits no waiting request, the victim included: the policy is asked again with
+  the admitted requests alone (under either rules).
 
 :data:`VLLM` is vLLM v1's memory (16-token blocks, whole-prompt reservation, recompute, most recent
 victim), without prefix caching (``VLLM.with_(prefix_caching=True)`` turns it on).

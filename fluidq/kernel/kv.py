@@ -10,7 +10,8 @@ two equal on random engines, memories, schedulers and workloads), for:
   the latest arrival holding KV);
 * the paged rules of any other :class:`~fluidq.engine.Memory` (blocks of
   ``block_size`` tokens, the running requests' blocks first, the victim most recently admitted or
-  last in arrival order, then head-of-line admission by whole-prompt or incremental reservation) --
+  last in arrival order, nothing admitted in an iteration that preempted, then head-of-line admission by
+  whole-prompt or incremental reservation) --
   vLLM's memory (:data:`fluidq.engine.VLLM`) among them;
 * recompute preemption (the victim's KV is discarded; it prefills its prompt plus its generated
   tokens again) or swap preemption (its KV moves to the host and back, oldest first and before any
@@ -886,7 +887,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 work += again
                 pf[victim] = 0
                 st[victim] = 0
-            hide = True if not paged else hide
+            hide = True  # no new request is admitted in an iteration that preempted (vLLM; both rules)
 
         x = 0
         for j in range(npf):

@@ -18,7 +18,8 @@ rejection at arrival of a request that can never fit, swap-ins first, the token 
 prompt plus one token of headroom per resident, head-of-line admission, the policy asked again without new
 requests, the victim last in the policy's ordering honouring ``may_evict``) and, for any other
 :class:`~fluidq.engine.Memory`, the paged rules (running requests' blocks first, the victim by
-``memory.victim``, then head-of-line admission by ``memory.reservation``, prefix caching).  Both drivers
+``memory.victim``, no admission in an iteration that preempted, as in vLLM, then head-of-line admission by
+``memory.reservation``, prefix caching).  Both drivers
 use this one copy: the single-engine ``select()`` loop (:func:`fluidq.kernel.step.run_generic`, requests
 from a list known up front) and the stations of :func:`fluidq.simulate_network` (requests from the event
 loop).  ``tests/network/test_network_kv.py`` holds the two drivers equal: a one-station network gives the
@@ -555,6 +556,7 @@ class StationMemory:
                     cands = _victim_order(self.policy, admitted, t)[::-1]
                     victim = next((q for q in cands if self.may_evict is None or self.may_evict(q, t)), cands[0])
                 extra += self._preempt(victim)
+                hide_new = True  # vLLM: no waiting request is admitted in an iteration that preempted
                 continue
             running = {rid for rid, _ in batch.prefill if rid in nblk}
             for rid, m in batch.prefill:

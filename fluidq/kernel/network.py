@@ -904,6 +904,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 else:
                     victim = _last_holding(s, st, ti, qh)
                 ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
+                hide = True  # vLLM: no waiting request is admitted in an iteration that preempted
                 continue
             for j in range(npf):  # the running requests' blocks first
                 rid = al_t[s, j]

@@ -59,8 +59,11 @@ Those are the default rules (``engine.memory == Memory()``).  Any other
 Each iteration the policy's batch is taken in two steps, as vLLM v1 does: the running requests
 (holding blocks) get blocks for their next tokens, and while they do not fit the victim
 (``memory.victim``: last in the policy's ordering, or most recently admitted) is preempted and the
-policy asked again; then the new requests of the batch are admitted head-of-line while their
-reservation fits (``memory.reservation``: the whole remaining prompt, or the chunk scheduled now).
+policy asked again with the admitted requests alone: as in vLLM (v1 schedules its waiting queue only when
+the running pass preempted nothing; V0 likewise), an iteration that preempted admits no waiting request,
+the victim included (2026-12-06; a partially prefilled admitted request's chunk still runs); then the new
+requests of the batch are admitted head-of-line while their reservation fits (``memory.reservation``: the
+whole remaining prompt, or the chunk scheduled now).
 With ``memory.prefix_caching`` a victim re-admitted takes back its own leading blocks that are
 still cached (its prefill restarts after them; the tokens given back are not ``wasted``).  A
 request needing more blocks than the cache has is rejected at arrival.  ``initial`` residents
