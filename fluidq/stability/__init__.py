@@ -323,7 +323,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     if engine.kv_capacity_tokens is not None:
         from .bounds import kv_never_binds
 
-        free, why_kv = kv_never_binds(engine, workload, pol)
+        free, why_kv = kv_never_binds(engine, workload, pol, given_engine)
         if free:
             engine = without_idle_k_max(engine.with_(kv_capacity_tokens=None), pol)
             kv_note = f" ({why_kv}; the verdict is that of the engine without memory)"
@@ -480,8 +480,9 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             from .bounds import kv_never_binds
 
             status = Status.UNKNOWN
+            why_not = kv_never_binds(engine, workload, pol, given_engine)[1]
             reason = (f"without its KV cache: {reason}; but the cache ({engine.kv_capacity_tokens:,} tokens) is not "
-                      f"shown never to bind ({kv_never_binds(engine, workload, pol)[1]}), and under a backlog it can "
+                      f"shown never to bind ({why_not}), and under a backlog it can "
                       "fill and preempt (recompute wastes work), so that is no proof here; simulate to decide "
                       "(`fluidq check --method auto`; fluidq.replicate in Python)")
     elif n_engines > 1:

@@ -4,7 +4,9 @@
 * :func:`kv_never_binds`: under a decode-first mixed scheduler in FCFS order (Sarathi-Serve, vLLM with
   chunked prefill) a request is started only in a batch that has a free ``k_max`` slot after every decoder
   and every started prompt (those come first in the order), so at most ``k`` requests hold KV at any time,
-  ``k = min(k_max, b_max)`` (each request in a batch takes a token).  A cache that holds ``k`` requests at
+  ``k = min(k_max, b_max)`` (each request in a batch takes a token); with asynchronous scheduling up to
+  ``2 k`` (the requests finished in the batch in flight still hold their KV, and keep their slots only
+  when the engine itself carries a ``k_max``).  A cache that holds ``k`` requests at
   the workload's largest ``p + o`` (whole blocks, plus one token of headroom each under the token rules)
   is never full: no admission waits on memory and no request is preempted, so every sample path is that of
   the engine without the cache, and the verdict without memory applies.
@@ -60,9 +62,27 @@ def _decode_first_fcfs(pol) -> bool:
             and isinstance(pol.order, FCFS))
 
 
-def kv_never_binds(engine, workload, pol):
+def _kv_holders(engine, pol, given_engine) -> tuple:
+    """``(holders, words)``: the most requests that hold KV at once.  ``k = min(b_max, k_max)`` slots
+    (:func:`_slots`); with asynchronous scheduling the requests that finished in the batch in flight still
+    hold their KV while the next batch is formed, and they keep their slots only when the engine the run is
+    given carries a ``k_max`` itself (a scheduler's own ``k_max`` limits its batches, not the slots), so up
+    to ``2 k`` requests hold KV, at most that engine's ``k_max``."""
+    k = _slots(engine, pol)
+    if not getattr(engine, "async_scheduling", False):
+        return k, f"at most min(b_max, k_max) = {k} requests hold KV"
+    own = getattr(given_engine if given_engine is not None else engine, "k_max", None)
+    held = 2 * k if own is None else min(2 * k, int(own))
+    return held, (f"at most {held} requests hold KV (min(b_max, k_max) = {k} in a batch, and under asynchronous "
+                  "scheduling the requests finished in the batch in flight still hold theirs"
+                  + ("" if own is None else f", within the engine's k_max {int(own)}") + ")")
+
+
+def kv_never_binds(engine, workload, pol, given_engine=None):
     """``(True, why)`` when ``engine``'s KV cache can never bind under ``pol`` for ``workload`` (see the
-    module docstring), else ``(False, why not)``."""
+    module docstring), else ``(False, why not)``.  ``given_engine``: the engine as the caller gave it,
+    before a scheduler's own budgets were folded in (:func:`fluidq.stability.effective_engine`), whose
+    ``k_max`` decides whether finished requests keep their slots under asynchronous scheduling."""
     kv = engine.kv_capacity_tokens
     if kv is None:
         return False, "the engine has no KV cache"
@@ -72,7 +92,7 @@ def kv_never_binds(engine, workload, pol):
     most = max_request_tokens(workload)
     if most is None:
         return False, "the workload's lengths are unbounded"
-    k = _slots(engine, pol)
+    k, holders = _kv_holders(engine, pol, given_engine)
     per = most[0] + most[1]
     mem = engine.memory
     if mem is not None and getattr(mem, "kind", "tokens") != "tokens":
@@ -90,8 +110,7 @@ def kv_never_binds(engine, workload, pol):
     if not ok:
         return False, f"the cache can fill: {words}"
     return True, (f"the KV cache never binds: {getattr(pol, 'name', pol)} (decode first, FCFS) starts a request only "
-                  f"with a free slot after every decoder and started prompt, so at most min(b_max, k_max) = {k} "
-                  f"requests hold KV, and {words}; no admission waits and nothing is preempted, so the engine runs as "
+                  f"with a free slot after every decoder and started prompt, so {holders}, and {words}; no admission waits and nothing is preempted, so the engine runs as "
                   "without the cache")
 
 

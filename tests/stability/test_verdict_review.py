@@ -101,9 +101,40 @@ def test_a_cache_for_k_requests_at_their_largest_never_binds_under_overload(seed
     assert ok, why
     r = fluidq.simulate(ee, w, policy, horizon_s=400 * (e.batch_time(e.b_max)), rng=seed)
     assert r.preemptions == 0 and r.peak_kv_tokens <= cap
+    # "never binds" means the sample path is the one without the cache: every finish at the same instant
+    free = fluidq.simulate(e.with_(kv_capacity_tokens=None), w, policy, horizon_s=400 * (e.batch_time(e.b_max)),
+                           rng=seed)
+    np.testing.assert_array_equal(r.requests["finish_s"], free.requests["finish_s"])
     small = e.with_(kv_capacity_tokens=cap // 3)
     assert not kv_never_binds(small, w, fluidq.policies.resolve_policy(policy))[0]
     assert fluidq.simulate(small, w, policy, horizon_s=400 * (e.batch_time(e.b_max)), rng=seed).preemptions > 0
+
+
+def test_async_scheduling_without_an_engine_k_max_doubles_the_kv_holders():
+    """Second reading: with asynchronous scheduling and no k_max on the engine, the requests finished in the batch
+    in flight keep their KV but not a slot, so up to 2 b_max requests hold KV.  A cache for b_max requests was
+    called "never binds" (STABLE at 0.9) while seeded runs grew (slope 37 tokens/s, CI [32, 42]); the argument
+    now counts 2 b_max holders and does not claim it, and the cache for 2 b_max is never full."""
+    from fluidq.stability.bounds import kv_never_binds
+
+    e = fluidq.Engine(batch_time=fluidq.Affine(c=0.01, a=1e-4), b_max=8, async_scheduling=True)
+    w = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=fluidq.workload.Fixed(n=1),
+                        output_tokens=fluidq.workload.Fixed(n=2))
+    pol = fluidq.policies.resolve_policy("sarathi")
+    assert not kv_never_binds(e.with_(kv_capacity_tokens=32), w, pol)[0]
+    ok, why = kv_never_binds(e.with_(kv_capacity_tokens=64), w, pol)
+    assert ok and "16 requests hold KV" in why, why
+    w = w.with_rate(0.9 * fluidq.max_throughput(e, w).requests_per_s)
+    r = fluidq.check_stability(e.with_(kv_capacity_tokens=32), w, "sarathi", method="analytic")
+    assert r.status != fluidq.Status.STABLE or "never binds" not in r.reason, r.reason
+    # with the engine's own k_max the finished requests keep their slots: k_max holders
+    ok, why = kv_never_binds(e.with_(k_max=8, kv_capacity_tokens=32), w, pol)
+    assert ok and "8 requests hold KV" in why, why
+    # and the doubled cache's sample path is the one without a cache
+    a = fluidq.simulate(e.with_(kv_capacity_tokens=64), w.with_rate(1.3 * w.arrival.rate_per_s), "sarathi",
+                        horizon_s=60.0, rng=3)
+    b = fluidq.simulate(e, w.with_rate(1.3 * w.arrival.rate_per_s), "sarathi", horizon_s=60.0, rng=3)
+    np.testing.assert_array_equal(a.requests["finish_s"], b.requests["finish_s"])
 
 
 @pytest.mark.parametrize("seed", [4, 5, 6])
