@@ -206,7 +206,7 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
     why = None
     if n_engines != 1:
         why = "not simulated: several engines behind a router (simulate the network: fluidq.simulate_network)"
-    elif now >= end:
+    elif not now < end:  # (a NaN deadline is spent, never endless)
         why = "not simulated: the simulation budget of this call was spent on earlier verdicts"
     if why is None:
         try:
@@ -223,10 +223,13 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
                                replications=rep)
             word = "bounded backlog" if sim.status is Status.STABLE else "growing backlog"
             lo, hi = rep.slope_ci
+            # a replayed trace's window can carry another load than the nominal one: keep what it held
+            window = rep.reason[rep.reason.index("; the replayed window"):] if "; the replayed window" in rep.reason \
+                else ""
             reason = (f"decided by simulation ({word}: token-backlog slope {rep.slope_tokens_per_s:.4g} tokens/s, "
                       f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}], tolerance {rep.tolerance_tokens_per_s:.4g}, "
                       f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s"
-                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}; "
+                      f"{' replaying the trace, one sample path' if workload.replays_trace else ''}{window}; "
                       f"a statement about that horizon, not a proof); the analytic verdict was unknown: {ana.reason}")
             return replace(sim, reason=reason, inputs={**sim.inputs, "decided_by": "simulation", "wall_s": took})
     return replace(ana, reason=f"{ana.reason}; {why}", inputs={**ana.inputs, "decided_by": "none"})

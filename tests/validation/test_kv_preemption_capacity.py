@@ -185,8 +185,9 @@ def test_the_victims_come_back_with_a_finish():
 
 
 def test_a_victim_recomputes_whole_blocks():
-    # prompt 20, output 300, block 16, N = 169: the newest resident would carry g / N = 1.8 generated tokens (2
-    # blocks); the victims are old, so they recompute their 2 blocks with the last half full: 32 - 7.5 tokens
+    # prompt 20, output 300, block 16, N = 169: the newest resident carries g / N = 1.8 generated tokens, in 2
+    # blocks; the formula charges those 2 blocks with the last at its mean fill ((B - 1) / 2 = 7.5 short):
+    # 32 - 7.5 - 20 tokens recomputed, not the 1.8 of the token argument
     r, a = P._kv_preemptions(np.full(20, 20.0), 299.0, 169.0, block_size=16, outputs=np.full(20, 300.0))
     assert a == pytest.approx(2 * 16 - 7.5 - 20)
     # block 1 keeps the token argument (a = g / N)

@@ -50,8 +50,9 @@ def register(sub):
                         "interval and horizon, within --sim-budget seconds in all; analytic: the theory only; "
                         "simulation: replications decide every verdict")
     p.add_argument("--sim-budget", type=float, default=60.0, metavar="SECONDS",
-                   help="with --method auto, the wall-clock seconds all simulations of this call may take "
-                        "together; a verdict left when it is spent stays unknown, saying so (default 60)")
+                   help="with --method auto, the wall-clock seconds of simulation this call may start: no new "
+                        "simulation starts once it is spent (one already running finishes, so the total can "
+                        "exceed it); a verdict left then stays unknown, saying so (default 60)")
     p.add_argument("--replications", type=int, default=4,
                    help="seeded replications per simulated verdict (>= 2; default 4; seeds 0, 1, ... from root 0)")
     add_roofline_args(p)
@@ -182,17 +183,20 @@ def run(args):
     reasons, notes = shared_reasons([r.reason for r in results])
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {why}" for r, why in zip(results, reasons)]
     lines += notes
-    simulated = [r.policy for r in results if r.method == "simulation"]
+    simulated = [r.policy for r in results if r.inputs.get("decided_by") == "simulation"]
+    tried = [r.policy for r in results if r.inputs.get("decided_by") == "none" and "wall_s" in r.inputs]
     if args.method == "analytic":
         lines.append("verdicts: analytic only (--method analytic)")
     elif args.method == "simulation":
         lines.append(f"verdicts: every one decided by simulation (--method simulation), {took:.1f} s")
     else:
         ran = sum(float(r.inputs.get("wall_s", 0.0)) for r in results)
-        lines.append("verdicts: " + (f"analytic except {', '.join(simulated)} (decided by simulation where the "
-                                     f"theory said unknown; {ran:.1f} s of simulation, budget {args.sim_budget:g} s)"
-                                     if simulated else
-                                     f"all analytic ({ran:.1f} s of simulation tried, budget {args.sim_budget:g} s)"))
+        analytic = [r.policy for r in results if r.inputs.get("decided_by") == "analytic"]
+        parts = [f"analytic: {', '.join(analytic) if analytic else 'none'}",
+                 f"decided by simulation where the theory said unknown: {', '.join(simulated) if simulated else 'none'}"]
+        if tried:
+            parts.append(f"simulated but inconclusive: {', '.join(tried)}")
+        lines.append(f"verdicts: {'; '.join(parts)} ({ran:.1f} s of simulation, budget {args.sim_budget:g} s)")
     if chunked:
         lines.append(f"long prompts: {'--chunk-long-prompts' if args.chunk_long_prompts else '--no-chunk-long-prompts'}"
                      f" ({' and '.join([', '.join(chunked[:-1]), chunked[-1]] if len(chunked) > 2 else chunked)}"

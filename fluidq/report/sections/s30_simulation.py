@@ -41,7 +41,8 @@ def render(ctx):
     figs, parts, data = [], [], {}
     is_trace = w.trace is not None
     far = load > OWN_LOAD_SHOWN_MAX
-    parts.append(f"The verdicts above are theorems (or their absence); this section checks them by iteration-level "
+    parts.append(f"The verdicts above are theorems, or seeded simulations where the theory said unknown (marked "
+                 f"*(sim)*); this section checks them by iteration-level "
                  f"simulation (`fluidq.simulate`, FCFS, {horizon:g} s simulated, seed {SEED}) of "
                  f"each scheduler on the same arrivals, at the operating point load {fmt4(LOW)} and at load "
                  f"{fmt4(HIGH)} ({above}) of the reference `lambda* = {fmt4(ref.requests_per_s)} req/s`"
