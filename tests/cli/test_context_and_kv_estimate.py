@@ -63,3 +63,19 @@ def test_profile_dir_context_and_estimate(command, capsys):
     err = _err(command + ["--profile-dir", str(LSS), "--prompt", "60000"], capsys)
     assert "--kv-capacity=" not in err and "vLLM's memory planner's estimate" in err, err
     assert "peer_sim_config.json" in err, err
+
+
+@pytest.mark.parametrize("command", [["capacity"], ["check", "--load", "0.5", "--method", "analytic"]])
+def test_a_trace_with_a_request_beyond_the_context_is_refused(command, tmp_path, capsys):
+    """Second reading: a trace row of 200,000 + 10 tokens on Llama-3.1-8B (context 131,072) was accepted
+    (capacity 0.09 req/s) while the same lengths as --prompt/--output were refused."""
+    rows = ["arrival_s,prompt_tokens,output_tokens", "0.0,500,100", "0.5,200000,10", "1.0,300,50", "1.5,131000,100"]
+    bad = tmp_path / "huge.csv"
+    bad.write_text("\n".join(rows) + "\n")
+    err = _err(command + ["--gpu", "H100", "--model", "Llama-3.1-8B", "--trace", str(bad)], capsys)
+    assert "--trace=" in err and "131,072" in err and "2 of its 4 requests are longer" in err, err
+    assert "request 2, has 200,000 + 10 = 200,010 tokens" in err, err
+    good = tmp_path / "ok.csv"
+    good.write_text("\n".join(rows[:2] + rows[3:4]) + "\n")
+    assert main(command + ["--gpu", "H100", "--model", "Llama-3.1-8B", "--trace", str(good), "--json"]) in (0, None)
+    capsys.readouterr()

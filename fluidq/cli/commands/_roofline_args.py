@@ -64,7 +64,10 @@ def check_context(args, facts) -> None:
     from ...errors import ParameterError
 
     limit = getattr(facts, "max_position_embeddings", None)
-    if not limit or getattr(args, "trace", None) is not None or not hasattr(args, "prompt"):
+    if limit and getattr(args, "trace", None) is not None:
+        _check_trace_context(args.trace, facts, int(limit))
+        return
+    if not limit or not hasattr(args, "prompt"):
         return
     mp = 100.0 if args.prompt is None else args.prompt
     md = 100.0 if getattr(args, "output", None) is None else args.output
@@ -82,6 +85,27 @@ def check_context(args, facts) -> None:
                          f"(max_position_embeddings of its config.json, vLLM's default --max-model-len; vLLM "
                          f"refuses a longer request)",
                          f"here {mean}--prompt {float(mp):g} + --output {float(md):g} = {total:,.0f} tokens")
+
+
+def _check_trace_context(name, facts, limit: int) -> None:
+    """Refuse a ``--trace`` with a request whose prompt + output passes the model's context (vLLM refuses
+    such a request), naming how many and the first in time order."""
+    import numpy as np
+
+    from ...errors import ParameterError
+    from ..common import load_cli_trace
+
+    tr = load_cli_trace("--trace", name).trace
+    total = np.asarray(tr.prompt_tokens, dtype=float) + np.asarray(tr.output_tokens, dtype=float)
+    over = np.flatnonzero(total > limit)
+    if over.size:
+        i = int(over[0])
+        raise ParameterError("--trace", name, f"every request's prompt + output at most {limit:,} tokens, "
+                             f"{facts.name}'s context (max_position_embeddings of its config.json, vLLM's default "
+                             "--max-model-len; vLLM refuses a longer request)",
+                             f"{over.size:,} of its {total.size:,} requests are longer; the first in time order, "
+                             f"request {i + 1}, has {int(tr.prompt_tokens[i]):,} + {int(tr.output_tokens[i]):,} = "
+                             f"{int(total[i]):,} tokens; give a model with a longer context or leave those rows out")
 
 
 @contextlib.contextmanager
