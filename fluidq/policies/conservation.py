@@ -73,6 +73,35 @@ def _request_options(b_max: int):
     return opts
 
 
+def search_states(b_max: int, max_requests: int, k_max: int | None = None):
+    """The searched queue states of one budget, in a fixed order: ``(requests, view)`` for every multiset of up
+    to ``max_requests`` residents drawn from :func:`_request_options` (each in its order and reversed), seen
+    under ``b_max`` (and ``k_max`` when given).  Shared by :func:`check_work_conserving` and
+    :func:`fluidq.stability.bounds.k_max_floor_search`."""
+    opts = _request_options(b_max)
+    for n in range(1, max_requests + 1):
+        for combo in itertools.combinations_with_replacement(range(len(opts)), n):
+            for perm in ({tuple(combo)} | {tuple(reversed(combo))}):
+                rs = [RequestState(rid=i, arrival_s=float(i), prompt_tokens=opts[j][0], prefilled=opts[j][1],
+                                   output_tokens=opts[j][2], decoded=opts[j][3]) for i, j in enumerate(perm)]
+                yield rs, QueueView(requests=tuple(rs), now_s=0.0, b_max=b_max, k_max=k_max)
+
+
+def cached_per_policy(cache: dict, policy, compute):
+    """``compute()``, remembered in ``cache`` per hashable ``policy`` (policy equality includes every field
+    that changes behaviour, so one entry never serves two policies); unhashable policies are not cached."""
+    try:
+        key = policy if hash(policy) is not None else None
+    except TypeError:
+        key = None
+    if key is not None and key in cache:
+        return cache[key]
+    res = compute()
+    if key is not None:
+        cache[key] = res
+    return res
+
+
 def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: int = 4) -> WorkConservationResult:
     """Search queue states for one where ``policy`` leaves budget unused while demand allows.
 
@@ -111,31 +140,25 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
     checked = 0
     invalid = []
     for b_max in budgets:
-        opts = _request_options(b_max)
-        for n in range(1, max_requests + 1):
-            for combo in itertools.combinations_with_replacement(range(len(opts)), n):
-                for perm in ({tuple(combo)} | {tuple(reversed(combo))}):
-                    rs = [RequestState(rid=i, arrival_s=float(i), prompt_tokens=opts[j][0], prefilled=opts[j][1],
-                                       output_tokens=opts[j][2], decoded=opts[j][3]) for i, j in enumerate(perm)]
-                    view = QueueView(requests=tuple(rs), now_s=0.0, b_max=b_max)
-                    batch = pol.select(view)
-                    checked += 1
-                    bad = batch_violations(batch, view)
-                    if bad:
-                        invalid.append(f"b_max={b_max}: {bad[0]}")
-                    need = min(b_max, view.demand)
-                    if batch.tokens < need:
-                        names = {r.rid: chr(ord("A") + r.rid) for r in rs}
-                        state = ", ".join(
-                            f"{names[r.rid]}: {'prefill ' + str(r.prefill_left) + ' left' if r.in_prefill else 'decoding, ' + str(r.decode_left) + ' left'}"
-                            for r in rs)
-                        reason = (f"a counterexample on a small engine (the search tries budgets from 1 up; the "
-                                  f"rules are the same at any budget): with b_max={b_max} and residents {state} the "
-                                  f"demand is {view.demand} "
-                                  f"but {getattr(pol, 'name', 'the policy')} forms {batch.describe(names)} "
-                                  f"({batch.tokens} < {need} tokens)")
-                        return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
-                                                      checked, reason, tuple(invalid), inputs)
+        for rs, view in search_states(b_max, max_requests):
+            batch = pol.select(view)
+            checked += 1
+            bad = batch_violations(batch, view)
+            if bad:
+                invalid.append(f"b_max={b_max}: {bad[0]}")
+            need = min(b_max, view.demand)
+            if batch.tokens < need:
+                names = {r.rid: chr(ord("A") + r.rid) for r in rs}
+                state = ", ".join(
+                    f"{names[r.rid]}: {'prefill ' + str(r.prefill_left) + ' left' if r.in_prefill else 'decoding, ' + str(r.decode_left) + ' left'}"
+                    for r in rs)
+                reason = (f"a counterexample on a small engine (the search tries budgets from 1 up; the "
+                          f"rules are the same at any budget): with b_max={b_max} and residents {state} the "
+                          f"demand is {view.demand} "
+                          f"but {getattr(pol, 'name', 'the policy')} forms {batch.describe(names)} "
+                          f"({batch.tokens} < {need} tokens)")
+                return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
+                                              checked, reason, tuple(invalid), inputs)
     return WorkConservationResult(getattr(pol, "name", repr(pol)), True, None, None, checked,
                                   f"every one of {checked} searched states got a batch of min(b_max, demand) tokens",
                                   tuple(invalid), inputs)
@@ -147,13 +170,4 @@ _WC_CACHE: dict = {}
 def work_conserving_cached(policy) -> WorkConservationResult:
     """:func:`check_work_conserving` with its default search, remembered per hashable policy (policy
     equality includes every field that changes behaviour, so one entry never serves two policies)."""
-    try:
-        key = policy if hash(policy) is not None else None
-    except TypeError:
-        key = None
-    if key is not None and key in _WC_CACHE:
-        return _WC_CACHE[key]
-    res = check_work_conserving(policy)
-    if key is not None:
-        _WC_CACHE[key] = res
-    return res
+    return cached_per_policy(_WC_CACHE, policy, lambda: check_work_conserving(policy))

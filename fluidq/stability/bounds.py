@@ -24,7 +24,6 @@ Both need finite largest lengths (a length distribution with finite support, or 
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -110,8 +109,8 @@ def kv_never_binds(engine, workload, pol, given_engine=None):
     if not ok:
         return False, f"the cache can fill: {words}"
     return True, (f"the KV cache never binds: {getattr(pol, 'name', pol)} (decode first, FCFS) starts a request only "
-                  f"with a free slot after every decoder and started prompt, so {holders}, and {words}; no admission waits and nothing is preempted, so the engine runs as "
-                  "without the cache")
+                  f"with a free slot after every decoder and started prompt, so {holders}, and {words}; no admission "
+                  "waits and nothing is preempted, so the engine runs as without the cache")
 
 
 _FLOOR_CACHE: dict = {}
@@ -122,45 +121,21 @@ def k_max_floor_search(pol, *, b_max_values=(2, 3, 4, 6), k_values=(1, 2, 3), ma
     ``min(b_max, k_max, demand)`` tokens in every searched queue state (the states of
     :func:`fluidq.check_work_conserving`, under each ``k_max`` of ``k_values``).  Evidence over the states
     searched, as work conservation is."""
-    from ..policies.base import QueueView, RequestState
-    from ..policies.conservation import _request_options
+    from ..policies.conservation import cached_per_policy, search_states
 
-    try:
-        key = pol if hash(pol) is not None else None
-    except TypeError:
-        key = None
-    if key is not None and key in _FLOOR_CACHE:
-        return _FLOOR_CACHE[key]
-    checked = 0
-    res = None
-    for b_max in b_max_values:
-        opts = _request_options(b_max)
-        for k in k_values:
-            for n in range(1, max_requests + 1):
-                for combo in itertools.combinations_with_replacement(range(len(opts)), n):
-                    for perm in ({tuple(combo)} | {tuple(reversed(combo))}):
-                        rs = [RequestState(rid=i, arrival_s=float(i), prompt_tokens=opts[j][0], prefilled=opts[j][1],
-                                           output_tokens=opts[j][2], decoded=opts[j][3]) for i, j in enumerate(perm)]
-                        view = QueueView(requests=tuple(rs), now_s=0.0, b_max=b_max, k_max=k)
-                        batch = pol.select(view)
-                        checked += 1
-                        if batch.tokens < min(b_max, k, view.demand):
-                            res = (False, checked, f"b_max={b_max}, k_max={k}, {n} residents: {batch.tokens} tokens "
-                                   f"< min(b_max, k_max, demand={view.demand})")
-                            break
-                    if res:
-                        break
-                if res:
-                    break
-            if res:
-                break
-        if res:
-            break
-    if res is None:
-        res = (True, checked, None)
-    if key is not None:
-        _FLOOR_CACHE[key] = res
-    return res
+    def search():
+        checked = 0
+        for b_max in b_max_values:
+            for k in k_values:
+                for residents, view in search_states(b_max, max_requests, k_max=k):
+                    batch = pol.select(view)
+                    checked += 1
+                    if batch.tokens < min(b_max, k, view.demand):
+                        return (False, checked, f"b_max={b_max}, k_max={k}, {len(residents)} residents: {batch.tokens} "
+                                f"tokens < min(b_max, k_max, demand={view.demand})")
+        return (True, checked, None)
+
+    return cached_per_policy(_FLOOR_CACHE, pol, search)
 
 
 def _batch_times(engine, b: np.ndarray, kv_max: float) -> np.ndarray | None:
