@@ -135,8 +135,7 @@ def mix_loads(network) -> dict:
         if st.name not in mix or not (isinstance(eng.batch_time, ContextAware) or eng.kv_capacity_tokens is not None):
             continue
         m = mix_capacity(eng, mix[st.name])
-        offered = sum(r * w for r, w in ((r, sum(eng.request_work(h.prompt_tokens.mean, h.output_tokens.mean)))
-                                         for r, h in mix[st.name]))
+        offered = sum(r for r, _ in mix[st.name]) * m["work_tokens_per_s_per_req_s"]
         cap = m["tokens_per_s"]
         out[st.name] = {"load": offered / cap if cap > 0 else float("inf"), "capacity_tokens_per_s": cap,
                         "offered_tokens_per_s": offered, "upper_bound_tokens_per_s": st.capacity_tokens_per_s,

@@ -322,7 +322,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     engine = effective_engine(engine, pol)
     # a KV cache that can never bind (at most min(b_max, k_max) requests hold KV under a decode-first FCFS
     # scheduler, and the cache holds that many at the largest p + o): the engine runs as without it
-    kv_note = ""
+    kv_note, why_kv = "", None
     if engine.kv_capacity_tokens is not None:
         from .bounds import kv_never_binds
 
@@ -480,10 +480,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             # Theorem 2(b) is for an engine without memory; a cache that the mean footprints do not fill can
             # still fill under a backlog (a prefill-first scheduler admits prompts while decoders wait: Orca on
             # 4 x H100, 70B, k_max 2048, preempted 377 times in 120 s at 1.3x) and preemptions waste work
-            from .bounds import kv_never_binds
-
             status = Status.UNKNOWN
-            why_not = kv_never_binds(engine, workload, pol, given_engine)[1]
+            why_not = why_kv  # (the cache was kept: kv_never_binds said why, above)
             reason = (f"without its KV cache: {reason}; but the cache ({engine.kv_capacity_tokens:,} tokens) is not "
                       f"shown never to bind ({why_not}), and under a backlog it can "
                       "fill and preempt (recompute wastes work), so that is no proof here; simulate to decide "

@@ -177,7 +177,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         # (the decode iterations j = 1 .. o-1 hold p + j tokens: for B = 1 this is kv_bar, weighted by o - 1)
         dec_it = np.maximum(o - 1.0, 0.0)
         held = (float((_block_sum(p + dec_it, B) - _block_sum(p, B)).sum() / dec_it.sum()) if dec_it.sum() > 0
-                else float(np.ceil(np.maximum(p, 1.0) / B).mean()))
+                else float(pb.mean()))
         limits["kv_cache"] = max(0.0, cap_blocks - slack) / max(held, 1e-9)
     if mdec > 0:
         binding = min(limits, key=limits.get)
@@ -245,11 +245,6 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
                               inputs={"b_max": b_max, "k_max": k_max, "kv_capacity_tokens": kv_capacity_tokens,
                                       "m_p": mp, "m_d": md, "model": model.source})
 
-
-
-def _kv_preemptions(prompts, mdec, N, *, block_size: int = 1, outputs=None):
-    """``(r, a)`` of :func:`_kv_victims`: preemptions per finished request and each victim's generated tokens."""
-    return _kv_victims(prompts, mdec, N, block_size=block_size, outputs=outputs)[:2]
 
 
 def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):

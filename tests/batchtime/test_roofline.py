@@ -277,7 +277,7 @@ def test_tensor_parallel_split_on_vidur_llama2_70b():
         assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
     h100 = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="h100")
     assert [r["tensor_parallel_size"] for r in h100] == [1, 2, 4, 8]
-    for r in h100[:3]:  # TP 4 is a calibration profile; TP 1 and 2 are not
+    for r in h100[:3]:  # TP 1 and 2 held out; TP 4 is a calibration profile (in sample); TP 8 is the xfail below
         assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
     with pytest.raises(ParameterError, match="gpu"):
         vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="a40")

@@ -152,7 +152,7 @@ def test_other_limits_unchanged(model, i):
 def test_the_preemption_rate_follows_the_renewal_argument():
     # fixed prompts p = 800 and g = m_d - 1 = 400 growth tokens between finishes, N = 20 residents (a = g / N = 20):
     # q = g (1 - e^{-p/g}) / p, a further victim with probability e^{-(p + a)/g}
-    r, a = P._kv_preemptions([800.0], 400.0, 20.0)
+    r, a = P._kv_victims([800.0], 400.0, 20.0)[:2]
     q = 0.5 * (1 - np.exp(-2.0))
     assert a == pytest.approx(20.0) and r == pytest.approx(q / (1 - np.exp(-820.0 / 400.0)), rel=1e-12)
 
@@ -188,7 +188,7 @@ def test_a_victim_recomputes_whole_blocks():
     # prompt 20, output 300, block 16, N = 169: the newest resident carries g / N = 1.8 generated tokens, in 2
     # blocks; the formula charges those 2 blocks with the last at its mean fill ((B - 1) / 2 = 7.5 short):
     # 32 - 7.5 - 20 tokens recomputed, not the 1.8 of the token argument
-    r, a = P._kv_preemptions(np.full(20, 20.0), 299.0, 169.0, block_size=16, outputs=np.full(20, 300.0))
+    r, a = P._kv_victims(np.full(20, 20.0), 299.0, 169.0, block_size=16, outputs=np.full(20, 300.0))[:2]
     assert a == pytest.approx(2 * 16 - 7.5 - 20)
     # block 1 keeps the token argument (a = g / N)
-    assert P._kv_preemptions(np.full(20, 20.0), 299.0, 169.0, block_size=1)[1] == pytest.approx(299.0 / 169.0)
+    assert P._kv_victims(np.full(20, 20.0), 299.0, 169.0, block_size=1)[1] == pytest.approx(299.0 / 169.0)
