@@ -107,7 +107,7 @@ def profiled_model(args):
     return ModelFacts.from_config(args.model_config, option="--model-config")
 
 
-def profile_dir_context(args) -> None:
+def profile_dir_context(args, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the context of the folder's model (profile_meta.yaml's model
     in the shipped model facts; :func:`~fluidq.cli.commands._roofline_args.check_context`), and record that
     the KV cache is vLLM's memory planner's estimate when ``--kv-capacity`` is not given."""
@@ -123,7 +123,7 @@ def profile_dir_context(args) -> None:
         name = _profile_model(folder)
         facts = find_model(name) if name else None
     if facts is not None:
-        check_context(args, facts)
+        check_context(args, facts, trace)
     gib = getattr(args, "gpu_memory_gib", None)
     mem = f"--gpu-memory-gib {gib:g}" if gib is not None else "the GPU memory of the folder's peer_sim_config.json"
     kv_estimated(args, f"{facts.name if facts is not None else 'the model'} from --profile-dir {folder.name}: {mem} x "
@@ -145,16 +145,14 @@ def profile_dir_capacity(args, workload):
 
     from ...validate.deployment import predict_deployment
 
-    if args.trace is not None:
-        from ...workload import load_trace
-
-        tr = load_trace(args.trace)
+    if workload.trace is not None:  # (built from --trace: its requests, not read again)
+        tr = workload.trace
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     else:
         lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
     from ._roofline_args import named_by_flag
 
-    profile_dir_context(args)
+    # (profile_dir_engine, which its caller ran first, checked the context and named the KV estimate)
     # (a cache no request fits: --kv-capacity, or the planner's estimate)
     with named_by_flag({"model": "--model-config"}, args=args):
         return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],

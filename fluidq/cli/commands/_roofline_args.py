@@ -55,17 +55,20 @@ def estimate_error(args, value, expected: str, hint: str | None = None) -> None:
                    + "; give --kv-capacity, more GPU memory, or shorter requests")
 
 
-def check_context(args, facts) -> None:
+def check_context(args, facts, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the model's context: ``max_position_embeddings`` of its
     config.json, which is vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With
-    ``--geometric`` the means are checked; a ``--trace`` is not (its own lengths)."""
+    ``--geometric`` the means are checked; with ``--trace`` every request (``trace``: the trace the caller
+    already loaded, else it is read here; checked once per command)."""
     import math
 
     from ...errors import ParameterError
 
     limit = getattr(facts, "max_position_embeddings", None)
     if limit and getattr(args, "trace", None) is not None:
-        _check_trace_context(args.trace, facts, int(limit))
+        if getattr(args, "_trace_context_checked", None) != (args.trace, int(limit)):
+            _check_trace_context(args.trace, facts, int(limit), trace)
+            args._trace_context_checked = (args.trace, int(limit))
         return
     if not limit or not hasattr(args, "prompt"):
         return
@@ -87,7 +90,7 @@ def check_context(args, facts) -> None:
                          f"here {mean}--prompt {float(mp):g} + --output {float(md):g} = {total:,.0f} tokens")
 
 
-def _check_trace_context(name, facts, limit: int) -> None:
+def _check_trace_context(name, facts, limit: int, tr=None) -> None:
     """Refuse a ``--trace`` with a request whose prompt + output passes the model's context (vLLM refuses
     such a request), naming how many and the first in time order."""
     import numpy as np
@@ -95,7 +98,8 @@ def _check_trace_context(name, facts, limit: int) -> None:
     from ...errors import ParameterError
     from ..common import load_cli_trace
 
-    tr = load_cli_trace("--trace", name).trace
+    if tr is None:
+        tr = load_cli_trace("--trace", name).trace
     total = np.asarray(tr.prompt_tokens, dtype=float) + np.asarray(tr.output_tokens, dtype=float)
     over = np.flatnonzero(total > limit)
     if over.size:

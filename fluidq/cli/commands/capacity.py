@@ -93,16 +93,14 @@ def _roofline(args):
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     model = model_from_args(args)
+    tr = None
     if args.trace is not None:
-        from ...workload import load_trace
-
-        load_cli_trace("--trace", args.trace)
-        tr = load_trace(args.trace)
+        tr = load_cli_trace("--trace", args.trace).trace
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     gpu = _gpu(args.gpu)
-    check_context(args, model)
+    check_context(args, model, tr)
     kv_estimated(args, planner_source(model.name, gpu, args.tensor_parallel_size, args.gpu_memory_gib,
                                       args.gpu_memory_utilization))
     with named_by_flag(args=args), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
@@ -197,18 +195,16 @@ def _deployment(args):
         sim_args = dict(method="simulate", arrival_rate=args.rate, enable_prefix_caching=bool(args.enable_prefix_caching),
                         replications=5 if args.replications is None else args.replications,
                         n_requests=None if args.trace is not None else 2000)  # a trace's requests each once
+    tr = None
     if args.trace is not None:
-        from ...workload import load_trace
-
-        load_cli_trace("--trace", args.trace)  # the command line's checks on the file (FIFO, order, ...)
-        tr = load_trace(args.trace)
+        tr = load_cli_trace("--trace", args.trace).trace  # with the command line's checks (FIFO, order, ...)
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     check_profile_dir(args.profile_dir)
     from ._profile_dir_args import profile_dir_context
 
-    profile_dir_context(args)  # --prompt + --output within the model's context; the KV estimate named as such
+    profile_dir_context(args, tr)  # --prompt + --output within the model's context; the KV estimate named as such
     try:
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  model=profiled_model(args),
