@@ -10,8 +10,8 @@ async_scheduling=False)``
 * ``memory`` how that capacity is allocated (:class:`~fluidq.engine.memory.Memory`: token or block
   KV, prefix caching, reservation, preemption, victim rule); ``None`` is ``Memory()``, the token rules
 * ``prefill_emits_token`` whether the iteration that completes a prefill also emits the first output
-  token (vLLM and most real engines); by default (the paper's model) every output token takes a
-  decode iteration
+  token (vLLM and most real engines), and the one completing a recomputation after a preemption the
+  next token; by default (the paper's model) every output token takes a decode iteration
 * ``async_scheduling`` whether each batch is scheduled while the previous one runs (vLLM's
   ``--async-scheduling``, on by default since vLLM 0.14): a batch sees the arrivals up to the start of
   the batch before it, and a finished request holds its slot and KV one batch longer; modelled by
@@ -48,8 +48,10 @@ class Engine:
         ``kv_capacity_tokens``.  ``fluidq.engine.VLLM`` is vLLM v1's paged cache.
     prefill_emits_token : bool
         The iteration completing a prefill also gives the first output token, so a request of ``d``
-        output tokens needs ``d - 1`` decode iterations (vLLM); default False (the paper's model:
-        ``d`` decode iterations).
+        output tokens needs ``d - 1`` decode iterations (vLLM); the iteration completing a
+        recomputation after a preemption (prompt plus the tokens generated so far) gives the next
+        token, as vLLM's does.  Default False (the paper's model: ``d`` decode iterations, a
+        recomputation gives no token).
     async_scheduling : bool
         Each batch is scheduled while the previous one runs (vLLM's ``--async-scheduling``, its
         default since 0.14): the batch starting at ``t`` sees the arrivals up to the start of the

@@ -1035,6 +1035,10 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         ftk[rid] = t
                         work -= 1
                         useful += 1
+                elif emit and 0 < dc[rid] < D[rid]:  # a recomputation caught up: it samples the next token
+                    dc[rid] += 1
+                    work -= 1
+                    useful += 1
                 if dc[rid] >= D[rid]:
                     st[rid] = 2
                     fin[rid] = t

@@ -1067,6 +1067,10 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
                 ti[rid, T_DEC] = 1
                 st[s, S_WORK] -= 1
                 buf[lab] -= 1
+            elif emit and 0 < ti[rid, T_DEC] < ti[rid, T_D]:  # a recomputation caught up: the next token
+                ti[rid, T_DEC] += 1
+                st[s, S_WORK] -= 1
+                buf[lab] -= 1
             if ti[rid, T_DEC] >= ti[rid, T_D]:
                 done[nd] = rid
                 nd += 1

@@ -68,7 +68,11 @@ With ``memory.prefix_caching`` a victim re-admitted takes back its own leading b
 still cached (its prefill restarts after them; the tokens given back are not ``wasted``).  A
 request needing more blocks than the cache has is rejected at arrival.  ``initial`` residents
 count as admitted in their order.  With ``emit_at_prefill`` the iteration completing a prefill
-gives the first output token (vLLM), so ``output_tokens - 1`` decode iterations follow; a batch time
+gives the first output token (vLLM), so ``output_tokens - 1`` decode iterations follow, and the
+iteration in which a recomputation after a preemption catches up (its prompt being the original one
+plus the tokens generated so far) gives the next token (2026-12-07: vLLM v1 keeps the token sampled for
+every scheduled request but a partial prefill, ``vllm/v1/worker/gpu_model_runner.py``, and
+``Scheduler.update_from_output`` appends it; before, a decode iteration followed to give it); a batch time
 with ``composition_time`` is charged from the batch's prefill chunks (with their prior context)
 and the decode contexts (KV held) instead of its token count.
 
@@ -581,6 +585,14 @@ class EngineRun:
                         useful += 1
                         if labels is not None:
                             labels[r.label] -= 1
+                elif emit_at_prefill and 0 < r.decoded < r.output_tokens:
+                    # a recomputation after a preemption caught up: its iteration samples the next token, as
+                    # the first prefill's does (vLLM v1 keeps every sampled token but a partial prefill's)
+                    r.decoded += 1
+                    work -= 1
+                    useful += 1
+                    if labels is not None:
+                        labels[r.label] -= 1
                 if r.decoded >= r.output_tokens:
                     done = True
                     fin[rid] = t

@@ -17,7 +17,8 @@ times in :class:`ReplayResult`.  The engine model:
 4. the batch's time is the operator-profile iteration model's
    (:class:`~fluidq.batchtime.composition.Composition`), from the batch composition;
 5. the prefill's iteration emits the first token (``prefill_emits_token``): TTFT is the end of the
-   iteration completing the prefill, vLLM's definition; the last token comes at the end of the
+   iteration completing the prefill, vLLM's definition; a recomputation after a preemption emits the
+   next token in the iteration that completes it, as vLLM's does; the last token comes at the end of the
    iteration that produces the ``output_tokens``-th token;
 6. with ``async_scheduling`` (vLLM's default since 0.14; :attr:`ServingRun.async_scheduling
    <fluidq.validate.runs.ServingRun.async_scheduling>` reads it from the run) each batch is scheduled
