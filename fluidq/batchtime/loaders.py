@@ -587,12 +587,14 @@ def lss_profile_rows(path, text: str, cols, *, text_cols=(), times=("time_us",))
 
 
 def _simple_yaml(path: Path) -> dict:
-    """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``)."""
+    """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``): a byte-order mark before
+    the first key and a trailing ``# comment`` are not part of a key or a value."""
     out = {}
-    for line in (_text_or_none(path) or "").splitlines():
+    for line in (_text_or_none(path) or "").removeprefix("\ufeff").splitlines():
         m = re.match(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$", line)
         if m and m.group(2):
-            out[m.group(1)] = m.group(2).strip("'\"")
+            v, q = m.group(2), re.match(r"^(['\"])(.*?)\1", m.group(2))
+            out[m.group(1)] = q.group(2) if q else re.sub(r"\s+#.*$", "", v).strip("'\"")
     return out
 
 

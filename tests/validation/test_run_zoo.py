@@ -209,3 +209,17 @@ def test_a_tensor_parallel_run_with_a_bad_link_table_is_refused_naming_the_field
     (folder / "peer_sim_config.json").write_text(json.dumps(doc))
     assert_one_line(["validate", "--run", str(folder), "--out", str(tmp_path / "v")], capsys, *words)
     assert not (tmp_path / "v").exists()
+
+
+def test_profile_meta_with_a_byte_order_mark_and_comments_names_its_model(tmp_path, capsys):
+    # a profile_meta.yaml saved with a BOM, its model on the first line, with a trailing comment: the model was
+    # read as no model / "meta-llama/Llama-3.1-8B  # ..." and the folder refused as a model fluidq does not know
+    folder = rv.make("llama-pro6000", tmp_path / "y")
+    p = folder / "profile_meta.yaml"
+    lines = [x for x in p.read_text().splitlines() if not x.startswith("model:")]
+    p.write_bytes(b"\xef\xbb\xbf" + ("model: meta-llama/Llama-3.1-8B  # the served model\r\n"
+                                     + "\r\n".join(lines) + "\r\n").encode())
+    case, _ = case_for_run(folder)
+    assert case.spec["_facts"].name == "Llama-3.1-8B"
+    rc, out, err = run_cli(["capacity", "--profile-dir", str(folder), "--prompt", "500", "--output", "200"], capsys)
+    assert rc == 0 and "Llama-3.1-8B" in out, err
