@@ -441,6 +441,15 @@ def read_run(path) -> ServingRun:
                 rows.append((i + 1, r))
     if not rows:
         raise DataError(f"{req}: no requests")
+    seen = {}  # a request id twice: the file written twice, or two runs' requests mixed -- each counted twice
+    for line, r in rows:
+        if r.get("request_id") is not None:
+            key = json.dumps(r["request_id"], sort_keys=True)
+            if key in seen:
+                raise DataError(f"{req}, line {line}: request_id {key[:60]} again (first on line {seen[key]}): expected "
+                                "one line per request (a file appended twice, or two runs' requests together, would "
+                                "count them twice)")
+            seen[key] = line
     need = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
     stamps = ("queued_ts", "first_token_ts", "last_token_ts")
     kept, dropped = [], {}

@@ -555,3 +555,13 @@ VARIANTS.update({
     "no-moe": _missing("profile_tp1_moe.csv", src=QWEN),
     "tp4-no-link": _tp(LLAMA_4090, 4, link=False),
 })
+
+
+def _duplicated_lines(d):  # the requests file appended twice (a rerun writing into the same folder)
+    d = copy_run(LLAMA_PRO, d)
+    p = d / "vllm_requests.jsonl"
+    p.write_text(p.read_text() * 2)
+    return d
+
+
+VARIANTS["duplicated-lines"] = _duplicated_lines
