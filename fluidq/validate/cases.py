@@ -123,6 +123,13 @@ def _err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
+def _fmt_num(v) -> str:
+    """A number for a report cell: thousands separated, three significant figures below 1000."""
+    if v is None or not np.isfinite(v):
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+
+
 def _interval_words(pred, ci, mean, aim):
     """What the measured 95 % interval lets one say about a prediction: its half-width in percent of the
     measured mean, whether the prediction lies inside it, and -- when the half-width exceeds the ``aim`` --
@@ -678,8 +685,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
             info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
         meas_ci = latency_metrics_ci(run.ttft_s, run.latency_s, run.tpot_s)  # requests in arrival order
-        lat_window = (f"all {len(run)} requests measured, queued at {float(run.arrival_s[0]):g}-"
-                      f"{float(run.arrival_s[-1]):g} s of the run" + (f" ({sum(run.dropped.values())} left out: "
+        lat_window = (f"all {len(run)} requests measured, queued at {float(run.arrival_s[0]):.1f}-"
+                      f"{float(run.arrival_s[-1]):.1f} s of the run" + (f" ({sum(run.dropped.values())} left out: "
                       + ", ".join(f"{v} {k}" for k, v in run.dropped.items()) + ")" if run.dropped else ""))
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
         sec0 = time.time() - t0
@@ -748,6 +755,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
             rows.append(Row(case=case.name, source=case.source, quantity=f"{k} (replayed arrivals)",
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
                             target=target, status=status,
+                            # the interval is the measured number's own (requests as a sample); the replay runs the
+                            # same requests at the same times, so its error is paired and not judged against it
                             note=note + ("; measured 95 % CI by a block bootstrap over the requests in arrival "
                                          "order (blocks of 10)" if np.isfinite(ci[0]) else
                                          "; no measured interval (fewer than 20 requests)"),
@@ -780,6 +789,14 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         if ctx.get("out_dir") is not None:
             drawn = CaseResult(case=case, rows=(), figure_inputs=figure_inputs)
             figures.append(drawn.plot(path=Path(ctx["out_dir"]) / f"{case.name}.png"))
+    windowed = [r for r in rows if r.measured_window]
+    if windowed:  # every measured number with what it was read over and its interval (issue 16 item 7)
+        md += ["", "| quantity | measured | 95 % interval | read over |", "|---|---|---|---|"]
+        for r in windowed:
+            ci = (f"{_fmt_num(r.measured_ci[0])}-{_fmt_num(r.measured_ci[1])}" if r.measured_ci is not None
+                  else "none")
+            m = r.measured if isinstance(r.measured, str) else _fmt_num(r.measured)
+            md.append(f"| {r.quantity} | {m} {r.unit} | {ci} | {r.measured_window} |".replace("  ", " "))
     return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info,
                       figure_inputs=figure_inputs)
 

@@ -153,6 +153,10 @@ def test_every_measured_number_carries_its_window_and_interval(name, tmp_path, c
     assert cap["measured_ci"] == pytest.approx(list(reg["ci"]), rel=1e-12)
     assert f"ticks {reg['window_s'][0]:g}-{reg['window_s'][1]:g} s" in cap["measured_window"]
     assert by["binding limit"]["measured_window"] == cap["measured_window"]
+    # the report says the same to a reader: one line per measured number with its interval and window
+    md = (tmp_path / "v" / "validation.md").read_text()
+    assert "| quantity | measured | 95 % interval | read over |" in md
+    assert sum(line.startswith("| TTFT ") and "requests measured, queued at" in line for line in md.splitlines()) == 5
 
 
 def test_latency_intervals_are_from_the_measured_requests_alone_and_cover_the_truth():
