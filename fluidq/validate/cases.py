@@ -286,6 +286,9 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     run = read_run(folder)  # the run's own files, under any of LLMServingSim's names (runs.RUN_FILE_NAMES)
     _ = (run.max_num_seqs, run.max_num_batched_tokens, run.block_size, run.gpu_memory_utilization)  # refused here,
     # naming the field, when the run records one wrongly or (for the two budgets) not at all
+    from .runs import check_kv_column
+
+    check_kv_column(run)  # a KV fraction under a percentage's name, refused before any report file
     plain = _plain_path(folder)  # the operator profiles, .gz tables read through
     if not (plain / "profile_meta.yaml").is_file():
         raise DataError(f"{folder}: no profile_meta.yaml (the operator profiles' description, which names the model); "

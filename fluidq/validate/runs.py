@@ -605,10 +605,30 @@ def _mean_ci(x: np.ndarray, block: int = 5) -> tuple[float, tuple[float, float]]
     return m, (m - half, m + half)
 
 
+def check_kv_column(run: ServingRun) -> None:
+    """Refuse a KV-use column that never passes 1 % while requests waited and ``running`` stayed below
+    ``max_num_seqs``: so small a KV use holds no request back, so the column is a fraction (1 = full) under a
+    percentage's name, and reading it as a percentage would call a KV-bound run token-budget bound."""
+    ts = run.timeseries
+    kv = ts.get("kv_cache_pct")
+    sat = np.asarray(ts["waiting"], dtype=float) > 0
+    if kv is not None and sat.any():
+        kv = np.asarray(kv, dtype=float)
+        top = float(np.nanmax(kv)) if np.any(np.isfinite(kv)) else 0.0
+        k_total = run.max_num_seqs * run.data_parallel_size
+        if 0 < top <= 1.0 and not np.any(np.asarray(ts["running"], dtype=float)[sat] >= k_total):
+            raise DataError(f"{run.files.get('timeseries', run.path)}: the KV-use column (kv_cache_pct, a percentage) "
+                            f"never exceeds {top:g} while requests waited and running stayed below max_num_seqs "
+                            f"({k_total}): a KV use of at most 1 % holds no request back, so the column looks like a "
+                            "fraction (1 = full); name it kv_cache_usage (read as a fraction) or write percentages")
+
+
 def measured_regimes(run: ServingRun) -> dict:
     """The run's measured regimes (:func:`capacity_regimes`) from its own columns and requests, and the KV
     cache only as the run recorded it (never the planner's estimate, which is the prediction's): what
-    ``fluidq validate --run`` scores against."""
+    ``fluidq validate --run`` scores against (a KV-use column that is a fraction is refused first:
+    :func:`check_kv_column`)."""
+    check_kv_column(run)
     return capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=run.data_parallel_size,
                             kv_in_use_tokens=lambda: kv_in_use_tokens(run),  # rebuilt only where a regime reads it
                             kv_capacity_tokens=run.kv_capacity_tokens, tick_s=run.tick_s)

@@ -565,3 +565,14 @@ def _duplicated_lines(d):  # the requests file appended twice (a rerun writing i
 
 
 VARIANTS["duplicated-lines"] = _duplicated_lines
+
+
+def _kv_fraction_as_pct(d):  # a recorder writing vLLM's KV gauge (a fraction) under the percentage's name
+    d = copy_run(LLAMA_4090, d)
+    h, rows = read_ts(d)
+    j = h.index("kv_cache_pct")
+    write_ts(d, h, [r[:j] + [f"{float(r[j]) / 100:.4f}"] + r[j + 1:] for r in rows])
+    return d
+
+
+VARIANTS["kv-fraction-as-pct"] = _kv_fraction_as_pct

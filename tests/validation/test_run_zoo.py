@@ -70,6 +70,9 @@ REFUSED = {
     "no-moe": ("mixture of experts", "no profile_tp1_moe.csv"),
     "tp4-no-link": ("tensor_parallel_size = 4", "peer_sim_config.json", "link_bw"),
     "moe-unknown-operator": ("profile_tp1_dense.csv: unknown operator(s) 'shared_expert_gate'",),
+    # the KV gauge's fraction under the percentage's name: the KV-bound RTX 4090 run was read as token-budget bound
+    "kv-fraction-as-pct": ("vllm_timeseries.csv: the KV-use column (kv_cache_pct, a percentage) never exceeds 1",
+                           "kv_cache_usage"),
     # every request twice: it was read as 600 requests, a benchmark twice as heavy as the one measured
     "duplicated-lines": ("vllm_requests.jsonl, line 301: request_id \"bench-0\" again (first on line 1)",),
 }
