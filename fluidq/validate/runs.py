@@ -882,18 +882,26 @@ def queue_growth(run: ServingRun) -> dict:
             "waiting_per_s_ci": slope_ci(wt), "backlog_tokens_per_s_ci": slope_ci(backlog)}
 
 
+def _block_indices(n: int, block: int, resamples: int, seed: int) -> np.ndarray | None:
+    """``resamples x n`` positions of seeded moving-block bootstrap resamples of ``range(n)`` (blocks of ``block``
+    consecutive positions), or None for fewer than two blocks' worth of positions."""
+    n, block = int(n), max(1, int(block))
+    if n < 2 * block:
+        return None
+    rng = np.random.default_rng(seed)
+    nb = int(math.ceil(n / block))
+    starts = rng.integers(0, n - block + 1, size=(int(resamples), nb))
+    return (starts[:, :, None] + np.arange(block)[None, None, :]).reshape(int(resamples), -1)[:, :n]
+
+
 def block_bootstrap_ci(stat, n: int, *, block: int = 5, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
     """A 95 % percentile interval of ``stat(idx)`` over seeded moving-block bootstrap resamples of ``range(n)``
     (blocks of ``block`` consecutive positions: neighbouring ticks, or requests that arrived together, are
     correlated, which resampling single positions would ignore).  ``(nan, nan)`` for fewer than 2 blocks' worth
     of positions or when a resample's statistic is not finite."""
-    n, block = int(n), max(1, int(block))
-    if n < 2 * block:
+    idx = _block_indices(n, block, resamples, seed)
+    if idx is None:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    nb = int(math.ceil(n / block))
-    starts = rng.integers(0, n - block + 1, size=(int(resamples), nb))
-    idx = (starts[:, :, None] + np.arange(block)[None, None, :]).reshape(int(resamples), -1)[:, :n]
     vals = np.array([stat(i) for i in idx], dtype=float)
     if not np.all(np.isfinite(vals)):
         return float("nan"), float("nan")
@@ -903,16 +911,24 @@ def block_bootstrap_ci(stat, n: int, *, block: int = 5, resamples: int = 1000, s
 def latency_metrics_ci(ttft_s, latency_s, tpot_s, *, block: int = 10, resamples: int = 1000, seed: int = 0) -> dict:
     """95 % intervals of the 15 metrics of :func:`latency_metrics` (same keys, ``(low, high)`` in ms): a seeded
     moving-block bootstrap over the requests in the order given (arrival order: requests that arrive together
-    wait together, so blocks of ``block`` consecutive ones are resampled).  Measured inputs only."""
+    wait together, so blocks of ``block`` consecutive ones are resampled); ``(nan, nan)`` for fewer than
+    ``2 x block`` requests.  Measured inputs only."""
     arrs = {"TTFT": np.asarray(ttft_s, dtype=float) * 1e3, "TPOT": np.asarray(tpot_s, dtype=float) * 1e3,
             "Latency": np.asarray(latency_s, dtype=float) * 1e3}
+    idx = _block_indices(arrs["TTFT"].size, block, resamples, seed)
     out = {}
     for name, a in arrs.items():
-        for lab, f in (("Mean", np.mean), ("Median", lambda x: np.percentile(x, 50)),
-                       ("P90", lambda x: np.percentile(x, 90)), ("P95", lambda x: np.percentile(x, 95)),
-                       ("P99", lambda x: np.percentile(x, 99))):
-            out[f"{name} {lab}"] = block_bootstrap_ci(lambda i, a=a, f=f: f(a[i]), a.size, block=block,
-                                                      resamples=resamples, seed=seed)
+        x = a[idx] if idx is not None else None  # resamples x n
+        stats = {"Mean": lambda: x.mean(axis=1)} | {
+            lab: (lambda q=q: np.percentile(x, q, axis=1)) for lab, q in (("Median", 50), ("P90", 90), ("P95", 95),
+                                                                          ("P99", 99))}
+        for lab, f in stats.items():
+            if x is None:
+                out[f"{name} {lab}"] = (float("nan"), float("nan"))
+                continue
+            v = f()
+            out[f"{name} {lab}"] = ((float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5)))
+                                    if np.all(np.isfinite(v)) else (float("nan"), float("nan")))
     return out
 
 
