@@ -30,6 +30,7 @@ Distrib. Comput. 2009) for the ring cost; Agrawal et al., "Vidur", arXiv:2405.05
 from __future__ import annotations
 
 import csv
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,6 +135,12 @@ class Link:
                 if found is None:
                     raise DataError(f"{path}: no {key!r} entry")
                 node = found
+        for key, what in (("link_bw", "a bandwidth in GB/s > 0"), ("link_latency", "a latency in ns >= 0")):
+            v = node[key]  # checked here, naming the file and the field (a string or a list was an internal error)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and (
+                v > 0 if key == "link_bw" else v >= 0)
+            if not ok:
+                raise DataError(f"{path}: {key} = {json.dumps(v)[:40]}: expected {what}")
         return cls(bandwidth_gbps=node["link_bw"], latency_us=float(node["link_latency"]) / 1e3,
                    name="peer link", source=str(path))
 

@@ -587,12 +587,14 @@ def lss_profile_rows(path, text: str, cols, *, text_cols=(), times=("time_us",))
 
 
 def _simple_yaml(path: Path) -> dict:
-    """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``)."""
+    """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``): a byte-order mark before
+    the first key and a trailing ``# comment`` are not part of a key or a value."""
     out = {}
-    for line in (_text_or_none(path) or "").splitlines():
+    for line in (_text_or_none(path) or "").removeprefix("\ufeff").splitlines():
         m = re.match(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$", line)
         if m and m.group(2):
-            out[m.group(1)] = m.group(2).strip("'\"")
+            v, q = m.group(2), re.match(r"^(['\"])(.*?)\1", m.group(2))
+            out[m.group(1)] = q.group(2) if q else re.sub(r"\s+#.*$", "", v).strip("'\"")
     return out
 
 
@@ -659,12 +661,12 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
                                  f"model {model!r} is not one fluidq knows; pass n_layers")
     n_layers = integer("n_layers", n_layers, minimum=1)
 
-    dense = _read_csv(files["dense"])
-    _need(dense, ["layer", "tokens", "time_us"], files["dense"])
+    def table(f, cols, text_cols=()):  # the one check of an LLMServingSim table (also the iteration model's)
+        return lss_profile_rows(f, read_text("profile", f, what="CSV file"), cols, text_cols=text_cols)
+
     ops = {}
-    for r in dense:
-        ops.setdefault(r["layer"], []).append((_count(r, "tokens", files["dense"], what="a token count"),
-                                               _time(r, "time_us", files["dense"])))
+    for r in table(files["dense"], ("tokens", "time_us"), ("layer",)):
+        ops.setdefault(r["layer"], []).append((r["tokens"], r["time_us"]))
     per_layer, once_ops = lss_operator_counts(ops, files["dense"])
     need = list(once_ops) + [op for op, _ in per_layer]
     grids = {op: _average_repeats(*np.array(v).T) for op, v in ops.items()}
@@ -679,12 +681,9 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
         layer = sum(m * _interp(tok_grid, grids[op][1], b, what=op, path=files["dense"]) for op, m in per_layer)
         return once + n_layers * layer
 
-    per = _read_csv(files["per_sequence"])
-    _need(per, ["layer", "sequences", "time_us"], files["per_sequence"])
     pops = {}
-    for r in per:
-        pops.setdefault(r["layer"], []).append((_count(r, "sequences", files["per_sequence"], what="a sequence count"),
-                                                _time(r, "time_us", files["per_sequence"])))
+    for r in table(files["per_sequence"], ("sequences", "time_us"), ("layer",)):
+        pops.setdefault(r["layer"], []).append((r["sequences"], r["time_us"]))
     lss_per_sequence_check(pops, files["per_sequence"])
     pgrids = {op: _average_repeats(*np.array(v).T) for op, v in pops.items()}
     notes = ["LM head and sampler per emitting sequence from the per-sequence profile"]
@@ -700,11 +699,8 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
             total = total + v
         return total
 
-    att = _read_csv(files["attention"])
     cols = ["prefill_chunk", "kv_prefill", "n_decode", "kv_decode", "time_us"]
-    _need(att, cols, files["attention"])
-    a = np.array([[_time(r, c, files["attention"]) if c == "time_us" else
-                   _count(r, c, files["attention"], what="a token or sequence count") for c in cols] for r in att])
+    a = np.array([[r[c] for c in cols] for r in table(files["attention"], cols)])
     pc, kvp, nd, kvd, us = a.T
     keep = (pc + nd >= 1) & ~((nd > 0) & (kvd <= 0)) & ~((nd == 0) & (kvd > 0))
     if not include_prefill_context:

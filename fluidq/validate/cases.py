@@ -51,6 +51,10 @@ class Row:
 
     ``error_pct`` is ``100 (predicted - measured)/measured``; ``status`` is ``"pass"`` (target met),
     ``"miss"`` (target missed: reported, not hidden), ``"info"`` (no target) or ``"skip"``.
+    ``measured_window`` says what the measured number was read over (the run's ticks or requests, in seconds of
+    the run) and ``measured_ci`` is its 95 % interval ``(low, high)`` (issue 16: every number states its window
+    and interval); empty / None on rows that carry no measurement of a run, or where none can be given (the
+    note says why).
     """
 
     case: str
@@ -63,6 +67,8 @@ class Row:
     target: str = ""
     status: str = "info"
     note: str = ""
+    measured_window: str = ""
+    measured_ci: tuple | None = None
 
     def to_dict(self):
         return plain({k: getattr(self, k) for k in self.__dataclass_fields__})
@@ -115,6 +121,13 @@ def _err(pred, meas):
     if pred is None or meas is None or not np.isfinite(pred) or not np.isfinite(meas) or meas == 0:
         return None
     return 100.0 * (pred - meas) / meas
+
+
+def _fmt_num(v) -> str:
+    """A number for a report cell: thousands separated, three significant figures below 1000."""
+    if v is None or not np.isfinite(v):
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
 
 
 def _interval_words(pred, ci, mean, aim):
@@ -262,7 +275,7 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
-    from .deployment import PROFILE_SHAPES, _gpu_memory_from_folder, _profile_model
+    from .deployment import _gpu_memory_from_folder, _profile_model, profile_shape_differences
     from .runs import read_run
 
     folder = Path(run_dir)
@@ -273,6 +286,9 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     run = read_run(folder)  # the run's own files, under any of LLMServingSim's names (runs.RUN_FILE_NAMES)
     _ = (run.max_num_seqs, run.max_num_batched_tokens, run.block_size, run.gpu_memory_utilization)  # refused here,
     # naming the field, when the run records one wrongly or (for the two budgets) not at all
+    from .runs import check_kv_column
+
+    check_kv_column(run)  # a KV fraction under a percentage's name, refused before any report file
     plain = _plain_path(folder)  # the operator profiles, .gz tables read through
     if not (plain / "profile_meta.yaml").is_file():
         raise DataError(f"{folder}: no profile_meta.yaml (the operator profiles' description, which names the model); "
@@ -296,15 +312,12 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     if model_config is not None:
         facts = ModelFacts.from_config(model_config, option="model_config")
         profiled = lookup(hf_id)
-        if profiled is not None:  # the profiles are of a shipped model: the config must be that model's shapes
-            diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
-                    for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
-            if diff:
-                more = f" and {len(diff) - 3} more" if len(diff) > 3 else ""
-                raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but the config.json given "
-                                f"({model_config}) has {', '.join(diff[:3])}{more}: operator profiles time one model's layers, "
-                                "so the config must be of the profiled model (leave it out to use the shipped "
-                                f"facts of {profiled.name})")
+        diff = profile_shape_differences(facts, profiled)  # the profiles are of a shipped model: its shapes
+        if diff:
+            raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but the config.json given "
+                            f"({model_config}) has {diff}: operator profiles time one model's layers, "
+                            "so the config must be of the profiled model (leave it out to use the shipped "
+                            f"facts of {profiled.name})")
     else:
         facts, served = lookup(hf_id), lookup(ran)
         if facts is not None and served is not None and facts.name != served.name:
@@ -344,6 +357,17 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         if not f.is_file():
             raise DataError(f"{folder}: no profile_tp{tp}_{part}.csv; the run's tensor_parallel_size = {tp} needs the "
                             f"operator profiles measured at that size (LLMServingSim's profile_tp{tp}_*.csv)")
+    # the operator profiles read here as the prediction reads them (lss_iteration_model): a bad cell, an operator
+    # fluidq does not know, a MoE table of the wrong model are refused before any report file or progress line
+    from ..batchtime.comm import Link
+    from ..batchtime.operators import lss_iteration_model
+
+    dp = run.data_parallel_size
+    lss_iteration_model(plain, n_layers=facts.n_layers, tp=tp, facts=facts,
+                        comm=Link.from_peer_sim_config(plain / "peer_sim_config.json") if parallel else None,
+                        data_parallel_size=dp if facts.n_experts else 1,
+                        expert_parallel_size=tp * dp if run.expert_parallel else 1,
+                        pipeline_parallel_size=run.pipeline_parallel_size)
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")
@@ -389,7 +413,7 @@ def _case_comm(case: Case, spec: dict, data: Path):
 def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from ..batchtime.operators import lss_iteration_model
     from .predict import predict_capacity
-    from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
+    from .runs import latency_metrics, latency_metrics_ci, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     from .deployment import predict_deployment
     from .runs import measured_regimes
@@ -428,6 +452,17 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     aim = float(tg.get("capacity_aim_pct", 5.0))
     st, rp = reg["steady"], reg["ramp"]
     steady_ok = bool(np.isfinite(st["tokens_per_s"]))
+    tick = f"{run.tick_s:g} s"
+
+    def ticks_window(what, w, n):
+        """The words of a measured window of ticks (``w`` its first and last tick stamps), "" when there is none."""
+        if not n or not np.all(np.isfinite(w)):
+            return ""
+        return f"{what}: ticks {w[0]:g}-{w[1]:g} s of the run ({n} tick(s) of {tick})"
+
+    steady_window = ticks_window(f"steady state under the binding limit ({reg['binding']})", st["window_s"],
+                                 st["ticks"])
+    steady_ci = tuple(st["ci"]) if steady_ok else None
 
     def cap_row(quantity, predicted, note):
         """A capacity row against the steady state, or -- when the run has none -- a skipped row saying so."""
@@ -440,7 +475,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                    measured=st["tokens_per_s"], unit="tokens/s", error_pct=e,
                    target=f"within ±{lim:g} % (aim ±{aim:g} %)", status=_status(e, lim),
                    note=note + ("" if e is None or abs(e) <= aim else f"; outside the {aim:g} % aim")
-                   + _interval_words(predicted, st["ci"], st["tokens_per_s"], aim) + dropped)
+                   + _interval_words(predicted, st["ci"], st["tokens_per_s"], aim) + dropped,
+                   measured_window=steady_window, measured_ci=steady_ci)
 
     rows.append(cap_row("capacity (served tokens/s, steady state)", pred.tokens_per_s,
                         f"measured over the {st['seconds']:g} s under the binding limit ({reg['binding']}, "
@@ -476,7 +512,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", spred.tokens_per_s,
                             f"predict_deployment(method='simulate', order='given'): the {len(run)} requests' lengths "
                             f"in the benchmark's order, Poisson gaps at its {rate:.2f} req/s, async scheduling "
-                            f"{'on' if run.async_scheduling else 'off'} (the run's); the capacity_regimes "
+                            f"{'on' if run.async_scheduling else 'off'} (the run's), prefix caching {'on' if caching else 'off'} "
+                            f"({run.prefix_caching_source}); the capacity_regimes "
                             f"estimator on the simulated 1 s log (binding {spred.binding}); mean of {reps.size} "
                             f"replications, 95 % CI {spred.ci[0]:.0f}-{spred.ci[1]:.0f}, replications "
                             f"{reps.min():.0f}-{reps.max():.0f}"))
@@ -491,18 +528,24 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                                                                       st["tokens_per_s"]),
                         status="info",
                         note=f"1000 requests drawn from the lengths, Poisson at 1.5 x the fluid capacity; 5 "
-                             f"replications, 95 % CI {stat.ci[0]:.0f}-{stat.ci[1]:.0f}; the run's 300-request window "
-                             "is not this stationary state"))
+                             f"replications, 95 % CI {stat.ci[0]:.0f}-{stat.ci[1]:.0f}; the run's {len(run)}-request "
+                             "window is not this stationary state"
+                             + ("" if steady_ok else f"; no measured capacity: {st['note']}"),
+                        measured_window=steady_window, measured_ci=steady_ci))
         info["stationary_simulated"] = stat.to_dict()
     rows.append(Row(case=case.name, source=case.source, quantity="served tokens/s, start-up ramp (measured)",
-                    predicted=None, measured=rp["tokens_per_s"], unit="tokens/s", status="info",
+                    predicted=None, measured=rp["tokens_per_s"] if np.isfinite(rp["tokens_per_s"]) else None,
+                    unit="tokens/s", status="info",
                     note=(f"{rp['seconds']:g} saturated s before the binding limit holds "
                           f"({rp['window_s'][0]:.0f}-{rp['window_s'][1]:.0f} s), "
                           + (f"95 % CI {rp['ci'][0]:.0f}-{rp['ci'][1]:.0f}" if np.isfinite(rp["ci"][0])
                              else f"no number ({rp['note']})")
                           if rp["seconds"] else "no saturated tick before the binding limit holds")
                          + (f"; all {sat['seconds']} saturated ticks together: {sat['tokens_per_s']:.0f} tokens/s"
-                            if np.isfinite(sat["tokens_per_s"]) else f"; {sat.get('note', '')}")))
+                            if np.isfinite(sat["tokens_per_s"]) else f"; {sat.get('note', '')}"),
+                    measured_window=ticks_window("start-up ramp (saturated, before the binding limit holds)",
+                                                 rp["window_s"], rp["ticks"]) if np.isfinite(rp["tokens_per_s"]) else "",
+                    measured_ci=tuple(rp["ci"]) if np.isfinite(rp["tokens_per_s"]) else None))
     # which limit binds: the measurements alone say so (never the case file's expected answer), through
     # running vs max_num_seqs and KV use while requests wait; neither full means the token budget binds
     meas_bind = reg["binding"]
@@ -513,32 +556,48 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     note=("" if resolved else "not scored: the run does not say which limit binds"
                           + ("" if steady_ok else " (no steady state)") + "; ")
                          + f"measured from: {reg['binding_source']}; "
-                         f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
+                         + (f"running max {sat['running_max']:.0f} / max_num_seqs {run.max_num_seqs}"
+                            if np.isfinite(sat["running_max"]) else
+                            f"fewer than 3 saturated ticks (running never read at a limit) / max_num_seqs {run.max_num_seqs}")
                          + (f" x DP{dp}" if dp > 1 else "")
                          + (f", KV use {sat['kv_pct_mean']:.0f} %" if sat["kv_pct_mean"] > 0
                             else ", KV use not recorded (its column absent or 0)")
                          + f"; KV capacity {kv} tokens ({kv_note})"
-                         + (f"; the simulated benchmark's log binds on {spred.binding}" if spred is not None else "")))
+                         + (f"; the simulated benchmark's log binds on {spred.binding}" if spred is not None else ""),
+                    measured_window=steady_window))
+    sat_ok = bool(np.isfinite(sat["running_mean"]))
     rows.append(Row(case=case.name, source=case.source, quantity="requests resident at saturation (N)",
-                    predicted=pred.residents, measured=sat["running_mean"], unit="requests",
+                    predicted=pred.residents, measured=sat["running_mean"] if sat_ok else None, unit="requests",
                     error_pct=_err(pred.residents, sat["running_mean"]), status="info",
-                    note="mean of `running` over the saturated ticks"))
+                    note="mean of `running` over the saturated ticks (95 % CI by batch means)" if sat_ok else
+                    f"no measured number: {sat.get('note', 'no saturated tick')}",
+                    measured_window=ticks_window("every tick with requests waiting", sat["window_s"], sat["seconds"])
+                    if sat_ok else "", measured_ci=tuple(sat["running_mean_ci"]) if sat_ok else None))
+    qg_ok = qg["ticks"] > 0
+    qg_window = (f"ticks {qg['window_s'][0]:g}-{qg['window_s'][1]:g} s of the run, from the first with requests "
+                 f"waiting to the last arrival ({qg['ticks']} ticks)") if qg_ok else ""
     slope_pred = qg["offered_tokens_per_s"] - pred.tokens_per_s
     eb = _err(slope_pred, qg["backlog_tokens_per_s"])
+    no_queue = "no measured number: no tick with requests waiting while requests arrived (no backlog grew)"
     rows.append(Row(case=case.name, source=case.source, quantity="token backlog growth while arriving",
-                    predicted=slope_pred, measured=qg["backlog_tokens_per_s"], unit="tokens/s", error_pct=eb,
-                    status="info", note=f"fluid slope = offered {qg['offered_tokens_per_s']:.0f} - capacity "
-                                        f"(Theorem 2); window {qg['window_s'][0]:.0f}-{qg['window_s'][1]:.0f} s; "
-                                        f"waiting grew {qg['waiting_per_s']:.2f} req/s"))
+                    predicted=slope_pred if qg_ok else None, measured=qg["backlog_tokens_per_s"] if qg_ok else None,
+                    unit="tokens/s", error_pct=eb if qg_ok else None,
+                    status="info", note=(f"fluid slope = offered {qg['offered_tokens_per_s']:.0f} - capacity "
+                                         f"(Theorem 2); window {qg['window_s'][0]:.0f}-{qg['window_s'][1]:.0f} s; "
+                                         f"waiting grew {qg['waiting_per_s']:.2f} req/s; 95 % CI of the slope by a "
+                                         "block bootstrap over the window's ticks") if qg_ok else no_queue,
+                    measured_window=qg_window, measured_ci=tuple(qg["backlog_tokens_per_s_ci"]) if qg_ok else None))
     win = qg["window_s"]
     arrived = int(((run.arrival_s > win[0]) & (run.arrival_s <= win[1])).sum())
     offered_req = arrived / (win[1] - win[0]) if win[1] > win[0] else float("nan")
     wpred = offered_req - pred.requests_per_s
     rows.append(Row(case=case.name, source=case.source, quantity="requests waiting: growth while arriving",
-                    predicted=wpred, measured=qg["waiting_per_s"], unit="req/s",
-                    error_pct=_err(wpred, qg["waiting_per_s"]), status="info",
-                    note=f"fluid: offered {offered_req:.2f} req/s - capacity {pred.requests_per_s:.2f} req/s; "
-                         "measured: slope of `waiting`"))
+                    predicted=wpred if qg_ok else None, measured=qg["waiting_per_s"] if qg_ok else None, unit="req/s",
+                    error_pct=_err(wpred, qg["waiting_per_s"]) if qg_ok else None, status="info",
+                    note=(f"fluid: offered {offered_req:.2f} req/s - capacity {pred.requests_per_s:.2f} req/s; "
+                          "measured: slope of `waiting` (95 % CI by a block bootstrap over the window's ticks)")
+                    if qg_ok else no_queue,
+                    measured_window=qg_window, measured_ci=tuple(qg["waiting_per_s_ci"]) if qg_ok else None))
     info.update({"prediction": pred.to_dict(), "saturated": sat, "regimes": reg, "queue_growth": qg,
                  "simulated": None if spred is None else spred.to_dict()})
     figures, figure_inputs = [], ()
@@ -624,9 +683,14 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                                     + (f"; the {dp} DP ranks replayed in lockstep, the slowest rank setting each "
                                        "iteration" if lockstep else "")
                                     + (f"; {replicas} DP replicas replayed as {replicas} engines, the requests dealt "
-                                       "in turn" if replicas > 1 else "")))
+                                       "in turn" if replicas > 1 else ""),
+                               measured_window=steady_window, measured_ci=steady_ci))
             info["replayed_steady_tokens_per_s"] = rcap
         meas = latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)
+        meas_ci = latency_metrics_ci(run.ttft_s, run.latency_s, run.tpot_s)  # requests in arrival order
+        lat_window = (f"all {len(run)} requests measured, queued at {float(run.arrival_s[0]):.1f}-"
+                      f"{float(run.arrival_s[-1]):.1f} s of the run" + (f" ({sum(run.dropped.values())} left out: "
+                      + ", ".join(f"{v} {k}" for k, v in run.dropped.items()) + ")" if run.dropped else ""))
         ours = latency_metrics(lat["ttft_s"], lat["ttlt_s"], lat["tpot_s"])
         sec0 = time.time() - t0
         peer_path = data / s["run"] / "peer_sim_vs_vllm_summary.txt"
@@ -662,7 +726,8 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
             md.append(f"| {k} | {meas[k]:.1f} | {ours[k]:.1f} | {pct(errs[k])} | {se} | {pe} |")
         md += ["", f"`fluidq.simulate` on the run's own arrivals (operator-profile batch time read from the batch "
                    f"composition, vLLM v1 memory: {eng.memory.block_size}-token blocks, whole-prompt reservation, "
-                   f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'}; "
+                   f"most recent request preempted and recomputed, prefix caching {'on' if caching else 'off'} "
+                   f"({run.prefix_caching_source}); "
                    f"async scheduling {'on' if eng.async_scheduling else 'off'} (the run's vLLM "
                    f"{run.meta.get('vllm_version', '?')}); policy `vllm-chunked`; "
                    + ("requests sent at the client's `arrival_time` stamps, TTFT and latency from when the simulated "
@@ -689,9 +754,16 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
             else:
                 target = f"within peer's ±{abs(pe):.1f} %" if pe is not None else ""
                 status = ("pass" if abs(errs[k]) <= abs(pe) + 1e-9 else "miss") if pe is not None else "info"
+            ci = meas_ci[k]
             rows.append(Row(case=case.name, source=case.source, quantity=f"{k} (replayed arrivals)",
                             predicted=ours[k], measured=meas[k], unit="ms", error_pct=errs[k],
-                            target=target, status=status, note=note))
+                            target=target, status=status,
+                            # the interval is the measured number's own (requests as a sample); the replay runs the
+                            # same requests at the same times, so its error is paired and not judged against it
+                            note=note + ("; measured 95 % CI by a block bootstrap over the requests in arrival "
+                                         "order (blocks of 10)" if np.isfinite(ci[0]) else
+                                         "; no measured interval (fewer than 20 requests)"),
+                            measured_window=lat_window, measured_ci=tuple(ci) if np.isfinite(ci[0]) else None))
         if peer:
             mine = float(np.mean([abs(errs[k]) for k in peer if errs.get(k) is not None]))
             theirs = float(np.mean([abs(v[2]) for v in peer.values()]))
@@ -720,6 +792,14 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         if ctx.get("out_dir") is not None:
             drawn = CaseResult(case=case, rows=(), figure_inputs=figure_inputs)
             figures.append(drawn.plot(path=Path(ctx["out_dir"]) / f"{case.name}.png"))
+    windowed = [r for r in rows if r.measured_window]
+    if windowed:  # every measured number with what it was read over and its interval (issue 16 item 7)
+        md += ["", "| quantity | measured | 95 % interval | read over |", "|---|---|---|---|"]
+        for r in windowed:
+            ci = (f"{_fmt_num(r.measured_ci[0])}-{_fmt_num(r.measured_ci[1])}" if r.measured_ci is not None
+                  else "none")
+            m = r.measured if isinstance(r.measured, str) else _fmt_num(r.measured)
+            md.append(f"| {r.quantity} | {m} {r.unit} | {ci} | {r.measured_window} |".replace("  ", " "))
     return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info,
                       figure_inputs=figure_inputs)
 

@@ -53,6 +53,18 @@ PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim"
                   "experts_per_token", "moe_intermediate_size")
 
 
+def profile_shape_differences(facts, profiled) -> str:
+    """Where ``facts`` (a model given by name or config.json) differ from ``profiled`` (the shipped facts of the
+    model ``profile_meta.yaml`` names) in a shape of :data:`PROFILE_SHAPES`, as words (the first three, then how
+    many more); ``""`` when they agree or the profiled model is not shipped (``profiled`` None).  The one check of
+    ``fluidq capacity --profile-dir --model`` and ``fluidq validate --run --model-config``."""
+    if profiled is None:
+        return ""
+    diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+            for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
+    return ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
+
+
 def _lengths(name, v):
     a = np.atleast_1d(np.asarray(v, dtype=float))
     if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 1) or np.any(a != np.round(a)):
@@ -217,13 +229,11 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
                              "give the model's config.json (--model-config; from Python, "
                              "model=ModelFacts.from_config(path))")
     if model is not None and hf_id:
-        profiled = find_model(hf_id)
-        diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
-                for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)] if profiled is not None else []
+        diff = profile_shape_differences(facts, find_model(hf_id))
         if diff:
             raise ParameterError("model", facts.name, f"the model profiled in {folder} ({hf_id})",
-                                 f"it has {', '.join(diff[:3])}{' and more' if len(diff) > 3 else ''}: operator "
-                                 "profiles time one model's layers (leave the model out to use the shipped facts)")
+                                 f"it has {diff}: operator profiles time one model's layers (leave the model out "
+                                 "to use the shipped facts)")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:

@@ -57,7 +57,8 @@ from ..errors import DataError
 from ..results import line_slope
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
-           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "open_text"]
+           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "block_bootstrap_ci",
+           "open_text"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -131,7 +132,9 @@ class ServingRun:
                 return self._checked(name, key, doc[key], kind)
         if default is None:
             raise DataError(f"{self.files.get('meta', self.path)} records no {key} (engine_kwargs.{key} or "
-                            f"resolved_config.{section}.{key}): the engine's {key} is needed to predict the run")
+                            f"resolved_config.{section}.{key}): the engine's {key} is needed to predict the run, and "
+                            "vLLM's default depends on its version, the GPU and how it was started (add the value "
+                            "the engine ran with to engine_kwargs; vLLM logs it at start-up)")
         return default
 
     def _checked(self, name: str, key: str, v, kind):
@@ -197,9 +200,36 @@ class ServingRun:
     @property
     def prefix_caching(self) -> bool:
         """Whether the run's engine had prefix caching on (``kv_cache`` / resolved ``cache_config`` /
-        ``engine_kwargs`` ``enable_prefix_caching``); not recorded: off (as fluidq has always replayed such
-        runs; it matters only when requests are preempted and re-admitted)."""
-        return self._option("enable_prefix_caching", "cache_config", default=False, kind=bool)
+        ``engine_kwargs`` ``enable_prefix_caching``); not recorded: vLLM's default for the run's ``vllm_version``
+        (:attr:`prefix_caching_source` says which): on from 0.8 (the V1 engine, which turns it on for generative
+        models), off before and when the version is not recorded.  It matters when requests are preempted and
+        re-admitted (their cached blocks are reused)."""
+        return self._prefix_caching()[0]
+
+    @property
+    def prefix_caching_source(self) -> str:
+        """Where :attr:`prefix_caching` comes from, in words (the recorded field, or the version's default)."""
+        return self._prefix_caching()[1]
+
+    def _prefix_caching(self) -> tuple[bool, str]:
+        absent = object()
+        v = self._option("enable_prefix_caching", "cache_config", default=absent, kind=bool)
+        if v is not absent:
+            return v, "recorded in vllm_meta.json"
+        ver = self.vllm_version
+        if ver is None:
+            return False, ("not recorded, and vllm_meta.json names no vllm_version: off (vLLM's default before "
+                           "0.8; on since)")
+        on = ver >= (0, 8)
+        return on, (f"not recorded: vLLM {ver[0]}.{ver[1]}'s default ({'on: the V1 engine turns it on' if on else 'off'}"
+                    " for generative models)")
+
+    @property
+    def vllm_version(self) -> tuple[int, int] | None:
+        """``(major, minor)`` of ``vllm_meta.json``'s ``vllm_version`` (e.g. ``"0.19.0"``), None when absent or not
+        a version."""
+        m = re.match(r"\s*v?(\d+)\.(\d+)", str(self.meta.get("vllm_version", "")))
+        return (int(m.group(1)), int(m.group(2))) if m else None
 
     @property
     def kv_capacity_tokens(self) -> int | None:
@@ -227,8 +257,8 @@ class ServingRun:
             return sched["async_scheduling"]
         if isinstance(self.engine_kwargs.get("async_scheduling"), bool):
             return self.engine_kwargs["async_scheduling"]
-        m = re.match(r"(\d+)\.(\d+)", str(self.meta.get("vllm_version", "")))
-        return bool(m) and (int(m.group(1)), int(m.group(2))) >= (0, 14) and self.pipeline_parallel_size == 1
+        ver = self.vllm_version
+        return ver is not None and ver >= (0, 14) and self.pipeline_parallel_size == 1
 
     @property
     def tick_s(self) -> float:
@@ -411,6 +441,15 @@ def read_run(path) -> ServingRun:
                 rows.append((i + 1, r))
     if not rows:
         raise DataError(f"{req}: no requests")
+    seen = {}  # a request id twice: the file written twice, or two runs' requests mixed -- each counted twice
+    for line, r in rows:
+        if r.get("request_id") is not None:
+            key = json.dumps(r["request_id"], sort_keys=True)
+            if key in seen:
+                raise DataError(f"{req}, line {line}: request_id {key[:60]} again (first on line {seen[key]}): expected "
+                                "one line per request (a file appended twice, or two runs' requests together, would "
+                                "count them twice)")
+            seen[key] = line
     need = ("input_toks", "output_toks", "queued_ts", "first_token_ts", "last_token_ts")
     stamps = ("queued_ts", "first_token_ts", "last_token_ts")
     kept, dropped = [], {}
@@ -529,6 +568,7 @@ def saturated_throughput(run: ServingRun) -> dict:
     if m.sum() < 3:
         return {"tokens_per_s": float("nan"), "seconds": int(m.sum()), "running_max": float("nan"),
                 "running_mean": float("nan"), "kv_pct_mean": float("nan"), "tokens_per_s_ci": (float("nan"),) * 2,
+                "window_s": (float("nan"),) * 2, "running_mean_ci": (float("nan"),) * 2,
                 "note": "fewer than 3 ticks with waiting > 0: the run never saturated"}
     tok = (ts["prompt_throughput"] + ts["gen_throughput"])[m]
     k = 5
@@ -539,7 +579,9 @@ def saturated_throughput(run: ServingRun) -> dict:
     else:
         half = 1.96 * tok.std(ddof=1) / np.sqrt(len(tok))
     kv = ts.get("kv_cache_pct")
-    return {"tokens_per_s": float(tok.mean()), "seconds": int(m.sum()),
+    t = np.asarray(ts["t"], dtype=float)[m]
+    return {"tokens_per_s": float(tok.mean()), "seconds": int(m.sum()), "window_s": (float(t[0]), float(t[-1])),
+            "running_mean_ci": _mean_ci(np.asarray(ts["running"], dtype=float)[m])[1],
             "running_max": float(ts["running"][m].max()), "running_mean": float(ts["running"][m].mean()),
             "kv_pct_mean": float(kv[m].mean()) if kv is not None else float("nan"),
             "tokens_per_s_ci": (float(tok.mean() - half), float(tok.mean() + half))}
@@ -563,10 +605,30 @@ def _mean_ci(x: np.ndarray, block: int = 5) -> tuple[float, tuple[float, float]]
     return m, (m - half, m + half)
 
 
+def check_kv_column(run: ServingRun) -> None:
+    """Refuse a KV-use column that never passes 1 % while requests waited and ``running`` stayed below
+    ``max_num_seqs``: so small a KV use holds no request back, so the column is a fraction (1 = full) under a
+    percentage's name, and reading it as a percentage would call a KV-bound run token-budget bound."""
+    ts = run.timeseries
+    kv = ts.get("kv_cache_pct")
+    sat = np.asarray(ts["waiting"], dtype=float) > 0
+    if kv is not None and sat.any():
+        kv = np.asarray(kv, dtype=float)
+        top = float(np.nanmax(kv)) if np.any(np.isfinite(kv)) else 0.0
+        k_total = run.max_num_seqs * run.data_parallel_size
+        if 0 < top <= 1.0 and not np.any(np.asarray(ts["running"], dtype=float)[sat] >= k_total):
+            raise DataError(f"{run.files.get('timeseries', run.path)}: the KV-use column (kv_cache_pct, a percentage) "
+                            f"never exceeds {top:g} while requests waited and running stayed below max_num_seqs "
+                            f"({k_total}): a KV use of at most 1 % holds no request back, so the column looks like a "
+                            "fraction (1 = full); name it kv_cache_usage (read as a fraction) or write percentages")
+
+
 def measured_regimes(run: ServingRun) -> dict:
     """The run's measured regimes (:func:`capacity_regimes`) from its own columns and requests, and the KV
     cache only as the run recorded it (never the planner's estimate, which is the prediction's): what
-    ``fluidq validate --run`` scores against."""
+    ``fluidq validate --run`` scores against (a KV-use column that is a fraction is refused first:
+    :func:`check_kv_column`)."""
+    check_kv_column(run)
     return capacity_regimes(run.timeseries, max_num_seqs=run.max_num_seqs, data_parallel_size=run.data_parallel_size,
                             kv_in_use_tokens=lambda: kv_in_use_tokens(run),  # rebuilt only where a regime reads it
                             kv_capacity_tokens=run.kv_capacity_tokens, tick_s=run.tick_s)
@@ -794,7 +856,8 @@ def queue_growth(run: ServingRun) -> dict:
     on = np.flatnonzero(ts["waiting"] > 0)
     if on.size == 0:
         return {"waiting_per_s": 0.0, "backlog_tokens_per_s": float("nan"), "offered_tokens_per_s": float("nan"),
-                "window_s": (float("nan"), float("nan"))}
+                "window_s": (float("nan"), float("nan")), "ticks": 0, "waiting_per_s_ci": (float("nan"),) * 2,
+                "backlog_tokens_per_s_ci": (float("nan"),) * 2}
     t_start = float(t[on[0]]) - 1.0
     sel = (t >= t_start) & (t <= last_arrival + 1.0)
     if sel.sum() < 3:
@@ -803,13 +866,70 @@ def queue_growth(run: ServingRun) -> dict:
     tt = t[sel]
     offered_cum = np.array([tot[run.arrival_s <= x].sum() for x in tt], dtype=float)
     backlog = offered_cum - served_cum[sel]
-    w = line_slope(tt, ts["waiting"][sel])
+    wt = np.asarray(ts["waiting"][sel], dtype=float)
+    w = line_slope(tt, wt)
     b = line_slope(tt, backlog)
     win = (tt[0] - 1.0, tt[-1])
     arrived = (run.arrival_s > win[0]) & (run.arrival_s <= win[1])
     offered = float(tot[arrived].sum() / (win[1] - win[0]))
+    # 95 % intervals of the two slopes: the window's ticks resampled in blocks of 3 (a slope needs two distinct times)
+    def slope_ci(y):
+        return block_bootstrap_ci(lambda i: line_slope(tt[i], y[i]) if np.ptp(tt[i]) > 0 else float("nan"), tt.size,
+                                  block=3)
+
     return {"waiting_per_s": float(w), "backlog_tokens_per_s": float(b), "offered_tokens_per_s": offered,
-            "window_s": (float(win[0]), float(win[1]))}
+            "window_s": (float(win[0]), float(win[1])), "ticks": int(tt.size),
+            "waiting_per_s_ci": slope_ci(wt), "backlog_tokens_per_s_ci": slope_ci(backlog)}
+
+
+def _block_indices(n: int, block: int, resamples: int, seed: int) -> np.ndarray | None:
+    """``resamples x n`` positions of seeded moving-block bootstrap resamples of ``range(n)`` (blocks of ``block``
+    consecutive positions), or None for fewer than two blocks' worth of positions."""
+    n, block = int(n), max(1, int(block))
+    if n < 2 * block:
+        return None
+    rng = np.random.default_rng(seed)
+    nb = int(math.ceil(n / block))
+    starts = rng.integers(0, n - block + 1, size=(int(resamples), nb))
+    return (starts[:, :, None] + np.arange(block)[None, None, :]).reshape(int(resamples), -1)[:, :n]
+
+
+def block_bootstrap_ci(stat, n: int, *, block: int = 5, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """A 95 % percentile interval of ``stat(idx)`` over seeded moving-block bootstrap resamples of ``range(n)``
+    (blocks of ``block`` consecutive positions: neighbouring ticks, or requests that arrived together, are
+    correlated, which resampling single positions would ignore).  ``(nan, nan)`` for fewer than 2 blocks' worth
+    of positions or when a resample's statistic is not finite."""
+    idx = _block_indices(n, block, resamples, seed)
+    if idx is None:
+        return float("nan"), float("nan")
+    vals = np.array([stat(i) for i in idx], dtype=float)
+    if not np.all(np.isfinite(vals)):
+        return float("nan"), float("nan")
+    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
+
+
+def latency_metrics_ci(ttft_s, latency_s, tpot_s, *, block: int = 10, resamples: int = 1000, seed: int = 0) -> dict:
+    """95 % intervals of the 15 metrics of :func:`latency_metrics` (same keys, ``(low, high)`` in ms): a seeded
+    moving-block bootstrap over the requests in the order given (arrival order: requests that arrive together
+    wait together, so blocks of ``block`` consecutive ones are resampled); ``(nan, nan)`` for fewer than
+    ``2 x block`` requests.  Measured inputs only."""
+    arrs = {"TTFT": np.asarray(ttft_s, dtype=float) * 1e3, "TPOT": np.asarray(tpot_s, dtype=float) * 1e3,
+            "Latency": np.asarray(latency_s, dtype=float) * 1e3}
+    idx = _block_indices(arrs["TTFT"].size, block, resamples, seed)
+    out = {}
+    for name, a in arrs.items():
+        x = a[idx] if idx is not None else None  # resamples x n
+        stats = {"Mean": lambda: x.mean(axis=1)} | {
+            lab: (lambda q=q: np.percentile(x, q, axis=1)) for lab, q in (("Median", 50), ("P90", 90), ("P95", 95),
+                                                                          ("P99", 99))}
+        for lab, f in stats.items():
+            if x is None:
+                out[f"{name} {lab}"] = (float("nan"), float("nan"))
+                continue
+            v = f()
+            out[f"{name} {lab}"] = ((float(np.percentile(v, 2.5)), float(np.percentile(v, 97.5)))
+                                    if np.all(np.isfinite(v)) else (float("nan"), float("nan")))
+    return out
 
 
 def latency_metrics(ttft_s, latency_s, tpot_s) -> dict:

@@ -420,3 +420,159 @@ def _one_output_token(d):  # every request answered with one token: no TPOT (mea
 
 VARIANTS.update({"one-output-token": _one_output_token, "first-token-before-queued": _first_token_before_queued, "last-before-first": _last_before_first,
                  "negative-waiting": _negative_waiting, "ticks-out-of-order": _ticks_out_of_order})
+
+
+# ------------------------------------------------------------------ runzoo: more shapes another deployment shows
+def _crlf(d):  # every text file written on Windows: CRLF line endings
+    d = copy_run(LLAMA_4090, d)
+    for f in d.iterdir():
+        if f.suffix in (".json", ".jsonl", ".csv", ".yaml", ".txt"):
+            f.write_bytes(f.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    return d
+
+
+def _bom(d):  # every text file with a UTF-8 byte-order mark (Excel, PowerShell)
+    d = copy_run(LLAMA_4090, d)
+    for f in d.iterdir():
+        if f.suffix in (".json", ".jsonl", ".csv", ".yaml"):
+            f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    return d
+
+
+def _lines_shuffled(d):  # requests written in completion order, not arrival order
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    rows.sort(key=lambda r: r["last_token_ts"])
+    write_requests(d, rows)
+    return d
+
+
+def _tiny(n):
+    def build(d):  # the first n requests only, the timeseries cut where they are served
+        d = copy_run(LLAMA_PRO, d)
+        rows = sorted(requests(d), key=lambda r: r["queued_ts"])[:n]
+        write_requests(d, rows)
+        end = max(r["last_token_ts"] for r in rows) - min(r["queued_ts"] for r in rows)
+        h, ts = read_ts(d)
+        wi, ri = h.index("waiting"), h.index("running")
+        ts = [r for r in ts if float(r[0]) <= end + 1]
+        for r in ts:
+            r[wi], r[ri] = "0", str(min(int(float(r[ri])), n))
+        write_ts(d, h, ts)
+        return d
+    return build
+
+
+def _no_overload(d):  # a run that never queued: waiting 0 throughout
+    d = copy_run(LLAMA_PRO, d)
+    h, ts = read_ts(d)
+    wi = h.index("waiting")
+    for r in ts:
+        r[wi] = "0"
+    write_ts(d, h, ts)
+    return d
+
+
+def _ramp_only(d):  # the benchmark stopped while requests still queued and running still climbed
+    d = copy_run(LLAMA_PRO, d)
+    h, ts = read_ts(d)
+    ri = h.index("running")
+    first = next(i for i, r in enumerate(ts) if int(float(r[ri])) >= 100)  # before max_num_seqs (128) binds
+    write_ts(d, h, ts[:first])
+    return d
+
+
+def _extra_ts_columns(d):  # columns fluidq does not read, in the middle of the row
+    d = copy_run(LLAMA_4090, d)
+    h, rows = read_ts(d)
+    write_ts(d, h[:2] + ["gpu_util", "note_code"] + h[2:], [r[:2] + ["0.93", "7"] + r[2:] for r in rows])
+    return d
+
+
+def _no_waiting_column(d):
+    d = copy_run(LLAMA_4090, d)
+    h, rows = read_ts(d)
+    j = h.index("waiting")
+    write_ts(d, h[:j] + h[j + 1:], [r[:j] + r[j + 1:] for r in rows])
+    return d
+
+
+def _meta_without(*keys, src=LLAMA_PRO):
+    def build(d):  # a vLLM (or recorder) version that writes fewer engine arguments
+        d = copy_run(src, d)
+        m = meta(d)
+        for k in keys:
+            m["engine_kwargs"].pop(k, None)
+        set_meta(d, m)
+        return d
+    return build
+
+
+def _meta_renamed(d):  # engine arguments under vLLM's CLI spellings at the top level, no engine_kwargs
+    d = copy_run(LLAMA_PRO, d)
+    m = meta(d)
+    ek = m.pop("engine_kwargs")
+    m.update({k.replace("_", "-"): v for k, v in ek.items()})
+    set_meta(d, m)
+    return d
+
+
+def _aborted(d):  # requests the client aborted: a first token but no last one, and one never scheduled
+    d = copy_run(LLAMA_PRO, d)
+    rows = requests(d)
+    rows[60]["last_token_ts"] = None
+    rows[61]["first_token_ts"] = rows[61]["last_token_ts"] = None
+    rows[62]["scheduled_ts"] = rows[62]["first_token_ts"] = rows[62]["last_token_ts"] = None
+    write_requests(d, rows)
+    return d
+
+
+def _moe_unknown_operator(d):
+    d = copy_run(QWEN, d)
+    p = d / "profile_tp1_dense.csv"
+    p.write_text(p.read_text() + "".join(f"shared_expert_gate,{t},1.5\n" for t in (1, 2, 4)))
+    return d
+
+
+def _missing(name, src=LLAMA_PRO):
+    def build(d):
+        d = copy_run(src, d)
+        (d / name).unlink()
+        return d
+    return build
+
+
+VARIANTS.update({
+    "crlf": _crlf, "bom": _bom, "lines-shuffled": _lines_shuffled, "tiny-10": _tiny(10),
+    "no-overload": _no_overload, "ramp-only": _ramp_only, "extra-ts-columns": _extra_ts_columns,
+    "no-waiting-column": _no_waiting_column,
+    "no-max-num-seqs": _meta_without("max_num_seqs"),
+    "no-budget": _meta_without("max_num_batched_tokens"),
+    "no-prefix-caching-4090": _meta_without("enable_prefix_caching", src=LLAMA_4090),
+    "meta-renamed": _meta_renamed, "aborted": _aborted, "moe-unknown-operator": _moe_unknown_operator,
+    "no-meta": _missing("vllm_meta.json"), "no-requests": _missing("vllm_requests.jsonl"),
+    "no-dense": _missing("profile_tp1_dense.csv"), "no-attention": _missing("profile_tp1_attention.csv"),
+    "no-moe": _missing("profile_tp1_moe.csv", src=QWEN),
+    "tp4-no-link": _tp(LLAMA_4090, 4, link=False),
+})
+
+
+def _duplicated_lines(d):  # the requests file appended twice (a rerun writing into the same folder)
+    d = copy_run(LLAMA_PRO, d)
+    p = d / "vllm_requests.jsonl"
+    p.write_text(p.read_text() * 2)
+    return d
+
+
+VARIANTS["duplicated-lines"] = _duplicated_lines
+
+
+def _kv_fraction_as_pct(d):  # a recorder writing vLLM's KV gauge (a fraction) under the percentage's name
+    d = copy_run(LLAMA_4090, d)
+    h, rows = read_ts(d)
+    j = h.index("kv_cache_pct")
+    write_ts(d, h, [r[:j] + [f"{float(r[j]) / 100:.4f}"] + r[j + 1:] for r in rows])
+    return d
+
+
+VARIANTS["kv-fraction-as-pct"] = _kv_fraction_as_pct

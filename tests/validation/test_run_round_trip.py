@@ -38,6 +38,10 @@ CASES = {
                             link_latency_ns=20000), "k_max"),
     "kv_cache TP2 config.json": (dict(tp=2, max_num_seqs=256, kv_blocks=1500, rate_per_s=40.0, link_gbps=25,
                                       link_latency_ns=20000, config=True), "kv_cache"),
+    # a mixture of experts (the Qwen3-30B-A3B profiles: 128 experts, top-8, profile_tp1_moe.csv timing the experts)
+    "k_max MoE TP1": (dict(src=sr.rv.QWEN, moe=True, max_num_seqs=64, kv_blocks=4000, rate_per_s=30.0), "k_max"),
+    "kv_cache MoE TP2 link": (dict(src=sr.rv.QWEN, moe=True, tp=2, max_num_seqs=256, kv_blocks=1200, rate_per_s=40.0,
+                                   link_gbps=16, link_latency_ns=20000), "kv_cache"),
 }
 
 
@@ -49,6 +53,8 @@ def _build(name, folder, tmp_path):
         cfg = tmp_path / "config.json"
         cfg.write_text(json.dumps(MADE_UP))
         facts, model = ModelFacts.from_config(cfg, name="acme/Made-Up-16L"), "acme/Made-Up-16L"
+    elif kw.pop("moe", False):
+        facts, model = load_model("Qwen3-30B-A3B-Instruct-2507"), "Qwen/Qwen3-30B-A3B-Instruct-2507"
     else:
         facts, model = load_model("Llama-3.1-8B"), "meta-llama/Llama-3.1-8B"
     d = sr.synthesize(folder, facts=facts, model_name=model, rename_profiles=cfg is not None, **kw)
