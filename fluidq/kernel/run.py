@@ -403,26 +403,18 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
         k = m1 if use else 1
         return np.empty(k, dtype=dtype) if fill is None else np.full(k, fill, dtype=dtype)
 
-    # the request-indexed working arrays the caller does not get back: rows of one zeroed block, not eleven
-    # allocations (vLLM's binding cache, 1.2 lambda*, n = 200k, fresh processes, 2026-12-07: 6,600 -> 3,100-3,300
-    # page faults and 37-38 -> 28-29 ms a run; numpy also asks for huge pages for a block this size).  The
-    # results (times, preemptions per request, backlog) stay arrays of their own.
-    blk = np.zeros((11, m1), dtype=i64)
-    pc = blk[0, :n]
-    pc[:] = P
-    rc, pf, dc, kv, adm, isbl = (blk[1 + j, :n] for j in range(6))
-    npre = np.zeros(n, dtype=i64)
+    pc = P.copy()
+    rc, pf, dc, kv, adm, npre, isbl = (np.zeros(n, dtype=i64) for _ in range(7))
     hwm = np.zeros(n if record and paged else 1, dtype=i64)
     st = np.zeros(n, dtype=np.int8)
-    nbk = blk[7, :n]
-    nbk[:] = -1
+    nbk = np.full(n, -1, dtype=i64)
     fs, pdn, ftk, fin = (np.full(n, np.nan) for _ in range(4))
     dl, pl, ql, pend, bpr, bpm, bd, bl, run, fl = (np.empty(m1, dtype=i64) for _ in range(10))
     sr, sq = sized(paged and most_recent), sized(paged and most_recent)
     lg = sized(async_scheduling)
-    pos_d, pos_p = blk[8], blk[9]  # (written when a request enters a list)
+    pos_d, pos_p = np.empty(m1, dtype=i64), np.empty(m1, dtype=i64)  # (written when a request enters a list)
     lp = np.zeros(K.N_LP, dtype=i64)
-    gb, fr = blk[10], np.empty(m1, dtype=i64)
+    gb, fr = np.zeros(m1, dtype=i64), np.empty(m1, dtype=i64)
     cv = np.zeros(m1, dtype=np.int8)  # 1: a covered decoder (kv.py: no heap entry while an older one bounds it)
     cnt = np.zeros(bs, dtype=i64)
     swq, shl = sized(swap), sized(swap, 0)
