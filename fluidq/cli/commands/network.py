@@ -6,9 +6,11 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
+from ..common import parameters_as_flags
 from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
-
+#: the simulated runs' sizes, by the library's names, as this command's flags
+RUN_FLAGS = {"horizon_s": "--horizon", "replications": "--replications"}
 
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
@@ -146,15 +148,10 @@ def _run_disaggregated(args):
         raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
                              f"arrivals at {topo.rate_per_s:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / topo.rate_per_s:.4g} s)",
                              "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
-    try:
+    with parameters_as_flags(RUN_FLAGS):
         res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
                                   replications=4 if args.replications is None else args.replications,
                                   seed=0 if args.seed is None else args.seed)
-    except ParameterError as exc:
-        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     f = res.fluid
     reg = pd_region(f)
     decided = "the fluid model" + ("" if res.agree is None else
@@ -173,7 +170,6 @@ def _run_disaggregated(args):
 
 def run(args):
     from ...capacity.disaggregated_case import is_disaggregated_case
-    from ...errors import ParameterError
     from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
@@ -188,16 +184,11 @@ def run(args):
         from ...sim.network import check_run
 
         check_run(net, args.horizon, replications=4 if args.replications is None else args.replications,
-                  names={"horizon_s": "--horizon", "replications": "--replications"})
-    try:
+                  names=RUN_FLAGS)
+    with parameters_as_flags(RUN_FLAGS):  # the runs' sizes at the automatic horizon: named by the flag given
         res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
                                       replications=4 if args.replications is None else args.replications,
                                       rng=0 if args.seed is None else args.seed)
-    except ParameterError as exc:  # the runs' sizes at the automatic horizon: named by the flag given
-        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     if args.plot:
         from ...stability.fluid import MAX_PATH_BUFFERS
 
