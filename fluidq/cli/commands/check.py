@@ -121,12 +121,12 @@ def run(args):
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
-        workload = shape.with_rate(load_rate("--load", args.load, lam_max))
+        workload = shape.with_rate(load_rate("--load", args.load, lam_max))  # (its lengths: checked above)
     else:
-        workload = workload_from_args(args)
-    from ..common import check_kv_fits
+        from ..common import check_kv_fits
 
-    check_kv_fits(engine, workload, args)
+        workload = workload_from_args(args)
+        check_kv_fits(engine, workload, args)
     pols, chunked = [], []
     for name in args.policy or POLICY_NAMES:
         pol = resolve_policy(name, "--policy")
