@@ -136,13 +136,12 @@ def run(args):
         pols.append(pol)
     import time
 
-    from ...stability import decide_stability
-
     t0 = time.monotonic()
-    if args.method == "auto":
+    if args.method == "auto":  # the library's method="auto" (fluidq.decide_stability), one budget for all
         deadline = t0 + args.sim_budget
-        results = [decide_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
-                                    n_replications=args.replications, rng=0, deadline_s=deadline) for p in pols]
+        results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
+                                   method="auto", n_replications=args.replications, rng=0, deadline_s=deadline)
+                   for p in pols]
     elif args.method == "simulation":
         results = [check_stability(engine, workload, p, tolerance=args.tolerance, method="simulation",
                                    n_replications=args.replications, rng=0) for p in pols]
