@@ -626,6 +626,30 @@ def comma_list(option: str, text: str, what: str = "names") -> list[str]:
     return items
 
 
+def check_simulation_args(args) -> None:
+    """``--seed``, ``--horizon`` and ``--replications`` (``fluidq network``, ``fluidq disagg``): each needs
+    ``--simulate`` (else it would be ignored), a seed is >= 0, a horizon a finite number of seconds > 0, and at
+    least two replications (an interval), at most ``MAX_RUNS``."""
+    from .._validate import integer
+    from ..sim.core import MAX_RUNS
+    from . import CliError
+
+    if args.seed is not None and args.seed < 0:
+        raise ParameterError("--seed", args.seed, "an integer >= 0")
+    if not args.simulate:
+        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications), ("--seed", args.seed)):
+            if v is not None:
+                raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
+                               "would be ignored)")
+    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
+        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
+    if args.replications is not None and args.replications < 2:
+        raise ParameterError("--replications", args.replications, "an integer >= 2",
+                             "a confidence interval needs at least two runs")
+    if args.replications is not None:
+        integer("--replications", args.replications, maximum=MAX_RUNS, why="the runs are kept for the verdict")
+
+
 @contextlib.contextmanager
 def parameters_as_flags(flags: dict, *, shown: dict | None = None, args=None, folders: tuple = ()):
     """Re-raise a library :class:`~fluidq.errors.ParameterError` under the command-line flag that set the value:

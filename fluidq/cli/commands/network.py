@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
-from ..common import parameters_as_flags
+from ..common import check_simulation_args, parameters_as_flags
 from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
 #: the simulated runs' sizes, by the library's names, as this command's flags
@@ -63,27 +63,10 @@ def _check_plot_path(option: str, path: str) -> str:
 def _check_args(args) -> None:
     """Every option is checked before the (possibly long) analysis starts."""
     from ...errors import ParameterError
-    from .. import CliError
 
     if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
         raise ParameterError("--load", args.load, "a finite load > 0")
-    if args.seed is not None and args.seed < 0:
-        raise ParameterError("--seed", args.seed, "an integer >= 0")
-    if not args.simulate:
-        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications), ("--seed", args.seed)):
-            if v is not None:
-                raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
-                               "would be ignored)")
-    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
-        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
-    if args.replications is not None and args.replications < 2:
-        raise ParameterError("--replications", args.replications, "an integer >= 2",
-                             "a confidence interval needs at least two runs")
-    if args.replications is not None:
-        from ..._validate import integer
-        from ...sim.core import MAX_RUNS
-
-        integer("--replications", args.replications, maximum=MAX_RUNS, why="the runs are kept for the verdict")
+    check_simulation_args(args)
     for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
         if getattr(args, attr) is not None:  # '' is refused, not silently ignored
             setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
