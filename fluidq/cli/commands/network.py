@@ -29,9 +29,10 @@ def register(sub):
                    help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
                         "detect, 1%% of the arrival rate: a first round of 3000 batches of the slowest engine at "
                         "full budget, longer where that growth would add fewer than 20 requests, and at least 20 "
-                        "route sojourns at the offered loads (the first three discarded as warm-up), then one longer "
-                        "round if the first cannot tell it from zero, each round within a work budget; the "
-                        "verdict says what was run; a [disaggregated] case: 3000 arrivals at its rate)")
+                        "route sojourns at the offered loads (the first three discarded as warm-up), within a work "
+                        "budget; then, while the evidence asks for longer runs, rounds of at least twice the horizon "
+                        "up to a cap of 5,000,000 batches and hop visits a round, the verdict saying how long runs "
+                        "would decide where the cap stops them; a [disaggregated] case: 3000 arrivals at its rate)")
     p.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     p.add_argument("--seed", type=int, default=None,
