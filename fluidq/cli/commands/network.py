@@ -12,6 +12,7 @@ from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 #: the simulated runs' sizes, by the library's names, as this command's flags
 RUN_FLAGS = {"horizon_s": "--horizon", "replications": "--replications"}
 
+
 def register(sub):
     p = sub.add_parser("network", help="loads, bottleneck and stability of a network of engines (TOML case)",
                        description="Read a network case file (a path, or a case shipped with fluidq by name, from fluidq/network/cases), print its topology "
