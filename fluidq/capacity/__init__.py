@@ -190,35 +190,81 @@ def min_footprint_tokens(workload: Workload) -> int | None:
     return int(np.min(sp[0]) + np.min(so[0]))
 
 
+@dataclass(frozen=True)
+class _BatchLimit:
+    """What :func:`_batch_limit_at` finds: the batch time to read (at the residents' context for a context-aware
+    model), the largest batch at saturation (0 when nothing fits the KV cache), the residents that decode together,
+    every limit on them by name and the one that binds, and whether it is the KV cache that lowers the batch."""
+
+    batch_time: object
+    b_lim: int
+    residents: float
+    limits: dict
+    kv_binds: bool
+
+    @property
+    def binding(self) -> str | None:
+        return min(self.limits, key=self.limits.get) if self.limits else None
+
+
+def _batch_limit_at(engine: Engine, prefill_work: float, decode_work: float, context: float,
+                    smallest: int | None) -> _BatchLimit:
+    """The limit logic of one engine at saturation, from the moments of what it serves: ``prefill_work`` and
+    ``decode_work`` batch tokens per request (:func:`request_work`, averaged over a mix), ``context`` the mean KV
+    tokens a decoding request holds (:func:`mean_resident_context`, or a mix's paired reading) and ``smallest`` the
+    smallest ``prompt + output`` of any request (``None``: unknown).  One workload (:func:`_batch_limit`) and a
+    station's mix of hops (:func:`fluidq.capacity.network.mix_capacity`) both read it.
+
+    Residents: the fewest the token budget (``b_max wd/(wp+wd)``, flow balance), ``k_max`` and the KV cache
+    (``kv_capacity_tokens / context``) allow; when the KV cache is the fewest and below the token budget the batch
+    holds at most ``N (wp + wd)/wd`` tokens; a context-aware batch time is read at ``N x context`` KV tokens."""
+    kv = engine.kv_capacity_tokens
+    if kv is not None and smallest is not None and smallest > kv:
+        return _BatchLimit(engine.batch_time, 0, 0.0, {}, False)
+    limits = {"token_budget": engine.b_max * decode_work / (prefill_work + decode_work)
+              if prefill_work + decode_work > 0 else 0.0}
+    if engine.k_max is not None:
+        limits["k_max"] = float(engine.k_max)
+    if kv is not None and context > 0:
+        limits["kv_cache"] = kv / context
+    n = min(limits.values())
+    b_lim = engine.b_max
+    kv_binds = limits.get("kv_cache", np.inf) <= n and limits["kv_cache"] < limits["token_budget"] and decode_work > 0
+    if kv_binds:
+        b_lim = max(1, min(engine.b_max, int(n * (prefill_work + decode_work) / decode_work)))
+    bt = engine.batch_time
+    if isinstance(bt, ContextAware):
+        bt = bt.at_context(n * context)
+    return _BatchLimit(bt, b_lim, n, limits, kv_binds)
+
+
 def _batch_limit(engine: Engine, workload: Workload | None):
-    """``(batch_time, largest batch tokens at saturation, notes)`` (KV cache and context-aware model)."""
+    """``(batch_time, largest batch tokens at saturation, notes)`` (KV cache and context-aware model):
+    :func:`_batch_limit_at` at ``workload``'s moments."""
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine")
-    bt = engine.batch_time
-    notes = []
-    b_lim = engine.b_max
-    if workload is not None and engine.kv_capacity_tokens is not None:
-        small = min_footprint_tokens(workload)
-        if small is not None and small > engine.kv_capacity_tokens:
-            notes.append(f"no request fits the KV cache: the smallest holds {small} tokens (prompt + output) at its "
-                         f"end, the cache {engine.kv_capacity_tokens}")
-            return bt, 0, notes
-        lim = resident_limits(engine, workload)
-        n = min(lim.values())
-        if lim.get("kv_cache", np.inf) <= n and lim["kv_cache"] < lim["token_budget"]:
-            mp, md = request_work(engine, workload)  # md > 0 here: the KV limit is below the token budget's
-            b_lim = max(1, min(engine.b_max, int(n * (mp + md) / md)))
-            notes.append(f"the KV cache ({engine.kv_capacity_tokens:,} tokens) binds: at most {n:.1f} requests "
-                         f"decode together, so batches hold at most {b_lim} tokens (a fluid estimate from mean "
-                         "request footprints)")
-    if isinstance(bt, ContextAware):
-        if workload is None:
+    if workload is None:
+        notes = []
+        if isinstance(engine.batch_time, ContextAware):
             notes.append("context-aware model without a workload: attention cost ignored (optimistic)")
-        else:
-            kv = mean_decode_context(engine, workload)
-            bt = bt.at_context(kv)
-            notes.append(f"context-aware model at the workload's mean decode context ({kv:.0f} KV tokens per batch)")
-    return bt, b_lim, notes
+        return engine.batch_time, engine.b_max, notes
+    kv = engine.kv_capacity_tokens
+    small = min_footprint_tokens(workload) if kv is not None else None
+    mp, md = request_work(engine, workload)
+    context = mean_resident_context(workload)
+    lim = _batch_limit_at(engine, mp, md, context, small)
+    if lim.b_lim < 1:
+        return lim.batch_time, 0, [f"no request fits the KV cache: the smallest holds {small} tokens (prompt + "
+                                   f"output) at its end, the cache {kv}"]
+    notes = []
+    if lim.kv_binds:
+        notes.append(f"the KV cache ({kv:,} tokens) binds: at most {lim.residents:.1f} requests "
+                     f"decode together, so batches hold at most {lim.b_lim} tokens (a fluid estimate from mean "
+                     "request footprints)")
+    if isinstance(engine.batch_time, ContextAware):
+        notes.append(f"context-aware model at the workload's mean decode context "
+                     f"({lim.residents * context:.0f} KV tokens per batch)")
+    return lim.batch_time, lim.b_lim, notes
 
 
 def engine_capacity(engine: Engine, workload: Workload | None = None) -> tuple[float, int, str]:

@@ -71,6 +71,7 @@ def mix_capacity(engine, mix) -> dict:
     "reason"}``: the last is the station's token work per request/s of the mix (``sum_h r_h w_h / sum_h r_h``).
     """
     from ..batchtime import ContextAware
+    from . import _batch_limit_at
 
     rates = np.array([r for r, _ in mix], dtype=float)
     total = float(rates.sum())
@@ -82,38 +83,31 @@ def mix_capacity(engine, mix) -> dict:
     wp, wd = float(q @ work[:, 0]), float(q @ work[:, 1])
     m_d = float(q @ md)
     context = float(q @ (mp * md + md2 / 2.0)) / m_d if m_d > 0 else 0.0
-    notes = [f"the mix's mean decode context {context:,.1f} tokens per decoding request"]
+    smallest = None
     if engine.kv_capacity_tokens is not None:
-        smallest = []
+        known = []
         for _, h in mix:
             sp, so = h.prompt_tokens.support(), h.output_tokens.support()
             if sp is not None and so is not None:
-                smallest.append(int(np.min(sp[0]) + np.min(so[0])))
-        if smallest and min(smallest) > engine.kv_capacity_tokens:
-            return {"tokens_per_s": 0.0, "batch_tokens": 0, "residents": 0.0, "context_tokens": context,
-                    "work_tokens_per_s_per_req_s": wp + wd,
-                    "reason": f"no hop fits the KV cache: the smallest holds {min(smallest)} tokens at its end, the "
-                              f"cache {engine.kv_capacity_tokens}"}
-    limits = {"token_budget": engine.b_max * wd / (wp + wd) if wp + wd > 0 else 0.0}
-    if engine.k_max is not None:
-        limits["k_max"] = float(engine.k_max)
-    if engine.kv_capacity_tokens is not None and context > 0:
-        limits["kv_cache"] = engine.kv_capacity_tokens / context
-    n = min(limits.values())
-    b_lim = engine.b_max
-    if limits.get("kv_cache", np.inf) <= n and limits["kv_cache"] < limits["token_budget"] and wd > 0:
-        b_lim = max(1, min(engine.b_max, int(n * (wp + wd) / wd)))
+                known.append(int(np.min(sp[0]) + np.min(so[0])))
+        smallest = min(known) if known else None
+    lim = _batch_limit_at(engine, wp, wd, context, smallest)
+    if lim.b_lim < 1:
+        return {"tokens_per_s": 0.0, "batch_tokens": 0, "residents": 0.0, "context_tokens": context,
+                "work_tokens_per_s_per_req_s": wp + wd,
+                "reason": f"no hop fits the KV cache: the smallest holds {smallest} tokens at its end, the "
+                          f"cache {engine.kv_capacity_tokens}"}
+    n, b_lim = lim.residents, lim.b_lim
+    notes = [f"the mix's mean decode context {context:,.1f} tokens per decoding request"]
+    if lim.kv_binds:
         notes.append(f"the KV cache ({engine.kv_capacity_tokens:,} tokens) binds: at most {n:.1f} requests decode "
                      f"together, so batches hold at most {b_lim} tokens")
-    bt = engine.batch_time
-    if isinstance(bt, ContextAware):
-        bt = bt.at_context(n * context)
+    if isinstance(engine.batch_time, ContextAware):
         notes.append(f"the context-aware batch time at {n:.1f} decoding requests x {context:,.1f} = "
                      f"{n * context:,.0f} KV tokens per batch")
-    binding = min(limits, key=limits.get)
-    return {"tokens_per_s": float(b_lim / float(bt(b_lim))), "batch_tokens": int(b_lim), "residents": float(n),
-            "context_tokens": context, "work_tokens_per_s_per_req_s": wp + wd, "binding": binding,
-            "reason": "; ".join(notes)}
+    return {"tokens_per_s": float(b_lim / float(lim.batch_time(b_lim))), "batch_tokens": int(b_lim),
+            "residents": float(n), "context_tokens": context, "work_tokens_per_s_per_req_s": wp + wd,
+            "binding": lim.binding, "reason": "; ".join(notes)}
 
 
 def mix_loads(network) -> dict:

@@ -82,17 +82,18 @@ def command_names() -> list[str]:
     return sorted(m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_"))
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, names: list[str] | None = None) -> argparse.ArgumentParser:
     """The ``fluidq`` parser with every sub-command, or with the command ``only`` alone (what ``main`` builds
     when the command line starts with it: the other commands' modules are not imported, issue 15's start-up;
-    its options, messages and ``--help`` are the same)."""
+    its options, messages and ``--help`` are the same).  ``names``: :func:`command_names`, when the caller has
+    them already (``main`` lists the commands once per call)."""
     parser = OneLineParser(prog="fluidq", description="Queueing theory of LLM serving: capacity, "
                                      "stability verdicts and stability regions.")
     parser.add_argument("--version", action="version", version=f"fluidq {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     from . import commands
 
-    for name in command_names():
+    for name in command_names() if names is None else names:
         if only is not None and name != only:
             continue
         mod = importlib.import_module(f"{commands.__name__}.{name}")
@@ -104,7 +105,8 @@ def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     first = str(argv[0]) if len(argv) else None
-    parser = build_parser(only=first if first in command_names() else None)
+    names = command_names()  # (once: build_parser takes them)
+    parser = build_parser(only=first if first in names else None, names=names)
     _options_before_the_command(parser, argv)
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the sub-command's parser, so that the line names the command

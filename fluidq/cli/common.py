@@ -3,6 +3,7 @@ every command makes on its options before any work (paths it will write, options
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 from pathlib import Path
 
@@ -623,6 +624,71 @@ def comma_list(option: str, text: str, what: str = "names") -> list[str]:
     if not all(items):
         raise ParameterError(option, text, f"comma-separated {what}, none empty")
     return items
+
+
+def check_simulation_args(args) -> None:
+    """``--seed``, ``--horizon`` and ``--replications`` (``fluidq network``, ``fluidq disagg``): each needs
+    ``--simulate`` (else it would be ignored), a seed is >= 0, a horizon a finite number of seconds > 0, and at
+    least two replications (an interval), at most ``MAX_RUNS``."""
+    from .._validate import integer
+    from ..sim.core import MAX_RUNS
+    from . import CliError
+
+    if args.seed is not None and args.seed < 0:
+        raise ParameterError("--seed", args.seed, "an integer >= 0")
+    if not args.simulate:
+        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications), ("--seed", args.seed)):
+            if v is not None:
+                raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
+                               "would be ignored)")
+    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
+        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
+    if args.replications is not None and args.replications < 2:
+        raise ParameterError("--replications", args.replications, "an integer >= 2",
+                             "a confidence interval needs at least two runs")
+    if args.replications is not None:
+        integer("--replications", args.replications, maximum=MAX_RUNS, why="the runs are kept for the verdict")
+
+
+@contextlib.contextmanager
+def parameters_as_flags(flags: dict, *, shown: dict | None = None, args=None, folders: tuple = ()):
+    """Re-raise a library :class:`~fluidq.errors.ParameterError` under the command-line flag that set the value:
+    ``flags`` is ``{Python name: flag}`` (``horizon_s`` -> ``--horizon``); an error on any other name passes
+    unchanged.  ``shown`` gives, by Python name, the value to show in place of the library's (the path typed for
+    ``--model-config`` where the library names the model it read).  With ``args``, a KV cache the user did not give
+    (vLLM's memory planner's estimate, recorded by ``kv_estimated``) is named as that estimate, not as
+    ``--kv-capacity``.  ``folders``: Python names whose flag takes a folder, said as ``--flag DIR: expected ...``.
+
+    The one mapping of the CLI's commands: ``--profile-dir`` (:func:`profile_dir_flags`), the network runs'
+    sizes, the KV estimate's options."""
+    try:
+        yield
+    except ParameterError as exc:
+        if exc.name == "kv_capacity_tokens" and args is not None:
+            from .commands._roofline_args import estimate_error
+
+            estimate_error(args, exc.value, exc.expected, exc.hint)  # raises when the cache is the estimate
+        flag = flags.get(exc.name)
+        if flag is None:
+            raise
+        if exc.name in folders:
+            from . import CliError
+
+            raise CliError(f"{flag} {exc.value}: expected {exc.expected}"
+                           + (f" ({exc.hint})" if exc.hint else "")) from None
+        value = (shown or {}).get(exc.name, exc.value)
+        raise ParameterError(flag, value, exc.expected, exc.hint) from None
+
+
+def profile_dir_flags(args) -> dict:
+    """``parameters_as_flags``'s arguments for a ``--profile-dir`` deployment (``predict_deployment``,
+    ``deployment_engine``): vLLM's Python names as the flags that set them, the model as ``--model-config`` (the
+    path typed), the folder as ``--profile-dir``, and a KV cache the user did not give as the planner's estimate."""
+    from .commands._roofline_args import FLAGS
+
+    return {"flags": {**FLAGS, "model": "--model-config", "profile_dir": "--profile-dir"},
+            "shown": {} if getattr(args, "model_config", None) is None else {"model": args.model_config},
+            "args": args, "folders": ("profile_dir",)}
 
 
 def check_kv_fits(engine: Engine, workload: Workload, args=None) -> None:

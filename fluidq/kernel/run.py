@@ -6,7 +6,7 @@ kernel asks for one at a time), and returns the dict that :func:`fluidq.simulate
 
 The first call in a process compiles the kernel (or loads it from numba's cache) on a two-request
 problem first; if that takes more than :data:`NOTE_AFTER_S` seconds a one-line note says so on
-stderr, once per kernel: each kernel (the FCFS one, the KV-cache one in its two modes, the network one) is
+stderr, once per kernel (once per sweep for a sweep's worker processes, :data:`NOTE_SHARED_ENV`): each kernel (the FCFS one, the KV-cache one in its two modes, the network one) is
 compiled apart, and each note names its kernel (one text for all printed it two or three times in one
 ``fluidq report``, reading as the same compile repeated).
 """
@@ -30,10 +30,36 @@ _ready = False
 _noted: set = set()
 
 
+#: the environment variable naming a folder the processes of one run share (a sweep's pool workers set it, see
+#: :func:`fluidq.sweep.core.sweep`): a kernel's note is printed by the first of them to create its marker file
+#: there, so a sweep says it once, not once per worker process
+NOTE_SHARED_ENV = "FLUIDQ_COMPILE_NOTE_DIR"
+
+
+def _first_to_say(kernel: str) -> bool:
+    """Whether this process says ``kernel``'s note: always, unless :data:`NOTE_SHARED_ENV` names a folder in which
+    another process of the same run created the note's marker first."""
+    import os
+
+    folder = os.environ.get(NOTE_SHARED_ENV)
+    if not folder:
+        return True
+    marker = os.path.join(folder, "".join(c if c.isalnum() else "_" for c in kernel))
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:  # no folder to agree in (removed, unwritable): said here rather than not at all
+        return True
+    return True
+
+
 def _note(kernel: str):
     if kernel in _noted:
         return
     _noted.add(kernel)
+    if not _first_to_say(kernel):
+        return
     print(f"fluidq: compiling {kernel} with numba (once; later runs load it from the cache) ...",
           file=sys.stderr, flush=True)
 

@@ -53,6 +53,12 @@ class; giving it in both places is an error.  ``priority`` and a router's ``engi
 instead of an array.  A choice option's empty route means leaving the network, but a choice must have an
 option of positive probability that visits an engine.
 
+A station whose table names a model (a roofline engine's ``model``, a profile's measured model in the shipped
+model facts) has that model's context, ``max_position_embeddings`` (vLLM's default ``--max-model-len``): a hop
+whose prompt + output passes it is refused naming the class, the hop and the station (a fixed length as it is,
+a random one by its mean; behind a router, on each of its stations), as vLLM refuses such a request and as the
+command line refuses one engine's ``--prompt``/``--output`` or ``--trace`` beyond it.
+
 Every mistake raises one :class:`~fluidq.errors.FluidqError` (``DataError`` for the file's shape,
 ``ParameterError``/``ParameterTypeError`` for a value, ``TopologyError`` for the graph) whose one-line
 message starts with the file, then the engine, router, class, step or option, then the key and the value.
@@ -284,7 +290,7 @@ _ROOFLINE = {"kind", "model", "model_config", "gpu", "tensor_parallel_size", "dt
              "gpu_memory_gib"}
 
 
-def _roofline(w, name, bt, budgets, base_dir):
+def _roofline(w, name, bt, budgets, base_dir, models=None):
     """A deployment without profiles: :func:`fluidq.engine.roofline_engine` of the table's model and GPU, the
     station's ``b_max``/``k_max`` (vLLM's 2048/256 unless given) and ``kv_capacity_tokens`` (vLLM's memory
     planner unless given)."""
@@ -333,10 +339,17 @@ def _roofline(w, name, bt, budgets, base_dir):
     if "memory" in budgets:
         with _at(w):
             eng = eng.with_(memory=budgets["memory"])
+    if models is not None:  # (the name roofline_engine read: the same table entry)
+        from ..models import load_model
+
+        models[name] = model if isinstance(model, ModelFacts) else load_model(model, option="model")
     return eng
 
 
-def _engine(source, name, e, base_dir=None):
+def _engine(source, name, e, base_dir=None, models=None):
+    """The station ``name`` of the table ``e``.  ``models``: a dict that receives the station's model facts
+    where the table names a model (a roofline engine's model, a profile's measured model in the shipped facts),
+    for the context check of the hops (:func:`_check_context`)."""
     from ..batchtime import batch_time_from_dict
     from ..engine import Engine
 
@@ -354,9 +367,16 @@ def _engine(source, name, e, base_dir=None):
 
         prof = _string(w, "profile", e["profile"])
         with _at(w):
-            eng = load_profile(prof).engine(**budgets).with_(name=name)
+            profile = load_profile(prof)
+            eng = profile.engine(**budgets).with_(name=name)
+        if models is not None and profile.model:
+            from ..models import find_model
+
+            facts = find_model(profile.model)
+            if facts is not None:
+                models[name] = facts
     elif isinstance(e.get("batch_time"), dict) and e["batch_time"].get("kind") == "roofline":
-        eng = _roofline(w, name, e["batch_time"], budgets, base_dir)
+        eng = _roofline(w, name, e["batch_time"], budgets, base_dir, models)
     else:
         if "batch_time" not in e or "b_max" not in e:
             raise _err(w, "needs 'batch_time' (a table with 'kind') and 'b_max', or 'profile'")
@@ -463,7 +483,8 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
     engines = d.get("engines")
     if not isinstance(engines, dict) or not engines:
         raise _err(source, "needs an [engines.NAME] table for each engine")
-    stations = [_engine(source, n, e, base_dir) for n, e in engines.items()]
+    models: dict = {}  # station -> the model facts its table names (for the context of its hops)
+    stations = [_engine(source, n, e, base_dir, models) for n, e in engines.items()]
     routers = d.get("routers", {})
     if not isinstance(routers, dict):
         raise _err(source, f"routers = {routers!r}: expected [routers.NAME] tables, "
@@ -476,6 +497,7 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
     classes = [_request_class(source, k, c) for k, c in enumerate(raw, 1)]
     with _at(source):
         net = Network(stations=stations, classes=classes, routers=routers, claim=d.get("claim"), name=name)
+    _check_context(source, net, models)
     if "bottleneck_load" in d:
         bl = d["bottleneck_load"]
         with _at(source):
@@ -490,6 +512,53 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
                                      f"(a class would arrive at rate_per_s={exc.value:.4g}: {exc.expected})",
                                      exc.hint) from None
     return net
+
+
+def _check_context(source, net, models) -> None:
+    """Refuse a hop whose prompt + output passes the context of a station it runs on (``max_position_embeddings``
+    of the station's model, vLLM's default ``--max-model-len``: vLLM refuses such a request), naming the class,
+    the hop and the station, as ``--prompt``/``--output`` and ``--trace`` are refused for one engine.  A fixed
+    length is checked as it is, a random one (geometric, Poisson, log-normal) by its mean, as ``--geometric``'s
+    means are; a hop behind a router is checked on each station of the router."""
+    if not models:
+        return
+    routers = {r.name: r.engines for r in net.routers}
+
+    def tokens(length) -> float:
+        sup = length.support()
+        return float(max(sup[0])) if sup is not None else float(length.mean)
+
+    for cls in net.classes:
+        for hop in _route_hops(cls.route):
+            for st in routers.get(hop.engine, (hop.engine,)):
+                facts = models.get(st)
+                limit = getattr(facts, "max_position_embeddings", None)
+                if not limit:
+                    continue
+                p, o = tokens(hop.prompt_tokens), tokens(hop.output_tokens)
+                if p + o > limit:
+                    random = [k for k, ln in (("prompt", hop.prompt_tokens), ("output", hop.output_tokens))
+                              if ln.support() is None]
+                    means = f" (the mean of its random {' and '.join(random)})" if random else ""
+                    label = f"hop {hop.name!r}" if hop.name else "a hop"
+                    raise _err(f"{source} class {cls.name!r} {label} on engine {st!r}",
+                               f"prompt + output = {p:,.0f} + {o:,.0f} = {p + o:,.0f} tokens{means}: expected at most "
+                               f"{int(limit):,} tokens, {facts.name}'s context (max_position_embeddings of its "
+                               "config.json, vLLM's default --max-model-len; vLLM refuses a longer request); "
+                               "shorten the hop or give the engine a model with a longer context")
+
+
+def _route_hops(steps):
+    """The hops of a route, in the order written (forks' branches and choices' options included)."""
+    for s in steps:
+        if isinstance(s, Hop):
+            yield s
+        elif isinstance(s, Fork):
+            for b in s.branches:
+                yield from _route_hops(b)
+        elif isinstance(s, Choice):
+            for _, r in s.options:
+                yield from _route_hops(r)
 
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"

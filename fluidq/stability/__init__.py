@@ -173,7 +173,7 @@ def _is_network(x) -> bool:
     return model is not None and isinstance(x, model.Network)
 
 
-#: what :func:`check_stability` may decide by (``method=``; ``"analytic"`` is ``"auto"``, named as the CLI names it)
+#: what :func:`check_stability` may decide by (``method=``; the names of `fluidq check --method`, with one meaning)
 CHECK_METHODS = ("auto", "analytic", "simulation")
 
 #: replications and the total wall-clock budget (seconds) :func:`decide_stability` spends by default
@@ -236,7 +236,7 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
 
 
 def check_stability(engine, workload: Workload | None = None, policy="sarathi", *, tolerance: float = 0.02,
-                    n_engines: int = 1, method: str = "auto", **kw) -> StabilityResult:
+                    n_engines: int = 1, method: str = "analytic", **kw) -> StabilityResult:
     """Is ``policy`` stable on ``engine`` (or is a network stable)?  Every verdict of fluidq, one entry point.
 
     Parameters
@@ -255,16 +255,25 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     n_engines : int
         Identical copies of ``engine`` behind a join-the-shortest-queue router; the capacity is
         their sum (Prop. 3 of arXiv:2504.07347, for work-conserving engines).
-    method : {"auto", "analytic", "simulation"}
-        ``"auto"`` (default) or ``"analytic"``: the analytic verdict -- Theorem 2, the ``k_max`` region, the KV-cache
-        estimate or the policy's own renewal threshold, whichever applies (``result.method`` names it).
-        ``"simulation"``: seeded replications decide (:func:`fluidq.replicate`, the shared growth test;
-        ``**kw`` goes to it: ``n_replications`` (default 8), ``horizon_s`` (default ``None``, chosen from
-        the growth to detect), ``rng``, ``growth_tolerance`` (its ``tolerance``) ...); the analytic load and
-        capacity are still reported, and ``result.replications`` holds the runs' summary.  For a network,
-        ``"simulation"`` is ``check_network_stability(..., simulate=True)``.
+    method : {"analytic", "auto", "simulation"}
+        ``"analytic"`` (default): the analytic verdict -- Theorem 2, the ``k_max`` region, the KV-cache
+        estimate or the policy's own renewal threshold, whichever applies (``result.method`` names it); no
+        simulation runs.  ``"auto"``: the analytic verdict, and seeded replications only where it is unknown,
+        as ``fluidq check --method auto`` (the command line's default) decides: :func:`decide_stability`
+        for an engine (``**kw``: ``n_replications``, ``rng``, ``deadline_s``, ``budget_s``; a decided
+        simulation is labelled ``method="simulation"``, ``inputs["decided_by"]`` says which decided), and for a
+        network ``check_network_stability`` without simulation, then with it (``**kw`` to both) when the
+        loads and the fluid model leave it unknown.  ``"simulation"``: seeded replications decide
+        (:func:`fluidq.replicate`, the shared growth test; ``**kw`` goes to it: ``n_replications`` (default
+        8), ``horizon_s`` (default ``None``, chosen from the growth to detect), ``rng``, ``growth_tolerance``
+        (its ``tolerance``) ...); the analytic load and capacity are still reported, and
+        ``result.replications`` holds the runs' summary.  For a network, ``"simulation"`` is
+        ``check_network_stability(..., simulate=True)``.  (Until 2026-12-07 ``"auto"`` was the analytic verdict
+        alone, while the command line's ``--method auto`` simulated where it was unknown: one name, two
+        meanings; the command line's is the one kept, and the default here stays the analytic verdict.)
     **kw
-        Only with a network or ``method="simulation"`` (see above); refused otherwise, naming the argument.
+        Only with a network or ``method="simulation"`` / ``"auto"`` (see above); refused otherwise, naming the
+        argument.
 
     Returns
     -------
@@ -294,15 +303,28 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             if kw.get("simulate", True) is not True:
                 raise ParameterError("simulate", kw["simulate"], "True (or left out) with method='simulation'")
             kw["simulate"] = True
+        elif method == "auto":
+            if "simulate" in kw:
+                raise ParameterError("simulate", kw["simulate"], "left out with method='auto' (it simulates only "
+                                     "where the analysis leaves the verdict unknown)")
+            first = check_network_stability(engine, tolerance=tolerance, **kw)
+            if first.status is not Status.UNKNOWN:
+                return first
+            kw["simulate"] = True
         return check_network_stability(engine, tolerance=tolerance, **kw)
     if not isinstance(engine, Engine):
         raise ParameterError("engine", engine, "a fluidq.Engine or a fluidq.network.Network")
     if not isinstance(workload, Workload):
         raise ParameterError("workload", workload, "a fluidq.Workload")
-    if method == "analytic":
-        method = "auto"
     if method == "simulation":
         return _simulation_verdict(engine, workload, policy, tolerance=tolerance, n_engines=n_engines, **kw)
+    if method == "auto":
+        extra = sorted(set(kw) - {"n_replications", "rng", "deadline_s", "budget_s"})
+        if extra:
+            raise ParameterError(extra[0], kw[extra[0]], "no such argument with method='auto'",
+                                 "it takes n_replications, rng, deadline_s and budget_s (fluidq.decide_stability); "
+                                 "method='simulation' takes the simulation's own")
+        return decide_stability(engine, workload, policy, tolerance=tolerance, n_engines=n_engines, **kw)
     if kw:
         name = sorted(kw)[0]
         raise ParameterError(name, kw[name], "no such argument for an engine's analytic verdict",

@@ -182,6 +182,15 @@ def _hops_that_never_fit(network: Network) -> list:
 AUTO_BATCH_BUDGET = 200_000
 #: most hop visits (expected) one round of replications with the automatic horizon may make
 AUTO_VISIT_BUDGET = 1_000_000
+#: most batches (upper bound) of a round after the first, when the first round's evidence asks for longer runs
+#: (:func:`check_network_stability` doubles the horizon up to this).  Measured 2026-12-07 on the 2-core
+#: development machine: about 0.13 us a batch (a fork-join of two Splitwise Llama-2-70B stations) and 0.23 us a hop
+#: visit (a 2,000-hop route), so a round at the cap takes about a CPU-second.  The first round's budgets above
+#: keep the first answer fast; this cap decides the fork-join at 0.7 and 0.9 of its mix capacity and the shipped
+#: plan_code_review, which the first round left unknown (tests/network/test_network_auto_extension.py)
+AUTO_EXTEND_BATCHES = 5_000_000
+#: most hop visits (expected) of a round after the first
+AUTO_EXTEND_VISITS = 5_000_000
 #: most batches (upper bound) over all replications of a given ``horizon_s``
 MAX_SIM_BATCHES = 100_000_000
 #: most hop visits (requests through hops, expected) over all replications of a given ``horizon_s``
@@ -375,6 +384,26 @@ def _warmup_fraction(horizon_s: float, sojourn_s: float) -> float:
     return min(0.5, max(0.25, 3.0 * sojourn_s / horizon_s)) if horizon_s > 0 else 0.25
 
 
+def _longer_wanted(sim: dict, h: float, sf: float, route_s: float, lam: float) -> float | None:
+    """The horizon the evidence of a round of ``h`` seconds asks for, or ``None`` when it asks for no longer runs:
+    the growth test's ``needed_horizon_s`` (times 1.1) when it lacks the power; four route passages
+    (:func:`min_route_s`) when it saw growth in a window that opens before a request can have passed its route
+    (the network filling); twice the horizon when it saw growth whose interval straddles the band (above zero,
+    not all above the band); twice the horizon at which ``MIN_FIT_ARRIVALS`` arrive in the fitted window when it
+    saw no growth in too few arrivals."""
+    verdict, need = sim["verdict"], sim["needed_horizon_s"]
+    if verdict == "unknown" and need is not None and need > h:
+        return 1.1 * float(need)
+    lo, hi = sim["ci"]
+    if verdict == "unknown" and 0 < lo and hi > sim["band_per_s"]:
+        return 2.0 * h  # growth whose interval straddles the band: a longer run narrows it to one side
+    if verdict == "unstable" and sf * h < route_s:
+        return 4.0 * route_s
+    if verdict == "stable" and lam > 0 and (1.0 - sf) * h * lam < MIN_FIT_ARRIVALS:
+        return 2.0 * MIN_FIT_ARRIVALS / lam
+    return None
+
+
 def _default_horizon(network, band_per_s: float) -> float:
     """First-round horizon: 3000 batches of the slowest engine at full budget, and long enough that a
     drift of ``band_per_s`` adds 20 requests over the run."""
@@ -397,15 +426,18 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         Also run ``replications`` seeded simulations of ``horizon_s`` seconds and test the growth of
         the number in system (:func:`fluidq.stability.growth.growth_test`).  Without ``horizon_s`` the
         horizon is chosen from the growth to detect: a first round of 3000 batches of the slowest engine
-        (at least long enough for a drift of the band to add 20 requests), then, if its interval is too
-        wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
-        slope's spread says would (at most ``max_horizon_s``).  The automatic horizon is at least four
-        times the least time a request needs to pass its route (:func:`min_route_s`) and
-        :data:`WARMUP_SOJOURNS` route sojourns at the offered loads (:func:`route_sojourn_s`), whose first
-        three are discarded as warm-up before the growth is fitted (1/4 to 1/2 of each run); one round stays
-        within :data:`AUTO_BATCH_BUDGET` batches and :data:`AUTO_VISIT_BUDGET` hop visits (seconds of work),
-        passed up to :data:`WARMUP_BUDGET_FACTOR` times only to cover those sojourns: where the test would
-        need more, the shorter round is run and the verdict says so.  A given
+        (at least long enough for a drift of the band to add 20 requests), at least four times the least
+        time a request needs to pass its route (:func:`min_route_s`) and :data:`WARMUP_SOJOURNS` route
+        sojourns at the offered loads (:func:`route_sojourn_s`), whose first three are discarded as warm-up
+        before the growth is fitted (1/4 to 1/2 of each run); it stays within :data:`AUTO_BATCH_BUDGET`
+        batches and :data:`AUTO_VISIT_BUDGET` hop visits, passed up to :data:`WARMUP_BUDGET_FACTOR` times only
+        to cover those sojourns.  While a round's evidence asks for longer runs -- the growth test's interval
+        too wide to tell the band from zero (the ``T^{-3/2}`` scaling of the slope's spread says how long
+        would), growth whose interval straddles the band, growth seen before a request can have passed its
+        route, or too few arrivals in the fitted window -- rounds of at least twice the horizon follow, up to the cap of :data:`AUTO_EXTEND_BATCHES`
+        batches and :data:`AUTO_EXTEND_VISITS` hop visits a round (about a CPU-second) or ``max_horizon_s``.
+        Where the cap stops it, the verdict says how long the runs the evidence asks for are (and their
+        batches), so that ``horizon_s`` can be given.  A given
         ``horizon_s`` is used as is, and refused before any work when its runs would pass
         :data:`MAX_SIM_BATCHES` batches or :data:`MAX_SIM_VISITS` hop visits (see
         :func:`simulation_size`).  Growth seen before a request can have passed its route is the network
@@ -417,7 +449,8 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
     tolerance : float
         Relative band around load 1 called critical.
     max_horizon_s : float, optional
-        Longest horizon the automatic choice may pick (default 10 times its first round).
+        Longest horizon the automatic choice may extend to, in place of the cap of :data:`AUTO_EXTEND_BATCHES`
+        batches and :data:`AUTO_EXTEND_VISITS` hop visits a round (never shorter than the first round).
     swap_s_per_token : float, optional
         Passed to :func:`fluidq.simulate_network`: the swap cost of stations whose engine's memory swaps
         preempted KV (``engine.memory.preemption == "swap"``; refused there, naming it, when missing).
@@ -508,10 +541,8 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
             # and long enough to discard a warm-up of several route sojourns at the offered loads (real hops
             # with long decodes take tens of seconds; t(b_max) and t(1) alone sized runs that ended in the warm-up)
             h = max(_default_horizon(network, gt * lam), 4.0 * route_s, WARMUP_SOJOURNS * sojourn_s)
-            cap_h = (10.0 * h if max_horizon_s is None else
-                     max(h, real("max_horizon_s", max_horizon_s, positive=True)))
-            # the work budget of one round: the horizon the test asks for is not run when its batches would
-            # pass AUTO_BATCH_BUDGET (a verdict within seconds); the test then says it lacked the power
+            # the work budget of the first round: the horizon asked for above is not run when its batches would
+            # pass AUTO_BATCH_BUDGET; the rounds after it may extend up to AUTO_EXTEND_BATCHES (below)
             one = simulation_size(network, 1.0, reps)
             per_s, visits_s = one["batches_per_s"] * reps, one["visits"]
             h_budget = min(AUTO_BATCH_BUDGET / per_s if per_s > 0 else math.inf,
@@ -527,22 +558,39 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                                f"{_n(h * visits_s)} hop visits over {reps} runs) passes the automatic work budget "
                                f"of {budget}, so {max(h_budget, h_floor):.4g} s was run (give horizon_s to run longer)")
                 h = max(h_budget, h_floor)
-            cap_h = min(cap_h, max(h, h_budget))
             check_simulation_size(network, h, reps)
             sf = _warmup_fraction(h, sojourn_s)
             sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt,
                                     start_fraction=sf, **sim_kw)
-            need = sim["needed_horizon_s"]
-            if sim["verdict"] == "unknown" and need is not None and need > h and cap_h > h:
-                # the first round cannot tell the band from zero: one round at the horizon that would
-                if 1.1 * need > h_budget and not budget_note:
-                    budget_note = (f"; the horizon the test asks for ({1.1 * need:.4g} s) passes the automatic "
-                                   f"work budget of {budget} over {reps} runs, so at most {h_budget:.4g} s was "
-                                   "run (give horizon_s to run longer)")
-                h = min(cap_h, 1.1 * need)
+            # while the evidence asks for longer runs (the test lacks the power, the fitted window opens before
+            # a request can have passed its route, too few arrivals in it), rounds of at least twice the horizon,
+            # up to the extension cap: AUTO_EXTEND_BATCHES batches and AUTO_EXTEND_VISITS hop visits a round,
+            # or max_horizon_s when given
+            if max_horizon_s is not None:
+                h_ext = real("max_horizon_s", max_horizon_s, positive=True)
+                cap_words = f"max_horizon_s={h_ext:.4g} s"
+            else:
+                h_ext = min(AUTO_EXTEND_BATCHES / per_s if per_s > 0 else math.inf,
+                            AUTO_EXTEND_VISITS / visits_s if visits_s > 0 else math.inf)
+                cap_words = (f"the automatic cap of {AUTO_EXTEND_BATCHES:,} batches and {AUTO_EXTEND_VISITS:,} hop "
+                             f"visits over the {reps} runs of a round")
+            h_ext = max(h_ext, h)
+            want = _longer_wanted(sim, h, sf, route_s, lam)
+            extended = False
+            while want is not None and h < h_ext:
+                h = min(h_ext, max(2.0 * h, want))
+                check_simulation_size(network, h, reps)
                 sf = _warmup_fraction(h, sojourn_s)
                 sim = simulation_growth(network, horizon_s=h, replications=reps, rng=rng, growth_tolerance=gt,
                                         start_fraction=sf, **sim_kw)
+                want, extended = _longer_wanted(sim, h, sf, route_s, lam), True
+            if extended:
+                budget_note = ""  # the first round's note: superseded by the rounds after it
+            if want is not None:
+                budget_note = (f"; the automatic horizon stops at {h:.4g} s (up to {_n(h * per_s)} batches and "
+                               f"{_n(h * visits_s)} hop visits over {reps} runs), {cap_words}: runs of about "
+                               f"{want:.4g} s (up to {_n(want * per_s)} batches and {_n(want * visits_s)} hop visits) "
+                               "are what the evidence asks for to decide (give horizon_s to run longer)")
         runs = tuple(sim.pop("runs"))
         test = sim.pop("test")
         sv = test.status

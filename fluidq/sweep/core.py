@@ -218,13 +218,26 @@ def _watch_parent(every_s: float = 0.5) -> None:
     threading.Thread(target=watch, name="fluidq-sweep-parent-watch", daemon=True).start()
 
 
+def _worker_init(notes_dir: str) -> None:
+    """Pool worker initializer: :func:`_watch_parent`, and the folder in which the sweep's workers agree on who says
+    a kernel's compile note (:data:`fluidq.kernel.run.NOTE_SHARED_ENV`: once per sweep, not once per worker)."""
+    from ..kernel.run import NOTE_SHARED_ENV
+
+    os.environ[NOTE_SHARED_ENV] = notes_dir
+    _watch_parent()
+
+
 def _make_executor(executor, max_workers):
     """``(executor, owned, label, factory)``; ``factory`` rebuilds an owned pool after a crash."""
     if executor is None or executor == "processes":
+        import tempfile
+
         n = max_workers or _default_workers()
+        # the workers' numba "compiling ..." notes: said by the first worker only (removed with the pool's factory)
+        notes = tempfile.TemporaryDirectory(prefix="fluidq-sweep-notes-")
 
         def factory():  # workers that end with the sweep, however it ends
-            return cf.ProcessPoolExecutor(max_workers=n, initializer=_watch_parent)
+            return cf.ProcessPoolExecutor(max_workers=n, initializer=_worker_init, initargs=(notes.name,))
 
         return factory(), True, f"processes({n})", factory
     if executor == "serial":

@@ -69,8 +69,8 @@ MAX_TOKENS = 2**31 - 1
 #: the largest |timestamp| a Mooncake record may have, in milliseconds (1e15 ms is about 31,700 years):
 #: beyond it a float no longer resolves the millisecond, and the span of the trace would lose its meaning
 MAX_TIMESTAMP_MS = 1e15
-#: the largest arrival time in seconds a CSV trace may give (1e12 s is about 31,700 years, as for Mooncake)
-MAX_SECONDS = 1e12
+#: the largest arrival time in seconds a CSV trace may give: the same instant as Mooncake's bound (1e12 s)
+MAX_SECONDS = MAX_TIMESTAMP_MS / 1e3
 _INT = re.compile(r"[+-]?[0-9]+")
 _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 

@@ -77,12 +77,12 @@ def test_the_report_summary_agrees_with_its_subject():
 def test_network_horizon_help_describes_the_automatic_horizon():
     """``network --help`` gave the default --horizon as "3000 batches of the slowest engine at full budget";
     a case whose slowest batch takes 153 ms ran 540.4 s (not 459.6 s): the default is chosen from the growth
-    to detect, with a second round and a work budget (fluidq.stability.network.check_network_stability)."""
+    to detect, with longer rounds within a cap and a work budget (fluidq.stability.network.check_network_stability)."""
     sp = _subparsers()["network"]
     text = " ".join(sp.format_help().split())
     assert "3000 batches of the slowest engine" in text  # the first round, still said
-    for words in ("growth to detect", "fewer than 20 requests", "one longer round", "work budget",
-                  "[disaggregated] case: 3000 arrivals"):
+    for words in ("growth to detect", "fewer than 20 requests", "rounds of at least twice the horizon",
+                  "a cap of 5,000,000 batches", "work budget", "[disaggregated] case: 3000 arrivals"):
         assert words in text, words
 
 

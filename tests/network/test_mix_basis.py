@@ -108,3 +108,28 @@ route = [
     rc, out, _ = run_cli(["network", str(case), "--json"], capsys)
     d = json.loads(out)["mix_basis"]
     assert d["bottleneck"][0] == "planner" and d["rate_scale_at_load_1"] == pytest.approx(1 / d["bottleneck"][1])
+
+
+@pytest.mark.parametrize("prefill_emits", [False, True])
+def test_one_limit_logic_for_a_workload_and_a_mix(prefill_emits):
+    """fluidq.capacity._batch_limit_at is the one limit logic behind full_batch_rate (one workload) and mix_capacity
+    (a station's hops): a fixed 1000/200 request on a 100,000-token KV cache, worked by hand -- residents
+    100,000 / (1000 + 200/2) = 90.9, the batch int(90.9 x w / w_d) tokens, b/t(b) there -- and a cache smaller than the
+    request's 1,200 tokens gives 0 on both faces."""
+    eng = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=8192, kv_capacity_tokens=100_000,
+                 prefill_emits_token=prefill_emits)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=1000, output_tokens=200)
+    wd = 199 if prefill_emits else 200
+    n = 100_000 / 1100
+    b = int(n * (1000 + wd) / wd)
+    assert b < 8192  # the KV cache binds
+    rate, b_w, note = full_batch_rate(eng, w)
+    m = mix_capacity(eng, [(0.3, Hop(engine="E", prompt_tokens=1000, output_tokens=200))])
+    assert b_w == m["batch_tokens"] == b and m["binding"] == "kv_cache" and m["residents"] == pytest.approx(n)
+    assert rate == m["tokens_per_s"] == pytest.approx(b / (0.01 + 1e-5 * b), rel=1e-12)
+    assert "KV cache (100,000 tokens) binds" in note and "KV cache (100,000 tokens) binds" in m["reason"]
+    small = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=8192, kv_capacity_tokens=1199,
+                   prefill_emits_token=prefill_emits)
+    assert full_batch_rate(small, w)[:2] == (0.0, 0)
+    m0 = mix_capacity(small, [(0.3, Hop(engine="E", prompt_tokens=1000, output_tokens=200))])
+    assert (m0["tokens_per_s"], m0["batch_tokens"]) == (0.0, 0) and "1200 tokens" in m0["reason"]

@@ -13,6 +13,8 @@ from fluidq.network.examples import llm_rybko_stolyar
 from fluidq.network.model import MAX_HOPS
 from fluidq.network.stability import (
     AUTO_BATCH_BUDGET,
+    AUTO_EXTEND_BATCHES,
+    AUTO_EXTEND_VISITS,
     MAX_REPLICATIONS,
     min_route_s,
     simulation_size,
@@ -80,18 +82,21 @@ def test_more_hops_than_the_limit_are_refused_with_the_count(monkeypatch):
 
 
 def test_simulating_a_2000_hop_route_answers_within_seconds_and_says_why_it_cannot_tell():
-    """The growth test asks for a 2e5 s horizon (1 % of an arrival rate of 0.0096/s); the automatic choice
-    keeps one round within its work budget, and the runs are shorter than a request's passage through its
-    2,000 hops (22,000 s), so the growing count is the network filling: "unknown", never "unstable"."""
+    """The growth test asks for a 6e5 s horizon (1 % of an arrival rate of 0.0096/s); the first round (within its
+    work budget) is shorter than a request's passage through its 2,000 hops (22,000 s), so the rounds after it
+    extend up to the automatic cap (5e6 hop visits a round: 65,104 s) and stop there, saying how long the runs the
+    evidence asks for are: "unknown", never "unstable"."""
     net = _long(2000)
     assert min_route_s(net) == pytest.approx(2000 * (1 + 10))
     t0 = time.perf_counter()
     r = check_network_stability(net, simulate=True, rng=1)
     assert time.perf_counter() - t0 < 20
     assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"
-    assert "before a request can have passed its route" in r.reason
-    assert "automatic work budget" in r.reason
-    assert simulation_size(net, r.simulation["horizon_s"], 4)["batches"] <= AUTO_BATCH_BUDGET * 1.001
+    h = r.simulation["horizon_s"]
+    size = simulation_size(net, h, 4)
+    assert size["visits"] <= AUTO_EXTEND_VISITS * 1.001 and size["batches"] <= AUTO_EXTEND_BATCHES
+    assert h > min_route_s(net) and size["batches"] > AUTO_BATCH_BUDGET  # past the filling, past the first budget
+    assert f"the automatic horizon stops at {h:.4g} s" in r.reason and "are what the evidence asks for" in r.reason
 
 
 def test_a_given_horizon_too_large_to_simulate_is_refused_before_work():

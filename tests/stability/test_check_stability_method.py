@@ -1,6 +1,7 @@
 """One entry point for every verdict (issue 14): ``check_stability(engine | network, ..., method=)``.
 
-``method="auto"`` is the analytic verdict, ``method="simulation"`` lets seeded replications decide (an
+``method="analytic"`` (the default) is the analytic verdict, ``method="auto"`` lets seeded replications decide
+only where it is unknown (as ``fluidq check --method auto``), ``method="simulation"`` lets them decide (an
 engine through ``fluidq.replicate``, a network through ``check_network_stability(simulate=True)``); bad
 methods and stray arguments are refused naming them; ``fluidq.stability.stability_threshold`` is the one
 threshold entry point; no module of ``fluidq.stability`` dispatches on a class-name string.
@@ -29,10 +30,12 @@ def _net(rate):
 
 def test_the_methods_are_named():
     assert CHECK_METHODS == ("auto", "analytic", "simulation")
-    auto = fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi")
-    assert auto == fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="auto")
-    assert auto == fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="analytic")
-    assert auto.method == "closed_form" and auto.replications is None and "simulation" not in auto.to_dict()
+    ana = fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi")
+    assert ana == fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="analytic")
+    assert ana.method == "closed_form" and ana.replications is None and "simulation" not in ana.to_dict()
+    # where the analysis decides, "auto" is its verdict, labelled as decided by it
+    auto = fluidq.check_stability(ENGINE, W.with_rate(12.0), "sarathi", method="auto")
+    assert auto.status is ana.status and auto.reason == ana.reason and auto.inputs["decided_by"] == "analytic"
 
 
 @pytest.mark.parametrize(("rate", "want"), [(12.0, Status.STABLE), (60.0, Status.UNSTABLE)])
@@ -106,3 +109,39 @@ def test_no_dispatch_on_class_name_strings_in_stability():
                     node.test if isinstance(node, (ast.If, ast.IfExp)) else node):
                 hits.append(f"{f.name}:{node.lineno}")
     assert hits == []
+
+
+# an engine whose KV cache binds, at 0.78 of the capacity's fluid estimate: the analysis proves nothing (unknown)
+KV_ENGINE = fluidq.Engine(batch_time=fluidq.Affine(c=0.02, a=2e-4), b_max=1024, kv_capacity_tokens=30_000)
+KV_ARGV = ["--model", "affine", "--c-ms", "20", "--a-ms", "0.2", "--b-max", "1024", "--kv-capacity", "30000",
+           "--prompt", "600", "--output", "200"]
+
+
+def test_auto_is_one_method_on_both_faces(capsys):
+    """The library's method="auto" and ``fluidq check --method auto`` (the command line's default) give the same
+    verdict where the analysis is inconclusive: both let the same seeded replications decide (until 2026-12-07 the
+    library's "auto" stayed analytic, unknown, while the command line simulated)."""
+    from fluidq.cli import main
+
+    w1 = fluidq.Workload(arrival=fluidq.Poisson(rate_per_s=1.0), prompt_tokens=600, output_tokens=200)
+    rate = float(f"{0.78 * fluidq.max_throughput(KV_ENGINE, w1).work_conserving_tokens_per_s / 800:.6g}")
+    w = w1.with_rate(rate)
+    ana = fluidq.check_stability(KV_ENGINE, w, "sarathi")
+    assert ana.status is Status.UNKNOWN
+    lib = fluidq.check_stability(KV_ENGINE, w, "sarathi", method="auto")
+    assert lib.status is not Status.UNKNOWN and lib.method == "simulation"
+    assert lib.inputs["decided_by"] == "simulation" and lib.reason.startswith("decided by simulation")
+    assert main(["check", *KV_ARGV, "--rate", repr(rate), "--policy", "sarathi", "--method", "auto",
+                 "--json"]) in (0, None)
+    cli = json.loads(capsys.readouterr().out)
+    assert (cli["status"], cli["method"]) == (lib.status.value, lib.method)
+    assert cli["simulation"]["slope_tokens_per_s"] == lib.replications.slope_tokens_per_s  # the same seeded runs
+
+
+def test_auto_on_a_network_simulates_only_where_the_analysis_is_open():
+    decided = fluidq.check_stability(_net(60.0), method="auto", horizon_s=60.0, replications=3, rng=2)
+    assert decided.status is Status.UNSTABLE and decided.decided_by == "load" and decided.simulation is None
+    with pytest.raises(ParameterError, match="simulate"):
+        fluidq.check_stability(_net(1.0), method="auto", simulate=True)
+    with pytest.raises(ParameterError, match="horizon_s"):  # an engine's auto takes decide_stability's arguments
+        fluidq.check_stability(ENGINE, W, "sarathi", method="auto", horizon_s=10.0)

@@ -69,9 +69,9 @@ def check_profile_dir(profile_dir: str) -> None:
 def profile_dir_engine(args):
     """``(engine, note)`` of ``--profile-dir`` (:func:`fluidq.validate.deployment.deployment_engine`),
     refusing the options that describe another engine."""
-    from ...errors import ParameterError
     from ...validate.deployment import deployment_engine
     from .. import CliError
+    from ..common import parameters_as_flags, profile_dir_flags
 
     given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
                             ("--a-ms", args.a_ms), ("--b0", args.b0), ("--model", args.model), ("--gpu", args.gpu))
@@ -80,7 +80,7 @@ def profile_dir_engine(args):
         raise CliError(f"--profile-dir describes the engine itself: give it without {', '.join(given)}")
     check_profile_dir(args.profile_dir)
     profile_dir_context(args)
-    try:
+    with parameters_as_flags(**profile_dir_flags(args)):
         return deployment_engine(args.profile_dir, model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
                                  max_num_batched_tokens=2048 if args.b_max is None else args.b_max,
@@ -88,13 +88,6 @@ def profile_dir_engine(args):
                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
                                  block_size=args.block_size, link_bandwidth_gbps=args.link_bandwidth_gbps,
                                  link_latency_us=args.link_latency_us, all_reduce_csv=args.all_reduce_csv)
-    except ParameterError as exc:  # the Python parameter, named as the flag that gave it
-        if exc.name == "model":  # a --model-config of another model than the profiled one
-            raise ParameterError("--model-config", args.model_config, exc.expected, exc.hint) from None
-        if exc.name != "profile_dir":
-            raise
-        raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
-                       + (f" ({exc.hint})" if exc.hint else "")) from None
 
 
 def profiled_model(args):
@@ -144,17 +137,16 @@ def profile_dir_capacity(args, workload):
     import numpy as np
 
     from ...validate.deployment import predict_deployment
+    from ..common import parameters_as_flags, profile_dir_flags
 
     if workload.trace is not None:  # (built from --trace: its requests, not read again)
         tr = workload.trace
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     else:
         lengths = (workload.mean_prompt_tokens, workload.mean_output_tokens)
-    from ._roofline_args import named_by_flag
-
     # (profile_dir_engine, which its caller ran first, checked the context and named the KV estimate)
     # (a cache no request fits: --kv-capacity, or the planner's estimate)
-    with named_by_flag({"model": "--model-config"}, args=args):
+    with parameters_as_flags(**profile_dir_flags(args)):
         return predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                   model=profiled_model(args),
                                   max_num_seqs=256 if args.k_max is None else args.k_max,

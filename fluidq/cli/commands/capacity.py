@@ -20,6 +20,8 @@ from ..common import (
     fmt_tokens,
     kv_from_args,
     load_cli_trace,
+    parameters_as_flags,
+    profile_dir_flags,
     workload_from_args,
 )
 
@@ -172,7 +174,6 @@ def _deployment(args):
     """``--profile-dir``: vLLM's capacity from the folder's operator profiles (fluidq.validate.deployment)."""
     import numpy as np
 
-    from ...errors import ParameterError
     from ...validate.deployment import predict_deployment
     from .. import CliError
 
@@ -205,7 +206,7 @@ def _deployment(args):
     from ._profile_dir_args import profile_dir_context
 
     profile_dir_context(args, tr)  # --prompt + --output within the model's context; the KV estimate named as such
-    try:
+    with parameters_as_flags(**profile_dir_flags(args)):  # (a cache no request fits: its flag or the estimate)
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
@@ -218,18 +219,6 @@ def _deployment(args):
                                  all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
                                  block_size=args.block_size, **sim_args)
-    except ParameterError as exc:  # the Python parameter, named as the flag that gave it
-        if exc.name == "kv_capacity_tokens":  # (a cache no request fits, counted in whole blocks)
-            from ._roofline_args import estimate_error
-
-            estimate_error(args, exc.value, exc.expected, exc.hint)  # (not given: vLLM's planner's estimate)
-            raise ParameterError("--kv-capacity", exc.value, exc.expected, exc.hint) from None
-        if exc.name == "model":  # a --model-config of another model than the profiled one
-            raise ParameterError("--model-config", args.model_config, exc.expected, exc.hint) from None
-        if exc.name != "profile_dir":
-            raise
-        raise CliError(f"--profile-dir {exc.value}: expected {exc.expected}"
-                       + (f" ({exc.hint})" if exc.hint else "")) from None
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "

@@ -121,12 +121,12 @@ def run(args):
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
-        workload = shape.with_rate(load_rate("--load", args.load, lam_max))
+        workload = shape.with_rate(load_rate("--load", args.load, lam_max))  # (its lengths: checked above)
     else:
-        workload = workload_from_args(args)
-    from ..common import check_kv_fits
+        from ..common import check_kv_fits
 
-    check_kv_fits(engine, workload, args)
+        workload = workload_from_args(args)
+        check_kv_fits(engine, workload, args)
     pols, chunked = [], []
     for name in args.policy or POLICY_NAMES:
         pol = resolve_policy(name, "--policy")
@@ -136,13 +136,12 @@ def run(args):
         pols.append(pol)
     import time
 
-    from ...stability import decide_stability
-
     t0 = time.monotonic()
-    if args.method == "auto":
+    if args.method == "auto":  # the library's method="auto" (fluidq.decide_stability), one budget for all
         deadline = t0 + args.sim_budget
-        results = [decide_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
-                                    n_replications=args.replications, rng=0, deadline_s=deadline) for p in pols]
+        results = [check_stability(engine, workload, p, tolerance=args.tolerance, n_engines=args.engines,
+                                   method="auto", n_replications=args.replications, rng=0, deadline_s=deadline)
+                   for p in pols]
     elif args.method == "simulation":
         results = [check_stability(engine, workload, p, tolerance=args.tolerance, method="simulation",
                                    n_replications=args.replications, rng=0) for p in pols]

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .. import emit
-from ..common import fmt_tokens
+from ..common import check_simulation_args, fmt_tokens
+from .network import MIN_TANDEM_ARRIVALS
 
 
 def register(sub):
@@ -33,6 +34,19 @@ def register(sub):
     w.add_argument("--decode-engines", type=int, default=None, help="n_d (with --prefill-engines)")
     w.add_argument("--rate", type=float, default=None, help="arrival rate, requests/s")
     w.add_argument("--gpus", type=int, default=None, help="a GPU budget: best split against co-located serving")
+    s = p.add_argument_group("simulation (with --rate: the tandem's verdict)")
+    s.add_argument("--simulate", action="store_true",
+                   help="also simulate the tandem (seeded replications of fluidq.capacity.disaggregated_sim, the "
+                        "API's check_disaggregated(simulate=True)): its backlog verdict beside the fluid one, "
+                        "labelled (sim)")
+    s.add_argument("--horizon", type=float, default=None,
+                   help="simulated seconds per replication (with --simulate; default: 3000 arrivals at --rate; at "
+                        f"least {MIN_TANDEM_ARRIVALS} arrivals)")
+    s.add_argument("--replications", type=int, default=None,
+                   help="simulation replications, >= 2 (with --simulate; default 4)")
+    s.add_argument("--seed", type=int, default=None,
+                   help="seed of the first replication (an integer >= 0, the next ones +1, ...; with --simulate; "
+                        "default 0)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -81,7 +95,8 @@ def _link_name(interconnect: str, args) -> str:
 #: ``named_by_flag`` knows (an error raised below the CLI names the flag typed)
 _FLAGS = {"rate_per_s": "--rate", "rate": "--rate", "gpus": "--gpus", "n_prefill": "--prefill-engines",
           "n_decode": "--decode-engines", "bandwidth_gbps": "--link-gbps", "latency_us": "--link-latency-us",
-          "prompt_tokens": "--input-len", "k_max": "--max-num-seqs", "b_max": "--max-num-batched-tokens"}
+          "prompt_tokens": "--input-len", "k_max": "--max-num-seqs", "b_max": "--max-num-batched-tokens",
+          "horizon_s": "--horizon", "replications": "--replications", "seed": "--seed"}
 
 
 def _tokens(flag: str, v: float) -> int:
@@ -142,6 +157,20 @@ def _run(args):
     if pools[0] is None and args.rate is None and args.gpus is None:
         raise CliError("what to answer: --prefill-engines N --decode-engines M (a tandem), --rate R (sizing) or "
                        "--gpus G (against co-located)")
+    check_simulation_args(args)
+    if args.simulate and args.gpus is not None:
+        raise CliError("--simulate checks a tandem's verdict at --rate; --gpus compares capacities (give it without "
+                       "--simulate)")
+    if args.simulate and args.rate is None:
+        raise CliError("--simulate checks the tandem's verdict at an arrival rate: give --rate (with the pool sizes, "
+                       "or alone for the pools it sizes)")
+    if args.simulate and args.horizon is not None and args.rate is not None \
+            and args.horizon * args.rate < MIN_TANDEM_ARRIVALS:
+        from ...errors import ParameterError
+
+        raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
+                             f"arrivals at {args.rate:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / args.rate:.4g} s)",
+                             "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
     from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY, real
 
     if args.rate is not None:
@@ -188,9 +217,38 @@ def _run(args):
                     f"{r.bottleneck} binds",
                     f"region          prefill < {reg['prefill_tokens_per_s']:.4g} tokens/s, decode < "
                     f"{reg['decode_tokens_per_s']:.4g} tokens/s"]
+    out = {**r.to_dict(), "region": reg, "deployment": deployment}
     if r.verdict is not None:
         lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)}): "
                      f"{r.inputs['verdict_reason']}")
+    if args.simulate:
+        sim = _simulated(args, pre, dec, wl, r, link, kvb)
+        lines.append(sim["line"])
+        out.update({k: sim[k] for k in ("simulated", "agree", "horizon_s", "simulation")})
     lines.append(f"estimate        {ERROR_NOTE}")
-    emit(args, {**r.to_dict(), "region": reg, "deployment": deployment}, "\n".join(lines))
+    emit(args, out, "\n".join(lines))
     return 0
+
+
+def _simulated(args, pre, dec, wl, r, link, kvb) -> dict:
+    """Seeded replications of the tandem ``r`` sized (fluidq.capacity.disaggregated_case.check_disaggregated, as
+    ``fluidq network CASE --simulate`` runs a [disaggregated] case): its three-way decision labelled (sim), its
+    growth share's interval beside the fluid model's, and whether the two agree."""
+    from ...capacity.disaggregated_case import DisaggregatedTopology, check_disaggregated
+
+    topo = DisaggregatedTopology(prefill=pre, decode=dec, n_prefill=r.n_prefill, n_decode=r.n_decode, link=link,
+                                 kv_bytes_per_token=kvb, workload=wl, links=args.tensor_parallel_size,
+                                 gpus_per_engine=args.tensor_parallel_size, name="disagg")
+    v = check_disaggregated(topo, simulate=True, horizon_s=args.horizon,
+                            replications=4 if args.replications is None else args.replications,
+                            seed=0 if args.seed is None else args.seed)
+    s = v.simulation
+    lo, hi = s.growth_share_ci
+    fluid_growth = max(0.0, 1 - 1 / v.fluid.load) if v.fluid.load > 0 else 0.0
+    said = ("inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer --horizon)"
+            if v.agree is None else f"{'agrees' if v.agree else 'DISAGREES'} with the fluid verdict")
+    line = (f"simulated       {s.decision} (sim) at {args.rate:g} req/s: backlog growth {s.growth_share:.3g} of the "
+            f"arrivals (95 % CI {lo:.3g} to {hi:.3g}; fluid {fluid_growth:.3g}), throughput "
+            f"{s.throughput_per_s:.4g} req/s, {len(s.runs)} seeded runs of {v.horizon_s:.4g} s; {said}")
+    return {"line": line, "simulated": v.simulated, "agree": v.agree, "horizon_s": v.horizon_s,
+            "simulation": s.to_dict()}

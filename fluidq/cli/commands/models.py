@@ -1,9 +1,8 @@
 """``fluidq models``: model facts (shipped or from a config.json) and vLLM's KV capacity, estimated."""
 from __future__ import annotations
 
-from ...errors import ParameterError
 from .. import emit
-from ..common import reject_ignored
+from ..common import parameters_as_flags, reject_ignored
 
 _KV_OPTIONS = {  # dest -> flag: options of 'kv' only
     "gpu_memory_gib": "--gpu-memory-gib", "gpu_memory_utilization": "--gpu-memory-utilization",
@@ -102,13 +101,8 @@ def _kv(args, m):
     kw = {dest: getattr(args, dest) for dest in _KV_OPTIONS if getattr(args, dest) is not None}
     if kw.pop("kv_cache_dtype", None) == "fp8":
         kw["kv_bytes_per_value"] = 1
-    try:
+    with parameters_as_flags(_KV_OPTIONS):
         return kv_capacity_estimate(m, **kw)
-    except ParameterError as exc:
-        flag = _KV_OPTIONS.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
 def run(args):

@@ -6,8 +6,11 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
+from ..common import check_simulation_args, parameters_as_flags
 from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
+#: the simulated runs' sizes, by the library's names, as this command's flags
+RUN_FLAGS = {"horizon_s": "--horizon", "replications": "--replications"}
 
 
 def register(sub):
@@ -27,9 +30,10 @@ def register(sub):
                    help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
                         "detect, 1%% of the arrival rate: a first round of 3000 batches of the slowest engine at "
                         "full budget, longer where that growth would add fewer than 20 requests, and at least 20 "
-                        "route sojourns at the offered loads (the first three discarded as warm-up), then one longer "
-                        "round if the first cannot tell it from zero, each round within a work budget; the "
-                        "verdict says what was run; a [disaggregated] case: 3000 arrivals at its rate)")
+                        "route sojourns at the offered loads (the first three discarded as warm-up), within a work "
+                        "budget; then, while the evidence asks for longer runs, rounds of at least twice the horizon "
+                        "up to a cap of 5,000,000 batches and hop visits a round, the verdict saying how long runs "
+                        "would decide where the cap stops them; a [disaggregated] case: 3000 arrivals at its rate)")
     p.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     p.add_argument("--seed", type=int, default=None,
@@ -61,27 +65,10 @@ def _check_plot_path(option: str, path: str) -> str:
 def _check_args(args) -> None:
     """Every option is checked before the (possibly long) analysis starts."""
     from ...errors import ParameterError
-    from .. import CliError
 
     if args.load is not None and not (math.isfinite(args.load) and args.load > 0):
         raise ParameterError("--load", args.load, "a finite load > 0")
-    if args.seed is not None and args.seed < 0:
-        raise ParameterError("--seed", args.seed, "an integer >= 0")
-    if not args.simulate:
-        for opt, v in (("--horizon", args.horizon), ("--replications", args.replications), ("--seed", args.seed)):
-            if v is not None:
-                raise CliError(f"{opt} {v:g} needs --simulate (without it nothing is simulated and {opt} "
-                               "would be ignored)")
-    if args.horizon is not None and not (math.isfinite(args.horizon) and args.horizon > 0):
-        raise ParameterError("--horizon", args.horizon, "a finite number of seconds > 0")
-    if args.replications is not None and args.replications < 2:
-        raise ParameterError("--replications", args.replications, "an integer >= 2",
-                             "a confidence interval needs at least two runs")
-    if args.replications is not None:
-        from ..._validate import integer
-        from ...sim.core import MAX_RUNS
-
-        integer("--replications", args.replications, maximum=MAX_RUNS, why="the runs are kept for the verdict")
+    check_simulation_args(args)
     for opt, attr in (("--plot", "plot"), ("--plot-network", "plot_network")):
         if getattr(args, attr) is not None:  # '' is refused, not silently ignored
             setattr(args, attr, _check_plot_path(opt, getattr(args, attr)))
@@ -146,15 +133,10 @@ def _run_disaggregated(args):
         raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
                              f"arrivals at {topo.rate_per_s:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / topo.rate_per_s:.4g} s)",
                              "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
-    try:
+    with parameters_as_flags(RUN_FLAGS):
         res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
                                   replications=4 if args.replications is None else args.replications,
                                   seed=0 if args.seed is None else args.seed)
-    except ParameterError as exc:
-        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     f = res.fluid
     reg = pd_region(f)
     decided = "the fluid model" + ("" if res.agree is None else
@@ -173,7 +155,6 @@ def _run_disaggregated(args):
 
 def run(args):
     from ...capacity.disaggregated_case import is_disaggregated_case
-    from ...errors import ParameterError
     from ...stability.network import check_network_stability, decided_words
     from ...network.toml import load_network
 
@@ -188,16 +169,11 @@ def run(args):
         from ...sim.network import check_run
 
         check_run(net, args.horizon, replications=4 if args.replications is None else args.replications,
-                  names={"horizon_s": "--horizon", "replications": "--replications"})
-    try:
+                  names=RUN_FLAGS)
+    with parameters_as_flags(RUN_FLAGS):  # the runs' sizes at the automatic horizon: named by the flag given
         res = check_network_stability(net, simulate=args.simulate, horizon_s=args.horizon,
                                       replications=4 if args.replications is None else args.replications,
                                       rng=0 if args.seed is None else args.seed)
-    except ParameterError as exc:  # the runs' sizes at the automatic horizon: named by the flag given
-        flag = {"replications": "--replications", "horizon_s": "--horizon"}.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
     if args.plot:
         from ...stability.fluid import MAX_PATH_BUFFERS
 
