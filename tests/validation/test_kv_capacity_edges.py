@@ -10,7 +10,11 @@ block 256, prompt 50, output 100: before -14.9 % (1.95 preemptions per request p
 With the victims' recompute arriving with the finishes and in whole blocks (h-short16, same day): block 256 +0.0 %,
 1 / 200 -7.3 % (inside its +-3.0 % interval's 5 % margin), 20 / 300 -9.9 % (xfail): with every request the same length
 the simulated finishes come in cohorts (0.39 and 0.54 iterations with prompt work per finish, against one per finish
-for Poisson finishes), which the formula does not model."""
+for Poisson finishes), which the formula does not model.  2026-12-07 (h-kvtoken16): with the simulated engine's token
+from each recomputation that catches up (vLLM's rule, 2fc8e60) 1 / 200 is -8.0 % (the simulation +0.7 %) and 20 / 300
+-9.8 % (the simulation -0.05 %); counting that token in the formula with its own preemption count (12 and 9 per
+request, against 1.24 and 1.50 simulated: the count's miss, xfail below) would give -4.3 and -8.4 %, with the
+simulated count -7.6 and -9.6 %: the formula leaves it out (predict._kv_victims)."""
 import numpy as np
 import pytest
 
@@ -30,12 +34,17 @@ def model():
     return deployment_engine(FOLDER, kv_capacity_tokens=40000)[0].batch_time.model
 
 
+_RUNS = {}  # seed -> the stationary run's answer (one simulation per edge for the tests that read it)
+
+
 def _stationary(model, p, o, b, k, kv, block, seed, reps=5, n=1500):
     """Mean and 95 % half-width of the served useful tokens/s, and the preemptions per finished request
     (test_kv_preemption_capacity.stationary_run, the rate's resident count kept >= 1)."""
     from test_kv_preemption_capacity import stationary_run
 
-    return stationary_run(model, p, o, b, k, kv, seed, block=block, reps=reps, n=n, n0_floor=True)
+    if seed not in _RUNS:
+        _RUNS[seed] = stationary_run(model, p, o, b, k, kv, seed, block=block, reps=reps, n=n, n0_floor=True)
+    return _RUNS[seed]
 
 
 def _within(model, p, o, b, k, kv, block, seed, tol=0.05):
@@ -91,11 +100,13 @@ def test_recompute_never_exceeds_the_growth_it_relieves():
             assert r * np.ceil((p + a) / B) <= gb + np.ceil((p + a) / B) + 1e-9, (p, o, B, r)
 
 
-@pytest.mark.xfail(reason="measured 2026-12-07 (h-lat16eng): prompt 1, output 200, block 16: formula 4,597 against "
-                          "the simulation's 4,995 +- 110 tokens/s (-8.0 %; the band's lower edge is 4,640): the "
-                          "simulated engine now gives a token with each recomputation that catches up (vLLM; 1.24 "
-                          "preemptions per request, so 0.6 % fewer decode iterations, simulation +0.7 %), which the "
-                          "formula does not count; it was -7.3 % against an edge of -7.8 % before",
+@pytest.mark.xfail(reason="measured 2026-12-07 (h-lat16eng, h-kvtoken16): prompt 1, output 200, block 16: formula "
+                          "4,597 against the simulation's 4,995 +- 110 tokens/s (-8.0 %; the band's lower edge is "
+                          "4,640, -7.1 %): the simulated engine now gives a token with each recomputation that "
+                          "catches up (vLLM; 1.24 preemptions per request, simulation +0.7 %), which the formula "
+                          "leaves out: counted with the simulated 1.24 preemptions it gives -7.6 %, still outside; "
+                          "with the formula's own 12 it would pass (-4.3 %) on a count 10 x too high (see the "
+                          "count's xfail below); it was -7.3 % against an edge of -7.8 % before the rule",
                    strict=True)
 def test_one_token_prompts_long_outputs_match_the_simulation(model):
     # measured 2026-12-06: sim 1.2 preemptions per request; formula 96 before (-26 %), +2.1 % after; -7.3 % with the
@@ -108,11 +119,28 @@ def test_one_token_prompts_long_outputs_match_the_simulation(model):
                           "the formula recomputes 220 tokens per request (9 victims of 2 blocks) against ~150 "
                           "simulated (1.6 victims of ~53 generated tokens), and the simulated finishes of "
                           "equal-length requests come in cohorts (0.54 iterations with prompt work per finish), "
-                          "not Poisson",
+                          "not Poisson; 2026-12-07 (h-kvtoken16): -9.8 % against 4,562 +- 15 tokens/s with the "
+                          "recomputation's token in the simulation (1.50 preemptions per request; it moved -0.05 %)",
                    strict=True)
 def test_short_prompts_long_outputs_match_the_simulation(model):
     ok, info = _within(model, np.full(50, 20), np.full(50, 300), 2048, 256, 30000, 16, seed=903)
     assert ok, info
+
+
+@pytest.mark.xfail(reason="measured 2026-12-07 (h-kvtoken16): the renewal count takes young victims of 1-2 blocks, "
+                          "12 and 9 preemptions per request at 1 / 200 and 20 / 300, against 1.24 and 1.50 "
+                          "simulated (re-admitted victims carrying tens of generated tokens); the recomputed tokens "
+                          "(block conservation) are near, the count is not, which is why the formula leaves out the "
+                          "token each recomputation gives (it would be counted 10 x and 6 x over)",
+                   strict=True)
+@pytest.mark.parametrize("p, o, kv, seed", [(1, 200, 20000, 902), (20, 300, 30000, 903)])
+def test_the_preemption_count_of_short_prompts_matches_the_simulation(model, p, o, kv, seed):
+    # the same seeded simulation as the capacity edges above (one run per edge); within 50 % of the simulated count
+    p, o = np.full(50, p), np.full(50, o)
+    fl = P.predict_capacity(model, p, o, b_max=2048, k_max=256, kv_capacity_tokens=kv, block_size=16)
+    r = P._kv_victims(p, o.mean() - 1.0, fl.residents, block_size=16, outputs=o)[0]
+    sim_r = _stationary(model, p, o, 2048, 256, kv, 16, seed)[2]
+    assert 0.5 * sim_r <= r <= 1.5 * sim_r, (r, sim_r)
 
 
 # ------------------------------------------------------------------------------------------ 4. regimes' index
