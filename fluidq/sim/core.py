@@ -377,7 +377,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     ``fluidq validate`` checks against measured runs): a batch time that reads the batch composition
     (:class:`~fluidq.batchtime.composition.Composition`) is charged per batch from its prefill chunks
     and decode contexts; with ``prefill_emits_token`` the prefill's iteration gives the first token
-    (``first_token_s == prefill_done_s``).  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
+    (``first_token_s == prefill_done_s``), and the iteration completing a recomputation after a
+    preemption gives the request's next token.  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
     forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
     start, and a finished request holds its slot and KV through one more batch.  With a KV cache both run in
     the compiled kernel (the composition evaluated from its model's ``kernel_table()``); a request that

@@ -126,7 +126,8 @@ class SimResult(Result):
     ``ttft_s = first_token_s - arrival_s``.  Engines that emit a token at the end of prefill
     correspond to ``prefill_done_s - arrival_s`` (column ``prefill_done_s``); an engine built with
     ``prefill_emits_token=True`` (vLLM) *is* such an engine: its first token comes with the prefill,
-    ``first_token_s == prefill_done_s`` and ``output_tokens - 1`` decode iterations follow.  ``ttlt_s = finish_s -
+    ``first_token_s == prefill_done_s`` and ``output_tokens - 1`` decode iterations follow (one fewer
+    per preemption: the iteration completing a recomputation gives the next token, as vLLM v1's does).  ``ttlt_s = finish_s -
     arrival_s``; ``tpot_s = (finish_s - first_token_s)/(output_tokens - 1)`` (the mean time between
     tokens of a request, NaN for one-token outputs); ``latency_per_token_s = ttlt_s/output_tokens``
     (the PARS paper's metric, arXiv:2510.03243); ``queueing_s = first_scheduled_s - arrival_s``.
