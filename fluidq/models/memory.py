@@ -200,35 +200,40 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     max_num_batched_tokens = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1,
                                      maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     max_num_seqs = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
-    per_token = model.kv_bytes_per_token_per_gpu(tp, kv_bytes_per_value=kv_bytes_per_value)
-    weights = model.weight_bytes_per_gpu(tp, expert_parallel_size=expert_parallel_size)
     if activation_reserve_gib is None:
-        reserve = activation_reserve_bytes(model, max_num_batched_tokens=max_num_batched_tokens,
-                                           max_num_seqs=max_num_seqs, tensor_parallel_size=tp)
+        reserve_given = None
         how = (f"estimated: {max_num_batched_tokens} batched tokens x (4 x hidden + 3 x ffn/tp) x "
                f"{model.bytes_per_value} B + {max_num_seqs} seqs x vocab x 8 B (fp32 logits, 2 copies) + "
                f"{NON_TORCH_OVERHEAD_GIB} GiB non-PyTorch memory")
     else:
         r = real("activation_reserve_gib", activation_reserve_gib, nonnegative=True, maximum=MAX_GPU_MEMORY_GIB,
                  why=GPU_MEMORY_WHY)
-        reserve = int(r * GIB)
+        reserve_given = int(r * GIB)
         how = "given"
     usable = int(mem * util * GIB)
-    left = usable - weights - reserve
+
+    def plan(t: int) -> tuple[int, int, int, int]:
+        """``(kv bytes per token per GPU, weights per GPU, reserve, bytes left for the cache)`` on ``t`` GPUs:
+        the one calculation, for the answer and for the tensor-parallel size a refusal suggests."""
+        per_token = model.kv_bytes_per_token_per_gpu(t, kv_bytes_per_value=kv_bytes_per_value)
+        weights = model.weight_bytes_per_gpu(t, expert_parallel_size=expert_parallel_size if t == tp else None)
+        reserve = reserve_given if reserve_given is not None else activation_reserve_bytes(
+            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, tensor_parallel_size=t)
+        return per_token, weights, reserve, usable - weights - reserve
+
+    per_token, weights, reserve, left = plan(tp)
     if left < per_token * bs:
         what = "the weights do not fit" if weights >= usable else \
             "the weights and reserve leave less than one KV block"
         hint = "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU"
         if expert_parallel_size is None:  # the smallest tensor-parallel size that leaves a block on this GPU
             for t in model.tensor_parallel_sizes(MAX_TP_HINT):
-                if t > tp and usable - model.weight_bytes_per_gpu(t) - (
-                        reserve if activation_reserve_gib is not None else activation_reserve_bytes(
-                            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                            tensor_parallel_size=t)) >= model.kv_bytes_per_token_per_gpu(
-                            t, kv_bytes_per_value=kv_bytes_per_value) * bs:
-                    hint += f"; it fits from --tensor-parallel-size {t}"
-                    break
-        if activation_reserve_gib is None and weights < usable:  # the estimated reserve is what leaves no room
+                if t > tp:
+                    tok, _, _, room = plan(t)
+                    if room >= tok * bs:
+                        hint += f"; it fits from --tensor-parallel-size {t}"
+                        break
+        if reserve_given is None and weights < usable:  # the estimated reserve is what leaves no room
             hint += (f"; the reserve grows with --max-num-seqs ({max_num_seqs} x vocab {model.vocab_size} x 8 B of "
                      f"logits) and --max-num-batched-tokens ({max_num_batched_tokens}): lower them")
         raise ParameterError(
