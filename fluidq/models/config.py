@@ -160,6 +160,7 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
     sw = cfg.get("sliding_window")
     if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0 and cfg.get("use_sliding_window", True) is not False:
         kw["sliding_window"] = sw
+        kw["n_sliding_layers"] = _sliding_layers(r, family, kw["n_layers"])
     try:
         source = f"config.json {_shown(path)}"
         if defaulted:
@@ -390,3 +391,23 @@ def _mla(r: _Reader, family: str) -> dict:
                    n_shared_experts=r.int("n_shared_experts", default=0, minimum=0),
                    n_dense_layers=r.int("first_k_dense_replace", default=0, minimum=0))
     return out
+
+
+def _sliding_layers(r: _Reader, family: str, n_layers: int) -> int:
+    """How many layers attend within the sliding window: ``layer_types`` where the config lists them (GPT-OSS,
+    newer Gemma/Qwen configs), else the family's rule -- Gemma-2 every other layer (the even ones), Gemma-3 all
+    but every ``sliding_window_pattern``-th (default 6), Qwen2/3 with ``use_sliding_window`` the layers from
+    ``max_window_layers`` on, any other family every layer (Mistral-7B-v0.1)."""
+    types = r.cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers or not all(isinstance(t, str) for t in types):
+            r.fail("layer_types", f"expected a list of {n_layers} strings, one per layer")
+        return sum(1 for t in types if t == "sliding_attention")
+    if family == "gemma2":
+        return (n_layers + 1) // 2
+    if family == "gemma3_text":
+        pattern = r.int("sliding_window_pattern", default=6)
+        return n_layers - n_layers // pattern
+    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
+        return n_layers - min(n_layers, r.int("max_window_layers", default=n_layers, minimum=0))
+    return n_layers

@@ -146,9 +146,12 @@ class ModelFacts:
     position_embeddings : int
         Rows of a learned absolute-position table (OPT: ``max_position_embeddings + 2``); 0 for rotary.
     sliding_window : int or None
-        The attention window of the layers that use one (Mistral-7B-v0.1, Gemma-2/3); informative only:
-        the KV cache is sized for full attention on every layer (as vLLM's allocator does for a model whose
-        layers it does not split into groups).
+        The attention window of the layers that use one (Mistral-7B-v0.1, Gemma-2/3, GPT-OSS).
+    n_sliding_layers : int
+        How many layers attend within ``sliding_window`` (the others attend to the whole context): all of
+        Mistral-7B-v0.1's, every other of Gemma-2's and GPT-OSS's, five in six of Gemma-3's.  The KV bytes
+        per token count every layer in full (what vLLM logs as its "GPU KV cache size"); a request longer
+        than the window holds less, which :meth:`~fluidq.models.KVCapacityEstimate.tokens_at_context` says.
     source : str
         Where the numbers come from.
     """
@@ -185,6 +188,7 @@ class ModelFacts:
     norm_bias: bool = False
     position_embeddings: int = 0
     sliding_window: int | None = None
+    n_sliding_layers: int = 0
     source: str = ""
 
     def __post_init__(self):
@@ -233,6 +237,10 @@ class ModelFacts:
              why="no model has a context of more than 2**40 tokens")
         _int("sliding_window", self.sliding_window, allow_none=True, maximum=2**40,
              why="no model has a context of more than 2**40 tokens")
+        _int("n_sliding_layers", self.n_sliding_layers, minimum=0, maximum=self.n_layers,
+             why=f"a model of n_layers={self.n_layers} has no more windowed layers")
+        if self.n_sliding_layers and self.sliding_window is None:
+            raise ParameterError("n_sliding_layers", self.n_sliding_layers, "0 without a sliding_window")
         for f in ("tie_word_embeddings", "attention_bias", "qk_norm", "gated_mlp", "linear_bias", "norm_bias",
                   "quantize_attention"):
             if not isinstance(getattr(self, f), bool):
@@ -557,8 +565,13 @@ class ModelFacts:
             return (f"MLA latent cache: n_layers x (kv_lora_rank + qk_rope_head_dim) x bytes = {self.n_layers} x "
                     f"({self.kv_lora_rank} + {self.qk_rope_head_dim}) x {self.bytes_per_value}; replicated on every "
                     "tensor-parallel GPU")
-        return (f"2 x n_layers x n_kv_heads x head_dim x bytes = 2 x {self.n_layers} x {self.n_kv_heads} x "
+        rule = (f"2 x n_layers x n_kv_heads x head_dim x bytes = 2 x {self.n_layers} x {self.n_kv_heads} x "
                 f"{self.head_dim} x {self.bytes_per_value}; per GPU max(1, n_kv_heads // tp) KV heads")
+        if self.n_sliding_layers:
+            rule += (f"; the {self.n_sliding_layers} of {self.n_layers} layers with a {self.sliding_window}-token "
+                     "sliding window counted in full, as vLLM logs its KV cache size (a request longer than the "
+                     "window holds less: KVCapacityEstimate.tokens_at_context)")
+        return rule
 
     @classmethod
     def from_config(cls, path, *, name: str | None = None, dtype: str | None = None,

@@ -71,6 +71,9 @@ class KVCapacityEstimate:
         Every input, for provenance.
     reason : str
         That this is an estimate, and the formula with its numbers.
+    n_layers, n_sliding_layers, sliding_window : int, int, int or None
+        The model's layers, how many of them attend within a sliding window, and the window (for
+        :meth:`tokens_at_context`).
     """
 
     tokens: int
@@ -85,6 +88,31 @@ class KVCapacityEstimate:
     inputs: dict
     reason: str
     method: str = "estimate"
+    n_layers: int = 0
+    n_sliding_layers: int = 0
+    sliding_window: int | None = None
+
+    def tokens_at_context(self, context_tokens: float) -> int:
+        """Context tokens the cache holds when each request has ``context_tokens``: :attr:`tokens` for a model
+        without sliding-window layers or requests within the window; more for longer requests.
+
+        :attr:`tokens` counts every layer in full for every token, which is what vLLM logs as its "GPU KV cache
+        size".  vLLM's hybrid allocator (v0.10 on) draws the blocks of the full-attention and the windowed
+        layers from one pool and frees a windowed layer's blocks that fall out of the window, so a request of
+        ``n`` tokens takes ``L_full x n + L_sliding x min(n, window + block_size)`` layer-tokens, where every layer
+        in full takes ``L x n``.  Hence ``tokens x L / (L_full + L_sliding x min(1, (window + block_size) / n))``,
+        floored to blocks: up to ``L / L_full`` times :attr:`tokens` (GPT-OSS 2x, Gemma-3 about 6x) for requests
+        much longer than the window.  An approximation: every request is taken at the same ``n``, and
+        ``window + block_size`` bounds the blocks a windowed layer keeps.
+        """
+        c = real("context_tokens", context_tokens, positive=True, maximum=float(MAX_BUDGET_TOKENS) * 64,
+                 why="no model has a context of more than 2**30 tokens")
+        if not self.n_sliding_layers:
+            return self.tokens
+        full = self.n_layers - self.n_sliding_layers
+        kept = min(1.0, (self.sliding_window + self.block_size) / c)
+        tokens = self.tokens * self.n_layers / (full + self.n_sliding_layers * kept)
+        return int(tokens // self.block_size) * self.block_size
 
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "blocks": self.blocks, "block_size": self.block_size,
@@ -261,4 +289,6 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     return KVCapacityEstimate(tokens=int(tokens), blocks=int(blocks), block_size=bs,
                               kv_bytes_per_token_per_gpu=per_token, weight_bytes_per_gpu=weights,
                               reserve_bytes=reserve, usable_bytes=usable, kv_bytes=left,
-                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason)
+                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
+                              n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
+                              sliding_window=model.sliding_window)

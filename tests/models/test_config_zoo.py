@@ -109,7 +109,8 @@ SAME = {"Llama-2-7B": "Llama-2-7B", "Llama-2-70B": "Llama-2-70B", "Llama-3.1-8B"
 SHAPES = ("architecture", "n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size",
           "vocab_size", "n_experts", "experts_per_token", "moe_intermediate_size", "n_shared_experts", "n_dense_layers",
           "dtype", "quantization", "quantize_attention", "tie_word_embeddings", "attention_bias", "qk_norm",
-          "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "norms_per_layer")
+          "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "norms_per_layer",
+          "sliding_window", "n_sliding_layers")
 
 
 @pytest.mark.parametrize("config,row", sorted(SAME.items()))
@@ -276,3 +277,31 @@ def test_the_roofline_reads_gpt_oss_attention_in_bf16():
     extra = 24 * (2 * 2880 * 4096 + 2 * 2880 * 512) * (2 - 4.25 / 8)  # the attention weights' extra bytes
     bandwidth = gpu.memory_bandwidth * kept.memory_efficiency
     assert kept.breakdown(1)["linear"] - quantized.breakdown(1)["linear"] == pytest.approx(extra / bandwidth, rel=1e-9)
+
+
+@pytest.mark.parametrize("name,window,sliding", [
+    ("GPT-OSS-20B", 128, 12), ("GPT-OSS-120B", 128, 18), ("Gemma-2-9B", 4096, 21), ("Gemma-3-4B", 1024, 29),
+    ("Gemma-3-27B", 1024, 52), ("Mistral-7B-v0.1", 4096, 32), ("Qwen2.5-7B", None, 0), ("Llama-3.1-8B", None, 0)])
+def test_sliding_window_layers_are_counted(tmp_path, name, window, sliding):
+    """GPT-OSS from its layer_types, Gemma-2 every other layer, Gemma-3 five in six, Mistral-7B-v0.1 all; Qwen2.5
+    declares a window it does not use (use_sliding_window false)."""
+    m = facts(tmp_path, name)
+    assert (m.sliding_window, m.n_sliding_layers) == (window, sliding)
+    assert ("sliding window" in m.kv_rule) is bool(sliding)
+
+
+def test_kv_tokens_at_a_context_longer_than_the_window():
+    """The planner's tokens count every layer in full (vLLM's logged "GPU KV cache size"); with vLLM's hybrid
+    allocator a request longer than the window holds its windowed layers' last window + block only.  GPT-OSS-120B
+    on one H100: 1,200-token requests fit 1.78 times the logged tokens, long ones up to 2 times; a model without
+    windowed layers, or requests within the window, the logged tokens."""
+    e = kv_capacity_estimate(load_model("GPT-OSS-120B"), gpu_memory_gib=load_gpu("H100").memory_gib)
+    assert e.tokens_at_context(100) == e.tokens_at_context(144) == e.tokens  # within window + block: no saving
+    ratio = e.tokens_at_context(1200) / e.tokens
+    assert ratio == pytest.approx(36 / (18 + 18 * 144 / 1200), rel=1e-3) and 1.7 < ratio < 2
+    assert e.tokens_at_context(10**7) / e.tokens == pytest.approx(2, rel=1e-3)
+    assert e.tokens_at_context(1200) % 16 == 0
+    dense = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=79.22)
+    assert dense.tokens_at_context(10**6) == dense.tokens
+    with pytest.raises(ParameterError, match="context_tokens"):
+        e.tokens_at_context(0)
