@@ -305,3 +305,18 @@ def test_kv_tokens_at_a_context_longer_than_the_window():
     assert dense.tokens_at_context(10**6) == dense.tokens
     with pytest.raises(ParameterError, match="context_tokens"):
         e.tokens_at_context(0)
+
+
+def test_a_refusal_for_memory_names_the_fp8_checkpoint():
+    """Llama-3.1-405B in bf16 needs 16 H100s; its FP8 checkpoint (RedHatAI's, Meta's own) runs on the usual 8: the
+    refusal says so (before: only more TP or a larger GPU)."""
+    m = load_model("Llama-3.1-405B")
+    with pytest.raises(ParameterError) as exc:
+        kv_capacity_estimate(m, gpu_memory_gib=79.22, tensor_parallel_size=8)
+    hint = exc.value.hint
+    assert "fits from --tensor-parallel-size 16" in hint and "an FP8 checkpoint of the model takes" in hint
+    assert "fits at this size" in hint
+    kv_capacity_estimate(m.replace(quantization="fp8"), gpu_memory_gib=79.22, tensor_parallel_size=8)
+    with pytest.raises(ParameterError) as exc:  # on 4 GPUs FP8 does not fit either: not said to
+        kv_capacity_estimate(m, gpu_memory_gib=79.22, tensor_parallel_size=4)
+    assert "FP8 checkpoint" in exc.value.hint and "fits at this size" not in exc.value.hint
