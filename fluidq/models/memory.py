@@ -21,7 +21,7 @@ from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
 from ..errors import ParameterError
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
 
-__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "GIB",
+__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "GIB",
            "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB"]
 
 GIB = 1 << 30
@@ -299,3 +299,12 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
                               reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
                               n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
                               sliding_window=model.sliding_window)
+
+
+def sliding_note(estimate: KVCapacityEstimate, tokens: int) -> str:
+    """Words for a KV cache of ``tokens`` taken from :meth:`KVCapacityEstimate.tokens_at_context` rather than the
+    logged :attr:`~KVCapacityEstimate.tokens` (a model with sliding-window layers)."""
+    return (f"; {tokens:,} context tokens at the workload's mean context where vLLM logs {estimate.tokens:,}: "
+            f"{estimate.n_sliding_layers} of {estimate.n_layers} layers keep only their last "
+            f"{estimate.sliding_window} + {estimate.block_size} tokens (vLLM's hybrid KV-cache allocator; "
+            "every request taken at the mean)")

@@ -187,8 +187,9 @@ def test_every_config_through_the_cli(tmp_path, capsys, name):
                 answered += 1
                 kv = json.loads(out)["inputs"]["kv_capacity_tokens"]
                 e = kv_capacity_estimate(m, gpu_memory_gib=gpu.memory_gib, tensor_parallel_size=tp)
-                assert kv == e.tokens, (name, g, tp)
-                used = e.weight_bytes_per_gpu + e.reserve_bytes + kv * e.kv_bytes_per_token_per_gpu
+                assert kv == e.tokens_at_context(1000 + 200 / 2), (name, g, tp)  # e.tokens without windows
+                assert kv == e.tokens or m.n_sliding_layers and m.sliding_window + 16 < 1100
+                used = e.weight_bytes_per_gpu + e.reserve_bytes + e.tokens * e.kv_bytes_per_token_per_gpu
                 assert used <= 0.9 * gpu.memory_gib * GIB < used + e.kv_bytes_per_token_per_gpu * 16 + 1
                 continue
             assert err.count("\n") == 1, err
@@ -320,3 +321,30 @@ def test_a_refusal_for_memory_names_the_fp8_checkpoint():
     with pytest.raises(ParameterError) as exc:  # on 4 GPUs FP8 does not fit either: not said to
         kv_capacity_estimate(m, gpu_memory_gib=79.22, tensor_parallel_size=4)
     assert "FP8 checkpoint" in exc.value.hint and "fits at this size" not in exc.value.hint
+
+
+def test_the_cli_plans_a_windowed_models_cache_at_the_workloads_context(capsys):
+    """GPT-OSS-120B on one H100 at 1,000 + 200 tokens: before, the cache was the 139,008 tokens vLLM logs and bound
+    at 16.8 req/s; vLLM's hybrid allocator holds 1.77 times that at a mean context of 1,100 (its windowed half keeps
+    144 tokens a request), which the answer now takes and says.  A model without windows, or a --kv-capacity, is
+    unchanged."""
+    from fluidq.engine import roofline_engine
+
+    args = ["--gpu", "H100", "--input-len", "1000", "--output-len", "200", "--json"]
+    rc, out, err = run_cli(["capacity", "--model", "gpt-oss-120b", *args], capsys)
+    i = json.loads(out)["inputs"]
+    e = kv_capacity_estimate(load_model("GPT-OSS-120B"), gpu_memory_gib=load_gpu("H100").memory_gib)
+    assert rc == 0 and i["kv_capacity_tokens"] == e.tokens_at_context(1100) > 1.7 * e.tokens, err
+    assert f"where vLLM logs {e.tokens:,}" in i["kv_source"] and "hybrid KV-cache allocator" in i["kv_source"]
+    eng = roofline_engine("GPT-OSS-120B", "H100", context_tokens=1100)
+    assert eng.kv_capacity_tokens == i["kv_capacity_tokens"]
+    assert roofline_engine("GPT-OSS-120B", "H100").kv_capacity_tokens == e.tokens  # no context: the logged tokens
+    rc, out, _ = run_cli(["capacity", "--model", "gpt-oss-120b", *args, "--kv-capacity", "139008"], capsys)
+    assert json.loads(out)["inputs"]["kv_capacity_tokens"] == 139008
+    rc, out, _ = run_cli(["capacity", "--model", "Llama-3.1-8B", *args], capsys)
+    i = json.loads(out)["inputs"]
+    assert i["kv_capacity_tokens"] == kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=79.22).tokens
+    assert "hybrid" not in i["kv_source"]
+    rc, out, _ = run_cli(["check", "--model", "gpt-oss-120b", *args[:-1], "--load", "0.5", "--policy", "sarathi"],
+                         capsys)
+    assert rc == 0 and f"KV cache {e.tokens_at_context(1100):,} tokens at a mean context of 1100" in out
