@@ -261,13 +261,12 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
                     if room >= tok * bs:
                         hint += f"; it fits from --tensor-parallel-size {t}"
                         break
-        if model.quantization is None and model.bytes_per_value >= 2:  # the usual way to fewer GPUs
+        if model.quantization is None and model.bytes_per_value >= 2 and weights >= usable:  # the weights alone
             fp8 = model.replace(quantization="fp8").weight_bytes_per_gpu(
                 tp, expert_parallel_size=expert_parallel_size)
             fits = usable - fp8 - reserve >= per_token * bs
-            if fits or weights >= usable:  # not where the reserve alone leaves no room
-                hint += (f"; an FP8 checkpoint of the model takes {fp8 / GIB:.2f} GiB per GPU"
-                         + (" and fits at this size" if fits else ""))
+            hint += (f"; an FP8 checkpoint of the model takes {fp8 / GIB:.2f} GiB per GPU"
+                     + (" and fits at this size" if fits else ""))
         if reserve_given is None and weights < usable:  # the estimated reserve is what leaves no room
             hint += (f"; the reserve grows with --max-num-seqs ({max_num_seqs} x vocab {model.vocab_size} x 8 B of "
                      f"logits) and --max-num-batched-tokens ({max_num_batched_tokens}): lower them")
