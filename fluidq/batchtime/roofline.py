@@ -166,6 +166,8 @@ class Roofline(BatchTime):
             mats.append((m.n_layers, h, max(1, att // tp // h)))
         else:
             mats += [(m.n_layers, h, (nh + 2 * kvh) * d), (m.n_layers, nh * d, h)]
+        # the attention projections' bytes per weight: a checkpoint may quantize the MLPs only (GPT-OSS's MXFP4)
+        mats = [(*x, m.attention_bytes_per_param) for x in mats]
         dense_layers = m.n_layers if not m.is_moe else m.n_dense_layers
         up = m.mlp_matrices - 1  # gate and up (SwiGLU/GeGLU), or up alone
         if dense_layers:
@@ -201,8 +203,8 @@ class Roofline(BatchTime):
         b = np.asarray(b, dtype=float)
         bpv, wb = k["bpv"], k["wb"]
         lin = np.zeros(np.broadcast(b, kv).shape)
-        for layers, i, o in k["mats"]:
-            lin = lin + layers * self._roof(2.0 * b * i * o, i * o * wb + b * (i + o) * bpv)
+        for layers, i, o, *w in k["mats"]:
+            lin = lin + layers * self._roof(2.0 * b * i * o, i * o * (w[0] if w else wb) + b * (i + o) * bpv)
         moe = k["moe"]
         if moe is not None:
             E, top = moe["experts"], moe["k"]

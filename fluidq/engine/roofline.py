@@ -9,7 +9,8 @@ __all__ = ["roofline_engine"]
 
 def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2048, k_max: int | None = 256,
                     kv_capacity_tokens: int | None = None, gpu_memory_utilization: float = 0.9,
-                    gpu_memory_gib: float | None = None, dtype: str | None = None, name: str | None = None):
+                    gpu_memory_gib: float | None = None, dtype: str | None = None, name: str | None = None,
+                    context_tokens: float | None = None):
     """The engine of ``model`` on ``tensor_parallel_size`` GPUs ``gpu``, as vLLM runs it.
 
     Parameters
@@ -26,6 +27,10 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
     kv_capacity_tokens : int, optional
         The KV cache; default: vLLM's memory planner (:func:`fluidq.models.kv_capacity_estimate`) on the GPU
         table's memory (or ``gpu_memory_gib``) times ``gpu_memory_utilization``.
+    context_tokens : float, optional
+        The mean context a request holds (prompt + output / 2): for a model with sliding-window layers the
+        planned cache then holds :meth:`~fluidq.models.KVCapacityEstimate.tokens_at_context` tokens (vLLM's
+        hybrid allocator frees what falls out of a window); default, and for other models, the planner's tokens.
     dtype : str, optional
         The model's number format instead of its config's (``"float16"``, ``"fp8"``... see ModelFacts).
     name : str, optional
@@ -57,7 +62,9 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
         kv_capacity_tokens = kv_capacity_estimate(
             model, gpu_memory_gib=rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib,
             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=rf.tensor_parallel_size,
-            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256).tokens
+            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256)
+        kv_capacity_tokens = (kv_capacity_tokens.tokens if context_tokens is None
+                              else kv_capacity_tokens.tokens_at_context(context_tokens))
     # vLLM's engine: the iteration that completes a prefill emits the first output token (as
     # fluidq.validate.replay.vllm_engine and predict_capacity's flow balance, m_d - 1 decode iterations)
     return Engine(batch_time=rf.context_aware(), b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,

@@ -10,13 +10,17 @@ and Falcon, as their config classes) and ``attention_bias`` to the family's (tru
 otherwise).
 
 Families: the Llama layout (``llama``, ``mistral``, ``qwen2``, ``qwen3``, ``gemma``, ``gemma2``,
-``gemma3_text``, ``phi3``), its mixtures of experts (``mixtral``, ``qwen2_moe``, ``qwen3_moe``, ``llama4_text``), MLA
+``gemma3_text``, ``phi3``), its mixtures of experts (``mixtral``, ``qwen2_moe``, ``qwen3_moe``, ``llama4_text``,
+``gpt_oss``), MLA
 (``deepseek_v2``, ``deepseek_v3``), and the classic layouts with LayerNorms, biases and an MLP without a
 gate (``gpt_neox``, ``opt``, ``falcon``, ``phi``).  A multimodal wrapper's text model is read from its
 ``text_config`` (Llama-4, Gemma-3, LLaVA, Mistral-3) or from the top level (Qwen2-VL, Qwen2.5-VL); its vision
-encoder is not counted.  ``torch_dtype`` or ``dtype``: a float32 checkpoint is served in bfloat16, as vLLM's
-``--dtype auto`` does.  ``quantization_config``: FP8 (``fp8``, ``fbgemm_fp8``, compressed-tensors,
-modelopt) and 4/8-bit integer weights (``awq``, ``gptq``, compressed-tensors); others are refused by name.
+encoder is not counted.  ``torch_dtype`` or ``dtype``: a float32 checkpoint, or a config with neither key, is
+served in bfloat16, as vLLM's ``--dtype auto`` does.  ``quantization_config``: FP8 (``fp8``, ``fbgemm_fp8``,
+compressed-tensors, modelopt), MXFP4 (``mxfp4``, GPT-OSS) and 4/8-bit integer weights (``awq``, ``gptq``,
+compressed-tensors); others are refused by name; modules it leaves out (``modules_to_not_convert``, ``ignore``)
+that name ``self_attn`` keep the attention projections in ``dtype``.  Keys a family's published configs omit
+take the default of its config class, listed in :data:`CLASS_DEFAULTS` and named in the facts' ``source``.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ MAX_CONFIG_BYTES = 16 << 20
 
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3", "gpt_neox", "opt",
          "falcon", "phi")
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "llama4_text", "gpt_oss")
 MLA = ("deepseek_v2", "deepseek_v3")
 FAMILIES = DENSE + MOE + MLA
 
@@ -41,6 +45,13 @@ ALIASES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen2_vl_text": "qwen2",
            "mistral3": "mistral", "llava": "llama", "llava_next": "llama", "pixtral": "mistral", "kimi_vl": "deepseek_v3",
            "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "kimi_k2": "deepseek_v3",
            "granite": "llama"}
+
+#: keys a family's published configs omit, with the default of its Hugging Face config class (transformers
+#: fills them in the same way): Gemma-3's multimodal checkpoints (gemma-3-4b/12b/27b-it) give only the widths and
+#: layers under ``text_config``.  A key not listed here is never defaulted: a config without ``hidden_size`` is
+#: refused naming it.
+CLASS_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
+                                  "head_dim": 256, "max_position_embeddings": 131072}}
 
 # the config key each ModelFacts field comes from (for messages about values the dataclass refuses)
 _KEY_OF = {"n_layers": "num_hidden_layers", "hidden_size": "hidden_size", "n_heads": "num_attention_heads",
@@ -126,6 +137,12 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
     if family not in FAMILIES:
         r.fail("model_type", f"{family!r} is not a family fluidq reads; known: {', '.join(FAMILIES)} "
                f"(and {', '.join(ALIASES)}); a model of the same shapes can be given as one of them")
+    defaulted = [k for k in CLASS_DEFAULTS.get(family, {}) if cfg.get(k) is None]
+    if defaulted:
+        cfg = {**cfg, **{k: CLASS_DEFAULTS[family][k] for k in defaulted}}
+        r = _Reader(where, cfg)
+    if dtype is None and cfg.get("torch_dtype") is None and cfg.get("dtype") is None:
+        defaulted.append("torch_dtype")  # vLLM reads no torch_dtype as float32, which --dtype auto serves in bf16
     if name is None:
         name = cfg.get("_name_or_path") if isinstance(cfg.get("_name_or_path"), str) else None
         if not name or not name.strip():
@@ -136,13 +153,20 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
         kw = _classic(r, family)
     else:
         kw = _modern(r, family)
-    kw.update(name=name, architecture=family, dtype=_dtype(r, dtype), quantization=_quantization(r, family),
+    quant, quant_attention = _quantization(r, family)
+    kw.update(name=name, architecture=family, dtype=_dtype(r, dtype), quantization=quant,
+              quantize_attention=quant_attention,
               max_position_embeddings=r.int("max_position_embeddings", default=None, minimum=0) or None)
     sw = cfg.get("sliding_window")
     if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0 and cfg.get("use_sliding_window", True) is not False:
         kw["sliding_window"] = sw
+        kw["n_sliding_layers"] = _sliding_layers(r, family, kw["n_layers"])
     try:
-        return ModelFacts(**kw, source=f"config.json {_shown(path)}")
+        source = f"config.json {_shown(path)}"
+        if defaulted:
+            source += ("; not in the file, the defaults of its config class (as transformers and vLLM read it): "
+                       + ", ".join(f"{k}={CLASS_DEFAULTS.get(family, {}).get(k, 'bfloat16')}" for k in defaulted))
+        return ModelFacts(**kw, source=source)
     except FluidqError as exc:
         field = getattr(exc, "name", None)
         key = _KEY_OF.get(field, field)
@@ -187,6 +211,10 @@ def _modern(r: _Reader, family: str) -> dict:
         r.fail("mlp_bias", "true: MLP biases are not counted by fluidq (no supported family has them)")
     if family == "mixtral":
         kw.update(n_experts=r.int("num_local_experts"), experts_per_token=r.int("num_experts_per_tok"),
+                  moe_intermediate_size=kw["intermediate_size"])
+    elif family == "gpt_oss":  # every layer has experts of width intermediate_size; no shared expert
+        kw.update(n_experts=r.int("num_local_experts"),
+                  experts_per_token=r.int("num_experts_per_tok", default=None) or r.int("experts_per_token"),
                   moe_intermediate_size=kw["intermediate_size"])
     elif family == "qwen3_moe":
         kw.update(n_experts=r.int("num_experts"), experts_per_token=r.int("num_experts_per_tok"),
@@ -262,11 +290,10 @@ def _dtype(r: _Reader, override):
         if override not in DTYPE_BYTES:
             raise ParameterError("dtype", override, f"one of {', '.join(DTYPE_BYTES)}")
         return override
-    key = "torch_dtype" if "torch_dtype" in r.cfg else "dtype"  # newer transformers write "dtype"
+    key = "torch_dtype" if r.cfg.get("torch_dtype") is not None else "dtype"  # newer transformers write "dtype"
     v = r.str(key)
-    if v is None:
-        r.fail("torch_dtype", "missing (the number format of the weights: " + ", ".join(DTYPE_BYTES) +
-               "; or pass dtype=)")
+    if v is None:  # vLLM takes a config without torch_dtype as float32, which its --dtype auto serves in bf16
+        return "bfloat16"
     v = v.removeprefix("torch.")
     if v not in DTYPE_BYTES:
         r.fail(key, f"{v!r} is not a format fluidq knows; known: {', '.join(DTYPE_BYTES)}")
@@ -276,15 +303,31 @@ def _dtype(r: _Reader, override):
 
 
 def _quantization(r: _Reader, family: str):
-    """The weight format of ``quantization_config``: ``fp8``, ``int8`` or ``int4`` (weight-only), or ``None``."""
+    """``(format, attention too)``: the weight format of ``quantization_config`` (``fp8``, ``int8``, ``int4``,
+    ``mxfp4``, or ``None``), and whether it covers the attention projections (``False`` when the modules it
+    leaves out name ``self_attn``, as GPT-OSS's do)."""
     q = r.cfg.get("quantization_config")
     if q is None:
-        return None
+        return None, True
     if not isinstance(q, dict):
         r.fail("quantization_config", f"{q!r} is not an object")
+    skipped = []
+    for key in ("modules_to_not_convert", "ignore", "ignored_layers"):
+        v = q.get(key)
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            skipped += [m for m in v if isinstance(m, str)]
+    attention = not any("self_attn" in m for m in skipped)
+    return _quant_format(r, q), attention
+
+
+def _quant_format(r: _Reader, q: dict):
     method = q.get("quant_method")
     if method in ("fp8", "fbgemm_fp8"):
         return "fp8"
+    if method == "mxfp4":  # GPT-OSS: 4-bit floats, one 8-bit exponent per 32 (vLLM keeps them so)
+        return "mxfp4"
     if method in ("awq", "gptq", "awq_marlin", "gptq_marlin", "marlin", "auto-round", "quark_int4"):
         bits = q.get("bits", q.get("w_bit", 4))
         if bits in (4, 8):
@@ -297,8 +340,8 @@ def _quantization(r: _Reader, family: str):
         if algo.upper() == "FP8":
             return "fp8"
     r.fail("quantization_config", f"quant_method {method!r}: fluidq sizes FP8 (fp8, fbgemm_fp8, "
-           "compressed-tensors, modelopt FP8) and 4/8-bit integer weights (awq, gptq, compressed-tensors); "
-           "not FP4, NF4 (bitsandbytes) or other formats")
+           "compressed-tensors, modelopt FP8), MXFP4 (mxfp4) and 4/8-bit integer weights (awq, gptq, "
+           "compressed-tensors); not NVFP4, NF4 (bitsandbytes) or other formats")
 
 
 def _compressed_tensors(r: _Reader, q: dict):
@@ -348,3 +391,23 @@ def _mla(r: _Reader, family: str) -> dict:
                    n_shared_experts=r.int("n_shared_experts", default=0, minimum=0),
                    n_dense_layers=r.int("first_k_dense_replace", default=0, minimum=0))
     return out
+
+
+def _sliding_layers(r: _Reader, family: str, n_layers: int) -> int:
+    """How many layers attend within the sliding window: ``layer_types`` where the config lists them (GPT-OSS,
+    newer Gemma/Qwen configs), else the family's rule -- Gemma-2 every other layer (the even ones), Gemma-3 all
+    but every ``sliding_window_pattern``-th (default 6), Qwen2/3 with ``use_sliding_window`` the layers from
+    ``max_window_layers`` on, any other family every layer (Mistral-7B-v0.1)."""
+    types = r.cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != n_layers or not all(isinstance(t, str) for t in types):
+            r.fail("layer_types", f"expected a list of {n_layers} strings, one per layer")
+        return sum(1 for t in types if t == "sliding_attention")
+    if family == "gemma2":
+        return (n_layers + 1) // 2
+    if family == "gemma3_text":
+        pattern = r.int("sliding_window_pattern", default=6)
+        return n_layers - n_layers // pattern
+    if family in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
+        return n_layers - min(n_layers, r.int("max_window_layers", default=n_layers, minimum=0))
+    return n_layers

@@ -46,8 +46,10 @@ DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "f
 #: the quantizations whose weight size is known, and the bytes each decoder-layer projection matrix's
 #: parameter takes: ``fp8`` (and fbgemm/compressed-tensors FP8) 1 byte; ``int8`` weight-only 1 byte; ``int4``
 #: (AWQ, GPTQ, compressed-tensors W4A16) half a byte plus a 16-bit scale and a 4-bit zero point per group
-#: of 128 weights (the formats' default group).  Embedding, LM head, norms and routers stay in ``dtype``.
-QUANTIZATIONS = {"fp8": 1.0, "int8": 1.0, "int4": 0.5 + (2 + 0.5) / 128}
+#: of 128 weights (the formats' default group); ``mxfp4`` (the OCP microscaling format GPT-OSS ships its
+#: experts in) half a byte plus one 8-bit shared exponent per block of 32.  Embedding, LM head, norms and
+#: routers stay in ``dtype``.
+QUANTIZATIONS = {"fp8": 1.0, "int8": 1.0, "int4": 0.5 + (2 + 0.5) / 128, "mxfp4": 0.5 + 1 / 32}
 
 #: Largest width (hidden size, head dim, MLP width, vocabulary): 2**24.  Today's largest hidden
 #: sizes are about 2**14 and vocabularies about 2**18; products of a few such widths stay exact ints.
@@ -113,7 +115,13 @@ class ModelFacts:
         (DeepSeek-V3's checkpoint; block scales, about 0.006 % more, are not counted) and multiplied at
         the GPU's FP8 rate; ``"int8"`` / ``"int4"``: weight-only integer formats (GPTQ, AWQ,
         compressed-tensors W8A16/W4A16), 1 byte / about 0.52 byte per parameter (:data:`QUANTIZATIONS`),
-        multiplied at the ``dtype`` rate after dequantisation.
+        multiplied at the ``dtype`` rate after dequantisation; ``"mxfp4"``: 4-bit floats with a shared
+        8-bit exponent per 32 (GPT-OSS's experts), about 0.53 byte per parameter, multiplied at the ``dtype``
+        rate.
+    quantize_attention : bool
+        The quantization covers the attention projections too (the default); ``False`` when the checkpoint
+        keeps them in ``dtype`` (GPT-OSS's ``modules_to_not_convert: self_attn``): only the MLPs and
+        experts are in the quantized format.
     tie_word_embeddings : bool
         The LM head shares the embedding matrix.
     attention_bias : bool
@@ -138,9 +146,12 @@ class ModelFacts:
     position_embeddings : int
         Rows of a learned absolute-position table (OPT: ``max_position_embeddings + 2``); 0 for rotary.
     sliding_window : int or None
-        The attention window of the layers that use one (Mistral-7B-v0.1, Gemma-2/3); informative only:
-        the KV cache is sized for full attention on every layer (as vLLM's allocator does for a model whose
-        layers it does not split into groups).
+        The attention window of the layers that use one (Mistral-7B-v0.1, Gemma-2/3, GPT-OSS).
+    n_sliding_layers : int
+        How many layers attend within ``sliding_window`` (the others attend to the whole context): all of
+        Mistral-7B-v0.1's, every other of Gemma-2's and GPT-OSS's, five in six of Gemma-3's.  The KV bytes
+        per token count every layer in full (what vLLM logs as its "GPU KV cache size"); a request longer
+        than the window holds less, which :meth:`~fluidq.models.KVCapacityEstimate.tokens_at_context` says.
     source : str
         Where the numbers come from.
     """
@@ -161,6 +172,7 @@ class ModelFacts:
     n_dense_layers: int = 0
     dtype: str = "bfloat16"
     quantization: str | None = None
+    quantize_attention: bool = True
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     qk_norm: bool = False
@@ -176,6 +188,7 @@ class ModelFacts:
     norm_bias: bool = False
     position_embeddings: int = 0
     sliding_window: int | None = None
+    n_sliding_layers: int = 0
     source: str = ""
 
     def __post_init__(self):
@@ -224,7 +237,12 @@ class ModelFacts:
              why="no model has a context of more than 2**40 tokens")
         _int("sliding_window", self.sliding_window, allow_none=True, maximum=2**40,
              why="no model has a context of more than 2**40 tokens")
-        for f in ("tie_word_embeddings", "attention_bias", "qk_norm", "gated_mlp", "linear_bias", "norm_bias"):
+        _int("n_sliding_layers", self.n_sliding_layers, minimum=0, maximum=self.n_layers,
+             why=f"a model of n_layers={self.n_layers} has no more windowed layers")
+        if self.n_sliding_layers and self.sliding_window is None:
+            raise ParameterError("n_sliding_layers", self.n_sliding_layers, "0 without a sliding_window")
+        for f in ("tie_word_embeddings", "attention_bias", "qk_norm", "gated_mlp", "linear_bias", "norm_bias",
+                  "quantize_attention"):
             if not isinstance(getattr(self, f), bool):
                 raise ParameterTypeError(f"{f}={getattr(self, f)!r}: expected True or False")
         mla = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -383,11 +401,18 @@ class ModelFacts:
         quantized format's (:data:`QUANTIZATIONS`)."""
         return QUANTIZATIONS[self.quantization] if self.quantization else float(self.bytes_per_value)
 
+    @property
+    def attention_bytes_per_param(self) -> float:
+        """Bytes one parameter of the attention projections takes: :attr:`matrix_bytes_per_param`, or the
+        ``dtype``'s when the quantization leaves attention out (``quantize_attention=False``)."""
+        return self.matrix_bytes_per_param if self.quantize_attention else float(self.bytes_per_value)
+
     def _bytes(self, counts: dict[str, int]) -> int:
         b = self.bytes_per_value
         if self.quantization:  # the layers' projection matrices in the quantized format, the rest in dtype
             q = self.matrix_bytes_per_param
-            matrices = ("attention_matrices", "dense_mlp", "routed_experts", "shared_experts")
+            matrices = ("attention_matrices",) * self.quantize_attention + ("dense_mlp", "routed_experts",
+                                                                            "shared_experts")
             return int(round(sum(v * (q if k in matrices else b) for k, v in counts.items())))
         return b * sum(counts.values())
 
@@ -540,8 +565,13 @@ class ModelFacts:
             return (f"MLA latent cache: n_layers x (kv_lora_rank + qk_rope_head_dim) x bytes = {self.n_layers} x "
                     f"({self.kv_lora_rank} + {self.qk_rope_head_dim}) x {self.bytes_per_value}; replicated on every "
                     "tensor-parallel GPU")
-        return (f"2 x n_layers x n_kv_heads x head_dim x bytes = 2 x {self.n_layers} x {self.n_kv_heads} x "
+        rule = (f"2 x n_layers x n_kv_heads x head_dim x bytes = 2 x {self.n_layers} x {self.n_kv_heads} x "
                 f"{self.head_dim} x {self.bytes_per_value}; per GPU max(1, n_kv_heads // tp) KV heads")
+        if self.n_sliding_layers:
+            rule += (f"; the {self.n_sliding_layers} of {self.n_layers} layers with a {self.sliding_window}-token "
+                     "sliding window counted in full, as vLLM logs its KV cache size (a request longer than the "
+                     "window holds less: KVCapacityEstimate.tokens_at_context)")
+        return rule
 
     @classmethod
     def from_config(cls, path, *, name: str | None = None, dtype: str | None = None,

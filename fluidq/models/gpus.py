@@ -136,6 +136,7 @@ def load_gpu(name: str, *, option: str = "gpu") -> GPU:
         if index[c].name not in names:
             names.append(index[c].name)
     err = UnknownNameError(f"GPU ({option})", name, _table())
-    if names:
-        err.args = (err.args[0] + f"; did you mean {' or '.join(names)}?",)
+    if names:  # the near names first: the known list that follows is long
+        err.args = (f"unknown GPU ({option}) {name!r}; did you mean {' or '.join(names)}? (known: "
+                    f"{', '.join(err.known)}; `fluidq gpus` lists their figures)",)
     raise err

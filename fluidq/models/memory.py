@@ -21,7 +21,7 @@ from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
 from ..errors import ParameterError
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
 
-__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "GIB",
+__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "GIB",
            "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB"]
 
 GIB = 1 << 30
@@ -71,6 +71,9 @@ class KVCapacityEstimate:
         Every input, for provenance.
     reason : str
         That this is an estimate, and the formula with its numbers.
+    n_layers, n_sliding_layers, sliding_window : int, int, int or None
+        The model's layers, how many of them attend within a sliding window, and the window (for
+        :meth:`tokens_at_context`).
     """
 
     tokens: int
@@ -85,6 +88,31 @@ class KVCapacityEstimate:
     inputs: dict
     reason: str
     method: str = "estimate"
+    n_layers: int = 0
+    n_sliding_layers: int = 0
+    sliding_window: int | None = None
+
+    def tokens_at_context(self, context_tokens: float) -> int:
+        """Context tokens the cache holds when each request has ``context_tokens``: :attr:`tokens` for a model
+        without sliding-window layers or requests within the window; more for longer requests.
+
+        :attr:`tokens` counts every layer in full for every token, which is what vLLM logs as its "GPU KV cache
+        size".  vLLM's hybrid allocator (v0.10 on) draws the blocks of the full-attention and the windowed
+        layers from one pool and frees a windowed layer's blocks that fall out of the window, so a request of
+        ``n`` tokens takes ``L_full x n + L_sliding x min(n, window + block_size)`` layer-tokens, where every layer
+        in full takes ``L x n``.  Hence ``tokens x L / (L_full + L_sliding x min(1, (window + block_size) / n))``,
+        floored to blocks: up to ``L / L_full`` times :attr:`tokens` (GPT-OSS 2x, Gemma-3 about 6x) for requests
+        much longer than the window.  An approximation: every request is taken at the same ``n``, and
+        ``window + block_size`` bounds the blocks a windowed layer keeps.
+        """
+        c = real("context_tokens", context_tokens, positive=True, maximum=float(MAX_BUDGET_TOKENS) * 64,
+                 why="no model has a context of more than 2**30 tokens")
+        if not self.n_sliding_layers:
+            return self.tokens
+        full = self.n_layers - self.n_sliding_layers
+        kept = min(1.0, (self.sliding_window + self.block_size) / c)
+        tokens = self.tokens * self.n_layers / (full + self.n_sliding_layers * kept)
+        return int(tokens // self.block_size) * self.block_size
 
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "blocks": self.blocks, "block_size": self.block_size,
@@ -200,35 +228,46 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     max_num_batched_tokens = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1,
                                      maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     max_num_seqs = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
-    per_token = model.kv_bytes_per_token_per_gpu(tp, kv_bytes_per_value=kv_bytes_per_value)
-    weights = model.weight_bytes_per_gpu(tp, expert_parallel_size=expert_parallel_size)
     if activation_reserve_gib is None:
-        reserve = activation_reserve_bytes(model, max_num_batched_tokens=max_num_batched_tokens,
-                                           max_num_seqs=max_num_seqs, tensor_parallel_size=tp)
+        reserve_given = None
         how = (f"estimated: {max_num_batched_tokens} batched tokens x (4 x hidden + 3 x ffn/tp) x "
                f"{model.bytes_per_value} B + {max_num_seqs} seqs x vocab x 8 B (fp32 logits, 2 copies) + "
                f"{NON_TORCH_OVERHEAD_GIB} GiB non-PyTorch memory")
     else:
         r = real("activation_reserve_gib", activation_reserve_gib, nonnegative=True, maximum=MAX_GPU_MEMORY_GIB,
                  why=GPU_MEMORY_WHY)
-        reserve = int(r * GIB)
+        reserve_given = int(r * GIB)
         how = "given"
     usable = int(mem * util * GIB)
-    left = usable - weights - reserve
+
+    def plan(t: int) -> tuple[int, int, int, int]:
+        """``(kv bytes per token per GPU, weights per GPU, reserve, bytes left for the cache)`` on ``t`` GPUs:
+        the one calculation, for the answer and for the tensor-parallel size a refusal suggests."""
+        per_token = model.kv_bytes_per_token_per_gpu(t, kv_bytes_per_value=kv_bytes_per_value)
+        weights = model.weight_bytes_per_gpu(t, expert_parallel_size=expert_parallel_size if t == tp else None)
+        reserve = reserve_given if reserve_given is not None else activation_reserve_bytes(
+            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, tensor_parallel_size=t)
+        return per_token, weights, reserve, usable - weights - reserve
+
+    per_token, weights, reserve, left = plan(tp)
     if left < per_token * bs:
         what = "the weights do not fit" if weights >= usable else \
             "the weights and reserve leave less than one KV block"
         hint = "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU"
         if expert_parallel_size is None:  # the smallest tensor-parallel size that leaves a block on this GPU
             for t in model.tensor_parallel_sizes(MAX_TP_HINT):
-                if t > tp and usable - model.weight_bytes_per_gpu(t) - (
-                        reserve if activation_reserve_gib is not None else activation_reserve_bytes(
-                            model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
-                            tensor_parallel_size=t)) >= model.kv_bytes_per_token_per_gpu(
-                            t, kv_bytes_per_value=kv_bytes_per_value) * bs:
-                    hint += f"; it fits from --tensor-parallel-size {t}"
-                    break
-        if activation_reserve_gib is None and weights < usable:  # the estimated reserve is what leaves no room
+                if t > tp:
+                    tok, _, _, room = plan(t)
+                    if room >= tok * bs:
+                        hint += f"; it fits from --tensor-parallel-size {t}"
+                        break
+        if model.quantization is None and model.bytes_per_value >= 2 and weights >= usable:  # the weights alone
+            fp8 = model.replace(quantization="fp8").weight_bytes_per_gpu(
+                tp, expert_parallel_size=expert_parallel_size)
+            fits = usable - fp8 - reserve >= per_token * bs
+            hint += (f"; an FP8 checkpoint of the model takes {fp8 / GIB:.2f} GiB per GPU"
+                     + (" and fits at this size" if fits else ""))
+        if reserve_given is None and weights < usable:  # the estimated reserve is what leaves no room
             hint += (f"; the reserve grows with --max-num-seqs ({max_num_seqs} x vocab {model.vocab_size} x 8 B of "
                      f"logits) and --max-num-batched-tokens ({max_num_batched_tokens}): lower them")
         raise ParameterError(
@@ -256,4 +295,15 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     return KVCapacityEstimate(tokens=int(tokens), blocks=int(blocks), block_size=bs,
                               kv_bytes_per_token_per_gpu=per_token, weight_bytes_per_gpu=weights,
                               reserve_bytes=reserve, usable_bytes=usable, kv_bytes=left,
-                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason)
+                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
+                              n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
+                              sliding_window=model.sliding_window)
+
+
+def sliding_note(estimate: KVCapacityEstimate, tokens: int) -> str:
+    """Words for a KV cache of ``tokens`` taken from :meth:`KVCapacityEstimate.tokens_at_context` rather than the
+    logged :attr:`~KVCapacityEstimate.tokens` (a model with sliding-window layers)."""
+    return (f"; {tokens:,} context tokens at the workload's mean context where vLLM logs {estimate.tokens:,}: "
+            f"{estimate.n_sliding_layers} of {estimate.n_layers} layers keep only their last "
+            f"{estimate.sliding_window} + {estimate.block_size} tokens (vLLM's hybrid KV-cache allocator; "
+            "every request taken at the mean)")

@@ -232,6 +232,7 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
 
     from ..batchtime.roofline import roofline
     from ..models import kv_capacity_estimate
+    from ..models.memory import sliding_note
     from .deployment import _vllm_args
     from .predict import predict_capacity
     from .._validate import MAX_KV_TOKENS, integer
@@ -247,9 +248,10 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
         est = kv_capacity_estimate(rf.model, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
                                    tensor_parallel_size=rf.tensor_parallel_size, block_size=block,
                                    max_num_batched_tokens=b_max, max_num_seqs=k_max)
-        kv = est.tokens
+        kv = est.tokens_at_context(float(np.mean(p) + np.mean(o) / 2))  # est.tokens unless windowed layers
         kv_source = (f"vLLM's memory planner, an estimate: {mem:g} GiB "
-                     f"({'given' if gpu_memory_gib is not None else 'the GPU table'}) x {gpu_memory_utilization:g}")
+                     f"({'given' if gpu_memory_gib is not None else 'the GPU table'}) x {gpu_memory_utilization:g}"
+                     + (sliding_note(est, kv) if kv != est.tokens else ""))
     pred = predict_capacity(rf, p, o, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, block_size=block)
     return replace(pred, inputs={**pred.inputs, "model": rf.model.name, "gpu": rf.gpu.name,
                                  "tensor_parallel_size": rf.tensor_parallel_size, "kv_capacity_tokens": kv,

@@ -74,7 +74,8 @@ def test_the_refusals_say_what_memory_is_needed(capsys):
     rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "1"],
                            capsys)
     assert rc == 2 and re.search(r"79.22 GiB x 0.9 = 71.30 GiB usable; weights 131.\d\d GiB per GPU", err), err
-    assert "it fits from --tensor-parallel-size 2)" in err  # and the size that fits, which answers
+    assert "it fits from --tensor-parallel-size 2;" in err  # and the size that fits, which answers
+    assert "an FP8 checkpoint of the model takes 67.67 GiB per GPU and fits at this size)" in err  # or FP8 weights
     rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "2"],
                            capsys)
     assert rc == 0, err

@@ -146,5 +146,82 @@ CONFIGS = {
                        "tie_word_embeddings": False}, 7.62e9, None, 57344),
 }
 
+
+
+def _gpt_oss(layers, experts):
+    """openai/gpt-oss-20b and -120b: 2880 wide, 64 query heads of 64 (not 2880 / 64), 8 KV heads, every layer
+    a MoE of 2880-wide experts (4 per token), sliding-window (128) attention on every other layer, attention
+    sinks, the experts in MXFP4 and the rest in bf16 (``modules_to_not_convert``), no ``torch_dtype`` key."""
+    return {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "attention_bias": True,
+            "attention_dropout": 0.0, "eos_token_id": 200002, "pad_token_id": 199999, "experts_per_token": 4,
+            "head_dim": 64, "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096,
+            "initializer_range": 0.02, "intermediate_size": 2880,
+            "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)],
+            "max_position_embeddings": 131072, "num_attention_heads": 64, "num_experts_per_tok": 4,
+            "num_hidden_layers": layers, "num_key_value_heads": 8, "num_local_experts": experts,
+            "output_router_logits": False, "rms_norm_eps": 1e-05, "rope_theta": 150000,
+            "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+                             "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+            "router_aux_loss_coef": 0.9, "sliding_window": 128, "swiglu_limit": 7.0, "tie_word_embeddings": False,
+            "transformers_version": "4.55.0.dev0", "use_cache": True, "vocab_size": 201088,
+            "quantization_config": {"modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                               "model.embed_tokens", "lm_head"],
+                                    "quant_method": "mxfp4"}}
+
+
+_CT_FP8 = {"config_groups": {"group_0": {
+    "input_activations": {"dynamic": True, "num_bits": 8, "strategy": "token", "symmetric": True, "type": "float"},
+    "output_activations": None, "targets": ["Linear"],
+    "weights": {"dynamic": False, "num_bits": 8, "observer": "minmax", "strategy": "channel", "symmetric": True,
+                "type": "float"}}}, "format": "float-quantized", "global_compression_ratio": 1.24, "ignore": ["lm_head"],
+    "kv_cache_scheme": None, "quant_method": "compressed-tensors", "quantization_status": "compressed"}
+
+CONFIGS.update({
+    "GPT-OSS-20B": (_gpt_oss(24, 32), 20.91e9, 3.61e9, 2 * 24 * 8 * 64 * 2),
+    "GPT-OSS-120B": (_gpt_oss(36, 128), 116.83e9, 5.13e9, 2 * 36 * 8 * 64 * 2),
+    # google/gemma-3-4b-it: text_config gives only the widths and the layers; the heads, head_dim and vocabulary
+    # are Gemma3TextConfig's defaults (8, 4, 256, 262208).  4.3 B with its 0.42 B SigLIP encoder
+    "Gemma-3-4B": ({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                    "torch_dtype": "bfloat16", "boi_token_index": 255999, "eoi_token_index": 256000,
+                    "image_token_index": 262144, "mm_tokens_per_image": 256,
+                    "text_config": {"model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+                                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                                    "sliding_window": 1024},
+                    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 896}},
+                   3.88e9, None, 2 * 34 * 4 * 256 * 2),
+    # Qwen2.5-VL as newer transformers write it: the text model nested under text_config, "dtype" not "torch_dtype"
+    "Qwen2.5-VL-7B-text_config": ({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+                                   "dtype": "bfloat16", "image_token_id": 151655, "video_token_id": 151656,
+                                   "vision_config": {"depth": 32, "hidden_size": 1280, "out_hidden_size": 3584},
+                                   "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 3584,
+                                                   "num_hidden_layers": 28, "num_attention_heads": 28,
+                                                   "num_key_value_heads": 4, "intermediate_size": 18944,
+                                                   "vocab_size": 152064, "max_position_embeddings": 128000,
+                                                   "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default"},
+                                                   "sliding_window": 32768, "use_sliding_window": False,
+                                                   "max_window_layers": 28, "tie_word_embeddings": False},
+                                   "tie_word_embeddings": False, "transformers_version": "4.56.0"},
+                                  7.62e9, None, 57344),
+    "Mistral-7B-v0.3": ({**CONFIGS["Mistral-7B-Instruct-v0.3"][0], "_name_or_path": "mistralai/Mistral-7B-v0.3"},
+                        7.25e9, None, 131072),
+    # quantized checkpoints (the parameter count is the model's; the bytes are checked in test_config_zoo.py)
+    "Llama-3.1-8B-Instruct-AWQ-INT4": ({**CONFIGS["Llama-3.1-8B"][0], "torch_dtype": "float16", "quantization_config": {
+        "bits": 4, "group_size": 128, "modules_to_not_convert": None, "quant_method": "awq", "version": "gemm",
+        "zero_point": True}}, 8.03e9, None, 131072),
+    "Qwen2.5-7B-Instruct-GPTQ-Int4": ({**CONFIGS["Qwen2.5-7B"][0], "torch_dtype": "float16", "quantization_config": {
+        "bits": 4, "group_size": 128, "damp_percent": 0.01, "desc_act": False, "static_groups": False, "sym": True,
+        "true_sequential": True, "model_name_or_path": None, "model_file_base_name": "model",
+        "quant_method": "gptq"}}, 7.62e9, None, 57344),
+    "Llama-3.1-70B-Instruct-FP8": ({**{k: v for k, v in CONFIGS["Llama-3.1-70B"][0].items() if k != "torch_dtype"},
+                                    "dtype": "bfloat16", "quantization_config": _CT_FP8}, 70.55e9, None, 327680),
+    "Qwen3-30B-A3B-FP8": ({**CONFIGS["Qwen3-30B-A3B"][0], "quantization_config": {
+        "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}},
+        30.53e9, 3.35e9, 98304),
+})
+
+#: entries whose published active count leaves the embedding out (OpenAI's gpt-oss model card counts the
+#: unembedding, not the embedding table, among the active parameters)
+ACTIVE_WITHOUT_EMBEDDING = {"GPT-OSS-20B", "GPT-OSS-120B"}
+
 #: entries whose published size is only nominal: relative tolerance of the parameter count
 LOOSE = {"Falcon-7B": 0.05, "Falcon-40B": 0.05}

@@ -141,7 +141,6 @@ def test_name_and_dtype_overrides(tmp_path):
     ({"vocab_size": True}, "vocab_size"),
     ({"num_key_value_heads": 5}, "num_key_value_heads"),
     ({"torch_dtype": "int8"}, "torch_dtype"),
-    ({"torch_dtype": None}, "torch_dtype"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings"),
     ({"model_type": "gpt2"}, "model_type"),
     ({"model_type": None}, "model_type"),

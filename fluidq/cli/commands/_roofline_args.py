@@ -244,15 +244,33 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
                                               args.gpu_memory_utilization))
         eng = engine_of(model, gpu, args.tensor_parallel_size, b_max=b_max,
                         k_max=k_max, kv_capacity_tokens=kv_capacity, gpu_memory_gib=gib,
-                        gpu_memory_utilization=args.gpu_memory_utilization)
+                        gpu_memory_utilization=args.gpu_memory_utilization, context_tokens=_held_context(args))
     bt = eng.batch_time
     rf = bt.base
+    windowed = ""
+    if kv_capacity is None and model.n_sliding_layers and _held_context(args) is not None:
+        windowed = (f" at a mean context of {_held_context(args):g} ({model.n_sliding_layers} of {model.n_layers} "
+                    f"layers keep their last {model.sliding_window} tokens: vLLM's hybrid KV-cache allocator)")
     note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache "
-            f"{eng.kv_capacity_tokens:,} tokens; a roofline estimate (docs/reference/roofline.md)")
+            f"{eng.kv_capacity_tokens:,} tokens{windowed}; a roofline estimate (docs/reference/roofline.md)")
     sync = sync_note(rf.gpu, rf.tensor_parallel_size, rf.sync_step_us)
     if sync:
         note += f"; {sync}"
     return eng, note
+
+
+def _held_context(args):
+    """The mean context a request holds, ``--prompt + --output / 2`` (100 each by default), for a planned KV cache
+    of a model with sliding-window layers; ``None`` (the planner's logged tokens) with a ``--trace`` or without
+    lengths (``report``)."""
+    if getattr(args, "trace", None) is not None or not hasattr(args, "prompt"):
+        return None
+    try:
+        p = 100.0 if args.prompt is None else float(args.prompt)
+        o = 100.0 if getattr(args, "output", None) is None else float(args.output)
+    except (TypeError, ValueError):
+        return None
+    return p + o / 2 if p + o / 2 > 0 else None
 
 
 def engine_for_command(args):
