@@ -319,6 +319,19 @@ def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
     formula +0.1 to +0.5 points, each away from the measured (RTX 4090 +0.28 -> +0.37 %, Vidur 70B TP2 +4.06 ->
     +4.52 %, Vidur 7B +0.94 -> +1.03 %).  Immaterial where the count is right and an amplified count error where
     it is not, so the formula leaves it out (validation/RESULTS.md, 2026-12-07).
+
+    Why the count is 6-10 x high where every request has the same short prompt (measured 2026-12-07, h-kvcount16:
+    the 1 / 200 and 20 / 300 edges of test_kv_capacity_edges.py instrumented as above, one replication each;
+    validation/RESULTS.md): the engine is not in the stationary state this argument assumes but runs a cycle of
+    period ``m_d`` -- requests admitted together cross their block boundaries together and finish together, and the
+    room a finishing cohort frees is taken at once by a new cohort of 1-2-block prompts, up to ``max_num_seqs``
+    (256 residents in 23 % and 14 % of the iterations, the residents swinging 62-256 and 48-256 about the
+    formula's 184 and 169).  The victims are a cohort's newest members, preempted in bursts at a block boundary (a
+    tenth of the iterations holds 57-64 % of the preemptions; 52 and 76 generated tokens, 3.7 and 6.3 blocks), so
+    they free 5.3 blocks per finish at 1 / 200, not the ``gb`` = 12.5 that young 1-block victims would.  The
+    capacity miss (-8.0 / -9.8 %) is when the prompt work comes: 0.40 and 0.30 of the simulated iterations carry
+    it, 0.60 and 0.43 in :func:`_admitted_iteration_s`; with ``max_num_seqs`` 1024 the same replications are -4.4
+    and -3.7 % instead of -10.2 and -9.5 %.  The cycle's shape (cohort merges and splits) is not derived here.
     """
     p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
     g = max(float(mdec), 1e-9)
