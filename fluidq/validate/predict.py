@@ -328,10 +328,14 @@ def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
     (256 residents in 23 % and 14 % of the iterations, the residents swinging 62-256 and 48-256 about the
     formula's 184 and 169).  The victims are a cohort's newest members, preempted in bursts at a block boundary (a
     tenth of the iterations holds 57-64 % of the preemptions; 52 and 76 generated tokens, 3.7 and 6.3 blocks), so
-    they free 5.3 blocks per finish at 1 / 200, not the ``gb`` = 12.5 that young 1-block victims would.  The
-    capacity miss (-8.0 / -9.8 %) is when the prompt work comes: 0.40 and 0.30 of the simulated iterations carry
-    it, 0.60 and 0.43 in :func:`_admitted_iteration_s`; with ``max_num_seqs`` 1024 the same replications are -4.4
-    and -3.7 % instead of -10.2 and -9.5 %.  The cycle's shape (cohort merges and splits) is not derived here.
+    they give back 0.44 and 0.54 of the growth ``gb`` (12 and 18 blocks; 0.86-0.95 on the random-length
+    short-prompt engines, where the premise above holds): vLLM serves the running requests' next blocks before it
+    admits anyone, so a finish's blocks feed the next iteration's growth first, and at the edges a finisher's blocks
+    ``E[ceil((p + o) / B)]`` are only 1.2 and 2.0 iterations' growth (22-279 on the other test engines).  It is the
+    capacity's miss: with the simulated ``r`` and ``a`` (1.24 / 52.4 and 1.50 / 76.0) substituted here the edges
+    are +0.4 and -1.4 % of their simulations instead of -8.0 and -9.8 % (the tokens recomputed per request 66 and
+    144 against 102 and 220).  Not derived here: the share the victims give back under the growth-first order,
+    their size (a cohort's member's), and the cycle's shape.
     """
     p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
     g = max(float(mdec), 1e-9)
