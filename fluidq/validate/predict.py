@@ -319,6 +319,23 @@ def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
     formula +0.1 to +0.5 points, each away from the measured (RTX 4090 +0.28 -> +0.37 %, Vidur 70B TP2 +4.06 ->
     +4.52 %, Vidur 7B +0.94 -> +1.03 %).  Immaterial where the count is right and an amplified count error where
     it is not, so the formula leaves it out (validation/RESULTS.md, 2026-12-07).
+
+    Why the count is 6-10 x high where every request has the same short prompt (measured 2026-12-07, h-kvcount16:
+    the 1 / 200 and 20 / 300 edges of test_kv_capacity_edges.py instrumented as above, one replication each;
+    validation/RESULTS.md): the engine is not in the stationary state this argument assumes but runs a cycle of
+    period ``m_d`` -- requests admitted together cross their block boundaries together and finish together, and the
+    room a finishing cohort frees is taken at once by a new cohort of 1-2-block prompts, up to ``max_num_seqs``
+    (256 residents in 23 % and 14 % of the iterations, the residents swinging 62-256 and 48-256 about the
+    formula's 184 and 169).  The victims are a cohort's newest members, preempted in bursts at a block boundary (a
+    tenth of the iterations holds 57-64 % of the preemptions; 52 and 76 generated tokens, 3.7 and 6.3 blocks), so
+    they give back 0.44 and 0.54 of the growth ``gb`` (12 and 18 blocks; 0.86-0.95 on the random-length
+    short-prompt engines, where the premise above holds): vLLM serves the running requests' next blocks before it
+    admits anyone, so a finish's blocks feed the next iteration's growth first, and at the edges a finisher's blocks
+    ``E[ceil((p + o) / B)]`` are only 1.2 and 2.0 iterations' growth (22-279 on the other test engines).  It is the
+    capacity's miss: with the simulated ``r`` and ``a`` (1.24 / 52.4 and 1.50 / 76.0) substituted here the edges
+    are +0.4 and -1.4 % of their simulations instead of -8.0 and -9.8 % (the tokens recomputed per request 66 and
+    144 against 102 and 220).  Not derived here: the share the victims give back under the growth-first order,
+    their size (a cohort's member's), and the cycle's shape.
     """
     p = np.maximum(np.asarray(prompts, dtype=float), 1.0)
     g = max(float(mdec), 1e-9)
