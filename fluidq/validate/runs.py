@@ -33,7 +33,8 @@ data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` wh
 plateau: from the first saturated tick at 95 % of its saturated maximum on, the ticks at >= 95 % of its median
 there, so that a cohort overshooting at the end of the ramp does not set the level); the *start-up ramp* is the saturated ticks before the first steady
 one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
-with a 95 % interval from batch means over blocks of ticks (per-tick throughput is autocorrelated).
+with a 95 % interval from batch means with a batch size chosen from the data (:func:`batch_means`; per-tick
+throughput is autocorrelated), or none where the ticks are too few for their correlation.
 A request whose stamps are out of order (``queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts``
 on vLLM's engine clock), a timeseries row with a negative count or rate, or tick times that do not increase
 are refused naming the file, line and field.
@@ -56,7 +57,7 @@ from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re
 from ..errors import DataError
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
-           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "block_bootstrap_ci",
+           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "block_bootstrap_ci", "batch_means",
            "open_text"]
 
 
@@ -612,7 +613,7 @@ def batch_means(x) -> dict:
     interval is the t interval of the batch means (``nb - 1`` degrees of freedom).  When no size passes with 5
     batches left after doubling, the series is too correlated for its length and there is **no interval**
     (``ci`` NaN, ``note`` says why): on seeded AR(1) series of 165 ticks the rule covers 0.94 at rho 0.5 and gives
-    no interval in most replications at rho 0.9, where, when it gives one, it covers only about 0.87
+    no interval in 66 % of replications at rho 0.9, where, when it gives one, it covers only 0.82
     (tests/validation/test_run_intervals.py).
 
     Returns ``mean``, ``ci``, ``batch`` (the size used, or None) and ``note`` ("" or why there is no interval)."""
