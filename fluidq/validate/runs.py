@@ -975,10 +975,10 @@ def latency_metrics_ci(ttft_s, latency_s, tpot_s, *, block: int = 10, resamples:
     ``2 x block`` requests.  Measured inputs only.
 
     **Not an interval for another run of the workload**, and ``fluidq validate --run`` prints none: the
-    requests' latencies are serially dependent over the whole run (TTFT lag-1 correlation 0.83 at moderate load,
-    1.0 under overload), so one run holds no estimate of the between-run variation; on seeded engine
-    simulations (300 requests, 120 seeds) these intervals covered the mean over replications in 15-100 % of runs
-    depending on the load and the metric (tests/validation/test_run_intervals.py, a strict xfail)."""
+    requests' latencies are serially dependent over the whole run (TTFT lag-1 correlation 0.39 / 0.97 / 0.99 at
+    5 / 12 / 30 req/s), so one run holds no estimate of the between-run variation; on seeded engine
+    simulations (300 requests, 120 seeds) these intervals covered the mean over replications in 0-100 % of runs
+    depending on the load and the metric (TTFT mean 0.84 / 0.28 / 0.98, every TPOT metric 0) (tests/validation/test_run_intervals.py, a strict xfail)."""
     arrs = {"TTFT": np.asarray(ttft_s, dtype=float) * 1e3, "TPOT": np.asarray(tpot_s, dtype=float) * 1e3,
             "Latency": np.asarray(latency_s, dtype=float) * 1e3}
     idx = _block_indices(arrs["TTFT"].size, block, resamples, seed)

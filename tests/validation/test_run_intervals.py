@@ -129,7 +129,7 @@ def _sim_latencies(rate, seeds):
 
 @pytest.mark.xfail(strict=True, reason="the moving-block bootstrap over one run's requests (blocks of 10) covers the "
                                        "mean TTFT over replications in 0.28 of 120 seeded runs at 12 req/s (0.84 at "
-                                       "5, 0.98 at 30; P99 0.15-0.68): one run of serially dependent requests holds "
+                                       "5, 0.98 at 30; TTFT P99 0.68 / 0.15 / 0.42; every TPOT metric 0): one run of serially dependent requests holds "
                                        "no estimate of the between-run variation, so `fluidq validate --run` prints "
                                        "no latency interval")
 def test_a_block_bootstrap_over_one_runs_requests_covers_another_runs_mean_ttft():
