@@ -35,7 +35,8 @@ def test_regimes_split_the_ramp_from_the_steady_state_under_k_max():
     assert reg["steady"]["seconds"] == 20 and reg["steady"]["tokens_per_s"] == pytest.approx(5100.0)
     assert reg["steady"]["window_s"] == (5.0, 24.0)
     lo, hi = reg["steady"]["ci"]
-    assert lo < 5100.0 < hi and hi - lo < 200  # batch means over 4 blocks of 5 alternating ticks
+    # batch means with a data-chosen batch size: pairs of alternating ticks, whose means are all 5100 exactly
+    assert lo <= 5100.0 <= hi and hi - lo < 200
     assert reg["ramp"]["seconds"] == 4 and reg["ramp"]["tokens_per_s"] == pytest.approx(9550.0)
     assert reg["saturated_seconds"] == 24
 
@@ -203,15 +204,19 @@ def test_simulated_capacity_of_the_qwen3_dp2_ep_run(rows):
     r = rows[("rtxpro6000-qwen3-30b-a3b", _SIM)]
     st = rows[("rtxpro6000-qwen3-30b-a3b", "capacity (served tokens/s, steady state)")]
     assert abs(r.error_pct) <= 10.0, r
-    # the run's 14 s window is one arrival realisation: the prediction lies inside its measured 95 % CI
-    lo, hi = (float(x) for x in st.note.split("95 % CI ")[1].split(";")[0].split("-"))
-    assert lo <= r.predicted <= hi, (r.predicted, lo, hi)
+    # the run's 14 s window is one arrival realisation: the prediction lies inside its measured 95 % CI, where
+    # the window's ticks give one (batch means with a data-chosen batch size: none for these 14 ticks)
+    if st.measured_ci is not None:
+        lo, hi = st.measured_ci
+        assert lo <= r.predicted <= hi, (r.predicted, lo, hi)
+    else:
+        assert "no 95 % interval" in st.note, st.note
     if abs(r.error_pct) > 5.0:
         pytest.xfail(f"simulated capacity {r.error_pct:+.1f} % of the 14 s steady window (the benchmark's requests "
                      "in its own order, async scheduling as the run: +5.9 % with the full suite's 10 replications, "
                      "measured 2026-12-06; synchronous: +6.3 %, +6.7 % over 20; +8.5 % when they were sent in a "
                      "random order); the run's own arrivals replayed "
-                     "give -3.7 %; the window's 95 % CI is +-12.6 %; target 5 %")
+                     "give -3.7 %; the window's 14 ticks give no 95 % interval; target 5 %")
 
 
 def test_vidur_llama2_70b_tp2_within_10_pct(rows):

@@ -55,8 +55,8 @@ def test_a_variant_is_read_with_its_window_and_interval(name, tmp_path):
     assert np.isfinite(st["tokens_per_s"]) and st["ticks"] >= 3
     assert st["window_s"][0] <= st["window_s"][1] and reg["binding_source"]
     # the capacity is the mean of the served tokens per tick over the stated window (read again from the raw
-    # timeseries here), and its 95 % interval, centred on it, is informative (half-width under 35 % of the mean:
-    # 13-32 % in these variants) and no narrower than the independent-ticks interval (ticks are positively
+    # timeseries here), and its 95 % interval, centred on it, -- where the ticks allow one -- is informative (half-width under 35 % of the mean)
+    # and no narrower than the independent-ticks interval (ticks are positively
     # autocorrelated, which the batch means take in: 1.0-2.2x as wide here)
     ts = run.timeseries
     t = np.asarray(ts["t"], dtype=float)
@@ -64,9 +64,12 @@ def test_a_variant_is_read_with_its_window_and_interval(name, tmp_path):
     win = tok[(t >= st["window_s"][0]) & (t <= st["window_s"][1])]
     assert win.size == st["ticks"] and st["tokens_per_s"] == pytest.approx(win.mean(), rel=1e-12)
     lo, hi = st["ci"]
-    half = (hi - lo) / 2
-    assert (lo + hi) / 2 == pytest.approx(st["tokens_per_s"], rel=1e-12)
-    assert 1.96 * win.std(ddof=1) / np.sqrt(win.size) * (1 - 1e-9) <= half < 0.35 * st["tokens_per_s"]
+    if np.isfinite(lo):  # batch means with a data-chosen batch size; none when too few ticks for their correlation
+        half = (hi - lo) / 2
+        assert (lo + hi) / 2 == pytest.approx(st["tokens_per_s"], rel=1e-12)
+        assert 1.96 * win.std(ddof=1) / np.sqrt(win.size) * (1 - 1e-9) <= half < 0.35 * st["tokens_per_s"]
+    else:
+        assert not np.isfinite(hi) and st["ticks"] < 100, st  # withheld only for a short window
     # the budgets the variant's vLLM ran with: the 4090 run's 256, the RTX PRO 6000 runs' 128 (vllm_meta.json),
     # 64 and 8192 where the variant sets them; the null-option variant is refused (REFUSED), not read
     assert len(run) >= 297
@@ -200,7 +203,8 @@ def test_a_tensor_parallel_run_gives_every_row_in_the_suite_s_schema(tmp_path, c
     assert all(r["status"] in ("pass", "miss", "info", "skip") for r in rows)
     by = {r["quantity"]: r for r in rows}
     cap = by["capacity (served tokens/s, steady state)"]
-    assert "TP2" in cap["note"] and cap["error_pct"] is not None and "95 % CI" in cap["note"]
+    assert "TP2" in cap["note"] and cap["error_pct"] is not None
+    assert ("95 % CI" in cap["note"]) == (cap["measured_ci"] is not None) != ("no 95 % interval" in cap["note"])
     assert "capacity (replayed arrivals, the same steady window)" in by
     lat = [r for r in rows if r["quantity"].endswith("(replayed arrivals)")]
     assert len(lat) == 15 and all(r["unit"] == "ms" and r["error_pct"] is not None for r in lat)

@@ -16,7 +16,7 @@ import run_variants as rv
 from fluidq.errors import DataError, FluidqError
 from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.validate.cases import _serving_run, case_for_run
-from fluidq.validate.runs import latency_metrics, latency_metrics_ci, measured_regimes, read_run
+from fluidq.validate.runs import latency_metrics, measured_regimes, read_run
 
 CAP = "capacity (served tokens/s, steady state)"
 
@@ -71,8 +71,8 @@ REFUSED = {
     "tp4-no-link": ("tensor_parallel_size = 4", "peer_sim_config.json", "link_bw"),
     "moe-unknown-operator": ("profile_tp1_dense.csv: unknown operator(s) 'shared_expert_gate'",),
     # the KV gauge's fraction under the percentage's name: the KV-bound RTX 4090 run was read as token-budget bound
-    "kv-fraction-as-pct": ("vllm_timeseries.csv: the KV-use column (kv_cache_pct, a percentage) never exceeds 1",
-                           "kv_cache_usage"),
+    "kv-fraction-as-pct": ("vllm_timeseries.csv: the KV-use column (kv_cache_pct, a percentage) tops at 1",
+                           "kv_cache_usage", "drop the column (KV use is then rebuilt from the requests"),
     # every request twice: it was read as 600 requests, a benchmark twice as heavy as the one measured
     "duplicated-lines": ("vllm_requests.jsonl, line 301: request_id \"bench-0\" again (first on line 1)",),
 }
@@ -144,16 +144,22 @@ def test_every_measured_number_carries_its_window_and_interval(name, tmp_path, c
     assert len(measured) >= 20
     for r in measured:
         assert r["measured_window"] and " s of the run" in r["measured_window"], r
+        if r["unit"] == "ms":  # a latency metric: no interval one run can give, and the row says why
+            assert r["measured_ci"] is None and "no measured 95 % interval" in r["note"], r
+            continue
+        if r["measured_ci"] is None:  # ticks too correlated for their number: no interval, said
+            assert "no 95 % interval" in r["note"], r
+            continue
         lo, hi = r["measured_ci"]
-        assert lo <= hi, r
-        # the interval is of the measured number: it holds it (a bootstrap percentile interval of a P99 may sit
-        # just beside it; allow 1 %)
-        assert lo * 0.99 <= r["measured"] <= hi * 1.01, r
+        assert lo <= r["measured"] <= hi, r  # a batch-means interval is centred on the measured mean
     by = {r["quantity"]: r for r in rows}
     cap = by[CAP]
     assert cap["measured_window"].startswith(f"steady state under the binding limit ({by['binding limit']['measured']})")
     reg = measured_regimes(read_run(folder))["steady"]
-    assert cap["measured_ci"] == pytest.approx(list(reg["ci"]), rel=1e-12)
+    if cap["measured_ci"] is not None:
+        assert cap["measured_ci"] == pytest.approx(list(reg["ci"]), rel=1e-12)
+    else:
+        assert not np.all(np.isfinite(reg["ci"]))
     assert f"ticks {reg['window_s'][0]:g}-{reg['window_s'][1]:g} s" in cap["measured_window"]
     assert by["binding limit"]["measured_window"] == cap["measured_window"]
     # the report says the same to a reader: one line per measured number with its interval and window
@@ -162,26 +168,13 @@ def test_every_measured_number_carries_its_window_and_interval(name, tmp_path, c
     assert sum(line.startswith("| TTFT ") and "requests measured, queued at" in line for line in md.splitlines()) == 5
 
 
-def test_latency_intervals_are_from_the_measured_requests_alone_and_cover_the_truth():
-    # the block bootstrap of the 15 metrics, on seeded draws whose true mean is known: the 95 % interval of the
-    # mean covers it in most of 200 seeded samples (a statistical check, not one draw)
-    cover = 0
-    for seed in range(200):
-        rng = np.random.default_rng(seed)
-        x = rng.exponential(1.0, 300)
-        ci = latency_metrics_ci(x, x, x, resamples=300, seed=seed)["TTFT Mean"]
-        cover += ci[0] <= 1000.0 <= ci[1]  # seconds -> ms: the true mean is 1000 ms
-    assert 0.88 <= cover / 200 <= 0.99, cover  # measured 0.905 (181 of 200): the percentile bootstrap under-covers a skewed mean a little
-    assert all(math.isnan(v) for v in latency_metrics_ci([1.0] * 19, [1.0] * 19, [1.0] * 19)["TTFT Mean"])
-
-
 # ------------------------------------------------------------------- no overload, the ramp alone, a tiny run
 @pytest.mark.parametrize("name", ["no-overload", "tiny-10", "ramp-only"])
 def test_a_run_with_no_steady_state_says_so_and_invents_no_number(name, tmp_path):
     rows = _rows(rv.make(name, tmp_path / name))
     by = {r.quantity: r for r in rows}
-    assert by[CAP].status == "skip" and by[CAP].measured is None and "no steady state" in by[CAP].note \
-        or "never saturated" in by[CAP].note
+    assert by[CAP].status == "skip" and by[CAP].measured is None and ("no steady state" in by[CAP].note
+                                                                      or "never saturated" in by[CAP].note)
     assert by["binding limit"].status == "skip"
     for r in rows:
         assert "nan" not in r.note.lower().replace("nanosecond", ""), (r.quantity, r.note)
