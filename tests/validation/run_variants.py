@@ -197,12 +197,18 @@ def _unknown_columns(d):
     return d
 
 
-def _no_kv_column(d):
-    d = copy_run(LLAMA_4090, d)
-    h, rows = read_ts(d)
-    j = h.index("kv_cache_pct")
-    write_ts(d, h[:j] + h[j + 1:], [r[:j] + r[j + 1:] for r in rows])
-    return d
+def _without_column(name):
+    """A copy of the RTX 4090 run whose timeseries lacks the column ``name``."""
+    def make(d):
+        d = copy_run(LLAMA_4090, d)
+        h, rows = read_ts(d)
+        j = h.index(name)
+        write_ts(d, h[:j] + h[j + 1:], [r[:j] + r[j + 1:] for r in rows])
+        return d
+    return make
+
+
+_no_kv_column = _without_column("kv_cache_pct")
 
 
 def _kv_column_zero(d):  # the KV-bound run recorded by the stat logger whose KV column stayed 0
@@ -489,12 +495,7 @@ def _extra_ts_columns(d):  # columns fluidq does not read, in the middle of the 
     return d
 
 
-def _no_waiting_column(d):
-    d = copy_run(LLAMA_4090, d)
-    h, rows = read_ts(d)
-    j = h.index("waiting")
-    write_ts(d, h[:j] + h[j + 1:], [r[:j] + r[j + 1:] for r in rows])
-    return d
+_no_waiting_column = _without_column("waiting")
 
 
 def _meta_without(*keys, src=LLAMA_PRO):
