@@ -110,7 +110,9 @@ def test_beyond_the_models_positions_and_without_gpu_refused(capsys):
 
 @pytest.mark.parametrize("cmd, key", [(["check", "--load", "0.5", "--method", "analytic"], ("inputs",)),
                                       (["region", "--prompt", "100", "--output", "100"], ()),
-                                      (["simulate", "--requests", "50", "--policy", "vllm"], ())])
+                                      (["simulate", "--requests", "50", "--policy", "vllm"], ()),
+                                      (["latency", "--horizon", "10", "--replications", "2", "--loads", "0.5",
+                                        "--orderings", "fcfs"], ("inputs",))])
 def test_every_gpu_command_says_it(cmd, key, capsys):
     out = _ok(cmd + SMALL, capsys)
     assert "would refuse to start" in out and "max-model-len" in out, out
