@@ -114,6 +114,30 @@ class KVCapacityEstimate:
         tokens = self.tokens * self.n_layers / (full + self.n_sliding_layers * kept)
         return int(tokens // self.block_size) * self.block_size
 
+    def longest_request(self) -> int | None:
+        """The longest ``max_model_len`` (tokens, whole blocks) vLLM starts with on this cache.
+
+        vLLM refuses to start when the cache cannot hold one request of ``max_model_len`` tokens
+        (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory``): each full-attention layer needs
+        ``ceil(n / block_size)`` blocks, each sliding-window layer ``ceil(min(window - 1 +
+        max_num_batched_tokens, n) / block_size) + 1`` (``SlidingWindowSpec.max_memory_usage_bytes``), against the
+        memory left for the cache (:attr:`kv_bytes`).  Without sliding-window layers that is :attr:`tokens`;
+        ``None`` when every layer is windowed and that fits (no length is too long); 0 when no request fits."""
+        bs = self.block_size
+        if not self.n_sliding_layers:
+            return self.tokens
+        layer_blocks = self.kv_bytes * self.n_layers // (self.kv_bytes_per_token_per_gpu * bs)  # layer-blocks
+        full, slid = self.n_layers - self.n_sliding_layers, self.n_sliding_layers
+        cap = self.sliding_window - 1 + int(self.inputs.get("max_num_batched_tokens", 2048))
+        cap_blocks = -(-cap // bs) + 1  # what a windowed layer needs at most
+        if full == 0:
+            return None if slid * cap_blocks <= layer_blocks else 0
+        k = (layer_blocks - slid * cap_blocks) // full  # blocks per full layer, at or past the cap
+        if k * bs >= cap:
+            return int(k) * bs
+        k = max(0, (layer_blocks - slid) // (full + slid))  # shorter than the cap: n's blocks in every layer, +1
+        return int(min(k * bs, cap))
+
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "blocks": self.blocks, "block_size": self.block_size,
                 "kv_bytes_per_token_per_gpu": self.kv_bytes_per_token_per_gpu,
@@ -279,11 +303,6 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     tokens = blocks * bs
     mml = integer("max_model_len", max_model_len, minimum=1, allow_none=True, maximum=MAX_BUDGET_TOKENS * 64,
                   why="no model has a context of more than 2**30 tokens")
-    if mml is not None and tokens < mml:
-        raise ParameterError("max_model_len", max_model_len,
-                             f"at most the {tokens:,} tokens the KV cache is estimated to hold",
-                             "vLLM refuses to start when one request of max_model_len tokens does not fit; lower "
-                             "it, or give more memory")
     inputs = {"model": model.name, "gpu_memory_gib": mem, "gpu_memory_utilization": util,
               "tensor_parallel_size": tp, "expert_parallel_size": expert_parallel_size, "block_size": bs,
               "activation_reserve_gib": activation_reserve_gib, "max_num_batched_tokens": max_num_batched_tokens,
@@ -292,12 +311,19 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     reason = (f"an estimate of vLLM's memory planner, not a measurement: ({mem:g} GiB x {util:g} - weights "
               f"{weights / GIB:.2f} GiB per GPU - reserve {reserve / GIB:.2f} GiB [{how}]) / "
               f"{per_token:,} B per token per GPU [{model.kv_rule}], floored to {blocks:,} blocks of {bs}")
-    return KVCapacityEstimate(tokens=int(tokens), blocks=int(blocks), block_size=bs,
-                              kv_bytes_per_token_per_gpu=per_token, weight_bytes_per_gpu=weights,
-                              reserve_bytes=reserve, usable_bytes=usable, kv_bytes=left,
-                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
-                              n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
-                              sliding_window=model.sliding_window)
+    est = KVCapacityEstimate(tokens=int(tokens), blocks=int(blocks), block_size=bs,
+                             kv_bytes_per_token_per_gpu=per_token, weight_bytes_per_gpu=weights,
+                             reserve_bytes=reserve, usable_bytes=usable, kv_bytes=left,
+                             reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
+                             n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
+                             sliding_window=model.sliding_window)
+    longest = est.longest_request()
+    if mml is not None and longest is not None and longest < mml:
+        raise ParameterError("max_model_len", max_model_len,
+                             f"at most {longest:,} tokens, the longest request the KV cache ({tokens:,} tokens) is "
+                             "estimated to hold", "vLLM refuses to start when one request of max_model_len tokens "
+                             "does not fit; lower it, or give more memory")
+    return est
 
 
 def sliding_note(estimate: KVCapacityEstimate, tokens: int) -> str:

@@ -40,7 +40,9 @@ A deployment without profiles is a roofline engine (docs/reference/roofline.md):
 
 ``model`` is a name of ``fluidq models list`` (or ``model_config = "config.json"``, a path relative to the
 case file); optional keys ``tensor_parallel_size`` (default 1), ``dtype``, ``gpu_memory_utilization``
-(default 0.9) and ``gpu_memory_gib`` (default the GPU table's).  It is the engine of the command line's
+(default 0.9), ``gpu_memory_gib`` (default the GPU table's) and ``max_model_len`` (vLLM's ``--max-model-len``:
+refused above the model's ``max_position_embeddings`` or when the KV cache cannot hold one request of that
+length, as vLLM refuses to start; the station's hops are then checked against it).  It is the engine of the command line's
 ``--gpu``/``--model`` (:func:`fluidq.engine.roofline_engine`): the roofline as a context-aware batch time, the
 KV cache from vLLM's memory planner unless ``kv_capacity_tokens`` is given, ``b_max = 2048`` and
 ``k_max = 256`` (vLLM's defaults) unless given, the first output token emitted by the prefill.
@@ -287,7 +289,7 @@ def _kwarg_words(exc) -> str:
 
 #: the keys of ``batch_time = { kind = "roofline", ... }`` (fluidq.engine.roofline_engine's arguments)
 _ROOFLINE = {"kind", "model", "model_config", "gpu", "tensor_parallel_size", "dtype", "gpu_memory_utilization",
-             "gpu_memory_gib"}
+             "gpu_memory_gib", "max_model_len"}
 
 
 def _roofline(w, name, bt, budgets, base_dir, models=None):
@@ -313,8 +315,8 @@ def _roofline(w, name, bt, budgets, base_dir, models=None):
             model = ModelFacts.from_config(path, option="model_config")
     else:
         model = _string(wb, "model", bt["model"])
-    kw = {k: bt[k] for k in ("tensor_parallel_size", "dtype", "gpu_memory_utilization", "gpu_memory_gib")
-          if k in bt}
+    kw = {k: bt[k] for k in ("tensor_parallel_size", "dtype", "gpu_memory_utilization", "gpu_memory_gib",
+                             "max_model_len") if k in bt}
     for k in ("b_max", "k_max"):
         if k in budgets:
             kw[k] = budgets[k]
@@ -343,6 +345,8 @@ def _roofline(w, name, bt, budgets, base_dir, models=None):
         from ..models import load_model
 
         models[name] = model if isinstance(model, ModelFacts) else load_model(model, option="model")
+        if "max_model_len" in bt:  # the hops' context limit (checked by roofline_engine): vLLM refuses longer
+            models[(name, "max_model_len")] = int(bt["max_model_len"])
     return eng
 
 
@@ -532,7 +536,12 @@ def _check_context(source, net, models) -> None:
         for hop in _route_hops(cls.route):
             for st in routers.get(hop.engine, (hop.engine,)):
                 facts = models.get(st)
-                limit = getattr(facts, "max_position_embeddings", None)
+                limit = models.get((st, "max_model_len")) or getattr(facts, "max_position_embeddings", None)
+                words = ("the station's max_model_len (vLLM refuses a longer request); shorten the hop or raise "
+                         "max_model_len" if (st, "max_model_len") in models else
+                         f"{getattr(facts, 'name', '')}'s context (max_position_embeddings of its config.json, "
+                         "vLLM's default --max-model-len; vLLM refuses a longer request); shorten the hop or give "
+                         "the engine a model with a longer context")
                 if not limit:
                     continue
                 p, o = tokens(hop.prompt_tokens), tokens(hop.output_tokens)
@@ -543,9 +552,7 @@ def _check_context(source, net, models) -> None:
                     label = f"hop {hop.name!r}" if hop.name else "a hop"
                     raise _err(f"{source} class {cls.name!r} {label} on engine {st!r}",
                                f"prompt + output = {p:,.0f} + {o:,.0f} = {p + o:,.0f} tokens{means}: expected at most "
-                               f"{int(limit):,} tokens, {facts.name}'s context (max_position_embeddings of its "
-                               "config.json, vLLM's default --max-model-len; vLLM refuses a longer request); "
-                               "shorten the hop or give the engine a model with a longer context")
+                               f"{int(limit):,} tokens, {words}")
 
 
 def _route_hops(steps):

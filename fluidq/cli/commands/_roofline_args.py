@@ -10,7 +10,8 @@ FORMS = ("staircase", "piecewise-linear", "affine")
 FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "tensor_parallel_size": "--tensor-parallel-size",
          "gpu_memory_utilization": "--gpu-memory-utilization",
          "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
-         "kv_capacity_tokens": "--kv-capacity", "block_size": "--block-size", "tp": "--tensor-parallel-size"}
+         "kv_capacity_tokens": "--kv-capacity", "block_size": "--block-size", "tp": "--tensor-parallel-size",
+         "max_model_len": "--max-model-len"}
 
 
 @contextlib.contextmanager
@@ -55,19 +56,55 @@ def estimate_error(args, value, expected: str, hint: str | None = None) -> None:
                    + "; give --kv-capacity, more GPU memory, or shorter requests")
 
 
+def _reject_max_model_len(args) -> None:
+    """``--max-model-len`` without ``--gpu``: refused (it is checked against the planned KV cache of ``--gpu``)."""
+    from .. import CliError
+
+    if getattr(args, "max_model_len", None) is not None and getattr(args, "gpu", None) is None:
+        raise CliError("--max-model-len is read only with --gpu (a deployment without profiles; it would be ignored)")
+
+
+def context_limit(args, facts):
+    """``(limit, words)``: the longest request vLLM accepts -- ``--max-model-len`` when given, else the model's
+    ``max_position_embeddings`` (vLLM's default ``--max-model-len``); ``(None, None)`` when neither is known.
+    Like vLLM, a ``--max-model-len`` above ``max_position_embeddings`` is refused (vLLM's
+    ``_get_and_verify_max_len`` raises unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, which fluidq does not model:
+    the roofline knows no positions past the model's)."""
+    from ..._validate import MAX_BUDGET_TOKENS, integer
+    from ...errors import ParameterError
+
+    _reject_max_model_len(args)
+    mpe = getattr(facts, "max_position_embeddings", None)
+    given = getattr(args, "max_model_len", None)
+    if given is None:
+        if not mpe:
+            return None, None
+        return int(mpe), (f"{facts.name}'s context (max_position_embeddings of its config.json, vLLM's default "
+                          "--max-model-len; vLLM refuses a longer request)")
+    mml = integer("--max-model-len", given, minimum=1, maximum=MAX_BUDGET_TOKENS * 64,
+                  why="no model has a context of more than 2**30 tokens")
+    if mpe and mml > int(mpe):
+        raise ParameterError("--max-model-len", mml, f"at most {int(mpe):,}, {facts.name}'s max_position_embeddings "
+                             "(its config.json)", "vLLM refuses a longer --max-model-len unless "
+                             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, past the positions the model was trained on; fluidq "
+                             "does not model that")
+    return mml, "--max-model-len (vLLM refuses a longer request)"
+
+
 def check_context(args, facts, trace=None) -> None:
-    """Refuse ``--prompt`` + ``--output`` beyond the model's context: ``max_position_embeddings`` of its
-    config.json, which is vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With
-    ``--geometric`` the means are checked; with ``--trace`` every request (``trace``: the trace the caller
-    already loaded, else it is read here; checked once per command)."""
+    """Refuse ``--prompt`` + ``--output`` beyond the context limit (:func:`context_limit`): ``--max-model-len``
+    when given, else ``max_position_embeddings`` of the model's config.json, which is vLLM's default
+    ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
+    ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here; checked once
+    per command)."""
     import math
 
     from ...errors import ParameterError
 
-    limit = getattr(facts, "max_position_embeddings", None)
+    limit, words = context_limit(args, facts)
     if limit and getattr(args, "trace", None) is not None:
         if getattr(args, "_trace_context_checked", None) != (args.trace, int(limit)):
-            _check_trace_context(args.trace, facts, int(limit), trace)
+            _check_trace_context(args.trace, int(limit), words, trace)
             args._trace_context_checked = (args.trace, int(limit))
         return
     if not limit or not hasattr(args, "prompt"):
@@ -84,15 +121,13 @@ def check_context(args, facts, trace=None) -> None:
     mean = "mean " if getattr(args, "geometric", False) else ""
     given = args.prompt if flag == "--prompt" else args.output
     raise ParameterError(flag, int(given) if float(given).is_integer() else given,
-                         f"--prompt + --output at most {limit:,} tokens, {facts.name}'s context "
-                         f"(max_position_embeddings of its config.json, vLLM's default --max-model-len; vLLM "
-                         f"refuses a longer request)",
+                         f"--prompt + --output at most {limit:,} tokens, {words}",
                          f"here {mean}--prompt {float(mp):g} + --output {float(md):g} = {total:,.0f} tokens")
 
 
-def _check_trace_context(name, facts, limit: int, tr=None) -> None:
-    """Refuse a ``--trace`` with a request whose prompt + output passes the model's context (vLLM refuses
-    such a request), naming how many and the first in time order."""
+def _check_trace_context(name, limit: int, words: str, tr=None) -> None:
+    """Refuse a ``--trace`` with a request whose prompt + output passes the context limit ``limit`` (``words``
+    say what it is; vLLM refuses such a request), naming how many and the first in time order."""
     import numpy as np
 
     from ...errors import ParameterError
@@ -105,11 +140,98 @@ def _check_trace_context(name, facts, limit: int, tr=None) -> None:
     if over.size:
         i = int(over[0])
         raise ParameterError("--trace", name, f"every request's prompt + output at most {limit:,} tokens, "
-                             f"{facts.name}'s context (max_position_embeddings of its config.json, vLLM's default "
-                             "--max-model-len; vLLM refuses a longer request)",
+                             f"{words}",
                              f"{over.size:,} of its {total.size:,} requests are longer; the first in time order, "
                              f"request {i + 1}, has {int(tr.prompt_tokens[i]):,} + {int(tr.output_tokens[i]):,} = "
-                             f"{int(total[i]):,} tokens; give a model with a longer context or leave those rows out")
+                             f"{int(total[i]):,} tokens; "
+                             + ("raise --max-model-len, " if words.startswith("--max-model-len") else
+                                "give a model with a longer context ")
+                             + "or leave those rows out")
+
+
+def longest_fitting(estimate, tokens: int | None = None) -> int | None:
+    """The longest request (tokens) a KV cache holds, as vLLM's start-up check counts it: a given
+    ``--kv-capacity`` of ``tokens`` floored to whole blocks, else the planner's
+    :meth:`~fluidq.models.KVCapacityEstimate.longest_request` (``None``: no length is too long)."""
+    if tokens is not None:
+        return int(tokens) // estimate.block_size * estimate.block_size
+    return estimate.longest_request()
+
+
+def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity: int | None,
+                        block_size: int = 16) -> dict | None:
+    """vLLM's start-up check of ``--max-model-len`` against the KV cache (``args.max_model_len_info``, returned).
+
+    vLLM refuses to start when the cache cannot hold one request of ``max_model_len`` tokens
+    (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory``: "To serve at least one request with the
+    model's max seq len ... larger than the available KV cache memory").  Given ``--max-model-len``, such a
+    deployment is refused here too, naming the flag, the cache and what to change.  Not given, vLLM's default is
+    the model's ``max_position_embeddings``: where that does not fit, the answer is still given, with a note
+    (``info["note"]``) that vLLM with its default would refuse to start and that the answer assumes
+    ``--max-model-len`` at most the cache's tokens (whole blocks).  ``None`` when no limit is known."""
+    from ...errors import ParameterError
+    from ...models import kv_capacity_estimate
+    from .. import CliError
+
+    limit, _ = context_limit(args, model)
+    given = getattr(args, "max_model_len", None) is not None
+    if limit is None:
+        args.max_model_len_info = None
+        return None
+    gib = getattr(args, "gpu_memory_gib", None)
+    tp, util = args.tensor_parallel_size, args.gpu_memory_utilization
+
+    def estimate(t, u=util):
+        return kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib if gib is None else gib,
+                                    gpu_memory_utilization=u, tensor_parallel_size=t, block_size=block_size,
+                                    max_num_batched_tokens=b_max, max_num_seqs=k_max)
+
+    def holds(t, u=util) -> bool:
+        try:
+            room = longest_fitting(estimate(t, u))
+        except ParameterError:
+            return False
+        return room is None or room >= limit
+
+    with named_by_flag(), memory_named(gpu.name, tp, gib):
+        est = estimate(tp)
+    fits = longest_fitting(est, kv_capacity)
+    source = "--kv-capacity" if kv_capacity is not None else "vLLM's memory planner, an estimate"
+    info = {"value": limit, "source": "--max-model-len" if given else "max_position_embeddings (vLLM's default)",
+            "longest_request_cached_tokens": fits, "cache_source": source,
+            "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None}
+    if info["vllm_starts"]:
+        args.max_model_len_info = info
+        return info
+    cache = f"the KV cache ({source}) holds one request of at most {fits:,} tokens"
+    if given:
+        hint = [f"lower --max-model-len to at most {fits:,}"]
+        if kv_capacity is None:
+            u = next((u for u in (0.92, 0.95, 0.98) if u > util and holds(tp, u)), None)
+            if u is not None:  # (the planner's reserve is an estimate: little headroom is left at 0.98)
+                hint.append(f"raise --gpu-memory-utilization to {u:g}")
+            t = next((t for t in model.tensor_parallel_sizes(64) if t > tp and holds(t)), None)
+            if t is not None:
+                hint.append(f"use --tensor-parallel-size {t}")
+            hint.append("use a GPU with more memory")
+        else:
+            hint.append("give a larger --kv-capacity")
+        raise CliError(f"--max-model-len {limit:,}: vLLM refuses to start: {cache} (one request of max_model_len "
+                       f"tokens must fit, vLLM's check_enough_kv_cache_memory); to start it: " + ", ".join(hint[:-1])
+                       + f" or {hint[-1]}")
+    info["assumed_at_most"] = fits
+    info["note"] = (f"vLLM with its default --max-model-len, {model.name}'s max_position_embeddings {limit:,}, would "
+                    f"refuse to start: {cache}; this answer assumes --max-model-len <= {fits:,} (give it to vLLM)")
+    args.max_model_len_info = info
+    return info
+
+
+def max_model_len_line(args, width: int = 16) -> list[str]:
+    """The answer's note line about ``--max-model-len`` (:func:`check_max_model_len`), or no line."""
+    info = getattr(args, "max_model_len_info", None)
+    if not info or not info.get("note"):
+        return []
+    return [f"{'max-model-len':<{width}}{info['note']}" if width else f"max-model-len: {info['note']}"]
 
 
 @contextlib.contextmanager
@@ -152,6 +274,10 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
                    help="with --gpu: a Hugging Face config.json (a local path) instead of --model NAME"
                         + ("; with --profile-dir: the profiled model's config.json, when `fluidq models list` lacks it"
                            if "--profile-dir" in p._option_string_actions else ""))
+    r.add_argument("--max-model-len", type=int, default=None, metavar="N",
+                   help="with --gpu: vLLM's --max-model-len, the longest request (prompt + output) it accepts (default: "
+                        "the model's max_position_embeddings, as vLLM); like vLLM, refused when the KV cache cannot "
+                        "hold one request of N tokens; not given, an answer whose default would not fit says so")
     if tp:
         r.add_argument("--tensor-parallel-size", type=int, default=1, help="with --gpu: GPUs per engine (default 1)")
         r.add_argument("--gpu-memory-utilization", type=float, default=0.9,
@@ -188,6 +314,7 @@ def check_model_option(args) -> None:
     from .. import CliError
 
     if args.gpu is None:
+        _reject_max_model_len(args)
         if args.model_config is not None and getattr(args, "profile_dir", None) is None:
             raise CliError("--model-config is read only with --gpu (a deployment without profiles)"
                            + (" or --profile-dir (the profiled model's config.json)" if hasattr(args, "profile_dir")
@@ -245,6 +372,8 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
         eng = engine_of(model, gpu, args.tensor_parallel_size, b_max=b_max,
                         k_max=k_max, kv_capacity_tokens=kv_capacity, gpu_memory_gib=gib,
                         gpu_memory_utilization=args.gpu_memory_utilization, context_tokens=_held_context(args))
+        if not hasattr(args, "max_model_len_info"):  # (capacity checks it first, on its --kv-capacity)
+            check_max_model_len(args, model, gpu, b_max=b_max, k_max=k_max or 256, kv_capacity=kv_capacity)
     bt = eng.batch_time
     rf = bt.base
     windowed = ""

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ...capacity import max_throughput, tokens_per_request
 from .. import emit
-from ._roofline_args import (add_roofline_args, check_context, check_model_option, kv_estimated, memory_named,
-                             model_from_args, named_by_flag, planner_source,
+from ._roofline_args import (add_roofline_args, check_context, check_max_model_len, check_model_option, kv_estimated,
+                             max_model_len_line, memory_named, model_from_args, named_by_flag, planner_source,
                              roofline_engine,
                              sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir, profiled_model
@@ -105,6 +105,9 @@ def _roofline(args):
     check_context(args, model, tr)
     kv_estimated(args, planner_source(model.name, gpu, args.tensor_parallel_size, args.gpu_memory_gib,
                                       args.gpu_memory_utilization))
+    check_max_model_len(args, model, gpu, b_max=2048 if args.b_max is None else args.b_max,
+                        k_max=256 if args.k_max is None else args.k_max, kv_capacity=args.kv_capacity,
+                        block_size=args.block_size)
     with named_by_flag(args=args), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
         res = predict_roofline_deployment(
             model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
@@ -125,7 +128,9 @@ def _roofline(args):
     sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
     if sync:
         lines.insert(-1, f"sync            {sync}")
+    lines[3:3] = max_model_len_line(args)  # after the KV cache: vLLM with its default would not start
     out = res.to_dict()
+    out["max_model_len"] = args.max_model_len_info
     # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine and
     # its stability region; that lambda* is a different model from the flow-balance formula above (for Llama-3.1-8B
     # on an H100 at 100 + 100 tokens 172.7 against 171.0 req/s since the calibration on ten profiles, 2026-12-06;

@@ -7,7 +7,7 @@ from ...policies import POLICY_NAMES
 from ...stability import check_stability
 from .. import emit
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
-from ._roofline_args import add_roofline_args, engine_for_command
+from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from ..common import (
     add_engine_args,
     add_kv_arg,
@@ -177,7 +177,7 @@ def run(args):
                     f"would give {load_txt}")
     lines = [f"arrival rate {workload.arrival_rate_per_s:.4g} req/s, m_p={fmt_tokens(workload.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(workload.mean_output_tokens)}, {load_txt}"]
-    lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else [])
+    lines[:0] = fit_lines(args, width=0) + ([f"engine: {note}"] if note else []) + max_model_len_line(args, width=0)
     # a long explanation several verdicts share is printed once, as a footnote
     reasons, notes = shared_reasons([r.reason for r in results])
     lines += [f"  {r.policy:<{width}}  {r.status.value:<9} {why}" for r, why in zip(results, reasons)]
@@ -216,6 +216,8 @@ def run(args):
         inputs["fit"] = fit_json(args)
     if note:
         inputs["profile_dir" if args.profile_dir is not None else "roofline"] = note
+    if args.gpu is not None:
+        inputs["max_model_len"] = getattr(args, "max_model_len_info", None)
     if dep is not None:  # --load's basis with --profile-dir
         inputs["flow_balance_tokens_per_s"] = dep.tokens_per_s
     out = [{**r.to_dict(), "inputs": inputs} for r in results]

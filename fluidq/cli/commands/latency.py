@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import CliError, emit
-from ._roofline_args import add_roofline_args, engine_for_command
+from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from ..common import (
     add_engine_args,
     add_swap_args,
@@ -299,6 +299,8 @@ def run(args):
              + (f", TTLT {fmt_value(args.slo_ttlt)} s" if args.slo_ttlt is not None else "")]
     if note:  # --gpu: the roofline engine says what it is and the error it carries
         lines.insert(1, f"estimate  {note}")
+        lines[2:2] = max_model_len_line(args, width=0)  # vLLM with its default --max-model-len would not start
+        res.inputs["max_model_len"] = getattr(args, "max_model_len_info", None)
     for i, ld in enumerate(res.loads):
         lines += ["", res.table(i, metrics=cols, horizon_name="--horizon")]
         if args.metric is not None:

@@ -6,7 +6,7 @@ import re
 
 from ...errors import ParameterError
 from .. import CliError, emit
-from ._roofline_args import add_roofline_args, engine_for_command
+from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from ..common import (
     add_engine_args,
     add_workload_args,
@@ -198,11 +198,13 @@ def run(args):
         result["fit"] = fit_json(args)
     if note:
         result["roofline"] = note
+    if args.gpu is not None:
+        result["max_model_len"] = getattr(args, "max_model_len_info", None)
     if isinstance(engine.batch_time, ContextAware):
         result["kv_tokens_per_batch"] = 0.0 if kv is None else float(kv)
     lines = [f"engine          {engine_text(engine)}, b_max={engine.b_max}, "
              f"k_max={engine.k_max if engine.k_max else 'none'}",
-             *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []),
+             *fit_lines(args), *([f"estimate        {ERROR_NOTE}"] if note else []), *max_model_len_line(args),
              f"Theorem 2       {fmt_value(region.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s (x + y <= this without k_max)",
              f"candidates      {region.candidate_shapes} batch shapes enumerated",
              *([f"context         t(b, kv) taken at kv = 0, no cached context read (the decode rates are then upper "

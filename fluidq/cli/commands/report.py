@@ -74,5 +74,10 @@ def run(args):
     finally:  # even a report cut short is fluidq's: the next run may write over it
         mark_folder(out, MARKER, "report")
     steps.done()
+    from ._roofline_args import max_model_len_line
+
+    if args.gpu is not None:
+        res["max_model_len"] = getattr(args, "max_model_len_info", None)
     emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "
-                    f"{len(res['figures'])} figures in the same folder")
+                    f"{len(res['figures'])} figures in the same folder"
+                    + "".join(f"\n  {line}" for line in max_model_len_line(args, width=0)))

@@ -11,7 +11,7 @@ from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
-from ._roofline_args import add_roofline_args, engine_for_command
+from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
@@ -287,7 +287,7 @@ def run(args):
     lines = [f"engine    {engine_text(engine)}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens:,} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
-             *fit_lines(args, width=10),
+             *fit_lines(args, width=10), *max_model_len_line(args, width=0),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap_tokens, digits=MEANINGFUL_DIGITS)} tokens/s"
              + (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
@@ -373,6 +373,8 @@ def run(args):
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
     if args.plot:
         lines.append(f"plot written to {out['plot']}")
+    if args.gpu is not None:
+        out["max_model_len"] = getattr(args, "max_model_len_info", None)
     emit(args, out, "\n".join(lines))
 
 
