@@ -157,8 +157,8 @@ def test_a_run_knows_the_order_its_client_sent(tmp_path):
     d = tmp_path / "run"
     shutil.copytree(_plain_path(LSS / "RTX4090_Llama-3.1-8B"), d)
     rows = [json.loads(line) for line in (d / "vllm_requests.jsonl").read_text().splitlines() if line.strip()]
-    for r in rows:
-        r["request_id"] = "same"
+    for i, r in enumerate(rows):  # distinct ids (one id twice is refused), none ending in a number
+        r["request_id"] = f"req-{i}-x"
     (d / "vllm_requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     odd = read_run(d)
     assert np.array_equal(odd.client_order, np.arange(len(odd)))
