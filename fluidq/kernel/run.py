@@ -6,7 +6,7 @@ kernel asks for one at a time), and returns the dict that :func:`fluidq.simulate
 
 The first call in a process compiles the kernel (or loads it from numba's cache) on a two-request
 problem first; if that takes more than :data:`NOTE_AFTER_S` seconds a one-line note says so on
-stderr, once per kernel (once per sweep for a sweep's worker processes, :data:`NOTE_SHARED_ENV`): each kernel (the FCFS one, the KV-cache one in its two modes, the network one) is
+stderr, once per kernel (once per sweep for a sweep's worker processes, :data:`NOTE_SHARED_ENV`): each kernel (the FCFS one, the KV-cache one per signature: composed or not, vLLM's rules or every memory; the network one) is
 compiled apart, and each note names its kernel (one text for all printed it two or three times in one
 ``fluidq report``, reading as the same compile repeated).
 """
