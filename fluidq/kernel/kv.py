@@ -32,6 +32,11 @@ two equal on random engines, memories, schedulers and workloads), for:
 
 Lazily tabulated batch times stay on the Python path.
 
+Numba compiles :func:`step` apart by two arguments' types: ``mode`` (None: no composition batch time, no async
+scheduling) and ``feat`` (None: vLLM's rules alone -- paged, the most recently admitted victim, recompute, no prefix
+caching); with None the flags they stand for are constants and their branches are gone from the loop (``feat``:
+3-13 % off a vLLM run, issue 15's binding cache at 1.2 lambda*, 2026-12-07, benchmarks/README.md).
+
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
 :class:`fluidq.kernel.memory.StationMemory` are written out below in the same order of operations
@@ -423,7 +428,7 @@ def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f, si):
 @jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
          dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp, cup,
-         qpos, qn, qs, ct, lg, mode, qe, hf, hr, bt, bn, bw, RF, RI):
+         qpos, qn, qs, ct, lg, mode, feat, qe, hf, hr, bt, bn, bw, RF, RI):
     """Advance the simulation (see the module docstring); return (status, the growing buffers).
 
     :func:`_advance` runs the simulation without numba's reference counting (which, over some sixty
@@ -432,7 +437,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
     while True:
         status = _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn,
                           ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt,
-                          fr, swq, shl, stamp, cup, qpos, qn, qs, ct, lg, mode, qe, hf, hr, bt, bn, bw, RF, RI)
+                          fr, swq, shl, stamp, cup, qpos, qn, qs, ct, lg, mode, feat, qe, hf, hr, bt, bn, bw, RF, RI)
         if status != STATUS_GROW:
             return status, qe, hf, hr, bt, bn, bw, RF, RI
         need = si[I_NEED_B]
@@ -456,7 +461,7 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
 @jit(_nrt=False)
 def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
              dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
-             cup, qpos, qn, qs, ct, lg, mode, qe, hf, hr, bt, bn, bw, RF, RI):
+             cup, qpos, qn, qs, ct, lg, mode, feat, qe, hf, hr, bt, bn, bw, RF, RI):
     """:func:`step`'s simulation, until the end, a progress report or a buffer without room (``STATUS_GROW``,
     at the top of an iteration, with the sizes needed in ``si``)."""
     n = len(arr)
@@ -468,16 +473,20 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     prefill_first = cfg[C_PREFILL_FIRST] != 0
     record = cfg[C_RECORD] != 0
     report = cfg[C_REPORT] != 0
-    paged = cfg[C_PAGED] != 0
+    paged = feat is None or cfg[C_PAGED] != 0  # (feat: see below)
     bs = cfg[C_BS]
     whole = cfg[C_WHOLE] != 0
-    most_recent = cfg[C_MOST_RECENT] != 0
+    most_recent = feat is None or cfg[C_MOST_RECENT] != 0
     emit = cfg[C_EMIT] != 0
     kv_cap = cfg[C_KVCAP]
     w_size = cfg[C_WSIZE]
     never = cfg[C_NEVER]
-    swap = cfg[C_SWAP] != 0
-    caching = cfg[C_CACHING] != 0
+    # ``feat`` is None for a run under vLLM's rules (paged, the most recently admitted victim, recompute preemption,
+    # no prefix caching), an int else: numba compiles the first apart in the same way, with ``paged`` and
+    # ``most_recent`` the constant True and ``swap`` and ``caching`` False, so it carries none of the other rules'
+    # branches (the token rules' admission, the arrival-order victim, swap, the freed-block pool)
+    swap = feat is not None and cfg[C_SWAP] != 0
+    caching = feat is not None and cfg[C_CACHING] != 0
     maxblk = cfg[C_MAXBLK]
     # ``mode`` is None for a run with neither a composition batch time nor async scheduling (an int else): numba
     # compiles that case apart, with both flags constant False and their branches gone (with them as run-time

@@ -6,7 +6,7 @@ kernel asks for one at a time), and returns the dict that :func:`fluidq.simulate
 
 The first call in a process compiles the kernel (or loads it from numba's cache) on a two-request
 problem first; if that takes more than :data:`NOTE_AFTER_S` seconds a one-line note says so on
-stderr, once per kernel (once per sweep for a sweep's worker processes, :data:`NOTE_SHARED_ENV`): each kernel (the FCFS one, the KV-cache one in its two modes, the network one) is
+stderr, once per kernel (once per sweep for a sweep's worker processes, :data:`NOTE_SHARED_ENV`): each kernel (the FCFS one, the KV-cache one per signature: composed or not, vLLM's rules or every memory; the network one) is
 compiled apart, and each note names its kernel (one text for all printed it two or three times in one
 ``fluidq report``, reading as the same compile repeated).
 """
@@ -349,7 +349,8 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
     if not isinstance(tau_b, (list, tuple, np.ndarray)):
         raise TypeError("run_fcfs_kv needs a full batch-time table (a list or array indexed by tokens)")
     if compiled():
-        ensure_compiled_kv(composed=compose_table is not None or bool(async_scheduling))
+        ensure_compiled_kv(composed=compose_table is not None or bool(async_scheduling),
+                           vllm=bool(paged and most_recent and swap_s_per_token is None and not prefix_caching))
     else:
         warn_if_uncompiled()
     arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -366,21 +367,22 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
 _ready_kv = set()
 
 
-def ensure_compiled_kv(composed: bool = False) -> None:
+def ensure_compiled_kv(composed: bool = False, vllm: bool = False) -> None:
     """Compile (or load from the cache) the KV kernel's signature for plain runs or, with ``composed``, the one
     for a composition batch time or async scheduling (kv.py's ``mode``: each compiled apart, so that a plain
-    run carries none of their branches), with a note if that is slow."""
-    if composed in _ready_kv:
+    run carries none of their branches); with ``vllm`` the one for vLLM's rules alone (paged, most recent victim,
+    recompute, no prefix caching: kv.py's ``feat``), else the one for every memory; with a note if that is slow."""
+    if (composed, vllm) in _ready_kv:
         return
-    _ready_kv.add(composed)
+    _ready_kv.add((composed, vllm))
     from . import kv as K
 
     with compile_note("the KV-cache simulation kernel" + (" (composed batch times / async scheduling)"
-                                                           if composed else "")):
+                                                           if composed else "") + (" (vLLM's rules)" if vllm else "")):
         _run_kv(K, np.array([0.0, 0.5]), np.array([2, 3], np.int64), np.array([2, 1], np.int64), b_max=4, k_cap=2,
                 mixed=True, chunked=True, chunk_long=False, prefill_first=True, tau_b=[math.nan, 1.0, 1.0, 1.0, 1.0],
                 ks=1e-3, horizon=math.inf, record=True, kv_cap=8, block_size=2, paged=True, whole_prompt=True,
-                most_recent=True, emit_at_prefill=False, swap_s_per_token=None, prefix_caching=True, progress=None,
+                most_recent=True, emit_at_prefill=False, swap_s_per_token=None, prefix_caching=not vllm, progress=None,
                 async_scheduling=composed)
 
 
@@ -453,7 +455,8 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
              dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
-             cup, qpos, qn, qs, ct, lg, None if compose_table is None and not async_scheduling else 1)
+             cup, qpos, qn, qs, ct, lg, None if compose_table is None and not async_scheduling else 1,
+             None if paged and most_recent and not swap and not caching else 1)
     while True:
         status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:
