@@ -908,7 +908,11 @@ def queue_growth(run: ServingRun) -> dict:
     ts = run.timeseries
     t = np.asarray(ts["t"], dtype=float)
     dt_tick = run.tick_s
-    served_cum = np.cumsum(ts["prompt_throughput"] + ts["gen_throughput"]) * dt_tick
+    # each row's throughputs are rates over the interval since the row before (the first: one tick), so the
+    # tokens served so far sum rate x interval -- the same as x tick_s on a regular grid, and right where a
+    # tick is missing or late
+    span = np.diff(t, prepend=t[0] - dt_tick) if len(t) else t
+    served_cum = np.cumsum((ts["prompt_throughput"] + ts["gen_throughput"]) * span)
     tot = run.input_tokens + run.output_tokens
     last_arrival = float(run.arrival_s[-1])
     on = np.flatnonzero(ts["waiting"] > 0)

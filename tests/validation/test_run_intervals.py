@@ -224,3 +224,28 @@ def test_one_token_outputs_are_left_out_of_tpot_as_vllms_benchmark_does(tmp_path
     assert np.all(np.isnan(run.tpot_s[~keep])) and np.all(np.isfinite(run.tpot_s[keep]))
     want = 1e3 * np.mean((run.last_token_s - run.first_token_s)[keep] / (run.output_tokens[keep] - 1))
     assert latency_metrics(run.ttft_s, run.latency_s, run.tpot_s)["TPOT Mean"] == pytest.approx(want, rel=1e-12)
+
+
+def test_the_backlog_counts_a_missing_tick_as_the_interval_it_spans(tmp_path):
+    # a row of the timeseries lost (a stat logger that skipped a tick): the row after it reports its rates over
+    # two ticks, so the tokens served to it are rate x 2 ticks.  Second reading of 2026-12-07: the served total
+    # was the rates' running sum x tick_s, one tick's tokens short at every gap
+    d = rv.copy_run(rv.LLAMA_4090, tmp_path / "gap")
+    h, rows = rv.read_ts(d)
+    ti, wi = h.index("t"), h.index("waiting")
+    on = [i for i, r in enumerate(rows) if float(r[wi]) > 0]
+    gap = on[0] + 5  # a tick inside the growth window
+    rv.write_ts(d, h, rows[:gap] + rows[gap + 1:])
+    run = read_run(d)
+    qg = queue_growth(run)
+    ts = run.timeseries
+    t = np.asarray(ts["t"], dtype=float)
+    rate = np.asarray(ts["prompt_throughput"], dtype=float) + np.asarray(ts["gen_throughput"], dtype=float)
+    span = np.diff(t, prepend=t[0] - run.tick_s)
+    assert span.max() == pytest.approx(2 * run.tick_s)  # the gap is there
+    served = np.cumsum(rate * span)
+    tot = run.input_tokens + run.output_tokens
+    sel = (t >= qg["window_s"][0] + run.tick_s) & (t <= run.arrival_s[-1] + run.tick_s)
+    tt = t[sel]
+    backlog = np.array([tot[run.arrival_s <= x].sum() for x in tt], dtype=float) - served[sel]
+    assert qg["backlog_tokens_per_s"] == pytest.approx(np.mean(np.diff(backlog) / np.diff(tt)), rel=1e-12)
