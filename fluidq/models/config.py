@@ -397,7 +397,11 @@ def _sliding_layers(r: _Reader, family: str, n_layers: int) -> int:
     """How many layers attend within the sliding window: ``layer_types`` where the config lists them (GPT-OSS,
     newer Gemma/Qwen configs), else the family's rule -- Gemma-2 every other layer (the even ones), Gemma-3 all
     but every ``sliding_window_pattern``-th (default 6), Qwen2/3 with ``use_sliding_window`` the layers from
-    ``max_window_layers`` on, any other family every layer (Mistral-7B-v0.1)."""
+    ``max_window_layers`` on, any other family every layer (Mistral-7B-v0.1, Phi-3-mini), as vLLM does: a config
+    with a ``sliding_window`` and no ``layer_types`` is not interleaved, so vLLM sets its model-wide
+    ``CacheConfig.sliding_window`` from it (vllm/engine/arg_utils.py), and ``Attention`` applies that to every layer
+    given no window of its own (vllm/attention/layer.py; Llama's attention, which serves Mistral and Phi-3, gives
+    one only from ``layer_types``)."""
     types = r.cfg.get("layer_types")
     if types is not None:
         if not isinstance(types, list) or len(types) != n_layers or not all(isinstance(t, str) for t in types):

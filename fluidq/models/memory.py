@@ -21,8 +21,8 @@ from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
 from ..errors import ParameterError
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
 
-__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "GIB",
-           "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB"]
+__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "kv_cache_groups",
+           "GIB", "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB", "GROUP_SIZE_SPREAD"]
 
 GIB = 1 << 30
 
@@ -44,6 +44,28 @@ LOGITS_COPIES = 2
 MAX_GPU_MEMORY_GIB = float(2**20)
 GPU_MEMORY_WHY = "today's GPUs have less than 300 GiB; more than a PiB is no GPU"
 
+#: vLLM's KV-cache groups take the larger layer count as their size when it is under this many times the smaller
+#: (``_get_kv_cache_groups_uniform_page_size``: 1.5 in current vLLM, 1.25 up to v0.14; no shipped model lies between).
+GROUP_SIZE_SPREAD = 1.5
+
+
+def kv_cache_groups(n_layers: int, n_sliding_layers: int) -> tuple[int, int, int]:
+    """``(group_size, full_groups, sliding_groups)``: how vLLM's KV-cache manager groups a model's attention layers.
+
+    One attention type (every layer full, or every layer windowed) is one group of all the layers.  Two types
+    (vllm/v1/core/kv_cache_utils.py, ``_get_kv_cache_groups_uniform_page_size``): every group holds ``group_size``
+    layers -- the smaller type's layer count, or the larger's when that is under :data:`GROUP_SIZE_SPREAD` times the
+    smaller -- and each type fills ``ceil(layers / group_size)`` groups, the last one padded with empty layer slots
+    ("Add %d padding layers, may waste ... KV cache memory").  Gemma-3-27B (10 full, 52 windowed layers): groups of
+    10, 1 full + 6 windowed = 70 slots for 62 layers.  A block of the shared pool holds one page in each of the
+    ``group_size`` slots, so the memory is cut into ``memory // (page x group_size)`` blocks, shared by all groups."""
+    full = n_layers - n_sliding_layers
+    if not full or not n_sliding_layers:
+        return n_layers, int(full > 0), int(n_sliding_layers > 0)
+    lo, hi = min(full, n_sliding_layers), max(full, n_sliding_layers)
+    size = hi if hi < lo * GROUP_SIZE_SPREAD else lo
+    return size, -(-full // size), -(-n_sliding_layers // size)
+
 
 @dataclass(frozen=True, kw_only=True)
 class KVCapacityEstimate:
@@ -52,9 +74,11 @@ class KVCapacityEstimate:
     Attributes
     ----------
     tokens : int
-        Tokens the cache holds (``blocks x block_size``): the ``kv_capacity_tokens`` of an engine.
+        Tokens the cache holds (``blocks x block_size``): the ``kv_capacity_tokens`` of an engine, and what vLLM
+        logs as its "GPU KV cache size" (``num_blocks // KV-cache groups x block_size``).
     blocks : int
-        KV blocks (vLLM's ``num_gpu_blocks``).
+        ``tokens / block_size``: vLLM's ``num_gpu_blocks`` for a model with one KV-cache group; a model with
+        full and sliding-window layers shares a pool of :attr:`pool_blocks` among its groups.
     block_size : int
         Tokens per block.
     kv_bytes_per_token_per_gpu : int
@@ -74,6 +98,9 @@ class KVCapacityEstimate:
     n_layers, n_sliding_layers, sliding_window : int, int, int or None
         The model's layers, how many of them attend within a sliding window, and the window (for
         :meth:`tokens_at_context`).
+    group_size, full_groups, sliding_groups, pool_blocks : int
+        vLLM's KV-cache groups (:func:`kv_cache_groups`) and the blocks of the pool they share (each block one
+        page in each of ``group_size`` layer slots).  One group of every layer for a model with one attention type.
     """
 
     tokens: int
@@ -91,51 +118,54 @@ class KVCapacityEstimate:
     n_layers: int = 0
     n_sliding_layers: int = 0
     sliding_window: int | None = None
+    group_size: int = 0
+    full_groups: int = 0
+    sliding_groups: int = 0
+    pool_blocks: int = 0
 
     def tokens_at_context(self, context_tokens: float) -> int:
         """Context tokens the cache holds when each request has ``context_tokens``: :attr:`tokens` for a model
         without sliding-window layers or requests within the window; more for longer requests.
 
-        :attr:`tokens` counts every layer in full for every token, which is what vLLM logs as its "GPU KV cache
-        size".  vLLM's hybrid allocator (v0.10 on) draws the blocks of the full-attention and the windowed
-        layers from one pool and frees a windowed layer's blocks that fall out of the window, so a request of
-        ``n`` tokens takes ``L_full x n + L_sliding x min(n, window + block_size)`` layer-tokens, where every layer
-        in full takes ``L x n``.  Hence ``tokens x L / (L_full + L_sliding x min(1, (window + block_size) / n))``,
-        floored to blocks: up to ``L / L_full`` times :attr:`tokens` (GPT-OSS 2x, Gemma-3 about 6x) for requests
-        much longer than the window.  An approximation: every request is taken at the same ``n``, and
-        ``window + block_size`` bounds the blocks a windowed layer keeps.
+        :attr:`tokens` is what vLLM logs as its "GPU KV cache size": the pool's blocks shared evenly among the
+        KV-cache groups (:func:`kv_cache_groups`).  vLLM's hybrid allocator (v0.10 on) draws every group's blocks
+        from that pool and frees a windowed group's blocks that fall out of the window, so a request of ``n``
+        tokens takes ``G_full x n + G_sliding x min(n, window + block_size)`` group-tokens of the pool's
+        ``pool_blocks x block_size``.  Hence ``pool_blocks x block_size / (G_full + G_sliding x min(1, (window +
+        block_size) / n))``, floored to blocks: up to ``(G_full + G_sliding) / G_full`` times :attr:`tokens`
+        (GPT-OSS 2x, Gemma-3-27B 7x) for requests much longer than the window.  An approximation: every request is
+        taken at the same ``n``, and ``window + block_size`` bounds the blocks a windowed layer keeps.
         """
         c = real("context_tokens", context_tokens, positive=True, maximum=float(MAX_BUDGET_TOKENS) * 64,
                  why="no model has a context of more than 2**30 tokens")
         if not self.n_sliding_layers:
             return self.tokens
-        full = self.n_layers - self.n_sliding_layers
         kept = min(1.0, (self.sliding_window + self.block_size) / c)
-        tokens = self.tokens * self.n_layers / (full + self.n_sliding_layers * kept)
-        return int(tokens // self.block_size) * self.block_size
+        blocks = self.pool_blocks / (self.full_groups + self.sliding_groups * kept)
+        return int(blocks) * self.block_size
 
     def longest_request(self) -> int | None:
         """The longest ``max_model_len`` (tokens, whole blocks) vLLM starts with on this cache.
 
         vLLM refuses to start when the cache cannot hold one request of ``max_model_len`` tokens
-        (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory``): each full-attention layer needs
-        ``ceil(n / block_size)`` blocks, each sliding-window layer ``ceil(min(window - 1 +
-        max_num_batched_tokens, n) / block_size) + 1`` (``SlidingWindowSpec.max_memory_usage_bytes``), against the
-        memory left for the cache (:attr:`kv_bytes`).  Without sliding-window layers that is :attr:`tokens`;
-        ``None`` when every layer is windowed and that fits (no length is too long); 0 when no request fits."""
+        (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory`` with ``_max_memory_usage_bytes_from_groups``,
+        which counts the groups' padding): each full-attention group needs ``ceil(n / block_size)`` blocks of the
+        pool, each sliding-window group ``ceil(min(window - 1 + max_num_batched_tokens, n) / block_size) + 1``
+        (``SlidingWindowSpec.max_memory_usage_bytes``), against the pool's :attr:`pool_blocks`.  Without
+        sliding-window layers that is :attr:`tokens`; ``None`` when every layer is windowed and that fits (no length
+        is too long); 0 when no request fits."""
         bs = self.block_size
         if not self.n_sliding_layers:
             return self.tokens
-        layer_blocks = self.kv_bytes * self.n_layers // (self.kv_bytes_per_token_per_gpu * bs)  # layer-blocks
-        full, slid = self.n_layers - self.n_sliding_layers, self.n_sliding_layers
+        pool, full, slid = self.pool_blocks, self.full_groups, self.sliding_groups
         cap = self.sliding_window - 1 + int(self.inputs.get("max_num_batched_tokens", 2048))
-        cap_blocks = -(-cap // bs) + 1  # what a windowed layer needs at most
+        cap_blocks = -(-cap // bs) + 1  # what a windowed group needs at most
         if full == 0:
-            return None if slid * cap_blocks <= layer_blocks else 0
-        k = (layer_blocks - slid * cap_blocks) // full  # blocks per full layer, at or past the cap
+            return None if slid * cap_blocks <= pool else 0
+        k = (pool - slid * cap_blocks) // full  # blocks per full group, at or past the cap
         if k * bs >= cap:
             return int(k) * bs
-        k = max(0, (layer_blocks - slid) // (full + slid))  # shorter than the cap: n's blocks in every layer, +1
+        k = max(0, (pool - slid) // (full + slid))  # shorter than the cap: n's blocks in every group, +1
         return int(min(k * bs, cap))
 
     def to_dict(self) -> dict:
@@ -273,8 +303,15 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
             model, max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs, tensor_parallel_size=t)
         return per_token, weights, reserve, usable - weights - reserve
 
+    group_size, full_groups, sliding_groups = kv_cache_groups(model.n_layers, model.n_sliding_layers)
+    slots = group_size * (full_groups + sliding_groups)  # layer slots, padding included
+
+    def one_block(per_token_bytes: int) -> int:
+        """Bytes of one block in every group: a page (``per_token x block_size / n_layers``) in each slot."""
+        return per_token_bytes * bs * slots // model.n_layers
+
     per_token, weights, reserve, left = plan(tp)
-    if left < per_token * bs:
+    if left < one_block(per_token):
         what = "the weights do not fit" if weights >= usable else \
             "the weights and reserve leave less than one KV block"
         hint = "raise --gpu-memory-utilization or --tensor-parallel-size, or use a larger GPU"
@@ -282,13 +319,13 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
             for t in model.tensor_parallel_sizes(MAX_TP_HINT):
                 if t > tp:
                     tok, _, _, room = plan(t)
-                    if room >= tok * bs:
+                    if room >= one_block(tok):
                         hint += f"; it fits from --tensor-parallel-size {t}"
                         break
         if model.quantization is None and model.bytes_per_value >= 2 and weights >= usable:  # the weights alone
             fp8 = model.replace(quantization="fp8").weight_bytes_per_gpu(
                 tp, expert_parallel_size=expert_parallel_size)
-            fits = usable - fp8 - reserve >= per_token * bs
+            fits = usable - fp8 - reserve >= one_block(per_token)
             hint += (f"; an FP8 checkpoint of the model takes {fp8 / GIB:.2f} GiB per GPU"
                      + (" and fits at this size" if fits else ""))
         if reserve_given is None and weights < usable:  # the estimated reserve is what leaves no room
@@ -298,8 +335,11 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
             "gpu_memory_gib", gpu_memory_gib,
             f"more memory: {what} ({mem:g} GiB x {util:g} = {usable / GIB:.2f} GiB usable; weights "
             f"{weights / GIB:.2f} GiB per GPU, reserve {reserve / GIB:.2f} GiB, one block "
-            f"{per_token * bs / GIB:.4f} GiB)", hint)
-    blocks = left // (per_token * bs)
+            f"{one_block(per_token) / GIB:.4f} GiB)", hint)
+    page = per_token * bs // model.n_layers  # one layer's block
+    pool = left // (page * group_size)  # vLLM's num_blocks: one page in each of the group_size slots
+    groups = full_groups + sliding_groups
+    blocks = pool // groups  # what vLLM logs, in blocks
     tokens = blocks * bs
     mml = integer("max_model_len", max_model_len, minimum=1, allow_none=True, maximum=MAX_BUDGET_TOKENS * 64,
                   why="no model has a context of more than 2**30 tokens")
@@ -311,12 +351,19 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     reason = (f"an estimate of vLLM's memory planner, not a measurement: ({mem:g} GiB x {util:g} - weights "
               f"{weights / GIB:.2f} GiB per GPU - reserve {reserve / GIB:.2f} GiB [{how}]) / "
               f"{per_token:,} B per token per GPU [{model.kv_rule}], floored to {blocks:,} blocks of {bs}")
+    if groups > 1:
+        pad = slots - model.n_layers
+        reason += (f"; vLLM's KV-cache groups: {full_groups} full + {sliding_groups} sliding-window of {group_size} "
+                   f"layers ({slots} slots for {model.n_layers} layers"
+                   + (f", {pad} padding" if pad else "") + f"): a pool of {pool:,} blocks of "
+                   f"{page * group_size:,} B, {blocks:,} per group")
     est = KVCapacityEstimate(tokens=int(tokens), blocks=int(blocks), block_size=bs,
                              kv_bytes_per_token_per_gpu=per_token, weight_bytes_per_gpu=weights,
                              reserve_bytes=reserve, usable_bytes=usable, kv_bytes=left,
                              reserve_estimated=activation_reserve_gib is None, inputs=inputs, reason=reason,
                              n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
-                             sliding_window=model.sliding_window)
+                             sliding_window=model.sliding_window, group_size=group_size,
+                             full_groups=full_groups, sliding_groups=sliding_groups, pool_blocks=int(pool))
     longest = est.longest_request()
     if mml is not None and longest is not None and longest < mml:
         raise ParameterError("max_model_len", max_model_len,

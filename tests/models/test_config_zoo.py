@@ -189,8 +189,12 @@ def test_every_config_through_the_cli(tmp_path, capsys, name):
                 e = kv_capacity_estimate(m, gpu_memory_gib=gpu.memory_gib, tensor_parallel_size=tp)
                 assert kv == e.tokens_at_context(1000 + 200 / 2), (name, g, tp)  # e.tokens without windows
                 assert kv == e.tokens or m.n_sliding_layers and m.sliding_window + 16 < 1100
-                used = e.weight_bytes_per_gpu + e.reserve_bytes + e.tokens * e.kv_bytes_per_token_per_gpu
-                assert used <= 0.9 * gpu.memory_gib * GIB < used + e.kv_bytes_per_token_per_gpu * 16 + 1
+                # vLLM's pool: blocks of one page (a layer's 16 tokens) in each of group_size layer slots
+                pool_block = e.kv_bytes_per_token_per_gpu * 16 // m.n_layers * e.group_size
+                used = e.weight_bytes_per_gpu + e.reserve_bytes + e.pool_blocks * pool_block
+                assert used <= 0.9 * gpu.memory_gib * GIB < used + pool_block + 1
+                groups = e.full_groups + e.sliding_groups
+                assert e.tokens == e.pool_blocks // groups * 16 and e.group_size * groups >= m.n_layers
                 continue
             assert err.count("\n") == 1, err
             if "--tensor-parallel-size=" in err:  # a size that does not split the heads: the sizes that do
@@ -292,16 +296,19 @@ def test_sliding_window_layers_are_counted(tmp_path, name, window, sliding):
 
 
 def test_kv_tokens_at_a_context_longer_than_the_window():
-    """The planner's tokens count every layer in full (vLLM's logged "GPU KV cache size"); with vLLM's hybrid
-    allocator a request longer than the window holds its windowed layers' last window + block only.  GPT-OSS-120B
-    on one H100: 1,200-token requests fit 1.78 times the logged tokens, long ones up to 2 times; a model without
-    windowed layers, or requests within the window, the logged tokens."""
+    """The planner's tokens are vLLM's logged "GPU KV cache size"; with vLLM's hybrid allocator a request longer
+    than the window holds its windowed groups' last window + block only.  GPT-OSS-120B on one H100, by hand: 8 KV
+    heads of 64 in bf16, a layer's block 2 x 8 x 64 x 2 B x 16 = 32,768 B; 18 full + 18 windowed layers: 2 groups
+    of 18 (no padding), a pool block 18 x 32,768 = 589,824 B; 10,249,233,431 B // 589,824 = 17,376 pool blocks,
+    17,376 // 2 = 8,688 blocks = 139,008 tokens logged.  1,200-token requests (the window keeps 128 + 16):
+    17,376 / (1 + 144 / 1,200) = 15,514.3 blocks = 248,224 tokens (1.79 times); 10**7-token ones 17,375 blocks
+    (2 times); a model without windowed layers, or requests within the window, the logged tokens."""
     e = kv_capacity_estimate(load_model("GPT-OSS-120B"), gpu_memory_gib=load_gpu("H100").memory_gib)
+    assert e.kv_bytes == 10_249_233_431  # the precondition of the hand calculation (weights and reserve)
+    assert e.tokens == 139_008
     assert e.tokens_at_context(100) == e.tokens_at_context(144) == e.tokens  # within window + block: no saving
-    ratio = e.tokens_at_context(1200) / e.tokens
-    assert ratio == pytest.approx(36 / (18 + 18 * 144 / 1200), rel=1e-3) and 1.7 < ratio < 2
-    assert e.tokens_at_context(10**7) / e.tokens == pytest.approx(2, rel=1e-3)
-    assert e.tokens_at_context(1200) % 16 == 0
+    assert e.tokens_at_context(1200) == 15_514 * 16 == 248_224
+    assert e.tokens_at_context(10**7) == 17_375 * 16
     dense = kv_capacity_estimate(load_model("Llama-3.1-8B"), gpu_memory_gib=79.22)
     assert dense.tokens_at_context(10**6) == dense.tokens
     with pytest.raises(ParameterError, match="context_tokens"):

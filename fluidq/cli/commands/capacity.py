@@ -34,7 +34,9 @@ def register(sub):
     add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
-               "capacity is lower (default: unlimited; with --gpu or --profile-dir, vLLM's memory planner estimate)")
+               "capacity is lower (default: unlimited; with --gpu or --profile-dir, vLLM's memory planner estimate); "
+               "taken as the tokens held at the workload's context: for a sliding-window model more than vLLM "
+               "logs")
     g = p.add_argument_group("a vLLM deployment from its operator-profile folder (no run needed)")
     g.add_argument("--profile-dir", default=None, metavar="DIR",
                    help="an operator-profile folder in LLMServingSim's layout (profile_meta.yaml, profile_tp1_*.csv): "

@@ -33,7 +33,8 @@ def register(sub):
     add_workload_args(p, rate_required=False)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together, "
                "which lowers the capacity the verdicts compare the load with (default: unlimited; with --gpu or "
-               "--profile-dir, vLLM's memory planner estimate)")
+               "--profile-dir, vLLM's memory planner estimate); taken as the tokens held at the workload's "
+               "context: for a sliding-window model more than vLLM logs")
     p.add_argument("--chunk-long-prompts", action=argparse.BooleanOptionalAction, default=CHUNK_LONG_PROMPTS_DEFAULT,
                    help="let the schedulers that do not chunk (fastertransformer, vllm) split a prompt longer than "
                         "b_max into chunks; without it such a prompt is never scheduled (default: on, as in "
