@@ -36,10 +36,12 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
     name : str, optional
         The engine's label (default ``"roofline MODEL on N x GPU"``).
     max_model_len : int, optional
-        vLLM's ``--max-model-len``: at most the model's ``max_position_embeddings`` (vLLM refuses more), and like
+        vLLM's ``--max-model-len``: at most the length vLLM derives from the model's config.json
+        (:func:`fluidq.models.context.derived_max_model_len`: ``max_position_embeddings`` scaled by its
+        ``rope_scaling``; vLLM refuses more), and like
         vLLM refused when the KV cache cannot hold one request of that many tokens
         (:meth:`~fluidq.models.KVCapacityEstimate.longest_request`; a given ``kv_capacity_tokens`` in whole blocks
-        of 16).  Default: not checked (vLLM's own default is ``max_position_embeddings``).
+        of 16).  Default: not checked (vLLM's own default is that derived length).
 
     Returns
     -------
@@ -64,17 +66,12 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
         gpu = load_gpu(gpu)
     rf = roofline(model, gpu, tensor_parallel_size)
     if max_model_len is not None:
-        from .._validate import MAX_BUDGET_TOKENS, integer
         from ..errors import ParameterError
+        from ..models.context import check_max_model_len, longest_in_blocks
 
-        max_model_len = integer("max_model_len", max_model_len, minimum=1, maximum=MAX_BUDGET_TOKENS * 64,
-                                why="no model has a context of more than 2**30 tokens")
-        if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
-            raise ParameterError("max_model_len", max_model_len, f"at most {model.max_position_embeddings:,}, "
-                                 f"{model.name}'s max_position_embeddings", "vLLM refuses a longer max_model_len "
-                                 "unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which fluidq does not model")
-        if kv_capacity_tokens is not None and int(kv_capacity_tokens) // 16 * 16 < max_model_len:
-            raise ParameterError("max_model_len", max_model_len, f"at most {int(kv_capacity_tokens) // 16 * 16:,} "
+        max_model_len = check_max_model_len(model, max_model_len)
+        if kv_capacity_tokens is not None and longest_in_blocks(kv_capacity_tokens) < max_model_len:
+            raise ParameterError("max_model_len", max_model_len, f"at most {longest_in_blocks(kv_capacity_tokens):,} "
                                  f"tokens, the longest request the given KV cache ({kv_capacity_tokens:,} tokens, "
                                  "blocks of 16) holds", "vLLM refuses to start when one request of max_model_len "
                                  "tokens does not fit; lower it, or give a larger cache")
