@@ -130,3 +130,14 @@ def test_the_facts_keep_rope_scaling_through_their_dict(tmp_path):
     with pytest.raises(ParameterError) as e:
         m.replace(rope_scaling=("yarn", -1.0, None))
     assert e.value.name == "rope_scaling"
+
+
+def test_the_engines_block_size_counts_the_given_cache(tmp_path):
+    _, m = _facts(tmp_path, YARN)
+    roofline_engine(m, "H200", max_model_len=4112, kv_capacity_tokens=4120)  # 16-token blocks: 4,112 fit
+    with pytest.raises(ParameterError) as e:  # 32-token blocks: 4,120 is 4,096 in whole blocks
+        roofline_engine(m, "H200", max_model_len=4112, kv_capacity_tokens=4120, block_size=32)
+    assert e.value.name == "max_model_len" and "4,096" in str(e.value) and "blocks of 32" in str(e.value)
+    with pytest.raises(ParameterError) as e:
+        roofline_engine(m, "H200", block_size=0)
+    assert e.value.name == "block_size"

@@ -89,8 +89,8 @@ def context_limit(args, facts):
 
 def check_context(args, facts, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the context limit (:func:`context_limit`): ``--max-model-len``
-    when given, else ``max_position_embeddings`` of the model's config.json, which is vLLM's default
-    ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
+    when given, else the length vLLM derives from the model's config.json (``max_position_embeddings`` scaled by
+    its ``rope_scaling``), vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
     ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here; checked once
     per command)."""
     import math
@@ -164,7 +164,7 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
     (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory``: "To serve at least one request with the
     model's max seq len ... larger than the available KV cache memory").  Given ``--max-model-len``, such a
     deployment is refused here too, naming the flag, the cache and what to change.  Not given, vLLM's default is
-    the model's ``max_position_embeddings``: where that does not fit, the answer is still given, with a note
+    the model's derived length (:func:`fluidq.models.context.derived_max_model_len`): where that does not fit, the answer is still given, with a note
     (``info["note"]``) that vLLM with its default would refuse to start and that the answer assumes
     ``--max-model-len`` at most the cache's tokens (whole blocks).  ``None`` when no limit is known."""
     from ...errors import ParameterError
@@ -278,7 +278,8 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
                            if "--profile-dir" in p._option_string_actions else ""))
     r.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="with --gpu: vLLM's --max-model-len, the longest request (prompt + output) it accepts (default: "
-                        "the model's max_position_embeddings, as vLLM); like vLLM, refused when the KV cache cannot "
+                        "the length vLLM derives from the model's config.json: max_position_embeddings, scaled by "
+                        "its rope_scaling); like vLLM, refused when the KV cache cannot "
                         "hold one request of N tokens; not given, an answer whose default would not fit says so")
     if tp:
         r.add_argument("--tensor-parallel-size", type=int, default=1, help="with --gpu: GPUs per engine (default 1)")
