@@ -10,7 +10,7 @@ __all__ = ["roofline_engine"]
 def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2048, k_max: int | None = 256,
                     kv_capacity_tokens: int | None = None, gpu_memory_utilization: float = 0.9,
                     gpu_memory_gib: float | None = None, dtype: str | None = None, name: str | None = None,
-                    context_tokens: float | None = None, max_model_len: int | None = None):
+                    context_tokens: float | None = None, max_model_len: int | None = None, block_size: int = 16):
     """The engine of ``model`` on ``tensor_parallel_size`` GPUs ``gpu``, as vLLM runs it.
 
     Parameters
@@ -36,10 +36,15 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
     name : str, optional
         The engine's label (default ``"roofline MODEL on N x GPU"``).
     max_model_len : int, optional
-        vLLM's ``--max-model-len``: at most the model's ``max_position_embeddings`` (vLLM refuses more), and like
+        vLLM's ``--max-model-len``: at most the length vLLM derives from the model's config.json
+        (:func:`fluidq.models.context.derived_max_model_len`: ``max_position_embeddings`` scaled by its
+        ``rope_scaling``; vLLM refuses more), and like
         vLLM refused when the KV cache cannot hold one request of that many tokens
         (:meth:`~fluidq.models.KVCapacityEstimate.longest_request`; a given ``kv_capacity_tokens`` in whole blocks
-        of 16).  Default: not checked (vLLM's own default is ``max_position_embeddings``).
+        of ``block_size``).  Default: not checked (vLLM's own default is that derived length).
+    block_size : int
+        vLLM's ``--block-size`` (default 16): the planned cache's blocks and the whole blocks a request of
+        ``max_model_len`` tokens needs.
 
     Returns
     -------
@@ -63,26 +68,26 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
     if isinstance(gpu, str):
         gpu = load_gpu(gpu)
     rf = roofline(model, gpu, tensor_parallel_size)
-    if max_model_len is not None:
-        from .._validate import MAX_BUDGET_TOKENS, integer
-        from ..errors import ParameterError
+    from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer
 
-        max_model_len = integer("max_model_len", max_model_len, minimum=1, maximum=MAX_BUDGET_TOKENS * 64,
-                                why="no model has a context of more than 2**30 tokens")
-        if model.max_position_embeddings and max_model_len > model.max_position_embeddings:
-            raise ParameterError("max_model_len", max_model_len, f"at most {model.max_position_embeddings:,}, "
-                                 f"{model.name}'s max_position_embeddings", "vLLM refuses a longer max_model_len "
-                                 "unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, which fluidq does not model")
-        if kv_capacity_tokens is not None and int(kv_capacity_tokens) // 16 * 16 < max_model_len:
-            raise ParameterError("max_model_len", max_model_len, f"at most {int(kv_capacity_tokens) // 16 * 16:,} "
-                                 f"tokens, the longest request the given KV cache ({kv_capacity_tokens:,} tokens, "
-                                 "blocks of 16) holds", "vLLM refuses to start when one request of max_model_len "
-                                 "tokens does not fit; lower it, or give a larger cache")
+    block_size = integer("block_size", block_size, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    if max_model_len is not None:
+        from ..errors import ParameterError
+        from ..models.context import check_max_model_len, longest_in_blocks
+
+        max_model_len = check_max_model_len(model, max_model_len)
+        if kv_capacity_tokens is not None and longest_in_blocks(kv_capacity_tokens, block_size) < max_model_len:
+            fits = longest_in_blocks(kv_capacity_tokens, block_size)
+            raise ParameterError("max_model_len", max_model_len, f"at most {fits:,} tokens, the longest request "
+                                 f"the given KV cache ({kv_capacity_tokens:,} tokens, blocks of {block_size}) holds",
+                                 "vLLM refuses to start when one request of max_model_len tokens does not fit; lower "
+                                 "it, or give a larger cache")
     if kv_capacity_tokens is None:
         kv_capacity_tokens = kv_capacity_estimate(
             model, gpu_memory_gib=rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib,
             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=rf.tensor_parallel_size,
-            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256, max_model_len=max_model_len)
+            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256, max_model_len=max_model_len,
+            block_size=block_size)
         kv_capacity_tokens = (kv_capacity_tokens.tokens if context_tokens is None
                               else kv_capacity_tokens.tokens_at_context(context_tokens))
     # vLLM's engine: the iteration that completes a prefill emits the first output token (as

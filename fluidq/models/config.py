@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .._io import _shown, json_loads, read_text
 from ..errors import DataError, FluidqError, ParameterError
+from .context import rope_scaling_from_config
 from .facts import DTYPE_BYTES, ModelFacts
 
 #: a config.json is a few kB; larger is no config
@@ -156,7 +157,8 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
     quant, quant_attention = _quantization(r, family)
     kw.update(name=name, architecture=family, dtype=_dtype(r, dtype), quantization=quant,
               quantize_attention=quant_attention,
-              max_position_embeddings=r.int("max_position_embeddings", default=None, minimum=0) or None)
+              max_position_embeddings=r.int("max_position_embeddings", default=None, minimum=0) or None,
+              rope_scaling=rope_scaling_from_config(cfg.get("rope_scaling"), r.fail))
     sw = cfg.get("sliding_window")
     if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0 and cfg.get("use_sliding_window", True) is not False:
         kw["sliding_window"] = sw

@@ -133,6 +133,11 @@ class ModelFacts:
         may stay ``None``: a direct query projection).
     max_position_embeddings : int or None
         The longest context the config declares.
+    rope_scaling : tuple or None
+        The config's ``rope_scaling`` as vLLM reads it for the context length: ``(rope_type, factor,
+        original_max_position_embeddings)`` (:func:`fluidq.models.context.rope_scaling_from_config`); vLLM's
+        derived ``max_model_len`` scales ``max_position_embeddings`` by it
+        (:func:`fluidq.models.context.derived_max_model_len`).
     gated_mlp : bool
         The MLP has a gate (SwiGLU/GeGLU: three ``hidden x intermediate`` matrices; Llama, Qwen, Mistral,
         Gemma, Phi-3); ``False``: two (up and down; GPT-NeoX, OPT, Falcon, Phi-2).
@@ -182,6 +187,7 @@ class ModelFacts:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     max_position_embeddings: int | None = None
+    rope_scaling: tuple | None = None
     gated_mlp: bool = True
     linear_bias: bool = False
     norms_per_layer: int = 2
@@ -263,6 +269,15 @@ class ModelFacts:
                     raise ParameterError(f, getattr(self, f), "None without kv_lora_rank (no MLA)")
         _int("max_position_embeddings", self.max_position_embeddings, allow_none=True, maximum=2**40,
              why="no model has a context of more than 2**40 tokens")
+        if self.rope_scaling is not None:  # (rope_type, factor, original_max_position_embeddings or None)
+            rs = self.rope_scaling
+            ok = (isinstance(rs, (tuple, list)) and len(rs) == 3 and isinstance(rs[0], str)
+                  and isinstance(rs[1], (int, float)) and not isinstance(rs[1], bool) and 0 < rs[1] < float("inf")
+                  and (rs[2] is None or isinstance(rs[2], int) and not isinstance(rs[2], bool) and rs[2] >= 1))
+            if not ok:
+                raise ParameterError("rope_scaling", rs, "None or (rope_type, factor > 0, "
+                                     "original_max_position_embeddings or None)")
+            object.__setattr__(self, "rope_scaling", (rs[0], float(rs[1]), rs[2]))  # (a JSON list: a tuple)
 
     # ------------------------------------------------------------------------------------------------
     # what kind of model

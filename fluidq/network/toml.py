@@ -41,7 +41,8 @@ A deployment without profiles is a roofline engine (docs/reference/roofline.md):
 ``model`` is a name of ``fluidq models list`` (or ``model_config = "config.json"``, a path relative to the
 case file); optional keys ``tensor_parallel_size`` (default 1), ``dtype``, ``gpu_memory_utilization``
 (default 0.9), ``gpu_memory_gib`` (default the GPU table's) and ``max_model_len`` (vLLM's ``--max-model-len``:
-refused above the model's ``max_position_embeddings`` or when the KV cache cannot hold one request of that
+refused above the length vLLM derives from the model's config.json, ``max_position_embeddings`` scaled by its
+``rope_scaling`` (:func:`fluidq.models.context.derived_max_model_len`), or when the KV cache cannot hold one request of that
 length, as vLLM refuses to start; the station's hops are then checked against it).  It is the engine of the command line's
 ``--gpu``/``--model`` (:func:`fluidq.engine.roofline_engine`): the roofline as a context-aware batch time, the
 KV cache from vLLM's memory planner unless ``kv_capacity_tokens`` is given, ``b_max = 2048`` and
@@ -56,7 +57,7 @@ instead of an array.  A choice option's empty route means leaving the network, b
 option of positive probability that visits an engine.
 
 A station whose table names a model (a roofline engine's ``model``, a profile's measured model in the shipped
-model facts) has that model's context, ``max_position_embeddings`` (vLLM's default ``--max-model-len``): a hop
+model facts) has that model's context, vLLM's derived length (its default ``--max-model-len``): a hop
 whose prompt + output passes it is refused naming the class, the hop and the station (a fixed length as it is,
 a random one by its mean; behind a router, on each of its stations), as vLLM refuses such a request and as the
 command line refuses one engine's ``--prompt``/``--output`` or ``--trace`` beyond it.
@@ -519,13 +520,15 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
 
 
 def _check_context(source, net, models) -> None:
-    """Refuse a hop whose prompt + output passes the context of a station it runs on (``max_position_embeddings``
-    of the station's model, vLLM's default ``--max-model-len``: vLLM refuses such a request), naming the class,
+    """Refuse a hop whose prompt + output passes the context of a station it runs on (the length vLLM
+    derives from the station's model, its default ``--max-model-len``: vLLM refuses such a request), naming the class,
     the hop and the station, as ``--prompt``/``--output`` and ``--trace`` are refused for one engine.  A fixed
     length is checked as it is, a random one (geometric, Poisson, log-normal) by its mean, as ``--geometric``'s
     means are; a hop behind a router is checked on each station of the router."""
     if not models:
         return
+    from ..models.context import derived_max_model_len
+
     routers = {r.name: r.engines for r in net.routers}
 
     def tokens(length) -> float:
@@ -536,10 +539,10 @@ def _check_context(source, net, models) -> None:
         for hop in _route_hops(cls.route):
             for st in routers.get(hop.engine, (hop.engine,)):
                 facts = models.get(st)
-                limit = models.get((st, "max_model_len")) or getattr(facts, "max_position_embeddings", None)
+                limit = models.get((st, "max_model_len")) or derived_max_model_len(facts)
                 words = ("the station's max_model_len (vLLM refuses a longer request); shorten the hop or raise "
                          "max_model_len" if (st, "max_model_len") in models else
-                         f"{getattr(facts, 'name', '')}'s context (max_position_embeddings of its config.json, "
+                         f"{getattr(facts, 'name', '')}'s context (the length vLLM derives from its config.json, "
                          "vLLM's default --max-model-len; vLLM refuses a longer request); shorten the hop or give "
                          "the engine a model with a longer context")
                 if not limit:

@@ -437,7 +437,17 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
         route, or too few arrivals in the fitted window -- rounds of at least twice the horizon follow, up to the cap of :data:`AUTO_EXTEND_BATCHES`
         batches and :data:`AUTO_EXTEND_VISITS` hop visits a round (about a CPU-second) or ``max_horizon_s``.
         Where the cap stops it, the verdict says how long the runs the evidence asks for are (and their
-        batches), so that ``horizon_s`` can be given.  A given
+        batches), so that ``horizon_s`` can be given.  The verdict is therefore a *sequential* test: each round
+        is a look of the growth test at 95 %, the next round runs only while the last left it undecided, and
+        the first round that decides gives the verdict -- at most ``k = 1 + ceil(log2(cap / first horizon))``
+        looks (the horizon at least doubles), 6 where the first round takes its whole
+        :data:`AUTO_BATCH_BUDGET` (the cap is 25 times it), more when it is shorter; the result states both,
+        ``simulation["looks"]`` (rounds run) and ``simulation["max_looks"]`` (k).  By the union bound a wrong
+        decision over the looks is at most k times 5 %, less in practice: a look past the first runs only
+        where the one before could not decide.  The level is not split across the looks (Bonferroni, 5 %/k
+        each): that would need runs about ``(z_{1-0.025/k} / 1.96)^{2/3}`` longer at every look (1.3x at k = 6,
+        the slope's spread scaling as ``T^{-3/2}``) to bound an error that mostly cannot happen, since an
+        undecided look is the only way to another.  A given
         ``horizon_s`` is used as is, and refused before any work when its runs would pass
         :data:`MAX_SIM_BATCHES` batches or :data:`MAX_SIM_VISITS` hop visits (see
         :func:`simulation_size`).  Growth seen before a request can have passed its route is the network
@@ -531,6 +541,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                        why="each replication is a full simulation of the network")
         lam = float(sum(c.rate_per_s for c in network.classes))
         sf = 0.25
+        looks = max_looks = 1  # rounds of replications run, and the most the automatic horizon may run
         if horizon_s is not None:
             h = real("horizon_s", horizon_s, positive=True)
             check_simulation_size(network, h, reps)  # before any work, with the size it would have
@@ -575,9 +586,15 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                 cap_words = (f"the automatic cap of {AUTO_EXTEND_BATCHES:,} batches and {AUTO_EXTEND_VISITS:,} hop "
                              f"visits over the {reps} runs of a round")
             h_ext = max(h_ext, h)
+            # a sequential test: each round (look) is the growth test at 95 %, and a round follows only while the
+            # one before it left the verdict undecided; the horizon at least doubles up to h_ext, so at most
+            # 1 + ceil(log2(h_ext / h)) looks (6 where the first round takes its whole batch budget, the cap being
+            # 25 times it); stated in the result (simulation["looks"], ["max_looks"]), not Bonferroni-split
+            max_looks = 1 + max(0, math.ceil(math.log2(h_ext / h) - 1e-12)) if h > 0 else 1
             want = _longer_wanted(sim, h, sf, route_s, lam)
             extended = False
             while want is not None and h < h_ext:
+                looks += 1
                 h = min(h_ext, max(2.0 * h, want))
                 check_simulation_size(network, h, reps)
                 sf = _warmup_fraction(h, sojourn_s)
@@ -593,6 +610,7 @@ def check_network_stability(network: Network, *, simulate: bool = False, horizon
                                "are what the evidence asks for to decide (give horizon_s to run longer)")
         runs = tuple(sim.pop("runs"))
         test = sim.pop("test")
+        sim["looks"], sim["max_looks"] = looks, max_looks
         sv = test.status
         words = f"simulation: {test.reason}"
         if sv == Status.UNSTABLE and sf * h < route_s:

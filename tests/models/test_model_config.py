@@ -70,7 +70,12 @@ def write(tmp_path, cfg, name="config.json"):
 
 
 def same_shapes(a: ModelFacts, b: ModelFacts):
-    return a.replace(name="x", source="") == b.replace(name="x", source="")
+    """The same shapes and the same context vLLM derives (the shipped facts keep no rope_scaling: Llama-3.1's
+    llama3 type leaves max_position_embeddings as it is)."""
+    from fluidq.models.context import derived_max_model_len
+
+    return (a.replace(name="x", source="", rope_scaling=None) == b.replace(name="x", source="", rope_scaling=None)
+            and derived_max_model_len(a) == derived_max_model_len(b))
 
 
 @pytest.mark.parametrize("cfg, shipped", [

@@ -49,3 +49,23 @@ def test_where_the_cap_stops_it_the_verdict_says_what_would_decide(capsys):
     h = first.simulation["horizon_s"]
     assert f"the automatic horizon stops at {h:.4g} s" in first.reason and "max_horizon_s=" in first.reason
     assert "are what the evidence asks for to decide (give horizon_s to run longer)" in first.reason
+
+
+def test_the_looks_of_the_sequential_test_are_stated():
+    """The automatic extension stops at the first round that decides: a sequential test of at most
+    ``max_looks = 1 + ceil(log2(cap / first horizon))`` looks at 95 %, each stated in the result."""
+    import math
+
+    net = _fork_join(0.9)
+    r = check_network_stability(net, simulate=True, rng=0)
+    looks, k = r.simulation["looks"], r.simulation["max_looks"]
+    assert 2 <= looks <= k, (looks, k)  # the first round left it open (the module's docstring)
+    first = check_network_stability(net, simulate=True, rng=0, max_horizon_s=1.0)
+    assert first.simulation["looks"] == first.simulation["max_looks"] == 1  # the cap at the first round
+    h0 = first.simulation["horizon_s"]
+    cap = r.simulation["horizon_s"] if looks == k else None
+    assert k >= 1 + math.ceil(math.log2(r.simulation["horizon_s"] / h0) - 1e-9)  # k bounds the doublings run
+    if cap is not None:
+        assert k == 1 + math.ceil(math.log2(cap / h0) - 1e-12)
+    given = check_network_stability(net, simulate=True, rng=0, horizon_s=h0)
+    assert given.simulation["looks"] == given.simulation["max_looks"] == 1  # a given horizon: one look

@@ -65,36 +65,32 @@ def _reject_max_model_len(args) -> None:
 
 
 def context_limit(args, facts):
-    """``(limit, words)``: the longest request vLLM accepts -- ``--max-model-len`` when given, else the model's
-    ``max_position_embeddings`` (vLLM's default ``--max-model-len``); ``(None, None)`` when neither is known.
-    Like vLLM, a ``--max-model-len`` above ``max_position_embeddings`` is refused (vLLM's
-    ``_get_and_verify_max_len`` raises unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, which fluidq does not model:
-    the roofline knows no positions past the model's)."""
-    from ..._validate import MAX_BUDGET_TOKENS, integer
-    from ...errors import ParameterError
+    """``(limit, words)``: the longest request vLLM accepts -- ``--max-model-len`` when given, else the length vLLM
+    derives from the model's config.json (its default ``--max-model-len``: ``max_position_embeddings`` scaled by
+    its ``rope_scaling``, :func:`fluidq.models.context.derived_max_model_len`); ``(None, None)`` when neither is
+    known.  Like vLLM, a ``--max-model-len`` above that length is refused
+    (:func:`fluidq.models.context.check_max_model_len`; vLLM's ``_get_and_verify_max_len`` raises unless
+    ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``, which fluidq does not model)."""
+    from ...models.context import check_max_model_len, derived_max_model_len, derived_words
+    from ..common import parameters_as_flags
 
     _reject_max_model_len(args)
-    mpe = getattr(facts, "max_position_embeddings", None)
     given = getattr(args, "max_model_len", None)
     if given is None:
-        if not mpe:
+        derived = derived_max_model_len(facts)
+        if derived is None:
             return None, None
-        return int(mpe), (f"{facts.name}'s context (max_position_embeddings of its config.json, vLLM's default "
-                          "--max-model-len; vLLM refuses a longer request)")
-    mml = integer("--max-model-len", given, minimum=1, maximum=MAX_BUDGET_TOKENS * 64,
-                  why="no model has a context of more than 2**30 tokens")
-    if mpe and mml > int(mpe):
-        raise ParameterError("--max-model-len", mml, f"at most {int(mpe):,}, {facts.name}'s max_position_embeddings "
-                             "(its config.json)", "vLLM refuses a longer --max-model-len unless "
-                             "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, past the positions the model was trained on; fluidq "
-                             "does not model that")
+        return derived, (f"{facts.name}'s context ({derived_words(facts)} of its config.json, vLLM's default "
+                         "--max-model-len; vLLM refuses a longer request)")
+    with parameters_as_flags({"max_model_len": "--max-model-len"}):
+        mml = check_max_model_len(facts, given)
     return mml, "--max-model-len (vLLM refuses a longer request)"
 
 
 def check_context(args, facts, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the context limit (:func:`context_limit`): ``--max-model-len``
-    when given, else ``max_position_embeddings`` of the model's config.json, which is vLLM's default
-    ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
+    when given, else the length vLLM derives from the model's config.json (``max_position_embeddings`` scaled by
+    its ``rope_scaling``), vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
     ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here; checked once
     per command)."""
     import math
@@ -153,8 +149,10 @@ def longest_fitting(estimate, tokens: int | None = None) -> int | None:
     """The longest request (tokens) a KV cache holds, as vLLM's start-up check counts it: a given
     ``--kv-capacity`` of ``tokens`` floored to whole blocks, else the planner's
     :meth:`~fluidq.models.KVCapacityEstimate.longest_request` (``None``: no length is too long)."""
+    from ...models.context import longest_in_blocks
+
     if tokens is not None:
-        return int(tokens) // estimate.block_size * estimate.block_size
+        return longest_in_blocks(tokens, estimate.block_size)
     return estimate.longest_request()
 
 
@@ -166,11 +164,12 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
     (vllm/v1/core/kv_cache_utils.py, ``check_enough_kv_cache_memory``: "To serve at least one request with the
     model's max seq len ... larger than the available KV cache memory").  Given ``--max-model-len``, such a
     deployment is refused here too, naming the flag, the cache and what to change.  Not given, vLLM's default is
-    the model's ``max_position_embeddings``: where that does not fit, the answer is still given, with a note
+    the model's derived length (:func:`fluidq.models.context.derived_max_model_len`): where that does not fit, the answer is still given, with a note
     (``info["note"]``) that vLLM with its default would refuse to start and that the answer assumes
     ``--max-model-len`` at most the cache's tokens (whole blocks).  ``None`` when no limit is known."""
     from ...errors import ParameterError
     from ...models import kv_capacity_estimate
+    from ...models.context import derived_words
     from .. import CliError
 
     limit, _ = context_limit(args, model)
@@ -197,7 +196,9 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
         est = estimate(tp)
     fits = longest_fitting(est, kv_capacity)
     source = "--kv-capacity" if kv_capacity is not None else "vLLM's memory planner, an estimate"
-    info = {"value": limit, "source": "--max-model-len" if given else "max_position_embeddings (vLLM's default)",
+    derived = ("max_position_embeddings (vLLM's default)" if limit == model.max_position_embeddings else
+               "max_position_embeddings scaled by its rope_scaling (vLLM's default, its derived length)")
+    info = {"value": limit, "source": "--max-model-len" if given else derived,
             "longest_request_cached_tokens": fits, "cache_source": source,
             "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None}
     if info["vllm_starts"]:
@@ -220,7 +221,8 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
                        f"tokens must fit, vLLM's check_enough_kv_cache_memory); to start it: " + ", ".join(hint[:-1])
                        + f" or {hint[-1]}")
     info["assumed_at_most"] = fits
-    info["note"] = (f"vLLM with its default --max-model-len, {model.name}'s max_position_embeddings {limit:,}, would "
+    info["note"] = (f"vLLM with its default --max-model-len, {model.name}'s {derived_words(model)}"
+                    + ("" if limit == model.max_position_embeddings else f" = {limit:,}") + ", would "
                     f"refuse to start: {cache}; this answer assumes --max-model-len <= {fits:,} (give it to vLLM)")
     args.max_model_len_info = info
     return info
@@ -276,7 +278,8 @@ def add_roofline_args(p, *, tp: bool = True) -> None:
                            if "--profile-dir" in p._option_string_actions else ""))
     r.add_argument("--max-model-len", type=int, default=None, metavar="N",
                    help="with --gpu: vLLM's --max-model-len, the longest request (prompt + output) it accepts (default: "
-                        "the model's max_position_embeddings, as vLLM); like vLLM, refused when the KV cache cannot "
+                        "the length vLLM derives from the model's config.json: max_position_embeddings, scaled by "
+                        "its rope_scaling); like vLLM, refused when the KV cache cannot "
                         "hold one request of N tokens; not given, an answer whose default would not fit says so")
     if tp:
         r.add_argument("--tensor-parallel-size", type=int, default=1, help="with --gpu: GPUs per engine (default 1)")

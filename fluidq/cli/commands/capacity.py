@@ -143,18 +143,24 @@ def _roofline(args):
     reg = max_throughput(engine, workload_from_args(args, default_rate=1.0))
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
                                "reason": reg.reason}
-    lines.insert(4, f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
-                    "workload's mix leaves the stability region of the same engine (the lambda* of `fluidq check`, "
-                    "`region` and `simulate --load`; a fluid model of batch shapes, not the flow balance above)")
+    lines.insert(_after_capacity(lines),
+                 f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
+                 "workload's mix leaves the stability region of the same engine (the lambda* of `fluidq check`, "
+                 "`region` and `simulate --load`; a fluid model of batch shapes, not the flow balance above)")
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
     # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
     offered, line = _offered(args.rate, float(np.mean(lengths[0]) + np.mean(lengths[1])), res.tokens_per_s)
-    lines.insert(4, line)
+    lines.insert(_after_capacity(lines), line)
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _after_capacity(lines: list[str]) -> int:
+    """Where a line follows the answer's ``capacity`` line (the ``max-model-len`` note may come before it)."""
+    return next(i for i, ln in enumerate(lines) if ln.startswith("capacity ")) + 1
 
 
 def _offered(rate_per_s: float, mean_tokens: float, capacity_tokens_per_s: float):
