@@ -219,11 +219,17 @@ def _kv_column_zero(d):  # the KV-bound run recorded by the stat logger whose KV
     return d
 
 
-def _extra_operator(d):
-    d = copy_run(LLAMA_PRO, d)
-    p = d / "profile_tp1_dense.csv"
-    p.write_text(p.read_text() + "".join(f"router_gate,{t},1.5\n" for t in (1, 2, 4)))
-    return d
+def _with_operator(src, name):
+    """A copy of the run ``src`` whose dense profile also times an operator ``name`` fluidq does not know."""
+    def make(d):
+        d = copy_run(src, d)
+        p = d / "profile_tp1_dense.csv"
+        p.write_text(p.read_text() + "".join(f"{name},{t},1.5\n" for t in (1, 2, 4)))
+        return d
+    return make
+
+
+_extra_operator = _with_operator(LLAMA_PRO, "router_gate")
 
 
 def _no_per_sequence(d):
@@ -528,11 +534,7 @@ def _aborted(d):  # requests the client aborted: a first token but no last one, 
     return d
 
 
-def _moe_unknown_operator(d):
-    d = copy_run(QWEN, d)
-    p = d / "profile_tp1_dense.csv"
-    p.write_text(p.read_text() + "".join(f"shared_expert_gate,{t},1.5\n" for t in (1, 2, 4)))
-    return d
+_moe_unknown_operator = _with_operator(QWEN, "shared_expert_gate")
 
 
 def _missing(name, src=LLAMA_PRO):
