@@ -16,24 +16,13 @@ from pathlib import Path
 import pytest
 
 from fluidq.cli import main
+from test_cli import CASE as _CLI_CASE
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CASE = """
-[sweep]
-analysis = "check"
-seed = 3
-chunk_size = 4
-
-[fixed]
-prompt_tokens = 100
-output_tokens = 100
-
-[grid]
-load = { start = 0.5, stop = 1.3, num = 400 }
-b_max = [256, 512]
-policy = ["sarathi", "vllm"]
-"""
+# test_cli's case, long enough to interrupt (400 loads), in small chunks, with its default store
+CASE = (_CLI_CASE.replace("chunk_size = 7", "chunk_size = 4").replace('store = "out/results.jsonl"\n', "")
+        .replace("num = 5 }", "num = 400 }"))
 
 
 def _stored_rows(store: Path) -> int:
