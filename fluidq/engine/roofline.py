@@ -76,8 +76,8 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
         from ..models.context import check_max_model_len, longest_in_blocks
 
         max_model_len = check_max_model_len(model, max_model_len)
-        if kv_capacity_tokens is not None and longest_in_blocks(kv_capacity_tokens, block_size) < max_model_len:
-            fits = longest_in_blocks(kv_capacity_tokens, block_size)
+        fits = None if kv_capacity_tokens is None else longest_in_blocks(kv_capacity_tokens, block_size)
+        if fits is not None and fits < max_model_len:
             raise ParameterError("max_model_len", max_model_len, f"at most {fits:,} tokens, the longest request "
                                  f"the given KV cache ({kv_capacity_tokens:,} tokens, blocks of {block_size}) holds",
                                  "vLLM refuses to start when one request of max_model_len tokens does not fit; lower "

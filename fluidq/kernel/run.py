@@ -325,6 +325,13 @@ def run_fcfs_segments(chunks, *, b_max, k_cap, mixed, chunked, chunk_long, prefi
             "held_max": held_max, "covered": int(si[fcfs.I_COVERED])}
 
 
+def _vllm_rules(paged, most_recent, swap_s_per_token, prefix_caching) -> bool:
+    """Whether a KV run follows vLLM's own rules (paged blocks, the most recent request the victim, recompute, no
+    prefix caching): the kernel version compiled with the other branches folded away.  One test for the version
+    compiled (``ensure_compiled_kv``) and the one called (``_run_kv``'s ``feat``), so they cannot drift apart."""
+    return bool(paged and most_recent and swap_s_per_token is None and not prefix_caching)
+
+
 def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, tau_b, ks, horizon, record,
                 kv_cap, block_size=1, paged=False, whole_prompt=True, most_recent=False, emit_at_prefill=False,
                 swap_s_per_token=None, prefix_caching=False, progress=None, compose_table=None,
@@ -350,7 +357,7 @@ def run_fcfs_kv(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_
         raise TypeError("run_fcfs_kv needs a full batch-time table (a list or array indexed by tokens)")
     if compiled():
         ensure_compiled_kv(composed=compose_table is not None or bool(async_scheduling),
-                           vllm=bool(paged and most_recent and swap_s_per_token is None and not prefix_caching))
+                           vllm=_vllm_rules(paged, most_recent, swap_s_per_token, prefix_caching))
     else:
         warn_if_uncompiled()
     arr = np.ascontiguousarray(arr, dtype=np.float64)
@@ -456,7 +463,7 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     state = (arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
              dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp,
              cup, qpos, qn, qs, ct, lg, None if compose_table is None and not async_scheduling else 1,
-             None if paged and most_recent and not swap and not caching else 1)
+             None if _vllm_rules(paged, most_recent, swap_s_per_token, prefix_caching) else 1)
     while True:
         status, qe, hf, hr, bt, bn, bw, RF, RI = K.step(*state, qe, hf, hr, bt, bn, bw, RF, RI)
         if status == K.STATUS_DONE:

@@ -540,15 +540,15 @@ def _check_context(source, net, models) -> None:
             for st in routers.get(hop.engine, (hop.engine,)):
                 facts = models.get(st)
                 limit = models.get((st, "max_model_len")) or derived_max_model_len(facts)
-                words = ("the station's max_model_len (vLLM refuses a longer request); shorten the hop or raise "
-                         "max_model_len" if (st, "max_model_len") in models else
-                         f"{getattr(facts, 'name', '')}'s context (the length vLLM derives from its config.json, "
-                         "vLLM's default --max-model-len; vLLM refuses a longer request); shorten the hop or give "
-                         "the engine a model with a longer context")
                 if not limit:
                     continue
                 p, o = tokens(hop.prompt_tokens), tokens(hop.output_tokens)
                 if p + o > limit:
+                    words = ("the station's max_model_len (vLLM refuses a longer request); shorten the hop or raise "
+                             "max_model_len" if (st, "max_model_len") in models else
+                             f"{getattr(facts, 'name', '')}'s context (the length vLLM derives from its config.json, "
+                             "vLLM's default --max-model-len; vLLM refuses a longer request); shorten the hop or give "
+                             "the engine a model with a longer context")
                     random = [k for k, ln in (("prompt", hop.prompt_tokens), ("output", hop.output_tokens))
                               if ln.support() is None]
                     means = f" (the mean of its random {' and '.join(random)})" if random else ""

@@ -196,8 +196,7 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
                 progress(0, 1, c.name)
             t1 = time.time()
             cr = _serving_run(c, data, {"out_dir": stage})  # errors reach the caller: there is no case to skip
-            cr = type(cr)(case=cr.case, rows=cr.rows, markdown=cr.markdown, figures=_moved(cr.figures, out),
-                          data=cr.data, seconds=time.time() - t1, figure_inputs=cr.figure_inputs)
+            cr = dataclasses.replace(cr, figures=_moved(cr.figures, out), seconds=time.time() - t1)
             res = ValidationResult(rows=cr.rows, cases=(cr,), seconds=time.time() - t0)
             files = _write_report(res, stage, out) if out is not None else {}
         return ValidationResult(rows=cr.rows, cases=(cr,), files=files, seconds=time.time() - t0)

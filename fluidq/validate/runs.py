@@ -57,7 +57,7 @@ from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re
 from ..errors import DataError
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
-           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "block_bootstrap_ci", "batch_means",
+           "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "batch_means",
            "open_text"]
 
 
@@ -784,14 +784,14 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         binding, hold = "kv_cache", kv >= kv_full_pct
     elif preempted:
         binding, source = "kv_cache", "preemptions while requests waited (the preempted column)"
-        hold = (in_use() >= 0.9 * np.median(in_use()[sat])) if has_use else _running_plateau(run_, sat, plateau)
+        hold = _use_plateau(in_use(), sat) if has_use else _running_plateau(run_, sat, plateau)
     elif kv_recorded:
         binding, hold = "token_budget", _running_plateau(run_, sat, plateau)
     elif has_use:
         use = in_use()
         binding = "kv_cache or token_budget (the run records neither its KV use nor its KV cache)"
         source = "the plateau of the KV use rebuilt from the requests' timestamps"
-        hold = use >= 0.9 * np.median(use[sat])
+        hold = _use_plateau(use, sat)
     else:
         binding, hold = "unknown (the run records no KV use)", _running_plateau(run_, sat, plateau)
     steady = sat & hold
@@ -817,6 +817,12 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
                       + ("" if binding != "k_max" else f", running at max_num_seqs x DP = {k_total} in {int(steady.sum())}"))
     return {"binding": binding, "binding_source": source, "steady": st, "ramp": regime(ramp, "saturated tick before it"),
             "saturated_seconds": int(sat.sum()) * tick_s}
+
+
+def _use_plateau(use: np.ndarray, sat: np.ndarray) -> np.ndarray:
+    """The ticks where the KV use rebuilt from the requests is on its plateau: at least 0.9 x its median over the
+    saturated ticks (one rule for the run that preempted and the run that records neither KV use nor cache)."""
+    return use >= 0.9 * np.median(use[sat])
 
 
 def _running_plateau(running: np.ndarray, sat: np.ndarray, plateau: float) -> np.ndarray:
@@ -956,20 +962,6 @@ def _block_indices(n: int, block: int, resamples: int, seed: int) -> np.ndarray 
     nb = int(math.ceil(n / block))
     starts = rng.integers(0, n - block + 1, size=(int(resamples), nb))
     return (starts[:, :, None] + np.arange(block)[None, None, :]).reshape(int(resamples), -1)[:, :n]
-
-
-def block_bootstrap_ci(stat, n: int, *, block: int = 5, resamples: int = 1000, seed: int = 0) -> tuple[float, float]:
-    """A 95 % percentile interval of ``stat(idx)`` over seeded moving-block bootstrap resamples of ``range(n)``
-    (blocks of ``block`` consecutive positions: neighbouring ticks, or requests that arrived together, are
-    correlated, which resampling single positions would ignore).  ``(nan, nan)`` for fewer than 2 blocks' worth
-    of positions or when a resample's statistic is not finite."""
-    idx = _block_indices(n, block, resamples, seed)
-    if idx is None:
-        return float("nan"), float("nan")
-    vals = np.array([stat(i) for i in idx], dtype=float)
-    if not np.all(np.isfinite(vals)):
-        return float("nan"), float("nan")
-    return float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))
 
 
 def latency_metrics_ci(ttft_s, latency_s, tpot_s, *, block: int = 10, resamples: int = 1000, seed: int = 0) -> dict:
