@@ -92,12 +92,15 @@ def profile_dir_engine(args):
 
 def profiled_model(args):
     """The facts of ``--model-config`` (the profiled model's config.json), or None: found from the folder's
-    ``profile_meta.yaml`` in the shipped table."""
+    ``profile_meta.yaml`` in the shipped table.  Read once per command and kept on ``args`` (the context check,
+    the engine and the answer's text each ask for it)."""
     if getattr(args, "model_config", None) is None:
         return None
-    from ...models import ModelFacts
+    if getattr(args, "_profiled_model", None) is None:
+        from ...models import ModelFacts
 
-    return ModelFacts.from_config(args.model_config, option="--model-config")
+        args._profiled_model = ModelFacts.from_config(args.model_config, option="--model-config")
+    return args._profiled_model
 
 
 def profile_dir_context(args, trace=None) -> None:

@@ -21,17 +21,10 @@ def named_by_flag(extra=None, args=None):
     the GPU table gave, such as its memory, keeps its Python name unless the user's flag set it).  With
     ``args``, a KV cache the user did not give (vLLM's memory planner's estimate, :func:`kv_estimated`) is
     named as that estimate and what it came from, not as ``--kv-capacity``."""
-    from ...errors import ParameterError
+    from ..common import parameters_as_flags  # the CLI's one mapping, with the roofline's flags
 
-    try:
+    with parameters_as_flags({**FLAGS, **(extra or {})}, args=args):
         yield
-    except ParameterError as exc:
-        if exc.name == "kv_capacity_tokens" and args is not None:
-            estimate_error(args, exc.value, exc.expected, exc.hint)
-        flag = {**FLAGS, **(extra or {})}.get(exc.name)
-        if flag is None:
-            raise
-        raise ParameterError(flag, exc.value, exc.expected, exc.hint) from None
 
 
 def kv_estimated(args, source: str) -> None:
@@ -367,6 +360,7 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
     model = model_from_args(args)
     check_context(args, model)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
+    held = _held_context(args)
     with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):
         gpu = load_gpu(args.gpu, option="--gpu")
         if kv_capacity is None:
@@ -374,14 +368,14 @@ def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | N
                                               args.gpu_memory_utilization))
         eng = engine_of(model, gpu, args.tensor_parallel_size, b_max=b_max,
                         k_max=k_max, kv_capacity_tokens=kv_capacity, gpu_memory_gib=gib,
-                        gpu_memory_utilization=args.gpu_memory_utilization, context_tokens=_held_context(args))
+                        gpu_memory_utilization=args.gpu_memory_utilization, context_tokens=held)
         if not hasattr(args, "max_model_len_info"):  # (capacity checks it first, on its --kv-capacity)
             check_max_model_len(args, model, gpu, b_max=b_max, k_max=k_max or 256, kv_capacity=kv_capacity)
     bt = eng.batch_time
     rf = bt.base
     windowed = ""
-    if kv_capacity is None and model.n_sliding_layers and _held_context(args) is not None:
-        windowed = (f" at a mean context of {_held_context(args):g} ({model.n_sliding_layers} of {model.n_layers} "
+    if kv_capacity is None and model.n_sliding_layers and held is not None:
+        windowed = (f" at a mean context of {held:g} ({model.n_sliding_layers} of {model.n_layers} "
                     f"layers keep their last {model.sliding_window} tokens: vLLM's hybrid KV-cache allocator)")
     note = (f"{rf.describe()} + {bt.kv_s_per_token * 1e9:.4g} ns per KV token read; KV cache "
             f"{eng.kv_capacity_tokens:,} tokens{windowed}; a roofline estimate (docs/reference/roofline.md)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import emit
 from ..common import check_simulation_args, fmt_tokens
-from .network import MIN_TANDEM_ARRIVALS
+from .network import MIN_TANDEM_ARRIVALS, check_tandem_horizon
 
 
 def register(sub):
@@ -164,13 +164,8 @@ def _run(args):
     if args.simulate and args.rate is None:
         raise CliError("--simulate checks the tandem's verdict at an arrival rate: give --rate (with the pool sizes, "
                        "or alone for the pools it sizes)")
-    if args.simulate and args.horizon is not None and args.rate is not None \
-            and args.horizon * args.rate < MIN_TANDEM_ARRIVALS:
-        from ...errors import ParameterError
-
-        raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
-                             f"arrivals at {args.rate:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / args.rate:.4g} s)",
-                             "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
+    if args.simulate:
+        check_tandem_horizon(args.horizon, args.rate)
     from ..._validate import MAX_RATE_PER_S, MIN_RATE_PER_S, RATE_WHY, real
 
     if args.rate is not None:

@@ -102,6 +102,18 @@ def _at_load(net, load):
 MIN_TANDEM_ARRIVALS = 100
 
 
+def check_tandem_horizon(horizon, rate) -> None:
+    """Refuse a ``--horizon`` bringing fewer than :data:`MIN_TANDEM_ARRIVALS` arrivals at ``rate`` req/s: the
+    verdict compares the backlog growth with 1 % and 5 % of the arrivals, and with fewer than 100 arrivals 1 % is
+    less than one request (0.1 ms at 12 req/s served nothing and 'agreed' with the fluid verdict)."""
+    if horizon is not None and rate is not None and horizon * rate < MIN_TANDEM_ARRIVALS:
+        from ...errors import ParameterError
+
+        raise ParameterError("--horizon", horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
+                             f"arrivals at {rate:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / rate:.4g} s)",
+                             "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
+
+
 def _run_disaggregated(args):
     """A case with a ``[disaggregated]`` table: the prefill/decode tandem's stages, its fluid verdict and
     (with --simulate) seeded replications of the tandem simulation beside it."""
@@ -127,12 +139,8 @@ def _run_disaggregated(args):
                                      f"[{MIN_RATE_PER_S:g}, {MAX_RATE_PER_S:g}] req/s (it would be "
                                      f"{exc.value:.4g} req/s)", exc.hint) from None
             raise ParameterError("--load", args.load, exc.expected, exc.hint) from None
-    if args.simulate and args.horizon is not None and args.horizon * topo.rate_per_s < MIN_TANDEM_ARRIVALS:
-        # the verdict compares the backlog growth with 1 % and 5 % of the arrivals: with fewer than 100 arrivals
-        # 1 % is less than one request (0.1 ms at 12 req/s served nothing and 'agreed' with the fluid verdict)
-        raise ParameterError("--horizon", args.horizon, f"a horizon bringing at least {MIN_TANDEM_ARRIVALS} "
-                             f"arrivals at {topo.rate_per_s:.4g} req/s (>= {MIN_TANDEM_ARRIVALS / topo.rate_per_s:.4g} s)",
-                             "the simulated verdict compares the backlog growth with 1 % and 5 % of the arrivals")
+    if args.simulate:
+        check_tandem_horizon(args.horizon, topo.rate_per_s)
     with parameters_as_flags(RUN_FLAGS):
         res = check_disaggregated(topo, simulate=args.simulate, horizon_s=args.horizon,
                                   replications=4 if args.replications is None else args.replications,
