@@ -1,5 +1,7 @@
 """Roofline batch time: hand-checked memory- and compute-bound batches, attention, tensor parallelism,
 MoE, the calibration (reproducible; leave-one-profile-out under a bound from what it measures), bad input."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,8 @@ from fluidq.batchtime.roofline import CALIBRATED, Roofline, roofline
 from fluidq.capacity import max_throughput
 from fluidq.errors import ParameterError, UnknownNameError
 from fluidq.models import list_gpus, load_gpu, load_model
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "data"  # the shipped profiles and runs
 
 BARE = dict(compute_efficiency=1.0, memory_efficiency=1.0, attention=False, lm_head=False, overhead=False)
 
@@ -125,11 +129,10 @@ def test_rtx4090_held_out_within_15_percent():
 
 
 def _run_capacities():
-    from pathlib import Path
 
     from fluidq.validate.roofline import RUNS, calibrate, calibration_targets, run_capacity
 
-    data = Path(__file__).resolve().parents[2] / "validation" / "data" / "llmservingsim"
+    data = DATA / "llmservingsim"
     targets = calibration_targets()
     out = {}
     for run, (gpu, model, own) in RUNS.items():
@@ -162,11 +165,10 @@ def test_heldout_error_on_the_measured_rows_under_the_measured_bound():
     data validation/data ships; Splitwise's decode rows (not gridded: its measured token iterations) 2.4 %
     (A100) and 4.2 % (H100) with the attention efficiency fitted on the other Splitwise profile.  Asserted:
     each below 30 %, the by-phase errors below 40 %, and Splitwise's decode rows below 10 %."""
-    from pathlib import Path
 
     from fluidq.validate.roofline import raw_errors
 
-    rows = raw_errors(Path(__file__).resolve().parents[2] / "validation" / "data")
+    rows = raw_errors(DATA)
     assert {r["profile"] for r in rows} == {"vidur-llama2-7b-a100", "vidur-llama2-7b-a40", "vidur-llama2-70b-h100-tp4",
                                            "llmservingsim-llama3.1-8b-rtx4090",
                                            "llmservingsim-llama3.1-8b-rtxpro6000", "splitwise-llama2-70b-a100-tp8",
@@ -244,11 +246,10 @@ def test_splitwise_per_phase_figures_as_tandem_stages():
     Splitwise's rows, the decode engine's rate -0.3 % (A100) and +7.5 % (H100), the balanced prefill share
     0.313 against 0.332 and 0.232 against 0.257.  Asserted under bounds from that, so a model change that
     makes the P/D sizing worse fails here."""
-    from pathlib import Path
 
     from fluidq.validate.roofline import splitwise_phases
 
-    rows = {r["profile"]: r for r in splitwise_phases(Path(__file__).resolve().parents[2] / "validation" / "data")}
+    rows = {r["profile"]: r for r in splitwise_phases(DATA)}
     assert set(rows) == {"splitwise-llama2-70b-a100-tp8", "splitwise-llama2-70b-h100-tp8"}
     for name, r in rows.items():
         t = r["tandem"]
@@ -267,31 +268,29 @@ def test_tensor_parallel_split_on_vidur_llama2_70b():
     the H100 one at TP 1, 2 (not calibrated on) and 4 (the calibration profile) 7.9, 8.7, 9.3 %.
     Asserted: each below 12 %, and the median ratio within 10 % of 1 (a wrong per-GPU split of the
     weights or the heads would put a TP size far off)."""
-    from pathlib import Path
 
     from fluidq.validate.roofline import vidur_tensor_parallel
 
-    rows = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data")
+    rows = vidur_tensor_parallel(DATA)
     assert [r["tensor_parallel_size"] for r in rows] == [1, 2, 4, 8]
     for r in rows:
         assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
-    h100 = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="h100")
+    h100 = vidur_tensor_parallel(DATA, gpu="h100")
     assert [r["tensor_parallel_size"] for r in h100] == [1, 2, 4, 8]
     for r in h100[:3]:  # TP 1 and 2 held out; TP 4 is a calibration profile (in sample); TP 8 is the xfail below
         assert r["rows"] > 200 and r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
     with pytest.raises(ParameterError, match="gpu"):
-        vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="a40")
+        vidur_tensor_parallel(DATA, gpu="a40")
 
 
 @pytest.mark.xfail(strict=True, reason="measured 2026-12-06: Vidur's H100 Llama-2-70B operators at TP 8 (not "
                    "calibrated on) 15.3 % MAPE, median roofline / measured 0.881: the narrow TP-8 shards reach less "
                    "of the roofline than the TP-1 to TP-4 ones (7.9-9.3 %); on the A100 TP 8 is 8.3 %")
 def test_tensor_parallel_split_on_vidur_llama2_70b_h100_tp8():
-    from pathlib import Path
 
     from fluidq.validate.roofline import vidur_tensor_parallel
 
-    r = vidur_tensor_parallel(Path(__file__).resolve().parents[2] / "validation" / "data", gpu="h100")[3]
+    r = vidur_tensor_parallel(DATA, gpu="h100")[3]
     assert r["mape"] < 0.12 and abs(r["median_ratio"] - 1) < 0.1, r
 
 
@@ -344,11 +343,10 @@ def test_allreduce_against_vidur_measurements():
     32 MiB, median model / measured 0.71 (MAPE 33 %) with the sync cost per ring step, 2.53 (157 %) with the
     TP-8 cost charged per all-reduce.  Asserted: per step within a factor 1.6 of the measurements and
     closer than per all-reduce."""
-    from pathlib import Path
 
     from fluidq.validate.roofline import allreduce_check
 
-    r = allreduce_check(Path(__file__).resolve().parents[2] / "validation" / "data")["workers"][2]
+    r = allreduce_check(DATA)["workers"][2]
     assert r["rows"] > 500
     assert 1 / 1.6 < r["per_step"]["median_ratio"] < 1.6 and r["per_step"]["mape"] < 0.5, r
     assert r["per_step"]["mape"] < r["per_all_reduce"]["mape"], r

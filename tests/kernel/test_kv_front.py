@@ -12,6 +12,8 @@ position, a dropped admission) changes which decoder is served, covered or preem
 * long runs with a cache that binds (thousands of requests, so that every move happens many times: counted)
   equal the generic ``select()`` path request for request, on random engines and memories.
 """
+import inspect
+
 import numpy as np
 import pytest
 
@@ -72,10 +74,12 @@ def test_long_binding_runs_equal_the_generic_path(memory, seed, monkeypatch):
 
     moves = []
     step = K.step
+    names = list(inspect.signature(getattr(step, "py_func", step)).parameters)
+    i_lp, i_si = names.index("lp"), names.index("si")  # by name: a change of kv.step's signature cannot misread
 
     def counting_step(*args):
         out = step(*args)
-        moves.append((int(args[28][K.LP_MOVES]), int(args[6][K.I_NMOVE])))  # lp: list moves; si: FIFO, stack
+        moves.append((int(args[i_lp][K.LP_MOVES]), int(args[i_si][K.I_NMOVE])))  # lp: list moves; si: FIFO, stack
         return out
 
     monkeypatch.setattr(K, "step", counting_step)

@@ -84,8 +84,6 @@ def test_review_fork_join_case():
 
 
 def test_network_command_prints_the_mix_basis(capsys, tmp_path):
-    import tomllib  # noqa: F401  (the case is written as TOML below)
-
     case = tmp_path / "fj.toml"
     case.write_text(f'''name = "fj"
 [engines.planner]

@@ -37,7 +37,7 @@ def test_other_line_endings_marks_and_columns_read_the_same_run(name, tmp_path):
         np.testing.assert_array_equal(run.timeseries[k], base.timeseries[k])
     assert run.kv_capacity_tokens == base.kv_capacity_tokens and run.max_num_seqs == base.max_num_seqs
     assert measured_regimes(run)["steady"]["tokens_per_s"] == measured_regimes(base)["steady"]["tokens_per_s"]
-    case, _ = case_for_run(rv.make(name, tmp_path / (name + "2")))
+    case, _ = case_for_run(tmp_path / name)
     assert case.spec["_facts"].name == "Llama-3.1-8B"
 
 
@@ -116,9 +116,11 @@ def test_prefix_caching_not_recorded_is_the_versions_default_and_said(tmp_path):
     assert old.prefix_caching is False and "0.6's default" in old.prefix_caching_source
     m.pop("vllm_version")
     rv.set_meta(folder, m)
-    assert read_run(folder).prefix_caching is False and "no vllm_version" in read_run(folder).prefix_caching_source
+    r = read_run(folder)
+    assert r.prefix_caching is False and "no vllm_version" in r.prefix_caching_source
     rv.edit_meta(folder, enable_prefix_caching=False)
-    assert read_run(folder).prefix_caching is False and "recorded" in read_run(folder).prefix_caching_source
+    r = read_run(folder)
+    assert r.prefix_caching is False and "recorded" in r.prefix_caching_source
     recorded = read_run(rv.make("llama-4090", tmp_path / "r"))
     assert recorded.prefix_caching is True and recorded.prefix_caching_source == "recorded in vllm_meta.json"
 
