@@ -204,12 +204,11 @@ def best_split_loads(network) -> dict:
     fm = network.flow
     caps = {st.name: st.capacity_tokens_per_s for st in network.stations}
     hop_engine = {h.name: h.engine for h in network.hops}
-    router = {r.name: r for r in network.routers}
     fixed = {name: 0.0 for name in caps}
     split: dict = {}  # hop -> [visit rate, w, engines]
     for b in fm.buffers:
         if hop_engine.get(b.hop) in shared:
-            ent = split.setdefault(b.hop, [0.0, b.w, router[hop_engine[b.hop]].engines])
+            ent = split.setdefault(b.hop, [0.0, b.w, network.engines_of(hop_engine[b.hop])])
             ent[0] += b.rate
         elif b.point in fixed:
             fixed[b.point] += b.rate * b.w / caps[b.point]

@@ -589,11 +589,13 @@ class Network:
         """Every class's hops, class by class, each route's in the order written (:func:`route_hops`)."""
         return tuple(h for c in self.classes for h in route_hops(c.route))
 
-    def _engines_of(self, point: str) -> tuple:
-        for r in self.routers:
-            if r.name == point:
-                return r.engines
-        return (point,)
+    def engines_of(self, point: str) -> tuple:
+        """The stations a hop on ``point`` may run on: a router's engines, or the station ``point`` itself."""
+        return self._router_engines.get(point, (point,))
+
+    @cached_property
+    def _router_engines(self) -> dict:
+        return {r.name: r.engines for r in self.routers}
 
     # ---- topology -----------------------------------------------------------------------------
     @cached_property
@@ -611,8 +613,8 @@ class Network:
 
         def link(prev, h, cname):
             for u in prev:
-                for a in self._engines_of(u):
-                    for b in self._engines_of(h):
+                for a in self.engines_of(u):
+                    for b in self.engines_of(h):
                         if g.has_edge(a, b):
                             if cname not in g[a][b]["classes"]:
                                 g[a][b]["classes"].append(cname)

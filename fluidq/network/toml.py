@@ -529,15 +529,13 @@ def _check_context(source, net, models) -> None:
         return
     from ..models.context import derived_max_model_len
 
-    routers = {r.name: r.engines for r in net.routers}
-
     def tokens(length) -> float:
         sup = length.support()
         return float(max(sup[0])) if sup is not None else float(length.mean)
 
     for cls in net.classes:
         for hop in route_hops(cls.route):
-            for st in routers.get(hop.engine, (hop.engine,)):
+            for st in net.engines_of(hop.engine):
                 facts = models.get(st)
                 limit = models.get((st, "max_model_len")) or derived_max_model_len(facts)
                 if not limit:
