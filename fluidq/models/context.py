@@ -2,7 +2,8 @@
 (:func:`fluidq.engine.roofline_engine`) and the command line's ``--max-model-len``.
 
 vLLM derives the model's length from its config.json (vllm/config, ``_get_and_verify_max_len``): the
-``max_position_embeddings``, scaled by the config's ``rope_scaling`` -- times its ``factor`` for every rope type
+``max_position_embeddings`` (the smallest of the config's length keys, ``n_positions``, ``seq_length``... in
+:data:`fluidq.models.facts.MAX_LEN_KEYS`; ``model_max_length`` when set), scaled by the config's ``rope_scaling`` -- times its ``factor`` for every rope type
 but ``su``/``longrope``/``llama3`` (whose ``max_position_embeddings`` is already the scaled length), and for
 ``yarn`` the ``original_max_position_embeddings`` times the factor; Gemma-3's config is already scaled and is
 taken as it is.  A ``max_model_len`` above that length is refused (unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``,
@@ -61,9 +62,10 @@ def derived_max_model_len(model) -> int | None:
 
 
 def derived_words(model) -> str:
-    """What :func:`derived_max_model_len` is, in words: ``max_position_embeddings``, or the scaling on it."""
+    """What :func:`derived_max_model_len` is, in words: ``max_position_embeddings`` (or the length key it was read
+    from, :attr:`~fluidq.models.ModelFacts.max_len_key`), or the scaling on it."""
     rope = getattr(model, "rope_scaling", None)
-    mpe = f"max_position_embeddings {model.max_position_embeddings:,}"
+    mpe = f"{getattr(model, 'max_len_key', 'max_position_embeddings')} {model.max_position_embeddings:,}"
     if rope is None or derived_max_model_len(model) == model.max_position_embeddings:
         return mpe
     kind, factor, original = rope

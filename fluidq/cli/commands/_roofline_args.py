@@ -187,8 +187,9 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
         est = estimate(tp)
     fits = longest_fitting(est, kv_capacity)
     source = "--kv-capacity" if kv_capacity is not None else "vLLM's memory planner, an estimate"
-    derived = ("max_position_embeddings (vLLM's default)" if limit == model.max_position_embeddings else
-               "max_position_embeddings scaled by its rope_scaling (vLLM's default, its derived length)")
+    key = model.max_len_key  # max_position_embeddings, or the length key vLLM read (n_positions, seq_length...)
+    derived = (f"{key} (vLLM's default)" if limit == model.max_position_embeddings else
+               f"{key} scaled by its rope_scaling (vLLM's default, its derived length)")
     info = {"value": limit, "source": "--max-model-len" if given else derived,
             "longest_request_cached_tokens": fits, "cache_source": source,
             "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None}
