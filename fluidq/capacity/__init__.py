@@ -181,8 +181,10 @@ def mean_decode_context(engine: Engine, workload: Workload) -> float:
 
 def min_footprint_tokens(workload: Workload) -> int | None:
     """The smallest ``prompt + output`` any request of ``workload`` has (the KV tokens it holds at its
-    end), or ``None`` when the lengths have no known finite support."""
-    if workload.trace is not None:
+    end), or ``None`` when the lengths have no known finite support.  ``workload`` may also be a network's
+    :class:`~fluidq.network.Hop` (its ``prompt_tokens`` and ``output_tokens`` lengths, no trace), as
+    :func:`fluidq.capacity.network.mix_capacity` reads a station's hops."""
+    if getattr(workload, "trace", None) is not None:
         return int(np.min(np.asarray(workload.trace.prompt_tokens) + np.asarray(workload.trace.output_tokens)))
     sp, so = workload.prompt_tokens.support(), workload.output_tokens.support()
     if sp is None or so is None:

@@ -71,7 +71,7 @@ def mix_capacity(engine, mix) -> dict:
     "reason"}``: the last is the station's token work per request/s of the mix (``sum_h r_h w_h / sum_h r_h``).
     """
     from ..batchtime import ContextAware
-    from . import _batch_limit_at
+    from . import _batch_limit_at, min_footprint_tokens
 
     rates = np.array([r for r, _ in mix], dtype=float)
     total = float(rates.sum())
@@ -84,12 +84,8 @@ def mix_capacity(engine, mix) -> dict:
     m_d = float(q @ md)
     context = float(q @ (mp * md + md2 / 2.0)) / m_d if m_d > 0 else 0.0
     smallest = None
-    if engine.kv_capacity_tokens is not None:
-        known = []
-        for _, h in mix:
-            sp, so = h.prompt_tokens.support(), h.output_tokens.support()
-            if sp is not None and so is not None:
-                known.append(int(np.min(sp[0]) + np.min(so[0])))
+    if engine.kv_capacity_tokens is not None:  # the smallest footprint among the hops whose lengths have one
+        known = [s for s in (min_footprint_tokens(h) for _, h in mix) if s is not None]
         smallest = min(known) if known else None
     lim = _batch_limit_at(engine, wp, wd, context, smallest)
     if lim.b_lim < 1:
@@ -204,12 +200,11 @@ def best_split_loads(network) -> dict:
     fm = network.flow
     caps = {st.name: st.capacity_tokens_per_s for st in network.stations}
     hop_engine = {h.name: h.engine for h in network.hops}
-    router = {r.name: r for r in network.routers}
     fixed = {name: 0.0 for name in caps}
     split: dict = {}  # hop -> [visit rate, w, engines]
     for b in fm.buffers:
         if hop_engine.get(b.hop) in shared:
-            ent = split.setdefault(b.hop, [0.0, b.w, router[hop_engine[b.hop]].engines])
+            ent = split.setdefault(b.hop, [0.0, b.w, network.engines_of(hop_engine[b.hop])])
             ent[0] += b.rate
         elif b.point in fixed:
             fixed[b.point] += b.rate * b.w / caps[b.point]

@@ -72,16 +72,13 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
 
     block_size = integer("block_size", block_size, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     if max_model_len is not None:
-        from ..errors import ParameterError
-        from ..models.context import check_max_model_len, longest_in_blocks
+        from ..models.context import check_fits_cache, check_max_model_len, longest_in_blocks
 
         max_model_len = check_max_model_len(model, max_model_len)
-        fits = None if kv_capacity_tokens is None else longest_in_blocks(kv_capacity_tokens, block_size)
-        if fits is not None and fits < max_model_len:
-            raise ParameterError("max_model_len", max_model_len, f"at most {fits:,} tokens, the longest request "
-                                 f"the given KV cache ({kv_capacity_tokens:,} tokens, blocks of {block_size}) holds",
-                                 "vLLM refuses to start when one request of max_model_len tokens does not fit; lower "
-                                 "it, or give a larger cache")
+        if kv_capacity_tokens is not None:
+            check_fits_cache(max_model_len, longest_in_blocks(kv_capacity_tokens, block_size),
+                             f"the given KV cache ({kv_capacity_tokens:,} tokens, blocks of {block_size})",
+                             "a larger cache")
     if kv_capacity_tokens is None:
         kv_capacity_tokens = kv_capacity_estimate(
             model, gpu_memory_gib=rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib,

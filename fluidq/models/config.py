@@ -29,7 +29,7 @@ from pathlib import Path
 from .._io import _shown, json_loads, read_text
 from ..errors import DataError, FluidqError, ParameterError
 from .context import rope_scaling_from_config
-from .facts import DTYPE_BYTES, ModelFacts
+from .facts import DTYPE_BYTES, MAX_LEN_KEYS, ModelFacts
 
 #: a config.json is a few kB; larger is no config
 MAX_CONFIG_BYTES = 16 << 20
@@ -52,7 +52,8 @@ ALIASES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen2_vl_text": "qwen2",
 #: layers under ``text_config``.  A key not listed here is never defaulted: a config without ``hidden_size`` is
 #: refused naming it.
 CLASS_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
-                                  "head_dim": 256, "max_position_embeddings": 131072}}
+                                  "head_dim": 256, "max_position_embeddings": 131072},
+                  "falcon": {"max_position_embeddings": 2048}}  # FalconConfig's; falcon-7b/40b's files omit it
 
 # the config key each ModelFacts field comes from (for messages about values the dataclass refuses)
 _KEY_OF = {"n_layers": "num_hidden_layers", "hidden_size": "hidden_size", "n_heads": "num_attention_heads",
@@ -97,6 +98,22 @@ class _Reader:
         if v is not None and not isinstance(v, str):
             self.fail(key, f"{v!r} is not a string")
         return v
+
+
+def _max_len(r: _Reader) -> dict:
+    """The model's declared length as vLLM reads it (``_get_and_verify_max_len``): the smallest of the length keys
+    present (:data:`~fluidq.models.facts.MAX_LEN_KEYS`, in vLLM's order; the first key at that value names it),
+    but ``model_max_length`` whenever it is set (Command-R / Cohere); a key that is absent, null or 0 is not a
+    length.  ``{"max_position_embeddings": length or None, "max_len_key": key}``."""
+    length, key = None, "max_position_embeddings"
+    for k in MAX_LEN_KEYS:
+        v = r.int(k, default=None, minimum=0)
+        if v and (length is None or v < length):
+            length, key = v, k
+    cmd = r.int("model_max_length", default=None, minimum=0)
+    if cmd:
+        length, key = cmd, "model_max_length"
+    return {"max_position_embeddings": length, "max_len_key": key}
 
 
 def _text_config(r: _Reader, cfg: dict) -> dict:
@@ -157,7 +174,7 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
     quant, quant_attention = _quantization(r, family)
     kw.update(name=name, architecture=family, dtype=_dtype(r, dtype), quantization=quant,
               quantize_attention=quant_attention,
-              max_position_embeddings=r.int("max_position_embeddings", default=None, minimum=0) or None,
+              **_max_len(r),
               rope_scaling=rope_scaling_from_config(cfg.get("rope_scaling"), r.fail))
     sw = cfg.get("sliding_window")
     if isinstance(sw, int) and not isinstance(sw, bool) and sw > 0 and cfg.get("use_sliding_window", True) is not False:
@@ -171,7 +188,7 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
         return ModelFacts(**kw, source=source)
     except FluidqError as exc:
         field = getattr(exc, "name", None)
-        key = _KEY_OF.get(field, field)
+        key = kw.get("max_len_key") if field == "max_position_embeddings" else _KEY_OF.get(field, field)
         if family == "mixtral" and field == "n_experts":
             key = "num_local_experts"
         elif family in MLA and field == "n_experts":

@@ -2,7 +2,8 @@
 (:func:`fluidq.engine.roofline_engine`) and the command line's ``--max-model-len``.
 
 vLLM derives the model's length from its config.json (vllm/config, ``_get_and_verify_max_len``): the
-``max_position_embeddings``, scaled by the config's ``rope_scaling`` -- times its ``factor`` for every rope type
+``max_position_embeddings`` (the smallest of the config's length keys, ``n_positions``, ``seq_length``... in
+:data:`fluidq.models.facts.MAX_LEN_KEYS`; ``model_max_length`` when set), scaled by the config's ``rope_scaling`` -- times its ``factor`` for every rope type
 but ``su``/``longrope``/``llama3`` (whose ``max_position_embeddings`` is already the scaled length), and for
 ``yarn`` the ``original_max_position_embeddings`` times the factor; Gemma-3's config is already scaled and is
 taken as it is.  A ``max_model_len`` above that length is refused (unless ``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1``,
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-__all__ = ["derived_max_model_len", "derived_words", "check_max_model_len", "longest_in_blocks",
+__all__ = ["derived_max_model_len", "derived_words", "check_max_model_len", "check_fits_cache", "longest_in_blocks",
            "rope_scaling_from_config", "NOT_SCALED"]
 
 #: the rope types whose ``max_position_embeddings`` vLLM takes unscaled (``su`` is ``longrope``'s old name)
@@ -61,9 +62,10 @@ def derived_max_model_len(model) -> int | None:
 
 
 def derived_words(model) -> str:
-    """What :func:`derived_max_model_len` is, in words: ``max_position_embeddings``, or the scaling on it."""
+    """What :func:`derived_max_model_len` is, in words: ``max_position_embeddings`` (or the length key it was read
+    from, :attr:`~fluidq.models.ModelFacts.max_len_key`), or the scaling on it."""
     rope = getattr(model, "rope_scaling", None)
-    mpe = f"max_position_embeddings {model.max_position_embeddings:,}"
+    mpe = f"{getattr(model, 'max_len_key', 'max_position_embeddings')} {model.max_position_embeddings:,}"
     if rope is None or derived_max_model_len(model) == model.max_position_embeddings:
         return mpe
     kind, factor, original = rope
@@ -86,6 +88,21 @@ def check_max_model_len(model, max_model_len, *, name: str = "max_model_len") ->
                              "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, past the positions the model was trained on; fluidq "
                              "does not model that")
     return mml
+
+
+def check_fits_cache(max_model_len: int, longest: int | None, cache: str, remedy: str, *,
+                     name: str = "max_model_len") -> None:
+    """Refuse a ``max_model_len`` longer than ``longest``, the longest request the KV cache holds (``None``: no
+    length is too long), as vLLM refuses to start when the cache cannot hold one request of ``max_model_len`` tokens
+    (``check_enough_kv_cache_memory``): one wording for the planned cache
+    (:func:`fluidq.models.kv_capacity_estimate`) and a given one (:func:`fluidq.engine.roofline_engine`).
+    ``cache`` names the cache (``"the given KV cache (... tokens)"``), ``remedy`` what would hold a longer one."""
+    from ..errors import ParameterError
+
+    if longest is not None and longest < max_model_len:
+        raise ParameterError(name, max_model_len, f"at most {longest:,} tokens, the longest request {cache} holds",
+                             "vLLM refuses to start when one request of max_model_len tokens does not fit; lower it, "
+                             f"or give {remedy}")
 
 
 def longest_in_blocks(kv_capacity_tokens: int, block_size: int = 16) -> int:

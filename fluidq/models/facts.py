@@ -38,7 +38,7 @@ from numbers import Integral
 
 from ..errors import ParameterError, ParameterTypeError
 
-__all__ = ["ModelFacts", "DTYPE_BYTES", "MAX_DIMENSION", "MAX_LAYERS", "MAX_PARALLEL"]
+__all__ = ["ModelFacts", "DTYPE_BYTES", "MAX_DIMENSION", "MAX_LAYERS", "MAX_PARALLEL", "MAX_LEN_KEYS"]
 
 #: bytes per value of each number format a config may name (``torch_dtype``)
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1}
@@ -63,6 +63,13 @@ LAYERS_WHY = "models have at most a few hundred layers, heads or experts"
 #: Most GPUs a model is split over (tensor or expert parallel): 2**16.
 MAX_PARALLEL = 2**16
 PARALLEL_WHY = "no deployment splits one model over more than 65,536 GPUs"
+
+
+#: The config.json keys a model's length is read from, in vLLM's order (vllm/config, ``_get_and_verify_max_len``:
+#: OPT and most, GPT-2, MPT, ChatGLM2, Command-R, Whisper, others): the smallest present is the length, except that a
+#: ``model_max_length`` (Command-R / Cohere) is taken whatever the others say.
+MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 
 
 def _int(name: str, value, *, minimum: int = 1, maximum: int = MAX_DIMENSION, why: str = DIMENSION_WHY,
@@ -132,7 +139,10 @@ class ModelFacts:
         Multi-head latent attention (DeepSeek-V2/V3); ``kv_lora_rank`` set means MLA (``q_lora_rank``
         may stay ``None``: a direct query projection).
     max_position_embeddings : int or None
-        The longest context the config declares.
+        The longest context the config declares: its ``max_position_embeddings``, or where vLLM reads another of
+        its length keys (:data:`MAX_LEN_KEYS`: GPT-2's ``n_positions``, ChatGLM's ``seq_length``...) that one.
+    max_len_key : str
+        The config key ``max_position_embeddings`` was read from (one of :data:`MAX_LEN_KEYS`).
     rope_scaling : tuple or None
         The config's ``rope_scaling`` as vLLM reads it for the context length: ``(rope_type, factor,
         original_max_position_embeddings)`` (:func:`fluidq.models.context.rope_scaling_from_config`); vLLM's
@@ -187,6 +197,7 @@ class ModelFacts:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     max_position_embeddings: int | None = None
+    max_len_key: str = "max_position_embeddings"
     rope_scaling: tuple | None = None
     gated_mlp: bool = True
     linear_bias: bool = False
@@ -269,6 +280,9 @@ class ModelFacts:
                     raise ParameterError(f, getattr(self, f), "None without kv_lora_rank (no MLA)")
         _int("max_position_embeddings", self.max_position_embeddings, allow_none=True, maximum=2**40,
              why="no model has a context of more than 2**40 tokens")
+        if self.max_len_key not in MAX_LEN_KEYS:
+            raise ParameterError("max_len_key", self.max_len_key, f"one of {', '.join(MAX_LEN_KEYS)}",
+                                 "the config.json keys vLLM reads a model's length from")
         if self.rope_scaling is not None:  # (rope_type, factor, original_max_position_embeddings or None)
             rs = self.rope_scaling
             ok = (isinstance(rs, (tuple, list)) and len(rs) == 3 and isinstance(rs[0], str)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
 from ..errors import ParameterError
+from .context import check_fits_cache
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
 
 __all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "kv_cache_groups",
@@ -364,12 +365,9 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
                              n_layers=model.n_layers, n_sliding_layers=model.n_sliding_layers,
                              sliding_window=model.sliding_window, group_size=group_size,
                              full_groups=full_groups, sliding_groups=sliding_groups, pool_blocks=int(pool))
-    longest = est.longest_request()
-    if mml is not None and longest is not None and longest < mml:
-        raise ParameterError("max_model_len", max_model_len,
-                             f"at most {longest:,} tokens, the longest request the KV cache ({tokens:,} tokens) is "
-                             "estimated to hold", "vLLM refuses to start when one request of max_model_len tokens "
-                             "does not fit; lower it, or give more memory")
+    if mml is not None:
+        check_fits_cache(mml, est.longest_request(),
+                         f"the estimated KV cache ({tokens:,} tokens, vLLM's memory planner)", "more memory")
     return est
 
 

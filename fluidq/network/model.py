@@ -59,6 +59,7 @@ __all__ = [
     "Station",
     "jsq_shared_engines",
     "register_analysis",
+    "route_hops",
 ]
 
 _PROB_TOL = 1e-9
@@ -412,6 +413,21 @@ def _labels(cls_name, steps, prefix, out):
     return tuple(res)
 
 
+def route_hops(steps):
+    """The hops of a route (a class's ``route``, a fork's branch or a choice's option), in the order written:
+    forks' branches and choices' options walked where they stand.  :attr:`Network.hops` is this over every
+    class; a caller that needs each hop's class walks its classes' routes with it."""
+    for s in steps:
+        if isinstance(s, Hop):
+            yield s
+        elif isinstance(s, Choice):
+            for _, st in s.options:
+                yield from route_hops(st)
+        elif isinstance(s, Fork):
+            for b in s.branches:
+                yield from route_hops(b)
+
+
 def _check_forks(cls_name, steps, where):
     open_ = {}
     for s in steps:
@@ -570,28 +586,16 @@ class Network:
 
     @property
     def hops(self) -> tuple:
-        out: list = []
+        """Every class's hops, class by class, each route's in the order written (:func:`route_hops`)."""
+        return tuple(h for c in self.classes for h in route_hops(c.route))
 
-        def walk(steps):
-            for s in steps:
-                if isinstance(s, Hop):
-                    out.append(s)
-                elif isinstance(s, Choice):
-                    for _, st in s.options:
-                        walk(st)
-                elif isinstance(s, Fork):
-                    for b in s.branches:
-                        walk(b)
+    def engines_of(self, point: str) -> tuple:
+        """The stations a hop on ``point`` may run on: a router's engines, or the station ``point`` itself."""
+        return self._router_engines.get(point, (point,))
 
-        for c in self.classes:
-            walk(c.route)
-        return tuple(out)
-
-    def _engines_of(self, point: str) -> tuple:
-        for r in self.routers:
-            if r.name == point:
-                return r.engines
-        return (point,)
+    @cached_property
+    def _router_engines(self) -> dict:
+        return {r.name: r.engines for r in self.routers}
 
     # ---- topology -----------------------------------------------------------------------------
     @cached_property
@@ -609,8 +613,8 @@ class Network:
 
         def link(prev, h, cname):
             for u in prev:
-                for a in self._engines_of(u):
-                    for b in self._engines_of(h):
+                for a in self.engines_of(u):
+                    for b in self.engines_of(h):
                         if g.has_edge(a, b):
                             if cname not in g[a][b]["classes"]:
                                 g[a][b]["classes"].append(cname)

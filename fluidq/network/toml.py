@@ -73,7 +73,7 @@ import math
 from pathlib import Path
 
 from ..errors import DataError, FluidqError, ParameterError
-from .model import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station
+from .model import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station, route_hops
 
 __all__ = ["load_network", "network_from_dict"]
 
@@ -529,15 +529,13 @@ def _check_context(source, net, models) -> None:
         return
     from ..models.context import derived_max_model_len
 
-    routers = {r.name: r.engines for r in net.routers}
-
     def tokens(length) -> float:
         sup = length.support()
         return float(max(sup[0])) if sup is not None else float(length.mean)
 
     for cls in net.classes:
-        for hop in _route_hops(cls.route):
-            for st in routers.get(hop.engine, (hop.engine,)):
+        for hop in route_hops(cls.route):
+            for st in net.engines_of(hop.engine):
                 facts = models.get(st)
                 limit = models.get((st, "max_model_len")) or derived_max_model_len(facts)
                 if not limit:
@@ -556,19 +554,6 @@ def _check_context(source, net, models) -> None:
                     raise _err(f"{source} class {cls.name!r} {label} on engine {st!r}",
                                f"prompt + output = {p:,.0f} + {o:,.0f} = {p + o:,.0f} tokens{means}: expected at most "
                                f"{int(limit):,} tokens, {words}")
-
-
-def _route_hops(steps):
-    """The hops of a route, in the order written (forks' branches and choices' options included)."""
-    for s in steps:
-        if isinstance(s, Hop):
-            yield s
-        elif isinstance(s, Fork):
-            for b in s.branches:
-                yield from _route_hops(b)
-        elif isinstance(s, Choice):
-            for _, r in s.options:
-                yield from _route_hops(r)
 
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"

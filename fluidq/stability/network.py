@@ -162,12 +162,11 @@ def _hops_that_never_fit(network: Network) -> list:
     for b in network.flow.buffers:
         rates[b.hop] = rates.get(b.hop, 0.0) + b.rate
     stations = {st.name: st for st in network.stations}
-    routers = {r.name: r for r in network.routers}
     out = []
     for h in network.hops:
         if not rates.get(h.name, 0.0) > 0:
             continue
-        names = routers[h.engine].engines if h.engine in routers else (h.engine,)
+        names = network.engines_of(h.engine)
         need = smallest(h.prompt_tokens) + smallest(h.output_tokens)
         caps = [stations[e].engine.kv_capacity_tokens for e in names]
         if all(c is not None and need > c for c in caps):
@@ -214,10 +213,9 @@ def simulation_size(network: Network, horizon_s: float, replications: int = 1) -
     from ..sim.core import _shortest_batch_s
 
     fm = network.flow
-    routers = {r.name: r.engines for r in network.routers}
     tok = {st.name: 0.0 for st in network.stations}
     for b in fm.buffers:
-        for e in ((b.engine,) if b.engine is not None else routers.get(b.point, ())):
+        for e in ((b.engine,) if b.engine is not None else network.engines_of(b.point)):
             tok[e] = tok.get(e, 0.0) + b.rate * b.w
     per_s = 0.0
     for st in network.stations:
@@ -289,10 +287,9 @@ def min_route_s(network: Network) -> float:
     from .growth import least_iterations
 
     stations = {st.name: st for st in network.stations}
-    routers = {r.name: r.engines for r in network.routers}
 
     def hop_s(h):
-        engines = [stations[e].engine for e in routers.get(h.engine, (h.engine,))]
+        engines = [stations[e].engine for e in network.engines_of(h.engine)]
         t1 = min(_shortest_batch_s(e) for e in engines)
         if not t1 > 0:
             return 0.0
@@ -344,11 +341,10 @@ def route_sojourn_s(network: Network) -> float:
     not a bound: :func:`min_route_s` is the bound."""
 
     stations = {st.name: st for st in network.stations}
-    routers = {r.name: r.engines for r in network.routers}
     pace = {n: bt[1] for n, bt in _station_batches(network).items()}
 
     def hop_s(h):
-        names = routers.get(h.engine, (h.engine,))
+        names = network.engines_of(h.engine)
         iters = max(math.ceil(h.prompt_tokens.mean / stations[n].engine.b_max) for n in names) + h.output_tokens.mean
         return iters * max(pace[n] for n in names)
 
@@ -359,14 +355,13 @@ def _station_batches(network: Network) -> dict:
     """``{station: (b, t(b))}``: the batch each station's offered load implies (:func:`_implied_batch_s`)."""
 
     stations = {st.name: st for st in network.stations}
-    routers = {r.name: r.engines for r in network.routers}
     loads = network.loads()
     # per station, the mean decode share m_d / (m_p + m_d) and decode context m_p + m_d / 2 of its hops
     seen: dict = {}
 
     for h in network.hops:
         mp, md = float(h.prompt_tokens.mean), float(h.output_tokens.mean)
-        for n in routers.get(h.engine, (h.engine,)):
+        for n in network.engines_of(h.engine):
             seen.setdefault(n, []).append((md / (mp + md) if mp + md > 0 else 0.0, mp + md / 2.0))
     pace = {}
     for name, st in stations.items():

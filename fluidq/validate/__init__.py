@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import Result, plain
-from .cases import Case, CaseResult, Row, load_cases, run_case
+from .cases import Case, CaseResult, Row, _fmt, load_cases, run_case
 
 __all__ = ["validate", "ValidationResult", "Row", "CaseResult", "Case", "load_cases", "validation_dir"]
 
@@ -111,21 +111,6 @@ class ValidationResult(Result):
         from ..plotting.validation import plot_summary
 
         return plot_summary(self.rows, path=path, ax=ax)
-
-
-def _fmt(v, unit=""):
-    """A table cell: blank for no value, an en dash for an undefined one (NaN, an infinity), never nan/inf."""
-    from ..results import fmt_value, is_defined
-
-    if v is None:
-        return ""
-    if isinstance(v, str):
-        return v
-    if not is_defined(v):
-        return fmt_value(v)
-    a = abs(v)
-    s = f"{v:,.0f}" if a >= 1000 else f"{v:.3g}" if a < 10 else f"{v:.1f}"
-    return s
 
 
 def _fmt_err(e) -> str:

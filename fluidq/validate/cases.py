@@ -124,11 +124,34 @@ def _err(pred, meas):
     return 100.0 * (pred - meas) / meas
 
 
-def _fmt_num(v) -> str:
-    """A number for a report cell: thousands separated, three significant figures below 1000."""
-    if v is None or not np.isfinite(v):
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+def _fmt(v):
+    """A report cell (the summary table's and a case's interval table's): blank for no value, an en dash for an
+    undefined one (NaN, an infinity), never nan/inf; thousands separated from 1,000, one decimal from 10, three
+    significant figures below."""
+    from ..results import fmt_value, is_defined
+
+    if v is None:
+        return ""
+    if isinstance(v, str):
+        return v
+    if not is_defined(v):
+        return fmt_value(v)
+    a = abs(v)
+    s = f"{v:,.0f}" if a >= 1000 else f"{v:.3g}" if a < 10 else f"{v:.1f}"
+    return s
+
+
+def _interval_table(rows) -> list:
+    """Markdown lines: every measured number of ``rows`` with what it was read over and its 95 % interval (issue 16
+    item 7), in the summary table's cells (:func:`_fmt`); empty when no row has a window."""
+    windowed = [r for r in rows if r.measured_window]
+    if not windowed:
+        return []
+    md = ["", "| quantity | measured | 95 % interval | read over |", "|---|---|---|---|"]
+    for r in windowed:
+        ci = f"{_fmt(r.measured_ci[0])}-{_fmt(r.measured_ci[1])}" if r.measured_ci is not None else "none"
+        md.append(f"| {r.quantity} | {_fmt(r.measured)} {r.unit} | {ci} | {r.measured_window} |".replace("  ", " "))
+    return md
 
 
 def _interval_words(pred, ci, mean, aim):
@@ -849,14 +872,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
         if ctx.get("out_dir") is not None:
             drawn = CaseResult(case=case, rows=(), figure_inputs=figure_inputs)
             figures.append(drawn.plot(path=Path(ctx["out_dir"]) / f"{case.name}.png"))
-    windowed = [r for r in rows if r.measured_window]
-    if windowed:  # every measured number with what it was read over and its interval (issue 16 item 7)
-        md += ["", "| quantity | measured | 95 % interval | read over |", "|---|---|---|---|"]
-        for r in windowed:
-            ci = (f"{_fmt_num(r.measured_ci[0])}-{_fmt_num(r.measured_ci[1])}" if r.measured_ci is not None
-                  else "none")
-            m = r.measured if isinstance(r.measured, str) else _fmt_num(r.measured)
-            md.append(f"| {r.quantity} | {m} {r.unit} | {ci} | {r.measured_window} |".replace("  ", " "))
+    md += _interval_table(rows)  # every measured number with what it was read over and its interval
     return CaseResult(case=case, rows=tuple(rows), markdown="\n".join(md), figures=tuple(figures), data=info,
                       figure_inputs=figure_inputs)
 

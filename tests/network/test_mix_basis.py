@@ -131,3 +131,21 @@ def test_one_limit_logic_for_a_workload_and_a_mix(prefill_emits):
     assert full_batch_rate(small, w)[:2] == (0.0, 0)
     m0 = mix_capacity(small, [(0.3, Hop(engine="E", prompt_tokens=1000, output_tokens=200))])
     assert (m0["tokens_per_s"], m0["batch_tokens"]) == (0.0, 0) and "1200 tokens" in m0["reason"]
+
+
+def test_the_smallest_hop_of_a_mix_is_min_footprint_tokens():
+    """mix_capacity's smallest request is fluidq.capacity.min_footprint_tokens of each hop (one rule with one
+    workload's): the least over the hops whose lengths have a finite support -- 1,000 + 200 and the empirical
+    300..900 + 100..400 give 400 -- a random hop without one (geometric) leaving it unchanged."""
+    from fluidq.capacity import min_footprint_tokens
+
+    hops = [Hop(engine="E", prompt_tokens=1000, output_tokens=200),
+            Hop(engine="E", prompt_tokens=Empirical(values=(300, 900)),
+                output_tokens=Empirical(values=(100, 400))),
+            Hop(engine="E", prompt_tokens=Geometric(mean_tokens=50), output_tokens=Geometric(mean_tokens=20))]
+    assert [min_footprint_tokens(h) for h in hops] == [1200, 400, None]
+    small = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=8192, kv_capacity_tokens=399)
+    m = mix_capacity(small, [(0.3, h) for h in hops])
+    assert m["tokens_per_s"] == 0.0 and "the smallest holds 400 tokens" in m["reason"]
+    fits = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=8192, kv_capacity_tokens=400)
+    assert mix_capacity(fits, [(0.3, h) for h in hops])["tokens_per_s"] > 0

@@ -67,3 +67,25 @@ route = [{{ engine = "E", prompt = 4000, output = 200, name = "ask" }}]
     case.write_text(case.read_text().replace("prompt = 4000", "prompt = 3000"))
     rc, out, err = run_cli(["network", str(case)], capsys)
     assert rc == 0, err
+
+
+def test_hops_inside_forks_and_choices_are_the_network_s_hops_and_are_checked():
+    # one walk over a route (fluidq.network.model.route_hops) gives Network.hops and the hops the context check
+    # reads: a hop inside a choice inside a fork's branch is listed in the order written and refused there
+    def case(deep_prompt):
+        return {"name": "ctx", "engines": {"E": {"profile": LLAMA2}, "F": {"profile": "paper-codellama34b-a100"}},
+                "classes": [{"name": "chat", "rate_per_s": 0.1, "route": [
+                    {"engine": "F", "prompt": 100, "output": 10, "name": "first"},
+                    {"fork": "f", "branches": [
+                        [{"engine": "F", "prompt": 50, "output": 5, "name": "left"}],
+                        [{"choice": [{"p": 0.5, "route": [{"engine": "E", "prompt": deep_prompt, "output": 96,
+                                                            "name": "deep"}]},
+                                     {"p": 0.5, "route": [{"engine": "F", "prompt": 20, "output": 2,
+                                                           "name": "other"}]}]}]]},
+                    {"join": "f"},
+                    {"engine": "E", "prompt": 10, "output": 10, "name": "last"}]}]}
+
+    net = network_from_dict(case(4000))  # 4,096 exactly
+    assert [h.name for h in net.hops] == ["first", "left", "deep", "other", "last"]
+    with pytest.raises(DataError, match=r"class 'chat' hop 'deep' on engine 'E': prompt \+ output = 4,001 \+ 96"):
+        network_from_dict(case(4001))

@@ -28,6 +28,8 @@ import run_variants as rv
 
 T0_MONO = 500_000.0  # the engine's monotonic clock at the first arrival (any offset: the reader shifts it)
 T0_WALL = 1.78e9  # the client's wall clock at the first arrival
+#: vLLM's default --block-size: the engine's KV blocks, the cache the KV % is read against and the meta's kv_cache
+BLOCK_SIZE = 16
 
 
 def profile_folder(dst: Path, *, src: str = rv.LLAMA_PRO, tp: int = 1, model: str | None = None,
@@ -70,7 +72,7 @@ def workload(n: int, rate_per_s: float, seed: int, *, prompt_mean: float = 400, 
     return a, p, o
 
 
-def engine_run(model, a, p, o, *, max_num_seqs: int, b_max: int, kv_blocks: int, block_size: int = 16):
+def engine_run(model, a, p, o, *, max_num_seqs: int, b_max: int, kv_blocks: int, block_size: int = BLOCK_SIZE):
     from fluidq.validate.replay import replay
 
     return replay(model, a, p, o, b_max=b_max, k_max=max_num_seqs, kv_capacity_tokens=kv_blocks * block_size,
@@ -93,8 +95,9 @@ def known_capacity(model, *, rate_per_s: float, max_num_seqs: int, b_max: int, k
 def synthesize(dst, *, src: str = rv.LLAMA_PRO, facts, tp: int = 1, model_name: str, max_num_seqs: int,
                b_max: int = 2048, kv_blocks: int, rate_per_s: float, n: int = 400, seed: int = 1,
                link_gbps: float | None = None, link_latency_ns: float | None = None, rename_profiles: bool = False,
-               **lengths) -> Path:
-    """Write the run folder (see the module docstring); returns it."""
+               **lengths) -> tuple:
+    """Write the run folder (see the module docstring); returns it and the iteration model its engine ran (the one
+    ``fluidq validate --run`` builds from the folder), so that a caller needs not build it again."""
     from fluidq.validate.replay import read_s
 
     dst = Path(dst)
@@ -121,7 +124,7 @@ def synthesize(dst, *, src: str = rv.LLAMA_PRO, facts, tp: int = 1, model_name: 
         + np.bincount(first, minlength=ticks.size)[: ticks.size]  # the prefill's batch emits the first token
     useful = np.bincount(k, weights=it["useful_tokens"], minlength=ticks.size)[: ticks.size]
     last = np.searchsorted(end, ticks, side="right") - 1  # the last batch ended by the tick
-    cap_tokens = kv_blocks * 16
+    cap_tokens = kv_blocks * BLOCK_SIZE
     ts_rows = []
     for j, t in enumerate(ticks):
         b = last[j]
@@ -138,6 +141,6 @@ def synthesize(dst, *, src: str = rv.LLAMA_PRO, facts, tp: int = 1, model_name: 
                               "enable_expert_parallel": False, "max_num_seqs": max_num_seqs,
                               "max_num_batched_tokens": b_max, "dtype": "bfloat16", "kv_cache_dtype": "auto",
                               "enable_prefix_caching": False, "async_scheduling": False},
-            "kv_cache": {"block_size": 16, "num_gpu_blocks": kv_blocks}}
+            "kv_cache": {"block_size": BLOCK_SIZE, "num_gpu_blocks": kv_blocks}}
     rv.set_meta(dst, meta)
-    return dst
+    return dst, model

@@ -57,9 +57,9 @@ def _build(name, folder, tmp_path):
         facts, model = load_model("Qwen3-30B-A3B-Instruct-2507"), "Qwen/Qwen3-30B-A3B-Instruct-2507"
     else:
         facts, model = load_model("Llama-3.1-8B"), "meta-llama/Llama-3.1-8B"
-    d = sr.synthesize(folder, facts=facts, model_name=model, rename_profiles=cfg is not None, **kw)
-    known = sr.known_capacity(sr.iteration_model(d, facts, kw.get("tp", 1)), rate_per_s=kw["rate_per_s"],
-                              max_num_seqs=kw["max_num_seqs"], b_max=kw.get("b_max", 2048), kv_blocks=kw["kv_blocks"])
+    d, it_model = sr.synthesize(folder, facts=facts, model_name=model, rename_profiles=cfg is not None, **kw)
+    known = sr.known_capacity(it_model, rate_per_s=kw["rate_per_s"], max_num_seqs=kw["max_num_seqs"],
+                              b_max=kw.get("b_max", 2048), kv_blocks=kw["kv_blocks"])
     return d, cfg, known, binding
 
 
@@ -124,6 +124,13 @@ def test_the_writer_keeps_vllm_s_stamps_in_order(runs):
         run = read_run(runs[name][0])
         assert np.all(run.arrival_s <= run.scheduled_s) and np.all(run.scheduled_s <= run.first_token_s)
         assert np.all(run.first_token_s <= run.last_token_s) and run.sent_s is not None
+        # one block size (synth_run.BLOCK_SIZE) for the engine, the KV % and the meta: a cache the engine fills
+        # reads at most 100 % of the meta's blocks, and the KV-bound runs fill it (a block size written apart in
+        # one of the three would read 50 % or 200 %)
+        meta = json.loads((runs[name][0] / "vllm_meta.json").read_text())["kv_cache"]
+        assert meta["block_size"] == sr.BLOCK_SIZE
+        top = float(np.max(run.timeseries["kv_cache_pct"]))
+        assert top <= 100.0 and (top >= 90.0 or CASES[name][1] != "kv_cache"), (name, top)
 
 
 def test_a_token_budget_window_is_the_plateau_not_the_overshoot(runs):

@@ -84,17 +84,15 @@ def check_context(args, facts, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the context limit (:func:`context_limit`): ``--max-model-len``
     when given, else the length vLLM derives from the model's config.json (``max_position_embeddings`` scaled by
     its ``rope_scaling``), vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
-    ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here; checked once
-    per command)."""
+    ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here).  A command
+    calls it once (tests/cli/test_trace_read_once.py counts it)."""
     import math
 
     from ...errors import ParameterError
 
     limit, words = context_limit(args, facts)
     if limit and getattr(args, "trace", None) is not None:
-        if getattr(args, "_trace_context_checked", None) != (args.trace, int(limit)):
-            _check_trace_context(args.trace, int(limit), words, trace)
-            args._trace_context_checked = (args.trace, int(limit))
+        _check_trace_context(args.trace, int(limit), words, trace)
         return
     if not limit or not hasattr(args, "prompt"):
         return
@@ -189,8 +187,9 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
         est = estimate(tp)
     fits = longest_fitting(est, kv_capacity)
     source = "--kv-capacity" if kv_capacity is not None else "vLLM's memory planner, an estimate"
-    derived = ("max_position_embeddings (vLLM's default)" if limit == model.max_position_embeddings else
-               "max_position_embeddings scaled by its rope_scaling (vLLM's default, its derived length)")
+    key = model.max_len_key  # max_position_embeddings, or the length key vLLM read (n_positions, seq_length...)
+    derived = (f"{key} (vLLM's default)" if limit == model.max_position_embeddings else
+               f"{key} scaled by its rope_scaling (vLLM's default, its derived length)")
     info = {"value": limit, "source": "--max-model-len" if given else derived,
             "longest_request_cached_tokens": fits, "cache_source": source,
             "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None}
@@ -350,15 +349,17 @@ def planner_source(model_name: str, gpu, tensor_parallel_size: int, gpu_memory_g
             "less the weights and activations")
 
 
-def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None):
+def roofline_engine(args, *, b_max: int, k_max: int | None, kv_capacity: int | None, context_checked: bool = False):
     """``(engine, note)``: the roofline of ``--model`` on ``--gpu`` as a context-aware batch time
     (:func:`fluidq.engine.roofline_engine`: :meth:`Roofline.context_aware`, vLLM's planned KV cache unless
-    ``kv_capacity``, and like vLLM the prefill emits the first output token)."""
+    ``kv_capacity``, and like vLLM the prefill emits the first output token).  The requests are checked against
+    the model's context (:func:`check_context`) unless the caller did (``context_checked``): once per command."""
     from ...engine import roofline_engine as engine_of
     from ...models import load_gpu
 
     model = model_from_args(args)
-    check_context(args, model)
+    if not context_checked:
+        check_context(args, model)
     gib = getattr(args, "gpu_memory_gib", None)  # check and simulate have it (--profile-dir's); region and report not
     held = _held_context(args)
     with named_by_flag(), memory_named(args.gpu, args.tensor_parallel_size, gib):

@@ -139,7 +139,7 @@ def _roofline(args):
     # 173.3 before the --gpu engine emitted its first token with the prefill, -10 % against the formula before), so the answer gives both rather
     # than leave two commands disagreeing
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
-                                kv_capacity=i["kv_capacity_tokens"])
+                                kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
     reg = max_throughput(engine, workload_from_args(args, default_rate=1.0))
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
                                "reason": reg.reason}
