@@ -63,6 +63,15 @@ METRICS = {
     "slo_per_token_99_s": ("tightest per-token SLO met by 99%", "s/token"),
     "slo_ttlt_90_s": ("tightest TTLT SLO met by 90%", "s"),
     "slo_ttlt_99_s": ("tightest TTLT SLO met by 99%", "s"),
+    # the bounds where requests unfinished at the horizon leave a value undecided (fluidq.latency.slo)
+    "slo_attainment_per_token_low": ("fraction meeting the per-token SLO, unfinished undecided as misses", ""),
+    "slo_attainment_per_token_high": ("fraction meeting the per-token SLO, unfinished undecided as met", ""),
+    "slo_attainment_ttlt_low": ("fraction meeting the TTLT SLO, unfinished undecided as misses", ""),
+    "slo_attainment_ttlt_high": ("fraction meeting the TTLT SLO, unfinished undecided as met", ""),
+    "slo_per_token_90_low_s": ("least the tightest per-token SLO met by 90% can be", "s/token"),
+    "slo_per_token_99_low_s": ("least the tightest per-token SLO met by 99% can be", "s/token"),
+    "slo_ttlt_90_low_s": ("least the tightest TTLT SLO met by 90% can be", "s"),
+    "slo_ttlt_99_low_s": ("least the tightest TTLT SLO met by 99% can be", "s"),
     "makespan_s": ("time to serve every request", "s"),
 }
 
@@ -224,7 +233,7 @@ def _tci(x, confidence=0.95):
 
 def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
                  slo_ttlt_s: float | None = None) -> dict:
-    from .slo import slo_attainment, tightest_slo
+    from .slo import slo_attainment_bounds, tightest_slo, tightest_slo_lower
 
     m = res.metrics
     keep = res.requests["arrival_s"] >= warmup_s
@@ -238,11 +247,17 @@ def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
     lb_ttlt = np.where(fin, 0.0, waited)
     lb_lpt = lb_ttlt / np.maximum(1, res.requests["output_tokens"][keep])
     slo = {"latency_per_token_p99_s": m["latency_per_token_s"]["p99"],
-           "slo_attainment_per_token": slo_attainment(lpt, slo_per_token_s, lb_lpt) if slo_per_token_s else math.nan,
-           "slo_attainment_ttlt": slo_attainment(ttlt, slo_ttlt_s, lb_ttlt) if slo_ttlt_s else math.nan,
-           "slo_per_token_90_s": tightest_slo(lpt, 0.9, lb_lpt), "slo_per_token_99_s": tightest_slo(lpt, 0.99, lb_lpt),
-           "slo_ttlt_90_s": tightest_slo(ttlt, 0.9, lb_ttlt), "slo_ttlt_99_s": tightest_slo(ttlt, 0.99, lb_ttlt),
            "makespan_s": float(np.nanmax(fs)) if fin.size and fin.all() else math.nan}
+    # an unfinished request misses an SLO its wait already exceeds; one that may still meet it is undecided: the
+    # attainment is a number only when none is (else NaN, with its bounds), the tightest SLO an upper bound (the
+    # unfinished at inf) with the least its waits allow beside it
+    for kind, x, lb, target in (("per_token", lpt, lb_lpt, slo_per_token_s), ("ttlt", ttlt, lb_ttlt, slo_ttlt_s)):
+        low, high = slo_attainment_bounds(x, target, lb) if target else (math.nan, math.nan)
+        slo[f"slo_attainment_{kind}"] = low if low == high else math.nan
+        slo[f"slo_attainment_{kind}_low"], slo[f"slo_attainment_{kind}_high"] = low, high
+        for q in (90, 99):
+            slo[f"slo_{kind}_{q}_s"] = tightest_slo(x, q / 100)
+            slo[f"slo_{kind}_{q}_low_s"] = tightest_slo_lower(x, q / 100, lb)
     return {**slo, "latency_per_token_mean_s": m["latency_per_token_s"]["mean"],
             "latency_per_token_p90_s": m["latency_per_token_s"]["p90"],
             "ttlt_mean_s": m["ttlt_s"]["mean"], "ttlt_p90_s": m["ttlt_s"]["p90"], "ttlt_p99_s": m["ttlt_s"]["p99"],
@@ -252,6 +267,26 @@ def _run_metrics(res, warmup_s: float, slo_per_token_s: float | None = None,
             "finished_fraction": float(fin.mean()) if fin.size else math.nan,
             "throughput_tokens_per_s": res.throughput_tokens_per_s,
             "backlog_slope_tokens_per_s": res.backlog_slope("tokens")}
+
+
+def _bounds_cell(values: dict, metric: str, i: int) -> str | None:
+    """A table cell giving bounds where unfinished requests leave ``metric`` undecided (means over the
+    replications of each bound): ``"0.58 to 1"`` for an attainment, ``"0.12 to 0.17"`` or ``">= 0.12"`` (no
+    upper bound: fewer than that share finished) for a tightest SLO; ``None`` when the value is decided."""
+    from ..results import fmt_value, is_defined
+
+    if metric in ("slo_attainment_per_token", "slo_attainment_ttlt"):
+        lo_key, hi_key = metric + "_low", metric + "_high"
+    elif metric.startswith("slo_") and metric.endswith(("_90_s", "_99_s")):
+        lo_key, hi_key = metric[:-2] + "_low_s", metric
+    else:
+        return None
+    if lo_key not in values or hi_key not in values:  # (a result read back from before the bounds)
+        return None
+    lo, hi = values[lo_key][i][0], values[hi_key][i][0]
+    if not is_defined(lo) or lo == hi:
+        return None
+    return f"{fmt_value(lo)} to {fmt_value(hi)}" if is_defined(hi) else f">= {fmt_value(lo)}"
 
 
 @dataclass(frozen=True)
@@ -327,7 +362,8 @@ class LatencyComparison(Result):
             cells = []
             for m in metrics:
                 v, h = self.values[p][m][i]
-                cells.append(fmt_value(v) + (f" ± {fmt_value(h, '.2g')}" if is_defined(v) and is_defined(h) else ""))
+                cells.append(_bounds_cell(self.values[p], m, i)
+                             or fmt_value(v) + (f" ± {fmt_value(h, '.2g')}" if is_defined(v) and is_defined(h) else ""))
             rows.append(f"| {p} | " + " | ".join(cells) + " |")
         lines += rows
         if any(m.startswith("ttft") for m in metrics):

@@ -226,8 +226,12 @@ def decide_stability(engine, workload, policy="sarathi", *, tolerance: float = 0
             # a replayed trace's window can carry another load than the nominal one: keep what it held
             window = rep.reason[rep.reason.index("; the replayed window"):] if "; the replayed window" in rep.reason \
                 else ""
+            # replications that cannot differ (a replayed trace, fixed lengths and arrivals) give no interval
+            same = len(set(map(float, rep.slopes_tokens_per_s))) == 1
+            spread = ("no interval: the runs are identical" if same
+                      else f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}]")
             reason = (f"decided by simulation ({word}: token-backlog slope {rep.slope_tokens_per_s:.4g} tokens/s, "
-                      f"{rep.confidence:.0%} CI [{lo:.4g}, {hi:.4g}], tolerance {rep.tolerance_tokens_per_s:.4g}, "
+                      f"{spread}, tolerance {rep.tolerance_tokens_per_s:.4g}, "
                       f"{rep.n_replications} seeded runs of {rep.horizon_s:.4g} s"
                       f"{' replaying the trace, one sample path' if workload.replays_trace else ''}{window}; "
                       f"a statement about that horizon, not a proof); the analytic verdict was unknown: {ana.reason}")

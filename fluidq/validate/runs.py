@@ -368,11 +368,12 @@ def _request_value(r: dict, key: str):
 def _read_timeseries(tsp: Path) -> dict:
     """The timeseries columns by fluidq's names (aliases mapped, a KV fraction made a percentage); an unknown
     layout is refused naming the missing column and the names accepted for it."""
-    raw = {}
+    raw, line_of = {}, []  # line_of[i]: the file's line of row i (the reader skips blank lines)
     with open_text(tsp) as f:
         reader = csv.DictReader(f)
         try:
             for r in reader:
+                line_of.append(reader.line_num)
                 for k, v in r.items():
                     if k is None:
                         raise DataError(f"{tsp}, line {reader.line_num}: more cells than the header names")
@@ -404,7 +405,9 @@ def _read_timeseries(tsp: Path) -> dict:
             raise DataError(f"{tsp}: no column {k!r} (accepted names: {', '.join((k,) + TS_ALIASES[k])}); its "
                             f"columns are {', '.join(map(repr, raw)) or 'none'}")
         if not np.all(np.isfinite(ts[k])):
-            raise DataError(f"{tsp}: column {k!r} has a value that is not finite")
+            i = int(np.flatnonzero(~np.isfinite(ts[k]))[0])
+            raise DataError(f"{tsp}, line {line_of[i]}: column {src.get(k, k)!r} = {ts[k][i]:g}: expected a finite "
+                            "number (a NaN or an infinity is no measurement)")
     if ts["t"].size == 0:
         raise DataError(f"{tsp}: no rows")
     # a count or a rate below 0 is no measurement, and ticks out of order (or twice) would put the steady window

@@ -71,17 +71,24 @@ def test_drain_leaves_no_arrival_unfinished():
 
 
 def test_censored_requests_are_misses_only_when_they_already_waited_too_long():
+    # (until 2026-12-07 an undecided request was left out of the fraction, so that 2 / 4 and 3 / 3 were read
+    # here: an overloaded run whose unfinished requests all had small bounds read 1; now undecided means bounds)
     import math
+
+    from fluidq.latency.slo import slo_attainment_bounds, tightest_slo_lower
 
     lat = [0.1, 0.2, 0.3, float("nan"), float("nan")]  # two unfinished at the end of the run
     bounds = [0.0, 0.0, 0.0, 0.05, 0.9]  # one arrived just before the end, one waited 0.9 s per token
-    # at 0.25: 2 met; decided: 3 finished + the one whose bound 0.9 > 0.25
-    assert slo_attainment(lat, 0.25, bounds) == pytest.approx(2 / 4)
+    # at 0.25: 2 met, the old one missed, the young one undecided: between 2 / 5 and 3 / 5, no single number
+    assert slo_attainment_bounds(lat, 0.25, bounds) == pytest.approx((2 / 5, 3 / 5))
+    assert math.isnan(slo_attainment(lat, 0.25, bounds))
     assert slo_attainment(lat, 0.25) == pytest.approx(2 / 5)  # without bounds every unfinished one misses
-    assert slo_attainment(lat, 1.0, bounds) == pytest.approx(3 / 3)
-    # 99 %: reachable with bounds (the young request is undecided, the old one misses until 0.9)
-    assert tightest_slo(lat, 0.75, bounds) == pytest.approx(0.3)
-    assert math.isinf(tightest_slo(lat, 0.75))
+    assert slo_attainment_bounds(lat, 1.0, bounds) == pytest.approx((3 / 5, 1.0))
+    assert slo_attainment(lat, 0.01, bounds) == 0.0  # every request decided: a number
+    # tightest: every unfinished one a miss gives the upper bound; their waits allow as little as the lower one
+    assert tightest_slo(lat, 0.6, bounds) == pytest.approx(0.3) and tightest_slo_lower(lat, 0.6, bounds) == 0.2
+    assert math.isinf(tightest_slo(lat, 0.75, bounds)) and tightest_slo_lower(lat, 0.75, bounds) == 0.3
+    assert tightest_slo_lower(lat, 1.0, bounds) == 0.9  # the old one meets any SLO above its 0.9
     assert tightest_slo([0.1, 0.2, 0.3, 0.4], 0.99, [0, 0, 0, 0]) == pytest.approx(0.4)
     with pytest.raises(Exception, match="lower_bounds"):
         slo_attainment(lat, 0.25, bounds[:2])

@@ -80,12 +80,46 @@ def context_limit(args, facts):
     return mml, "--max-model-len (vLLM refuses a longer request)"
 
 
+#: a share of geometric draws over the context limit below this is not printed (the JSON field still holds it)
+GEOMETRIC_SHARE_SHOWN = 1e-6
+
+
+def geometric_share_over(mean_prompt: float, mean_output: float, limit: int) -> float:
+    """``P(P + D > limit)`` for independent geometric lengths on ``{1, 2, ...}`` with means ``mean_prompt`` and
+    ``mean_output`` (:class:`fluidq.workload.lengths.Geometric`: ``P(L = k) = p (1-p)^(k-1)``, ``p = 1/mean``),
+    exactly: ``sum_{k=1}^{limit-1} P(P = k) P(D > limit - k) + P(P >= limit)`` with ``P(D > m) = q_d^m``, summed in
+    closed form (a geometric series in the ratio of the two ``q``; the law of ``P + D`` is symmetric, so the
+    smaller ratio is summed) and in logarithms, so that a tiny share is not lost to underflow."""
+    import math
+
+    limit = int(limit)
+    if limit < 2:
+        return 1.0  # every request has at least 2 tokens
+    p1, p2 = sorted((1.0 / float(mean_prompt), 1.0 / float(mean_output)), reverse=True)  # q1 = 1 - p1 <= q2
+    if p2 == 1.0:  # both lengths are 1 token: 2 tokens <= limit
+        return 0.0
+    n = limit - 1
+    lq1 = math.log1p(-p1) if p1 < 1 else -math.inf
+    lq2 = math.log1p(-p2)
+    if p1 == p2:
+        head = math.log(p1) + n * lq2 + math.log(n)
+    else:  # p1 q2^n sum_{j<n} r^j = p1 q2^n (1 - r^n) / (1 - r), r = q1 / q2 < 1, 1 - r = (p1 - p2) / q2
+        one_less_r = (p1 - p2) / (1.0 - p2)
+        lr = math.log1p(-one_less_r) if one_less_r < 1 else -math.inf
+        head = math.log(p1) + n * lq2 + math.log(-math.expm1(n * lr)) - math.log(one_less_r)
+    tail = n * lq1  # P(P >= limit) = q1^(limit-1) (-inf when P is always 1 token)
+    m = max(head, tail)
+    return min(1.0, math.exp(m) * (math.exp(head - m) + math.exp(tail - m)))
+
+
 def check_context(args, facts, trace=None) -> None:
     """Refuse ``--prompt`` + ``--output`` beyond the context limit (:func:`context_limit`): ``--max-model-len``
-    when given, else the length vLLM derives from the model's config.json (``max_position_embeddings`` scaled by
-    its ``rope_scaling``), vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked; with
-    ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here).  A command
-    calls it once (tests/cli/test_trace_read_once.py counts it)."""
+    when given, else the length vLLM derives from the model's config.json (its length key, ``max_position_embeddings`` or another vLLM reads, scaled by
+    its ``rope_scaling``), vLLM's default ``--max-model-len`` (vLLM refuses a longer request).  With ``--geometric`` the means are checked (refused when they do not
+    fit) and the share of draws longer than the limit, exact from the geometric laws (:func:`geometric_share_over`),
+    is kept on ``args.geometric_over_limit`` for the answer's note and JSON; with
+    ``--trace`` every request (``trace``: the trace the caller already loaded, else it is read here; checked once
+    per command; tests/cli/test_trace_read_once.py counts it)."""
     import math
 
     from ...errors import ParameterError
@@ -103,6 +137,8 @@ def check_context(args, facts, trace=None) -> None:
     except (TypeError, ValueError):
         return
     if not math.isfinite(total) or total <= limit:
+        if getattr(args, "geometric", False) and math.isfinite(total):
+            args.geometric_over_limit = {"limit": int(limit), "share": geometric_share_over(mp, md, int(limit))}
         return
     flag = "--prompt" if args.prompt is not None or getattr(args, "output", None) is None else "--output"
     mean = "mean " if getattr(args, "geometric", False) else ""
@@ -190,9 +226,12 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
     key = model.max_len_key  # max_position_embeddings, or the length key vLLM read (n_positions, seq_length...)
     derived = (f"{key} (vLLM's default)" if limit == model.max_position_embeddings else
                f"{key} scaled by its rope_scaling (vLLM's default, its derived length)")
+    geo = getattr(args, "geometric_over_limit", None)
     info = {"value": limit, "source": "--max-model-len" if given else derived,
             "longest_request_cached_tokens": fits, "cache_source": source,
-            "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None}
+            "vllm_starts": fits is None or limit <= fits, "assumed_at_most": None, "note": None,
+            # --geometric: the share of drawn requests longer than the limit (vLLM refuses them; fluidq serves them)
+            "geometric_share_over_limit": geo["share"] if geo and geo["limit"] == int(limit) else None}
     if info["vllm_starts"]:
         args.max_model_len_info = info
         return info
@@ -223,9 +262,16 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
 def max_model_len_line(args, width: int = 16) -> list[str]:
     """The answer's note line about ``--max-model-len`` (:func:`check_max_model_len`), or no line."""
     info = getattr(args, "max_model_len_info", None)
-    if not info or not info.get("note"):
+    if not info:
         return []
-    return [f"{'max-model-len':<{width}}{info['note']}" if width else f"max-model-len: {info['note']}"]
+    notes = [info["note"]] if info.get("note") else []
+    share = info.get("geometric_share_over_limit")
+    if share is not None and share >= GEOMETRIC_SHARE_SHOWN:
+        what = "--max-model-len" if info["source"] == "--max-model-len" else "the model's context (vLLM's default)"
+        notes.append(f"with --geometric a share {share:.4g} of the requests drawn (exact, from the geometric laws) "
+                     f"have prompt + output > {info['value']:,} tokens, {what}: vLLM would refuse them, this answer "
+                     "serves them (only means that do not fit are refused; lower the means or raise --max-model-len)")
+    return [f"{'max-model-len':<{width}}{n}" if width else f"max-model-len: {n}" for n in notes]
 
 
 @contextlib.contextmanager

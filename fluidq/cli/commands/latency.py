@@ -318,11 +318,21 @@ def run(args):
                     text += (f", but its 95 % interval overlaps that of {', '.join(tied)}: not separated by these "
                              f"runs (more --replications or a longer --horizon)")
                 lines.append(text)
-    if any(cell.strip() == "–" for ln in "\n".join(lines).splitlines() if ln.startswith("|") for cell in ln.split("|")):
-        lines += ["", "–: undefined at that load (no request finished in the runs, or, in a tightest-SLO column, "
-                      "fewer than that share of the requests finished: lengthen --horizon)"]
-    same = all(res.values[p][c][i][0] == res.values[res.policies[0]][c][i][0]
-               for p in res.policies for c in cols for i in range(len(res.loads)))
+    cells = [cell.strip() for ln in "\n".join(lines).splitlines() if ln.startswith("|") for cell in ln.split("|")]
+    if any(c == "–" for c in cells):
+        lines += ["", "–: undefined at that load (no request finished in the runs, or, in an SLO column, none "
+                      "arrived after the warm-up: lengthen --horizon)"]
+    if any(" to " in c or c.startswith(">= ") for c in cells):
+        lines += ["", "SLO columns with bounds: a request unfinished at the horizon misses an SLO its wait already "
+                      "exceeds and is undecided otherwise; 'a to b' is the fraction meeting the SLO with the undecided "
+                      "counted as misses, then as met (means over the runs), and for a tightest SLO the least its "
+                      "waits allow, then the value with every unfinished request a miss ('>= a': fewer than that "
+                      "share finished); the exact value needs every request decided: lengthen --horizon"]
+    first = res.values[res.policies[0]]
+    keys = [k for c in cols for k in (c, c + "_low", c + "_high", c[:-2] + "_low_s") if k in first]  # with bounds
+    same = all(res.values[p][k][i][0] == first[k][i][0] or (res.values[p][k][i][0] != res.values[p][k][i][0]
+                                                            and first[k][i][0] != first[k][i][0])  # NaN alike
+               for p in res.policies for k in keys for i in range(len(res.loads)))
     if same and len(res.policies) > 1:
         from ...workload.lengths import Fixed
 

@@ -68,6 +68,22 @@ def _gib(x: int) -> str:
     return f"{x / 2**30:,.2f} GiB"
 
 
+def _context(m) -> str:
+    """The longest request vLLM accepts by default: the derived length (``max_position_embeddings`` scaled by the
+    config's ``rope_scaling``, :func:`fluidq.models.context.derived_max_model_len`, what ``capacity`` and the
+    ``--max-model-len`` check use), with what it is derived from; the raw ``max_position_embeddings`` when unscaled."""
+    from ...models.context import derived_max_model_len, derived_words
+
+    n = derived_max_model_len(m)
+    if n is None:
+        return "not declared (no max_position_embeddings)"
+    if n == m.max_position_embeddings:
+        return f"{n:,} (max_position_embeddings; vLLM's default --max-model-len)"
+    words = derived_words(m)
+    raw = "" if words.startswith("max_position_embeddings") else f"; max_position_embeddings {m.max_position_embeddings:,}"
+    return f"{n:,} ({words}{raw}; vLLM's default --max-model-len)"
+
+
 def _show_table(m) -> str:
     rows = [("name", m.name), ("architecture", m.architecture), ("layers", m.n_layers),
             ("hidden size", m.hidden_size), ("heads (query / KV)", f"{m.n_heads} / {m.n_kv_heads}"),
@@ -82,7 +98,7 @@ def _show_table(m) -> str:
     if m.is_mla:
         rows.append(("MLA (q / kv rank, rope)", f"{m.q_lora_rank} / {m.kv_lora_rank}, {m.qk_rope_head_dim}"))
     rows += [("dtype", m.dtype + (f" (weights {m.quantization})" if m.quantization else "")),
-             ("tied embeddings", m.tie_word_embeddings), ("max context", m.max_position_embeddings),
+             ("tied embeddings", m.tie_word_embeddings), ("max context", _context(m)),
              ("parameters", f"{m.param_count:,} ({m.param_count / 1e9:.2f} B)")]
     if m.is_moe:
         rows.append(("active parameters", f"{m.active_param_count:,} ({m.active_param_count / 1e9:.2f} B)"))
@@ -128,7 +144,11 @@ def run(args):
         return
     m = _model(args)
     if args.action == "show":
-        emit(args, m.to_dict(derived=True), _show_table(m))
+        from ...models.context import derived_max_model_len
+
+        d = m.to_dict(derived=True)
+        d["derived"]["max_model_len"] = derived_max_model_len(m)  # the rope-scaled length, vLLM's default
+        emit(args, d, _show_table(m))
         return
     est = _kv(args, m)
     table = "\n".join([

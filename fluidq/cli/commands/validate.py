@@ -29,8 +29,11 @@ def register(sub):
                    help="validate this vLLM run folder instead of the cases (LLMServingSim's layout: vllm_meta.json, "
                         "vllm_requests.jsonl, vllm_timeseries.csv -- or meta.json, requests.jsonl, timeseries.csv, "
                         "also under vllm/ -- with profile_meta.yaml and the profile_tp{N}_*.csv of its tensor-parallel "
-                        "size; a parallel run needs peer_sim_config.json with link_bw/link_latency): predicted vs "
-                        "measured capacity, binding limit and latency, from the folder alone")
+                        "size; peer_sim_config.json is needed by a parallel run, for its link_bw/link_latency, and "
+                        "by any run, TP1 included, whose vllm_meta.json records neither its KV cache "
+                        "(kv_cache.num_gpu_blocks or num_kv_tokens) nor its GPU memory "
+                        "(hardware.device_total_memory_bytes): the KV cache is then planned from its npu_mem.mem_size "
+                        "in GiB): predicted vs measured capacity, binding limit and latency, from the folder alone")
     p.add_argument("--model-config", default=None, metavar="PATH",
                    help="with --run: the model's Hugging Face config.json when `fluidq models list` lacks it")
     p.add_argument("--strict", action="store_true", help="exit with code 1 when any target is missed")

@@ -21,7 +21,7 @@ def render(ctx):
     from ...capacity import offered_tokens_per_s
     from ...plotting.sim import plot_trajectories
     from ...sim import simulate
-    from ...workload import Poisson, Workload
+    from .s20_verdicts import verdict_workload
     from ...results import fmt_value, is_defined
     from ..reference import OWN_LOAD_SHOWN_MAX, fmt4
 
@@ -70,11 +70,7 @@ def render(ctx):
                   "replayed window's effective load."]
         data["replay_windows"] = rep
     for i, (label, rate, ld, drawn) in enumerate(cases):
-        if is_trace:
-            wl = Workload(arrival=Poisson(rate_per_s=rate), prompt_tokens=w.prompt_tokens,
-                          output_tokens=w.output_tokens, name=f"{w.name} (Poisson, trace lengths)")
-        else:
-            wl = w.with_rate(rate)
+        wl = verdict_workload(w, rate)  # a trace: Poisson arrivals at the rate, the trace's lengths
         runs = {p.name: simulate(e, wl, p, horizon_s=horizon, rng=SEED) for p in pols}
         first = next(iter(runs.values()))
         off = first.offered()

@@ -1,0 +1,43 @@
+"""``fluidq models show`` prints the context vLLM derives (max_position_embeddings scaled by rope_scaling), the
+length capacity and --max-model-len use: it printed max_position_embeddings unscaled (review of main 3f6ee3b: a
+yarn config of 32,768 positions x 4 showed "max context 32768" where capacity takes 131,072)."""
+import json
+
+import pytest
+
+from fluidq.models import ModelFacts
+from fluidq.models.context import derived_max_model_len
+from fluidq.testing.cli import run_cli
+
+QWEN = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064, "torch_dtype": "bfloat16",
+        "max_position_embeddings": 32768, "tie_word_embeddings": False}
+
+
+def _row(out):
+    return next(ln for ln in out.splitlines() if ln.startswith("max context"))
+
+
+@pytest.mark.parametrize("rope, expected, words", [
+    ({"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}, 131072,
+     "original_max_position_embeddings 32,768 x its yarn rope_scaling factor 4; max_position_embeddings 32,768"),
+    ({"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 8192}, 16384,
+     "original_max_position_embeddings 8,192 x its yarn rope_scaling factor 2; max_position_embeddings 32,768"),
+    ({"rope_type": "linear", "factor": 2.0}, 65536, "max_position_embeddings 32,768 x its linear rope_scaling factor 2"),
+    (None, 32768, "max_position_embeddings;"),
+])
+def test_show_prints_the_derived_context_and_what_it_comes_from(tmp_path, capsys, rope, expected, words):
+    cfg = dict(QWEN)
+    if rope is not None:
+        cfg["rope_scaling"] = rope
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps(cfg))
+    assert derived_max_model_len(ModelFacts.from_config(p)) == expected  # the length capacity and the checks use
+    rc, out, err = run_cli(["models", "show", "--config", str(p)], capsys)
+    assert rc in (0, None), err
+    row = _row(out)
+    assert row.split()[2] == f"{expected:,}", row
+    assert words in row, row
+    rc, out, err = run_cli(["models", "show", "--config", str(p), "--json"], capsys)
+    d = json.loads(out)
+    assert d["derived"]["max_model_len"] == expected and d["max_position_embeddings"] == 32768
