@@ -67,6 +67,9 @@ class CapacityResult(Result):
         tokens for the ``N`` requests whose mean footprint fits (the largest over the engines).  Both
         rates above are then fluid *estimates* from mean footprints, not bounds: simulation moves
         them by several percent either way (staircase steps near that batch, recompute preemptions).
+        They take no account of the cache's rules (whole-prompt admission, recompute preemptions), so
+        they lie 5-42 % above where seeded simulations saturate; the load basis of ``fluidq check
+        --load`` and ``fluidq simulate --load`` there is :func:`fluidq.dtmc.kv_basis.kv_capacity`.
     bound_tokens_per_s : float or None
         The proven bound when the KV cache binds: ``sup_b b/t(b)`` over ``b <= b_max`` without the
         KV-cache estimate (Theorem 2(a)): no scheduler serves more, whatever the cache.

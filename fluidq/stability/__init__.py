@@ -389,6 +389,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         fb, sup = None, 0.0
         cap = replace(cap, reason=f"no request of this workload fits the KV cache in whole blocks ({err}), so none "
                       "is ever served")
+    kv_rules = None
+    if fb is None and sup > 0 and cap.kv_batch_tokens is not None:
+        # the KV cache binds: the capacities here take the batch that mean footprints allow, which overstates
+        # what the engine serves under the cache's own rules (issues 16, 20; fluidq.dtmc.kv_basis.kv_capacity)
+        from ..dtmc.kv_basis import kv_capacity
+
+        kv_rules = kv_capacity(engine, workload, n_engines=n_engines)
     basis = "theorem2"
     if fb is not None:
         basis = "flow_balance"
@@ -410,6 +417,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif region_v is not None:
         status, reason, method = region_v
         rho, ref = rho_any, sup  # the region's capacity along the mix is the denominator
+        if kv_rules is not None:
+            # the region's vertices take the KV-limited batch of mean footprints: "inside" it is no sign of keeping up
+            reason = (f"the stability region here assumes the batch the KV cache allows from mean request footprints "
+                      f"(about {cap.kv_batch_tokens} tokens), not the cache's rules: "
+                      f"{_kv_rules_words(kv_rules, workload)}"
+                      f"; so this region verdict does not account for the KV rules and decides nothing below the "
+                      f"region's boundary: {reason}")
         if status is Status.UNKNOWN and n_engines == 1 and engine.kv_capacity_tokens is None:
             # what the scheduler serves at least under any backlog with k_max binding (fluidq.stability.bounds)
             from .bounds import k_max_floor
@@ -439,7 +453,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                   f"no scheduler serves more than about {_tps(ref)} tokens/s")
         est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), and that capacity is a "
                "fluid estimate from mean request footprints, which simulation moves by up to tens of percent "
-               "either way (staircase steps near that batch, recompute preemptions)")
+               "either way (staircase steps near that batch, recompute preemptions)"
+               + (f"; {_kv_rules_words(kv_rules, workload)}" if kv_rules is not None else ""))
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
             reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
@@ -475,6 +490,16 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
                       "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
                       "fluidq.replicate in Python)")
+        if kv_rules is not None and status is Status.UNKNOWN and kv_rules.requests_per_s > 0:
+            # lead with the basis simulation sides with, so that "keeps up" by the mean footprints is not read alone
+            lam_kv = kv_rules.requests_per_s
+            l_kv = workload.arrival_rate_per_s / lam_kv
+            side = ("above it: by that estimate the backlog grows" if l_kv > 1 + tolerance else
+                    "at it" if l_kv >= 1 - tolerance else
+                    f"below it: by that estimate {name} keeps up" if wc.work_conserving else
+                    f"below it, but {name} is not work-conserving")
+            reason = (f"load {fmt_load(l_kv)} of the capacity under the KV cache's own rules, about {lam_kv:.4g} req/s "
+                      f"({side}; an estimate too, so no verdict); by the mean-footprint estimate: {reason}")
     elif rho_any > 1 + tolerance:
         # the load keeps its denominator (ref): measured against sup only here, it would fall as the rate rose
         # past the peak of b/t(b) (1.07 at 1.07x b_max/t(b_max), 1.031 at 1.10x on a staircase peaking 6.7% higher)
@@ -528,7 +553,19 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                            inputs={"engine": given_engine.to_dict(), "workload": workload.to_dict(),
                                    "tolerance": tolerance, "n_engines": n_engines, "load_basis": basis,
                                    **({} if fb is None else {"flow_balance_requests_per_s": fb.requests_per_s,
-                                                             "flow_balance_binding": fb.binding})})
+                                                             "flow_balance_binding": fb.binding}),
+                                   **({} if kv_rules is None else {"kv_rules_requests_per_s": kv_rules.requests_per_s})})
+
+
+def _kv_rules_words(kv_rules, workload) -> str:
+    """The capacity under the KV cache's rules (:func:`fluidq.dtmc.kv_basis.kv_capacity`) and the load against it, in
+    words, for a verdict whose own capacity is the mean-footprint estimate."""
+    lam = kv_rules.requests_per_s
+    return (f"under the cache's own rules (a request admitted only when its whole prompt fits, residents that "
+            f"outgrow the cache preempted and recomputed: {kv_rules.reason}) the engine serves about {lam:.4g} "
+            f"req/s, so the load is {fmt_load(workload.arrival_rate_per_s / lam) if lam > 0 else '–'} of that "
+            "(the basis of `fluidq check --load` and `fluidq simulate --load`, where seeded simulations put the "
+            "stability threshold; fluidq.dtmc.kv_basis.kv_capacity)")
 
 
 def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, tolerance, n_engines, assumption):

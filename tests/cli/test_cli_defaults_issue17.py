@@ -104,7 +104,17 @@ def test_check_and_simulate_agree_on_a_trace_with_a_kv_cache(capsys):
     assert sim["workload"]["trace"]["source"] == "embedded:azure-conv"
     cap = max_throughput(load_profile(DEFAULT_PROFILE).engine().with_(kv_capacity_tokens=50000),
                          Workload.from_trace("azure-conv", rate_per_s=1.843))
-    assert sim["capacity_tokens_per_s"] == pytest.approx(cap.tokens_per_s)
+    # the KV cache binds: simulate's load basis is the capacity under the cache's rules (h-kvbasis), the same one
+    # check reads for --load and quotes beside its verdict; the mean-footprint figure is kept beside it
+    from fluidq.capacity import tokens_per_request
+    from fluidq.dtmc.kv_basis import kv_capacity
+
+    engine = load_profile(DEFAULT_PROFILE).engine().with_(kv_capacity_tokens=50000)
+    kvr = kv_capacity(engine, Workload.from_trace("azure-conv", rate_per_s=1.843))
+    assert sim["load_basis"] == "kv_rules" and sim["kv_batch_capacity_tokens_per_s"] == pytest.approx(cap.tokens_per_s)
+    assert sim["capacity_tokens_per_s"] == pytest.approx(kvr.requests_per_s * tokens_per_request(
+        engine, Workload.from_trace("azure-conv", rate_per_s=1.843)))
+    assert chk["inputs"]["kv_rules_requests_per_s"] == pytest.approx(sim["kv_rules_requests_per_s"])
     assert chk["capacity_tokens_per_s"] == pytest.approx(cap.work_conserving_tokens_per_s)
     # load 1.126 of a KV-limited fluid estimate, inside its error band: undecided, not "unstable"
     assert chk["status"] == "unknown" and "fluid estimate" in chk["reason"]

@@ -133,20 +133,31 @@ def _roofline(args):
     lines[3:3] = max_model_len_line(args)  # after the KV cache: vLLM with its default would not start
     out = res.to_dict()
     out["max_model_len"] = args.max_model_len_info
-    # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine and
-    # its stability region; that lambda* is a different model from the flow-balance formula above (for Llama-3.1-8B
-    # on an H100 at 100 + 100 tokens 172.7 against 171.0 req/s since the calibration on ten profiles, 2026-12-06;
-    # 173.3 before the --gpu engine emitted its first token with the prefill, -10 % against the formula before), so the answer gives both rather
-    # than leave two commands disagreeing
+    # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine. Where the
+    # KV cache does not bind, their lambda* (where the mix leaves its stability region) and the flow balance above are
+    # one number up to the models (Llama-3.1-8B on an H100 at 100 + 100 tokens: 172.7 against 171.0 req/s, 2026-12-06,
+    # and seeded simulation 171.7). Where it binds, the region's figure takes the batch that mean footprints allow and
+    # overstates what the engine serves under the cache's rules by 5-42 % (Qwen2.5-7B on an L4 at 1000 + 200: 3.338
+    # against 2.352 req/s, simulated 2.364; validation/RESULTS.md, "the load basis where the KV cache binds"), so
+    # check/simulate --load read fluidq.dtmc.kv_basis.kv_capacity there and this line says so
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
-    reg = max_throughput(engine, workload_from_args(args, default_rate=1.0))
+    from ...dtmc.kv_basis import kv_capacity
+
+    shape = workload_from_args(args, default_rate=1.0)
+    reg = max_throughput(engine, shape)
+    kvr = kv_capacity(engine, shape)
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
-                               "reason": reg.reason}
+                               "reason": reg.reason,
+                               "kv_rules_requests_per_s": None if kvr is None else kvr.requests_per_s}
     lines.insert(_after_capacity(lines),
                  f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
-                 "workload's mix leaves the stability region of the same engine (the lambda* of `fluidq check`, "
-                 "`region` and `simulate --load`; a fluid model of batch shapes, not the flow balance above)")
+                 "workload's mix leaves the stability region of the same engine (a fluid model of batch shapes, not "
+                 "the flow balance above; "
+                 + ("the lambda* of `fluidq check`, `region` and `simulate --load`)" if kvr is None else
+                    "the KV cache binds, and this figure takes the batch its mean footprints allow, not its rules: "
+                    f"`fluidq check --load` and `simulate --load` read {_n(kvr.requests_per_s)} req/s, the flow balance "
+                    "above on this engine's t(b, kv), where seeded simulations put the stability threshold)"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0

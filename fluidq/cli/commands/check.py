@@ -40,7 +40,10 @@ def register(sub):
                         "b_max into chunks; without it such a prompt is never scheduled (default: on, as in "
                         "`fluidq report`)")
     p.add_argument("--load", type=float, default=None,
-                   help="offered load as a fraction of capacity (instead of --rate)")
+                   help="offered load as a fraction of the capacity lambda* (instead of --rate): max_throughput's; "
+                        "where the KV cache binds, the capacity under its rules (whole-prompt admission, recompute "
+                        "preemptions: fluidq.dtmc.kv_basis.kv_capacity, where seeded simulations saturate); with "
+                        "--profile-dir, vLLM's flow balance for the folder")
     p.add_argument("--policy", action="append", default=None,
                    help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
     p.add_argument("--tolerance", type=float, default=0.02,
@@ -76,6 +79,7 @@ def run(args):
     import math
 
     from ...capacity import max_throughput, offered_tokens_per_s
+    from ...dtmc.kv_basis import kv_capacity
     from ...dtmc.flow_basis import flow_balance_capacity
     from ...errors import ParameterError
     from ._roofline_args import named_by_flag
@@ -117,8 +121,11 @@ def run(args):
             with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
                 dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
             lam_max = dep.requests_per_s
-        else:
-            lam_max = max_throughput(engine, shape, n_engines=args.engines).requests_per_s
+        else:  # where the KV cache binds, its own rules' capacity (fluidq.dtmc.kv_basis.kv_capacity): seeded
+            # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-42 % above it (RESULTS.md)
+            kvr = kv_capacity(engine, shape, n_engines=args.engines)
+            lam_max = (kvr.requests_per_s if kvr is not None
+                       else max_throughput(engine, shape, n_engines=args.engines).requests_per_s)
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
@@ -165,6 +172,17 @@ def run(args):
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
                     f"{_load(off / full) if full > 0 else '–'} of {fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     f"(work-conserving schedulers: {cap.work_conserving_basis})")
+    kvr = kv_capacity(engine, workload, n_engines=args.engines) if cap.tokens_per_s > 0 else None
+    if kvr is not None and args.profile_dir is None:  # the KV cache binds: the load against its rules' capacity
+        from ...capacity import tokens_per_request
+        from ...results import MEANINGFUL_DIGITS, fmt_value
+
+        kv_tok = kvr.requests_per_s * tokens_per_request(engine, workload)
+        load_txt = (f"load {_load(workload.arrival_rate_per_s / kvr.requests_per_s)} of the capacity under the KV "
+                    f"cache's rules, {kvr.requests_per_s:.4g} req/s = {fmt_value(kv_tok, digits=MEANINGFUL_DIGITS)} "
+                    "tokens/s of batch work (whole-prompt admission, recompute preemptions; the basis of --load); "
+                    f"the verdicts' mean-footprint estimate, b/t(b) at the batch the KV cache allows, would give "
+                    f"{load_txt}")
     if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
@@ -221,5 +239,7 @@ def run(args):
         inputs["max_model_len"] = getattr(args, "max_model_len_info", None)
     if dep is not None:  # --load's basis with --profile-dir
         inputs["flow_balance_tokens_per_s"] = dep.tokens_per_s
+    if kvr is not None and args.profile_dir is None:  # --load's basis where the KV cache binds
+        inputs["kv_rules_requests_per_s"] = kvr.requests_per_s
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

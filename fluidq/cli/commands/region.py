@@ -125,6 +125,33 @@ def given_number(x: float) -> str:
     return fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 
+def _memory_lines(engine, workload, result) -> list[str]:
+    """What the region's vertices assume about the KV cache, and (with a workload) the capacity under its rules
+    where it binds: the lambda* of `check --load` and `simulate --load` then
+    (:func:`fluidq.dtmc.kv_basis.kv_capacity`)."""
+    from ...dtmc.kv_basis import kv_capacity
+
+    kv = engine.kv_capacity_tokens
+    head = (f"memory          the vertices assume no KV-cache limit on the batch shapes (up to b_max tokens and "
+            f"k_max decodes); the engine's KV cache of {kv:,} tokens enters only through t(b, kv)'s context")
+    if workload is None:
+        return [head + "; give the workload (--prompt/--output or --trace) for the capacity under the cache's rules"]
+    kvr = kv_capacity(engine, workload)
+    if kvr is None:
+        result["workload"]["kv_rules_requests_per_s"] = None
+        return [head + "; for this workload the cache does not bind under its rules (another limit does), so "
+                "leaving it out of the shapes changes nothing here"]
+    result["workload"]["kv_rules_requests_per_s"] = kvr.requests_per_s
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    return [head + f"; for this workload the cache binds: it holds about {kvr.residents:.1f} decoding requests of "
+            f"mean context {kvr.mean_context_tokens:,.0f} tokens, and under its rules (a request admitted only when "
+            "its whole prompt fits, residents that outgrow it preempted and recomputed) the engine serves about "
+            f"{fmt_value(kvr.requests_per_s, digits=MEANINGFUL_DIGITS)} "
+            "req/s -- the lambda* of `fluidq check --load` and `fluidq simulate --load` here, where seeded simulations "
+            "put the stability threshold; the region's lambda* above overstates what the engine serves"]
+
+
 def _where(scale: float) -> str:
     if abs(scale - 1) <= 1e-6:
         return "on the boundary"
@@ -223,6 +250,8 @@ def run(args):
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
         lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray of a request's batch work, {'(lambda m_p, lambda (m_d - 1)): its prefill emits the first token' if engine.prefill_emits_token else '(lambda m_p, lambda m_d)'}, leaves the region there)"]
+    if engine.kv_capacity_tokens is not None:  # what the vertices assume about memory (issues 16, 20)
+        lines += ["", *_memory_lines(engine, workload, result)]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}

@@ -37,9 +37,10 @@ def register(sub):
     add_workload_args(p)
     g = p.add_argument_group("simulation")
     g.add_argument("--load", type=float, default=None,
-                   help="arrival rate as a fraction of the capacity lambda* (Theorem 2's b/t(b), or lower where --k-max or "
-                        "the KV cache binds: what `fluidq capacity` gives for the same flags, with --gpu its 'region' line; "
-                        "instead of --rate); "
+                   help="arrival rate as a fraction of the capacity lambda* (Theorem 2's b/t(b), or lower where --k-max "
+                        "binds: what `fluidq capacity` gives for the same flags, with --gpu its 'region' line; where the "
+                        "KV cache binds, the capacity under its rules, whole-prompt admission and recompute "
+                        "preemptions, fluidq.dtmc.kv_basis.kv_capacity, as `fluidq check --load`; instead of --rate); "
                         "default: 0.9 without --trace, the trace's own rate with --trace")
     g.add_argument("--arrival", choices=["replay", "poisson", "periodic", "gamma"], default=None,
                    help="arrival process (gamma: bursty, see --cv); default poisson, or with --trace 'replay' "
@@ -165,7 +166,7 @@ def _replay_line(rw) -> str:
 def run(args):
     import numpy as np
 
-    from ...capacity import max_throughput, offered_tokens_per_s
+    from ...capacity import max_throughput, offered_tokens_per_s, tokens_per_request
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
     from ...sim.core import check_size
@@ -194,8 +195,9 @@ def run(args):
         from ..._validate import load_rate
 
         load = 0.9 if args.load is None else args.load
+        kvr = _kv_rules(args, engine, base)
         lam_max = (_deployment(args, base).requests_per_s if args.profile_dir is not None
-                   else max_throughput(engine, base).requests_per_s)
+                   else kvr.requests_per_s if kvr is not None else max_throughput(engine, base).requests_per_s)
         base = base.with_rate(load_rate("--load", load, lam_max))
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     if arrival == "replay" and args.trace is None:
@@ -237,13 +239,20 @@ def run(args):
     # --profile-dir: the load is a fraction of vLLM's flow balance for the folder (fluidq capacity --profile-dir);
     # the engine's t(b) bound counts no decode context (see profile_dir_capacity)
     dep = _deployment(args, base) if args.profile_dir is not None else None
-    cap_tokens = dep.tokens_per_s if dep is not None else cap.tokens_per_s
+    kvr = _kv_rules(args, engine, base) if dep is None and cap.tokens_per_s > 0 else None
+    # where the KV cache binds: its rules' capacity, in batch work as the offered tokens below
+    cap_tokens = (dep.tokens_per_s if dep is not None else
+                  kvr.requests_per_s * tokens_per_request(engine, base) if kvr is not None else cap.tokens_per_s)
     # offered tokens in the capacity's units: the flow balance counts a request's m_p + m_d (the workload's token
     # rate), the engine's capacity its batch work (m_p + m_d - 1 where the prefill emits the first token)
     offered = base.token_rate_per_s if dep is not None else offered_tokens_per_s(engine, base)
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap_tokens,
            "load": offered / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
            "seed": args.seed, "policies": {}}
+    if kvr is not None:  # the load's basis where the KV cache binds (capacity_tokens_per_s is it, in batch work)
+        out["load_basis"] = "kv_rules"
+        out["kv_rules_requests_per_s"] = kvr.requests_per_s
+        out["kv_batch_capacity_tokens_per_s"] = cap.tokens_per_s
     if fit_json(args) is not None:
         out["fit"] = fit_json(args)
     if replay:
@@ -293,6 +302,10 @@ def run(args):
              + (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
                 f"bound, {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, counts no decode "
                 "context)" if dep is not None else "")
+             + (" (the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, "
+                f"{kvr.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache allows from mean footprints, "
+                f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, would give load "
+                f"{fmt_load(out['load'] * cap_tokens / cap.tokens_per_s)})" if kvr is not None else "")
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{', ' if horizon and args.requests else ''}"
@@ -376,6 +389,17 @@ def run(args):
     if args.gpu is not None:
         out["max_model_len"] = getattr(args, "max_model_len_info", None)
     emit(args, out, "\n".join(lines))
+
+
+def _kv_rules(args, engine, workload):
+    """The capacity under the KV cache's rules where it binds (:func:`fluidq.dtmc.kv_basis.kv_capacity`, the basis of
+    --load there), or ``None``: no binding cache, a --profile-dir engine (its flow balance is the basis) or swap
+    preemption (the rules' capacity counts recomputation)."""
+    from ...dtmc.kv_basis import kv_capacity
+
+    if args.profile_dir is not None or args.preemption == "swap":
+        return None
+    return kv_capacity(engine, workload)
 
 
 def _deployment(args, workload):

@@ -1,0 +1,93 @@
+"""The load basis of an engine whose KV cache binds (issues 16, 20).
+
+:func:`fluidq.max_throughput` reads ``b/t(b)`` at the batch the KV cache allows from mean request footprints
+(``kv_batch_tokens``); where the cache binds that overstates what the engine serves under the cache's own rules
+(whole-prompt admission, recompute preemptions) by 5-42 % in seeded simulations (validation/RESULTS.md, "the load
+basis where the KV cache binds").  :func:`kv_capacity` is vLLM's flow balance
+(:func:`fluidq.validate.predict.predict_capacity`) on the engine's own batch time: the lambda* that ``fluidq check
+--load`` and ``fluidq simulate --load`` read there, and the capacity the verdicts quote beside their own.  It lives
+beside :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`, the same flow balance for an engine whose batch time
+reads the batch composition.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..batchtime import ContextAware
+from ..engine import Engine
+from ..errors import ParameterError
+from ..workload import Workload
+from .flow_basis import _lengths, is_composition
+
+__all__ = ["kv_capacity"]
+
+
+class _BatchTimeIterations:
+    """An engine's batch time as the iteration model :func:`fluidq.validate.predict.predict_capacity` reads: an
+    iteration of one prefill chunk of ``c`` tokens and ``n`` decodes of mean context ``k`` takes ``t(c + n, n k)``
+    (a context-aware ``t(b, kv)`` reads the decodes' KV tokens, as the simulator charges it), ``t(c + n)``
+    otherwise."""
+
+    def __init__(self, batch_time):
+        self.batch_time = batch_time
+        self.source = f"the engine's batch time, {batch_time.describe()}"
+
+    def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
+        nd = np.asarray(n_decode, dtype=float)
+        b = np.maximum(np.asarray(prefill_tokens, dtype=float) + nd, 1.0)
+        if isinstance(self.batch_time, ContextAware):
+            return self.batch_time(b, nd * np.asarray(kv_decode, dtype=float))
+        return self.batch_time(b)
+
+    def decode_only(self, n, kv):
+        return float(self.time_shape(0.0, 0.0, n, kv))
+
+
+def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
+    """The capacity under the KV cache's own rules, when the KV cache binds; ``None`` when it does not.
+
+    :func:`fluidq.max_throughput` reads ``b/t(b)`` at the batch that ``N = C / mean context`` resident requests make (the
+    mean footprints, ``kv_batch_tokens``): where the cache binds that overstates what the engine serves, since a
+    request is admitted only when its whole prompt fits (the cache keeps a slack free below the waiting head) and
+    the residents outgrow the cache and are preempted and recomputed.  This is vLLM's flow balance of
+    :func:`fluidq.validate.predict.predict_capacity` (the formula of ``fluidq capacity --gpu``) on ``engine``'s
+    own batch time, budgets, cache and block size (token memory: blocks of 1), over ``workload``'s lengths (its
+    trace, or seeded draws, as :func:`flow_balance_capacity` reads them).  Seeded
+    simulations put the stability threshold of work-conserving schedulers near it, not near ``max_throughput``'s
+    figure (validation/RESULTS.md, "the load basis where the KV cache binds"; ``validation/tools/kv_load_basis.py``).
+
+    Returns ``None`` without a KV cache, when another limit binds in the flow balance (``k_max``, the token
+    budget), and for an engine whose batch time reads the batch composition (its basis is already the flow
+    balance, :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`).  Otherwise a
+    :class:`~fluidq.validate.predict.CapacityPrediction` with ``binding == "kv_cache"``: ``requests_per_s`` (all
+    ``n_engines`` together) is the basis; ``tokens_per_s`` counts ``m_p + m_d`` per request.
+    """
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    if engine.kv_capacity_tokens is None or is_composition(engine):
+        return None  # (a composition engine's basis is flow_balance_capacity)
+    from ..validate.predict import predict_capacity  # (imported here: an engine without a cache does not load it)
+
+    p, o = _lengths(workload)
+    if not engine.prefill_emits_token:  # the flow balance counts m_d - 1 decode iterations (vLLM's rule)
+        o = o + 1.0
+    block = engine.memory.block_size if engine.memory.kind == "blocks" else 1
+    try:
+        pred = predict_capacity(_BatchTimeIterations(engine.batch_time), p, o, b_max=engine.b_max, k_max=engine.k_max,
+                                kv_capacity_tokens=engine.kv_capacity_tokens, block_size=block)
+    except ParameterError as err:  # no request fits the cache in whole blocks: max_throughput says 0 already
+        if err.name != "kv_capacity_tokens":
+            raise
+        return None
+    if pred.binding != "kv_cache":
+        return None
+    if not engine.prefill_emits_token:  # the tokens/s of the request's own m_p + m_d
+        pred = replace(pred, tokens_per_s=pred.requests_per_s * float(p.mean() + o.mean() - 1.0))
+    if n_engines != 1:
+        pred = replace(pred, tokens_per_s=n_engines * pred.tokens_per_s, requests_per_s=n_engines * pred.requests_per_s,
+                       residents=n_engines * pred.residents)
+    return pred

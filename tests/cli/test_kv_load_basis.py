@@ -1,0 +1,131 @@
+"""The load basis where the KV cache binds (issues 16, 20; h-kvbasis).
+
+`check --load`, `simulate --load` and `region` read lambda* from ``max_throughput``: b/t(b) at the batch the KV cache
+allows from mean request footprints.  Where the cache binds that overstated what the engine serves under the cache's
+rules (whole-prompt admission, recompute preemptions) by 5-42 % on seeded simulations (validation/RESULTS.md, "the
+load basis where the KV cache binds"; validation/tools/kv_load_basis.py), so `check --load 0.9` offered a load the
+engine could not serve.  The basis is now :func:`fluidq.dtmc.kv_basis.kv_capacity` there, and unchanged elsewhere.
+"""
+import json
+
+import pytest
+
+import fluidq
+from fluidq import Affine, Engine, Poisson, Workload
+from fluidq.batchtime import ContextAware
+from fluidq.capacity import max_throughput
+from fluidq.dtmc.kv_basis import kv_capacity
+from fluidq.errors import ParameterError
+from fluidq.testing.cli import run_cli
+
+#: the new user's case: Qwen2.5-7B on an L4 at 1000 + 200 tokens, the KV cache binds (about 77 residents)
+QWEN_L4 = ["--gpu", "L4", "--model", "Qwen2.5-7B", "--prompt", "1000", "--output", "200"]
+
+
+def _qwen_l4():
+    from fluidq.engine.roofline import roofline_engine
+
+    return roofline_engine("Qwen2.5-7B", "L4"), Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=1000,
+                                                         output_tokens=200)
+
+
+def test_check_load_0_9_on_a_kv_bound_engine_is_stable_by_simulation_and_the_old_basis_was_not(capsys):
+    """Fails before h-kvbasis: `check --load 0.9` then offered 0.9 of max_throughput (3.0 req/s), which the
+    seeded replications find growing; 0.9 of the KV-rules capacity (2.1 req/s) is bounded."""
+    rc, out, _ = run_cli(["check", *QWEN_L4, "--load", "0.9", "--policy", "sarathi", "--method", "simulation",
+                          "--replications", "4", "--json"], capsys)
+    d = json.loads(out)
+    engine, w = _qwen_l4()
+    kvr = kv_capacity(engine, w)
+    assert rc == 0 and kvr is not None and kvr.binding == "kv_cache"
+    assert d["inputs"]["arrival_rate_per_s"] == pytest.approx(0.9 * kvr.requests_per_s, rel=1e-9)
+    assert d["inputs"]["kv_rules_requests_per_s"] == pytest.approx(kvr.requests_per_s, rel=1e-12)
+    sim = d["simulation"]
+    assert d["status"] == "stable" and sim["verdict"] == "bounded", d["reason"]
+    assert sim["slope_ci"][1] < sim["tolerance_tokens_per_s"], sim["slope_ci"]  # the whole CI below the tolerance
+    # the old basis: 0.9 of max_throughput's lambda*, the same seeded replications -- the backlog grows
+    old = max_throughput(engine, w).requests_per_s
+    assert old > 1.3 * kvr.requests_per_s  # 3.338 against 2.352 req/s
+    rep = fluidq.replicate(engine, w.with_rate(0.9 * old), "sarathi", n_replications=4, horizon_s=None, rng=0,
+                           keep_runs=False)
+    assert rep.verdict == "growing" and rep.slope_ci[0] > 0, rep.reason
+
+
+def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
+    """Served requests/s under overload (the threshold of a work-conserving scheduler), 4 seeded runs: the KV-rules
+    capacity lies within 3 % of the interval, max_throughput's lambda* 29 % above it (measured 2026-12-07:
+    2.364 [2.328, 2.400] req/s simulated, 2.352 KV rules, 3.338 max_throughput)."""
+    from scipy import stats
+
+    engine, w = _qwen_l4()
+    served = []
+    for seed in range(4):
+        r = fluidq.simulate(engine, w.with_rate(1.3 * max_throughput(engine, w).requests_per_s), "sarathi",
+                            horizon_s=800.0, rng=1000 + seed)
+        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
+    m, s = sum(served) / 4, stats.tstd(served)
+    half = stats.t.ppf(0.975, 3) * s / 2
+    lam_kv = kv_capacity(engine, w).requests_per_s
+    assert 0.97 * (m - half) <= lam_kv <= 1.03 * (m + half), (served, lam_kv)
+    assert max_throughput(engine, w).requests_per_s > 1.2 * (m + half)
+
+
+def test_where_the_kv_cache_does_not_bind_the_basis_is_unchanged(capsys):
+    rc, out, _ = run_cli(["check", "--gpu", "H100", "--model", "Llama-3.1-8B", "--prompt", "100", "--output", "100",
+                          "--load", "0.9", "--policy", "sarathi", "--method", "analytic", "--json"], capsys)
+    d = json.loads(out)
+    assert rc == 0 and "kv_rules_requests_per_s" not in d["inputs"]
+    assert d["load"] == pytest.approx(0.9, rel=1e-9)  # the verdict's own basis, max_throughput, as before
+    rc, out, _ = run_cli(["capacity", "--gpu", "H100", "--model", "Llama-3.1-8B", "--prompt", "100", "--output", "100",
+                          "--json"], capsys)
+    assert rc == 0 and json.loads(out)["stability_region"]["kv_rules_requests_per_s"] is None
+    e = Engine(batch_time=Affine(c=0.02, a=2e-4), b_max=1024)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=600, output_tokens=200)
+    assert kv_capacity(e, w) is None
+    assert kv_capacity(e.with_(kv_capacity_tokens=10_000_000), w) is None  # a cache that does not bind
+
+
+def test_simulate_load_reads_the_kv_rules_capacity(capsys):
+    rc, out, _ = run_cli(["simulate", *QWEN_L4, "--load", "0.9", "--horizon", "20", "--policy", "sarathi", "--json"],
+                         capsys)
+    d = json.loads(out)
+    engine, w = _qwen_l4()
+    lam_kv = kv_capacity(engine, w).requests_per_s
+    assert rc == 0 and d["load_basis"] == "kv_rules" and d["load"] == pytest.approx(0.9, rel=1e-9)
+    assert d["workload"]["arrival"]["rate_per_s"] == pytest.approx(0.9 * lam_kv, rel=1e-9)
+    rc, out, _ = run_cli(["simulate", *QWEN_L4, "--load", "0.9", "--horizon", "20", "--policy", "sarathi"], capsys)
+    assert rc == 0 and "the capacity under the KV cache's rules" in out
+
+
+def test_region_and_capacity_say_what_the_vertices_assume_about_memory(capsys):
+    engine, w = _qwen_l4()
+    lam_kv = kv_capacity(engine, w).requests_per_s
+    rc, out, _ = run_cli(["region", *QWEN_L4, "--json"], capsys)
+    assert rc == 0 and json.loads(out)["workload"]["kv_rules_requests_per_s"] == pytest.approx(lam_kv, rel=1e-12)
+    rc, out, _ = run_cli(["region", *QWEN_L4], capsys)
+    memory = next(ln for ln in out.splitlines() if ln.startswith("memory "))
+    assert "no KV-cache limit on the batch shapes" in memory and "2.352 req/s" in memory
+    rc, out, _ = run_cli(["capacity", *QWEN_L4], capsys)
+    region = next(ln for ln in out.splitlines() if ln.startswith("region "))
+    assert rc == 0 and "the KV cache binds" in region and "2.352 req/s" in region
+
+
+def test_the_analytic_verdict_says_the_region_does_not_account_for_the_kv_rules():
+    engine, w = _qwen_l4()
+    r = fluidq.check_stability(engine, w.with_rate(2.6), "sarathi")  # 1.105 of the KV-rules capacity
+    assert r.status == fluidq.Status.UNKNOWN
+    assert "does not account for the KV rules" in r.reason and "load is 1.105 of that" in r.reason, r.reason
+    assert r.inputs["kv_rules_requests_per_s"] == pytest.approx(kv_capacity(engine, w).requests_per_s)
+
+
+def test_kv_capacity_counts_the_engines_and_checks_its_inputs():
+    e = Engine(batch_time=ContextAware(base=Affine(c=0.02, a=2e-4), kv_s_per_token=1e-7), b_max=1024,
+               kv_capacity_tokens=30_000)
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=600, output_tokens=200)
+    one = kv_capacity(e, w)
+    assert one.binding == "kv_cache" and one.requests_per_s < max_throughput(e, w).requests_per_s
+    assert kv_capacity(e, w, n_engines=3).requests_per_s == pytest.approx(3 * one.requests_per_s)
+    with pytest.raises(ParameterError, match="engine"):
+        kv_capacity("engine", w)
+    with pytest.raises(ParameterError, match="workload"):
+        kv_capacity(e, None)
