@@ -321,9 +321,11 @@ def staged_folder(out, *, what: str = "file"):
     last.  SIGINT and SIGTERM are held back while the files are moved (a handful of renames), so a
     Ctrl-C lands before the move -- the folder keeps its old files, all of them -- or after it.
     When the block raises (an error, ``KeyboardInterrupt``) nothing in ``out`` is touched.  The
-    temporary folder is removed either way; only a hard kill (``kill -9``, power loss) can leave it
-    behind, and then ``out`` holds either all old or all new files except in the milliseconds of
-    the move.  Files of ``out`` that the run does not write are left alone.
+    temporary folder is removed either way.  A signal whose action ends the process without raising
+    can leave it behind: ``kill -9``, power loss, and SIGTERM in a program that does not handle it
+    (the ``fluidq`` command does: it turns SIGTERM into the ``KeyboardInterrupt`` path, see
+    :func:`fluidq.cli.main`); ``out`` then holds either all old or all new files except in the
+    milliseconds of the move.  Files of ``out`` that the run does not write are left alone.
     """
     import shutil
 
