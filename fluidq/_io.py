@@ -203,19 +203,22 @@ def toml_loads(text: str, *, where: str) -> dict:
 def atomic_write(path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
     """Write ``data`` to ``path`` by a temporary file in the same folder and an atomic rename.
 
-    A symlink at ``path`` is replaced, not followed; a failure leaves the old file as it was.
+    A symlink at ``path`` is replaced, not followed; a failure leaves the old file as it was.  The file
+    gets the permission bits of the regular file it replaces, else those ``open()`` would give a new
+    file (``0o666`` less the umask).
     """
     p = Path(path)
     if isinstance(data, str):
         data = data.encode(encoding)
     folder = p.parent if str(p.parent) else Path(".")
+    mode = _new_file_mode(p)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name[:40]}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)  # (mkstemp makes it 0o600)
         os.replace(tmp, p)
     except BaseException:
         try:
@@ -224,6 +227,20 @@ def atomic_write(path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
             pass
         raise
     return p
+
+
+def _new_file_mode(p: Path) -> int:
+    """The permission bits for a file written at ``p``: those of the regular file there (not of a symlink's
+    target: the link is replaced), else ``0o666`` less the process umask."""
+    try:
+        st = os.lstat(p)
+        if stat.S_ISREG(st.st_mode):
+            return stat.S_IMODE(st.st_mode)
+    except OSError:
+        pass
+    um = os.umask(0o022)  # (reading the umask sets it: put it straight back)
+    os.umask(um)
+    return 0o666 & ~um
 
 
 def open_gzip_text(option: str, path, *, what: str = "file"):
@@ -304,9 +321,11 @@ def staged_folder(out, *, what: str = "file"):
     last.  SIGINT and SIGTERM are held back while the files are moved (a handful of renames), so a
     Ctrl-C lands before the move -- the folder keeps its old files, all of them -- or after it.
     When the block raises (an error, ``KeyboardInterrupt``) nothing in ``out`` is touched.  The
-    temporary folder is removed either way; only a hard kill (``kill -9``, power loss) can leave it
-    behind, and then ``out`` holds either all old or all new files except in the milliseconds of
-    the move.  Files of ``out`` that the run does not write are left alone.
+    temporary folder is removed either way.  A signal whose action ends the process without raising
+    can leave it behind: ``kill -9``, power loss, and SIGTERM in a program that does not handle it
+    (the ``fluidq`` command does: it turns SIGTERM into the ``KeyboardInterrupt`` path, see
+    :func:`fluidq.cli.main`); ``out`` then holds either all old or all new files except in the
+    milliseconds of the move.  Files of ``out`` that the run does not write are left alone.
     """
     import shutil
 

@@ -583,7 +583,51 @@ def lss_profile_rows(path, text: str, cols, *, text_cols=(), times=("time_us",))
     for r in rows:  # (each row is this call's own dict: its cells are replaced by their numbers)
         for c in cols:
             r[c] = _time(r, c, path) if c in times else _count(r, c, path, what="a token or sequence count")
+    counts = [c for c in cols if c not in times]
+    if "layer" in text_cols and counts:  # an operator table: one row per (operator, size), no wild drop
+        _one_row_per_size(rows, path, counts)
+        if len(counts) == 1 and len(times) == 1 and times[0] in cols:
+            _no_wild_drop(rows, path, counts[0], times[0])
     return rows
+
+
+#: an operator's time may fall by at most this factor from one measured size to the next larger one (the
+#: shipped profiles' largest fall is 2.25x, embedding 16 -> 20 tokens; an outlier such as qkv_proj,256 = 99999 us
+#: falls about 600x and made "each prompt adds -945.74 ms", a capacity of 1,724 tokens/s instead of 6,923)
+MAX_TIME_DROP = 10.0
+
+
+def _one_row_per_size(rows, path, counts) -> None:
+    """Refuse an operator measured twice at one size (naming the file, operator, size and both lines), as
+    ``fluidq fit`` refuses a repeated size: they were averaged silently."""
+    seen = {}
+    for r in rows:
+        key = (r["layer"],) + tuple(r[c] for c in counts)
+        if key in seen:
+            size = ", ".join(f"{c}={r[c]:g}" for c in counts)
+            raise DataError(f"{path}: operator {r['layer']!r} has {size} on lines {seen[key]} and "
+                            f"{getattr(r, 'line', '?')}: expected one row per operator and size; average repeated "
+                            "measurements of a size into one row")
+        seen[key] = getattr(r, "line", "?")
+
+
+def _no_wild_drop(rows, path, col, tcol) -> None:
+    """Refuse an operator whose time falls more than :data:`MAX_TIME_DROP`-fold from one measured size to the
+    next larger one: an outlier that makes the interpolated per-token cost negative (naming the operator and
+    both rows)."""
+    ops: dict = {}
+    for r in rows:
+        ops.setdefault(r["layer"], []).append(r)
+    for op, rs in ops.items():
+        rs = sorted(rs, key=lambda r: r[col])
+        for a, b in zip(rs, rs[1:]):
+            if b[tcol] * MAX_TIME_DROP < a[tcol]:
+                raise DataError(
+                    f"{path}: operator {op!r} takes {a[tcol]:g} us at {col}={a[col]:g} (line {getattr(a, 'line', '?')}) "
+                    f"but {b[tcol]:g} us at {col}={b[col]:g} (line {getattr(b, 'line', '?')}): a time that falls more "
+                    f"than {MAX_TIME_DROP:g}-fold with more {col} is not physical (between them each {col[:-1]} "
+                    f"would cost {(b[tcol] - a[tcol]) / (b[col] - a[col]):.4g} us, a negative cost); an outlier? "
+                    "re-measure or correct the row")
 
 
 def _simple_yaml(path: Path) -> dict:

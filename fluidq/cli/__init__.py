@@ -8,6 +8,7 @@ line on stderr (no traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import pkgutil
@@ -101,10 +102,76 @@ def build_parser(only: str | None = None, names: list[str] | None = None) -> arg
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, which the command line turns into the stop a Ctrl-C makes: every ``except KeyboardInterrupt``
+    clean-up runs (a staged output folder removed, a sweep's "run again to resume" line, ``atexit``
+    handlers), then the command exits with 143 (128 + SIGTERM)."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While ``main`` runs, the first SIGTERM raises :class:`Terminated` in the main thread; later ones are
+    ignored while it stops (``timeout`` signals the command and then its whole process group).  A process
+    forked from this one (a sweep's pool worker) keeps SIGTERM's default action: it ends at once.  Off the
+    main thread (no handler can be set there) nothing changes.  The previous handler is restored on return.
+
+    A signal reaches Python only between bytecodes: inside a long compiled (numba) kernel call the stop waits
+    for the call to return, as a Ctrl-C does."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    me = os.getpid()
+    state = {"hit": False}
+
+    def on_sigterm(signum, frame):
+        if os.getpid() != me:  # a forked child: the default action (end now)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if state["hit"]:
+            return
+        state["hit"] = True
+        raise Terminated
+
+    try:
+        old = signal.signal(signal.SIGTERM, on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - an embedding that forbids handlers
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+
+
+def _stopped(command, exc: KeyboardInterrupt) -> int:
+    """Say the command was stopped (Ctrl-C: ``interrupted``, exit 130; SIGTERM: ``terminated``, exit 143)."""
+    word, code = ("terminated", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+    who = f"fluidq {command}" if command else "fluidq"
+    try:
+        print(f"{who}: {word}", file=sys.stderr)
+    except (OSError, ValueError):  # stderr gone: the exit status says it
+        pass
+    return code
+
+
 def main(argv=None) -> int:
+    """The ``fluidq`` command: its exit status (0, 1 a miss or a bug, 2 bad input, 130 Ctrl-C, 143 SIGTERM)."""
     if argv is None:
         argv = sys.argv[1:]
     first = str(argv[0]) if len(argv) else None
+    with _sigterm_as_interrupt():
+        try:
+            return _main(argv, first)
+        except KeyboardInterrupt as exc:  # before the command ran (its imports, the parser): still one line
+            return _stopped(first if first is not None and first.isidentifier() else None, exc)
+
+
+def _main(argv, first) -> int:
     names = command_names()  # (once: build_parser takes them)
     parser = build_parser(only=first if first in names else None, names=names)
     _options_before_the_command(parser, argv)
@@ -133,9 +200,8 @@ def main(argv=None) -> int:
         print(f"fluidq {args.command}: error: out of memory (the problem is too large for this machine; "
               "lower its size)", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"fluidq {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _stopped(args.command, exc)
     except Exception as exc:  # a bug: one line, never a traceback (FLUIDQ_TRACEBACK=1 shows it)
         import os
 

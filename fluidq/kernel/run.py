@@ -60,14 +60,16 @@ def _note(kernel: str):
     _noted.add(kernel)
     if not _first_to_say(kernel):
         return
-    print(f"fluidq: compiling {kernel} with numba (once; later runs load it from the cache) ...",
-          file=sys.stderr, flush=True)
+    # the timer cannot tell a compile from a slow load of numba's cache (a busy machine, a cold disk): say both
+    print(f"fluidq: compiling {kernel} with numba, or loading it from numba's cache (compiled once per "
+          "install; a load can be slow on a busy machine) ...", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager
 def compile_note(kernel: str = "the simulation kernel"):
     """Around a first call that compiles ``kernel`` (or loads it from numba's cache): if the block takes more
-    than :data:`NOTE_AFTER_S` seconds, a one-line note naming it says so on stderr (once per kernel)."""
+    than :data:`NOTE_AFTER_S` seconds, a one-line note naming it says so on stderr (once per kernel).  The note
+    says "compiling ... or loading it from numba's cache": a timer cannot tell which is slow."""
     timer = threading.Timer(NOTE_AFTER_S, _note, args=(kernel,))
     timer.daemon = True
     timer.start()

@@ -159,7 +159,8 @@ def _length(where, key, v):
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if not math.isfinite(v):
             raise _err(where, f"{key} = {v!r}: expected a finite number of tokens")
-        return int(v) if float(v).is_integer() else v
+        # a whole float as an int (100.0 -> 100), but not one past 2**53: 1e300 would be refused as a 301-digit int
+        return int(v) if float(v).is_integer() and abs(v) <= 2 ** 53 else v
     if not isinstance(v, dict):
         raise _err(where, f"{key} = {v!r}: a length must be an integer or a table with 'dist', "
                           "e.g. { dist = \"geometric\", mean = 100 }")

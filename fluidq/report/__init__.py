@@ -158,8 +158,9 @@ def build_report(out_dir="fluidq-report", engine: Engine | None = None, workload
     report -- figures, Markdown and HTML -- is written.  A Ctrl-C or an error before that leaves
     ``out_dir`` exactly as it was (an earlier report stays whole: its text and its figures still belong
     together) and removes the temporary folder; the move itself is a few renames during which
-    SIGINT/SIGTERM are held back.  Only a hard kill (``kill -9``) can leave a hidden
-    ``.NAME.partial-XXXX`` folder beside ``out_dir``.  Each file is moved by a rename: a symlink
+    SIGINT/SIGTERM are held back.  A stop that raises no exception can leave a hidden
+    ``.NAME.partial-XXXX`` folder beside ``out_dir``: ``kill -9``, or SIGTERM in a program that does not
+    handle it (``fluidq report`` turns SIGTERM into the Ctrl-C path, exit 143).  Each file is moved by a rename: a symlink
     planted at one of those names is replaced by the new file and the file it points to is never
     written; a folder, FIFO or device at one of them is refused (``DataError``) before any file is
     moved.  ``fluidq report`` also refuses an ``--out`` that is a symlink or a folder it did not write.

@@ -28,7 +28,7 @@ __all__ = ["MAX_ARRIVALS", "MAX_ITERATIONS", "MAX_RUNS", "MAX_TOTAL_ARRIVALS", "
 MAX_ARRIVALS = 20_000_000
 #: Most iterations one run may take (the clock advances once per iteration on both kernels).
 MAX_ITERATIONS = 100_000_000
-#: Most arrivals over all the runs of one call (replications x loads x policies); the runs are kept.
+#: Most arrivals over all the runs of one call (replications x loads x policies).
 MAX_TOTAL_ARRIVALS = 100_000_000
 #: Most runs of one call (replications): each is kept for the verdict.
 MAX_RUNS = 100_000
@@ -143,11 +143,11 @@ def run_size(engine: Engine, workload, horizon_s: float | None = None, n_request
 
 
 def check_size(engine: Engine, workload, horizon_s: float | None = None, n_requests: int | None = None, *,
-               runs: int = 1, names: Mapping | None = None, blame: tuple | None = None) -> dict:
+               runs: int = 1, policies: int = 1, names: Mapping | None = None, blame: tuple | None = None) -> dict:
     """Refuse, before any work, a run too large to simulate; return :func:`run_size`.
 
     Limits: :data:`MAX_ARRIVALS` arrivals and :data:`MAX_ITERATIONS` iterations per run,
-    :data:`MAX_TOTAL_ARRIVALS` over ``runs`` runs, a horizon of at least :data:`MIN_HORIZON_S` and a
+    :data:`MAX_TOTAL_ARRIVALS` over ``runs`` runs of each of ``policies`` policies, a horizon of at least :data:`MIN_HORIZON_S` and a
     duration of at most :data:`MAX_CLOCK_STEPS` shortest batch times.  The error names the
     parameter (``names`` maps ``"horizon_s"``, ``"n_requests"``, ``"runs"`` to the caller's names, e.g.
     CLI flags; ``blame=(name, value)`` names another parameter for too many arrivals or iterations,
@@ -177,10 +177,14 @@ def check_size(engine: Engine, workload, horizon_s: float | None = None, n_reque
                              f"it could take {_n(size['iterations'])} iterations ({_n(size['duration_s'])} s of "
                              f"batches of at least {t1:.3g} s, {_n(size['arrivals'])} arrivals); shorten the run")
     runs = integer(nm["runs"], runs, minimum=1, maximum=MAX_RUNS, why="every run is kept in memory")
-    if runs > 1 and not runs * size["arrivals"] <= MAX_TOTAL_ARRIVALS:
+    policies = integer("policies", policies, minimum=1)
+    total = runs * policies * size["arrivals"]
+    if runs * policies > 1 and not total <= MAX_TOTAL_ARRIVALS:
+        each = f" for each of {policies} policies" if policies > 1 else ""
         raise ParameterError(nm["runs"], runs, f"at most {MAX_TOTAL_ARRIVALS:,} arrivals over all runs",
-                             f"{runs:,} runs of {_n(size['arrivals'])} arrivals would have "
-                             f"{_n(runs * size['arrivals'])}; fewer runs or shorter ones")
+                             f"{runs:,} run{'s' if runs > 1 else ''} of {_n(size['arrivals'])} arrivals{each} would "
+                             f"have {_n(total)}; fewer runs{', fewer policies' if policies > 1 else ''} or shorter "
+                             "ones")
     return size
 
 

@@ -82,7 +82,8 @@ class ReplicationResult(Result):
     mean_requests_in_system, mean_requests_ci : float, tuple
         Time-average requests in the system (after ``start_frac`` of each run) and its interval.
     runs : tuple of SimResult
-        The replications (empty when ``keep_runs=False``).
+        The replications kept (every one with ``keep_runs=True``, the first ``k`` with ``keep_runs=k``,
+        none with ``False``).
     """
 
     policy: str
@@ -150,7 +151,7 @@ def _check_sim_keywords(sim_kw: dict) -> None:
 
 def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: int = 8, horizon_s: float = 100.0,
               rng=None, confidence: float = 0.95, start_frac: float = 0.5, tolerance: float = 0.01,
-              keep_runs: bool = True, progress=None, **sim_kw) -> ReplicationResult:
+              keep_runs: bool | int = True, progress=None, **sim_kw) -> ReplicationResult:
     """Run ``n_replications`` independent simulations and judge whether the backlog grows.
 
     Parameters
@@ -178,8 +179,9 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         filling; the network verdict has the same rule).
     tolerance : float
         Bounded/growing boundary as a fraction of the offered load ``lambda (m_p + m_d)``.
-    keep_runs : bool
-        Keep the :class:`SimResult` of each replication.
+    keep_runs : bool or int
+        Keep the :class:`SimResult` of each replication (``True``), of none (``False``), or of the first
+        ``k`` (an int ``k``: memory for ``k`` runs, not ``n_replications``).
     **sim_kw
         Passed to :func:`simulate` (``method``, ``preemption``...).
 
@@ -229,7 +231,7 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         fit_n.append(r.offered(start_frac)["arrivals"])
         if r.n_iterations > 0:  # the run's mean iteration time (busy time per iteration)
             tbar.append(r.busy_fraction * r.end_s / r.n_iterations)
-        if keep_runs:
+        if keep_runs is True or (keep_runs is not False and i < keep_runs):
             runs.append(r)
         if progress is not None:
             progress(i + 1, n_replications)

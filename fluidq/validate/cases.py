@@ -36,7 +36,7 @@ import numpy as np
 
 from typing import TYPE_CHECKING
 
-from .._io import read_bytes, read_text, toml_loads
+from .._io import atomic_write, read_bytes, read_text, toml_loads
 from ..errors import DataError, ParameterError, UnknownNameError
 from ..results import Result, plain
 
@@ -210,7 +210,8 @@ def _plain_path(p: Path) -> Path:
     root = _TMP["dir"]
 
     def unz(src: Path, dst: Path):  # read through fluidq._io: a FIFO is refused, corrupt gzip is one DataError
-        dst.write_bytes(read_bytes("validation data", src, what="data file"))
+        # a temporary file and a rename: an interrupt part way leaves no truncated dst for a later call to reuse
+        atomic_write(dst, read_bytes("validation data", src, what="data file"))
 
     if p.is_file():
         if p.suffix != ".gz":

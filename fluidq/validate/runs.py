@@ -80,9 +80,15 @@ class ServingRun:
         ``vllm_meta.json`` as read.
     request_index : ndarray or None
         Per request, its place in the benchmark client's request list (the ``N`` of a ``request_id`` such
-        as ``bench-N``), when every request's id ends in a number; else None.
+        as ``bench-N``), when every request's id ends in a number, each a different one; else None
+        (``sources["order"]`` says why).  A request without a ``request_id`` where others have one is refused.
     scheduled_s : ndarray or None
-        Per request, vLLM's ``scheduled_ts`` (its first admission) on the same clock, when every request has it.
+        Per request, vLLM's ``scheduled_ts`` (its first admission) on the same clock; None when no request
+        has it.  One request without a finite ``scheduled_ts`` where others have it is refused (file, line).
+    sources : dict
+        Which stamps the run's clocks come from: ``"sent"`` (``arrival_time`` or ``queued_ts``),
+        ``"scheduled"`` (``scheduled_ts`` or ``first_token_ts``), ``"order"`` (the ids' numbers or the
+        arrival order), each with the reason for a fallback.
     dropped : dict
         Requests left out of every measured and replayed number, counted by why: ``"failed"`` (a record with
         null timestamps: LLMServingSim's bench writes one for a request that returned no metrics),
@@ -94,8 +100,9 @@ class ServingRun:
     sent_s : ndarray or None
         Per request, when the client handed it to vLLM (``arrival_time``, vLLM's wall-clock stamp in the
         front end) on the engine's clock: shifted by the smallest ``queued_ts - arrival_time`` of the run
-        (the clocks' offset plus the shortest hand-over), at least 0; None when a request lacks
-        ``arrival_time``.  ``arrival_s`` (``queued_ts``) is when the engine *read* the request, which it
+        (the clocks' offset plus the shortest hand-over), at least 0; None when no request has
+        ``arrival_time`` (one without a finite ``arrival_time`` where others have it is refused, naming the
+        file and line: a silent fall-back to ``queued_ts`` changed the verdicts).  ``arrival_s`` (``queued_ts``) is when the engine *read* the request, which it
         does only between its iterations, so it carries the measured engine's own iteration boundaries;
         a replay sends the requests at ``sent_s`` and reads its own (:func:`fluidq.validate.replay.read_s`).
     """
@@ -114,6 +121,7 @@ class ServingRun:
     scheduled_s: np.ndarray | None = field(default=None, repr=False)
     dropped: dict = field(default_factory=dict, repr=False)
     files: dict = field(default_factory=dict, repr=False)
+    sources: dict = field(default_factory=dict, repr=False)
 
     @property
     def engine_kwargs(self) -> dict:
@@ -503,16 +511,25 @@ def read_run(path) -> ServingRun:
         raise DataError(f"{req}: no request with timestamps and an output token ({', '.join(f'{v} {k}' for k, v in dropped.items())})")
     kept.sort(key=lambda lr: lr[1]["queued_ts"])
     rows = [r for _, r in kept]
+    # optional stamps: absent from every request, a fall-back (said in ``sources``); present in some, required
+    # of every one (a single bad value made the whole column fall back silently)
+    sent_a = _optional_stamps(req, kept, "arrival_time")
+    sched_a = _optional_stamps(req, kept, "scheduled_ts")
+    request_index, order_src = _request_numbers(req, kept)
+    sources = {"sent": "arrival_time" if sent_a is not None else "queued_ts (no request has arrival_time)",
+               "scheduled": ("scheduled_ts" if sched_a is not None
+                             else "first_token_ts (no request has scheduled_ts)"),
+               "order": order_src}
     q = np.array([float(r["queued_ts"]) for r in rows])
     t0 = q[0]
     ts = _read_timeseries(tsp)
     if ts["t"].size and float(ts["t"].min()) > 1e6:
         # a clock stamp (e.g. epoch seconds), not seconds since the run began: put it on the run's clock, by the
         # client's wall-clock send stamps when the requests carry them, else from the first tick
-        a = [r.get("arrival_time") for r in rows]
-        ok = all(_finite_number(x) for x in a)
+        a0 = float(np.min(sent_a)) if sent_a is not None else None
         step = float(np.median(np.diff(ts["t"]))) if ts["t"].size > 1 else 1.0
-        ts["t"] = ts["t"] - (min(a) if ok and abs(float(ts["t"].min()) - min(a)) < 86400 else float(ts["t"][0]) - step)
+        ts["t"] = ts["t"] - (a0 if a0 is not None and abs(float(ts["t"].min()) - a0) < 86400
+                             else float(ts["t"][0]) - step)
     with open_text(mp) as f:
         meta = json_loads(f.read(), where=str(mp))
     if not isinstance(meta, dict):
@@ -520,12 +537,7 @@ def read_run(path) -> ServingRun:
     for key in ("engine_kwargs", "kv_cache", "hardware", "resolved_config"):
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             raise DataError(f"{mp}: {key} is not an object")
-    ids = [re.search(r"(\d+)$", str(r.get("request_id", ""))) for r in rows]
-    request_index = np.array([int(m.group(1)) for m in ids]) if all(ids) else None
-    if request_index is not None and np.unique(request_index).size != request_index.size:
-        request_index = None  # ids that do not number the requests once each say no order
-    sch = [r.get("scheduled_ts") for r in rows]
-    scheduled = np.array(sch, dtype=float) - t0 if all(_finite_number(x) for x in sch) else None
+    scheduled = sched_a - t0 if sched_a is not None else None
     return ServingRun(
         name=path.name, path=str(path), request_index=request_index,
         input_tokens=np.array([int(r["input_toks"]) for r in rows]),
@@ -533,8 +545,8 @@ def read_run(path) -> ServingRun:
         arrival_s=q - t0,
         first_token_s=np.array([float(r["first_token_ts"]) for r in rows]) - t0,
         last_token_s=np.array([float(r["last_token_ts"]) for r in rows]) - t0,
-        timeseries=ts, meta=meta, sent_s=_sent(rows, q, t0), scheduled_s=scheduled, dropped=dropped,
-        files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)})
+        timeseries=ts, meta=meta, sent_s=_sent(sent_a, q, t0), scheduled_s=scheduled, dropped=dropped,
+        files={"meta": str(mp), "requests": str(req), "timeseries": str(tsp)}, sources=sources)
 
 
 def _stamps_in_order(req: Path, line: int, r: dict) -> None:
@@ -555,12 +567,53 @@ def _finite_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _sent(rows, q, t0):
-    """The client's hand-over times on the engine clock (see :class:`ServingRun` ``sent_s``), or None."""
-    a = [r.get("arrival_time") for r in rows]
-    if not all(_finite_number(x) for x in a):
+def _optional_stamps(req: Path, kept: list, key: str) -> np.ndarray | None:
+    """``key`` of every kept request (``(line, row)`` pairs) as floats, or None when no request has it (absent
+    or null on every line).  Where some have it, a request whose ``key`` is missing, null, non-numeric or not
+    finite is refused naming the file, line and field."""
+    if all(r.get(key) is None for _, r in kept):
         return None
-    a = np.asarray(a, dtype=float)
+    n_have = sum(_finite_number(r.get(key)) for _, r in kept)
+    for line, r in kept:
+        v = r.get(key)
+        if not _finite_number(v):
+            shown = "missing" if key not in r else f"= {json.dumps(v)[:40]}"
+            raise DataError(f"{req}, line {line}: {key} {shown}: expected a finite number, as {n_have} other "
+                            f"request{'s' if n_have > 1 else ''} of the file have (a run's {key} is used for "
+                            "every request or for none)")
+    return np.array([float(r[key]) for _, r in kept])
+
+
+def _request_numbers(req: Path, kept: list) -> tuple:
+    """``(request_index, how)``: the numbers the kept requests' ids end in, when every id ends in one and no
+    two share it, else None; ``how`` says which order :attr:`ServingRun.client_order` follows and why.  A
+    request without an id where others have one is refused (file, line)."""
+    have = [(line, r.get("request_id")) for line, r in kept]
+    n_have = sum(v is not None for _, v in have)
+    if n_have == 0:
+        return None, "arrival order (no request has a request_id)"
+    for line, v in have:
+        if v is None:
+            raise DataError(f"{req}, line {line}: request_id missing: expected an id, as {n_have} other "
+                            f"request{'s' if n_have > 1 else ''} of the file have")
+    nums = [re.search(r"(\d+)$", str(v)) for _, v in have]
+    bad = next(((line, v) for (line, v), m in zip(have, nums) if m is None), None)
+    if bad is not None:
+        return None, (f"arrival order (the ids do not number the requests: line {bad[0]}'s "
+                      f"{json.dumps(bad[1])[:40]} ends in no number)")
+    index = np.array([int(m.group(1)) for m in nums])
+    uniq, first, counts = np.unique(index, return_index=True, return_counts=True)
+    if uniq.size != index.size:
+        k = int(np.argmax(counts > 1))
+        return None, (f"arrival order (the ids do not number the requests once each: {counts[k]} end in "
+                      f"{uniq[k]}, first on line {have[first[k]][0]})")
+    return index, "the numbers the request ids end in"
+
+
+def _sent(a, q, t0):
+    """The client's hand-over times on the engine clock (see :class:`ServingRun` ``sent_s``), or None."""
+    if a is None:
+        return None
     sent = a + float(np.min(q - a)) - t0
     return np.maximum(sent, 0.0)
 

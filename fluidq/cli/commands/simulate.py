@@ -96,6 +96,18 @@ def _progress(args, label, horizon):
     return cb
 
 
+def _replication_progress(args, label):
+    """``progress(done, total)`` for :func:`~fluidq.replicate`: the replications done, on stderr (as
+    :func:`_progress` for a single run)."""
+    if args.no_progress or args.json or not sys.stderr.isatty():
+        return None
+
+    def cb(i, n):
+        print(f"\r{label:<20} {i}/{n} replications done", end="", file=sys.stderr, flush=True)
+
+    return cb
+
+
 def _check_flags(args):
     """Bad values of this command's own flags, reported under the flag the user typed."""
     def finite(v):
@@ -217,7 +229,9 @@ def run(args):
     if args.horizon is None and args.requests is None:
         blame = ("--rate", args.rate) if args.rate is not None else (("--load", args.load) if args.load is not None
                                                                      else None)
-    check_size(engine, base, horizon, args.requests, runs=args.replications, blame=blame,
+    # a vLLM engine from its profiles runs vLLM's scheduler unless --policy says otherwise
+    names = args.policy or (["vllm-chunked"] if args.profile_dir is not None else ["sarathi", "fastertransformer"])
+    check_size(engine, base, horizon, args.requests, runs=args.replications, policies=len(names), blame=blame,
                names={"horizon_s": "--horizon", "n_requests": "--requests", "runs": "--replications"})
     # the arrivals every policy sees (simulate draws the same ones from the same seed)
     arr_s, p_tok, d_tok = base.sample(np.random.default_rng(args.seed), horizon_s=horizon, n=args.requests)
@@ -225,8 +239,6 @@ def run(args):
         last = float(arr_s[-1]) if len(arr_s) else 0.0
         raise ParameterError("--warmup", args.warmup, f"seconds <= the last of the --requests arrivals ({last:g} s)",
                              "a warm-up this long leaves every request out of the latency metrics")
-    # a vLLM engine from its profiles runs vLLM's scheduler unless --policy says otherwise
-    names = args.policy or (["vllm-chunked"] if args.profile_dir is not None else ["sarathi", "fastertransformer"])
     pols = []
     for nm in names:
         pol = resolve_policy(nm, "--policy")
@@ -261,6 +273,9 @@ def run(args):
         out["replayed_window"] = {"window_s": window, "arrivals": len(arr_s),
                                   "requests_per_s": len(arr_s) / window if window > 0 else math.nan,
                                   "tokens_per_s": tok_rate, "effective_load": tok_rate / cap_tokens}
+    # memory: a policy's run (with --replications, its first replication) is kept after its summary and
+    # metrics only for --plot or when it is the first policy's (the fluid prediction below); replicate() keeps
+    # no other replication (the verdict needs only each run's slopes and averages)
     runs = {}
     for pol in pols:
         t0 = time.perf_counter()
@@ -268,10 +283,12 @@ def run(args):
         if args.replications >= 2:
             if horizon is None:
                 raise CliError("--replications needs --horizon")
+            rcb = _replication_progress(args, pol.name)
             rep = replicate(engine, base, pol, n_replications=args.replications, horizon_s=horizon, rng=args.seed,
-                            **kw)
+                            keep_runs=1, progress=rcb, **kw)
             res = rep.runs[0]
             entry = {"summary": res.summary(), "replications": rep.to_dict()}
+            cb = cb or rcb
         else:
             res = simulate(engine, base, pol, horizon_s=horizon, n_requests=args.requests, rng=args.seed,
                            progress=cb, **kw)
@@ -281,7 +298,9 @@ def run(args):
         entry["wall_s"] = time.perf_counter() - t0
         entry["metrics"] = res.metrics
         out["policies"][pol.name] = entry
-        runs[pol.name] = res
+        if args.plot or not runs:  # (the first policy's run gives the fluid prediction for these arrivals)
+            runs[pol.name] = res
+        del res
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     if args.plot:
