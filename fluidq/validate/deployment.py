@@ -390,7 +390,6 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  kv_capacity_tokens=dp * kv, block_size=block)
         pred = replace(group, reason=group.reason.replace(
             f"b_max = {dp * b_max}", f"b_max = {dp * b_max} ({dp} ranks x {b_max})").replace(
-            f"max_num_seqs = {dp * k_max}", f"max_num_seqs = {dp * k_max} ({dp} ranks x {k_max})").replace(
             f"KV cache ({dp * kv} tokens)", f"KV cache ({dp * kv} tokens, {dp} ranks x {kv})"))
         how = f"DP{dp} MoE ranks in lockstep predicted as one group"
         if method == "simulate":
