@@ -241,7 +241,9 @@ def _deployment(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
              + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
-                if res.ci is not None else "") + ")",
+                if res.ci is not None else "") + ")"
+             + ("; NOT SATURATED: the offered rate, a lower bound of the capacity (why)"
+                if i.get("saturated") is False else ""),
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"why             {_why_per_engine(res, i)}"]
