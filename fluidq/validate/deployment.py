@@ -255,7 +255,8 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
                              "micro-batches in flight holds an equal share)")
     moe = bool(facts.n_experts)
     if enable_expert_parallel and not moe:
-        raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
+        raise ParameterError("enable_expert_parallel", True, "a mixture-of-experts model (experts to spread over "
+                             f"the GPUs)", f"{facts.name} is a dense model: leave expert parallel off")
     ep = tp * dp if enable_expert_parallel else 1
     # the user's folder itself (lss_iteration_model reads .gz tables through): an error names their file
     if tp > 1 and not any((folder / f"profile_tp{tp}_dense.csv{gz}").is_file() for gz in ("", ".gz")):

@@ -219,7 +219,9 @@ def _deployment(args):
     from ._profile_dir_args import profile_dir_context
 
     profile_dir_context(args, tr)  # --prompt + --output within the model's context; the KV estimate named as such
-    with parameters_as_flags(**profile_dir_flags(args)):  # (a cache no request fits: its flag or the estimate)
+    named = profile_dir_flags(args)
+    named["flags"] = {**named["flags"], **_DEPLOYMENT_FLAGS}
+    with parameters_as_flags(**named):  # (a cache no request fits: its flag or the estimate)
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
@@ -249,6 +251,13 @@ def _deployment(args):
              f"why             {_why_per_engine(res, i)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+#: predict_deployment's parallel and simulation parameters as the flags of this command that set them (the
+#: others in profile_dir_flags)
+_DEPLOYMENT_FLAGS = {"pipeline_parallel_size": "--pipeline-parallel-size", "data_parallel_size": "--data-parallel-size",
+                     "enable_expert_parallel": "--enable-expert-parallel", "replications": "--replications",
+                     "arrival_rate": "--rate"}
 
 
 def _why_per_engine(res, i) -> str:
