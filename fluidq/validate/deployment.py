@@ -221,7 +221,7 @@ class LockstepRanks:
 
 def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max, b_max, block, model, comm,
                       link_bandwidth_gbps, link_latency_us, all_reduce_csv, kv_capacity_tokens, gpu_memory_gib,
-                      gpu_memory_utilization) -> dict:
+                      gpu_memory_utilization, kv_cache_dtype: str = "auto") -> dict:
     """What every prediction from a profile folder shares: the model's facts, the layout, the communication
     model, the iteration model of one replica and the KV cache of one replica (given, or vLLM's memory
     planner's estimate, labelled so)."""
@@ -287,10 +287,12 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         stage_facts = replace(facts, n_layers=max(1, facts.n_layers // pp)) if pp > 1 else facts
         est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
                                    tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
-                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max)
+                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max,
+                                   kv_bytes_per_value=1 if kv_cache_dtype == "fp8" else None)
         kv = est.tokens
         kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
-                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})")
+                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})"
+                     + (", fp8 KV cache (1 byte per value)" if kv_cache_dtype == "fp8" else ""))
     return {"facts": facts, "moe": moe, "ep": ep, "layout": layout, "link": link, "model": it, "kv": kv,
             "kv_source": kv_source}
 
@@ -305,7 +307,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
                        arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
                        replications: int = 5, seed: int = 2024, order: str = "random",
-                       async_scheduling: bool = False):
+                       async_scheduling: bool = False, kv_cache_dtype: str = "auto"):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -323,6 +325,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         memory planner.
     gpu_memory_gib : float, optional
         One GPU's memory for the planner (default: the folder's ``peer_sim_config.json``).
+    kv_cache_dtype : {"auto", "fp8"}
+        vLLM's ``--kv-cache-dtype`` for the planner's estimate: the model's dtype, or one byte per cached value
+        (the operator profiles' attention times are not changed).
     model : str or ModelFacts, optional
         A model of :func:`fluidq.models.list_models`, or its facts (default: found from ``profile_meta.yaml``).
     comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv :
@@ -375,13 +380,16 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     if method not in ("fluid", "simulate"):
         raise ParameterError("method", method, '"fluid" (the flow-balance formula) or "simulate" (fluidq.simulate '
                              "saturated)")
+    if kv_cache_dtype not in ("auto", "fp8"):
+        raise ParameterError("kv_cache_dtype", kv_cache_dtype, '"auto" (the model\'s dtype) or "fp8"')
     k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
                                            output_tokens)
     parts = _deployment_parts(folder, tp=tp, pp=pp, dp=dp, enable_expert_parallel=enable_expert_parallel,
                               k_max=k_max, b_max=b_max, block=block, model=model, comm=comm,
                               link_bandwidth_gbps=link_bandwidth_gbps, link_latency_us=link_latency_us,
                               all_reduce_csv=all_reduce_csv, kv_capacity_tokens=kv_capacity_tokens,
-                              gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=gpu_memory_utilization)
+                              gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=gpu_memory_utilization,
+                              kv_cache_dtype=kv_cache_dtype)
     facts, moe, ep, layout, link, it, kv, kv_source = (parts[k] for k in ("facts", "moe", "ep", "layout", "link",
                                                                           "model", "kv", "kv_source"))
     if moe and dp > 1:
@@ -426,6 +434,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  "data_parallel_size": dp, "expert_parallel_size": ep,
                                  "communication": link.describe() if link is not None else None,
                                  "method": method, "enable_prefix_caching": enable_prefix_caching,
+                                 "kv_cache_dtype": kv_cache_dtype,
                                  "async_scheduling": async_scheduling,
                                  "layout": " x ".join(layout) + f": {how}"})
 
