@@ -65,7 +65,9 @@ def register(sub):
                         "served tokens/s of fluidq.simulate on the same vLLM engine under overload (recompute "
                         "preemption, admission and the lockstep MoE ranks' slowest rank counted), mean and 95 %% CI "
                         "over --replications seeded runs; with --rate, Poisson arrivals at that rate (a benchmark's "
-                        "--request-rate) of the --trace's requests each once, else 1.5 x the fluid capacity")
+                        "--request-rate) of the --trace's requests each once, else 1.5 x the fluid capacity, doubled (at most "
+                        "3 times) while the served rate is not clearly below the offered one; an answer that did not "
+                        "saturate the engine says NOT SATURATED (a lower bound)")
     g.add_argument("--replications", type=int, default=None,
                    help="with --method simulate: seeded replications (default 5)")
     g.add_argument("--enable-prefix-caching", action="store_true",
