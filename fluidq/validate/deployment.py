@@ -21,9 +21,10 @@ Parallel layouts (the terms are in :mod:`fluidq.batchtime.operators`; communicat
 * ``data_parallel_size`` D > 1: D replicas behind vLLM's router, capacity = D x one replica (the
   router balances identical replicas; the sum is fluidq's parallel-engine capacity).  A MoE model's
   replicas step in lockstep (vLLM synchronises the DP ranks at every MoE layer), so a prompt chunk on
-  one rank stalls all D (stated as the no-overlap bound): the group is predicted as one engine of
-  ``D x max_num_seqs`` residents whose decode iteration is one rank's and whose prompts each add their
-  chunk time to the whole group;
+  one rank stalls all D: the group is predicted as one engine of ``D x max_num_seqs`` residents, ``D x``
+  the token budget and ``D x`` the KV cache (every rank has its own), whose decode iteration is one
+  rank's and whose prompt chunks share out over at most D ranks, one rank per chunk (a chunk alone stalls
+  the group: the no-overlap bound; a chunk for every rank: the balanced split; :class:`_Lockstep`);
 * ``enable_expert_parallel`` spreads a MoE model's experts over the ``tp x dp`` GPUs with two
   all-to-alls per MoE layer.
 
@@ -140,8 +141,17 @@ def _comm_for(folder: Path, comm, link_bandwidth_gbps, link_latency_us, all_redu
 
 
 class _Lockstep:
-    """A group of ``dp`` MoE replicas stepping together, seen as one engine of ``dp x N`` residents: its
-    decode iteration is one rank's with ``N`` decodes, a prompt chunk adds its time to the group."""
+    """A group of ``dp`` MoE ranks stepping together, seen by the flow-balance formula as one engine of ``dp x N``
+    residents and ``dp x`` the token budget (every DP rank has its own ``max_num_seqs`` and
+    ``max_num_batched_tokens`` in vLLM): the decodes shared evenly, an iteration's ``c`` prompt chunks placed on
+    ``r = min(max(c, 1), dp)`` ranks with an equal share of the prompt tokens each, and the iteration lasting one
+    of those ranks' iterations (the ranks synchronise at every MoE layer, so the others wait).  ``c`` is
+    ``n_emit - n_decode`` (each chunk emits or holds a slot): the flow balance's mean chunks per iteration, or one
+    iteration's count in the admission recursion.  Below one chunk per iteration (the shipped Qwen3 DP2 run: 0.39)
+    this is the no-overlap bound, a chunk stalling the whole group; with a chunk for every rank it is the balanced
+    split, each rank prefilling ``1/dp`` of the tokens -- :class:`LockstepRanks` places each chunk on the least
+    loaded rank event by event, and the two are compared in tests/validation/test_dp_capacity.py.  (Before
+    2026-12-07 the group had one rank's token budget and every chunk on one rank: capacity fell with ``dp``.)"""
 
     def __init__(self, replica, dp: int):
         self.replica, self.dp = replica, dp
@@ -149,9 +159,13 @@ class _Lockstep:
         self.n_layers = replica.n_layers
 
     def time_shape(self, prefill_tokens, kv_prefill, n_decode, kv_decode, n_emit=None):
-        nd = np.asarray(n_decode, dtype=float) / self.dp
-        ne = None if n_emit is None else nd + (np.asarray(n_emit, dtype=float) - np.asarray(n_decode, dtype=float))
-        return self.replica.time_shape(prefill_tokens, kv_prefill, nd, kv_decode, n_emit=ne)
+        pc = np.asarray(prefill_tokens, dtype=float)
+        nd = np.asarray(n_decode, dtype=float)
+        c = np.zeros(np.shape(nd)) if n_emit is None else np.maximum(np.asarray(n_emit, dtype=float) - nd, 0.0)
+        r = np.clip(c, 1.0, float(self.dp))
+        # a rank's share C / r of the folded chunk: its causal work sum c (k + c/2) / r = (C / r)(kv_eff' + C / (2r))
+        kv = np.asarray(kv_prefill, dtype=float) + pc * (1.0 - 1.0 / r) / 2.0
+        return self.replica.time_shape(pc / r, kv, nd / self.dp, kv_decode, n_emit=nd / self.dp + c / r)
 
     def decode_only(self, n, kv):
         return self.time_shape(0.0, 0.0, n, kv)
@@ -207,7 +221,7 @@ class LockstepRanks:
 
 def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max, b_max, block, model, comm,
                       link_bandwidth_gbps, link_latency_us, all_reduce_csv, kv_capacity_tokens, gpu_memory_gib,
-                      gpu_memory_utilization) -> dict:
+                      gpu_memory_utilization, kv_cache_dtype: str = "auto") -> dict:
     """What every prediction from a profile folder shares: the model's facts, the layout, the communication
     model, the iteration model of one replica and the KV cache of one replica (given, or vLLM's memory
     planner's estimate, labelled so)."""
@@ -241,7 +255,8 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
                              "micro-batches in flight holds an equal share)")
     moe = bool(facts.n_experts)
     if enable_expert_parallel and not moe:
-        raise ParameterError("enable_expert_parallel", True, f"False for the dense model {facts.name}")
+        raise ParameterError("enable_expert_parallel", True, "a mixture-of-experts model (experts to spread over "
+                             f"the GPUs)", f"{facts.name} is a dense model: leave expert parallel off")
     ep = tp * dp if enable_expert_parallel else 1
     # the user's folder itself (lss_iteration_model reads .gz tables through): an error names their file
     if tp > 1 and not any((folder / f"profile_tp{tp}_dense.csv{gz}").is_file() for gz in ("", ".gz")):
@@ -272,10 +287,12 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         stage_facts = replace(facts, n_layers=max(1, facts.n_layers // pp)) if pp > 1 else facts
         est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
                                    tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
-                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max)
+                                   block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max,
+                                   kv_bytes_per_value=1 if kv_cache_dtype == "fp8" else None)
         kv = est.tokens
         kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
-                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})")
+                     f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})"
+                     + (", fp8 KV cache (1 byte per value)" if kv_cache_dtype == "fp8" else ""))
     return {"facts": facts, "moe": moe, "ep": ep, "layout": layout, "link": link, "model": it, "kv": kv,
             "kv_source": kv_source}
 
@@ -290,7 +307,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                        all_reduce_csv=None, method: str = "fluid", enable_prefix_caching: bool = False,
                        arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
                        replications: int = 5, seed: int = 2024, order: str = "random",
-                       async_scheduling: bool = False):
+                       async_scheduling: bool = False, kv_cache_dtype: str = "auto"):
     """Predicted capacity of a vLLM deployment from an LLMServingSim-layout operator-profile folder.
 
     Parameters
@@ -308,6 +325,9 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
         memory planner.
     gpu_memory_gib : float, optional
         One GPU's memory for the planner (default: the folder's ``peer_sim_config.json``).
+    kv_cache_dtype : {"auto", "fp8"}
+        vLLM's ``--kv-cache-dtype`` for the planner's estimate: the model's dtype, or one byte per cached value
+        (the operator profiles' attention times are not changed).
     model : str or ModelFacts, optional
         A model of :func:`fluidq.models.list_models`, or its facts (default: found from ``profile_meta.yaml``).
     comm, link_bandwidth_gbps, link_latency_us, all_reduce_csv :
@@ -360,39 +380,35 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
     if method not in ("fluid", "simulate"):
         raise ParameterError("method", method, '"fluid" (the flow-balance formula) or "simulate" (fluidq.simulate '
                              "saturated)")
+    if kv_cache_dtype not in ("auto", "fp8"):
+        raise ParameterError("kv_cache_dtype", kv_cache_dtype, '"auto" (the model\'s dtype) or "fp8"')
     k_max, b_max, block, p, o = _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens,
                                            output_tokens)
     parts = _deployment_parts(folder, tp=tp, pp=pp, dp=dp, enable_expert_parallel=enable_expert_parallel,
                               k_max=k_max, b_max=b_max, block=block, model=model, comm=comm,
                               link_bandwidth_gbps=link_bandwidth_gbps, link_latency_us=link_latency_us,
                               all_reduce_csv=all_reduce_csv, kv_capacity_tokens=kv_capacity_tokens,
-                              gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=gpu_memory_utilization)
+                              gpu_memory_gib=gpu_memory_gib, gpu_memory_utilization=gpu_memory_utilization,
+                              kv_cache_dtype=kv_cache_dtype)
     facts, moe, ep, layout, link, it, kv, kv_source = (parts[k] for k in ("facts", "moe", "ep", "layout", "link",
                                                                           "model", "kv", "kv_source"))
     if moe and dp > 1:
-        # lockstep group: one engine of dp x N residents (module docstring)
-        group = predict_capacity(_Lockstep(it, dp), p, o, b_max=b_max, k_max=dp * k_max,
+        # lockstep group: one engine of dp x N residents with dp ranks' budgets (module docstring), as the
+        # simulation below and vLLM (each DP rank has its own max_num_seqs and max_num_batched_tokens)
+        group = predict_capacity(_Lockstep(it, dp), p, o, b_max=dp * b_max, k_max=dp * k_max,
                                  kv_capacity_tokens=dp * kv, block_size=block)
-        tok_limit = group.limits["token_budget"] * dp  # every rank has its own budget
-        if tok_limit < min(v for k, v in group.limits.items() if k != "token_budget"):
-            group = predict_capacity(_Lockstep(it, dp), p, o, b_max=b_max, k_max=max(1, int(tok_limit)),
-                                     kv_capacity_tokens=dp * kv, block_size=block)
-            group = replace(group, binding="token_budget")
-        limits = {**group.limits, "token_budget": tok_limit}
-        reason = group.reason.replace(f"token_budget allows {group.limits['token_budget']:.1f}",
-                                      f"token_budget allows {tok_limit:.1f} ({dp} ranks' budgets)")
-        pred = replace(group, limits=limits, reason=reason)
+        pred = replace(group, reason=group.reason.replace(
+            f"b_max = {dp * b_max}", f"b_max = {dp * b_max} ({dp} ranks x {b_max})").replace(
+            f"KV cache ({dp * kv} tokens)", f"KV cache ({dp * kv} tokens, {dp} ranks x {kv})"))
         how = f"DP{dp} MoE ranks in lockstep predicted as one group"
         if method == "simulate":
             # the ranks simulated together: decodes shared evenly, each chunk on the least loaded rank, the
             # slowest rank setting every iteration
-            pred = replace(simulate_capacity(LockstepRanks(it, dp), p, o, b_max=dp * b_max, k_max=dp * k_max,
-                                             kv_capacity_tokens=dp * kv, block_size=block,
-                                             prefix_caching=enable_prefix_caching, overload=overload,
-                                             arrival_rate=arrival_rate,
-                                             n_requests=n_requests, replications=replications, seed=seed,
-                                             fluid=pred, order=order, async_scheduling=async_scheduling),
-                           limits=limits)
+            pred = simulate_capacity(LockstepRanks(it, dp), p, o, b_max=dp * b_max, k_max=dp * k_max,
+                                     kv_capacity_tokens=dp * kv, block_size=block,
+                                     prefix_caching=enable_prefix_caching, overload=overload,
+                                     arrival_rate=arrival_rate, n_requests=n_requests, replications=replications,
+                                     seed=seed, fluid=pred, order=order, async_scheduling=async_scheduling)
             how = f"DP{dp} MoE ranks simulated in lockstep, the slowest rank setting each iteration"
     else:
         one = predict_capacity(it, p, o, b_max=b_max, k_max=k_max // pp, kv_capacity_tokens=max(1, kv // pp),
@@ -418,6 +434,7 @@ def predict_deployment(profile_dir, *, input_tokens, output_tokens, max_num_seqs
                                  "data_parallel_size": dp, "expert_parallel_size": ep,
                                  "communication": link.describe() if link is not None else None,
                                  "method": method, "enable_prefix_caching": enable_prefix_caching,
+                                 "kv_cache_dtype": kv_cache_dtype,
                                  "async_scheduling": async_scheduling,
                                  "layout": " x ".join(layout) + f": {how}"})
 

@@ -457,6 +457,17 @@ def _ticks(sim, kv_capacity_tokens, tick_s: float = 1.0) -> dict:
     return ts
 
 
+#: ``simulate_capacity`` reads a capacity only from a saturated engine: the 95 % interval of the served tokens/s
+#: below this share of the offered tokens/s (at the default 1.5 x overload a right fluid guess serves 2/3 of it).
+#: A shallow queue serves less than a deep one: offered 1.2 x the capacity of a constant-time engine (0.83 served)
+#: the estimate was 1.8 % low; Qwen3-30B-A3B DP4 lockstep at 1000 / 200 tokens offered 29,376 tokens/s served
+#: 22,921 (0.78), 7.7 % below the 24,840 served at 1.5 x and 24,708 at 36,000 (2026-12-07), so 0.75, not 0.8
+SATURATED_SHARE = 0.75
+#: without a given arrival rate, how many times ``simulate_capacity`` doubles an offered rate that did not saturate
+#: the engine (up to 8 x the first, 12 x the fluid capacity at the default overload) before it says so
+MAX_RAISES = 3
+
+
 def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: int | None,
                       kv_capacity_tokens: int | None, block_size: int = 16, prefix_caching: bool = False,
                       arrival_rate: float | None = None, overload: float = 1.5, n_requests: int | None = None,
@@ -471,7 +482,12 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     ``arrival_rate`` (its ``--request-rate``) with the given requests each sent once in a seeded random
     order (``n_requests=None``: the benchmark's finite request set), or ``n_requests`` (default 2000)
     drawn with replacement from the length sample at ``arrival_rate``, or without one at ``overload``
-    x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.
+    x the fluid capacity (:func:`predict_capacity`), the engine's stationary saturated throughput.  A capacity
+    needs a saturated engine: the served tokens/s (its 95 % interval) clearly below the offered tokens/s
+    (:data:`SATURATED_SHARE`).  Without ``arrival_rate``, an offered rate that does not saturate it (a fluid
+    guess that is low for this engine) is doubled and the replications run again, at most :data:`MAX_RAISES`
+    times; with a given ``arrival_rate``, or past the cap, the answer says it is not saturated (``reason``,
+    ``inputs["saturated"]``): then it is the offered rate, a lower bound of the capacity.
     ``order="given"`` sends a benchmark's requests in the order given, as a benchmark client sends its
     request list (vLLM's ``vllm bench serve``; LLMServingSim's bench runner: dataset row ``N`` as request
     ``bench-N`` at the row's arrival offset; only the Poisson gaps are drawn); ``"random"`` (default) a seeded permutation.  The simulation is logged as vLLM logs a run (1 s ticks of served
@@ -528,45 +544,72 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     lam = arrival_rate if arrival_rate is not None else overload * fluid.requests_per_s
     eng = vllm_engine(model, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv_capacity_tokens,
                       block_size=block_size, prefix_caching=prefix_caching, async_scheduling=bool(async_scheduling))
-    est, res, windows, bind, preempt = [], [], [], [], 0
-    for g in np.random.SeedSequence(int(seed)).spawn(replications):
-        rng = np.random.default_rng(g)
-        arr = np.cumsum(rng.exponential(1.0 / lam, n_requests))
-        arr -= arr[0]
-        # the arrivals are drawn first, so "given" and "random" see the same Poisson gaps
-        idx = (np.arange(pk.size) if order == "given" else rng.permutation(pk.size)) if once \
-            else rng.integers(0, pk.size, n_requests)
-        sim = simulate(eng, {"arrival_s": arr, "prompt_tokens": pk[idx], "output_tokens": ok[idx]},
-                       "vllm-chunked", n_requests=n_requests, record_iterations=True)
-        preempt += int(sim.preemptions)
-        ts = _ticks(sim, kv_capacity_tokens)
-        # min_ticks=1: one replication's window may be short; the interval comes from the replications
-        reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12, min_ticks=1)
-        st = reg["steady"]
-        if not np.isfinite(st["tokens_per_s"]):  # no steady state long enough in this replication
-            continue
-        est.append(st["tokens_per_s"])
-        hold = (ts["t"] >= st["window_s"][0]) & (ts["t"] <= st["window_s"][1]) & (ts["waiting"] > 0)
-        res.append(float(ts["running"][hold].mean()))
-        windows.append(st["window_s"])
-        bind.append(reg["binding"])
-    if len(est) < 2:
-        raise RuntimeError(f"simulate_capacity: {len(est)} of {replications} replications reached a binding limit "
-                           f"at {lam:.3g} req/s; raise the arrival rate (or overload) or n_requests")
     from scipy import stats
 
-    est_a = np.asarray(est)
-    mean = float(est_a.mean())
-    half = float(stats.t.ppf(0.975, est_a.size - 1) * est_a.std(ddof=1) / np.sqrt(est_a.size))
     tok_per_req = float(p.mean() + o.mean())
-    binding = max(set(bind), key=bind.count)
+
+    def run(lam):
+        est, res, windows, bind, preempt = [], [], [], [], 0
+        for g in np.random.SeedSequence(int(seed)).spawn(replications):
+            rng = np.random.default_rng(g)
+            arr = np.cumsum(rng.exponential(1.0 / lam, n_requests))
+            arr -= arr[0]
+            # the arrivals are drawn first, so "given" and "random" see the same Poisson gaps
+            idx = (np.arange(pk.size) if order == "given" else rng.permutation(pk.size)) if once \
+                else rng.integers(0, pk.size, n_requests)
+            sim = simulate(eng, {"arrival_s": arr, "prompt_tokens": pk[idx], "output_tokens": ok[idx]},
+                           "vllm-chunked", n_requests=n_requests, record_iterations=True)
+            preempt += int(sim.preemptions)
+            ts = _ticks(sim, kv_capacity_tokens)
+            # min_ticks=1: one replication's window may be short; the interval comes from the replications
+            reg = capacity_regimes(ts, max_num_seqs=k_max if k_max is not None else 10 ** 12, min_ticks=1)
+            st = reg["steady"]
+            if not np.isfinite(st["tokens_per_s"]):  # no steady state long enough in this replication
+                continue
+            est.append(st["tokens_per_s"])
+            hold = (ts["t"] >= st["window_s"][0]) & (ts["t"] <= st["window_s"][1]) & (ts["waiting"] > 0)
+            res.append(float(ts["running"][hold].mean()))
+            windows.append(st["window_s"])
+            bind.append(reg["binding"])
+        if len(est) < 2:
+            return None
+        est_a = np.asarray(est)
+        mean = float(est_a.mean())
+        half = float(stats.t.ppf(0.975, est_a.size - 1) * est_a.std(ddof=1) / np.sqrt(est_a.size))
+        # saturated: the whole interval clearly below what is offered (a queue that only holds under the binding
+        # limit now and then serves about the offered rate, not the engine's capacity)
+        return {"est": est, "res": res, "windows": windows, "bind": bind, "preempt": preempt, "mean": mean,
+                "half": half, "saturated": mean + half < SATURATED_SHARE * lam * tok_per_req}
+
+    offered = [lam]
+    out = run(lam)
+    # without a given rate, the first guess (overload x the fluid capacity) may be below the engine's capacity
+    # (a fluid formula that is low for this engine): offer twice as much, at most MAX_RAISES times
+    while arrival_rate is None and (out is None or not out["saturated"]) and len(offered) <= MAX_RAISES:
+        lam *= 2.0
+        offered.append(lam)
+        out = run(lam)
+    if out is None:
+        raise RuntimeError(f"simulate_capacity: fewer than 2 of {replications} replications reached a binding limit "
+                           f"at {lam:.3g} req/s; raise the arrival rate (or overload) or n_requests")
+    est, res, windows, bind, preempt, mean, half = (out[k] for k in ("est", "res", "windows", "bind", "preempt",
+                                                                      "mean", "half"))
+    binding = max(bind, key=bind.count)  # the most frequent, a tie to the first replication's (no set order)
+    raised = (f", raised {len(offered) - 1} time{'s' if len(offered) > 2 else ''} from {offered[0]:.3g} req/s, where "
+              "the served rate was not clearly below the offered one" if len(offered) > 1 else "")
     how = (f"the {n_requests} given requests in {'their given' if order == 'given' else 'a random'} order, "
            f"Poisson at {lam:.3g} req/s (given)" if once
            else f"{n_requests} requests drawn from the length sample, Poisson at {lam:.3g} req/s (given)"
            if arrival_rate is not None
-           else f"{n_requests} requests drawn from the length sample, Poisson at {overload:g} x the fluid "
-                f"capacity ({lam:.3g} req/s)")
-    reason = (f"fluidq.simulate of vLLM's engine, {how}; "
+           else f"{n_requests} requests drawn from the length sample, Poisson at {lam:.3g} req/s ({overload:g} x the "
+                f"fluid capacity{raised})")
+    offered_tok = lam * tok_per_req
+    unsat = "" if out["saturated"] else (
+        f"; NOT SATURATED: the engine served {mean:.0f} tokens/s (95 % CI up to {mean + half:.0f}) of the "
+        f"{offered_tok:.0f} offered, not below {SATURATED_SHARE:g} x offered, so this is the offered rate, a lower "
+        "bound of the capacity, not the capacity" + (" (give a higher arrival rate)" if arrival_rate is not None else
+                                                     f" (offered up to {2 ** MAX_RAISES} x the first guess)"))
+    reason = (f"fluidq.simulate of vLLM's engine, {how}{unsat}; "
               f"served tokens/s over the 1 s ticks with requests waiting under the binding limit ({binding} in "
               f"{bind.count(binding)} of {len(bind)}), {len(est)} of {replications} seeded replications, 95 % CI "
               f"{mean - half:.0f}-{mean + half:.0f} tokens/s, {preempt} preemptions in all; the fluid formula "
@@ -579,5 +622,6 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
                                       "n_requests": n_requests, "requests_each_once": once,
                                       "replications": replications, "seed": int(seed),
                                       "windows_s": windows, "preemptions": preempt,
-                                      "fluid_tokens_per_s": fluid.tokens_per_s, "fluid_binding": fluid.binding},
+                                      "fluid_tokens_per_s": fluid.tokens_per_s, "fluid_binding": fluid.binding,
+                                      "saturated": bool(out["saturated"]), "offered_rates": tuple(offered)},
                               method="simulate", ci=(mean - half, mean + half), replications=tuple(est))

@@ -221,12 +221,15 @@ ERROR_NOTE = ("a roofline estimate from model facts and the GPU table, no profil
 def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tensor_parallel_size: int = 1,
                                 max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
                                 gpu_memory_utilization: float = 0.9, gpu_memory_gib: float | None = None,
-                                kv_capacity_tokens: int | None = None, block_size: int = 16):
+                                kv_capacity_tokens: int | None = None, block_size: int = 16,
+                                kv_bytes_per_value: int | None = None):
     """vLLM's capacity for ``model`` (a name, a ``config.json`` path or a ModelFacts) on
     ``tensor_parallel_size`` GPUs ``gpu`` (a name or a GPU), without any profile: the calibrated
     :class:`~fluidq.batchtime.roofline.Roofline`, the KV cache from vLLM's memory planner
     (:func:`~fluidq.models.kv_capacity_estimate`, on the table's memory unless ``gpu_memory_gib``) or
     given, and the decode-first chunked-prefill capacity of :func:`~fluidq.validate.predict.predict_capacity`.
+    ``kv_bytes_per_value`` (1: vLLM's ``--kv-cache-dtype fp8``) is the planner's bytes per cached value (default:
+    the model's dtype); the batch time's KV reads keep the model's dtype.
     The result's ``inputs`` say where each number came from, and ``estimate`` the error it carries."""
     from dataclasses import replace
 
@@ -247,10 +250,13 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
         mem = rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib
         est = kv_capacity_estimate(rf.model, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
                                    tensor_parallel_size=rf.tensor_parallel_size, block_size=block,
-                                   max_num_batched_tokens=b_max, max_num_seqs=k_max)
+                                   max_num_batched_tokens=b_max, max_num_seqs=k_max,
+                                   kv_bytes_per_value=kv_bytes_per_value)
         kv = est.tokens_at_context(float(np.mean(p) + np.mean(o) / 2))  # est.tokens unless windowed layers
         kv_source = (f"vLLM's memory planner, an estimate: {mem:g} GiB "
                      f"({'given' if gpu_memory_gib is not None else 'the GPU table'}) x {gpu_memory_utilization:g}"
+                     + (f", {kv_bytes_per_value} byte{'s' if kv_bytes_per_value > 1 else ''} per cached value"
+                        if kv_bytes_per_value is not None else "")
                      + (sliding_note(est, kv) if kv != est.tokens else ""))
     pred = predict_capacity(rf, p, o, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, block_size=block)
     return replace(pred, inputs={**pred.inputs, "model": rf.model.name, "gpu": rf.gpu.name,

@@ -67,8 +67,8 @@ def test_capacity_profile_dir_on_the_command_line(capsys):
     rc, out, err = run_cli(["capacity", "--profile-dir", str(FOLDER), "--trace", "azure-conv"], capsys)
     assert rc == 0 and "memory planner" in out and "binding" in out, err
     for argv, word in ((["--profile-dir", str(FOLDER), "--tensor-parallel-size", "2"], "profile_tp2_dense"),
-                       (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "0"], "pipeline_parallel_size"),
-                       (["--profile-dir", str(FOLDER), "--enable-expert-parallel"], "enable_expert_parallel"),
+                       (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "0"], "--pipeline-parallel-size=0"),
+                       (["--profile-dir", str(FOLDER), "--enable-expert-parallel"], "--enable-expert-parallel"),
                        (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "2", "--link-latency-us", "3"],
                         "link_bandwidth_gbps"),
                        (["--data-parallel-size", "2"], "--profile-dir"),

@@ -168,7 +168,9 @@ def test_replayed_capacity_within_5_pct_of_the_steady_state(rows, case):
 _FLUID_MISSES = {  # regenerated 2026-12-06 (h-pre16's KV preemption and slack terms); see validation/RESULTS.md
     "rtx4090-llama3.1-8b": "+0.5 %",  # +11.1 % before the formula counted vLLM's recompute preemptions; +9.5 % earlier
     "rtxpro6000-llama3.1-8b": "+7.3 %",  # +6.5 % before the flow balance let an iteration's prompts share it
-    "rtxpro6000-qwen3-30b-a3b": "+20.5 %",  # +18.1 % before
+    # +25.7 % since the lockstep group has every rank's token budget and spreads its chunks (2026-12-07; its
+    # stationary simulation 9,334 tokens/s, the formula 9,415); +20.5 % before, +18.1 % before that
+    "rtxpro6000-qwen3-30b-a3b": "+25.7 %",
 }
 
 

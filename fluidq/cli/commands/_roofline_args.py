@@ -210,7 +210,8 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
     def estimate(t, u=util):
         return kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib if gib is None else gib,
                                     gpu_memory_utilization=u, tensor_parallel_size=t, block_size=block_size,
-                                    max_num_batched_tokens=b_max, max_num_seqs=k_max)
+                                    max_num_batched_tokens=b_max, max_num_seqs=k_max,
+                                    kv_bytes_per_value=1 if getattr(args, "kv_cache_dtype", None) == "fp8" else None)
 
     def holds(t, u=util) -> bool:
         try:

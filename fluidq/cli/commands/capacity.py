@@ -53,9 +53,10 @@ def register(sub):
                         "adds two all-reduces per layer from the communication model below); with --gpu: GPUs per model copy")
     g.add_argument("--pipeline-parallel-size", type=int, default=1,
                    help="with --profile-dir: vLLM's --pipeline-parallel-size (stages, their bubble and the activations "
-                        "sent between them)")
+                        "sent between them); with --gpu refused (the roofline has no pipeline stages)")
     g.add_argument("--data-parallel-size", type=int, default=1,
-                   help="with --profile-dir: vLLM's --data-parallel-size (replicas behind the router; capacity = sum)")
+                   help="with --profile-dir or --gpu: vLLM's --data-parallel-size (replicas behind the router; capacity = "
+                        "sum; a MoE model's ranks in lockstep with --profile-dir only)")
     g.add_argument("--enable-expert-parallel", action="store_true",
                    help="with --profile-dir, a MoE model: spread the experts over the GPUs (two all-to-alls per MoE layer)")
     add_link_args(g, "with --profile-dir and GPUs that communicate")
@@ -64,11 +65,17 @@ def register(sub):
                         "served tokens/s of fluidq.simulate on the same vLLM engine under overload (recompute "
                         "preemption, admission and the lockstep MoE ranks' slowest rank counted), mean and 95 %% CI "
                         "over --replications seeded runs; with --rate, Poisson arrivals at that rate (a benchmark's "
-                        "--request-rate) of the --trace's requests each once, else 1.5 x the fluid capacity")
+                        "--request-rate) of the --trace's requests each once, else 1.5 x the fluid capacity, doubled (at most "
+                        "3 times) while the served rate is not clearly below the offered one; an answer that did not "
+                        "saturate the engine says NOT SATURATED (a lower bound)")
     g.add_argument("--replications", type=int, default=None,
                    help="with --method simulate: seeded replications (default 5)")
     g.add_argument("--enable-prefix-caching", action="store_true",
                    help="with --method simulate: vLLM's --enable-prefix-caching (a preempted request reuses its blocks)")
+    g.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default=None,
+                   help="with --gpu or --profile-dir: vLLM's --kv-cache-dtype for the memory planner's KV cache: auto "
+                        "(default) the model's dtype, fp8 one byte per cached value (the KV capacity follows it; the "
+                        "batch time's KV reads stay at the model's dtype)")
     add_roofline_args(p, tp=False)  # --tensor-parallel-size and --gpu-memory-utilization are above
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -83,20 +90,38 @@ def _roofline(args):
 
     given = [o for o, v in (("--profile", args.profile), ("--fit", getattr(args, "fit", None)), ("--c-ms", args.c_ms),
                             ("--a-ms", args.a_ms), ("--b0", args.b0), ("--profile-dir", args.profile_dir)) if v is not None]
-    if args.engines != 1:
-        given.append("--engines")
-    for opt, v, default in (("--pipeline-parallel-size", args.pipeline_parallel_size, 1),
-                            ("--data-parallel-size", args.data_parallel_size, 1),
-                            ("--enable-expert-parallel", args.enable_expert_parallel, False),
+    for opt, v, default in (("--enable-expert-parallel", args.enable_expert_parallel, False),
                             ("--link-bandwidth-gbps", args.link_bandwidth_gbps, None),
                             ("--link-latency-us", args.link_latency_us, None),
                             ("--all-reduce-csv", args.all_reduce_csv, None)):
         if v != default:
-            given.append(opt)  # the roofline reads its links from the GPU table; PP/DP/EP are --profile-dir's
+            given.append(opt)  # the roofline reads its links from the GPU table; EP is --profile-dir's
     if given:
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    from ...errors import ParameterError
+    from ..._validate import integer
+
+    with parameters_as_flags(_DEPLOYMENT_FLAGS):
+        pp = integer("pipeline_parallel_size", args.pipeline_parallel_size, minimum=1, maximum=1024)
+        dp = integer("data_parallel_size", args.data_parallel_size, minimum=1, maximum=1024)
+    if pp > 1:
+        raise ParameterError("--pipeline-parallel-size", pp, "1 with --gpu",
+                             "the roofline batch time (fluidq.batchtime.roofline) is one engine's iteration: it has "
+                             "no pipeline stages, their bubble or the activations sent between them; a pipeline "
+                             "deployment is predicted from operator profiles with --profile-dir")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     model = model_from_args(args)
+    if dp > 1 and model.is_moe:
+        raise ParameterError("--data-parallel-size", dp, "1 for the mixture-of-experts model " + model.name
+                             + " with --gpu",
+                             "vLLM steps a MoE model's data-parallel ranks in lockstep (every MoE layer "
+                             "synchronises them), which the roofline does not model; --engines N for N separate "
+                             "vLLM servers (the sum), or --profile-dir for the lockstep group")
+    from ..._validate import ENGINES_WHY, MAX_ENGINES
+
+    integer("--engines", args.engines, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
+    n = args.engines * dp  # identical engines behind vLLM's router (or a JSQ router over servers): the sum
+    integer("--engines x --data-parallel-size", n, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
     tr = None
     if args.trace is not None:
         tr = load_cli_trace("--trace", args.trace).trace
@@ -111,22 +136,42 @@ def _roofline(args):
                         k_max=256 if args.k_max is None else args.k_max, kv_capacity=args.kv_capacity,
                         block_size=args.block_size)
     with named_by_flag(args=args), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
-        res = predict_roofline_deployment(
+        one = predict_roofline_deployment(
             model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
             tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
             max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-            block_size=args.block_size)
+            block_size=args.block_size, kv_bytes_per_value=_kv_bytes(args))
+    from dataclasses import replace
+
+    res = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
+                  residents=n * one.residents, limits={k: n * v for k, v in one.limits.items()},
+                  inputs={**one.inputs, "engines": args.engines, "data_parallel_size": dp, "n_engines": n,
+                          "kv_cache_dtype": args.kv_cache_dtype or "auto"})
     i = res.inputs
-    lines = [f"deployment      {i['model']} on {i['tensor_parallel_size']} x {i['gpu']} (roofline batch time)",
+    if n > 1:
+        copies = " x ".join(w for w in ((f"{args.engines} servers" if args.engines > 1 else ""),
+                                        (f"DP{dp}" if dp > 1 else "")) if w)
+        deployment = (f"{n} identical engines ({copies}), each {i['model']} on {i['tensor_parallel_size']} x "
+                      f"{i['gpu']} (roofline batch time); capacity = the sum (a router over identical engines)")
+        why = f"each of the {n} engines: {_limits_in_words(one.reason, one.limits)}"
+    else:
+        deployment = f"{i['model']} on {i['tensor_parallel_size']} x {i['gpu']} (roofline batch time)"
+        why = _limits_in_words(res.reason, res.limits)
+    lines = [f"deployment      {deployment}",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
-             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}",
-             f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
-             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s",
-             f"binding         {res.binding} (residents allowed: "
+             f"block_size={i['block_size']}, tensor_parallel_size={i['tensor_parallel_size']}"
+             + (f", data_parallel_size={dp}" if dp > 1 else "")
+             + (f", kv_cache_dtype={args.kv_cache_dtype}" if args.kv_cache_dtype else ""),
+             f"KV cache        {i['kv_capacity_tokens']:,} tokens"
+             + (" per engine" if n > 1 else "") + f" ({i['kv_source']})",
+             f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s"
+             + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else ""),
+             f"binding         {res.binding} (residents allowed"
+             + (f" summed over the {n} engines" if n > 1 else "") + ": "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"estimate        {i['estimate']}",
-             f"why             {_limits_in_words(res.reason, res.limits)}"]
+             f"why             {why}"]
     sync = sync_note(gpu, i["tensor_parallel_size"], i["batch_time"]["sync_step_us"])
     if sync:
         lines.insert(-1, f"sync            {sync}")
@@ -145,8 +190,8 @@ def _roofline(args):
     from ...dtmc.kv_basis import kv_capacity
 
     shape = workload_from_args(args, default_rate=1.0)
-    reg = max_throughput(engine, shape)
-    kvr = kv_capacity(engine, shape)
+    reg = max_throughput(engine, shape, n_engines=n)
+    kvr = kv_capacity(engine, shape, n_engines=n)
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
                                "reason": reg.reason,
                                "kv_rules_requests_per_s": None if kvr is None else kvr.requests_per_s}
@@ -167,6 +212,11 @@ def _roofline(args):
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _kv_bytes(args):
+    """``--kv-cache-dtype`` as the memory planner's bytes per cached value (``None``: the model's dtype)."""
+    return 1 if args.kv_cache_dtype == "fp8" else None
 
 
 def _after_capacity(lines: list[str]) -> int:
@@ -230,7 +280,9 @@ def _deployment(args):
     from ._profile_dir_args import profile_dir_context
 
     profile_dir_context(args, tr)  # --prompt + --output within the model's context; the KV estimate named as such
-    with parameters_as_flags(**profile_dir_flags(args)):  # (a cache no request fits: its flag or the estimate)
+    named = profile_dir_flags(args)
+    named["flags"] = {**named["flags"], **_DEPLOYMENT_FLAGS}
+    with parameters_as_flags(**named):  # (a cache no request fits: its flag or the estimate)
         res = predict_deployment(args.profile_dir, input_tokens=lengths[0], output_tokens=lengths[1],
                                  model=profiled_model(args),
                                  max_num_seqs=256 if args.k_max is None else args.k_max,
@@ -242,7 +294,8 @@ def _deployment(args):
                                  link_bandwidth_gbps=args.link_bandwidth_gbps, link_latency_us=args.link_latency_us,
                                  all_reduce_csv=args.all_reduce_csv, kv_capacity_tokens=args.kv_capacity,
                                  gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-                                 block_size=args.block_size, **sim_args)
+                                 block_size=args.block_size, kv_cache_dtype=args.kv_cache_dtype or "auto",
+                                 **sim_args)
     i = res.inputs
     lines = [f"deployment      {i['model']} from {i['profile_dir']} ({i['n_layers']} layers, from its model facts)",
              f"vLLM            max_num_batched_tokens={i['max_num_batched_tokens']}, max_num_seqs={i['max_num_seqs']}, "
@@ -252,12 +305,21 @@ def _deployment(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
              + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
-                if res.ci is not None else "") + ")",
+                if res.ci is not None else "") + ")"
+             + ("; NOT SATURATED: the offered rate, a lower bound of the capacity (why)"
+                if i.get("saturated") is False else ""),
              f"binding         {res.binding} (residents allowed: "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
              f"why             {_why_per_engine(res, i)}"]
     emit(args, res, "\n".join(lines))
     return 0
+
+
+#: predict_deployment's parallel and simulation parameters as the flags of this command that set them (the
+#: others in profile_dir_flags)
+_DEPLOYMENT_FLAGS = {"pipeline_parallel_size": "--pipeline-parallel-size", "data_parallel_size": "--data-parallel-size",
+                     "enable_expert_parallel": "--enable-expert-parallel", "replications": "--replications",
+                     "arrival_rate": "--rate"}
 
 
 def _why_per_engine(res, i) -> str:
@@ -321,11 +383,13 @@ def run(args):
                             ("--link-bandwidth-gbps", args.link_bandwidth_gbps, None),
                             ("--link-latency-us", args.link_latency_us, None), ("--all-reduce-csv", args.all_reduce_csv, None),
                             ("--method", args.method, None), ("--replications", args.replications, None),
+                            ("--kv-cache-dtype", args.kv_cache_dtype, None),
                             ("--enable-prefix-caching", args.enable_prefix_caching, False)):
         if v != default:
             from .. import CliError
 
-            also = opt in ("--gpu-memory-gib", "--gpu-memory-utilization", "--block-size", "--tensor-parallel-size")
+            also = opt in ("--gpu-memory-gib", "--gpu-memory-utilization", "--block-size", "--tensor-parallel-size",
+                           "--kv-cache-dtype", "--data-parallel-size", "--pipeline-parallel-size")
             raise CliError(f"{opt} is read only with --profile-dir{' or --gpu' if also else ''} (it would be ignored)")
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine = kv_from_args(args, engine_from_args(args))
