@@ -32,10 +32,12 @@ two equal on random engines, memories, schedulers and workloads), for:
 
 Lazily tabulated batch times stay on the Python path.
 
-Numba compiles :func:`step` apart by two arguments' types: ``mode`` (None: no composition batch time, no async
-scheduling) and ``feat`` (None: vLLM's rules alone -- paged, the most recently admitted victim, recompute, no prefix
-caching); with None the flags they stand for are constants and their branches are gone from the loop (``feat``:
-3-13 % off a vLLM run, issue 15's binding cache at 1.2 lambda*, 2026-12-07, benchmarks/README.md).
+Numba compiles the loop (``_advance``, which the plain-Python :func:`step` calls) apart by two arguments' types:
+``mode`` (None: no composition batch time, no async scheduling) and ``feat`` (None: vLLM's rules alone -- paged, the
+most recently admitted victim, recompute, no prefix caching); with None the flags they stand for are constants and
+their branches are gone from the loop (``feat``: 3-13 % off a vLLM run, issue 15's binding cache at 1.2 lambda*,
+2026-12-07, benchmarks/README.md).  A power-of-two block size (``cfg[C_BSH]``, its log2) makes the block arithmetic
+shifts and masks (``_bdiv``, ``_bmod``: the same integers; ~6 % of that run); any other divides.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
@@ -113,7 +115,8 @@ STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: th
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING, C_MAXBLK) = range(19)
 # the batch time from its composition (ct, fluidq.kernel.compose); async scheduling; the engine's k_max (-1: none)
 C_COMPOSE, C_ASYNC, C_KENG = range(19, 22)
-N_CFG = 22
+C_BSH = 22  # log2 of the block size when it is a power of two (vLLM's 16), else -1: see _bdiv
+N_CFG = 23
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
  I_NR, I_NITER, I_MIXED, I_TOKS, I_RESUME, I_PREEMPT, I_WASTED, I_REJECTED, I_PEAK, I_NBLOCKED, I_EXAMINED, I_KVDEC,
@@ -133,7 +136,6 @@ R_T, R_B = range(2)
 N_RI = 9
 
 
-@jit
 def _grow1(a, need):
     """``a`` copied into an array of the same type with at least ``need`` slots, doubling."""
     m = len(a) * 2 + 16
@@ -144,7 +146,6 @@ def _grow1(a, need):
     return b
 
 
-@jit
 def _grow2(a, need):
     """``a`` (rows x columns) copied into one with at least ``need`` rows, doubling."""
     m = a.shape[0] * 2 + 16
@@ -178,6 +179,25 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         bw[nb] = work
         nb += 1
     return na, n_sys, work, pt, hidden, rejected, nb
+
+
+@jit(inline="always", _nrt=False)
+def _bdiv(x, bs, bsh):
+    """``cdiv(x, bs)`` (:func:`fluidq.kernel.kvrules.cdiv`, ``ceil(x / bs)``); with ``bsh`` >= 0 (``bs`` is
+    ``2 ** bsh``) by an arithmetic shift instead of a division: the same integer for every ``x`` (a shift right
+    floors as ``//`` does).  The division by a run-time block size was 7.5 % of a vLLM run (2026-12-07)."""
+    if bsh >= 0:
+        return -((-x) >> bsh)
+    return _cdiv(x, bs)
+
+
+@jit(inline="always", _nrt=False)
+def _bmod(x, bs, bsh):
+    """``x % bs`` (Python's: in ``[0, bs)``); with ``bsh`` >= 0 (``bs`` is ``2 ** bsh``) a mask, the same integer
+    for every ``x`` in two's complement."""
+    if bsh >= 0:
+        return x & (bs - 1)
+    return x % bs
 
 
 @jit(_nrt=False)
@@ -297,7 +317,7 @@ N_LP = 10
 
 
 @jit(inline="always", _nrt=False)
-def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
+def _select(dl, pl, ql, lp, hide, paged, bs, bsh, G, gb, kv, nbk, pc, pf, b_max, k_cap, mixed, chunked, chunk_long,
             prefill_first, bpr, bpm, bd, bl, nowalk):
     """``Scheduler.select`` (FCFS) on the residents in view: all of them, or with ``hide`` the admitted ones.
 
@@ -351,7 +371,7 @@ def _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_ca
     full = 0
     alld = ran and take == ndl
     if ran and not alld:
-        full = _fill_bd(dl, lp, bd, take, paged, bs, G, gb, kv)
+        full = _fill_bd(dl, lp, bd, take, paged, bs, bsh, G, gb, kv)
     return npf, nd, nbl, alld, full
 
 
@@ -373,7 +393,7 @@ def _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf):
 
 
 @jit(inline="always", _nrt=False)
-def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
+def _fill_bd(dl, lp, bd, nd, paged, bs, bsh, G, gb, kv):
     """Write the first ``nd`` decoders to ``bd``; return how many have their blocks full."""
     full = 0
     i = lp[L_D]
@@ -385,7 +405,7 @@ def _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv):
             continue
         bd[j] = rid
         j += 1
-        if paged and (kv[rid] + G - gb[rid]) % bs == 0:
+        if paged and _bmod(kv[rid] + G - gb[rid], bs, bsh) == 0:
             full += 1
     return full
 
@@ -425,7 +445,6 @@ def _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, f, si):
     return nh
 
 
-@jit
 def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn, ftk, fin,
          dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt, fr, swq, shl, stamp, cup,
          qpos, qn, qs, ct, lg, mode, feat, qe, hf, hr, bt, bn, bw, RF, RI):
@@ -433,27 +452,33 @@ def step(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hw
 
     :func:`_advance` runs the simulation without numba's reference counting (which, over some sixty
     arrays, cost about a third of its time) and so allocates nothing: when a buffer lacks room it stops at
-    the top of an iteration, and this function grows the buffer and calls it again."""
+    the top of an iteration, and this function grows the buffer and calls it again.
+
+    This function is plain Python (a few calls per run: the buffers double): compiled, it carried its own copy
+    of ``_advance``, which numba links into the caller's module and LLVM optimizes a second time there, and that
+    copy is what a process loading the cache runs, while the compiling process runs ``_advance``'s own.  The two
+    differed by up to 1.4x in speed, in either direction as the loop changed (vLLM, binding cache, 1.2 lambda*,
+    2026-12-07, benchmarks/README.md); called from here, every process runs the one copy."""
     while True:
         status = _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre, hwm, isbl, st, fs, pdn,
                           ftk, fin, dl, pl, ql, pos_d, pos_p, lp, pend, bpr, bpm, bd, bl, run, fl, sr, sq, gb, cv, cnt,
                           fr, swq, shl, stamp, cup, qpos, qn, qs, ct, lg, mode, feat, qe, hf, hr, bt, bn, bw, RF, RI)
         if status != STATUS_GROW:
             return status, qe, hf, hr, bt, bn, bw, RF, RI
-        need = si[I_NEED_B]
+        need = int(si[I_NEED_B])
         if len(bt) < need:
             bt = _grow1(bt, need)
             bn = _grow1(bn, need)
             bw = _grow1(bw, need)
-        need = si[I_NEED_H]
+        need = int(si[I_NEED_H])
         if len(hf) < need:
             hf = _grow1(hf, need)
             hr = _grow1(hr, need)
-        need = si[I_NEED_R]
+        need = int(si[I_NEED_R])
         if RF.shape[0] < need:
             RF = _grow2(RF, need)
             RI = _grow2(RI, need)
-        need = si[I_NEED_Q]
+        need = int(si[I_NEED_Q])
         if qe.shape[0] < need:
             qe = _grow2(qe, need)
 
@@ -475,6 +500,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
     report = cfg[C_REPORT] != 0
     paged = feat is None or cfg[C_PAGED] != 0  # (feat: see below)
     bs = cfg[C_BS]
+    bsh = cfg[C_BSH]
     whole = cfg[C_WHOLE] != 0
     most_recent = feat is None or cfg[C_MOST_RECENT] != 0
     emit = cfg[C_EMIT] != 0
@@ -625,7 +651,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             sh = (sh + 1) % cap_sw
             nsw -= 1
             if paged:
-                nbk[rid] = _cdiv(held, bs)
+                nbk[rid] = _bdiv(held, bs, bsh)
                 free -= nbk[rid]
             used += held
             kv[rid] = held
@@ -638,7 +664,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 kvdec += kv[rid]
                 sdec += P[rid] + dc[rid]
                 gb[rid] = G
-                cnt[(kv[rid] - G) % bs] += 1
+                cnt[_bmod(kv[rid] - G, bs, bsh)] += 1
                 nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                 if dc[rid] == 0:
                     fr[nfr] = rid
@@ -667,13 +693,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             # their count above the free blocks implies ndl above them: that clause is not tested again)
             ndl = lp[L_D + 2]
             nowalk = (skip_ok and 0 < ndl <= b_max and ndl <= k_it and
-                      (used + ndl > kv_cap if not paged else cnt[(-G) % bs] > free))
-            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, G, gb, kv, nbk, pc, pf, b_max, k_it,
+                      (used + ndl > kv_cap if not paged else cnt[_bmod(-G, bs, bsh)] > free))
+            npf, nd, nbl, alld, full = _select(dl, pl, ql, lp, hide, paged, bs, bsh, G, gb, kv, nbk, pc, pf, b_max, k_it,
                                                mixed, chunked, chunk_long, prefill_first, bpr, bpm, bd, bl, nowalk)
             if nowalk:
                 si[I_NOWALK] += 1
             if alld and paged:
-                full = cnt[(-G) % bs]
+                full = cnt[_bmod(-G, bs, bsh)]
             examined += nadm if hide else lp[L_D + 2] + lp[L_P + 2] + lp[L_F + 2] + nlg
             if record:
                 demand = _demand(pl, ql, lp, hide, paged, kv, nbk, pc, pf) + (0 if hide else hidden)
@@ -727,13 +753,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
-                        need += _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                        need += _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
                 if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
                         if run[j]:
-                            k = _cdiv(kv[rid] + bpm[j], bs) - nbk[rid]
+                            k = _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
                             if k > 0:
                                 nbk[rid] += k
                     free -= need  # (the decoders' blocks are counted in nbk when their token is added)
@@ -753,14 +779,14 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             continue
                         hit = 0
                         if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
-                            if _cdiv(pc[rid], bs) > free:
+                            if _bdiv(pc[rid], bs, bsh) > free:
                                 stop = True
                                 continue
                             hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
                             free -= hit
                         remaining = pc[rid] - pf[rid] - hit * bs
                         want = remaining if whole or m > remaining else m
-                        if _cdiv(hit * bs + want, bs) - hit > free:
+                        if _bdiv(hit * bs + want, bs, bsh) - hit > free:
                             stop = True
                             continue
                         nbk[rid] = hit
@@ -790,7 +816,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         nadm += 1
                         if m > remaining:
                             m = remaining
-                        k = _cdiv(kv[rid] + m, bs) - nbk[rid]
+                        k = _bdiv(kv[rid] + m, bs, bsh) - nbk[rid]
                         if k > 0:
                             free -= k
                             nbk[rid] += k
@@ -855,15 +881,15 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     nd = f
                 if alld and nd < lp[L_D + 2]:
                     alld = False
-                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, bsh, G, gb, kv)
                 break
             # preempt the victim: by recomputation its KV is discarded; by swap it moves to the host
             if st[victim] == 1:  # a decoder (its values made actual) leaves the decoders
-                cnt[(kv[victim] - gb[victim]) % bs] -= 1
+                cnt[_bmod(kv[victim] - gb[victim], bs, bsh)] -= 1
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
                 if paged:
-                    nbk[victim] = _cdiv(kv[victim], bs)
+                    nbk[victim] = _bdiv(kv[victim], bs, bsh)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, victim)
@@ -911,7 +937,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 nd = f
                 if alld:
                     alld = False
-                    full = _fill_bd(dl, lp, bd, nd, paged, bs, G, gb, kv)
+                    full = _fill_bd(dl, lp, bd, nd, paged, bs, bsh, G, gb, kv)
         if npf == 0 and nd == 0:
             if async_ and (nlg > 0 or tseen == tseen):  # nothing in flight: every output and arrival is read now
                 flush = True
@@ -983,11 +1009,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     rid = dl[i]
                     if rid <= last:
                         continue
-                    cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                    cnt[_bmod(kv[rid] - gb[rid], bs, bsh)] -= 1
                     dc[rid] += G - gb[rid]
                     kv[rid] += G - gb[rid]
                     gb[rid] = G + 1
-                    cnt[(kv[rid] - gb[rid]) % bs] += 1
+                    cnt[_bmod(kv[rid] - gb[rid], bs, bsh)] += 1
                     if cv[rid] == 0:  # (a covered one stays covered: the older decoders are left out too, or served)
                         nh = _hpush(hf, hr, nh, gb[rid] + D[rid] - dc[rid], rid)
             G += 1
@@ -998,7 +1024,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 if st[rid] != 1 or gb[rid] + D[rid] - dc[rid] != f:
                     continue  # stale: it left, or its finishing round moved
                 nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid)
-                cnt[(kv[rid] - gb[rid]) % bs] -= 1
+                cnt[_bmod(kv[rid] - gb[rid], bs, bsh)] -= 1
                 dc[rid] += G - gb[rid]
                 kv[rid] += G - gb[rid]
                 gb[rid] = G
@@ -1060,7 +1086,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     kvdec += kv[rid]
                     sdec += P[rid] + dc[rid]
                     gb[rid] = G
-                    cnt[(kv[rid] - G) % bs] += 1
+                    cnt[_bmod(kv[rid] - G, bs, bsh)] += 1
                     nh = _join(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, rid, G + D[rid] - dc[rid], si)
                     if dc[rid] == 0:
                         fr[nfr] = rid
@@ -1074,7 +1100,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             rid = fl[j]
             if j < nfl_dec:
                 if paged:
-                    nbk[rid] = _cdiv(kv[rid], bs)
+                    nbk[rid] = _bdiv(kv[rid], bs, bsh)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)

@@ -423,7 +423,8 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     cfg[:] = [b_max, k_cap, mixed, chunked, chunk_long, prefill_first, record, progress is not None, paged, bs,
               whole_prompt, most_recent, emit_at_prefill, min(int(kv_cap), 1 << 62), w_size, never,
               swap_s_per_token is not None, caching, maxblk, compose_table is not None, bool(async_scheduling),
-              -1 if engine_k_max is None else min(int(engine_k_max), 1 << 62)]
+              -1 if engine_k_max is None else min(int(engine_k_max), 1 << 62),
+              bs.bit_length() - 1 if bs & (bs - 1) == 0 else -1]
     ct = np.zeros(16) if compose_table is None else np.ascontiguousarray(compose_table, dtype=f64)
     cf = np.array([horizon, ks, 0.0 if swap_s_per_token is None else swap_s_per_token], dtype=f64)
     si = np.zeros(K.N_SI, dtype=i64)
@@ -458,7 +459,9 @@ def _run_kv(K, arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_f
     stamp, cup, qpos, qn = (sized(caching, 0) for _ in range(4))
     qs = np.array([int(kv_cap) // bs, 0, 0], dtype=i64)  # never-used blocks, queue head, queue end
     qe = np.empty((64, 4), dtype=i64)  # the freed blocks (prefix caching): request, index, generation, taken
-    hf, hr = np.empty(64, dtype=i64), np.empty(64, dtype=i64)
+    # the heap: room for three pushes per request (what kv.py asks per request in the system), so that it seldom
+    # grows (kv.step is plain Python: each growth is one more call of the compiled loop); pages are touched as used
+    hf, hr = np.empty(3 * n + 66, dtype=i64), np.empty(3 * n + 66, dtype=i64)
     bt, bn, bw = np.empty(2 * n + 64, f64), np.empty(2 * n + 64, i64), np.empty(2 * n + 64, i64)
     m = 64 if record else 0
     RF, RI = np.empty((m, 2), f64), np.empty((m, K.N_RI), i64)
