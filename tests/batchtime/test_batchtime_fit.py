@@ -1,4 +1,5 @@
 """Fitting batch-time models: recovery of known parameters, model choice, result object, bad input."""
+import dataclasses
 import math
 
 import numpy as np
@@ -103,9 +104,9 @@ def test_exact_data_gives_zero_error_and_result_fields():
     assert r.max_abs_error_s < 1e-9 and r.residuals_s.shape == B.shape
     d = r.to_dict()
     assert d["kind"] == "staircase" and d["model"]["b0"] == 128 and len(d["residuals_s"]) == B.size
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="read-only"):
         r.residuals_s[0] = 1.0  # read-only
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="r2"):
         r.r2 = 0.0  # frozen
     mine = B.copy()
     fit_batch_time(mine, t(mine), kind="affine")

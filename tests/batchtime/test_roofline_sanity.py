@@ -7,6 +7,7 @@ import json
 import pytest
 
 from fluidq.batchtime.roofline import roofline
+from fluidq.errors import ParameterError
 from fluidq.models import load_model
 from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.validate.roofline import predict_roofline_deployment
@@ -105,5 +106,5 @@ def test_mlp_width_must_split_too():
     m = load_model("Llama-3.1-8B").replace(intermediate_size=14338)  # 2 x 7169: tp 4 splits the heads, not the MLP
     assert m.tensor_parallel_sizes(8) == [1, 2]
     moe = load_model("Qwen3-30B-A3B").replace(moe_intermediate_size=772)
-    with pytest.raises(Exception, match="moe_intermediate_size=772"):
+    with pytest.raises(ParameterError, match="tensor_parallel_size=8: expected a divisor of moe_intermediate_size=772"):
         moe.kv_heads_per_gpu(8)

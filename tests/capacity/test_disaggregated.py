@@ -2,6 +2,7 @@
 against the tandem simulation, the co-located comparison, and bad input."""
 import math
 
+import numpy as np
 import pytest
 
 from fluidq import Engine, Poisson, Workload
@@ -101,12 +102,19 @@ def test_fluid_verdict_agrees_with_simulation(n_p, n_d, link, want):
     assert cap.bottleneck == want
     horizon = 200.0 if cap.requests_per_s > 5 else 1500.0  # enough arrivals for the backlog test
     for f, verdict in ((0.9, "stable"), (1.1, "unstable")):
+        served = []
         for seed in (1, 2, 3):
             s = simulate_disaggregated(PRE, DEC, wl(rate=f * cap.requests_per_s), n_prefill=n_p, n_decode=n_d,
                                        link=link, kv_bytes_per_token=KVB, horizon_s=horizon, seed=seed)
             assert s.verdict == verdict, (cap.bottleneck, f, seed, s)
-        if verdict == "unstable":  # overloaded: the tandem serves about its capacity
-            assert s.throughput_per_s == pytest.approx(cap.requests_per_s, rel=0.08)
+            served.append(s.throughput_per_s / cap.requests_per_s)
+        if verdict == "unstable":
+            # overloaded, the tandem serves its capacity less the filling transient (the first completions come a
+            # request's passage after t = 0: prefill, transfer, ~100 decode iterations, a few seconds of 200): the
+            # 95 % t interval of the three seeds' mean served share lies in [0.92, 1] (measured 2026-12-07 over
+            # seeds 1-10: 0.967 +- 0.002 s.e. for 3+1, 0.968 +- 0.0005 for 2+3); above capacity is impossible
+            m, h = sum(served) / 3, 4.303 * float(np.std(served, ddof=1)) / math.sqrt(3)
+            assert 0.92 <= m - h and m + h <= 1.0, (cap.bottleneck, served)
 
 
 def test_region_is_the_stage_rectangle():

@@ -1,6 +1,8 @@
 """`fluidq dtmc` and the DTMC plots."""
 import json
 
+import numpy as np
+
 import fluidq
 from fluidq.cli import main
 from fluidq.dtmc import build_dtmc
@@ -39,7 +41,13 @@ def test_plots_write_files(tmp_path, small_engine):
     thr = fluidq.stability_threshold(small_engine, w, "vllm")
     assert thr.plot(path=tmp_path / "t.png") == str(tmp_path / "t.png")
     ax = r.plot()
-    assert ax is not None
+    # the heat map is the stationary law summed over head progress: its cells (log10) carry the solved pi
+    img = np.asarray(ax.images[0].get_array())
+    grid = np.zeros((ch.space["n_p"].max() + 1, ch.space["n_d"].max() + 1))
+    np.add.at(grid, (ch.space["n_p"], ch.space["n_d"]), r.pi)
+    assert img.shape == grid.shape and np.allclose(img, np.log10(np.maximum(grid, 1e-16)))
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("requests decoding n_d", "requests in prefill n_p")
+    assert "vllm" in ax.get_title() and "stable" in ax.get_title()
 
 
 def test_cli_refuses_a_chain_too_large_for_memory(capsys):

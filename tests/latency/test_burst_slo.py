@@ -90,5 +90,11 @@ def test_censored_requests_are_misses_only_when_they_already_waited_too_long():
     assert math.isinf(tightest_slo(lat, 0.75, bounds)) and tightest_slo_lower(lat, 0.75, bounds) == 0.3
     assert tightest_slo_lower(lat, 1.0, bounds) == 0.9  # the old one meets any SLO above its 0.9
     assert tightest_slo([0.1, 0.2, 0.3, 0.4], 0.99, [0, 0, 0, 0]) == pytest.approx(0.4)
-    with pytest.raises(Exception, match="lower_bounds"):
+    with pytest.raises(ParameterError, match="lower_bounds"):
         slo_attainment(lat, 0.25, bounds[:2])
+    # a bound of an unfinished request must be a number >= 0 (NaN or -1 would silently read as "undecided")
+    for bad in (float("nan"), -1.0):
+        with pytest.raises(ParameterError, match="lower_bounds"):
+            slo_attainment_bounds(lat, 0.25, [0.0, 0.0, 0.0, bad, 0.9])
+        with pytest.raises(ParameterError, match="lower_bounds"):
+            tightest_slo_lower(lat, 0.6, [0.0, 0.0, 0.0, 0.05, bad])

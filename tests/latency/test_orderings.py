@@ -115,6 +115,26 @@ def test_oracle_orderings():
     assert [r.rid for r in SRPT().order(rs, 3.0)] == [2, 1, 0]     # remaining 5+0, 7+5, 10+50
     assert [r.rid for r in LAS().order(rs, 3.0)] == [0, 1, 2]
     assert SJF().static and not SRPT().static and not LAS().static
+    # LAS counts prefill tokens as attained service: 10 prefilled outranks 2 decoded (decoded alone says 0 < 2)
+    rs = [R(0, 0.0, prefilled=10), R(1, 1.0, prefilled=0, decoded=2)]
+    assert [r.rid for r in LAS().order(rs, 2.0)] == [1, 0]
+
+
+_state = st.builds(lambda rid, arr, p, o, pf, dc: R(rid, arr, prompt=p, out=o, prefilled=min(pf, p),
+                                                      decoded=min(dc, o)),
+                   st.integers(0, 5), st.sampled_from([0.0, 1.0, 2.0]), st.integers(1, 30), st.integers(1, 30),
+                   st.integers(0, 30), st.integers(0, 30))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_state, min_size=1, max_size=8))
+def test_fast_orders_agree_with_their_keys(rs):
+    # order() of SJF / SRPT / LAS is written out for speed; it must sort as key() then arrival, id does
+    for pol in (SJF(), SRPT(), LAS()):
+        want = sorted(rs, key=lambda r: (pol.key(r, 3.0), r.arrival_s, r.rid))
+        got = pol.order(list(rs), 3.0)
+        assert [(pol.key(r, 3.0), r.arrival_s, r.rid) for r in got] == \
+            [(pol.key(r, 3.0), r.arrival_s, r.rid) for r in want], pol.name
 
 
 def test_pars_sorts_by_score_and_ages():

@@ -12,6 +12,7 @@ The numbers below are worked by hand from vLLM's rules, not from fluidq's code.
 """
 import pytest
 
+from fluidq.errors import ParameterError
 from fluidq.models import kv_capacity_estimate, load_gpu, load_model
 from fluidq.models.memory import kv_cache_groups
 
@@ -50,7 +51,7 @@ def test_gemma_3_27b_on_an_h100_by_hand():
     assert e.longest_request() == 239_168
     gib = load_gpu("H100").memory_gib
     kv_capacity_estimate(load_model("Gemma-3-27B"), gpu_memory_gib=gib, max_model_len=239_168)
-    with pytest.raises(Exception, match="max_model_len"):
+    with pytest.raises(ParameterError, match="max_model_len=239184: expected at most 239,168"):
         kv_capacity_estimate(load_model("Gemma-3-27B"), gpu_memory_gib=gib, max_model_len=239_168 + 16)
 
 

@@ -1,8 +1,7 @@
-"""Long routes (issue 13): a 2,000-hop network route is answered within seconds, with and without
-simulation, and sizes that cannot be run are refused before any work with the size they would have."""
+"""Long routes (issue 13): a 2,000-hop network route is answered, with and without simulation, and sizes that
+cannot be run are refused before any simulation with the size they would have.  How long these take (within
+seconds, building a route linear in its hops) is measured by benchmarks/bench_route_size.py, not here."""
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -35,15 +34,14 @@ def _long(n, *, priority=False):
 
 
 @pytest.mark.parametrize("priority", [False, True])
-def test_a_2000_hop_route_is_judged_within_seconds(priority):
-    t0 = time.perf_counter()
+def test_a_2000_hop_route_is_judged(priority):
     net = _long(2000, priority=priority)
     r = check_network_stability(net)
-    assert time.perf_counter() - t0 < 10
     assert net.loads() == pytest.approx({"E1": 0.25, "E2": 0.25})
-    assert r.status in (Status.STABLE, Status.UNKNOWN)
-    if r.status == Status.UNKNOWN:
-        assert "fluid-path search skipped: 2000 buffers" in r.reason
+    if priority:  # each station serves its hops in route order: the buffers order, and that proves it stable
+        assert r.status == Status.STABLE and "buffers can be ordered" in r.reason
+    else:  # no priority-layer order, and 2,000 buffers are too many for the fluid-path search: no proof
+        assert r.status == Status.UNKNOWN and "fluid-path search skipped: 2000 buffers" in r.reason
 
 
 def test_a_2000_hop_route_from_a_case_file_through_the_cli(tmp_path, capsys):
@@ -56,18 +54,14 @@ def test_a_2000_hop_route_from_a_case_file_through_the_cli(tmp_path, capsys):
     lines += [f'  {{ engine = "E{1 + i % 2}", prompt = 10, output = 10 }},' for i in range(2000)] + ["]"]
     case = tmp_path / "long.toml"
     case.write_text("\n".join(lines) + "\n")
-    t0 = time.perf_counter()
     assert main(["network", str(case)]) == 0
-    assert time.perf_counter() - t0 < 10
     assert "verdict: unknown" in capsys.readouterr().out
 
 
-def test_building_a_long_route_is_linear_in_its_hops():
-    # duplicate checks by list.count were quadratic: 30,000 hops took about 20 s
-    t0 = time.perf_counter()
+def test_a_long_route_is_built():
+    # duplicate checks by list.count were quadratic (30,000 hops took about 20 s): bench_route_size.py times it
     net = _long(30_000)
     assert len(net.hops) == 30_000 and net.loads()["E1"] == pytest.approx(0.25)
-    assert time.perf_counter() - t0 < 8
 
 
 def test_more_hops_than_the_limit_are_refused_with_the_count(monkeypatch):
@@ -81,16 +75,14 @@ def test_more_hops_than_the_limit_are_refused_with_the_count(monkeypatch):
                 classes=[RequestClass(name="A", rate_per_s=1e-6, route=hops)])
 
 
-def test_simulating_a_2000_hop_route_answers_within_seconds_and_says_why_it_cannot_tell():
+def test_simulating_a_2000_hop_route_says_why_it_cannot_tell():
     """The growth test asks for a 6e5 s horizon (1 % of an arrival rate of 0.0096/s); the first round (within its
     work budget) is shorter than a request's passage through its 2,000 hops (22,000 s), so the rounds after it
     extend up to the automatic cap (5e6 hop visits a round: 65,104 s) and stop there, saying how long the runs the
     evidence asks for are: "unknown", never "unstable"."""
     net = _long(2000)
     assert min_route_s(net) == pytest.approx(2000 * (1 + 10))
-    t0 = time.perf_counter()
     r = check_network_stability(net, simulate=True, rng=1)
-    assert time.perf_counter() - t0 < 20
     assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"
     h = r.simulation["horizon_s"]
     size = simulation_size(net, h, 4)
@@ -99,14 +91,24 @@ def test_simulating_a_2000_hop_route_answers_within_seconds_and_says_why_it_cann
     assert f"the automatic horizon stops at {h:.4g} s" in r.reason and "are what the evidence asks for" in r.reason
 
 
-def test_a_given_horizon_too_large_to_simulate_is_refused_before_work():
+def _no_simulation(monkeypatch):
+    """Make every entry of the network simulator raise: a refusal must come before any of them runs."""
+    import fluidq.sim.network as sn
+
+    def ran(*a, **kw):
+        raise AssertionError("the network simulator ran before the size was refused")
+
+    for name in ("simulate_network", "replicate_network", "_run", "_run_kernel"):
+        monkeypatch.setattr(sn, name, ran)
+
+
+def test_a_given_horizon_too_large_to_simulate_is_refused_before_work(monkeypatch):
     net = llm_rybko_stolyar()
-    t0 = time.perf_counter()
+    _no_simulation(monkeypatch)
     with pytest.raises(ParameterError, match="horizon_s.*batches"):
         check_network_stability(net, simulate=True, horizon_s=1e12)
     with pytest.raises(ParameterError, match="replications"):
         check_network_stability(net, simulate=True, replications=MAX_REPLICATIONS + 1)
-    assert time.perf_counter() - t0 < 2
     size = simulation_size(net, 1e12, 4)
     assert size["batches"] == pytest.approx(4 * (1e12 * 2 + 2))  # one 1 s batch per second per engine
 
@@ -116,10 +118,11 @@ def test_min_route_time_of_the_llm_rybko_stolyar_network():
     assert min_route_s(llm_rybko_stolyar()) == pytest.approx(2 * 33.0)
 
 
-def test_simulation_growth_refuses_sizes_before_work():
+def test_simulation_growth_refuses_sizes_before_work(monkeypatch):
     from fluidq.network.stability import simulation_growth
 
     net = llm_rybko_stolyar()
+    _no_simulation(monkeypatch)
     with pytest.raises(ParameterError, match="horizon_s"):
         simulation_growth(net, horizon_s=1e12)
     with pytest.raises(ParameterError, match="replications"):

@@ -97,13 +97,19 @@ def test_dag_and_fork_join_in_simulation(small, kind):
     net = small[kind]()
     g, _ = growing(net.at_load(0.9), 80.0, 51)
     assert flat(g)
-    # Little's law on the stable runs: time-average number in system = lambda x mean sojourn
+    # Little's law on the stable runs: time-average number in system = lambda x mean sojourn.  L / (lambda W) per
+    # replication, and the 95 % t interval of its mean over the 4 lies within [0.95, 1.10]: L is read over the
+    # second half and W over every completion, whose early ones met an emptier network, so the ratio sits a little
+    # above 1 (measured 2026-12-07, seed 51: 1.032 and 1.034 mean, s.e. 0.009 and 0.013)
+    lam = sum(c.rate_per_s for c in net.at_load(0.9).classes)
+    ratios = []
     for r in g["runs"]:
         keep = r.times_s >= 0.5 * r.horizon_s
         L = r.total_in_system[keep].mean()
-        lam = sum(c.rate_per_s for c in net.at_load(0.9).classes)
-        W = np.mean(list(r.mean_sojourn_s.values()))
-        assert L == pytest.approx(lam * W, rel=0.25)
+        W = sum(c.rate_per_s * r.mean_sojourn_s[c.name] for c in net.at_load(0.9).classes) / lam
+        ratios.append(L / (lam * W))
+    m, h = np.mean(ratios), 3.182 * np.std(ratios, ddof=1) / np.sqrt(len(ratios))  # t, 3 degrees of freedom
+    assert len(ratios) == 4 and 0.95 <= m - h and m + h <= 1.10, ratios
     _, up = growing(net.at_load(1.1), 80.0, 52)
     assert up
 

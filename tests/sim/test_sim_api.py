@@ -65,7 +65,12 @@ def test_plots(tmp_path):
     r = simulate(E, W, "sarathi", horizon_s=30, rng=1)
     assert r.plot(path=tmp_path / "b.png").endswith("b.png")
     assert r.plot(kind="latency", path=tmp_path / "l.png").endswith("l.png")
-    assert r.plot(kind="tokens") is not None
+    ax = r.plot(kind="tokens")
+    # one step line, the run's token backlog over time (held to the end of the run), labelled by policy
+    (line,) = ax.get_lines()
+    assert line.get_label() == "sarathi" and "token" in ax.get_ylabel().lower()
+    assert np.array_equal(line.get_xdata(), np.append(r.backlog["t_s"], r.end_s))
+    assert np.array_equal(line.get_ydata(), np.append(r.backlog["tokens"], r.backlog["tokens"][-1]))
 
 
 def test_to_frame_needs_pandas():

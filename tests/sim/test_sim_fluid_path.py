@@ -55,5 +55,10 @@ def test_replicate_on_a_trace_compares_with_the_replayed_arrivals():
     assert rw["arrivals"] == run.n_requests
     assert rep.predicted_slope_tokens_per_s == pytest.approx(run.fluid_backlog_slope(CAP))
     assert rep.predicted_slope_tokens_per_s < 0.9 * (w.token_rate_per_s - CAP)  # not the nominal prediction
-    assert abs(rep.slope_tokens_per_s - rep.predicted_slope_tokens_per_s) < 0.1 * rep.predicted_slope_tokens_per_s
+    # a replayed trace is one sample path: every replication is the same run, so no interval over seeds exists;
+    # its gap to the fluid path of those arrivals is a number, +2.10 % (3,358.0 against 3,289.1 tokens/s,
+    # 2026-12-07), held within a point (seeded Poisson runs: the CI test above; per-run s.d. 0.08 % over 20 seeds)
+    assert rep.runs[0].backlog_slope() == rep.runs[1].backlog_slope()
+    gap = (rep.slope_tokens_per_s - rep.predicted_slope_tokens_per_s) / rep.predicted_slope_tokens_per_s
+    assert abs(gap - 0.0210) <= 0.01, gap
     assert "effective load" in rep.reason and "replayed arrivals" in rep.reason

@@ -42,4 +42,8 @@ def test_trace_views_offer_the_stated_load(tmp_path):
     over = sec.data["windows"][busy]
     assert over["load"] > 1
     slope = sec.data[busy]["sarathi"]["token_backlog_slope_per_s"]
-    assert abs(slope - over["fluid_slope_tokens_per_s"]) < 0.1 * abs(over["fluid_slope_tokens_per_s"])
+    # the report's run is one seeded run, the same on every render: its gap to the fluid path of its own arrivals
+    # is a number, +1.71 % of its size (-603.6 against -614.0 tokens/s, 2026-12-07), held within a point.  Whether
+    # simulated slopes follow the fluid path in general is a CI over seeds in tests/sim/test_sim_fluid_path.py.
+    rel = (slope - over["fluid_slope_tokens_per_s"]) / abs(over["fluid_slope_tokens_per_s"])
+    assert abs(rel - 0.0171) <= 0.01, (slope, over)

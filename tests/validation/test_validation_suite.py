@@ -13,34 +13,89 @@ def _rows(res, case, quantity_prefix):
     return rows
 
 
+# Known misses of the fast subset, keyed by (case, source, quantity) (the batch-time fits share their quantities
+# across sources): (recorded value, band, why).  The value is the row's error in % (or its predicted % for a MAPE /
+# mean-abs-error row), measured on this code with `fluidq validate --fast` (2026-12-07, main 3329294).  A miss not
+# in this table fails; a known miss outside its band fails (it moved: re-measure, say why, update the table); a
+# known miss that now meets its target fails too (update the table and RESULTS.md).  Bands: the batch-time fits
+# are deterministic on shipped profiles (the same numbers in every RESULTS.md regeneration since 2026-12-05), so
+# +-0.5 points; the replayed-arrival latency rows moved by up to ~0.3 points across the engine-model changes recorded
+# in validation/RESULTS.md (h-pre16, h-lat16eng), so +-0.5 points; the fitted-profile latency row +-2 points (its
+# profile is refitted with the fit code).
+KNOWN_MISSES = {
+    ("batch-time-fits", "LLMServingSim RTX 4090 / Llama-3.1-8B", "held-out MAPE, context-aware t(b, kv)"):
+        (9.38, 0.5, "the context-aware form over decode/mixed iterations; 3.1 % for the form in b"),
+    ("batch-time-fits", "Splitwise DGX-A100 / Llama-2-70B (TP8)", "held-out MAPE, best form in b (piecewise-linear)"):
+        (21.08, 0.5, "9 prefill sizes only"),
+    ("batch-time-fits", "Splitwise DGX-A100 / Llama-2-70B (TP8)", "held-out MAPE, context-aware t(b, kv)"):
+        (7.06, 0.5, "210 iterations"),
+    ("batch-time-fits", "Sarathi-Serve 2xA100 / Yi-34B (TP2), figure 2", "held-out MAPE, best form in b (affine)"):
+        (19.64, 0.5, "8 batch sizes read off a figure"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "TTFT Mean (replayed arrivals)"): (1.78, 0.5, "peer +-0.6 %"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "TPOT Mean (replayed arrivals)"): (-0.24, 0.5, "peer +-0.2 %"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "Latency Mean (replayed arrivals)"): (1.28, 0.5, "peer +-0.5 %"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "Latency P90 (replayed arrivals)"): (1.34, 0.5, "peer +-0.2 %"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "mean abs. error over the 15 latency metrics"):
+        (2.15, 0.5, "the peer's 0.46 %"),
+    ("rtx4090-llama3.1-8b", "LLMServingSim", "mean abs. error over the 15 latency metrics, fitted profile"):
+        (18.57, 2.0, "the peer's 0.46 %"),
+}
+
+
+def _key(row):
+    return row.case, row.source, row.quantity
+
+
+def _value(row):
+    return row.error_pct if row.error_pct is not None else row.predicted
+
+
+def _check_known_miss(row):
+    """A passing row must not be a known miss (update the table); a missing one must be, within its band: then
+    it is an xfail stating the measured and the recorded miss."""
+    key = _key(row)
+    if row.status == "pass":
+        if key in KNOWN_MISSES:
+            pytest.fail(f"known miss now meets its target: {key}: {_value(row):+.2f}; update KNOWN_MISSES and "
+                        "validation/RESULTS.md")
+        return
+    assert row.status == "miss", row
+    if key not in KNOWN_MISSES:
+        pytest.fail(f"a new miss, not in KNOWN_MISSES: {key}: {_value(row)}")
+    recorded, band, why = KNOWN_MISSES[key]
+    v = _value(row)
+    if not abs(v - recorded) <= band + 1e-9:
+        pytest.fail(f"known miss moved out of its band: {key}: {v:+.2f}, recorded {recorded:+.2f} +- {band:g}")
+    pytest.xfail(f"known miss, reported in the table: {key}: {v:+.2f} (recorded {recorded:+.2f} +- {band:g}; {why})")
+
+
 def _assert_or_known_miss(row, limit):
-    """The row's verdict must be consistent with its error; a miss is an xfail naming the error."""
+    """The row's verdict must be consistent with its error; a miss must be a known one, within its band."""
     value = abs(row.error_pct) if row.error_pct is not None else row.predicted
     assert (row.status == "pass") == (value <= limit + 1e-9), row
-    if row.status == "miss":
-        pytest.xfail(f"known miss, reported in the table: {row.case} / {row.source} / {row.quantity}: "
-                     f"{value:.1f} % > {limit:g} %")
+    _check_known_miss(row)
 
 
-def test_fast_subset_covers_every_source(fast_validation):
-    sources = {c.case.source for c in fast_validation.cases}
-    assert {"LLMServingSim", "Vidur", "Sarathi-Serve", "all", "fluidq GPU harness"} <= sources
-    assert fast_validation.files["markdown"].endswith("validation.md")
-    md = open(fast_validation.files["markdown"]).read()
-    assert "| case | source | quantity | predicted | measured |" in md
-    # misses are in the table, in bold
-    assert md.count("**MISS**") == fast_validation.missed > 0
-    js = json.load(open(fast_validation.files["json"]))
-    assert js["missed"] == fast_validation.missed
+def test_every_miss_is_a_known_one(fast_validation):
+    missed = [_key(r) for r in fast_validation.rows if r.status == "miss"]
+    assert set(missed) <= set(KNOWN_MISSES), sorted(set(missed) - set(KNOWN_MISSES))
+    assert len(missed) == fast_validation.missed
+
+
+@pytest.mark.parametrize("key", sorted(KNOWN_MISSES), ids=lambda k: f"{k[0]}|{k[2]}")
+def test_known_miss_is_still_measured_within_its_band(fast_validation, key):
+    rows = [r for r in fast_validation.rows if _key(r) == key]
+    assert len(rows) == 1, f"known miss {key}: {len(rows)} rows"  # a row that disappeared fails
+    _check_known_miss(rows[0])
 
 
 def test_capacity_of_the_rtx4090_run_within_10_percent(fast_validation):
     (b,) = _rows(fast_validation, "rtx4090-llama3.1-8b", "binding limit")
     assert b.predicted == "kv_cache" == b.measured
     (row,) = _rows(fast_validation, "rtx4090-llama3.1-8b", "capacity (served tokens/s, steady state)")
-    # +11.1 % since 2026-12-06 (the flow balance lets an iteration's prompts share it; +9.5 % before): a miss
-    # of the 10 % line, reported in RESULTS.md; fluidq.simulate of the benchmark is -1.3 %
-    _assert_or_known_miss(row, 10.0)
+    # +0.3 % since the formula counts vLLM's recompute preemptions and admission slack (2026-12-06, h-pre16; +11.1 %
+    # before, a miss of the 10 % line); fluidq.simulate of the benchmark is -1.5 %
+    assert abs(row.error_pct) <= 10.0 and row.status == "pass", row
 
 
 def test_vidur_peer_agreement_llama2_7b(fast_validation):
@@ -59,6 +114,10 @@ def test_sarathi_hybrid_batch_costs_the_same_as_equal_total_prefill(fast_validat
     assert abs(row.error_pct) <= 5.0 and row.status == "pass"
 
 
+# the Sarathi-Serve figure gives prefill batch times only: no attention rows, no context-aware fit
+_NO_FIT = {("Sarathi-Serve 2xA100 / Yi-34B (TP2), figure 2", "context-aware")}
+
+
 @pytest.mark.parametrize("source", ["LLMServingSim RTX 4090 / Llama-3.1-8B", "Vidur A100 / Llama-2-7B (TP1)",
                                     "Splitwise DGX-A100 / Llama-2-70B (TP8)",
                                     "Sarathi-Serve 2xA100 / Yi-34B (TP2), figure 2"])
@@ -66,9 +125,11 @@ def test_sarathi_hybrid_batch_costs_the_same_as_equal_total_prefill(fast_validat
 def test_batch_time_fit_target(fast_validation, source, form):
     rows = [r for r in fast_validation.rows if r.case == "batch-time-fits" and r.source == source
             and form in r.quantity]
-    if not rows:
-        pytest.skip(f"{source}: no {form} fit (no attention rows)")
-    _assert_or_known_miss(rows[0], 5.0)
+    if (source, form) in _NO_FIT:  # stated absent, and absent: a row appearing fails (add it to the targets)
+        assert not rows, rows
+        return
+    (row,) = rows  # a missing fit row fails
+    _assert_or_known_miss(row, 5.0)
 
 
 @pytest.mark.parametrize("metric", ["TTFT Mean", "TPOT Mean", "Latency Mean", "Latency P90"])
