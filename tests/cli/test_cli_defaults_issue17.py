@@ -83,8 +83,10 @@ def test_latency_says_why_orderings_agree_and_what_the_loads_are_of(capsys):
     rc, out, err = run(["latency", "--trace", "azure-conv", "--kv-capacity", "50000", "--loads", "0.5",
                         "--horizon", "40", "--replications", "2", "--orderings", "fcfs,sjf"], capsys)
     assert rc == 0, err
-    # the loads are of the KV-free capacity, and the line says what they are of the KV-limited estimate
-    assert "without the KV cache" in out and "a fluid estimate" in out and "KV cache 50,000 tokens" in out
+    # the loads are of the load basis check --load reads (the cache binds: its rules' capacity), and the line says
+    # what max_throughput's mean-footprint estimate would give
+    assert "the capacity under the KV cache's rules" in out and "mean footprints" in out
+    assert "KV cache 50,000 tokens" in out
 
 
 def test_check_and_simulate_agree_on_a_trace_with_a_kv_cache(capsys):
