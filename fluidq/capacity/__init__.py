@@ -68,8 +68,10 @@ class CapacityResult(Result):
         rates above are then fluid *estimates* from mean footprints, not bounds: simulation moves
         them by several percent either way (staircase steps near that batch, recompute preemptions).
         They take no account of the cache's rules (whole-prompt admission, recompute preemptions), so
-        they lie 5-42 % above where seeded simulations saturate; the load basis of ``fluidq check
-        --load`` and ``fluidq simulate --load`` there is :func:`fluidq.dtmc.kv_basis.kv_capacity`.
+        they lie 5-42 % above where seeded simulations saturate; the load basis there (of ``fluidq check
+        --load``, ``simulate --load``, ``latency --loads``, a sweep's ``load`` and the verdicts) is
+        :func:`fluidq.dtmc.kv_basis.kv_capacity`, through :func:`fluidq.dtmc.load_basis.load_basis`, the one
+        function that gives the lambda* a load is a fraction of.
     bound_tokens_per_s : float or None
         The proven bound when the KV cache binds: ``sup_b b/t(b)`` over ``b <= b_max`` without the
         KV-cache estimate (Theorem 2(a)): no scheduler serves more, whatever the cache.

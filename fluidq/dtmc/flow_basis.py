@@ -10,7 +10,11 @@ Theorem-2 bound is read from it either.  Such an engine's load is read against
 vLLM's flow balance instead (:func:`fluidq.validate.predict.predict_capacity`, what ``fluidq capacity
 --profile-dir`` prints and ``fluidq check --profile-dir --load`` reads): one function,
 :func:`flow_balance_capacity`, that ``check_stability``, ``stability_threshold``, the fluid verdicts and
-``fluidq check`` all call.
+:func:`fluidq.dtmc.load_basis.load_basis` (the lambda* of every face's ``--load``) all call.
+
+It lives in ``fluidq.dtmc``, not ``fluidq.capacity``, because it reads :func:`fluidq.validate.predict.predict_capacity`
+and ``fluidq.validate`` imports ``fluidq.capacity``: that import from ``fluidq.capacity`` would close a cycle between
+sibling sub-packages, which ``lint-imports``' ``acyclic`` contract forbids (:mod:`fluidq.dtmc.load_basis` says more).
 """
 from __future__ import annotations
 

@@ -7,7 +7,12 @@ basis where the KV cache binds").  :func:`kv_capacity` is vLLM's flow balance
 (:func:`fluidq.validate.predict.predict_capacity`) on the engine's own batch time: the lambda* that ``fluidq check
 --load`` and ``fluidq simulate --load`` read there, and the capacity the verdicts quote beside their own.  It lives
 beside :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`, the same flow balance for an engine whose batch time
-reads the batch composition.
+reads the batch composition.  :func:`fluidq.dtmc.load_basis.load_basis` chooses among the two and
+:func:`fluidq.max_throughput` for every face (``check``, ``simulate``, ``latency``, a sweep, ``check_stability``).
+
+It lives in ``fluidq.dtmc``, not ``fluidq.capacity``, because it reads :func:`fluidq.validate.predict.predict_capacity`
+and ``fluidq.validate`` imports ``fluidq.capacity``: that import from ``fluidq.capacity`` would close a cycle between
+sibling sub-packages, which ``lint-imports``' ``acyclic`` contract forbids (:mod:`fluidq.dtmc.load_basis` says more).
 """
 from __future__ import annotations
 

@@ -297,7 +297,8 @@ class LatencyComparison(Result):
     ----------
     policies : tuple of str
     loads : tuple of float
-        Offered load as a fraction of the Theorem 2 capacity ``b_max / t(b_max)``.
+        Offered load as a fraction of the load basis lambda* (:func:`fluidq.dtmc.load_basis.load_basis`;
+        ``inputs["load_basis"]`` names it, ``inputs["capacity_requests_per_s"]`` is it).
     rates_per_s : tuple of float
         The matching arrival rates.
     values : dict
@@ -430,20 +431,22 @@ class LatencyComparison(Result):
 MAX_EXAMINED = 5_000_000_000
 
 
-def _load_rates(engine, workload, loads):
-    """``(capacity tokens/s, capacity requests/s, arrival rate per load)``.
+def _load_rates(engine, workload, loads, preemption="recompute"):
+    """``(capacity tokens/s, capacity requests/s, arrival rate per load)``, the capacity being the load basis
+    (:func:`fluidq.dtmc.load_basis.load_basis`, ``inputs["load_basis"]`` names it): the one lambda* that ``fluidq
+    check --load``, ``fluidq simulate --load`` and a sweep's ``load`` read, so that load 0.9 is one arrival rate
+    on every face -- where the KV cache binds, the capacity under its rules (before, loads here were fractions of
+    b_max/t(b_max) without the cache, and load 0.9 of an engine whose cache binds was an overload); the tokens
+    are batch work (:func:`fluidq.capacity.tokens_per_request` per request)."""
+    return _load_rates_basis(engine, workload, loads, preemption)[:3]
 
-    Loads are fractions of the token capacity b_max/t(b_max) of the engine without its KV cache: memory
-    is what the orderings are compared under, not part of the load's definition (a KV-limited
-    capacity would make "load 0.9" a different rate for every cache size); a context-aware batch
-    time is taken at the workload's mean decode context, as max_throughput evaluates it.
-    """
-    from ..capacity import full_batch_rate, tokens_per_request
 
-    tok = full_batch_rate(engine.with_(kv_capacity_tokens=None) if engine.kv_capacity_tokens is not None
-                          else engine, workload)[0]
-    cap_req = tok / tokens_per_request(engine, workload)
-    return tok, cap_req, tuple(ld * cap_req for ld in loads)
+def _load_rates_basis(engine, workload, loads, preemption="recompute"):
+    """:func:`_load_rates` and the :class:`~fluidq.dtmc.load_basis.LoadBasis` it read."""
+    from ..dtmc.load_basis import load_basis
+
+    lb = load_basis(engine, workload, preemption=preemption)
+    return lb.tokens_per_s, lb.requests_per_s, tuple(ld * lb.requests_per_s for ld in loads), lb
 
 
 def _check_comparison_size(engine, workload, horizon_s, load, n_replications, per_replication=1, names=None):
@@ -513,7 +516,10 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     policies : dict, sequence of keys, or None
         ``{name: policy}``, keys of :data:`POLICY_KEYS`, or ``None`` for the first six.
     loads : sequence of float
-        Fractions of the Theorem 2 capacity ``b_max / t(b_max)`` (tokens/s) in ``(0, 2]``.
+        Fractions in ``(0, 2]`` of the load basis lambda* (:func:`fluidq.dtmc.load_basis.load_basis`, the one
+        ``fluidq check --load`` reads; ``inputs["load_basis"]`` names it): vLLM's flow balance for an engine whose
+        batch time reads the batch composition, the capacity under the KV cache's rules where the cache binds,
+        else :func:`fluidq.max_throughput` (sup b/t(b)).
     horizon_s : float
         Simulated seconds per run (arrivals stop there; requests still in the system are
         unfinished and excluded from the latency statistics -- see ``finished_fraction``).
@@ -571,7 +577,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     if from_keys:
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
-    tok, cap_req, rates = _load_rates(engine, workload, loads)
+    tok, cap_req, rates, lb = _load_rates_basis(engine, workload, loads, preemption)
     _check_comparison_size(engine, workload.with_rate(max(rates)), horizon_s, max(loads), n_replications,
                            len(policies) * len(loads))
     if not (rng is None or isinstance(rng, np.random.SeedSequence)):
@@ -600,7 +606,7 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "horizon_s": horizon_s,
               "warmup_frac": warmup_frac, "preemption": preemption, "tau": tau if from_keys else None,
               "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s, "drain": bool(drain),
-              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
+              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req, **lb.to_dict(),
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}
     return LatencyComparison(policies=names, loads=loads, rates_per_s=rates, values=values,
@@ -663,9 +669,9 @@ def burst_comparison(engine: Engine, workload: Workload, policies=None, *, n_req
             if progress is not None:
                 progress(name, n_requests, j)
     values = {p: {m: [_tci(runs[p][m][0], confidence)] for m in METRICS} for p in names}
-    tok, cap_req, _ = _load_rates(engine, workload, ())
+    tok, cap_req, _, lb = _load_rates_basis(engine, workload, (), preemption)
     inputs = {"engine": engine.to_dict(), "workload": workload.name, "burst": n_requests, "preemption": preemption,
-              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req,
+              "capacity_tokens_per_s": tok, "capacity_requests_per_s": cap_req, **lb.to_dict(),
               "tau": tau if from_keys else None, "slo_per_token_s": slo_per_token_s, "slo_ttlt_s": slo_ttlt_s,
               "policies": {p: (pol.describe() if hasattr(pol, "describe") else repr(pol)) for p, pol in policies.items()},
               "seed": None if rng is None else (int(rng) if isinstance(rng, (int, np.integer)) else repr(rng))}

@@ -27,7 +27,10 @@ An engine whose batch time reads the batch composition (an operator-profile iter
 engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow balance
 (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`, the function ``fluidq check`` calls too;
 ``method="flow_balance"``, ``inputs["load_basis"]``).  Where the KV cache binds the capacity is an estimate,
-and below it the verdict is unknown, never stable.  Without a KV bind the flow balance's verdict is an
+and below it the verdict is unknown, never stable.  Where the cache binds under its own rules
+(:func:`fluidq.dtmc.kv_basis.kv_capacity`, the load basis of :func:`fluidq.dtmc.load_basis.load_basis`), that
+capacity is the verdict's (``inputs["load_basis"] == "kv_rules"``), with ``k_max`` set too: the band and Theorem 2(a)
+decide.  Without a KV bind the flow balance's verdict is an
 estimate, stated as such (``method="flow_balance"``): stable below 0.95 and unstable above 1.05 of it, read
 over the workload's length distributions (seeded rows), not only their means.  Several engines
 behind a router under a policy that is not work-conserving are unstable above ``n`` times the policy's own
@@ -75,7 +78,9 @@ class StabilityResult(Result):
     measured against ``b_max / t(b_max)`` (the reason gives both).  Engines behind a router
     (``n_engines``) sum their capacities.  On an engine whose batch time reads the batch composition the
     capacity is vLLM's flow balance (``method="flow_balance"``); ``inputs["load_basis"]`` names the basis
-    (``"theorem2"`` or ``"flow_balance"``, with ``flow_balance_requests_per_s`` and ``flow_balance_binding``).
+    (``"theorem2"`` or ``"flow_balance"``, with ``flow_balance_requests_per_s`` and ``flow_balance_binding``; or
+    ``"kv_rules"`` where the KV cache binds under its own rules: the capacity is then
+    :func:`fluidq.dtmc.kv_basis.kv_capacity`'s, ``kv_rules_requests_per_s``, the load basis of every face).
     """
 
     status: Status
@@ -399,10 +404,12 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     basis = "theorem2"
     if fb is not None:
         basis = "flow_balance"
-    elif sup > 0 and (cap.method == "region" or binding_k_max(engine, pol) is not None):
+    elif sup > 0 and kv_rules is None and (cap.method == "region" or binding_k_max(engine, pol) is not None):
         # a batch-size limit below the budget (paper §6): batches may be short under a backlog, so
         # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
-        # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic)
+        # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic).  Not where the
+        # KV cache binds under its own rules (kv_rules, which counts k_max too): the region's vertices take the
+        # batch of mean footprints, 5-42 % above where simulations saturate, and the load basis decides below
         from .region import region_verdict
 
         per_engine = workload if n_engines == 1 else workload.with_rate(workload.arrival_rate_per_s / n_engines)
@@ -417,13 +424,6 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     elif region_v is not None:
         status, reason, method = region_v
         rho, ref = rho_any, sup  # the region's capacity along the mix is the denominator
-        if kv_rules is not None:
-            # the region's vertices take the KV-limited batch of mean footprints: "inside" it is no sign of keeping up
-            reason = (f"the stability region here assumes the batch the KV cache allows from mean request footprints "
-                      f"(about {cap.kv_batch_tokens} tokens), not the cache's rules: "
-                      f"{_kv_rules_words(kv_rules, workload)}"
-                      f"; so this region verdict does not account for the KV rules and decides nothing below the "
-                      f"region's boundary: {reason}")
         if status is Status.UNKNOWN and n_engines == 1 and engine.kv_capacity_tokens is None:
             # what the scheduler serves at least under any backlog with k_max binding (fluidq.stability.bounds)
             from .bounds import k_max_floor
@@ -448,13 +448,36 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         # Theorem 2(a) without the cache is the only proof
         bound = cap.bound_tokens_per_s
         lo, hi = KV_ESTIMATE_BAND
-        top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
-        serves = (f"{name} serves about {_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
-                  f"no scheduler serves more than about {_tps(ref)} tokens/s")
-        est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), and that capacity is a "
-               "fluid estimate from mean request footprints, which simulation moves by up to tens of percent "
-               "either way (staircase steps near that batch, recompute preemptions)"
-               + (f"; {_kv_rules_words(kv_rules, workload)}" if kv_rules is not None else ""))
+        if kv_rules is not None and kv_rules.requests_per_s > 0:
+            # the load basis (fluidq.dtmc.load_basis): the capacity under the cache's own rules, where seeded
+            # simulations of 13 KV-bound engines saturate at 0.96-1.19 times it (RESULTS.md, "the load basis where
+            # the KV cache binds"), inside the band; the mean-footprint batch's b/t(b) was 5-42 % above them
+            from ..capacity import tokens_per_request
+
+            mean_fp = ref
+            ref = kv_rules.requests_per_s * tokens_per_request(engine, workload)
+            rho = offered / ref
+            top = ref
+            basis = "kv_rules"
+            serves = (f"under the KV cache's own rules {name} serves about {kv_rules.requests_per_s:.4g} req/s = "
+                      f"{_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
+                      f"under the KV cache's own rules no scheduler serves more than about "
+                      f"{kv_rules.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s")
+            est = (f"the KV cache binds, and that capacity (vLLM's flow balance on this engine: a request admitted "
+                   f"only when its whole prompt fits, residents that outgrow the cache preempted and recomputed; "
+                   f"{kv_rules.reason}) is a fluid estimate: seeded simulations of KV-bound engines saturate at "
+                   f"0.96-1.19 times it (the load basis of `fluidq check --load`, fluidq.dtmc.load_basis); b/t(b) at "
+                   f"the batch the cache allows from mean request footprints (about {cap.kv_batch_tokens} tokens) "
+                   f"would give {_tps(mean_fp)} tokens/s, load {fmt_load(offered / mean_fp)}, which overstates what "
+                   "the engine serves under the cache's rules")
+        else:
+            top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
+            serves = (f"{name} serves about {_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
+                      f"no scheduler serves more than about {_tps(ref)} tokens/s")
+            est = (f"the KV cache binds (full batches of about {cap.kv_batch_tokens} tokens), and that capacity is a "
+                   "fluid estimate from mean request footprints, which simulation moves by up to tens of percent "
+                   "either way (staircase steps near that batch, recompute preemptions)"
+                   + (f"; {_kv_rules_words(kv_rules, workload)}" if kv_rules is not None else ""))
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
             reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
@@ -490,7 +513,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
                       "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
                       "fluidq.replicate in Python)")
-        if kv_rules is not None and status is Status.UNKNOWN and kv_rules.requests_per_s > 0:
+        if basis != "kv_rules" and kv_rules is not None and status is Status.UNKNOWN and kv_rules.requests_per_s > 0:
             # lead with the basis simulation sides with, so that "keeps up" by the mean footprints is not read alone
             lam_kv = kv_rules.requests_per_s
             l_kv = workload.arrival_rate_per_s / lam_kv

@@ -14,7 +14,8 @@ Each is a function ``(point, rng) -> dict`` of flat JSON values.  A point is a d
 ``prompt_tokens``, ``output_tokens``  prompt / output lengths (default 100, 100)
 ``lengths``         ``"fixed"`` (default) or ``"geometric"`` (the lengths are then means)
 ``trace``           an embedded trace name or a trace file (lengths and arrival pattern from it)
-``load``            offered load as a fraction of the capacity, or
+``load``            offered load as a fraction of the load basis lambda* (:func:`point_load_basis`, the one
+                    ``fluidq check --load`` reads: where the KV cache binds, the capacity under its rules), or
 ``rate_per_s``      the arrival rate in requests per second
 ``policy``          scheduler name (default ``"sarathi"``)
 ``horizon_s``       simulated seconds (``simulate`` only, default 60)
@@ -31,7 +32,8 @@ import functools
 
 from ..errors import ParameterError, UnknownNameError
 
-__all__ = ["ANALYSES", "ANALYSIS_KEYS", "POINT_KEYS", "resolve_analysis", "point_engine", "point_workload", "check_grid_values"]
+__all__ = ["ANALYSES", "ANALYSIS_KEYS", "POINT_KEYS", "resolve_analysis", "point_engine", "point_load_basis",
+           "point_workload", "check_grid_values"]
 
 POINT_KEYS = {"profile", "gpu", "model", "tensor_parallel_size", "b_max", "k_max", "engines", "prompt_tokens", "output_tokens", "lengths", "trace",
               "load", "rate_per_s", "policy", "horizon_s", "seed", "tolerance"}
@@ -271,22 +273,44 @@ def _shape(point: dict):
 
 
 def point_workload(point: dict, *, engine=None):
-    """The :class:`~fluidq.Workload` a point describes; ``load`` is relative to the engine's capacity."""
-    from ..capacity import max_throughput
+    """The :class:`~fluidq.Workload` a point describes; ``load`` is relative to the load basis lambda*
+    (:func:`point_load_basis`, the one ``fluidq check --load`` reads)."""
+    return _point_workload(point, engine=engine)[0]
 
+
+def point_load_basis(point: dict, *, engine=None):
+    """The :class:`~fluidq.dtmc.load_basis.LoadBasis` a point's ``load`` is a fraction of
+    (:func:`fluidq.dtmc.load_basis.load_basis` of its engine(s) and lengths: vLLM's flow balance for an engine
+    whose batch time reads the batch composition, the capacity under the KV cache's rules where the cache
+    binds, else :func:`fluidq.max_throughput`), as ``fluidq check --load``, ``fluidq simulate --load`` and
+    ``fluidq latency --loads`` read it."""
+    from ..dtmc.load_basis import load_basis
+
+    engine = engine if engine is not None else point_engine(point)
+    return load_basis(engine, _shape(point), n_engines=int(point.get("engines", 1)))
+
+
+def _point_workload(point: dict, *, engine=None):
+    """``(workload or None, LoadBasis or None)``: the basis when the point gives a ``load``."""
     shape = _shape(point)
     has_load, has_rate = "load" in point, "rate_per_s" in point
     if has_load and has_rate:
         raise ParameterError("point['load']", point["load"], "either load or rate_per_s, not both")
     if has_rate:
-        return shape.with_rate(float(point["rate_per_s"]))
+        return shape.with_rate(float(point["rate_per_s"])), None
     if has_load:
-        engine = engine if engine is not None else point_engine(point)
-        cap = max_throughput(engine, shape, n_engines=int(point.get("engines", 1)))
+        basis = point_load_basis(point, engine=engine)
         from .._validate import load_rate
 
-        return shape.with_rate(load_rate("load", float(point["load"]), cap.requests_per_s))
-    return None
+        return shape.with_rate(load_rate("load", float(point["load"]), basis.requests_per_s)), basis
+    return None, None
+
+
+def _basis_columns(basis) -> dict:
+    """The flat columns naming a point's load basis (``{}`` without a ``load``)."""
+    if basis is None:
+        return {}
+    return {"load_basis": basis.basis, "load_basis_requests_per_s": basis.requests_per_s}
 
 
 def capacity(point: dict, rng=None) -> dict:
@@ -297,8 +321,11 @@ def capacity(point: dict, rng=None) -> dict:
     e = point_engine(point)
     shape = _shape(point)
     r = max_throughput(e, shape, n_engines=int(point.get("engines", 1)))
+    # beside max_throughput's bound, the lambda* a load of this point is a fraction of (they differ where the KV
+    # cache binds or the batch time reads the batch composition)
     return {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s,
-            "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens)}
+            "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens),
+            **_basis_columns(point_load_basis(point, engine=e))}
 
 
 def check(point: dict, rng=None) -> dict:
@@ -307,13 +334,13 @@ def check(point: dict, rng=None) -> dict:
 
     _check_keys(point, "check")  # (engines other than 1 refused there)
     e = point_engine(point)
-    w = point_workload(point, engine=e)
+    w, basis = _point_workload(point, engine=e)
     if w is None:
         raise ParameterError("point", point, "a 'load' or a 'rate_per_s' for the 'check' analysis")
     r = check_stability(e, w, point.get("policy", "sarathi"), tolerance=float(point.get("tolerance", 0.02)))
     return {"status": r.status.value, "rho": r.load, "work_conserving": r.work_conserving,
             "capacity_tokens_per_s": r.capacity_tokens_per_s, "offered_tokens_per_s": r.offered_tokens_per_s,
-            "arrival_rate_per_s": w.arrival_rate_per_s, "reason": r.reason}
+            "arrival_rate_per_s": w.arrival_rate_per_s, "reason": r.reason, **_basis_columns(basis)}
 
 
 def region(point: dict, rng=None) -> dict:
@@ -333,11 +360,12 @@ def region(point: dict, rng=None) -> dict:
     mp, md = shape.mean_prompt_tokens, shape.mean_output_tokens
     out = {"max_request_rate_per_s": reg.max_request_rate(mp, md),
            "theorem2_requests_per_s": reg.capacity_tokens_per_s / (mp + md), "vertices": len(reg.vertices)}
-    w = point_workload(point, engine=e)
+    w, basis = _point_workload(point, engine=e)
     if w is not None:
         lam = w.arrival_rate_per_s
         out["arrival_rate_per_s"] = lam
         out["inside"] = bool(reg.contains((lam * mp, lam * md)))
+        out.update(_basis_columns(basis))
     return out
 
 
@@ -349,12 +377,12 @@ def simulate(point: dict, rng=None) -> dict:
         raise UnknownNameError("analysis", "simulate (fluidq.sim is not available)", ANALYSES) from exc
     _check_keys(point, "simulate")
     e = point_engine(point)
-    w = point_workload(point, engine=e)
+    w, basis = _point_workload(point, engine=e)
     if w is None:
         raise ParameterError("point", point, "a 'load' or a 'rate_per_s' for the 'simulate' analysis")
     res = _sim.simulate(e, w, point.get("policy", "sarathi"), horizon_s=float(point.get("horizon_s", 60.0)),
                         rng=rng)
-    return _sim_summary(res)
+    return {**_sim_summary(res), **_basis_columns(basis)}
 
 
 def _sim_summary(res) -> dict:

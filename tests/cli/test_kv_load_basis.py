@@ -110,12 +110,21 @@ def test_region_and_capacity_say_what_the_vertices_assume_about_memory(capsys):
     assert rc == 0 and "the KV cache binds" in region and "2.352 req/s" in region
 
 
-def test_the_analytic_verdict_says_the_region_does_not_account_for_the_kv_rules():
+def test_the_analytic_verdict_reads_the_kv_rules_not_the_region():
+    """Since h-basis1 the verdict's own load where the cache binds is against the KV-rules capacity (the load basis,
+    which counts k_max too), not the k_max region of mean-footprint batches (h-kvbasis quoted the former but
+    decided on the latter: "inside" the region at 0.92 of it, unknown, where replications grow)."""
     engine, w = _qwen_l4()
+    lam_kv = kv_capacity(engine, w).requests_per_s
     r = fluidq.check_stability(engine, w.with_rate(2.6), "sarathi")  # 1.105 of the KV-rules capacity
-    assert r.status == fluidq.Status.UNKNOWN
-    assert "does not account for the KV rules" in r.reason and "load is 1.105 of that" in r.reason, r.reason
-    assert r.inputs["kv_rules_requests_per_s"] == pytest.approx(kv_capacity(engine, w).requests_per_s)
+    assert r.status == fluidq.Status.UNKNOWN and r.method == "closed_form" and r.inputs["load_basis"] == "kv_rules"
+    assert r.load == pytest.approx(2.6 / lam_kv, rel=1e-9) and "too close to call" in r.reason, r.reason
+    assert r.inputs["kv_rules_requests_per_s"] == pytest.approx(lam_kv)
+    # above the band (1.3 of it; the region's load 0.92): unstable, and the simulated saturation (2.364 req/s
+    # [2.328, 2.400]: test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates) is below the rate
+    r = fluidq.check_stability(engine, w.with_rate(1.3 * lam_kv), "sarathi")
+    assert r.status == fluidq.Status.UNSTABLE and "beyond the estimate's error" in r.reason, r.reason
+    assert 1.3 * lam_kv < 0.95 * max_throughput(engine, w).requests_per_s
 
 
 def test_kv_capacity_counts_the_engines_and_checks_its_inputs():

@@ -81,6 +81,7 @@ def run(args):
     from ...capacity import max_throughput, offered_tokens_per_s
     from ...dtmc.kv_basis import kv_capacity
     from ...dtmc.flow_basis import flow_balance_capacity
+    from ...dtmc.load_basis import load_basis
     from ...errors import ParameterError
     from ._roofline_args import named_by_flag
     from ...policies import resolve_policy
@@ -108,7 +109,7 @@ def run(args):
         engine, note = engine_for_command(args)
     if args.gpu is None:
         engine = kv_from_args(args, engine)
-    dep = None
+    dep = basis = None
     if args.load is not None:
         from ..._validate import load_rate
 
@@ -116,16 +117,15 @@ def run(args):
         from ..common import check_kv_fits
 
         check_kv_fits(engine, shape, args)  # before its capacity: a cache no request fits is said as such
-        if args.profile_dir is not None:  # vLLM's flow balance for the folder (fluidq capacity --profile-dir),
-            # the basis check_stability reads for such an engine (one function: flow_balance_capacity)
-            with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
-                dep = flow_balance_capacity(engine, shape, n_engines=args.engines)
-            lam_max = dep.requests_per_s
-        else:  # where the KV cache binds, its own rules' capacity (fluidq.dtmc.kv_basis.kv_capacity): seeded
-            # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-42 % above it (RESULTS.md)
-            kvr = kv_capacity(engine, shape, n_engines=args.engines)
-            lam_max = (kvr.requests_per_s if kvr is not None
-                       else max_throughput(engine, shape, n_engines=args.engines).requests_per_s)
+        # the one lambda* every face reads (fluidq.dtmc.load_basis): vLLM's flow balance for a --profile-dir
+        # engine (fluidq capacity --profile-dir), the capacity under the KV cache's rules where it binds (seeded
+        # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-42 % above it: RESULTS.md),
+        # else max_throughput
+        with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
+            basis = load_basis(engine, shape, n_engines=args.engines)
+        if basis.basis == "flow_balance":
+            dep = basis.capacity
+        lam_max = basis.requests_per_s
         if lam_max <= 0:
             raise ParameterError("--load", args.load, "--rate instead (the capacity is 0: no request can be "
                                  "served, so no load is a fraction of it)")
@@ -180,9 +180,9 @@ def run(args):
         kv_tok = kvr.requests_per_s * tokens_per_request(engine, workload)
         load_txt = (f"load {_load(workload.arrival_rate_per_s / kvr.requests_per_s)} of the capacity under the KV "
                     f"cache's rules, {kvr.requests_per_s:.4g} req/s = {fmt_value(kv_tok, digits=MEANINGFUL_DIGITS)} "
-                    "tokens/s of batch work (whole-prompt admission, recompute preemptions; the basis of --load); "
-                    f"the verdicts' mean-footprint estimate, b/t(b) at the batch the KV cache allows, would give "
-                    f"{load_txt}")
+                    "tokens/s of batch work (whole-prompt admission, recompute preemptions; the basis of --load and "
+                    "of the verdicts); max_throughput's mean-footprint estimate, b/t(b) at the batch the KV cache "
+                    f"allows, would give {load_txt}")
     if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
@@ -241,5 +241,7 @@ def run(args):
         inputs["flow_balance_tokens_per_s"] = dep.tokens_per_s
     if kvr is not None and args.profile_dir is None:  # --load's basis where the KV cache binds
         inputs["kv_rules_requests_per_s"] = kvr.requests_per_s
+    if basis is not None:  # which lambda* --load was a fraction of (fluidq.dtmc.load_basis, as every face says)
+        inputs.update({k: v for k, v in basis.to_dict().items() if k != "load_basis_reason"})
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))

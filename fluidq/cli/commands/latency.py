@@ -51,8 +51,9 @@ def register(sub):
                         f"{SLO_FACTOR:g} x the full-batch time t(b_max))")
     p.add_argument("--slo-ttlt", type=float, default=None, metavar="S",
                    help="time-to-last-token SLO in seconds whose attainment is reported (default: none)")
-    p.add_argument("--loads", default=None, help="comma-separated fractions of the capacity b_max/t(b_max) without the KV "
-                   "cache, each in (0, 2] (they set the arrival rates, so there is no --rate)")
+    p.add_argument("--loads", default=None, help="comma-separated fractions of the capacity lambda* that `fluidq check --load` "
+                   "reads (fluidq.dtmc.load_basis: where the KV cache binds, the capacity under its rules; else "
+                   "max_throughput), each in (0, 2] (they set the arrival rates, so there is no --rate)")
     p.add_argument("--horizon", type=float, default=None, help="simulated seconds per run (default 300)")
     p.add_argument("--replications", type=int, default=DEFAULT_REPLICATIONS,
                    help=f"seeded runs per policy and load (>= 1, default {DEFAULT_REPLICATIONS}: with 2 the Student-t "
@@ -87,29 +88,22 @@ def _floats(name, text):
         raise CliError(f"{name} {text}: expected comma-separated numbers") from exc
 
 
-def _kv_basis(engine, workload, res) -> str:
-    """Where the KV cache binds: what the loads are of the KV-limited estimate (one sentence, or '')."""
-    if not engine.kv_capacity_tokens:
-        return ""
+def _basis_words(engine, workload, res) -> str:
+    """What the loads are fractions of (the load basis, :func:`fluidq.dtmc.load_basis.load_basis`), in words."""
     from ...capacity import max_throughput
-    from ...results import MEANINGFUL_DIGITS, fmt_load, fmt_value
+    from ...results import MEANINGFUL_DIGITS, fmt_value
 
-    cap = max_throughput(engine, workload)
-    wc = cap.work_conserving_requests_per_s
-    if cap.kv_batch_tokens is None or not wc:
-        return "; the KV cache does not bind at saturation"
-    unit = res.inputs["capacity_requests_per_s"]
-    rel = ", ".join(fmt_load(ld * unit / wc) for ld in res.loads)
-    txt = (f"; with the cache a work-conserving scheduler serves about {fmt_value(wc, digits=MEANINGFUL_DIGITS)} req/s "
-           f"(full batches of about {cap.kv_batch_tokens} tokens, a fluid estimate), so the loads are {rel} of that")
-    over = [ld for ld in res.loads if ld * unit > wc]
-    if over:
-        txt += (f"\nnote      load{'s' if len(over) > 1 else ''} {', '.join(f'{x:g}' for x in over)} "
-                f"{'are' if len(over) > 1 else 'is'} above the KV-limited estimate: every ordering may fall "
-                f"behind there (see the finished fractions); for loads of the engine with its cache, scale --loads "
-                f"by {fmt_value(wc / unit, digits=3)} (--loads are fractions of the capacity without the cache, so "
-                "that one load means one arrival rate whatever the cache size)")
-    return txt
+    b = res.inputs.get("load_basis")
+    if b == "kv_rules":
+        cap = max_throughput(engine, workload)
+        return (f"the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, as "
+                f"`fluidq check --load` reads it; b/t(b) at the batch the cache allows from mean footprints would "
+                f"give {fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)} req/s, above where seeded "
+                "simulations saturate")
+    if b == "flow_balance":
+        return "vLLM's flow balance: the batch time reads the batch composition, as `fluidq check --load` reads it"
+    return ("max_throughput, sup b/t(b)" + (", the KV cache not binding" if engine.kv_capacity_tokens else "")
+            + ", as `fluidq check --load` reads it")
 
 
 def run(args):
@@ -227,7 +221,7 @@ def run(args):
     from ..._validate import load_rate
 
     if args.burst is None:
-        cap_req = _load_rates(engine, workload, loads)[1]
+        cap_req = _load_rates(engine, workload, loads, args.preemption or "recompute")[1]
         rates = tuple(load_rate("--loads", ld, cap_req) for ld in loads)  # each a representable rate
         _check_comparison_size(engine, workload.with_rate(max(rates)), args.horizon, max(loads), args.replications,
                                len(keys) * len(loads), names={"horizon_s": "--horizon",
@@ -287,10 +281,9 @@ def run(args):
     lines = [f"engine    {engine.name}: {engine.batch_time.describe()}, b_max={engine.b_max}"
              + (f", KV cache {engine.kv_capacity_tokens:,} tokens" if engine.kv_capacity_tokens else ", no KV-cache limit"),
              f"workload  {workload.name if workload.name not in ('', 'workload') else 'lengths ' + lengths_text(workload)}; "
-             f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s (b_max/t(b_max)"
-             + (" without the KV cache" if engine.kv_capacity_tokens else "")
-             + ("" if args.burst is not None else "; loads are fractions of it") + ")"
-             + ("" if args.burst is not None else _kv_basis(engine, workload, res)),
+             f"capacity {fmt_value(res.inputs['capacity_requests_per_s'], digits=MEANINGFUL_DIGITS)} req/s ("
+             + _basis_words(engine, workload, res)
+             + ("" if args.burst is not None else "; loads are fractions of it") + ")",
              (f"runs      {reps} of a burst of {args.burst:,} requests at t=0, each drained "
               f"({res.seconds:.1f} s wall)" if args.burst is not None else
               f"runs      {reps} x {args.horizon:g} s per policy and load ({res.seconds:.1f} s wall)"),

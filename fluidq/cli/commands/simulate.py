@@ -178,7 +178,7 @@ def _replay_line(rw) -> str:
 def run(args):
     import numpy as np
 
-    from ...capacity import max_throughput, offered_tokens_per_s, tokens_per_request
+    from ...capacity import max_throughput, offered_tokens_per_s
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
     from ...sim.core import check_size
@@ -207,10 +207,7 @@ def run(args):
         from ..._validate import load_rate
 
         load = 0.9 if args.load is None else args.load
-        kvr = _kv_rules(args, engine, base)
-        lam_max = (_deployment(args, base).requests_per_s if args.profile_dir is not None
-                   else kvr.requests_per_s if kvr is not None else max_throughput(engine, base).requests_per_s)
-        base = base.with_rate(load_rate("--load", load, lam_max))
+        base = base.with_rate(load_rate("--load", load, _basis(args, engine, base).requests_per_s))
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     if arrival == "replay" and args.trace is None:
         raise ParameterError("--arrival", "replay", "poisson, periodic or gamma without --trace",
@@ -248,21 +245,20 @@ def run(args):
     swap = None if args.swap_us is None else args.swap_us * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
     cap = max_throughput(engine, base)
-    # --profile-dir: the load is a fraction of vLLM's flow balance for the folder (fluidq capacity --profile-dir);
-    # the engine's t(b) bound counts no decode context (see profile_dir_capacity)
-    dep = _deployment(args, base) if args.profile_dir is not None else None
-    kvr = _kv_rules(args, engine, base) if dep is None and cap.tokens_per_s > 0 else None
-    # where the KV cache binds: its rules' capacity, in batch work as the offered tokens below
-    cap_tokens = (dep.tokens_per_s if dep is not None else
-                  kvr.requests_per_s * tokens_per_request(engine, base) if kvr is not None else cap.tokens_per_s)
-    # offered tokens in the capacity's units: the flow balance counts a request's m_p + m_d (the workload's token
-    # rate), the engine's capacity its batch work (m_p + m_d - 1 where the prefill emits the first token)
-    offered = base.token_rate_per_s if dep is not None else offered_tokens_per_s(engine, base)
+    # the one lambda* every face reads (fluidq.dtmc.load_basis): vLLM's flow balance for a --profile-dir engine,
+    # the capacity under the KV cache's rules where it binds, else max_throughput
+    lb = _basis(args, engine, base)
+    dep = lb.capacity if lb.basis == "flow_balance" else None
+    kvr = lb.capacity if lb.basis == "kv_rules" else None
+    # the capacity in batch work, the units of the offered tokens (m_p + m_d - 1 per request where the prefill
+    # emits the first token)
+    cap_tokens = lb.tokens_per_s
+    offered = offered_tokens_per_s(engine, base)
     out = {"engine": engine.to_dict(), "workload": base.to_dict(), "capacity_tokens_per_s": cap_tokens,
-           "load": offered / cap_tokens, "horizon_s": horizon, "n_requests": args.requests,
-           "seed": args.seed, "policies": {}}
+           "load": offered / cap_tokens, "horizon_s": horizon,
+           "n_requests": args.requests, "seed": args.seed, "policies": {}}
+    out.update({k: v for k, v in lb.to_dict().items() if k != "load_basis_reason"})
     if kvr is not None:  # the load's basis where the KV cache binds (capacity_tokens_per_s is it, in batch work)
-        out["load_basis"] = "kv_rules"
         out["kv_rules_requests_per_s"] = kvr.requests_per_s
         out["kv_batch_capacity_tokens_per_s"] = cap.tokens_per_s
     if fit_json(args) is not None:
@@ -381,10 +377,13 @@ def run(args):
                          "scheduler does not chunk under --no-chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
-        full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog
+        full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog (Theorem 2(b))
         basis = cap.work_conserving_basis
-        if dep is not None:
-            full, basis = dep.tokens_per_s, "vLLM's flow balance for this folder"
+        if dep is not None:  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
+            full, basis = cap_tokens, "vLLM's flow balance for this folder"
+        elif kvr is not None:
+            full, basis = cap_tokens, "the capacity under the KV cache's rules, the load basis"
+        out["fluid_capacity_tokens_per_s"] = full
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
         from ...policies.conservation import work_conserving_cached
@@ -410,21 +409,14 @@ def run(args):
     emit(args, out, "\n".join(lines))
 
 
-def _kv_rules(args, engine, workload):
-    """The capacity under the KV cache's rules where it binds (:func:`fluidq.dtmc.kv_basis.kv_capacity`, the basis of
-    --load there), or ``None``: no binding cache, a --profile-dir engine (its flow balance is the basis) or swap
-    preemption (the rules' capacity counts recomputation)."""
-    from ...dtmc.kv_basis import kv_capacity
+def _basis(args, engine, workload):
+    """The load basis (:func:`fluidq.dtmc.load_basis.load_basis`, computed once: the lengths set it, not the
+    rate): vLLM's flow balance for a ``--profile-dir`` engine, the capacity under the KV cache's rules where it
+    binds (not with ``--preemption swap``: the rules' capacity counts recomputation), else max_throughput."""
+    from ...dtmc.load_basis import load_basis
+    from ._roofline_args import named_by_flag
 
-    if args.profile_dir is not None or args.preemption == "swap":
-        return None
-    return kv_capacity(engine, workload)
-
-
-def _deployment(args, workload):
-    """vLLM's flow-balance capacity of ``--profile-dir`` for ``workload`` (as ``fluidq capacity --profile-dir``)."""
-    from ._profile_dir_args import profile_dir_capacity
-
-    if getattr(args, "_deployment", None) is None:  # the lengths set it, not the rate: computed once
-        args._deployment = profile_dir_capacity(args, workload)
-    return args._deployment
+    if getattr(args, "_load_basis", None) is None:
+        with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
+            args._load_basis = load_basis(engine, workload, preemption=args.preemption or "recompute")
+    return args._load_basis

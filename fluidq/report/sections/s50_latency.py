@@ -77,11 +77,11 @@ def render(ctx):
     reps = 2 if ctx.quick else REPLICATIONS
     keys = ("fcfs", "pars", "srpt", "uniboost") if ctx.quick else KEYS
     pols = standard_policies(e_mem, w, keys=keys, tau=0.5)
-    # compare_orderings takes loads as fractions of the engine's token capacity b_max/t(b_max) (memory
-    # aside); the rates wanted here are fractions of lambda*
+    # compare_orderings takes loads as fractions of its load basis (fluidq.dtmc.load_basis: here, where the
+    # cache binds, the capacity under its rules); the rates wanted here are fractions of lambda*
     from ...latency import _load_rates
 
-    unit = _load_rates(e_mem, w, ())[1]  # (compare_orderings' own unit: lambda* of the engine without its cache)
+    unit = _load_rates(e_mem, w, ())[1]  # (compare_orderings' own unit: its load basis's lambda*)
     rates = [x * ref.requests_per_s for x in loads]
     res = compare_orderings(e_mem, w, pols, loads=tuple(r / unit for r in rates), horizon_s=horizon,
                             n_replications=reps, rng=50)

@@ -1,0 +1,126 @@
+"""The one lambda* a load is a fraction of (issues 16, 20): :func:`load_basis`.
+
+``fluidq check --load``, ``fluidq simulate --load`` (and its fluid prediction line), ``fluidq latency --loads``
+(:func:`fluidq.latency.compare_orderings`), a sweep's ``load`` axis and :func:`fluidq.check_stability`'s load
+where the KV cache binds all read their lambda* here, so that "load 0.9" is one arrival rate on every face.
+Which capacity that is depends on the engine:
+
+``"flow_balance"``   an engine whose batch time reads the batch composition (``--profile-dir``): vLLM's flow
+                     balance, :func:`fluidq.dtmc.flow_basis.flow_balance_capacity` (its ``t(b)`` is one prefill
+                     chunk with no decode cost, so ``b / t(b)`` overstates what it serves);
+``"kv_rules"``       an engine whose KV cache binds: the capacity under the cache's own rules (whole-prompt
+                     admission, recompute preemptions), :func:`fluidq.dtmc.kv_basis.kv_capacity` -- seeded
+                     simulations of 13 KV-bound engines saturate at -16..+4 % of it, where
+                     :func:`fluidq.max_throughput`'s mean-footprint batch was 5-42 % above (validation/RESULTS.md,
+                     "the load basis where the KV cache binds");
+``"max_throughput"`` every other engine: :func:`fluidq.max_throughput`'s ``requests_per_s`` (``sup_b b/t(b)``,
+                     Theorem 2 of arXiv:2504.07347, or the ``k_max`` stability region along the mix where
+                     ``k_max`` binds).
+
+Why this lives in ``fluidq.dtmc`` and not in ``fluidq.capacity`` (where a newcomer would look first): the
+two flow balances read :func:`fluidq.validate.predict.predict_capacity`, and ``fluidq.validate`` imports
+``fluidq.capacity`` (``validate.roofline`` -> ``capacity.disaggregated``), as ``fluidq.dtmc`` does
+(``dtmc.networks`` -> ``capacity``); a ``fluidq.capacity`` that imported either would close an import cycle
+between sibling sub-packages, which the ``acyclic`` contract of ``lint-imports`` (pyproject.toml) forbids.
+``fluidq.dtmc`` already imports both, and every face that reads a load basis (``stability``, ``latency``,
+``sweep``, the command line) sits beside or above it.  :func:`fluidq.max_throughput`'s docstring points here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine import Engine
+from ..errors import ParameterError
+from ..workload import Workload
+
+__all__ = ["BASES", "LoadBasis", "load_basis"]
+
+#: the names :attr:`LoadBasis.basis` takes (each face's JSON ``load_basis``)
+BASES = ("flow_balance", "kv_rules", "max_throughput")
+
+
+@dataclass(frozen=True)
+class LoadBasis:
+    """The lambda* a load is relative to.
+
+    Attributes
+    ----------
+    requests_per_s : float
+        lambda*, all ``n_engines`` together: load ``x`` is the arrival rate ``x * requests_per_s``.
+    tokens_per_s : float
+        The same capacity in batch work: ``requests_per_s`` times
+        :func:`fluidq.capacity.tokens_per_request` (``m_p + m_d``, or ``m_p + m_d - 1`` where the prefill emits
+        the first token), the units of :func:`fluidq.capacity.offered_tokens_per_s`.
+    basis : str
+        ``"flow_balance"``, ``"kv_rules"`` or ``"max_throughput"`` (:data:`BASES`; module docstring).
+    reason : str
+        Why that capacity, in words.
+    capacity : object
+        What it was read from: the :class:`~fluidq.validate.predict.CapacityPrediction` of the flow balance
+        (``flow_balance``, ``kv_rules``) or the :class:`~fluidq.capacity.CapacityResult` of
+        :func:`fluidq.max_throughput`.
+    """
+
+    requests_per_s: float
+    tokens_per_s: float
+    basis: str
+    reason: str
+    capacity: object = None
+
+    @property
+    def label(self) -> str:
+        """The basis in a few words, for a human line."""
+        return {"flow_balance": "vLLM's flow balance (the batch time reads the batch composition)",
+                "kv_rules": "the capacity under the KV cache's rules (whole-prompt admission, recompute preemptions)",
+                "max_throughput": "max_throughput (sup b/t(b), Theorem 2; the k_max region where k_max binds)",
+                }[self.basis]
+
+    def rate(self, load: float) -> float:
+        """The arrival rate (requests/s) at ``load`` times lambda*."""
+        return float(load) * self.requests_per_s
+
+    def to_dict(self) -> dict:
+        """``{"load_basis", "load_basis_requests_per_s", "load_basis_tokens_per_s", "load_basis_reason"}``: the
+        keys every face's JSON carries."""
+        return {"load_basis": self.basis, "load_basis_requests_per_s": float(self.requests_per_s),
+                "load_basis_tokens_per_s": float(self.tokens_per_s), "load_basis_reason": self.reason}
+
+
+def load_basis(engine: Engine, workload: Workload, *, n_engines: int = 1, preemption: str = "recompute") -> LoadBasis:
+    """The lambda* that a ``--load`` of ``engine`` (``n_engines`` identical copies behind a router) for
+    ``workload``'s lengths is a fraction of: vLLM's flow balance for an engine whose batch time reads the batch
+    composition, the capacity under the KV cache's rules where the cache binds, else :func:`fluidq.max_throughput`
+    (module docstring).  ``workload``'s arrival rate is not read.
+
+    ``preemption="swap"`` keeps :func:`fluidq.max_throughput` where the cache binds: the KV rules' capacity counts
+    recompute preemptions (``fluidq simulate --preemption swap`` and ``compare_orderings(preemption="swap")``).
+
+    Raises :class:`~fluidq.errors.ParameterError` naming ``kv_capacity_tokens`` when the flow balance of a
+    composition engine finds no request that fits its cache in whole blocks (as
+    :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity` does).
+    """
+    from ..capacity import max_throughput, tokens_per_request
+    from .flow_basis import flow_balance_capacity
+    from .kv_basis import kv_capacity
+
+    if not isinstance(engine, Engine):
+        raise ParameterError("engine", engine, "a fluidq.Engine")
+    if not isinstance(workload, Workload):
+        raise ParameterError("workload", workload, "a fluidq.Workload")
+    if preemption not in ("recompute", "swap"):
+        raise ParameterError("preemption", preemption, "'recompute' or 'swap'")
+    work = tokens_per_request(engine, workload)
+    fb = flow_balance_capacity(engine, workload, n_engines=n_engines)
+    if fb is not None:
+        return LoadBasis(fb.requests_per_s, fb.requests_per_s * work, "flow_balance",
+                         f"vLLM's flow balance ({fb.binding} binds: {fb.reason}); the engine's batch time reads the "
+                         "batch composition, so its t(b) counts no decode cost", fb)
+    cap = max_throughput(engine, workload, n_engines=n_engines)
+    kvr = kv_capacity(engine, workload, n_engines=n_engines) if preemption == "recompute" and cap.tokens_per_s > 0 \
+        else None
+    if kvr is not None:
+        return LoadBasis(kvr.requests_per_s, kvr.requests_per_s * work, "kv_rules",
+                         f"the KV cache binds; under its rules (whole-prompt admission, recompute preemptions) "
+                         f"{kvr.reason}; max_throughput's mean-footprint batch would give "
+                         f"{cap.requests_per_s:.4g} req/s", kvr)
+    return LoadBasis(cap.requests_per_s, cap.requests_per_s * work, "max_throughput", cap.reason, cap)
