@@ -91,8 +91,6 @@ def flow_balance_capacity(engine, workload, *, n_engines: int = 1):
     """
     if not is_composition(engine) or not callable(getattr(engine.batch_time.model, "decode_only", None)):
         return None  # (an iteration model without decode_only() has no flow balance: t(b) stays the basis)
-    from dataclasses import replace
-
     from ..validate.predict import predict_capacity
 
     p, o = _lengths(workload)
@@ -101,7 +99,17 @@ def flow_balance_capacity(engine, workload, *, n_engines: int = 1):
     block = int(getattr(engine.memory, "block_size", 1) or 1)
     pred = predict_capacity(engine.batch_time.model, p, o, b_max=engine.b_max, k_max=engine.k_max,
                             kv_capacity_tokens=engine.kv_capacity_tokens, block_size=block)
-    if not engine.prefill_emits_token:  # the tokens/s of the request's own m_p + m_d
+    return engine_totals(pred, engine, p, o, n_engines)
+
+
+def engine_totals(pred, engine, p, o, n_engines: int):
+    """``pred`` (one engine's flow balance on prompts ``p`` and outputs ``o``, the outputs one token longer when the
+    engine's prefill emits no token) as the answer counts it: tokens/s of the request's own ``m_p + m_d``, and
+    ``n_engines`` identical engines serving ``n_engines`` times one engine's rate.  (The flow-balance and the
+    KV-rules bases, :mod:`fluidq.dtmc.kv_basis`, both finish so.)"""
+    from dataclasses import replace
+
+    if not engine.prefill_emits_token:
         pred = replace(pred, tokens_per_s=pred.requests_per_s * float(p.mean() + o.mean() - 1.0))
     if n_engines != 1:
         pred = replace(pred, tokens_per_s=n_engines * pred.tokens_per_s, requests_per_s=n_engines * pred.requests_per_s,

@@ -16,15 +16,13 @@ sibling sub-packages, which ``lint-imports``' ``acyclic`` contract forbids (:mod
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
-from .flow_basis import _lengths, is_composition
+from .flow_basis import _lengths, engine_totals, is_composition
 
 __all__ = ["kv_capacity"]
 
@@ -90,9 +88,4 @@ def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
         return None
     if pred.binding != "kv_cache":
         return None
-    if not engine.prefill_emits_token:  # the tokens/s of the request's own m_p + m_d
-        pred = replace(pred, tokens_per_s=pred.requests_per_s * float(p.mean() + o.mean() - 1.0))
-    if n_engines != 1:
-        pred = replace(pred, tokens_per_s=n_engines * pred.tokens_per_s, requests_per_s=n_engines * pred.requests_per_s,
-                       residents=n_engines * pred.residents)
-    return pred
+    return engine_totals(pred, engine, p, o, n_engines)
