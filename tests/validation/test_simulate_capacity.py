@@ -10,22 +10,9 @@ from fluidq.validate import validation_dir
 from fluidq.validate.deployment import predict_deployment
 from fluidq.validate.predict import predict_capacity, simulate_capacity
 
+from constant_engine import Constant, T  # tests/validation/constant_engine.py
+
 LSS = validation_dir() / "data" / "llmservingsim"
-T = 0.01  # seconds per iteration, whatever is in it
-
-
-class Constant:
-    """An iteration model whose iterations all take ``T``."""
-    n_layers, source, name = 1, "constant", "constant"
-
-    def time_shape(self, pc, kp, nd, kv, n_emit=None):
-        return np.full(np.broadcast(np.asarray(pc, float), np.asarray(nd, float)).shape, T)[()]
-
-    def decode_only(self, n, kv):
-        return self.time_shape(0.0, 0.0, n, kv)
-
-    def time(self, prefill_chunks=(), decode_contexts=()):
-        return T
 
 
 def test_k_max_bound_constant_engine_serves_k_requests_per_o_iterations():

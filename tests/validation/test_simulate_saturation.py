@@ -9,22 +9,7 @@ import pytest
 
 from fluidq.validate.predict import MAX_RAISES, SATURATED_SHARE, predict_capacity, simulate_capacity
 
-T = 0.01
-
-
-class Constant:
-    """An iteration model whose iterations all take ``T``."""
-    n_layers, source, name = 1, "constant", "constant"
-
-    def time_shape(self, pc, kp, nd, kv, n_emit=None):
-        return np.full(np.broadcast(np.asarray(pc, float), np.asarray(nd, float)).shape, T)[()]
-
-    def decode_only(self, n, kv):
-        return self.time_shape(0.0, 0.0, n, kv)
-
-    def time(self, prefill_chunks=(), decode_contexts=()):
-        return T
-
+from constant_engine import Constant, T  # tests/validation/constant_engine.py
 
 P, O, K = np.full(200, 100), np.full(200, 50), 16
 EXACT = K * (100 + 50) / (50 * T)  # k_max residents, o iterations each (tests/validation/test_simulate_capacity.py)
