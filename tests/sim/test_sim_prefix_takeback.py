@@ -1,9 +1,9 @@
 """Prefix caching's take-back rule, worked by hand: a request re-admitted after a recompute preemption takes back
 all but the last block of what it recomputes -- ceil(p / bs) - 1 of its leading blocks still cached (vLLM always
-recomputes at least the last block's tokens) -- and recomputes the rest.  The rule is written once,
-fluidq.kernel.memory.prefix_want: the Python path (method="generic", StationMemory) calls it and the KV kernel
-fluidq/kernel/kv.py (method="fast") calls its jitted form (fluidq.kernel.kvrules); both paths are checked against
-the same hand derivation and against each other.  The kernel is asked for by method="fast", not "auto": without
+recomputes at least the last block's tokens) -- and recomputes the rest.  fluidq.kernel.memory.prefix_want holds
+the rule for the Python path (method="generic", StationMemory); the KV kernel fluidq/kernel/kv.py (method="fast")
+writes it out in its loop (calling it there cost 1.09-1.17x on a prefix-caching run, see kv.py's notes), so this
+test is the guard of that second copy: both paths are checked against the same hand derivation and each other.  The kernel is asked for by method="fast", not "auto": without
 numba (NUMBA_DISABLE_JIT=1) "auto" runs the Python path, so a mutation of kv.py checked that way went unseen; "fast"
 runs kv.py's loop compiled or, uncompiled, as plain Python.  The prompt recomputed is a whole number of blocks, the
 case where the rule's (p - 1) // bs and p // bs differ; a block size of 4 takes kv.py's shift-and-mask block
