@@ -46,8 +46,14 @@ policy's ``select`` is :func:`_select` over the residents in arrival order, and 
 :mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
 :mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test
 (``swap_in_fits``); the other decisions are written out in :func:`_advance` although kvrules holds
-them too (token and paged admission, reservation, recomputation) and the network loop calls
-them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
+them too (token and paged admission, reservation, recomputation, prefix caching's take-back ``prefix_want``)
+and the network loop calls them there.  The take-back alone, called in its place (``kvrules.prefix_want``), gave
+the same runs but cost 1.09x (200k requests, best of 12 alternating children) and 1.17x (1M, best of 5) on the
+``prefix cache`` case of ``bench_kernel.py``'s ``KV_BASE_CASES`` (1.2 lambda*) timed alone against 821753d (shared
+2-vCPU VM, 2026-12-07), so it stays written out,
+guarded by ``tests/sim/test_sim_prefix_takeback.py`` (method="fast" on a prompt of whole blocks, where
+``(p - 1) // bs`` and ``p // bs`` differ: it fails a mutation of either copy, compiled or not).  Calling the
+others: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
 lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
 2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
 run without memory; 2.0-2.5x with vLLM's binding cache and 1.7-2.1x with an ample one after the covering
@@ -782,6 +788,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             if _bdiv(pc[rid], bs, bsh) > free:
                                 stop = True
                                 continue
+                            # memory.prefix_want written out (see the module notes)
                             hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
                             free -= hit
                         remaining = pc[rid] - pf[rid] - hit * bs
