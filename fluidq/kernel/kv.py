@@ -99,6 +99,7 @@ from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
+from .kvrules import ACCEPT, ASK_AGAIN, STOP, token_next, token_take
 from .compose import chunks_s as _chunks_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
@@ -723,29 +724,20 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     dropped_new = False
                     for j in range(npf):
                         rid = bpr[j]
-                        m = bpm[j]
-                        if kv[rid] == 0:
-                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
-                        else:
-                            avail = room
-                        if m <= avail:
+                        x = token_take(bpm[j], pc[rid] - pf[rid], kv[rid], room, reserve, chunked)
+                        if x >= 0:
                             bpr[kept] = rid
-                            bpm[kept] = m
+                            bpm[kept] = x
                             kept += 1
-                            room -= m
-                        elif chunked and avail > 0:
-                            bpr[kept] = rid
-                            bpm[kept] = avail
-                            kept += 1
-                            room -= avail
-                        elif kv[rid] == 0:
+                            room -= x
+                        elif x == STOP:
                             dropped_new = True
                             break
-                    empty = kept == 0 and nd == 0
-                    if dropped_new and not hide and (empty or room > reserve):
+                    nxt = token_next(dropped_new, hide, kept == 0 and nd == 0, room, reserve, nadm)
+                    if nxt == ASK_AGAIN:
                         hide = True
                         continue
-                    if not empty or nadm == 0:
+                    if nxt == ACCEPT:
                         npf = kept
                         break
             if paged:
