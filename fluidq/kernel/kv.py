@@ -99,7 +99,7 @@ from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
-from .kvrules import ACCEPT, ASK_AGAIN, STOP, token_next, token_take
+from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
 from .compose import chunks_s as _chunks_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
@@ -776,9 +776,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                                 continue
                             hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
                             free -= hit
-                        remaining = pc[rid] - pf[rid] - hit * bs
-                        want = remaining if whole or m > remaining else m
-                        if _bdiv(hit * bs + want, bs, bsh) - hit > free:
+                        m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)  # (m up to its remaining prompt)
+                        if m == STOP:
                             stop = True
                             continue
                         nbk[rid] = hit
@@ -806,8 +805,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        if m > remaining:
-                            m = remaining
                         k = _bdiv(kv[rid] + m, bs, bsh) - nbk[rid]
                         if k > 0:
                             free -= k
@@ -817,7 +814,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         bpr[kept] = rid
                         bpm[kept] = m
                         kept += 1
-                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
+                    if paged_retry(stop, kept, nd, hide, nadm):
                         hide = True  # ask again with the admitted requests alone
                         continue
                     npf = kept
