@@ -41,18 +41,20 @@ shifts and masks (``_bdiv``, ``_bmod``: the same integers; ~6 % of that run); an
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.kernel.memory.StationMemory` are written out below in the same order of operations
-(``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
-:mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
-:mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test
-(``swap_in_fits``); the other decisions are written out in :func:`_advance` although kvrules holds
-them too (token and paged admission, reservation, recomputation) and the network loop calls
-them there: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
-lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
-2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
-run without memory; 2.0-2.5x with vLLM's binding cache and 1.7-2.1x with an ample one after the covering
-below, ``bench_kernel.py --kv``, 2026-12-06 09:26-09:29 UTC), can give.  A change to these rules is made in
-``kvrules``, here, and in ``StationMemory``.
+:class:`fluidq.kernel.memory.StationMemory` are applied in the same order of operations
+(``tests/sim/test_sim_kv_kernel.py`` holds the two identical) by calling :mod:`fluidq.kernel.kvrules`' functions (the
+jitted, inlined forms of :mod:`fluidq.kernel.memory`'s), as :mod:`fluidq.kernel.network` does: the block pool with
+prefix caching (``_alloc``, ``_release``, ``_reuse``), ``cdiv``, the refusal (``never_fits``), the swap-in test
+(``swap_in_fits``), token admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and
+reservation (``paged_take``, ``paged_retry``) and recomputation (``recompute``).  Until 2026-12-07 the admissions were
+written out here: calling them cost 1.046-1.058x per request (commit f9bb483, 2026-12-06), when issue 15's KV target
+(within 2x of the run without memory) had no room for it; since the block shift it has (branch h-rules15,
+``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md: vLLM's binding cache at 1.2
+lambda* within 2x in every run).  Written out here still: the blocks the running requests add (kvrules'
+``blocks_needed``, here by ``_bdiv``: a shift for a power-of-two block size where ``blocks_needed`` divides), the
+victim (the loops hold their residents differently), the two decoder clamps (``no_victim_decoders``,
+``decoders_within``: their branches also rebuild the batch's decoders) and the prefix take-back's ``want`` (another
+branch's change).  A change to a rule is made in :mod:`fluidq.kernel.memory`, and to what is written out here too.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
