@@ -41,24 +41,25 @@ shifts and masks (``_bdiv``, ``_bmod``: the same integers; ~6 % of that run); an
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
-:class:`fluidq.kernel.memory.StationMemory` are written out below in the same order of operations
-(``tests/sim/test_sim_kv_kernel.py`` holds the two identical).  The block pool with prefix caching is
-:mod:`fluidq.kernel.kvrules`' (``_alloc``, ``_release``, ``_reuse`` call it), as in
-:mod:`fluidq.kernel.network`, and so are ``cdiv``, the refusal (``never_fits``) and the swap-in test
-(``swap_in_fits``); the other decisions are written out in :func:`_advance` although kvrules holds
-them too (token and paged admission, reservation, recomputation, prefix caching's take-back ``prefix_want``)
-and the network loop calls them there.  The take-back alone, called in its place (``kvrules.prefix_want``), gave
-the same runs but cost 1.09x (200k requests, best of 12 alternating children) and 1.17x (1M, best of 5) on the
-``prefix cache`` case of ``bench_kernel.py``'s ``KV_BASE_CASES`` (1.2 lambda*) timed alone against 821753d (shared
-2-vCPU VM, 2026-12-07), so it stays written out,
-guarded by ``tests/sim/test_sim_prefix_takeback.py`` (method="fast" on a prompt of whole blocks, where
-``(p - 1) // bs`` and ``p // bs`` differ: it fails a mutation of either copy, compiled or not).  Calling the
-others: inlined into this loop they cost 1.00-1.06x per request (vLLM's blocks, binding cache, 1.2
-lambda*: 1.046-1.058x; ``bench_kernel.py --kv --base``, two 4-round runs against 8ec4a60, shared 2-vCPU VM,
-2026-12-06; commit f9bb483 is that version), above the 5 % this loop, issue 15's KV target (within 2x of the
-run without memory; 2.0-2.5x with vLLM's binding cache and 1.7-2.1x with an ample one after the covering
-below, ``bench_kernel.py --kv``, 2026-12-06 09:26-09:29 UTC), can give.  A change to these rules is made in
-``kvrules``, here, and in ``StationMemory``.
+:class:`fluidq.kernel.memory.StationMemory` are applied in the same order of operations
+(``tests/sim/test_sim_kv_kernel.py`` holds the two identical) by calling :mod:`fluidq.kernel.kvrules`' functions (the
+jitted, inlined forms of :mod:`fluidq.kernel.memory`'s), as :mod:`fluidq.kernel.network` does: the block pool with
+prefix caching (``_alloc``, ``_release``, ``_reuse``), ``cdiv``, the refusal (``never_fits``), the swap-in test
+(``swap_in_fits``), token admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and
+reservation (``paged_take``, ``paged_retry``) and recomputation (``recompute``).  Until 2026-12-07 the admissions were
+written out here: calling them cost 1.046-1.058x per request (commit f9bb483, 2026-12-06), when issue 15's KV target
+(within 2x of the run without memory) had no room for it; since the block shift it has (branch h-rules15,
+``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md: vLLM's binding cache at 1.2
+lambda* within 2x in every run).  Written out here still: the blocks the running requests add (kvrules'
+``blocks_needed``, here by ``_bdiv``: a shift for a power-of-two block size where ``blocks_needed`` divides), the
+victim (the loops hold their residents differently), the two decoder clamps (``no_victim_decoders``,
+``decoders_within``: their branches also rebuild the batch's decoders) and prefix caching's take-back
+(``prefix_want``): called in its place (``kvrules.prefix_want``) it gave the same runs but cost 1.09x (200k requests,
+best of 12 alternating children) and 1.17x (1M, best of 5) on the ``prefix cache`` case of ``bench_kernel.py``'s
+``KV_BASE_CASES`` (1.2 lambda*) timed alone against 821753d (shared 2-vCPU VM, 2026-12-07), so it stays written out,
+guarded by ``tests/sim/test_sim_prefix_takeback.py`` (method="fast" on a prompt of whole blocks, where ``(p - 1) // bs``
+and ``p // bs`` differ: it fails a mutation of either copy, compiled or not).  A change to a rule is made in
+:mod:`fluidq.kernel.memory`, and to what is written out here too.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -105,6 +106,7 @@ from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
+from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
 from .compose import chunks_s as _chunks_s  # the iteration model's compiled evaluation (a composition batch time)
 
 # the per-prompt step of the prefill walk, written once in fluidq/policies/batch_rule.py and inlined (numba's cache
@@ -729,29 +731,20 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     dropped_new = False
                     for j in range(npf):
                         rid = bpr[j]
-                        m = bpm[j]
-                        if kv[rid] == 0:
-                            avail = room if pc[rid] - pf[rid] + reserve <= room else 0
-                        else:
-                            avail = room
-                        if m <= avail:
+                        x = token_take(bpm[j], pc[rid] - pf[rid], kv[rid], room, reserve, chunked)
+                        if x >= 0:
                             bpr[kept] = rid
-                            bpm[kept] = m
+                            bpm[kept] = x
                             kept += 1
-                            room -= m
-                        elif chunked and avail > 0:
-                            bpr[kept] = rid
-                            bpm[kept] = avail
-                            kept += 1
-                            room -= avail
-                        elif kv[rid] == 0:
+                            room -= x
+                        elif x == STOP:
                             dropped_new = True
                             break
-                    empty = kept == 0 and nd == 0
-                    if dropped_new and not hide and (empty or room > reserve):
+                    nxt = token_next(dropped_new, hide, kept == 0 and nd == 0, room, reserve, nadm)
+                    if nxt == ASK_AGAIN:
                         hide = True
                         continue
-                    if not empty or nadm == 0:
+                    if nxt == ACCEPT:
                         npf = kept
                         break
             if paged:
@@ -791,9 +784,8 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             # memory.prefix_want written out (see the module notes)
                             hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
                             free -= hit
-                        remaining = pc[rid] - pf[rid] - hit * bs
-                        want = remaining if whole or m > remaining else m
-                        if _bdiv(hit * bs + want, bs, bsh) - hit > free:
+                        m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)  # (m up to its remaining prompt)
+                        if m == STOP:
                             stop = True
                             continue
                         nbk[rid] = hit
@@ -821,8 +813,6 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        if m > remaining:
-                            m = remaining
                         k = _bdiv(kv[rid] + m, bs, bsh) - nbk[rid]
                         if k > 0:
                             free -= k
@@ -832,7 +822,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         bpr[kept] = rid
                         bpm[kept] = m
                         kept += 1
-                    if stop and kept == 0 and nd == 0 and not hide and nadm > 0:
+                    if paged_retry(stop, kept, nd, hide, nadm):
                         hide = True  # ask again with the admitted requests alone
                         continue
                     npf = kept

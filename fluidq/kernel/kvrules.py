@@ -5,9 +5,9 @@ The rules are written once, as plain functions over integers and explicit arrays
 the Python path calls them as they are, :mod:`fluidq.kernel.network` jits them where it uses them
 (``jit(fn, inline="always")``, as the batch rule's functions are), and this module holds each one jitted
 (inlined, no reference counting: nothing here allocates) under its own name, for :mod:`fluidq.kernel.kv` (one
-engine, iteration by iteration), which calls the block pool (``pool_*``), ``cdiv``, ``never_fits`` and
-``swap_in_fits`` and writes the other decisions out in its loop: calling them there cost up to 6 % per request
-(see kv.py's notes; commit f9bb483 is kv.py on these functions, bit for bit the same runs).  What differs
+engine, iteration by iteration), which calls the block pool (``pool_*``), ``cdiv``, ``never_fits``,
+``swap_in_fits``, ``token_take``/``token_next``, ``paged_take``/``paged_retry`` and ``recompute`` (since 2026-12-07;
+what it still writes out, and why, is in kv.py's notes).  What differs
 between the loops stays in them: how they hold the residents (kv.py's ordered lists and virtual decode clock,
 network.py's linked lists per station), the order in which they visit them and how they find the victim.
 ``tests/sim/test_sim_kv_kernel.py`` holds kv.py to the generic path's ``StationMemory`` and

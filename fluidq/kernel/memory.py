@@ -32,8 +32,8 @@ before :class:`BlockPool`: ``never_fits``, ``swap_in_fits``, ``token_take``/``to
 block pool with prefix caching ``pool_alloc``/``pool_release``/``pool_reuse``).  :class:`StationMemory` calls
 the scalar ones; the compiled loops inline them for the built-in FCFS schedulers: the KV stations of
 :mod:`fluidq.kernel.network` call every one (jitted where used), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
-the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``, ``never_fits`` and
-``swap_in_fits``, and writes the other decisions out in its loop (calls cost it up to 6 %).  :class:`BlockPool`
+the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``, ``never_fits``, ``swap_in_fits``,
+the token and paged admissions and ``recompute`` (what it still writes out, and why: kv.py's notes).  :class:`BlockPool`
 keeps its own queue (a deque of Python tuples and dicts keyed by request: on numpy arrays from Python, as the
 pool functions need, every entry would cost an array access), held to the pool functions by
 ``tests/kernel/test_kvrules_pool.py``.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py identical to this

@@ -33,8 +33,7 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   The decisions of these rules are :mod:`fluidq.kernel.memory`'s plain rule functions, the ones
   ``StationMemory`` calls, inlined here (the token and paged admission, the reservation with prefix reuse,
   swap-ins, refusal, recomputation, the block pool of :class:`fluidq.kernel.memory.BlockPool` on this station's
-  region of ``pq``; :mod:`fluidq.kernel.kv` calls the block pool and writes the decisions out in its loop, where
-  calls cost it up to 6 %);
+  region of ``pq``; :mod:`fluidq.kernel.kv` calls most of them too, its notes say which it writes out);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
