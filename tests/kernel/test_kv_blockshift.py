@@ -19,6 +19,8 @@ from fluidq import Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.engine import VLLM
 from fluidq.sim import simulate
 
+import kv_seeded  # tests/kernel/kv_seeded.py
+
 
 def test_shift_and_mask_equal_division():
     from fluidq.kernel import kv as K
@@ -38,32 +40,18 @@ def test_shift_and_mask_equal_division():
 
 def _run(bs, force_div, seed, monkeypatch, record=True):
     from fluidq.kernel import kv as K
-    from fluidq.kernel import run_fcfs_kv
 
-    step = K.__dict__.get("_step_unwrapped_bsh", K.step)
     seen = []
 
-    def wrapped(*args):
+    def transform(args):
         cfg = args[4]
         seen.append(int(cfg[K.C_BSH]))
         if force_div:
             cfg[K.C_BSH] = -1
-        return step(*args)
+        return args
 
-    monkeypatch.setattr(K, "step", wrapped)
-    monkeypatch.setattr(K, "_step_unwrapped_bsh", step, raising=False)
-    rng = np.random.default_rng(seed)
-    n = 3000
-    arr = np.cumsum(rng.exponential(1.0 / float(rng.uniform(60, 100)), n))
-    P = rng.geometric(1.0 / float(rng.uniform(15, 60)), n).astype(np.int64)
-    D = rng.geometric(1.0 / float(rng.uniform(15, 60)), n).astype(np.int64)
-    b_max = int(rng.integers(48, 256))
-    tau = 0.01 + 0.0002 * np.arange(b_max + 1, dtype=float)
-    out = run_fcfs_kv(arr, P, D, b_max=b_max, k_cap=int(rng.integers(16, 1 << 20)), mixed=True, chunked=True,
-                      chunk_long=False, prefill_first=False, tau_b=tau, ks=float(rng.choice([0.0, 1e-5])),
-                      horizon=float("inf"), record=record, kv_cap=int(rng.choice([600, 1200])), block_size=bs,
-                      paged=True, whole_prompt=bool(rng.integers(2)), most_recent=True,
-                      emit_at_prefill=bool(rng.integers(2)))
+    out = kv_seeded.run(monkeypatch, transform, seed, rate=(60, 100), kv_caps=(600, 1200), block_size=bs,
+                        record=record)
     return out, seen
 
 
@@ -81,14 +69,7 @@ def test_shift_path_equals_division_path(bs, seed, monkeypatch):
     b, _ = _run(bs, True, seed, monkeypatch)
     assert seen_a[-1] == bs.bit_length() - 1  # the first run shifted
     assert a["preemptions"] > 0  # the cache binds: admissions, preemptions and block moves all ran
-    for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s", "preemptions_per_request"):
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    for x, y in zip(a["backlog"], b["backlog"]):
-        np.testing.assert_array_equal(x, y)
-    for k, v in a["records"].items():
-        np.testing.assert_array_equal(v, b["records"][k], err_msg=k)
-    for k in ("iterations", "busy_s", "tokens_served", "preemptions", "wasted_tokens", "peak_kv_tokens", "examined"):
-        assert a[k] == b[k], k
+    kv_seeded.assert_same(a, b)
 
 
 @pytest.mark.parametrize("bs", [6, 12])

@@ -12,35 +12,21 @@ import inspect
 import numpy as np
 import pytest
 
+import kv_seeded  # tests/kernel/kv_seeded.py
+
 
 def _run(feat_forced, rng_seed, monkeypatch):
     from fluidq.kernel import kv as K
-    from fluidq.kernel import run_fcfs_kv
 
-    step = K.__dict__.get("_step_unwrapped", K.step)  # (the compiled step, not a wrapper of an earlier run)
-    idx = list(inspect.signature(getattr(step, "py_func", step)).parameters).index("feat")
+    step = K.__dict__.get("_step_unwrapped", K.step)  # (not the wrapper of this test's earlier run)
+    idx = list(inspect.signature(step).parameters).index("feat")
     seen = []
 
-    def wrapped(*args):
+    def transform(args):
         seen.append(args[idx])
-        if feat_forced is not None:
-            args = args[:idx] + (feat_forced,) + args[idx + 1:]
-        return step(*args)
+        return args if feat_forced is None else args[:idx] + (feat_forced,) + args[idx + 1:]
 
-    monkeypatch.setattr(K, "step", wrapped)
-    monkeypatch.setattr(K, "_step_unwrapped", step, raising=False)
-    rng = np.random.default_rng(rng_seed)
-    n = 3000
-    arr = np.cumsum(rng.exponential(1.0 / float(rng.uniform(30, 80)), n))
-    P = rng.geometric(1.0 / float(rng.uniform(15, 60)), n).astype(np.int64)
-    D = rng.geometric(1.0 / float(rng.uniform(15, 60)), n).astype(np.int64)
-    b_max = int(rng.integers(48, 256))
-    tau = 0.01 + 0.0002 * np.arange(b_max + 1, dtype=float)
-    out = run_fcfs_kv(arr, P, D, b_max=b_max, k_cap=int(rng.integers(16, 1 << 20)), mixed=True, chunked=True,
-                      chunk_long=False, prefill_first=False, tau_b=tau, ks=float(rng.choice([0.0, 1e-5])),
-                      horizon=float("inf"), record=True, kv_cap=int(rng.choice([1200, 2500, 100_000])),
-                      block_size=int(rng.choice([4, 16])), paged=True, whole_prompt=bool(rng.integers(2)),
-                      most_recent=True, emit_at_prefill=bool(rng.integers(2)))
+    out = kv_seeded.run(monkeypatch, transform, rng_seed, rate=(30, 80), kv_caps=(1200, 2500, 100_000))
     return out, seen
 
 
@@ -50,13 +36,5 @@ def test_vllm_signature_equals_the_general_one(seed, monkeypatch):
     b, seen_b = _run(1, seed, monkeypatch)
     assert seen_a and all(f is None for f in seen_a)  # vLLM's rules ran on their own signature
     assert seen_b and all(f is None for f in seen_b)  # (the same call, then forced onto the general one)
-    for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s", "preemptions_per_request"):
-        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-    for x, y in zip(a["backlog"], b["backlog"]):
-        np.testing.assert_array_equal(x, y)
-    for k, v in a["records"].items():
-        np.testing.assert_array_equal(v, b["records"][k], err_msg=k)
-    for k in ("iterations", "busy_s", "tokens_served", "preemptions", "wasted_tokens", "peak_kv_tokens", "examined",
-              "n_blocked", "end_s"):
-        assert a[k] == b[k], k
+    kv_seeded.assert_same(a, b, kv_seeded.COUNTS + ("n_blocked", "end_s"))
     assert np.isfinite(a["finish_s"]).sum() > 0
