@@ -86,6 +86,6 @@ def test_bounds_by_hand_against_every_completion_of_the_unknowns():
                 x[c] = lb[c] * (1 + 1e-9) + 1e-12 if mask >> j & 1 else 1e9
             seen.append(np.mean(x <= s))
             t = tightest_slo(x, 0.8)
-            assert tightest_slo_lower(lat, 0.8, lb) <= t + 1e-9 and t <= tightest_slo(lat, 0.8) or \
-                math.isinf(tightest_slo(lat, 0.8))
+            upper = tightest_slo(lat, 0.8)
+            assert tightest_slo_lower(lat, 0.8, lb) <= t + 1e-9 and (t <= upper or math.isinf(upper))
         assert lo == pytest.approx(min(seen)) and hi == pytest.approx(max(seen))

@@ -31,7 +31,7 @@ def _stored_rows(store: Path) -> int:
     return sum(1 for line in store.read_text().splitlines()[1:] if line.strip())
 
 
-def _interrupt(tmp_path, k: int, wait_rows: int) -> tuple[str, Path]:
+def _interrupt(tmp_path, k: int, wait_rows: int, sig=signal.SIGINT, code=130) -> tuple[str, Path]:
     case = tmp_path / "case.toml"
     case.write_text(CASE)
     store = tmp_path / f"s{k}.jsonl"
@@ -43,10 +43,10 @@ def _interrupt(tmp_path, k: int, wait_rows: int) -> tuple[str, Path]:
     while _stored_rows(store) < wait_rows and proc.poll() is None and time.monotonic() < t_end:
         time.sleep(0.05)
     assert proc.poll() is None, "the sweep ended before it was interrupted: make the grid larger"
-    os.kill(proc.pid, signal.SIGINT)  # what `timeout -s INT` does: the command, then its process group
-    os.killpg(proc.pid, signal.SIGINT)
+    os.kill(proc.pid, sig)  # what `timeout -s INT` (or TERM) does: the command, then its process group
+    os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (proc.returncode, err)
+    assert proc.returncode == code, (proc.returncode, err)
     return err, store
 
 
@@ -67,6 +67,18 @@ def test_ctrl_c_with_two_workers_is_quiet_and_resumes(tmp_path, k, wait_rows):
     res = json.loads(r.stdout)
     assert res["n_resumed"] >= 1 and res["n_resumed"] + res["n_computed"] == res["n_points"] == 1600
     assert [row["index"] for row in res["rows"]] == list(range(1600))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_sigterm_stops_a_sweep_as_ctrl_c_does(tmp_path):
+    """SIGTERM stops it as Ctrl-C does: "N points done ... run again to resume", then "fluidq sweep: terminated",
+    exit 143, the rows stored kept.  Before, SIGTERM's default action ended the process with no line (exit -15)."""
+    err, store = _interrupt(tmp_path, 0, 2, sig=signal.SIGTERM, code=143)
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert len(lines) == 2 and lines[0].startswith("sweep interrupted: ") and "resume" in lines[0], err
+    assert lines[1] == "fluidq sweep: terminated", err
+    assert _stored_rows(store) >= 2
 
 
 def test_a_users_csv_refusal_quotes_its_own_header(tmp_path, capsys):

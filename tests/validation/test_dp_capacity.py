@@ -71,6 +71,8 @@ def test_fixed_lengths_form_cohorts_the_fluid_formula_does_not_see():
     s = predict_deployment(QWEN, **_kw(1000, 200, 4, 64), method="simulate", arrival_rate=2.5 * f.requests_per_s,
                            n_requests=2000, replications=4, seed=7)
     err = f.tokens_per_s / s.tokens_per_s - 1
-    if abs(err) > MARGIN:
-        pytest.xfail(f"fluid {err:+.1%} of the simulation with equal lengths (-31.9 % measured 2026-12-07): the "
-                     "formula's finishes are Poisson, the engine's come in cohorts")
+    # a known miss: it must stay the recorded one (a band of the simulation's own +-8 % interval), and a formula
+    # that comes within MARGIN fails here so the record gets updated
+    assert err == pytest.approx(-0.319, abs=0.08), err
+    pytest.xfail(f"fluid {err:+.1%} of the simulation with equal lengths (-31.9 % measured 2026-12-07): the "
+                 "formula's finishes are Poisson, the engine's come in cohorts")
