@@ -67,14 +67,6 @@ class LoadBasis:
     reason: str
     capacity: object = None
 
-    @property
-    def label(self) -> str:
-        """The basis in a few words, for a human line."""
-        return {"flow_balance": "vLLM's flow balance (the batch time reads the batch composition)",
-                "kv_rules": "the capacity under the KV cache's rules (whole-prompt admission, recompute preemptions)",
-                "max_throughput": "max_throughput (sup b/t(b), Theorem 2; the k_max region where k_max binds)",
-                }[self.basis]
-
     def rate(self, load: float) -> float:
         """The arrival rate (requests/s) at ``load`` times lambda*."""
         return float(load) * self.requests_per_s

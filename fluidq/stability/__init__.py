@@ -513,16 +513,6 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             reason = (f"{serves} (load {fmt_load(rho)}), too close to call: {est}; between {lo:g} and {hi:g} times the "
                       "estimate fluidq has no verdict; simulate to decide (`fluidq simulate --replications N`; "
                       "fluidq.replicate in Python)")
-        if basis != "kv_rules" and kv_rules is not None and status is Status.UNKNOWN and kv_rules.requests_per_s > 0:
-            # lead with the basis simulation sides with, so that "keeps up" by the mean footprints is not read alone
-            lam_kv = kv_rules.requests_per_s
-            l_kv = workload.arrival_rate_per_s / lam_kv
-            side = ("above it: by that estimate the backlog grows" if l_kv > 1 + tolerance else
-                    "at it" if l_kv >= 1 - tolerance else
-                    f"below it: by that estimate {name} keeps up" if wc.work_conserving else
-                    f"below it, but {name} is not work-conserving")
-            reason = (f"load {fmt_load(l_kv)} of the capacity under the KV cache's own rules, about {lam_kv:.4g} req/s "
-                      f"({side}; an estimate too, so no verdict); by the mean-footprint estimate: {reason}")
     elif rho_any > 1 + tolerance:
         # the load keeps its denominator (ref): measured against sup only here, it would fall as the rate rose
         # past the peak of b/t(b) (1.07 at 1.07x b_max/t(b_max), 1.031 at 1.10x on a staircase peaking 6.7% higher)

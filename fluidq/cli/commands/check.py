@@ -172,7 +172,10 @@ def run(args):
                     f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, "
                     f"{_load(off / full) if full > 0 else '–'} of {fmt_value(full, digits=MEANINGFUL_DIGITS)} "
                     f"(work-conserving schedulers: {cap.work_conserving_basis})")
-    kvr = kv_capacity(engine, workload, n_engines=args.engines) if cap.tokens_per_s > 0 else None
+    if basis is not None:  # --load: load_basis has read it already (kv_rules exactly where it is not None)
+        kvr = basis.capacity if basis.basis == "kv_rules" else None
+    else:
+        kvr = kv_capacity(engine, workload, n_engines=args.engines) if cap.tokens_per_s > 0 else None
     if kvr is not None and args.profile_dir is None:  # the KV cache binds: the load against its rules' capacity
         from ...capacity import tokens_per_request
         from ...results import MEANINGFUL_DIGITS, fmt_value
