@@ -41,3 +41,15 @@ def test_show_prints_the_derived_context_and_what_it_comes_from(tmp_path, capsys
     rc, out, err = run_cli(["models", "show", "--config", str(p), "--json"], capsys)
     d = json.loads(out)
     assert d["derived"]["max_model_len"] == expected and d["max_position_embeddings"] == 32768
+
+
+def test_show_names_the_length_key_vllm_read(tmp_path, capsys):
+    # a config whose length is seq_length (no max_position_embeddings): the row names seq_length, as capacity's
+    # --max-model-len line does (it named max_position_embeddings before)
+    cfg = {k: v for k, v in QWEN.items() if k != "max_position_embeddings"} | {"seq_length": 8192}
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps(cfg))
+    rc, out, err = run_cli(["models", "show", "--config", str(p)], capsys)
+    assert rc in (0, None), err
+    row = _row(out)
+    assert row.split()[2] == "8,192" and "(seq_length;" in row and "max_position_embeddings" not in row, row

@@ -71,16 +71,17 @@ def _gib(x: int) -> str:
 def _context(m) -> str:
     """The longest request vLLM accepts by default: the derived length (``max_position_embeddings`` scaled by the
     config's ``rope_scaling``, :func:`fluidq.models.context.derived_max_model_len`, what ``capacity`` and the
-    ``--max-model-len`` check use), with what it is derived from; the raw ``max_position_embeddings`` when unscaled."""
+    ``--max-model-len`` check use), with what it is derived from, named by the length key vLLM read (``max_len_key``)."""
     from ...models.context import derived_max_model_len, derived_words
 
     n = derived_max_model_len(m)
+    key = m.max_len_key  # max_position_embeddings, or the length key vLLM read (n_positions, seq_length, ...)
     if n is None:
-        return "not declared (no max_position_embeddings)"
+        return "not declared (no length key vLLM reads)"
     if n == m.max_position_embeddings:
-        return f"{n:,} (max_position_embeddings; vLLM's default --max-model-len)"
+        return f"{n:,} ({key}; vLLM's default --max-model-len)"
     words = derived_words(m)
-    raw = "" if words.startswith("max_position_embeddings") else f"; max_position_embeddings {m.max_position_embeddings:,}"
+    raw = "" if words.startswith(key) else f"; {key} {m.max_position_embeddings:,}"
     return f"{n:,} ({words}{raw}; vLLM's default --max-model-len)"
 
 
