@@ -19,9 +19,9 @@ from importlib import resources
 
 from ..errors import DataError, ParameterError, UnknownNameError
 from .facts import DTYPE_BYTES, ModelFacts
-from .memory import KVCapacityEstimate, activation_reserve_bytes, kv_capacity_estimate
+from .memory import KVCapacityEstimate, activation_reserve_bytes, kv_bytes_per_value, kv_capacity_estimate
 
-__all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "find_model", "load_model",
+__all__ = ["ModelFacts", "KVCapacityEstimate", "kv_capacity_estimate", "kv_bytes_per_value", "activation_reserve_bytes", "find_model", "load_model",
            "list_models", "DTYPE_BYTES"]
 
 _CACHE: dict[str, ModelFacts] = {}

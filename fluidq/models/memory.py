@@ -22,7 +22,7 @@ from ..errors import ParameterError
 from .context import check_fits_cache
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
 
-__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "activation_reserve_bytes", "sliding_note", "kv_cache_groups",
+__all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "kv_bytes_per_value", "activation_reserve_bytes", "sliding_note", "kv_cache_groups",
            "GIB", "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB", "GROUP_SIZE_SPREAD"]
 
 GIB = 1 << 30
@@ -215,6 +215,12 @@ def activation_reserve_bytes(model: ModelFacts, *, max_num_batched_tokens: int =
     act = t * (HIDDEN_COPIES * model.hidden_size + INTERMEDIATE_COPIES * -(-ffn // tp)) * model.bytes_per_value
     logits = s * model.vocab_size * 4 * LOGITS_COPIES
     return int(act + logits + NON_TORCH_OVERHEAD_GIB * GIB)
+
+
+def kv_bytes_per_value(kv_cache_dtype):
+    """vLLM's ``--kv-cache-dtype`` as the planner's bytes per cached value: ``None`` (the model's dtype) for
+    ``"auto"`` or ``None``, 1 for ``"fp8"``."""
+    return 1 if kv_cache_dtype == "fp8" else None
 
 
 def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory_utilization: float = 0.9,

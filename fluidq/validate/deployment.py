@@ -226,7 +226,7 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
     model, the iteration model of one replica and the KV cache of one replica (given, or vLLM's memory
     planner's estimate, labelled so)."""
     from ..batchtime.operators import lss_iteration_model
-    from ..models import ModelFacts, find_model, kv_capacity_estimate, load_model
+    from ..models import ModelFacts, find_model, kv_bytes_per_value, kv_capacity_estimate, load_model
 
     if model is None and not (folder / "profile_meta.yaml").is_file():
         raise ParameterError("profile_dir", str(folder), "a folder of operator profiles in LLMServingSim's layout "
@@ -288,7 +288,7 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         est = kv_capacity_estimate(stage_facts, gpu_memory_gib=mem, gpu_memory_utilization=gpu_memory_utilization,
                                    tensor_parallel_size=tp, expert_parallel_size=ep if ep > 1 else None,
                                    block_size=block, max_num_batched_tokens=b_max, max_num_seqs=k_max,
-                                   kv_bytes_per_value=1 if kv_cache_dtype == "fp8" else None)
+                                   kv_bytes_per_value=kv_bytes_per_value(kv_cache_dtype))
         kv = est.tokens
         kv_source = (f"vLLM's memory planner, an estimate: {kv:,} tokens per replica from {mem:g} GiB x "
                      f"{gpu_memory_utilization:g} ({'given' if gpu_memory_gib is not None else 'peer_sim_config.json'})"

@@ -195,7 +195,7 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
     (``info["note"]``) that vLLM with its default would refuse to start and that the answer assumes
     ``--max-model-len`` at most the cache's tokens (whole blocks).  ``None`` when no limit is known."""
     from ...errors import ParameterError
-    from ...models import kv_capacity_estimate
+    from ...models import kv_bytes_per_value, kv_capacity_estimate
     from ...models.context import derived_words
     from .. import CliError
 
@@ -211,7 +211,7 @@ def check_max_model_len(args, model, gpu, *, b_max: int, k_max: int, kv_capacity
         return kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib if gib is None else gib,
                                     gpu_memory_utilization=u, tensor_parallel_size=t, block_size=block_size,
                                     max_num_batched_tokens=b_max, max_num_seqs=k_max,
-                                    kv_bytes_per_value=1 if getattr(args, "kv_cache_dtype", None) == "fp8" else None)
+                                    kv_bytes_per_value=kv_bytes_per_value(getattr(args, "kv_cache_dtype", None)))
 
     def holds(t, u=util) -> bool:
         try:

@@ -135,13 +135,15 @@ def _roofline(args):
     check_max_model_len(args, model, gpu, b_max=2048 if args.b_max is None else args.b_max,
                         k_max=256 if args.k_max is None else args.k_max, kv_capacity=args.kv_capacity,
                         block_size=args.block_size)
+    from ...models import kv_bytes_per_value
+
     with named_by_flag(args=args), memory_named(gpu.name, args.tensor_parallel_size, args.gpu_memory_gib):
         one = predict_roofline_deployment(
             model, gpu, input_tokens=lengths[0], output_tokens=lengths[1],
             tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
             max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-            block_size=args.block_size, kv_bytes_per_value=_kv_bytes(args))
+            block_size=args.block_size, kv_bytes_per_value=kv_bytes_per_value(args.kv_cache_dtype))
     from dataclasses import replace
 
     res = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
@@ -212,11 +214,6 @@ def _roofline(args):
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
-
-
-def _kv_bytes(args):
-    """``--kv-cache-dtype`` as the memory planner's bytes per cached value (``None``: the model's dtype)."""
-    return 1 if args.kv_cache_dtype == "fp8" else None
 
 
 def _after_capacity(lines: list[str]) -> int:

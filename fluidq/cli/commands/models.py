@@ -110,14 +110,15 @@ def _show_table(m) -> str:
 
 
 def _kv(args, m):
-    from ...models import kv_capacity_estimate
+    from ...models import kv_bytes_per_value, kv_capacity_estimate
     from .. import CliError
 
     if args.gpu_memory_gib is None:
         raise CliError("kv needs --gpu-memory-gib G (the memory of one GPU, GiB)")
     kw = {dest: getattr(args, dest) for dest in _KV_OPTIONS if getattr(args, dest) is not None}
-    if kw.pop("kv_cache_dtype", None) == "fp8":
-        kw["kv_bytes_per_value"] = 1
+    per_value = kv_bytes_per_value(kw.pop("kv_cache_dtype", None))
+    if per_value is not None:
+        kw["kv_bytes_per_value"] = per_value
     with parameters_as_flags(_KV_OPTIONS):
         return kv_capacity_estimate(m, **kw)
 
