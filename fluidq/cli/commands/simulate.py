@@ -80,8 +80,13 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _shows_progress(args) -> bool:
+    """Whether a progress line goes to stderr: a terminal, and neither --no-progress nor --json."""
+    return not (args.no_progress or args.json) and sys.stderr.isatty()
+
+
 def _progress(args, label, horizon):
-    if args.no_progress or args.json or not sys.stderr.isatty():
+    if not _shows_progress(args):
         return None
     last = [0.0]
 
@@ -99,7 +104,7 @@ def _progress(args, label, horizon):
 def _replication_progress(args, label):
     """``progress(done, total)`` for :func:`~fluidq.replicate`: the replications done, on stderr (as
     :func:`_progress` for a single run)."""
-    if args.no_progress or args.json or not sys.stderr.isatty():
+    if not _shows_progress(args):
         return None
 
     def cb(i, n):
