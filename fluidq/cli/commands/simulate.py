@@ -251,7 +251,8 @@ def run(args):
         pols.append(pol)
     swap = None if args.swap_us is None else args.swap_us * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
-    cap = max_throughput(engine, base)
+    # max_throughput of these lengths: the basis computed it where it read it (the rate is not read)
+    cap = lb.throughput if lb.throughput is not None else max_throughput(engine, base)
     # the capacity in batch work, the units of the offered tokens (m_p + m_d - 1 per request where the prefill
     # emits the first token)
     cap_tokens = lb.tokens_per_s
