@@ -59,6 +59,10 @@ class LoadBasis:
         What it was read from: the :class:`~fluidq.validate.predict.CapacityPrediction` of the flow balance
         (``flow_balance``, ``kv_rules``) or the :class:`~fluidq.capacity.CapacityResult` of
         :func:`fluidq.max_throughput`.
+    throughput : CapacityResult or None
+        :func:`fluidq.max_throughput` of the same engine(s) and lengths where :func:`load_basis` computed it (the
+        ``kv_rules`` and ``max_throughput`` bases; ``None`` for ``flow_balance``, which does not read it): a face
+        that shows it beside the basis reads it here instead of computing it again.
     """
 
     requests_per_s: float
@@ -66,6 +70,7 @@ class LoadBasis:
     basis: str
     reason: str
     capacity: object = None
+    throughput: object = None
 
     def rate(self, load: float) -> float:
         """The arrival rate (requests/s) at ``load`` times lambda*."""
@@ -114,5 +119,5 @@ def load_basis(engine: Engine, workload: Workload, *, n_engines: int = 1, preemp
         return LoadBasis(kvr.requests_per_s, kvr.requests_per_s * work, "kv_rules",
                          f"the KV cache binds; under its rules (whole-prompt admission, recompute preemptions) "
                          f"{kvr.reason}; max_throughput's mean-footprint batch would give "
-                         f"{cap.requests_per_s:.4g} req/s", kvr)
-    return LoadBasis(cap.requests_per_s, cap.requests_per_s * work, "max_throughput", cap.reason, cap)
+                         f"{cap.requests_per_s:.4g} req/s", kvr, cap)
+    return LoadBasis(cap.requests_per_s, cap.requests_per_s * work, "max_throughput", cap.reason, cap, cap)

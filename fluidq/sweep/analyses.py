@@ -284,10 +284,14 @@ def point_load_basis(point: dict, *, engine=None):
     whose batch time reads the batch composition, the capacity under the KV cache's rules where the cache
     binds, else :func:`fluidq.max_throughput`), as ``fluidq check --load``, ``fluidq simulate --load`` and
     ``fluidq latency --loads`` read it."""
+    return _load_basis(point, engine if engine is not None else point_engine(point), _shape(point))
+
+
+def _load_basis(point: dict, engine, shape):
+    """:func:`point_load_basis` of the point's ``engine`` and ``shape`` (:func:`_shape`), built once by the caller."""
     from ..dtmc.load_basis import load_basis
 
-    engine = engine if engine is not None else point_engine(point)
-    return load_basis(engine, _shape(point), n_engines=int(point.get("engines", 1)))
+    return load_basis(engine, shape, n_engines=int(point.get("engines", 1)))
 
 
 def _point_workload(point: dict, *, engine=None):
@@ -299,7 +303,7 @@ def _point_workload(point: dict, *, engine=None):
     if has_rate:
         return shape.with_rate(float(point["rate_per_s"])), None
     if has_load:
-        basis = point_load_basis(point, engine=engine)
+        basis = _load_basis(point, engine if engine is not None else point_engine(point), shape)
         from .._validate import load_rate
 
         return shape.with_rate(load_rate("load", float(point["load"]), basis.requests_per_s)), basis
@@ -320,12 +324,14 @@ def capacity(point: dict, rng=None) -> dict:
     _check_keys(point, "capacity")
     e = point_engine(point)
     shape = _shape(point)
-    r = max_throughput(e, shape, n_engines=int(point.get("engines", 1)))
     # beside max_throughput's bound, the lambda* a load of this point is a fraction of (they differ where the KV
-    # cache binds or the batch time reads the batch composition)
+    # cache binds or the batch time reads the batch composition); the basis has computed the bound where it read it
+    basis = _load_basis(point, e, shape)
+    r = basis.throughput if basis.throughput is not None else max_throughput(e, shape,
+                                                                             n_engines=int(point.get("engines", 1)))
     return {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s,
             "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens),
-            **_basis_columns(point_load_basis(point, engine=e))}
+            **_basis_columns(basis)}
 
 
 def check(point: dict, rng=None) -> dict:

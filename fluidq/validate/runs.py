@@ -567,35 +567,39 @@ def _finite_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _all_or_none(req: Path, kept: list, key: str, ok, expected: str, why: str = "") -> list | None:
+    """``key`` of every kept request (``(line, row)`` pairs), or None when no request has it (absent or null on
+    every line).  Where some have it, a request whose ``key`` fails ``ok`` (missing or null too) is refused
+    naming the file, line and field: ``expected`` is what it should be, ``why`` an optional closing remark."""
+    values = [r.get(key) for _, r in kept]
+    if all(v is None for v in values):
+        return None
+    n_have = sum(bool(ok(v)) for v in values)
+    for (line, r), v in zip(kept, values):
+        if not ok(v):
+            shown = "missing" if key not in r else f"= {json.dumps(v)[:40]}"
+            raise DataError(f"{req}, line {line}: {key} {shown}: expected {expected}, as {n_have} other "
+                            f"request{'s' if n_have > 1 else ''} of the file have{why}")
+    return values
+
+
 def _optional_stamps(req: Path, kept: list, key: str) -> np.ndarray | None:
     """``key`` of every kept request (``(line, row)`` pairs) as floats, or None when no request has it (absent
     or null on every line).  Where some have it, a request whose ``key`` is missing, null, non-numeric or not
-    finite is refused naming the file, line and field."""
-    if all(r.get(key) is None for _, r in kept):
-        return None
-    n_have = sum(_finite_number(r.get(key)) for _, r in kept)
-    for line, r in kept:
-        v = r.get(key)
-        if not _finite_number(v):
-            shown = "missing" if key not in r else f"= {json.dumps(v)[:40]}"
-            raise DataError(f"{req}, line {line}: {key} {shown}: expected a finite number, as {n_have} other "
-                            f"request{'s' if n_have > 1 else ''} of the file have (a run's {key} is used for "
-                            "every request or for none)")
-    return np.array([float(r[key]) for _, r in kept])
+    finite is refused naming the file, line and field (:func:`_all_or_none`)."""
+    values = _all_or_none(req, kept, key, _finite_number, "a finite number",
+                          f" (a run's {key} is used for every request or for none)")
+    return None if values is None else np.array([float(v) for v in values])
 
 
 def _request_numbers(req: Path, kept: list) -> tuple:
     """``(request_index, how)``: the numbers the kept requests' ids end in, when every id ends in one and no
     two share it, else None; ``how`` says which order :attr:`ServingRun.client_order` follows and why.  A
-    request without an id where others have one is refused (file, line)."""
-    have = [(line, r.get("request_id")) for line, r in kept]
-    n_have = sum(v is not None for _, v in have)
-    if n_have == 0:
+    request without an id where others have one is refused (file, line; :func:`_all_or_none`)."""
+    ids = _all_or_none(req, kept, "request_id", lambda v: v is not None, "an id")
+    if ids is None:
         return None, "arrival order (no request has a request_id)"
-    for line, v in have:
-        if v is None:
-            raise DataError(f"{req}, line {line}: request_id missing: expected an id, as {n_have} other "
-                            f"request{'s' if n_have > 1 else ''} of the file have")
+    have = [(line, v) for (line, _), v in zip(kept, ids)]
     nums = [re.search(r"(\d+)$", str(v)) for _, v in have]
     bad = next(((line, v) for (line, v), m in zip(have, nums) if m is None), None)
     if bad is not None:

@@ -65,9 +65,13 @@ def test_one_bad_stamp_is_refused_naming_file_line_and_field(tmp_path, key, valu
     assert "vllm_requests.jsonl, line 3: " + shown in msg and "299 other requests" in msg, msg
 
 
-def test_one_missing_request_id_is_refused(tmp_path):
-    with pytest.raises(DataError, match=r"vllm_requests.jsonl, line 5: request_id missing"):
-        read_run(_copy(tmp_path, _set(4, "request_id", _POP)))
+@pytest.mark.parametrize("value, shown", [(_POP, "request_id missing"), (None, "request_id = null")])
+def test_one_missing_request_id_is_refused(tmp_path, value, shown):
+    """(A null id was said 'missing' before the ids and the stamps shared one all-or-none check.)"""
+    with pytest.raises(DataError) as ei:
+        read_run(_copy(tmp_path, _set(4, "request_id", value)))
+    msg = str(ei.value)
+    assert "vllm_requests.jsonl, line 5: " + shown + ": expected an id" in msg and "299 other requests" in msg, msg
 
 
 @pytest.mark.parametrize("key, fallback", [("arrival_time", "queued_ts"), ("scheduled_ts", "first_token_ts")])

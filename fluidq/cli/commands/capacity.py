@@ -186,7 +186,12 @@ def _roofline(args):
     # and seeded simulation 171.7). Where it binds, the region's figure takes the batch that mean footprints allow and
     # overstates what the engine serves under the cache's rules by 5-42 % (Qwen2.5-7B on an L4 at 1000 + 200: 3.338
     # against 2.352 req/s, simulated 2.364; validation/RESULTS.md, "the load basis where the KV cache binds"), so
-    # check/simulate --load read fluidq.dtmc.kv_basis.kv_capacity there and this line says so
+    # check/simulate --load read fluidq.dtmc.kv_basis.kv_capacity there and this line says so. That basis is the
+    # capacity line's flow balance on another iteration model, the engine the simulator runs: t(b, 0) + s kv (no
+    # attention of a prefill chunk to its own tokens, one LM head an iteration) and token memory, where the capacity
+    # line reads the full roofline and vLLM's blocks: 2.352 against 2.327 req/s there (+1.11 % without the chunk's
+    # attention, +0.14 % one LM head, -0.18 % tokens for blocks of 16; 2026-12-07,
+    # tests/cli/test_capacity_headline_vs_kv_rules.py), and the region line says how far apart they are
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
     from ...dtmc.kv_basis import kv_capacity
@@ -203,8 +208,11 @@ def _roofline(args):
                  "the flow balance above; "
                  + ("the lambda* of `fluidq check`, `region` and `simulate --load`)" if kvr is None else
                     "the KV cache binds, and this figure takes the batch its mean footprints allow, not its rules: "
-                    f"`fluidq check --load` and `simulate --load` read {_n(kvr.requests_per_s)} req/s, the flow balance "
-                    "above on this engine's t(b, kv), where seeded simulations put the stability threshold)"))
+                    f"`fluidq check --load` and `simulate --load` read {_n(kvr.requests_per_s)} req/s, "
+                    f"{_gap(kvr.requests_per_s, res.requests_per_s)} the capacity line: the flow balance above on the "
+                    "engine they simulate, whose t(b, kv) = t(b, 0) + s kv leaves out a prefill chunk's attention to "
+                    f"its own tokens and charges one LM head an iteration, its KV cache in tokens, not blocks of "
+                    f"{i['block_size']}; seeded simulations put the stability threshold there)"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
@@ -214,6 +222,16 @@ def _roofline(args):
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _gap(x: float, ref: float) -> str:
+    """``x`` against ``ref`` in words: "1.1 % above", "0.4 % below", "equal to"."""
+    rel = x / ref - 1 if ref > 0 else float("nan")
+    if not rel == rel:
+        return "against"
+    if abs(rel) < 5e-4:
+        return "equal to"
+    return f"{100 * abs(rel):.1f} % {'above' if rel > 0 else 'below'}"
 
 
 def _after_capacity(lines: list[str]) -> int:

@@ -125,23 +125,19 @@ def given_number(x: float) -> str:
     return fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 
-def _memory_lines(engine, workload, result) -> list[str]:
+def _memory_lines(engine, workload, kvr) -> list[str]:
     """What the region's vertices assume about the KV cache, and (with a workload) the capacity under its rules
-    where it binds: the lambda* of `check --load` and `simulate --load` then
-    (:func:`fluidq.dtmc.kv_basis.kv_capacity`)."""
-    from ...dtmc.kv_basis import kv_capacity
-
+    where it binds, ``kvr`` (:func:`fluidq.dtmc.kv_basis.kv_capacity` of ``engine`` and ``workload``, ``None``
+    where the cache does not bind or there is no workload): the lambda* of `check --load` and `simulate --load`
+    then.  Only the lines: :func:`run` stores the number in the result."""
     kv = engine.kv_capacity_tokens
     head = (f"memory          the vertices assume no KV-cache limit on the batch shapes (up to b_max tokens and "
             f"k_max decodes); the engine's KV cache of {kv:,} tokens enters only through t(b, kv)'s context")
     if workload is None:
         return [head + "; give the workload (--prompt/--output or --trace) for the capacity under the cache's rules"]
-    kvr = kv_capacity(engine, workload)
     if kvr is None:
-        result["workload"]["kv_rules_requests_per_s"] = None
         return [head + "; for this workload the cache does not bind under its rules (another limit does), so "
                 "leaving it out of the shapes changes nothing here"]
-    result["workload"]["kv_rules_requests_per_s"] = kvr.requests_per_s
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     return [head + f"; for this workload the cache binds: it holds about {kvr.residents:.1f} decoding requests of "
@@ -251,7 +247,13 @@ def run(args):
         lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray of a request's batch work, {'(lambda m_p, lambda (m_d - 1)): its prefill emits the first token' if engine.prefill_emits_token else '(lambda m_p, lambda m_d)'}, leaves the region there)"]
     if engine.kv_capacity_tokens is not None:  # what the vertices assume about memory (issues 16, 20)
-        lines += ["", *_memory_lines(engine, workload, result)]
+        kvr = None
+        if workload is not None:  # the capacity under the cache's rules, where it binds (None where it does not)
+            from ...dtmc.kv_basis import kv_capacity
+
+            kvr = kv_capacity(engine, workload)
+            result["workload"]["kv_rules_requests_per_s"] = None if kvr is None else kvr.requests_per_s
+        lines += ["", *_memory_lines(engine, workload, kvr)]
     if mix is not None:
         mg = region.margin(point)
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}

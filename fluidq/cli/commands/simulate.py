@@ -80,8 +80,13 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _shows_progress(args) -> bool:
+    """Whether a progress line goes to stderr: a terminal, and neither --no-progress nor --json."""
+    return not (args.no_progress or args.json) and sys.stderr.isatty()
+
+
 def _progress(args, label, horizon):
-    if args.no_progress or args.json or not sys.stderr.isatty():
+    if not _shows_progress(args):
         return None
     last = [0.0]
 
@@ -99,7 +104,7 @@ def _progress(args, label, horizon):
 def _replication_progress(args, label):
     """``progress(done, total)`` for :func:`~fluidq.replicate`: the replications done, on stderr (as
     :func:`_progress` for a single run)."""
-    if args.no_progress or args.json or not sys.stderr.isatty():
+    if not _shows_progress(args):
         return None
 
     def cb(i, n):
@@ -203,11 +208,13 @@ def run(args):
     from ..common import check_kv_fits
 
     check_kv_fits(engine, base, args)
+    # the one lambda* every face reads (fluidq.dtmc.load_basis), computed once: the lengths set it, not the rate
+    lb = _basis(args, engine, base)
     if args.rate is None and (args.trace is None or args.load is not None):
         from ..._validate import load_rate
 
         load = 0.9 if args.load is None else args.load
-        base = base.with_rate(load_rate("--load", load, _basis(args, engine, base).requests_per_s))
+        base = base.with_rate(load_rate("--load", load, lb.requests_per_s))
     arrival = args.arrival or ("replay" if args.trace is not None else "poisson")
     if arrival == "replay" and args.trace is None:
         raise ParameterError("--arrival", "replay", "poisson, periodic or gamma without --trace",
@@ -244,12 +251,8 @@ def run(args):
         pols.append(pol)
     swap = None if args.swap_us is None else args.swap_us * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
-    cap = max_throughput(engine, base)
-    # the one lambda* every face reads (fluidq.dtmc.load_basis): vLLM's flow balance for a --profile-dir engine,
-    # the capacity under the KV cache's rules where it binds, else max_throughput
-    lb = _basis(args, engine, base)
-    dep = lb.capacity if lb.basis == "flow_balance" else None
-    kvr = lb.capacity if lb.basis == "kv_rules" else None
+    # max_throughput of these lengths: the basis computed it where it read it (the rate is not read)
+    cap = lb.throughput if lb.throughput is not None else max_throughput(engine, base)
     # the capacity in batch work, the units of the offered tokens (m_p + m_d - 1 per request where the prefill
     # emits the first token)
     cap_tokens = lb.tokens_per_s
@@ -258,8 +261,8 @@ def run(args):
            "load": offered / cap_tokens, "horizon_s": horizon,
            "n_requests": args.requests, "seed": args.seed, "policies": {}}
     out.update({k: v for k, v in lb.to_dict().items() if k != "load_basis_reason"})
-    if kvr is not None:  # the load's basis where the KV cache binds (capacity_tokens_per_s is it, in batch work)
-        out["kv_rules_requests_per_s"] = kvr.requests_per_s
+    if lb.basis == "kv_rules":  # the load's basis where the KV cache binds (capacity_tokens_per_s is it, in batch work)
+        out["kv_rules_requests_per_s"] = lb.requests_per_s
         out["kv_batch_capacity_tokens_per_s"] = cap.tokens_per_s
     if fit_json(args) is not None:
         out["fit"] = fit_json(args)
@@ -314,13 +317,7 @@ def run(args):
              *fit_lines(args, width=10), *max_model_len_line(args, width=0),
              (f"workload  {base.arrival_rate_per_s:.4g} req/s ({type(base.arrival).__name__}), m_p={fmt_tokens(base.mean_prompt_tokens)}, "
              f"m_d={fmt_tokens(base.mean_output_tokens)}: load {fmt_load(out['load'])} of {fmt_value(cap_tokens, digits=MEANINGFUL_DIGITS)} tokens/s"
-             + (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
-                f"bound, {fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, counts no decode "
-                "context)" if dep is not None else "")
-             + (" (the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, "
-                f"{kvr.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache allows from mean footprints, "
-                f"{fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)} tokens/s, would give load "
-                f"{fmt_load(out['load'] * cap_tokens / cap.tokens_per_s)})" if kvr is not None else "")
+             + _basis_note(lb, cap, out["load"])
              + (" (nominal: the trace's mean rate)" if replay else "")),
              *([_replay_line(out["replayed_window"])] if replay else []),
              f"run       {f'{horizon:g} s' if horizon else ''}{', ' if horizon and args.requests else ''}"
@@ -377,12 +374,10 @@ def run(args):
                          "scheduler does not chunk under --no-chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
-        full = cap.work_conserving_tokens_per_s or cap.tokens_per_s  # full batches under a backlog (Theorem 2(b))
-        basis = cap.work_conserving_basis
-        if dep is not None:  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
-            full, basis = cap_tokens, "vLLM's flow balance for this folder"
-        elif kvr is not None:
-            full, basis = cap_tokens, "the capacity under the KV cache's rules, the load basis"
+        if lb.basis in _FLUID_BASIS:  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
+            full, basis = cap_tokens, _FLUID_BASIS[lb.basis]
+        else:  # full batches under a backlog (Theorem 2(b))
+            full, basis = cap.work_conserving_tokens_per_s or cap.tokens_per_s, cap.work_conserving_basis
         out["fluid_capacity_tokens_per_s"] = full
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
@@ -409,14 +404,34 @@ def run(args):
     emit(args, out, "\n".join(lines))
 
 
+#: the fluid prediction's capacity where the load basis is not max_throughput's: the basis itself, in these words
+_FLUID_BASIS = {"flow_balance": "vLLM's flow balance for this folder",
+                "kv_rules": "the capacity under the KV cache's rules, the load basis"}
+
+
 def _basis(args, engine, workload):
-    """The load basis (:func:`fluidq.dtmc.load_basis.load_basis`, computed once: the lengths set it, not the
-    rate): vLLM's flow balance for a ``--profile-dir`` engine, the capacity under the KV cache's rules where it
-    binds (not with ``--preemption swap``: the rules' capacity counts recomputation), else max_throughput."""
+    """The load basis (:func:`fluidq.dtmc.load_basis.load_basis`; :func:`run` computes it once and passes it:
+    the lengths set it, not the rate): vLLM's flow balance for a ``--profile-dir`` engine, the capacity under the
+    KV cache's rules where it binds (not with ``--preemption swap``: the rules' capacity counts recomputation),
+    else max_throughput."""
     from ...dtmc.load_basis import load_basis
     from ._roofline_args import named_by_flag
 
-    if getattr(args, "_load_basis", None) is None:
-        with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
-            args._load_basis = load_basis(engine, workload, preemption=args.preemption or "recompute")
-    return args._load_basis
+    with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
+        return load_basis(engine, workload, preemption=args.preemption or "recompute")
+
+
+def _basis_note(lb, cap, load) -> str:
+    """The workload line's words on the load basis ``lb`` where it is not ``cap`` (:func:`fluidq.max_throughput`):
+    what ``cap`` would have said; ``load`` is the offered load of ``lb``."""
+    from ...results import MEANINGFUL_DIGITS, fmt_value
+
+    cap_txt = fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)
+    if lb.basis == "flow_balance":
+        return (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
+                f"bound, {cap_txt} tokens/s, counts no decode context)")
+    if lb.basis == "kv_rules":
+        return (" (the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, "
+                f"{lb.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache allows from mean footprints, "
+                f"{cap_txt} tokens/s, would give load {fmt_load(load * lb.tokens_per_s / cap.tokens_per_s)})")
+    return ""
