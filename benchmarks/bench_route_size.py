@@ -23,24 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from fluidq import Affine, Engine
 from fluidq.errors import ParameterError
-from fluidq.network import Hop, Network, RequestClass, Station, check_network_stability
+from fluidq.network import check_network_stability
 from fluidq.network.examples import llm_rybko_stolyar
 from fluidq.network.stability import MAX_REPLICATIONS
 
-E = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=768)
-
-
-def long_route(n, *, priority=False):
-    """The route of the unit tests: n hops alternating E1 / E2, each (10, 10) tokens, both engines at load 0.25."""
-    hops = [Hop(engine="E1" if i % 2 == 0 else "E2", prompt_tokens=10, output_tokens=10, name=f"h{i}")
-            for i in range(n)]
-    pr = ({"E1": tuple(f"h{i}" for i in range(0, n, 2)), "E2": tuple(f"h{i}" for i in range(1, n, 2))}
-          if priority else {})
-    return Network(stations=[Station(name="E1", engine=E, priority=pr.get("E1", ())),
-                             Station(name="E2", engine=E, priority=pr.get("E2", ()))],
-                   classes=[RequestClass(name="A", rate_per_s=0.5 * 768 / (n * 20), route=hops)])
+# the route of the unit tests, written once (tests/network/long_route.py): n hops alternating E1 / E2, each (10, 10)
+# tokens, both engines at load 0.25; the same route as a 2,000-hop TOML case file
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "network"))
+from long_route import long_route, long_route_case  # noqa: E402
 
 
 def best(fn, repeats):
@@ -50,17 +41,6 @@ def best(fn, repeats):
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
-
-
-def cli_case(tmp: Path) -> Path:
-    lines = ['name = "long"']
-    for e in ("E1", "E2"):
-        lines += [f"[engines.{e}]", 'batch_time = { kind = "affine", c = 1.0, a = 0.0 }', "b_max = 768"]
-    lines += ["[[classes]]", 'name = "A"', f"rate_per_s = {0.5 * 768 / 40000}", "route = ["]
-    lines += [f'  {{ engine = "E{1 + i % 2}", prompt = 10, output = 10 }},' for i in range(2000)] + ["]"]
-    case = tmp / "long.toml"
-    case.write_text("\n".join(lines) + "\n")
-    return case
 
 
 def refusals():
@@ -90,7 +70,7 @@ def main(argv=None):
         rows.append((f"check 2,000 hops, priority={p}",
                      best(lambda p=p: check_network_stability(long_route(2000, priority=p)), args.repeats), 10.0))
     with tempfile.TemporaryDirectory() as d:
-        case = cli_case(Path(d))
+        case = long_route_case(Path(d), 2000)
 
         def run_cli():
             with contextlib.redirect_stdout(io.StringIO()):

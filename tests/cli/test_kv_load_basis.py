@@ -45,7 +45,9 @@ def test_check_load_0_9_on_a_kv_bound_engine_is_stable_by_simulation_and_the_old
     assert sim["slope_ci"][1] < sim["tolerance_tokens_per_s"], sim["slope_ci"]  # the whole CI below the tolerance
     # the old basis: 0.9 of max_throughput's lambda*, the same seeded replications -- the backlog grows
     old = max_throughput(engine, w).requests_per_s
-    assert old > 1.3 * kvr.requests_per_s  # 3.338 against 2.352 req/s
+    # 0.9 of it is beyond the KV-rules capacity (3.004 against 2.352 req/s) and, by the saturation test below, beyond
+    # where the simulated engine saturates
+    assert 0.9 * old > kvr.requests_per_s
     rep = fluidq.replicate(engine, w.with_rate(0.9 * old), "sarathi", n_replications=4, horizon_s=None, rng=0,
                            keep_runs=False)
     assert rep.verdict == "growing" and rep.slope_ci[0] > 0, rep.reason
@@ -53,8 +55,11 @@ def test_check_load_0_9_on_a_kv_bound_engine_is_stable_by_simulation_and_the_old
 
 def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
     """Served requests/s under overload (the threshold of a work-conserving scheduler), 4 seeded runs: the KV-rules
-    capacity lies within 3 % of the interval, max_throughput's lambda* 29 % above it (measured 2026-12-07:
-    2.364 [2.328, 2.400] req/s simulated, 2.352 KV rules, 3.338 max_throughput)."""
+    capacity lies inside their 95 % t-interval, max_throughput's lambda* above it (measured 2026-12-07: 2.358
+    [2.302, 2.414] req/s simulated here, seeds 1000-1003, 800 s; 2.364 [2.328, 2.400] by validation/tools/
+    kv_load_basis.py's own horizons; 2.352 KV rules, 3.338 max_throughput).  The interval is the basis, with no margin
+    added (it was widened by 3 %, a number without one; across 13 KV-bound engines the KV-rules capacity lies -16 to
+    +4 % from the simulated saturation, validation/RESULTS.md, but on this engine it is inside the interval)."""
     from scipy import stats
 
     engine, w = _qwen_l4()
@@ -66,8 +71,8 @@ def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
     m, s = sum(served) / 4, stats.tstd(served)
     half = stats.t.ppf(0.975, 3) * s / 2
     lam_kv = kv_capacity(engine, w).requests_per_s
-    assert 0.97 * (m - half) <= lam_kv <= 1.03 * (m + half), (served, lam_kv)
-    assert max_throughput(engine, w).requests_per_s > 1.2 * (m + half)
+    assert m - half <= lam_kv <= m + half, (served, lam_kv)
+    assert max_throughput(engine, w).requests_per_s > m + half  # the old basis: beyond where the engine saturates
 
 
 def test_where_the_kv_cache_does_not_bind_the_basis_is_unchanged(capsys):
@@ -120,8 +125,8 @@ def test_the_analytic_verdict_reads_the_kv_rules_not_the_region():
     assert r.status == fluidq.Status.UNKNOWN and r.method == "closed_form" and r.inputs["load_basis"] == "kv_rules"
     assert r.load == pytest.approx(2.6 / lam_kv, rel=1e-9) and "too close to call" in r.reason, r.reason
     assert r.inputs["kv_rules_requests_per_s"] == pytest.approx(lam_kv)
-    # above the band (1.3 of it; the region's load 0.92): unstable, and the simulated saturation (2.364 req/s
-    # [2.328, 2.400]: test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates) is below the rate
+    # above the band (1.3 of it; the region's load 0.92): unstable, and the simulated saturation (2.358 req/s
+    # [2.302, 2.414]: test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates) is below the rate
     r = fluidq.check_stability(engine, w.with_rate(1.3 * lam_kv), "sarathi")
     assert r.status == fluidq.Status.UNSTABLE and "beyond the estimate's error" in r.reason, r.reason
     assert 1.3 * lam_kv < 0.95 * max_throughput(engine, w).requests_per_s

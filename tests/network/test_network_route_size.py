@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from fluidq import Affine, Engine
 from fluidq.errors import ParameterError
 from fluidq.network import Hop, Network, RequestClass, Station, check_network_stability
 from fluidq.network.examples import llm_rybko_stolyar
@@ -20,22 +19,13 @@ from fluidq.network.stability import (
 )
 from fluidq.results import Status
 
-E = Engine(batch_time=Affine(c=1.0, a=0.0), b_max=768)
-
-
-def _long(n, *, priority=False):
-    hops = [Hop(engine="E1" if i % 2 == 0 else "E2", prompt_tokens=10, output_tokens=10, name=f"h{i}")
-            for i in range(n)]
-    pr = ({"E1": tuple(f"h{i}" for i in range(0, n, 2)), "E2": tuple(f"h{i}" for i in range(1, n, 2))}
-          if priority else {})
-    return Network(stations=[Station(name="E1", engine=E, priority=pr.get("E1", ())),
-                             Station(name="E2", engine=E, priority=pr.get("E2", ()))],
-                   classes=[RequestClass(name="A", rate_per_s=0.5 * 768 / (n * 20), route=hops)])
+# the route, written once for this test and benchmarks/bench_route_size.py (tests/network/long_route.py)
+from long_route import E, long_route, long_route_case
 
 
 @pytest.mark.parametrize("priority", [False, True])
 def test_a_2000_hop_route_is_judged(priority):
-    net = _long(2000, priority=priority)
+    net = long_route(2000, priority=priority)
     r = check_network_stability(net)
     assert net.loads() == pytest.approx({"E1": 0.25, "E2": 0.25})
     if priority:  # each station serves its hops in route order: the buffers order, and that proves it stable
@@ -47,20 +37,18 @@ def test_a_2000_hop_route_is_judged(priority):
 def test_a_2000_hop_route_from_a_case_file_through_the_cli(tmp_path, capsys):
     from fluidq.cli import main
 
-    lines = ['name = "long"']
-    for e in ("E1", "E2"):
-        lines += [f"[engines.{e}]", 'batch_time = { kind = "affine", c = 1.0, a = 0.0 }', "b_max = 768"]
-    lines += ["[[classes]]", 'name = "A"', f"rate_per_s = {0.5 * 768 / 40000}", "route = ["]
-    lines += [f'  {{ engine = "E{1 + i % 2}", prompt = 10, output = 10 }},' for i in range(2000)] + ["]"]
-    case = tmp_path / "long.toml"
-    case.write_text("\n".join(lines) + "\n")
+    from fluidq.network.toml import load_network
+
+    case = long_route_case(tmp_path, 2000)
+    net = load_network(case)  # the route long_route builds: 2,000 hops, each engine at load 0.25
+    assert len(net.hops) == 2000 and net.loads() == pytest.approx({"E1": 0.25, "E2": 0.25})
     assert main(["network", str(case)]) == 0
     assert "verdict: unknown" in capsys.readouterr().out
 
 
 def test_a_long_route_is_built():
     # duplicate checks by list.count were quadratic (30,000 hops took about 20 s): bench_route_size.py times it
-    net = _long(30_000)
+    net = long_route(30_000)
     assert len(net.hops) == 30_000 and net.loads()["E1"] == pytest.approx(0.25)
 
 
@@ -80,7 +68,7 @@ def test_simulating_a_2000_hop_route_says_why_it_cannot_tell():
     work budget) is shorter than a request's passage through its 2,000 hops (22,000 s), so the rounds after it
     extend up to the automatic cap (5e6 hop visits a round: 65,104 s) and stop there, saying how long the runs the
     evidence asks for are: "unknown", never "unstable"."""
-    net = _long(2000)
+    net = long_route(2000)
     assert min_route_s(net) == pytest.approx(2000 * (1 + 10))
     r = check_network_stability(net, simulate=True, rng=1)
     assert r.status == Status.UNKNOWN and r.simulation["verdict"] == "unknown"

@@ -11,6 +11,9 @@ from fluidq.validate.cases import load_cases, run_case
 from fluidq.validate.deployment import predict_deployment
 from fluidq.validate.runs import capacity_regimes, read_run
 
+# the known misses, one table shared with test_validation_suite.py (a helper module, tests/validation/known_misses.py)
+from known_misses import DONE_MEANS, check_known_miss, row_key
+
 DATA = validation_dir() / "data"
 LSS = DATA / "llmservingsim"
 
@@ -165,41 +168,17 @@ def test_replayed_capacity_within_5_pct_of_the_steady_state(rows, case):
     assert abs(r.error_pct) <= 5.0, r
 
 
-# Known misses of issue 16's Done-means targets (5 % capacity, 2 % latency), keyed by (case, quantity): (recorded,
-# band, why), recorded with the fast runs these tests make (run_case(fast=True), 2026-12-07, main 3329294).  A miss
-# outside its band fails (re-measure, say why, update the table); one that now meets its target fails too (update
-# the table and validation/RESULTS.md).  Bands: the spread of each number across the code changes recorded in
-# validation/RESULTS.md -- Qwen3 fluid capacity +18.1 -> +20.5 % (+-2.5), PRO 6000 Llama +6.5 -> +7.3 % (+-1.0), the
-# Qwen3 simulated capacity +5.2 (fast, 3 replications) to +5.9 / +6.3 / +6.7 % (full suite, synchronous) (+-1.5),
-# the latency mean abs. errors 2.26 -> 2.15 and 4.32 -> 4.22 % (+-0.5).
 _CAP = "capacity (served tokens/s, steady state)"
 _SIM = "capacity (fluidq.simulate of the benchmark, steady state)"
 _MAE = "mean abs. error over the 15 latency metrics"
-_KNOWN_MISSES = {
-    ("rtxpro6000-llama3.1-8b", _CAP): (7.26, 1.0, "fluid capacity; target 5 %"),
-    # +25.7 % since the lockstep group has every rank's token budget and spreads its chunks (h-dpfix, 2026-12-07;
-    # its stationary simulation 9,334 tokens/s, the formula 9,415); +20.5 % before, +18.1 % before that
-    ("rtxpro6000-qwen3-30b-a3b", _CAP): (25.7, 2.5, "fluid capacity; target 5 %"),
-    ("rtxpro6000-qwen3-30b-a3b", _SIM): (5.20, 1.5, "simulated capacity; target 5 %"),
-    ("rtx4090-llama3.1-8b", _MAE): (2.15, 0.5, "latency mean abs. error; target 2 %"),
-    ("rtxpro6000-llama3.1-8b", _MAE): (4.22, 0.5, "latency mean abs. error; target 2 %"),
-}
 
 
-def _known_miss(key, value, target, why_it_misses):
-    """``value`` meets ``target`` (|value| <= target): it must not be a known miss.  Else it must be one, within its
-    band: an xfail stating the measured and the recorded miss."""
-    if abs(value) <= target:
-        if key in _KNOWN_MISSES:
-            pytest.fail(f"known miss now meets its {target:g} % target: {key}: {value:+.2f}; update _KNOWN_MISSES "
-                        "and validation/RESULTS.md")
-        return
-    if key not in _KNOWN_MISSES:
-        pytest.fail(f"a new miss of the {target:g} % target: {key}: {value:+.2f}")
-    recorded, band, what = _KNOWN_MISSES[key]
-    if not abs(value - recorded) <= band:
-        pytest.fail(f"known miss moved out of its band: {key}: {value:+.2f}, recorded {recorded:+.2f} +- {band:g}")
-    pytest.xfail(f"{what} {value:+.2f} % (recorded {recorded:+.2f} +- {band:g}): {why_it_misses}")
+def _known_miss(row, value, target, why_it_misses):
+    """``value`` (the row's error or predicted %) meets issue 16's ``target`` (|value| <= target): it must not be a
+    known miss of it.  Else it must be one, within its band (tests/validation/known_misses.py, the table shared
+    with test_validation_suite.py): an xfail stating the measured and the recorded miss."""
+    check_known_miss(row_key(row), value, DONE_MEANS, met=abs(value) <= target,
+                     why_it_misses=f"target {target:g} %; {why_it_misses}")
 
 
 @pytest.mark.parametrize("case", ["rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b", "rtxpro6000-qwen3-30b-a3b"])
@@ -210,13 +189,11 @@ def test_fluid_capacity_within_5_pct_of_every_real_vllm_run(rows, case):
     # and checked on simulated engines only; +11.1 % before, 2026-12-06)
     if case == "rtxpro6000-llama3.1-8b":
         assert abs(r.error_pct) <= 10.0, r  # the suite's pass line holds for this run; the Done-means 5 % does not
-    _known_miss((case, _CAP), r.error_pct, 5.0,
+    _known_miss(r, r.error_pct, 5.0,
                 "the window follows the ramp and serves fewer prompt tokens per generated token than the workload "
                 "brings, so it sits below the stationary capacity the formula predicts: fluidq's simulated benchmarks "
                 "put their windows -2.9 / -3.4 / -15.1 % under their stationary throughput, RTX 4090 / PRO 6000 "
                 "Llama / Qwen3, validation/RESULTS.md 2026-12-06")
-
-
 
 
 @pytest.mark.parametrize("case", ["rtx4090-llama3.1-8b", "rtxpro6000-llama3.1-8b"])
@@ -237,7 +214,7 @@ def test_simulated_capacity_of_the_qwen3_dp2_ep_run(rows):
         assert lo <= r.predicted <= hi, (r.predicted, lo, hi)
     else:
         assert "no 95 % interval" in st.note, st.note
-    _known_miss(("rtxpro6000-qwen3-30b-a3b", _SIM), r.error_pct, 5.0,
+    _known_miss(r, r.error_pct, 5.0,
                 "of the 14 s steady window (the benchmark's requests in its own order, async scheduling as the run: "
                 "+5.9 % with the full suite's 10 replications, measured 2026-12-06; synchronous: +6.3 %, +6.7 % over "
                 "20; +8.5 % when they were sent in a random order); the run's own arrivals replayed give -3.3 %; the "
@@ -277,5 +254,5 @@ def test_latency_mean_abs_error_within_2_pct_on_the_llama_runs(rows, case):
     # issue 16's Done means: <= 2 % on both Llama runs
     r = rows[(case, _MAE)]
     assert np.isfinite(r.predicted) and r.predicted >= 0.0, r
-    _known_miss((case, _MAE), r.predicted, 2.0,
+    _known_miss(r, r.predicted, 2.0,
                 "over the 15 metrics; the residuals are in the PRO 6000's TTFT (-5 to -13 %), stated, not loosened")

@@ -23,8 +23,14 @@ def test_a_low_fluid_guess_is_raised_until_the_engine_saturates(low):
     res = simulate_capacity(Constant(), P, O, fluid=low_guess, **KW)
     assert res.inputs["saturated"]
     assert len(res.inputs["offered_rates"]) > 1 and "raised" in res.reason
-    # offered 1.5 / low x the capacity at first: 0.75, 0.375, 0.19 -- the served rate was the offered rate
-    assert res.tokens_per_s == pytest.approx(EXACT, rel=0.01)
+    # offered 1.5 / low x the capacity at first: 0.75, 0.375, 0.19 -- the served rate was the offered rate.  The
+    # exact capacity lies inside the 95 % t-interval of the 3 seeded replications (the basis, not a tolerance:
+    # measured 4,752.8 [4,653.3, 4,852.2] tokens/s against 4,800, the same for each low guess, seed 7, 2026-12-07);
+    # and that interval lies above what the first offered rate could serve (a capacity read off an unsaturated
+    # engine is the offered rate)
+    lo, hi = res.ci
+    assert lo <= EXACT <= hi, (res.ci, EXACT)
+    assert lo > res.inputs["offered_rates"][0] * (100 + 50), (res.ci, res.inputs["offered_rates"])
     assert res.ci[1] < SATURATED_SHARE * res.inputs["arrival_rate"] * (100 + 50)
 
 

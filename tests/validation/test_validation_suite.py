@@ -6,6 +6,9 @@ import pytest
 
 from fluidq.cli import main
 
+# the known misses, one table shared with test_parallel_capacity.py (a helper module, tests/validation/known_misses.py)
+from known_misses import SUITE, check_known_miss, known_for, row_key as _key
+
 
 def _rows(res, case, quantity_prefix):
     rows = [r for r in res.rows if r.case == case and r.quantity.startswith(quantity_prefix)]
@@ -13,60 +16,15 @@ def _rows(res, case, quantity_prefix):
     return rows
 
 
-# Known misses of the fast subset, keyed by (case, source, quantity) (the batch-time fits share their quantities
-# across sources): (recorded value, band, why).  The value is the row's error in % (or its predicted % for a MAPE /
-# mean-abs-error row), measured on this code with `fluidq validate --fast` (2026-12-07, main 3329294).  A miss not
-# in this table fails; a known miss outside its band fails (it moved: re-measure, say why, update the table); a
-# known miss that now meets its target fails too (update the table and RESULTS.md).  Bands: the batch-time fits
-# are deterministic on shipped profiles (the same numbers in every RESULTS.md regeneration since 2026-12-05), so
-# +-0.5 points; the replayed-arrival latency rows moved by up to ~0.3 points across the engine-model changes recorded
-# in validation/RESULTS.md (h-pre16, h-lat16eng), so +-0.5 points; the fitted-profile latency row +-2 points (its
-# profile is refitted with the fit code).
-KNOWN_MISSES = {
-    ("batch-time-fits", "LLMServingSim RTX 4090 / Llama-3.1-8B", "held-out MAPE, context-aware t(b, kv)"):
-        (9.38, 0.5, "the context-aware form over decode/mixed iterations; 3.1 % for the form in b"),
-    ("batch-time-fits", "Splitwise DGX-A100 / Llama-2-70B (TP8)", "held-out MAPE, best form in b (piecewise-linear)"):
-        (21.08, 0.5, "9 prefill sizes only"),
-    ("batch-time-fits", "Splitwise DGX-A100 / Llama-2-70B (TP8)", "held-out MAPE, context-aware t(b, kv)"):
-        (7.06, 0.5, "210 iterations"),
-    ("batch-time-fits", "Sarathi-Serve 2xA100 / Yi-34B (TP2), figure 2", "held-out MAPE, best form in b (affine)"):
-        (19.64, 0.5, "8 batch sizes read off a figure"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "TTFT Mean (replayed arrivals)"): (1.78, 0.5, "peer +-0.6 %"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "TPOT Mean (replayed arrivals)"): (-0.24, 0.5, "peer +-0.2 %"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "Latency Mean (replayed arrivals)"): (1.28, 0.5, "peer +-0.5 %"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "Latency P90 (replayed arrivals)"): (1.34, 0.5, "peer +-0.2 %"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "mean abs. error over the 15 latency metrics"):
-        (2.15, 0.5, "the peer's 0.46 %"),
-    ("rtx4090-llama3.1-8b", "LLMServingSim", "mean abs. error over the 15 latency metrics, fitted profile"):
-        (18.57, 2.0, "the peer's 0.46 %"),
-}
-
-
-def _key(row):
-    return row.case, row.source, row.quantity
-
-
 def _value(row):
     return row.error_pct if row.error_pct is not None else row.predicted
 
 
 def _check_known_miss(row):
-    """A passing row must not be a known miss (update the table); a missing one must be, within its band: then
-    it is an xfail stating the measured and the recorded miss."""
-    key = _key(row)
-    if row.status == "pass":
-        if key in KNOWN_MISSES:
-            pytest.fail(f"known miss now meets its target: {key}: {_value(row):+.2f}; update KNOWN_MISSES and "
-                        "validation/RESULTS.md")
-        return
-    assert row.status == "miss", row
-    if key not in KNOWN_MISSES:
-        pytest.fail(f"a new miss, not in KNOWN_MISSES: {key}: {_value(row)}")
-    recorded, band, why = KNOWN_MISSES[key]
-    v = _value(row)
-    if not abs(v - recorded) <= band + 1e-9:
-        pytest.fail(f"known miss moved out of its band: {key}: {v:+.2f}, recorded {recorded:+.2f} +- {band:g}")
-    pytest.xfail(f"known miss, reported in the table: {key}: {v:+.2f} (recorded {recorded:+.2f} +- {band:g}; {why})")
+    """A passing row must not be a known miss of the suite (update the table); a missing one must be, within its
+    band: then it is an xfail stating the measured and the recorded miss."""
+    assert row.status in ("pass", "miss"), row
+    check_known_miss(_key(row), _value(row), SUITE, met=row.status == "pass")
 
 
 def _assert_or_known_miss(row, limit):
@@ -78,11 +36,11 @@ def _assert_or_known_miss(row, limit):
 
 def test_every_miss_is_a_known_one(fast_validation):
     missed = [_key(r) for r in fast_validation.rows if r.status == "miss"]
-    assert set(missed) <= set(KNOWN_MISSES), sorted(set(missed) - set(KNOWN_MISSES))
+    assert set(missed) <= known_for(SUITE), sorted(set(missed) - known_for(SUITE))
     assert len(missed) == fast_validation.missed
 
 
-@pytest.mark.parametrize("key", sorted(KNOWN_MISSES), ids=lambda k: f"{k[0]}|{k[2]}")
+@pytest.mark.parametrize("key", sorted(known_for(SUITE)), ids=lambda k: f"{k[0]}|{k[2]}")
 def test_known_miss_is_still_measured_within_its_band(fast_validation, key):
     rows = [r for r in fast_validation.rows if _key(r) == key]
     assert len(rows) == 1, f"known miss {key}: {len(rows)} rows"  # a row that disappeared fails
