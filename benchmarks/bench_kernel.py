@@ -1,6 +1,6 @@
 """The compiled FCFS kernel against the same kernel run as Python and the previous Python ``run_fast``.
 
-Run:  /work/venv/bin/python benchmarks/bench_kernel.py [--quick] [--old COMMIT]
+Run:  /work/venv/bin/python benchmarks/bench_kernel.py [--quick] [--old COMMIT] [--cold | --kv | --every | --ratios | --vllm]
 
 On the Theorem-2 workload (deterministic 100-token prompts and outputs, Poisson arrivals, b_max = 512,
 paper batch time t_b = 11.28 + 35.47 ceil(b/128) ms) at 0.9 and 1.2 lambda*, for Sarathi and Orca,
@@ -14,8 +14,10 @@ it measures simulated requests per CPU-second of the kernel alone, on the same a
 * ``base``       (with ``--base COMMIT``) the compiled kernel of that commit, extracted with
                  ``git archive`` and run in a child process on the same arrivals (before/after a change);
 
-and the one-off costs in fresh child processes: compiling into an empty cache (cold), and loading the
-cached machine code (warm start).  Ratios are printed side by side; nothing is asserted.
+and the one-off costs in fresh child processes (also alone with ``--cold``), per kernel -- without memory, with a
+KV cache (every memory; vLLM's rules alone; composed batch times / async scheduling) and the network loop:
+compiling into an empty ``NUMBA_CACHE_DIR`` (cold), and loading the cached machine code in the next process (warm
+start).  Ratios are printed side by side; nothing is asserted.
 
 The KV section (also alone with ``--kv``) times the kernel with memory (``fluidq.kernel.run_fcfs_kv``:
 vLLM's memory, 16-token blocks, whole-prompt admission, recompute preemption of the most recently
@@ -249,6 +251,9 @@ def print_every(rel: dict, n: int) -> None:
     worst = max(v for r in rel.values() for v in r.values())
     print(f"# every scheduler within {EVERY_TARGET:g}x of Sarathi: worst {worst:.2f}x: "
           f"{'met' if worst <= EVERY_TARGET else 'NOT met'}")
+    orca = max(r["orca"] for r in rel.values())
+    print(f"# Orca within {ORCA_TARGET:g}x of Sarathi, stable and unstable: at most {orca:.2f}x: "
+          f"{'met' if orca <= ORCA_TARGET else 'NOT met'} (the --ratios section judges it over three kinds of process)")
 
 
 def measure_old(commit: str, n: int, reps: int) -> dict:
@@ -291,12 +296,57 @@ def child(args, env=None) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+#: the one-off section's kernels: (name, what it is); each timed apart in :func:`cold_child`
+ONE_OFF = (("fcfs", "no memory (run_fcfs)"), ("kv", "KV cache, every memory (run_fcfs_kv)"),
+           ("kv-vllm", "KV cache, vLLM's rules only"), ("kv-composed", "KV cache, composed batch times / async"),
+           ("network", "network loop (simulate_network)"))
+
+
 def cold_child() -> dict:
+    """CPU seconds of importing ``fluidq.kernel`` and of compiling (an empty ``NUMBA_CACHE_DIR``) or loading (a
+    filled one) each kernel of :data:`ONE_OFF`, one after the other in this process: each kernel's first call
+    minus nothing (the calls are two-request runs), the network's first call minus its second (the Python set-up
+    of a network run is not compile)."""
     t0 = time.process_time()
     import fluidq.kernel as k  # noqa: F401
+    from fluidq.kernel.run import ensure_compiled_kv
     t1 = time.process_time()
     k.ensure_compiled()
-    return {"import_s": t1 - t0, "compile_s": time.process_time() - t1}
+    out = {"import_s": t1 - t0, "compile_s": time.process_time() - t1}
+    for name, kw in (("kv", {}), ("kv-vllm", {"vllm": True}), ("kv-composed", {"composed": True})):
+        t = time.process_time()
+        ensure_compiled_kv(**kw)
+        out[name] = time.process_time() - t
+    out["fcfs"] = out["compile_s"]
+    from fluidq import Engine, Staircase
+    from fluidq.network import Hop, Network, RequestClass, Station, simulate_network
+    net = Network(stations=[Station(name="E", engine=Engine(batch_time=Staircase(c=C, a=A, b0=B0), b_max=512))],
+                  classes=[RequestClass(name="c", rate_per_s=1.0, route=[Hop(engine="E", prompt_tokens=100,
+                                                                             output_tokens=100)])])
+    t = time.process_time()
+    simulate_network(net, horizon_s=5.0, rng=1)
+    first = time.process_time() - t
+    t = time.process_time()
+    simulate_network(net, horizon_s=5.0, rng=1)
+    out["network"] = first - (time.process_time() - t)
+    return out
+
+
+def print_one_off(cold: dict, warm: dict) -> None:
+    """The one-off costs: each kernel compiled into an empty cache (cold) and loaded from it (warm start)."""
+    print(f"# one-off, fresh processes (CPU-s): import fluidq.kernel {cold['import_s']:.2f}; per kernel, compile into "
+          "an empty NUMBA_CACHE_DIR (cold) and load from that cache in the next process (warm start):")
+    for name, what in ONE_OFF:
+        print(f"#   {what:<42} cold {cold[name]:>6.2f}   warm start {warm[name]:>5.2f}")
+    print(f"#   {'in all':<42} cold {sum(cold[n] for n, _ in ONE_OFF):>6.2f}   warm start "
+          f"{sum(warm[n] for n, _ in ONE_OFF):>5.2f}")
+
+
+def measure_one_off() -> tuple[dict, dict]:
+    with tempfile.TemporaryDirectory(prefix="fluidq-bench-cold-") as cache:
+        cold = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
+        warm = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
+    return cold, warm
 
 
 #: issue 15: Orca's compiled cost per request at most this many times Sarathi's, stable and unstable
@@ -507,6 +557,8 @@ def _main():
                     help="only the vLLM section (composition batch time, vLLM KV, async: kernel vs generic)")
     ap.add_argument("--ratios", action="store_true",
                     help="only the scheduler-ratio section (child processes of three kinds; with --base, before/after)")
+    ap.add_argument("--cold", action="store_true",
+                    help="only the one-off costs: each kernel compiled into an empty cache, then loaded from it")
     ap.add_argument("--child", choices=["new", "cold", "ratios", "kvbase"], help=argparse.SUPPRESS)
     ap.add_argument("--kind", choices=KINDS, help=argparse.SUPPRESS)
     ap.add_argument("--reps", type=int, default=5, help=argparse.SUPPRESS)
@@ -538,9 +590,16 @@ def _main():
               f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
         print_vllm(measure_vllm(n_vllm, n_vgen, 3), n_vllm, n_vgen)
         return
+    if a.cold:
+        print(f"# fluidq.kernel one-off costs  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
+              f"{platform.processor() or platform.machine()}  python {platform.python_version()}  "
+              f"load average {os.getloadavg()[0]:.1f}")
+        print_one_off(*measure_one_off())
+        return
     if a.every:
         print(f"# fluidq.kernel every-scheduler benchmark  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
-              f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
+              f"{platform.processor() or platform.machine()}  python {platform.python_version()}  "
+              f"load average {os.getloadavg()[0]:.1f}")
         print_every(measure_every(n_fast, 3), n_fast)
         return
     if a.kv and a.base:
@@ -553,9 +612,7 @@ def _main():
               f"{platform.processor() or platform.machine()}  python {platform.python_version()}")
         print_kv(measure_kv(n_kv, n_gen, 5), n_kv, n_gen)
         return
-    with tempfile.TemporaryDirectory() as cache:
-        cold = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
-        warm = child(["--child", "cold"], {"NUMBA_CACHE_DIR": cache})
+    cold, warm = measure_one_off()
     new = measure_new(n_fast, 3)
     old = measure_old(a.old, n_old, 2)
     py = child(["--child", "new", "--n", str(n_py)], {"NUMBA_DISABLE_JIT": "1"})
@@ -574,8 +631,7 @@ def _main():
         pol, load = key.split("@")
         rel = new[f"sarathi@{load}"]["rps"] / c
         print(f"{key:<14}{c:>12.3g}{o:>12.3g}{u:>12.3g}{c / o:>10.1f}{c / u:>10.1f}{o / u:>9.2f}{rel:>10.2f}x")
-    print(f"# one-off, fresh processes: import fluidq.kernel {cold['import_s']:.2f} CPU-s; compile into an empty "
-          f"cache {cold['compile_s']:.2f} CPU-s; load from the cache {warm['compile_s']:.2f} CPU-s")
+    print_one_off(cold, warm)
     print("# 'vs sarathi': the compiled kernel's cost per request relative to Sarathi's at the same load")
     print(target_line("this process, best of 3", new))
     if base:
