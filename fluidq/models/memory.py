@@ -154,7 +154,9 @@ class KVCapacityEstimate:
         pool, each sliding-window group ``ceil(min(window - 1 + max_num_batched_tokens, n) / block_size) + 1``
         (``SlidingWindowSpec.max_memory_usage_bytes``), against the pool's :attr:`pool_blocks`.  Without
         sliding-window layers that is :attr:`tokens`; ``None`` when every layer is windowed and that fits (no length
-        is too long); 0 when no request fits."""
+        is too long); else, every layer windowed, the longest ``n`` whose ``ceil(n / block_size) + 1`` blocks per
+        group fit (a window longer than the context -- Phi-3-mini-128k's 262,144 tokens -- caps nothing, so the
+        layers hold the whole request, as full attention does, plus vLLM's one block); 0 when no request fits."""
         bs = self.block_size
         if not self.n_sliding_layers:
             return self.tokens
@@ -162,7 +164,10 @@ class KVCapacityEstimate:
         cap = self.sliding_window - 1 + int(self.inputs.get("max_num_batched_tokens", 2048))
         cap_blocks = -(-cap // bs) + 1  # what a windowed group needs at most
         if full == 0:
-            return None if slid * cap_blocks <= pool else 0
+            if slid * cap_blocks <= pool:
+                return None
+            k = max(0, pool // slid - 1)  # n's ceil(n / bs) + 1 blocks in each windowed group; below the cap
+            return int(min(k * bs, cap))
         k = (pool - slid * cap_blocks) // full  # blocks per full group, at or past the cap
         if k * bs >= cap:
             return int(k) * bs
