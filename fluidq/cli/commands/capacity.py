@@ -98,6 +98,15 @@ def _roofline(args):
             given.append(opt)  # the roofline reads its links from the GPU table; EP is --profile-dir's
     if given:
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    # --method simulate and its options are --profile-dir's: with --gpu the answer is the flow balance, and an
+    # option it would not read is refused (before: --method simulate --replications 3 answered method "fluid")
+    ignored = [o for o, v in (("--method simulate", args.method == "simulate"),
+                              ("--replications", args.replications is not None),
+                              ("--enable-prefix-caching", args.enable_prefix_caching)) if v]
+    if ignored:
+        raise CliError(f"{', '.join(ignored)}: read only with --profile-dir (with --gpu it would be ignored: the "
+                       "answer is the flow balance); to simulate this engine run `fluidq simulate` with the same "
+                       "--gpu/--model and --load or --rate (--replications there too)")
     from ...errors import ParameterError
     from ..._validate import integer
 
