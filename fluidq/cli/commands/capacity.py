@@ -177,7 +177,8 @@ def _roofline(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens"
              + (" per engine" if n > 1 else "") + f" ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s"
-             + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else ""),
+             + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else "")
+             + f" (m_p + m_d = {_residents(round(_per_request(res), 6))} tokens a request)",
              f"binding         {res.binding} (residents allowed"
              + (f" summed over the {n} engines" if n > 1 else "") + ": "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
@@ -208,11 +209,17 @@ def _roofline(args):
     shape = workload_from_args(args, default_rate=1.0)
     reg = max_throughput(engine, shape, n_engines=n)
     kvr = kv_capacity(engine, shape, n_engines=n)
+    # two counts of a request's tokens (user6a, finding 5): the capacity line's vLLM flow balance counts the
+    # m_p + m_d tokens a request holds, the region's batch work m_p + m_d - 1 (the iteration that ends a prefill
+    # emits the first output token, no decode step for it); each line says its count, the JSON has both
+    out["tokens_per_request"] = _per_request(res)
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
-                               "reason": reg.reason,
+                               "tokens_per_request": _per_request(reg), "reason": reg.reason,
                                "kv_rules_requests_per_s": None if kvr is None else kvr.requests_per_s}
     lines.insert(_after_capacity(lines),
-                 f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
+                 f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s "
+                 f"(m_p + m_d - 1 = {_residents(round(_per_request(reg), 6))} tokens a request: the iteration that ends a prefill "
+                 "emits the first output token): where the "
                  "workload's mix leaves the stability region of the same engine (a fluid model of batch shapes, not "
                  "the flow balance above; "
                  + ("the lambda* of `fluidq check`, `region` and `simulate --load`)" if kvr is None else
@@ -231,6 +238,12 @@ def _roofline(args):
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _per_request(res) -> float:
+    """Tokens a request counts in ``res`` (tokens/s over req/s): ``m_p + m_d`` for the capacity line, the batch work
+    ``m_p + m_d - 1`` for the region (``nan`` at zero capacity)."""
+    return res.tokens_per_s / res.requests_per_s if res.requests_per_s > 0 else float("nan")
 
 
 def _gap(x: float, ref: float) -> str:
