@@ -228,7 +228,10 @@ def _roofline(args):
                     f"{_gap(kvr.requests_per_s, res.requests_per_s)} the capacity line: the flow balance above on the "
                     "engine they simulate, whose t(b, kv) = t(b, 0) + s kv leaves out a prefill chunk's attention to "
                     f"its own tokens and charges one LM head an iteration, its KV cache in tokens, not blocks of "
-                    f"{i['block_size']}; seeded simulations put the stability threshold there)"))
+                    f"{i['block_size']} (vLLM's blocks simulated instead moved the saturation -1.3 to +2.9 %, no "
+                    "closer to the capacity line); seeded simulations of that engine saturate within 3 % of it where "
+                    "the cache held 10-76 requests, 14 % below it where it held 3.4 (validation/RESULTS.md, "
+                    f"2026-12-07); here it holds {_n(one.limits.get('kv_cache', float('nan')))})"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
