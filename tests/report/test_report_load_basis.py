@@ -102,3 +102,19 @@ def test_requests_longer_than_the_cache_are_named(tmp_path):
     assert "2 of the trace's 4 requests have a prompt + output longer than the KV cache's 30,000 tokens" in words
     assert _too_long(ENGINE.with_(kv_capacity_tokens=40_000), w) == ""
     assert _too_long(ENGINE, _w(1.0)) == ""  # no trace
+
+
+def test_the_capacity_table_says_whose_row_is_whose(tmp_path):
+    """The capacity section's 'capacity' row is max_throughput's; where lambda* is the KV rules', it says so."""
+    from fluidq.report.sections import s10_capacity
+
+    ctx = ReportContext(engine=ENGINE, workload=_w(2.9), out_dir=tmp_path, quick=True)
+    md = s10_capacity.render(ctx).markdown
+    assert "| capacity (Theorem 2 at the batch the mean footprints allow) |" in md
+    ref = ctx.reference
+    assert f"| maximum request rate `lambda*` (the report's reference capacity) | " in md
+    assert "the KV cache's rules, the load basis of `fluidq check --load`" in md
+    plain = ReportContext(engine=ENGINE.with_(kv_capacity_tokens=None), workload=_w(2.9), out_dir=tmp_path,
+                          quick=True)
+    assert "| capacity | " in s10_capacity.render(plain).markdown
+    assert ref.basis_name == "kv_rules"
