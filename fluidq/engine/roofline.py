@@ -52,6 +52,12 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
         ``batch_time`` the roofline as a context-aware ``t(b, 0) + s kv`` (:meth:`Roofline.context_aware`;
         its ``base`` is the :class:`~fluidq.batchtime.roofline.Roofline`), ``kv_capacity_tokens`` the planned
         cache, and ``prefill_emits_token=True`` (vLLM's iteration completing a prefill emits the first token).
+        Its ``memory`` is token memory (``Memory()``: a request holds its tokens, blocks of 1), not vLLM's paged
+        blocks of ``block_size`` (:data:`fluidq.engine.VLLM`), which the planned cache and ``fluidq capacity
+        --gpu``'s flow balance count in: measured on four KV-bound deployments (validation/RESULTS.md,
+        2026-12-07, user6a), simulating vLLM's memory moved the seeded saturation by -1.3 to +2.9 % and brought
+        it no closer to that capacity line (3 of 4 farther), so the engine keeps token memory and the
+        command line says so.
         ``fluidq.max_throughput(roofline_engine(...), workload)`` is the ``region`` line of
         ``fluidq capacity --gpu``, the ``lambda*`` of ``fluidq check --gpu``.
     """

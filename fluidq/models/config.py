@@ -182,6 +182,8 @@ def facts_from_config(path, *, name: str | None = None, dtype: str | None = None
         kw["n_sliding_layers"] = _sliding_layers(r, family, kw["n_layers"])
     try:
         source = f"config.json {_shown(path)}"
+        if dtype is None and _file_dtype(cfg) == "float32":  # served in 16 bits: say so (models show's dtype row)
+            source += FLOAT32_SERVED
         if defaulted:
             source += ("; not in the file, the defaults of its config class (as transformers and vLLM read it): "
                        + ", ".join(f"{k}={CLASS_DEFAULTS.get(family, {}).get(k, 'bfloat16')}" for k in defaulted))
@@ -302,6 +304,18 @@ def _classic(r: _Reader, family: str) -> dict:
                   norms_per_layer=2 if (new and get("num_ln_in_parallel_attn", 2) == 2) or not parallel else 1,
                   tie_word_embeddings=r.bool("tie_word_embeddings", True))
     return kw
+
+
+#: what a config whose ``torch_dtype`` is float32 adds to its facts' ``source`` (``fluidq models show`` says it on
+#: its dtype line too)
+FLOAT32_SERVED = ("; torch_dtype float32 in the file, taken as bfloat16: vLLM's --dtype auto serves a float32 "
+                  "checkpoint in 16 bits (--dtype float32 keeps it)")
+
+
+def _file_dtype(cfg) -> str | None:
+    """The number format the config.json states (``torch_dtype``, else ``dtype``), without ``torch.``."""
+    v = cfg.get("torch_dtype") if cfg.get("torch_dtype") is not None else cfg.get("dtype")
+    return v.removeprefix("torch.") if isinstance(v, str) else None
 
 
 def _dtype(r: _Reader, override):

@@ -15,6 +15,7 @@ the rule 0.97 GiB.  The rule's constants were not fitted to that run.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
@@ -26,6 +27,9 @@ __all__ = ["KVCapacityEstimate", "kv_capacity_estimate", "kv_bytes_per_value", "
            "GIB", "NON_TORCH_OVERHEAD_GIB", "MAX_GPU_MEMORY_GIB", "GROUP_SIZE_SPREAD"]
 
 GIB = 1 << 30
+
+#: vLLM's default ``--gpu-memory-utilization``
+DEFAULT_UTILIZATION = 0.9
 
 #: Memory outside PyTorch's allocator that vLLM counts before sizing the cache (the CUDA context,
 #: cuBLAS/cuDNN workspaces): 0.5 GiB, a round figure of the size a CUDA context takes on current
@@ -154,7 +158,9 @@ class KVCapacityEstimate:
         pool, each sliding-window group ``ceil(min(window - 1 + max_num_batched_tokens, n) / block_size) + 1``
         (``SlidingWindowSpec.max_memory_usage_bytes``), against the pool's :attr:`pool_blocks`.  Without
         sliding-window layers that is :attr:`tokens`; ``None`` when every layer is windowed and that fits (no length
-        is too long); 0 when no request fits."""
+        is too long); else, every layer windowed, the longest ``n`` whose ``ceil(n / block_size) + 1`` blocks per
+        group fit (a window longer than the context -- Phi-3-mini-128k's 262,144 tokens -- caps nothing, so the
+        layers hold the whole request, as full attention does, plus vLLM's one block); 0 when no request fits."""
         bs = self.block_size
         if not self.n_sliding_layers:
             return self.tokens
@@ -162,7 +168,10 @@ class KVCapacityEstimate:
         cap = self.sliding_window - 1 + int(self.inputs.get("max_num_batched_tokens", 2048))
         cap_blocks = -(-cap // bs) + 1  # what a windowed group needs at most
         if full == 0:
-            return None if slid * cap_blocks <= pool else 0
+            if slid * cap_blocks <= pool:
+                return None
+            k = max(0, pool // slid - 1)  # n's ceil(n / bs) + 1 blocks in each windowed group; below the cap
+            return int(min(k * bs, cap))
         k = (pool - slid * cap_blocks) // full  # blocks per full group, at or past the cap
         if k * bs >= cap:
             return int(k) * bs
@@ -338,6 +347,16 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
         if reserve_given is None and weights < usable:  # the estimated reserve is what leaves no room
             hint += (f"; the reserve grows with --max-num-seqs ({max_num_seqs} x vocab {model.vocab_size} x 8 B of "
                      f"logits) and --max-num-batched-tokens ({max_num_batched_tokens}): lower them")
+        need = weights + reserve + one_block(per_token)  # what a utilization must leave usable
+        if util < DEFAULT_UTILIZATION and need <= int(mem * DEFAULT_UTILIZATION * GIB):
+            # a lowered utilization is what leaves no room: name it, not the GPU (it fits at vLLM's default)
+            least = math.ceil(need / (mem * GIB) * 100) / 100
+            raise ParameterError(
+                "gpu_memory_utilization", util,
+                f"a utilization that leaves room for the KV cache: {what} ({mem:g} GiB x {util:g} = "
+                f"{usable / GIB:.2f} GiB usable; weights {weights / GIB:.2f} GiB per GPU, reserve "
+                f"{reserve / GIB:.2f} GiB, one block {one_block(per_token) / GIB:.4f} GiB)",
+                f"it fits from --gpu-memory-utilization {least:g} (vLLM's default is {DEFAULT_UTILIZATION:g})")
         raise ParameterError(
             "gpu_memory_gib", gpu_memory_gib,
             f"more memory: {what} ({mem:g} GiB x {util:g} = {usable / GIB:.2f} GiB usable; weights "

@@ -9,9 +9,15 @@ fixes both once per report:
   and vanilla vLLM allowed to split prompts longer than ``b_max`` (``chunk_long_prompts=True``);
   without that such prompts wait forever, and the verdict "unstable at every rate" says nothing
   about the schedulers themselves;
-* the **reference capacity** ``lambda*``: :func:`fluidq.max_throughput` of the report's engine
-  for the workload's mean lengths.  Every load in the report is a fraction of it, unless a
-  section says otherwise in so many words;
+* the **reference capacity** ``lambda*``: the load basis of ``fluidq check --load`` and ``simulate --load``
+  (:func:`fluidq.dtmc.load_basis`) for the report's engine and the workload's mean lengths --
+  :func:`fluidq.max_throughput` where the KV cache does not bind, the capacity under the cache's rules
+  (whole-prompt admission, recompute preemptions) where it does, vLLM's flow balance for an engine whose
+  batch time reads the batch composition.  Every load in the report is a fraction of it, unless a
+  section says otherwise in so many words.  (Before, the report sized on ``max_throughput`` alone: where
+  the cache binds that lies 5-42 % above where seeded simulations saturate (validation/RESULTS.md, "the
+  load basis where the KV cache binds"), and a report could size a deployment its own simulations found
+  unstable at every load);
 * the **deployment**: the workload's offered load ``rho`` (a fraction of ``lambda*``) is served by
   ``N = ceil(rho / TARGET_UTILISATION)`` such engines, its arrivals split evenly at random, so each
   engine sees load ``rho / N`` (at most ``TARGET_UTILISATION``) -- the report's **operating point**;
@@ -41,7 +47,7 @@ OWN_LOAD_SHOWN_MAX = 1.5
 class Reference:
     """The shared configuration of one report (see the module docstring)."""
 
-    capacity: object  # CapacityResult
+    capacity: object  # CapacityResult of max_throughput (its batch, its reason; the capacity section's table)
     requests_per_s: float
     tokens_per_s: float
     offered_requests_per_s: float
@@ -50,6 +56,27 @@ class Reference:
     long_prompt_fraction: float | None
     b_max: int
     n_engines: int = 1  # engines the deployment needs at TARGET_UTILISATION
+    basis: object = None  # the LoadBasis lambda* is read from (fluidq.dtmc.load_basis)
+
+    @property
+    def basis_name(self) -> str:
+        """``"kv_rules"``, ``"flow_balance"`` or ``"max_throughput"`` (:data:`fluidq.dtmc.load_basis.BASES`)."""
+        return "max_throughput" if self.basis is None else self.basis.basis
+
+    @property
+    def basis_words(self) -> str:
+        """What ``lambda*`` is, in words (the capacity note and the capacity section say it)."""
+        b = self.basis_name
+        if b == "kv_rules":
+            return (f"the KV cache binds, so it is the capacity under the cache's rules (whole-prompt admission, "
+                    f"recompute preemptions; `fluidq.dtmc.kv_basis.kv_capacity`), the load basis of `fluidq check "
+                    f"--load` and `simulate --load`; Theorem 2's `fluidq.max_throughput` at the batch the mean "
+                    f"footprints allow would give {fmt4(self.capacity.requests_per_s)} req/s, above where seeded "
+                    f"simulations saturate")
+        if b == "flow_balance":
+            return ("vLLM's flow balance (the engine's batch time reads the batch composition), the load basis of "
+                    "`fluidq check --load` and `simulate --load`")
+        return "Theorem 2 via `fluidq.max_throughput`, the load basis of `fluidq check --load` and `simulate --load`"
 
     @property
     def engine_load(self) -> float:
@@ -111,7 +138,7 @@ class Reference:
     @property
     def capacity_note(self) -> str:
         return (f"**Reference capacity.** Loads are fractions of one engine's `lambda* = {fmt4(self.requests_per_s)} "
-                f"req/s` ({fmt4(self.tokens_per_s)} tokens/s, Theorem 2 via `fluidq.max_throughput`); the workload "
+                f"req/s` ({fmt4(self.tokens_per_s)} tokens/s: {self.basis_words}); the workload "
                 f"itself offers {fmt4(self.offered_requests_per_s)} req/s = **load {fmt4(self.offered_load)}**"
                 + (" (more than one engine can serve)." if self.offered_load > 1 else "."))
 
@@ -121,7 +148,8 @@ class Reference:
                 "policies": {k: repr(v) for k, v in self.policies.items()},
                 "long_prompt_fraction": self.long_prompt_fraction, "loads_shown": [self.low, self.high],
                 "target_utilisation": TARGET_UTILISATION, "n_engines": self.n_engines,
-                "engine_load": self.engine_load}
+                "engine_load": self.engine_load, "load_basis": self.basis_name,
+                "max_throughput_requests_per_s": self.capacity.requests_per_s}
 
 
 def long_prompt_fraction(lengths, b_max: int) -> float | None:
@@ -138,16 +166,18 @@ def long_prompt_fraction(lengths, b_max: int) -> float | None:
 
 def reference(engine, workload) -> Reference:
     from ..capacity import max_throughput, offered_tokens_per_s
+    from ..dtmc.load_basis import load_basis
     from ..policies import POLICY_NAMES, resolve_policy
 
-    cap = max_throughput(engine, workload)
+    lb = load_basis(engine, workload)  # the lambda* of check --load and simulate --load
+    cap = lb.throughput if lb.throughput is not None else max_throughput(engine, workload)
     pols = {}
     for name in POLICY_NAMES:
         p = resolve_policy(name)
         pols[name] = p if p.chunked else p.with_(chunk_long_prompts=True)
-    rho = offered_tokens_per_s(engine, workload) / cap.tokens_per_s
+    rho = offered_tokens_per_s(engine, workload) / lb.tokens_per_s  # both m_p + m_d (- 1 where prefill emits)
     n = max(1, math.ceil(rho / TARGET_UTILISATION - 1e-9))
-    return Reference(capacity=cap, requests_per_s=cap.requests_per_s, tokens_per_s=cap.tokens_per_s,
+    return Reference(capacity=cap, requests_per_s=lb.requests_per_s, tokens_per_s=lb.tokens_per_s, basis=lb,
                      offered_requests_per_s=workload.arrival_rate_per_s,
                      offered_load=rho, policies=pols, n_engines=n,
                      long_prompt_fraction=long_prompt_fraction(workload.prompt_tokens, engine.b_max),

@@ -49,7 +49,10 @@ def test_estimate_is_whole_blocks_and_monotone(m, gib, util, bs):
     try:
         e = kv_capacity_estimate(m, gpu_memory_gib=gib, gpu_memory_utilization=util, block_size=bs)
     except ParameterError as exc:
-        assert exc.name == "gpu_memory_gib"  # the weights (and reserve) do not fit
+        # the weights (and reserve) do not fit; a utilization under vLLM's 0.9 is named when 0.9 would fit
+        assert exc.name == "gpu_memory_gib" or (exc.name == "gpu_memory_utilization" and util < 0.9)
+        if exc.name == "gpu_memory_utilization":
+            kv_capacity_estimate(m, gpu_memory_gib=gib, gpu_memory_utilization=0.9, block_size=bs)  # fits
         return
     assert e.tokens == e.blocks * bs and e.blocks >= 1
     assert e.tokens * e.kv_bytes_per_token_per_gpu <= e.kv_bytes < (e.tokens + bs) * e.kv_bytes_per_token_per_gpu

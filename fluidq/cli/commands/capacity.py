@@ -98,6 +98,15 @@ def _roofline(args):
             given.append(opt)  # the roofline reads its links from the GPU table; EP is --profile-dir's
     if given:
         raise CliError(f"--gpu describes the engine itself (a roofline estimate): give it without {', '.join(given)}")
+    # --method simulate and its options are --profile-dir's: with --gpu the answer is the flow balance, and an
+    # option it would not read is refused (before: --method simulate --replications 3 answered method "fluid")
+    ignored = [o for o, v in (("--method simulate", args.method == "simulate"),
+                              ("--replications", args.replications is not None),
+                              ("--enable-prefix-caching", args.enable_prefix_caching)) if v]
+    if ignored:
+        raise CliError(f"{', '.join(ignored)}: read only with --profile-dir (with --gpu it would be ignored: the "
+                       "answer is the flow balance); to simulate this engine run `fluidq simulate` with the same "
+                       "--gpu/--model and --load or --rate (--replications there too)")
     from ...errors import ParameterError
     from ..._validate import integer
 
@@ -168,7 +177,8 @@ def _roofline(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens"
              + (" per engine" if n > 1 else "") + f" ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s"
-             + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else ""),
+             + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else "")
+             + f" (m_p + m_d = {_residents(round(_per_request(res), 6))} tokens a request)",
              f"binding         {res.binding} (residents allowed"
              + (f" summed over the {n} engines" if n > 1 else "") + ": "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
@@ -199,11 +209,17 @@ def _roofline(args):
     shape = workload_from_args(args, default_rate=1.0)
     reg = max_throughput(engine, shape, n_engines=n)
     kvr = kv_capacity(engine, shape, n_engines=n)
+    # two counts of a request's tokens (user6a, finding 5): the capacity line's vLLM flow balance counts the
+    # m_p + m_d tokens a request holds, the region's batch work m_p + m_d - 1 (the iteration that ends a prefill
+    # emits the first output token, no decode step for it); each line says its count, the JSON has both
+    out["tokens_per_request"] = _per_request(res)
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
-                               "reason": reg.reason,
+                               "tokens_per_request": _per_request(reg), "reason": reg.reason,
                                "kv_rules_requests_per_s": None if kvr is None else kvr.requests_per_s}
     lines.insert(_after_capacity(lines),
-                 f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s: where the "
+                 f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s "
+                 f"(m_p + m_d - 1 = {_residents(round(_per_request(reg), 6))} tokens a request: the iteration that ends a prefill "
+                 "emits the first output token): where the "
                  "workload's mix leaves the stability region of the same engine (a fluid model of batch shapes, not "
                  "the flow balance above; "
                  + ("the lambda* of `fluidq check`, `region` and `simulate --load`)" if kvr is None else
@@ -212,7 +228,10 @@ def _roofline(args):
                     f"{_gap(kvr.requests_per_s, res.requests_per_s)} the capacity line: the flow balance above on the "
                     "engine they simulate, whose t(b, kv) = t(b, 0) + s kv leaves out a prefill chunk's attention to "
                     f"its own tokens and charges one LM head an iteration, its KV cache in tokens, not blocks of "
-                    f"{i['block_size']}; seeded simulations put the stability threshold there)"))
+                    f"{i['block_size']} (vLLM's blocks simulated instead moved the saturation -1.3 to +2.9 %, no "
+                    "closer to the capacity line); seeded simulations of that engine saturate within 3 % of it where "
+                    "the cache held 10-76 requests, 14 % below it where it held 3.4 (validation/RESULTS.md, "
+                    f"2026-12-07); here it holds {_n(one.limits.get('kv_cache', float('nan')))})"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
@@ -222,6 +241,12 @@ def _roofline(args):
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _per_request(res) -> float:
+    """Tokens a request counts in ``res`` (tokens/s over req/s): ``m_p + m_d`` for the capacity line, the batch work
+    ``m_p + m_d - 1`` for the region (``nan`` at zero capacity)."""
+    return res.tokens_per_s / res.requests_per_s if res.requests_per_s > 0 else float("nan")
 
 
 def _gap(x: float, ref: float) -> str:

@@ -98,7 +98,11 @@ def _show_table(m) -> str:
             rows.append(("dense layers", m.n_dense_layers))
     if m.is_mla:
         rows.append(("MLA (q / kv rank, rope)", f"{m.q_lora_rank} / {m.kv_lora_rank}, {m.qk_rope_head_dim}"))
-    rows += [("dtype", m.dtype + (f" (weights {m.quantization})" if m.quantization else "")),
+    from ...models.config import FLOAT32_SERVED
+
+    served = (" (the config.json says float32: vLLM's --dtype auto serves it in bfloat16; --dtype float32 keeps it)"
+              if FLOAT32_SERVED in (m.source or "") else "")
+    rows += [("dtype", m.dtype + (f" (weights {m.quantization})" if m.quantization else "") + served),
              ("tied embeddings", m.tie_word_embeddings), ("max context", _context(m)),
              ("parameters", f"{m.param_count:,} ({m.param_count / 1e9:.2f} B)")]
     if m.is_moe:

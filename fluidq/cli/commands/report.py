@@ -63,6 +63,12 @@ def run(args):
     out = output_folder("--out", args.out, marker=MARKER, what="report")
     trace = "azure-conv" if args.trace is None else args.trace  # an empty --trace is refused by the loader
     workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
+    if args.gpu is not None:  # vLLM refuses a request longer than the model's context: as capacity --trace does
+        from ._roofline_args import _check_trace_context, context_limit, model_from_args
+
+        limit, words = context_limit(args, model_from_args(args))
+        if limit:
+            _check_trace_context(trace, int(limit), words, workload.trace)
 
     from ..progress import Steps
 

@@ -21,6 +21,12 @@ def render(ctx):
     from ..reference import TARGET_UTILISATION, fmt4
 
     n = ref.n_engines
+    basis = {"kv_rules": "the KV cache's rules, the load basis of `fluidq check --load`; Theorem 2 at the batch the "
+                         f"mean footprints allow: {fmt4(cap.requests_per_s)} req/s",
+             "flow_balance": "vLLM's flow balance, the load basis of `fluidq check --load`"}.get(
+        ref.basis_name, "Theorem 2, the load basis of `fluidq check --load`")
+    # the row below is max_throughput's; where lambda* is another basis, the row says whose it is
+    theorem2 = "" if ref.basis_name == "max_throughput" else " (Theorem 2 at the batch the mean footprints allow)"
     least = int(np.ceil(rho - 1e-9))
     over = (f" {'One engine cannot serve it: at least ' + str(least) + ' engines are needed for stability' if rho > 1 else 'One engine is stable at it'}"
             f"; at most load {TARGET_UTILISATION:g} per engine (headroom for bursts) it needs **{n}**, each then at "
@@ -32,9 +38,9 @@ def render(ctx):
 | batch-time model | `{e.batch_time.describe()}` |
 | token budget `b_max` | {e.b_max} |
 | batch-size limit `k_max` | {e.k_max if e.k_max else "none"} |
-| capacity | {fmt4(cap.tokens_per_s)} tokens/s at batches of {cap.batch_tokens} tokens |
+| capacity{theorem2} | {fmt4(cap.tokens_per_s)} tokens/s at batches of {cap.batch_tokens} tokens |
 | workload | {w.name}: `m_p` = {fmt4(w.mean_prompt_tokens)}, `m_d` = {fmt4(w.mean_output_tokens)} tokens |
-| maximum request rate `lambda*` (the report's reference capacity) | {fmt4(cap.requests_per_s)} req/s |
+| maximum request rate `lambda*` (the report's reference capacity) | {fmt4(ref.requests_per_s)} req/s ({basis}) |
 | offered rate | {fmt4(w.arrival_rate_per_s)} req/s = load {fmt4(rho)} of `lambda*` |
 | engines needed (at most load {TARGET_UTILISATION:g} each) | {n} |
 | load per engine (the operating point) | {fmt4(ref.engine_load)} |

@@ -52,6 +52,22 @@ def stable_words(stable, simulated) -> str:
     return proven_stable(stable)
 
 
+def _too_long(e, w) -> str:
+    """Words on a trace's requests whose prompt + output exceed the engine's KV cache (none: ``""``): they never
+    finish under its rules, so the backlog grows at every load whatever lambda* is."""
+    if not e.kv_capacity_tokens or w.trace is None:
+        return ""
+    import numpy as np
+
+    total = np.asarray(w.trace.prompt_tokens, dtype=float) + np.asarray(w.trace.output_tokens, dtype=float)
+    over = int(np.count_nonzero(total > e.kv_capacity_tokens))
+    if not over:
+        return ""
+    return (f" {over:,} of the trace's {total.size:,} requests have a prompt + output longer than the KV cache's "
+            f"{e.kv_capacity_tokens:,} tokens: they cannot finish on this engine, so its backlog grows at any load "
+            "(leave them out of the trace, or give the engine a larger cache).")
+
+
 def render(ctx):
     from ...plotting import plot_verdicts
     from ...results import round_numbers
@@ -116,7 +132,21 @@ def render(ctx):
     summary = (f"At the operating point, {stable_words(stable, simulated)}; at load {fmt4(ref.high)} ({above}) "
                + ("every scheduler is unstable" if all(rs[high].status.value == "unstable" for rs in grid.values())
                   else "not every scheduler is unstable") + ".")
-    md = [intro, "", head, sep, *rows, "", how, "", summary, "", f"At the operating point (load {fmt4(ref.low)}):", "", *notes]
+    # the sizing (ref.n_engines at load <= TARGET_UTILISATION of lambda*) assumes each engine is stable at the
+    # operating point: where the report's own seeded simulations say otherwise, it says so first
+    contra = [p for p, rs in grid.items() if rs[i08].status.value == "unstable" and rs[i08].method == "simulation"]
+    warning = []
+    if contra:
+        warning = [f"**Warning: this report's own simulations contradict its sizing.** The deployment of "
+                   f"{ref.n_engines} engine{'s' if ref.n_engines > 1 else ''} is sized for load {fmt4(ref.low)} of "
+                   f"`lambda* = {fmt4(ref.requests_per_s)} req/s` ({ref.basis_name}: {ref.basis_words}), but "
+                   f"seeded simulation found **{', '.join(contra)}** unstable there "
+                   + ("(every scheduler)" if len(contra) == len(grid) else "")
+                   + ": that lambda* is above what the simulated engine serves, so more engines are needed than "
+                   "the capacity section says (`fluidq simulate --load` and `fluidq check --load` at this engine "
+                   "measure where the backlog starts to grow)." + _too_long(e, w), ""]
+    md = [*warning, intro, "", head, sep, *rows, "", how, "", summary, "",
+          f"At the operating point (load {fmt4(ref.low)}):", "", *notes]
     if literal:
         why = (" -- a prompt longer than `b_max` is never scheduled, so it waits forever at any rate"
                if all(v == "unstable" for _, v in literal) else "")
@@ -130,4 +160,5 @@ def render(ctx):
                    {"reference": ref.to_dict(), **{p: [r.status.value for r in rs] for p, rs in grid.items()},
                     "decided_by": {p: [r.inputs.get("decided_by", "analytic") for r in rs] for p, rs in grid.items()},
                     "arrivals": "Poisson, trace lengths" if w.trace is not None else type(w.arrival).__name__,
+                    "sizing_contradicted_by_simulation": contra,
                     "wall_s": ran})

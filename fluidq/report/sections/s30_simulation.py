@@ -56,7 +56,7 @@ def render(ctx):
         # Replaying a trace from its start offers what its first seconds hold, not its mean rate, so a
         # stated load would be wrong.  Run the load-scaled views with Poisson arrivals at the stated rate
         # and the trace's length distributions, and say what a replay would have offered.
-        rep = {label: _window(w.with_rate(rate), horizon, cap.tokens_per_s) for label, rate, _, _ in cases}
+        rep = {label: _window(w.with_rate(rate), horizon, ref.tokens_per_s) for label, rate, _, _ in cases}
         parts += ["", "**Arrivals.** The workload is a trace, but these runs do *not* replay its arrival times: "
                   "a replay starts at the trace's beginning, and the first "
                   f"{horizon:g} s of this one are not representative of its mean rate ("
@@ -74,7 +74,7 @@ def render(ctx):
         runs = {p.name: simulate(e, wl, p, horizon_s=horizon, rng=SEED) for p in pols}
         first = next(iter(runs.values()))
         off = first.offered()
-        eff = off["tokens_per_s"] / cap.tokens_per_s
+        eff = off["tokens_per_s"] / ref.tokens_per_s  # of the report's lambda* (the load basis)
         fluid = first.fluid_backlog_slope(cap.work_conserving_tokens_per_s or cap.tokens_per_s)
         big = max(int(r.backlog["requests"].max()) for r in runs.values())
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
