@@ -388,7 +388,11 @@ def region(point: dict, rng=None) -> dict:
     """The k_max stability region (:func:`fluidq.stability_region`) along the point's workload.
 
     Returns the largest sustainable request rate in the direction ``(m_p, m_d)`` and, when the
-    point has a ``load`` or ``rate_per_s``, whether its operating point is inside.
+    point has a ``load`` or ``rate_per_s``, whether its operating point is inside the batch shapes (``inside``),
+    its load on the load basis of ``fluidq check`` (``load_basis_load``) and the verdict on both (``verdict``,
+    :func:`fluidq.region.verdict.point_verdict`): where the vertices leave out what the basis counts (the KV cache's
+    rules), ``"inside"`` only below the band where ``fluidq check`` decides that estimate, ``"too close to call"``
+    within it, ``"OUTSIDE"`` above it or outside the shapes.
     """
     from ..region import stability_region
 
@@ -406,6 +410,13 @@ def region(point: dict, rng=None) -> dict:
         lam = w.arrival_rate_per_s
         out["arrival_rate_per_s"] = lam
         out["inside"] = bool(reg.contains((lam * mp, lam * md)))
+        from ..region.verdict import basis_band, point_verdict
+
+        lb = basis if basis is not None else _load_basis(point, e, shape)
+        band = basis_band(lb, out["max_request_rate_per_s"])
+        out["load_basis_load"] = lam / lb.requests_per_s if lb.requests_per_s > 0 else float("inf")
+        out["verdict"] = ("inside" if out["inside"] else "OUTSIDE") if band is None else \
+            point_verdict((lam * mp, lam * md), shape, lb, band, reg.scale_of((lam * mp, lam * md)))["verdict"]
         out.update(_basis_columns(basis))
     return out
 
