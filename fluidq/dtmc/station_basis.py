@@ -70,11 +70,16 @@ def station_load_bases(network, stations=None) -> dict:
             continue
         st = by_name[name]
         rate = float(sum(r for r, _ in mix[name]))
+        none = {"load": None, "rate_per_s": rate, "load_basis": None, "load_basis_requests_per_s": None,
+                "load_basis_tokens_per_s": None}
+        if any(h.output_tokens.mean == 0 for _, h in mix[name]):  # (a Workload's outputs are >= 1 token)
+            out[name] = {**none, "load_basis_reason": "a prompt-only hop (no output tokens) in its mix, which no "
+                                                      "load basis of one engine reads (its requests decode)"}
+            continue
         try:
             lb = load_basis(effective_engine(st.engine, st.policy), mix_workload(mix[name]))
         except FluidqError as exc:
-            out[name] = {"load": None, "rate_per_s": rate, "load_basis": None, "load_basis_requests_per_s": None,
-                         "load_basis_tokens_per_s": None, "load_basis_reason": f"no load basis at this mix: {exc}"}
+            out[name] = {**none, "load_basis_reason": f"the load basis cannot read this mix: {exc}"}
             continue
         load = rate / lb.requests_per_s if lb.requests_per_s > 0 else float("inf")
         out[name] = {"load": load, "rate_per_s": rate, **lb.to_dict()}

@@ -95,3 +95,25 @@ def test_mix_workload_shares_follow_the_visit_rates():
     w = mix_workload(mix)
     assert len(w.trace) == MIX_ROWS
     assert abs(np.mean(w.trace.prompt_tokens == 100) - 1 / 3) <= 1 / (2 * MIX_ROWS)
+
+
+def test_a_prompt_only_hop_on_a_kv_station(tmp_path, capsys):
+    """Fails before: ``fluidq network`` stopped with "internal error: NotImplementedError" on a KV station serving a
+    prompt-only hop (output = 0: NoTokens had no mean_square, which mix_capacity reads).  Now the mean-footprint
+    figure is given and the load basis says why it reads no such mix."""
+    path = tmp_path / "p0.toml"
+    path.write_text('''name = "p0"
+[engines.kv]
+batch_time = { kind = "affine", c = 0.02, a = 0.0002 }
+b_max = 1024
+kv_capacity_tokens = 30000
+[[classes]]
+name = "t"
+rate_per_s = 1.0
+route = [ { engine = "kv", prompt = 600, output = 0 }, { engine = "kv", prompt = 300, output = 100 } ]
+''')
+    rc, out, err = run_cli(["network", str(path)], capsys)
+    assert rc in (0, None), err
+    assert "kv (no load basis: a prompt-only hop (no output tokens) in its mix" in out
+    # the mean footprints: the prompt-only hop holds no decode context, so the mix's is the other hop's
+    assert "at the mean footprints" in out

@@ -250,7 +250,7 @@ def _mix_basis(net):
         words = (f"{k} load {fmt_load(v['load'])} ({fmt_value(bases[k]['rate_per_s'], digits=4)} of "
                  f"{fmt_value(v['load_basis_requests_per_s'], digits=4)} req/s "
                  f"{_BASIS_WORDS.get(v['load_basis'], v['load_basis'])}), " if v.get("load_basis") else
-                 f"{k} (no load basis: {v.get('load_basis_reason', 'not read')}), ")
+                 f"{k} (no load basis: {v.get('load_basis_reason') or 'not read'}), ")
         return (words + f"at the mean footprints {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load "
                 f"{fmt_load(v['mean_footprint_load'])} (upper bound's {fmt_load(v['upper_bound_load'])})")
 
