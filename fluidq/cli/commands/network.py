@@ -24,7 +24,11 @@ def register(sub):
                                 "random_unequal, rybko_stolyar; a case with a [disaggregated] table is a "
                                 "prefill/decode tandem (shipped: pd_llama8b_h100, pd_tandem; see "
                                 "docs/how-to/disaggregated.md)")
-    p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
+    p.add_argument("--load", type=float, default=None,
+                   help="rescale arrival rates so the bottleneck has this load, of the stations' b_max/t(b_max) (the "
+                        "loads of the station lines); a station whose KV cache binds may be busier on the load basis "
+                        "of `fluidq check`, which the 'at each station's mix' line gives with the factor that puts "
+                        "the busiest at 1")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None,
                    help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
