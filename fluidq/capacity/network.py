@@ -113,7 +113,10 @@ def mix_loads(network) -> dict:
     "capacity_tokens_per_s", "upper_bound_tokens_per_s", "upper_bound_load", ...}}``.  Unlike the upper
     bound's load, this one is not a bound either way (a fluid estimate at the mean context, as ``fluidq
     capacity``'s), but it is the number that says where the station saturates: the classes' rates divided by the
-    largest such load put it at 1.  Stations behind a pooled JSQ router are left out (no one station's mix)."""
+    largest such load put it at 1.  Stations behind a pooled JSQ router are left out (no one station's mix).
+    Where the KV cache binds this mean-footprint figure overstates what the engine serves under the cache's rules;
+    :func:`fluidq.dtmc.station_basis.station_load_bases` gives each station's load on the load basis of ``fluidq
+    check`` (what ``fluidq network`` prints first)."""
     from ..batchtime import ContextAware
     from ..engine.budgets import effective_engine
 

@@ -101,6 +101,10 @@ class NoTokens(Length):
     def mean(self):
         return 0.0
 
+    @property
+    def mean_square(self):
+        return 0.0
+
     def sample(self, rng, n):
         return np.zeros(int(n), dtype=np.int64)
 

@@ -318,20 +318,55 @@ def _basis_columns(basis) -> dict:
 
 
 def capacity(point: dict, rng=None) -> dict:
-    """Maximum throughput of the point's deployment (:func:`fluidq.max_throughput`)."""
+    """The point's capacity, the headline of ``fluidq capacity`` for the same deployment.
+
+    Columns: ``requests_per_s`` and ``tokens_per_s`` (``m_p + m_d`` tokens a request), the capacity line of
+    ``fluidq capacity``: for a ``gpu``/``model`` point vLLM's flow balance on the roofline
+    (:func:`fluidq.validate.roofline.predict_roofline_deployment`, what ``fluidq capacity --gpu`` prints: the KV
+    cache's rules, blocks of 16 tokens), for a profile's engine :func:`fluidq.max_throughput`;
+    ``capacity_basis`` names which (``"vllm_roofline"`` or ``"max_throughput"``).
+    ``max_throughput_requests_per_s``, ``max_throughput_tokens_per_s`` and ``batch_tokens``: :func:`fluidq.max_throughput`
+    (for a roofline point the ``region`` line of ``fluidq capacity --gpu``: the batch that mean request footprints
+    allow, which overstates what the engine serves where the KV cache binds -- Gemma-2-9B on an A10G at 2000 + 100
+    tokens: 0.4233 req/s against the capacity line's 0.2970).  ``load_basis`` and
+    ``load_basis_requests_per_s``: the lambda* a ``load`` of this point is a fraction of
+    (:func:`point_load_basis`, the one ``fluidq check --load`` reads; 0.3002 req/s there).  For a roofline point
+    the lengths go in as :func:`fluidq.dtmc.load_basis.load_basis` reads them: the fixed pair, a trace's rows, or
+    seeded draws of geometric lengths.
+    """
     from ..capacity import max_throughput
 
     _check_keys(point, "capacity")
     e = point_engine(point)
     shape = _shape(point)
-    # beside max_throughput's bound, the lambda* a load of this point is a fraction of (they differ where the KV
-    # cache binds or the batch time reads the batch composition); the basis has computed the bound where it read it
+    n = int(point.get("engines", 1))
+    # beside the headline, the lambda* a load of this point is a fraction of (they differ where the KV cache binds
+    # or the batch time reads the batch composition); the basis has computed max_throughput where it read it
     basis = _load_basis(point, e, shape)
-    r = basis.throughput if basis.throughput is not None else max_throughput(e, shape,
-                                                                             n_engines=int(point.get("engines", 1)))
-    return {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s,
-            "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens),
-            **_basis_columns(basis)}
+    r = basis.throughput if basis.throughput is not None else max_throughput(e, shape, n_engines=n)
+    row = {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s, "capacity_basis": "max_throughput",
+           "max_throughput_tokens_per_s": r.tokens_per_s, "max_throughput_requests_per_s": r.requests_per_s,
+           "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens),
+           **_basis_columns(basis)}
+    if "gpu" in point:  # the capacity line of `fluidq capacity --gpu` (cli/commands/capacity.py, one engine x n)
+        head = _roofline_capacity(point["gpu"], point["model"], point.get("tensor_parallel_size"), point.get("b_max"),
+                                  point.get("k_max"), shape)
+        row.update(tokens_per_s=n * head.tokens_per_s, requests_per_s=n * head.requests_per_s,
+                   capacity_basis="vllm_roofline")
+    return row
+
+
+def _roofline_capacity(gpu, model, tensor_parallel_size, b_max, k_max, shape):
+    """:func:`fluidq.validate.roofline.predict_roofline_deployment` of one engine with the arguments ``fluidq
+    capacity --gpu`` gives it by default (vLLM's ``max_num_seqs`` 256, ``max_num_batched_tokens`` 2048, blocks of 16,
+    the planned KV cache at ``gpu_memory_utilization`` 0.9) and ``shape``'s lengths as the load basis reads them."""
+    from ..dtmc.flow_basis import _lengths
+    from ..validate.roofline import predict_roofline_deployment
+
+    p, o = _lengths(shape)
+    return predict_roofline_deployment(model, gpu, input_tokens=p, output_tokens=o,
+                                       tensor_parallel_size=int(tensor_parallel_size or 1),
+                                       max_num_seqs=int(k_max or 256), max_num_batched_tokens=int(b_max or 2048))
 
 
 def check(point: dict, rng=None) -> dict:
@@ -353,7 +388,11 @@ def region(point: dict, rng=None) -> dict:
     """The k_max stability region (:func:`fluidq.stability_region`) along the point's workload.
 
     Returns the largest sustainable request rate in the direction ``(m_p, m_d)`` and, when the
-    point has a ``load`` or ``rate_per_s``, whether its operating point is inside.
+    point has a ``load`` or ``rate_per_s``, whether its operating point is inside the batch shapes (``inside``),
+    its load on the load basis of ``fluidq check`` (``load_basis_load``) and the verdict on both (``verdict``,
+    :func:`fluidq.region.verdict.point_verdict`): where the vertices leave out what the basis counts (the KV cache's
+    rules), ``"inside"`` only below the band where ``fluidq check`` decides that estimate, ``"too close to call"``
+    within it, ``"OUTSIDE"`` above it or outside the shapes.
     """
     from ..region import stability_region
 
@@ -371,6 +410,13 @@ def region(point: dict, rng=None) -> dict:
         lam = w.arrival_rate_per_s
         out["arrival_rate_per_s"] = lam
         out["inside"] = bool(reg.contains((lam * mp, lam * md)))
+        from ..region.verdict import basis_band, point_verdict
+
+        lb = basis if basis is not None else _load_basis(point, e, shape)
+        band = basis_band(lb, out["max_request_rate_per_s"])
+        out["load_basis_load"] = lam / lb.requests_per_s if lb.requests_per_s > 0 else float("inf")
+        out["verdict"] = ("inside" if out["inside"] else "OUTSIDE") if band is None else \
+            point_verdict((lam * mp, lam * md), shape, lb, band, reg.scale_of((lam * mp, lam * md)))["verdict"]
         out.update(_basis_columns(basis))
     return out
 

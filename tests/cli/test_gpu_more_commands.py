@@ -35,7 +35,14 @@ def test_sweep_points_take_a_roofline_deployment():
     eng = point_engine(point)
     assert eng == roofline_engine("Llama-3.1-70B", "H100", tensor_parallel_size=4)
     w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=1000, output_tokens=200)
-    assert capacity(point)["requests_per_s"] == pytest.approx(max_throughput(eng, w).requests_per_s, rel=1e-12)
+    row = capacity(point)  # the headline is fluidq capacity --gpu's, max_throughput its own column (h-user6b)
+    assert row["max_throughput_requests_per_s"] == pytest.approx(max_throughput(eng, w).requests_per_s, rel=1e-12)
+    from fluidq.validate.roofline import predict_roofline_deployment
+
+    head = predict_roofline_deployment("Llama-3.1-70B", "H100", input_tokens=1000, output_tokens=200,
+                                       tensor_parallel_size=4)
+    assert row["capacity_basis"] == "vllm_roofline"
+    assert row["requests_per_s"] == pytest.approx(head.requests_per_s, rel=1e-12)
     check_grid_values(Grid(axes={"tensor_parallel_size": [4, 8]}, fixed={"gpu": "H100", "model": "Llama-3.1-70B"}),
                       "capacity")
 

@@ -24,7 +24,11 @@ def register(sub):
                                 "random_unequal, rybko_stolyar; a case with a [disaggregated] table is a "
                                 "prefill/decode tandem (shipped: pd_llama8b_h100, pd_tandem; see "
                                 "docs/how-to/disaggregated.md)")
-    p.add_argument("--load", type=float, default=None, help="rescale arrival rates so the bottleneck has this load")
+    p.add_argument("--load", type=float, default=None,
+                   help="rescale arrival rates so the bottleneck has this load, of the stations' b_max/t(b_max) (the "
+                        "loads of the station lines); a station whose KV cache binds may be busier on the load basis "
+                        "of `fluidq check`, which the 'at each station's mix' line gives with the factor that puts "
+                        "the busiest at 1")
     p.add_argument("--simulate", action="store_true", help="also simulate (seeded replications)")
     p.add_argument("--horizon", type=float, default=None,
                    help="simulated seconds per replication (with --simulate; default: chosen from the growth to "
@@ -218,31 +222,56 @@ def run(args):
     emit(args, out, "\n".join(lines))
 
 
+#: a load basis in the words of the per-station line (fluidq.dtmc.load_basis.BASES)
+_BASIS_WORDS = {"kv_rules": "under the KV cache's rules", "flow_balance": "vLLM's flow balance",
+                "max_throughput": "max_throughput"}
+
+
 def _mix_basis(net):
     """The loads of the stations whose capacity above is only an upper bound because their batch time reads the
-    KV cache (or a KV cache limits them), on the basis `fluidq capacity` takes for one engine at the mix of hops
-    each serves (:func:`fluidq.capacity.network.mix_loads`), and the rates that put the busiest at 1: its JSON
-    (None when no station has one) and its lines."""
+    KV cache (or a KV cache limits them), at the mix of hops each serves, on the load basis of `fluidq check`
+    (:func:`fluidq.dtmc.station_basis.station_load_bases`: where the KV cache binds, the capacity under its rules),
+    beside the mean-footprint figure (:func:`fluidq.capacity.network.mix_loads`, full batches of the residents the
+    mean footprints allow) and the upper bound's; and the rates that put the busiest at 1: its JSON (None when no
+    station has one; each station's ``load`` is the load basis's, ``mean_footprint_load`` the other) and its
+    lines."""
     from ...capacity.network import mix_loads
+    from ...dtmc.station_basis import station_load_bases
     from ...results import fmt_value
 
     loads = mix_loads(net)
     if not loads:
         return None, []
+    bases = station_load_bases(net, loads)
+    for k, v in loads.items():  # the load basis's load where it reads the mix, the mean footprints' beside it
+        b = bases.get(k) or {}
+        v["mean_footprint_load"] = v["load"]
+        if b.get("load") is not None:
+            v["load"] = b["load"]
+        v.update({kk: vv for kk, vv in b.items() if kk.startswith("load_basis")})
+
+    def station(k, v):
+        words = (f"{k} load {fmt_load(v['load'])} ({fmt_value(bases[k]['rate_per_s'], digits=4)} of "
+                 f"{fmt_value(v['load_basis_requests_per_s'], digits=4)} req/s "
+                 f"{_BASIS_WORDS.get(v['load_basis'], v['load_basis'])}), " if v.get("load_basis") else
+                 f"{k} (no load basis: {v.get('load_basis_reason') or 'not read'}), ")
+        return (words + f"at the mean footprints {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load "
+                f"{fmt_load(v['mean_footprint_load'])} (upper bound's {fmt_load(v['upper_bound_load'])})")
+
     name = max(loads, key=lambda k: loads[k]["load"])
     top = loads[name]["load"]
     scale = 1.0 / top if 0 < top < float("inf") else None  # inf: a station that serves none of its mix
-    lines = ["at each station's mix (the basis of `fluidq capacity` for one engine: full batches, the residents "
-             "the limits allow, the batch time at their mean context): "
-             + "; ".join(f"{k} {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load {fmt_load(v['load'])}"
-                         f" (upper bound's {fmt_load(v['upper_bound_load'])})" for k, v in loads.items())]
+    lines = ["at each station's mix, on the load basis of `fluidq check` (fluidq.dtmc.load_basis at the mix of hops "
+             "it serves: where the KV cache binds, the capacity under its rules), beside full batches at the mean "
+             "request footprints (b/t(b) at the batch the residents allow, the batch time at their mean context): "
+             + "; ".join(station(k, v) for k, v in loads.items())]
     if scale is not None:
         rates = ", ".join(f"{c.name!r} {fmt_value(c.arrival.rate_per_s * scale, digits=4)} req/s"
                           for c in net.classes)
         lines.append(f"  busiest at its mix: {name} at load {fmt_load(top)}: the classes' rates x"
                      f"{fmt_value(scale, digits=4)} put it at 1 ({rates})"
-                     + ("; above 1 it is overloaded at its mix's mean context (a fluid estimate, as `fluidq "
-                        "capacity`'s, not a bound)" if top > 1 else ""))
+                     + ("; above 1 it is overloaded at its mix (a fluid estimate, as `fluidq check`'s, not a bound)"
+                        if top > 1 else ""))
     if top == float("inf"):
         lines.append(f"  {name} serves none of its mix: {loads[name]['reason']}")
     out = {"stations": loads, "bottleneck": [name, top], "rate_scale_at_load_1": scale}

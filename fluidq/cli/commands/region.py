@@ -160,6 +160,7 @@ def run(args):
     from ...batchtime import ContextAware
     from ...region.capacity import fixed_prompt
     from ...validate.roofline import ERROR_NOTE
+    from ...region.verdict import BASIS_WORDS, basis_band, point_verdict
 
     if args.engines != 1:
         raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
@@ -246,12 +247,20 @@ def run(args):
         result["workload"] = {"m_p": mp, "m_d": md, "max_request_rate_per_s": lam}
         lines += ["", f"workload        m_p={fmt_tokens(mp)}, m_d={fmt_tokens(md)}: lambda* = {fmt_value(lam, digits=MEANINGFUL_DIGITS)} req/s "
                   f"(the ray of a request's batch work, {'(lambda m_p, lambda (m_d - 1)): its prefill emits the first token' if engine.prefill_emits_token else '(lambda m_p, lambda m_d)'}, leaves the region there)"]
+    lb = band = None
+    if workload is not None:  # the lambda* of `fluidq check --load` (where the KV cache binds, under its rules)
+        from ...dtmc.load_basis import load_basis
+
+        lb = load_basis(engine, workload)
+        band = basis_band(lb, lam)
+        result["workload"].update({k: v for k, v in lb.to_dict().items() if k != "load_basis_reason"})
+        if band is not None:
+            lines[-1] += (f"; `fluidq check --load` reads {fmt_value(lb.requests_per_s, digits=MEANINGFUL_DIGITS)} "
+                          f"req/s, {BASIS_WORDS[lb.basis]}, which the vertices leave out")
     if engine.kv_capacity_tokens is not None:  # what the vertices assume about memory (issues 16, 20)
         kvr = None
         if workload is not None:  # the capacity under the cache's rules, where it binds (None where it does not)
-            from ...dtmc.kv_basis import kv_capacity
-
-            kvr = kv_capacity(engine, workload)
+            kvr = lb.capacity if lb.basis == "kv_rules" else None
             result["workload"]["kv_rules_requests_per_s"] = None if kvr is None else kvr.requests_per_s
         lines += ["", *_memory_lines(engine, workload, kvr)]
     if mix is not None:
@@ -259,12 +268,29 @@ def run(args):
         result["point"] = {"tokens_per_s": list(point), "margin": mg.to_dict(), "mix": mix.to_dict()}
         scale = fmt_value(mg.scale, digits=MEANINGFUL_DIGITS) if math.isfinite(mg.scale) else "– (the origin: any multiple of it fits)"
         shown = ((lambda x: fmt_value(x, digits=MEANINGFUL_DIGITS)) if point_computed else given_number)
+        shapes = (f"load {_num(mg.load, 4)}, scale {scale}, distance {_distance(mg.distance_tokens_per_s, point)} "
+                  "tokens/s")
+        verdict = _where(mg.scale)
+        if band is not None and verdict != "OUTSIDE":  # the vertices leave out what the load basis counts
+            pv = point_verdict(point, workload, lb, band, mg.scale)
+            verdict = pv["verdict"]
+            result["point"]["load_basis"] = {**lb.to_dict(), **{k: pv[k] for k in pv if k != "verdict"}}
+            v = (lambda x: fmt_value(x, digits=MEANINGFUL_DIGITS))
+            said = (f"{verdict} on the load basis of `fluidq check`, load {_num(pv['load'], 4)}: "
+                    f"{v(pv['request_rate_per_s'])} req/s of these requests against the {v(lb.requests_per_s)} req/s "
+                    f"of {BASIS_WORDS[lb.basis]}" + (", which binds" if pv["binds"] else "")
+                    + f" (a fluid estimate: between {band[0]:g} and {band[1]:g} times it fluidq has no verdict, as "
+                    f"`fluidq check`); the batch shapes alone: {_where(mg.scale)}, " + shapes)
+        else:
+            said = f"{verdict}, " + shapes
+            if engine.kv_capacity_tokens is not None and workload is None and verdict != "OUTSIDE":
+                said = (f"{verdict} (of the batch shapes, which leave out the KV cache: give --prompt/--output for "
+                        "the verdict under its rules), " + shapes)
+        result["point"]["verdict"] = verdict
         lines += ["", f"point           ({shown(point[0])}, {shown(point[1])}) tokens/s"
                   + (f" (lambda = {fmt_value(workload.arrival_rate_per_s, digits=MEANINGFUL_DIGITS)} req/s"
                      + (", the trace's own rate" if args.rate is None else "") + ")" if point_computed else "")
-                  + ": "
-                  f"{_where(mg.scale)}, load {_num(mg.load, 4)}, scale {scale}, "
-                  f"distance {_distance(mg.distance_tokens_per_s, point)} tokens/s",
+                  + ": " + said,
                   f"mix             {counted(mix.reason)}", mix.table()]
         if mix.feasible:
             lines.append("                (a scheduler serving this point time-shares these batch shapes in these "

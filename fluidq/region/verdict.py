@@ -1,0 +1,56 @@
+"""A point's verdict where the stability region's vertices leave out what the load basis counts (h-user6b).
+
+The vertices of :func:`fluidq.stability_region` are batch shapes with no KV-cache limit (up to ``b_max`` tokens and
+``k_max`` decodes): a point inside them may be overloaded where the KV cache binds.  ``fluidq region`` called
+(500, 500) tokens/s of 100 + 100-token requests on a roofline Gemma-2-9B / A10G "inside, load 0.2378" where the
+engine serves about 5.230 req/s under the cache's rules (``fluidq check``'s load basis) and seeded simulations
+saturate at 4.53 req/s [4.48, 4.58] (sarathi, 4 runs, seeds 1000-1003, 2026-12-07).  :func:`point_verdict` reads
+the point on the load basis as well (:func:`fluidq.dtmc.load_basis.load_basis`) and decides it as ``fluidq check``
+decides that estimate: outside its band, never inside it.
+"""
+from __future__ import annotations
+
+import math
+
+__all__ = ["basis_band", "point_verdict", "BASIS_WORDS"]
+
+#: the load bases in words (:data:`fluidq.dtmc.load_basis.BASES`)
+BASIS_WORDS = {"kv_rules": "the capacity under the KV cache's rules", "flow_balance": "vLLM's flow balance",
+               "max_throughput": "b/t(b) at the batch the KV cache's mean footprints allow"}
+
+
+def basis_band(lb, region_rate: float):
+    """``(low, high)`` of the load basis ``lb`` where a point's verdict reads it, ``None`` where the region's own
+    lambda* ``region_rate`` (the workload's ray) is the basis: the vertices leave out the KV cache's rules
+    (``kv_rules``) or the batch's composition (``flow_balance``), or the KV cache's mean footprints hold
+    ``max_throughput`` below ``region_rate``.  Within the band the estimate decides nothing, as in ``fluidq check``
+    (:data:`~fluidq.dtmc.flow_basis.KV_ESTIMATE_BAND` where the cache binds)."""
+    from ..dtmc.flow_basis import KV_ESTIMATE_BAND, estimate_band
+
+    if lb.basis == "kv_rules":
+        return KV_ESTIMATE_BAND
+    if lb.basis == "flow_balance":
+        return estimate_band(lb.capacity)
+    if getattr(lb.capacity, "kv_batch_tokens", None) is not None and lb.requests_per_s < region_rate * (1 - 1e-9):
+        return KV_ESTIMATE_BAND
+    return None
+
+
+def point_verdict(point, workload, lb, band, region_scale: float) -> dict:
+    """The verdict of ``point`` (prefill, decode tokens/s) read as ``workload``'s requests on the load basis ``lb``
+    with ``band`` (:func:`basis_band`, not ``None``) beside the region's ``region_scale``
+    (:meth:`~fluidq.StabilityRegion.scale_of`): ``{"verdict", "request_rate_per_s", "load", "band", "binds"}``.
+
+    The point is read as the least rate whose ``(lambda m_p, lambda m_d)`` covers it (its own rate where it came
+    from one).  ``verdict``: ``"OUTSIDE"`` outside the batch shapes (no scheduler serves it even without the cache)
+    or above the band, ``"too close to call"`` within it, ``"inside"`` below it; ``binds``: the basis's load is at
+    least the region's."""
+    mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
+    rate = max(point[0] / mp if mp > 0 else 0.0, point[1] / md if md > 0 else 0.0)
+    load = rate / lb.requests_per_s if lb.requests_per_s > 0 else math.inf
+    lo, hi = band
+    outside = region_scale < 1 - 1e-6
+    word = "OUTSIDE" if outside or load > hi else "inside" if load < lo else "too close to call"
+    region_load = 0.0 if math.isinf(region_scale) else 1.0 / region_scale
+    return {"verdict": word, "request_rate_per_s": float(rate), "load": float(load), "band": [lo, hi],
+            "binds": bool(load >= region_load)}
