@@ -409,7 +409,8 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         # Theorem 2(b) does not apply; the stability region and the policy's own region decide (each of
         # n identical engines behind a join-the-shortest-queue router sees 1/n of the traffic).  Not where the
         # KV cache binds under its own rules (kv_rules, which counts k_max too): the region's vertices take the
-        # batch of mean footprints, 5-42 % above where simulations saturate, and the load basis decides below
+        # batch of mean footprints, above where simulations saturate (SATURATION_PER_BASIS["max_throughput"]), and
+        # the load basis decides below
         from .region import region_verdict
 
         per_engine = workload if n_engines == 1 else workload.with_rate(workload.arrival_rate_per_s / n_engines)
@@ -449,10 +450,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         bound = cap.bound_tokens_per_s
         lo, hi = KV_ESTIMATE_BAND
         if kv_rules is not None and kv_rules.requests_per_s > 0:
-            # the load basis (fluidq.dtmc.load_basis): the capacity under the cache's own rules, where seeded
-            # simulations of 13 KV-bound engines saturate at 0.96-1.19 times it (RESULTS.md, "the load basis where
-            # the KV cache binds"), inside the band; the mean-footprint batch's b/t(b) was 5-42 % above them
+            # the load basis (fluidq.dtmc.load_basis): the capacity under the cache's own rules; where seeded
+            # simulations saturate against it, and against the mean-footprint batch's b/t(b), is the measured
+            # SATURATION_PER_BASIS (RESULTS.md), quoted from there
             from ..capacity import tokens_per_request
+            from .measured import SATURATION_PER_BASIS
+
+            kv_band, mt_band = SATURATION_PER_BASIS["kv_rules"], SATURATION_PER_BASIS["max_throughput"]
 
             mean_fp = ref
             ref = kv_rules.requests_per_s * tokens_per_request(engine, workload)
@@ -465,11 +469,11 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"{kv_rules.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s")
             est = (f"the KV cache binds, and that capacity (vLLM's flow balance on this engine: a request admitted "
                    f"only when its whole prompt fits, residents that outgrow the cache preempted and recomputed; "
-                   f"{kv_rules.reason}) is a fluid estimate: seeded simulations of KV-bound engines saturate at "
-                   f"0.96-1.19 times it (the load basis of `fluidq check --load`, fluidq.dtmc.load_basis); b/t(b) at "
-                   f"the batch the cache allows from mean request footprints (about {cap.kv_batch_tokens} tokens) "
-                   f"would give {_tps(mean_fp)} tokens/s, load {fmt_load(offered / mean_fp)}, which overstates what "
-                   "the engine serves under the cache's rules")
+                   f"{kv_rules.reason}) is a fluid estimate: {kv_band.saturate_words()} (the load basis of `fluidq "
+                   f"check --load`, fluidq.dtmc.load_basis; {kv_band.source}); b/t(b) at the batch the cache allows "
+                   f"from mean request footprints (about {cap.kv_batch_tokens} tokens) would give {_tps(mean_fp)} "
+                   f"tokens/s, load {fmt_load(offered / mean_fp)}, which overstates what the engine serves under the "
+                   f"cache's rules (on those engines {mt_band.above_words()})")
         else:
             top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
             serves = (f"{name} serves about {_tps(ref)} tokens/s under a backlog" if wc.work_conserving else

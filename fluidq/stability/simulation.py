@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import integer, real
-from ..capacity import max_throughput, offered_tokens_per_s, request_work
+from ..capacity import max_throughput, offered_tokens_per_s, request_work, tokens_per_request
 from ..engine import Engine
 from ..errors import ParameterError
 from ..results import Result, Status, ThresholdResult, plain
@@ -164,8 +164,14 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
         Length of each run.  ``None``: chosen from the growth to detect (``tolerance`` of the offered
         load): a first round of ``max(3000 t(b_max), 300 / lambda)`` seconds, then, when its interval is
         too wide to tell that growth from zero, one round at the horizon the ``T^{-3/2}`` scaling of the
-        slope's spread says would (at most 10 times the first, and within the simulator's size limits);
-        ``inputs["auto_horizon"]`` records both.
+        slope's spread says would (at most 10 times the first, and within the simulator's size limits).  A
+        "growing" verdict is taken only when its interval clears :func:`transient_slope` (what a stable engine
+        started empty can show in the fitted window) and, where the capacity says the engine keeps up, the
+        window opens after the heavy-traffic relaxation time ``2 sigma^2 / (capacity - offered)^2``
+        (``~ E[S] / (1 - rho)^2``); otherwise one longer round on the same seeds must confirm it (at most
+        :data:`CONFIRM_MAX_FACTOR` times the first), else the verdict is "inconclusive".
+        ``inputs["auto_horizon"]`` records the rounds, ``inputs["transient_slope_tokens_per_s"]`` and
+        ``inputs["relaxation_s"]`` the two limits.
     rng : None, int, SeedSequence or Generator
         Root of the seeds (``None``: fresh entropy, recorded in ``inputs``; a Generator gives the
         root entropy by one draw; an int seed must be >= 0).
@@ -309,6 +315,62 @@ def replicate(engine, workload: Workload, policy="sarathi", *, n_replications: i
                                      "needed_horizon_s": need, "fill_s": fill_s if math.isfinite(fill_s) else None})
 
 
+def work_variance_rate(engine, workload: Workload) -> float:
+    """``sigma^2`` (tokens^2 per second): the variance rate of the token work ``A(t)`` that ``workload`` brings,
+    ``lambda (c_a^2 E[W]^2 + Var W)`` with ``W`` a request's token work (``p + d``, less one with
+    ``prefill_emits_token``: a shift, the same variance) and ``c_a^2`` the squared coefficient of variation of
+    the inter-arrival times (Poisson 1, periodic 0, Gamma ``cv^2``, a trace's own gaps) -- the functional
+    central limit theorem of a renewal-reward process.  The lengths' joint distribution is read from the trace
+    rows where the workload draws them from a trace; otherwise prompt and output are independent."""
+    from ..workload.arrivals import Gamma, Periodic, Poisson, TraceArrivals
+
+    arr = workload.arrival
+    if isinstance(arr, Poisson):
+        ca2 = 1.0
+    elif isinstance(arr, Periodic):
+        ca2 = 0.0
+    elif isinstance(arr, Gamma):
+        ca2 = float(arr.cv) ** 2
+    elif isinstance(arr, TraceArrivals):
+        gaps = np.diff(np.asarray(arr.times_s, dtype=float))
+        ca2 = float(np.var(gaps) / np.mean(gaps) ** 2) if gaps.size > 1 and np.mean(gaps) > 0 else 1.0
+    else:  # another renewal process: Poisson's variability, the heavy-traffic reference
+        ca2 = 1.0
+    if workload.trace is not None:
+        var_w = float(np.var(np.asarray(workload.trace.prompt_tokens, dtype=float)
+                             + np.asarray(workload.trace.output_tokens, dtype=float)))
+    else:
+        p, d = workload.prompt_tokens, workload.output_tokens
+        var_w = max(0.0, (p.mean_square - p.mean ** 2) + (d.mean_square - d.mean ** 2))
+    mean_w = tokens_per_request(engine, workload)
+    return float(workload.arrival_rate_per_s * (ca2 * mean_w ** 2 + var_w))
+
+
+def transient_slope(sigma2: float, horizon_s: float, start_frac: float = 0.5, points: int = 200) -> float:
+    """The backlog slope (tokens/s) a *stable* engine started empty can show over ``[start_frac T, T]``.
+
+    Heavy traffic (the Brownian approximation of the token backlog: reflected Brownian motion with variance
+    rate ``sigma2`` and drift ``-(capacity - offered)``), started at 0, has a mean that rises for about the
+    relaxation time ``2 sigma2 / drift^2`` -- ``~ E[S] / (1 - rho)^2``, far beyond a run of a few hundred
+    arrivals at rho 0.95 -- and over any window its mean rises no faster than with zero drift, where it is
+    ``sigma sqrt(2 t / pi)`` (the mean of the running maximum of a driftless Brownian motion).  The least-squares
+    slope of that curve over the fitted window (the grid of :meth:`SimResult.backlog_slope`) is returned: it
+    needs no capacity (which near saturation is itself an estimate) and falls as ``T^{-1/2}``.  A growth slope
+    whose interval does not clear it cannot tell a growing backlog from a stable engine still filling.
+    """
+    from ..results import line_slope
+
+    if not (sigma2 > 0 and horizon_s > 0):
+        return 0.0
+    g = np.linspace(start_frac * horizon_s, horizon_s, points)
+    return float(line_slope(g, math.sqrt(sigma2) * np.sqrt(2.0 * g / math.pi)))
+
+
+#: most times the first round's horizon a confirmation of a "growing" verdict may run (a budget, not a basis:
+#: the reason says when the horizon the transient asks for was capped)
+CONFIRM_MAX_FACTOR = 10.0
+
+
 def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> ReplicationResult:
     """:func:`replicate` with the horizon chosen from the growth to detect (see its ``horizon_s``)."""
     from dataclasses import replace
@@ -325,8 +387,12 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
         t_full = _shortest_batch_s(engine)
     h1 = max(3000.0 * t_full if math.isfinite(t_full) else 0.0, 300.0 / lam if lam > 0 else 0.0, 1.0)
     root = _seed_sequence(rng)
-    first = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h1,
-                      rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+
+    def run(h):
+        return replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h,
+                         rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+
+    first = run(h1)
     need = first.inputs.get("needed_horizon_s")
     rounds = [{"horizon_s": h1, "verdict": first.verdict}]
     res, note = first, ""
@@ -337,14 +403,73 @@ def _replicate_auto(engine, workload, policy, *, n_replications, rng, **kw) -> R
         except ParameterError as exc:
             note = f"; a second round of {h2:.4g} s was not run: {exc}"
         else:
-            res = replicate(engine, workload, policy, n_replications=n_replications, horizon_s=h2,
-                            rng=np.random.SeedSequence(root.entropy, spawn_key=root.spawn_key), **kw)
+            res = run(h2)
             rounds.append({"horizon_s": h2, "verdict": res.verdict})
             if 1.1 * need > h2:
                 note = f"; the test asked for {1.1 * need:.4g} s, capped at 10 times the first round"
+    # a growing verdict must clear the slope a stable engine started empty can show in the fitted window
+    # (transient_slope), and, where the capacity says the engine keeps up, its window must open after the
+    # relaxation time 2 sigma^2 / (capacity - offered)^2 (heavy traffic: ~E[S]/(1 - rho)^2, far beyond h1 near
+    # rho = 1, where the rising mean reads as growth); one that does not is confirmed by a longer round (the
+    # same seeds, so the same paths run on), or is no verdict
+    frac = res.inputs.get("start_frac", 0.5)
+    sigma2 = work_variance_rate(engine, workload)
+    cap, offered = res.inputs.get("capacity_tokens_per_s") or 0.0, res.inputs.get("offered_tokens_per_s") or 0.0
+    relax = 2.0 * sigma2 / (cap - offered) ** 2 if cap > offered > 0 else 0.0
+
+    def unconfirmed(r):
+        """Why the growing verdict ``r`` is no evidence of growth yet ("" when it is)."""
+        if r.verdict != "growing":
+            return ""
+        h, lo = r.horizon_s, r.slope_ci[0]
+        allow_r = transient_slope(sigma2, h, frac)
+        if not lo > allow_r:
+            return (f"the growing verdict at {h:.4g} s (lower end {_n(lo)} tokens/s) does not clear {_n(allow_r)} "
+                    "tokens/s, the slope a stable engine started empty can show in that window (heavy traffic, "
+                    f"variance rate of the arriving work {_n(sigma2)} tokens^2/s)")
+        if frac * h < relax:
+            return (f"the growing verdict at {h:.4g} s fits a window opening at {frac * h:.4g} s, inside the "
+                    f"relaxation time {relax:.4g} s of a stable engine at load {offered / cap:.3f} of the "
+                    f"{_n(cap)} tokens/s it serves under backlog (2 sigma^2 / (capacity - offered)^2, heavy "
+                    "traffic): its mean backlog still rises there")
+        return ""
+
+    why = unconfirmed(res)
+    if why:
+        h_was = res.horizon_s
+        allow = transient_slope(sigma2, h_was, frac)
+        # long enough that the allowance falls to half the slope seen (or the tolerance), as T^(-1/2), and the
+        # window opens after the relaxation time; at least twice the last round, at most CONFIRM_MAX_FACTOR h1
+        target = max(0.5 * res.slope_tokens_per_s, res.tolerance_tokens_per_s)
+        want = max(2.0 * h_was, h_was * (allow / target) ** 2 if target > 0 else math.inf, relax / frac)
+        hc = min(want, CONFIRM_MAX_FACTOR * h1)
+        capped = (f" (the transient asked for {want:.4g} s, capped at {CONFIRM_MAX_FACTOR:g} times the first round)"
+                  if want > hc else "")
+        try:
+            if not hc > h_was:
+                raise ParameterError("horizon_s", hc, f"a confirmation round longer than the {h_was:.4g} s run",
+                                     f"the rounds are capped at {CONFIRM_MAX_FACTOR:g} times the first")
+            check_size(engine, workload, hc, None, runs=n_replications)
+        except ParameterError as exc:
+            note += f"; {why}, and a confirmation round of {hc:.4g} s was not run ({exc}): no verdict"
+            res = replace(res, verdict="inconclusive")
+        else:
+            conf = run(hc)
+            rounds.append({"horizon_s": hc, "verdict": conf.verdict})
+            allow_c = transient_slope(sigma2, hc, frac)
+            if conf.verdict == "growing" and not conf.slope_ci[0] > allow_c:
+                note += (f"; {why}; the confirmation round of {hc:.4g} s{capped} grows too, but its lower end "
+                         f"{_n(conf.slope_ci[0])} tokens/s does not clear that round's {_n(allow_c)} tokens/s "
+                         "either: no verdict (a stable engine near saturation still filling, or slow growth)")
+                conf = replace(conf, verdict="inconclusive")
+            else:
+                note += f"; {why}, so a confirmation round of {hc:.4g} s{capped} decides"
+            res = conf
+    allow = transient_slope(sigma2, res.horizon_s, frac)
     words = " then ".join(f"{r['horizon_s']:.4g} s ({r['verdict']})" for r in rounds)
     return replace(res, reason=f"automatic horizon, chosen from the growth to detect: {words}{note}; {res.reason}",
-                   inputs={**res.inputs, "auto_horizon": rounds})
+                   inputs={**res.inputs, "auto_horizon": rounds, "transient_slope_tokens_per_s": allow,
+                           "work_variance_tokens2_per_s": sigma2, "relaxation_s": relax})
 
 
 def _k_max_saturation(engine, sat, workload):

@@ -48,6 +48,7 @@ import csv
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,26 @@ from ..errors import DataError
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
            "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "batch_means",
            "open_text"]
+
+
+_NOTED: set = set()
+
+
+def _note_disagreement(meta, key, used_at, used, others) -> None:
+    """Say on stderr, once per run file and option, that the run records two values of ``key`` and which one is
+    used (the precedence of :meth:`ServingRun._option`: what the engine ran with before what the bench asked
+    for); it used the first silently, e.g. ``engine_kwargs.max_num_seqs`` 64 under a resolved 256."""
+    what = (str(meta), key, json.dumps(used), json.dumps(others, default=str))
+    if what in _NOTED:
+        return
+    _NOTED.add(what)
+    role = {"kv_cache": "the cache it recorded", "engine_kwargs": "what the bench asked for"}
+
+    def said(n, v):
+        return f"{n}.{key} = {json.dumps(v)} ({role.get(n, 'what the engine ran with')})"
+
+    print(f"fluidq: note: {meta} records {key} twice: {said(used_at, used)} and "
+          f"{', '.join(said(n, v) for n, v in others)}; using {json.dumps(used)}, from {used_at}", file=sys.stderr)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -135,9 +156,14 @@ class ServingRun:
         where = [(f"resolved_config.{section}", (self.meta.get("resolved_config") or {}).get(section)),
                  ("kv_cache", self.meta.get("kv_cache") if section == "cache_config" else None),
                  ("engine_kwargs", self.engine_kwargs)]
-        for name, doc in where:
-            if isinstance(doc, dict) and doc.get(key) is not None:
-                return self._checked(name, key, doc[key], kind)
+        found = [(name, doc[key]) for name, doc in where if isinstance(doc, dict) and doc.get(key) is not None]
+        if found:
+            used_at, used = found[0][0], self._checked(found[0][0], key, found[0][1], kind)
+            # a later record with another value is not used (nor checked, as before), but said: once, naming both
+            others = [(n, v) for n, v in found[1:] if v != used]
+            if others:
+                _note_disagreement(self.files.get("meta", self.path), key, used_at, used, others)
+            return used
         if default is None:
             raise DataError(f"{self.files.get('meta', self.path)} records no {key} (engine_kwargs.{key} or "
                             f"resolved_config.{section}.{key}): the engine's {key} is needed to predict the run, and "

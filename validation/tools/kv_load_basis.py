@@ -57,6 +57,14 @@ def cases():
         ("roofline Qwen2.5-7B L4 geo1000/geo200", roofline_engine("Qwen2.5-7B", "L4"),
          W(Geometric(mean_tokens=1000), Geometric(mean_tokens=200))),
     ]
+    # small caches (a new user's review, 2026-12-07, h-user6c): Gemma-2-9B's planned cache is 4,272 tokens on a
+    # 24 GB card (about 21 requests of 100 + 100, 6 of 500 + 200), Llama-3.1-8B's on an A10G 31,632
+    out += [
+        ("roofline Gemma-2-9B A10G 100/100", roofline_engine("Gemma-2-9B", "A10G"), W(100, 100)),
+        ("roofline Gemma-2-9B L4 100/100", roofline_engine("Gemma-2-9B", "L4"), W(100, 100)),
+        ("roofline Gemma-2-9B A10G 500/200", roofline_engine("Gemma-2-9B", "A10G"), W(500, 200)),
+        ("roofline Llama-3.1-8B A10G 100/100", roofline_engine("Llama-3.1-8B", "A10G"), W(100, 100)),
+    ]
     rng = np.random.default_rng(20261207)  # random KV-bound engines
     for i in range(4):
         c, a, s = rng.uniform(0.005, 0.03), rng.uniform(2e-5, 2e-4), rng.uniform(0, 3e-7)
