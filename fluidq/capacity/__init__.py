@@ -68,7 +68,7 @@ class CapacityResult(Result):
         rates above are then fluid *estimates* from mean footprints, not bounds: simulation moves
         them by several percent either way (staircase steps near that batch, recompute preemptions).
         They take no account of the cache's rules (whole-prompt admission, recompute preemptions), so
-        they lie 5-42 % above where seeded simulations saturate; the load basis there (of ``fluidq check
+        they lie 5-46 % above where seeded simulations saturate; the load basis there (of ``fluidq check
         --load``, ``simulate --load``, ``latency --loads``, a sweep's ``load`` and the verdicts) is
         :func:`fluidq.dtmc.kv_basis.kv_capacity`, through :func:`fluidq.dtmc.load_basis.load_basis`, the one
         function that gives the lambda* a load is a fraction of.

@@ -10,9 +10,9 @@ Which capacity that is depends on the engine:
                      chunk with no decode cost, so ``b / t(b)`` overstates what it serves);
 ``"kv_rules"``       an engine whose KV cache binds: the capacity under the cache's own rules (whole-prompt
                      admission, recompute preemptions), :func:`fluidq.dtmc.kv_basis.kv_capacity` -- seeded
-                     simulations of 13 KV-bound engines saturate at -16..+4 % of it, where
-                     :func:`fluidq.max_throughput`'s mean-footprint batch was 5-42 % above (validation/RESULTS.md,
-                     "the load basis where the KV cache binds");
+                     simulations of 17 KV-bound engines saturate at 0.78-1.21 times it, where
+                     :func:`fluidq.max_throughput`'s mean-footprint batch was 5-46 % above
+                     (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`, from validation/RESULTS.md);
 ``"max_throughput"`` every other engine: :func:`fluidq.max_throughput`'s ``requests_per_s`` (``sup_b b/t(b)``,
                      Theorem 2 of arXiv:2504.07347, or the ``k_max`` stability region along the mix where
                      ``k_max`` binds).

@@ -2,7 +2,7 @@
 
 ``fluidq network`` printed a station's load at its mix on the mean-footprint basis of
 :func:`fluidq.capacity.network.mix_capacity` (b/t(b) at the batch that mean request footprints allow), where the
-KV cache binds 5-42 % above what the engine serves under the cache's rules, and above ``fluidq check``'s load for
+KV cache binds 5-46 % above what the engine serves under the cache's rules, and above ``fluidq check``'s load for
 the same engine, lengths and rate: Llama-3.1-8B on an A10G at 1500 + 100 tokens and 2.072 req/s read 0.7430 there
 and 1.023 in ``check``.  :func:`station_load_bases` reads :func:`fluidq.dtmc.load_basis.load_basis` of each
 station's (effective) engine at its mix instead, the one lambda* of ``check``, ``simulate``, ``latency`` and a

@@ -15,7 +15,7 @@ fixes both once per report:
   (whole-prompt admission, recompute preemptions) where it does, vLLM's flow balance for an engine whose
   batch time reads the batch composition.  Every load in the report is a fraction of it, unless a
   section says otherwise in so many words.  (Before, the report sized on ``max_throughput`` alone: where
-  the cache binds that lies 5-42 % above where seeded simulations saturate (validation/RESULTS.md, "the
+  the cache binds that lies 5-46 % above where seeded simulations saturate (validation/RESULTS.md, "the
   load basis where the KV cache binds"), and a report could size a deployment its own simulations found
   unstable at every load);
 * the **deployment**: the workload's offered load ``rho`` (a fraction of ``lambda*``) is served by

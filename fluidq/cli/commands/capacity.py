@@ -194,7 +194,7 @@ def _roofline(args):
     # KV cache does not bind, their lambda* (where the mix leaves its stability region) and the flow balance above are
     # one number up to the models (Llama-3.1-8B on an H100 at 100 + 100 tokens: 172.7 against 171.0 req/s, 2026-12-06,
     # and seeded simulation 171.7). Where it binds, the region's figure takes the batch that mean footprints allow and
-    # overstates what the engine serves under the cache's rules by 5-42 % (Qwen2.5-7B on an L4 at 1000 + 200: 3.338
+    # overstates what the engine serves under the cache's rules by 5-46 % (Qwen2.5-7B on an L4 at 1000 + 200: 3.338
     # against 2.352 req/s, simulated 2.364; validation/RESULTS.md, "the load basis where the KV cache binds"), so
     # check/simulate --load read fluidq.dtmc.kv_basis.kv_capacity there and this line says so. That basis is the
     # capacity line's flow balance on another iteration model, the engine the simulator runs: t(b, 0) + s kv (no

@@ -119,7 +119,7 @@ def run(args):
         check_kv_fits(engine, shape, args)  # before its capacity: a cache no request fits is said as such
         # the one lambda* every face reads (fluidq.dtmc.load_basis): vLLM's flow balance for a --profile-dir
         # engine (fluidq capacity --profile-dir), the capacity under the KV cache's rules where it binds (seeded
-        # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-42 % above it: RESULTS.md),
+        # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-46 % above it: RESULTS.md),
         # else max_throughput
         with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
             basis = load_basis(engine, shape, n_engines=args.engines)
