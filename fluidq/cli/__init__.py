@@ -24,11 +24,17 @@ class CliError(Exception):
 
 
 def emit(args, result, table: str) -> None:
-    """Print ``result`` as JSON when ``--json`` was given, else the human ``table``."""
+    """Print ``result`` as JSON when ``--json`` was given, else the human ``table``; then, if a file the
+    command was asked to write could not be written after its work (:func:`fluidq.cli.common.write_late`),
+    fail naming its option (exit 2): the results were printed first, not lost."""
     if getattr(args, "json", False):
         print(json.dumps(plain(result), indent=2, sort_keys=False))
     else:
         print(table)
+    unwritten = getattr(args, "_unwritten", None)
+    if unwritten:
+        sys.stdout.flush()
+        raise CliError("; ".join(unwritten) + " (the results were printed; only that file is missing)")
 
 
 class _OneSpellingStore(argparse._StoreAction):

@@ -350,7 +350,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     through here.  Refused, in one line naming ``option``: an empty name, a name that is a folder
     (``/``, ``dir/``, ``dir/.``, an existing folder), a symlink (fluidq neither writes through a link nor
     replaces one a user gave: a loop, a dangling link or a link to a file), a FIFO, a device (``/dev/null``)
-    or a socket, a path in a folder that does not exist, one of the command's input files.
+    or a socket, a path in a folder that does not exist or in which no file can be created (read-only,
+    no permission: a file is created there and removed, :func:`_probe_folder`), one of the command's input
+    files.  A write the file system refuses all the same after the work goes through :func:`write_late`:
+    the results are printed, then the command fails naming ``option``.
 
     ``inputs`` are ``(option, path)`` pairs the command reads (a path that is not an existing file,
     such as an embedded trace name, is skipped): the output may not be one of them.  ``suffixes``
@@ -428,7 +431,60 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     parent = p.parent
     if not parent.is_dir():
         raise ParameterError(option, text, f"a path in an existing folder (there is no folder {str(parent)!r})")
+    _probe_folder(option, text, parent, what)
     return str(p)
+
+
+def _probe_folder(option: str, text: str, parent: Path, what: str) -> None:
+    """Refuse now, naming ``option``, an output file in a folder where no file can be created (read-only,
+    no permission, immutable, ``/proc``): the file is written by a temporary file in that folder and a
+    rename (:func:`fluidq._io.atomic_write`), so one such file is created and removed here, before the
+    command's work, as :func:`output_folder` does for a folder.  A write that fails later all the same (a
+    full disk, a file too large) does not lose the results: see :func:`write_late`."""
+    import os
+    import tempfile
+
+    from . import CliError
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        import errno
+
+        from .._io import _os_reason
+
+        reason = ("the file system creates no file there" if exc.errno == errno.ENOENT  # (/proc)
+                  else _os_reason(exc))
+        raise CliError(f"{option} {text}: cannot write a {what} in the folder {str(parent)!r} "
+                       f"({reason}); give a path in a folder you can write") from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:  # pragma: no cover - created but not removable: leave it, the write itself may work
+        pass
+
+
+def write_late(args, option: str, path, write):
+    """Write a file the command was asked for (``write()`` writes it and returns the path written), after the
+    work, without losing the work: :func:`output_file` checked ``path`` before the work, but the file system
+    may still refuse the write (a full disk, a file too large, a folder made read-only meanwhile).  Such a
+    failure is kept on ``args`` and ``None`` returned (the command says no path); :func:`fluidq.cli.emit`
+    prints the results all the same, then the command fails naming ``option`` and the file (exit 2)."""
+    from ..errors import DataError
+
+    try:
+        return write()
+    except (DataError, OSError) as exc:
+        if isinstance(exc, DataError):
+            reason = str(exc)
+        else:
+            from .._io import _os_reason
+
+            reason = f"cannot write it ({_os_reason(exc)})"
+        text = str(path)
+        said = f"{option}: {reason}" if text in reason else f"{option} {text}: {reason}"
+        args._unwritten = [*getattr(args, "_unwritten", ()), said]
+        return None
 
 
 def _check_replaceable(option: str, text: str, p: Path, st, test, kind: str) -> None:

@@ -78,7 +78,7 @@ def _write_csv(path, rows):
     import csv
     import io
 
-    from ..._io import atomic_write
+    from ..._io import write_output
 
     keys = []
     for r in rows:
@@ -87,7 +87,7 @@ def _write_csv(path, rows):
     w = csv.DictWriter(buf, fieldnames=keys)
     w.writeheader()
     w.writerows(rows)
-    atomic_write(path, buf.getvalue())
+    return write_output(path, buf.getvalue(), what="sweep table")
 
 
 def _is_sweep_table(path) -> bool:
@@ -299,6 +299,8 @@ def _run(args, case, store):
         no_store_note()
         res = case.run(max_workers=args.workers, **kw)
     if args.csv:
-        _write_csv(args.csv, res.table())
+        from ..common import write_late
+
+        write_late(args, "--csv", args.csv, lambda: _write_csv(args.csv, res.table()))
     emit(args, res, _summary(res))
     return 0
