@@ -362,10 +362,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
     name the user gave).  An existing regular file given as the output is replaced (it is the output
     asked for) when it is empty or fluidq can tell it wrote it; else it is refused, naming ``option``, and
-    left as it was.  A figure fluidq wrote is a PNG, PDF, SVG, EPS, PS or PGF with matplotlib's mark (every
-    figure fluidq writes in those formats carries it: a user's photo ``x.png``, a PDF paper or a text file
-    so named is refused), or a JPEG, GIF, TIFF, WebP or AVIF that is an image of that format (matplotlib
-    leaves no mark in those).  Any other output says what it wrote with ``replaceable = (test, kind)``:
+    left as it was.  A figure fluidq wrote carries matplotlib's mark (PNG, PDF, SVG, EPS, PS, PGF) or the one
+    fluidq writes where matplotlib leaves none (JPEG, TIFF, GIF, WebP, AVIF): a user's photo ``x.png`` or
+    ``x.jpg``, a PDF paper or a text file so named is refused; so is any existing raw or RGBA pixel dump
+    (those formats carry no mark).  Any other output says what it wrote with ``replaceable = (test, kind)``:
     ``test(path)`` is true for a file fluidq wrote (it may raise ``OSError``: the refusal says why it could
     not read the file), ``kind`` names such a file in the refusal ("a sweep table"); without it any
     existing file is replaced.
@@ -517,33 +517,34 @@ def file_head(p, n: int = 1 << 16) -> bytes:
         os.close(fd)
 
 
-#: the first bytes of the raster formats matplotlib writes without its mark: an image of the format its name says
-_IMAGE_MAGIC = {".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",),
-                ".gif": (b"GIF87a", b"GIF89a"), ".tif": (b"II*\x00", b"MM\x00*"), ".tiff": (b"II*\x00", b"MM\x00*")}
+def file_tail(p, n: int = 1 << 16) -> bytes:
+    """The last ``n`` bytes of an existing output file (as :func:`file_head`; a WebP figure's mark is at its
+    end); ``OSError`` when it cannot be read."""
+    import os
+
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, n, max(0, size - n))
+    finally:
+        os.close(fd)
 
 
 def _replaceable_figure(p: Path) -> bool:
     """Whether an existing file given as a figure may be replaced: it carries matplotlib's mark (PNG's
-    ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF), or, for the formats in which
-    matplotlib leaves none (JPEG, GIF, TIFF, WebP, AVIF), it is an image of the format its extension
-    names; a user's own PNG, or a document or data file that only has such a name, is not (``OSError``: the
-    file cannot be read)."""
+    ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF) or fluidq's (the text field
+    fluidq writes in JPEG, TIFF, GIF, WebP and AVIF, where matplotlib leaves none:
+    :data:`fluidq.plotting._PIL_MARK`), in its first or last 64 KiB; a user's own image of any format,
+    or a document or data file that only has such a name, is not (``OSError``: the file cannot be read)."""
     import zlib
 
     head = file_head(p)
-    suffix = p.suffix.lower()
-    if suffix == ".svgz" and head[:2] == b"\x1f\x8b":
+    if p.suffix.lower() == ".svgz" and head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
         except zlib.error:
             return False
-    if any(head.startswith(m) for m in _IMAGE_MAGIC.get(suffix, ())):
-        return True
-    if suffix == ".webp" and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return True
-    if suffix == ".avif" and head[4:8] == b"ftyp" and head[8:12] in (b"avif", b"avis"):
-        return True
-    return b"matplotlib" in head.lower()
+    return b"matplotlib" in head.lower() or b"matplotlib" in file_tail(p).lower()
 
 
 def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:
