@@ -131,22 +131,26 @@ def _store_warning_line(message, category, filename, lineno, file=None, line=Non
 def _status(args, case, store):
     from pathlib import Path
 
-    from ...sweep.core import fingerprint
+    from ...sweep.core import fingerprint, trace_hashes
     from ...sweep.store import read_store
 
     if store is None:
         raise CliError("--status needs a store (sweep.store in the case file, or --store)")
     n = len(case.grid)
-    done, same = 0, None
+    done, same, changed = 0, None, []
     if Path(store).exists():
         header, rows = read_store(store)
         same = header.get("fingerprint") == fingerprint(case.analysis, case.grid, case.seed, case.common_seeds and
                                                         list(case.common_seeds))
-        done = len(rows) if same else 0
+        had = header.get("trace_sha256")
+        if same and had is not None:  # (a store from before trace hashes: unchecked, as a run says)
+            changed = [t for t, d in trace_hashes(case.grid).items() if had.get(t) != d]
+        done = len(rows) if same and not changed else 0
     info = {"store": str(store), "n_points": n, "n_done": done, "n_left": n - done,
-            "belongs_to_this_case": same}
+            "belongs_to_this_case": same, **({"traces_changed": changed} if changed else {})}
     note = ("no store yet" if same is None else "the store holds another sweep's results" if not same else
-            f"{done}/{n} points done, {n - done} left")
+            f"the trace file {changed[0]} has changed since the store was written: a run refuses the store"
+            if changed else f"{done}/{n} points done, {n - done} left")
     emit(args, info, f"{case.analysis}: {note}  ({store})")
     return 0
 
