@@ -231,6 +231,29 @@ class _Serial(cf.Executor):
         return f
 
 
+#: how long a sweep waits for a Dask scheduler with no worker to get one before it says so (seconds)
+DASK_WORKER_WAIT_S = 60.0
+
+
+def wait_for_workers(client, timeout_s: float, name: str, value) -> None:
+    """A ``distributed.Client`` whose scheduler has no worker yet: wait up to ``timeout_s`` for one to join,
+    then a ``ParameterError`` naming ``name`` (``address``, ``executor``; the CLI says ``--dask``) -- tasks
+    submitted to a cluster without workers wait for ever, silently.  A client that cannot say (no
+    ``nthreads``) passes."""
+    try:
+        n = client.nthreads()
+    except Exception:  # noqa: BLE001 - a cluster that cannot answer: submitting will say
+        return
+    if n:
+        return
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except TimeoutError:  # (distributed's WorkerStartTimeoutError; asyncio's on Python 3.11+)
+        raise ParameterError(name, value, f"a Dask scheduler with workers: none joined within {timeout_s:g} s, "
+                             "and a sweep submitted there would wait for ever (start workers with `dask worker "
+                             "ADDRESS`, or use --local-cluster N)") from None
+
+
 def _cluster_slots(executor) -> int | None:
     """Worker threads of a ``distributed.Client``'s cluster (None for anything else)."""
     if hasattr(executor, "get_executor") and hasattr(executor, "nthreads"):
@@ -297,6 +320,7 @@ def _make_executor(executor, max_workers):
     if isinstance(executor, cf.Executor):
         return executor, False, type(executor).__name__, None
     if hasattr(executor, "get_executor") and hasattr(executor, "scheduler_info"):  # a distributed.Client
+        wait_for_workers(executor, DASK_WORKER_WAIT_S, "executor", executor)
         return executor.get_executor(), False, f"dask({getattr(executor.scheduler, 'address', '?')})", None
     raise ParameterTypeError(f"executor={executor!r}: expected None/'processes', 'threads', 'serial', a "
                              "concurrent.futures.Executor or a distributed.Client")
