@@ -24,11 +24,17 @@ class CliError(Exception):
 
 
 def emit(args, result, table: str) -> None:
-    """Print ``result`` as JSON when ``--json`` was given, else the human ``table``."""
+    """Print ``result`` as JSON when ``--json`` was given, else the human ``table``; then, if a file the
+    command was asked to write could not be written after its work (:func:`fluidq.cli.common.write_late`),
+    fail naming its option (exit 2): the results were printed first, not lost."""
     if getattr(args, "json", False):
         print(json.dumps(plain(result), indent=2, sort_keys=False))
     else:
         print(table)
+    unwritten = getattr(args, "_unwritten", None)
+    if unwritten:
+        sys.stdout.flush()
+        raise CliError("; ".join(unwritten) + " (the results were printed; only that file is missing)")
 
 
 class _OneSpellingStore(argparse._StoreAction):
@@ -108,12 +114,19 @@ class Terminated(KeyboardInterrupt):
     handlers), then the command exits with 143 (128 + SIGTERM)."""
 
 
+#: a SIGTERM this soon after the first is the same stop (``timeout`` signals the command and then, at once, its
+#: whole process group, which holds the command too), not a second request: seconds
+SAME_STOP_S = 1.0
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
-    """While ``main`` runs, the first SIGTERM raises :class:`Terminated` in the main thread; later ones are
-    ignored while it stops (``timeout`` signals the command and then its whole process group).  A process
-    forked from this one (a sweep's pool worker) keeps SIGTERM's default action: it ends at once.  Off the
-    main thread (no handler can be set there) nothing changes.  The previous handler is restored on return.
+    """While ``main`` runs, the first SIGTERM raises :class:`Terminated` in the main thread; one more within
+    :data:`SAME_STOP_S` is ignored (``timeout`` signals the command and then its whole process group); a second
+    SIGTERM later, while the command still stops (a clean-up that hangs), ends the process at once, exit 143,
+    with one line and without the rest of the clean-up.  A process forked from this one (a sweep's pool
+    worker) keeps SIGTERM's default action: it ends at once.  Off the main thread (no handler can be set
+    there) nothing changes.  The previous handler is restored on return.
 
     A signal reaches Python only between bytecodes: inside a long compiled (numba) kernel call the stop waits
     for the call to return, as a Ctrl-C does."""
@@ -124,17 +137,26 @@ def _sigterm_as_interrupt():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    import time
+
     me = os.getpid()
-    state = {"hit": False}
+    state = {"hit": None}  # when the first SIGTERM was handled (time.monotonic)
 
     def on_sigterm(signum, frame):
         if os.getpid() != me:  # a forked child: the default action (end now)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)
             return
-        if state["hit"]:
-            return
-        state["hit"] = True
+        if state["hit"] is not None:
+            if time.monotonic() - state["hit"] < SAME_STOP_S:
+                return  # timeout's second signal of the same stop
+            try:
+                os.write(2, b"fluidq: terminated at once (a second SIGTERM while it stopped; the clean-up was cut "
+                            b"short)\n")
+            except OSError:
+                pass
+            os._exit(143)
+        state["hit"] = time.monotonic()
         raise Terminated
 
     try:

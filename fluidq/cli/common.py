@@ -350,7 +350,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     through here.  Refused, in one line naming ``option``: an empty name, a name that is a folder
     (``/``, ``dir/``, ``dir/.``, an existing folder), a symlink (fluidq neither writes through a link nor
     replaces one a user gave: a loop, a dangling link or a link to a file), a FIFO, a device (``/dev/null``)
-    or a socket, a path in a folder that does not exist, one of the command's input files.
+    or a socket, a path in a folder that does not exist or in which no file can be created (read-only,
+    no permission: a file is created there and removed, :func:`_probe_folder`), one of the command's input
+    files.  A write the file system refuses all the same after the work goes through :func:`write_late`:
+    the results are printed, then the command fails naming ``option``.
 
     ``inputs`` are ``(option, path)`` pairs the command reads (a path that is not an existing file,
     such as an embedded trace name, is skipped): the output may not be one of them.  ``suffixes``
@@ -359,10 +362,10 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     writes), and the returned path says so; that ``.png`` file may not exist already (it is not the
     name the user gave).  An existing regular file given as the output is replaced (it is the output
     asked for) when it is empty or fluidq can tell it wrote it; else it is refused, naming ``option``, and
-    left as it was.  A figure fluidq wrote is a PNG, PDF, SVG, EPS, PS or PGF with matplotlib's mark (every
-    figure fluidq writes in those formats carries it: a user's photo ``x.png``, a PDF paper or a text file
-    so named is refused), or a JPEG, GIF, TIFF, WebP or AVIF that is an image of that format (matplotlib
-    leaves no mark in those).  Any other output says what it wrote with ``replaceable = (test, kind)``:
+    left as it was.  A figure fluidq wrote carries matplotlib's mark (PNG, PDF, SVG, EPS, PS, PGF) or the one
+    fluidq writes where matplotlib leaves none (JPEG, TIFF, GIF, WebP, AVIF): a user's photo ``x.png`` or
+    ``x.jpg``, a PDF paper or a text file so named is refused; so is any existing raw or RGBA pixel dump
+    (those formats carry no mark).  Any other output says what it wrote with ``replaceable = (test, kind)``:
     ``test(path)`` is true for a file fluidq wrote (it may raise ``OSError``: the refusal says why it could
     not read the file), ``kind`` names such a file in the refusal ("a sweep table"); without it any
     existing file is replaced.
@@ -428,7 +431,60 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
     parent = p.parent
     if not parent.is_dir():
         raise ParameterError(option, text, f"a path in an existing folder (there is no folder {str(parent)!r})")
+    _probe_folder(option, text, parent, what)
     return str(p)
+
+
+def _probe_folder(option: str, text: str, parent: Path, what: str) -> None:
+    """Refuse now, naming ``option``, an output file in a folder where no file can be created (read-only,
+    no permission, immutable, ``/proc``): the file is written by a temporary file in that folder and a
+    rename (:func:`fluidq._io.atomic_write`), so one such file is created and removed here, before the
+    command's work, as :func:`output_folder` does for a folder.  A write that fails later all the same (a
+    full disk, a file too large) does not lose the results: see :func:`write_late`."""
+    import os
+    import tempfile
+
+    from . import CliError
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        import errno
+
+        from .._io import _os_reason
+
+        reason = ("the file system creates no file there" if exc.errno == errno.ENOENT  # (/proc)
+                  else _os_reason(exc))
+        raise CliError(f"{option} {text}: cannot write a {what} in the folder {str(parent)!r} "
+                       f"({reason}); give a path in a folder you can write") from None
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:  # pragma: no cover - created but not removable: leave it, the write itself may work
+        pass
+
+
+def write_late(args, option: str, path, write):
+    """Write a file the command was asked for (``write()`` writes it and returns the path written), after the
+    work, without losing the work: :func:`output_file` checked ``path`` before the work, but the file system
+    may still refuse the write (a full disk, a file too large, a folder made read-only meanwhile).  Such a
+    failure is kept on ``args`` and ``None`` returned (the command says no path); :func:`fluidq.cli.emit`
+    prints the results all the same, then the command fails naming ``option`` and the file (exit 2)."""
+    from ..errors import DataError
+
+    try:
+        return write()
+    except (DataError, OSError) as exc:
+        if isinstance(exc, DataError):
+            reason = str(exc)
+        else:
+            from .._io import _os_reason
+
+            reason = f"cannot write it ({_os_reason(exc)})"
+        text = str(path)
+        said = f"{option}: {reason}" if text in reason else f"{option} {text}: {reason}"
+        args._unwritten = [*getattr(args, "_unwritten", ()), said]
+        return None
 
 
 def _check_replaceable(option: str, text: str, p: Path, st, test, kind: str) -> None:
@@ -461,33 +517,34 @@ def file_head(p, n: int = 1 << 16) -> bytes:
         os.close(fd)
 
 
-#: the first bytes of the raster formats matplotlib writes without its mark: an image of the format its name says
-_IMAGE_MAGIC = {".jpg": (b"\xff\xd8\xff",), ".jpeg": (b"\xff\xd8\xff",),
-                ".gif": (b"GIF87a", b"GIF89a"), ".tif": (b"II*\x00", b"MM\x00*"), ".tiff": (b"II*\x00", b"MM\x00*")}
+def file_tail(p, n: int = 1 << 16) -> bytes:
+    """The last ``n`` bytes of an existing output file (as :func:`file_head`; a WebP figure's mark is at its
+    end); ``OSError`` when it cannot be read."""
+    import os
+
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        size = os.fstat(fd).st_size
+        return os.pread(fd, n, max(0, size - n))
+    finally:
+        os.close(fd)
 
 
 def _replaceable_figure(p: Path) -> bool:
     """Whether an existing file given as a figure may be replaced: it carries matplotlib's mark (PNG's
-    ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF), or, for the formats in which
-    matplotlib leaves none (JPEG, GIF, TIFF, WebP, AVIF), it is an image of the format its extension
-    names; a user's own PNG, or a document or data file that only has such a name, is not (``OSError``: the
-    file cannot be read)."""
+    ``Software`` text chunk; the creator field of PDF, SVG, EPS, PS, PGF) or fluidq's (the text field
+    fluidq writes in JPEG, TIFF, GIF, WebP and AVIF, where matplotlib leaves none:
+    :data:`fluidq.plotting._PIL_MARK`), in its first or last 64 KiB; a user's own image of any format,
+    or a document or data file that only has such a name, is not (``OSError``: the file cannot be read)."""
     import zlib
 
     head = file_head(p)
-    suffix = p.suffix.lower()
-    if suffix == ".svgz" and head[:2] == b"\x1f\x8b":
+    if p.suffix.lower() == ".svgz" and head[:2] == b"\x1f\x8b":
         try:
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 1 << 16)
         except zlib.error:
             return False
-    if any(head.startswith(m) for m in _IMAGE_MAGIC.get(suffix, ())):
-        return True
-    if suffix == ".webp" and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return True
-    if suffix == ".avif" and head[4:8] == b"ftyp" and head[8:12] in (b"avif", b"avis"):
-        return True
-    return b"matplotlib" in head.lower()
+    return b"matplotlib" in head.lower() or b"matplotlib" in file_tail(p).lower()
 
 
 def output_folder(option: str, path: str, *, marker: str, what: str) -> Path:

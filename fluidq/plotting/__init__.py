@@ -75,6 +75,9 @@ def save_figure(fig, path, *, dpi: float = 110, **kwargs) -> str:
     if fmt not in formats:
         raise ParameterError("path", text, "a file name ending in one of " + ", ".join("." + f for f in sorted(formats)),
                              "the figure format comes from the extension")
+    mark = _PIL_MARK.get(fmt)
+    if mark is not None:  # the formats Pillow writes: matplotlib leaves no mark in them, fluidq writes its own
+        kwargs = {**kwargs, "pil_kwargs": {mark[0]: _mark_text(mark[1]), **(kwargs.get("pil_kwargs") or {})}}
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format=fmt, dpi=dpi, **kwargs)
@@ -84,6 +87,26 @@ def save_figure(fig, path, *, dpi: float = 110, **kwargs) -> str:
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataError(f"figure {text}: matplotlib cannot write the .{fmt} format here ({msg})") from None
     return write_output(text, buf.getvalue(), what="figure")
+
+
+#: the mark fluidq writes in a figure of a format that matplotlib hands to Pillow (it writes none there itself),
+#: so that an existing file of that name can be told to be a figure fluidq wrote before it is replaced
+#: (:func:`fluidq.cli.common.output_file`): Pillow's keyword for the format's text field, and its type.
+#: JPEG's comment segment, TIFF's ImageDescription tag, GIF's comment extension, WebP's and AVIF's XMP packet
+#: (each checked by tests/cli/test_figure_mark_formats.py on this matplotlib and Pillow)
+_PIL_MARK = {"jpg": ("comment", bytes), "jpeg": ("comment", bytes), "tif": ("description", str),
+             "tiff": ("description", str), "gif": ("comment", bytes), "webp": ("xmp", bytes), "avif": ("xmp", bytes)}
+
+
+def _mark_text(kind):
+    """The mark's text: 'fluidq VERSION (matplotlib VERSION)', the word that the check reads being 'matplotlib'
+    (as in PNG's Software chunk and the creator field of PDF, SVG, EPS, PS and PGF)."""
+    import matplotlib
+
+    from .._version import __version__
+
+    text = f"fluidq {__version__} (matplotlib {matplotlib.__version__})"
+    return text.encode() if kind is bytes else text
 
 
 def __getattr__(name):

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .._io import atomic_write, json_loads, read_bytes
+from .._io import json_loads, read_bytes, write_output
 from .._validate import array, integer, real
 from .._version import __version__
 from ..errors import DataError, ParameterError, ParameterTypeError
@@ -438,7 +438,8 @@ class LengthRanker:
         """Write ``path`` (``.npz``: sparse weights + JSON header; no pickle).
 
         The archive is built in memory and put in place by a temporary file and a rename: a crash
-        leaves the old file or the new one, and a symlink at ``path`` is replaced, not followed.
+        leaves the old file or the new one, and a symlink at ``path`` is replaced, not followed.  A file
+        system that refuses the write is a ``DataError`` naming ``path`` (not the temporary file).
         """
         import io
 
@@ -450,8 +451,7 @@ class LengthRanker:
         np.savez_compressed(buf, header=np.array(header), w_index=nz.astype(np.int64),
                             w_value=self.weights[nz], tail_weights=self.tail_weights,
                             tail_mean=self.tail_mean, tail_scale=self.tail_scale)
-        atomic_write(path, buf.getvalue())
-        return str(path)
+        return write_output(path, buf.getvalue(), what="ranker file")
 
     @classmethod
     def load(cls, path) -> "LengthRanker":

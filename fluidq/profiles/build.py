@@ -129,6 +129,62 @@ def _jsonable(o):
     return o
 
 
+def _out_problem(text: str) -> str | None:
+    """What is wrong with ``--out`` (checked before any fit, as the command line's output files are), or
+    ``None``: a folder, a symlink, a FIFO or device, a path in a missing folder or in one where no file can be
+    created, or an existing file that is not a profiles file (a JSON list of profiles with ``batch_time`` and
+    ``fit``, as this writes) -- a user's own file is not replaced; an empty one is."""
+    import os
+    import stat
+    import tempfile
+
+    from .._io import _kind, _os_reason
+
+    if not text.strip() or "\x00" in text:
+        return "expected the path of a JSON file"
+    if text.endswith(os.sep) or os.path.basename(text) in ("", ".", ".."):
+        return "expected a file name, not a folder"
+    p = Path(text)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return f"cannot use it ({_os_reason(exc)})"
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            return "a symlink; fluidq neither writes through a link nor replaces one: give the file's own path"
+        if stat.S_ISDIR(st.st_mode):
+            return "expected a file name, not a folder"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{_kind(st.st_mode)}, not a file; fluidq writes only regular files"
+        if st.st_size and not _is_profiles_file(p):
+            return ("an existing file that is not a profiles file (fluidq did not write it), so it is not replaced; "
+                    "remove it or give a new name")
+    parent = p.parent
+    if not parent.is_dir():
+        return f"expected a path in an existing folder (there is no folder {str(parent)!r})"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        return f"cannot write a file in the folder {str(parent)!r} ({_os_reason(exc)})"
+    os.close(fd)
+    os.unlink(tmp)
+    return None
+
+
+def _is_profiles_file(p: Path) -> bool:
+    """Whether an existing file is a profiles file this module wrote (``fitted.json``'s shape)."""
+    from .._io import json_loads, read_bytes
+
+    try:
+        doc = json_loads(read_bytes("--out", p, what="profiles file"), where=str(p))
+    except Exception:  # noqa: BLE001 - unreadable, not UTF-8, not JSON: not ours
+        return False
+    return (isinstance(doc, list) and bool(doc)
+            and all(isinstance(d, dict) and {"name", "batch_time", "fit"} <= set(d) for d in doc))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fluidq.profiles.build", description=__doc__.splitlines()[0])
     ap.add_argument("--data", required=True, help="the shared data folder (with measured/)")
@@ -138,6 +194,10 @@ def main(argv=None) -> int:
     if not (data / "measured").is_dir():
         print(f"build: error: {data} has no measured/ folder", file=sys.stderr)
         return 2
+    problem = _out_problem(args.out)
+    if problem is not None:
+        print(f"build: error: --out {args.out}: {problem}", file=sys.stderr)
+        return 2
     out = []
     for spec in SPECS:
         prof = build_one(spec, data)
@@ -145,9 +205,14 @@ def main(argv=None) -> int:
         f = prof["fit"]
         print(f"{prof['name']:<38} {f['kind']:<14} held-out MAPE {100 * f['mape_heldout']:6.2f}%  "
               f"R^2 {f['r2']:.4f}  n={f['n_points']}")
-    from .._io import atomic_write
+    from .._io import write_output
+    from ..errors import DataError
 
-    atomic_write(Path(args.out), json.dumps(out, indent=1) + "\n")  # never through a link planted at --out
+    try:  # never through a link planted at --out since the check
+        write_output(args.out, json.dumps(out, indent=1) + "\n", what="--out")
+    except DataError as exc:
+        print(f"build: error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {args.out}")
     return 0
 

@@ -35,11 +35,14 @@ __all__ = [
 
 
 def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per_worker: int = 1,
-                  processes: bool = True, **cluster_kw):
+                  processes: bool = True, worker_wait_s: float | None = None, **cluster_kw):
     """A context manager yielding a ``distributed.Client`` to pass as ``sweep(..., executor=client)``.
 
     ``address`` (``"tcp://host:8786"``) connects to a running scheduler; without it a
-    ``distributed.LocalCluster`` of ``n_workers`` is started and closed on exit.
+    ``distributed.LocalCluster`` of ``n_workers`` is started and closed on exit.  A scheduler that has no
+    worker is given ``worker_wait_s`` seconds (default :data:`fluidq.sweep.core.DASK_WORKER_WAIT_S`, 60) for
+    one to join, then refused with a ``ParameterError`` naming ``address`` (a sweep submitted there would
+    wait for ever).
 
     Examples
     --------
@@ -53,6 +56,10 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
     from .core import _WORKERS_WHY, MAX_WORKERS
 
     n_workers = integer("n_workers", n_workers, minimum=1, maximum=MAX_WORKERS, why=_WORKERS_WHY)
+    if worker_wait_s is not None:
+        from .._validate import real
+
+        worker_wait_s = real("worker_wait_s", worker_wait_s, positive=True)
     threads_per_worker = integer("threads_per_worker", threads_per_worker, minimum=1, maximum=MAX_WORKERS,
                                  why="more threads per worker than that is not a useful sweep configuration")
     try:
@@ -91,6 +98,10 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
                 raise ParameterError("address", address, "a Dask scheduler address this installation can connect "
                                      f"to ({type(exc).__name__}: {exc})") from None
             try:
+                from .core import DASK_WORKER_WAIT_S, wait_for_workers
+
+                wait_for_workers(client, DASK_WORKER_WAIT_S if worker_wait_s is None else worker_wait_s,
+                                 "address", address)
                 yield client
             finally:
                 client.close()

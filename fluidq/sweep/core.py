@@ -154,6 +154,55 @@ def fingerprint(name: str, grid: Grid, seed: int, common_seeds) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
+
+
+def trace_hashes(grid: Grid) -> dict:
+    """``{path: sha256 hex}`` of every trace file the grid names (``trace``, fixed, an axis or explicit points),
+    read now: the store's header keeps them, so that a resumed sweep whose trace file was edited since is
+    refused rather than mixed with results of the old trace (:meth:`ResultStore.open`).  An embedded trace
+    name, or a path that is no regular file, is skipped (the point's own checks say so); a gzipped trace read
+    through ``path.gz`` is hashed there."""
+    if grid.axes is not None:
+        values = [grid.fixed.get("trace"), *grid.axes.get("trace", ())]
+    else:
+        values = [grid.fixed.get("trace"), *(p.get("trace") for p in grid.points)]
+    out = {}
+    for v in dict.fromkeys(v for v in values if isinstance(v, str) and v.strip() and "\x00" not in v):
+        for cand in (v, v + ".gz"):
+            digest = _sha256_of_file(cand)
+            if digest is not None:
+                out[v] = digest
+                break
+    return out
+
+
+def _sha256_of_file(path: str) -> str | None:
+    """sha256 of a regular file's bytes; ``None`` when ``path`` is no regular file that can be read."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while True:
+            b = os.read(fd, 1 << 22)
+            if not b:
+                return h.hexdigest()
+            h.update(b)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 #: the most local worker processes (or Dask LocalCluster workers) a sweep starts
 MAX_WORKERS = 1024
 _WORKERS_WHY = ("one machine runs at most a few hundred useful worker processes; a larger sweep needs a Dask "
@@ -180,6 +229,29 @@ class _Serial(cf.Executor):
                 raise
             f.set_exception(exc)
         return f
+
+
+#: how long a sweep waits for a Dask scheduler with no worker to get one before it says so (seconds)
+DASK_WORKER_WAIT_S = 60.0
+
+
+def wait_for_workers(client, timeout_s: float, name: str, value) -> None:
+    """A ``distributed.Client`` whose scheduler has no worker yet: wait up to ``timeout_s`` for one to join,
+    then a ``ParameterError`` naming ``name`` (``address``, ``executor``; the CLI says ``--dask``) -- tasks
+    submitted to a cluster without workers wait for ever, silently.  A client that cannot say (no
+    ``nthreads``) passes."""
+    try:
+        n = client.nthreads()
+    except Exception:  # noqa: BLE001 - a cluster that cannot answer: submitting will say
+        return
+    if n:
+        return
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except TimeoutError:  # (distributed's WorkerStartTimeoutError; asyncio's on Python 3.11+)
+        raise ParameterError(name, value, f"a Dask scheduler with workers: none joined within {timeout_s:g} s, "
+                             "and a sweep submitted there would wait for ever (start workers with `dask worker "
+                             "ADDRESS`, or use --local-cluster N)") from None
 
 
 def _cluster_slots(executor) -> int | None:
@@ -248,6 +320,7 @@ def _make_executor(executor, max_workers):
     if isinstance(executor, cf.Executor):
         return executor, False, type(executor).__name__, None
     if hasattr(executor, "get_executor") and hasattr(executor, "scheduler_info"):  # a distributed.Client
+        wait_for_workers(executor, DASK_WORKER_WAIT_S, "executor", executor)
         return executor.get_executor(), False, f"dask({getattr(executor.scheduler, 'address', '?')})", None
     raise ParameterTypeError(f"executor={executor!r}: expected None/'processes', 'threads', 'serial', a "
                              "concurrent.futures.Executor or a distributed.Client")
@@ -339,7 +412,7 @@ def sweep(fn, grid, *, executor=None, store=None, chunk_size: int = 200, seed: i
     n = len(grid)
     header = {"format": FORMAT, "fingerprint": fingerprint(name, grid, seed, common_seeds), "analysis": name,
               "n_points": n, "seed": seed, "common_seeds": common_seeds, "grid": grid.to_dict(),
-              "created_unix": time.time()}
+              "created_unix": time.time(), "fluidq_version": _version(), "trace_sha256": trace_hashes(grid)}
     st = ResultStore.open(store, header) if store is not None else None  # every argument checked first
     rows: dict = dict(st.rows) if st is not None else {}
     n_resumed = len(rows)

@@ -1,7 +1,14 @@
 """The append-only result store of a sweep: one JSON Lines file.
 
-Line 1 is a header naming the sweep (a fingerprint of the analysis, the grid and the seed).  Every
-further line is one finished chunk: ``{"indices": [...], "rows": [...]}``.
+Line 1 is a header naming the sweep (a fingerprint of the analysis, the grid and the seed), the fluidq
+version that wrote it and the sha256 of each trace file the grid names.  Every further line is one finished
+chunk: ``{"indices": [...], "rows": [...]}``.
+
+A store is resumed only by the sweep it names, and only while its trace files are the ones its points were
+computed from: a trace whose sha256 differs from the header's (edited or replaced since) is refused in one line
+naming the trace and the store, left as it was.  A store written by another fluidq version is resumed with a
+:class:`StoreWarning` saying so; one written before the header held trace hashes (2026-12-07) is resumed as
+before, unchecked, with a :class:`StoreWarning` saying that.
 
 What is written, and when
 -------------------------
@@ -70,11 +77,44 @@ class StoreError(DataError):
 
 
 class StoreMismatchError(StoreError):
-    """The store file belongs to a different sweep (other analysis, grid or seed)."""
+    """The store file belongs to a different sweep (other analysis, grid or seed), or one of its trace files
+    has changed since its points were computed."""
 
 
 class StoreWarning(UserWarning):
-    """A store had a damaged or torn line: it was skipped (or moved aside) and its points are recomputed."""
+    """A store had a damaged or torn line: it was skipped (or moved aside) and its points are recomputed; or
+    it was written by another fluidq version, or before trace hashes were recorded (its points are reused)."""
+
+
+def _check_inputs(path, old: dict, header: dict, n_rows: int) -> None:
+    """Before a store of this sweep is resumed (nothing written yet): refuse it when a trace file it was computed
+    from has changed since (its sha256 in the header differs), naming the trace and the store, the file left as
+    it is; warn when it was written by another fluidq version, or before fluidq recorded its trace files'
+    contents (a store without ``trace_sha256``: its points are reused unchecked, as they always were)."""
+    new = header.get("trace_sha256") or {}
+    had = old.get("trace_sha256")
+    if had is None:
+        if new and n_rows:
+            names = ", ".join(_shown(t) for t in new)
+            warnings.warn(f"{_where(path)}: written by a fluidq that recorded no content hash of its trace files: "
+                          f"its {n_rows} stored points are reused without checking that {names} is unchanged "
+                          "(delete the store to compute them again from the trace as it is now)",
+                          StoreWarning, stacklevel=4)
+    else:
+        for trace, digest in new.items():
+            if had.get(trace) != digest:
+                was = (f"sha256 {had[trace][:12]}..." if trace in had else "which was no readable file then")
+                raise StoreMismatchError(
+                    path, f"holds results computed from the trace file {_shown(trace)!r} ({was}), which has "
+                    f"changed since (sha256 now {digest[:12]}...): its {n_rows} stored points are not this trace's "
+                    "and are not reused; the store was left as it is: restore the trace, or give another store "
+                    "(or delete this one) to compute them again")
+    mine, theirs = header.get("fluidq_version"), old.get("fluidq_version")
+    if mine is not None and theirs != mine and n_rows:
+        who = f"fluidq {theirs}" if theirs else "a fluidq that recorded no version"
+        warnings.warn(f"{_where(path)}: written by {who} (this is fluidq {mine}): its {n_rows} stored points are "
+                      "reused as that version computed them (delete the store to compute them with this one)",
+                      StoreWarning, stacklevel=4)
 
 
 def _where(path) -> str:
@@ -325,7 +365,8 @@ class ResultStore:
                         parsed = json.loads(scan.tail)
                     except ValueError:
                         parsed = None
-                    if isinstance(parsed, dict) and parsed.get("fingerprint") == header["fingerprint"]:
+                    if (isinstance(parsed, dict) and parsed.get("fingerprint") == header["fingerprint"]
+                            and parsed.get("trace_sha256") == header.get("trace_sha256")):
                         old, line = parsed, b"\n"  # a whole header that lacks only its newline
                     else:
                         cls._set_aside(path, scan.tail, "a header torn by a kill while the store was created")
@@ -344,6 +385,7 @@ class ResultStore:
                         f"{old.get('n_points')} points, seed {old.get('seed')}); expected this sweep's "
                         f"fingerprint {header['fingerprint'][:12]} (use another path, or delete the file to start "
                         "over)")
+                _check_inputs(path, old, header, len(scan.rows))
                 scan.warn_damaged(path, stacklevel=4)
                 if scan.tail_chunk is not None:
                     _write_all(fd, b"\n")  # an intact chunk that lacks only its newline

@@ -14,6 +14,7 @@ from ..common import (
     engine_from_args,
     output_file,
     workload_from_args,
+    write_late,
 )
 
 
@@ -256,7 +257,7 @@ def _run(args):
     if args.plot:
         from ...plotting.dtmc import plot_dtmc
 
-        fig = plot_dtmc(res, path=args.plot)
+        fig = write_late(args, "--plot", args.plot, lambda: plot_dtmc(res, path=args.plot))
     out = {"engine": engine.to_dict(), "workload": workload.to_dict(), "lengths": note,
            "result": res.to_dict(), "threshold": thr.to_dict() if thr is not None else None, "plot": fig,
            "caps": {**chain.caps, "chosen": caps_note is not None, "how": caps_note}}

@@ -182,7 +182,7 @@ def fit_csv(path, option: str = "csv", *, kind: str = "auto", folds: int = 5, lo
 
 def run(args):
     from ...errors import ParameterError
-    from ..common import output_file
+    from ..common import output_file, write_late
 
     if args.folds < 2:
         raise ParameterError("--folds", args.folds, "an integer >= 2 (one fold is held out at a time)")
@@ -214,6 +214,7 @@ def run(args):
     if unread:
         out["columns_not_read"] = unread
     if args.plot:
-        out["plot"] = res.plot(path=args.plot)
-        lines.append(f"plot            {out['plot']}")
+        out["plot"] = write_late(args, "--plot", args.plot, lambda: res.plot(path=args.plot))
+        if out["plot"]:
+            lines.append(f"plot            {out['plot']}")
     emit(args, out, "\n".join(lines))

@@ -12,6 +12,7 @@ from ..common import (
     reject_ignored,
     swap_cost,
     workload_from_args,
+    write_late,
 )
 
 #: replications per policy and load: the 95% half-width is t_{n-1} s / sqrt(n), 9.0 s with 2 runs (the old
@@ -267,8 +268,9 @@ def run(args):
     metric = args.metric or "latency_per_token_mean_s"
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
+    plotted = None
     if args.plot:
-        res.plot(metric=metric, path=args.plot)
+        plotted = write_late(args, "--plot", args.plot, lambda: res.plot(metric=metric, path=args.plot))
     cols = ("latency_per_token_mean_s", "ttlt_p90_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request",
             "finished_fraction", "slo_attainment_per_token", "slo_per_token_90_s", "slo_per_token_99_s")
     if args.slo_ttlt is not None:
@@ -335,6 +337,6 @@ def run(args):
         lines += ["", f"note: every ordering gives the same numbers: {why}; to see them differ, give lengths "
                       "that vary and a load where queues form (e.g. --trace azure-conv --kv-capacity 50000, or "
                       "--reasoning)"]
-    if args.plot:
-        lines.append(f"\nplot written to {args.plot}")
+    if plotted:
+        lines.append(f"\nplot written to {plotted}")
     emit(args, res, "\n".join(lines))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...results import fmt_load
 from .. import emit
-from ..common import check_simulation_args, parameters_as_flags
+from ..common import check_simulation_args, parameters_as_flags, write_late
 from ._roofline_args import add_refused_roofline_args, refuse_roofline_args
 
 #: the simulated runs' sizes, by the library's names, as this command's flags
@@ -199,9 +199,11 @@ def run(args):
             b = net.flow.buffers[0]
             fp = fluid_path(net, {b.label: 100.0 * b.w}, max_phases=2000, cycles=3)
             start = f"100 requests ({100.0 * b.w:,.0f} tokens) in buffer {b.label!r}"
-        res.plot(path=args.plot, fluid_path=fp, fluid_initial=start)
+        args.plot = write_late(args, "--plot", args.plot,
+                               lambda: res.plot(path=args.plot, fluid_path=fp, fluid_initial=start))
     if args.plot_network:
-        net.plot(path=args.plot_network)
+        args.plot_network = write_late(args, "--plot-network", args.plot_network,
+                                       lambda: net.plot(path=args.plot_network))
     written = [f"{what}: {path}" for what, path in (("plot", args.plot), ("network plot", args.plot_network)) if path]
     lines = [net.describe(),
              f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",

@@ -53,7 +53,7 @@ MAX_SPLITS = 1000
 def run(args):
     from ...errors import ParameterError
     from ...predict import LengthRanker, cross_model, evaluate_ranker, load_lengths
-    from ..common import output_file, reject_ignored
+    from ..common import output_file, reject_ignored, write_late
 
     if not (math.isfinite(args.test_fraction) and 0 < args.test_fraction < 1):
         raise ParameterError("--test-fraction", args.test_fraction, "a fraction in (0, 1)")
@@ -200,15 +200,18 @@ def run(args):
         lines += [f"  {k:<{width}}  tau_b {_tau(r['mean'])} ± {r['half_width']:.2g} (sd {r['sd']:.2g})"
                   for k, r in res.items()]
     if args.save:
-        rk.save(args.save)
-        lines.append(f"saved       {args.save}")
+        saved = write_late(args, "--save", args.save, lambda: rk.save(args.save))
+        out["saved"] = saved
+        if saved:
+            lines.append(f"saved       {saved}")
     if args.cross:
         cm = cross_model(ds, models, test_fraction=args.test_fraction, rng=args.seed, **fit_kw)
         out["cross_model"] = cm.to_dict()
         lines += ["", _cross_table(models, cm.tau)]
         if args.plot:
-            cm.plot(path=args.plot)
-            lines.append(f"plot written to {args.plot}")
+            out["plot"] = write_late(args, "--plot", args.plot, lambda: cm.plot(path=args.plot))
+            if out["plot"]:
+                lines.append(f"plot written to {out['plot']}")
     emit(args, out, "\n".join(lines))
 
 

@@ -18,6 +18,7 @@ from ..common import (
     output_file,
     reject_ignored,
     workload_from_args,
+    write_late,
 )
 
 
@@ -321,7 +322,9 @@ def run(args):
             lines.append(f"  {lab:<22} {fr}")
         result["simulated"] = {k: v.to_dict() for k, v in sims.items()}
     if args.plot:
-        path = region.plot(path=args.plot, point=point, mix=mix, others=others or None, simulated=sims or None)
+        path = write_late(args, "--plot", args.plot, lambda: region.plot(
+            path=args.plot, point=point, mix=mix, others=others or None, simulated=sims or None))
         result["plot"] = path
-        lines += ["", f"plot            {path}"]
+        if path:
+            lines += ["", f"plot            {path}"]
     emit(args, result, "\n".join(lines))

@@ -25,6 +25,7 @@ from ..common import (
     reject_ignored,
     swap_cost,
     workload_from_args,
+    write_late,
 )
 
 
@@ -310,7 +311,8 @@ def run(args):
         eff = (f" (replayed window {out['replayed_window']['effective_load']:.2f})" if replay else "")
         title = (f"{engine.name}, b_max={engine.b_max}, load {out['load']:.2f} of capacity{eff}, "
                  f"m_p={fmt_tokens(base.mean_prompt_tokens)}, m_d={fmt_tokens(base.mean_output_tokens)}")
-        out["plot"] = plot_trajectories(runs, key="requests", path=args.plot, logy=big > 20 * small, title=title)
+        out["plot"] = write_late(args, "--plot", args.plot, lambda: plot_trajectories(
+            runs, key="requests", path=args.plot, logy=big > 20 * small, title=title))
     lines = [f"engine    {engine_text(engine)}, b_max={engine.b_max}"
              + (f", k_max={engine.k_max}" if engine.k_max else "")
              + (f", KV {engine.kv_capacity_tokens:,} tokens ({kw['preemption']})" if engine.kv_capacity_tokens else ""),
@@ -397,7 +399,7 @@ def run(args):
             lines.append("one run, no verdict: a slope early in a run is mostly warm-up; --replications N gives "
                          "a verdict with a confidence interval")
     lines.append("TTFT = first decode token - arrival; TTLT = last token - arrival; times in seconds")
-    if args.plot:
+    if args.plot and out["plot"]:
         lines.append(f"plot written to {out['plot']}")
     if args.gpu is not None:
         out["max_model_len"] = getattr(args, "max_model_len_info", None)

@@ -75,27 +75,101 @@ def _summary(res) -> str:
 
 
 def _write_csv(path, rows):
+    """Write the table, replacing an existing non-empty file only when its header line is the one this table
+    has (the same columns, in order: a table this sweep wrote before); else a ``DataError``, the file kept."""
     import csv
     import io
+    import os
+    import stat
 
-    from ..._io import atomic_write
+    from ...errors import DataError
+    from ..._io import write_output
 
     keys = []
     for r in rows:
         keys += [k for k in r if k not in keys]
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size > 0:
+        try:
+            cells = _header_cells(path)
+        except OSError:
+            cells = None
+        if cells != keys:
+            raise DataError(f"sweep table {path}: an existing file whose first line ({_cells_text(cells)}) is not "
+                            f"the header of this sweep's table ({_cells_text(keys)}), so it was not replaced; "
+                            "remove it or give a new name")
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=keys)
     w.writeheader()
     w.writerows(rows)
-    atomic_write(path, buf.getvalue())
+    return write_output(path, buf.getvalue(), what="sweep table")
+
+
+def _header_cells(path) -> list | None:
+    """The first line of an existing file read as CSV cells; ``None`` when it is no whole line of UTF-8 text
+    within its first 64 KiB (``OSError``: the file cannot be read)."""
+    import csv
+
+    from ..common import file_head
+
+    head = file_head(path, 1 << 16)
+    end = head.find(b"\n")
+    if end < 0:
+        return None
+    try:
+        line = head[:end].decode("utf-8").rstrip("\r")
+    except UnicodeDecodeError:
+        return None
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return None
+
+
+def _cells_text(cells) -> str:
+    if cells is None:
+        return "no CSV header"
+    text = ",".join(cells)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
 def _is_sweep_table(path) -> bool:
-    """Whether an existing ``--csv`` file is a table a sweep wrote (its header starts with ``index,``, the
-    table's first column): a user's own file given by mistake is not replaced."""
-    from ..common import file_head
+    """Whether an existing ``--csv`` file may be a table a sweep wrote (a whole header line of distinct names
+    whose first is ``index``, the table's first column): a user's own file given by mistake is not replaced.
+    Checked again once the case is read (:func:`_check_table_of_this_case`: the point's columns) and when the
+    table is written (:func:`_write_csv`: the whole header line, which only the sweep's results give)."""
+    cells = _header_cells(path)
+    return bool(cells) and len(cells) >= 2 and cells[0] == "index" and all(cells) and len(set(cells)) == len(cells)
 
-    return file_head(path, 64).startswith(b"index,")
+
+def _point_columns(grid) -> list:
+    """The columns of a sweep table that the grid gives (after ``index``): the points' keys, in table order."""
+    keys: list = []
+    points = [grid[0]] if grid.axes is not None else [{**grid.fixed, **p} for p in grid.points]
+    for p in points:
+        keys += [k for k in p if k not in keys]
+    return keys
+
+
+def _check_table_of_this_case(option: str, path, grid) -> None:
+    """Before the run: an existing non-empty ``--csv`` file must be a table of this case's points (its header
+    starts with ``index`` and the points' columns), else it is refused, left as it was."""
+    import os
+
+    try:
+        if os.lstat(path).st_size == 0:
+            return
+        cells = _header_cells(path)
+    except OSError:
+        return  # (gone since output_file's check: nothing to keep)
+    want = ["index", *_point_columns(grid)]
+    if cells is None or cells[:len(want)] != want:
+        raise CliError(f"{option} {path}: an existing file whose first line ({_cells_text(cells)}) is not the header "
+                       f"of this sweep's table (it starts {_cells_text(want)}), so it is not replaced; remove it or "
+                       "give a new name")
 
 
 def _not_a_table_kind(path) -> str:
@@ -131,22 +205,26 @@ def _store_warning_line(message, category, filename, lineno, file=None, line=Non
 def _status(args, case, store):
     from pathlib import Path
 
-    from ...sweep.core import fingerprint
+    from ...sweep.core import fingerprint, trace_hashes
     from ...sweep.store import read_store
 
     if store is None:
         raise CliError("--status needs a store (sweep.store in the case file, or --store)")
     n = len(case.grid)
-    done, same = 0, None
+    done, same, changed = 0, None, []
     if Path(store).exists():
         header, rows = read_store(store)
         same = header.get("fingerprint") == fingerprint(case.analysis, case.grid, case.seed, case.common_seeds and
                                                         list(case.common_seeds))
-        done = len(rows) if same else 0
+        had = header.get("trace_sha256")
+        if same and had is not None:  # (a store from before trace hashes: unchecked, as a run says)
+            changed = [t for t, d in trace_hashes(case.grid).items() if had.get(t) != d]
+        done = len(rows) if same and not changed else 0
     info = {"store": str(store), "n_points": n, "n_done": done, "n_left": n - done,
-            "belongs_to_this_case": same}
+            "belongs_to_this_case": same, **({"traces_changed": changed} if changed else {})}
     note = ("no store yet" if same is None else "the store holds another sweep's results" if not same else
-            f"{done}/{n} points done, {n - done} left")
+            f"the trace file {changed[0]} has changed since the store was written: a run refuses the store"
+            if changed else f"{done}/{n} points done, {n - done} left")
     emit(args, info, f"{case.analysis}: {note}  ({store})")
     return 0
 
@@ -184,6 +262,8 @@ def run(args):
                                figure=False, what="CSV file",
                                replaceable=(_is_sweep_table, _not_a_table_kind(args.csv)))
     case = load_case(args.case)
+    if args.csv:
+        _check_table_of_this_case("--csv", args.csv, case.grid)
     store = args.store if args.store is not None else case.store
     if args.csv and store is not None and _same_file(Path(args.csv), Path(store)):
         raise CliError(f"--csv {args.csv}: that is the result store (writing the CSV would overwrite it)")
@@ -299,6 +379,8 @@ def _run(args, case, store):
         no_store_note()
         res = case.run(max_workers=args.workers, **kw)
     if args.csv:
-        _write_csv(args.csv, res.table())
+        from ..common import write_late
+
+        write_late(args, "--csv", args.csv, lambda: _write_csv(args.csv, res.table()))
     emit(args, res, _summary(res))
     return 0
