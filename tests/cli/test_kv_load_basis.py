@@ -18,8 +18,7 @@ from fluidq.dtmc.kv_basis import kv_capacity
 from fluidq.errors import ParameterError
 from fluidq.testing.cli import run_cli
 
-#: the new user's case: Qwen2.5-7B on an L4 at 1000 + 200 tokens, the KV cache binds (about 77 residents)
-QWEN_L4 = ["--gpu", "L4", "--model", "Qwen2.5-7B", "--prompt", "1000", "--output", "200"]
+from kv_bound_case import QWEN_L4  # tests/cli/kv_bound_case.py: Qwen2.5-7B on an L4 at 1000 + 200 tokens
 
 
 def _qwen_l4():
