@@ -97,3 +97,13 @@ def uncompiled_agrees(tmp_path):
             np.testing.assert_array_equal(jit[k], py[k], err_msg=k)
 
     return check
+
+
+# tests/models/hf_configs.py (published model configs, and the minimal ones the CLI and validation tests write) is
+# imported by name from tests/cli and tests/validation too: pytest puts only a test file's own folder on sys.path.
+# Appended, so a folder's own helper module of the same name would win (there is none).
+import sys as _sys
+from pathlib import Path as _Path
+
+if str(_Path(__file__).resolve().parent / "models") not in _sys.path:
+    _sys.path.append(str(_Path(__file__).resolve().parent / "models"))

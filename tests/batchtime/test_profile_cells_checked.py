@@ -109,9 +109,29 @@ def test_a_negative_attention_time_in_the_gz_table_names_it(lss):
         _model(lss)
 
 
+def _rows(path):
+    import csv
+
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
 def test_the_shipped_folder_still_loads(lss):
+    """... and reads the CSV rows' values: a layer's linear operators at t tokens are the dense table's rows at t
+    (layernorm twice: before attention and before the MLP), the embedding and final norm once, and lm_head +
+    sampler per sequence (read here with the csv module: 475.557, 4.779 and 1131.739 us at 1 token / 3 sequences)."""
     m = _model(lss)
     assert math.isfinite(m.time(prefill_chunks=((512, 0),), decode_contexts=(100, 200)))
+    dense = _rows(lss / "profile_tp1_dense.csv")
+    per_seq = _rows(lss / "profile_tp1_per_sequence.csv")
+    for t in ("1", "512"):
+        v = {r["layer"]: float(r["time_us"]) for r in dense if r["tokens"] == t}
+        layer = sum(x for k, x in v.items() if k not in ("embedding", "final_layernorm")) + v["layernorm"]
+        assert m.linear_us(float(t)) == pytest.approx(layer, rel=1e-12), t
+        assert m.once_us(float(t)) == pytest.approx(v["embedding"] + v["final_layernorm"], rel=1e-12), t
+    v = {r["layer"]: float(r["time_us"]) for r in per_seq if r["sequences"] == "3"}
+    assert set(v) == {"lm_head", "sampler"}
+    assert m.per_seq_us(3.0) == pytest.approx(v["lm_head"] + v["sampler"], rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------- Vidur
@@ -154,5 +174,11 @@ def test_vidur_missing_column_is_named(vidur):
 
 
 def test_vidur_shipped_tables_still_load(vidur):
+    """... and reads the TP1 row's values: at 512 tokens a layer's linear operators are the sum of the row's per-layer
+    medians (ms; every column but the embedding), the embedding once (1042.5 and 29.0 us)."""
     m = vidur_iteration_model(vidur["mlp.csv"], vidur["attention_subset.csv"], n_layers=32)
     assert math.isfinite(m.time(prefill_chunks=((512, 0),), decode_contexts=(100, 200)))
+    (row,) = [r for r in _rows(vidur["mlp.csv"]) if r["num_tensor_parallel_workers"] == "1" and r["num_tokens"] == "512"]
+    v = {c.split(".")[1]: float(x) for c, x in row.items() if c.startswith("time_stats.") and c.endswith(".median")}
+    assert m.linear_us(512.0) == pytest.approx(1000 * sum(x for k, x in v.items() if k != "emb"), rel=1e-12)
+    assert m.once_us(512.0) == pytest.approx(1000 * v["emb"], rel=1e-12)

@@ -187,25 +187,34 @@ KV_PRE = Engine(batch_time=PRE.batch_time, b_max=2000, kv_capacity_tokens=1500)
 MID = Link(bandwidth_gbps=1.0, latency_us=5.0)
 
 
-@pytest.mark.parametrize("pre,n_p,n_d,link,want,horizon", [
-    (PRE, 3, 2, LINK, "decode", 200.0),                  # the decode KV cache limits the residents
-    pytest.param(KV_PRE, 2, 3, MID, "prefill_memory", 300.0, marks=pytest.mark.slow),
+@pytest.mark.parametrize("pre,n_p,n_d,link,want,horizon,ramp", [
+    (PRE, 3, 2, LINK, "decode", 200.0, 0.036),                  # the decode KV cache limits the residents
+    pytest.param(KV_PRE, 2, 3, MID, "prefill_memory", 300.0, 0.026, marks=pytest.mark.slow),
 ])
-def test_memory_bound_verdict_agrees_with_replications(pre, n_p, n_d, link, want, horizon):
+def test_memory_bound_verdict_agrees_with_replications(pre, n_p, n_d, link, want, horizon, ramp):
     """Each pool with its own memory: the fluid verdict against seeded replications, with 95 % intervals of
-    the backlog's growth share (fluid: 0 below capacity, 1 - 1/1.1 = 0.091 at 1.1) and of the throughput."""
+    the backlog's growth share (fluid: 0 below capacity, 1 - 1/1.1 = 0.091 at 1.1) and of the throughput.
+
+    At 0.9 the served rate's interval holds the offered 0.9 x capacity (measured 2026-12-07, seed 1, 3 runs:
+    [8.15, 9.10] around 8.78 req/s; [7.35, 7.80] around 7.57).  At 1.1 it is never above the capacity (Theorem 2 per
+    pool), and below it by the ramp of a run that starts empty: ``ramp`` is that shortfall measured (3.6 % over 3 x
+    200 s, 2.6 % over 3 x 300 s; the interval's upper end 2.1 % and 1.9 % below), allowed up to twice, as
+    tests/capacity/test_disaggregated_case.py allows its own measured ramp."""
     cap = disaggregated_capacity(pre, KV_DEC, wl(), n_prefill=n_p, n_decode=n_d, link=link, kv_bytes_per_token=KVB)
     assert cap.bottleneck == want
     for f in (0.9, 1.1):
         r = replicate_disaggregated(pre, KV_DEC, wl(rate=f * cap.requests_per_s), n_prefill=n_p, n_decode=n_d,
                                     link=link, kv_bytes_per_token=KVB, horizon_s=horizon, replications=3, seed=1)
         lo, hi = r.growth_share_ci
+        tlo, thi = r.throughput_ci
         if f < 1:
             assert r.verdict == "stable" and lo < 0 < hi, (f, r.growth_share_ci)
-            assert r.throughput_ci[0] < 0.9 * cap.requests_per_s * 1.02  # it serves what arrives
+            assert tlo <= 0.9 * cap.requests_per_s <= thi, (r.throughput_ci, cap.requests_per_s)  # serves what arrives
         else:
-            assert r.verdict == "unstable" and lo < 1 - 1 / 1.1 + 0.04 and hi > 1 - 1 / 1.1 - 0.04, (f, lo, hi)
-            assert r.throughput_ci[1] == pytest.approx(cap.requests_per_s, rel=0.06)
+            # the interval covers the fluid growth share (before: +-0.04 around it, a number without a basis)
+            assert r.verdict == "unstable" and lo <= 1 - 1 / 1.1 <= hi, (f, lo, hi)
+            assert tlo <= cap.requests_per_s, (r.throughput_ci, cap.requests_per_s)
+            assert r.throughput_per_s >= (1 - 2 * ramp) * cap.requests_per_s, (r.throughput_per_s, cap.requests_per_s)
     if want == "decode":
         assert sum(x.preemptions for x in r.runs) > 0  # the residents' growth overflows the cache
 

@@ -13,7 +13,7 @@ import pytest
 from fluidq.dtmc.load_basis import load_basis
 from fluidq.testing.cli import run_cli
 
-QWEN_L4 = ["--gpu", "L4", "--model", "Qwen2.5-7B", "--prompt", "1000", "--output", "200"]
+from kv_bound_case import QWEN_L4  # tests/cli/kv_bound_case.py: Qwen2.5-7B on an L4 at 1000 + 200 tokens
 
 
 def _shape(p, d):

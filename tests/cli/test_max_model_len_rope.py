@@ -17,9 +17,7 @@ from fluidq.errors import DataError, ParameterError
 from fluidq.models import ModelFacts
 from fluidq.models.context import check_max_model_len, derived_max_model_len
 
-QWEN = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
-        "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064, "torch_dtype": "bfloat16",
-        "max_position_embeddings": 32768, "tie_word_embeddings": False}
+from hf_configs import QWEN2_7B as QWEN  # tests/models/hf_configs.py
 YARN = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
 
 

@@ -15,9 +15,7 @@ from fluidq.testing.cli import assert_one_line
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "validation" / "data" / "llmservingsim" / "RTXPRO6000_Llama-3.1-8B"
-LLAMA_8B = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-            "max_position_embeddings": 131072}
+from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
 
 
 def _raise(name, value=3, expected="something", hint=None):

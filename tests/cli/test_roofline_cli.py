@@ -10,9 +10,9 @@ from fluidq.models import list_gpus, load_gpu
 from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.validate.roofline import predict_roofline_deployment
 
-CFG = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-       "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-       "max_position_embeddings": 131072}
+from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
+
+CFG = LLAMA_8B
 
 
 def test_gpus_list_and_show(capsys):

@@ -222,6 +222,13 @@ def test_fastertransformer_threshold_at_the_largest_budget_answers():
             assert _decode_cycle_at(t, out, k) == pytest.approx(float(_decode_cycle_s(t, out, k)[k]), rel=1e-12)
     big = Engine(batch_time=t, b_max=2**24)
     res = fluidq.check_stability(big, workload(rate=1.0), "fastertransformer")
-    # measured (deterministic): renewal-reward gives 18.04 req/s for these lengths, so 1 req/s is stable by it
+    # k -> infinity: a cycle of k whole 100-token prompts (t = c + a ceil(100 k / b0)) and 100 decodes of k requests
+    # (each c + a ceil(k / b0)) lasts a k (m_p + m_d) / b0 plus O(m_d (c + a)) seconds, so FasterTransformer's
+    # renewal threshold tends to k / (a k (m_p + m_d) / b0) = b0 / (a (m_p + m_d)) = 128 / (0.03547 x 200) = 18.04
+    # req/s; at k = 2^24 / 100 = 167,772 the O(m_d (c + a)) terms are 101 x 0.047 s against 9,299 s a cycle (5e-4)
+    b0, a, c, m_p, m_d = 128, 0.03547, 0.01128, 100, 100
+    k = 2**24 // m_p
+    limit = b0 / (a * (m_p + m_d))
+    assert (m_d + 1) * (c + a) / (a * k * (m_p + m_d) / b0) < 1e-3
     assert res.status == Status.STABLE and res.method == "renewal"
-    assert res.threshold_requests_per_s == pytest.approx(18.04, rel=1e-3)
+    assert res.threshold_requests_per_s == pytest.approx(limit, rel=1e-3)

@@ -225,3 +225,19 @@ ACTIVE_WITHOUT_EMBEDDING = {"GPT-OSS-20B", "GPT-OSS-120B"}
 
 #: entries whose published size is only nominal: relative tolerance of the parameter count
 LOOSE = {"Falcon-7B": 0.05, "Falcon-40B": 0.05}
+
+
+# ---- the minimal configs the CLI and validation tests write (the shape keys a reader needs and nothing else; each
+# was copied in 2-4 test files before, tests/models/test_models_cli.py, tests/cli/test_roofline_cli.py,
+# tests/cli/test_parameters_as_flags.py, tests/validation/test_run_model_config.py, tests/cli/test_models_show_context.py,
+# tests/cli/test_max_model_len_rope.py).  Imported by name: tests/conftest.py puts tests/models on sys.path.
+
+#: Llama-3.1-8B's shapes (no rope_scaling, untied embeddings by the reader's default)
+LLAMA_8B = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
+            "max_position_embeddings": 131072}
+
+#: Qwen2.5-7B's shapes, 32,768 positions without rope_scaling (the tests add their own)
+QWEN2_7B = {"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+            "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064, "torch_dtype": "bfloat16",
+            "max_position_embeddings": 32768, "tie_word_embeddings": False}

@@ -156,9 +156,25 @@ def test_a_folder_or_a_missing_file(tmp_path, capsys):
     assert_one_line(["capacity", "--model-config", str(tmp_path / "no.json"), "--gpu", "H100"], capsys,
                     "--model-config", "no such file")
     # a model folder holding a config.json is read (vLLM's --model takes one)
-    p = write(tmp_path, CONFIGS["Qwen3-8B"][0])
+    cfg = CONFIGS["Qwen3-8B"][0]
+    p = write(tmp_path, cfg)
     rc, out, err = run_cli(["capacity", "--model-config", str(p.parent), "--gpu", "H100", "--json"], capsys)
     assert rc == 0, err
+    # ... and it is Qwen3-8B that was read: 36 layers and 8,190,735,360 parameters by hand from the config (untied
+    # embedding and LM head; q, k, v, o; per-head q/k norms; a gated MLP; two norms a layer and the final one)
+    facts = ModelFacts.from_config(p)
+    h, L, kvh, hd, ff, v = (cfg[k] for k in ("hidden_size", "num_hidden_layers", "num_key_value_heads", "head_dim",
+                                             "intermediate_size", "vocab_size"))
+    per_layer = 2 * h * cfg["num_attention_heads"] * hd + 2 * h * kvh * hd + 2 * hd + 3 * h * ff
+    assert facts.n_layers == L == 36
+    assert facts.param_count == 2 * v * h + L * per_layer + (2 * L + 1) * h == 8_190_735_360
+    assert facts.kv_bytes_per_token() == 2 * L * kvh * hd * 2  # K and V, bf16
+    # the answer's KV cache is the planner's for those facts on an H100 -- and for the shipped Qwen3-8B row
+    inp = json.loads(out)["inputs"]
+    kw = dict(gpu_memory_gib=load_gpu("H100").memory_gib, max_num_batched_tokens=inp["max_num_batched_tokens"],
+              max_num_seqs=inp["max_num_seqs"], block_size=inp["block_size"])
+    assert inp["kv_capacity_tokens"] == kv_capacity_estimate(facts, **kw).tokens
+    assert inp["kv_capacity_tokens"] == kv_capacity_estimate(load_model("Qwen3-8B"), **kw).tokens
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@ import pytest
 from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.models import kv_capacity_estimate, list_models, load_model
 
-CFG = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-       "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-       "max_position_embeddings": 131072}
+from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
+
+CFG = LLAMA_8B
 
 
 run = run_cli

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.engine import VLLM, Memory
 from fluidq.kernel import compiled
-from fluidq.policies import FCFS, POLICY_NAMES, Sarathi, Scheduler, resolve_policy
+from fluidq.policies import FCFS, POLICY_NAMES, Sarathi, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
+
+from sim_strategies import schedulers  # tests/sim/sim_strategies.py
 
 COUNTERS = ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "preemptions", "wasted_tokens",
             "swap_tokens", "rejected", "peak_kv_tokens", "blocked", "end_s", "examined", "n_requests", "n_finished")
@@ -78,12 +80,6 @@ def test_prefix_caching_with_one_token_blocks_agrees_over_a_long_run():
     assert_same(a, b)
     assert a.preemptions > 50
 
-
-schedulers = st.builds(
-    lambda pr, mixed, chunked, cl, b, k: Scheduler(name="s", priority=pr, mixed=mixed, chunked=chunked,
-                                                   chunk_long_prompts=cl, b_max=b, k_max=k),
-    st.sampled_from(["prefill", "decode"]), st.booleans(), st.booleans(), st.booleans(),
-    st.one_of(st.none(), st.integers(4, 64)), st.one_of(st.none(), st.integers(1, 12)))
 
 memories = st.one_of(
     st.just(Memory()),

@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 import fluidq
 import fluidq.sim.core as core
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload, max_throughput
-from fluidq.policies import POLICY_NAMES, Scheduler
+from fluidq.policies import POLICY_NAMES
 from fluidq.sim import simulate
+
+from sim_strategies import schedulers  # tests/sim/sim_strategies.py
 
 ROOT = Path(fluidq.__file__).resolve().parents[1]  # the code under test, for the subprocess
 
@@ -70,13 +72,6 @@ def _same(a, b):
     for f in ("n_iterations", "tokens_served", "preemptions", "wasted_tokens", "swap_tokens", "rejected",
               "blocked", "peak_kv_tokens", "busy_fraction", "end_s"):
         assert getattr(a, f) == getattr(b, f), f
-
-
-schedulers = st.builds(
-    lambda pr, mixed, chunked, cl, b, k: Scheduler(name="s", priority=pr, mixed=mixed, chunked=chunked,
-                                                   chunk_long_prompts=cl, b_max=b, k_max=k),
-    st.sampled_from(["prefill", "decode"]), st.booleans(), st.booleans(), st.booleans(),
-    st.one_of(st.none(), st.integers(4, 64)), st.one_of(st.none(), st.integers(1, 12)))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,8 +6,10 @@ from hypothesis import strategies as st
 
 from fluidq import ContextAware, Engine, Geometric, Poisson, Staircase, Workload
 from fluidq.engine import VLLM
-from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
+from fluidq.policies import POLICY_NAMES, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
+
+from sim_strategies import schedulers  # tests/sim/sim_strategies.py
 
 PAPER = {"c": 0.01128, "a": 0.03547, "b0": 128}
 
@@ -39,13 +41,6 @@ def test_builtins_agree_on_paper_setup(name, paper_engine):
     a = simulate(paper_engine, w, name, horizon_s=60, rng=3, record_iterations=True)
     b = simulate(paper_engine, w, name, horizon_s=60, rng=3, record_iterations=True, method="generic")
     assert_same(a, b)
-
-
-schedulers = st.builds(
-    lambda pr, mixed, chunked, cl, b, k: Scheduler(name="s", priority=pr, mixed=mixed, chunked=chunked,
-                                                   chunk_long_prompts=cl, b_max=b, k_max=k),
-    st.sampled_from(["prefill", "decode"]), st.booleans(), st.booleans(), st.booleans(),
-    st.one_of(st.none(), st.integers(4, 64)), st.one_of(st.none(), st.integers(1, 12)))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

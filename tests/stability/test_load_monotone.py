@@ -18,8 +18,16 @@ def _w(rate, prompt=53, output=5):
 
 
 def test_the_staircase_peaks_below_b_max():
+    # t(b) = c + a ceil(b / 64): b / t(b) rises within each step and peaks at a step's end, the largest being the
+    # last whole step below b_max, 768 = 12 x 64: 768 / (c + 12 a) = 1899.83 tokens/s; the full batch 777 (13
+    # steps) gives 777 / (c + 13 a) = 1780.50
+    c, a, b0, b_max = 0.018458, 0.032149, 64, 777
+    peak = (b_max // b0) * b0
+    assert peak == 768
     sup, full = engine_capacity(PEAKED)[0], full_batch_rate(PEAKED)[0]
-    assert sup == pytest.approx(1899.83, rel=1e-4) and full == pytest.approx(1780.50, rel=1e-4)
+    assert sup == pytest.approx(peak / (c + (peak // b0) * a), rel=1e-12)
+    assert full == pytest.approx(b_max / (c + -(-b_max // b0) * a), rel=1e-12)
+    assert full < sup
 
 
 @pytest.mark.parametrize("engine,policy,prompt,output", [

@@ -112,12 +112,18 @@ def _count(monkeypatch):
 
 def test_replicate_solves_the_capacity_once_under_a_binding_k_max(monkeypatch):
     calls = _count(monkeypatch)
-    # 2743.860611880916 tokens/s: the rate along the 100/100 mix of the region of the batches Sarathi forms under
-    # backlog (fluidq.region.policy_region, probed by simulation of its batch rule; no closed form), recorded
-    # from replicate's inputs before the change (2026-12-06, fd5a549)
-    w = W100.with_rate(1.1 * 2743.860611880916 / 200)
+    # the rate along the 100/100 mix of the region of the batches Sarathi forms under backlog (no closed form:
+    # fluidq.region.policy_region probes its batch rule), computed here -- 2743.86 tokens/s, as replicate's
+    # inputs recorded before the change (2026-12-06, fd5a549), below the k_max region's 2990.51
+    from fluidq.region import policy_region
+
+    own = 200 * policy_region(STAIR, "sarathi", prompt_tokens=100).scale_of((100.0, 100.0))
+    region = _segment(_ST, 100, 100, (287, 97), (29, 99))
+    assert own < region
+    w = W100.with_rate(1.1 * own / 200)
+    calls.clear()  # (policy_region itself reads no max_throughput; counted from here on)
     r = replicate(STAIR, w, "sarathi", horizon_s=20.0, n_replications=2, rng=1)
     assert len(calls) == 1
     # the prediction drains at the rate of Sarathi's own batches along the mix (below the k_max region's)
     assert r.inputs["capacity_is_bound"] is True
-    assert r.inputs["capacity_tokens_per_s"] == pytest.approx(2743.860611880916, rel=1e-12)
+    assert r.inputs["capacity_tokens_per_s"] == pytest.approx(own, rel=1e-12)

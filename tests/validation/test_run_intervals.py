@@ -88,15 +88,24 @@ def test_the_growth_of_a_random_walk_is_covered_from_its_increments(n):
     assert _covers_95(hits, given), (hits, given)  # measured 539 of 561 (n 30), 564 of 594 (n 60)
 
 
-@pytest.mark.xfail(strict=True, reason="increments AR(1) rho 0.5, 120 ticks: batch means with a data-chosen batch size "
-                                       "cover 0.917 (432 of the 471 of 600 seeded walks given an interval), not 0.95; "
-                                       "tripling instead of doubling the chosen batch, or a stricter lag-1 rule, gave "
-                                       "0.92-0.93 (a short, correlated series: the batch means' own variance is noisy)")
 def test_the_growth_of_a_walk_with_correlated_increments_is_covered():
+    """A known miss (an xfail stating it; one that now covers 0.95 fails, so the record gets updated): increments
+    AR(1) rho 0.5, 120 ticks: batch means with a data-chosen batch size cover 0.917 (432 of the 471 of 600 seeded
+    walks given an interval, seed 21, measured 2026-12-07), not 0.95; tripling instead of doubling the chosen batch,
+    or a stricter lag-1 rule, gave 0.92-0.93 (a short, correlated series: the batch means' own variance is noisy).
+    The miss must stay the recorded one: each measured share inside the binomial 95 % interval of the recorded share
+    at its count (a move past 600 walks' sampling noise is a changed method: re-measure).  (Before, `given >= 0.7 x
+    600` sat inside a strict xfail, where its failure passed as the expected one.)"""
     # increments AR(1) rho 0.5 around a drift of 100
     hits, given = _coverage(lambda rng: 100 + 500 * _ar1(0.5, 120, rng), 100.0, 600, seed=21)
-    assert given >= 0.7 * 600, given  # measured 471 of 600 given an interval
-    assert _covers_95(hits, given), (hits, given)
+    g = binomtest(471, 600).proportion_ci(0.95)
+    assert g.low <= given / 600 <= g.high, (given, g)
+    h = binomtest(432, 471).proportion_ci(0.95)
+    assert h.low <= hits / given <= h.high, (hits, given, h)
+    if _covers_95(hits, given):
+        pytest.fail(f"known miss now covers 0.95: {hits} of {given}; update this test and validation/RESULTS.md")
+    pytest.xfail(f"batch means on a walk with AR(1) rho 0.5 increments, 120 ticks: cover {hits / given:.3f} ({hits} "
+                 f"of the {given} of 600 seeded walks given an interval), not 0.95 (recorded 432 of 471)")
 
 
 def test_queue_growth_reads_the_mean_increment_over_a_window_opened_one_tick_early(tmp_path):

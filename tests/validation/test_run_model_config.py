@@ -11,9 +11,7 @@ from fluidq.errors import DataError
 from fluidq.testing.cli import assert_one_line
 from fluidq.validate.cases import case_for_run
 
-LLAMA_8B = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256, "torch_dtype": "bfloat16",
-            "max_position_embeddings": 131072}
+from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
 MOE = {"model_type": "mixtral", "num_hidden_layers": 16, "hidden_size": 3072, "num_attention_heads": 24,
        "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 32000, "num_local_experts": 8,
        "num_experts_per_tok": 2, "torch_dtype": "bfloat16"}

@@ -7,6 +7,7 @@ field absent from every line falls back, and ``ServingRun.sources`` says which s
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from fluidq.errors import DataError
@@ -40,11 +41,49 @@ def _set(i, key, value):
 _POP = object()
 
 
+def _rows(d):
+    return [json.loads(line) for line in (d / "vllm_requests.jsonl").read_text().splitlines() if line.strip()]
+
+
 def test_the_shipped_run_uses_every_stamp(tmp_path):
-    run = read_run(_copy(tmp_path, lambda rows: None))
+    d = _copy(tmp_path, lambda rows: None)
+    run = read_run(d)
     assert run.sent_s is not None and run.scheduled_s is not None and run.request_index is not None
     assert run.sources == {"sent": "arrival_time", "scheduled": "scheduled_ts",
                            "order": "the numbers the request ids end in"}
+    # sent_s by hand from the JSONL (every shipped request is kept): the client's arrival_time moved onto the
+    # engine's clock by the smallest queued_ts - arrival_time, from the first queued_ts
+    rows = sorted(_rows(d), key=lambda r: r["queued_ts"])
+    assert len(rows) == len(run.sent_s) == 300 and not run.dropped
+    a = np.array([r["arrival_time"] for r in rows])
+    q = np.array([r["queued_ts"] for r in rows])
+    sent = a + np.min(q - a) - q[0]
+    # at least 0: one request was sent 1.8 ms before the first queued_ts (another was handed over quicker)
+    assert np.sum(sent < 0) == 1 and sent.min() == pytest.approx(-1.84e-3, abs=1e-5)
+    np.testing.assert_allclose(run.sent_s, np.maximum(sent, 0.0), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(run.arrival_s, q - q[0], rtol=0, atol=1e-9)
+    # no request is read by the engine before it was sent, and the quickest hand-over is the offset: exactly 0
+    assert np.min(run.arrival_s - run.sent_s) == pytest.approx(0.0, abs=1e-6)
+    assert np.all(run.arrival_s - run.sent_s >= -1e-6)
+
+
+def test_an_epoch_clock_timeseries_lands_on_the_run_s_clock_at_the_send_stamps(tmp_path):
+    """A timeseries stamped in epoch seconds (the client's clock, as ``arrival_time``) is put on the run's clock by
+    the first send stamp: here tick k is written at min(arrival_time) + 2.5 + k s (k = 1, 2, ...), so it must read
+    3.5, 4.5, ... -- the fall-back (the first tick minus one step) would read 1.0, 2.0, ... instead."""
+    d = _copy(tmp_path, lambda rows: None)
+    a0 = min(r["arrival_time"] for r in _rows(d))
+    p = d / "vllm_timeseries.csv"
+    lines = p.read_text().splitlines()
+    assert lines[0].split(",")[0] == "t"
+    t = np.array([float(ln.split(",")[0]) for ln in lines[1:] if ln.strip()])
+    assert t[0] == 1.0 and np.all(np.diff(t) == 1.0)  # the shipped ticks: 1, 2, ... s since the run began
+    out = [lines[0]] + [f"{a0 + 2.5 + float(ln.split(',', 1)[0])!r},{ln.split(',', 1)[1]}" for ln in lines[1:]
+                        if ln.strip()]
+    p.write_text("\n".join(out) + "\n")
+    run = read_run(d)
+    assert run.timeseries["t"][0] == pytest.approx(3.5, abs=1e-5)
+    np.testing.assert_allclose(run.timeseries["t"], t + 2.5, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("key, value, shown", [
