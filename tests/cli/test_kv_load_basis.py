@@ -2,7 +2,7 @@
 
 `check --load`, `simulate --load` and `region` read lambda* from ``max_throughput``: b/t(b) at the batch the KV cache
 allows from mean request footprints.  Where the cache binds that overstated what the engine serves under the cache's
-rules (whole-prompt admission, recompute preemptions) by 5-42 % on seeded simulations (validation/RESULTS.md, "the
+rules (whole-prompt admission, recompute preemptions) by 5-46 % on seeded simulations (validation/RESULTS.md, "the
 load basis where the KV cache binds"; validation/tools/kv_load_basis.py), so `check --load 0.9` offered a load the
 engine could not serve.  The basis is now :func:`fluidq.dtmc.kv_basis.kv_capacity` there, and unchanged elsewhere.
 """
@@ -57,8 +57,8 @@ def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
     capacity lies inside their 95 % t-interval, max_throughput's lambda* above it (measured 2026-12-07: 2.358
     [2.302, 2.414] req/s simulated here, seeds 1000-1003, 800 s; 2.364 [2.328, 2.400] by validation/tools/
     kv_load_basis.py's own horizons; 2.352 KV rules, 3.338 max_throughput).  The interval is the basis, with no margin
-    added (it was widened by 3 %, a number without one; across 13 KV-bound engines the KV-rules capacity lies -16 to
-    +4 % from the simulated saturation, validation/RESULTS.md, but on this engine it is inside the interval)."""
+    added (it was widened by 3 %, a number without one; across 17 KV-bound engines the simulated saturation lies at 0.78-1.21
+    times the KV-rules capacity, fluidq.stability.measured, but on this engine it is inside the interval)."""
     from scipy import stats
 
     engine, w = _qwen_l4()

@@ -2,7 +2,7 @@
 its sizing; ``report --gpu`` checks its trace against the model's context (user6a, finding 4).
 
 Before: :func:`fluidq.report.reference.reference` read ``lambda*`` from ``fluidq.max_throughput`` alone, which
-where the KV cache binds is the batch the mean footprints allow and lies 5-42 % above where seeded simulations
+where the KV cache binds is the batch the mean footprints allow and lies 5-46 % above where seeded simulations
 saturate (validation/RESULTS.md, "the load basis where the KV cache binds"); ``fluidq report --gpu A10G --model
 Gemma-2-9B --quick`` sized 22 engines on lambda* 0.3291 req/s while every verdict cell of the same report was
 unstable by simulation, and accepted the azure-conv trace, whose request 5443 (14,089 tokens) exceeds the model's

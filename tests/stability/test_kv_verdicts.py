@@ -2,7 +2,7 @@
 only above ``KV_ESTIMATE_BAND`` (unstable); below it the estimate's "keeps up" is stated but not claimed (no
 proof: unknown), and each side agrees with seeded simulation replications.  Since issues 16/20 (h-basis1) the
 estimate is the load basis where the cache binds, the capacity under its rules (:func:`fluidq.dtmc.kv_basis.kv_capacity`,
-the lambda* of ``fluidq check --load``), not b/t(b) at the batch that mean footprints allow, which lies 5-42 % above
+the lambda* of ``fluidq check --load``), not b/t(b) at the batch that mean footprints allow, which lies 5-46 % above
 where seeded simulations saturate."""
 import pytest
 
