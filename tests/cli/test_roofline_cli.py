@@ -57,7 +57,7 @@ def test_capacity_from_a_config_file(capsys, tmp_path):
     (["--model", "Llama-3.1-8B", "--gpu", "H100", "--profile", "paper-codellama34b-a100"], "--profile"),
     (["--model", "Llama-3.1-8B"], "--model"),
     (["--model-config", "x.json"], "--model-config"),
-    (["--model", "Llama-3.1-8B", "--gpu", "RTX-4090", "--gpu-memory-utilization", "0.2"], "--gpu='RTX-4090 with --tensor-parallel-size 1': expected a deployment that fits: the weights do not fit"),
+    (["--model", "Llama-3.1-8B", "--gpu", "RTX-4090", "--gpu-memory-utilization", "0.2"], "--gpu-memory-utilization=0.2: expected a utilization that leaves room for the KV cache: the weights do not fit"),
 ])
 def test_capacity_bad_input(capsys, argv, needle):
     assert_one_line(["capacity", *argv], capsys, needle)
