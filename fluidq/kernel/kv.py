@@ -37,28 +37,29 @@ Numba compiles the loop (``_advance``, which the plain-Python :func:`step` calls
 most recently admitted victim, recompute, no prefix caching); with None the flags they stand for are constants and
 their branches are gone from the loop (``feat``: 3-13 % off a vLLM run, issue 15's binding cache at 1.2 lambda*,
 2026-12-07, benchmarks/README.md).  A power-of-two block size (``cfg[C_BSH]``, its log2) makes the block arithmetic
-shifts and masks (``_bdiv``, ``_bmod``: the same integers; ~6 % of that run); any other divides.
+shifts and masks (the rules' ``bsh`` argument: ``cdiv``, ``bmod``, ``blocks_needed``, ``prefix_want`` in
+:mod:`fluidq.kernel.memory`; the same integers; ~6 % of that run); any other divides.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
 :class:`fluidq.kernel.memory.StationMemory` are applied in the same order of operations
 (``tests/sim/test_sim_kv_kernel.py`` holds the two identical) by calling :mod:`fluidq.kernel.kvrules`' functions (the
 jitted, inlined forms of :mod:`fluidq.kernel.memory`'s), as :mod:`fluidq.kernel.network` does: the block pool with
-prefix caching (``_alloc``, ``_release``, ``_reuse``), ``cdiv``, the refusal (``never_fits``), the swap-in test
-(``swap_in_fits``), token admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and
-reservation (``paged_take``, ``paged_retry``) and recomputation (``recompute``).  Until 2026-12-07 the admissions were
-written out here: calling them cost 1.046-1.058x per request (commit f9bb483, 2026-12-06), when issue 15's KV target
-(within 2x of the run without memory) had no room for it; since the block shift it has (branch h-rules15,
-``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md: vLLM's binding cache at 1.2
-lambda* within 2x in every run).  Written out here still: the blocks the running requests add (kvrules'
-``blocks_needed``, here by ``_bdiv``: a shift for a power-of-two block size where ``blocks_needed`` divides), the
-victim (the loops hold their residents differently), the two decoder clamps (``no_victim_decoders``,
-``decoders_within``: their branches also rebuild the batch's decoders) and prefix caching's take-back
-(``prefix_want``): called in its place (``kvrules.prefix_want``) it gave the same runs but cost 1.09x (200k requests,
-best of 12 alternating children) and 1.17x (1M, best of 5) on the ``prefix cache`` case of ``bench_kernel.py``'s
-``KV_BASE_CASES`` (1.2 lambda*) timed alone against 821753d (shared 2-vCPU VM, 2026-12-07), so it stays written out,
-guarded by ``tests/sim/test_sim_prefix_takeback.py`` (method="fast" on a prompt of whole blocks, where ``(p - 1) // bs``
-and ``p // bs`` differ: it fails a mutation of either copy, compiled or not).  A change to a rule is made in
+prefix caching (``_alloc``, ``_release``, ``_reuse``), the block arithmetic (``cdiv``, ``bmod``, ``blocks_needed``:
+the blocks the running requests add), the refusal (``never_fits``), the swap-in test (``swap_in_fits``), token
+admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and reservation
+(``paged_take``, ``paged_retry``), prefix caching's take-back (``prefix_want``) and recomputation (``recompute``).
+Until 2026-12-07 the admissions were written out here: calling them cost 1.046-1.058x per request (commit f9bb483,
+2026-12-06), when issue 15's KV target (within 2x of the run without memory) had no room for it; since the block
+shift it has (branch h-rules15, ``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md:
+vLLM's binding cache at 1.2 lambda* within 2x in every run).  ``blocks_needed`` and ``prefix_want`` were written
+out here until branch h-rules15b (2026-12-07) because the rules divided where this loop shifted
+(``kvrules.prefix_want`` in place of the copy cost 1.09-1.17x on the prefix-caching case of ``bench_kernel.py``);
+the rules now take the shift as an argument (``bsh``: log2 of the block size or -1; the Python path passes
+:func:`~fluidq.kernel.memory.block_shift`'s, the network loop -1) and this loop calls them (the cost:
+benchmarks/README.md, 2026-12-07 h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
+take-back out by hand for both paths.  Written out here still: the victim (the loops hold their residents
+differently) and the two decoder clamps (``no_victim_decoders``, ``decoders_within``).  A change to a rule is made in
 :mod:`fluidq.kernel.memory`, and to what is written out here too.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
@@ -103,7 +104,8 @@ from ..policies import batch_rule
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
-from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import bmod as _bmod, cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import blocks_needed, prefix_want
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
@@ -123,7 +125,7 @@ STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: th
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING, C_MAXBLK) = range(19)
 # the batch time from its composition (ct, fluidq.kernel.compose); async scheduling; the engine's k_max (-1: none)
 C_COMPOSE, C_ASYNC, C_KENG = range(19, 22)
-C_BSH = 22  # log2 of the block size when it is a power of two (vLLM's 16), else -1: see _bdiv
+C_BSH = 22  # log2 of the block size when it is a power of two (vLLM's 16), else -1: the rules' bsh (memory.cdiv)
 N_CFG = 23
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
@@ -187,25 +189,6 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         bw[nb] = work
         nb += 1
     return na, n_sys, work, pt, hidden, rejected, nb
-
-
-@jit(inline="always", _nrt=False)
-def _bdiv(x, bs, bsh):
-    """``cdiv(x, bs)`` (:func:`fluidq.kernel.kvrules.cdiv`, ``ceil(x / bs)``); with ``bsh`` >= 0 (``bs`` is
-    ``2 ** bsh``) by an arithmetic shift instead of a division: the same integer for every ``x`` (a shift right
-    floors as ``//`` does).  The division by a run-time block size was 7.5 % of a vLLM run (2026-12-07)."""
-    if bsh >= 0:
-        return -((-x) >> bsh)
-    return _cdiv(x, bs)
-
-
-@jit(inline="always", _nrt=False)
-def _bmod(x, bs, bsh):
-    """``x % bs`` (Python's: in ``[0, bs)``); with ``bsh`` >= 0 (``bs`` is ``2 ** bsh``) a mask, the same integer
-    for every ``x`` in two's complement."""
-    if bsh >= 0:
-        return x & (bs - 1)
-    return x % bs
 
 
 @jit(_nrt=False)
@@ -659,7 +642,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             sh = (sh + 1) % cap_sw
             nsw -= 1
             if paged:
-                nbk[rid] = _bdiv(held, bs, bsh)
+                nbk[rid] = _cdiv(held, bs, bsh)
                 free -= nbk[rid]
             used += held
             kv[rid] = held
@@ -752,13 +735,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
-                        need += _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
+                        need += blocks_needed(kv[rid], bpm[j], bs, bsh, nbk[rid])
                 if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
                         if run[j]:
-                            k = _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
+                            k = blocks_needed(kv[rid], bpm[j], bs, bsh, nbk[rid])
                             if k > 0:
                                 nbk[rid] += k
                     free -= need  # (the decoders' blocks are counted in nbk when their token is added)
@@ -778,11 +761,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             continue
                         hit = 0
                         if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
-                            if _bdiv(pc[rid], bs, bsh) > free:
+                            w = prefix_want(pc[rid], bs, bsh, free)
+                            if w == STOP:
                                 stop = True
                                 continue
-                            # memory.prefix_want written out (see the module notes)
-                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
+                            hit = _reuse(qe, cup, qpos, qn, rid, w)
                             free -= hit
                         m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)  # (m up to its remaining prompt)
                         if m == STOP:
@@ -813,7 +796,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        k = _bdiv(kv[rid] + m, bs, bsh) - nbk[rid]
+                        k = blocks_needed(kv[rid], m, bs, bsh, nbk[rid])
                         if k > 0:
                             free -= k
                             nbk[rid] += k
@@ -886,7 +869,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
                 if paged:
-                    nbk[victim] = _bdiv(kv[victim], bs, bsh)
+                    nbk[victim] = _cdiv(kv[victim], bs, bsh)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, victim)
@@ -1097,7 +1080,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             rid = fl[j]
             if j < nfl_dec:
                 if paged:
-                    nbk[rid] = _bdiv(kv[rid], bs, bsh)
+                    nbk[rid] = _cdiv(kv[rid], bs, bsh)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)

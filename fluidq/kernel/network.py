@@ -84,6 +84,7 @@ def _kernel(fn=None, **options):
 
 _inline = _kernel(inline="always")
 # the memory rules (fluidq.kernel.memory's plain functions: StationMemory's decisions and BlockPool's queue), inlined
+# (the block arithmetic's shift argument ``bsh`` is -1 here: a station divides by its block size, as it always did)
 _blocks_needed = _inline(_rules.blocks_needed)
 _cdiv = _inline(_rules.cdiv)
 _decoders_within = _inline(_rules.decoders_within)
@@ -761,7 +762,7 @@ def _preuse(s, i, want, st, ti, pq):
 @_inline
 def _ptake(s, rid, m, st, ti, pq):
     """The blocks ``rid`` needs for ``m`` more KV tokens."""
-    k = _blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
+    k = _blocks_needed(ti[rid, T_KV], m, st[s, S_BS], -1, ti[rid, T_NBLK])
     if k > 0:
         _palloc(s, k, st, ti, pq)
         ti[rid, T_NBLK] += k
@@ -855,7 +856,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             break
         _qremove(qh, ti, s, 0, Q_DH, rid)
         if paged:
-            k = _cdiv(held, bs)
+            k = _cdiv(held, bs, -1)
             _palloc(s, k, st, ti, pq)
             ti[rid, T_NBLK] = k
             st[s, S_NBLKN] += 1
@@ -883,10 +884,10 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             for j in range(npf):
                 rid = al_t[s, j]
                 if ti[rid, T_NBLK] >= 0:
-                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
+                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
             for j in range(nd):
                 rid = fR[s, j]
-                need += _blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
+                need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
             if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
                 victim = 0
                 if st[s, S_MOSTREC]:
@@ -926,7 +927,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 p = ti[rid, T_P]
                 hit = 0
                 if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    w = _prefix_want(p, bs, st[s, S_FREE])
+                    w = _prefix_want(p, bs, -1, st[s, S_FREE])
                     if w == STOP:
                         stop = True
                         continue
