@@ -58,9 +58,10 @@ out here until branch h-rules15b (2026-12-07) because the rules divided where th
 the rules now take the shift as an argument (``bsh``: log2 of the block size or -1; the Python path passes
 :func:`~fluidq.kernel.memory.block_shift`'s, the network loop -1) and this loop calls them (the cost:
 benchmarks/README.md, 2026-12-07 h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
-take-back out by hand for both paths.  Written out here still: the victim (the loops hold their residents
-differently) and the two decoder clamps (``no_victim_decoders``, ``decoders_within``).  A change to a rule is made in
-:mod:`fluidq.kernel.memory`, and to what is written out here too.
+take-back out by hand for both paths.  The two decoder clamps are calls too (``no_victim_decoders`` when no request
+can be preempted, ``decoders_within`` never to exceed memory; only the rebuild of the batch's decoders, ``_fill_bd``,
+stays here).  Written out here still: the victim (the loops hold their residents differently).  A change to a rule
+is made in :mod:`fluidq.kernel.memory`, and to what is written out here too.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -105,7 +106,7 @@ from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import bmod as _bmod, cdiv as _cdiv  # the rules kept written once (see the module notes)
-from .kvrules import blocks_needed, prefix_want
+from .kvrules import blocks_needed, decoders_within, no_victim_decoders, prefix_want
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
@@ -852,13 +853,9 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         break
                     if 0 <= rid < victim:
                         break
-            if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight; the generic no_victim_decoders clamp)
-                f = kv_cap - used
+            if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight)
                 npf = 0
-                if not nd > f > 0:
-                    nd = 0
-                elif nd > f:
-                    nd = f
+                nd = no_victim_decoders(nd, kv_cap - used)
                 if alld and nd < lp[L_D + 2]:
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, bsh, G, gb, kv)
@@ -907,13 +904,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         x = 0
         for j in range(npf):
             x += bpm[j]
-        if not paged and x + nd > kv_cap - used:  # never exceed memory
-            f = kv_cap - used
-            if f < 0:
-                f = 0
+        if not paged and x + nd > kv_cap - used:  # never exceed memory: prefill dropped, the decoders clamped
             npf = 0
             x = 0
-            if nd > f:
+            f = decoders_within(nd, kv_cap - used)
+            if f < nd:
                 nd = f
                 if alld:
                     alld = False

@@ -7,8 +7,8 @@ the Python path calls them as they are, :mod:`fluidq.kernel.network` jits them w
 (inlined, no reference counting: nothing here allocates) under its own name, for :mod:`fluidq.kernel.kv` (one
 engine, iteration by iteration), which calls the block pool (``pool_*``), the block arithmetic (``cdiv``, ``bmod``,
 ``blocks_needed``, with the block size's shift ``bsh``), ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``,
-``paged_take``/``paged_retry``, ``prefix_want`` and ``recompute`` (since 2026-12-07; what it still writes out, and
-why, is in kv.py's notes).  What differs
+``paged_take``/``paged_retry``, ``prefix_want``, ``recompute`` and the decoder clamps ``no_victim_decoders`` /
+``decoders_within`` (since 2026-12-07; what it still writes out, and why, is in kv.py's notes).  What differs
 between the loops stays in them: how they hold the residents (kv.py's ordered lists and virtual decode clock,
 network.py's linked lists per station), the order in which they visit them and how they find the victim.
 ``tests/sim/test_sim_kv_kernel.py`` holds kv.py to the generic path's ``StationMemory`` and
