@@ -60,8 +60,13 @@ the rules now take the shift as an argument (``bsh``: log2 of the block size or 
 benchmarks/README.md, 2026-12-07 h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
 take-back out by hand for both paths.  The two decoder clamps are calls too (``no_victim_decoders`` when no request
 can be preempted, ``decoders_within`` never to exceed memory; only the rebuild of the batch's decoders, ``_fill_bd``,
-stays here).  Written out here still: the victim (the loops hold their residents differently).  A change to a rule
-is made in :mod:`fluidq.kernel.memory`, and to what is written out here too.
+stays here), and so is the victim rule: ``victim_key`` (the admission number under vLLM's most-recent rule, else
+the place in arrival order; the victim is the holder of KV with the largest key), which ``StationMemory``
+(``max`` / ``_victim_order``), network.py's most-recent walk and this loop's walks compare.  What stays here is how
+the walks find that largest key in this loop's structures: the admissions' stack ``sr``/``sq`` (pushed in
+admission order, so its top is the most recent; no comparison needed) and the lists ``dl``/``pl`` (in ascending
+request id, i.e. arrival order, so their last holder is the latest arrival).  No decision of the memory rules is
+written out in this loop; a change to a rule is made in :mod:`fluidq.kernel.memory`.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -106,7 +111,7 @@ from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
 from .kvrules import bmod as _bmod, cdiv as _cdiv  # the rules kept written once (see the module notes)
-from .kvrules import blocks_needed, decoders_within, no_victim_decoders, prefix_want
+from .kvrules import blocks_needed, decoders_within, no_victim_decoders, prefix_want, victim_key
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
@@ -813,18 +818,19 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     break
             # the victim: the most recently admitted, or the latest arrival holding KV
             if paged and most_recent and swap:  # (a request swapped back in keeps its admission number)
-                top = -1
+                top = -1  # (admission numbers are >= 0)
                 for i in range(lp[L_D], lp[L_D + 1]):
                     rid = dl[i]
-                    if rid >= 0 and adm[rid] > top:
-                        top = adm[rid]
+                    if rid >= 0 and victim_key(True, adm[rid], rid) > top:
+                        top = victim_key(True, adm[rid], rid)
                         victim = rid
                 for i in range(lp[L_P], lp[L_P + 1]):
                     rid = pl[i]
-                    if rid >= 0 and nbk[rid] >= 0 and adm[rid] > top:
-                        top = adm[rid]
+                    if rid >= 0 and nbk[rid] >= 0 and victim_key(True, adm[rid], rid) > top:
+                        top = victim_key(True, adm[rid], rid)
                         victim = rid
             elif paged and most_recent:
+                # the stack holds the admissions in ascending victim_key(True, ...) (pushed as admitted): its top
                 while nstk > 0:  # the latest admission still holding blocks (stale entries on top dropped)
                     rid = sr[nstk - 1]
                     if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
@@ -840,7 +846,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         if nbk[rid] >= 0 and adm[rid] == sq[i] and st[rid] != 2:
                             victim = rid
                             break
-            else:
+            else:  # the lists are in ascending key (request id, arrival order): the last decoder, or a later holder
                 i = lp[L_D + 1] - 1
                 while i >= lp[L_D] and dl[i] < 0:
                     i -= 1
@@ -848,10 +854,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     victim = dl[i]
                 for i in range(lp[L_P + 1] - 1, lp[L_P] - 1, -1):
                     rid = pl[i]
-                    if rid > victim and (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                    if (victim_key(False, 0, rid) > victim_key(False, 0, victim) and
+                            (nbk[rid] >= 0 if paged else kv[rid] > 0)):
                         victim = rid
                         break
-                    if 0 <= rid < victim:
+                    if rid >= 0 and victim_key(False, 0, rid) < victim_key(False, 0, victim):
                         break
             if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight)
                 npf = 0

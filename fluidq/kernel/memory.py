@@ -29,13 +29,14 @@ token KV and block KV (with and without prefix caching).
 The rules' decisions are written once, here, as plain functions over integers and explicit arrays (the section
 before :class:`BlockPool`: the block arithmetic ``cdiv``/``bmod`` (a shift and a mask for a power-of-two block size,
 its ``bsh``), ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``, ``blocks_needed``,
-``prefix_want``/``paged_take``/``paged_retry``, ``recompute``, the no-victim and never-exceed clamps, and the
+``prefix_want``/``paged_take``/``paged_retry``, ``recompute``, the no-victim and never-exceed clamps, the victim's
+order ``victim_key``, and the
 block pool with prefix caching ``pool_alloc``/``pool_release``/``pool_reuse``).  :class:`StationMemory` calls
 the scalar ones; the compiled loops inline them for the built-in FCFS schedulers: the KV stations of
 :mod:`fluidq.kernel.network` call every one (jitted where used), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
 the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``/``bmod``/``blocks_needed``,
-``never_fits``, ``swap_in_fits``, the token and paged admissions, ``prefix_want`` and ``recompute`` (what it still
-writes out, and why: kv.py's notes).  :class:`BlockPool`
+``never_fits``, ``swap_in_fits``, the token and paged admissions, ``prefix_want``, ``recompute``, the two
+decoder clamps and the victim's order ``victim_key`` (every decision: kv.py's notes).  :class:`BlockPool`
 keeps its own queue (a deque of Python tuples and dicts keyed by request: on numpy arrays from Python, as the
 pool functions need, every entry would cost an array access), held to the pool functions by
 ``tests/kernel/test_kvrules_pool.py``.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py identical to this
@@ -59,7 +60,7 @@ from ..policies.base import Batch
 __all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "BlockPool", "StationMemory", "block_shift",
            "blocks_needed", "bmod", "cdiv", "decoders_within", "never_fits", "no_victim_decoders", "paged_retry",
            "paged_take", "pool_alloc", "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits",
-           "token_next", "token_take"]
+           "token_next", "token_take", "victim_key"]
 
 
 # ---- the rules' decisions, as plain functions over integers and explicit arrays ------------------------------
@@ -187,6 +188,16 @@ def recompute(p, rc, dc, pf):
     tokens to recompute, tokens to process again)``, the last the new prompt less what was left of the old one
     (the KV it held, plus the prefill's first token, whose KV was not cached yet)."""
     return p - rc + dc, dc, pf - rc + dc
+
+
+def victim_key(most_recent, adm, arrival):
+    """The victim rule: among the requests holding KV, the one with the largest key is preempted first -- its
+    admission number ``adm`` under ``most_recent`` (vLLM: the most recently admitted), else its place in arrival
+    order ``arrival`` (the latest arrival; any comparable key: ``(arrival_s, rid)`` on the Python path, the request
+    id in the compiled loops, whose ids are in arrival order)."""
+    if most_recent:
+        return adm
+    return arrival
 
 
 def no_victim_decoders(nd, f):
@@ -347,7 +358,7 @@ def _victim_order(policy, admitted, now):
     order = getattr(policy, "order", None)
     if order is not None and hasattr(order, "order"):
         return list(order.order(admitted, now))
-    return sorted(admitted, key=lambda r: (r.arrival_s, r.rid))
+    return sorted(admitted, key=lambda r: victim_key(False, 0, (r.arrival_s, r.rid)))
 
 
 def _may_evict_hook(policy):
@@ -582,7 +593,7 @@ class StationMemory:
             if need > pool.free:
                 admitted = _unfinished([q for q in residents if q.rid in nblk])
                 if self.most_recent:
-                    victim = max(admitted, key=lambda q: self.adm[q.rid])
+                    victim = max(admitted, key=lambda q: victim_key(True, self.adm[q.rid], 0))
                 else:
                     cands = _victim_order(self.policy, admitted, t)[::-1]
                     victim = next((q for q in cands if self.may_evict is None or self.may_evict(q, t)), cands[0])

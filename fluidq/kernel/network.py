@@ -100,6 +100,7 @@ _recompute = _inline(_rules.recompute)
 _swap_in_fits = _inline(_rules.swap_in_fits)
 _token_next = _inline(_rules.token_next)
 _token_take = _inline(_rules.token_take)
+_victim_key = _inline(_rules.victim_key)
 #: the batch rule's per-prompt step of the prefill walk (whole, chunk, never schedulable, head-of-line), inlined
 _take_one = _jit.jit(batch_rule.take_one, inline="always")
 
@@ -824,8 +825,9 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
 
 @_inline
 def _last_holding(s, st, ti, qh):
-    """The last resident holding KV (the victim in FCFS order), or 0 (scanning from the first resident until
-    every one holding KV is seen: the waiting requests behind them are not scanned)."""
+    """The last resident holding KV (the victim in FCFS order: the residents' list is in ascending
+    ``victim_key(False, ...)``, arrival order), or 0 (scanning from the first resident until every one holding KV
+    is seen: the waiting requests behind them are not scanned)."""
     paged = st[s, S_PAGED] != 0
     nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
     seen = 0
@@ -897,8 +899,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                     while rid and seen < st[s, S_NBLKN]:
                         if ti[rid, T_NBLK] >= 0:
                             seen += 1
-                            if ti[rid, T_ADM] > top:
-                                top = ti[rid, T_ADM]
+                            if _victim_key(True, ti[rid, T_ADM], rid) > top:
+                                top = _victim_key(True, ti[rid, T_ADM], rid)
                                 victim = rid
                         rid = ti[rid, T_NXT]
                 else:
