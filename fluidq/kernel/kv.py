@@ -56,8 +56,10 @@ vLLM's binding cache at 1.2 lambda* within 2x in every run).  ``blocks_needed`` 
 out here until branch h-rules15b (2026-12-07) because the rules divided where this loop shifted
 (``kvrules.prefix_want`` in place of the copy cost 1.09-1.17x on the prefix-caching case of ``bench_kernel.py``);
 the rules now take the shift as an argument (``bsh``: log2 of the block size or -1; the Python path passes
-:func:`~fluidq.kernel.memory.block_shift`'s, the network loop -1) and this loop calls them (the cost:
-benchmarks/README.md, 2026-12-07 h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
+:func:`~fluidq.kernel.memory.block_shift`'s, the network loop -1) and this loop calls them: against main 5665e9a,
+cache-loaded processes alternating, the prefix-caching case 0.97-1.02x (best of 3-5 rounds, three sets), vLLM's
+binding cache at 1.2 lambda* within 2x of the run without memory in every process (1.39-1.86x; shared 2-vCPU VM,
+2026-12-07, benchmarks/README.md, h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
 take-back out by hand for both paths.  The two decoder clamps are calls too (``no_victim_decoders`` when no request
 can be preempted, ``decoders_within`` never to exceed memory; only the rebuild of the batch's decoders, ``_fill_bd``,
 stays here), and so is the victim rule: ``victim_key`` (the admission number under vLLM's most-recent rule, else
