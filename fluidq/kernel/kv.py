@@ -37,29 +37,38 @@ Numba compiles the loop (``_advance``, which the plain-Python :func:`step` calls
 most recently admitted victim, recompute, no prefix caching); with None the flags they stand for are constants and
 their branches are gone from the loop (``feat``: 3-13 % off a vLLM run, issue 15's binding cache at 1.2 lambda*,
 2026-12-07, benchmarks/README.md).  A power-of-two block size (``cfg[C_BSH]``, its log2) makes the block arithmetic
-shifts and masks (``_bdiv``, ``_bmod``: the same integers; ~6 % of that run); any other divides.
+shifts and masks (the rules' ``bsh`` argument: ``cdiv``, ``bmod``, ``blocks_needed``, ``prefix_want`` in
+:mod:`fluidq.kernel.memory`; the same integers; ~6 % of that run); any other divides.
 
 Memory can bind at any iteration, so this kernel forms the iterations one by one (compiled): the
 policy's ``select`` is :func:`_select` over the residents in arrival order, and the memory rules of
 :class:`fluidq.kernel.memory.StationMemory` are applied in the same order of operations
 (``tests/sim/test_sim_kv_kernel.py`` holds the two identical) by calling :mod:`fluidq.kernel.kvrules`' functions (the
 jitted, inlined forms of :mod:`fluidq.kernel.memory`'s), as :mod:`fluidq.kernel.network` does: the block pool with
-prefix caching (``_alloc``, ``_release``, ``_reuse``), ``cdiv``, the refusal (``never_fits``), the swap-in test
-(``swap_in_fits``), token admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and
-reservation (``paged_take``, ``paged_retry``) and recomputation (``recompute``).  Until 2026-12-07 the admissions were
-written out here: calling them cost 1.046-1.058x per request (commit f9bb483, 2026-12-06), when issue 15's KV target
-(within 2x of the run without memory) had no room for it; since the block shift it has (branch h-rules15,
-``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md: vLLM's binding cache at 1.2
-lambda* within 2x in every run).  Written out here still: the blocks the running requests add (kvrules'
-``blocks_needed``, here by ``_bdiv``: a shift for a power-of-two block size where ``blocks_needed`` divides), the
-victim (the loops hold their residents differently), the two decoder clamps (``no_victim_decoders``,
-``decoders_within``: their branches also rebuild the batch's decoders) and prefix caching's take-back
-(``prefix_want``): called in its place (``kvrules.prefix_want``) it gave the same runs but cost 1.09x (200k requests,
-best of 12 alternating children) and 1.17x (1M, best of 5) on the ``prefix cache`` case of ``bench_kernel.py``'s
-``KV_BASE_CASES`` (1.2 lambda*) timed alone against 821753d (shared 2-vCPU VM, 2026-12-07), so it stays written out,
-guarded by ``tests/sim/test_sim_prefix_takeback.py`` (method="fast" on a prompt of whole blocks, where ``(p - 1) // bs``
-and ``p // bs`` differ: it fails a mutation of either copy, compiled or not).  A change to a rule is made in
-:mod:`fluidq.kernel.memory`, and to what is written out here too.
+prefix caching (``_alloc``, ``_release``, ``_reuse``), the block arithmetic (``cdiv``, ``bmod``, ``blocks_needed``:
+the blocks the running requests add), the refusal (``never_fits``), the swap-in test (``swap_in_fits``), token
+admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and reservation
+(``paged_take``, ``paged_retry``), prefix caching's take-back (``prefix_want``) and recomputation (``recompute``).
+Until 2026-12-07 the admissions were written out here: calling them cost 1.046-1.058x per request (commit f9bb483,
+2026-12-06), when issue 15's KV target (within 2x of the run without memory) had no room for it; since the block
+shift it has (branch h-rules15, ``bench_kernel.py --kv``, cache-loaded processes, 2026-12-07, benchmarks/README.md:
+vLLM's binding cache at 1.2 lambda* within 2x in every run).  ``blocks_needed`` and ``prefix_want`` were written
+out here until branch h-rules15b (2026-12-07) because the rules divided where this loop shifted
+(``kvrules.prefix_want`` in place of the copy cost 1.09-1.17x on the prefix-caching case of ``bench_kernel.py``);
+the rules now take the shift as an argument (``bsh``: log2 of the block size or -1; the Python path passes
+:func:`~fluidq.kernel.memory.block_shift`'s, the network loop -1) and this loop calls them: against main 5665e9a,
+cache-loaded processes alternating, the prefix-caching case 0.97-1.02x (best of 3-5 rounds, three sets), vLLM's
+binding cache at 1.2 lambda* within 2x of the run without memory in every process (1.39-1.86x; shared 2-vCPU VM,
+2026-12-07, benchmarks/README.md, h-rules15b).  ``tests/sim/test_sim_prefix_takeback.py`` still works the
+take-back out by hand for both paths.  The two decoder clamps are calls too (``no_victim_decoders`` when no request
+can be preempted, ``decoders_within`` never to exceed memory; only the rebuild of the batch's decoders, ``_fill_bd``,
+stays here), and so is the victim rule: ``victim_key`` (the admission number under vLLM's most-recent rule, else
+the place in arrival order; the victim is the holder of KV with the largest key), which ``StationMemory``
+(``max`` / ``_victim_order``), network.py's most-recent walk and this loop's walks compare.  What stays here is how
+the walks find that largest key in this loop's structures: the admissions' stack ``sr``/``sq`` (pushed in
+admission order, so its top is the most recent; no comparison needed) and the lists ``dl``/``pl`` (in ascending
+request id, i.e. arrival order, so their last holder is the latest arrival).  No decision of the memory rules is
+written out in this loop; a change to a rule is made in :mod:`fluidq.kernel.memory`.
 
 State, in flat arrays indexed by request (``pc`` the current prompt, i.e. the original one plus the
 ``rc`` tokens to recompute; ``pf`` prefilled, ``dc`` decoded, ``kv`` KV tokens held, ``nbk`` blocks
@@ -103,7 +112,8 @@ from ..policies import batch_rule
 from ._jit import jit
 from .fcfs import _budget_split, _decode_after_prefill  # batch_rule's integer core, inlined
 from .fcfs import _hpop, _hpush  # inlined into step (numba inline="always")
-from .kvrules import cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import bmod as _bmod, cdiv as _cdiv  # the rules kept written once (see the module notes)
+from .kvrules import blocks_needed, decoders_within, no_victim_decoders, prefix_want, victim_key
 from .kvrules import never_fits, pool_alloc, pool_release, pool_reuse, swap_in_fits
 from .kvrules import recompute as _recompute
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
@@ -123,7 +133,7 @@ STATUS_GROW = 2  # (between _advance and step only) a buffer needs more room: th
  C_MOST_RECENT, C_EMIT, C_KVCAP, C_WSIZE, C_NEVER, C_SWAP, C_CACHING, C_MAXBLK) = range(19)
 # the batch time from its composition (ct, fluidq.kernel.compose); async scheduling; the engine's k_max (-1: none)
 C_COMPOSE, C_ASYNC, C_KENG = range(19, 22)
-C_BSH = 22  # log2 of the block size when it is a power of two (vLLM's 16), else -1: see _bdiv
+C_BSH = 22  # log2 of the block size when it is a power of two (vLLM's 16), else -1: the rules' bsh (memory.cdiv)
 N_CFG = 23
 # si (int64): the integer state
 (I_NA, I_NSYS, I_WORK, I_SPARE, I_PH, I_PT, I_NFRESH, I_NPARKED, I_HIDDEN, I_USED, I_FREE, I_NADM, I_ADMSEQ, I_NB,
@@ -187,25 +197,6 @@ def _arrive(arr, P, D, upto, na, n, n_sys, work, pend, pt, hidden, rejected, bt,
         bw[nb] = work
         nb += 1
     return na, n_sys, work, pt, hidden, rejected, nb
-
-
-@jit(inline="always", _nrt=False)
-def _bdiv(x, bs, bsh):
-    """``cdiv(x, bs)`` (:func:`fluidq.kernel.kvrules.cdiv`, ``ceil(x / bs)``); with ``bsh`` >= 0 (``bs`` is
-    ``2 ** bsh``) by an arithmetic shift instead of a division: the same integer for every ``x`` (a shift right
-    floors as ``//`` does).  The division by a run-time block size was 7.5 % of a vLLM run (2026-12-07)."""
-    if bsh >= 0:
-        return -((-x) >> bsh)
-    return _cdiv(x, bs)
-
-
-@jit(inline="always", _nrt=False)
-def _bmod(x, bs, bsh):
-    """``x % bs`` (Python's: in ``[0, bs)``); with ``bsh`` >= 0 (``bs`` is ``2 ** bsh``) a mask, the same integer
-    for every ``x`` in two's complement."""
-    if bsh >= 0:
-        return x & (bs - 1)
-    return x % bs
 
 
 @jit(_nrt=False)
@@ -659,7 +650,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             sh = (sh + 1) % cap_sw
             nsw -= 1
             if paged:
-                nbk[rid] = _bdiv(held, bs, bsh)
+                nbk[rid] = _cdiv(held, bs, bsh)
                 free -= nbk[rid]
             used += held
             kv[rid] = held
@@ -752,13 +743,13 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 for j in range(npf):
                     rid = bpr[j]
                     if nbk[rid] >= 0:
-                        need += _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
+                        need += blocks_needed(kv[rid], bpm[j], bs, bsh, nbk[rid])
                 if need <= free:
                     for j in range(npf):  # the running requests' blocks first
                         rid = bpr[j]
                         run[j] = 1 if nbk[rid] >= 0 else 0
                         if run[j]:
-                            k = _bdiv(kv[rid] + bpm[j], bs, bsh) - nbk[rid]
+                            k = blocks_needed(kv[rid], bpm[j], bs, bsh, nbk[rid])
                             if k > 0:
                                 nbk[rid] += k
                     free -= need  # (the decoders' blocks are counted in nbk when their token is added)
@@ -778,11 +769,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             continue
                         hit = 0
                         if caching and cup[rid] > 0:  # its own leading blocks, still cached, come back
-                            if _bdiv(pc[rid], bs, bsh) > free:
+                            w = prefix_want(pc[rid], bs, bsh, free)
+                            if w == STOP:
                                 stop = True
                                 continue
-                            # memory.prefix_want written out (see the module notes)
-                            hit = _reuse(qe, cup, qpos, qn, rid, (pc[rid] - 1) // bs)
+                            hit = _reuse(qe, cup, qpos, qn, rid, w)
                             free -= hit
                         m = paged_take(pc[rid], pf[rid], m, hit, bs, whole, free)  # (m up to its remaining prompt)
                         if m == STOP:
@@ -813,7 +804,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                             nstk += 1
                         admseq += 1
                         nadm += 1
-                        k = _bdiv(kv[rid] + m, bs, bsh) - nbk[rid]
+                        k = blocks_needed(kv[rid], m, bs, bsh, nbk[rid])
                         if k > 0:
                             free -= k
                             nbk[rid] += k
@@ -829,18 +820,19 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     break
             # the victim: the most recently admitted, or the latest arrival holding KV
             if paged and most_recent and swap:  # (a request swapped back in keeps its admission number)
-                top = -1
+                top = -1  # (admission numbers are >= 0)
                 for i in range(lp[L_D], lp[L_D + 1]):
                     rid = dl[i]
-                    if rid >= 0 and adm[rid] > top:
-                        top = adm[rid]
+                    if rid >= 0 and victim_key(True, adm[rid], rid) > top:
+                        top = victim_key(True, adm[rid], rid)
                         victim = rid
                 for i in range(lp[L_P], lp[L_P + 1]):
                     rid = pl[i]
-                    if rid >= 0 and nbk[rid] >= 0 and adm[rid] > top:
-                        top = adm[rid]
+                    if rid >= 0 and nbk[rid] >= 0 and victim_key(True, adm[rid], rid) > top:
+                        top = victim_key(True, adm[rid], rid)
                         victim = rid
             elif paged and most_recent:
+                # the stack holds the admissions in ascending victim_key(True, ...) (pushed as admitted): its top
                 while nstk > 0:  # the latest admission still holding blocks (stale entries on top dropped)
                     rid = sr[nstk - 1]
                     if nbk[rid] >= 0 and adm[rid] == sq[nstk - 1]:
@@ -856,7 +848,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                         if nbk[rid] >= 0 and adm[rid] == sq[i] and st[rid] != 2:
                             victim = rid
                             break
-            else:
+            else:  # the lists are in ascending key (request id, arrival order): the last decoder, or a later holder
                 i = lp[L_D + 1] - 1
                 while i >= lp[L_D] and dl[i] < 0:
                     i -= 1
@@ -864,18 +856,15 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                     victim = dl[i]
                 for i in range(lp[L_P + 1] - 1, lp[L_P] - 1, -1):
                     rid = pl[i]
-                    if rid > victim and (nbk[rid] >= 0 if paged else kv[rid] > 0):
+                    if (victim_key(False, 0, rid) > victim_key(False, 0, victim) and
+                            (nbk[rid] >= 0 if paged else kv[rid] > 0)):
                         victim = rid
                         break
-                    if 0 <= rid < victim:
+                    if rid >= 0 and victim_key(False, 0, rid) < victim_key(False, 0, victim):
                         break
-            if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight; the generic no_victim_decoders clamp)
-                f = kv_cap - used
+            if victim < 0:  # (async, token rules: every KV holder finished in the batch in flight)
                 npf = 0
-                if not nd > f > 0:
-                    nd = 0
-                elif nd > f:
-                    nd = f
+                nd = no_victim_decoders(nd, kv_cap - used)
                 if alld and nd < lp[L_D + 2]:
                     alld = False
                     full = _fill_bd(dl, lp, bd, nd, paged, bs, bsh, G, gb, kv)
@@ -886,7 +875,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 dc[victim] += G - gb[victim]
                 kv[victim] += G - gb[victim]
                 if paged:
-                    nbk[victim] = _bdiv(kv[victim], bs, bsh)
+                    nbk[victim] = _cdiv(kv[victim], bs, bsh)
                 kvdec -= kv[victim]
                 sdec -= P[victim] + dc[victim]
                 nh = _uncover_next(dl, pos_d, lp, st, gb, D, dc, cv, hf, hr, nh, victim)
@@ -924,13 +913,11 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
         x = 0
         for j in range(npf):
             x += bpm[j]
-        if not paged and x + nd > kv_cap - used:  # never exceed memory
-            f = kv_cap - used
-            if f < 0:
-                f = 0
+        if not paged and x + nd > kv_cap - used:  # never exceed memory: prefill dropped, the decoders clamped
             npf = 0
             x = 0
-            if nd > f:
+            f = decoders_within(nd, kv_cap - used)
+            if f < nd:
                 nd = f
                 if alld:
                     alld = False
@@ -1097,7 +1084,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
             rid = fl[j]
             if j < nfl_dec:
                 if paged:
-                    nbk[rid] = _bdiv(kv[rid], bs, bsh)
+                    nbk[rid] = _cdiv(kv[rid], bs, bsh)
                 kvdec -= kv[rid]
                 sdec -= P[rid] + dc[rid]
                 _rem(dl, pos_d, lp, L_D, rid)

@@ -5,11 +5,14 @@ The rules are written once, as plain functions over integers and explicit arrays
 the Python path calls them as they are, :mod:`fluidq.kernel.network` jits them where it uses them
 (``jit(fn, inline="always")``, as the batch rule's functions are), and this module holds each one jitted
 (inlined, no reference counting: nothing here allocates) under its own name, for :mod:`fluidq.kernel.kv` (one
-engine, iteration by iteration), which calls the block pool (``pool_*``), ``cdiv``, ``never_fits``,
-``swap_in_fits``, ``token_take``/``token_next``, ``paged_take``/``paged_retry`` and ``recompute`` (since 2026-12-07;
-what it still writes out, and why, is in kv.py's notes).  What differs
+engine, iteration by iteration), which calls the block pool (``pool_*``), the block arithmetic (``cdiv``, ``bmod``,
+``blocks_needed``, with the block size's shift ``bsh``), ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``,
+``paged_take``/``paged_retry``, ``prefix_want``, ``recompute``, the decoder clamps ``no_victim_decoders`` /
+``decoders_within`` and the victim's order ``victim_key`` (all of them since 2026-12-07, branch h-rules15b: kv.py's
+notes say how its walks use the last).  What differs
 between the loops stays in them: how they hold the residents (kv.py's ordered lists and virtual decode clock,
-network.py's linked lists per station), the order in which they visit them and how they find the victim.
+network.py's linked lists per station), the order in which they visit them and how they find the victim (the
+request with the largest ``victim_key``).
 ``tests/sim/test_sim_kv_kernel.py`` holds kv.py to the generic path's ``StationMemory`` and
 ``tests/network/test_network_kernel_kv.py`` network.py to the Python network path's, on random engines, memories
 (token and block KV, reservation, victim rule, recompute or swap, prefix caching) and workloads;
@@ -36,13 +39,14 @@ from . import memory as _rules
 from ._jit import jit
 from .memory import ACCEPT, ASK_AGAIN, LEFT_OUT, PREEMPT, STOP
 
-__all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "blocks_needed", "cdiv", "decoders_within",
+__all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "blocks_needed", "bmod", "cdiv", "decoders_within",
            "never_fits", "no_victim_decoders", "paged_retry", "paged_take", "pool_alloc", "pool_release", "pool_reuse",
-           "prefix_want", "recompute", "swap_in_fits", "token_next", "token_take"]
+           "prefix_want", "recompute", "swap_in_fits", "token_next", "token_take", "victim_key"]
 
 _rule = jit(inline="always", _nrt=False)
 
 blocks_needed = _rule(_rules.blocks_needed)
+bmod = _rule(_rules.bmod)
 cdiv = _rule(_rules.cdiv)
 decoders_within = _rule(_rules.decoders_within)
 never_fits = _rule(_rules.never_fits)
@@ -57,3 +61,4 @@ recompute = _rule(_rules.recompute)
 swap_in_fits = _rule(_rules.swap_in_fits)
 token_next = _rule(_rules.token_next)
 token_take = _rule(_rules.token_take)
+victim_key = _rule(_rules.victim_key)

@@ -27,13 +27,16 @@ single-engine run exactly (times, iterations, preemptions) for every built-in sc
 token KV and block KV (with and without prefix caching).
 
 The rules' decisions are written once, here, as plain functions over integers and explicit arrays (the section
-before :class:`BlockPool`: ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``, ``blocks_needed``,
-``prefix_want``/``paged_take``/``paged_retry``, ``recompute``, the no-victim and never-exceed clamps, and the
+before :class:`BlockPool`: the block arithmetic ``cdiv``/``bmod`` (a shift and a mask for a power-of-two block size,
+its ``bsh``), ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``, ``blocks_needed``,
+``prefix_want``/``paged_take``/``paged_retry``, ``recompute``, the no-victim and never-exceed clamps, the victim's
+order ``victim_key``, and the
 block pool with prefix caching ``pool_alloc``/``pool_release``/``pool_reuse``).  :class:`StationMemory` calls
 the scalar ones; the compiled loops inline them for the built-in FCFS schedulers: the KV stations of
 :mod:`fluidq.kernel.network` call every one (jitted where used), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
-the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``, ``never_fits``, ``swap_in_fits``,
-the token and paged admissions and ``recompute`` (what it still writes out, and why: kv.py's notes).  :class:`BlockPool`
+the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``/``bmod``/``blocks_needed``,
+``never_fits``, ``swap_in_fits``, the token and paged admissions, ``prefix_want``, ``recompute``, the two
+decoder clamps and the victim's order ``victim_key`` (every decision: kv.py's notes).  :class:`BlockPool`
 keeps its own queue (a deque of Python tuples and dicts keyed by request: on numpy arrays from Python, as the
 pool functions need, every entry would cost an array access), held to the pool functions by
 ``tests/kernel/test_kvrules_pool.py``.  ``tests/sim/test_sim_kv_kernel.py`` holds kv.py identical to this
@@ -54,9 +57,10 @@ from collections import deque
 
 from ..policies.base import Batch
 
-__all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "BlockPool", "StationMemory", "blocks_needed", "cdiv",
-           "decoders_within", "never_fits", "no_victim_decoders", "paged_retry", "paged_take", "pool_alloc",
-           "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits", "token_next", "token_take"]
+__all__ = ["ACCEPT", "ASK_AGAIN", "LEFT_OUT", "PREEMPT", "STOP", "BlockPool", "StationMemory", "block_shift",
+           "blocks_needed", "bmod", "cdiv", "decoders_within", "never_fits", "no_victim_decoders", "paged_retry",
+           "paged_take", "pool_alloc", "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits",
+           "token_next", "token_take", "victim_key"]
 
 
 # ---- the rules' decisions, as plain functions over integers and explicit arrays ------------------------------
@@ -72,9 +76,29 @@ ACCEPT, ASK_AGAIN, PREEMPT = 0, 1, 2
 STOP, LEFT_OUT = -1, -2
 
 
-def cdiv(x, bs):
-    """``ceil(x / bs)`` for integers."""
+def cdiv(x, bs, bsh):
+    """``ceil(x / bs)`` for integers; ``bsh`` is ``log2(bs)`` when ``bs`` is a power of two (vLLM's 16), else -1.
+
+    With ``bsh >= 0`` by an arithmetic shift instead of a division: the same integer for every ``x``, negative ones
+    included (a shift right floors as ``//`` does).  The compiled KV loop (:mod:`fluidq.kernel.kv`) takes the shift
+    (the division by a run-time block size was 7.5 % of a vLLM run, 2026-12-07); the Python path and the network
+    loop pass theirs.  :func:`blocks_needed` and :func:`prefix_want` divide the same way."""
+    if bsh >= 0:
+        return -((-x) >> bsh)
     return -((-x) // bs)
+
+
+def bmod(x, bs, bsh):
+    """``x % bs`` (Python's: in ``[0, bs)``); with ``bsh >= 0`` (``bs`` is ``2 ** bsh``) a mask, the same integer
+    for every ``x`` in two's complement (the KV loop's decoders' offsets in their last block)."""
+    if bsh >= 0:
+        return x & (bs - 1)
+    return x % bs
+
+
+def block_shift(bs):
+    """``log2(bs)`` when the block size ``bs`` is a power of two, else -1: the ``bsh`` the rules take."""
+    return bs.bit_length() - 1 if bs > 0 and bs & (bs - 1) == 0 else -1
 
 
 def never_fits(paged, p, d, bs, total, kv_cap):
@@ -93,9 +117,12 @@ def swap_in_fits(paged, held, bs, free, used, kv_cap):
     return used + held <= kv_cap
 
 
-def blocks_needed(kv, m, bs, nbk):
-    """The blocks a request holding ``kv`` tokens in ``nbk`` blocks needs for ``m`` more (``<= 0``: none)."""
-    return -(-(kv + m) // bs) - nbk
+def blocks_needed(kv, m, bs, bsh, nbk):
+    """The blocks a request holding ``kv`` tokens in ``nbk`` blocks needs for ``m`` more (``<= 0``: none); ``bsh``
+    as :func:`cdiv`'s."""
+    if bsh >= 0:
+        return -((-(kv + m)) >> bsh) - nbk
+    return -((-(kv + m)) // bs) - nbk
 
 
 def token_take(m, need, held, room, reserve, chunked):
@@ -125,11 +152,15 @@ def token_next(dropped, hide, empty, room, reserve, nadm):
     return PREEMPT
 
 
-def prefix_want(p, bs, free):
+def prefix_want(p, bs, bsh, free):
     """A request re-admitted with its own leading blocks still cached (prompt ``p``): the cached blocks it may
     take back (all but the last block of its prompt), or :data:`STOP` when its whole prompt's blocks would not
-    fit (head-of-line: stop there)."""
-    if -(-p // bs) > free:
+    fit (head-of-line: stop there); ``bsh`` as :func:`cdiv`'s."""
+    if bsh >= 0:
+        if -((-p) >> bsh) > free:
+            return STOP
+        return (p - 1) >> bsh
+    if -((-p) // bs) > free:
         return STOP
     return (p - 1) // bs
 
@@ -157,6 +188,16 @@ def recompute(p, rc, dc, pf):
     tokens to recompute, tokens to process again)``, the last the new prompt less what was left of the old one
     (the KV it held, plus the prefill's first token, whose KV was not cached yet)."""
     return p - rc + dc, dc, pf - rc + dc
+
+
+def victim_key(most_recent, adm, arrival):
+    """The victim rule: among the requests holding KV, the one with the largest key is preempted first -- its
+    admission number ``adm`` under ``most_recent`` (vLLM: the most recently admitted), else its place in arrival
+    order ``arrival`` (the latest arrival; any comparable key: ``(arrival_s, rid)`` on the Python path, the request
+    id in the compiled loops, whose ids are in arrival order)."""
+    if most_recent:
+        return adm
+    return arrival
 
 
 def no_victim_decoders(nd, f):
@@ -317,7 +358,7 @@ def _victim_order(policy, admitted, now):
     order = getattr(policy, "order", None)
     if order is not None and hasattr(order, "order"):
         return list(order.order(admitted, now))
-    return sorted(admitted, key=lambda r: (r.arrival_s, r.rid))
+    return sorted(admitted, key=lambda r: victim_key(False, 0, (r.arrival_s, r.rid)))
 
 
 def _may_evict_hook(policy):
@@ -354,6 +395,7 @@ class StationMemory:
         self.paged = memory is not None and not memory.default_rules
         if self.paged:
             self.bs = memory.block_size
+            self.bsh = block_shift(self.bs)
             self.pool = BlockPool(kv_cap // self.bs, memory.prefix_caching)
             self.nblk: dict = {}
             self.adm: dict = {}
@@ -451,7 +493,7 @@ class StationMemory:
                                        self.kv_cap):
             r, held = swapped.pop(0)
             if paged:
-                k = cdiv(held, bs)
+                k = cdiv(held, bs, self.bsh)
                 self.pool.alloc(k)
                 self.nblk[r.rid] = k
             self.used += held
@@ -551,7 +593,7 @@ class StationMemory:
             if need > pool.free:
                 admitted = _unfinished([q for q in residents if q.rid in nblk])
                 if self.most_recent:
-                    victim = max(admitted, key=lambda q: self.adm[q.rid])
+                    victim = max(admitted, key=lambda q: victim_key(True, self.adm[q.rid], 0))
                 else:
                     cands = _victim_order(self.policy, admitted, t)[::-1]
                     victim = next((q for q in cands if self.may_evict is None or self.may_evict(q, t)), cands[0])
@@ -576,7 +618,7 @@ class StationMemory:
                 r = by_id[rid]
                 hit = 0
                 if pool.caching and pool.cached(rid) > 0:
-                    w = prefix_want(r.prompt_tokens, bs, pool.free)
+                    w = prefix_want(r.prompt_tokens, bs, self.bsh, pool.free)
                     if w == STOP:
                         stop = True
                         continue

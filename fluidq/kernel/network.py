@@ -84,6 +84,7 @@ def _kernel(fn=None, **options):
 
 _inline = _kernel(inline="always")
 # the memory rules (fluidq.kernel.memory's plain functions: StationMemory's decisions and BlockPool's queue), inlined
+# (the block arithmetic's shift argument ``bsh`` is -1 here: a station divides by its block size, as it always did)
 _blocks_needed = _inline(_rules.blocks_needed)
 _cdiv = _inline(_rules.cdiv)
 _decoders_within = _inline(_rules.decoders_within)
@@ -99,6 +100,7 @@ _recompute = _inline(_rules.recompute)
 _swap_in_fits = _inline(_rules.swap_in_fits)
 _token_next = _inline(_rules.token_next)
 _token_take = _inline(_rules.token_take)
+_victim_key = _inline(_rules.victim_key)
 #: the batch rule's per-prompt step of the prefill walk (whole, chunk, never schedulable, head-of-line), inlined
 _take_one = _jit.jit(batch_rule.take_one, inline="always")
 
@@ -761,7 +763,7 @@ def _preuse(s, i, want, st, ti, pq):
 @_inline
 def _ptake(s, rid, m, st, ti, pq):
     """The blocks ``rid`` needs for ``m`` more KV tokens."""
-    k = _blocks_needed(ti[rid, T_KV], m, st[s, S_BS], ti[rid, T_NBLK])
+    k = _blocks_needed(ti[rid, T_KV], m, st[s, S_BS], -1, ti[rid, T_NBLK])
     if k > 0:
         _palloc(s, k, st, ti, pq)
         ti[rid, T_NBLK] += k
@@ -823,8 +825,9 @@ def _preempt(s, v, st, stf, ti, qh, buf, pq):
 
 @_inline
 def _last_holding(s, st, ti, qh):
-    """The last resident holding KV (the victim in FCFS order), or 0 (scanning from the first resident until
-    every one holding KV is seen: the waiting requests behind them are not scanned)."""
+    """The last resident holding KV (the victim in FCFS order: the residents' list is in ascending
+    ``victim_key(False, ...)``, arrival order), or 0 (scanning from the first resident until every one holding KV
+    is seen: the waiting requests behind them are not scanned)."""
     paged = st[s, S_PAGED] != 0
     nhold = st[s, S_NBLKN] if paged else st[s, S_NKV]
     seen = 0
@@ -855,7 +858,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             break
         _qremove(qh, ti, s, 0, Q_DH, rid)
         if paged:
-            k = _cdiv(held, bs)
+            k = _cdiv(held, bs, -1)
             _palloc(s, k, st, ti, pq)
             ti[rid, T_NBLK] = k
             st[s, S_NBLKN] += 1
@@ -883,10 +886,10 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
             for j in range(npf):
                 rid = al_t[s, j]
                 if ti[rid, T_NBLK] >= 0:
-                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, ti[rid, T_NBLK])
+                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
             for j in range(nd):
                 rid = fR[s, j]
-                need += _blocks_needed(ti[rid, T_KV], 1, bs, ti[rid, T_NBLK])
+                need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
             if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
                 victim = 0
                 if st[s, S_MOSTREC]:
@@ -896,8 +899,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                     while rid and seen < st[s, S_NBLKN]:
                         if ti[rid, T_NBLK] >= 0:
                             seen += 1
-                            if ti[rid, T_ADM] > top:
-                                top = ti[rid, T_ADM]
+                            if _victim_key(True, ti[rid, T_ADM], rid) > top:
+                                top = _victim_key(True, ti[rid, T_ADM], rid)
                                 victim = rid
                         rid = ti[rid, T_NXT]
                 else:
@@ -926,7 +929,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
                 p = ti[rid, T_P]
                 hit = 0
                 if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    w = _prefix_want(p, bs, st[s, S_FREE])
+                    w = _prefix_want(p, bs, -1, st[s, S_FREE])
                     if w == STOP:
                         stop = True
                         continue

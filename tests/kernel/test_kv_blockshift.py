@@ -1,12 +1,13 @@
 """The KV kernel's block arithmetic by shift and mask gives what division gives.
 
-``kv._advance`` divides by the block size (``cdiv``, ``%``) at every admission, preemption and decoder move; with a
-power-of-two block size (vLLM's 16) ``cfg[C_BSH]`` holds its log2 and ``_bdiv`` / ``_bmod`` shift and mask instead,
-else (``C_BSH`` -1) they divide as before.  So:
+``kv._advance`` divides by the block size (``cdiv``, ``%``, ``blocks_needed``, ``prefix_want``) at every admission,
+preemption and decoder move; with a power-of-two block size (vLLM's 16) ``cfg[C_BSH]`` holds its log2 and the rules
+(``fluidq.kernel.memory``'s ``cdiv`` / ``bmod`` / ``blocks_needed`` / ``prefix_want``, their shift argument ``bsh``)
+shift and mask instead, else (``C_BSH`` -1) they divide as before.  So:
 
-* the two helpers equal ``kvrules.cdiv`` and Python's ``%`` on every integer tried, negative ones included (the
-  kernel takes ``-G % bs``), compiled and not, and ``run_fcfs_kv`` sets ``C_BSH`` to the log2 exactly for powers
-  of two;
+* the rules with the shift equal them dividing and the plain division, on every integer tried, negative ones
+  included (the kernel takes ``-G % bs``), compiled and not, and ``run_fcfs_kv`` sets ``C_BSH`` to the log2 exactly
+  for powers of two (``memory.block_shift`` the same);
 * seeded vLLM runs with a binding cache give the same results, records included, with the shift (the normal
   path) and with ``C_BSH`` forced to -1 (the division path, same compiled code);
 * a block size that is not a power of two takes the division path and the run equals the generic ``select()``
@@ -22,20 +23,34 @@ from fluidq.sim import simulate
 import kv_seeded  # tests/kernel/kv_seeded.py
 
 
-def test_shift_and_mask_equal_division():
-    from fluidq.kernel import kv as K
-    from fluidq.kernel.kvrules import cdiv
+@pytest.mark.parametrize("compiled", [True, False])
+def test_shift_and_mask_equal_division(compiled):
+    # the rules' block arithmetic (memory.py, what kv.py calls jitted from kvrules): cdiv, bmod, blocks_needed and
+    # prefix_want with the shift give what they give dividing, on every integer tried
+    from fluidq.kernel import kvrules, memory
 
+    R = kvrules if compiled else memory
     xs = np.arange(-300, 301, dtype=np.int64).tolist() + [2**40 + 5, -(2**40) - 3, 2**62 - 1]
     for sh in range(7):
         bs = 1 << sh
+        assert memory.block_shift(bs) == sh
         for x in xs:
-            assert K._bdiv(x, bs, sh) == cdiv(x, bs) == -((-x) // bs), (x, bs)
-            assert K._bmod(x, bs, sh) == x % bs, (x, bs)
+            assert R.cdiv(x, bs, sh) == R.cdiv(x, bs, -1) == -((-x) // bs), (x, bs)
+            assert R.bmod(x, bs, sh) == R.bmod(x, bs, -1) == x % bs, (x, bs)
+        for kv in range(0, 70, 3):
+            for m in (0, 1, 5, 16, 33):
+                for nbk in (0, 1, 3):
+                    assert R.blocks_needed(kv, m, bs, sh, nbk) == R.blocks_needed(kv, m, bs, -1, nbk) == \
+                        -(-(kv + m) // bs) - nbk
+        for p in range(1, 80):
+            for free in (0, 1, 2, 5, 40):
+                want = memory.STOP if -(-p // bs) > free else (p - 1) // bs
+                assert R.prefix_want(p, bs, sh, free) == R.prefix_want(p, bs, -1, free) == want, (p, bs, free)
     for bs in (3, 5, 6, 12, 24):  # not a power of two: the division itself
+        assert memory.block_shift(bs) == -1
         for x in xs:
-            assert K._bdiv(x, bs, -1) == -((-x) // bs)
-            assert K._bmod(x, bs, -1) == x % bs
+            assert R.cdiv(x, bs, -1) == -((-x) // bs)
+            assert R.bmod(x, bs, -1) == x % bs
 
 
 def _run(bs, force_div, seed, monkeypatch, record=True):

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from fluidq.kernel import kvrules, memory
-from fluidq.kernel.kvrules import blocks_needed, cdiv, paged_take, token_take
+from fluidq.kernel.kvrules import blocks_needed, cdiv, paged_take, token_take, victim_key
 from fluidq.sim._memory import BlockPool
 
-RULES = ["blocks_needed", "cdiv", "decoders_within", "never_fits", "no_victim_decoders", "paged_retry", "paged_take",
-         "pool_alloc", "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits", "token_next",
-         "token_take"]
+RULES = ["blocks_needed", "bmod", "cdiv", "decoders_within", "never_fits", "no_victim_decoders", "paged_retry",
+         "paged_take", "pool_alloc", "pool_release", "pool_reuse", "prefix_want", "recompute", "swap_in_fits",
+         "token_next", "token_take", "victim_key"]
 
 
 def test_kvrules_are_the_plain_rules_jitted():
@@ -82,8 +82,9 @@ def test_pool_functions_are_the_block_pool(seed, compiled):
 
 
 def test_rule_arithmetic():
-    assert [cdiv(x, 16) for x in (0, 1, 16, 17)] == [0, 1, 1, 2]
-    assert blocks_needed(15, 1, 16, 1) == 0 and blocks_needed(16, 1, 16, 1) == 1
+    assert [cdiv(x, 16, 4) for x in (0, 1, 16, 17)] == [0, 1, 1, 2] == [cdiv(x, 16, -1) for x in (0, 1, 16, 17)]
+    assert blocks_needed(15, 1, 16, 4, 1) == 0 and blocks_needed(16, 1, 16, 4, 1) == 1
+    assert blocks_needed(15, 1, 16, -1, 1) == 0 and blocks_needed(16, 1, 16, -1, 1) == 1
     # token rules: a new request needs its whole prompt plus the headroom; a running one takes the room
     assert token_take(10, 10, 0, 12, 2, False) == 10
     assert token_take(10, 10, 0, 11, 2, True) == -1  # STOP: head-of-line
@@ -93,3 +94,6 @@ def test_rule_arithmetic():
     assert paged_take(100, 0, 16, 0, 16, False, 1) == 16
     assert paged_take(40, 0, 64, 1, 16, True, 2) == 24  # one cached block taken back: 24 tokens left, 2 blocks
     assert paged_take(40, 0, 64, 1, 16, True, 1) == -1
+    # the victim: the largest key -- the admission number under vLLM's most-recent rule, else the arrival order
+    assert victim_key(True, 7, 2) == 7 and victim_key(False, 7, 2) == 2
+    assert memory.victim_key(False, 0, (1.5, 3)) > memory.victim_key(False, 0, (1.5, 2))

@@ -1,13 +1,15 @@
 """Prefix caching's take-back rule, worked by hand: a request re-admitted after a recompute preemption takes back
 all but the last block of what it recomputes -- ceil(p / bs) - 1 of its leading blocks still cached (vLLM always
 recomputes at least the last block's tokens) -- and recomputes the rest.  fluidq.kernel.memory.prefix_want holds
-the rule for the Python path (method="generic", StationMemory); the KV kernel fluidq/kernel/kv.py (method="fast")
-writes it out in its loop (calling it there cost 1.09-1.17x on a prefix-caching run, see kv.py's notes), so this
-test is the guard of that second copy: both paths are checked against the same hand derivation and each other.  The kernel is asked for by method="fast", not "auto": without
+the rule; the Python path (method="generic", StationMemory) calls it dividing or shifting by the block size, and
+the KV kernel fluidq/kernel/kv.py (method="fast") calls its jitted form with the shift (kv.py wrote the rule out in
+its loop until 2026-12-07, see kv.py's notes), so both paths are checked against the same hand derivation and each
+other (a mutation of either branch of prefix_want, shift or division, fails here).  The kernel is asked for by
+method="fast", not "auto": without
 numba (NUMBA_DISABLE_JIT=1) "auto" runs the Python path, so a mutation of kv.py checked that way went unseen; "fast"
 runs kv.py's loop compiled or, uncompiled, as plain Python.  The prompt recomputed is a whole number of blocks, the
-case where the rule's (p - 1) // bs and p // bs differ; a block size of 4 takes kv.py's shift-and-mask block
-arithmetic and 3 its division."""
+case where the rule's (p - 1) // bs and p // bs differ; a block size of 4 takes the shift (bsh 2) and 3 the
+division."""
 import numpy as np
 import pytest
 
