@@ -314,12 +314,14 @@ def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, block
 
 _TABLE_MAX = 1 << 15
 
-#: the largest station budget (tokens) the compiled network loop (:mod:`fluidq.kernel.network`) takes: its
-#: batch-time table is one dense float64 array of ``stations x (largest budget + 1)`` (2 MB per station at
-#: 2**18; at the engines' largest budget, 2**24, 128 MB per station), tabulated before the run because a
-#: network's batch sizes are not known up front (lengths are drawn as the classes route).  A network with a
-#: larger station budget runs on the Python path (lazily filled tables), with a
-#: :class:`~fluidq.kernel.KernelLimitWarning`.  The same bound as :data:`fluidq.sim.core.EAGER_TAU_TOKENS`.
+#: the largest station budget (tokens) the compiled network loop (:mod:`fluidq.kernel.network`) takes: it sizes
+#: its per-station arrays by the largest budget of the network -- the batch-time table (one dense float64 array
+#: of ``stations x (largest budget + 1)``, tabulated before the run because a network's batch sizes are not known
+#: up front: lengths are drawn as the classes route), the decoders' and the batch's allocation arrays -- about 56
+#: bytes per token per station: 14 MB per station at 2**18, 0.9 GB per station at the engines' largest budget,
+#: 2**24.  A network with a larger station budget runs on the Python path (lazily filled tables), with a
+#: :class:`~fluidq.kernel.KernelLimitWarning`.  The same bound as :data:`fluidq.sim.core.EAGER_TAU_TOKENS` (the KV
+#: stations had it already).
 KERNEL_TABLE_MAX = 1 << 18
 
 
