@@ -363,9 +363,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         without memory; with ``kv_capacity_tokens``, or without it for a first token from the prefill, async
         scheduling or a composition batch time, the kernel with memory, stepped per iteration, when numba
         compiles it -- without numba that run takes the generic path, with one
-        :class:`~fluidq.kernel.KernelNotCompiledWarning`), else the generic path; both give identical requests (every time), counts and
-        iterations on the built-in schedulers (without a KV cache the event-skipping kernel may sample the
-        backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
+        :class:`~fluidq.kernel.KernelNotCompiledWarning`), else the generic path; both give identical requests
+        (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
+        kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
