@@ -25,11 +25,11 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
 """
 from __future__ import annotations
 
-from ._jit import KernelNotCompiledWarning, compiled
+from ._jit import KernelLimitWarning, KernelNotCompiledWarning, compiled
 from .memory import BlockPool, StationMemory
 from .run import ensure_compiled, run_fcfs, run_fcfs_kv
 from .step import EngineRun, PolicyError, run_generic
 
 # (the function ``step`` stays ``fluidq.kernel.step.step``: exported here it would hide the module's name)
-__all__ = ["BlockPool", "EngineRun", "KernelNotCompiledWarning", "PolicyError", "StationMemory", "compiled",
-           "ensure_compiled", "run_fcfs", "run_fcfs_kv", "run_generic"]
+__all__ = ["BlockPool", "EngineRun", "KernelLimitWarning", "KernelNotCompiledWarning", "PolicyError", "StationMemory",
+           "compiled", "ensure_compiled", "run_fcfs", "run_fcfs_kv", "run_generic"]

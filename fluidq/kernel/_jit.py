@@ -16,11 +16,18 @@ import sys
 import warnings
 from pathlib import Path
 
-__all__ = ["KernelNotCompiledWarning", "compiled", "configure_cache", "jit", "warn_if_uncompiled"]
+__all__ = ["KernelLimitWarning", "KernelNotCompiledWarning", "compiled", "configure_cache", "jit", "warn_if_uncompiled",
+           "warn_kernel_limit"]
 
 
 class KernelNotCompiledWarning(UserWarning):
     """numba is missing: the simulation kernel runs as plain Python (same results, slower)."""
+
+
+class KernelLimitWarning(UserWarning):
+    """A run the compiled kernels cover but for a size limit (a KV block above
+    :data:`fluidq.sim.core.KV_KERNEL_MAX_BLOCK` tokens, a network station's budget above
+    :data:`fluidq.kernel.clock.KERNEL_TABLE_MAX`): it runs on the Python path (same results, slower)."""
 
 
 def _user_cache_dir(environ) -> Path:
@@ -62,6 +69,7 @@ _CACHE_DIR = configure_cache()  # before numba is imported: it reads the variabl
 
 _numba = False  # not looked for yet; then the module, or None where it is missing
 _warned = False
+_limits_said: set = set()  # the KernelLimitWarning texts said in this process
 
 
 def _load_numba():
@@ -106,3 +114,13 @@ def warn_if_uncompiled() -> None:
         _warned = True
         warnings.warn("numba is not installed: fluidq's simulation kernel runs as plain Python (about 15x "
                       "slower; `pip install numba` to compile it)", KernelNotCompiledWarning, stacklevel=3)
+
+
+def warn_kernel_limit(why: str) -> None:
+    """Warn once per process and reason (one line, :class:`KernelLimitWarning`) that a run which a compiled kernel
+    would run, but for one of its size limits, runs on the Python path; ``why`` names the limit."""
+    if why in _limits_said:
+        return
+    _limits_said.add(why)
+    warnings.warn(f"{why}: the Python path, same results, slower (a limit of fluidq's compiled kernel)",
+                  KernelLimitWarning, stacklevel=3)

@@ -314,6 +314,16 @@ def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, block
 
 _TABLE_MAX = 1 << 15
 
+#: the largest station budget (tokens) the compiled network loop (:mod:`fluidq.kernel.network`) takes: it sizes
+#: its per-station arrays by the largest budget of the network -- the batch-time table (one dense float64 array
+#: of ``stations x (largest budget + 1)``, tabulated before the run because a network's batch sizes are not known
+#: up front: lengths are drawn as the classes route), the decoders' and the batch's allocation arrays -- about 56
+#: bytes per token per station: 14 MB per station at 2**18, 0.9 GB per station at the engines' largest budget,
+#: 2**24.  A network with a larger station budget runs on the Python path (lazily filled tables), with a
+#: :class:`~fluidq.kernel.KernelLimitWarning`.  The same bound as :data:`fluidq.sim.core.EAGER_TAU_TOKENS` (the KV
+#: stations had it already).
+KERNEL_TABLE_MAX = 1 << 18
+
 
 def _batch_time_table(engine):
     """``{b: t(b)}`` for ``b = 1..b_max``, from one vectorised call (as the single-engine simulator does).
@@ -325,10 +335,11 @@ def _batch_time_table(engine):
     return {} if tab is None else dict(enumerate(tab.tolist(), 1))
 
 
-def _batch_time_array(engine):
+def _batch_time_array(engine, limit: int = _TABLE_MAX):
     """``t(b)`` for ``b = 1..b_max`` as an array from one vectorised call, or ``None`` (see
-    :func:`_batch_time_table`)."""
-    if engine.b_max > _TABLE_MAX:
+    :func:`_batch_time_table`; ``None`` too for a ``b_max`` above ``limit``: the Python path's dict of floats
+    stops at :data:`_TABLE_MAX`, the compiled loop's array at :data:`KERNEL_TABLE_MAX`)."""
+    if engine.b_max > limit:
         return None
     try:
         tab = np.asarray(engine.batch_time(np.arange(1, engine.b_max + 1, dtype=float)), dtype=float)

@@ -23,8 +23,8 @@ from ._jit import compiled, warn_if_uncompiled
 
 __all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", "run_fcfs_kv", "run_fcfs_segments"]
 
-#: a first compile (or cache load) slower than this prints a note
-NOTE_AFTER_S = 1.5
+#: a first compile (or cache load) slower than this prints a note (issue 15: "more than a second")
+NOTE_AFTER_S = 1.0
 _ready = False
 #: the kernels whose note was printed in this process (each is said once)
 _noted: set = set()

@@ -50,18 +50,28 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
     time is a function of batch tokens (and KV):
 
     * without a KV-cache capacity: the event-skipping kernel (:mod:`fluidq.kernel.fcfs`), when the
-      first token takes a decode iteration;
+      first token takes a decode iteration, scheduling is synchronous and the batch time is one of the
+      batch's tokens (and KV); otherwise (a first token emitted with the prefill, async scheduling, a
+      composition batch time) the kernel with memory below, with a cache that never binds
+      (:data:`UNBOUNDED_KV`: it gives the generic path's requests, backlog, iterations and records,
+      tests/sim/test_sim_nokv_kernel.py) -- except a context-aware batch time with the first token
+      emitted with the prefill, which stays on the generic path: without a cache that path charges a
+      decoder's context as prompt + generated tokens, the kernel (and the generic path with a cache) as the
+      KV it holds, one token fewer once the prefill gave the first token;
     * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`: iterations formed
       one by one under the memory rules, the decoders on a virtual clock), under the default token
       rules or paged rules (prefix caching included), with recompute or swap preemption (``preemption``
-      overrides ``engine.memory.preemption``), an ordering without ``may_evict``, a budget of at most
-      :data:`EAGER_TAU_TOKENS` tokens and blocks of at most :data:`KV_KERNEL_MAX_BLOCK` tokens; a batch
+      overrides ``engine.memory.preemption``), an ordering without ``may_evict``, any budget ``b_max``
+      (above :data:`EAGER_TAU_TOKENS` tokens the kernel's batch-time table is tabulated up to the run's
+      largest possible batch, :func:`_kernel_tau_table`) and blocks of at most :data:`KV_KERNEL_MAX_BLOCK`
+      tokens (the kernel keeps one count per token offset in a block: larger blocks run on the generic
+      path, with a :class:`~fluidq.kernel.KernelLimitWarning`); a batch
       time that reads the batch composition (:class:`~fluidq.batchtime.composition.Composition`) when its
       model exports a ``kernel_table()`` (the operator-profile models, tensor/expert/pipeline parallel and MoE
       included, and data-parallel MoE ranks in lockstep: the kernel evaluates it compiled,
-      :mod:`fluidq.kernel.compose`), a first token emitted with the prefill and async scheduling too.  Without
-      a KV cache, composition batch times and async scheduling run on the generic path, with identical rules;
-      so do composition models without a table (fitted ones, lockstep ranks of a count not a power of two).
+      :mod:`fluidq.kernel.compose`), a first token emitted with the prefill and async scheduling too.
+      Composition models without a table (fitted ones, lockstep ranks of a count not a power of two) run on the
+      generic path, with identical rules.
     """
     if not isinstance(policy, Scheduler) or type(policy).select is not Scheduler.select:
         return False, "not a built-in Scheduler (runs policy.select every iteration)"
@@ -69,25 +79,32 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
     if type(order).order is not Ordering.order:
         return False, f"ordering {order.name!r} is not arrival order"
     composition = callable(getattr(engine.batch_time, "composition_time", None))
-    if engine.kv_capacity_tokens is None:
-        if composition:
-            return False, "a batch time that reads the batch composition runs on the generic path without a KV cache"
-        if engine.async_scheduling:
-            return False, "async scheduling without a KV cache is modelled on the generic path"
-        if engine.prefill_emits_token:
-            return False, "a first token emitted with the prefill is modelled on the generic path (without memory)"
-        return True, "built-in scheduler with FCFS order"
-    mem = engine.memory
-    if _may_evict_hook(policy) is not None:
-        return False, "an ordering with may_evict runs on the generic path"
-    if engine.b_max > EAGER_TAU_TOKENS:
-        return False, f"a budget above {EAGER_TAU_TOKENS} tokens with KV memory runs on the generic path"
-    if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
-        return False, f"KV blocks above {KV_KERNEL_MAX_BLOCK} tokens run on the generic path"
     if composition and _compose_table(engine) is None:
         return False, ("a composition batch time whose model has no kernel table (a fitted model, lockstep ranks "
                        "of a count not a power of two) runs on the generic path")
+    if engine.kv_capacity_tokens is None:
+        if not _needs_kv_kernel(engine):
+            return True, "built-in scheduler with FCFS order"
+        if engine.prefill_emits_token and isinstance(engine.batch_time, ContextAware):
+            return False, ("a context-aware batch time with the first token emitted with the prefill and no KV "
+                           "cache runs on the generic path (it charges a decoder's context as prompt + generated "
+                           "tokens; the kernel with memory as the KV held, one token fewer)")
+        return True, ("built-in scheduler with FCFS order, in the kernel with memory (a cache that never binds, "
+                      "stepped per iteration)")
+    mem = engine.memory
+    if _may_evict_hook(policy) is not None:
+        return False, "an ordering with may_evict runs on the generic path"
+    if mem.block_size > KV_KERNEL_MAX_BLOCK:  # the kernel counts decoders by their offset in a block
+        return False, (f"KV blocks of {mem.block_size} tokens (above {KV_KERNEL_MAX_BLOCK}: the compiled kernel "
+                       "keeps one count per offset in a block) run on the generic path")
     return True, "built-in scheduler with FCFS order, KV memory in the kernel (stepped per iteration)"
+
+
+def _needs_kv_kernel(engine: Engine) -> bool:
+    """Whether an engine without a KV cache needs the kernel with memory (the event-skipping kernel models neither
+    a first token from the prefill, nor async scheduling, nor a composition batch time)."""
+    return bool(engine.prefill_emits_token or engine.async_scheduling
+                or callable(getattr(engine.batch_time, "composition_time", None)))
 
 
 def _compose_table(engine: Engine):
@@ -232,8 +249,16 @@ _check_rng = check_rng  # (the names this module had; fluidq._validate holds the
 _seed_sequence = seed_sequence
 
 
-#: the largest KV block (tokens) the compiled kernel with memory takes (it keeps a count per offset in a block)
+#: the largest KV block (tokens) the compiled kernel with memory takes: it keeps one count per token offset in a
+#: block (an int64 array of ``block_size`` entries, allocated per run), so a block of 2**16 tokens costs 0.5 MB and
+#: the ``kv_capacity_tokens``-sized blocks an engine may declare (up to 1e12) would not fit in memory; larger
+#: blocks run on the generic path, with a :class:`~fluidq.kernel.KernelLimitWarning`
 KV_KERNEL_MAX_BLOCK = 1 << 16
+
+#: the KV capacity the kernel with memory is given for an engine without a KV cache (the first token with the
+#: prefill, async scheduling, a composition batch time): no run holds as many tokens, so the memory never binds
+#: (nothing is preempted, rejected or held back; the kernel's sums of tokens stay far below 2**63)
+UNBOUNDED_KV = 1 << 62
 
 #: budgets up to this many tokens get their batch times tabulated in full before a run (a list index
 #: per iteration); larger ones fill a table lazily with the batch sizes the run meets (a list of 2**24
@@ -274,6 +299,33 @@ def _tau_table(engine: Engine):
     return [math.nan] + tab.tolist(), ks
 
 
+def _kernel_tau_table(engine: Engine, P, D):
+    """The batch-time table of the kernel with memory, which needs one in full (:func:`fluidq.kernel.run_fcfs_kv`):
+    :func:`_tau_table`'s, and above :data:`EAGER_TAU_TOKENS` tokens an array of the batch times of
+    ``0..m`` tokens (NaN at 0) with ``m = min(b_max, sum(P + D))``: no batch holds more tokens than the run's
+    requests have (a prefill chunk is at most a request's remaining prompt -- after a recomputation its prompt
+    plus the tokens generated, at most ``P + D`` -- and a decode step one token of its output), and the kernel
+    reads the table only at a batch's tokens.  Both ends of ``1..b_max`` are checked as the lazy table does; each
+    entry is the element-wise value the generic path's lazy table computes one at a time."""
+    if engine.b_max <= EAGER_TAU_TOKENS:
+        return _tau_table(engine)
+    bt = engine.batch_time
+    ks = 0.0
+    if isinstance(bt, ContextAware):
+        ks = float(bt.kv_s_per_token)
+        bt = bt.base
+    probe = np.asarray(bt(np.array([1.0, float(engine.b_max)])), dtype=float)
+    if not np.all(np.isfinite(probe)) or np.any(probe <= 0):
+        raise ParameterError("engine.batch_time", bt, "batch times > 0 for 1..b_max tokens")
+    m = int(min(engine.b_max, max(1, int(np.sum(P, dtype=np.int64)) + int(np.sum(D, dtype=np.int64)))))
+    tab = np.empty(m + 1)
+    tab[0] = math.nan
+    tab[1:] = np.asarray(bt(np.arange(1, m + 1, dtype=float)), dtype=float)
+    if not np.all(np.isfinite(tab[1:])) or np.any(tab[1:] <= 0):
+        raise ParameterError("engine.batch_time", bt, "batch times > 0 for 1..b_max tokens")
+    return tab, ks
+
+
 def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None = None,
              n_requests: int | None = None, rng=None, *, record_iterations: bool = False,
              record_batches: bool = False, method: str = "auto", check_batches: bool | None = None,
@@ -308,10 +360,12 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         Keep every :class:`~fluidq.policies.Batch` (generic path only; forces it).
     method : {"auto", "fast", "generic"}
         ``"auto"`` runs the compiled kernel when :func:`fast_path_applies` (the event-skipping kernel
-        without memory; with ``kv_capacity_tokens``, the kernel with memory, stepped per iteration, when
-        numba compiles it), else the generic path; both give identical requests (every time), counts and
-        iterations on the built-in schedulers (without a KV cache the event-skipping kernel may sample the
-        backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
+        without memory; with ``kv_capacity_tokens``, or without it for a first token from the prefill, async
+        scheduling or a composition batch time, the kernel with memory, stepped per iteration, when numba
+        compiles it -- without numba that run takes the generic path, with one
+        :class:`~fluidq.kernel.KernelNotCompiledWarning`), else the generic path; both give identical requests
+        (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
+        kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
@@ -384,9 +438,11 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     (``first_token_s == prefill_done_s``), and the iteration completing a recomputation after a
     preemption gives the request's next token.  ``Engine(async_scheduling=True)`` (vLLM's default since 0.14)
     forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
-    start, and a finished request holds its slot and KV through one more batch.  With a KV cache both run in
-    the compiled kernel (the composition evaluated from its model's ``kernel_table()``); a request that
-    finished in the batch in flight is never a preemption victim.
+    start, and a finished request holds its slot and KV through one more batch.  With or without a KV cache
+    both run in the compiled kernel with memory (the composition evaluated from its model's ``kernel_table()``;
+    without a cache, one that never binds; not a context-aware batch time with the prefill's first token and no
+    cache, see :func:`fast_path_applies`); a request that finished in the batch in flight is never a preemption
+    victim.
 
     A batch is formed at the start of each iteration from the requests that arrived up to that
     instant and runs for ``t(b)`` seconds; arrivals during a batch wait for the next one.  An idle
@@ -444,14 +500,21 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         raise ParameterError("warmup_s", warmup_s, f"a time < horizon_s={horizon_s:g}",
                              "a warm-up this long leaves every request out of the metrics")
     ok, why = fast_path_applies(pol, engine, preemption)
-    kv_kernel = ok and engine.kv_capacity_tokens is not None
-    if kv_kernel and method == "auto":
-        from ..kernel import compiled
-
-        if not compiled():  # uncompiled, the Python path with memory is the faster of the two (same results)
-            ok, why = False, "numba is missing: KV memory runs on the generic path"
+    unbounded = engine.kv_capacity_tokens is None and _needs_kv_kernel(engine)  # (no cache: one that never binds)
+    kv_kernel = ok and (engine.kv_capacity_tokens is not None or unbounded)
     if initial or record_batches:
         ok, why = False, "initial residents / batch records need the generic path"
+    elif method == "auto":
+        from ..kernel._jit import compiled, warn_if_uncompiled, warn_kernel_limit
+
+        if kv_kernel and not compiled():  # uncompiled, the Python path with memory is the faster of the two
+            warn_if_uncompiled()  # (same results): the run goes generic, saying once why it is slow
+            ok, why = False, "numba is missing: the kernel with memory's runs take the generic path"
+        elif not ok and why.startswith("KV blocks of"):  # a size limit of the kernel, not a model it lacks
+            if compiled():
+                warn_kernel_limit(why)
+            else:
+                warn_if_uncompiled()
     if method == "fast" and not ok:
         raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
     use_fast = ok and method != "generic"
@@ -464,12 +527,22 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     _check_warmup_after(warmup_s, horizon_s, float(np.max(arr)) if len(arr) else None)
     arr_a, P_a, D_a = (np.ascontiguousarray(arr, dtype=float), np.ascontiguousarray(P, dtype=np.int64),
                        np.ascontiguousarray(D, dtype=np.int64))
-    tau_b, ks = _tau_table(engine)
+    tau_b, ks = _kernel_tau_table(engine, P_a, D_a) if use_fast and kv_kernel else _tau_table(engine)
     hz = math.inf if horizon_s is None else horizon_s
     if use_fast:
         opts = dict(**_kernel_options(engine, pol), tau_b=tau_b, ks=ks, horizon=hz, record=record_iterations,
                     progress=progress)
-        if kv_kernel:
+        if kv_kernel and unbounded:  # no KV cache: the token rules with a cache that never binds
+            from ..kernel import run_fcfs_kv
+
+            out = run_fcfs_kv(arr_a, P_a, D_a, kv_cap=UNBOUNDED_KV, emit_at_prefill=engine.prefill_emits_token,
+                              compose_table=_compose_table(engine), async_scheduling=engine.async_scheduling,
+                              engine_k_max=engine.k_max, **opts)
+            # what the generic path reports without a cache: no KV figures (nothing is preempted or rejected)
+            out["peak_kv_tokens"] = 0
+            if out["records"] is not None:
+                del out["records"]["kv_used"]
+        elif kv_kernel:
             from ..kernel import run_fcfs_kv
 
             mem = engine.memory

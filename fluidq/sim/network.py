@@ -188,14 +188,15 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     tabulates in one call (:func:`_batch_time_table`); with a KV cache (any memory model: token or block KV,
     reservation, victim rule, recompute or swap, prefix caching), with the Python path's batch-time table
     (context-aware times included) and a first token from the prefill or not -- but not a composition batch
-    time or a ``b_max`` above :data:`fluidq.sim.core.EAGER_TAU_TOKENS`; and classes whose routes are hops to
+    time; every station's ``b_max`` at most :data:`fluidq.kernel.clock.KERNEL_TABLE_MAX` (the loop's dense
+    batch-time table; a larger one runs the network on the Python path with a
+    :class:`~fluidq.kernel.KernelLimitWarning`); and classes whose routes are hops to
     stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
     too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  User policies and
     orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
     returned reason names the first one met).
     """
-    from ..kernel.clock import _batch_time_array, _windowable
-    from .core import EAGER_TAU_TOKENS
+    from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
 
     if check_batches:
         return "check_batches=True checks every batch in Python"
@@ -204,14 +205,14 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
                 type(pol).budgets is not _scheduler_select(budgets=True):
             return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
+        if st.engine.kv_capacity_tokens is not None and \
+                getattr(st.engine.batch_time, "composition_time", None) is not None:
+            return f"station {st.name!r} has a KV cache and a composition batch time"
+        if st.engine.b_max > KERNEL_TABLE_MAX:
+            return _limit_why(st)
         if st.engine.kv_capacity_tokens is not None:  # (batch by batch, the Python path's memory rules)
-            if getattr(st.engine.batch_time, "composition_time", None) is not None:
-                return f"station {st.name!r} has a KV cache and a composition batch time"
-            if st.engine.b_max > EAGER_TAU_TOKENS:
-                return (f"station {st.name!r} has a KV cache and a b_max above {EAGER_TAU_TOKENS} "
-                        "(a lazy batch-time table)")
             continue
-        if _batch_time_array(st.engine) is None:
+        if _batch_time_array(st.engine, KERNEL_TABLE_MAX) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     for c in network.classes:
         if not c.route:
@@ -220,6 +221,17 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
     return None
+
+
+_LIMIT_PREFIX = "station budget above the compiled network loop's"
+
+
+def _limit_why(st) -> str:
+    """The reason a station's budget keeps a network off the compiled loop (a size limit, said by a warning)."""
+    from ..kernel.clock import KERNEL_TABLE_MAX
+
+    return (f"{_LIMIT_PREFIX} {KERNEL_TABLE_MAX} tokens (station {st.name!r}: b_max={st.engine.b_max}; the loop "
+            "tabulates every station's batch times up to the largest budget in one dense array)")
 
 
 def _scheduler_select(budgets=False):
@@ -233,7 +245,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path."""
-    from ..kernel.clock import _batch_time_array, _fast_budget, _initial_hops
+    from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _fast_budget, _initial_hops
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
                                   H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_EMIT,
                                   S_MEMORY, S_OPTIONS, UB, run_network)
@@ -403,7 +415,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             memf[si] = (ks, swap_s)
             continue
         if id(s.engine) not in tables:
-            tables[id(s.engine)] = _batch_time_array(s.engine)  # (a context-aware time's base)
+            tables[id(s.engine)] = _batch_time_array(s.engine, KERNEL_TABLE_MAX)  # (a context-aware time's base)
         tau[si, 1:nb + 1] = tables[id(s.engine)][:nb]
         # batch by batch (see _fast_budget): the prefill's first token, a context-aware time's seconds per KV token
         mem[si, S_MEMORY.index(S_EMIT)] = bool(getattr(s.engine, "prefill_emits_token", False))
@@ -681,10 +693,15 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         if why is not None and method == "kernel":
             raise ParameterError("method", method, "a network the compiled event loop covers",
                                  f"{why}; method='auto' runs it on the Python path")
-        if why is None:
-            from ..kernel import compiled
+        from ..kernel._jit import compiled, warn_if_uncompiled, warn_kernel_limit
 
+        if why is None:
             use_kernel = method == "kernel" or compiled()
+        if why is None or why.startswith(_LIMIT_PREFIX):  # the loop would run it: why it does not, said once
+            if not compiled():  # numba missing: the Python path (or, with method="kernel", the loop as Python)
+                warn_if_uncompiled()
+            elif why is not None:  # a size limit of the loop, not a model it lacks
+                warn_kernel_limit(why)
     wall0 = _time.perf_counter()
     # The event loop makes no reference cycles (a fork's scope is released at its join), so the cyclic
     # garbage collector has nothing to find in the objects it makes per event; paused, it costs no time

@@ -122,7 +122,7 @@ def test_the_validation_engine_runs_in_the_kernel(models):
     np.testing.assert_array_equal(f.requests["first_token_s"], g.requests["first_token_s"])
 
 
-def test_models_without_a_table_and_no_cache_stay_generic(models):
+def test_models_without_a_table_stay_generic(models):
     from fluidq import Affine, Engine
     from fluidq.batchtime.composition import Composition
     from fluidq.batchtime.operators import FittedIterationModel
@@ -135,10 +135,12 @@ def test_models_without_a_table_and_no_cache_stay_generic(models):
                     kv_capacity_tokens=4000, memory=VLLM)
     ok, why = fast_path_applies(pol, fitted)
     assert not ok and "kernel table" in why
+    assert not fast_path_applies(pol, fitted.with_(kv_capacity_tokens=None))[0]
+    # (issue 15: without a cache, a composition with a table and async scheduling run in the kernel with memory,
+    # a cache that never binds: tests/sim/test_sim_nokv_kernel.py)
     no_cache = Engine(batch_time=Composition(model=models[0]), b_max=256)
-    assert not fast_path_applies(pol, no_cache)[0]
-    assert not fast_path_applies(pol, Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=256,
-                                             async_scheduling=True))[0]
+    assert fast_path_applies(pol, no_cache)[0]
+    assert fast_path_applies(pol, Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=256, async_scheduling=True))[0]
 
 
 def _arrays():
