@@ -30,7 +30,9 @@ def register(sub):
     p = sub.add_parser("capacity", help="maximum throughput of one or more engines",
                        description="Maximum tokens/s, and requests/s for the workload's mean lengths (--prompt/"
                        "--output, default 100 each, or a --trace): sup_{b<=b_max} b/t(b), Theorem 2 of "
-                       "arXiv:2504.07347. With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
+                       "arXiv:2504.07347; with --gpu or --profile-dir, vLLM's flow balance over the lengths themselves "
+                       "(a trace's rows; with --geometric 4,096 seeded draws, as `fluidq check --load` reads them). "
+                       "With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
     add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
