@@ -30,7 +30,9 @@ def register(sub):
     p = sub.add_parser("capacity", help="maximum throughput of one or more engines",
                        description="Maximum tokens/s, and requests/s for the workload's mean lengths (--prompt/"
                        "--output, default 100 each, or a --trace): sup_{b<=b_max} b/t(b), Theorem 2 of "
-                       "arXiv:2504.07347. With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
+                       "arXiv:2504.07347; with --gpu or --profile-dir, vLLM's flow balance over the lengths themselves "
+                       "(a trace's rows; with --geometric 4,096 seeded draws, as `fluidq check --load` reads them). "
+                       "With --rate, also the offered load: rate x (m_p + m_d) / capacity.")
     add_engine_args(p, multi_engine=True, fit=True)
     add_workload_args(p)
     add_kv_arg(p, "KV-cache capacity in tokens per engine: where it binds, fewer requests decode together and the "
@@ -135,6 +137,14 @@ def _roofline(args):
     if args.trace is not None:
         tr = load_cli_trace("--trace", args.trace).trace
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
+    elif args.geometric:
+        # the lengths as the load basis reads them (fluidq.dtmc.flow_basis._lengths: 4,096 seeded draws of the
+        # geometric laws; the flow balance is not linear in the lengths), so this line and the region line's
+        # basis differ only by their iteration models, as for fixed lengths; before, the means went in here
+        # (Gemma-2-9B / A10G at 2000 + 100: 0.2970 req/s against the basis' 0.4240, "42.8 % above")
+        from ...dtmc.flow_basis import _lengths
+
+        lengths = _lengths(workload_from_args(args, default_rate=1.0))
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     gpu = _gpu(args.gpu)
@@ -178,7 +188,9 @@ def _roofline(args):
              + (" per engine" if n > 1 else "") + f" ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s"
              + (f" ({n} x {_n(one.tokens_per_s)} tokens/s)" if n > 1 else "")
-             + f" (m_p + m_d = {_residents(round(_per_request(res), 6))} tokens a request)",
+             + f" (m_p + m_d = {_residents(round(_per_request(res), 6))} tokens a request"
+             + (f" served, over {len(lengths[0]):,} seeded draws of the geometric lengths as the load basis reads them"
+                if args.geometric else "") + ")",
              f"binding         {res.binding} (residents allowed"
              + (f" summed over the {n} engines" if n > 1 else "") + ": "
              + ", ".join(f"{_LIMIT_WORDS.get(k, k)} {_residents(v)}" for k, v in res.limits.items()) + ")",
@@ -236,7 +248,10 @@ def _roofline(args):
         emit(args, out, "\n".join(lines))
         return 0
     # --rate: the offered load, as without --gpu (rate x mean tokens over the capacity)
-    offered, line = _offered(args.rate, float(np.mean(lengths[0]) + np.mean(lengths[1])), res.tokens_per_s)
+    # in requests: the capacity line's tokens count the requests it serves, which leaves out those no cache holds
+    # (varied lengths), so its tokens/s over the workload's mean tokens would misstate the load
+    mean_tokens = shape.mean_prompt_tokens + shape.mean_output_tokens
+    offered, line = _offered(args.rate, mean_tokens, res.requests_per_s * mean_tokens)
     lines.insert(_after_capacity(lines), line)
     out["offered"] = offered
     emit(args, out, "\n".join(lines))
@@ -314,6 +329,11 @@ def _deployment(args):
     if args.trace is not None:
         tr = load_cli_trace("--trace", args.trace).trace  # with the command line's checks (FIFO, order, ...)
         lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
+    elif args.geometric:  # as with --gpu: the draws the load basis reads (before: the means, 480.3 req/s against
+        # check's flow-balance basis 412.7 on tests/stability/test_flow_basis.py's folder at geometric 100 + 100)
+        from ...dtmc.flow_basis import _lengths
+
+        lengths = _lengths(workload_from_args(args, default_rate=1.0))
     else:
         lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
     check_profile_dir(args.profile_dir)
@@ -345,7 +365,9 @@ def _deployment(args):
              f"KV cache        {i['kv_capacity_tokens']:,} tokens ({i['kv_source']})",
              f"capacity        {_n(res.tokens_per_s)} tokens/s, {_n(res.requests_per_s)} req/s ({method}"
              + (f", 95 % CI {_n(res.ci[0])}-{_n(res.ci[1])} tokens/s over {len(res.replications)} replications"
-                if res.ci is not None else "") + ")"
+                if res.ci is not None else "")
+             + (f"; {len(lengths[0]):,} seeded draws of the geometric lengths, as the load basis reads them"
+                if args.geometric else "") + ")"
              + ("; NOT SATURATED: the offered rate, a lower bound of the capacity (why)"
                 if i.get("saturated") is False else ""),
              f"binding         {res.binding} (residents allowed: "
