@@ -30,7 +30,9 @@ two equal on random engines, memories, schedulers and workloads), for:
   next one, ``lg[:nlg]``, released at its end, at an empty batch, or when they hold every slot; they are never
   preemption victims, as in :mod:`fluidq.kernel.memory`).
 
-Lazily tabulated batch times stay on the Python path.
+A lazily tabulated batch time (a budget above ``fluidq.sim.core.EAGER_TAU_TOKENS``) is tabulated by the caller up to
+the run's largest possible batch (``fluidq.sim.core._kernel_tau_table``) before this kernel runs; since branch
+h-route15 (2026-12-07) no budget sends a run with memory to the Python path.
 
 Numba compiles the loop (``_advance``, which the plain-Python :func:`step` calls) apart by two arguments' types:
 ``mode`` (None: no composition batch time, no async scheduling) and ``feat`` (None: vLLM's rules alone -- paged, the
