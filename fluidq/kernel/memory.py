@@ -428,7 +428,7 @@ class StationMemory:
         self.req[r.rid] = r
         self.used += held
         if self.paged and held > 0:
-            k = -(-held // self.bs)
+            k = cdiv(held, self.bs, self.bsh)
             if k > self.pool.free:
                 return False
             self.pool.alloc(k)
@@ -570,14 +570,14 @@ class StationMemory:
         return batch, extra_s
 
     def _take(self, rid, m):
-        k = -(-(self.kv[rid] + m) // self.bs) - self.nblk[rid]  # blocks_needed, written out (hot: per decoder)
+        k = blocks_needed(self.kv[rid], m, self.bs, self.bsh, self.nblk[rid])
         if k > 0:
             self.pool.alloc(k)
             self.nblk[rid] += k
 
     def _paged(self, t, ask):
         """The block rules (see :mod:`fluidq.kernel.step`)."""
-        pool, bs, nblk, kv = self.pool, self.bs, self.nblk, self.kv
+        pool, bs, bsh, nblk, kv = self.pool, self.bs, self.bsh, self.nblk, self.kv
         extra = 0.0
         hide_new = bool(self.swapped)
         while True:
@@ -585,11 +585,11 @@ class StationMemory:
             visible = [q for q in residents if q.rid in nblk] if hide_new else residents
             _, batch = ask(visible, t, pool.free * bs)
             need = 0
-            for rid, m in batch.prefill:  # (blocks_needed, written out: a call per decoder cost the paged rules
-                if rid in nblk:  # 3-6 % of simulate(method="generic")'s time)
-                    need += -(-(kv[rid] + m) // bs) - nblk[rid]
+            for rid, m in batch.prefill:
+                if rid in nblk:
+                    need += blocks_needed(kv[rid], m, bs, bsh, nblk[rid])
             for rid in batch.decode:
-                need += -(-(kv[rid] + 1) // bs) - nblk[rid]
+                need += blocks_needed(kv[rid], 1, bs, bsh, nblk[rid])
             if need > pool.free:
                 admitted = _unfinished([q for q in residents if q.rid in nblk])
                 if self.most_recent:
