@@ -20,6 +20,7 @@ import threading
 import numpy as np
 
 from ._jit import compiled, warn_if_uncompiled
+from ._pages import small_pages
 
 __all__ = ["NOTE_AFTER_S", "ensure_compiled", "ensure_compiled_kv", "run_fcfs", "run_fcfs_kv", "run_fcfs_segments"]
 
@@ -106,10 +107,11 @@ def run_fcfs(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_fir
     decoders that joined the served set covered (no heap entry of their own, see :mod:`fluidq.kernel.fcfs`).
     """
     ensure_compiled()
-    return _run(np.ascontiguousarray(arr, dtype=np.float64), np.ascontiguousarray(P, dtype=np.int64),
-                np.ascontiguousarray(D, dtype=np.int64), b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked,
-                chunk_long=chunk_long, prefill_first=prefill_first, tau_b=tau_b, ks=ks, horizon=horizon,
-                record=record, progress=progress)
+    with small_pages():  # fluidq/kernel/_pages.py: no huge-page compaction when the arrays are first touched
+        return _run(np.ascontiguousarray(arr, dtype=np.float64), np.ascontiguousarray(P, dtype=np.int64),
+                    np.ascontiguousarray(D, dtype=np.int64), b_max=b_max, k_cap=k_cap, mixed=mixed, chunked=chunked,
+                    chunk_long=chunk_long, prefill_first=prefill_first, tau_b=tau_b, ks=ks, horizon=horizon,
+                    record=record, progress=progress)
 
 
 def _tau_array(tau_b, b_max):
@@ -181,19 +183,24 @@ def _run(arr, P, D, *, b_max, k_cap, mixed, chunked, chunk_long, prefill_first, 
         si, sf = state[6], state[7]
     _status, bufs = _drive(state, bufs, lazy, progress)
     _hf, _hr, bt, bn, bw, rt, rx, rs, rq, rb, rd, rk = bufs
+    del bufs  # (so that _cut_own below sees the backlog buffers referenced by their names alone)
     nb, nr = int(si[fcfs.I_NB]), int(si[fcfs.I_NR])
     fs, pdn, ftk, fin = (np.asarray(a, dtype=f64) for a in state[8:12])
 
     def cut(a, k, dt):
         return np.array(a[:k], dtype=dt)  # a copy: the buffer's spare room is freed
 
+    if isinstance(bt, np.ndarray):  # shrunk in place, not copied: no new pages to touch (~1.5 rows per request)
+        backlog = (_cut_own(bt, nb), _cut_own(bn, nb), _cut_own(bw, nb))
+    else:
+        backlog = (cut(bt, nb, f64), cut(bn, nb, i64), cut(bw, nb, i64))
     rec = None
     if record:
         rec = {"t_s": cut(rt, nr, f64), "prefill_tokens": cut(rx, nr, i64), "decode_tokens": cut(rs, nr, i64),
                "requests": cut(rq, nr, i64), "batch_s": cut(rb, nr, f64), "demand": cut(rd, nr, i64),
                "kv_tokens": cut(rk, nr, i64)}
     return {"first_scheduled_s": fs, "prefill_done_s": pdn, "first_token_s": ftk, "finish_s": fin,
-            "backlog": (cut(bt, nb, f64), cut(bn, nb, i64), cut(bw, nb, i64)), "iterations": int(si[fcfs.I_NITER]),
+            "backlog": backlog, "iterations": int(si[fcfs.I_NITER]),
             "busy_s": float(sf[fcfs.F_BUSY]), "mixed_iterations": int(si[fcfs.I_MIXED]),
             "tokens_served": int(si[fcfs.I_TOKS]), "records": rec, "end_s": float(sf[fcfs.F_T]),
             "n_blocked": int(si[fcfs.I_NBLOCKED]), "n_arrived": int(si[fcfs.I_NA]),
