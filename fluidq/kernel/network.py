@@ -603,11 +603,13 @@ def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, 
     st[s, S_BUSY] = 1
     tv = tau[s, B - budget + ndd]
     ks = stf[s, R_KS]
-    if ks != 0.0:  # context-aware: t(b) + seconds per KV token * the decoders' contexts (prompt + decoded)
-        kvs = 0
+    if ks != 0.0:  # context-aware: t(b) + seconds per KV token * the decoders' KV held: prompt + decoded, less the
+        kvs = 0    # prefill's first token (its KV is cached at the next step), as a KV station's T_KV counts it
         for a in range(ndd):
             rid = fR[s, a]
             kvs += ti[rid, T_P] + ti[rid, T_DEC]
+        if st[s, S_EMIT] != 0:
+            kvs -= ndd
         tv = tv + ks * kvs
     _evpush(evf, evi, st, g, now + tv, now, s)
 

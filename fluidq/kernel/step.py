@@ -74,7 +74,10 @@ plus the tokens generated so far) gives the next token (2026-12-07: vLLM v1 keep
 every scheduled request but a partial prefill, ``vllm/v1/worker/gpu_model_runner.py``, and
 ``Scheduler.update_from_output`` appends it; before, a decode iteration followed to give it); a batch time
 with ``composition_time`` is charged from the batch's prefill chunks (with their prior context)
-and the decode contexts (KV held) instead of its token count.
+and the decode contexts (KV held) instead of its token count.  A decoder's context (a composition's, a
+context-aware time's ``kv``) is the KV it holds before the step, with or without a cache: without one, prompt +
+generated tokens, less the prefill's first token with ``emit_at_prefill`` (its KV is cached only at the next
+step, as a cache's count has it; vLLM's ``num_computed_tokens``).
 
 Async scheduling (``async_scheduling``, vLLM's ``--async-scheduling``, on by default since vLLM
 0.14): the engine schedules batch ``k + 1`` while batch ``k`` runs and reads batch ``k``'s outputs
@@ -491,10 +494,16 @@ class EngineRun:
                 ctxs = [by_id[rid].prefilled + by_id[rid].decoded - emit_at_prefill for rid in batch.decode]
                 tau = compose([(m, by_id[rid].prefilled) for rid, m in batch.prefill], ctxs)
             kvr = sum(ctxs)
-        elif ks:
-            kvr = 0
-            for rid in batch.decode:
-                kvr += mem.kv[rid] if mem is not None else by_id[rid].prefilled + by_id[rid].decoded
+        elif ks:  # context-aware: the decoders' KV held (with a cache, its count; without one, prompt + generated
+            kvr = 0  # tokens less the prefill's first token, whose KV is cached only at the next step, as a cache holds)
+            if mem is not None:
+                kv = mem.kv
+                for rid in batch.decode:
+                    kvr += kv[rid]
+            else:
+                for rid in batch.decode:
+                    kvr += by_id[rid].prefilled + by_id[rid].decoded
+                kvr -= self.emit_at_prefill * len(batch.decode)
             tau = self.tau_b[tokens] + ks * kvr
         else:
             kvr = 0

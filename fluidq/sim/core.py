@@ -54,10 +54,9 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
       batch's tokens (and KV); otherwise (a first token emitted with the prefill, async scheduling, a
       composition batch time) the kernel with memory below, with a cache that never binds
       (:data:`UNBOUNDED_KV`: it gives the generic path's requests, backlog, iterations and records,
-      tests/sim/test_sim_nokv_kernel.py) -- except a context-aware batch time with the first token
-      emitted with the prefill, which stays on the generic path: without a cache that path charges a
-      decoder's context as prompt + generated tokens, the kernel (and the generic path with a cache) as the
-      KV it holds, one token fewer once the prefill gave the first token;
+      tests/sim/test_sim_nokv_kernel.py), a context-aware batch time with the first token from the prefill
+      included: every path charges a decoder's context as the KV it holds (without a cache, prompt + generated
+      tokens less the prefill's first token, whose KV is cached only at the next step);
     * with ``kv_capacity_tokens``: the kernel with memory (:mod:`fluidq.kernel.kv`: iterations formed
       one by one under the memory rules, the decoders on a virtual clock), under the default token
       rules or paged rules (prefix caching included), with recompute or swap preemption (``preemption``
@@ -85,10 +84,6 @@ def fast_path_applies(policy, engine: Engine, preemption: str | None = None) -> 
     if engine.kv_capacity_tokens is None:
         if not _needs_kv_kernel(engine):
             return True, "built-in scheduler with FCFS order"
-        if engine.prefill_emits_token and isinstance(engine.batch_time, ContextAware):
-            return False, ("a context-aware batch time with the first token emitted with the prefill and no KV "
-                           "cache runs on the generic path (it charges a decoder's context as prompt + generated "
-                           "tokens; the kernel with memory as the KV held, one token fewer)")
         return True, ("built-in scheduler with FCFS order, in the kernel with memory (a cache that never binds, "
                       "stepped per iteration)")
     mem = engine.memory
@@ -338,7 +333,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     engine : Engine
         Batch-time model and budgets (``b_max``, ``k_max``, ``kv_capacity_tokens``).  A
         :class:`~fluidq.ContextAware` batch time is charged ``t(b, kv)`` with ``kv`` the sum of the
-        contexts (prompt + generated tokens) of the decoding requests in the batch.
+        contexts of the decoding requests in the batch: the KV tokens each holds before the step (prompt +
+        generated tokens; with ``prefill_emits_token``, less the first token, whose KV is cached only at
+        the step after the prefill that sampled it -- vLLM's ``num_computed_tokens``), with or without a cache.
     workload : Workload or mapping
         Arrivals and lengths, or explicit columns ``arrival_s``, ``prompt_tokens``, ``output_tokens``.
     policy : str or Policy
@@ -440,8 +437,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     forms each batch while the previous one runs: a batch sees the arrivals up to the previous batch's
     start, and a finished request holds its slot and KV through one more batch.  With or without a KV cache
     both run in the compiled kernel with memory (the composition evaluated from its model's ``kernel_table()``;
-    without a cache, one that never binds; not a context-aware batch time with the prefill's first token and no
-    cache, see :func:`fast_path_applies`); a request that finished in the batch in flight is never a preemption
+    without a cache, one that never binds); a request that finished in the batch in flight is never a preemption
     victim.
 
     A batch is formed at the start of each iteration from the requests that arrived up to that

@@ -4,8 +4,9 @@
   (the event-skipping kernel models none of them) run in the kernel with memory (:mod:`fluidq.kernel.kv`) with a
   cache that never binds (``fluidq.sim.core.UNBOUNDED_KV``): on random engines, schedulers and workloads every
   request's times, the backlog series, every iteration record and the run's counters equal the generic
-  ``select()`` loop's without a cache.  (A context-aware batch time with the first token from the prefill stays
-  generic: the two paths charge a decoder's context one token apart, see ``fast_path_applies``.)
+  ``select()`` loop's without a cache -- a context-aware batch time with the first token from the prefill included
+  (since h-ctx15 every path charges a decoder's context as the KV it holds: one decoder's first decode step is
+  charged its prompt, on the generic path with and without a cache, the kernels and a network's stations).
 * With a KV cache, budgets above ``EAGER_TAU_TOKENS`` run in the kernel too (its table tabulated up to the run's
   largest possible batch) and equal the generic path's lazily tabulated run; blocks above
   ``KV_KERNEL_MAX_BLOCK`` and network stations with a budget above ``KERNEL_TABLE_MAX`` fall back with one
@@ -69,7 +70,7 @@ def _case(seed, models):
         bt = Composition(model=models[int(rng.integers(0, len(models)))])
     else:
         bt = Staircase(c=0.01, a=0.02, b0=16)
-        if not emit and rng.random() < 0.5:
+        if rng.random() < 0.5:
             bt = ContextAware(base=bt, kv_s_per_token=2e-6)
     eng = Engine(batch_time=bt, b_max=int(rng.choice([16, 64, 256])),
                  k_max=None if rng.random() < 0.4 else int(rng.integers(1, 20)), prefill_emits_token=emit,
@@ -106,7 +107,8 @@ def test_the_cases_cover_each_option(models):
     assert sum(e.prefill_emits_token for e in cases) >= 8
     assert sum(e.async_scheduling for e in cases) >= 8
     assert sum(hasattr(e.batch_time, "composition_time") for e in cases) >= 8
-    assert sum(isinstance(e.batch_time, ContextAware) for e in cases) >= 3
+    assert sum(isinstance(e.batch_time, ContextAware) and not e.prefill_emits_token for e in cases) >= 3
+    assert sum(isinstance(e.batch_time, ContextAware) and e.prefill_emits_token for e in cases) >= 3
 
 
 def test_a_summary_of_a_no_cache_kernel_run_is_the_full_run_summarised():
@@ -123,15 +125,60 @@ def test_a_summary_of_a_no_cache_kernel_run_is_the_full_run_summarised():
     np.testing.assert_array_equal(full.requests["finish_s"], g.requests["finish_s"])
 
 
-def test_context_aware_with_the_first_token_from_the_prefill_stays_generic_without_a_cache():
+def test_context_aware_with_the_first_token_from_the_prefill_runs_in_the_kernel_without_a_cache():
     e = Engine(batch_time=ContextAware(base=Staircase(c=0.01, a=0.02, b0=16), kv_s_per_token=2e-6), b_max=64,
                prefill_emits_token=True)
     ok, why = fast_path_applies(resolve_policy("sarathi"), e)
-    assert not ok and "context-aware" in why
+    assert ok and "kernel with memory" in why, why  # (was: the generic path, the faces one token apart)
     w = {"arrival_s": np.array([0.0, 0.1]), "prompt_tokens": np.array([5, 9]), "output_tokens": np.array([4, 3])}
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a model the kernel lacks, not a size limit: no warning
-        assert simulate(e, w, "sarathi", n_requests=2).method == "generic"
+        warnings.simplefilter("error")
+        a = simulate(e, w, "sarathi", n_requests=2, record_iterations=True)
+    assert_same(a, simulate(e, w, "sarathi", n_requests=2, method="generic", record_iterations=True))
+
+
+P1, KS = 37, 0.25  # one decoder's prompt; seconds per KV token (a token of context more is 0.25 s: unmistakable)
+
+
+def _one_decoder_engine(kv):
+    return Engine(batch_time=ContextAware(base=Staircase(c=0.01, a=0.02, b0=16), kv_s_per_token=KS), b_max=64,
+                  prefill_emits_token=True, kv_capacity_tokens=kv)
+
+
+def _one_decoder_finish(e):
+    """Prefill (it gives the first token) then one decode step charged ``KS * context``: the decoder's end."""
+    base = e.batch_time.base
+    return float(base(P1)) + float(base(1)) + KS * P1  # context P1: the prefill's token is not cached yet
+
+
+@pytest.mark.parametrize("kv", [None, 10_000], ids=["no-cache", "cache"])
+@pytest.mark.parametrize("method", ["fast", "generic"])
+def test_one_decoder_s_first_decode_step_is_charged_its_prompt_on_every_engine_path(kv, method):
+    e = _one_decoder_engine(kv)
+    w = {"arrival_s": np.array([0.0]), "prompt_tokens": np.array([P1]), "output_tokens": np.array([2])}
+    r = simulate(e, w, "sarathi", n_requests=1, method=method, record_iterations=True)
+    assert r.method == method
+    assert r.iterations["kv_tokens"].tolist() == [0, P1]  # the context charged at each step (not P1 + 1)
+    assert r.requests["finish_s"][0] == pytest.approx(_one_decoder_finish(e), rel=1e-12, abs=0.0)
+
+
+@pytest.mark.parametrize("kv", [None, 10_000], ids=["no-cache", "cache"])
+@pytest.mark.parametrize("method", ["kernel", "python"])
+def test_one_decoder_s_first_decode_step_is_charged_its_prompt_at_a_network_station(kv, method):
+    from fluidq import Poisson
+    from fluidq.kernel import compiled
+    from fluidq.network import Hop, Network, RequestClass, Station
+    from fluidq.sim.network import simulate_network
+
+    if method == "kernel" and not compiled():
+        pytest.skip("the network kernel runs compiled only")
+    e = _one_decoder_engine(kv)
+    net = Network(stations=[Station(name="s", engine=e, policy="sarathi")],
+                  classes=[RequestClass(name="c", arrival=Poisson(rate_per_s=1e-9),
+                                        route=[Hop(engine="s", prompt_tokens=P1, output_tokens=2, name="h")])])
+    r = simulate_network(net, horizon_s=50.0, rng=0, initial={"h": 1}, record_hops=True, method=method)
+    assert r.completed["c"] == 1 and r.hops["finish_s"].tolist() == [pytest.approx(_one_decoder_finish(e),
+                                                                                 rel=1e-12, abs=0.0)]
 
 
 # ---------------------------------------------------------------------------------------------- size limits
