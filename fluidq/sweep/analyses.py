@@ -358,10 +358,10 @@ def _roofline_capacity(gpu, model, tensor_parallel_size, b_max, k_max, shape):
     """:func:`fluidq.validate.roofline.predict_roofline_deployment` of one engine with the arguments ``fluidq
     capacity --gpu`` gives it by default (vLLM's ``max_num_seqs`` 256, ``max_num_batched_tokens`` 2048, blocks of 16,
     the planned KV cache at ``gpu_memory_utilization`` 0.9) and ``shape``'s lengths as the load basis reads them."""
-    from ..dtmc.flow_basis import _lengths
+    from ..dtmc.flow_basis import length_rows
     from ..validate.roofline import predict_roofline_deployment
 
-    p, o = _lengths(shape)
+    p, o = length_rows(shape)
     return predict_roofline_deployment(model, gpu, input_tokens=p, output_tokens=o,
                                        tensor_parallel_size=int(tensor_parallel_size or 1),
                                        max_num_seqs=int(k_max or 256), max_num_batched_tokens=int(b_max or 2048))
