@@ -200,6 +200,59 @@ def toml_loads(text: str, *, where: str) -> dict:
     return doc
 
 
+def probe_folder(parent) -> str | None:
+    """Why no file can be created in the folder ``parent`` (read-only, no permission, immutable, ``/proc``),
+    or ``None``: a file is created there and removed, as :func:`atomic_write` will create its temporary
+    file, so an output path is refused before a command's work rather than after it."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
+    except OSError as exc:
+        return ("the file system creates no file there" if exc.errno == errno.ENOENT  # (/proc)
+                else _os_reason(exc))
+    os.close(fd)
+    try:
+        os.unlink(tmp)
+    except OSError:  # pragma: no cover - created but not removable: leave it, the write itself may work
+        pass
+    return None
+
+
+def output_path_problem(text: str, *, replaceable=None) -> str | None:
+    """What is wrong with ``text`` as the path of a JSON file to write, or ``None``: a folder, a symlink, a
+    FIFO or device, a path in a missing folder or in one where no file can be created (:func:`probe_folder`),
+    or an existing non-empty file that ``replaceable = (test, kind)`` does not recognise (``test(path)`` is
+    true for a file fluidq wrote, ``kind`` names such a file): a user's own file is not replaced; an empty
+    one is (and, without ``replaceable``, any existing file)."""
+    if not text.strip() or "\x00" in text:
+        return "expected the path of a JSON file"
+    if text.endswith(os.sep) or os.path.basename(text) in ("", ".", ".."):
+        return "expected a file name, not a folder"
+    p = Path(text)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return f"cannot use it ({_os_reason(exc)})"
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            return "a symlink; fluidq neither writes through a link nor replaces one: give the file's own path"
+        if stat.S_ISDIR(st.st_mode):
+            return "expected a file name, not a folder"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{_kind(st.st_mode)}, not a file; fluidq writes only regular files"
+        if st.st_size and replaceable is not None and not replaceable[0](p):
+            return (f"an existing file that is not {replaceable[1]} (fluidq did not write it), so it is not "
+                    "replaced; remove it or give a new name")
+    parent = p.parent
+    if not parent.is_dir():
+        return f"expected a path in an existing folder (there is no folder {str(parent)!r})"
+    reason = probe_folder(parent)
+    if reason is not None:
+        return f"cannot write a file in the folder {str(parent)!r} ({reason})"
+    return None
+
+
 def atomic_write(path, data: bytes | str, *, encoding: str = "utf-8") -> Path:
     """Write ``data`` to ``path`` by a temporary file in the same folder and an atomic rename.
 

@@ -436,32 +436,18 @@ def output_file(option: str, path: str, *, inputs=(), figure: bool = True, suffi
 
 
 def _probe_folder(option: str, text: str, parent: Path, what: str) -> None:
-    """Refuse now, naming ``option``, an output file in a folder where no file can be created (read-only,
-    no permission, immutable, ``/proc``): the file is written by a temporary file in that folder and a
-    rename (:func:`fluidq._io.atomic_write`), so one such file is created and removed here, before the
-    command's work, as :func:`output_folder` does for a folder.  A write that fails later all the same (a
-    full disk, a file too large) does not lose the results: see :func:`write_late`."""
-    import os
-    import tempfile
-
+    """Refuse now, naming ``option``, an output file in a folder where no file can be created
+    (:func:`fluidq._io.probe_folder`; the file is written by a temporary file in that folder and a rename,
+    :func:`fluidq._io.atomic_write`), before the command's work, as :func:`output_folder` does for a folder.
+    A write that fails later all the same (a full disk, a file too large) does not lose the results: see
+    :func:`write_late`."""
+    from .._io import probe_folder
     from . import CliError
 
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        import errno
-
-        from .._io import _os_reason
-
-        reason = ("the file system creates no file there" if exc.errno == errno.ENOENT  # (/proc)
-                  else _os_reason(exc))
+    reason = probe_folder(parent)
+    if reason is not None:
         raise CliError(f"{option} {text}: cannot write a {what} in the folder {str(parent)!r} "
-                       f"({reason}); give a path in a folder you can write") from None
-    os.close(fd)
-    try:
-        os.unlink(tmp)
-    except OSError:  # pragma: no cover - created but not removable: leave it, the write itself may work
-        pass
+                       f"({reason}); give a path in a folder you can write")
 
 
 def write_late(args, option: str, path, write):

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOW_BALANCE_BAND", "KV_ESTIMATE_BAND", "estimate_band", "flow_balance_capacity", "is_composition"]
+__all__ = ["FLOW_BALANCE_BAND", "KV_ESTIMATE_BAND", "N_LENGTH_ROWS", "estimate_band", "flow_balance_capacity",
+           "is_composition", "length_rows"]
 
 #: ``(low, high)``: where a verdict read against the flow-balance capacity is decided (stable below ``low``
 #: times it, unstable above ``high`` times it, unknown between, critical within the tolerance of 1).  The
@@ -52,7 +53,7 @@ def is_composition(engine) -> bool:
 N_LENGTH_ROWS = 4096
 
 
-def _lengths(workload):
+def length_rows(workload):
     """The prompt and output lengths the flow balance reads: a trace's rows when the workload carries one
     (as ``fluidq check --trace``); the one fixed pair when both lengths are fixed; else
     :data:`N_LENGTH_ROWS` rows drawn from the length distributions with a fixed seed.  The flow balance is not
@@ -71,6 +72,10 @@ def _lengths(workload):
     draw = (lambda x: np.full(N_LENGTH_ROWS, float(x)) if isinstance(x, (int, np.integer))
             else np.asarray(x.sample(rng, N_LENGTH_ROWS), dtype=float))
     return draw(lp), draw(lo)
+
+
+#: the old private name (other modules imported it before it was public)
+_lengths = length_rows
 
 
 def flow_balance_capacity(engine, workload, *, n_engines: int = 1):
@@ -93,7 +98,7 @@ def flow_balance_capacity(engine, workload, *, n_engines: int = 1):
         return None  # (an iteration model without decode_only() has no flow balance: t(b) stays the basis)
     from ..validate.predict import predict_capacity
 
-    p, o = _lengths(workload)
+    p, o = length_rows(workload)
     if not engine.prefill_emits_token:
         o = o + 1.0
     block = int(getattr(engine.memory, "block_size", 1) or 1)

@@ -23,7 +23,7 @@ from ..batchtime import ContextAware
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
-from .flow_basis import _lengths, engine_totals, is_composition
+from .flow_basis import engine_totals, is_composition, length_rows
 
 __all__ = ["kv_capacity"]
 
@@ -80,7 +80,7 @@ def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
         return None  # (a composition engine's basis is flow_balance_capacity)
     from ..validate.predict import predict_capacity  # (imported here: an engine without a cache does not load it)
 
-    p, o = _lengths(workload)
+    p, o = length_rows(workload)
     if not engine.prefill_emits_token:  # the flow balance counts m_d - 1 decode iterations (vLLM's rule)
         o = o + 1.0
     block = engine.memory.block_size if engine.memory.kind == "blocks" else 1

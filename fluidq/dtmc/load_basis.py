@@ -62,7 +62,7 @@ class LoadBasis:
     throughput : CapacityResult or None
         :func:`fluidq.max_throughput` of the same engine(s) and lengths where :func:`load_basis` computed it (the
         ``kv_rules`` and ``max_throughput`` bases; ``None`` for ``flow_balance``, which does not read it): a face
-        that shows it beside the basis reads it here instead of computing it again.
+        that shows it beside the basis reads it here (:meth:`max_throughput`) instead of computing it again.
     """
 
     requests_per_s: float
@@ -75,6 +75,16 @@ class LoadBasis:
     def rate(self, load: float) -> float:
         """The arrival rate (requests/s) at ``load`` times lambda*."""
         return float(load) * self.requests_per_s
+
+    def max_throughput(self, engine: Engine, workload: Workload, *, n_engines: int = 1):
+        """:func:`fluidq.max_throughput` of the engine(s) and lengths this basis was made for (``engine``,
+        ``workload``, ``n_engines`` as given to :func:`load_basis`; the rate is not read): :attr:`throughput`
+        where the basis read it, else computed once and kept there (``flow_balance``)."""
+        if self.throughput is None:
+            from ..capacity import max_throughput
+
+            object.__setattr__(self, "throughput", max_throughput(engine, workload, n_engines=n_engines))
+        return self.throughput
 
     def to_dict(self) -> dict:
         """``{"load_basis", "load_basis_requests_per_s", "load_basis_tokens_per_s", "load_basis_reason"}``: the

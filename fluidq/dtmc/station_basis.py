@@ -15,19 +15,20 @@ import numpy as np
 
 from ..errors import FluidqError
 from ..workload import Poisson, Workload
+from .flow_basis import N_LENGTH_ROWS
 
 __all__ = ["MIX_ROWS", "mix_workload", "station_load_bases"]
 
 #: rows of the (prompt, output) pairs standing for a mix of several hops (each hop's share of the rows is its share
 #: of the visits, rounded: within 1/(2 MIX_ROWS) of it)
-MIX_ROWS = 4096
+MIX_ROWS = N_LENGTH_ROWS
 
 
 def mix_workload(mix) -> Workload:
     """A :class:`~fluidq.Workload` (arrival rate 1, not read) whose lengths are the mix ``[(visit rate, Hop), ...]``:
     one hop's own lengths; for several, a trace of :data:`MIX_ROWS` (prompt, output) rows, each hop's share of them
     its share of the visits (largest remainders), its lengths drawn with a fixed seed (a fixed length repeated) --
-    the rows the flow balance reads (:func:`fluidq.dtmc.flow_basis._lengths`), pairing each hop's lengths as
+    the rows the flow balance reads (:func:`fluidq.dtmc.flow_basis.length_rows`), pairing each hop's lengths as
     :func:`fluidq.capacity.network.mix_capacity` does."""
     from ..workload import Empirical
     from ..workload.traces import Trace

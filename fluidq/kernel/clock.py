@@ -320,7 +320,7 @@ _TABLE_MAX = 1 << 15
 #: up front: lengths are drawn as the classes route), the decoders' and the batch's allocation arrays -- about 56
 #: bytes per token per station: 14 MB per station at 2**18, 0.9 GB per station at the engines' largest budget,
 #: 2**24.  A network with a larger station budget runs on the Python path (lazily filled tables), with a
-#: :class:`~fluidq.kernel.KernelLimitWarning`.  The same bound as :data:`fluidq.sim.core.EAGER_TAU_TOKENS` (the KV
+#: :class:`~fluidq.kernel.KernelLimitWarning`.  :data:`fluidq.sim.core.EAGER_TAU_TOKENS` is this bound (the KV
 #: stations had it already).
 KERNEL_TABLE_MAX = 1 << 18
 

@@ -131,46 +131,11 @@ def _jsonable(o):
 
 def _out_problem(text: str) -> str | None:
     """What is wrong with ``--out`` (checked before any fit, as the command line's output files are), or
-    ``None``: a folder, a symlink, a FIFO or device, a path in a missing folder or in one where no file can be
-    created, or an existing file that is not a profiles file (a JSON list of profiles with ``batch_time`` and
-    ``fit``, as this writes) -- a user's own file is not replaced; an empty one is."""
-    import os
-    import stat
-    import tempfile
+    ``None`` (:func:`fluidq._io.output_path_problem`): an existing file that is not a profiles file (a JSON
+    list of profiles with ``batch_time`` and ``fit``, as this writes) is not replaced; an empty one is."""
+    from .._io import output_path_problem
 
-    from .._io import _kind, _os_reason
-
-    if not text.strip() or "\x00" in text:
-        return "expected the path of a JSON file"
-    if text.endswith(os.sep) or os.path.basename(text) in ("", ".", ".."):
-        return "expected a file name, not a folder"
-    p = Path(text)
-    try:
-        st = os.lstat(p)
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        return f"cannot use it ({_os_reason(exc)})"
-    if st is not None:
-        if stat.S_ISLNK(st.st_mode):
-            return "a symlink; fluidq neither writes through a link nor replaces one: give the file's own path"
-        if stat.S_ISDIR(st.st_mode):
-            return "expected a file name, not a folder"
-        if not stat.S_ISREG(st.st_mode):
-            return f"{_kind(st.st_mode)}, not a file; fluidq writes only regular files"
-        if st.st_size and not _is_profiles_file(p):
-            return ("an existing file that is not a profiles file (fluidq did not write it), so it is not replaced; "
-                    "remove it or give a new name")
-    parent = p.parent
-    if not parent.is_dir():
-        return f"expected a path in an existing folder (there is no folder {str(parent)!r})"
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".fluidq-probe.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        return f"cannot write a file in the folder {str(parent)!r} ({_os_reason(exc)})"
-    os.close(fd)
-    os.unlink(tmp)
-    return None
+    return output_path_problem(text, replaceable=(_is_profiles_file, "a profiles file"))
 
 
 def _is_profiles_file(p: Path) -> bool:

@@ -165,12 +165,12 @@ def long_prompt_fraction(lengths, b_max: int) -> float | None:
 
 
 def reference(engine, workload) -> Reference:
-    from ..capacity import max_throughput, offered_tokens_per_s
+    from ..capacity import offered_tokens_per_s
     from ..dtmc.load_basis import load_basis
     from ..policies import POLICY_NAMES, resolve_policy
 
     lb = load_basis(engine, workload)  # the lambda* of check --load and simulate --load
-    cap = lb.throughput if lb.throughput is not None else max_throughput(engine, workload)
+    cap = lb.max_throughput(engine, workload)
     pols = {}
     for name in POLICY_NAMES:
         p = resolve_policy(name)

@@ -16,6 +16,7 @@ from ..policies.orderings import Ordering
 from ..policies.schedulers import Scheduler
 from ..workload import Gamma, Workload
 from ._fast import run_fast
+from ..kernel.clock import KERNEL_TABLE_MAX
 from ..kernel.memory import _may_evict_hook
 from ..kernel.step import PolicyError, run_generic
 from .result import SimResult
@@ -257,8 +258,9 @@ UNBOUNDED_KV = 1 << 62
 
 #: budgets up to this many tokens get their batch times tabulated in full before a run (a list index
 #: per iteration); larger ones fill a table lazily with the batch sizes the run meets (a list of 2**24
-#: times took about 7 s to build for every policy and load)
-EAGER_TAU_TOKENS = 1 << 18
+#: times took about 7 s to build for every policy and load); the same bound as the network kernel's dense tables,
+#: :data:`fluidq.kernel.clock.KERNEL_TABLE_MAX`
+EAGER_TAU_TOKENS = KERNEL_TABLE_MAX
 
 
 class _LazyTau(dict):
@@ -302,16 +304,10 @@ def _kernel_tau_table(engine: Engine, P, D):
     plus the tokens generated, at most ``P + D`` -- and a decode step one token of its output), and the kernel
     reads the table only at a batch's tokens.  Both ends of ``1..b_max`` are checked as the lazy table does; each
     entry is the element-wise value the generic path's lazy table computes one at a time."""
-    if engine.b_max <= EAGER_TAU_TOKENS:
-        return _tau_table(engine)
-    bt = engine.batch_time
-    ks = 0.0
-    if isinstance(bt, ContextAware):
-        ks = float(bt.kv_s_per_token)
-        bt = bt.base
-    probe = np.asarray(bt(np.array([1.0, float(engine.b_max)])), dtype=float)
-    if not np.all(np.isfinite(probe)) or np.any(probe <= 0):
-        raise ParameterError("engine.batch_time", bt, "batch times > 0 for 1..b_max tokens")
+    tau, ks = _tau_table(engine)
+    if not isinstance(tau, _LazyTau):
+        return tau, ks
+    bt = tau.bt  # (the base of a context-aware batch time; both ends checked by _tau_table)
     m = int(min(engine.b_max, max(1, int(np.sum(P, dtype=np.int64)) + int(np.sum(D, dtype=np.int64)))))
     tab = np.empty(m + 1)
     tab[0] = math.nan

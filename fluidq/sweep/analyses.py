@@ -334,8 +334,6 @@ def capacity(point: dict, rng=None) -> dict:
     the lengths go in as :func:`fluidq.dtmc.load_basis.load_basis` reads them: the fixed pair, a trace's rows, or
     seeded draws of geometric lengths.
     """
-    from ..capacity import max_throughput
-
     _check_keys(point, "capacity")
     e = point_engine(point)
     shape = _shape(point)
@@ -343,7 +341,7 @@ def capacity(point: dict, rng=None) -> dict:
     # beside the headline, the lambda* a load of this point is a fraction of (they differ where the KV cache binds
     # or the batch time reads the batch composition); the basis has computed max_throughput where it read it
     basis = _load_basis(point, e, shape)
-    r = basis.throughput if basis.throughput is not None else max_throughput(e, shape, n_engines=n)
+    r = basis.max_throughput(e, shape, n_engines=n)
     row = {"tokens_per_s": r.tokens_per_s, "requests_per_s": r.requests_per_s, "capacity_basis": "max_throughput",
            "max_throughput_tokens_per_s": r.tokens_per_s, "max_throughput_requests_per_s": r.requests_per_s,
            "batch_tokens": r.batch_tokens if isinstance(r.batch_tokens, int) else list(r.batch_tokens),
@@ -360,10 +358,10 @@ def _roofline_capacity(gpu, model, tensor_parallel_size, b_max, k_max, shape):
     """:func:`fluidq.validate.roofline.predict_roofline_deployment` of one engine with the arguments ``fluidq
     capacity --gpu`` gives it by default (vLLM's ``max_num_seqs`` 256, ``max_num_batched_tokens`` 2048, blocks of 16,
     the planned KV cache at ``gpu_memory_utilization`` 0.9) and ``shape``'s lengths as the load basis reads them."""
-    from ..dtmc.flow_basis import _lengths
+    from ..dtmc.flow_basis import length_rows
     from ..validate.roofline import predict_roofline_deployment
 
-    p, o = _lengths(shape)
+    p, o = length_rows(shape)
     return predict_roofline_deployment(model, gpu, input_tokens=p, output_tokens=o,
                                        tensor_parallel_size=int(tensor_parallel_size or 1),
                                        max_num_seqs=int(k_max or 256), max_num_batched_tokens=int(b_max or 2048))

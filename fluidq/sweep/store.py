@@ -86,29 +86,39 @@ class StoreWarning(UserWarning):
     it was written by another fluidq version, or before trace hashes were recorded (its points are reused)."""
 
 
+def changed_traces(old_header: dict, new_hashes: dict) -> list | None:
+    """The trace files (of ``new_hashes``, ``{trace: sha256}`` as :func:`fluidq.sweep.core.trace_hashes` gives)
+    whose sha256 differs from the one a store's header ``old_header`` recorded (a trace it did not record counts
+    as changed), in ``new_hashes``' order; ``None`` for a store written before fluidq recorded its trace files'
+    contents (no ``trace_sha256``: its points are reused unchecked)."""
+    had = old_header.get("trace_sha256")
+    if had is None:
+        return None
+    return [t for t, d in new_hashes.items() if had.get(t) != d]
+
+
 def _check_inputs(path, old: dict, header: dict, n_rows: int) -> None:
     """Before a store of this sweep is resumed (nothing written yet): refuse it when a trace file it was computed
     from has changed since (its sha256 in the header differs), naming the trace and the store, the file left as
     it is; warn when it was written by another fluidq version, or before fluidq recorded its trace files'
     contents (a store without ``trace_sha256``: its points are reused unchecked, as they always were)."""
     new = header.get("trace_sha256") or {}
-    had = old.get("trace_sha256")
-    if had is None:
+    changed = changed_traces(old, new)
+    if changed is None:
         if new and n_rows:
             names = ", ".join(_shown(t) for t in new)
             warnings.warn(f"{_where(path)}: written by a fluidq that recorded no content hash of its trace files: "
                           f"its {n_rows} stored points are reused without checking that {names} is unchanged "
                           "(delete the store to compute them again from the trace as it is now)",
                           StoreWarning, stacklevel=4)
-    else:
-        for trace, digest in new.items():
-            if had.get(trace) != digest:
-                was = (f"sha256 {had[trace][:12]}..." if trace in had else "which was no readable file then")
-                raise StoreMismatchError(
-                    path, f"holds results computed from the trace file {_shown(trace)!r} ({was}), which has "
-                    f"changed since (sha256 now {digest[:12]}...): its {n_rows} stored points are not this trace's "
-                    "and are not reused; the store was left as it is: restore the trace, or give another store "
-                    "(or delete this one) to compute them again")
+    elif changed:
+        trace, had = changed[0], old["trace_sha256"]
+        was = (f"sha256 {had[trace][:12]}..." if trace in had else "which was no readable file then")
+        raise StoreMismatchError(
+            path, f"holds results computed from the trace file {_shown(trace)!r} ({was}), which has "
+            f"changed since (sha256 now {new[trace][:12]}...): its {n_rows} stored points are not this trace's "
+            "and are not reused; the store was left as it is: restore the trace, or give another store "
+            "(or delete this one) to compute them again")
     mine, theirs = header.get("fluidq_version"), old.get("fluidq_version")
     if mine is not None and theirs != mine and n_rows:
         who = f"fluidq {theirs}" if theirs else "a fluidq that recorded no version"

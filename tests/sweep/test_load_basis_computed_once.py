@@ -48,3 +48,21 @@ def test_the_basis_carries_max_throughput_where_it_read_it():
         assert lb.throughput.requests_per_s == cap.requests_per_s and lb.throughput.tokens_per_s == cap.tokens_per_s
         if basis == "kv_rules":
             assert lb.requests_per_s < cap.requests_per_s  # the cache's rules serve less than the mean footprints
+
+
+def test_a_basis_without_max_throughput_computes_it_once(monkeypatch):
+    """:meth:`LoadBasis.max_throughput` (every face's "the basis's bound, else compute it"): a basis that did not
+    read max_throughput (``flow_balance``: ``throughput`` None) computes it on the first call and keeps it."""
+    from fluidq.dtmc.load_basis import LoadBasis
+
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=600, output_tokens=200)
+    e = Engine(batch_time=Affine(c=0.02, a=2e-4), b_max=1024)
+    direct = fluidq.capacity.max_throughput(e, w, n_engines=2)
+    calls = _spy(monkeypatch, fluidq.capacity, "max_throughput")
+    lb = LoadBasis(1.0, 800.0, "flow_balance", "a stand-in")
+    first = lb.max_throughput(e, w, n_engines=2)
+    assert lb.max_throughput(e, w, n_engines=2) is first and lb.throughput is first and calls.call_count == 1
+    assert first.requests_per_s == direct.requests_per_s and first.tokens_per_s == direct.tokens_per_s
+    kept = load_basis(e, w)  # a basis that read it: no call at all
+    calls.reset_mock()
+    assert kept.max_throughput(e, w) is kept.throughput and calls.call_count == 0

@@ -83,6 +83,25 @@ def register(sub):
     p.set_defaults(func=run)
 
 
+def _capacity_lengths(args):
+    """``(trace or None, lengths)`` that ``--gpu`` and ``--profile-dir`` size on: a ``--trace``'s requests, each
+    its own pair (loaded with the command line's checks: FIFO, order, ...); with ``--geometric`` the lengths as the
+    load basis reads them (:func:`fluidq.dtmc.flow_basis.length_rows`: 4,096 seeded draws of the geometric laws;
+    the flow balance is not linear in the lengths), so this line and the region line's basis differ only by their
+    iteration models, as for fixed lengths (before, the means went in: Gemma-2-9B / A10G at 2000 + 100 gave
+    0.2970 req/s against the basis' 0.4240, "42.8 % above"; --profile-dir on tests/stability/test_flow_basis.py's
+    folder at geometric 100 + 100, 480.3 req/s against check's flow-balance basis 412.7); else the fixed
+    ``--prompt`` and ``--output`` (100 each by default)."""
+    if args.trace is not None:
+        tr = load_cli_trace("--trace", args.trace).trace
+        return tr, (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
+    if args.geometric:
+        from ...dtmc.flow_basis import length_rows
+
+        return None, length_rows(workload_from_args(args, default_rate=1.0))
+    return None, (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+
+
 def _roofline(args):
     """``--gpu``: vLLM's capacity from the roofline batch time (fluidq.validate.roofline)."""
     import numpy as np
@@ -133,20 +152,7 @@ def _roofline(args):
     integer("--engines", args.engines, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
     n = args.engines * dp  # identical engines behind vLLM's router (or a JSQ router over servers): the sum
     integer("--engines x --data-parallel-size", n, minimum=1, maximum=MAX_ENGINES, why=ENGINES_WHY)
-    tr = None
-    if args.trace is not None:
-        tr = load_cli_trace("--trace", args.trace).trace
-        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
-    elif args.geometric:
-        # the lengths as the load basis reads them (fluidq.dtmc.flow_basis._lengths: 4,096 seeded draws of the
-        # geometric laws; the flow balance is not linear in the lengths), so this line and the region line's
-        # basis differ only by their iteration models, as for fixed lengths; before, the means went in here
-        # (Gemma-2-9B / A10G at 2000 + 100: 0.2970 req/s against the basis' 0.4240, "42.8 % above")
-        from ...dtmc.flow_basis import _lengths
-
-        lengths = _lengths(workload_from_args(args, default_rate=1.0))
-    else:
-        lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+    tr, lengths = _capacity_lengths(args)
     gpu = _gpu(args.gpu)
     check_context(args, model, tr)
     kv_estimated(args, planner_source(model.name, gpu, args.tensor_parallel_size, args.gpu_memory_gib,
@@ -325,17 +331,7 @@ def _deployment(args):
         sim_args = dict(method="simulate", arrival_rate=args.rate, enable_prefix_caching=bool(args.enable_prefix_caching),
                         replications=5 if args.replications is None else args.replications,
                         n_requests=None if args.trace is not None else 2000)  # a trace's requests each once
-    tr = None
-    if args.trace is not None:
-        tr = load_cli_trace("--trace", args.trace).trace  # with the command line's checks (FIFO, order, ...)
-        lengths = (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))  # each request's own pair
-    elif args.geometric:  # as with --gpu: the draws the load basis reads (before: the means, 480.3 req/s against
-        # check's flow-balance basis 412.7 on tests/stability/test_flow_basis.py's folder at geometric 100 + 100)
-        from ...dtmc.flow_basis import _lengths
-
-        lengths = _lengths(workload_from_args(args, default_rate=1.0))
-    else:
-        lengths = (100 if args.prompt is None else args.prompt, 100 if args.output is None else args.output)
+    tr, lengths = _capacity_lengths(args)
     check_profile_dir(args.profile_dir)
     from ._profile_dir_args import profile_dir_context
 

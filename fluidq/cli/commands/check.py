@@ -159,7 +159,7 @@ def run(args):
     took = time.monotonic() - t0
     width = max(len(r.policy) for r in results)
     # (with --load the basis computed it where it read it: same engine, lengths and engines, the rate not read)
-    cap = (basis.throughput if basis is not None and basis.throughput is not None
+    cap = (basis.max_throughput(engine, workload, n_engines=args.engines) if basis is not None
            else max_throughput(engine, workload, n_engines=args.engines))
     off = offered_tokens_per_s(engine, workload)
     full = cap.work_conserving_tokens_per_s or cap.tokens_per_s

@@ -184,7 +184,7 @@ def _replay_line(rw) -> str:
 def run(args):
     import numpy as np
 
-    from ...capacity import max_throughput, offered_tokens_per_s
+    from ...capacity import offered_tokens_per_s
     from ...policies import resolve_policy
     from ...sim import replicate, simulate
     from ...sim.core import check_size
@@ -253,7 +253,7 @@ def run(args):
     swap = None if args.swap_us is None else args.swap_us * 1e-6
     kw = {"preemption": args.preemption or "recompute", "swap_s_per_token": swap, "warmup_s": args.warmup}
     # max_throughput of these lengths: the basis computed it where it read it (the rate is not read)
-    cap = lb.throughput if lb.throughput is not None else max_throughput(engine, base)
+    cap = lb.max_throughput(engine, base)
     # the capacity in batch work, the units of the offered tokens (m_p + m_d - 1 per request where the prefill
     # emits the first token)
     cap_tokens = lb.tokens_per_s

@@ -206,7 +206,7 @@ def _status(args, case, store):
     from pathlib import Path
 
     from ...sweep.core import fingerprint, trace_hashes
-    from ...sweep.store import read_store
+    from ...sweep.store import changed_traces, read_store
 
     if store is None:
         raise CliError("--status needs a store (sweep.store in the case file, or --store)")
@@ -216,9 +216,8 @@ def _status(args, case, store):
         header, rows = read_store(store)
         same = header.get("fingerprint") == fingerprint(case.analysis, case.grid, case.seed, case.common_seeds and
                                                         list(case.common_seeds))
-        had = header.get("trace_sha256")
-        if same and had is not None:  # (a store from before trace hashes: unchecked, as a run says)
-            changed = [t for t, d in trace_hashes(case.grid).items() if had.get(t) != d]
+        if same and header.get("trace_sha256") is not None:  # (a store from before trace hashes: unchecked, as a
+            changed = changed_traces(header, trace_hashes(case.grid))  # run says; the traces are not even read)
         done = len(rows) if same and not changed else 0
     info = {"store": str(store), "n_points": n, "n_done": done, "n_left": n - done,
             "belongs_to_this_case": same, **({"traces_changed": changed} if changed else {})}
