@@ -5,14 +5,21 @@ The vertices of :func:`fluidq.stability_region` are batch shapes with no KV-cach
 (500, 500) tokens/s of 100 + 100-token requests on a roofline Gemma-2-9B / A10G "inside, load 0.2378" where the
 engine serves about 5.230 req/s under the cache's rules (``fluidq check``'s load basis) and seeded simulations
 saturate at 4.53 req/s [4.48, 4.58] (sarathi, 4 runs, seeds 1000-1003, 2026-12-07).  :func:`point_verdict` reads
-the point on the load basis as well (:func:`fluidq.dtmc.load_basis.load_basis`) and decides it as ``fluidq check``
-decides that estimate: outside its band, never inside it.
+the point on the load basis as well (:func:`fluidq.dtmc.load_basis.load_basis`) with ``fluidq check``'s band: above
+it outside, within it no verdict.  Below it ``fluidq check`` gives no verdict either where the KV cache binds (it
+never says stable there, and seeded simulations saturate down to 0.78 of the KV-rules basis,
+:data:`fluidq.stability.measured.SATURATION_PER_BASIS`), so the word there is :data:`INSIDE_BY_ESTIMATE`, not a
+plain "inside".
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["basis_band", "point_verdict", "BASIS_WORDS"]
+__all__ = ["basis_band", "point_verdict", "BASIS_WORDS", "INSIDE_BY_ESTIMATE"]
+
+#: the verdict below the band where the KV cache binds: an estimate, not a theorem (h-fixa)
+INSIDE_BY_ESTIMATE = ("inside by the estimate (not proven; fluidq check gives no verdict below the band where the "
+                      "cache binds)")
 
 #: the load bases in words (:data:`fluidq.dtmc.load_basis.BASES`)
 BASIS_WORDS = {"kv_rules": "the capacity under the KV cache's rules", "flow_balance": "vLLM's flow balance",
@@ -43,14 +50,18 @@ def point_verdict(point, workload, lb, band, region_scale: float) -> dict:
 
     The point is read as the least rate whose ``(lambda m_p, lambda m_d)`` covers it (its own rate where it came
     from one).  ``verdict``: ``"OUTSIDE"`` outside the batch shapes (no scheduler serves it even without the cache)
-    or above the band, ``"too close to call"`` within it, ``"inside"`` below it; ``binds``: the basis's load is at
-    least the region's."""
+    or above the band, ``"too close to call"`` within it, below it ``"inside"`` (the flow balance's band) or
+    :data:`INSIDE_BY_ESTIMATE` where the band is the KV cache's (``fluidq check`` gives no verdict there, and seeded
+    simulations saturate down to 0.78 of the KV-rules basis); ``binds``: the basis's load is at least the region's."""
+    from ..dtmc.flow_basis import KV_ESTIMATE_BAND
+
     mp, md = workload.mean_prompt_tokens, workload.mean_output_tokens
     rate = max(point[0] / mp if mp > 0 else 0.0, point[1] / md if md > 0 else 0.0)
     load = rate / lb.requests_per_s if lb.requests_per_s > 0 else math.inf
     lo, hi = band
     outside = region_scale < 1 - 1e-6
-    word = "OUTSIDE" if outside or load > hi else "inside" if load < lo else "too close to call"
+    below = INSIDE_BY_ESTIMATE if tuple(band) == tuple(KV_ESTIMATE_BAND) else "inside"  # (the cache binds)
+    word = "OUTSIDE" if outside or load > hi else below if load < lo else "too close to call"
     region_load = 0.0 if math.isinf(region_scale) else 1.0 / region_scale
     return {"verdict": word, "request_rate_per_s": float(rate), "load": float(load), "band": [lo, hi],
             "binds": bool(load >= region_load)}

@@ -194,12 +194,14 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
     too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  User policies and
     orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
-    returned reason names the first one met).
+    returned reason names the first one met; a station's size limit, which warns, only where nothing else excludes
+    the network).
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
 
     if check_batches:
         return "check_batches=True checks every batch in Python"
+    limit = None
     for st in network.stations:
         pol = st.policy
         if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
@@ -208,8 +210,9 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         if st.engine.kv_capacity_tokens is not None and \
                 getattr(st.engine.batch_time, "composition_time", None) is not None:
             return f"station {st.name!r} has a KV cache and a composition batch time"
-        if st.engine.b_max > KERNEL_TABLE_MAX:
-            return _limit_why(st)
+        if st.engine.b_max > KERNEL_TABLE_MAX:  # said last: a size limit warns, so only if nothing else excludes
+            limit = limit or _limit_why(st)
+            continue
         if st.engine.kv_capacity_tokens is not None:  # (batch by batch, the Python path's memory rules)
             continue
         if _batch_time_array(st.engine, KERNEL_TABLE_MAX) is None:
@@ -220,7 +223,7 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
-    return None
+    return limit
 
 
 _LIMIT_PREFIX = "station budget above the compiled network loop's"

@@ -389,8 +389,9 @@ def region(point: dict, rng=None) -> dict:
     point has a ``load`` or ``rate_per_s``, whether its operating point is inside the batch shapes (``inside``),
     its load on the load basis of ``fluidq check`` (``load_basis_load``) and the verdict on both (``verdict``,
     :func:`fluidq.region.verdict.point_verdict`): where the vertices leave out what the basis counts (the KV cache's
-    rules), ``"inside"`` only below the band where ``fluidq check`` decides that estimate, ``"too close to call"``
-    within it, ``"OUTSIDE"`` above it or outside the shapes.
+    rules), ``"OUTSIDE"`` above ``fluidq check``'s band or outside the shapes, ``"too close to call"`` within it, and
+    below it :data:`fluidq.region.verdict.INSIDE_BY_ESTIMATE` where the cache binds (``fluidq check`` gives no verdict
+    there either: an estimate, not proven) or ``"inside"`` on the flow balance's band.
     """
     from ..region import stability_region
 

@@ -251,7 +251,8 @@ def wait_for_workers(client, timeout_s: float, name: str, value) -> None:
     except TimeoutError:  # (distributed's WorkerStartTimeoutError; asyncio's on Python 3.11+)
         raise ParameterError(name, value, f"a Dask scheduler with workers: none joined within {timeout_s:g} s, "
                              "and a sweep submitted there would wait for ever (start workers with `dask worker "
-                             "ADDRESS`, or use --local-cluster N)") from None
+                             "ADDRESS`, or a local cluster: fluidq.sweep.dask_executor(n_workers=...); CLI: "
+                             "--local-cluster N)") from None
 
 
 def _cluster_slots(executor) -> int | None:

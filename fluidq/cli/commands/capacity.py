@@ -223,10 +223,12 @@ def _roofline(args):
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
     from ...dtmc.kv_basis import kv_capacity
+    from ...stability.measured import SATURATION_PER_BASIS
 
     shape = workload_from_args(args, default_rate=1.0)
     reg = max_throughput(engine, shape, n_engines=n)
     kvr = kv_capacity(engine, shape, n_engines=n)
+    kv_band = SATURATION_PER_BASIS["kv_rules"]  # the measured band the verdicts quote, not a range written here
     # two counts of a request's tokens (user6a, finding 5): the capacity line's vLLM flow balance counts the
     # m_p + m_d tokens a request holds, the region's batch work m_p + m_d - 1 (the iteration that ends a prefill
     # emits the first output token, no decode step for it); each line says its count, the JSON has both
@@ -246,10 +248,9 @@ def _roofline(args):
                     f"{_gap(kvr.requests_per_s, res.requests_per_s)} the capacity line: the flow balance above on the "
                     "engine they simulate, whose t(b, kv) = t(b, 0) + s kv leaves out a prefill chunk's attention to "
                     f"its own tokens and charges one LM head an iteration, its KV cache in tokens, not blocks of "
-                    f"{i['block_size']} (vLLM's blocks simulated instead moved the saturation -1.3 to +2.9 %, no "
-                    "closer to the capacity line); seeded simulations of that engine saturate within 3 % of it where "
-                    "the cache held 10-76 requests, 14 % below it where it held 3.4 (validation/RESULTS.md, "
-                    f"2026-12-07); here it holds {_n(one.limits.get('kv_cache', float('nan')))})"))
+                    f"{i['block_size']} (vLLM's blocks simulated instead moved the saturation -1.3 to +2.9 %); "
+                    f"where they read that basis, {kv_band.saturate_words()} ({kv_band.source}); here the cache holds "
+                    f"{_n(one.limits.get('kv_cache', float('nan')))} requests)"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0

@@ -27,6 +27,14 @@ def render(ctx):
 
     e, w, ref = ctx.engine, ctx.workload, ctx.reference
     cap = ref.capacity
+    # the fluid prediction's capacity: the basis the loads are fractions of, as `fluidq simulate` reads it (the KV
+    # rules or the flow balance where the load basis is one of them; Theorem 2's full batches only where it is
+    # max_throughput) -- max_throughput's mean-footprint batch where the cache binds called a load above capacity
+    # bounded (prediction 0)
+    if ref.basis_name == "max_throughput":
+        full, full_words = cap.work_conserving_tokens_per_s or cap.tokens_per_s, "Theorem 2"
+    else:
+        full, full_words = ref.tokens_per_s, f"the load basis, {fmt4(ref.tokens_per_s)} tokens/s: {ref.basis_words}"
     load = ref.offered_load
     horizon = 60.0 if ctx.quick else 240.0
     # the operating point (one of the deployment's engines) and the load above capacity (one engine fewer);
@@ -75,7 +83,7 @@ def render(ctx):
         first = next(iter(runs.values()))
         off = first.offered()
         eff = off["tokens_per_s"] / ref.tokens_per_s  # of the report's lambda* (the load basis)
-        fluid = first.fluid_backlog_slope(cap.work_conserving_tokens_per_s or cap.tokens_per_s)
+        fluid = first.fluid_backlog_slope(full)
         big = max(int(r.backlog["requests"].max()) for r in runs.values())
         small = min(max(1, int(r.backlog["requests"].max())) for r in runs.values())
         kind = "Poisson arrivals, trace lengths" if is_trace else type(wl.arrival).__name__
@@ -98,7 +106,7 @@ def render(ctx):
                          f"{fmt4(s['ttlt_s_p50'])} | {fmt4(s['ttlt_s_p99'])} | "
                          f"{fmt4(s['mixed_batch_fraction'])} |")
         data[label] = rows
-        pred = max(0.0, offered_tokens_per_s(e, wl) - (cap.work_conserving_tokens_per_s or cap.tokens_per_s))
+        pred = max(0.0, offered_tokens_per_s(e, wl) - full)
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
                                                  "arrivals": off["arrivals"], "fluid_slope_tokens_per_s": fluid,
                                                  "theorem2_slope_tokens_per_s": pred}
@@ -108,7 +116,7 @@ def render(ctx):
                            f"capacity than the stated load {fmt4(ld)} (sampling noise of a {horizon:g} s window of "
                            f"random lengths); the trend at the stated load needs a longer horizon{longer}.")]
         parts += ["", (f"Fluid prediction for a work-conserving scheduler: backlog slope {fmt4(pred)} tokens/s at the "
-                       f"stated rate (Theorem 2); {fmt4(fluid)} tokens/s for the arrivals actually simulated (the fluid "
+                       f"stated rate ({full_words}); {fmt4(fluid)} tokens/s for the arrivals actually simulated (the fluid "
                        "path they drive, fitted over the same second half of the run as the table's slope). A flat "
                        "trajectory is bounded within the horizon; `fluidq simulate --replications` gives the slope "
                        "with a confidence interval and a verdict.")]
