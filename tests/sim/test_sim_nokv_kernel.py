@@ -25,9 +25,9 @@ from fluidq.kernel import KernelLimitWarning, KernelNotCompiledWarning
 from fluidq.policies import POLICY_NAMES, Scheduler, resolve_policy
 from fluidq.sim import fast_path_applies
 
+from sim_compare import assert_same  # tests/sim/sim_compare.py, shared with test_sim_kv_kernel.py
+
 DATA = Path(__file__).resolve().parents[2] / "validation" / "data"
-COUNTERS = ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "preemptions", "wasted_tokens",
-            "swap_tokens", "rejected", "peak_kv_tokens", "blocked", "end_s", "examined", "n_requests", "n_finished")
 SEEDS = range(36)
 
 
@@ -39,26 +39,6 @@ def models():
     return [lss_iteration_model(DATA / "llmservingsim" / "RTX4090_Llama-3.1-8B", n_layers=32),
             vidur_iteration_model(v7 / "mlp.csv.gz", v7 / "attention_subset.csv.gz", n_layers=32, per_seq_us=3.0,
                                   decode_batching_overhead=0.1)]
-
-
-def assert_same(a, b, *, record):
-    """The compiled run ``a`` equals the generic run ``b``; with ``record`` both must hold an iteration record (a
-    kernel that ignored ``record_iterations`` fails here), without it neither may."""
-    assert (a.method, b.method) == ("fast", "generic")
-    assert sorted(a.requests) == sorted(b.requests)
-    for k in a.requests:
-        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=k)
-    for k in b.backlog:
-        np.testing.assert_array_equal(a.backlog[k], b.backlog[k], err_msg=f"backlog {k}")
-    if record:
-        assert a.iterations is not None and b.iterations is not None
-        assert sorted(a.iterations) == sorted(b.iterations)
-        for k in b.iterations:
-            np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=f"iterations {k}")
-    else:
-        assert a.iterations is None and b.iterations is None
-    for k in COUNTERS:
-        assert getattr(a, k) == getattr(b, k), k
 
 
 def _case(seed, models):
