@@ -21,9 +21,10 @@ given a CPU-time limit (``--pyserq-timeout``) and a shorter horizon where its co
 says which horizon each side ran.
 
 Issue 15's lines, each with met / NOT met: W1 >= 300x pyserq per CPU-second (aim 500x); the overload section
-(fresh children, best of 3 calls each, 3 alternating rounds, least CPU time: a fresh process's first call also pays
-the first touch of its per-request arrays' new pages, which grew its per-request cost 1.5-1.8x from 100k to 1.6M
-requests at every load, the stable one too, on 2026-12-07; the later calls reuse the memory) at 0.9, 1.1 and 1.2
+(fresh children, best of 3 calls each, 3 alternating rounds, least CPU time; before h-linear15 a fresh process's
+first call also paid the first touch of its per-request arrays' transparent huge pages, 1.5-1.8x from 100k to 1.6M
+requests; since h-linear15 (2026-12-07: huge pages off around the kernel run) a single fresh call is linear too,
+0.88-0.89x, so best of 3 now only damps this VM's noise) at 0.9, 1.1 and 1.2
 lambda* over 100k, 400k and 1.6M
 requests (``--quick``: 25k, 100k, 400k): per-request cost at 1.1-1.2 lambda* within 1.2x of the stable run's at
 the same n, and linear in the horizon (per-request cost at the longest horizon within 1.2x of the shortest's),

@@ -105,5 +105,7 @@ def uncompiled_agrees(tmp_path):
 import sys as _sys
 from pathlib import Path as _Path
 
-if str(_Path(__file__).resolve().parent / "models") not in _sys.path:
-    _sys.path.append(str(_Path(__file__).resolve().parent / "models"))
+# tests/stability/flow_profile.py (the synthetic operator-profile folder) likewise, from tests/cli.
+for _helpers in ("models", "stability"):
+    if str(_Path(__file__).resolve().parent / _helpers) not in _sys.path:
+        _sys.path.append(str(_Path(__file__).resolve().parent / _helpers))

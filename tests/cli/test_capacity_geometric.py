@@ -14,7 +14,6 @@ attention weigh more).
 """
 import json
 
-import numpy as np
 import pytest
 
 from fluidq import Geometric, Poisson, Workload
@@ -25,6 +24,8 @@ from fluidq.engine.roofline import roofline_engine
 from fluidq.validate.predict import predict_capacity
 from fluidq.sweep.analyses import capacity as sweep_capacity
 from fluidq.testing.cli import run_cli
+
+import roofline_gap  # tests/cli/roofline_gap.py: the iteration models of the gap, shared
 
 #: KV-bound roofline deployments (gpu, model, prompt, output): the cache binds in vLLM's flow balance for both laws
 DEPLOYMENTS = [("A10G", "Gemma-2-9B", 2000, 100), ("L4", "Qwen2.5-7B", 1000, 200)]
@@ -56,18 +57,6 @@ def test_geometric_capacity_line_and_load_basis_differ_as_for_fixed_lengths(dep,
     assert abs(geo["requests_per_s"] / fixed["requests_per_s"] - 1) > 0.02
 
 
-class _Iterations:
-    """An iteration model for predict_capacity from ``time_shape(prefill, kv_prefill, n_decode, kv_decode)``."""
-
-    source = "test"
-
-    def __init__(self, fn):
-        self.time_shape = fn
-
-    def decode_only(self, n, kv):
-        return float(self.time_shape(0.0, 0.0, n, kv))
-
-
 @pytest.mark.parametrize("dep", DEPLOYMENTS, ids=lambda d: f"{d[1]}-{d[2]}")
 def test_the_geometric_gap_is_the_same_three_differences(dep, capsys):
     """As tests/cli/test_capacity_headline_vs_kv_rules.py for fixed lengths: on the same seeded draws, the capacity
@@ -89,16 +78,11 @@ def test_the_geometric_gap_is_the_same_three_differences(dep, capsys):
         return predict_capacity(m, p, o, b_max=2048, k_max=256, kv_capacity_tokens=kv,
                                 block_size=block).requests_per_s
 
-    def as_decodes(pc, kvp, nd, kvd, n_emit=None):
-        nd = np.asarray(nd, dtype=float)
-        b = np.maximum(np.asarray(pc, dtype=float) + nd, 1.0)
-        return rf.time_shape(0.0, 0.0, b, nd * np.asarray(kvd, dtype=float) / b, 1.0)
-
     head = rate(rf, 16)
     assert head == pytest.approx(out["requests_per_s"], rel=1e-12)  # the capacity line: these draws, full roofline
-    one_head = rate(_Iterations(lambda pc, kvp, nd, kvd, n_emit=None: rf.time_shape(pc, kvp, nd, kvd, 1.0)), 16)
-    simple = rate(_Iterations(as_decodes), 16)
-    tokens = rate(_Iterations(as_decodes), 1)
+    one_head = rate(roofline_gap.one_head(rf), 16)
+    simple = rate(roofline_gap.as_decodes(rf), 16)
+    tokens = rate(roofline_gap.as_decodes(rf), 1)
     basis = kv_capacity(roofline_engine(model, gpu, kv_capacity_tokens=kv), wl)
     assert tokens == pytest.approx(basis.requests_per_s, rel=1e-9)
     assert basis.requests_per_s == pytest.approx(out["stability_region"]["kv_rules_requests_per_s"], rel=1e-12)
@@ -136,15 +120,10 @@ def test_the_offered_load_is_the_rate_over_the_capacity_line(capsys):
 
 
 def _write_profile(folder):
-    """tests/stability/test_flow_basis.py's synthetic operator-profile folder (linear operator times)."""
-    import importlib.util
-    from pathlib import Path
+    """tests/stability/flow_profile.py's synthetic operator-profile folder (linear operator times)."""
+    from flow_profile import write_profile
 
-    path = Path(__file__).resolve().parents[1] / "stability" / "test_flow_basis.py"
-    spec = importlib.util.spec_from_file_location("_flow_basis_profile", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.write_profile(folder)
+    return write_profile(folder)
 
 
 def test_profile_dir_geometric_capacity_is_checks_flow_balance_basis(tmp_path, capsys):

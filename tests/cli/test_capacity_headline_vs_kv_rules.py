@@ -20,19 +20,9 @@ from fluidq.engine.roofline import roofline_engine
 from fluidq.validate.predict import predict_capacity
 from fluidq.validate.roofline import predict_roofline_deployment
 
+import roofline_gap  # tests/cli/roofline_gap.py: the iteration models of the gap, shared
+
 P, O = 1000, 200
-
-
-class _Iterations:
-    """An iteration model for predict_capacity from ``time_shape(prefill, kv_prefill, n_decode, kv_decode)``."""
-
-    source = "test"
-
-    def __init__(self, fn):
-        self.time_shape = fn
-
-    def decode_only(self, n, kv):
-        return float(self.time_shape(0.0, 0.0, n, kv))
 
 
 def _rate(model, kv, block):
@@ -52,15 +42,8 @@ def test_the_gap_is_the_chunks_attention_the_lm_head_and_the_blocks():
     rf = roofline("Qwen2.5-7B", "L4", 1)
     assert _rate(rf, kv, 16) == pytest.approx(head.requests_per_s, rel=1e-12)  # the capacity line: the full roofline
 
-    def as_decodes(pc, kvp, nd, kvd, n_emit=None):
-        """No attention of the chunk to its own tokens: the batch's b tokens read as b decodes holding the
-        decodes' context between them, one LM head."""
-        nd = np.asarray(nd, dtype=float)
-        b = np.maximum(np.asarray(pc, dtype=float) + nd, 1.0)
-        return rf.time_shape(0.0, 0.0, b, nd * np.asarray(kvd, dtype=float) / b, 1.0)
-
-    one_head = _Iterations(lambda pc, kvp, nd, kvd, n_emit=None: rf.time_shape(pc, kvp, nd, kvd, 1.0))
-    simplified = _Iterations(as_decodes)
+    one_head = roofline_gap.one_head(rf)
+    simplified = roofline_gap.as_decodes(rf)  # no attention of the chunk to its own tokens, one LM head
     r_head, r_simple, r_tokens = _rate(one_head, kv, 16), _rate(simplified, kv, 16), _rate(simplified, kv, 1)
     assert head.requests_per_s < r_head < r_simple and r_tokens < r_simple  # each difference moves it its way
     # with the three differences removed, the roofline's own iteration gives the basis

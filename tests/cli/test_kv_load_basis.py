@@ -21,6 +21,21 @@ from fluidq.testing.cli import run_cli
 from kv_bound_case import QWEN_L4  # tests/cli/kv_bound_case.py: Qwen2.5-7B on an L4 at 1000 + 200 tokens
 
 
+def _overload_saturation(engine, w):
+    """Served requests/s under overload (1.3 x max_throughput, Sarathi; the threshold of a work-conserving
+    scheduler) in 4 seeded runs (seeds 1000-1003, 800 s, second half): the runs, their mean and the half-width of
+    its 95 % t-interval."""
+    from scipy import stats
+
+    served = []
+    for seed in range(4):
+        r = fluidq.simulate(engine, w.with_rate(1.3 * max_throughput(engine, w).requests_per_s), "sarathi",
+                            horizon_s=800.0, rng=1000 + seed)
+        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
+    m = sum(served) / 4
+    return served, m, stats.t.ppf(0.975, 3) * stats.tstd(served) / 2
+
+
 def _qwen_l4():
     from fluidq.engine.roofline import roofline_engine
 
@@ -59,16 +74,8 @@ def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
     kv_load_basis.py's own horizons; 2.352 KV rules, 3.338 max_throughput).  The interval is the basis, with no margin
     added (it was widened by 3 %, a number without one; across 17 KV-bound engines the simulated saturation lies at 0.78-1.21
     times the KV-rules capacity, fluidq.stability.measured, but on this engine it is inside the interval)."""
-    from scipy import stats
-
     engine, w = _qwen_l4()
-    served = []
-    for seed in range(4):
-        r = fluidq.simulate(engine, w.with_rate(1.3 * max_throughput(engine, w).requests_per_s), "sarathi",
-                            horizon_s=800.0, rng=1000 + seed)
-        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
-    m, s = sum(served) / 4, stats.tstd(served)
-    half = stats.t.ppf(0.975, 3) * s / 2
+    served, m, half = _overload_saturation(engine, w)
     lam_kv = kv_capacity(engine, w).requests_per_s
     assert m - half <= lam_kv <= m + half, (served, lam_kv)
     assert max_throughput(engine, w).requests_per_s > m + half  # the old basis: beyond where the engine saturates
@@ -152,7 +159,6 @@ def test_the_kv_load_basis_of_a_paged_engine_counts_whole_blocks():
     1.3 x max_throughput) serve under overload (measured 2026-12-07: 3.249 req/s blocks of 16, 3.266 blocks of 1;
     served 3.279, 3.295, 3.214, 3.342)."""
     import numpy as np
-    from scipy import stats
 
     from fluidq.dtmc.kv_basis import _BatchTimeIterations
     from fluidq.engine import Memory
@@ -175,11 +181,5 @@ def test_the_kv_load_basis_of_a_paged_engine_counts_whole_blocks():
     # whole blocks waste memory: fewer residents and a lower capacity than the block-1 reading
     assert paged.residents < tokens.residents and paged.requests_per_s < tokens.requests_per_s
     assert abs(kvr.requests_per_s / tokens.requests_per_s - 1) > 1e-3
-    served = []
-    for seed in range(4):
-        r = fluidq.simulate(e, w.with_rate(1.3 * max_throughput(e, w).requests_per_s), "sarathi", horizon_s=800.0,
-                            rng=1000 + seed)
-        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
-    m, s = sum(served) / 4, stats.tstd(served)
-    half = stats.t.ppf(0.975, 3) * s / 2
+    served, m, half = _overload_saturation(e, w)
     assert m - half <= kvr.requests_per_s <= m + half, (served, kvr.requests_per_s)

@@ -109,11 +109,7 @@ def test_a_composition_engine_agrees_on_every_face(tmp_path, capsys):
     """An operator-profile engine (``--profile-dir``): its basis is vLLM's flow balance on every face, and
     ``simulate --load`` reads the same seeded length rows as ``check --load`` (before, it read the means through
     ``fluidq capacity --profile-dir``'s path: for geometric lengths a different number)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stability"))
-    from test_flow_basis import META, write_profile
+    from flow_profile import META, write_profile  # tests/stability/flow_profile.py (on sys.path: tests/conftest.py)
 
     if not META.is_dir():
         pytest.skip(f"{META} is not shipped here")

@@ -16,25 +16,8 @@ from fluidq.kernel import compiled
 from fluidq.policies import FCFS, POLICY_NAMES, Sarathi, resolve_policy
 from fluidq.sim import fast_path_applies, simulate
 
+from sim_compare import assert_same  # tests/sim/sim_compare.py: compiled run == generic run
 from sim_strategies import schedulers  # tests/sim/sim_strategies.py
-
-COUNTERS = ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "preemptions", "wasted_tokens",
-            "swap_tokens", "rejected", "peak_kv_tokens", "blocked", "end_s", "examined", "n_requests", "n_finished")
-
-
-def assert_same(a, b):
-    assert a.method == "fast" and b.method == "generic"
-    assert sorted(a.requests) == sorted(b.requests)
-    for k in a.requests:
-        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=k)
-    for k in b.backlog:
-        np.testing.assert_array_equal(a.backlog[k], b.backlog[k], err_msg=f"backlog {k}")
-    if b.iterations is not None:
-        assert sorted(a.iterations) == sorted(b.iterations)
-        for k in b.iterations:
-            np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=f"iterations {k}")
-    for k in COUNTERS:
-        assert getattr(a, k) == getattr(b, k), k
 
 
 def both(eng, w, pol, **kw):
@@ -53,7 +36,7 @@ def test_builtins_agree_with_memory_that_binds(name, memory):
                  output_tokens=Geometric(mean_tokens=100))
     kw = {"swap_s_per_token": 2e-6} if memory.preemption == "swap" else {}
     a, b = both(eng, w, name, horizon_s=60, rng=3, record_iterations=True, **kw)
-    assert_same(a, b)
+    assert_same(a, b, record=True)
     if name != "fastertransformer":
         assert a.preemptions > 0  # the cache binds
         assert (a.swap_tokens > 0) == (memory.preemption == "swap")
@@ -65,7 +48,7 @@ def test_vllm_engine_agrees_without_a_horizon():
     w = Workload(arrival=Poisson(rate_per_s=20.0), prompt_tokens=Geometric(mean_tokens=150),
                  output_tokens=Geometric(mean_tokens=60))
     a, b = both(eng, w, "vllm-chunked", n_requests=400, rng=8, record_iterations=True)
-    assert_same(a, b)
+    assert_same(a, b, record=True)
     assert a.n_finished == 400 - a.rejected and a.preemptions > 0
 
 
@@ -77,7 +60,7 @@ def test_prefix_caching_with_one_token_blocks_agrees_over_a_long_run():
     w = Workload(arrival=Poisson(rate_per_s=12.0), prompt_tokens=Geometric(mean_tokens=120),
                  output_tokens=Geometric(mean_tokens=60))
     a, b = both(eng, w, "vllm-chunked", n_requests=600, rng=5, record_iterations=True)
-    assert_same(a, b)
+    assert_same(a, b, record=True)
     assert a.preemptions > 50
 
 
@@ -105,7 +88,7 @@ def test_random_engines_and_memories_agree(pol, mem, b_max, k_max, cap, rate, mp
     kw = {} if swap is None or mem.prefix_caching else {"preemption": "swap", "swap_s_per_token": swap}
     assert fast_path_applies(pol, eng, kw.get("preemption"))[0]
     a, b = both(eng, w, pol, horizon_s=8, rng=seed, record_iterations=rec, **kw)
-    assert_same(a, b)
+    assert_same(a, b, record=rec)
 
 
 def test_auto_routes_memory_to_the_kernel_and_the_rest_to_the_generic_path():
@@ -152,4 +135,4 @@ def test_progress_reports_do_not_change_a_run_with_memory():
         np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=k)
     c = simulate(eng, w, "vllm-chunked", horizon_s=30, rng=2, record_iterations=True, method="generic")
     if a.method == "fast":
-        assert_same(a, c)
+        assert_same(a, c, record=True)

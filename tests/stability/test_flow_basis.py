@@ -7,8 +7,6 @@ check`` read one function, :func:`fluidq.dtmc.flow_basis.flow_balance_capacity`.
 synthetic LLMServingSim-layout profile folder (linear operator times written here), checked against seeded
 replications' backlog-growth intervals."""
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,31 +15,9 @@ import fluidq
 from fluidq.dtmc.flow_basis import FLOW_BALANCE_BAND, flow_balance_capacity
 from fluidq.stability.fluid import backlog_slope
 
-ROOT = Path(__file__).resolve().parents[2]
-META = ROOT / "validation" / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"  # profile_meta.yaml: the model facts
+from flow_profile import META, write_profile  # tests/stability/flow_profile.py, shared with tests/cli
+
 KV = 2_000_000  # a cache that never binds here: max_num_seqs does
-
-
-def write_profile(folder: Path) -> Path:
-    """A synthetic operator-profile folder: linear per-operator times (microseconds) on power-of-two grids."""
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(META / "profile_meta.yaml", folder)
-    shutil.copy(META / "peer_sim_config.json", folder)
-    toks = [2 ** i for i in range(12)]
-    ops = {"act_fn": (1.0, 0.002), "down_proj": (4.0, 0.010), "embedding": (1.0, 0.001),
-           "final_layernorm": (1.0, 0.001), "gate_up_proj": (6.0, 0.020), "layernorm": (1.0, 0.001),
-           "o_proj": (2.0, 0.004), "qkv_proj": (3.0, 0.006), "rotary_emb": (1.0, 0.001)}
-    rows = ["layer,tokens,time_us"] + [f"{op},{t},{a + b * t:.6g}" for op, (a, b) in ops.items() for t in toks]
-    (folder / "profile_tp1_dense.csv").write_text("\n".join(rows) + "\n")
-    rows = ["layer,sequences,time_us"] + [f"{op},{n},{a + b * n:.6g}" for op, (a, b) in
-                                          (("lm_head", (200.0, 1.0)), ("sampler", (20.0, 0.2))) for n in toks[:9]]
-    (folder / "profile_tp1_per_sequence.csv").write_text("\n".join(rows) + "\n")
-    kvs = [16 * 2 ** i for i in range(11)]
-    rows = ["prefill_chunk,kv_prefill,n_decode,kv_decode,time_us"]
-    rows += [f"0,0,{nd},{kv},{5 + 0.002 * nd * kv:.6g}" for nd in toks[:9] for kv in kvs]
-    rows += [f"{c},{kp},0,0,{8 + 0.0004 * c * (kp + c / 2):.6g}" for c in kvs[:8] for kp in [0] + kvs]
-    (folder / "profile_tp1_attention.csv").write_text("\n".join(rows) + "\n")
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -118,6 +118,9 @@ def test_replicate_solves_the_capacity_once_under_a_binding_k_max(monkeypatch):
     from fluidq.region import policy_region
 
     own = 200 * policy_region(STAIR, "sarathi", prompt_tokens=100).scale_of((100.0, 100.0))
+    # Regression record, not an independent check: replicate reads the same policy_region, so the equality below
+    # only says it reads it; this pins the value replicate's inputs recorded at fd5a549 (2026-12-06).
+    assert own == pytest.approx(2743.860611880916, rel=1e-12)
     region = _segment(_ST, 100, 100, (287, 97), (29, 99))
     assert own < region
     w = W100.with_rate(1.1 * own / 200)
