@@ -38,7 +38,7 @@ M = ["disagg", "--model", "Llama-3.1-8B", "--gpu", "H100"]
     (["--rate", "5", "--tensor-parallel-size", "3"], "--tensor-parallel-size"),
     (["--rate", "5", "--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization"),
     (["--rate", "5", "--max-num-seqs", "0"], "--max-num-seqs"),
-    (["--rate", "5", "--gpu-memory-utilization", "0.2"], "--gpu='H100-SXM5-80GB with --tensor-parallel-size 1'"),
+    (["--rate", "5", "--gpu-memory-utilization", "0.2"], "--gpu-memory-utilization=0.2"),  # h-user6a: fits from 0.21, so the utilization is named
     (["--rate", "5", "--max-num-batched-tokens", "0"], "--max-num-batched-tokens"),
 ])
 def test_bad_input_names_the_flag(capsys, extra, flag):
