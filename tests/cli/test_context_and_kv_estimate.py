@@ -8,17 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from cli_err import cli_error
 from fluidq.cli import main
 
 LSS = Path(__file__).resolve().parents[2] / "validation" / "data" / "llmservingsim" / "RTX4090_Llama-3.1-8B"
 
 
-def _err(argv, capsys):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
-    return err
+_err = cli_error  # tests/cli/cli_err.py
 
 
 @pytest.mark.parametrize("command", [

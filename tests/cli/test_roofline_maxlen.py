@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from cli_err import cli_error
 from fluidq.cli import main
 from fluidq.errors import FluidqError
 from fluidq.models import kv_capacity_estimate, load_gpu, load_model
@@ -30,12 +31,7 @@ def _ok(argv, capsys):
     return out
 
 
-def _err(argv, capsys):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err
+_err = cli_error  # tests/cli/cli_err.py
 
 
 def test_the_default_context_that_does_not_fit_is_said_not_silent(capsys):

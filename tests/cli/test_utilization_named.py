@@ -7,17 +7,13 @@ leaves a KV block, where the default fits; where it does not (Llama-3.1-70B on o
 """
 import pytest
 
+from cli_err import cli_error
 from fluidq.cli import main
 from fluidq.errors import ParameterError
 from fluidq.models import kv_capacity_estimate, load_gpu, load_model
 
 
-def _err(argv, capsys):
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    assert rc == 2, (rc, out, err)
-    assert err.count("\n") == 1 and "Traceback" not in err, err
-    return err
+_err = cli_error  # tests/cli/cli_err.py
 
 
 def test_the_flag_is_named_with_the_least_that_fits(capsys):

@@ -18,17 +18,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 import time
-
-import numpy as np
 
 import fluidq
 from fluidq import Poisson, Workload
 from fluidq.engine import VLLM
-
-POLICY = "sarathi"
 
 #: (model, gpu, tp, prompt, output): KV-bound on vLLM's defaults (2048 batched tokens, 256 sequences, 0.9)
 DEPLOYMENTS = [
@@ -39,17 +34,9 @@ DEPLOYMENTS = [
 ]
 
 
-def saturated(engine, w, rate, n, iterations):
-    from scipy import stats
-
-    horizon = max(300.0, iterations * float(engine.batch_time.base(engine.b_max)))
-    served = []
-    for seed in range(n):
-        r = fluidq.simulate(engine, w.with_rate(rate), POLICY, horizon_s=horizon, rng=1000 + seed)
-        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
-    m, s = float(np.mean(served)), float(np.std(served, ddof=1))
-    h = float(stats.t.ppf(0.975, n - 1) * s / math.sqrt(n))
-    return m, (m - h, m + h), horizon
+# served requests/s under overload, mean and 95 % t-interval over seeded runs: kv_load_basis.py's, the one copy
+# (this script runs from validation/tools/, which python puts on sys.path)
+from kv_load_basis import saturated  # noqa: E402
 
 
 def main():

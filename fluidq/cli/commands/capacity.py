@@ -93,6 +93,8 @@ def _capacity_lengths(args):
     folder at geometric 100 + 100, 480.3 req/s against check's flow-balance basis 412.7); else the fixed
     ``--prompt`` and ``--output`` (100 each by default)."""
     if args.trace is not None:
+        import numpy as np
+
         tr = load_cli_trace("--trace", args.trace).trace
         return tr, (np.asarray(tr.prompt_tokens), np.asarray(tr.output_tokens))
     if args.geometric:
