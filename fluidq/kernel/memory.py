@@ -33,7 +33,7 @@ its ``bsh``), ``never_fits``, ``swap_in_fits``, ``token_take``/``token_next``, `
 order ``victim_key``, and the
 block pool with prefix caching ``pool_alloc``/``pool_release``/``pool_reuse``).  :class:`StationMemory` calls
 the scalar ones; the compiled loops inline them for the built-in FCFS schedulers: the KV stations of
-:mod:`fluidq.kernel.network` call every one (jitted where used), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
+:mod:`fluidq.kernel.network` call every one but ``bmod`` (jitted where used; they divide, ``bsh`` -1), :mod:`fluidq.kernel.kv` (what ``simulate`` runs)
 the jitted forms in :mod:`fluidq.kernel.kvrules` of the block pool, ``cdiv``/``bmod``/``blocks_needed``,
 ``never_fits``, ``swap_in_fits``, the token and paged admissions, ``prefix_want``, ``recompute``, the two
 decoder clamps and the victim's order ``victim_key`` (every decision: kv.py's notes).  :class:`BlockPool`

@@ -6,7 +6,10 @@ The region is part of the capacity analysis: :mod:`fluidq.capacity.region` (``st
 :mod:`fluidq.stability.policy_region` (``policy_region``, an outer estimate by a fluid argument) and
 :mod:`fluidq.stability.simulated_region` (``simulated_region``, by simulation along rays).  This package
 re-exports them, and its old module paths (``fluidq.region.region``, ``.mix``, ``.shapes``,
-``.policy``, ``.simulated``) are the moved modules themselves; it sits above the analyses.
+``.policy``, ``.simulated``) are the moved modules themselves; it sits above the analyses.  One module is its own:
+:mod:`fluidq.region.verdict` (since 2026-12-07), a point's verdict read on the region and on ``fluidq check``'s
+load basis where the batch shapes leave the KV cache out (what ``fluidq region --point`` and the sweep's region
+analysis print).
 
 References
 ----------
