@@ -61,7 +61,8 @@ def test_dask_executor_waits_a_bounded_time_then_names_the_address(fake):
     with pytest.raises(ParameterError, match="address") as ei, dask_executor("tcp://10.0.0.1:8786", worker_wait_s=3):
         pass
     assert "a Dask scheduler with workers: none joined within 3 s" in str(ei.value)
-    assert "start workers with `dask worker ADDRESS`, or use --local-cluster N" in str(ei.value)
+    assert ("start workers with `dask worker ADDRESS`, or a local cluster: fluidq.sweep.dask_executor(n_workers=...); "
+            "CLI: --local-cluster N") in str(ei.value)
     (c,) = fake.made
     assert c.waits == [(1, 3.0)] and c.closed
 
