@@ -105,7 +105,8 @@ def uncompiled_agrees(tmp_path):
 import sys as _sys
 from pathlib import Path as _Path
 
-# tests/stability/flow_profile.py (the synthetic operator-profile folder) likewise, from tests/cli.
+# tests/stability/flow_profile.py (the synthetic operator-profile folder) and saturation.py (served rate under overload)
+# likewise, from tests/cli and tests/engine.
 for _helpers in ("models", "stability"):
     if str(_Path(__file__).resolve().parent / _helpers) not in _sys.path:
         _sys.path.append(str(_Path(__file__).resolve().parent / _helpers))

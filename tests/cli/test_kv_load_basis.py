@@ -11,6 +11,7 @@ import json
 import pytest
 
 import fluidq
+from saturation import overload_served  # tests/stability/saturation.py
 from fluidq import Affine, Engine, Poisson, Workload
 from fluidq.batchtime import ContextAware
 from fluidq.capacity import max_throughput
@@ -24,16 +25,8 @@ from kv_bound_case import QWEN_L4  # tests/cli/kv_bound_case.py: Qwen2.5-7B on a
 def _overload_saturation(engine, w):
     """Served requests/s under overload (1.3 x max_throughput, Sarathi; the threshold of a work-conserving
     scheduler) in 4 seeded runs (seeds 1000-1003, 800 s, second half): the runs, their mean and the half-width of
-    its 95 % t-interval."""
-    from scipy import stats
-
-    served = []
-    for seed in range(4):
-        r = fluidq.simulate(engine, w.with_rate(1.3 * max_throughput(engine, w).requests_per_s), "sarathi",
-                            horizon_s=800.0, rng=1000 + seed)
-        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
-    m = sum(served) / 4
-    return served, m, stats.t.ppf(0.975, 3) * stats.tstd(served) / 2
+    its 95 % t-interval (tests/stability/saturation.py)."""
+    return overload_served(engine, w, 1.3 * max_throughput(engine, w).requests_per_s, seeds=4, horizon_s=800.0)
 
 
 def _qwen_l4():

@@ -9,13 +9,10 @@ memory; 1.029, 1.007, 1.098, 1.034 with vLLM's), so the engine keeps token memor
 the region line said "seeded simulations put the stability threshold there" of the KV-rules basis, which on
 Gemma-2-9B / A10G at 1000 + 200 (a cache of 3.4 requests) lies 14 % above the simulated saturation.
 """
-import math
 
-import numpy as np
 import pytest
-from scipy import stats
 
-import fluidq
+from saturation import overload_served  # tests/stability/saturation.py
 from fluidq import Poisson, Workload
 from fluidq.dtmc.kv_basis import kv_capacity
 from fluidq.engine import Memory
@@ -26,15 +23,10 @@ SEEDS = 8
 
 
 def _saturation(engine, w, rate, iterations=6_000):
-    """Served requests/s under overload at ``rate``: each run's second-half arrivals minus its request backlog's
-    slope there; mean and 95 % t-interval over SEEDS seeded runs (validation/tools/kv_load_basis.py's measure)."""
+    """The 95 % t-interval of the served requests/s under overload at ``rate`` over SEEDS seeded runs of
+    ``iterations`` full batches (tests/stability/saturation.py; validation/tools/kv_load_basis.py's measure)."""
     horizon = max(300.0, iterations * float(engine.batch_time.base(engine.b_max)))
-    served = []
-    for seed in range(SEEDS):
-        r = fluidq.simulate(engine, w.with_rate(rate), "sarathi", horizon_s=horizon, rng=1000 + seed)
-        served.append(r.offered(0.5)["requests_per_s"] - r.backlog_slope("requests", 0.5))
-    m, s = float(np.mean(served)), float(np.std(served, ddof=1))
-    h = float(stats.t.ppf(0.975, SEEDS - 1) * s / math.sqrt(SEEDS))
+    _, m, h = overload_served(engine, w, rate, seeds=SEEDS, horizon_s=horizon)
     return m - h, m + h
 
 
