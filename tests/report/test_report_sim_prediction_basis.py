@@ -37,7 +37,7 @@ def test_the_prediction_reads_the_load_basis_where_the_cache_binds(tmp_path):
     # a load above 1 of the basis is predicted to grow (it was 0 against max_throughput at loads up to its 1.15)
     above = [w for w in windows.values() if w["load"] > 1]
     assert above and all(w["predicted_growth_tokens_per_s"] > 0 for w in above), windows
-    assert "(the load basis, " in sec.markdown and "the capacity under the cache's rules" in sec.markdown
+    assert "(the load basis, " in sec.markdown and "the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions" in sec.markdown
     assert "at the stated rate (Theorem 2)" not in sec.markdown
 
 
