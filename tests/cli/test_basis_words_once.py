@@ -61,3 +61,18 @@ def test_report_reference_words(basis):
                     offered_requests_per_s=1.0, offered_load=0.3, policies={}, long_prompt_fraction=None,
                     b_max=1024, basis=_lb(basis))
     assert BASIS_WORDS[basis] in ref.basis_words
+
+
+@pytest.mark.parametrize("kv, label", [(["--kv-capacity", "30000"], "(on the load basis)"), ([], "(Theorem 2)")])
+def test_simulate_names_the_basis_of_its_nominal_rate_prediction(kv, label, capsys):
+    """The fluid line's growth at the nominal rate is ``max(0, offered - capacity)`` on the load basis: "Theorem 2"
+    only on the max_throughput basis (it said "(Theorem 2)" on the KV rules' basis too)."""
+    from fluidq.cli import main
+
+    rc = main(["simulate", "--model", "affine", "--c-ms", "20", "--a-ms", "0.2", "--b-max", "1024", *kv,
+               "--prompt", "600", "--output", "200", "--load", "1.1", "--horizon", "30", "--policy", "sarathi"])
+    out = capsys.readouterr().out
+    (line,) = [l for l in out.splitlines() if l.startswith("fluid prediction")]
+    assert rc == 0 and f"at the nominal rate {label}" in line, line
+    if kv:
+        assert BASIS_WORDS["kv_rules"] in line and "Theorem 2" not in line, line

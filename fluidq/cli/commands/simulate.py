@@ -392,7 +392,7 @@ def run(args):
                         "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {fmt_value(max(0.0, offered - full), digits=MEANINGFUL_DIGITS)}"
-                        " at the nominal rate (Theorem 2)")
+                        f" at the nominal rate ({'Theorem 2' if lb.basis == 'max_throughput' else 'on the load basis'})")
                      + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
                         f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))
         if args.replications < 2:
