@@ -33,10 +33,20 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
 
-__all__ = ["BASES", "LoadBasis", "load_basis"]
+__all__ = ["BASES", "BASIS_WORDS", "LoadBasis", "load_basis"]
 
 #: the names :attr:`LoadBasis.basis` takes (each face's JSON ``load_basis``)
 BASES = ("flow_balance", "kv_rules", "max_throughput")
+
+#: each load basis in words, written once: every face that names the basis it reads puts these words in its own
+#: sentence (``fluidq region``'s point verdict, ``fluidq network``'s station loads, ``fluidq simulate``'s workload
+#: and fluid-prediction lines, ``fluidq latency``'s capacity line, the report's reference capacity and capacity
+#: section); a face may add its own context around them ("for this folder"), not other words for the basis
+BASIS_WORDS = {
+    "flow_balance": "vLLM's flow balance of an engine whose batch time reads the batch composition",
+    "kv_rules": "the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions",
+    "max_throughput": "Theorem 2's max_throughput, sup b/t(b) over the batches the engine allows",
+}
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["basis_band", "point_verdict", "BASIS_WORDS", "INSIDE_BY_ESTIMATE"]
+from ..dtmc.load_basis import BASIS_WORDS
+
+__all__ = ["basis_band", "basis_words", "point_verdict", "BASIS_WORDS", "INSIDE_BY_ESTIMATE"]
 
 #: the verdict below the band where the KV cache binds: an estimate, not a theorem (h-fixa)
 INSIDE_BY_ESTIMATE = ("inside by the estimate (not proven; fluidq check gives no verdict below the band where the "
                       "cache binds)")
 
-#: the load bases in words (:data:`fluidq.dtmc.load_basis.BASES`)
-BASIS_WORDS = {"kv_rules": "the capacity under the KV cache's rules", "flow_balance": "vLLM's flow balance",
-               "max_throughput": "b/t(b) at the batch the KV cache's mean footprints allow"}
+# BASIS_WORDS: the load bases in words, :data:`fluidq.dtmc.load_basis.BASIS_WORDS` (the one table; kept importable
+# from here, where fluidq region read it before)
+
+
+def basis_words(lb) -> str:
+    """The words of ``lb``'s basis (:data:`BASIS_WORDS`) for a point verdict: where it is ``max_throughput`` the band
+    applies only because the KV cache's mean footprints limit the batch (:func:`basis_band`), and this says so."""
+    words = BASIS_WORDS[lb.basis]
+    return words + ", at the batch the KV cache's mean footprints allow" if lb.basis == "max_throughput" else words
 
 
 def basis_band(lb, region_rate: float):

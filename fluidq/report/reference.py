@@ -66,17 +66,18 @@ class Reference:
     @property
     def basis_words(self) -> str:
         """What ``lambda*`` is, in words (the capacity note and the capacity section say it)."""
+        from ..dtmc.load_basis import BASIS_WORDS
+
         b = self.basis_name
         if b == "kv_rules":
-            return (f"the KV cache binds, so it is the capacity under the cache's rules (whole-prompt admission, "
-                    f"recompute preemptions; `fluidq.dtmc.kv_basis.kv_capacity`), the load basis of `fluidq check "
-                    f"--load` and `simulate --load`; Theorem 2's `fluidq.max_throughput` at the batch the mean "
-                    f"footprints allow would give {fmt4(self.capacity.requests_per_s)} req/s, above where seeded "
-                    f"simulations saturate")
+            return (f"the KV cache binds, so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
+                    f"basis of `fluidq check --load` and `simulate --load`; Theorem 2's `fluidq.max_throughput` at "
+                    f"the batch the mean footprints allow would give {fmt4(self.capacity.requests_per_s)} req/s, "
+                    f"above where seeded simulations saturate")
         if b == "flow_balance":
-            return ("vLLM's flow balance (the engine's batch time reads the batch composition), the load basis of "
-                    "`fluidq check --load` and `simulate --load`")
-        return "Theorem 2 via `fluidq.max_throughput`, the load basis of `fluidq check --load` and `simulate --load`"
+            return f"{BASIS_WORDS[b]}, the load basis of `fluidq check --load` and `simulate --load`"
+        return (f"{BASIS_WORDS['max_throughput']} (`fluidq.max_throughput`), the load basis of `fluidq check --load` "
+                "and `simulate --load`")
 
     @property
     def engine_load(self) -> float:

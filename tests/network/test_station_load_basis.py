@@ -66,7 +66,8 @@ def test_one_hop_station_load_is_checks(tmp_path, capsys):
     assert chk["inputs"]["kv_rules_requests_per_s"] == pytest.approx(lam.requests_per_s, rel=1e-12)
     assert chk["load"] == pytest.approx(st["load"], rel=1e-9)  # check's load at the station's rate
     rc, out, _ = run_cli(["network", _case(tmp_path, rate, [(600, 200)])], capsys)
-    assert "kv load 0.9500 (" in out and "req/s under the KV cache's rules)" in out
+    assert "kv load 0.9500 (" in out
+    assert "req/s, the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions)" in out
 
 
 def test_a_mix_of_hops_is_the_basis_of_its_rows(tmp_path):

@@ -55,7 +55,8 @@ def test_the_line_says_which_basis_binds(capsys):
     rc, out, _ = run_cli(["region", *FLAGS, "--rate", repr(0.95 * lb.requests_per_s)], capsys)
     line = next(ln for ln in out.splitlines() if ln.startswith("point "))
     assert "too close to call on the load basis of `fluidq check`, load 0.9500" in line
-    assert "under the KV cache's rules, which binds" in line and "the batch shapes alone: inside" in line
+    assert ("of the load basis (the capacity under the KV cache's rules, whole-prompt admission and recompute "
+            "preemptions), which binds") in line and "the batch shapes alone: inside" in line
 
 
 def test_a_point_without_a_workload_says_the_shapes_leave_the_cache_out(capsys):

@@ -113,7 +113,8 @@ def test_the_capacity_table_says_whose_row_is_whose(tmp_path):
     assert "| capacity (Theorem 2 at the batch the mean footprints allow) |" in md
     ref = ctx.reference
     assert f"| maximum request rate `lambda*` (the report's reference capacity) | " in md
-    assert "the KV cache's rules, the load basis of `fluidq check --load`" in md
+    assert ("the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, the load basis "
+            "of `fluidq check --load`") in md
     plain = ReportContext(engine=ENGINE.with_(kv_capacity_tokens=None), workload=_w(2.9), out_dir=tmp_path,
                           quick=True)
     assert "| capacity | " in s10_capacity.render(plain).markdown

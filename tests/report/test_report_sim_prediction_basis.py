@@ -30,11 +30,14 @@ def test_the_prediction_reads_the_load_basis_where_the_cache_binds(tmp_path):
     windows = sec.data["windows"]
     for label, win in windows.items():
         offered = offered_tokens_per_s(ENGINE, verdict_workload(_w(2.9), win["rate_per_s"]))
-        assert win["theorem2_slope_tokens_per_s"] == pytest.approx(max(0.0, offered - ref.tokens_per_s), rel=1e-12)
+        assert win["predicted_growth_tokens_per_s"] == pytest.approx(max(0.0, offered - ref.tokens_per_s), rel=1e-12)
+        assert win["prediction_basis"] == "kv_rules" and win["prediction_capacity_tokens_per_s"] == ref.tokens_per_s
+        # the old key, kept one release as an alias (docs/how-to/report.md): the same number
+        assert win["theorem2_slope_tokens_per_s"] == win["predicted_growth_tokens_per_s"]
     # a load above 1 of the basis is predicted to grow (it was 0 against max_throughput at loads up to its 1.15)
     above = [w for w in windows.values() if w["load"] > 1]
-    assert above and all(w["theorem2_slope_tokens_per_s"] > 0 for w in above), windows
-    assert "(the load basis, " in sec.markdown and "the capacity under the cache's rules" in sec.markdown
+    assert above and all(w["predicted_growth_tokens_per_s"] > 0 for w in above), windows
+    assert "(the load basis, " in sec.markdown and "the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions" in sec.markdown
     assert "at the stated rate (Theorem 2)" not in sec.markdown
 
 
@@ -47,5 +50,7 @@ def test_max_throughput_basis_keeps_theorem_2(tmp_path):
     for win in sec.data["windows"].values():
         offered = offered_tokens_per_s(e, verdict_workload(_w(2.9), win["rate_per_s"]))
         full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
-        assert win["theorem2_slope_tokens_per_s"] == pytest.approx(max(0.0, offered - full), rel=1e-12)
+        assert win["predicted_growth_tokens_per_s"] == pytest.approx(max(0.0, offered - full), rel=1e-12)
+        assert win["prediction_basis"] == "max_throughput" and win["prediction_capacity_tokens_per_s"] == full
+        assert win["theorem2_slope_tokens_per_s"] == win["predicted_growth_tokens_per_s"]  # the alias
     assert "at the stated rate (Theorem 2)" in sec.markdown

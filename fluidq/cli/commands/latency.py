@@ -92,18 +92,18 @@ def _floats(name, text):
 def _basis_words(engine, workload, res) -> str:
     """What the loads are fractions of (the load basis, :func:`fluidq.dtmc.load_basis.load_basis`), in words."""
     from ...capacity import max_throughput
+    from ...dtmc.load_basis import BASIS_WORDS
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     b = res.inputs.get("load_basis")
     if b == "kv_rules":
         cap = max_throughput(engine, workload)
-        return (f"the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, as "
-                f"`fluidq check --load` reads it; b/t(b) at the batch the cache allows from mean footprints would "
-                f"give {fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)} req/s, above where seeded "
-                "simulations saturate")
+        return (f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it; b/t(b) at the batch the cache allows from "
+                f"mean footprints would give {fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)} req/s, above "
+                "where seeded simulations saturate")
     if b == "flow_balance":
-        return "vLLM's flow balance: the batch time reads the batch composition, as `fluidq check --load` reads it"
-    return ("max_throughput, sup b/t(b)" + (", the KV cache not binding" if engine.kv_capacity_tokens else "")
+        return f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it"
+    return (BASIS_WORDS["max_throughput"] + (", the KV cache not binding" if engine.kv_capacity_tokens else "")
             + ", as `fluidq check --load` reads it")
 
 

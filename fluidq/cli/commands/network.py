@@ -224,11 +224,6 @@ def run(args):
     emit(args, out, "\n".join(lines))
 
 
-#: a load basis in the words of the per-station line (fluidq.dtmc.load_basis.BASES)
-_BASIS_WORDS = {"kv_rules": "under the KV cache's rules", "flow_balance": "vLLM's flow balance",
-                "max_throughput": "max_throughput"}
-
-
 def _mix_basis(net):
     """The loads of the stations whose capacity above is only an upper bound because their batch time reads the
     KV cache (or a KV cache limits them), at the mix of hops each serves, on the load basis of `fluidq check`
@@ -238,6 +233,7 @@ def _mix_basis(net):
     station has one; each station's ``load`` is the load basis's, ``mean_footprint_load`` the other) and its
     lines."""
     from ...capacity.network import mix_loads
+    from ...dtmc.load_basis import BASIS_WORDS
     from ...dtmc.station_basis import station_load_bases
     from ...results import fmt_value
 
@@ -254,8 +250,8 @@ def _mix_basis(net):
 
     def station(k, v):
         words = (f"{k} load {fmt_load(v['load'])} ({fmt_value(bases[k]['rate_per_s'], digits=4)} of "
-                 f"{fmt_value(v['load_basis_requests_per_s'], digits=4)} req/s "
-                 f"{_BASIS_WORDS.get(v['load_basis'], v['load_basis'])}), " if v.get("load_basis") else
+                 f"{fmt_value(v['load_basis_requests_per_s'], digits=4)} req/s, "
+                 f"{BASIS_WORDS.get(v['load_basis'], v['load_basis'])}), " if v.get("load_basis") else
                  f"{k} (no load basis: {v.get('load_basis_reason') or 'not read'}), ")
         return (words + f"at the mean footprints {fmt_value(v['capacity_tokens_per_s'], digits=4)} tokens/s, load "
                 f"{fmt_load(v['mean_footprint_load'])} (upper bound's {fmt_load(v['upper_bound_load'])})")

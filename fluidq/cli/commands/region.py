@@ -161,7 +161,7 @@ def run(args):
     from ...batchtime import ContextAware
     from ...region.capacity import fixed_prompt
     from ...validate.roofline import ERROR_NOTE
-    from ...region.verdict import BASIS_WORDS, basis_band, point_verdict
+    from ...region.verdict import basis_band, basis_words, point_verdict
 
     if args.engines != 1:
         raise CliError(f"--engines={args.engines}: the region is per engine (use 1)")
@@ -257,7 +257,7 @@ def run(args):
         result["workload"].update({k: v for k, v in lb.to_dict().items() if k != "load_basis_reason"})
         if band is not None:
             lines[-1] += (f"; `fluidq check --load` reads {fmt_value(lb.requests_per_s, digits=MEANINGFUL_DIGITS)} "
-                          f"req/s, {BASIS_WORDS[lb.basis]}, which the vertices leave out")
+                          f"req/s ({basis_words(lb)}), which the vertices leave out")
     if engine.kv_capacity_tokens is not None:  # what the vertices assume about memory (issues 16, 20)
         kvr = None
         if workload is not None:  # the capacity under the cache's rules, where it binds (None where it does not)
@@ -279,7 +279,7 @@ def run(args):
             v = (lambda x: fmt_value(x, digits=MEANINGFUL_DIGITS))
             said = (f"{verdict} on the load basis of `fluidq check`, load {_num(pv['load'], 4)}: "
                     f"{v(pv['request_rate_per_s'])} req/s of these requests against the {v(lb.requests_per_s)} req/s "
-                    f"of {BASIS_WORDS[lb.basis]}" + (", which binds" if pv["binds"] else "")
+                    f"of the load basis ({basis_words(lb)})" + (", which binds" if pv["binds"] else "")
                     + f" (a fluid estimate: between {band[0]:g} and {band[1]:g} times it fluidq has no verdict, as "
                     f"`fluidq check`); the batch shapes alone: {_where(mg.scale)}, " + shapes)
         else:

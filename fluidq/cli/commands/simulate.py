@@ -376,23 +376,23 @@ def run(args):
                          "scheduler does not chunk under --no-chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
-        if lb.basis in _FLUID_BASIS:  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
-            full, basis = cap_tokens, _FLUID_BASIS[lb.basis]
+        if lb.basis != "max_throughput":  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
+            full, basis = cap_tokens, _fluid_basis(lb.basis) + ":"
         else:  # full batches under a backlog (Theorem 2(b))
-            full, basis = cap.work_conserving_tokens_per_s or cap.tokens_per_s, cap.work_conserving_basis
+            full, basis = cap.work_conserving_tokens_per_s or cap.tokens_per_s, cap.work_conserving_basis + " ="
         out["fluid_capacity_tokens_per_s"] = full
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
         from ...policies.conservation import work_conserving_cached
 
         not_wc = [p.name for p in pols if not work_conserving_cached(p).work_conserving]
-        lines.append(f"fluid prediction for a work-conserving scheduler ({basis} = "
+        lines.append(f"fluid prediction for a work-conserving scheduler ({basis} "
                      f"{fmt_value(full, digits=MEANINGFUL_DIGITS)} tokens/s): "
                      + (f"token slope {fmt_value(fs, digits=MEANINGFUL_DIGITS)} tokens/s for these arrivals (fitted "
                         "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {fmt_value(max(0.0, offered - full), digits=MEANINGFUL_DIGITS)}"
-                        " at the nominal rate (Theorem 2)")
+                        f" at the nominal rate ({'Theorem 2' if lb.basis == 'max_throughput' else 'on the load basis'})")
                      + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
                         f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))
         if args.replications < 2:
@@ -406,9 +406,12 @@ def run(args):
     emit(args, out, "\n".join(lines))
 
 
-#: the fluid prediction's capacity where the load basis is not max_throughput's: the basis itself, in these words
-_FLUID_BASIS = {"flow_balance": "vLLM's flow balance for this folder",
-                "kv_rules": "the capacity under the KV cache's rules, the load basis"}
+def _fluid_basis(basis: str) -> str:
+    """The fluid prediction's capacity where the load basis is not max_throughput's: the basis itself, in the words
+    of :data:`fluidq.dtmc.load_basis.BASIS_WORDS`."""
+    from ...dtmc.load_basis import BASIS_WORDS
+
+    return f"the load basis, {BASIS_WORDS[basis]}" + (", for this folder" if basis == "flow_balance" else "")
 
 
 def _basis(args, engine, workload):
@@ -426,14 +429,15 @@ def _basis(args, engine, workload):
 def _basis_note(lb, cap, load) -> str:
     """The workload line's words on the load basis ``lb`` where it is not ``cap`` (:func:`fluidq.max_throughput`):
     what ``cap`` would have said; ``load`` is the offered load of ``lb``."""
+    from ...dtmc.load_basis import BASIS_WORDS
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     cap_txt = fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)
     if lb.basis == "flow_balance":
-        return (" (vLLM's flow balance for this folder, as `fluidq capacity --profile-dir`; the profile's t(b) "
-                f"bound, {cap_txt} tokens/s, counts no decode context)")
+        return (f" ({BASIS_WORDS['flow_balance']}, for this folder, as `fluidq capacity --profile-dir`; the "
+                f"profile's t(b) bound, {cap_txt} tokens/s, counts no decode context)")
     if lb.basis == "kv_rules":
-        return (" (the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions, "
-                f"{lb.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache allows from mean footprints, "
+        return (f" ({BASIS_WORDS['kv_rules']}: {lb.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache "
+                "allows from mean footprints, "
                 f"{cap_txt} tokens/s, would give load {fmt_load(load * lb.tokens_per_s / cap.tokens_per_s)})")
     return ""

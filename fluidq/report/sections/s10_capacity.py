@@ -17,14 +17,14 @@ def render(ctx):
     f1 = plot_batch_time(e.batch_time, b_max=e.b_max, path=ctx.figure("batch_time"))
     f2 = plot_capacity_vs_bmax(capacity_vs_bmax(e, w), engines=ref.n_engines if ref.n_engines > 1 else None,
                                path=ctx.figure("capacity_vs_bmax"))
+    from ...dtmc.load_basis import BASIS_WORDS
     from ...results import round_numbers
     from ..reference import TARGET_UTILISATION, fmt4
 
     n = ref.n_engines
-    basis = {"kv_rules": "the KV cache's rules, the load basis of `fluidq check --load`; Theorem 2 at the batch the "
-                         f"mean footprints allow: {fmt4(cap.requests_per_s)} req/s",
-             "flow_balance": "vLLM's flow balance, the load basis of `fluidq check --load`"}.get(
-        ref.basis_name, "Theorem 2, the load basis of `fluidq check --load`")
+    basis = f"{BASIS_WORDS[ref.basis_name]}, the load basis of `fluidq check --load`" + (
+        f"; Theorem 2 at the batch the mean footprints allow: {fmt4(cap.requests_per_s)} req/s"
+        if ref.basis_name == "kv_rules" else "")
     # the row below is max_throughput's; where lambda* is another basis, the row says whose it is
     theorem2 = "" if ref.basis_name == "max_throughput" else " (Theorem 2 at the batch the mean footprints allow)"
     least = int(np.ceil(rho - 1e-9))

@@ -35,6 +35,7 @@ def render(ctx):
         full, full_words = cap.work_conserving_tokens_per_s or cap.tokens_per_s, "Theorem 2"
     else:
         full, full_words = ref.tokens_per_s, f"the load basis, {fmt4(ref.tokens_per_s)} tokens/s: {ref.basis_words}"
+    pred_basis = ref.basis_name  # the JSON's prediction_basis: one of fluidq.dtmc.load_basis.BASES
     load = ref.offered_load
     horizon = 60.0 if ctx.quick else 240.0
     # the operating point (one of the deployment's engines) and the load above capacity (one engine fewer);
@@ -107,8 +108,14 @@ def render(ctx):
                          f"{fmt4(s['mixed_batch_fraction'])} |")
         data[label] = rows
         pred = max(0.0, offered_tokens_per_s(e, wl) - full)
+        # predicted_growth_tokens_per_s: max(0, offered - prediction_capacity_tokens_per_s), the capacity of
+        # prediction_basis; its old name theorem2_slope_tokens_per_s (Theorem 2's only on the max_throughput basis)
+        # stays one release as an alias of the same number (docs/how-to/report.md)
         data.setdefault("windows", {})[label] = {"rate_per_s": rate, "load": ld, "effective_load": eff,
                                                  "arrivals": off["arrivals"], "fluid_slope_tokens_per_s": fluid,
+                                                 "predicted_growth_tokens_per_s": pred,
+                                                 "prediction_basis": pred_basis,
+                                                 "prediction_capacity_tokens_per_s": full,
                                                  "theorem2_slope_tokens_per_s": pred}
         if is_defined(eff) and (eff - 1) * (ld - 1) < 0:
             longer = " (the full report simulates 240 s)" if ctx.quick else ""
