@@ -34,7 +34,12 @@ backlogs are those of ``select(view)`` every batch (tests check them equal).
 Events are external arrivals and batch completions; a request that finishes a hop moves on along its route at
 once: probabilistic choices draw from ``gen``, routers pick an engine at random (given probabilities) or by
 join-the-shortest-queue (requests or remaining tokens), a fork sends the request down every branch, and a join
-releases it when every branch and the main line have arrived.  Order at equal times: external arrivals first
+releases it when every branch and the main line have arrived.  Each of these decisions is a function of
+:mod:`fluidq.kernel.routing` (``pick``, ``jsq_takes``, ``fork_waits``, ``join_arrive``, ``refused_leaves``), the
+ones the compiled loop of :mod:`fluidq.kernel.network` inlines: the routing rules are written once (2026-12-07).
+What stays here is this loop's walk over the route's Python objects (``advance``/``finish``: a continuation
+``(steps, index, parent, scope)`` per request, a ``_JoinRec`` per fork) and its reading of each station's queue
+(``len(tasks)``, :meth:`_StationState.current_work`) for JSQ.  Order at equal times: external arrivals first
 (a request arriving at the instant a batch ends joins the next batch, as in :func:`fluidq.simulate`), then
 batch completions: the batch that started first ends first, then the station listed first; the run-skipping
 path knows when each batch inside a run started, so it orders equal times exactly as batch-by-batch stepping
@@ -60,6 +65,7 @@ from ..errors import ParameterError, TopologyError
 from ..network.model import Choice, Fork, Hop, Join
 from ..policies.base import RequestState
 from ..policies.batch_rule import NO_CAP, budget_split, fits
+from .routing import fork_waits, join_arrive, jsq_takes, pick, refused_leaves
 from .step import EngineRun
 
 INF = math.inf
@@ -534,23 +540,24 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             return f"{hop.name}@{station_name}"
         return hop.name
 
+    # router name -> (its stations in the order listed, a random router's probabilities (None: JSQ), whether a
+    # JSQ router counts requests)
+    router_plan = {r.name: ([sidx[e] for e in r.engines],
+                            None if r.policy != "random" else tuple(float(q) for q in r.probabilities),
+                            r.count == "requests") for r in network.routers}
+
     def pick_station(hop, p, d):
+        """The station of ``hop``: its own, or the one its router picks (routing's rules: ``pick`` from one
+        uniform for a random router, ``jsq_takes`` over the engines in the order listed for JSQ)."""
         if hop.engine in sidx:
             return sidx[hop.engine]
-        r = routers[hop.engine]
-        if r.policy == "random":
-            x = gen.random()
-            acc = 0.0
-            for e, q in zip(r.engines, r.probabilities):
-                acc += q
-                if x < acc:
-                    return sidx[e]
-            return sidx[r.engines[-1]]
+        engines, probs, by_requests = router_plan[hop.engine]
+        if probs is not None:
+            return engines[pick(gen.random(), probs, 0, len(probs))]
         best, key = None, None
-        for e in r.engines:
-            s = sidx[e]
-            k = len(s.tasks) if r.count == "requests" else s.current_work(now_box[0], arriving, (cur_start, cur_idx))
-            if key is None or k < key:
+        for j, s in enumerate(engines):
+            k = len(s.tasks) if by_requests else s.current_work(now_box[0], arriving, (cur_start, cur_idx))
+            if jsq_takes(j, k, key):
                 best, key = s, k
         return best
 
@@ -636,16 +643,26 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             cut_run(s, now)
 
     def reject(job, cont):
-        """A hop refused by a station's KV cache: the request leaves the network (inside a fork it stays
-        counted in the system: its join never completes)."""
+        """A hop refused by a station's KV cache: the request leaves the network or, inside a fork's branch,
+        stays counted in the system (routing's ``refused_leaves``); whether the hop lies in a branch is read from
+        its continuation's chain of parents."""
         parent = None if cont is None else cont[2]
+        in_fork = False
         while parent is not None:
             if parent[0] == "join":
-                return
+                in_fork = True
+                break
             parent = parent[1][2]
-        in_sys[job[0]] -= 1
+        if refused_leaves(in_fork):
+            in_sys[job[0]] -= 1
+
+    choice_probs: dict = {}  # id(choice) -> (the choice, its options' probabilities)
 
     def advance(job, steps, idx, parent, scope, now):
+        """Walk the route ``steps`` from step ``idx`` (``parent``: what follows the sequence; ``scope``: the
+        forks open, by name): submit the next hop, or take a choice's option (routing's ``pick``, one uniform), a
+        fork's branches in order and then its main line, a join's arrival (routing's ``fork_waits`` and
+        ``join_arrive``); past the end, :func:`finish`."""
         while idx < len(steps):
             step = steps[idx]
             if isinstance(step, Hop):
@@ -654,28 +671,25 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
                        None if parent is None and idx >= len(steps) else (steps, idx, parent, scope), now)
                 return
             if isinstance(step, Choice):
-                x = gen.random()
-                acc = 0.0
-                chosen = step.options[-1][1]
-                for pr, sub in step.options:
-                    acc += pr
-                    if x < acc:
-                        chosen = sub
-                        break
+                cp = choice_probs.get(id(step))
+                if cp is None:
+                    cp = choice_probs[id(step)] = (step, tuple(float(pr) for pr, _ in step.options))
+                probs = cp[1]
+                chosen = step.options[pick(gen.random(), probs, 0, len(probs))][1]
                 advance(job, chosen, 0, ("seq", (steps, idx + 1, parent, scope)), {}, now)
                 return
             if isinstance(step, Fork):
-                jr = _JoinRec(len(step.branches) + 1)
+                jr = _JoinRec(fork_waits(len(step.branches)))
                 scope = dict(scope)
                 scope[step.name] = jr
                 for br in step.branches:
                     advance(job, br, 0, ("join", jr), {}, now)
                 idx += 1
                 continue
-            if isinstance(step, Join):
+            if isinstance(step, Join):  # the main line arrives
                 jr = scope[step.name]
-                jr.waiting -= 1
-                if jr.waiting > 0:
+                jr.waiting, last = join_arrive(jr.waiting)
+                if not last:
                     jr.cont = (steps, idx + 1, parent, scope)
                     return
                 idx += 1
@@ -693,9 +707,9 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
         if kind == "seq":
             steps, idx, par, scope = x
             advance(job, steps, idx, par, scope, now)
-        else:
-            x.waiting -= 1
-            if x.waiting == 0 and x.cont is not None:
+        else:  # a branch arrives at its join: after the last arrival the main line goes on
+            x.waiting, last = join_arrive(x.waiting)
+            if last and x.cont is not None:
                 steps, idx, par, scope = x.cont
                 x.cont = None
                 advance(job, steps, idx, par, scope, now)

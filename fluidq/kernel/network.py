@@ -17,7 +17,13 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   ``K_*``; :func:`_advance` walks it as the Python path's ``advance``: a choice draws one uniform, a fork sends
   the request down its branches in order and then its main line, a join waits for every branch); a hop goes to
   a station or to a router: random (uniforms drawn by the caller, used in order, the choices' among them),
-  join-the-shortest-queue by requests or by remaining tokens (ties to the engine listed first);
+  join-the-shortest-queue by requests or by remaining tokens (ties to the engine listed first).  The routing
+  decisions -- a choice's option and a random router's engine from a uniform, JSQ's pick, what a fork's join
+  waits for and whether an arrival there is the last, whether a hop refused by a KV cache leaves the network --
+  are :mod:`fluidq.kernel.routing`'s functions, the ones the Python event clock calls, inlined (``_pick``,
+  ``_jsq_takes``, ``_fork_waits``, ``_join_arrive``, ``_refused_leaves``; 2026-12-07): what stays here is the
+  walk over the step table (:func:`_submit`, :func:`_advance`, :func:`_move_on_py`) and the stations' queues
+  JSQ reads (``S_NT``, :func:`_current_work`);
 * fixed or random prompt and output tokens: a random length's draws come ``LBN`` at a time from the
   caller, when the kernel asks (:func:`simulate` returns 1 and resumes where it stopped), in the order the
   Python path draws them; the random routers' and choices' uniforms come a block at a time from the
@@ -71,6 +77,7 @@ from ..policies import batch_rule
 from ..policies.batch_rule import NO_CAP
 from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's integer core, inlined
 from . import memory as _rules  # the memory rules, written once (StationMemory's), inlined below
+from . import routing as _routing  # the routing rules, written once (the Python clock's too), inlined below
 from .memory import ACCEPT, ASK_AGAIN, STOP
 
 
@@ -101,6 +108,12 @@ _swap_in_fits = _inline(_rules.swap_in_fits)
 _token_next = _inline(_rules.token_next)
 _token_take = _inline(_rules.token_take)
 _victim_key = _inline(_rules.victim_key)
+# the routing rules (fluidq.kernel.routing's plain functions, which the Python event clock calls too), inlined
+_pick = _inline(_routing.pick)
+_jsq_takes = _inline(_routing.jsq_takes)
+_fork_waits = _inline(_routing.fork_waits)
+_join_arrive = _inline(_routing.join_arrive)
+_refused_leaves = _inline(_routing.refused_leaves)
 #: the batch rule's per-prompt step of the prefill walk (whole, chunk, never schedulable, head-of-line), inlined
 _take_one = _jit.jit(batch_rule.take_one, inline="always")
 
@@ -1141,23 +1154,17 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         r = hop[h, H_TGT]
         ne = rt[r, R_N]
         kind = rt[r, R_KIND]
-        if kind == 0:
+        if kind == 0:  # random: one uniform (routing's pick)
             x = u[g[G_U]]
             g[G_U] += 1
-            acc = 0.0
-            s = rt[r, R_ENG0 + ne - 1]
-            for j in range(ne):
-                acc += rp[r, j]
-                if x < acc:
-                    s = rt[r, R_ENG0 + j]
-                    break
-        else:
+            s = rt[r, R_ENG0 + _pick(x, rp[r], 0, ne)]
+        else:  # JSQ by requests (1) or remaining tokens (2), over the engines in the order listed (routing's rule)
             s = -1
             key = 0
             for j in range(ne):
                 e = rt[r, R_ENG0 + j]
                 kk = st[e, S_NT] if kind == 1 else _current_work(e, now, st, stf, g, gf)
-                if s < 0 or kk < key:
+                if _jsq_takes(j, kk, key):
                     s = e
                     key = kk
     else:
@@ -1178,8 +1185,8 @@ def _submit(h, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t
         lb[ds, LB_POS] += 1
     mem = st[s, S_MEM] != 0
     if mem and _never_fits(st[s, S_PAGED] != 0, p, d, st[s, S_BS], st[s, S_TOTAL], st[s, S_KVCAP]):
-        st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network (in a fork's
-        if hop[h, H_INFORK] == 0:  # branch it stays counted: its join never completes)
+        st[s, S_REJECTED] += 1  # it can never fit in the station's KV cache: it leaves the network, unless the hop
+        if _refused_leaves(hop[h, H_INFORK] != 0):  # lies in a fork's branch (routing's rule)
             cls_i[ci, 0] -= 1
         return
     rid = g[G_RID]
@@ -1244,7 +1251,7 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
                 _submit(x, ci, jin, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf,
                         buf, seen, u, blk, lb, cls_i, pq)
                 break
-            if kind == K_CHOICE:  # (the Python path's draw: the first option whose cumulated probability exceeds it)
+            if kind == K_CHOICE:  # one uniform picks the option (routing's pick; its probabilities at u[off:off + n])
                 if g[G_U] >= g[G_UEND]:  # the block of uniforms is used up: the caller draws the next
                     g[G_NEED] = UNIFORMS
                     hop[g[G_SP], H_STK] = x
@@ -1253,30 +1260,23 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
                 v = u[g[G_U]]
                 g[G_U] += 1
                 off = hop[x, H_A]
-                n = hop[x, H_B]
-                acc = 0.0
-                y = hop[off + n - 1, H_SUB]
-                for j in range(n):
-                    acc += u[off + j]
-                    if v < acc:
-                        y = hop[off + j, H_SUB]
-                        break
-                x = y
+                x = hop[off + _pick(v, u, off, hop[x, H_B]), H_SUB]
                 continue
             if kind == K_FORK:  # the branches first, in order, then the main line (pushed first)
                 n = hop[x, H_B]
                 off = hop[x, H_C]
-                jf[job, hop[x, H_A]] = n + 1
+                jf[job, hop[x, H_A]] = _fork_waits(n)
                 sp = g[G_SP]
                 hop[sp, H_STK] = hop[x, H_NEXT]
                 for j in range(n):
                     hop[sp + 1 + j, H_STK] = hop[off + n - 1 - j, H_SUB]
                 g[G_SP] = sp + 1 + n
                 break
-            if kind == K_JOIN:  # the main line arrives: it waits for the branches still out
+            if kind == K_JOIN:  # the main line arrives: it waits for the branches still out (routing's join_arrive)
                 f = hop[x, H_A]
-                jf[job, f] -= 1
-                if jf[job, f] > 0:
+                left, last = _join_arrive(jf[job, f])
+                jf[job, f] = left
+                if not last:
                     break
                 x = hop[x, H_NEXT]
                 continue
@@ -1289,9 +1289,10 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
             if pk == 1:  # back to the sequence that made the choice
                 x = hop[x, H_B]
                 continue
-            f = hop[x, H_B]  # a branch arrives at its join: the last one takes the main line on
-            jf[job, f] -= 1
-            if jf[job, f] == 0:
+            f = hop[x, H_B]  # a branch arrives at its join: the last arrival takes the main line on
+            left, last = _join_arrive(jf[job, f])
+            jf[job, f] = left
+            if last:
                 x = hop[x, H_C]
                 continue
             break
