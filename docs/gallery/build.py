@@ -280,7 +280,9 @@ def render_page(jobs=JOBS) -> str:
              "Every figure below was made by the command shown under it, from this checkout, by "
              "`python docs/gallery/build.py` (which reruns them all and rewrites this page). Quick runs "
              "say so in their titles; their full versions run longer and are described in "
-             "[Examples](examples.md).", ""]
+             "[Examples](examples.md). The commands write their figures into a folder `out/`, which must exist "
+             "(`mkdir -p out` first: fluidq does not create the folder of a `--plot` path, it exits with code 2 "
+             "naming it).", ""]
     section = None
     for job in jobs:
         if job.section != section:

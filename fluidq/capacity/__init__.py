@@ -267,7 +267,10 @@ def _batch_limit(engine: Engine, workload: Workload | None):
     if lim.kv_binds:
         notes.append(f"the KV cache ({kv:,} tokens) binds: at most {lim.residents:.1f} requests "
                      f"decode together, so batches hold at most {lim.b_lim} tokens (a fluid estimate from mean "
-                     "request footprints)")
+                     "request footprints, the mean-footprint bound: above what the engine serves under the cache's "
+                     "own rules, whole-prompt admission and recompute preemptions; where those bind, the load basis "
+                     "of `fluidq check --load` is their capacity, fluidq.dtmc.load_basis, and validation/RESULTS.md, "
+                     "\"the load basis where the KV cache binds\", measures the gap)")
     if isinstance(engine.batch_time, ContextAware):
         notes.append(f"context-aware model at the workload's mean decode context "
                      f"({lim.residents * context:.0f} KV tokens per batch)")
