@@ -927,8 +927,10 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     kv_share = float(np.mean(kv[steady] >= kv_full_pct)) if n_st and kv_recorded else float("nan")
     n_pre = float(np.nansum(pre[steady])) if n_st and pre is not None else float("nan")
     shares = {"kv_full": kv_share, "k_max": k_share, "preemptions": n_pre}
-    said = (f"{'n/a' if not np.isfinite(kv_share) else f'{100 * kv_share:.0f} %'} of the steady ticks at a KV use "
-            f">= {kv_full_pct:g} % ({source}), {100 * k_share:.0f} % with running >= {at_k:g} (max_num_seqs x DP = "
+    kv_words = (f"{100 * kv_share:.0f} % of the steady ticks at a KV use >= {kv_full_pct:g} % ({source})"
+                if np.isfinite(kv_share) else "KV use against the cache unknown (no KV-use column and no recorded KV "
+                "cache)")
+    said = (f"{kv_words}, {100 * k_share:.0f} % with running >= {at_k:g} (max_num_seqs x DP = "
             f"{k_total}), " + ("preemptions not recorded" if pre is None else f"{n_pre:g} preemptions")
             + f" (a limit is named where it holds in >= {100 * full_share:g} % of them)") if n_st else ""
     if not n_st:
