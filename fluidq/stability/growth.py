@@ -15,8 +15,9 @@ mean slope over the replications at ``confidence`` and decides:
   ``band``, stable within ``band / 2`` of zero, unknown between;
 * **unknown** -- otherwise: either the interval is too wide ("the test cannot tell growth of X from
   zero at this horizon", with the horizon that would do, from the ``T^{-3/2}`` scaling of a
-  least-squares slope of a stationary series), or the backlog grows significantly but by less than
-  ``band`` (lower end above zero): growth below the band is growth, never read as flat.
+  least-squares slope of a stationary series), or the backlog grows significantly (lower end above zero)
+  but growth of ``band`` or more is not confirmed (lower end below it; the reason says where the point
+  estimate lies against ``band``): growth below the band is growth, never read as flat.
 
 :func:`powered_horizon` gives the horizon for a second round from a first one.
 """
@@ -206,8 +207,16 @@ def growth_test(slopes, *, band: float, horizon_s: float, confidence: float = 0.
         reason = (f"{head}: the interval holds zero and is narrow enough to tell growth of {what} from zero, "
                   f"so no growth of {_n(band)}/s or more; slower growth is not excluded at this horizon")
     elif lo > 0:
-        reason = (f"{head}: the backlog grows, by less than {what}; growth below the band is growth, not flat "
-                  "(or a slow transient), so the test does not read it as stable")
+        # growth is confirmed (the whole interval above zero), but not growth of the band or more: say where the
+        # point estimate lies against the band, never "less than the band" when it is above it
+        if m > band:
+            where = (f"the point estimate {_n(m)}/s is {m / band:.2g} x the growth to detect, {what}, but the "
+                     f"interval's lower end {_n(lo)}/s is below it, so growth of that size is not confirmed")
+        else:
+            where = (f"the point estimate {_n(m)}/s is below the growth to detect, {what} (the interval reaches "
+                     f"{_n(hi)}/s)")
+        reason = (f"{head}: the backlog grows (the whole interval is above zero); {where}; the verdict is unknown, "
+                  "not stable: growth, even below the band, is not flat (or it is a slow transient)")
     else:
         need = powered_horizon(horizon_s, half, band)
         more = (f"; runs of about {_about(need)} s would be needed to tell" if need is not None else "")

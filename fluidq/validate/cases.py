@@ -528,8 +528,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
 
     def ci_words(ci, what="95 % CI", fmt=".0f"):
         return (f"{what} {ci[0]:{fmt}}-{ci[1]:{fmt}}" if np.all(np.isfinite(ci)) else
-                "no 95 % interval: too few ticks for their correlation (batch means with a data-chosen batch size "
-                "leave fewer than 5 batches)")
+                "no 95 % interval: too few ticks for their correlation (too few batches for batch means)")
 
     steady_window = ticks_window(f"steady state under the binding limit ({reg['binding']})", st["window_s"],
                                  st["index"])

@@ -492,8 +492,8 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
     request list (vLLM's ``vllm bench serve``; LLMServingSim's bench runner: dataset row ``N`` as request
     ``bench-N`` at the row's arrival offset; only the Poisson gaps are drawn); ``"random"`` (default) a seeded permutation.  The simulation is logged as vLLM logs a run (1 s ticks of served
     tokens, ``running``, ``waiting``, KV use; :func:`_ticks`) and read by the very estimator that reads
-    a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: the ticks with requests waiting
-    while the binding limit holds (the start-up ramp and the final drain left out).  Useful tokens
+    a measured run, :func:`~fluidq.validate.runs.capacity_regimes`: every tick with requests waiting after
+    the start-up ramp (the ramp and the final drain left out), the binding limit diagnosed on them.  Useful tokens
     only: recomputation after a preemption is work, not throughput.  What the fluid formula averages
     (recompute after preemption and admission under a whole-prompt reservation, by a renewal argument)
     or leaves out is counted here event by event: those, the real prefill/decode mix of each iteration, and (with
@@ -610,7 +610,7 @@ def simulate_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: 
         "bound of the capacity, not the capacity" + (" (give a higher arrival rate)" if arrival_rate is not None else
                                                      f" (offered up to {2 ** MAX_RAISES} x the first guess)"))
     reason = (f"fluidq.simulate of vLLM's engine, {how}{unsat}; "
-              f"served tokens/s over the 1 s ticks with requests waiting under the binding limit ({binding} in "
+              f"served tokens/s over the 1 s ticks with requests waiting after the ramp (binding: {binding} in "
               f"{bind.count(binding)} of {len(bind)}), {len(est)} of {replications} seeded replications, 95 % CI "
               f"{mean - half:.0f}-{mean + half:.0f} tokens/s, {preempt} preemptions in all; the fluid formula "
               f"gives {fluid.tokens_per_s:.0f} tokens/s: {fluid.reason}")

@@ -25,16 +25,16 @@ simulator's summary (``peer_sim_vs_vllm_summary.txt``) is reproduced from these 
 The *served throughput* of an overloaded run is read over its saturated interval (ticks with
 ``waiting > 0``), not as tokens over the makespan (ramp-up and drain would understate it).
 
-Capacity per regime (:func:`capacity_regimes`): the saturated ticks are split by what the
-measurements alone say binds -- ``k_max`` when ``running`` reaches ``max_num_seqs`` (times the
-data-parallel size: the run's ``running`` counts every replica), ``kv_cache`` when the KV use reaches
-90 %, else ``token_budget``.  The *steady state* is the saturated ticks where that limit holds
-(``running`` >= 95 % of ``max_num_seqs``, KV use >= 90 %, or, for the token budget, ``running`` on its
-plateau: from the first saturated tick at 95 % of its saturated maximum on, the ticks at >= 95 % of its median
-there, so that a cohort overshooting at the end of the ramp does not set the level); the *start-up ramp* is the saturated ticks before the first steady
-one (the batches are then prompt-heavy: few residents decode yet).  Each regime's mean tokens/s comes
-with a 95 % interval from batch means with a batch size chosen from the data (:func:`batch_means`; per-tick
-throughput is autocorrelated), or none where the ticks are too few for their correlation.
+Capacity per regime (:func:`capacity_regimes`): the *start-up ramp* is the saturated ticks before the engine's
+state first reaches its saturated level (``running`` and, where known, the KV use at >= 95 % of their medians over
+the saturated ticks; the batches are then prompt-heavy: few residents decode yet); the *steady state* is every
+saturated tick after it, and its capacity is the mean over all of them -- no tick is kept or dropped by how busy
+it was.  The binding limit is a diagnosis of that same window: ``kv_cache`` when the run preempts there or its KV
+use sits at >= 90 % in at least half of its ticks, ``k_max`` when ``running`` sits at ``max_num_seqs`` (times the
+data-parallel size: the run's ``running`` counts every replica) in at least half of them, else ``token_budget``.
+Each regime's mean tokens/s comes with a 95 % interval from batch means with a batch size chosen from the data
+(:func:`batch_means`; per-tick throughput is autocorrelated), or none where the ticks are too few for their
+correlation.
 A request whose stamps are out of order (``queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts``
 on vLLM's engine clock), a timeseries row with a negative count or rate, or tick times that do not increase
 are refused naming the file, line and field.
@@ -733,6 +733,31 @@ def batch_means(x) -> dict:
                      "needs (batch means nearly uncorrelated, the size then doubled)")}
 
 
+def _window_ci(x: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """Mean and 95 % interval of a regime's per-tick served tokens/s: batch means over consecutive blocks of
+    ``ceil(sqrt(n))`` ticks, or of :func:`batch_means`'s data-chosen size where that is larger, with the t quantile
+    of ``nb - 1`` degrees of freedom; no interval with fewer than 3 blocks.  Not the data-chosen size alone: a
+    served-tokens series has a short anticorrelation (a 1 s tick holds 26 or 27 iterations of a full token budget
+    in turn) over a slow drift of the residents' contexts, and the lag-1 rule stops at the short one -- on seeded
+    token-budget-bound runs of fluidq's engine its intervals held the long-run capacity in 5 of the 11 seeds that
+    got one (9 of 20 got none); blocks of sqrt(n) ticks held it in 16 of 20
+    (tests/validation/test_capacity_coverage.py)."""
+    from scipy.stats import t as student_t
+
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    m = float(x.mean()) if n else float("nan")
+    if n < 3 or np.ptp(x) == 0:
+        return m, ((m, m) if n >= 3 else (float("nan"), float("nan")))
+    b = max(int(math.ceil(math.sqrt(n))), batch_means(x)["batch"] or 1)
+    nb = n // b
+    if nb < 3:
+        return m, (float("nan"), float("nan"))
+    bm = x[n - nb * b:].reshape(nb, b).mean(axis=1)  # the blocks end at the window's last tick
+    half = float(student_t.ppf(0.975, nb - 1)) * float(bm.std(ddof=1)) / math.sqrt(nb)
+    return m, (m - half, m + half)
+
+
 def _mean_ci(x: np.ndarray) -> tuple[float, tuple[float, float]]:
     """Mean and 95 % interval by batch means with a data-chosen batch size (:func:`batch_means`); the interval
     is ``(nan, nan)`` when the ticks are too correlated for their number."""
@@ -793,9 +818,35 @@ def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
 
 
 def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,
-                     kv_full_pct: float = 90.0, plateau: float = 0.95, kv_in_use_tokens=None,
-                     kv_capacity_tokens: int | None = None, tick_s: float = 1.0, min_ticks: int = 3) -> dict:
-    """Served tokens/s per regime of an overloaded run (see the module docstring).
+                     kv_full_pct: float = 90.0, plateau: float = 0.95, full_share: float = 0.5,
+                     kv_in_use_tokens=None, kv_capacity_tokens: int | None = None, tick_s: float = 1.0,
+                     min_ticks: int = 3) -> dict:
+    """Served tokens/s of an overloaded run in its steady state and its start-up ramp, and the limit that binds.
+
+    The steady state is **every** tick after the ramp with requests waiting, and its capacity is the mean served
+    tokens/s over all of them: under saturation the queue never empties, so each such tick is the engine serving
+    at its limit, whatever the tick's batch happened to hold.  No tick is kept or dropped by how busy it was
+    (keeping only the ticks at ``max_num_seqs`` or at a full cache selects on the outcome: on runs of fluidq's own
+    engine where the KV cache binds near ``max_num_seqs``, the ticks at >= 95 % of ``max_num_seqs`` served 24 %
+    more than the long-run capacity).
+
+    * **Ramp**: the saturated ticks before the first one where the engine's state has reached its saturated
+      level -- ``running`` at >= ``plateau`` x its median over the saturated ticks and, where the KV use is
+      known, the KV use at >= ``plateau`` x its median there too (a KV-bound engine admits its residents first
+      and fills its cache as they decode).  Only the start is read from these levels; after it no tick is
+      dropped but those with nobody waiting.
+    * **Binding limit**, diagnosed on the steady ticks (it selects none of them), in this order:
+      ``kv_cache`` if the run's ``preempted`` column counts preemptions there (vLLM preempts only when a block
+      cannot be allocated), or if the KV use is at the cache's full level (>= ``kv_full_pct``) in at least
+      ``full_share`` of them; else ``k_max`` if ``running`` is at ``max_num_seqs`` x DP (>= ``plateau`` of it, or one request
+      less: a tick samples ``running`` once and completions are replaced with a lag) in at least ``full_share``
+      of them; else ``token_budget`` when the KV use is known (neither the cache nor the residents bind), and
+      otherwise "not resolved" (below).
+    * **Interval**: batch means over blocks of ``ceil(sqrt(n))`` consecutive ticks, or of the data-chosen size of
+      :func:`batch_means` where larger (:func:`_window_ci`): the ticks are autocorrelated (a tick's batch is
+      mostly the previous tick's residents), so a per-tick t interval is far too narrow.  It is the interval of *this run's* steady mean;
+      a short benchmark's steady window is the cohort admitted at the end of the ramp, and what that leaves
+      out of the long-run capacity is measured in tests/validation/test_capacity_coverage.py.
 
     Parameters
     ----------
@@ -804,16 +855,17 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         ``preempted`` (a :class:`ServingRun`'s ``timeseries``).
     max_num_seqs, data_parallel_size : int
         The engine's ``max_num_seqs`` per replica and the number of replicas ``running`` counts.
+    kv_full_pct, plateau, full_share : float
+        The KV use (%) that counts as a full cache, the share of ``max_num_seqs`` (and of the saturated medians,
+        for the end of the ramp) that counts as reached, and the share of the steady ticks a limit must hold in
+        to be named.
     kv_in_use_tokens : array or callable, optional
         Per tick, the KV tokens the requests held (:func:`kv_in_use_tokens`), or a function of no argument
         that returns them, called only when they are read: when the ``kv_cache_pct`` column is absent or all 0
-        (a stat logger that never filled it) or the run preempted below a full cache, and ``max_num_seqs`` did
-        not bind.  Over ``kv_capacity_tokens`` (one
-        replica's KV cache *as the run recorded it*) it stands in for the KV use; with no recorded capacity
-        its plateau (>= 90 % of its median over the saturated ticks) marks the steady state and the binding
-        limit is reported as not resolved (``"kv_cache or token_budget ..."``) unless the run's
-        ``preempted`` column shows preemptions while requests waited (vLLM preempts only when the KV cache
-        is full).
+        (a stat logger that never filled it).  Over ``kv_capacity_tokens`` (one replica's KV cache *as the run
+        recorded it*) it stands in for the KV use; with no recorded capacity only its level marks the end of the
+        ramp and the binding limit is reported as not resolved (``"kv_cache or token_budget ..."``) unless the
+        run's ``preempted`` column shows preemptions in the steady ticks.
     tick_s : float
         Seconds per tick (``seconds`` below are ticks x ``tick_s``).
     min_ticks : int
@@ -822,10 +874,12 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     Returns
     -------
     dict
-        ``binding`` (measured), ``binding_source`` (what said so), ``steady`` and ``ramp``: each
-        ``tokens_per_s``, ``ci`` (95 %), ``ticks``, ``seconds``, ``window_s`` (first, last tick stamp),
-        ``note`` (empty, or why there is no number), ``index`` (the regime's tick positions in ``timeseries``, for
-        :func:`mix_adjusted_capacity`; ``()`` when the regime has no capacity); ``saturated_seconds``.
+        ``binding`` (measured), ``binding_source`` (what said so, with the shares read), ``steady`` and
+        ``ramp``: each ``tokens_per_s``, ``ci`` (95 %), ``ticks``, ``seconds``, ``window_s`` (first, last tick
+        stamp), ``note`` (empty, or why there is no number), ``index`` (the regime's tick positions in
+        ``timeseries``, for :func:`mix_adjusted_capacity`; ``()`` when the regime has no capacity);
+        ``saturated_seconds``; ``shares`` (the steady ticks' shares at a full cache, at ``max_num_seqs``, and their
+        preemptions; NaN where not recorded).
     """
     ts = timeseries
     t = np.asarray(ts["t"], dtype=float)
@@ -835,54 +889,67 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     kv = ts.get("kv_cache_pct")
     kv = np.asarray(kv, dtype=float) if kv is not None else np.full(t.shape, np.nan)
     pre = ts.get("preempted")
-    preempted = pre is not None and float(np.nansum(np.asarray(pre, dtype=float)[sat])) > 0
+    pre = np.asarray(pre, dtype=float) if pre is not None else None
     k_total = int(max_num_seqs) * int(data_parallel_size)
     tick_s = float(tick_s)
     nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "ticks": 0, "seconds": 0,
                   "window_s": (float("nan"), float("nan")), "note": "", "index": ()}
+    nan_shares = {"kv_full": float("nan"), "k_max": float("nan"), "preemptions": float("nan")}
     if sat.sum() == 0:
         note = "the run never saturated: no tick with requests waiting"
         return {"binding": "none (the run never saturated)", "binding_source": note,
-                "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0}
+                "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0,
+                "shares": nan_shares}
     kv_recorded = bool(np.any(np.isfinite(kv[sat])) and np.nanmax(kv[sat]) > 0)
-    source = "kv_cache_pct column"
-    has_use, use = kv_in_use_tokens is not None, None
-    if has_use and not callable(kv_in_use_tokens):
-        use = np.asarray(kv_in_use_tokens, dtype=float)
-
-    def in_use() -> np.ndarray:  # the requests' KV use, rebuilt once and only where a branch reads it
-        nonlocal use
-        if use is None:
-            use = np.asarray(kv_in_use_tokens(), dtype=float)
-        return use
-
-    k_binds = bool(np.any(run_[sat] >= k_total))
-    if not k_binds and not kv_recorded and has_use and kv_capacity_tokens:
-        kv = 100.0 * in_use() / (float(kv_capacity_tokens) * int(data_parallel_size))
-        kv_recorded = True
-        source = ("KV use rebuilt from the requests' timestamps over the recorded KV cache (the run's kv_cache_pct "
-                  + ("stayed 0)" if "kv_cache_pct" in ts else "is not recorded)"))
-    if k_binds:
-        # a tick samples ``running`` once: completions are replaced with a lag, so "at the limit" is
-        # within the plateau share of it
-        binding, hold, source = "k_max", run_ >= plateau * k_total, f"running reached max_num_seqs x DP = {k_total}"
-    elif kv_recorded and np.nanmax(kv[sat]) >= kv_full_pct:
-        binding, hold = "kv_cache", kv >= kv_full_pct
-    elif preempted:
-        binding, source = "kv_cache", "preemptions while requests waited (the preempted column)"
-        hold = _use_plateau(in_use(), sat) if has_use else _running_plateau(run_, sat, plateau)
-    elif kv_recorded:
-        binding, hold = "token_budget", _running_plateau(run_, sat, plateau)
-    elif has_use:
-        use = in_use()
+    source = "the kv_cache_pct column"
+    level = kv if kv_recorded else None  # the KV use whose level marks the end of the ramp
+    if not kv_recorded and kv_in_use_tokens is not None:
+        use = np.asarray(kv_in_use_tokens() if callable(kv_in_use_tokens) else kv_in_use_tokens, dtype=float)
+        level = use
+        if kv_capacity_tokens:
+            kv = 100.0 * use / (float(kv_capacity_tokens) * int(data_parallel_size))
+            kv_recorded = True
+            source = ("the KV use rebuilt from the requests' timestamps over the recorded KV cache (the run's "
+                      "kv_cache_pct " + ("stayed 0)" if "kv_cache_pct" in ts else "is not recorded)"))
+    idx = np.arange(t.size)
+    reached = sat & (run_ >= plateau * float(np.median(run_[sat])))
+    if level is not None:
+        reached &= level >= plateau * float(np.median(level[sat]))
+    start = int(np.flatnonzero(reached)[0]) if reached.any() else t.size
+    steady = sat & (idx >= start)
+    ramp = sat & (idx < start)
+    n_st = int(steady.sum())
+    # the binding limit: a diagnosis of the steady ticks, which it selects none of
+    # a tick samples ``running`` once, often between a completion and its replacement: "at max_num_seqs" is within
+    # 1 - plateau of it, or one request
+    at_k = min(plateau * k_total, k_total - 1.0)
+    k_share = float(np.mean(run_[steady] >= at_k)) if n_st else float("nan")
+    kv_share = float(np.mean(kv[steady] >= kv_full_pct)) if n_st and kv_recorded else float("nan")
+    n_pre = float(np.nansum(pre[steady])) if n_st and pre is not None else float("nan")
+    shares = {"kv_full": kv_share, "k_max": k_share, "preemptions": n_pre}
+    kv_words = (f"{100 * kv_share:.0f} % of the steady ticks at a KV use >= {kv_full_pct:g} % ({source})"
+                if np.isfinite(kv_share) else "KV use against the cache unknown (no KV-use column and no recorded KV "
+                "cache)")
+    said = (f"{kv_words}, {100 * k_share:.0f} % with running >= {at_k:g} (max_num_seqs x DP = "
+            f"{k_total}), " + ("preemptions not recorded" if pre is None else f"{n_pre:g} preemptions")
+            + f" (a limit is named where it holds in >= {100 * full_share:g} % of them)") if n_st else ""
+    if not n_st:
+        binding, why = "unknown (no steady state)", "no tick after the ramp with requests waiting"
+    elif n_pre > 0:
+        binding, why = "kv_cache", "preemptions while requests waited (the preempted column)"
+    elif kv_share >= full_share:
+        binding, why = "kv_cache", "the KV use at the cache's full level"
+    elif k_share >= full_share:
+        binding, why = "k_max", "running at max_num_seqs with no preemption recorded" if pre is not None \
+            else "running at max_num_seqs"
+    elif kv_recorded or n_pre == 0:
+        binding, why = "token_budget", "neither the KV cache nor max_num_seqs holds"
+    elif level is not None:
         binding = "kv_cache or token_budget (the run records neither its KV use nor its KV cache)"
-        source = "the plateau of the KV use rebuilt from the requests' timestamps"
-        hold = _use_plateau(use, sat)
+        why = "running below max_num_seqs; the KV use rebuilt from the requests' timestamps has no cache to fill"
     else:
-        binding, hold = "unknown (the run records no KV use)", _running_plateau(run_, sat, plateau)
-    steady = sat & hold
-    first = int(np.flatnonzero(steady)[0]) if steady.any() else len(t)
-    ramp = sat & ~steady & (np.arange(len(t)) < first)
+        binding, why = "unknown (the run records no KV use)", "running below max_num_seqs"
+    source = f"{why}: {said}" if said else why
 
     def regime(mask, what):
         n = int(mask.sum())
@@ -893,35 +960,16 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
             return {**nan_regime, "ticks": n, "seconds": n * tick_s, "window_s": win,
                     "note": f"{n} tick(s) of {tick_s:g} s ({win[0]:g}-{win[1]:g} s): fewer than {min_ticks}, "
                             "too few for a capacity"}
-        m, ci = _mean_ci(tok[mask])
+        m, ci = _window_ci(tok[mask])
         return {"tokens_per_s": m, "ci": ci, "ticks": n, "seconds": n * tick_s, "window_s": win, "note": "",
                 "index": tuple(int(i) for i in np.flatnonzero(mask))}
 
-    st = regime(steady, f"tick with requests waiting under the binding limit ({binding})")
+    st = regime(steady, "tick with requests waiting after the ramp")
     if not np.isfinite(st["tokens_per_s"]):
-        st["note"] = ("no steady state: " + st["note"] + f"; {int(sat.sum())} tick(s) with requests waiting in all"
-                      + ("" if binding != "k_max" else f", running at max_num_seqs x DP = {k_total} in {int(steady.sum())}"))
-    return {"binding": binding, "binding_source": source, "steady": st, "ramp": regime(ramp, "saturated tick before it"),
-            "saturated_seconds": int(sat.sum()) * tick_s}
-
-
-def _use_plateau(use: np.ndarray, sat: np.ndarray) -> np.ndarray:
-    """The ticks where the KV use rebuilt from the requests is on its plateau: at least 0.9 x its median over the
-    saturated ticks (one rule for the run that preempted and the run that records neither KV use nor cache)."""
-    return use >= 0.9 * np.median(use[sat])
-
-
-def _running_plateau(running: np.ndarray, sat: np.ndarray, plateau: float) -> np.ndarray:
-    """The ticks where ``running`` is on its plateau: from the first saturated tick where it reaches ``plateau``
-    x its saturated maximum (the end of the ramp) on, the ticks at ``plateau`` x the median of ``running`` over
-    the saturated ticks from there.  The median, not the maximum: the cohort admitted together at the end of a
-    ramp can overshoot the level the limit holds (a token-budget run of fluidq's own engine peaked at 153 and held
-    123-147, and ``>= 95 % of the maximum`` kept 3 of its 34 saturated ticks)."""
-    idx = np.arange(running.size)
-    top = running[sat].max()
-    start = int(np.flatnonzero(sat & (running >= plateau * top))[0])
-    ref = float(np.median(running[sat & (idx >= start)]))
-    return (idx >= start) & (running >= plateau * ref)
+        st["note"] = ("no steady state: " + st["note"] + f"; {int(sat.sum())} tick(s) with requests waiting in all")
+    return {"binding": binding, "binding_source": source, "steady": st,
+            "ramp": regime(ramp, "saturated tick before it"), "saturated_seconds": int(sat.sum()) * tick_s,
+            "shares": shares}
 
 
 def mix_adjusted_capacity(timeseries: dict, index, *, mean_prompt_tokens: float, mean_output_tokens: float,

@@ -66,11 +66,14 @@ KNOWN_MISSES = {
     ("rtx4090-llama3.1-8b", _LSS, _MAE):
         _miss(2.15, 0.5, "latency mean abs. error; the peer's 0.46 % (suite row), issue 16's 2 %", SUITE, DONE_MEANS),
     ("rtx4090-llama3.1-8b", _LSS, _MAE + ", fitted profile"): _miss(18.57, 2.0, "the peer's 0.46 %", SUITE),
-    ("rtxpro6000-llama3.1-8b", _LSS, _CAP): _miss(7.26, 1.0, "fluid capacity; target 5 %", DONE_MEANS),
-    # +25.7 % since the lockstep group has every rank's token budget and spreads its chunks (h-dpfix, 2026-12-07;
-    # its stationary simulation 9,334 tokens/s, the formula 9,415); +20.5 % before, +18.1 % before that
-    ("rtxpro6000-qwen3-30b-a3b", _LSS, _CAP): _miss(25.7, 2.5, "fluid capacity; target 5 %", DONE_MEANS),
-    ("rtxpro6000-qwen3-30b-a3b", _LSS, _SIM): _miss(5.20, 1.5, "simulated capacity; target 5 %", DONE_MEANS),
+    # (rtxpro6000-llama3.1-8b, fluid capacity: +7.26 % until 2026-12-07, h-meas16; +2.5 % since the measured steady
+    # state starts after the ramp -- the first 128 admitted still decoding, no prompt let in -- 8,097 not 7,741)
+    # +27.5 % since h-meas16 (2026-12-07: the measured window starts after the ramp, 12 ticks at 7,386 tokens/s,
+    # not the 14 at 7,488); +25.7 % since the lockstep group has every rank's token budget and spreads its chunks
+    # (h-dpfix; its stationary simulation 9,334 tokens/s, the formula 9,415); +20.5 % before, +18.1 % before that
+    ("rtxpro6000-qwen3-30b-a3b", _LSS, _CAP): _miss(27.5, 2.5, "fluid capacity; target 5 %", DONE_MEANS),
+    # (rtxpro6000-qwen3-30b-a3b, simulated benchmark: +5.2 % until h-meas16; +4.7 to +4.9 % since, both its simulated
+    # log and the run read by the new estimator -- at the edge of the 5 % target, not clearly inside it)
     ("rtxpro6000-llama3.1-8b", _LSS, _MAE): _miss(4.22, 0.5, "latency mean abs. error; target 2 %", DONE_MEANS),
 }
 

@@ -84,15 +84,21 @@ def test_a_lockstep_iteration_is_one_rank_s_share_worked_by_hand(chunks, r):
 # replications, seed 7 (measured 2026-12-07, h-tests6, shared 2-vCPU VM; the simulation's 95 % interval in brackets,
 # as fluid / hi - 1 .. fluid / lo - 1): the formula spreads an iteration's prompt chunks evenly over up to dp ranks,
 # the simulation places whole chunks on the least loaded rank, whose slowest rank holds more than the mean share.
+# Re-measured 2026-12-07 (h-meas16) after the simulation's log is read as every saturated tick after the ramp, not
+# only the ticks at >= 95 % of max_num_seqs (which selected the busiest: the simulated capacity was higher, the
+# formula's error lower): DP2/64 +2.85 (unchanged), DP2/256 +4.36 -> +4.55, DP4/64 +4.99 -> +5.64 (now past the
+# target), DP4/256 +10.66 -> +11.29.
 RECORDED = {(2, 64): 2.85,  # [+2.32, +3.39]
-            (2, 256): 4.36,  # [+4.01, +4.72]
-            (4, 64): 4.99,  # [+3.71, +6.31]
-            (4, 256): 10.66}  # [+8.35, +13.08]
+            (2, 256): 4.55,  # [+3.80, +5.31]
+            (4, 64): 5.64,  # [+4.92, +6.37]
+            (4, 256): 11.29}  # [+9.32, +13.33]
 #: the agreement asked of the formula with its simulation (issue 16's 5 % capacity target)
 TARGET = 5.0
 #: the cases past TARGET: each an xfail stating its miss
 KNOWN_MISSES = {(4, 256): "the least-loaded placement of whole chunks leaves the slowest of 4 ranks more than the "
-                          "mean share at 256 residents a rank"}
+                          "mean share at 256 residents a rank",
+                (4, 64): "the same placement at 64 residents a rank (+4.99 % before h-meas16, when the simulation's "
+                         "capacity averaged only its busiest ticks)"}
 
 
 @pytest.mark.parametrize("dp", [2, 4])

@@ -63,9 +63,10 @@ def test_regimes_kv_bound_token_budget_and_replicas():
 
 
 def test_the_kv_use_is_rebuilt_only_where_a_regime_reads_it():
-    """``kv_in_use_tokens`` may be a function, called once and only when the regimes read the requests' KV use
-    (no kv_cache_pct, or preemptions below a full cache, and max_num_seqs not binding); its numbers are the
-    array's.  measured_regimes rebuilt the KV use of every run, also where k_max bound or the column said."""
+    """``kv_in_use_tokens`` may be a function, called once and only when the regimes read the requests' KV use:
+    when the kv_cache_pct column is absent or stayed 0 (then the KV use marks the end of the ramp and, over a
+    recorded cache, says whether the cache binds -- also where ``running`` reaches max_num_seqs: a KV-bound engine
+    near max_num_seqs touches it too); its numbers are the array's.  A run whose column says is never rebuilt."""
     use = np.array([100.0, 400, 800, 820, 810, 815, 820, 818])
     calls = []
 
@@ -75,11 +76,11 @@ def test_the_kv_use_is_rebuilt_only_where_a_regime_reads_it():
 
     waiting, tokens = [1] * 8, [900] * 2 + [300] * 6
     cases = [  # (series, max_num_seqs, whether the KV use is read)
-        (_series([100, 256, 256, 256, 256, 256, 256, 256], waiting, tokens), 256, False),  # k_max binds
+        (_series([100, 256, 256, 256, 256, 256, 256, 256], waiting, tokens), 256, True),  # k_max, no KV column
         (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [50, 70, 95, 96, 97, 96, 95, 97]), 256, False),
         (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [10] * 8), 256, False),  # token budget
         (_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens), 256, True),  # kv_cache_pct stayed 0
-        ({**_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [10] * 8), "preempted": np.ones(8)}, 256, True),
+        ({**_series([5, 10, 20, 20, 21, 20, 20, 21], waiting, tokens, [10] * 8), "preempted": np.ones(8)}, 256, False),
     ]
     for ts, k, read in cases:
         for cap in (None, 1000):
@@ -188,7 +189,10 @@ def test_fluid_capacity_within_5_pct_of_every_real_vllm_run(rows, case):
     # recompute preemptions and the free room vLLM's whole-prompt admission leaves (derived from the engine's rules
     # and checked on simulated engines only; +11.1 % before, 2026-12-06)
     if case == "rtxpro6000-llama3.1-8b":
-        assert abs(r.error_pct) <= 10.0, r  # the suite's pass line holds for this run; the Done-means 5 % does not
+        # +2.5 % since the measured steady state starts after the ramp (h-meas16, 2026-12-07: 8,097 tokens/s over
+        # 18-49 s; +7.3 % against the 7,741 of 13-49 s before, whose first five ticks were the first 128 admitted
+        # decoding together with no prompt let in)
+        assert abs(r.error_pct) <= 10.0, r
     _known_miss(r, r.error_pct, 5.0,
                 "the window follows the ramp and serves fewer prompt tokens per generated token than the workload "
                 "brings, so it sits below the stationary capacity the formula predicts: fluidq's simulated benchmarks "
@@ -207,18 +211,19 @@ def test_simulated_capacity_of_the_qwen3_dp2_ep_run(rows):
     r = rows[("rtxpro6000-qwen3-30b-a3b", _SIM)]
     st = rows[("rtxpro6000-qwen3-30b-a3b", "capacity (served tokens/s, steady state)")]
     assert abs(r.error_pct) <= 10.0, r
-    # the run's 14 s window is one arrival realisation: the prediction lies inside its measured 95 % CI, where
-    # the window's ticks give one (batch means with a data-chosen batch size: none for these 14 ticks)
+    # the run's 12 s window is one arrival realisation: the prediction lies inside its measured 95 % CI, where
+    # the window's ticks give one (batch means over 3 blocks of 4 ticks: 5,219-9,553, +-29 %)
     if st.measured_ci is not None:
         lo, hi = st.measured_ci
         assert lo <= r.predicted <= hi, (r.predicted, lo, hi)
     else:
         assert "no 95 % interval" in st.note, st.note
+    # +4.7 % (the full suite's 10 replications) / +4.9 % (fast) since h-meas16 (2026-12-07), +5.9 % / +5.2 % before:
+    # at the edge of the target, with a measured interval of +-29 %
     _known_miss(r, r.error_pct, 5.0,
-                "of the 14 s steady window (the benchmark's requests in its own order, async scheduling as the run: "
-                "+5.9 % with the full suite's 10 replications, measured 2026-12-06; synchronous: +6.3 %, +6.7 % over "
-                "20; +8.5 % when they were sent in a random order); the run's own arrivals replayed give -3.3 %; the "
-                "window's 14 ticks give no 95 % interval")
+                "of the 12 s steady window (the benchmark's requests in its own order, async scheduling as the run: "
+                "+5.9 % with the full suite's 10 replications before h-meas16; +8.5 % when they were sent in a random "
+                "order); the run's own arrivals replayed give -4.3 %")
 
 
 def test_vidur_llama2_70b_tp2_within_10_pct(rows):
