@@ -328,7 +328,8 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
-    from .deployment import _gpu_memory_from_folder, _profile_model, profile_shape_differences
+    from .deployment import (_gpu_memory_from_folder, _profile_model, profile_kind_difference,
+                             profile_shape_differences)
     from .runs import read_run
 
     folder = Path(run_dir)
@@ -396,14 +397,9 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
                         "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
     tp = run.tensor_parallel_size
-    has_moe = (plain / f"profile_tp{tp}_moe.csv").is_file()
-    if bool(facts.n_experts) != has_moe and (plain / f"profile_tp{tp}_dense.csv").is_file():
-        raise DataError(f"{folder}: the model {facts.name} is "
-                        + (f"a mixture of experts ({facts.n_experts} experts, top-{facts.experts_per_token}) but the "
-                           f"folder has no profile_tp{tp}_moe.csv: these profiles are of a dense model"
-                           if facts.n_experts else
-                           f"dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a mixture of experts")
-                        + f" (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
+    kind = profile_kind_difference(plain, facts, tp)  # the one check of every profile-folder face (deployment.py)
+    if kind:
+        raise DataError(f"{folder}: {kind} (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
                         + (" (--model-config)" if model_config is not None else "")
                         + " and the operator profiles must be of the same model")
     for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):

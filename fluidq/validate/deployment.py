@@ -66,6 +66,26 @@ def profile_shape_differences(facts, profiled) -> str:
     return ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
 
 
+def profile_kind_difference(folder: Path, facts, tp: int) -> str:
+    """Where ``facts`` and the folder's TP``tp`` operator profiles are of different kinds of model, as words: a
+    mixture of experts without ``profile_tp{tp}_moe.csv`` (its expert layers were never timed: the dense MLP times
+    would stand in for them), or a dense model with one; ``""`` when they agree or the folder has no
+    ``profile_tp{tp}_dense.csv`` (a missing table is said where it is read).  The one check of ``fluidq capacity,
+    check, simulate --profile-dir`` (:func:`_deployment_parts`) and ``fluidq validate --run``
+    (:func:`fluidq.validate.cases.case_for_run`)."""
+    def has(part):
+        return any((folder / f"profile_tp{tp}_{part}.csv{gz}").is_file() for gz in ("", ".gz"))
+
+    if not has("dense") or bool(facts.n_experts) == has("moe"):
+        return ""
+    if facts.n_experts:
+        return (f"the model {facts.name} is a mixture of experts ({facts.n_experts} experts, "
+                f"top-{facts.experts_per_token}) but the folder has no profile_tp{tp}_moe.csv: these profiles are "
+                "of a dense model")
+    return (f"the model {facts.name} is dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a "
+            "mixture of experts")
+
+
 def _lengths(name, v):
     a = np.atleast_1d(np.asarray(v, dtype=float))
     if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)) or np.any(a < 1) or np.any(a != np.round(a)):
@@ -248,6 +268,16 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
             raise ParameterError("model", facts.name, f"the model profiled in {folder} ({hf_id})",
                                  f"it has {diff}: operator profiles time one model's layers (leave the model out "
                                  "to use the shipped facts)")
+    kind = profile_kind_difference(folder, facts, tp)
+    if kind:  # a MoE config on dense profiles was predicted from the dense MLP times (rev-indep 2026-12-07 #3)
+        meta = f"profile_meta.yaml: {hf_id}" if hf_id else "profile_meta.yaml names no model"
+        if model is not None:
+            raise ParameterError("model", facts.name, f"the config.json of the model profiled in {folder} ({meta})",
+                                 f"{kind}; give the profiled model's config.json, or the folder of profiles measured "
+                                 "on this model")
+        raise ParameterError("profile_dir", str(folder), f"operator profiles of the model its profile_meta.yaml "
+                             f"names ({hf_id})", f"{kind}; give the profiled model's config.json (--model-config; "
+                             "from Python, model=ModelFacts.from_config(path))")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:

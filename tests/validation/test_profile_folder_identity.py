@@ -1,0 +1,78 @@
+"""A profile folder is refused when it is not of the model the caller claims (rev-indep review 2026-12-07, findings
+3, 4, 5, 7): a mixture of experts on dense profiles, a config whose shapes differ from what profile_meta.yaml
+records, an unreadable profile_meta.yaml.  Every input is made here, in tmp_path: a synthetic folder of linear
+operator times (tests/stability/flow_profile.py) whose profile_meta.yaml names a model the shipped facts lack."""
+import json
+
+import pytest
+
+from flow_profile import write_profile  # tests/stability (tests/conftest.py puts it on sys.path)
+from fluidq.errors import FluidqError, ParameterError
+from fluidq.models import ModelFacts
+from fluidq.testing.cli import assert_one_line
+from fluidq.validate.deployment import deployment_engine, predict_deployment
+
+#: the synthetic 13B of the review: 40 layers, hidden 5120, 40 query / 8 KV heads, MLP 13824
+SYNTH = {"model_type": "llama", "num_hidden_layers": 40, "hidden_size": 5120, "num_attention_heads": 40,
+         "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 128256, "torch_dtype": "bfloat16",
+         "max_position_embeddings": 8192}
+OVERRIDES = {"num_hidden_layers": 1, "intermediate_size": 13824, "num_attention_heads": 40, "num_key_value_heads": 8,
+             "vocab_size": 128256}
+#: a mixture of experts with the synthetic model's attention shapes
+MOE = {**SYNTH, "model_type": "qwen2_moe", "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+       "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1, "mlp_only_layers": []}
+LENGTHS = {"input_tokens": 1000, "output_tokens": 300, "gpu_memory_gib": 80}
+CLI = ["--input-len", "1000", "--output-len", "300", "--gpu-memory-gib", "80"]
+
+
+def meta_text(model="acme/Synth-13B", overrides=OVERRIDES, tp_degrees=(1,)):
+    lines = ["profiler_version: 1.0.0", "vllm_version: 0.19.0", f"model: {model}", "variant: bf16",
+             f"tp_degrees: [{', '.join(map(str, tp_degrees))}]", "engine_effective:", "  load_format: dummy",
+             "  block_size: 16"]
+    if overrides is not None:
+        lines += ["  hf_overrides:"] + [f"    {k}: {v}" for k, v in overrides.items()]
+    lines += ["  model: <upstream-temporary-path>", "attention_grid:", "  chunks: 0, 16-2048 x2",
+              "skew_fit:", "  enabled: false"]
+    return "\n".join(lines) + "\n"
+
+
+def folder(tmp_path, name="prof", **kw):
+    d = write_profile(tmp_path / name)
+    (d / "profile_meta.yaml").write_text(meta_text(**kw))
+    return d
+
+
+def config(tmp_path, doc, name="config.json"):
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_the_synthetic_folder_and_its_own_config_are_accepted(tmp_path):
+    d = folder(tmp_path)
+    pred = predict_deployment(d, model=ModelFacts.from_config(config(tmp_path, SYNTH)), **LENGTHS)
+    assert pred.tokens_per_s > 0 and pred.inputs["n_layers"] == 40
+
+
+def test_a_mixture_of_experts_on_dense_profiles_is_refused_on_every_face(tmp_path, capsys):
+    # finding 3: accepted by capacity/check/simulate --profile-dir (76,417 tokens/s from the dense MLP times)
+    d = folder(tmp_path)
+    moe = config(tmp_path, MOE, "moe.json")
+    with pytest.raises(ParameterError, match=r"mixture of experts \(60 experts, top-4\) but the folder has no "
+                                             r"profile_tp1_moe.csv") as exc:
+        predict_deployment(d, model=ModelFacts.from_config(moe), **LENGTHS)
+    assert exc.value.name == "model"
+    with pytest.raises(ParameterError, match="no profile_tp1_moe.csv"):
+        deployment_engine(d, model=ModelFacts.from_config(moe), kv_capacity_tokens=100_000)
+    for cmd in (["capacity"], ["check", "--rate", "5", "--policy", "vllm-chunked"],
+                ["simulate", "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"]):
+        assert_one_line([*cmd, "--profile-dir", str(d), "--model-config", str(moe), *CLI], capsys,
+                        "--model-config", "no profile_tp1_moe.csv", "config.json of the model profiled")
+    # a folder naming a shipped MoE model without its expert table: the folder is named
+    q = folder(tmp_path, "q", model="Qwen/Qwen3-30B-A3B-Instruct-2507", overrides=None)
+    assert_one_line(["capacity", "--profile-dir", str(q), *CLI], capsys, "--profile-dir", "no profile_tp1_moe.csv")
+    # the other way round: a dense model on a folder with an expert table
+    m = folder(tmp_path, "m")
+    (m / "profile_tp1_moe.csv").write_text("tokens,activated_experts,time_us\n1,1,1\n")
+    with pytest.raises(FluidqError, match="is dense but the folder has profile_tp1_moe.csv"):
+        predict_deployment(m, model=ModelFacts.from_config(config(tmp_path, SYNTH)), **LENGTHS)
