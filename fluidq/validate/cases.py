@@ -348,7 +348,10 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         raise DataError(f"{folder}: no profile_meta.yaml (the operator profiles' description, which names the model); "
                         "the run folder needs the profiles measured on its GPU: profile_meta.yaml and "
                         f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
-    hf_id = _profile_model(plain)
+    try:
+        hf_id = _profile_model(plain)  # an invalid profile_meta.yaml refused, naming the line and column
+    except DataError as exc:
+        raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
     ran = ran if isinstance(ran, str) and ran else None
 

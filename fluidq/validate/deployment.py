@@ -111,9 +111,12 @@ def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, o
 
 
 def _profile_model(folder: Path) -> str | None:
-    from ..batchtime.loaders import _simple_yaml
+    """The model ``profile_meta.yaml`` names (None when it names none); an invalid file is refused naming its line
+    and column (:func:`fluidq.validate.profile_meta.read_profile_meta`), never read as one naming no model."""
+    from .profile_meta import read_profile_meta
 
-    return _simple_yaml(folder / "profile_meta.yaml").get("model") or None
+    name = read_profile_meta(folder).get("model")
+    return str(name) if isinstance(name, (str, int, float)) and not isinstance(name, bool) and str(name) else None
 
 
 def _gpu_memory_from_folder(folder: Path) -> float | None:

@@ -76,3 +76,71 @@ def test_a_mixture_of_experts_on_dense_profiles_is_refused_on_every_face(tmp_pat
     (m / "profile_tp1_moe.csv").write_text("tokens,activated_experts,time_us\n1,1,1\n")
     with pytest.raises(FluidqError, match="is dense but the folder has profile_tp1_moe.csv"):
         predict_deployment(m, model=ModelFacts.from_config(config(tmp_path, SYNTH)), **LENGTHS)
+
+
+def test_an_invalid_profile_meta_is_refused_with_its_line_and_column(tmp_path, capsys):
+    # finding 7a: `garbage: [` read as a file that "names no model"; with --model-config accepted silently
+    d = folder(tmp_path)
+    (d / "profile_meta.yaml").write_text("garbage: [\n")
+    cfg = config(tmp_path, SYNTH)
+    where = rf"{d / 'profile_meta.yaml'}: invalid YAML at line 1, column 10: the '\[' opened here is never closed"
+    with pytest.raises(FluidqError, match=where):
+        predict_deployment(d, model=ModelFacts.from_config(cfg), **LENGTHS)
+    with pytest.raises(FluidqError, match=where):
+        predict_deployment(d, **LENGTHS)
+    for extra in ([], ["--model-config", str(cfg)]):
+        assert_one_line(["capacity", "--profile-dir", str(d), *extra, *CLI], capsys, "invalid YAML at line 1, column 10")
+    for text, line, col in (("model: acme/X\nengine_effective:\n\thf_overrides: {}\n", 3, 1),
+                            ("model: 'acme/X\n", 1, 8), ("model: acme/X\n  tp: 1\n", 2, 3),
+                            ("model: acme/X\ntp_degrees: [1, 2\nvariant: bf16\n", 2, 13)):
+        (d / "profile_meta.yaml").write_text(text)
+        with pytest.raises(FluidqError, match=rf"invalid YAML at line {line}, column {col}"):
+            predict_deployment(d, model=ModelFacts.from_config(cfg), **LENGTHS)
+
+
+def test_the_yaml_reader_reads_what_pyyaml_reads():
+    # the shipped profile_meta.yaml files and 2,000 seeded random documents dumped by PyYAML (block and flow styles,
+    # folded long values) read the same; PyYAML is no dependency of fluidq, only of this check
+    import random
+    import string
+
+    yaml = pytest.importorskip("yaml")
+    from fluidq.validate import validation_dir
+    from fluidq.validate.profile_meta import parse_yaml
+
+    for f in sorted((validation_dir() / "data" / "llmservingsim").glob("*/profile_meta.yaml")):
+        assert parse_yaml(f.read_text(), str(f)) == yaml.safe_load(f.read_text()), f
+    rng = random.Random(16)
+
+    def word():
+        return "".join(rng.choice(string.ascii_letters + "_") for _ in range(rng.randint(1, 8)))
+
+    def scalar():
+        r = rng.random()
+        if r < 0.2:
+            return rng.randint(-10**6, 10**6)
+        if r < 0.35:
+            return round(rng.uniform(-100, 100), rng.randint(0, 5))
+        if r < 0.45:
+            return rng.choice([True, False, None])
+        if r < 0.6:
+            return "".join(rng.choice(string.ascii_letters + string.digits + " -_.,<>=%/[]{}:'\"")
+                           for _ in range(rng.randint(1, 120))).strip() or "x"
+        return word()
+
+    def value(depth):
+        r = rng.random()
+        if depth < 3 and r < 0.3:
+            return {word(): value(depth + 1) for _ in range(rng.randint(1, 5))}
+        if depth < 3 and r < 0.4:
+            return [scalar() for _ in range(rng.randint(0, 12))]
+        if depth < 3 and r < 0.45:
+            return [{word(): scalar()} for _ in range(rng.randint(1, 3))]
+        return scalar()
+
+    for _ in range(2000):
+        doc = {word(): value(0) for _ in range(rng.randint(1, 8))}
+        text = yaml.safe_dump(doc, sort_keys=rng.random() < 0.5, default_flow_style=rng.choice([None, False, True]),
+                              width=rng.choice([40, 80, 1000]))
+        assert parse_yaml(text, "doc") == yaml.safe_load(text), text
+
