@@ -405,6 +405,15 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         raise DataError(f"{folder}: {kind} (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
                         + (" (--model-config)" if model_config is not None else "")
                         + " and the operator profiles must be of the same model")
+    from .deployment import profile_override_differences
+    from .profile_meta import read_profile_meta
+
+    over = profile_override_differences(facts, read_profile_meta(plain))  # (read above: valid YAML)
+    if over:  # the shapes the profiler recorded, for a model in no table too (rev-indep 2026-12-07 #4)
+        raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but "
+                        + (f"the config.json given ({model_config}) has " if model_config is not None else
+                           f"the facts of {facts.name} have ")
+                        + f"{over}: operator profiles time one model's layers, so the model must be the profiled one")
     for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):
         f = plain / f"profile_tp{tp}_{part}.csv"
         if not f.is_file():

@@ -66,6 +66,66 @@ def profile_shape_differences(facts, profiled) -> str:
     return ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
 
 
+#: ``engine_effective.hf_overrides`` keys of ``profile_meta.yaml`` (the shapes LLMServingSim's profiler gave vLLM),
+#: the :class:`~fluidq.models.ModelFacts` shape each records, and how a TP-N profile splits it over its N GPUs:
+#: ``"split"`` (heads, MLP width, vocabulary: 1/N each), ``"kv"`` (KV heads: 1/N, at least one, vLLM replicating
+#: them when N exceeds them) or ``None`` (the same on every GPU).  ``num_hidden_layers`` is not compared: the
+#: profiler times one decoder layer (it records 1) and the layer count is the model's own.
+OVERRIDE_SHAPES = (("num_attention_heads", "n_heads", "split"), ("num_key_value_heads", "n_kv_heads", "kv"),
+                   ("intermediate_size", "intermediate_size", "split"), ("hidden_size", "hidden_size", None),
+                   ("head_dim", "head_dim", None), ("vocab_size", "vocab_size", "split"),
+                   ("num_experts", "n_experts", None), ("num_local_experts", "n_experts", None),
+                   ("num_experts_per_tok", "experts_per_token", None),
+                   ("moe_intermediate_size", "moe_intermediate_size", "split"))
+
+
+def profile_override_differences(facts, meta: dict) -> str:
+    """Where ``facts`` differ from the shapes ``profile_meta.yaml`` (``meta``, read by
+    :func:`~fluidq.validate.profile_meta.read_profile_meta`) records in ``engine_effective.hf_overrides``, as words;
+    ``""`` when they agree or nothing is recorded.
+
+    A profile folder of ``tp_degrees`` [1, 2] may record the shapes of one GPU's shard at TP2 (the shipped RTX PRO
+    6000 folders: 16 of Llama-3.1-8B's 32 heads, MLP width 7168): the facts agree when, at one of the profiled
+    tensor-parallel sizes N (and at 1), every recorded shape is the facts' split over N (:data:`OVERRIDE_SHAPES`).
+    Compared where recorded: query and KV heads, MLP width, hidden size, head size, vocabulary, experts, top-k and
+    expert width; not the layer count (one layer is profiled, the count is the model's).  This is the check that
+    holds when the profiled model is in no shipped table (:func:`profile_shape_differences` holds when it is)."""
+    eff = meta.get("engine_effective") if isinstance(meta, dict) else None
+    over = eff.get("hf_overrides") if isinstance(eff, dict) else None
+    if not isinstance(over, dict):
+        return ""
+    tps = meta.get("tp_degrees")
+    tps = [t for t in tps if isinstance(t, int) and not isinstance(t, bool) and t >= 1] if isinstance(tps, list) else []
+    best = None
+    for n in sorted({1, *tps}):
+        diffs = []
+        for key, attr, how in OVERRIDE_SHAPES:
+            rec = over.get(key)
+            if not isinstance(rec, int) or isinstance(rec, bool):
+                continue
+            v = getattr(facts, attr)
+            if v is None:
+                ok = False
+            elif how is None or n == 1:
+                ok = rec == v
+            elif how == "kv" and v < n:
+                ok = rec == 1
+            else:
+                ok = rec in (v // n, -(-v // n))
+            if not ok:
+                diffs.append(f"{attr} {v} where the profiles record {key} {rec}" + (
+                    f" (= {attr} / {n} on each of TP{n}'s GPUs)" if how is not None and n > 1 else ""))
+        if not diffs:
+            return ""
+        if best is None or len(diffs) < len(best[1]):
+            best = (n, diffs)
+    n, diffs = best
+    sizes = ", ".join(map(str, sorted({1, *tps})))
+    return (", ".join(diffs[:4]) + (f" and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+            + f" (profile_meta.yaml engine_effective.hf_overrides, compared at the profiled tensor-parallel sizes "
+            f"{sizes}; the layer count is not compared: the profiles time one layer)")
+
+
 def profile_kind_difference(folder: Path, facts, tp: int) -> str:
     """Where ``facts`` and the folder's TP``tp`` operator profiles are of different kinds of model, as words: a
     mixture of experts without ``profile_tp{tp}_moe.csv`` (its expert layers were never timed: the dense MLP times
@@ -281,6 +341,16 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
         raise ParameterError("profile_dir", str(folder), f"operator profiles of the model its profile_meta.yaml "
                              f"names ({hf_id})", f"{kind}; give the profiled model's config.json (--model-config; "
                              "from Python, model=ModelFacts.from_config(path))")
+    from .profile_meta import read_profile_meta
+
+    over = profile_override_differences(facts, read_profile_meta(folder))
+    if over:  # a config of other shapes on a folder of a model in no table was predicted (rev-indep #4)
+        if model is not None:
+            raise ParameterError("model", facts.name, f"the config.json of the model profiled in {folder} "
+                                 f"({hf_id or 'unnamed'})", f"it has {over}: operator profiles time one model's "
+                                 "layers")
+        raise ParameterError("profile_dir", str(folder), f"operator profiles of the model its profile_meta.yaml "
+                             f"names ({hf_id})", f"the shipped facts of {facts.name} have {over}")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:

@@ -144,3 +144,62 @@ def test_the_yaml_reader_reads_what_pyyaml_reads():
                               width=rng.choice([40, 80, 1000]))
         assert parse_yaml(text, "doc") == yaml.safe_load(text), text
 
+
+def test_a_config_of_other_shapes_than_the_recorded_ones_is_refused(tmp_path, capsys):
+    # finding 4: a 28-layer, 2560-wide, 32-head config on the folder of a model in no table was predicted from
+    # 5120-wide operator times (profile_shape_differences compared against shipped facts only)
+    d = folder(tmp_path)
+    other = {"model_type": "qwen3", "num_hidden_layers": 28, "hidden_size": 2560, "num_attention_heads": 32,
+             "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 9728, "vocab_size": 151936,
+             "torch_dtype": "bfloat16", "max_position_embeddings": 32768, "tie_word_embeddings": True}
+    cfg = config(tmp_path, other, "other.json")
+    with pytest.raises(ParameterError, match=r"n_heads 32 where the profiles record num_attention_heads 40, "
+                                             r"intermediate_size 9728 where the profiles record intermediate_size "
+                                             r"13824, vocab_size 151936") as exc:
+        predict_deployment(d, model=ModelFacts.from_config(cfg), **LENGTHS)
+    assert exc.value.name == "model"
+    for key, value in (("num_key_value_heads", 4), ("intermediate_size", 14336), ("num_attention_heads", 32)):
+        with pytest.raises(ParameterError, match=rf"where the profiles record {key} {OVERRIDES[key]}"):
+            deployment_engine(d, model=ModelFacts.from_config(config(tmp_path, {**SYNTH, key: value}, f"{key}.json")),
+                              kv_capacity_tokens=100_000)
+    for cmd in (["capacity"], ["check", "--rate", "5", "--policy", "vllm-chunked"],
+                ["simulate", "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"]):
+        assert_one_line([*cmd, "--profile-dir", str(d), "--model-config", str(cfg), *CLI], capsys,
+                        "--model-config", "num_attention_heads 40")
+    # the layer count is not compared (one layer is profiled): half the layers is a faster engine of the same layer
+    half = predict_deployment(d, model=ModelFacts.from_config(config(tmp_path, {**SYNTH, "num_hidden_layers": 20},
+                                                                     "half.json")), **LENGTHS)
+    assert half.inputs["n_layers"] == 20
+    # a folder profiled at TP1 and TP2 that records TP2's shard (heads / 2, ...): the full model is its model
+    shard = {k: (v // 2 if k != "num_hidden_layers" else v) for k, v in OVERRIDES.items()}
+    two = folder(tmp_path, "two", overrides=shard, tp_degrees=(1, 2))
+    assert predict_deployment(two, model=ModelFacts.from_config(config(tmp_path, SYNTH)), **LENGTHS).tokens_per_s > 0
+    with pytest.raises(ParameterError, match=r"num_key_value_heads 4.*at the profiled tensor-parallel sizes 1, 2"):
+        predict_deployment(two, model=ModelFacts.from_config(config(tmp_path, {**SYNTH, "num_key_value_heads": 20},
+                                                                    "kv20.json")), **LENGTHS)
+    # a folder naming a shipped model whose recorded shapes are another's: the folder is named
+    mis = folder(tmp_path, "mis", model="meta-llama/Llama-3.1-8B")
+    assert_one_line(["capacity", "--profile-dir", str(mis), *CLI], capsys, "--profile-dir",
+                    "shipped facts of Llama-3.1-8B have n_heads 32 where the profiles record num_attention_heads 40")
+
+
+def test_validate_run_compares_a_config_with_the_recorded_shapes(tmp_path):
+    # the same check on `fluidq validate --run DIR --model-config`: the RTX PRO 6000 Llama run renamed as a model the
+    # tables lack (its profile_meta.yaml records TP2's shard of Llama-3.1-8B: 16 heads, 4 KV heads, MLP 7168)
+    import run_variants as rv
+    from fluidq.errors import DataError
+    from fluidq.validate.cases import case_for_run
+
+    from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
+
+    d = rv.copy_run(rv.LLAMA_PRO, tmp_path / "run")
+    (d / "profile_meta.yaml").write_text((d / "profile_meta.yaml").read_text().replace("meta-llama/Llama-3.1-8B",
+                                                                                      "acme/Unknown-9B"))
+    m = rv.meta(d)
+    m["model"] = m["engine_kwargs"]["model"] = "acme/Unknown-9B"
+    rv.set_meta(d, m)
+    case, _ = case_for_run(d, model_config=config(tmp_path, LLAMA_8B))
+    assert case.spec["_facts"].n_layers == 32
+    with pytest.raises(DataError, match=r"profiles 'acme/Unknown-9B' but the config.json given .* has "
+                                        r"intermediate_size 8192 where the profiles record intermediate_size 7168"):
+        case_for_run(d, model_config=config(tmp_path, {**LLAMA_8B, "intermediate_size": 8192}, "w.json"))
