@@ -317,7 +317,7 @@ def _planned_kv(case: Case, spec: dict, run: ServingRun) -> tuple[int, str]:
                         f"{block}-token blocks, KV cache {dtype})")
 
 
-def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
+def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool = False) -> tuple[Case, Path]:
     """``(case, data folder)`` for any vLLM run folder in LLMServingSim's layout, built from the folder alone
     (issue 16: ``fluidq validate --run DIR``): no case file and no expected answer.
 
@@ -325,6 +325,11 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     table by ``profile_meta.yaml``'s model; a KV capacity the run does not record is vLLM's memory
     planner's estimate from the GPU memory in ``vllm_meta.json`` (``hardware.device_total_memory_bytes``)
     or ``peer_sim_config.json``.  Targets are the suite's defaults (capacity within 10 %, aim 5 %).
+
+    The model the run served (``vllm_meta.json`` ``model``) is checked against the model's facts, with or without
+    ``model_config``: refused when its shipped facts differ in a shape, and when it is not the model
+    ``profile_meta.yaml`` names (by name, or as the same shipped facts) unless ``served_model_is_profiled`` says
+    that it is, under another name (a fine-tune, a local copy; ``fluidq validate --served-model-is-profiled``).
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
@@ -376,17 +381,14 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                             "so the config must be of the profiled model (leave it out to use the shipped "
                             f"facts of {profiled.name})")
     else:
-        facts, served = lookup(hf_id), lookup(ran)
-        if facts is not None and served is not None and facts.name != served.name:
-            raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} ({facts.name}) but vllm_meta.json ran "
-                            f"{ran!r} ({served.name}): the operator profiles must be measured on the served model "
-                            "(or give its config.json with --model-config)")
-        facts = facts or (served if not hf_id else None)
+        facts = lookup(hf_id)
+        facts = facts or (lookup(ran) if not hf_id else None)
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}"
                         + (f" (vllm_meta.json: {ran!r})" if ran and ran != hf_id else "")
                         + ", which the shipped model facts do not hold (`fluidq models list`); give its config.json "
                         "(--model-config)")
+    _check_served_model(folder, facts, hf_id, ran, lookup, model_config, served_model_is_profiled)
     # absolute paths: the run read where it is, the profiles from their readable copy
     spec = {"run": str(folder), "_run": run, "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
             "_all_latency_rows": True,
@@ -446,6 +448,48 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     name = f"run-{folder.name}"
     return Case(name=name, kind="serving_run", source="the run folder", fast=False, spec=spec,
                 path=str(folder)), folder.parent
+
+
+def _check_served_model(folder, facts, hf_id, ran, lookup, model_config, served_model_is_profiled) -> None:
+    """Refuse a run whose served model (``ran``, vllm_meta.json) is not the model predicted (``facts``: the model
+    ``hf_id`` of profile_meta.yaml, or ``model_config``): the served model's shipped facts differ from ``facts`` in a
+    shape, or both names are in the shipped tables as different models (an ``-FP8`` repository is not the bf16
+    model), neither ever bypassed; or the two names differ and one is in no table, unless
+    ``served_model_is_profiled`` says the served model is the profiled one under another name.  Before 2026-12-07
+    ``--model-config`` skipped the check and the refusal without it pointed to that bypass (rev-indep #5).  A run
+    that records no served model is not checked (there is nothing to compare)."""
+    from .deployment import profile_shape_differences
+
+    if not ran:
+        return
+    served, profiled = lookup(ran), lookup(hf_id)
+    head = (f"{folder}: profile_meta.yaml profiles {hf_id!r}" + (f" ({profiled.name})" if profiled is not None else "")
+            + f" but vllm_meta.json ran {ran!r}" + (f" ({served.name})" if served is not None else ""))
+    given = (f"the config.json given ({model_config})" if model_config is not None else
+             f"the profiled {facts.name}")
+    if served is not None:
+        diff = profile_shape_differences(facts, served, label="the served")
+        if diff:
+            raise DataError(f"{head}, and {given} has {diff}: the operator profiles and the model's facts must be of "
+                            "the model the run served")
+    if not hf_id or hf_id == ran:
+        return
+    if profiled is not None and served is not None:
+        if profiled.name != served.name:
+            raise DataError(f"{head}: two different models of the shipped tables; the operator profiles must be "
+                            "measured on the served model")
+        return
+
+    def base(name):
+        return name.rstrip("/").rsplit("/", 1)[-1].lower()
+
+    if served_model_is_profiled or base(hf_id) == base(ran):  # said so, or the same repository in a local folder
+        return
+    raise DataError(f"{head}" + (f" (its shapes agree with {given}'s)" if served is not None else
+                                 " (a model in no shipped table: its shapes cannot be compared)")
+                    + ": the operator profiles must be measured on the served model; when the served model is the "
+                    "profiled one under another name (a fine-tune, a local copy), say so with "
+                    "--served-model-is-profiled (from Python, served_model_is_profiled=True)")
 
 
 def _case_facts(case: Case, spec: dict):

@@ -54,14 +54,14 @@ PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim"
                   "experts_per_token", "moe_intermediate_size")
 
 
-def profile_shape_differences(facts, profiled) -> str:
+def profile_shape_differences(facts, profiled, *, label: str = "the profiled") -> str:
     """Where ``facts`` (a model given by name or config.json) differ from ``profiled`` (the shipped facts of the
     model ``profile_meta.yaml`` names) in a shape of :data:`PROFILE_SHAPES`, as words (the first three, then how
     many more); ``""`` when they agree or the profiled model is not shipped (``profiled`` None).  The one check of
     ``fluidq capacity --profile-dir --model`` and ``fluidq validate --run --model-config``."""
     if profiled is None:
         return ""
-    diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+    diff = [f"{k} {getattr(facts, k)} ({label} {profiled.name}: {getattr(profiled, k)})"
             for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
     return ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
 

@@ -203,3 +203,54 @@ def test_validate_run_compares_a_config_with_the_recorded_shapes(tmp_path):
     with pytest.raises(DataError, match=r"profiles 'acme/Unknown-9B' but the config.json given .* has "
                                         r"intermediate_size 8192 where the profiles record intermediate_size 7168"):
         case_for_run(d, model_config=config(tmp_path, {**LLAMA_8B, "intermediate_size": 8192}, "w.json"))
+
+
+def test_validate_run_refuses_a_run_that_served_another_model(tmp_path, capsys):
+    # finding 5: `validate --run --model-config` never looked at the model the run served, and the refusal without
+    # it pointed to that bypass; profiles of one model with a run serving another were accepted silently
+    import run_variants as rv
+    from fluidq.errors import DataError
+    from fluidq.validate.cases import case_for_run
+
+    from hf_configs import LLAMA_8B  # tests/models/hf_configs.py
+
+    def run(name, profiled, served):
+        d = rv.copy_run(rv.LLAMA_PRO, tmp_path / name)
+        (d / "profile_meta.yaml").write_text((d / "profile_meta.yaml").read_text().replace(
+            "meta-llama/Llama-3.1-8B", profiled))
+        m = rv.meta(d)
+        m["model"] = m["engine_kwargs"]["model"] = served
+        rv.set_meta(d, m)
+        return d
+
+    cfg = config(tmp_path, LLAMA_8B)
+    qwen = "Qwen/Qwen3-30B-A3B-Instruct-2507"
+    # the Llama profiles with a run that served Qwen3-30B: refused by shape, with or without the config, flag or not
+    d = run("q", "meta-llama/Llama-3.1-8B", qwen)
+    for kw in ({}, {"model_config": cfg}, {"model_config": cfg, "served_model_is_profiled": True}):
+        with pytest.raises(DataError, match=r"profiles 'meta-llama/Llama-3.1-8B' \(Llama-3.1-8B\) but vllm_meta.json "
+                                            r"ran 'Qwen/Qwen3-30B-A3B-Instruct-2507' \(Qwen3-30B-A3B-Instruct-2507\), "
+                                            r"and .* has n_layers 32 \(the served Qwen3-30B-A3B-Instruct-2507: "
+                                            r"48\)") as exc:
+            case_for_run(d, **kw)
+        assert "--model-config" not in str(exc.value)  # no bypass offered
+    # profiles of a model in no table, a run that served another name: refused naming both, unless the user says
+    for served in ("meta-llama/Llama-3.1-8B", "acme/Other-9B"):
+        d = run(served.replace("/", "_"), "acme/Unknown-9B", served)
+        with pytest.raises(DataError, match=rf"profiles 'acme/Unknown-9B' but vllm_meta.json ran '{served}'.*"
+                                            r"--served-model-is-profiled"):
+            case_for_run(d, model_config=cfg)
+        case, _ = case_for_run(d, model_config=cfg, served_model_is_profiled=True)
+        assert case.spec["_facts"].n_layers == 32
+    # ... but a config of other shapes than the served model's shipped facts is refused even so
+    d = run("s", "acme/Synth-13B", "meta-llama/Llama-3.1-8B")
+    with pytest.raises(DataError, match=r"ran 'meta-llama/Llama-3.1-8B' \(Llama-3.1-8B\), and the config.json given"):
+        case_for_run(d, model_config=config(tmp_path, SYNTH, "synth.json"), served_model_is_profiled=True)
+    # the same repository in a local folder is the same model
+    case, _ = case_for_run(run("local", "acme/Unknown-9B", "/models/Unknown-9B/"), model_config=cfg)
+    # the command line: the flag, and its refusal without --run
+    d = run("cli", "acme/Unknown-9B", "acme/Other-9B")
+    assert_one_line(["validate", "--run", str(d), "--model-config", str(cfg), "--out", str(tmp_path / "v")], capsys,
+                    "--served-model-is-profiled", "acme/Other-9B", "acme/Unknown-9B")
+    assert_one_line(["validate", "--served-model-is-profiled", "--out", str(tmp_path / "w")], capsys,
+                    "--served-model-is-profiled is read only with --run")
