@@ -523,7 +523,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .predict import predict_capacity
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
-    from .deployment import predict_deployment
+    from .deployment import RecordedBlockSize, predict_deployment
     from .runs import measured_regimes
 
     s = case.spec
@@ -551,7 +551,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                               tensor_parallel_size=run.tensor_parallel_size,
                               pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                               enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv,
-                              block_size=run.block_size, model=facts, comm=comm)
+                              block_size=RecordedBlockSize(run.block_size), model=facts, comm=comm)
     sat = saturated_throughput(run)
     reg = measured_regimes(run)  # the measured side: the run's own columns, requests and recorded KV cache
     dropped = "".join(f"; {v} request(s) {k} left out" for k, v in run.dropped.items())
@@ -620,7 +620,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     max_num_batched_tokens=run.max_num_batched_tokens, tensor_parallel_size=run.tensor_parallel_size,
                     pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                     enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv, model=facts, comm=comm,
-                    enable_prefix_caching=caching, block_size=run.block_size,
+                    enable_prefix_caching=caching, block_size=RecordedBlockSize(run.block_size),
                     async_scheduling=run.async_scheduling)
     spred = None
     if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real
+from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real, vllm_block_size
 from ..errors import DataError, ParameterError
 
 __all__ = ["predict_deployment", "deployment_engine"]
@@ -153,12 +153,24 @@ def _lengths(name, v):
     return a
 
 
+class RecordedBlockSize(int):
+    """A block size a vLLM run recorded (``vllm_meta.json``): vLLM's own choice, checked as a whole number only, not
+    against :data:`fluidq._validate.VLLM_BLOCK_SIZES` (a later vLLM may take another size).  The validation suite
+    passes a run's block size as one; a block size given by a user is an ``int`` and checked against vLLM's set."""
+
+
+def _block(block_size) -> int:
+    if isinstance(block_size, RecordedBlockSize):
+        return integer("block_size", int(block_size), minimum=1, maximum=MAX_BUDGET_TOKENS)
+    return vllm_block_size("block_size", block_size)  # vLLM's set: --block-size 7 was planned (rev-indep #7b)
+
+
 def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, output_tokens):
     """``(k_max, b_max, block, prompts, outputs)``: vLLM's scheduler arguments checked by name, and the
     lengths as equal-size arrays (one given length is repeated to the other's size)."""
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    block = _block(block_size)
     p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
     if p.size != o.size:
         if p.size == 1:
@@ -570,7 +582,7 @@ def deployment_engine(profile_dir, *, max_num_seqs: int = 256, max_num_batched_t
         raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    block = _block(block_size)
     parts = _deployment_parts(folder, tp=tp, pp=1, dp=1, enable_expert_parallel=False, k_max=k_max, b_max=b_max,
                               block=block, model=model, comm=comm, link_bandwidth_gbps=link_bandwidth_gbps,
                               link_latency_us=link_latency_us, all_reduce_csv=all_reduce_csv,

@@ -254,3 +254,42 @@ def test_validate_run_refuses_a_run_that_served_another_model(tmp_path, capsys):
                     "--served-model-is-profiled", "acme/Other-9B", "acme/Unknown-9B")
     assert_one_line(["validate", "--served-model-is-profiled", "--out", str(tmp_path / "w")], capsys,
                     "--served-model-is-profiled is read only with --run")
+
+
+@pytest.mark.parametrize("block", [7, 3, 12, 48, 512])
+def test_a_block_size_vllm_does_not_take_is_refused_on_every_face(block, tmp_path, capsys):
+    # finding 7b: `capacity --gpu --block-size 7` planned 310,387 tokens; vLLM's CacheConfig.block_size takes
+    # 1, 8, 16, 32, 64, 128, 256 (fluidq._validate.VLLM_BLOCK_SIZES)
+    from fluidq.validate.roofline import predict_roofline_deployment
+
+    d = folder(tmp_path)
+    cfg = config(tmp_path, SYNTH)
+    facts = ModelFacts.from_config(cfg)
+    for call in (lambda: predict_deployment(d, model=facts, block_size=block, **LENGTHS),
+                 lambda: deployment_engine(d, model=facts, block_size=block, kv_capacity_tokens=100_000),
+                 lambda: predict_roofline_deployment("Llama-3.1-8B", "H100", input_tokens=1000, output_tokens=300,
+                                                     block_size=block)):
+        with pytest.raises(ParameterError, match=r"one of vLLM's block sizes 1, 8, 16, 32, 64, 128, 256") as exc:
+            call()
+        assert exc.value.name == "block_size"
+    want = (f"--block-size={block}", "one of vLLM's block sizes 1, 8, 16, 32, 64, 128, 256")
+    prof = ["--profile-dir", str(d), "--model-config", str(cfg), "--gpu-memory-gib", "80", "--block-size", str(block)]
+    for argv in (["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "1000", "--output-len",
+                  "300", "--block-size", str(block)],
+                 ["capacity", *prof, "--input-len", "1000", "--output-len", "300"],
+                 ["check", *prof, "--rate", "5", "--policy", "vllm-chunked"],
+                 ["simulate", *prof, "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"],
+                 ["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--block-size", str(block)]):
+        assert_one_line(argv, capsys, *want)
+
+
+def test_vllm_block_sizes_are_accepted_and_a_recorded_one_is_vllm_s_own(tmp_path):
+    from fluidq.validate.deployment import RecordedBlockSize
+
+    d = folder(tmp_path)
+    facts = ModelFacts.from_config(config(tmp_path, SYNTH))
+    kv = [predict_deployment(d, model=facts, block_size=b, **LENGTHS).inputs["kv_capacity_tokens"] for b in (8, 256)]
+    assert kv[0] % 8 == 0 and kv[1] % 256 == 0
+    # a block size a run recorded is vLLM's choice (a later release may take another): planned, not refused
+    assert predict_deployment(d, model=facts, block_size=RecordedBlockSize(48), **LENGTHS).inputs[
+        "kv_capacity_tokens"] % 48 == 0
