@@ -73,6 +73,28 @@ TOKEN_RATE_WHY = ("token rates between 1e-12 and 1e18 tokens/s keep the time-sha
                   "(how far the point may grow) finite")
 
 
+#: vLLM's KV-cache block sizes, tokens: ``CacheConfig.block_size`` is ``BlockSize = Literal[1, 8, 16, 32, 64, 128,
+#: 256]`` in vLLM's API reference for v0.11 to v0.16 (v0.9 and v0.10: the same without 256; docs.vllm.ai,
+#: ``vllm.config.cache``, read 2026-12-07).  Later releases type it as any positive integer and align it to the
+#: attention backend's supported sizes; the set is what ``--block-size`` takes on the releases that list one (the
+#: profiles shipped with fluidq were measured on vLLM 0.19.0 with blocks of 16).  Only a block size the user gives
+#: for vLLM is checked against it: a block size a run records is vLLM's own, and :class:`fluidq.engine.Memory`'s
+#: paged cache is any engine's (other servers page in other sizes).
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
+VLLM_BLOCK_WHY = ("vLLM's --block-size takes one of these (CacheConfig.block_size, vLLM 0.9-0.16; later releases "
+                  "align other sizes to the attention backend's)")
+
+
+def vllm_block_size(name: str, value) -> int:
+    """``value`` as vLLM's KV block size (:data:`VLLM_BLOCK_SIZES`), or a ``ParameterError`` naming ``name``, the
+    value and the allowed set."""
+    b = integer(name, value, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    if b not in VLLM_BLOCK_SIZES:
+        raise ParameterError(name, value, "one of vLLM's block sizes " + ", ".join(map(str, VLLM_BLOCK_SIZES)),
+                             VLLM_BLOCK_WHY)
+    return b
+
+
 def load_rate(name: str, load: float, capacity_per_s: float) -> float:
     """The arrival rate ``load x capacity_per_s`` of a load given as a fraction of a capacity, refused naming
     ``name`` (the load's own parameter or flag) when it leaves [MIN_RATE_PER_S, MAX_RATE_PER_S]."""

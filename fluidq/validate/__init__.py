@@ -132,7 +132,8 @@ def summary_table(rows) -> str:
 
 
 def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False, root=None,
-             harness_dir=None, progress=None, run=None, model_config=None) -> ValidationResult:
+             harness_dir=None, progress=None, run=None, model_config=None,
+             served_model_is_profiled: bool = False) -> ValidationResult:
     """Run the validation cases and (with ``out_dir``) write the report.
 
     Parameters
@@ -156,7 +157,9 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
         Validate this vLLM run folder (LLMServingSim's layout) instead of the cases: predicted vs
         measured capacity, binding limit and the 15 latency metrics, built from the folder alone
         (:func:`~fluidq.validate.cases.case_for_run`); ``model_config`` is its model's ``config.json``
-        when the shipped model facts do not hold it.
+        when the shipped model facts do not hold it; ``served_model_is_profiled`` says that the model the run
+        served (``vllm_meta.json``) is the profiled one under another name (else a run serving another model than
+        ``profile_meta.yaml`` names is refused).
 
     Returns
     -------
@@ -175,7 +178,7 @@ def validate(out_dir=None, *, case: str | list | None = None, fast: bool = False
             raise ParameterError("run", str(run), "a run folder alone (not with case= or fast=)")
         from .cases import _serving_run, case_for_run
 
-        c, data = case_for_run(run, model_config=model_config)
+        c, data = case_for_run(run, model_config=model_config, served_model_is_profiled=served_model_is_profiled)
         with _staged(out_dir) as (stage, out):
             if progress:
                 progress(0, 1, c.name)

@@ -317,7 +317,7 @@ def _planned_kv(case: Case, spec: dict, run: ServingRun) -> tuple[int, str]:
                         f"{block}-token blocks, KV cache {dtype})")
 
 
-def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
+def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool = False) -> tuple[Case, Path]:
     """``(case, data folder)`` for any vLLM run folder in LLMServingSim's layout, built from the folder alone
     (issue 16: ``fluidq validate --run DIR``): no case file and no expected answer.
 
@@ -325,10 +325,16 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
     table by ``profile_meta.yaml``'s model; a KV capacity the run does not record is vLLM's memory
     planner's estimate from the GPU memory in ``vllm_meta.json`` (``hardware.device_total_memory_bytes``)
     or ``peer_sim_config.json``.  Targets are the suite's defaults (capacity within 10 %, aim 5 %).
+
+    The model the run served (``vllm_meta.json`` ``model``) is checked against the model's facts, with or without
+    ``model_config``: refused when its shipped facts differ in a shape, and when it is not the model
+    ``profile_meta.yaml`` names (by name, or as the same shipped facts) unless ``served_model_is_profiled`` says
+    that it is, under another name (a fine-tune, a local copy; ``fluidq validate --served-model-is-profiled``).
     """
     from ..errors import UnknownNameError
     from ..models import ModelFacts, find_model, load_model
-    from .deployment import _gpu_memory_from_folder, _profile_model, profile_shape_differences
+    from .deployment import (_gpu_memory_from_folder, _profile_model, profile_kind_difference,
+                             profile_shape_differences)
     from .runs import read_run
 
     folder = Path(run_dir)
@@ -347,7 +353,10 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
         raise DataError(f"{folder}: no profile_meta.yaml (the operator profiles' description, which names the model); "
                         "the run folder needs the profiles measured on its GPU: profile_meta.yaml and "
                         f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
-    hf_id = _profile_model(plain)
+    try:
+        hf_id = _profile_model(plain)  # an invalid profile_meta.yaml refused, naming the line and column
+    except DataError as exc:
+        raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
     ran = ran if isinstance(ran, str) and ran else None
 
@@ -372,17 +381,14 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                             "so the config must be of the profiled model (leave it out to use the shipped "
                             f"facts of {profiled.name})")
     else:
-        facts, served = lookup(hf_id), lookup(ran)
-        if facts is not None and served is not None and facts.name != served.name:
-            raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} ({facts.name}) but vllm_meta.json ran "
-                            f"{ran!r} ({served.name}): the operator profiles must be measured on the served model "
-                            "(or give its config.json with --model-config)")
-        facts = facts or (served if not hf_id else None)
+        facts = lookup(hf_id)
+        facts = facts or (lookup(ran) if not hf_id else None)
     if facts is None:
         raise DataError(f"{folder}: profile_meta.yaml names model {hf_id!r}"
                         + (f" (vllm_meta.json: {ran!r})" if ran and ran != hf_id else "")
                         + ", which the shipped model facts do not hold (`fluidq models list`); give its config.json "
                         "(--model-config)")
+    _check_served_model(folder, facts, hf_id, ran, lookup, model_config, served_model_is_profiled)
     # absolute paths: the run read where it is, the profiles from their readable copy
     spec = {"run": str(folder), "_run": run, "profile": str(plain), "n_layers": facts.n_layers, "_facts": facts,
             "_all_latency_rows": True,
@@ -396,16 +402,20 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                         "and link_latency (ns) in the folder, or predict it with `fluidq capacity --profile-dir DIR "
                         "--link-bandwidth-gbps .. --link-latency-us ..` (or --all-reduce-csv)")
     tp = run.tensor_parallel_size
-    has_moe = (plain / f"profile_tp{tp}_moe.csv").is_file()
-    if bool(facts.n_experts) != has_moe and (plain / f"profile_tp{tp}_dense.csv").is_file():
-        raise DataError(f"{folder}: the model {facts.name} is "
-                        + (f"a mixture of experts ({facts.n_experts} experts, top-{facts.experts_per_token}) but the "
-                           f"folder has no profile_tp{tp}_moe.csv: these profiles are of a dense model"
-                           if facts.n_experts else
-                           f"dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a mixture of experts")
-                        + f" (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
+    kind = profile_kind_difference(plain, facts, tp)  # the one check of every profile-folder face (deployment.py)
+    if kind:
+        raise DataError(f"{folder}: {kind} (profile_meta.yaml: {hf_id or 'no model named'}); the model's facts"
                         + (" (--model-config)" if model_config is not None else "")
                         + " and the operator profiles must be of the same model")
+    from .deployment import profile_override_differences
+    from .profile_meta import read_profile_meta
+
+    over = profile_override_differences(facts, read_profile_meta(plain))  # (read above: valid YAML)
+    if over:  # the shapes the profiler recorded, for a model in no table too (rev-indep 2026-12-07 #4)
+        raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but "
+                        + (f"the config.json given ({model_config}) has " if model_config is not None else
+                           f"the facts of {facts.name} have ")
+                        + f"{over}: operator profiles time one model's layers, so the model must be the profiled one")
     for part in ("dense", "attention", "per_sequence") + (("moe",) if facts.n_experts else ()):
         f = plain / f"profile_tp{tp}_{part}.csv"
         if not f.is_file():
@@ -440,6 +450,48 @@ def case_for_run(run_dir, *, model_config=None) -> tuple[Case, Path]:
                 path=str(folder)), folder.parent
 
 
+def _check_served_model(folder, facts, hf_id, ran, lookup, model_config, served_model_is_profiled) -> None:
+    """Refuse a run whose served model (``ran``, vllm_meta.json) is not the model predicted (``facts``: the model
+    ``hf_id`` of profile_meta.yaml, or ``model_config``): the served model's shipped facts differ from ``facts`` in a
+    shape, or both names are in the shipped tables as different models (an ``-FP8`` repository is not the bf16
+    model), neither ever bypassed; or the two names differ and one is in no table, unless
+    ``served_model_is_profiled`` says the served model is the profiled one under another name.  Before 2026-12-07
+    ``--model-config`` skipped the check and the refusal without it pointed to that bypass (rev-indep #5).  A run
+    that records no served model is not checked (there is nothing to compare)."""
+    from .deployment import profile_shape_differences
+
+    if not ran:
+        return
+    served, profiled = lookup(ran), lookup(hf_id)
+    head = (f"{folder}: profile_meta.yaml profiles {hf_id!r}" + (f" ({profiled.name})" if profiled is not None else "")
+            + f" but vllm_meta.json ran {ran!r}" + (f" ({served.name})" if served is not None else ""))
+    given = (f"the config.json given ({model_config})" if model_config is not None else
+             f"the profiled {facts.name}")
+    if served is not None:
+        diff = profile_shape_differences(facts, served, label="the served")
+        if diff:
+            raise DataError(f"{head}, and {given} has {diff}: the operator profiles and the model's facts must be of "
+                            "the model the run served")
+    if not hf_id or hf_id == ran:
+        return
+    if profiled is not None and served is not None:
+        if profiled.name != served.name:
+            raise DataError(f"{head}: two different models of the shipped tables; the operator profiles must be "
+                            "measured on the served model")
+        return
+
+    def base(name):
+        return name.rstrip("/").rsplit("/", 1)[-1].lower()
+
+    if served_model_is_profiled or base(hf_id) == base(ran):  # said so, or the same repository in a local folder
+        return
+    raise DataError(f"{head}" + (f" (its shapes agree with {given}'s)" if served is not None else
+                                 " (a model in no shipped table: its shapes cannot be compared)")
+                    + ": the operator profiles must be measured on the served model; when the served model is the "
+                    "profiled one under another name (a fine-tune, a local copy), say so with "
+                    "--served-model-is-profiled (from Python, served_model_is_profiled=True)")
+
+
 def _case_facts(case: Case, spec: dict):
     """The model facts of a serving case (``facts = "..."``), or None when it gives ``n_layers`` only."""
     if "facts" not in spec:
@@ -471,7 +523,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .predict import predict_capacity
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
-    from .deployment import predict_deployment
+    from .deployment import RecordedBlockSize, predict_deployment
     from .runs import measured_regimes
 
     s = case.spec
@@ -499,7 +551,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                               tensor_parallel_size=run.tensor_parallel_size,
                               pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                               enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv,
-                              block_size=run.block_size, model=facts, comm=comm)
+                              block_size=RecordedBlockSize(run.block_size), model=facts, comm=comm)
     sat = saturated_throughput(run)
     reg = measured_regimes(run)  # the measured side: the run's own columns, requests and recorded KV cache
     dropped = "".join(f"; {v} request(s) {k} left out" for k, v in run.dropped.items())
@@ -567,7 +619,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     max_num_batched_tokens=run.max_num_batched_tokens, tensor_parallel_size=run.tensor_parallel_size,
                     pipeline_parallel_size=run.pipeline_parallel_size, data_parallel_size=dp,
                     enable_expert_parallel=run.expert_parallel, kv_capacity_tokens=kv, model=facts, comm=comm,
-                    enable_prefix_caching=caching, block_size=run.block_size,
+                    enable_prefix_caching=caching, block_size=RecordedBlockSize(run.block_size),
                     async_scheduling=run.async_scheduling)
     spred = None
     if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real
+from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real, vllm_block_size
 from ..errors import DataError, ParameterError
 
 __all__ = ["predict_deployment", "deployment_engine"]
@@ -54,16 +54,96 @@ PROFILE_SHAPES = ("n_layers", "hidden_size", "n_heads", "n_kv_heads", "head_dim"
                   "experts_per_token", "moe_intermediate_size")
 
 
-def profile_shape_differences(facts, profiled) -> str:
+def profile_shape_differences(facts, profiled, *, label: str = "the profiled") -> str:
     """Where ``facts`` (a model given by name or config.json) differ from ``profiled`` (the shipped facts of the
     model ``profile_meta.yaml`` names) in a shape of :data:`PROFILE_SHAPES`, as words (the first three, then how
     many more); ``""`` when they agree or the profiled model is not shipped (``profiled`` None).  The one check of
     ``fluidq capacity --profile-dir --model`` and ``fluidq validate --run --model-config``."""
     if profiled is None:
         return ""
-    diff = [f"{k} {getattr(facts, k)} (the profiled {profiled.name}: {getattr(profiled, k)})"
+    diff = [f"{k} {getattr(facts, k)} ({label} {profiled.name}: {getattr(profiled, k)})"
             for k in PROFILE_SHAPES if getattr(facts, k) != getattr(profiled, k)]
     return ", ".join(diff[:3]) + (f" and {len(diff) - 3} more" if len(diff) > 3 else "")
+
+
+#: ``engine_effective.hf_overrides`` keys of ``profile_meta.yaml`` (the shapes LLMServingSim's profiler gave vLLM),
+#: the :class:`~fluidq.models.ModelFacts` shape each records, and how a TP-N profile splits it over its N GPUs:
+#: ``"split"`` (heads, MLP width, vocabulary: 1/N each), ``"kv"`` (KV heads: 1/N, at least one, vLLM replicating
+#: them when N exceeds them) or ``None`` (the same on every GPU).  ``num_hidden_layers`` is not compared: the
+#: profiler times one decoder layer (it records 1) and the layer count is the model's own.
+OVERRIDE_SHAPES = (("num_attention_heads", "n_heads", "split"), ("num_key_value_heads", "n_kv_heads", "kv"),
+                   ("intermediate_size", "intermediate_size", "split"), ("hidden_size", "hidden_size", None),
+                   ("head_dim", "head_dim", None), ("vocab_size", "vocab_size", "split"),
+                   ("num_experts", "n_experts", None), ("num_local_experts", "n_experts", None),
+                   ("num_experts_per_tok", "experts_per_token", None),
+                   ("moe_intermediate_size", "moe_intermediate_size", "split"))
+
+
+def profile_override_differences(facts, meta: dict) -> str:
+    """Where ``facts`` differ from the shapes ``profile_meta.yaml`` (``meta``, read by
+    :func:`~fluidq.validate.profile_meta.read_profile_meta`) records in ``engine_effective.hf_overrides``, as words;
+    ``""`` when they agree or nothing is recorded.
+
+    A profile folder of ``tp_degrees`` [1, 2] may record the shapes of one GPU's shard at TP2 (the shipped RTX PRO
+    6000 folders: 16 of Llama-3.1-8B's 32 heads, MLP width 7168): the facts agree when, at one of the profiled
+    tensor-parallel sizes N (and at 1), every recorded shape is the facts' split over N (:data:`OVERRIDE_SHAPES`).
+    Compared where recorded: query and KV heads, MLP width, hidden size, head size, vocabulary, experts, top-k and
+    expert width; not the layer count (one layer is profiled, the count is the model's).  This is the check that
+    holds when the profiled model is in no shipped table (:func:`profile_shape_differences` holds when it is)."""
+    eff = meta.get("engine_effective") if isinstance(meta, dict) else None
+    over = eff.get("hf_overrides") if isinstance(eff, dict) else None
+    if not isinstance(over, dict):
+        return ""
+    tps = meta.get("tp_degrees")
+    tps = [t for t in tps if isinstance(t, int) and not isinstance(t, bool) and t >= 1] if isinstance(tps, list) else []
+    best = None
+    for n in sorted({1, *tps}):
+        diffs = []
+        for key, attr, how in OVERRIDE_SHAPES:
+            rec = over.get(key)
+            if not isinstance(rec, int) or isinstance(rec, bool):
+                continue
+            v = getattr(facts, attr)
+            if v is None:
+                ok = False
+            elif how is None or n == 1:
+                ok = rec == v
+            elif how == "kv" and v < n:
+                ok = rec == 1
+            else:
+                ok = rec in (v // n, -(-v // n))
+            if not ok:
+                diffs.append(f"{attr} {v} where the profiles record {key} {rec}" + (
+                    f" (= {attr} / {n} on each of TP{n}'s GPUs)" if how is not None and n > 1 else ""))
+        if not diffs:
+            return ""
+        if best is None or len(diffs) < len(best[1]):
+            best = (n, diffs)
+    n, diffs = best
+    sizes = ", ".join(map(str, sorted({1, *tps})))
+    return (", ".join(diffs[:4]) + (f" and {len(diffs) - 4} more" if len(diffs) > 4 else "")
+            + f" (profile_meta.yaml engine_effective.hf_overrides, compared at the profiled tensor-parallel sizes "
+            f"{sizes}; the layer count is not compared: the profiles time one layer)")
+
+
+def profile_kind_difference(folder: Path, facts, tp: int) -> str:
+    """Where ``facts`` and the folder's TP``tp`` operator profiles are of different kinds of model, as words: a
+    mixture of experts without ``profile_tp{tp}_moe.csv`` (its expert layers were never timed: the dense MLP times
+    would stand in for them), or a dense model with one; ``""`` when they agree or the folder has no
+    ``profile_tp{tp}_dense.csv`` (a missing table is said where it is read).  The one check of ``fluidq capacity,
+    check, simulate --profile-dir`` (:func:`_deployment_parts`) and ``fluidq validate --run``
+    (:func:`fluidq.validate.cases.case_for_run`)."""
+    def has(part):
+        return any((folder / f"profile_tp{tp}_{part}.csv{gz}").is_file() for gz in ("", ".gz"))
+
+    if not has("dense") or bool(facts.n_experts) == has("moe"):
+        return ""
+    if facts.n_experts:
+        return (f"the model {facts.name} is a mixture of experts ({facts.n_experts} experts, "
+                f"top-{facts.experts_per_token}) but the folder has no profile_tp{tp}_moe.csv: these profiles are "
+                "of a dense model")
+    return (f"the model {facts.name} is dense but the folder has profile_tp{tp}_moe.csv: these profiles are of a "
+            "mixture of experts")
 
 
 def _lengths(name, v):
@@ -73,12 +153,24 @@ def _lengths(name, v):
     return a
 
 
+class RecordedBlockSize(int):
+    """A block size a vLLM run recorded (``vllm_meta.json``): vLLM's own choice, checked as a whole number only, not
+    against :data:`fluidq._validate.VLLM_BLOCK_SIZES` (a later vLLM may take another size).  The validation suite
+    passes a run's block size as one; a block size given by a user is an ``int`` and checked against vLLM's set."""
+
+
+def _block(block_size) -> int:
+    if isinstance(block_size, RecordedBlockSize):
+        return integer("block_size", int(block_size), minimum=1, maximum=MAX_BUDGET_TOKENS)
+    return vllm_block_size("block_size", block_size)  # vLLM's set: --block-size 7 was planned (rev-indep #7b)
+
+
 def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, output_tokens):
     """``(k_max, b_max, block, prompts, outputs)``: vLLM's scheduler arguments checked by name, and the
     lengths as equal-size arrays (one given length is repeated to the other's size)."""
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    block = _block(block_size)
     p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
     if p.size != o.size:
         if p.size == 1:
@@ -91,9 +183,12 @@ def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, o
 
 
 def _profile_model(folder: Path) -> str | None:
-    from ..batchtime.loaders import _simple_yaml
+    """The model ``profile_meta.yaml`` names (None when it names none); an invalid file is refused naming its line
+    and column (:func:`fluidq.validate.profile_meta.read_profile_meta`), never read as one naming no model."""
+    from .profile_meta import read_profile_meta
 
-    return _simple_yaml(folder / "profile_meta.yaml").get("model") or None
+    name = read_profile_meta(folder).get("model")
+    return str(name) if isinstance(name, (str, int, float)) and not isinstance(name, bool) and str(name) else None
 
 
 def _gpu_memory_from_folder(folder: Path) -> float | None:
@@ -248,6 +343,26 @@ def _deployment_parts(folder: Path, *, tp, pp, dp, enable_expert_parallel, k_max
             raise ParameterError("model", facts.name, f"the model profiled in {folder} ({hf_id})",
                                  f"it has {diff}: operator profiles time one model's layers (leave the model out "
                                  "to use the shipped facts)")
+    kind = profile_kind_difference(folder, facts, tp)
+    if kind:  # a MoE config on dense profiles was predicted from the dense MLP times (rev-indep 2026-12-07 #3)
+        meta = f"profile_meta.yaml: {hf_id}" if hf_id else "profile_meta.yaml names no model"
+        if model is not None:
+            raise ParameterError("model", facts.name, f"the config.json of the model profiled in {folder} ({meta})",
+                                 f"{kind}; give the profiled model's config.json, or the folder of profiles measured "
+                                 "on this model")
+        raise ParameterError("profile_dir", str(folder), f"operator profiles of the model its profile_meta.yaml "
+                             f"names ({hf_id})", f"{kind}; give the profiled model's config.json (--model-config; "
+                             "from Python, model=ModelFacts.from_config(path))")
+    from .profile_meta import read_profile_meta
+
+    over = profile_override_differences(facts, read_profile_meta(folder))
+    if over:  # a config of other shapes on a folder of a model in no table was predicted (rev-indep #4)
+        if model is not None:
+            raise ParameterError("model", facts.name, f"the config.json of the model profiled in {folder} "
+                                 f"({hf_id or 'unnamed'})", f"it has {over}: operator profiles time one model's "
+                                 "layers")
+        raise ParameterError("profile_dir", str(folder), f"operator profiles of the model its profile_meta.yaml "
+                             f"names ({hf_id})", f"the shipped facts of {facts.name} have {over}")
     if pp > facts.n_layers:
         raise ParameterError("pipeline_parallel_size", pp, f"at most the model's {facts.n_layers} decoder layers")
     if k_max % pp:
@@ -467,7 +582,7 @@ def deployment_engine(profile_dir, *, max_num_seqs: int = 256, max_num_batched_t
         raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
-    block = integer("block_size", block_size, minimum=1, maximum=4096)
+    block = _block(block_size)
     parts = _deployment_parts(folder, tp=tp, pp=1, dp=1, enable_expert_parallel=False, k_max=k_max, b_max=b_max,
                               block=block, model=model, comm=comm, link_bandwidth_gbps=link_bandwidth_gbps,
                               link_latency_us=link_latency_us, all_reduce_csv=all_reduce_csv,

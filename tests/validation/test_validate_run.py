@@ -52,7 +52,11 @@ def test_a_model_the_table_lacks_needs_its_config(folder, tmp_path):
     cfg.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096,
                                "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
                                "vocab_size": 128256, "torch_dtype": "bfloat16", "max_position_embeddings": 131072}))
-    res = validate(run=odd, model_config=cfg)
+    # the run served meta-llama/Llama-3.1-8B, the profiles name acme/Unknown-9B: the user says they are one model
+    # (refused without it since 2026-12-07, rev-indep #5: tests/validation/test_profile_folder_identity.py)
+    with pytest.raises(FluidqError, match="--served-model-is-profiled"):
+        validate(run=odd, model_config=cfg)
+    res = validate(run=odd, model_config=cfg, served_model_is_profiled=True)
     assert any(r.quantity.startswith("capacity") and r.status == "pass" for r in res.rows)
 
 

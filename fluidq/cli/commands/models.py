@@ -119,6 +119,11 @@ def _kv(args, m):
 
     if args.gpu_memory_gib is None:
         raise CliError("kv needs --gpu-memory-gib G (the memory of one GPU, GiB)")
+    if args.block_size is not None:  # vLLM's set (kv_capacity_estimate also plans a run's recorded block size)
+        from ..._validate import vllm_block_size
+
+        with parameters_as_flags(_KV_OPTIONS):
+            vllm_block_size("block_size", args.block_size)
     kw = {dest: getattr(args, dest) for dest in _KV_OPTIONS if getattr(args, dest) is not None}
     per_value = kv_bytes_per_value(kw.pop("kv_cache_dtype", None))
     if per_value is not None:

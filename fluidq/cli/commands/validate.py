@@ -36,6 +36,10 @@ def register(sub):
                         "in GiB): predicted vs measured capacity, binding limit and latency, from the folder alone")
     p.add_argument("--model-config", default=None, metavar="PATH",
                    help="with --run: the model's Hugging Face config.json when `fluidq models list` lacks it")
+    p.add_argument("--served-model-is-profiled", action="store_true",
+                   help="with --run: the model the run served (vllm_meta.json model) is the model profile_meta.yaml "
+                        "names under another name (a fine-tune, a local copy); without it such a run is refused. "
+                        "Shapes that differ from the served model's shipped facts are refused either way")
     p.add_argument("--strict", action="store_true", help="exit with code 1 when any target is missed")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
@@ -67,8 +71,9 @@ def run(args):
 
             input_file("--model-config", args.model_config, what="config.json")
             ModelFacts.from_config(args.model_config, option="--model-config")  # refused naming the flag, before --out
-    elif args.model_config is not None:
-        raise CliError("--model-config is read only with --run")
+    elif args.model_config is not None or args.served_model_is_profiled:
+        raise CliError(f"{'--model-config' if args.model_config is not None else '--served-model-is-profiled'} is "
+                       "read only with --run")
     out = output_folder("--out", args.out, marker=MARKER, what="validate")
 
     from ..progress import Steps
@@ -78,7 +83,8 @@ def run(args):
 
     try:
         res = validate(str(out), case=args.case, fast=args.fast, root=args.root, harness_dir=args.harness_dir,
-                       progress=progress, run=args.run, model_config=args.model_config)
+                       progress=progress, run=args.run, model_config=args.model_config,
+                       served_model_is_profiled=args.served_model_is_profiled)
     finally:
         mark_folder(out, MARKER, "validate")
     steps.done()
