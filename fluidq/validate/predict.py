@@ -282,8 +282,8 @@ def _cache_binding_share(n_k, held, slack, cap_blocks, dec_it, B) -> float:
     switched from the KV limit to ``max_num_seqs`` with a jump before), 0 once ``n_k`` residents fit at full
     context.  Measured against seeded ``fluidq.simulate`` runs (validation/RESULTS.md, 2026-12-07, h-kvjump):
     800 + 250 fixed lengths, ``max_num_seqs`` 128, the simulated preemptions per request fall from 0.22 at 96-105k
-    tokens to 0 at 130k, this share from 1 at 102.8k to 0 at 134.7k; with lognormal lengths (sigma 0.5) they
-    fall over 110-135k, narrower than the ramp's 98-139k (random lengths mix the cohort's phases)."""
+    tokens to 0 at 130k, this share from 1 at 103.4k to 0 at 135.2k; with lognormal lengths (sigma 0.5) they
+    fall over 110-140k, narrower than the ramp's 102-142k (random lengths mix the cohort's phases)."""
     if not dec_it.sum() > 0 or n_k <= 0:
         return 1.0
     d = float((dec_it * dec_it).sum() / dec_it.sum())  # the decode tokens of a resident, length-biased
