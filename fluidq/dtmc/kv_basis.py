@@ -67,7 +67,9 @@ def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
     basis at 100 + 100; 6.7 and 5.0, 0.78 at 500 + 200; "small KV caches against the load basis").
 
     Returns ``None`` without a KV cache, when another limit binds in the flow balance (``k_max``, the token
-    budget), and for an engine whose batch time reads the batch composition (its basis is already the flow
+    budget; ``k_max`` only once its residents fit the cache at their full contexts: until then the cache binds for a
+    share of their decode life and preempts, :func:`fluidq.validate.predict._cache_binding_share`, and this is the
+    basis, continuous in the cache), and for an engine whose batch time reads the batch composition (its basis is already the flow
     balance, :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`).  Otherwise a
     :class:`~fluidq.validate.predict.CapacityPrediction` with ``binding == "kv_cache"``: ``requests_per_s`` (all
     ``n_engines`` together) is the basis; ``tokens_per_s`` counts ``m_p + m_d`` per request.

@@ -20,7 +20,12 @@ token comes with the prefill).  Three limits cap ``N``:
   in whole blocks), counted in the prompt work of the iteration after a finish: a victim waits at the head of the
   queue, nothing behind it is admitted, and only a finish frees its room, so it comes back with that finish (the
   token the iteration completing a recomputation gives, vLLM's rule, is left out: under 0.5 % where the count of
-  preemptions is right, see :func:`_kv_victims`);
+  preemptions is right, see :func:`_kv_victims`).  The cache binds, and preempts, not only while ``N`` of the mean
+  context exceeds it: ``max_num_seqs``' residents age as a cohort and outgrow it for a share of their decode life
+  (:func:`_cache_binding_share`: 1 where even the young cohort fills the cache, 1/2 where the mean context just fits,
+  0 once they fit at full context), and the preemptions are the full cache's times that share, ``N`` the lesser of
+  the two limits: so the capacity is continuous where the binding limit passes from the cache to ``max_num_seqs``
+  (before 2026-12-07, h-kvjump, it jumped there, +18 % for +1.7 % of cache on a synthetic 13B folder);
 * the token budget: ``N (1 + m_p/(m_d - 1)) <= b_max``.
 
 With ``N = min`` of the three, the capacity is ``lam_it / E[t_iter]`` requests per second (``x (m_p +
@@ -181,9 +186,17 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         held = (float((_block_sum(p + dec_it, B) - _block_sum(p, B)).sum() / dec_it.sum()) if dec_it.sum() > 0
                 else float(pb.mean()))
         limits["kv_cache"] = max(0.0, cap_blocks - slack) / max(held, 1e-9)
+    share = 1.0  # the share of the residents' decode life in which the cache binds (_cache_binding_share)
     if mdec > 0:
         binding = min(limits, key=limits.get)
-        N = max(1.0, limits[binding])
+        if kv_capacity_tokens is not None and "k_max" in limits and binding in ("kv_cache", "k_max"):
+            # max_num_seqs' residents that fit the cache at their MEAN context still outgrow it as they age
+            # together: the cache binds (and preempts) for a share of their decode life, 0 only where they all hold
+            # their full contexts (issue 16 / 20, h-kvjump: the flow balance jumped +18 % where the mean crossed)
+            share = _cache_binding_share(limits["k_max"], held, slack, cap_blocks, dec_it, B)
+            if share > 0:
+                binding = "kv_cache"
+        N = max(1.0, min(limits[binding], limits.get("k_max", math.inf)))
         lam_it = N / mdec  # requests completing per iteration
         if binding == "token_budget":  # (N held at 1 for very short outputs: the prompts still fit the budget)
             lam_it = min(lam_it, max(1.0, b_max - N) / mp) if mp > 0 else lam_it
@@ -225,6 +238,7 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
         # recompute preemption (the engine's own rules, not a run): the admitted set outgrows the cache, and each
         # preempted request prefills its prompt and generated tokens again, with a finish (_kv_victims)
         pre, redo, first = _kv_victims(p, mdec, N, block_size=B, outputs=o)
+        pre *= share  # preemptions only while the cache binds (1 where it binds at every phase)
         t_iter = _admitted_iteration_s(model, p, N, kv_bar, lam_it, room, redo=pre, redo_tokens=redo,
                                        redo_first=first)
     else:
@@ -233,7 +247,10 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
     per_request = t_iter / lam_it
     lam = 1.0 / per_request
     words = {"kv_cache": f"the KV cache ({kv_capacity_tokens} tokens) holds N = {N:.1f} decoding requests of mean "
-                         f"context {kv_bar:.0f} tokens, {pre:.2f} recompute preemptions per request",
+                         f"context {kv_bar:.0f} tokens, {pre:.2f} recompute preemptions per request"
+                         + ("" if share >= 1 else
+                            f" (max_num_seqs' residents outgrow the cache for {100 * share:.0f} % of their decode "
+                            "life: the preemptions of a full cache that share of the time)"),
              "k_max": f"max_num_seqs = {k_max} caps the running requests, prefilling ones included: "
                       f"N = {N:.1f} decode while {lam_it * n_c:.1f} prefill",
              "token_budget": f"the token budget b_max = {b_max} is filled with N = {N:.1f} decodes and "
@@ -247,6 +264,33 @@ def predict_capacity(model, input_tokens, output_tokens, *, b_max: int, k_max: i
                               inputs={"b_max": b_max, "k_max": k_max, "kv_capacity_tokens": kv_capacity_tokens,
                                       "m_p": mp, "m_d": md, "model": model.source})
 
+
+
+def _cache_binding_share(n_k, held, slack, cap_blocks, dec_it, B) -> float:
+    """The share of the decode life of ``max_num_seqs``' residents in which they do not fit the KV cache: where the
+    cache binds (and preempts) although ``n_k``, the decoding residents ``max_num_seqs`` allows, fit it at their
+    mean context (issue 16 / 20, h-kvjump).
+
+    The residents age together.  An engine that starts under overload admits them in a burst (as fast as the token
+    budget takes their prompts), and with one admission per finish the burst keeps its shape: the residents cross
+    their decode lives together, holding ``held`` blocks on average but fewer when the cohort is young and more when
+    it is old.  Taken as one cohort at a common phase ``u`` (uniform on [0, 1]) of their decode lives, each holding
+    its prompt and ``u`` of its decode tokens (weighted by decode iterations, as ``held``), they need
+    ``n_k (held + (u - 1/2) d / B) + slack`` blocks, ``d = sum(dec^2) / sum(dec)`` the length-biased decode tokens:
+    linear in ``u``, its mean the KV limit's ``n_k held + slack``.  The share is the ``u`` at which that exceeds the
+    cache: 1 where even the young cohort fills it, 1/2 where the mean context just fits (where the flow balance
+    switched from the KV limit to ``max_num_seqs`` with a jump before), 0 once ``n_k`` residents fit at full
+    context.  Measured against seeded ``fluidq.simulate`` runs (validation/RESULTS.md, 2026-12-07, h-kvjump):
+    800 + 250 fixed lengths, ``max_num_seqs`` 128, the simulated preemptions per request fall from 0.22 at 96-105k
+    tokens to 0 at 130k, this share from 1 at 103.4k to 0 at 135.2k; with lognormal lengths (sigma 0.5) they
+    fall over 110-140k, narrower than the ramp's 102-142k (random lengths mix the cohort's phases)."""
+    if not dec_it.sum() > 0 or n_k <= 0:
+        return 1.0
+    d = float((dec_it * dec_it).sum() / dec_it.sum())  # the decode tokens of a resident, length-biased
+    width = n_k * d / B  # blocks between the young and the old cohort
+    if width <= 0:
+        return 1.0 if n_k * held + slack > cap_blocks else 0.0
+    return float(min(1.0, max(0.0, 0.5 + (n_k * held + slack - cap_blocks) / width)))
 
 
 def _kv_victims(prompts, mdec, N, *, block_size: int = 1, outputs=None):
@@ -396,16 +440,23 @@ def _admitted_iteration_s(model, prompts, N, kv_bar, lam_it, room, iterations: i
         # lam_it an iteration) none with probability 1 - q1, else 1 + a geometric number (continuation c), mean
         # q1 / (1 - c) = redo; in the iteration after the finish, the victims (older arrivals) ahead of the new prompt
         f = rng.poisson(lam_it, iterations)
+        # the new prompts are the draws the recursion makes without preemptions (the same stream), the victims come
+        # from a stream of their own: as redo -> 0 the answer tends to the one without preemptions, so the capacity
+        # is continuous where the cache stops binding (h-kvjump; before, the victims' draws shifted the new
+        # prompts' and moved the answer up to 2.7 % at redo -> 0 with lognormal prompts)
+        new = rng.choice(np.asarray(prompts, dtype=float), size=int(f.sum()) + 1)
+        rv = np.random.default_rng([seed, 1])
         q1 = min(max(redo_first, 1e-12), redo)
         cont = 1.0 - q1 / redo
-        nv = np.where(rng.random(int(f.sum())) < q1, rng.geometric(1.0 - cont, int(f.sum())), 0)
+        nv = np.where(rv.random(int(f.sum())) < q1, rv.geometric(1.0 - cont, int(f.sum())), 0)
         k = np.zeros(iterations, dtype=np.int64)
         np.add.at(k, np.repeat(np.arange(iterations), f), 1 + nv)
-        draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)
+        draws = np.empty(int(k.sum()) + 1)
         fresh = np.zeros(draws.size, dtype=bool)
         fresh[np.cumsum(1 + nv) - 1] = True  # each finish's entries: its victims, then one new prompt
         fresh[-1] = True
-        draws = draws + redo_tokens * ~fresh
+        draws[fresh] = new
+        draws[~fresh] = rv.choice(np.asarray(prompts, dtype=float), size=int((~fresh).sum())) + redo_tokens
     else:
         k = rng.poisson(lam_it, iterations)
         draws = rng.choice(np.asarray(prompts, dtype=float), size=int(k.sum()) + 1)

@@ -58,5 +58,7 @@ def test_the_region_line_says_how_far_and_why(capsys):
     assert rc == 0
     cap = next(ln for ln in out.splitlines() if ln.startswith("capacity "))
     region = next(ln for ln in out.splitlines() if ln.startswith("region "))
-    assert "2.327 req/s" in cap and "2.352 req/s, 1.1 % above the capacity line" in region, (cap, region)
+    # 2.325 / 2.351 / 1.2 % since h-kvjump (2.327 / 2.352 / 1.1 % before): the admitted-prompt recursion
+    # (predict._admitted_iteration_s) draws the preemption victims from their own stream, a Monte Carlo move
+    assert "2.325 req/s" in cap and "2.351 req/s, 1.2 % above the capacity line" in region, (cap, region)
     assert "a prefill chunk's attention to its own tokens" in region and "not blocks of 16" in region

@@ -17,7 +17,10 @@ request, against 1.24 and 1.50 simulated: the count's miss, xfail below) would g
 simulated count -7.6 and -9.6 %: the formula leaves it out (predict._kv_victims).  2026-12-07 (h-kvcount16): the
 equal-length edges run a cycle of period m_d in cohorts, max_num_seqs binding in part of it, the victims (a cohort's
 newest members) giving back about half the growth, not all of it as the renewal count has; with the simulated count and age
-the formula is +0.4 / -1.4 % (validation/RESULTS.md); the xfails state it."""
+the formula is +0.4 / -1.4 % (validation/RESULTS.md).  2026-12-07 (h-kvjump): that cycle is what
+predict._cache_binding_share models (max_num_seqs' residents age as a cohort and outgrow the cache for a share of
+their decode life, 65 % and 70 % here): the capacity edges are -0.2 % and -1.9 % and pass; the preemption count
+(the renewal count, unscaled) stays an xfail."""
 import numpy as np
 import pytest
 
@@ -103,38 +106,20 @@ def test_recompute_never_exceeds_the_growth_it_relieves():
             assert r * np.ceil((p + a) / B) <= gb + np.ceil((p + a) / B) + 1e-9, (p, o, B, r)
 
 
-@pytest.mark.xfail(reason="measured 2026-12-07 (h-lat16eng, h-kvtoken16): prompt 1, output 200, block 16: formula "
-                          "4,597 against the simulation's 4,995 +- 110 tokens/s (-8.0 %; the band's lower edge is "
-                          "4,640, -7.1 %): the simulated engine now gives a token with each recomputation that "
-                          "catches up (vLLM; 1.24 preemptions per request, simulation +0.7 %), which the formula "
-                          "leaves out: counted with the simulated 1.24 preemptions it gives -7.6 %, still outside; "
-                          "with the formula's own 12 it would pass (-4.3 %) on a count 10 x too high (see the "
-                          "count's xfail below); it was -7.3 % against an edge of -7.8 % before the rule.  "
-                          "2026-12-07 (h-kvcount16, instrumented, one replication): the engine runs a cycle of period "
-                          "m_d (residents 62-256), max_num_seqs = 256 binding in 23 % of the iterations after a cohort "
-                          "finishes; with the simulated count and age (1.24, 52.4) substituted the formula is +0.4 % "
-                          "(66 recomputed tokens per request, not 102); with max_num_seqs 1024 the same replication "
-                          "is -4.4 % instead of -10.2 %",
-                   strict=True)
 def test_one_token_prompts_long_outputs_match_the_simulation(model):
     # measured 2026-12-06: sim 1.2 preemptions per request; formula 96 before (-26 %), +2.1 % after; -7.3 % with the
-    # recompute arriving with the finishes (h-short16) of a +-3.0 % interval: the lower edge is -7.8 %
+    # recompute arriving with the finishes (h-short16) of a +-3.0 % interval: the lower edge is -7.8 %; -8.0 % with the
+    # recomputation's token in the simulation (h-kvtoken16, an xfail until h-kvjump).  2026-12-07 (h-kvjump): the
+    # cache binds for the share of max_num_seqs' cohort's decode life in which it outgrows it (65 % here: the
+    # cycle of h-kvcount16 with max_num_seqs binding in part of it), not always: 4,983 against 4,995 +- 110 (-0.2 %)
     ok, info = _within(model, np.full(50, 1), np.full(50, 200), 2048, 256, 20000, 16, seed=902)
     assert ok, info
 
 
-@pytest.mark.xfail(reason="measured 2026-12-06: prompt 20, output 300, block 16: -9.9 % (was -25 %, then -17.7 %); "
-                          "the formula recomputes 220 tokens per request (9 victims of 2 blocks) against ~150 "
-                          "simulated (1.6 victims of ~53 generated tokens), and the simulated finishes of "
-                          "equal-length requests come in cohorts (0.54 iterations with prompt work per finish), "
-                          "not Poisson; 2026-12-07 (h-kvtoken16): -9.8 % against 4,562 +- 15 tokens/s with the "
-                          "recomputation's token in the simulation (1.50 preemptions per request; it moved -0.05 %); "
-                          "(h-kvcount16, one replication) a cycle of period m_d (residents 48-256, max_num_seqs binding "
-                          "in 14 % of the iterations); with the simulated count and age (1.50, 76.0) substituted the "
-                          "formula is -1.4 % (144 recomputed tokens per request, not 220); -3.7 % instead of -9.5 % "
-                          "with max_num_seqs 1024",
-                   strict=True)
 def test_short_prompts_long_outputs_match_the_simulation(model):
+    # measured 2026-12-06: -9.9 % (was -25 %, then -17.7 %), an xfail: equal-length requests finish in cohorts;
+    # 2026-12-07 (h-kvtoken16) -9.8 % against 4,562 +- 15 tokens/s.  2026-12-07 (h-kvjump): the cache binds for 70 % of
+    # max_num_seqs' cohort's decode life (the preemptions of a full cache that share of the time): 4,475, -1.9 %
     ok, info = _within(model, np.full(50, 20), np.full(50, 300), 2048, 256, 30000, 16, seed=903)
     assert ok, info
 
