@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
+from ..errors import ParameterTypeError
+
 __all__ = ["RequestState", "QueueView", "Batch", "Policy", "batch_violations"]
 
 
@@ -93,11 +95,23 @@ class Batch:
 
     ``blocked`` lists requests the policy can never schedule (e.g. a prompt longer than
     ``b_max`` under a scheduler that does not chunk): a diagnosis, not an error.
+
+    Any iterable is accepted for the three fields and read once into a tuple (a generator
+    expression would otherwise be consumed by its first reader and look non-empty when empty).
     """
 
     prefill: tuple = ()
     decode: tuple = ()
     blocked: tuple = ()
+
+    def __post_init__(self):
+        # the built-in schedulers pass tuples: nothing is copied for them
+        if type(self.prefill) is not tuple:
+            object.__setattr__(self, "prefill", _as_tuple("prefill", self.prefill))
+        if type(self.decode) is not tuple:
+            object.__setattr__(self, "decode", _as_tuple("decode", self.decode))
+        if type(self.blocked) is not tuple:
+            object.__setattr__(self, "blocked", _as_tuple("blocked", self.blocked))
 
     @property
     def prefill_tokens(self) -> int:
@@ -130,6 +144,15 @@ class Batch:
         for rid, n in self.prefill:
             parts.extend([f"{names.get(rid, rid)}p"] * n)
         return "[" + " ".join(parts) + "]"
+
+
+def _as_tuple(name, value) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise ParameterTypeError(f"Batch.{name}={value!r}: expected an iterable (a tuple of "
+                                 + ("(rid, tokens) pairs" if name == "prefill" else "request ids")
+                                 + ")") from None
 
 
 @runtime_checkable
