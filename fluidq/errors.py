@@ -50,6 +50,12 @@ class UnknownNameError(FluidqError, KeyError):
         return self.args[0]
 
 
+class PolicyError(FluidqError, RuntimeError):
+    """A policy returned something that is not a valid batch: not a :class:`fluidq.policies.Batch`, or a batch
+    that breaks the batch constraints (6a)-(6d) or k_max.  (Also importable from ``fluidq.kernel.step`` and
+    ``fluidq.sim``, where it was first defined.)"""
+
+
 class ExtrapolationError(FluidqError, ValueError):
     """A tabulated model was asked for a value outside its measured range."""
 

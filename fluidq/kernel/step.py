@@ -105,16 +105,12 @@ import math
 
 from collections import deque
 
-from ..errors import FluidqError, ParameterError
+from ..errors import ParameterError, PolicyError  # noqa: F401 (PolicyError: re-exported)
 from ..policies.base import QueueView, RequestState, batch_violations
 from .memory import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
 
 NAN = math.nan
 INF = math.inf
-
-
-class PolicyError(FluidqError, RuntimeError):
-    """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
 
 
 def _idle_with_work(policy, view, blocked, t):
