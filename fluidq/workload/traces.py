@@ -199,6 +199,13 @@ def _parse_csv(text: str, source: str) -> Trace:
                         f"tokens, tokens) or Azure's {','.join(_AZURE)}, or Mooncake JSONL records "
                         "(see 'Trace files' in docs/reference/descriptions.md)")
     fields = got
+    names = [h.strip() for h in header]
+    for col in fields:  # a later column of the same name would be ignored silently (fit's CSVs refuse it too)
+        if names.count(col) > 1:
+            shown = ",".join(names)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
+                            f"{shown}); which one is meant is unknown")
     numeric = True if fields == _PLAIN else None  # Azure: decided by the first row
     ts, p, o, lines = [], [], [], []
     naive = aware = None  # the first line of each kind of time stamp
