@@ -227,6 +227,12 @@ def _main(argv, first) -> int:
     except Exception as exc:  # a bug: one line, never a traceback (FLUIDQ_TRACEBACK=1 shows it)
         import os
 
+        from ..errors import interrupt_in
+
+        stop = interrupt_in(exc)  # Ctrl-C inside compiled code: a SystemError raised from the interrupt
+        if stop is not None:
+            return _stopped(args.command, stop)
+
         if os.environ.get("FLUIDQ_TRACEBACK"):
             raise
         print(f"fluidq {args.command}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug in "
