@@ -106,7 +106,7 @@ import math
 from collections import deque
 
 from ..errors import ParameterError, PolicyError  # noqa: F401 (PolicyError: re-exported)
-from ..policies.base import QueueView, RequestState, batch_violations
+from ..policies.base import Batch, QueueView, RequestState, batch_violations
 from .memory import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
 
 NAN = math.nan
@@ -365,6 +365,9 @@ class EngineRun:
         self.examined += len(visible)
         policy = self.policy
         batch = policy.select(view)
+        if batch.__class__ is not Batch and not isinstance(batch, Batch):  # (check on or off: no raw AttributeError)
+            raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s returned "
+                              f"{batch!r:.80}, not a fluidq.policies.Batch")
         if self.check:
             bad = batch_violations(batch, view)
             if bad:

@@ -18,6 +18,7 @@ Batch constraints (Li, Dai, Peng, arXiv:2504.07347, constraints 6a-6d, and §6 f
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
@@ -167,6 +168,11 @@ class Policy(Protocol):
 
 def batch_violations(batch: Batch, view: QueueView) -> list[str]:
     """Constraints (6a)-(6d), k_max and basic sanity that ``batch`` breaks in state ``view``."""
+    if not isinstance(batch, Batch):
+        return [f"returned {_short(batch)}, not a fluidq.policies.Batch"]
+    shape = _shape_errors(batch)
+    if shape:  # (the checks below would fail on them with raw TypeErrors)
+        return shape
     out: list[str] = []
     by_id = {r.rid: r for r in view.requests}
     seen_prefill: dict[int, int] = {}
@@ -199,4 +205,27 @@ def batch_violations(batch: Batch, view: QueueView) -> list[str]:
         out.append(f"(6d) batch has {batch.tokens} tokens > b_max={view.b_max}")
     if view.k_max is not None and batch.n_requests > view.k_max:
         out.append(f"(k_max) batch has {batch.n_requests} requests > k_max={view.k_max}")
+    return out
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _whole(x) -> bool:
+    return isinstance(x, Integral) and not isinstance(x, bool)
+
+
+def _shape_errors(batch: Batch) -> list[str]:
+    """Entries that are not ``(rid, tokens)`` pairs of whole numbers, or decode ids that are not whole numbers."""
+    out = []
+    for item in batch.prefill:
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            out.append(f"prefill entry {_short(item)} is not a (rid, tokens) pair")
+        elif not (_whole(item[0]) and _whole(item[1])):
+            out.append(f"prefill entry {_short(item)}: request ids and token counts are whole numbers")
+    for rid in batch.decode:
+        if not _whole(rid):
+            out.append(f"decode entry {_short(rid)}: request ids are whole numbers")
     return out

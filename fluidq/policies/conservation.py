@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from math import comb
 
 from .._validate import MAX_BUDGET_TOKENS, integer
-from ..errors import ParameterError
-from .base import Batch, QueueView, RequestState, batch_violations
+from ..errors import ParameterError, PolicyError
+from .base import Batch, QueueView, RequestState, _shape_errors, batch_violations
 from .schedulers import resolve_policy
 from ..results import Result
 
@@ -146,6 +146,11 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
             batch = pol.select(view)
             checked += 1
             bad = batch_violations(batch, view)
+            if bad and not isinstance(batch, Batch) or bad and _shape_errors(batch):  # nothing to describe
+                raise PolicyError(f"policy {getattr(pol, 'name', pol)!r} is not a valid policy: with b_max={b_max} "
+                                  f"and {len(rs)} residents it {bad[0]}" if not isinstance(batch, Batch) else
+                                  f"policy {getattr(pol, 'name', pol)!r} is not a valid policy: with b_max={b_max} "
+                                  f"and {len(rs)} residents it returned {batch!r:.120}: {bad[0]}")
             need = min(b_max, view.demand)
             if bad or batch.tokens < need:
                 names = {r.rid: chr(ord("A") + r.rid) for r in rs}

@@ -104,3 +104,39 @@ def test_zero_token_batch_is_a_policy_error(check, kw):
 def test_idle_policy_with_work_waiting_ends_with_an_error(check):
     with deadline(), pytest.raises(PolicyError, match="'idle'.*nothing"):
         fluidq.simulate(ENG, WL, policy=Idle(), rng=0, check_batches=check, n_requests=10)
+
+
+class Returns:
+    """A policy returning ``what(view)``: the reviewer's pol.py cases (rev-bad U2)."""
+
+    def __init__(self, name, what):
+        self.name, self.what = name, what
+
+    def select(self, view):
+        return self.what(view)
+
+
+def _first_prefill(view):
+    return next(r for r in view.requests if r.in_prefill)
+
+
+BAD_RETURNS = [
+    Returns("returns-none", lambda v: None),
+    Returns("returns-list", lambda v: []),
+    Returns("float-rid", lambda v: Batch(prefill=((float(_first_prefill(v).rid), 1),))),
+    Returns("nan-tokens", lambda v: Batch(prefill=((_first_prefill(v).rid, float("nan")),))),
+    Returns("float-tokens", lambda v: Batch(prefill=((_first_prefill(v).rid, 1.5),))),
+    Returns("not-pairs", lambda v: Batch(prefill=(_first_prefill(v).rid,))),
+]
+
+
+@pytest.mark.parametrize("policy", BAD_RETURNS, ids=lambda p: p.name)
+def test_simulate_names_the_policy_and_what_it_returned(policy):
+    with deadline(), pytest.raises(PolicyError, match=repr(policy.name)):
+        fluidq.simulate(ENG, WL, policy=policy, rng=0, n_requests=5)
+
+
+@pytest.mark.parametrize("policy", BAD_RETURNS, ids=lambda p: p.name)
+def test_check_stability_names_the_policy(policy):
+    with deadline(), pytest.raises(PolicyError, match=repr(policy.name)):
+        fluidq.check_stability(ENG, WL, policy)
