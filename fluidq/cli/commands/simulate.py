@@ -11,6 +11,7 @@ from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
+from ..progress import clear, draw
 from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from .. import CliError, emit
 from ..common import (
@@ -97,7 +98,7 @@ def _progress(args, label, horizon):
             return
         last[0] = now
         frac = f"{100 * t / horizon:5.1f}%" if horizon else f"t={t:,.0f}s"
-        print(f"\r{label:<20} {frac}  {n:,} arrivals", end="", file=sys.stderr, flush=True)
+        draw(f"{label:<20} {frac}  {n:,} arrivals")
 
     return cb
 
@@ -109,7 +110,7 @@ def _replication_progress(args, label):
         return None
 
     def cb(i, n):
-        print(f"\r{label:<20} {i}/{n} replications done", end="", file=sys.stderr, flush=True)
+        draw(f"{label:<20} {i}/{n} replications done")
 
     return cb
 
@@ -294,7 +295,7 @@ def run(args):
                            progress=cb, **kw)
             entry = {"summary": res.summary()}
         if cb is not None:
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
+            clear()
         entry["wall_s"] = time.perf_counter() - t0
         entry["metrics"] = res.metrics
         out["policies"][pol.name] = entry
