@@ -655,6 +655,8 @@ def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
         msg = str(exc)
         if msg.startswith(option):
             raise
+        if msg.startswith(f"trace {name}"):  # (the file reader's own 'trace PATH: ...': the path once)
+            msg = msg[len("trace "):]
         raise DataError(f"{option} {msg}" if msg.startswith(str(name)) else f"{option} {name}: {msg}") from None
     bad = w.trace.out_of_order if w.trace is not None else None
     if bad is not None and Path(str(name)).is_file():

@@ -7,7 +7,6 @@ import sys
 import time
 from dataclasses import replace
 
-from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
@@ -117,14 +116,16 @@ def _replication_progress(args, label):
 
 def _check_flags(args):
     """Bad values of this command's own flags, reported under the flag the user typed."""
+    from ...sim.core import MAX_ARRIVALS as MAX_RUN_ARRIVALS  # one run's limit: the one simulate says too
+
     def finite(v):
         return math.isfinite(v)
 
     for flag, v, ok, want in (
             ("--horizon", args.horizon, args.horizon is None or (finite(args.horizon) and args.horizon > 0),
              "a finite number of seconds > 0"),
-            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_ARRIVALS,
-             f"an integer between 1 and {MAX_ARRIVALS:,} ({ARRIVALS_WHY})"),
+            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_RUN_ARRIVALS,
+             f"a run of 1 to {MAX_RUN_ARRIVALS:,} arrivals (the most one run takes)"),
             ("--load", args.load, args.load is None or (finite(args.load) and args.load > 0),
              "a finite fraction > 0 of the capacity"),
             ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
