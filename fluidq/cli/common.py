@@ -916,3 +916,12 @@ def swap_cost(args, unit: str):
     if typed_unit == unit:
         return flag, v, v
     return flag, v, (v * 1e3 if unit == "us" else v / 1e3)
+
+
+def distinct_policies(flag: str, names) -> None:
+    """Refuse a policy given twice (``--policy sarathi --policy SARATHI``), as ``latency --loads`` refuses a load
+    given twice: the same verdict would be computed and printed twice."""
+    keys = [str(n).strip().lower().replace("_", "-") for n in names or ()]
+    twice = [n for i, n in enumerate(names or ()) if keys[i] in keys[:i]]
+    if twice:
+        raise ParameterError(flag, twice[0], "distinct policies", f"{twice[0]!r} is given twice")

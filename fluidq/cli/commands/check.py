@@ -12,6 +12,7 @@ from ..common import (
     add_engine_args,
     add_kv_arg,
     add_workload_args,
+    distinct_policies,
     fit_json,
     fit_lines,
     fmt_tokens,
@@ -88,6 +89,7 @@ def run(args):
 
     for name in args.policy or []:
         resolve_policy(name, "--policy")  # an unknown name is named under its flag, before any work
+    distinct_policies("--policy", args.policy)
     if not (math.isfinite(args.sim_budget) and args.sim_budget >= 0):
         raise ParameterError("--sim-budget", args.sim_budget, "a finite number of seconds >= 0")
     from ...sim.core import MAX_RUNS

@@ -17,6 +17,7 @@ from ..common import (
     add_engine_args,
     add_swap_args,
     add_workload_args,
+    distinct_policies,
     engine_text,
     fit_json,
     fit_lines,
@@ -238,6 +239,7 @@ def run(args):
                                                                      else None)
     # a vLLM engine from its profiles runs vLLM's scheduler unless --policy says otherwise
     names = args.policy or (["vllm-chunked"] if args.profile_dir is not None else ["sarathi", "fastertransformer"])
+    distinct_policies("--policy", names)
     check_size(engine, base, horizon, args.requests, runs=args.replications, policies=len(names), blame=blame,
                names={"horizon_s": "--horizon", "n_requests": "--requests", "runs": "--replications"})
     # the arrivals every policy sees (simulate draws the same ones from the same seed)
