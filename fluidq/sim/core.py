@@ -214,7 +214,7 @@ def check_gamma_cv(cv, name: str = "cv") -> float:
                     "they are periodic (use periodic arrivals); above, nearly every gap is 0 in floating point")
 
 
-def _requests(workload, rng, horizon_s, n_requests):
+def _requests(workload, rng, horizon_s, n_requests, residents: bool = False):
     if isinstance(workload, Workload):
         return workload.sample(rng, horizon_s=horizon_s, n=n_requests)
     if isinstance(workload, Mapping):
@@ -230,8 +230,9 @@ def _requests(workload, rng, horizon_s, n_requests):
         if not (a.shape == p.shape == d.shape):
             raise ParameterError("workload", "<mapping>", "1-d columns of equal length",
                                  f"lengths {a.size}, {p.size}, {d.size}")
-        if not a.size:
-            raise ParameterError("workload", "<mapping of empty columns>", "at least one request")
+        if not a.size and not residents:  # (with ``initial`` residents, no arrival is a run)
+            raise ParameterError("workload", "<mapping of empty columns>", "at least one request",
+                                 "or residents given by initial")
         if n_requests is not None and n_requests > a.size:
             raise ParameterError("n_requests", n_requests, f"at most the {a.size:,} rows of the workload's columns",
                                  "the columns are not repeated")
@@ -524,7 +525,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         return _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_s, progress, preemption,
                                  swap_s_per_token)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    arr, P, D = _requests(workload, gen, horizon_s, n_requests)
+    arr, P, D = _requests(workload, gen, horizon_s, n_requests, residents=bool(initial))
     _check_warmup_after(warmup_s, horizon_s, float(np.max(arr)) if len(arr) else None)
     arr_a, P_a, D_a = (np.ascontiguousarray(arr, dtype=float), np.ascontiguousarray(P, dtype=np.int64),
                        np.ascontiguousarray(D, dtype=np.int64))
