@@ -141,6 +141,9 @@ def gunzip_bytes(option: str, path, raw: bytes, *, max_bytes: int = MAX_INPUT_BY
 def read_text(option: str, path, *, what: str = "file", max_bytes: int = MAX_INPUT_BYTES) -> str:
     """The UTF-8 text of a regular file (gunzipped if compressed); a binary file is a ``DataError``."""
     raw = read_bytes(option, path, what=what, max_bytes=max_bytes)
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # (its NUL bytes would call it binary)
+        raise DataError(f"{option} {_shown(path)}: UTF-16 text, which fluidq does not read; save the {what} as "
+                        "UTF-8")
     if b"\x00" in raw[:65536]:
         raise DataError(f"{option} {_shown(path)}: a binary file, not a text {what}")
     try:

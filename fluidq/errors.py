@@ -50,9 +50,36 @@ class UnknownNameError(FluidqError, KeyError):
         return self.args[0]
 
 
+class PolicyError(FluidqError, RuntimeError):
+    """A policy returned something that is not a valid batch: not a :class:`fluidq.policies.Batch`, or a batch
+    that breaks the batch constraints (6a)-(6d) or k_max.  (Also importable from ``fluidq.kernel.step`` and
+    ``fluidq.sim``, where it was first defined.)"""
+
+
 class ExtrapolationError(FluidqError, ValueError):
     """A tabulated model was asked for a value outside its measured range."""
 
 
 class TopologyError(FluidqError, ValueError):
     """A network is not what the caller claims (cycle in a claimed DAG, unknown engine...)."""
+
+
+def interrupt_in(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C behind ``exc``: ``exc`` itself when it is a ``KeyboardInterrupt``; for a ``SystemError`` (what a
+    compiled function -- numba's dispatcher -- raises when the interrupt arrives inside it: "returned a result
+    with an exception set"), the ``KeyboardInterrupt`` it was raised from or during (``__cause__`` /
+    ``__context__``, a few links deep); else ``None``.  Other errors chained from an interrupt stay errors."""
+    if isinstance(exc, KeyboardInterrupt):
+        return exc
+    if not isinstance(exc, SystemError):
+        return None
+    seen = set()
+    link = exc
+    for _ in range(8):
+        link = link.__cause__ if link.__cause__ is not None else link.__context__
+        if link is None or id(link) in seen:
+            return None
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+    return None

@@ -174,6 +174,9 @@ def _stopped(command, exc: KeyboardInterrupt) -> int:
     """Say the command was stopped (Ctrl-C: ``interrupted``, exit 130; SIGTERM: ``terminated``, exit 143)."""
     word, code = ("terminated", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
     who = f"fluidq {command}" if command else "fluidq"
+    from .progress import end_line
+
+    end_line()  # a progress line still open ends first: the message gets a line of its own
     try:
         print(f"{who}: {word}", file=sys.stderr)
     except (OSError, ValueError):  # stderr gone: the exit status says it
@@ -209,7 +212,9 @@ def _main(argv, first) -> int:
         return int(args.func(args) or 0)
     except (FluidqError, CliError) as exc:
         from .common import as_typed
+        from .progress import end_line
 
+        end_line()
         print(f"fluidq {args.command}: error: {as_typed(one_line(exc), argv)}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the file system refused (no such file, a loop, too long a name...)
@@ -226,6 +231,12 @@ def _main(argv, first) -> int:
         return _stopped(args.command, exc)
     except Exception as exc:  # a bug: one line, never a traceback (FLUIDQ_TRACEBACK=1 shows it)
         import os
+
+        from ..errors import interrupt_in
+
+        stop = interrupt_in(exc)  # Ctrl-C inside compiled code: a SystemError raised from the interrupt
+        if stop is not None:
+            return _stopped(args.command, stop)
 
         if os.environ.get("FLUIDQ_TRACEBACK"):
             raise

@@ -655,6 +655,8 @@ def load_cli_trace(option: str, name: str, rate_per_s=None) -> Workload:
         msg = str(exc)
         if msg.startswith(option):
             raise
+        if msg.startswith(f"trace {name}"):  # (the file reader's own 'trace PATH: ...': the path once)
+            msg = msg[len("trace "):]
         raise DataError(f"{option} {msg}" if msg.startswith(str(name)) else f"{option} {name}: {msg}") from None
     bad = w.trace.out_of_order if w.trace is not None else None
     if bad is not None and Path(str(name)).is_file():
@@ -914,3 +916,12 @@ def swap_cost(args, unit: str):
     if typed_unit == unit:
         return flag, v, v
     return flag, v, (v * 1e3 if unit == "us" else v / 1e3)
+
+
+def distinct_policies(flag: str, names) -> None:
+    """Refuse a policy given twice (``--policy sarathi --policy SARATHI``), as ``latency --loads`` refuses a load
+    given twice: the same verdict would be computed and printed twice."""
+    keys = [str(n).strip().lower().replace("_", "-") for n in names or ()]
+    twice = [n for i, n in enumerate(names or ()) if keys[i] in keys[:i]]
+    if twice:
+        raise ParameterError(flag, twice[0], "distinct policies", f"{twice[0]!r} is given twice")

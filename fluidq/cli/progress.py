@@ -7,7 +7,37 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["Steps"]
+__all__ = ["Steps", "draw", "clear", "end_line"]
+
+#: the stream whose last line is a progress line still being redrawn (``None``: no such line)
+_open_line = [None]
+
+
+def draw(text: str, stream=None) -> None:
+    """Redraw the progress line with ``text`` (a terminal only: callers check)."""
+    stream = stream if stream is not None else sys.stderr
+    stream.write("\r" + text)
+    stream.flush()
+    _open_line[0] = stream
+
+
+def clear(stream=None, width: int = 60) -> None:
+    """Blank the progress line, the cursor back at its start (the run is over; its output follows)."""
+    stream = stream if stream is not None else sys.stderr
+    stream.write("\r" + " " * width + "\r")
+    stream.flush()
+    _open_line[0] = None
+
+
+def end_line() -> None:
+    """End a progress line still open, so that a message (interrupted, an error) starts its own line."""
+    stream, _open_line[0] = _open_line[0], None
+    if stream is not None:
+        try:
+            stream.write("\n")
+            stream.flush()
+        except (OSError, ValueError):  # the stream is gone: nothing to end
+            pass
 
 
 class Steps:
@@ -27,6 +57,7 @@ class Steps:
         if self.tty:
             self.stream.write("\r" + text)
             self._drawn = True
+            _open_line[0] = self.stream
         else:
             self.stream.write(text.rstrip() + "\n")
         self.stream.flush()
@@ -37,3 +68,4 @@ class Steps:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
+            _open_line[0] = None

@@ -105,16 +105,26 @@ import math
 
 from collections import deque
 
-from ..errors import FluidqError, ParameterError
-from ..policies.base import QueueView, RequestState, batch_violations
+from ..errors import ParameterError, PolicyError  # noqa: F401 (PolicyError: re-exported)
+from ..policies.base import Batch, QueueView, RequestState, batch_violations
 from .memory import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
 
 NAN = math.nan
 INF = math.inf
 
 
-class PolicyError(FluidqError, RuntimeError):
-    """A policy returned a batch that breaks the batch constraints (6a)-(6d) or k_max."""
+def _idle_with_work(policy, view, blocked, t):
+    """A policy scheduled nothing (and did not list as blocked) some request with work left, with nothing
+    more to arrive: no later call can differ, so the run would end with that work silently undone."""
+    if view is None:
+        return
+    waiting = [r.rid for r in view.requests if r.demand > 0 and r.rid not in blocked]
+    if waiting:
+        raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s scheduled nothing (an "
+                          f"empty batch) while {len(waiting)} requests wait with work left (ids "
+                          f"{waiting[:5]}{'...' if len(waiting) > 5 else ''}) and nothing more arrives: the run "
+                          f"could never finish them (schedule one, or list those it can never schedule in "
+                          f"Batch.blocked)")
 
 
 class _Residents:
@@ -355,6 +365,9 @@ class EngineRun:
         self.examined += len(visible)
         policy = self.policy
         batch = policy.select(view)
+        if batch.__class__ is not Batch and not isinstance(batch, Batch):  # (check on or off: no raw AttributeError)
+            raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s returned "
+                              f"{batch!r:.80}, not a fluidq.policies.Batch")
         if self.check:
             bad = batch_violations(batch, view)
             if bad:
@@ -477,6 +490,8 @@ class EngineRun:
                 self.busy += extra_s
                 return t
             if na >= n:
+                if mem is None and not self.fed:  # nothing will ever change the policy's answer: say so
+                    _idle_with_work(self.policy, view, self.blocked_ids, t)
                 self.over = True
                 return None
             self.t = min(self.horizon, arr[na])
@@ -484,6 +499,10 @@ class EngineRun:
         by_id = self.by_id
         record, compose, ks = self.record, self.compose, self.ks
         tokens = batch.tokens
+        if tokens < 1:  # (check on or off) tau_b[0] is NaN: the clock would stop, the run spin
+            raise PolicyError(f"policy {getattr(self.policy, 'name', self.policy)!r} at t={t:.6g} s returned "
+                              f"a batch of {tokens} tokens: {batch!r} (every prefill chunk needs at least one "
+                              f"token; return Batch() when nothing is to be scheduled)")
         if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
             if mem is not None:
                 kv = mem.kv

@@ -18,8 +18,11 @@ Batch constraints (Li, Dai, Peng, arXiv:2504.07347, constraints 6a-6d, and §6 f
 from __future__ import annotations
 
 import math
+from numbers import Integral
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
+
+from ..errors import ParameterTypeError
 
 __all__ = ["RequestState", "QueueView", "Batch", "Policy", "batch_violations"]
 
@@ -93,11 +96,23 @@ class Batch:
 
     ``blocked`` lists requests the policy can never schedule (e.g. a prompt longer than
     ``b_max`` under a scheduler that does not chunk): a diagnosis, not an error.
+
+    Any iterable is accepted for the three fields and read once into a tuple (a generator
+    expression would otherwise be consumed by its first reader and look non-empty when empty).
     """
 
     prefill: tuple = ()
     decode: tuple = ()
     blocked: tuple = ()
+
+    def __post_init__(self):
+        # the built-in schedulers pass tuples: nothing is copied for them
+        if type(self.prefill) is not tuple:
+            object.__setattr__(self, "prefill", _as_tuple("prefill", self.prefill))
+        if type(self.decode) is not tuple:
+            object.__setattr__(self, "decode", _as_tuple("decode", self.decode))
+        if type(self.blocked) is not tuple:
+            object.__setattr__(self, "blocked", _as_tuple("blocked", self.blocked))
 
     @property
     def prefill_tokens(self) -> int:
@@ -132,6 +147,15 @@ class Batch:
         return "[" + " ".join(parts) + "]"
 
 
+def _as_tuple(name, value) -> tuple:
+    try:
+        return tuple(value)
+    except TypeError:
+        raise ParameterTypeError(f"Batch.{name}={value!r}: expected an iterable (a tuple of "
+                                 + ("(rid, tokens) pairs" if name == "prefill" else "request ids")
+                                 + ")") from None
+
+
 @runtime_checkable
 class Policy(Protocol):
     """The one small protocol a scheduler implements."""
@@ -144,6 +168,11 @@ class Policy(Protocol):
 
 def batch_violations(batch: Batch, view: QueueView) -> list[str]:
     """Constraints (6a)-(6d), k_max and basic sanity that ``batch`` breaks in state ``view``."""
+    if not isinstance(batch, Batch):
+        return [f"returned {_short(batch)}, not a fluidq.policies.Batch"]
+    shape = _shape_errors(batch)
+    if shape:  # (the checks below would fail on them with raw TypeErrors)
+        return shape
     out: list[str] = []
     by_id = {r.rid: r for r in view.requests}
     seen_prefill: dict[int, int] = {}
@@ -176,4 +205,27 @@ def batch_violations(batch: Batch, view: QueueView) -> list[str]:
         out.append(f"(6d) batch has {batch.tokens} tokens > b_max={view.b_max}")
     if view.k_max is not None and batch.n_requests > view.k_max:
         out.append(f"(k_max) batch has {batch.n_requests} requests > k_max={view.k_max}")
+    return out
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _whole(x) -> bool:
+    return isinstance(x, Integral) and not isinstance(x, bool)
+
+
+def _shape_errors(batch: Batch) -> list[str]:
+    """Entries that are not ``(rid, tokens)`` pairs of whole numbers, or decode ids that are not whole numbers."""
+    out = []
+    for item in batch.prefill:
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            out.append(f"prefill entry {_short(item)} is not a (rid, tokens) pair")
+        elif not (_whole(item[0]) and _whole(item[1])):
+            out.append(f"prefill entry {_short(item)}: request ids and token counts are whole numbers")
+    for rid in batch.decode:
+        if not _whole(rid):
+            out.append(f"decode entry {_short(rid)}: request ids are whole numbers")
     return out

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from math import comb
 
 from .._validate import MAX_BUDGET_TOKENS, integer
-from ..errors import ParameterError
-from .base import Batch, QueueView, RequestState, batch_violations
+from ..errors import ParameterError, PolicyError
+from .base import Batch, QueueView, RequestState, _shape_errors, batch_violations
 from .schedulers import resolve_policy
 from ..results import Result
 
@@ -118,7 +118,9 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
     -------
     WorkConservationResult
         ``work_conserving`` False with a ``counterexample`` state and the short ``batch``, or True
-        with the number of states checked.  Batches breaking (6a)-(6d) are reported in ``invalid``.
+        with the number of states checked.  A batch breaking (6a)-(6d) or k_max ends the search: the
+        policy is not a valid one, ``work_conserving`` is False, ``reason`` starts "not a valid policy",
+        ``invalid`` holds the violation and ``counterexample``/``batch`` the state and the batch.
     """
     pol = resolve_policy(policy)
     max_requests = integer("max_requests", max_requests, minimum=1, maximum=64,
@@ -144,14 +146,25 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
             batch = pol.select(view)
             checked += 1
             bad = batch_violations(batch, view)
-            if bad:
-                invalid.append(f"b_max={b_max}: {bad[0]}")
+            if bad and not isinstance(batch, Batch) or bad and _shape_errors(batch):  # nothing to describe
+                raise PolicyError(f"policy {getattr(pol, 'name', pol)!r} is not a valid policy: with b_max={b_max} "
+                                  f"and {len(rs)} residents it {bad[0]}" if not isinstance(batch, Batch) else
+                                  f"policy {getattr(pol, 'name', pol)!r} is not a valid policy: with b_max={b_max} "
+                                  f"and {len(rs)} residents it returned {batch!r:.120}: {bad[0]}")
             need = min(b_max, view.demand)
-            if batch.tokens < need:
+            if bad or batch.tokens < need:
                 names = {r.rid: chr(ord("A") + r.rid) for r in rs}
                 state = ", ".join(
                     f"{names[r.rid]}: {'prefill ' + str(r.prefill_left) + ' left' if r.in_prefill else 'decoding, ' + str(r.decode_left) + ' left'}"
                     for r in rs)
+            if bad:  # not a valid policy: neither work-conserving nor Theorem 2's premise (its batches are not batches)
+                invalid.append(f"b_max={b_max}: {bad[0]}")
+                reason = (f"not a valid policy: with b_max={b_max} and residents {state} "
+                          f"{getattr(pol, 'name', 'the policy')} forms {batch.describe(names)}, which breaks the "
+                          f"batch constraints: {'; '.join(bad)}")
+                return WorkConservationResult(getattr(pol, "name", repr(pol)), False, view, batch,
+                                              checked, reason, tuple(invalid), inputs)
+            if batch.tokens < need:
                 reason = (f"a counterexample on a small engine (the search tries budgets from 1 up; the "
                           f"rules are the same at any budget): with b_max={b_max} and residents {state} the "
                           f"demand is {view.demand} "

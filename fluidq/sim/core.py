@@ -214,18 +214,28 @@ def check_gamma_cv(cv, name: str = "cv") -> float:
                     "they are periodic (use periodic arrivals); above, nearly every gap is 0 in floating point")
 
 
-def _requests(workload, rng, horizon_s, n_requests):
+def _requests(workload, rng, horizon_s, n_requests, residents: bool = False):
     if isinstance(workload, Workload):
         return workload.sample(rng, horizon_s=horizon_s, n=n_requests)
     if isinstance(workload, Mapping):
+        from ..workload.traces import column  # the rules a trace file's cells follow (one copy)
+
         try:
-            a = np.asarray(workload["arrival_s"], dtype=float)
-            p = np.asarray(workload["prompt_tokens"], dtype=np.int64)
-            d = np.asarray(workload["output_tokens"], dtype=np.int64)
+            cols = [workload[k] for k in ("arrival_s", "prompt_tokens", "output_tokens")]
         except KeyError as exc:
             raise ParameterError("workload", "<mapping>", "keys arrival_s, prompt_tokens, output_tokens") from exc
-        if not (a.shape == p.shape == d.shape) or a.ndim != 1:
-            raise ParameterError("workload", "<mapping>", "1-d columns of equal length")
+        a = column("workload['arrival_s']", cols[0], tokens=False)
+        p = column("workload['prompt_tokens']", cols[1], tokens=True)
+        d = column("workload['output_tokens']", cols[2], tokens=True)
+        if not (a.shape == p.shape == d.shape):
+            raise ParameterError("workload", "<mapping>", "1-d columns of equal length",
+                                 f"lengths {a.size}, {p.size}, {d.size}")
+        if not a.size and not residents:  # (with ``initial`` residents, no arrival is a run)
+            raise ParameterError("workload", "<mapping of empty columns>", "at least one request",
+                                 "or residents given by initial")
+        if n_requests is not None and n_requests > a.size:
+            raise ParameterError("n_requests", n_requests, f"at most the {a.size:,} rows of the workload's columns",
+                                 "the columns are not repeated")
         if a.size and (np.any(np.diff(a) < 0) or not np.all(np.isfinite(a)) or a[0] < 0):
             raise ParameterError("workload['arrival_s']", "<unsorted or negative>", "sorted finite times >= 0")
         if np.any(p < 1) or np.any(d < 1):
@@ -515,7 +525,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         return _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_s, progress, preemption,
                                  swap_s_per_token)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    arr, P, D = _requests(workload, gen, horizon_s, n_requests)
+    arr, P, D = _requests(workload, gen, horizon_s, n_requests, residents=bool(initial))
     _check_warmup_after(warmup_s, horizon_s, float(np.max(arr)) if len(arr) else None)
     arr_a, P_a, D_a = (np.ascontiguousarray(arr, dtype=float), np.ascontiguousarray(P, dtype=np.int64),
                        np.ascontiguousarray(D, dtype=np.int64))

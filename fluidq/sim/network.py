@@ -568,7 +568,7 @@ def check_run(network: Network, horizon_s, *, replications: int = 1, initial: di
 
 
 def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: dict | None = None,
-                     record_dt_s: float | None = None, check_batches: bool = False,
+                     record_dt_s: float | None = None, check_batches: bool | None = None,
                      max_batches: int | None = None, method: str = "auto", swap_s_per_token: float | None = None,
                      record_hops: bool = False) -> NetworkSimResult:
     """Simulate ``network`` for ``horizon_s`` seconds.
@@ -586,9 +586,10 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         must be a top-level step of its class's route).
     record_dt_s : float, optional
         Sampling step of the recorded series (default ``horizon_s / 400``).
-    check_batches : bool
+    check_batches : bool, optional
         Check every batch against constraints (6a)-(6d) and ``k_max`` (slower; violations are
-        reported in the result).
+        reported in the result).  Default: on when a station runs a policy that is not a built-in
+        scheduler (as :func:`fluidq.simulate`), off otherwise.
     max_batches : int, optional
         Stop after this many batches in total.
     method : {"auto", "generic", "python", "kernel"}
@@ -677,8 +678,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if method not in ("auto", "generic", "python", "kernel"):
         raise ParameterError("method", method, "'auto', 'generic', 'python' or 'kernel'")
     max_batches = integer("max_batches", max_batches, minimum=1, allow_none=True)
+    if check_batches is None:  # a user policy's batches are checked, as fluidq.simulate checks them
+        from ..policies.schedulers import Scheduler
+
+        check_batches = any(not isinstance(st.policy, Scheduler) for st in network.stations)
     if not isinstance(check_batches, (bool, np.bool_)):
-        raise ParameterError("check_batches", check_batches, "True or False")
+        raise ParameterError("check_batches", check_batches, "True, False or None (on for user policies)")
     if initial is not None and not isinstance(initial, dict):
         raise ParameterError("initial", initial, "a dict {hop label: number of requests}")
     if not isinstance(record_hops, (bool, np.bool_)):

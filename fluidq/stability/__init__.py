@@ -366,6 +366,11 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     # prefill emits the first output token (fluidq.capacity.request_work)
     offered = offered_tokens_per_s(engine, workload)
     wc = _work_conserving(pol)
+    if wc.invalid:  # batches that break (6a)-(6d)/k_max: no verdict of the theory applies to it
+        from ..errors import PolicyError
+
+        raise PolicyError(f"policy {getattr(pol, 'name', pol)!r} is not a valid policy, so no stability verdict "
+                          f"applies: {wc.reason.removeprefix('not a valid policy: ')}")
     # Theorem 2(a): no scheduler serves more than sup_b b/t(b) (``cap.tokens_per_s``); a work-conserving one
     # fills its batches to b_max under a backlog and serves b_max/t(b_max) (Theorem 2(b) is stated with it)
     sup = cap.tokens_per_s

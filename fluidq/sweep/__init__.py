@@ -34,6 +34,42 @@ __all__ = [
 ]
 
 
+DASK_CONNECT_S = 10.0  # the whole connection to a scheduler address: TCP connect and Dask's handshake
+
+
+def _connect(Client, address, wait_s):
+    """``Client(address)`` with the whole connection bounded by ``wait_s``: distributed's ``timeout`` bounds
+    the TCP connect but not the handshake's read, which waits for ever on a listener that is no Dask
+    scheduler.  The connection runs in a daemon thread; one that answers after the deadline is closed."""
+    import threading
+
+    box: dict = {}
+    lock = threading.Lock()
+
+    def go():
+        try:
+            c = Client(address, timeout=f"{wait_s:g}s")
+        except BaseException as exc:  # handed to the caller
+            box["exc"] = exc
+            return
+        with lock:
+            if box.get("late"):
+                c.close()
+            else:
+                box["client"] = c
+
+    th = threading.Thread(target=go, name="fluidq-dask-connect", daemon=True)
+    th.start()
+    th.join(wait_s + 1.0)
+    with lock:
+        if "client" in box:
+            return box["client"]
+        if "exc" not in box:
+            box["late"] = True
+            raise TimeoutError(f"no Dask handshake within {wait_s:g} s")
+    raise box["exc"]
+
+
 def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per_worker: int = 1,
                   processes: bool = True, worker_wait_s: float | None = None, **cluster_kw):
     """A context manager yielding a ``distributed.Client`` to pass as ``sweep(..., executor=client)``.
@@ -89,10 +125,13 @@ def dask_executor(address: str | None = None, *, n_workers: int = 2, threads_per
                 raise ParameterError("address", address, f"a Dask scheduler address such as tcp://host:8786 ({exc})") \
                     from None
             try:
-                client = Client(address, timeout="10s")
-            except (OSError, TimeoutError, OverflowError) as exc:  # nothing answers there (OSError subclasses)
-                raise ParameterError("address", address, "a running Dask scheduler: none answered within 10 s "
-                                     f"({type(exc).__name__})") from None
+                client = _connect(Client, address, DASK_CONNECT_S)
+            except (OSError, TimeoutError, OverflowError, MemoryError) as exc:
+                # nothing answers there (OSError subclasses); a listener that is no Dask scheduler (no reply:
+                # the handshake read has no time limit of its own; bytes that are no Dask frame: a length of
+                # exabytes, numpy's MemoryError)
+                raise ParameterError("address", address, f"a running Dask scheduler: {address} did not answer as a "
+                                     f"Dask scheduler within {DASK_CONNECT_S:g} s ({type(exc).__name__})") from None
             except (TypeError, ValueError) as exc:  # a scheme this installation cannot connect with (ucx
                 # without its package, an inproc address of no scheduler in this process)
                 raise ParameterError("address", address, "a Dask scheduler address this installation can connect "

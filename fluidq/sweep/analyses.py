@@ -195,6 +195,22 @@ def check_grid_values(grid, analysis: str = "check") -> None:
                 problem = _engines_problem(v, analysis)
             if problem is not None:
                 raise ParameterError(label, v, problem)
+    if grid.axes is not None:  # a value given twice on an axis would compute the same points twice
+        for k, vals in grid.axes.items():
+            keys = [_same_key(k, v) for v in vals]
+            twice = [v for i, v in enumerate(vals) if keys[i] in keys[:i]]
+            if twice:
+                raise ParameterError(f"grid.{k}", list(vals), "distinct values",
+                                     f"{twice[0]!r} is given twice (the same points would be computed twice)")
+
+
+def _same_key(key, v):
+    """What makes two values of one axis the same point: a policy's resolved name, a number's value."""
+    if key == "policy" and isinstance(v, str):
+        return ("policy", v.strip().lower().replace("_", "-"))  # (as resolve_policy reads a name)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return ("number", float(v))
+    return ("value", repr(v))
 
 
 def _deployment_problem(keys):

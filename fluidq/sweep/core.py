@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validate import integer
-from ..errors import FluidqError, ParameterError, ParameterTypeError
+from ..errors import FluidqError, ParameterError, ParameterTypeError, interrupt_in
 from ..results import Result, plain
 from .analyses import ANALYSES, check_grid_values, resolve_analysis
 from .grid import Grid, as_grid
@@ -55,6 +55,9 @@ def _run_chunk(target, seed, tasks, errors):
         try:
             out = _normalise(fn(dict(point), point_rng(seed, key)))
         except Exception as exc:  # noqa: BLE001 - reported per point or re-raised below
+            stop = interrupt_in(exc)  # Ctrl-C inside compiled code (a SystemError raised from it): the sweep
+            if stop is not None:  # stops as interrupted, no point is blamed
+                raise stop from None
             if errors == "raise":
                 raise SweepError(f"point {i} {point}: {type(exc).__name__}: {exc}") from exc
             out = {"error": f"{type(exc).__name__}: {exc}"}

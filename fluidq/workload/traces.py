@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import gunzip_bytes, json_loads, read_text
-from ..errors import DataError, UnknownNameError
+from ..errors import DataError, ParameterError, UnknownNameError
 
 __all__ = ["EMBEDDED_TRACES", "MAX_TOKENS", "TRACE_FORMATS", "Trace", "load_trace"]
 
@@ -111,6 +111,48 @@ def _tokens(value, where: str, field: str) -> int:
     return n
 
 
+def column(name: str, values, tokens: bool) -> np.ndarray:
+    """A column given in memory (``fluidq.simulate(engine, {arrival_s, prompt_tokens, output_tokens})``) read by
+    the rules a trace file's cells follow (:func:`_tokens`): token counts whole numbers in ``[1, MAX_TOKENS]``
+    (no rounding, no booleans, no strings), times finite numbers of seconds.  A ``ParameterError`` naming
+    ``name`` and the first bad entry otherwise.  Returns int64 tokens or float seconds, 1-d."""
+    what = "whole numbers of tokens" if tokens else "numbers of seconds"
+    if not isinstance(values, np.ndarray) and any(isinstance(v, (bool, np.bool_)) for v in values):
+        i = next(i for i, v in enumerate(values) if isinstance(v, (bool, np.bool_)))
+        raise ParameterError(f"{name}[{i}]", values[i], what, "not a boolean")
+    try:
+        arr = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise ParameterError(name, "<column>", f"a 1-d column of {what}", str(exc)) from None
+    if arr.dtype.kind == "b":
+        raise ParameterError(name, "<booleans>", what, "not a boolean")
+    if arr.dtype.kind not in "iuf":
+        bad = arr.reshape(-1)[0] if arr.size else arr
+        raise ParameterError(f"{name}[0]" if arr.size else name, bad.item() if arr.size else "<column>", what,
+                             f"not {arr.dtype.kind == 'U' and 'a string' or arr.dtype}")
+    if arr.ndim != 1:
+        raise ParameterError(name, f"<{arr.ndim}-d column>", f"a 1-d column of {what}")
+    if not tokens:
+        bad = np.flatnonzero(~np.isfinite(arr)) if arr.dtype.kind == "f" else ()
+        if len(bad):
+            raise ParameterError(f"{name}[{bad[0]}]", arr[bad[0]].item(), "finite " + what)
+        return arr.astype(float)
+    if arr.dtype.kind == "f":
+        bad = np.flatnonzero(~(np.isfinite(arr) & (arr == np.floor(arr))))
+        if len(bad):
+            raise ParameterError(f"{name}[{bad[0]}]", arr[bad[0]].item(), "a whole number of tokens",
+                                 "it is not rounded silently")
+    bad = np.flatnonzero(arr < 1)
+    if len(bad):
+        raise ParameterError(f"{name}[{bad[0]}]", arr[bad[0]].item(), "at least one token",
+                             "a length below one token; filter such rows explicitly")
+    bad = np.flatnonzero(arr > MAX_TOKENS)
+    if len(bad):
+        raise ParameterError(f"{name}[{bad[0]}]", arr[bad[0]].item(), f"at most {MAX_TOKENS:,} (2**31-1) tokens",
+                             "the most fluidq takes for one request, as in a trace file")
+    return arr.astype(np.int64)
+
+
 def _stamp(text: str, where: str) -> datetime:
     stamp = text.strip()
     m = _FRACTION.match(stamp)
@@ -157,6 +199,13 @@ def _parse_csv(text: str, source: str) -> Trace:
                         f"tokens, tokens) or Azure's {','.join(_AZURE)}, or Mooncake JSONL records "
                         "(see 'Trace files' in docs/reference/descriptions.md)")
     fields = got
+    names = [h.strip() for h in header]
+    for col in fields:  # a later column of the same name would be ignored silently (fit's CSVs refuse it too)
+        if names.count(col) > 1:
+            shown = ",".join(names)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
+                            f"{shown}); which one is meant is unknown")
     numeric = True if fields == _PLAIN else None  # Azure: decided by the first row
     ts, p, o, lines = [], [], [], []
     naive = aware = None  # the first line of each kind of time stamp

@@ -12,6 +12,7 @@ from ..common import (
     add_engine_args,
     add_kv_arg,
     add_workload_args,
+    distinct_policies,
     fit_json,
     fit_lines,
     fmt_tokens,
@@ -88,10 +89,17 @@ def run(args):
 
     for name in args.policy or []:
         resolve_policy(name, "--policy")  # an unknown name is named under its flag, before any work
+    distinct_policies("--policy", args.policy)
     if not (math.isfinite(args.sim_budget) and args.sim_budget >= 0):
         raise ParameterError("--sim-budget", args.sim_budget, "a finite number of seconds >= 0")
     if args.replications < 2:
         raise ParameterError("--replications", args.replications, "an integer >= 2")
+    if args.replications > 1000:  # (the simulator is imported only where its limit could bind: check starts fast)
+        from ...sim.core import MAX_RUNS
+
+        if args.replications > MAX_RUNS:  # (named here: replicate() would say n_replications)
+            raise ParameterError("--replications", args.replications, f"an integer between 2 and {MAX_RUNS:,}",
+                                 "each replication is a full simulation")
     if args.method == "simulation" and args.engines != 1:
         raise ParameterError("--method", "simulation", "auto or analytic with --engines > 1",
                              "simulate engines behind a router with `fluidq network --simulate`")

@@ -60,6 +60,9 @@ def run(args):
 
     finite_positive("--rate", args.rate, "a finite rate > 0 (requests per second)")
     engine, name = _engine(args)
+    import os
+
+    existed = os.path.lexists(str(args.out))  # a folder this run creates is removed if it stops before writing
     out = output_folder("--out", args.out, marker=MARKER, what="report")
     trace = "azure-conv" if args.trace is None else args.trace  # an empty --trace is refused by the loader
     workload = load_cli_trace("--trace", trace, rate_per_s=args.rate)
@@ -75,10 +78,15 @@ def run(args):
     steps = Steps(28, enabled=not args.json)  # redrawn on a terminal, one line per step in a log
     progress = steps.step
 
+    done = False
     try:
         res = build_report(str(out), engine, workload, quick=args.quick, profile_name=name, progress=progress)
+        done = True
     finally:  # even a report cut short is fluidq's: the next run may write over it
-        mark_folder(out, MARKER, "report")
+        if not done and not existed and _holds_nothing(out):
+            _remove_empty(out)  # stopped before writing anything: no folder of only a marker is left behind
+        else:
+            mark_folder(out, MARKER, "report")
     steps.done()
     from ._roofline_args import max_model_len_line
 
@@ -87,3 +95,24 @@ def run(args):
     emit(args, res, f"report written to {res['html']}\n  markdown: {res['markdown']}\n  "
                     f"{len(res['figures'])} figures in the same folder"
                     + "".join(f"\n  {line}" for line in max_model_len_line(args, width=0)))
+
+
+def _holds_nothing(folder) -> bool:
+    """The folder holds nothing but fluidq's marker (or nothing at all)."""
+    import os
+
+    try:
+        return set(os.listdir(folder)) <= {MARKER}
+    except OSError:
+        return False
+
+
+def _remove_empty(folder) -> None:
+    import os
+
+    try:
+        if os.path.lexists(os.path.join(folder, MARKER)):
+            os.remove(os.path.join(folder, MARKER))
+        os.rmdir(folder)
+    except OSError:  # something appeared meanwhile, or it cannot be removed: it stays
+        pass

@@ -7,16 +7,17 @@ import sys
 import time
 from dataclasses import replace
 
-from ..._validate import ARRIVALS_WHY, MAX_ARRIVALS
 from ...errors import ParameterError
 from ...results import fmt_load
 from ._profile_dir_args import add_profile_dir_args, profile_dir_engine, reject_profile_dir_flags
+from ..progress import clear, draw
 from ._roofline_args import add_roofline_args, engine_for_command, max_model_len_line
 from .. import CliError, emit
 from ..common import (
     add_engine_args,
     add_swap_args,
     add_workload_args,
+    distinct_policies,
     engine_text,
     fit_json,
     fit_lines,
@@ -97,7 +98,7 @@ def _progress(args, label, horizon):
             return
         last[0] = now
         frac = f"{100 * t / horizon:5.1f}%" if horizon else f"t={t:,.0f}s"
-        print(f"\r{label:<20} {frac}  {n:,} arrivals", end="", file=sys.stderr, flush=True)
+        draw(f"{label:<20} {frac}  {n:,} arrivals")
 
     return cb
 
@@ -109,21 +110,23 @@ def _replication_progress(args, label):
         return None
 
     def cb(i, n):
-        print(f"\r{label:<20} {i}/{n} replications done", end="", file=sys.stderr, flush=True)
+        draw(f"{label:<20} {i}/{n} replications done")
 
     return cb
 
 
 def _check_flags(args):
     """Bad values of this command's own flags, reported under the flag the user typed."""
+    from ...sim.core import MAX_ARRIVALS as MAX_RUN_ARRIVALS  # one run's limit: the one simulate says too
+
     def finite(v):
         return math.isfinite(v)
 
     for flag, v, ok, want in (
             ("--horizon", args.horizon, args.horizon is None or (finite(args.horizon) and args.horizon > 0),
              "a finite number of seconds > 0"),
-            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_ARRIVALS,
-             f"an integer between 1 and {MAX_ARRIVALS:,} ({ARRIVALS_WHY})"),
+            ("--requests", args.requests, args.requests is None or 1 <= args.requests <= MAX_RUN_ARRIVALS,
+             f"a run of 1 to {MAX_RUN_ARRIVALS:,} arrivals (the most one run takes)"),
             ("--load", args.load, args.load is None or (finite(args.load) and args.load > 0),
              "a finite fraction > 0 of the capacity"),
             ("--rate", args.rate, args.rate is None or (finite(args.rate) and args.rate > 0),
@@ -236,6 +239,7 @@ def run(args):
                                                                      else None)
     # a vLLM engine from its profiles runs vLLM's scheduler unless --policy says otherwise
     names = args.policy or (["vllm-chunked"] if args.profile_dir is not None else ["sarathi", "fastertransformer"])
+    distinct_policies("--policy", names)
     check_size(engine, base, horizon, args.requests, runs=args.replications, policies=len(names), blame=blame,
                names={"horizon_s": "--horizon", "n_requests": "--requests", "runs": "--replications"})
     # the arrivals every policy sees (simulate draws the same ones from the same seed)
@@ -294,7 +298,7 @@ def run(args):
                            progress=cb, **kw)
             entry = {"summary": res.summary()}
         if cb is not None:
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
+            clear()
         entry["wall_s"] = time.perf_counter() - t0
         entry["metrics"] = res.metrics
         out["policies"][pol.name] = entry
