@@ -1,0 +1,306 @@
+"""The select() loop on the kernel's arrays (fluidq.kernel.select) gives what EngineRun (run_generic) gives.
+
+Seeded random engines (budgets, ``k_max``, context-aware and composition batch times, the first token with the
+prefill), workloads and policies -- user policies defined here (LIFO, longest prompt first, one that leaves decoders
+out while prompts wait, a prefill-only one that reports blocked prompts) and the built-in non-FCFS orderings (SJF,
+SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
+records and ``examined``; ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
+batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
+the loop gives the same arrays.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fluidq import Affine, ContextAware, Engine, Staircase
+from fluidq.kernel import compiled, run_generic
+from fluidq.kernel.select import covers, run_select
+from fluidq.policies import Batch, Orca, Sarathi, VLLM
+from fluidq.policies.latency import LAS, PARS, SJF, SRPT
+from fluidq.policies.unified import UniBoost
+from fluidq.sim import simulate
+from fluidq.sim.core import PolicyError
+
+HERE = Path(__file__)
+
+
+class LIFO:
+    """Newest first: each request in reverse arrival order gets its whole remaining prompt (cut to the budget) or
+    a decode token, within b_max and k_max."""
+
+    name = "lifo"
+
+    def select(self, view):
+        b, k, pre, dec = view.b_max, 0, [], []
+        for r in reversed(view.requests):
+            if view.k_max is not None and k >= view.k_max or b <= 0:
+                break
+            if r.in_prefill:
+                m = min(r.prefill_left, b)
+                pre.append((r.rid, m))
+                b -= m
+            elif r.decode_left > 0:
+                dec.append(r.rid)
+                b -= 1
+            else:
+                continue
+            k += 1
+        return Batch(prefill=tuple(pre), decode=tuple(dec))
+
+
+class LongestPromptFirst:
+    """Decoders first (arrival order), then the longest remaining prompts, chunked."""
+
+    name = "lpf"
+
+    def select(self, view):
+        b, k = view.b_max, view.k_max if view.k_max is not None else 1 << 30
+        dec = [r.rid for r in view.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
+        b -= len(dec)
+        k -= len(dec)
+        pre = []
+        for r in sorted((r for r in view.requests if r.in_prefill), key=lambda r: (-r.prefill_left, r.rid)):
+            if b <= 0 or k <= 0:
+                break
+            m = min(r.prefill_left, b)
+            pre.append((r.rid, m))
+            b -= m
+            k -= 1
+        return Batch(prefill=tuple(pre), decode=tuple(dec))
+
+
+class PrefillHog:
+    """Leaves the decoders out while any prompt waits (whole prompts, oldest first, head-of-line); prompts longer
+    than the budget are reported blocked and never served."""
+
+    name = "hog"
+
+    def select(self, view):
+        b, k = view.b_max, view.k_max if view.k_max is not None else 1 << 30
+        pre, blocked = [], []
+        for r in view.requests:
+            if r.in_prefill:
+                if r.prefill_left > view.b_max:
+                    blocked.append(r.rid)
+                    continue
+                if r.prefill_left > b or k <= 0:
+                    break
+                pre.append((r.rid, r.prefill_left))
+                b -= r.prefill_left
+                k -= 1
+        if pre:
+            return Batch(prefill=tuple(pre), blocked=tuple(blocked))
+        dec = [r.rid for r in view.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
+        return Batch(decode=tuple(dec), blocked=tuple(blocked))
+
+
+def _policies(n, rng):
+    scores = tuple(float(x) for x in rng.uniform(0, 1, n))
+    return {"lifo": LIFO, "lpf": LongestPromptFirst, "hog": PrefillHog,
+            "sarathi-sjf": lambda: Sarathi(order=SJF()), "orca-srpt": lambda: Orca(order=SRPT()),
+            "vllm-las": lambda: VLLM(order=LAS()), "sarathi-pars": lambda: Sarathi(order=PARS(scores=scores)),
+            "uniboost": lambda: UniBoost(gamma_per_s=10.0)}
+
+
+def _case(seed):
+    """A random engine and workload (explicit rows)."""
+    from fluidq.batchtime.composition import Composition
+    from fluidq.batchtime.operators import FittedIterationModel
+
+    rng = np.random.default_rng(seed)
+    b_max = int(rng.choice([16, 64, 256, 512]))
+    base = Staircase(c=0.01128, a=0.03547, b0=128) if rng.random() < 0.5 else Affine(c=0.004, a=2e-5)
+    kind = rng.choice(["plain", "ctx", "compose"], p=[0.5, 0.3, 0.2])
+    bt = {"plain": base, "ctx": ContextAware(base=base, kv_s_per_token=float(rng.choice([1e-7, 3e-6]))),
+          "compose": Composition(model=FittedIterationModel(Affine(c=0.004, a=2e-5)))}[kind]
+    eng = Engine(batch_time=bt, b_max=b_max, k_max=None if rng.random() < 0.4 else int(rng.integers(1, 24)),
+                 prefill_emits_token=bool(rng.random() < 0.4))
+    n = int(rng.integers(30, 150))
+    p = rng.integers(1, int(rng.choice([20, 120, 700])), n)
+    o = rng.integers(1, int(rng.choice([4, 40, 150])), n)
+    rate = float(rng.uniform(0.3, 2.5)) * 30.0 / float(np.mean(o) + 1)
+    a = np.sort(rng.uniform(0.0, n / rate, n))
+    a[rng.integers(0, n, 3)] = a[0]  # equal arrival times
+    w = {"arrival_s": np.sort(a), "prompt_tokens": p, "output_tokens": o}
+    horizon = None if rng.random() < 0.5 else float(rng.uniform(0.3, 1.2) * a[-1] + 0.1)
+    return eng, w, horizon, _policies(n, rng)
+
+
+def _same(a, b, what):
+    assert a.method == b.method == "generic", what
+    for k in b.requests:
+        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=f"{what}: {k}")
+    for k in b.backlog:
+        np.testing.assert_array_equal(a.backlog[k], b.backlog[k], err_msg=f"{what}: backlog {k}")
+    assert (a.iterations is None) == (b.iterations is None), what
+    if b.iterations is not None:
+        assert sorted(a.iterations) == sorted(b.iterations), what
+        for k in b.iterations:
+            np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=f"{what}: records {k}")
+    for k in ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "blocked", "end_s", "examined",
+              "n_requests", "n_finished", "preemptions", "rejected", "peak_kv_tokens"):
+        assert getattr(a, k) == getattr(b, k), (what, k, getattr(a, k), getattr(b, k))
+
+
+def _run(eng, w, horizon, make, method, record):
+    kw = {"horizon_s": horizon} if horizon is not None else {"n_requests": len(w["arrival_s"])}
+    return simulate(eng, w, make(), method=method, record_iterations=record, **kw)
+
+
+@pytest.fixture
+def routed(monkeypatch):
+    """Counts the runs ``simulate`` hands to the select kernel."""
+    import fluidq.kernel.select as sel
+
+    calls = []
+    real = sel.run_select
+
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(sel, "run_select", spy)
+    return calls
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+@pytest.mark.parametrize("seed", range(16))
+def test_random_engines_and_policies_agree(seed, routed):
+    eng, w, horizon, pols = _case(seed)
+    rng = np.random.default_rng(1000 + seed)
+    for name, make in pols.items():
+        record = bool(rng.random() < 0.5)
+        b = _run(eng, w, horizon, make, "generic", record)
+        n_routed = len(routed)
+        a = _run(eng, w, horizon, make, "auto", record)
+        assert len(routed) == n_routed + 1, name  # auto ran the select kernel, generic did not
+        _same(a, b, f"seed {seed} {name}")
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+def test_overloaded_run_and_progress_reports_agree(routed):
+    """An unstable run (the queue grows) with progress reports: the same reports at the same instants."""
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=512, k_max=32)
+    rng = np.random.default_rng(7)
+    n = 3000
+    w = {"arrival_s": np.sort(rng.uniform(0, 60, n)), "prompt_tokens": rng.integers(1, 400, n),
+         "output_tokens": rng.integers(1, 200, n)}
+    for make in (LIFO, lambda: Sarathi(order=SRPT())):
+        said = {"auto": [], "generic": []}
+        runs = {m: simulate(eng, w, make(), horizon_s=40.0, method=m, record_iterations=True,
+                            progress=lambda t, k, m=m: said[m].append((t, k))) for m in said}
+        _same(runs["auto"], runs["generic"], "overload")
+        assert said["auto"] == said["generic"] and len(said["auto"]) > 20
+        assert runs["auto"].backlog["requests"][-1] > 500  # the queue grew
+    assert len(routed) == 2
+
+
+def test_cases_not_covered_run_on_engine_run(routed):
+    from fluidq.engine import Memory
+
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
+    w = {"arrival_s": np.linspace(0, 2, 20), "prompt_tokens": np.full(20, 50), "output_tokens": np.full(20, 9)}
+    for e in (eng.with_(kv_capacity_tokens=2000, memory=Memory()), eng.with_(async_scheduling=True)):
+        simulate(e, w, LIFO(), n_requests=20)
+    simulate(eng, w, LIFO(), n_requests=20, record_batches=True)
+    simulate(eng, w, LIFO(), n_requests=20, method="generic")
+    assert routed == []
+    assert not covers(kv_cap=100) and not covers(async_scheduling=True) and not covers(window=True)
+    assert covers()
+
+
+class _Bad:
+    """A policy whose batch at the ``when``-th call breaks a constraint (``how``), else LIFO's."""
+
+    def __init__(self, how, when=5):
+        self.name, self.how, self.when, self.calls = f"bad-{how}", how, when, 0
+
+    def select(self, view):
+        self.calls += 1
+        b = LIFO().select(view)
+        if self.calls < self.when:
+            return b
+        rs = view.requests
+        pre = [r for r in rs if r.in_prefill]
+        dec = [r for r in rs if not r.in_prefill and r.decode_left > 0]
+        how = self.how
+        if how == "stranger":
+            return Batch(prefill=((10**6, 1),))
+        if how == "stranger-decode":
+            return Batch(decode=(-1,))
+        if how == "zero" and pre:
+            return Batch(prefill=((pre[0].rid, 0),))
+        if how == "too-much" and pre:
+            return Batch(prefill=((pre[0].rid, pre[0].prefill_left), (pre[0].rid, 1)))
+        if how == "decode-in-prefill" and pre:
+            return Batch(decode=(pre[0].rid,))
+        if how == "twice" and dec:
+            return Batch(decode=(dec[0].rid, dec[0].rid))
+        if how == "b_max":
+            return Batch(decode=tuple(r.rid for r in dec), prefill=tuple((r.rid, r.prefill_left) for r in pre))
+        if how == "k_max" and len(dec) + len(pre) > 2:
+            return Batch(decode=tuple(r.rid for r in dec), prefill=tuple((r.rid, 1) for r in pre))
+        if how == "finished":  # a request that finished in the last batch is gone from the view
+            return Batch(decode=(0,))
+        return b
+
+
+@pytest.mark.parametrize("how", ["stranger", "stranger-decode", "zero", "too-much", "decode-in-prefill", "twice",
+                                 "b_max", "k_max", "finished"])
+def test_a_bad_batch_raises_engine_runs_policy_error(how):
+    eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=64, k_max=2)
+    rng = np.random.default_rng(3)
+    n = 60
+    w = {"arrival_s": np.sort(rng.uniform(0, 3, n)), "prompt_tokens": rng.integers(20, 60, n),
+         "output_tokens": rng.integers(1, 6, n)}
+    kw = dict(b_max=64, k_max=2, tau_b=np.r_[np.nan, Staircase(c=0.01128, a=0.03547, b0=128)(np.arange(1.0, 65))],
+              ks=0.0, horizon=np.inf, record=False, check=True)
+    msgs = []
+    for run in (run_generic, run_select):
+        pol = _Bad(how, when=40 if how == "finished" else 5)
+        with pytest.raises(PolicyError) as e:
+            run(w["arrival_s"].tolist(), w["prompt_tokens"].tolist(), w["output_tokens"].tolist(), policy=pol, **kw)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    if compiled():  # through simulate (check_batches is on for a user policy)
+        with pytest.raises(PolicyError) as e:
+            simulate(eng, w, _Bad(how, when=40 if how == "finished" else 5), n_requests=n)
+        assert str(e.value) == msgs[0]
+
+
+def _arrays():
+    res = {}
+    for seed in range(0, 12, 3):
+        eng, w, horizon, pols = _case(seed)
+        from fluidq.sim.core import _tau_table
+
+        tau_b, ks = _tau_table(eng)
+        for name in ("lifo", "hog", "orca-srpt", "sarathi-pars"):
+            out = run_select(w["arrival_s"], w["prompt_tokens"], w["output_tokens"], policy=pols[name](),
+                             b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
+                             horizon=np.inf if horizon is None else horizon, record=True, check=True,
+                             compose=getattr(eng.batch_time, "composition_time", None),
+                             emit_at_prefill=eng.prefill_emits_token)
+            for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s"):
+                res[f"{seed}/{name}/{k}"] = np.asarray(out[k])
+            for k, v in zip("tnw", out["backlog"]):
+                res[f"{seed}/{name}/backlog/{k}"] = np.asarray(v)
+            for k, v in out["records"].items():
+                res[f"{seed}/{name}/records/{k}"] = np.asarray(v)
+            res[f"{seed}/{name}/counts"] = np.array([out["iterations"], out["examined"], out["n_blocked"],
+                                                     out["tokens_served"], out["mixed_iterations"]])
+            res[f"{seed}/{name}/floats"] = np.array([out["busy_s"], out["end_s"]])
+    return res
+
+
+def test_compiled_and_uncompiled_select_kernel_agree(uncompiled_agrees):
+    uncompiled_agrees(HERE, _arrays())
+
+
+if __name__ == "__main__":
+    from fluidq.kernel import compiled as _c
+
+    print(f"compiled={_c()}")
+    np.savez(sys.argv[1], **_arrays())
