@@ -11,8 +11,9 @@ per request of ``policy.select`` every iteration, through ``fluidq.simulate`` en
 
 for a user policy written in this file (decoders first, then prompts in arrival order, chunked: Sarathi's rule as a
 user would write it, reading every request in view) and for the built-in SJF ordering (``Sarathi(order=SJF())``),
-without a KV cache and with vLLM's binding cache (``fluidq.engine.VLLM``, 32,768 tokens, as ``bench_kernel.py --kv``;
-runs the select kernel does not cover yet go to EngineRun on both sides: the row says so).  The two paths alternate
+without a KV cache, with the default token rules binding (``Memory()``, 16,384 tokens: preemptions by recomputation)
+and with vLLM's binding cache (``fluidq.engine.VLLM``, 32,768 tokens, as ``bench_kernel.py --kv``; paged rules, which
+the select kernel does not cover yet: EngineRun on both sides, the row says so).  The two paths alternate
 ``--reps`` times (best of each, the kernel compiled before timing) and must give the same finish times; the ratio
 EngineRun / select is printed.  Nothing is asserted but the equality.
 """
@@ -68,7 +69,7 @@ def main(argv=None) -> int:
 
     import fluidq
     from fluidq import Engine, Poisson, Staircase, Workload
-    from fluidq.engine import VLLM
+    from fluidq.engine import VLLM, Memory
     from fluidq.kernel import compiled
     from fluidq.kernel.select import covers
     from fluidq.policies import Sarathi
@@ -81,9 +82,10 @@ def main(argv=None) -> int:
     print(f"fluidq {fluidq.__file__}; numba compiled: {compiled()}; Python {platform.python_version()}; "
           f"{platform.machine()}; n = {args.n}, {args.load} lambda*, best of {args.reps}")
     failed = False
-    print(f"{'policy':<14}{'memory':<22}{'EngineRun us/req':>18}{'select us/req':>16}{'ratio':>8}  note")
+    print(f"{'policy':<14}{'memory':<24}{'EngineRun us/req':>18}{'select us/req':>16}{'ratio':>8}  note")
     for pname, make in (("user-sarathi", UserSarathi), ("sarathi-sjf", lambda: Sarathi(order=SJF()))):
-        for mname, e in (("none", eng), ("vLLM 32768 (binds)", eng.with_(kv_capacity_tokens=32_768, memory=VLLM))):
+        for mname, e in (("none", eng), ("Memory() 16384 (binds)", eng.with_(kv_capacity_tokens=16_384, memory=Memory())),
+                         ("vLLM 32768 (binds)", eng.with_(kv_capacity_tokens=32_768, memory=VLLM))):
             simulate = fluidq.simulate
             simulate(e, {k: v[:200] for k, v in rows.items()}, make(), n_requests=200)  # compile / warm
             best = {"generic": np.inf, "auto": np.inf}
@@ -96,10 +98,10 @@ def main(argv=None) -> int:
             same = np.array_equal(out["auto"].requests["finish_s"], out["generic"].requests["finish_s"],
                                   equal_nan=True) and out["auto"].n_iterations == out["generic"].n_iterations
             failed |= not same
-            cov = covers(kv_cap=e.kv_capacity_tokens, async_scheduling=e.async_scheduling)
+            cov = covers(kv_cap=e.kv_capacity_tokens, memory=e.memory, async_scheduling=e.async_scheduling)
             note = ("" if cov else "not covered: EngineRun on both sides") + ("" if same else " FAIL: results differ")
             g, s = best["generic"] / args.n * 1e6, best["auto"] / args.n * 1e6
-            print(f"{pname:<14}{mname:<22}{g:>18.1f}{s:>16.1f}{g / s:>7.2f}x  {note}"
+            print(f"{pname:<14}{mname:<24}{g:>18.1f}{s:>16.1f}{g / s:>7.2f}x  {note}"
                   f"  ({out['auto'].n_iterations} iterations, {out['auto'].preemptions} preemptions)")
     return 1 if failed else 0
 

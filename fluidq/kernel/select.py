@@ -34,13 +34,29 @@ Python by the engine's ``composition_time`` on the request objects as EngineRun 
 EngineRun's ``finish``: the arrivals up to the batch's end, the prefill chunks, the first token from the prefill with
 ``emit_at_prefill``, the decode tokens, the finished requests released).
 
-Covered (2026-12-07): engines without a KV cache (``kv_capacity_tokens=None``) with synchronous scheduling, any
-policy or ordering, ``k_max``, context-aware batch times, ``emit_at_prefill``, composition batch times, records,
-progress reports, ``check``.  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the
-reference): a KV cache (the token rules, the paged rules -- vLLM's --, recompute and swap, prefix caching), async
-scheduling, ``initial`` residents, ``record_batches``.  The memory rules' re-asks (``StationMemory.form``'s passes)
-and victim order (``_victim_order``, ``may_evict``) would be further statuses of this loop; they are not written
-yet.  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv`.
+With a KV cache under the default token rules (``Memory()``; branch h-sel15, 2026-12-07) the formation is
+``StationMemory.form``'s, phase by phase: the swap-ins (``PH_MEM0``, oldest first while ``swap_in_fits``), then the
+passes of ``StationMemory._tokens`` -- ``PH_ASKM`` asks the policy (``STATUS_ASK``; the view is every resident, or the
+admitted ones alone, ``si[S_HIDE]``, as StationMemory narrows it), ``PH_FORM`` takes the chunks by ``token_take`` and
+decides by ``token_next`` (accept, ask again without the new requests, or preempt), and a preemption stops with
+``STATUS_VICTIM``: the driver orders the admitted requests by the memory module's own ``_victim_order`` (the policy's
+ordering, arrival order without one) and asks ``_may_evict_hook``'s hook, as StationMemory does, and passes the
+victim (or none, and the first candidate); ``PH_VIC`` applies ``no_victim_decoders`` or preempts (``recompute`` or a
+swap-out), and asks again.  The accepted batch goes through the never-exceed clamp (``decoders_within``); with a
+composition batch time the driver computes its time from the KV held (``STATUS_TAU``).  Every decision is a call
+to :mod:`fluidq.kernel.kvrules` (``never_fits`` at arrival, ``swap_in_fits``, ``token_take``, ``token_next``,
+``no_victim_decoders``, ``decoders_within``, ``recompute``): no rule is written here.  The objects the memory rules
+change (a victim's prompt, prefilled, recompute and preemption counts; a swap out of or back into the view) are
+refreshed from the arrays (``tq``) at the next stop.
+
+Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
+context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
+the same with a KV cache under the token rules (``Memory()``), recompute or swap preemption, ``may_evict``, but
+without records.  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the reference): the paged
+rules (any other :class:`~fluidq.engine.Memory`, vLLM's among them; prefix caching), records (``record_iterations``)
+with a KV cache, async scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without
+numba (uncompiled, the array style is slower than EngineRun).  The built-in FCFS schedulers keep running on
+:mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv`.
 
 A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
 :class:`PolicyError` here too: the arrays cannot hold a request that is not resident.
@@ -56,24 +72,37 @@ import numpy as np
 
 from ..policies.base import QueueView, RequestState, batch_violations
 from ._jit import jit
+from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
+from .kvrules import token_next, token_take
+from .memory import _may_evict_hook, _victim_order
 from .step import PolicyError
 
-__all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "run_select"]
+__all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
+           "covers", "run_select"]
 
-STATUS_DONE, STATUS_PROGRESS, STATUS_GROW, STATUS_ASK, STATUS_BAD = 0, 1, 2, 3, 4
-# phases: a batch's start (arrivals, backlog row, horizon, progress), the idle test, the batch written, over
-PH_BEGIN, PH_IDLE, PH_FORM, PH_OVER = 0, 1, 2, 3
+STATUS_DONE, STATUS_PROGRESS, STATUS_GROW, STATUS_ASK, STATUS_BAD, STATUS_VICTIM, STATUS_TAU = 0, 1, 2, 3, 4, 5, 6
+# phases: a batch's start (arrivals, backlog row, horizon, progress), the idle test, the batch written, over; with a
+# KV cache: the swap-ins, the ask, the victim chosen, and the batch run (its time, record, finish)
+PH_BEGIN, PH_IDLE, PH_FORM, PH_OVER, PH_MEM0, PH_ASKM, PH_VIC, PH_RUN = 0, 1, 2, 3, 4, 5, 6, 7
 
 # si (int64): the integer state
 (S_PH, S_N, S_N0, S_NA, S_NRES, S_WORK, S_NITER, S_MIXED, S_TOK, S_NB, S_NR, S_NP, S_ND, S_BMAX, S_KMAX, S_SKIPCHK,
  S_EMIT, S_RECORD, S_PROG, S_COMPOSE, S_DEM, S_NFIN, S_NCG, S_STAMP, S_NEED, S_NEEDR, S_KVR, S_CTX) = range(28)
-N_SI = 28
-# sf (float64): the clock and its sums
-F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU = range(7)
-N_SF = 7
-# ri (int64, per request): prompt, output, prefilled, decoded, state, the check's marks and sum
-R_PC, R_D, R_PF, R_DC, R_ST, R_MP, R_MD, R_ACC = range(8)
-N_RI = 8
+# with a KV cache (the token rules): on, capacity, used, admitted (holding KV), swapped out (ring sw[S_SWH:S_SWT]),
+# the view narrowed to the admitted, attempts of this formation and their bound, the scheduler chunks, swap
+# preemption, the victim chosen by the driver (-1: none refuses) and the first candidate (-1: none), counters, the
+# requests whose object changed (tq[:S_NTQ]: rid, 0 recomputed / 1 swapped out / 2 swapped in)
+(S_MEM, S_KVCAP, S_USED, S_NADM, S_NSW, S_SWH, S_SWT, S_HIDE, S_ATT, S_ATTMAX, S_CHUNK, S_SWAP, S_VIC, S_VICF,
+ S_PREEMPT, S_REJ, S_WASTED, S_SWAPTOK, S_PEAK, S_NTQ) = range(28, 48)
+S_CGP = 48  # the prefill chunks' rows at the head of cg (the rest: the batch's decoders)
+N_SI = 49
+# sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
+F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2 = range(10)
+N_SF = 10
+# ri (int64, per request): prompt, output, prefilled, decoded, state (0 not arrived or rejected, 1 resident, 2
+# finished, 3 swapped out), the check's marks and sum, KV held, tokens to recompute, preemptions
+R_PC, R_D, R_PF, R_DC, R_ST, R_MP, R_MD, R_ACC, R_KV, R_RC, R_NPRE = range(11)
+N_RI = 11
 # rf (float64, per request): first scheduled, prefill done, first token, finish
 R_FS, R_PDN, R_FTK, R_FIN = range(4)
 
@@ -93,17 +122,22 @@ def _admit(si, arr, ri, bt, bnw, upto):
     """EngineRun.admit_arrivals: every arrival up to ``upto`` joins the residents, a backlog row at its time."""
     na, n, n0 = si[S_NA], si[S_N], si[S_N0]
     nb, nres, work, dem = si[S_NB], si[S_NRES], si[S_WORK], si[S_DEM]
+    mem = si[S_MEM] != 0
     while na < n and arr[na] <= upto:
         i = n0 + na
+        ta = arr[na]
+        na += 1
+        if mem and never_fits(False, ri[i, R_PC], ri[i, R_D], 1, 0, si[S_KVCAP]):  # StationMemory.rejects
+            si[S_REJ] += 1
+            continue
         ri[i, R_ST] = 1
         nres += 1
         work += ri[i, R_PC] + ri[i, R_D]
         dem += _demand(ri, i)
-        bt[nb] = arr[na]
+        bt[nb] = ta
         bnw[nb, 0] = nres
         bnw[nb, 1] = work
         nb += 1
-        na += 1
     si[S_NA], si[S_NB], si[S_NRES], si[S_WORK], si[S_DEM] = na, nb, nres, work, dem
 
 
@@ -112,13 +146,14 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
     """Whether the batch breaks what :func:`~fluidq.policies.base.batch_violations` checks (or would index past the
     batch-time table): a filter that flags every batch it would flag; it marks ``ri[:, R_MP/R_MD]``."""
     N = ri.shape[0]
+    hide = si[S_HIDE] != 0
     s = si[S_STAMP] + 1
     si[S_STAMP] = s
     tokens = 0
     nreq = 0
     for j in range(npf):
         rid, m = bp[j, 0], bp[j, 1]
-        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or m < 1:
+        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or m < 1 or (hide and ri[rid, R_KV] <= 0):
             return True
         if ri[rid, R_MP] != s:
             ri[rid, R_MP] = s
@@ -130,7 +165,9 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
         tokens += m
     for j in range(nd):
         rid = bd[j]
-        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or ri[rid, R_PF] < ri[rid, R_PC] or ri[rid, R_DC] >= ri[rid, R_D]:
+        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or (hide and ri[rid, R_KV] <= 0):
+            return True
+        if ri[rid, R_PF] < ri[rid, R_PC] or ri[rid, R_DC] >= ri[rid, R_D]:
             return True
         if ri[rid, R_MD] == s:  # (6c) twice in the batch
             return True
@@ -143,11 +180,45 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
     return si[S_KMAX] >= 0 and nreq > si[S_KMAX]
 
 
+@jit(inline="always")
+def _preempt(si, sf, ri, sw, tq, v):
+    """``StationMemory._preempt`` (token rules) on the arrays: ``v`` gives up its KV, swapped out or to recompute
+    (``recompute``, the rule); its object is refreshed by the driver (``tq``)."""
+    held = ri[v, R_KV]
+    si[S_USED] -= held
+    ri[v, R_KV] = 0
+    si[S_PREEMPT] += 1
+    ri[v, R_NPRE] += 1
+    q = si[S_NTQ]
+    tq[q, 0] = v
+    si[S_NTQ] = q + 1
+    if si[S_SWAP] != 0:
+        si[S_SWAPTOK] += held
+        ri[v, R_ST] = 3
+        k = si[S_SWT] % sw.shape[0]
+        sw[k, 0] = v
+        sw[k, 1] = held
+        si[S_SWT] += 1
+        si[S_NSW] += 1
+        tq[q, 1] = 1
+        return held * sf[F_SWAPS]
+    si[S_WASTED] += held
+    pc, rc, again = recompute(ri[v, R_PC], ri[v, R_RC], ri[v, R_DC], ri[v, R_PF])
+    ri[v, R_PC] = pc
+    ri[v, R_RC] = rc
+    ri[v, R_PF] = 0
+    si[S_WORK] += again
+    tq[q, 1] = 0
+    return 0.0
+
+
 @jit
-def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf):
+def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq):
     """Run the engine until the policy must be asked (``STATUS_ASK``) or another status (see the module notes)."""
     n = si[S_N]
     h = sf[F_H]
+    mem = si[S_MEM] != 0
+    kv_cap = si[S_KVCAP]
     while True:
         ph = si[S_PH]
         if ph == PH_BEGIN:  # EngineRun.begin up to the idle test
@@ -169,7 +240,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
             if si[S_PROG] != 0 and t >= sf[F_NEXT]:
                 return STATUS_PROGRESS
         elif ph == PH_IDLE:
-            if si[S_NRES] == 0:  # an idle engine jumps to its next arrival
+            if si[S_NRES] == 0:  # an idle engine jumps to its next arrival (S_NRES counts the swapped out too)
                 na = si[S_NA]
                 if na >= n:
                     si[S_PH] = PH_OVER
@@ -180,9 +251,115 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 sf[F_T] = x if x > t else t
                 si[S_PH] = PH_BEGIN
                 continue
+            if mem:
+                si[S_PH] = PH_MEM0
+                continue
+            si[S_HIDE] = 0
+            si[S_PH] = PH_FORM
+            return STATUS_ASK
+        elif ph == PH_MEM0:  # StationMemory.form: the swap-ins first, oldest first, while their KV fits
+            e1 = 0.0
+            while si[S_NSW] > 0:
+                k = si[S_SWH] % sw.shape[0]
+                v, held = sw[k, 0], sw[k, 1]
+                if not swap_in_fits(False, held, 1, 0, si[S_USED], kv_cap):
+                    break
+                si[S_SWH] += 1
+                si[S_NSW] -= 1
+                si[S_USED] += held
+                ri[v, R_KV] = held
+                ri[v, R_ST] = 1
+                si[S_NADM] += 1
+                si[S_SWAPTOK] += held
+                e1 += held * sf[F_SWAPS]
+                q = si[S_NTQ]
+                tq[q, 0] = v
+                tq[q, 1] = 2
+                si[S_NTQ] = q + 1
+            sf[F_E1] = e1
+            sf[F_E2] = 0.0
+            if si[S_NRES] - si[S_NSW] == 0:  # nobody in memory: the swap time alone
+                si[S_NP] = 0
+                si[S_ND] = 0
+                si[S_PH] = PH_RUN
+                continue
+            si[S_HIDE] = 1 if si[S_NSW] > 0 else 0  # (StationMemory._tokens)
+            si[S_ATT] = 0
+            si[S_ATTMAX] = 2 * (si[S_NRES] - si[S_NSW]) + 8
+            si[S_PH] = PH_ASKM
+        elif ph == PH_ASKM:
+            if si[S_ATT] >= si[S_ATTMAX]:  # (unreachable: each pass preempts or narrows the view) the last batch
+                si[S_PH] = PH_RUN
+                _clamp(si, bp, kv_cap)
+                if si[S_COMPOSE] != 0:
+                    return STATUS_TAU
+                continue
             si[S_PH] = PH_FORM
             return STATUS_ASK
         elif ph == PH_FORM:  # the batch is in bp[:S_NP], bd[:S_ND]
+            npf, nd = si[S_NP], si[S_ND]
+            if si[S_SKIPCHK] == 0 and _bad(si, ri, bp, npf, bd, nd, tau_b.shape[0]):
+                return STATUS_BAD
+            si[S_SKIPCHK] = 0
+            if not mem:
+                si[S_PH] = PH_RUN
+                continue
+            # the token rules' pass over the policy's batch (StationMemory._tokens)
+            room = kv_cap - si[S_USED] - nd
+            if room >= 0:
+                reserve = si[S_NADM]
+                w = 0
+                dropped = False
+                chunk = si[S_CHUNK] != 0
+                for j in range(npf):
+                    i, m = bp[j, 0], bp[j, 1]
+                    x = token_take(m, ri[i, R_PC] - ri[i, R_PF], ri[i, R_KV], room, reserve, chunk)
+                    if x >= 0:
+                        bk[w, 0] = i
+                        bk[w, 1] = x
+                        w += 1
+                        room -= x
+                    elif x == STOP:
+                        dropped = True
+                        break
+                nxt = token_next(dropped, si[S_HIDE] != 0, w == 0 and nd == 0, room, reserve, si[S_NADM])
+                if nxt == ASK_AGAIN:
+                    si[S_HIDE] = 1
+                    si[S_ATT] += 1
+                    si[S_PH] = PH_ASKM
+                    continue
+                if nxt == ACCEPT:
+                    for j in range(w):
+                        bp[j, 0] = bk[j, 0]
+                        bp[j, 1] = bk[j, 1]
+                    si[S_NP] = w
+                    si[S_PH] = PH_RUN
+                    _clamp(si, bp, kv_cap)
+                    if si[S_COMPOSE] != 0:
+                        return STATUS_TAU
+                    continue
+            si[S_PH] = PH_VIC  # a victim: the driver orders the admitted requests as the policy does
+            return STATUS_VICTIM
+        elif ph == PH_VIC:
+            v = si[S_VIC]
+            nd = si[S_ND]
+            if v < 0:  # every candidate refuses
+                k = no_victim_decoders(nd, kv_cap - si[S_USED])
+                if k or si[S_VICF] < 0:
+                    si[S_NP] = 0
+                    si[S_ND] = k
+                    si[S_PH] = PH_RUN
+                    _clamp(si, bp, kv_cap)
+                    if si[S_COMPOSE] != 0:
+                        return STATUS_TAU
+                    continue
+                v = si[S_VICF]
+            sf[F_E2] += _preempt(si, sf, ri, sw, tq, v)
+            si[S_NADM] -= 1
+            si[S_HIDE] = 1
+            si[S_ATT] += 1
+            si[S_PH] = PH_ASKM
+        elif ph == PH_RUN:  # the batch is bp[:S_NP], bd[:S_ND]: its time, record and finish (EngineRun)
             record = si[S_RECORD] != 0
             need = si[S_NB] + (n - si[S_NA]) + 2
             if need > bt.shape[0]:
@@ -192,11 +369,15 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 si[S_NEEDR] = si[S_NR] + 1
                 return STATUS_GROW
             npf, nd = si[S_NP], si[S_ND]
-            if si[S_SKIPCHK] == 0 and _bad(si, ri, bp, npf, bd, nd, tau_b.shape[0]):
-                return STATUS_BAD
-            si[S_SKIPCHK] = 0
             t = sf[F_T]
-            if npf == 0 and nd == 0:  # nothing to run: the engine waits for the next arrival
+            extra = sf[F_E1] + sf[F_E2] if mem else 0.0
+            if npf == 0 and nd == 0:  # nothing to run: the swap time alone, or wait for the next arrival
+                if extra > 0:
+                    t = t + extra
+                    sf[F_T] = t
+                    sf[F_BUSY] += extra
+                    si[S_PH] = PH_BEGIN
+                    continue
                 na = si[S_NA]
                 if na >= n:
                     si[S_PH] = PH_OVER
@@ -214,11 +395,15 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
             if si[S_COMPOSE] != 0:  # the composition's time and the decoders' contexts, from the driver
                 tau = sf[F_TAU]
                 kvr = si[S_CTX]
-            elif ks != 0.0:  # context-aware: the decoders' KV held
+            elif ks != 0.0:  # context-aware: the decoders' KV held (without a cache: prompt + generated - emit)
                 kvr = 0
-                for j in range(nd):
-                    kvr += ri[bd[j], R_PF] + ri[bd[j], R_DC]
-                kvr -= emit * nd
+                if mem:
+                    for j in range(nd):
+                        kvr += ri[bd[j], R_KV]
+                else:
+                    for j in range(nd):
+                        kvr += ri[bd[j], R_PF] + ri[bd[j], R_DC]
+                    kvr -= emit * nd
                 tau = tau_b[tokens] + ks * kvr
             else:
                 kvr = 0
@@ -226,7 +411,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
             if record:
                 r = si[S_NR]
                 rcf[r, 0] = t
-                rcf[r, 1] = tau + 0.0
+                rcf[r, 1] = tau + extra
                 rci[r, 0] = ptok
                 rci[r, 1] = nd
                 s = si[S_STAMP] + 1  # distinct requests of the batch
@@ -247,15 +432,17 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 if ks == 0.0 and si[S_COMPOSE] == 0:
                     kvr = 0
                     for j in range(nd):
-                        kvr += ri[bd[j], R_PF] + ri[bd[j], R_DC]
+                        kvr += ri[bd[j], R_PF] + ri[bd[j], R_DC] - ri[bd[j], R_RC]
                 rci[r, 4] = kvr
                 si[S_NR] = r + 1
             t0 = t
             t += tau
+            if extra:
+                t += extra
             sf[F_T] = t
             sf[F_T0] = t0
             si[S_NITER] += 1
-            sf[F_BUSY] += tau + 0.0
+            sf[F_BUSY] += tau + extra
             si[S_TOK] += tokens
             # EngineRun.finish: the arrivals up to the batch's end come first
             _admit(si, arr, ri, bt, bnw, t)
@@ -264,6 +451,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 si[S_MIXED] += 1
             dem = si[S_DEM]
             ncg = si[S_NCG]
+            grown = 0
             for j in range(npf):
                 i, m = bp[j, 0], bp[j, 1]
                 dem -= _demand(ri, i)
@@ -271,6 +459,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 if x != x:
                     rf[i, R_FS] = t0
                 ri[i, R_PF] += m
+                if mem:
+                    if ri[i, R_KV] == 0:
+                        si[S_NADM] += 1  # admitted: it holds KV from now on
+                    ri[i, R_KV] += m
+                    grown += m
                 if ri[i, R_PF] >= ri[i, R_PC]:
                     x = rf[i, R_PDN]
                     if x != x:
@@ -279,7 +472,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                             ri[i, R_DC] = 1
                             rf[i, R_FTK] = t
                             work -= 1
-                    elif emit != 0 and 0 < ri[i, R_DC] < ri[i, R_D]:
+                    elif emit != 0 and 0 < ri[i, R_DC] < ri[i, R_D]:  # a recomputation caught up: next token
                         ri[i, R_DC] += 1
                         work -= 1
                     if ri[i, R_DC] >= ri[i, R_D]:
@@ -294,6 +487,9 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                 i = bd[j]
                 dem -= _demand(ri, i)
                 ri[i, R_DC] += 1
+                if mem:
+                    ri[i, R_KV] += 1
+                    grown += 1
                 if ri[i, R_DC] == 1:
                     rf[i, R_FTK] = t
                 if ri[i, R_DC] >= ri[i, R_D]:
@@ -307,7 +503,12 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
             si[S_WORK] = work
             si[S_DEM] = dem
             si[S_NCG] = ncg
-            # the finished requests leave (prompt done and every output token given)
+            si[S_CGP] = npf
+            if mem:
+                si[S_USED] += grown
+                if si[S_USED] > si[S_PEAK]:  # (StationMemory.after_batch notes the peak before releasing)
+                    si[S_PEAK] = si[S_USED]
+            # the finished requests leave (prompt done and every output token given), their KV freed
             nfin = si[S_NFIN]
             for j in range(npf + nd):
                 i = bp[j, 0] if j < npf else bd[j - npf]
@@ -315,11 +516,26 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf)
                     ri[i, R_ST] = 2
                     fo[nfin] = i
                     nfin += 1
+                    if mem:
+                        si[S_USED] -= ri[i, R_KV]
+                        if ri[i, R_KV] > 0:
+                            si[S_NADM] -= 1
             si[S_NRES] -= nfin - si[S_NFIN]
             si[S_NFIN] = nfin
             si[S_PH] = PH_BEGIN
         else:
             return STATUS_DONE
+
+
+@jit(inline="always")
+def _clamp(si, bp, kv_cap):
+    """StationMemory.form's last rule: never exceed memory (at most the free tokens' decoders, no prefill)."""
+    tokens = si[S_ND]
+    for j in range(si[S_NP]):
+        tokens += bp[j, 1]
+    if tokens > kv_cap - si[S_USED]:
+        si[S_ND] = decoders_within(si[S_ND], kv_cap - si[S_USED])
+        si[S_NP] = 0
 
 
 def _grow_rows(a, need):
@@ -328,20 +544,28 @@ def _grow_rows(a, need):
     return b
 
 
-def covers(*, kv_cap=None, async_scheduling=False, initial=(), record_batches=False, window=False) -> bool:
+def covers(*, kv_cap=None, memory=None, async_scheduling=False, initial=(), record_batches=False, window=False,
+           record=False) -> bool:
     """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes)."""
-    return kv_cap is None and not async_scheduling and not initial and not record_batches and not window
+    if async_scheduling or initial or record_batches or window:
+        return False
+    return kv_cap is None or ((memory is None or memory.default_rules) and not record)
 
 
 def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, compose=None,
-               emit_at_prefill=False, progress=None) -> dict:
-    """Simulate as :func:`fluidq.kernel.step.run_generic` does (the cases :func:`covers` says), on the kernel's
-    arrays; return the same dict (numpy arrays where it has lists)."""
+               emit_at_prefill=False, progress=None, kv_cap=None, preemption="recompute",
+               swap_s_per_token=0.0) -> dict:
+    """Simulate as :func:`fluidq.kernel.step.run_generic` does (the cases :func:`covers` says: ``kv_cap`` with the
+    token rules, ``memory=Memory()``), on the kernel's arrays; return the same dict (numpy arrays where it has
+    lists)."""
     arr = np.ascontiguousarray(arr, dtype=float)
     P = np.ascontiguousarray(P, dtype=np.int64)
     D = np.ascontiguousarray(D, dtype=np.int64)
     n = len(arr)
     N = n
+    mem = kv_cap is not None
+    if mem and record:
+        raise ValueError("run_select: records with a KV cache are not covered (see covers())")
     ri = np.zeros((N, N_RI), dtype=np.int64)
     ri[:, R_PC] = P
     ri[:, R_D] = D
@@ -356,84 +580,126 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     si[S_RECORD] = int(bool(record))
     si[S_PROG] = int(progress is not None)
     si[S_COMPOSE] = int(compose is not None)
+    if mem:
+        si[S_MEM] = 1
+        si[S_KVCAP] = kv_cap
+        si[S_CHUNK] = int(bool(getattr(policy, "chunked", False)))  # (StationMemory.chunkable)
+        si[S_SWAP] = int(preemption == "swap")
+        sf[F_SWAPS] = swap_s_per_token
     sf[F_H] = horizon
     sf[F_KS] = ks
     cap = 64
     bp = np.zeros((cap, 2), dtype=np.int64)
+    bk = np.zeros((cap, 2), dtype=np.int64)
     bd = np.zeros(cap, dtype=np.int64)
     fo = np.zeros(2 * cap, dtype=np.int64)
     cg = np.zeros((2 * cap, 3), dtype=np.int64)
     cgf = np.zeros(2 * cap)
+    sw = np.zeros((max(N, 1), 2), dtype=np.int64)  # the swapped-out ring (each request in it at most once)
+    tq = np.zeros((max(N, 1) + 1, 2), dtype=np.int64)  # (one entry per request and formation at most)
     bt = np.zeros(N + 1024)
     bnw = np.zeros((N + 1024, 2), dtype=np.int64)
     rci = np.zeros((1024 if record else 0, 5), dtype=np.int64)
     rcf = np.zeros((1024 if record else 0, 2))
     arr_l, P_l, D_l = arr.tolist(), P.tolist(), D.tolist()
-    objs: dict = {}  # the residents' RequestState objects, in arrival order
+    objs: dict = {}  # the residents' RequestState objects (not the swapped out), in arrival order
+    ol = [None] * N  # every request's object by id
+    get = ol.__getitem__
+    consume = deque(maxlen=0).extend
+    may_evict = _may_evict_hook(policy) if mem else None
     blocked: set = set()
     examined = 0
     select = policy.select
     a_seen = 0  # arrivals made into objects so far
-    last = None  # the last batch (for the error message's view)
+    last = None  # the last batch and its view (for the error message)
     name = getattr(policy, "name", policy)
-    npf = 0  # prefill chunks in the last batch
-    ol = [None] * N  # every request's object by id (the residents' are objs's)
-    get = ol.__getitem__
-    consume = deque(maxlen=0).extend
-    pre_ids = dec = ()
+
+    def touched():
+        """Refresh the objects the memory rules changed (victims, swaps) from the arrays."""
+        nonlocal objs
+        k = int(si[S_NTQ])
+        resort = False
+        for rid, kind in tq[:k].tolist():
+            r = ol[rid]
+            pc, pf, rc, npre = ri[rid, [R_PC, R_PF, R_RC, R_NPRE]].tolist()
+            r.prompt_tokens, r.prefilled, r.recompute_tokens, r.preemptions = pc, pf, rc, npre
+            if kind == 1:
+                del objs[rid]
+            elif kind == 2:
+                objs[rid] = r
+                resort = True
+        si[S_NTQ] = 0
+        if resort:  # (StationMemory sorts its residents by arrival after a swap-in)
+            objs = dict(sorted(objs.items()))
+
+    def admitted():
+        keys = np.fromiter(objs, np.int64, len(objs))
+        return list(map(get, keys[ri[keys, R_KV] > 0].tolist()))
+
     while True:
-        status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf)
+        status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq)
         if status == STATUS_ASK:
-            # bring the objects up to date: the last batch's requests, the arrivals, the finished
+            # bring the objects up to date: the last batch's requests, the arrivals, the finished, the preempted
             k = int(si[S_NCG])
             if k:  # the last batch's prefill chunks' requests (cg[:npf]) and decoders' (cg[npf:k], decoded alone)
+                npf = int(si[S_CGP])
                 if npf:
-                    for r, p, d, f in zip(map(get, pre_ids), cg[:npf, 1].tolist(), cg[:npf, 2].tolist(),
+                    for r, p, d, f in zip(map(get, cg[:npf, 0].tolist()), cg[:npf, 1].tolist(), cg[:npf, 2].tolist(),
                                           cgf[:npf].tolist()):
                         r.prefilled = p
                         r.decoded = d
                         r.first_scheduled_s = f
                 if k > npf:
-                    consume(map(setattr, map(get, dec), repeat("decoded"), cg[npf:k, 2].tolist()))
+                    consume(map(setattr, map(get, cg[npf:k, 0].tolist()), repeat("decoded"), cg[npf:k, 2].tolist()))
                 si[S_NCG] = 0
             na = int(si[S_NA])
             while a_seen < na:
                 i = a_seen
+                a_seen += 1
+                if mem and ri[i, R_ST] == 0:  # rejected at arrival (it can never fit)
+                    continue
                 objs[i] = ol[i] = RequestState(rid=i, arrival_s=arr_l[i], prompt_tokens=P_l[i],
                                                output_tokens=D_l[i])
-                a_seen += 1
             k = int(si[S_NFIN])
             if k:
                 for rid in fo[:k].tolist():
                     del objs[rid]
                 si[S_NFIN] = 0
+            if si[S_NTQ]:
+                touched()
             t = float(sf[F_T])
-            reqs = tuple(objs.values())
-            view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
+            if mem:
+                visible = admitted() if si[S_HIDE] else objs.values()
+                reqs = tuple(visible)
+                view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max,
+                                 kv_free_tokens=int(kv_cap - si[S_USED]))
+            else:
+                reqs = tuple(objs.values())
+                view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
             examined += len(reqs)
             batch = select(view)
             last = (batch, view)
             pre, dec = batch.prefill, batch.decode
-            npf, nd = len(pre), len(dec)
-            pre_ids = [rid for rid, _ in pre]
-            if npf > bp.shape[0] or nd > bd.shape[0]:
-                c = max(npf, nd, 2 * bp.shape[0])
+            nbp, nd = len(pre), len(dec)
+            if nbp > bp.shape[0] or nd > bd.shape[0]:
+                c = max(nbp, nd, 2 * bp.shape[0])
                 bp = np.zeros((c, 2), dtype=np.int64)
+                bk = np.zeros((c, 2), dtype=np.int64)
                 bd = np.zeros(c, dtype=np.int64)
                 fo = np.zeros(2 * c, dtype=np.int64)
                 cg = np.zeros((2 * c, 3), dtype=np.int64)
                 cgf = np.zeros(2 * c)
             try:
-                if npf:
-                    bp[:npf] = pre
+                if nbp:
+                    bp[:nbp] = pre
                 if nd:
                     bd[:nd] = dec
             except (TypeError, ValueError, OverflowError):  # not integers: the constraints say what is wrong
                 _raise(name, t, batch, view)
-            si[S_NP], si[S_ND] = npf, nd
+            si[S_NP], si[S_ND] = nbp, nd
             if batch.blocked:
                 blocked.update(batch.blocked)
-            if compose is not None and (npf or nd):
+            if not mem and compose is not None and (nbp or nd):
                 ctxs = [objs[rid].prefilled + objs[rid].decoded - emit_at_prefill for rid in dec] \
                     if _residents(objs, batch) else None
                 if ctxs is None:  # a request not resident: the kernel's check reports it
@@ -442,6 +708,24 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 else:
                     sf[F_TAU] = compose([(m, objs[rid].prefilled) for rid, m in pre], ctxs)
                     si[S_CTX] = sum(ctxs)
+        elif status == STATUS_VICTIM:  # the victim: last in the policy's ordering that may be evicted
+            if si[S_NTQ]:
+                touched()
+            cands = _victim_order(policy, admitted(), float(sf[F_T]))[::-1]
+            t = float(sf[F_T])
+            victim = None
+            for q in cands:
+                if may_evict is None or may_evict(q, t):
+                    victim = q
+                    break
+            si[S_VIC] = -1 if victim is None else victim.rid
+            si[S_VICF] = cands[0].rid if cands else -1
+        elif status == STATUS_TAU:  # a composition's time of the batch the memory rules kept, from the KV held
+            nbp, nd = int(si[S_NP]), int(si[S_ND])
+            ids = bp[:nbp, 0]
+            ctxs = ri[bd[:nd], R_KV].tolist()
+            sf[F_TAU] = compose(list(zip(bp[:nbp, 1].tolist(), ri[ids, R_KV].tolist())), ctxs)
+            si[S_CTX] = sum(ctxs)
         elif status == STATUS_BAD:
             batch, view = last
             _raise(name, float(sf[F_T]), batch, view)
@@ -469,8 +753,9 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             "backlog": (bt[:nb].copy(), bnw[:nb, 0].copy(), bnw[:nb, 1].copy()), "iterations": int(si[S_NITER]),
             "busy_s": float(sf[F_BUSY]), "mixed_iterations": int(si[S_MIXED]), "tokens_served": int(si[S_TOK]),
             "records": recs, "end_s": float(sf[F_T]), "n_blocked": len(blocked), "n_arrived": int(si[S_NA]),
-            "preemptions_per_request": np.zeros(N, dtype=np.int64), "preemptions": 0, "wasted_tokens": 0,
-            "swap_tokens": 0, "rejected": 0, "peak_kv_tokens": 0, "batches": None, "examined": examined}
+            "preemptions_per_request": ri[:, R_NPRE].copy(), "preemptions": int(si[S_PREEMPT]),
+            "wasted_tokens": int(si[S_WASTED]), "swap_tokens": int(si[S_SWAPTOK]), "rejected": int(si[S_REJ]),
+            "peak_kv_tokens": int(si[S_PEAK]), "batches": None, "examined": examined}
 
 
 def _residents(objs, batch) -> bool:

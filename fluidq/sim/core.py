@@ -360,7 +360,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
         kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
         On the generic path (``policy.select`` every iteration: user policies, orderings other than FCFS) ``"auto"``
-        runs an engine without a KV cache and with synchronous scheduling on the compiled ``select()`` loop
+        runs an engine without a KV cache (or with one under the default token rules, ``Memory()``, without
+        ``record_iterations``) and with synchronous scheduling on the compiled ``select()`` loop
         (:mod:`fluidq.kernel.select`, identical results; the result's ``method`` stays ``"generic"``) where numba
         compiles it; ``"generic"`` runs the Python reference (:class:`fluidq.kernel.step.EngineRun`).
     check_batches : bool, optional
@@ -559,13 +560,15 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         from ..kernel.select import covers as _select_covers, run_select
 
         if method == "auto" and _compiled() and _select_covers(
-                kv_cap=engine.kv_capacity_tokens, async_scheduling=engine.async_scheduling, initial=initial,
-                record_batches=record_batches, window=window):
+                kv_cap=engine.kv_capacity_tokens, memory=engine.memory, async_scheduling=engine.async_scheduling,
+                initial=initial, record_batches=record_batches, window=window, record=record_iterations):
             # the select() loop on the kernel's arrays (fluidq.kernel.select: the same results as run_generic)
             out = run_select(arr_a, P_a, D_a, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
                              horizon=hz, record=record_iterations, check=check_batches,
                              compose=getattr(engine.batch_time, "composition_time", None),
-                             emit_at_prefill=engine.prefill_emits_token, progress=progress)
+                             emit_at_prefill=engine.prefill_emits_token, progress=progress,
+                             kv_cap=engine.kv_capacity_tokens, preemption=preemption,
+                             swap_s_per_token=swap_s_per_token)
         else:  # the reference: EngineRun (the generic loop indexes Python lists, faster than numpy scalars in Python)
             out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
                               k_max=engine.k_max, tau_b=tau_b, ks=ks,

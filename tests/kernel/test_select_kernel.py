@@ -4,7 +4,8 @@ Seeded random engines (budgets, ``k_max``, context-aware and composition batch t
 prefill), workloads and policies -- user policies defined here (LIFO, longest prompt first, one that leaves decoders
 out while prompts wait, a prefill-only one that reports blocked prompts) and the built-in non-FCFS orderings (SJF,
 SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
-records and ``examined``; ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
+records and ``examined``, without a KV cache and under the default token rules (``Memory()``: rejection, admission,
+re-asks, victims in the policy's order with ``may_evict``, recompute and swap); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
 batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
 the loop gives the same arrays.
 """
@@ -197,18 +198,74 @@ def test_overloaded_run_and_progress_reports_agree(routed):
     assert len(routed) == 2
 
 
-def test_cases_not_covered_run_on_engine_run(routed):
+class Refuses(SJF):
+    """SJF that refuses to evict every third request (the ``may_evict`` hook of StationMemory)."""
+
+    def may_evict(self, request, now_s):
+        return request.rid % 3 != 0
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+@pytest.mark.parametrize("seed", range(16))
+def test_token_rules_agree(seed, routed):
+    """The default token rules (Memory()): rejection at arrival, head-of-line admission with headroom, the policy
+    asked again without new requests, victims in the policy's order (``may_evict`` honoured), recompute or swap."""
     from fluidq.engine import Memory
+
+    eng, w, horizon, pols = _case(seed)
+    pols["sarathi-refuses"] = lambda: Sarathi(order=Refuses())
+    rng = np.random.default_rng(77 + seed)
+    p, o = w["prompt_tokens"], w["output_tokens"]
+    e = eng.with_(kv_capacity_tokens=int(np.median(p + o) * rng.uniform(0.8, 4.0)) + 1, memory=Memory())
+    kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
+    if rng.random() < 0.4:
+        kw.update(preemption="swap", swap_s_per_token=float(rng.choice([0.0, 1e-4])))
+    for name, make in pols.items():
+        b = simulate(e, w, make(), method="generic", **kw)
+        n_routed = len(routed)
+        a = simulate(e, w, make(), method="auto", **kw)
+        assert len(routed) == n_routed + 1, name
+        _same(a, b, f"seed {seed} {name}")
+        for k in ("wasted_tokens", "swap_tokens"):
+            assert getattr(a, k) == getattr(b, k), (seed, name, k)
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+def test_token_rules_cover_preemption_swap_and_rejection():
+    """The random cases above preempt, swap and reject (so the test can fail on those rules)."""
+    from fluidq.engine import Memory
+
+    seen = {"preempt": 0, "swap": 0, "reject": 0, "refused": 0}
+    for seed in range(16):
+        eng, w, horizon, _ = _case(seed)
+        rng = np.random.default_rng(77 + seed)
+        p, o = w["prompt_tokens"], w["output_tokens"]
+        e = eng.with_(kv_capacity_tokens=int(np.median(p + o) * rng.uniform(0.8, 4.0)) + 1, memory=Memory())
+        kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
+        if rng.random() < 0.4:
+            kw.update(preemption="swap", swap_s_per_token=float(rng.choice([0.0, 1e-4])))
+        r = simulate(e, w, Sarathi(order=Refuses()), **kw)
+        seen["preempt"] += r.preemptions > 0
+        seen["swap"] += r.swap_tokens > 0
+        seen["reject"] += r.rejected > 0
+        seen["refused"] += int(r.preemptions > 0 and np.any(r.requests["preemptions"][::3] == 0))
+    assert seen["preempt"] >= 5 and seen["swap"] >= 2 and seen["reject"] >= 2, seen
+
+
+def test_cases_not_covered_run_on_engine_run(routed):
+    from fluidq.engine import VLLM, Memory
 
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
     w = {"arrival_s": np.linspace(0, 2, 20), "prompt_tokens": np.full(20, 50), "output_tokens": np.full(20, 9)}
-    for e in (eng.with_(kv_capacity_tokens=2000, memory=Memory()), eng.with_(async_scheduling=True)):
+    for e in (eng.with_(kv_capacity_tokens=2000, memory=VLLM), eng.with_(async_scheduling=True)):
         simulate(e, w, LIFO(), n_requests=20)
+    simulate(eng.with_(kv_capacity_tokens=2000, memory=Memory()), w, LIFO(), n_requests=20, record_iterations=True)
     simulate(eng, w, LIFO(), n_requests=20, record_batches=True)
     simulate(eng, w, LIFO(), n_requests=20, method="generic")
     assert routed == []
-    assert not covers(kv_cap=100) and not covers(async_scheduling=True) and not covers(window=True)
-    assert covers()
+    assert not covers(kv_cap=100, memory=VLLM) and not covers(async_scheduling=True) and not covers(window=True)
+    assert not covers(kv_cap=100, memory=Memory(), record=True)
+    assert covers() and covers(kv_cap=100, memory=Memory())
 
 
 class _Bad:
@@ -292,6 +349,18 @@ def _arrays():
             res[f"{seed}/{name}/counts"] = np.array([out["iterations"], out["examined"], out["n_blocked"],
                                                      out["tokens_served"], out["mixed_iterations"]])
             res[f"{seed}/{name}/floats"] = np.array([out["busy_s"], out["end_s"]])
+            # the token rules, swap on odd seeds
+            p, o = w["prompt_tokens"], w["output_tokens"]
+            out = run_select(w["arrival_s"], p, o, policy=pols[name](), b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b,
+                             ks=ks, horizon=float(w["arrival_s"][-1] * 3 + 5), record=False, check=True,
+                             compose=getattr(eng.batch_time, "composition_time", None),
+                             emit_at_prefill=eng.prefill_emits_token, kv_cap=int(np.median(p + o) * 1.5) + 1,
+                             preemption="swap" if seed % 2 else "recompute", swap_s_per_token=1e-4)
+            for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s", "preemptions_per_request"):
+                res[f"{seed}/{name}/kv/{k}"] = np.asarray(out[k])
+            res[f"{seed}/{name}/kv/counts"] = np.array([out[k] for k in ("iterations", "examined", "preemptions",
+                                                                         "wasted_tokens", "swap_tokens", "rejected",
+                                                                         "peak_kv_tokens")])
     return res
 
 
