@@ -12,8 +12,9 @@ per request of ``policy.select`` every iteration, through ``fluidq.simulate`` en
 for a user policy written in this file (decoders first, then prompts in arrival order, chunked: Sarathi's rule as a
 user would write it, reading every request in view) and for the built-in SJF ordering (``Sarathi(order=SJF())``),
 without a KV cache, with the default token rules binding (``Memory()``, 16,384 tokens: preemptions by recomputation)
-and with vLLM's binding cache (``fluidq.engine.VLLM``, 32,768 tokens, as ``bench_kernel.py --kv``; paged rules, which
-the select kernel does not cover yet: EngineRun on both sides, the row says so).  The two paths alternate
+and with vLLM's binding cache (``fluidq.engine.VLLM``, 16-token blocks, 32,768 tokens, as ``bench_kernel.py --kv``:
+the paged rules), and vLLM's cache with prefix caching, which the select kernel does not cover (EngineRun on both
+sides: the row says so).  The two paths alternate
 ``--reps`` times (best of each, the kernel compiled before timing) and must give the same finish times; the ratio
 EngineRun / select is printed.  Nothing is asserted but the equality.
 """
@@ -85,7 +86,9 @@ def main(argv=None) -> int:
     print(f"{'policy':<14}{'memory':<24}{'EngineRun us/req':>18}{'select us/req':>16}{'ratio':>8}  note")
     for pname, make in (("user-sarathi", UserSarathi), ("sarathi-sjf", lambda: Sarathi(order=SJF()))):
         for mname, e in (("none", eng), ("Memory() 16384 (binds)", eng.with_(kv_capacity_tokens=16_384, memory=Memory())),
-                         ("vLLM 32768 (binds)", eng.with_(kv_capacity_tokens=32_768, memory=VLLM))):
+                         ("vLLM 32768 (binds)", eng.with_(kv_capacity_tokens=32_768, memory=VLLM)),
+                         ("vLLM+prefix 32768", eng.with_(kv_capacity_tokens=32_768,
+                                                         memory=VLLM.with_(prefix_caching=True)))):
             simulate = fluidq.simulate
             simulate(e, {k: v[:200] for k, v in rows.items()}, make(), n_requests=200)  # compile / warm
             best = {"generic": np.inf, "auto": np.inf}

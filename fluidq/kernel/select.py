@@ -49,14 +49,22 @@ to :mod:`fluidq.kernel.kvrules` (``never_fits`` at arrival, ``swap_in_fits``, ``
 change (a victim's prompt, prefilled, recompute and preemption counts; a swap out of or back into the view) are
 refreshed from the arrays (``tq``) at the next stop.
 
+The paged rules without prefix caching (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --;
+same branch) are ``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``)
+against the free ones; while they do not fit, ``STATUS_VICTIM`` (the driver takes the most recently admitted by
+``victim_key`` over the admission numbers, or the last in ``_victim_order`` that ``may_evict`` allows, else the
+first candidate, as StationMemory does) and the policy is asked again with the admitted requests alone; then the
+running requests take their blocks (``_take``) and new ones are admitted head-of-line by ``paged_take``, with
+``paged_retry`` to ask again; swap-ins take ``cdiv(held)`` blocks back; rejection is ``never_fits`` over the blocks.
+
 Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
 context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
-the same with a KV cache under the token rules (``Memory()``), recompute or swap preemption, ``may_evict``, but
-without records.  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the reference): the paged
-rules (any other :class:`~fluidq.engine.Memory`, vLLM's among them; prefix caching), records (``record_iterations``)
-with a KV cache, async scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without
-numba (uncompiled, the array style is slower than EngineRun).  The built-in FCFS schedulers keep running on
-:mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv`.
+the same with a KV cache under the token rules (``Memory()``) or the paged rules without prefix caching (vLLM's),
+recompute or swap preemption, ``may_evict``, but without records.  Not covered, so :func:`fluidq.simulate` runs them
+on :class:`EngineRun` (the reference): prefix caching, records (``record_iterations``) with a KV cache, async
+scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
+array style is slower than EngineRun).  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` /
+:mod:`fluidq.kernel.kv`.
 
 A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
 :class:`PolicyError` here too: the arrays cannot hold a request that is not resident.
@@ -73,8 +81,8 @@ import numpy as np
 from ..policies.base import QueueView, RequestState, batch_violations
 from ._jit import jit
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
-from .kvrules import token_next, token_take
-from .memory import _may_evict_hook, _victim_order
+from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, token_next, token_take
+from .memory import _may_evict_hook, _victim_order, block_shift, victim_key
 from .step import PolicyError
 
 __all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
@@ -95,14 +103,18 @@ PH_BEGIN, PH_IDLE, PH_FORM, PH_OVER, PH_MEM0, PH_ASKM, PH_VIC, PH_RUN = 0, 1, 2,
 (S_MEM, S_KVCAP, S_USED, S_NADM, S_NSW, S_SWH, S_SWT, S_HIDE, S_ATT, S_ATTMAX, S_CHUNK, S_SWAP, S_VIC, S_VICF,
  S_PREEMPT, S_REJ, S_WASTED, S_SWAPTOK, S_PEAK, S_NTQ) = range(28, 48)
 S_CGP = 48  # the prefill chunks' rows at the head of cg (the rest: the batch's decoders)
-N_SI = 49
+# the paged rules (any Memory but the default, without prefix caching): on, block size and its shift, blocks in the
+# cache and free, whole-prompt reservation, the most recently admitted victim, admissions so far
+S_PAGED, S_BS, S_BSH, S_TOTAL, S_FREE, S_WHOLE, S_MOSTREC, S_NADMSEQ = range(49, 57)
+N_SI = 57
 # sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
 F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2 = range(10)
 N_SF = 10
 # ri (int64, per request): prompt, output, prefilled, decoded, state (0 not arrived or rejected, 1 resident, 2
 # finished, 3 swapped out), the check's marks and sum, KV held, tokens to recompute, preemptions
 R_PC, R_D, R_PF, R_DC, R_ST, R_MP, R_MD, R_ACC, R_KV, R_RC, R_NPRE = range(11)
-N_RI = 11
+R_NBK, R_ADM = 11, 12  # (paged) blocks held, -1 when not admitted; admission number
+N_RI = 13
 # rf (float64, per request): first scheduled, prefill done, first token, finish
 R_FS, R_PDN, R_FTK, R_FIN = range(4)
 
@@ -127,7 +139,8 @@ def _admit(si, arr, ri, bt, bnw, upto):
         i = n0 + na
         ta = arr[na]
         na += 1
-        if mem and never_fits(False, ri[i, R_PC], ri[i, R_D], 1, 0, si[S_KVCAP]):  # StationMemory.rejects
+        if mem and never_fits(si[S_PAGED] != 0, ri[i, R_PC], ri[i, R_D], si[S_BS], si[S_TOTAL],
+                              si[S_KVCAP]):  # StationMemory.rejects
             si[S_REJ] += 1
             continue
         ri[i, R_ST] = 1
@@ -153,7 +166,7 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
     nreq = 0
     for j in range(npf):
         rid, m = bp[j, 0], bp[j, 1]
-        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or m < 1 or (hide and ri[rid, R_KV] <= 0):
+        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or m < 1 or (hide and not _held(si, ri, rid)):
             return True
         if ri[rid, R_MP] != s:
             ri[rid, R_MP] = s
@@ -165,7 +178,7 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
         tokens += m
     for j in range(nd):
         rid = bd[j]
-        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or (hide and ri[rid, R_KV] <= 0):
+        if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or (hide and not _held(si, ri, rid)):
             return True
         if ri[rid, R_PF] < ri[rid, R_PC] or ri[rid, R_DC] >= ri[rid, R_D]:
             return True
@@ -181,12 +194,33 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
 
 
 @jit(inline="always")
+def _held(si, ri, i):
+    """Admitted: holding KV (token rules), or blocks (the paged rules' ``nblk``)."""
+    if si[S_PAGED] != 0:
+        return ri[i, R_NBK] >= 0
+    return ri[i, R_KV] > 0
+
+
+@jit(inline="always")
+def _take(si, ri, i, m):
+    """``StationMemory._take``: the blocks request ``i`` needs for ``m`` more tokens, off the free ones."""
+    k = blocks_needed(ri[i, R_KV], m, si[S_BS], si[S_BSH], ri[i, R_NBK])
+    if k > 0:
+        si[S_FREE] -= k
+        ri[i, R_NBK] += k
+
+
+@jit(inline="always")
 def _preempt(si, sf, ri, sw, tq, v):
     """``StationMemory._preempt`` (token rules) on the arrays: ``v`` gives up its KV, swapped out or to recompute
     (``recompute``, the rule); its object is refreshed by the driver (``tq``)."""
     held = ri[v, R_KV]
     si[S_USED] -= held
     ri[v, R_KV] = 0
+    if si[S_PAGED] != 0:  # its blocks go back to the pool (no prefix caching: plain free blocks)
+        nb = ri[v, R_NBK]
+        si[S_FREE] += nb if nb > 0 else 0
+        ri[v, R_NBK] = -1
     si[S_PREEMPT] += 1
     ri[v, R_NPRE] += 1
     q = si[S_NTQ]
@@ -218,6 +252,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
     n = si[S_N]
     h = sf[F_H]
     mem = si[S_MEM] != 0
+    paged = si[S_PAGED] != 0
     kv_cap = si[S_KVCAP]
     while True:
         ph = si[S_PH]
@@ -262,10 +297,14 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             while si[S_NSW] > 0:
                 k = si[S_SWH] % sw.shape[0]
                 v, held = sw[k, 0], sw[k, 1]
-                if not swap_in_fits(False, held, 1, 0, si[S_USED], kv_cap):
+                if not swap_in_fits(paged, held, si[S_BS], si[S_FREE], si[S_USED], kv_cap):
                     break
                 si[S_SWH] += 1
                 si[S_NSW] -= 1
+                if paged:  # its blocks back (its admission number kept)
+                    k = cdiv(held, si[S_BS], si[S_BSH])
+                    si[S_FREE] -= k
+                    ri[v, R_NBK] = k
                 si[S_USED] += held
                 ri[v, R_KV] = held
                 ri[v, R_ST] = 1
@@ -303,6 +342,66 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             si[S_SKIPCHK] = 0
             if not mem:
                 si[S_PH] = PH_RUN
+                continue
+            if paged:  # the paged rules' pass (StationMemory._paged)
+                need = 0
+                for j in range(npf):
+                    i = bp[j, 0]
+                    if ri[i, R_NBK] >= 0:
+                        need += blocks_needed(ri[i, R_KV], bp[j, 1], si[S_BS], si[S_BSH], ri[i, R_NBK])
+                for j in range(nd):
+                    i = bd[j]
+                    need += blocks_needed(ri[i, R_KV], 1, si[S_BS], si[S_BSH], ri[i, R_NBK])
+                if need > si[S_FREE]:  # a victim (the driver: most recently admitted, or last in the order)
+                    si[S_PH] = PH_VIC
+                    return STATUS_VICTIM
+                s = si[S_STAMP] + 1  # the running requests: admitted before this pass
+                si[S_STAMP] = s
+                for j in range(npf):
+                    i = bp[j, 0]
+                    if ri[i, R_NBK] >= 0:
+                        ri[i, R_MP] = s
+                for j in range(npf):
+                    i = bp[j, 0]
+                    if ri[i, R_MP] == s:
+                        _take(si, ri, i, bp[j, 1])
+                for j in range(nd):
+                    _take(si, ri, bd[j], 1)
+                w = 0
+                stop = False
+                for j in range(npf):
+                    i, m = bp[j, 0], bp[j, 1]
+                    if ri[i, R_MP] == s:
+                        bk[w, 0] = i
+                        bk[w, 1] = m
+                        w += 1
+                        continue
+                    if stop:
+                        continue
+                    x = paged_take(ri[i, R_PC], ri[i, R_PF], m, 0, si[S_BS], si[S_WHOLE] != 0, si[S_FREE])
+                    if x == STOP:
+                        stop = True
+                        continue
+                    if ri[i, R_NBK] < 0:
+                        si[S_NADM] += 1
+                    ri[i, R_NBK] = 0
+                    ri[i, R_ADM] = si[S_NADMSEQ]
+                    si[S_NADMSEQ] += 1
+                    _take(si, ri, i, x)
+                    bk[w, 0] = i
+                    bk[w, 1] = x
+                    w += 1
+                if paged_retry(stop, w, nd, si[S_HIDE] != 0, si[S_NADM]):
+                    si[S_HIDE] = 1
+                    si[S_PH] = PH_ASKM
+                    continue
+                for j in range(w):
+                    bp[j, 0] = bk[j, 0]
+                    bp[j, 1] = bk[j, 1]
+                si[S_NP] = w
+                si[S_PH] = PH_RUN
+                if si[S_COMPOSE] != 0:
+                    return STATUS_TAU
                 continue
             # the token rules' pass over the policy's batch (StationMemory._tokens)
             room = kv_cap - si[S_USED] - nd
@@ -343,6 +442,14 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
         elif ph == PH_VIC:
             v = si[S_VIC]
             nd = si[S_ND]
+            if paged:  # (no refusal under the paged rules: the first candidate is the victim then)
+                if v < 0:
+                    v = si[S_VICF]
+                sf[F_E2] += _preempt(si, sf, ri, sw, tq, v)
+                si[S_NADM] -= 1
+                si[S_HIDE] = 1
+                si[S_PH] = PH_ASKM
+                continue
             if v < 0:  # every candidate refuses
                 k = no_victim_decoders(nd, kv_cap - si[S_USED])
                 if k or si[S_VICF] < 0:
@@ -460,11 +567,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                     rf[i, R_FS] = t0
                 ri[i, R_PF] += m
                 if mem:
-                    if ri[i, R_KV] == 0:
+                    if ri[i, R_KV] == 0 and not paged:
                         si[S_NADM] += 1  # admitted: it holds KV from now on
                     ri[i, R_KV] += m
                     grown += m
-                if ri[i, R_PF] >= ri[i, R_PC]:
+                if ri[i, R_PF] >= ri[i, R_PC]:  # (prefill done)
                     x = rf[i, R_PDN]
                     if x != x:
                         rf[i, R_PDN] = t
@@ -518,7 +625,12 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                     nfin += 1
                     if mem:
                         si[S_USED] -= ri[i, R_KV]
-                        if ri[i, R_KV] > 0:
+                        if paged:
+                            if ri[i, R_NBK] >= 0:
+                                si[S_FREE] += ri[i, R_NBK]
+                                ri[i, R_NBK] = -1
+                                si[S_NADM] -= 1
+                        elif ri[i, R_KV] > 0:
                             si[S_NADM] -= 1
             si[S_NRES] -= nfin - si[S_NFIN]
             si[S_NFIN] = nfin
@@ -549,12 +661,12 @@ def covers(*, kv_cap=None, memory=None, async_scheduling=False, initial=(), reco
     """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes)."""
     if async_scheduling or initial or record_batches or window:
         return False
-    return kv_cap is None or ((memory is None or memory.default_rules) and not record)
+    return kv_cap is None or ((memory is None or memory.default_rules or not memory.prefix_caching) and not record)
 
 
 def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, compose=None,
                emit_at_prefill=False, progress=None, kv_cap=None, preemption="recompute",
-               swap_s_per_token=0.0) -> dict:
+               swap_s_per_token=0.0, memory=None) -> dict:
     """Simulate as :func:`fluidq.kernel.step.run_generic` does (the cases :func:`covers` says: ``kv_cap`` with the
     token rules, ``memory=Memory()``), on the kernel's arrays; return the same dict (numpy arrays where it has
     lists)."""
@@ -586,6 +698,16 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         si[S_CHUNK] = int(bool(getattr(policy, "chunked", False)))  # (StationMemory.chunkable)
         si[S_SWAP] = int(preemption == "swap")
         sf[F_SWAPS] = swap_s_per_token
+        if memory is not None and not memory.default_rules:  # the paged rules (StationMemory.paged)
+            if memory.prefix_caching:
+                raise ValueError("run_select: prefix caching is not covered (see covers())")
+            si[S_PAGED] = 1
+            si[S_BS] = memory.block_size
+            si[S_BSH] = block_shift(memory.block_size)
+            si[S_TOTAL] = si[S_FREE] = kv_cap // memory.block_size
+            si[S_WHOLE] = int(memory.reservation == "whole_prompt")
+            si[S_MOSTREC] = int(memory.victim == "most_recent")
+    ri[:, R_NBK] = -1
     sf[F_H] = horizon
     sf[F_KS] = ks
     cap = 64
@@ -632,9 +754,12 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         if resort:  # (StationMemory sorts its residents by arrival after a swap-in)
             objs = dict(sorted(objs.items()))
 
+    paged = bool(si[S_PAGED])
+
     def admitted():
         keys = np.fromiter(objs, np.int64, len(objs))
-        return list(map(get, keys[ri[keys, R_KV] > 0].tolist()))
+        held = ri[keys, R_NBK] >= 0 if paged else ri[keys, R_KV] > 0
+        return list(map(get, keys[held].tolist()))
 
     while True:
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq)
@@ -672,7 +797,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 visible = admitted() if si[S_HIDE] else objs.values()
                 reqs = tuple(visible)
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max,
-                                 kv_free_tokens=int(kv_cap - si[S_USED]))
+                                 kv_free_tokens=int(si[S_FREE] * si[S_BS] if paged else kv_cap - si[S_USED]))
             else:
                 reqs = tuple(objs.values())
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
@@ -711,8 +836,13 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         elif status == STATUS_VICTIM:  # the victim: last in the policy's ordering that may be evicted
             if si[S_NTQ]:
                 touched()
-            cands = _victim_order(policy, admitted(), float(sf[F_T]))[::-1]
             t = float(sf[F_T])
+            if paged and si[S_MOSTREC]:  # vLLM: the most recently admitted
+                adm = admitted()
+                seq = dict(zip((q.rid for q in adm), ri[[q.rid for q in adm], R_ADM].tolist()))
+                si[S_VIC] = max(adm, key=lambda q: victim_key(True, seq[q.rid], 0)).rid
+                continue
+            cands = _victim_order(policy, admitted(), t)[::-1]
             victim = None
             for q in cands:
                 if may_evict is None or may_evict(q, t):

@@ -360,8 +360,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
         kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
         On the generic path (``policy.select`` every iteration: user policies, orderings other than FCFS) ``"auto"``
-        runs an engine without a KV cache (or with one under the default token rules, ``Memory()``, without
-        ``record_iterations``) and with synchronous scheduling on the compiled ``select()`` loop
+        runs an engine without a KV cache (or with one under the default token rules, ``Memory()``, or paged rules
+        without prefix caching, e.g. vLLM's; without ``record_iterations``) and with synchronous scheduling on the
+        compiled ``select()`` loop
         (:mod:`fluidq.kernel.select`, identical results; the result's ``method`` stays ``"generic"``) where numba
         compiles it; ``"generic"`` runs the Python reference (:class:`fluidq.kernel.step.EngineRun`).
     check_batches : bool, optional
@@ -568,7 +569,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                              compose=getattr(engine.batch_time, "composition_time", None),
                              emit_at_prefill=engine.prefill_emits_token, progress=progress,
                              kv_cap=engine.kv_capacity_tokens, preemption=preemption,
-                             swap_s_per_token=swap_s_per_token)
+                             swap_s_per_token=swap_s_per_token, memory=engine.memory)
         else:  # the reference: EngineRun (the generic loop indexes Python lists, faster than numpy scalars in Python)
             out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
                               k_max=engine.k_max, tau_b=tau_b, ks=ks,

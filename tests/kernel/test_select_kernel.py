@@ -5,7 +5,8 @@ prefill), workloads and policies -- user policies defined here (LIFO, longest pr
 out while prompts wait, a prefill-only one that reports blocked prompts) and the built-in non-FCFS orderings (SJF,
 SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
 records and ``examined``, without a KV cache and under the default token rules (``Memory()``: rejection, admission,
-re-asks, victims in the policy's order with ``may_evict``, recompute and swap); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
+re-asks, victims in the policy's order with ``may_evict``, recompute and swap) and the paged rules without prefix
+caching (vLLM's blocks, victim rules, reservations); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
 batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
 the loop gives the same arrays.
 """
@@ -230,6 +231,53 @@ def test_token_rules_agree(seed, routed):
             assert getattr(a, k) == getattr(b, k), (seed, name, k)
 
 
+def _paged_case(seed):
+    from fluidq.engine import VLLM, Memory
+
+    eng, w, horizon, pols = _case(seed)
+    pols["sarathi-refuses"] = lambda: Sarathi(order=Refuses())
+    rng = np.random.default_rng(177 + seed)
+    bs = int(rng.choice([1, 4, 16]))
+    mem = [VLLM.with_(block_size=bs), VLLM.with_(block_size=bs, victim="last_in_order"),
+           VLLM.with_(block_size=bs, reservation="incremental"), Memory(kind="tokens", victim="most_recent"),
+           VLLM.with_(block_size=bs, preemption="swap")][seed % 5]
+    p, o = w["prompt_tokens"], w["output_tokens"]
+    cap = max(int(np.median(p + o) * rng.uniform(0.8, 4.0)) + 1, 2 * bs) // bs * bs + bs
+    kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
+    if mem.preemption == "swap":
+        kw["swap_s_per_token"] = float(rng.choice([0.0, 1e-4]))
+    return eng.with_(kv_capacity_tokens=cap, memory=mem), w, kw, pols
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+@pytest.mark.parametrize("seed", range(15))
+def test_paged_rules_agree(seed, routed):
+    """The paged rules without prefix caching (vLLM's blocks, most recent or last-in-order victim, whole-prompt or
+    incremental reservation, one-token blocks, swap): blocks for the running requests first, a victim while they do
+    not fit and the policy asked again with the admitted alone, then head-of-line admission by paged_take."""
+    e, w, kw, pols = _paged_case(seed)
+    for name, make in pols.items():
+        b = simulate(e, w, make(), method="generic", **kw)
+        n_routed = len(routed)
+        a = simulate(e, w, make(), method="auto", **kw)
+        assert len(routed) == n_routed + 1, name
+        _same(a, b, f"seed {seed} {name}")
+        for k in ("wasted_tokens", "swap_tokens"):
+            assert getattr(a, k) == getattr(b, k), (seed, name, k)
+
+
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+def test_paged_cases_preempt_swap_and_reject():
+    seen = {"preempt": 0, "swap": 0, "reject": 0}
+    for seed in range(15):
+        e, w, kw, _ = _paged_case(seed)
+        r = simulate(e, w, LIFO(), **kw)
+        seen["preempt"] += r.preemptions > 0
+        seen["swap"] += r.swap_tokens > 0
+        seen["reject"] += r.rejected > 0
+    assert seen["preempt"] >= 5 and seen["swap"] >= 1 and seen["reject"] >= 2, seen
+
+
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
 def test_token_rules_cover_preemption_swap_and_rejection():
     """The random cases above preempt, swap and reject (so the test can fail on those rules)."""
@@ -257,15 +305,16 @@ def test_cases_not_covered_run_on_engine_run(routed):
 
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
     w = {"arrival_s": np.linspace(0, 2, 20), "prompt_tokens": np.full(20, 50), "output_tokens": np.full(20, 9)}
-    for e in (eng.with_(kv_capacity_tokens=2000, memory=VLLM), eng.with_(async_scheduling=True)):
+    for e in (eng.with_(kv_capacity_tokens=2000, memory=VLLM.with_(prefix_caching=True)),
+              eng.with_(async_scheduling=True)):
         simulate(e, w, LIFO(), n_requests=20)
     simulate(eng.with_(kv_capacity_tokens=2000, memory=Memory()), w, LIFO(), n_requests=20, record_iterations=True)
     simulate(eng, w, LIFO(), n_requests=20, record_batches=True)
     simulate(eng, w, LIFO(), n_requests=20, method="generic")
     assert routed == []
-    assert not covers(kv_cap=100, memory=VLLM) and not covers(async_scheduling=True) and not covers(window=True)
-    assert not covers(kv_cap=100, memory=Memory(), record=True)
-    assert covers() and covers(kv_cap=100, memory=Memory())
+    assert not covers(kv_cap=100, memory=VLLM.with_(prefix_caching=True)) and not covers(async_scheduling=True)
+    assert not covers(kv_cap=100, memory=Memory(), record=True) and not covers(window=True)
+    assert covers() and covers(kv_cap=100, memory=Memory()) and covers(kv_cap=100, memory=VLLM)
 
 
 class _Bad:
@@ -358,6 +407,21 @@ def _arrays():
                              preemption="swap" if seed % 2 else "recompute", swap_s_per_token=1e-4)
             for k in ("first_scheduled_s", "prefill_done_s", "first_token_s", "finish_s", "preemptions_per_request"):
                 res[f"{seed}/{name}/kv/{k}"] = np.asarray(out[k])
+            # the paged rules (vLLM's blocks of 4 tokens)
+            e, wp, kwp, pp = _paged_case(seed)
+            from fluidq.engine import VLLM
+
+            out2 = run_select(wp["arrival_s"], wp["prompt_tokens"], wp["output_tokens"], policy=pp[name](),
+                              b_max=e.b_max, k_max=e.k_max, tau_b=_tau_table(e)[0], ks=_tau_table(e)[1],
+                              horizon=kwp["horizon_s"], record=False, check=True,
+                              compose=getattr(e.batch_time, "composition_time", None),
+                              emit_at_prefill=e.prefill_emits_token, kv_cap=e.kv_capacity_tokens,
+                              memory=VLLM.with_(block_size=4), preemption="recompute")
+            for k in ("finish_s", "first_token_s", "preemptions_per_request"):
+                res[f"{seed}/{name}/paged/{k}"] = np.asarray(out2[k])
+            res[f"{seed}/{name}/paged/counts"] = np.array([out2[k] for k in ("iterations", "examined", "preemptions",
+                                                                             "wasted_tokens", "rejected",
+                                                                             "peak_kv_tokens")])
             res[f"{seed}/{name}/kv/counts"] = np.array([out[k] for k in ("iterations", "examined", "preemptions",
                                                                          "wasted_tokens", "swap_tokens", "rejected",
                                                                          "peak_kv_tokens")])
