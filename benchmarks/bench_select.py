@@ -13,8 +13,8 @@ for a user policy written in this file (decoders first, then prompts in arrival 
 user would write it, reading every request in view) and for the built-in SJF ordering (``Sarathi(order=SJF())``),
 without a KV cache, with the default token rules binding (``Memory()``, 16,384 tokens: preemptions by recomputation)
 and with vLLM's binding cache (``fluidq.engine.VLLM``, 16-token blocks, 32,768 tokens, as ``bench_kernel.py --kv``:
-the paged rules), and vLLM's cache with prefix caching, which the select kernel does not cover (EngineRun on both
-sides: the row says so).  The two paths alternate
+the paged rules), and vLLM's cache with prefix caching; a run the select kernel does not cover would run EngineRun on
+both sides (the row says so).  The two paths alternate
 ``--reps`` times (best of each, the kernel compiled before timing) and must give the same finish times; the ratio
 EngineRun / select is printed.  Nothing is asserted but the equality.
 """

@@ -49,20 +49,22 @@ to :mod:`fluidq.kernel.kvrules` (``never_fits`` at arrival, ``swap_in_fits``, ``
 change (a victim's prompt, prefilled, recompute and preemption counts; a swap out of or back into the view) are
 refreshed from the arrays (``tq``) at the next stop.
 
-The paged rules without prefix caching (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --;
-same branch) are ``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``)
+The paged rules (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --; same branch) are ``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``)
 against the free ones; while they do not fit, ``STATUS_VICTIM`` (the driver takes the most recently admitted by
 ``victim_key`` over the admission numbers, or the last in ``_victim_order`` that ``may_evict`` allows, else the
 first candidate, as StationMemory does) and the policy is asked again with the admitted requests alone; then the
 running requests take their blocks (``_take``) and new ones are admitted head-of-line by ``paged_take``, with
-``paged_retry`` to ask again; swap-ins take ``cdiv(held)`` blocks back; rejection is ``never_fits`` over the blocks.
+``paged_retry`` to ask again; swap-ins take ``cdiv(held)`` blocks back; rejection is ``never_fits`` over the blocks.  With prefix caching the pool of freed blocks is
+kvrules' (``pool_alloc``, ``pool_release``, ``pool_reuse`` on ``qe``/``qs``/``stamp``/``cup``/``qpos``/``qn``, the layout
+of :mod:`fluidq.kernel.kv`; ``qe`` holds twice the cache's blocks, so a compaction always leaves room), and a
+re-admitted request takes back its own cached leading blocks by ``prefix_want`` (its prompt restarts after them:
+``prefilled``, KV held, work and wasted tokens as StationMemory changes them).
 
 Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
 context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
-the same with a KV cache under the token rules (``Memory()``) or the paged rules without prefix caching (vLLM's),
+the same with a KV cache under the token rules (``Memory()``) or the paged rules (vLLM's, prefix caching included),
 recompute or swap preemption, ``may_evict``, but without records.  Not covered, so :func:`fluidq.simulate` runs them
-on :class:`EngineRun` (the reference): prefix caching, records (``record_iterations``) with a KV cache, async
-scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
+on :class:`EngineRun` (the reference): records (``record_iterations``) with a KV cache, async scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
 array style is slower than EngineRun).  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` /
 :mod:`fluidq.kernel.kv`.
 
@@ -81,7 +83,8 @@ import numpy as np
 from ..policies.base import QueueView, RequestState, batch_violations
 from ._jit import jit
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
-from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, token_next, token_take
+from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
+from .kvrules import token_next, token_take
 from .memory import _may_evict_hook, _victim_order, block_shift, victim_key
 from .step import PolicyError
 
@@ -106,7 +109,8 @@ S_CGP = 48  # the prefill chunks' rows at the head of cg (the rest: the batch's 
 # the paged rules (any Memory but the default, without prefix caching): on, block size and its shift, blocks in the
 # cache and free, whole-prompt reservation, the most recently admitted victim, admissions so far
 S_PAGED, S_BS, S_BSH, S_TOTAL, S_FREE, S_WHOLE, S_MOSTREC, S_NADMSEQ = range(49, 57)
-N_SI = 57
+S_CACHING = 57  # prefix caching: the pool of freed blocks (kvrules' pool_*) on qe, qs, stamp, cup, qpos, qn
+N_SI = 58
 # sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
 F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2 = range(10)
 N_SF = 10
@@ -202,16 +206,34 @@ def _held(si, ri, i):
 
 
 @jit(inline="always")
-def _take(si, ri, i, m):
+def _alloc(si, pool, k):
+    """``BlockPool.alloc``: ``k`` free blocks taken (with prefix caching, off the queue: ``pool_alloc``)."""
+    si[S_FREE] -= k
+    if si[S_CACHING] != 0:
+        qe, qs, stamp, cup, qpos, qn = pool
+        qs[0], qs[1] = pool_alloc(qe, 0, qs[0], qs[1], k, stamp, cup)
+
+
+@jit(inline="always")
+def _release(si, pool, i, nb):
+    """``BlockPool.release``: request ``i`` frees its ``nb`` blocks (with prefix caching, queued: ``pool_release``)."""
+    si[S_FREE] += nb
+    if si[S_CACHING] != 0:
+        qe, qs, stamp, cup, qpos, qn = pool
+        qs[1], qs[2] = pool_release(qe, 0, qe.shape[0], qs[1], qs[2], stamp, cup, qpos, qn, i, nb)
+
+
+@jit(inline="always")
+def _take(si, ri, pool, i, m):
     """``StationMemory._take``: the blocks request ``i`` needs for ``m`` more tokens, off the free ones."""
     k = blocks_needed(ri[i, R_KV], m, si[S_BS], si[S_BSH], ri[i, R_NBK])
     if k > 0:
-        si[S_FREE] -= k
+        _alloc(si, pool, k)
         ri[i, R_NBK] += k
 
 
 @jit(inline="always")
-def _preempt(si, sf, ri, sw, tq, v):
+def _preempt(si, sf, ri, sw, tq, pool, v):
     """``StationMemory._preempt`` (token rules) on the arrays: ``v`` gives up its KV, swapped out or to recompute
     (``recompute``, the rule); its object is refreshed by the driver (``tq``)."""
     held = ri[v, R_KV]
@@ -219,7 +241,7 @@ def _preempt(si, sf, ri, sw, tq, v):
     ri[v, R_KV] = 0
     if si[S_PAGED] != 0:  # its blocks go back to the pool (no prefix caching: plain free blocks)
         nb = ri[v, R_NBK]
-        si[S_FREE] += nb if nb > 0 else 0
+        _release(si, pool, v, nb if nb > 0 else 0)
         ri[v, R_NBK] = -1
     si[S_PREEMPT] += 1
     ri[v, R_NPRE] += 1
@@ -247,12 +269,15 @@ def _preempt(si, sf, ri, sw, tq, v):
 
 
 @jit
-def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq):
+def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp, cup,
+             qpos, qn):
     """Run the engine until the policy must be asked (``STATUS_ASK``) or another status (see the module notes)."""
     n = si[S_N]
     h = sf[F_H]
     mem = si[S_MEM] != 0
     paged = si[S_PAGED] != 0
+    caching = si[S_CACHING] != 0
+    pool = (qe, qs, stamp, cup, qpos, qn)
     kv_cap = si[S_KVCAP]
     while True:
         ph = si[S_PH]
@@ -303,7 +328,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 si[S_NSW] -= 1
                 if paged:  # its blocks back (its admission number kept)
                     k = cdiv(held, si[S_BS], si[S_BSH])
-                    si[S_FREE] -= k
+                    _alloc(si, pool, k)
                     ri[v, R_NBK] = k
                 si[S_USED] += held
                 ri[v, R_KV] = held
@@ -364,9 +389,9 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 for j in range(npf):
                     i = bp[j, 0]
                     if ri[i, R_MP] == s:
-                        _take(si, ri, i, bp[j, 1])
+                        _take(si, ri, pool, i, bp[j, 1])
                 for j in range(nd):
-                    _take(si, ri, bd[j], 1)
+                    _take(si, ri, pool, bd[j], 1)
                 w = 0
                 stop = False
                 for j in range(npf):
@@ -378,16 +403,35 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                         continue
                     if stop:
                         continue
-                    x = paged_take(ri[i, R_PC], ri[i, R_PF], m, 0, si[S_BS], si[S_WHOLE] != 0, si[S_FREE])
+                    hit = 0
+                    if caching and cup[i] > 0:  # its own leading blocks, still cached, come back
+                        want = prefix_want(ri[i, R_PC], si[S_BS], si[S_BSH], si[S_FREE])
+                        if want == STOP:
+                            stop = True
+                            continue
+                        hit = pool_reuse(qe, 0, cup, qpos, qn, i, want)
+                        si[S_FREE] -= hit
+                    x = paged_take(ri[i, R_PC], ri[i, R_PF], m, hit, si[S_BS], si[S_WHOLE] != 0, si[S_FREE])
                     if x == STOP:
                         stop = True
                         continue
                     if ri[i, R_NBK] < 0:
                         si[S_NADM] += 1
-                    ri[i, R_NBK] = 0
+                    ri[i, R_NBK] = hit
+                    if hit:  # (StationMemory: the prompt restarts after them; not wasted, not computed again)
+                        g = hit * si[S_BS]
+                        ri[i, R_KV] = g
+                        si[S_USED] += g
+                        ri[i, R_PF] = g
+                        si[S_WASTED] -= g
+                        si[S_WORK] -= g
+                        q = si[S_NTQ]
+                        tq[q, 0] = i
+                        tq[q, 1] = 3
+                        si[S_NTQ] = q + 1
                     ri[i, R_ADM] = si[S_NADMSEQ]
                     si[S_NADMSEQ] += 1
-                    _take(si, ri, i, x)
+                    _take(si, ri, pool, i, x)
                     bk[w, 0] = i
                     bk[w, 1] = x
                     w += 1
@@ -445,7 +489,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             if paged:  # (no refusal under the paged rules: the first candidate is the victim then)
                 if v < 0:
                     v = si[S_VICF]
-                sf[F_E2] += _preempt(si, sf, ri, sw, tq, v)
+                sf[F_E2] += _preempt(si, sf, ri, sw, tq, pool, v)
                 si[S_NADM] -= 1
                 si[S_HIDE] = 1
                 si[S_PH] = PH_ASKM
@@ -461,7 +505,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                         return STATUS_TAU
                     continue
                 v = si[S_VICF]
-            sf[F_E2] += _preempt(si, sf, ri, sw, tq, v)
+            sf[F_E2] += _preempt(si, sf, ri, sw, tq, pool, v)
             si[S_NADM] -= 1
             si[S_HIDE] = 1
             si[S_ATT] += 1
@@ -626,8 +670,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                     if mem:
                         si[S_USED] -= ri[i, R_KV]
                         if paged:
-                            if ri[i, R_NBK] >= 0:
-                                si[S_FREE] += ri[i, R_NBK]
+                            if ri[i, R_NBK] >= 0:  # (BlockPool.release, then forget: plain free blocks)
+                                _release(si, pool, i, ri[i, R_NBK])
+                                if caching:
+                                    stamp[i] = -1
+                                    cup[i] = 0
                                 ri[i, R_NBK] = -1
                                 si[S_NADM] -= 1
                         elif ri[i, R_KV] > 0:
@@ -661,7 +708,7 @@ def covers(*, kv_cap=None, memory=None, async_scheduling=False, initial=(), reco
     """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes)."""
     if async_scheduling or initial or record_batches or window:
         return False
-    return kv_cap is None or ((memory is None or memory.default_rules or not memory.prefix_caching) and not record)
+    return kv_cap is None or not record
 
 
 def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, compose=None,
@@ -699,8 +746,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         si[S_SWAP] = int(preemption == "swap")
         sf[F_SWAPS] = swap_s_per_token
         if memory is not None and not memory.default_rules:  # the paged rules (StationMemory.paged)
-            if memory.prefix_caching:
-                raise ValueError("run_select: prefix caching is not covered (see covers())")
+            si[S_CACHING] = int(bool(memory.prefix_caching))
             si[S_PAGED] = 1
             si[S_BS] = memory.block_size
             si[S_BSH] = block_shift(memory.block_size)
@@ -708,6 +754,12 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             si[S_WHOLE] = int(memory.reservation == "whole_prompt")
             si[S_MOSTREC] = int(memory.victim == "most_recent")
     ri[:, R_NBK] = -1
+    # the pool of freed blocks with prefix caching (kvrules' pool functions): room for twice the blocks, so a
+    # compaction always leaves room (pool_release)
+    total = int(si[S_TOTAL])
+    qe = np.zeros((2 * total + 64 if si[S_CACHING] else 1, 4), dtype=np.int64)
+    qs = np.array([total, 0, 0], dtype=np.int64)  # never-used blocks, queue head, queue end
+    stamp, cup, qpos, qn = (np.zeros(N if si[S_CACHING] else 1, dtype=np.int64) for _ in range(4))
     sf[F_H] = horizon
     sf[F_KS] = ks
     cap = 64
@@ -718,7 +770,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     cg = np.zeros((2 * cap, 3), dtype=np.int64)
     cgf = np.zeros(2 * cap)
     sw = np.zeros((max(N, 1), 2), dtype=np.int64)  # the swapped-out ring (each request in it at most once)
-    tq = np.zeros((max(N, 1) + 1, 2), dtype=np.int64)  # (one entry per request and formation at most)
+    tq = np.zeros((2 * max(N, 1) + 2, 2), dtype=np.int64)  # (two entries per request and formation at most)
     bt = np.zeros(N + 1024)
     bnw = np.zeros((N + 1024, 2), dtype=np.int64)
     rci = np.zeros((1024 if record else 0, 5), dtype=np.int64)
@@ -762,7 +814,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         return list(map(get, keys[held].tolist()))
 
     while True:
-        status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq)
+        status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
+                          cup, qpos, qn)
         if status == STATUS_ASK:
             # bring the objects up to date: the last batch's requests, the arrivals, the finished, the preempted
             k = int(si[S_NCG])

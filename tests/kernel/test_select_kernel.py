@@ -5,8 +5,8 @@ prefill), workloads and policies -- user policies defined here (LIFO, longest pr
 out while prompts wait, a prefill-only one that reports blocked prompts) and the built-in non-FCFS orderings (SJF,
 SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
 records and ``examined``, without a KV cache and under the default token rules (``Memory()``: rejection, admission,
-re-asks, victims in the policy's order with ``may_evict``, recompute and swap) and the paged rules without prefix
-caching (vLLM's blocks, victim rules, reservations); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
+re-asks, victims in the policy's order with ``may_evict``, recompute and swap) and the paged rules (vLLM's blocks,
+victim rules, reservations, prefix caching); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
 batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
 the loop gives the same arrays.
 """
@@ -240,7 +240,8 @@ def _paged_case(seed):
     bs = int(rng.choice([1, 4, 16]))
     mem = [VLLM.with_(block_size=bs), VLLM.with_(block_size=bs, victim="last_in_order"),
            VLLM.with_(block_size=bs, reservation="incremental"), Memory(kind="tokens", victim="most_recent"),
-           VLLM.with_(block_size=bs, preemption="swap")][seed % 5]
+           VLLM.with_(block_size=bs, preemption="swap"), VLLM.with_(block_size=bs, prefix_caching=True),
+           VLLM.with_(block_size=bs, prefix_caching=True, reservation="incremental", victim="last_in_order")][seed % 7]
     p, o = w["prompt_tokens"], w["output_tokens"]
     cap = max(int(np.median(p + o) * rng.uniform(0.8, 4.0)) + 1, 2 * bs) // bs * bs + bs
     kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
@@ -250,11 +251,12 @@ def _paged_case(seed):
 
 
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
-@pytest.mark.parametrize("seed", range(15))
+@pytest.mark.parametrize("seed", range(21))
 def test_paged_rules_agree(seed, routed):
-    """The paged rules without prefix caching (vLLM's blocks, most recent or last-in-order victim, whole-prompt or
-    incremental reservation, one-token blocks, swap): blocks for the running requests first, a victim while they do
-    not fit and the policy asked again with the admitted alone, then head-of-line admission by paged_take."""
+    """The paged rules (vLLM's blocks, most recent or last-in-order victim, whole-prompt or incremental reservation,
+    one-token blocks, swap, prefix caching): blocks for the running requests first, a victim while they do not fit and
+    the policy asked again with the admitted alone, then head-of-line admission by paged_take, a re-admitted victim
+    taking back its own cached leading blocks."""
     e, w, kw, pols = _paged_case(seed)
     for name, make in pols.items():
         b = simulate(e, w, make(), method="generic", **kw)
@@ -267,15 +269,18 @@ def test_paged_rules_agree(seed, routed):
 
 
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
-def test_paged_cases_preempt_swap_and_reject():
-    seen = {"preempt": 0, "swap": 0, "reject": 0}
-    for seed in range(15):
+def test_paged_cases_preempt_swap_reject_and_take_back():
+    seen = {"preempt": 0, "swap": 0, "reject": 0, "take-back": 0}
+    for seed in range(21):
         e, w, kw, _ = _paged_case(seed)
         r = simulate(e, w, LIFO(), **kw)
         seen["preempt"] += r.preemptions > 0
         seen["swap"] += r.swap_tokens > 0
         seen["reject"] += r.rejected > 0
-    assert seen["preempt"] >= 5 and seen["swap"] >= 1 and seen["reject"] >= 2, seen
+        if e.memory.prefix_caching:  # the take-back changes the run (the same cache without it differs)
+            r0 = simulate(e.with_(memory=e.memory.with_(prefix_caching=False)), w, LIFO(), **kw)
+            seen["take-back"] += r.wasted_tokens != r0.wasted_tokens
+    assert seen["preempt"] >= 5 and seen["swap"] >= 1 and seen["reject"] >= 2 and seen["take-back"] >= 2, seen
 
 
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
@@ -305,14 +310,13 @@ def test_cases_not_covered_run_on_engine_run(routed):
 
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
     w = {"arrival_s": np.linspace(0, 2, 20), "prompt_tokens": np.full(20, 50), "output_tokens": np.full(20, 9)}
-    for e in (eng.with_(kv_capacity_tokens=2000, memory=VLLM.with_(prefix_caching=True)),
-              eng.with_(async_scheduling=True)):
+    for e in (eng.with_(async_scheduling=True),):
         simulate(e, w, LIFO(), n_requests=20)
     simulate(eng.with_(kv_capacity_tokens=2000, memory=Memory()), w, LIFO(), n_requests=20, record_iterations=True)
     simulate(eng, w, LIFO(), n_requests=20, record_batches=True)
     simulate(eng, w, LIFO(), n_requests=20, method="generic")
     assert routed == []
-    assert not covers(kv_cap=100, memory=VLLM.with_(prefix_caching=True)) and not covers(async_scheduling=True)
+    assert not covers(async_scheduling=True) and covers(kv_cap=100, memory=VLLM.with_(prefix_caching=True))
     assert not covers(kv_cap=100, memory=Memory(), record=True) and not covers(window=True)
     assert covers() and covers(kv_cap=100, memory=Memory()) and covers(kv_cap=100, memory=VLLM)
 
@@ -416,7 +420,8 @@ def _arrays():
                               horizon=kwp["horizon_s"], record=False, check=True,
                               compose=getattr(e.batch_time, "composition_time", None),
                               emit_at_prefill=e.prefill_emits_token, kv_cap=e.kv_capacity_tokens,
-                              memory=VLLM.with_(block_size=4), preemption="recompute")
+                              memory=VLLM.with_(block_size=4, prefix_caching=bool(seed % 2)),
+                              preemption="recompute")
             for k in ("finish_s", "first_token_s", "preemptions_per_request"):
                 res[f"{seed}/{name}/paged/{k}"] = np.asarray(out2[k])
             res[f"{seed}/{name}/paged/counts"] = np.array([out2[k] for k in ("iterations", "examined", "preemptions",
