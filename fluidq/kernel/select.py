@@ -63,8 +63,10 @@ re-admitted request takes back its own cached leading blocks by ``prefix_want`` 
 Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
 context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
 the same with a KV cache under the token rules (``Memory()``) or the paged rules (vLLM's, prefix caching included),
-recompute or swap preemption, ``may_evict``, but without records.  Not covered, so :func:`fluidq.simulate` runs them
-on :class:`EngineRun` (the reference): records (``record_iterations``) with a KV cache, async scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
+recompute or swap preemption, ``may_evict``, with records (``kv_used``; paged: ``resident``, ``waiting``,
+``useful_tokens`` with the high-water mark ``R_HWM``; the row's ``demand`` is the last view's, whose ids the driver
+passes in ``vw``).  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the reference): async
+scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
 array style is slower than EngineRun).  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` /
 :mod:`fluidq.kernel.kv`.
 
@@ -110,7 +112,8 @@ S_CGP = 48  # the prefill chunks' rows at the head of cg (the rest: the batch's 
 # cache and free, whole-prompt reservation, the most recently admitted victim, admissions so far
 S_PAGED, S_BS, S_BSH, S_TOTAL, S_FREE, S_WHOLE, S_MOSTREC, S_NADMSEQ = range(49, 57)
 S_CACHING = 57  # prefix caching: the pool of freed blocks (kvrules' pool_*) on qe, qs, stamp, cup, qpos, qn
-N_SI = 58
+S_NVW = 58  # (records with a KV cache) the last view's request ids, vw[:S_NVW], whose demand a record row holds
+N_SI = 59
 # sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
 F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2 = range(10)
 N_SF = 10
@@ -118,7 +121,8 @@ N_SF = 10
 # finished, 3 swapped out), the check's marks and sum, KV held, tokens to recompute, preemptions
 R_PC, R_D, R_PF, R_DC, R_ST, R_MP, R_MD, R_ACC, R_KV, R_RC, R_NPRE = range(11)
 R_NBK, R_ADM = 11, 12  # (paged) blocks held, -1 when not admitted; admission number
-N_RI = 13
+R_HWM = 13  # (paged records) prompt tokens ever computed: recomputation is not useful
+N_RI = 14
 # rf (float64, per request): first scheduled, prefill done, first token, finish
 R_FS, R_PDN, R_FTK, R_FIN = range(4)
 
@@ -270,7 +274,7 @@ def _preempt(si, sf, ri, sw, tq, pool, v):
 
 @jit
 def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp, cup,
-             qpos, qn):
+             qpos, qn, vw):
     """Run the engine until the policy must be asked (``STATUS_ASK``) or another status (see the module notes)."""
     n = si[S_N]
     h = sf[F_H]
@@ -579,7 +583,13 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                         ri[i, R_MP] = s
                         nreq += 1
                 rci[r, 2] = nreq
-                rci[r, 3] = si[S_DEM]
+                if mem:  # the last view's demand (every resident in memory, or the admitted alone)
+                    dv = 0
+                    for j in range(si[S_NVW]):
+                        dv += _demand(ri, vw[j])
+                    rci[r, 3] = dv
+                else:
+                    rci[r, 3] = si[S_DEM]
                 if ks == 0.0 and si[S_COMPOSE] == 0:
                     kvr = 0
                     for j in range(nd):
@@ -603,8 +613,16 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             dem = si[S_DEM]
             ncg = si[S_NCG]
             grown = 0
+            useful = 0
             for j in range(npf):
                 i, m = bp[j, 0], bp[j, 1]
+                if record and paged:  # prompt tokens computed for the first time
+                    top = ri[i, R_PF] + m
+                    if ri[i, R_PC] - ri[i, R_RC] < top:
+                        top = ri[i, R_PC] - ri[i, R_RC]
+                    if top > ri[i, R_HWM]:
+                        useful += top - ri[i, R_HWM]
+                        ri[i, R_HWM] = top
                 dem -= _demand(ri, i)
                 x = rf[i, R_FS]
                 if x != x:
@@ -623,9 +641,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                             ri[i, R_DC] = 1
                             rf[i, R_FTK] = t
                             work -= 1
+                            useful += 1
                     elif emit != 0 and 0 < ri[i, R_DC] < ri[i, R_D]:  # a recomputation caught up: next token
                         ri[i, R_DC] += 1
                         work -= 1
+                        useful += 1
                     if ri[i, R_DC] >= ri[i, R_D]:
                         rf[i, R_FIN] = t
                 dem += _demand(ri, i)
@@ -659,6 +679,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 si[S_USED] += grown
                 if si[S_USED] > si[S_PEAK]:  # (StationMemory.after_batch notes the peak before releasing)
                     si[S_PEAK] = si[S_USED]
+                if record:
+                    rci[si[S_NR] - 1, 5] = si[S_USED]
             # the finished requests leave (prompt done and every output token given), their KV freed
             nfin = si[S_NFIN]
             for j in range(npf + nd):
@@ -681,6 +703,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                             si[S_NADM] -= 1
             si[S_NRES] -= nfin - si[S_NFIN]
             si[S_NFIN] = nfin
+            if record and paged:  # residents holding blocks, the others (swapped out included), useful tokens
+                r = si[S_NR] - 1
+                rci[r, 6] = si[S_NADM]
+                rci[r, 7] = si[S_NRES] - si[S_NADM]
+                rci[r, 8] = useful + nd
             si[S_PH] = PH_BEGIN
         else:
             return STATUS_DONE
@@ -708,7 +735,7 @@ def covers(*, kv_cap=None, memory=None, async_scheduling=False, initial=(), reco
     """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes)."""
     if async_scheduling or initial or record_batches or window:
         return False
-    return kv_cap is None or not record
+    return True
 
 
 def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, compose=None,
@@ -723,8 +750,6 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     n = len(arr)
     N = n
     mem = kv_cap is not None
-    if mem and record:
-        raise ValueError("run_select: records with a KV cache are not covered (see covers())")
     ri = np.zeros((N, N_RI), dtype=np.int64)
     ri[:, R_PC] = P
     ri[:, R_D] = D
@@ -773,7 +798,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     tq = np.zeros((2 * max(N, 1) + 2, 2), dtype=np.int64)  # (two entries per request and formation at most)
     bt = np.zeros(N + 1024)
     bnw = np.zeros((N + 1024, 2), dtype=np.int64)
-    rci = np.zeros((1024 if record else 0, 5), dtype=np.int64)
+    rci = np.zeros((1024 if record else 0, 9), dtype=np.int64)
+    vw = np.zeros(max(N, 1) if record and mem else 1, dtype=np.int64)
     rcf = np.zeros((1024 if record else 0, 2))
     arr_l, P_l, D_l = arr.tolist(), P.tolist(), D.tolist()
     objs: dict = {}  # the residents' RequestState objects (not the swapped out), in arrival order
@@ -808,14 +834,14 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
 
     paged = bool(si[S_PAGED])
 
-    def admitted():
+    def admitted(ids=False):
         keys = np.fromiter(objs, np.int64, len(objs))
-        held = ri[keys, R_NBK] >= 0 if paged else ri[keys, R_KV] > 0
-        return list(map(get, keys[held].tolist()))
+        keys = keys[ri[keys, R_NBK] >= 0 if paged else ri[keys, R_KV] > 0]
+        return keys if ids else list(map(get, keys.tolist()))
 
     while True:
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
-                          cup, qpos, qn)
+                          cup, qpos, qn, vw)
         if status == STATUS_ASK:
             # bring the objects up to date: the last batch's requests, the arrivals, the finished, the preempted
             k = int(si[S_NCG])
@@ -848,6 +874,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             t = float(sf[F_T])
             if mem:
                 visible = admitted() if si[S_HIDE] else objs.values()
+                if record:  # the view's ids: a record row holds their demand (EngineRun: view.demand)
+                    ids = admitted(True) if si[S_HIDE] else np.fromiter(objs, np.int64, len(objs))
+                    vw[:len(ids)] = ids
+                    si[S_NVW] = len(ids)
                 reqs = tuple(visible)
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max,
                                  kv_free_tokens=int(si[S_FREE] * si[S_BS] if paged else kv_cap - si[S_USED]))
@@ -931,6 +961,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         recs = {"t_s": rcf[:nr, 0].copy(), "prefill_tokens": rci[:nr, 0].copy(), "decode_tokens": rci[:nr, 1].copy(),
                 "requests": rci[:nr, 2].copy(), "batch_s": rcf[:nr, 1].copy(), "demand": rci[:nr, 3].copy(),
                 "kv_tokens": rci[:nr, 4].copy()}
+        if mem:
+            recs["kv_used"] = rci[:nr, 5].copy()
+        if paged:
+            recs.update(resident=rci[:nr, 6].copy(), waiting=rci[:nr, 7].copy(), useful_tokens=rci[:nr, 8].copy())
     return {"first_scheduled_s": rf[:, R_FS].copy(), "prefill_done_s": rf[:, R_PDN].copy(),
             "first_token_s": rf[:, R_FTK].copy(), "finish_s": rf[:, R_FIN].copy(),
             "backlog": (bt[:nb].copy(), bnw[:nb, 0].copy(), bnw[:nb, 1].copy()), "iterations": int(si[S_NITER]),

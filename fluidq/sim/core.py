@@ -360,8 +360,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
         kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
         On the generic path (``policy.select`` every iteration: user policies, orderings other than FCFS) ``"auto"``
-        runs an engine without a KV cache (or with one, under any memory rules -- token, paged, prefix caching --,
-        without ``record_iterations``) and with synchronous scheduling on the compiled ``select()`` loop
+        runs an engine without a KV cache or with one (any memory rules: token, paged, prefix caching) and with
+        synchronous scheduling, without ``initial`` residents or ``record_batches``, on the compiled ``select()`` loop
         (:mod:`fluidq.kernel.select`, identical results; the result's ``method`` stays ``"generic"``) where numba
         compiles it; ``"generic"`` runs the Python reference (:class:`fluidq.kernel.step.EngineRun`).
     check_batches : bool, optional

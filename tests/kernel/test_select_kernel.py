@@ -6,7 +6,7 @@ out while prompts wait, a prefill-only one that reports blocked prompts) and the
 SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
 records and ``examined``, without a KV cache and under the default token rules (``Memory()``: rejection, admission,
 re-asks, victims in the policy's order with ``may_evict``, recompute and swap) and the paged rules (vLLM's blocks,
-victim rules, reservations, prefix caching); ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
+victim rules, reservations, prefix caching), with records; ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
 batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
 the loop gives the same arrays.
 """
@@ -221,10 +221,11 @@ def test_token_rules_agree(seed, routed):
     kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
     if rng.random() < 0.4:
         kw.update(preemption="swap", swap_s_per_token=float(rng.choice([0.0, 1e-4])))
-    for name, make in pols.items():
-        b = simulate(e, w, make(), method="generic", **kw)
+    for j, (name, make) in enumerate(pols.items()):
+        rec = bool((seed + j) % 2)  # records (kv_used; paged: resident, waiting, useful tokens) on half the runs
+        b = simulate(e, w, make(), method="generic", record_iterations=rec, **kw)
         n_routed = len(routed)
-        a = simulate(e, w, make(), method="auto", **kw)
+        a = simulate(e, w, make(), method="auto", record_iterations=rec, **kw)
         assert len(routed) == n_routed + 1, name
         _same(a, b, f"seed {seed} {name}")
         for k in ("wasted_tokens", "swap_tokens"):
@@ -258,10 +259,11 @@ def test_paged_rules_agree(seed, routed):
     the policy asked again with the admitted alone, then head-of-line admission by paged_take, a re-admitted victim
     taking back its own cached leading blocks."""
     e, w, kw, pols = _paged_case(seed)
-    for name, make in pols.items():
-        b = simulate(e, w, make(), method="generic", **kw)
+    for j, (name, make) in enumerate(pols.items()):
+        rec = bool((seed + j) % 2)  # records (kv_used; paged: resident, waiting, useful tokens) on half the runs
+        b = simulate(e, w, make(), method="generic", record_iterations=rec, **kw)
         n_routed = len(routed)
-        a = simulate(e, w, make(), method="auto", **kw)
+        a = simulate(e, w, make(), method="auto", record_iterations=rec, **kw)
         assert len(routed) == n_routed + 1, name
         _same(a, b, f"seed {seed} {name}")
         for k in ("wasted_tokens", "swap_tokens"):
@@ -306,19 +308,18 @@ def test_token_rules_cover_preemption_swap_and_rejection():
 
 
 def test_cases_not_covered_run_on_engine_run(routed):
-    from fluidq.engine import VLLM, Memory
+    from fluidq.engine import VLLM, Memory  # noqa: F401
 
     eng = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256)
     w = {"arrival_s": np.linspace(0, 2, 20), "prompt_tokens": np.full(20, 50), "output_tokens": np.full(20, 9)}
     for e in (eng.with_(async_scheduling=True),):
         simulate(e, w, LIFO(), n_requests=20)
-    simulate(eng.with_(kv_capacity_tokens=2000, memory=Memory()), w, LIFO(), n_requests=20, record_iterations=True)
     simulate(eng, w, LIFO(), n_requests=20, record_batches=True)
     simulate(eng, w, LIFO(), n_requests=20, method="generic")
     assert routed == []
     assert not covers(async_scheduling=True) and covers(kv_cap=100, memory=VLLM.with_(prefix_caching=True))
-    assert not covers(kv_cap=100, memory=Memory(), record=True) and not covers(window=True)
-    assert covers() and covers(kv_cap=100, memory=Memory()) and covers(kv_cap=100, memory=VLLM)
+    assert not covers(window=True) and not covers(initial=(1,)) and not covers(record_batches=True)
+    assert covers() and covers(kv_cap=100, memory=Memory(), record=True) and covers(kv_cap=100, memory=VLLM)
 
 
 class _Bad:
@@ -417,11 +418,13 @@ def _arrays():
 
             out2 = run_select(wp["arrival_s"], wp["prompt_tokens"], wp["output_tokens"], policy=pp[name](),
                               b_max=e.b_max, k_max=e.k_max, tau_b=_tau_table(e)[0], ks=_tau_table(e)[1],
-                              horizon=kwp["horizon_s"], record=False, check=True,
+                              horizon=kwp["horizon_s"], record=True, check=True,
                               compose=getattr(e.batch_time, "composition_time", None),
                               emit_at_prefill=e.prefill_emits_token, kv_cap=e.kv_capacity_tokens,
                               memory=VLLM.with_(block_size=4, prefix_caching=bool(seed % 2)),
                               preemption="recompute")
+            for k, v in out2["records"].items():
+                res[f"{seed}/{name}/paged/records/{k}"] = np.asarray(v)
             for k in ("finish_s", "first_token_s", "preemptions_per_request"):
                 res[f"{seed}/{name}/paged/{k}"] = np.asarray(out2[k])
             res[f"{seed}/{name}/paged/counts"] = np.array([out2[k] for k in ("iterations", "examined", "preemptions",
