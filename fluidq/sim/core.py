@@ -562,7 +562,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         if method == "auto" and _compiled() and _select_covers(
                 kv_cap=engine.kv_capacity_tokens, memory=engine.memory, async_scheduling=engine.async_scheduling,
                 initial=initial, record_batches=record_batches, window=window, record=record_iterations):
-            # the select() loop on the kernel's arrays (fluidq.kernel.select: the same results as run_generic)
+            # the select() loop on the kernel's arrays (fluidq.kernel.select: the same results as run_generic); a
+            # lazily tabulated batch time is tabulated up to the run's largest possible batch first, as for kv.py
+            if isinstance(tau_b, _LazyTau):
+                tau_b, ks = _kernel_tau_table(engine, P_a, D_a)
             out = run_select(arr_a, P_a, D_a, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
                              horizon=hz, record=record_iterations, check=check_batches,
                              compose=getattr(engine.batch_time, "composition_time", None),

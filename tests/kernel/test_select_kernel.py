@@ -307,6 +307,22 @@ def test_token_rules_cover_preemption_swap_and_rejection():
     assert seen["preempt"] >= 5 and seen["swap"] >= 2 and seen["reject"] >= 2, seen
 
 
+@pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
+def test_a_budget_above_the_eager_table_agrees(routed):
+    """b_max above EAGER_TAU_TOKENS: EngineRun fills its batch-time table lazily; the select kernel gets the table up
+    to the run's largest possible batch (as kv.py does) and the same times."""
+    from fluidq.sim.core import EAGER_TAU_TOKENS
+
+    eng = Engine(batch_time=Affine(c=0.004, a=2e-9), b_max=4 * EAGER_TAU_TOKENS, k_max=8)
+    rng = np.random.default_rng(2)
+    n = 120
+    w = {"arrival_s": np.sort(rng.uniform(0, 5, n)), "prompt_tokens": rng.integers(1, 5000, n),
+         "output_tokens": rng.integers(1, 50, n)}
+    for make in (LIFO, LongestPromptFirst):
+        _same(simulate(eng, w, make(), n_requests=n), simulate(eng, w, make(), n_requests=n, method="generic"), "lazy")
+    assert len(routed) == 2
+
+
 def test_cases_not_covered_run_on_engine_run(routed):
     from fluidq.engine import VLLM, Memory  # noqa: F401
 
