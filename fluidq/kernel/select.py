@@ -724,6 +724,9 @@ def _clamp(si, bp, kv_cap):
         si[S_NP] = 0
 
 
+_ready = False  # _advance called once in this process (compiled or loaded)
+
+
 def _grow_rows(a, need):
     b = np.empty((max(need, 2 * a.shape[0]),) + a.shape[1:], dtype=a.dtype)
     b[:a.shape[0]] = a
@@ -839,9 +842,18 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         keys = keys[ri[keys, R_NBK] >= 0 if paged else ri[keys, R_KV] > 0]
         return keys if ids else list(map(get, keys.tolist()))
 
-    while True:
+    global _ready
+    if not _ready:  # the first call compiles _advance (or loads it from numba's cache): a note if that is slow
+        from .run import compile_note
+
+        with compile_note("the select() kernel (policies asked in Python)"):
+            status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs,
+                              stamp, cup, qpos, qn, vw)
+        _ready = True
+    else:
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
                           cup, qpos, qn, vw)
+    while True:
         if status == STATUS_ASK:
             # bring the objects up to date: the last batch's requests, the arrivals, the finished, the preempted
             k = int(si[S_NCG])
@@ -924,15 +936,15 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 adm = admitted()
                 seq = dict(zip((q.rid for q in adm), ri[[q.rid for q in adm], R_ADM].tolist()))
                 si[S_VIC] = max(adm, key=lambda q: victim_key(True, seq[q.rid], 0)).rid
-                continue
-            cands = _victim_order(policy, admitted(), t)[::-1]
-            victim = None
-            for q in cands:
-                if may_evict is None or may_evict(q, t):
-                    victim = q
-                    break
-            si[S_VIC] = -1 if victim is None else victim.rid
-            si[S_VICF] = cands[0].rid if cands else -1
+            else:
+                cands = _victim_order(policy, admitted(), t)[::-1]
+                victim = None
+                for q in cands:
+                    if may_evict is None or may_evict(q, t):
+                        victim = q
+                        break
+                si[S_VIC] = -1 if victim is None else victim.rid
+                si[S_VICF] = cands[0].rid if cands else -1
         elif status == STATUS_TAU:  # a composition's time of the batch the memory rules kept, from the KV held
             nbp, nd = int(si[S_NP]), int(si[S_ND])
             ids = bp[:nbp, 0]
@@ -955,6 +967,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 rcf = _grow_rows(rcf, int(si[S_NEEDR]))
         else:
             break
+        status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
+                          cup, qpos, qn, vw)
     nb, nr = int(si[S_NB]), int(si[S_NR])
     recs = None
     if record:
