@@ -85,7 +85,8 @@ def main(argv=None) -> int:
     failed = False
     print(f"{'policy':<14}{'memory':<24}{'EngineRun us/req':>18}{'select us/req':>16}{'ratio':>8}  note")
     for pname, make in (("user-sarathi", UserSarathi), ("sarathi-sjf", lambda: Sarathi(order=SJF()))):
-        for mname, e in (("none", eng), ("Memory() 16384 (binds)", eng.with_(kv_capacity_tokens=16_384, memory=Memory())),
+        for mname, e in (("none", eng),
+                         ("Memory() 16384 (binds)", eng.with_(kv_capacity_tokens=16_384, memory=Memory())),
                          ("vLLM 32768 (binds)", eng.with_(kv_capacity_tokens=32_768, memory=VLLM)),
                          ("vLLM+prefix 32768", eng.with_(kv_capacity_tokens=32_768,
                                                          memory=VLLM.with_(prefix_caching=True)))):

@@ -6,9 +6,9 @@ Python, everything else advanced by compiled code over flat arrays.
 series, iterations, busy time, records, ``examined``; ``tests/kernel/test_select_kernel.py`` holds the two equal on
 random engines, workloads, user policies and the built-in non-FCFS orderings).  The state of the run is the
 kernel's: flat arrays indexed by request with kv.py's names (``pc`` the prompt, ``pf`` prefilled, ``dc`` decoded,
-``st`` 0 not arrived, 1 resident, 2 finished; ``fs``/``pdn``/``ftk``/``fin`` first scheduled, prefill done, first
-token, finish), advanced by :func:`_advance` (compiled by :func:`fluidq.kernel._jit.jit`, cached; plain Python
-without numba), which runs until the policy must be asked and stops with a status, as :mod:`fluidq.kernel.kv` stops
+``st`` 0 not arrived or rejected, 1 resident, 2 finished, 3 swapped out; ``fs``/``pdn``/``ftk``/``fin`` first
+scheduled, prefill done, first token, finish), advanced by :func:`_advance` (compiled by
+:func:`fluidq.kernel._jit.jit`, cached; plain Python without numba), which runs until the policy must be asked and stops with a status, as :mod:`fluidq.kernel.kv` stops
 for progress and buffer growth:
 
 * ``STATUS_ASK``: a batch is due at ``t``.  The driver brings its persistent
@@ -49,16 +49,18 @@ to :mod:`fluidq.kernel.kvrules` (``never_fits`` at arrival, ``swap_in_fits``, ``
 change (a victim's prompt, prefilled, recompute and preemption counts; a swap out of or back into the view) are
 refreshed from the arrays (``tq``) at the next stop.
 
-The paged rules (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --; same branch) are ``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``)
-against the free ones; while they do not fit, ``STATUS_VICTIM`` (the driver takes the most recently admitted by
-``victim_key`` over the admission numbers, or the last in ``_victim_order`` that ``may_evict`` allows, else the
-first candidate, as StationMemory does) and the policy is asked again with the admitted requests alone; then the
-running requests take their blocks (``_take``) and new ones are admitted head-of-line by ``paged_take``, with
-``paged_retry`` to ask again; swap-ins take ``cdiv(held)`` blocks back; rejection is ``never_fits`` over the blocks.  With prefix caching the pool of freed blocks is
-kvrules' (``pool_alloc``, ``pool_release``, ``pool_reuse`` on ``qe``/``qs``/``stamp``/``cup``/``qpos``/``qn``, the layout
-of :mod:`fluidq.kernel.kv`; ``qe`` holds twice the cache's blocks, so a compaction always leaves room), and a
-re-admitted request takes back its own cached leading blocks by ``prefix_want`` (its prompt restarts after them:
-``prefilled``, KV held, work and wasted tokens as StationMemory changes them).
+The paged rules (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --; same branch) are
+``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``) against the free
+ones; while they do not fit, ``STATUS_VICTIM`` (the driver takes the most recently admitted by ``victim_key`` over
+the admission numbers, or the last in ``_victim_order`` that ``may_evict`` allows, else the first candidate, as
+StationMemory does) and the policy is asked again with the admitted requests alone; then the running requests take
+their blocks (``_take``) and new ones are admitted head-of-line by ``paged_take``, with ``paged_retry`` to ask
+again; swap-ins take ``cdiv(held)`` blocks back; rejection is ``never_fits`` over the blocks. With prefix caching
+the pool of freed blocks is kvrules' (``pool_alloc``, ``pool_release``, ``pool_reuse`` on
+``qe``/``qs``/``stamp``/``cup``/``qpos``/``qn``, the layout of :mod:`fluidq.kernel.kv`; ``qe`` holds twice the
+cache's blocks, so a compaction always leaves room), and a re-admitted request takes back its own cached leading
+blocks by ``prefix_want`` (its prompt restarts after them: ``prefilled``, KV held, work and wasted tokens as
+StationMemory changes them).
 
 Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
 context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and

@@ -6,9 +6,9 @@ out while prompts wait, a prefill-only one that reports blocked prompts) and the
 SRPT, LAS, PARS with scores, UNIBOOST) -- give identical per-request times, backlog series, iterations, busy time,
 records and ``examined``, without a KV cache and under the default token rules (``Memory()``: rejection, admission,
 re-asks, victims in the policy's order with ``may_evict``, recompute and swap) and the paged rules (vLLM's blocks,
-victim rules, reservations, prefix caching), with records; ``simulate(method="auto")`` routes those runs to it (``"generic"`` keeps EngineRun); a bad
-batch raises EngineRun's PolicyError with its message; run uncompiled (``NUMBA_DISABLE_JIT=1``, in a child process)
-the loop gives the same arrays.
+victim rules, reservations, prefix caching), with records; ``simulate(method="auto")`` routes those runs to it
+(``"generic"`` keeps EngineRun); a bad batch raises EngineRun's PolicyError with its message; run uncompiled
+(``NUMBA_DISABLE_JIT=1``, in a child process) the loop gives the same arrays.
 """
 import sys
 from pathlib import Path
