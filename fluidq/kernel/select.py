@@ -8,8 +8,8 @@ random engines, workloads, user policies and the built-in non-FCFS orderings).  
 kernel's: flat arrays indexed by request with kv.py's names (``pc`` the prompt, ``pf`` prefilled, ``dc`` decoded,
 ``st`` 0 not arrived or rejected, 1 resident, 2 finished, 3 swapped out; ``fs``/``pdn``/``ftk``/``fin`` first
 scheduled, prefill done, first token, finish), advanced by :func:`_advance` (compiled by
-:func:`fluidq.kernel._jit.jit`, cached; plain Python without numba), which runs until the policy must be asked and stops with a status, as :mod:`fluidq.kernel.kv` stops
-for progress and buffer growth:
+:func:`fluidq.kernel._jit.jit`, cached; plain Python without numba), which runs until the policy must be asked and
+stops with a status, as :mod:`fluidq.kernel.kv` stops for progress and buffer growth:
 
 * ``STATUS_ASK``: a batch is due at ``t``.  The driver brings its persistent
   :class:`~fluidq.policies.base.RequestState` objects up to date from what the kernel says changed -- the
