@@ -369,6 +369,11 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         :class:`~fluidq.kernel.KernelNotCompiledWarning`), else the generic path; both give identical requests
         (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
         kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
+        On the generic path (``policy.select`` every iteration: user policies, orderings other than FCFS) ``"auto"``
+        runs an engine without a KV cache or with one (any memory rules: token, paged, prefix caching) and with
+        synchronous scheduling, without ``initial`` residents or ``record_batches``, on the compiled ``select()`` loop
+        (:mod:`fluidq.kernel.select`, identical results; the result's ``method`` stays ``"generic"``) where numba
+        compiles it; ``"generic"`` runs the Python reference (:class:`fluidq.kernel.step.EngineRun`).
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
@@ -561,16 +566,32 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
             check_batches = not isinstance(pol, Scheduler)
         window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
                   and type(pol.order).order is Ordering.order and not initial and not record_batches)
-        # the generic loop indexes Python lists (faster than numpy scalars in plain Python)
-        out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
-                          k_max=engine.k_max, tau_b=tau_b, ks=ks,
-                          horizon=hz, record=record_iterations, check=check_batches,
-                          kv_cap=engine.kv_capacity_tokens, preemption=preemption,
-                          swap_s_per_token=swap_s_per_token, record_batches=record_batches,
-                          initial=tuple(initial), progress=progress, window=window, memory=engine.memory,
-                          compose=getattr(engine.batch_time, "composition_time", None),
-                          emit_at_prefill=engine.prefill_emits_token,
-                          async_scheduling=engine.async_scheduling)
+        from ..kernel._jit import compiled as _compiled
+        from ..kernel.select import covers as _select_covers, run_select
+
+        if method == "auto" and _compiled() and _select_covers(
+                kv_cap=engine.kv_capacity_tokens, memory=engine.memory, async_scheduling=engine.async_scheduling,
+                initial=initial, record_batches=record_batches, window=window, record=record_iterations):
+            # the select() loop on the kernel's arrays (fluidq.kernel.select: the same results as run_generic); a
+            # lazily tabulated batch time is tabulated up to the run's largest possible batch first, as for kv.py
+            if isinstance(tau_b, _LazyTau):
+                tau_b, ks = _kernel_tau_table(engine, P_a, D_a)
+            out = run_select(arr_a, P_a, D_a, policy=pol, b_max=engine.b_max, k_max=engine.k_max, tau_b=tau_b, ks=ks,
+                             horizon=hz, record=record_iterations, check=check_batches,
+                             compose=getattr(engine.batch_time, "composition_time", None),
+                             emit_at_prefill=engine.prefill_emits_token, progress=progress,
+                             kv_cap=engine.kv_capacity_tokens, preemption=preemption,
+                             swap_s_per_token=swap_s_per_token, memory=engine.memory)
+        else:  # the reference: EngineRun (the generic loop indexes Python lists, faster than numpy scalars in Python)
+            out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
+                              k_max=engine.k_max, tau_b=tau_b, ks=ks,
+                              horizon=hz, record=record_iterations, check=check_batches,
+                              kv_cap=engine.kv_capacity_tokens, preemption=preemption,
+                              swap_s_per_token=swap_s_per_token, record_batches=record_batches,
+                              initial=tuple(initial), progress=progress, window=window, memory=engine.memory,
+                              compose=getattr(engine.batch_time, "composition_time", None),
+                              emit_at_prefill=engine.prefill_emits_token,
+                              async_scheduling=engine.async_scheduling)
     n0 = len(initial)
     if n0:
         a0 = np.array([float(r.arrival_s) for r in initial])
