@@ -84,13 +84,13 @@ from itertools import repeat
 
 import numpy as np
 
-from ..policies.base import QueueView, RequestState, batch_violations
+from ..policies.base import Batch, QueueView, RequestState, _shape_errors, batch_violations
 from ._jit import jit
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
 from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
 from .kvrules import token_next, token_take
 from .memory import _may_evict_hook, _victim_order, block_shift, victim_key
-from .step import PolicyError
+from .step import PolicyError, _idle_with_work
 
 __all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
            "covers", "run_select"]
@@ -900,6 +900,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
             examined += len(reqs)
             batch = select(view)
+            if batch.__class__ is not Batch and not isinstance(batch, Batch):  # (EngineRun.ask, check on or off)
+                raise PolicyError(f"policy {name!r} at t={t:.6g} s returned {batch!r:.80}, not a fluidq.policies.Batch")
+            if check and _shape_errors(batch):  # entries that are not whole numbers (numpy would cast them)
+                _raise(name, t, batch, view)
             last = (batch, view)
             pre, dec = batch.prefill, batch.decode
             nbp, nd = len(pre), len(dec)
@@ -921,6 +925,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             si[S_NP], si[S_ND] = nbp, nd
             if batch.blocked:
                 blocked.update(batch.blocked)
+            if not mem and not nbp and not nd and si[S_NA] >= n:  # EngineRun.begin: an empty batch, nothing to arrive
+                _idle_with_work(policy, view, blocked, t)
             if not mem and compose is not None and (nbp or nd):
                 ctxs = [objs[rid].prefilled + objs[rid].decoded - emit_at_prefill for rid in dec] \
                     if _residents(objs, batch) else None

@@ -34,6 +34,13 @@ def deadline(seconds=20):
         signal.signal(signal.SIGALRM, old)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _kernel_ready():
+    """Compile (or load from numba's cache) the select() kernel before any deadline starts: a first compile in a
+    fresh worker takes ~12 CPU-s, and the alarm cannot interrupt compiled code anyway."""
+    fluidq.simulate(ENG, WL, policy=Gen(), rng=0, n_requests=3)
+
+
 def _pre_dec(view):
     pre = tuple((r.rid, r.prefill_left) for r in view.requests if r.in_prefill)[:1]
     dec = tuple(r.rid for r in view.requests if not r.in_prefill and r.decode_left > 0)
@@ -93,17 +100,20 @@ def test_generator_batches_run_like_tuples(policy, check):
     assert res.tokens_served >= int((res.requests["prompt_tokens"][done] + res.requests["output_tokens"][done]).sum())
 
 
+@pytest.mark.parametrize("method", ["auto", "generic"])  # the select() kernel (kernel/select.py) and EngineRun
 @pytest.mark.parametrize("check", [True, False])
 @pytest.mark.parametrize("kw", [dict(horizon_s=20.0), dict(n_requests=10)])
-def test_zero_token_batch_is_a_policy_error(check, kw):
+def test_zero_token_batch_is_a_policy_error(check, kw, method):
     with deadline(), pytest.raises(PolicyError, match="'zero'"):
-        fluidq.simulate(ENG, WL, policy=Zero(), rng=0, check_batches=check, **kw)
+        fluidq.simulate(ENG, WL, policy=Zero(), rng=0, check_batches=check, method=method, **kw)
 
 
+@pytest.mark.parametrize("method", ["auto", "generic"])  # the select() kernel (kernel/select.py) and EngineRun
 @pytest.mark.parametrize("check", [True, False])
-def test_idle_policy_with_work_waiting_ends_with_an_error(check):
-    with deadline(), pytest.raises(PolicyError, match="'idle'.*nothing"):
-        fluidq.simulate(ENG, WL, policy=Idle(), rng=0, check_batches=check, n_requests=10)
+def test_idle_policy_with_work_waiting_ends_with_an_error(check, method):
+    with deadline(), pytest.raises(PolicyError, match="'idle'.*nothing") as err:
+        fluidq.simulate(ENG, WL, policy=Idle(), rng=0, check_batches=check, n_requests=10, method=method)
+    assert "10 requests wait with work left" in str(err.value)
 
 
 class Returns:
