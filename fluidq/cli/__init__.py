@@ -209,7 +209,8 @@ def _main(argv, first) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        with _warning_lines(args.command):
+            return int(args.func(args) or 0)
     except (FluidqError, CliError) as exc:
         from .common import as_typed
         from .progress import end_line
@@ -243,6 +244,37 @@ def _main(argv, first) -> int:
         print(f"fluidq {args.command}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug in "
               "fluidq: please report the command line; FLUIDQ_TRACEBACK=1 shows where)", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _warning_lines(command):
+    """While a command runs, a :class:`fluidq._validate.VllmBlockSizeWarning` (a ``--block-size`` outside vLLM
+    0.9-0.16's set, planned as given) is one ``fluidq COMMAND: warning:`` line on stderr naming the flag, each
+    text once however many faces check the block size; the command goes on.  Other warnings are shown as
+    before (``fluidq sweep`` prints its store's warnings the same way)."""
+    import warnings
+
+    from .._validate import VllmBlockSizeWarning
+
+    said = set()
+    with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+        warnings.simplefilter("always", VllmBlockSizeWarning)  # (once per text here, not per calling line)
+        shown = warnings.showwarning
+
+        def show(message, category, *rest, **kw):
+            if not issubclass(category, VllmBlockSizeWarning):
+                return shown(message, category, *rest, **kw)
+            text = (message.said_as(f"--{message.name.replace('_', '-')} {message.value}")
+                    if isinstance(message, VllmBlockSizeWarning) else str(message))
+            if text not in said:
+                said.add(text)
+                from .progress import end_line
+
+                end_line()
+                print(f"fluidq {command}: warning: {_printable(text)}", file=sys.stderr)
+
+        warnings.showwarning = show
+        yield
 
 
 def _options_before_the_command(parser, argv) -> None:
