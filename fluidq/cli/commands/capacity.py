@@ -258,7 +258,8 @@ def _roofline(args):
     out["load_basis_load"] = _basis_load(lb, args.rate)
     if lb.basis != "max_throughput":
         lines.insert(_after_capacity(lines) + 1,
-                     _basis_line(lb, res, out["load_basis_load"], against="the capacity line", figure="the region line"))
+                     _basis_line(lb, res, out["load_basis_load"], against="the capacity line",
+                                 figure="the region line"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
