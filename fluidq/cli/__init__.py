@@ -249,14 +249,15 @@ def _main(argv, first) -> int:
 @contextlib.contextmanager
 def _warning_lines(command):
     """While a command runs, a :class:`fluidq._validate.VllmBlockSizeWarning` (a ``--block-size`` outside vLLM
-    0.9-0.16's set, planned as given) is one ``fluidq COMMAND: warning:`` line on stderr naming the flag, each
-    text once however many faces check the block size; the command goes on.  Other warnings are shown as
-    before (``fluidq sweep`` prints its store's warnings the same way)."""
+    0.9-0.16's set, planned as given) is kept, and said once the command has answered: one ``fluidq COMMAND:
+    warning:`` line on stderr naming the flag, each text once however many faces checked the block size.  A
+    command that fails says its one error line alone (the warning is dropped).  Other warnings are shown as before
+    (``fluidq sweep`` prints its store's warnings the same way, as they come)."""
     import warnings
 
     from .._validate import VllmBlockSizeWarning
 
-    said = set()
+    said = []
     with warnings.catch_warnings():  # restores the filters and showwarning afterwards
         warnings.simplefilter("always", VllmBlockSizeWarning)  # (once per text here, not per calling line)
         shown = warnings.showwarning
@@ -267,14 +268,12 @@ def _warning_lines(command):
             text = (message.said_as(f"--{message.name.replace('_', '-')} {message.value}")
                     if isinstance(message, VllmBlockSizeWarning) else str(message))
             if text not in said:
-                said.add(text)
-                from .progress import end_line
-
-                end_line()
-                print(f"fluidq {command}: warning: {_printable(text)}", file=sys.stderr)
+                said.append(text)
 
         warnings.showwarning = show
         yield
+    for text in said:  # the command answered (an exception skips this)
+        print(f"fluidq {command}: warning: {_printable(text)}", file=sys.stderr)
 
 
 def _options_before_the_command(parser, argv) -> None:

@@ -310,6 +310,12 @@ def test_a_block_size_outside_vllm_s_set_is_planned_as_given_with_a_warning_on_e
     assert rc == 0 and inputs["block_size"] == block and inputs["kv_capacity_tokens"] % block == 0
 
 
+def test_a_command_that_fails_after_the_block_size_warning_says_its_error_alone(capsys):
+    # a block of 1,000,000 tokens is planned as given (a warning) and then fits no GPU: the one error line, as ever
+    assert_one_line(["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--block-size", "1000000"], capsys,
+                    "fluidq models: error:", "less than one KV block")
+
+
 @pytest.mark.parametrize("block", [0, -16])
 def test_a_block_size_below_one_is_refused_on_every_face(block, tmp_path, capsys):
     calls, argvs = _block_faces(tmp_path, block)
