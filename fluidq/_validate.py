@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -76,22 +77,38 @@ TOKEN_RATE_WHY = ("token rates between 1e-12 and 1e18 tokens/s keep the time-sha
 #: vLLM's KV-cache block sizes, tokens: ``CacheConfig.block_size`` is ``BlockSize = Literal[1, 8, 16, 32, 64, 128,
 #: 256]`` in vLLM's API reference for v0.11 to v0.16 (v0.9 and v0.10: the same without 256; docs.vllm.ai,
 #: ``vllm.config.cache``, read 2026-12-07).  Later releases type it as any positive integer and align it to the
-#: attention backend's supported sizes; the set is what ``--block-size`` takes on the releases that list one (the
-#: profiles shipped with fluidq were measured on vLLM 0.19.0 with blocks of 16).  Only a block size the user gives
-#: for vLLM is checked against it: a block size a run records is vLLM's own, and :class:`fluidq.engine.Memory`'s
-#: paged cache is any engine's (other servers page in other sizes).
+#: attention backend's supported sizes (the profiles shipped with fluidq were measured on vLLM 0.19.0 with blocks of
+#: 16).  A block size the user gives for vLLM outside this set is planned as given, with a
+#: :class:`VllmBlockSizeWarning`; a block size a run records is vLLM's own (not checked against the set), and
+#: :class:`fluidq.engine.Memory`'s paged cache is any engine's (other servers page in other sizes).
 VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)
-VLLM_BLOCK_WHY = ("vLLM's --block-size takes one of these (CacheConfig.block_size, vLLM 0.9-0.16; later releases "
-                  "align other sizes to the attention backend's)")
+VLLM_BLOCK_WHY = ("vLLM 0.9-0.16 take only these for --block-size (CacheConfig.block_size); later releases take "
+                  "other sizes and align them to the attention backend's, so check that your vLLM accepts it")
+
+
+class VllmBlockSizeWarning(UserWarning):
+    """A block size for vLLM outside :data:`VLLM_BLOCK_SIZES`: planned as given; the warning says which vLLM
+    releases take it.  ``name`` and ``value``: the parameter and the block size.  The command line prints it once,
+    as one ``fluidq COMMAND: warning:`` line on stderr naming the flag (:meth:`said_as`)."""
+
+    def __init__(self, name: str, value: int):
+        self.name, self.value = name, value
+        super().__init__(self.said_as(f"{name}={value}"))
+
+    def said_as(self, given: str) -> str:
+        """The warning's text with the block size named as ``given`` (``--block-size 7`` on the command line)."""
+        return (f"{given} is not one of vLLM's block sizes {', '.join(map(str, VLLM_BLOCK_SIZES))}: planned as "
+                f"given; {VLLM_BLOCK_WHY}")
 
 
 def vllm_block_size(name: str, value) -> int:
-    """``value`` as vLLM's KV block size (:data:`VLLM_BLOCK_SIZES`), or a ``ParameterError`` naming ``name``, the
-    value and the allowed set."""
+    """``value`` as vLLM's KV block size: a whole number within [1, MAX_BUDGET_TOKENS], or a ``ParameterError``
+    naming ``name``; one outside :data:`VLLM_BLOCK_SIZES` is returned as given, with a
+    :class:`VllmBlockSizeWarning` (later vLLM releases take other sizes and align them to the attention
+    backend's)."""
     b = integer(name, value, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     if b not in VLLM_BLOCK_SIZES:
-        raise ParameterError(name, value, "one of vLLM's block sizes " + ", ".join(map(str, VLLM_BLOCK_SIZES)),
-                             VLLM_BLOCK_WHY)
+        warnings.warn(VllmBlockSizeWarning(name, b), stacklevel=2)
     return b
 
 

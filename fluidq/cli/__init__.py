@@ -209,7 +209,8 @@ def _main(argv, first) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        with _warning_lines(args.command):
+            return int(args.func(args) or 0)
     except (FluidqError, CliError) as exc:
         from .common import as_typed
         from .progress import end_line
@@ -243,6 +244,36 @@ def _main(argv, first) -> int:
         print(f"fluidq {args.command}: internal error: {type(exc).__name__}: {one_line(exc)} (a bug in "
               "fluidq: please report the command line; FLUIDQ_TRACEBACK=1 shows where)", file=sys.stderr)
         return 1
+
+
+@contextlib.contextmanager
+def _warning_lines(command):
+    """While a command runs, a :class:`fluidq._validate.VllmBlockSizeWarning` (a ``--block-size`` outside vLLM
+    0.9-0.16's set, planned as given) is kept, and said once the command has answered: one ``fluidq COMMAND:
+    warning:`` line on stderr naming the flag, each text once however many faces checked the block size.  A
+    command that fails says its one error line alone (the warning is dropped).  Other warnings are shown as before
+    (``fluidq sweep`` prints its store's warnings the same way, as they come)."""
+    import warnings
+
+    from .._validate import VllmBlockSizeWarning
+
+    said = []
+    with warnings.catch_warnings():  # restores the filters and showwarning afterwards
+        warnings.simplefilter("always", VllmBlockSizeWarning)  # (once per text here, not per calling line)
+        shown = warnings.showwarning
+
+        def show(message, category, *rest, **kw):
+            if not issubclass(category, VllmBlockSizeWarning):
+                return shown(message, category, *rest, **kw)
+            text = (message.said_as(f"--{message.name.replace('_', '-')} {message.value}")
+                    if isinstance(message, VllmBlockSizeWarning) else str(message))
+            if text not in said:
+                said.append(text)
+
+        warnings.showwarning = show
+        yield
+    for text in said:  # the command answered (an exception skips this)
+        print(f"fluidq {command}: warning: {_printable(text)}", file=sys.stderr)
 
 
 def _options_before_the_command(parser, argv) -> None:

@@ -98,11 +98,17 @@ def test_capacity_monotone_in_gpu_memory_utilization(model, gpu, k, p, o):
     assert caps[-1] > caps[0]
 
 
-#: held-out engine for the simulation band: Qwen2.5-14B on an A100, max_num_seqs 64, fixed 1200 + 400 tokens, caches at
-#: 0.95, 1.05 and 1.1 times k_max (p + o/2), through the switch (the KV cache still binds at all three in the formula;
-#: the simulated engine preempts 0.13, 0.03 and 0 times a request).  Measured 2026-12-07 (3 seeds of 1,500 requests):
-#: the formula -2.1, -1.1 and -0.3 % of the simulation's mean (before: -4.7, +3.5 % (k_max, no preemption) and +1.8 %)
-SIM_ENGINE = ("Qwen2.5-14B", "A100-SXM4-80GB", 64, 1200, 400)
+#: held-out engine for the simulation band: Qwen2.5-14B on an A100, max_num_seqs 64, fixed 800 + 250 tokens, caches at
+#: 0.95, 1.0, 1.05 and 1.1 times k_max (p + o/2), through the switch (the KV cache still binds at all four in the
+#: formula; the simulated engine preempts 0.11, 0.09, 0.02 and 0 times a request).  Measured 2026-12-07 (the two seeds
+#: below, 1,500 requests each): the formula -0.3, -2.0, -3.5 and +0.4 % of the simulation's mean.  Main 222e481's
+#: formula (fluidq.dtmc.kv_basis.kv_capacity at that commit) against the same simulations: -3.3 and -8.2 % at 0.95 and
+#: 1.0 (4,207 and 4,192 tokens/s against 4,351 and 4,567), outside the band at 1.0, and at 1.05 and 1.1 no KV-rules
+#: capacity at all (the cache counted as not binding; max_throughput 5,741 tokens/s, +20 %); this test's body run on
+#: the 222e481 tree, its own simulator included: -7.0 and -9.3 %, then that missing capacity.  (On the engine it
+#: replaced, 1200 + 400 tokens at 0.95, 1.05 and 1.1 x, 222e481 was inside the band wherever it gave a KV-rules
+#: capacity, -4.9 % at 0.95 x and -3.0 % at 1.0 x: only its missing capacity above 1.0 x failed there, not the band.)
+SIM_ENGINE = ("Qwen2.5-14B", "A100-SXM4-80GB", 64, 800, 250)
 #: the formula over the mean of two seeded simulations (the tokens of the requests completing in the middle of a
 #: 1,500-request run at 1.5 x overload, 0.3-0.9 of its arrivals; one seed spreads +-2.5 %)
 SIM_BAND = (0.95, 1.05)
@@ -127,16 +133,17 @@ def _ratio(m, g, k, p0, o0, factor):
     return pred.tokens_per_s / served, pred.tokens_per_s, served
 
 
-@pytest.mark.parametrize("factor", [0.95, 1.05, 1.1])
+@pytest.mark.parametrize("factor", [0.95, 1.0, 1.05, 1.1])
 def test_kv_rules_capacity_tracks_simulation_through_the_switch(factor):
     ratio, pred, served = _ratio(*SIM_ENGINE, factor)
     assert SIM_BAND[0] <= ratio <= SIM_BAND[1], (factor, pred, served, ratio)
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-12-07 (h-kvjump): Llama-3.2-1B on an L4, max_num_seqs 24, fixed 300 + 150 tokens, cache 9,000 "
-    "tokens (1.0 x k_max (p + o/2)): formula 4,945 tokens/s against 4,542 simulated (3 seeds), +8.9 % (+7.1 % before "
-    "this change); the formula is +6.5 % already at 0.8 x, deep in the KV-bound regime (a cache of 19-24 requests: "
+    "measured 2026-12-07 (h-kvjump; rerun h-fixe): Llama-3.2-1B on an L4, max_num_seqs 24, fixed 300 + 150 tokens, "
+    "cache 9,000 tokens (1.0 x k_max (p + o/2)): formula 4,943 tokens/s against 4,530 simulated (the 2 seeds of "
+    "_ratio), +9.1 % (main 222e481's formula 4,864, +7.4 %); the formula is +6.1 % already at 0.8 x, deep in the "
+    "KV-bound regime (a cache of 19-24 requests: "
     "the small-cache miss of validation/RESULTS.md), and the simulated preemptions stop at 1.1 x, before the cohort "
     "ramp's 1.33 x (fixed lengths on token memory: the residents' phases spread more than one cohort's)"))
 def test_small_cache_through_the_switch():

@@ -9,7 +9,7 @@ import pytest
 from flow_profile import write_profile  # tests/stability (tests/conftest.py puts it on sys.path)
 from fluidq.errors import FluidqError, ParameterError
 from fluidq.models import ModelFacts
-from fluidq.testing.cli import assert_one_line
+from fluidq.testing.cli import assert_one_line, run_cli
 from fluidq.validate.deployment import deployment_engine, predict_deployment
 
 #: the synthetic 13B of the review: 40 layers, hidden 5120, 40 query / 8 KV heads, MLP 13824
@@ -256,31 +256,83 @@ def test_validate_run_refuses_a_run_that_served_another_model(tmp_path, capsys):
                     "--served-model-is-profiled is read only with --run")
 
 
-@pytest.mark.parametrize("block", [7, 3, 12, 48, 512])
-def test_a_block_size_vllm_does_not_take_is_refused_on_every_face(block, tmp_path, capsys):
-    # finding 7b: `capacity --gpu --block-size 7` planned 310,387 tokens; vLLM's CacheConfig.block_size takes
-    # 1, 8, 16, 32, 64, 128, 256 (fluidq._validate.VLLM_BLOCK_SIZES)
+def _block_faces(tmp_path, block):
+    """The library faces that plan a block size given for vLLM, each returning the KV cache it planned, tokens; and
+    the command lines that do (the same flags on every command that takes --profile-dir)."""
     from fluidq.validate.roofline import predict_roofline_deployment
 
     d = folder(tmp_path)
     cfg = config(tmp_path, SYNTH)
     facts = ModelFacts.from_config(cfg)
-    for call in (lambda: predict_deployment(d, model=facts, block_size=block, **LENGTHS),
-                 lambda: deployment_engine(d, model=facts, block_size=block, kv_capacity_tokens=100_000),
-                 lambda: predict_roofline_deployment("Llama-3.1-8B", "H100", input_tokens=1000, output_tokens=300,
-                                                     block_size=block)):
-        with pytest.raises(ParameterError, match=r"one of vLLM's block sizes 1, 8, 16, 32, 64, 128, 256") as exc:
+    calls = (lambda: predict_deployment(d, model=facts, block_size=block, **LENGTHS).inputs["kv_capacity_tokens"],
+             lambda: deployment_engine(d, model=facts, block_size=block, gpu_memory_gib=80)[0].kv_capacity_tokens,
+             lambda: predict_roofline_deployment("Llama-3.1-8B", "H100", input_tokens=1000, output_tokens=300,
+                                                 block_size=block).inputs["kv_capacity_tokens"])
+    prof = ["--profile-dir", str(d), "--model-config", str(cfg), "--gpu-memory-gib", "80", "--block-size", str(block)]
+    argvs = (["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "1000", "--output-len", "300",
+              "--block-size", str(block)],
+             ["capacity", *prof, "--input-len", "1000", "--output-len", "300"],
+             ["check", *prof, "--rate", "5", "--policy", "vllm-chunked"],
+             ["simulate", *prof, "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"],
+             ["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--block-size", str(block)])
+    return calls, argvs
+
+
+@pytest.mark.parametrize("block", [7, 12, 48, 512])
+def test_a_block_size_outside_vllm_s_set_is_planned_as_given_with_a_warning_on_every_face(block, tmp_path, capsys):
+    # rev-indep finding 7b: `capacity --gpu --block-size 7` was planned without a word; then it was refused on every
+    # face, which refused what later vLLM releases take (fin9 finding 4; the shipped profiles are vLLM 0.19.0).  vLLM
+    # 0.9-0.16 take only 1, 8, 16, 32, 64, 128, 256 (fluidq._validate.VLLM_BLOCK_SIZES): another whole block size is
+    # planned as given, in whole blocks of it, with a VllmBlockSizeWarning saying so
+    from fluidq._validate import VllmBlockSizeWarning
+
+    calls, argvs = _block_faces(tmp_path, block)
+    for call in calls:
+        with pytest.warns(VllmBlockSizeWarning, match=rf"block_size={block} is not one of vLLM's block sizes 1, 8, "
+                                                      r"16, 32, 64, 128, 256: planned as given; vLLM 0\.9-0\.16 take "
+                                                      r"only these .* later releases take other sizes") as rec:
+            kv = call()
+        assert kv > 0 and kv % block == 0, (block, kv)
+        assert all(w.message.name == "block_size" and w.message.value == block for w in rec
+                   if issubclass(w.category, VllmBlockSizeWarning))
+    # the command line: exit 0, the answer on stdout, the warning once (however many faces read the block size) as
+    # one line on stderr naming the flag
+    line = (f"warning: --block-size {block} is not one of vLLM's block sizes 1, 8, 16, 32, 64, 128, 256: planned as "
+            "given; vLLM 0.9-0.16 take only these")
+    for argv in argvs:
+        rc, out, err = run_cli(argv, capsys)
+        assert rc == 0, (argv, rc, err)
+        said = [ln for ln in err.splitlines() if "--block-size" in ln]
+        assert len(said) == 1 and said[0].startswith(f"fluidq {argv[0]}: {line}"), (argv, err)
+        assert "Traceback" not in err and "error" not in err and out.strip(), (argv, err)
+    rc, out, _ = run_cli([*argvs[0], "--json"], capsys)  # the answer is in blocks of the size given
+    inputs = json.loads(out)["inputs"]
+    assert rc == 0 and inputs["block_size"] == block and inputs["kv_capacity_tokens"] % block == 0
+
+
+def test_a_command_that_fails_after_the_block_size_warning_says_its_error_alone(capsys):
+    # a block of 1,000,000 tokens is planned as given (a warning) and then fits no GPU: the one error line, as ever
+    assert_one_line(["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--block-size", "1000000"], capsys,
+                    "fluidq models: error:", "less than one KV block")
+
+
+@pytest.mark.parametrize("block", [0, -16])
+def test_a_block_size_below_one_is_refused_on_every_face(block, tmp_path, capsys):
+    calls, argvs = _block_faces(tmp_path, block)
+    for call in calls:
+        with pytest.raises(ParameterError, match=r"an integer >= 1") as exc:
             call()
         assert exc.value.name == "block_size"
-    want = (f"--block-size={block}", "one of vLLM's block sizes 1, 8, 16, 32, 64, 128, 256")
-    prof = ["--profile-dir", str(d), "--model-config", str(cfg), "--gpu-memory-gib", "80", "--block-size", str(block)]
-    for argv in (["capacity", "--model", "Llama-3.1-8B", "--gpu", "H100", "--input-len", "1000", "--output-len",
-                  "300", "--block-size", str(block)],
-                 ["capacity", *prof, "--input-len", "1000", "--output-len", "300"],
-                 ["check", *prof, "--rate", "5", "--policy", "vllm-chunked"],
-                 ["simulate", *prof, "--rate", "5", "--horizon", "3", "--policy", "vllm-chunked"],
-                 ["models", "kv", "Llama-3.1-8B", "--gpu-memory-gib", "80", "--block-size", str(block)]):
-        assert_one_line(argv, capsys, *want)
+    for argv in argvs:
+        assert_one_line(argv, capsys, "--block-size", "an integer >= 1")
+
+
+def test_a_block_size_that_is_no_whole_number_is_refused():
+    from fluidq._validate import vllm_block_size
+
+    for bad in (16.5, "16", None, True):
+        with pytest.raises(FluidqError, match="block_size"):
+            vllm_block_size("block_size", bad)
 
 
 def test_vllm_block_sizes_are_accepted_and_a_recorded_one_is_vllm_s_own(tmp_path):

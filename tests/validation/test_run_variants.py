@@ -55,8 +55,9 @@ def test_a_variant_is_read_with_its_window_and_interval(name, tmp_path):
     assert np.isfinite(st["tokens_per_s"]) and st["ticks"] >= 3
     assert st["window_s"][0] <= st["window_s"][1] and reg["binding_source"]
     # the capacity is the mean of the served tokens per tick over the stated window (read again from the raw
-    # timeseries here), and its 95 % interval, centred on it, -- where the ticks allow one -- is informative (half-width under 50 % of the mean)
-    # and no narrower than the independent-ticks interval (ticks are positively
+    # timeseries here), and its 95 % interval, centred on it, -- where the ticks allow one -- is informative (half-width
+    # under 35 % of the mean; 50 % for the 2 s-tick variant, below) and no narrower than the independent-ticks
+    # interval (ticks are positively
     # autocorrelated, which the batch means take in: 1.0-2.2x as wide here)
     ts = run.timeseries
     t = np.asarray(ts["t"], dtype=float)
@@ -67,9 +68,11 @@ def test_a_variant_is_read_with_its_window_and_interval(name, tmp_path):
     if np.isfinite(lo):  # batch means over blocks of sqrt(n) ticks or more; none with fewer than 3 blocks
         half = (hi - lo) / 2
         assert (lo + hi) / 2 == pytest.approx(st["tokens_per_s"], rel=1e-12)
-        # under half the mean: the 2 s-tick variant's 16-tick window gives 4 blocks of 4 and a t quantile of 3
-        # degrees of freedom, +-42 % (the real runs' ticks are that noisy and correlated); the others 17-34 % (2026-12-07)
-        assert 1.96 * win.std(ddof=1) / np.sqrt(win.size) * (1 - 1e-9) <= half < 0.5 * st["tokens_per_s"]
+        # under 0.35 of the mean, as before the interval took sqrt(n)-tick blocks and a t quantile: the others
+        # 17-34 % (2026-12-07); under half for the 2 s-tick variant alone, whose 16-tick window gives 4 blocks of 4
+        # and a t quantile of 3 degrees of freedom, +-42 % (the real runs' ticks are that noisy and correlated)
+        most = 0.5 if name == "tick-2s" else 0.35
+        assert 1.96 * win.std(ddof=1) / np.sqrt(win.size) * (1 - 1e-9) <= half < most * st["tokens_per_s"], (name, half)
     else:
         assert not np.isfinite(hi) and st["ticks"] < 100, st  # withheld only for a short window
     # the budgets the variant's vLLM ran with: the 4090 run's 256, the RTX PRO 6000 runs' 128 (vllm_meta.json),

@@ -239,9 +239,6 @@ def _roofline(args):
     out["stability_region"] = {"tokens_per_s": reg.tokens_per_s, "requests_per_s": reg.requests_per_s,
                                "tokens_per_request": _per_request(reg), "reason": reg.reason,
                                "kv_rules_requests_per_s": None if kvr is None else kvr.requests_per_s}
-    from ...dtmc.load_basis import BASIS_WORDS
-    from ...results import fmt_load
-
     lines.insert(_after_capacity(lines),
                  f"region          {_n(reg.tokens_per_s)} tokens/s, {_n(reg.requests_per_s)} req/s "
                  f"(m_p + m_d - 1 = {_residents(round(_per_request(reg), 6))} tokens a request: the iteration that ends a prefill "
@@ -258,14 +255,11 @@ def _roofline(args):
                     f"where they read that basis, {kv_band.saturate_words()} ({kv_band.source}); here the cache holds "
                     f"{_n(one.limits.get('kv_cache', float('nan')))} requests)"))
     out.update(lb.to_dict())
-    out["load_basis_load"] = None if args.rate is None or not lb.requests_per_s > 0 else args.rate / lb.requests_per_s
+    out["load_basis_load"] = _basis_load(lb, args.rate)
     if lb.basis != "max_throughput":
         lines.insert(_after_capacity(lines) + 1,
-                     f"load basis      {_n(lb.requests_per_s)} req/s, {_gap(lb.requests_per_s, res.requests_per_s)} "
-                     f"the capacity line: {BASIS_WORDS[lb.basis]} (fluidq.dtmc.load_basis), what `fluidq check "
-                     "--load`, `simulate --load` and `latency --loads` are fractions of (the region line says why "
-                     "it differs)" + ("" if out["load_basis_load"] is None else
-                                      f"; --rate is load {fmt_load(out['load_basis_load'])} of it"))
+                     _basis_line(lb, res, out["load_basis_load"], against="the capacity line",
+                                 figure="the region line"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
@@ -287,28 +281,35 @@ def _load_basis(args, engine, workload):
     return load_basis(engine, workload, n_engines=args.engines)
 
 
-def _basis_line(lb, res, load) -> str:
-    """The ``load basis`` line where the load basis ``lb`` is not the capacity line ``res``
-    (:func:`fluidq.max_throughput`): the basis' figure in the words of
-    :data:`fluidq.dtmc.load_basis.BASIS_WORDS`, how far from the capacity line, and, where the KV cache binds,
-    where seeded simulations saturate against each (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`);
-    ``load``: ``--rate``'s load on the basis (``None`` without ``--rate``)."""
+def _basis_load(lb, rate) -> float | None:
+    """``--rate``'s load on the load basis ``lb`` (the JSON's ``load_basis_load``): ``None`` without a rate or
+    where the basis serves nothing."""
+    return None if rate is None or not lb.requests_per_s > 0 else rate / lb.requests_per_s
+
+
+def _basis_line(lb, res, load, *, against: str = "the requests line", figure: str = "the capacity above") -> str:
+    """The ``load basis`` line where the load basis ``lb`` is not :func:`fluidq.max_throughput`: the basis' figure
+    in the words of :data:`fluidq.dtmc.load_basis.BASIS_WORDS`, how far from ``res`` (the answer's line named
+    ``against``), and, where the KV cache binds, where seeded simulations saturate against the max_throughput
+    figure (``figure``: the capacity line without ``--gpu``, the region line with it) and against the basis
+    (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`); ``load``: ``--rate``'s load on the basis (``None``
+    without ``--rate``).  Both paths of ``fluidq capacity`` print it."""
     from ...dtmc.load_basis import BASIS_WORDS
     from ...results import fmt_load
 
     line = (f"load basis      {_n(lb.requests_per_s)} req/s = {_n(lb.tokens_per_s)} tokens/s of batch work, "
-            f"{_gap(lb.requests_per_s, res.requests_per_s)} the requests line: {BASIS_WORDS[lb.basis]} "
+            f"{_gap(lb.requests_per_s, res.requests_per_s)} {against}: {BASIS_WORDS[lb.basis]} "
             "(fluidq.dtmc.load_basis), what `fluidq check --load`, `simulate --load` and `latency --loads` are "
             "fractions of")
     if lb.basis == "kv_rules":
         from ...stability.measured import SATURATION_PER_BASIS
 
         mt, kvb = SATURATION_PER_BASIS["max_throughput"], SATURATION_PER_BASIS["kv_rules"]
-        line += ("; the KV cache binds, and the capacity above takes the batch its mean request footprints allow, "
+        line += (f"; the KV cache binds, and {figure} takes the batch its mean request footprints allow, "
                  f"not its rules: on {mt.engines} KV-bound engines that figure was {mt.above_words()}, which lie at "
                  f"{kvb.sim_over_basis[0]:.2f}-{kvb.sim_over_basis[1]:.2f} times this basis ({kvb.source})")
     elif lb.basis == "flow_balance":
-        line += "; the engine's batch time reads the batch composition, so the capacity above counts no decode cost"
+        line += f"; the engine's batch time reads the batch composition, so {figure} counts no decode cost"
     if load is not None:
         line += f"; --rate is load {fmt_load(load)} of it" + (" (above 1)" if load > 1 else "")
     return line
@@ -540,8 +541,7 @@ def run(args):
     # 200: 4.579 req/s here, 3.837 under the cache's rules, where `check --load` reads its loads; 2026-12-07)
     lb = _load_basis(args, engine, workload)
     out.update(lb.to_dict())
-    rate = workload.arrival_rate_per_s if args.rate is not None else None
-    out["load_basis_load"] = None if rate is None or not lb.requests_per_s > 0 else rate / lb.requests_per_s
+    out["load_basis_load"] = _basis_load(lb, workload.arrival_rate_per_s if args.rate is not None else None)
     if lb.basis != "max_throughput":
         lines.insert(_after_capacity(lines) + (1 if res.requests_per_s is not None else 0),
                      _basis_line(lb, res, out["load_basis_load"]))
