@@ -162,7 +162,7 @@ class RecordedBlockSize(int):
 def _block(block_size) -> int:
     if isinstance(block_size, RecordedBlockSize):
         return integer("block_size", int(block_size), minimum=1, maximum=MAX_BUDGET_TOKENS)
-    return vllm_block_size("block_size", block_size)  # vLLM's set: --block-size 7 was planned (rev-indep #7b)
+    return vllm_block_size("block_size", block_size)  # vLLM's set, or a warning (rev-indep #7b, fin9 #4)
 
 
 def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, output_tokens):
