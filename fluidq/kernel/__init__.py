@@ -11,8 +11,13 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
   drives :func:`run_generic`'s engine and every station of a network in Python (every station a fed
   :class:`EngineRun`, with run skipping for the decode-first chunked schedulers), with the routing, forks,
   joins and recording (moved from ``fluidq.sim.network``, which drives it);
+* :mod:`fluidq.kernel.routing` -- the routing rules of a network written once (a choice's option, a JSQ router's
+  pick, a fork's and a join's arrivals, a refused hop), called by the Python event clock and inlined by the
+  compiled network loop;
 * :mod:`fluidq.kernel.kvrules` -- the memory rules the compiled loops inline (admission, reservation, the block
   pool);
+* :mod:`fluidq.kernel.compose` -- the operator-profile iteration model (composition batch time) evaluated inside
+  the compiled loops, the same seconds as :meth:`fluidq.batchtime.operators.IterationModel.time`;
 * :mod:`fluidq.kernel.step` -- the ``select()`` loop for any policy (a user's object, orderings whose keys
   change with time): an engine's state (:class:`EngineRun`) and one iteration (:func:`step`), with the Python
   memory rules; :func:`run_generic` runs it on the event clock (moved from ``fluidq.sim._generic``);
@@ -25,7 +30,8 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
   ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;
 * :mod:`fluidq.kernel.run` -- the compiled loops' drivers, :func:`run_fcfs` and :func:`run_fcfs_kv`;
 * :mod:`fluidq.kernel._jit` -- numba's ``njit(cache=True)`` or the Python stand-in (numba is imported
-  on the first simulation, not with fluidq).
+  on the first simulation, not with fluidq);
+* :mod:`fluidq.kernel._pages` -- ordinary (4 KiB) pages, not transparent huge pages, for a run's per-request arrays.
 """
 from __future__ import annotations
 

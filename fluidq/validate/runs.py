@@ -32,9 +32,11 @@ saturated tick after it, and its capacity is the mean over all of them -- no tic
 it was.  The binding limit is a diagnosis of that same window: ``kv_cache`` when the run preempts there or its KV
 use sits at >= 90 % in at least half of its ticks, ``k_max`` when ``running`` sits at ``max_num_seqs`` (times the
 data-parallel size: the run's ``running`` counts every replica) in at least half of them, else ``token_budget``.
-Each regime's mean tokens/s comes with a 95 % interval from batch means with a batch size chosen from the data
-(:func:`batch_means`; per-tick throughput is autocorrelated), or none where the ticks are too few for their
-correlation.
+Each regime's mean tokens/s comes with a 95 % interval from batch means (per-tick throughput is autocorrelated):
+blocks of ``ceil(sqrt(n))`` consecutive ticks, or of :func:`batch_means`'s data-chosen size where that is larger,
+ending at the window's last tick, with the t quantile of ``nb - 1`` degrees of freedom; none with fewer than 3
+blocks (:func:`_window_ci`).  The resident count and the queue growth take :func:`batch_means` alone (a size chosen
+from the data, none when fewer than 5 batches would be left).
 A request whose stamps are out of order (``queued_ts <= scheduled_ts <= first_token_ts <= last_token_ts``
 on vLLM's engine clock), a timeseries row with a negative count or rate, or tick times that do not increase
 are refused naming the file, line and field.
