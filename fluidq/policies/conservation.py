@@ -121,6 +121,12 @@ def check_work_conserving(policy, *, b_max_values=(2, 3, 4, 6), max_requests: in
         with the number of states checked.  A batch breaking (6a)-(6d) or k_max ends the search: the
         policy is not a valid one, ``work_conserving`` is False, ``reason`` starts "not a valid policy",
         ``invalid`` holds the violation and ``counterexample``/``batch`` the state and the batch.
+
+    Raises
+    ------
+    PolicyError
+        ``policy.select`` returns something that is not a :class:`~fluidq.policies.Batch`, or entries that are not
+        ``(rid, tokens)`` pairs of whole numbers (since 2026-12-07).
     """
     pol = resolve_policy(policy)
     max_requests = integer("max_requests", max_requests, minimum=1, maximum=64,

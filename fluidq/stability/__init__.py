@@ -288,6 +288,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     -------
     StabilityResult (an engine) or NetworkStabilityResult (a network)
 
+    Raises
+    ------
+    PolicyError
+        ``policy`` returns something that is not a :class:`~fluidq.policies.Batch`, or a batch that breaks
+        (6a)-(6d) or k_max in the searched states of :func:`fluidq.policies.check_work_conserving` (budgets 2, 3, 4,
+        6): it is not a valid policy, so no verdict applies (since 2026-12-07; before, a verdict was returned).
+
     References
     ----------
     Li, Dai, Peng, arXiv:2504.07347, Theorem 2.
