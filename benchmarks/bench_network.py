@@ -385,6 +385,37 @@ def _cases():
     }
 
 
+def marginal_us(net, h, kw, repeat):
+    """CPU microseconds per batch between a run of ``h / 8`` s and one of ``h`` s (each the best of ``repeat``,
+    after a first run that compiles or loads the cached code), and the long run's result; bench_routing.py uses it."""
+    simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
+
+    def cpu(hh):
+        best, res = None, None
+        for _ in range(repeat):
+            t0 = time.process_time()
+            res = simulate_network(net, horizon_s=hh, rng=1, **kw)
+            dt = time.process_time() - t0
+            best = dt if best is None or dt < best else best
+        return best, res
+
+    ts, rs = cpu(h / 8)
+    tl, rl = cpu(h)
+    return 1e6 * (tl - ts) / max(rl.batches - rs.batches, 1), rl
+
+
+def child_cases(script, tree, only=None):
+    """Run ``script --child`` in a process importing the fluidq of ``tree``; return its cases (refused when the child
+    imported another fluidq)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    r = subprocess.run([sys.executable, str(Path(script).resolve()), "--child"] + (["--only", only] if only else []),
+                       env=env, cwd=str(tree), capture_output=True, text=True, check=True)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    if not Path(out["fluidq"]).resolve().is_relative_to(Path(tree).resolve()):
+        raise SystemExit(f"the child imported {out['fluidq']}, not the fluidq of {tree}")
+    return out["cases"]
+
+
 def _child(repeat: int, only: str | None = None) -> None:
     """Print, as JSON, each case's marginal CPU microseconds per batch (best of ``repeat``) and its batches
     (``only``: the cases whose name contains it)."""
@@ -392,20 +423,8 @@ def _child(repeat: int, only: str | None = None) -> None:
     for name, (net, h, kw) in _cases().items():
         if only and not any(o in name for o in only.split("|")):
             continue
-        simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
-
-        def cpu(hh):
-            best, res = None, None
-            for _ in range(repeat):
-                t0 = time.process_time()
-                res = simulate_network(net, horizon_s=hh, rng=1, **kw)
-                dt = time.process_time() - t0
-                best = dt if best is None or dt < best else best
-            return best, res
-
-        ts, rs = cpu(h / 8)
-        tl, rl = cpu(h)
-        out[name] = {"us": 1e6 * (tl - ts) / max(rl.batches - rs.batches, 1), "batches": int(rl.batches),
+        us, rl = marginal_us(net, h, kw, repeat)
+        out[name] = {"us": us, "batches": int(rl.batches),
                      "completed": int(sum(rl.completed.values()) if isinstance(rl.completed, dict)
                                       else rl.completed)}
     print(json.dumps({"fluidq": fluidq.__file__, "cases": out}))
@@ -419,14 +438,7 @@ def against(src: str, repeats: int, only: str | None = None) -> None:
           f"{repeats} alternating child processes each (3 runs per child)")
 
     def run(tree):
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"]
-                           + (["--only", only] if only else []), env=env, cwd=str(tree),
-                           capture_output=True, text=True, check=True)
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-        if not Path(out["fluidq"]).resolve().is_relative_to(Path(tree).resolve()):
-            raise SystemExit(f"the child imported {out['fluidq']}, not the fluidq of {tree}")
-        return out["cases"]
+        return child_cases(__file__, tree, only)
 
     new, old = [], []
     for _ in range(repeats):

@@ -21,10 +21,10 @@ import datetime
 import json
 import os
 import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from bench_network import child_cases, marginal_us  # (the same timing and child driver as bench_network.py)
 
 
 def _networks():
@@ -102,20 +102,8 @@ def _child(repeat: int, only: str | None) -> None:
     for name, (net, h, kw) in _cases().items():
         if only and not any(o in name for o in only.split("|")):
             continue
-        simulate_network(net, horizon_s=h / 8, rng=1, **kw)  # compile or load the cached code
-
-        def cpu(hh):
-            best, res = None, None
-            for _ in range(repeat):
-                t0 = time.process_time()
-                res = simulate_network(net, horizon_s=hh, rng=1, **kw)
-                dt = time.process_time() - t0
-                best = dt if best is None or dt < best else best
-            return best, res
-
-        ts, rs = cpu(h / 8)
-        tl, rl = cpu(h)
-        out[name] = {"us": 1e6 * (tl - ts) / max(rl.batches - rs.batches, 1), "run": _summary(rl)}
+        us, rl = marginal_us(net, h, kw, repeat)
+        out[name] = {"us": us, "run": _summary(rl)}
     print(json.dumps({"fluidq": fluidq.__file__, "cases": out}))
 
 
@@ -126,14 +114,7 @@ def against(src: str, repeats: int, only: str | None) -> None:
           f"CPU us per batch (marginal, least of {repeats} alternating children x 3 runs)")
 
     def run(tree):
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child"] + (["--only", only] if only
-                                                                                         else []),
-                           env=env, cwd=str(tree), capture_output=True, text=True, check=True)
-        o = json.loads(r.stdout.strip().splitlines()[-1])
-        if not Path(o["fluidq"]).resolve().is_relative_to(Path(tree).resolve()):
-            raise SystemExit(f"the child imported {o['fluidq']}, not the fluidq of {tree}")
-        return o["cases"]
+        return child_cases(__file__, tree, only)
 
     new, old = [], []
     for _ in range(repeats):
