@@ -130,6 +130,20 @@ R_FS, R_PDN, R_FTK, R_FIN = range(4)
 
 
 @jit(inline="always")
+def _served(ri, rf, cg, cgf, ncg, i, t):
+    """After request ``i``'s tokens of the batch ending at ``t``: its finish time if its prompt and output are done,
+    and its row of changes for the driver (``cg[ncg]``: id, prefilled, decoded; ``cgf[ncg]``: first scheduled); return
+    the next row and its demand now.  (The prefill and the decode advance of ``_advance`` end alike.)"""
+    if ri[i, R_PF] >= ri[i, R_PC] and ri[i, R_DC] >= ri[i, R_D]:
+        rf[i, R_FIN] = t
+    cg[ncg, 0] = i
+    cg[ncg, 1] = ri[i, R_PF]
+    cg[ncg, 2] = ri[i, R_DC]
+    cgf[ncg] = rf[i, R_FS]
+    return ncg + 1, _demand(ri, i)
+
+
+@jit(inline="always")
 def _demand(ri, i):
     """``RequestState.demand`` from the arrays: the remaining prompt, or one decode token, or 0."""
     if ri[i, R_PF] < ri[i, R_PC]:
@@ -648,14 +662,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                         ri[i, R_DC] += 1
                         work -= 1
                         useful += 1
-                    if ri[i, R_DC] >= ri[i, R_D]:
-                        rf[i, R_FIN] = t
-                dem += _demand(ri, i)
-                cg[ncg, 0] = i
-                cg[ncg, 1] = ri[i, R_PF]
-                cg[ncg, 2] = ri[i, R_DC]
-                cgf[ncg] = rf[i, R_FS]
-                ncg += 1
+                ncg, d = _served(ri, rf, cg, cgf, ncg, i, t)
+                dem += d
             for j in range(nd):
                 i = bd[j]
                 dem -= _demand(ri, i)
@@ -665,14 +673,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                     grown += 1
                 if ri[i, R_DC] == 1:
                     rf[i, R_FTK] = t
-                if ri[i, R_DC] >= ri[i, R_D]:
-                    rf[i, R_FIN] = t
-                dem += _demand(ri, i)
-                cg[ncg, 0] = i
-                cg[ncg, 1] = ri[i, R_PF]
-                cg[ncg, 2] = ri[i, R_DC]
-                cgf[ncg] = rf[i, R_FS]
-                ncg += 1
+                ncg, d = _served(ri, rf, cg, cgf, ncg, i, t)
+                dem += d
             si[S_WORK] = work
             si[S_DEM] = dem
             si[S_NCG] = ncg

@@ -221,6 +221,11 @@ def test_token_rules_agree(seed, routed):
     kw = {"horizon_s": horizon if horizon is not None else float(w["arrival_s"][-1] * 3 + 5)}
     if rng.random() < 0.4:
         kw.update(preemption="swap", swap_s_per_token=float(rng.choice([0.0, 1e-4])))
+    _memory_runs_agree(e, w, kw, pols, seed, routed)
+
+
+def _memory_runs_agree(e, w, kw, pols, seed, routed):
+    """Each policy on engine ``e`` (a KV cache) by EngineRun and by the select kernel: the same results."""
     for j, (name, make) in enumerate(pols.items()):
         rec = bool((seed + j) % 2)  # records (kv_used; paged: resident, waiting, useful tokens) on half the runs
         b = simulate(e, w, make(), method="generic", record_iterations=rec, **kw)
@@ -259,15 +264,7 @@ def test_paged_rules_agree(seed, routed):
     the policy asked again with the admitted alone, then head-of-line admission by paged_take, a re-admitted victim
     taking back its own cached leading blocks."""
     e, w, kw, pols = _paged_case(seed)
-    for j, (name, make) in enumerate(pols.items()):
-        rec = bool((seed + j) % 2)  # records (kv_used; paged: resident, waiting, useful tokens) on half the runs
-        b = simulate(e, w, make(), method="generic", record_iterations=rec, **kw)
-        n_routed = len(routed)
-        a = simulate(e, w, make(), method="auto", record_iterations=rec, **kw)
-        assert len(routed) == n_routed + 1, name
-        _same(a, b, f"seed {seed} {name}")
-        for k in ("wasted_tokens", "swap_tokens"):
-            assert getattr(a, k) == getattr(b, k), (seed, name, k)
+    _memory_runs_agree(e, w, kw, pols, seed, routed)
 
 
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
