@@ -416,6 +416,15 @@ def child_cases(script, tree, only=None):
     return out["cases"]
 
 
+def alternate(script, here, src, repeats, only=None):
+    """The cases of ``repeats`` child runs of ``script`` on this tree and on ``src``, alternating: (this, other)."""
+    new, old = [], []
+    for _ in range(repeats):
+        new.append(child_cases(script, here, only))
+        old.append(child_cases(script, Path(src).resolve(), only))
+    return new, old
+
+
 def _child(repeat: int, only: str | None = None) -> None:
     """Print, as JSON, each case's marginal CPU microseconds per batch (best of ``repeat``) and its batches
     (``only``: the cases whose name contains it)."""
@@ -437,13 +446,7 @@ def against(src: str, repeats: int, only: str | None = None) -> None:
           f"{os.cpu_count()} CPUs; this tree ({here}) against {src}: marginal CPU us per batch, best of "
           f"{repeats} alternating child processes each (3 runs per child)")
 
-    def run(tree):
-        return child_cases(__file__, tree, only)
-
-    new, old = [], []
-    for _ in range(repeats):
-        new.append(run(here))
-        old.append(run(Path(src).resolve()))
+    new, old = alternate(__file__, here, src, repeats, only)
     width = max(len(k) for k in new[0])
     print(f"{'case':<{width}}  {'batches':>9}  {'this us':>8}  {'other us':>8}  this/other (each run)")
     differ = []

@@ -24,7 +24,7 @@ import platform
 import time
 from pathlib import Path
 
-from bench_network import child_cases, marginal_us  # (the same timing and child driver as bench_network.py)
+from bench_network import alternate, marginal_us  # (the same timing and child driver as bench_network.py)
 
 
 def _networks():
@@ -113,13 +113,7 @@ def against(src: str, repeats: int, only: str | None) -> None:
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; this tree ({here}) against {src}: "
           f"CPU us per batch (marginal, least of {repeats} alternating children x 3 runs)")
 
-    def run(tree):
-        return child_cases(__file__, tree, only)
-
-    new, old = [], []
-    for _ in range(repeats):
-        new.append(run(here))
-        old.append(run(Path(src).resolve()))
+    new, old = alternate(__file__, here, src, repeats, only)
     width = max(len(k) for k in new[0])
     for k in new[0]:
         if any(r[k]["run"] != new[0][k]["run"] for r in new + old):
