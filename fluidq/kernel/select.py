@@ -90,7 +90,7 @@ from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_vi
 from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
 from .kvrules import token_next, token_take
 from .memory import _may_evict_hook, _victim_order, block_shift, victim_key
-from .step import PolicyError, _idle_with_work
+from .step import PolicyError, _idle_with_work, _require_batch
 
 __all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
            "covers", "run_select"]
@@ -902,8 +902,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
             examined += len(reqs)
             batch = select(view)
-            if batch.__class__ is not Batch and not isinstance(batch, Batch):  # (EngineRun.ask, check on or off)
-                raise PolicyError(f"policy {name!r} at t={t:.6g} s returned {batch!r:.80}, not a fluidq.policies.Batch")
+            if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
+                _require_batch(name, batch, t)
             if check and _shape_errors(batch):  # entries that are not whole numbers (numpy would cast them)
                 _raise(name, t, batch, view)
             last = (batch, view)

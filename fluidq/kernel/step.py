@@ -113,6 +113,13 @@ NAN = math.nan
 INF = math.inf
 
 
+def _require_batch(name, batch, t):
+    """A policy's return that is not a :class:`~fluidq.policies.Batch` (or a subclass) is a :class:`PolicyError`
+    naming the policy (EngineRun and the select() kernel, :mod:`fluidq.kernel.select`, call it)."""
+    if not isinstance(batch, Batch):
+        raise PolicyError(f"policy {name!r} at t={t:.6g} s returned {batch!r:.80}, not a fluidq.policies.Batch")
+
+
 def _idle_with_work(policy, view, blocked, t):
     """A policy scheduled nothing (and did not list as blocked) some request with work left, with nothing
     more to arrive: no later call can differ, so the run would end with that work silently undone."""
@@ -365,9 +372,8 @@ class EngineRun:
         self.examined += len(visible)
         policy = self.policy
         batch = policy.select(view)
-        if batch.__class__ is not Batch and not isinstance(batch, Batch):  # (check on or off: no raw AttributeError)
-            raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s returned "
-                              f"{batch!r:.80}, not a fluidq.policies.Batch")
+        if batch.__class__ is not Batch:  # (check on or off: no raw AttributeError)
+            _require_batch(getattr(policy, "name", policy), batch, t)
         if self.check:
             bad = batch_violations(batch, view)
             if bad:
