@@ -74,7 +74,6 @@ import csv
 import io
 import math
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +83,7 @@ import numpy as np
 from .._io import input_file, json_loads, read_bytes, read_text
 from .._validate import integer
 from ..errors import DataError, ParameterError, ParameterTypeError, UnknownNameError
+from ._yaml import read_profile_meta, scalar_text
 
 __all__ = ["ProfileMeta", "MeasuredBatchTimes", "load_vidur", "load_llmservingsim", "load_splitwise",
            "load_sarathi_figure2", "load_sarathi_table2", "load_measured", "PHASES"]
@@ -295,7 +295,7 @@ def _read_csv(path: Path) -> list[dict]:
 
 
 def _text_or_none(path: Path) -> str | None:
-    """The text of a side file (SOURCE_COMMIT, LICENSE, profile_meta.yaml), undecodable bytes
+    """The text of a side file (SOURCE_COMMIT, LICENSE), undecodable bytes
     replaced; ``None`` when it cannot be read (it only adds provenance)."""
     try:
         return read_bytes("profile", path, max_bytes=1 << 20).decode("utf-8", errors="replace")
@@ -630,18 +630,6 @@ def _no_wild_drop(rows, path, col, tcol) -> None:
                     "re-measure or correct the row")
 
 
-def _simple_yaml(path: Path) -> dict:
-    """Top-level ``key: value`` pairs of a YAML file (enough for ``profile_meta.yaml``): a byte-order mark before
-    the first key and a trailing ``# comment`` are not part of a key or a value."""
-    out = {}
-    for line in (_text_or_none(path) or "").removeprefix("\ufeff").splitlines():
-        m = re.match(r"^([A-Za-z_][\w-]*):\s*(.*?)\s*$", line)
-        if m and m.group(2):
-            v, q = m.group(2), re.match(r"^(['\"])(.*?)\1", m.group(2))
-            out[m.group(1)] = q.group(2) if q else re.sub(r"\s+#.*$", "", v).strip("'\"")
-    return out
-
-
 def _layers_for(model: str) -> int | None:
     """The decoder-layer count of ``model`` (a Hugging Face id such as ``meta-llama/Llama-3.1-8B``) from
     the shipped model facts (:func:`fluidq.models.find_model`)."""
@@ -696,8 +684,10 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     for k, f in files.items():
         if not f.is_file():
             raise FileNotFoundError(f"run_dir={str(d)!r}: no {f.name} (tp={tp})")
-    pmeta = _simple_yaml(d / "profile_meta.yaml") if (d / "profile_meta.yaml").is_file() else {}
-    model = str(vmeta.get("model") or pmeta.get("model") or "")
+    # profile_meta.yaml read whole (an invalid file is refused naming its line and column); its model and GPU are
+    # names, read as text where YAML typed them otherwise (before h-tidy5 a reader of top-level lines returned text)
+    pmeta = read_profile_meta(d)
+    model = str(vmeta.get("model") or scalar_text(pmeta.get("model")) or "")
     if n_layers is None:
         n_layers = _layers_for(model)
         if n_layers is None:
@@ -771,9 +761,8 @@ def load_llmservingsim(run_dir, *, tp: int | None = None, n_layers: int | None =
     kvcap = meta_int("kv_cache.num_kv_tokens", kv_meta.get("num_kv_tokens"), minimum=0) if isinstance(kv_meta, dict) else None
     if kvcap is None:
         notes.append("KV-cache capacity not stated in vllm_meta.json")
-    hf = pmeta
     hw = vmeta.get("hardware") or {}
-    gpu = str((hw.get("device_name") if isinstance(hw, dict) else None) or hf.get("gpu") or "")
+    gpu = str((hw.get("device_name") if isinstance(hw, dict) else None) or scalar_text(pmeta.get("gpu")) or "")
     meta = ProfileMeta(source="casys-kaist/LLMServingSim", commit=_commit(d), path=str(d), gpu=gpu,
                        model=model.split("/")[-1], tp=tp, n_layers=n_layers, license=_license(d, "MIT"),
                        b_max=int(max_tok) if max_tok else None, k_max=int(max_seqs) if max_seqs else None,

@@ -409,47 +409,21 @@ def _kernel_table(tables: dict, n_layers, overhead_us, n_moe_layers=0, pipeline_
 
 
 # ------------------------------------------------------------------------------ attention skew
-def _scalar(v: str):
-    v = v.strip().strip("'\"")
-    low = v.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    try:
-        return float(v)
-    except ValueError:
-        return v
-
-
-def _yaml_block(text: str, key: str) -> dict | None:
-    """The mapping under the top-level ``key:`` of a YAML text, for the plain subset LLMServingSim's
-    ``profile_meta.yaml`` writes (nested ``key: value`` mappings by indentation, ``[a, b]`` inline lists,
-    scalars); ``None`` when the key is absent."""
-    lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == f"{key}:"), None)
-    if start is None:
-        return None
-    root: dict = {}
-    stack = [(-1, root)]
-    for ln in lines[start + 1:]:
-        if not ln.strip() or ln.lstrip().startswith("#"):
-            continue
-        indent = len(ln) - len(ln.lstrip(" "))
-        if indent == 0:
-            break
-        k, _, v = ln.strip().partition(":")
-        while stack and indent <= stack[-1][0]:
-            stack.pop()
-        parent = stack[-1][1]
-        v = v.strip()
-        if not v:
-            child: dict = {}
-            parent[k.strip()] = child
-            stack.append((indent, child))
-        elif v.startswith("[") and v.endswith("]"):
-            parent[k.strip()] = [_scalar(x) for x in v[1:-1].split(",") if x.strip()]
-        else:
-            parent[k.strip()] = _scalar(v)
-    return root
+def _skew_axis(meta, key: str, value):
+    """An axis of ``skew_fit.bucket_axes`` as :class:`AttentionSkew` reads it: ``<axis>_bins`` a list of floats (the
+    edges ``value`` is compared with), ``<axis>_labels`` a list of texts (matched with the bucket table's label
+    columns, which are text); anything else as read.  A bins list that holds no numbers is a ``DataError`` naming
+    the file and the key."""
+    if key.endswith("_bins"):
+        if not isinstance(value, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                  for x in value):
+            raise DataError(f"{meta}: skew_fit.bucket_axes.{key}: expected a list of numbers, not {value!r}")
+        return [float(x) for x in value]
+    if key.endswith("_labels"):
+        if not isinstance(value, list):
+            raise DataError(f"{meta}: skew_fit.bucket_axes.{key}: expected a list of labels, not {value!r}")
+        return [str(x) for x in value]
+    return value
 
 
 def _label(bins, labels, value) -> str:
@@ -542,20 +516,33 @@ class AttentionSkew:
         ``alpha_default`` for ``tp`` and its bucket axes) and, when the folder ships it, the bucket table
         ``profile_tp{tp}_skew_fit.csv`` (the profiler's ``tp<N>/skew_fit.csv``); ``None`` when the profile has
         no enabled skew fit for ``tp``."""
-        from .._io import read_text
+        from ._yaml import read_profile_meta
 
         folder = Path(folder)
         meta = folder / "profile_meta.yaml"
         if not meta.is_file():
             return None
-        fit = _yaml_block(read_text("profile_meta.yaml", meta, what="profile description"), "skew_fit")
-        if not fit or fit.get("enabled") is not True:
+        fit = read_profile_meta(folder).get("skew_fit")  # an invalid file: a DataError naming its line and column
+        if fit is None:
             return None
-        entry = (fit.get("per_tp") or {}).get(str(int(tp)))
-        if not isinstance(entry, dict) or not isinstance(entry.get("alpha_default"), float):
+        if not isinstance(fit, dict):
+            raise DataError(f"{meta}: skew_fit: expected a mapping (enabled, per_tp, bucket_axes), not {fit!r}")
+        if fit.get("enabled") is not True:
             return None
-        axes = dict(fit.get("bucket_axes") or {})
-        axes.pop("pc", None)
+        per_tp = fit.get("per_tp") or {}
+        if not isinstance(per_tp, dict):
+            raise DataError(f"{meta}: skew_fit.per_tp: expected a mapping of tensor-parallel sizes, not {per_tp!r}")
+        # YAML types the keys (``1:`` is the int 1); the TP size is looked up as written
+        entry = {str(k): v for k, v in per_tp.items()}.get(str(int(tp)))
+        if not isinstance(entry, dict) or entry.get("alpha_default") is None:
+            return None
+        alpha = entry["alpha_default"]
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+            raise DataError(f"{meta}: skew_fit.per_tp.{int(tp)}.alpha_default: expected a number, not {alpha!r}")
+        axes = fit.get("bucket_axes") or {}
+        if not isinstance(axes, dict):
+            raise DataError(f"{meta}: skew_fit.bucket_axes: expected a mapping (n_bins, n_labels, ...), not {axes!r}")
+        axes = {str(k): _skew_axis(meta, str(k), v) for k, v in axes.items() if str(k) != "pc"}
         buckets = {}
         table = folder / f"profile_tp{int(tp)}_skew_fit.csv"
         if table.is_file() or Path(str(table) + ".gz").is_file():
@@ -566,9 +553,9 @@ class AttentionSkew:
                 except (KeyError, ValueError) as e:
                     raise DataError(f"{table}: expected columns pc, n_label, skew_rate_label, kv_big_label, "
                                     f"kp_label, alpha (LLMServingSim's skew_fit.csv); {e!r}") from None
-        src = (f"{meta.name} skew_fit (TP{int(tp)}): alpha_default {entry['alpha_default']:g}"
+        src = (f"{meta.name} skew_fit (TP{int(tp)}): alpha_default {alpha:g}"
                + (f", {len(buckets)} buckets from {table.name}" if buckets else ", no bucket table shipped"))
-        return cls(alpha_default=float(entry["alpha_default"]), buckets=buckets, axes=axes, source=src)
+        return cls(alpha_default=float(alpha), buckets=buckets, axes=axes, source=src)
 
 
 # ----------------------------------------------------------------------------------------- LSS

@@ -10,6 +10,7 @@ simulations of 17 KV-bound engines saturate 5-46 % below a figure of the first k
 on the basis).  The basis is compared with what ``fluidq check --load`` itself reads, not with a number written here.
 """
 import json
+import re
 
 import pytest
 
@@ -52,7 +53,10 @@ def test_kv_bound_engine_prints_the_basis_check_reads(capsys):
     rc, js, _ = run_cli(["capacity", *KV_BOUND, "--json"], capsys)
     d = json.loads(js)
     assert d["requests_per_s"] > d["load_basis_requests_per_s"]
-    assert "% below the requests line" in line and "mean request footprints" in line
+    # the mean-footprint caveat is the why line's (max_throughput's reason, the JSON's "reason" word for word); this
+    # line refers to it (h-tidy5: both said it, in different words)
+    assert "% below the requests line" in line and "(the mean-footprint figure, as the why line says)" in line
+    assert lines["why"] == d["reason"] and "mean request footprints, the mean-footprint bound" in d["reason"]
     assert d["load_basis"] == "kv_rules"
     assert d["load_basis_requests_per_s"] == pytest.approx(rate, rel=1e-12)
     assert {"load_basis_tokens_per_s", "load_basis_reason", "load_basis_load", "tokens_per_s", "reason"} <= set(d)
@@ -103,3 +107,37 @@ def test_max_throughput_reason_names_the_mean_footprint_bound_and_the_basis():
     assert "mean-footprint bound" in res.reason and "fluidq.dtmc.load_basis" in res.reason
     free = fluidq.max_throughput(fluidq.Engine(batch_time=fluidq.Affine(c=0.02, a=2e-4), b_max=1024), w)
     assert "mean-footprint bound" not in free.reason
+
+
+#: the words of the mean-footprint caveat (the figure takes the batch mean request footprints allow, not the cache's
+#: rules), in either line that may say it
+CAVEAT = re.compile(r"mean (request )?footprints")
+#: an affine engine whose max_throughput k_max binds (no caveat in its reason) while the cache's rules bind
+K_MAX_BOUND = ["--model", "affine", "--c-ms", "45.26", "--a-ms", "0.2171", "--b-max", "1024", "--k-max", "256",
+               "--kv-capacity", "115958", "--prompt", "83", "--output", "492"]
+
+
+@pytest.mark.parametrize("flags, said_in, referred", [
+    (KV_BOUND, "why", "(the mean-footprint figure, as the why line says)"),
+    (["--gpu", "L4", "--model", "Qwen2.5-7B", "--prompt", "1000", "--output", "200"], "region",
+     "the region line (the mean-footprint figure, as it says)"),
+    (K_MAX_BOUND, "load basis", None),
+])
+def test_the_mean_footprint_caveat_is_said_once(flags, said_in, referred, capsys):
+    # h-tidy5: where the KV cache binds, the why line (the region line with --gpu) and the load basis line each
+    # stated that the capacity figure takes the batch mean footprints allow, not the cache's rules, in other words
+    rc, out, _ = run_cli(["capacity", *flags], capsys)
+    assert rc == 0, out
+    lines = _lines(out)
+    assert len(CAVEAT.findall(out)) == 1, out
+    assert CAVEAT.search(lines[said_in]), lines[said_in]
+    if referred is not None:  # the load basis line points to it instead
+        assert referred in lines["load basis"] and not CAVEAT.search(lines["load basis"])
+    else:  # max_throughput's reason has no caveat here (k_max binds its mean-footprint batch): said on this line
+        assert "mean-footprint" not in lines["why"] and "not its rules" in lines["load basis"]
+    # the measured gap stays on the load basis line
+    from fluidq.stability.measured import SATURATION_PER_BASIS
+
+    assert SATURATION_PER_BASIS["max_throughput"].above_words() in lines["load basis"]
+    rc, js, _ = run_cli(["capacity", *flags, "--json"], capsys)
+    assert json.loads(js)["load_basis"] == "kv_rules"

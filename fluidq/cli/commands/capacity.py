@@ -259,7 +259,7 @@ def _roofline(args):
     if lb.basis != "max_throughput":
         lines.insert(_after_capacity(lines) + 1,
                      _basis_line(lb, res, out["load_basis_load"], against="the capacity line",
-                                 figure="the region line"))
+                                 figure="the region line", caveat_in="the region line"))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
@@ -287,13 +287,19 @@ def _basis_load(lb, rate) -> float | None:
     return None if rate is None or not lb.requests_per_s > 0 else rate / lb.requests_per_s
 
 
-def _basis_line(lb, res, load, *, against: str = "the requests line", figure: str = "the capacity above") -> str:
+def _basis_line(lb, res, load, *, against: str = "the requests line", figure: str = "the capacity above",
+                caveat_in: str | None = None) -> str:
     """The ``load basis`` line where the load basis ``lb`` is not :func:`fluidq.max_throughput`: the basis' figure
     in the words of :data:`fluidq.dtmc.load_basis.BASIS_WORDS`, how far from ``res`` (the answer's line named
     ``against``), and, where the KV cache binds, where seeded simulations saturate against the max_throughput
     figure (``figure``: the capacity line without ``--gpu``, the region line with it) and against the basis
     (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`); ``load``: ``--rate``'s load on the basis (``None``
-    without ``--rate``).  Both paths of ``fluidq capacity`` print it."""
+    without ``--rate``).  Both paths of ``fluidq capacity`` print it.
+
+    The mean-footprint caveat (that figure takes the batch mean request footprints allow, not the cache's rules) is
+    said once in the answer (h-tidy5): where ``caveat_in`` names the line that says it (the why line, whose
+    max_throughput reason states the mean-footprint bound; the region line with ``--gpu``) this line refers to it,
+    else it says it here."""
     from ...dtmc.load_basis import BASIS_WORDS
     from ...results import fmt_load
 
@@ -305,9 +311,12 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
         from ...stability.measured import SATURATION_PER_BASIS
 
         mt, kvb = SATURATION_PER_BASIS["max_throughput"], SATURATION_PER_BASIS["kv_rules"]
-        line += (f"; the KV cache binds, and {figure} takes the batch its mean request footprints allow, "
-                 f"not its rules: on {mt.engines} KV-bound engines that figure was {mt.above_words()}, which lie at "
-                 f"{kvb.sim_over_basis[0]:.2f}-{kvb.sim_over_basis[1]:.2f} times this basis ({kvb.source})")
+        said = (f"the KV cache binds: on {mt.engines} KV-bound engines {figure} (the mean-footprint figure, as "
+                f"{'it' if caveat_in == figure else caveat_in} says) was" if caveat_in else
+                f"the KV cache binds, and {figure} takes the batch its mean request footprints allow, not its rules: "
+                f"on {mt.engines} KV-bound engines that figure was")
+        line += (f"; {said} {mt.above_words()}, which lie at {kvb.sim_over_basis[0]:.2f}-{kvb.sim_over_basis[1]:.2f} "
+                 f"times this basis ({kvb.source})")
     elif lb.basis == "flow_balance":
         line += f"; the engine's batch time reads the batch composition, so {figure} counts no decode cost"
     if load is not None:
@@ -451,6 +460,11 @@ def _why_per_engine(res, i) -> str:
     return _limits_in_words(res.reason, res.limits)
 
 
+#: the words by which :func:`fluidq.max_throughput`'s reason states the mean-footprint caveat where the KV cache's
+#: mean footprints bind (fluidq/capacity/__init__.py ``_batch_limit``; pinned by
+#: tests/cli/test_capacity_prints_load_basis.py): the load basis line refers to the why line where they are in it
+MEAN_FOOTPRINT_BOUND = "the mean-footprint bound"
+
 #: the residents' limits of a deployment prediction, in words for the human answer (the JSON keeps the keys)
 _LIMIT_WORDS = {"token_budget": "the token budget", "k_max": "k_max", "kv_cache": "the KV cache"}
 
@@ -543,7 +557,9 @@ def run(args):
     out.update(lb.to_dict())
     out["load_basis_load"] = _basis_load(lb, workload.arrival_rate_per_s if args.rate is not None else None)
     if lb.basis != "max_throughput":
+        # the why line (max_throughput's reason) states the mean-footprint bound where it binds: said there once
         lines.insert(_after_capacity(lines) + (1 if res.requests_per_s is not None else 0),
-                     _basis_line(lb, res, out["load_basis_load"]))
+                     _basis_line(lb, res, out["load_basis_load"],
+                                 caveat_in="the why line" if MEAN_FOOTPRINT_BOUND in res.reason else None))
     lines.append(f"why             {res.reason}")
     emit(args, out, "\n".join(lines))
