@@ -144,8 +144,13 @@ def token_take(m, need, held, room, reserve, chunked):
 def token_next(dropped, hide, empty, room, reserve, nadm):
     """After a pass of the token rules (``dropped``: a new request did not fit; ``empty``: nothing runs):
     :data:`ASK_AGAIN` the policy with the admitted requests alone, :data:`ACCEPT` the batch, or
-    :data:`PREEMPT` a victim and ask again."""
-    if dropped and not hide and (empty or room > reserve):
+    :data:`PREEMPT` a victim and ask again.
+
+    With no request admitted (``nadm == 0``) the policy is not asked again: a view of the admitted requests
+    alone would be empty, its batch empty, and an engine whose cache holds nothing would accept that and stall
+    with work waiting (two waiting prompts that do not fit the cache together; 2026-12-07, from the hostile-input
+    review).  The batch as the pass trimmed it (the new requests that fit) runs instead."""
+    if dropped and not hide and nadm > 0 and (empty or room > reserve):
         return ASK_AGAIN
     if not empty or nadm == 0:
         return ACCEPT
