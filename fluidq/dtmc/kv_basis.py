@@ -1,4 +1,4 @@
-"""The load basis of an engine whose KV cache binds (issues 16, 20).
+"""The load basis of an engine with a KV cache where the cache or ``max_num_seqs`` binds (issues 16, 20).
 
 :func:`fluidq.max_throughput` reads ``b/t(b)`` at the batch the KV cache allows from mean request footprints
 (``kv_batch_tokens``); where the cache binds that overstates what the engine serves under the cache's own rules
@@ -66,12 +66,22 @@ def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
     slice free (Gemma-2-9B's 4,272 tokens: 28.1 residents predicted, 25.2 simulated, saturation 0.86 of this
     basis at 100 + 100; 6.7 and 5.0, 0.78 at 500 + 200; "small KV caches against the load basis").
 
-    Returns ``None`` without a KV cache, when another limit binds in the flow balance (``k_max``, the token
-    budget; ``k_max`` only once its residents fit the cache at their full contexts: until then the cache binds for a
-    share of their decode life and preempts, :func:`fluidq.validate.predict._cache_binding_share`, and this is the
-    basis, continuous in the cache), and for an engine whose batch time reads the batch composition (its basis is already the flow
-    balance, :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`).  Otherwise a
-    :class:`~fluidq.validate.predict.CapacityPrediction` with ``binding == "kv_cache"``: ``requests_per_s`` (all
+    Past the switch to ``max_num_seqs`` (its residents fit the cache at their full contexts: the share of their
+    decode life in which the cache binds, :func:`fluidq.validate.predict._cache_binding_share`, is 0) it is the same
+    flow balance with ``binding == "k_max"`` and no preemptions, so the basis is continuous in the cache (h-basis,
+    2026-12-07).  Before, ``None`` there handed the basis to :func:`fluidq.max_throughput`, whose ``k_max`` branch
+    is the stability region along the mix (arXiv:2504.07347 §6): a bound over every scheduler, reached by one that
+    prefills a prompt in small chunks beside ``max_num_seqs - 1`` decodes, beneath the roofline's knee, where vLLM's
+    chunked prefill fills the token budget with the whole prompt -- 16-31 % above seeded simulations of roofline
+    engines with long prompts (Llama-3.1-8B on an H100, ``max_num_seqs`` 64, 1000 + 500 tokens: 10.83 req/s against
+    9.30 simulated; this flow balance 9.44), so the basis jumped by that much where the cache stopped binding
+    (validation/RESULTS.md, "the load basis through the switch").
+
+    Returns ``None`` without a KV cache, when the token budget binds in the flow balance, and for an engine whose
+    batch time reads the batch composition (its basis is already the flow balance,
+    :func:`~fluidq.dtmc.flow_basis.flow_balance_capacity`).  Otherwise a
+    :class:`~fluidq.validate.predict.CapacityPrediction` with ``binding`` ``"kv_cache"`` (the cache binds for some
+    share of the residents' decode life) or ``"k_max"`` (``max_num_seqs`` alone): ``requests_per_s`` (all
     ``n_engines`` together) is the basis; ``tokens_per_s`` counts ``m_p + m_d`` per request.
     """
     if not isinstance(engine, Engine):
@@ -93,6 +103,6 @@ def kv_capacity(engine: Engine, workload: Workload, *, n_engines: int = 1):
         if err.name != "kv_capacity_tokens":
             raise
         return None
-    if pred.binding != "kv_cache":
+    if pred.binding == "token_budget":  # (past the KV cache, max_num_seqs binding is kept: continuous, h-basis)
         return None
     return engine_totals(pred, engine, p, o, n_engines)

@@ -8,14 +8,19 @@ Which capacity that is depends on the engine:
 ``"flow_balance"``   an engine whose batch time reads the batch composition (``--profile-dir``): vLLM's flow
                      balance, :func:`fluidq.dtmc.flow_basis.flow_balance_capacity` (its ``t(b)`` is one prefill
                      chunk with no decode cost, so ``b / t(b)`` overstates what it serves);
-``"kv_rules"``       an engine whose KV cache binds: the capacity under the cache's own rules (whole-prompt
-                     admission, recompute preemptions), :func:`fluidq.dtmc.kv_basis.kv_capacity` -- seeded
-                     simulations of 17 KV-bound engines saturate at 0.78-1.21 times it, where
-                     :func:`fluidq.max_throughput`'s mean-footprint batch was 5-46 % above
-                     (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`, from validation/RESULTS.md);
-``"max_throughput"`` every other engine: :func:`fluidq.max_throughput`'s ``requests_per_s`` (``sup_b b/t(b)``,
-                     Theorem 2 of arXiv:2504.07347, or the ``k_max`` stability region along the mix where
-                     ``k_max`` binds).
+``"kv_rules"``       an engine with a KV cache where the cache or ``max_num_seqs`` binds in vLLM's flow balance:
+                     the capacity under the cache's own rules (whole-prompt admission, recompute preemptions while
+                     the cache binds), :func:`fluidq.dtmc.kv_basis.kv_capacity` -- seeded simulations of 17
+                     KV-bound engines saturate at 0.78-1.21 times it, where :func:`fluidq.max_throughput`'s
+                     mean-footprint batch was 5-46 % above (:data:`fluidq.stability.measured.SATURATION_PER_BASIS`,
+                     from validation/RESULTS.md); past the switch, where ``max_num_seqs``' residents fit the cache
+                     at their full contexts, the same flow balance with no preemptions (``capacity.binding ==
+                     "k_max"``), so the basis is continuous through the switch: 1.00-1.04 times seeded simulations
+                     of 12 roofline engines there, where max_throughput's stability region was up to 1.31 times
+                     (h-basis, validation/RESULTS.md, "the load basis through the switch");
+``"max_throughput"`` every other engine (no KV cache, the token budget binding, or ``preemption="swap"`` where the
+                     cache binds): :func:`fluidq.max_throughput`'s ``requests_per_s`` (``sup_b b/t(b)``, Theorem 2
+                     of arXiv:2504.07347, or the ``k_max`` stability region along the mix where ``k_max`` binds).
 
 Why this lives in ``fluidq.dtmc`` and not in ``fluidq.capacity`` (where a newcomer would look first): the
 two flow balances read :func:`fluidq.validate.predict.predict_capacity`, and ``fluidq.validate`` imports
@@ -106,8 +111,8 @@ class LoadBasis:
 def load_basis(engine: Engine, workload: Workload, *, n_engines: int = 1, preemption: str = "recompute") -> LoadBasis:
     """The lambda* that a ``--load`` of ``engine`` (``n_engines`` identical copies behind a router) for
     ``workload``'s lengths is a fraction of: vLLM's flow balance for an engine whose batch time reads the batch
-    composition, the capacity under the KV cache's rules where the cache binds, else :func:`fluidq.max_throughput`
-    (module docstring).  ``workload``'s arrival rate is not read.
+    composition, the capacity under the KV cache's rules where the cache or ``max_num_seqs`` binds (an engine with a
+    KV cache), else :func:`fluidq.max_throughput` (module docstring).  ``workload``'s arrival rate is not read.
 
     ``preemption="swap"`` keeps :func:`fluidq.max_throughput` where the cache binds: the KV rules' capacity counts
     recompute preemptions (``fluidq simulate --preemption swap`` and ``compare_orderings(preemption="swap")``).
@@ -136,8 +141,12 @@ def load_basis(engine: Engine, workload: Workload, *, n_engines: int = 1, preemp
     kvr = kv_capacity(engine, workload, n_engines=n_engines) if preemption == "recompute" and cap.tokens_per_s > 0 \
         else None
     if kvr is not None:
+        which = ("the KV cache binds; under its rules (whole-prompt admission, recompute preemptions)"
+                 if kvr.binding == "kv_cache" else
+                 "max_num_seqs binds and its residents fit the KV cache at their full contexts (no preemptions); "
+                 "under the cache's rules and max_num_seqs")
+        other = ("max_throughput's mean-footprint batch" if cap.kv_batch_tokens is not None else
+                 "max_throughput (a bound over every scheduler, one free to size its prefill chunks)")
         return LoadBasis(kvr.requests_per_s, kvr.requests_per_s * work, "kv_rules",
-                         f"the KV cache binds; under its rules (whole-prompt admission, recompute preemptions) "
-                         f"{kvr.reason}; max_throughput's mean-footprint batch would give "
-                         f"{cap.requests_per_s:.4g} req/s", kvr, cap)
+                         f"{which} {kvr.reason}; {other} would give {cap.requests_per_s:.4g} req/s", kvr, cap)
     return LoadBasis(cap.requests_per_s, cap.requests_per_s * work, "max_throughput", cap.reason, cap, cap)

@@ -30,7 +30,8 @@ engine's capacity point 0.50-0.83 of it): its load is read against vLLM's flow b
 and below it the verdict is unknown, never stable.  Where the cache binds under its own rules
 (:func:`fluidq.dtmc.kv_basis.kv_capacity`, the load basis of :func:`fluidq.dtmc.load_basis.load_basis`), that
 capacity is the verdict's (``inputs["load_basis"] == "kv_rules"``), with ``k_max`` set too: the band and Theorem 2(a)
-decide.  Without a KV bind the flow balance's verdict is an
+decide; so past the switch to ``max_num_seqs``, where the same flow balance is the load basis (h-basis), and where
+the cache can never bind the verdict is the engine's without memory, its load said on that basis.  Without a KV bind the flow balance's verdict is an
 estimate, stated as such (``method="flow_balance"``): stable below 0.95 and unstable above 1.05 of it, read
 over the workload's length distributions (seeded rows), not only their means.  Several engines
 behind a router under a policy that is not work-conserving are unstable above ``n`` times the policy's own
@@ -79,7 +80,7 @@ class StabilityResult(Result):
     (``n_engines``) sum their capacities.  On an engine whose batch time reads the batch composition the
     capacity is vLLM's flow balance (``method="flow_balance"``); ``inputs["load_basis"]`` names the basis
     (``"theorem2"`` or ``"flow_balance"``, with ``flow_balance_requests_per_s`` and ``flow_balance_binding``; or
-    ``"kv_rules"`` where the KV cache binds under its own rules: the capacity is then
+    ``"kv_rules"`` where the KV cache or ``max_num_seqs`` binds under the cache's own rules: the capacity is then
     :func:`fluidq.dtmc.kv_basis.kv_capacity`'s, ``kv_rules_requests_per_s``, the load basis of every face).
     """
 
@@ -361,6 +362,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
     # a KV cache that can never bind (at most min(b_max, k_max) requests hold KV under a decode-first FCFS
     # scheduler, and the cache holds that many at the largest p + o): the engine runs as without it
     kv_note, why_kv = "", None
+    cached = engine  # (with its cache: the load basis reads it even where it never binds, h-basis)
     if engine.kv_capacity_tokens is not None:
         from .bounds import kv_never_binds
 
@@ -407,9 +409,13 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         cap = replace(cap, reason=f"no request of this workload fits the KV cache in whole blocks ({err}), so none "
                       "is ever served")
     kv_rules = None
-    if fb is None and sup > 0 and cap.kv_batch_tokens is not None:
-        # the KV cache binds: the capacities here take the batch that mean footprints allow, which overstates
-        # what the engine serves under the cache's own rules (issues 16, 20; fluidq.dtmc.kv_basis.kv_capacity)
+    if fb is None and sup > 0 and engine.kv_capacity_tokens is not None:
+        # an engine with a KV cache: its load basis is the capacity under the cache's own rules wherever the cache
+        # or max_num_seqs binds (issues 16, 20; fluidq.dtmc.kv_basis.kv_capacity): the capacities here take the
+        # batch that mean footprints allow, or the stability region's batches, which overstate what it serves
+        # (h-basis: not only where the mean footprints fill the cache, so the verdict reads the load basis; a cache
+        # that can never bind was taken off above, and the verdict is the engine's without memory, whose proofs
+        # (the k_max region, k_max_floor) hold there)
         from ..dtmc.kv_basis import kv_capacity
 
         kv_rules = kv_capacity(engine, workload, n_engines=n_engines)
@@ -456,10 +462,11 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
             reason = (f"each of {n_engines} engines behind a join-the-shortest-queue router gets 1/{n_engines} of the "
                       f"traffic ({workload.arrival_rate_per_s / n_engines:.4g} of {workload.arrival_rate_per_s:.4g} "
                       f"req/s), and the rates below are per engine: {reason}")
-    elif cap.kv_batch_tokens is not None:
+    elif cap.kv_batch_tokens is not None or kv_rules is not None:
         # the KV cache binds: the capacities are fluid estimates from mean footprints (see KV_ESTIMATE_BAND);
-        # Theorem 2(a) without the cache is the only proof
-        bound = cap.bound_tokens_per_s
+        # Theorem 2(a) without the cache is the only proof (where the mean footprints do not fill the cache, the
+        # capacity itself, the stability region along the mix where k_max binds: a bound over every scheduler)
+        bound = cap.bound_tokens_per_s if cap.bound_tokens_per_s is not None else sup
         lo, hi = KV_ESTIMATE_BAND
         if kv_rules is not None and kv_rules.requests_per_s > 0:
             # the load basis (fluidq.dtmc.load_basis): the capacity under the cache's own rules; where seeded
@@ -479,13 +486,19 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"{_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
                       f"under the KV cache's own rules no scheduler serves more than about "
                       f"{kv_rules.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s")
-            est = (f"the KV cache binds, and that capacity (vLLM's flow balance on this engine: a request admitted "
+            which = ("the KV cache binds" if kv_rules.binding == "kv_cache" else
+                     "max_num_seqs binds (its residents fit the KV cache at their full contexts)")
+            other = (f"b/t(b) at the batch the cache allows from mean request footprints (about "
+                     f"{cap.kv_batch_tokens} tokens) would give {_tps(mean_fp)} tokens/s, load "
+                     f"{fmt_load(offered / mean_fp)}, which overstates what the engine serves under the cache's rules "
+                     f"(on those engines {mt_band.above_words()})" if cap.kv_batch_tokens is not None else
+                     f"max_throughput would give {_tps(mean_fp)} tokens/s, load {fmt_load(offered / mean_fp)} "
+                     f"({cap.method == 'region' and 'the stability region along the mix, ' or ''}a bound over every "
+                     "scheduler, one free to size its prefill chunks, not what vLLM's scheduler serves)")
+            est = (f"{which}, and that capacity (vLLM's flow balance on this engine: a request admitted "
                    f"only when its whole prompt fits, residents that outgrow the cache preempted and recomputed; "
                    f"{kv_rules.reason}) is a fluid estimate: {kv_band.saturate_words()} (the load basis of `fluidq "
-                   f"check --load`, fluidq.dtmc.load_basis; {kv_band.source}); b/t(b) at the batch the cache allows "
-                   f"from mean request footprints (about {cap.kv_batch_tokens} tokens) would give {_tps(mean_fp)} "
-                   f"tokens/s, load {fmt_load(offered / mean_fp)}, which overstates what the engine serves under the "
-                   f"cache's rules (on those engines {mt_band.above_words()})")
+                   f"check --load`, fluidq.dtmc.load_basis; {kv_band.source}); {other}")
         else:
             top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low
             serves = (f"{name} serves about {_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
@@ -496,8 +509,11 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                    + (f"; {_kv_rules_words(kv_rules, workload)}" if kv_rules is not None else ""))
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
-            reason = (f"offered load {_tps(offered)} tokens/s exceeds sup b/t(b) = {_tps(bound)} tokens/s, what the "
-                      f"engine serves at best even without its KV-cache limit ({fmt_load(offered / bound)} times it; "
+            what = ("the stability region's capacity along the mix (§6 of arXiv:2504.07347), what any scheduler "
+                    "serves at best" if cap.bound_tokens_per_s is None and cap.method == "region" else
+                    "sup b/t(b), what the engine serves at best even without its KV-cache limit")
+            reason = (f"offered load {_tps(offered)} tokens/s exceeds {what.split(',')[0]} = {_tps(bound)} tokens/s,"
+                      f"{what.split(',', 1)[1]} ({fmt_load(offered / bound)} times it; "
                       f"load {fmt_load(rho)} against the {_tps(ref)} tokens/s under the cache); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
         elif offered > hi * top:
@@ -573,6 +589,19 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
         status, reason, threshold, method = _non_work_conserving_verdict(engine, workload, pol, rho, tolerance, wc)
     if kv_note:
         reason = f"{reason}{kv_note}"
+        if fb is None and sup > 0:
+            # the load basis of `--load` reads the engine with its cache (fluidq.dtmc.load_basis: the flow balance
+            # under the cache's rules, max_num_seqs binding): the verdict above is the engine's without memory, and
+            # its load is said on that basis too, the one `fluidq capacity`'s load-basis line prints (h-basis)
+            from ..capacity import tokens_per_request
+            from ..dtmc.kv_basis import kv_capacity
+
+            kv_rules = kv_capacity(cached, workload, n_engines=n_engines)
+            if kv_rules is not None and kv_rules.requests_per_s > 0:
+                ref = kv_rules.requests_per_s * tokens_per_request(engine, workload)
+                rho, basis = offered / ref, "kv_rules"
+                reason = (f"{reason}; load {fmt_load(rho)} of the load basis of `fluidq check --load`, the capacity "
+                          f"under the KV cache's rules ({kv_rules.requests_per_s:.4g} req/s: {kv_rules.reason})")
     if engine.b_max < given_engine.b_max:
         reason = (f"{reason} (the scheduler's own budget b_max={engine.b_max} caps its batches below the engine's "
                   f"{given_engine.b_max}: the capacities here are for batches of at most {engine.b_max} tokens)")

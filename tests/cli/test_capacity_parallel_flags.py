@@ -54,14 +54,15 @@ def test_gpu_capacity_of_identical_engines_is_the_sum(capsys, flag):
 
 
 def test_gpu_engines_as_check_counts_them(capsys):
-    # `fluidq check --gpu --engines 3` puts a rate's load against the same engines' lambda*: capacity's region line
+    # `fluidq check --gpu --engines 3` puts a rate's load against the same engines' lambda*: capacity's load basis
+    # (the flow balance under the cache's rules where max_num_seqs binds, h-basis; the region line before)
     cap = _cap(capsys, "--engines", "3")
     rc, out, err = run_cli(["check", "--gpu", "h100", "--model", "llama-3.1-8b", "--prompt", "1000", "--output", "200",
                             "--engines", "3", "--rate", "50"], capsys)
     assert rc == 0, err
     load = float(re.search(r"load (\d+\.\d+)", out).group(1))
-    # (m_p + m_d - 1 = 1199 tokens a request: the prefill emits the first token)
-    assert load == pytest.approx(50 * 1199 / cap["stability_region"]["tokens_per_s"], abs=1e-4)
+    assert cap["load_basis"] == "kv_rules"
+    assert load == pytest.approx(50 / cap["load_basis_requests_per_s"], abs=1e-4)
 
 
 def test_gpu_text_answer_says_the_engines(capsys):

@@ -132,7 +132,8 @@ def test_capacity_with_gpu_also_gives_the_lambda_star_check_uses(capsys):
     """``capacity --model Llama-3.1-8B --gpu H100`` said 191.4 req/s (the flow-balance formula) while ``check`` on
     the same flags put load 1 at 173.3 req/s (the stability region), so ``check --rate 180`` called unstable a
     rate below what ``capacity`` had given; fluidq.simulate of that engine serves about 169 req/s.  The answer now
-    carries both, the region's equal to check's."""
+    carries both; check's lambda* is its load basis (the region's until h-basis, 2026-12-07: where max_num_seqs binds
+    the basis is now the flow balance under the cache's rules, 172.1 req/s, the region 172.7)."""
     base = ["--model", "Llama-3.1-8B", "--gpu", "H100"]
     rc, out, err = run_cli(["capacity", *base, "--json"], capsys)
     assert rc == 0, err
@@ -140,7 +141,8 @@ def test_capacity_with_gpu_also_gives_the_lambda_star_check_uses(capsys):
     rc, out, err = run_cli(["check", *base, "--load", "1", "--policy", "sarathi", "--json"], capsys)
     assert rc == 0, err
     lam_check = json.loads(out)["inputs"]["arrival_rate_per_s"]
-    assert abs(cap["stability_region"]["requests_per_s"] - lam_check) < 1e-9 * lam_check
+    assert abs(cap["load_basis_requests_per_s"] - lam_check) < 1e-9 * lam_check
+    assert abs(cap["stability_region"]["requests_per_s"] / lam_check - 1.0) < 0.01
     # since 2026-12-06 the flow balance counts the prefilling requests against max_num_seqs and lets an
     # iteration's prompts share it: 171.0 req/s (191.4 before), 1.0 % under the region's 172.7 (172.6 and 174.3
     # before the A40 and H100 TP-4 profiles joined the roofline's calibration; 173.3 before the --gpu engine

@@ -75,14 +75,17 @@ def test_the_kv_rules_capacity_is_where_the_simulated_engine_saturates():
 
 
 def test_where_the_kv_cache_does_not_bind_the_basis_is_unchanged(capsys):
+    # where max_num_seqs binds and the cache never does, the basis is the flow balance under the cache's rules with no
+    # preemptions (h-basis, 2026-12-07: continuous with the KV rules through the switch; max_throughput before), and
+    # the verdict (the engine's without memory) says its load on it
     rc, out, _ = run_cli(["check", "--gpu", "H100", "--model", "Llama-3.1-8B", "--prompt", "100", "--output", "100",
                           "--load", "0.9", "--policy", "sarathi", "--method", "analytic", "--json"], capsys)
     d = json.loads(out)
-    assert rc == 0 and "kv_rules_requests_per_s" not in d["inputs"]
-    assert d["load"] == pytest.approx(0.9, rel=1e-9)  # the verdict's own basis, max_throughput, as before
+    assert rc == 0 and d["inputs"]["load_basis"] == "kv_rules" and "KV cache never binds" in d["reason"]
+    assert d["load"] == pytest.approx(0.9, rel=1e-9)
     rc, out, _ = run_cli(["capacity", "--gpu", "H100", "--model", "Llama-3.1-8B", "--prompt", "100", "--output", "100",
                           "--json"], capsys)
-    assert rc == 0 and json.loads(out)["stability_region"]["kv_rules_requests_per_s"] is None
+    assert rc == 0 and json.loads(out)["load_basis"] == "kv_rules"
     e = Engine(batch_time=Affine(c=0.02, a=2e-4), b_max=1024)
     w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=600, output_tokens=200)
     assert kv_capacity(e, w) is None

@@ -76,7 +76,8 @@ GRID = [
      "kv_rules"),
     ("roofline Llama-3.1-8B H100 100/100", ["--gpu", "H100", "--model", "Llama-3.1-8B", "--prompt", "100",
                                             "--output", "100"],
-     {"gpu": "H100", "model": "Llama-3.1-8B", "prompt_tokens": 100, "output_tokens": 100}, "max_throughput"),
+     # (max_num_seqs binds, the cache does not: the flow balance under the cache's rules, h-basis; max_throughput before)
+     {"gpu": "H100", "model": "Llama-3.1-8B", "prompt_tokens": 100, "output_tokens": 100}, "kv_rules"),
     ("paper staircase 100/100, no cache", ["--prompt", "100", "--output", "100"],
      {"prompt_tokens": 100, "output_tokens": 100}, "max_throughput"),
 ]

@@ -112,12 +112,12 @@ def test_capacity_lines_keep_their_order_with_and_without_the_note(capsys, rate)
         rc, out, err = _run(["capacity", "--gpu", gpu, "--model", "llama-3.1-8b", *extra], capsys)
         assert rc in (0, None), err
         lines = [ln for ln in out.splitlines() if ln and not ln.startswith(" ")]
-        # the load basis line is printed only where the KV-rules basis is not max_throughput (the cache binds on the
-        # RTX 4090, not on the H100: h-docs4, 2026-12-07), right after the region line
+        # the load basis line is printed where the basis is not max_throughput, right after the region line: on both
+        # (the cache binds on the RTX 4090; on the H100 max_num_seqs binds and the basis stays the flow balance under
+        # the cache's rules, h-basis 2026-12-07; before, only on the RTX 4090: h-docs4)
         basis = [i for i, ln in enumerate(lines) if ln.startswith("load basis")]
-        assert len(basis) == (gpu == "RTX-4090"), out
-        if basis:
-            assert lines[basis[0] - 1].startswith("region"), out
+        assert len(basis) == 1, out
+        assert lines[basis[0] - 1].startswith("region"), out
         orders[gpu] = [ln.split()[0] for ln in lines if not ln.startswith("load basis")]
     assert "max-model-len" not in orders["H100"] and "max-model-len" in orders["RTX-4090"]
     note = orders["RTX-4090"].index("max-model-len")

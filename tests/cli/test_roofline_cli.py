@@ -105,7 +105,7 @@ def test_disagg_bad_input(capsys, argv, needle):
 
 def test_check_with_a_roofline_engine(capsys):
     from fluidq.batchtime.roofline import roofline
-    from fluidq.capacity import max_throughput
+    from fluidq.dtmc.load_basis import load_basis
     from fluidq.engine import Engine
     from fluidq.models import kv_capacity_estimate, load_model
 
@@ -121,7 +121,9 @@ def test_check_with_a_roofline_engine(capsys):
     eng = Engine(batch_time=rf.context_aware(), b_max=2048, k_max=256, kv_capacity_tokens=kv,
                  prefill_emits_token=True)  # vLLM's: the first token comes with the prefill
     assert d["inputs"]["engine"]["kv_capacity_tokens"] == kv and d["inputs"]["engine"]["prefill_emits_token"]
-    assert d["offered_tokens_per_s"] / d["load"] == pytest.approx(max_throughput(eng, wl).tokens_per_s, rel=1e-6)
+    # the load is on the load basis (the flow balance under the cache's rules where max_num_seqs binds, h-basis;
+    # max_throughput before)
+    assert d["offered_tokens_per_s"] / d["load"] == pytest.approx(load_basis(eng, wl).tokens_per_s, rel=1e-6)
     rc, out, _ = run_cli(["check", "--model", "Llama-3.1-8B", "--gpu", "A100", "--load", "1.5", "--policy", "sarathi"],
                          capsys)
     assert rc == 0 and "unstable" in out and "roofline" in out
