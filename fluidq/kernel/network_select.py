@@ -51,16 +51,20 @@ from __future__ import annotations
 
 import heapq
 import math
-from itertools import chain
+from collections import deque
+from itertools import chain, repeat
 
 import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors
-from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, T_CLS, T_D, T_DEC, T_LAB, T_P,
-                      T_PREF, T_RANK, T_ST, TF_ARR, TF_JIN)
+from ._jit import jit
+from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS, T_D, T_DEC,
+                      T_LAB, T_P, T_PREF, T_RANK, T_ST)
 from .step import _require_batch
 
 __all__ = ["Asker", "RerunOnPython"]
+
+_consume = deque(maxlen=0).extend  # (runs an iterator for its effects)
 
 
 class RerunOnPython(Exception):  # noqa: N818 -- a signal to the driver, not an error the user sees
@@ -106,6 +110,8 @@ class Asker:
         from types import SimpleNamespace
 
         self.a = SimpleNamespace(**arrays)
+        self.mark = np.zeros(self.a.ti.shape[0], dtype=np.int64)  # (_fits_loop's marks)
+        self.stamp = 0
 
     def _sync(self, S, lim):
         """Bring station ``S``'s objects up to date: its last batch's requests, and the hops submitted to it with
@@ -115,28 +121,36 @@ class Asker:
         if S.last is not None:
             pids, dids, t0 = S.last
             S.last = None
-            ids = pids + dids
             res, by_rank = S.res, S.by_rank
-            rows = ti[ids][:, (T_PREF, T_DEC, T_P, T_D)].tolist()
-            npf = len(pids)
-            for j, rid in enumerate(ids):
-                pf, dc, p, d = rows[j]
-                r = res[rid]
-                r.prefilled = pf
-                r.decoded = dc
-                if j < npf and r.first_scheduled_s != r.first_scheduled_s:
-                    r.first_scheduled_s = t0
-                if pf >= p and dc >= d:  # finished: it left the station
-                    del res[rid]
-                    del by_rank[r.rank][rid]
+            if pids is not None:  # the prefill chunks' requests: prefilled, decoded (a first token from the prefill),
+                # first scheduled
+                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
+                    pf, dc = row[T_PREF], row[T_DEC]
+                    r = res[rid]
+                    r.prefilled = pf
+                    r.decoded = dc
+                    if r.first_scheduled_s != r.first_scheduled_s:
+                        r.first_scheduled_s = t0
+                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
+                        del res[rid]
+                        del by_rank[r.rank][rid]
+            if dids is not None:  # the decoders (done with their prompts): decoded, and those finished leave
+                objs, idx = dids
+                for r, dc in zip(objs, ti[idx, T_DEC].tolist()):
+                    r.decoded = dc
+                    if dc >= r.output_tokens:
+                        del res[r.rid]
+                        del by_rank[r.rank][r.rid]
         if lim > S.hi:
-            new = (np.flatnonzero(ti[S.hi:lim, T_ST] == S.s) + S.hi).tolist()
-            S.hi = lim
-            if new:
-                rows = ti[new][:, (T_P, T_D, T_RANK, T_LAB, T_CLS)].tolist()
-                tfr = a.tf[new][:, (TF_JIN, TF_ARR)].tolist()
-                new_task, cls, labels = self.new_task, self.task_cls, self.labels
-                for rid, (p, d, rank, lab, ci), (jin, arr) in zip(new, rows, tfr):
+            if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
+                S.hi = lim
+                return
+            idx = np.flatnonzero(ti[S.hi:lim, T_ST] == S.s)
+            if idx.size:
+                idx += S.hi
+                new_task, cls, labels, res, by_rank = self.new_task, self.task_cls, self.labels, S.res, S.by_rank
+                for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
+                    p, d, rank, lab, ci = row[T_P], row[T_D], row[T_RANK], row[T_LAB], row[T_CLS]
                     # (the Python path's task: RequestState's fields with its defaults, and the hop's place)
                     r = new_task(cls)
                     r.rid = rid
@@ -153,8 +167,9 @@ class Asker:
                     r.cont = None  # (where the request goes next is the loop's, not the object's)
                     r.rank = rank
                     r.label = labels[lab]
-                    S.res[rid] = r
-                    S.by_rank[rank][rid] = r
+                    res[rid] = r
+                    by_rank[rank][rid] = r
+            S.hi = lim
 
     def _next_hop(self, S, lim):
         """The first hop submitted to station ``S`` with an id at or above ``lim`` (in this event), or ``None``."""
@@ -169,13 +184,16 @@ class Asker:
         """Make the asks of the event just over (see the module notes); ``final``: the loop has stopped."""
         a = self.a
         st, stf = a.st, a.stf
-        pend = [(int(st[s, S_ASKLIM]), int(st[s, S_ASKP]), s) for s in self.stations if st[s, S_ASKP] > 0]
-        heapq.heapify(pend)  # (the Python clock's order: the ask made at the earlier submitted hop first)
+        asked = st[:, S_ASKP].tolist()
+        pend = [(int(st[s, S_ASKLIM]), asked[s], s) for s in self.stations if asked[s] > 0]
+        if len(pend) > 1:
+            heapq.heapify(pend)  # (the Python clock's order: the ask made at the earlier submitted hop first)
         while pend:
             lim, order, s = heapq.heappop(pend)
             S = self.stations[s]
             self._sync(S, lim)
             t = float(stf[s, R_AT])
+            npf = nd = 0
             if S.res:  # (a station without residents asks no policy: EngineRun.begin)
                 reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
                     tuple(S.by_rank[0].values())
@@ -184,16 +202,16 @@ class Asker:
                 if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
                     _require_batch(getattr(S.policy, "name", S.policy), batch, t)
                 pre, dec = batch.prefill, batch.decode
-                if not _runnable(batch, pre, dec, S) or (batch.blocked and not all(r in S.res for r in batch.blocked)):
+                npf, nd = len(pre), len(dec)
+                if not self._write(S, s, lim, batch) or (batch.blocked and not all(r in S.res for r in
+                                                                                        batch.blocked)):
                     raise RerunOnPython(f"station {S.name!r} at t={t:.6g} s: a batch the compiled loop cannot run "
                                         "as given")
                 if batch.blocked:
                     blk, ti = a.blk, a.ti
                     for rid in batch.blocked:
                         blk[s, ti[rid, T_LAB]] = 1
-            else:
-                pre = dec = ()
-            if not pre and not dec:  # idle: asked again at the next hop submitted to it in this event
+            if not npf and not nd:  # idle: asked again at the next hop submitted to it in this event
                 nxt = self._next_hop(S, lim)
                 if nxt is not None:
                     heapq.heappush(pend, (nxt + 1, order, s))
@@ -201,56 +219,76 @@ class Asker:
                 st[s, S_ASKP] = 0
                 st[s, S_BUSY] = 0
                 continue
-            npf, nd = len(pre), len(dec)
-            pids = [rid for rid, _ in pre]
-            dids = list(dec)
-            if npf:
-                a.al_t[s, :npf] = pids
-                a.al_k[s, :npf] = [m for _, m in pre]
-            if nd:
-                a.fR[s, :nd] = dids
             st[s, S_NALLOC] = npf
             st[s, S_NH] = nd
-            S.last = (pids, dids, t)
+            S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
         if not final:
             a.g[G_ASKED] = 1
 
+    def _write(self, S, s, lim, batch) -> bool:
+        """Write the batch into the loop's arrays (``al_t``/``al_k``, ``fR``) and say whether the loop runs it as the
+        Python clock does: entries that are ``int`` (or pairs of them; else :func:`~fluidq.policies.base._shape_errors`
+        decides, and a whole number that is not an ``int`` goes through it too) and within
+        :func:`~fluidq.policies.base.batch_violations`' rules, no request twice in the prefill part
+        (:func:`_fits_loop`, compiled)."""
+        a = self.a
+        pre, dec = batch.prefill, batch.decode
+        npf, nd = len(pre), len(dec)
+        try:
+            if npf:
+                if {*map(type, pre)} != _TUPLE or {*map(type, chain.from_iterable(pre))} != _INT:
+                    if _shape_errors(batch):
+                        return False
+                x = np.array(pre, dtype=np.int64)
+                if x.shape != (npf, 2):
+                    return False
+                self.pids = x[:, 0]
+                a.al_t[s, :npf] = self.pids
+                a.al_k[s, :npf] = x[:, 1]
+            else:
+                self.pids = None
+            if nd:
+                if {*map(type, dec)} != _INT and _shape_errors(batch):
+                    return False
+                self.dids = np.array(dec, dtype=np.int64)
+                a.fR[s, :nd] = self.dids
+        except (TypeError, ValueError, OverflowError):  # (not whole numbers, beyond int64, or too many entries)
+            return False
+        self.stamp += 2
+        return _fits_loop(s, lim, npf, nd, S.b_max, -1 if S.k_max is None else S.k_max, a.al_t, a.al_k, a.fR, a.ti,
+                          self.mark, self.stamp)
 
-def _runnable(batch, pre, dec, S) -> bool:
-    """Whether the loop runs this batch as the Python clock does: within :func:`~fluidq.policies.base.batch_violations`'
-    rules (resident requests, chunks of at least one token within the remaining prompt, decodes of requests done
-    with their prompt and not finished, one decode per request, ``b_max``, ``k_max``), with whole-number entries
-    and no request twice in the prefill part."""
-    if _odd(pre, dec) and _shape_errors(batch):
-        return False
-    res = S.res
+
+_TUPLE, _INT = {tuple}, {int}
+
+
+@jit
+def _fits_loop(s, lim, npf, nd, b_max, k_max, al_t, al_k, fR, ti, mark, stamp):
+    """The batch written for station ``s`` (prefill ``al_t``/``al_k[s, :npf]``, decoders ``fR[s, :nd]``) refers to
+    residents in the view (ids below ``lim``, at ``s``, not finished), takes chunks of at least one token within the
+    remaining prompt, once per request, decodes requests done with their prompt and not finished, once each, and
+    keeps ``b_max`` tokens and ``k_max`` requests (``-1``: none): :func:`~fluidq.policies.base.batch_violations`'
+    rules, as the loop needs them (``mark``: per request, the ``stamp`` of the batch that took it)."""
     tokens = 0
-    ids = set()
-    for rid, m in pre:
-        r = res.get(rid)
-        if r is None or rid in ids or m < 1 or m > r.prompt_tokens - r.prefilled:
+    for j in range(npf):
+        rid = al_t[s, j]
+        m = al_k[s, j]
+        if rid < 1 or rid >= lim or ti[rid, T_ST] != s or m < 1 or mark[rid] == stamp:
             return False
-        ids.add(rid)
+        if m > ti[rid, T_P] - ti[rid, T_PREF]:  # (a finished hop has none left)
+            return False
+        mark[rid] = stamp
         tokens += m
-    nreq = len(ids)
-    seen = set()
-    for rid in dec:
-        r = res.get(rid)
-        if r is None or rid in seen or r.prefilled < r.prompt_tokens or r.decoded >= r.output_tokens:
+    for j in range(nd):
+        rid = fR[s, j]
+        if rid < 1 or rid >= lim or ti[rid, T_ST] != s or mark[rid] == stamp + 1:
             return False
-        seen.add(rid)
-        if rid not in ids:
-            nreq += 1
-    tokens += len(dec)
-    if tokens > S.b_max:
+        if ti[rid, T_PREF] < ti[rid, T_P] or ti[rid, T_DEC] >= ti[rid, T_D]:
+            return False
+        mark[rid] = stamp + 1
+    tokens += nd
+    if tokens > b_max:
         return False
-    return S.k_max is None or nreq <= S.k_max
+    return k_max < 0 or npf + nd <= k_max
 
 
-def _odd(pre, dec) -> bool:
-    """Any entry that is not an ``int`` (or a pair of them): :func:`~fluidq.policies.base._shape_errors` decides."""
-    for item in pre:
-        if item.__class__ is not tuple or len(item) != 2 or item[0].__class__ is not int or \
-                item[1].__class__ is not int:
-            return True
-    return any(rid.__class__ is not int for rid in dec)

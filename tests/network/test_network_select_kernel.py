@@ -296,22 +296,34 @@ class NotABatch:
 
 
 class Over:
-    """Every waiting prompt whole, over the budget when they are many (6d); ``mode="double"``: twice the remaining
-    prompt (6b); ``mode="decode-prefilling"``: decodes for prefilling requests too (6a)."""
+    """Decoders (at most half the budget), then the head prompt's chunk within the budget, and one fault by
+    ``mode``: ``"over"`` every waiting prompt whole (over the budget when they are many: 6d); ``"double"`` one token
+    more than the remaining prompt (6b); ``"decode-prefilling"`` decodes for prefilling requests too (6a);
+    ``"twice"`` the chunk in two entries of one request (within the constraints); ``"float"`` the chunk's tokens a
+    float (not a whole number), ``"float-decode"`` the decoders' ids."""
 
     def __init__(self, mode):
         self.mode = mode
         self.name = f"bad-{mode}"
 
     def select(self, v):
-        pre = tuple((r.rid, r.prefill_left) for r in v.requests if r.in_prefill)
-        if self.mode != "over":
-            pre = pre[:1]
-        if self.mode == "double":
-            pre = tuple((rid, 2 * n) for rid, n in pre)
-        dec = tuple(r.rid for r in v.requests if (self.mode == "decode-prefilling" or not r.in_prefill)
-                    and r.decode_left > 0)
-        return Batch(prefill=pre, decode=dec)
+        mode = self.mode
+        dec = [r.rid for r in v.requests if (mode == "decode-prefilling" or not r.in_prefill)
+               and r.decode_left > 0][:v.b_max // 2]
+        if mode == "over":
+            return Batch(prefill=tuple((r.rid, r.prefill_left) for r in v.requests if r.in_prefill), decode=tuple(dec))
+        head = next((r for r in v.requests if r.in_prefill), None)
+        m = 0 if head is None else min(head.prefill_left, v.b_max - len(dec))
+        pre = ()
+        if m >= 1:
+            rid = head.rid
+            pre = (((rid, head.prefill_left + 1) if head.prefill_left + 1 + len(dec) <= v.b_max else (rid, m),)
+                   if mode == "double" else
+                   (((rid, m - 1), (rid, 1)) if m > 1 else ((rid, m),)) if mode == "twice" else
+                   ((rid, float(m)),) if mode == "float" else ((rid, m),))
+        if mode == "float-decode":
+            dec = [float(rid) for rid in dec]
+        return Batch(prefill=pre, decode=tuple(dec))
 
 
 def test_a_return_that_is_not_a_batch_raises_the_python_paths_error():
@@ -323,11 +335,13 @@ def test_a_return_that_is_not_a_batch_raises_the_python_paths_error():
     assert str(kern.value) == str(py.value) and "not a fluidq.policies.Batch" in str(py.value)
 
 
-@pytest.mark.parametrize("mode,rule", [("over", "(6d)"), ("double", "(6b)"), ("decode-prefilling", "(6a)")])
+@pytest.mark.parametrize("mode,rule", [("over", "(6d)"), ("double", "(6b)"), ("decode-prefilling", "(6a)"),
+                                       ("twice", None), ("float", "whole numbers"), ("float-decode", "whole numbers")])
 def test_bad_batches_give_the_python_paths_run(mode, rule):
-    """A batch that breaks the constraints: the run (and its ``violations``) is the Python path's -- or its error,
-    where the Python path fails on the garbage it runs (a decode of a prompt not yet done: the request is in no
-    decode queue)."""
+    """A batch that breaks the constraints (or names a request twice in its prefill part, or gives a float's
+    tokens): the run (and its ``violations``) is the Python path's -- or its error, where the Python path fails on
+    what it runs (a decode of a prompt not yet done, a prompt completed by two chunks: the request is in no decode
+    queue, or taken twice from its prefill queue)."""
     net = tandem(Over(mode))
 
     def run(**kw):
@@ -337,7 +351,7 @@ def test_bad_batches_give_the_python_paths_run(mode, rule):
             return e
 
     a, b = run(method="python"), run()
-    if mode == "decode-prefilling":
+    if mode in ("decode-prefilling", "twice"):
         assert type(a) is type(b) is ValueError and str(a) == str(b)
         return
     assert any(rule in v for v in a.violations)
