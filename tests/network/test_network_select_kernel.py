@@ -32,7 +32,8 @@ from fluidq import Affine, ContextAware, Engine, Staircase  # noqa: E402
 from fluidq.errors import PolicyError  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
 from fluidq.policies import Batch, Orca, Sarathi, VLLM  # noqa: E402
-from fluidq.policies.latency import SJF, SRPT  # noqa: E402
+from fluidq.policies.latency import LAS, SJF, SRPT  # noqa: E402
+from fluidq.policies.unified import UniBoost  # noqa: E402
 from fluidq.sim.network import _kernel_unsupported  # noqa: E402
 
 
@@ -140,10 +141,12 @@ class BlockLong:
 
 
 def asked_policy(r, budget):
-    """A policy asked in Python, drawn from ``r``: one of the user policies above or a built-in ordering."""
-    x = int(r.integers(8))
+    """A policy asked in Python, drawn from ``r``: one of the user policies above, a built-in scheduler with another
+    ordering than FCFS (SJF, SRPT, least attained service), or UNIBOOST's unified former."""
+    x = int(r.integers(10))
     return (LIFO(), LongestPromptFirst(), PrefillOnly(), BlockLong(int(r.integers(budget // 2, 3 * budget))),
-            Sarathi(order=SJF()), Sarathi(order=SRPT()), VLLM(order=SJF()), Orca(order=SRPT()))[x]
+            Sarathi(order=SJF()), Sarathi(order=SRPT()), VLLM(order=SJF()), Orca(order=SRPT()),
+            Sarathi(order=LAS()), UniBoost(memguard=False))[x]
 
 
 def with_asked(net, r, every=False):
@@ -248,7 +251,8 @@ def tandem(policy, load=0.9):
 
 
 @pytest.mark.parametrize("policy", [LIFO(), LongestPromptFirst(), PrefillOnly(), BlockLong(250), Sarathi(order=SJF()),
-                                    Sarathi(order=SRPT())], ids=lambda p: p.name)
+                                    Sarathi(order=SRPT()), Sarathi(order=LAS()), UniBoost(memguard=False)],
+                         ids=lambda p: f"{p.name}-{getattr(getattr(p, 'order', None), 'name', '')}")
 def test_tandem_generic_path_agrees(policy, same_runs, loop_only, monkeypatch):
     """The generic path (``select(view)`` at every station, every batch) gives the same requests and series."""
     net = tandem(policy)
