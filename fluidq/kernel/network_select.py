@@ -23,10 +23,11 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
   order, by arrival at the station within a level (request id order); ``b_max`` and ``k_max`` the engine's, no
   ``kv_free_tokens``.  A station without residents is not asked (``EngineRun.begin`` asks no policy then);
 * the answer: a return that is not a :class:`~fluidq.policies.Batch` raises EngineRun's
-  :class:`~fluidq.kernel.step.PolicyError` (:func:`fluidq.kernel.step._require_batch`, the same message); a batch
-  within the constraints (:func:`fluidq.policies.base.batch_violations`' rules, and no request twice in the
-  prefill part) is written into the loop's arrays (prefill ``(rid, tokens)`` in ``al_t``/``al_k``, decoders in
-  ``fR``) and its ``blocked`` ids marked; the loop then starts every answered batch (``_answered``: its time as
+  :class:`~fluidq.kernel.step.PolicyError` (:func:`fluidq.kernel.step._require_batch`, the same message); the
+  batch is written into the loop's arrays (prefill ``(rid, tokens)`` in ``al_t``/``al_k``, decoders in ``fR``;
+  entries that are not ``int`` go through :func:`fluidq.policies.base._shape_errors` first) and checked there by
+  a compiled pass, O(batch) (:func:`_fits_loop`: :func:`fluidq.policies.base.batch_violations`' rules, and no
+  request twice in the prefill part), and its ``blocked`` ids marked; the loop then starts every answered batch (``_answered``: its time as
   a built-in batch-by-batch station's, ``t(b)`` or a context-aware time, and its end on the event heap) and
   resumes.  An empty batch leaves the station idle -- and the Python clock asks again at the next hop submitted
   to it in the same event, with that hop in view: so does the asker;
@@ -51,8 +52,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 
@@ -63,8 +63,6 @@ from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, 
 from .step import _require_batch
 
 __all__ = ["Asker", "RerunOnPython"]
-
-_consume = deque(maxlen=0).extend  # (runs an iterator for its effects)
 
 
 class RerunOnPython(Exception):  # noqa: N818 -- a signal to the driver, not an error the user sees
@@ -87,7 +85,7 @@ class _Station:
         self.by_rank = [{} for _ in range(n_rank)]
         self.res: dict = {}  # every resident by id
         self.hi = 1  # request ids below this are known (in res, or gone, or not at this station)
-        self.last = None  # (the last batch's prefill ids, its decode ids, its start)
+        self.last = None  # the last batch: its prefill ids (an array), its decoders (objects, ids), its start
 
 
 class Asker:
@@ -112,6 +110,7 @@ class Asker:
         self.a = SimpleNamespace(**arrays)
         self.mark = np.zeros(self.a.ti.shape[0], dtype=np.int64)  # (_fits_loop's marks)
         self.stamp = 0
+        self.pids = self.dids = None  # (the batch _write wrote: its prefill and decode ids, as arrays)
 
     def _sync(self, S, lim):
         """Bring station ``S``'s objects up to date: its last batch's requests, and the hops submitted to it with
