@@ -330,13 +330,24 @@ class Over:
         return Batch(prefill=pre, decode=tuple(dec))
 
 
-def test_a_return_that_is_not_a_batch_raises_the_python_paths_error():
-    net = tandem(NotABatch())
+class ZeroTokens:
+    name = "zero-tokens"
+
+    def select(self, v):
+        return Batch(prefill=tuple((r.rid, 0) for r in v.requests if r.in_prefill)[:1])
+
+
+@pytest.mark.parametrize("policy,says", [(NotABatch(), "not a fluidq.policies.Batch"),
+                                         (ZeroTokens(), "a batch of 0 tokens")], ids=["not-a-batch", "zero-tokens"])
+def test_a_policy_error_is_the_python_paths(policy, says):
+    """A return that is not a Batch, or a batch of no tokens that is not empty: the Python path's PolicyError, the
+    same message (the first raised in the loop's driver, the second by the Python clock the run restarts on)."""
+    net = tandem(policy)
     with pytest.raises(PolicyError) as py:
         simulate_network(net, horizon_s=30.0, rng=1, method="python")
     with pytest.raises(PolicyError) as kern:
         simulate_network(net, horizon_s=30.0, rng=1, method="kernel")
-    assert str(kern.value) == str(py.value) and "not a fluidq.policies.Batch" in str(py.value)
+    assert str(kern.value) == str(py.value) and says in str(py.value)
 
 
 @pytest.mark.parametrize("mode,rule", [("over", "(6d)"), ("double", "(6b)"), ("decode-prefilling", "(6a)"),
