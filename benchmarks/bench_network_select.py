@@ -11,7 +11,8 @@ loop asking U's policy in Python), their ratio, and the two runs' batches and co
 the run stops with an error otherwise).  ``check_batches`` is on by default for a user policy (every station then
 runs batch by batch on both paths); the ``unchecked`` rows pass ``check_batches=False`` (the Sarathi stations skip
 runs of identical batches on both paths).  For reference, the same network with U running Sarathi-Serve in FCFS
-order (the compiled loop's own rule; no asks).
+order (the compiled loop's own rule; no asks); and the unchecked user policy at 1.15 of capacity over a quarter of
+the horizon (U's queue grows to thousands: the Python clock sorts U's view every batch, the loop keeps it in order).
 
 Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N]``.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -95,6 +96,8 @@ def main():
     row("U = user LIFO (unchecked)", network(LIFO()), args.horizon, args.repeat, check_batches=False)
     row("U = Sarathi(order=SJF())", network(Sarathi(order=SJF())), args.horizon, args.repeat)
     row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
+    # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
+    row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat, check_batches=False)
 
 
 if __name__ == "__main__":
