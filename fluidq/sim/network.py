@@ -640,7 +640,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         sends the run to the Python path, from the start, which lists it in ``violations``: a policy that keeps
         state between calls is then called from the start again);
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
-        loop, or says why it does not apply).  The Python event-skipping path lets stations
+        loop, or says why it does not apply; a policy's batch the loop cannot run as given still restarts the run
+        on the Python path).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
