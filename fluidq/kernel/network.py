@@ -44,8 +44,15 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
 
-Composition batch times at KV stations, orderings other than FCFS and user policies stay on the Python path
-(:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
+* stations whose policies are asked in Python (a user's ``select(view)``, a built-in scheduler with an ordering
+  other than FCFS; no KV cache; 2026-12-07): batch by batch, their batch starts noted (``_ask``) and made in Python
+  once the event is over (:data:`STATUS_ASK`; :mod:`fluidq.kernel.network_select` builds the Python path's view from
+  these arrays, checks the batch and writes it into ``al_t``/``al_k``/``fR``), then started (``_answered``) and
+  ended as a built-in batch-by-batch station's.
+
+Composition batch times at KV stations, policies asked in Python at KV stations and subclasses of the built-in FCFS
+schedulers with a rule of their own stay on the Python path (:mod:`fluidq.sim.network` decides:
+``_kernel_unsupported``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -157,14 +164,19 @@ S_OPTIONS = (S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM)
  S_ADMSEQ, S_NBLKN, S_PREEMPT, S_REJECTED, S_SWAPWAIT, S_QOFF, S_QCAP, S_QH, S_QT, S_NRES, S_NKV) = range(24, 48)
 #: a station of runs: the decoder that started decoding last, while it decodes (0: none; covering, module doc)
 S_DLAST = 48
-N_S = 49
+#: a station whose policy is asked in Python (:mod:`fluidq.kernel.network_select`; batch by batch, ``S_GEN`` too):
+#: on; its pending ask (0: none, else the order in which the asks of one event were made); the first request id
+#: not in that ask's view (the hops submitted to the station before it are its residents then)
+S_ASK, S_ASKP, S_ASKLIM = 49, 50, 51
+N_S = 52
 #: the memory options :func:`run_network` takes per station (``mem``), in this order
 S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
 # S_JC (the run's batches timed so far); a KV station's context-aware seconds per KV token and swap seconds per
 # token
 R_T0, R_TAU, R_TC, R_TL, R_KS, R_SWAPS = range(6)
-N_R = 6
+R_AT = 6  # (a station asked in Python) the time of its pending ask: the start of the batch the answer makes
+N_R = 7
 # ti (int, one row per hop of a request)
 T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC, T_JOB = range(12)
 N_T = 12
@@ -188,7 +200,11 @@ Q_PH, Q_PT, Q_DH, Q_DT = range(4)
 # ahead of the uniforms in ``u``
 (G_NB, G_EV, G_SEQ, G_RID, G_SEEN, G_U, G_ARRIVING, G_CURIDX, G_AI, G_GI, G_NHOP, G_NEV, G_RECHOPS,
  G_MAXB, G_NEED, G_PHASE, G_RS, G_RI, G_RND, G_JOB, G_JCLS, G_NJOB, G_SP, G_U0, G_UEND) = range(25)
-N_G = 25
+#: the asks made in the current event (stations asked in Python), and whether the caller has answered them
+G_NASK, G_ASKED = 25, 26
+N_G = 27
+#: :func:`simulate`'s return when stations must be asked in Python (the caller answers and calls again)
+STATUS_ASK = 2
 #: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
 UNIFORMS = 1 << 30
 #: the most uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
@@ -597,6 +613,9 @@ def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, 
     if now >= gf[GF_HORIZON]:
         st[s, S_BUSY] = 0
         return
+    if st[s, S_ASK] != 0:  # its policy is asked in Python, once the current event is over
+        _ask(s, now, st, stf, g)
+        return
     b = st[s, S_BUDGET]
     k = st[s, S_KMAX]
     mixed = st[s, S_MIXED] != 0
@@ -614,7 +633,14 @@ def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, 
     st[s, S_NALLOC] = npf
     st[s, S_NH] = ndd
     st[s, S_BUSY] = 1
-    tv = tau[s, B - budget + ndd]
+    _evpush(evf, evi, st, g, now + _gen_time(s, B - budget + ndd, ndd, tau, st, stf, ti, fR), now, s)
+
+
+@_inline
+def _gen_time(s, tokens, ndd, tau, st, stf, ti, fR):
+    """The time of a batch-by-batch station's batch of ``tokens`` tokens whose decoders are ``fR[s, :ndd]``:
+    ``t(b)``, plus for a context-aware time seconds per KV token times the decoders' KV held."""
+    tv = tau[s, tokens]
     ks = stf[s, R_KS]
     if ks != 0.0:  # context-aware: t(b) + seconds per KV token * the decoders' KV held: prompt + decoded, less the
         kvs = 0    # prefill's first token (its KV is cached at the next step), as a KV station's T_KV counts it
@@ -624,7 +650,36 @@ def _batch_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, 
         if st[s, S_EMIT] != 0:
             kvs -= ndd
         tv = tv + ks * kvs
-    _evpush(evf, evi, st, g, now + tv, now, s)
+    return tv
+
+
+@_inline
+def _ask(s, now, st, stf, g):
+    """Station ``s`` (its policy asked in Python) starts a batch at ``now``: the ask is noted (its order among
+    this event's asks, its view -- the hops submitted so far --, its time) and made when the event is over
+    (:func:`simulate` returns :data:`STATUS_ASK`); the station is busy until the answer."""
+    st[s, S_BUSY] = 1
+    g[G_NASK] += 1
+    st[s, S_ASKP] = g[G_NASK]
+    st[s, S_ASKLIM] = g[G_RID]
+    stf[s, R_AT] = now
+
+
+@_inline
+def _answered(tau, st, stf, ti, fR, al_k, evf, evi, g):
+    """Start the batches the caller wrote for this event's asks (prefill ``al_t``/``al_k``, decoders ``fR``; a
+    station answered with an empty batch has ``S_ASKP`` 0 and is idle)."""
+    for s in range(st.shape[0]):
+        if st[s, S_ASKP] > 0:
+            now = stf[s, R_AT]
+            ndd = st[s, S_NH]
+            tokens = ndd
+            for a in range(st[s, S_NALLOC]):
+                tokens += al_k[s, a]
+            _evpush(evf, evi, st, g, now + _gen_time(s, tokens, ndd, tau, st, stf, ti, fR), now, s)
+            st[s, S_ASKP] = 0
+    g[G_NASK] = 0
+    g[G_ASKED] = 0
 
 
 # ---- stations with a KV cache: StationMemory's rules (fluidq.kernel.memory), batch by batch ----------------
@@ -1456,6 +1511,10 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             if g[G_MAXB] >= 0 and g[G_NB] >= g[G_MAXB]:
                 break
             continue
+        if g[G_NASK] != 0:  # the event is over: its asks are made in Python, then their batches start
+            if g[G_ASKED] == 0:
+                return STATUS_ASK
+            _answered(tau, st, stf, ti, fR, al_k, evf, evi, g)
         te = evf[0, 0] if g[G_NEV] > 0 else INF
         ai = g[G_AI]
         ta = ext_t[ai]
@@ -1656,7 +1715,7 @@ _compiled_once = False
 
 def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab, seen, ihop,
                 icls, uniforms, grid, *, horizon, max_batches, record_hops, n_tasks, n_sources=0, refill=None, mem=None,
-                memf=None, sub=None, subp=None, n_jobs=0, n_forks=0):
+                memf=None, sub=None, subp=None, n_jobs=0, n_forks=0, asker=None):
     """Allocate the state, run :func:`initial` and :func:`simulate` and return a dict of the results (see
     :mod:`fluidq.sim.network` for their meaning).
 
@@ -1676,6 +1735,11 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
 
     The first call in a process compiles the loop (or loads it from numba's cache); if that takes more than
     :data:`fluidq.kernel.run.NOTE_AFTER_S` seconds a one-line note says so on stderr.
+
+    ``asker`` (:class:`fluidq.kernel.network_select.Asker`, or ``None``): the stations whose policies are asked in
+    Python (``asker.stations``; batch by batch); its ``bind(...)`` gets the state's arrays before the run, and a
+    call ``asker(final)`` makes the asks of an event (``final``: those of the last event, after the loop stopped;
+    their answers start nothing).
     """
     global _compiled_once
     if not _compiled_once and _jit.compiled():
@@ -1686,7 +1750,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
             return run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, options, n_cls, n_lab,
                                seen, ihop, icls, uniforms, grid, horizon=horizon, max_batches=max_batches,
                                record_hops=record_hops, n_tasks=n_tasks, n_sources=n_sources, refill=refill,
-                               mem=mem, memf=memf, sub=sub, subp=subp, n_jobs=n_jobs, n_forks=n_forks)
+                               mem=mem, memf=memf, sub=sub, subp=subp, n_jobs=n_jobs, n_forks=n_forks, asker=asker)
     i64, f64 = np.int64, np.float64
     n_st = budget.shape[0]
     maxb = int(budget.max())
@@ -1697,6 +1761,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
     st[:, S_EVPOS] = -1
     for j, col in enumerate(S_OPTIONS):
         st[:, col] = options[:, j]
+    if asker is not None:
+        st[list(asker.stations), S_ASK] = 1
     stf = np.zeros((n_st, N_R), f64)
     any_mem = mem is not None and bool(np.any(mem[:, 0]))
     qrows = 0
@@ -1784,10 +1850,20 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
                     seen, u, blk, lb, cls_i, pq)
         if i < ihop.size:
             fill()
-    while simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, dlab,
-                   evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
-                   rnt, pq, jf):
-        fill()
+    if asker is not None:
+        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk)
+    while True:
+        status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
+                          dlab, evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
+                          rnt, pq, jf)
+        if status == 0:
+            break
+        if status == STATUS_ASK:
+            asker(False)
+        else:
+            fill()
+    if g[G_NASK] != 0:  # (the loop stopped at max_batches: the last event's asks are made, as the Python path's)
+        asker(True)
     if uniforms is not None:  # the generator left right after the last uniform used
         uniforms.rewind(int(g[G_U] - g[G_U0]))
     nhop = int(g[G_NHOP])

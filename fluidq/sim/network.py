@@ -17,8 +17,12 @@ from what the loop returns:
   a context-aware batch time and a first token from the prefill with or without a cache) and whose classes route
   through hops to stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins,
   with class priorities and fixed or random lengths (every draw from ``rng`` in the Python clock's order).
-  Composition batch times at KV stations, user policies and orderings, and ``check_batches`` run on the Python
-  clock.
+  Stations without a KV cache whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run
+  there too, batch by batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`;
+  a batch the loop cannot run as given -- one that breaks the constraints -- sends the run to the Python clock, from
+  the start).  Composition batch times at KV stations, user policies and orderings at KV stations, subclasses of
+  the built-in FCFS schedulers with a rule of their own, and ``check_batches=True`` (every station's batches
+  checked) run on the Python clock.
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
 the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the single-engine
@@ -192,21 +196,31 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     batch-time table; a larger one runs the network on the Python path with a
     :class:`~fluidq.kernel.KernelLimitWarning`); and classes whose routes are hops to
     stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
-    too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  User policies and
-    orderings other than FCFS, ``check_batches`` and the cases excluded above stay on the Python path (the
-    returned reason names the first one met; a station's size limit, which warns, only where nothing else excludes
-    the network).
+    too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  A station without a
+    KV cache whose policy is not a built-in FCFS scheduler (a user policy, an ordering other than FCFS) is run
+    batch by batch with its policy asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; its
+    batch time tabulated as above).  User policies and orderings other than FCFS at a station with a KV cache, a
+    subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
+    built-in window), ``check_batches=True`` (given explicitly: every station's batches checked in Python; the
+    default, on where a user policy runs, checks the batches of the policies asked in Python, which the loop always
+    checks) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
+    station's size limit, which warns, only where nothing else excludes the network).
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
 
     if check_batches:
-        return "check_batches=True checks every batch in Python"
+        return "check_batches=True checks every batch in Python (the default checks the batches of the policies asked " \
+               "in Python only)"
     limit = None
     for st in network.stations:
         pol = st.policy
-        if not _windowable(pol) or type(pol).select is not _scheduler_select() or \
-                type(pol).budgets is not _scheduler_select(budgets=True):
-            return f"station {st.name!r} does not run a built-in scheduler in FCFS order"
+        if not _native(pol):
+            if _windowable(pol):
+                return (f"station {st.name!r} does not run a built-in scheduler as given: it overrides select() or "
+                        "budgets() of one in FCFS order (the Python path shows it the built-in window of its queue)")
+            if st.engine.kv_capacity_tokens is not None:
+                return (f"station {st.name!r} has a KV cache and a policy asked in Python (a user policy or an "
+                        "ordering other than FCFS)")
         if st.engine.kv_capacity_tokens is not None and \
                 getattr(st.engine.batch_time, "composition_time", None) is not None:
             return f"station {st.name!r} has a KV cache and a composition batch time"
@@ -237,6 +251,15 @@ def _limit_why(st) -> str:
             "tabulates every station's batch times up to the largest budget in one dense array)")
 
 
+def _native(policy) -> bool:
+    """A built-in scheduler in FCFS order, which the compiled network loop runs itself; any other policy is asked
+    in Python (:mod:`fluidq.kernel.network_select`)."""
+    from ..kernel.clock import _windowable
+
+    return _windowable(policy) and type(policy).select is _scheduler_select() and \
+        type(policy).budgets is _scheduler_select(budgets=True)
+
+
 def _scheduler_select(budgets=False):
     """``Scheduler.select`` (or ``Scheduler.budgets``): a subclass that overrides either runs in Python."""
     from ..policies.schedulers import Scheduler
@@ -244,10 +267,13 @@ def _scheduler_select(budgets=False):
     return Scheduler.budgets if budgets else Scheduler.select
 
 
-def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops, swap_s=0.0):
+def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops, swap_s=0.0,
+                check_batches=False):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
-    results as the Python path."""
+    results as the Python path.  Stations whose policies are not built-in FCFS schedulers are asked in Python
+    (:mod:`fluidq.kernel.network_select`); with ``check_batches`` (on by default where there are such stations)
+    every station runs batch by batch, as the Python path runs them then."""
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _fast_budget, _initial_hops
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
                                   H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_EMIT,
@@ -384,18 +410,24 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             rt[i, R_ENG0 + j] = sidx[e]
             if r.policy == "random":
                 rp[i, j] = r.probabilities[j]
-    fast = [_fast_budget(s) for s in stations]
+    asked = [not _native(s.policy) for s in stations]  # (their policies asked in Python, batch by batch)
+    # (with check_batches the Python path steps every station batch by batch)
+    fast = [None if check_batches or asked[si] else _fast_budget(s) for si, s in enumerate(stations)]
     options = np.zeros((n_st, len(S_OPTIONS)), dtype=i64)  # S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM
     for si, s in enumerate(stations):
         pol, eng = s.policy, s.engine
-        ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
         lim = eng.b_max if eng.k_max is None else min(eng.b_max, eng.k_max)
+        if asked[si]:  # (the options of the built-in rule do not apply)
+            options[si] = (1, 1 << 62, 0, 0, 0, 0, eng.b_max, lim)
+            continue
+        ks = [k for k in (eng.k_max, pol.k_max) if k is not None]
         options[si] = (fast[si] is None or kvst[si], min(ks) if ks else 1 << 62, pol.mixed, pol.chunked,
                        pol.chunk_long_prompts,
                        pol.priority == "prefill", eng.b_max, lim)
-    # the token budget (the scheduler's own b_max may be lower than the engine's)
-    budget = np.array([s.engine.b_max if s.policy.b_max is None else min(s.engine.b_max, s.policy.b_max)
-                       for s in stations], dtype=i64)
+    # the token budget (the scheduler's own b_max may be lower than the engine's; a policy asked in Python may
+    # form batches up to the engine's)
+    budget = np.array([s.engine.b_max if asked[si] or s.policy.b_max is None else min(s.engine.b_max, s.policy.b_max)
+                       for si, s in enumerate(stations)], dtype=i64)
     nrank = np.array([lo + 1 for lo in lows], dtype=i64)
     tau = np.full((n_st, int(budget.max()) + 1), np.nan)
     tables: dict = {}  # (stations often share one engine)
@@ -447,13 +479,18 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     G = int(math.floor(horizon / dt_rec * (1 + 1e-12))) + 1
     grid = np.minimum(np.arange(G) * dt_rec, horizon)
     by_index = {i: length for i, length in sources.values()}  # (the Python path's sample_len: LBN at a time)
+    asker = None
+    if any(asked):
+        from ..kernel.network_select import Asker
+
+        asker = Asker({si: (s, int(nrank[si])) for si, s in enumerate(stations) if asked[si]}, lab_names)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
                       refill=lambda src: np.array([int(v) for v in by_index[src].sample(gen, LBN).tolist()], dtype=i64),
                       mem=mem if any(kvst) or mem[:, -1].any() or memf[:, 0].any() else None, memf=memf,
                       sub=np.array(sub, dtype=i64), subp=np.array(subp, dtype=float), n_jobs=int(sum(jobs)),
-                      n_forks=n_forks)
+                      n_forks=n_forks, asker=asker)
     cls_names = [c.name for c in network.classes]
     completed = [int(x) for x in out["completed"]]
     soj = out["sojourn_sum"].tolist()
@@ -595,11 +632,16 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one; routes of hops
-        to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random lengths; no
-        ``check_batches``) and numba compiles, with the Python path's results exactly;
+        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or, without a KV
+        cache, any other policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's
+        state by :mod:`fluidq.kernel.network_select`; routes of hops to stations, random or JSQ routers,
+        probabilistic choices and fork-joins, fixed or random lengths; no explicit ``check_batches=True``) and
+        numba compiles, with the Python path's results exactly (a policy's batch that breaks the constraints
+        sends the run to the Python path, from the start, which lists it in ``violations``: a policy that keeps
+        state between calls is then called from the start again);
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
-        loop, or says why it does not apply).  The Python event-skipping path lets stations
+        loop, or says why it does not apply; a policy's batch the loop cannot run as given still restarts the run
+        on the Python path).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
@@ -678,6 +720,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     if method not in ("auto", "generic", "python", "kernel"):
         raise ParameterError("method", method, "'auto', 'generic', 'python' or 'kernel'")
     max_batches = integer("max_batches", max_batches, minimum=1, allow_none=True)
+    explicit_check = check_batches is not None
     if check_batches is None:  # a user policy's batches are checked, as fluidq.simulate checks them
         from ..policies.schedulers import Scheduler
 
@@ -697,7 +740,9 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
                                  "whose engine.memory.preemption is 'swap'")
     use_kernel = False
     if method in ("auto", "kernel"):
-        why = _kernel_unsupported(network, check_batches)
+        # (the default checks the batches of the policies asked in Python, which the compiled loop always checks;
+        # check_batches=True asks for every station's, built-in ones included)
+        why = _kernel_unsupported(network, check_batches and explicit_check)
         if why is not None and method == "kernel":
             raise ParameterError("method", method, "a network the compiled event loop covers",
                                  f"{why}; method='auto' runs it on the Python path")
@@ -718,8 +763,14 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     gc.disable()
     try:
         if use_kernel:
-            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops),
-                               swap_s_per_token or 0.0)
+            from ..kernel.network_select import RerunOnPython
+
+            state = gen.bit_generator.state
+            try:
+                return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0,
+                                   bool(record_hops), swap_s_per_token or 0.0, bool(check_batches))
+            except RerunOnPython:  # a batch the loop cannot run as given: the Python path's run, from the start
+                gen.bit_generator.state = state
         return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
                     "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))

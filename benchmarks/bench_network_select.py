@@ -1,0 +1,104 @@
+"""Benchmark: a network with a station whose policy is asked in Python, on the Python event clock and on the compiled
+network loop (:mod:`fluidq.kernel.network_select`, issue 15), per batch, side by side in one run.
+
+The network (4 stations): a join-the-shortest-queue pair of Sarathi-Serve stations (A, B), a station U whose policy
+is asked in Python, and a vLLM station V; class x goes J -> U -> V, class y J -> U (with priority at U), at 0.9 of
+the stations' capacity.  U runs, in turn, a user policy defined here (last in first out: decoders first, then the
+latest prompts, chunked) and Sarathi-Serve with the SJF ordering (a built-in scheduler whose ordering is not FCFS).
+Each row: microseconds of CPU per batch (``time.process_time`` of this process; least of ``--repeat`` runs
+alternating between the two paths) of ``method="python"`` (the Python clock) and ``method="auto"`` (the compiled
+loop asking U's policy in Python), their ratio, and the two runs' batches and completions (which must be equal:
+the run stops with an error otherwise).  ``check_batches`` is on by default for a user policy (every station then
+runs batch by batch on both paths); the ``unchecked`` rows pass ``check_batches=False`` (the Sarathi stations skip
+runs of identical batches on both paths).  For reference, the same network with U running Sarathi-Serve in FCFS
+order (the compiled loop's own rule; no asks); and the unchecked user policy at 1.15 of capacity over a quarter of
+the horizon (U's queue grows to thousands: the Python clock sorts U's view every batch, the loop keeps it in order).
+
+Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N]``.  Recorded figures:
+``benchmarks/README.md`` (network section).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_network import best_pair  # noqa: E402
+
+from fluidq import Affine, Engine, Staircase  # noqa: E402
+from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
+from fluidq.policies import Batch, Sarathi, VLLMChunked  # noqa: E402
+from fluidq.policies.latency import SJF  # noqa: E402
+
+
+class LIFO:
+    """Decoders first (within the budget and k_max), then the latest arrivals' prompts, chunked."""
+
+    name = "lifo"
+
+    def select(self, v):
+        b = v.b_max
+        k = v.k_max if v.k_max is not None else 1 << 30
+        dec = [r.rid for r in v.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
+        b -= len(dec)
+        k -= len(dec)
+        pre = []
+        for r in reversed(v.requests):
+            if r.in_prefill and b > 0 and k > 0:
+                m = min(b, r.prefill_left)
+                pre.append((r.rid, m))
+                b -= m
+                k -= 1
+        return Batch(prefill=tuple(pre), decode=tuple(dec))
+
+
+def network(policy, load=0.9):
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=64), b_max=256)
+    return Network(stations=[Station(name="A", engine=e), Station(name="B", engine=e),
+                             Station(name="U", engine=e, policy=policy, priority=("y.2",)),
+                             Station(name="V", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=128),
+                                     policy=VLLMChunked())],
+                   routers=[Router(name="J", engines=("A", "B"), policy="jsq", count="tokens")],
+                   classes=[RequestClass(name="x", rate_per_s=1.0, route=[
+                       Hop(engine="J", prompt_tokens=300, output_tokens=40, name="x.1"),
+                       Hop(engine="U", prompt_tokens=120, output_tokens=20, name="x.2"),
+                       Hop(engine="V", prompt_tokens=30, output_tokens=5, name="x.3")]),
+                       RequestClass(name="y", rate_per_s=1.0, route=[
+                           Hop(engine="J", prompt_tokens=60, output_tokens=80, name="y.1"),
+                           Hop(engine="U", prompt_tokens=400, output_tokens=8, name="y.2")])]).at_load(load)
+
+
+def row(label, net, horizon, repeat, **kw):
+    def run(method):
+        return lambda: simulate_network(net, horizon_s=horizon, rng=11, method=method, **kw)
+
+    tp, a, tk, b = best_pair(run("python"), run("auto"), repeat)
+    if (a.batches, a.completed, a.events) != (b.batches, b.completed, b.events):
+        raise SystemExit(f"{label}: the two paths' runs differ: {a.batches, a.completed} vs {b.batches, b.completed}")
+    up, uk = 1e6 * tp / a.batches, 1e6 * tk / b.batches
+    print(f"{label:34s} python {up:7.2f} us/batch  loop {uk:7.2f} us/batch  python/loop {up / uk:6.2f}x  "
+          f"({a.batches} batches, {sum(a.completed.values())} completed)")
+    return up, uk
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--horizon", type=float, default=3000.0, help="simulated seconds per run")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs per path (least CPU time kept)")
+    args = ap.parse_args()
+    simulate_network(network(LIFO()), horizon_s=50.0, rng=1)  # (compile or load the loop first)
+    print(f"# {time.strftime('%Y-%m-%d')}  horizon {args.horizon:g} s, least CPU time of {args.repeat} alternating "
+          "runs per path")
+    row("U = user LIFO (checked)", network(LIFO()), args.horizon, args.repeat)
+    row("U = user LIFO (unchecked)", network(LIFO()), args.horizon, args.repeat, check_batches=False)
+    row("U = Sarathi(order=SJF())", network(Sarathi(order=SJF())), args.horizon, args.repeat)
+    row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
+    # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
+    row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat, check_batches=False)
+
+
+if __name__ == "__main__":
+    main()

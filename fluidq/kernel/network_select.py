@@ -1,0 +1,293 @@
+"""Stations whose policies are asked in Python, on the compiled network loop's state (issue 15, 2026-12-07).
+
+:mod:`fluidq.kernel.network` runs every station of a network on one compiled event clock.  A station whose policy
+is not a built-in scheduler in FCFS order -- a user's object with its own ``select(view)``, or a built-in
+:class:`~fluidq.policies.Scheduler` with another ordering (``Sarathi(order=SJF())``, SRPT, ...) -- is run there batch
+by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.select` does it for one engine:
+
+* when such a station starts a batch (where the Python event clock, :func:`fluidq.kernel.clock.run_clock`, calls
+  its ``EngineRun.begin``: a hop offered to the idle station, or the end of its batch once its finished hops have
+  moved on), the loop notes an *ask* (``_ask``: the station is busy, the ask's order in the event, its time, and
+  its view -- the hops submitted to the station so far, request ids below ``S_ASKLIM``) and goes on with the
+  event; when the event is over it stops with ``STATUS_ASK``.  Nothing the rest of the event does depends on the
+  batch an ask will form (routing reads the stations' requests and remaining tokens, which a batch changes only
+  when it ends), so asking after the event gives the Python clock's batches;
+* :class:`Asker` (called by :func:`fluidq.kernel.network.run_network`) makes the asks in the Python clock's order
+  (by request id at the ask, then order): for each it brings the station's persistent request objects
+  (:class:`fluidq.kernel.clock._Task`, the Python path's objects, with ``job``, ``rank`` and ``label``) up to date
+  from the arrays -- the requests of the station's last batch (prefilled, decoded, first scheduled; the finished
+  ones leave) and the hops submitted since its last ask (request ids up to the ask's view, read off the hops'
+  station column) -- so an ask costs O(batch + new hops) in Python besides the view's tuple and the policy;
+  the view is the Python path's for a station without a KV cache and a policy without the built-in window
+  (:meth:`fluidq.kernel.clock._StationState.view_requests`): every resident, in the station's class-priority
+  order, by arrival at the station within a level (request id order); ``b_max`` and ``k_max`` the engine's, no
+  ``kv_free_tokens``.  A station without residents is not asked (``EngineRun.begin`` asks no policy then);
+* the answer: a return that is not a :class:`~fluidq.policies.Batch` raises EngineRun's
+  :class:`~fluidq.kernel.step.PolicyError` (:func:`fluidq.kernel.step._require_batch`, the same message); the
+  batch is written into the loop's arrays (prefill ``(rid, tokens)`` in ``al_t``/``al_k``, decoders in ``fR``;
+  entries that are not ``int`` go through :func:`fluidq.policies.base._shape_errors` first) and checked there by
+  a compiled pass, O(batch) (:func:`_fits_loop`: :func:`fluidq.policies.base.batch_violations`' rules, and no
+  request twice in the prefill part), and its ``blocked`` ids marked; the loop then starts every answered batch (``_answered``: its time as
+  a built-in batch-by-batch station's, ``t(b)`` or a context-aware time, and its end on the event heap) and
+  resumes.  An empty batch leaves the station idle -- and the Python clock asks again at the next hop submitted
+  to it in the same event, with that hop in view: so does the asker;
+* a batch the compiled loop cannot run as given -- one that breaks the constraints (which the Python path lists
+  in ``violations`` with ``check_batches``, and runs as given, on garbage, either way), a request twice in the
+  prefill part, a ``blocked`` id not resident -- raises :class:`RerunOnPython`: :func:`fluidq.simulate_network`
+  rewinds the generator and runs the whole network on the Python clock, whose result is the one returned (its
+  ``violations`` included).  The policy is called again from the start there: a policy that keeps state between
+  calls sees the calls of the stopped run first.
+
+The batch's end is the loop's batch-by-batch station's (``S_GEN``): prefill chunks, the first token from the
+prefill, decode tokens, finished hops moved on in the Python path's order; the records, the routing and the other
+stations are the loop's.  Covered (2026-12-07): stations without a KV cache, any policy or ordering, context-aware
+batch times, the first token from the prefill, class priorities, mixed with every station the loop runs natively.
+Not covered, so :func:`fluidq.simulate_network` runs the network on the Python clock (``_kernel_unsupported`` says
+which): a station with a KV cache whose policy is asked in Python (``StationMemory``'s passes on a network station),
+and a subclass of a built-in scheduler in FCFS order that overrides ``select`` or ``budgets`` (its view is the
+built-in window).
+"""
+# ruff: noqa: PLR0912, PLR0915
+from __future__ import annotations
+
+import heapq
+import math
+from itertools import chain
+
+import numpy as np
+
+from ..policies.base import Batch, QueueView, _shape_errors
+from ._jit import jit
+from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS, T_D, T_DEC,
+                      T_LAB, T_P, T_PREF, T_RANK, T_ST)
+from .step import _require_batch
+
+__all__ = ["Asker", "RerunOnPython"]
+
+
+class RerunOnPython(Exception):  # noqa: N818 -- a signal to the driver, not an error the user sees
+    """A batch the compiled loop cannot run as the Python clock runs it: the network is run on the Python clock."""
+
+
+class _Station:
+    """A station asked in Python: its policy, its residents' objects (one dict per priority rank, in request id
+    order) and what its last batch changed."""
+
+    __slots__ = ("b_max", "by_rank", "hi", "k_max", "last", "name", "policy", "res", "s", "select")
+
+    def __init__(self, s, station, n_rank):
+        self.s = s
+        self.name = station.name
+        self.policy = station.policy
+        self.select = station.policy.select
+        self.b_max = station.engine.b_max
+        self.k_max = station.engine.k_max
+        self.by_rank = [{} for _ in range(n_rank)]
+        self.res: dict = {}  # every resident by id
+        self.hi = 1  # request ids below this are known (in res, or gone, or not at this station)
+        self.last = None  # the last batch: its prefill ids (an array), its decoders (objects, ids), its start
+
+
+class Asker:
+    """The Python side of the compiled network loop's asks (see the module notes).
+
+    ``stations``: ``{station index: (Station, ranks)}`` of the stations asked in Python; ``labels``: the buffer
+    label names by index (a request object's ``label``)."""
+
+    def __init__(self, stations: dict, labels):
+        from .clock import _Task
+
+        self.stations = {s: _Station(s, st, n_rank) for s, (st, n_rank) in stations.items()}
+        self.labels = list(labels)
+        self.new_task = _Task.__new__
+        self.task_cls = _Task
+        self.a = None
+
+    def bind(self, **arrays):
+        """The loop's state arrays (``g``, ``st``, ``stf``, ``ti``, ``tf``, ``al_t``, ``al_k``, ``fR``, ``blk``)."""
+        from types import SimpleNamespace
+
+        self.a = SimpleNamespace(**arrays)
+        self.mark = np.zeros(self.a.ti.shape[0], dtype=np.int64)  # (_fits_loop's marks)
+        self.stamp = 0
+        self.pids = self.dids = None  # (the batch _write wrote: its prefill and decode ids, as arrays)
+
+    def _sync(self, S, lim):
+        """Bring station ``S``'s objects up to date: its last batch's requests, and the hops submitted to it with
+        ids below ``lim``."""
+        a = self.a
+        ti = a.ti
+        if S.last is not None:
+            pids, dids, t0 = S.last
+            S.last = None
+            res, by_rank = S.res, S.by_rank
+            if pids is not None:  # the prefill chunks' requests: prefilled, decoded (a first token from the prefill),
+                # first scheduled
+                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
+                    pf, dc = row[T_PREF], row[T_DEC]
+                    r = res[rid]
+                    r.prefilled = pf
+                    r.decoded = dc
+                    if r.first_scheduled_s != r.first_scheduled_s:
+                        r.first_scheduled_s = t0
+                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
+                        del res[rid]
+                        del by_rank[r.rank][rid]
+            if dids is not None:  # the decoders (done with their prompts): decoded, and those finished leave
+                objs, idx = dids
+                for r, dc in zip(objs, ti[idx, T_DEC].tolist()):
+                    r.decoded = dc
+                    if dc >= r.output_tokens:
+                        del res[r.rid]
+                        del by_rank[r.rank][r.rid]
+        if lim > S.hi:
+            if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
+                S.hi = lim
+                return
+            idx = np.flatnonzero(ti[S.hi:lim, T_ST] == S.s)
+            if idx.size:
+                idx += S.hi
+                new_task, cls, labels, res, by_rank = self.new_task, self.task_cls, self.labels, S.res, S.by_rank
+                for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
+                    p, d, rank, lab, ci = row[T_P], row[T_D], row[T_RANK], row[T_LAB], row[T_CLS]
+                    # (the Python path's task: RequestState's fields with its defaults, and the hop's place)
+                    r = new_task(cls)
+                    r.rid = rid
+                    r.arrival_s = arr
+                    r.prompt_tokens = p
+                    r.output_tokens = d
+                    r.prefilled = 0
+                    r.decoded = 0
+                    r.first_scheduled_s = math.nan
+                    r.score = None
+                    r.recompute_tokens = 0
+                    r.preemptions = 0
+                    r.job = (ci, jin)
+                    r.cont = None  # (where the request goes next is the loop's, not the object's)
+                    r.rank = rank
+                    r.label = labels[lab]
+                    res[rid] = r
+                    by_rank[rank][rid] = r
+            S.hi = lim
+
+    def _next_hop(self, S, lim):
+        """The first hop submitted to station ``S`` with an id at or above ``lim`` (in this event), or ``None``."""
+        a = self.a
+        top = int(a.g[G_RID])
+        if lim >= top:
+            return None
+        x = np.flatnonzero(a.ti[lim:top, T_ST] == S.s)
+        return int(x[0]) + lim if x.size else None
+
+    def __call__(self, final):
+        """Make the asks of the event just over (see the module notes); ``final``: the loop has stopped."""
+        a = self.a
+        st, stf = a.st, a.stf
+        asked = st[:, S_ASKP].tolist()
+        pend = [(int(st[s, S_ASKLIM]), asked[s], s) for s in self.stations if asked[s] > 0]
+        if len(pend) > 1:
+            heapq.heapify(pend)  # (the Python clock's order: the ask made at the earlier submitted hop first)
+        while pend:
+            lim, order, s = heapq.heappop(pend)
+            S = self.stations[s]
+            self._sync(S, lim)
+            t = float(stf[s, R_AT])
+            npf = nd = 0
+            if S.res:  # (a station without residents asks no policy: EngineRun.begin)
+                reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
+                    tuple(S.by_rank[0].values())
+                view = QueueView(requests=reqs, now_s=t, b_max=S.b_max, k_max=S.k_max, kv_free_tokens=None)
+                batch = S.select(view)
+                if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
+                    _require_batch(getattr(S.policy, "name", S.policy), batch, t)
+                pre, dec = batch.prefill, batch.decode
+                npf, nd = len(pre), len(dec)
+                if not self._write(S, s, lim, batch) or (batch.blocked and not all(r in S.res for r in
+                                                                                        batch.blocked)):
+                    raise RerunOnPython(f"station {S.name!r} at t={t:.6g} s: a batch the compiled loop cannot run "
+                                        "as given")
+                if batch.blocked:
+                    blk, ti = a.blk, a.ti
+                    for rid in batch.blocked:
+                        blk[s, ti[rid, T_LAB]] = 1
+            if not npf and not nd:  # idle: asked again at the next hop submitted to it in this event
+                nxt = self._next_hop(S, lim)
+                if nxt is not None:
+                    heapq.heappush(pend, (nxt + 1, order, s))
+                    continue
+                st[s, S_ASKP] = 0
+                st[s, S_BUSY] = 0
+                continue
+            st[s, S_NALLOC] = npf
+            st[s, S_NH] = nd
+            S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
+        if not final:
+            a.g[G_ASKED] = 1
+
+    def _write(self, S, s, lim, batch) -> bool:
+        """Write the batch into the loop's arrays (``al_t``/``al_k``, ``fR``) and say whether the loop runs it as the
+        Python clock does: entries that are ``int`` (or pairs of them; else :func:`~fluidq.policies.base._shape_errors`
+        decides, and a whole number that is not an ``int`` goes through it too) and within
+        :func:`~fluidq.policies.base.batch_violations`' rules, no request twice in the prefill part
+        (:func:`_fits_loop`, compiled)."""
+        a = self.a
+        pre, dec = batch.prefill, batch.decode
+        npf, nd = len(pre), len(dec)
+        try:
+            if npf:
+                if {*map(type, pre)} != _TUPLE or {*map(type, chain.from_iterable(pre))} != _INT:
+                    if _shape_errors(batch):
+                        return False
+                x = np.array(pre, dtype=np.int64)
+                if x.shape != (npf, 2):
+                    return False
+                self.pids = x[:, 0]
+                a.al_t[s, :npf] = self.pids
+                a.al_k[s, :npf] = x[:, 1]
+            else:
+                self.pids = None
+            if nd:
+                if {*map(type, dec)} != _INT and _shape_errors(batch):
+                    return False
+                self.dids = np.array(dec, dtype=np.int64)
+                a.fR[s, :nd] = self.dids
+        except (TypeError, ValueError, OverflowError):  # (not whole numbers, beyond int64, or too many entries)
+            return False
+        self.stamp += 2
+        return _fits_loop(s, lim, npf, nd, S.b_max, -1 if S.k_max is None else S.k_max, a.al_t, a.al_k, a.fR, a.ti,
+                          self.mark, self.stamp)
+
+
+_TUPLE, _INT = {tuple}, {int}
+
+
+@jit
+def _fits_loop(s, lim, npf, nd, b_max, k_max, al_t, al_k, fR, ti, mark, stamp):
+    """The batch written for station ``s`` (prefill ``al_t``/``al_k[s, :npf]``, decoders ``fR[s, :nd]``) refers to
+    residents in the view (ids below ``lim``, at ``s``, not finished), takes chunks of at least one token within the
+    remaining prompt, once per request, decodes requests done with their prompt and not finished, once each, and
+    keeps ``b_max`` tokens and ``k_max`` requests (``-1``: none): :func:`~fluidq.policies.base.batch_violations`'
+    rules, as the loop needs them (``mark``: per request, the ``stamp`` of the batch that took it)."""
+    tokens = 0
+    for j in range(npf):
+        rid = al_t[s, j]
+        m = al_k[s, j]
+        if rid < 1 or rid >= lim or ti[rid, T_ST] != s or m < 1 or mark[rid] == stamp:
+            return False
+        if m > ti[rid, T_P] - ti[rid, T_PREF]:  # (a finished hop has none left)
+            return False
+        mark[rid] = stamp
+        tokens += m
+    for j in range(nd):
+        rid = fR[s, j]
+        if rid < 1 or rid >= lim or ti[rid, T_ST] != s or mark[rid] == stamp + 1:
+            return False
+        if ti[rid, T_PREF] < ti[rid, T_P] or ti[rid, T_DEC] >= ti[rid, T_D]:
+            return False
+        mark[rid] = stamp + 1
+    tokens += nd
+    if tokens > b_max:
+        return False
+    return k_max < 0 or npf + nd <= k_max
+
+
