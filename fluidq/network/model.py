@@ -616,7 +616,7 @@ class Network:
             g.add_node(s.name)
 
         def link(prev, h, cname):
-            for u in prev:
+            for u, _ in prev:
                 for a in self.engines_of(u):
                     for b in self.engines_of(h):
                         if g.has_edge(a, b):
@@ -625,23 +625,32 @@ class Network:
                         else:
                             g.add_edge(a, b, classes=[cname])
 
+        # ``prev``: the points whose hops may directly precede the next hop, each as ``(point, forks)``,
+        # ``forks`` the open forks since which that line has run no hop.  A line that runs no hop between
+        # a fork and its join (the main line in ``O, fork{...}, join, O``, or a choice option left empty)
+        # hands nothing on at the join: the hop after the join follows the branches' last hops, not the
+        # hop before the fork.  Only where every line (the main line and each branch) may run no hop does
+        # the hop before the fork directly precede the one after the join.
         def walk(steps, prev, cname):
-            """``prev``: points whose hops may directly precede; returns the points at the end."""
+            """Returns the ``prev`` set at the end of ``steps``."""
             forks = {}
             for s in steps:
                 if isinstance(s, Hop):
                     link(prev, s.engine, cname)
-                    prev = {s.engine}
+                    prev = {(s.engine, frozenset())}
                 elif isinstance(s, Choice):
                     new = set()
                     for _, st in s.options:
                         new |= walk(st, set(prev), cname)
                     prev = new
                 elif isinstance(s, Fork):
+                    prev = {(u, f | {s.name}) for u, f in prev}
                     forks[s.name] = [walk(b, set(prev), cname) for b in s.branches]
                 elif isinstance(s, Join):
-                    for end in forks.pop(s.name):
-                        prev = set(prev) | end
+                    lines = [prev, *forks.pop(s.name)]
+                    idle_everywhere = all(any(s.name in f for _, f in line) for line in lines)
+                    prev = {(u, f - {s.name}) for line in lines for u, f in line
+                            if s.name not in f or idle_everywhere}
             return prev
 
         for c in self.classes:
