@@ -839,10 +839,13 @@ class Network:
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value
 
+        visited = {e for h in self.hops for e in self.engines_of(h.engine)}
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
             bs = f" (best split {best[s.name]:.3f})" if shared else ""
             ub = " (an upper bound: see the verdict)" if s.name in bounded else ""
+            if s.name not in visited:
+                ub += " (no class visits it: a typo in a hop's engine name?)"
             cap = fmt_value(s.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
                          f"{cap} tokens/s{ub}, load {fmt_value(loads[s.name], digits=MEANINGFUL_DIGITS)}{bs}{pr}")
