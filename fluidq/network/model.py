@@ -834,7 +834,8 @@ class Network:
         loads = self.loads()
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}
-        from .caveats import capacity_caveats
+        from ..engine.budgets import binding_k_max
+        from .caveats import capacity_caveats, k_max_floor
 
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value
@@ -846,6 +847,11 @@ class Network:
             ub = " (an upper bound: see the verdict)" if s.name in bounded else ""
             if s.name not in visited:
                 ub += " (no class visits it: a typo in a hop's engine name?)"
+            if not ub and binding_k_max(s.engine, s.policy) is not None:  # k_max far from binding (caveats.py)
+                k, floor = k_max_floor(s)
+                ub = (f" (k_max={k}: at least {fmt_value(floor, digits=MEANINGFUL_DIGITS)} tokens/s under a "
+                      f"backlog, load {fmt_value(loads[s.name] * s.capacity_tokens_per_s / floor, digits=MEANINGFUL_DIGITS)}"
+                      " against that)")
             cap = fmt_value(s.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
                          f"{cap} tokens/s{ub}, load {fmt_value(loads[s.name], digits=MEANINGFUL_DIGITS)}{bs}{pr}")
