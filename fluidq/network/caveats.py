@@ -10,46 +10,51 @@ from __future__ import annotations
 
 from ..engine.budgets import binding_k_max
 
+__all__ = ["capacity_caveats", "k_max_floor"]
+
 
 def station_capacity(st) -> float:
     """``b_max/t(b_max)`` of the station (:attr:`Station.capacity_tokens_per_s`, what its load is read against)."""
     return st.capacity_tokens_per_s
 
-__all__ = ["capacity_caveats", "k_max_floor"]
 
-#: the most batch sizes :func:`k_max_floor` evaluates ``b/t(b)`` at (``b_max - k + 1`` of them)
-_FLOOR_MAX_SIZES = 1 << 20
+def k_max_floor(network, station) -> tuple | None:
+    """``(k, tokens_per_s, why)``: what ``station`` of ``network`` serves at least under any backlog when its
+    ``k_max = k`` binds, or ``None`` where no such floor is read.
 
+    The single-engine rule (:func:`fluidq.stability.bounds.k_max_floor`, registered here when ``fluidq`` is
+    imported), on the station's engine and scheduler with the largest prompt and output of the hops it serves:
+    a scheduler whose batch holds at least ``min(b_max, k_max, demand)`` tokens in every state (checked by
+    search), work-conserving, forms batches of at least ``min(b_max, k)`` tokens whenever ``k`` or more requests
+    are in the station, and with bounded lengths a large backlog is many requests, so it serves at least
+    ``min b/t(b)`` over ``min(b_max, k) <= b <= b_max`` (at the most context ``k`` requests read) whatever the
+    mix.  ``None`` with no binding ``k_max``, a hop of unbounded length, async scheduling, a scheduler the
+    search refutes or one that is not work-conserving."""
+    from ..workload import Poisson, Workload
+    from .model import _analysis, route_hops
 
-def k_max_floor(station) -> tuple | None:
-    """``(k, tokens_per_s)``: the least a station whose only capacity cause is a binding ``k_max = k`` serves
-    under a backlog, or ``None`` where no such floor is read (no binding ``k_max``, a scheduler that is not
-    work-conserving, a context-aware batch time or a KV cache, which bound its batches otherwise).
-
-    The rule: a work-conserving scheduler (every batch takes ``min(b_max, demand)`` tokens, each request it holds
-    adding a prefill token or a decode token, :mod:`fluidq.policies.conservation`) holding ``k`` requests under a
-    backlog batches at least ``min(k, b_max)`` tokens, so it serves at least ``min_{min(k, b_max) <= b <= b_max}
-    b/t(b)`` tokens per second whatever the request mix."""
-    import numpy as np
-
-    from ..engine.budgets import effective_engine
-    from ..policies.conservation import work_conserving_cached
-
-    eng, pol = station.engine, station.policy
-    k = binding_k_max(eng, pol)
-    if k is None or eng.kv_capacity_tokens is not None or getattr(eng.batch_time, "kind", "") == "context_aware":
+    k = binding_k_max(station.engine, station.policy)
+    if k is None:
         return None
-    if not work_conserving_cached(pol).work_conserving:
+    most_p = most_o = 0
+    for c in network.classes:
+        for h in route_hops(c.route):
+            if station.name not in network.engines_of(h.engine):
+                continue
+            for length, is_prompt in ((h.prompt_tokens, True), (h.output_tokens, False)):
+                sup = length.support()
+                if sup is None:
+                    return None  # unbounded: a large token backlog need not be many requests
+                top = int(max(sup[0]))
+                if is_prompt:
+                    most_p = max(most_p, top)
+                else:
+                    most_o = max(most_o, top)
+    if most_p < 1:
         return None
-    eff = effective_engine(eng, pol)
-    lo = min(k, eff.b_max)
-    if eff.b_max - lo + 1 > _FLOOR_MAX_SIZES:
-        return None
-    b = np.arange(lo, eff.b_max + 1, dtype=float)
-    t = np.asarray(eff.batch_time(b), dtype=float)
-    if t.shape != b.shape or not np.all(np.isfinite(t) & (t > 0)):
-        return None
-    return k, float(np.min(b / t))
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=most_p, output_tokens=max(most_o, 1))
+    floor, why = _analysis("k_max_floor")(station.engine, w, station.policy)
+    return None if floor is None else (k, floor, why)
 
 
 def capacity_caveats(network) -> list:
@@ -61,8 +66,9 @@ def capacity_caveats(network) -> list:
     the engine's, the batch time grows with the KV cache (context-aware), or a KV-cache capacity limits
     the residents.  A ``k_max`` that can never bind (at or above the most requests a batch holds,
     :func:`fluidq.stability.binding_k_max`) is no cause, and neither is one in a DAG whose station is loaded
-    below 1 against :func:`k_max_floor` (the least its work-conserving scheduler serves under a backlog with
-    ``k_max`` requests, whatever the mix): feedforward induction drains it at that rate as at ``b_max/t(b_max)``.
+    below 1 against :func:`k_max_floor` (what its scheduler serves at least under any backlog with ``k_max``
+    binding, whatever the mix: the single-engine rule): feedforward induction drains it at that rate as at
+    ``b_max/t(b_max)``.
     An overload (a load above 1 at the upper bound) still proves instability.
     """
     out = []
@@ -72,7 +78,7 @@ def capacity_caveats(network) -> list:
         why = []
         k = binding_k_max(eng, pol)  # a k_max at or above the most requests a batch can hold never binds
         if k is not None and st.name in loads:
-            fl = k_max_floor(st)  # far from binding at this load: the station drains at its floor rate
+            fl = k_max_floor(network, st)  # far from binding at this load: the station drains at its floor rate
             if fl is not None and loads[st.name] * station_capacity(st) < fl[1]:
                 k = None
         if k is not None:

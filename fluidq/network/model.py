@@ -848,7 +848,7 @@ class Network:
             if s.name not in visited:
                 ub += " (no class visits it: a typo in a hop's engine name?)"
             if not ub and binding_k_max(s.engine, s.policy) is not None:  # k_max far from binding (caveats.py)
-                k, floor = k_max_floor(s)
+                k, floor, _ = k_max_floor(self, s)
                 ub = (f" (k_max={k}: at least {fmt_value(floor, digits=MEANINGFUL_DIGITS)} tokens/s under a "
                       f"backlog, load {fmt_value(loads[s.name] * s.capacity_tokens_per_s / floor, digits=MEANINGFUL_DIGITS)}"
                       " against that)")

@@ -2,10 +2,12 @@
 review, finding 6): ``fluidq network dag.toml`` answered "unknown" only because its router station has k_max=32
 at load 0.0176.
 
-The rule (fluidq.network.caveats.k_max_floor): a work-conserving scheduler holding k requests under a backlog
-batches at least min(k, b_max) tokens, so it serves at least min over min(k, b_max) <= b <= b_max of b/t(b)
-tokens/s whatever the mix; in a DAG a station loaded below 1 against that floor drains (feedforward induction)
-as it would at b_max/t(b_max).  Checked on seeded simulations at 0.9 of the floor with the mix that comes
+The rule (fluidq.network.caveats.k_max_floor, the single engine's fluidq.stability.bounds.k_max_floor on the
+station with the largest lengths of its hops): a work-conserving scheduler whose batches hold at least
+min(b_max, k_max, demand) tokens, holding k requests under a backlog (bounded lengths: a large backlog is many
+requests), batches at least min(k, b_max) tokens, so it serves at least min over min(k, b_max) <= b <= b_max of
+b/t(b) tokens/s whatever the mix; in a DAG a station loaded below 1 against that floor drains (feedforward
+induction) as it would at b_max/t(b_max).  Checked on seeded simulations at 0.9 of the floor with the mix that comes
 closest to it (one-token prompts, long decodes: batches of about k tokens)."""
 import pytest
 
@@ -19,8 +21,9 @@ FLOOR = 32 / (0.008 + 0.00005 * 32)  # 3,333 tokens/s; b_max/t(b_max) = 256/0.02
 
 
 def _net(tokens_per_s, route_back=False, policy=None, prompt=64, output=8):
+    """router (k_max=32) then big; ``prompt`` may be a TOML length table."""
     r = dict(ROUTER, **({"policy": policy} if policy else {}))
-    per = prompt + output
+    per = (prompt if isinstance(prompt, int) else prompt["mean"]) + output
     route = [{"engine": "router", "prompt": prompt, "output": output}, {"engine": "big", "prompt": 10, "output": 1}]
     if route_back:
         route.append({"engine": "router", "prompt": prompt, "output": output})
@@ -31,8 +34,16 @@ def _net(tokens_per_s, route_back=False, policy=None, prompt=64, output=8):
 
 def test_the_floor_is_the_least_b_over_t_from_k_to_b_max():
     net = _net(200.0)
-    k, floor = k_max_floor(net.station("router"))
+    k, floor, why = k_max_floor(net, net.station("router"))
     assert k == 32 and floor == pytest.approx(FLOOR, rel=1e-12)
+    assert "sarathi is work-conserving" in why
+
+
+def test_unbounded_lengths_read_no_floor():
+    # a geometric prompt: a large token backlog need not be many requests, so the single-engine rule reads none
+    net = _net(0.5 * FLOOR, prompt={"dist": "geometric", "mean": 64})
+    assert k_max_floor(net, net.station("router")) is None
+    assert any("station 'router' has engine k_max=32" in c for c in capacity_caveats(net))
 
 
 def test_far_from_binding_in_a_dag_the_verdict_is_decided():
