@@ -752,8 +752,28 @@ def parameters_as_flags(flags: dict, *, shown: dict | None = None, args=None, fo
 
             raise CliError(f"{flag} {exc.value}: expected {exc.expected}"
                            + (f" ({exc.hint})" if exc.hint else "")) from None
+        expected, hint = _flag_words(exc.expected, flags), _flag_words(exc.hint, flags)
         value = (shown or {}).get(exc.name, exc.value)
-        raise ParameterError(flag, value, exc.expected, exc.hint) from None
+        if value is None:  # a flag the user did not give (a link model, a GPU's memory): not "--flag=None"
+            from . import CliError
+
+            raise CliError(f"{flag} not given: expected {expected}" + (f" ({hint})" if hint else "")) from None
+        raise ParameterError(flag, value, expected, hint) from None
+
+
+def _flag_words(text: str | None, flags: dict) -> str | None:
+    """A library message's Python parameter names (those of ``flags`` with an underscore: identifiers, not
+    words) as the flags that set them, and its own ``; on the command line ...`` clause (which says the same in
+    flags) dropped: ``link_bandwidth_gbps and link_latency_us`` -> ``--link-bandwidth-gbps and --link-latency-us``."""
+    if not text:
+        return text
+    import re
+
+    text = text.split("; on the command line ", 1)[0]
+    for name, flag in flags.items():
+        if "_" in name:
+            text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", flag, text)
+    return text
 
 
 def profile_dir_flags(args) -> dict:
@@ -762,7 +782,9 @@ def profile_dir_flags(args) -> dict:
     path typed), the folder as ``--profile-dir``, and a KV cache the user did not give as the planner's estimate."""
     from .commands._roofline_args import FLAGS
 
-    return {"flags": {**FLAGS, "model": "--model-config", "profile_dir": "--profile-dir"},
+    return {"flags": {**FLAGS, "model": "--model-config", "profile_dir": "--profile-dir",
+                      "link_bandwidth_gbps": "--link-bandwidth-gbps", "link_latency_us": "--link-latency-us",
+                      "all_reduce_csv": "--all-reduce-csv", "gpu_memory_gib": "--gpu-memory-gib"},
             "shown": {} if getattr(args, "model_config", None) is None else {"model": args.model_config},
             "args": args, "folders": ("profile_dir",)}
 

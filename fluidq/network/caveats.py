@@ -10,7 +10,51 @@ from __future__ import annotations
 
 from ..engine.budgets import binding_k_max
 
-__all__ = ["capacity_caveats"]
+__all__ = ["capacity_caveats", "k_max_floor"]
+
+
+def station_capacity(st) -> float:
+    """``b_max/t(b_max)`` of the station (:attr:`Station.capacity_tokens_per_s`, what its load is read against)."""
+    return st.capacity_tokens_per_s
+
+
+def k_max_floor(network, station) -> tuple | None:
+    """``(k, tokens_per_s, why)``: what ``station`` of ``network`` serves at least under any backlog when its
+    ``k_max = k`` binds, or ``None`` where no such floor is read.
+
+    The single-engine rule (:func:`fluidq.stability.bounds.k_max_floor`, registered here when ``fluidq`` is
+    imported), on the station's engine and scheduler with the largest prompt and output of the hops it serves:
+    a scheduler whose batch holds at least ``min(b_max, k_max, demand)`` tokens in every state (checked by
+    search), work-conserving, forms batches of at least ``min(b_max, k)`` tokens whenever ``k`` or more requests
+    are in the station, and with bounded lengths a large backlog is many requests, so it serves at least
+    ``min b/t(b)`` over ``min(b_max, k) <= b <= b_max`` (at the most context ``k`` requests read) whatever the
+    mix.  ``None`` with no binding ``k_max``, a hop of unbounded length, async scheduling, a scheduler the
+    search refutes or one that is not work-conserving."""
+    from ..workload import Poisson, Workload
+    from .model import _analysis, route_hops
+
+    k = binding_k_max(station.engine, station.policy)
+    if k is None:
+        return None
+    most_p = most_o = 0
+    for c in network.classes:
+        for h in route_hops(c.route):
+            if station.name not in network.engines_of(h.engine):
+                continue
+            for length, is_prompt in ((h.prompt_tokens, True), (h.output_tokens, False)):
+                sup = length.support()
+                if sup is None:
+                    return None  # unbounded: a large token backlog need not be many requests
+                top = int(max(sup[0]))
+                if is_prompt:
+                    most_p = max(most_p, top)
+                else:
+                    most_o = max(most_o, top)
+    if most_p < 1:
+        return None
+    w = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=most_p, output_tokens=max(most_o, 1))
+    floor, why = _analysis("k_max_floor")(station.engine, w, station.policy)
+    return None if floor is None else (k, floor, why)
 
 
 def capacity_caveats(network) -> list:
@@ -21,13 +65,22 @@ def capacity_caveats(network) -> list:
     batch size (``k_max``: the capacity then depends on the request mix), the scheduler's budget is below
     the engine's, the batch time grows with the KV cache (context-aware), or a KV-cache capacity limits
     the residents.  A ``k_max`` that can never bind (at or above the most requests a batch holds,
-    :func:`fluidq.stability.binding_k_max`) is no cause.  An overload (a load above 1 at the upper bound) still proves instability.
+    :func:`fluidq.stability.binding_k_max`) is no cause, and neither is one in a DAG whose station is loaded
+    below 1 against :func:`k_max_floor` (what its scheduler serves at least under any backlog with ``k_max``
+    binding, whatever the mix: the single-engine rule): feedforward induction drains it at that rate as at
+    ``b_max/t(b_max)``.
+    An overload (a load above 1 at the upper bound) still proves instability.
     """
     out = []
+    loads = network.loads() if network.is_dag else {}
     for st in network.stations:
         eng, pol = st.engine, st.policy
         why = []
         k = binding_k_max(eng, pol)  # a k_max at or above the most requests a batch can hold never binds
+        if k is not None and st.name in loads:
+            fl = k_max_floor(network, st)  # far from binding at this load: the station drains at its floor rate
+            if fl is not None and loads[st.name] * station_capacity(st) < fl[1]:
+                k = None
         if k is not None:
             who = "engine" if k == eng.k_max else "scheduler"
             why.append(f"{who} k_max={k}")

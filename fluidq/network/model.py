@@ -616,7 +616,7 @@ class Network:
             g.add_node(s.name)
 
         def link(prev, h, cname):
-            for u in prev:
+            for u, _ in prev:
                 for a in self.engines_of(u):
                     for b in self.engines_of(h):
                         if g.has_edge(a, b):
@@ -625,23 +625,32 @@ class Network:
                         else:
                             g.add_edge(a, b, classes=[cname])
 
+        # ``prev``: the points whose hops may directly precede the next hop, each as ``(point, forks)``,
+        # ``forks`` the open forks since which that line has run no hop.  A line that runs no hop between
+        # a fork and its join (the main line in ``O, fork{...}, join, O``, or a choice option left empty)
+        # hands nothing on at the join: the hop after the join follows the branches' last hops, not the
+        # hop before the fork.  Only where every line (the main line and each branch) may run no hop does
+        # the hop before the fork directly precede the one after the join.
         def walk(steps, prev, cname):
-            """``prev``: points whose hops may directly precede; returns the points at the end."""
+            """Returns the ``prev`` set at the end of ``steps``."""
             forks = {}
             for s in steps:
                 if isinstance(s, Hop):
                     link(prev, s.engine, cname)
-                    prev = {s.engine}
+                    prev = {(s.engine, frozenset())}
                 elif isinstance(s, Choice):
                     new = set()
                     for _, st in s.options:
                         new |= walk(st, set(prev), cname)
                     prev = new
                 elif isinstance(s, Fork):
+                    prev = {(u, f | {s.name}) for u, f in prev}
                     forks[s.name] = [walk(b, set(prev), cname) for b in s.branches]
                 elif isinstance(s, Join):
-                    for end in forks.pop(s.name):
-                        prev = set(prev) | end
+                    lines = [prev, *forks.pop(s.name)]
+                    idle_everywhere = all(any(s.name in f for _, f in line) for line in lines)
+                    prev = {(u, f - {s.name}) for line in lines for u, f in line
+                            if s.name not in f or idle_everywhere}
             return prev
 
         for c in self.classes:
@@ -825,15 +834,24 @@ class Network:
         loads = self.loads()
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}
-        from .caveats import capacity_caveats
+        from ..engine.budgets import binding_k_max
+        from .caveats import capacity_caveats, k_max_floor
 
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value
 
+        visited = {e for h in self.hops for e in self.engines_of(h.engine)}
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
             bs = f" (best split {best[s.name]:.3f})" if shared else ""
             ub = " (an upper bound: see the verdict)" if s.name in bounded else ""
+            if s.name not in visited:
+                ub += " (no class visits it: a typo in a hop's engine name?)"
+            if not ub and binding_k_max(s.engine, s.policy) is not None:  # k_max far from binding (caveats.py)
+                k, floor, _ = k_max_floor(self, s)
+                ub = (f" (k_max={k}: at least {fmt_value(floor, digits=MEANINGFUL_DIGITS)} tokens/s under a "
+                      f"backlog, load {fmt_value(loads[s.name] * s.capacity_tokens_per_s / floor, digits=MEANINGFUL_DIGITS)}"
+                      " against that)")
             cap = fmt_value(s.capacity_tokens_per_s, digits=MEANINGFUL_DIGITS)
             lines.append(f"  {s.name}: {getattr(s.policy, 'name', s.policy)}, capacity "
                          f"{cap} tokens/s{ub}, load {fmt_value(loads[s.name], digits=MEANINGFUL_DIGITS)}{bs}{pr}")

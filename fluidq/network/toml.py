@@ -62,6 +62,10 @@ whose prompt + output passes it is refused naming the class, the hop and the sta
 a random one by its mean; behind a router, on each of its stations), as vLLM refuses such a request and as the
 command line refuses one engine's ``--prompt``/``--output`` or ``--trace`` beyond it.
 
+A case file's engine that no class visits (no hop names it, nor a router over it) is refused: it would serve
+nothing, and it is most likely a typo in a hop's engine name or a table left over (:func:`network_from_dict`
+accepts it, and :meth:`Network.describe` notes it on the station's line).
+
 Every mistake raises one :class:`~fluidq.errors.FluidqError` (``DataError`` for the file's shape,
 ``ParameterError``/``ParameterTypeError`` for a value, ``TopologyError`` for the graph) whose one-line
 message starts with the file, then the engine, router, class, step or option, then the key and the value.
@@ -520,6 +524,21 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
     return net
 
 
+def _check_visited(source, net) -> None:
+    """Refuse an engine that no class visits (no hop names it, nor a router over it): it would be accepted at load
+    0 and say nothing, while it is most likely a typo in a hop's engine name or a table left over from an edit."""
+    seen = set()
+    for h in net.hops:
+        seen.update(net.engines_of(h.engine))
+    idle = [s.name for s in net.stations if s.name not in seen]
+    if idle:
+        visited = ", ".join(s.name for s in net.stations if s.name in seen)
+        raise _err(f"{source} engine {idle[0]!r}", "no class visits it (no hop names it, nor a router over it), so "
+                   "it would serve nothing at load 0: a typo in a hop's engine name, or a table left over? route a "
+                   f"class through it or remove [engines.{idle[0]}] (engines the classes visit: {visited})"
+                   + (f"; also unvisited: {', '.join(idle[1:])}" if idle[1:] else ""))
+
+
 def _check_context(source, net, models) -> None:
     """Refuse a hop whose prompt + output passes the context of a station it runs on (the length vLLM
     derives from the station's model, its default ``--max-model-len``: vLLM refuses such a request), naming the class,
@@ -613,4 +632,6 @@ def load_network(path) -> Network:
     # regular files only (a FIFO or device would block), bounded size, UTF-8 text: one DataError naming it
     text = read_text("case file", p, what="case file", max_bytes=MAX_CASE_BYTES)
     d = toml_loads(text, where=_shown(p))  # invalid or too deeply nested: one DataError naming the file
-    return network_from_dict(d, source=_shown(p), base_dir=p.parent)
+    net = network_from_dict(d, source=_shown(p), base_dir=p.parent)
+    _check_visited(_shown(p), net)  # a file's engine table no class visits (a dict's: Network.describe notes it)
+    return net

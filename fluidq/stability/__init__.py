@@ -516,12 +516,12 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"{what.split(',', 1)[1]} ({fmt_load(offered / bound)} times it; "
                       f"load {fmt_load(rho)} against the {_tps(ref)} tokens/s under the cache); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
-        elif offered > hi * top:
+        elif _past(offered, hi * top, below=False):
             status = Status.UNSTABLE
             reason = (f"{serves} (load {fmt_load(rho)}); the offered {_tps(offered)} tokens/s is more than {hi:g} times "
                       f"{'it' if top == ref else f'the {_tps(top)} tokens/s of the best batch under the cache'}, "
                       f"beyond the estimate's error, so the backlog grows: {est}")
-        elif wc.work_conserving and offered < lo * ref:
+        elif wc.work_conserving and _past(offered, lo * ref, below=True):
             # below the band the estimate says the scheduler keeps up, but an estimate is no proof (a seeded
             # simulation at 0.78 of it was inconclusive): unknown, with the estimate's word
             status = Status.UNKNOWN
@@ -529,7 +529,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"so by the estimate {name} keeps up, but that is not proven: {est}; nothing bounds what the "
                       "engine serves under the cache from below (preemptions can waste work), so fluidq says no "
                       "verdict; simulate to decide (`fluidq simulate --replications N`; fluidq.replicate in Python)")
-        elif not wc.work_conserving and offered < lo * ref:
+        elif not wc.work_conserving and _past(offered, lo * ref, below=True):
             # far below the band: the estimate is not in question, the policy is (issue: it said "too close
             # to call" at load 0.1)
             status = Status.UNKNOWN
@@ -626,6 +626,20 @@ def _kv_rules_words(kv_rules, workload) -> str:
             "stability threshold; fluidq.dtmc.kv_basis.kv_capacity)")
 
 
+#: a load within this relative distance of a band edge is at the edge, not past it: a load read back from the rate
+#: that ``--load`` set is the edge up to float noise (``--load 0.95`` reads back 0.9499999999999998 on some engines,
+#: which was decided as "0.9500 is below 0.95 times the capacity")
+_EDGE_RTOL = 1e-9
+
+
+def _past(x: float, edge: float, *, below: bool) -> bool:
+    """``x`` lies beyond ``edge`` (below it where ``below``, else above it) by more than float noise
+    (:data:`_EDGE_RTOL`): a load at an edge is inside the band, where the estimate decides nothing."""
+    if math.isclose(x, edge, rel_tol=_EDGE_RTOL):
+        return False
+    return x < edge if below else x > edge
+
+
 def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, tolerance, n_engines, assumption):
     """``(status, reason, method, load, capacity_tokens_per_s)`` for an engine whose batch time reads the batch
     composition (:func:`fluidq.dtmc.flow_basis.flow_balance_capacity`): the load is read against vLLM's flow
@@ -657,22 +671,23 @@ def _flow_balance_verdict(engine, workload, name, wc, cap, fb, offered, toleranc
         return (Status.UNKNOWN, f"{name} is not work-conserving; fluidq has no verdict for it on an engine whose batch "
                 f"time reads the batch composition (load {fmt_load(rho)} of the flow balance: {est}); simulate to "
                 "decide (`fluidq simulate --replications N`; fluidq.replicate in Python)", "flow_balance", rho, ref)
-    if rho > max(hi, 1 + tolerance):
-        return (Status.UNSTABLE, f"load {fmt_load(rho)} is above {hi:g} times the capacity, beyond the estimate's "
+    lo_edge, hi_edge = min(lo, 1 - tolerance), max(hi, 1 + tolerance)  # the edges the verdicts read
+    if _past(rho, hi_edge, below=False):
+        return (Status.UNSTABLE, f"load {fmt_load(rho)} is above {hi_edge:g} times the capacity, beyond the estimate's "
                 f"error, so the backlog grows{assumption}: {est}", "flow_balance", rho, ref)
     if abs(rho - 1) <= tolerance:
         return (Status.CRITICAL, f"load {fmt_load(rho)} is within {tolerance:.0%} of the capacity: {est}",
                 "flow_balance", rho, ref)
-    if rho < min(lo, 1 - tolerance) and fb.binding == "kv_cache":
+    if _past(rho, lo_edge, below=True) and fb.binding == "kv_cache":
         # where the KV cache binds no lower bound on what the engine serves is known (recompute preemptions can
         # waste work), as on the KV-estimate verdicts: no proof of stability
-        return (Status.UNKNOWN, f"load {fmt_load(rho)} is below {lo:g} times the capacity, so by the estimate {name} "
+        return (Status.UNKNOWN, f"load {fmt_load(rho)} is below {lo_edge:g} times the capacity, so by the estimate {name} "
                 f"keeps up, but that is not proven where the KV cache binds (preemptions can waste work): {est}; "
                 "simulate to decide (`fluidq simulate --replications N`; fluidq.replicate in Python)",
                 "flow_balance", rho, ref)
-    if rho < min(lo, 1 - tolerance):
-        return (Status.STABLE, f"{name} is work-conserving and the load {fmt_load(rho)} is below {lo:g} times the "
-                f"capacity, inside the estimate's error, so {name} keeps up{assumption}: {est}", "flow_balance", rho,
+    if _past(rho, lo_edge, below=True):
+        return (Status.STABLE, f"{name} is work-conserving and the load {fmt_load(rho)} is below {lo_edge:g} times the "
+                f"capacity, beyond the estimate's error, so {name} keeps up{assumption}: {est}", "flow_balance", rho,
                 ref)
     return (Status.UNKNOWN, f"load {fmt_load(rho)}, too close to call: {est}; simulate to decide (`fluidq simulate "
             "--replications N`; fluidq.replicate in Python)", "flow_balance", rho, ref)

@@ -33,7 +33,11 @@ from .._validate import integer, real
 from ..errors import ParameterError
 from ..results import Result, Status, plain
 from ..network.caveats import capacity_caveats  # noqa: F401 (documented here too)
-from ..network.model import Network
+from ..network.model import Network, register_analysis
+from .bounds import k_max_floor as _k_max_floor
+
+# the single-engine k_max floor, read per station by fluidq.network.caveats (a description: it calls the analysis)
+register_analysis(k_max_floor=_k_max_floor)
 
 __all__ = ["NetworkStabilityResult", "check_network_stability", "min_route_s", "route_sojourn_s", "simulation_growth",
            "simulation_size"]

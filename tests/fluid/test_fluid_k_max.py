@@ -43,7 +43,11 @@ def test_below_the_k_max_capacity_is_never_stable(factor):
     assert r.status is Status.UNKNOWN and r.certificate is None
     assert "k_max=8" in r.reason
     assert r.loads["E"] == pytest.approx(factor, rel=1e-9)
-    assert check_network_stability(net).status is Status.UNKNOWN
+    # the network verdict decides below the k_max floor (fluidq.network.caveats.k_max_floor, h-fixmsg): holding
+    # 8 requests a work-conserving scheduler serves at least 8/t(8) = 794 tokens/s whatever the mix, and 0.3 of
+    # the region offers 428; 0.9 offers 1,284, between the floor and the region's edge: no proof
+    expected = Status.STABLE if factor == 0.3 else Status.UNKNOWN
+    assert check_network_stability(net).status is expected
 
 
 def test_two_mixes_at_a_k_max_station_are_unknown():

@@ -206,7 +206,7 @@ def run(args):
                                        lambda: net.plot(path=args.plot_network))
     written = [f"{what}: {path}" for what, path in (("plot", args.plot), ("network plot", args.plot_network)) if path]
     lines = [net.describe(),
-             f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c) for c in res.cycles)}",
+             f"topology: {'DAG' if res.is_dag else 'cycles ' + '; '.join(' -> '.join(c + c[:1]) for c in res.cycles)}",
              f"bottleneck: {res.bottleneck[0]} at load {fmt_load(res.bottleneck[1])}",
              f"verdict: {res.status.value} ("
              + (f"decided by {decided_words(res.decided_by)})" if res.decided_by else

@@ -380,10 +380,18 @@ def run(args):
                          "scheduler does not chunk under --no-chunk-long-prompts)")
     first = next(iter(runs.values()))
     if first.end_s > 0:
-        if lb.basis != "max_throughput":  # the load basis, where Theorem 2 is not read (fluidq.dtmc.load_basis)
-            full, basis = cap_tokens, _fluid_basis(lb.basis) + ":"
+        full = cap.work_conserving_tokens_per_s or cap.tokens_per_s
+        # the figure is the load basis where Theorem 2 is not read (fluidq.dtmc.load_basis), and where k_max
+        # binds along this mix (max_throughput's method "region": full batches would serve more than the
+        # stability region's edge, so the work-conserving figure is that edge, max_throughput itself)
+        on_basis = lb.basis != "max_throughput" or (
+            cap.method == "region" and abs(full - cap_tokens) <= 1e-9 * cap_tokens)
+        if on_basis:
+            full, basis = cap_tokens, _fluid_basis(lb.basis) + (
+                ", where k_max binds along this mix (the stability region's edge):"
+                if lb.basis == "max_throughput" else ":")
         else:  # full batches under a backlog (Theorem 2(b))
-            full, basis = cap.work_conserving_tokens_per_s or cap.tokens_per_s, cap.work_conserving_basis + " ="
+            basis = cap.work_conserving_basis + " ="
         out["fluid_capacity_tokens_per_s"] = full
         out["fluid_slope_tokens_per_s"] = first.fluid_backlog_slope(full) if full > 0 else float("nan")
         fs = out["fluid_slope_tokens_per_s"]
@@ -396,7 +404,7 @@ def run(args):
                         "like the column)" if fs == fs else
                         "token slope – for these arrivals (the run is too short to fit one)")
                      + ("" if replay else f"; {fmt_value(max(0.0, offered - full), digits=MEANINGFUL_DIGITS)}"
-                        f" at the nominal rate ({'Theorem 2' if lb.basis == 'max_throughput' else 'on the load basis'})")
+                        f" at the nominal rate ({'on the load basis' if on_basis else 'Theorem 2'})")
                      + (f"; not a prediction for {', '.join(not_wc)} (not work-conserving: `fluidq check` gives "
                         f"{'their' if len(not_wc) > 1 else 'its'} own threshold)" if not_wc else ""))
         if args.replications < 2:
