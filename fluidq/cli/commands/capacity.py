@@ -221,7 +221,10 @@ def _roofline(args):
     # attention of a prefill chunk to its own tokens, one LM head an iteration) and token memory, where the capacity
     # line reads the full roofline and vLLM's blocks: 2.352 against 2.327 req/s there (+1.11 % without the chunk's
     # attention, +0.14 % one LM head, -0.18 % tokens for blocks of 16; 2026-12-07,
-    # tests/cli/test_capacity_headline_vs_kv_rules.py), and the region line says how far apart they are
+    # tests/cli/test_capacity_headline_vs_kv_rules.py), and the region line says how far apart they are. Where
+    # max_num_seqs binds instead (the basis' binding "k_max", h-basis) the region's figure is the stability region's
+    # bound over every scheduler, not a mean-footprint batch, and the lines say that limit and the band measured
+    # there (SATURATION_WHERE_K_MAX_BINDS; h-words)
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
     from ...dtmc.load_basis import load_basis
