@@ -11,8 +11,11 @@ fixes both once per report:
   about the schedulers themselves;
 * the **reference capacity** ``lambda*``: the load basis of ``fluidq check --load`` and ``simulate --load``
   (:func:`fluidq.dtmc.load_basis`) for the report's engine and the workload's mean lengths --
-  :func:`fluidq.max_throughput` where the KV cache does not bind, the capacity under the cache's rules
-  (whole-prompt admission, recompute preemptions) where it does, vLLM's flow balance for an engine whose
+  :func:`fluidq.max_throughput` for an engine without a KV cache (or where the token budget binds), the
+  capacity under the cache's rules
+  (whole-prompt admission, recompute preemptions) where the cache or ``max_num_seqs`` binds in that flow balance
+  (``max_num_seqs`` binding where the cache holds its residents at their full contexts, h-basis; the capacity
+  note says which), vLLM's flow balance for an engine whose
   batch time reads the batch composition.  Every load in the report is a fraction of it, unless a
   section says otherwise in so many words.  (Before, the report sized on ``max_throughput`` alone: where
   the cache binds that lies 5-46 % above where seeded simulations saturate (validation/RESULTS.md, "the
@@ -64,11 +67,37 @@ class Reference:
         return "max_throughput" if self.basis is None else self.basis.basis
 
     @property
+    def basis_binding(self) -> str | None:
+        """The limit that binds in the load basis' capacity: ``"kv_cache"`` or ``"k_max"`` for ``kv_rules``
+        (:func:`fluidq.dtmc.kv_basis.kv_capacity`'s ``binding``), the flow balance's for ``flow_balance``, ``None``
+        for ``max_throughput`` (as ``fluidq capacity --json``'s ``load_basis_binding``)."""
+        if self.basis is None or self.basis_name == "max_throughput":
+            return None
+        return getattr(getattr(self.basis, "capacity", None), "binding", None)
+
+    @property
     def basis_words(self) -> str:
         """What ``lambda*`` is, in words (the capacity note and the capacity section say it)."""
         from ..dtmc.load_basis import BASIS_WORDS
 
         b = self.basis_name
+        if b == "kv_rules" and self.basis_binding == "k_max":
+            # max_num_seqs binds (h-words): the cache holds its residents at full context; the band measured there
+            from ..stability.measured import SATURATION_WHERE_K_MAX_BINDS
+
+            kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
+            return (f"max_num_seqs binds (the KV cache holds its residents at their full contexts, no preemptions), "
+                    f"so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load basis of `fluidq "
+                    f"check --load` and `simulate --load`, {kvk.within_words()}; `fluidq.max_throughput` would give "
+                    f"{fmt4(self.capacity.requests_per_s)} req/s, {_bound_words(self.capacity)} (on those engines it "
+                    f"was {mtk.errors_words()} of the simulations; {kvk.source})")
+        if b == "kv_rules" and getattr(self.capacity, "kv_batch_tokens", None) is None:
+            # the cache binds for part of the residents' life, their mean footprints fit it: max_throughput is not
+            # the mean-footprint batch
+            return ("the KV cache binds for part of its residents' life (their full contexts outgrow it, their mean "
+                    f"footprints do not), so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
+                    f"basis of `fluidq check --load` and `simulate --load`; `fluidq.max_throughput` would give "
+                    f"{fmt4(self.capacity.requests_per_s)} req/s, {_bound_words(self.capacity)}")
         if b == "kv_rules":
             return (f"the KV cache binds, so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
                     f"basis of `fluidq check --load` and `simulate --load`; Theorem 2's `fluidq.max_throughput` at "
@@ -150,7 +179,19 @@ class Reference:
                 "long_prompt_fraction": self.long_prompt_fraction, "loads_shown": [self.low, self.high],
                 "target_utilisation": TARGET_UTILISATION, "n_engines": self.n_engines,
                 "engine_load": self.engine_load, "load_basis": self.basis_name,
+                "load_basis_binding": self.basis_binding,
                 "max_throughput_requests_per_s": self.capacity.requests_per_s}
+
+
+def _bound_words(cap) -> str:
+    """What :func:`fluidq.max_throughput`'s ``cap`` is where it is not the batch of mean footprints: a bound over
+    every scheduler (the stability region along the mix where ``k_max`` binds, whose best batches prefill in small
+    chunks beside the decodes, which vLLM's chunked prefill, filling its token budget, does not; validation/
+    RESULTS.md, "the load basis through the switch from the KV cache to max_num_seqs")."""
+    if getattr(cap, "method", None) == "region":
+        return ("the stability region's bound over every scheduler, one that prefills in small chunks beside its "
+                "decodes, which vLLM's chunked prefill does not")
+    return "sup b/t(b), a bound over every scheduler"
 
 
 def long_prompt_fraction(lengths, b_max: int) -> float | None:

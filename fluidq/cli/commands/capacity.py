@@ -221,7 +221,10 @@ def _roofline(args):
     # attention of a prefill chunk to its own tokens, one LM head an iteration) and token memory, where the capacity
     # line reads the full roofline and vLLM's blocks: 2.352 against 2.327 req/s there (+1.11 % without the chunk's
     # attention, +0.14 % one LM head, -0.18 % tokens for blocks of 16; 2026-12-07,
-    # tests/cli/test_capacity_headline_vs_kv_rules.py), and the region line says how far apart they are
+    # tests/cli/test_capacity_headline_vs_kv_rules.py), and the region line says how far apart they are. Where
+    # max_num_seqs binds instead (the basis' binding "k_max", h-basis) the region's figure is the stability region's
+    # bound over every scheduler, not a mean-footprint batch, and the lines say that limit and the band measured
+    # there (SATURATION_WHERE_K_MAX_BINDS; h-words)
     engine, _ = roofline_engine(args, b_max=i["max_num_batched_tokens"], k_max=i["max_num_seqs"],
                                 kv_capacity=i["kv_capacity_tokens"], context_checked=True)  # checked above
     from ...dtmc.load_basis import load_basis
@@ -246,20 +249,21 @@ def _roofline(args):
                  "workload's mix leaves the stability region of the same engine (a fluid model of batch shapes, not "
                  "the flow balance above; "
                  + ("the lambda* of `fluidq check`, `region` and `simulate --load`)" if kvr is None else
-                    "the KV cache binds, and this figure takes the batch its mean footprints allow, not its rules: "
+                    _region_binds(lb, reg, roofline=True) +
                     f"`fluidq check --load` and `simulate --load` read {_n(kvr.requests_per_s)} req/s, "
                     f"{_gap(kvr.requests_per_s, res.requests_per_s)} the capacity line: the flow balance above on the "
                     "engine they simulate, whose t(b, kv) = t(b, 0) + s kv leaves out a prefill chunk's attention to "
                     f"its own tokens and charges one LM head an iteration, its KV cache in tokens, not blocks of "
                     f"{i['block_size']} (vLLM's blocks simulated instead moved the saturation -1.3 to +2.9 %); "
-                    f"where they read that basis, {kv_band.saturate_words()} ({kv_band.source}); here the cache holds "
+                    f"{_region_band(lb, kv_band)}; here the cache holds "
                     f"{_n(one.limits.get('kv_cache', float('nan')))} requests)"))
     out.update(lb.to_dict())
+    out["load_basis_binding"] = load_basis_binding(lb)
     out["load_basis_load"] = _basis_load(lb, args.rate)
     if lb.basis != "max_throughput":
         lines.insert(_after_capacity(lines) + 1,
                      _basis_line(lb, res, out["load_basis_load"], against="the capacity line",
-                                 figure="the region line", caveat_in="the region line"))
+                                 figure="the region line", caveat_in="the region line", figure_res=reg))
     if args.rate is None:
         emit(args, out, "\n".join(lines))
         return 0
@@ -288,7 +292,7 @@ def _basis_load(lb, rate) -> float | None:
 
 
 def _basis_line(lb, res, load, *, against: str = "the requests line", figure: str = "the capacity above",
-                caveat_in: str | None = None) -> str:
+                caveat_in: str | None = None, figure_res=None) -> str:
     """The ``load basis`` line where the load basis ``lb`` is not :func:`fluidq.max_throughput`: the basis' figure
     in the words of :data:`fluidq.dtmc.load_basis.BASIS_WORDS`, how far from ``res`` (the answer's line named
     ``against``), and, where the KV cache binds, where seeded simulations saturate against the max_throughput
@@ -299,7 +303,13 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
     The mean-footprint caveat (that figure takes the batch mean request footprints allow, not the cache's rules) is
     said once in the answer (h-tidy5): where ``caveat_in`` names the line that says it (the why line, whose
     max_throughput reason states the mean-footprint bound; the region line with ``--gpu``) this line refers to it,
-    else it says it here."""
+    else it says it here.
+
+    Which limit binds is :func:`_kv_rules_case`'s (h-words): where ``max_num_seqs`` binds (``lb.capacity.binding
+    == "k_max"``) the line says so, and quotes the band measured there
+    (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`), not the KV-bound engines'; where the cache
+    binds but ``figure`` is not the batch of mean footprints (``figure_res``, the :func:`fluidq.max_throughput`
+    result ``figure`` prints, ``res`` by default, has no ``kv_batch_tokens``) it says what that figure is."""
     from ...dtmc.load_basis import BASIS_WORDS
     from ...results import fmt_load
 
@@ -307,7 +317,24 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
             f"{_gap(lb.requests_per_s, res.requests_per_s)} {against}: {BASIS_WORDS[lb.basis]} "
             "(fluidq.dtmc.load_basis), what `fluidq check --load`, `simulate --load` and `latency --loads` are "
             "fractions of")
-    if lb.basis == "kv_rules":
+    reg = res if figure_res is None else figure_res
+    case = _kv_rules_case(lb, reg)
+    if case == "k_max":  # max_num_seqs binds: the cache holds its residents at full context; the band measured there
+        from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
+
+        kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
+        said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is) was" if caveat_in else
+                f"{figure}, {_bound_words(reg, roofline=False)}, was")
+        line += (f"; {K_MAX_BINDS}: this basis is {kvk.within_words()}, where {said} {mtk.errors_words()} "
+                 f"({kvk.source})")
+    elif case == "kv_cache_bound":  # the cache binds for part of the residents' life; the figure is not its batch
+        from ...stability.measured import SATURATION_PER_BASIS
+
+        kvb = SATURATION_PER_BASIS["kv_rules"]
+        said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is)" if caveat_in else
+                f"{figure} is {_bound_words(reg, roofline=False)}, not the cache's rules")
+        line += (f"; {KV_CACHE_BINDS_PART}: {said}; {kvb.saturate_words()} (this basis; {kvb.source})")
+    elif case == "kv_cache":
         from ...stability.measured import SATURATION_PER_BASIS
 
         mt, kvb = SATURATION_PER_BASIS["max_throughput"], SATURATION_PER_BASIS["kv_rules"]
@@ -322,6 +349,73 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
     if load is not None:
         line += f"; --rate is load {fmt_load(load)} of it" + (" (above 1)" if load > 1 else "")
     return line
+
+
+#: the limit that binds where the ``kv_rules`` load basis has ``capacity.binding == "k_max"``, in words (h-words):
+#: not the KV cache, which holds ``max_num_seqs``' residents at their full contexts
+K_MAX_BINDS = "max_num_seqs binds (the KV cache holds its residents at their full contexts, no preemptions)"
+#: the cache binds under its rules (``binding == "kv_cache"``) while max_throughput's figure is not the batch of
+#: mean footprints (they fit the cache; the full contexts do not)
+KV_CACHE_BINDS_PART = ("the KV cache binds for part of its residents' life (their full contexts outgrow it, their "
+                       "mean footprints do not)")
+
+
+def load_basis_binding(lb) -> str | None:
+    """The limit that binds in the load basis' capacity (the JSON's ``load_basis_binding``): ``"kv_cache"`` or
+    ``"k_max"`` for ``kv_rules`` (:func:`fluidq.dtmc.kv_basis.kv_capacity`'s ``binding``), the flow balance's
+    ``binding`` for ``flow_balance``, ``None`` for ``max_throughput`` (its reason says what binds)."""
+    if lb.basis in ("kv_rules", "flow_balance"):
+        return getattr(lb.capacity, "binding", None)
+    return None
+
+
+def _kv_rules_case(lb, reg) -> str | None:
+    """Which words the ``kv_rules`` basis ``lb`` needs beside :func:`fluidq.max_throughput`'s ``reg``: ``"k_max"``
+    (max_num_seqs binds, the cache holds its residents at full context), ``"kv_cache"`` (the cache binds and
+    ``reg`` takes the batch its mean footprints allow), ``"kv_cache_bound"`` (the cache binds for part of the
+    residents' life while their mean footprints fit it, so ``reg`` is a bound over every scheduler, not the
+    mean-footprint batch); ``None`` for the other bases."""
+    if lb.basis != "kv_rules":
+        return None
+    if getattr(lb.capacity, "binding", None) == "k_max":
+        return "k_max"
+    return "kv_cache" if getattr(reg, "kv_batch_tokens", None) is not None else "kv_cache_bound"
+
+
+def _bound_words(reg, *, roofline: bool) -> str:
+    """What :func:`fluidq.max_throughput`'s ``reg`` is where it is not the mean-footprint batch: the stability
+    region along the mix (``k_max`` binding, paper §6) or sup b/t(b), a bound over every scheduler; the region's
+    best batches prefill in small chunks beside the decodes (beneath the roofline's knee on a ``--gpu`` engine),
+    which vLLM's chunked prefill, filling its token budget, does not (validation/RESULTS.md, "the load basis through
+    the switch from the KV cache to max_num_seqs")."""
+    if getattr(reg, "method", None) == "region":
+        return ("the stability region's bound over every scheduler (one that prefills in small chunks beside its "
+                "decodes" + (" beneath the roofline's knee" if roofline else "")
+                + ", which vLLM's chunked prefill, filling its token budget, does not)")
+    return "sup b/t(b), a bound over every scheduler"
+
+
+def _region_binds(lb, reg, *, roofline: bool) -> str:
+    """The ``--gpu`` region line's clause on what binds and what the region figure is, where the basis is
+    ``kv_rules`` (ends with ": ")."""
+    case = _kv_rules_case(lb, reg)
+    if case == "k_max":
+        return f"{K_MAX_BINDS}, and this figure is {_bound_words(reg, roofline=roofline)}: "
+    if case == "kv_cache_bound":
+        return f"{KV_CACHE_BINDS_PART}, and this figure is {_bound_words(reg, roofline=roofline)}, not its rules: "
+    return "the KV cache binds, and this figure takes the batch its mean footprints allow, not its rules: "
+
+
+def _region_band(lb, kv_band) -> str:
+    """The ``--gpu`` region line's measured band for the basis: where ``max_num_seqs`` binds, the band measured
+    there (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`), this figure's beside it; else where
+    the cache binds (``kv_band``, ``SATURATION_PER_BASIS["kv_rules"]``)."""
+    if _kv_rules_case(lb, None) == "k_max":
+        from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
+
+        kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
+        return f"that basis is {kvk.within_words()}, this figure {mtk.errors_words()} ({kvk.source})"
+    return f"where they read that basis, {kv_band.saturate_words()} ({kv_band.source})"
 
 
 def _per_request(res) -> float:
@@ -555,6 +649,7 @@ def run(args):
     # 200: 4.579 req/s here, 3.837 under the cache's rules, where `check --load` reads its loads; 2026-12-07)
     lb = _load_basis(args, engine, workload)
     out.update(lb.to_dict())
+    out["load_basis_binding"] = load_basis_binding(lb)
     out["load_basis_load"] = _basis_load(lb, workload.arrival_rate_per_s if args.rate is not None else None)
     if lb.basis != "max_throughput":
         # the why line (max_throughput's reason) states the mean-footprint bound where it binds: said there once

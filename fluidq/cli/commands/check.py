@@ -42,8 +42,9 @@ def register(sub):
                         "`fluidq report`)")
     p.add_argument("--load", type=float, default=None,
                    help="offered load as a fraction of the capacity lambda* (instead of --rate): max_throughput's; "
-                        "where the KV cache binds, the capacity under its rules (whole-prompt admission, recompute "
-                        "preemptions: fluidq.dtmc.kv_basis.kv_capacity, where seeded simulations saturate); with "
+                        "on an engine with a KV cache where the cache or max_num_seqs binds, the capacity under the "
+                        "cache's rules (whole-prompt admission, recompute preemptions while the cache binds: "
+                        "fluidq.dtmc.kv_basis.kv_capacity, where seeded simulations saturate); with "
                         "--profile-dir, vLLM's flow balance for the folder")
     p.add_argument("--policy", action="append", default=None,
                    help=f"scheduler (repeatable; default: all of {', '.join(POLICY_NAMES)})")
@@ -126,9 +127,10 @@ def run(args):
 
         check_kv_fits(engine, shape, args)  # before its capacity: a cache no request fits is said as such
         # the one lambda* every face reads (fluidq.dtmc.load_basis): vLLM's flow balance for a --profile-dir
-        # engine (fluidq capacity --profile-dir), the capacity under the KV cache's rules where it binds (seeded
-        # simulations put the threshold there, the mean-footprint batch's b/t(b) 5-46 % above it: RESULTS.md),
-        # else max_throughput
+        # engine (fluidq capacity --profile-dir), the capacity under the KV cache's rules where the cache or
+        # max_num_seqs binds (seeded simulations put the threshold there, the mean-footprint batch's b/t(b) 5-46 %
+        # above it where the cache binds, the k_max region up to 31 % where max_num_seqs does: RESULTS.md), else
+        # max_throughput
         with named_by_flag(args=args):  # (a cache no request fits, in whole blocks: its flag or the estimate)
             basis = load_basis(engine, shape, n_engines=args.engines)
         if basis.basis == "flow_balance":
@@ -186,16 +188,30 @@ def run(args):
         kvr = basis.capacity if basis.basis == "kv_rules" else None
     else:
         kvr = kv_capacity(engine, workload, n_engines=args.engines) if cap.tokens_per_s > 0 else None
-    if kvr is not None and args.profile_dir is None:  # the KV cache binds: the load against its rules' capacity
+    if kvr is not None and args.profile_dir is None:  # the cache or max_num_seqs binds: the load on the KV rules
         from ...capacity import tokens_per_request
         from ...results import MEANINGFUL_DIGITS, fmt_value
+        from .capacity import K_MAX_BINDS, KV_CACHE_BINDS_PART, _bound_words
 
         kv_tok = kvr.requests_per_s * tokens_per_request(engine, workload)
+        roofline = args.gpu is not None
+        if kvr.binding == "k_max":  # max_num_seqs binds (h-words): not the cache; the band measured there
+            from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
+
+            band = SATURATION_WHERE_K_MAX_BINDS["kv_rules"]
+            rules = (f"{K_MAX_BINDS}; the basis of --load and of the verdicts, {band.within_words()}, "
+                     f"{band.source}")
+            other = f"max_throughput, {_bound_words(cap, roofline=roofline)}"
+        elif cap.kv_batch_tokens is not None:  # the cache binds at the mean footprints too (as before)
+            rules = "whole-prompt admission, recompute preemptions; the basis of --load and of the verdicts"
+            other = "max_throughput's mean-footprint estimate, b/t(b) at the batch the KV cache allows"
+        else:  # the cache binds for part of the residents' life; max_throughput is not its mean-footprint batch
+            rules = (f"whole-prompt admission, recompute preemptions: {KV_CACHE_BINDS_PART}; the basis of --load "
+                     "and of the verdicts")
+            other = f"max_throughput, {_bound_words(cap, roofline=roofline)}"
         load_txt = (f"load {_load(workload.arrival_rate_per_s / kvr.requests_per_s)} of the capacity under the KV "
                     f"cache's rules, {kvr.requests_per_s:.4g} req/s = {fmt_value(kv_tok, digits=MEANINGFUL_DIGITS)} "
-                    "tokens/s of batch work (whole-prompt admission, recompute preemptions; the basis of --load and "
-                    "of the verdicts); max_throughput's mean-footprint estimate, b/t(b) at the batch the KV cache "
-                    f"allows, would give {load_txt}")
+                    f"tokens/s of batch work ({rules}); {other}, would give {load_txt}")
     if args.profile_dir is not None:  # the load against vLLM's flow balance, as --load and the verdicts read it
         from ...results import MEANINGFUL_DIGITS, fmt_value
 
@@ -252,9 +268,13 @@ def run(args):
         inputs["max_model_len"] = getattr(args, "max_model_len_info", None)
     if dep is not None:  # --load's basis with --profile-dir
         inputs["flow_balance_tokens_per_s"] = dep.tokens_per_s
-    if kvr is not None and args.profile_dir is None:  # --load's basis where the KV cache binds
+    if kvr is not None and args.profile_dir is None:  # --load's basis where the KV cache or max_num_seqs binds
         inputs["kv_rules_requests_per_s"] = kvr.requests_per_s
+        inputs["load_basis_binding"] = kvr.binding  # "kv_cache" or "k_max": which the load line says binds
     if basis is not None:  # which lambda* --load was a fraction of (fluidq.dtmc.load_basis, as every face says)
         inputs.update({k: v for k, v in basis.to_dict().items() if k != "load_basis_reason"})
+        from .capacity import load_basis_binding
+
+        inputs["load_basis_binding"] = load_basis_binding(basis)  # (the limit its reason names)
     out = [{**r.to_dict(), "inputs": inputs} for r in results]
     emit(args, out if len(out) > 1 else out[0], "\n".join(lines))
