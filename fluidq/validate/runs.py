@@ -25,7 +25,12 @@ simulator's summary (``peer_sim_vs_vllm_summary.txt``) is reproduced from these 
 The *served throughput* of an overloaded run is read over its saturated interval (ticks with
 ``waiting > 0``), not as tokens over the makespan (ramp-up and drain would understate it).
 
-Capacity per regime (:func:`capacity_regimes`): the *start-up ramp* is the saturated ticks before the engine's
+Capacity per regime (:func:`capacity_regimes`): a tick is *saturated* when it lies in a stretch of consecutive ticks
+with ``waiting > 0`` spanning at least 3 s with the engine at ``max_num_seqs`` or a full cache, or 10 s whatever it
+shows (:func:`saturated_ticks`: a queue held over many samples was held back by a limit, one seen once was a burst
+admitted at the next iterations); a run with no such stretch never
+saturated and has no capacity nor binding limit to score.  The *start-up ramp* is the ticks with requests waiting
+before the engine's
 state first reaches its saturated level (``running`` and, where known, the KV use at >= 95 % of their medians over
 the saturated ticks; the batches are then prompt-heavy: few residents decode yet); the *steady state* is every
 saturated tick after it, and its capacity is the mean over all of them -- no tick is kept or dropped by how busy
@@ -59,7 +64,7 @@ import numpy as np
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
 
-__all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
+__all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes", "saturated_ticks",
            "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "batch_means",
            "open_text"]
 
@@ -819,13 +824,58 @@ def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
     return out
 
 
+#: seconds that requests must keep waiting, tick after tick, for a stretch of the run to count as saturated when
+#: the engine sits at ``max_num_seqs`` or a full KV cache in it, and when it does not (the token budget, or a KV
+#: use the run does not record)
+SATURATED_STRETCH_S = 3.0
+SATURATED_STRETCH_UNSEEN_LIMIT_S = 10.0
+
+
+def saturated_ticks(waiting, at_limit=None, *, tick_s: float = 1.0, min_stretch_s: float = SATURATED_STRETCH_S,
+                    unseen_limit_s: float = SATURATED_STRETCH_UNSEEN_LIMIT_S) -> np.ndarray:
+    """Which ticks hold the engine saturated: those of a *stretch* of consecutive ticks with ``waiting > 0`` that
+
+    * spans at least ``min_stretch_s`` seconds with the engine at a limit it records (``at_limit``: per tick,
+      ``running`` at ``max_num_seqs``, a full KV cache or a preemption) in at least half of its ticks, or
+    * spans at least ``unseen_limit_s`` seconds whatever ``running`` and the KV use show (the token budget binds
+      with neither at its limit, and a run may record no KV use).
+
+    The reason: vLLM admits a waiting request at its next iteration (tens of milliseconds) unless a limit holds it
+    back, so a queue seen at one tick's sample and gone at the next was a burst of arrivals admitted in turn,
+    and the tick's throughput is the load offered, not a capacity.  A run under its capacity has such bursts: a
+    reviewer's run at 20 req/s had 11 ticks of 79 with a queue, never 3 in a row, ``running`` at most 17 of
+    ``max_num_seqs`` 64 (its "capacity" read 272 % off the prediction).  On seeded runs of fluidq's vLLM engine
+    model (Llama-3.1-8B profiles, ``max_num_seqs`` 64, token budget 2048, 1,500 requests,
+    tests/validation/test_saturated_stretch.py) the longest queue at 12-14 req/s (about 0.6-0.7 of its
+    capacity) held 3-6 s with ``running`` at most 48; a limit-free queue of 10 s did not occur below 16 req/s,
+    and the saturated runs hold one long stretch (the shipped LLMServingSim runs: 14 to 160 ticks, at
+    ``max_num_seqs`` or a full cache)."""
+    w = np.asarray(waiting, dtype=float) > 0
+    lim = np.zeros(w.shape, dtype=bool) if at_limit is None else np.asarray(at_limit, dtype=bool)
+    tick_s = float(tick_s)
+    need = max(2, int(math.ceil(float(min_stretch_s) / tick_s - 1e-9)))
+    need_unseen = max(need, int(math.ceil(float(unseen_limit_s) / tick_s - 1e-9)))
+    out = np.zeros(w.shape, dtype=bool)
+    d = np.diff(np.concatenate([[0], w.astype(np.int8), [0]]))  # the stretches: where the runs of True start, end
+    for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+        if b - a >= need_unseen or (b - a >= need and 2 * int(lim[a:b].sum()) >= b - a):
+            out[a:b] = True
+    return out
+
+
 def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,
                      kv_full_pct: float = 90.0, plateau: float = 0.95, full_share: float = 0.5,
                      kv_in_use_tokens=None, kv_capacity_tokens: int | None = None, tick_s: float = 1.0,
-                     min_ticks: int = 3) -> dict:
+                     min_ticks: int = 3, min_stretch_s: float = SATURATED_STRETCH_S,
+                     unseen_limit_s: float = SATURATED_STRETCH_UNSEEN_LIMIT_S) -> dict:
     """Served tokens/s of an overloaded run in its steady state and its start-up ramp, and the limit that binds.
 
-    The steady state is **every** tick after the ramp with requests waiting, and its capacity is the mean served
+    Saturated ticks are those of a stretch of consecutive ticks with requests waiting that spans at least
+    ``min_stretch_s`` seconds at a limit the run records, or ``unseen_limit_s`` seconds (:func:`saturated_ticks`,
+    which says why); a run with none never saturated
+    (``binding`` "none (the run never saturated)", no steady capacity, ``note`` saying how many ticks had a
+    queue and why they do not count).
+    The steady state is **every** saturated tick after the ramp, and its capacity is the mean served
     tokens/s over all of them: under saturation the queue never empties, so each such tick is the engine serving
     at its limit, whatever the tick's batch happened to hold.  No tick is kept or dropped by how busy it was
     (keeping only the ticks at ``max_num_seqs`` or at a full cache selects on the outcome: on runs of fluidq's own
@@ -872,6 +922,9 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         Seconds per tick (``seconds`` below are ticks x ``tick_s``).
     min_ticks : int
         A regime of fewer ticks has no capacity: its ``tokens_per_s`` is NaN and ``note`` says why.
+    min_stretch_s, unseen_limit_s : float
+        The shortest stretch of ticks with requests waiting, in seconds, that counts as saturated with the engine
+        at ``max_num_seqs``, a full cache or preempting in half of its ticks, and without (:func:`saturated_ticks`).
 
     Returns
     -------
@@ -887,18 +940,29 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     t = np.asarray(ts["t"], dtype=float)
     tok = np.asarray(ts["prompt_throughput"], dtype=float) + np.asarray(ts["gen_throughput"], dtype=float)
     run_ = np.asarray(ts["running"], dtype=float)
-    sat = np.asarray(ts["waiting"], dtype=float) > 0
+    queued = np.asarray(ts["waiting"], dtype=float) > 0
     kv = ts.get("kv_cache_pct")
     kv = np.asarray(kv, dtype=float) if kv is not None else np.full(t.shape, np.nan)
     pre = ts.get("preempted")
     pre = np.asarray(pre, dtype=float) if pre is not None else None
     k_total = int(max_num_seqs) * int(data_parallel_size)
     tick_s = float(tick_s)
+    # a tick samples ``running`` once, often between a completion and its replacement: "at max_num_seqs" is within
+    # 1 - plateau of it, or one request
+    at_k = min(plateau * k_total, k_total - 1.0)
+    at_limit = (run_ >= at_k) | (np.nan_to_num(kv) >= kv_full_pct)
+    if pre is not None:
+        at_limit |= np.nan_to_num(pre) > 0
+    sat = saturated_ticks(ts["waiting"], at_limit, tick_s=tick_s, min_stretch_s=min_stretch_s,
+                          unseen_limit_s=unseen_limit_s)
     nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "ticks": 0, "seconds": 0,
                   "window_s": (float("nan"), float("nan")), "note": "", "index": ()}
     nan_shares = {"kv_full": float("nan"), "k_max": float("nan"), "preemptions": float("nan")}
     if sat.sum() == 0:
-        note = "the run never saturated: no tick with requests waiting"
+        note = ("the run never saturated: no tick with requests waiting" if not queued.any() else
+                f"the run never saturated: {int(queued.sum())} tick(s) with requests waiting, none in a stretch of "
+                f">= {min_stretch_s:g} s at max_num_seqs or a full KV cache, nor of >= {unseen_limit_s:g} s: "
+                "queues of bursts admitted within seconds, not held by a limit (the engine below its capacity)")
         return {"binding": "none (the run never saturated)", "binding_source": note,
                 "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0,
                 "shares": nan_shares}
@@ -919,12 +983,11 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         reached &= level >= plateau * float(np.median(level[sat]))
     start = int(np.flatnonzero(reached)[0]) if reached.any() else t.size
     steady = sat & (idx >= start)
-    ramp = sat & (idx < start)
+    # the ramp: every tick with requests waiting before the steady state begins (a queue that builds up to the
+    # saturated stretch), as before the stretch rule; it has no capacity row to score
+    ramp = queued & (idx < start)
     n_st = int(steady.sum())
     # the binding limit: a diagnosis of the steady ticks, which it selects none of
-    # a tick samples ``running`` once, often between a completion and its replacement: "at max_num_seqs" is within
-    # 1 - plateau of it, or one request
-    at_k = min(plateau * k_total, k_total - 1.0)
     k_share = float(np.mean(run_[steady] >= at_k)) if n_st else float("nan")
     kv_share = float(np.mean(kv[steady] >= kv_full_pct)) if n_st and kv_recorded else float("nan")
     n_pre = float(np.nansum(pre[steady])) if n_st and pre is not None else float("nan")
@@ -970,7 +1033,8 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     if not np.isfinite(st["tokens_per_s"]):
         st["note"] = ("no steady state: " + st["note"] + f"; {int(sat.sum())} tick(s) with requests waiting in all")
     return {"binding": binding, "binding_source": source, "steady": st,
-            "ramp": regime(ramp, "saturated tick before it"), "saturated_seconds": int(sat.sum()) * tick_s,
+            "ramp": regime(ramp, "tick with requests waiting before it"),
+            "saturated_seconds": int((sat | ramp).sum()) * tick_s,
             "shares": shares}
 
 
