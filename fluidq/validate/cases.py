@@ -524,7 +524,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     from .deployment import RecordedBlockSize, predict_deployment
-    from .runs import measured_regimes
+    from .runs import measured_regimes, steady_poisson_arrivals
 
     s = case.spec
     tg = s.get("targets", {})
@@ -622,8 +622,20 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     enable_prefix_caching=caching, block_size=RecordedBlockSize(run.block_size),
                     async_scheduling=run.async_scheduling)
     spred = None
+    # the simulated benchmark draws Poisson gaps at the run's mean rate: only a run whose own arrivals are Poisson
+    # at a steady rate is that benchmark (a ramping rate simulated at its mean never saturates like the run did)
+    arrivals = steady_poisson_arrivals(run.sent_s if run.sent_s is not None else run.arrival_s)
     if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)
         rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", None, ""))
+    elif not arrivals["steady"]:
+        rows.append(Row(case=case.name, source=case.source,
+                        quantity="capacity (fluidq.simulate of the benchmark, steady state)", predicted=None,
+                        measured=st["tokens_per_s"], unit="tokens/s", error_pct=None,
+                        target=f"within ±{lim:g} % (aim ±{aim:g} %)", status="skip",
+                        note="not simulated: this row simulates the benchmark as Poisson arrivals at the run's mean "
+                             f"rate, and the run's own arrivals are not that ({arrivals['note']}); the row "
+                             "'capacity (replayed arrivals, the same steady window)' simulates its own arrival times"
+                             + dropped, measured_window=steady_window, measured_ci=steady_ci))
     elif rate is not None and run.pipeline_parallel_size == 1:
         # the benchmark sends its request list in order (LLMServingSim's bench runner, which made these runs:
         # dataset row N as request bench-N at the row's arrival offset; vLLM's bench client likewise), so
