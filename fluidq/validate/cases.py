@@ -359,6 +359,23 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
         raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
     ran = ran if isinstance(ran, str) and ran else None
+    if not hf_id and not served_model_is_profiled:
+        # a profile_meta.yaml naming no model and recording no shapes (empty, or its model and hf_overrides gone)
+        # says nothing of which model the profiles time: refused as a missing file is, unless the user says the
+        # profiles are of the served model (review revbad2 M3: a 70B run was predicted from 8B profiles unchecked)
+        from .profile_meta import read_profile_meta
+
+        pm = read_profile_meta(plain)
+        eff = pm.get("engine_effective")
+        over = eff.get("hf_overrides") if isinstance(eff, dict) else None
+        if not (isinstance(over, dict) and over):
+            raise DataError(f"{folder / 'profile_meta.yaml'}: " + ("empty" if not pm else "names no model (model:) and "
+                            "records no shapes (engine_effective.hf_overrides)")
+                            + ": nothing says which model the operator profiles were measured on"
+                            + (f", so they cannot be checked against the model the run served ({ran!r})" if ran else "")
+                            + "; add `model: <the profiled Hugging Face id>` to it, or, when the profiles are of the "
+                            "served model, say so with --served-model-is-profiled (from Python, "
+                            "served_model_is_profiled=True)")
 
     def lookup(name):
         """The shipped facts of a Hugging Face id as :func:`fluidq.models.load_model` reads a name (Meta's older
