@@ -892,11 +892,12 @@ def saturated_ticks(waiting, at_limit=None, *, tick_s: float = 1.0, min_stretch_
     tests/validation/test_saturated_stretch.py) the longest queue at 12-14 req/s (about 0.6-0.7 of its
     capacity) held 3-6 s with ``running`` at most 48; a limit-free queue of 10 s did not occur below 16 req/s,
     and the saturated runs hold one long stretch (the shipped LLMServingSim runs: 14 to 160 ticks, at
-    ``max_num_seqs`` or a full cache)."""
+    ``max_num_seqs`` or a full cache).  ``min_stretch_s = unseen_limit_s = 0`` takes every tick with a queue (the
+    rule before 2026-12-07, which :func:`fluidq.validate.predict.simulate_capacity` keeps for its simulated logs)."""
     w = np.asarray(waiting, dtype=float) > 0
     lim = np.zeros(w.shape, dtype=bool) if at_limit is None else np.asarray(at_limit, dtype=bool)
     tick_s = float(tick_s)
-    need = max(2, int(math.ceil(float(min_stretch_s) / tick_s - 1e-9)))
+    need = max(1, int(math.ceil(float(min_stretch_s) / tick_s - 1e-9)))  # 0 s: every tick with a queue
     need_unseen = max(need, int(math.ceil(float(unseen_limit_s) / tick_s - 1e-9)))
     out = np.zeros(w.shape, dtype=bool)
     d = np.diff(np.concatenate([[0], w.astype(np.int8), [0]]))  # the stretches: where the runs of True start, end
