@@ -487,18 +487,18 @@ def read_run(path) -> ServingRun:
     req = run_file(path, "requests")
     tsp = run_file(path, "timeseries")
     mp = run_file(path, "meta")
+    from ..workload.traces import json_record  # the --trace JSONL reader's: a key twice is refused
+
     rows = []
     with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
-                try:
-                    r = json.loads(line)
-                except RecursionError:
-                    raise DataError(f"{req}, line {i + 1}: JSON nested too deeply to read") from None
-                except ValueError as exc:
-                    raise DataError(f"{req}, line {i + 1}: not JSON ({exc})") from None
+                r, twice = json_record(line.strip(), f"{req}, line {i + 1}")
                 if not isinstance(r, dict):
                     raise DataError(f"{req}, line {i + 1}: expected a JSON object (one request)")
+                if twice is not None:
+                    raise DataError(f"{req}, line {i + 1}: key {json.dumps(twice)[:60]} twice in one object: expected "
+                                    "each key once (a JSON reader keeps the last value without a word)")
                 rows.append((i + 1, r))
     if not rows:
         raise DataError(f"{req}: no requests")
@@ -564,7 +564,13 @@ def read_run(path) -> ServingRun:
         ts["t"] = ts["t"] - (a0 if a0 is not None and abs(float(ts["t"].min()) - a0) < 86400
                              else float(ts["t"][0]) - step)
     with open_text(mp) as f:
-        meta = json_loads(f.read(), where=str(mp))
+        text = f.read()
+    meta, twice = json_record(text, str(mp))
+    if twice is not None:
+        at = [n + 1 for n, ln in enumerate(text.splitlines()) if re.search(re.escape(json.dumps(twice)) + r"\s*:", ln)]
+        raise DataError(f"{mp}: key {json.dumps(twice)[:60]} twice in one object (the key is on line"
+                        + (f"s {', '.join(map(str, at))}" if len(at) > 1 else f" {at[0]}" if at else "s shown nowhere")
+                        + "): expected each key once (a JSON reader keeps the last value without a word)")
     if not isinstance(meta, dict):
         raise DataError(f"{mp}: expected a JSON object")
     for key in ("engine_kwargs", "kv_cache", "hardware", "resolved_config"):

@@ -290,19 +290,32 @@ def _parse_mooncake(text: str, source: str) -> Trace:
 
 def _record(line: str, where: str):
     """``(record, field)``: the parsed line and the first of the three Mooncake fields that its top-level
-    object holds twice, or None.  A cheap count first: only a line that mentions a field's name twice is
-    parsed keeping every key (once: the record is built from the same pairs, the last value winning as in
-    JSON)."""
-    names = ("timestamp", "input_length", "output_length")
-    if not any(line.count(f'"{k}"') > 1 for k in names):
-        return json_loads(line, where=where), None
+    object holds twice, or None (:func:`json_record`)."""
+    return json_record(line, where, names=("timestamp", "input_length", "output_length"))
+
+
+def json_record(text: str, where: str, names=None):
+    """``(value, key)``: ``text`` parsed as JSON (:func:`fluidq._io.json_loads`, ``where`` naming the file and line in
+    its errors) and the first key an object of it holds twice, or None -- JSON readers keep the last value of a
+    duplicated key without a word, so a record edited by hand or written twice reads as another one.  With
+    ``names``, only those keys of the top-level object are looked at, and a cheap count first: only a text that
+    mentions one of them twice is parsed keeping every key (once: the value is built from the same pairs, the
+    last value winning as in JSON).  Without, every key of every object (the pairs are kept for each)."""
+    if names is not None and not any(text.count(f'"{k}"') > 1 for k in names):
+        return json_loads(text, where=where), None
     seen: list = []
+    twice: list = []
 
     def pairs(items):
-        seen.append([k for k, _ in items])
+        keys = [k for k, _ in items]
+        seen.append(keys)
+        if names is None and not twice and len(set(keys)) < len(keys):
+            twice.append(next(k for n, k in enumerate(keys) if k in keys[:n]))
         return dict(items)
 
-    rec = json_loads(line, where=where, object_pairs_hook=pairs)
+    rec = json_loads(text, where=where, object_pairs_hook=pairs)
+    if names is None:
+        return rec, (twice[0] if twice else None)
     if not isinstance(rec, dict):
         return rec, None
     top = seen[-1]  # the outermost object is built last
