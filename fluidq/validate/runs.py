@@ -409,10 +409,14 @@ def _request_value(r: dict, key: str):
 def _read_timeseries(tsp: Path) -> dict:
     """The timeseries columns by fluidq's names (aliases mapped, a KV fraction made a percentage); an unknown
     layout is refused naming the missing column and the names accepted for it."""
+    from ..workload.traces import refuse_duplicate_columns  # the --trace reader's check (fit's CSVs say the same)
+
     raw, line_of = {}, []  # line_of[i]: the file's line of row i (the reader skips blank lines)
     with open_text(tsp) as f:
         reader = csv.DictReader(f)
         try:
+            # a column named twice: DictReader keeps the last silently (every column is kept: each one is read)
+            refuse_duplicate_columns(tsp, [k.strip().removeprefix("vllm:") for k in (reader.fieldnames or [])])
             for r in reader:
                 line_of.append(reader.line_num)
                 for k, v in r.items():

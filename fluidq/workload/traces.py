@@ -153,6 +153,19 @@ def column(name: str, values, tokens: bool) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def refuse_duplicate_columns(source, names, read=None) -> None:
+    """Refuse a CSV header that names a column twice: a reader keeps one of them (the first here, the last in
+    ``csv.DictReader``) without a word.  ``names`` the header's cells as compared (stripped); ``read`` the columns
+    the reader uses (None: every column), a duplicate of another being ignored as that column is.  The message
+    names the file, the column and the header."""
+    for col in (read if read is not None else names):
+        if names.count(col) > 1:
+            shown = ",".join(names)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
+                            f"{shown}); which one is meant is unknown")
+
+
 def _stamp(text: str, where: str) -> datetime:
     stamp = text.strip()
     m = _FRACTION.match(stamp)
@@ -200,12 +213,7 @@ def _parse_csv(text: str, source: str) -> Trace:
                         "(see 'Trace files' in docs/reference/descriptions.md)")
     fields = got
     names = [h.strip() for h in header]
-    for col in fields:  # a later column of the same name would be ignored silently (fit's CSVs refuse it too)
-        if names.count(col) > 1:
-            shown = ",".join(names)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
-                            f"{shown}); which one is meant is unknown")
+    refuse_duplicate_columns(source, names, fields)
     numeric = True if fields == _PLAIN else None  # Azure: decided by the first row
     ts, p, o, lines = [], [], [], []
     naive = aware = None  # the first line of each kind of time stamp
