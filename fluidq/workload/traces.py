@@ -227,6 +227,12 @@ def _parse_csv(text: str, source: str) -> Trace:
             where = f"{source}, line {lineno}"
             if len(row) < 3:
                 raise DataError(f"{where}: expected 3 columns ({','.join(fields)}), got {len(row)}")
+            if any(c.strip() for c in row[len(header):]):  # a cell no column names (a row of another file, a
+                # stray comma inside a row): refused, not dropped; empty trailing cells (a spreadsheet's commas) hold nothing
+                raise DataError(f"{where}: {len(row)} cells, but the header names {len(header)} column"
+                                f"{'s' if len(header) > 1 else ''} ({','.join(h.strip() for h in header)[:80]}): "
+                                "expected at most one cell per column (a cell past the header would be dropped; empty trailing cells "
+                                "are read as nothing)")
             if numeric is None:
                 numeric = bool(_NUMBER.fullmatch(row[0].strip())) or row[0].strip().lower() in (
                     "nan", "inf", "-inf", "+inf", "infinity", "-infinity")
