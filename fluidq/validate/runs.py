@@ -280,16 +280,35 @@ class ServingRun:
     def kv_capacity_tokens(self) -> int | None:
         """The KV cache of one engine in tokens as vLLM allocated it: ``kv_cache.num_kv_tokens``, else
         ``num_gpu_blocks x block_size`` (``kv_cache`` or the resolved ``cache_config``), else the resolved
-        ``cache_config.kv_cache_size_tokens`` (newer vLLM); None when the run records none."""
+        ``cache_config.kv_cache_size_tokens`` (newer vLLM); None when the run records none.  Records that give
+        two sizes are not refused (a hybrid model's cache may count tokens otherwise than blocks x block size) but
+        said on stderr, once per file, naming every record and the one used."""
         kv = self.meta.get("kv_cache") or {}
         cc = (self.meta.get("resolved_config") or {}).get("cache_config") or {}
+        found = []  # (where, tokens) of every record, in this order of precedence
         for doc, key, name in ((kv, "num_kv_tokens", "kv_cache"), (kv, "num_gpu_blocks", "kv_cache"),
                                (cc, "num_gpu_blocks", "resolved_config.cache_config"),
                                (cc, "kv_cache_size_tokens", "resolved_config.cache_config")):
             v = doc.get(key) if isinstance(doc, dict) else None
             if v is not None:
-                return self._checked(name, key, v, int) * (self.block_size if key == "num_gpu_blocks" else 1)
-        return None
+                n = self._checked(name, key, v, int)
+                found.append((f"{name}.{key} = {n}" + (f" x block_size {self.block_size}" if key == "num_gpu_blocks"
+                                                       else ""), n * (self.block_size if key == "num_gpu_blocks" else 1)))
+        if not found:
+            return None
+        used_at, used = found[0]
+        others = [(w, n) for w, n in found[1:] if n != used]
+        if others:  # two records of one cache that disagree: the first is used, and said once (review revbad2 M6)
+            what = (str(self.files.get("meta", self.path)), "kv_cache_tokens", used_at, repr(others))
+            if what not in _NOTED:
+                _NOTED.add(what)
+                print(f"fluidq: note: {self.files.get('meta', self.path)} records the KV cache twice with two sizes: "
+                      f"{used_at} ({used:,} tokens) and " + ", ".join(f"{w} ({n:,} tokens)" for w, n in others)
+                      + f"; using {used:,} tokens, from {used_at.split(' = ')[0]} (the order: kv_cache.num_kv_tokens, "
+                      "vLLM's own token count, then kv_cache.num_gpu_blocks, then the resolved cache_config's); a "
+                      "hybrid model's cache (sliding-window layers) can count tokens otherwise than blocks x "
+                      "block_size, else one of the records is wrong", file=sys.stderr)
+        return used
 
     @property
     def async_scheduling(self) -> bool:
