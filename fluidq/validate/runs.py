@@ -516,7 +516,7 @@ def read_run(path) -> ServingRun:
     with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
-                r, twice = json_record(line.strip(), f"{req}, line {i + 1}")
+                r, twice = json_record(line.strip(), f"{req}, line {i + 1}", constants=True)  # NaN: by its field
                 if not isinstance(r, dict):
                     raise DataError(f"{req}, line {i + 1}: expected a JSON object (one request)")
                 if twice is not None:

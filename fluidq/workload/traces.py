@@ -308,15 +308,17 @@ def _record(line: str, where: str):
     return json_record(line, where, names=("timestamp", "input_length", "output_length"))
 
 
-def json_record(text: str, where: str, names=None):
+def json_record(text: str, where: str, names=None, *, constants: bool = False):
     """``(value, key)``: ``text`` parsed as JSON (:func:`fluidq._io.json_loads`, ``where`` naming the file and line in
     its errors) and the first key an object of it holds twice, or None -- JSON readers keep the last value of a
     duplicated key without a word, so a record edited by hand or written twice reads as another one.  With
     ``names``, only those keys of the top-level object are looked at, and a cheap count first: only a text that
     mentions one of them twice is parsed keeping every key (once: the value is built from the same pairs, the
-    last value winning as in JSON).  Without, every key of every object (the pairs are kept for each)."""
+    last value winning as in JSON).  Without, every key of every object (the pairs are kept for each).
+    ``constants=True`` reads Python's ``NaN`` / ``Infinity`` as floats (for a caller that refuses them by field,
+    naming it: a buggy writer's stamp), which :func:`~fluidq._io.json_loads` refuses as not JSON."""
     if names is not None and not any(text.count(f'"{k}"') > 1 for k in names):
-        return json_loads(text, where=where), None
+        return _loads(text, where, None, constants), None
     seen: list = []
     twice: list = []
 
@@ -327,13 +329,25 @@ def json_record(text: str, where: str, names=None):
             twice.append(next(k for n, k in enumerate(keys) if k in keys[:n]))
         return dict(items)
 
-    rec = json_loads(text, where=where, object_pairs_hook=pairs)
+    rec = _loads(text, where, pairs, constants)
     if names is None:
         return rec, (twice[0] if twice else None)
     if not isinstance(rec, dict):
         return rec, None
     top = seen[-1]  # the outermost object is built last
     return rec, next((k for k in names if top.count(k) > 1), None)
+
+
+def _loads(text: str, where: str, hook, constants: bool):
+    if not constants:
+        return json_loads(text, where=where, object_pairs_hook=hook)
+    try:
+        return json.loads(text, object_pairs_hook=hook)
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError:  # the message json_loads gives (one wording for every JSON file)
+        json_loads(text, where=where)
+        raise
 
 
 def _finish(ts, p, o, source, lines=None) -> Trace:
