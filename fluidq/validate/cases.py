@@ -355,6 +355,9 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
                         f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
     try:
         hf_id = _profile_model(plain)  # an invalid profile_meta.yaml refused, naming the line and column
+        from .profile_meta import check_profile_meta
+
+        check_profile_meta(plain)  # its fields' types: tp_degrees, engine_effective.block_size, the shapes ...
     except DataError as exc:
         raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
@@ -454,6 +457,11 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")
+        if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool)
+                                    and math.isfinite(mem) and mem > 0):
+            raise DataError(f"{run.files.get('meta', folder)}: hardware.device_total_memory_bytes = "
+                            f"{json.dumps(mem)[:40]}: expected the GPU's memory in bytes, a number > 0 (or leave it "
+                            "out: the KV cache is then planned from peer_sim_config.json npu_mem.mem_size)")
         gib = float(mem) / 2**30 if isinstance(mem, (int, float)) else _gpu_memory_from_folder(plain)
         if gib is None:
             raise DataError(f"{folder}: the run records neither its KV cache (vllm_meta.json kv_cache.num_gpu_blocks "

@@ -166,7 +166,11 @@ class ServingRun:
         found = [(name, doc[key]) for name, doc in where if isinstance(doc, dict) and doc.get(key) is not None]
         if found:
             used_at, used = found[0][0], self._checked(found[0][0], key, found[0][1], kind)
-            # a later record with another value is not used (nor checked, as before), but said: once, naming both
+            # a later record is not used but checked all the same (an invalid one, e.g. engine_kwargs.max_num_seqs
+            # 0 or "256", is refused naming it, not noted as a disagreement: review revbad2 L1); another valid
+            # value is said, once, naming both
+            for n, v in found[1:]:
+                self._checked(n, key, v, kind)
             others = [(n, v) for n, v in found[1:] if v != used]
             if others:
                 _note_disagreement(self.files.get("meta", self.path), key, used_at, used, others)
@@ -317,10 +321,12 @@ class ServingRun:
         ``vllm_meta.json`` records it, else its ``engine_kwargs``, else vLLM's default for the run's
         ``vllm_version`` (on since 0.14, except with pipeline parallelism, by vLLM 0.14's release notes)."""
         sched = ((self.meta.get("resolved_config") or {}).get("scheduler_config") or {})
-        if isinstance(sched, dict) and isinstance(sched.get("async_scheduling"), bool):
-            return sched["async_scheduling"]
-        if isinstance(self.engine_kwargs.get("async_scheduling"), bool):
-            return self.engine_kwargs["async_scheduling"]
+        # recorded: true or false, else refused naming it ("yes" fell back to the version's default silently)
+        rec = [self._checked(name, "async_scheduling", doc["async_scheduling"], bool)
+               for name, doc in (("resolved_config.scheduler_config", sched), ("engine_kwargs", self.engine_kwargs))
+               if isinstance(doc, dict) and doc.get("async_scheduling") is not None]
+        if rec:
+            return rec[0]
         ver = self.vllm_version
         return ver is not None and ver >= (0, 14) and self.pipeline_parallel_size == 1
 
