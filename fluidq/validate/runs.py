@@ -89,6 +89,17 @@ def _note_disagreement(meta, key, used_at, used, others) -> None:
           f"{', '.join(said(n, v) for n, v in others)}; using {json.dumps(used)}, from {used_at}", file=sys.stderr)
 
 
+def _int_max() -> dict:
+    from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS
+
+    return {k: (MAX_BUDGET_TOKENS, BUDGET_WHY) for k in ("max_num_batched_tokens", "max_num_seqs", "block_size")}
+
+
+#: the largest value of a recorded option, with why: the bounds the prediction's own checks set (a larger one was
+#: refused there as an internal parameter, naming no file: review revbad2 L4)
+_INT_MAX = _int_max()
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class ServingRun:
     """One measured serving run.
@@ -183,8 +194,13 @@ class ServingRun:
         return default
 
     def _checked(self, name: str, key: str, v, kind):
-        """The recorded value ``v`` of ``<name>.<key>`` as ``kind`` (bool; str; int: a whole number >= 1; float: a
-        number > 0), or a DataError naming the field in ``vllm_meta.json``."""
+        """The recorded value ``v`` of ``<name>.<key>`` as ``kind`` (bool; str; int: a whole number >= 1, at most
+        :data:`_INT_MAX` for the options it names; float: a number > 0), or a DataError naming the field in
+        ``vllm_meta.json``."""
+        top = _INT_MAX.get(key)
+        if kind is int and top is not None and _finite_number(v) and float(v).is_integer() and v > top[0]:
+            raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected a "
+                            f"whole number <= {top[0]:,} ({top[1]})")
         if kind is bool:
             if isinstance(v, bool):
                 return v
@@ -522,7 +538,12 @@ def read_run(path) -> ServingRun:
     with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
-                r, twice = json_record(line.strip(), f"{req}, line {i + 1}", constants=True)  # NaN: by its field
+                text = line.strip()
+                if text.startswith("{") and not text.endswith("}"):  # "not JSON (... line 2 column 1)" said less
+                    raise DataError(f"{req}, line {i + 1}: the record is cut short (it ends before its closing "
+                                    f"brace, after {len(text)} characters: {text[-40:]!r}): a file truncated or a "
+                                    "write interrupted; remove the line or write it whole")
+                r, twice = json_record(text, f"{req}, line {i + 1}", constants=True)  # NaN: by its field
                 if not isinstance(r, dict):
                     raise DataError(f"{req}, line {i + 1}: expected a JSON object (one request)")
                 if twice is not None:

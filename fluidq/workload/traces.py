@@ -44,6 +44,8 @@ class Trace:
     source: str = ""
     reordered: int = 0
     out_of_order: tuple | None = None
+    #: the file's column (or field) of the arrival times, for messages
+    time_field: str = "arrival_s"
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -61,6 +63,20 @@ class Trace:
     def rate_per_s(self) -> float:
         span = float(self.arrival_s[-1] - self.arrival_s[0])
         return (len(self) - 1) / span if span > 0 else float("inf")
+
+    def check_rate(self) -> None:
+        """Refuse a trace whose mean arrival rate is below the least fluidq models (``MIN_RATE_PER_S``, one request
+        in about 30 years), naming the trace and its time column: the arrivals built from it would refuse it as an
+        internal parameter (``rate_per_s=np.float64(1e-12)``, review revbad2 L4).  A file may hold such times
+        (:data:`MAX_SECONDS`); a workload cannot run on them."""
+        from .._validate import MIN_RATE_PER_S
+
+        span = float(self.arrival_s[-1] - self.arrival_s[0])
+        if len(self) > 1 and span > 0 and (len(self) - 1) / span < MIN_RATE_PER_S:
+            raise DataError(f"{self.source}: {len(self)} requests over {span:.6g} s of arrival times (column "
+                            f"{self.time_field}), a mean rate of {(len(self) - 1) / span:.3g} req/s: expected at least "
+                            f"{MIN_RATE_PER_S:g} req/s (one request in about 30 years, the least fluidq models); are "
+                            "the times in another unit?")
 
 
 #: the most tokens one request may have: far beyond any context window, and small enough that the
@@ -268,7 +284,7 @@ def _parse_csv(text: str, source: str) -> Trace:
         raise DataError(f"{source}, line {lineno + 1}: not a CSV row ({exc})") from None
     if not ts:
         raise DataError(f"{source}: a header but no requests")
-    return _finish(ts, p, o, source, lines)
+    return _finish(ts, p, o, source, lines, fields[0])
 
 
 def _parse_mooncake(text: str, source: str) -> Trace:
@@ -299,7 +315,7 @@ def _parse_mooncake(text: str, source: str) -> Trace:
         lines.append(lineno)
     if not ts:
         raise DataError(f"{source}: no requests")
-    return _finish(ts, p, o, source, lines)
+    return _finish(ts, p, o, source, lines, "timestamp (ms)")
 
 
 def _record(line: str, where: str):
@@ -350,7 +366,7 @@ def _loads(text: str, where: str, hook, constants: bool):
         raise
 
 
-def _finish(ts, p, o, source, lines=None) -> Trace:
+def _finish(ts, p, o, source, lines=None, time_field: str = "arrival_s") -> Trace:
     if not ts:
         raise DataError(f"{source}: the trace is empty")
     t = np.asarray(ts, dtype=float)
@@ -370,7 +386,7 @@ def _finish(ts, p, o, source, lines=None) -> Trace:
     moved = int(np.count_nonzero(order != np.arange(len(order))))
     t = t[order] - t[order][0]
     return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source, reordered=moved,
-                 out_of_order=first)
+                 out_of_order=first, time_field=time_field)
 
 
 def load_trace(path_or_name) -> Trace:
