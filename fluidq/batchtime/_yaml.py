@@ -145,6 +145,8 @@ class _Flow:
                 key = self.value(":}")
                 if isinstance(key, (list, dict)):
                     self.bad("a collection as a mapping key", key_i)
+                if key in out:
+                    self.bad(f"the key {key!r} again in this mapping: expected each key once", key_i)
                 self.ws()
                 if self.i >= len(self.s) or self.s[self.i] != ":":
                     if self.i < len(self.s) and self.s[self.i] in ",}":
@@ -238,6 +240,7 @@ class _Parser:
 
     def mapping(self, indent: int):
         out: dict = {}
+        first: dict = {}  # each key's line
         while self.k < len(self.lines):
             n, ind, s = self.lines[self.k]
             if ind < indent:
@@ -255,6 +258,10 @@ class _Parser:
             if key_text[0] in _NOT_PLAIN:
                 raise _Bad(n, ind + 1, f"a key cannot start with {key_text[0]!r} (quote it)")
             key = _quoted(key_text, 0, n, ind + 1)[0] if key_text[:1] in ("'", '"') else _scalar(key_text)
+            if key in out:  # YAML keys are unique; a reader would keep one of the two values without a word
+                raise _Bad(n, ind + 1, f"the key {key_text!r} again (first on line {first[key]}): expected each key "
+                                       "once in a mapping")
+            first[key] = n
             rest = s[e + 1:].lstrip(" ")
             col = ind + 1 + (len(s) - len(rest))
             if not rest or rest.startswith("#"):

@@ -230,8 +230,44 @@ def _staged(out_dir):
     from .._io import staged_folder
 
     out = Path(out_dir)
+    before = _report_files(out)  # what an earlier validate wrote there (its validation.json says)
     with staged_folder(out, what="validation report file") as stage:
         yield stage, out
+        written = {p.name for p in stage.iterdir()}
+    # the earlier report's files this one did not write (a figure of another run, review revbad2 L6): removed, so
+    # the folder holds one report; only names the earlier validation.json lists, only regular files in the folder
+    # itself -- a user's file of another name is never touched
+    for name in sorted(before - written):
+        f = out / name
+        if f.is_file() and not f.is_symlink():
+            f.unlink()
+
+
+def _report_files(out: Path) -> set:
+    """The names of the files an earlier ``validate`` wrote in ``out``, as its ``validation.json`` lists them
+    (``files``: markdown, json, figures), when they lie in ``out`` itself and are a report's kind (.md, .json, .png);
+    an empty set when there is none or it cannot be read (nothing is then removed)."""
+    from .._io import json_loads
+
+    p = out / "validation.json"
+    try:
+        if not p.is_file() or p.is_symlink():
+            return set()
+        doc = json_loads(p.read_text(encoding="utf-8"), where=str(p))
+    except (OSError, UnicodeDecodeError, DataError):
+        return set()
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict):
+        return set()
+    named = [files.get("markdown"), files.get("json")] + list(files.get("figures") or [])
+    out_r = out.resolve()
+    keep = set()
+    for f in named:
+        if isinstance(f, str) and Path(f).suffix in (".md", ".json", ".png"):
+            q = Path(f)
+            if (q.parent.resolve() if q.is_absolute() else (Path.cwd() / q).parent.resolve()) == out_r:
+                keep.add(q.name)
+    return keep
 
 
 def _moved(figures, out):

@@ -355,10 +355,30 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
                         f"profile_tp{run.tensor_parallel_size}_{{dense,attention,per_sequence}}.csv")
     try:
         hf_id = _profile_model(plain)  # an invalid profile_meta.yaml refused, naming the line and column
+        from .profile_meta import check_profile_meta
+
+        check_profile_meta(plain)  # its fields' types: tp_degrees, engine_effective.block_size, the shapes ...
     except DataError as exc:
         raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
     ran = ran if isinstance(ran, str) and ran else None
+    if not hf_id and not served_model_is_profiled:
+        # a profile_meta.yaml naming no model and recording no shapes (empty, or its model and hf_overrides gone)
+        # says nothing of which model the profiles time: refused as a missing file is, unless the user says the
+        # profiles are of the served model (review revbad2 M3: a 70B run was predicted from 8B profiles unchecked)
+        from .profile_meta import read_profile_meta
+
+        pm = read_profile_meta(plain)
+        eff = pm.get("engine_effective")
+        over = eff.get("hf_overrides") if isinstance(eff, dict) else None
+        if not (isinstance(over, dict) and over):
+            raise DataError(f"{folder / 'profile_meta.yaml'}: " + ("empty" if not pm else "names no model (model:) and "
+                            "records no shapes (engine_effective.hf_overrides)")
+                            + ": nothing says which model the operator profiles were measured on"
+                            + (f", so they cannot be checked against the model the run served ({ran!r})" if ran else "")
+                            + "; add `model: <the profiled Hugging Face id>` to it, or, when the profiles are of the "
+                            "served model, say so with --served-model-is-profiled (from Python, "
+                            "served_model_is_profiled=True)")
 
     def lookup(name):
         """The shipped facts of a Hugging Face id as :func:`fluidq.models.load_model` reads a name (Meta's older
@@ -437,6 +457,11 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
     if run.kv_capacity_tokens is None:
         hw = run.meta.get("hardware") or {}
         mem = hw.get("device_total_memory_bytes")
+        if mem is not None and not (isinstance(mem, (int, float)) and not isinstance(mem, bool)
+                                    and math.isfinite(mem) and mem > 0):
+            raise DataError(f"{run.files.get('meta', folder)}: hardware.device_total_memory_bytes = "
+                            f"{json.dumps(mem)[:40]}: expected the GPU's memory in bytes, a number > 0 (or leave it "
+                            "out: the KV cache is then planned from peer_sim_config.json npu_mem.mem_size)")
         gib = float(mem) / 2**30 if isinstance(mem, (int, float)) else _gpu_memory_from_folder(plain)
         if gib is None:
             raise DataError(f"{folder}: the run records neither its KV cache (vllm_meta.json kv_cache.num_gpu_blocks "
@@ -524,7 +549,7 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
     from .runs import latency_metrics, queue_growth, read_peer_summary, read_run, saturated_throughput
 
     from .deployment import RecordedBlockSize, predict_deployment
-    from .runs import measured_regimes
+    from .runs import measured_regimes, steady_poisson_arrivals
 
     s = case.spec
     tg = s.get("targets", {})
@@ -622,8 +647,20 @@ def _serving_run(case: Case, data: Path, ctx) -> CaseResult:
                     enable_prefix_caching=caching, block_size=RecordedBlockSize(run.block_size),
                     async_scheduling=run.async_scheduling)
     spred = None
+    # the simulated benchmark draws Poisson gaps at the run's mean rate: only a run whose own arrivals are Poisson
+    # at a steady rate is that benchmark (a ramping rate simulated at its mean never saturates like the run did)
+    arrivals = steady_poisson_arrivals(run.sent_s if run.sent_s is not None else run.arrival_s)
     if not steady_ok:  # nothing to compare a simulated benchmark with (and a benchmark that never saturates has none)
         rows.append(cap_row("capacity (fluidq.simulate of the benchmark, steady state)", None, ""))
+    elif not arrivals["steady"]:
+        rows.append(Row(case=case.name, source=case.source,
+                        quantity="capacity (fluidq.simulate of the benchmark, steady state)", predicted=None,
+                        measured=st["tokens_per_s"], unit="tokens/s", error_pct=None,
+                        target=f"within ±{lim:g} % (aim ±{aim:g} %)", status="skip",
+                        note="not simulated: this row simulates the benchmark as Poisson arrivals at the run's mean "
+                             f"rate, and the run's own arrivals are not that ({arrivals['note']}); the row "
+                             "'capacity (replayed arrivals, the same steady window)' simulates its own arrival times"
+                             + dropped, measured_window=steady_window, measured_ci=steady_ci))
     elif rate is not None and run.pipeline_parallel_size == 1:
         # the benchmark sends its request list in order (LLMServingSim's bench runner, which made these runs:
         # dataset row N as request bench-N at the row's arrival offset; vLLM's bench client likewise), so

@@ -25,7 +25,12 @@ simulator's summary (``peer_sim_vs_vllm_summary.txt``) is reproduced from these 
 The *served throughput* of an overloaded run is read over its saturated interval (ticks with
 ``waiting > 0``), not as tokens over the makespan (ramp-up and drain would understate it).
 
-Capacity per regime (:func:`capacity_regimes`): the *start-up ramp* is the saturated ticks before the engine's
+Capacity per regime (:func:`capacity_regimes`): a tick is *saturated* when it lies in a stretch of consecutive ticks
+with ``waiting > 0`` spanning at least 3 s with the engine at ``max_num_seqs`` or a full cache, or 10 s whatever it
+shows (:func:`saturated_ticks`: a queue held over many samples was held back by a limit, one seen once was a burst
+admitted at the next iterations); a run with no such stretch never
+saturated and has no capacity nor binding limit to score.  The *start-up ramp* is the ticks with requests waiting
+before the engine's
 state first reaches its saturated level (``running`` and, where known, the KV use at >= 95 % of their medians over
 the saturated ticks; the batches are then prompt-heavy: few residents decode yet); the *steady state* is every
 saturated tick after it, and its capacity is the mean over all of them -- no tick is kept or dropped by how busy
@@ -59,7 +64,7 @@ import numpy as np
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
 from ..errors import DataError
 
-__all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes",
+__all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes", "saturated_ticks", "steady_poisson_arrivals",
            "mix_adjusted_capacity", "queue_growth", "latency_metrics", "latency_metrics_ci", "batch_means",
            "open_text"]
 
@@ -82,6 +87,17 @@ def _note_disagreement(meta, key, used_at, used, others) -> None:
 
     print(f"fluidq: note: {meta} records {key} twice: {said(used_at, used)} and "
           f"{', '.join(said(n, v) for n, v in others)}; using {json.dumps(used)}, from {used_at}", file=sys.stderr)
+
+
+def _int_max() -> dict:
+    from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS
+
+    return {k: (MAX_BUDGET_TOKENS, BUDGET_WHY) for k in ("max_num_batched_tokens", "max_num_seqs", "block_size")}
+
+
+#: the largest value of a recorded option, with why: the bounds the prediction's own checks set (a larger one was
+#: refused there as an internal parameter, naming no file: review revbad2 L4)
+_INT_MAX = _int_max()
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -161,7 +177,11 @@ class ServingRun:
         found = [(name, doc[key]) for name, doc in where if isinstance(doc, dict) and doc.get(key) is not None]
         if found:
             used_at, used = found[0][0], self._checked(found[0][0], key, found[0][1], kind)
-            # a later record with another value is not used (nor checked, as before), but said: once, naming both
+            # a later record is not used but checked all the same (an invalid one, e.g. engine_kwargs.max_num_seqs
+            # 0 or "256", is refused naming it, not noted as a disagreement: review revbad2 L1); another valid
+            # value is said, once, naming both
+            for n, v in found[1:]:
+                self._checked(n, key, v, kind)
             others = [(n, v) for n, v in found[1:] if v != used]
             if others:
                 _note_disagreement(self.files.get("meta", self.path), key, used_at, used, others)
@@ -174,8 +194,13 @@ class ServingRun:
         return default
 
     def _checked(self, name: str, key: str, v, kind):
-        """The recorded value ``v`` of ``<name>.<key>`` as ``kind`` (bool; str; int: a whole number >= 1; float: a
-        number > 0), or a DataError naming the field in ``vllm_meta.json``."""
+        """The recorded value ``v`` of ``<name>.<key>`` as ``kind`` (bool; str; int: a whole number >= 1, at most
+        :data:`_INT_MAX` for the options it names; float: a number > 0), or a DataError naming the field in
+        ``vllm_meta.json``."""
+        top = _INT_MAX.get(key)
+        if kind is int and top is not None and _finite_number(v) and float(v).is_integer() and v > top[0]:
+            raise DataError(f"{self.files.get('meta', self.path)}: {name}.{key} = {json.dumps(v)[:40]}: expected a "
+                            f"whole number <= {top[0]:,} ({top[1]})")
         if kind is bool:
             if isinstance(v, bool):
                 return v
@@ -275,16 +300,35 @@ class ServingRun:
     def kv_capacity_tokens(self) -> int | None:
         """The KV cache of one engine in tokens as vLLM allocated it: ``kv_cache.num_kv_tokens``, else
         ``num_gpu_blocks x block_size`` (``kv_cache`` or the resolved ``cache_config``), else the resolved
-        ``cache_config.kv_cache_size_tokens`` (newer vLLM); None when the run records none."""
+        ``cache_config.kv_cache_size_tokens`` (newer vLLM); None when the run records none.  Records that give
+        two sizes are not refused (a hybrid model's cache may count tokens otherwise than blocks x block size) but
+        said on stderr, once per file, naming every record and the one used."""
         kv = self.meta.get("kv_cache") or {}
         cc = (self.meta.get("resolved_config") or {}).get("cache_config") or {}
+        found = []  # (where, tokens) of every record, in this order of precedence
         for doc, key, name in ((kv, "num_kv_tokens", "kv_cache"), (kv, "num_gpu_blocks", "kv_cache"),
                                (cc, "num_gpu_blocks", "resolved_config.cache_config"),
                                (cc, "kv_cache_size_tokens", "resolved_config.cache_config")):
             v = doc.get(key) if isinstance(doc, dict) else None
             if v is not None:
-                return self._checked(name, key, v, int) * (self.block_size if key == "num_gpu_blocks" else 1)
-        return None
+                n = self._checked(name, key, v, int)
+                found.append((f"{name}.{key} = {n}" + (f" x block_size {self.block_size}" if key == "num_gpu_blocks"
+                                                       else ""), n * (self.block_size if key == "num_gpu_blocks" else 1)))
+        if not found:
+            return None
+        used_at, used = found[0]
+        others = [(w, n) for w, n in found[1:] if n != used]
+        if others:  # two records of one cache that disagree: the first is used, and said once (review revbad2 M6)
+            what = (str(self.files.get("meta", self.path)), "kv_cache_tokens", used_at, repr(others))
+            if what not in _NOTED:
+                _NOTED.add(what)
+                print(f"fluidq: note: {self.files.get('meta', self.path)} records the KV cache twice with two sizes: "
+                      f"{used_at} ({used:,} tokens) and " + ", ".join(f"{w} ({n:,} tokens)" for w, n in others)
+                      + f"; using {used:,} tokens, from {used_at.split(' = ')[0]} (the order: kv_cache.num_kv_tokens, "
+                      "vLLM's own token count, then kv_cache.num_gpu_blocks, then the resolved cache_config's); a "
+                      "hybrid model's cache (sliding-window layers) can count tokens otherwise than blocks x "
+                      "block_size, else one of the records is wrong", file=sys.stderr)
+        return used
 
     @property
     def async_scheduling(self) -> bool:
@@ -293,10 +337,12 @@ class ServingRun:
         ``vllm_meta.json`` records it, else its ``engine_kwargs``, else vLLM's default for the run's
         ``vllm_version`` (on since 0.14, except with pipeline parallelism, by vLLM 0.14's release notes)."""
         sched = ((self.meta.get("resolved_config") or {}).get("scheduler_config") or {})
-        if isinstance(sched, dict) and isinstance(sched.get("async_scheduling"), bool):
-            return sched["async_scheduling"]
-        if isinstance(self.engine_kwargs.get("async_scheduling"), bool):
-            return self.engine_kwargs["async_scheduling"]
+        # recorded: true or false, else refused naming it ("yes" fell back to the version's default silently)
+        rec = [self._checked(name, "async_scheduling", doc["async_scheduling"], bool)
+               for name, doc in (("resolved_config.scheduler_config", sched), ("engine_kwargs", self.engine_kwargs))
+               if isinstance(doc, dict) and doc.get("async_scheduling") is not None]
+        if rec:
+            return rec[0]
         ver = self.vllm_version
         return ver is not None and ver >= (0, 14) and self.pipeline_parallel_size == 1
 
@@ -404,10 +450,14 @@ def _request_value(r: dict, key: str):
 def _read_timeseries(tsp: Path) -> dict:
     """The timeseries columns by fluidq's names (aliases mapped, a KV fraction made a percentage); an unknown
     layout is refused naming the missing column and the names accepted for it."""
+    from ..workload.traces import refuse_duplicate_columns  # the --trace reader's check (fit's CSVs say the same)
+
     raw, line_of = {}, []  # line_of[i]: the file's line of row i (the reader skips blank lines)
     with open_text(tsp) as f:
         reader = csv.DictReader(f)
         try:
+            # a column named twice: DictReader keeps the last silently (every column is kept: each one is read)
+            refuse_duplicate_columns(tsp, [k.strip().removeprefix("vllm:") for k in (reader.fieldnames or [])])
             for r in reader:
                 line_of.append(reader.line_num)
                 for k, v in r.items():
@@ -482,18 +532,23 @@ def read_run(path) -> ServingRun:
     req = run_file(path, "requests")
     tsp = run_file(path, "timeseries")
     mp = run_file(path, "meta")
+    from ..workload.traces import json_record  # the --trace JSONL reader's: a key twice is refused
+
     rows = []
     with open_text(req) as f:
         for i, line in enumerate(f):
             if line.strip():
-                try:
-                    r = json.loads(line)
-                except RecursionError:
-                    raise DataError(f"{req}, line {i + 1}: JSON nested too deeply to read") from None
-                except ValueError as exc:
-                    raise DataError(f"{req}, line {i + 1}: not JSON ({exc})") from None
+                text = line.strip()
+                if text.startswith("{") and not text.endswith("}"):  # "not JSON (... line 2 column 1)" said less
+                    raise DataError(f"{req}, line {i + 1}: the record is cut short (it ends before its closing "
+                                    f"brace, after {len(text)} characters: {text[-40:]!r}): a file truncated or a "
+                                    "write interrupted; remove the line or write it whole")
+                r, twice = json_record(text, f"{req}, line {i + 1}", constants=True)  # NaN: by its field
                 if not isinstance(r, dict):
                     raise DataError(f"{req}, line {i + 1}: expected a JSON object (one request)")
+                if twice is not None:
+                    raise DataError(f"{req}, line {i + 1}: key {json.dumps(twice)[:60]} twice in one object: expected "
+                                    "each key once (a JSON reader keeps the last value without a word)")
                 rows.append((i + 1, r))
     if not rows:
         raise DataError(f"{req}: no requests")
@@ -559,7 +614,13 @@ def read_run(path) -> ServingRun:
         ts["t"] = ts["t"] - (a0 if a0 is not None and abs(float(ts["t"].min()) - a0) < 86400
                              else float(ts["t"][0]) - step)
     with open_text(mp) as f:
-        meta = json_loads(f.read(), where=str(mp))
+        text = f.read()
+    meta, twice = json_record(text, str(mp))
+    if twice is not None:
+        at = [n + 1 for n, ln in enumerate(text.splitlines()) if re.search(re.escape(json.dumps(twice)) + r"\s*:", ln)]
+        raise DataError(f"{mp}: key {json.dumps(twice)[:60]} twice in one object (the key is on line"
+                        + (f"s {', '.join(map(str, at))}" if len(at) > 1 else f" {at[0]}" if at else "s shown nowhere")
+                        + "): expected each key once (a JSON reader keeps the last value without a word)")
     if not isinstance(meta, dict):
         raise DataError(f"{mp}: expected a JSON object")
     for key in ("engine_kwargs", "kv_cache", "hardware", "resolved_config"):
@@ -692,6 +753,49 @@ def saturated_throughput(run: ServingRun) -> dict:
             "tokens_per_s_ci": (float(tok.mean() - half), float(tok.mean() + half))}
 
 
+#: the significance at which :func:`steady_poisson_arrivals` says a run's arrivals are not Poisson at a steady rate
+ARRIVALS_ALPHA = 1e-3
+
+
+def steady_poisson_arrivals(arrival_s, *, windows: int = 10, alpha: float = ARRIVALS_ALPHA) -> dict:
+    """Whether a run's arrival times look like a Poisson process at one steady rate, by two tests:
+
+    * **steady rate**: the arrivals counted in ``windows`` equal windows of their span; under a homogeneous Poisson
+      process the counts are independent Poisson variables of one mean, and the index of dispersion
+      ``sum (c - mean)^2 / mean`` follows chi-square with ``windows - 1`` degrees of freedom;
+    * **Poisson-like gaps**: the gaps between consecutive arrivals over their mean, against the unit exponential by
+      Kolmogorov-Smirnov (the mean estimated from the same gaps makes the test conservative).
+
+    A p-value under ``alpha`` (0.001) in either says no.  A benchmark that ramps its rate (a reviewer's run from 6 to
+    180 req/s: counts 32 ... 912 per window) or sends at fixed intervals fails; seeded Poisson runs of 300 arrivals
+    fail in about 0.2 % of seeds (tests/validation/test_arrival_test.py), and the three shipped LLMServingSim runs pass
+    (p 0.77-0.82 and 0.70-0.79).  Fewer than ``2 x windows`` arrivals are not tested (``steady`` True, ``note``
+    says so).  Returns ``steady`` (bool), ``p_rate``, ``p_gaps``, ``counts`` and ``note`` (the reason in words)."""
+    from scipy import stats
+
+    a = np.sort(np.asarray(arrival_s, dtype=float))
+    out = {"steady": True, "p_rate": float("nan"), "p_gaps": float("nan"), "counts": [], "note": ""}
+    if a.size < 2 * windows or not a[-1] > a[0]:
+        out["note"] = f"{a.size} arrivals: too few to test the arrival process"
+        return out
+    c, _ = np.histogram(a, bins=windows, range=(a[0], a[-1]))
+    m = float(c.mean())
+    p_rate = float(stats.chi2.sf(float(((c - m) ** 2).sum()) / m, windows - 1))
+    g = np.diff(a)
+    p_gaps = float(stats.kstest(g / g.mean(), "expon").pvalue) if g.mean() > 0 else 0.0
+    out.update(p_rate=p_rate, p_gaps=p_gaps, counts=c.tolist())
+    bad = []
+    if p_rate < alpha:
+        bad.append(f"not one steady rate: arrivals per tenth of the span {', '.join(map(str, c))} (dispersion test "
+                   f"p = {p_rate:.2g} < {alpha:g})")
+    if p_gaps < alpha:
+        bad.append(f"gaps not exponential (Kolmogorov-Smirnov p = {p_gaps:.2g} < {alpha:g})")
+    out["steady"] = not bad
+    out["note"] = "; ".join(bad) if bad else (f"Poisson-like at a steady rate (dispersion p = {p_rate:.2g}, gaps "
+                                              f"p = {p_gaps:.2g})")
+    return out
+
+
 def batch_means(x) -> dict:
     """A 95 % interval of the mean of a serially correlated series by batch means with a batch size chosen
     from the data.
@@ -819,13 +923,59 @@ def kv_in_use_tokens(run: ServingRun) -> np.ndarray:
     return out
 
 
+#: seconds that requests must keep waiting, tick after tick, for a stretch of the run to count as saturated when
+#: the engine sits at ``max_num_seqs`` or a full KV cache in it, and when it does not (the token budget, or a KV
+#: use the run does not record)
+SATURATED_STRETCH_S = 3.0
+SATURATED_STRETCH_UNSEEN_LIMIT_S = 10.0
+
+
+def saturated_ticks(waiting, at_limit=None, *, tick_s: float = 1.0, min_stretch_s: float = SATURATED_STRETCH_S,
+                    unseen_limit_s: float = SATURATED_STRETCH_UNSEEN_LIMIT_S) -> np.ndarray:
+    """Which ticks hold the engine saturated: those of a *stretch* of consecutive ticks with ``waiting > 0`` that
+
+    * spans at least ``min_stretch_s`` seconds with the engine at a limit it records (``at_limit``: per tick,
+      ``running`` at ``max_num_seqs``, a full KV cache or a preemption) in at least half of its ticks, or
+    * spans at least ``unseen_limit_s`` seconds whatever ``running`` and the KV use show (the token budget binds
+      with neither at its limit, and a run may record no KV use).
+
+    The reason: vLLM admits a waiting request at its next iteration (tens of milliseconds) unless a limit holds it
+    back, so a queue seen at one tick's sample and gone at the next was a burst of arrivals admitted in turn,
+    and the tick's throughput is the load offered, not a capacity.  A run under its capacity has such bursts: a
+    reviewer's run at 20 req/s had 11 ticks of 79 with a queue, never 3 in a row, ``running`` at most 17 of
+    ``max_num_seqs`` 64 (its "capacity" read 272 % off the prediction).  On seeded runs of fluidq's vLLM engine
+    model (Llama-3.1-8B profiles, ``max_num_seqs`` 64, token budget 2048, 1,500 requests,
+    tests/validation/test_saturated_stretch.py) the longest queue at 12-14 req/s (about 0.6-0.7 of its
+    capacity) held 3-6 s with ``running`` at most 48; a limit-free queue of 10 s did not occur below 16 req/s,
+    and the saturated runs hold one long stretch (the shipped LLMServingSim runs: 14 to 160 ticks, at
+    ``max_num_seqs`` or a full cache).  ``min_stretch_s = unseen_limit_s = 0`` takes every tick with a queue (the
+    rule before 2026-12-07, which :func:`fluidq.validate.predict.simulate_capacity` keeps for its simulated logs)."""
+    w = np.asarray(waiting, dtype=float) > 0
+    lim = np.zeros(w.shape, dtype=bool) if at_limit is None else np.asarray(at_limit, dtype=bool)
+    tick_s = float(tick_s)
+    need = max(1, int(math.ceil(float(min_stretch_s) / tick_s - 1e-9)))  # 0 s: every tick with a queue
+    need_unseen = max(need, int(math.ceil(float(unseen_limit_s) / tick_s - 1e-9)))
+    out = np.zeros(w.shape, dtype=bool)
+    d = np.diff(np.concatenate([[0], w.astype(np.int8), [0]]))  # the stretches: where the runs of True start, end
+    for a, b in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1)):
+        if b - a >= need_unseen or (b - a >= need and 2 * int(lim[a:b].sum()) >= b - a):
+            out[a:b] = True
+    return out
+
+
 def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size: int = 1,
                      kv_full_pct: float = 90.0, plateau: float = 0.95, full_share: float = 0.5,
                      kv_in_use_tokens=None, kv_capacity_tokens: int | None = None, tick_s: float = 1.0,
-                     min_ticks: int = 3) -> dict:
+                     min_ticks: int = 3, min_stretch_s: float = SATURATED_STRETCH_S,
+                     unseen_limit_s: float = SATURATED_STRETCH_UNSEEN_LIMIT_S) -> dict:
     """Served tokens/s of an overloaded run in its steady state and its start-up ramp, and the limit that binds.
 
-    The steady state is **every** tick after the ramp with requests waiting, and its capacity is the mean served
+    Saturated ticks are those of a stretch of consecutive ticks with requests waiting that spans at least
+    ``min_stretch_s`` seconds at a limit the run records, or ``unseen_limit_s`` seconds (:func:`saturated_ticks`,
+    which says why); a run with none never saturated
+    (``binding`` "none (the run never saturated)", no steady capacity, ``note`` saying how many ticks had a
+    queue and why they do not count).
+    The steady state is **every** saturated tick after the ramp, and its capacity is the mean served
     tokens/s over all of them: under saturation the queue never empties, so each such tick is the engine serving
     at its limit, whatever the tick's batch happened to hold.  No tick is kept or dropped by how busy it was
     (keeping only the ticks at ``max_num_seqs`` or at a full cache selects on the outcome: on runs of fluidq's own
@@ -872,6 +1022,9 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         Seconds per tick (``seconds`` below are ticks x ``tick_s``).
     min_ticks : int
         A regime of fewer ticks has no capacity: its ``tokens_per_s`` is NaN and ``note`` says why.
+    min_stretch_s, unseen_limit_s : float
+        The shortest stretch of ticks with requests waiting, in seconds, that counts as saturated with the engine
+        at ``max_num_seqs``, a full cache or preempting in half of its ticks, and without (:func:`saturated_ticks`).
 
     Returns
     -------
@@ -887,18 +1040,29 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     t = np.asarray(ts["t"], dtype=float)
     tok = np.asarray(ts["prompt_throughput"], dtype=float) + np.asarray(ts["gen_throughput"], dtype=float)
     run_ = np.asarray(ts["running"], dtype=float)
-    sat = np.asarray(ts["waiting"], dtype=float) > 0
+    queued = np.asarray(ts["waiting"], dtype=float) > 0
     kv = ts.get("kv_cache_pct")
     kv = np.asarray(kv, dtype=float) if kv is not None else np.full(t.shape, np.nan)
     pre = ts.get("preempted")
     pre = np.asarray(pre, dtype=float) if pre is not None else None
     k_total = int(max_num_seqs) * int(data_parallel_size)
     tick_s = float(tick_s)
+    # a tick samples ``running`` once, often between a completion and its replacement: "at max_num_seqs" is within
+    # 1 - plateau of it, or one request
+    at_k = min(plateau * k_total, k_total - 1.0)
+    at_limit = (run_ >= at_k) | (np.nan_to_num(kv) >= kv_full_pct)
+    if pre is not None:
+        at_limit |= np.nan_to_num(pre) > 0
+    sat = saturated_ticks(ts["waiting"], at_limit, tick_s=tick_s, min_stretch_s=min_stretch_s,
+                          unseen_limit_s=unseen_limit_s)
     nan_regime = {"tokens_per_s": float("nan"), "ci": (float("nan"), float("nan")), "ticks": 0, "seconds": 0,
                   "window_s": (float("nan"), float("nan")), "note": "", "index": ()}
     nan_shares = {"kv_full": float("nan"), "k_max": float("nan"), "preemptions": float("nan")}
     if sat.sum() == 0:
-        note = "the run never saturated: no tick with requests waiting"
+        note = ("the run never saturated: no tick with requests waiting" if not queued.any() else
+                f"the run never saturated: {int(queued.sum())} tick(s) with requests waiting, none in a stretch of "
+                f">= {min_stretch_s:g} s at max_num_seqs or a full KV cache, nor of >= {unseen_limit_s:g} s: "
+                "queues of bursts admitted within seconds, not held by a limit (the engine below its capacity)")
         return {"binding": "none (the run never saturated)", "binding_source": note,
                 "steady": {**nan_regime, "note": note}, "ramp": dict(nan_regime), "saturated_seconds": 0,
                 "shares": nan_shares}
@@ -919,12 +1083,11 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
         reached &= level >= plateau * float(np.median(level[sat]))
     start = int(np.flatnonzero(reached)[0]) if reached.any() else t.size
     steady = sat & (idx >= start)
-    ramp = sat & (idx < start)
+    # the ramp: every tick with requests waiting before the steady state begins (a queue that builds up to the
+    # saturated stretch), as before the stretch rule; it has no capacity row to score
+    ramp = queued & (idx < start)
     n_st = int(steady.sum())
     # the binding limit: a diagnosis of the steady ticks, which it selects none of
-    # a tick samples ``running`` once, often between a completion and its replacement: "at max_num_seqs" is within
-    # 1 - plateau of it, or one request
-    at_k = min(plateau * k_total, k_total - 1.0)
     k_share = float(np.mean(run_[steady] >= at_k)) if n_st else float("nan")
     kv_share = float(np.mean(kv[steady] >= kv_full_pct)) if n_st and kv_recorded else float("nan")
     n_pre = float(np.nansum(pre[steady])) if n_st and pre is not None else float("nan")
@@ -970,7 +1133,8 @@ def capacity_regimes(timeseries: dict, *, max_num_seqs: int, data_parallel_size:
     if not np.isfinite(st["tokens_per_s"]):
         st["note"] = ("no steady state: " + st["note"] + f"; {int(sat.sum())} tick(s) with requests waiting in all")
     return {"binding": binding, "binding_source": source, "steady": st,
-            "ramp": regime(ramp, "saturated tick before it"), "saturated_seconds": int(sat.sum()) * tick_s,
+            "ramp": regime(ramp, "tick with requests waiting before it"),
+            "saturated_seconds": int((sat | ramp).sum()) * tick_s,
             "shares": shares}
 
 

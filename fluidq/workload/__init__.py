@@ -216,6 +216,7 @@ class Workload:
                 i = int(big[0])
                 raise DataError(f"{tr.source}: request {i} (in time order) has {int(arr[i]):,} {col} tokens, more than "
                                 f"the {MAX_REQUEST_TOKENS:,} (2**30) a workload takes for one request") from exc
+        tr.check_rate()  # a rate below the least one, said of the trace and its column, not of rate_per_s
         arr = TraceArrivals(times_s=tuple(tr.arrival_s))
         if rate_per_s is not None:
             arr = arr.with_rate(rate_per_s)

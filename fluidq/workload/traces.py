@@ -44,6 +44,8 @@ class Trace:
     source: str = ""
     reordered: int = 0
     out_of_order: tuple | None = None
+    #: the file's column (or field) of the arrival times, for messages
+    time_field: str = "arrival_s"
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -61,6 +63,20 @@ class Trace:
     def rate_per_s(self) -> float:
         span = float(self.arrival_s[-1] - self.arrival_s[0])
         return (len(self) - 1) / span if span > 0 else float("inf")
+
+    def check_rate(self) -> None:
+        """Refuse a trace whose mean arrival rate is below the least fluidq models (``MIN_RATE_PER_S``, one request
+        in about 30 years), naming the trace and its time column: the arrivals built from it would refuse it as an
+        internal parameter (``rate_per_s=np.float64(1e-12)``, review revbad2 L4).  A file may hold such times
+        (:data:`MAX_SECONDS`); a workload cannot run on them."""
+        from .._validate import MIN_RATE_PER_S
+
+        span = float(self.arrival_s[-1] - self.arrival_s[0])
+        if len(self) > 1 and span > 0 and (len(self) - 1) / span < MIN_RATE_PER_S:
+            raise DataError(f"{self.source}: {len(self)} requests over {span:.6g} s of arrival times (column "
+                            f"{self.time_field}), a mean rate of {(len(self) - 1) / span:.3g} req/s: expected at least "
+                            f"{MIN_RATE_PER_S:g} req/s (one request in about 30 years, the least fluidq models); are "
+                            "the times in another unit?")
 
 
 #: the most tokens one request may have: far beyond any context window, and small enough that the
@@ -153,6 +169,19 @@ def column(name: str, values, tokens: bool) -> np.ndarray:
     return arr.astype(np.int64)
 
 
+def refuse_duplicate_columns(source, names, read=None) -> None:
+    """Refuse a CSV header that names a column twice: a reader keeps one of them (the first here, the last in
+    ``csv.DictReader``) without a word.  ``names`` the header's cells as compared (stripped); ``read`` the columns
+    the reader uses (None: every column), a duplicate of another being ignored as that column is.  The message
+    names the file, the column and the header."""
+    for col in (read if read is not None else names):
+        if names.count(col) > 1:
+            shown = ",".join(names)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
+                            f"{shown}); which one is meant is unknown")
+
+
 def _stamp(text: str, where: str) -> datetime:
     stamp = text.strip()
     m = _FRACTION.match(stamp)
@@ -200,12 +229,7 @@ def _parse_csv(text: str, source: str) -> Trace:
                         "(see 'Trace files' in docs/reference/descriptions.md)")
     fields = got
     names = [h.strip() for h in header]
-    for col in fields:  # a later column of the same name would be ignored silently (fit's CSVs refuse it too)
-        if names.count(col) > 1:
-            shown = ",".join(names)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
-            raise DataError(f"{source}: the header has the column {col!r} {names.count(col)} times (header: "
-                            f"{shown}); which one is meant is unknown")
+    refuse_duplicate_columns(source, names, fields)
     numeric = True if fields == _PLAIN else None  # Azure: decided by the first row
     ts, p, o, lines = [], [], [], []
     naive = aware = None  # the first line of each kind of time stamp
@@ -219,6 +243,12 @@ def _parse_csv(text: str, source: str) -> Trace:
             where = f"{source}, line {lineno}"
             if len(row) < 3:
                 raise DataError(f"{where}: expected 3 columns ({','.join(fields)}), got {len(row)}")
+            if any(c.strip() for c in row[len(header):]):  # a cell no column names (a row of another file, a
+                # stray comma inside a row): refused, not dropped; empty trailing cells (a spreadsheet's commas) hold nothing
+                raise DataError(f"{where}: {len(row)} cells, but the header names {len(header)} column"
+                                f"{'s' if len(header) > 1 else ''} ({','.join(h.strip() for h in header)[:80]}): "
+                                "expected at most one cell per column (a cell past the header would be dropped; empty trailing cells "
+                                "are read as nothing)")
             if numeric is None:
                 numeric = bool(_NUMBER.fullmatch(row[0].strip())) or row[0].strip().lower() in (
                     "nan", "inf", "-inf", "+inf", "infinity", "-infinity")
@@ -254,7 +284,7 @@ def _parse_csv(text: str, source: str) -> Trace:
         raise DataError(f"{source}, line {lineno + 1}: not a CSV row ({exc})") from None
     if not ts:
         raise DataError(f"{source}: a header but no requests")
-    return _finish(ts, p, o, source, lines)
+    return _finish(ts, p, o, source, lines, fields[0])
 
 
 def _parse_mooncake(text: str, source: str) -> Trace:
@@ -285,31 +315,58 @@ def _parse_mooncake(text: str, source: str) -> Trace:
         lines.append(lineno)
     if not ts:
         raise DataError(f"{source}: no requests")
-    return _finish(ts, p, o, source, lines)
+    return _finish(ts, p, o, source, lines, "timestamp (ms)")
 
 
 def _record(line: str, where: str):
     """``(record, field)``: the parsed line and the first of the three Mooncake fields that its top-level
-    object holds twice, or None.  A cheap count first: only a line that mentions a field's name twice is
-    parsed keeping every key (once: the record is built from the same pairs, the last value winning as in
-    JSON)."""
-    names = ("timestamp", "input_length", "output_length")
-    if not any(line.count(f'"{k}"') > 1 for k in names):
-        return json_loads(line, where=where), None
+    object holds twice, or None (:func:`json_record`)."""
+    return json_record(line, where, names=("timestamp", "input_length", "output_length"))
+
+
+def json_record(text: str, where: str, names=None, *, constants: bool = False):
+    """``(value, key)``: ``text`` parsed as JSON (:func:`fluidq._io.json_loads`, ``where`` naming the file and line in
+    its errors) and the first key an object of it holds twice, or None -- JSON readers keep the last value of a
+    duplicated key without a word, so a record edited by hand or written twice reads as another one.  With
+    ``names``, only those keys of the top-level object are looked at, and a cheap count first: only a text that
+    mentions one of them twice is parsed keeping every key (once: the value is built from the same pairs, the
+    last value winning as in JSON).  Without, every key of every object (the pairs are kept for each).
+    ``constants=True`` reads Python's ``NaN`` / ``Infinity`` as floats (for a caller that refuses them by field,
+    naming it: a buggy writer's stamp), which :func:`~fluidq._io.json_loads` refuses as not JSON."""
+    if names is not None and not any(text.count(f'"{k}"') > 1 for k in names):
+        return _loads(text, where, None, constants), None
     seen: list = []
+    twice: list = []
 
     def pairs(items):
-        seen.append([k for k, _ in items])
+        keys = [k for k, _ in items]
+        seen.append(keys)
+        if names is None and not twice and len(set(keys)) < len(keys):
+            twice.append(next(k for n, k in enumerate(keys) if k in keys[:n]))
         return dict(items)
 
-    rec = json_loads(line, where=where, object_pairs_hook=pairs)
+    rec = _loads(text, where, pairs, constants)
+    if names is None:
+        return rec, (twice[0] if twice else None)
     if not isinstance(rec, dict):
         return rec, None
     top = seen[-1]  # the outermost object is built last
     return rec, next((k for k in names if top.count(k) > 1), None)
 
 
-def _finish(ts, p, o, source, lines=None) -> Trace:
+def _loads(text: str, where: str, hook, constants: bool):
+    if not constants:
+        return json_loads(text, where=where, object_pairs_hook=hook)
+    try:
+        return json.loads(text, object_pairs_hook=hook)
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+    except ValueError:  # the message json_loads gives (one wording for every JSON file)
+        json_loads(text, where=where)
+        raise
+
+
+def _finish(ts, p, o, source, lines=None, time_field: str = "arrival_s") -> Trace:
     if not ts:
         raise DataError(f"{source}: the trace is empty")
     t = np.asarray(ts, dtype=float)
@@ -329,7 +386,7 @@ def _finish(ts, p, o, source, lines=None) -> Trace:
     moved = int(np.count_nonzero(order != np.arange(len(order))))
     t = t[order] - t[order][0]
     return Trace(arrival_s=t, prompt_tokens=p[order], output_tokens=o[order], source=source, reordered=moved,
-                 out_of_order=first)
+                 out_of_order=first, time_field=time_field)
 
 
 def load_trace(path_or_name) -> Trace:

@@ -95,7 +95,7 @@ def known_capacity(model, *, rate_per_s: float, max_num_seqs: int, b_max: int, k
 def synthesize(dst, *, src: str = rv.LLAMA_PRO, facts, tp: int = 1, model_name: str, max_num_seqs: int,
                b_max: int = 2048, kv_blocks: int, rate_per_s: float, n: int = 400, seed: int = 1,
                link_gbps: float | None = None, link_latency_ns: float | None = None, rename_profiles: bool = False,
-               **lengths) -> tuple:
+               arrival_s=None, **lengths) -> tuple:
     """Write the run folder (see the module docstring); returns it and the iteration model its engine ran (the one
     ``fluidq validate --run`` builds from the folder), so that a caller needs not build it again."""
     from fluidq.validate.replay import read_s
@@ -105,6 +105,8 @@ def synthesize(dst, *, src: str = rv.LLAMA_PRO, facts, tp: int = 1, model_name: 
                    link_latency_ns=link_latency_ns)
     model = iteration_model(dst, facts, tp)
     a, p, o = workload(n, rate_per_s, seed, **lengths)
+    if arrival_s is not None:  # the benchmark's own schedule (e.g. a ramping rate) instead of Poisson at rate_per_s
+        a = np.asarray(arrival_s, dtype=float)
     rr = engine_run(model, a, p, o, max_num_seqs=max_num_seqs, b_max=b_max, kv_blocks=kv_blocks)
     sim = rr.sim
     req = sim.requests

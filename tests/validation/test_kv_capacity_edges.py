@@ -154,7 +154,7 @@ def test_capacity_regimes_index_exists_when_a_regime_has_too_few_ticks():
     ts = {"t": np.arange(1.0, 5), "prompt_throughput": np.full(4, 100.0), "gen_throughput": np.full(4, 300.0),
           "running": np.array([5.0, 8.0, 8.0, 3.0]), "waiting": np.array([0.0, 1.0, 1.0, 0.0]),
           "kv_cache_pct": np.zeros(4)}
-    reg = capacity_regimes(ts, max_num_seqs=8)
+    reg = capacity_regimes(ts, max_num_seqs=8, min_stretch_s=2)  # 2 ticks at max_num_seqs: saturated, too short
     assert reg["steady"]["ticks"] == 2 and np.isnan(reg["steady"]["tokens_per_s"])
     assert reg["steady"]["index"] == () and reg["ramp"]["index"] == ()
     never = capacity_regimes({**ts, "waiting": np.zeros(4)}, max_num_seqs=8)

@@ -51,8 +51,9 @@ def test_regimes_kv_bound_token_budget_and_replicas():
     assert reg["binding"] == "kv_cache" and reg["steady"]["seconds"] == 6 and reg["ramp"]["seconds"] == 2
     assert reg["steady"]["tokens_per_s"] == pytest.approx(300.0)
     # neither limit full: the token budget, its steady state the plateau of `running`
+    # (6 ticks stand for a long stretch: with neither limit seen, a queue counts as saturated from 10 s on)
     reg = capacity_regimes(_series([5, 30, 60, 60, 59, 60], [1] * 6, [800, 700, 400, 400, 400, 400], [10] * 6),
-                           max_num_seqs=256)
+                           max_num_seqs=256, unseen_limit_s=6)
     assert reg["binding"] == "token_budget" and reg["steady"]["seconds"] == 4 and reg["ramp"]["seconds"] == 2
     # running counts every data-parallel replica: 256 running is 2 x max_num_seqs = 128
     reg = capacity_regimes(_series([100, 256, 256, 256], [1] * 4, [1, 2, 2, 2]), max_num_seqs=128,
@@ -85,9 +86,12 @@ def test_the_kv_use_is_rebuilt_only_where_a_regime_reads_it():
     for ts, k, read in cases:
         for cap in (None, 1000):
             calls.clear()
-            got = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=lazy, kv_capacity_tokens=cap)
+            # (8 ticks stand for a long stretch: a queue with no limit seen counts as saturated from 10 s on)
+            got = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=lazy, kv_capacity_tokens=cap,
+                                   unseen_limit_s=8)
             assert len(calls) == (1 if read else 0), (ts["running"], cap, calls)
-            want = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=use, kv_capacity_tokens=cap)
+            want = capacity_regimes(ts, max_num_seqs=k, kv_in_use_tokens=use, kv_capacity_tokens=cap,
+                                    unseen_limit_s=8)
             assert repr(got) == repr(want)  # (NaN in both where there is no number)
 
 

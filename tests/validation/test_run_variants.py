@@ -166,7 +166,9 @@ def test_a_short_run_says_it_has_no_steady_state(tmp_path, capsys):
     assert rc == 0, err
     rows = {r["quantity"]: r for r in json.loads(out)["rows"]}
     for q in ("capacity (served tokens/s, steady state)", "capacity (fluidq.simulate of the benchmark, steady state)"):
-        assert rows[q]["status"] == "skip" and rows[q]["measured"] is None and "no steady state" in rows[q]["note"]
+        # (its one tick with a queue is no saturated stretch: the run never saturated, e9ad385)
+        assert rows[q]["status"] == "skip" and rows[q]["measured"] is None and (
+            "no steady state" in rows[q]["note"] or "never saturated" in rows[q]["note"])
     assert rows["binding limit"]["status"] == "skip"
     json.loads((tmp_path / "v" / "validation.json").read_text())
 

@@ -54,7 +54,7 @@ def test_bad_run_folders_raise_data_errors(tmp_path):
     with pytest.raises(DataError, match="missing"):
         read_run(tmp_path)
     (tmp_path / "vllm_requests.jsonl").write_text("not json\n")
-    with pytest.raises(DataError, match="line 1: not JSON"):
+    with pytest.raises(DataError, match="line 1: not valid JSON"):
         read_run(tmp_path)
 
 

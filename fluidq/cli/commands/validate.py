@@ -16,7 +16,8 @@ def register(sub):
                        "agreement with Vidur, GPU-harness runs. Misses are reported, not hidden.")
     p.add_argument("--out", default="fluidq-validation",
                    help="output folder (default: ./fluidq-validation): a new folder in an existing one, an empty "
-                        "folder, or one an earlier `fluidq validate` wrote; a folder with other files is refused")
+                        "folder, or one an earlier `fluidq validate` wrote (the earlier report's own files that the new one "
+                        "does not write are removed; no other file is touched); a folder with other files is refused")
     p.add_argument("--case", action="append", default=None, metavar="NAME",
                    help="run only this case (repeatable); names are the validation folder's "
                         "cases/*.toml (see --root; an unknown name lists them)")
