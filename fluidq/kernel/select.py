@@ -24,7 +24,8 @@ stops with a status, as :mod:`fluidq.kernel.kv` stops for progress and buffer gr
   copy of the constraints) and raises :class:`~fluidq.kernel.step.PolicyError` with EngineRun's message.  The
   compiled check only decides when to ask it: it flags every batch ``batch_violations`` does;
 * ``STATUS_PROGRESS`` (``progress(t, arrivals)`` is due, at EngineRun's instants), ``STATUS_GROW`` (a backlog or
-  record buffer needs room, asked before the phase writes anything), ``STATUS_DONE``.
+  record buffer needs room, asked before the phase writes anything), ``STATUS_BATCH`` (``record_batches``: the batch
+  about to run), ``STATUS_DONE``.
 
 The phases (``si[S_PH]``) are EngineRun's halves: ``PH_BEGIN`` (the arrivals up to ``t`` with their backlog rows,
 the row at ``t``, the horizon, the progress report), ``PH_IDLE`` (an empty engine jumps to its next arrival, else
@@ -62,15 +63,33 @@ cache's blocks, so a compaction always leaves room), and a re-admitted request t
 blocks by ``prefix_want`` (its prompt restarts after them: ``prefilled``, KV held, work and wasted tokens as
 StationMemory changes them).
 
-Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
-context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
-the same with a KV cache under the token rules (``Memory()``) or the paged rules (vLLM's, prefix caching included),
-recompute or swap preemption, ``may_evict``, with records (``kv_used``; paged: ``resident``, ``waiting``,
-``useful_tokens`` with the high-water mark ``R_HWM``; the row's ``demand`` is the last view's, whose ids the driver
-passes in ``vw``).  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the reference): async
-scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
-array style is slower than EngineRun).  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` /
-:mod:`fluidq.kernel.kv`.
+Async scheduling, ``initial`` residents and ``record_batches`` (branch h-sel2, 2026-12-07) are EngineRun's too.
+With ``async_scheduling`` (``si[S_ASYNC]``) a batch's finish admits the arrivals up to its *start* and notes it
+(``F_TSEEN``, ``S_TSEEN``: EngineRun's ``t_seen``, up to which the next ``PH_BEGIN`` reads), and its finished
+requests stay resident in state 4, holding their KV and ``k_max`` slot (``lg[:S_NLAG]``: EngineRun's ``lag_fin``),
+until the next batch's finish releases them (``_release_lag``, after noting the peak as ``after_batch`` does).
+``PH_IDLE`` gives the policy ``k_max - S_NLAG`` slots (``S_KMAX``, which its view shows); with none left it releases
+them and begins again at ``t``, and so does an empty batch while outputs or arrivals are unread (that pass's swap time
+uncharged, as in EngineRun).  A finished request holding its KV is never a victim (the driver's candidates go through
+``memory._unfinished``).  ``initial`` residents are requests ``0..n0-1`` (the arrivals follow), set up as EngineRun's
+constructor and ``StationMemory.hold`` do: KV = prefilled + decoded, paged ``cdiv`` blocks in their order with
+admission numbers (too many: EngineRun's ParameterError); after a swap-in the driver orders its objects by
+``(arrival_s, rid)``, as StationMemory sorts its residents.  With ``record_batches``, ``PH_RUN`` stops once per batch
+(``STATUS_BATCH``) and the driver keeps the policy's Batch, or with a cache the one the memory rules kept (with the
+policy's ``blocked``).  Held bit for bit to EngineRun by ``tests/kernel/test_select_async_initial.py``.
+
+Covered (2026-12-07): engines without a KV cache or with one under the token rules (``Memory()``) or the paged
+rules (vLLM's, prefix caching included), recompute or swap preemption, ``may_evict``; synchronous or async
+scheduling; any policy or ordering, ``k_max``, context-aware and composition batch times, ``emit_at_prefill``,
+``initial`` residents in their prompt or decoding, ``record_batches``, records (``kv_used``; paged: ``resident``,
+``waiting``, ``useful_tokens`` with the high-water mark ``R_HWM``; the row's ``demand`` is the last view's, whose ids
+the driver passes in ``vw``), progress reports, ``check``.  Not covered, so :func:`fluidq.simulate` runs them on
+:class:`EngineRun` (the reference): ``initial`` residents in another state (finished -- EngineRun releases one at
+the next batch in which any request finishes --, decoded tokens before the prompt is done, or counts out of range:
+:func:`covers`), the window (a built-in FCFS scheduler's view where no compiled FCFS loop runs it),
+``method="generic"``, and ``method="auto"`` without numba (uncompiled, the array style is slower than EngineRun;
+``method="fast"`` runs this loop as plain Python then).  The built-in FCFS schedulers keep running on
+:mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv` where those cover them.
 
 A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
 :class:`PolicyError` here too: the arrays cannot hold a request that is not resident.

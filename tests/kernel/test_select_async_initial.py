@@ -230,6 +230,35 @@ def test_a_paged_initial_state_too_large_is_refused_as_engine_run_does():
     assert msgs[0] == msgs[1] and "initial" in msgs[0]
 
 
+@pytest.mark.parametrize("case", range(6))
+def test_initial_residents_through_preemptions_and_swaps(case):
+    """Residents at t=0 with long outputs, their arrival times among the arrivals', on a tight cache: they are
+    preempted (the most recently admitted by their admission numbers, or the policy's last), swapped out and back
+    (put back in arrival order) while the arrivals come and go, with and without async scheduling."""
+    from fluidq import Engine, Staircase
+    from fluidq.engine import VLLM
+    from fluidq.policies.latency import SJF
+
+    rng = np.random.default_rng(900 + case)
+    mem, kw = [(Memory(), {"preemption": "swap", "swap_s_per_token": 1e-5}),
+               (VLLM.with_(block_size=4, preemption="swap"), {"swap_s_per_token": 1e-5}),
+               (VLLM.with_(block_size=4), {})][case % 3]
+    # (the paged recompute case: the residents and the first arrival fill the cache, whose victim is that arrival)
+    e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=128), b_max=256,
+               kv_capacity_tokens=800 if case % 3 == 2 else 1200,
+               memory=mem, async_scheduling=case >= 3)
+    n = 60
+    w = {"arrival_s": np.sort(rng.uniform(0, 3, n)), "prompt_tokens": rng.integers(20, 200, n),
+         "output_tokens": rng.integers(20, 120, n)}
+    init = [RequestState(rid=j, arrival_s=float(rng.uniform(0, 3)), prompt_tokens=100, output_tokens=150,
+                         prefilled=100, decoded=int(rng.integers(0, 50))) for j in range(4)]
+    for make in (LIFO, lambda: Sarathi(order=SJF())):
+        a = simulate(e, w, make(), method="fast", initial=init, record_batches=True, horizon_s=30.0, **kw)
+        b = simulate(e, w, make(), method="generic", initial=init, record_batches=True, horizon_s=30.0, **kw)
+        assert a.preemptions > 0 and np.all(a.requests["preemptions"][:4] >= 0), case
+        assert_same(a, b, f"case {case}")
+
+
 def _arrays():
     """The select loop's outputs (run_select, and simulate(method="fast")) on async, initial and batch-record cases."""
     from fluidq.kernel.select import run_select
