@@ -532,12 +532,10 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                 warn_if_uncompiled()
     use_fast = ok and method != "generic"
     use_select = False  # the select() loop on the kernel's arrays (fluidq.kernel.select): a policy asked in Python
-    window = False
+    # (the select() paths: a built-in FCFS scheduler is shown a window of the queue by EngineRun)
+    window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
+              and type(pol.order).order is Ordering.order and not initial and not record_batches)
     if not use_fast and method != "generic":
-        if check_batches is None:
-            check_batches = not isinstance(pol, Scheduler)
-        window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
-                  and type(pol.order).order is Ordering.order and not initial and not record_batches)
         from ..kernel._jit import compiled as _compiled, warn_if_uncompiled as _warn_uncompiled
         from ..kernel.select import covers as _select_covers
 
