@@ -23,8 +23,9 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
   memory rules; :func:`run_generic` runs it on the event clock (moved from ``fluidq.sim._generic``);
 * :mod:`fluidq.kernel.select` -- the ``select()`` loop on the kernel's arrays (:func:`run_select`): a policy that is not
   compiled asked in Python at each iteration, the rest advanced by compiled phases; bit-identical to
-  :func:`run_generic`, which it replaces in ``simulate(method="auto")`` for the cases its notes list (with or without a
-  KV cache, under any memory rules; not async scheduling or ``initial`` residents);
+  :func:`run_generic`, which it replaces in ``simulate(method="auto")`` (compiled) and ``"fast"`` for the cases its
+  notes list (with or without a KV cache, under any memory rules, async scheduling, ``initial`` residents,
+  ``record_batches``);
 * :mod:`fluidq.kernel.memory` -- those memory rules, written once in Python: :class:`StationMemory` (admission,
   preemption, swap, the paged rules) over :class:`BlockPool` (moved from ``fluidq.sim._admission`` and
   ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;

@@ -24,7 +24,8 @@ stops with a status, as :mod:`fluidq.kernel.kv` stops for progress and buffer gr
   copy of the constraints) and raises :class:`~fluidq.kernel.step.PolicyError` with EngineRun's message.  The
   compiled check only decides when to ask it: it flags every batch ``batch_violations`` does;
 * ``STATUS_PROGRESS`` (``progress(t, arrivals)`` is due, at EngineRun's instants), ``STATUS_GROW`` (a backlog or
-  record buffer needs room, asked before the phase writes anything), ``STATUS_DONE``.
+  record buffer needs room, asked before the phase writes anything), ``STATUS_BATCH`` (``record_batches``: the batch
+  about to run), ``STATUS_DONE``.
 
 The phases (``si[S_PH]``) are EngineRun's halves: ``PH_BEGIN`` (the arrivals up to ``t`` with their backlog rows,
 the row at ``t``, the horizon, the progress report), ``PH_IDLE`` (an empty engine jumps to its next arrival, else
@@ -62,15 +63,33 @@ cache's blocks, so a compaction always leaves room), and a re-admitted request t
 blocks by ``prefix_want`` (its prompt restarts after them: ``prefilled``, KV held, work and wasted tokens as
 StationMemory changes them).
 
-Covered (2026-12-07): engines without a KV cache with synchronous scheduling, any policy or ordering, ``k_max``,
-context-aware batch times, ``emit_at_prefill``, composition batch times, records, progress reports, ``check``; and
-the same with a KV cache under the token rules (``Memory()``) or the paged rules (vLLM's, prefix caching included),
-recompute or swap preemption, ``may_evict``, with records (``kv_used``; paged: ``resident``, ``waiting``,
-``useful_tokens`` with the high-water mark ``R_HWM``; the row's ``demand`` is the last view's, whose ids the driver
-passes in ``vw``).  Not covered, so :func:`fluidq.simulate` runs them on :class:`EngineRun` (the reference): async
-scheduling, ``initial`` residents, ``record_batches``, ``method="generic"`` and runs without numba (uncompiled, the
-array style is slower than EngineRun).  The built-in FCFS schedulers keep running on :mod:`fluidq.kernel.fcfs` /
-:mod:`fluidq.kernel.kv`.
+Async scheduling, ``initial`` residents and ``record_batches`` (branch h-sel2, 2026-12-07) are EngineRun's too.
+With ``async_scheduling`` (``si[S_ASYNC]``) a batch's finish admits the arrivals up to its *start* and notes it
+(``F_TSEEN``, ``S_TSEEN``: EngineRun's ``t_seen``, up to which the next ``PH_BEGIN`` reads), and its finished
+requests stay resident in state 4, holding their KV and ``k_max`` slot (``lg[:S_NLAG]``: EngineRun's ``lag_fin``),
+until the next batch's finish releases them (``_release_lag``, after noting the peak as ``after_batch`` does).
+``PH_IDLE`` gives the policy ``k_max - S_NLAG`` slots (``S_KMAX``, which its view shows); with none left it releases
+them and begins again at ``t``, and so does an empty batch while outputs or arrivals are unread (that pass's swap time
+uncharged, as in EngineRun).  A finished request holding its KV is never a victim (the driver's candidates go through
+``memory._unfinished``).  ``initial`` residents are requests ``0..n0-1`` (the arrivals follow), set up as EngineRun's
+constructor and ``StationMemory.hold`` do: KV = prefilled + decoded, paged ``cdiv`` blocks in their order with
+admission numbers (too many: EngineRun's ParameterError); after a swap-in the driver orders its objects by
+``(arrival_s, rid)``, as StationMemory sorts its residents.  With ``record_batches``, ``PH_RUN`` stops once per batch
+(``STATUS_BATCH``) and the driver keeps the policy's Batch, or with a cache the one the memory rules kept (with the
+policy's ``blocked``).  Held bit for bit to EngineRun by ``tests/kernel/test_select_async_initial.py``.
+
+Covered (2026-12-07): engines without a KV cache or with one under the token rules (``Memory()``) or the paged
+rules (vLLM's, prefix caching included), recompute or swap preemption, ``may_evict``; synchronous or async
+scheduling; any policy or ordering, ``k_max``, context-aware and composition batch times, ``emit_at_prefill``,
+``initial`` residents in their prompt or decoding, ``record_batches``, records (``kv_used``; paged: ``resident``,
+``waiting``, ``useful_tokens`` with the high-water mark ``R_HWM``; the row's ``demand`` is the last view's, whose ids
+the driver passes in ``vw``), progress reports, ``check``.  Not covered, so :func:`fluidq.simulate` runs them on
+:class:`EngineRun` (the reference): ``initial`` residents in another state (finished -- EngineRun releases one at
+the next batch in which any request finishes --, decoded tokens before the prompt is done, or counts out of range:
+:func:`covers`), the window (a built-in FCFS scheduler's view where no compiled FCFS loop runs it),
+``method="generic"``, and ``method="auto"`` without numba (uncompiled, the array style is slower than EngineRun;
+``method="fast"`` runs this loop as plain Python then).  The built-in FCFS schedulers keep running on
+:mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv` where those cover them.
 
 A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
 :class:`PolicyError` here too: the arrays cannot hold a request that is not resident.
@@ -84,18 +103,21 @@ from itertools import repeat
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..policies.base import Batch, QueueView, RequestState, _shape_errors, batch_violations
+from . import memory as _rules
 from ._jit import jit
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
 from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
 from .kvrules import token_next, token_take
-from .memory import _may_evict_hook, _victim_order, block_shift, victim_key
+from .memory import _may_evict_hook, _unfinished, _victim_order, block_shift, victim_key
 from .step import PolicyError, _idle_with_work, _require_batch
 
-__all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
+__all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_BATCH", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
            "covers", "run_select"]
 
 STATUS_DONE, STATUS_PROGRESS, STATUS_GROW, STATUS_ASK, STATUS_BAD, STATUS_VICTIM, STATUS_TAU = 0, 1, 2, 3, 4, 5, 6
+STATUS_BATCH = 7  # (record_batches) the batch about to run is bp[:S_NP], bd[:S_ND]: the driver keeps it
 # phases: a batch's start (arrivals, backlog row, horizon, progress), the idle test, the batch written, over; with a
 # KV cache: the swap-ins, the ask, the victim chosen, and the batch run (its time, record, finish)
 PH_BEGIN, PH_IDLE, PH_FORM, PH_OVER, PH_MEM0, PH_ASKM, PH_VIC, PH_RUN = 0, 1, 2, 3, 4, 5, 6, 7
@@ -115,12 +137,16 @@ S_CGP = 48  # the prefill chunks' rows at the head of cg (the rest: the batch's 
 S_PAGED, S_BS, S_BSH, S_TOTAL, S_FREE, S_WHOLE, S_MOSTREC, S_NADMSEQ = range(49, 57)
 S_CACHING = 57  # prefix caching: the pool of freed blocks (kvrules' pool_*) on qe, qs, stamp, cup, qpos, qn
 S_NVW = 58  # (records with a KV cache) the last view's request ids, vw[:S_NVW], whose demand a record row holds
-N_SI = 59
+# async scheduling: on, the engine's k_max (-1: none), the finished requests still holding their slot and KV (lg[:S_NLAG],
+# state R_ST 4), whether the arrivals were read up to F_TSEEN only; record_batches: on, the batch reported
+S_ASYNC, S_KMAX0, S_NLAG, S_TSEEN, S_RECB, S_BREP = range(59, 65)
+N_SI = 65
 # sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
-F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2 = range(10)
-N_SF = 10
+F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2, F_TSEEN = range(11)
+N_SF = 11
 # ri (int64, per request): prompt, output, prefilled, decoded, state (0 not arrived or rejected, 1 resident, 2
-# finished, 3 swapped out), the check's marks and sum, KV held, tokens to recompute, preemptions
+# finished, 3 swapped out, 4 finished but holding its slot and KV one batch longer: async scheduling), the check's
+# marks and sum, KV held, tokens to recompute, preemptions
 R_PC, R_D, R_PF, R_DC, R_ST, R_MP, R_MD, R_ACC, R_KV, R_RC, R_NPRE = range(11)
 R_NBK, R_ADM = 11, 12  # (paged) blocks held, -1 when not admitted; admission number
 R_HWM = 13  # (paged records) prompt tokens ever computed: recomputation is not useful
@@ -288,9 +314,45 @@ def _preempt(si, sf, ri, sw, tq, pool, v):
     return 0.0
 
 
+@jit(inline="always")
+def _leave(si, ri, pool, fo, nfin, i):
+    """Request ``i`` leaves the engine (EngineRun.release): finished, in ``fo[nfin]`` for the driver, its KV (blocks)
+    freed; return the next row of ``fo``."""
+    ri[i, R_ST] = 2
+    fo[nfin] = i
+    if si[S_MEM] != 0:
+        si[S_USED] -= ri[i, R_KV]
+        if si[S_PAGED] != 0:
+            if ri[i, R_NBK] >= 0:  # (BlockPool.release, then forget: plain free blocks)
+                _release(si, pool, i, ri[i, R_NBK])
+                if si[S_CACHING] != 0:
+                    qe, qs, stamp, cup, qpos, qn = pool
+                    stamp[i] = -1
+                    cup[i] = 0
+                ri[i, R_NBK] = -1
+                si[S_NADM] -= 1
+        elif ri[i, R_KV] > 0:
+            si[S_NADM] -= 1
+    return nfin + 1
+
+
+@jit(inline="always")
+def _release_lag(si, ri, pool, fo, lg):
+    """Async scheduling: the requests finished in the batch before (``lg[:S_NLAG]``) leave now, their outputs read
+    (EngineRun.release of ``lag_fin``; StationMemory.after_batch notes the peak first)."""
+    if si[S_MEM] != 0 and si[S_USED] > si[S_PEAK]:
+        si[S_PEAK] = si[S_USED]
+    nfin = si[S_NFIN]
+    for j in range(si[S_NLAG]):
+        nfin = _leave(si, ri, pool, fo, nfin, lg[j])
+    si[S_NRES] -= nfin - si[S_NFIN]
+    si[S_NFIN] = nfin
+    si[S_NLAG] = 0
+
+
 @jit
 def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp, cup,
-             qpos, qn, vw):
+             qpos, qn, vw, lg):
     """Run the engine until the policy must be asked (``STATUS_ASK``) or another status (see the module notes)."""
     n = si[S_N]
     h = sf[F_H]
@@ -299,6 +361,7 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
     caching = si[S_CACHING] != 0
     pool = (qe, qs, stamp, cup, qpos, qn)
     kv_cap = si[S_KVCAP]
+    asy = si[S_ASYNC] != 0
     while True:
         ph = si[S_PH]
         if ph == PH_BEGIN:  # EngineRun.begin up to the idle test
@@ -307,7 +370,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 si[S_NEED] = need
                 return STATUS_GROW
             t = sf[F_T]
-            _admit(si, arr, ri, bt, bnw, t)
+            # (async scheduling: the arrivals up to the previous batch's start, read when it was formed)
+            _admit(si, arr, ri, bt, bnw, sf[F_TSEEN] if si[S_TSEEN] != 0 else t)
             nb = si[S_NB]
             bt[nb] = t
             bnw[nb, 0] = si[S_NRES]
@@ -329,8 +393,18 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 a = arr[na]
                 x = h if h <= a else a
                 sf[F_T] = x if x > t else t
+                si[S_TSEEN] = 0
                 si[S_PH] = PH_BEGIN
                 continue
+            if asy and si[S_KMAX0] >= 0:  # the requests finished in the batch in flight hold their k_max slots
+                k = si[S_KMAX0] - si[S_NLAG]
+                if k < 1:  # every slot is held by a finished request: read the outputs first, begin again
+                    si[S_KMAX] = si[S_KMAX0]
+                    _release_lag(si, ri, pool, fo, lg)
+                    si[S_TSEEN] = 0
+                    si[S_PH] = PH_BEGIN
+                    continue
+                si[S_KMAX] = k
             if mem:
                 si[S_PH] = PH_MEM0
                 continue
@@ -543,6 +617,13 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             t = sf[F_T]
             extra = sf[F_E1] + sf[F_E2] if mem else 0.0
             if npf == 0 and nd == 0:  # nothing to run: the swap time alone, or wait for the next arrival
+                if asy and (si[S_NLAG] > 0 or si[S_TSEEN] != 0):
+                    # async scheduling, nothing in flight: every output and arrival is read now (this pass's swap
+                    # time is not charged, as in EngineRun.begin), and the engine begins again at t
+                    _release_lag(si, ri, pool, fo, lg)
+                    si[S_TSEEN] = 0
+                    si[S_PH] = PH_BEGIN
+                    continue
                 if extra > 0:
                     t = t + extra
                     sf[F_T] = t
@@ -557,6 +638,11 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 sf[F_T] = h if h <= a else a
                 si[S_PH] = PH_BEGIN
                 continue
+            if si[S_RECB] != 0:  # record_batches: the driver keeps the batch (reported once)
+                if si[S_BREP] == 0:
+                    si[S_BREP] = 1
+                    return STATUS_BATCH
+                si[S_BREP] = 0
             ptok = 0
             for j in range(npf):
                 ptok += bp[j, 1]
@@ -621,8 +707,14 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             si[S_NITER] += 1
             sf[F_BUSY] += tau + extra
             si[S_TOK] += tokens
-            # EngineRun.finish: the arrivals up to the batch's end come first
-            _admit(si, arr, ri, bt, bnw, t)
+            # EngineRun.finish: the arrivals up to the batch's end come first (async scheduling: up to its start, the
+            # next batch being formed while this one runs)
+            if asy:
+                _admit(si, arr, ri, bt, bnw, t0)
+                si[S_TSEEN] = 1
+                sf[F_TSEEN] = t0
+            else:
+                _admit(si, arr, ri, bt, bnw, t)
             work = si[S_WORK] - tokens
             if npf > 0 and nd > 0:
                 si[S_MIXED] += 1
@@ -685,28 +777,26 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                     si[S_PEAK] = si[S_USED]
                 if record:
                     rci[si[S_NR] - 1, 5] = si[S_USED]
-            # the finished requests leave (prompt done and every output token given), their KV freed
-            nfin = si[S_NFIN]
-            for j in range(npf + nd):
-                i = bp[j, 0] if j < npf else bd[j - npf]
-                if ri[i, R_ST] == 1 and ri[i, R_PF] >= ri[i, R_PC] and ri[i, R_DC] >= ri[i, R_D]:
-                    ri[i, R_ST] = 2
-                    fo[nfin] = i
-                    nfin += 1
-                    if mem:
-                        si[S_USED] -= ri[i, R_KV]
-                        if paged:
-                            if ri[i, R_NBK] >= 0:  # (BlockPool.release, then forget: plain free blocks)
-                                _release(si, pool, i, ri[i, R_NBK])
-                                if caching:
-                                    stamp[i] = -1
-                                    cup[i] = 0
-                                ri[i, R_NBK] = -1
-                                si[S_NADM] -= 1
-                        elif ri[i, R_KV] > 0:
-                            si[S_NADM] -= 1
-            si[S_NRES] -= nfin - si[S_NFIN]
-            si[S_NFIN] = nfin
+            # the finished requests leave (prompt done and every output token given), their KV freed; with async
+            # scheduling those of the batch before leave now and this batch's hold their slot and KV one more batch
+            if asy:
+                _release_lag(si, ri, pool, fo, lg)
+                nl = 0
+                for j in range(npf + nd):
+                    i = bp[j, 0] if j < npf else bd[j - npf]
+                    if ri[i, R_ST] == 1 and ri[i, R_PF] >= ri[i, R_PC] and ri[i, R_DC] >= ri[i, R_D]:
+                        ri[i, R_ST] = 4
+                        lg[nl] = i
+                        nl += 1
+                si[S_NLAG] = nl
+            else:
+                nfin = si[S_NFIN]
+                for j in range(npf + nd):
+                    i = bp[j, 0] if j < npf else bd[j - npf]
+                    if ri[i, R_ST] == 1 and ri[i, R_PF] >= ri[i, R_PC] and ri[i, R_DC] >= ri[i, R_D]:
+                        nfin = _leave(si, ri, pool, fo, nfin, i)
+                si[S_NRES] -= nfin - si[S_NFIN]
+                si[S_NFIN] = nfin
             if record and paged:  # residents holding blocks, the others (swapped out included), useful tokens
                 r = si[S_NR] - 1
                 rci[r, 6] = si[S_NADM]
@@ -739,34 +829,57 @@ def _grow_rows(a, need):
 
 def covers(*, kv_cap=None, memory=None, async_scheduling=False, initial=(), record_batches=False, window=False,
            record=False) -> bool:
-    """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes)."""
-    if async_scheduling or initial or record_batches or window:
+    """Whether :func:`run_select` runs this :func:`~fluidq.kernel.step.run_generic` call (see the module notes):
+    every one but the window (a built-in FCFS scheduler's view, :mod:`fluidq.kernel.step`) and ``initial`` residents
+    in a state no run reaches (see :func:`_plain_resident`)."""
+    if window:
         return False
-    return True
+    return all(_plain_resident(r) for r in initial)
+
+
+def _plain_resident(r) -> bool:
+    """An ``initial`` resident in a state a run reaches: in its prompt (``0 <= prefilled < prompt``, nothing decoded)
+    or decoding (``prefilled == prompt``, ``0 <= decoded < output``), whole numbers.  (EngineRun also takes others:
+    a finished one stays until some request finishes, a decoded count before the prompt is done, more prefilled
+    than the prompt; those run on it.)"""
+    try:
+        p, d, pf, dc = (int(x) for x in (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded))
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return False
+    if (p, d, pf, dc) != (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded):
+        return False
+    return (0 <= pf < p and dc == 0) or (pf == p and 0 <= dc < d)
 
 
 def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, compose=None,
                emit_at_prefill=False, progress=None, kv_cap=None, preemption="recompute",
-               swap_s_per_token=0.0, memory=None) -> dict:
-    """Simulate as :func:`fluidq.kernel.step.run_generic` does (the cases :func:`covers` says: ``kv_cap`` with the
-    token rules, ``memory=Memory()``), on the kernel's arrays; return the same dict (numpy arrays where it has
-    lists)."""
+               swap_s_per_token=0.0, memory=None, initial=(), record_batches=False, async_scheduling=False) -> dict:
+    """Simulate as :func:`fluidq.kernel.step.run_generic` does (the cases :func:`covers` says), on the kernel's
+    arrays; return the same dict (numpy arrays where it has lists).  ``initial``: residents at time 0 (ids
+    ``0..n0-1``, the arrivals after them), each holding the KV of its prefilled and decoded tokens with a cache;
+    ``record_batches``: the list of the batches run (``batches``); ``async_scheduling``: each batch formed while
+    the previous one runs (see :mod:`fluidq.kernel.step`)."""
     arr = np.ascontiguousarray(arr, dtype=float)
     P = np.ascontiguousarray(P, dtype=np.int64)
     D = np.ascontiguousarray(D, dtype=np.int64)
     n = len(arr)
-    N = n
+    initial = tuple(initial)
+    n0 = len(initial)
+    N = n0 + n
     mem = kv_cap is not None
     ri = np.zeros((N, N_RI), dtype=np.int64)
-    ri[:, R_PC] = P
-    ri[:, R_D] = D
+    ri[n0:, R_PC] = P
+    ri[n0:, R_D] = D
     rf = np.full((N, 4), math.nan)
     tau = np.ascontiguousarray(tau_b, dtype=float)
     si = np.zeros(N_SI, dtype=np.int64)
     sf = np.zeros(N_SF)
     si[S_N] = n
+    si[S_N0] = n0
     si[S_BMAX] = b_max
-    si[S_KMAX] = -1 if k_max is None else k_max
+    si[S_KMAX] = si[S_KMAX0] = -1 if k_max is None else k_max
+    si[S_ASYNC] = int(bool(async_scheduling))
+    si[S_RECB] = int(bool(record_batches))
     si[S_EMIT] = int(bool(emit_at_prefill))
     si[S_RECORD] = int(bool(record))
     si[S_PROG] = int(progress is not None)
@@ -792,13 +905,43 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     qe = np.zeros((2 * total + 64 if si[S_CACHING] else 1, 4), dtype=np.int64)
     qs = np.array([total, 0, 0], dtype=np.int64)  # never-used blocks, queue head, queue end
     stamp, cup, qpos, qn = (np.zeros(N if si[S_CACHING] else 1, dtype=np.int64) for _ in range(4))
+    objs: dict = {}  # the residents' RequestState objects (not the swapped out), in arrival order
+    ol = [None] * N  # every request's object by id
+    for j, r0 in enumerate(initial):  # (EngineRun's constructor; with a cache, StationMemory.hold)
+        r = RequestState(rid=j, arrival_s=float(r0.arrival_s), prompt_tokens=int(r0.prompt_tokens),
+                         output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled), decoded=int(r0.decoded),
+                         score=r0.score)
+        objs[j] = ol[j] = r
+        ri[j, R_PC], ri[j, R_D], ri[j, R_PF], ri[j, R_DC], ri[j, R_ST] = (r.prompt_tokens, r.output_tokens,
+                                                                        r.prefilled, r.decoded, 1)
+        si[S_NRES] += 1
+        si[S_WORK] += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
+        si[S_DEM] += r.demand
+        if mem:
+            held = r.prefilled + r.decoded
+            ri[j, R_KV] = held
+            si[S_USED] += held
+            if held > 0:
+                si[S_NADM] += 1
+            if si[S_PAGED] and held > 0:
+                k = _rules.cdiv(held, int(si[S_BS]), int(si[S_BSH]))
+                if k > si[S_FREE]:
+                    raise ParameterError("initial", f"<{n0} residents>", f"residents whose KV fits in the "
+                                         f"{int(si[S_TOTAL])} blocks of {int(si[S_BS])} tokens of the cache")
+                si[S_FREE] -= k  # (_alloc, in Python: BlockPool.alloc)
+                if si[S_CACHING]:
+                    qs[0], qs[1] = _rules.pool_alloc(qe, 0, int(qs[0]), int(qs[1]), k, stamp, cup)
+                ri[j, R_NBK] = k
+                ri[j, R_ADM] = si[S_NADMSEQ]
+                si[S_NADMSEQ] += 1
     sf[F_H] = horizon
     sf[F_KS] = ks
     cap = 64
     bp = np.zeros((cap, 2), dtype=np.int64)
     bk = np.zeros((cap, 2), dtype=np.int64)
     bd = np.zeros(cap, dtype=np.int64)
-    fo = np.zeros(2 * cap, dtype=np.int64)
+    fo = np.zeros(max(N, 1), dtype=np.int64)  # (each request leaves once)
+    lg = np.zeros(max(N, 1), dtype=np.int64)  # (async scheduling) the finished requests holding their slots
     cg = np.zeros((2 * cap, 3), dtype=np.int64)
     cgf = np.zeros(2 * cap)
     sw = np.zeros((max(N, 1), 2), dtype=np.int64)  # the swapped-out ring (each request in it at most once)
@@ -809,12 +952,11 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     vw = np.zeros(max(N, 1) if record and mem else 1, dtype=np.int64)
     rcf = np.zeros((1024 if record else 0, 2))
     arr_l, P_l, D_l = arr.tolist(), P.tolist(), D.tolist()
-    objs: dict = {}  # the residents' RequestState objects (not the swapped out), in arrival order
-    ol = [None] * N  # every request's object by id
     get = ol.__getitem__
     consume = deque(maxlen=0).extend
     may_evict = _may_evict_hook(policy) if mem else None
     blocked: set = set()
+    batches = [] if record_batches else None
     examined = 0
     select = policy.select
     a_seen = 0  # arrivals made into objects so far
@@ -837,7 +979,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 resort = True
         si[S_NTQ] = 0
         if resort:  # (StationMemory sorts its residents by arrival after a swap-in)
-            objs = dict(sorted(objs.items()))
+            objs = dict(sorted(objs.items(), key=lambda kv: (kv[1].arrival_s, kv[0])))
 
     paged = bool(si[S_PAGED])
 
@@ -852,11 +994,11 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
 
         with compile_note("the select() kernel (policies asked in Python)"):
             status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs,
-                              stamp, cup, qpos, qn, vw)
+                              stamp, cup, qpos, qn, vw, lg)
         _ready = True
     else:
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
-                          cup, qpos, qn, vw)
+                          cup, qpos, qn, vw, lg)
     while True:
         if status == STATUS_ASK:
             # bring the objects up to date: the last batch's requests, the arrivals, the finished, the preempted
@@ -874,12 +1016,13 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 si[S_NCG] = 0
             na = int(si[S_NA])
             while a_seen < na:
-                i = a_seen
+                a = a_seen
                 a_seen += 1
+                i = n0 + a
                 if mem and ri[i, R_ST] == 0:  # rejected at arrival (it can never fit)
                     continue
-                objs[i] = ol[i] = RequestState(rid=i, arrival_s=arr_l[i], prompt_tokens=P_l[i],
-                                               output_tokens=D_l[i])
+                objs[i] = ol[i] = RequestState(rid=i, arrival_s=arr_l[a], prompt_tokens=P_l[a],
+                                               output_tokens=D_l[a])
             k = int(si[S_NFIN])
             if k:
                 for rid in fo[:k].tolist():
@@ -888,6 +1031,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             if si[S_NTQ]:
                 touched()
             t = float(sf[F_T])
+            km = int(si[S_KMAX])
+            k_max = None if km < 0 else km  # (async scheduling: less the slots the finished requests hold)
             if mem:
                 visible = admitted() if si[S_HIDE] else objs.values()
                 if record:  # the view's ids: a record row holds their demand (EngineRun: view.demand)
@@ -927,8 +1072,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             si[S_NP], si[S_ND] = nbp, nd
             if batch.blocked:
                 blocked.update(batch.blocked)
-            if not mem and not nbp and not nd and si[S_NA] >= n:  # EngineRun.begin: an empty batch, nothing to arrive
-                _idle_with_work(policy, view, blocked, t)
+            if not mem and not nbp and not nd and si[S_NA] >= n and not (si[S_ASYNC] and (si[S_NLAG] or si[S_TSEEN])):
+                _idle_with_work(policy, view, blocked, t)  # EngineRun.begin: an empty batch, nothing to arrive
             if not mem and compose is not None and (nbp or nd):
                 ctxs = [objs[rid].prefilled + objs[rid].decoded - emit_at_prefill for rid in dec] \
                     if _residents(objs, batch) else None
@@ -943,11 +1088,11 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 touched()
             t = float(sf[F_T])
             if paged and si[S_MOSTREC]:  # vLLM: the most recently admitted
-                adm = admitted()
+                adm = _unfinished(admitted())  # (not a finished request holding its KV: async scheduling)
                 seq = dict(zip((q.rid for q in adm), ri[[q.rid for q in adm], R_ADM].tolist()))
                 si[S_VIC] = max(adm, key=lambda q: victim_key(True, seq[q.rid], 0)).rid
             else:
-                cands = _victim_order(policy, admitted(), t)[::-1]
+                cands = _victim_order(policy, _unfinished(admitted()), t)[::-1]
                 victim = None
                 for q in cands:
                     if may_evict is None or may_evict(q, t):
@@ -961,6 +1106,13 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             ctxs = ri[bd[:nd], R_KV].tolist()
             sf[F_TAU] = compose(list(zip(bp[:nbp, 1].tolist(), ri[ids, R_KV].tolist())), ctxs)
             si[S_CTX] = sum(ctxs)
+        elif status == STATUS_BATCH:  # EngineRun.batches: the policy's batch, or the one the memory rules kept
+            batch = last[0]
+            if mem:
+                nbp, nd = int(si[S_NP]), int(si[S_ND])
+                batch = Batch(prefill=tuple(map(tuple, bp[:nbp].tolist())), decode=tuple(bd[:nd].tolist()),
+                              blocked=batch.blocked)
+            batches.append(batch)
         elif status == STATUS_BAD:
             batch, view = last
             _raise(name, float(sf[F_T]), batch, view)
@@ -978,7 +1130,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
         else:
             break
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
-                          cup, qpos, qn, vw)
+                          cup, qpos, qn, vw, lg)
     nb, nr = int(si[S_NB]), int(si[S_NR])
     recs = None
     if record:
@@ -996,7 +1148,7 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             "records": recs, "end_s": float(sf[F_T]), "n_blocked": len(blocked), "n_arrived": int(si[S_NA]),
             "preemptions_per_request": ri[:, R_NPRE].copy(), "preemptions": int(si[S_PREEMPT]),
             "wasted_tokens": int(si[S_WASTED]), "swap_tokens": int(si[S_SWAPTOK]), "rejected": int(si[S_REJ]),
-            "peak_kv_tokens": int(si[S_PEAK]), "batches": None, "examined": examined}
+            "peak_kv_tokens": int(si[S_PEAK]), "batches": batches, "examined": examined}
 
 
 def _residents(objs, batch) -> bool:

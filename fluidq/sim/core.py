@@ -360,7 +360,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     record_iterations : bool
         Keep one record per iteration (see :class:`SimResult`).
     record_batches : bool
-        Keep every :class:`~fluidq.policies.Batch` (generic path only; forces it).
+        Keep every :class:`~fluidq.policies.Batch` run (the ``select()`` paths only: the compiled FCFS loops do
+        not form Batch objects, so it takes a built-in FCFS scheduler off them).
     method : {"auto", "fast", "generic"}
         ``"auto"`` runs the compiled kernel when :func:`fast_path_applies` (the event-skipping kernel
         without memory; with ``kv_capacity_tokens``, or without it for a first token from the prefill, async
@@ -369,11 +370,18 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         :class:`~fluidq.kernel.KernelNotCompiledWarning`), else the generic path; both give identical requests
         (every time), counts and iterations on the built-in schedulers (without a KV cache the event-skipping
         kernel may sample the backlog series and call ``progress`` at other instants).  ``"fast"`` insists on the kernel (run as Python where numba is missing).
-        On the generic path (``policy.select`` every iteration: user policies, orderings other than FCFS) ``"auto"``
-        runs an engine without a KV cache or with one (any memory rules: token, paged, prefix caching) and with
-        synchronous scheduling, without ``initial`` residents or ``record_batches``, on the compiled ``select()`` loop
-        (:mod:`fluidq.kernel.select`, identical results; the result's ``method`` stays ``"generic"``) where numba
-        compiles it; ``"generic"`` runs the Python reference (:class:`fluidq.kernel.step.EngineRun`).
+        Where ``policy.select`` runs every iteration (user policies, orderings other than FCFS, and the built-in
+        FCFS schedulers with ``initial`` residents or ``record_batches``) ``"auto"`` runs the ``select()`` loop on
+        the kernel's arrays (:mod:`fluidq.kernel.select`, identical results) where numba compiles it, for an engine
+        without a KV cache or with one (any memory rules: token, paged, prefix caching), synchronous or async
+        scheduling, ``initial`` residents, ``record_batches``, records and progress; without numba ``"auto"`` keeps
+        the Python reference :class:`fluidq.kernel.step.EngineRun` (the array loop uncompiled is the slower of the
+        two).  ``"fast"`` runs that loop compiled, or as plain Python where numba is missing (with the one-line
+        :class:`~fluidq.kernel.KernelNotCompiledWarning`); ``"generic"`` runs EngineRun.  What the ``select()``
+        loop leaves to EngineRun (``"fast"`` refuses it): ``initial`` residents in a state a run does not reach
+        (finished, or with decoded tokens before the prompt is done) and a built-in FCFS scheduler's window (its
+        view of the queue, where no compiled loop runs it).  The result's ``method`` is ``"fast"`` when a compiled
+        loop (or the select loop) ran, ``"generic"`` when EngineRun did.
     check_batches : bool, optional
         Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
         violation (default: on for policies that are not built-in schedulers).
@@ -386,7 +394,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         Requests arriving before this time are left out of :attr:`SimResult.metrics`; must be below
         ``horizon_s`` (or, without a horizon, at most the last arrival time).
     initial : sequence of RequestState
-        Requests already in the engine at time 0 (generic path), e.g. to replay the paper's Fig. 8.
+        Requests already in the engine at time 0 (the ``select()`` paths), e.g. to replay the paper's Fig. 8.
     progress : callable, optional
         ``progress(t_s, arrivals_so_far)`` called about every simulated second (the CLI's bar).
     record : {"full", "summary"}
@@ -522,9 +530,24 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                 warn_kernel_limit(why)
             else:
                 warn_if_uncompiled()
-    if method == "fast" and not ok:
-        raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
     use_fast = ok and method != "generic"
+    use_select = False  # the select() loop on the kernel's arrays (fluidq.kernel.select): a policy asked in Python
+    # (the select() paths: a built-in FCFS scheduler is shown a window of the queue by EngineRun)
+    window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
+              and type(pol.order).order is Ordering.order and not initial and not record_batches)
+    if not use_fast and method != "generic":
+        from ..kernel._jit import compiled as _compiled, warn_if_uncompiled as _warn_uncompiled
+        from ..kernel.select import covers as _select_covers
+
+        use_select = _select_covers(kv_cap=engine.kv_capacity_tokens, memory=engine.memory,
+                                    async_scheduling=engine.async_scheduling, initial=initial,
+                                    record_batches=record_batches, window=window, record=record_iterations)
+        if method == "auto":  # uncompiled, EngineRun (the reference) is the faster of the two
+            use_select = use_select and _compiled()
+        elif use_select:  # "fast": the select loop, as plain Python where numba is missing (saying so once)
+            _warn_uncompiled()
+    if method == "fast" and not ok and not use_select:
+        raise ParameterError("method", method, "'auto' or 'generic' for this run", why)
     rng = _check_rng(rng)
     if record == "summary" and use_fast and not kv_kernel:
         return _streamed_summary(engine, workload, pol, horizon_s, n_requests, rng, warmup_s, progress, preemption,
@@ -564,14 +587,9 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     else:
         if check_batches is None:
             check_batches = not isinstance(pol, Scheduler)
-        window = (isinstance(pol, Scheduler) and type(pol).select is Scheduler.select
-                  and type(pol.order).order is Ordering.order and not initial and not record_batches)
-        from ..kernel._jit import compiled as _compiled
-        from ..kernel.select import covers as _select_covers, run_select
+        if use_select:
+            from ..kernel.select import run_select
 
-        if method == "auto" and _compiled() and _select_covers(
-                kv_cap=engine.kv_capacity_tokens, memory=engine.memory, async_scheduling=engine.async_scheduling,
-                initial=initial, record_batches=record_batches, window=window, record=record_iterations):
             # the select() loop on the kernel's arrays (fluidq.kernel.select: the same results as run_generic); a
             # lazily tabulated batch time is tabulated up to the run's largest possible batch first, as for kv.py
             if isinstance(tau_b, _LazyTau):
@@ -581,7 +599,8 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
                              compose=getattr(engine.batch_time, "composition_time", None),
                              emit_at_prefill=engine.prefill_emits_token, progress=progress,
                              kv_cap=engine.kv_capacity_tokens, preemption=preemption,
-                             swap_s_per_token=swap_s_per_token, memory=engine.memory)
+                             swap_s_per_token=swap_s_per_token, memory=engine.memory, initial=tuple(initial),
+                             record_batches=record_batches, async_scheduling=engine.async_scheduling)
         else:  # the reference: EngineRun (the generic loop indexes Python lists, faster than numpy scalars in Python)
             out = run_generic(arr_a.tolist(), P_a.tolist(), D_a.tolist(), policy=pol, b_max=engine.b_max,
                               k_max=engine.k_max, tau_b=tau_b, ks=ks,
@@ -626,7 +645,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
     fr = _kernel_fractions(out, end)
     res = SimResult(
         requests=reqs, backlog=backlog, policy=getattr(pol, "name", type(pol).__name__),
-        method="fast" if use_fast else "generic", end_s=end, horizon_s=horizon_s, n_iterations=fr["iterations"],
+        method="fast" if use_fast or use_select else "generic", end_s=end, horizon_s=horizon_s, n_iterations=fr["iterations"],
         busy_fraction=fr["busy_fraction"], mixed_batch_fraction=fr["mixed_batch_fraction"],
         tokens_served=int(out["tokens_served"]),
         preemptions=int(out.get("preemptions", 0)), wasted_tokens=int(out.get("wasted_tokens", 0)),
@@ -635,7 +654,7 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         batches=tuple(out["batches"]) if out.get("batches") is not None else None, warmup_s=warmup_s,
         examined=int(out.get("examined", 0)),
         inputs=_run_inputs(engine, workload, pol, horizon_s, n_requests, len(arr) - n0, preemption, swap_s_per_token,
-                           rng, method="fast" if use_fast else "generic"))
+                           rng, method="fast" if use_fast or use_select else "generic"))
     if record == "summary":
         from .result import SimSummary
 

@@ -113,7 +113,9 @@ class SimResult(Result):
         Requests the policy reported it can never schedule (a prompt longer than ``b_max`` under a
         non-chunking scheduler); they stay in the system, which is then unstable by construction.
     method : str
-        ``"fast"`` (event-skipping FCFS kernel) or ``"generic"`` (``policy.select`` per iteration).
+        ``"fast"`` (a compiled loop: the FCFS kernels, or the ``select()`` loop on the kernel's arrays,
+        :mod:`fluidq.kernel.select`) or ``"generic"`` (the Python reference ``EngineRun``, ``policy.select`` per
+        iteration).
     examined : int
         Generic path: the requests shown to the policy, summed over its ``select`` calls (the
         kernel's cost; 0 on the fast path).  A built-in FCFS scheduler is shown only the requests it

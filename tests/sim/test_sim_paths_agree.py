@@ -64,6 +64,7 @@ def test_random_schedulers_agree(pol, b_max, k_max, rate, mp, md, ctx, seed, rec
 def test_fast_path_refuses_what_it_cannot_run(paper_engine):
     from fluidq.errors import ParameterError
     from fluidq.policies import KeyOrdering, Sarathi
+    from fluidq.policies.base import RequestState
 
     class Longest(KeyOrdering):
         name = "longest-prompt"
@@ -77,7 +78,17 @@ def test_fast_path_refuses_what_it_cannot_run(paper_engine):
     kv = paper_engine.with_(kv_capacity_tokens=10_000)
     assert fast_path_applies(resolve_policy("sarathi"), kv)[0]  # the kernel with memory (tests/sim/test_sim_kv_kernel.py)
     assert fast_path_applies(resolve_policy("sarathi"), kv.with_(memory=VLLM.with_(prefix_caching=True)))[0]
+    # an ordering the compiled FCFS loops lack runs on the select() loop (fluidq.kernel.select) under "fast" (it
+    # was refused before 2026-12-07), with the same results as the reference and method "fast"
+    f = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1, method="fast")
+    g = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1, method="generic")
+    assert (f.method, g.method) == ("fast", "generic") and f.n_finished > 0
+    for k in g.requests:
+        np.testing.assert_array_equal(f.requests[k], g.requests[k], err_msg=k)
+    assert (f.n_iterations, f.busy_fraction) == (g.n_iterations, g.busy_fraction)
+    # what neither loop runs is still refused: a resident at t=0 that has already finished (EngineRun only)
+    done = RequestState(rid=0, arrival_s=0.0, prompt_tokens=5, output_tokens=2, prefilled=5, decoded=2)
     with pytest.raises(ParameterError, match="method"):
-        simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, method="fast")
-    r = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1)
+        simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, method="fast", initial=[done])
+    r = simulate(paper_engine, w, Sarathi(order=Longest()), horizon_s=5, rng=1, initial=[done])
     assert r.method == "generic"
