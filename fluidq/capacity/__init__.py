@@ -90,7 +90,15 @@ class CapacityResult(Result):
 
     @property
     def work_conserving_basis(self) -> str:
-        """What :attr:`work_conserving_tokens_per_s` is, in words (for labels)."""
+        """What :attr:`work_conserving_tokens_per_s` is, in words (for labels).  Where ``k_max`` binds along the
+        mix (``method == "region"``) and the region's capacity sets that figure (it is at most the full batches'
+        rate, per engine), the region's words, not ``b_max/t(b_max)`` (h-words2)."""
+        wc = self.work_conserving_tokens_per_s
+        if self.method == "region" and wc is not None and wc >= self.tokens_per_s * (1 - 1e-12):
+            return "the stability region's capacity along the mix (k_max binds, §6 of arXiv:2504.07347)"
+        if self.method == "region":  # some engines' full batches serve less than their region capacity
+            return ("min(b_max/t(b_max), the stability region's capacity along the mix) per engine (k_max binds, §6 "
+                    "of arXiv:2504.07347)")
         if self.kv_batch_tokens is not None:
             return f"b/t(b) at the KV-limited full batch of {self.kv_batch_tokens} tokens, a fluid estimate"
         return "b_max/t(b_max)"

@@ -38,7 +38,8 @@ from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Workload
 
-__all__ = ["BASES", "BASIS_WORDS", "LoadBasis", "load_basis"]
+__all__ = ["BASES", "BASIS_WORDS", "KV_CACHE_BINDS_PART", "K_MAX_BINDS", "LoadBasis", "bound_words", "kv_rules_case",
+           "load_basis", "load_basis_binding"]
 
 #: the names :attr:`LoadBasis.basis` takes (each face's JSON ``load_basis``)
 BASES = ("flow_balance", "kv_rules", "max_throughput")
@@ -52,6 +53,50 @@ BASIS_WORDS = {
     "kv_rules": "the capacity under the KV cache's rules, whole-prompt admission and recompute preemptions",
     "max_throughput": "Theorem 2's max_throughput, sup b/t(b) over the batches the engine allows",
 }
+
+#: the limit that binds where the ``kv_rules`` load basis has ``capacity.binding == "k_max"``, in words (h-words):
+#: not the KV cache, which holds ``max_num_seqs``' residents at their full contexts.  Written once: ``fluidq
+#: capacity``, ``check``, ``latency``, ``simulate --load``, the report and :func:`fluidq.check_stability` say it
+K_MAX_BINDS = "max_num_seqs binds (the KV cache holds its residents at their full contexts, no preemptions)"
+#: the cache binds under its rules (``binding == "kv_cache"``) while max_throughput's figure is not the batch of
+#: mean footprints (they fit the cache; the full contexts do not)
+KV_CACHE_BINDS_PART = ("the KV cache binds for part of its residents' life (their full contexts outgrow it, their "
+                       "mean footprints do not)")
+
+
+def load_basis_binding(lb) -> str | None:
+    """The limit that binds in the load basis' capacity (the JSON's ``load_basis_binding``): ``"kv_cache"`` or
+    ``"k_max"`` for ``kv_rules`` (:func:`fluidq.dtmc.kv_basis.kv_capacity`'s ``binding``), the flow balance's
+    ``binding`` for ``flow_balance``, ``None`` for ``max_throughput`` (its reason says what binds)."""
+    if lb.basis in ("kv_rules", "flow_balance"):
+        return getattr(lb.capacity, "binding", None)
+    return None
+
+
+def kv_rules_case(lb, reg) -> str | None:
+    """Which words the ``kv_rules`` basis ``lb`` needs beside :func:`fluidq.max_throughput`'s ``reg``: ``"k_max"``
+    (max_num_seqs binds, the cache holds its residents at full context: :data:`K_MAX_BINDS`), ``"kv_cache"`` (the
+    cache binds and ``reg`` takes the batch its mean footprints allow), ``"kv_cache_bound"`` (the cache binds for
+    part of the residents' life while their mean footprints fit it, so ``reg`` is a bound over every scheduler, not
+    the mean-footprint batch: :data:`KV_CACHE_BINDS_PART`); ``None`` for the other bases."""
+    if lb.basis != "kv_rules":
+        return None
+    if getattr(getattr(lb, "capacity", None), "binding", None) == "k_max":
+        return "k_max"
+    return "kv_cache" if getattr(reg, "kv_batch_tokens", None) is not None else "kv_cache_bound"
+
+
+def bound_words(reg, *, roofline: bool) -> str:
+    """What :func:`fluidq.max_throughput`'s ``reg`` is where it is not the mean-footprint batch: the stability
+    region along the mix (``k_max`` binding, paper §6) or sup b/t(b), a bound over every scheduler; the region's
+    best batches prefill in small chunks beside the decodes (beneath the roofline's knee on a ``--gpu`` engine,
+    ``roofline``), which vLLM's chunked prefill, filling its token budget, does not (validation/RESULTS.md, "the
+    load basis through the switch from the KV cache to max_num_seqs")."""
+    if getattr(reg, "method", None) == "region":
+        return ("the stability region's bound over every scheduler (one that prefills in small chunks beside its "
+                "decodes" + (" beneath the roofline's knee" if roofline else "")
+                + ", which vLLM's chunked prefill, filling its token budget, does not)")
+    return "sup b/t(b), a bound over every scheduler"
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,10 @@ def saturation(engine, workload: Workload, policy="sarathi") -> Saturation:
             return out(fb.requests_per_s * tokens_per_request(engine, workload),
                        f"vLLM's flow balance ({fb.binding} binds), the load basis of an engine whose batch time reads "
                        "the batch composition")
+        # where k_max binds along the mix the region sets the figure and batches may be short (h-words2)
+        fills = ("serves at most this under a backlog" if cap.method == "region" else "fills its batches")
         return out(cap.work_conserving_tokens_per_s, f"{cap.work_conserving_basis}: a work-conserving scheduler "
-                                                     "fills its batches")
+                                                     f"{fills}")
     thr, _why = cached_renewal_threshold(engine, workload, pol)
     if thr is not None:
         return out(thr * tokens_per_request(engine, workload), f"{getattr(pol, 'name', pol)}'s own threshold {thr:.4g} req/s")

@@ -78,7 +78,7 @@ class Reference:
     @property
     def basis_words(self) -> str:
         """What ``lambda*`` is, in words (the capacity note and the capacity section say it)."""
-        from ..dtmc.load_basis import BASIS_WORDS
+        from ..dtmc.load_basis import BASIS_WORDS, K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words
 
         b = self.basis_name
         if b == "kv_rules" and self.basis_binding == "k_max":
@@ -86,18 +86,16 @@ class Reference:
             from ..stability.measured import SATURATION_WHERE_K_MAX_BINDS
 
             kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
-            return (f"max_num_seqs binds (the KV cache holds its residents at their full contexts, no preemptions), "
-                    f"so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load basis of `fluidq "
-                    f"check --load` and `simulate --load`, {kvk.within_words()}; `fluidq.max_throughput` would give "
-                    f"{fmt4(self.capacity.requests_per_s)} req/s, {_bound_words(self.capacity)} (on those engines it "
-                    f"was {mtk.errors_words()} of the simulations; {kvk.source})")
+            return (f"{K_MAX_BINDS}, so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
+                    f"basis of `fluidq check --load` and `simulate --load`, {kvk.within_words()}; "
+                    f"`fluidq.max_throughput` would give {fmt4(self.capacity.requests_per_s)} req/s, "
+                    f"{bound_words(self.capacity, roofline=False)} (on those engines it was {mtk.errors_words()} of the simulations; {kvk.source})")
         if b == "kv_rules" and getattr(self.capacity, "kv_batch_tokens", None) is None:
             # the cache binds for part of the residents' life, their mean footprints fit it: max_throughput is not
             # the mean-footprint batch
-            return ("the KV cache binds for part of its residents' life (their full contexts outgrow it, their mean "
-                    f"footprints do not), so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
+            return (f"{KV_CACHE_BINDS_PART}, so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
                     f"basis of `fluidq check --load` and `simulate --load`; `fluidq.max_throughput` would give "
-                    f"{fmt4(self.capacity.requests_per_s)} req/s, {_bound_words(self.capacity)}")
+                    f"{fmt4(self.capacity.requests_per_s)} req/s, {bound_words(self.capacity, roofline=False)}")
         if b == "kv_rules":
             return (f"the KV cache binds, so it is {BASIS_WORDS[b]} (`fluidq.dtmc.kv_basis.kv_capacity`), the load "
                     f"basis of `fluidq check --load` and `simulate --load`; Theorem 2's `fluidq.max_throughput` at "
@@ -181,17 +179,6 @@ class Reference:
                 "engine_load": self.engine_load, "load_basis": self.basis_name,
                 "load_basis_binding": self.basis_binding,
                 "max_throughput_requests_per_s": self.capacity.requests_per_s}
-
-
-def _bound_words(cap) -> str:
-    """What :func:`fluidq.max_throughput`'s ``cap`` is where it is not the batch of mean footprints: a bound over
-    every scheduler (the stability region along the mix where ``k_max`` binds, whose best batches prefill in small
-    chunks beside the decodes, which vLLM's chunked prefill, filling its token budget, does not; validation/
-    RESULTS.md, "the load basis through the switch from the KV cache to max_num_seqs")."""
-    if getattr(cap, "method", None) == "region":
-        return ("the stability region's bound over every scheduler, one that prefills in small chunks beside its "
-                "decodes, which vLLM's chunked prefill does not")
-    return "sup b/t(b), a bound over every scheduler"
 
 
 def long_prompt_fraction(lengths, b_max: int) -> float | None:

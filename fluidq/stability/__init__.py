@@ -486,8 +486,19 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                       f"{_tps(ref)} tokens/s under a backlog" if wc.work_conserving else
                       f"under the KV cache's own rules no scheduler serves more than about "
                       f"{kv_rules.requests_per_s:.4g} req/s = {_tps(ref)} tokens/s")
-            which = ("the KV cache binds" if kv_rules.binding == "kv_cache" else
-                     "max_num_seqs binds (its residents fit the KV cache at their full contexts)")
+            # which limit binds, in the words every face says (fluidq.dtmc.load_basis, h-words2), and the band
+            # measured where it binds: where max_num_seqs binds, SATURATION_WHERE_K_MAX_BINDS, not the 17
+            # KV-bound engines' band
+            from ..dtmc.load_basis import K_MAX_BINDS, KV_CACHE_BINDS_PART
+
+            if kv_rules.binding == "k_max":
+                from .measured import SATURATION_WHERE_K_MAX_BINDS
+
+                which, kv_band = K_MAX_BINDS, SATURATION_WHERE_K_MAX_BINDS["kv_rules"]
+                band_words = kv_band.within_words()
+            else:
+                which = "the KV cache binds" if cap.kv_batch_tokens is not None else KV_CACHE_BINDS_PART
+                band_words = kv_band.saturate_words()
             other = (f"b/t(b) at the batch the cache allows from mean request footprints (about "
                      f"{cap.kv_batch_tokens} tokens) would give {_tps(mean_fp)} tokens/s, load "
                      f"{fmt_load(offered / mean_fp)}, which overstates what the engine serves under the cache's rules "
@@ -497,7 +508,7 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                      "scheduler, one free to size its prefill chunks, not what vLLM's scheduler serves)")
             est = (f"{which}, and that capacity (vLLM's flow balance on this engine: a request admitted "
                    f"only when its whole prompt fits, residents that outgrow the cache preempted and recomputed; "
-                   f"{kv_rules.reason}) is a fluid estimate: {kv_band.saturate_words()} (the load basis of `fluidq "
+                   f"{kv_rules.reason}) is a fluid estimate: {band_words} (the load basis of `fluidq "
                    f"check --load`, fluidq.dtmc.load_basis; {kv_band.source}); {other}")
         else:
             top = max(ref, sup)  # a staircase step near the KV-limited batch: the work-conserving estimate may be low

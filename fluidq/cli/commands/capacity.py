@@ -351,48 +351,10 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
     return line
 
 
-#: the limit that binds where the ``kv_rules`` load basis has ``capacity.binding == "k_max"``, in words (h-words):
-#: not the KV cache, which holds ``max_num_seqs``' residents at their full contexts
-K_MAX_BINDS = "max_num_seqs binds (the KV cache holds its residents at their full contexts, no preemptions)"
-#: the cache binds under its rules (``binding == "kv_cache"``) while max_throughput's figure is not the batch of
-#: mean footprints (they fit the cache; the full contexts do not)
-KV_CACHE_BINDS_PART = ("the KV cache binds for part of its residents' life (their full contexts outgrow it, their "
-                       "mean footprints do not)")
-
-
-def load_basis_binding(lb) -> str | None:
-    """The limit that binds in the load basis' capacity (the JSON's ``load_basis_binding``): ``"kv_cache"`` or
-    ``"k_max"`` for ``kv_rules`` (:func:`fluidq.dtmc.kv_basis.kv_capacity`'s ``binding``), the flow balance's
-    ``binding`` for ``flow_balance``, ``None`` for ``max_throughput`` (its reason says what binds)."""
-    if lb.basis in ("kv_rules", "flow_balance"):
-        return getattr(lb.capacity, "binding", None)
-    return None
-
-
-def _kv_rules_case(lb, reg) -> str | None:
-    """Which words the ``kv_rules`` basis ``lb`` needs beside :func:`fluidq.max_throughput`'s ``reg``: ``"k_max"``
-    (max_num_seqs binds, the cache holds its residents at full context), ``"kv_cache"`` (the cache binds and
-    ``reg`` takes the batch its mean footprints allow), ``"kv_cache_bound"`` (the cache binds for part of the
-    residents' life while their mean footprints fit it, so ``reg`` is a bound over every scheduler, not the
-    mean-footprint batch); ``None`` for the other bases."""
-    if lb.basis != "kv_rules":
-        return None
-    if getattr(lb.capacity, "binding", None) == "k_max":
-        return "k_max"
-    return "kv_cache" if getattr(reg, "kv_batch_tokens", None) is not None else "kv_cache_bound"
-
-
-def _bound_words(reg, *, roofline: bool) -> str:
-    """What :func:`fluidq.max_throughput`'s ``reg`` is where it is not the mean-footprint batch: the stability
-    region along the mix (``k_max`` binding, paper §6) or sup b/t(b), a bound over every scheduler; the region's
-    best batches prefill in small chunks beside the decodes (beneath the roofline's knee on a ``--gpu`` engine),
-    which vLLM's chunked prefill, filling its token budget, does not (validation/RESULTS.md, "the load basis through
-    the switch from the KV cache to max_num_seqs")."""
-    if getattr(reg, "method", None) == "region":
-        return ("the stability region's bound over every scheduler (one that prefills in small chunks beside its "
-                "decodes" + (" beneath the roofline's knee" if roofline else "")
-                + ", which vLLM's chunked prefill, filling its token budget, does not)")
-    return "sup b/t(b), a bound over every scheduler"
+# the words of which limit binds (h-words) live in fluidq.dtmc.load_basis, written once for every face; the names
+# here are theirs (check.py imports them from here)
+from ...dtmc.load_basis import (K_MAX_BINDS, KV_CACHE_BINDS_PART, load_basis_binding,  # noqa: E402,F401
+                                bound_words as _bound_words, kv_rules_case as _kv_rules_case)
 
 
 def _region_binds(lb, reg, *, roofline: bool) -> str:

@@ -191,7 +191,7 @@ def run(args):
     if kvr is not None and args.profile_dir is None:  # the cache or max_num_seqs binds: the load on the KV rules
         from ...capacity import tokens_per_request
         from ...results import MEANINGFUL_DIGITS, fmt_value
-        from .capacity import K_MAX_BINDS, KV_CACHE_BINDS_PART, _bound_words
+        from ...dtmc.load_basis import K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words as _bound_words
 
         kv_tok = kvr.requests_per_s * tokens_per_request(engine, workload)
         roofline = args.gpu is not None

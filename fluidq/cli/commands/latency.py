@@ -90,17 +90,31 @@ def _floats(name, text):
 
 
 def _basis_words(engine, workload, res) -> str:
-    """What the loads are fractions of (the load basis, :func:`fluidq.dtmc.load_basis.load_basis`), in words."""
+    """What the loads are fractions of (the load basis, :func:`fluidq.dtmc.load_basis.load_basis`), in words.
+    Where it is ``kv_rules``, which limit binds is :func:`fluidq.dtmc.load_basis.kv_rules_case`'s (h-words2): the
+    mean-footprint words only where the cache binds at the mean footprints; where ``max_num_seqs`` binds it says
+    so and quotes the band measured there (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`)."""
     from ...capacity import max_throughput
-    from ...dtmc.load_basis import BASIS_WORDS
+    from ...dtmc.load_basis import BASIS_WORDS, K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case, load_basis
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     b = res.inputs.get("load_basis")
     if b == "kv_rules":
         cap = max_throughput(engine, workload)
+        # the basis compare_orderings read (kv_rules is read with recompute preemptions only)
+        case = kv_rules_case(load_basis(engine, workload), cap)
+        mt = fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)
+        if case == "k_max":
+            from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
+
+            kvk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"]
+            return (f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it: {K_MAX_BINDS}, and this basis is "
+                    f"{kvk.within_words()}; max_throughput would give {mt} req/s, {bound_words(cap, roofline=False)}")
+        if case == "kv_cache_bound":
+            return (f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it: {KV_CACHE_BINDS_PART}; max_throughput "
+                    f"would give {mt} req/s, {bound_words(cap, roofline=False)}")
         return (f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it; b/t(b) at the batch the cache allows from "
-                f"mean footprints would give {fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)} req/s, above "
-                "where seeded simulations saturate")
+                f"mean footprints would give {mt} req/s, above where seeded simulations saturate")
     if b == "flow_balance":
         return f"{BASIS_WORDS[b]}, as `fluidq check --load` reads it"
     return (BASIS_WORDS["max_throughput"] + (", the KV cache not binding" if engine.kv_capacity_tokens else "")

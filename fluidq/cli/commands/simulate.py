@@ -440,16 +440,22 @@ def _basis(args, engine, workload):
 
 def _basis_note(lb, cap, load) -> str:
     """The workload line's words on the load basis ``lb`` where it is not ``cap`` (:func:`fluidq.max_throughput`):
-    what ``cap`` would have said; ``load`` is the offered load of ``lb``."""
-    from ...dtmc.load_basis import BASIS_WORDS
+    what ``cap`` would have said; ``load`` is the offered load of ``lb``.  Which limit binds in the ``kv_rules``
+    basis is :func:`fluidq.dtmc.load_basis.kv_rules_case`'s: where ``max_num_seqs`` binds, or the cache binds while
+    the mean footprints fit it, ``cap`` is not the batch the cache allows from mean footprints (h-words2)."""
+    from ...dtmc.load_basis import BASIS_WORDS, K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     cap_txt = fmt_value(cap.tokens_per_s, digits=MEANINGFUL_DIGITS)
     if lb.basis == "flow_balance":
         return (f" ({BASIS_WORDS['flow_balance']}, for this folder, as `fluidq capacity --profile-dir`; the "
                 f"profile's t(b) bound, {cap_txt} tokens/s, counts no decode context)")
-    if lb.basis == "kv_rules":
-        return (f" ({BASIS_WORDS['kv_rules']}: {lb.requests_per_s:.4g} req/s; b/t(b) at the batch the KV cache "
-                "allows from mean footprints, "
-                f"{cap_txt} tokens/s, would give load {fmt_load(load * lb.tokens_per_s / cap.tokens_per_s)})")
+    case = kv_rules_case(lb, cap)
+    if case is not None:
+        other = (f"b/t(b) at the batch the KV cache allows from mean footprints, {cap_txt} tokens/s,"
+                 if case == "kv_cache" else
+                 f"{K_MAX_BINDS if case == 'k_max' else KV_CACHE_BINDS_PART}; max_throughput, "
+                 f"{bound_words(cap, roofline=False)}, {cap_txt} tokens/s,")
+        return (f" ({BASIS_WORDS['kv_rules']}: {lb.requests_per_s:.4g} req/s; {other} would give load "
+                f"{fmt_load(load * lb.tokens_per_s / cap.tokens_per_s)})")
     return ""

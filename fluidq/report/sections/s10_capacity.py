@@ -17,16 +17,25 @@ def render(ctx):
     f1 = plot_batch_time(e.batch_time, b_max=e.b_max, path=ctx.figure("batch_time"))
     f2 = plot_capacity_vs_bmax(capacity_vs_bmax(e, w), engines=ref.n_engines if ref.n_engines > 1 else None,
                                path=ctx.figure("capacity_vs_bmax"))
-    from ...dtmc.load_basis import BASIS_WORDS
+    from ...dtmc.load_basis import BASIS_WORDS, K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case
     from ...results import round_numbers
     from ..reference import TARGET_UTILISATION, fmt4
 
     n = ref.n_engines
+    # which limit binds in the kv_rules basis (h-words2): the mean-footprint words only where the cache binds at the
+    # mean footprints (cap.kv_batch_tokens); where max_num_seqs binds, or the cache for part of the residents'
+    # life, max_throughput is a bound over every scheduler and the words say that
+    case = None if ref.basis is None else kv_rules_case(ref.basis, cap)
+    mean_fp = cap.kv_batch_tokens is not None
+    what = "Theorem 2 at the batch the mean footprints allow" if mean_fp else (
+        f"Theorem 2's max_throughput, {bound_words(cap, roofline=False)}")
     basis = f"{BASIS_WORDS[ref.basis_name]}, the load basis of `fluidq check --load`" + (
-        f"; Theorem 2 at the batch the mean footprints allow: {fmt4(cap.requests_per_s)} req/s"
-        if ref.basis_name == "kv_rules" else "")
+        "" if case is None else
+        f"; {what}: {fmt4(cap.requests_per_s)} req/s" if case == "kv_cache" else
+        f"; {K_MAX_BINDS if case == 'k_max' else KV_CACHE_BINDS_PART}; {what}: {fmt4(cap.requests_per_s)} req/s")
     # the row below is max_throughput's; where lambda* is another basis, the row says whose it is
-    theorem2 = "" if ref.basis_name == "max_throughput" else " (Theorem 2 at the batch the mean footprints allow)"
+    theorem2 = "" if ref.basis_name == "max_throughput" else (
+        f" ({what})" if mean_fp else " (Theorem 2's max_throughput, a bound over every scheduler)")
     least = int(np.ceil(rho - 1e-9))
     over = (f" {'One engine cannot serve it: at least ' + str(least) + ' engines are needed for stability' if rho > 1 else 'One engine is stable at it'}"
             f"; at most load {TARGET_UTILISATION:g} per engine (headroom for bursts) it needs **{n}**, each then at "
