@@ -629,6 +629,9 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
             s.work += p + d
             dq.append(task)
+            owned = s.engine_run.owned
+            if owned is not None:  # (the check: the fields as the engine wrote them, compared after select)
+                owned[rid] = (p, d, 0, 0)
         else:
             er = s.engine_run
             er.offer(task)  # (into its tasks, work and memory)

@@ -66,7 +66,7 @@ from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_fault
 from ._jit import jit
 from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS, T_D, T_DEC,
                       T_LAB, T_P, T_PREF, T_RANK, T_ST)
-from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _trusted
+from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["Asker", "RerunOnPython"]
 
@@ -215,6 +215,10 @@ class Asker:
                     raise
                 if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
                     _require_batch(getattr(S.policy, "name", S.policy), batch, t, S.name)
+                if self.check:  # (EngineRun's check: the batch's requests as the loop's arrays hold them)
+                    bad = _tampered(_Arrays(a.ti, S.res), batch, S.res)
+                    if bad:
+                        raise _bad_batch(S.policy, t, bad, S.name)
                 pre, dec = batch.prefill, batch.decode
                 npf, nd = len(pre), len(dec)
                 if not self._write(S, s, lim, batch) or (batch.blocked and not all(
@@ -294,6 +298,21 @@ class Asker:
 
 
 _TUPLE, _INT = {tuple}, {int}
+
+
+class _Arrays:
+    """A request's fields as the loop's arrays hold them (``EngineRun.owned``'s ``get``), for residents ``res``."""
+
+    __slots__ = ("res", "ti")
+
+    def __init__(self, ti, res):
+        self.ti, self.res = ti, res
+
+    def get(self, rid):
+        if rid not in self.res:
+            return None
+        p, d, pf, dc = self.ti[rid, [T_P, T_D, T_PREF, T_DEC]].tolist()
+        return p, d, pf, dc
 
 
 @jit

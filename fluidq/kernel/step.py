@@ -177,6 +177,32 @@ def _idle_error(policy, t, waiting, station=None, ending="nothing more arrives")
                        f"Batch.blocked)")
 
 
+_FIELDS = ("prompt_tokens", "output_tokens", "prefilled", "decoded")
+
+
+def _tampered(owned, batch, by_id):
+    """With the check: the first field of a request in ``batch`` that differs from what the engine last wrote
+    (``owned``: ``{rid: (prompt, output, prefilled, decoded)}``) -- a policy wrote it -- as a one-item list of the
+    message, or ``None``.  O(batch).  Requests that are not in the batch are compared when they next are (an edit
+    matters only once the request runs); entries that are not ``(rid, tokens)`` pairs of residents are left to
+    :func:`~fluidq.policies.base.batch_faults`."""
+    try:
+        rids = [item[0] for item in batch.prefill] + list(batch.decode)
+        for rid in rids:
+            was = owned.get(rid)
+            r = by_id.get(rid)
+            if was is None or r is None:
+                continue
+            now = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
+            if now != was:
+                k = next(i for i in range(4) if now[i] != was[i])
+                return [f"request {rid}: the policy changed RequestState.{_FIELDS[k]} ({was[k]} -> {now[k]}); a "
+                        f"request's fields are the engine's, read-only to a policy"]
+    except (TypeError, IndexError, KeyError):  # (not pairs, unhashable ids: batch_faults says what)
+        return None
+    return None
+
+
 class _All:
     """Every request in an engine with a KV cache, as a view's ``requests`` (the residents and the swapped out)."""
 
@@ -228,8 +254,19 @@ class EngineRun:
     request is in the engine, and no backlog is recorded.  ``labels``: a dict of tokens left per label
     (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
     ``work`` is.  ``on_blocked(rids)``: called with the ids a batch reports never schedulable.
-    ``on_violation(t, messages)``: with ``check``, called with a batch's violations instead of raising
-    :class:`PolicyError`.
+    ``on_violation(t, messages)``: called with a bad batch's problems before the :class:`PolicyError` is raised.
+    ``station``: a network station's name, which starts every :class:`PolicyError` message (``station 'E': ...``).
+
+    What is checked (2026-12-07, h-fixpol).  ``check=True``: :func:`~fluidq.policies.base.batch_violations` (every
+    constraint, the budgets (6d) ``b_max`` and ``k_max`` included) and, before it, that the batch's requests' fields
+    (prompt, output, prefilled, decoded) are what the engine last wrote (``owned``; a policy that wrote them raises,
+    O(batch)).  ``check=False``: :func:`~fluidq.policies.base.batch_faults` only -- what no engine can run (ids that
+    are not whole numbers or not residents', in ``blocked`` too; chunks below one token or past the remaining prompt;
+    a request twice in the prefill part; (6a), (6c)) -- so the check off skips the budgets and the comparison of the
+    fields, nothing else; a built-in scheduler whose ``select`` and ``budgets`` are the library's is not read at all.
+    A policy's own exception propagates with its type and a note (PEP 678) naming the policy, the time and the path.
+    An empty batch while requests wait with work left (not in ``blocked``) and nothing more arrives raises, with or
+    without a KV cache; a fed run notes it (``idle_ask``) for its caller's clock to raise at the horizon.
 
     ``queues`` (a fed run without a KV cache): the caller's queues of the engine's requests, which replace
     the resident list -- a network station's per-priority deques, which its run-skipping path advances
@@ -244,7 +281,7 @@ class EngineRun:
     # without slots the step's attribute reads and writes measured 5 % slower than local variables
     __slots__ = ("D", "P", "arr", "async_scheduling", "b_max", "batches", "blocked_ids", "bn", "bt", "busy", "bw",
                  "by_id", "check", "compose", "cur", "emit_at_prefill", "examined", "faults", "fed", "fin", "fs", "ftk",
-                 "hidden_demand", "hold", "horizon", "hwm", "idle_ask", "k_max", "k_max0", "ks", "labels", "lag_fin",
+                 "hidden_demand", "hold", "horizon", "hwm", "idle_ask", "owned", "k_max", "k_max0", "ks", "labels", "lag_fin",
                  "last_unseen", "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na",
                  "never_fits", "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn",
                  "pending", "policy", "progress", "queues", "rec", "record", "station", "swapped", "t", "t0", "t_seen", "tau_b",
@@ -271,6 +308,9 @@ class EngineRun:
         self.faults = bool(check) or not _trusted(policy)
         self.station = station  # (a network's station: named in PolicyError messages)
         self.idle_ask = None  # (a fed run) the time and waiting ids of an empty answer with work left, until the next batch
+        # with the check: each request's fields as the engine last wrote them, {rid: (prompt, output, prefilled,
+        # decoded)}, compared after select() for the batch's requests (a policy writing them: PolicyError)
+        self.owned = {} if check else None
         self.window, self.compose, self.emit_at_prefill = window, compose, emit_at_prefill
         self.async_scheduling = async_scheduling
         self.n = n = len(arr)
@@ -322,6 +362,8 @@ class EngineRun:
                              output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled),
                              decoded=int(r0.decoded), score=r0.score)
             self.by_id[j] = r
+            if self.owned is not None:
+                self.owned[j] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
             self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
             if mem is None:
                 self.hold.residents.append(r)
@@ -347,6 +389,8 @@ class EngineRun:
         self.over = False  # the run is over (begin() returned None at the horizon or with nothing left)
 
     def _on_preempt(self, r, again, recomputed):
+        if self.owned is not None:  # (the memory rules wrote its prompt and prefilled)
+            self.owned[r.rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         self.npre[r.rid] += 1
         if recomputed:
             self.work += again  # the discarded prompt and generated tokens must be prefilled again
@@ -354,6 +398,8 @@ class EngineRun:
                 self.labels[r.label] += again
 
     def _on_reuse(self, r, tokens):
+        if self.owned is not None:
+            self.owned[r.rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         self.work -= tokens  # cached prompt tokens taken back: not computed again
         if self.labels is not None:
             self.labels[r.label] -= tokens
@@ -371,6 +417,8 @@ class EngineRun:
         with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
         rid = r.rid
         self.by_id[rid] = r
+        if self.owned is not None:
+            self.owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         if self.queues is None:
             self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
             self.npre[rid] = 0
@@ -386,6 +434,7 @@ class EngineRun:
         residents, swapped, pending = self.hold.residents, self.swapped, self.pending
         bt, bn, bw = self.bt, self.bn, self.bw
         work, hidden, n0, n_parked = self.work, self.hidden_demand, self.n0, self.n_parked
+        owned = self.owned
         while na < n and arr[na] <= t:
             i = na
             na += 1
@@ -393,6 +442,8 @@ class EngineRun:
             if mem is not None and mem.rejects(P[i], D[i]):
                 continue
             r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
+            if owned is not None:
+                owned[rid] = (r.prompt_tokens, r.output_tokens, 0, 0)
             if window:
                 pending.append(r)
                 hidden += r.prompt_tokens
@@ -436,6 +487,10 @@ class EngineRun:
             raise
         if batch.__class__ is not Batch:  # (check on or off: no raw AttributeError)
             _require_batch(getattr(policy, "name", policy), batch, t, self.station)
+        if self.owned is not None:  # (the check: the batch's requests as the engine left them)
+            bad = _tampered(self.owned, batch, self.by_id)
+            if bad:
+                raise _bad_batch(policy, t, bad, self.station)
         if self.faults:  # (check off: only what no engine can run; a built-in scheduler's batches are not read)
             bad = batch_violations(batch, view) if self.check else batch_faults(batch, view)
             if bad:
@@ -469,6 +524,9 @@ class EngineRun:
         by_id = self.by_id
         for r in fin:
             by_id.pop(r.rid, None)
+        if self.owned is not None:
+            for r in fin:
+                self.owned.pop(r.rid, None)
         if self.fed and self.queues is None:
             for d in (self.fs, self.pdn, self.ftk, self.fin, self.npre):
                 for r in fin:
@@ -725,6 +783,14 @@ class EngineRun:
                     fin[rid] = t
                     done = True
         self.work = work
+        owned = self.owned
+        if owned is not None:  # (the check: the fields the engine just wrote)
+            for rid, _ in batch.prefill:
+                r = by_id[rid]
+                owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
+            for rid in batch.decode:
+                r = by_id[rid]
+                owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         if mem is not None:
             mem.used += grown
             if record:

@@ -72,7 +72,24 @@ def _boom(view):
     raise ValueError("boom from the user's policy")
 
 
+def _shorten(view):
+    """revbad2 H3: writes every request's output length to 1, then schedules as _fcfs does."""
+    for r in view.requests:
+        r.output_tokens = 1
+    return Batch(*_fcfs(view))
+
+
+def _skip_prompts(view):
+    """revbad2 H3: marks every prompt prefilled, then schedules as _fcfs does (decodes for them)."""
+    for r in view.requests:
+        if r.in_prefill:
+            r.prefilled = r.prompt_tokens
+    return Batch(*_fcfs(view))
+
+
 CASES = {
+    "shorten": _shorten,
+    "skip-prompts": _skip_prompts,
     "split": _split,
     "empty": lambda v: Batch(),
     "float": lambda v: Batch(*_fcfs(v, float)),
@@ -186,3 +203,15 @@ def test_a_policys_exception_keeps_its_type_with_a_note(path):
 def test_junk_in_blocked_is_refused(path, engine):
     msg, _ = _err(path, "blocked-junk", engine, None)
     assert msg == "policy 'blocked-junk' at t=0.536515 s: blocked entry None is not the id of a resident request"
+
+
+# -- 5. a policy that writes the requests' fields: with the check, PolicyError (compared for the batch's requests) --
+@pytest.mark.parametrize("case,field,change", [("shorten", "output_tokens", "5 -> 1"),
+                                               ("skip-prompts", "prefilled", "0 -> 20")])
+@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens", "paged"), ("nokv", "tokens", "paged"),
+                                                "with the check, compare the batch's requests' prompt, output, "
+                                                "prefilled and decoded with the arrays (step._tampered)"))
+def test_a_policy_writing_the_requests_is_refused_with_the_check(path, engine, case, field, change):
+    msg, _ = _err(path, case, engine, None)
+    assert re.fullmatch(rf"policy '{case}' at t=0\.536515 s: request \d+: the policy changed "
+                        rf"RequestState\.{field} \({change}\); .*", msg), msg
