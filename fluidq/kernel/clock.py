@@ -66,7 +66,7 @@ from ..network.model import Choice, Fork, Hop, Join
 from ..policies.base import RequestState
 from ..policies.batch_rule import NO_CAP, budget_split, fits
 from .routing import fork_waits, join_arrive, jsq_takes, pick, refused_leaves
-from .step import EngineRun
+from .step import NOTHING_CAME, EngineRun, _idle_error
 
 INF = math.inf
 NAN = math.nan
@@ -286,7 +286,7 @@ def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, block
     station's ``work`` (the clock hands it over around ``finish``)."""
     eng, name = s.engine, s.s.name
 
-    def on_violation(t, bad):
+    def on_violation(t, bad):  # (EngineRun raises PolicyError next, naming the station: the run stops there)
         violations.extend(f"{name} t={t:.6g}: {m}" for m in bad[:3])
 
     def on_blocked(rids):
@@ -300,7 +300,8 @@ def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, block
                         horizon=horizon, record=False, check=bool(check_batches), kv_cap=eng.kv_capacity_tokens,
                         preemption=eng.memory.preemption, swap_s_per_token=swap_s, memory=eng.memory,
                         compose=getattr(eng.batch_time, "composition_time", None), emit_at_prefill=s.emit,
-                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation)
+                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation,
+                        station=name)
         s.mem = run.mem
     else:
         bt = eng.batch_time
@@ -312,7 +313,8 @@ def _fed_engine(s, swap_s, buf_tokens, horizon, check_batches, violations, block
             tau_b = s.bt_cache = _TauCache(_batch_time_table(eng), bt)
         run = EngineRun((), (), (), policy=s.policy, b_max=eng.b_max, k_max=eng.k_max, tau_b=tau_b, ks=ks,
                         horizon=horizon, record=False, check=bool(check_batches), emit_at_prefill=s.emit,
-                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation, queues=s)
+                        fed=True, labels=buf_tokens, on_blocked=on_blocked, on_violation=on_violation, queues=s,
+                        station=name)
         s.residents = run.by_id
     s.engine_run = run
     s.tasks = run.by_id
@@ -627,6 +629,9 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
             s.work += p + d
             dq.append(task)
+            owned = s.engine_run.owned
+            if owned is not None:  # (the check: the fields as the engine wrote them, compared after select)
+                owned[rid] = (p, d, 0, 0)
         else:
             er = s.engine_run
             er.offer(task)  # (into its tasks, work and memory)
@@ -1078,6 +1083,12 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
     stale = 0  # ends of runs cut short by an arrival
     mb = max_batches if max_batches is not None else INF
     events = clock.run(horizon, ext_t, arrive, record_until, next_rec) - stale
+    if n_batches < mb:  # a user policy left a station idle with work that no later hop made it take up
+        stalls = sorted((s.engine_run.idle_ask[0], s.idx, s.engine_run.idle_ask[1]) for s in stations
+                        if s.engine_run.idle_ask is not None and s.engine_run.cur is None)
+        if stalls:
+            t_ask, si, waiting = stalls[0]
+            raise _idle_error(stations[si].policy, t_ask, waiting, stations[si].s.name, NOTHING_CAME)
     record_until(horizon)  # (every grid point is <= horizon)
     # (flat lists: numpy reads them much faster than a list of short lists)
     rec_in = np.array([x for r in rows for x in r[0]], dtype=float).reshape(G, len(cls_names))

@@ -1864,6 +1864,8 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
             fill()
     if g[G_NASK] != 0:  # (the loop stopped at max_batches: the last event's asks are made, as the Python path's)
         asker(True)
+    if asker is not None and (max_batches is None or int(g[G_NB]) < max_batches):
+        asker.stalled()  # (a user policy's empty answer with work left that no later hop changed: PolicyError)
     if uniforms is not None:  # the generator left right after the last uniform used
         uniforms.rewind(int(g[G_U] - g[G_U0]))
     nhop = int(g[G_NHOP])

@@ -31,12 +31,18 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
   a built-in batch-by-batch station's, ``t(b)`` or a context-aware time, and its end on the event heap) and
   resumes.  An empty batch leaves the station idle -- and the Python clock asks again at the next hop submitted
   to it in the same event, with that hop in view: so does the asker;
-* a batch the compiled loop cannot run as given -- one that breaks the constraints (which the Python path lists
-  in ``violations`` with ``check_batches``, and runs as given, on garbage, either way), a request twice in the
-  prefill part, a ``blocked`` id not resident -- raises :class:`RerunOnPython`: :func:`fluidq.simulate_network`
-  rewinds the generator and runs the whole network on the Python clock, whose result is the one returned (its
-  ``violations`` included).  The policy is called again from the start there: a policy that keeps state between
-  calls sees the calls of the stopped run first.
+* a batch the compiled loop cannot run as given raises EngineRun's :class:`~fluidq.kernel.step.PolicyError`, the
+  Python clock's message (``station 'name': policy 'p' at t=... s: <first problem>``, from
+  :func:`~fluidq.policies.base.batch_violations` with ``check_batches``, else
+  :func:`~fluidq.policies.base.batch_faults`), at once (2026-12-07; before, the whole run restarted on the Python
+  clock, which listed it in ``violations`` and went on).  Only a batch over the budgets ((6d) ``b_max``, ``k_max``)
+  with the check off, which the Python clock runs as given and the loop's arrays cannot hold, raises
+  :class:`RerunOnPython`: :func:`fluidq.simulate_network` rewinds the generator and runs the whole network on the
+  Python clock (a policy that keeps state between calls sees the calls of the stopped run first);
+* an empty answer while requests wait with work left (not in ``blocked``) is noted per station (``idle_ask``, as
+  EngineRun notes it); at the horizon, a station whose last answer was such, with no hop after it, raises the Python
+  clock's :class:`~fluidq.kernel.step.PolicyError` (:meth:`Asker.stalled`); a user policy's own exception keeps
+  its type, with a note (PEP 678) naming the station, the policy, the time and this path.
 
 The batch's end is the loop's batch-by-batch station's (``S_GEN``): prefill chunks, the first token from the
 prefill, decode tokens, finished hops moved on in the Python path's order; the records, the routing and the other
@@ -56,11 +62,11 @@ from itertools import chain
 
 import numpy as np
 
-from ..policies.base import Batch, QueueView, _shape_errors
+from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
 from ._jit import jit
 from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS, T_D, T_DEC,
                       T_LAB, T_P, T_PREF, T_RANK, T_ST)
-from .step import _require_batch
+from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["Asker", "RerunOnPython"]
 
@@ -73,9 +79,10 @@ class _Station:
     """A station asked in Python: its policy, its residents' objects (one dict per priority rank, in request id
     order) and what its last batch changed."""
 
-    __slots__ = ("b_max", "by_rank", "hi", "k_max", "last", "name", "policy", "res", "s", "select")
+    __slots__ = ("b_max", "blocked", "by_rank", "faults", "hi", "idle_ask", "k_max", "last", "name", "policy", "res",
+                 "s", "select")
 
-    def __init__(self, s, station, n_rank):
+    def __init__(self, s, station, n_rank, check=False):
         self.s = s
         self.name = station.name
         self.policy = station.policy
@@ -86,18 +93,22 @@ class _Station:
         self.res: dict = {}  # every resident by id
         self.hi = 1  # request ids below this are known (in res, or gone, or not at this station)
         self.last = None  # the last batch: its prefill ids (an array), its decoders (objects, ids), its start
+        self.faults = bool(check) or not _trusted(self.policy)  # (EngineRun.faults)
+        self.blocked: set = set()  # ids its batches reported never schedulable (EngineRun.blocked_ids)
+        self.idle_ask = None  # (EngineRun.idle_ask) the time and waiting ids of its last empty answer with work left
 
 
 class Asker:
     """The Python side of the compiled network loop's asks (see the module notes).
 
     ``stations``: ``{station index: (Station, ranks)}`` of the stations asked in Python; ``labels``: the buffer
-    label names by index (a request object's ``label``)."""
+    label names by index (a request object's ``label``); ``check``: ``check_batches`` (the budgets checked too)."""
 
-    def __init__(self, stations: dict, labels):
+    def __init__(self, stations: dict, labels, check=False):
         from .clock import _Task
 
-        self.stations = {s: _Station(s, st, n_rank) for s, (st, n_rank) in stations.items()}
+        self.stations = {s: _Station(s, st, n_rank, check) for s, (st, n_rank) in stations.items()}
+        self.check = bool(check)
         self.labels = list(labels)
         self.new_task = _Task.__new__
         self.task_cls = _Task
@@ -197,19 +208,38 @@ class Asker:
                 reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
                     tuple(S.by_rank[0].values())
                 view = QueueView(requests=reqs, now_s=t, b_max=S.b_max, k_max=S.k_max, kv_free_tokens=None)
-                batch = S.select(view)
+                try:
+                    batch = S.select(view)
+                except Exception as e:  # (EngineRun.ask: the user's exception with a note of where)
+                    _note_raised(e, S.policy, t, "the compiled network loop", S.name)
+                    raise
                 if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
-                    _require_batch(getattr(S.policy, "name", S.policy), batch, t)
+                    _require_batch(getattr(S.policy, "name", S.policy), batch, t, S.name)
+                if self.check:  # (EngineRun's check: the batch's requests as the loop's arrays hold them)
+                    bad = _tampered(_Arrays(a.ti, S.res), batch, S.res)
+                    if bad:
+                        raise _bad_batch(S.policy, t, bad, S.name)
                 pre, dec = batch.prefill, batch.decode
                 npf, nd = len(pre), len(dec)
-                if not self._write(S, s, lim, batch) or (batch.blocked and not all(r in S.res for r in
-                                                                                        batch.blocked)):
+                if not self._write(S, s, lim, batch) or (batch.blocked and not all(
+                        _whole(r) and r in S.res for r in batch.blocked)):
+                    # EngineRun's PolicyError, the same message; only a batch over the budgets with the check off
+                    # (which the Python clock runs as given) is left to it
+                    bad = (batch_violations if self.check else batch_faults)(batch, view) if S.faults else None
+                    if bad:
+                        raise _bad_batch(S.policy, t, bad, S.name)
                     raise RerunOnPython(f"station {S.name!r} at t={t:.6g} s: a batch the compiled loop cannot run "
                                         "as given")
                 if batch.blocked:
                     blk, ti = a.blk, a.ti
+                    S.blocked.update(batch.blocked)
                     for rid in batch.blocked:
                         blk[s, ti[rid, T_LAB]] = 1
+                if not npf and not nd and S.faults:  # (EngineRun.begin: the last empty answer with work left)
+                    waiting = [r.rid for r in reqs if r.demand > 0 and r.rid not in S.blocked]
+                    S.idle_ask = (t, waiting) if waiting else None
+                else:
+                    S.idle_ask = None
             if not npf and not nd:  # idle: asked again at the next hop submitted to it in this event
                 nxt = self._next_hop(S, lim)
                 if nxt is not None:
@@ -223,6 +253,15 @@ class Asker:
             S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
         if not final:
             a.g[G_ASKED] = 1
+
+    def stalled(self):
+        """At the horizon: the :class:`PolicyError` of the Python clock (:func:`fluidq.kernel.clock.run_clock`) for a
+        station whose policy's last answer was empty while requests waited with work left, and no hop came after."""
+        stalls = sorted((S.idle_ask[0], s, S.idle_ask[1]) for s, S in self.stations.items() if S.idle_ask is not None)
+        if stalls:
+            t, s, waiting = stalls[0]
+            S = self.stations[s]
+            raise _idle_error(S.policy, t, waiting, S.name, NOTHING_CAME)
 
     def _write(self, S, s, lim, batch) -> bool:
         """Write the batch into the loop's arrays (``al_t``/``al_k``, ``fR``) and say whether the loop runs it as the
@@ -259,6 +298,21 @@ class Asker:
 
 
 _TUPLE, _INT = {tuple}, {int}
+
+
+class _Arrays:
+    """A request's fields as the loop's arrays hold them (``EngineRun.owned``'s ``get``), for residents ``res``."""
+
+    __slots__ = ("res", "ti")
+
+    def __init__(self, ti, res):
+        self.ti, self.res = ti, res
+
+    def get(self, rid):
+        if rid not in self.res:
+            return None
+        p, d, pf, dc = self.ti[rid, [T_P, T_D, T_PREF, T_DEC]].tolist()
+        return p, d, pf, dc
 
 
 @jit

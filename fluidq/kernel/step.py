@@ -106,32 +106,110 @@ import math
 from collections import deque
 
 from ..errors import ParameterError, PolicyError  # noqa: F401 (PolicyError: re-exported)
-from ..policies.base import Batch, QueueView, RequestState, batch_violations
+from ..policies.base import Batch, QueueView, RequestState, batch_faults, batch_violations
 from .memory import StationMemory, _may_evict_hook, _victim_order  # noqa: F401 (re-exported)
 
 NAN = math.nan
 INF = math.inf
 
 
-def _require_batch(name, batch, t):
+def _where(station) -> str:
+    """The prefix of a network station's :class:`PolicyError` messages (none for one engine)."""
+    return "" if station is None else f"station {station!r}: "
+
+
+def _require_batch(name, batch, t, station=None):
     """A policy's return that is not a :class:`~fluidq.policies.Batch` (or a subclass) is a :class:`PolicyError`
-    naming the policy (EngineRun and the select() kernel, :mod:`fluidq.kernel.select`, call it)."""
+    naming the policy (EngineRun and the select() kernel, :mod:`fluidq.kernel.select`, call it; a network's
+    station, ``station``, is named first)."""
     if not isinstance(batch, Batch):
-        raise PolicyError(f"policy {name!r} at t={t:.6g} s returned {batch!r:.80}, not a fluidq.policies.Batch")
+        raise PolicyError(f"{_where(station)}policy {name!r} at t={t:.6g} s returned {batch!r:.80}, not a "
+                          f"fluidq.policies.Batch")
 
 
-def _idle_with_work(policy, view, blocked, t):
+def _trusted(policy) -> bool:
+    """A built-in :class:`~fluidq.policies.Scheduler` whose ``select`` and ``budgets`` are the library's: its batches
+    are valid by construction (tests hold them), so with the check off none of its batches is read twice."""
+    from ..policies.schedulers import Scheduler
+
+    cls = type(policy)
+    return isinstance(policy, Scheduler) and cls.select is Scheduler.select and cls.budgets is Scheduler.budgets
+
+
+def _bad_batch(policy, t, bad, station=None):
+    """The :class:`PolicyError` of a batch whose first problem (of :func:`~fluidq.policies.base.batch_violations` or
+    :func:`~fluidq.policies.base.batch_faults`) is ``bad[0]``: every path raises this message."""
+    return PolicyError(f"{_where(station)}policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+
+
+def _note_raised(exc, policy, t, path, station=None):
+    """A user policy's own exception keeps its type; a note (PEP 678) says which policy raised it, when, on which
+    path."""
+    exc.add_note(f"raised in select(view) of {_where(station)}policy {getattr(policy, 'name', policy)!r} at "
+                 f"t={t:.6g} s ({path})")
+
+
+def _idle_with_work(policy, view, blocked, t, station=None, ending="nothing more arrives"):
     """A policy scheduled nothing (and did not list as blocked) some request with work left, with nothing
-    more to arrive: no later call can differ, so the run would end with that work silently undone."""
-    if view is None:
-        return
-    waiting = [r.rid for r in view.requests if r.demand > 0 and r.rid not in blocked]
+    more to arrive: no later call can differ, so the run would end with that work silently undone.  ``view``:
+    anything with the ``requests`` in the engine (with a KV cache, every resident: the admitted, the waiting and
+    the swapped out)."""
+    waiting = _waiting_ids(view, blocked)
     if waiting:
-        raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s scheduled nothing (an "
-                          f"empty batch) while {len(waiting)} requests wait with work left (ids "
-                          f"{waiting[:5]}{'...' if len(waiting) > 5 else ''}) and nothing more arrives: the run "
-                          f"could never finish them (schedule one, or list those it can never schedule in "
-                          f"Batch.blocked)")
+        raise _idle_error(policy, t, waiting, station, ending)
+
+
+def _waiting_ids(view, blocked) -> list:
+    if view is None:
+        return []
+    return [r.rid for r in view.requests if r.demand > 0 and r.rid not in blocked]
+
+
+#: how a network station's stall ends its message (the clocks check at the horizon: see ``EngineRun.idle_ask``)
+NOTHING_CAME = "nothing more reached the station before the horizon"
+
+
+def _idle_error(policy, t, waiting, station=None, ending="nothing more arrives"):
+    return PolicyError(f"{_where(station)}policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s scheduled "
+                       f"nothing (an empty batch) while {len(waiting)} requests wait with work left (ids "
+                       f"{waiting[:5]}{'...' if len(waiting) > 5 else ''}) and {ending}: the run "
+                       f"could never finish them (schedule one, or list those it can never schedule in "
+                       f"Batch.blocked)")
+
+
+_FIELDS = ("prompt_tokens", "output_tokens", "prefilled", "decoded")
+
+
+def _tampered(owned, batch, by_id):
+    """With the check: the first field of a request in ``batch`` that differs from what the engine last wrote
+    (``owned``: ``{rid: (prompt, output, prefilled, decoded)}``) -- a policy wrote it -- as a one-item list of the
+    message, or ``None``.  O(batch).  Requests that are not in the batch are compared when they next are (an edit
+    matters only once the request runs); entries that are not ``(rid, tokens)`` pairs of residents are left to
+    :func:`~fluidq.policies.base.batch_faults`."""
+    try:
+        rids = [item[0] for item in batch.prefill] + list(batch.decode)
+        for rid in rids:
+            was = owned.get(rid)
+            r = by_id.get(rid)
+            if was is None or r is None:
+                continue
+            now = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
+            if now != was:
+                k = next(i for i in range(4) if now[i] != was[i])
+                return [f"request {rid}: the policy changed RequestState.{_FIELDS[k]} ({was[k]} -> {now[k]}); a "
+                        f"request's fields are the engine's, read-only to a policy"]
+    except (TypeError, IndexError, KeyError):  # (not pairs, unhashable ids: batch_faults says what)
+        return None
+    return None
+
+
+class _All:
+    """Every request in an engine with a KV cache, as a view's ``requests`` (the residents and the swapped out)."""
+
+    __slots__ = ("requests",)
+
+    def __init__(self, residents, swapped):
+        self.requests = list(residents) + [r for r, _ in swapped]
 
 
 class _Residents:
@@ -176,8 +254,19 @@ class EngineRun:
     request is in the engine, and no backlog is recorded.  ``labels``: a dict of tokens left per label
     (``r.label``), decremented as the engine serves them and changed by recomputation and prefix reuse as
     ``work`` is.  ``on_blocked(rids)``: called with the ids a batch reports never schedulable.
-    ``on_violation(t, messages)``: with ``check``, called with a batch's violations instead of raising
-    :class:`PolicyError`.
+    ``on_violation(t, messages)``: called with a bad batch's problems before the :class:`PolicyError` is raised.
+    ``station``: a network station's name, which starts every :class:`PolicyError` message (``station 'E': ...``).
+
+    What is checked (2026-12-07, h-fixpol).  ``check=True``: :func:`~fluidq.policies.base.batch_violations` (every
+    constraint, the budgets (6d) ``b_max`` and ``k_max`` included) and, before it, that the batch's requests' fields
+    (prompt, output, prefilled, decoded) are what the engine last wrote (``owned``; a policy that wrote them raises,
+    O(batch)).  ``check=False``: :func:`~fluidq.policies.base.batch_faults` only -- what no engine can run (ids that
+    are not whole numbers or not residents', in ``blocked`` too; chunks below one token or past the remaining prompt;
+    a request twice in the prefill part; (6a), (6c)) -- so the check off skips the budgets and the comparison of the
+    fields, nothing else; a built-in scheduler whose ``select`` and ``budgets`` are the library's is not read at all.
+    A policy's own exception propagates with its type and a note (PEP 678) naming the policy, the time and the path.
+    An empty batch while requests wait with work left (not in ``blocked``) and nothing more arrives raises, with or
+    without a KV cache; a fed run notes it (``idle_ask``) for its caller's clock to raise at the horizon.
 
     ``queues`` (a fed run without a KV cache): the caller's queues of the engine's requests, which replace
     the resident list -- a network station's per-priority deques, which its run-skipping path advances
@@ -191,18 +280,18 @@ class EngineRun:
     # slots: a run has some 50 attributes, more than a shared-key instance dict holds in CPython (30), and
     # without slots the step's attribute reads and writes measured 5 % slower than local variables
     __slots__ = ("D", "P", "arr", "async_scheduling", "b_max", "batches", "blocked_ids", "bn", "bt", "busy", "bw",
-                 "by_id", "check", "compose", "cur", "emit_at_prefill", "examined", "fed", "fin", "fs", "ftk",
-                 "hidden_demand", "hold", "horizon", "hwm", "k_max", "k_max0", "ks", "labels", "lag_fin",
+                 "by_id", "check", "compose", "cur", "emit_at_prefill", "examined", "faults", "fed", "fin", "fs", "ftk",
+                 "hidden_demand", "hold", "horizon", "hwm", "idle_ask", "owned", "k_max", "k_max0", "ks", "labels", "lag_fin",
                  "last_unseen", "last_view", "mem", "mixed_iters", "n", "n0", "n_fresh", "n_iter", "n_parked", "na",
                  "never_fits", "next_report", "npre", "on_blocked", "on_violation", "over", "paged", "pdn",
-                 "pending", "policy", "progress", "queues", "rec", "record", "swapped", "t", "t0", "t_seen", "tau_b",
+                 "pending", "policy", "progress", "queues", "rec", "record", "station", "swapped", "t", "t0", "t_seen", "tau_b",
                  "tok_served", "w_size", "window", "work")
 
     def __init__(self, arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, check, kv_cap=None,
                  preemption="recompute", swap_s_per_token=0.0, record_batches=False, initial=(),
                  progress=None, window=False, memory=None, compose=None, emit_at_prefill=False,
                  async_scheduling=False, fed=False, labels=None, on_blocked=None, on_violation=None,
-                 queues=None):
+                 queues=None, station=None):
         if queues is not None and (not fed or kv_cap is not None or labels is None):
             raise ParameterError("queues", queues, "None unless the run is fed, keeps labels and has no KV cache")
         if fed and (window or initial or len(arr)):
@@ -214,6 +303,14 @@ class EngineRun:
         self.fed, self.labels, self.on_blocked, self.on_violation = fed, labels, on_blocked, on_violation
         self.policy, self.b_max, self.k_max, self.tau_b, self.ks = policy, b_max, k_max, tau_b, ks
         self.horizon, self.record, self.check, self.progress = horizon, record, check, progress
+        # what no engine can run (batch_faults) is refused with the check off too; a built-in scheduler's batches
+        # are valid by construction and read once
+        self.faults = bool(check) or not _trusted(policy)
+        self.station = station  # (a network's station: named in PolicyError messages)
+        self.idle_ask = None  # (a fed run) the time and waiting ids of an empty answer with work left, until the next batch
+        # with the check: each request's fields as the engine last wrote them, {rid: (prompt, output, prefilled,
+        # decoded)}, compared after select() for the batch's requests (a policy writing them: PolicyError)
+        self.owned = {} if check else None
         self.window, self.compose, self.emit_at_prefill = window, compose, emit_at_prefill
         self.async_scheduling = async_scheduling
         self.n = n = len(arr)
@@ -265,6 +362,8 @@ class EngineRun:
                              output_tokens=int(r0.output_tokens), prefilled=int(r0.prefilled),
                              decoded=int(r0.decoded), score=r0.score)
             self.by_id[j] = r
+            if self.owned is not None:
+                self.owned[j] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
             self.work += r.prompt_tokens - r.prefilled + r.output_tokens - r.decoded
             if mem is None:
                 self.hold.residents.append(r)
@@ -290,6 +389,8 @@ class EngineRun:
         self.over = False  # the run is over (begin() returned None at the horizon or with nothing left)
 
     def _on_preempt(self, r, again, recomputed):
+        if self.owned is not None:  # (the memory rules wrote its prompt and prefilled)
+            self.owned[r.rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         self.npre[r.rid] += 1
         if recomputed:
             self.work += again  # the discarded prompt and generated tokens must be prefilled again
@@ -297,6 +398,8 @@ class EngineRun:
                 self.labels[r.label] += again
 
     def _on_reuse(self, r, tokens):
+        if self.owned is not None:
+            self.owned[r.rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         self.work -= tokens  # cached prompt tokens taken back: not computed again
         if self.labels is not None:
             self.labels[r.label] -= tokens
@@ -314,6 +417,8 @@ class EngineRun:
         with ``labels``, which the caller adds itself).  It is in view from the next :meth:`begin`."""
         rid = r.rid
         self.by_id[rid] = r
+        if self.owned is not None:
+            self.owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         if self.queues is None:
             self.fs[rid] = self.pdn[rid] = self.ftk[rid] = self.fin[rid] = NAN
             self.npre[rid] = 0
@@ -329,6 +434,7 @@ class EngineRun:
         residents, swapped, pending = self.hold.residents, self.swapped, self.pending
         bt, bn, bw = self.bt, self.bn, self.bw
         work, hidden, n0, n_parked = self.work, self.hidden_demand, self.n0, self.n_parked
+        owned = self.owned
         while na < n and arr[na] <= t:
             i = na
             na += 1
@@ -336,6 +442,8 @@ class EngineRun:
             if mem is not None and mem.rejects(P[i], D[i]):
                 continue
             r = RequestState(rid=rid, arrival_s=float(arr[i]), prompt_tokens=int(P[i]), output_tokens=int(D[i]))
+            if owned is not None:
+                owned[rid] = (r.prompt_tokens, r.output_tokens, 0, 0)
             if window:
                 pending.append(r)
                 hidden += r.prompt_tokens
@@ -371,16 +479,24 @@ class EngineRun:
         self.last_view = view
         self.examined += len(visible)
         policy = self.policy
-        batch = policy.select(view)
+        try:
+            batch = policy.select(view)
+        except Exception as e:  # the user's exception, its type kept (they debug it), with a note of where
+            _note_raised(e, policy, t, "the Python network clock" if self.fed else
+                         "fluidq.simulate's EngineRun, method='generic'", self.station)
+            raise
         if batch.__class__ is not Batch:  # (check on or off: no raw AttributeError)
-            _require_batch(getattr(policy, "name", policy), batch, t)
-        if self.check:
-            bad = batch_violations(batch, view)
+            _require_batch(getattr(policy, "name", policy), batch, t, self.station)
+        if self.owned is not None:  # (the check: the batch's requests as the engine left them)
+            bad = _tampered(self.owned, batch, self.by_id)
             if bad:
-                if self.on_violation is not None:  # the caller collects them (a network's check_batches)
+                raise _bad_batch(policy, t, bad, self.station)
+        if self.faults:  # (check off: only what no engine can run; a built-in scheduler's batches are not read)
+            bad = batch_violations(batch, view) if self.check else batch_faults(batch, view)
+            if bad:
+                if self.on_violation is not None:  # (the caller hears of it first; it may raise its own error)
                     self.on_violation(t, bad)
-                else:
-                    raise PolicyError(f"policy {getattr(policy, 'name', policy)!r} at t={t:.6g} s: {bad[0]}")
+                raise _bad_batch(policy, t, bad, self.station)
         if batch.blocked:
             self.blocked_ids.update(batch.blocked)
             if self.on_blocked is not None:
@@ -408,6 +524,9 @@ class EngineRun:
         by_id = self.by_id
         for r in fin:
             by_id.pop(r.rid, None)
+        if self.owned is not None:
+            for r in fin:
+                self.owned.pop(r.rid, None)
         if self.fed and self.queues is None:
             for d in (self.fs, self.pdn, self.ftk, self.fin, self.npre):
                 for r in fin:
@@ -496,12 +615,22 @@ class EngineRun:
                 self.busy += extra_s
                 return t
             if na >= n:
-                if mem is None and not self.fed:  # nothing will ever change the policy's answer: say so
-                    _idle_with_work(self.policy, view, self.blocked_ids, t)
+                if self.fed:  # a later offer may change the answer: the caller's clock decides at the horizon
+                    if self.faults:  # (the last such answer: the one no later call changed)
+                        waiting = _waiting_ids(view if mem is None else _All(hold.residents, swapped),
+                                               self.blocked_ids)
+                        self.idle_ask = (t, waiting) if waiting else None
+                elif mem is None or self.faults:  # nothing will ever change the policy's answer: say so
+                    # (with a KV cache too: with nothing running every swapped-out request fits again and a
+                    # waiting prompt fits the empty cache -- longer ones were rejected at arrival --, so an empty
+                    # batch is the policy's own; every resident counts, not only the last, narrowed, view)
+                    _idle_with_work(self.policy, view if mem is None else _All(hold.residents, swapped),
+                                    self.blocked_ids, t)
                 self.over = True
                 return None
             self.t = min(self.horizon, arr[na])
             return None
+        self.idle_ask = None
         by_id = self.by_id
         record, compose, ks = self.record, self.compose, self.ks
         tokens = batch.tokens
@@ -654,6 +783,14 @@ class EngineRun:
                     fin[rid] = t
                     done = True
         self.work = work
+        owned = self.owned
+        if owned is not None:  # (the check: the fields the engine just wrote)
+            for rid, _ in batch.prefill:
+                r = by_id[rid]
+                owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
+            for rid in batch.decode:
+                r = by_id[rid]
+                owned[rid] = (r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded)
         if mem is not None:
             mem.used += grown
             if record:

@@ -24,7 +24,7 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from ..errors import ParameterTypeError
 
-__all__ = ["RequestState", "QueueView", "Batch", "Policy", "batch_violations"]
+__all__ = ["RequestState", "QueueView", "Batch", "Policy", "batch_faults", "batch_violations"]
 
 
 @dataclass(slots=True)
@@ -95,7 +95,13 @@ class Batch:
     """One iteration: prefill chunks ``(rid, tokens)`` and decode tokens (one per rid).
 
     ``blocked`` lists requests the policy can never schedule (e.g. a prompt longer than
-    ``b_max`` under a scheduler that does not chunk): a diagnosis, not an error.
+    ``b_max`` under a scheduler that does not chunk): a diagnosis, not an error; its entries are
+    ids of requests in the view.
+
+    One chunk per request: a request id appears at most once in ``prefill`` (and at most once in
+    ``decode``, (6c)).  Two entries for one request, ``(rid, m // 2), (rid, m - m // 2)``, are
+    refused (:func:`batch_faults`), with the check on or off: a KV cache's rules take each entry
+    as an allocation of its own, so the engines would each run something different (2026-12-07).
 
     Any iterable is accepted for the three fields and read once into a tuple (a generator
     expression would otherwise be consumed by its first reader and look non-empty when empty).
@@ -167,7 +173,29 @@ class Policy(Protocol):
 
 
 def batch_violations(batch: Batch, view: QueueView) -> list[str]:
-    """Constraints (6a)-(6d), k_max and basic sanity that ``batch`` breaks in state ``view``."""
+    """Constraints (6a)-(6d), k_max and basic sanity that ``batch`` breaks in state ``view``.
+
+    The list starts with :func:`batch_faults` (what no engine can run: wrong types, requests not resident, (6a)-(6c),
+    a request twice in the prefill part, ``blocked`` ids not resident), then the budgets: (6d) ``b_max`` and
+    ``k_max``.  Every path of :func:`fluidq.simulate` and :func:`fluidq.simulate_network` raises
+    :class:`~fluidq.errors.PolicyError` with the first; ``check_batches=False`` skips only the budgets."""
+    out = batch_faults(batch, view)
+    if out and (not isinstance(batch, Batch) or _shape_errors(batch)):  # (no token count to read)
+        return out
+    if batch.tokens > view.b_max:
+        out.append(f"(6d) batch has {batch.tokens} tokens > b_max={view.b_max}")
+    if view.k_max is not None and batch.n_requests > view.k_max:
+        out.append(f"(k_max) batch has {batch.n_requests} requests > k_max={view.k_max}")
+    return out
+
+
+def batch_faults(batch: Batch, view: QueueView) -> list[str]:
+    """What in ``batch`` no engine can run in state ``view``, whatever its budgets: entries that are not whole
+    numbers, requests that are not resident (prefill, decode or ``blocked``), a chunk below one token, a request
+    twice in the prefill part (one chunk per request per batch: two would be two allocations of its KV), (6a) a
+    decode token for a request with prefill left or finished, (6b) a chunk past the remaining prompt, (6c) two
+    decode tokens for one request.  O(batch) given the residents by id (the view's dict is built once per call).
+    :func:`batch_violations` is this list plus the budgets ((6d) ``b_max``, ``k_max``)."""
     if not isinstance(batch, Batch):
         return [f"returned {_short(batch)}, not a fluidq.policies.Batch"]
     shape = _shape_errors(batch)
@@ -183,6 +211,9 @@ def batch_violations(batch: Batch, view: QueueView) -> list[str]:
             continue
         if n < 1:
             out.append(f"request {rid}: prefill allocation {n} < 1")
+        if rid in seen_prefill:
+            out.append(f"request {rid} appears twice in the prefill part (one (rid, tokens) chunk per request "
+                       f"per batch)")
         seen_prefill[rid] = seen_prefill.get(rid, 0) + n
     for rid, n in seen_prefill.items():
         if n > by_id[rid].prefill_left:
@@ -201,10 +232,9 @@ def batch_violations(batch: Batch, view: QueueView) -> list[str]:
     for rid, c in counts.items():
         if c > 1:
             out.append(f"(6c) request {rid} gets {c} decode tokens in one batch")
-    if batch.tokens > view.b_max:
-        out.append(f"(6d) batch has {batch.tokens} tokens > b_max={view.b_max}")
-    if view.k_max is not None and batch.n_requests > view.k_max:
-        out.append(f"(k_max) batch has {batch.n_requests} requests > k_max={view.k_max}")
+    for rid in batch.blocked:
+        if not _whole(rid) or rid not in by_id:
+            out.append(f"blocked entry {_short(rid)} is not the id of a resident request")
     return out
 
 

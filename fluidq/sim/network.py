@@ -103,7 +103,9 @@ class NetworkSimResult(Result):
     seed : object
         The entropy of the generator used (for replay).
     violations : tuple
-        Constraint violations found in batches (should be empty for a valid policy).
+        Always empty (kept for compatibility, deprecated since 2026-12-07): a batch that breaks a constraint raises
+        :class:`~fluidq.errors.PolicyError` naming the station, the time and the rule, on every path, as
+        :func:`fluidq.simulate` does, instead of being listed here while the run went on with it.
     blocked : tuple
         ``(station, hop)`` pairs of requests a policy reported it can never schedule.
     preemptions, rejected : dict
@@ -483,7 +485,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
     if any(asked):
         from ..kernel.network_select import Asker
 
-        asker = Asker({si: (s, int(nrank[si])) for si, s in enumerate(stations) if asked[si]}, lab_names)
+        asker = Asker({si: (s, int(nrank[si])) for si, s in enumerate(stations) if asked[si]}, lab_names,
+                      check=check_batches)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
@@ -624,9 +627,16 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     record_dt_s : float, optional
         Sampling step of the recorded series (default ``horizon_s / 400``).
     check_batches : bool, optional
-        Check every batch against constraints (6a)-(6d) and ``k_max`` (slower; violations are
-        reported in the result).  Default: on when a station runs a policy that is not a built-in
-        scheduler (as :func:`fluidq.simulate`), off otherwise.
+        Check every batch against the budgets, (6d) ``b_max`` and ``k_max``, as well, and raise
+        :class:`~fluidq.errors.PolicyError` (``station 'name': policy 'p' at t=... s: <rule>``) at the first
+        batch that breaks one, as :func:`fluidq.simulate` does.  Default: on when a station runs a policy that
+        is not a built-in scheduler, off otherwise.  Off, a user policy's batches are still refused when no
+        engine can run them (:func:`fluidq.policies.base.batch_faults`: ids that are not whole numbers or not
+        residents', in ``blocked`` too, a chunk below one token or past the remaining prompt, a request twice in
+        the prefill part, a decode token for a request in prefill or finished, two for one request); only the
+        budgets are skipped.  A policy that leaves a station idle with work (an empty batch while requests wait
+        with work left, not listed in ``Batch.blocked``) that no later hop made it take up by the horizon raises
+        :class:`~fluidq.errors.PolicyError` too.
     max_batches : int, optional
         Stop after this many batches in total.
     method : {"auto", "generic", "python", "kernel"}
@@ -637,11 +647,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         state by :mod:`fluidq.kernel.network_select`; routes of hops to stations, random or JSQ routers,
         probabilistic choices and fork-joins, fixed or random lengths; no explicit ``check_batches=True``) and
         numba compiles, with the Python path's results exactly (a policy's batch that breaks the constraints
-        sends the run to the Python path, from the start, which lists it in ``violations``: a policy that keeps
-        state between calls is then called from the start again);
+        raises the Python path's :class:`~fluidq.errors.PolicyError` at once; only a batch over the budgets with
+        ``check_batches=False``, which the loop's arrays cannot hold and the Python path runs as given, sends the run to
+        the Python path, from the start: a policy that keeps state between calls is then called from the start
+        again);
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
-        loop, or says why it does not apply; a policy's batch the loop cannot run as given still restarts the run
-        on the Python path).  The Python event-skipping path lets stations
+        loop, or says why it does not apply; an unchecked batch over the budgets still restarts the run on the
+        Python path).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode

@@ -156,8 +156,8 @@ def test_a_fed_run_is_the_run_with_arrivals_up_front(kw, policy):
 
 
 def test_a_fed_run_reports_blocked_prompts_and_violations_to_its_caller():
-    """``on_blocked`` gets the ids a batch reports never schedulable; with ``check``, ``on_violation`` gets a
-    bad batch's messages instead of a PolicyError (raised without it)."""
+    """``on_blocked`` gets the ids a batch reports never schedulable; with ``check``, ``on_violation`` hears of a
+    bad batch's messages first, then the PolicyError is raised (2026-12-07: before, the run went on with the batch)."""
     from fluidq.policies.base import Batch
 
     class Bad:
@@ -176,8 +176,9 @@ def test_a_fed_run_reports_blocked_prompts_and_violations_to_its_caller():
 
     seen, bad = [], []
     run = fed(on_blocked=seen.extend, on_violation=lambda t, msgs: bad.append((t, msgs)))
-    assert run.begin(0.0) == TAU[10]
-    assert seen == [7] and len(bad) == 1 and bad[0][0] == 0.0 and "(6b)" in bad[0][1][0]
+    with pytest.raises(step.PolicyError, match="6b"):
+        run.begin(0.0)
+    assert len(bad) == 1 and bad[0][0] == 0.0 and "(6b)" in bad[0][1][0]
     with pytest.raises(step.PolicyError, match="6b"):
         fed().begin(0.0)
 

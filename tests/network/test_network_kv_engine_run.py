@@ -12,6 +12,7 @@ import pytest
 
 from fluidq import Engine, Staircase
 from fluidq.engine import VLLM, Memory
+from fluidq.errors import PolicyError
 from fluidq.network import Hop, Network, RequestClass, Station
 from fluidq.network.sim import simulate_network
 from fluidq.policies.base import Batch
@@ -122,9 +123,10 @@ def test_initial_requests_at_a_kv_station_are_offered_to_its_engine(memory):
 
 
 
-def test_a_bad_batch_at_a_kv_station_is_reported_not_raised():
-    """With ``check_batches``, a user policy's batches that break ``k_max`` at a KV station are listed in the
-    result's violations (station, time, rule), as at a station without a cache, and the run goes on."""
+def test_a_bad_batch_at_a_kv_station_raises_naming_the_station():
+    """With ``check_batches``, a user policy's batch that breaks ``k_max`` at a KV station raises PolicyError naming
+    the station, the time and the rule, as at a station without a cache (2026-12-07: before, it was listed in the
+    result's violations and the run went on)."""
     class AllDecodes:
         """Every decoder and one whole prompt, whatever ``k_max`` says."""
         name = "all-decodes"
@@ -143,8 +145,9 @@ def test_a_bad_batch_at_a_kv_station_is_reported_not_raised():
                       classes=[RequestClass(name="c", arrival=Poisson(rate_per_s=6.0), rate_per_s=6.0,
                                             route=[Hop(engine="K", prompt_tokens=60, output_tokens=20,
                                                        name="c.1")])])
-        res = simulate_network(net, horizon_s=10.0, rng=1, check_batches=True, method="python")
-        assert res.violations and all(v.startswith("K t=") for v in res.violations), cap
-        assert sum(res.completed.values()) > 20
-        out[cap] = res.violations[0].split(": ", 1)[1]
+        with pytest.raises(PolicyError) as e:
+            simulate_network(net, horizon_s=10.0, rng=1, check_batches=True, method="python")
+        assert str(e.value).startswith("station 'K': policy 'all-decodes' at t="), cap
+        assert "(k_max)" in str(e.value)
+        out[cap] = str(e.value).split(" s: ", 1)[1]
     assert out[None] == out[6000]  # the same rule broken, reported alike with and without a cache

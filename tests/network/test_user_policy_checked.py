@@ -3,9 +3,12 @@
 (and on the compiled loop)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import fluidq
+from fluidq.errors import PolicyError
 from fluidq import Engine, Staircase
 from fluidq.network import Network
 from fluidq.network.model import Hop, RequestClass, Station
@@ -37,15 +40,21 @@ def _net(policy):
                                          route=[Hop(engine="A", prompt_tokens=600, output_tokens=10)])])
 
 
+@pytest.mark.parametrize("method", ["auto", "python"])
 @pytest.mark.parametrize("mode,rule", [("over", "(6d)"), ("double", "(6b)"), ("decode-prefilling", "(6a)")])
-def test_user_policy_violations_reported_by_default(mode, rule):
-    res = fluidq.simulate_network(_net(Bad(mode)), horizon_s=10.0, rng=0)
-    assert res.violations and any(rule in str(v) for v in res.violations)
+def test_user_policy_violations_raise_by_default(mode, rule, method):
+    """(2026-12-07: listed in ``violations`` before, and the run went on with the batch.)"""
+    with pytest.raises(PolicyError, match=r"^station 'A': policy 'bad-" + mode + r"' at t=[0-9.]+ s: " +
+                       re.escape(rule)):
+        fluidq.simulate_network(_net(Bad(mode)), horizon_s=10.0, rng=0, method=method)
 
 
-def test_explicit_false_still_skips_the_check():
-    res = fluidq.simulate_network(_net(Bad("over")), horizon_s=10.0, rng=0, check_batches=False)
-    assert res.violations == ()
+@pytest.mark.parametrize("method", ["auto", "python"])
+def test_explicit_false_skips_only_the_budgets(method):
+    res = fluidq.simulate_network(_net(Bad("over")), horizon_s=10.0, rng=0, check_batches=False, method=method)
+    assert res.violations == () and sum(res.completed.values()) > 0
+    with pytest.raises(PolicyError, match=r"\(6b\)"):  # (no engine can run it: refused with the check off too)
+        fluidq.simulate_network(_net(Bad("double")), horizon_s=10.0, rng=0, check_batches=False, method=method)
 
 
 def test_builtin_unchecked_by_default(monkeypatch):
@@ -56,5 +65,6 @@ def test_builtin_unchecked_by_default(monkeypatch):
     monkeypatch.setattr(step, "batch_violations", lambda b, v: calls.append(1) or real(b, v))
     res = fluidq.simulate_network(_net("sarathi"), horizon_s=10.0, rng=0, method="python")
     assert res.violations == () and calls == []
-    fluidq.simulate_network(_net(Bad("over")), horizon_s=10.0, rng=0, method="python")
+    with pytest.raises(PolicyError):
+        fluidq.simulate_network(_net(Bad("over")), horizon_s=10.0, rng=0, method="python")
     assert calls  # (the spy sees a user policy's checks)
