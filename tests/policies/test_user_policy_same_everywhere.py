@@ -5,8 +5,8 @@ Paths: ``fluidq.simulate`` with ``method="auto"`` (the compiled select() loop, f
 Python, fluidq/kernel/network_select.py, where the station has no KV cache; the Python clock where it has one) and
 ``"python"`` (fluidq/kernel/clock.py).  The findings: a request's prefill named twice in one batch (indep #1), a
 policy that never schedules anything (revbad2 H2), bad batches in a network (M1), the check off (M2), a policy's own
-exception and junk in ``blocked`` (L3).  Parametrizations of ``method="auto"`` that need the same change in
-select.py (being changed on another branch) are strict xfails naming what select.py must mirror.
+exception and junk in ``blocked`` (L3).  ``method="auto"`` mirrors EngineRun since h-selmirror (2026-12-07):
+select.py calls step.py's functions, so every path is held here, none xfailed.
 """
 from __future__ import annotations
 
@@ -127,9 +127,7 @@ def _params(engines, pending, what):
     out = []
     for eng in engines:
         for p in PATHS:
-            marks = [pytest.mark.xfail(strict=True, reason=f"select.py mirror pending: {what}")] \
-                if p == "auto" and eng in pending else []
-            out.append(pytest.param(p, eng, marks=marks, id=f"{p}-{eng}"))
+            out.append(pytest.param(p, eng, id=f"{p}-{eng}"))
     return out
 
 
@@ -186,15 +184,13 @@ def test_the_check_off_still_refuses_what_cannot_run(path, engine, case, says):
 
 
 # -- 6. a policy's own exception keeps its type, with a note; junk in ``blocked`` is refused ------------------------
-@pytest.mark.parametrize("path", [pytest.param("auto", marks=pytest.mark.xfail(
-    strict=True, reason="select.py mirror pending: step._note_raised around policy.select")), "generic", "net-auto",
-    "net-python"])
+@pytest.mark.parametrize("path", ["auto", "generic", "net-auto", "net-python"])
 def test_a_policys_exception_keeps_its_type_with_a_note(path):
     _, exc = _err(path, "boom", "nokv", None, ValueError)
     assert str(exc) == "boom from the user's policy"
     notes = getattr(exc, "__notes__", [])
     assert len(notes) == 1 and "policy 'boom' at t=0.536515 s" in notes[0], notes
-    where = {"generic": "EngineRun", "net-auto": "compiled network loop", "net-python": "Python network clock"}
+    where = {"auto": "compiled select() loop", "generic": "EngineRun", "net-auto": "compiled network loop", "net-python": "Python network clock"}
     assert where[path] in notes[0], notes
 
 
