@@ -91,8 +91,14 @@ the next batch in which any request finishes --, decoded tokens before the promp
 ``method="fast"`` runs this loop as plain Python then).  The built-in FCFS schedulers keep running on
 :mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv` where those cover them.
 
-A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
-:class:`PolicyError` here too: the arrays cannot hold a request that is not resident.
+The user-policy checks are EngineRun's, by step.py's functions (branch h-selmirror, 2026-12-07): a policy's own
+exception gets ``_note_raised``'s note; with the check, the batch's requests' fields are compared with the arrays
+(``_tampered``: a policy must not write them) and ``blocked`` ids with the view's; with it off, ``batch_faults``
+(unless ``_trusted``) refuses what no engine can run, and a batch the compiled check flags for its budgets alone
+(``b_max``, ``k_max``) is run as given (``si[S_SKIPCHK]``), as EngineRun runs it -- one of more tokens than the
+batch-time table holds is refused with the budget's message (EngineRun fails indexing its table).  With a KV cache,
+a run that ends on an empty batch with nothing more to arrive (``si[S_STALL]``) raises ``_idle_with_work``'s error
+over every resident and the swapped out (``step._All``), unless the policy is ``_trusted``.
 """
 # ruff: noqa: PLR0912, PLR0913, PLR0915, N806
 from __future__ import annotations
@@ -1135,7 +1141,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             batches.append(batch)
         elif status == STATUS_BAD:
             batch, view = last
-            _raise(name, float(sf[F_T]), batch, view)
+            if check or batch_faults(batch, view) or batch.tokens >= tau.shape[0]:
+                _raise(name, float(sf[F_T]), batch, view)
+            # the check off: over the budgets (b_max, k_max) alone, run as given, as EngineRun runs it
+            si[S_SKIPCHK] = 1
         elif status == STATUS_PROGRESS:
             t = float(sf[F_T])
             progress(t, int(si[S_NA]))

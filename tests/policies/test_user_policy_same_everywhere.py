@@ -211,3 +211,34 @@ def test_a_policy_writing_the_requests_is_refused_with_the_check(path, engine, c
     msg, _ = _err(path, case, engine, None)
     assert re.fullmatch(rf"policy '{case}' at t=0\.536515 s: request \d+: the policy changed "
                         rf"RequestState\.{field} \({change}\); .*", msg), msg
+
+
+# -- 7. the check off skips the budgets: a batch over k_max runs as given, on the select() loop as on EngineRun ------
+def _over_kmax(view):
+    """Every prompt whole (past k_max, within b_max) and every decoder."""
+    pre = [(r.rid, r.prefill_left) for r in view.requests if r.in_prefill]
+    dec = [r.rid for r in view.requests if not r.in_prefill and r.decode_left > 0]
+    tot = sum(m for _, m in pre) + len(dec)
+    while pre and tot > view.b_max:
+        tot -= pre.pop()[1]
+    return Batch(prefill=tuple(pre), decode=tuple(dec))
+
+
+@pytest.mark.parametrize("engine", ["nokv", "tokens", "paged"])
+def test_the_check_off_runs_a_batch_over_k_max_as_engine_run_does(engine):
+    import numpy as np
+
+    w = Workload(arrival=Poisson(rate_per_s=40.0), prompt_tokens=20, output_tokens=5)
+    res = {m: fluidq.simulate(ENGINES[engine], w, policy=Pol("over", _over_kmax), horizon_s=HORIZON, rng=1,
+                              method=m, check_batches=False, record_iterations=True) for m in ("auto", "generic")}
+    a, g = res["auto"], res["generic"]
+    assert a.method == "fast" and g.method == "generic"
+    assert max(g.iterations["requests"]) > ENGINES[engine].k_max  # (the case runs over the budget)
+    with pytest.raises(PolicyError, match=r"\(k_max\) batch has \d+ requests > k_max=8"):
+        fluidq.simulate(ENGINES[engine], w, policy=Pol("over", _over_kmax), horizon_s=HORIZON, rng=1)
+    for k in g.requests:
+        np.testing.assert_array_equal(a.requests[k], g.requests[k], err_msg=k)
+    for k in g.iterations:
+        np.testing.assert_array_equal(a.iterations[k], g.iterations[k], err_msg=f"records {k}")
+    for k in ("n_iterations", "tokens_served", "end_s", "examined", "n_finished", "preemptions", "peak_kv_tokens"):
+        assert getattr(a, k) == getattr(g, k), k
