@@ -1143,6 +1143,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             batch, view = last
             if check or batch_faults(batch, view) or batch.tokens >= tau.shape[0]:
                 _raise(name, float(sf[F_T]), batch, view)
+            # (a policy that wrote its requests' fields may pass batch_faults on the objects, not on the arrays)
+            bad = _tampered(_Owned(ri, objs), batch, objs)
+            if bad:
+                raise _bad_batch(policy, float(sf[F_T]), bad)
             # the check off: over the budgets (b_max, k_max) alone, run as given, as EngineRun runs it
             si[S_SKIPCHK] = 1
         elif status == STATUS_PROGRESS:
