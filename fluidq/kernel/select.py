@@ -1066,9 +1066,10 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 _require_batch(name, batch, t)
             if check:
                 # a policy that wrote its batch's requests' fields (EngineRun.owned: the arrays are the engine's)
-                bad = _tampered(owned, batch, objs)
-                if bad:
-                    raise _bad_batch(policy, t, bad)
+                if _differs(ri, batch, objs):  # (vectorized; step._tampered then names the field)
+                    bad = _tampered(owned, batch, objs)
+                    if bad:
+                        raise _bad_batch(policy, t, bad)
                 if _shape_errors(batch):  # entries that are not whole numbers (numpy would cast them)
                     _raise(name, t, batch, view)
                 if batch.blocked and _junk_blocked(batch, reqs):  # (the compiled check reads no blocked ids)
@@ -1201,6 +1202,25 @@ class _Owned:
         except TypeError:  # (unhashable: batch_faults says what)
             return None
         return tuple(self.ri[rid, [R_PC, R_D, R_PF, R_DC]].tolist())
+
+
+_FIELDS4 = [R_PC, R_D, R_PF, R_DC]
+
+
+def _differs(ri, batch, objs) -> bool:
+    """Whether a resident request of ``batch`` has (prompt, output, prefilled, decoded) other than the arrays' (or
+    the batch is not plain pairs of ids: then ``step._tampered`` and the checks after it decide)."""
+    try:
+        rids = [item[0] for item in batch.prefill]
+        rids += batch.decode
+        keep = [(rid, r) for rid, r in zip(rids, map(objs.get, rids)) if r is not None]
+        if not keep:
+            return False
+        ids = np.array([rid for rid, _ in keep], dtype=np.int64)
+        now = np.array([(r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded) for _, r in keep])
+    except (TypeError, IndexError, KeyError, ValueError, OverflowError):
+        return True
+    return not np.array_equal(now, ri[ids][:, _FIELDS4])
 
 
 def _junk_blocked(batch, reqs) -> bool:
