@@ -91,8 +91,14 @@ the next batch in which any request finishes --, decoded tokens before the promp
 ``method="fast"`` runs this loop as plain Python then).  The built-in FCFS schedulers keep running on
 :mod:`fluidq.kernel.fcfs` / :mod:`fluidq.kernel.kv` where those cover them.
 
-A batch that breaks the constraints under ``check=False`` (which EngineRun runs as given, on garbage) raises
-:class:`PolicyError` here too: the arrays cannot hold a request that is not resident.
+The user-policy checks are EngineRun's, by step.py's functions (branch h-selmirror, 2026-12-07): a policy's own
+exception gets ``_note_raised``'s note; with the check, the batch's requests' fields are compared with the arrays
+(``_tampered``: a policy must not write them) and ``blocked`` ids with the view's; with it off, ``batch_faults``
+(unless ``_trusted``) refuses what no engine can run, and a batch the compiled check flags for its budgets alone
+(``b_max``, ``k_max``) is run as given (``si[S_SKIPCHK]``), as EngineRun runs it -- one of more tokens than the
+batch-time table holds is refused with the budget's message (EngineRun fails indexing its table).  With a KV cache,
+a run that ends on an empty batch with nothing more to arrive (``si[S_STALL]``) raises ``_idle_with_work``'s error
+over every resident and the swapped out (``step._All``), unless the policy is ``_trusted``.
 """
 # ruff: noqa: PLR0912, PLR0913, PLR0915, N806
 from __future__ import annotations
@@ -104,14 +110,14 @@ from itertools import repeat
 import numpy as np
 
 from ..errors import ParameterError
-from ..policies.base import Batch, QueueView, RequestState, _shape_errors, batch_violations
+from ..policies.base import Batch, QueueView, RequestState, _shape_errors, batch_faults, batch_violations
 from . import memory as _rules
 from ._jit import jit
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
 from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
 from .kvrules import token_next, token_take
 from .memory import _may_evict_hook, _unfinished, _victim_order, block_shift, victim_key
-from .step import PolicyError, _idle_with_work, _require_batch
+from .step import _All, _bad_batch, _idle_with_work, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["STATUS_ASK", "STATUS_BAD", "STATUS_BATCH", "STATUS_DONE", "STATUS_GROW", "STATUS_PROGRESS", "STATUS_TAU", "STATUS_VICTIM",
            "covers", "run_select"]
@@ -140,7 +146,8 @@ S_NVW = 58  # (records with a KV cache) the last view's request ids, vw[:S_NVW],
 # async scheduling: on, the engine's k_max (-1: none), the finished requests still holding their slot and KV (lg[:S_NLAG],
 # state R_ST 4), whether the arrivals were read up to F_TSEEN only; record_batches: on, the batch reported
 S_ASYNC, S_KMAX0, S_NLAG, S_TSEEN, S_RECB, S_BREP = range(59, 65)
-N_SI = 65
+S_STALL = 65  # (with a KV cache) the run ended on an empty batch with nothing more to arrive: the driver's idle test
+N_SI = 66
 # sf (float64): the clock and its sums; the swap seconds of this formation's swap-ins and of its preemptions
 F_T, F_T0, F_H, F_BUSY, F_KS, F_NEXT, F_TAU, F_SWAPS, F_E1, F_E2, F_TSEEN = range(11)
 N_SF = 11
@@ -218,12 +225,11 @@ def _bad(si, ri, bp, npf, bd, nd, ntab):
         rid, m = bp[j, 0], bp[j, 1]
         if rid < 0 or rid >= N or ri[rid, R_ST] != 1 or m < 1 or (hide and not _held(si, ri, rid)):
             return True
-        if ri[rid, R_MP] != s:
-            ri[rid, R_MP] = s
-            ri[rid, R_ACC] = 0
-            nreq += 1
-        ri[rid, R_ACC] += m
-        if ri[rid, R_ACC] > ri[rid, R_PC] - ri[rid, R_PF]:
+        if ri[rid, R_MP] == s:  # twice in the prefill part (batch_faults: one chunk per request per batch)
+            return True
+        ri[rid, R_MP] = s
+        nreq += 1
+        if m > ri[rid, R_PC] - ri[rid, R_PF]:
             return True
         tokens += m
     for j in range(nd):
@@ -633,6 +639,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
                 na = si[S_NA]
                 if na >= n:
                     si[S_PH] = PH_OVER
+                    if mem:  # (EngineRun.begin: the driver asks _idle_with_work over every resident)
+                        si[S_STALL] = 1
                     return STATUS_DONE
                 a = arr[na]
                 sf[F_T] = h if h <= a else a
@@ -962,6 +970,9 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
     a_seen = 0  # arrivals made into objects so far
     last = None  # the last batch and its view (for the error message)
     name = getattr(policy, "name", policy)
+    trusted = _trusted(policy)
+    faults = not check and not trusted
+    owned = _Owned(ri, objs) if check else None
 
     def touched():
         """Refresh the objects the memory rules changed (victims, swaps) from the arrays."""
@@ -1046,11 +1057,27 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 reqs = tuple(objs.values())
                 view = QueueView(requests=reqs, now_s=t, b_max=b_max, k_max=k_max, kv_free_tokens=None)
             examined += len(reqs)
-            batch = select(view)
+            try:
+                batch = select(view)
+            except Exception as e:  # the user's exception, its type kept, with a note of where (EngineRun.ask)
+                _note_raised(e, policy, t, "fluidq.simulate's compiled select() loop, method='auto'")
+                raise
             if batch.__class__ is not Batch:  # (EngineRun.ask, check on or off)
                 _require_batch(name, batch, t)
-            if check and _shape_errors(batch):  # entries that are not whole numbers (numpy would cast them)
-                _raise(name, t, batch, view)
+            if check:
+                # a policy that wrote its batch's requests' fields (EngineRun.owned: the arrays are the engine's)
+                if _differs(ri, batch, objs):  # (vectorized; step._tampered then names the field)
+                    bad = _tampered(owned, batch, objs)
+                    if bad:
+                        raise _bad_batch(policy, t, bad)
+                if _shape_errors(batch):  # entries that are not whole numbers (numpy would cast them)
+                    _raise(name, t, batch, view)
+                if batch.blocked and _junk_blocked(batch, reqs):  # (the compiled check reads no blocked ids)
+                    _raise(name, t, batch, view)
+            elif faults:  # the check off: only what no engine can run (a built-in scheduler's batches are not read)
+                bad = batch_faults(batch, view)
+                if bad:
+                    raise _bad_batch(policy, t, bad)
             last = (batch, view)
             pre, dec = batch.prefill, batch.decode
             nbp, nd = len(pre), len(dec)
@@ -1115,7 +1142,14 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             batches.append(batch)
         elif status == STATUS_BAD:
             batch, view = last
-            _raise(name, float(sf[F_T]), batch, view)
+            if check or batch_faults(batch, view) or batch.tokens >= tau.shape[0]:
+                _raise(name, float(sf[F_T]), batch, view)
+            # (a policy that wrote its requests' fields may pass batch_faults on the objects, not on the arrays)
+            bad = _tampered(_Owned(ri, objs), batch, objs)
+            if bad:
+                raise _bad_batch(policy, float(sf[F_T]), bad)
+            # the check off: over the budgets (b_max, k_max) alone, run as given, as EngineRun runs it
+            si[S_SKIPCHK] = 1
         elif status == STATUS_PROGRESS:
             t = float(sf[F_T])
             progress(t, int(si[S_NA]))
@@ -1128,6 +1162,8 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
                 rci = _grow_rows(rci, int(si[S_NEEDR]))
                 rcf = _grow_rows(rcf, int(si[S_NEEDR]))
         else:
+            if si[S_STALL] and not trusted:  # EngineRun.begin: an empty batch with a KV cache, nothing to arrive
+                _stalled(policy, si, ri, sw, ol, objs, blocked, float(sf[F_T]))
             break
         status = _advance(si, sf, arr, ri, rf, bp, bd, tau, bt, bnw, rci, rcf, fo, cg, cgf, bk, sw, tq, qe, qs, stamp,
                           cup, qpos, qn, vw, lg)
@@ -1151,6 +1187,62 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             "peak_kv_tokens": int(si[S_PEAK]), "batches": batches, "examined": examined}
 
 
+class _Owned:
+    """A request's fields as the arrays hold them (``EngineRun.owned``'s ``get``), for the residents ``objs``."""
+
+    __slots__ = ("objs", "ri")
+
+    def __init__(self, ri, objs):
+        self.ri, self.objs = ri, objs
+
+    def get(self, rid):
+        try:
+            if rid not in self.objs:
+                return None
+        except TypeError:  # (unhashable: batch_faults says what)
+            return None
+        return tuple(self.ri[rid, [R_PC, R_D, R_PF, R_DC]].tolist())
+
+
+_FIELDS4 = [R_PC, R_D, R_PF, R_DC]
+
+
+def _differs(ri, batch, objs) -> bool:
+    """Whether a resident request of ``batch`` has (prompt, output, prefilled, decoded) other than the arrays' (or
+    the batch is not plain pairs of ids: then ``step._tampered`` and the checks after it decide)."""
+    try:
+        rids = [item[0] for item in batch.prefill]
+        rids += batch.decode
+        keep = [(rid, r) for rid, r in zip(rids, map(objs.get, rids)) if r is not None]
+        if not keep:
+            return False
+        ids = np.array([rid for rid, _ in keep], dtype=np.int64)
+        now = np.array([(r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded) for _, r in keep])
+    except (TypeError, IndexError, KeyError, ValueError, OverflowError):
+        return True
+    return not np.array_equal(now, ri[ids][:, _FIELDS4])
+
+
+def _junk_blocked(batch, reqs) -> bool:
+    """Whether ``blocked`` names an id that is not a request of the view (batch_violations says which)."""
+    ids = {r.rid for r in reqs}
+    try:
+        return any(rid not in ids for rid in batch.blocked)
+    except TypeError:
+        return True
+
+
+def _stalled(policy, si, ri, sw, ol, objs, blocked, t):
+    """EngineRun's idle error with a KV cache: every resident and the swapped out (``step._All``), their fields
+    brought up to date from the arrays first."""
+    res = [ol[rid] for rid in objs if ri[rid, R_ST] == 1]
+    ring = [int(sw[k % sw.shape[0], 0]) for k in range(int(si[S_SWH]), int(si[S_SWT]))]
+    swapped = [(ol[rid], None) for rid in ring]
+    for r in res + [q for q, _ in swapped]:
+        r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded = ri[r.rid, [R_PC, R_D, R_PF, R_DC]].tolist()
+    _idle_with_work(policy, _All(res, swapped), blocked, t)
+
+
 def _residents(objs, batch) -> bool:
     return all(rid in objs for rid, _ in batch.prefill) and all(rid in objs for rid in batch.decode)
 
@@ -1160,4 +1252,4 @@ def _raise(name, t, batch, view):
     bad = batch_violations(batch, view)
     if not bad:  # pragma: no cover - the kernel's check flags only what batch_violations flags
         raise RuntimeError(f"fluidq select kernel: a batch at t={t:.6g} flagged but within the constraints")
-    raise PolicyError(f"policy {name!r} at t={t:.6g} s: {bad[0]}")
+    raise _bad_batch(name, t, bad)

@@ -383,8 +383,14 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         view of the queue, where no compiled loop runs it).  The result's ``method`` is ``"fast"`` when a compiled
         loop (or the select loop) ran, ``"generic"`` when EngineRun did.
     check_batches : bool, optional
-        Check every batch against (6a)-(6d) and ``k_max`` and raise :class:`PolicyError` on a
-        violation (default: on for policies that are not built-in schedulers).
+        Check every batch against (6a)-(6d), ``b_max`` and ``k_max``, and the fields of its requests
+        against the engine's (a policy must not write them), and raise :class:`PolicyError` on a
+        violation (default: on for policies that are not built-in schedulers).  Off, only the budgets
+        (``b_max``, ``k_max``) and that comparison of the fields are skipped: what no engine can run
+        (:func:`~fluidq.policies.base.batch_faults`: entries that are not whole numbers, ids that are
+        not residents', ``blocked`` included, a chunk below one token or past the prompt, a request twice
+        in the prefill part, a decode of a request in its prompt or finished, two decodes of one
+        request) is a :class:`PolicyError` on every path, check on or off.
     preemption : {"recompute", "swap"}, optional
         What a KV-cache preemption costs (only with ``engine.kv_capacity_tokens``); default the
         engine's ``memory.preemption`` (``"recompute"`` unless set), which this overrides.

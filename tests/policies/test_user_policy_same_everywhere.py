@@ -5,8 +5,8 @@ Paths: ``fluidq.simulate`` with ``method="auto"`` (the compiled select() loop, f
 Python, fluidq/kernel/network_select.py, where the station has no KV cache; the Python clock where it has one) and
 ``"python"`` (fluidq/kernel/clock.py).  The findings: a request's prefill named twice in one batch (indep #1), a
 policy that never schedules anything (revbad2 H2), bad batches in a network (M1), the check off (M2), a policy's own
-exception and junk in ``blocked`` (L3).  Parametrizations of ``method="auto"`` that need the same change in
-select.py (being changed on another branch) are strict xfails naming what select.py must mirror.
+exception and junk in ``blocked`` (L3).  ``method="auto"`` mirrors EngineRun since h-selmirror (2026-12-07):
+select.py calls step.py's functions, so every path is held here, none xfailed.
 """
 from __future__ import annotations
 
@@ -127,9 +127,7 @@ def _params(engines, pending, what):
     out = []
     for eng in engines:
         for p in PATHS:
-            marks = [pytest.mark.xfail(strict=True, reason=f"select.py mirror pending: {what}")] \
-                if p == "auto" and eng in pending else []
-            out.append(pytest.param(p, eng, marks=marks, id=f"{p}-{eng}"))
+            out.append(pytest.param(p, eng, id=f"{p}-{eng}"))
     return out
 
 
@@ -186,15 +184,13 @@ def test_the_check_off_still_refuses_what_cannot_run(path, engine, case, says):
 
 
 # -- 6. a policy's own exception keeps its type, with a note; junk in ``blocked`` is refused ------------------------
-@pytest.mark.parametrize("path", [pytest.param("auto", marks=pytest.mark.xfail(
-    strict=True, reason="select.py mirror pending: step._note_raised around policy.select")), "generic", "net-auto",
-    "net-python"])
+@pytest.mark.parametrize("path", ["auto", "generic", "net-auto", "net-python"])
 def test_a_policys_exception_keeps_its_type_with_a_note(path):
     _, exc = _err(path, "boom", "nokv", None, ValueError)
     assert str(exc) == "boom from the user's policy"
     notes = getattr(exc, "__notes__", [])
     assert len(notes) == 1 and "policy 'boom' at t=0.536515 s" in notes[0], notes
-    where = {"generic": "EngineRun", "net-auto": "compiled network loop", "net-python": "Python network clock"}
+    where = {"auto": "compiled select() loop", "generic": "EngineRun", "net-auto": "compiled network loop", "net-python": "Python network clock"}
     assert where[path] in notes[0], notes
 
 
@@ -215,3 +211,34 @@ def test_a_policy_writing_the_requests_is_refused_with_the_check(path, engine, c
     msg, _ = _err(path, case, engine, None)
     assert re.fullmatch(rf"policy '{case}' at t=0\.536515 s: request \d+: the policy changed "
                         rf"RequestState\.{field} \({change}\); .*", msg), msg
+
+
+# -- 7. the check off skips the budgets: a batch over k_max runs as given, on the select() loop as on EngineRun ------
+def _over_kmax(view):
+    """Every prompt whole (past k_max, within b_max) and every decoder."""
+    pre = [(r.rid, r.prefill_left) for r in view.requests if r.in_prefill]
+    dec = [r.rid for r in view.requests if not r.in_prefill and r.decode_left > 0]
+    tot = sum(m for _, m in pre) + len(dec)
+    while pre and tot > view.b_max:
+        tot -= pre.pop()[1]
+    return Batch(prefill=tuple(pre), decode=tuple(dec))
+
+
+@pytest.mark.parametrize("engine", ["nokv", "tokens", "paged"])
+def test_the_check_off_runs_a_batch_over_k_max_as_engine_run_does(engine):
+    import numpy as np
+
+    w = Workload(arrival=Poisson(rate_per_s=40.0), prompt_tokens=20, output_tokens=5)
+    res = {m: fluidq.simulate(ENGINES[engine], w, policy=Pol("over", _over_kmax), horizon_s=HORIZON, rng=1,
+                              method=m, check_batches=False, record_iterations=True) for m in ("auto", "generic")}
+    a, g = res["auto"], res["generic"]
+    assert a.method == "fast" and g.method == "generic"
+    assert max(g.iterations["requests"]) > ENGINES[engine].k_max  # (the case runs over the budget)
+    with pytest.raises(PolicyError, match=r"\(k_max\) batch has \d+ requests > k_max=8"):
+        fluidq.simulate(ENGINES[engine], w, policy=Pol("over", _over_kmax), horizon_s=HORIZON, rng=1)
+    for k in g.requests:
+        np.testing.assert_array_equal(a.requests[k], g.requests[k], err_msg=k)
+    for k in g.iterations:
+        np.testing.assert_array_equal(a.iterations[k], g.iterations[k], err_msg=f"records {k}")
+    for k in ("n_iterations", "tokens_served", "end_s", "examined", "n_finished", "preemptions", "peak_kv_tokens"):
+        assert getattr(a, k) == getattr(g, k), k
