@@ -70,7 +70,7 @@ def test_capacity_profile_dir_on_the_command_line(capsys):
                        (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "0"], "--pipeline-parallel-size=0"),
                        (["--profile-dir", str(FOLDER), "--enable-expert-parallel"], "--enable-expert-parallel"),
                        (["--profile-dir", str(FOLDER), "--pipeline-parallel-size", "2", "--link-latency-us", "3"],
-                        "link_bandwidth_gbps"),
+                        "--link-bandwidth-gbps not given"),  # (h-fixmsg: the flag, not the parameter)
                        (["--data-parallel-size", "2"], "--profile-dir"),
                        (["--profile-dir", str(FOLDER), "--profile", "paper-codellama34b-a100"], "--profile"),
                        (["--profile-dir", str(FOLDER), "--engines", "2"], "--engines"),
