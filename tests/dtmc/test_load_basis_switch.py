@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import fluidq
 from fluidq.dtmc.flow_basis import FLOW_BALANCE_BAND
 from fluidq.dtmc.kv_basis import _BatchTimeIterations
 from fluidq.dtmc.load_basis import load_basis
@@ -105,16 +104,8 @@ SIM_SEEDS, SIM_N = (1, 2, 3, 4), 2000
 
 
 def _simulated(eng, p, o, rate):
-    served = []
-    for seed in SIM_SEEDS:
-        rng = np.random.default_rng(seed)
-        a = np.concatenate([[0.0], np.cumsum(rng.exponential(1 / rate, SIM_N - 1))])
-        r = fluidq.simulate(eng, {"arrival_s": a, "prompt_tokens": np.full(SIM_N, p),
-                                  "output_tokens": np.full(SIM_N, o)}, "vllm-chunked", n_requests=SIM_N)
-        fin = np.asarray(r.requests["finish_s"])
-        t0, t1 = 0.3 * a[-1], 0.9 * a[-1]
-        served.append(np.sum((fin > t0) & (fin <= t1)) / (t1 - t0))
-    x = np.asarray(served)
+    """The mean over SIM_SEEDS of the tool's seeded run (switch_tool.simulated) and its 95 % half-width."""
+    x = np.asarray([switch_tool.simulated(eng, p, o, rate, seed, n=SIM_N)[0] for seed in SIM_SEEDS])
     half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
     return float(x.mean()), half
 
