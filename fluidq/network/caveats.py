@@ -13,11 +13,6 @@ from ..engine.budgets import binding_k_max
 __all__ = ["capacity_caveats", "k_max_floor"]
 
 
-def station_capacity(st) -> float:
-    """``b_max/t(b_max)`` of the station (:attr:`Station.capacity_tokens_per_s`, what its load is read against)."""
-    return st.capacity_tokens_per_s
-
-
 def k_max_floor(network, station) -> tuple | None:
     """``(k, tokens_per_s, why)``: what ``station`` of ``network`` serves at least under any backlog when its
     ``k_max = k`` binds, or ``None`` where no such floor is read.
@@ -79,7 +74,7 @@ def capacity_caveats(network) -> list:
         k = binding_k_max(eng, pol)  # a k_max at or above the most requests a batch can hold never binds
         if k is not None and st.name in loads:
             fl = k_max_floor(network, st)  # far from binding at this load: the station drains at its floor rate
-            if fl is not None and loads[st.name] * station_capacity(st) < fl[1]:
+            if fl is not None and loads[st.name] * st.capacity_tokens_per_s < fl[1]:
                 k = None
         if k is not None:
             who = "engine" if k == eng.k_max else "scheduler"

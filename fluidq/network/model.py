@@ -601,6 +601,11 @@ class Network:
     def _router_engines(self) -> dict:
         return {r.name: r.engines for r in self.routers}
 
+    def _visited(self) -> set:
+        """The stations some class visits: those a hop names, directly or through a router over them (one no class
+        visits is refused in a case file, :func:`fluidq.network.toml.load_network`, and noted by :meth:`describe`)."""
+        return {e for h in self.hops for e in self.engines_of(h.engine)}
+
     # ---- topology -----------------------------------------------------------------------------
     @cached_property
     def graph(self):
@@ -840,7 +845,7 @@ class Network:
         bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value
 
-        visited = {e for h in self.hops for e in self.engines_of(h.engine)}
+        visited = self._visited()
         for s in self.stations:
             pr = f", priority {' > '.join(s.priority)}" if s.priority else ""
             bs = f" (best split {best[s.name]:.3f})" if shared else ""

@@ -527,9 +527,7 @@ def network_from_dict(d: dict, *, source: str = "<dict>", base_dir=None) -> Netw
 def _check_visited(source, net) -> None:
     """Refuse an engine that no class visits (no hop names it, nor a router over it): it would be accepted at load
     0 and say nothing, while it is most likely a typo in a hop's engine name or a table left over from an edit."""
-    seen = set()
-    for h in net.hops:
-        seen.update(net.engines_of(h.engine))
+    seen = net._visited()
     idle = [s.name for s in net.stations if s.name not in seen]
     if idle:
         visited = ", ".join(s.name for s in net.stations if s.name in seen)

@@ -70,10 +70,11 @@ class Reference:
     def basis_binding(self) -> str | None:
         """The limit that binds in the load basis' capacity: ``"kv_cache"`` or ``"k_max"`` for ``kv_rules``
         (:func:`fluidq.dtmc.kv_basis.kv_capacity`'s ``binding``), the flow balance's for ``flow_balance``, ``None``
-        for ``max_throughput`` (as ``fluidq capacity --json``'s ``load_basis_binding``)."""
-        if self.basis is None or self.basis_name == "max_throughput":
-            return None
-        return getattr(getattr(self.basis, "capacity", None), "binding", None)
+        for ``max_throughput`` (:func:`fluidq.dtmc.load_basis.load_basis_binding`, as ``fluidq capacity --json``'s
+        ``load_basis_binding``)."""
+        from ..dtmc.load_basis import load_basis_binding
+
+        return None if self.basis is None else load_basis_binding(self.basis)
 
     @property
     def basis_words(self) -> str:

@@ -520,11 +520,12 @@ def check_stability(engine, workload: Workload | None = None, policy="sarathi", 
                    + (f"; {_kv_rules_words(kv_rules, workload)}" if kv_rules is not None else ""))
         if offered > bound * (1 + tolerance):
             status = Status.UNSTABLE
-            what = ("the stability region's capacity along the mix (§6 of arXiv:2504.07347), what any scheduler "
-                    "serves at best" if cap.bound_tokens_per_s is None and cap.method == "region" else
-                    "sup b/t(b), what the engine serves at best even without its KV-cache limit")
-            reason = (f"offered load {_tps(offered)} tokens/s exceeds {what.split(',')[0]} = {_tps(bound)} tokens/s,"
-                      f"{what.split(',', 1)[1]} ({fmt_load(offered / bound)} times it; "
+            bound_name, bound_gloss = (
+                ("the stability region's capacity along the mix (§6 of arXiv:2504.07347)",
+                 "what any scheduler serves at best") if cap.bound_tokens_per_s is None and cap.method == "region" else
+                ("sup b/t(b)", "what the engine serves at best even without its KV-cache limit"))
+            reason = (f"offered load {_tps(offered)} tokens/s exceeds {bound_name} = {_tps(bound)} tokens/s, "
+                      f"{bound_gloss} ({fmt_load(offered / bound)} times it; "
                       f"load {fmt_load(rho)} against the {_tps(ref)} tokens/s under the cache); by Theorem 2(a) no "
                       f"scheduler is stable{assumption}")
         elif _past(offered, hi * top, below=False):

@@ -265,7 +265,7 @@ def _report_files(out: Path) -> set:
     for f in named:
         if isinstance(f, str) and Path(f).suffix in (".md", ".json", ".png"):
             q = Path(f)
-            if (q.parent.resolve() if q.is_absolute() else (Path.cwd() / q).parent.resolve()) == out_r:
+            if q.parent.resolve() == out_r:  # (a relative name resolves against the working folder)
                 keep.add(q.name)
     return keep
 

@@ -357,7 +357,7 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
         hf_id = _profile_model(plain)  # an invalid profile_meta.yaml refused, naming the line and column
         from .profile_meta import check_profile_meta
 
-        check_profile_meta(plain)  # its fields' types: tp_degrees, engine_effective.block_size, the shapes ...
+        pm = check_profile_meta(plain)  # its fields' types: tp_degrees, engine_effective.block_size, the shapes ...
     except DataError as exc:
         raise DataError(_user_paths(str(exc), plain, folder)) from None
     ran = run.meta.get("model") or run.engine_kwargs.get("model")  # the model vLLM served
@@ -366,9 +366,6 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
         # a profile_meta.yaml naming no model and recording no shapes (empty, or its model and hf_overrides gone)
         # says nothing of which model the profiles time: refused as a missing file is, unless the user says the
         # profiles are of the served model (review revbad2 M3: a 70B run was predicted from 8B profiles unchecked)
-        from .profile_meta import read_profile_meta
-
-        pm = read_profile_meta(plain)
         eff = pm.get("engine_effective")
         over = eff.get("hf_overrides") if isinstance(eff, dict) else None
         if not (isinstance(over, dict) and over):
@@ -428,9 +425,8 @@ def case_for_run(run_dir, *, model_config=None, served_model_is_profiled: bool =
                         + (" (--model-config)" if model_config is not None else "")
                         + " and the operator profiles must be of the same model")
     from .deployment import profile_override_differences
-    from .profile_meta import read_profile_meta
 
-    over = profile_override_differences(facts, read_profile_meta(plain))  # (read above: valid YAML)
+    over = profile_override_differences(facts, pm)  # (the file as read and checked above)
     if over:  # the shapes the profiler recorded, for a model in no table too (rev-indep 2026-12-07 #4)
         raise DataError(f"{folder}: profile_meta.yaml profiles {hf_id!r} but "
                         + (f"the config.json given ({model_config}) has " if model_config is not None else

@@ -62,6 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import json_loads, open_text, read_text  # noqa: F401  (open_text: re-exported)
+from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS
 from ..errors import DataError
 
 __all__ = ["ServingRun", "read_run", "run_file", "kv_in_use_tokens", "read_peer_summary", "saturated_throughput", "capacity_regimes", "saturated_ticks", "steady_poisson_arrivals",
@@ -89,15 +90,9 @@ def _note_disagreement(meta, key, used_at, used, others) -> None:
           f"{', '.join(said(n, v) for n, v in others)}; using {json.dumps(used)}, from {used_at}", file=sys.stderr)
 
 
-def _int_max() -> dict:
-    from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS
-
-    return {k: (MAX_BUDGET_TOKENS, BUDGET_WHY) for k in ("max_num_batched_tokens", "max_num_seqs", "block_size")}
-
-
 #: the largest value of a recorded option, with why: the bounds the prediction's own checks set (a larger one was
 #: refused there as an internal parameter, naming no file: review revbad2 L4)
-_INT_MAX = _int_max()
+_INT_MAX = {k: (MAX_BUDGET_TOKENS, BUDGET_WHY) for k in ("max_num_batched_tokens", "max_num_seqs", "block_size")}
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

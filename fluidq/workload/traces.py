@@ -71,10 +71,11 @@ class Trace:
         (:data:`MAX_SECONDS`); a workload cannot run on them."""
         from .._validate import MIN_RATE_PER_S
 
-        span = float(self.arrival_s[-1] - self.arrival_s[0])
-        if len(self) > 1 and span > 0 and (len(self) - 1) / span < MIN_RATE_PER_S:
+        rate = self.rate_per_s  # inf for one request or no span
+        if rate < MIN_RATE_PER_S:
+            span = float(self.arrival_s[-1] - self.arrival_s[0])
             raise DataError(f"{self.source}: {len(self)} requests over {span:.6g} s of arrival times (column "
-                            f"{self.time_field}), a mean rate of {(len(self) - 1) / span:.3g} req/s: expected at least "
+                            f"{self.time_field}), a mean rate of {rate:.3g} req/s: expected at least "
                             f"{MIN_RATE_PER_S:g} req/s (one request in about 30 years, the least fluidq models); are "
                             "the times in another unit?")
 

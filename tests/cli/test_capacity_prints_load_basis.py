@@ -138,7 +138,7 @@ def test_the_mean_footprint_caveat_is_said_once(flags, said_in, referred, capsys
         assert referred in lines["load basis"] and not CAVEAT.search(lines["load basis"])
     else:  # max_throughput's reason has no caveat here (its k_max region, not a mean-footprint batch): this line
         # says the cache binds for part of the residents' life and what the figure is (h-words)
-        from fluidq.cli.commands.capacity import KV_CACHE_BINDS_PART
+        from fluidq.dtmc.load_basis import KV_CACHE_BINDS_PART
 
         assert "mean-footprint" not in lines["why"] and KV_CACHE_BINDS_PART in lines["load basis"]
         assert "bound over every scheduler" in lines["load basis"] and "takes the batch" not in lines["load basis"]

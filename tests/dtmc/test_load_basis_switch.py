@@ -13,11 +13,13 @@ fixed prompt and output lengths (prompts 200-4000 tokens), and the four engines 
 (for the lead)" paragraph (2026-12-07, h-kvjump).  Main (50cab87): the basis jumped +16 to +31 % at the switch on the
 long-prompt engines; see validation/RESULTS.md, "the load basis through the switch" (h-basis), for every number.
 """
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats
 
-import fluidq
 from fluidq.dtmc.flow_basis import FLOW_BALANCE_BAND
 from fluidq.dtmc.kv_basis import _BatchTimeIterations
 from fluidq.dtmc.load_basis import load_basis
@@ -26,26 +28,21 @@ from fluidq.stability.measured import SATURATION_PER_BASIS
 from fluidq.validate.predict import predict_capacity
 from fluidq.workload import Poisson, Workload
 
-POOL = [("Llama-3.2-3B", 1), ("Qwen2.5-7B", 1), ("Mistral-Nemo-12B", 1), ("Qwen3-14B", 1), ("Qwen2.5-32B", 2),
-        ("Llama-3.3-70B", 4), ("Qwen3-8B", 1), ("Yi-34B", 2)]
-GPUS = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S", "H200-SXM-141GB"]
-#: the engines of the finding (validation/RESULTS.md, "Not done (for the lead)", 2026-12-07): (model, gpu, tp, k, p, o)
-NAMED = [("Llama-3.1-8B", "H100-SXM5-80GB", 1, 64, 1000, 500), ("Qwen2.5-14B", "A100-SXM4-80GB", 1, 64, 1200, 400),
-         ("Llama-3.1-70B", "H100-SXM5-80GB", 2, 96, 1500, 400), ("Llama-3.2-1B", "L4", 1, 24, 300, 150)]
+#: validation/tools/load_basis_switch.py, the tool that measured the finding: its engines (random_engine, NAMED) are
+#: the ones tested here, drawn by the one function (it is not a package: loaded from its file)
+_spec = importlib.util.spec_from_file_location(
+    "_load_basis_switch", Path(__file__).resolve().parents[2] / "validation" / "tools" / "load_basis_switch.py")
+switch_tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(switch_tool)
 
 
 def random_engine(seed):
-    """(model, gpu, tp, k_max, prompt, output), seeded; validation/tools/load_basis_switch.py draws the same."""
-    rng = np.random.default_rng(1000 + seed)
-    m, tp = POOL[rng.integers(len(POOL))]
-    g = GPUS[rng.integers(len(GPUS))]
-    p = int(np.exp(rng.uniform(np.log(200), np.log(4000))))
-    o = int(np.exp(rng.uniform(np.log(50), np.log(1000))))
-    k = int(rng.integers(16, 257))
-    # max_num_seqs below what the token budget (2048) lets decode, so that it binds once the KV cache does not
-    k = max(8, min(k, int(0.7 * 2048 * (o - 1) / (p + o - 1))))
-    return m, g, tp, k, p, o
+    """(model, gpu, tp, k_max, prompt, output), seeded: the tool's draw, less its label."""
+    return switch_tool.random_engine(seed)[1:]
 
+
+#: the engines of the finding (validation/RESULTS.md, "Not done (for the lead)", 2026-12-07): (model, gpu, tp, k, p, o)
+NAMED = [e[1:] for e in switch_tool.NAMED]
 
 ENGINES = [pytest.param(random_engine(s), id=f"random{s}") for s in range(8)] + \
           [pytest.param(e, id=f"{e[0]}-{e[1]}") for e in NAMED]
@@ -107,16 +104,8 @@ SIM_SEEDS, SIM_N = (1, 2, 3, 4), 2000
 
 
 def _simulated(eng, p, o, rate):
-    served = []
-    for seed in SIM_SEEDS:
-        rng = np.random.default_rng(seed)
-        a = np.concatenate([[0.0], np.cumsum(rng.exponential(1 / rate, SIM_N - 1))])
-        r = fluidq.simulate(eng, {"arrival_s": a, "prompt_tokens": np.full(SIM_N, p),
-                                  "output_tokens": np.full(SIM_N, o)}, "vllm-chunked", n_requests=SIM_N)
-        fin = np.asarray(r.requests["finish_s"])
-        t0, t1 = 0.3 * a[-1], 0.9 * a[-1]
-        served.append(np.sum((fin > t0) & (fin <= t1)) / (t1 - t0))
-    x = np.asarray(served)
+    """The mean over SIM_SEEDS of the tool's seeded run (switch_tool.simulated) and its 95 % half-width."""
+    x = np.asarray([switch_tool.simulated(eng, p, o, rate, seed, n=SIM_N)[0] for seed in SIM_SEEDS])
     half = float(stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size))
     return float(x.mean()), half
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from ...capacity import max_throughput, tokens_per_request
+# the words of which limit binds (h-words), written once for every face
+from ...dtmc.load_basis import K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case, load_basis_binding
 from .. import emit
 from ._roofline_args import (add_roofline_args, check_context, check_max_model_len, check_model_option, kv_estimated,
                              max_model_len_line, memory_named, model_from_args, named_by_flag, planner_source,
@@ -305,8 +307,8 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
     max_throughput reason states the mean-footprint bound; the region line with ``--gpu``) this line refers to it,
     else it says it here.
 
-    Which limit binds is :func:`_kv_rules_case`'s (h-words): where ``max_num_seqs`` binds (``lb.capacity.binding
-    == "k_max"``) the line says so, and quotes the band measured there
+    Which limit binds is :func:`fluidq.dtmc.load_basis.kv_rules_case`'s (h-words): where ``max_num_seqs`` binds
+    (``lb.capacity.binding == "k_max"``) the line says so, and quotes the band measured there
     (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`), not the KV-bound engines'; where the cache
     binds but ``figure`` is not the batch of mean footprints (``figure_res``, the :func:`fluidq.max_throughput`
     result ``figure`` prints, ``res`` by default, has no ``kv_batch_tokens``) it says what that figure is."""
@@ -318,13 +320,13 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
             "(fluidq.dtmc.load_basis), what `fluidq check --load`, `simulate --load` and `latency --loads` are "
             "fractions of")
     reg = res if figure_res is None else figure_res
-    case = _kv_rules_case(lb, reg)
+    case = kv_rules_case(lb, reg)
     if case == "k_max":  # max_num_seqs binds: the cache holds its residents at full context; the band measured there
         from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
 
         kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
         said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is) was" if caveat_in else
-                f"{figure}, {_bound_words(reg, roofline=False)}, was")
+                f"{figure}, {bound_words(reg, roofline=False)}, was")
         line += (f"; {K_MAX_BINDS}: this basis is {kvk.within_words()}, where {said} {mtk.errors_words()} "
                  f"({kvk.source})")
     elif case == "kv_cache_bound":  # the cache binds for part of the residents' life; the figure is not its batch
@@ -332,7 +334,7 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
 
         kvb = SATURATION_PER_BASIS["kv_rules"]
         said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is)" if caveat_in else
-                f"{figure} is {_bound_words(reg, roofline=False)}, not the cache's rules")
+                f"{figure} is {bound_words(reg, roofline=False)}, not the cache's rules")
         line += (f"; {KV_CACHE_BINDS_PART}: {said}; {kvb.saturate_words()} (this basis; {kvb.source})")
     elif case == "kv_cache":
         from ...stability.measured import SATURATION_PER_BASIS
@@ -351,20 +353,14 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
     return line
 
 
-# the words of which limit binds (h-words) live in fluidq.dtmc.load_basis, written once for every face; the names
-# here are theirs (check.py imports them from here)
-from ...dtmc.load_basis import (K_MAX_BINDS, KV_CACHE_BINDS_PART, load_basis_binding,  # noqa: E402,F401
-                                bound_words as _bound_words, kv_rules_case as _kv_rules_case)
-
-
 def _region_binds(lb, reg, *, roofline: bool) -> str:
     """The ``--gpu`` region line's clause on what binds and what the region figure is, where the basis is
     ``kv_rules`` (ends with ": ")."""
-    case = _kv_rules_case(lb, reg)
+    case = kv_rules_case(lb, reg)
     if case == "k_max":
-        return f"{K_MAX_BINDS}, and this figure is {_bound_words(reg, roofline=roofline)}: "
+        return f"{K_MAX_BINDS}, and this figure is {bound_words(reg, roofline=roofline)}: "
     if case == "kv_cache_bound":
-        return f"{KV_CACHE_BINDS_PART}, and this figure is {_bound_words(reg, roofline=roofline)}, not its rules: "
+        return f"{KV_CACHE_BINDS_PART}, and this figure is {bound_words(reg, roofline=roofline)}, not its rules: "
     return "the KV cache binds, and this figure takes the batch its mean footprints allow, not its rules: "
 
 
@@ -372,7 +368,7 @@ def _region_band(lb, kv_band) -> str:
     """The ``--gpu`` region line's measured band for the basis: where ``max_num_seqs`` binds, the band measured
     there (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`), this figure's beside it; else where
     the cache binds (``kv_band``, ``SATURATION_PER_BASIS["kv_rules"]``)."""
-    if _kv_rules_case(lb, None) == "k_max":
+    if kv_rules_case(lb, None) == "k_max":
         from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
 
         kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]

@@ -273,7 +273,7 @@ def run(args):
         inputs["load_basis_binding"] = kvr.binding  # "kv_cache" or "k_max": which the load line says binds
     if basis is not None:  # which lambda* --load was a fraction of (fluidq.dtmc.load_basis, as every face says)
         inputs.update({k: v for k, v in basis.to_dict().items() if k != "load_basis_reason"})
-        from .capacity import load_basis_binding
+        from ...dtmc.load_basis import load_basis_binding
 
         inputs["load_basis_binding"] = load_basis_binding(basis)  # (the limit its reason names)
     out = [{**r.to_dict(), "inputs": inputs} for r in results]

@@ -94,15 +94,16 @@ def _basis_words(engine, workload, res) -> str:
     Where it is ``kv_rules``, which limit binds is :func:`fluidq.dtmc.load_basis.kv_rules_case`'s (h-words2): the
     mean-footprint words only where the cache binds at the mean footprints; where ``max_num_seqs`` binds it says
     so and quotes the band measured there (:data:`fluidq.stability.measured.SATURATION_WHERE_K_MAX_BINDS`)."""
-    from ...capacity import max_throughput
     from ...dtmc.load_basis import BASIS_WORDS, K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case, load_basis
     from ...results import MEANINGFUL_DIGITS, fmt_value
 
     b = res.inputs.get("load_basis")
     if b == "kv_rules":
-        cap = max_throughput(engine, workload)
-        # the basis compare_orderings read (kv_rules is read with recompute preemptions only)
-        case = kv_rules_case(load_basis(engine, workload), cap)
+        # the basis compare_orderings read (kv_rules is read with recompute preemptions only), and the
+        # max_throughput it computed on the way (LoadBasis.max_throughput: not computed again)
+        lb = load_basis(engine, workload)
+        cap = lb.max_throughput(engine, workload)
+        case = kv_rules_case(lb, cap)
         mt = fmt_value(cap.requests_per_s, digits=MEANINGFUL_DIGITS)
         if case == "k_max":
             from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
