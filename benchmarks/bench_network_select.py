@@ -25,34 +25,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the user policy of the unit tests, written once (tests/network/lifo_policy.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "network"))
 
 from bench_network import best_pair  # noqa: E402
+from lifo_policy import LIFO  # noqa: E402
 
 from fluidq import Affine, Engine, Staircase  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
-from fluidq.policies import Batch, Sarathi, VLLMChunked  # noqa: E402
+from fluidq.policies import Sarathi, VLLMChunked  # noqa: E402
 from fluidq.policies.latency import SJF  # noqa: E402
-
-
-class LIFO:
-    """Decoders first (within the budget and k_max), then the latest arrivals' prompts, chunked."""
-
-    name = "lifo"
-
-    def select(self, v):
-        b = v.b_max
-        k = v.k_max if v.k_max is not None else 1 << 30
-        dec = [r.rid for r in v.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
-        b -= len(dec)
-        k -= len(dec)
-        pre = []
-        for r in reversed(v.requests):
-            if r.in_prefill and b > 0 and k > 0:
-                m = min(b, r.prefill_left)
-                pre.append((r.rid, m))
-                b -= m
-                k -= 1
-        return Batch(prefill=tuple(pre), decode=tuple(dec))
 
 
 def network(policy, load=0.9):

@@ -25,6 +25,7 @@ import pytest
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 
+from lifo_policy import LIFO  # noqa: E402  (tests/network/lifo_policy.py, timed by benchmarks/bench_network_select.py)
 from test_network_kernel_exactness import assert_identical, random_network, random_route_network  # noqa: E402
 
 import fluidq.sim.network as simnet  # noqa: E402
@@ -35,27 +36,6 @@ from fluidq.policies import Batch, Orca, Sarathi, VLLM  # noqa: E402
 from fluidq.policies.latency import LAS, SJF, SRPT  # noqa: E402
 from fluidq.policies.unified import UniBoost  # noqa: E402
 from fluidq.sim.network import _kernel_unsupported  # noqa: E402
-
-
-class LIFO:
-    """Decoders first (in view order, within the budget and k_max), then the latest arrivals' prompts, chunked."""
-
-    name = "lifo"
-
-    def select(self, v):
-        b = v.b_max
-        k = v.k_max if v.k_max is not None else 1 << 30
-        dec = [r.rid for r in v.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
-        b -= len(dec)
-        k -= len(dec)
-        pre = []
-        for r in reversed(v.requests):
-            if r.in_prefill and b > 0 and k > 0:
-                m = min(b, r.prefill_left)
-                pre.append((r.rid, m))
-                b -= m
-                k -= 1
-        return Batch(prefill=tuple(pre), decode=tuple(dec))
 
 
 class LongestPromptFirst:
