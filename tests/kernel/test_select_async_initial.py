@@ -109,22 +109,6 @@ def assert_same(a, b, what):
         assert getattr(a, k) == getattr(b, k), (what, k, str(getattr(a, k))[:300], str(getattr(b, k))[:300])
 
 
-@pytest.fixture
-def routed(monkeypatch):
-    """Counts the runs ``simulate`` hands to the select kernel."""
-    import fluidq.kernel.select as sel
-
-    calls = []
-    real = sel.run_select
-
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(sel, "run_select", spy)
-    return calls
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(16))
 def test_async_initial_and_batches_agree(seed, mode, routed):

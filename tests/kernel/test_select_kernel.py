@@ -152,22 +152,6 @@ def _run(eng, w, horizon, make, method, record):
     return simulate(eng, w, make(), method=method, record_iterations=record, **kw)
 
 
-@pytest.fixture
-def routed(monkeypatch):
-    """Counts the runs ``simulate`` hands to the select kernel."""
-    import fluidq.kernel.select as sel
-
-    calls = []
-    real = sel.run_select
-
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(sel, "run_select", spy)
-    return calls
-
-
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")
 @pytest.mark.parametrize("seed", range(16))
 def test_random_engines_and_policies_agree(seed, routed):
