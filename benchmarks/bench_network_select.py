@@ -3,8 +3,9 @@ network loop (:mod:`fluidq.kernel.network_select`, issue 15), per batch, side by
 
 The network (4 stations): a join-the-shortest-queue pair of Sarathi-Serve stations (A, B), a station U whose policy
 is asked in Python, and a vLLM station V; class x goes J -> U -> V, class y J -> U (with priority at U), at 0.9 of
-the stations' capacity.  U runs, in turn, a user policy defined here (last in first out: decoders first, then the
-latest prompts, chunked) and Sarathi-Serve with the SJF ordering (a built-in scheduler whose ordering is not FCFS).
+the stations' capacity.  U runs, in turn, a user policy (last in first out: decoders first, then the latest prompts,
+chunked; the unit tests' tests/network/lifo_policy.py) and Sarathi-Serve with the SJF ordering (a built-in
+scheduler whose ordering is not FCFS).
 Each row: microseconds of CPU per batch (``time.process_time`` of this process; least of ``--repeat`` runs
 alternating between the two paths) of ``method="python"`` (the Python clock) and ``method="auto"`` (the compiled
 loop asking U's policy in Python), their ratio, and the two runs' batches and completions (which must be equal:

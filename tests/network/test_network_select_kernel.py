@@ -3,16 +3,16 @@ give the Python event clock's run exactly.
 
 Random networks of :mod:`test_network_kernel_exactness` (1-4 stations, random and JSQ routers, class priorities,
 fixed and random lengths, tandems, probabilistic choices and fork-joins, initial requests, ``max_batches``, a random
-recording grid), with some or all stations given a policy defined here (last in first out, longest prompt first,
-one that leaves the decoders out of any batch with a prompt in it, one that reports long prompts blocked) or a
-built-in scheduler with another ordering (SJF, SRPT), the others keeping their built-in FCFS schedulers: the
-compiled loop's run equals ``method="python"``'s bit for bit -- completions, mean sojourns, batch and event counts,
-every recorded series, the hop record (each hop's arrival and finish), ``blocked`` -- with the default
-``check_batches`` (on where a user policy runs: every station batch by batch) and with ``check_batches=False``
-(the built-in FCFS stations skip runs); the generic path agrees too.  The loop must run these networks itself (the
-Python path is made to fail during the compiled runs).  A return that is not a Batch raises the Python path's
-:class:`PolicyError`; a batch that breaks the constraints gives the Python path's run (its ``violations``).  Run
-uncompiled (``NUMBA_DISABLE_JIT=1``, a child process) the loop gives the compiled arrays.
+recording grid), with some or all stations given a policy defined here (last in first out, in lifo_policy.py with
+the bench; longest prompt first; one that leaves the decoders out of any batch with a prompt in it; one that reports
+long prompts blocked) or a built-in scheduler with another ordering (SJF, SRPT), the others keeping their built-in
+FCFS schedulers: the compiled loop's run equals ``method="python"``'s bit for bit -- completions, mean sojourns,
+batch and event counts, every recorded series, the hop record (each hop's arrival and finish), ``blocked`` -- with
+the default ``check_batches`` (on where a user policy runs: every station batch by batch) and with
+``check_batches=False`` (the built-in FCFS stations skip runs); the generic path agrees too.  The loop must run
+these networks itself (the Python path is made to fail during the compiled runs).  A return that is not a Batch
+raises the Python path's :class:`PolicyError`; a batch that breaks the constraints gives the Python path's run (its
+``violations``).  Run uncompiled (``NUMBA_DISABLE_JIT=1``, a child process) the loop gives the compiled arrays.
 """
 from __future__ import annotations
 
