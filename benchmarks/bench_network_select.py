@@ -3,8 +3,9 @@ network loop (:mod:`fluidq.kernel.network_select`, issue 15), per batch, side by
 
 The network (4 stations): a join-the-shortest-queue pair of Sarathi-Serve stations (A, B), a station U whose policy
 is asked in Python, and a vLLM station V; class x goes J -> U -> V, class y J -> U (with priority at U), at 0.9 of
-the stations' capacity.  U runs, in turn, a user policy defined here (last in first out: decoders first, then the
-latest prompts, chunked) and Sarathi-Serve with the SJF ordering (a built-in scheduler whose ordering is not FCFS).
+the stations' capacity.  U runs, in turn, a user policy (last in first out: decoders first, then the latest prompts,
+chunked; the unit tests' tests/network/lifo_policy.py) and Sarathi-Serve with the SJF ordering (a built-in
+scheduler whose ordering is not FCFS).
 Each row: microseconds of CPU per batch (``time.process_time`` of this process; least of ``--repeat`` runs
 alternating between the two paths) of ``method="python"`` (the Python clock) and ``method="auto"`` (the compiled
 loop asking U's policy in Python), their ratio, and the two runs' batches and completions (which must be equal:
@@ -25,34 +26,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the user policy of the unit tests, written once (tests/network/lifo_policy.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "network"))
 
 from bench_network import best_pair  # noqa: E402
+from lifo_policy import LIFO  # noqa: E402
 
 from fluidq import Affine, Engine, Staircase  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
-from fluidq.policies import Batch, Sarathi, VLLMChunked  # noqa: E402
+from fluidq.policies import Sarathi, VLLMChunked  # noqa: E402
 from fluidq.policies.latency import SJF  # noqa: E402
-
-
-class LIFO:
-    """Decoders first (within the budget and k_max), then the latest arrivals' prompts, chunked."""
-
-    name = "lifo"
-
-    def select(self, v):
-        b = v.b_max
-        k = v.k_max if v.k_max is not None else 1 << 30
-        dec = [r.rid for r in v.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
-        b -= len(dec)
-        k -= len(dec)
-        pre = []
-        for r in reversed(v.requests):
-            if r.in_prefill and b > 0 and k > 0:
-                m = min(b, r.prefill_left)
-                pre.append((r.rid, m))
-                b -= m
-                k -= 1
-        return Batch(prefill=tuple(pre), decode=tuple(dec))
 
 
 def network(policy, load=0.9):

@@ -12,6 +12,8 @@ the arithmetic of the cache and ``k_max (p + o)`` (not from the code under test)
 Small horizons and one replication: the words, not the numbers, are under test.
 """
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,26 +23,14 @@ from fluidq.dtmc.load_basis import K_MAX_BINDS, KV_CACHE_BINDS_PART, load_basis
 from fluidq.stability.measured import SATURATION_PER_BASIS, SATURATION_WHERE_K_MAX_BINDS
 from fluidq.testing.cli import run_cli
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the regime's arithmetic and the staircase engine's flags (k_max 32 at 1000 + 200 tokens), written once
+from test_basis_binding_words import _regime, _stair as _stair_flags  # noqa: E402
+
 MEAN_FP = "mean footprints"
 K_MAX_WORDS = "max_num_seqs binds"
 KV_WORDS = "the KV cache binds"
-P, O, K_MAX = 1000, 200, 32
-
-
-def _regime(k_max, p, o, kv):
-    """The regime from the arithmetic of the cache and max_num_seqs' residents (the code under test not read):
-    ``"k_max"`` the cache holds k_max residents at their full contexts; ``"part"`` at their mean footprints only;
-    ``"kv_cache"`` not even those."""
-    if kv >= k_max * (p + o):
-        return "k_max"
-    return "part" if kv >= k_max * (p + o / 2) else "kv_cache"
-
-
-def _stair_flags(kv):
-    """A staircase engine (k_max 32) at 1000 + 200 tokens: 32 x 1,100 = 35,200 mean footprints, 32 x 1,200 =
-    38,400 full contexts."""
-    return ["--model", "staircase", "--c-ms", "10", "--a-ms", "0.05", "--b0", "128", "--b-max", "2048",
-            "--k-max", str(K_MAX), "--kv-capacity", str(kv), "--prompt", str(P), "--output", str(O)]
+P, O, K_MAX = 1000, 200, 32  # (the lengths and k_max of _stair_flags)
 
 
 def _stair_engine(kv):

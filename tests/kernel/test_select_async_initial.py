@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_select_kernel import LIFO, Refuses, _case, _paged_case  # noqa: E402  (tests/kernel/test_select_kernel.py)
+# (tests/kernel/test_select_kernel.py)
+from test_select_kernel import LIFO, Refuses, _case, _paged_case, assert_same  # noqa: E402
 
 from fluidq.engine import Memory  # noqa: E402
 from fluidq.kernel import compiled  # noqa: E402
@@ -90,39 +91,6 @@ def _setup(seed, mode):
     scores = tuple(float(x) for x in rng.uniform(0, 1, len(init) + len(w["arrival_s"])))  # (ids: residents first)
     pols["sarathi-pars"] = lambda: Sarathi(order=PARS(scores=scores))
     return e, w, kw, pols, init, rng
-
-
-def assert_same(a, b, what):
-    """Every field the two runs report, the batches run included."""
-    for k in b.requests:
-        np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=f"{what}: {k}")
-    for k in b.backlog:
-        np.testing.assert_array_equal(a.backlog[k], b.backlog[k], err_msg=f"{what}: backlog {k}")
-    assert (a.iterations is None) == (b.iterations is None), what
-    if b.iterations is not None:
-        assert sorted(a.iterations) == sorted(b.iterations), what
-        for k in b.iterations:
-            np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=f"{what}: records {k}")
-    for k in ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "blocked", "end_s", "examined",
-              "n_requests", "n_finished", "preemptions", "rejected", "peak_kv_tokens", "wasted_tokens", "swap_tokens",
-              "batches"):
-        assert getattr(a, k) == getattr(b, k), (what, k, str(getattr(a, k))[:300], str(getattr(b, k))[:300])
-
-
-@pytest.fixture
-def routed(monkeypatch):
-    """Counts the runs ``simulate`` hands to the select kernel."""
-    import fluidq.kernel.select as sel
-
-    calls = []
-    real = sel.run_select
-
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(sel, "run_select", spy)
-    return calls
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -133,6 +133,11 @@ def _case(seed):
 
 def _same(a, b, what):
     assert (a.method, b.method) == ("fast", "generic"), what  # (the select loop ran, and EngineRun)
+    assert_same(a, b, what)
+
+
+def assert_same(a, b, what):
+    """Every field the two runs report, the batches run included (test_select_async_initial.py uses it too)."""
     for k in b.requests:
         np.testing.assert_array_equal(a.requests[k], b.requests[k], err_msg=f"{what}: {k}")
     for k in b.backlog:
@@ -143,29 +148,14 @@ def _same(a, b, what):
         for k in b.iterations:
             np.testing.assert_array_equal(a.iterations[k], b.iterations[k], err_msg=f"{what}: records {k}")
     for k in ("n_iterations", "tokens_served", "busy_fraction", "mixed_batch_fraction", "blocked", "end_s", "examined",
-              "n_requests", "n_finished", "preemptions", "rejected", "peak_kv_tokens"):
-        assert getattr(a, k) == getattr(b, k), (what, k, getattr(a, k), getattr(b, k))
+              "n_requests", "n_finished", "preemptions", "rejected", "peak_kv_tokens", "wasted_tokens", "swap_tokens",
+              "batches"):
+        assert getattr(a, k) == getattr(b, k), (what, k, str(getattr(a, k))[:300], str(getattr(b, k))[:300])
 
 
 def _run(eng, w, horizon, make, method, record):
     kw = {"horizon_s": horizon} if horizon is not None else {"n_requests": len(w["arrival_s"])}
     return simulate(eng, w, make(), method=method, record_iterations=record, **kw)
-
-
-@pytest.fixture
-def routed(monkeypatch):
-    """Counts the runs ``simulate`` hands to the select kernel."""
-    import fluidq.kernel.select as sel
-
-    calls = []
-    real = sel.run_select
-
-    def spy(*a, **k):
-        calls.append(1)
-        return real(*a, **k)
-
-    monkeypatch.setattr(sel, "run_select", spy)
-    return calls
 
 
 @pytest.mark.skipif(not compiled(), reason="simulate routes to the select kernel only where it is compiled")

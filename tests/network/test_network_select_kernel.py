@@ -3,16 +3,16 @@ give the Python event clock's run exactly.
 
 Random networks of :mod:`test_network_kernel_exactness` (1-4 stations, random and JSQ routers, class priorities,
 fixed and random lengths, tandems, probabilistic choices and fork-joins, initial requests, ``max_batches``, a random
-recording grid), with some or all stations given a policy defined here (last in first out, longest prompt first,
-one that leaves the decoders out of any batch with a prompt in it, one that reports long prompts blocked) or a
-built-in scheduler with another ordering (SJF, SRPT), the others keeping their built-in FCFS schedulers: the
-compiled loop's run equals ``method="python"``'s bit for bit -- completions, mean sojourns, batch and event counts,
-every recorded series, the hop record (each hop's arrival and finish), ``blocked`` -- with the default
-``check_batches`` (on where a user policy runs: every station batch by batch) and with ``check_batches=False``
-(the built-in FCFS stations skip runs); the generic path agrees too.  The loop must run these networks itself (the
-Python path is made to fail during the compiled runs).  A return that is not a Batch raises the Python path's
-:class:`PolicyError`; a batch that breaks the constraints gives the Python path's run (its ``violations``).  Run
-uncompiled (``NUMBA_DISABLE_JIT=1``, a child process) the loop gives the compiled arrays.
+recording grid), with some or all stations given a policy defined here (last in first out, in lifo_policy.py with
+the bench; longest prompt first; one that leaves the decoders out of any batch with a prompt in it; one that reports
+long prompts blocked) or a built-in scheduler with another ordering (SJF, SRPT), the others keeping their built-in
+FCFS schedulers: the compiled loop's run equals ``method="python"``'s bit for bit -- completions, mean sojourns,
+batch and event counts, every recorded series, the hop record (each hop's arrival and finish), ``blocked`` -- with
+the default ``check_batches`` (on where a user policy runs: every station batch by batch) and with
+``check_batches=False`` (the built-in FCFS stations skip runs); the generic path agrees too.  The loop must run
+these networks itself (the Python path is made to fail during the compiled runs).  A return that is not a Batch
+raises the Python path's :class:`PolicyError`; a batch that breaks the constraints gives the Python path's run (its
+``violations``).  Run uncompiled (``NUMBA_DISABLE_JIT=1``, a child process) the loop gives the compiled arrays.
 """
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ import pytest
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 
+from lifo_policy import LIFO  # noqa: E402  (tests/network/lifo_policy.py, timed by benchmarks/bench_network_select.py)
 from test_network_kernel_exactness import assert_identical, random_network, random_route_network  # noqa: E402
 
 import fluidq.sim.network as simnet  # noqa: E402
@@ -35,27 +36,6 @@ from fluidq.policies import Batch, Orca, Sarathi, VLLM  # noqa: E402
 from fluidq.policies.latency import LAS, SJF, SRPT  # noqa: E402
 from fluidq.policies.unified import UniBoost  # noqa: E402
 from fluidq.sim.network import _kernel_unsupported  # noqa: E402
-
-
-class LIFO:
-    """Decoders first (in view order, within the budget and k_max), then the latest arrivals' prompts, chunked."""
-
-    name = "lifo"
-
-    def select(self, v):
-        b = v.b_max
-        k = v.k_max if v.k_max is not None else 1 << 30
-        dec = [r.rid for r in v.requests if not r.in_prefill and r.decode_left > 0][:min(b, k)]
-        b -= len(dec)
-        k -= len(dec)
-        pre = []
-        for r in reversed(v.requests):
-            if r.in_prefill and b > 0 and k > 0:
-                m = min(b, r.prefill_left)
-                pre.append((r.rid, m))
-                b -= m
-                k -= 1
-        return Batch(prefill=tuple(pre), decode=tuple(dec))
 
 
 class LongestPromptFirst:

@@ -123,27 +123,21 @@ def _err(path, case, engine, check, exc=PolicyError):
     return msg, e.value
 
 
-def _params(engines, pending, what):
-    out = []
-    for eng in engines:
-        for p in PATHS:
-            out.append(pytest.param(p, eng, id=f"{p}-{eng}"))
-    return out
+def _params(engines):
+    """Every path on each engine named."""
+    return [pytest.param(p, eng, id=f"{p}-{eng}") for eng in engines for p in PATHS]
 
 
 # -- 1. a request's prefill named twice: refused by batch_faults, with the check on or off ------------------------
 @pytest.mark.parametrize("check", [None, False])
-@pytest.mark.parametrize("path,engine", _params(ENGINES, ("nokv", "tokens", "paged", "prefix"),
-                                                "flag a request id twice in the prefill part (STATUS_BAD), with the "
-                                                "check on or off"))
+@pytest.mark.parametrize("path,engine", _params(ENGINES))
 def test_a_prefill_named_twice_is_refused(path, engine, check):
     msg, _ = _err(path, "split", engine, check)
     assert re.fullmatch(r"policy 'split' at t=0\.536515 s: request \d+ appears twice in the prefill part .*", msg)
 
 
 # -- 2. a policy that never schedules anything: PolicyError with a KV cache and at a network's station too ---------
-@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens", "paged"), ("tokens", "paged"),
-                                                "_idle_with_work with a KV cache (every resident, swapped out too)"))
+@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens", "paged")))
 def test_a_policy_that_never_schedules_is_refused(path, engine):
     msg, _ = _err(path, "empty", engine, None)
     assert "scheduled nothing (an empty batch) while 30 requests wait with work left" in msg, msg
@@ -173,8 +167,7 @@ def test_an_idle_station_that_is_asked_again_is_not_refused():
                                        ("str", "request ids and token counts are whole numbers"),
                                        ("not-resident", "which is not resident"),
                                        ("decode-prefilling", "(6a)")])
-@pytest.mark.parametrize("path,engine", _params(("nokv", "paged"), ("nokv", "paged"),
-                                                "check batch_faults with check=False (not only with the check on)"))
+@pytest.mark.parametrize("path,engine", _params(("nokv", "paged")))
 def test_the_check_off_still_refuses_what_cannot_run(path, engine, case, says):
     if case in ("not-resident", "decode-prefilling") and path == "auto":
         pytest.skip("select.py refuses these already (its arrays hold only residents)")
@@ -194,8 +187,7 @@ def test_a_policys_exception_keeps_its_type_with_a_note(path):
     assert where[path] in notes[0], notes
 
 
-@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens"), ("nokv", "tokens"),
-                                                "flag blocked ids that are not residents' (batch_faults)"))
+@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens")))
 def test_junk_in_blocked_is_refused(path, engine):
     msg, _ = _err(path, "blocked-junk", engine, None)
     assert msg == "policy 'blocked-junk' at t=0.536515 s: blocked entry None is not the id of a resident request"
@@ -204,9 +196,7 @@ def test_junk_in_blocked_is_refused(path, engine):
 # -- 5. a policy that writes the requests' fields: with the check, PolicyError (compared for the batch's requests) --
 @pytest.mark.parametrize("case,field,change", [("shorten", "output_tokens", "5 -> 1"),
                                                ("skip-prompts", "prefilled", "0 -> 20")])
-@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens", "paged"), ("nokv", "tokens", "paged"),
-                                                "with the check, compare the batch's requests' prompt, output, "
-                                                "prefilled and decoded with the arrays (step._tampered)"))
+@pytest.mark.parametrize("path,engine", _params(("nokv", "tokens", "paged")))
 def test_a_policy_writing_the_requests_is_refused_with_the_check(path, engine, case, field, change):
     msg, _ = _err(path, case, engine, None)
     assert re.fullmatch(rf"policy '{case}' at t=0\.536515 s: request \d+: the policy changed "
