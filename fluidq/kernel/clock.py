@@ -95,6 +95,28 @@ class _Task(RequestState):
     __hash__ = object.__hash__
 
 
+def _new_task(rid, arrival_s, prompt_tokens, output_tokens, job, cont, rank, label, _new=_Task.__new__, _cls=_Task):
+    """A fresh hop's :class:`_Task`: RequestState's fields with the constructor's defaults (stored one by one
+    instead of calling it, which is slower), and the hop's place. Used by ``submit`` here and by the compiled
+    network loop's asker (:mod:`fluidq.kernel.network_select`), so the two paths' objects are the same."""
+    task = _new(_cls)
+    task.rid = rid
+    task.arrival_s = arrival_s
+    task.prompt_tokens = prompt_tokens
+    task.output_tokens = output_tokens
+    task.prefilled = 0
+    task.decoded = 0
+    task.first_scheduled_s = NAN
+    task.score = None
+    task.recompute_tokens = 0
+    task.preemptions = 0
+    task.job = job
+    task.cont = cont
+    task.rank = rank
+    task.label = label
+    return task
+
+
 class _JoinRec:
     __slots__ = ("cont", "waiting")
 
@@ -516,7 +538,7 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
     clock_begin = clock.begin
     hpush, hpop = heapq.heappush, heapq.heappop
     next_rid = itertools.count(1).__next__
-    new_task = _Task.__new__
+    new_task = _new_task
 
     from ..network.model import NoTokens
     from ..workload.lengths import Fixed
@@ -609,22 +631,7 @@ def run_clock(network, horizon, gen, initial, dt_rec, check_batches, max_batches
             reject(job, cont)
             return
         rid = next_rid()
-        # (RequestState's fields with its defaults, stored here instead of calling a constructor)
-        task = new_task(_Task)
-        task.rid = rid
-        task.arrival_s = now
-        task.prompt_tokens = p
-        task.output_tokens = d
-        task.prefilled = 0
-        task.decoded = 0
-        task.first_scheduled_s = NAN
-        task.score = None
-        task.recompute_tokens = 0
-        task.preemptions = 0
-        task.job = job
-        task.cont = cont
-        task.rank = rank
-        task.label = label
+        task = new_task(rid, now, p, d, job, cont, rank, label)
         if mem is None:  # into the EngineRun's queues (its offer, inlined: the station keeps its work)
             s.tasks[rid] = task  # (a new hop: nothing is served yet, and its prompt is >= 1 token)
             s.work += p + d

@@ -57,7 +57,6 @@ built-in window).
 from __future__ import annotations
 
 import heapq
-import math
 from itertools import chain
 
 import numpy as np
@@ -105,13 +104,12 @@ class Asker:
     label names by index (a request object's ``label``); ``check``: ``check_batches`` (the budgets checked too)."""
 
     def __init__(self, stations: dict, labels, check=False):
-        from .clock import _Task
+        from .clock import _new_task
 
         self.stations = {s: _Station(s, st, n_rank, check) for s, (st, n_rank) in stations.items()}
         self.check = bool(check)
         self.labels = list(labels)
-        self.new_task = _Task.__new__
-        self.task_cls = _Task
+        self.new_task = _new_task
         self.a = None
 
     def bind(self, **arrays):
@@ -158,25 +156,11 @@ class Asker:
             idx = np.flatnonzero(ti[S.hi:lim, T_ST] == S.s)
             if idx.size:
                 idx += S.hi
-                new_task, cls, labels, res, by_rank = self.new_task, self.task_cls, self.labels, S.res, S.by_rank
+                new_task, labels, res, by_rank = self.new_task, self.labels, S.res, S.by_rank
                 for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
-                    p, d, rank, lab, ci = row[T_P], row[T_D], row[T_RANK], row[T_LAB], row[T_CLS]
-                    # (the Python path's task: RequestState's fields with its defaults, and the hop's place)
-                    r = new_task(cls)
-                    r.rid = rid
-                    r.arrival_s = arr
-                    r.prompt_tokens = p
-                    r.output_tokens = d
-                    r.prefilled = 0
-                    r.decoded = 0
-                    r.first_scheduled_s = math.nan
-                    r.score = None
-                    r.recompute_tokens = 0
-                    r.preemptions = 0
-                    r.job = (ci, jin)
-                    r.cont = None  # (where the request goes next is the loop's, not the object's)
-                    r.rank = rank
-                    r.label = labels[lab]
+                    rank = row[T_RANK]
+                    # (the Python path's task; cont None: where the request goes next is the loop's, not the object's)
+                    r = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, rank, labels[row[T_LAB]])
                     res[rid] = r
                     by_rank[rank][rid] = r
             S.hi = lim

@@ -1217,10 +1217,12 @@ def _differs(ri, batch, objs) -> bool:
         if not keep:
             return False
         ids = np.array([rid for rid, _ in keep], dtype=np.int64)
-        now = np.array([(r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded) for _, r in keep])
+        # (compared as Python lists, with step._tampered's equality: building a numpy array of the objects'
+        # fields cost more than the rest of the check)
+        return [[r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded] for _, r in keep] != \
+            ri[ids][:, _FIELDS4].tolist()
     except (TypeError, IndexError, KeyError, ValueError, OverflowError):
         return True
-    return not np.array_equal(now, ri[ids][:, _FIELDS4])
 
 
 def _junk_blocked(batch, reqs) -> bool:

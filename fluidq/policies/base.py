@@ -244,7 +244,8 @@ def _short(x) -> str:
 
 
 def _whole(x) -> bool:
-    return isinstance(x, Integral) and not isinstance(x, bool)
+    # (a plain int first: isinstance against the Integral ABC costs ~1 us, and a batch holds hundreds of entries)
+    return type(x) is int or (isinstance(x, Integral) and not isinstance(x, bool))
 
 
 def _shape_errors(batch: Batch) -> list[str]:
