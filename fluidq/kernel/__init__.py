@@ -25,7 +25,9 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
   compiled asked in Python at each iteration, the rest advanced by compiled phases; bit-identical to
   :func:`run_generic`, which it replaces in ``simulate(method="auto")`` (compiled) and ``"fast"`` for the cases its
   notes list (with or without a KV cache, under any memory rules, async scheduling, ``initial`` residents,
-  ``record_batches``);
+  ``record_batches``); its slot constants, statuses and phases are in :mod:`fluidq.kernel._select_state`, the
+  compiled phases (``_advance``) in :mod:`fluidq.kernel._select_phases`, the checks of a policy's batch run in Python
+  in :mod:`fluidq.kernel._select_checks` (split out of select.py, branch h-selsplit, 2026-12-07);
 * :mod:`fluidq.kernel.memory` -- those memory rules, written once in Python: :class:`StationMemory` (admission,
   preemption, swap, the paged rules) over :class:`BlockPool` (moved from ``fluidq.sim._admission`` and
   ``fluidq.sim._memory``); the stations of ``fluidq.simulate_network`` drive it too;
