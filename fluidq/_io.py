@@ -153,18 +153,19 @@ def read_text(option: str, path, *, what: str = "file", max_bytes: int = MAX_INP
         raise DataError(f"{option} {_shown(path)}: not UTF-8 text (line {line}); a binary file?") from None
 
 
-def json_loads(text, *, where: str, object_pairs_hook=None):
+def json_loads(text, *, where: str, object_pairs_hook=None, constants: bool = False):
     """``json.loads`` whose every failure (syntax, nesting too deep for the parser) is a ``DataError``.
 
     ``where`` names the file and line for the message.  Non-finite numbers (``NaN``, ``Infinity``),
-    which Python's parser accepts but JSON does not have, are refused too.  ``object_pairs_hook`` is
-    passed to ``json.loads``.
+    which Python's parser accepts but JSON does not have, are refused too, unless ``constants=True``
+    (they are then read as floats, for a caller that refuses them by field, naming it).
+    ``object_pairs_hook`` is passed to ``json.loads``.
     """
     def no_constant(name):
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        return json.loads(text, parse_constant=no_constant, object_pairs_hook=object_pairs_hook)
+        return json.loads(text, parse_constant=None if constants else no_constant, object_pairs_hook=object_pairs_hook)
     except RecursionError:
         raise DataError(f"{where}: JSON nested too deeply to read") from None
     except ValueError as exc:

@@ -66,7 +66,15 @@ def capacity_caveats(network) -> list:
     ``b_max/t(b_max)``.
     An overload (a load above 1 at the upper bound) still proves instability.
     """
+    return caveats_and_floors(network)[0]
+
+
+def caveats_and_floors(network) -> tuple:
+    """``(capacity_caveats(network), floors)``: ``floors`` maps the name of each station whose binding ``k_max``
+    the caveats let pass (loaded below its :func:`k_max_floor`) to that floor ``(k, tokens_per_s, why)``, so
+    that :meth:`Network.describe` prints the floor the caveats found without searching for it again."""
     out = []
+    floors = {}
     loads = network.loads() if network.is_dag else {}
     for st in network.stations:
         eng, pol = st.engine, st.policy
@@ -76,6 +84,7 @@ def capacity_caveats(network) -> list:
             fl = k_max_floor(network, st)  # far from binding at this load: the station drains at its floor rate
             if fl is not None and loads[st.name] * st.capacity_tokens_per_s < fl[1]:
                 k = None
+                floors[st.name] = fl
         if k is not None:
             who = "engine" if k == eng.k_max else "scheduler"
             why.append(f"{who} k_max={k}")
@@ -91,4 +100,4 @@ def capacity_caveats(network) -> list:
     for r in network.shared_jsq_routers():
         out.append(f"JSQ router {r!r} shares an engine with other traffic: its split follows the queues, so the "
                    "loads and the fluid model (at an even split) do not describe it")
-    return out
+    return out, floors

@@ -840,9 +840,10 @@ class Network:
         shared = self.shared_jsq_routers()
         best = self.best_split_loads()["loads"] if shared else {}
         from ..engine.budgets import binding_k_max
-        from .caveats import capacity_caveats, k_max_floor
+        from .caveats import caveats_and_floors
 
-        bounded = {c.split("'")[1] for c in capacity_caveats(self) if c.startswith("station ")}
+        caveats, floors = caveats_and_floors(self)  # (the k_max floors it found: not searched for again)
+        bounded = {c.split("'")[1] for c in caveats if c.startswith("station ")}
         from ..results import MEANINGFUL_DIGITS, fmt_value
 
         visited = self._visited()
@@ -853,7 +854,7 @@ class Network:
             if s.name not in visited:
                 ub += " (no class visits it: a typo in a hop's engine name?)"
             if not ub and binding_k_max(s.engine, s.policy) is not None:  # k_max far from binding (caveats.py)
-                k, floor, _ = k_max_floor(self, s)
+                k, floor, _ = floors[s.name]
                 ub = (f" (k_max={k}: at least {fmt_value(floor, digits=MEANINGFUL_DIGITS)} tokens/s under a "
                       f"backlog, load {fmt_value(loads[s.name] * s.capacity_tokens_per_s / floor, digits=MEANINGFUL_DIGITS)}"
                       " against that)")

@@ -47,7 +47,10 @@ class Unified:
     Notes
     -----
     With ``kv_guard`` the former may leave budget unused while memory is reserved; it is then
-    work-conserving only with respect to the memory it may use (without memory it always is).
+    work-conserving only with respect to the memory it may use (without memory it always is).  It never
+    leaves the engine idle with work it can run: where the gaps exceed the free memory (a cache not much
+    larger than MEMGUARD's first level) and the guarded pass would offer nothing, an admitted prompt takes
+    a chunk inside its own gap (every run where the guarded pass offers something is unchanged by this).
 
     Examples
     --------
@@ -83,42 +86,22 @@ class Unified:
 
     def select(self, view: QueueView) -> Batch:
         budget, slots = self.budgets(view)
-        prefill, decode = [], []
         ordered = self.order.order(view.requests, view.now_s)
         gaps_of = getattr(self.order, "guard_gaps", None)
         guard = self.kv_guard and view.kv_free_tokens is not None and gaps_of is not None
-        if guard:
-            gaps = gaps_of(view.requests)
-            head = view.kv_free_tokens - sum(gaps.values())
-            k0 = getattr(self.order, "k_tokens", 1)
-        for r in ordered:
-            if budget < 1 or slots < 1:
-                break
-            if r.prefilled < r.prompt_tokens:
-                m = min(r.prompt_tokens - r.prefilled, budget)
-                if guard:
-                    if r.prefilled > 0:      # admitted: its own gap is reserved already
-                        g = gaps.get(r.rid, 0)
-                        extra = max(0, m - g)
-                    else:                    # a new admission needs its tokens and its first gap
-                        extra = m + max(0, min(k0, r.prompt_tokens) - m)
-                    if extra > head:
-                        if r.prefilled > 0 and head > 0:
-                            m = min(m, g + head)
-                            extra = max(0, m - g)
-                        else:
-                            continue
-                    head -= extra
-                prefill.append((r.rid, m))
-                budget -= m
-                slots -= 1
-            elif r.decoded < r.output_tokens:
-                if guard and r.rid not in gaps:
-                    head -= 1
-                decode.append(r.rid)
-                budget -= 1
-                slots -= 1
-        return Batch(prefill=tuple(prefill), decode=tuple(decode))
+        if not guard:
+            return _fill(ordered, budget, slots, None, 0, 0, False)
+        gaps = gaps_of(view.requests)
+        head = view.kv_free_tokens - sum(gaps.values())
+        k0 = getattr(self.order, "k_tokens", 1)
+        batch = _fill(ordered, budget, slots, gaps, head, k0, False)
+        if batch.empty and head <= 0:
+            # The guards' gaps together exceed the free memory (a cache not much larger than MEMGUARD's first
+            # level), and every resident is a prompt the pass above held back: an admitted request there may
+            # still use its own gap (reserved for it), else the engine would sit idle with work it can run
+            # (h-uni, 2026-12-07: a 25-token cache, one admitted request with a 16-token gap, head -7).
+            batch = _fill(ordered, budget, slots, gaps, head, k0, True)
+        return batch
 
     def describe(self) -> str:
         return f"{self.name}: one priority space, mixed batches, chunked prefill, order {self.order.name}"
@@ -175,3 +158,44 @@ def UniBoost(*, gamma_per_s: float | None = None, adaptive: bool = False, memgua
     order = MemGuard(base=base, k_tokens=k_tokens) if memguard else base
     name = "uniboost" + ("-ada" if adaptive else "") + ("" if memguard else "-nomemguard")
     return Unified(order=order, name=name, **kw)
+
+
+def _fill(ordered, budget, slots, gaps, head, k0, own_gap):
+    """The batch of :meth:`Unified.select`: each request in ``ordered`` gets the rest of its prompt (chunked to the
+    budget) or a decode token.  With ``gaps`` (MEMGUARD's ``guard_gaps``, ``None`` without the guard) a prompt
+    takes memory only from ``head`` (the free memory beyond the gaps): a new one its tokens and its first gap,
+    an admitted one what it needs beyond its own gap (cut to ``head``); ``own_gap``: an admitted request whose
+    need lies inside its gap takes it even where ``head <= 0``."""
+    prefill, decode = [], []
+    guard = gaps is not None
+    for r in ordered:
+        if budget < 1 or slots < 1:
+            break
+        if r.prefilled < r.prompt_tokens:
+            m = min(r.prompt_tokens - r.prefilled, budget)
+            if guard:
+                if r.prefilled > 0:      # admitted: its own gap is reserved already
+                    g = gaps.get(r.rid, 0)
+                    extra = max(0, m - g)
+                else:                    # a new admission needs its tokens and its first gap
+                    extra = m + max(0, min(k0, r.prompt_tokens) - m)
+                if extra > head:
+                    if r.prefilled > 0 and head > 0:
+                        m = min(m, g + head)
+                        extra = max(0, m - g)
+                    elif own_gap and r.prefilled > 0 and g > 0:
+                        m = min(m, g)
+                        extra = 0
+                    else:
+                        continue
+                head -= extra
+            prefill.append((r.rid, m))
+            budget -= m
+            slots -= 1
+        elif r.decoded < r.output_tokens:
+            if guard and r.rid not in gaps:
+                head -= 1
+            decode.append(r.rid)
+            budget -= 1
+            slots -= 1
+    return Batch(prefill=tuple(prefill), decode=tuple(decode))

@@ -335,7 +335,7 @@ def json_record(text: str, where: str, names=None, *, constants: bool = False):
     ``constants=True`` reads Python's ``NaN`` / ``Infinity`` as floats (for a caller that refuses them by field,
     naming it: a buggy writer's stamp), which :func:`~fluidq._io.json_loads` refuses as not JSON."""
     if names is not None and not any(text.count(f'"{k}"') > 1 for k in names):
-        return _loads(text, where, None, constants), None
+        return json_loads(text, where=where, constants=constants), None
     seen: list = []
     twice: list = []
 
@@ -346,25 +346,13 @@ def json_record(text: str, where: str, names=None, *, constants: bool = False):
             twice.append(next(k for n, k in enumerate(keys) if k in keys[:n]))
         return dict(items)
 
-    rec = _loads(text, where, pairs, constants)
+    rec = json_loads(text, where=where, object_pairs_hook=pairs, constants=constants)
     if names is None:
         return rec, (twice[0] if twice else None)
     if not isinstance(rec, dict):
         return rec, None
     top = seen[-1]  # the outermost object is built last
     return rec, next((k for k in names if top.count(k) > 1), None)
-
-
-def _loads(text: str, where: str, hook, constants: bool):
-    if not constants:
-        return json_loads(text, where=where, object_pairs_hook=hook)
-    try:
-        return json.loads(text, object_pairs_hook=hook)
-    except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply to read") from None
-    except ValueError:  # the message json_loads gives (one wording for every JSON file)
-        json_loads(text, where=where)
-        raise
 
 
 def _finish(ts, p, o, source, lines=None, time_field: str = "arrival_s") -> Trace:

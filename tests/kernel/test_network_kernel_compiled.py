@@ -11,11 +11,14 @@ import numpy as np
 
 from fluidq import Affine, ContextAware, Engine, Staircase
 from fluidq.engine import VLLM, Memory
-from fluidq.network import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station, simulate_network
+from fluidq.network import Choice, Fork, Hop, Join, Network, RequestClass, Router, Station
 from fluidq.policies import Scheduler
 from fluidq.workload import Periodic
 
 HERE = Path(__file__).resolve()
+sys.path.insert(0, str(HERE.parents[1] / "network"))
+
+from network_arrays import run_arrays  # noqa: E402  (tests/network/network_arrays.py, written once for both loops)
 
 
 def _cases():
@@ -102,19 +105,8 @@ def _cases():
 
 
 def _arrays() -> dict:
-    """Every output of every case, as named arrays."""
-    res = {}
-    for label, net, horizon, kw in _cases():
-        r = simulate_network(net, horizon_s=horizon, rng=7, method="kernel", **kw)
-        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked),
-                                           *r.preemptions.values(), *r.rejected.values()])
-        res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
-        for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
-            for k, v in getattr(r, field).items():
-                res[f"{label}/{field}/{k}"] = np.asarray(v)
-        for k, v in (r.hops or {}).items():
-            res[f"{label}/hops/{k}"] = np.asarray(v)
-    return res
+    """Every output of every case, as named arrays (the preemptions and rejections counted too)."""
+    return run_arrays(_cases(), kv_counts=True)
 
 
 def test_compiled_and_uncompiled_network_loop_agree(uncompiled_agrees):

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 
 from lifo_policy import LIFO  # noqa: E402  (tests/network/lifo_policy.py, timed by benchmarks/bench_network_select.py)
+from network_arrays import run_arrays  # noqa: E402  (tests/network/network_arrays.py)
 from test_network_kernel_exactness import assert_identical, random_network, random_route_network  # noqa: E402
 
 import fluidq.sim.network as simnet  # noqa: E402
@@ -379,17 +380,7 @@ def _cases():
 
 
 def _arrays() -> dict:
-    res = {}
-    for label, net, horizon, kw in _cases():
-        r = simulate_network(net, horizon_s=horizon, rng=7, method="kernel", **kw)
-        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked)])
-        res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
-        for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
-            for k, v in getattr(r, field).items():
-                res[f"{label}/{field}/{k}"] = np.asarray(v)
-        for k, v in (r.hops or {}).items():
-            res[f"{label}/hops/{k}"] = np.asarray(v)
-    return res
+    return run_arrays(_cases())
 
 
 def test_compiled_and_uncompiled_loop_agree_with_asked_stations(uncompiled_agrees, loop_only, monkeypatch):

@@ -321,27 +321,27 @@ def _basis_line(lb, res, load, *, against: str = "the requests line", figure: st
             "fractions of")
     reg = res if figure_res is None else figure_res
     case = kv_rules_case(lb, reg)
+    who = "it" if caveat_in == figure else caveat_in  # the line that says what the figure is (None: this one)
+    told = f"{figure} ({who} says what it is)"
     if case == "k_max":  # max_num_seqs binds: the cache holds its residents at full context; the band measured there
         from ...stability.measured import SATURATION_WHERE_K_MAX_BINDS
 
         kvk, mtk = SATURATION_WHERE_K_MAX_BINDS["kv_rules"], SATURATION_WHERE_K_MAX_BINDS["max_throughput"]
-        said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is) was" if caveat_in else
-                f"{figure}, {bound_words(reg, roofline=False)}, was")
+        said = f"{told} was" if caveat_in else f"{figure}, {bound_words(reg, roofline=False)}, was"
         line += (f"; {K_MAX_BINDS}: this basis is {kvk.within_words()}, where {said} {mtk.errors_words()} "
                  f"({kvk.source})")
     elif case == "kv_cache_bound":  # the cache binds for part of the residents' life; the figure is not its batch
         from ...stability.measured import SATURATION_PER_BASIS
 
         kvb = SATURATION_PER_BASIS["kv_rules"]
-        said = (f"{figure} ({'it' if caveat_in == figure else caveat_in} says what it is)" if caveat_in else
-                f"{figure} is {bound_words(reg, roofline=False)}, not the cache's rules")
+        said = told if caveat_in else f"{figure} is {bound_words(reg, roofline=False)}, not the cache's rules"
         line += (f"; {KV_CACHE_BINDS_PART}: {said}; {kvb.saturate_words()} (this basis; {kvb.source})")
     elif case == "kv_cache":
         from ...stability.measured import SATURATION_PER_BASIS
 
         mt, kvb = SATURATION_PER_BASIS["max_throughput"], SATURATION_PER_BASIS["kv_rules"]
         said = (f"the KV cache binds: on {mt.engines} KV-bound engines {figure} (the mean-footprint figure, as "
-                f"{'it' if caveat_in == figure else caveat_in} says) was" if caveat_in else
+                f"{who} says) was" if caveat_in else
                 f"the KV cache binds, and {figure} takes the batch its mean request footprints allow, not its rules: "
                 f"on {mt.engines} KV-bound engines that figure was")
         line += (f"; {said} {mt.above_words()}, which lie at {kvb.sim_over_basis[0]:.2f}-{kvb.sim_over_basis[1]:.2f} "
