@@ -5,7 +5,8 @@ the compiled loops know only arrays and numbers, the ``select()`` loop the polic
 :mod:`fluidq.sim` calls them.
 
 * :mod:`fluidq.kernel.fcfs` -- the FCFS event-skipping kernel of the built-in schedulers;
-* :mod:`fluidq.kernel.kv` -- the same schedulers with a KV-cache memory model, stepped per iteration;
+* :mod:`fluidq.kernel.kv` -- the same schedulers with a KV-cache memory model, stepped per iteration (its driver;
+  the compiled loop is ``_kv_loop``, its inlined parts ``_kv_parts``, its state layout ``_kv_layout``);
 * :mod:`fluidq.kernel.network` -- every station of a network on one event clock (with or without a KV cache);
 * :mod:`fluidq.kernel.clock` -- the Python event clock (:class:`~fluidq.kernel.clock.EventClock`), the one that
   drives :func:`run_generic`'s engine and every station of a network in Python (every station a fed

@@ -6,7 +6,8 @@
 writes ``validation.md`` (summary table: predicted vs measured, error in percent, target pass/miss),
 ``validation.json`` and PNG plots.  Misses are rows with ``status="miss"``: reported, never hidden.
 
-Modules: ``runs`` (readers of vLLM-format runs and the measured throughput, backlog, latency),
+Modules: ``runs`` (readers of vLLM-format runs; their files' names and checks in ``run_files``), ``measured``
+(the measured side: capacity per regime, throughput, backlog, latency; intervals in ``measured_intervals``),
 ``iteration`` (whole-iteration time from LLMServingSim and Vidur operator profiles), ``predict``
 (capacity and the binding limit), ``replay`` (the engine of a measured vLLM run and its own
 arrivals through ``fluidq.simulate``; every latency row comes from it), ``cases`` (the case kinds), ``harness_io`` (runs of ``validation/gpu/``).
