@@ -1,0 +1,60 @@
+"""The kernel review's findings (branch h-revkern, validation/tools/revkern/repro_*.py), each fixed on h-fixk.
+
+1. ``check_batches=False`` and a user batch over ``b_max``: EngineRun (``method="generic"``, and a network station's
+   Python clock where its table ends) raises the select loop's PolicyError, not a bare IndexError.
+"""
+from __future__ import annotations
+
+import pytest
+
+import fluidq
+from fluidq.errors import PolicyError
+from fluidq.network.model import Hop, RequestClass, Station
+from fluidq.policies import Batch
+
+ROWS = {"arrival_s": [0.0, 0.1, 0.2], "prompt_tokens": [5, 7, 3], "output_tokens": [3, 2, 4]}
+
+
+class Greedy:
+    """Every remaining prompt at once and every decoder: over a small ``b_max``."""
+
+    name = "greedy"
+
+    def select(self, v):
+        pre = tuple((r.rid, r.prompt_tokens - r.prefilled) for r in v.requests if r.prefilled < r.prompt_tokens)
+        dec = tuple(r.rid for r in v.requests if r.prefilled >= r.prompt_tokens and r.decoded < r.output_tokens)
+        return Batch(prefill=pre, decode=dec)
+
+
+def _engine(b_max, **kw):
+    return fluidq.Engine(batch_time=fluidq.Staircase(c=0.01, a=0.03, b0=8), b_max=b_max, **kw)
+
+
+# ---- finding 1: a batch over b_max with the check off -----------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [{}, {"kv_capacity_tokens": 64},
+                                {"batch_time": fluidq.ContextAware(base=fluidq.Staircase(c=0.01, a=0.03, b0=8),
+                                                                   kv_s_per_token=1e-5)}],
+                         ids=["no_cache", "kv_cache", "context_aware"])
+def test_over_b_max_check_off_same_policy_error_on_both_paths(kw):
+    bt = kw.pop("batch_time", fluidq.Staircase(c=0.01, a=0.03, b0=8))
+    e = fluidq.Engine(batch_time=bt, b_max=4, **kw)
+    msgs = {}
+    for m in ("generic", "auto"):
+        with pytest.raises(PolicyError) as ei:
+            fluidq.simulate(e, ROWS, Greedy(), n_requests=3, method=m, check_batches=False)
+        msgs[m] = str(ei.value)
+    assert msgs["generic"] == msgs["auto"]
+    assert "(6d) batch has 5 tokens > b_max=4" in msgs["generic"]
+
+
+def test_over_b_max_check_off_network_kv_station_python_clock_names_the_station():
+    """A KV station's Python clock charges ``tau_b[b]`` from the single-engine table (ends at ``b_max``): past it,
+    the PolicyError naming the station (the run stops there), no bare IndexError."""
+    e = _engine(4, kv_capacity_tokens=64)
+    net = fluidq.Network(stations=(Station(name="a", engine=e, policy=Greedy()),),
+                         classes=(RequestClass(name="c", route=(Hop(engine="a", prompt_tokens=5, output_tokens=3),),
+                                               rate_per_s=4.0),))
+    with pytest.raises(PolicyError, match=r"station 'a'.*\(6d\) batch has \d+ tokens > b_max=4"):
+        fluidq.simulate_network(net, horizon_s=5.0, rng=1, method="python", check_batches=False)
+
