@@ -2,6 +2,8 @@
 
 1. ``check_batches=False`` and a user batch over ``b_max``: EngineRun (``method="generic"``, and a network station's
    Python clock where its table ends) raises the select loop's PolicyError, not a bare IndexError.
+2. A policy that writes its requests' fields with the check off: the select loop (no KV cache) judges "idle with
+   work" from its arrays and raises the idle error, never ending silently with work left.
 """
 from __future__ import annotations
 
@@ -57,4 +59,45 @@ def test_over_b_max_check_off_network_kv_station_python_clock_names_the_station(
                                                rate_per_s=4.0),))
     with pytest.raises(PolicyError, match=r"station 'a'.*\(6d\) batch has \d+ tokens > b_max=4"):
         fluidq.simulate_network(net, horizon_s=5.0, rng=1, method="python", check_batches=False)
+
+
+# ---- finding 2: a policy that writes its requests' fields, the check off ----------------------------------------
+
+class MutOut(Greedy):
+    """Writes ``output_tokens = 1`` (forbidden: the fields are the engine's), then schedules by what it wrote."""
+
+    name = "mutout"
+
+    def select(self, v):
+        for r in v.requests:
+            r.output_tokens = 1
+        return super().select(v)
+
+
+def test_select_loop_no_cache_never_ends_silently_with_work_left():
+    """The select loop runs on its arrays (the written ``output_tokens`` is not the engine's): the policy stops
+    scheduling requests the arrays say have output left, which is the idle error, not n_finished=0 with NaN."""
+    e = _engine(16)
+    with pytest.raises(PolicyError, match=r"scheduled nothing .* 3 requests wait with work left \(ids \[0, 1, 2\]\)"):
+        fluidq.simulate(e, ROWS, MutOut(), n_requests=3, method="auto", check_batches=False)
+
+
+def test_idle_error_from_the_arrays_unchanged_for_an_honest_policy():
+    """An honest policy that leaves a request out with nothing more to arrive: the same idle error on both paths."""
+
+    class Skip0(Greedy):
+        name = "skip0"
+
+        def select(self, v):
+            b = super().select(v)
+            return Batch(prefill=tuple(p for p in b.prefill if p[0] != 0), decode=tuple(d for d in b.decode if d))
+
+    e = _engine(16)
+    msgs = []
+    for m in ("generic", "auto"):
+        with pytest.raises(PolicyError) as ei:
+            fluidq.simulate(e, ROWS, Skip0(), n_requests=3, method=m, check_batches=False)
+        msgs.append(str(ei.value))
+    assert msgs[0] == msgs[1]
+    assert "ids [0]" in msgs[0]
 
