@@ -474,8 +474,8 @@ class EngineRun:
         hidden demand; a view narrowed by the memory rules shows none of it."""
         hold = self.hold
         self.last_unseen = self.hidden_demand if visible is hold.residents else 0
-        # (a caller's queues make a new list for each view: it is not copied)
-        view = QueueView(requests=tuple(visible) if self.queues is None else visible, now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
+        # (a tuple on every path: a policy that edits its view's sequence must not edit a caller's list)
+        view = QueueView(requests=tuple(visible), now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
         self.last_view = view
         self.examined += len(visible)
         policy = self.policy

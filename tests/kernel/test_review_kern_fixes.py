@@ -4,6 +4,7 @@
    Python clock where its table ends) raises the select loop's PolicyError, not a bare IndexError.
 2. A policy that writes its requests' fields with the check off: the select loop (no KV cache) judges "idle with
    work" from its arrays and raises the idle error, never ending silently with work left.
+3. A network station's view: ``view.requests`` a tuple on every method (the Python clock handed a list).
 """
 from __future__ import annotations
 
@@ -101,3 +102,35 @@ def test_idle_error_from_the_arrays_unchanged_for_an_honest_policy():
     assert msgs[0] == msgs[1]
     assert "ids [0]" in msgs[0]
 
+
+# ---- finding 3: a network station's Python clock handed the policy a list -----------------------------------------
+
+class Pop:
+    """Pops the oldest request from its view's sequence where it can, then schedules as Sarathi."""
+
+    name = "pop"
+
+    def __init__(self):
+        self.kinds = set()
+
+    def select(self, v):
+        from fluidq.policies import Sarathi
+
+        self.kinds.add(type(v.requests).__name__)
+        if hasattr(v.requests, "pop"):
+            v.requests.pop(0)
+        return Sarathi().select(v)
+
+
+def test_network_view_requests_a_tuple_on_every_method():
+    eng = _engine(16)
+    out = {}
+    for m in ("python", "auto"):
+        p = Pop()
+        net = fluidq.Network(stations=(Station(name="a", engine=eng, policy=p),),
+                             classes=(RequestClass(name="c", route=(Hop(engine="a", prompt_tokens=5, output_tokens=3),),
+                                                   rate_per_s=4.0),))
+        r = fluidq.simulate_network(net, horizon_s=10.0, rng=1, method=m)
+        assert p.kinds == {"tuple"}, (m, p.kinds)
+        out[m] = (r.completed, r.batches)
+    assert out["python"] == out["auto"]
