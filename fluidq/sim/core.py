@@ -146,6 +146,8 @@ def run_size(engine: Engine, workload, horizon_s: float | None = None, n_request
             tok = float(np.sum(workload["prompt_tokens"]) + np.sum(workload["output_tokens"]))
         except (KeyError, TypeError, ValueError):
             return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}  # _requests names the problem
+        if a.ndim != 1 or not np.all(np.isfinite(a)):  # (an inf or NaN time: _requests names the entry, not the size)
+            return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}
         arrivals = float(a.size)
         duration = horizon_s if horizon_s is not None else (float(np.max(a)) if a.size else 0.0)
         tokens = tok

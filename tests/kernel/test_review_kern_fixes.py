@@ -5,6 +5,7 @@
 2. A policy that writes its requests' fields with the check off: the select loop (no KV cache) judges "idle with
    work" from its arrays and raises the idle error, never ending silently with work left.
 3. A network station's view: ``view.requests`` a tuple on every method (the Python clock handed a list).
+4. A non-finite arrival time in a workload mapping is named (``workload['arrival_s'][i]``), not the run's size.
 """
 from __future__ import annotations
 
@@ -134,3 +135,16 @@ def test_network_view_requests_a_tuple_on_every_method():
         assert p.kinds == {"tuple"}, (m, p.kinds)
         out[m] = (r.completed, r.batches)
     assert out["python"] == out["auto"]
+
+
+# ---- finding 4: an infinite arrival time blamed n_requests ------------------------------------------------------
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), -float("inf")])
+@pytest.mark.parametrize("kw", [{"n_requests": 2}, {"horizon_s": 5.0}])
+def test_non_finite_arrival_time_named_not_the_run_size(bad, kw):
+    from fluidq.errors import ParameterError
+
+    rows = {"arrival_s": [0.0, bad], "prompt_tokens": [3, 3], "output_tokens": [3, 3]}
+    with pytest.raises(ParameterError, match=r"workload\['arrival_s'\]\[1\]=-?(inf|nan): expected finite numbers of "
+                                             r"seconds"):
+        fluidq.simulate(_engine(16), rows, "sarathi", **kw)
