@@ -6,6 +6,7 @@
    work" from its arrays and raises the idle error, never ending silently with work left.
 3. A network station's view: ``view.requests`` a tuple on every method (the Python clock handed a list).
 4. A non-finite arrival time in a workload mapping is named (``workload['arrival_s'][i]``), not the run's size.
+5. ``max_batches`` with runs of identical batches: documented (the run-skipping paths may pass it by less than a run).
 """
 from __future__ import annotations
 
@@ -148,3 +149,23 @@ def test_non_finite_arrival_time_named_not_the_run_size(bad, kw):
     with pytest.raises(ParameterError, match=r"workload\['arrival_s'\]\[1\]=-?(inf|nan): expected finite numbers of "
                                              r"seconds"):
         fluidq.simulate(_engine(16), rows, "sarathi", **kw)
+
+
+# ---- finding 5: max_batches and runs of identical batches (documented, not cut) ---------------------------------
+
+def test_max_batches_as_documented():
+    """simulate_network's docstring: "generic" stops at exactly max_batches; the run-skipping paths stop at the
+    first run end that reaches it (at least max_batches, less than one run more), the same count on both."""
+    e = _engine(16)
+    net = fluidq.Network(stations=(Station(name="a", engine=e), Station(name="b", engine=e)),
+                         classes=(RequestClass(name="c", route=(Hop(engine="a", prompt_tokens=5, output_tokens=3),
+                                                                Hop(engine="b", prompt_tokens=5, output_tokens=30)),
+                                               rate_per_s=2.0),))
+    over = 0
+    for mb in (1, 2, 3, 10, 50):
+        got = {m: fluidq.simulate_network(net, horizon_s=10.0, rng=1, method=m, max_batches=mb).batches
+               for m in ("generic", "python", "kernel")}
+        assert got["generic"] == mb
+        assert got["python"] == got["kernel"] >= mb
+        over += got["python"] - mb
+    assert over > 0  # (the overshoot the docstring describes happens here: max_batches=2 gives 4)
