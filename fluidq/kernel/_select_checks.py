@@ -27,7 +27,7 @@ import numpy as np
 
 from ..policies.base import batch_violations
 from ._select_state import R_D, R_DC, R_PC, R_PF, R_ST, S_SWH, S_SWT
-from .step import _All, _bad_batch, _idle_with_work
+from .step import _All, _bad_batch, _idle_error, _idle_with_work
 
 
 class _Owned:
@@ -86,6 +86,21 @@ def _stalled(policy, si, ri, sw, ol, objs, blocked, t):
     for r in res + [q for q, _ in swapped]:
         r.prompt_tokens, r.output_tokens, r.prefilled, r.decoded = ri[r.rid, [R_PC, R_D, R_PF, R_DC]].tolist()
     _idle_with_work(policy, _All(res, swapped), blocked, t)
+
+
+def _idle_arrays(policy, ri, objs, blocked, t):
+    """EngineRun's idle error without a KV cache (an empty batch, nothing more to arrive), judged from the ARRAYS:
+    the residents ``objs`` whose (prompt, output, prefilled, decoded) there leave work -- a policy that wrote its
+    requests' fields with the check off cannot end the run silently with work left (h-fixk, review finding 2).
+    The objects are not written."""
+    if not objs:
+        return
+    ids = np.fromiter(objs, np.int64, len(objs))
+    pc, d, pf, dc = ri[ids][:, _FIELDS4].T
+    demand = np.where(pf < pc, pc - pf, (dc < d).astype(np.int64))
+    waiting = [rid for rid in ids[demand > 0].tolist() if rid not in blocked]
+    if waiting:
+        raise _idle_error(policy, t, waiting)
 
 
 def _residents(objs, batch) -> bool:

@@ -72,7 +72,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..policies.base import Batch, QueueView, RequestState, _shape_errors, batch_faults
 from . import memory as _rules
-from ._select_checks import _Owned, _differs, _junk_blocked, _raise, _residents, _stalled
+from ._select_checks import _Owned, _differs, _junk_blocked, _idle_arrays, _raise, _residents, _stalled
 from ._select_phases import _advance
 from ._select_state import (F_BUSY, F_H, F_KS, F_NEXT, F_SWAPS, F_T, F_TAU, N_RI, N_SF, N_SI, R_ADM, R_D, R_DC, R_FIN,
                             R_FS, R_FTK, R_KV, R_NBK, R_NPRE, R_PC, R_PDN, R_PF, R_RC, R_ST, S_ASYNC, S_BMAX, S_BS,
@@ -84,7 +84,7 @@ from ._select_state import (F_BUSY, F_H, F_KS, F_NEXT, F_SWAPS, F_T, F_TAU, N_RI
                             STATUS_ASK, STATUS_BAD, STATUS_BATCH, STATUS_GROW, STATUS_PROGRESS, STATUS_TAU,
                             STATUS_VICTIM)
 from .memory import _may_evict_hook, _unfinished, _victim_order, block_shift, victim_key
-from .step import _bad_batch, _idle_with_work, _note_raised, _require_batch, _tampered, _trusted
+from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
 
 # the names select.py held before the split (branch h-selsplit) that the driver does not read, importable from
 # here still (tests and other modules import them from fluidq.kernel.select)
@@ -373,7 +373,9 @@ def run_select(arr, P, D, *, policy, b_max, k_max, tau_b, ks, horizon, record, c
             if batch.blocked:
                 blocked.update(batch.blocked)
             if not mem and not nbp and not nd and si[S_NA] >= n and not (si[S_ASYNC] and (si[S_NLAG] or si[S_TSEEN])):
-                _idle_with_work(policy, view, blocked, t)  # EngineRun.begin: an empty batch, nothing to arrive
+                # EngineRun.begin: an empty batch, nothing to arrive; the work left read from the arrays (a policy
+                # that wrote its requests' fields with the check off must not end the run silently)
+                _idle_arrays(policy, ri, objs, blocked, t)
             if not mem and compose is not None and (nbp or nd):
                 ctxs = [objs[rid].prefilled + objs[rid].decoded - emit_at_prefill for rid in dec] \
                     if _residents(objs, batch) else None

@@ -474,8 +474,8 @@ class EngineRun:
         hidden demand; a view narrowed by the memory rules shows none of it."""
         hold = self.hold
         self.last_unseen = self.hidden_demand if visible is hold.residents else 0
-        # (a caller's queues make a new list for each view: it is not copied)
-        view = QueueView(requests=tuple(visible) if self.queues is None else visible, now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
+        # (a tuple on every path: a policy that edits its view's sequence must not edit a caller's list)
+        view = QueueView(requests=tuple(visible), now_s=t, b_max=self.b_max, k_max=self.k_max, kv_free_tokens=kv_free)
         self.last_view = view
         self.examined += len(visible)
         policy = self.policy
@@ -513,6 +513,16 @@ class EngineRun:
                                 self.n_fresh -= 1
                     hold.residents = [q for q in hold.residents if q.rid not in gone]
         return view, batch
+
+    def _over_budget(self, batch, view, t):
+        """The :class:`PolicyError` of a batch over ``b_max`` run with the check off where no batch time can be
+        charged for it: the select loop's message (``batch_violations``' first problem, (6d)).  A run of
+        :func:`fluidq.simulate` refuses every such batch (the select loop's table ends at ``b_max``); a fed run
+        (a network station) runs it where its table holds a time, and refuses it only past the table."""
+        bad = batch_violations(batch, view) or [f"(6d) batch has {batch.tokens} tokens > b_max={self.b_max}"]
+        if self.on_violation is not None:
+            self.on_violation(t, bad)
+        return _bad_batch(self.policy, t, bad, self.station)
 
     def release(self, fin):
         """Take the finished requests ``fin`` out of the engine (their KV is freed)."""
@@ -638,6 +648,8 @@ class EngineRun:
             raise PolicyError(f"policy {getattr(self.policy, 'name', self.policy)!r} at t={t:.6g} s returned "
                               f"a batch of {tokens} tokens: {batch!r} (every prefill chunk needs at least one "
                               f"token; return Batch() when nothing is to be scheduled)")
+        if tokens > self.b_max and not self.fed:  # (the check off) the select loop's table ends at b_max: refused
+            raise self._over_budget(batch, view, t)
         if compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
             if mem is not None:
                 kv = mem.kv
@@ -658,10 +670,16 @@ class EngineRun:
                 for rid in batch.decode:
                     kvr += by_id[rid].prefilled + by_id[rid].decoded
                 kvr -= self.emit_at_prefill * len(batch.decode)
-            tau = self.tau_b[tokens] + ks * kvr
+            try:
+                tau = self.tau_b[tokens] + ks * kvr
+            except IndexError:  # (a fed run, the check off: past a station's table, not a bare IndexError)
+                raise self._over_budget(batch, view, t) from None
         else:
             kvr = 0
-            tau = self.tau_b[tokens]
+            try:
+                tau = self.tau_b[tokens]
+            except IndexError:
+                raise self._over_budget(batch, view, t) from None
         if record:
             rec = self.rec
             rec["t_s"].append(t)

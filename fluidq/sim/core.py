@@ -146,6 +146,8 @@ def run_size(engine: Engine, workload, horizon_s: float | None = None, n_request
             tok = float(np.sum(workload["prompt_tokens"]) + np.sum(workload["output_tokens"]))
         except (KeyError, TypeError, ValueError):
             return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}  # _requests names the problem
+        if a.ndim != 1 or not np.all(np.isfinite(a)):  # (an inf or NaN time: _requests names the entry, not the size)
+            return {"arrivals": 0.0, "duration_s": 0.0, "iterations": 0.0}
         arrivals = float(a.size)
         duration = horizon_s if horizon_s is not None else (float(np.max(a)) if a.size else 0.0)
         tokens = tok
@@ -390,7 +392,16 @@ def simulate(engine: Engine, workload, policy="sarathi", horizon_s: float | None
         (:func:`~fluidq.policies.base.batch_faults`: entries that are not whole numbers, ids that are
         not residents', ``blocked`` included, a chunk below one token or past the prompt, a request twice
         in the prefill part, a decode of a request in its prompt or finished, two decodes of one
-        request) is a :class:`PolicyError` on every path, check on or off.
+        request) is a :class:`PolicyError` on every path, check on or off.  A policy that writes its
+        requests' fields (``prompt_tokens``, ``output_tokens``, ``prefilled``, ``decoded``) with the check
+        off gets different runs on the two paths, not a check: ``"generic"`` (EngineRun) keeps the engine's
+        state in those objects, so the written values ARE its run (``output_tokens = 1`` finishes a request
+        after one token); the ``select()`` loop (``"auto"``/``"fast"``) keeps it in its arrays and only shows
+        the objects to the policy, so a write changes nothing it runs but the policy's own choices -- it raises
+        the :class:`PolicyError` naming the field when its compiled check flags a batch whose requests were
+        written, and the idle error (an empty batch while, by its arrays, requests wait with work left and
+        nothing more arrives) rather than ending with that work undone.  With the check on, every path raises
+        on the first written field of a batch's request.
     preemption : {"recompute", "swap"}, optional
         What a KV-cache preemption costs (only with ``engine.kv_capacity_tokens``); default the
         engine's ``memory.preemption`` (``"recompute"`` unless set), which this overrides.

@@ -638,7 +638,12 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         with work left, not listed in ``Batch.blocked``) that no later hop made it take up by the horizon raises
         :class:`~fluidq.errors.PolicyError` too.
     max_batches : int, optional
-        Stop after this many batches in total.
+        Stop once this many batches in total have ended (``batches`` reports the count).  ``"generic"``
+        (batch by batch) stops after exactly ``max_batches``.  The paths that skip runs of identical
+        batches (``"python"``, ``"kernel"``, ``"auto"``) count a run's ``k`` batches when the run ends and
+        check the limit then, so they stop at the first batch end or run end that reaches it: ``batches`` may
+        exceed ``max_batches`` by less than one run's length (one Sarathi station, ``max_batches=2``:
+        ``batches=4``), the same count and state on those paths.
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
