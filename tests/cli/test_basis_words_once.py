@@ -18,7 +18,8 @@ WORKLOAD = Workload(arrival=Poisson(rate_per_s=1.0), prompt_tokens=600, output_t
 
 
 def _lb(basis):
-    return SimpleNamespace(basis=basis, requests_per_s=3.0, tokens_per_s=2400.0)
+    # a LoadBasis carries its capacity (load_basis_binding reads its ``binding``): None here, no binding named
+    return SimpleNamespace(basis=basis, requests_per_s=3.0, tokens_per_s=2400.0, capacity=None)
 
 
 def test_one_table_for_every_basis():
