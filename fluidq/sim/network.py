@@ -207,14 +207,15 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     router by remaining tokens can pick it (its memory pass changes those tokens as a batch starts, which the
     loop's ask, made once the event is over, would show that event's routing too late).  A
     subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
-    built-in window), ``check_batches=True`` (given explicitly: every station's batches checked in Python; the
-    default, on where a user policy runs, checks the batches of the policies asked in Python, which the loop always
-    checks) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
+    built-in window), ``check_batches=True`` given explicitly where a station runs a built-in FCFS scheduler (its
+    batches checked in Python too; the default, on where a user policy runs, checks the batches of the policies
+    asked in Python, which the loop always checks; where every policy is asked in Python the loop checks them all,
+    2026-12-07) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
     station's size limit, which warns, only where nothing else excludes the network).
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
 
-    if check_batches:
+    if check_batches and any(_native(st.policy) for st in network.stations):
         return "check_batches=True checks every batch in Python (the default checks the batches of the policies asked " \
                "in Python only)"
     limit = None

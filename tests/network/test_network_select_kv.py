@@ -39,7 +39,7 @@ from fluidq.errors import PolicyError  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
 from fluidq.policies import Batch, Sarathi, VLLM  # noqa: E402
 from fluidq.policies.latency import SJF  # noqa: E402
-from fluidq.sim.network import _kernel_unsupported  # noqa: E402
+from fluidq.sim.network import _kernel_unsupported, _native  # noqa: E402
 
 
 def _jsq_by_requests(net):
@@ -56,8 +56,6 @@ def kv_asked_network(seed, every=False):
 
 
 def _some_kv_station_asked(net):
-    from fluidq.sim.network import _native
-
     return any(s.engine.kv_capacity_tokens is not None and not _native(s.policy) for s in net.stations)
 
 
@@ -69,6 +67,19 @@ def test_kv_stations_asked_in_python_on_random_networks(seed, check, loop_only, 
     a = compare(net, horizon, r, seed, loop_only, monkeypatch, check_batches=check,
                 swap_s_per_token=float(r.choice([0.0, 2e-6, 1.0 / 4096])))
     assert a.batches > 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_check_batches_true_where_every_policy_is_asked_in_python(seed, loop_only, monkeypatch):
+    """``check_batches=True`` given explicitly keeps a network with a built-in FCFS station on the Python clock (its
+    batches are checked there too), but where every station's policy is asked in Python the loop checks them all:
+    the same run."""
+    net, horizon, r = kv_asked_network(seed)
+    assert ("check_batches=True" in (_kernel_unsupported(net, True) or "")) == any(
+        _native(s.policy) for s in net.stations)
+    net = _jsq_by_requests(with_asked(net, r, every=True))
+    assert _kernel_unsupported(net, True) is None
+    compare(net, horizon, r, seed, loop_only, monkeypatch, check_batches=True, swap_s_per_token=1e-6)
 
 
 def test_the_random_cases_bind(loop_only, monkeypatch):
@@ -161,6 +172,40 @@ def test_an_asked_kv_station_with_a_composition_batch_time(loop_only, monkeypatc
     b = simulate_network(net, rng=4, method="kernel", **kw)
     assert_identical(a, b)
     assert a.preemptions["K"] > 0
+
+
+class SwapShy:
+    """LIFO, but an empty batch when a request preempted before (a swapped-out one) is back in view and was not in the
+    last view: the memory pass only swapped in, and the station asks again once the swap is done (stateful: one
+    per run)."""
+
+    name = "swap-shy"
+
+    def __init__(self):
+        self.last = set()
+        self.empties = 0
+
+    def select(self, v):
+        ids = {r.rid for r in v.requests}
+        back = any(r.preemptions > 0 and r.rid not in self.last for r in v.requests)
+        self.last = ids
+        if back:
+            self.empties += 1
+            return Batch()
+        return LIFO().select(v)
+
+
+@pytest.mark.parametrize("memory", [Memory(preemption="swap"), Memory(kind="blocks", block_size=8, preemption="swap")],
+                         ids=["tokens", "blocks"])
+def test_a_pass_that_only_swaps_in(memory, loop_only):
+    """An empty answer after swap-ins: the station is busy for the swap time, then asked again (``S_SWAPWAIT``)."""
+    kw = dict(horizon_s=60.0, rng=5, record_hops=True, swap_s_per_token=1e-4, record_dt_s=0.05)
+    pa, pb = SwapShy(), SwapShy()
+    a = simulate_network(kv_tandem(pa, memory, cap=900), method="python", **kw)
+    loop_only()
+    b = simulate_network(kv_tandem(pb, memory, cap=900), method="kernel", **kw)
+    assert_identical(a, b)
+    assert pa.empties == pb.empties > 0
 
 
 class Stall:
