@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from .network import (R_END, S_ASKEND, S_NALLOC, S_NH, S_NT, S_PREEMPT, S_WORK, T_CLS, T_D, T_LAB, T_NPRE, T_P,
-                      T_PREF, T_RANK, T_ST)
+                      T_PREF, T_HOP, T_ST)
 
 __all__ = ["KVStation"]
 
@@ -50,11 +50,12 @@ class _Deltas(dict):
 class KVStation:
     """Station ``s`` (a :class:`~fluidq.network.Station` with a KV cache) whose policy is asked in Python: its fed
     EngineRun, as the Python clock builds it (``kv_table``: its ``(tau_b, ks)``; ``swap_s``: seconds per KV token
-    swapped; ``check``: ``check_batches``)."""
+    swapped; ``check``: ``check_batches``; ``ranks``: each hop's rank at the station by its step row, the Python
+    clock's ``rank`` of a request object)."""
 
     kv = True
 
-    def __init__(self, s, station, horizon, check, swap_s, kv_table):
+    def __init__(self, s, station, horizon, check, swap_s, kv_table, ranks):
         from .clock import _StationState, _fed_engine
 
         self.s = s
@@ -67,6 +68,7 @@ class KVStation:
         _fed_engine(ss, swap_s, self.deltas, horizon, check, [], self.blocked, kv_table)
         self.er = er = ss.engine_run
         self.hi = 1  # request ids below this are offered (or gone, or not at this station)
+        self.ranks = ranks  # {step row: the hop's rank at the station, as the Python clock ranks it}
         mem = er.mem
         touched = self.touched = []  # the requests the memory pass preempted or gave a prefix back
         on_preempt, on_reuse = mem.on_preempt, mem.on_reuse
@@ -100,7 +102,7 @@ class KVStation:
                     idx += self.hi
                     for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
                         er.offer(new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None,
-                                          row[T_RANK], labels[row[T_LAB]]))
+                                          self.ranks[row[T_HOP]], labels[row[T_LAB]]))
             self.hi = lim
         deltas, touched = self.deltas, self.touched
         deltas.clear()

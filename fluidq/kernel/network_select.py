@@ -110,7 +110,7 @@ class Asker:
         from .network_kv import KVStation
 
         kv = kv or {}
-        self.stations = {s: (KVStation(s, st, horizon, check, swap_s, kv[s]) if s in kv else
+        self.stations = {s: (KVStation(s, st, horizon, check, swap_s, *kv[s]) if s in kv else
                              _Station(s, st, n_rank, check)) for s, (st, n_rank) in stations.items()}
         self.check = bool(check)
         self.labels = list(labels)

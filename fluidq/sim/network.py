@@ -498,8 +498,9 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         from ..kernel.network_select import Asker
 
         asker = Asker({si: (s, int(nrank[si])) for si, s in enumerate(stations) if asked[si]}, lab_names,
-                      check=check_batches, kv={si: _tau_table(s.engine) for si, s in enumerate(stations)
-                                               if asked[si] and kvst[si]}, horizon=horizon, swap_s=swap_s)
+                      check=check_batches, kv={si: (_tau_table(s.engine), _py_ranks(s, rows)) for si, s in
+                                               enumerate(stations) if asked[si] and kvst[si]},
+                      horizon=horizon, swap_s=swap_s)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
@@ -531,6 +532,17 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
                                         "preemptions": hops[3]},
         network=network)
+
+
+def _py_ranks(station, rows) -> dict:
+    """``{step row: rank}`` of the hops at ``station`` as the Python clock ranks them (its ``_StationState.rank``;
+    the loop gives a KV station's hops rank 0: it applies no priority there, but a policy asked in Python reads a
+    request's ``rank``)."""
+    from ..kernel.network import K_HOP
+
+    rank = {h: k for k, h in enumerate(station.priority)}
+    low = len(station.priority)
+    return {j: rank.get(h.name, low) for j, (kind, h, *_) in enumerate(rows) if kind == K_HOP}
 
 
 class _Uniforms:

@@ -208,6 +208,37 @@ def test_a_pass_that_only_swaps_in(memory, loop_only):
     assert pa.empties == pb.empties > 0
 
 
+class RankSeen:
+    """LIFO, noting the ranks of the requests in each view (one per run)."""
+
+    name = "rank-seen"
+
+    def __init__(self):
+        self.seen = []
+
+    def select(self, v):
+        self.seen.append(tuple(r.rank for r in v.requests))
+        return LIFO().select(v)
+
+
+def test_the_requests_ranks_at_a_kv_station_with_priorities(loop_only):
+    """A KV station applies no class priority (its view is in arrival order), but its request objects carry the
+    Python clock's rank: the loop's are the same."""
+    e = Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=256, kv_capacity_tokens=1500)
+
+    def net(pol):
+        return Network(stations=[Station(name="K", engine=e, policy=pol, priority=("y.1",))],
+                       classes=[RequestClass(name=c, rate_per_s=1.5, route=[Hop(engine="K", prompt_tokens=p,
+                                                                                 output_tokens=20)])
+                                for c, p in (("x", 100), ("y", 300))])
+    pa, pb = RankSeen(), RankSeen()
+    a = simulate_network(net(pa), horizon_s=30.0, rng=6, method="python")
+    loop_only()
+    b = simulate_network(net(pb), horizon_s=30.0, rng=6, method="kernel")
+    assert_identical(a, b)
+    assert pa.seen == pb.seen and {0, 1} <= {x for v in pa.seen for x in v}
+
+
 class Stall:
     """Prefills the first prompt it sees until t >= 5 s, then answers nothing while requests wait."""
 
