@@ -16,7 +16,9 @@ time, plus the swap seconds) are the Python clock's calls of the ONE set of rule
 * the station's previous batch is finished on the EngineRun (``finish``: its requests' objects, KV grown, the
   finished released -- the loop already counted its tokens and moved its finished hops on, the same ones, in the
   same order: ``_mem_end``), then the hops submitted to the station since its last ask (ids below the ask's view)
-  are offered, in order (the loop refused those that can never fit, by the same rule, ``never_fits``);
+  are offered, in order, as the Python clock's request objects (``_new_task``; ``rank`` the station's rank of the
+  hop, which the loop does not apply at a KV station); the loop refused those that can never fit, by the same
+  rule, ``never_fits``;
 * ``begin(t)`` forms the batch; what the memory pass changed is written back into the loop's arrays: the
   station's remaining tokens (``S_WORK``; recomputation adds, a prefix hit takes off), the buffers' tokens per
   label, the preempted or reused requests' prompt, prefilled tokens and preemptions, the station's preemptions;
