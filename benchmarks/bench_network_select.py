@@ -14,6 +14,9 @@ runs batch by batch on both paths); the ``unchecked`` rows pass ``check_batches=
 runs of identical batches on both paths).  For reference, the same network with U running Sarathi-Serve in FCFS
 order (the compiled loop's own rule; no asks); and the unchecked user policy at 1.15 of capacity over a quarter of
 the horizon (U's queue grows to thousands: the Python clock sorts U's view every batch, the loop keeps it in order).
+The KV rows (2026-12-07, h-netkv) give U a KV cache (``KV``: 8000 tokens of vLLM's 16-token blocks, recomputation;
+no class priority at U, which a KV station does not apply): its policy is asked through the Python clock's own
+EngineRun and memory rules (:mod:`fluidq.kernel.network_kv`), the other stations on the compiled loop.
 
 Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N]``.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -33,15 +36,21 @@ from bench_network import best_pair  # noqa: E402
 from lifo_policy import LIFO  # noqa: E402
 
 from fluidq import Affine, Engine, Staircase  # noqa: E402
+from fluidq.engine import Memory  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
 from fluidq.policies import Sarathi, VLLMChunked  # noqa: E402
 from fluidq.policies.latency import SJF  # noqa: E402
 
 
-def network(policy, load=0.9):
+#: the KV cache of U in the KV rows: vLLM's paged blocks of 16 tokens, recomputation, small enough to preempt
+KV = dict(kv_capacity_tokens=8000, memory=Memory(kind="blocks", block_size=16))
+
+
+def network(policy, load=0.9, kv=False):
     e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=64), b_max=256)
+    eu = Engine(batch_time=e.batch_time, b_max=256, **KV) if kv else e
     return Network(stations=[Station(name="A", engine=e), Station(name="B", engine=e),
-                             Station(name="U", engine=e, policy=policy, priority=("y.2",)),
+                             Station(name="U", engine=eu, policy=policy, priority=() if kv else ("y.2",)),
                              Station(name="V", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=128),
                                      policy=VLLMChunked())],
                    routers=[Router(name="J", engines=("A", "B"), policy="jsq", count="tokens")],
@@ -62,8 +71,8 @@ def row(label, net, horizon, repeat, **kw):
     if (a.batches, a.completed, a.events) != (b.batches, b.completed, b.events):
         raise SystemExit(f"{label}: the two paths' runs differ: {a.batches, a.completed} vs {b.batches, b.completed}")
     up, uk = 1e6 * tp / a.batches, 1e6 * tk / b.batches
-    print(f"{label:34s} python {up:7.2f} us/batch  loop {uk:7.2f} us/batch  python/loop {up / uk:6.2f}x  "
-          f"({a.batches} batches, {sum(a.completed.values())} completed)")
+    print(f"{label:38s} python {up:7.2f} us/batch  loop {uk:7.2f} us/batch  python/loop {up / uk:6.2f}x  "
+          f"({a.batches} batches, {sum(a.completed.values())} completed, {sum(a.preemptions.values())} preempted)")
     return up, uk
 
 
@@ -81,6 +90,11 @@ def main():
     row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
     # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
     row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat, check_batches=False)
+    # U with a KV cache (fluidq.kernel.network_kv: its EngineRun and StationMemory in Python, the rest compiled)
+    row("U = user LIFO, KV blocks (checked)", network(LIFO(), kv=True), args.horizon, args.repeat)
+    row("U = user LIFO, KV blocks (unchecked)", network(LIFO(), kv=True), args.horizon, args.repeat,
+        check_batches=False)
+    row("U = Sarathi(order=SJF()), KV blocks", network(Sarathi(order=SJF()), kv=True), args.horizon, args.repeat)
 
 
 if __name__ == "__main__":

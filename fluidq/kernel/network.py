@@ -45,14 +45,16 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   holds them to the Python path bit for bit.
 
 * stations whose policies are asked in Python (a user's ``select(view)``, a built-in scheduler with an ordering
-  other than FCFS; no KV cache; 2026-12-07): batch by batch, their batch starts noted (``_ask``) and made in Python
+  other than FCFS; 2026-12-07): batch by batch, their batch starts noted (``_ask``) and made in Python
   once the event is over (:data:`STATUS_ASK`; :mod:`fluidq.kernel.network_select` builds the Python path's view from
   these arrays, checks the batch and writes it into ``al_t``/``al_k``/``fR``), then started (``_answered``) and
-  ended as a built-in batch-by-batch station's.
+  ended as a built-in batch-by-batch station's.  With a KV cache (h-netkv) the Python clock's EngineRun and memory
+  rules form and time the batch in Python (:mod:`fluidq.kernel.network_kv`; the answer gives the batch's end,
+  ``S_ASKEND``/``R_END``, or a swap-in wait), and ``_mem_end`` ends it without the station's own memory columns.
 
-Composition batch times at KV stations, policies asked in Python at KV stations and subclasses of the built-in FCFS
-schedulers with a rule of their own stay on the Python path (:mod:`fluidq.sim.network` decides:
-``_kernel_unsupported``).
+Composition batch times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV
+station asked in Python and subclasses of the built-in FCFS schedulers with a rule of their own stay on the Python
+path (:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -168,7 +170,11 @@ S_DLAST = 48
 #: on; its pending ask (0: none, else the order in which the asks of one event were made); the first request id
 #: not in that ask's view (the hops submitted to the station before it are its residents then)
 S_ASK, S_ASKP, S_ASKLIM = 49, 50, 51
-N_S = 52
+#: the answer to its ask gives the batch's end itself (``stf[s, R_END]``; with no prompts and no decoders, the end of
+#: a memory pass that only swapped in): a station with a KV cache whose memory rules run in Python
+#: (:mod:`fluidq.kernel.network_kv`), or a batch over the station's budget (its time beyond the loop's table)
+S_ASKEND = 52
+N_S = 53
 #: the memory options :func:`run_network` takes per station (``mem``), in this order
 S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING, S_EMIT)
 # stf (float, one row per station): the current run's start and batch time; the end and start of its batch
@@ -176,7 +182,8 @@ S_MEMORY = (S_MEM, S_KVCAP, S_PAGED, S_BS, S_WHOLE, S_MOSTREC, S_SWAP, S_CACHING
 # token
 R_T0, R_TAU, R_TC, R_TL, R_KS, R_SWAPS = range(6)
 R_AT = 6  # (a station asked in Python) the time of its pending ask: the start of the batch the answer makes
-N_R = 7
+R_END = 7  # (an answer with S_ASKEND) the end of the batch it makes
+N_R = 8
 # ti (int, one row per hop of a request)
 T_ST, T_P, T_D, T_PREF, T_RANK, T_LAB, T_HOP, T_CLS, T_NXT, T_PRV, T_DEC, T_JOB = range(12)
 N_T = 12
@@ -673,6 +680,12 @@ def _answered(tau, st, stf, ti, fR, al_k, evf, evi, g):
         if st[s, S_ASKP] > 0:
             now = stf[s, R_AT]
             ndd = st[s, S_NH]
+            if st[s, S_ASKEND] != 0:  # the answer timed it (a KV station's memory pass in Python, or a batch over
+                if ndd == 0 and st[s, S_NALLOC] == 0:  # the budget); no batch: a pass that only swapped in
+                    st[s, S_SWAPWAIT] = 1
+                _evpush(evf, evi, st, g, stf[s, R_END], now, s)
+                st[s, S_ASKP] = 0
+                continue
             tokens = ndd
             for a in range(st[s, S_NALLOC]):
                 tokens += al_k[s, a]
@@ -1084,6 +1097,9 @@ def _mem_start(s, now, tau, st, stf, ti, qh, fR, al_t, al_k, evf, evi, g, gf, bl
     if now >= gf[GF_HORIZON]:
         st[s, S_BUSY] = 0
         return
+    if st[s, S_ASK] != 0:  # its policy and memory rules run in Python, once the current event is over
+        _ask(s, now, st, stf, g)
+        return
     npf, nd, extra, resident = _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq)
     if not resident or (npf == 0 and nd == 0):
         if extra > 0:  # only swaps this time: the station is busy moving KV, then tries again
@@ -1166,7 +1182,7 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
             done[j + 1] = done[j]
             j -= 1
         done[j + 1] = x
-    paged = st[s, S_PAGED] != 0
+    paged = st[s, S_PAGED] != 0 and st[s, S_ASK] == 0  # (asked in Python: its blocks are StationMemory's own)
     for i in range(nd):  # StationMemory.after_batch
         rid = done[i]
         st[s, S_USED] -= ti[rid, T_KV]
@@ -1851,7 +1867,18 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         if i < ihop.size:
             fill()
     if asker is not None:
-        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk)
+        def grow(n):  # room in the batch arrays for a batch of n entries (over the budgets, the check off)
+            nonlocal al_t, al_k, fR, done
+            w = max(2 * al_t.shape[1], n + 1)
+            al_t, al_k, fR = (np.concatenate([x, np.zeros((n_st, w + 1 - x.shape[1]), i64)], axis=1)
+                              for x in (al_t, al_k, fR))
+            done = np.zeros(max(done.shape[0], 2 * w + 8), i64)
+            asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+                       done_n=done.shape[0])
+
+        asker.grow = grow
+        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+                   done_n=done.shape[0])
     while True:
         status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
                           dlab, evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,

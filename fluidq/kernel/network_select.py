@@ -11,7 +11,8 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
   its view -- the hops submitted to the station so far, request ids below ``S_ASKLIM``) and goes on with the
   event; when the event is over it stops with ``STATUS_ASK``.  Nothing the rest of the event does depends on the
   batch an ask will form (routing reads the stations' requests and remaining tokens, which a batch changes only
-  when it ends), so asking after the event gives the Python clock's batches;
+  when it ends; at a KV station the memory pass changes its remaining tokens, hence no JSQ by tokens over it),
+  so asking after the event gives the Python clock's batches;
 * :class:`Asker` (called by :func:`fluidq.kernel.network.run_network`) makes the asks in the Python clock's order
   (by request id at the ask, then order): for each it brings the station's persistent request objects
   (:class:`fluidq.kernel.clock._Task`, the Python path's objects, with ``job``, ``rank`` and ``label``) up to date
@@ -31,14 +32,14 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
   a built-in batch-by-batch station's, ``t(b)`` or a context-aware time, and its end on the event heap) and
   resumes.  An empty batch leaves the station idle -- and the Python clock asks again at the next hop submitted
   to it in the same event, with that hop in view: so does the asker;
-* a batch the compiled loop cannot run as given raises EngineRun's :class:`~fluidq.kernel.step.PolicyError`, the
-  Python clock's message (``station 'name': policy 'p' at t=... s: <first problem>``, from
+* a batch that breaks the constraints raises EngineRun's :class:`~fluidq.kernel.step.PolicyError`, the Python
+  clock's message (``station 'name': policy 'p' at t=... s: <first problem>``, from
   :func:`~fluidq.policies.base.batch_violations` with ``check_batches``, else
-  :func:`~fluidq.policies.base.batch_faults`), at once (2026-12-07; before, the whole run restarted on the Python
-  clock, which listed it in ``violations`` and went on).  Only a batch over the budgets ((6d) ``b_max``, ``k_max``)
-  with the check off, which the Python clock runs as given and the loop's arrays cannot hold, raises
-  :class:`RerunOnPython`: :func:`fluidq.simulate_network` rewinds the generator and runs the whole network on the
-  Python clock (a policy that keeps state between calls sees the calls of the stopped run first);
+  :func:`~fluidq.policies.base.batch_faults`; ``blocked`` ids checked by :func:`fluidq.kernel.select._junk_blocked`),
+  at once.  A batch over the budgets ((6d) ``b_max``, ``k_max``) with the check off runs as the Python clock runs it
+  (2026-12-07, h-netkv; before, the whole network restarted on the Python clock): the loop's batch arrays grow
+  (``run_network``'s ``grow``), and a batch over ``b_max`` is timed as EngineRun times it (``t(b)`` by a scalar
+  call, :meth:`Asker._time_over`; the answer gives its end, ``S_ASKEND``);
 * an empty answer while requests wait with work left (not in ``blocked``) is noted per station (``idle_ask``, as
   EngineRun notes it); at the horizon, a station whose last answer was such, with no hop after it, raises the Python
   clock's :class:`~fluidq.kernel.step.PolicyError` (:meth:`Asker.stalled`); a user policy's own exception keeps
@@ -46,12 +47,13 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
 
 The batch's end is the loop's batch-by-batch station's (``S_GEN``): prefill chunks, the first token from the
 prefill, decode tokens, finished hops moved on in the Python path's order; the records, the routing and the other
-stations are the loop's.  Covered (2026-12-07): stations without a KV cache, any policy or ordering, context-aware
-batch times, the first token from the prefill, class priorities, mixed with every station the loop runs natively.
-Not covered, so :func:`fluidq.simulate_network` runs the network on the Python clock (``_kernel_unsupported`` says
-which): a station with a KV cache whose policy is asked in Python (``StationMemory``'s passes on a network station),
-and a subclass of a built-in scheduler in FCFS order that overrides ``select`` or ``budgets`` (its view is the
-built-in window).
+stations are the loop's.  A station WITH a KV cache is asked through the Python clock's own EngineRun and memory
+rules (:mod:`fluidq.kernel.network_kv`, 2026-12-07).  Covered: any policy or ordering, with or without a KV cache,
+context-aware batch times, the first token from the prefill, class priorities, mixed with every station the loop
+runs natively.  Not covered, so :func:`fluidq.simulate_network` runs the network on the Python clock
+(``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a KV station asked in Python
+(:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order that overrides ``select`` or
+``budgets`` (its view is the built-in window).
 """
 # ruff: noqa: PLR0912, PLR0915
 from __future__ import annotations
@@ -63,23 +65,21 @@ import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
 from ._jit import jit
-from .network import (G_ASKED, G_RID, R_AT, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS, T_D, T_DEC,
-                      T_LAB, T_P, T_PREF, T_RANK, T_ST)
+from .network import (G_ASKED, G_RID, R_AT, R_END, S_ASKEND, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS,
+                      T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST)
+from .select import _junk_blocked
 from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _tampered, _trusted
 
-__all__ = ["Asker", "RerunOnPython"]
-
-
-class RerunOnPython(Exception):  # noqa: N818 -- a signal to the driver, not an error the user sees
-    """A batch the compiled loop cannot run as the Python clock runs it: the network is run on the Python clock."""
+__all__ = ["Asker"]
 
 
 class _Station:
     """A station asked in Python: its policy, its residents' objects (one dict per priority rank, in request id
     order) and what its last batch changed."""
 
-    __slots__ = ("b_max", "blocked", "by_rank", "faults", "hi", "idle_ask", "k_max", "last", "name", "policy", "res",
-                 "s", "select")
+    __slots__ = ("b_max", "batch_time", "blocked", "by_rank", "emit", "faults", "hi", "idle_ask", "k_max", "last",
+                 "name", "policy", "res", "s", "select")
+    kv = False
 
     def __init__(self, s, station, n_rank, check=False):
         self.s = s
@@ -88,6 +88,8 @@ class _Station:
         self.select = station.policy.select
         self.b_max = station.engine.b_max
         self.k_max = station.engine.k_max
+        self.batch_time = station.engine.batch_time
+        self.emit = bool(getattr(station.engine, "prefill_emits_token", False))
         self.by_rank = [{} for _ in range(n_rank)]
         self.res: dict = {}  # every resident by id
         self.hi = 1  # request ids below this are known (in res, or gone, or not at this station)
@@ -103,23 +105,37 @@ class Asker:
     ``stations``: ``{station index: (Station, ranks)}`` of the stations asked in Python; ``labels``: the buffer
     label names by index (a request object's ``label``); ``check``: ``check_batches`` (the budgets checked too)."""
 
-    def __init__(self, stations: dict, labels, check=False):
+    def __init__(self, stations: dict, labels, check=False, kv=None, horizon=None, swap_s=0.0):
         from .clock import _new_task
+        from .network_kv import KVStation
 
-        self.stations = {s: _Station(s, st, n_rank, check) for s, (st, n_rank) in stations.items()}
+        kv = kv or {}
+        self.stations = {s: (KVStation(s, st, horizon, check, swap_s, *kv[s]) if s in kv else
+                             _Station(s, st, n_rank, check)) for s, (st, n_rank) in stations.items()}
         self.check = bool(check)
         self.labels = list(labels)
+        self.lab_index = {lab: i for i, lab in enumerate(self.labels)}
         self.new_task = _new_task
         self.a = None
+        self.grow = None  # (run_network's: room in the batch arrays for a batch of n entries)
 
     def bind(self, **arrays):
-        """The loop's state arrays (``g``, ``st``, ``stf``, ``ti``, ``tf``, ``al_t``, ``al_k``, ``fR``, ``blk``)."""
+        """The loop's state arrays (``g``, ``st``, ``stf``, ``ti``, ``tf``, ``al_t``, ``al_k``, ``fR``, ``blk``,
+        ``buf``); bound again when the batch arrays grow (``grow(n)``, a batch of ``n`` entries)."""
         from types import SimpleNamespace
 
+        if self.a is None:
+            self.mark = np.zeros(arrays["ti"].shape[0], dtype=np.int64)  # (_fits_loop's marks)
+            self.stamp = 0
+            self.pids = self.dids = None  # (the batch _write wrote: its prefill and decode ids, as arrays)
         self.a = SimpleNamespace(**arrays)
-        self.mark = np.zeros(self.a.ti.shape[0], dtype=np.int64)  # (_fits_loop's marks)
-        self.stamp = 0
-        self.pids = self.dids = None  # (the batch _write wrote: its prefill and decode ids, as arrays)
+
+    def _room(self, npf, nd):
+        """Grow the loop's batch arrays (run_network's ``grow``) for ``npf`` prompts and ``nd`` decoders (a batch over
+        the budgets, which the Python clock runs as given with the check off)."""
+        a = self.a
+        if npf >= a.al_t.shape[1] or nd >= a.fR.shape[1] or npf + nd >= a.done_n:
+            self.grow(npf + nd)
 
     def _sync(self, S, lim):
         """Bring station ``S``'s objects up to date: its last batch's requests, and the hops submitted to it with
@@ -185,10 +201,21 @@ class Asker:
         while pend:
             lim, order, s = heapq.heappop(pend)
             S = self.stations[s]
-            self._sync(S, lim)
             t = float(stf[s, R_AT])
+            st[s, S_ASKEND] = 0
             npf = nd = 0
-            if S.res:  # (a station without residents asks no policy: EngineRun.begin)
+            if S.kv:  # (a station with a KV cache: its EngineRun, network_kv)
+                batch = S.ask(self.a, lim, t, self.new_task, self.labels, self.lab_index)
+                if batch is not None:
+                    if batch.__class__ is tuple:  # a pass that only swapped in: busy, then asked again
+                        continue
+                    npf, nd = self._put(s, batch.prefill, batch.decode)
+                    st[s, S_NALLOC] = npf
+                    st[s, S_NH] = nd
+                    continue
+            else:
+                self._sync(S, lim)
+            if not S.kv and S.res:  # (a station without residents asks no policy: EngineRun.begin)
                 reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
                     tuple(S.by_rank[0].values())
                 view = QueueView(requests=reqs, now_s=t, b_max=S.b_max, k_max=S.k_max, kv_free_tokens=None)
@@ -205,20 +232,24 @@ class Asker:
                         raise _bad_batch(S.policy, t, bad, S.name)
                 pre, dec = batch.prefill, batch.decode
                 npf, nd = len(pre), len(dec)
-                if not self._write(S, s, lim, batch) or (batch.blocked and not all(
-                        _whole(r) and r in S.res for r in batch.blocked)):
-                    # EngineRun's PolicyError, the same message; only a batch over the budgets with the check off
-                    # (which the Python clock runs as given) is left to it
+                fit = self._write(S, s, lim, batch)
+                if fit == _FAULT or (fit == _OVER and self.check) or (batch.blocked and (
+                        not all(map(_whole, batch.blocked)) or _junk_blocked(batch, reqs))):
+                    # EngineRun's PolicyError, the same message
                     bad = (batch_violations if self.check else batch_faults)(batch, view) if S.faults else None
                     if bad:
                         raise _bad_batch(S.policy, t, bad, S.name)
-                    raise RerunOnPython(f"station {S.name!r} at t={t:.6g} s: a batch the compiled loop cannot run "
-                                        "as given")
+                    if fit == _FAULT:  # pragma: no cover -- a fault batch_faults does not name
+                        raise AssertionError(f"station {S.name!r} at t={t:.6g} s: a batch the loop refuses and "
+                                             "batch_faults accepts")
+                if fit == _OVER and batch.tokens > S.b_max:  # (the check off) beyond the loop's batch-time table:
+                    st[s, S_ASKEND] = 1  # its time as the Python clock's EngineRun charges it
+                    stf[s, R_END] = t + self._time_over(S, batch)
                 if batch.blocked:
                     blk, ti = a.blk, a.ti
                     S.blocked.update(batch.blocked)
                     for rid in batch.blocked:
-                        blk[s, ti[rid, T_LAB]] = 1
+                        blk[s, ti[int(rid), T_LAB]] = 1
                 if not npf and not nd and S.faults:  # (EngineRun.begin: the last empty answer with work left)
                     waiting = [r.rid for r in reqs if r.demand > 0 and r.rid not in S.blocked]
                     S.idle_ask = (t, waiting) if waiting else None
@@ -236,7 +267,37 @@ class Asker:
             st[s, S_NH] = nd
             S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
         if not final:
-            a.g[G_ASKED] = 1
+            self.a.g[G_ASKED] = 1
+
+    def _put(self, s, pre, dec):
+        """Write a batch the EngineRun formed (checked there) into the loop's arrays; return its sizes."""
+        npf, nd = len(pre), len(dec)
+        self._room(npf, nd)
+        a = self.a
+        if npf:
+            x = np.array(pre, dtype=np.int64).reshape(npf, 2)
+            a.al_t[s, :npf] = x[:, 0]
+            a.al_k[s, :npf] = x[:, 1]
+        if nd:
+            a.fR[s, :nd] = np.array(dec, dtype=np.int64)
+        return npf, nd
+
+    @staticmethod
+    def _time_over(S, batch):
+        """The time of a batch over the station's budget (the check off), as its EngineRun charges it: ``t(b)`` from
+        a scalar call (the Python clock's table stops at ``b_max``), or ``t(b, 0)`` plus seconds per KV token times
+        the decoders' contexts for a context-aware time."""
+        bt = S.batch_time
+        tokens = batch.tokens
+        if getattr(bt, "kind", "") != "context_aware":
+            return float(bt(tokens))
+        res = S.res
+        kvr = 0
+        for rid in batch.decode:
+            r = res[rid]
+            kvr += r.prefilled + r.decoded
+        kvr -= S.emit * len(batch.decode)
+        return float(bt(tokens, 0)) + float(bt.kv_s_per_token) * kvr
 
     def stalled(self):
         """At the horizon: the :class:`PolicyError` of the Python clock (:func:`fluidq.kernel.clock.run_clock`) for a
@@ -247,23 +308,24 @@ class Asker:
             S = self.stations[s]
             raise _idle_error(S.policy, t, waiting, S.name, NOTHING_CAME)
 
-    def _write(self, S, s, lim, batch) -> bool:
+    def _write(self, S, s, lim, batch) -> int:
         """Write the batch into the loop's arrays (``al_t``/``al_k``, ``fR``) and say whether the loop runs it as the
         Python clock does: entries that are ``int`` (or pairs of them; else :func:`~fluidq.policies.base._shape_errors`
         decides, and a whole number that is not an ``int`` goes through it too) and within
         :func:`~fluidq.policies.base.batch_violations`' rules, no request twice in the prefill part
         (:func:`_fits_loop`, compiled)."""
-        a = self.a
         pre, dec = batch.prefill, batch.decode
         npf, nd = len(pre), len(dec)
         try:
             if npf:
                 if {*map(type, pre)} != _TUPLE or {*map(type, chain.from_iterable(pre))} != _INT:
                     if _shape_errors(batch):
-                        return False
+                        return _FAULT
                 x = np.array(pre, dtype=np.int64)
                 if x.shape != (npf, 2):
-                    return False
+                    return _FAULT
+                self._room(npf, nd)
+                a = self.a
                 self.pids = x[:, 0]
                 a.al_t[s, :npf] = self.pids
                 a.al_k[s, :npf] = x[:, 1]
@@ -271,17 +333,21 @@ class Asker:
                 self.pids = None
             if nd:
                 if {*map(type, dec)} != _INT and _shape_errors(batch):
-                    return False
+                    return _FAULT
                 self.dids = np.array(dec, dtype=np.int64)
-                a.fR[s, :nd] = self.dids
-        except (TypeError, ValueError, OverflowError):  # (not whole numbers, beyond int64, or too many entries)
-            return False
+                self._room(npf, nd)
+                self.a.fR[s, :nd] = self.dids
+        except (TypeError, ValueError, OverflowError):  # (not whole numbers, beyond int64)
+            return _FAULT
+        a = self.a
         self.stamp += 2
         return _fits_loop(s, lim, npf, nd, S.b_max, -1 if S.k_max is None else S.k_max, a.al_t, a.al_k, a.fR, a.ti,
                           self.mark, self.stamp)
 
 
 _TUPLE, _INT = {tuple}, {int}
+#: what :func:`_fits_loop` finds: a batch the loop runs, one no engine can run, one over the budgets only
+_FITS, _FAULT, _OVER = 0, 1, 2
 
 
 class _Arrays:
@@ -305,27 +371,28 @@ def _fits_loop(s, lim, npf, nd, b_max, k_max, al_t, al_k, fR, ti, mark, stamp):
     residents in the view (ids below ``lim``, at ``s``, not finished), takes chunks of at least one token within the
     remaining prompt, once per request, decodes requests done with their prompt and not finished, once each, and
     keeps ``b_max`` tokens and ``k_max`` requests (``-1``: none): :func:`~fluidq.policies.base.batch_violations`'
-    rules, as the loop needs them (``mark``: per request, the ``stamp`` of the batch that took it)."""
+    rules, as the loop needs them (``mark``: per request, the ``stamp`` of the batch that took it); return
+    :data:`_FITS`, :data:`_FAULT`, or :data:`_OVER` (within every rule but the budgets)."""
     tokens = 0
     for j in range(npf):
         rid = al_t[s, j]
         m = al_k[s, j]
         if rid < 1 or rid >= lim or ti[rid, T_ST] != s or m < 1 or mark[rid] == stamp:
-            return False
+            return 1
         if m > ti[rid, T_P] - ti[rid, T_PREF]:  # (a finished hop has none left)
-            return False
+            return 1
         mark[rid] = stamp
         tokens += m
     for j in range(nd):
         rid = fR[s, j]
         if rid < 1 or rid >= lim or ti[rid, T_ST] != s or mark[rid] == stamp + 1:
-            return False
+            return 1
         if ti[rid, T_PREF] < ti[rid, T_P] or ti[rid, T_DEC] >= ti[rid, T_D]:
-            return False
+            return 1
         mark[rid] = stamp + 1
     tokens += nd
-    if tokens > b_max:
-        return False
-    return k_max < 0 or npf + nd <= k_max
+    if tokens > b_max or (k_max >= 0 and npf + nd > k_max):
+        return 2
+    return 0
 
 

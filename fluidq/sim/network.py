@@ -17,12 +17,13 @@ from what the loop returns:
   a context-aware batch time and a first token from the prefill with or without a cache) and whose classes route
   through hops to stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins,
   with class priorities and fixed or random lengths (every draw from ``rng`` in the Python clock's order).
-  Stations without a KV cache whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run
-  there too, batch by batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`;
-  a batch the loop cannot run as given -- one that breaks the constraints -- sends the run to the Python clock, from
-  the start).  Composition batch times at KV stations, user policies and orderings at KV stations, subclasses of
-  the built-in FCFS schedulers with a rule of their own, and ``check_batches=True`` (every station's batches
-  checked) run on the Python clock.
+  Stations whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run there too, batch by
+  batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; at a station with
+  a KV cache through the Python clock's own EngineRun and memory rules, :mod:`fluidq.kernel.network_kv`, 2026-12-07;
+  a batch over the budgets with the check off runs as given, the loop's batch arrays growing).  Composition batch
+  times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV station whose
+  policy is asked in Python, subclasses of the built-in FCFS schedulers with a rule of their own, and
+  ``check_batches=True`` (every station's batches checked) run on the Python clock.
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
 the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the single-engine
@@ -201,19 +202,24 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  A station without a
     KV cache whose policy is not a built-in FCFS scheduler (a user policy, an ordering other than FCFS) is run
     batch by batch with its policy asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; its
-    batch time tabulated as above).  User policies and orderings other than FCFS at a station with a KV cache, a
+    batch time tabulated as above); one with a KV cache too (:mod:`fluidq.kernel.network_kv`: its EngineRun, the
+    Python clock's, forms and times its batches, a composition time included), unless a join-the-shortest-queue
+    router by remaining tokens can pick it (its memory pass changes those tokens as a batch starts, which the
+    loop's ask, made once the event is over, would show that event's routing too late).  A
     subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
-    built-in window), ``check_batches=True`` (given explicitly: every station's batches checked in Python; the
-    default, on where a user policy runs, checks the batches of the policies asked in Python, which the loop always
-    checks) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
+    built-in window), ``check_batches=True`` given explicitly where a station runs a built-in FCFS scheduler (its
+    batches checked in Python too; the default, on where a user policy runs, checks the batches of the policies
+    asked in Python, which the loop always checks; where every policy is asked in Python the loop checks them all,
+    2026-12-07) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
     station's size limit, which warns, only where nothing else excludes the network).
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
 
-    if check_batches:
+    if check_batches and any(_native(st.policy) for st in network.stations):
         return "check_batches=True checks every batch in Python (the default checks the batches of the policies asked " \
                "in Python only)"
     limit = None
+    asked_kv: set = set()  # (stations with a KV cache whose policies are asked in Python)
     for st in network.stations:
         pol = st.policy
         if not _native(pol):
@@ -221,8 +227,10 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
                 return (f"station {st.name!r} does not run a built-in scheduler as given: it overrides select() or "
                         "budgets() of one in FCFS order (the Python path shows it the built-in window of its queue)")
             if st.engine.kv_capacity_tokens is not None:
-                return (f"station {st.name!r} has a KV cache and a policy asked in Python (a user policy or an "
-                        "ordering other than FCFS)")
+                asked_kv.add(st.name)
+                if st.engine.b_max > KERNEL_TABLE_MAX:
+                    limit = limit or _limit_why(st)
+                continue  # (its EngineRun forms and times its batches: network_kv)
         if st.engine.kv_capacity_tokens is not None and \
                 getattr(st.engine.batch_time, "composition_time", None) is not None:
             return f"station {st.name!r} has a KV cache and a composition batch time"
@@ -239,6 +247,10 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
+        if r.policy == "jsq" and r.count != "requests" and asked_kv.intersection(r.engines):
+            return (f"router {r.name!r} joins the shortest queue by remaining tokens over station "
+                    f"{sorted(asked_kv.intersection(r.engines))[0]!r}, which has a KV cache and a policy asked in "
+                    "Python (its memory pass changes those tokens when a batch starts)")
     return limit
 
 
@@ -486,7 +498,9 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         from ..kernel.network_select import Asker
 
         asker = Asker({si: (s, int(nrank[si])) for si, s in enumerate(stations) if asked[si]}, lab_names,
-                      check=check_batches)
+                      check=check_batches, kv={si: (_tau_table(s.engine), _py_ranks(s, rows)) for si, s in
+                                               enumerate(stations) if asked[si] and kvst[si]},
+                      horizon=horizon, swap_s=swap_s)
     out = run_network(ext_t, ext_c, np.array(first, dtype=i64), hop, rt, rp, stl, tau, budget, nrank, options,
                       len(network.classes), n_lab, seen, ihop, icls, uniforms, grid, horizon=horizon,
                       max_batches=max_batches, record_hops=record_hops, n_tasks=n_tasks, n_sources=len(sources),
@@ -518,6 +532,17 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
         hops=None if hops is None else {"station": hops[0], "arrival_s": hops[1], "finish_s": hops[2],
                                         "preemptions": hops[3]},
         network=network)
+
+
+def _py_ranks(station, rows) -> dict:
+    """``{step row: rank}`` of the hops at ``station`` as the Python clock ranks them (its ``_StationState.rank``;
+    the loop gives a KV station's hops rank 0: it applies no priority there, but a policy asked in Python reads a
+    request's ``rank``)."""
+    from ..kernel.network import K_HOP
+
+    rank = {h: k for k, h in enumerate(station.priority)}
+    low = len(station.priority)
+    return {j: rank.get(h.name, low) for j, (kind, h, *_) in enumerate(rows) if kind == K_HOP}
 
 
 class _Uniforms:
@@ -647,18 +672,17 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     method : {"auto", "generic", "python", "kernel"}
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
-        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or, without a KV
-        cache, any other policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's
-        state by :mod:`fluidq.kernel.network_select`; routes of hops to stations, random or JSQ routers,
-        probabilistic choices and fork-joins, fixed or random lengths; no explicit ``check_batches=True``) and
-        numba compiles, with the Python path's results exactly (a policy's batch that breaks the constraints
-        raises the Python path's :class:`~fluidq.errors.PolicyError` at once; only a batch over the budgets with
-        ``check_batches=False``, which the loop's arrays cannot hold and the Python path runs as given, sends the run to
-        the Python path, from the start: a policy that keeps state between calls is then called from the start
-        again);
+        a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or any other
+        policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's state by
+        :mod:`fluidq.kernel.network_select`, with a KV cache too (:mod:`fluidq.kernel.network_kv`: the Python
+        clock's EngineRun and memory rules form and time its batches; not under a JSQ router by remaining tokens);
+        routes of hops to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random
+        lengths; no explicit ``check_batches=True``) and numba compiles, with the Python path's results exactly (a
+        policy's batch that breaks the constraints raises the Python path's :class:`~fluidq.errors.PolicyError` at
+        once; a batch over the budgets with ``check_batches=False`` runs as given, as on the Python path: the loop's
+        batch arrays grow, 2026-12-07);
         otherwise it runs that Python path, which ``"python"`` forces (``"kernel"`` forces the compiled
-        loop, or says why it does not apply; an unchecked batch over the budgets still restarts the run on the
-        Python path).  The Python event-skipping path lets stations
+        loop, or says why it does not apply).  The Python event-skipping path lets stations
         running a decode-first chunked scheduler in FCFS order (Sarathi-Serve, vLLM with chunked
         prefill) without ``k_max`` skip runs of identical batches: while no request finishes, no prompt
         completes and nothing arrives, every decoding request gets one token per batch (a virtual decode
@@ -780,14 +804,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     gc.disable()
     try:
         if use_kernel:
-            from ..kernel.network_select import RerunOnPython
-
-            state = gen.bit_generator.state
-            try:
-                return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0,
-                                   bool(record_hops), swap_s_per_token or 0.0, bool(check_batches))
-            except RerunOnPython:  # a batch the loop cannot run as given: the Python path's run, from the start
-                gen.bit_generator.state = state
+            return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops),
+                               swap_s_per_token or 0.0, bool(check_batches))
         return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
                     "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))
