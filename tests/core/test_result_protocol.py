@@ -47,7 +47,7 @@ ON_THE_BASE = {  # every *Result class
     "fluidq.sweep.core.SweepResult": ("plot",),
     "fluidq.testing.policy.PolicyCheckResult": (),
     "fluidq.validate.ValidationResult": ("plot",),
-    "fluidq.validate.cases.CaseResult": ("plot",),
+    "fluidq.validate.case_rows.CaseResult": ("plot",),
     "fluidq.validate.replay.ReplayResult": (),
 }
 #: results not named ``*Result`` (a region, a mix, a path, a comparison, a summary), on the base too
