@@ -1,8 +1,8 @@
 """Every output of seeded network runs as named arrays, written once: the compiled-against-uncompiled checks of the
-network loop (tests/network/test_network_select_kernel.py, tests/kernel/test_network_kernel_compiled.py) compute
-them in the test's process and again in a child process with ``NUMBA_DISABLE_JIT=1`` (the test file run as a
-script), and compare them array for array.  A helper imported by name (each file puts tests/network on sys.path),
-not a test module."""
+network loop (tests/network/test_network_select_kernel.py, test_network_select_kv.py,
+tests/kernel/test_network_kernel_compiled.py) compute them in the test's process and again in a child process with
+``NUMBA_DISABLE_JIT=1`` (the test file run as a script), and compare them array for array.  A helper imported by
+name (each file puts tests/network on sys.path), not a test module."""
 from __future__ import annotations
 
 import numpy as np

@@ -28,6 +28,7 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 
 from lifo_policy import LIFO  # noqa: E402
+from network_arrays import run_arrays  # noqa: E402  (tests/network/network_arrays.py)
 from test_network_kernel_exactness import assert_identical, random_route_network  # noqa: E402
 from test_network_kernel_kv import MEMORIES, random_kv_network  # noqa: E402
 from test_network_select_kernel import (LongestPromptFirst, Over, PrefillOnly, compare, loop_only,  # noqa: E402,F401
@@ -340,18 +341,7 @@ def _cases():
 
 
 def _arrays() -> dict:
-    res = {}
-    for label, net, kw in _cases():
-        r = simulate_network(net, horizon_s=25.0, rng=7, method="kernel", **kw)
-        res[f"{label}/counts"] = np.array([r.batches, r.events, *r.completed.values(), len(r.blocked),
-                                           *r.preemptions.values(), *r.rejected.values()])
-        res[f"{label}/sojourn"] = np.array([np.nan if v is None else v for v in r.mean_sojourn_s.values()])
-        for field in ("in_system", "buffer_tokens", "station_tokens", "station_requests"):
-            for k, v in getattr(r, field).items():
-                res[f"{label}/{field}/{k}"] = np.asarray(v)
-        for k, v in (r.hops or {}).items():
-            res[f"{label}/hops/{k}"] = np.asarray(v)
-    return res
+    return run_arrays([(label, net, 25.0, kw) for label, net, kw in _cases()], kv_counts=True)
 
 
 def test_compiled_and_uncompiled_loop_agree_with_asked_kv_stations(uncompiled_agrees, loop_only, monkeypatch):
