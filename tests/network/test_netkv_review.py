@@ -184,7 +184,8 @@ def _memory(R):
     if m < 3:
         return (Memory(), VLLM_MEMORY, Memory(preemption="swap"))[m]
     return Memory(kind="blocks", block_size=R.choice([1, 4, 16]), prefix_caching=R.random() < 0.4,
-                  reservation=R.choice(["whole_prompt", "incremental"]), victim=R.choice(["last_in_order", "most_recent"]))
+                  reservation=R.choice(["whole_prompt", "incremental"]),
+                  victim=R.choice(["last_in_order", "most_recent"]))
 
 
 def review_case(seed):
