@@ -1890,7 +1890,13 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         else:
             fill()
     if g[G_NASK] != 0:  # (the loop stopped at max_batches: the last event's asks are made, as the Python path's)
+        t_stop = float(max(stf[s, R_AT] for s in range(n_st) if st[s, S_ASKP] > 0))
         asker(True)
+        # the grid points past the last event were recorded before those asks, but a KV station's memory pass
+        # (a recomputation's tokens back in its work and buffer, a prefix hit taken off) changed the state they
+        # show: the Python clock records them after its last batch starts, so they are recorded again
+        g[G_GI] = int(np.searchsorted(grid, t_stop, side="right"))
+        _record(horizon, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g, gf, cls_i, buf)
     if asker is not None and (max_batches is None or int(g[G_NB]) < max_batches):
         asker.stalled()  # (a user policy's empty answer with work left that no later hop changed: PolicyError)
     if uniforms is not None:  # the generator left right after the last uniform used
