@@ -15,8 +15,9 @@ runs of identical batches on both paths).  For reference, the same network with 
 order (the compiled loop's own rule; no asks); and the unchecked user policy at 1.15 of capacity over a quarter of
 the horizon (U's queue grows to thousands: the Python clock sorts U's view every batch, the loop keeps it in order).
 The KV rows (2026-12-07, h-netkv) give U a KV cache (``KV``: 8000 tokens of vLLM's 16-token blocks, recomputation;
-no class priority at U, which a KV station does not apply): its policy is asked through the Python clock's own
-EngineRun and memory rules (:mod:`fluidq.kernel.network_kv`), the other stations on the compiled loop.
+no class priority at U, which a KV station does not apply) and run a third of ``--horizon``: its policy is asked
+through the Python clock's own EngineRun and memory rules (:mod:`fluidq.kernel.network_kv`), the other stations on
+the compiled loop.
 
 Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N]``.  Recorded figures:
 ``benchmarks/README.md`` (network section).
@@ -90,11 +91,13 @@ def main():
     row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
     # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
     row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat, check_batches=False)
-    # U with a KV cache (fluidq.kernel.network_kv: its EngineRun and StationMemory in Python, the rest compiled)
-    row("U = user LIFO, KV blocks (checked)", network(LIFO(), kv=True), args.horizon, args.repeat)
-    row("U = user LIFO, KV blocks (unchecked)", network(LIFO(), kv=True), args.horizon, args.repeat,
-        check_batches=False)
-    row("U = Sarathi(order=SJF()), KV blocks", network(Sarathi(order=SJF()), kv=True), args.horizon, args.repeat)
+    # U with a KV cache (fluidq.kernel.network_kv: its EngineRun and StationMemory in Python, the rest compiled),
+    # over a third of the horizon: with 8,000 tokens U's queue starts to grow between 1,000 and 2,000 s (a run to
+    # 2,000 s cost ~15 CPU-s against ~1 at 1,000 s, 2026-12-07), and the default horizon's KV rows did not finish
+    kv_h = args.horizon / 3
+    row("U = user LIFO, KV blocks (checked)", network(LIFO(), kv=True), kv_h, args.repeat)
+    row("U = user LIFO, KV blocks (unchecked)", network(LIFO(), kv=True), kv_h, args.repeat, check_batches=False)
+    row("U = Sarathi(order=SJF()), KV blocks", network(Sarathi(order=SJF()), kv=True), kv_h, args.repeat)
 
 
 if __name__ == "__main__":
