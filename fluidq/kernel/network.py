@@ -1182,7 +1182,7 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
             done[j + 1] = done[j]
             j -= 1
         done[j + 1] = x
-    paged = st[s, S_PAGED] != 0 and st[s, S_ASK] == 0  # (asked in Python: its blocks are StationMemory's own)
+    paged = st[s, S_PAGED] != 0
     for i in range(nd):  # StationMemory.after_batch
         rid = done[i]
         st[s, S_USED] -= ti[rid, T_KV]
@@ -1873,11 +1873,11 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
             al_t, al_k, fR = (np.concatenate([x, np.zeros((n_st, w + 1 - x.shape[1]), i64)], axis=1)
                               for x in (al_t, al_k, fR))
             done = np.zeros(max(done.shape[0], 2 * w + 8), i64)
-            asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+            asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf, qh=qh, pq=pq,
                        done_n=done.shape[0])
 
         asker.grow = grow
-        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf, qh=qh, pq=pq,
                    done_n=done.shape[0])
     while True:
         status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,

@@ -204,14 +204,8 @@ class Asker:
             t = float(stf[s, R_AT])
             st[s, S_ASKEND] = 0
             npf = nd = 0
-            if S.kv:  # (a station with a KV cache: its EngineRun, network_kv)
-                batch = S.ask(self.a, lim, t, self.new_task, self.labels, self.lab_index)
-                if batch is not None:
-                    if batch.__class__ is tuple:  # a pass that only swapped in: busy, then asked again
-                        continue
-                    npf, nd = self._put(s, batch.prefill, batch.decode)
-                    st[s, S_NALLOC] = npf
-                    st[s, S_NH] = nd
+            if S.kv:  # (a station with a KV cache: its memory pass compiled, its policy asked, network_kv)
+                if S.ask(self, lim, t) is not None:  # its answer is written: a batch, or a pass that only swapped in
                     continue
             else:
                 self._sync(S, lim)
@@ -268,19 +262,6 @@ class Asker:
             S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
         if not final:
             self.a.g[G_ASKED] = 1
-
-    def _put(self, s, pre, dec):
-        """Write a batch the EngineRun formed (checked there) into the loop's arrays; return its sizes."""
-        npf, nd = len(pre), len(dec)
-        self._room(npf, nd)
-        a = self.a
-        if npf:
-            x = np.array(pre, dtype=np.int64).reshape(npf, 2)
-            a.al_t[s, :npf] = x[:, 0]
-            a.al_k[s, :npf] = x[:, 1]
-        if nd:
-            a.fR[s, :nd] = np.array(dec, dtype=np.int64)
-        return npf, nd
 
     @staticmethod
     def _time_over(S, batch):
