@@ -48,9 +48,11 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   other than FCFS; 2026-12-07): batch by batch, their batch starts noted (``_ask``) and made in Python
   once the event is over (:data:`STATUS_ASK`; :mod:`fluidq.kernel.network_select` builds the Python path's view from
   these arrays, checks the batch and writes it into ``al_t``/``al_k``/``fR``), then started (``_answered``) and
-  ended as a built-in batch-by-batch station's.  With a KV cache (h-netkv) the Python clock's EngineRun and memory
-  rules form and time the batch in Python (:mod:`fluidq.kernel.network_kv`; the answer gives the batch's end,
-  ``S_ASKEND``/``R_END``, or a swap-in wait), and ``_mem_end`` ends it without the station's own memory columns.
+  ended as a built-in batch-by-batch station's.  With a KV cache (h-netmem, 2026-12-07) the station's memory state
+  is its columns here, as a native KV station's: :mod:`fluidq.kernel.network_kv`'s compiled pass (``_kv_pass``,
+  StationMemory.form on these arrays, every decision a memory-rule call) forms the batch, stopping where the policy
+  must be asked or a victim chosen in Python; the answer gives the batch's end, ``S_ASKEND``/``R_END``, or a swap-in
+  wait, and ``_mem_end`` ends it as a native KV station's batch.
 
 Composition batch times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV
 station asked in Python and subclasses of the built-in FCFS schedulers with a rule of their own stay on the Python
@@ -171,8 +173,9 @@ S_DLAST = 48
 #: not in that ask's view (the hops submitted to the station before it are its residents then)
 S_ASK, S_ASKP, S_ASKLIM = 49, 50, 51
 #: the answer to its ask gives the batch's end itself (``stf[s, R_END]``; with no prompts and no decoders, the end of
-#: a memory pass that only swapped in): a station with a KV cache whose memory rules run in Python
-#: (:mod:`fluidq.kernel.network_kv`), or a batch over the station's budget (its time beyond the loop's table)
+#: a memory pass that only swapped in): a station with a KV cache whose policy is asked in Python (its driver times
+#: the batch: :mod:`fluidq.kernel.network_kv`), or a batch over the station's budget (its time beyond the loop's
+#: table)
 S_ASKEND = 52
 N_S = 53
 #: the memory options :func:`run_network` takes per station (``mem``), in this order

@@ -16,7 +16,11 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
 * ``P_ASK``: the view's ids into ``vw`` (every resident below the ask's view ``lim``, or with ``hide`` those
   holding KV, as StationMemory narrows it) and ``ST_ASK``: the driver (:meth:`KVStation.ask`) asks the policy and
   writes its batch into ``al_t``/``al_k`` (prefill) and ``fR`` (decoders);
-* ``P_FORM``: the token rules' pass over that batch (``token_take`` per chunk into ``bk``, then ``token_next``:
+* ``P_FORM``: with the check (``EngineRun.faults``: ``check_batches``, or a policy that is not a trusted built-in
+  scheduler) the batch against ``batch_violations``' rules on the arrays first (:func:`_bad`, O(batch); ``ST_BAD``:
+  the driver's ``batch_faults``/``batch_violations`` on the view name the problem, EngineRun's
+  :class:`~fluidq.kernel.step.PolicyError`, or with the check off a batch over the budgets alone runs as given);
+  then the token rules' pass over that batch (``token_take`` per chunk into ``bk``, then ``token_next``:
   accept, ask again with the admitted requests alone, or a victim) or the paged rules' (``blocks_needed`` of the
   running requests against the free blocks, the running requests' blocks, new requests admitted head-of-line by
   ``paged_take`` with their own cached prefix back by ``prefix_want``/``pool_reuse``, ``paged_retry``); a victim
@@ -33,8 +37,11 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
 Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them (``_swap_in_fits``,
 ``_token_take``, ``_token_next``, ``_no_victim_decoders``, ``_decoders_within``, ``_blocks_needed``, ``_cdiv``,
 ``_prefix_want``, ``_paged_take``, ``_paged_retry``, ``_victim_key``, the pool's through ``_palloc``/``_ptake``/
-``_preuse``/``_preempt``): no rule is written here.  The requests whose objects a pass changes (a victim, a prefix
-taken back) are listed in ``tq`` for the driver.
+``_preuse``/``_preempt``): no rule is written here.  Why its own phases on network.py's columns rather than the select
+loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one engine's, ``ri``/``si``): the station's memory state
+already lives in these columns (``_mem_end`` ends its batches, ``_submit`` refuses and queues its hops, the records
+read them), so the pass reads and writes the one state the loop keeps, with no copy between two layouts per ask.
+The requests whose objects a pass changes (a victim, a prefix taken back) are listed in ``tq`` for the driver.
 
 The driver (:meth:`KVStation.ask`, called by :class:`fluidq.kernel.network_select.Asker` in the Python clock's order
 of asks) keeps the station's request objects (:func:`fluidq.kernel.clock._new_task`, the Python clock's, with ``job``,
@@ -61,15 +68,17 @@ reads its arrays).
 # ruff: noqa: PLR0912, PLR0913, PLR0915
 from __future__ import annotations
 
+from itertools import chain
 
 import numpy as np
 
-from ..policies.base import Batch, QueueView, batch_faults, batch_violations
+from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
+from ._select_checks import _junk_blocked
 from .memory import ACCEPT, ASK_AGAIN, STOP, _may_evict_hook, _unfinished, _victim_order
 from .network import (Q_DH, Q_PH, R_END, R_SWAPS, S_ADMSEQ, S_ASKEND, S_BS, S_CACHING, S_FREE, S_KVCAP, S_MOSTREC,
                       S_NALLOC, S_NBLKN, S_NDEC, S_NH, S_NKV, S_NRES, S_NT, S_PAGED, S_USED, S_WHOLE, S_WORK, T_ADM,
                       T_CLS, T_CUP, T_D, T_DEC, T_HELD, T_HOP, T_KV, T_LAB, T_NBLK, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
-                      T_ST, _blocks_needed, _cdiv, _decoders_within, _kernel, _misdec, _mholds, _mvisible,
+                      T_ST, _blocks_needed, _cdiv, _decoders_within, _inline, _kernel, _misdec, _mholds, _mvisible,
                       _no_victim_decoders, _paged_retry, _paged_take, _palloc, _preempt, _prefix_want, _preuse, _ptake,
                       _qremove, _res_insert, _swap_in_fits, _token_next, _token_take, _victim_key)
 from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
@@ -79,21 +88,33 @@ __all__ = ["KVStation"]
 # the pass's phases and what it returns
 P_MEM0, P_ASK, P_FORM, P_VIC, P_FIN = range(5)
 ST_NONE, ST_ASK, ST_VICTIM, ST_DONE = range(4)
-# ks (int): the phase, the view narrowed to the admitted, asks made and their bound (the token rules), the
+ST_BAD = 4  # (the compiled check of the policy's batch: K_BAD says what; the driver's check names it)
+# kx (int, one array: ``ks``, then ``vw``, ``tq`` and ``mark``, each a row of the loop's request ids long, ``tq`` two
+# more).  ks: the phase, the view narrowed to the admitted, asks made and their bound (the token rules), the
 # admitted count of the token rules, the batch's prompts and decoders, the victim chosen by the driver (-1: every
 # candidate refuses) and the first candidate (-1: none), the requests touched (tq[:K_NTQ]), the ids in vw, the ask's
-# view (request ids below it), the policy chunks (StationMemory.chunkable)
-(K_PH, K_HIDE, K_ATT, K_ATTMAX, K_NADM, K_NP, K_ND, K_VIC, K_VICF, K_NTQ, K_NVW, K_LIM, K_CHUNK) = range(13)
-N_K = 13
+# view (request ids below it), the policy chunks (StationMemory.chunkable); the batch checked (EngineRun.faults),
+# the check skipped once (a batch over the budgets alone with the check off), what the check found (B_*), the view's
+# stamp in ``mark``, the budgets ``b_max`` and ``k_max`` (-1: none); the formed batch's tokens and its decoders' KV
+(K_PH, K_HIDE, K_ATT, K_ATTMAX, K_NADM, K_NP, K_ND, K_VIC, K_VICF, K_NTQ, K_NVW, K_LIM, K_CHUNK, K_CHK, K_SKIP, K_BAD,
+ K_STAMP, K_BMAX, K_KMAX, K_TOK, K_KVR) = range(21)
+N_K = 24
+#: what the compiled check found: a batch no engine can run, or one over the budgets (b_max, k_max) only
+B_FAULT, B_OVER = 1, 2
 # kf (float): the swap seconds of the swap-ins and of the preemptions
 F_E1, F_E2 = range(2)
 
 
 @_kernel
-def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, ks, kf, bk, vw, tq):
+def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
     """``StationMemory.form`` for station ``s`` on the loop's arrays, from phase ``ks[K_PH]`` until the policy must
     be asked (``ST_ASK``), a victim chosen (``ST_VICTIM``), or the batch is formed (``ST_DONE``; ``ST_NONE``: no
-    resident in view).  See the module notes."""
+    resident in view; ``ST_BAD``: the policy's batch breaks a rule, see :func:`_bad`).  See the module notes."""
+    N = ti.shape[0]
+    ks = kx[:N_K]
+    vw = kx[N_K:N_K + N]
+    tq = kx[N_K + N:N_K + 2 * N + 2]
+    mark = kx[N_K + 2 * N + 2:]
     paged = st[s, S_PAGED] != 0
     bs = st[s, S_BS]
     kvcap = st[s, S_KVCAP]
@@ -144,11 +165,14 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, ks, kf, bk, vw, tq):
                 continue
             ks[K_ATT] += 1
             hide = ks[K_HIDE] != 0
+            stamp = ks[K_STAMP] + 2  # (the view's requests marked: the check's "resident")
+            ks[K_STAMP] = stamp
             n = 0
             rid = qh[s, 0, Q_PH]
             while rid and rid < lim:
                 if _mvisible(ti, rid, hide, paged):
                     vw[n] = rid
+                    mark[rid] = stamp
                     n += 1
                 rid = ti[rid, T_NXT]
             ks[K_NVW] = n
@@ -157,6 +181,12 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, ks, kf, bk, vw, tq):
         elif ph == P_FORM:  # the policy's batch is al_t/al_k[s, :K_NP], fR[s, :K_ND]
             npf = ks[K_NP]
             nd = ks[K_ND]
+            if ks[K_CHK] != 0 and ks[K_SKIP] == 0:
+                bad = _bad(s, npf, nd, ti, al_t, al_k, fR, mark, ks)
+                if bad:
+                    ks[K_BAD] = bad
+                    return ST_BAD
+            ks[K_SKIP] = 0
             hide = ks[K_HIDE] != 0
             if paged:  # StationMemory._paged
                 need = 0
@@ -249,6 +279,7 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, ks, kf, bk, vw, tq):
                     ks[K_PH] = P_ASK
                     continue
                 ks[K_NP] = kept
+                _sums(s, ti, al_k, fR, ks)
                 return ST_DONE
             # StationMemory._tokens: the whole remaining prompt plus one token of headroom per admitted request
             room = kvcap - st[s, S_USED] - nd
@@ -317,7 +348,51 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, ks, kf, bk, vw, tq):
             if x > kvcap - st[s, S_USED]:
                 ks[K_NP] = 0
                 ks[K_ND] = _decoders_within(nd, kvcap - st[s, S_USED])
+            _sums(s, ti, al_k, fR, ks)
             return ST_DONE
+
+
+@_inline
+def _sums(s, ti, al_k, fR, ks):
+    """The formed batch's tokens and its decoders' KV held (a context-aware time's)."""
+    x = ks[K_ND]
+    for j in range(ks[K_NP]):
+        x += al_k[s, j]
+    ks[K_TOK] = x
+    kv = 0
+    for j in range(ks[K_ND]):
+        kv += ti[fR[s, j], T_KV]
+    ks[K_KVR] = kv
+
+
+@_inline
+def _bad(s, npf, nd, ti, al_t, al_k, fR, mark, ks):
+    """The policy's batch against :func:`~fluidq.policies.base.batch_violations`' rules on the arrays, O(batch):
+    requests of the view (marked ``K_STAMP``), chunks of at least a token within the remaining prompt, once per
+    request, decoders done with their prompt and not finished, once each (:data:`B_FAULT` else), and the budgets
+    ``b_max`` and ``k_max`` (:data:`B_OVER`); 0: none broken.  The driver's check in Python
+    (``batch_faults``/``batch_violations`` on the view) then names the first problem."""
+    N = ti.shape[0]
+    stamp = ks[K_STAMP]
+    tokens = 0
+    for j in range(npf):
+        rid = al_t[s, j]
+        m = al_k[s, j]
+        if rid < 1 or rid >= N or mark[rid] != stamp or m < 1 or m > ti[rid, T_P] - ti[rid, T_PREF]:
+            return B_FAULT
+        mark[rid] = stamp + 1  # (twice: not "resident" the second time)
+        tokens += m
+    for j in range(nd):
+        rid = fR[s, j]
+        if rid < 1 or rid >= N or mark[rid] != stamp:
+            return B_FAULT
+        if ti[rid, T_PREF] < ti[rid, T_P] or ti[rid, T_DEC] >= ti[rid, T_D]:
+            return B_FAULT
+        mark[rid] = stamp + 1
+    tokens += nd
+    if tokens > ks[K_BMAX] or (ks[K_KMAX] >= 0 and npf + nd > ks[K_KMAX]):
+        return B_OVER
+    return 0
 
 
 class _Arrays:
@@ -363,10 +438,23 @@ class KVStation:
         self.last = None  # the last batch: its prefill ids, its decoders' ids (arrays), its start
         self.blocked: set = set()  # ids its batches reported never schedulable (EngineRun.blocked_ids)
         self.idle_ask = None  # (EngineRun.idle_ask) the time and waiting ids of its last empty answer with work left
-        self.kst = np.zeros(N_K, dtype=np.int64)
-        self.kst[K_CHUNK] = int(bool(getattr(policy, "chunked", False)))  # (StationMemory.chunkable)
+        self.kx = self.kst = self.vw = self.tq = self.bk = None
         self.kf = np.zeros(2)
-        self.bk = self.vw = self.tq = None
+
+    def _state(self, a):
+        """The pass's arrays, sized to the loop's (``kx``: ``ks``, ``vw``, ``tq``, ``mark``; ``bk``: the chunks)."""
+        n = a.ti.shape[0]
+        if self.kx is None:
+            self.kx = kx = np.zeros(N_K + 3 * n + 2, dtype=np.int64)
+            self.kst = ks = kx[:N_K]
+            self.vw = kx[N_K:N_K + n]
+            self.tq = kx[N_K + n:N_K + 2 * n + 2]
+            ks[K_CHUNK] = int(bool(getattr(self.policy, "chunked", False)))  # (StationMemory.chunkable)
+            ks[K_CHK] = int(self.faults)
+            ks[K_BMAX] = self.b_max
+            ks[K_KMAX] = -1 if self.k_max is None else self.k_max
+        if self.bk is None or self.bk.shape[0] < a.al_t.shape[1]:
+            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
 
     def _sync(self, a, lim, new_task, labels):
         """The request objects up to date: the last batch's requests (prefilled, decoded, first scheduled; the
@@ -376,20 +464,22 @@ class KVStation:
         if self.last is not None:
             pids, dids, t0 = self.last
             self.last = None
-            for rid, row in zip(pids.tolist(), ti[pids].tolist()):
-                pf, dc = row[T_PREF], row[T_DEC]
-                r = res[rid]
-                r.prefilled = pf
-                r.decoded = dc
-                if r.first_scheduled_s != r.first_scheduled_s:
-                    r.first_scheduled_s = t0
-                if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
-                    del res[rid]
-            for rid, dc in zip(dids.tolist(), ti[dids, T_DEC].tolist()):
-                r = res[rid]
-                r.decoded = dc
-                if dc >= r.output_tokens:
-                    del res[rid]
+            if pids is not None:
+                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
+                    pf, dc = row[T_PREF], row[T_DEC]
+                    r = res[rid]
+                    r.prefilled = pf
+                    r.decoded = dc
+                    if r.first_scheduled_s != r.first_scheduled_s:
+                        r.first_scheduled_s = t0
+                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
+                        del res[rid]
+            if dids is not None:
+                for rid, dc in zip(dids.tolist(), ti[dids, T_DEC].tolist()):
+                    r = res[rid]
+                    r.decoded = dc
+                    if dc >= r.output_tokens:
+                        del res[rid]
         if lim > self.hi:
             if len(res) != a.st[self.s, S_NT]:  # (else every hop at the station is known)
                 idx = np.flatnonzero(ti[self.hi:lim, T_ST] == self.s)
@@ -422,20 +512,16 @@ class KVStation:
         s = self.s
         a = asker.a
         self._sync(a, lim, asker.new_task, asker.labels)
-        if self.vw is None or self.vw.shape[0] < a.ti.shape[0]:
-            self.vw = np.zeros(a.ti.shape[0], dtype=np.int64)
-            self.tq = np.zeros(a.ti.shape[0] + 2, dtype=np.int64)
-        if self.bk is None or self.bk.shape[0] < a.al_t.shape[1]:
-            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        self._state(a)
         ks, kf, res, policy, name = self.kst, self.kf, self.res, self.policy, self.name
         ks[K_PH] = P_MEM0
         ks[K_LIM] = lim
         ks[K_NTQ] = 0
+        ks[K_SKIP] = 0
         batch = view = None
         paged = a.st[s, S_PAGED] != 0
         while True:
-            status = _kv_pass(s, a.st, a.stf, a.ti, a.qh, a.al_t, a.al_k, a.fR, a.buf, a.pq, ks, kf, self.bk, self.vw,
-                              self.tq)
+            status = _kv_pass(s, a.st, a.stf, a.ti, a.qh, a.al_t, a.al_k, a.fR, a.buf, a.pq, self.kx, kf, self.bk)
             if ks[K_NTQ]:
                 self._touched(a.ti)
             if status == ST_ASK:  # EngineRun.ask on the view the pass wrote
@@ -454,29 +540,16 @@ class KVStation:
                     bad = _tampered(_Arrays(a.ti, res), batch, res)
                     if bad:
                         raise _bad_batch(policy, t, bad, name)
-                if self.faults:
-                    bad = batch_violations(batch, view) if self.check else batch_faults(batch, view)
-                    if bad:
-                        raise _bad_batch(policy, t, bad, name)
+                if not self._write(asker, batch):  # (not whole numbers, not pairs, junk in blocked)
+                    self._refuse(batch, view, t)
+                    raise AssertionError(f"station {name!r} at t={t:.6g} s: a batch the loop cannot write and "
+                                         "batch_faults accepts")  # pragma: no cover
                 if batch.blocked:
                     self.blocked.update(batch.blocked)
                     blk, ti = a.blk, a.ti
                     for rid in batch.blocked:
                         blk[s, ti[int(rid), T_LAB]] = 1
-                pre, dec = batch.prefill, batch.decode
-                npf, nd = len(pre), len(dec)
-                asker._room(npf, nd)  # (a batch over the budgets with the check off: the arrays grow)
-                a = asker.a
-                if self.bk.shape[0] < a.al_t.shape[1]:
-                    self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
-                if npf:
-                    x = np.array(pre, dtype=np.int64).reshape(npf, 2)
-                    a.al_t[s, :npf] = x[:, 0]
-                    a.al_k[s, :npf] = x[:, 1]
-                if nd:
-                    a.fR[s, :nd] = np.array(dec, dtype=np.int64)
-                ks[K_NP] = npf
-                ks[K_ND] = nd
+                a = asker.a  # (the batch arrays may have grown)
             elif status == ST_VICTIM:  # the last admitted request in the policy's order that may be evicted
                 adm = _unfinished(list(map(res.__getitem__, self.vw[:ks[K_NVW]].tolist())))
                 cands = _victim_order(policy, adm, t)[::-1]
@@ -486,16 +559,61 @@ class KVStation:
                     victim = cands[0] if victim is None else victim
                 ks[K_VIC] = -1 if victim is None else victim.rid
                 ks[K_VICF] = cands[0].rid if cands else -1
+            elif status == ST_BAD:  # EngineRun's check names the problem; the check off runs a batch over the budgets
+                if ks[K_BAD] == B_FAULT or self.check:
+                    self._refuse(batch, view, t)
+                    if ks[K_BAD] == B_FAULT:  # pragma: no cover -- a fault batch_faults does not name
+                        raise AssertionError(f"station {name!r} at t={t:.6g} s: a batch the loop refuses and "
+                                             "batch_faults accepts")
+                ks[K_SKIP] = 1
             else:
                 break
         return self._answer(a, t, status, batch, view)
+
+    def _refuse(self, batch, view, t):
+        """EngineRun.ask's check of ``batch``: its PolicyError where it finds a problem."""
+        bad = batch_violations(batch, view) if self.check else batch_faults(batch, view)
+        if bad:
+            raise _bad_batch(self.policy, t, bad, self.name)
+
+    def _write(self, asker, batch) -> bool:
+        """The policy's batch into the loop's arrays (prefill ``al_t``/``al_k``, decoders ``fR``; grown for a batch over
+        the budgets); ``False`` where its entries are not whole numbers in ``(rid, tokens)`` pairs or ``blocked``
+        names an id not in view (the driver's check then names the problem)."""
+        s = self.s
+        pre, dec = batch.prefill, batch.decode
+        npf, nd = len(pre), len(dec)
+        if self.faults and ((npf and ({*map(type, pre)} != _TUPLE or {*map(type, chain.from_iterable(pre))} != _INT)) or
+                            (nd and {*map(type, dec)} != _INT)) and _shape_errors(batch):
+            return False
+        if self.faults and batch.blocked and (not all(map(_whole, batch.blocked)) or _junk_blocked(
+                batch, tuple(map(self.res.__getitem__, self.vw[:self.kst[K_NVW]].tolist())))):
+            return False
+        asker._room(npf, nd)  # (a batch over the budgets with the check off: the arrays grow)
+        a = asker.a
+        if self.bk.shape[0] < a.al_t.shape[1]:
+            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        try:
+            if npf:
+                x = np.array(pre, dtype=np.int64)
+                if x.shape != (npf, 2):
+                    return False
+                a.al_t[s, :npf] = x[:, 0]
+                a.al_k[s, :npf] = x[:, 1]
+            if nd:
+                a.fR[s, :nd] = np.array(dec, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):  # (not whole numbers, beyond int64)
+            return False
+        self.kst[K_NP] = npf
+        self.kst[K_ND] = nd
+        return True
 
     def _answer(self, a, t, status, batch, view):
         """EngineRun.begin after the memory pass: the batch's time and end written for the loop, or idle."""
         s = self.s
         st, stf, ti = a.st, a.stf, a.ti
         ks, kf = self.kst, self.kf
-        extra = float(kf[F_E1] + kf[F_E2]) if status != ST_NONE else float(kf[F_E1])
+        extra = float(kf[F_E1] + kf[F_E2])
         npf, nd = int(ks[K_NP]), int(ks[K_ND])
         if npf == 0 and nd == 0:
             if extra > 0:  # only swaps this time: busy moving KV, then asked again
@@ -506,28 +624,28 @@ class KVStation:
                 return ()
             if self.faults:  # (EngineRun.begin: the last empty answer with work left, every resident and swapped out)
                 res, blocked = self.res, self.blocked
-                ids = [rid for rid in res if rid < self.hi]
                 swapped = self._swapped(a)
-                ids = [rid for rid in ids if rid not in swapped] + swapped
+                out = set(swapped)
+                ids = [rid for rid in res if rid < self.hi and rid not in out] + swapped
                 waiting = [rid for rid in ids if res[rid].demand > 0 and rid not in blocked]
                 self.idle_ask = (t, waiting) if waiting else None
             return None
         self.idle_ask = None
-        pids = a.al_t[s, :npf].copy()
-        toks = a.al_k[s, :npf]
-        dids = a.fR[s, :nd].copy()
-        tokens = int(toks.sum()) + nd
+        pids = a.al_t[s, :npf].copy() if npf else None
+        dids = a.fR[s, :nd].copy() if nd else None
+        tokens = int(ks[K_TOK])
         if self.compose is not None:  # the batch's composition: prefill chunks with prior context, decode contexts
-            ctxs = ti[dids, T_KV].tolist()
-            tau = self.compose(list(zip(toks.tolist(), ti[pids, T_KV].tolist())), ctxs)
+            ctxs = [] if dids is None else ti[dids, T_KV].tolist()
+            chunks = [] if pids is None else list(zip(a.al_k[s, :npf].tolist(), ti[pids, T_KV].tolist()))
+            tau = self.compose(chunks, ctxs)
         else:
             try:
                 tau = self.tau_b[tokens]
                 if self.ks:  # context-aware: the decoders' KV held
-                    tau = tau + self.ks * int(ti[dids, T_KV].sum())
+                    tau = tau + self.ks * int(ks[K_KVR])
             except IndexError:  # (the check off: past the table, EngineRun's over-budget PolicyError)
-                kept = Batch(prefill=tuple(zip(pids.tolist(), toks.tolist())), decode=tuple(dids.tolist()),
-                             blocked=batch.blocked)
+                kept = Batch(prefill=tuple(zip(a.al_t[s, :npf].tolist(), a.al_k[s, :npf].tolist())),
+                             decode=tuple(a.fR[s, :nd].tolist()), blocked=batch.blocked)
                 bad = batch_violations(kept, view) or [f"(6d) batch has {kept.tokens} tokens > b_max={self.b_max}"]
                 raise _bad_batch(self.policy, t, bad, self.name) from None
         end = t + tau
@@ -549,3 +667,6 @@ class KVStation:
             out.append(rid)
             rid = int(ti[rid, T_NXT])
         return out
+
+
+_TUPLE, _INT = {tuple}, {int}

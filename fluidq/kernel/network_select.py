@@ -47,13 +47,14 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
 
 The batch's end is the loop's batch-by-batch station's (``S_GEN``): prefill chunks, the first token from the
 prefill, decode tokens, finished hops moved on in the Python path's order; the records, the routing and the other
-stations are the loop's.  A station WITH a KV cache is asked through the Python clock's own EngineRun and memory
-rules (:mod:`fluidq.kernel.network_kv`, 2026-12-07).  Covered: any policy or ordering, with or without a KV cache,
-context-aware batch times, the first token from the prefill, class priorities, mixed with every station the loop
-runs natively.  Not covered, so :func:`fluidq.simulate_network` runs the network on the Python clock
-(``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a KV station asked in Python
-(:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order that overrides ``select`` or
-``budgets`` (its view is the built-in window).
+stations are the loop's.  A station WITH a KV cache runs its memory passes compiled on the loop's arrays, its
+policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem,
+2026-12-07 -- h-netkv asked it through the Python clock's own EngineRun and memory rules).  Covered: any policy
+or ordering, with or without a KV cache, context-aware batch times, the first token from the prefill, class
+priorities, mixed with every station the loop runs natively.  Not covered, so :func:`fluidq.simulate_network`
+runs the network on the Python clock (``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a
+KV station asked in Python (:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order
+that overrides ``select`` or ``budgets`` (its view is the built-in window).
 """
 # ruff: noqa: PLR0912, PLR0915
 from __future__ import annotations
