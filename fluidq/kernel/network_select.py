@@ -122,7 +122,8 @@ class Asker:
 
     def bind(self, **arrays):
         """The loop's state arrays (``g``, ``st``, ``stf``, ``ti``, ``tf``, ``al_t``, ``al_k``, ``fR``, ``blk``,
-        ``buf``); bound again when the batch arrays grow (``grow(n)``, a batch of ``n`` entries)."""
+        ``buf``; ``qh``, ``pq`` for the KV stations' compiled passes, network_kv); bound again when the batch arrays
+        grow (``grow(n)``, a batch of ``n`` entries)."""
         from types import SimpleNamespace
 
         if self.a is None:
