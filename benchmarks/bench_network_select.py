@@ -15,11 +15,13 @@ runs of identical batches on both paths).  For reference, the same network with 
 order (the compiled loop's own rule; no asks); and the unchecked user policy at 1.15 of capacity over a quarter of
 the horizon (U's queue grows to thousands: the Python clock sorts U's view every batch, the loop keeps it in order).
 The KV rows (2026-12-07, h-netkv) give U a KV cache (``KV``: 8000 tokens of vLLM's 16-token blocks, recomputation;
-no class priority at U, which a KV station does not apply) and run a third of ``--horizon``: its policy is asked
-through the Python clock's own EngineRun and memory rules (:mod:`fluidq.kernel.network_kv`), the other stations on
-the compiled loop.
+no class priority at U, which a KV station does not apply) and run a third of ``--horizon``:
+U's memory passes run compiled on the loop's arrays and its policy (``select``, the victim's order, ``may_evict``)
+is asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem, 2026-12-07 -- h-netkv asked it through the Python
+clock's own EngineRun and memory rules), the other stations on the compiled loop.  ``--kv-only`` runs the KV rows
+alone.
 
-Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N]``.  Recorded figures:
+Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N] [--kv-only]``.  Recorded figures:
 ``benchmarks/README.md`` (network section).
 """
 from __future__ import annotations
@@ -81,17 +83,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--horizon", type=float, default=3000.0, help="simulated seconds per run")
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs per path (least CPU time kept)")
+    ap.add_argument("--kv-only", action="store_true", help="the KV rows alone")
     args = ap.parse_args()
     simulate_network(network(LIFO()), horizon_s=50.0, rng=1)  # (compile or load the loop first)
+    simulate_network(network(LIFO(), kv=True), horizon_s=50.0, rng=1)  # (and the KV station's compiled pass)
     print(f"# {time.strftime('%Y-%m-%d')}  horizon {args.horizon:g} s, least CPU time of {args.repeat} alternating "
           "runs per path")
-    row("U = user LIFO (checked)", network(LIFO()), args.horizon, args.repeat)
-    row("U = user LIFO (unchecked)", network(LIFO()), args.horizon, args.repeat, check_batches=False)
-    row("U = Sarathi(order=SJF())", network(Sarathi(order=SJF())), args.horizon, args.repeat)
-    row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
-    # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
-    row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat, check_batches=False)
-    # U with a KV cache (fluidq.kernel.network_kv: its EngineRun and StationMemory in Python, the rest compiled),
+    if not args.kv_only:
+        row("U = user LIFO (checked)", network(LIFO()), args.horizon, args.repeat)
+        row("U = user LIFO (unchecked)", network(LIFO()), args.horizon, args.repeat, check_batches=False)
+        row("U = Sarathi(order=SJF())", network(Sarathi(order=SJF())), args.horizon, args.repeat)
+        row("U = Sarathi FCFS (no asks)", network(Sarathi()), args.horizon, args.repeat)
+        # overloaded (1.15 of capacity): U's queue grows to thousands; the Python clock sorts its view every batch
+        row("U = user LIFO (unchecked), 1.15x", network(LIFO(), 1.15), args.horizon / 4, args.repeat,
+            check_batches=False)
+    # U with a KV cache (fluidq.kernel.network_kv: its memory passes compiled, its policy asked in Python),
     # over a third of the horizon: with 8,000 tokens U's queue starts to grow between 1,000 and 2,000 s (a run to
     # 2,000 s cost ~15 CPU-s against ~1 at 1,000 s, 2026-12-07), and the default horizon's KV rows did not finish
     kv_h = args.horizon / 3

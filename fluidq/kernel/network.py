@@ -48,9 +48,11 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   other than FCFS; 2026-12-07): batch by batch, their batch starts noted (``_ask``) and made in Python
   once the event is over (:data:`STATUS_ASK`; :mod:`fluidq.kernel.network_select` builds the Python path's view from
   these arrays, checks the batch and writes it into ``al_t``/``al_k``/``fR``), then started (``_answered``) and
-  ended as a built-in batch-by-batch station's.  With a KV cache (h-netkv) the Python clock's EngineRun and memory
-  rules form and time the batch in Python (:mod:`fluidq.kernel.network_kv`; the answer gives the batch's end,
-  ``S_ASKEND``/``R_END``, or a swap-in wait), and ``_mem_end`` ends it without the station's own memory columns.
+  ended as a built-in batch-by-batch station's.  With a KV cache (h-netmem, 2026-12-07) the station's memory state
+  is its columns here, as a native KV station's: :mod:`fluidq.kernel.network_kv`'s compiled pass (``_kv_pass``,
+  StationMemory.form on these arrays, every decision a memory-rule call) forms the batch, stopping where the policy
+  must be asked or a victim chosen in Python; the answer gives the batch's end, ``S_ASKEND``/``R_END``, or a swap-in
+  wait, and ``_mem_end`` ends it as a native KV station's batch.
 
 Composition batch times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV
 station asked in Python and subclasses of the built-in FCFS schedulers with a rule of their own stay on the Python
@@ -171,8 +173,9 @@ S_DLAST = 48
 #: not in that ask's view (the hops submitted to the station before it are its residents then)
 S_ASK, S_ASKP, S_ASKLIM = 49, 50, 51
 #: the answer to its ask gives the batch's end itself (``stf[s, R_END]``; with no prompts and no decoders, the end of
-#: a memory pass that only swapped in): a station with a KV cache whose memory rules run in Python
-#: (:mod:`fluidq.kernel.network_kv`), or a batch over the station's budget (its time beyond the loop's table)
+#: a memory pass that only swapped in): a station with a KV cache whose policy is asked in Python (its driver times
+#: the batch: :mod:`fluidq.kernel.network_kv`), or a batch over the station's budget (its time beyond the loop's
+#: table)
 S_ASKEND = 52
 N_S = 53
 #: the memory options :func:`run_network` takes per station (``mem``), in this order
@@ -1182,7 +1185,7 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
             done[j + 1] = done[j]
             j -= 1
         done[j + 1] = x
-    paged = st[s, S_PAGED] != 0 and st[s, S_ASK] == 0  # (asked in Python: its blocks are StationMemory's own)
+    paged = st[s, S_PAGED] != 0
     for i in range(nd):  # StationMemory.after_batch
         rid = done[i]
         st[s, S_USED] -= ti[rid, T_KV]
@@ -1873,11 +1876,11 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
             al_t, al_k, fR = (np.concatenate([x, np.zeros((n_st, w + 1 - x.shape[1]), i64)], axis=1)
                               for x in (al_t, al_k, fR))
             done = np.zeros(max(done.shape[0], 2 * w + 8), i64)
-            asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+            asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf, qh=qh, pq=pq,
                        done_n=done.shape[0])
 
         asker.grow = grow
-        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf,
+        asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf, qh=qh, pq=pq,
                    done_n=done.shape[0])
     while True:
         status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,

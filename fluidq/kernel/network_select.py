@@ -47,13 +47,14 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
 
 The batch's end is the loop's batch-by-batch station's (``S_GEN``): prefill chunks, the first token from the
 prefill, decode tokens, finished hops moved on in the Python path's order; the records, the routing and the other
-stations are the loop's.  A station WITH a KV cache is asked through the Python clock's own EngineRun and memory
-rules (:mod:`fluidq.kernel.network_kv`, 2026-12-07).  Covered: any policy or ordering, with or without a KV cache,
-context-aware batch times, the first token from the prefill, class priorities, mixed with every station the loop
-runs natively.  Not covered, so :func:`fluidq.simulate_network` runs the network on the Python clock
-(``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a KV station asked in Python
-(:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order that overrides ``select`` or
-``budgets`` (its view is the built-in window).
+stations are the loop's.  A station WITH a KV cache runs its memory passes compiled on the loop's arrays, its
+policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem,
+2026-12-07 -- h-netkv asked it through the Python clock's own EngineRun and memory rules).  Covered: any policy
+or ordering, with or without a KV cache, context-aware batch times, the first token from the prefill, class
+priorities, mixed with every station the loop runs natively.  Not covered, so :func:`fluidq.simulate_network`
+runs the network on the Python clock (``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a
+KV station asked in Python (:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order
+that overrides ``select`` or ``budgets`` (its view is the built-in window).
 """
 # ruff: noqa: PLR0912, PLR0915
 from __future__ import annotations
@@ -121,7 +122,8 @@ class Asker:
 
     def bind(self, **arrays):
         """The loop's state arrays (``g``, ``st``, ``stf``, ``ti``, ``tf``, ``al_t``, ``al_k``, ``fR``, ``blk``,
-        ``buf``); bound again when the batch arrays grow (``grow(n)``, a batch of ``n`` entries)."""
+        ``buf``; ``qh``, ``pq`` for the KV stations' compiled passes, network_kv); bound again when the batch arrays
+        grow (``grow(n)``, a batch of ``n`` entries)."""
         from types import SimpleNamespace
 
         if self.a is None:
@@ -204,14 +206,8 @@ class Asker:
             t = float(stf[s, R_AT])
             st[s, S_ASKEND] = 0
             npf = nd = 0
-            if S.kv:  # (a station with a KV cache: its EngineRun, network_kv)
-                batch = S.ask(self.a, lim, t, self.new_task, self.labels, self.lab_index)
-                if batch is not None:
-                    if batch.__class__ is tuple:  # a pass that only swapped in: busy, then asked again
-                        continue
-                    npf, nd = self._put(s, batch.prefill, batch.decode)
-                    st[s, S_NALLOC] = npf
-                    st[s, S_NH] = nd
+            if S.kv:  # (a station with a KV cache: its memory pass compiled, its policy asked, network_kv)
+                if S.ask(self, lim, t) is not None:  # its answer is written: a batch, or a pass that only swapped in
                     continue
             else:
                 self._sync(S, lim)
@@ -268,19 +264,6 @@ class Asker:
             S.last = (self.pids, (list(map(S.res.__getitem__, dec)), self.dids) if nd else None, t)
         if not final:
             self.a.g[G_ASKED] = 1
-
-    def _put(self, s, pre, dec):
-        """Write a batch the EngineRun formed (checked there) into the loop's arrays; return its sizes."""
-        npf, nd = len(pre), len(dec)
-        self._room(npf, nd)
-        a = self.a
-        if npf:
-            x = np.array(pre, dtype=np.int64).reshape(npf, 2)
-            a.al_t[s, :npf] = x[:, 0]
-            a.al_k[s, :npf] = x[:, 1]
-        if nd:
-            a.fR[s, :nd] = np.array(dec, dtype=np.int64)
-        return npf, nd
 
     @staticmethod
     def _time_over(S, batch):

@@ -202,10 +202,12 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     too), with fixed or random lengths (every draw from ``rng`` in the Python path's order).  A station without a
     KV cache whose policy is not a built-in FCFS scheduler (a user policy, an ordering other than FCFS) is run
     batch by batch with its policy asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; its
-    batch time tabulated as above); one with a KV cache too (:mod:`fluidq.kernel.network_kv`: its EngineRun, the
-    Python clock's, forms and times its batches, a composition time included), unless a join-the-shortest-queue
-    router by remaining tokens can pick it (its memory pass changes those tokens as a batch starts, which the
-    loop's ask, made once the event is over, would show that event's routing too late).  A
+    batch time tabulated as above); one with a KV cache too, its memory passes compiled on the loop's arrays and its
+    policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`,
+    2026-12-07: every memory model, a composition time included -- the driver calls the engine's
+    ``composition_time`` --, no EngineRun), unless a join-the-shortest-queue router by remaining tokens can pick it
+    (its memory pass changes those tokens as a batch starts, which the loop's ask, made once the event is over,
+    would show that event's routing too late).  A
     subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
     built-in window), ``check_batches=True`` given explicitly where a station runs a built-in FCFS scheduler (its
     batches checked in Python too; the default, on where a user policy runs, checks the batches of the policies
@@ -230,7 +232,7 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
                 asked_kv.add(st.name)
                 if st.engine.b_max > KERNEL_TABLE_MAX:
                     limit = limit or _limit_why(st)
-                continue  # (its EngineRun forms and times its batches: network_kv)
+                continue  # (its memory passes compiled, its policy asked in Python: network_kv)
         if st.engine.kv_capacity_tokens is not None and \
                 getattr(st.engine.batch_time, "composition_time", None) is not None:
             return f"station {st.name!r} has a KV cache and a composition batch time"

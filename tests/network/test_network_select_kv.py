@@ -154,9 +154,10 @@ def test_a_jsq_router_by_tokens_over_an_asked_kv_station_stays_on_the_python_clo
 
 
 def test_an_asked_kv_station_with_a_composition_batch_time(loop_only, monkeypatch):
-    """A composition batch time (vLLM's operator model) at a KV station whose policy is asked in Python: its EngineRun
-    times the batches, so the loop runs it (a KV station under a built-in FCFS scheduler with one stays on the Python
-    clock: test_network_kernel_kv)."""
+    """A composition batch time (vLLM's operator model) at a KV station whose policy is asked in Python: the driver
+    times the batches by the engine's ``composition_time`` on the loop's KV columns (network_kv, h-netmem; the
+    station's EngineRun until then), so the loop runs it (a KV station under a built-in FCFS scheduler with one stays
+    on the Python clock: test_network_kernel_kv)."""
     from fluidq import Staircase
     from fluidq.batchtime.composition import Composition
     from fluidq.batchtime.operators import FittedIterationModel
