@@ -196,7 +196,7 @@ def review_case(seed):
     ns = R.randint(1, 4)
     names = [f"s{i}" for i in range(ns)]
     kvs = {n for n in names if R.random() < 0.6} or {R.choice(names)}
-    asked = {n for n in kvs if R.random() < 0.75} or {sorted(kvs)[0]}
+    asked = {n for n in sorted(kvs) if R.random() < 0.75} or {sorted(kvs)[0]}  # (sorted: a set's order follows PYTHONHASHSEED)
     eng, pol = {}, {}
     for i, n in enumerate(names):
         b_max, k_max = R.choice([4, 16, 32, 64, 128, 256]), R.choice([None, None, 2, 5, 16])
@@ -272,6 +272,10 @@ def _calls(net):
     return {s.name: (s.policy.calls, s.policy.h.hexdigest()) for s in net.stations if isinstance(s.policy, Seen)}
 
 
+# (since 2026-12-07 evening the generator iterates ``sorted(kvs)``: before, which stations were asked followed
+# PYTHONHASHSEED, so a seed's case changed between processes -- seed 81 once asked 19 times, below the check's 20.
+# The descriptions below are of the cases as first picked; the asserts -- preemption at an asked KV station, more
+# than 20 asks -- hold for every seed on the sorted generator, whatever the hash seed.)
 # picked from seeds 0-169 for their variety (every one preempts at a KV station asked in Python): 20, 43 and 81 stop
 # at max_batches (43 under the seeded-random policy with the check off, fork-joins and blocked hops; 81 swapping, at
 # 4 stations); 21 UNIBOOST with refusals, priorities, the first token from the prefill, the check off; 23 and 38 the
