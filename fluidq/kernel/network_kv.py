@@ -27,9 +27,13 @@ time, plus the swap seconds) are the Python clock's calls of the ONE set of rule
 
 The loop ends such a batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's first token and
 a recomputation's catch-up token, decode tokens, the finished in arrival order), without touching its own memory
-columns.  Not covered, so on the Python clock (``fluidq.sim.network._kernel_unsupported``): a join-the-shortest-queue
-router by remaining tokens that can pick such a station (a memory pass changes the station's remaining tokens when
-the batch starts, which the loop's deferred ask would show the routing of the same event too late).
+columns.  Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
+or ``budgets`` (the Python clock shows it every resident at a KV station, as any policy: no window there), and, with
+``check_batches=True`` given explicitly, the KV stations under built-in FCFS schedulers (asked here, their batches
+checked by their EngineRun; a composition batch time included).  Not covered, so on the Python clock
+(``fluidq.sim.network._kernel_unsupported``): a join-the-shortest-queue router by remaining tokens that can pick such
+a station (a memory pass changes the station's remaining tokens when the batch starts, which the loop's deferred ask
+would show the routing of the same event too late).
 """
 from __future__ import annotations
 
