@@ -36,6 +36,10 @@ from .network import S_NT, T_CLS, T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST
 
 __all__ = ["in_view", "sync_window", "window"]
 
+#: at most this many hops submitted since a station's last ask are read as one slice and filtered in Python (fewer
+#: numpy calls); more are found by a vectorised scan of the hops' station column
+_SCAN = 16
+
 
 def sync_window(asker, S, lim):
     """Bring windowed station ``S``'s queues and objects up to date from the loop's arrays (``asker.a``): its last
@@ -72,11 +76,23 @@ def sync_window(asker, S, lim):
         if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
             S.hi = lim
             return
-        idx = np.flatnonzero(ti[S.hi:lim, T_ST] == S.s)
-        if idx.size:
-            idx += S.hi
+        hi, s = S.hi, S.s
+        if lim - hi <= _SCAN:  # (a few hops since the last ask, the usual case: one slice read, filtered here)
+            rows = ti[hi:lim].tolist()
+            idx = [hi + j for j, row in enumerate(rows) if row[T_ST] == s]
+            if idx:
+                tf = a.tf[hi:lim].tolist()
+                rows = [rows[rid - hi] for rid in idx]
+                tfs = [tf[rid - hi] for rid in idx]
+        else:
+            x = np.flatnonzero(ti[hi:lim, T_ST] == s)
+            x += hi
+            idx = x.tolist()
+            if idx:
+                rows, tfs = ti[x].tolist(), a.tf[x].tolist()
+        if idx:
             new_task, labels, res, pre = asker.new_task, asker.labels, S.res, S.pre
-            for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
+            for rid, row, (jin, arr) in zip(idx, rows, tfs):
                 rank = row[T_RANK]
                 r = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, rank, labels[row[T_LAB]])
                 res[rid] = r
