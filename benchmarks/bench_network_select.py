@@ -20,8 +20,14 @@ U's memory passes run compiled on the loop's arrays and its policy (``select``, 
 is asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem, 2026-12-07 -- h-netkv asked it through the Python
 clock's own EngineRun and memory rules), the other stations on the compiled loop.  ``--kv-only`` runs the KV rows
 alone.
+The window rows (2026-12-07, h-netwin) run a sixth of ``--horizon`` (500 s at the default): U under a subclass of
+Sarathi-Serve whose ``select`` is its own (here the built-in rule, called through the override: the loop cannot know
+that) -- asked in Python with the Python clock's window of U's queue; with the KV cache of the KV rows, as any
+policy at a KV station (every resident in view, as the Python clock shows it) -- and the FCFS network with
+``check_batches=True`` given explicitly, where every station (all four built-in) is asked in Python on the loop with
+its window and checked, as the Python clock asks and checks them.  ``--window`` runs these rows only (< 1 min).
 
-Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N] [--kv-only]``.  Recorded figures:
+Run: ``python benchmarks/bench_network_select.py [--horizon S] [--repeat N] [--kv-only] [--window]``.  Recorded figures:
 ``benchmarks/README.md`` (network section).
 """
 from __future__ import annotations
@@ -41,12 +47,24 @@ from lifo_policy import LIFO  # noqa: E402
 from fluidq import Affine, Engine, Staircase  # noqa: E402
 from fluidq.engine import Memory  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
-from fluidq.policies import Sarathi, VLLMChunked  # noqa: E402
+from fluidq.policies import Sarathi, Scheduler, VLLMChunked  # noqa: E402
 from fluidq.policies.latency import SJF  # noqa: E402
 
 
 #: the KV cache of U in the KV rows: vLLM's paged blocks of 16 tokens, recomputation, small enough to preempt
 KV = dict(kv_capacity_tokens=8000, memory=Memory(kind="blocks", block_size=16))
+
+
+class OwnSarathi(Scheduler):
+    """Sarathi-Serve's options with a ``select`` of its own (the built-in rule, called through the override): a
+    windowed station asked in Python (``kernel/network_select.py``), not the loop's own rule."""
+
+    def select(self, view):
+        return super().select(view)
+
+
+def own_sarathi():
+    return OwnSarathi(name="own-sarathi", priority="decode", mixed=True, chunked=True)
 
 
 def network(policy, load=0.9, kv=False):
@@ -84,12 +102,22 @@ def main():
     ap.add_argument("--horizon", type=float, default=3000.0, help="simulated seconds per run")
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs per path (least CPU time kept)")
     ap.add_argument("--kv-only", action="store_true", help="the KV rows alone")
+    ap.add_argument("--window", action="store_true", help="only the window rows (h-netwin; < 1 min)")
     args = ap.parse_args()
     simulate_network(network(LIFO()), horizon_s=50.0, rng=1)  # (compile or load the loop first)
     simulate_network(network(LIFO(), kv=True), horizon_s=50.0, rng=1)  # (and the KV station's compiled pass)
     print(f"# {time.strftime('%Y-%m-%d')}  horizon {args.horizon:g} s, least CPU time of {args.repeat} alternating "
           "runs per path")
     if not args.kv_only:
+        # the window rows (h-netwin): a station shown the built-in window of its queue, asked in Python on the loop; a
+        # sixth of the horizon
+        w_h = args.horizon / 6
+        row("U = Sarathi subclass, own select()", network(own_sarathi()), w_h, args.repeat)
+        row("U = Sarathi subclass, KV blocks", network(own_sarathi(), kv=True), w_h, args.repeat)
+        row("check_batches=True, all built-in", network(Sarathi()), w_h, args.repeat, check_batches=True)
+        row("U = Sarathi FCFS (no asks), same h", network(Sarathi()), w_h, args.repeat)
+        if args.window:
+            return
         row("U = user LIFO (checked)", network(LIFO()), args.horizon, args.repeat)
         row("U = user LIFO (unchecked)", network(LIFO()), args.horizon, args.repeat, check_batches=False)
         row("U = Sarathi(order=SJF())", network(Sarathi(order=SJF())), args.horizon, args.repeat)

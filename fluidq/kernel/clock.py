@@ -259,14 +259,20 @@ def _fast_budget(station):
 
     Eligible: a built-in :class:`~fluidq.policies.Scheduler` that is decode-first with mixed batches and
     chunked prefill (Sarathi-Serve, vLLM with chunked prefill) in FCFS order, without a batch-size limit
-    below its budget (one at or above it never binds), with a batch time of batch tokens alone.
+    below its budget (one at or above it never binds), with a batch time of batch tokens alone.  Its
+    ``select`` and ``budgets`` must be the library's (:func:`fluidq.kernel.step._trusted`): a subclass that
+    overrides either has a rule of its own, asked every batch (before 2026-12-07, h-netwin, such a subclass
+    skipped runs by the built-in rule, so ``method="python"`` ignored its ``select`` while fewer requests
+    decoded than the budget, and differed from ``"generic"``).
     """
     from ..policies.orderings import Ordering
     from ..policies.schedulers import Scheduler
+    from .step import _trusted
 
     pol, eng = station.policy, station.engine
     if not (isinstance(pol, Scheduler) and pol.mixed and pol.chunked and pol.priority == "decode"
-            and type(pol.order).order is Ordering.order) or getattr(eng, "prefill_emits_token", False):
+            and type(pol.order).order is Ordering.order and _trusted(pol)) \
+            or getattr(eng, "prefill_emits_token", False):
         return None
     budget = eng.b_max if pol.b_max is None else min(eng.b_max, pol.b_max)
     ks = [k for k in (eng.k_max, pol.k_max) if k is not None]

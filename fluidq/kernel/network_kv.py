@@ -58,6 +58,11 @@ is over, and the station asks again), or an idle station (an empty batch with wo
 EngineRun notes it).  The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
 first token and a recomputation's catch-up token, decode tokens, KV grown, the finished released in arrival order).
 
+Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
+or ``budgets`` (the Python clock shows it every resident at a KV station, as any policy: no window there), and,
+with ``check_batches=True`` given explicitly, the KV stations under built-in FCFS schedulers (asked here, their
+batches checked as EngineRun checks them; a composition batch time included).
+
 What stays on the Python clock (``fluidq.sim.network._kernel_unsupported``): a join-the-shortest-queue router by
 remaining tokens that can pick such a station (a memory pass changes the station's remaining tokens when the batch
 starts, which the loop's deferred ask would show the routing of the same event too late).  Composition batch times

@@ -1,9 +1,11 @@
 """Stations whose policies are asked in Python, on the compiled network loop's state (issue 15, 2026-12-07).
 
 :mod:`fluidq.kernel.network` runs every station of a network on one compiled event clock.  A station whose policy
-is not a built-in scheduler in FCFS order -- a user's object with its own ``select(view)``, or a built-in
-:class:`~fluidq.policies.Scheduler` with another ordering (``Sarathi(order=SJF())``, SRPT, ...) -- is run there batch
-by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.select` does it for one engine:
+is not a built-in scheduler in FCFS order as given -- a user's object with its own ``select(view)``, a built-in
+:class:`~fluidq.policies.Scheduler` with another ordering (``Sarathi(order=SJF())``, SRPT, ...), or a subclass of a
+built-in FCFS one that overrides ``select`` or ``budgets`` -- and, with ``check_batches=True`` given explicitly, every
+station, is run there batch by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.select` does
+it for one engine:
 
 * when such a station starts a batch (where the Python event clock, :func:`fluidq.kernel.clock.run_clock`, calls
   its ``EngineRun.begin``: a hop offered to the idle station, or the end of its batch once its finished hops have
@@ -19,9 +21,11 @@ by batch too, but its batches are formed in Python, as :mod:`fluidq.kernel.selec
   from the arrays -- the requests of the station's last batch (prefilled, decoded, first scheduled; the finished
   ones leave) and the hops submitted since its last ask (request ids up to the ask's view, read off the hops'
   station column) -- so an ask costs O(batch + new hops) in Python besides the view's tuple and the policy;
-  the view is the Python path's for a station without a KV cache and a policy without the built-in window
-  (:meth:`fluidq.kernel.clock._StationState.view_requests`): every resident, in the station's class-priority
-  order, by arrival at the station within a level (request id order); ``b_max`` and ``k_max`` the engine's, no
+  the view is the Python path's for a station without a KV cache (:meth:`fluidq.kernel.clock._StationState.view_requests`):
+  for a policy that is not a built-in scheduler in FCFS order, every resident, in the station's class-priority
+  order, by arrival at the station within a level (request id order); for one that is (a subclass with a rule of
+  its own; the built-in one under ``check_batches=True``), the built-in window of the station's queues
+  (:mod:`fluidq.kernel.network_window`, 2026-12-07, h-netwin); ``b_max`` and ``k_max`` the engine's, no
   ``kv_free_tokens``.  A station without residents is not asked (``EngineRun.begin`` asks no policy then);
 * the answer: a return that is not a :class:`~fluidq.policies.Batch` raises EngineRun's
   :class:`~fluidq.kernel.step.PolicyError` (:func:`fluidq.kernel.step._require_batch`, the same message); the
@@ -50,11 +54,13 @@ prefill, decode tokens, finished hops moved on in the Python path's order; the r
 stations are the loop's.  A station WITH a KV cache runs its memory passes compiled on the loop's arrays, its
 policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem,
 2026-12-07 -- h-netkv asked it through the Python clock's own EngineRun and memory rules).  Covered: any policy
-or ordering, with or without a KV cache, context-aware batch times, the first token from the prefill, class
-priorities, mixed with every station the loop runs natively.  Not covered, so :func:`fluidq.simulate_network`
-runs the network on the Python clock (``_kernel_unsupported`` says which): a JSQ router by remaining tokens over a
-KV station asked in Python (:mod:`fluidq.kernel.network_kv`), and a subclass of a built-in scheduler in FCFS order
-that overrides ``select`` or ``budgets`` (its view is the built-in window).
+or ordering, subclasses of the built-in schedulers included (with their window, :mod:`fluidq.kernel.network_window`,
+at a station without a KV cache), with or without a KV cache, ``check_batches`` default, off or on (on given
+explicitly: every station asked and checked in Python, h-netwin), context-aware batch times, the first token from
+the prefill, class priorities, mixed with every station the loop runs natively.  Not covered, so
+:func:`fluidq.simulate_network` runs the network on the Python clock (``_kernel_unsupported`` says which): a JSQ
+router by remaining tokens over a KV station asked in Python (:mod:`fluidq.kernel.network_kv`; with
+``check_batches=True`` every KV station is).
 """
 # ruff: noqa: PLR0912, PLR0915
 from __future__ import annotations
@@ -69,6 +75,7 @@ from ._jit import jit
 from .network import (G_ASKED, G_RID, R_AT, R_END, S_ASKEND, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS,
                       T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST)
 from .select import _junk_blocked
+from .network_window import in_view, sync_window, window
 from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["Asker"]
@@ -78,11 +85,11 @@ class _Station:
     """A station asked in Python: its policy, its residents' objects (one dict per priority rank, in request id
     order) and what its last batch changed."""
 
-    __slots__ = ("b_max", "batch_time", "blocked", "by_rank", "emit", "faults", "hi", "idle_ask", "k_max", "last",
-                 "name", "policy", "res", "s", "select")
+    __slots__ = ("b_max", "batch_time", "blocked", "by_rank", "chunks", "dec", "emit", "faults", "hi", "idle_ask",
+                 "k_max", "last", "name", "policy", "pre", "res", "s", "select", "windowed")
     kv = False
 
-    def __init__(self, s, station, n_rank, check=False):
+    def __init__(self, s, station, n_rank, check=False, windowed=False):
         self.s = s
         self.name = station.name
         self.policy = station.policy
@@ -93,6 +100,14 @@ class _Station:
         self.emit = bool(getattr(station.engine, "prefill_emits_token", False))
         self.by_rank = [{} for _ in range(n_rank)]
         self.res: dict = {}  # every resident by id
+        # windowed (a built-in scheduler in FCFS order asked in Python: network_window): the Python clock's queues
+        # (clock._StationState's pre and dec), one dict per rank: the prompts by arrival at the station (request id
+        # order), the decoders in the order their prefill ended; by_rank is not kept then
+        self.windowed = bool(windowed)
+        self.pre = [{} for _ in range(n_rank)]
+        self.dec = [{} for _ in range(n_rank)]
+        pol = station.policy
+        self.chunks = bool(getattr(pol, "chunked", True) or getattr(pol, "chunk_long_prompts", False))
         self.hi = 1  # request ids below this are known (in res, or gone, or not at this station)
         self.last = None  # the last batch: its prefill ids (an array), its decoders (objects, ids), its start
         self.faults = bool(check) or not _trusted(self.policy)  # (EngineRun.faults)
@@ -107,12 +122,15 @@ class Asker:
     label names by index (a request object's ``label``); ``check``: ``check_batches`` (the budgets checked too)."""
 
     def __init__(self, stations: dict, labels, check=False, kv=None, horizon=None, swap_s=0.0):
-        from .clock import _new_task
+        from .clock import _new_task, _windowable
         from .network_kv import KVStation
 
         kv = kv or {}
+        # (a station without a KV cache whose policy is a built-in scheduler in FCFS order -- a subclass with a rule
+        # of its own, or the built-in one itself under check_batches=True -- is shown the Python clock's window)
         self.stations = {s: (KVStation(s, st, horizon, check, swap_s, *kv[s]) if s in kv else
-                             _Station(s, st, n_rank, check)) for s, (st, n_rank) in stations.items()}
+                             _Station(s, st, n_rank, check, _windowable(st.policy)))
+                         for s, (st, n_rank) in stations.items()}
         self.check = bool(check)
         self.labels = list(labels)
         self.lab_index = {lab: i for i, lab in enumerate(self.labels)}
@@ -209,11 +227,16 @@ class Asker:
             if S.kv:  # (a station with a KV cache: its memory pass compiled, its policy asked, network_kv)
                 if S.ask(self, lim, t) is not None:  # its answer is written: a batch, or a pass that only swapped in
                     continue
+            elif S.windowed:
+                sync_window(self, S, lim)
             else:
                 self._sync(S, lim)
             if not S.kv and S.res:  # (a station without residents asks no policy: EngineRun.begin)
-                reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
-                    tuple(S.by_rank[0].values())
+                if S.windowed:
+                    reqs = window(S)
+                else:
+                    reqs = tuple(chain.from_iterable(d.values() for d in S.by_rank)) if len(S.by_rank) > 1 else \
+                        tuple(S.by_rank[0].values())
                 view = QueueView(requests=reqs, now_s=t, b_max=S.b_max, k_max=S.k_max, kv_free_tokens=None)
                 try:
                     batch = S.select(view)
@@ -229,6 +252,8 @@ class Asker:
                 pre, dec = batch.prefill, batch.decode
                 npf, nd = len(pre), len(dec)
                 fit = self._write(S, s, lim, batch)
+                if S.windowed and fit != _FAULT and not in_view(batch, reqs):  # (a resident outside the window:
+                    fit = _FAULT  # not in the view, which batch_faults names)
                 if fit == _FAULT or (fit == _OVER and self.check) or (batch.blocked and (
                         not all(map(_whole, batch.blocked)) or _junk_blocked(batch, reqs))):
                     # EngineRun's PolicyError, the same message

@@ -20,10 +20,12 @@ from what the loop returns:
   Stations whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run there too, batch by
   batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; at a station with
   a KV cache through the Python clock's own EngineRun and memory rules, :mod:`fluidq.kernel.network_kv`, 2026-12-07;
-  a batch over the budgets with the check off runs as given, the loop's batch arrays growing).  Composition batch
-  times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV station whose
-  policy is asked in Python, subclasses of the built-in FCFS schedulers with a rule of their own, and
-  ``check_batches=True`` (every station's batches checked) run on the Python clock.
+  a batch over the budgets with the check off runs as given, the loop's batch arrays growing); so do subclasses of
+  the built-in FCFS schedulers with a rule of their own (shown the Python clock's window of their queue,
+  :mod:`fluidq.kernel.network_window`) and, with ``check_batches=True`` given explicitly, every station, asked and
+  checked in Python as the Python clock asks and checks them (2026-12-07, h-netwin).  Composition batch times at KV
+  stations under built-in FCFS schedulers (unless ``check_batches=True`` asks them in Python) and a JSQ router by
+  remaining tokens over a KV station whose policy is asked in Python run on the Python clock.
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
 the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the single-engine
@@ -207,27 +209,27 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     2026-12-07: every memory model, a composition time included -- the driver calls the engine's
     ``composition_time`` --, no EngineRun), unless a join-the-shortest-queue router by remaining tokens can pick it
     (its memory pass changes those tokens as a batch starts, which the loop's ask, made once the event is over,
-    would show that event's routing too late).  A
-    subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
-    built-in window), ``check_batches=True`` given explicitly where a station runs a built-in FCFS scheduler (its
-    batches checked in Python too; the default, on where a user policy runs, checks the batches of the policies
-    asked in Python, which the loop always checks; where every policy is asked in Python the loop checks them all,
-    2026-12-07) and the cases excluded above stay on the Python path (the returned reason names the first one met; a
-    station's size limit, which warns, only where nothing else excludes the network).
+    would show that event's routing too late).
+    Since 2026-12-07
+    (h-netwin) the loop covers the last two cases that were not about a KV cache: a subclass of a built-in FCFS
+    scheduler that overrides ``select`` or ``budgets`` is asked in Python too (without a KV cache shown the Python
+    clock's built-in window of its queue, :mod:`fluidq.kernel.network_window`; with one, every resident, as the
+    Python clock shows it), and ``check_batches=True`` given explicitly asks every station in Python,
+    the built-in FCFS ones included (through the same window, or as a KV station of network_kv), their batches
+    checked as the Python clock checks them (the default check, on where a user policy runs, checks the batches of
+    the policies asked in Python; the built-in stations are then the loop's own, batch by batch).  With
+    ``check_batches=True`` every KV station is asked in Python, so a JSQ router by remaining tokens over any KV
+    station keeps the network on the Python path, and a composition batch time at a KV station is covered.  The
+    cases excluded above stay on the Python path (the returned reason names the first one met; a station's size
+    limit, which warns, only where nothing else excludes the network).
     """
-    from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _windowable
+    from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array
 
-    if check_batches and any(_native(st.policy) for st in network.stations):
-        return "check_batches=True checks every batch in Python (the default checks the batches of the policies asked " \
-               "in Python only)"
     limit = None
     asked_kv: set = set()  # (stations with a KV cache whose policies are asked in Python)
     for st in network.stations:
         pol = st.policy
-        if not _native(pol):
-            if _windowable(pol):
-                return (f"station {st.name!r} does not run a built-in scheduler as given: it overrides select() or "
-                        "budgets() of one in FCFS order (the Python path shows it the built-in window of its queue)")
+        if check_batches or not _native(pol):  # (asked in Python: network_select, network_kv)
             if st.engine.kv_capacity_tokens is not None:
                 asked_kv.add(st.name)
                 if st.engine.b_max > KERNEL_TABLE_MAX:
@@ -284,12 +286,14 @@ def _scheduler_select(budgets=False):
 
 
 def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, record_hops, swap_s=0.0,
-                check_batches=False):
+                check_batches=False, check_all=False):
     """:func:`simulate_network`'s ``method="auto"`` run on the compiled loop (``_kernel_unsupported`` is
     None): the same arrivals, router uniforms and length draws from ``gen``, in the same order, so the same
     results as the Python path.  Stations whose policies are not built-in FCFS schedulers are asked in Python
     (:mod:`fluidq.kernel.network_select`); with ``check_batches`` (on by default where there are such stations)
-    every station runs batch by batch, as the Python path runs them then."""
+    every station runs batch by batch, as the Python path runs them then; with ``check_all`` (``check_batches=True``
+    given explicitly) the built-in FCFS schedulers are asked in Python too, their batches checked as the Python path
+    checks them."""
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array, _fast_budget, _initial_hops
     from ..kernel.network import (H_A, H_B, H_C, H_CLS, H_D, H_DSRC, H_INFORK, H_KIND, H_NEXT, H_P, H_PSRC, H_RANK0,
                                   H_ROUTER, H_TGT, K_CHOICE, K_END, K_FORK, K_HOP, K_JOIN, LBN, R_ENG0, S_EMIT,
@@ -426,7 +430,8 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             rt[i, R_ENG0 + j] = sidx[e]
             if r.policy == "random":
                 rp[i, j] = r.probabilities[j]
-    asked = [not _native(s.policy) for s in stations]  # (their policies asked in Python, batch by batch)
+    # (their policies asked in Python, batch by batch; every station's with check_all)
+    asked = [check_all or not _native(s.policy) for s in stations]
     # (with check_batches the Python path steps every station batch by batch)
     fast = [None if check_batches or asked[si] else _fast_budget(s) for si, s in enumerate(stations)]
     options = np.zeros((n_st, len(S_OPTIONS)), dtype=i64)  # S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM
@@ -675,11 +680,13 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         ``"generic"`` calls ``policy.select(view)`` for every batch.  ``"auto"`` (default) runs the whole
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
         a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or any other
-        policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's state by
-        :mod:`fluidq.kernel.network_select`, with a KV cache too (:mod:`fluidq.kernel.network_kv`: the Python
-        clock's EngineRun and memory rules form and time its batches; not under a JSQ router by remaining tokens);
-        routes of hops to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random
-        lengths; no explicit ``check_batches=True``) and numba compiles, with the Python path's results exactly (a
+        policy -- a user's ``select(view)``, SJF, SRPT, a subclass of a built-in scheduler with a rule of its own,
+        ... --, asked in Python on the loop's state by :mod:`fluidq.kernel.network_select`, with a KV cache too
+        (:mod:`fluidq.kernel.network_kv`: its memory passes compiled, its policy, victim order and ``may_evict``
+        asked in Python; not under a JSQ router by remaining tokens); routes of hops to stations, random or JSQ routers,
+        probabilistic choices and fork-joins, fixed or random lengths; ``check_batches=True`` given explicitly asks
+        every station in Python there, checked as on the Python path) and numba compiles, with the Python path's
+        results exactly (a
         policy's batch that breaks the constraints raises the Python path's :class:`~fluidq.errors.PolicyError` at
         once; a batch over the budgets with ``check_batches=False`` runs as given, as on the Python path: the loop's
         batch arrays grow, 2026-12-07);
@@ -807,7 +814,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
     try:
         if use_kernel:
             return _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0, bool(record_hops),
-                               swap_s_per_token or 0.0, bool(check_batches))
+                               swap_s_per_token or 0.0, bool(check_batches), bool(check_batches and explicit_check))
         return _run(network, horizon, gen, seed, initial, dt_rec, check_batches, max_batches,
                     "generic" if method == "generic" else "auto", wall0,
                     swap_s_per_token or 0.0, bool(record_hops))

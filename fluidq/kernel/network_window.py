@@ -1,0 +1,137 @@
+"""The built-in window of a station's queue, for a station asked in Python on the compiled network loop (issue 15,
+2026-12-07, h-netwin).
+
+:mod:`fluidq.kernel.network_select` asks in Python the policies the compiled loop (:mod:`fluidq.kernel.network`)
+does not run itself.  Two kinds of station without a KV cache have a policy that is a built-in
+:class:`~fluidq.policies.Scheduler` in FCFS order (``fluidq.kernel.clock._windowable``) and are asked there too: a
+subclass that overrides ``select`` or ``budgets`` (a rule of its own), and, with ``check_batches=True`` given
+explicitly, the built-in schedulers themselves (their batches checked in Python, as the Python clock checks them).
+The Python event clock (:func:`fluidq.kernel.clock.run_clock`) shows such a station's policy the built-in window of
+its queue, not every resident: its ``_StationState`` is ``windowed``, and the fed ``EngineRun`` reads its view from
+the station's per-priority queues (``queues=``; EngineRun's own ``window`` -- a FIFO of waiting requests, ``n_fresh``,
+``n_parked`` -- is :func:`fluidq.simulate`'s and refused for a fed run).  The asker keeps those queues and makes that
+view, rule for rule:
+
+* the queues (:func:`sync_window`, at each ask, after the loop ended the station's last batch): per priority rank,
+  the prompts in arrival order at the station (request id order: a hop submitted joins its rank's prompts) and the
+  decoders in the order their prefill ended (a prompt completed by the last batch moves to its rank's decoders, in
+  the batch's order, or leaves the station with nothing to decode; a finished decoder leaves) -- the Python clock's
+  ``_StationState.add`` and ``end``;
+* the view (:func:`window`; ``_StationState.view_requests``, windowed, with the engine's ``b_max`` and ``k_max``):
+  the decoders by rank up to ``min(b_max, k_max)``, then the prompts by rank and arrival until they hold ``b_max``
+  tokens the policy could take (a prompt above ``b_max`` counts only for a chunking policy: ``chunked`` or
+  ``chunk_long_prompts``) or ``min(b_max, k_max) + 8`` of them; O(window) per ask;
+* the batch may name only requests of that view (:func:`in_view`): a resident outside it is not in the view, which
+  :func:`~fluidq.policies.base.batch_faults` refuses (the Python clock's message), with the check on or off.
+  Blocked requests stay in the queues (a fed run parks none), as on the Python clock.
+
+A station with a KV cache is shown every resident on the Python clock whatever its policy (its EngineRun's memory
+view), so it is asked through :mod:`fluidq.kernel.network_kv` as any other policy there.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .network import S_NT, T_CLS, T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST
+
+__all__ = ["in_view", "sync_window", "window"]
+
+#: at most this many hops submitted since a station's last ask are read as one slice and filtered in Python (fewer
+#: numpy calls); more are found by a vectorised scan of the hops' station column
+_SCAN = 16
+
+
+def sync_window(asker, S, lim):
+    """Bring windowed station ``S``'s queues and objects up to date from the loop's arrays (``asker.a``): its last
+    batch's requests, and the hops submitted to it with ids below ``lim`` (the asker's ``_sync`` for a station
+    without the window)."""
+    a = asker.a
+    ti = a.ti
+    if S.last is not None:
+        pids, dids, t0 = S.last
+        S.last = None
+        res, pre, dec = S.res, S.pre, S.dec
+        if dids is not None:  # (end(): the finished decoders leave first; disjoint from the prompts below)
+            objs, idx = dids
+            for r, dc in zip(objs, ti[idx, T_DEC].tolist()):
+                r.decoded = dc
+                if dc >= r.output_tokens:
+                    del res[r.rid]
+                    del dec[r.rank][r.rid]
+        if pids is not None:
+            for rid, row in zip(pids.tolist(), ti[pids].tolist()):
+                pf, dc = row[T_PREF], row[T_DEC]
+                r = res[rid]
+                r.prefilled = pf
+                r.decoded = dc
+                if r.first_scheduled_s != r.first_scheduled_s:
+                    r.first_scheduled_s = t0
+                if pf >= row[T_P]:  # its prompt is done: to the decoders, or it left the station
+                    del pre[r.rank][rid]
+                    if dc >= row[T_D]:
+                        del res[rid]
+                    else:
+                        dec[r.rank][rid] = r
+    if lim > S.hi:
+        if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
+            S.hi = lim
+            return
+        hi, s = S.hi, S.s
+        if lim - hi <= _SCAN:  # (a few hops since the last ask, the usual case: one slice read, filtered here)
+            rows = ti[hi:lim].tolist()
+            idx = [hi + j for j, row in enumerate(rows) if row[T_ST] == s]
+            if idx:
+                tf = a.tf[hi:lim].tolist()
+                rows = [rows[rid - hi] for rid in idx]
+                tfs = [tf[rid - hi] for rid in idx]
+        else:
+            x = np.flatnonzero(ti[hi:lim, T_ST] == s)
+            x += hi
+            idx = x.tolist()
+            if idx:
+                rows, tfs = ti[x].tolist(), a.tf[x].tolist()
+        if idx:
+            new_task, labels, res, pre = asker.new_task, asker.labels, S.res, S.pre
+            for rid, row, (jin, arr) in zip(idx, rows, tfs):
+                rank = row[T_RANK]
+                r = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, rank, labels[row[T_LAB]])
+                res[rid] = r
+                pre[rank][rid] = r
+        S.hi = lim
+
+
+def window(S) -> tuple:
+    """The windowed station's view (see the module notes), a tuple of its request objects."""
+    b_max = S.b_max
+    lim = b_max if S.k_max is None else min(b_max, S.k_max)
+    out = []
+    n = 0
+    for q in S.dec:
+        for r in q.values():
+            if n >= lim:
+                break
+            out.append(r)
+            n += 1
+        if n >= lim:
+            break
+    cum, n = 0, 0
+    chunks, cap = S.chunks, lim + 8
+    for q in S.pre:
+        for r in q.values():
+            if (cum >= b_max and n >= 1) or n >= cap:
+                break
+            out.append(r)
+            need = r.prompt_tokens - r.prefilled
+            if need <= b_max or chunks:
+                cum += need if need < b_max else b_max
+            n += 1
+        if (cum >= b_max and n >= 1) or n >= cap:
+            break
+    return tuple(out)
+
+
+def in_view(batch, reqs) -> bool:
+    """Whether every request of ``batch`` (whole-number ids: the asker wrote it into the loop's arrays) is in the
+    view ``reqs``."""
+    ids = {r.rid for r in reqs}
+    return all(rid in ids for rid, _ in batch.prefill) and all(rid in ids for rid in batch.decode)
