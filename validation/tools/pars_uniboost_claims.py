@@ -539,8 +539,8 @@ def render(R) -> str:
         rows.append((f"PARS: {what} latency per token {claim}× below FCFS (Poisson), with a KV cache that binds",
                      f"as above but KV 30,000 tokens (about what a 34B model leaves free on an 80 GB card), "
                      f"{load_words(kc[-1])}", fmt(v, x=True), within2(v, claim),
-                     ("see the sweeps in the row above: the ratio moves with the load (overload) and the output "
-                      "tail (sigma), hardly with tau" + _window_note(R, "30000", key))
+                     ("the load, tau and sigma sweeps are in the row above; here, how long the overload lasts and "
+                      "PARS's aging" + _window_note(R, "30000", key))
                      if "poisson_window_sweep" in R else
                      "see the sweeps in the row above: the ratio moves with the load (overload) and the output "
                      "tail (sigma), hardly with tau"))
