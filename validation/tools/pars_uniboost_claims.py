@@ -40,8 +40,8 @@ running anything.
 
 It writes ``claims.json`` under ``--out`` and the claims table ``--doc`` (Markdown, generated from
 those numbers: nothing in the table is typed by hand).  The full run took some 10 minutes on one
-core on 2026-12-03; on 2026-12-07, on a shared 2-vCPU machine beside three other runs, 1,865 s, and the
-arrival-window sweep (``--only window``) 371 s more; ``--quick`` (smaller bursts, shorter horizons, 3
+core on 2026-12-03; on 2026-12-07, on a shared 2-vCPU machine, 1,865 s beside three other runs (and the
+arrival-window sweep, ``--only window``, 371 s more), 863 s for the whole of it alone; ``--quick`` (smaller bursts, shorter horizons, 3
 replications, fewer sweep points) a couple of minutes.
 
 Engine: the paper's CodeLlama-34B/A100 fit (b_max = 512).  The predictor in the scheduling runs is
