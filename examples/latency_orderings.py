@@ -1,10 +1,26 @@
 """Latency of scheduling orderings on the Azure traces and a heavy-tailed reasoning-like workload.
 
-Reproduces the experiments of docs/latency.md: latency-load curves for FCFS, PARS, oracle SJF,
-SRPT, gamma-Boost and UNIBOOST (with the MEMGUARD ablation), a gamma sweep, PARS's sensitivity to
-the predictor's Kendall tau, and the throughput check at 0.95 of capacity.
+Reproduces the experiments of docs/latency.md as first run on 2026-12-02, at the same arrival rates,
+seeds and replications: latency-load curves for FCFS, PARS, oracle SJF, SRPT, gamma-Boost and
+UNIBOOST (with the MEMGUARD ablation), a gamma sweep, PARS's sensitivity to the predictor's Kendall
+tau, and the throughput check at 0.95 of capacity; and the reasoning-like run at load 2.0 of today's
+basis that docs/latency.md shows beside them (added 2026-12-07).
 
     python examples/latency_orderings.py [--quick] [--out docs/latency]
+
+**Loads.** The 2026-12-02 loads (:data:`OLD_LOADS` 0.3, 0.5, 0.7, 0.9; the gamma sweep at 0.7, the
+tau table at 0.9) were fractions of ``b_max / t(b_max)`` without the KV cache, the unit
+``compare_orderings`` read then.  Since 2026-12-07 it reads loads on the load basis of ``fluidq
+check --load`` (where the KV cache binds, the capacity under its rules); :func:`old_loads` converts
+the old settings once into today's loads with the same arrival rates (to the last bit), so the
+tables are the 2026-12-02 ones: conversation 0.423 / 0.704 / 0.986 / 1.268 of the KV basis, code
+unchanged (the cache does not bind), reasoning-like 1.083 / 1.805 / 2.527 / 3.250 of the KV basis
+(loads above 2 run again since 2026-12-07).  Printed, per workload and load, ``res.table(i)`` under
+a heading "load L of the <basis> B req/s = R req/s (old load x)"; then the reasoning-like run at
+today's loads of old 0.3, old 0.5 and 2.0 (``reasoning_rerun.json``; its third table is the page's
+load-2.0 table), the gamma sweep, the tau table and the throughput lines.  It writes
+``results.json``, ``reasoning_rerun.json`` and the PNGs (the reasoning-like figures from the
+load-2.0 run, as on the page) under ``--out``.
 
 The full run takes about 20 minutes on one core; ``--quick`` (one workload, two loads, one 60 s
 replication, four policies) checks that it works in well under a minute. Its numbers mean little:
@@ -18,16 +34,67 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
+import numpy as np
+
 import fluidq
+from fluidq.dtmc.load_basis import load_basis
 from fluidq.latency import POLICY_KEYS, compare_orderings, reasoning_workload, standard_policies
 from fluidq.profiles import DEFAULT_PROFILE, load_profile
 from fluidq.results import plain
 from fluidq.sim import replicate
 
 KEYS = ["fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard"]
+#: the 2026-12-02 loads, in the old unit (module docstring); --quick: two of them
+OLD_LOADS = (0.3, 0.5, 0.7, 0.9)
+OLD_LOADS_QUICK = (0.6, 0.9)
+#: the reasoning-like rerun docs/latency.md shows: old 0.3 and 0.5 and this load of today's basis
+REASONING_RERUN_LOAD = 2.0
+
+
+#: How far a load was moved to give the old rate to the last bit (ulps; see :func:`old_loads`).
+_ULPS = 8
+BASIS_WORDS = {"kv_rules": "KV basis", "max_throughput": "max-throughput basis", "flow_balance": "flow-balance basis"}
+
+
+def old_unit(eng, w) -> float:
+    """The unit loads were fractions of until 2026-12-06, in requests/s: the token capacity ``b_max / t(b_max)``
+    of ``eng`` without its KV cache (:func:`fluidq.capacity.full_batch_rate`) over the workload's mean tokens per
+    request."""
+    from fluidq.capacity import full_batch_rate
+
+    return full_batch_rate(eng.with_(kv_capacity_tokens=None) if eng.kv_capacity_tokens is not None else eng,
+                           w)[0] / w.mean_tokens
+
+
+def old_loads(eng, w, olds) -> list:
+    """Today's loads of ``eng`` and ``w`` (fractions of :func:`fluidq.dtmc.load_basis.load_basis`, what
+    ``compare_orderings`` reads since 2026-12-07) with the arrival rates the old loads ``olds`` had: one dict per
+    load, with ``old_load``, ``load``, ``basis`` (its name), ``basis_req_s`` and ``rate_req_s`` (``old_load x
+    old_unit``); the load is moved by a few ulps at most so that ``load x basis`` is that rate to the last bit."""
+    from fluidq.dtmc.load_basis import load_basis
+
+    lb = load_basis(eng, w)
+    b, u = lb.requests_per_s, old_unit(eng, w)
+    out = []
+    for x in olds:
+        r = float(x) * u
+        ld = r / b
+        for _ in range(_ULPS):
+            if ld * b == r:
+                break
+            ld = float(np.nextafter(ld, math.inf if ld * b < r else -math.inf))
+        out.append({"old_load": float(x), "load": float(ld), "basis": lb.basis, "basis_req_s": b, "rate_req_s": r})
+    return out
+
+
+def load_words(d, old=True) -> str:
+    """"load L of the KV basis B req/s = R req/s" (and the old load it was set as)."""
+    return (f"load {d['load']:.4g} of the {BASIS_WORDS.get(d['basis'], d['basis'])} {d['basis_req_s']:.4g} req/s = "
+            f"{d['rate_req_s']:.4g} req/s" + (f" (old load {d['old_load']:g})" if old else ""))
 
 
 def main(argv=None):
@@ -39,28 +106,50 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     eng = load_profile(DEFAULT_PROFILE).engine(kv_capacity_tokens=args.kv)
-    loads = (0.6, 0.9) if args.quick else (0.3, 0.5, 0.7, 0.9)
+    olds = OLD_LOADS_QUICK if args.quick else OLD_LOADS
     horizon = 60.0 if args.quick else 400.0
     reps = 1 if args.quick else 2
     workloads = {"azure-conv": fluidq.Workload.from_trace("azure-conv")}
     if not args.quick:
         workloads.update({"azure-code": fluidq.Workload.from_trace("azure-code"), "reasoning": reasoning_workload()})
     keys = ["fcfs", "pars", "srpt", "uniboost"] if args.quick else KEYS
-    summary = {"engine": eng.to_dict(), "loads": loads, "horizon_s": horizon, "replications": reps, "runs": {}}
+    summary = {"engine": eng.to_dict(), "loads": olds, "loads_are": "old unit (b_max/t(b_max) without the KV cache)",
+               "horizon_s": horizon, "replications": reps, "runs": {}, "load_conversion": {}}
+    from fluidq.latency import METRICS
+
+    quick = (f"\n(quick run: {horizon:g} s x {reps} replication, {len(olds)} loads: inconclusive, no intervals)"
+             if args.quick else "")
     for name, w in workloads.items():
         t = time.perf_counter()
         pols = standard_policies(eng, w, keys=keys, tau=0.5)
-        res = compare_orderings(eng, w, pols, loads=loads, horizon_s=horizon, n_replications=reps, rng=2026)
+        conv = old_loads(eng, w, olds)
+        res = compare_orderings(eng, w, pols, loads=[d["load"] for d in conv], horizon_s=horizon,
+                                n_replications=reps, rng=2026)
         summary["runs"][name] = res.to_dict()
-        quick = (f"\n(quick run: {horizon:g} s x {reps} replication, {len(loads)} loads: inconclusive, no intervals)"
-                 if args.quick else "")
-        for metric in ("latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request"):
-            from fluidq.latency import METRICS
-
-            _plot(res, metric, out / f"{name}_{metric}.png", title=f"{name}: {METRICS[metric][0]}{quick}")
+        summary["load_conversion"][name] = conv
+        if name != "reasoning" or args.quick:
+            for metric in ("latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request"):
+                _plot(res, metric, out / f"{name}_{metric}.png", title=f"{name}: {METRICS[metric][0]}{quick}")
         print(f"\n## {name}  ({time.perf_counter() - t:.0f} s)")
-        for i, ld in enumerate(res.loads):
-            print(f"\nload {ld}")
+        for i, d in enumerate(conv):
+            print(f"\n{load_words(d)}")
+            print(res.table(i))
+    if not args.quick:    # the reasoning-like run the page shows: old 0.3 and 0.5, and 2.0 of today's basis
+        w = workloads["reasoning"]
+        t = time.perf_counter()
+        conv = old_loads(eng, w, OLD_LOADS[:2])
+        lb = load_basis(eng, w)
+        conv.append({"old_load": None, "load": REASONING_RERUN_LOAD, "basis": lb.basis, "basis_req_s": lb.requests_per_s,
+                     "rate_req_s": REASONING_RERUN_LOAD * lb.requests_per_s})
+        res = compare_orderings(eng, w, standard_policies(eng, w, keys=keys, tau=0.5), loads=[d["load"] for d in conv],
+                                horizon_s=horizon, n_replications=reps, rng=2026)
+        (out / "reasoning_rerun.json").write_text(json.dumps(plain(res.to_dict()), indent=1))
+        for metric in ("latency_per_token_mean_s", "ttlt_p99_s", "ttft_mean_s", "preemptions_per_request"):
+            _plot(res, metric, out / f"reasoning_{metric}.png", title=f"reasoning: {METRICS[metric][0]}")
+        print(f"\n## reasoning, the page's rerun at old 0.3, 0.5 and {REASONING_RERUN_LOAD:g} of today's basis "
+              f"({time.perf_counter() - t:.0f} s)")
+        for i, d in enumerate(conv):
+            print(f"\n{load_words(d, old=d['old_load'] is not None)}")
             print(res.table(i))
     # gamma sweep on the conversation trace at load 0.7
     w = workloads["azure-conv"]
@@ -70,18 +159,20 @@ def main(argv=None):
         sweep[f"gamma-boost g={g:g}"] = p["gamma-boost"]
         sweep[f"uniboost g={g:g}"] = p["uniboost"]
     sweep["uniboost-ada (ratio)"] = standard_policies(eng, w, keys=["uniboost-ada"])["uniboost-ada"]
-    res = compare_orderings(eng, w, sweep, loads=(0.7,), horizon_s=horizon, n_replications=reps, rng=7)
+    cg = old_loads(eng, w, (0.7,))[0]
+    res = compare_orderings(eng, w, sweep, loads=(cg["load"],), horizon_s=horizon, n_replications=reps, rng=7)
     summary["gamma_sweep"] = res.to_dict()
-    print("\n## gamma sweep, azure-conv, load 0.7\n" + res.table(0))
+    print(f"\n## gamma sweep, azure-conv, {load_words(cg)}\n" + res.table(0))
     # PARS sensitivity to the predictor's Kendall tau, at load 0.9 (where memory binds)
     tsens = {}
     for tau in ((0.3, 0.9) if args.quick else (0.3, 0.5, 0.7, 0.9, 1.0)):
         tsens[f"pars tau={tau:g}"] = standard_policies(eng, w, keys=["pars"], tau=tau)["pars"]
     tsens["fcfs"] = standard_policies(eng, w, keys=["fcfs"])["fcfs"]
     tsens["sjf"] = standard_policies(eng, w, keys=["sjf"])["sjf"]
-    res = compare_orderings(eng, w, tsens, loads=(0.9,), horizon_s=horizon, n_replications=reps, rng=8)
+    ct = old_loads(eng, w, (0.9,))[0]
+    res = compare_orderings(eng, w, tsens, loads=(ct["load"],), horizon_s=horizon, n_replications=reps, rng=8)
     summary["pars_tau"] = res.to_dict()
-    print("\n## PARS vs predictor quality, azure-conv, load 0.9\n" + res.table(0))
+    print(f"\n## PARS vs predictor quality, azure-conv, {load_words(ct)}\n" + res.table(0))
     # throughput: every ordering on a work-conserving former, unlimited memory, 0.95 of capacity
     eng0 = load_profile(DEFAULT_PROFILE).engine()
     tr = fluidq.Workload.from_trace("azure-conv")
@@ -100,7 +191,7 @@ def main(argv=None):
               f"CI [{r.slope_ci[0]:.1f}, {r.slope_ci[1]:.1f}] (tolerance {r.tolerance_tokens_per_s:.1f})")
     summary["throughput_095"] = thr
     (out / "results.json").write_text(json.dumps(plain(summary), indent=1))
-    print(f"\nwritten: {out}/results.json and PNGs")
+    print(f"\nwritten: {out}/results.json" + ("" if args.quick else f", {out}/reasoning_rerun.json") + " and PNGs")
 
 
 def _plot(res, metric, path, title):
@@ -108,7 +199,9 @@ def _plot(res, metric, path, title):
     from fluidq.plotting.latency import plot_latency_vs_load
 
     fig, ax = axes()
-    plot_latency_vs_load(res, metric=metric, logy=metric != "preemptions_per_request", ax=ax)
+    basis = BASIS_WORDS.get(res.inputs.get("load_basis"), res.inputs.get("load_basis"))
+    plot_latency_vs_load(res, metric=metric, logy=metric != "preemptions_per_request", ax=ax,
+                         xlabel=f"load (fraction of the {basis}, {res.inputs['capacity_requests_per_s']:.4g} req/s)")
     ax.set_title(title, fontsize="medium")
     return finish(fig, ax, path)
 

@@ -10,14 +10,20 @@ preemptions per request, each with a Student-t interval over seeded replications
 ratio to fluidq's default (k = 32, cadence 50).  MEMGUARD off and oracle SRPT are the references.
 
 Setting: the paper's CodeLlama-34B/A100 fit with a KV cache of 30,000 tokens (binding: MEMGUARD has
-something to guard), the Azure 2023 conversation trace's lengths, Poisson arrivals at loads 0.7 and
-0.9 of the token capacity for 300 s, every run drained (so the tails include every request).
+something to guard), the Azure 2023 conversation trace's lengths, Poisson arrivals for 300 s, every run
+drained (so the tails include every request), at the arrival rates of the sweep's first run
+(2026-12-05): loads 0.7 and 0.9 of the unit ``compare_orderings`` read then, ``b_max / t(b_max)``
+without the KV cache.  Since 2026-12-07 ``compare_orderings`` reads loads on the load basis of
+``fluidq check --load`` (here the KV rules' capacity); :func:`old_loads` converts the old settings
+(:data:`OLD_LOADS`) once into today's loads with the same rates, and the table names each as "load L
+of the KV basis B req/s = R req/s".
 
     python examples/memguard_ada_sweep.py [--quick] [--out docs/latency] [--seeds 8]
 
 It writes ``memguard_ada_sweep.json``, ``memguard_ada_sweep.md`` (the table of docs/latency.md) and
 ``memguard_ada_sweep.png`` under ``--out``.  The full run (8 seeds) takes some 10 minutes on one
-shared core; ``--quick`` (2 seeds, 60 s, two values each, load 0.7) well under a minute and is a
+shared core (555 s on 2026-12-05; 630 s on 2026-12-07 from the converted loads, the same 832 numbers to the
+last bit); ``--quick`` (2 seeds, 60 s, two values each, load 0.7) well under a minute and is a
 smoke test only: its figure says *quick run, inconclusive*.
 
 The same knobs from the command line: ``fluidq latency --trace azure-conv --kv-capacity 30000
@@ -45,6 +51,50 @@ METRICS = {"ttlt_p99_s": "P99 TTLT [s]", "ttft_p99_s": "P99 TTFT [s]",
            "latency_per_token_mean_s": "mean latency per token [s/token]",
            "preemptions_per_request": "preemptions per request"}
 DEFAULT_K, DEFAULT_EVERY = 32, 50
+#: the loads of the 2026-12-05 run, in the old unit (module docstring); --quick: the first
+OLD_LOADS = (0.7, 0.9)
+
+
+#: How far a load was moved to give the old rate to the last bit (ulps; see :func:`old_loads`).
+_ULPS = 8
+BASIS_WORDS = {"kv_rules": "KV basis", "max_throughput": "max-throughput basis", "flow_balance": "flow-balance basis"}
+
+
+def old_unit(eng, w) -> float:
+    """The unit loads were fractions of until 2026-12-06, in requests/s: the token capacity ``b_max / t(b_max)``
+    of ``eng`` without its KV cache (:func:`fluidq.capacity.full_batch_rate`) over the workload's mean tokens per
+    request."""
+    from fluidq.capacity import full_batch_rate
+
+    return full_batch_rate(eng.with_(kv_capacity_tokens=None) if eng.kv_capacity_tokens is not None else eng,
+                           w)[0] / w.mean_tokens
+
+
+def old_loads(eng, w, olds) -> list:
+    """Today's loads of ``eng`` and ``w`` (fractions of :func:`fluidq.dtmc.load_basis.load_basis`, what
+    ``compare_orderings`` reads since 2026-12-07) with the arrival rates the old loads ``olds`` had: one dict per
+    load, with ``old_load``, ``load``, ``basis`` (its name), ``basis_req_s`` and ``rate_req_s`` (``old_load x
+    old_unit``); the load is moved by a few ulps at most so that ``load x basis`` is that rate to the last bit."""
+    from fluidq.dtmc.load_basis import load_basis
+
+    lb = load_basis(eng, w)
+    b, u = lb.requests_per_s, old_unit(eng, w)
+    out = []
+    for x in olds:
+        r = float(x) * u
+        ld = r / b
+        for _ in range(_ULPS):
+            if ld * b == r:
+                break
+            ld = float(np.nextafter(ld, math.inf if ld * b < r else -math.inf))
+        out.append({"old_load": float(x), "load": float(ld), "basis": lb.basis, "basis_req_s": b, "rate_req_s": r})
+    return out
+
+
+def load_words(d, old=True) -> str:
+    """"load L of the KV basis B req/s = R req/s" (and the old load it was set as)."""
+    return (f"load {d['load']:.4g} of the {BASIS_WORDS.get(d['basis'], d['basis'])} {d['basis_req_s']:.4g} req/s = "
+            f"{d['rate_req_s']:.4g} req/s" + (f" (old load {d['old_load']:g})" if old else ""))
 
 
 def main(argv=None):
@@ -56,13 +106,15 @@ def main(argv=None):
     q = args.quick
     reps = args.seeds or (2 if q else 8)
     horizon = 60.0 if q else 300.0
-    loads = (0.7,) if q else (0.7, 0.9)
+    olds = OLD_LOADS[:1] if q else OLD_LOADS
     ks = (8, 32) if q else (4, 8, 16, 32, 64, 128, 512)
     everies = (10, 50) if q else (5, 10, 25, 50, 100, 200)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     eng = fluidq.load_profile(PROFILE).engine(kv_capacity_tokens=30_000)
     w = workload_family("azure-conv")
+    conv = old_loads(eng, w, olds)
+    loads = tuple(d["load"] for d in conv)
     pols = standard_policies(eng, w, keys=["srpt", "uniboost-nomemguard"])
     for k in ks:
         pols[f"k={k}"] = standard_policies(eng, w, keys=["uniboost"], k_tokens=k)["uniboost"]
@@ -81,7 +133,7 @@ def main(argv=None):
     res = compare_orderings(eng, w, pols, loads=loads, horizon_s=horizon, n_replications=reps, rng=2026, drain=True,
                             progress=progress)
     R = {"quick": q, "replications": reps, "profile": PROFILE, "kv_tokens": 30_000, "workload": w.name,
-         "loads": loads, "horizon_s": horizon, "ks": ks, "everies": everies, "loads_data": []}
+         "loads": loads, "load_conversion": conv, "horizon_s": horizon, "ks": ks, "everies": everies, "loads_data": []}
     for i, ld in enumerate(loads):
         row = {}
         for p in res.policies:
@@ -96,7 +148,7 @@ def main(argv=None):
                 g = np.asarray(gammas[(p, ld)], float)
                 row[p]["gamma_ada"] = {"updates_mean": float(g[:, 0].mean()), "gamma_min": float(g[:, 1].min()),
                                        "gamma_final_range": [float(g[:, 2].min()), float(g[:, 2].max())]}
-        R["loads_data"].append({"load": ld, "policies": row})
+        R["loads_data"].append({"load": ld, "conversion": conv[i], "policies": row})
     R["seconds"] = time.perf_counter() - t0
     (out / "memguard_ada_sweep.json").write_text(json.dumps(plain(R), indent=1))
     (out / "memguard_ada_sweep.md").write_text(render(R))
@@ -138,7 +190,7 @@ def render(R) -> str:
              f"times (k = {DEFAULT_K}). In brackets: the paired ratio to fluidq's default (k = {DEFAULT_K}, "
              f"cadence {DEFAULT_EVERY}; < 1 is lower, i.e. better for every column here)."]
     for L in R["loads_data"]:
-        lines += ["", f"**load {L['load']:g}**", "",
+        lines += ["", f"**{load_words(L['conversion'])}**", "",
                   "| policy | " + " | ".join(METRICS.values()) + " | finished |",
                   "|---|" + "---|" * (len(METRICS) + 1)]
         for p, row in L["policies"].items():
@@ -179,7 +231,7 @@ def plot(R, path):
                                   (ax_a, [f"ada every {n}" for n in R["everies"]], R["everies"])):
                 mm = [P[n][m]["value"][0] for n in names]
                 hh = [P[n][m]["value"][1] if P[n][m]["value"][1] == P[n][m]["value"][1] else 0 for n in names]
-                line = ax.errorbar(xs, mm, yerr=hh, marker="o", capsize=3, label=f"load {L['load']:g}")
+                line = ax.errorbar(xs, mm, yerr=hh, marker="o", capsize=3, label=f"load {L['load']:.4g}")
                 col = line[0].get_color()
                 ax.axhline(P["uniboost-nomemguard"][m]["value"][0], color=col, ls=":", lw=1)
                 ax.axhline(P["srpt"][m]["value"][0], color=col, ls="--", lw=1)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import integer, real
+from .._validate import integer, load_rate, real
 from ..engine import Engine
 from ..errors import ParameterError
 from ..workload import Empirical, LogNormal, Poisson, Workload
@@ -449,7 +449,8 @@ def _load_rates_basis(engine, workload, loads, preemption="recompute"):
     return lb.tokens_per_s, lb.requests_per_s, tuple(ld * lb.requests_per_s for ld in loads), lb
 
 
-def _check_comparison_size(engine, workload, horizon_s, load, n_replications, per_replication=1, names=None):
+def _check_comparison_size(engine, workload, horizon_s, load, n_replications, per_replication=1, names=None,
+                           drain=False):
     """Refuse a comparison too large to run (see :func:`fluidq.sim.core.check_size`), before any work.
 
     ``workload`` is at the highest rate, ``load`` the highest load; ``per_replication`` runs (policies x
@@ -458,7 +459,12 @@ def _check_comparison_size(engine, workload, horizon_s, load, n_replications, pe
 
     Besides the per-run and total limits of the simulator, an overloaded run (``load > 1``) is
     estimated at ``(horizon / t(b_max)) x (1 - 1/load) x arrivals / 2`` requests read by the ordering
-    (full batches, a queue growing linearly) and refused above :data:`MAX_EXAMINED`.
+    (full batches, a queue growing linearly) and refused above :data:`MAX_EXAMINED`.  A drained run
+    (``drain=True``) then serves the ``(1 - 1/load) x arrivals`` left at the horizon: ``load - 1`` times
+    the arrival window's iterations again, over a queue shrinking from there to zero, so its estimate
+    is ``load`` times the window's.  This, not a cap on the load, bounds an overloaded comparison's
+    cost (loads above 2 were refused outright until 2026-12-07; the size check came a day after that
+    cap and makes it redundant).
     """
     from ..sim.core import MAX_RUNS, MAX_TOTAL_ARRIVALS, _n, check_size
 
@@ -474,11 +480,14 @@ def _check_comparison_size(engine, workload, horizon_s, load, n_replications, pe
         bt = engine.batch_time.base if hasattr(engine.batch_time, "base") else engine.batch_time
         t_full = float(np.asarray(bt(np.array([float(engine.b_max)])), dtype=float)[0])
         reads = (horizon_s / t_full) * (1 - 1 / load) * size["arrivals"] / 2 if t_full > 0 else math.inf
+        if drain:   # the backlog left at the horizon is served too: load x the arrival window's reads
+            reads *= load
         if not reads <= MAX_EXAMINED:
             raise ParameterError(nm["horizon_s"], horizon_s, f"a run whose orderings read at most {MAX_EXAMINED:.3g} "
                                  "queued requests", f"at load {load:g} the queue grows without bound and each "
-                                 f"run would read about {_n(reads)} (every iteration reads the whole queue); "
-                                 "shorten the horizon or keep the loads <= 1")
+                                 f"run would read about {_n(reads)} (every iteration reads the whole queue"
+                                 + ("; drained, the backlog left at the horizon is read until it is served" if drain
+                                    else "") + "); shorten the horizon or keep the loads <= 1")
     return size
 
 
@@ -516,10 +525,12 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     policies : dict, sequence of keys, or None
         ``{name: policy}``, keys of :data:`POLICY_KEYS`, or ``None`` for the first six.
     loads : sequence of float
-        Fractions in ``(0, 2]`` of the load basis lambda* (:func:`fluidq.dtmc.load_basis.load_basis`, the one
+        Finite loads > 0, fractions of the load basis lambda* (:func:`fluidq.dtmc.load_basis.load_basis`, the one
         ``fluidq check --load`` reads; ``inputs["load_basis"]`` names it): vLLM's flow balance for an engine whose
         batch time reads the batch composition, the capacity under the KV cache's rules where the cache binds,
-        else :func:`fluidq.max_throughput` (sup b/t(b)).
+        else :func:`fluidq.max_throughput` (sup b/t(b)).  Above 1 the run is an overload; how far above is
+        bounded by the size of the run (see Notes), not by a cap on the load (until 2026-12-07 loads were
+        refused above 2).  Each load's arrival rate must be within [1e-9, 1e9] req/s.
     horizon_s : float
         Simulated seconds per run (arrivals stop there; requests still in the system are
         unfinished and excluded from the latency statistics -- see ``finished_fraction``).
@@ -549,7 +560,8 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     A comparison too large to run is refused before any work (a ParameterError saying the size it
     would have): at most :data:`fluidq.sim.core.MAX_ARRIVALS` arrivals per run at the highest
     load, :data:`fluidq.sim.core.MAX_TOTAL_ARRIVALS` over all runs, and for an overloaded load an
-    estimate of the queue reads below :data:`MAX_EXAMINED`.
+    estimate of the queue reads below :data:`MAX_EXAMINED` (with ``drain=True`` counting the
+    drain of the backlog left at the horizon).
     """
     from ..sim import simulate
 
@@ -560,12 +572,12 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
     from numbers import Real
 
     if isinstance(loads, (Real, str)):  # a bare number is no sequence: say so, not "'float' is not iterable"
-        raise ParameterError("loads", loads, "a sequence of fractions of capacity in (0, 2]",
+        raise ParameterError("loads", loads, "a sequence of loads > 0 (fractions of the load basis)",
                              f"for one load write loads=({loads!r},)")
     loads = tuple(real("loads", x, positive=True) for x in loads)
     confidence = _confidence(confidence)
-    if not loads or max(loads) > 2:
-        raise ParameterError("loads", loads, "one or more fractions of capacity in (0, 2]")
+    if not loads:
+        raise ParameterError("loads", loads, "one or more finite loads > 0 (fractions of the load basis)")
     horizon_s = real("horizon_s", horizon_s, positive=True)
     n_replications = integer("n_replications", n_replications, minimum=1)
     warmup_frac = real("warmup_frac", warmup_frac, nonnegative=True)
@@ -578,8 +590,10 @@ def compare_orderings(engine: Engine, workload: Workload, policies=None, *, load
         policies = standard_policies(engine, workload, keys=policies, tau=tau)
     names = tuple(policies)
     tok, cap_req, rates, lb = _load_rates_basis(engine, workload, loads, preemption)
+    for ld in loads:    # each a representable arrival rate, refused naming loads
+        load_rate("loads", ld, cap_req)
     _check_comparison_size(engine, workload.with_rate(max(rates)), horizon_s, max(loads), n_replications,
-                           len(policies) * len(loads))
+                           len(policies) * len(loads), drain=drain)
     if not (rng is None or isinstance(rng, np.random.SeedSequence)):
         rng = integer("rng", rng, minimum=0)  # a seed: numpy rejects negative ones with a bare ValueError
     ss = rng if isinstance(rng, np.random.SeedSequence) else np.random.SeedSequence(rng)

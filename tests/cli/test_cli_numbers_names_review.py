@@ -60,7 +60,7 @@ def test_latency_swap_without_its_cost_says_it_is_required(capsys):
 
 
 def test_latency_loads_are_quoted_like_the_other_messages(capsys):
-    err = assert_one_line(["latency", "--loads", "3"], capsys, "--loads 3: expected comma-separated fractions")
+    err = assert_one_line(["latency", "--loads", "0"], capsys, "--loads 0: expected comma-separated fractions")
     assert "'" not in err and "--loads=" not in err, err
     assert_one_line(["latency", "--loads", "0.5,0.5"], capsys, "--loads 0.5,0.5: expected distinct loads")
     assert_one_line(["latency", "--loads", "0.5,x"], capsys, "--loads 0.5,x: expected comma-separated numbers")

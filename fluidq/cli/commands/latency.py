@@ -54,7 +54,8 @@ def register(sub):
                    help="time-to-last-token SLO in seconds whose attainment is reported (default: none)")
     p.add_argument("--loads", default=None, help="comma-separated fractions of the capacity lambda* that `fluidq check --load` "
                    "reads (fluidq.dtmc.load_basis: where the KV cache binds, the capacity under its rules; else "
-                   "max_throughput), each in (0, 2] (they set the arrival rates, so there is no --rate)")
+                   "max_throughput), each finite and > 0 (above 1 an overload; a run too large to simulate is refused "
+                   "with its size; they set the arrival rates, so there is no --rate)")
     p.add_argument("--horizon", type=float, default=None, help="simulated seconds per run (default 300)")
     p.add_argument("--replications", type=int, default=DEFAULT_REPLICATIONS,
                    help=f"seeded runs per policy and load (>= 1, default {DEFAULT_REPLICATIONS}: with 2 the Student-t "
@@ -161,8 +162,8 @@ def run(args):
     if args.horizon is None:
         args.horizon = 300.0
     loads = _floats("--loads", "0.5,0.7,0.9" if args.loads is None else args.loads)  # ('' is refused there)
-    if not loads or not all(math.isfinite(x) and 0 < x <= 2 for x in loads):
-        raise CliError(f"--loads {args.loads}: expected comma-separated fractions of capacity in (0, 2]")
+    if not loads or not all(math.isfinite(x) and 0 < x for x in loads):
+        raise CliError(f"--loads {args.loads}: expected comma-separated fractions of capacity, each finite and > 0")
     if len(set(loads)) != len(loads):
         raise CliError(f"--loads {args.loads}: expected distinct loads (one is given twice)")
     if args.tau is not None and not (math.isfinite(args.tau) and 0 < args.tau <= 1):
