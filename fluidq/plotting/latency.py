@@ -34,7 +34,12 @@ def plot_latency_vs_load(comparison, *, metric: str = "latency_per_token_mean_s"
                     lw=1.0 + 1.2 * (len(pols) - 1 - i) / max(1, len(pols) - 1), ls=_STYLES[i % len(_STYLES)],
                     capsize=2, label=p, zorder=2 + i)
     label, unit = comparison.metric_label(metric)  # the analysis names its metrics
-    ax.set_xlabel(xlabel or "load (fraction of the capacity b_max/t(b_max) without the KV cache)")
+    if xlabel is None:  # (the loads are fractions of the load basis lambda* of `fluidq check --load`, 2026-12-07)
+        inputs = getattr(comparison, "inputs", None) or {}
+        basis, cap = inputs.get("load_basis"), inputs.get("capacity_requests_per_s")
+        xlabel = "load (fraction of the load basis" + (f" {basis}" if basis else "") + \
+            (f", {cap:.4g} req/s)" if isinstance(cap, (int, float)) else ")")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(f"{label} [{unit}]" if unit else label)
     if logy:
         ax.set_yscale("log")

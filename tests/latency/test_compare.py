@@ -59,3 +59,23 @@ def test_table_states_the_ttft_definition_and_names_the_horizon_as_asked():
     assert "nan" not in t.lower().replace("finished", "")
     no_ttft = res.table(0, metrics=("ttlt_p90_s",))
     assert "TTFT" not in no_ttft
+
+
+def test_plot_default_axis_names_the_load_basis():
+    """The loads are fractions of the load basis lambda* (``inputs``), not of b_max/t(b_max) without the cache: the
+    default axis label says which basis and its rate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fluidq.plotting.latency import plot_latency_vs_load
+
+    res = compare_orderings(ENG, W, ["fcfs"], loads=(0.5,), horizon_s=5, n_replications=2, rng=1)
+    fig, ax = plt.subplots()
+    plot_latency_vs_load(res, ax=ax)
+    label = ax.get_xlabel()
+    plt.close(fig)
+    assert "load basis" in label and res.inputs["load_basis"] in label
+    assert f"{res.inputs['capacity_requests_per_s']:.4g} req/s" in label
+    assert "without the KV cache" not in label
