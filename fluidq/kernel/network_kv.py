@@ -58,10 +58,10 @@ is over, and the station asks again), or an idle station (an empty batch with wo
 EngineRun notes it).  The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
 first token and a recomputation's catch-up token, decode tokens, KV grown, the finished released in arrival order).
 
-What stays on the Python clock (``fluidq.sim.network._kernel_unsupported``): a join-the-shortest-queue router by
-remaining tokens that can pick such a station (a memory pass changes the station's remaining tokens when the batch
-starts, which the loop's deferred ask would show the routing of the same event too late).  Composition batch times
-run here (the driver calls the engine's ``composition_time`` on the arrays).  Not followed: a policy that writes its
+A join-the-shortest-queue router by remaining tokens that can pick such a station runs here too (2026-12-07,
+h-netjsq): a memory pass changes the station's remaining tokens when the batch starts, in the middle of the event
+that offered the hop, so the loop makes the event's asks so far before such a router reads a station whose ask is
+pending (:mod:`fluidq.kernel.network`'s ``ASK_NOW``).  Composition batch times run here (the driver calls the engine's ``composition_time`` on the arrays).  Not followed: a policy that writes its
 requests' fields with the check off (the Python clock then reads the written fields in its memory pass; the loop
 reads its arrays).
 """

@@ -21,8 +21,8 @@ from what the loop returns:
   batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; at a station with
   a KV cache through the Python clock's own EngineRun and memory rules, :mod:`fluidq.kernel.network_kv`, 2026-12-07;
   a batch over the budgets with the check off runs as given, the loop's batch arrays growing).  Composition batch
-  times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV station whose
-  policy is asked in Python, subclasses of the built-in FCFS schedulers with a rule of their own, and
+  times at KV stations under built-in FCFS schedulers, subclasses of the built-in FCFS schedulers with a rule of
+  their own, and
   ``check_batches=True`` (every station's batches checked) run on the Python clock.
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
@@ -205,9 +205,9 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     batch time tabulated as above); one with a KV cache too, its memory passes compiled on the loop's arrays and its
     policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`,
     2026-12-07: every memory model, a composition time included -- the driver calls the engine's
-    ``composition_time`` --, no EngineRun), unless a join-the-shortest-queue router by remaining tokens can pick it
-    (its memory pass changes those tokens as a batch starts, which the loop's ask, made once the event is over,
-    would show that event's routing too late).  A
+    ``composition_time`` --, no EngineRun; a join-the-shortest-queue router by remaining tokens that can pick it
+    has the loop make the event's asks so far before it reads them, 2026-12-07: its memory pass changes them as the
+    batch starts).  A
     subclass of a built-in FCFS scheduler that overrides ``select`` or ``budgets`` (the Python path shows it the
     built-in window), ``check_batches=True`` given explicitly where a station runs a built-in FCFS scheduler (its
     batches checked in Python too; the default, on where a user policy runs, checks the batches of the policies
@@ -221,7 +221,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
         return "check_batches=True checks every batch in Python (the default checks the batches of the policies asked " \
                "in Python only)"
     limit = None
-    asked_kv: set = set()  # (stations with a KV cache whose policies are asked in Python)
     for st in network.stations:
         pol = st.policy
         if not _native(pol):
@@ -229,7 +228,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
                 return (f"station {st.name!r} does not run a built-in scheduler as given: it overrides select() or "
                         "budgets() of one in FCFS order (the Python path shows it the built-in window of its queue)")
             if st.engine.kv_capacity_tokens is not None:
-                asked_kv.add(st.name)
                 if st.engine.b_max > KERNEL_TABLE_MAX:
                     limit = limit or _limit_why(st)
                 continue  # (its memory passes compiled, its policy asked in Python: network_kv)
@@ -249,10 +247,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
-        if r.policy == "jsq" and r.count != "requests" and asked_kv.intersection(r.engines):
-            return (f"router {r.name!r} joins the shortest queue by remaining tokens over station "
-                    f"{sorted(asked_kv.intersection(r.engines))[0]!r}, which has a KV cache and a policy asked in "
-                    "Python (its memory pass changes those tokens when a batch starts)")
     return limit
 
 
@@ -677,7 +671,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or any other
         policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's state by
         :mod:`fluidq.kernel.network_select`, with a KV cache too (:mod:`fluidq.kernel.network_kv`: the Python
-        clock's EngineRun and memory rules form and time its batches; not under a JSQ router by remaining tokens);
+        memory passes compiled on the loop's arrays, its policy asked in Python; under a JSQ router by remaining
+        tokens too, the loop making an event's asks so far before the router reads such a station);
         routes of hops to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random
         lengths; no explicit ``check_batches=True``) and numba compiles, with the Python path's results exactly (a
         policy's batch that breaks the constraints raises the Python path's :class:`~fluidq.errors.PolicyError` at
