@@ -1908,6 +1908,7 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
                     seen, u, blk, lb, cls_i, pq)
         if i < ihop.size:
             if g[G_NEED] == ASK_NOW:  # (the initial requests' asks so far, made before a JSQ router reads)
+                g[G_NEED] = 0
                 asker(False)
             else:
                 fill()
@@ -1917,7 +1918,10 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
                           rnt, pq, jf)
         if status == 0:
             break
-        if status == STATUS_ASK or g[G_NEED] == ASK_NOW:
+        if status == STATUS_ASK:
+            asker(False)
+        elif g[G_NEED] == ASK_NOW:  # (the asks of the event so far, before a JSQ router by tokens reads them)
+            g[G_NEED] = 0
             asker(False)
         else:
             fill()
