@@ -19,11 +19,11 @@ from what the loop returns:
   with class priorities and fixed or random lengths (every draw from ``rng`` in the Python clock's order).
   Stations whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run there too, batch by
   batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; at a station with
-  a KV cache through the Python clock's own EngineRun and memory rules, :mod:`fluidq.kernel.network_kv`, 2026-12-07;
-  a batch over the budgets with the check off runs as given, the loop's batch arrays growing).  Composition batch
-  times at KV stations under built-in FCFS schedulers, subclasses of the built-in FCFS schedulers with a rule of
-  their own, and
-  ``check_batches=True`` (every station's batches checked) run on the Python clock.
+  a KV cache its memory passes compiled on the loop's arrays, :mod:`fluidq.kernel.network_kv`, 2026-12-07, under a
+  JSQ router by remaining tokens too; a batch over the budgets with the check off runs as given, the loop's batch
+  arrays growing).  Composition batch times at KV stations under built-in FCFS schedulers, subclasses of the
+  built-in FCFS schedulers with a rule of their own, and ``check_batches=True`` (every station's batches checked)
+  run on the Python clock.
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
 the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the single-engine
@@ -670,7 +670,7 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         network on the compiled event loop of :mod:`fluidq.kernel.network` when it covers it (every station
         a built-in scheduler in FCFS order, with a KV cache of any memory model or without one, or any other
         policy -- a user's ``select(view)``, SJF, SRPT, ... --, asked in Python on the loop's state by
-        :mod:`fluidq.kernel.network_select`, with a KV cache too (:mod:`fluidq.kernel.network_kv`: the Python
+        :mod:`fluidq.kernel.network_select`, with a KV cache too (:mod:`fluidq.kernel.network_kv`: its
         memory passes compiled on the loop's arrays, its policy asked in Python; under a JSQ router by remaining
         tokens too, the loop making an event's asks so far before the router reads such a station);
         routes of hops to stations, random or JSQ routers, probabilistic choices and fork-joins, fixed or random
