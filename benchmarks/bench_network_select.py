@@ -19,7 +19,8 @@ no class priority at U, which a KV station does not apply) and run a third of ``
 U's memory passes run compiled on the loop's arrays and its policy (``select``, the victim's order, ``may_evict``)
 is asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem, 2026-12-07 -- h-netkv asked it through the Python
 clock's own EngineRun and memory rules), the other stations on the compiled loop.  ``--kv-only`` runs the KV rows
-alone.
+alone.  The last KV row doubles U behind a JSQ router by remaining tokens (h-netjsq, 2026-12-07: on the Python clock
+before, so ``method="auto"`` was the Python clock).
 The window rows (2026-12-07, h-netwin) run a sixth of ``--horizon`` (500 s at the default): U under a subclass of
 Sarathi-Serve whose ``select`` is its own (here the built-in rule, called through the override: the loop cannot know
 that) -- asked in Python with the Python clock's window of U's queue; with the KV cache of the KV rows, as any
@@ -67,21 +68,26 @@ def own_sarathi():
     return OwnSarathi(name="own-sarathi", priority="decode", mixed=True, chunked=True)
 
 
-def network(policy, load=0.9, kv=False):
+def network(policy, load=0.9, kv=False, jsq_kv=False):
+    """``jsq_kv``: U doubled (U, U2, both with the KV cache and ``policy``), the hops to U going through a JSQ router
+    by remaining tokens over the pair (``JU``; on the Python clock until h-netjsq, 2026-12-07)."""
     e = Engine(batch_time=Staircase(c=0.01128, a=0.03547, b0=64), b_max=256)
     eu = Engine(batch_time=e.batch_time, b_max=256, **KV) if kv else e
+    extra = [Station(name="U2", engine=eu, policy=policy)] if jsq_kv else []
+    to_u = "JU" if jsq_kv else "U"
     return Network(stations=[Station(name="A", engine=e), Station(name="B", engine=e),
-                             Station(name="U", engine=eu, policy=policy, priority=() if kv else ("y.2",)),
+                             Station(name="U", engine=eu, policy=policy, priority=() if kv else ("y.2",)), *extra,
                              Station(name="V", engine=Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=128),
                                      policy=VLLMChunked())],
-                   routers=[Router(name="J", engines=("A", "B"), policy="jsq", count="tokens")],
+                   routers=[Router(name="J", engines=("A", "B"), policy="jsq", count="tokens"),
+                            *([Router(name="JU", engines=("U", "U2"), policy="jsq", count="tokens")] if jsq_kv else [])],
                    classes=[RequestClass(name="x", rate_per_s=1.0, route=[
                        Hop(engine="J", prompt_tokens=300, output_tokens=40, name="x.1"),
-                       Hop(engine="U", prompt_tokens=120, output_tokens=20, name="x.2"),
+                       Hop(engine=to_u, prompt_tokens=120, output_tokens=20, name="x.2"),
                        Hop(engine="V", prompt_tokens=30, output_tokens=5, name="x.3")]),
                        RequestClass(name="y", rate_per_s=1.0, route=[
                            Hop(engine="J", prompt_tokens=60, output_tokens=80, name="y.1"),
-                           Hop(engine="U", prompt_tokens=400, output_tokens=8, name="y.2")])]).at_load(load)
+                           Hop(engine=to_u, prompt_tokens=400, output_tokens=8, name="y.2")])]).at_load(load)
 
 
 def row(label, net, horizon, repeat, **kw):
@@ -132,6 +138,9 @@ def main():
     row("U = user LIFO, KV blocks (checked)", network(LIFO(), kv=True), kv_h, args.repeat)
     row("U = user LIFO, KV blocks (unchecked)", network(LIFO(), kv=True), kv_h, args.repeat, check_batches=False)
     row("U = Sarathi(order=SJF()), KV blocks", network(Sarathi(order=SJF()), kv=True), kv_h, args.repeat)
+    # U and U2 behind a JSQ router by remaining tokens (the network at 0.9 of its capacity): the loop makes an event's
+    # asks so far before that router reads them (h-netjsq, 2026-12-07)
+    row("U,U2 = user LIFO, KV, JSQ by tokens", network(LIFO(), kv=True, jsq_kv=True), kv_h, args.repeat)
 
 
 if __name__ == "__main__":

@@ -54,9 +54,15 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   must be asked or a victim chosen in Python; the answer gives the batch's end, ``S_ASKEND``/``R_END``, or a swap-in
   wait, and ``_mem_end`` ends it as a native KV station's batch.
 
-Composition batch times at KV stations under built-in FCFS schedulers, a JSQ router by remaining tokens over a KV
-station asked in Python and subclasses of the built-in FCFS schedulers with a rule of their own stay on the Python
-path (:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
+A JSQ router by remaining tokens over a KV station asked in Python (2026-12-07, h-netjsq): the Python clock starts
+such a station's batch -- its memory pass, which adds a recomputation's tokens to its remaining tokens and takes a
+prefix hit's off -- where a hop is offered to it idle, in the middle of the event, so a hop routed later in the same
+event reads them after the pass; before such a router reads an engine whose ask is pending, ``_refill`` says
+:data:`ASK_NOW`, :func:`simulate` (or :func:`initial`) stops, the caller makes the event's asks so far and the loop
+starts their batches (``_answered``) and resumes where it stopped, as for a length refill.
+
+Composition batch times at KV stations under built-in FCFS schedulers and subclasses of the built-in FCFS schedulers
+with a rule of their own stay on the Python path (:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds
@@ -217,6 +223,12 @@ N_G = 27
 STATUS_ASK = 2
 #: ``G_NEED`` when the block of uniforms (``u[G_U0:G_UEND]``) is used up and a random router or a choice needs one
 UNIFORMS = 1 << 30
+#: ``G_NEED`` when a join-the-shortest-queue router by remaining tokens is about to read a station with a KV cache
+#: whose policy is asked in Python and whose ask of this event is still pending: the Python clock starts that batch
+#: (its memory pass: a recomputation's tokens added, a prefix hit's taken off) before the router reads its queue, so
+#: the caller makes the event's asks so far first (:func:`simulate` returns 1; the loop answers them, ``_answered``,
+#: and resumes where it stopped)
+ASK_NOW = UNIFORMS + 1
 #: the most uniforms per block (drawn from the caller's generator when the loop asks, in the Python path's order)
 UB = 4096
 # gf (float): current event's batch start, next grid point, horizon, next external arrival, resume time, the
@@ -1203,19 +1215,29 @@ def _mem_end(s, st, ti, qh, fR, al_t, al_k, buf, done, pq):
 
 
 @_inline
-def _refill(h, hop, lb, rt, g):
+def _refill(h, hop, lb, rt, g, st):
     """The length source whose buffer runs out if hop ``h`` is submitted now (the caller appends the next
     ``LBN`` draws, after the one left if the prompt takes it, and calls again), else :data:`UNIFORMS` if the hop
-    goes to a random router and the block of uniforms is used up, or -1 (the Python path draws the lengths,
-    then the router's uniform)."""
+    goes to a random router and the block of uniforms is used up, :data:`ASK_NOW` if it goes to a JSQ router by
+    remaining tokens one of whose engines is a KV station with an ask pending (its memory pass changes the tokens the
+    router reads: the asks of the event so far are made first), or -1 (the Python path draws the lengths, then the
+    router's uniform)."""
     ps = hop[h, H_PSRC]
     ds = hop[h, H_DSRC]
     if ps >= 0 and lb[ps, LB_END] - lb[ps, LB_POS] < 1:
         return ps
     if ds >= 0 and lb[ds, LB_END] - lb[ds, LB_POS] < (2 if ds == ps else 1):
         return ds
-    if hop[h, H_ROUTER] and rt[hop[h, H_TGT], R_KIND] == 0 and g[G_U] >= g[G_UEND]:
-        return UNIFORMS
+    if hop[h, H_ROUTER]:
+        r = hop[h, H_TGT]
+        kind = rt[r, R_KIND]
+        if kind == 0 and g[G_U] >= g[G_UEND]:
+            return UNIFORMS
+        if kind == 2 and g[G_NASK] != 0:
+            for j in range(rt[r, R_N]):
+                e = rt[r, R_ENG0 + j]
+                if st[e, S_ASKP] > 0 and st[e, S_MEM] != 0:
+                    return ASK_NOW
     return -1
 
 
@@ -1316,7 +1338,7 @@ def _advance(now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf
         while True:
             kind = hop[x, H_KIND]
             if kind == K_HOP:
-                need = _refill(x, hop, lb, rt, g)
+                need = _refill(x, hop, lb, rt, g, st)
                 if need >= 0:
                     g[G_NEED] = need
                     hop[g[G_SP], H_STK] = x
@@ -1401,7 +1423,7 @@ def _move_on_py(s, nd, now, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t,
             cls_i[ci, 1] += 1
             gf[GF_SOJ + ci] += now - tf[rid, TF_JIN]
         elif g[G_SP] == 0 and kind == K_HOP:  # the next hop
-            need = _refill(nx, hop, lb, rt, g)
+            need = _refill(nx, hop, lb, rt, g, st)
             if need >= 0:
                 g[G_NEED] = need
                 break
@@ -1476,10 +1498,13 @@ def _record(t, grid, rin, rbuf, rwk, rnt, st, stf, ti, stl, al_t, al_k, dlab, g,
 def initial(i0, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
             seen, u, blk, lb, cls_i, pq):
     """The requests waiting at time 0: hop ``ihop[i]`` of class ``icls[i]``, in order, from ``i0``; return
-    the number placed (less than all when a length buffer needs a refill: ``G_NEED``)."""
+    the number placed (less than all when a length buffer needs a refill or the asks so far must be made first:
+    ``G_NEED``; the caller's answers to those asks start their batches here)."""
+    if g[G_ASKED] != 0:
+        _answered(tau, st, stf, ti, fR, al_k, evf, evi, g)
     i = i0
     while i < ihop.shape[0]:
-        need = _refill(ihop[i], hop, lb, rt, g)
+        need = _refill(ihop[i], hop, lb, rt, g, st)
         if need >= 0:
             g[G_NEED] = need
             break
@@ -1498,9 +1523,12 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
              rnt, pq, jf):
     """Run the event loop to the end (the horizon, or ``max_batches``: return 0), or until a random length's
     buffer needs the next draws (return 1: the caller refills source ``G_NEED`` and calls again; the loop
-    resumes where it stopped)."""
+    resumes where it stopped; with ``G_NEED`` :data:`ASK_NOW` the caller makes the asks of the event so far, in
+    its middle), or until the asks of an event must be made (:data:`STATUS_ASK`)."""
     horizon = gf[GF_HORIZON]
     while True:
+        if g[G_ASKED] != 0:  # the caller answered the asks (once an event is over, or in its middle: ASK_NOW)
+            _answered(tau, st, stf, ti, fR, al_k, evf, evi, g)
         if g[G_PHASE] == 3:  # resume an external arrival's route
             g[G_ARRIVING] = 1
             if _advance(gf[GF_RT], hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
@@ -1531,9 +1559,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
                 break
             continue
         if g[G_NASK] != 0:  # the event is over: its asks are made in Python, then their batches start
-            if g[G_ASKED] == 0:
-                return STATUS_ASK
-            _answered(tau, st, stf, ti, fR, al_k, evf, evi, g)
+            return STATUS_ASK
         te = evf[0, 0] if g[G_NEV] > 0 else INF
         ai = g[G_AI]
         ta = ext_t[ai]
@@ -1541,7 +1567,7 @@ def simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh
             ci = ext_c[ai]
             first = cls_first[ci]
             if hop[first, H_KIND] == K_HOP:
-                need = _refill(first, hop, lb, rt, g)
+                need = _refill(first, hop, lb, rt, g, st)
                 if need >= 0:
                     g[G_NEED] = need
                     return 1
@@ -1863,12 +1889,6 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         lb[src, LB_POS] = 0
         lb[src, LB_END] = left.size + LBN
 
-    i = 0
-    while i < ihop.size:
-        i = initial(i, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
-                    seen, u, blk, lb, cls_i, pq)
-        if i < ihop.size:
-            fill()
     if asker is not None:
         def grow(n):  # room in the batch arrays for a batch of n entries (over the budgets, the check off)
             nonlocal al_t, al_k, fR, done
@@ -1882,6 +1902,16 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         asker.grow = grow
         asker.bind(g=g, st=st, stf=stf, ti=ti, tf=tf, al_t=al_t, al_k=al_k, fR=fR, blk=blk, buf=buf, qh=qh, pq=pq,
                    done_n=done.shape[0])
+    i = 0
+    while i < ihop.size or g[G_ASKED] != 0:
+        i = initial(i, ihop, icls, hop, rt, rp, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k, evf, evi, g, gf, buf,
+                    seen, u, blk, lb, cls_i, pq)
+        if i < ihop.size:
+            if g[G_NEED] == ASK_NOW:  # (the initial requests' asks so far, made before a JSQ router reads)
+                g[G_NEED] = 0
+                asker(False)
+            else:
+                fill()
     while True:
         status = simulate(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, st, stf, ti, tf, qh, fF, fR, al_t, al_k,
                           dlab, evf, evi, g, gf, cls_i, buf, seen, u, blk, lb, done, hrec, grid, rin, rbuf, rwk,
@@ -1889,6 +1919,9 @@ def run_network(ext_t, ext_c, cls_first, hop, rt, rp, stl, tau, budget, nrank, o
         if status == 0:
             break
         if status == STATUS_ASK:
+            asker(False)
+        elif g[G_NEED] == ASK_NOW:  # (the asks of the event so far, before a JSQ router by tokens reads them)
+            g[G_NEED] = 0
             asker(False)
         else:
             fill()

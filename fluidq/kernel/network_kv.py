@@ -61,12 +61,14 @@ first token and a recomputation's catch-up token, decode tokens, KV grown, the f
 Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
 or ``budgets`` (the Python clock shows it every resident at a KV station, as any policy: no window there), and,
 with ``check_batches=True`` given explicitly, the KV stations under built-in FCFS schedulers (asked here, their
-batches checked as EngineRun checks them; a composition batch time included).
+batches checked as EngineRun checks them); a KV station under a built-in FCFS scheduler with a composition batch
+time is asked here whatever the check (the loop's own KV rule has no composition time).
 
-What stays on the Python clock (``fluidq.sim.network._kernel_unsupported``): a join-the-shortest-queue router by
-remaining tokens that can pick such a station (a memory pass changes the station's remaining tokens when the batch
-starts, which the loop's deferred ask would show the routing of the same event too late).  Composition batch times
-run here (the driver calls the engine's ``composition_time`` on the arrays).  Not followed: a policy that writes its
+A join-the-shortest-queue router by remaining tokens that can pick such a station runs here too (2026-12-07,
+h-netjsq): a memory pass changes the station's remaining tokens when the batch starts, in the middle of the event
+that offered the hop, so the loop makes the event's asks so far before such a router reads a station whose ask is
+pending (:mod:`fluidq.kernel.network`'s ``ASK_NOW``).  Composition batch times run here (the driver calls the
+engine's ``composition_time`` on the arrays).  Not followed: a policy that writes its
 requests' fields with the check off (the Python clock then reads the written fields in its memory pass; the loop
 reads its arrays).
 """

@@ -13,8 +13,11 @@ it for one engine:
   its view -- the hops submitted to the station so far, request ids below ``S_ASKLIM``) and goes on with the
   event; when the event is over it stops with ``STATUS_ASK``.  Nothing the rest of the event does depends on the
   batch an ask will form (routing reads the stations' requests and remaining tokens, which a batch changes only
-  when it ends; at a KV station the memory pass changes its remaining tokens, hence no JSQ by tokens over it),
-  so asking after the event gives the Python clock's batches;
+  when it ends), so asking after the event gives the Python clock's batches -- except at a KV station, whose
+  memory pass changes its remaining tokens as the batch starts (a recomputation adds, a prefix hit takes off): a
+  JSQ router by remaining tokens about to read such a station with its ask pending has the loop stop in the
+  middle of the event (``G_NEED`` ``ASK_NOW``, 2026-12-07, h-netjsq), make the asks so far (``asker(False)``, the
+  same call) and resume where it stopped, once their batches have started;
 * :class:`Asker` (called by :func:`fluidq.kernel.network.run_network`) makes the asks in the Python clock's order
   (by request id at the ask, then order): for each it brings the station's persistent request objects
   (:class:`fluidq.kernel.clock._Task`, the Python path's objects, with ``job``, ``rank`` and ``label``) up to date
@@ -35,7 +38,8 @@ it for one engine:
   request twice in the prefill part), and its ``blocked`` ids marked; the loop then starts every answered batch (``_answered``: its time as
   a built-in batch-by-batch station's, ``t(b)`` or a context-aware time, and its end on the event heap) and
   resumes.  An empty batch leaves the station idle -- and the Python clock asks again at the next hop submitted
-  to it in the same event, with that hop in view: so does the asker;
+  to it in the same event, with that hop in view: so does the asker (or, for an ask made in the middle of an
+  event, the loop, at that hop's submission);
 * a batch that breaks the constraints raises EngineRun's :class:`~fluidq.kernel.step.PolicyError`, the Python
   clock's message (``station 'name': policy 'p' at t=... s: <first problem>``, from
   :func:`~fluidq.policies.base.batch_violations` with ``check_batches``, else
@@ -55,12 +59,13 @@ stations are the loop's.  A station WITH a KV cache runs its memory passes compi
 policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`; h-netmem,
 2026-12-07 -- h-netkv asked it through the Python clock's own EngineRun and memory rules).  Covered: any policy
 or ordering, subclasses of the built-in schedulers included (with their window, :mod:`fluidq.kernel.network_window`,
-at a station without a KV cache), with or without a KV cache, ``check_batches`` default, off or on (on given
-explicitly: every station asked and checked in Python, h-netwin), context-aware batch times, the first token from
-the prefill, class priorities, mixed with every station the loop runs natively.  Not covered, so
-:func:`fluidq.simulate_network` runs the network on the Python clock (``_kernel_unsupported`` says which): a JSQ
-router by remaining tokens over a KV station asked in Python (:mod:`fluidq.kernel.network_kv`; with
-``check_batches=True`` every KV station is).
+at a station without a KV cache), with or without a KV cache (under a JSQ router by remaining tokens too, h-netjsq),
+``check_batches`` default, off or on (on given explicitly: every station asked and checked in Python, h-netwin),
+context-aware batch times, the first token from the prefill, class priorities, mixed with every station the loop
+runs natively; a built-in FCFS scheduler at a KV station with a composition batch time is asked here too.  What
+still runs on the Python clock (``_kernel_unsupported`` says which): a station without a KV cache whose batch time
+cannot be tabulated in one call up to ``b_max``, a router policy other than random and JSQ, a class with an empty
+route, and a station budget above the loop's table (which warns).
 """
 # ruff: noqa: PLR0912, PLR0915
 from __future__ import annotations

@@ -19,13 +19,13 @@ from what the loop returns:
   with class priorities and fixed or random lengths (every draw from ``rng`` in the Python clock's order).
   Stations whose policies are not built-in FCFS schedulers (user policies, SJF, SRPT, ...) run there too, batch by
   batch, their policies asked in Python on the loop's state (:mod:`fluidq.kernel.network_select`; at a station with
-  a KV cache through the Python clock's own EngineRun and memory rules, :mod:`fluidq.kernel.network_kv`, 2026-12-07;
-  a batch over the budgets with the check off runs as given, the loop's batch arrays growing); so do subclasses of
-  the built-in FCFS schedulers with a rule of their own (shown the Python clock's window of their queue,
-  :mod:`fluidq.kernel.network_window`) and, with ``check_batches=True`` given explicitly, every station, asked and
-  checked in Python as the Python clock asks and checks them (2026-12-07, h-netwin).  Composition batch times at KV
-  stations under built-in FCFS schedulers (unless ``check_batches=True`` asks them in Python) and a JSQ router by
-  remaining tokens over a KV station whose policy is asked in Python run on the Python clock.
+  a KV cache its memory passes compiled on the loop's arrays, :mod:`fluidq.kernel.network_kv`, 2026-12-07, under a
+  JSQ router by remaining tokens too; a batch over the budgets with the check off runs as given, the loop's batch
+  arrays growing); so do subclasses of the built-in FCFS schedulers with a rule of their own (shown the Python
+  clock's window of their queue, :mod:`fluidq.kernel.network_window`) and, with ``check_batches=True`` given
+  explicitly, every station, asked and checked in Python as the Python clock asks and checks them (2026-12-07,
+  h-netwin), and a KV station with a composition batch time whatever its policy (the loop's own KV rule has no
+  composition time).
 
 Order at equal times (both loops): external arrivals first (a request arriving at the instant a batch ends joins
 the next batch, as in :func:`fluidq.simulate`; a test checks that a one-engine network gives the single-engine
@@ -196,8 +196,8 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     path): without a KV cache, with a batch time of the batch's tokens (a context-aware time's base) that
     tabulates in one call (:func:`_batch_time_table`); with a KV cache (any memory model: token or block KV,
     reservation, victim rule, recompute or swap, prefix caching), with the Python path's batch-time table
-    (context-aware times included) and a first token from the prefill or not -- but not a composition batch
-    time; every station's ``b_max`` at most :data:`fluidq.kernel.clock.KERNEL_TABLE_MAX` (the loop's dense
+    (context-aware times included) and a first token from the prefill or not -- a composition batch time there
+    has the station asked in Python whatever its policy (:func:`_composed_kv`, 2026-12-07); every station's ``b_max`` at most :data:`fluidq.kernel.clock.KERNEL_TABLE_MAX` (the loop's dense
     batch-time table; a larger one runs the network on the Python path with a
     :class:`~fluidq.kernel.KernelLimitWarning`); and classes whose routes are hops to
     stations or to random or join-the-shortest-queue routers, probabilistic choices and fork-joins (nested
@@ -207,37 +207,34 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     batch time tabulated as above); one with a KV cache too, its memory passes compiled on the loop's arrays and its
     policy (``select``, the victim's order, ``may_evict``) asked in Python (:mod:`fluidq.kernel.network_kv`,
     2026-12-07: every memory model, a composition time included -- the driver calls the engine's
-    ``composition_time`` --, no EngineRun), unless a join-the-shortest-queue router by remaining tokens can pick it
-    (its memory pass changes those tokens as a batch starts, which the loop's ask, made once the event is over,
-    would show that event's routing too late).
-    Since 2026-12-07
+    ``composition_time`` --, no EngineRun; a join-the-shortest-queue router by remaining tokens that can pick it
+    has the loop make the event's asks so far before it reads them, 2026-12-07: its memory pass changes them as the
+    batch starts).  Since 2026-12-07
     (h-netwin) the loop covers the last two cases that were not about a KV cache: a subclass of a built-in FCFS
     scheduler that overrides ``select`` or ``budgets`` is asked in Python too (without a KV cache shown the Python
     clock's built-in window of its queue, :mod:`fluidq.kernel.network_window`; with one, every resident, as the
     Python clock shows it), and ``check_batches=True`` given explicitly asks every station in Python,
     the built-in FCFS ones included (through the same window, or as a KV station of network_kv), their batches
     checked as the Python clock checks them (the default check, on where a user policy runs, checks the batches of
-    the policies asked in Python; the built-in stations are then the loop's own, batch by batch).  With
-    ``check_batches=True`` every KV station is asked in Python, so a JSQ router by remaining tokens over any KV
-    station keeps the network on the Python path, and a composition batch time at a KV station is covered.  The
-    cases excluded above stay on the Python path (the returned reason names the first one met; a station's size
-    limit, which warns, only where nothing else excludes the network).
+    the policies asked in Python; the built-in stations are then the loop's own, batch by batch); a composition
+    batch time at a KV station is covered then.  The cases excluded above stay on the Python path (the returned
+    reason names the first one met; a station's size limit, which warns, only where nothing else excludes the
+    network).
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array
 
     limit = None
-    asked_kv: set = set()  # (stations with a KV cache whose policies are asked in Python)
     for st in network.stations:
         pol = st.policy
         if check_batches or not _native(pol):  # (asked in Python: network_select, network_kv)
             if st.engine.kv_capacity_tokens is not None:
-                asked_kv.add(st.name)
                 if st.engine.b_max > KERNEL_TABLE_MAX:
                     limit = limit or _limit_why(st)
                 continue  # (its memory passes compiled, its policy asked in Python: network_kv)
-        if st.engine.kv_capacity_tokens is not None and \
-                getattr(st.engine.batch_time, "composition_time", None) is not None:
-            return f"station {st.name!r} has a KV cache and a composition batch time"
+        if _composed_kv(st):  # (asked in Python too: network_kv times a composition; the loop's own KV rule does not)
+            if st.engine.b_max > KERNEL_TABLE_MAX:
+                limit = limit or _limit_why(st)
+            continue
         if st.engine.b_max > KERNEL_TABLE_MAX:  # said last: a size limit warns, so only if nothing else excludes
             limit = limit or _limit_why(st)
             continue
@@ -251,10 +248,6 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     for r in network.routers:
         if r.policy != "random" and r.policy != "jsq":
             return f"router {r.name!r}'s policy {r.policy!r}"
-        if r.policy == "jsq" and r.count != "requests" and asked_kv.intersection(r.engines):
-            return (f"router {r.name!r} joins the shortest queue by remaining tokens over station "
-                    f"{sorted(asked_kv.intersection(r.engines))[0]!r}, which has a KV cache and a policy asked in "
-                    "Python (its memory pass changes those tokens when a batch starts)")
     return limit
 
 
@@ -267,6 +260,14 @@ def _limit_why(st) -> str:
 
     return (f"{_LIMIT_PREFIX} {KERNEL_TABLE_MAX} tokens (station {st.name!r}: b_max={st.engine.b_max}; the loop "
             "tabulates every station's batch times up to the largest budget in one dense array)")
+
+
+def _composed_kv(st) -> bool:
+    """A station with a KV cache and a composition batch time: the compiled loop's own KV rule has no composition
+    time, so even a built-in FCFS scheduler there is asked in Python (:mod:`fluidq.kernel.network_kv` times its
+    batches by the engine's ``composition_time``), as the Python clock asks it every batch at a KV station."""
+    return st.engine.kv_capacity_tokens is not None and \
+        getattr(st.engine.batch_time, "composition_time", None) is not None
 
 
 def _native(policy) -> bool:
@@ -431,7 +432,7 @@ def _run_kernel(network, horizon, gen, seed, initial, dt_rec, max_batches, wall0
             if r.policy == "random":
                 rp[i, j] = r.probabilities[j]
     # (their policies asked in Python, batch by batch; every station's with check_all)
-    asked = [check_all or not _native(s.policy) for s in stations]
+    asked = [check_all or not _native(s.policy) or _composed_kv(s) for s in stations]
     # (with check_batches the Python path steps every station batch by batch)
     fast = [None if check_batches or asked[si] else _fast_budget(s) for si, s in enumerate(stations)]
     options = np.zeros((n_st, len(S_OPTIONS)), dtype=i64)  # S_GEN, S_KMAX, S_MIXED, S_CHUNKED, S_CHL, S_PF, S_VB, S_LIM
@@ -683,7 +684,8 @@ def simulate_network(network: Network, *, horizon_s: float, rng=None, initial: d
         policy -- a user's ``select(view)``, SJF, SRPT, a subclass of a built-in scheduler with a rule of its own,
         ... --, asked in Python on the loop's state by :mod:`fluidq.kernel.network_select`, with a KV cache too
         (:mod:`fluidq.kernel.network_kv`: its memory passes compiled, its policy, victim order and ``may_evict``
-        asked in Python; not under a JSQ router by remaining tokens); routes of hops to stations, random or JSQ routers,
+        asked in Python; under a JSQ router by remaining tokens too, the loop making an event's asks so far before
+        the router reads such a station); routes of hops to stations, random or JSQ routers,
         probabilistic choices and fork-joins, fixed or random lengths; ``check_batches=True`` given explicitly asks
         every station in Python there, checked as on the Python path) and numba compiles, with the Python path's
         results exactly (a

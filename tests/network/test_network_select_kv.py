@@ -44,8 +44,9 @@ from fluidq.sim.network import _kernel_unsupported, _native  # noqa: E402
 
 
 def _jsq_by_requests(net):
-    """``net`` with its JSQ routers counting requests (a JSQ router by remaining tokens over a KV station asked in
-    Python keeps the network on the Python clock)."""
+    """``net`` with its JSQ routers counting requests (the random networks of these tests, as first written; a JSQ
+    router by remaining tokens over a KV station asked in Python runs on the loop too since 2026-12-07:
+    test_network_jsq_kv_loop.py)."""
     routers = [dataclasses.replace(r, count="requests") if r.policy == "jsq" else r for r in net.routers]
     return Network(stations=net.stations, routers=routers, classes=net.classes)
 
@@ -138,18 +139,22 @@ def test_kv_tandem_every_memory_model(policy, memory, loop_only, monkeypatch):
     assert a.preemptions["K"] > 0 and b.hops["preemptions"].sum() > 0
 
 
-def test_a_jsq_router_by_tokens_over_an_asked_kv_station_stays_on_the_python_clock():
-    net = kv_tandem(LIFO())
+def test_a_jsq_router_by_tokens_over_an_asked_kv_station_runs_on_the_loop(loop_only, monkeypatch):
+    """(Until 2026-12-07 it stayed on the Python clock; test_network_jsq_kv_loop.py holds the case.)"""
+    net = kv_tandem(LIFO(), cap=300)
     e = net.stations[1].engine
     net = Network(stations=[net.stations[0], net.stations[1], Station(name="K2", engine=e, policy=Sarathi())],
                   routers=[Router(name="R", engines=("K", "K2"), policy="jsq", count="tokens")],
                   classes=[RequestClass(name="x", rate_per_s=3.0, route=[
                       Hop(engine="A", prompt_tokens=120, output_tokens=10),
                       Hop(engine="R", prompt_tokens=150, output_tokens=40)])])
-    why = _kernel_unsupported(net, False)
-    assert why is not None and "remaining tokens over station 'K'" in why
-    by_req = _jsq_by_requests(net)
-    assert _kernel_unsupported(by_req, False) is None
+    assert _kernel_unsupported(net, False) is None
+    kw = dict(horizon_s=30.0, record_hops=True)
+    a = simulate_network(net, rng=5, method="python", **kw)
+    loop_only()
+    b = simulate_network(net, rng=5, method="kernel", **kw)
+    assert_identical(a, b)
+    assert a.preemptions["K"] > 0 and a.completed["x"] > 50
 
 
 def test_an_asked_kv_station_with_a_composition_batch_time(loop_only, monkeypatch):
