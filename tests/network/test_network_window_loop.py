@@ -438,7 +438,11 @@ def test_a_kv_station_with_a_composition_batch_time_on_the_loop(check, loop_only
         loop_only()
         b = simulate_network(net, **kw)
     assert_identical(a, b)
-    assert calls == LOG and len(calls) >= a.batches > 500
+    if check:  # (every station asked in Python on both paths: the same calls; by default the loop runs the
+        # other, built-in stations itself, without select calls, and only U is asked)
+        assert calls == LOG and len(calls) >= a.batches > 500
+    else:
+        assert a.batches > 500 and len(LOG) < len(calls)
 
 
 @pytest.mark.parametrize("kind", [Logged, NoMix, Reverse, HalfBudget], ids=lambda c: c.__name__)
