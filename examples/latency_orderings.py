@@ -34,11 +34,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
-
-import numpy as np
 
 import fluidq
 from fluidq.dtmc.load_basis import load_basis
@@ -46,6 +43,7 @@ from fluidq.latency import POLICY_KEYS, compare_orderings, reasoning_workload, s
 from fluidq.profiles import DEFAULT_PROFILE, load_profile
 from fluidq.results import plain
 from fluidq.sim import replicate
+from fluidq.latency.old_loads import BASIS_WORDS, load_words, old_loads
 
 KEYS = ["fcfs", "pars", "sjf", "srpt", "gamma-boost", "uniboost", "uniboost-nomemguard"]
 #: the 2026-12-02 loads, in the old unit (module docstring); --quick: two of them
@@ -53,48 +51,6 @@ OLD_LOADS = (0.3, 0.5, 0.7, 0.9)
 OLD_LOADS_QUICK = (0.6, 0.9)
 #: the reasoning-like rerun docs/latency.md shows: old 0.3 and 0.5 and this load of today's basis
 REASONING_RERUN_LOAD = 2.0
-
-
-#: How far a load was moved to give the old rate to the last bit (ulps; see :func:`old_loads`).
-_ULPS = 8
-BASIS_WORDS = {"kv_rules": "KV basis", "max_throughput": "max-throughput basis", "flow_balance": "flow-balance basis"}
-
-
-def old_unit(eng, w) -> float:
-    """The unit loads were fractions of until 2026-12-06, in requests/s: the token capacity ``b_max / t(b_max)``
-    of ``eng`` without its KV cache (:func:`fluidq.capacity.full_batch_rate`) over the workload's mean tokens per
-    request."""
-    from fluidq.capacity import full_batch_rate
-
-    return full_batch_rate(eng.with_(kv_capacity_tokens=None) if eng.kv_capacity_tokens is not None else eng,
-                           w)[0] / w.mean_tokens
-
-
-def old_loads(eng, w, olds) -> list:
-    """Today's loads of ``eng`` and ``w`` (fractions of :func:`fluidq.dtmc.load_basis.load_basis`, what
-    ``compare_orderings`` reads since 2026-12-07) with the arrival rates the old loads ``olds`` had: one dict per
-    load, with ``old_load``, ``load``, ``basis`` (its name), ``basis_req_s`` and ``rate_req_s`` (``old_load x
-    old_unit``); the load is moved by a few ulps at most so that ``load x basis`` is that rate to the last bit."""
-    from fluidq.dtmc.load_basis import load_basis
-
-    lb = load_basis(eng, w)
-    b, u = lb.requests_per_s, old_unit(eng, w)
-    out = []
-    for x in olds:
-        r = float(x) * u
-        ld = r / b
-        for _ in range(_ULPS):
-            if ld * b == r:
-                break
-            ld = float(np.nextafter(ld, math.inf if ld * b < r else -math.inf))
-        out.append({"old_load": float(x), "load": float(ld), "basis": lb.basis, "basis_req_s": b, "rate_req_s": r})
-    return out
-
-
-def load_words(d, old=True) -> str:
-    """"load L of the KV basis B req/s = R req/s" (and the old load it was set as)."""
-    return (f"load {d['load']:.4g} of the {BASIS_WORDS.get(d['basis'], d['basis'])} {d['basis_req_s']:.4g} req/s = "
-            f"{d['rate_req_s']:.4g} req/s" + (f" (old load {d['old_load']:g})" if old else ""))
 
 
 def main(argv=None):

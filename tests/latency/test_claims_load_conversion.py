@@ -3,7 +3,8 @@ without the KV cache, the unit ``compare_orderings`` read until 2026-12-06) into
 ``fluidq.dtmc.load_basis.load_basis``) with the old arrival rates, to the last bit (h-claims18, issue 18).
 
 The expected rates are derived here from the engine's batch time and the workload's mean tokens, independently of the
-scripts' own ``old_unit``; the loads from ``load_basis``.  Nothing is typed from a run.
+library's ``old_unit`` (:mod:`fluidq.latency.old_loads`, which the four scripts share); the loads from
+``load_basis``.  Nothing is typed from a run.
 """
 import importlib.util
 import json
@@ -15,6 +16,7 @@ import pytest
 import fluidq
 from fluidq.dtmc.load_basis import load_basis
 from fluidq.latency import compare_orderings, reasoning_workload
+from fluidq.latency import old_loads
 from fluidq.latency.families import workload_family
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,9 +51,15 @@ def _workload(name):
 
 
 @pytest.mark.parametrize("key", list(SCRIPTS))
-@pytest.mark.parametrize("kv, wname, olds", CASES)
-def test_converted_loads_give_the_old_rates_to_the_bit(key, kv, wname, olds):
+def test_every_script_converts_with_the_one_library_function(key):
+    """The four scripts' conversions are fluidq.latency.old_loads's (written once since 2026-12-07 evening)."""
     mod = _module(key)
+    assert mod.old_loads is old_loads.old_loads and mod.load_words is old_loads.load_words
+
+
+@pytest.mark.parametrize("kv, wname, olds", CASES)
+def test_converted_loads_give_the_old_rates_to_the_bit(kv, wname, olds):
+    mod = old_loads
     eng = PROF.engine(kv_capacity_tokens=kv) if kv else PROF.engine()
     w = _workload(wname)
     lb = load_basis(eng, w)
@@ -75,7 +83,7 @@ def test_the_headline_loads_are_above_2_and_run_at_the_old_rate():
         assert d["load"] > 2 and d["basis"] == "kv_rules"
         res = compare_orderings(eng, w, ["fcfs"], loads=(d["load"],), horizon_s=4.0, n_replications=1, rng=2,
                                 drain=True)
-        assert res.rates_per_s[0] == d["rate_req_s"] == 1.2 * mod.old_unit(eng, w)
+        assert res.rates_per_s[0] == d["rate_req_s"] == 1.2 * old_loads.old_unit(eng, w)
         assert res.values["fcfs"]["finished_fraction"][0][0] == 1.0
 
 

@@ -61,13 +61,12 @@ import numpy as np
 from scipy import stats
 
 import fluidq
-from fluidq.capacity import full_batch_rate
-from fluidq.dtmc.load_basis import load_basis
 from fluidq.latency import burst_comparison, compare_orderings, standard_policies
 from fluidq.latency.families import workload_family
 from fluidq.predict import LengthCues, LengthRanker, kendall_tau, load_lengths
 from fluidq.predict.baselines import tau_over_splits
 from fluidq.results import plain
+from fluidq.latency.old_loads import BASIS_WORDS, load_words, old_loads
 
 PROFILE = "paper-codellama34b-a100"
 #: the AlpacaEval models the default ranker's settings were chosen on (5-split cross-validation);
@@ -84,43 +83,6 @@ OLD_POISSON_LOADS_QUICK = (0.9, 1.2)
 OLD_UNIBOOST_LOAD = 0.9
 #: the committed scheduling rows of the 2026-12-03 run, which the page compares the rerun with
 REFERENCE_RUN = "claims_2026-12-03.json"
-BASIS_WORDS = {"kv_rules": "KV basis", "max_throughput": "max-throughput basis", "flow_balance": "flow-balance basis"}
-
-
-def old_unit(eng, w) -> float:
-    """The old unit in requests/s: the token capacity ``b_max / t(b_max)`` of ``eng`` without its KV cache
-    (:func:`fluidq.capacity.full_batch_rate`) over the workload's mean tokens per request, as
-    ``compare_orderings`` computed it until 2026-12-06."""
-    return full_batch_rate(eng.with_(kv_capacity_tokens=None) if eng.kv_capacity_tokens is not None else eng,
-                           w)[0] / w.mean_tokens
-
-
-def old_loads(eng, w, olds) -> list:
-    """Today's loads of ``eng`` and ``w`` (fractions of :func:`~fluidq.dtmc.load_basis.load_basis`, what
-    ``compare_orderings`` reads) with the arrival rates the old loads ``olds`` had: one dict per load, with
-    ``old_load``, ``load``, ``basis`` (its name), ``basis_req_s`` and ``rate_req_s`` (``old_load x old_unit``).
-    The load is moved by at most a few ulps so that ``load x basis`` (the rate ``compare_orderings`` makes
-    of it) is the old rate to the last bit."""
-    lb = load_basis(eng, w)
-    b, u = lb.requests_per_s, old_unit(eng, w)
-    out = []
-    for x in olds:
-        r = float(x) * u
-        ld = r / b
-        for _ in range(8):
-            if ld * b == r:
-                break
-            ld = float(np.nextafter(ld, math.inf if ld * b < r else -math.inf))
-        out.append({"old_load": float(x), "load": float(ld), "basis": lb.basis, "basis_req_s": b, "rate_req_s": r})
-    return out
-
-
-def load_words(d, old=True) -> str:
-    """"load L of the KV basis B req/s = R req/s" (and the old load it replaces)."""
-    return (f"load {d['load']:.4g} of the {BASIS_WORDS.get(d['basis'], d['basis'])} {d['basis_req_s']:.4g} req/s = "
-            f"{d['rate_req_s']:.4g} req/s" + (f" (old load {d['old_load']:g})" if old else ""))
-
-
 def tci(x):
     x = np.asarray([v for v in x if np.isfinite(v)], float)
     if x.size < 2:
