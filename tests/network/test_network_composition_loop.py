@@ -26,6 +26,7 @@ from fluidq.sim.network import _kernel_unsupported, _native
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_netkv_review import review_case  # noqa: E402
 from test_network_kernel_exactness import assert_identical  # noqa: E402
+from test_network_select_kernel import loop_only  # noqa: E402,F401  (the fixture: the Python path fails)
 
 
 def composed_case(seed):
@@ -69,13 +70,11 @@ def test_the_seeds_have_built_in_composition_stations_that_work():
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_composition_kv_stations_python_and_loop_identical(seed, monkeypatch):
+def test_composition_kv_stations_python_and_loop_identical(seed, loop_only):
     net, _, _ = composed_case(seed)
     assert _kernel_unsupported(net, False) is None  # (on main before this change: "... a composition batch time")
     a = _run(seed, "python")
-    from fluidq.sim import network as simnet
-
-    monkeypatch.setattr(simnet, "_run", lambda *x, **k: pytest.fail("the Python path ran"))
+    loop_only()
     b = _run(seed, "auto")
     if isinstance(a, Exception) or isinstance(b, Exception):
         assert type(a) is type(b) and str(a) == str(b)

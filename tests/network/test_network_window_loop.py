@@ -40,8 +40,8 @@ sys.path.insert(0, str(HERE.parent))
 from network_arrays import run_arrays  # noqa: E402  (tests/network/network_arrays.py)
 from test_network_kernel_exactness import assert_identical, random_network, random_route_network  # noqa: E402
 from test_network_kernel_kv import MEMORIES, random_kv_network  # noqa: E402
+from test_network_select_kernel import loop_only  # noqa: E402,F401  (the fixture: the Python path fails)
 
-import fluidq.sim.network as simnet  # noqa: E402
 from fluidq import Affine, Engine  # noqa: E402
 from fluidq.errors import PolicyError  # noqa: E402
 from fluidq.network import Hop, Network, RequestClass, Router, Station, simulate_network  # noqa: E402
@@ -136,19 +136,6 @@ def with_kv(net, r):
             e = dataclasses.replace(e, kv_capacity_tokens=int(r.integers(max(mem.block_size, 200), 2000)), memory=mem)
         stations.append(Station(name=s.name, engine=e, policy=s.policy, priority=s.priority))
     return jsq_by_requests(Network(stations=stations, routers=net.routers, classes=net.classes))
-
-
-@pytest.fixture
-def loop_only(monkeypatch):
-    """The compiled runs must not fall back to the Python clock: ``guard()`` makes the Python path fail."""
-
-    def guard():
-        def refuse(*a, **k):
-            raise AssertionError("the network ran on the Python clock")
-
-        monkeypatch.setattr(simnet, "_run", refuse)
-
-    return guard
 
 
 def _sim(net, horizon, gen, **kw):
