@@ -220,14 +220,7 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
                         ks[K_VIC] = victim
                         ks[K_PH] = P_VIC
                         continue
-                    n = 0
-                    rid = qh[s, 0, Q_PH]
-                    while rid and rid < lim:
-                        if _mholds(ti, rid, True):
-                            vw[n] = rid
-                            n += 1
-                        rid = ti[rid, T_NXT]
-                    ks[K_NVW] = n
+                    ks[K_NVW] = _admitted(s, qh, ti, lim, vw, True)
                     ks[K_PH] = P_VIC
                     return ST_VICTIM
                 for j in range(npf):  # the running requests' blocks first
@@ -318,14 +311,8 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
                     ks[K_NP] = kept
                     ks[K_PH] = P_FIN
                     continue
-            n = 0  # a victim: the admitted requests, for the driver to order as the policy does
-            rid = qh[s, 0, Q_PH]
-            while rid and rid < lim:
-                if _mholds(ti, rid, False):
-                    vw[n] = rid
-                    n += 1
-                rid = ti[rid, T_NXT]
-            ks[K_NVW] = n
+            # a victim: the admitted requests, for the driver to order as the policy does
+            ks[K_NVW] = _admitted(s, qh, ti, lim, vw, False)
             ks[K_PH] = P_VIC
             return ST_VICTIM
         elif ph == P_VIC:
@@ -357,6 +344,20 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
                 ks[K_ND] = _decoders_within(nd, kvcap - st[s, S_USED])
             _sums(s, ti, al_k, fR, ks)
             return ST_DONE
+
+
+@_inline
+def _admitted(s, qh, ti, lim, vw, paged):
+    """The station's admitted requests in view (ids below ``lim``) that hold memory under the paged or the token
+    rules, in its order, into ``vw``; their number (the victim candidates the driver orders as the policy does)."""
+    n = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and rid < lim:
+        if _mholds(ti, rid, paged):
+            vw[n] = rid
+            n += 1
+        rid = ti[rid, T_NXT]
+    return n
 
 
 @_inline
