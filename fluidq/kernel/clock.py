@@ -215,35 +215,46 @@ class _StationState:
                      for t in list(self.dec.get(r, ())) + list(self.pre.get(r, ()))]
             items.sort(key=lambda t: (t.rank, t.arrival_s, t.rid))
             return items
-        lim = b_max if k_max is None else min(b_max, k_max)
-        out = []
-        n = 0
-        for r in sorted(self.dec):
-            for t in self.dec[r]:
-                if n >= lim:
-                    break
-                out.append(t)
-                n += 1
-            if n >= lim:
-                break
-        cum, n = 0, 0
-        for r in sorted(self.pre):
-            for t in self.pre[r]:
-                if (cum >= b_max and n >= 1) or n >= lim + 8:
-                    break
-                out.append(t)
-                need = t.prompt_tokens - t.prefilled
-                if need <= b_max or self.policy_chunks:
-                    cum += min(need, b_max)
-                n += 1
-            if (cum >= b_max and n >= 1) or n >= lim + 8:
-                break
         # decoding requests first (by priority, then in the order their prefill ended), then prefilling
         # requests (by priority, then arrival at the station): a built-in scheduler only compares
         # requests of the same kind, so this is its priority/FCFS order
-        return out
+        return window_view((self.dec[r] for r in sorted(self.dec)), (self.pre[r] for r in sorted(self.pre)),
+                           b_max, k_max, self.policy_chunks)
 
     view = view_requests  # (the EngineRun's queues: the requests its policy sees)
+
+
+def window_view(decoding, prefilling, b_max, k_max, chunks) -> list:
+    """The built-in schedulers' window of a station's queue: the decoding requests (``decoding``: an iterable per
+    priority rank, in rank order, each in the order their prefill ended) up to ``min(b_max, k_max)``, then the
+    prefilling ones (``prefilling``, likewise, each in arrival order) until their remaining prompts (counted whole
+    only when the scheduler chunks or they fit ``b_max``, each at most ``b_max``) reach ``b_max`` -- at least one --
+    or ``min(b_max, k_max) + 8`` of them.  The Python clock's view (``_StationState.view_requests``) and the compiled
+    loop's (:func:`fluidq.kernel.network_window.window`) are this one rule."""
+    lim = b_max if k_max is None else min(b_max, k_max)
+    out = []
+    n = 0
+    for q in decoding:
+        for t in q:
+            if n >= lim:
+                break
+            out.append(t)
+            n += 1
+        if n >= lim:
+            break
+    cum, n, cap = 0, 0, lim + 8
+    for q in prefilling:
+        for t in q:
+            if (cum >= b_max and n >= 1) or n >= cap:
+                break
+            out.append(t)
+            need = t.prompt_tokens - t.prefilled
+            if need <= b_max or chunks:
+                cum += need if need < b_max else b_max
+            n += 1
+        if (cum >= b_max and n >= 1) or n >= cap:
+            break
+    return out
 
 
 def _windowable(policy):

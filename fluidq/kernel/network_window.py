@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .clock import window_view
 from .network import S_NT, T_CLS, T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST
 
 __all__ = ["in_view", "sync_window", "window"]
@@ -101,33 +102,9 @@ def sync_window(asker, S, lim):
 
 
 def window(S) -> tuple:
-    """The windowed station's view (see the module notes), a tuple of its request objects."""
-    b_max = S.b_max
-    lim = b_max if S.k_max is None else min(b_max, S.k_max)
-    out = []
-    n = 0
-    for q in S.dec:
-        for r in q.values():
-            if n >= lim:
-                break
-            out.append(r)
-            n += 1
-        if n >= lim:
-            break
-    cum, n = 0, 0
-    chunks, cap = S.chunks, lim + 8
-    for q in S.pre:
-        for r in q.values():
-            if (cum >= b_max and n >= 1) or n >= cap:
-                break
-            out.append(r)
-            need = r.prompt_tokens - r.prefilled
-            if need <= b_max or chunks:
-                cum += need if need < b_max else b_max
-            n += 1
-        if (cum >= b_max and n >= 1) or n >= cap:
-            break
-    return tuple(out)
+    """The windowed station's view (see the module notes), a tuple of its request objects: the Python clock's rule,
+    :func:`fluidq.kernel.clock.window_view`, over the station's queues (one dict per rank, in rank order)."""
+    return tuple(window_view((q.values() for q in S.dec), (q.values() for q in S.pre), S.b_max, S.k_max, S.chunks))
 
 
 def in_view(batch, reqs) -> bool:
