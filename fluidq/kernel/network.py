@@ -61,8 +61,9 @@ event reads them after the pass; before such a router reads an engine whose ask 
 :data:`ASK_NOW`, :func:`simulate` (or :func:`initial`) stops, the caller makes the event's asks so far and the loop
 starts their batches (``_answered``) and resumes where it stopped, as for a length refill.
 
-Composition batch times at KV stations under built-in FCFS schedulers and subclasses of the built-in FCFS schedulers
-with a rule of their own stay on the Python path (:mod:`fluidq.sim.network` decides: ``_kernel_unsupported``).
+A KV station with a composition batch time (whatever its policy: the native KV rule here tabulates ``t(b)``) and
+subclasses of the built-in FCFS schedulers with a rule of their own are asked in Python too (2026-12-07: h-netwin and
+the lead's merge; :mod:`fluidq.sim.network` decides, ``_kernel_unsupported``, ``_composed_kv``).
 
 The model (as the Python path): a station runs *runs* of identical batches -- every decoding request gets
 one token per batch (a virtual decode clock ``G``, rounds served so far, and a heap of finishing rounds

@@ -219,28 +219,18 @@ def _kernel_unsupported(network: Network, check_batches) -> str | None:
     the policies asked in Python; the built-in stations are then the loop's own, batch by batch); a composition
     batch time at a KV station is covered then.  The cases excluded above stay on the Python path (the returned
     reason names the first one met; a station's size limit, which warns, only where nothing else excludes the
-    network).
+    network).  ``check_batches`` (given explicitly) no longer changes the answer: checked or not, every policy is
+    covered; it stays in the signature for its callers.
     """
     from ..kernel.clock import KERNEL_TABLE_MAX, _batch_time_array
 
     limit = None
-    for st in network.stations:
-        pol = st.policy
-        if check_batches or not _native(pol):  # (asked in Python: network_select, network_kv)
-            if st.engine.kv_capacity_tokens is not None:
-                if st.engine.b_max > KERNEL_TABLE_MAX:
-                    limit = limit or _limit_why(st)
-                continue  # (its memory passes compiled, its policy asked in Python: network_kv)
-        if _composed_kv(st):  # (asked in Python too: network_kv times a composition; the loop's own KV rule does not)
-            if st.engine.b_max > KERNEL_TABLE_MAX:
-                limit = limit or _limit_why(st)
-            continue
+    for st in network.stations:  # (every policy is covered now, asked in Python or the loop's own: what is left is
+        # a station's size and, without a KV cache, a batch time the loop cannot tabulate in one call)
         if st.engine.b_max > KERNEL_TABLE_MAX:  # said last: a size limit warns, so only if nothing else excludes
             limit = limit or _limit_why(st)
             continue
-        if st.engine.kv_capacity_tokens is not None:  # (batch by batch, the Python path's memory rules)
-            continue
-        if _batch_time_array(st.engine, KERNEL_TABLE_MAX) is None:
+        if st.engine.kv_capacity_tokens is None and _batch_time_array(st.engine, KERNEL_TABLE_MAX) is None:
             return f"station {st.name!r}'s batch time cannot be tabulated in one call up to b_max"
     for c in network.classes:
         if not c.route:
