@@ -123,3 +123,29 @@ def test_pool_workers_ignore_sigint():
 
     with cf.ProcessPoolExecutor(max_workers=1, initializer=_watch_parent) as ex:
         assert ex.submit(signal.getsignal, signal.SIGINT).result(timeout=60) == signal.SIG_IGN
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_sigterm_winds_the_pool_down_before_the_handler_returns():
+    """The deterministic half of the SIGTERM trial: a ``Terminated`` leaving the sweep (its workers stopped, its
+    pool shut down without waiting, as sweep.core does) is wound down like a Ctrl-C, so the pool's manager thread
+    has ended when the block exits.  Before, only SIGINT was wound down: the manager thread could still be closing
+    its wake-up pipe at interpreter exit, where CPython 3.11's exit hook wrote to it ("Bad file descriptor")."""
+    import concurrent.futures as cf
+
+    from fluidq.cli import Terminated
+    from fluidq.cli.commands.sweep import _one_interrupt
+    from fluidq.sweep.core import _terminate_workers, _watch_parent
+
+    manager = []
+    with pytest.raises(Terminated):
+        with _one_interrupt():
+            ex = cf.ProcessPoolExecutor(max_workers=2, initializer=_watch_parent)
+            futs = [ex.submit(time.sleep, 30) for _ in range(4)]
+            while not any(f.running() for f in futs):
+                time.sleep(0.01)
+            manager.append(ex._executor_manager_thread)
+            _terminate_workers(ex)
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise Terminated
+    assert manager[0] is not None and not manager[0].is_alive()
