@@ -857,12 +857,14 @@ def counted(text: str) -> str:
 
 def fmt_tokens(x) -> str:
     """A mean number of tokens for people: :data:`~fluidq.results.MEANINGFUL_DIGITS` significant digits, a
-    whole number without decimals (``211.126`` -> ``211.1``, ``1154.7`` -> ``1,155``, ``100.0`` -> ``100``);
+    whole number without decimals (``211.126`` -> ``211.1``, ``1154.7`` -> ``1,155``, ``100.0`` -> ``100``, and
+    ``224.99999999999997``, a mean within float noise of a whole number, -> ``225``);
     what ``fluidq check`` should print for ``m_p``/``m_d``."""
     from ..results import MEANINGFUL_DIGITS, fmt_value
 
-    if isinstance(x, (int, float)) and math.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
-        return f"{int(x):,}"
+    if isinstance(x, (int, float)) and math.isfinite(x) and abs(x) < 1e15 and (
+            float(x).is_integer() or abs(x - round(x)) <= 1e-9 * max(1.0, abs(x))):  # a mean within float noise of one
+        return f"{round(x):,}"
     return fmt_value(x, digits=MEANINGFUL_DIGITS)
 
 

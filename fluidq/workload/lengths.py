@@ -252,12 +252,16 @@ class Empirical(Length):
 
     @property
     def mean(self):
-        return float(np.dot(self.values, self.weights))
+        # math.fsum, not np.dot: BLAS's dot sums in an order (and with FMA) that depends on the CPU, so the mean of
+        # 200, 210, ..., 250 read 224.99999999999997 on one machine and 225.0 on another (and a CLI line printed
+        # "m_p=225.0"); fsum rounds the products' sum once, the same everywhere
+        v = np.asarray(self.values, dtype=float)
+        return math.fsum(v * np.asarray(self.weights))
 
     @property
     def mean_square(self):
         v = np.asarray(self.values, dtype=float)
-        return float(np.dot(v * v, self.weights))
+        return math.fsum(v * v * np.asarray(self.weights))
 
     def sample(self, rng, n):
         return rng.choice(np.asarray(self.values, dtype=np.int64), size=int(n), p=np.asarray(self.weights))
