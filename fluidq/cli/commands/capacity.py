@@ -5,10 +5,9 @@ from ...capacity import max_throughput, tokens_per_request
 # the words of which limit binds (h-words), written once for every face
 from ...dtmc.load_basis import K_MAX_BINDS, KV_CACHE_BINDS_PART, bound_words, kv_rules_case, load_basis_binding
 from .. import emit
-from ._roofline_args import (add_roofline_args, check_context, check_max_model_len, check_model_option, kv_estimated,
-                             max_model_len_line, memory_named, model_from_args, named_by_flag, planner_source,
-                             roofline_engine,
-                             sync_note)
+from ._roofline_args import (_held_context, add_roofline_args, check_context, check_max_model_len,
+                             check_model_option, kv_estimated, max_model_len_line, memory_named, model_from_args,
+                             named_by_flag, planner_source, roofline_engine, sync_note)
 from ._profile_dir_args import add_link_args, check_profile_dir, profiled_model
 from ..common import (
     add_engine_args,
@@ -172,7 +171,10 @@ def _roofline(args):
             tensor_parallel_size=args.tensor_parallel_size, max_num_seqs=256 if args.k_max is None else args.k_max,
             max_num_batched_tokens=2048 if args.b_max is None else args.b_max, kv_capacity_tokens=args.kv_capacity,
             gpu_memory_gib=args.gpu_memory_gib, gpu_memory_utilization=args.gpu_memory_utilization,
-            block_size=args.block_size, kv_bytes_per_value=kv_bytes_per_value(args.kv_cache_dtype))
+            block_size=args.block_size, kv_bytes_per_value=kv_bytes_per_value(args.kv_cache_dtype),
+            # the context check/simulate size a windowed model's cache at (the laws' means with --geometric, the
+            # logged tokens with a --trace), so that the load basis below is the one they read (h-consist)
+            context_tokens=_held_context(args))
     from dataclasses import replace
 
     res = replace(one, tokens_per_s=n * one.tokens_per_s, requests_per_s=n * one.requests_per_s,
