@@ -217,7 +217,9 @@ def _roofline(args):
     # the other commands (check, region, simulate --load) take the same roofline as a context-aware engine. Where the
     # KV cache does not bind, their lambda* (where the mix leaves its stability region) and the flow balance above are
     # one number up to the models (Llama-3.1-8B on an H100 at 100 + 100 tokens: 172.7 against 171.0 req/s, 2026-12-06,
-    # and seeded simulation 171.7). Where it binds, the region's figure takes the batch that mean footprints allow and
+    # and seeded simulation 171.7), of which a prefill chunk's causal attention grows with the prompt: where the token
+    # budget binds the flow balance lay 0-9.4 % below on 13 random deployments, 35 % at 5,616-token prompts on a 0.5B
+    # model (h-consist, validation/RESULTS.md "one deployment, every face"). Where it binds, the region's figure takes the batch that mean footprints allow and
     # overstates what the engine serves under the cache's rules by 5-46 % (Qwen2.5-7B on an L4 at 1000 + 200: 3.338
     # against 2.352 req/s, simulated 2.364; validation/RESULTS.md, "the load basis where the KV cache binds"), so
     # check/simulate --load read fluidq.dtmc.kv_basis.kv_capacity there and this line says so. That basis is the
