@@ -22,8 +22,9 @@ t-interval over them).  One row per deployment, then a summary: mean / worst |er
 
     PYTHONPATH=$PWD python validation/tools/face_consistency.py --n 40 --seed 20261207 [--reps 5] [--jsonl out]
 
-Run time: about 6 minutes for the default 40 deployments and 5 replications on one core of the shared 2-vCPU VM
-(2026-12-07; the numba kernel compiled beforehand -- its first compile adds 1-3 minutes).
+Run time: about 25 seconds for the default 40 deployments and 5 replications on one core of the shared 2-vCPU VM
+(2026-12-07, measured 22.6 s; the numba kernel compiled beforehand -- its first compile adds 1-3 minutes).
+Results: validation/RESULTS.md, "2026-12-07 night: one deployment, every face, the same answer (h-consist)".
 """
 from __future__ import annotations
 
