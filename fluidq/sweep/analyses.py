@@ -229,11 +229,23 @@ def _deployment_problem(keys):
 
 
 @functools.lru_cache(maxsize=64)
-def _roofline_engine(gpu, model, tensor_parallel_size, b_max, k_max):
+def _roofline_engine(gpu, model, tensor_parallel_size, b_max, k_max, context_tokens=None):
     from ..engine import roofline_engine
 
     return roofline_engine(model, gpu, int(tensor_parallel_size or 1), b_max=int(b_max or 2048),
-                           k_max=int(k_max or 256))
+                           k_max=int(k_max or 256), context_tokens=context_tokens)
+
+
+def _held_context(point: dict):
+    """The mean context a roofline point's requests hold, ``prompt_tokens + output_tokens / 2`` (100 each by
+    default; the laws' means for geometric lengths), at which a sliding-window model's planned cache is taken, as
+    ``fluidq check``/``capacity --gpu`` take it; ``None`` (the tokens vLLM logs) for a trace point, as they do with
+    a ``--trace``.  Before h-consist the point's engine took the logged tokens and its capacity headline the mean
+    context of its lengths, so one row's ``requests_per_s`` and ``load_basis_requests_per_s`` read two caches."""
+    if point.get("trace") is not None:
+        return None
+    c = float(point.get("prompt_tokens", 100)) + float(point.get("output_tokens", 100)) / 2
+    return c if c > 0 else None
 
 
 @functools.lru_cache(maxsize=64)
@@ -258,7 +270,7 @@ def point_engine(point: dict):
         raise ParameterError(f"point[{key!r}]", point.get(key), expected)
     if "gpu" in point:
         return _roofline_engine(point["gpu"], point["model"], point.get("tensor_parallel_size"), point.get("b_max"),
-                                point.get("k_max"))
+                                point.get("k_max"), _held_context(point))
     return _engine(point.get("profile"), point.get("b_max"), point.get("k_max"))
 
 
@@ -364,23 +376,25 @@ def capacity(point: dict, rng=None) -> dict:
            **_basis_columns(basis)}
     if "gpu" in point:  # the capacity line of `fluidq capacity --gpu` (cli/commands/capacity.py, one engine x n)
         head = _roofline_capacity(point["gpu"], point["model"], point.get("tensor_parallel_size"), point.get("b_max"),
-                                  point.get("k_max"), shape)
+                                  point.get("k_max"), shape, _held_context(point))
         row.update(tokens_per_s=n * head.tokens_per_s, requests_per_s=n * head.requests_per_s,
                    capacity_basis="vllm_roofline")
     return row
 
 
-def _roofline_capacity(gpu, model, tensor_parallel_size, b_max, k_max, shape):
+def _roofline_capacity(gpu, model, tensor_parallel_size, b_max, k_max, shape, context_tokens=None):
     """:func:`fluidq.validate.roofline.predict_roofline_deployment` of one engine with the arguments ``fluidq
     capacity --gpu`` gives it by default (vLLM's ``max_num_seqs`` 256, ``max_num_batched_tokens`` 2048, blocks of 16,
-    the planned KV cache at ``gpu_memory_utilization`` 0.9) and ``shape``'s lengths as the load basis reads them."""
+    the planned KV cache at ``gpu_memory_utilization`` 0.9, a windowed model's at ``context_tokens``, as the point's
+    engine) and ``shape``'s lengths as the load basis reads them."""
     from ..dtmc.flow_basis import length_rows
     from ..validate.roofline import predict_roofline_deployment
 
     p, o = length_rows(shape)
     return predict_roofline_deployment(model, gpu, input_tokens=p, output_tokens=o,
                                        tensor_parallel_size=int(tensor_parallel_size or 1),
-                                       max_num_seqs=int(k_max or 256), max_num_batched_tokens=int(b_max or 2048))
+                                       max_num_seqs=int(k_max or 256), max_num_batched_tokens=int(b_max or 2048),
+                                       context_tokens=context_tokens)
 
 
 def check(point: dict, rng=None) -> dict:

@@ -218,11 +218,15 @@ ERROR_NOTE = ("a roofline estimate from model facts and the GPU table, no profil
               "(docs/reference/roofline.md)")
 
 
+#: ``predict_roofline_deployment``'s default ``context_tokens``: the given lengths' mean context
+_LENGTHS_MEAN = object()
+
+
 def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tensor_parallel_size: int = 1,
                                 max_num_seqs: int = 256, max_num_batched_tokens: int = 2048,
                                 gpu_memory_utilization: float = 0.9, gpu_memory_gib: float | None = None,
                                 kv_capacity_tokens: int | None = None, block_size: int = 16,
-                                kv_bytes_per_value: int | None = None):
+                                kv_bytes_per_value: int | None = None, context_tokens=_LENGTHS_MEAN):
     """vLLM's capacity for ``model`` (a name, a ``config.json`` path or a ModelFacts) on
     ``tensor_parallel_size`` GPUs ``gpu`` (a name or a GPU), without any profile: the calibrated
     :class:`~fluidq.batchtime.roofline.Roofline`, the KV cache from vLLM's memory planner
@@ -230,6 +234,14 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
     given, and the decode-first chunked-prefill capacity of :func:`~fluidq.validate.predict.predict_capacity`.
     ``kv_bytes_per_value`` (1: vLLM's ``--kv-cache-dtype fp8``) is the planner's bytes per cached value (default:
     the model's dtype); the batch time's KV reads keep the model's dtype.
+    ``context_tokens`` is the mean context at which a sliding-window model's planned cache is taken
+    (:meth:`~fluidq.models.KVCapacityEstimate.tokens_at_context`): by default the given lengths' mean
+    ``mean(input) + mean(output) / 2``; ``None`` the tokens vLLM logs (a lower bound; what ``fluidq capacity``,
+    ``check`` and ``simulate`` take with a ``--trace``); a number, that context (``fluidq capacity --geometric``
+    passes the laws' means, as ``check`` and ``simulate`` size their engine: before h-consist it took the mean of
+    its 4,096 draws, and the two faces sized the cache apart -- Gemma-3-27B on 2 x RTX 6000 Ada at geometric
+    539 + 1,949 tokens, 43,664 against 44,336 tokens, a load basis 1.3 % apart).  Without windowed layers it
+    changes nothing.
     The result's ``inputs`` say where each number came from, and ``estimate`` the error it carries."""
     from dataclasses import replace
 
@@ -252,7 +264,10 @@ def predict_roofline_deployment(model, gpu, *, input_tokens, output_tokens, tens
                                    tensor_parallel_size=rf.tensor_parallel_size, block_size=block,
                                    max_num_batched_tokens=b_max, max_num_seqs=k_max,
                                    kv_bytes_per_value=kv_bytes_per_value)
-        kv = est.tokens_at_context(float(np.mean(p) + np.mean(o) / 2))  # est.tokens unless windowed layers
+        if context_tokens is _LENGTHS_MEAN:
+            context_tokens = float(np.mean(p) + np.mean(o) / 2)
+        # est.tokens unless windowed layers (and with context_tokens None: the tokens vLLM logs)
+        kv = est.tokens if context_tokens is None else est.tokens_at_context(context_tokens)
         kv_source = (f"vLLM's memory planner, an estimate: {mem:g} GiB "
                      f"({'given' if gpu_memory_gib is not None else 'the GPU table'}) x {gpu_memory_utilization:g}"
                      + (f", {kv_bytes_per_value} byte{'s' if kv_bytes_per_value > 1 else ''} per cached value"
