@@ -75,8 +75,18 @@ def prefill_rate(engine: Engine, workload: Workload) -> float:
 
 def decode_rate(engine: Engine, workload: Workload) -> tuple[float, int, str]:
     """``(requests per second, residents N, limit)`` of one decode engine (see the module docstring)."""
+    tokens, n, which = decode_token_rate(engine, workload)
+    mdec = workload.mean_output_tokens - 1.0
+    if n < 1:
+        return 0.0, 0, which
+    return (math.inf if mdec <= 0 else tokens / mdec), n, which
+
+
+def decode_token_rate(engine: Engine, workload: Workload) -> tuple[float, int, str]:
+    """``(decode tokens per second, residents N, limit)`` of one decode engine at the workload's mean resident
+    context: ``max_{N <= N_max} N / t_d(N, N kv_bar)`` -- finite even when the requests bring no decode work
+    (one output token), where :func:`decode_rate`'s requests per second are infinite."""
     mp, md, kv_bar = _lengths(workload)
-    mdec = md - 1.0
     limits = {"b_max": float(engine.b_max)}
     if engine.k_max is not None:
         limits["k_max"] = float(engine.k_max)
@@ -86,10 +96,8 @@ def decode_rate(engine: Engine, workload: Workload) -> tuple[float, int, str]:
     n_max = int(math.floor(limits[which]))
     if n_max < 1:
         return 0.0, 0, which
-    if mdec <= 0:
-        return math.inf, n_max, which
     n = np.arange(1, n_max + 1, dtype=float)
-    per = n / (mdec * _t(engine, n, n * kv_bar))
+    per = n / _t(engine, n, n * kv_bar)
     i = int(np.argmax(per))
     return float(per[i]), int(n[i]), which if i == n_max - 1 else "batch time (b/t peaks before the limit)"
 
@@ -199,6 +207,7 @@ def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, 
     mp, md, kv_bar = _lengths(workload)
     tr = transfer_rate(workload, link, kv_bytes_per_token, links)
     dr, n_res, lim = decode_rate(decode, workload)
+    d_tokens = decode_token_rate(decode, workload)[0] if n_res >= 1 else 0.0
     pr = prefill_rate(prefill, workload)
     stages = {"prefill": n_p * pr, "transfer": n_p * tr}
     pm = prefill_memory_rate(prefill, workload, pr, tr)
@@ -217,7 +226,7 @@ def disaggregated_capacity(prefill: Engine, decode: Engine, workload: Workload, 
     inputs = {"mean_prompt_tokens": mp, "mean_output_tokens": md, "mean_tokens": mp + md,
               "mean_resident_context": kv_bar, "kv_bytes_per_token": float(kv_bytes_per_token),
               "link": link.describe(), "links": links, "gpus_per_engine": g, "rate": rate, "tolerance": tolerance,
-              "verdict_reason": verdict_why}
+              "verdict_reason": verdict_why, "decode_tokens_per_s": n_d * d_tokens}
     return DisaggregatedResult(n_prefill=n_p, n_decode=n_d, requests_per_s=cap, stages=stages, bottleneck=bottleneck,
                                gpus=(n_p + n_d) * g, decode_residents=n_res, decode_limit=lim,
                                transfer_latency_s=lat, verdict=verdict, load=load, inputs=inputs)
@@ -333,7 +342,12 @@ def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Worklo
             kv_bytes_per_token: float, links: int = 1, gpus_per_engine: int = 1) -> dict:
     """Disaggregated (the best split of ``gpus / gpus_per_engine`` engines) against co-located serving on
     the same GPUs: requests/s of each, and which wins."""
-    e = integer("gpus", gpus, minimum=2 * gpus_per_engine, maximum=_MAX_POOL * gpus_per_engine) // gpus_per_engine
+    g = integer("gpus_per_engine", gpus_per_engine, minimum=1, maximum=_MAX_POOL)
+    e = integer("gpus", gpus, minimum=2 * g, maximum=_MAX_POOL * g)
+    if e % g:  # the engines would leave GPUs of the budget idle: say so rather than compare fewer GPUs
+        raise ParameterError("gpus", gpus, f"a multiple of the GPUs per engine, {g} (gpus_per_engine, the "
+                             "tensor-parallel size): whole engines")
+    e //= g
     kw = dict(link=link, kv_bytes_per_token=kv_bytes_per_token, links=links, gpus_per_engine=gpus_per_engine)
     dis = size_pools(prefill, decode, workload, max_engines=e, **kw)
     # size_pools maximises per GPU over <= e engines; at a fixed budget every engine is used
@@ -355,6 +369,11 @@ def pd_region(result: DisaggregatedResult) -> dict:
     if not isinstance(result, DisaggregatedResult):
         raise ParameterError("result", result, "a DisaggregatedResult (disaggregated_capacity)")
     i = result.inputs
+    # the decode pool's token rate at the workload's context: (m_d - 1) x its request rate, and finite where
+    # the requests bring no decode work (one output token: (m_d - 1) x inf was nan)
+    dec = i.get("decode_tokens_per_s")
+    if dec is None:
+        dec = (i["mean_output_tokens"] - 1.0) * result.stages["decode"]
     return {"prefill_tokens_per_s": i["mean_prompt_tokens"] * min(v for k, v in result.stages.items()
                                                                    if k != "decode"),
-            "decode_tokens_per_s": (i["mean_output_tokens"] - 1.0) * result.stages["decode"]}
+            "decode_tokens_per_s": dec}
