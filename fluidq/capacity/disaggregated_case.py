@@ -275,6 +275,17 @@ def _roofline_engines(w, d):
         rf = roofline(model, gpu, tp)
         kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=util,
                                   tensor_parallel_size=tp, max_num_batched_tokens=b_max, max_num_seqs=k_max).tokens
+    except ParameterError as exc:
+        if exc.name != "gpu_memory_gib":
+            raise _err(w, str(exc)) from None
+        # the planner's "the weights do not fit": the file's gpu and tensor_parallel_size chose that memory, and
+        # its advice names the keys of this file, not the CLI's flags
+        txt = exc.expected.replace("more memory: ", "a deployment that fits: ", 1) + (
+            f" ({exc.hint})" if exc.hint else "")
+        for flag in ("gpu-memory-utilization", "tensor-parallel-size"):
+            txt = txt.replace(f"--{flag}", flag.replace("-", "_"))
+        raise _err(w, f"gpu = {gpu.name!r} with tensor_parallel_size = {tp}: expected {txt} [vLLM's planner on "
+                      f"{exc.value:g} GiB per GPU]") from None
     except FluidqError as exc:
         raise _err(w, str(exc)) from None
     pre = Engine(batch_time=rf, b_max=b_max, name="prefill")
@@ -340,6 +351,7 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
                                      name=name, source=source)
     except ParameterError as exc:
         raise _err(source, str(exc)) from None
+    _fits(ww, topo, wl)
     if "bottleneck_load" in d:
         bl = _number(source, "bottleneck_load", d["bottleneck_load"], positive=True)
         try:
@@ -347,6 +359,26 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
         except ParameterError as exc:  # the rate it sets is out of range: say which key set it
             raise _err(source, f"bottleneck_load = {bl:g} sets {exc}") from None
     return topo
+
+
+def _fits(where: str, topo: DisaggregatedTopology, wl: dict) -> None:
+    """Refuse lengths whose prompt no prefill engine, or whose request no decode engine, can hold (the tandem
+    serves nothing: its capacity is 0, while its simulation refuses every request at arrival and would call the
+    empty tandem stable), naming the [workload] keys -- as `fluidq disagg` names --input-len/--output-len."""
+    from .disaggregated import decode_rate, prefill_memory_rate
+
+    w = topo.workload
+    lengths = f"prompt = {wl['prompt']!r}, output = {wl['output']!r}"
+    pre = topo.prefill.kv_capacity_tokens
+    if prefill_memory_rate(topo.prefill, w, 1.0, 1.0) == 0.0:
+        raise _err(where, f"{lengths}: expected lengths whose mean prompt ({w.mean_prompt_tokens:.6g} tokens) fits "
+                          f"the prefill engine's KV cache ({pre:,} tokens)")
+    if decode_rate(topo.decode, w)[0] <= 0:
+        from . import mean_resident_context
+
+        raise _err(where, f"{lengths}: expected lengths whose mean resident context "
+                          f"({mean_resident_context(w):.6g} tokens) fits the decode engine's KV cache "
+                          f"({topo.decode.kv_capacity_tokens:,} tokens)")
 
 
 def case_names() -> list:

@@ -72,3 +72,48 @@ def test_region_of_requests_with_one_output_token_is_a_number():
     # with outputs the bound is still (m_d - 1) x the decode stage's request rate
     r = disaggregated_capacity(PRE, DEC, wl(), n_prefill=1, n_decode=2, link=LINK, kv_bytes_per_token=KVB)
     assert pd_region(r)["decode_tokens_per_s"] == pytest.approx(100 * r.stages["decode"], rel=1e-12)
+
+
+def _case(tmp_path, dis, workload, top=""):
+    p = tmp_path / "case.toml"
+    p.write_text(top + "[disaggregated]\nprefill_engines = 1\ndecode_engines = 2\n" + dis + "\n[workload]\n" + workload
+                 + "\n")
+    return str(p)
+
+
+def test_a_case_whose_weights_do_not_fit_names_the_case_keys(tmp_path):
+    """Llama-3.1-70B on one L4 in a case file was refused as ``gpu_memory_gib=21.99`` with the advice to "raise
+    --gpu-memory-utilization or --tensor-parallel-size" -- a key the file has no name for and flags it does not take;
+    the file's keys are gpu, tensor_parallel_size, gpu_memory_utilization."""
+    from fluidq.capacity.disaggregated_case import load_topology
+    from fluidq.errors import DataError
+
+    path = _case(tmp_path, 'model = "Llama-3.1-70B"\ngpu = "L4"', "prompt = 1000\noutput = 100")
+    with pytest.raises(DataError) as e:
+        load_topology(path)
+    msg = str(e.value)
+    assert "[disaggregated]" in msg and "gpu = 'L4' with tensor_parallel_size = 1" in msg, msg
+    assert "gpu_memory_gib" not in msg and "--" not in msg, msg
+    assert "tensor_parallel_size 8" in msg  # the planner's advice, in the file's words
+
+
+@pytest.mark.parametrize("dis, workload, engine", [
+    # Llama-3.1-8B on L4s: 31,632 tokens of decode KV cache, a 40,000-token request does not fit
+    ('model = "Llama-3.1-8B"\ngpu = "L4"', "prompt = 40000\noutput = 100", "decode"),
+    ('prefill = { batch_time = { kind = "affine", c = 0.01, a = 1e-4 }, b_max = 2000, kv_capacity_tokens = 500 }\n'
+     'decode = { batch_time = { kind = "affine", c = 0.02, a = 1e-6 }, b_max = 2048, k_max = 64 }\n'
+     'kv_bytes_per_token = 131072\nlink = { bandwidth_gbps = 10, latency_us = 5 }',
+     "prompt = 1000\noutput = 100", "prefill"),
+])
+def test_a_case_whose_requests_fit_no_engine_is_refused(tmp_path, dis, workload, engine):
+    """A case whose requests no decode engine (or whose prompts no prefill engine) can hold was read and judged
+    ``unstable`` at load "–" (capacity 0), while its simulation refuses every request at arrival and calls the
+    empty tandem ``stable`` -- the two disagreed on a tandem that serves nothing.  `fluidq disagg` refuses such
+    lengths naming --input-len/--output-len; the case file names its [workload] lengths."""
+    from fluidq.capacity.disaggregated_case import load_topology
+    from fluidq.errors import DataError
+
+    with pytest.raises(DataError) as e:
+        load_topology(_case(tmp_path, dis, workload))
+    msg = str(e.value)
+    assert "[workload]" in msg and "prompt" in msg and f"{engine} engine's KV cache" in msg, msg
