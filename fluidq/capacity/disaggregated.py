@@ -252,9 +252,9 @@ def _tandem_verdict(load: float, tolerance: float, bottleneck: str, decode_limit
     if kv_est and lo <= load <= hi:
         return "unknown", (f"the decode pool binds through its KV cache, a capacity from mean request footprints "
                            f"that simulation moves by tens of percent; between {lo:g} and {hi:g} times it no "
-                           "verdict, as `fluidq check` withholds one (simulate to decide: in Python "
-                           "fluidq.capacity.disaggregated_case.check_disaggregated(..., "
-                           "simulate=True))")
+                           "verdict, as `fluidq check` withholds one (simulate to decide: `fluidq disagg ... "
+                           "--simulate`, `fluidq network CASE --simulate`, or in Python "
+                           "fluidq.capacity.disaggregated_case.check_disaggregated(..., simulate=True))")
     if load < 1:
         return "stable", (f"load {load:.4g} below 1 - {tolerance:.0%} of the tandem's fluid capacity"
                           + (f" (and below {lo:g} times the KV-bound estimate)" if kv_est else ""))

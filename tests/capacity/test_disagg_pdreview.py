@@ -117,3 +117,64 @@ def test_a_case_whose_requests_fit_no_engine_is_refused(tmp_path, dis, workload,
         load_topology(_case(tmp_path, dis, workload))
     msg = str(e.value)
     assert "[workload]" in msg and "prompt" in msg and f"{engine} engine's KV cache" in msg, msg
+
+
+def test_a_withheld_fluid_verdict_is_not_contradicted_by_the_simulation():
+    """Where the decode pool binds through its KV cache the fluid verdict is ``unknown`` between 0.8 and 1.25 of
+    the estimate (``critical`` within 2 % of any capacity): it withholds a verdict and says "simulate to decide".
+    The simulation's decision was then compared with the word "unknown" and reported as a disagreement ("unstable,
+    DISAGREES with the fluid verdict"; measured on Llama-2-7B over 2 + 2 A10Gs, 1000 + 500 tokens: simulated
+    stable at 0.9 and unstable at 1.1, both called disagreements).  Now the simulation decides, ``agree`` is None."""
+    dec = Engine(batch_time=ContextAware(base=Affine(c=0.02, a=1e-6), kv_s_per_token=1e-7), b_max=2048, k_max=64,
+                 kv_capacity_tokens=10600)
+    t = DisaggregatedTopology(prefill=PRE, decode=dec, n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB,
+                              workload=wl())
+    cap = t.capacity()
+    assert cap.bottleneck == "decode" and cap.decode_limit == "kv_cache"
+    v = check_disaggregated(t.at_load(1.2), simulate=True, replications=4, horizon_s=400.0, seed=5)
+    assert v.status == "unknown" and v.simulated == "unstable", v.reason
+    assert v.agree is None and "DISAGREES" not in v.reason and "the simulation decides" in v.reason, v.reason
+
+
+def test_network_cli_prints_the_simulation_s_decision_where_the_fluid_model_withheld(tmp_path, capsys):
+    """`fluidq network CASE --simulate` printed "verdict: unknown (decided by the fluid model; the simulation
+    DISAGREES)" for a KV-bound tandem the runs found unstable; the verdict line is now the runs' decision."""
+    from fluidq.cli import main
+
+    dis = ('prefill = { batch_time = { kind = "affine", c = 0.01, a = 1e-4 }, b_max = 2000 }\n'
+           'decode = { batch_time = { kind = "context_aware", base = { kind = "affine", c = 0.02, a = 1e-6 }, '
+           'kv_s_per_token = 1e-7 }, b_max = 2048, k_max = 64, kv_capacity_tokens = 10600 }\n'
+           'kv_bytes_per_token = 131072\nlink = { bandwidth_gbps = 25, latency_us = 10 }')
+    p = tmp_path / "kv.toml"
+    p.write_text("bottleneck_load = 1.2\n[disaggregated]\nprefill_engines = 1\ndecode_engines = 1\n" + dis
+                 + "\n[workload]\nprompt = 1000\noutput = 101\n")
+    assert main(["network", str(p), "--simulate", "--horizon", "400", "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "verdict: unstable (decided by the simulation; the fluid model withheld its verdict: unknown)" in out, out
+    assert "DISAGREES" not in out
+
+
+def test_runs_shorter_than_a_few_sojourns_cannot_call_a_tandem_unstable():
+    """A tandem starts empty; with long decodes its pools fill for tens of seconds and the requests in the system
+    grow as an overload's backlog does.  Mistral-7B on 2 + 6 A100-PCIe engines (200 + 1000 tokens) at 0.9 of its
+    fluid capacity read "unstable" from five runs of 2000 arrivals (53 s, growth 0.104, 95 % CI 0.072 to 0.136)
+    and "inconclusive" at the default 3000 arrivals; six sojourns (143 s) read stable.  Here a decode of 400
+    iterations of 50 ms (a 20 s sojourn) at 0.9: runs of 30 s said "unstable"; now "inconclusive", saying why,
+    and the default horizon covers six sojourns (stable)."""
+    from fluidq.capacity.disaggregated_case import MIN_SOJOURNS, default_horizon, sojourn_s
+
+    pre = Engine(batch_time=Affine(c=0.01, a=1e-5), b_max=2048)
+    dec = Engine(batch_time=Affine(c=0.05, a=1e-9), b_max=2048, k_max=200)
+    t = DisaggregatedTopology(prefill=pre, decode=dec, n_prefill=1, n_decode=1, link=LINK, kv_bytes_per_token=KVB,
+                              workload=wl(p=100, o=401)).at_load(0.9)
+    cap = t.capacity()
+    assert cap.bottleneck == "decode" and cap.decode_limit == "k_max"
+    w = sojourn_s(t)  # by hand: one prefill iteration of 100 tokens, the transfer, 400 decode iterations
+    assert w == pytest.approx(0.01 + 1e-3 + 10e-6 + 100 * KVB / 25e9 + 400 * (0.05 + 200e-9), rel=1e-9)
+    short = check_disaggregated(t, simulate=True, replications=4, horizon_s=30.0, seed=2)
+    assert short.simulation.decision == "unstable"  # the replications' own reading: the filling pools
+    assert short.too_short and short.simulated == "inconclusive" and short.agree is None, short.reason
+    assert "still filling" in short.reason and f"{MIN_SOJOURNS * w:.4g} s" in short.reason
+    assert default_horizon(t) >= 6 * w
+    full = check_disaggregated(t, simulate=True, replications=4, horizon_s=6 * w, seed=2)
+    assert full.simulated == "stable" and full.agree is True, full.reason

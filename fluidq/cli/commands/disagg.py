@@ -40,8 +40,9 @@ def register(sub):
                         "API's check_disaggregated(simulate=True)): its backlog verdict beside the fluid one, "
                         "labelled (sim)")
     s.add_argument("--horizon", type=float, default=None,
-                   help="simulated seconds per replication (with --simulate; default: 3000 arrivals at --rate; at "
-                        f"least {MIN_TANDEM_ARRIVALS} arrivals)")
+                   help="simulated seconds per replication (with --simulate; default: 3000 arrivals at --rate and "
+                        f"at least 6 request sojourns; at least {MIN_TANDEM_ARRIVALS} arrivals; runs under 5 sojourns "
+                        "cannot call the tandem unstable: its pools are still filling)")
     s.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     s.add_argument("--seed", type=int, default=None,
@@ -240,9 +241,10 @@ def _simulated(args, pre, dec, wl, r, link, kvb) -> dict:
     s = v.simulation
     lo, hi = s.growth_share_ci
     fluid_growth = max(0.0, 1 - 1 / v.fluid.load) if v.fluid.load > 0 else 0.0
-    said = ("inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer --horizon)"
-            if v.agree is None else f"{'agrees' if v.agree else 'DISAGREES'} with the fluid verdict")
-    line = (f"simulated       {s.decision} (sim) at {args.rate:g} req/s: backlog growth {s.growth_share:.3g} of the "
+    said = (f"{'agrees' if v.agree else 'DISAGREES'} with the fluid verdict" if v.agree is not None else
+            f"the simulation decides (the fluid verdict is {v.fluid.verdict}, withheld)"
+            if v.withheld and v.simulated != "inconclusive" else v.inconclusive_why)
+    line = (f"simulated       {v.simulated} (sim) at {args.rate:g} req/s: backlog growth {s.growth_share:.3g} of the "
             f"arrivals (95 % CI {lo:.3g} to {hi:.3g}; fluid {fluid_growth:.3g}), throughput "
             f"{s.throughput_per_s:.4g} req/s, {len(s.runs)} seeded runs of {v.horizon_s:.4g} s; {said}")
     return {"line": line, "simulated": v.simulated, "agree": v.agree, "horizon_s": v.horizon_s,
