@@ -178,3 +178,14 @@ def test_runs_shorter_than_a_few_sojourns_cannot_call_a_tandem_unstable():
     assert default_horizon(t) >= 6 * w
     full = check_disaggregated(t, simulate=True, replications=4, horizon_s=6 * w, seed=2)
     assert full.simulated == "stable" and full.agree is True, full.reason
+
+
+def test_an_unknown_case_name_lists_the_shipped_disaggregated_cases(capsys):
+    """`fluidq network nosuch` listed the shipped network cases only; pd_tandem and pd_llama8b_h100, which the
+    disaggregation how-to runs by name, were missing from the list."""
+    from fluidq.cli import main
+
+    assert main(["network", "nosuch_case"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such case file: nosuch_case" in err and "rybko_stolyar" in err, err
+    assert "pd_llama8b_h100, pd_tandem" in err, err

@@ -169,16 +169,31 @@ def _run_disaggregated(args):
     return 0
 
 
+def _load_network(case):
+    """:func:`~fluidq.network.toml.load_network`; a name that is no file also lists the shipped disaggregated
+    cases (fluidq.network cannot see them: they are read by fluidq.capacity, a layer above)."""
+    from ...capacity.disaggregated_case import case_names
+    from ...errors import DataError
+    from ...network.toml import load_network
+
+    try:
+        return load_network(case)
+    except DataError as exc:
+        msg = str(exc)
+        if not (msg.startswith("no such case file") and msg.endswith(")")):
+            raise
+        raise DataError(f"{msg[:-1]}; disaggregated prefill/decode: {', '.join(case_names())})") from None
+
+
 def run(args):
     from ...capacity.disaggregated_case import is_disaggregated_case
     from ...stability.network import check_network_stability, decided_words
-    from ...network.toml import load_network
 
     refuse_roofline_args(args, "fluidq network")
     _check_args(args)
     if is_disaggregated_case(args.case):
         return _run_disaggregated(args)
-    net = load_network(args.case)
+    net = _load_network(args.case)
     if args.load is not None:
         net = _at_load(net, args.load)
     if args.simulate and args.horizon is not None:  # the runs' sizes, before any work, naming the flags
