@@ -189,3 +189,26 @@ def test_an_unknown_case_name_lists_the_shipped_disaggregated_cases(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no such case file: nosuch_case" in err and "rybko_stolyar" in err, err
     assert "pd_llama8b_h100, pd_tandem" in err, err
+
+
+def test_disagg_sizing_says_where_its_verdict_turns_stable(capsys):
+    """`fluidq disagg --rate R` sizes the fewest engines whose fluid capacity exceeds R, and its verdict line may
+    then call that tandem `critical` (within 2 %) or `unknown` (a KV-bound decode pool within 0.8-1.25): 11 and 29
+    of 150 sizings over 5 deployments x 5 length pairs x 6 rates (2026-12-07), e.g. Llama-3.1-70B on 4-GPU H100
+    engines at 27 req/s: 2 + 1 engines, load 0.988, critical -- with nothing saying how many would be stable.
+    The answer now names the pools whose verdict is stable (by hand: 3 prefill engines, 81.96 req/s; load 0.834)."""
+    import json
+
+    from fluidq.cli import main
+
+    argv = ["disagg", "--model", "Llama-3.1-70B", "--gpu", "H100", "--tensor-parallel-size", "4", "--rate", "27"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "verdict         critical at 27 req/s" in out
+    assert ("sizing          the fewest engines whose fluid capacity exceeds the rate; the verdict is stable from "
+            "3 prefill + 1 decode engines (load 0.8336)") in out, out
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["n_prefill"] == 2 and d["stable_pools"] == [3, 1]
+    assert main([*argv[:-1], "20", "--json"]) == 0  # stable as sized: no such key
+    assert "stable_pools" not in json.loads(capsys.readouterr().out)

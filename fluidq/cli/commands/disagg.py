@@ -217,6 +217,12 @@ def _run(args):
     if r.verdict is not None:
         lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)}): "
                      f"{r.inputs['verdict_reason']}")
+    if pools[0] is None and r.verdict != "stable":  # sized by capacity > rate: say what the verdict would call stable
+        s = _stable_pools(pre, dec, wl, r, args.rate, kw)
+        out["stable_pools"] = None if s is None else [s.n_prefill, s.n_decode]
+        lines.append("sizing          the fewest engines whose fluid capacity exceeds the rate; " + (
+            f"the verdict is stable from {s.n_prefill} prefill + {s.n_decode} decode engines (load "
+            f"{fmt_load(s.load)})" if s is not None else "no pools of up to 4096 engines make the verdict stable"))
     if args.simulate:
         sim = _simulated(args, pre, dec, wl, r, link, kvb)
         lines.append(sim["line"])
@@ -224,6 +230,24 @@ def _run(args):
     lines.append(f"estimate        {ERROR_NOTE}")
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _stable_pools(pre, dec, wl, r, rate, kw):
+    """The sized tandem ``r`` with engines added to its bottleneck pool until the fluid verdict at ``rate`` is
+    ``stable`` (``None`` past 4096 engines a pool): the sizing asks capacity > rate, the verdict also a margin
+    (2 % of the capacity, 20 % where the decode pool binds through its KV cache)."""
+    from ...capacity.disaggregated import disaggregated_capacity
+
+    n_p, n_d = r.n_prefill, r.n_decode
+    while r.verdict != "stable":
+        if r.bottleneck == "decode":
+            n_d += 1
+        else:
+            n_p += 1
+        if max(n_p, n_d) > 4096:
+            return None
+        r = disaggregated_capacity(pre, dec, wl, n_prefill=n_p, n_decode=n_d, rate=rate, **kw)
+    return r
 
 
 def _simulated(args, pre, dec, wl, r, link, kvb) -> dict:
