@@ -364,7 +364,8 @@ def compare(prefill: Engine, decode: Engine, colocated: Engine, workload: Worklo
 
 def pd_region(result: DisaggregatedResult) -> dict:
     """The (prefill tokens/s, decode tokens/s) a tandem sustains: a rectangle, since the pools share no
-    engine -- prefill tokens below ``m_p x min(prefill, transfer, prefill memory)``, decode tokens below ``(m_d - 1) x decode``
+    engine -- prefill tokens below ``m_p x min(prefill, transfer, prefill memory)``, decode tokens below the
+    decode pool's token rate, ``(m_d - 1) x decode`` (finite with one output token, where ``decode`` is infinite)
     (at the workload's mean context, which sets the decode batch time)."""
     if not isinstance(result, DisaggregatedResult):
         raise ParameterError("result", result, "a DisaggregatedResult (disaggregated_capacity)")

@@ -19,7 +19,7 @@ Case file (``fluidq network CASE.toml``; every key is checked, an unknown key is
     decode_engines = 3
     links = 1                       # optional: links each prefill engine sends over (default: one per
                                     # tensor-parallel rank)
-    # either a deployment without profiles (the calibrated roofline, vLLM's planned decode KV cache) ...
+    # either a deployment without profiles (the calibrated roofline, vLLM's planned KV cache on both pools) ...
     model = "Llama-3.1-8B"          # or model_config = "path/to/config.json"
     gpu = "H100"
     tensor_parallel_size = 1        # optional; also max_num_seqs, max_num_batched_tokens,
@@ -347,7 +347,7 @@ def _roofline_engines(w, d):
                       f"{exc.value:g} GiB per GPU]") from None
     except FluidqError as exc:
         raise _err(w, str(exc)) from None
-    pre = Engine(batch_time=rf, b_max=b_max, name="prefill")
+    pre = Engine(batch_time=rf, b_max=b_max, kv_capacity_tokens=kv, name="prefill")  # each pool its own memory
     dec = Engine(batch_time=rf, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, name="decode")
     link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps, latency_us=gpu.link_latency_us, name=gpu.interconnect,
                 source=gpu.name)

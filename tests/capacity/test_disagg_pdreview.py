@@ -98,8 +98,10 @@ def test_a_case_whose_weights_do_not_fit_names_the_case_keys(tmp_path):
 
 
 @pytest.mark.parametrize("dis, workload, engine", [
-    # Llama-3.1-8B on L4s: 31,632 tokens of decode KV cache, a 40,000-token request does not fit
-    ('model = "Llama-3.1-8B"\ngpu = "L4"', "prompt = 40000\noutput = 100", "decode"),
+    # Llama-3.1-8B on L4s: 31,632 tokens of KV cache; a 31,000-token prompt fits a prefill engine, its request's
+    # mean resident context (32,000) no decode engine
+    ('model = "Llama-3.1-8B"\ngpu = "L4"', "prompt = 31000\noutput = 2000", "decode"),
+    ('model = "Llama-3.1-8B"\ngpu = "L4"', "prompt = 40000\noutput = 100", "prefill"),
     ('prefill = { batch_time = { kind = "affine", c = 0.01, a = 1e-4 }, b_max = 2000, kv_capacity_tokens = 500 }\n'
      'decode = { batch_time = { kind = "affine", c = 0.02, a = 1e-6 }, b_max = 2048, k_max = 64 }\n'
      'kv_bytes_per_token = 131072\nlink = { bandwidth_gbps = 10, latency_us = 5 }',
@@ -212,3 +214,35 @@ def test_disagg_sizing_says_where_its_verdict_turns_stable(capsys):
     assert d["n_prefill"] == 2 and d["stable_pools"] == [3, 1]
     assert main([*argv[:-1], "20", "--json"]) == 0  # stable as sized: no such key
     assert "stable_pools" not in json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("via", ["cli", "case"])
+def test_roofline_prefill_engines_have_the_planner_s_kv_cache(capsys, tmp_path, via):
+    """The issue asks for each pool with its own memory; `fluidq disagg` and a case with model/gpu gave the decode
+    engines vLLM's planned KV cache but the prefill engines none, so a prompt's KV never waited on the link in
+    prefill memory.  Llama-3.1-8B on L4s (31,632 tokens of KV cache) with 20,000-token prompts over a 0.5 GB/s link:
+    a prefill engine holds one prompt, so prefill (0.247 req/s) and its transfer (0.191) take turns -- 0.108 req/s,
+    not the 0.191 of the link alone (2 engines: 0.215 req/s, printed as 0.381 before)."""
+    import json
+
+    from fluidq.capacity.disaggregated_case import load_topology
+    from fluidq.cli import main
+
+    if via == "cli":
+        assert main(["disagg", "--model", "Llama-3.1-8B", "--gpu", "L4", "--prefill-engines", "2", "--decode-engines",
+                     "1", "--input-len", "20000", "--output-len", "10", "--link-gbps", "0.5", "--json"]) == 0
+        d = json.loads(capsys.readouterr().out)
+        stages, cap, kv = d["stages"], d["requests_per_s"], d["deployment"]["decode_kv_cache_tokens"]
+    else:
+        p = tmp_path / "l4.toml"
+        p.write_text('[disaggregated]\nprefill_engines = 2\ndecode_engines = 1\nmodel = "Llama-3.1-8B"\ngpu = "L4"\n'
+                     'link = { bandwidth_gbps = 0.5, latency_us = 5 }\n[workload]\nprompt = 20000\noutput = 10\n')
+        t = load_topology(str(p))
+        assert t.prefill.kv_capacity_tokens == t.decode.kv_capacity_tokens
+        r = t.capacity()
+        stages, cap, kv = r.stages, r.requests_per_s, t.decode.kv_capacity_tokens
+    assert 20000 <= kv < 40000
+    per_p, per_t = stages["prefill"] / 2, stages["transfer"] / 2
+    assert per_t == pytest.approx(0.5e9 / (20000 * 131072))
+    assert stages["prefill_memory"] == pytest.approx(2 / (1 / per_p + 1 / per_t))
+    assert cap == stages["prefill_memory"] < 0.6 * stages["transfer"]

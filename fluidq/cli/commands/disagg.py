@@ -24,7 +24,8 @@ def register(sub):
                    help="decode engines' batch-size limit (default 256)")
     g.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=2048,
                    help="token budget per iteration, both pools (default 2048)")
-    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="for the decode KV cache (default 0.9)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                   help="for the engines' KV cache, both pools (default 0.9)")
     g.add_argument("--link-gbps", type=float, default=None, help="KV-transfer bandwidth per rank, GB/s")
     g.add_argument("--link-latency-us", type=float, default=None, help="KV-transfer latency, us")
     w = p.add_argument_group("workload and question")
@@ -71,7 +72,8 @@ def _engines(args):
                                   gpu_memory_utilization=args.gpu_memory_utilization,
                                   tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
                                   max_num_seqs=args.k_max).tokens
-    pre = Engine(batch_time=rf, b_max=args.b_max, name="prefill")
+    pre = Engine(batch_time=rf, b_max=args.b_max, kv_capacity_tokens=kv, name="prefill")  # its own memory: a
+    # prompt's KV waits there until the link has sent it (the same GPUs and planner as the decode engines)
     dec = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="decode")
     col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
     link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps if args.link_gbps is None else args.link_gbps,
@@ -189,7 +191,8 @@ def _run(args):
                   "estimate": ERROR_NOTE}  # what the text's head and last line say, for --json
     kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
               gpus_per_engine=args.tensor_parallel_size)
-    head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
+    head = [f"deployment      {rf.describe()}",
+            f"KV cache        {kv:,} tokens per engine, both pools (vLLM's planner, an estimate)",
             f"KV transfer     {kvb:,} B per token over {args.tensor_parallel_size} x {link.describe()}",
             f"workload        m_p={fmt_tokens(prompt)}, m_d={fmt_tokens(output)} tokens per request"
             + (f" ({', '.join(defaults)})" if defaults else "")]
