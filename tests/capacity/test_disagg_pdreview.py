@@ -221,8 +221,9 @@ def test_roofline_prefill_engines_have_the_planner_s_kv_cache(capsys, tmp_path, 
     """The issue asks for each pool with its own memory; `fluidq disagg` and a case with model/gpu gave the decode
     engines vLLM's planned KV cache but the prefill engines none, so a prompt's KV never waited on the link in
     prefill memory.  Llama-3.1-8B on L4s (31,632 tokens of KV cache) with 20,000-token prompts over a 0.5 GB/s link:
-    a prefill engine holds one prompt, so prefill (0.247 req/s) and its transfer (0.191) take turns -- 0.108 req/s,
-    not the 0.191 of the link alone (2 engines: 0.215 req/s, printed as 0.381 before)."""
+    a prefill engine holds one prompt and 11,632 tokens of the next, so prefill (0.247 req/s) overlaps with its
+    transfer (0.191) only in part -- 2 engines 0.2734 req/s (the tandem simulation, saturated: 0.2733), not the
+    0.381 of the links alone printed before."""
     import json
 
     from fluidq.capacity.disaggregated_case import load_topology
@@ -244,5 +245,38 @@ def test_roofline_prefill_engines_have_the_planner_s_kv_cache(capsys, tmp_path, 
     assert 20000 <= kv < 40000
     per_p, per_t = stages["prefill"] / 2, stages["transfer"] / 2
     assert per_t == pytest.approx(0.5e9 / (20000 * 131072))
-    assert stages["prefill_memory"] == pytest.approx(2 / (1 / per_p + 1 / per_t))
-    assert cap == stages["prefill_memory"] < 0.6 * stages["transfer"]
+    # by hand (prefill_memory_rate): room 11,632, rest 8,368 (last iteration 176 tokens), head 1,872 of the next
+    room = kv - 20000
+    rest = 20000 - room
+    head = min(2048 - ((rest - 1) % 2048 + 1), room)
+    assert stages["prefill_memory"] == pytest.approx(2 / ((1 / per_t) + (rest + head) / 20000 / per_p), rel=1e-12)
+    assert cap == stages["prefill_memory"] == pytest.approx(0.2733, rel=2e-3)  # the simulation's saturated rate
+
+
+@pytest.mark.parametrize("b_max, kv", [(512, 1500), (256, 1300), (2000, 1500)])
+def test_prefill_memory_of_prompts_longer_than_an_iteration_overlaps_with_the_link(b_max, kv):
+    """A prefill engine whose KV cache holds one prompt and part of the next: the fluid stage had prefill and
+    transfer take turns (``1/(T_p + T_t)``), which is what the simulation does where a prompt fits one iteration
+    (the iteration that ends a prompt fills the room with the next one's head, 17.05 req/s simulated against
+    17.42), but a prompt of several iterations prefills most of the room while the last one crosses the link:
+    Llama-3.1-8B on 2 L4 prefill engines (31,632 tokens), 20,000-token prompts over 0.5 GB/s, simulated 0.2733
+    req/s saturated, the fluid stage said 0.2152.  Here the saturated simulation (load 2) against the stage."""
+    from fluidq.capacity.disaggregated_sim import replicate_disaggregated
+
+    pre = Engine(batch_time=Affine(c=0.01, a=1e-4), b_max=b_max, kv_capacity_tokens=kv)
+    link = Link(bandwidth_gbps=2.0, latency_us=5.0)
+    t = DisaggregatedTopology(prefill=pre, decode=DEC, n_prefill=1, n_decode=1, link=link, kv_bytes_per_token=KVB,
+                              workload=wl())
+    cap = t.capacity()
+    assert cap.bottleneck == "prefill_memory"
+    tp, tt = 1 / cap.stages["prefill"], 1 / cap.stages["transfer"]
+    taking_turns = 1 / (tp + tt)
+    over = t.at_load(2.0)
+    r = replicate_disaggregated(pre, DEC, over.workload, n_prefill=1, n_decode=1, link=link, kv_bytes_per_token=KVB,
+                                horizon_s=300.0, replications=3, seed=4)
+    # the served rate of a saturated engine: within 3 % of the stage (the fluid T_p is the best batch's, b <= C)
+    assert r.throughput_per_s == pytest.approx(cap.requests_per_s, rel=0.03), (r.throughput_per_s, cap.stages)
+    if b_max < 1000:  # a prompt of several iterations: far from taking turns
+        assert r.throughput_per_s > 1.1 * taking_turns
+    else:
+        assert cap.requests_per_s == pytest.approx(taking_turns, rel=1e-12)
