@@ -61,9 +61,10 @@ CASES_DIR = Path(__file__).resolve().parent / "disaggregated_cases"
 DEFAULT_ARRIVALS = 3000
 #: a run shorter than this many request sojourns (:func:`sojourn_s`) cannot call a tandem unstable: it starts
 #: empty, and while the pools fill the requests in the system grow as an overload's backlog does (Mistral-7B on
-#: 2 + 6 A100-PCIe engines, 200 + 1000 tokens, at 0.9 of its fluid capacity, a sojourn of 23.9 s: five runs of
-#: 53 s (2.2 sojourns) read a growth share of 0.104, 95 % CI 0.072 to 0.136, "unstable"; four of 96 s (4 sojourns)
-#: 0.010, CI -0.050 to 0.071; four of 143 s (6 sojourns) -0.0001, CI -0.039 to 0.039, "stable"; 2026-12-07)
+#: 2 + 6 A100-PCIe engines, 200 + 1000 tokens, at 0.9 of its fluid capacity, a sojourn of 36.9 s: five runs of
+#: 53 s (1.4 sojourns) read a growth share of 0.104, 95 % CI 0.072 to 0.136, "unstable"; three of 80 s and four of
+#: 96 s (2.6) 0.020 and 0.010, CIs -0.073 to 0.113 and -0.050 to 0.071; four of 143 s (3.9) -0.0001, CI -0.039 to
+#: 0.039, "stable"; 2026-12-07; five sojourns leave a margin over that one case)
 MIN_SOJOURNS = 5.0
 #: the automatic horizon covers at least this many sojourns (beside DEFAULT_ARRIVALS arrivals)
 DEFAULT_SOJOURNS = 6.0

@@ -160,7 +160,7 @@ def test_runs_shorter_than_a_few_sojourns_cannot_call_a_tandem_unstable():
     """A tandem starts empty; with long decodes its pools fill for tens of seconds and the requests in the system
     grow as an overload's backlog does.  Mistral-7B on 2 + 6 A100-PCIe engines (200 + 1000 tokens) at 0.9 of its
     fluid capacity read "unstable" from five runs of 2000 arrivals (53 s, growth 0.104, 95 % CI 0.072 to 0.136)
-    and "inconclusive" at the default 3000 arrivals; six sojourns (143 s) read stable.  Here a decode of 400
+    and "inconclusive" at the default 3000 arrivals (80 s); 143 s read stable (sojourns of 36.9 s).  Here a decode of 400
     iterations of 50 ms (a 20 s sojourn) at 0.9: runs of 30 s said "unstable"; now "inconclusive", saying why,
     and the default horizon covers six sojourns (stable)."""
     from fluidq.capacity.disaggregated_case import MIN_SOJOURNS, default_horizon, sojourn_s
@@ -280,3 +280,17 @@ def test_prefill_memory_of_prompts_longer_than_an_iteration_overlaps_with_the_li
         assert r.throughput_per_s > 1.1 * taking_turns
     else:
         assert cap.requests_per_s == pytest.approx(taking_turns, rel=1e-12)
+
+
+def test_decode_residents_on_a_flat_rate_are_the_limit():
+    """A decode batch time all in the KV reads (``t = s x N x kv_bar``) makes the rate flat in N; the residents
+    the capacity reported then hung on the last bits of the batch time (Mistral-7B on A100-PCIe, 200 + 1000
+    tokens: N = 243, then 166 after an algebraically equal rewrite, "b/t peaks before the limit").  Now the most
+    residents within rounding of the best rate: the limit, named."""
+    from fluidq.capacity.disaggregated import decode_rate
+
+    flat = Engine(batch_time=ContextAware(base=Affine(c=0.0, a=1e-12), kv_s_per_token=1e-7), b_max=2048, k_max=200)
+    rate, n, limit = decode_rate(flat, wl(p=200, o=1001))
+    assert n == 200 and limit == "k_max"
+    # 1000 tokens at 1e-7 s x kv_bar per token, kv_bar = E[o (p + o/2)] / E[o] = 200 + 500.5
+    assert rate == pytest.approx(1 / (1000 * 1e-7 * 700.5), rel=1e-6)
