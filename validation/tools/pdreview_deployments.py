@@ -5,8 +5,9 @@ horizon: 3000 arrivals and at least six request sojourns), 95 % intervals of the
     python validation/tools/pdreview_deployments.py fluid          # the stages of each deployment
     python validation/tools/pdreview_deployments.py sim [NAME ...]  # the replications (two processes; minutes)
 
-Measured on the shared 2-vCPU machine with the branch's final code (G and B after the link-latency and the
-sojourn fixes; K after the prefill-memory fix):
+Measured on the shared 2-vCPU machine during the review: G after the link-latency fix, B after the sojourn fix (at
+143 s, the default before decode_rate's N fix; it is 221 s now), K after the prefill-memory fix; the other rows
+before those fixes, which leave their stages as they were (``fluid`` prints the same rates):
 
   deployment                                  binds            fluid 0.9 / 1.1      simulated growth share (95 % CI)
   A Qwen2.5-7B L40S 4+4, 4000/50              prefill          stable / unstable    -0.0005 (-0.009, 0.008) / 0.093 (0.069, 0.117)
