@@ -19,7 +19,7 @@ Case file (``fluidq network CASE.toml``; every key is checked, an unknown key is
     decode_engines = 3
     links = 1                       # optional: links each prefill engine sends over (default: one per
                                     # tensor-parallel rank)
-    # either a deployment without profiles (the calibrated roofline, vLLM's planned decode KV cache) ...
+    # either a deployment without profiles (the calibrated roofline, vLLM's planned KV cache on both pools) ...
     model = "Llama-3.1-8B"          # or model_config = "path/to/config.json"
     gpu = "H100"
     tensor_parallel_size = 1        # optional; also max_num_seqs, max_num_batched_tokens,
@@ -59,6 +59,15 @@ CASES_DIR = Path(__file__).resolve().parent / "disaggregated_cases"
 
 #: arrivals per replication when no horizon is given (the backlog test's resolution is 1 % of them)
 DEFAULT_ARRIVALS = 3000
+#: a run shorter than this many request sojourns (:func:`sojourn_s`) cannot call a tandem unstable: it starts
+#: empty, and while the pools fill the requests in the system grow as an overload's backlog does (Mistral-7B on
+#: 2 + 6 A100-PCIe engines, 200 + 1000 tokens, at 0.9 of its fluid capacity, a sojourn of 36.9 s: five runs of
+#: 53 s (1.4 sojourns) read a growth share of 0.104, 95 % CI 0.072 to 0.136, "unstable"; three of 80 s and four of
+#: 96 s (2.6) 0.020 and 0.010, CIs -0.073 to 0.113 and -0.050 to 0.071; four of 143 s (3.9) -0.0001, CI -0.039 to
+#: 0.039, "stable"; 2026-12-07; five sojourns leave a margin over that one case)
+MIN_SOJOURNS = 5.0
+#: the automatic horizon covers at least this many sojourns (beside DEFAULT_ARRIVALS arrivals)
+DEFAULT_SOJOURNS = 6.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,14 @@ class DisaggregatedVerdict:
     fluid: DisaggregatedResult
     simulation: object = None  # a PDReplications
     horizon_s: float | None = None
+    sojourn_s: float | None = None  # sojourn_s(topology), with a simulation
+
+    @property
+    def too_short(self) -> bool:
+        """Whether the runs were shorter than :data:`MIN_SOJOURNS` request sojourns: the filling pools then
+        look like a growing backlog, so the runs cannot call the tandem unstable (a stable reading stands)."""
+        return (self.simulation is not None and self.sojourn_s is not None
+                and self.horizon_s < MIN_SOJOURNS * self.sojourn_s)
 
     @property
     def status(self) -> str:
@@ -150,12 +167,33 @@ class DisaggregatedVerdict:
     def simulated(self) -> str | None:
         """The replications' three-way decision (:attr:`PDReplications.decision
         <fluidq.capacity.disaggregated_sim.PDReplications.decision>`), ``None`` without simulation."""
-        return None if self.simulation is None else self.simulation.decision
+        if self.simulation is None:
+            return None
+        d = self.simulation.decision
+        return "inconclusive" if d == "unstable" and self.too_short else d
+
+    @property
+    def inconclusive_why(self) -> str | None:
+        """Why the simulated decision is ``inconclusive`` (``None`` when it is not)."""
+        if self.simulated != "inconclusive":
+            return None
+        if self.simulation.decision == "unstable":  # a growth the filling pools can explain
+            return (f"inconclusive (the backlog grew, but runs of {self.horizon_s:.4g} s are under {MIN_SOJOURNS:g} "
+                    f"request sojourns of {self.sojourn_s:.3g} s: the pools were still filling; a horizon of at "
+                    f"least {MIN_SOJOURNS * self.sojourn_s:.4g} s decides)")
+        return "inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer --horizon)"
+
+    @property
+    def withheld(self) -> bool:
+        """Whether the fluid model withheld its verdict (``critical`` within the tolerance of the capacity,
+        ``unknown`` in the band of a KV-bound estimate): then the simulation decides, and cannot disagree."""
+        return self.fluid.verdict in ("critical", "unknown")
 
     @property
     def agree(self) -> bool | None:
-        """Whether the simulation decided as the fluid model did (``None``: not simulated, or inconclusive)."""
-        if self.simulated in (None, "inconclusive"):
+        """Whether the simulation decided as the fluid model did (``None``: not simulated, inconclusive, or the
+        fluid model withheld its verdict -- :attr:`withheld`)."""
+        if self.simulated in (None, "inconclusive") or self.withheld:
             return None
         return self.simulated == self.fluid.verdict
 
@@ -168,29 +206,50 @@ class DisaggregatedVerdict:
             txt += (f"; simulated ({len(s.runs)} replications of {self.horizon_s:.4g} s): backlog growth "
                     f"{s.growth_share:.3g} of the arrivals (95 % CI {lo:.3g} to {hi:.3g}; fluid "
                     f"{max(0.0, 1 - 1 / self.fluid.load):.3g}), throughput {s.throughput_per_s:.4g} req/s: "
-                    + (f"{s.decision}, {'agrees' if self.agree else 'DISAGREES'} with the fluid verdict"
+                    + (f"{self.simulated}, {'agrees' if self.agree else 'DISAGREES'} with the fluid verdict"
                        if self.agree is not None else
-                       "inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer "
-                       "--horizon)"))
+                       f"{s.decision}: the simulation decides (the fluid verdict is {self.fluid.verdict}, withheld)"
+                       if self.withheld and self.simulated != "inconclusive" else self.inconclusive_why))
         return txt
 
     def to_dict(self) -> dict:
         return plain({"status": self.status, "bottleneck": self.fluid.bottleneck, "load": self.fluid.load,
                       "fluid": self.fluid.to_dict(), "simulated": self.simulated, "agree": self.agree,
-                      "horizon_s": self.horizon_s,
+                      "horizon_s": self.horizon_s, "sojourn_s": self.sojourn_s,
                       "simulation": None if self.simulation is None else self.simulation.to_dict(),
                       "reason": self.reason, "topology": self.topology.to_dict()})
 
 
+def sojourn_s(topology: DisaggregatedTopology) -> float:
+    """Seconds a request spends in the tandem at its capacity's operating point, queues aside: its prompt's
+    prefill iterations (chunks of ``b_max`` tokens), the transfer (latency and bytes), and ``m_d - 1`` decode
+    iterations among the ``N`` residents the fluid model puts on a decode engine.  A run that starts empty
+    fills the pools for about this long; :data:`MIN_SOJOURNS` and :data:`DEFAULT_SOJOURNS` are counted in it."""
+    from . import mean_resident_context
+
+    t, w = topology, topology.workload
+    mp, md, kv_bar = w.mean_prompt_tokens, w.mean_output_tokens, mean_resident_context(w)
+    chunk = float(min(mp, t.prefill.b_max))
+    pre = math.ceil(mp / t.prefill.b_max) * float(t.prefill.batch_time(chunk, 0.0))
+    link = t.link.latency_us * 1e-6 + mp * t.kv_bytes_per_token / (t.links * t.link.bandwidth_gbps * 1e9)
+    n = float(max(t.capacity().decode_residents, 1))
+    dec = max(md - 1.0, 0.0) * float(t.decode.batch_time(n, n * kv_bar))
+    return pre + link + dec
+
+
 def default_horizon(topology: DisaggregatedTopology) -> float:
-    """Seconds that bring :data:`DEFAULT_ARRIVALS` arrivals at the topology's rate."""
-    return DEFAULT_ARRIVALS / topology.rate_per_s
+    """Seconds that bring :data:`DEFAULT_ARRIVALS` arrivals at the topology's rate, and at least
+    :data:`DEFAULT_SOJOURNS` request sojourns (:func:`sojourn_s`: long decodes fill the pools for tens of
+    seconds)."""
+    return max(DEFAULT_ARRIVALS / topology.rate_per_s, DEFAULT_SOJOURNS * sojourn_s(topology))
 
 
 def check_disaggregated(topology: DisaggregatedTopology, *, simulate: bool = False, horizon_s: float | None = None,
                         replications: int = 4, seed: int = 0) -> DisaggregatedVerdict:
     """The tandem's fluid verdict at its workload's rate; with ``simulate``, ``replications`` seeded runs of
-    the tandem simulation (``horizon_s`` each, default :data:`DEFAULT_ARRIVALS` arrivals) beside it."""
+    the tandem simulation (``horizon_s`` each, default :func:`default_horizon`: :data:`DEFAULT_ARRIVALS`
+    arrivals and at least :data:`DEFAULT_SOJOURNS` request sojourns) beside it; runs shorter than
+    :data:`MIN_SOJOURNS` sojourns cannot call it unstable (:attr:`DisaggregatedVerdict.too_short`)."""
     from .disaggregated_sim import replicate_disaggregated
 
     if not isinstance(topology, DisaggregatedTopology):
@@ -203,7 +262,8 @@ def check_disaggregated(topology: DisaggregatedTopology, *, simulate: bool = Fal
     reps = replicate_disaggregated(t.prefill, t.decode, t.workload, n_prefill=t.n_prefill, n_decode=t.n_decode,
                                    link=t.link, kv_bytes_per_token=t.kv_bytes_per_token, horizon_s=T, links=t.links,
                                    replications=replications, seed=seed)
-    return DisaggregatedVerdict(topology=topology, fluid=fluid, simulation=reps, horizon_s=T)
+    return DisaggregatedVerdict(topology=topology, fluid=fluid, simulation=reps, horizon_s=T,
+                                sojourn_s=sojourn_s(topology))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -275,9 +335,20 @@ def _roofline_engines(w, d):
         rf = roofline(model, gpu, tp)
         kv = kv_capacity_estimate(model, gpu_memory_gib=gpu.memory_gib, gpu_memory_utilization=util,
                                   tensor_parallel_size=tp, max_num_batched_tokens=b_max, max_num_seqs=k_max).tokens
+    except ParameterError as exc:
+        if exc.name != "gpu_memory_gib":
+            raise _err(w, str(exc)) from None
+        # the planner's "the weights do not fit": the file's gpu and tensor_parallel_size chose that memory, and
+        # its advice names the keys of this file, not the CLI's flags
+        txt = exc.expected.replace("more memory: ", "a deployment that fits: ", 1) + (
+            f" ({exc.hint})" if exc.hint else "")
+        for flag in ("gpu-memory-utilization", "tensor-parallel-size"):
+            txt = txt.replace(f"--{flag}", flag.replace("-", "_"))
+        raise _err(w, f"gpu = {gpu.name!r} with tensor_parallel_size = {tp}: expected {txt} [vLLM's planner on "
+                      f"{exc.value:g} GiB per GPU]") from None
     except FluidqError as exc:
         raise _err(w, str(exc)) from None
-    pre = Engine(batch_time=rf, b_max=b_max, name="prefill")
+    pre = Engine(batch_time=rf, b_max=b_max, kv_capacity_tokens=kv, name="prefill")  # each pool its own memory
     dec = Engine(batch_time=rf, b_max=b_max, k_max=k_max, kv_capacity_tokens=kv, name="decode")
     link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps, latency_us=gpu.link_latency_us, name=gpu.interconnect,
                 source=gpu.name)
@@ -340,6 +411,7 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
                                      name=name, source=source)
     except ParameterError as exc:
         raise _err(source, str(exc)) from None
+    _fits(ww, topo, wl)
     if "bottleneck_load" in d:
         bl = _number(source, "bottleneck_load", d["bottleneck_load"], positive=True)
         try:
@@ -347,6 +419,26 @@ def topology_from_dict(d: dict, *, source: str = "<dict>") -> DisaggregatedTopol
         except ParameterError as exc:  # the rate it sets is out of range: say which key set it
             raise _err(source, f"bottleneck_load = {bl:g} sets {exc}") from None
     return topo
+
+
+def _fits(where: str, topo: DisaggregatedTopology, wl: dict) -> None:
+    """Refuse lengths whose prompt no prefill engine, or whose request no decode engine, can hold (the tandem
+    serves nothing: its capacity is 0, while its simulation refuses every request at arrival and would call the
+    empty tandem stable), naming the [workload] keys -- as `fluidq disagg` names --input-len/--output-len."""
+    from .disaggregated import decode_rate, prefill_memory_rate
+
+    w = topo.workload
+    lengths = f"prompt = {wl['prompt']!r}, output = {wl['output']!r}"
+    pre = topo.prefill.kv_capacity_tokens
+    if prefill_memory_rate(topo.prefill, w, 1.0, 1.0) == 0.0:
+        raise _err(where, f"{lengths}: expected lengths whose mean prompt ({w.mean_prompt_tokens:.6g} tokens) fits "
+                          f"the prefill engine's KV cache ({pre:,} tokens)")
+    if decode_rate(topo.decode, w)[0] <= 0:
+        from . import mean_resident_context
+
+        raise _err(where, f"{lengths}: expected lengths whose mean resident context "
+                          f"({mean_resident_context(w):.6g} tokens) fits the decode engine's KV cache "
+                          f"({topo.decode.kv_capacity_tokens:,} tokens)")
 
 
 def case_names() -> list:

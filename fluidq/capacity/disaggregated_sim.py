@@ -4,16 +4,18 @@ Requests arrive by the workload's arrival process with its lengths (seeded).  Ea
 prefill engine with the fewest queued prompt tokens (a busy engine counts one budget more; ties go to the
 engine whose link frees first); an idle prefill engine runs one iteration of whole
 prompts first come first served up to ``b_max`` tokens (a longer prompt in chunks of ``b_max``), taking
-``t_p(b, 0)``.  A prefilled request's KV then crosses its prefill engine's link (first come first
-served, ``latency + m_p x bytes per token / (links x bandwidth)``), and joins the decode engine with the
-fewest requests (resident or waiting).  A decode engine admits waiting requests up to ``k_max`` and
+``t_p(b, 0)``.  A prefilled request's KV then crosses its prefill engine's link: its bytes occupy the link
+first come first served for ``m_p x bytes per token / (links x bandwidth)``, and arrive ``latency`` after
+the last byte left (the latency delays a transfer, it does not hold the link: the next prompt's bytes follow
+on the wire, as the fluid transfer stage assumes); it then joins the decode engine with the fewest requests
+(resident or waiting).  A decode engine admits waiting requests up to ``k_max`` and
 ``b_max`` residents, and each iteration decodes one token of every resident in ``t_d(b, total context)``;
 a request leaves after ``o - 1`` decode tokens (the first came with the prefill).
 
 Each pool has its own memory, its engines' ``kv_capacity_tokens`` (token rules: a request holds its
 prompt plus generated tokens; ``None`` is unlimited):
 
-* a prefill engine holds a prompt's KV from its first chunk until the transfer has sent it; a chunk is
+* a prefill engine holds a prompt's KV from its first chunk until the link has sent its last byte; a chunk is
   scheduled only if it fits beside the KV already held (else the engine waits for a transfer to free
   memory), so a slow link backs up into prefill memory;
 * a decode engine admits the head of its queue only if its context plus one token of headroom per
@@ -124,6 +126,7 @@ def simulate_disaggregated(prefill: Engine, decode: Engine, workload: Workload, 
     o = np.maximum(1, np.round(workload.output_tokens.sample(rng, n))).astype(int)
     d_cap = min(decode.b_max, decode.k_max or decode.b_max)
     bw = k * link.bandwidth_gbps * 1e9
+    latency = link.latency_us * 1e-6
     cp = math.inf if prefill.kv_capacity_tokens is None else prefill.kv_capacity_tokens
     cd = math.inf if decode.kv_capacity_tokens is None else decode.kv_capacity_tokens
 
@@ -234,15 +237,17 @@ def simulate_disaggregated(prefill: Engine, decode: Engine, workload: Workload, 
         elif kind == "prefill_done":
             for i in b:
                 start = max(now, link_free[a])
-                link_free[a] = start + link.latency_us * 1e-6 + p[i] * kvb / bw
-                push(link_free[a], "transferred", i, a)
+                link_free[a] = start + p[i] * kvb / bw  # the bytes hold the link; the latency only delays them
+                push(link_free[a], "sent", i, a)
+                push(link_free[a] + latency, "transferred", i, a)
             p_busy[a] = False
             if pq[a]:
                 start_prefill(a, now)
-        elif kind == "transferred":
+        elif kind == "sent":  # the last byte left: the prefill engine's copy of the KV is free
             p_kv[b] -= int(p[a])
             if pq[b] and not p_busy[b]:
                 start_prefill(b, now)
+        elif kind == "transferred":
             to_decode(a, now)
         elif kind == "decode_done":
             for r, c in b:

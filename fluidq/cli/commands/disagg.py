@@ -24,7 +24,8 @@ def register(sub):
                    help="decode engines' batch-size limit (default 256)")
     g.add_argument("--max-num-batched-tokens", "--b-max", dest="b_max", type=int, default=2048,
                    help="token budget per iteration, both pools (default 2048)")
-    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="for the decode KV cache (default 0.9)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9,
+                   help="for the engines' KV cache, both pools (default 0.9)")
     g.add_argument("--link-gbps", type=float, default=None, help="KV-transfer bandwidth per rank, GB/s")
     g.add_argument("--link-latency-us", type=float, default=None, help="KV-transfer latency, us")
     w = p.add_argument_group("workload and question")
@@ -40,8 +41,9 @@ def register(sub):
                         "API's check_disaggregated(simulate=True)): its backlog verdict beside the fluid one, "
                         "labelled (sim)")
     s.add_argument("--horizon", type=float, default=None,
-                   help="simulated seconds per replication (with --simulate; default: 3000 arrivals at --rate; at "
-                        f"least {MIN_TANDEM_ARRIVALS} arrivals)")
+                   help="simulated seconds per replication (with --simulate; default: 3000 arrivals at --rate and "
+                        f"at least 6 request sojourns; at least {MIN_TANDEM_ARRIVALS} arrivals; runs under 5 sojourns "
+                        "cannot call the tandem unstable: its pools are still filling)")
     s.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     s.add_argument("--seed", type=int, default=None,
@@ -70,7 +72,8 @@ def _engines(args):
                                   gpu_memory_utilization=args.gpu_memory_utilization,
                                   tensor_parallel_size=args.tensor_parallel_size, max_num_batched_tokens=args.b_max,
                                   max_num_seqs=args.k_max).tokens
-    pre = Engine(batch_time=rf, b_max=args.b_max, name="prefill")
+    pre = Engine(batch_time=rf, b_max=args.b_max, kv_capacity_tokens=kv, name="prefill")  # its own memory: a
+    # prompt's KV waits there until the link has sent it (the same GPUs and planner as the decode engines)
     dec = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="decode")
     col = Engine(batch_time=rf, b_max=args.b_max, k_max=args.k_max, kv_capacity_tokens=kv, name="co-located")
     link = Link(bandwidth_gbps=gpu.link_bandwidth_gbps if args.link_gbps is None else args.link_gbps,
@@ -188,7 +191,8 @@ def _run(args):
                   "estimate": ERROR_NOTE}  # what the text's head and last line say, for --json
     kw = dict(link=link, kv_bytes_per_token=kvb, links=args.tensor_parallel_size,
               gpus_per_engine=args.tensor_parallel_size)
-    head = [f"deployment      {rf.describe()}", f"decode KV cache {kv:,} tokens per engine (vLLM's planner, an estimate)",
+    head = [f"deployment      {rf.describe()}",
+            f"KV cache        {kv:,} tokens per engine, both pools (vLLM's planner, an estimate)",
             f"KV transfer     {kvb:,} B per token over {args.tensor_parallel_size} x {link.describe()}",
             f"workload        m_p={fmt_tokens(prompt)}, m_d={fmt_tokens(output)} tokens per request"
             + (f" ({', '.join(defaults)})" if defaults else "")]
@@ -216,6 +220,12 @@ def _run(args):
     if r.verdict is not None:
         lines.append(f"verdict         {r.verdict} at {args.rate:g} req/s (load {fmt_load(r.load)}): "
                      f"{r.inputs['verdict_reason']}")
+    if pools[0] is None and r.verdict != "stable":  # sized by capacity > rate: say what the verdict would call stable
+        s = _stable_pools(pre, dec, wl, r, args.rate, kw)
+        out["stable_pools"] = None if s is None else [s.n_prefill, s.n_decode]
+        lines.append("sizing          the fewest engines whose fluid capacity exceeds the rate; " + (
+            f"the verdict is stable from {s.n_prefill} prefill + {s.n_decode} decode engines (load "
+            f"{fmt_load(s.load)})" if s is not None else "no pools of up to 4096 engines make the verdict stable"))
     if args.simulate:
         sim = _simulated(args, pre, dec, wl, r, link, kvb)
         lines.append(sim["line"])
@@ -223,6 +233,24 @@ def _run(args):
     lines.append(f"estimate        {ERROR_NOTE}")
     emit(args, out, "\n".join(lines))
     return 0
+
+
+def _stable_pools(pre, dec, wl, r, rate, kw):
+    """The sized tandem ``r`` with engines added to its bottleneck pool until the fluid verdict at ``rate`` is
+    ``stable`` (``None`` past 4096 engines a pool): the sizing asks capacity > rate, the verdict also a margin
+    (2 % of the capacity, 20 % where the decode pool binds through its KV cache)."""
+    from ...capacity.disaggregated import disaggregated_capacity
+
+    n_p, n_d = r.n_prefill, r.n_decode
+    while r.verdict != "stable":
+        if r.bottleneck == "decode":
+            n_d += 1
+        else:
+            n_p += 1
+        if max(n_p, n_d) > 4096:
+            return None
+        r = disaggregated_capacity(pre, dec, wl, n_prefill=n_p, n_decode=n_d, rate=rate, **kw)
+    return r
 
 
 def _simulated(args, pre, dec, wl, r, link, kvb) -> dict:
@@ -240,9 +268,10 @@ def _simulated(args, pre, dec, wl, r, link, kvb) -> dict:
     s = v.simulation
     lo, hi = s.growth_share_ci
     fluid_growth = max(0.0, 1 - 1 / v.fluid.load) if v.fluid.load > 0 else 0.0
-    said = ("inconclusive (the interval reaches both 1 % and 5 %: more --replications or a longer --horizon)"
-            if v.agree is None else f"{'agrees' if v.agree else 'DISAGREES'} with the fluid verdict")
-    line = (f"simulated       {s.decision} (sim) at {args.rate:g} req/s: backlog growth {s.growth_share:.3g} of the "
+    said = (f"{'agrees' if v.agree else 'DISAGREES'} with the fluid verdict" if v.agree is not None else
+            f"the simulation decides (the fluid verdict is {v.fluid.verdict}, withheld)"
+            if v.withheld and v.simulated != "inconclusive" else v.inconclusive_why)
+    line = (f"simulated       {v.simulated} (sim) at {args.rate:g} req/s: backlog growth {s.growth_share:.3g} of the "
             f"arrivals (95 % CI {lo:.3g} to {hi:.3g}; fluid {fluid_growth:.3g}), throughput "
             f"{s.throughput_per_s:.4g} req/s, {len(s.runs)} seeded runs of {v.horizon_s:.4g} s; {said}")
     return {"line": line, "simulated": v.simulated, "agree": v.agree, "horizon_s": v.horizon_s,

@@ -37,7 +37,8 @@ def register(sub):
                         "route sojourns at the offered loads (the first three discarded as warm-up), within a work "
                         "budget; then, while the evidence asks for longer runs, rounds of at least twice the horizon "
                         "up to a cap of 5,000,000 batches and hop visits a round, the verdict saying how long runs "
-                        "would decide where the cap stops them; a [disaggregated] case: 3000 arrivals at its rate)")
+                        "would decide where the cap stops them; a [disaggregated] case: 3000 arrivals at its rate, and at "
+                        "least 6 request sojourns; runs under 5 sojourns cannot call it unstable)")
     p.add_argument("--replications", type=int, default=None,
                    help="simulation replications, >= 2 (with --simulate; default 4)")
     p.add_argument("--seed", type=int, default=None,
@@ -153,11 +154,14 @@ def _run_disaggregated(args):
     reg = pd_region(f)
     decided = "the fluid model" + ("" if res.agree is None else
                                    f"; the simulation {'agrees' if res.agree else 'DISAGREES'}")
+    said = res.status
+    if res.withheld and res.simulated not in (None, "inconclusive"):  # the fluid model withheld: the runs decide
+        said, decided = res.simulated, f"the simulation; the fluid model withheld its verdict: {res.status}"
     lines = [topo.describe(),
              "topology: DAG (disaggregated prefill/decode tandem: prefill pool -> KV transfer -> decode pool)",
              "stages: " + ", ".join(f"{k} {fmt_value(v, digits=4)} req/s" for k, v in f.stages.items()),
              f"bottleneck: {f.bottleneck} at load {fmt_load(f.load)}",
-             f"verdict: {res.status} (decided by {decided})",
+             f"verdict: {said} (decided by {decided})",
              f"  {res.reason}",
              f"region: prefill < {fmt_value(reg['prefill_tokens_per_s'], digits=4)} tokens/s, decode < "
              f"{fmt_value(reg['decode_tokens_per_s'], digits=4)} tokens/s (the rectangle this (n_p, n_d) sustains)"]
@@ -165,16 +169,31 @@ def _run_disaggregated(args):
     return 0
 
 
+def _load_network(case):
+    """:func:`~fluidq.network.toml.load_network`; a name that is no file also lists the shipped disaggregated
+    cases (fluidq.network cannot see them: they are read by fluidq.capacity, a layer above)."""
+    from ...capacity.disaggregated_case import case_names
+    from ...errors import DataError
+    from ...network.toml import load_network
+
+    try:
+        return load_network(case)
+    except DataError as exc:
+        msg = str(exc)
+        if not (msg.startswith("no such case file") and msg.endswith(")")):
+            raise
+        raise DataError(f"{msg[:-1]}; disaggregated prefill/decode: {', '.join(case_names())})") from None
+
+
 def run(args):
     from ...capacity.disaggregated_case import is_disaggregated_case
     from ...stability.network import check_network_stability, decided_words
-    from ...network.toml import load_network
 
     refuse_roofline_args(args, "fluidq network")
     _check_args(args)
     if is_disaggregated_case(args.case):
         return _run_disaggregated(args)
-    net = load_network(args.case)
+    net = _load_network(args.case)
     if args.load is not None:
         net = _at_load(net, args.load)
     if args.simulate and args.horizon is not None:  # the runs' sizes, before any work, naming the flags
