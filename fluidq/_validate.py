@@ -234,3 +234,12 @@ def seed_sequence(rng, name: str = "rng") -> np.random.SeedSequence:
     if isinstance(rng, np.random.Generator):
         return np.random.SeedSequence(int(rng.integers(2**63)))
     return np.random.SeedSequence(rng)
+
+
+def budget_holds_seqs(name: str, b_max: int, k_max: int | None) -> None:
+    """vLLM's scheduler refuses ``--max-num-batched-tokens`` below ``--max-num-seqs`` (``SchedulerConfig``: every
+    running sequence needs a token of the iteration's budget); a deployment of vLLM's is refused the same way here,
+    naming ``name``, the budget's parameter."""
+    if k_max is not None and b_max < k_max:
+        raise ParameterError(name, b_max, f"at least max_num_seqs ({k_max:,}): vLLM refuses a token budget below "
+                             "its sequence limit", "raise max_num_batched_tokens or lower max_num_seqs")

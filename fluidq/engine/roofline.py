@@ -77,6 +77,11 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
     from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer
 
     block_size = integer("block_size", block_size, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    b_max = integer("b_max", b_max, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    if k_max is not None:
+        from .._validate import budget_holds_seqs
+
+        budget_holds_seqs("b_max", b_max, integer("k_max", k_max, minimum=1, maximum=MAX_BUDGET_TOKENS))
     if max_model_len is not None:
         from ..models.context import check_fits_cache, check_max_model_len, longest_in_blocks
 
@@ -89,7 +94,8 @@ def roofline_engine(model, gpu, tensor_parallel_size: int = 1, *, b_max: int = 2
         kv_capacity_tokens = kv_capacity_estimate(
             model, gpu_memory_gib=rf.gpu.memory_gib if gpu_memory_gib is None else gpu_memory_gib,
             gpu_memory_utilization=gpu_memory_utilization, tensor_parallel_size=rf.tensor_parallel_size,
-            max_num_batched_tokens=b_max, max_num_seqs=k_max or 256, max_model_len=max_model_len,
+            # no sequence limit: vLLM's default 256, or as many sequences as the budget holds
+            max_num_batched_tokens=b_max, max_num_seqs=k_max or min(256, b_max), max_model_len=max_model_len,
             block_size=block_size)
         kv_capacity_tokens = (kv_capacity_tokens.tokens if context_tokens is None
                               else kv_capacity_tokens.tokens_at_context(context_tokens))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, integer, real
+from .._validate import BUDGET_WHY, MAX_BUDGET_TOKENS, budget_holds_seqs, integer, real
 from ..errors import ParameterError
 from .context import check_fits_cache
 from .facts import MAX_PARALLEL, PARALLEL_WHY, ModelFacts
@@ -298,6 +298,7 @@ def kv_capacity_estimate(model: ModelFacts, *, gpu_memory_gib: float, gpu_memory
     max_num_batched_tokens = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1,
                                      maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
     max_num_seqs = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS, why=BUDGET_WHY)
+    budget_holds_seqs("max_num_batched_tokens", max_num_batched_tokens, max_num_seqs)  # vLLM's scheduler refuses it
     if activation_reserve_gib is None:
         reserve_given = None
         how = (f"estimated: {max_num_batched_tokens} batched tokens x (4 x hidden + 3 x ffn/tp) x "

@@ -46,6 +46,7 @@ import numpy as np
 
 from .._validate import MAX_BUDGET_TOKENS, MAX_KV_TOKENS, integer, real, vllm_block_size
 from ..errors import DataError, ParameterError
+from .._validate import budget_holds_seqs
 
 __all__ = ["predict_deployment", "deployment_engine"]
 
@@ -170,6 +171,7 @@ def _vllm_args(max_num_seqs, max_num_batched_tokens, block_size, input_tokens, o
     lengths as equal-size arrays (one given length is repeated to the other's size)."""
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    budget_holds_seqs("max_num_batched_tokens", b_max, k_max)  # vLLM's own refusal
     block = _block(block_size)
     p, o = _lengths("input_tokens", input_tokens), _lengths("output_tokens", output_tokens)
     if p.size != o.size:
@@ -582,6 +584,7 @@ def deployment_engine(profile_dir, *, max_num_seqs: int = 256, max_num_batched_t
         raise ParameterError("enable_prefix_caching", enable_prefix_caching, "True or False")
     k_max = integer("max_num_seqs", max_num_seqs, minimum=1, maximum=MAX_BUDGET_TOKENS)
     b_max = integer("max_num_batched_tokens", max_num_batched_tokens, minimum=1, maximum=MAX_BUDGET_TOKENS)
+    budget_holds_seqs("max_num_batched_tokens", b_max, k_max)  # vLLM's own refusal
     block = _block(block_size)
     parts = _deployment_parts(folder, tp=tp, pp=1, dp=1, enable_expert_parallel=False, k_max=k_max, b_max=b_max,
                               block=block, model=model, comm=comm, link_bandwidth_gbps=link_bandwidth_gbps,

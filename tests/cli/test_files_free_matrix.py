@@ -80,9 +80,11 @@ def test_the_refusals_say_what_memory_is_needed(capsys):
                            capsys)
     assert rc == 0, err
     # 20,000 sequences: the sampler's logits (20,000 x 128,256 x 8 B) leave no room on an L4, which more GPUs
-    # would not change; the refusal says what sizes the reserve
-    rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "L4", "--max-num-seqs", "20000"], capsys)
-    assert rc == 2 and "reserve 19.84 GiB" in err and "the reserve grows with --max-num-seqs (20000" in err, err
+    # would not change; the refusal says what sizes the reserve (a budget of as many tokens: vLLM refuses a smaller
+    # one; its activations take 2.21 GiB where the default 2,048 tokens' took 0.23: 19.84 -> 21.82 GiB)
+    rc, out, err = run_cli(["capacity", "--model", "Llama-3.1-8B", "--gpu", "L4", "--max-num-seqs", "20000",
+                            "--max-num-batched-tokens", "20000"], capsys)
+    assert rc == 2 and "reserve 21.82 GiB" in err and "the reserve grows with --max-num-seqs (20000" in err, err
     assert "it fits from" not in err
 
 

@@ -11,7 +11,7 @@ FLAGS = {"input_tokens": "--input-len", "output_tokens": "--output-len", "tensor
          "gpu_memory_utilization": "--gpu-memory-utilization",
          "max_num_seqs": "--max-num-seqs", "max_num_batched_tokens": "--max-num-batched-tokens",
          "kv_capacity_tokens": "--kv-capacity", "block_size": "--block-size", "tp": "--tensor-parallel-size",
-         "max_model_len": "--max-model-len"}
+         "max_model_len": "--max-model-len", "b_max": "--max-num-batched-tokens", "k_max": "--max-num-seqs"}
 
 
 @contextlib.contextmanager
