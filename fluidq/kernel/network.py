@@ -41,7 +41,9 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   swap-ins, refusal, recomputation, the block pool of :class:`fluidq.kernel.memory.BlockPool` on this station's
   region of ``pq``; :mod:`fluidq.kernel.kv` calls most of them too, its notes say which it writes out);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
-  its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
+  its victim search, in StationMemory's order of operations; the token rules' pass over a batch's chunks is
+  :mod:`fluidq.kernel.kvrules`' ``token_pass``, which network_kv's pass and the single-engine KV kernel call too
+  (2026-12-07, h-dedup).  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
 
 * stations whose policies are asked in Python (a user's ``select(view)``, a built-in scheduler with an ordering
@@ -97,6 +99,7 @@ from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's in
 from . import memory as _rules  # the memory rules, written once (StationMemory's), inlined below
 from . import routing as _routing  # the routing rules, written once (the Python clock's too), inlined below
 from .memory import ACCEPT, ASK_AGAIN, STOP
+from .kvrules import token_pass as _token_pass  # (the token rules' pass over a batch's chunks)
 
 
 def _kernel(fn=None, **options):
@@ -124,7 +127,6 @@ _prefix_want = _inline(_rules.prefix_want)
 _recompute = _inline(_rules.recompute)
 _swap_in_fits = _inline(_rules.swap_in_fits)
 _token_next = _inline(_rules.token_next)
-_token_take = _inline(_rules.token_take)
 _victim_key = _inline(_rules.victim_key)
 # the routing rules (fluidq.kernel.routing's plain functions, which the Python event clock calls too), inlined
 _pick = _inline(_routing.pick)
@@ -1070,19 +1072,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         room = kvcap - st[s, S_USED] - nd
         if room >= 0:
             reserve = nadm
-            kept = 0
-            dropped = False
-            for j in range(npf):
-                rid = al_t[s, j]
-                x = _token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
-                if x >= 0:
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = x
-                    kept += 1
-                    room -= x
-                elif x == STOP:
-                    dropped = True
-                    break
+            kept, room, dropped = _token_pass(npf, al_t[s], al_k[s], al_t[s], al_k[s], ti[:, T_P], ti[:, T_PREF],
+                                              ti[:, T_KV], room, reserve, chunkable)
             nxt = _token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
             if nxt == ASK_AGAIN:
                 hide = True

@@ -20,11 +20,12 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
   scheduler) the batch against ``batch_violations``' rules on the arrays first (:func:`_bad`, O(batch); ``ST_BAD``:
   the driver's ``batch_faults``/``batch_violations`` on the view name the problem, EngineRun's
   :class:`~fluidq.kernel.step.PolicyError`, or with the check off a batch over the budgets alone runs as given);
-  then the token rules' pass over that batch (``token_take`` per chunk into ``bk``, then ``token_next``:
-  accept, ask again with the admitted requests alone, or a victim) or the paged rules' (``blocks_needed`` of the
-  running requests against the free blocks, the running requests' blocks, new requests admitted head-of-line by
-  ``paged_take`` with their own cached prefix back by ``prefix_want``/``pool_reuse``, ``paged_retry``); a victim
-  under vLLM's most-recent rule is chosen here (``victim_key`` over the admission numbers), any other stops with
+  then the token rules' pass over that batch (``token_pass``, ``token_take`` per chunk, into ``bk``, then
+  ``token_next``: accept, ask again with the admitted requests alone, or a victim) or the paged rules'
+  (``blocks_needed`` of the running requests against the free blocks, the running requests' blocks, new requests
+  admitted head-of-line by ``paged_take`` with their own cached prefix back by ``prefix_want``/``pool_reuse``,
+  ``paged_retry``); a victim under vLLM's most-recent rule is chosen here (``victim_key`` over the admission
+  numbers), any other stops with
   ``ST_VICTIM`` and the admitted requests' ids in ``vw``: the driver orders them by the memory module's own
   ``_victim_order`` (the policy's ordering, arrival order without one) and takes the last that ``_may_evict_hook``'s
   hook allows (the paged rules: else the first candidate; the token rules: ``-1``, and the first candidate in
@@ -35,10 +36,12 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
   ``al_t``/``al_k[s, :K_NP]`` and ``fR[s, :K_ND]``, its swap seconds in ``kf``.
 
 Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them (``_swap_in_fits``,
-``_token_take``, ``_token_next``, ``_no_victim_decoders``, ``_decoders_within``, ``_blocks_needed``, ``_cdiv``,
-``_prefix_want``, ``_paged_take``, ``_paged_retry``, ``_victim_key``, the pool's through ``_palloc``/``_ptake``/
-``_preuse``/``_preempt``): no rule is written here.  Why its own phases on network.py's columns rather than the select
-loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one engine's, ``ri``/``si``): the station's memory state
+``_token_pass`` -- :mod:`fluidq.kernel.kvrules`' ``token_pass``, ``token_take`` per chunk, the native pass's and the
+single-engine KV kernel's too --, ``_token_next``, ``_no_victim_decoders``, ``_decoders_within``, ``_blocks_needed``,
+``_cdiv``, ``_prefix_want``, ``_paged_take``, ``_paged_retry``, ``_victim_key``, the pool's through
+``_palloc``/``_ptake``/``_preuse``/``_preempt``): no rule is written here.  Why its own phases on network.py's
+columns rather than the select loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one engine's,
+``ri``/``si``): the station's memory state
 already lives in these columns (``_mem_end`` ends its batches, ``_submit`` refuses and queues its hops, the records
 read them), so the pass reads and writes the one state the loop keeps, with no copy between two layouts per ask.
 The requests whose objects a pass changes (a victim, a prefix taken back) are listed in ``tq`` for the driver.
@@ -87,7 +90,7 @@ from .network import (Q_DH, Q_PH, R_END, R_SWAPS, S_ADMSEQ, S_ASKEND, S_BS, S_CA
                       T_CLS, T_CUP, T_D, T_DEC, T_HELD, T_HOP, T_KV, T_LAB, T_NBLK, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
                       T_ST, _blocks_needed, _cdiv, _decoders_within, _inline, _kernel, _misdec, _mholds, _mvisible,
                       _no_victim_decoders, _paged_retry, _paged_take, _palloc, _preempt, _prefix_want, _preuse, _ptake,
-                      _qremove, _res_insert, _swap_in_fits, _token_next, _token_take, _victim_key)
+                      _qremove, _res_insert, _swap_in_fits, _token_next, _token_pass, _victim_key)
 from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["KVStation"]
@@ -285,20 +288,9 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             room = kvcap - st[s, S_USED] - nd
             if room >= 0:
                 reserve = ks[K_NADM]
-                kept = 0
-                dropped = False
-                chunk = ks[K_CHUNK] != 0
-                for j in range(npf):
-                    rid = al_t[s, j]
-                    x = _token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunk)
-                    if x >= 0:
-                        bk[kept, 0] = rid
-                        bk[kept, 1] = x
-                        kept += 1
-                        room -= x
-                    elif x == STOP:
-                        dropped = True
-                        break
+                # (the chunks kept into bk: al_t/al_k keep the policy's batch until it is accepted)
+                kept, room, dropped = _token_pass(npf, al_t[s], al_k[s], bk[0], bk[1], ti[:, T_P], ti[:, T_PREF],
+                                                  ti[:, T_KV], room, reserve, ks[K_CHUNK] != 0)
                 nxt = _token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, ks[K_NADM])
                 if nxt == ASK_AGAIN:
                     ks[K_HIDE] = 1
@@ -306,8 +298,8 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
                     continue
                 if nxt == ACCEPT:
                     for j in range(kept):
-                        al_t[s, j] = bk[j, 0]
-                        al_k[s, j] = bk[j, 1]
+                        al_t[s, j] = bk[0, j]
+                        al_k[s, j] = bk[1, j]
                     ks[K_NP] = kept
                     ks[K_PH] = P_FIN
                     continue
@@ -461,8 +453,8 @@ class KVStation:
             ks[K_CHK] = int(self.faults)
             ks[K_BMAX] = self.b_max
             ks[K_KMAX] = -1 if self.k_max is None else self.k_max
-        if self.bk is None or self.bk.shape[0] < a.al_t.shape[1]:
-            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        if self.bk is None or self.bk.shape[1] < a.al_t.shape[1]:
+            self.bk = np.zeros((2, a.al_t.shape[1]), dtype=np.int64)
 
     def _sync(self, a, lim, new_task, labels):
         """The request objects up to date: the last batch's requests (prefilled, decoded, first scheduled; the
@@ -599,8 +591,8 @@ class KVStation:
             return False
         asker._room(npf, nd)  # (a batch over the budgets with the check off: the arrays grow)
         a = asker.a
-        if self.bk.shape[0] < a.al_t.shape[1]:
-            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        if self.bk.shape[1] < a.al_t.shape[1]:
+            self.bk = np.zeros((2, a.al_t.shape[1]), dtype=np.int64)
         try:
             if npf:
                 x = np.array(pre, dtype=np.int64)
