@@ -22,26 +22,31 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
   :class:`~fluidq.kernel.step.PolicyError`, or with the check off a batch over the budgets alone runs as given);
   then the token rules' pass over that batch (``token_pass``, ``token_take`` per chunk, into ``bk``, then
   ``token_next``: accept, ask again with the admitted requests alone, or a victim) or the paged rules'
-  (``blocks_needed`` of the running requests against the free blocks, the running requests' blocks, new requests
-  admitted head-of-line by ``paged_take`` with their own cached prefix back by ``prefix_want``/``pool_reuse``,
-  ``paged_retry``); a victim under vLLM's most-recent rule is chosen here (``victim_key`` over the admission
-  numbers), any other stops with
+  (``blocks_needed`` of the running requests against the free blocks, ``_paged_need``; the running requests' blocks,
+  new requests admitted head-of-line by ``paged_take`` with their own cached prefix back by
+  ``prefix_want``/``pool_reuse``, ``_paged_admit``; ``paged_retry``); a victim under vLLM's most-recent rule is
+  chosen here (``victim_key`` over the admission numbers, ``_most_recent``), any other stops with
   ``ST_VICTIM`` and the admitted requests' ids in ``vw``: the driver orders them by the memory module's own
   ``_victim_order`` (the policy's ordering, arrival order without one) and takes the last that ``_may_evict_hook``'s
   hook allows (the paged rules: else the first candidate; the token rules: ``-1``, and the first candidate in
   ``K_VICF``);
 * ``P_VIC``: ``no_victim_decoders`` where every candidate refuses, else the preemption (:func:`fluidq.kernel.network.
   _preempt`, the native stations' own: recompute or swap-out, the station's work and buffers), and ask again;
-* ``P_FIN``: the never-exceed clamp of the token rules (``decoders_within``): ``ST_DONE``, the batch in
-  ``al_t``/``al_k[s, :K_NP]`` and ``fR[s, :K_ND]``, its swap seconds in ``kf``.
+* ``P_FIN``: the never-exceed clamp of the token rules (``decoders_within``, ``_within_memory``): ``ST_DONE``, the
+  batch in ``al_t``/``al_k[s, :K_NP]`` and ``fR[s, :K_ND]``, its swap seconds in ``kf``.
 
-Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them (``_swap_in_fits``,
-``_token_pass`` -- :mod:`fluidq.kernel.kvrules`' ``token_pass``, ``token_take`` per chunk, the native pass's and the
-single-engine KV kernel's too --, ``_token_next``, ``_no_victim_decoders``, ``_decoders_within``, ``_blocks_needed``,
-``_cdiv``, ``_prefix_want``, ``_paged_take``, ``_paged_retry``, ``_victim_key``, the pool's through
-``_palloc``/``_ptake``/``_preuse``/``_preempt``): no rule is written here.  Why its own phases on network.py's
-columns rather than the select loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one engine's,
-``ri``/``si``): the station's memory state
+Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them, and the steps
+this pass shares with the native KV stations' pass (:func:`fluidq.kernel.network._mem_form`) are network.py's own
+inlined helpers, which both call (2026-12-07, h-dedup; each pass had its copy): the swap-ins (``_swap_ins``:
+``swap_in_fits``, ``cdiv``, the pool's ``_palloc``), the running requests' blocks (``_paged_need``:
+``blocks_needed``), vLLM's most-recent victim (``_most_recent``: ``victim_key``), the paged admission
+(``_paged_admit``: ``prefix_want``, ``_preuse``, ``paged_take``, ``_ptake``; a prefix taken back listed in ``tq``),
+the token rules' pass (:func:`fluidq.kernel.kvrules.token_pass`: ``token_take``; the single-engine KV kernel's too)
+and their last clamp (``_within_memory``: ``decoders_within``); this pass calls ``token_next``, ``paged_retry``,
+``no_victim_decoders`` and ``_preempt`` itself.  No rule is written here; what is its own is the phases, the view,
+the compiled check of the policy's batch and the victim candidates handed to the driver.  Why its own phases on
+network.py's columns rather than the select loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one
+engine's, ``ri``/``si``): the station's memory state
 already lives in these columns (``_mem_end`` ends its batches, ``_submit`` refuses and queues its hops, the records
 read them), so the pass reads and writes the one state the loop keeps, with no copy between two layouts per ask.
 The requests whose objects a pass changes (a victim, a prefix taken back) are listed in ``tq`` for the driver.
@@ -58,7 +63,7 @@ context-aware time, or the engine's ``composition_time`` on the prefill chunks' 
 the table is EngineRun's over-budget :class:`~fluidq.kernel.step.PolicyError`; the swap seconds added): the answer
 gives its end (``S_ASKEND``, ``R_END``), or the end of a pass that only swapped in (no batch: ``S_SWAPWAIT`` when it
 is over, and the station asks again), or an idle station (an empty batch with work left is noted, ``idle_ask``, as
-EngineRun notes it).  The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
+EngineRun notes it). The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
 first token and a recomputation's catch-up token, decode tokens, KV grown, the finished released in arrival order).
 
 Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
@@ -84,13 +89,11 @@ import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
 from ._select_checks import _junk_blocked
-from .memory import ACCEPT, ASK_AGAIN, STOP, _may_evict_hook, _unfinished, _victim_order
-from .network import (Q_DH, Q_PH, R_END, R_SWAPS, S_ADMSEQ, S_ASKEND, S_BS, S_CACHING, S_FREE, S_KVCAP, S_MOSTREC,
-                      S_NALLOC, S_NBLKN, S_NDEC, S_NH, S_NKV, S_NRES, S_NT, S_PAGED, S_USED, S_WHOLE, S_WORK, T_ADM,
-                      T_CLS, T_CUP, T_D, T_DEC, T_HELD, T_HOP, T_KV, T_LAB, T_NBLK, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
-                      T_ST, _blocks_needed, _cdiv, _decoders_within, _inline, _kernel, _misdec, _mholds, _mvisible,
-                      _no_victim_decoders, _paged_retry, _paged_take, _palloc, _preempt, _prefix_want, _preuse, _ptake,
-                      _qremove, _res_insert, _swap_in_fits, _token_next, _token_pass, _victim_key)
+from .memory import ACCEPT, ASK_AGAIN, _may_evict_hook, _unfinished, _victim_order
+from .network import (Q_DH, Q_PH, R_END, S_ASKEND, S_BS, S_FREE, S_KVCAP, S_MOSTREC, S_NALLOC, S_NBLKN, S_NH, S_NKV,
+                      S_NT, S_PAGED, S_USED, T_CLS, T_D, T_DEC, T_HOP, T_KV, T_LAB, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
+                      T_ST, _inline, _kernel, _mholds, _most_recent, _mvisible, _no_victim_decoders, _paged_admit,
+                      _paged_need, _paged_retry, _preempt, _swap_ins, _token_next, _token_pass, _within_memory)
 from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["KVStation"]
@@ -126,33 +129,12 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
     tq = kx[N_K + N:N_K + 2 * N + 2]
     mark = kx[N_K + 2 * N + 2:]
     paged = st[s, S_PAGED] != 0
-    bs = st[s, S_BS]
     kvcap = st[s, S_KVCAP]
     lim = ks[K_LIM]
     while True:
         ph = ks[K_PH]
         if ph == P_MEM0:  # the swapped-out requests come back first, oldest first, while their KV fits
-            ex1 = 0.0
-            while qh[s, 0, Q_DH]:
-                rid = qh[s, 0, Q_DH]
-                held = ti[rid, T_HELD]
-                if not _swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
-                    break
-                _qremove(qh, ti, s, 0, Q_DH, rid)
-                if paged:
-                    k = _cdiv(held, bs, -1)
-                    _palloc(s, k, st, ti, pq)
-                    ti[rid, T_NBLK] = k
-                    st[s, S_NBLKN] += 1
-                st[s, S_USED] += held
-                ti[rid, T_KV] = held
-                if held > 0:
-                    st[s, S_NKV] += 1
-                if _misdec(ti, rid):
-                    st[s, S_NDEC] += 1
-                ex1 += held * stf[s, R_SWAPS]
-                _res_insert(qh, ti, s, rid)
-                st[s, S_NRES] += 1
+            ex1 = _swap_ins(s, st, stf, ti, qh, pq)
             kf[F_E1] = ex1
             kf[F_E2] = 0.0
             n = 0
@@ -199,84 +181,16 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             ks[K_SKIP] = 0
             hide = ks[K_HIDE] != 0
             if paged:  # StationMemory._paged
-                need = 0
-                for j in range(npf):
-                    rid = al_t[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
-                for j in range(nd):
-                    rid = fR[s, j]
-                    need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
-                if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in the policy's order
+                if _paged_need(s, npf, nd, st, ti, al_t, al_k, fR) > st[s, S_FREE]:
+                    # preempt: the most recently admitted, or the last in the policy's order
                     if st[s, S_MOSTREC]:
-                        victim = 0
-                        top = -1
-                        seen = 0
-                        rid = qh[s, 0, Q_PH]
-                        while rid and seen < st[s, S_NBLKN]:
-                            if ti[rid, T_NBLK] >= 0:
-                                seen += 1
-                                if _victim_key(True, ti[rid, T_ADM], rid) > top:
-                                    top = _victim_key(True, ti[rid, T_ADM], rid)
-                                    victim = rid
-                            rid = ti[rid, T_NXT]
-                        ks[K_VIC] = victim
+                        ks[K_VIC] = _most_recent(s, st, ti, qh)
                         ks[K_PH] = P_VIC
                         continue
                     ks[K_NVW] = _admitted(s, qh, ti, lim, vw, True)
                     ks[K_PH] = P_VIC
                     return ST_VICTIM
-                for j in range(npf):  # the running requests' blocks first
-                    rid = al_t[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        _ptake(s, rid, al_k[s, j], st, ti, pq)
-                for j in range(nd):
-                    _ptake(s, fR[s, j], 1, st, ti, pq)
-                caching = st[s, S_CACHING] != 0
-                whole = st[s, S_WHOLE] != 0
-                kept = 0
-                stop = False
-                for j in range(npf):  # then new requests, head-of-line, while their reservation fits
-                    rid = al_t[s, j]
-                    m = al_k[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        al_t[s, kept] = rid
-                        al_k[s, kept] = m
-                        kept += 1
-                        continue
-                    if stop:
-                        continue
-                    p = ti[rid, T_P]
-                    hit = 0
-                    if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                        w = _prefix_want(p, bs, -1, st[s, S_FREE])
-                        if w == STOP:
-                            stop = True
-                            continue
-                        hit = _preuse(s, rid, w, st, ti, pq)
-                    x = _paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
-                    if x == STOP:
-                        stop = True
-                        continue
-                    ti[rid, T_NBLK] = hit
-                    st[s, S_NBLKN] += 1
-                    if hit:
-                        if ti[rid, T_KV] == 0:
-                            st[s, S_NKV] += 1
-                        ti[rid, T_KV] = hit * bs
-                        st[s, S_USED] += hit * bs
-                        ti[rid, T_PREF] = hit * bs
-                        st[s, S_WORK] -= hit * bs
-                        buf[ti[rid, T_LAB]] -= hit * bs
-                        q = ks[K_NTQ]
-                        tq[q] = rid
-                        ks[K_NTQ] = q + 1
-                    ti[rid, T_ADM] = st[s, S_ADMSEQ]
-                    st[s, S_ADMSEQ] += 1
-                    _ptake(s, rid, x, st, ti, pq)
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = x
-                    kept += 1
+                kept, stop, ks[K_NTQ] = _paged_admit(s, npf, nd, st, ti, al_t, al_k, fR, buf, pq, tq, ks[K_NTQ])
                 if _paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                     ks[K_HIDE] = 1  # ask again with the admitted requests alone
                     ks[K_PH] = P_ASK
@@ -326,14 +240,7 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             ks[K_HIDE] = 1  # (vLLM: no waiting request is admitted in an iteration that preempted)
             ks[K_PH] = P_ASK
         else:  # P_FIN: never exceed memory (at most the free tokens' decoders, no prefill)
-            npf = ks[K_NP]
-            nd = ks[K_ND]
-            x = nd
-            for j in range(npf):
-                x += al_k[s, j]
-            if x > kvcap - st[s, S_USED]:
-                ks[K_NP] = 0
-                ks[K_ND] = _decoders_within(nd, kvcap - st[s, S_USED])
+            ks[K_NP], ks[K_ND] = _within_memory(s, ks[K_NP], ks[K_ND], st, al_k)
             _sums(s, ti, al_k, fR, ks)
             return ST_DONE
 
