@@ -54,17 +54,18 @@ The requests whose objects a pass changes (a victim, a prefix taken back) are li
 The driver (:meth:`KVStation.ask`, called by :class:`fluidq.kernel.network_select.Asker` in the Python clock's order
 of asks) keeps the station's request objects (:func:`fluidq.kernel.clock._new_task`, the Python clock's, with ``job``,
 ``rank`` -- the station's rank of the hop, which a KV station's view does not apply -- and ``label``) up to date from
-the arrays as network_select's ``_sync`` does (the last batch's requests, the hops submitted since the last ask, the
-requests a pass touched), asks the policy with EngineRun's checks (:meth:`fluidq.kernel.step.EngineRun.ask`: a return
-that is not a Batch, a policy that wrote its requests' fields with the check, ``batch_violations`` with the check,
-``batch_faults`` without it for a policy that is not a trusted built-in scheduler, ``blocked`` ids), and times the
-batch as EngineRun does (``t(b)`` from the Python path's table, plus seconds per KV token of the decoders for a
-context-aware time, or the engine's ``composition_time`` on the prefill chunks' and decoders' KV held; a batch past
-the table is EngineRun's over-budget :class:`~fluidq.kernel.step.PolicyError`; the swap seconds added): the answer
-gives its end (``S_ASKEND``, ``R_END``), or the end of a pass that only swapped in (no batch: ``S_SWAPWAIT`` when it
-is over, and the station asks again), or an idle station (an empty batch with work left is noted, ``idle_ask``, as
-EngineRun notes it). The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
-first token and a recomputation's catch-up token, decode tokens, KV grown, the finished released in arrival order).
+the arrays by :mod:`fluidq.kernel._net_sync`'s functions, as network_select's ``_sync`` does (the last batch's
+requests, the hops submitted since the last ask), and the requests a pass touched, asks the policy with EngineRun's
+checks (:meth:`fluidq.kernel.step.EngineRun.ask`: a return that is not a Batch, a policy that wrote its requests'
+fields with the check, ``batch_violations`` with the check, ``batch_faults`` without it for a policy that is not a
+trusted built-in scheduler, ``blocked`` ids), and times the batch as EngineRun does (``t(b)`` from the Python path's
+table, plus seconds per KV token of the decoders for a context-aware time, or the engine's ``composition_time`` on the
+prefill chunks' and decoders' KV held; a batch past the table is EngineRun's over-budget
+:class:`~fluidq.kernel.step.PolicyError`; the swap seconds added): the answer gives its end (``S_ASKEND``, ``R_END``),
+or the end of a pass that only swapped in (no batch: ``S_SWAPWAIT`` when it is over, and the station asks again), or
+an idle station (an empty batch with work left is noted, ``idle_ask``, as EngineRun notes it). The loop ends the batch
+as its native KV stations' (``_mem_end``: prefill chunks, the prefill's first token and a recomputation's catch-up
+token, decode tokens, KV grown, the finished released in arrival order).
 
 Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
 or ``budgets`` (the Python clock shows it every resident at a KV station, as any policy: no window there), and,
@@ -88,12 +89,13 @@ from itertools import chain
 import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
+from ._net_sync import decoded, prefilled, submitted
 from ._select_checks import _junk_blocked
 from .memory import ACCEPT, ASK_AGAIN, _may_evict_hook, _unfinished, _victim_order
 from .network import (Q_DH, Q_PH, R_END, S_ASKEND, S_BS, S_FREE, S_KVCAP, S_MOSTREC, S_NALLOC, S_NBLKN, S_NH, S_NKV,
-                      S_NT, S_PAGED, S_USED, T_CLS, T_D, T_DEC, T_HOP, T_KV, T_LAB, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
-                      T_ST, _inline, _kernel, _mholds, _most_recent, _mvisible, _no_victim_decoders, _paged_admit,
-                      _paged_need, _paged_retry, _preempt, _swap_ins, _token_next, _token_pass, _within_memory)
+                      S_PAGED, S_USED, T_D, T_DEC, T_KV, T_LAB, T_NPRE, T_NXT, T_P, T_PREF, T_RC, _inline, _kernel,
+                      _mholds, _most_recent, _mvisible, _no_victim_decoders, _paged_admit, _paged_need, _paged_retry,
+                      _preempt, _swap_ins, _token_next, _token_pass, _within_memory)
 from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["KVStation"]
@@ -365,37 +367,22 @@ class KVStation:
 
     def _sync(self, a, lim, new_task, labels):
         """The request objects up to date: the last batch's requests (prefilled, decoded, first scheduled; the
-        finished leave) and the hops submitted to the station with ids below ``lim``."""
+        finished leave) and the hops submitted to the station with ids below ``lim`` (:mod:`fluidq.kernel._net_sync`,
+        as the other stations asked in Python)."""
         ti = a.ti
         res = self.res
         if self.last is not None:
             pids, dids, t0 = self.last
             self.last = None
             if pids is not None:
-                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
-                    pf, dc = row[T_PREF], row[T_DEC]
-                    r = res[rid]
-                    r.prefilled = pf
-                    r.decoded = dc
-                    if r.first_scheduled_s != r.first_scheduled_s:
-                        r.first_scheduled_s = t0
-                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
-                        del res[rid]
+                for r, finished in prefilled(res, ti, pids, t0):
+                    if finished:  # it left the station
+                        del res[r.rid]
             if dids is not None:
-                for rid, dc in zip(dids.tolist(), ti[dids, T_DEC].tolist()):
-                    r = res[rid]
-                    r.decoded = dc
-                    if dc >= r.output_tokens:
-                        del res[rid]
+                decoded(res, None, map(res.__getitem__, dids.tolist()), ti[dids, T_DEC].tolist())
         if lim > self.hi:
-            if len(res) != a.st[self.s, S_NT]:  # (else every hop at the station is known)
-                idx = np.flatnonzero(ti[self.hi:lim, T_ST] == self.s)
-                if idx.size:
-                    idx += self.hi
-                    ranks = self.ranks
-                    for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
-                        res[rid] = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, ranks[row[T_HOP]],
-                                            labels[row[T_LAB]])
+            for r in submitted(a, self.s, self.hi, lim, len(res), new_task, labels, self.ranks):
+                res[r.rid] = r
             self.hi = lim
 
     def _touched(self, ti):
