@@ -19,7 +19,8 @@ policy's ``select`` is :func:`~fluidq.kernel._kv_parts._select` over the residen
 jitted, inlined forms of :mod:`fluidq.kernel.memory`'s), as :mod:`fluidq.kernel.network` does: the block pool with
 prefix caching (``_alloc``, ``_release``, ``_reuse``), the block arithmetic (``cdiv``, ``bmod``, ``blocks_needed``:
 the blocks the running requests add), the refusal (``never_fits``), the swap-in test (``swap_in_fits``), token
-admission (``token_take`` per chunk, ``token_next`` after the pass), paged admission and reservation
+admission (``token_pass``, ``token_take`` per chunk -- the pass network.py's KV passes call too --, ``token_next``
+after the pass), paged admission and reservation
 (``paged_take``, ``paged_retry``), prefix caching's take-back (``prefix_want``) and recomputation (``recompute``).
 Until 2026-12-07 the admissions were written out here: calling them cost 1.046-1.058x per request (commit f9bb483,
 2026-12-06), when issue 15's KV target (within 2x of the run without memory) had no room for it; since the block
@@ -83,7 +84,7 @@ from .kvrules import bmod as _bmod, cdiv as _cdiv  # the rules kept written once
 from .kvrules import blocks_needed, decoders_within, no_victim_decoders, prefix_want, victim_key
 from .kvrules import swap_in_fits
 from .kvrules import recompute as _recompute
-from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_take
+from .kvrules import ACCEPT, ASK_AGAIN, STOP, paged_retry, paged_take, token_next, token_pass
 from .compose import chunks_s as _chunks_s  # the iteration model's compiled evaluation (a composition batch time)
 
 
@@ -323,19 +324,7 @@ def _advance(arr, P, D, tau, cfg, cf, si, sf, pc, rc, pf, dc, kv, nbk, adm, npre
                 room = kv_cap - used - nd
                 if room >= 0:
                     reserve = nadm
-                    kept = 0
-                    dropped_new = False
-                    for j in range(npf):
-                        rid = bpr[j]
-                        x = token_take(bpm[j], pc[rid] - pf[rid], kv[rid], room, reserve, chunked)
-                        if x >= 0:
-                            bpr[kept] = rid
-                            bpm[kept] = x
-                            kept += 1
-                            room -= x
-                        elif x == STOP:
-                            dropped_new = True
-                            break
+                    kept, room, dropped_new = token_pass(npf, bpr, bpm, bpr, bpm, pc, pf, kv, room, reserve, chunked)
                     nxt = token_next(dropped_new, hide, kept == 0 and nd == 0, room, reserve, nadm)
                     if nxt == ASK_AGAIN:
                         hide = True

@@ -18,14 +18,15 @@ engine's ``composition_time`` on the request objects as EngineRun does -- the re
 With a KV cache under the default token rules (``Memory()``; branch h-sel15, 2026-12-07) the formation is
 ``StationMemory.form``'s, phase by phase: the swap-ins (``PH_MEM0``, oldest first while ``swap_in_fits``), then the
 passes of ``StationMemory._tokens`` -- ``PH_ASKM`` asks the policy (``STATUS_ASK``; the view is every resident, or the
-admitted ones alone, ``si[S_HIDE]``, as StationMemory narrows it), ``PH_FORM`` takes the chunks by ``token_take`` and
-decides by ``token_next`` (accept, ask again without the new requests, or preempt), and a preemption stops with
-``STATUS_VICTIM`` (the driver chooses the victim); ``PH_VIC`` applies ``no_victim_decoders`` or preempts
-(``recompute`` or a swap-out), and asks again.  The accepted batch goes through the never-exceed clamp
-(``decoders_within``); with a composition batch time the driver computes its time from the KV held
-(``STATUS_TAU``).  Every decision is a call to :mod:`fluidq.kernel.kvrules` (``never_fits`` at arrival,
-``swap_in_fits``, ``token_take``, ``token_next``, ``no_victim_decoders``, ``decoders_within``, ``recompute``): no
-rule is written here.  The requests whose objects the memory rules change are listed in ``tq`` for the driver.
+admitted ones alone, ``si[S_HIDE]``, as StationMemory narrows it), ``PH_FORM`` takes the chunks by ``token_pass``
+(``token_take`` per chunk, into ``bk``; the network loop's and the KV kernel's pass too) and decides by ``token_next``
+(accept, ask again without the new requests, or preempt), and a preemption stops with ``STATUS_VICTIM`` (the driver
+chooses the victim); ``PH_VIC`` applies ``no_victim_decoders`` or preempts (``recompute`` or a swap-out), and asks
+again. The accepted batch goes through the never-exceed clamp (``decoders_within``); with a composition batch time the
+driver computes its time from the KV held (``STATUS_TAU``). Every decision is a call to :mod:`fluidq.kernel.kvrules`
+(``never_fits`` at arrival, ``swap_in_fits``, ``token_pass``/``token_take``, ``token_next``, ``no_victim_decoders``,
+``decoders_within``, ``recompute``): no rule is written here. The requests whose objects the memory rules change are
+listed in ``tq`` for the driver.
 
 The paged rules (any other :class:`~fluidq.engine.Memory` -- vLLM's blocks, ``VLLM`` --; same branch) are
 ``StationMemory._paged``'s pass in ``PH_FORM``: the running requests' blocks (``blocks_needed``) against the free
@@ -67,7 +68,7 @@ from ._select_state import (F_BUSY, F_E1, F_E2, F_H, F_KS, F_NEXT, F_SWAPS, F_T,
                             STATUS_BATCH, STATUS_DONE, STATUS_GROW, STATUS_PROGRESS, STATUS_TAU, STATUS_VICTIM)
 from .kvrules import ACCEPT, ASK_AGAIN, STOP, decoders_within, never_fits, no_victim_decoders, recompute, swap_in_fits
 from .kvrules import blocks_needed, cdiv, paged_retry, paged_take, pool_alloc, pool_release, pool_reuse, prefix_want
-from .kvrules import token_next, token_take
+from .kvrules import token_next, token_pass
 
 
 @jit(inline="always")
@@ -459,20 +460,8 @@ def _advance(si, sf, arr, ri, rf, bp, bd, tau_b, bt, bnw, rci, rcf, fo, cg, cgf,
             room = kv_cap - si[S_USED] - nd
             if room >= 0:
                 reserve = si[S_NADM]
-                w = 0
-                dropped = False
-                chunk = si[S_CHUNK] != 0
-                for j in range(npf):
-                    i, m = bp[j, 0], bp[j, 1]
-                    x = token_take(m, ri[i, R_PC] - ri[i, R_PF], ri[i, R_KV], room, reserve, chunk)
-                    if x >= 0:
-                        bk[w, 0] = i
-                        bk[w, 1] = x
-                        w += 1
-                        room -= x
-                    elif x == STOP:
-                        dropped = True
-                        break
+                w, room, dropped = token_pass(npf, bp[:, 0], bp[:, 1], bk[:, 0], bk[:, 1], ri[:, R_PC], ri[:, R_PF],
+                                              ri[:, R_KV], room, reserve, si[S_CHUNK] != 0)
                 nxt = token_next(dropped, si[S_HIDE] != 0, w == 0 and nd == 0, room, reserve, si[S_NADM])
                 if nxt == ASK_AGAIN:
                     si[S_HIDE] = 1

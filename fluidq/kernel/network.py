@@ -41,7 +41,10 @@ It is :func:`fluidq.simulate_network`'s ``method="auto"`` path (the Python event
   swap-ins, refusal, recomputation, the block pool of :class:`fluidq.kernel.memory.BlockPool` on this station's
   region of ``pq``; :mod:`fluidq.kernel.kv` calls most of them too, its notes say which it writes out);
   ``_mem_form``, ``_mem_end`` and ``_preempt`` hold the station's walk over its residents (linked lists) and
-  its victim search, in StationMemory's order of operations.  ``tests/network/test_network_kernel_kv.py``
+  its victim search, in StationMemory's order of operations; the steps of ``_mem_form`` that the pass of a KV
+  station asked in Python (:mod:`fluidq.kernel.network_kv`) takes too are inlined helpers both call (``_swap_ins``,
+  ``_paged_need``, ``_most_recent``, ``_paged_admit``, ``_within_memory``, and :mod:`fluidq.kernel.kvrules`'
+  ``token_pass``, the single-engine KV kernel's too; 2026-12-07, h-dedup).  ``tests/network/test_network_kernel_kv.py``
   holds them to the Python path bit for bit.
 
 * stations whose policies are asked in Python (a user's ``select(view)``, a built-in scheduler with an ordering
@@ -97,6 +100,7 @@ from .fcfs import _budget_split, _decode_after_prefill, _fits  # batch_rule's in
 from . import memory as _rules  # the memory rules, written once (StationMemory's), inlined below
 from . import routing as _routing  # the routing rules, written once (the Python clock's too), inlined below
 from .memory import ACCEPT, ASK_AGAIN, STOP
+from .kvrules import token_pass as _token_pass  # (the token rules' pass over a batch's chunks)
 
 
 def _kernel(fn=None, **options):
@@ -124,7 +128,6 @@ _prefix_want = _inline(_rules.prefix_want)
 _recompute = _inline(_rules.recompute)
 _swap_in_fits = _inline(_rules.swap_in_fits)
 _token_next = _inline(_rules.token_next)
-_token_take = _inline(_rules.token_take)
 _victim_key = _inline(_rules.victim_key)
 # the routing rules (fluidq.kernel.routing's plain functions, which the Python event clock calls too), inlined
 _pick = _inline(_routing.pick)
@@ -940,17 +943,17 @@ def _last_holding(s, st, ti, qh):
     return last
 
 
-@_kernel
-def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
-    """``StationMemory.form``: swap-ins, then the policy's batch under the token or the paged rules (prefill
-    chunks in ``al_t``/``al_k``, decoders in ``fR[s]``); return (prompts, decoders, swap seconds, whether any
-    request is resident)."""
+@_inline
+def _swap_ins(s, st, stf, ti, qh, pq):
+    """``StationMemory.form``'s first step: the swapped-out requests come back, oldest first, while their KV fits
+    (``swap_in_fits``); return their swap seconds.  The native pass (:func:`_mem_form`) and the pass of a station
+    asked in Python (:func:`fluidq.kernel.network_kv._kv_pass`) both call it."""
     paged = st[s, S_PAGED] != 0
     bs = st[s, S_BS]
     kvcap = st[s, S_KVCAP]
     swap_s = stf[s, R_SWAPS]
     ex1 = 0.0
-    while qh[s, 0, Q_DH]:  # the swapped-out requests come back first, oldest first, while their KV fits
+    while qh[s, 0, Q_DH]:
         rid = qh[s, 0, Q_DH]
         held = ti[rid, T_HELD]
         if not _swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
@@ -970,6 +973,130 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         ex1 += held * swap_s
         _res_insert(qh, ti, s, rid)
         st[s, S_NRES] += 1
+    return ex1
+
+
+@_inline
+def _paged_need(s, npf, nd, st, ti, al_t, al_k, fR):
+    """The blocks the batch (``al_t``/``al_k[s, :npf]``, decoders ``fR[s, :nd]``) adds for its running requests
+    (``blocks_needed``; a new request's reservation is taken after them, :func:`_paged_admit`)."""
+    bs = st[s, S_BS]
+    need = 0
+    for j in range(npf):
+        rid = al_t[s, j]
+        if ti[rid, T_NBLK] >= 0:
+            need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
+    for j in range(nd):
+        rid = fR[s, j]
+        need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
+    return need
+
+
+@_inline
+def _most_recent(s, st, ti, qh):
+    """vLLM's victim under the paged rules: the request holding blocks with the largest ``victim_key`` (its admission
+    number; 0: none), scanning the residents until every one holding blocks is seen."""
+    victim = 0
+    top = -1
+    seen = 0
+    rid = qh[s, 0, Q_PH]
+    while rid and seen < st[s, S_NBLKN]:
+        if ti[rid, T_NBLK] >= 0:
+            seen += 1
+            if _victim_key(True, ti[rid, T_ADM], rid) > top:
+                top = _victim_key(True, ti[rid, T_ADM], rid)
+                victim = rid
+        rid = ti[rid, T_NXT]
+    return victim
+
+
+@_inline
+def _paged_admit(s, npf, nd, st, ti, al_t, al_k, fR, buf, pq, tq, nq):
+    """``StationMemory._paged`` once the batch fits (:func:`_paged_need`): the running requests' blocks first, then
+    the new requests head-of-line while their reservation fits (``paged_take``), each taking back its own cached
+    prefix first (``prefix_want``, :func:`_preuse`) and given its admission number; the batch's prompts kept are
+    compacted in place in ``al_t``/``al_k[s]``.  A request that took a prefix back is listed in ``tq[nq:]`` where
+    ``nq >= 0`` (:func:`fluidq.kernel.network_kv._kv_pass`'s requests a pass touched, whose objects its driver
+    updates; the native pass, :func:`_mem_form`, passes ``nq = -1`` and lists none).  Returns (prompts kept, whether
+    a new request stopped the admission, ``nq``)."""
+    bs = st[s, S_BS]
+    for j in range(npf):  # the running requests' blocks first
+        rid = al_t[s, j]
+        if ti[rid, T_NBLK] >= 0:
+            _ptake(s, rid, al_k[s, j], st, ti, pq)
+    for j in range(nd):
+        _ptake(s, fR[s, j], 1, st, ti, pq)
+    caching = st[s, S_CACHING] != 0
+    whole = st[s, S_WHOLE] != 0
+    kept = 0
+    stop = False
+    for j in range(npf):  # then new requests, head-of-line, while their reservation fits
+        rid = al_t[s, j]
+        m = al_k[s, j]
+        if ti[rid, T_NBLK] >= 0:
+            al_t[s, kept] = rid
+            al_k[s, kept] = m
+            kept += 1
+            continue
+        if stop:
+            continue
+        p = ti[rid, T_P]
+        hit = 0
+        if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
+            w = _prefix_want(p, bs, -1, st[s, S_FREE])
+            if w == STOP:
+                stop = True
+                continue
+            hit = _preuse(s, rid, w, st, ti, pq)
+        x = _paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
+        if x == STOP:
+            stop = True
+            continue
+        ti[rid, T_NBLK] = hit
+        st[s, S_NBLKN] += 1
+        if hit:
+            if ti[rid, T_KV] == 0:
+                st[s, S_NKV] += 1
+            ti[rid, T_KV] = hit * bs
+            st[s, S_USED] += hit * bs
+            ti[rid, T_PREF] = hit * bs
+            st[s, S_WORK] -= hit * bs
+            buf[ti[rid, T_LAB]] -= hit * bs
+            if nq >= 0:
+                tq[nq] = rid
+                nq += 1
+        ti[rid, T_ADM] = st[s, S_ADMSEQ]
+        st[s, S_ADMSEQ] += 1
+        _ptake(s, rid, x, st, ti, pq)
+        al_t[s, kept] = rid
+        al_k[s, kept] = x
+        kept += 1
+    return kept, stop, nq
+
+
+@_inline
+def _within_memory(s, npf, nd, st, al_k):
+    """The token rules' last clamp, never to exceed memory: a batch over the free tokens keeps no prompt and the
+    decoders ``decoders_within`` allows; return (prompts, decoders)."""
+    x = nd
+    for j in range(npf):
+        x += al_k[s, j]
+    if x > st[s, S_KVCAP] - st[s, S_USED]:
+        return 0, _decoders_within(nd, st[s, S_KVCAP] - st[s, S_USED])
+    return npf, nd
+
+
+@_kernel
+def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
+    """``StationMemory.form``: swap-ins, then the policy's batch under the token or the paged rules (prefill
+    chunks in ``al_t``/``al_k``, decoders in ``fR[s]``); return (prompts, decoders, swap seconds, whether any
+    request is resident).  Its steps are the helpers it shares with :func:`fluidq.kernel.network_kv._kv_pass`
+    (:func:`_swap_ins`, :func:`_paged_need`, :func:`_most_recent`, :func:`_paged_admit`, ``token_pass``,
+    :func:`_within_memory`); what is its own is the built-in FCFS policy's batch (:func:`_mem_select`) and the victim
+    in arrival order (:func:`_last_holding`)."""
+    paged = st[s, S_PAGED] != 0
+    kvcap = st[s, S_KVCAP]
+    ex1 = _swap_ins(s, st, stf, ti, qh, pq)
     if qh[s, 0, Q_PH] == 0:
         return 0, 0, ex1, False
     hide = qh[s, 0, Q_DH] != 0  # while requests are swapped out, no new one is admitted
@@ -977,82 +1104,15 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
     npf = 0
     nd = 0
     if paged:
-        caching = st[s, S_CACHING] != 0
-        whole = st[s, S_WHOLE] != 0
         while True:
             npf, nd = _mem_select(s, hide, st, ti, qh, al_t, al_k, fR, blk)
-            need = 0
-            for j in range(npf):
-                rid = al_t[s, j]
-                if ti[rid, T_NBLK] >= 0:
-                    need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
-            for j in range(nd):
-                rid = fR[s, j]
-                need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
-            if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in order
-                victim = 0
-                if st[s, S_MOSTREC]:
-                    top = -1
-                    seen = 0
-                    rid = qh[s, 0, Q_PH]
-                    while rid and seen < st[s, S_NBLKN]:
-                        if ti[rid, T_NBLK] >= 0:
-                            seen += 1
-                            if _victim_key(True, ti[rid, T_ADM], rid) > top:
-                                top = _victim_key(True, ti[rid, T_ADM], rid)
-                                victim = rid
-                        rid = ti[rid, T_NXT]
-                else:
-                    victim = _last_holding(s, st, ti, qh)
+            if _paged_need(s, npf, nd, st, ti, al_t, al_k, fR) > st[s, S_FREE]:
+                # preempt: the most recently admitted, or the last in order
+                victim = _most_recent(s, st, ti, qh) if st[s, S_MOSTREC] else _last_holding(s, st, ti, qh)
                 ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
                 hide = True  # vLLM: no waiting request is admitted in an iteration that preempted
                 continue
-            for j in range(npf):  # the running requests' blocks first
-                rid = al_t[s, j]
-                if ti[rid, T_NBLK] >= 0:
-                    _ptake(s, rid, al_k[s, j], st, ti, pq)
-            for j in range(nd):
-                _ptake(s, fR[s, j], 1, st, ti, pq)
-            kept = 0
-            stop = False
-            for j in range(npf):  # then new requests, head-of-line, while their reservation fits
-                rid = al_t[s, j]
-                m = al_k[s, j]
-                if ti[rid, T_NBLK] >= 0:
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = m
-                    kept += 1
-                    continue
-                if stop:
-                    continue
-                p = ti[rid, T_P]
-                hit = 0
-                if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                    w = _prefix_want(p, bs, -1, st[s, S_FREE])
-                    if w == STOP:
-                        stop = True
-                        continue
-                    hit = _preuse(s, rid, w, st, ti, pq)
-                x = _paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
-                if x == STOP:
-                    stop = True
-                    continue
-                ti[rid, T_NBLK] = hit
-                st[s, S_NBLKN] += 1
-                if hit:
-                    if ti[rid, T_KV] == 0:
-                        st[s, S_NKV] += 1
-                    ti[rid, T_KV] = hit * bs
-                    st[s, S_USED] += hit * bs
-                    ti[rid, T_PREF] = hit * bs
-                    st[s, S_WORK] -= hit * bs
-                    buf[ti[rid, T_LAB]] -= hit * bs
-                ti[rid, T_ADM] = st[s, S_ADMSEQ]
-                st[s, S_ADMSEQ] += 1
-                _ptake(s, rid, x, st, ti, pq)
-                al_t[s, kept] = rid
-                al_k[s, kept] = x
-                kept += 1
+            kept, stop, _ = _paged_admit(s, npf, nd, st, ti, al_t, al_k, fR, buf, pq, blk[s], -1)
             if _paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                 hide = True  # ask again with the admitted requests alone
                 continue
@@ -1070,19 +1130,8 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         room = kvcap - st[s, S_USED] - nd
         if room >= 0:
             reserve = nadm
-            kept = 0
-            dropped = False
-            for j in range(npf):
-                rid = al_t[s, j]
-                x = _token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunkable)
-                if x >= 0:
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = x
-                    kept += 1
-                    room -= x
-                elif x == STOP:
-                    dropped = True
-                    break
+            kept, room, dropped = _token_pass(npf, al_t[s], al_k[s], al_t[s], al_k[s], ti[:, T_P], ti[:, T_PREF],
+                                              ti[:, T_KV], room, reserve, chunkable)
             nxt = _token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, nadm)
             if nxt == ASK_AGAIN:
                 hide = True
@@ -1098,12 +1147,7 @@ def _mem_form(s, st, stf, ti, qh, fR, al_t, al_k, blk, buf, pq):
         ex2 += _preempt(s, victim, st, stf, ti, qh, buf, pq)
         nadm -= 1
         hide = True
-    x = nd
-    for j in range(npf):
-        x += al_k[s, j]
-    if x > kvcap - st[s, S_USED]:  # never exceed memory
-        npf = 0
-        nd = _decoders_within(nd, kvcap - st[s, S_USED])
+    npf, nd = _within_memory(s, npf, nd, st, al_k)
     return npf, nd, ex1 + ex2, True
 
 

@@ -20,25 +20,33 @@ loop's (:mod:`fluidq.kernel._select_phases`: ``PH_MEM0``, ``PH_ASKM``, ``PH_FORM
   scheduler) the batch against ``batch_violations``' rules on the arrays first (:func:`_bad`, O(batch); ``ST_BAD``:
   the driver's ``batch_faults``/``batch_violations`` on the view name the problem, EngineRun's
   :class:`~fluidq.kernel.step.PolicyError`, or with the check off a batch over the budgets alone runs as given);
-  then the token rules' pass over that batch (``token_take`` per chunk into ``bk``, then ``token_next``:
-  accept, ask again with the admitted requests alone, or a victim) or the paged rules' (``blocks_needed`` of the
-  running requests against the free blocks, the running requests' blocks, new requests admitted head-of-line by
-  ``paged_take`` with their own cached prefix back by ``prefix_want``/``pool_reuse``, ``paged_retry``); a victim
-  under vLLM's most-recent rule is chosen here (``victim_key`` over the admission numbers), any other stops with
+  then the token rules' pass over that batch (``token_pass``, ``token_take`` per chunk, into ``bk``, then
+  ``token_next``: accept, ask again with the admitted requests alone, or a victim) or the paged rules'
+  (``blocks_needed`` of the running requests against the free blocks, ``_paged_need``; the running requests' blocks,
+  new requests admitted head-of-line by ``paged_take`` with their own cached prefix back by
+  ``prefix_want``/``pool_reuse``, ``_paged_admit``; ``paged_retry``); a victim under vLLM's most-recent rule is
+  chosen here (``victim_key`` over the admission numbers, ``_most_recent``), any other stops with
   ``ST_VICTIM`` and the admitted requests' ids in ``vw``: the driver orders them by the memory module's own
   ``_victim_order`` (the policy's ordering, arrival order without one) and takes the last that ``_may_evict_hook``'s
   hook allows (the paged rules: else the first candidate; the token rules: ``-1``, and the first candidate in
   ``K_VICF``);
 * ``P_VIC``: ``no_victim_decoders`` where every candidate refuses, else the preemption (:func:`fluidq.kernel.network.
   _preempt`, the native stations' own: recompute or swap-out, the station's work and buffers), and ask again;
-* ``P_FIN``: the never-exceed clamp of the token rules (``decoders_within``): ``ST_DONE``, the batch in
-  ``al_t``/``al_k[s, :K_NP]`` and ``fR[s, :K_ND]``, its swap seconds in ``kf``.
+* ``P_FIN``: the never-exceed clamp of the token rules (``decoders_within``, ``_within_memory``): ``ST_DONE``, the
+  batch in ``al_t``/``al_k[s, :K_NP]`` and ``fR[s, :K_ND]``, its swap seconds in ``kf``.
 
-Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them (``_swap_in_fits``,
-``_token_take``, ``_token_next``, ``_no_victim_decoders``, ``_decoders_within``, ``_blocks_needed``, ``_cdiv``,
-``_prefix_want``, ``_paged_take``, ``_paged_retry``, ``_victim_key``, the pool's through ``_palloc``/``_ptake``/
-``_preuse``/``_preempt``): no rule is written here.  Why its own phases on network.py's columns rather than the select
-loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one engine's, ``ri``/``si``): the station's memory state
+Every decision is a call of :mod:`fluidq.kernel.memory`'s rule functions as network.py inlines them, and the steps
+this pass shares with the native KV stations' pass (:func:`fluidq.kernel.network._mem_form`) are network.py's own
+inlined helpers, which both call (2026-12-07, h-dedup; each pass had its copy): the swap-ins (``_swap_ins``:
+``swap_in_fits``, ``cdiv``, the pool's ``_palloc``), the running requests' blocks (``_paged_need``:
+``blocks_needed``), vLLM's most-recent victim (``_most_recent``: ``victim_key``), the paged admission
+(``_paged_admit``: ``prefix_want``, ``_preuse``, ``paged_take``, ``_ptake``; a prefix taken back listed in ``tq``),
+the token rules' pass (:func:`fluidq.kernel.kvrules.token_pass`: ``token_take``; the single-engine KV kernel's too)
+and their last clamp (``_within_memory``: ``decoders_within``); this pass calls ``token_next``, ``paged_retry``,
+``no_victim_decoders`` and ``_preempt`` itself.  No rule is written here; what is its own is the phases, the view,
+the compiled check of the policy's batch and the victim candidates handed to the driver.  Why its own phases on
+network.py's columns rather than the select loop's (:mod:`fluidq.kernel._select_phases`, whose arrays are one
+engine's, ``ri``/``si``): the station's memory state
 already lives in these columns (``_mem_end`` ends its batches, ``_submit`` refuses and queues its hops, the records
 read them), so the pass reads and writes the one state the loop keeps, with no copy between two layouts per ask.
 The requests whose objects a pass changes (a victim, a prefix taken back) are listed in ``tq`` for the driver.
@@ -46,17 +54,18 @@ The requests whose objects a pass changes (a victim, a prefix taken back) are li
 The driver (:meth:`KVStation.ask`, called by :class:`fluidq.kernel.network_select.Asker` in the Python clock's order
 of asks) keeps the station's request objects (:func:`fluidq.kernel.clock._new_task`, the Python clock's, with ``job``,
 ``rank`` -- the station's rank of the hop, which a KV station's view does not apply -- and ``label``) up to date from
-the arrays as network_select's ``_sync`` does (the last batch's requests, the hops submitted since the last ask, the
-requests a pass touched), asks the policy with EngineRun's checks (:meth:`fluidq.kernel.step.EngineRun.ask`: a return
-that is not a Batch, a policy that wrote its requests' fields with the check, ``batch_violations`` with the check,
-``batch_faults`` without it for a policy that is not a trusted built-in scheduler, ``blocked`` ids), and times the
-batch as EngineRun does (``t(b)`` from the Python path's table, plus seconds per KV token of the decoders for a
-context-aware time, or the engine's ``composition_time`` on the prefill chunks' and decoders' KV held; a batch past
-the table is EngineRun's over-budget :class:`~fluidq.kernel.step.PolicyError`; the swap seconds added): the answer
-gives its end (``S_ASKEND``, ``R_END``), or the end of a pass that only swapped in (no batch: ``S_SWAPWAIT`` when it
-is over, and the station asks again), or an idle station (an empty batch with work left is noted, ``idle_ask``, as
-EngineRun notes it).  The loop ends the batch as its native KV stations' (``_mem_end``: prefill chunks, the prefill's
-first token and a recomputation's catch-up token, decode tokens, KV grown, the finished released in arrival order).
+the arrays by :mod:`fluidq.kernel._net_sync`'s functions, as network_select's ``_sync`` does (the last batch's
+requests, the hops submitted since the last ask), and the requests a pass touched, asks the policy with EngineRun's
+checks (:meth:`fluidq.kernel.step.EngineRun.ask`: a return that is not a Batch, a policy that wrote its requests'
+fields with the check, ``batch_violations`` with the check, ``batch_faults`` without it for a policy that is not a
+trusted built-in scheduler, ``blocked`` ids), and times the batch as EngineRun does (``t(b)`` from the Python path's
+table, plus seconds per KV token of the decoders for a context-aware time, or the engine's ``composition_time`` on the
+prefill chunks' and decoders' KV held; a batch past the table is EngineRun's over-budget
+:class:`~fluidq.kernel.step.PolicyError`; the swap seconds added): the answer gives its end (``S_ASKEND``, ``R_END``),
+or the end of a pass that only swapped in (no batch: ``S_SWAPWAIT`` when it is over, and the station asks again), or
+an idle station (an empty batch with work left is noted, ``idle_ask``, as EngineRun notes it). The loop ends the batch
+as its native KV stations' (``_mem_end``: prefill chunks, the prefill's first token and a recomputation's catch-up
+token, decode tokens, KV grown, the finished released in arrival order).
 
 Covered since 2026-12-07 (h-netwin) too: a subclass of a built-in FCFS scheduler that overrides ``select``
 or ``budgets`` (the Python clock shows it every resident at a KV station, as any policy: no window there), and,
@@ -80,14 +89,13 @@ from itertools import chain
 import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
+from ._net_sync import decoded, prefilled, submitted
 from ._select_checks import _junk_blocked
-from .memory import ACCEPT, ASK_AGAIN, STOP, _may_evict_hook, _unfinished, _victim_order
-from .network import (Q_DH, Q_PH, R_END, R_SWAPS, S_ADMSEQ, S_ASKEND, S_BS, S_CACHING, S_FREE, S_KVCAP, S_MOSTREC,
-                      S_NALLOC, S_NBLKN, S_NDEC, S_NH, S_NKV, S_NRES, S_NT, S_PAGED, S_USED, S_WHOLE, S_WORK, T_ADM,
-                      T_CLS, T_CUP, T_D, T_DEC, T_HELD, T_HOP, T_KV, T_LAB, T_NBLK, T_NPRE, T_NXT, T_P, T_PREF, T_RC,
-                      T_ST, _blocks_needed, _cdiv, _decoders_within, _inline, _kernel, _misdec, _mholds, _mvisible,
-                      _no_victim_decoders, _paged_retry, _paged_take, _palloc, _preempt, _prefix_want, _preuse, _ptake,
-                      _qremove, _res_insert, _swap_in_fits, _token_next, _token_take, _victim_key)
+from .memory import ACCEPT, ASK_AGAIN, _may_evict_hook, _unfinished, _victim_order
+from .network import (Q_DH, Q_PH, R_END, S_ASKEND, S_BS, S_FREE, S_KVCAP, S_MOSTREC, S_NALLOC, S_NBLKN, S_NH, S_NKV,
+                      S_PAGED, S_USED, T_D, T_DEC, T_KV, T_LAB, T_NPRE, T_NXT, T_P, T_PREF, T_RC, _inline, _kernel,
+                      _mholds, _most_recent, _mvisible, _no_victim_decoders, _paged_admit, _paged_need, _paged_retry,
+                      _preempt, _swap_ins, _token_next, _token_pass, _within_memory)
 from .step import _bad_batch, _note_raised, _require_batch, _tampered, _trusted
 
 __all__ = ["KVStation"]
@@ -123,33 +131,12 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
     tq = kx[N_K + N:N_K + 2 * N + 2]
     mark = kx[N_K + 2 * N + 2:]
     paged = st[s, S_PAGED] != 0
-    bs = st[s, S_BS]
     kvcap = st[s, S_KVCAP]
     lim = ks[K_LIM]
     while True:
         ph = ks[K_PH]
         if ph == P_MEM0:  # the swapped-out requests come back first, oldest first, while their KV fits
-            ex1 = 0.0
-            while qh[s, 0, Q_DH]:
-                rid = qh[s, 0, Q_DH]
-                held = ti[rid, T_HELD]
-                if not _swap_in_fits(paged, held, bs, st[s, S_FREE], st[s, S_USED], kvcap):
-                    break
-                _qremove(qh, ti, s, 0, Q_DH, rid)
-                if paged:
-                    k = _cdiv(held, bs, -1)
-                    _palloc(s, k, st, ti, pq)
-                    ti[rid, T_NBLK] = k
-                    st[s, S_NBLKN] += 1
-                st[s, S_USED] += held
-                ti[rid, T_KV] = held
-                if held > 0:
-                    st[s, S_NKV] += 1
-                if _misdec(ti, rid):
-                    st[s, S_NDEC] += 1
-                ex1 += held * stf[s, R_SWAPS]
-                _res_insert(qh, ti, s, rid)
-                st[s, S_NRES] += 1
+            ex1 = _swap_ins(s, st, stf, ti, qh, pq)
             kf[F_E1] = ex1
             kf[F_E2] = 0.0
             n = 0
@@ -196,84 +183,16 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             ks[K_SKIP] = 0
             hide = ks[K_HIDE] != 0
             if paged:  # StationMemory._paged
-                need = 0
-                for j in range(npf):
-                    rid = al_t[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        need += _blocks_needed(ti[rid, T_KV], al_k[s, j], bs, -1, ti[rid, T_NBLK])
-                for j in range(nd):
-                    rid = fR[s, j]
-                    need += _blocks_needed(ti[rid, T_KV], 1, bs, -1, ti[rid, T_NBLK])
-                if need > st[s, S_FREE]:  # preempt: the most recently admitted, or the last in the policy's order
+                if _paged_need(s, npf, nd, st, ti, al_t, al_k, fR) > st[s, S_FREE]:
+                    # preempt: the most recently admitted, or the last in the policy's order
                     if st[s, S_MOSTREC]:
-                        victim = 0
-                        top = -1
-                        seen = 0
-                        rid = qh[s, 0, Q_PH]
-                        while rid and seen < st[s, S_NBLKN]:
-                            if ti[rid, T_NBLK] >= 0:
-                                seen += 1
-                                if _victim_key(True, ti[rid, T_ADM], rid) > top:
-                                    top = _victim_key(True, ti[rid, T_ADM], rid)
-                                    victim = rid
-                            rid = ti[rid, T_NXT]
-                        ks[K_VIC] = victim
+                        ks[K_VIC] = _most_recent(s, st, ti, qh)
                         ks[K_PH] = P_VIC
                         continue
                     ks[K_NVW] = _admitted(s, qh, ti, lim, vw, True)
                     ks[K_PH] = P_VIC
                     return ST_VICTIM
-                for j in range(npf):  # the running requests' blocks first
-                    rid = al_t[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        _ptake(s, rid, al_k[s, j], st, ti, pq)
-                for j in range(nd):
-                    _ptake(s, fR[s, j], 1, st, ti, pq)
-                caching = st[s, S_CACHING] != 0
-                whole = st[s, S_WHOLE] != 0
-                kept = 0
-                stop = False
-                for j in range(npf):  # then new requests, head-of-line, while their reservation fits
-                    rid = al_t[s, j]
-                    m = al_k[s, j]
-                    if ti[rid, T_NBLK] >= 0:
-                        al_t[s, kept] = rid
-                        al_k[s, kept] = m
-                        kept += 1
-                        continue
-                    if stop:
-                        continue
-                    p = ti[rid, T_P]
-                    hit = 0
-                    if caching and ti[rid, T_CUP] > 0:  # its own leading blocks, still cached, come back
-                        w = _prefix_want(p, bs, -1, st[s, S_FREE])
-                        if w == STOP:
-                            stop = True
-                            continue
-                        hit = _preuse(s, rid, w, st, ti, pq)
-                    x = _paged_take(p, ti[rid, T_PREF], m, hit, bs, whole, st[s, S_FREE])
-                    if x == STOP:
-                        stop = True
-                        continue
-                    ti[rid, T_NBLK] = hit
-                    st[s, S_NBLKN] += 1
-                    if hit:
-                        if ti[rid, T_KV] == 0:
-                            st[s, S_NKV] += 1
-                        ti[rid, T_KV] = hit * bs
-                        st[s, S_USED] += hit * bs
-                        ti[rid, T_PREF] = hit * bs
-                        st[s, S_WORK] -= hit * bs
-                        buf[ti[rid, T_LAB]] -= hit * bs
-                        q = ks[K_NTQ]
-                        tq[q] = rid
-                        ks[K_NTQ] = q + 1
-                    ti[rid, T_ADM] = st[s, S_ADMSEQ]
-                    st[s, S_ADMSEQ] += 1
-                    _ptake(s, rid, x, st, ti, pq)
-                    al_t[s, kept] = rid
-                    al_k[s, kept] = x
-                    kept += 1
+                kept, stop, ks[K_NTQ] = _paged_admit(s, npf, nd, st, ti, al_t, al_k, fR, buf, pq, tq, ks[K_NTQ])
                 if _paged_retry(stop, kept, nd, hide, st[s, S_NBLKN]):
                     ks[K_HIDE] = 1  # ask again with the admitted requests alone
                     ks[K_PH] = P_ASK
@@ -285,20 +204,9 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             room = kvcap - st[s, S_USED] - nd
             if room >= 0:
                 reserve = ks[K_NADM]
-                kept = 0
-                dropped = False
-                chunk = ks[K_CHUNK] != 0
-                for j in range(npf):
-                    rid = al_t[s, j]
-                    x = _token_take(al_k[s, j], ti[rid, T_P] - ti[rid, T_PREF], ti[rid, T_KV], room, reserve, chunk)
-                    if x >= 0:
-                        bk[kept, 0] = rid
-                        bk[kept, 1] = x
-                        kept += 1
-                        room -= x
-                    elif x == STOP:
-                        dropped = True
-                        break
+                # (the chunks kept into bk: al_t/al_k keep the policy's batch until it is accepted)
+                kept, room, dropped = _token_pass(npf, al_t[s], al_k[s], bk[0], bk[1], ti[:, T_P], ti[:, T_PREF],
+                                                  ti[:, T_KV], room, reserve, ks[K_CHUNK] != 0)
                 nxt = _token_next(dropped, hide, kept == 0 and nd == 0, room, reserve, ks[K_NADM])
                 if nxt == ASK_AGAIN:
                     ks[K_HIDE] = 1
@@ -306,8 +214,8 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
                     continue
                 if nxt == ACCEPT:
                     for j in range(kept):
-                        al_t[s, j] = bk[j, 0]
-                        al_k[s, j] = bk[j, 1]
+                        al_t[s, j] = bk[0, j]
+                        al_k[s, j] = bk[1, j]
                     ks[K_NP] = kept
                     ks[K_PH] = P_FIN
                     continue
@@ -334,14 +242,7 @@ def _kv_pass(s, st, stf, ti, qh, al_t, al_k, fR, buf, pq, kx, kf, bk):
             ks[K_HIDE] = 1  # (vLLM: no waiting request is admitted in an iteration that preempted)
             ks[K_PH] = P_ASK
         else:  # P_FIN: never exceed memory (at most the free tokens' decoders, no prefill)
-            npf = ks[K_NP]
-            nd = ks[K_ND]
-            x = nd
-            for j in range(npf):
-                x += al_k[s, j]
-            if x > kvcap - st[s, S_USED]:
-                ks[K_NP] = 0
-                ks[K_ND] = _decoders_within(nd, kvcap - st[s, S_USED])
+            ks[K_NP], ks[K_ND] = _within_memory(s, ks[K_NP], ks[K_ND], st, al_k)
             _sums(s, ti, al_k, fR, ks)
             return ST_DONE
 
@@ -461,42 +362,27 @@ class KVStation:
             ks[K_CHK] = int(self.faults)
             ks[K_BMAX] = self.b_max
             ks[K_KMAX] = -1 if self.k_max is None else self.k_max
-        if self.bk is None or self.bk.shape[0] < a.al_t.shape[1]:
-            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        if self.bk is None or self.bk.shape[1] < a.al_t.shape[1]:
+            self.bk = np.zeros((2, a.al_t.shape[1]), dtype=np.int64)
 
     def _sync(self, a, lim, new_task, labels):
         """The request objects up to date: the last batch's requests (prefilled, decoded, first scheduled; the
-        finished leave) and the hops submitted to the station with ids below ``lim``."""
+        finished leave) and the hops submitted to the station with ids below ``lim`` (:mod:`fluidq.kernel._net_sync`,
+        as the other stations asked in Python)."""
         ti = a.ti
         res = self.res
         if self.last is not None:
             pids, dids, t0 = self.last
             self.last = None
             if pids is not None:
-                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
-                    pf, dc = row[T_PREF], row[T_DEC]
-                    r = res[rid]
-                    r.prefilled = pf
-                    r.decoded = dc
-                    if r.first_scheduled_s != r.first_scheduled_s:
-                        r.first_scheduled_s = t0
-                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
-                        del res[rid]
+                for r, finished in prefilled(res, ti, pids, t0):
+                    if finished:  # it left the station
+                        del res[r.rid]
             if dids is not None:
-                for rid, dc in zip(dids.tolist(), ti[dids, T_DEC].tolist()):
-                    r = res[rid]
-                    r.decoded = dc
-                    if dc >= r.output_tokens:
-                        del res[rid]
+                decoded(res, None, map(res.__getitem__, dids.tolist()), ti[dids, T_DEC].tolist())
         if lim > self.hi:
-            if len(res) != a.st[self.s, S_NT]:  # (else every hop at the station is known)
-                idx = np.flatnonzero(ti[self.hi:lim, T_ST] == self.s)
-                if idx.size:
-                    idx += self.hi
-                    ranks = self.ranks
-                    for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
-                        res[rid] = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, ranks[row[T_HOP]],
-                                            labels[row[T_LAB]])
+            for r in submitted(a, self.s, self.hi, lim, len(res), new_task, labels, self.ranks):
+                res[r.rid] = r
             self.hi = lim
 
     def _touched(self, ti):
@@ -599,8 +485,8 @@ class KVStation:
             return False
         asker._room(npf, nd)  # (a batch over the budgets with the check off: the arrays grow)
         a = asker.a
-        if self.bk.shape[0] < a.al_t.shape[1]:
-            self.bk = np.zeros((a.al_t.shape[1], 2), dtype=np.int64)
+        if self.bk.shape[1] < a.al_t.shape[1]:
+            self.bk = np.zeros((2, a.al_t.shape[1]), dtype=np.int64)
         try:
             if npf:
                 x = np.array(pre, dtype=np.int64)

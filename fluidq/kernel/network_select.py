@@ -23,7 +23,8 @@ it for one engine:
   (:class:`fluidq.kernel.clock._Task`, the Python path's objects, with ``job``, ``rank`` and ``label``) up to date
   from the arrays -- the requests of the station's last batch (prefilled, decoded, first scheduled; the finished
   ones leave) and the hops submitted since its last ask (request ids up to the ask's view, read off the hops'
-  station column) -- so an ask costs O(batch + new hops) in Python besides the view's tuple and the policy;
+  station column; :mod:`fluidq.kernel._net_sync`'s functions, which the windowed and the KV stations' drivers call
+  too) -- so an ask costs O(batch + new hops) in Python besides the view's tuple and the policy;
   the view is the Python path's for a station without a KV cache (:meth:`fluidq.kernel.clock._StationState.view_requests`):
   for a policy that is not a built-in scheduler in FCFS order, every resident, in the station's class-priority
   order, by arrival at the station within a level (request id order); for one that is (a subclass with a rule of
@@ -77,8 +78,9 @@ import numpy as np
 
 from ..policies.base import Batch, QueueView, _shape_errors, _whole, batch_faults, batch_violations
 from ._jit import jit
-from .network import (G_ASKED, G_RID, R_AT, R_END, S_ASKEND, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, S_NT, T_CLS,
-                      T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST)
+from ._net_sync import decoded, prefilled, submitted
+from .network import (G_ASKED, G_RID, R_AT, R_END, S_ASKEND, S_ASKLIM, S_ASKP, S_BUSY, S_NALLOC, S_NH, T_D, T_DEC,
+                      T_LAB, T_P, T_PREF, T_ST)
 from .select import _junk_blocked
 from .network_window import in_view, sync_window, window
 from .step import NOTHING_CAME, _bad_batch, _idle_error, _note_raised, _require_batch, _tampered, _trusted
@@ -164,46 +166,26 @@ class Asker:
 
     def _sync(self, S, lim):
         """Bring station ``S``'s objects up to date: its last batch's requests, and the hops submitted to it with
-        ids below ``lim``."""
+        ids below ``lim`` (:mod:`fluidq.kernel._net_sync`)."""
         a = self.a
         ti = a.ti
+        res, by_rank = S.res, S.by_rank
         if S.last is not None:
             pids, dids, t0 = S.last
             S.last = None
-            res, by_rank = S.res, S.by_rank
             if pids is not None:  # the prefill chunks' requests: prefilled, decoded (a first token from the prefill),
-                # first scheduled
-                for rid, row in zip(pids.tolist(), ti[pids].tolist()):
-                    pf, dc = row[T_PREF], row[T_DEC]
-                    r = res[rid]
-                    r.prefilled = pf
-                    r.decoded = dc
-                    if r.first_scheduled_s != r.first_scheduled_s:
-                        r.first_scheduled_s = t0
-                    if pf >= row[T_P] and dc >= row[T_D]:  # finished: it left the station
-                        del res[rid]
-                        del by_rank[r.rank][rid]
-            if dids is not None:  # the decoders (done with their prompts): decoded, and those finished leave
-                objs, idx = dids
-                for r, dc in zip(objs, ti[idx, T_DEC].tolist()):
-                    r.decoded = dc
-                    if dc >= r.output_tokens:
+                # first scheduled; the finished leave the station
+                for r, finished in prefilled(res, ti, pids, t0):
+                    if finished:
                         del res[r.rid]
                         del by_rank[r.rank][r.rid]
+            if dids is not None:  # the decoders (done with their prompts): decoded, and those finished leave
+                objs, idx = dids
+                decoded(res, by_rank, objs, ti[idx, T_DEC].tolist())
         if lim > S.hi:
-            if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
-                S.hi = lim
-                return
-            idx = np.flatnonzero(ti[S.hi:lim, T_ST] == S.s)
-            if idx.size:
-                idx += S.hi
-                new_task, labels, res, by_rank = self.new_task, self.labels, S.res, S.by_rank
-                for rid, row, (jin, arr) in zip(idx.tolist(), ti[idx].tolist(), a.tf[idx].tolist()):
-                    rank = row[T_RANK]
-                    # (the Python path's task; cont None: where the request goes next is the loop's, not the object's)
-                    r = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, rank, labels[row[T_LAB]])
-                    res[rid] = r
-                    by_rank[rank][rid] = r
+            for r in submitted(a, S.s, S.hi, lim, len(res), self.new_task, self.labels):
+                res[r.rid] = r
+                by_rank[r.rank][r.rid] = r
             S.hi = lim
 
     def _next_hop(self, S, lim):

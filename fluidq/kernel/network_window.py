@@ -30,74 +30,37 @@ view), so it is asked through :mod:`fluidq.kernel.network_kv` as any other polic
 """
 from __future__ import annotations
 
-import numpy as np
-
+from ._net_sync import decoded, prefilled, submitted
 from .clock import window_view
-from .network import S_NT, T_CLS, T_D, T_DEC, T_LAB, T_P, T_PREF, T_RANK, T_ST
+from .network import T_DEC
 
 __all__ = ["in_view", "sync_window", "window"]
-
-#: at most this many hops submitted since a station's last ask are read as one slice and filtered in Python (fewer
-#: numpy calls); more are found by a vectorised scan of the hops' station column
-_SCAN = 16
 
 
 def sync_window(asker, S, lim):
     """Bring windowed station ``S``'s queues and objects up to date from the loop's arrays (``asker.a``): its last
-    batch's requests, and the hops submitted to it with ids below ``lim`` (the asker's ``_sync`` for a station
-    without the window)."""
+    batch's requests, and the hops submitted to it with ids below ``lim`` (:mod:`fluidq.kernel._net_sync`, as the
+    asker's ``_sync`` for a station without the window; the queues are this module's)."""
     a = asker.a
     ti = a.ti
+    res, pre, dec = S.res, S.pre, S.dec
     if S.last is not None:
         pids, dids, t0 = S.last
         S.last = None
-        res, pre, dec = S.res, S.pre, S.dec
         if dids is not None:  # (end(): the finished decoders leave first; disjoint from the prompts below)
             objs, idx = dids
-            for r, dc in zip(objs, ti[idx, T_DEC].tolist()):
-                r.decoded = dc
-                if dc >= r.output_tokens:
-                    del res[r.rid]
-                    del dec[r.rank][r.rid]
+            decoded(res, dec, objs, ti[idx, T_DEC].tolist())
         if pids is not None:
-            for rid, row in zip(pids.tolist(), ti[pids].tolist()):
-                pf, dc = row[T_PREF], row[T_DEC]
-                r = res[rid]
-                r.prefilled = pf
-                r.decoded = dc
-                if r.first_scheduled_s != r.first_scheduled_s:
-                    r.first_scheduled_s = t0
-                if pf >= row[T_P]:  # its prompt is done: to the decoders, or it left the station
-                    del pre[r.rank][rid]
-                    if dc >= row[T_D]:
-                        del res[rid]
-                    else:
-                        dec[r.rank][rid] = r
+            for r, finished in prefilled(res, ti, pids, t0):  # its prompt is done: to the decoders, or it leaves
+                del pre[r.rank][r.rid]
+                if finished:
+                    del res[r.rid]
+                else:
+                    dec[r.rank][r.rid] = r
     if lim > S.hi:
-        if len(S.res) == a.st[S.s, S_NT]:  # every hop at the station is known: none was submitted since
-            S.hi = lim
-            return
-        hi, s = S.hi, S.s
-        if lim - hi <= _SCAN:  # (a few hops since the last ask, the usual case: one slice read, filtered here)
-            rows = ti[hi:lim].tolist()
-            idx = [hi + j for j, row in enumerate(rows) if row[T_ST] == s]
-            if idx:
-                tf = a.tf[hi:lim].tolist()
-                rows = [rows[rid - hi] for rid in idx]
-                tfs = [tf[rid - hi] for rid in idx]
-        else:
-            x = np.flatnonzero(ti[hi:lim, T_ST] == s)
-            x += hi
-            idx = x.tolist()
-            if idx:
-                rows, tfs = ti[x].tolist(), a.tf[x].tolist()
-        if idx:
-            new_task, labels, res, pre = asker.new_task, asker.labels, S.res, S.pre
-            for rid, row, (jin, arr) in zip(idx, rows, tfs):
-                rank = row[T_RANK]
-                r = new_task(rid, arr, row[T_P], row[T_D], (row[T_CLS], jin), None, rank, labels[row[T_LAB]])
-                res[rid] = r
-                pre[rank][rid] = r
+        for r in submitted(a, S.s, S.hi, lim, len(res), asker.new_task, asker.labels):
+            res[r.rid] = r
+            pre[r.rank][r.rid] = r
         S.hi = lim
 
 
