@@ -126,7 +126,9 @@ def _sigterm_as_interrupt():
     SIGTERM later, while the command still stops (a clean-up that hangs), ends the process at once, exit 143,
     with one line and without the rest of the clean-up.  A process forked from this one (a sweep's pool
     worker) keeps SIGTERM's default action: it ends at once.  Off the main thread (no handler can be set
-    there) nothing changes.  The previous handler is restored on return.
+    there) nothing changes.  The previous handler is restored on return -- after a SIGTERM stopped the command, by
+    the first SIGTERM that comes :data:`SAME_STOP_S` or more after it (one sooner, the same stop's signal to the
+    group arriving once the clean-up has returned, is dropped rather than ending the exiting process with -15).
 
     A signal reaches Python only between bytecodes: inside a long compiled (numba) kernel call the stop waits
     for the call to return, as a Ctrl-C does."""
@@ -167,7 +169,24 @@ def _sigterm_as_interrupt():
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old if old is not None else signal.SIG_DFL)
+        prev = old if old is not None else signal.SIG_DFL
+        hit = state["hit"]
+        if hit is None:
+            signal.signal(signal.SIGTERM, prev)
+        else:
+            # a SIGTERM stopped this command: timeout's second signal (to the group) may come after the clean-up
+            # returned, and with the previous action back (the default: end at once) it ended the exiting process
+            # with -15 instead of 143; within SAME_STOP_S of the first it is dropped, a later one acts as before
+            def after_stop(signum, frame):
+                if os.getpid() == me and time.monotonic() - hit < SAME_STOP_S:
+                    return
+                signal.signal(signal.SIGTERM, prev)
+                if callable(prev):
+                    prev(signum, frame)
+                else:
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+            signal.signal(signal.SIGTERM, after_stop)
 
 
 def _stopped(command, exc: KeyboardInterrupt) -> int:
