@@ -115,6 +115,16 @@ def test_kv_stations_asked_in_python_with_choices_and_fork_joins(seed, loop_only
     compare(net, horizon, r, seed, loop_only, monkeypatch, initial_max=40, swap_s_per_token=1e-6)
 
 
+def loop_agrees(net, rng, loop_only, **kw):
+    """``method="python"``'s run of ``net`` and, with the Python path refused, the compiled loop's: identical; the
+    Python run is returned for the test's own assertions."""
+    a = simulate_network(net, rng=rng, method="python", **kw)
+    loop_only()
+    b = simulate_network(net, rng=rng, method="kernel", **kw)
+    assert_identical(a, b)
+    return a, b
+
+
 def kv_tandem(policy, memory=Memory(), cap=1500, load=1.0, b_max=256, emit=False, k_max=None):
     """A tandem: a Sarathi station feeding a KV station (``memory``, ``cap`` tokens) under ``policy``."""
     kv = Engine(batch_time=Affine(c=0.02, a=1e-4), b_max=b_max, k_max=k_max, kv_capacity_tokens=cap, memory=memory,
@@ -132,10 +142,7 @@ def kv_tandem(policy, memory=Memory(), cap=1500, load=1.0, b_max=256, emit=False
 def test_kv_tandem_every_memory_model(policy, memory, loop_only, monkeypatch):
     net = kv_tandem(policy, memory, cap=900, emit=memory.kind == "blocks")
     kw = dict(horizon_s=60.0, record_hops=True, swap_s_per_token=1e-5, record_dt_s=0.25)
-    a = simulate_network(net, rng=3, method="python", **kw)
-    loop_only()
-    b = simulate_network(net, rng=3, method="kernel", **kw)
-    assert_identical(a, b)
+    a, b = loop_agrees(net, 3, loop_only, **kw)
     assert a.preemptions["K"] > 0 and b.hops["preemptions"].sum() > 0
 
 
@@ -150,18 +157,15 @@ def test_a_jsq_router_by_tokens_over_an_asked_kv_station_runs_on_the_loop(loop_o
                       Hop(engine="R", prompt_tokens=150, output_tokens=40)])])
     assert _kernel_unsupported(net, False) is None
     kw = dict(horizon_s=30.0, record_hops=True)
-    a = simulate_network(net, rng=5, method="python", **kw)
-    loop_only()
-    b = simulate_network(net, rng=5, method="kernel", **kw)
-    assert_identical(a, b)
+    a, _ = loop_agrees(net, 5, loop_only, **kw)
     assert a.preemptions["K"] > 0 and a.completed["x"] > 50
 
 
 def test_an_asked_kv_station_with_a_composition_batch_time(loop_only, monkeypatch):
     """A composition batch time (vLLM's operator model) at a KV station whose policy is asked in Python: the driver
     times the batches by the engine's ``composition_time`` on the loop's KV columns (network_kv, h-netmem; the
-    station's EngineRun until then), so the loop runs it (a KV station under a built-in FCFS scheduler with one stays
-    on the Python clock: test_network_kernel_kv)."""
+    station's EngineRun until then), so the loop runs it (since 2026-12-07 evening a built-in FCFS scheduler at such a
+    station is asked in Python on the loop too: test_network_composition_loop)."""
     from fluidq import Staircase
     from fluidq.batchtime.composition import Composition
     from fluidq.batchtime.operators import FittedIterationModel
@@ -173,10 +177,7 @@ def test_an_asked_kv_station_with_a_composition_batch_time(loop_only, monkeypatc
                                                      policy=k.policy)], classes=net.classes)
     assert _kernel_unsupported(net, False) is None
     kw = dict(horizon_s=30.0, record_hops=True)
-    a = simulate_network(net, rng=4, method="python", **kw)
-    loop_only()
-    b = simulate_network(net, rng=4, method="kernel", **kw)
-    assert_identical(a, b)
+    a, _ = loop_agrees(net, 4, loop_only, **kw)
     assert a.preemptions["K"] > 0
 
 
