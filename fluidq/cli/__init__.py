@@ -117,6 +117,9 @@ class Terminated(KeyboardInterrupt):
 #: a SIGTERM this soon after the first is the same stop (``timeout`` signals the command and then, at once, its
 #: whole process group, which holds the command too), not a second request: seconds
 SAME_STOP_S = 1.0
+#: after a SIGTERM stopped a command, a SIGTERM this soon after it is the same stop's (timeout's signal to the group,
+#: which a loaded machine delivered 1 s late in CI), dropped rather than ending the exiting process with -15
+AFTER_STOP_S = 10.0
 
 
 @contextlib.contextmanager
@@ -127,7 +130,7 @@ def _sigterm_as_interrupt():
     with one line and without the rest of the clean-up.  A process forked from this one (a sweep's pool
     worker) keeps SIGTERM's default action: it ends at once.  Off the main thread (no handler can be set
     there) nothing changes.  The previous handler is restored on return -- after a SIGTERM stopped the command, by
-    the first SIGTERM that comes :data:`SAME_STOP_S` or more after it (one sooner, the same stop's signal to the
+    the first SIGTERM that comes :data:`AFTER_STOP_S` or more after it (one sooner, the same stop's signal to the
     group arriving once the clean-up has returned, is dropped rather than ending the exiting process with -15).
 
     A signal reaches Python only between bytecodes: inside a long compiled (numba) kernel call the stop waits
@@ -176,9 +179,9 @@ def _sigterm_as_interrupt():
         else:
             # a SIGTERM stopped this command: timeout's second signal (to the group) may come after the clean-up
             # returned, and with the previous action back (the default: end at once) it ended the exiting process
-            # with -15 instead of 143; within SAME_STOP_S of the first it is dropped, a later one acts as before
+            # with -15 instead of 143; within AFTER_STOP_S of the first it is dropped, a later one acts as before
             def after_stop(signum, frame):
-                if os.getpid() == me and time.monotonic() - hit < SAME_STOP_S:
+                if os.getpid() == me and time.monotonic() - hit < AFTER_STOP_S:
                     return
                 signal.signal(signal.SIGTERM, prev)
                 if callable(prev):

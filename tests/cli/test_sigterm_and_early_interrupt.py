@@ -122,7 +122,10 @@ def test_the_same_stops_second_sigterm_after_the_clean_up_does_not_end_the_proce
     the first is dropped, and a later one acts as before (the default: end at once)."""
     code = """
         import os, signal, sys, time
-        from fluidq.cli import SAME_STOP_S, Terminated, _sigterm_as_interrupt
+        import fluidq.cli as C
+        from fluidq.cli import Terminated, _sigterm_as_interrupt
+
+        C.AFTER_STOP_S = 1.0  # the window after a stop (10 s), shortened for the "later" signal below
 
         try:
             with _sigterm_as_interrupt():
@@ -134,7 +137,7 @@ def test_the_same_stops_second_sigterm_after_the_clean_up_does_not_end_the_proce
         time.sleep(0.1)
         print("ALIVE", flush=True)
         if sys.argv[-1] == "later":
-            time.sleep(SAME_STOP_S + 0.2)
+            time.sleep(C.AFTER_STOP_S + 0.2)
             os.kill(os.getpid(), signal.SIGTERM)  # another stop: the previous action, the default
             time.sleep(5)
         """
